@@ -1,0 +1,276 @@
+// Registers the verbs; each verb's module is imported only when that verb runs, so
+// `sparkctl --help` and `--version` never load zod, the HTTP client, pino or systeminformation.
+import { Command, CommanderError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { SparkError, ExitCode } from './errors.js';
+
+type Action = (...args: any[]) => Promise<void>;
+const lazy =
+  (load: () => Promise<{ run: (...args: any[]) => Promise<unknown> }>): Action =>
+  async (...args: any[]) => {
+    await (await load()).run(...args);
+  };
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+const intArg = (name: string) => (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput);
+  return n;
+};
+
+function version(): string {
+  try {
+    return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command('sparkctl');
+  // Set before the verbs are added: subcommands copy it, so a bad flag throws instead of exiting.
+  program.exitOverride();
+  program
+    .description('Run the life of a vLLM model server on NVIDIA GPU hosts: preflight, serve, prewarm, probe, stop.')
+    .version(version(), '-V, --version')
+    .option('--verbose', 'log details (and stack traces) to stderr')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  sparkctl serve qwen3.5-9b --engine sim     the whole job on the built-in simulator
+  sparkctl preflight --profile qwen3.5-9b    check this host before serving
+  sparkctl serve qwen3.5-9b --dry-run        the exact vllm command, without running it
+  sparkctl probe --all                       deep health check of every running server
+
+Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed, 70 internal error.`,
+    );
+
+  const profileOpts = (cmd: Command) =>
+    cmd
+      .option('--set <field=value>', 'override a profile field, e.g. engine.maxModelLen=8192 (repeatable)', collect, [])
+      .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+      .option('--gpus <n>', "the host's GPU count (when it cannot be read)", intArg('--gpus'));
+
+  profileOpts(
+    program
+      .command('serve')
+      .argument('<profile>', 'profile name or YAML file')
+      .description('preflight, launch every replica, wait until ready, prewarm, deep probe')
+      .addOption(new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'))
+      .option('--vllm-bin <path>', 'the vllm executable', 'vllm')
+      .option('--dry-run', 'print the launch plan and stop (never spawns)')
+      .option('--json', 'machine-readable output')
+      .option('--no-prewarm', 'skip prewarm after ready')
+      .option('--skip-preflight', 'do not run the blocking preflight checks first')
+      .option('--foreground', 'stay attached, forward SIGTERM/SIGINT, exit with the server (systemd, containers)')
+      .option('--ready-timeout <duration>', 'give up after this long (600, 90s, 15m); default from the profile')
+      .option('--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes')
+      .option('--platform <name>', 'platform baseline (default: the profile\'s)')
+      .option('--sim-load-seconds <s>', 'simulated load time (engine sim)')
+      .addHelpText('after', `
+Examples:
+  sparkctl serve qwen3.5-9b --dry-run                 the vllm command for each replica
+  sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
+  sparkctl serve qwen-prod --set engine.maxModelLen=8192
+  sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
+  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple`),
+  ).action(lazy(() => import('./commands/serve.js')));
+
+  profileOpts(
+    program
+      .command('plan')
+      .argument('<profile>', 'profile name or YAML file')
+      .description('per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits')
+      .option('--gpu-memory <size>', 'memory of one GPU, e.g. 80GiB, 141GB (default: the platform\'s)')
+      .option('--platform <name>', 'platform baseline (default: the profile\'s)')
+      .option('--json', 'machine-readable output')
+      .addHelpText('after', `
+Examples:
+  sparkctl plan qwen3.5-9b
+  sparkctl plan qwen3.5-9b --gpu-memory 141GB --set engine.maxModelLen=262144`),
+  ).action(lazy(() => import('./commands/plan.js')));
+
+  const profiles = program.command('profiles').description('list, show, validate profiles; print their JSON Schema');
+  profiles
+    .command('list')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .option('--json', 'machine-readable output')
+    .description('every known profile and where it comes from')
+    .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).list })));
+  profiles
+    .command('show')
+    .argument('<name>')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .option('--set <field=value>', 'override a field', collect, [])
+    .option('--json', 'machine-readable output')
+    .description('the profile with every default filled in')
+    .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).show })));
+  profiles
+    .command('validate')
+    .argument('<file>')
+    .option('--gpus <n>', "the host's GPU count", intArg('--gpus'))
+    .option('--json', 'machine-readable output')
+    .description('check a profile file: schema, cross-field rules, memory; every problem at once')
+    .addHelpText('after', '\nExample:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8')
+    .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).validate })));
+  profiles
+    .command('schema')
+    .description('the JSON Schema of a profile, for editors')
+    .addHelpText('after', '\nExample (VS Code, YAML extension):\n  sparkctl profiles schema > sparkctl-profile.schema.json')
+    .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).schema })));
+
+  program
+    .command('preflight')
+    .description('check this host (or a support bundle) before serving: driver, CUDA, NCCL, GPUs, host limits')
+    .option('--profile <name>', 'check against this profile (GPUs, memory, ports, model files)')
+    .option('--platform <name>', 'auto, or a baseline name', 'auto')
+    .option('--from <dir>', 'replay a support bundle instead of reading this host')
+    .option('--only <ids>', 'comma-separated check ids (or prefixes: gpu.)')
+    .option('--skip <ids>', 'comma-separated check ids to skip')
+    .option('--strict', 'warnings fail too')
+    .option('--verify', 'model.files: check SHA-256 against the manifest')
+    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .option('--nodes <file>', 'run on every node of an inventory over ssh')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', `
+Examples:
+  sparkctl preflight
+  sparkctl preflight --profile qwen3.5-9b --only gpu.,driver.
+  sparkctl preflight --from ./bundle-h200 --json`)
+    .action(lazy(() => import('./commands/preflight.js')));
+
+  program
+    .command('collect')
+    .description('write a support bundle (v1) of this host: the raw outputs preflight reads, no secrets')
+    .requiredOption('--out <dir>', 'folder to write')
+    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .addHelpText('after', '\nExample:\n  sparkctl collect --out ./bundle-$(hostname) && sparkctl preflight --from ./bundle-$(hostname)')
+    .action(lazy(() => import('./commands/collect.js')));
+
+  program
+    .command('status')
+    .description('every registered server: pid, alive, port, health, uptime, GPUs (stale entries are cleaned)')
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', '\nExample:\n  sparkctl status --json')
+    .action(lazy(() => import('./commands/status.js')));
+
+  program
+    .command('logs')
+    .argument('<name>', 'instance (qwen3.5-9b-0) or profile (all its replicas)')
+    .option('-f, --follow', 'keep printing as the log grows')
+    .option('-n, --lines <n>', 'last N lines', intArg('--lines'), 50)
+    .description("print a server's log")
+    .addHelpText('after', '\nExample:\n  sparkctl logs qwen3.5-9b-0 -f')
+    .action(lazy(() => import('./commands/logs.js')));
+
+  program
+    .command('stop')
+    .argument('[name]', 'instance or profile')
+    .option('--all', 'every registered server')
+    .option('--timeout <seconds>', 'SIGTERM, then SIGKILL after this long', intArg('--timeout'), 30)
+    .option('--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node')
+    .option('--json', 'machine-readable output')
+    .description('stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free')
+    .addHelpText('after', '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60')
+    .action(lazy(() => import('./commands/stop.js')));
+
+  program
+    .command('prewarm')
+    .argument('[name]', 'instance or profile')
+    .option('--url <url>', 'a server by URL instead of a registered instance')
+    .option('--model <name>', 'served model name (with --url; default: the first /v1/models entry)')
+    .option('--timeout <seconds>', 'overall deadline', intArg('--timeout'))
+    .option('--json', 'machine-readable output')
+    .description('take a restarted server from cold to warm: rounds at 128/1024/4096 prompt tokens until latency settles')
+    .addHelpText('after', '\nExamples:\n  sparkctl prewarm qwen3.5-9b\n  sparkctl prewarm --url http://127.0.0.1:8000')
+    .action(lazy(() => import('./commands/prewarm.js')));
+
+  program
+    .command('probe')
+    .argument('[names...]', 'instances or profiles')
+    .option('--url <url>', 'a server by URL (repeatable)', collect, [])
+    .option('--all', 'every registered server')
+    .option('--model <name>', 'expected served name (with --url)')
+    .option('--timeout <ms>', 'deadline of each step', intArg('--timeout'))
+    .option('--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai')
+    .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
+    .option('--alert-webhook <url>', 'POST JSON when a target changes state')
+    .option('--json', 'machine-readable output')
+    .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
+    .addHelpText('after', `
+Examples:
+  sparkctl probe --all
+  sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
+  */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
+    .action(lazy(() => import('./commands/probe.js')));
+
+  profileOpts(
+    program
+      .command('systemd')
+      .argument('<profile>')
+      .option('--user <user>', 'User= of the unit')
+      .option('--env-file <path>', 'EnvironmentFile= with the API key', '/etc/sparkctl/env')
+      .description('print a systemd unit that runs serve --foreground, with prewarm and restart back-off')
+      .addHelpText('after', '\nExample:\n  sparkctl systemd qwen3.5-9b > /etc/systemd/system/sparkctl-qwen3.5-9b.service'),
+  ).action(lazy(() => import('./commands/systemd.js')));
+
+  profileOpts(
+    program
+      .command('k8s')
+      .argument('<profile>')
+      .option('--image <image>', 'container image', 'vllm/vllm-openai:v0.17.0')
+      .option('--nodes <n>', 'multi-node: a LeaderWorkerSet of N pods', intArg('--nodes'))
+      .option('--namespace <ns>', 'namespace', 'default')
+      .description('print a Deployment + Service (or a LeaderWorkerSet for multi-node) with real probes')
+      .addHelpText('after', '\nExamples:\n  sparkctl k8s qwen-prod | kubectl apply -f -\n  sparkctl k8s qwen3-200b --nodes 4'),
+  ).action(lazy(() => import('./commands/k8s.js')));
+
+  program
+    .command('client-env')
+    .argument('<name>', 'instance or profile')
+    .option('--claude-code', 'ANTHROPIC_* variables for Claude Code')
+    .option('--openai', 'OPENAI_* variables for OpenAI clients')
+    .option('--host <host>', 'the address clients use', '127.0.0.1')
+    .description('print what a client needs to use a server')
+    .addHelpText('after', '\nExample:\n  eval "$(sparkctl client-env qwen-prod --claude-code)"')
+    .action(lazy(() => import('./commands/client-env.js')));
+
+  const sim = program.command('sim').description('the built-in vLLM simulator (what --engine sim runs)');
+  sim
+    .command('serve')
+    .argument('<model>')
+    .argument('[args...]')
+    .allowUnknownOption()
+    .helpOption(false)
+    .description('serve like `vllm serve MODEL [flags]`, on no GPU')
+    .action(lazy(() => import('./commands/sim.js')));
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  const verbose = argv.includes('--verbose');
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return process.exitCode === undefined ? 0 : Number(process.exitCode);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // Help and version are not errors; anything else commander rejects is bad input.
+      return e.exitCode === 0 ? 0 : ExitCode.badInput;
+    }
+    if (e instanceof SparkError) {
+      if (e.message) process.stderr.write(`sparkctl: ${e.message}\n`);
+      for (const d of e.details) process.stderr.write(`  - ${d}\n`);
+      if (verbose && e.stack) process.stderr.write(e.stack + '\n');
+      return e.exitCode;
+    }
+    const err = e as Error;
+    process.stderr.write(`sparkctl: internal error: ${err?.message ?? String(e)}\n`);
+    if (verbose) process.stderr.write(`${err?.stack ?? ''}\n`);
+    else process.stderr.write('  (run again with --verbose for the stack trace)\n');
+    return ExitCode.internal;
+  }
+}

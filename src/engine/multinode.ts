@@ -1,0 +1,4 @@
+import { UsageError } from '../errors.js';
+export async function serveNodes(..._a: unknown[]): Promise<void> {
+  throw new UsageError('serve --nodes is not built yet');
+}

@@ -1,0 +1,93 @@
+// Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
+const useColor = (): boolean =>
+  !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
+
+const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
+export const c = {
+  red: wrap(31),
+  green: wrap(32),
+  yellow: wrap(33),
+  dim: wrap(2),
+  bold: wrap(1),
+};
+
+export function statusMark(status: string): string {
+  switch (status) {
+    case 'pass':
+      return c.green('PASS');
+    case 'warn':
+      return c.yellow('WARN');
+    case 'fail':
+      return c.red('FAIL');
+    default:
+      return c.dim(status.toUpperCase());
+  }
+}
+
+const SAFE = /^[A-Za-z0-9_\-./:=@,+%]+$/;
+/** POSIX shell quoting: the output can be pasted into a shell and runs the same argv. */
+export function shellQuote(arg: string): string {
+  if (arg !== '' && SAFE.test(arg)) return arg;
+  return `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+export function shellCommand(argv: string[], env: Record<string, string> = {}, multiline = true): string {
+  const envPart = Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`);
+  const parts: string[] = [...envPart, ...argv.map(shellQuote)];
+  if (!multiline) return parts.join(' ');
+  // One flag (with its value) per line, as the documents print it.
+  const lines: string[] = [];
+  let cur = '';
+  for (const p of parts) {
+    if (p.startsWith('--') && cur) {
+      lines.push(cur);
+      cur = p;
+    } else cur = cur ? `${cur} ${p}` : p;
+  }
+  if (cur) lines.push(cur);
+  return lines.join(' \\\n    ');
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;]*m/g;
+export const visibleLength = (s: string) => s.replace(ANSI, '').length;
+
+export function table(rows: string[][], header?: string[]): string {
+  const all = header ? [header, ...rows] : rows;
+  const widths: number[] = [];
+  for (const r of all) r.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell))));
+  const fmt = (r: string[]) =>
+    r
+      .map((cell, i) => (i === r.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visibleLength(cell))))
+      .join('  ')
+      .trimEnd();
+  const out = all.map(fmt);
+  if (header) out.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  return out.join('\n');
+}
+
+export function envelope(kind: string, body: Record<string, unknown>): string {
+  return JSON.stringify({ version: 1, kind, ...body }, null, 2);
+}
+
+export function formatBytes(n: number): string {
+  const gib = n / 1024 ** 3;
+  if (Math.abs(gib) >= 1) return `${gib.toFixed(2)} GiB`;
+  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 120) return `${s.toFixed(1)} s`;
+  return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s`;
+}
+
+/** Parse "15m", "90s", "2h", "500ms" or a bare number of seconds. */
+export function parseDuration(text: string, field: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new Error(`${field}: "${text}" is not a duration; use seconds (600) or a unit (90s, 15m, 1h)`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 's';
+  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit as 'ms' | 's' | 'm' | 'h'];
+}

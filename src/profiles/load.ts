@@ -1,0 +1,176 @@
+// Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join, resolve, basename } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { Profile, Platform, NodesFile } from './schema.js';
+import { UsageError } from '../errors.js';
+
+export const BUILTIN_DIR = fileURLToPath(new URL('../../profiles/', import.meta.url));
+
+export interface Problem {
+  path: string;
+  message: string;
+  severity: 'error' | 'warning';
+  fix?: string;
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.path}: ${p.message}${p.fix ? ` (fix: ${p.fix})` : ''}`;
+}
+
+export function profileDirs(extra?: string): string[] {
+  const dirs: string[] = [];
+  if (extra) dirs.push(resolve(extra));
+  for (const d of (process.env.SPARKCTL_PROFILES ?? '').split(':').filter(Boolean)) dirs.push(resolve(d));
+  dirs.push(BUILTIN_DIR);
+  return dirs;
+}
+
+export interface ProfileSource {
+  name: string;
+  file: string;
+  builtin: boolean;
+}
+
+export function listProfiles(extra?: string): ProfileSource[] {
+  const seen = new Map<string, ProfileSource>();
+  for (const dir of profileDirs(extra)) {
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir).sort()) {
+      if (!/\.ya?ml$/.test(f)) continue;
+      const name = f.replace(/\.ya?ml$/, '');
+      // Earlier folders win: a user's profile may shadow a shipped one of the same name.
+      if (!seen.has(name)) seen.set(name, { name, file: join(dir, f), builtin: dir === BUILTIN_DIR });
+    }
+  }
+  return [...seen.values()];
+}
+
+function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
+  }
+  const doc = parseDocument(text);
+  if (doc.errors.length) {
+    throw new UsageError(`${file}: not valid YAML`, doc.errors.map((e) => e.message));
+  }
+  return doc.toJS();
+}
+
+/** `engine.maxModelLen=8192`: the value is read as YAML, so numbers, booleans, null and lists work. */
+export function applySet(raw: Record<string, unknown>, assignment: string): void {
+  const eq = assignment.indexOf('=');
+  if (eq <= 0) throw new UsageError(`--set "${assignment}": expected FIELD=VALUE, e.g. --set engine.maxModelLen=8192`);
+  const path = assignment.slice(0, eq).trim();
+  const valueText = assignment.slice(eq + 1);
+  let value: unknown;
+  try {
+    value = valueText === '' ? '' : parseYaml(valueText);
+  } catch {
+    value = valueText;
+  }
+  const keys = path.split('.');
+  let cur: Record<string, unknown> = raw;
+  for (const k of keys.slice(0, -1)) {
+    if (cur[k] === undefined) cur[k] = {};
+    const next = cur[k];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) {
+      throw new UsageError(`--set ${path}: "${k}" is not a block of the profile`);
+    }
+    cur = next as Record<string, unknown>;
+  }
+  cur[keys[keys.length - 1]!] = value;
+}
+
+export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
+  const out: Problem[] = [];
+  for (const issue of error.issues) {
+    const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(root)';
+    if (issue.code === 'unrecognized_keys') {
+      for (const k of issue.keys) {
+        out.push({ path: path === '(root)' ? k : `${path}.${k}`, message: 'unknown field', severity: 'error', fix: 'remove it or check its spelling against `sparkctl profiles schema`' });
+      }
+    } else if (issue.code === 'invalid_union') {
+      out.push({ path, message: 'does not match any allowed form', severity: 'error', fix: 'see `sparkctl profiles schema`' });
+    } else {
+      out.push({ path, message: issue.message, severity: 'error' });
+    }
+  }
+  return out;
+}
+
+export interface LoadedProfile {
+  profile: Profile;
+  file: string;
+}
+
+/** Parse phase: YAML -> --set -> zod (defaults, types, unknown keys). Throws with every problem. */
+export function parseProfile(raw: unknown, file: string, sets: string[] = []): Profile {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${file}: a profile is a YAML mapping`);
+  const obj = structuredClone(raw) as Record<string, unknown>;
+  for (const s of sets) applySet(obj, s);
+  if (obj.name === undefined) obj.name = basename(file).replace(/\.ya?ml$/, '');
+  const res = Profile.safeParse(obj);
+  if (!res.success) {
+    const problems = zodProblems(res.error);
+    throw new UsageError(`profile ${String(obj.name)} (${file}) is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
+  }
+  return res.data;
+}
+
+export function loadProfileFile(file: string, sets: string[] = []): LoadedProfile {
+  return { profile: parseProfile(readYaml(file), file, sets), file };
+}
+
+export function loadProfile(nameOrFile: string, opts: { profilesDir?: string; sets?: string[] } = {}): LoadedProfile {
+  if (/\.ya?ml$/.test(nameOrFile) && existsSync(nameOrFile)) return loadProfileFile(nameOrFile, opts.sets);
+  const found = listProfiles(opts.profilesDir).find((p) => p.name === nameOrFile);
+  if (!found) {
+    const names = listProfiles(opts.profilesDir).map((p) => p.name);
+    throw new UsageError(`unknown profile "${nameOrFile}"`, [`known profiles: ${names.join(', ')}`, 'add your own folder with --profiles DIR or SPARKCTL_PROFILES']);
+  }
+  return loadProfileFile(found.file, opts.sets);
+}
+
+export function platformDir(): string {
+  return join(BUILTIN_DIR, 'platforms');
+}
+
+let platformCache: Platform[] | undefined;
+export function listPlatforms(): Platform[] {
+  if (platformCache) return platformCache;
+  const dir = platformDir();
+  platformCache = readdirSync(dir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort()
+    .map((f) => {
+      const res = Platform.safeParse(readYaml(join(dir, f)));
+      if (!res.success) throw new Error(`shipped baseline ${f} is invalid: ${zodProblems(res.error).map(formatProblem).join('; ')}`);
+      return res.data;
+    });
+  return platformCache;
+}
+
+export function loadPlatform(name: string): Platform {
+  const p = listPlatforms().find((x) => x.name === name);
+  if (!p) throw new UsageError(`unknown platform "${name}"`, [`known platforms: ${listPlatforms().map((x) => x.name).join(', ')}`]);
+  return p;
+}
+
+export function loadNodesFile(file: string): NodesFile {
+  const raw = readYaml(file);
+  const res = NodesFile.safeParse(raw);
+  if (!res.success) {
+    const problems = zodProblems(res.error);
+    throw new UsageError(`nodes file ${file} is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
+  }
+  const names = [res.data.head, ...res.data.workers].map((n) => n.name);
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup) throw new UsageError(`nodes file ${file}: node name "${dup}" appears twice`, ['give every node its own name']);
+  return res.data;
+}

@@ -1,0 +1,118 @@
+// A profile -> the argv and environment of each `vllm serve` replica. Small pure helpers, one per section.
+import { join } from 'node:path';
+import type { Profile } from './schema.js';
+import { compareVersions } from './versions.js';
+import { resolveReplicas, type HostShape } from './validate.js';
+
+const atLeast = (v: string, min: string) => compareVersions(v, min) >= 0;
+
+export function modelArg(p: Profile): string {
+  return p.model.path ?? p.model.id!;
+}
+
+/** The name clients send as "model" and /v1/models lists. */
+export function servedName(p: Profile): string {
+  return p.model.servedName ?? modelArg(p);
+}
+
+export function modelArgs(p: Profile): string[] {
+  const out: string[] = [];
+  if (p.model.servedName && p.model.servedName !== modelArg(p)) out.push('--served-model-name', p.model.servedName);
+  return out;
+}
+
+export function parallelArgs(p: Profile): string[] {
+  const out = ['--tensor-parallel-size', String(p.parallel.tensor), '--pipeline-parallel-size', String(p.parallel.pipeline)];
+  if (p.parallel.executor === 'ray' || p.parallel.nodes > 1) out.push('--distributed-executor-backend', 'ray');
+  return out;
+}
+
+/** A boolean engine flag: vLLM >= 0.10 takes --x / --no-x; before that only --x existed. */
+function boolFlag(version: string, flag: string, value: boolean | undefined): string[] {
+  if (value === undefined) return [];
+  if (value) return [flag];
+  return atLeast(version, '0.10.0') ? [flag.replace(/^--/, '--no-')] : [];
+}
+
+export function engineArgs(p: Profile): string[] {
+  const e = p.engine;
+  const v = e.vllmVersion;
+  const out: string[] = [];
+  if (e.dtype !== 'auto') out.push('--dtype', e.dtype);
+  if (e.maxModelLen !== undefined) out.push('--max-model-len', String(e.maxModelLen));
+  if (e.enforceEager) out.push('--enforce-eager');
+  out.push('--gpu-memory-utilization', String(e.gpuMemoryUtilization));
+  if (e.kvCacheDtype !== 'auto') out.push('--kv-cache-dtype', e.kvCacheDtype);
+  if (e.quantization) out.push('--quantization', e.quantization);
+  out.push(...boolFlag(v, '--enable-chunked-prefill', e.enableChunkedPrefill));
+  out.push(...boolFlag(v, '--enable-prefix-caching', e.enablePrefixCaching));
+  if (e.maxNumSeqs !== undefined) out.push('--max-num-seqs', String(e.maxNumSeqs));
+  if (e.maxNumBatchedTokens !== undefined) out.push('--max-num-batched-tokens', String(e.maxNumBatchedTokens));
+  if (e.blockSize !== undefined) out.push('--block-size', String(e.blockSize));
+  // --disable-log-requests was removed in vLLM 0.12 (request logging is off by default there).
+  if (atLeast(v, '0.12.0')) {
+    if (e.logRequests) out.push('--enable-log-requests');
+  } else if (!e.logRequests) out.push('--disable-log-requests');
+  if (e.reasoningParser) {
+    if (!atLeast(v, '0.10.0')) out.push('--enable-reasoning');
+    out.push('--reasoning-parser', e.reasoningParser);
+  }
+  if (e.toolCallParser) out.push('--enable-auto-tool-choice', '--tool-call-parser', e.toolCallParser);
+  return out;
+}
+
+export function serverArgs(p: Profile, replica: number): string[] {
+  return ['--port', String(p.server.port + replica), '--host', p.server.host];
+}
+
+export interface ReplicaPlan {
+  index: number;
+  name: string;
+  argv: string[];
+  env: Record<string, string>;
+  /** Variables taken from sparkctl's own environment at launch; shown by reference, never by value. */
+  envFrom: Record<string, string>;
+  port: number;
+  gpus: number[];
+  logFile: string;
+}
+
+export interface RenderOptions {
+  /** argv prefix that runs vLLM: ['vllm'] or [node, sparkctl.js, 'sim'] */
+  executable: string[];
+  stateDir: string;
+  /** arguments appended only for the simulator (its own knobs) */
+  tail?: string[];
+}
+
+export function instanceName(p: Profile, replica: number): string {
+  return `${p.name}-${replica}`;
+}
+
+export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions): ReplicaPlan[] {
+  const replicas = resolveReplicas(p, host);
+  const perReplica = p.parallel.tensor * p.parallel.pipeline;
+  const multiNode = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
+  const plans: ReplicaPlan[] = [];
+  for (let i = 0; i < replicas; i++) {
+    const first = p.parallel.firstGpu + i * perReplica;
+    // Multi-node: Ray places the workers; the head sees only its own GPUs.
+    const gpus = Array.from({ length: multiNode ? Math.min(perReplica, host.gpusPerNode ?? host.gpus) : perReplica }, (_, k) => first + k);
+    const env: Record<string, string> = { ...p.env };
+    if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
+    const envFrom: Record<string, string> = {};
+    if (p.server.apiKeyEnv) envFrom.VLLM_API_KEY = p.server.apiKeyEnv;
+    const name = instanceName(p, i);
+    plans.push({
+      index: i,
+      name,
+      argv: [...opts.executable, 'serve', modelArg(p), ...modelArgs(p), ...parallelArgs(p), ...engineArgs(p), ...serverArgs(p, i), ...p.engine.extraArgs, ...(opts.tail ?? [])],
+      env,
+      envFrom,
+      port: p.server.port + i,
+      gpus,
+      logFile: join(opts.stateDir, 'logs', `${name}.log`),
+    });
+  }
+  return plans;
+}

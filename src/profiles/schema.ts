@@ -1,0 +1,169 @@
+// The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
+import { z } from 'zod';
+
+const positiveInt = z.number().int().positive();
+const port = z.number().int().min(1).max(65535);
+
+/** Variables whose names look like secrets: never written to a profile, argv, a log or a bundle. */
+export const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+export const ModelBlock = z
+  .strictObject({
+    id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
+    path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
+    servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
+    parameters: z.number().positive().describe('Total parameter count, e.g. 9.0e9'),
+    layers: positiveInt.describe('Decoder layers'),
+    kvLayers: positiveInt.optional().describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),
+    attentionHeads: positiveInt.describe('Query heads of a full-attention layer'),
+    kvHeads: positiveInt.describe('KV heads (GQA)'),
+    headDim: positiveInt,
+    hiddenSize: positiveInt.optional(),
+    maxContext: positiveInt.describe('Native context length (max_position_embeddings)'),
+    weightBytesPerParam: z.number().positive().default(2).describe('2 for bf16/fp16 checkpoints'),
+    sha256Manifest: z.string().optional().describe('File of "<sha256>  <relative path>" lines for model.files --verify'),
+  })
+  .refine((m) => m.id !== undefined || m.path !== undefined, { message: 'model needs an id (hub id) or a path (local folder)', path: ['id'] });
+
+export const EngineBlock = z.strictObject({
+  vllmVersion: z.string().regex(/^\d+\.\d+(\.\d+)?/, 'a version such as 0.17.0').default('0.17.0').describe('The vLLM the flags are rendered for'),
+  dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),
+  quantization: z.string().nullable().default(null).describe('fp8, awq, gptq, ... (null: as the checkpoint is)'),
+  kvCacheDtype: z.enum(['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']).default('auto'),
+  maxModelLen: positiveInt.optional(),
+  gpuMemoryUtilization: z.number().default(0.9).describe('Share of each GPU vLLM pre-allocates, (0, 1]'),
+  enforceEager: z.boolean().default(false).describe('Disables CUDA graphs only (not flash-attention)'),
+  enableChunkedPrefill: z.boolean().optional(),
+  enablePrefixCaching: z.boolean().optional(),
+  maxNumSeqs: positiveInt.optional(),
+  maxNumBatchedTokens: positiveInt.optional(),
+  blockSize: z.union([z.literal(8), z.literal(16), z.literal(32), z.literal(64), z.literal(128)]).optional(),
+  logRequests: z.boolean().default(false).describe('Per-request logging; rendered for the target vLLM version'),
+  reasoningParser: z.string().optional(),
+  toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),
+  extraArgs: z.array(z.string()).default([]).describe('Appended verbatim after the rendered flags'),
+});
+
+export const ParallelBlock = z.strictObject({
+  tensor: positiveInt.default(1),
+  pipeline: positiveInt.default(1),
+  replicas: z.union([positiveInt, z.literal('auto')]).default(1).describe("Independent copies on one host, each on its own GPUs and port; 'auto' = as many as the GPUs allow"),
+  firstGpu: z.number().int().min(0).default(0).describe('Index of the first GPU this profile uses (tenants on disjoint GPUs)'),
+  executor: z.enum(['mp', 'ray']).default('mp'),
+  nodes: positiveInt.default(1),
+  gpusPerNode: positiveInt.optional(),
+});
+
+export const ServerBlock = z.strictObject({
+  host: z.string().default('0.0.0.0'),
+  port: port.default(8000).describe('Replica i listens on port + i'),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+    .optional()
+    .describe('The NAME of the variable holding the API key; the key itself never enters a profile'),
+  readyTimeoutSeconds: positiveInt.default(900).describe('How long a load may take before serve gives up'),
+  stallTimeoutSeconds: positiveInt.default(300).describe('Give up when the server logs nothing for this long'),
+});
+
+export const PrewarmBlock = z.strictObject({
+  promptTokens: z.array(positiveInt).default([128, 1024, 4096]),
+  maxRounds: positiveInt.default(5),
+  settleMargin: z.number().min(0).max(1).default(0.2).describe('Warm when a round is within this share of the round before'),
+  decodeTokens: positiveInt.default(32),
+  timeoutSeconds: positiveInt.default(300),
+});
+
+export const ProbeBlock = z.strictObject({
+  timeoutMs: positiveInt.default(5000),
+  kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
+  waitingMax: z.number().int().min(0).default(32),
+  gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
+});
+
+export const Profile = z.strictObject({
+  name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
+  description: z.string().default(''),
+  model: ModelBlock,
+  engine: EngineBlock.default(EngineBlock.parse({})),
+  parallel: ParallelBlock.default(ParallelBlock.parse({})),
+  server: ServerBlock.default(ServerBlock.parse({})),
+  platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
+  prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
+  probe: ProbeBlock.default(ProbeBlock.parse({})),
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+});
+export type Profile = z.infer<typeof Profile>;
+
+// ---- platform baselines ----
+
+export const VersionRuleSchema = z.union([
+  z.strictObject({ exact: z.string() }),
+  z.strictObject({ min: z.string(), max: z.string().optional() }),
+  z.strictObject({ oneOf: z.array(z.string()).min(1) }),
+  z.strictObject({ sameMajor: z.string() }),
+]);
+
+export const Platform = z.strictObject({
+  name: z.string(),
+  description: z.string().default(''),
+  source: z.enum(['documents', 'real']).describe('documents: the numbers of the source write-ups; real: checked against hardware'),
+  arch: z.enum(['x86_64', 'aarch64']),
+  os: z.string().optional(),
+  gpu: z.strictObject({
+    namePattern: z.string().describe('Regular expression matched against nvidia-smi name'),
+    displayName: z.string(),
+    count: positiveInt,
+    memoryGiB: z.number().positive(),
+    computeCapability: z.string(),
+    hbmBandwidthGBs: z.number().positive().describe('Memory bandwidth per GPU, GB/s (the simulator derives decode speed from it)'),
+    bf16Tflops: z.number().positive(),
+    minPowerLimitW: z.number().positive().optional(),
+    nvswitch: z.boolean().default(false),
+    unifiedMemory: z.boolean().default(false),
+  }),
+  driver: VersionRuleSchema,
+  cuda: VersionRuleSchema,
+  cudnn: VersionRuleSchema.optional(),
+  nccl: VersionRuleSchema.optional(),
+  torch: VersionRuleSchema.optional(),
+  vllm: VersionRuleSchema.optional(),
+  firmware: z
+    .strictObject({ vbiosMin: z.string().optional(), inforomMin: z.string().optional() })
+    .default({}),
+  host: z
+    .strictObject({
+      shmMinGiB: z.number().default(16),
+      nofileMin: z.number().int().default(65536),
+      conntrackMaxUsePct: z.number().default(80),
+      memoryGiB: z.number().optional(),
+    })
+    .default({ shmMinGiB: 16, nofileMin: 65536, conntrackMaxUsePct: 80 }),
+});
+export type Platform = z.infer<typeof Platform>;
+
+// ---- multi-node inventory (nodes.yaml) ----
+
+export const NodeEntry = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._-]+$/),
+  address: z.string().min(1).describe('IP or host name reachable over ssh; also the Ray node address'),
+  sshUser: z.string().default('root'),
+  sshPort: port.default(22),
+  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME'),
+  gpus: positiveInt.default(8),
+});
+export const NodesFile = z.strictObject({
+  head: NodeEntry,
+  workers: z.array(NodeEntry).default([]),
+  ssh: z
+    .strictObject({
+      identityFile: z.string().optional(),
+      connectTimeoutSeconds: positiveInt.default(5),
+      options: z.array(z.string()).default([]),
+    })
+    .default({ connectTimeoutSeconds: 5, options: [] }),
+  rayPort: port.default(6379),
+  sparkctl: z.string().default('sparkctl').describe('How to run sparkctl on the nodes'),
+});
+export type NodesFile = z.infer<typeof NodesFile>;
+export type NodeEntry = z.infer<typeof NodeEntry>;

@@ -1,0 +1,129 @@
+// Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
+import type { Platform, Profile } from './schema.js';
+import { SECRET_NAME } from './schema.js';
+import type { Problem } from './load.js';
+import { planMemory, GIB } from './planner.js';
+import { compareVersions } from './versions.js';
+
+export interface HostShape {
+  gpus: number;
+  /** flag: --gpus; detected: read from the host; platform: assumed from the baseline */
+  gpusSource: 'flag' | 'detected' | 'platform' | 'nodes';
+  gpuMemoryBytes: number;
+  computeCapability?: string;
+  gpuName?: string;
+  /** true when a nodes file drives a multi-node launch */
+  multiNode?: boolean;
+  nodes?: number;
+  gpusPerNode?: number;
+}
+
+const divisors = (n: number) => Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+
+export function resolveReplicas(p: Profile, host: HostShape): number {
+  if (p.parallel.replicas !== 'auto') return p.parallel.replicas;
+  if (p.parallel.nodes > 1 || p.parallel.executor === 'ray') return 1;
+  const per = p.parallel.tensor * p.parallel.pipeline;
+  return Math.max(1, Math.floor((host.gpus - p.parallel.firstGpu) / per));
+}
+
+export function validateProfile(p: Profile, host: HostShape): Problem[] {
+  const out: Problem[] = [];
+  const err = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'error', fix });
+  const warn = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'warning', fix });
+  const { tensor: tp, pipeline: pp } = p.parallel;
+  const m = p.model;
+
+  if (m.attentionHeads % tp !== 0) {
+    err('parallel.tensor', `${tp} does not divide ${m.attentionHeads} attention heads`, `use one of ${divisors(m.attentionHeads).join(', ')}`);
+  } else if (tp > m.kvHeads) {
+    if (tp % m.kvHeads !== 0) err('parallel.tensor', `${tp} is not a multiple of the ${m.kvHeads} KV heads`, `use one of ${divisors(m.attentionHeads).filter((d) => d <= m.kvHeads || d % m.kvHeads === 0).join(', ')}`);
+    else warn('parallel.tensor', `${tp} is above the ${m.kvHeads} KV heads: vLLM replicates each KV head on ${tp / m.kvHeads} GPUs, so the KV cache per token does not shrink past TP ${m.kvHeads}`);
+  } else if (m.kvHeads % tp !== 0) {
+    err('parallel.tensor', `${tp} does not divide ${m.kvHeads} KV heads`, `use one of ${divisors(m.kvHeads).join(', ')}`);
+  }
+  if (pp > m.layers) err('parallel.pipeline', `${pp} stages for ${m.layers} layers`, `at most ${m.layers}`);
+
+  const maxLen = p.engine.maxModelLen;
+  if (maxLen !== undefined && maxLen > m.maxContext) {
+    err('engine.maxModelLen', `${maxLen} is above the model's context of ${m.maxContext}`, `--set engine.maxModelLen=${m.maxContext}`);
+  }
+  const u = p.engine.gpuMemoryUtilization;
+  if (!(u > 0 && u <= 1)) err('engine.gpuMemoryUtilization', `${u} is not in (0, 1]`, 'a share such as 0.9');
+
+  for (const k of Object.keys(p.env)) {
+    if (SECRET_NAME.test(k)) err(`env.${k}`, 'looks like a secret; a profile is not the place for one', `remove it; put the API key's variable name in server.apiKeyEnv and set the variable in the environment or a systemd EnvironmentFile`);
+  }
+  if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
+    err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
+  }
+
+  // Where it runs: one host, or several with Ray.
+  const perReplica = tp * pp;
+  const wantsNodes = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
+  if (wantsNodes) {
+    if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1) err('parallel.replicas', `${p.parallel.replicas} replicas with a multi-node engine`, 'one Ray cluster serves one replica; use replicas: 1');
+    const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
+    if (perReplica > clusterGpus) err('parallel.nodes', `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`, `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`);
+    if (host.multiNode) {
+      const have = (host.nodes ?? 1) * (host.gpusPerNode ?? host.gpus);
+      if (have < perReplica) err('nodes', `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`, `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`);
+    } else if (perReplica > host.gpus) {
+      const nodesNeeded = Math.ceil(perReplica / host.gpus);
+      err('parallel', `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`, `sparkctl serve ${p.name} --nodes nodes.yaml (see \`sparkctl serve --help\`)`);
+    }
+  } else {
+    const replicas = resolveReplicas(p, host);
+    const need = p.parallel.firstGpu + perReplica * replicas;
+    if (need > host.gpus) {
+      const fitReplicas = Math.floor((host.gpus - p.parallel.firstGpu) / perReplica);
+      const nodesNeeded = Math.ceil(perReplica / host.gpus);
+      err(
+        perReplica > host.gpus ? 'parallel' : 'parallel.replicas',
+        perReplica > host.gpus
+          ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`
+          : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
+        perReplica > host.gpus ? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml` : fitReplicas > 0 ? `--set parallel.replicas=${fitReplicas}` : 'a smaller TP x PP',
+      );
+    }
+    const lastPort = p.server.port + replicas - 1;
+    if (lastPort > 65535) err('server.port', `${p.server.port} + ${replicas - 1} replicas runs past 65535`, 'a lower port');
+  }
+
+  // FP8 on GPUs without FP8 tensor cores: vLLM accepts it but it is not what the documents promise.
+  const cc = host.computeCapability;
+  const fp8Weights = p.engine.quantization?.toLowerCase() === 'fp8';
+  const fp8Kv = p.engine.kvCacheDtype.startsWith('fp8');
+  if (cc && compareVersions(cc, '8.9') < 0 && (fp8Weights || fp8Kv)) {
+    const parts: string[] = [];
+    if (fp8Weights) parts.push('--quantization fp8 runs weight-only (W8A16 through the Marlin kernel): weights take half the memory, the matrix maths stays 16-bit');
+    if (fp8Kv) parts.push('an fp8 KV cache is storage only (FlashAttention-2 cannot read it, so attention dequantizes it)');
+    warn(fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype', `compute capability ${cc}${host.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`);
+  }
+
+  if (p.engine.reasoningParser && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
+    warn('engine.reasoningParser', `vLLM ${p.engine.vllmVersion} also needs --enable-reasoning; it is rendered for that version`);
+  }
+
+  // Memory: only meaningful for a parallel layout that is valid.
+  if (!out.some((x) => x.severity === 'error' && x.path.startsWith('parallel'))) {
+    const plan = planMemory(p, host.gpuMemoryBytes);
+    if (plan.availableKvBytes <= 0) {
+      err('engine.gpuMemoryUtilization', `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`, 'raise the share, raise TP x PP, or quantize');
+    } else if (!plan.fits) {
+      err('engine.maxModelLen', `${plan.maxModelLen} tokens need ${((plan.maxModelLen * plan.kvBytesPerToken) / GIB).toFixed(2)} GiB of KV cache per GPU; ${(plan.availableKvBytes / GIB).toFixed(2)} GiB is left after weights`, `--set engine.maxModelLen=${plan.largestMaxModelLen}`);
+    }
+  }
+  return out;
+}
+
+/** The host shape a profile is checked against when nothing is read from a real host. */
+export function hostFromPlatform(pl: Platform, gpusFlag?: number): HostShape {
+  return {
+    gpus: gpusFlag ?? pl.gpu.count,
+    gpusSource: gpusFlag !== undefined ? 'flag' : 'platform',
+    gpuMemoryBytes: pl.gpu.memoryGiB * GIB,
+    computeCapability: pl.gpu.computeCapability,
+    gpuName: pl.gpu.displayName,
+  };
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    // e2e tests spawn real processes; two cores, so keep the pool small.
+    pool: 'forks',
+    maxWorkers: 2,
+    globalSetup: ['test/global-setup.ts'],
+  },
+});
