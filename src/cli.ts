@@ -251,6 +251,12 @@ Examples:
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'sim' && argv[1] === 'serve' && argv[2] && !argv[2].startsWith('-')) {
+    // vLLM's argv goes to the simulator untouched: commander must not read its flags.
+    const { simServe } = await import('./sim/main.js');
+    await simServe(argv.slice(2));
+    return new Promise<number>(() => {}); // the server runs until a signal ends the process
+  }
   const program = buildProgram();
   const verbose = argv.includes('--verbose');
   try {

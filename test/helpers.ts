@@ -65,3 +65,64 @@ export async function freePortRange(n: number): Promise<number> {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+import { execa as execaRaw, type ResultPromise } from 'execa';
+
+export interface SimHandle {
+  proc: ResultPromise;
+  port: number;
+  url: string;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Starts `sparkctl sim serve` exactly as serve would launch it, on a free port of 127.0.0.1. */
+export async function startSim(args: string[], opts: { env?: Record<string, string>; waitReady?: boolean } = {}): Promise<SimHandle> {
+  const port = await freePort();
+  let buf = '';
+  const proc = execaRaw(process.execPath, [BIN, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0.2', ...args], {
+    reject: false,
+    env: { SPARKCTL_TEST_RUN: RUN_MARK, ...opts.env },
+    all: true,
+    detached: true,
+  });
+  proc.all?.on('data', (d: Buffer) => (buf += d.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  const h: SimHandle = {
+    proc,
+    port,
+    url,
+    output: () => buf,
+    stop: async () => {
+      // As `sparkctl stop` does: the whole process group (API server and EngineCore).
+      if (proc.exitCode === null && proc.pid) {
+        try {
+          process.kill(-proc.pid, 'SIGTERM');
+        } catch {
+          /* gone */
+        }
+      }
+      await proc;
+      try {
+        if (proc.pid) process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        /* group empty */
+      }
+    },
+  };
+  if (opts.waitReady !== false) {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`sim exited early (${proc.exitCode}):\n${buf}`);
+      try {
+        const r = await fetch(`${url}/health`);
+        if (r.status === 200) break;
+      } catch {
+        /* refused until ready */
+      }
+      if (Date.now() > deadline) throw new Error(`sim not ready:\n${buf}`);
+      await sleep(25);
+    }
+  }
+  return h;
+}

@@ -1,4 +1,4 @@
-import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('sim is not built yet');
+export async function run(model: string, rest: string[]) {
+  const { simServe } = await import('../sim/main.js');
+  await simServe([model, ...(rest ?? [])]);
 }

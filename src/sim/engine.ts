@@ -1,0 +1,206 @@
+// The simulator's engine: a batch of running requests bounded by max num seqs and KV capacity,
+// a FIFO of waiting ones, and a timing model derived from the model and the GPU.
+import type { Registry, Gauge, Counter, Histogram } from 'prom-client';
+
+export interface Timing {
+  /** prompt tokens per second of prefill for the whole TP group */
+  prefillTps: number;
+  /** decode step time with one running request, ms */
+  decodeMs: number;
+  /** extra decode time per additional running request, as a share of decodeMs */
+  batchSlowdown: number;
+  /** one-time cost of the first request in each new prompt-length bucket, ms */
+  coldMs: number;
+  /** multiplies every delay; 0 makes the simulator instant (benchmarks of the client side) */
+  timeFactor: number;
+  /** added to every token, ms (fault slow:MS) */
+  slowMs: number;
+}
+
+export interface Capacity {
+  maxNumSeqs: number;
+  kvTokens: number;
+  maxModelLen: number;
+}
+
+export class EngineDead extends Error {}
+
+interface Waiter {
+  need: number;
+  resolve: () => void;
+  reject: (e: Error) => void;
+  enq: number;
+}
+
+export interface Metrics {
+  registry: Registry;
+  running: Gauge;
+  waiting: Gauge;
+  kvUsage: Gauge;
+  promptTokens: Counter;
+  generationTokens: Counter;
+  preemptions: Counter;
+  success: Counter;
+  ttft: Histogram;
+  itl: Histogram;
+  e2e: Histogram;
+  queue: Histogram;
+}
+
+const sleep = (ms: number) => (ms <= 0 ? Promise.resolve() : new Promise<void>((r) => setTimeout(r, ms)));
+
+export class Engine {
+  running = 0;
+  kvUsed = 0;
+  waiting: Waiter[] = [];
+  warmBuckets = new Set<number>();
+  generations = 0;
+  dead = false;
+  zombie = false;
+
+  constructor(
+    readonly cap: Capacity,
+    readonly timing: Timing,
+    readonly metrics: Metrics | undefined,
+    readonly faults: { deadAfter?: number; zombieAfter?: number },
+  ) {}
+
+  private gauges() {
+    if (!this.metrics) return;
+    this.metrics.running.set(this.running);
+    this.metrics.waiting.set(this.waiting.length);
+    this.metrics.kvUsage.set(this.cap.kvTokens ? this.kvUsed / this.cap.kvTokens : 0);
+  }
+
+  private fits(need: number) {
+    return this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
+  }
+
+  private admit(need: number): Promise<void> {
+    if (this.waiting.length === 0 && this.fits(need)) {
+      this.running++;
+      this.kvUsed += need;
+      this.gauges();
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ need, resolve, reject, enq: performance.now() });
+      this.gauges();
+    });
+  }
+
+  private release(need: number) {
+    this.running--;
+    this.kvUsed -= need;
+    while (this.waiting.length && this.fits(this.waiting[0]!.need)) {
+      const w = this.waiting.shift()!;
+      this.running++;
+      this.kvUsed += w.need;
+      w.resolve();
+    }
+    this.gauges();
+  }
+
+  /** Bucket of a prompt length: powers of two from 16, as CUDA-graph / compile shapes are. */
+  static bucket(promptTokens: number): number {
+    return Math.max(4, Math.ceil(Math.log2(Math.max(1, promptTokens))));
+  }
+
+  decodeStepMs(): number {
+    const t = this.timing;
+    return (t.decodeMs * (1 + t.batchSlowdown * Math.max(0, this.running - 1)) + t.slowMs) * t.timeFactor;
+  }
+
+  /** Runs one request. onToken (streaming) is called for each generated token index. */
+  async generate(promptTokens: number, maxTokens: number, onToken?: (i: number) => void | Promise<void>, signal?: AbortSignal): Promise<{ completionTokens: number; ttftMs: number }> {
+    if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
+    this.generations++;
+    const n = this.generations;
+    if (this.faults.deadAfter !== undefined && n > this.faults.deadAfter) {
+      this.dead = true;
+      throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
+    }
+    if (this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) this.zombie = true;
+    if (this.zombie) {
+      // The hung engine: accepted, never finishes. Only the client's deadline ends it.
+      await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+    }
+    const need = promptTokens + maxTokens;
+    const t0 = performance.now();
+    await this.admit(need);
+    const queued = performance.now() - t0;
+    try {
+      const t = this.timing;
+      const bucket = Engine.bucket(promptTokens);
+      let prefill = (promptTokens / t.prefillTps) * 1000 * t.timeFactor;
+      if (!this.warmBuckets.has(bucket)) {
+        this.warmBuckets.add(bucket);
+        prefill += t.coldMs * t.timeFactor;
+      }
+      await sleep(prefill + t.slowMs * t.timeFactor);
+      const ttftMs = performance.now() - t0;
+      this.metrics?.ttft.observe(ttftMs / 1000);
+      this.metrics?.queue.observe(queued / 1000);
+      if (onToken) await onToken(0);
+      if (onToken) {
+        for (let i = 1; i < maxTokens; i++) {
+          if (signal?.aborted) break;
+          const step = this.decodeStepMs();
+          await sleep(step);
+          this.metrics?.itl.observe(step / 1000);
+          await onToken(i);
+        }
+      } else if (maxTokens > 1) {
+        const step = this.decodeStepMs();
+        await sleep(step * (maxTokens - 1));
+        this.metrics?.itl.observe(step / 1000);
+      }
+      if (this.metrics) {
+        this.metrics.promptTokens.inc(promptTokens);
+        this.metrics.generationTokens.inc(maxTokens);
+        this.metrics.e2e.observe((performance.now() - t0) / 1000);
+      }
+      return { completionTokens: maxTokens, ttftMs };
+    } finally {
+      this.release(need);
+    }
+  }
+
+  /** SIGTERM: nothing new is admitted; resolves when running requests finish or the timeout passes. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    for (const w of this.waiting.splice(0)) w.reject(new Error('server shutting down'));
+    const deadline = performance.now() + timeoutMs;
+    while (this.running > 0 && performance.now() < deadline) await sleep(20);
+    return this.running === 0;
+  }
+}
+
+export async function createMetrics(modelName: string): Promise<Metrics> {
+  const prom = await import('prom-client');
+  const registry = new prom.Registry();
+  const labelNames = ['model_name', 'engine'] as const;
+  const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) =>
+    new T({ name, help, labelNames, registers: [registry], ...extra });
+  const latencyBuckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+  const m = {
+    registry,
+    running: mk(prom.Gauge, 'vllm:num_requests_running', 'Number of requests in model execution batches.'),
+    waiting: mk(prom.Gauge, 'vllm:num_requests_waiting', 'Number of requests waiting to be processed.'),
+    kvUsage: mk(prom.Gauge, 'vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.'),
+    promptTokens: mk(prom.Counter, 'vllm:prompt_tokens_total', 'Number of prefill tokens processed.'),
+    generationTokens: mk(prom.Counter, 'vllm:generation_tokens_total', 'Number of generation tokens processed.'),
+    preemptions: mk(prom.Counter, 'vllm:num_preemptions_total', 'Cumulative number of preemption from the engine.'),
+    success: new prom.Counter({ name: 'vllm:request_success_total', help: 'Count of successfully processed requests.', labelNames: ['model_name', 'engine', 'finished_reason'], registers: [registry] }),
+    ttft: mk(prom.Histogram, 'vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', { buckets: latencyBuckets }),
+    itl: mk(prom.Histogram, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', { buckets: latencyBuckets }),
+    e2e: mk(prom.Histogram, 'vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', { buckets: latencyBuckets }),
+    queue: mk(prom.Histogram, 'vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', { buckets: latencyBuckets }),
+  };
+  registry.setDefaultLabels({ model_name: modelName, engine: '0' });
+  // Zero-initialised, as vLLM exposes them before any traffic.
+  for (const g of [m.running, m.waiting, m.kvUsage]) g.set(0);
+  for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
+  for (const r of ['stop', 'length', 'abort']) m.success.inc({ finished_reason: r }, 0);
+  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({ model_name: modelName, engine: '0' });
+  return m as Metrics;
+}

@@ -1,0 +1,254 @@
+// `sparkctl sim serve MODEL [vllm flags]`: start-up like vLLM (log lines, load time, refused until
+// ready), then the HTTP surface, the timing model and the faults of SPARKCTL_SIM_FAULT / --sim-fault.
+import { createServer as createNetServer } from 'node:net';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { parseVllmArgs, ArgError, num, str } from './args.js';
+import { Engine, createMetrics, type Timing } from './engine.js';
+import { SimServer, stamp } from './server.js';
+import { listProfiles, loadProfileFile, loadPlatform } from '../profiles/load.js';
+import { Profile } from '../profiles/schema.js';
+import { planMemory, GIB } from '../profiles/planner.js';
+
+export interface Faults {
+  oomAtStart?: boolean;
+  kvTooSmall?: boolean;
+  portInUse?: boolean;
+  hangAtLoad?: boolean;
+  engineDeadAfter?: number;
+  zombieAfter?: number;
+  slowMs?: number;
+  exitAfterS?: number;
+}
+
+export function parseFaults(spec: string): Faults {
+  const f: Faults = {};
+  for (const item of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const [name, arg] = item.split(':') as [string, string | undefined];
+    const n = () => {
+      const v = Number(arg);
+      if (arg === undefined || !Number.isFinite(v) || v < 0) throw new ArgError(`fault ${name} needs a number: ${name}:N`);
+      return v;
+    };
+    switch (name) {
+      case 'oom-at-start': f.oomAtStart = true; break;
+      case 'kv-too-small': f.kvTooSmall = true; break;
+      case 'port-in-use': f.portInUse = true; break;
+      case 'hang-at-load': f.hangAtLoad = true; break;
+      case 'engine-dead-after': f.engineDeadAfter = n(); break;
+      case 'zombie-after': f.zombieAfter = n(); break;
+      case 'slow': f.slowMs = n(); break;
+      case 'exit-after': f.exitAfterS = n(); break;
+      default:
+        throw new ArgError(`unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, slow:MS, exit-after:S`);
+    }
+  }
+  return f;
+}
+
+const out = (level: string, where: string, msg: string) => process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
+const info = (where: string, msg: string) => out('INFO', where, msg);
+const err = (line: string) => process.stderr.write(line + '\n');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function modelFacts(model: string, profileFile?: string): Profile {
+  if (profileFile) return loadProfileFile(profileFile).profile;
+  for (const s of listProfiles()) {
+    try {
+      const p = loadProfileFile(s.file).profile;
+      if (p.model.id === model || p.model.path === model) return p;
+    } catch {
+      /* skip invalid user profiles */
+    }
+  }
+  // An unknown model: a generic 8B dense decoder.
+  return Profile.parse({ name: 'sim-generic', model: { id: model, parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 } });
+}
+
+function portFree(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createNetServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+function exitWith(code: number, engineProc?: ChildProcess): never {
+  engineProc?.kill('SIGKILL');
+  process.exit(code);
+}
+
+export async function simServe(argv: string[]): Promise<void> {
+  const version = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
+  let args;
+  let faults: Faults;
+  try {
+    args = parseVllmArgs(argv, version);
+    faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
+  } catch (e) {
+    if (!(e instanceof ArgError)) throw e;
+    err('usage: vllm serve [model_tag] [options]');
+    err(`vllm serve: error: ${e.message}`);
+    process.exit(2);
+  }
+  const f = args.flags;
+  const base = modelFacts(args.model, str(args.sim, '--sim-profile'));
+  const platform = loadPlatform(str(args.sim, '--sim-platform') ?? 'hopper-cuda13');
+  const tp = num(f, '--tensor-parallel-size', 1);
+  const pp = num(f, '--pipeline-parallel-size', 1);
+  const maxModelLen = num(f, '--max-model-len', base.model.maxContext);
+  const profile: Profile = {
+    ...base,
+    engine: {
+      ...base.engine,
+      maxModelLen,
+      gpuMemoryUtilization: num(f, '--gpu-memory-utilization', 0.9),
+      enforceEager: f.has('--enforce-eager'),
+      kvCacheDtype: (str(f, '--kv-cache-dtype') ?? 'auto') as Profile['engine']['kvCacheDtype'],
+      quantization: str(f, '--quantization') ?? null,
+      dtype: (str(f, '--dtype') ?? base.engine.dtype) as Profile['engine']['dtype'],
+    },
+    parallel: { ...base.parallel, tensor: tp, pipeline: pp },
+  };
+  const plan = planMemory(profile, platform.gpu.memoryGiB * GIB);
+  const servedName = str(f, '--served-model-name') ?? args.model;
+  const host = str(f, '--host') ?? '0.0.0.0';
+  const port = num(f, '--port', 8000);
+  const loadMs = num(args.sim, '--sim-load-seconds', 2) * 1000;
+  const factor = num(args.sim, '--sim-time-factor', 1);
+  const timing: Timing = {
+    prefillTps: num(args.sim, '--sim-prefill-tps', (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * profile.model.parameters)),
+    decodeMs: num(args.sim, '--sim-decode-ms', (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) * 1000 * (profile.engine.enforceEager ? 1.3 : 1)),
+    batchSlowdown: 0.01,
+    coldMs: num(args.sim, '--sim-cold-ms', 3000),
+    timeFactor: factor,
+    slowMs: faults.slowMs ?? 0,
+  };
+
+  const nonDefault: Record<string, unknown> = { model_tag: args.model };
+  for (const [k, v] of f) nonDefault[k.replace(/^--/, '').replace(/-/g, '_')] = v === true ? true : v;
+  delete nonDefault.api_key;
+  info('api_server.py:1896', `vLLM API server version ${version}`);
+  info('utils.py:328', `non-default args: ${JSON.stringify(nonDefault)}`);
+  if (faults.portInUse || !(await portFree(port, host))) {
+    err('Traceback (most recent call last):');
+    err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
+    err('    sock.bind(sa)');
+    err('OSError: [Errno 98] Address already in use');
+    process.exit(1);
+  }
+  info('config.py:1604', `Using max model len ${maxModelLen}`);
+  if (faults.exitAfterS !== undefined) {
+    setTimeout(() => {
+      err(`ERROR ${stamp()} [core.py:708] EngineCore encountered a fatal error.`);
+      err(`torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3`);
+      err('ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.');
+      err('ncclInternalError: Internal check failed.');
+      exitWith(1, engineProc);
+    }, faults.exitAfterS * 1000).unref();
+  }
+  // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
+  let engineProc: ChildProcess | undefined;
+  if (!args.sim.has('--sim-no-engine-process')) {
+    engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
+  }
+  // A signal during load ends the load, engine process included (vLLM does the same).
+  const duringLoad = () => exitWith(0, engineProc);
+  process.once('SIGTERM', duringLoad);
+  process.once('SIGINT', duringLoad);
+  const at = (share: number) => sleep(loadMs * share);
+  info('gpu_model_runner.py:1770', `Starting to load model ${args.model}...`);
+  const shards = 4;
+  for (let i = 0; i <= shards; i++) {
+    const pct = Math.round((i / shards) * 100);
+    info('default_loader.py:262', `Loading safetensors checkpoint shards: ${String(pct).padStart(3)}% Completed | ${i}/${shards}`);
+    if (faults.hangAtLoad && i === 2) {
+      // Alive, silent, never ready: what a stuck NFS read or a wedged GPU looks like.
+      await new Promise(() => {});
+    }
+    if (faults.oomAtStart && i === 3) {
+      err('Traceback (most recent call last):');
+      err('  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 80, in __init__');
+      err('    self.model_executor = executor_class(vllm_config)');
+      err(`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ${platform.gpu.memoryGiB.toFixed(2)} GiB of which 1.19 GiB is free. Including non-PyTorch memory, this process has ${(platform.gpu.memoryGiB - 1.2).toFixed(2)} GiB memory in use.`);
+      err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
+      err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
+      exitWith(1, engineProc);
+    }
+    if (i < shards) await at(0.5 / shards);
+  }
+  const weightsGiB = plan.weightsPerGpuBytes / GIB;
+  info('gpu_model_runner.py:1802', `Model loading took ${weightsGiB.toFixed(4)} GiB and ${((loadMs * 0.5) / 1000).toFixed(6)} seconds`);
+  await at(0.1);
+  if (faults.kvTooSmall) {
+    const available = Math.max(0.1, Math.min(plan.availableKvBytes / GIB, ((maxModelLen * plan.kvBytesPerToken) / GIB) * 0.37));
+    const needed = (maxModelLen * plan.kvBytesPerToken) / GIB;
+    const est = Math.floor((available * GIB) / plan.kvBytesPerToken / 16) * 16;
+    err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
+    err(`ValueError: To serve at least one request with the models's max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${available.toFixed(2)} GiB). Based on the available memory, the estimated maximum model length is ${est}. Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`);
+    err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
+    exitWith(1, engineProc);
+  }
+  info('gpu_worker.py:276', `Available KV cache memory: ${(plan.availableKvBytes / GIB).toFixed(2)} GiB`);
+  info('kv_cache_utils.py:1013', `GPU KV cache size: ${plan.kvTokens.toLocaleString('en-US')} tokens`);
+  info('kv_cache_utils.py:1017', `Maximum concurrency for ${maxModelLen.toLocaleString('en-US')} tokens per request: ${plan.maxConcurrency.toFixed(2)}x`);
+  if (!profile.engine.enforceEager) {
+    for (const pct of [0, 25, 50, 75, 100]) {
+      info('gpu_model_runner.py:2567', `Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): ${String(pct).padStart(3)}%`);
+      await at(0.05);
+    }
+    info('gpu_model_runner.py:2625', `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`);
+  } else {
+    await at(0.2);
+  }
+  info('core.py:218', `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`);
+
+  const metrics = await createMetrics(servedName);
+  const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
+    deadAfter: faults.engineDeadAfter,
+    zombieAfter: faults.zombieAfter,
+  });
+  const sim = new SimServer(
+    {
+      model: args.model,
+      servedName,
+      maxModelLen,
+      vllmVersion: version,
+      apiKey: process.env.VLLM_API_KEY || str(f, '--api-key'),
+      seed: num(args.sim, '--sim-seed', 0),
+      errorRate: num(args.sim, '--sim-error-rate', 0),
+      errorTypes: (str(args.sim, '--sim-error-types') ?? 'rate_limit,server_error,context_length').split(','),
+      log: (line) => process.stderr.write(line + '\n'),
+    },
+    engine,
+    metrics,
+  );
+  info('api_server.py:1912', `Starting vLLM API server 0 on http://${host}:${port}`);
+  sim.server.once('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EADDRINUSE') err('OSError: [Errno 98] Address already in use');
+    else err(`OSError: ${e.message}`);
+    exitWith(1, engineProc);
+  });
+  await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
+  info('launcher.py:37', 'Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages');
+  process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
+
+  const drainMs = num(args.sim, '--sim-drain-seconds', 10) * 1000;
+  let stopping = false;
+  const shutdown = async (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    sim.shuttingDown = true;
+    process.stdout.write(`INFO:     Shutting down (${sig})\n`);
+    sim.server.close();
+    const drained = await engine.drain(drainMs);
+    if (!drained) process.stdout.write(`WARNING ${stamp()} [api_server.py:1950] drain timeout: ${engine.running} request(s) aborted\n`);
+    sim.server.closeAllConnections();
+    engineProc?.kill('SIGTERM');
+    process.stdout.write('INFO:     Application shutdown complete.\n');
+    process.exit(0);
+  };
+  process.off('SIGTERM', duringLoad);
+  process.off('SIGINT', duringLoad);
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}

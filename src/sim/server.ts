@@ -1,0 +1,262 @@
+// The simulator's HTTP surface: vLLM's OpenAI-compatible server (and Anthropic /v1/messages).
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { Engine, EngineDead, type Metrics } from './engine.js';
+import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
+
+export interface ServerConfig {
+  model: string;
+  servedName: string;
+  maxModelLen: number;
+  vllmVersion: string;
+  apiKey?: string;
+  seed: number;
+  errorRate: number;
+  errorTypes: string[];
+  log: (line: string) => void;
+}
+
+type Json = Record<string, any>;
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+function send(res: ServerResponse, status: number, body: unknown) {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { ...JSON_HEADERS, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function openaiError(res: ServerResponse, status: number, type: string, message: string, param: string | null = null) {
+  send(res, status, { error: { message, type, param, code: status } });
+}
+
+function anthropicError(res: ServerResponse, status: number, type: string, message: string) {
+  send(res, status, { type: 'error', error: { type, message } });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+const id = (prefix: string) => `${prefix}-${randomBytes(12).toString('hex')}`;
+const now = () => Math.floor(Date.now() / 1000);
+
+export class SimServer {
+  server: Server;
+  private counter = 0;
+  private rng: number;
+  shuttingDown = false;
+
+  constructor(
+    readonly cfg: ServerConfig,
+    readonly engine: Engine,
+    readonly metrics: Metrics | undefined,
+  ) {
+    this.rng = cfg.seed >>> 0 || 1;
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((e) => {
+        if (!res.headersSent) openaiError(res, 500, 'InternalServerError', String((e as Error).message));
+        else res.end();
+      });
+    });
+    this.server.keepAliveTimeout = 5000;
+  }
+
+  private random(): number {
+    // mulberry32: deterministic with --sim-seed
+    let t = (this.rng = (this.rng + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  private authorized(req: IncomingMessage, anthropic: boolean): boolean {
+    if (!this.cfg.apiKey) return true;
+    const h = req.headers.authorization;
+    if (h === `Bearer ${this.cfg.apiKey}`) return true;
+    return anthropic && req.headers['x-api-key'] === this.cfg.apiKey;
+  }
+
+  private text(seed: number, n: number): string {
+    let s = '';
+    for (let i = 0; i < n; i++) s += (i ? ' ' : '') + wordFor(seed, i);
+    return s;
+  }
+
+  /** Request-level fault injection (--sim-error-rate): the errors clients must retry or report. */
+  private injected(res: ServerResponse, anthropic: boolean): boolean {
+    if (this.cfg.errorRate <= 0 || this.random() >= this.cfg.errorRate) return false;
+    const type = this.cfg.errorTypes[Math.floor(this.random() * this.cfg.errorTypes.length)] ?? 'server_error';
+    const [status, otype, atype, msg] =
+      type === 'rate_limit'
+        ? [429, 'RateLimitError', 'rate_limit_error', 'Rate limit reached (simulated)']
+        : type === 'context_length'
+          ? [400, 'BadRequestError', 'invalid_request_error', `This model's maximum context length is ${this.cfg.maxModelLen} tokens. (simulated)`]
+          : [500, 'InternalServerError', 'api_error', 'Internal server error (simulated)'];
+    if (anthropic) anthropicError(res, status, atype, msg);
+    else openaiError(res, status, otype, msg);
+    return true;
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse) {
+    const url = req.url ?? '/';
+    const path = url.includes('?') ? url.slice(0, url.indexOf('?')) : url;
+    if (req.method === 'GET') {
+      switch (path) {
+        case '/health':
+          res.writeHead(this.engine.dead ? 503 : 200, { 'content-length': 0 });
+          return void res.end();
+        case '/ping':
+          res.writeHead(200, { 'content-length': 0 });
+          return void res.end();
+        case '/version':
+          return send(res, 200, { version: this.cfg.vllmVersion });
+        case '/metrics': {
+          if (!this.metrics) return send(res, 404, 'metrics disabled');
+          const body = await this.metrics.registry.metrics();
+          res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
+          return void res.end(body);
+        }
+        case '/v1/models':
+          if (!this.authorized(req, false)) return openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
+          return send(res, 200, {
+            object: 'list',
+            data: [{ id: this.cfg.servedName, object: 'model', created: now(), owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [] }],
+          });
+      }
+      return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
+    }
+    if (req.method !== 'POST') return openaiError(res, 405, 'MethodNotAllowed', 'Method Not Allowed');
+    const anthropic = path === '/v1/messages';
+    if (path.startsWith('/v1/') && !this.authorized(req, anthropic)) {
+      return anthropic ? anthropicError(res, 401, 'authentication_error', 'Unauthorized') : openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
+    }
+    let body: Json;
+    try {
+      body = JSON.parse(await readBody(req));
+      if (typeof body !== 'object' || body === null) throw new Error('not an object');
+    } catch (e) {
+      return anthropic
+        ? anthropicError(res, 400, 'invalid_request_error', `Invalid JSON body: ${(e as Error).message}`)
+        : openaiError(res, 400, 'BadRequestError', `Invalid JSON body: ${(e as Error).message}`);
+    }
+    switch (path) {
+      case '/tokenize': {
+        const text = typeof body.prompt === 'string' ? body.prompt : Array.isArray(body.messages) ? body.messages.map((m: Json) => contentText(m.content)).join('') : '';
+        const tokens = tokenIds(text);
+        return send(res, 200, { count: tokens.length, max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
+      }
+      case '/v1/completions':
+      case '/v1/chat/completions':
+      case '/v1/messages':
+        return this.generate(path, body, req, res);
+    }
+    return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
+  }
+
+  private async generate(path: string, body: Json, req: IncomingMessage, res: ServerResponse) {
+    const anthropic = path === '/v1/messages';
+    const chat = path === '/v1/chat/completions';
+    const fail = (status: number, otype: string, atype: string, msg: string, param: string | null = null) =>
+      anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg, param);
+    if (this.shuttingDown) return fail(503, 'ServiceUnavailableError', 'overloaded_error', 'server is shutting down');
+    if (body.model !== undefined && body.model !== this.cfg.servedName) {
+      return fail(404, 'NotFoundError', 'not_found_error', `The model \`${body.model}\` does not exist.`, 'model');
+    }
+    let promptTokens: number;
+    if (chat || anthropic) {
+      if (!Array.isArray(body.messages) || body.messages.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'messages: field required', 'messages');
+      promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined);
+    } else {
+      const p = body.prompt;
+      if (typeof p !== 'string' && !Array.isArray(p)) return fail(400, 'BadRequestError', 'invalid_request_error', 'prompt: field required', 'prompt');
+      promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
+    }
+    const room = this.cfg.maxModelLen - promptTokens;
+    let maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (anthropic ? undefined : chat ? Math.min(room, 64) : 16);
+    if (anthropic && maxTokens === undefined) return fail(400, 'BadRequestError', 'invalid_request_error', 'max_tokens: field required');
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}.`, 'max_tokens');
+    if (promptTokens + maxTokens > this.cfg.maxModelLen) {
+      return fail(
+        400,
+        'BadRequestError',
+        'invalid_request_error',
+        `This model's maximum context length is ${this.cfg.maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+        'max_tokens',
+      );
+    }
+    if (this.injected(res, anthropic)) return;
+    const stream = body.stream === true;
+    const seed = (this.cfg.seed + ++this.counter) >>> 0;
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const created = now();
+    const rid = anthropic ? `msg_${randomBytes(12).toString('hex')}` : id(chat ? 'chatcmpl' : 'cmpl');
+    const model = this.cfg.servedName;
+    const finish = (n: number) => (n >= maxTokens ? 'length' : 'stop');
+    try {
+      if (!stream) {
+        const r = await this.engine.generate(promptTokens, maxTokens, undefined, abort.signal);
+        const text = this.text(seed, r.completionTokens);
+        this.metrics?.success.inc({ finished_reason: 'length' });
+        if (anthropic) {
+          return send(res, 200, { id: rid, type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'max_tokens', stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } });
+        }
+        const usage = { prompt_tokens: promptTokens, completion_tokens: r.completionTokens, total_tokens: promptTokens + r.completionTokens };
+        const choice = chat
+          ? { index: 0, message: { role: 'assistant', content: text, tool_calls: [] }, logprobs: null, finish_reason: finish(r.completionTokens) }
+          : { index: 0, text, logprobs: null, finish_reason: finish(r.completionTokens) };
+        return send(res, 200, { id: rid, object: chat ? 'chat.completion' : 'text_completion', created, model, choices: [choice], usage });
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+      const includeUsage = body.stream_options?.include_usage === true;
+      if (anthropic) {
+        sse({ type: 'message_start', message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } } }, 'message_start');
+        sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
+      } else if (chat) {
+        sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
+      }
+      const r = await this.engine.generate(
+        promptTokens,
+        maxTokens,
+        (i) => {
+          const piece = (i ? ' ' : '') + wordFor(seed, i);
+          const last = i === maxTokens - 1;
+          if (anthropic) sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta');
+          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null }] });
+          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null }] });
+        },
+        abort.signal,
+      );
+      this.metrics?.success.inc({ finished_reason: 'length' });
+      if (anthropic) {
+        sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
+        sse({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: r.completionTokens } }, 'message_delta');
+        sse({ type: 'message_stop' }, 'message_stop');
+      } else {
+        if (includeUsage) sse({ id: rid, object: chat ? 'chat.completion.chunk' : 'text_completion', created, model, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: r.completionTokens, total_tokens: promptTokens + r.completionTokens } });
+        res.write('data: [DONE]\n\n');
+      }
+      res.end();
+    } catch (e) {
+      if (e instanceof EngineDead) {
+        this.cfg.log(`ERROR ${stamp()} [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: ${e.message}`);
+        if (!res.headersSent) return fail(500, 'InternalServerError', 'api_error', `EngineDeadError: ${e.message}`);
+      }
+      if (!res.headersSent && !abort.signal.aborted) return fail(500, 'InternalServerError', 'api_error', (e as Error).message);
+      res.end();
+    }
+  }
+}
+
+export function stamp(): string {
+  const d = new Date();
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
