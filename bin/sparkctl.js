@@ -2,6 +2,14 @@
 // The only place that sets the exit code: the CLI throws typed errors, main() maps them.
 import { main } from '../dist/cli.js';
 
+// `sparkctl status | head`: a closed pipe is the reader's choice, not an error.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },
   (err) => { process.stderr.write(`sparkctl: internal error: ${err?.stack ?? err}\n`); process.exit(70); },

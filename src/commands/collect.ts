@@ -1,4 +1,17 @@
+import { RealHost } from '../host/real.js';
+import { RecordingHost } from '../host/host.js';
+import { gatherFacts } from '../preflight/facts.js';
+import { writeBundle } from '../host/bundle.js';
+import { note } from '../output/log.js';
+import { existsSync, readdirSync } from 'node:fs';
 import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('collect is not built yet');
+
+export async function run(opts: { out: string; timeout: number }) {
+  if (existsSync(opts.out) && readdirSync(opts.out).length) throw new UsageError(`--out ${opts.out}: the folder is not empty`, ['give a new folder; a bundle is never written over another']);
+  const rec = new RecordingHost(new RealHost(opts.timeout));
+  const started = performance.now();
+  await gatherFacts(rec, { timeoutMs: opts.timeout });
+  const { commands, files } = await writeBundle(opts.out, rec);
+  note(`wrote ${opts.out}: ${commands} command outputs, ${files} files in ${Math.round(performance.now() - started)} ms (no secrets: variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD* are left out)`);
+  note(`replay it anywhere: sparkctl preflight --from ${opts.out}`);
 }

@@ -1,4 +1,39 @@
-import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('preflight is not built yet');
+import type { Host } from '../host/host.js';
+import { runPreflight } from '../preflight/run.js';
+import { renderReport, reportJson } from '../preflight/report.js';
+import { loadProfile } from '../profiles/load.js';
+import { say } from '../output/log.js';
+import { ExitWith, ExitCode } from '../errors.js';
+
+export interface PreflightCliOptions {
+  profile?: string;
+  platform: string;
+  from?: string;
+  only?: string;
+  skip?: string;
+  strict?: boolean;
+  verify?: boolean;
+  timeout: number;
+  nodes?: string;
+  profiles?: string;
+  json?: boolean;
+}
+
+export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): { verbose?: boolean } } }) {
+  if (opts.nodes) {
+    const { preflightNodes } = await import('../engine/multinode.js');
+    return preflightNodes(opts);
+  }
+  const profile = opts.profile ? loadProfile(opts.profile, { profilesDir: opts.profiles }).profile : undefined;
+  let host: Host;
+  if (opts.from) {
+    const { ReplayHost } = await import('../host/replay.js');
+    host = new ReplayHost(opts.from);
+  } else {
+    const { RealHost } = await import('../host/real.js');
+    host = new RealHost(opts.timeout);
+  }
+  const report = await runPreflight(host, { profile, platform: opts.platform, only: opts.only, skip: opts.skip, timeoutMs: opts.timeout, verify: opts.verify });
+  say(opts.json ? reportJson(report) : renderReport(report, { verbose: cmd?.parent?.opts().verbose }));
+  if (report.summary.fail || (opts.strict && report.summary.warn)) throw new ExitWith(ExitCode.problems);
 }

@@ -1,11 +1,11 @@
-import { z } from 'zod';
+import { zodToJsonSchema } from 'zod-to-json-schema';
 import { listProfiles, loadProfile, loadProfileFile, formatProblem } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { resolveProfile } from './common.js';
 import { envelope, table, c } from '../output/format.js';
 import { say } from '../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../errors.js';
-import { stringify } from 'yaml';
+import yaml from 'js-yaml';
 
 export async function list(opts: { profiles?: string; json?: boolean }) {
   const rows = listProfiles(opts.profiles).map((s) => {
@@ -24,7 +24,7 @@ export async function show(name: string, opts: { profiles?: string; set: string[
   const { profile, file } = loadProfile(name, { profilesDir: opts.profiles, sets: opts.set });
   if (opts.json) return say(envelope('profile', { file, profile }));
   say(`# ${file}`);
-  process.stdout.write(stringify(profile));
+  process.stdout.write(yaml.dump(profile, { lineWidth: 120 }));
 }
 
 export async function validate(file: string, opts: { gpus?: number; json?: boolean }) {
@@ -50,7 +50,7 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
 }
 
 export function profileJsonSchema(): unknown {
-  return z.toJSONSchema(Profile, { io: 'input', target: 'draft-2020-12' });
+  return zodToJsonSchema(Profile, { effectStrategy: 'input', pipeStrategy: 'input', $refStrategy: 'none' });
 }
 
 export async function schema() {

@@ -2,3 +2,6 @@ import { UsageError } from '../errors.js';
 export async function serveNodes(..._a: unknown[]): Promise<void> {
   throw new UsageError('serve --nodes is not built yet');
 }
+export async function preflightNodes(..._a: unknown[]): Promise<void> {
+  throw new UsageError('preflight --nodes is not built yet');
+}

@@ -2,7 +2,7 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml, parseDocument } from 'yaml';
+import yaml from 'js-yaml';
 import type { z } from 'zod';
 import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
@@ -55,11 +55,11 @@ function readYaml(file: string): unknown {
   } catch (e) {
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
-  const doc = parseDocument(text);
-  if (doc.errors.length) {
-    throw new UsageError(`${file}: not valid YAML`, doc.errors.map((e) => e.message));
+  try {
+    return yaml.load(text, { filename: file });
+  } catch (e) {
+    throw new UsageError(`${file}: not valid YAML`, [(e as Error).message]);
   }
-  return doc.toJS();
 }
 
 /** `engine.maxModelLen=8192`: the value is read as YAML, so numbers, booleans, null and lists work. */
@@ -70,7 +70,7 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
   const valueText = assignment.slice(eq + 1);
   let value: unknown;
   try {
-    value = valueText === '' ? '' : parseYaml(valueText);
+    value = valueText === '' ? '' : yaml.load(valueText);
   } catch {
     value = valueText;
   }
@@ -95,7 +95,7 @@ export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
       for (const k of issue.keys) {
         out.push({ path: path === '(root)' ? k : `${path}.${k}`, message: 'unknown field', severity: 'error', fix: 'remove it or check its spelling against `sparkctl profiles schema`' });
       }
-    } else if (issue.code === 'invalid_union') {
+    } else if (issue.code === 'invalid_union' || issue.code === 'invalid_union_discriminator') {
       out.push({ path, message: 'does not match any allowed form', severity: 'error', fix: 'see `sparkctl profiles schema`' });
     } else {
       out.push({ path, message: issue.message, severity: 'error' });

@@ -1,0 +1,41 @@
+// Support bundle v1: a folder with manifest.json and one file per output. Never a secret.
+import { mkdir, writeFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { hostname, arch } from 'node:os';
+import type { RecordingHost } from './host.js';
+import { pickEnv } from '../preflight/facts.js';
+
+export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ commands: number; files: number }> {
+  await mkdir(join(dir, 'out'), { recursive: true });
+  const commands = [];
+  let i = 0;
+  for (const c of rec.commands) {
+    const n = String(i++).padStart(3, '0');
+    const stdout = `out/cmd-${n}.stdout`;
+    const stderr = `out/cmd-${n}.stderr`;
+    await writeFile(join(dir, stdout), redact(c.stdout));
+    await writeFile(join(dir, stderr), redact(c.stderr));
+    commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });
+  }
+  const files = [];
+  let j = 0;
+  for (const [path, content] of rec.files) {
+    if (content === null) {
+      files.push({ path, content: null });
+      continue;
+    }
+    const f = `out/file-${String(j++).padStart(3, '0')}`;
+    await writeFile(join(dir, f), redact(content));
+    files.push({ path, content: f });
+  }
+  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()) };
+  const tmp = join(dir, `.manifest.json.${process.pid}`);
+  await writeFile(tmp, JSON.stringify(manifest, null, 2) + '\n');
+  await rename(tmp, join(dir, 'manifest.json'));
+  return { commands: commands.length, files: files.length };
+}
+
+/** Values of secret-named variables that leaked into an output (a process environment, a command line). */
+export function redact(text: string): string {
+  return text.replace(/\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_]*)=(\S+)/g, '$1=<redacted>');
+}

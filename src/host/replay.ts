@@ -1,0 +1,69 @@
+// A support bundle (v1) read back as a Host: same facts, same verdicts, offline.
+import { readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { Host, CmdResult } from './host.js';
+import { key } from './host.js';
+import { UsageError } from '../errors.js';
+
+export const BundleManifest = z.object({
+  version: z.literal(1),
+  host: z.string(),
+  collectedAt: z.string(),
+  arch: z.string().optional(),
+  commands: z.array(
+    z.object({
+      argv: z.array(z.string()),
+      stdout: z.string().nullable(),
+      stderr: z.string().nullable(),
+      exitCode: z.number().nullable(),
+      durationMs: z.number(),
+      error: z.string().optional(),
+    }),
+  ),
+  files: z.array(z.object({ path: z.string(), content: z.string().nullable() })),
+  env: z.record(z.string()),
+  source: z.string().optional(),
+});
+export type BundleManifest = z.infer<typeof BundleManifest>;
+
+export class ReplayHost implements Host {
+  readonly kind = 'replay' as const;
+  readonly name: string;
+  private cmds = new Map<string, CmdResult>();
+  private files = new Map<string, string | null>();
+  readonly manifest: BundleManifest;
+
+  constructor(readonly dir: string) {
+    const mf = join(dir, 'manifest.json');
+    if (!existsSync(mf)) throw new UsageError(`--from ${dir}: no manifest.json there`, ['a bundle is the folder `sparkctl collect --out DIR` writes']);
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(mf, 'utf8'));
+    } catch (e) {
+      throw new UsageError(`--from ${dir}: manifest.json is not JSON: ${(e as Error).message}`);
+    }
+    const res = BundleManifest.safeParse(raw);
+    if (!res.success) throw new UsageError(`--from ${dir}: manifest.json is not a v1 bundle`, res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+    this.manifest = res.data;
+    this.name = res.data.host;
+    const read = (f: string | null) => (f === null ? '' : readFileSync(join(dir, f), 'utf8'));
+    for (const c of res.data.commands) {
+      this.cmds.set(key(c.argv), { argv: c.argv, stdout: read(c.stdout), stderr: read(c.stderr), exitCode: c.exitCode, durationMs: c.durationMs, error: c.error });
+    }
+    for (const f of res.data.files) this.files.set(f.path, f.content === null ? null : read(f.content));
+  }
+
+  async run(argv: string[]): Promise<CmdResult> {
+    return this.cmds.get(key(argv)) ?? { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-collected' };
+  }
+  hasFile(path: string) {
+    return this.files.has(path);
+  }
+  async readFile(path: string) {
+    return this.files.has(path) ? this.files.get(path)! : null;
+  }
+  env() {
+    return this.manifest.env;
+  }
+}

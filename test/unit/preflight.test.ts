@@ -1,0 +1,254 @@
+import { describe, it, expect } from 'vitest';
+import { join } from 'node:path';
+import { ReplayHost } from '../../src/host/replay.js';
+import type { Host, CmdResult } from '../../src/host/host.js';
+import { runPreflight, selectChecks, detectPlatform } from '../../src/preflight/run.js';
+import { gatherFacts } from '../../src/preflight/facts.js';
+import { loadProfile } from '../../src/profiles/load.js';
+import { GPU_FIELDS } from '../../src/preflight/parse.js';
+import { FIXTURES } from '../helpers.js';
+
+const H200 = join(FIXTURES, 'bundles', 'h200x2-driver580-cuda13');
+
+/** The real capture with some answers edited: the way a broken host differs from a good one. */
+class EditedHost implements Host {
+  readonly kind = 'replay' as const;
+  readonly name = 'edited';
+  constructor(
+    private inner: ReplayHost,
+    private edits: { run?: (argv: string[], r: CmdResult) => CmdResult | undefined; files?: Record<string, string | null>; env?: Record<string, string | undefined> } = {},
+  ) {}
+  async run(argv: string[]) {
+    const r = await this.inner.run(argv);
+    return this.edits.run?.(argv, r) ?? r;
+  }
+  hasFile(p: string) {
+    return (this.edits.files && p in this.edits.files) || this.inner.hasFile(p);
+  }
+  async readFile(p: string) {
+    if (this.edits.files && p in this.edits.files) return this.edits.files[p]!;
+    return this.inner.readFile(p);
+  }
+  env() {
+    return { ...this.inner.env(), ...this.edits.env };
+  }
+}
+
+const edited = (edits: ConstructorParameters<typeof EditedHost>[1]) => new EditedHost(new ReplayHost(H200), edits);
+const isQuery = (argv: string[]) => argv[0] === 'nvidia-smi' && argv[1]!.startsWith('--query-gpu=');
+/** Edit one column of every query-gpu row. */
+const setColumn = (field: string, value: string) => (argv: string[], r: CmdResult) => {
+  if (!isQuery(argv)) return undefined;
+  const i = GPU_FIELDS.indexOf(field as never);
+  return { ...r, stdout: r.stdout.split('\n').map((l) => (l ? l.split(', ').map((v, j) => (j === i ? value : v)).join(', ') : l)).join('\n') };
+};
+const status = async (host: Host, id: string, profile = 'qwen3.5-9b') => {
+  const rep = await runPreflight(host, { profile: loadProfile(profile, { sets: ['parallel.replicas=1'] }).profile, only: id });
+  return rep.checks[0]!;
+};
+
+describe('preflight on the real 2 x H200 capture', () => {
+  it('picks hopper-cuda13 and says why; the only failure is vLLM missing', async () => {
+    const rep = await runPreflight(new ReplayHost(H200), { profile: loadProfile('qwen3.5-9b').profile });
+    expect(rep.platform).toBe('hopper-cuda13');
+    expect(rep.platformReason).toMatch(/2 x NVIDIA H200 on x86_64, driver 580\.159\.04 matches hopper-cuda13/);
+    expect(rep.checks.filter((c) => c.status === 'fail').map((c) => c.id)).toEqual(['vllm.installed']);
+    const byId = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
+    expect(byId['driver.version']!.observed).toBe('580.159.04 (open kernel module)');
+    expect(byId['nccl.version']!.observed).toContain("vLLM loads 2.28.9 (PyTorch's bundled NCCL");
+    expect(byId['gpu.topology']!.observed).toBe('GPU0-GPU1 NV18');
+    expect(byId['driver.version']!.durationMs).toBe(60);
+  });
+
+  it('the documents baseline forced on it fails driver, CUDA and PyTorch with fixes', async () => {
+    const rep = await runPreflight(new ReplayHost(H200), { platform: 'dgx-a100-os6' });
+    const f = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
+    expect(f['driver.version']).toMatchObject({ status: 'fail', expected: 'exactly 535.129.03 (platform dgx-a100-os6)' });
+    expect(f['cuda.toolkit']).toMatchObject({ status: 'fail', expected: 'one of 12.1, 12.3' });
+    expect(f['torch.build']!.status).toBe('fail');
+    expect(f['gpu.model']!.status).toBe('fail');
+    for (const c of rep.checks.filter((c) => c.status === 'fail')) expect(c.fix, c.id).toBeTruthy();
+  });
+});
+
+describe('checks over edited copies of the real capture', () => {
+  it('a stale CUDA 11.8 on PATH ahead of CUDA_HOME', async () => {
+    const h = edited({ env: { PATH: '/usr/local/cuda-11.8/bin:/usr/local/cuda/bin:/usr/bin' } });
+    const c = await status(h, 'cuda.path-hygiene');
+    expect(c.status).toBe('fail');
+    expect(c.observed).toContain('PATH has /usr/local/cuda-11.8/bin ahead of CUDA 13.0');
+  });
+
+  it('a leftover ld.so.conf.d entry', async () => {
+    const h = edited({ run: (argv, r) => (argv[2]?.includes('ld.so.conf.d') ? { ...r, exitCode: 0, stdout: '/etc/ld.so.conf.d/cuda-12-1.conf:/usr/local/cuda-12.1/targets/x86_64-linux/lib\n' } : undefined) });
+    expect((await status(h, 'cuda.path-hygiene')).observed).toContain('cuda-12-1.conf still adds /usr/local/cuda-12.1');
+  });
+
+  it('a busy GPU: a leftover vLLM holds memory', async () => {
+    const h = edited({
+      run: (argv, r) => {
+        if (argv[1]?.startsWith('--query-compute-apps')) return { ...r, stdout: '4242, /opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server, 120000, 00000000:00:06.0\n' };
+        return setColumn('memory.free', '23000')(argv, r);
+      },
+    });
+    const p = await status(h, 'gpu.processes');
+    expect(p.status).toBe('fail');
+    expect(p.observed).toContain('PID 4242');
+    expect(p.observed).toContain('on GPU0');
+    expect(p.fix).toContain('kill 4242');
+    const m = await status(h, 'gpu.memory');
+    expect(m.status).toBe('fail');
+    expect(m.observed).toMatch(/GPU0 has 22\.5 GiB free of 140\.4 GiB, vLLM wants 129\.2 GiB/);
+  });
+
+  it.each([
+    ['0x0000000000000040', 'fail', 'HW thermal slowdown'],
+    ['0x0000000000000080', 'fail', 'HW power brake slowdown'],
+    ['0x0000000000000008', 'fail', 'HW slowdown'],
+  ])('throttle %s -> %s', async (hex, want, reason) => {
+    const c = await status(edited({ run: setColumn('clocks_event_reasons.active', hex) }), 'gpu.throttle');
+    expect(c.status).toBe(want);
+    expect(c.observed).toContain(reason);
+  });
+
+  it('SW power cap warns only under load', async () => {
+    const idle = await status(edited({ run: setColumn('clocks_event_reasons.active', '0x0000000000000004') }), 'gpu.throttle');
+    expect(idle.status).toBe('pass');
+    const busy = await status(edited({ run: (a, r) => setColumn('utilization.gpu', '97')(a, setColumn('clocks_event_reasons.active', '0x0000000000000004')(a, r) ?? r) }), 'gpu.throttle');
+    expect(busy.status).toBe('warn');
+  });
+
+  it('kernel module and user space of different releases: the real cause', async () => {
+    const h = edited({ run: (argv, r) => (isQuery(argv) ? { ...r, exitCode: 18, stdout: 'Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.95\n' } : undefined) });
+    const c = await status(h, 'driver.version');
+    expect(c.status).toBe('fail');
+    expect(c.observed).toContain('kernel module 580.159.04 but user-space libraries differ');
+    expect(c.fix).toMatch(/reboot/);
+  });
+
+  it('driver 610: driver_version deprecated, the module version still answers', async () => {
+    const c = await status(edited({ run: setColumn('driver_version', '[Requested functionality has been deprecated]') }), 'driver.version');
+    expect(c).toMatchObject({ status: 'pass', observed: '580.159.04 (open kernel module)' });
+  });
+
+  it('power limit below the documents 300 W', async () => {
+    const c = (await runPreflight(edited({ run: setColumn('enforced.power.limit', '200.00') }), { platform: 'dgx-a100-os6', only: 'gpu.power-limit' })).checks[0]!;
+    expect(c).toMatchObject({ status: 'fail', expected: '>= 300 W (dgx-a100-os6)' });
+    expect(c.fix).toContain('nvidia-smi -pl 300');
+  });
+
+  it('uncorrected ECC and a failed remap fail; a pending remap warns', async () => {
+    expect((await status(edited({ run: setColumn('ecc.errors.uncorrected.volatile.total', '3') }), 'gpu.ecc')).status).toBe('fail');
+    expect((await status(edited({ run: setColumn('remapped_rows.failure', 'Yes') }), 'gpu.ecc')).status).toBe('fail');
+    expect((await status(edited({ run: setColumn('remapped_rows.pending', 'Yes') }), 'gpu.ecc')).status).toBe('warn');
+  });
+
+  it('MIG on with TP 2 fails', async () => {
+    expect((await status(edited({ run: setColumn('mig.mode.current', 'Enabled') }), 'gpu.mig')).status).toBe('fail');
+  });
+
+  it('Xid 79 in the kernel log fails', async () => {
+    const c = await status(edited({ run: (argv, r) => (argv[0] === 'dmesg' ? { ...r, stdout: '[ 9.1] NVRM: Xid (PCI:0000:00:06): 79, pid=0, GPU has fallen off the bus.\n' } : undefined) }), 'gpu.xid');
+    expect(c.status).toBe('fail');
+    expect(c.observed).toContain('Xid 79 (GPU has fallen off the bus) x1');
+  });
+
+  it('a full conntrack table warns with the real fix, not "unload the module"', async () => {
+    const c = await status(edited({ files: { '/proc/sys/net/netfilter/nf_conntrack_count': '250000\n' } }), 'host.conntrack');
+    expect(c.status).toBe('warn');
+    expect(c.fix).toContain('nf_conntrack_max=1048576');
+  });
+
+  it('a port that is listening fails host.port', async () => {
+    const c = await status(edited({ files: { '/proc/net/tcp': '  sl  local_address rem_address   st\n   0: 00000000:1F40 00000000:0000 0A\n' } }), 'host.port');
+    expect(c).toMatchObject({ status: 'fail', observed: 'port(s) 8000 already listening' });
+  });
+
+  it('small /dev/shm (a container without --ipc=host) fails', async () => {
+    const c = await status(edited({ run: (argv, r) => (argv[0] === 'df' ? { ...r, stdout: 'Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 0 65536 0% /dev/shm\n' } : undefined) }), 'host.shm');
+    expect(c.status).toBe('fail');
+    expect(c.fix).toContain('--ipc=host');
+  });
+
+  it('NCCL_DEBUG=INFO in production warns', async () => {
+    expect((await status(edited({ env: { NCCL_DEBUG: 'INFO' } }), 'nccl.version')).status).toBe('warn');
+  });
+
+  it('a torch that vLLM was not built against fails (the cu121 vs cu124 trap)', async () => {
+    const h = edited({
+      run: (argv, r) => (argv[0] === 'python3' ? { ...r, stdout: r.stdout + 'dist vllm-0.17.0.dist-info\n' } : undefined),
+      files: { '/opt/torch/.venv/lib/python3.12/site-packages/vllm-0.17.0.dist-info/METADATA': 'Name: vllm\nVersion: 0.17.0\nRequires-Dist: torch==2.10.0\n' },
+    });
+    const c = await status(h, 'torch.build');
+    expect(c.status).toBe('fail');
+    expect(c.observed).toContain('built against torch 2.10.0');
+  });
+
+  it('GB10: memory "Not Supported" is read from /proc/meminfo', async () => {
+    const h = edited({
+      run: (a, r) => {
+        let x = setColumn('memory.total', '[Not Supported]')(a, r);
+        if (x) x = setColumn('memory.free', '[Not Supported]')(a, x);
+        if (x) x = setColumn('name', 'NVIDIA GB10')(a, x);
+        return x;
+      },
+      files: { '/proc/meminfo': 'MemTotal:       124572388 kB\n' },
+    });
+    const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b-spark').profile, only: 'gpu.memory' });
+    expect(rep.checks[0]!.observed).toMatch(/GPU0 118\.8 GiB free/);
+  });
+});
+
+describe('facts', () => {
+  it('an unknown query field fails the whole query: the retry asks the driver which fields it knows', async () => {
+    const calls: string[][] = [];
+    const host: Host = {
+      kind: 'real',
+      name: 'fake',
+      async run(argv) {
+        calls.push(argv);
+        if (isQuery(argv) && argv[1]!.includes('gsp.mode.current')) return { argv, stdout: 'Field "gsp.mode.current" is not a valid field to query.\n\n', stderr: '', exitCode: 2, durationMs: 1 };
+        if (argv[1] === '--help-query-gpu') return { argv, stdout: GPU_FIELDS.filter((f) => f !== 'gsp.mode.current').map((f) => `"${f}"\nhelp\n`).join('\n'), stderr: '', exitCode: 0, durationMs: 1 };
+        if (isQuery(argv)) return { argv, stdout: '0, NVIDIA A100-SXM4-80GB' + ', 1'.repeat(GPU_FIELDS.length - 3) + '\n', stderr: '', exitCode: 0, durationMs: 1 };
+        return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
+      },
+      async readFile() {
+        return null;
+      },
+      env: () => ({}),
+    };
+    const f = await gatherFacts(host);
+    expect(f.gpuFields).not.toContain('gsp.mode.current');
+    expect(f.gpus[0]!.name).toBe('NVIDIA A100-SXM4-80GB');
+    expect(calls.filter(isQuery)).toHaveLength(2);
+  });
+
+  it('a hung probe cannot hang preflight: each has its deadline', async () => {
+    const { RealHost } = await import('../../src/host/real.js');
+    const h = new RealHost(300);
+    const s = performance.now();
+    const r = await h.run(['sleep', '5']);
+    expect(r.error).toBe('timeout');
+    expect(performance.now() - s).toBeLessThan(2000);
+  });
+});
+
+describe('selecting checks', () => {
+  it('--only and --skip take ids and prefixes; unknown ids are bad input', () => {
+    expect(selectChecks('gpu.').every((c) => c.id.startsWith('gpu.'))).toBe(true);
+    expect(selectChecks('driver.version,host').map((c) => c.id)).toContain('host.shm');
+    expect(selectChecks(undefined, 'gpu').some((c) => c.id.startsWith('gpu.'))).toBe(false);
+    expect(() => selectChecks('gpu.nope')).toThrow(/unknown check id/);
+  });
+});
+
+describe('platform detection', () => {
+  it('every corpus GPU gets a platform and a reason', async () => {
+    for (const [b, want] of [['nvidia-h100-80gb-hbm3__590.48.01', 'hopper-cuda13'], ['nvidia-l40s__595.80', 'hopper-cuda13']] as const) {
+      const f = await gatherFacts(new ReplayHost(join(FIXTURES, 'bundles', b)));
+      const d = detectPlatform(f, 'auto');
+      expect(d.platform.name).toBe(want);
+      expect(d.reason.length).toBeGreaterThan(10);
+    }
+  });
+});
