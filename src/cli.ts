@@ -197,6 +197,7 @@ Examples:
     .option('--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai')
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
+    .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `

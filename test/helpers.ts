@@ -126,3 +126,43 @@ export async function startSim(args: string[], opts: { env?: Record<string, stri
   }
   return h;
 }
+
+import { readdirSync as readdirSyncP, readFileSync as readFileSyncP } from 'node:fs';
+
+/** Processes whose environment carries this marker (set per test): what a test left behind. */
+export function processesMarked(marker: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSyncP('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const env = readFileSyncP(`/proc/${d}/environ`, 'utf8');
+      if (!env.includes(`SPARKCTL_TEST_CASE=${marker}\0`)) continue;
+      const stat = readFileSyncP(`/proc/${d}/stat`, 'utf8');
+      if (!/\) Z /.test(stat)) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await sleep(stepMs);
+  }
+  return cond();
+}
+
+export async function portOpen(port: number): Promise<boolean> {
+  const { connect } = await import('node:net');
+  return new Promise((res) => {
+    const s = connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      res(true);
+    });
+    s.once('error', () => res(false));
+  });
+}

@@ -1,4 +1,43 @@
-import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('prewarm is not built yet');
+import { Registry } from '../engine/registry.js';
+import { stateDir } from './common.js';
+import { prewarm, type PrewarmSettings } from '../health/prewarm.js';
+import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
+import { PrewarmBlock } from '../profiles/schema.js';
+import { envelope, c } from '../output/format.js';
+import { say, note, progress } from '../output/log.js';
+import { UsageError, ProblemsFound, UnreachableError } from '../errors.js';
+
+export async function run(name: string | undefined, opts: { url?: string; model?: string; timeout?: number; json?: boolean }) {
+  let targets: Array<{ t: Target; s: PrewarmSettings }>;
+  if (opts.url) {
+    targets = [{ t: targetFromUrl(opts.url, opts.model), s: PrewarmBlock.parse({}) }];
+  } else {
+    if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL');
+    const found = new Registry(stateDir()).find(name).filter((x) => x.alive);
+    if (!found.length) throw new UsageError(`no running server named "${name}"`, ['sparkctl status lists them; --url URL prewarms any server']);
+    targets = found.map(({ inst }) => ({ t: targetFromInstance(inst), s: inst.prewarm ?? PrewarmBlock.parse({}) }));
+  }
+  const prog = progress({ quiet: opts.json });
+  const results = await Promise.all(
+    targets.map(({ t, s }) =>
+      prewarm(t, { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds }, (r) => {
+        const line = `${t.name} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(r.error ?? 'failed')}`;
+        if (opts.json) return;
+        if (process.stderr.isTTY) prog.update(line);
+        else note(line);
+      }),
+    ),
+  );
+  prog.done();
+  if (opts.json) say(envelope('prewarm', { results }));
+  else {
+    for (const r of results) {
+      const lens = Object.keys(r.cold).map(Number);
+      say(`${r.target}: ${r.error ? c.red(r.error) : c.green(`warm after ${r.rounds} round(s)`)} in ${(r.totalMs / 1000).toFixed(1)} s${r.exactLengths ? '' : ' (prompt lengths approximate: no /tokenize)'}`);
+      for (const n of lens) say(`  ${String(n).padStart(5)} prompt tokens: first token cold ${r.cold[n]} ms -> warm ${r.warm[n]} ms`);
+    }
+  }
+  const bad = results.filter((r) => r.error);
+  if (bad.length && bad.every((r) => /did not become healthy/.test(r.error!))) throw new UnreachableError(`${bad.length} server(s) never became healthy`);
+  if (bad.length) throw new ProblemsFound(`${bad.length} server(s) did not warm up`);
 }

@@ -1,4 +1,117 @@
-import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('probe is not built yet');
+import { readFileSync, mkdirSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { Registry, writeAtomic } from '../engine/registry.js';
+import { stateDir } from './common.js';
+import { probe, type ProbeResult } from '../health/probe.js';
+import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
+import { ProbeBlock } from '../profiles/schema.js';
+import { http } from '../client/http.js';
+import { envelope, c } from '../output/format.js';
+import { say, note } from '../output/log.js';
+import { UsageError, ExitWith, ExitCode } from '../errors.js';
+
+interface ProbeCli {
+  url: string[];
+  all?: boolean;
+  model?: string;
+  timeout?: number;
+  client?: string;
+  prometheus?: string;
+  alertWebhook?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
+
+export async function run(names: string[], opts: ProbeCli) {
+  if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
+  const dir = stateDir();
+  const reg = new Registry(dir);
+  const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
+  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
+  const insts = opts.all ? reg.list() : names.flatMap((n) => {
+    const f = reg.find(n);
+    if (!f.length) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+    return f;
+  });
+  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
+  if (!targets.length) {
+    if (opts.all) {
+      say('no servers registered');
+      return;
+    }
+    throw new UsageError('probe what? name instances or profiles, --url URL, or --all');
+  }
+  const statePath = join(dir, 'probe-state.json');
+  let prev: State = {};
+  try {
+    prev = JSON.parse(readFileSync(statePath, 'utf8'));
+  } catch {
+    /* first probe */
+  }
+  const results = await Promise.all(
+    targets.map(({ t, s }) =>
+      probe(t, {
+        ...s,
+        timeoutMs: opts.timeout ?? s.timeoutMs,
+        client: opts.client as 'claude-code' | 'openai' | undefined,
+        lastPreemptions: prev[t.url]?.preemptions,
+        gpus: t.engine === 'vllm',
+      }),
+    ),
+  );
+  // Remember each target's state: preemption trend, and state changes for the webhook.
+  const next: State = { ...prev };
+  const changed: ProbeResult[] = [];
+  for (const r of results) {
+    if (prev[r.url] && prev[r.url]!.state !== r.state) changed.push(r);
+    else if (!prev[r.url] && r.state !== 'healthy') changed.push(r);
+    next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
+  }
+  mkdirSync(dir, { recursive: true });
+  writeAtomic(statePath, JSON.stringify(next, null, 2));
+
+  if (opts.json) say(envelope('probe', { results }));
+  else {
+    for (const r of results) {
+      if (opts.quiet && r.state === 'healthy') continue;
+      const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
+      const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
+      const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
+      say(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
+    }
+  }
+  if (opts.prometheus) writePrometheus(opts.prometheus, results);
+  if (opts.alertWebhook && changed.length) {
+    const res = await http(opts.alertWebhook, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: changed.map((r) => ({ target: r.target, url: r.url, from: prev[r.url]?.state ?? null, to: r.state, failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })) })) }, timeoutMs: 5000 });
+    if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
+  }
+  const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+  if (code) throw new ExitWith(code);
+}
+
+const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+/** node_exporter textfile collector format, written atomically (a half file would be scraped). */
+export function writePrometheus(path: string, results: ProbeResult[]) {
+  const lines = [
+    '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
+    '# TYPE sparkctl_probe_healthy gauge',
+    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' ? 1 : 0}`),
+    '# HELP sparkctl_probe_reachable 0 when the server could not be reached.',
+    '# TYPE sparkctl_probe_reachable gauge',
+    ...results.map((r) => `sparkctl_probe_reachable{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'unreachable' ? 0 : 1}`),
+    '# HELP sparkctl_probe_duration_seconds Wall time of the deep probe.',
+    '# TYPE sparkctl_probe_duration_seconds gauge',
+    ...results.map((r) => `sparkctl_probe_duration_seconds{target="${esc(r.target)}"} ${(r.ms / 1000).toFixed(3)}`),
+    '# HELP sparkctl_probe_step_ok 1 when the step passed or warned, 0 when it failed.',
+    '# TYPE sparkctl_probe_step_ok gauge',
+    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${s.step}"} ${s.status === 'fail' ? 0 : 1}`)),
+    '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
+    '# TYPE sparkctl_probe_kv_cache_usage gauge',
+    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${r.metrics!.kvCacheUsage}`),
+  ];
+  mkdirSync(dirname(path), { recursive: true });
+  writeAtomic(path, lines.join('\n') + '\n');
 }

@@ -78,22 +78,17 @@ function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
 }
 
 export async function run(profileName: string, opts: ServeOptions) {
-  let host: HostShape | undefined;
+  const host: HostShape | undefined = undefined;
   if (opts.nodes) {
     const multi = await import('../engine/multinode.js');
     return multi.serveNodes(profileName, opts);
   }
-  if (opts.engine === 'sim') {
-    // The simulated host: exactly the profile platform's GPUs (the output says so).
-    host = undefined;
+  if (!opts.dryRun) {
+    const { serveLocal } = await import('../engine/serve.js');
+    return serveLocal(profileName, opts);
   }
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus, platform: opts.platform, host });
-  if (opts.dryRun) {
-    const { replicas, warnings } = buildPlan(r, opts);
-    if (opts.json) say(envelope('launch-plan', planEnvelope(r, replicas, warnings, opts.engine)));
-    else printDryRun(r, replicas, warnings);
-    return;
-  }
-  const { serveLocal } = await import('../engine/serve.js');
-  await serveLocal(profileName, opts);
+  const { replicas, warnings } = buildPlan(r, opts);
+  if (opts.json) say(envelope('launch-plan', planEnvelope(r, replicas, warnings, opts.engine)));
+  else printDryRun(r, replicas, warnings);
 }

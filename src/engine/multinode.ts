@@ -5,3 +5,6 @@ export async function serveNodes(..._a: unknown[]): Promise<void> {
 export async function preflightNodes(..._a: unknown[]): Promise<void> {
   throw new UsageError('preflight --nodes is not built yet');
 }
+export async function stopNodes(..._a: unknown[]): Promise<void> {
+  throw new UsageError('stop --nodes is not built yet');
+}

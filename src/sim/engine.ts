@@ -101,9 +101,9 @@ export class Engine {
     this.gauges();
   }
 
-  /** Bucket of a prompt length: powers of two from 16, as CUDA-graph / compile shapes are. */
+  /** Bucket of a prompt length: powers of two, everything up to 128 tokens in one (compile shapes). */
   static bucket(promptTokens: number): number {
-    return Math.max(4, Math.ceil(Math.log2(Math.max(1, promptTokens))));
+    return Math.max(7, Math.ceil(Math.log2(Math.max(1, promptTokens))));
   }
 
   decodeStepMs(): number {

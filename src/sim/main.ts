@@ -113,13 +113,13 @@ export async function simServe(argv: string[]): Promise<void> {
   const servedName = str(f, '--served-model-name') ?? args.model;
   const host = str(f, '--host') ?? '0.0.0.0';
   const port = num(f, '--port', 8000);
-  const loadMs = num(args.sim, '--sim-load-seconds', 2) * 1000;
-  const factor = num(args.sim, '--sim-time-factor', 1);
+  const loadMs = num(args.sim, '--sim-load-seconds', Number(process.env.SPARKCTL_SIM_LOAD_SECONDS ?? 2)) * 1000;
+  const factor = num(args.sim, '--sim-time-factor', Number(process.env.SPARKCTL_SIM_TIME_FACTOR ?? 1));
   const timing: Timing = {
     prefillTps: num(args.sim, '--sim-prefill-tps', (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * profile.model.parameters)),
     decodeMs: num(args.sim, '--sim-decode-ms', (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) * 1000 * (profile.engine.enforceEager ? 1.3 : 1)),
     batchSlowdown: 0.01,
-    coldMs: num(args.sim, '--sim-cold-ms', 3000),
+    coldMs: num(args.sim, '--sim-cold-ms', Number(process.env.SPARKCTL_SIM_COLD_MS ?? 3000)),
     timeFactor: factor,
     slowMs: faults.slowMs ?? 0,
   };

@@ -1,0 +1,128 @@
+// Launch one replica in its own process group with its own log, then supervise it until it is
+// really ready. Supervision races the child's exit, the deadline and a stall timer that log
+// activity resets; readiness is /health 200 and /v1/models listing the served name.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync, writeSync, mkdirSync, statSync, readSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { ReplicaPlan } from '../profiles/render.js';
+import { processStartTime } from './proc.js';
+import { http } from '../client/http.js';
+import { phaseOf } from './classify.js';
+
+export interface Launched {
+  plan: ReplicaPlan;
+  child: ChildProcess;
+  pid: number;
+  startTime: number;
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
+  exited: Promise<void>;
+}
+
+export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
+  mkdirSync(dirname(plan.logFile), { recursive: true });
+  const fd = openSync(plan.logFile, 'a');
+  // argv never holds a secret (the key travels in the environment), so it may be logged.
+  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
+  const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
+    detached: true, // its own process group: stop signals the whole group, EngineCore included
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, ...plan.env, ...secrets },
+  });
+  closeSync(fd);
+  const l: Launched = { plan, child, pid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, exit: undefined, exited: Promise.resolve() };
+  l.exited = new Promise<void>((resolve) => {
+    child.once('error', (e: NodeJS.ErrnoException) => {
+      l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      l.exit ??= { code, signal };
+      resolve();
+    });
+  });
+  return l;
+}
+
+/** Reads a growing log file from where it left off: new lines feed phases, the stall timer and the tail. */
+export class LogTail {
+  private offset = 0;
+  private partial = '';
+  readonly ring: string[] = [];
+  lastActivity = Date.now();
+  constructor(readonly path: string, readonly keep = 200) {
+    try {
+      this.offset = 0;
+    } catch {
+      /* created by the launch */
+    }
+  }
+  poll(): string[] {
+    let size: number;
+    try {
+      size = statSync(this.path).size;
+    } catch {
+      return [];
+    }
+    if (size <= this.offset) return [];
+    const fd = openSync(this.path, 'r');
+    const buf = Buffer.alloc(size - this.offset);
+    readSync(fd, buf, 0, buf.length, this.offset);
+    closeSync(fd);
+    this.offset = size;
+    this.lastActivity = Date.now();
+    const text = this.partial + buf.toString('utf8');
+    const lines = text.split('\n');
+    this.partial = lines.pop() ?? '';
+    for (const l of lines) {
+      this.ring.push(l);
+      if (this.ring.length > this.keep) this.ring.shift();
+    }
+    return lines;
+  }
+  text(): string {
+    return [...this.ring, this.partial].join('\n');
+  }
+}
+
+export type ReadyResult =
+  | { ok: true; ms: number }
+  | { ok: false; reason: 'exited' | 'timeout' | 'stalled' | 'spawn-error' | 'wrong-model' | 'interrupted'; detail: string; ms: number };
+
+export async function waitReady(
+  l: Launched,
+  opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal },
+): Promise<ReadyResult> {
+  const started = Date.now();
+  const tail = new LogTail(l.plan.logFile);
+  (l as Launched & { tail?: LogTail }).tail = tail;
+  let lastPhase = '';
+  for (;;) {
+    for (const line of tail.poll()) {
+      const p = phaseOf(line);
+      if (p && p !== lastPhase) {
+        lastPhase = p;
+        opts.onPhase?.(p);
+      }
+    }
+    const ms = Date.now() - started;
+    if (opts.signal?.aborted) return { ok: false, reason: 'interrupted', detail: 'interrupted', ms };
+    if (l.exit) {
+      tail.poll();
+      if (l.exit.error) return { ok: false, reason: 'spawn-error', detail: l.exit.error, ms };
+      return { ok: false, reason: 'exited', detail: `exited with ${l.exit.signal ?? `code ${l.exit.code}`} before it was ready`, ms };
+    }
+    if (ms > opts.deadlineMs) return { ok: false, reason: 'timeout', detail: `not ready after ${Math.round(ms / 1000)} s (ready timeout)`, ms };
+    if (Date.now() - tail.lastActivity > opts.stallMs) return { ok: false, reason: 'stalled', detail: `no log output for ${Math.round((Date.now() - tail.lastActivity) / 1000)} s (stall timeout): stuck loading?`, ms };
+    // Connection refused until the engine is up is normal for vLLM: keep polling, briefly.
+    const h = await http(`${opts.url}/health`, { timeoutMs: 1000 });
+    if (h.ok && h.status === 200) {
+      const m = await http(`${opts.url}/v1/models`, { timeoutMs: 2000, apiKey: opts.apiKey });
+      if (m.ok && m.status === 200) {
+        const ids: string[] = (m.json?.data ?? []).map((d: { id: string }) => d.id);
+        if (ids.includes(opts.servedName)) return { ok: true, ms: Date.now() - started };
+        return { ok: false, reason: 'wrong-model', detail: `the server on ${opts.url} serves ${ids.join(', ') || 'nothing'}, not ${opts.servedName}: another server holds the port?`, ms: Date.now() - started };
+      }
+    }
+    await new Promise((r) => setTimeout(r, h.ok ? 50 : 40));
+  }
+}

@@ -1,0 +1,115 @@
+// Prewarm: rounds of 1-token requests at 128, 1024 and 4096 prompt tokens (exact through /tokenize,
+// capped at the server's max model len), then a short decode, until latency settles.
+import { http } from '../client/http.js';
+import type { Target } from './target.js';
+
+export interface PrewarmSettings {
+  promptTokens: number[];
+  maxRounds: number;
+  settleMargin: number;
+  decodeTokens: number;
+  timeoutSeconds: number;
+}
+
+export interface PrewarmRequest {
+  round: number;
+  kind: 'prefill' | 'decode';
+  promptTokens: number;
+  maxTokens: number;
+  ms: number;
+  ok: boolean;
+  error?: string;
+}
+
+export interface PrewarmResult {
+  target: string;
+  url: string;
+  servedName: string;
+  exactLengths: boolean;
+  requests: PrewarmRequest[];
+  rounds: number;
+  settled: boolean;
+  cold: Record<number, number>;
+  warm: Record<number, number>;
+  totalMs: number;
+  error?: string;
+}
+
+const FILLER = 'The operators checked every GPU before the server came up at three in the morning. ';
+
+/** A prompt of exactly n tokens where the server can count them; otherwise about n (4 bytes a token). */
+async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prompt: string; exact: boolean }> {
+  let chars = n * 4;
+  const make = (c: number) => FILLER.repeat(Math.ceil(c / FILLER.length) + 1).slice(0, Math.max(1, c));
+  for (let i = 0; i < 4; i++) {
+    const prompt = make(chars);
+    const r = await http(`${t.url}/tokenize`, { body: { model: t.servedName, prompt, add_special_tokens: false }, timeoutMs, apiKey: t.apiKey });
+    if (!r.ok || r.status !== 200 || typeof r.json?.count !== 'number') return { prompt: make(n * 4), exact: false };
+    const count: number = r.json.count;
+    if (count === n) return { prompt, exact: true };
+    chars = Math.max(1, Math.round(chars * (n / Math.max(1, count))) + (count < n ? 1 : -1));
+  }
+  return { prompt: make(chars), exact: false };
+}
+
+export async function waitHealthy(t: Target, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    const h = await http(`${t.url}/health`, { timeoutMs: 2000 });
+    if (h.ok && h.status === 200) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void): Promise<PrewarmResult> {
+  const started = Date.now();
+  const deadline = started + s.timeoutSeconds * 1000;
+  const left = () => Math.max(1, deadline - Date.now());
+  const result: PrewarmResult = { target: t.name, url: t.url, servedName: t.servedName ?? '', exactLengths: true, requests: [], rounds: 0, settled: false, cold: {}, warm: {}, totalMs: 0 };
+  const finish = (error?: string) => ({ ...result, error, totalMs: Date.now() - started });
+  // After a restart (systemd ExecStartPost) the server may still be loading: wait for it.
+  if (!(await waitHealthy(t, deadline))) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s`);
+  const models = await http(`${t.url}/v1/models`, { timeoutMs: left(), apiKey: t.apiKey });
+  if (!models.ok || models.status !== 200) return finish(`GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`);
+  const entry = (models.json?.data ?? []).find((d: { id: string }) => !t.servedName || d.id === t.servedName) ?? models.json?.data?.[0];
+  if (!entry) return finish('the server lists no model');
+  result.servedName = entry.id;
+  t = { ...t, servedName: entry.id };
+  const maxLen: number = entry.max_model_len ?? t.maxModelLen ?? 4096;
+  const lengths = [...new Set(s.promptTokens.map((n) => Math.min(n, maxLen - Math.max(2, s.decodeTokens + 1))))].filter((n) => n > 0);
+  const prompts = new Map<number, string>();
+  for (const n of lengths) {
+    const p = await promptOf(t, n, Math.min(5000, left()));
+    prompts.set(n, p.prompt);
+    if (!p.exact) result.exactLengths = false;
+  }
+  const send = async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
+    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens, temperature: 0 }, timeoutMs: left(), apiKey: t.apiKey });
+    const req: PrewarmRequest = { round, kind, promptTokens: n, maxTokens, ms: Math.round(r.ms), ok: r.ok && r.status === 200, error: r.ok ? (r.status === 200 ? undefined : `HTTP ${r.status}: ${String(r.json?.error?.message ?? r.body).slice(0, 200)}`) : r.message };
+    result.requests.push(req);
+    onRequest?.(req);
+    return req;
+  };
+  let prev: Map<number, number> | undefined;
+  for (let round = 1; round <= s.maxRounds; round++) {
+    const cur = new Map<number, number>();
+    for (const n of lengths) {
+      const r = await send(round, 'prefill', n, 1);
+      if (!r.ok) return finish(`round ${round}, ${n} tokens: ${r.error}`);
+      cur.set(n, r.ms);
+      if (round === 1) result.cold[n] = r.ms;
+      result.warm[n] = r.ms;
+    }
+    const d = await send(round, 'decode', lengths[0]!, s.decodeTokens);
+    if (!d.ok) return finish(`round ${round}, decode: ${d.error}`);
+    result.rounds = round;
+    // Settled: every length within the margin of the round before (plus 5 ms for timer noise).
+    if (prev && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 5)) {
+      result.settled = true;
+      break;
+    }
+    prev = cur;
+    if (Date.now() > deadline) return finish(`deadline of ${s.timeoutSeconds} s reached before latency settled`);
+  }
+  return finish(result.settled ? undefined : `latency did not settle within ${s.maxRounds} rounds`);
+}

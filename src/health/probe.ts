@@ -1,0 +1,160 @@
+// The deep probe: live, identity, a real 1-token generation, metrics, GPUs, auth. Every step has
+// its own deadline and its own line; /health 200 alone proves nothing (vLLM issues 39863, 16259).
+import { http } from '../client/http.js';
+import { parseVllmMetrics } from '../client/metrics.js';
+import type { Target } from './target.js';
+import { readGpus } from './gpu.js';
+
+export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
+export interface Step {
+  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client';
+  status: StepStatus;
+  detail: string;
+  ms: number;
+}
+export interface ProbeResult {
+  target: string;
+  url: string;
+  state: 'healthy' | 'unhealthy' | 'unreachable';
+  steps: Step[];
+  ms: number;
+  inferenceMs?: number;
+  metrics?: { kvCacheUsage?: number; waiting?: number; running?: number; preemptions?: number };
+}
+
+export interface ProbeSettings {
+  timeoutMs: number;
+  kvCacheUsageMax: number;
+  waitingMax: number;
+  gpuMemoryHeadroomPct: number;
+  gpuMemoryUtilization?: number;
+  client?: 'claude-code' | 'openai';
+  /** preemption counter at the previous probe of this target (from the state folder) */
+  lastPreemptions?: number;
+  /** read GPUs (false: not visible, e.g. the simulator or a URL target) */
+  gpus?: boolean;
+}
+
+export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
+  const started = performance.now();
+  const steps: Step[] = [];
+  const add = (step: Step['step'], status: StepStatus, detail: string, ms = 0) => steps.push({ step, status, detail, ms: Math.round(ms) });
+  const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
+
+  // 1. live
+  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs });
+  if (!h.ok) {
+    add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
+    return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' ? 'unreachable' : 'unhealthy');
+  }
+  if (h.status === 503) {
+    add('live', 'fail', 'engine dead: /health answers 503 (EngineDeadError)', h.ms);
+    return done('unhealthy');
+  }
+  if (h.status !== 200) {
+    add('live', 'fail', `/health answers HTTP ${h.status}`, h.ms);
+    return done('unhealthy');
+  }
+  add('live', 'pass', '/health 200', h.ms);
+
+  // 2. identity: the expected model, not whatever else holds the port
+  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  let served = t.servedName;
+  if (!m.ok || m.status !== 200) {
+    add('identity', 'fail', m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`, m.ms);
+    return done('unhealthy');
+  }
+  const ids: string[] = (m.json?.data ?? []).map((d: { id: string }) => d.id);
+  if (served && !ids.includes(served)) {
+    add('identity', 'fail', `serves ${ids.join(', ') || 'nothing'}, expected ${served}: another server on the port?`, m.ms);
+    return done('unhealthy');
+  }
+  served ??= ids[0];
+  add('identity', 'pass', `serves ${served}`, m.ms);
+
+  // 3. inference: a real 1-token generation with its own deadline (catches the hung engine)
+  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  let inferenceMs: number | undefined;
+  if (!gen.ok) {
+    add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
+    return done('unhealthy');
+  }
+  if (gen.status !== 200 || !gen.json?.choices?.length) {
+    const msg = String(gen.json?.error?.message ?? gen.body).slice(0, 200);
+    add('inference', 'fail', `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`, gen.ms);
+    return done('unhealthy');
+  }
+  inferenceMs = Math.round(gen.ms);
+  add('inference', 'pass', `1 token in ${inferenceMs} ms`, gen.ms);
+
+  // 4. metrics
+  let metrics: ProbeResult['metrics'];
+  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs });
+  if (!mt.ok || mt.status !== 200) add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
+  else {
+    try {
+      const v = parseVllmMetrics(mt.body);
+      metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
+      const notes: string[] = [];
+      let status: StepStatus = 'pass';
+      if (v.kvCacheUsage !== undefined && v.kvCacheUsage >= s.kvCacheUsageMax) {
+        status = 'warn';
+        notes.push(`KV cache ${(v.kvCacheUsage * 100).toFixed(1)} % >= ${(s.kvCacheUsageMax * 100).toFixed(0)} %`);
+      }
+      if (v.waiting !== undefined && v.waiting > s.waitingMax) {
+        status = 'warn';
+        notes.push(`${v.waiting} requests waiting > ${s.waitingMax}`);
+      }
+      if (v.preemptions !== undefined && s.lastPreemptions !== undefined && v.preemptions > s.lastPreemptions) {
+        status = 'warn';
+        notes.push(`preemptions rising (+${v.preemptions - s.lastPreemptions} since the last probe)`);
+      }
+      const base = `KV cache ${v.kvCacheUsage !== undefined ? (v.kvCacheUsage * 100).toFixed(1) + ' %' : '?'}, ${v.running ?? '?'} running, ${v.waiting ?? '?'} waiting`;
+      add('metrics', status, notes.length ? `${base}: ${notes.join('; ')}` : base, mt.ms);
+    } catch (e) {
+      add('metrics', 'warn', `/metrics does not parse: ${(e as Error).message}`, mt.ms);
+    }
+  }
+
+  // 5. GPUs, relative to what the profile reserves (a healthy server holds ~92 % of each GPU)
+  if (s.gpus === false || !t.gpus?.length) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
+  else {
+    const gs = performance.now();
+    const readings = await readGpus(s.timeoutMs);
+    if (!readings) add('gpu', 'skip', 'nvidia-smi not available here', performance.now() - gs);
+    else {
+      const mine = readings.filter((r) => t.gpus!.includes(r.index));
+      const limit = Math.min(1, (s.gpuMemoryUtilization ?? 0.9) + s.gpuMemoryHeadroomPct / 100);
+      const over = mine.filter((r) => r.usedMiB / r.totalMiB > limit);
+      const thr = mine.flatMap((r) => r.throttle.filter((x) => x.severity === 'fail').map((x) => `GPU${r.index} ${x.reason}`));
+      const desc = mine.map((r) => `GPU${r.index} ${((r.usedMiB / r.totalMiB) * 100).toFixed(0)} %`).join(', ');
+      if (thr.length) add('gpu', 'fail', `${desc}; ${thr.join(', ')}`, performance.now() - gs);
+      else if (over.length) add('gpu', 'warn', `${desc}: above the reserved ${(limit * 100).toFixed(0)} % (another process on the GPU?)`, performance.now() - gs);
+      else add('gpu', 'pass', `${desc} used (reserved ${((s.gpuMemoryUtilization ?? 0.9) * 100).toFixed(0)} %)`, performance.now() - gs);
+    }
+  }
+
+  // 6. auth: with a key configured, /v1 without it must be refused
+  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs });
+  if (t.apiKeyEnv || t.apiKey) {
+    if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
+    else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
+  } else if (open.ok && open.status === 200) {
+    add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
+  } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
+
+  // 7. what a client needs
+  if (s.client === 'claude-code') {
+    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
+    if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message') add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
+    else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
+    else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
+  } else if (s.client === 'openai') {
+    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+    if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
+    else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
+  }
+
+  const state = steps.some((x) => x.status === 'fail') ? 'unhealthy' : 'healthy';
+  return done(state, { inferenceMs, metrics });
+}

@@ -1,0 +1,181 @@
+// serve / status / logs / stop through the built CLI, with the simulator as the engine.
+import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { execa } from 'execa';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, tempDir, rmrf, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
+
+let state: string;
+let marker: string;
+let base: number;
+const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50', ...extra });
+const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
+const serve = (args: string[], extra: Record<string, string> = {}) => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...args], { env: env(extra) });
+
+beforeEach(async () => {
+  state = tempDir('sparkctl-state-');
+  marker = randomUUID();
+  base = await freePortRange(4);
+});
+afterEach(async () => {
+  // Whatever a test did, nothing of it may be left.
+  await cli(['stop', '--all', '--timeout', '2'], { env: env() });
+  const left = processesMarked(marker);
+  for (const p of left) process.kill(p, 'SIGKILL');
+  rmrf(state);
+  expect(left, 'processes left by the test').toEqual([]);
+});
+
+describe('serve --engine sim: the whole pipeline', () => {
+  it('4 replicas -> 4 processes on 4 ports; status; probe; stop frees everything; stop twice is fine', async () => {
+    const r = await serve([...at(base, 4), '--no-prewarm']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/ready: qwen3\.5-9b, 4 replica\(s\)/);
+    expect(r.stdout).toMatch(/probe qwen3\.5-9b-3: healthy/);
+    expect(r.stdout).toContain('stop with: sparkctl stop qwen3.5-9b');
+    expect(r.stderr).toContain('simulating 8 x NVIDIA A100-SXM4-80GB');
+    for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(true);
+    // API server + EngineCore for each replica
+    expect(processesMarked(marker).length).toBe(8);
+
+    const st = await cli(['status', '--json'], { env: env() });
+    const j = JSON.parse(st.stdout);
+    expect(j.kind).toBe('status');
+    expect(j.instances.map((i: { port: number }) => i.port)).toEqual([base, base + 1, base + 2, base + 3]);
+    expect(j.instances.every((i: { alive: boolean; health: string }) => i.alive && i.health === 'healthy')).toBe(true);
+    expect(j.instances[1].gpus).toEqual([2, 3]);
+
+    const logs = await cli(['logs', 'qwen3.5-9b-2', '-n', '5'], { env: env() });
+    expect(logs.stdout).toContain('Application startup complete.');
+
+    const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
+    expect(stop.exitCode).toBe(0);
+    expect(stop.stdout.match(/stopped \(SIGTERM, drained\); port free/g)).toHaveLength(4);
+    expect(processesMarked(marker)).toEqual([]);
+    for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(false);
+    const again = await cli(['stop', 'qwen3.5-9b'], { env: env() });
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain('nothing to stop');
+  });
+
+  it('prewarm runs after ready and shows cold vs warm', async () => {
+    const r = await serve([...at(base)], { SPARKCTL_SIM_COLD_MS: '300' });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const m = /128 tok (\d+) -> (\d+) ms/.exec(r.stdout);
+    expect(m).not.toBeNull();
+    expect(Number(m![1])).toBeGreaterThan(250);
+    expect(Number(m![2])).toBeLessThan(Number(m![1]) / 3);
+  });
+});
+
+describe('launch failures: cause, fix, last log lines, nothing left, exit 4', () => {
+  it.each([
+    ['oom-at-start', /cause: out of GPU memory while loading \(Tried to allocate 2\.00 GiB\)/],
+    ['kv-too-small', /fix:\s+--set engine\.maxModelLen=\d+ \(vLLM's own estimate\)/],
+    ['port-in-use', /cause: the port is already in use/],
+    ['exit-after:0.2', /cause: NCCL failed/],
+  ])('%s', async (fault, want) => {
+    const r = await serve([...at(base, 2), '--no-prewarm'], { SPARKCTL_SIM_FAULT: fault });
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(want);
+    expect(r.stderr).toMatch(/last \d+ log lines/);
+    expect(r.stderr).toContain('nothing is left holding a port or a GPU');
+    expect(processesMarked(marker)).toEqual([]);
+    expect(readdirSync(join(state, 'instances'))).toEqual([]);
+  });
+
+  it('hang-at-load: the stall timer ends it', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm', '--set', 'server.stallTimeoutSeconds=1'], { env: env({ SPARKCTL_SIM_FAULT: 'hang-at-load' }) });
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(/no log output for \d+ s \(stall timeout\)/);
+    expect(processesMarked(marker)).toEqual([]);
+  });
+
+  it('--ready-timeout as a duration', async () => {
+    const r = await serve([...at(base), '--no-prewarm', '--ready-timeout', '1s'], { SPARKCTL_SIM_LOAD_SECONDS: '5' });
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(/not ready after \d+ s \(ready timeout\)/);
+  });
+
+  it('a flag this vLLM does not know: rendered for 0.11, run on 0.17', async () => {
+    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.11.0"']);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain('cause: this vLLM does not know the flag(s) --disable-log-requests');
+    expect(r.stderr).toContain('set engine.vllmVersion to the installed vLLM');
+  });
+
+  it('vllm not installed: says so, exit 4', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', ...at(base), '--no-prewarm', '--skip-preflight', '--gpus', '8', '--vllm-bin', '/nonexistent/vllm'], { env: env() });
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain('/nonexistent/vllm not found');
+  });
+});
+
+describe('refusals and crashes', () => {
+  it('two serves on one port: the second is refused before launching (exit 2)', async () => {
+    expect((await serve([...at(base), '--no-prewarm'])).exitCode).toBe(0);
+    const second = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
+    expect(second.exitCode).toBe(2);
+    expect(second.stderr).toMatch(new RegExp(`port ${base}: held by qwen3\\.5-9b-0`));
+  });
+
+  it('preflight refuses a port someone else holds (exit 1)', async () => {
+    const { createServer } = await import('node:net');
+    const squatter = createServer().listen(base, '127.0.0.1');
+    await new Promise((r) => squatter.once('listening', r));
+    try {
+      const r = await serve([...at(base), '--no-prewarm']);
+      expect(r.exitCode).toBe(1);
+      expect(r.stderr).toMatch(/host\.port: port\(s\) \d+ already listening/);
+    } finally {
+      squatter.close();
+    }
+  });
+
+  it('kill -9 of sparkctl while serving leaves a server that status reports and stop removes', async () => {
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm'], { env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '1' }), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-0.json')), 10_000);
+    p.kill('SIGKILL');
+    await p;
+    const st = JSON.parse((await cli(['status', '--json'], { env: env() })).stdout);
+    expect(st.instances).toHaveLength(1);
+    expect(st.instances[0].alive).toBe(true);
+    const stop = await cli(['stop', '--all'], { env: env() });
+    expect(stop.exitCode).toBe(0);
+    expect(processesMarked(marker)).toEqual([]);
+  });
+
+  it('a stale entry (the process is gone) is cleaned by status', async () => {
+    expect((await serve([...at(base), '--no-prewarm'])).exitCode).toBe(0);
+    for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
+    await sleep(100);
+    const st = await cli(['status'], { env: env() });
+    expect(st.stdout).toContain('dead');
+    expect(st.stderr).toContain('removed 1 stale entry');
+    expect(JSON.parse((await cli(['status', '--json'], { env: env() })).stdout).instances).toEqual([]);
+  });
+
+  it('Ctrl-C during serve stops what it started', async () => {
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm'], { env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '3' }), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-1.json')), 10_000);
+    await sleep(300);
+    p.kill('SIGINT');
+    const r = await p;
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain('interrupted: stopped 2 replica(s)');
+    expect(processesMarked(marker)).toEqual([]);
+  });
+
+  it('--foreground: stays attached, SIGTERM stops the group, exits with the server status', async () => {
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--foreground', '--no-prewarm'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    await waitFor(() => portOpen(base), 15_000);
+    await sleep(200);
+    expect(p.exitCode).toBeNull();
+    p.kill('SIGTERM');
+    const r = await p;
+    expect(r.exitCode).toBe(0);
+    expect(processesMarked(marker)).toEqual([]);
+    expect(await portOpen(base)).toBe(false);
+  });
+});
