@@ -1,4 +1,34 @@
+import { Registry } from '../engine/registry.js';
+import { stateDir } from './common.js';
+import { loadProfile } from '../profiles/load.js';
+import { servedName } from '../profiles/render.js';
+import { say, note } from '../output/log.js';
 import { UsageError } from '../errors.js';
-export async function run(): Promise<void> {
-  throw new UsageError('client-env is not built yet');
+import { shellQuote } from '../output/format.js';
+
+export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string }) {
+  if (!opts.claudeCode && !opts.openai) throw new UsageError('which client? --claude-code or --openai');
+  const inst = new Registry(stateDir()).find(name)[0]?.inst;
+  let port: number, model: string, keyEnv: string | undefined;
+  if (inst) {
+    [port, model, keyEnv] = [inst.port, inst.servedName, inst.apiKeyEnv];
+  } else {
+    const p = loadProfile(name).profile;
+    [port, model, keyEnv] = [p.server.port, servedName(p), p.server.apiKeyEnv];
+  }
+  const base = `http://${opts.host}:${port}`;
+  // The key is referenced, never printed: the client reads it from the same variable.
+  const key = keyEnv ? `"$${keyEnv}"` : null;
+  if (opts.claudeCode) {
+    if (model.includes('/')) note(`warning: the served name "${model}" contains "/", which Claude Code cannot use: set model.servedName (e.g. --set model.servedName=${model.split('/').pop()!.toLowerCase()})`);
+    say(`export ANTHROPIC_BASE_URL=${shellQuote(base)}`);
+    say(`export ANTHROPIC_AUTH_TOKEN=${key ?? 'dummy'}`);
+    for (const tier of ['OPUS', 'SONNET', 'HAIKU']) say(`export ANTHROPIC_DEFAULT_${tier}_MODEL=${shellQuote(model)}`);
+    note(`vLLM serves the Anthropic Messages API at ${base}/v1/messages itself; no proxy needed. Check it: sparkctl probe ${name} --client claude-code`);
+  }
+  if (opts.openai) {
+    say(`export OPENAI_BASE_URL=${shellQuote(`${base}/v1`)}`);
+    say(`export OPENAI_API_KEY=${key ?? 'EMPTY'}`);
+    say(`# model: ${model}`);
+  }
 }

@@ -179,8 +179,15 @@ export async function simServe(argv: string[]): Promise<void> {
   const weightsGiB = plan.weightsPerGpuBytes / GIB;
   info('gpu_model_runner.py:1802', `Model loading took ${weightsGiB.toFixed(4)} GiB and ${((loadMs * 0.5) / 1000).toFixed(6)} seconds`);
   await at(0.1);
-  if (faults.kvTooSmall) {
-    const available = Math.max(0.1, Math.min(plan.availableKvBytes / GIB, ((maxModelLen * plan.kvBytesPerToken) / GIB) * 0.37));
+  if (plan.availableKvBytes <= 0) {
+    err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
+    err('ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.');
+    err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
+    exitWith(1, engineProc);
+  }
+  if (faults.kvTooSmall || plan.kvTokens < maxModelLen) {
+    // The fault shrinks the cache to about a third of what one full-length request needs.
+    const available = faults.kvTooSmall ? Math.max(0.1, Math.min(plan.availableKvBytes / GIB, ((maxModelLen * plan.kvBytesPerToken) / GIB) * 0.37)) : plan.availableKvBytes / GIB;
     const needed = (maxModelLen * plan.kvBytesPerToken) / GIB;
     const est = Math.floor((available * GIB) / plan.kvBytesPerToken / 16) * 16;
     err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
