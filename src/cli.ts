@@ -124,6 +124,7 @@ Examples:
     .command('preflight')
     .description('check this host (or a support bundle) before serving: driver, CUDA, NCCL, GPUs, host limits')
     .option('--profile <name>', 'check against this profile (GPUs, memory, ports, model files)')
+    .option('--set <field=value>', 'override a field of --profile (repeatable)', collect, [])
     .option('--platform <name>', 'auto, or a baseline name', 'auto')
     .option('--from <dir>', 'replay a support bundle instead of reading this host')
     .option('--only <ids>', 'comma-separated check ids (or prefixes: gpu.)')

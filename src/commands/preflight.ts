@@ -7,6 +7,7 @@ import { ExitWith, ExitCode } from '../errors.js';
 
 export interface PreflightCliOptions {
   profile?: string;
+  set?: string[];
   platform: string;
   from?: string;
   only?: string;
@@ -24,7 +25,7 @@ export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): 
     const { preflightNodes } = await import('../engine/multinode.js');
     return preflightNodes(opts);
   }
-  const profile = opts.profile ? loadProfile(opts.profile, { profilesDir: opts.profiles }).profile : undefined;
+  const profile = opts.profile ? loadProfile(opts.profile, { profilesDir: opts.profiles, sets: opts.set }).profile : undefined;
   let host: Host;
   if (opts.from) {
     const { ReplayHost } = await import('../host/replay.js');

@@ -21,6 +21,7 @@ import { probe } from '../health/probe.js';
 import { targetFromInstance } from '../health/target.js';
 import { progress, say, note } from '../output/log.js';
 import { c, formatDuration, parseDuration, statusMark, table } from '../output/format.js';
+import { log } from '../output/logger.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, type ExitCode } from '../errors.js';
 
 const BLOCKING = 'driver.version,gpu.count,gpu.memory,host.port';
@@ -113,6 +114,7 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
     for (const p of replicas) {
       const l = launchReplica(p, secrets);
       launched.push(l);
+      (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
       if (l.pid > 0) registry.write(instanceOf(r, p, l, opts.engine));
     }
   } catch (e) {

@@ -13,7 +13,9 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
     const n = String(i++).padStart(3, '0');
     const stdout = `out/cmd-${n}.stdout`;
     const stderr = `out/cmd-${n}.stderr`;
-    await writeFile(join(dir, stdout), redact(c.stdout));
+    // The kernel log says much about a host; preflight needs only the GPU driver's lines.
+    const out = c.argv[0] === 'dmesg' ? c.stdout.split('\n').filter((l) => /NVRM|Xid|nvidia/i.test(l)).join('\n') : c.stdout;
+    await writeFile(join(dir, stdout), redact(out));
     await writeFile(join(dir, stderr), redact(c.stderr));
     commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });
   }

@@ -12,6 +12,7 @@ import { planMemory, weightBytesPerParam } from '../profiles/planner.js';
 import { resolveReplicas } from '../profiles/validate.js';
 import { satisfies } from '../profiles/versions.js';
 import { UsageError } from '../errors.js';
+import { log } from '../output/logger.js';
 
 export interface CheckOutcome extends CheckResult {
   id: string;
@@ -149,5 +150,6 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   });
   const summary = { pass: 0, warn: 0, fail: 0, skip: 0 };
   for (const c of checks) summary[c.status]++;
+  (await log())?.debug({ probeMs: facts.probeMs, factsMs: facts.wallMs, platform: platform.name, reason }, 'preflight facts');
   return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, summary, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

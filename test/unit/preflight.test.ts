@@ -252,3 +252,17 @@ describe('platform detection', () => {
     }
   });
 });
+
+describe('the bundle sparkctl collected on a real H200 (device machine)', () => {
+  it('replays to the verdicts seen there: only vLLM missing fails', async () => {
+    const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', 'h200x1-device-collect')), { profile: loadProfile('qwen3.5-9b', { sets: ['parallel.tensor=1'] }).profile });
+    expect(rep.platform).toBe('hopper-cuda13');
+    const by = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
+    expect(rep.checks.filter((c) => c.status === 'fail').map((c) => c.id)).toEqual(['vllm.installed']);
+    expect(by['host.nofile']!.status).toBe('warn');
+    expect(by['gpu.memory']!.observed).toBe('GPU0 139.8 GiB free');
+    expect(by['cudnn.version']!.observed).toBe('system 9, pip 9.19.0.56');
+    expect(by['gpu.query' as never]).toBeUndefined();
+    expect(by['driver.version']!.durationMs).toBeGreaterThan(0);
+  });
+});
