@@ -36,6 +36,7 @@ export function reportJson(r: PreflightReport): string {
     platform: r.platform,
     platformReason: r.platformReason,
     summary: r.summary,
+    versions: r.versions,
     wallMs: r.wallMs,
     checks: r.checks.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, durationMs: x.durationMs })),
   });

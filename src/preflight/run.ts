@@ -29,6 +29,8 @@ export interface PreflightReport {
   platformReason: string;
   checks: CheckOutcome[];
   summary: { pass: number; warn: number; fail: number; skip: number };
+  /** what must match across the nodes of a multi-node cluster */
+  versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
   wallMs: number;
   factsMs: number;
 }
@@ -151,5 +153,14 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   const summary = { pass: 0, warn: 0, fail: 0, skip: 0 };
   for (const c of checks) summary[c.status]++;
   (await log())?.debug({ probeMs: facts.probeMs, factsMs: facts.wallMs, platform: platform.name, reason }, 'preflight facts');
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, summary, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  const versions = {
+    driver: facts.driver.module?.version ?? facts.gpus[0]?.driver_version,
+    cuda: facts.cuda.nvcc,
+    nccl: facts.nccl.vllmUses,
+    torch: facts.torch.version,
+    vllm: facts.vllm.version,
+    gpu: facts.gpus[0]?.name,
+    gpus: facts.gpus.length,
+  };
+  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

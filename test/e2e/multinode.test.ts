@@ -1,0 +1,139 @@
+// Past one machine: preflight --nodes and serve --nodes really log in to four hosts (network
+// namespaces with sshd) where this machine allows it; fake ssh executables cover the same paths
+// everywhere. A scripted ray stands in on each node; the simulator is the head's engine.
+import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import { cli, freePort, processesMarked, tempDir, rmrf, FIXTURES } from '../helpers.js';
+import { makeCluster, netnsUnavailable, clearRay, type Cluster, type Mode } from '../cluster.js';
+
+const why = netnsUnavailable();
+if (why) console.warn(`multi-node over real ssh skipped: ${why}; the fake-ssh suite covers the same paths`);
+
+describe.each<[Mode, boolean]>([
+  ['netns', !why],
+  ['fake-ssh', true],
+])('multi-node over %s', (mode, available) => {
+  let cl: Cluster;
+  let state: string;
+  const marker = randomUUID();
+  const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 90_000 });
+  beforeAll(() => {
+    if (!available) return;
+    state = tempDir('sparkctl-mn-state-');
+    cl = makeCluster(mode, marker, { mismatchNode: 3 });
+  }, 60_000);
+  afterEach(() => {
+    if (available) clearRay(cl);
+  });
+  afterAll(() => {
+    if (!available) return;
+    for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
+    cl.teardown();
+    rmrf(state);
+  });
+
+  it.skipIf(!available)('preflight --nodes: every node over ssh, one report; a mismatched driver names the node', async () => {
+    const r = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b', '--json']);
+    expect(r.exitCode).toBe(1);
+    const j = JSON.parse(r.stdout);
+    expect(j.kind).toBe('preflight-nodes');
+    expect(j.nodes.map((n: { node: string; reached: boolean }) => `${n.node}:${n.reached}`)).toEqual(['n0:true', 'n1:true', 'n2:true', 'n3:true']);
+    const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
+    expect(cross['nodes.same-driver']).toMatchObject({ status: 'fail', observed: 'n3 has 580.95.05 (others: 580.159.04)' });
+    expect(cross['nodes.same-cuda'].status).toBe('pass');
+    expect(cross['nodes.interface'].status).toBe('pass');
+    expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
+    expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
+    expect(cross['ray.cluster'].status).toBe('skip');
+  });
+
+  it.skipIf(!available)('serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes', async () => {
+    const port = await freePort();
+    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
+    expect(r.stdout).toMatch(new RegExp(`ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`));
+    expect(r.stdout).toMatch(/probe: healthy/);
+    const calls = cl.calls();
+    expect(calls[0]).toBe(`n0 start --head --port 6379 --node-ip-address ${cl.addresses[0]} --num-gpus 8`);
+    expect(calls.slice(1, 4).sort()).toEqual([1, 2, 3].map((i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`));
+    expect(calls).toContain('n0 status');
+    const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
+    expect((await h.json()).data[0].id).toBe('qwen3-200b');
+    const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
+    expect(stop.exitCode, stop.stderr).toBe(0);
+    expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM, drained)');
+    for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`ray on n${i}: stopped`);
+    expect(cl.calls().filter((x) => x.endsWith(' stop'))).toHaveLength(4);
+    await expect(fetch(`http://${cl.addresses[0]}:${port}/health`)).rejects.toThrow();
+    expect(processesMarked(marker)).toEqual([]);
+  });
+
+  it.skipIf(!available)('a node that fails to join: exit 4 naming it, Ray stopped everywhere', async () => {
+    writeFileSync(join(cl.rayDir, 'fail-n2'), '');
+    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster: ConnectionError/);
+    expect(cl.calls().filter((x) => x.endsWith('stop --force'))).toHaveLength(4);
+  });
+
+  it.skipIf(!available)('a Ray cluster short of GPUs: exit 4 with the count', async () => {
+    writeFileSync(join(cl.rayDir, 'gpus-n3'), '0');
+    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain('the Ray cluster has 24 GPUs on 4 node(s); TP 8 x PP 4 needs 32');
+    expect(processesMarked(marker)).toEqual([]);
+  });
+});
+
+describe('multi-node plans without a cluster', () => {
+  it('serve --nodes --dry-run: per node, in order, Ray then vLLM on the head', async () => {
+    const r = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json']);
+    expect(r.exitCode).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j).toMatchObject({ kind: 'multinode-plan', gpusNeeded: 32, gpusInCluster: 32, url: 'http://10.0.0.10:8000' });
+    expect(j.steps.map((s: { node: string; role: string }) => `${s.node}/${s.role}`)).toEqual(['node0/head', 'node1/worker', 'node2/worker', 'node3/worker']);
+    expect(j.steps[0].argv[0]).toEqual(['ray', 'start', '--head', '--port', '6379', '--node-ip-address', '10.0.0.10', '--num-gpus', '8']);
+    expect(j.steps[2].env).toEqual({ VLLM_HOST_IP: '10.0.0.12', NCCL_SOCKET_IFNAME: 'ens1f0', GLOO_SOCKET_IFNAME: 'ens1f0' });
+    const vllm = j.steps[0].argv[1];
+    expect(vllm.slice(0, 3)).toEqual(['vllm', 'serve', '/models/qwen3-200b']);
+    expect(vllm).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'ray']));
+  });
+
+  it('a nodes file short of GPUs is bad input; an invalid nodes file names the field', async () => {
+    const dir = tempDir();
+    try {
+      writeFileSync(join(dir, 'two.yaml'), 'head: { name: a, address: 10.0.0.1, interface: eth0, gpus: 8 }\nworkers: [{ name: b, address: 10.0.0.2, interface: eth0, gpus: 8 }]\n');
+      const short = await cli(['serve', 'qwen3-200b', '--nodes', join(dir, 'two.yaml'), '--dry-run']);
+      expect(short.exitCode).toBe(2);
+      expect(short.stderr).toContain('the nodes file has 2 node(s) with 16 GPUs in all; TP 8 x PP 4 needs 32');
+      writeFileSync(join(dir, 'bad.yaml'), 'head: { name: a, address: 10.0.0.1, gpus: 8, colour: red }\n');
+      const bad = await cli(['serve', 'qwen3-200b', '--nodes', join(dir, 'bad.yaml'), '--dry-run']);
+      expect(bad.exitCode).toBe(2);
+      expect(bad.stderr).toContain('head.interface');
+      expect(bad.stderr).toContain('head.colour: unknown field');
+    } finally {
+      rmrf(dir);
+    }
+  });
+
+  it('k8s qwen3-200b --nodes 4: a LeaderWorkerSet that parses, leader runs the Ray head and vllm serve', async () => {
+    const r = await cli(['k8s', 'qwen3-200b', '--nodes', '4']);
+    expect(r.exitCode).toBe(0);
+    const [lws, svc] = yaml.loadAll(r.stdout) as any[];
+    expect(lws.kind).toBe('LeaderWorkerSet');
+    expect(lws.spec.leaderWorkerTemplate.size).toBe(4);
+    const leader = lws.spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0];
+    expect(leader.command[2]).toMatch(/^ray start --head --port=6379/);
+    expect(leader.command[2]).toContain('--tensor-parallel-size 8 --pipeline-parallel-size 4 --distributed-executor-backend ray');
+    expect(leader.readinessProbe.httpGet.path).toBe('/health');
+    const worker = lws.spec.leaderWorkerTemplate.workerTemplate.spec.containers[0];
+    expect(worker.command[2]).toMatch(/ray start --address=\$\(LWS_LEADER_ADDRESS\):6379 .*--block$/);
+    expect(worker.resources.limits['nvidia.com/gpu']).toBe(8);
+    expect(svc.kind).toBe('Service');
+    expect((await cli(['k8s', 'qwen3-200b', '--nodes', '2'])).exitCode).toBe(2);
+  });
+});
