@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The only place that sets the exit code: the CLI throws typed errors, main() maps them.
-import { main } from '../dist/cli.js';
+import { main } from '../dist/bundle/cli.js';
 
 // `sparkctl status | head`: a closed pipe is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {

@@ -20,7 +20,16 @@ const intArg = (name: string) => (v: string) => {
 
 function version(): string {
   try {
-    return JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+    // dist/cli.js or dist/bundle/cli.js
+    for (const rel of ['../package.json', '../../package.json']) {
+      try {
+        const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'));
+        if (pkg.name === 'sparkctl') return pkg.version;
+      } catch {
+        /* try the next */
+      }
+    }
+    return '0.0.0';
   } catch {
     return '0.0.0';
   }

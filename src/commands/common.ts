@@ -2,7 +2,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { UsageError } from '../errors.js';
-import { loadProfile, loadPlatform, formatProblem, type Problem } from '../profiles/load.js';
+import { loadProfile, loadPlatform, formatProblem, BUILTIN_DIR, type Problem } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { hostFromPlatform, validateProfile, type HostShape } from '../profiles/validate.js';
 import { GIB } from '../profiles/planner.js';
@@ -64,5 +64,5 @@ export function requireValid(r: Resolved): string[] {
 }
 
 export function sparkctlBin(): string {
-  return new URL('../../bin/sparkctl.js', import.meta.url).pathname;
+  return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
 }

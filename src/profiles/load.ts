@@ -2,12 +2,22 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
 import yaml from 'js-yaml';
 import type { z } from 'zod';
 import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
 
-export const BUILTIN_DIR = fileURLToPath(new URL('../../profiles/', import.meta.url));
+/** The shipped profiles: found upwards from this module (dist/profiles/, dist/bundle/ or src/profiles/). */
+function findBuiltin(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'profiles', 'platforms'))) return join(dir, 'profiles');
+    dir = dirname(dir);
+  }
+  throw new Error('shipped profiles not found (profiles/ next to package.json)');
+}
+export const BUILTIN_DIR = findBuiltin() + '/';
 
 export interface Problem {
   path: string;

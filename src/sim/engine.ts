@@ -176,7 +176,9 @@ export class Engine {
 }
 
 export async function createMetrics(modelName: string): Promise<Metrics> {
-  const prom = await import('prom-client');
+  // prom-client is CommonJS: its exports sit on .default when bundled as ESM.
+  const mod = (await import('prom-client')) as typeof import('prom-client') & { default?: typeof import('prom-client') };
+  const prom = mod.default ?? mod;
   const registry = new prom.Registry();
   const labelNames = ['model_name', 'engine'] as const;
   const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) =>

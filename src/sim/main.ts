@@ -78,6 +78,18 @@ function exitWith(code: number, engineProc?: ChildProcess): never {
 }
 
 export async function simServe(argv: string[]): Promise<void> {
+  try {
+    await simServeInner(argv);
+  } catch (e) {
+    // The simulator is its own program (it exits like vLLM does): never hang on a bug, never leave EngineCore.
+    process.stderr.write(`sparkctl sim: internal error: ${(e as Error).stack ?? e}\n`);
+    exitWith(70, currentEngine);
+  }
+}
+
+let currentEngine: ChildProcess | undefined;
+
+async function simServeInner(argv: string[]): Promise<void> {
   const version = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
   let args;
   let faults: Faults;
@@ -150,6 +162,7 @@ export async function simServe(argv: string[]): Promise<void> {
   let engineProc: ChildProcess | undefined;
   if (!args.sim.has('--sim-no-engine-process')) {
     engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
+    currentEngine = engineProc;
   }
   // A signal during load ends the load, engine process included (vLLM does the same).
   const duringLoad = () => exitWith(0, engineProc);

@@ -1,2 +1,0 @@
-import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);
-var i=e=>JSON.stringify(e),s=class{constructor(n){this.inner=n;this.kind=n.kind,this.name=n.name}inner;kind;name;commands=[];files=new Map;async run(n,r){let t=await this.inner.run(n,r);return this.commands.push(t),t}async readFile(n){let r=await this.inner.readFile(n);return this.files.set(n,r),r}env(){return this.inner.env()}};export{i as a,s as b};

@@ -1,6 +1,0 @@
-import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);
-var g=()=>!process.env.NO_COLOR&&process.env.FORCE_COLOR!=="0"&&!!process.stdout.isTTY,c=t=>e=>g()?`\x1B[${t}m${e}\x1B[0m`:e,a={red:c(31),green:c(32),yellow:c(33),dim:c(2),bold:c(1)};function $(t){switch(t){case"pass":return a.green("PASS");case"warn":return a.yellow("WARN");case"fail":return a.red("FAIL");default:return a.dim(t.toUpperCase())}}var m=/^[A-Za-z0-9_\-./:=@,+%]+$/;function d(t){return t!==""&&m.test(t)?t:`'${t.replace(/'/g,"'\\''")}'`}function h(t,e={},u=!0){let p=[...Object.entries(e).map(([n,s])=>`${n}=${d(s)}`),...t.map(d)];if(!u)return p.join(" ");let o=[],r="";for(let n of p)n.startsWith("--")&&r?(o.push(r),r=n):r=r?`${r} ${n}`:n;return r&&o.push(r),o.join(` \\
-    `)}var l=/\x1b\[[0-9;]*m/g,f=t=>t.replace(l,"").length;function x(t,e){let u=e?[e,...t]:t,i=[];for(let r of u)r.forEach((n,s)=>i[s]=Math.max(i[s]??0,f(n)));let p=r=>r.map((n,s)=>s===r.length-1?n:n+" ".repeat((i[s]??0)-f(n))).join("  ").trimEnd(),o=u.map(p);return e&&o.splice(1,0,i.map(r=>"-".repeat(r)).join("  ")),o.join(`
-`)}function b(t,e){return JSON.stringify({version:1,kind:t,...e},null,2)}var O=(t="")=>process.stdout.write(t+`
-`),C=t=>process.stderr.write(t+`
-`);export{a,$ as b,h as c,x as d,b as e,O as f,C as g};

@@ -1,2 +1,0 @@
-import { createRequire as __cr } from 'module'; const require = __cr(import.meta.url);
-var c={ok:0,problems:1,badInput:2,unreachable:3,launchFailed:4,internal:70},e=class extends Error{constructor(s,i,p=[]){super(s);this.exitCode=i;this.details=p;this.name=new.target.name}exitCode;details},o=class extends e{constructor(t,s=[]){super(t,c.badInput,s)}};var r=class extends e{constructor(t){super("",t)}};export{c as a,e as b,o as c,r as d};
