@@ -1,6 +1,6 @@
 import { Registry } from '../engine/registry.js';
 import { stateDir } from './common.js';
-import { prewarm, type PrewarmSettings } from '../health/prewarm.js';
+import { prewarm, gpuMemoryReader, type PrewarmSettings } from '../health/prewarm.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
 import { PrewarmBlock } from '../profiles/schema.js';
 import { envelope, c } from '../output/format.js';
@@ -25,7 +25,7 @@ export async function run(name: string | undefined, opts: { url?: string; model?
         if (opts.json) return;
         if (process.stderr.isTTY) prog.update(line);
         else note(line);
-      }),
+      }, t.engine === 'vllm' ? gpuMemoryReader(t.gpus) : undefined),
     ),
   );
   prog.done();
@@ -35,6 +35,7 @@ export async function run(name: string | undefined, opts: { url?: string; model?
       const lens = Object.keys(r.cold).map(Number);
       say(`${r.target}: ${r.error ? c.red(r.error) : c.green(`warm after ${r.rounds} round(s)`)} in ${(r.totalMs / 1000).toFixed(1)} s${r.exactLengths ? '' : ' (prompt lengths approximate: no /tokenize)'}`);
       for (const n of lens) say(`  ${String(n).padStart(5)} prompt tokens: first token cold ${r.cold[n]} ms -> warm ${r.warm[n]} ms`);
+      if (r.gpuMemory) say(`  GPU memory ${r.gpuMemory.stable ? 'stable' : 'still moving'}: ${r.gpuMemory.readings.map((x) => x.map((m) => `${m} MiB`).join('/')).join(' -> ')}`);
     }
   }
   const bad = results.filter((r) => r.error);

@@ -4,6 +4,26 @@ import { http } from '../client/http.js';
 import { targetFromInstance } from '../health/target.js';
 import { envelope, table, c, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+interface ClusterRecord {
+  profile: string;
+  head: string;
+  pid: number;
+  url: string;
+  nodesFile: string;
+}
+
+/** Multi-node servers (serve --nodes) run on other hosts: listed from their records, health by URL. */
+function readClusters(): ClusterRecord[] {
+  const dir = join(stateDir(), 'clusters');
+  try {
+    return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
+  } catch {
+    return [];
+  }
+}
 
 export async function run(opts: { json?: boolean }) {
   const reg = new Registry(stateDir());
@@ -24,12 +44,23 @@ export async function run(opts: { json?: boolean }) {
   if (opts.json) {
     say(
       envelope('status', {
+        clusters: readClusters(),
         instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: !r.alive })),
       }),
     );
     return;
   }
-  if (!rows.length) return say('no servers registered');
+  const clusters = readClusters();
+  const clusterRows = await Promise.all(clusters.map(async (cl) => {
+    const h = await http(`${cl.url}/health`, { timeoutMs: 1500 });
+    return [cl.profile, `head ${cl.head}`, String(cl.pid), h.ok ? (h.status === 200 ? c.green('healthy') : c.yellow(`HTTP ${h.status}`)) : c.yellow(h.error), cl.url, `--nodes ${cl.nodesFile}`];
+  }));
+  if (!rows.length && !clusterRows.length) return say('no servers registered');
+  if (clusterRows.length) {
+    say(table(clusterRows, ['CLUSTER', 'HEAD', 'PID', 'HEALTH', 'URL', 'NODES FILE']));
+    if (!rows.length) return;
+    say('');
+  }
   say(
     table(
       rows.map((r) => [

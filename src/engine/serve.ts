@@ -16,7 +16,7 @@ import { runPreflight } from '../preflight/run.js';
 import { SimHost } from '../host/sim.js';
 import { RealHost } from '../host/real.js';
 import type { Host } from '../host/host.js';
-import { prewarm } from '../health/prewarm.js';
+import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromInstance } from '../health/target.js';
 import { progress, say, note } from '../output/log.js';
@@ -105,7 +105,8 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
     for (const p of replicas) {
       for (const { inst } of live) {
         if (inst.port === p.port) conflicts.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
-        else if (inst.engine === opts.engine && inst.gpus.some((g) => p.gpus.includes(g)) && !sim) conflicts.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
+        // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
+        else if (inst.engine === opts.engine && inst.gpus.some((g) => p.gpus.includes(g))) conflicts.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
       }
     }
     if (conflicts.length) throw new UsageError(`${r.profile.name} would collide with running servers`, [...new Set(conflicts), `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
@@ -201,7 +202,7 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   // 4. prewarm, then 5. one deep probe whose verdict ends the output
   const targets = launched.map((l) => targetFromInstance(registry.find(l.plan.name)[0]!.inst));
   if (opts.prewarm) {
-    const pw = await Promise.all(targets.map((t) => prewarm({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, r.profile.prewarm)));
+    const pw = await Promise.all(targets.map((t) => prewarm({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, r.profile.prewarm, undefined, sim ? undefined : gpuMemoryReader(t.gpus))));
     for (const w of pw) {
       const lens = Object.keys(w.cold).map(Number);
       const detail = lens.map((n) => `${n} tok ${w.cold[n]} -> ${w.warm[n]} ms`).join(', ');

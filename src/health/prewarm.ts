@@ -2,6 +2,15 @@
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
 import type { Target } from './target.js';
+import { readGpus } from './gpu.js';
+
+/** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */
+export type GpuMemoryReader = () => Promise<number[] | undefined>;
+
+export function gpuMemoryReader(gpus: number[] | undefined): GpuMemoryReader | undefined {
+  if (!gpus?.length) return undefined;
+  return async () => (await readGpus(3000))?.filter((g) => gpus.includes(g.index)).map((g) => g.usedMiB);
+}
 
 export interface PrewarmSettings {
   promptTokens: number[];
@@ -32,6 +41,8 @@ export interface PrewarmResult {
   cold: Record<number, number>;
   warm: Record<number, number>;
   totalMs: number;
+  /** where GPUs are visible: the last two readings of memory used (MiB per GPU) */
+  gpuMemory?: { readings: number[][]; stable: boolean };
   error?: string;
 }
 
@@ -61,7 +72,7 @@ export async function waitHealthy(t: Target, deadline: number): Promise<boolean>
   return false;
 }
 
-export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void): Promise<PrewarmResult> {
+export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void, readGpuMemory?: GpuMemoryReader): Promise<PrewarmResult> {
   const started = Date.now();
   const deadline = started + s.timeoutSeconds * 1000;
   const left = () => Math.max(1, deadline - Date.now());
@@ -91,6 +102,17 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     return req;
   };
   let prev: Map<number, number> | undefined;
+  // Warm also means GPU memory has stopped moving (the documents watched nvidia-smi for this).
+  const readings: number[][] = [];
+  const gpuStable = async () => {
+    if (!readGpuMemory) return true;
+    const r = await readGpuMemory();
+    if (!r) return true;
+    readings.push(r);
+    const [a, b] = readings.slice(-2);
+    result.gpuMemory = { readings: readings.slice(-2), stable: Boolean(a && b && a.every((x, i) => Math.abs(x - b[i]!) <= Math.max(64, 0.01 * x))) };
+    return result.gpuMemory.stable;
+  };
   for (let round = 1; round <= s.maxRounds; round++) {
     const cur = new Map<number, number>();
     for (const n of lengths) {
@@ -104,7 +126,8 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     if (!d.ok) return finish(`round ${round}, decode: ${d.error}`);
     result.rounds = round;
     // Settled: every length within the margin of the round before (plus 5 ms for timer noise).
-    if (prev && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 5)) {
+    const memStable = await gpuStable();
+    if (prev && memStable && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 5)) {
       result.settled = true;
       break;
     }

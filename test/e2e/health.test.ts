@@ -239,3 +239,21 @@ describe('client-env, k8s, systemd', () => {
     expect(r.stdout).toMatch(/^TimeoutStartSec=\d+$/m);
   });
 });
+
+describe('prewarm waits for GPU memory to settle where GPUs are visible', () => {
+  it('latency settled but memory still moving: one more round', async () => {
+    const { prewarm } = await import('../../src/health/prewarm.js');
+    const { targetFromUrl } = await import('../../src/health/target.js');
+    const sim = await startSim(['--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000', '--max-model-len', '2048']);
+    try {
+      const memory = [[70_000], [72_000], [73_500], [73_500]];
+      let i = 0;
+      const r = await prewarm(targetFromUrl(sim.url), { promptTokens: [128], maxRounds: 6, settleMargin: 0.5, decodeTokens: 2, timeoutSeconds: 30 }, undefined, async () => memory[Math.min(i++, memory.length - 1)]);
+      expect(r.settled).toBe(true);
+      expect(r.rounds).toBe(4);
+      expect(r.gpuMemory).toEqual({ readings: [[73_500], [73_500]], stable: true });
+    } finally {
+      await sim.stop();
+    }
+  });
+});

@@ -120,6 +120,13 @@ describe('refusals and crashes', () => {
     expect(second.stderr).toMatch(new RegExp(`port ${base}: held by qwen3\\.5-9b-0`));
   });
 
+  it('a GPU that a running server holds is refused (simulated GPUs too)', async () => {
+    expect((await serve([...at(base, 4), '--no-prewarm'])).exitCode).toBe(0);
+    const dev = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base + 10}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
+    expect(dev.exitCode).toBe(2);
+    expect(dev.stderr).toContain('GPU(s) 4,5: held by qwen3.5-9b-2');
+  });
+
   it('preflight refuses a port someone else holds (exit 1)', async () => {
     const { createServer } = await import('node:net');
     const squatter = createServer().listen(base, '127.0.0.1');
