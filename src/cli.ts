@@ -192,6 +192,12 @@ Examples:
     .option('--url <url>', 'a server by URL instead of a registered instance')
     .option('--model <name>', 'served model name (with --url; default: the first /v1/models entry)')
     .option('--timeout <seconds>', 'overall deadline', intArg('--timeout'))
+    .option('--rounds <n>', 'at most this many rounds (default: the profile\'s, 5)', intArg('--rounds'))
+    .option('--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', (v: string) => {
+      const n = Number(v);
+      if (!(n >= 0 && n <= 10)) throw new SparkError(`--settle-margin: "${v}" is not a share such as 0.2`, ExitCode.badInput);
+      return n;
+    })
     .option('--json', 'machine-readable output')
     .description('take a restarted server from cold to warm: rounds at 128/1024/4096 prompt tokens until latency settles')
     .addHelpText('after', '\nExamples:\n  sparkctl prewarm qwen3.5-9b\n  sparkctl prewarm --url http://127.0.0.1:8000')

@@ -7,7 +7,7 @@ import { envelope, c } from '../output/format.js';
 import { say, note, progress } from '../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError } from '../errors.js';
 
-export async function run(name: string | undefined, opts: { url?: string; model?: string; timeout?: number; json?: boolean }) {
+export async function run(name: string | undefined, opts: { url?: string; model?: string; timeout?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
   let targets: Array<{ t: Target; s: PrewarmSettings }>;
   if (opts.url) {
     targets = [{ t: targetFromUrl(opts.url, opts.model), s: PrewarmBlock.parse({}) }];
@@ -20,7 +20,7 @@ export async function run(name: string | undefined, opts: { url?: string; model?
   const prog = progress({ quiet: opts.json });
   const results = await Promise.all(
     targets.map(({ t, s }) =>
-      prewarm(t, { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds }, (r) => {
+      prewarm(t, { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin }, (r) => {
         const line = `${t.name} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(r.error ?? 'failed')}`;
         if (opts.json) return;
         if (process.stderr.isTTY) prog.update(line);

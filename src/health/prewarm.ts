@@ -125,9 +125,9 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     const d = await send(round, 'decode', lengths[0]!, s.decodeTokens);
     if (!d.ok) return finish(`round ${round}, decode: ${d.error}`);
     result.rounds = round;
-    // Settled: every length within the margin of the round before (plus 5 ms for timer noise).
+    // Settled: every length within the margin of the round before (plus 10 ms for scheduler noise).
     const memStable = await gpuStable();
-    if (prev && memStable && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 5)) {
+    if (prev && memStable && lengths.every((n) => Math.abs(cur.get(n)! - prev!.get(n)!) <= s.settleMargin * prev!.get(n)! + 10)) {
       result.settled = true;
       break;
     }
