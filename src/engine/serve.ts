@@ -202,7 +202,11 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   // 4. prewarm, then 5. one deep probe whose verdict ends the output
   const targets = launched.map((l) => targetFromInstance(registry.find(l.plan.name)[0]!.inst));
   if (opts.prewarm) {
-    const pw = await Promise.all(targets.map((t) => prewarm({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, r.profile.prewarm, undefined, sim ? undefined : gpuMemoryReader(t.gpus))));
+    const pprog = progress();
+    const onRequest = (name: string) => (q: { round: number; kind: string; promptTokens: number; ms: number }) =>
+      pprog.update(`prewarm ${name}: round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`);
+    const pw = await Promise.all(targets.map((t) => prewarm({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, r.profile.prewarm, onRequest(t.name), sim ? undefined : gpuMemoryReader(t.gpus))));
+    pprog.done();
     for (const w of pw) {
       const lens = Object.keys(w.cold).map(Number);
       const detail = lens.map((n) => `${n} tok ${w.cold[n]} -> ${w.warm[n]} ms`).join(', ');
