@@ -64,23 +64,27 @@ function instanceOf(r: Resolved, p: ReplicaPlan, l: Launched, engine: 'vllm' | '
 export async function serveLocal(profileName: string, opts: ServeOptions): Promise<void> {
   const sim = opts.engine === 'sim';
   const base = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile;
-  const platform = loadPlatform(opts.platform ?? base.platform ?? 'hopper-cuda13');
+  // The simulated host is the profile's platform; a real host is checked against the baseline that
+  // fits it (auto), as `sparkctl preflight` does: a Qwen profile written for the documents' DGX A100
+  // must not refuse an H200 because its driver is not 535.129.03.
+  let platform = loadPlatform(opts.platform ?? base.platform ?? 'hopper-cuda13');
   const host: Host = sim ? new SimHost(platform) : new RealHost();
 
   // 1. preflight: the blocking checks, on the simulated host for --engine sim
   let shape: HostShape | undefined;
   if (sim) note(c.dim(`engine sim: simulating ${platform.gpu.count} x ${platform.gpu.displayName} (${platform.name}); no GPU is used`));
   if (!opts.skipPreflight) {
-    const rep = await runPreflight(host, { profile: base, platform: platform.name, only: BLOCKING });
+    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), only: BLOCKING });
+    if (!sim) platform = loadPlatform(rep.platform);
     const failed = rep.checks.filter((x) => x.status === 'fail');
-    note(`preflight (${sim ? 'simulated host' : rep.host}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
+    note(`preflight (${sim ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
     if (failed.length) {
       for (const f of failed) note(`  ${statusMark('fail')} ${f.id}: ${f.observed}${f.fix ? `\n        fix: ${f.fix}` : ''}`);
       throw new ProblemsFound('preflight failed: not launching', ['sparkctl preflight --profile ' + base.name + ' shows every check; --skip-preflight launches anyway']);
     }
-    const facts = rep.checks.find((x) => x.id === 'gpu.count');
-    const n = facts ? Number(/^(\d+) GPU/.exec(facts.observed)?.[1]) : NaN;
-    if (!sim && Number.isFinite(n) && n > 0) shape = { gpus: opts.gpus ?? n, gpusSource: opts.gpus ? 'flag' : 'detected', gpuMemoryBytes: platform.gpu.memoryGiB * GIB, computeCapability: platform.gpu.computeCapability, gpuName: platform.gpu.displayName };
+    const n = rep.versions.gpus;
+    const memMiB = Number(/GPU\d+ [\d.]+ GiB free of ([\d.]+) GiB/.exec(rep.checks.find((x) => x.id === 'gpu.memory')?.observed ?? '')?.[1]);
+    if (!sim && n > 0) shape = { gpus: opts.gpus ?? n, gpusSource: opts.gpus ? 'flag' : 'detected', gpuMemoryBytes: Number.isFinite(memMiB) ? memMiB * GIB : platform.gpu.memoryGiB * GIB, computeCapability: platform.gpu.computeCapability, gpuName: rep.versions.gpu ?? platform.gpu.displayName };
   }
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: sim ? undefined : opts.gpus, platform: platform.name, host: shape });
   const { replicas, warnings } = buildPlan(r, opts);

@@ -304,7 +304,13 @@ export const CHECKS: Check[] = [
     run(ctx) {
       const n = ctx.facts.gpus.length;
       const need = ctx.groups.flat().length ? Math.max(...ctx.groups.flat()) + 1 : 0;
-      if (need > n) return fail(`${n} GPU(s)`, `at least ${need} for ${ctx.profile?.name}`, `fewer replicas (--set parallel.replicas=${Math.max(1, Math.floor(n / Math.max(1, ctx.groups[0]?.length ?? 1)))}) or a smaller TP x PP`);
+      if (need > n) {
+        const per = ctx.groups[0]?.length ?? 1;
+        const fits = Math.floor((n - (ctx.profile?.parallel.firstGpu ?? 0)) / per);
+        // One replica that does not fit needs a smaller TP x PP; several need fewer replicas.
+        const fix = fits >= 1 ? `--set parallel.replicas=${fits}` : `a smaller TP x PP: --set parallel.tensor=${Math.max(1, 2 ** Math.floor(Math.log2(Math.max(1, n))))} (or more GPUs)`;
+        return fail(`${n} GPU(s)`, `at least ${need} for ${ctx.profile?.name}`, fix);
+      }
       // Fewer GPUs than the baseline's full box is common (VM slices, 2-GPU hosts): a note, not a finding.
       const note = n !== ctx.platform.gpu.count ? ` (the ${ctx.platform.name} baseline describes ${ctx.platform.gpu.count})` : '';
       return pass(`${n} GPU(s)${note}`, need ? `>= ${need} for the profile` : 'at least one');

@@ -233,6 +233,17 @@ describe('facts', () => {
   });
 });
 
+describe('gpu.count says the fix that helps', () => {
+  it.each([
+    ['h200x1-device-collect', [], '--set parallel.tensor=1'],
+    ['h200x2-driver580-cuda13', ['parallel.tensor=1', 'parallel.replicas=4'], '--set parallel.replicas=2'],
+  ] as const)('%s %j', async (bundle, sets, fix) => {
+    const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', bundle)), { profile: loadProfile('qwen3.5-9b', { sets: [...sets] }).profile, only: 'gpu.count' });
+    expect(rep.checks[0]).toMatchObject({ status: 'fail' });
+    expect(rep.checks[0]!.fix).toContain(fix);
+  });
+});
+
 describe('selecting checks', () => {
   it('--only and --skip take ids and prefixes; unknown ids are bad input', () => {
     expect(selectChecks('gpu.').every((c) => c.id.startsWith('gpu.'))).toBe(true);
@@ -264,5 +275,16 @@ describe('the bundle sparkctl collected on a real H200 (device machine)', () => 
     expect(by['cudnn.version']!.observed).toBe('system 9, pip 9.19.0.56');
     expect(by['gpu.query' as never]).toBeUndefined();
     expect(by['driver.version']!.durationMs).toBeGreaterThan(0);
+  });
+});
+
+describe('the bundle sparkctl collected on a real 2 x H200 (device machine)', () => {
+  it('replays the TP 2 verdicts seen there: NVLink between the pair, only vLLM missing fails', async () => {
+    const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', 'h200x2-device-collect')), { profile: loadProfile('qwen3.5-9b').profile });
+    const by = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
+    expect(rep.checks.filter((c) => c.status === 'fail').map((c) => c.id)).toEqual(['vllm.installed']);
+    expect(by['gpu.topology']).toMatchObject({ status: 'pass', observed: 'GPU0-GPU1 NV18' });
+    expect(by['gpu.fabric']!.observed).toMatch(/^fabric Completed\/Success/);
+    expect(rep.versions).toMatchObject({ driver: '580.159.04', cuda: '13.0.88', nccl: '2.28.9', torch: '2.11.0+cu130', gpus: 2 });
   });
 });
