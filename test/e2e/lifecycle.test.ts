@@ -2,7 +2,7 @@
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, tempDir, rmrf, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
 
@@ -66,6 +66,31 @@ describe('serve --engine sim: the whole pipeline', () => {
     expect(m).not.toBeNull();
     expect(Number(m![1])).toBeGreaterThan(250);
     expect(Number(m![2])).toBeLessThan(Number(m![1]) / 3);
+  });
+});
+
+describe('secrets', () => {
+  it('an API key never reaches argv, state files, logs or output; the server really requires it', async () => {
+    const KEY = `sk-test-${randomUUID()}`;
+    const r = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--no-prewarm'], { env: env({ QWEN_PROD_API_KEY: KEY }) });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/auth pass/);
+    // argv of every process we started
+    for (const pid of processesMarked(marker)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
+    // every file under the state folder: registry entries and logs
+    const files: string[] = [];
+    const walk = (d: string) => { for (const f of readdirSync(d, { withFileTypes: true })) (f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name))); };
+    walk(state);
+    expect(files.length).toBeGreaterThan(1);
+    for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
+    expect(r.stdout + r.stderr).not.toContain(KEY);
+    const st = await cli(['status', '--json'], { env: env({ QWEN_PROD_API_KEY: KEY }) });
+    expect(st.stdout).not.toContain(KEY);
+    // without the key in the environment, serve refuses before launching
+    await cli(['stop', '--all'], { env: env() });
+    const nokey = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--set', `server.port=${base}`, '--no-prewarm'], { env: env() });
+    expect(nokey.exitCode).toBe(2);
+    expect(nokey.stderr).toContain('server.apiKeyEnv names QWEN_PROD_API_KEY, which is not set');
   });
 });
 
