@@ -1,4 +1,4 @@
-import { readFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { Registry, writeAtomic } from '../engine/registry.js';
 import { stateDir } from './common.js';
@@ -22,6 +22,18 @@ interface ProbeCli {
   quiet?: boolean;
 }
 
+function readClusterTargets(dir: string): Target[] {
+  const cdir = join(dir, 'clusters');
+  try {
+    return readdirSync(cdir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => JSON.parse(readFileSync(join(cdir, f), 'utf8')) as { profile: string; url: string; servedName: string })
+      .map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  } catch {
+    return [];
+  }
+}
+
 type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
 
 export async function run(names: string[], opts: ProbeCli) {
@@ -30,11 +42,14 @@ export async function run(names: string[], opts: ProbeCli) {
   const reg = new Registry(dir);
   const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
+  const clusters = readClusterTargets(dir);
   const insts = opts.all ? reg.list() : names.flatMap((n) => {
     const f = reg.find(n);
-    if (!f.length) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+    if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
     return f;
   });
+  // Multi-node servers (serve --nodes) by profile name, or with --all.
+  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
   for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
   if (!targets.length) {
     if (opts.all) {

@@ -63,6 +63,11 @@ describe.each<[Mode, boolean]>([
     expect(calls).toContain('n0 status');
     const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
     expect((await h.json()).data[0].id).toBe('qwen3-200b');
+    const pr = await run(['probe', 'qwen3-200b']);
+    expect(pr.exitCode, pr.stdout).toBe(0);
+    expect(pr.stdout).toMatch(/^qwen3-200b healthy/);
+    const st = await run(['status']);
+    expect(st.stdout).toMatch(/qwen3-200b\s+head n0/);
     const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM, drained)');
