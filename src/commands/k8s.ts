@@ -5,12 +5,7 @@ import { say } from '../output/log.js';
 import { UsageError } from '../errors.js';
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodes?: number; namespace: string }) {
-  const r = resolveProfile(profileName, {
-    profilesDir: opts.profiles,
-    sets: opts.set,
-    gpus: opts.gpus,
-    host: opts.nodes ? undefined : undefined,
-  });
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   const p = r.profile;
   const multi = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   if (multi || opts.nodes) {

@@ -4,7 +4,6 @@ import { renderReplicas, servedName, type ReplicaPlan } from '../profiles/render
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
-import type { HostShape } from '../profiles/validate.js';
 
 export interface ServeOptions {
   set: string[];
@@ -78,7 +77,6 @@ function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
 }
 
 export async function run(profileName: string, opts: ServeOptions) {
-  const host: HostShape | undefined = undefined;
   if (opts.nodes) {
     const multi = await import('../engine/multinode.js');
     return multi.serveNodes(profileName, opts);
@@ -87,7 +85,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const { serveLocal } = await import('../engine/serve.js');
     return serveLocal(profileName, opts);
   }
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus, platform: opts.platform, host });
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus, platform: opts.platform });
   const { replicas, warnings } = buildPlan(r, opts);
   if (opts.json) say(envelope('launch-plan', planEnvelope(r, replicas, warnings, opts.engine)));
   else printDryRun(r, replicas, warnings);

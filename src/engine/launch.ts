@@ -49,13 +49,7 @@ export class LogTail {
   private partial = '';
   readonly ring: string[] = [];
   lastActivity = Date.now();
-  constructor(readonly path: string, readonly keep = 200) {
-    try {
-      this.offset = 0;
-    } catch {
-      /* created by the launch */
-    }
-  }
+  constructor(readonly path: string, readonly keep = 200) {}
   poll(): string[] {
     let size: number;
     try {

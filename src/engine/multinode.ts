@@ -98,13 +98,6 @@ function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles
   return again;
 }
 
-function vllmArgvFor(r: Resolved, opts: ServeOptions, nf: NodesFile): string[] {
-  const { replicas } = buildPlan(r, opts);
-  const argv = replicas[0]!.argv;
-  void nf;
-  return argv;
-}
-
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
   const r = resolveForNodes(profileName, opts, nf);
@@ -122,7 +115,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
     say(c.dim(`# ${r.profile.name}: TP ${r.profile.parallel.tensor} x PP ${r.profile.parallel.pipeline} = ${perReplica} GPUs over ${allNodes(nf).length} nodes with Ray`));
     steps.forEach((s, i) => {
-      say(c.dim(`# ${i + 1}. ${s.node} (${s.role}, ${s.address}) over ssh ${nf.head === undefined ? '' : ''}`.trimEnd()));
+      say(c.dim(`# ${i + 1}. ${s.node} (${s.role}, ${s.address}) over ssh`));
       say(exportLine(s.env));
       for (const a of s.argv) say(a[0] === 'ray' ? a.map(shellQuote).join(' ') : `${r.profile.server.apiKeyEnv ? `VLLM_API_KEY="$${r.profile.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`);
       say();

@@ -53,7 +53,6 @@ function versionCheck(actual: string | undefined, r: VersionRule | undefined, wh
   return satisfies(actual, r) ? pass(actual, describeRule(r)) : fail(`${what} ${actual}`, describeRule(r), fix);
 }
 
-const byIndex = (ctx: Ctx) => new Map(ctx.facts.gpus.map((g) => [Number(g.index), g]));
 const usedGpus = (ctx: Ctx): Gpu[] => {
   const want = new Set(ctx.groups.flat());
   const all = ctx.facts.gpus;
