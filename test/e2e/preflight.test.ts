@@ -67,3 +67,31 @@ describe('sparkctl preflight through the built CLI', () => {
     }
   });
 });
+
+describe('model.files on this machine, with --verify', () => {
+  it('config and weights present; SHA-256 checked against SHA256SUMS; a damaged file fails', async () => {
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const { createHash } = await import('node:crypto');
+    const dir = tempDir();
+    try {
+      const model = join(dir, 'model');
+      mkdirSync(model);
+      const files: Record<string, string> = { 'config.json': '{"model_type":"qwen3"}', 'model-00001-of-00001.safetensors': 'x'.repeat(4096) };
+      for (const [f, c] of Object.entries(files)) writeFileSync(join(model, f), c);
+      writeFileSync(join(model, 'SHA256SUMS'), Object.entries(files).map(([f, c]) => `${createHash('sha256').update(c).digest('hex')}  ${f}`).join('\n') + '\n');
+      const profiles = join(dir, 'profiles');
+      mkdirSync(profiles);
+      writeFileSync(join(profiles, 'local.yaml'), `model: { path: ${model}, parameters: 1.0e6, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 64, maxContext: 4096 }\nparallel: { tensor: 1 }\n`);
+      const args = ['preflight', '--profiles', profiles, '--profile', 'local', '--only', 'model.files', '--verify'];
+      const ok = await cli(args);
+      expect(ok.exitCode, ok.stdout).toBe(0);
+      expect(ok.stdout).toMatch(/config\.json and 1 weight file\(s\).*2 file\(s\) match/);
+      writeFileSync(join(model, 'model-00001-of-00001.safetensors'), 'y'.repeat(4096));
+      const bad = await cli(args);
+      expect(bad.exitCode).toBe(1);
+      expect(bad.stdout).toContain('SHA-256 mismatch: model-00001-of-00001.safetensors');
+    } finally {
+      rmrf(dir);
+    }
+  });
+});
