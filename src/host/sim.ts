@@ -21,7 +21,12 @@ export class SimHost implements Host {
     this.name = `simulated ${platform.gpu.count} x ${platform.gpu.displayName} (${platform.name})`;
   }
 
+  private cache?: Map<string, string>;
   private answers(): Map<string, string> {
+    return (this.cache ??= this.build());
+  }
+
+  private build(): Map<string, string> {
     const p = this.platform;
     const drv = versionOf(p.driver);
     const cuda = versionOf(p.cuda);
