@@ -1,27 +1,28 @@
 // Processes by pid and process group, with the start time that tells a reused pid from ours.
 import { readFileSync, readdirSync } from 'node:fs';
+import { parseListeningPorts } from '../preflight/parse.js';
 
-/** Field 22 of /proc/PID/stat (start time in clock ticks since boot); undefined if gone. */
-export function processStartTime(pid: number): number | undefined {
+/** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // after[0] is field 3 (state); start time is field 22
-    if (after[0] === 'Z') return undefined;
-    return Number(after[19]);
+    return after[0] === 'Z' ? undefined : after;
   } catch {
     return undefined;
   }
 }
 
+/** Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
+export function processStartTime(pid: number): number | undefined {
+  const f = statFields(pid);
+  return f ? Number(f[19]) : undefined;
+}
+
+/** Field 5 of /proc/PID/stat: the process group. */
 export function processGroup(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return after[0] === 'Z' ? undefined : Number(after[2]);
-  } catch {
-    return undefined;
-  }
+  const f = statFields(pid);
+  return f ? Number(f[2]) : undefined;
 }
 
 export function isAlive(pid: number, startTime?: number): boolean {
@@ -68,18 +69,14 @@ export async function stopGroup(pgid: number, timeoutMs: number): Promise<'gone'
   return 'killed';
 }
 
-/** Listening TCP ports of this machine (from /proc/net/tcp{,6}). */
+/** Listening TCP ports of this machine (from /proc/net/tcp{,6}, read as preflight reads them). */
 export function listeningPorts(): Set<number> {
-  const out = new Set<number>();
-  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+  const read = (f: string) => {
     try {
-      for (const l of readFileSync(f, 'utf8').split('\n').slice(1)) {
-        const c = l.trim().split(/\s+/);
-        if (c[3] === '0A') out.add(parseInt(c[1]!.split(':')[1]!, 16));
-      }
+      return readFileSync(f, 'utf8');
     } catch {
-      /* no such table */
+      return null;
     }
-  }
-  return out;
+  };
+  return new Set([...parseListeningPorts(read('/proc/net/tcp')), ...parseListeningPorts(read('/proc/net/tcp6'))]);
 }
