@@ -1,4 +1,4 @@
-import { readFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { readFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { Registry, writeAtomic } from '../engine/registry.js';
 import { stateDir } from './common.js';
@@ -22,18 +22,6 @@ interface ProbeCli {
   quiet?: boolean;
 }
 
-function readClusterTargets(dir: string): Target[] {
-  const cdir = join(dir, 'clusters');
-  try {
-    return readdirSync(cdir)
-      .filter((f) => f.endsWith('.json'))
-      .map((f) => JSON.parse(readFileSync(join(cdir, f), 'utf8')) as { profile: string; url: string; servedName: string })
-      .map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
-  } catch {
-    return [];
-  }
-}
-
 type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
 
 export async function run(names: string[], opts: ProbeCli) {
@@ -42,7 +30,7 @@ export async function run(names: string[], opts: ProbeCli) {
   const reg = new Registry(dir);
   const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
-  const clusters = readClusterTargets(dir);
+  const clusters: Target[] = reg.clusters().map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
   const insts = opts.all ? reg.list() : names.flatMap((n) => {
     const f = reg.find(n);
     if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);

@@ -4,26 +4,6 @@ import { http } from '../client/http.js';
 import { targetFromInstance } from '../health/target.js';
 import { envelope, table, c, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-
-interface ClusterRecord {
-  profile: string;
-  head: string;
-  pid: number;
-  url: string;
-  nodesFile: string;
-}
-
-/** Multi-node servers (serve --nodes) run on other hosts: listed from their records, health by URL. */
-function readClusters(): ClusterRecord[] {
-  const dir = join(stateDir(), 'clusters');
-  try {
-    return readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
-  } catch {
-    return [];
-  }
-}
 
 export async function run(opts: { json?: boolean }) {
   const reg = new Registry(stateDir());
@@ -44,13 +24,14 @@ export async function run(opts: { json?: boolean }) {
   if (opts.json) {
     say(
       envelope('status', {
-        clusters: readClusters(),
+        clusters: reg.clusters(),
         instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: !r.alive })),
       }),
     );
     return;
   }
-  const clusters = readClusters();
+  // Multi-node servers (serve --nodes) run on other hosts: health by URL.
+  const clusters = reg.clusters();
   const clusterRows = await Promise.all(clusters.map(async (cl) => {
     const h = await http(`${cl.url}/health`, { timeoutMs: 1500 });
     return [cl.profile, `head ${cl.head}`, String(cl.pid), h.ok ? (h.status === 200 ? c.green('healthy') : c.yellow(`HTTP ${h.status}`)) : c.yellow(h.error), cl.url, `--nodes ${cl.nodesFile}`];

@@ -1,8 +1,6 @@
 // Past one machine: vLLM's own multi-node engine, Ray. sparkctl plans the Ray cluster, checks every
 // node over ssh, starts Ray, launches `vllm serve --distributed-executor-backend ray` on the head,
 // and then the same readiness, prewarm and probe as on one node. Nothing home-made in the data path.
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { execa } from 'execa';
 import type { ServeOptions } from '../commands/serve.js';
@@ -15,7 +13,7 @@ import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
 import { parseRayStatus } from '../preflight/parse.js';
 import { classifyLog } from './classify.js';
-import { writeAtomic } from './registry.js';
+import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';
 import { prewarm } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
@@ -181,10 +179,9 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     await rayStopAll();
     throw new LaunchError('', []);
   }
-  const record = { version: 1, profile: r.profile.name, nodesFile: opts.nodes, head: nf.head.name, pid, port: rep.port, url: `http://${nf.head.address}:${rep.port}`, servedName: servedName(r.profile), logFile, startedAt: new Date().toISOString() };
-  const clusters = join(stateDir(), 'clusters');
-  mkdirSync(clusters, { recursive: true });
-  writeAtomic(join(clusters, `${r.profile.name}.json`), JSON.stringify(record, null, 2));
+  const record: ClusterRecord = { version: 1, profile: r.profile.name, nodesFile: opts.nodes!, head: nf.head.name, pid, port: rep.port, url: `http://${nf.head.address}:${rep.port}`, servedName: servedName(r.profile), logFile, startedAt: new Date().toISOString() };
+  const registry = new Registry(stateDir());
+  registry.writeCluster(record);
 
   // 4. The same readiness as on one node: /health and /v1/models, racing the process and the deadline.
   const readyMs = opts.readyTimeout ? parseDuration(opts.readyTimeout, '--ready-timeout') : r.profile.server.readyTimeoutSeconds * 1000;
@@ -226,14 +223,9 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
 
 export async function stopNodes(name: string | undefined, opts: { timeout: number; nodes?: string; json?: boolean; all?: boolean }): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
-  const clusters = join(stateDir(), 'clusters');
-  const file = name ? join(clusters, `${name}.json`) : undefined;
-  let record: { pid: number; logFile: string } | undefined;
-  try {
-    if (file) record = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    /* nothing recorded: still stop Ray */
-  }
+  const registry = new Registry(stateDir());
+  // Nothing recorded under that name: Ray is still stopped on every node.
+  const record = name ? registry.clusters().find((x) => x.profile === name) : undefined;
   const out: string[] = [];
   if (record) {
     // setsid made vLLM a session and group leader: signal the whole group, wait, escalate.
@@ -243,7 +235,7 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   } else out.push(`vLLM: nothing recorded${name ? ` for ${name}` : ''}`);
   const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 60_000 }) })));
   for (const { n, r } of stops) out.push(`ray on ${n.name}: ${r.exitCode === 0 ? 'stopped' : `ray stop failed (${(r.stderr || r.error || '').trim().split('\n').pop()})`}`);
-  if (file) rmSync(file, { force: true });
+  if (name) registry.removeCluster(name);
   if (opts.json) say(envelope('stop-nodes', { steps: out }));
   else for (const l of out) say(l);
   if (stops.some((s) => s.r.exitCode !== 0)) throw new ProblemsFound('Ray did not stop on every node');

@@ -30,6 +30,20 @@ export interface Instance {
   maxModelLen?: number;
 }
 
+/** A multi-node server (serve --nodes): its process lives on the head node, so it is kept apart from the per-process entries. */
+export interface ClusterRecord {
+  version: 1;
+  profile: string;
+  nodesFile: string;
+  head: string;
+  pid: number;
+  port: number;
+  url: string;
+  servedName: string;
+  logFile: string;
+  startedAt: string;
+}
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
@@ -68,6 +82,38 @@ export class Registry {
   /** Instances by instance name or profile name. */
   find(name: string): Array<{ inst: Instance; alive: boolean }> {
     return this.list().filter(({ inst }) => inst.name === name || inst.profile === name);
+  }
+
+  private clusterFile(profile: string) {
+    return join(this.stateDir, 'clusters', `${profile}.json`);
+  }
+
+  writeCluster(rec: ClusterRecord) {
+    mkdirSync(join(this.stateDir, 'clusters'), { recursive: true });
+    writeAtomic(this.clusterFile(rec.profile), JSON.stringify(rec, null, 2) + '\n');
+  }
+
+  removeCluster(profile: string) {
+    rmSync(this.clusterFile(profile), { force: true });
+  }
+
+  clusters(): ClusterRecord[] {
+    const dir = join(this.stateDir, 'clusters');
+    let files: string[];
+    try {
+      files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+    } catch {
+      return [];
+    }
+    const out: ClusterRecord[] = [];
+    for (const f of files.sort()) {
+      try {
+        out.push(JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
+      } catch {
+        /* unreadable: skipped, as instance entries are */
+      }
+    }
+    return out;
   }
 
   /** Exclusive lock (O_EXCL lock file holding our pid); a lock whose holder is dead is taken over. */
