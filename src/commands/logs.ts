@@ -1,4 +1,5 @@
-import { existsSync, readFileSync, statSync, openSync, readSync, closeSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { LogTail } from '../engine/logtail.js';
 import { join } from 'node:path';
 import { Registry } from '../engine/registry.js';
 import { stateDir } from './common.js';
@@ -7,7 +8,7 @@ import { UsageError } from '../errors.js';
 function lastLines(path: string, n: number): string[] {
   const lines = readFileSync(path, 'utf8').split('\n');
   if (lines.at(-1) === '') lines.pop();
-  return lines.slice(-n);
+  return n > 0 ? lines.slice(-n) : []; // slice(-0) would be the whole file
 }
 
 export async function run(name: string, opts: { follow?: boolean; lines: number }) {
@@ -25,25 +26,12 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
   const prefix = files.length > 1;
   for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${l}\n`);
   if (!opts.follow) return;
-  const offsets = new Map(files.map((f) => [f.path, statSync(f.path).size]));
+  const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
-      for (const f of files) {
-        let size: number;
-        try {
-          size = statSync(f.path).size;
-        } catch {
-          continue;
-        }
-        const off = offsets.get(f.path)!;
-        if (size < off) offsets.set(f.path, 0); // truncated
-        if (size <= off) continue;
-        const fd = openSync(f.path, 'r');
-        const buf = Buffer.alloc(size - off);
-        readSync(fd, buf, 0, buf.length, off);
-        closeSync(fd);
-        offsets.set(f.path, size);
-        const text = buf.toString('utf8');
+      for (const f of tails) {
+        const text = f.tail.read();
+        if (!text) continue;
         process.stdout.write(prefix ? text.split('\n').map((l, i, a) => (i === a.length - 1 && l === '' ? '' : `[${f.name}] ${l}`)).join('\n') : text);
       }
     }, 200);

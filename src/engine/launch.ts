@@ -2,12 +2,13 @@
 // really ready. Supervision races the child's exit, the deadline and a stall timer that log
 // activity resets; readiness is /health 200 and /v1/models listing the served name.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, writeSync, mkdirSync, statSync, readSync } from 'node:fs';
+import { openSync, closeSync, writeSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { processStartTime } from './proc.js';
 import { http } from '../client/http.js';
 import { phaseOf } from './classify.js';
+import { LogTail } from './logtail.js';
 
 export interface Launched {
   plan: ReplicaPlan;
@@ -41,41 +42,6 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     });
   });
   return l;
-}
-
-/** Reads a growing log file from where it left off: new lines feed phases, the stall timer and the tail. */
-export class LogTail {
-  private offset = 0;
-  private partial = '';
-  readonly ring: string[] = [];
-  lastActivity = Date.now();
-  constructor(readonly path: string, readonly keep = 200) {}
-  poll(): string[] {
-    let size: number;
-    try {
-      size = statSync(this.path).size;
-    } catch {
-      return [];
-    }
-    if (size <= this.offset) return [];
-    const fd = openSync(this.path, 'r');
-    const buf = Buffer.alloc(size - this.offset);
-    readSync(fd, buf, 0, buf.length, this.offset);
-    closeSync(fd);
-    this.offset = size;
-    this.lastActivity = Date.now();
-    const text = this.partial + buf.toString('utf8');
-    const lines = text.split('\n');
-    this.partial = lines.pop() ?? '';
-    for (const l of lines) {
-      this.ring.push(l);
-      if (this.ring.length > this.keep) this.ring.shift();
-    }
-    return lines;
-  }
-  text(): string {
-    return [...this.ring, this.partial].join('\n');
-  }
 }
 
 export type ReadyResult =

@@ -211,3 +211,25 @@ describe('refusals and crashes', () => {
     expect(await portOpen(base)).toBe(false);
   });
 });
+
+describe('logs', () => {
+  it('-n and -f: follows appended output, progress-bar rewrites included, and a truncated log from its start', async () => {
+    const { mkdirSync, writeFileSync, appendFileSync } = await import('node:fs');
+    mkdirSync(join(state, 'logs'), { recursive: true });
+    const log = join(state, 'logs', 'old-0.log');
+    writeFileSync(log, 'line one\nline two\n');
+    const last = await cli(['logs', 'old-0', '-n', '1'], { env: env() });
+    expect(last.stdout).toBe('line two'); // (execa strips the final newline)
+    const p = execa(process.execPath, [BIN, 'logs', 'old', '-f', '-n', '0'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    await sleep(400);
+    appendFileSync(log, 'Loading safetensors checkpoint shards:  50% Completed\r');
+    await sleep(400);
+    writeFileSync(log, 'after truncation\n');
+    await sleep(400);
+    p.kill('SIGINT');
+    const r = await p;
+    expect(r.stdout).toContain('Loading safetensors checkpoint shards:  50% Completed\r');
+    expect(r.stdout).toContain('after truncation');
+    expect(r.stdout).not.toContain('line two');
+  });
+});
