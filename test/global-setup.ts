@@ -1,23 +1,9 @@
 // Before: a marker for every process the suite starts. After: assert none of them is left.
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
+import { processesWithEnv } from './helpers.js';
 import { randomUUID } from 'node:crypto';
 
-function markedPids(mark: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const env = readFileSync(`/proc/${d}/environ`, 'utf8');
-      if (env.includes(`SPARKCTL_TEST_RUN=${mark}\0`)) {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        if (!/\) Z /.test(stat)) out.push(Number(d));
-      }
-    } catch {
-      /* gone or not ours */
-    }
-  }
-  return out;
-}
+const markedPids = (mark: string) => processesWithEnv('SPARKCTL_TEST_RUN', mark);
 
 export default function setup() {
   if (!existsSync(new URL('../dist/cli.js', import.meta.url))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');

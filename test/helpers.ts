@@ -129,14 +129,14 @@ export async function startSim(args: string[], opts: { env?: Record<string, stri
 
 import { readdirSync as readdirSyncP, readFileSync as readFileSyncP } from 'node:fs';
 
-/** Processes whose environment carries this marker (set per test): what a test left behind. */
-export function processesMarked(marker: string): number[] {
+/** Live processes whose environment has NAME=VALUE: what a test (or the suite) left behind. */
+export function processesWithEnv(name: string, value: string): number[] {
   const out: number[] = [];
   for (const d of readdirSyncP('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
     try {
       const env = readFileSyncP(`/proc/${d}/environ`, 'utf8');
-      if (!env.includes(`SPARKCTL_TEST_CASE=${marker}\0`)) continue;
+      if (!env.includes(`${name}=${value}\0`)) continue;
       const stat = readFileSyncP(`/proc/${d}/stat`, 'utf8');
       if (!/\) Z /.test(stat)) out.push(Number(d));
     } catch {
@@ -145,6 +145,9 @@ export function processesMarked(marker: string): number[] {
   }
   return out;
 }
+
+/** Processes of one test case (SPARKCTL_TEST_CASE, set per test). */
+export const processesMarked = (marker: string) => processesWithEnv('SPARKCTL_TEST_CASE', marker);
 
 export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<boolean> {
   const end = Date.now() + timeoutMs;
