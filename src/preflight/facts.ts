@@ -1,6 +1,7 @@
 // Facts: everything preflight reads from a Host, gathered concurrently, each probe with a deadline.
 // Never imports torch (4 s, 600 MB): versions come from files.
 import type { Host, CmdResult } from '../host/host.js';
+import type { GpuFact } from '../host/gpu-facts.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from './parse.js';
 
@@ -276,6 +277,29 @@ export function pickEnv(env: Record<string, string | undefined>): Record<string,
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && ENV_KEEP.test(k) && !SECRET_ENV.test(k)) out[k] = v;
   return out;
+}
+
+/**
+ * The typed per-GPU facts serve's plan reads (not the checks' human text): one per GPU nvidia-smi
+ * listed, with the compute processes that hold its memory. A process is placed by its bus id; one
+ * without a bus id (an older 3-field query) cannot be placed and is left out rather than guessed.
+ */
+export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
+  const norm = (b: string | undefined) => b?.trim().toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+  return f.gpus.map((g, i) => {
+    const index = gpuNum(g, 'index') ?? i;
+    const bus = norm(g['pci.bus_id']);
+    return {
+      index,
+      name: g.name,
+      uuid: g.uuid,
+      busId: g['pci.bus_id'],
+      memoryTotalMiB: gpuNum(g, 'memory.total'),
+      memoryFreeMiB: gpuNum(g, 'memory.free'),
+      computeCapability: g.compute_cap,
+      processes: (f.computeApps ?? []).filter((a) => bus !== undefined && norm(a.busId) === bus).map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
+    };
+  });
 }
 
 export function gpuNum(g: Gpu, field: string): number | undefined {

@@ -4,7 +4,8 @@ import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Host } from '../host/host.js';
-import { gatherFacts, type Facts } from './facts.js';
+import { gatherFacts, gpuFacts, type Facts } from './facts.js';
+import type { GpuFact } from '../host/gpu-facts.js';
 import { CHECKS, driverPresent, type Check, type CheckResult, type Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform } from '../profiles/load.js';
@@ -28,6 +29,8 @@ export interface PreflightReport {
   platform: string;
   platformReason: string;
   checks: CheckOutcome[];
+  /** typed per-GPU facts (memory, compute capability, holders) for serve's plan */
+  gpus: GpuFact[];
   summary: { pass: number; warn: number; fail: number; skip: number };
   /** what must match across the nodes of a multi-node cluster */
   versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
@@ -162,5 +165,5 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     gpu: facts.gpus[0]?.name,
     gpus: facts.gpus.length,
   };
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

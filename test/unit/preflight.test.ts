@@ -244,6 +244,37 @@ describe('gpu.count says the fix that helps', () => {
   });
 });
 
+describe('typed per-GPU facts (what serve plans with, not the checks\' text)', () => {
+  it('the real 2 x H200 collect: memory in MiB, compute capability, no holders', async () => {
+    const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', 'h200x2-device-collect')), { profile: loadProfile('qwen3.5-9b').profile });
+    expect(rep.checks.find((c) => c.id === 'gpu.memory')!.observed).toBe('GPU0 139.8 GiB free, GPU1 139.8 GiB free');
+    expect(rep.gpus).toEqual([
+      { index: 0, name: 'NVIDIA H200', uuid: 'GPU-4da135ec-e162-3301-4da3-80e71f51c473', busId: '00000000:00:06.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
+      { index: 1, name: 'NVIDIA H200', uuid: 'GPU-db35c851-6f80-aa18-f9f4-4b80b2f6895e', busId: '00000000:00:07.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
+    ]);
+  });
+
+  it('a process is placed on the GPU of its bus id (any case, 8- or 4-digit domain); the others stay empty', async () => {
+    const h = edited({
+      run: (argv, r) => {
+        if (argv[1]?.startsWith('--query-compute-apps')) return { ...r, exitCode: 0, stdout: '4242, /opt/venv/bin/python3, 120000, 0000:00:06.0\n77, ray::RayWorker, 512, 00000000:00:07.0\n' };
+        return setColumn('memory.free', '23000')(argv, r);
+      },
+    });
+    const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b').profile, only: 'gpu.memory' });
+    expect(rep.gpus.map((g) => [g.index, g.memoryFreeMiB, g.processes])).toEqual([
+      [0, 23000, [{ pid: 4242, name: '/opt/venv/bin/python3', usedMiB: 120000 }]],
+      [1, 23000, [{ pid: 77, name: 'ray::RayWorker', usedMiB: 512 }]],
+    ]);
+  });
+
+  it('GB10: memory "Not Supported" stays unknown in the typed facts (no figure is invented)', async () => {
+    const h = edited({ run: (a, r) => setColumn('memory.total', '[Not Supported]')(a, setColumn('memory.free', '[Not Supported]')(a, r) ?? r) });
+    const rep = await runPreflight(h, { only: 'gpu.count' });
+    expect(rep.gpus.map((g) => [g.memoryTotalMiB, g.memoryFreeMiB])).toEqual([[undefined, undefined], [undefined, undefined]]);
+  });
+});
+
 describe('selecting checks', () => {
   it('--only and --skip take ids and prefixes; unknown ids are bad input', () => {
     expect(selectChecks('gpu.').every((c) => c.id.startsWith('gpu.'))).toBe(true);
