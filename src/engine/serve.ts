@@ -25,7 +25,6 @@ import { c, formatDuration, statusMark, table } from '../output/format.js';
 import { log } from '../output/logger.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, type ExitCode } from '../errors.js';
 
-const BLOCKING = 'driver.version,gpu.count,gpu.memory,host.port';
 
 function secretsFor(r: Resolved): Record<string, string> {
   const name = r.profile.server.apiKeyEnv;
@@ -75,7 +74,7 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   let shape: HostShape | undefined;
   if (sim) note(c.dim(`engine sim: simulating ${platform.gpu.count} x ${platform.gpu.displayName} (${platform.name}); no GPU is used`));
   if (!opts.skipPreflight) {
-    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), only: BLOCKING });
+    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
     if (!sim) platform = loadPlatform(rep.platform);
     const failed = rep.checks.filter((x) => x.status === 'fail');
     note(`preflight (${sim ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
