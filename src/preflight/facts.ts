@@ -3,7 +3,9 @@
 import type { Host, CmdResult } from '../host/host.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import type { Profile } from '../profiles/schema.js';
-import * as P from './parse.js';
+import * as P from '../nvidia/smi.js';
+import * as H from '../host/parse.js';
+import { parseXid } from '../nvidia/xid.js';
 
 export type Gpu = Record<string, string | undefined>;
 
@@ -29,10 +31,10 @@ export interface Facts {
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
   cudnn: { system?: string; pip?: string };
   limits: { memlock?: number; nofile?: number };
-  df: ReturnType<typeof P.parseDf>;
+  df: ReturnType<typeof H.parseDf>;
   conntrack: { max?: number; count?: number };
   listening: Set<number>;
-  xid: { readable: boolean; why?: string; events: ReturnType<typeof P.parseXid> };
+  xid: { readable: boolean; why?: string; events: ReturnType<typeof parseXid> };
   fabricManager: { state?: string; why?: string };
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
@@ -211,7 +213,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const xidText = dmesg.stdout;
   const xid: Facts['xid'] =
     dmesg.exitCode === 0
-      ? { readable: true, events: P.parseXid(xidText) }
+      ? { readable: true, events: parseXid(xidText) }
       : { readable: false, why: dmesg.error === 'not-found' ? 'dmesg is not installed' : dmesg.error === 'not-collected' ? 'the kernel log is not in the bundle' : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`, events: [] };
 
   return {
@@ -257,17 +259,17 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
     },
     cudnn: { system: P.parseHeaderVersion(cudnnH, 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
-    limits: { memlock: P.parseLimit(limits, 'Max locked memory'), nofile: P.parseLimit(limits, 'Max open files') },
-    df: df.exitCode === 0 || df.stdout ? P.parseDf(df.stdout) : [],
+    limits: { memlock: H.parseLimit(limits, 'Max locked memory'), nofile: H.parseLimit(limits, 'Max open files') },
+    df: df.exitCode === 0 || df.stdout ? H.parseDf(df.stdout) : [],
     conntrack: { max: ctMax ? Number(ctMax.trim()) : undefined, count: ctCount ? Number(ctCount.trim()) : undefined },
-    listening: new Set([...P.parseListeningPorts(tcp4), ...P.parseListeningPorts(tcp6)]),
+    listening: new Set([...H.parseListeningPorts(tcp4), ...H.parseListeningPorts(tcp6)]),
     xid,
     fabricManager:
       fm.exitCode !== null
         ? { state: fm.stdout.trim() || 'unknown' }
         : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
-    memTotalBytes: P.memTotalBytes(meminfo),
+    memTotalBytes: H.memTotalBytes(meminfo),
     model,
     probeMs,
     notCollected,

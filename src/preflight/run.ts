@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
+import { GIB, mibToBytes } from '../nvidia/units.js';
 import { CHECKS, driverPresent, type Check, type CheckResult, type Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform } from '../profiles/load.js';
@@ -90,8 +91,8 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
     const first = profile.parallel.firstGpu + i * per;
     groups.push(Array.from({ length: multi ? Math.min(per, gpusHere) : per }, (_, k) => first + k));
   }
-  const total = Number(f.gpus[0]?.['memory.total'] ?? NaN) * 1024 ** 2;
-  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * 1024 ** 3;
+  const total = mibToBytes(Number(f.gpus[0]?.['memory.total'] ?? NaN));
+  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * GIB;
   return {
     facts: f,
     platform,
