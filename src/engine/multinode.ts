@@ -11,7 +11,7 @@ import type { NodesFile, NodeEntry } from '../profiles/schema.js';
 import { servedName, renderReplicas } from '../profiles/render.js';
 import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
-import { parseRayStatus } from '../preflight/parse.js';
+import { parseRayStatus } from '../nvidia/ray.js';
 import { classifyLog } from './classify.js';
 import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';

@@ -20,9 +20,6 @@ import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 
-/** The checks that must pass before a launch; the rest of preflight is advice. */
-export const BLOCKING_CHECKS = 'driver.version,gpu.count,gpu.memory,host.port';
-
 export interface ServePreflight {
   /** the platform baseline the host matched (a real host), or the profile's (the simulator) */
   platform: Platform;
@@ -41,10 +38,9 @@ export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 
   const sim = opts.engine === 'sim';
   const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
   const host = sim ? new (await import('../host/sim.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
-  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), only: BLOCKING_CHECKS });
-  // Typed per-GPU facts from preflight (PreflightReport.gpus, added with the preflight rework).
-  const gpus: GpuFact[] = (report as PreflightReport & { gpus?: GpuFact[] }).gpus ?? [];
-  return { platform: sim ? platform : loadPlatform(report.platform), report, gpus };
+  // Only the checks that block a launch (their own metadata says which), and only their probes.
+  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
+  return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };
 }
 
 export interface ServeRun {

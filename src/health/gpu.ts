@@ -1,6 +1,6 @@
 // GPU readings for probe and prewarm, where GPUs are visible (a real nvidia-smi on this host).
 import { RealHost } from '../host/real.js';
-import { parseQueryGpu, decodeThrottle } from '../preflight/parse.js';
+import { parseQueryGpu, decodeThrottle } from '../nvidia/smi.js';
 
 export interface GpuReading {
   index: number;

@@ -8,7 +8,6 @@ import type { GpuFact } from '../../src/host/gpu-facts.js';
 import { UsageError } from '../../src/errors.js';
 import { runPreflight } from '../../src/preflight/run.js';
 import { ReplayHost } from '../../src/host/replay.js';
-import { BLOCKING_CHECKS } from '../../src/engine/serve.js';
 import { FIXTURES } from '../helpers.js';
 
 const MIB = 1024 ** 2;
@@ -75,10 +74,9 @@ describe('buildServePlan', () => {
 describe('regression: the 2 x H200 host\'s real per-GPU memory reaches the plan (replayed bundle)', async () => {
   const bundle = join(FIXTURES, 'bundles', 'h200x2-device-collect');
   const profile = loadProfile('qwen3.5-9b', { sets: ['parallel.tensor=1', 'parallel.replicas=auto'] });
-  const rep = await runPreflight(new ReplayHost(bundle), { profile: profile.profile, platform: 'auto', only: BLOCKING_CHECKS });
-  const gpus = (rep as { gpus?: GpuFact[] }).gpus;
-  // PreflightReport.gpus lands with the preflight rework (i16-preflight); until then there is nothing to replay.
-  it.skipIf(!gpus)('GPU0 139.8 GiB free, GPU1 139.8 GiB free -> 2 GPUs of 143771 MiB in the plan', () => {
+  const rep = await runPreflight(new ReplayHost(bundle), { profile: profile.profile, platform: 'auto', blocking: true });
+  const gpus = rep.gpus;
+  it('GPU0 139.8 GiB free, GPU1 139.8 GiB free -> 2 GPUs of 143771 MiB in the plan', () => {
     expect(rep.checks.find((c) => c.id === 'gpu.memory')?.observed).toMatch(/GPU0 [\d.]+ GiB free, GPU1 [\d.]+ GiB free/);
     const host = hostShapeFromGpus(gpus!, loadPlatform(rep.platform));
     const p = buildServePlan(resolveLoaded(profile, { platform: rep.platform, host }), inputs());
