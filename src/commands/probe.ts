@@ -9,6 +9,10 @@ import { http } from '../client/http.js';
 import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
+import { appendSample, lastSample } from '../history/store.js';
+import { buildSample } from '../history/sample.js';
+import { ReplayHost } from '../host/replay.js';
+import type { Host } from '../host/host.js';
 
 interface ProbeCli {
   url: string[];
@@ -20,7 +24,13 @@ interface ProbeCli {
   alertWebhook?: string;
   json?: boolean;
   quiet?: boolean;
+  deadline?: number;
+  gpuFrom?: string;
+  history?: boolean;
 }
+
+/** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
+const STEPS = 7;
 
 type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
 
@@ -53,17 +63,50 @@ export async function run(names: string[], opts: ProbeCli) {
   } catch {
     /* first probe */
   }
+  const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
+  // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
+  // that has not answered by then is recorded as unreachable (its HTTP calls end by their own deadlines).
+  const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
+  const deadlineMs = opts.deadline ?? longest * STEPS;
+  const last = new Map(targets.map(({ t }) => [t.url, opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
   const results = await Promise.all(
-    targets.map(({ t, s }) =>
-      probe(t, {
+    targets.map(({ t, s }) => {
+      const started = performance.now();
+      const stop = new AbortController();
+      const work = probe(t, {
+        signal: stop.signal,
         ...s,
         timeoutMs: opts.timeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[t.url]?.preemptions,
         gpus: t.engine === 'vllm',
-      }),
-    ),
+        gpuHost,
+        lastXidT: last.get(t.url)?.xidT,
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<ProbeResult>((resolve) => {
+        timer = setTimeout(() => {
+          stop.abort();
+          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline ${deadlineMs} ms`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
+        }, deadlineMs);
+        timer.unref();
+      });
+      return Promise.race([work, late]).finally(() => clearTimeout(timer));
+    }),
   );
+  // History: one sample per target per run (cost and report read it).
+  if (opts.history !== false) {
+    const at = new Date();
+    for (const [k, r] of results.entries()) {
+      const t = targets[k]!.t;
+      const sample = buildSample({ at, target: r.target, url: r.url, profile: t.instance?.profile, verdict: r.state, ms: r.ms, steps: r.steps, ngpu: t.gpus?.length || r.gpu?.samples.length || undefined, vllm: r.vllm, gpus: r.gpu?.samples, xidT: r.xidT ?? last.get(r.url)?.xidT });
+      try {
+        appendSample(dir, sample);
+      } catch (e) {
+        note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
+      }
+    }
+  }
   // Remember each target's state: preemption trend, and state changes for the webhook.
   const next: State = { ...prev };
   const changed: ProbeResult[] = [];
@@ -75,7 +118,7 @@ export async function run(names: string[], opts: ProbeCli) {
   mkdirSync(dir, { recursive: true });
   writeAtomic(statePath, JSON.stringify(next, null, 2));
 
-  if (opts.json) say(envelope('probe', { results }));
+  if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
   else {
     for (const r of results) {
       if (opts.quiet && r.state === 'healthy') continue;

@@ -3,7 +3,10 @@
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import type { Target } from './target.js';
-import { readGpus } from './gpu.js';
+import { readGpuRows, readXid, judgeGpus, type GpuVerdict, type XidEvent } from './gpu.js';
+import { readVllm, type VllmReading } from '../history/vllm.js';
+import { RealHost } from '../host/real.js';
+import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
@@ -20,6 +23,12 @@ export interface ProbeResult {
   ms: number;
   inferenceMs?: number;
   metrics?: { kvCacheUsage?: number; waiting?: number; running?: number; preemptions?: number };
+  /** every number history keeps (counters, gauges, latency histograms) */
+  vllm?: VllmReading;
+  /** the GPU step's findings, each naming its GPU, and the per-GPU readings */
+  gpu?: GpuVerdict;
+  /** kernel-log time of the newest Xid seen (the next probe's "since") */
+  xidT?: number;
 }
 
 export interface ProbeSettings {
@@ -33,6 +42,15 @@ export interface ProbeSettings {
   lastPreemptions?: number;
   /** read GPUs (false: not visible, e.g. the simulator or a URL target) */
   gpus?: boolean;
+  /** where GPUs are read: this host (default) or a replayed support bundle (probe --gpu-from) */
+  gpuHost?: Host;
+  tempWarnC?: number;
+  tempUnhealthyC?: number;
+  tempCriticalC?: number;
+  /** kernel-log time of the newest Xid the previous probe saw (from history) */
+  lastXidT?: number;
+  /** the run's deadline (probe --deadline): no further step starts once it fired */
+  signal?: AbortSignal;
 }
 
 export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
@@ -57,6 +75,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   }
   add('live', 'pass', '/health 200', h.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 2. identity: the expected model, not whatever else holds the port
   const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, apiKey: t.apiKey });
   let served = t.servedName;
@@ -72,6 +91,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   served ??= ids[0];
   add('identity', 'pass', `serves ${served}`, m.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 3. inference: a real 1-token generation with its own deadline (catches the hung engine)
   const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
   let inferenceMs: number | undefined;
@@ -87,14 +107,17 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   inferenceMs = Math.round(gen.ms);
   add('inference', 'pass', `1 token in ${inferenceMs} ms`, gen.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 4. metrics
   let metrics: ProbeResult['metrics'];
+  let vllm: VllmReading | undefined;
   const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs });
   if (!mt.ok || mt.status !== 200) add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
   else {
     try {
       const v = parseVllmMetrics(mt.body);
       metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
+      vllm = readVllm(mt.body);
       const notes: string[] = [];
       let status: StepStatus = 'pass';
       if (v.kvCacheUsage !== undefined && v.kvCacheUsage >= s.kvCacheUsageMax) {
@@ -116,24 +139,41 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     }
   }
 
-  // 5. GPUs, relative to what the profile reserves (a healthy server holds ~92 % of each GPU)
-  if (s.gpus === false || !t.gpus?.length) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
+  if (s.signal?.aborted) return done('unreachable');
+  // 5. GPUs: preflight's rules, temperature, memory relative to what the profile reserves
+  // (a healthy server holds ~92 % of each GPU), Xid since the last probe
+  let gpu: GpuVerdict | undefined;
+  let xidT: number | undefined;
+  if (!s.gpuHost && (s.gpus === false || !t.gpus?.length)) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
   else {
     const gs = performance.now();
-    const readings = await readGpus(s.timeoutMs);
-    if (!readings) add('gpu', 'skip', 'nvidia-smi not available here', performance.now() - gs);
+    const host = s.gpuHost ?? new RealHost(s.timeoutMs);
+    const [rows, xid] = await Promise.all([readGpuRows(host, s.timeoutMs), readXid(host, s.timeoutMs)]);
+    if (!rows) add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
     else {
-      const mine = readings.filter((r) => t.gpus!.includes(r.index));
-      const limit = Math.min(1, (s.gpuMemoryUtilization ?? 0.9) + s.gpuMemoryHeadroomPct / 100);
-      const over = mine.filter((r) => r.usedMiB / r.totalMiB > limit);
-      const thr = mine.flatMap((r) => r.throttle.filter((x) => x.severity === 'fail').map((x) => `GPU${r.index} ${x.reason}`));
-      const desc = mine.map((r) => `GPU${r.index} ${((r.usedMiB / r.totalMiB) * 100).toFixed(0)} %`).join(', ');
-      if (thr.length) add('gpu', 'fail', `${desc}; ${thr.join(', ')}`, performance.now() - gs);
-      else if (over.length) add('gpu', 'warn', `${desc}: above the reserved ${(limit * 100).toFixed(0)} % (another process on the GPU?)`, performance.now() - gs);
-      else add('gpu', 'pass', `${desc} used (reserved ${((s.gpuMemoryUtilization ?? 0.9) * 100).toFixed(0)} %)`, performance.now() - gs);
+      let xidNew: XidEvent[] | undefined;
+      if (xid.readable) {
+        const times = xid.events.map((e) => e.ts).filter((x): x is number => x !== undefined);
+        const newest = times.length ? Math.max(...times) : undefined;
+        // a kernel clock behind the last probe's means a reboot: every Xid in the log is new
+        const rebooted = s.lastXidT !== undefined && newest !== undefined && newest < s.lastXidT;
+        xidNew = s.lastXidT === undefined || rebooted ? xid.events : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
+        xidT = newest ?? s.lastXidT;
+      }
+      const reserved = s.gpuMemoryUtilization ?? 0.9;
+      gpu = judgeGpus(rows, {
+        mine: s.gpuHost && !t.gpus?.length ? undefined : t.gpus,
+        thresholds: { tempWarnC: s.tempWarnC ?? 75, tempUnhealthyC: s.tempUnhealthyC ?? 82, tempCriticalC: s.tempCriticalC ?? 88 },
+        memLimit: Math.min(1, reserved + s.gpuMemoryHeadroomPct / 100),
+        reserved,
+        xidNew,
+        xidUnreadable: xid.readable ? undefined : xid.why,
+      });
+      add('gpu', gpu.status, gpu.detail, performance.now() - gs);
     }
   }
 
+  if (s.signal?.aborted) return done('unreachable');
   // 6. auth: with a key configured, /v1 without it must be refused
   const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs });
   if (t.apiKeyEnv || t.apiKey) {
@@ -143,6 +183,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
   } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 7. what a client needs
   if (s.client === 'claude-code') {
     const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
@@ -156,5 +197,5 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   }
 
   const state = steps.some((x) => x.status === 'fail') ? 'unhealthy' : 'healthy';
-  return done(state, { inferenceMs, metrics });
+  return done(state, { inferenceMs, metrics, vllm, gpu, xidT });
 }
