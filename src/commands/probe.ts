@@ -140,7 +140,7 @@ export async function run(names: string[], opts: ProbeCli) {
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
-export function writePrometheus(path: string, results: ProbeResult[]) {
+export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
@@ -157,6 +157,13 @@ export function writePrometheus(path: string, results: ProbeResult[]) {
     '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
     '# TYPE sparkctl_probe_kv_cache_usage gauge',
     ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${r.metrics!.kvCacheUsage}`),
+    '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
+    '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
+    ...results.flatMap((r) => (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${g.i}"} ${g.temp}`)),
+    '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
+    '# TYPE sparkctl_probe_gpu_ok gauge',
+    ...results.flatMap((r) => (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`)),
+    ...extra,
   ];
   mkdirSync(dirname(path), { recursive: true });
   writeAtomic(path, lines.join('\n') + '\n');

@@ -60,7 +60,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
 
   // 1. live
-  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs });
+  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (!h.ok) {
     add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
     return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' ? 'unreachable' : 'unhealthy');
@@ -77,7 +77,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
 
   if (s.signal?.aborted) return done('unreachable');
   // 2. identity: the expected model, not whatever else holds the port
-  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
   let served = t.servedName;
   if (!m.ok || m.status !== 200) {
     add('identity', 'fail', m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`, m.ms);
@@ -93,7 +93,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
 
   if (s.signal?.aborted) return done('unreachable');
   // 3. inference: a real 1-token generation with its own deadline (catches the hung engine)
-  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
   let inferenceMs: number | undefined;
   if (!gen.ok) {
     add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
@@ -111,7 +111,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   // 4. metrics
   let metrics: ProbeResult['metrics'];
   let vllm: VllmReading | undefined;
-  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs });
+  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (!mt.ok || mt.status !== 200) add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
   else {
     try {
@@ -175,7 +175,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
 
   if (s.signal?.aborted) return done('unreachable');
   // 6. auth: with a key configured, /v1 without it must be refused
-  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs });
+  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (t.apiKeyEnv || t.apiKey) {
     if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
     else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
@@ -186,12 +186,12 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   if (s.signal?.aborted) return done('unreachable');
   // 7. what a client needs
   if (s.client === 'claude-code') {
-    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
+    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
     if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message') add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
     else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
     else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
   } else if (s.client === 'openai') {
-    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
     if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
     else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
   }
