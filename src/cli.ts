@@ -225,6 +225,9 @@ Examples:
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
+    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
+    .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `
