@@ -16,7 +16,8 @@ export interface ServeOptions {
   prewarm: boolean;
   skipPreflight?: boolean;
   foreground?: boolean;
-  readyTimeout?: string;
+  /** ms, parsed by cli.ts's duration parser before anything runs */
+  readyTimeout?: number;
   nodes?: string;
   platform?: string;
   simLoadSeconds?: string;

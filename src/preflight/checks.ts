@@ -1,6 +1,6 @@
 // Checks are data: an id operators and automation rely on, and a pure function of the facts,
 // the baseline and the profile. Each says what it saw, what it expected, and the fix.
-import type { Facts, Gpu } from './facts.js';
+import type { Facts, Gpu, ProbeName } from './facts.js';
 import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
@@ -30,8 +30,11 @@ export interface Check {
   id: string;
   area: string;
   title: string;
-  probes: string[];
+  /** the fact sources this check reads: only these (and what platform detection needs) are run */
+  probes: ProbeName[];
+  /** reads the GPU: skipped when no driver is loaded (so the driver probes run with it) */
   needsGpu?: boolean;
+  /** serve refuses to launch when this check fails: `runPreflight(host, { blocking: true })` runs just these */
   blocking?: boolean;
   run(ctx: Ctx): CheckResult;
 }
@@ -128,7 +131,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.toolkit',
     area: 'cuda',
     title: 'CUDA toolkit',
-    probes: ['nvcc', 'cuda.link'],
+    probes: ['nvcc', 'cuda.link', 'cuda.json', 'python'],
     run(ctx) {
       const f = ctx.facts;
       const v = f.cuda.nvcc ?? f.cuda.versionJson;
@@ -142,7 +145,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.path-hygiene',
     area: 'cuda',
     title: 'one CUDA on PATH and LD_LIBRARY_PATH',
-    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d'],
+    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       const home = cudaHome(f);
@@ -180,7 +183,7 @@ export const CHECKS: Check[] = [
     id: 'torch.build',
     area: 'python',
     title: 'PyTorch version and CUDA build',
-    probes: ['python'],
+    probes: ['python', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       if (!f.python) return skip('python3 not found on PATH');
@@ -335,7 +338,7 @@ export const CHECKS: Check[] = [
     id: 'gpu.memory',
     area: 'gpu',
     title: 'free GPU memory for the profile',
-    probes: ['smi.query', 'meminfo'],
+    probes: ['smi.query', 'meminfo', 'smi.apps'],
     needsGpu: true,
     blocking: true,
     run(ctx) {
@@ -354,7 +357,12 @@ export const CHECKS: Check[] = [
         if (total === undefined || free === undefined) continue;
         const need = ctx.profile!.engine.gpuMemoryUtilization * total * 1024 ** 2;
         seen.push(`${label(g)} ${gib(free * 1024 ** 2)} free`);
-        if (free * 1024 ** 2 < need) short.push(`${label(g)} has ${gib(free * 1024 ** 2)} free of ${gib(total * 1024 ** 2)}, vLLM wants ${gib(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)`);
+        if (free * 1024 ** 2 < need) {
+          const bus = g['pci.bus_id']?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+          const holders = (ctx.facts.computeApps ?? []).filter((a) => bus && a.busId?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '') === bus);
+          const held = holders.length ? `; held by ${holders.map((a) => `PID ${a.pid} ${a.name} (${gib(a.usedMiB * 1024 ** 2)})`).join(', ')}` : '';
+          short.push(`${label(g)} has ${gib(free * 1024 ** 2)} free of ${gib(total * 1024 ** 2)}, vLLM wants ${gib(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)${held}`);
+        }
       }
       if (!seen.length) return skip('GPU memory not reported');
       const expected = `free >= ${ctx.profile!.engine.gpuMemoryUtilization} x total on each GPU the profile uses`;
