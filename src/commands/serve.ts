@@ -1,6 +1,8 @@
 // serve: read (profile, host) -> plan (launch plan) -> act (preflight, launch, ready, prewarm, probe).
 import { resolveProfile, requireValid, stateDir, sparkctlBin, type Resolved } from './common.js';
-import { renderReplicas, servedName, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { formatFlagProblem } from '../profiles/vllm-flags.js';
+import { UsageError } from '../errors.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
@@ -35,6 +37,12 @@ export function simTail(r: Resolved, opts: Pick<ServeOptions, 'simLoadSeconds'>)
 
 export function buildPlan(r: Resolved, opts: ServeOptions): { replicas: ReplicaPlan[]; warnings: string[] } {
   const warnings = requireValid(r);
+  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // vLLM would refuse, --dry-run shows it as a warning.
+  const flags = checkRendered(r.profile);
+  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
+  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
+  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
   const replicas = renderReplicas(r.profile, r.host, {
     executable: executableFor(opts),
     stateDir: stateDir(),
