@@ -18,7 +18,8 @@ export interface ServeOptions {
   prewarm: boolean;
   skipPreflight?: boolean;
   foreground?: boolean;
-  readyTimeout?: string;
+  /** ms, parsed by cli.ts's duration parser before anything runs */
+  readyTimeout?: number;
   nodes?: string;
   platform?: string;
   simLoadSeconds?: string;
@@ -63,6 +64,7 @@ export function planEnvelope(r: Resolved, replicas: ReplicaPlan[], warnings: str
       argv: x.argv,
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
+      unsetEnv: x.unsetEnv,
       port: x.port,
       gpus: x.gpus,
       logFile: x.logFile,
@@ -79,7 +81,9 @@ function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${x.logFile}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
-    say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
+    // `env -u`: a variable of the caller's shell that would override a rendered flag (VLLM_CPU_KVCACHE_SPACE).
+    const unset = x.unsetEnv.length ? `env ${x.unsetEnv.map((k) => `-u ${k}`).join(' ')} ` : '';
+    say(`${unset}${refs.length ? `${refs.join(' ')} ` : ''}${cmd}`);
     say();
   }
 }

@@ -48,6 +48,7 @@ export function engineArgs(p: Profile): string[] {
   const out: string[] = [];
   if (e.dtype !== 'auto') out.push('--dtype', e.dtype);
   if (e.maxModelLen !== undefined) out.push('--max-model-len', String(e.maxModelLen));
+  if (e.kvCacheMemoryBytes !== undefined) out.push('--kv-cache-memory-bytes', String(e.kvCacheMemoryBytes));
   if (e.enforceEager) out.push('--enforce-eager');
   out.push('--gpu-memory-utilization', String(e.gpuMemoryUtilization));
   if (e.kvCacheDtype !== 'auto') out.push('--kv-cache-dtype', e.kvCacheDtype);
@@ -71,6 +72,15 @@ export function engineArgs(p: Profile): string[] {
   return out;
 }
 
+/**
+ * vLLM's CPU backend reads the legacy VLLM_CPU_KVCACHE_SPACE (whole GiB) after the flags and lets it
+ * win over --kv-cache-memory-bytes without a word (vllm/platforms/cpu.py). With the size in the
+ * profile, the variable an operator's shell or a CI image exports must not reach the server.
+ */
+export function cpuKvOverride(p: Profile): string[] {
+  return p.engine.kvCacheMemoryBytes !== undefined ? ['VLLM_CPU_KVCACHE_SPACE'] : [];
+}
+
 export function serverArgs(p: Profile, replica: number): string[] {
   return ['--port', String(p.server.port + replica), '--host', p.server.host];
 }
@@ -92,6 +102,8 @@ export interface ReplicaPlan {
   env: Record<string, string>;
   /** Variables taken from sparkctl's own environment at launch; shown by reference, never by value. */
   envFrom: Record<string, string>;
+  /** Variables removed from the inherited environment (one that would silently override a rendered flag). */
+  unsetEnv: string[];
   port: number;
   gpus: number[];
   logFile: string;
@@ -121,6 +133,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
     const env: Record<string, string> = { ...p.env };
     if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
     const envFrom: Record<string, string> = {};
+    const unsetEnv = cpuKvOverride(p);
     if (p.server.apiKeyEnv) envFrom.VLLM_API_KEY = p.server.apiKeyEnv;
     const name = instanceName(p, i);
     plans.push({
@@ -129,6 +142,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
       argv: [...opts.executable, 'serve', modelArg(p), ...vllmArgs(p, i), ...(opts.tail ?? [])],
       env,
       envFrom,
+      unsetEnv,
       port: p.server.port + i,
       gpus,
       logFile: join(opts.stateDir, 'logs', `${name}.log`),
