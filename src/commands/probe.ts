@@ -1,6 +1,7 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
-import { Registry, writeAtomic } from '../engine/registry.js';
+import { Registry } from '../engine/registry.js';
+import { writeFileAtomic } from '../util/fs.js';
 import { stateDir } from './common.js';
 import { probe, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
@@ -119,7 +120,7 @@ export async function run(names: string[], opts: ProbeCli) {
     next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
   }
   mkdirSync(dir, { recursive: true });
-  writeAtomic(statePath, JSON.stringify(next, null, 2));
+  writeFileAtomic(statePath, JSON.stringify(next, null, 2));
 
   if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
   else {
@@ -205,5 +206,5 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...extra,
   ];
   mkdirSync(dirname(path), { recursive: true });
-  writeAtomic(path, lines.join('\n') + '\n');
+  writeFileAtomic(path, lines.join('\n') + '\n');
 }

@@ -1,6 +1,6 @@
 // Processes by pid and process group, with the start time that tells a reused pid from ours.
 import { readFileSync, readdirSync } from 'node:fs';
-import { parseListeningPorts } from '../preflight/parse.js';
+import { parseListeningPorts } from '../host/parse.js';
 
 /** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
 function statFields(pid: number): string[] | undefined {

@@ -1,6 +1,7 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { mkdirSync, readdirSync, readFileSync, writeFileSync, renameSync, rmSync, openSync, closeSync, writeSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, openSync, closeSync, writeSync } from 'node:fs';
+import { writeFileAtomic } from '../util/fs.js';
 import { join } from 'node:path';
 import { isAlive } from './proc.js';
 import { UsageError } from '../errors.js';
@@ -57,7 +58,7 @@ export class Registry {
   }
 
   write(inst: Instance) {
-    writeAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
+    writeFileAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
   }
 
   remove(name: string) {
@@ -90,7 +91,7 @@ export class Registry {
 
   writeCluster(rec: ClusterRecord) {
     mkdirSync(join(this.stateDir, 'clusters'), { recursive: true });
-    writeAtomic(this.clusterFile(rec.profile), JSON.stringify(rec, null, 2) + '\n');
+    writeFileAtomic(this.clusterFile(rec.profile), JSON.stringify(rec, null, 2) + '\n');
   }
 
   removeCluster(profile: string) {
@@ -148,10 +149,4 @@ export class Registry {
       }
     }
   }
-}
-
-export function writeAtomic(path: string, content: string) {
-  const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, content);
-  renameSync(tmp, path);
 }

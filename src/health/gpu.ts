@@ -3,7 +3,8 @@
 // remap, throttle and Xid rules (src/preflight/checks.ts) plus temperature and memory thresholds.
 import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
-import { parseQueryGpu, decodeThrottle, GPU_FIELDS, invalidField, parseHelpQueryGpu, parseXid } from '../preflight/parse.js';
+import { parseQueryGpu, decodeThrottle, GPU_FIELDS, invalidField, parseHelpQueryGpu } from '../nvidia/smi.js';
+import { parseXid } from '../nvidia/xid.js';
 import { gpuNum, type Gpu } from '../preflight/facts.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../preflight/checks.js';
 import type { GpuSample } from '../history/sample.js';

@@ -31,6 +31,9 @@ export const EngineBlock = z.strictObject({
   quantization: z.string().nullable().default(null).describe('fp8, awq, gptq, ... (null: as the checkpoint is)'),
   kvCacheDtype: z.enum(['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']).default('auto'),
   maxModelLen: positiveInt.optional(),
+  kvCacheMemoryBytes: positiveInt
+    .optional()
+    .describe('--kv-cache-memory-bytes (vLLM >= 0.11): the KV cache in bytes instead of a share of memory. On the CPU backend the legacy VLLM_CPU_KVCACHE_SPACE (whole GiB) silently overrides it, so sparkctl removes that variable from the server environment'),
   gpuMemoryUtilization: z.number().default(0.9).describe('Share of each GPU vLLM pre-allocates, (0, 1]'),
   enforceEager: z.boolean().default(false).describe('Disables CUDA graphs only (not flash-attention)'),
   enableChunkedPrefill: z.boolean().optional(),
