@@ -290,6 +290,59 @@ Examples:
     .addHelpText('after', '\nExample:\n  eval "$(sparkctl client-env qwen-prod --claude-code)"')
     .action(lazy(() => import('./commands/client-env.js')));
 
+  const bench = program
+    .command('bench')
+    .argument('[name]', 'running instance or profile (its port, served name, API key env)')
+    .description('load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)')
+    .option('--url <url>', 'any OpenAI-compatible server instead of NAME')
+    .option('--model <name>', 'served model name (default: the profile\'s, or the first /v1/models entry)')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .addOption(new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'))
+    .option('--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)')
+    .option('--requests <n>', 'measured requests (default 200 unless --duration)')
+    .option('--duration <d>', 'stop sending after this long (90s, 5m)')
+    .option('--concurrency <n>', 'at most N requests in flight (closed loop)')
+    .option('--rate <r>', 'requests per second, or inf: all at once (open loop)', 'inf')
+    .option('--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1')
+    .option('--seed <n>', 'seed of arrivals and prompts', '0')
+    .option('--warmup <n>', 'requests sent first and left out of every number', '2')
+    .option('--input-len <n>', 'random prompts: tokens in (exact, through the server\'s /tokenize)', '1024')
+    .option('--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)')
+    .option('--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0')
+    .option('--prefix-len <n>', 'a shared prefix of N tokens before each random prompt (prefix cache)', '0')
+    .option('--dataset <file>', 'JSONL of {"prompt", "output_len"} or ShareGPT conversations, instead of random prompts')
+    .option('--no-ignore-eos', 'let the model stop early (output lengths then vary)')
+    .option('--no-continuous-usage', 'do not ask for usage on every chunk (per-token ITL)')
+    .option('--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, [])
+    .option('--percentiles <list>', 'percentiles to report', '50,90,99')
+    .option('--request-timeout <d>', 'deadline of each request', '10m')
+    .option('--scrape-interval <ms>', 'read the server\'s /metrics this often during the run (0: never)', '1000')
+    .option('--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)')
+    .option('--html <file>', 'write one self-contained page with the charts')
+    .option('--sweep', 'from 1 request at a time up to saturation')
+    .addOption(new Option('--sweep-by <what>', 'what the sweep raises').choices(['concurrency', 'rate']).default('concurrency'))
+    .option('--sweep-max <n>', 'highest level of the sweep (default 256)')
+    .option('--slo <slo...>', 'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000', collect, [])
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', `
+Examples:
+  sparkctl bench qwen3.5-9b --concurrency 64 --requests 500
+  sparkctl bench --url http://127.0.0.1:8000 --rate 20 --duration 2m --save-result today.json
+  sparkctl bench qwen3.5-9b --sweep --slo ttft:300 --html sweep.html
+  sparkctl bench compare yesterday.json today.json
+
+Exit codes: 0 ok, 1 invalid run (client-bound), every request failed, or no sweep level met --slo;
+2 bad input, 3 server unreachable.`)
+    .action(lazy(() => import('./commands/bench.js')));
+  bench
+    .command('compare')
+    .argument('<a>', 'the baseline result (bench --save-result, or vllm bench serve --save-result)')
+    .argument('<b>', 'the result to judge')
+    .option('--threshold <pct>', 'changes within this many percent count as the same', '5')
+    .option('--json', 'machine-readable output')
+    .description('B against A, metric by metric, with a verdict each (exit 1 when any is worse)')
+    .action(lazy(async () => ({ run: (await import('./commands/bench.js')).compare })));
+
   const sim = program.command('sim').description('the built-in vLLM simulator (what --engine sim runs)');
   sim
     .command('serve')
