@@ -228,6 +228,7 @@ Examples:
     .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
     .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
     .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
+    .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `
@@ -236,6 +237,27 @@ Examples:
   sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
   */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
     .action(lazy(() => import('./commands/probe.js')));
+
+  // issue 12: what the cron probe remembers (i12-cost)
+  program
+    .command('cost')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 24h, 7d, 90m or an ISO time', '24h')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--gpu-hour-price <usd>', 'what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--compare-price <usd>', 'reference price per 1K tokens (default the document\'s $0.02)')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say (a --url target)')
+    .option('--utilization <share>', 'GPU utilisation 0..1 for the usage basis when no GPU readings were taken')
+    .option('--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('$ per 1K and 1M tokens over a window, on GPUs held and on GPUs used, from the probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
+  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
+    .action(lazy(() => import('./commands/cost.js')));
 
   profileOpts(
     program
