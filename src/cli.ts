@@ -181,6 +181,7 @@ Examples:
     .option('--all', 'every registered server')
     .option('--timeout <seconds>', 'SIGTERM, then SIGKILL after this long', intArg('--timeout'), 30)
     .option('--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node')
+    .option('--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything')
     .option('--json', 'machine-readable output')
     .description('stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free')
     .addHelpText('after', '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60')

@@ -5,7 +5,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, writeSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
-import { processStartTime } from './proc.js';
+import { randomUUID } from 'node:crypto';
+import { processStartTime, INSTANCE_ENV } from './proc.js';
 import { http } from '../client/http.js';
 import { phaseOf } from './classify.js';
 import { LogTail } from './logtail.js';
@@ -14,7 +15,11 @@ export interface Launched {
   plan: ReplicaPlan;
   child: ChildProcess;
   pid: number;
+  /** = pid: every replica is the leader of its own process group */
+  pgid: number;
   startTime: number;
+  /** SPARKCTL_INSTANCE of every process of this launch: what proves a process is ours before it is signalled */
+  marker: string;
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
   exited: Promise<void>;
 }
@@ -24,13 +29,14 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   const fd = openSync(plan.logFile, 'a');
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
+  const marker = randomUUID();
   const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
     detached: true, // its own process group: stop signals the whole group, EngineCore included
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...plan.env, ...secrets },
+    env: { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker },
   });
   closeSync(fd);
-  const l: Launched = { plan, child, pid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, exit: undefined, exited: Promise.resolve() };
+  const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve() };
   l.exited = new Promise<void>((resolve) => {
     child.once('error', (e: NodeJS.ErrnoException) => {
       l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };

@@ -45,6 +45,7 @@ function instanceOf(r: Resolved, p: ReplicaPlan, l: Launched, engine: 'vllm' | '
     pid: l.pid,
     pgid: l.pid,
     startTime: l.startTime,
+    marker: l.marker,
     host: r.profile.server.host,
     port: p.port,
     url: `http://${r.profile.server.host === '0.0.0.0' ? '127.0.0.1' : r.profile.server.host}:${p.port}`,
@@ -99,13 +100,13 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   let abort: AbortController | undefined;
   const cleanup = async () => {
     await Promise.all(launched.map(async (l) => {
-      await stopGroup(l.pid, 5000);
+      await stopGroup(l, 5000);
       registry.remove(l.plan.name);
     }));
   };
   try {
     const live = registry.list().filter((x) => x.alive);
-    for (const x of registry.list().filter((x) => !x.alive)) registry.remove(x.inst.name);
+    for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
     const conflicts: string[] = [];
     for (const p of replicas) {
       for (const { inst } of live) {
@@ -236,14 +237,14 @@ function parseDurationOrThrow(text: string): number {
 async function foreground(launched: Launched[], registry: Registry): Promise<void> {
   const forward = (sig: NodeJS.Signals) => () => {
     note(`${sig}: stopping ${launched.length} replica(s)`);
-    for (const l of launched) void stopGroup(l.pid, 30_000);
+    for (const l of launched) void stopGroup(l, 30_000);
   };
   process.on('SIGTERM', forward('SIGTERM'));
   process.on('SIGINT', forward('SIGINT'));
   for (const l of launched) l.child.ref();
   await Promise.all(launched.map((l) => l.exited));
   // The API server is gone; make sure its EngineCore is too.
-  await Promise.all(launched.map((l) => stopGroup(l.pid, 5000)));
+  await Promise.all(launched.map((l) => stopGroup(l, 5000)));
   for (const l of launched) registry.remove(l.plan.name);
   const bad = launched.find((l) => l.exit && (l.exit.code ?? 1) !== 0);
   const code = bad ? (bad.exit?.code ?? 1) : 0;
