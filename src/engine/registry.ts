@@ -1,8 +1,8 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { mkdirSync, readdirSync, readFileSync, rmSync, openSync, closeSync, writeSync, renameSync, readlinkSync } from 'node:fs';
-import { writeFileAtomic, fsProblem } from '../util/fs.js';
-import { join, basename } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, rmSync, closeSync, writeSync, renameSync, readlinkSync, linkSync, statSync } from 'node:fs';
+import { writeFileAtomic, fsProblem, openExclusiveTemp } from '../util/fs.js';
+import { join, basename, dirname } from 'node:path';
 import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
@@ -233,36 +233,80 @@ export class Registry {
     return out;
   }
 
-  /** Exclusive lock (O_EXCL lock file holding our pid); a lock whose holder is dead is taken over. */
+  /**
+   * Exclusive lock: a file holding "PID STARTTIME" of its holder, created complete in one step
+   * (written to an exclusive temp file, then link()ed to the lock name: it exists with its content
+   * or not at all). A lock whose holder is dead (or whose pid now belongs to another process) is
+   * taken over atomically: under a second exclusive "break" lock the taker re-reads the lock and
+   * removes it only if it is still the very stale lock it saw, so two takers never both win.
+   */
   async lock(timeoutMs = 10_000): Promise<() => void> {
     const path = join(this.stateDir, 'lock');
     const deadline = Date.now() + timeoutMs;
+    const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
     for (;;) {
-      try {
-        const fd = openSync(path, 'wx');
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
+      if (createComplete(path, me)) {
         let released = false;
         return () => {
           if (released) return;
           released = true;
-          rmSync(path, { force: true });
+          // Only our own lock is removed (never one that replaced it).
+          if (readOr(path) === me) rmSync(path, { force: true });
         };
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        let holder = NaN;
-        try {
-          holder = Number(readFileSync(path, 'utf8'));
-        } catch {
-          continue;
-        }
-        if (!Number.isFinite(holder) || !isAlive(holder)) {
-          rmSync(path, { force: true });
-          continue;
-        }
-        if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${holder}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + holder]);
-        await new Promise((r) => setTimeout(r, 50));
       }
+      const seen = readOr(path);
+      if (seen === undefined) continue; // released meanwhile: try again at once
+      const [pid, start] = seen.trim().split(/\s+/).map(Number);
+      const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
+      if (!holderAlive) {
+        breakStale(path, seen);
+        continue;
+      }
+      if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]);
+      await new Promise((r) => setTimeout(r, 50));
     }
+  }
+}
+
+function readOr(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Create `path` holding `content`, complete or not at all; false if it exists. */
+function createComplete(path: string, content: string): boolean {
+  const { fd, tmp } = openExclusiveTemp(path, 0o600);
+  try {
+    writeSync(fd, content);
+    closeSync(fd);
+    linkSync(tmp, path);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw fsProblem(e, 'state folder', dirname(path), 'set SPARKCTL_STATE_DIR to a writable folder');
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** Remove the stale lock `seen`, if it is still exactly that lock, under an exclusive break lock. */
+function breakStale(path: string, seen: string) {
+  const brk = `${path}.break`;
+  if (!createComplete(brk, `${process.pid}\n`)) {
+    // Another taker is breaking it. A break lock left by a taker that died mid-break is old: clear it.
+    try {
+      if (Date.now() - statSync(brk).mtimeMs > 10_000) rmSync(brk, { force: true });
+    } catch {
+      /* gone */
+    }
+    return;
+  }
+  try {
+    if (readOr(path) === seen) rmSync(path, { force: true });
+  } finally {
+    rmSync(brk, { force: true });
   }
 }
