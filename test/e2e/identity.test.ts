@@ -59,8 +59,10 @@ describe('item 1: an entry that cannot be proven is never signalled', () => {
     const human = await cli(['status'], { env: env() });
     expect(human.stderr).toMatch(/never signalled; sparkctl stop --force-forget/);
 
-    const stop = await cli(['stop', '--all', '--timeout', '1'], { env: env() });
+    const signals = join(state, 'signals.jsonl');
+    const stop = await cli(['stop', '--all', '--timeout', '1'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode).toBe(1);
+    expect(existsSync(signals), 'no signal at all was sent').toBe(false);
     expect(stop.stdout.match(/NOT SIGNALLED/g)).toHaveLength(3);
     await sleep(300);
     expect(alive(pid), 'the bystander was signalled').toBe(true);
@@ -94,9 +96,14 @@ describe('item 2: the process group is the unit', () => {
     expect(st.instances[0].process).toBe('degraded');
     expect(existsSync(entryFile()), 'a degraded instance is not stale').toBe(true);
 
-    const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '5'], { env: env() });
+    const signals = join(state, 'signals.jsonl');
+    const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '5'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/stopped \(SIGTERM, drained\) \(its API server had died/);
+    // The recording the suite's teardown checks: one SIGTERM to the group, reaching only EngineCore.
+    const recs = readFileSync(signals, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(recs.map((r) => `${r.sig} ${r.target}`)).toEqual([`SIGTERM -${inst.pid}`]);
+    expect(recs[0].reached).toEqual([{ pid: engine[0], testRun: RUN_MARK }]);
     expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);
     expect(existsSync(entryFile())).toBe(false);
   });
