@@ -1,6 +1,8 @@
 // serve: read (profile, host) -> plan (launch plan) -> act (preflight, launch, ready, prewarm, probe).
 import { resolveProfile, requireValid, stateDir, sparkctlBin, type Resolved } from './common.js';
-import { renderReplicas, servedName, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { formatFlagProblem } from '../profiles/vllm-flags.js';
+import { UsageError } from '../errors.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
@@ -16,7 +18,8 @@ export interface ServeOptions {
   prewarm: boolean;
   skipPreflight?: boolean;
   foreground?: boolean;
-  readyTimeout?: string;
+  /** ms, parsed by cli.ts's duration parser before anything runs */
+  readyTimeout?: number;
   nodes?: string;
   platform?: string;
   simLoadSeconds?: string;
@@ -34,6 +37,12 @@ export function simTail(r: Resolved, opts: Pick<ServeOptions, 'simLoadSeconds'>)
 
 export function buildPlan(r: Resolved, opts: ServeOptions): { replicas: ReplicaPlan[]; warnings: string[] } {
   const warnings = requireValid(r);
+  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // vLLM would refuse, --dry-run shows it as a warning.
+  const flags = checkRendered(r.profile);
+  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
+  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
+  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
   const replicas = renderReplicas(r.profile, r.host, {
     executable: executableFor(opts),
     stateDir: stateDir(),
@@ -55,6 +64,7 @@ export function planEnvelope(r: Resolved, replicas: ReplicaPlan[], warnings: str
       argv: x.argv,
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
+      unsetEnv: x.unsetEnv,
       port: x.port,
       gpus: x.gpus,
       logFile: x.logFile,
@@ -71,7 +81,9 @@ function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${x.logFile}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
-    say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
+    // `env -u`: a variable of the caller's shell that would override a rendered flag (VLLM_CPU_KVCACHE_SPACE).
+    const unset = x.unsetEnv.length ? `env ${x.unsetEnv.map((k) => `-u ${k}`).join(' ')} ` : '';
+    say(`${unset}${refs.length ? `${refs.join(' ')} ` : ''}${cmd}`);
     say();
   }
 }

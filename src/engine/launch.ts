@@ -30,10 +30,12 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
   const marker = randomUUID();
+  const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker };
+  for (const k of plan.unsetEnv ?? []) delete env[k];
   const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
     detached: true, // its own process group: stop signals the whole group, EngineCore included
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker },
+    env,
   });
   closeSync(fd);
   const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve() };

@@ -11,14 +11,14 @@ import type { NodesFile, NodeEntry } from '../profiles/schema.js';
 import { servedName, renderReplicas } from '../profiles/render.js';
 import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
-import { parseRayStatus } from '../preflight/parse.js';
+import { parseRayStatus } from '../nvidia/ray.js';
 import { classifyLog } from './classify.js';
 import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';
 import { prewarm } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromUrl } from '../health/target.js';
-import { shellQuote, envelope, c, table, statusMark, formatDuration, parseDuration } from '../output/format.js';
+import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
@@ -184,7 +184,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   registry.writeCluster(record);
 
   // 4. The same readiness as on one node: /health and /v1/models, racing the process and the deadline.
-  const readyMs = opts.readyTimeout ? parseDuration(opts.readyTimeout, '--ready-timeout') : r.profile.server.readyTimeoutSeconds * 1000;
+  const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
   const t0 = Date.now();
   let lastAliveCheck = 0;
   for (;;) {

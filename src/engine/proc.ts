@@ -4,7 +4,7 @@
 // carries the instance's marker in its environment (SPARKCTL_INSTANCE=<id>, set at launch and
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
 import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
-import { parseListeningPorts } from '../preflight/parse.js';
+import { parseListeningPorts } from '../host/parse.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';

@@ -21,11 +21,10 @@ import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromInstance } from '../health/target.js';
 import { progress, say, note } from '../output/log.js';
-import { c, formatDuration, parseDuration, statusMark, table } from '../output/format.js';
+import { c, formatDuration, statusMark, table } from '../output/format.js';
 import { log } from '../output/logger.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, type ExitCode } from '../errors.js';
 
-const BLOCKING = 'driver.version,gpu.count,gpu.memory,host.port';
 
 function secretsFor(r: Resolved): Record<string, string> {
   const name = r.profile.server.apiKeyEnv;
@@ -76,7 +75,7 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   let shape: HostShape | undefined;
   if (sim) note(c.dim(`engine sim: simulating ${platform.gpu.count} x ${platform.gpu.displayName} (${platform.name}); no GPU is used`));
   if (!opts.skipPreflight) {
-    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), only: BLOCKING });
+    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
     if (!sim) platform = loadPlatform(rep.platform);
     const failed = rep.checks.filter((x) => x.status === 'fail');
     note(`preflight (${sim ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
@@ -138,7 +137,7 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   process.once('SIGTERM', onSignal);
 
   const prog = progress();
-  const readyTimeoutMs = opts.readyTimeout ? parseDurationOrThrow(opts.readyTimeout) : r.profile.server.readyTimeoutSeconds * 1000;
+  const readyTimeoutMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
   const phases = new Map<string, string>();
   const show = () => prog.update([...phases].map(([n, p]) => `${n}: ${p}`).join(' | '));
   const results = await Promise.all(
@@ -223,14 +222,6 @@ export async function serveLocal(profileName: string, opts: ServeOptions): Promi
   for (const p of probes) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
   say(`stop with: sparkctl stop ${r.profile.name}   (status: sparkctl status, logs: sparkctl logs ${launched[0]!.plan.name})`);
   if (probes.some((p) => p.state !== 'healthy')) throw new ProblemsFound(`${r.profile.name} is up but the deep probe failed`);
-}
-
-function parseDurationOrThrow(text: string): number {
-  try {
-    return parseDuration(text, '--ready-timeout');
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
 }
 
 /** systemd Type=simple / containers: stay attached, forward signals to every group, exit with the server. */

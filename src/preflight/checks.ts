@@ -1,11 +1,12 @@
 // Checks are data: an id operators and automation rely on, and a pure function of the facts,
 // the baseline and the profile. Each says what it saw, what it expected, and the fix.
-import type { Facts, Gpu } from './facts.js';
+import type { Facts, Gpu, ProbeName } from './facts.js';
 import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
-import { decodeThrottle, XID_FATAL, XID_MEANING } from './parse.js';
-import { GIB } from '../profiles/planner.js';
+import { decodeThrottle } from '../nvidia/smi.js';
+import { XID_FATAL, XID_MEANING } from '../nvidia/xid.js';
+import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
 export interface CheckResult {
@@ -30,8 +31,11 @@ export interface Check {
   id: string;
   area: string;
   title: string;
-  probes: string[];
+  /** the fact sources this check reads: only these (and what platform detection needs) are run */
+  probes: ProbeName[];
+  /** reads the GPU: skipped when no driver is loaded (so the driver probes run with it) */
   needsGpu?: boolean;
+  /** serve refuses to launch when this check fails: `runPreflight(host, { blocking: true })` runs just these */
   blocking?: boolean;
   run(ctx: Ctx): CheckResult;
 }
@@ -61,6 +65,36 @@ const usedGpus = (ctx: Ctx): Gpu[] => {
 const label = (g: Gpu) => `GPU${g.index}`;
 const cudaHome = (f: Facts) => f.env.CUDA_HOME ?? f.env.CUDA_PATH;
 const cudaVersionInPath = (p: string) => /cuda-(\d+\.\d+)/.exec(p)?.[1];
+
+// Per-GPU rules, exported so the serving probe judges GPUs exactly as preflight does.
+export function gpuEccFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
+  if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
+  if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
+  if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
+  if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
+  if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+  return { fails, warns };
+}
+
+export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
+  for (const r of decodeThrottle(g['clocks_event_reasons.active'])) {
+    if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
+    else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
+  }
+  return { fails, warns };
+}
+
+export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
+  const codes = [...new Set(events.map((e) => e.code))];
+  const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
+  return { desc, fatal: codes.some((c) => XID_FATAL.has(c)) };
+}
 
 export const CHECKS: Check[] = [
   {
@@ -128,7 +162,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.toolkit',
     area: 'cuda',
     title: 'CUDA toolkit',
-    probes: ['nvcc', 'cuda.link'],
+    probes: ['nvcc', 'cuda.link', 'cuda.json', 'python'],
     run(ctx) {
       const f = ctx.facts;
       const v = f.cuda.nvcc ?? f.cuda.versionJson;
@@ -142,7 +176,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.path-hygiene',
     area: 'cuda',
     title: 'one CUDA on PATH and LD_LIBRARY_PATH',
-    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d'],
+    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       const home = cudaHome(f);
@@ -180,7 +214,7 @@ export const CHECKS: Check[] = [
     id: 'torch.build',
     area: 'python',
     title: 'PyTorch version and CUDA build',
-    probes: ['python'],
+    probes: ['python', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       if (!f.python) return skip('python3 not found on PATH');
@@ -335,12 +369,11 @@ export const CHECKS: Check[] = [
     id: 'gpu.memory',
     area: 'gpu',
     title: 'free GPU memory for the profile',
-    probes: ['smi.query', 'meminfo'],
+    probes: ['smi.query', 'meminfo', 'smi.apps'],
     needsGpu: true,
     blocking: true,
     run(ctx) {
       if (!ctx.reservePerGpu) return skip('no profile given (--profile NAME): nothing to compare against');
-      const gib = (b: number) => `${(b / GIB).toFixed(1)} GiB`;
       const short: string[] = [];
       const seen: string[] = [];
       for (const g of usedGpus(ctx)) {
@@ -348,13 +381,18 @@ export const CHECKS: Check[] = [
         let free = gpuNum(g, 'memory.free');
         if (total === undefined && ctx.facts.memTotalBytes) {
           // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory.
-          total = ctx.facts.memTotalBytes / 1024 ** 2;
+          total = ctx.facts.memTotalBytes / MIB;
           free = total;
         }
         if (total === undefined || free === undefined) continue;
-        const need = ctx.profile!.engine.gpuMemoryUtilization * total * 1024 ** 2;
-        seen.push(`${label(g)} ${gib(free * 1024 ** 2)} free`);
-        if (free * 1024 ** 2 < need) short.push(`${label(g)} has ${gib(free * 1024 ** 2)} free of ${gib(total * 1024 ** 2)}, vLLM wants ${gib(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)`);
+        const need = ctx.profile!.engine.gpuMemoryUtilization * mibToBytes(total);
+        seen.push(`${label(g)} ${formatGiB(mibToBytes(free))} free`);
+        if (mibToBytes(free) < need) {
+          const bus = g['pci.bus_id']?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+          const holders = (ctx.facts.computeApps ?? []).filter((a) => bus && a.busId?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '') === bus);
+          const held = holders.length ? `; held by ${holders.map((a) => `PID ${a.pid} ${a.name} (${formatGiB(mibToBytes(a.usedMiB))})`).join(', ')}` : '';
+          short.push(`${label(g)} has ${formatGiB(mibToBytes(free))} free of ${formatGiB(mibToBytes(total))}, vLLM wants ${formatGiB(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)${held}`);
+        }
       }
       if (!seen.length) return skip('GPU memory not reported');
       const expected = `free >= ${ctx.profile!.engine.gpuMemoryUtilization} x total on each GPU the profile uses`;
@@ -389,12 +427,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
-        if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
-        if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
-        if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
-        if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
-        if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+        const f = gpuEccFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'ECC on, no uncorrected errors, no pending or failed remaps';
       if (fails.length) return fail([...fails, ...warns].join('; '), expected, 'drain the GPU and reset it (nvidia-smi -r -i N); a failed remap or repeated uncorrected errors mean an RMA');
@@ -412,12 +447,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const reasons = decodeThrottle(g['clocks_event_reasons.active']);
-        const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
-        for (const r of reasons) {
-          if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
-          else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
-        }
+        const f = gpuThrottleFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'no thermal, HW slowdown or power-brake throttling';
       if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
@@ -531,9 +563,8 @@ export const CHECKS: Check[] = [
       const x = ctx.facts.xid;
       if (!x.readable) return skip(x.why ?? 'kernel log not readable');
       if (!x.events.length) return pass('no Xid in the kernel log', 'none');
-      const codes = [...new Set(x.events.map((e) => e.code))];
-      const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${x.events.filter((e) => e.code === c).length}`).join(', ');
-      if (codes.some((c) => XID_FATAL.has(c))) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
+      const { desc, fatal } = describeXid(x.events);
+      if (fatal) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
       return warn(desc, 'no Xid errors', 'look at the last lines: dmesg | grep -i xid');
     },
   },
@@ -560,7 +591,7 @@ export const CHECKS: Check[] = [
       const v = ctx.facts.limits.memlock;
       if (v === undefined) return skip('/proc/self/limits not readable');
       if (v === Infinity) return pass('unlimited', 'unlimited');
-      return warn(`${Math.round(v / 1024)} KiB`, 'unlimited (NCCL and RDMA pin memory)', 'ulimit -l unlimited; systemd: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1');
+      return warn(`${Math.round(v / KIB)} KiB`, 'unlimited (NCCL and RDMA pin memory)', 'ulimit -l unlimited; systemd: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1');
     },
   },
   {
@@ -617,8 +648,8 @@ export const CHECKS: Check[] = [
       const mount = [...ctx.facts.df].filter((d) => m.where.startsWith(d.mount === '/' ? '/' : d.mount + '/') || m.where === d.mount).sort((a, b) => b.mount.length - a.mount.length)[0];
       if (!mount) return skip(`no df figure for ${m.where}`);
       const need = missing * 1.1;
-      const observed = `${(mount.availBytes / GIB).toFixed(0)} GiB free on ${mount.mount}; ${(present / GIB).toFixed(1)} of ~${(ctx.weightsBytes / GIB).toFixed(1)} GiB of weights present`;
-      if (mount.availBytes < need) return fail(observed, `>= ${(need / GIB).toFixed(1)} GiB free for the rest of the weights`, 'free space there, or point HF_HOME / model.path at a larger disk');
+      const observed = `${formatGiB(mount.availBytes, 0)} free on ${mount.mount}; ${(present / GIB).toFixed(1)} of ~${formatGiB(ctx.weightsBytes)} of weights present`;
+      if (mount.availBytes < need) return fail(observed, `>= ${formatGiB(need)} free for the rest of the weights`, 'free space there, or point HF_HOME / model.path at a larger disk');
       return pass(observed);
     },
   },
@@ -638,7 +669,7 @@ export const CHECKS: Check[] = [
       }
       if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
       if (!weights.length) return fail(`config.json but no *.safetensors under ${m.where}`, 'weights', 'the download was interrupted: download it again');
-      const observed = `config.json and ${weights.length} weight file(s), ${(weights.reduce((a, f) => a + f.size, 0) / GIB).toFixed(1)} GiB, in ${m.where}`;
+      const observed = `config.json and ${weights.length} weight file(s), ${formatGiB(weights.reduce((a, f) => a + f.size, 0))}, in ${m.where}`;
       if (ctx.verify) return ctx.verify.ok ? pass(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest') : fail(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest', 'download the damaged files again');
       return pass(observed);
     },
