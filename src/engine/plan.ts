@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
-import { renderReplicas, servedName, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
@@ -52,7 +53,7 @@ export interface ServePlan {
   foreground: boolean;
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground'> & { stateDir?: string };
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun'> & { stateDir?: string };
 
 export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
@@ -81,6 +82,12 @@ export function validateServeInputs(opts: Pick<ServeOptions, 'simLoadSeconds' | 
 export function buildServePlan(r: Resolved, opts: PlanInputs): ServePlan {
   validateServeInputs(opts);
   const warnings = requireValid(r);
+  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // vLLM would refuse, --dry-run shows it as a warning.
+  const flags = checkRendered(r.profile);
+  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
+  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
+  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
   const dir = opts.stateDir ?? stateDir();
   const executable = executableFor(opts);
   const replicas = renderReplicas(r.profile, r.host, {
