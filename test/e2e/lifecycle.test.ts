@@ -201,7 +201,9 @@ describe('refusals and crashes', () => {
 
   it('--foreground: stays attached, SIGTERM stops the group, exits with the server status', async () => {
     const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--foreground', '--no-prewarm'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
-    await waitFor(() => portOpen(base), 15_000);
+    // Ready (registered with readyAt), not merely listening: a signal before ready is an interrupted launch (exit 4).
+    const readyAt = () => { try { return Boolean(JSON.parse(readFileSync(join(state, 'instances', 'qwen3.5-9b-0.json'), 'utf8')).readyAt); } catch { return false; } };
+    expect(await waitFor(readyAt, 30_000)).toBe(true);
     await sleep(200);
     expect(p.exitCode).toBeNull();
     p.kill('SIGTERM');
