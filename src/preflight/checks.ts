@@ -68,6 +68,36 @@ const label = (g: Gpu) => `GPU${g.index}`;
 const cudaHome = (f: Facts) => f.env.CUDA_HOME ?? f.env.CUDA_PATH;
 const cudaVersionInPath = (p: string) => /cuda-(\d+\.\d+)/.exec(p)?.[1];
 
+// Per-GPU rules, exported so the serving probe judges GPUs exactly as preflight does.
+export function gpuEccFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
+  if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
+  if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
+  if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
+  if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
+  if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+  return { fails, warns };
+}
+
+export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
+  for (const r of decodeThrottle(g['clocks_event_reasons.active'])) {
+    if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
+    else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
+  }
+  return { fails, warns };
+}
+
+export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
+  const codes = [...new Set(events.map((e) => e.code))];
+  const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
+  return { desc, fatal: codes.some((c) => XID_FATAL.has(c)) };
+}
+
 export const CHECKS: Check[] = [
   {
     id: 'driver.version',
@@ -399,12 +429,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
-        if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
-        if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
-        if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
-        if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
-        if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+        const f = gpuEccFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'ECC on, no uncorrected errors, no pending or failed remaps';
       if (fails.length) return fail([...fails, ...warns].join('; '), expected, 'drain the GPU and reset it (nvidia-smi -r -i N); a failed remap or repeated uncorrected errors mean an RMA');
@@ -422,12 +449,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const reasons = decodeThrottle(g['clocks_event_reasons.active']);
-        const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
-        for (const r of reasons) {
-          if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
-          else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
-        }
+        const f = gpuThrottleFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'no thermal, HW slowdown or power-brake throttling';
       if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
@@ -541,9 +565,8 @@ export const CHECKS: Check[] = [
       const x = ctx.facts.xid;
       if (!x.readable) return skip(x.why ?? 'kernel log not readable');
       if (!x.events.length) return pass('no Xid in the kernel log', 'none');
-      const codes = [...new Set(x.events.map((e) => e.code))];
-      const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${x.events.filter((e) => e.code === c).length}`).join(', ');
-      if (codes.some((c) => XID_FATAL.has(c))) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
+      const { desc, fatal } = describeXid(x.events);
+      if (fatal) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
       return warn(desc, 'no Xid errors', 'look at the last lines: dmesg | grep -i xid');
     },
   },
