@@ -160,12 +160,12 @@ export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, sched
         if (typeof ct === 'number' && Number.isFinite(ct)) {
           sawContinuous = true;
           const k = ct - prevTokens;
+          const before = prevTokens;
           prevTokens = ct;
           if (k > 1) multi++;
-          if (out.itl.length > 0 || perToken.length > 0 || k > 0) {
-            // the first chunk's tokens arrive with the first token: only later gaps are ITL
-            if (out.itl.length > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
-          }
+          // the gap before a chunk of k tokens is k gaps of gap / k; the first token's chunk is TTFT, not ITL
+          if (before > 0 && k > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
+          applyUsage(out, j.usage);
         }
       } else if (j.usage) applyUsage(out, j.usage);
     };
@@ -290,7 +290,9 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
         const req = cfg.dataset[i % cfg.dataset.length]!;
         inFlight++;
         const idx = i;
-        const p = sendOne(pool, cfg, req, scheduled).then((o) => {
+        // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
+        // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
+        const p = sendOne(pool, cfg, req, Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => {
           inFlight--;
           sem?.release();
           if (o.success) {

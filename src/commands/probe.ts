@@ -12,6 +12,8 @@ import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
 import { appendSample, lastSample } from '../history/store.js';
 import { buildSample } from '../history/sample.js';
+import { readHistory } from '../history/store.js';
+import { computeCost } from '../history/cost.js';
 import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
 
@@ -28,6 +30,7 @@ interface ProbeCli {
   deadline?: number;
   gpuFrom?: string;
   history?: boolean;
+  gpuHourPrice?: string;
 }
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
@@ -129,13 +132,49 @@ export async function run(names: string[], opts: ProbeCli) {
       say(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
     }
   }
-  if (opts.prometheus) writePrometheus(opts.prometheus, results);
+  if (opts.prometheus) {
+    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
+    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
+    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+  }
   if (opts.alertWebhook && changed.length) {
     const res = await http(opts.alertWebhook, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: changed.map((r) => ({ target: r.target, url: r.url, from: prev[r.url]?.state ?? null, to: r.state, failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })) })) }, timeoutMs: 5000 });
     if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
   }
   const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
   if (code) throw new ExitWith(code);
+}
+
+/** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
+export function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): string[] {
+  // one group per family: the exposition format wants a family's samples together
+  const per1k: string[] = [];
+  const hours: string[] = [];
+  const tokens: string[] = [];
+  for (const { t, price } of priced) {
+    const samples = readHistory(dir, (x) => x.url === t.url).samples.filter((x) => Date.parse(x.t) >= now - 86_400_000);
+    if (samples.length < 2) continue;
+    const r = computeCost({ samples, pricePerGpuHour: price });
+    for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {
+      if (!b) continue;
+      hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
+      if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
+    }
+    tokens.push(`sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`, `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`);
+  }
+  if (!tokens.length) return [];
+  return [
+    '# HELP sparkctl_cost_usd_per_1k_tokens_24h USD per 1K tokens over the last 24 h of probe history (allocation: GPUs held; usage: x measured utilisation).',
+    '# TYPE sparkctl_cost_usd_per_1k_tokens_24h gauge',
+    ...per1k,
+    '# HELP sparkctl_cost_gpu_hours_24h GPU-hours over the last 24 h of probe history.',
+    '# TYPE sparkctl_cost_gpu_hours_24h gauge',
+    ...hours,
+    '# HELP sparkctl_cost_tokens_24h Tokens served over the last 24 h (counter deltas, restarts counted from zero).',
+    '# TYPE sparkctl_cost_tokens_24h gauge',
+    ...tokens,
+  ];
 }
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
