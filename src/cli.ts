@@ -3,6 +3,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { SparkError, ExitCode } from './errors.js';
+import { parseDuration } from './util/duration.js';
 
 type Action = (...args: any[]) => Promise<void>;
 const lazy =
@@ -16,6 +17,16 @@ const intArg = (name: string) => (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput);
   return n;
+};
+
+/**
+ * Every timeout flag takes the one duration syntax (500ms, 30s, 15m, 1h; a bare number is
+ * seconds) and is parsed here, before any verb runs: a bad value never gets as far as a launch.
+ * The verb receives the unit its module works in.
+ */
+const durationArg = (flag: string, unit: 'ms' | 's', allowZero = false) => (v: string) => {
+  const ms = parseDuration(v, flag, { allowZero });
+  return unit === 'ms' ? ms : ms / 1000;
 };
 
 function version(): string {
@@ -73,7 +84,7 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
       .option('--no-prewarm', 'skip prewarm after ready')
       .option('--skip-preflight', 'do not run the blocking preflight checks first')
       .option('--foreground', 'stay attached, forward SIGTERM/SIGINT, exit with the server (systemd, containers)')
-      .option('--ready-timeout <duration>', 'give up after this long (600, 90s, 15m); default from the profile')
+      .option('--ready-timeout <duration>', 'give up after this long (90s, 15m; a bare number is seconds); default from the profile', durationArg('--ready-timeout', 'ms'))
       .option('--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes')
       .option('--platform <name>', 'platform baseline (default: the profile\'s)')
       .option('--sim-load-seconds <s>', 'simulated load time (engine sim)')
@@ -140,7 +151,7 @@ Examples:
     .option('--skip <ids>', 'comma-separated check ids to skip')
     .option('--strict', 'warnings fail too')
     .option('--verify', 'model.files: check SHA-256 against the manifest')
-    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .addOption(new Option('--timeout <duration>', 'deadline of each probe (500ms, 5s; a bare number is seconds)').argParser(durationArg('--timeout', 'ms')).default(5000, '5s'))
     .option('--nodes <file>', 'run on every node of an inventory over ssh')
     .option('--profiles <dir>', 'also read profiles from DIR')
     .option('--json', 'machine-readable output')
@@ -155,7 +166,7 @@ Examples:
     .command('collect')
     .description('write a support bundle (v1) of this host: the raw outputs preflight reads, no secrets')
     .requiredOption('--out <dir>', 'folder to write')
-    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .addOption(new Option('--timeout <duration>', 'deadline of each probe (500ms, 5s; a bare number is seconds)').argParser(durationArg('--timeout', 'ms')).default(5000, '5s'))
     .addHelpText('after', '\nExample:\n  sparkctl collect --out ./bundle-$(hostname) && sparkctl preflight --from ./bundle-$(hostname)')
     .action(lazy(() => import('./commands/collect.js')));
 
@@ -179,8 +190,9 @@ Examples:
     .command('stop')
     .argument('[name]', 'instance or profile')
     .option('--all', 'every registered server')
-    .option('--timeout <seconds>', 'SIGTERM, then SIGKILL after this long', intArg('--timeout'), 30)
+    .addOption(new Option('--timeout <duration>', 'SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once)').argParser(durationArg('--timeout', 's', true)).default(30, '30s'))
     .option('--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node')
+    .option('--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything')
     .option('--json', 'machine-readable output')
     .description('stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free')
     .addHelpText('after', '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60')
@@ -191,7 +203,7 @@ Examples:
     .argument('[name]', 'instance or profile')
     .option('--url <url>', 'a server by URL instead of a registered instance')
     .option('--model <name>', 'served model name (with --url; default: the first /v1/models entry)')
-    .option('--timeout <seconds>', 'overall deadline', intArg('--timeout'))
+    .option('--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's'))
     .option('--rounds <n>', 'at most this many rounds (default: the profile\'s, 5)', intArg('--rounds'))
     .option('--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', (v: string) => {
       const n = Number(v);
@@ -209,11 +221,15 @@ Examples:
     .option('--url <url>', 'a server by URL (repeatable)', collect, [])
     .option('--all', 'every registered server')
     .option('--model <name>', 'expected served name (with --url)')
-    .option('--timeout <ms>', 'deadline of each step', intArg('--timeout'))
+    .option('--timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--timeout', 'ms'))
     .option('--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai')
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
+    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
+    .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
+    .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `
@@ -222,6 +238,27 @@ Examples:
   sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
   */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
     .action(lazy(() => import('./commands/probe.js')));
+
+  // issue 12: what the cron probe remembers (i12-cost)
+  program
+    .command('cost')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 24h, 7d, 90m or an ISO time', '24h')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--gpu-hour-price <usd>', 'what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--compare-price <usd>', 'reference price per 1K tokens (default the document\'s $0.02)')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say (a --url target)')
+    .option('--utilization <share>', 'GPU utilisation 0..1 for the usage basis when no GPU readings were taken')
+    .option('--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('$ per 1K and 1M tokens over a window, on GPUs held and on GPUs used, from the probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
+  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
+    .action(lazy(() => import('./commands/cost.js')));
 
   profileOpts(
     program

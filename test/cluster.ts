@@ -1,13 +1,17 @@
-// Four test "nodes" for the multi-node paths. Preferred: real network namespaces with veth pairs and
-// Debian's sshd in each, a throwaway key, so sparkctl really logs in over ssh. Fallback (no root, no
+// Four test "nodes" for the multi-node paths. Preferred: nodes that behave like hosts: each its own
+// network namespace (veth to one bridge, its own address), its own PID and mount namespaces (a
+// process scan or `ray stop` on one node sees only that node; its own /tmp for Ray's session folders
+// and /dev/shm for Ray's object store) and Debian's sshd, so sparkctl really logs in over ssh. Fallback (no root, no
 // netns, no sshd): a fake `ssh` executable that runs the command locally with the node's environment.
-// On every node: a scripted `ray` (start/status/stop, every call recorded) and a `sparkctl` wrapper
+// On every node: a scripted `ray` (start/status/stop, every call recorded) or the real Ray from the
+// project's .venv-ray (ray: 'real'), and a `sparkctl` wrapper
 // whose preflight answers from that node's bundle (this machine has no GPU).
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync, readFileSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { BIN, FIXTURES, RUN_MARK, tempDir, rmrf } from './helpers.js';
+import { BIN, FIXTURES, ROOT, RUN_MARK, tempDir, rmrf } from './helpers.js';
 
 export type Mode = 'netns' | 'fake-ssh';
 
@@ -61,26 +65,84 @@ function nodeBundle(dest: string, driver?: string) {
 
 export interface Cluster {
   mode: Mode;
+  ray: RayKind;
   dir: string;
   nodesFile: string;
   addresses: string[];
+  /** The interface each node's address is on (inside its namespace). */
+  interfaces: string[];
   rayDir: string;
   marker: string;
   env: Record<string, string>;
   calls(): string[];
+  /** Runs a command on node i as root, inside its namespaces (netns mode), without ssh. */
+  exec(i: number, command: string, timeoutMs?: number): { status: number | null; stdout: string; stderr: string };
+  /** Processes of node i other than its init and sshd (netns mode: the node's own PID namespace). */
+  processes(i: number): string[];
   teardown(): void;
 }
 
-export function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: number } = {}): Cluster {
-  const dir = tempDir('sparkctl-cluster-');
+export type RayKind = 'scripted' | 'real';
+
+/** Ray from the project-local venv (.ci/run installs it), or why the real-Ray suite cannot run. */
+export const RAY_VENV = join(ROOT, '.venv-ray');
+export function realRayUnavailable(): string | undefined {
+  const why = netnsUnavailable();
+  if (why) return why;
+  if (!existsSync(join(RAY_VENV, 'bin', 'ray'))) return `Ray is not installed in ${RAY_VENV} (.ci/run installs it: python3 -m venv .venv-ray && .venv-ray/bin/pip install ray)`;
+  if (spawnSync('unshare', ['--pid', '--mount', '--fork', '--mount-proc', 'true']).status !== 0) return 'unshare --pid --mount does not work here (PID and mount namespaces are needed for one Ray per node)';
+  return undefined;
+}
+
+// Each netns node's first process: its own /tmp (Ray's session folders) and /dev/shm (Ray's object
+// store), sshd, and a reaper (PID 1 of the node's PID namespace adopts every orphan, as init does).
+const INIT = (nd: string) => `#!/bin/bash
+mount -t tmpfs -o size=512m tmpfs /dev/shm || exit 1
+mount --bind ${nd}/tmp /tmp || exit 1
+/usr/sbin/sshd -D -e -f ${nd}/sshd_config 2>>${nd}/sshd.log &
+echo up > ${nd}/init.up
+trap 'exit 0' TERM
+while :; do wait; sleep 1; done
+`;
+
+function pidNs(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return undefined;
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+const cmdline = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return '';
+  }
+};
+
+export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: number; ray?: RayKind } = {}): Promise<Cluster> {
+  const ray: RayKind = opts.ray ?? 'scripted';
+  // Netns nodes mount their own /tmp: the cluster's files live outside it.
+  const dir = mode === 'netns' ? mkdtempSync('/var/tmp/sparkctl-cluster-') : tempDir('sparkctl-cluster-');
   const rayDir = join(dir, 'ray');
   mkdirSync(rayDir);
   const id = randomBytes(2).toString('hex');
   const b = 1 + (parseInt(id, 16) % 250);
   const n = 4;
-  const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${i * 4 + 2}` : `127.0.${b}.${i + 2}`));
+  const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`));
   const nsNames = Array.from({ length: n }, (_, i) => `spk${id}n${i}`);
-  const sshdPids: string[] = [];
+  const interfaces = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `vn${id}${i}` : 'lo'));
+  const bridge = `spb${id}`;
+  const inits: Array<{ unshare: number; init: number; ns: string }> = [];
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'id')]);
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, 'host_key')]);
   writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'id.pub')));
@@ -90,7 +152,8 @@ export function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: n
     const nd = join(dir, `n${i}`);
     mkdirSync(join(nd, 'bin'), { recursive: true });
     mkdirSync(join(nd, 'home'), { recursive: true });
-    writeFileSync(join(nd, 'bin', 'ray'), RAY, { mode: 0o755 });
+    mkdirSync(join(nd, 'tmp'), { recursive: true });
+    if (ray === 'scripted') writeFileSync(join(nd, 'bin', 'ray'), RAY, { mode: 0o755 });
     nodeBundle(join(nd, 'bundle'), opts.mismatchNode === i ? '580.95.05' : undefined);
     writeFileSync(
       join(nd, 'bin', 'sparkctl'),
@@ -98,7 +161,7 @@ export function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: n
       { mode: 0o755 },
     );
     nodeEnv.push([
-      `PATH=${join(nd, 'bin')}:/usr/local/bin:/usr/bin:/bin`,
+      `PATH=${join(nd, 'bin')}:${ray === 'real' ? `${join(RAY_VENV, 'bin')}:` : ''}/usr/local/bin:/usr/bin:/bin`,
       `HOME=${join(nd, 'home')}`,
       `RAYFAKE_DIR=${rayDir}`,
       `RAYFAKE_NODE=n${i}`,
@@ -107,31 +170,59 @@ export function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: n
       'SPARKCTL_SIM_LOAD_SECONDS=0.3',
       'SPARKCTL_SIM_COLD_MS=20',
       'NO_COLOR=1',
+      // Ray on a 2-core test machine: no usage report, no dashboard UI build, quiet.
+      'RAY_USAGE_STATS_ENABLED=0',
     ]);
   }
   const env: Record<string, string> = {};
   let sshOptions: string[] = [`UserKnownHostsFile=${join(dir, 'known_hosts')}`];
+  const teardownSteps: Array<() => void> = [];
   if (mode === 'netns') {
     mkdirSync('/run/sshd', { recursive: true });
+    const sh = (args: string[]) => execFileSync('ip', args, { stdio: 'pipe' });
+    // One bridge, as a switch between hosts; the test machine is on it too (it is the operator).
+    sh(['link', 'add', bridge, 'type', 'bridge']);
+    teardownSteps.push(() => spawnSync('ip', ['link', 'del', bridge]));
+    sh(['addr', 'add', `10.250.${b}.1/24`, 'dev', bridge]);
+    sh(['link', 'set', bridge, 'up']);
     for (let i = 0; i < n; i++) {
       const ns = nsNames[i]!;
-      const [vh, vn] = [`vh${id}${i}`, `vn${id}${i}`];
-      const sh = (args: string[]) => execFileSync('ip', args);
+      const [vh, vn] = [`vh${id}${i}`, interfaces[i]!];
       sh(['netns', 'add', ns]);
+      teardownSteps.push(() => spawnSync('ip', ['netns', 'del', ns]));
       sh(['link', 'add', vh, 'type', 'veth', 'peer', 'name', vn]);
+      teardownSteps.push(() => spawnSync('ip', ['link', 'del', vh]));
       sh(['link', 'set', vn, 'netns', ns]);
-      sh(['addr', 'add', `10.250.${b}.${i * 4 + 1}/30`, 'dev', vh]);
+      sh(['link', 'set', vh, 'master', bridge]);
       sh(['link', 'set', vh, 'up']);
       sh(['netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up']);
-      sh(['netns', 'exec', ns, 'ip', 'addr', 'add', `${addresses[i]}/30`, 'dev', vn]);
+      sh(['netns', 'exec', ns, 'ip', 'addr', 'add', `${addresses[i]}/24`, 'dev', vn]);
       sh(['netns', 'exec', ns, 'ip', 'link', 'set', vn, 'up']);
+      sh(['netns', 'exec', ns, 'ip', 'route', 'add', 'default', 'via', `10.250.${b}.1`]);
       const nd = join(dir, `n${i}`);
       writeFileSync(
         join(nd, 'sshd_config'),
-        [`Port 22`, `ListenAddress ${addresses[i]}`, `HostKey ${join(dir, 'host_key')}`, `PidFile ${join(nd, 'sshd.pid')}`, `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'PermitRootLogin yes', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no', 'PrintMotd no', `SetEnv ${nodeEnv[i]!.join(' ')}`].join('\n') + '\n',
+        [`Port 22`, `ListenAddress ${addresses[i]}`, `HostKey ${join(dir, 'host_key')}`, `PidFile none`, `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'PermitRootLogin yes', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no', 'PrintMotd no', 'MaxStartups 100', `SetEnv ${nodeEnv[i]!.join(' ')}`].join('\n') + '\n',
       );
-      execFileSync('ip', ['netns', 'exec', ns, '/usr/sbin/sshd', '-f', join(nd, 'sshd_config')]);
-      sshdPids.push(join(nd, 'sshd.pid'));
+      writeFileSync(join(nd, 'init.sh'), INIT(nd), { mode: 0o755 });
+      // The node: its network namespace, and its own PID and mount namespaces (--kill-child: when
+      // unshare is killed, the node's init is, and with it every process of the node).
+      const p = spawn('ip', ['netns', 'exec', ns, 'unshare', '--pid', '--mount', '--fork', '--kill-child=SIGKILL', '--mount-proc', '--propagation', 'private', join(nd, 'init.sh')], { detached: true, stdio: 'ignore' });
+      p.unref();
+      inits.push({ unshare: p.pid!, init: 0, ns });
+    }
+    const deadline = Date.now() + 30_000;
+    for (let i = 0; i < n; i++) {
+      const nd = join(dir, `n${i}`);
+      while (!existsSync(join(nd, 'init.up')) || !inits[i]!.init) {
+        inits[i]!.init = childrenOf(inits[i]!.unshare)[0] ?? 0;
+        if (Date.now() > deadline) throw new Error(`test node n${i} did not start: ${existsSync(join(nd, 'sshd.log')) ? readFileSync(join(nd, 'sshd.log'), 'utf8') : ''}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      while (!(await tcpOpen(addresses[i]!, 22))) {
+        if (Date.now() > deadline) throw new Error(`sshd on test node n${i} did not listen: ${readFileSync(join(nd, 'sshd.log'), 'utf8')}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
     }
   } else {
     // Fake ssh: the same argv sparkctl gives ssh; runs the command here with the node's environment.
@@ -145,32 +236,72 @@ export function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: n
     env.SPARKCTL_SSH = join(dir, 'fake-ssh');
     sshOptions = [];
   }
-  const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${mode === 'netns' ? `vn${id}${i}` : 'lo'}, gpus: 8 }`;
+  const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: 8 }`;
   writeFileSync(
     join(dir, 'nodes.yaml'),
     `head: ${node(0)}\nworkers:\n${[1, 2, 3].map((i) => `  - ${node(i)}`).join('\n')}\nssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
   );
+  const exec = (i: number, command: string, timeoutMs = 60_000) => {
+    const argv = mode === 'netns' ? ['nsenter', '-t', String(inits[i]!.init), '-a', 'env', '-i', ...nodeEnv[i]!, 'bash', '-c', command] : ['env', '-i', ...nodeEnv[i]!, 'bash', '-c', command];
+    const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: timeoutMs });
+    return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+  };
   return {
     mode,
+    ray,
     dir,
     nodesFile: join(dir, 'nodes.yaml'),
     addresses,
+    interfaces,
     rayDir,
     marker,
     env,
     calls: () => (existsSync(join(rayDir, 'calls.log')) ? readFileSync(join(rayDir, 'calls.log'), 'utf8').trim().split('\n') : []),
+    exec,
+    processes(i: number) {
+      if (mode !== 'netns') return [];
+      const ns = pidNs(inits[i]!.init);
+      if (!ns) return [];
+      const out: string[] = [];
+      for (const e of readdirSync('/proc')) {
+        const pid = Number(e);
+        if (!Number.isInteger(pid) || pid === inits[i]!.init || pidNs(pid) !== ns) continue;
+        const cmd = cmdline(pid);
+        if (!cmd || cmd.startsWith('/usr/sbin/sshd -D') || cmd.startsWith('sshd:') || cmd.startsWith('sleep 1') || cmd.startsWith('nsenter')) continue;
+        out.push(`${pid} ${cmd.slice(0, 120)}`);
+      }
+      return out;
+    },
     teardown() {
-      for (const p of sshdPids) {
+      // Killing unshare kills each node's init (--kill-child), and so every process of the node.
+      for (const x of inits) {
         try {
-          process.kill(Number(readFileSync(p, 'utf8')), 'SIGTERM');
+          process.kill(x.unshare, 'SIGKILL');
         } catch {
           /* gone */
         }
       }
-      if (mode === 'netns') for (const ns of nsNames) spawnSync('ip', ['netns', 'del', ns]);
+      const end = Date.now() + 10_000;
+      for (const x of inits) while (x.init && pidNs(x.init) && Date.now() < end) spawnSync('sleep', ['0.05']);
+      for (const step of teardownSteps.reverse()) step();
       rmrf(dir);
     },
   };
+}
+
+function tcpOpen(host: string, port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const s = connect(port, host);
+    s.setTimeout(1000, () => {
+      s.destroy();
+      res(false);
+    });
+    s.once('connect', () => {
+      s.destroy();
+      res(true);
+    });
+    s.once('error', () => res(false));
+  });
 }
 
 export function clearRay(c: Cluster) {

@@ -20,10 +20,10 @@ describe.each<[Mode, boolean]>([
   let state: string;
   const marker = randomUUID();
   const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 90_000 });
-  beforeAll(() => {
+  beforeAll(async () => {
     if (!available) return;
     state = tempDir('sparkctl-mn-state-');
-    cl = makeCluster(mode, marker, { mismatchNode: 3 });
+    cl = await makeCluster(mode, marker, { mismatchNode: 3 });
   }, 60_000);
   afterEach(() => {
     if (available) clearRay(cl);
