@@ -24,6 +24,7 @@ const pin = (core, argv) => (hasTaskset ? ['taskset', ['-c', String(core), ...ar
 const freePort = () => new Promise((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
 const children = [];
 process.on('exit', () => { for (const c of children) try { process.kill(-c.pid, 'SIGKILL'); } catch {} });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
 
 async function sim(args, core = 0) {
   const port = await freePort();
@@ -92,7 +93,7 @@ if (parts.includes('capacity')) {
 
 if (parts.includes('lag')) {
   const s = await sim(['--sim-time-factor', '0']);
-  const r = await bench(['--url', s.url, '--rate', '1000', '--requests', '10000', '--input-len', '5', '--output-len', '1', '--warmup', '50', '--scrape-interval', '0', '--json']);
+  const r = await bench(['--url', s.url, '--rate', '1000', '--requests', '3000', '--input-len', '5', '--output-len', '1', '--warmup', '50', '--scrape-interval', '0', '--json']);
   s.stop();
   const j = JSON.parse(r.out).result;
   report.lag = { rate: 1000, requests: j.completed, failed: j.failed, send_lag_p50_ms: r2(j.sparkctl.client.sendLagP50Ms), send_lag_p99_ms: r2(j.sparkctl.client.sendLagP99Ms), achieved_rate: r2(j.sparkctl.client.achievedRate), loop_delay_p99_ms: r2(j.sparkctl.client.loopDelayP99Ms), valid: j.sparkctl.valid, target: 'p99 <= 5 ms' };

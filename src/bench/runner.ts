@@ -75,7 +75,9 @@ async function until(t: number, stop?: AbortSignal) {
   for (;;) {
     if (stop?.aborted) return;
     const left = (t - now()) * 1000;
-    if (left <= 0) return;
+    // Due (or late): still let I/O run once, or a client behind schedule would send everything
+    // in one synchronous burst and read no answer meanwhile (the lag would feed itself).
+    if (left <= 0) return void (await new Promise((r) => setImmediate(r)));
     if (left > 2) await new Promise((r) => setTimeout(r, left - 1.5));
     else await new Promise((r) => setImmediate(r));
   }
