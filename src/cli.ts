@@ -259,6 +259,25 @@ Examples:
   sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
     .action(lazy(() => import('./commands/cost.js')));
 
+  program
+    .command('report')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 7d, 24h, 90m or an ISO time', '7d')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--html <file>', 'also write a self-contained HTML page with charts')
+    .option('--gpu-hour-price <usd>', 'include cost (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say')
+    .option('--utilization <share>', 'GPU utilisation 0..1 when no GPU readings were taken')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('uptime, incidents, TTFT/ITL, tokens, cost and GPU trends over a window of probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl report qwen3.5-9b
+  sparkctl report qwen3.5-9b --since 24h --html /tmp/qwen.html --gpu-hour-price 2.50`)
+    .action(lazy(() => import('./commands/report.js')));
+
   profileOpts(
     program
       .command('systemd')
