@@ -225,7 +225,7 @@ Examples:
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
-    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms'))
     .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
     .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
     .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')

@@ -76,11 +76,11 @@ describe('probe GPU health while serving (edited real capture)', () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--timeout', '20000', '--deadline', '1500', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--timeout', '20s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
       expect(r.exitCode).toBe(3);
       // the hung 1-token request is cancelled at the deadline, not left to its 20 s step deadline
       expect(Date.now() - t0).toBeLessThan(15_000);
-      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline 1500 ms');
+      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline (1500 ms)');
       expect(lines(d)[0].verdict).toBe('unreachable');
     } finally {
       await sim.stop();
