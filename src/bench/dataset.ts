@@ -69,6 +69,11 @@ export async function exactText(n: number, u: () => number, count: (text: string
     ws.pop();
     got = (await count(make())) ?? got;
   }
+  // down to one word still too long: shorten that word letter by letter
+  for (let i = 0; i < 64 && got! > n && ws[ws.length - 1]!.length > 1; i++) {
+    ws[ws.length - 1] = ws[ws.length - 1]!.slice(0, -1);
+    got = (await count(make())) ?? got;
+  }
   // a one-letter word adds at most one token in BPE vocabularies (and in the simulator's)
   for (let i = 0; i < 64 && got! < n; i++) {
     ws.push('a');
