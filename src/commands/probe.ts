@@ -153,7 +153,7 @@ export function costGauges(dir: string, priced: Array<{ t: Target; price: number
   const hours: string[] = [];
   const tokens: string[] = [];
   for (const { t, price } of priced) {
-    const samples = readHistory(dir, (x) => x.url === t.url).samples.filter((x) => Date.parse(x.t) >= now - 86_400_000);
+    const samples = readHistory(dir, (x) => x.url === t.url, { from: now - 86_400_000 }).samples;
     if (samples.length < 2) continue;
     const r = computeCost({ samples, pricePerGpuHour: price });
     for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {

@@ -24,9 +24,9 @@ const int = (n: number) => Math.round(n).toLocaleString('en-US');
 export async function run(name: string, opts: ReportCli) {
   const dir = stateDir();
   const { from, to, since } = window(opts, '7d');
-  const all = readHistory(dir, matches(name));
+  const all = readHistory(dir, matches(name), { from, to });
   const samples = all.samples.filter((s) => Date.parse(s.t) >= from && Date.parse(s.t) <= to);
-  if (!samples.length) noHistory(name, dir, all.samples.length > 0);
+  if (!samples.length) noHistory(name, dir, all.files.length > 0);
   if (all.skipped.length) note(`history: ${all.skipped.length} unreadable line(s) skipped (torn or edited)`);
   const r = buildReport(samples);
   let cost: CostResult | undefined;
