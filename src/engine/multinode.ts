@@ -3,15 +3,15 @@
 // and then the same readiness, prewarm and probe as on one node. Nothing home-made in the data path.
 import yaml from 'js-yaml';
 import { execa } from 'execa';
-import type { ServeOptions } from '../commands/serve.js';
-import { buildPlan, executableFor, simTail } from '../commands/serve.js';
-import { resolveProfile, stateDir, type Resolved } from '../commands/common.js';
+import { executableFor, simTail, type ServeOptions } from './plan.js';
+import { resolveProfile, requireValid, type Resolved } from '../profiles/resolve.js';
+import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile, NodeEntry } from '../profiles/schema.js';
 import { servedName, renderReplicas } from '../profiles/render.js';
 import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
-import { parseRayStatus } from '../preflight/parse.js';
+import { parseRayStatus } from '../nvidia/ray.js';
 import { classifyLog } from './classify.js';
 import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';
@@ -102,7 +102,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // On the head, vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
   const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
   const rep = renderReplicas(r.profile, r.host, { executable: exe, stateDir: '$HOME/.local/state/sparkctl', tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [] })[0]!;
-  const { warnings } = buildPlan(r, { ...opts, engine: opts.engine });
+  const warnings = requireValid(r);
   const steps = planNodes(r, nf, rep.argv);
   const perReplica = r.profile.parallel.tensor * r.profile.parallel.pipeline;
   if (opts.dryRun) {

@@ -2,8 +2,11 @@
 // Never imports torch (4 s, 600 MB): versions come from files.
 import type { Host, CmdResult } from '../host/host.js';
 import type { GpuFact } from '../host/gpu-facts.js';
+import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
-import * as P from './parse.js';
+import * as P from '../nvidia/smi.js';
+import * as H from '../host/parse.js';
+import { parseXid } from '../nvidia/xid.js';
 
 export type Gpu = Record<string, string | undefined>;
 
@@ -29,14 +32,16 @@ export interface Facts {
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
   cudnn: { system?: string; pip?: string };
   limits: { memlock?: number; nofile?: number };
-  df: ReturnType<typeof P.parseDf>;
+  df: ReturnType<typeof H.parseDf>;
   conntrack: { max?: number; count?: number };
   listening: Set<number>;
-  xid: { readable: boolean; why?: string; events: ReturnType<typeof P.parseXid> };
+  xid: { readable: boolean; why?: string; events: ReturnType<typeof parseXid> };
   fabricManager: { state?: string; why?: string };
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
   model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
+  /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
+  system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
   probeMs: Record<string, number>;
   /** probes a replayed bundle did not collect: their checks skip rather than guess */
   notCollected: Set<string>;
@@ -64,6 +69,7 @@ export const PROBES = [
   'smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc.driver', 'nvcc', 'which.nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json',
   'ldconfig', 'ld.so.conf.d', 'python', 'nccl.h', 'cudnn.h', 'limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6',
   'dmesg', 'fabricmanager', 'ipmitool', 'uname', 'os-release', 'dgx-release', 'meminfo', 'which.vllm', 'model',
+  'si.cpu', 'si.mem', 'si.os', 'si.disks', 'si.net',
 ] as const;
 export type ProbeName = (typeof PROBES)[number];
 
@@ -107,6 +113,18 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       return host.readFile(path);
     });
   const loc = modelLocation(opts.profile, env);
+  const system: Facts['system'] = { why: {} };
+  const sys = async <P extends SysinfoPart>(part: P) => {
+    const name = `si.${part}` as ProbeName;
+    if (!want(name)) return;
+    const r = host.sysinfo ? await host.sysinfo(part, { timeoutMs: t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    probeMs[name] = r.durationMs;
+    if (r.ok) (system as Record<string, unknown>)[part] = r.value;
+    else {
+      if (r.error === 'not-collected') notCollected.add(name);
+      system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
+    }
+  };
 
   // One wave: every probe at once. The query-gpu retry and the python follow-ups run inside their own promise.
   const queryGpu0 = !want('smi.query') ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] }) : timed('smi.query', async () => {
@@ -149,7 +167,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
 
   const [
     q, smiq, topo, apps, procVer, nvcc, whichNvcc, cudaLink, cudaDirs, versionJson, ldconfig, ldconf, py, ncclH, cudnnH,
-    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, modelFind,
+    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, , modelFind,
   ] = await Promise.all([
     queryGpu,
     run('smi.q', ['nvidia-smi', '-q']),
@@ -180,8 +198,14 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     file('dgx-release', '/etc/dgx-release'),
     file('meminfo', '/proc/meminfo'),
     run('which.vllm', ['which', '-a', 'vllm']),
+    Promise.all([sys('cpu'), sys('mem')]),
     loc && want('model') ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n']) : Promise.resolve(undefined),
   ]);
+
+  // systeminformation's OS, disk and interface readings run shells synchronously (execSync), which
+  // stalls the event loop: run them once every other probe has settled, so no probe's deadline fires
+  // late on an answer that was already there. (A default preflight does not ask for them; collect does.)
+  await Promise.all([sys('os'), sys('disks'), sys('net')]);
 
   // Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it.
   const module = P.parseProcDriverVersion(procVer);
@@ -211,7 +235,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const xidText = dmesg.stdout;
   const xid: Facts['xid'] =
     dmesg.exitCode === 0
-      ? { readable: true, events: P.parseXid(xidText) }
+      ? { readable: true, events: parseXid(xidText) }
       : { readable: false, why: dmesg.error === 'not-found' ? 'dmesg is not installed' : dmesg.error === 'not-collected' ? 'the kernel log is not in the bundle' : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`, events: [] };
 
   return {
@@ -257,18 +281,19 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
     },
     cudnn: { system: P.parseHeaderVersion(cudnnH, 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
-    limits: { memlock: P.parseLimit(limits, 'Max locked memory'), nofile: P.parseLimit(limits, 'Max open files') },
-    df: df.exitCode === 0 || df.stdout ? P.parseDf(df.stdout) : [],
+    limits: { memlock: H.parseLimit(limits, 'Max locked memory'), nofile: H.parseLimit(limits, 'Max open files') },
+    df: df.exitCode === 0 || df.stdout ? H.parseDf(df.stdout) : [],
     conntrack: { max: ctMax ? Number(ctMax.trim()) : undefined, count: ctCount ? Number(ctCount.trim()) : undefined },
-    listening: new Set([...P.parseListeningPorts(tcp4), ...P.parseListeningPorts(tcp6)]),
+    listening: new Set([...H.parseListeningPorts(tcp4), ...H.parseListeningPorts(tcp6)]),
     xid,
     fabricManager:
       fm.exitCode !== null
         ? { state: fm.stdout.trim() || 'unknown' }
         : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
-    memTotalBytes: P.memTotalBytes(meminfo),
+    memTotalBytes: H.memTotalBytes(meminfo),
     model,
+    system,
     probeMs,
     notCollected,
     wallMs: Math.round(performance.now() - started),

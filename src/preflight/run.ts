@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
+import { GIB, mibToBytes } from '../nvidia/units.js';
 import { CHECKS, driverPresent, type Check, type CheckResult, type Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform } from '../profiles/load.js';
@@ -31,6 +32,8 @@ export interface PreflightReport {
   checks: CheckOutcome[];
   /** typed per-GPU facts (memory, compute capability, holders) for serve's plan */
   gpus: GpuFact[];
+  /** systeminformation's host inventory, the parts the selected checks read */
+  system: Omit<Facts['system'], 'why'>;
   summary: { pass: number; warn: number; fail: number; skip: number };
   /** what must match across the nodes of a multi-node cluster */
   versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
@@ -76,7 +79,8 @@ export function selectChecks(only?: string, skipIds?: string, opts: { blocking?:
   const unknown = [...o, ...s].filter((p) => !known(p));
   if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CHECKS.map((c) => c.id).join(', ')}`]);
   const match = (c: Check, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
-  return CHECKS.filter((c) => (!o.length || o.some((p) => match(c, p))) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
+  // On-request checks (slow probes) run only when --only names them, by id or prefix.
+  return CHECKS.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
 }
 
 export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
@@ -90,8 +94,8 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
     const first = profile.parallel.firstGpu + i * per;
     groups.push(Array.from({ length: multi ? Math.min(per, gpusHere) : per }, (_, k) => first + k));
   }
-  const total = Number(f.gpus[0]?.['memory.total'] ?? NaN) * 1024 ** 2;
-  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * 1024 ** 3;
+  const total = mibToBytes(Number(f.gpus[0]?.['memory.total'] ?? NaN));
+  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * GIB;
   return {
     facts: f,
     platform,
@@ -179,5 +183,5 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     gpu: facts.gpus[0]?.name,
     gpus: facts.gpus.length,
   };
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), system: (({ why: _why, ...rest }) => rest)(facts.system), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

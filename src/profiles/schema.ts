@@ -82,7 +82,11 @@ export const ProbeBlock = z.strictObject({
   kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
   waitingMax: z.number().int().min(0).default(32),
   gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
-});
+  tempWarnC: z.number().min(0).max(150).default(75).describe('GPU temperature that warns (the documents\' 75 C)'),
+  tempUnhealthyC: z.number().min(0).max(150).default(82).describe('GPU temperature that makes the server unhealthy (82 C)'),
+  tempCriticalC: z.number().min(0).max(150).default(88).describe('GPU temperature reported as critical (88 C)'),
+  gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
+}).refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
 
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),

@@ -174,8 +174,12 @@ export class SimServer {
     }
     switch (path) {
       case '/tokenize': {
-        const text = typeof body.prompt === 'string' ? body.prompt : Array.isArray(body.messages) ? body.messages.map((m: Json) => contentText(m.content)).join('') : '';
-        const tokens = tokenIds(text);
+        if (Array.isArray(body.messages)) {
+          // as vLLM, messages go through the chat template: the same count usage.prompt_tokens reports
+          const tokens = body.messages.flatMap((m: Json) => [151644, 872, 198, ...tokenIds(contentText(m?.content)), 151645]);
+          return send(res, 200, { count: chatTokens(body.messages), max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
+        }
+        const tokens = tokenIds(typeof body.prompt === 'string' ? body.prompt : '');
         return send(res, 200, { count: tokens.length, max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
       }
       case '/v1/completions':
@@ -258,9 +262,10 @@ export class SimServer {
       if (anthropic) {
         sse({ type: 'message_start', message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } } }, 'message_start');
         sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
-      } else if (chat) {
-        sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], prompt_token_ids: null, prompt_text: null });
       }
+      // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
+      const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
+      const usageAt = (n: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n } } : {});
       // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
       const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
       const r = await this.engine.generate(
@@ -269,9 +274,11 @@ export class SimServer {
         (i) => {
           const piece = (i ? ' ' : '') + wordFor(seed, i);
           const last = i === maxTokens - 1;
+          // vLLM sends the role chunk with the first output (after prefill), not before it
+          if (chat && i === 0) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], prompt_token_ids: null, prompt_text: null, ...usageAt(0) });
           if (anthropic) sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta');
-          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }], ...fp(last) });
-          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }], ...fp(last) });
+          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
         },
         abort.signal,
       );

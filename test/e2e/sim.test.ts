@@ -165,6 +165,8 @@ describe('simulator: faults (names are an interface)', () => {
   it('refuses connections before ready (hang-at-load never becomes ready and stops logging)', async () => {
     const sim = await startFault('hang-at-load', ['--sim-load-seconds', '0.4']);
     try {
+      // until it has logged half the shards (a loaded machine may take seconds to start node), then some more
+      for (const t0 = Date.now(); !sim.output().includes('shards:  50%') && Date.now() - t0 < 15_000; ) await sleep(50);
       await sleep(800);
       await expect(fetch(`${sim.url}/health`)).rejects.toThrow();
       const len = sim.output().length;

@@ -6,7 +6,7 @@ import { runPreflight, selectChecks, detectPlatform, probesFor } from '../../src
 import { CHECKS } from '../../src/preflight/checks.js';
 import { gatherFacts } from '../../src/preflight/facts.js';
 import { loadProfile } from '../../src/profiles/load.js';
-import { GPU_FIELDS } from '../../src/preflight/parse.js';
+import { GPU_FIELDS } from '../../src/nvidia/smi.js';
 import { FIXTURES } from '../helpers.js';
 
 const H200 = join(FIXTURES, 'bundles', 'h200x2-driver580-cuda13');
