@@ -40,29 +40,54 @@ async function bodyShape(r: Response): Promise<unknown> {
   }
 }
 
-/** SSE stream -> framing facts: every event a `data: ` line ended by a blank line, [DONE] last, chunk shapes. */
+/** Two shapes as one: the union of object keys (how many tokens share a chunk varies with speed). */
+function mergeShape(a: unknown, b: unknown): unknown {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length || b.length ? [mergeShape(a[0], b[0])] : [];
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    const o: Record<string, unknown> = {};
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) o[k] = mergeShape((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
+    return o;
+  }
+  return a === b ? a : [a, b].sort().join('|');
+}
+
+/**
+ * SSE stream -> framing facts: every event a `data: ` line ended by a blank line, [DONE] last; the
+ * chat role chunk; the text chunks' shape (merged: a fast server sends several tokens per chunk, so
+ * which chunk is "last" varies; finish_reason is counted apart); the usage chunk.
+ */
 export function sseShape(text: string) {
   const events = text.split('\n\n').filter((e) => e.length);
   const framed = events.every((e) => e.startsWith('data: ') && !e.includes('\n'));
   const datas = events.map((e) => e.slice('data: '.length));
   const done = datas[datas.length - 1] === '[DONE]';
   const chunks = datas.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as Record<string, any>);
-  const first = chunks[0];
+  const role = chunks[0]?.choices?.[0]?.delta?.role !== undefined ? chunks[0] : undefined;
   const usage = chunks.filter((c) => c.usage);
-  const content = chunks.filter((c) => c.choices?.length);
+  const content = chunks.filter((c) => c !== role && c.choices?.length);
+  const finishReasons = content.filter((c) => c.choices[0].finish_reason !== null).length;
+  let textChunk: unknown;
+  for (const c of content) {
+    const { finish_reason: _f, ...choice } = c.choices[0];
+    const { system_fingerprint: _s, ...rest } = c;
+    textChunk = mergeShape(textChunk, shapeOf({ ...rest, choices: [choice] }));
+  }
+  const last = chunks[chunks.length - 1];
   return {
     framed,
     done,
     endsWithNewlines: text.endsWith('\n\n'),
-    firstChunk: shapeOf(first),
-    /** chunks carrying choices (the text), shape of the last */
-    lastContentChunk: shapeOf(content[content.length - 1]),
-    /** only the last chunk carries usage, and it carries no choices */
+    roleChunk: role ? shapeOf(role) : 'none',
+    textChunk,
+    finishReasons,
+    /** vLLM puts system_fingerprint on the last chunk before [DONE] */
+    fingerprintOnLast: typeof last?.system_fingerprint === 'string',
     usageChunks: usage.length,
-    usageLast: usage.length ? chunks[chunks.length - 1] === usage[0] : false,
+    usageLast: usage.length ? last === usage[0] : false,
     usageChunk: usage.length ? shapeOf(usage[0]) : 'none',
     usageChoices: usage.length ? usage[0]!.choices.length : -1,
-    finishReasons: content.map((c) => c.choices[0].finish_reason).filter((x) => x !== null).length,
   };
 }
 
