@@ -22,7 +22,7 @@ export interface PreflightCliOptions {
 
 export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): { verbose?: boolean } } }) {
   if (opts.nodes) {
-    const { preflightNodes } = await import('../engine/multinode.js');
+    const { preflightNodes } = await import('./nodes.js');
     return preflightNodes(opts);
   }
   const profile = opts.profile ? loadProfile(opts.profile, { profilesDir: opts.profiles, sets: opts.set }).profile : undefined;

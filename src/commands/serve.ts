@@ -78,7 +78,7 @@ function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
 
 export async function run(profileName: string, opts: ServeOptions) {
   if (opts.nodes) {
-    const multi = await import('../engine/multinode.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   if (!opts.dryRun) {

@@ -9,7 +9,7 @@ import { UsageError, ProblemsFound } from '../errors.js';
 
 export async function run(name: string | undefined, opts: { all?: boolean; timeout: number; json?: boolean; nodes?: string }) {
   if (opts.nodes) {
-    const { stopNodes } = await import('../engine/multinode.js');
+    const { stopNodes } = await import('./nodes.js');
     return stopNodes(name, opts);
   }
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');

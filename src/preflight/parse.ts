@@ -267,10 +267,5 @@ export function memTotalBytes(text: string | null): number | undefined {
 }
 
 /** `ray status`: total GPUs and live node count. */
-export function parseRayStatus(text: string): { nodes: number; gpus: number; gpusUsed: number } | undefined {
-  if (!/Resources|Node status/.test(text)) return undefined;
-  const active = /Active:\s*\n((?:\s+\d+\s+node_\S+\n?)*)/.exec(text)?.[1] ?? '';
-  const nodes = (active.match(/node_/g) ?? []).length;
-  const g = /([\d.]+)\/([\d.]+)\s+GPU/.exec(text);
-  return { nodes, gpus: g ? Number(g[2]) : 0, gpusUsed: g ? Number(g[1]) : 0 };
-}
+// Ray's status text (v1 and autoscaler v2 layouts) is parsed where Ray is planned: src/engine/ray.ts.
+export { parseRayStatus } from '../engine/ray.js';
