@@ -51,6 +51,7 @@ echo "ray: unknown command $1" >&2; exit 2
 // nodes the scripted ray started, as Ray's GCS would list them.
 const PYTHON = `#!/bin/bash
 echo "$RAYFAKE_NODE python" >> "$RAYFAKE_DIR/calls.log"
+case "$2" in *get_cluster_status*) ;; *) echo "ModuleNotFoundError: No module named 'ray'" >&2; exit 1;; esac
 ls "$RAYFAKE_DIR"/node-* >/dev/null 2>&1 || { echo "ConnectionError: GCS not reachable" >&2; exit 1; }
 sep=''; printf '{"nodes": ['
 for f in "$RAYFAKE_DIR"/node-*; do n=\${f##*/node-}; printf '%s{"id": "%s", "ip": "%s", "state": "IDLE", "gpus": %s}' "$sep" "$n" "$(cat "$RAYFAKE_DIR/ip-$n")" "$(cat "$f")"; sep=', '; done
@@ -186,6 +187,10 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
       'NO_COLOR=1',
       // Ray on a 2-core test machine: no usage report, no dashboard UI build, quiet.
       'RAY_USAGE_STATS_ENABLED=0',
+      // No idle Python workers started ahead of time: on a loaded 2-core machine four nodes starting
+      // them at once pass Ray's fixed 30 s raylet start-up wait ("The current node timed out during startup").
+      'RAY_enable_worker_prestart=0',
+      'RAY_prestart_worker_first_driver=0',
     ]);
   }
   const env: Record<string, string> = {};

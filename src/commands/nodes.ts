@@ -90,7 +90,13 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   }
   const key = r.profile.server.apiKeyEnv ? process.env[r.profile.server.apiKeyEnv] : undefined;
   if (r.profile.server.apiKeyEnv && !key) throw new UsageError(`server.apiKeyEnv names ${r.profile.server.apiKeyEnv}, which is not set`);
+  // How long each node's `ray start` may take before its process group is ended (a worker that
+  // cannot reach the head otherwise retries for minutes and joins late).
+  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
+  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
+  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
   const plan: ClusterPlan = {
+    joinTimeoutS,
     nodesFile: opts.nodes!,
     nf,
     profile: r.profile.name,

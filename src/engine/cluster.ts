@@ -134,7 +134,14 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const joins = await Promise.all(plan.steps.slice(1).map(async (s) => {
     const n = nodeOf(s.node);
     ours.add(n);
-    return { s, r: await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal }) };
+    let r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+    // Ray gives a raylet a fixed 30 s to register with the GCS; on a busy head it can miss that
+    // once. Transient: clean that node and try once more (what an operator would do).
+    if (r.exitCode !== 0 && /timed out during startup/.test(r.stderr + r.stdout)) {
+      await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
+      r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+    }
+    return { s, r };
   }));
   const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
   if (failedJoins.length) {

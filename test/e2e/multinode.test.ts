@@ -52,6 +52,12 @@ describe.each<[Mode, boolean]>([
     expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
     expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
     expect(cross['ray.cluster'].status).toBe('skip');
+    // The text form: one column per node, a row per check, so the odd node stands out.
+    const t = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b']);
+    expect(t.exitCode).toBe(1);
+    expect(t.stdout).toMatch(/CHECK\s+n0\s+n1\s+n2\s+n3/);
+    expect(t.stdout).toMatch(/\(summary\)(\s+\d+F \d+W \d+P){4}/);
+    expect(t.stdout).toMatch(/nodes\.same-driver\s+n3 has 580\.95\.05 \(others: 580\.159\.04\)/);
   }, 180_000);
 
   it.skipIf(!available)('serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes', async () => {
