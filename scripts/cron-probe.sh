@@ -2,10 +2,11 @@
 # Deep-probe every registered vLLM server; quiet when all is well (cron mails only output).
 #   */5 * * * * /opt/sparkctl/scripts/cron-probe.sh
 # Environment: SPARKCTL (how to run sparkctl), SPARKCTL_STATE_DIR, PROM_FILE (node_exporter
-# textfile), ALERT_WEBHOOK (POSTed only when a server changes state).
+# textfile), ALERT_WEBHOOK (POSTed only when a server changes state), PROBE_TIMEOUT (each
+# step's deadline: 500ms, 10s, ...).
 set -uo pipefail
 SPARKCTL=${SPARKCTL:-sparkctl}
-args=(probe --all --quiet --timeout "${PROBE_TIMEOUT_MS:-10000}")
+args=(probe --all --quiet --timeout "${PROBE_TIMEOUT:-10s}")
 [ -n "${PROM_FILE:-}" ] && args+=(--prometheus "$PROM_FILE")
 [ -n "${ALERT_WEBHOOK:-}" ] && args+=(--alert-webhook "$ALERT_WEBHOOK")
 export NO_COLOR=1

@@ -3,6 +3,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { SparkError, ExitCode } from './errors.js';
+import { parseDuration } from './util/duration.js';
 
 type Action = (...args: any[]) => Promise<void>;
 const lazy =
@@ -16,6 +17,16 @@ const intArg = (name: string) => (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput);
   return n;
+};
+
+/**
+ * Every timeout flag takes the one duration syntax (500ms, 30s, 15m, 1h; a bare number is
+ * seconds) and is parsed here, before any verb runs: a bad value never gets as far as a launch.
+ * The verb receives the unit its module works in.
+ */
+const durationArg = (flag: string, unit: 'ms' | 's', allowZero = false) => (v: string) => {
+  const ms = parseDuration(v, flag, { allowZero });
+  return unit === 'ms' ? ms : ms / 1000;
 };
 
 function version(): string {
@@ -73,7 +84,7 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
       .option('--no-prewarm', 'skip prewarm after ready')
       .option('--skip-preflight', 'do not run the blocking preflight checks first')
       .option('--foreground', 'stay attached, forward SIGTERM/SIGINT, exit with the server (systemd, containers)')
-      .option('--ready-timeout <duration>', 'give up after this long (600, 90s, 15m); default from the profile')
+      .option('--ready-timeout <duration>', 'give up after this long (90s, 15m; a bare number is seconds); default from the profile', durationArg('--ready-timeout', 'ms'))
       .option('--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes')
       .option('--platform <name>', 'platform baseline (default: the profile\'s)')
       .option('--sim-load-seconds <s>', 'simulated load time (engine sim)')
@@ -140,7 +151,7 @@ Examples:
     .option('--skip <ids>', 'comma-separated check ids to skip')
     .option('--strict', 'warnings fail too')
     .option('--verify', 'model.files: check SHA-256 against the manifest')
-    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .addOption(new Option('--timeout <duration>', 'deadline of each probe (500ms, 5s; a bare number is seconds)').argParser(durationArg('--timeout', 'ms')).default(5000, '5s'))
     .option('--nodes <file>', 'run on every node of an inventory over ssh')
     .option('--profiles <dir>', 'also read profiles from DIR')
     .option('--json', 'machine-readable output')
@@ -155,7 +166,7 @@ Examples:
     .command('collect')
     .description('write a support bundle (v1) of this host: the raw outputs preflight reads, no secrets')
     .requiredOption('--out <dir>', 'folder to write')
-    .option('--timeout <ms>', 'deadline of each probe', intArg('--timeout'), 5000)
+    .addOption(new Option('--timeout <duration>', 'deadline of each probe (500ms, 5s; a bare number is seconds)').argParser(durationArg('--timeout', 'ms')).default(5000, '5s'))
     .addHelpText('after', '\nExample:\n  sparkctl collect --out ./bundle-$(hostname) && sparkctl preflight --from ./bundle-$(hostname)')
     .action(lazy(() => import('./commands/collect.js')));
 
@@ -179,8 +190,9 @@ Examples:
     .command('stop')
     .argument('[name]', 'instance or profile')
     .option('--all', 'every registered server')
-    .option('--timeout <seconds>', 'SIGTERM, then SIGKILL after this long', intArg('--timeout'), 30)
+    .addOption(new Option('--timeout <duration>', 'SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once)').argParser(durationArg('--timeout', 's', true)).default(30, '30s'))
     .option('--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node')
+    .option('--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything')
     .option('--json', 'machine-readable output')
     .description('stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free')
     .addHelpText('after', '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60')
@@ -191,7 +203,7 @@ Examples:
     .argument('[name]', 'instance or profile')
     .option('--url <url>', 'a server by URL instead of a registered instance')
     .option('--model <name>', 'served model name (with --url; default: the first /v1/models entry)')
-    .option('--timeout <seconds>', 'overall deadline', intArg('--timeout'))
+    .option('--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's'))
     .option('--rounds <n>', 'at most this many rounds (default: the profile\'s, 5)', intArg('--rounds'))
     .option('--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', (v: string) => {
       const n = Number(v);
@@ -209,11 +221,15 @@ Examples:
     .option('--url <url>', 'a server by URL (repeatable)', collect, [])
     .option('--all', 'every registered server')
     .option('--model <name>', 'expected served name (with --url)')
-    .option('--timeout <ms>', 'deadline of each step', intArg('--timeout'))
+    .option('--timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--timeout', 'ms'))
     .option('--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai')
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
+    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
+    .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
+    .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `
@@ -222,6 +238,27 @@ Examples:
   sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
   */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
     .action(lazy(() => import('./commands/probe.js')));
+
+  // issue 12: what the cron probe remembers (i12-cost)
+  program
+    .command('cost')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 24h, 7d, 90m or an ISO time', '24h')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--gpu-hour-price <usd>', 'what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--compare-price <usd>', 'reference price per 1K tokens (default the document\'s $0.02)')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say (a --url target)')
+    .option('--utilization <share>', 'GPU utilisation 0..1 for the usage basis when no GPU readings were taken')
+    .option('--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('$ per 1K and 1M tokens over a window, on GPUs held and on GPUs used, from the probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
+  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
+    .action(lazy(() => import('./commands/cost.js')));
 
   profileOpts(
     program
@@ -253,6 +290,59 @@ Examples:
     .description('print what a client needs to use a server')
     .addHelpText('after', '\nExample:\n  eval "$(sparkctl client-env qwen-prod --claude-code)"')
     .action(lazy(() => import('./commands/client-env.js')));
+
+  const bench = program
+    .command('bench')
+    .argument('[name]', 'running instance or profile (its port, served name, API key env)')
+    .description('load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)')
+    .option('--url <url>', 'any OpenAI-compatible server instead of NAME')
+    .option('--model <name>', 'served model name (default: the profile\'s, or the first /v1/models entry)')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .addOption(new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'))
+    .option('--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)')
+    .option('--requests <n>', 'measured requests (default 200 unless --duration)')
+    .option('--duration <d>', 'stop sending after this long (90s, 5m)')
+    .option('--concurrency <n>', 'at most N requests in flight (closed loop)')
+    .option('--rate <r>', 'requests per second, or inf: all at once (open loop)', 'inf')
+    .option('--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1')
+    .option('--seed <n>', 'seed of arrivals and prompts', '0')
+    .option('--warmup <n>', 'requests sent first and left out of every number', '2')
+    .option('--input-len <n>', 'random prompts: tokens in (exact, through the server\'s /tokenize)', '1024')
+    .option('--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)')
+    .option('--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0')
+    .option('--prefix-len <n>', 'a shared prefix of N tokens before each random prompt (prefix cache)', '0')
+    .option('--dataset <file>', 'JSONL of {"prompt", "output_len"} or ShareGPT conversations, instead of random prompts')
+    .option('--no-ignore-eos', 'let the model stop early (output lengths then vary)')
+    .option('--no-continuous-usage', 'do not ask for usage on every chunk (per-token ITL)')
+    .option('--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, [])
+    .option('--percentiles <list>', 'percentiles to report', '50,90,99')
+    .option('--request-timeout <d>', 'deadline of each request', '10m')
+    .option('--scrape-interval <ms>', 'read the server\'s /metrics this often during the run (0: never)', '1000')
+    .option('--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)')
+    .option('--html <file>', 'write one self-contained page with the charts')
+    .option('--sweep', 'from 1 request at a time up to saturation')
+    .addOption(new Option('--sweep-by <what>', 'what the sweep raises').choices(['concurrency', 'rate']).default('concurrency'))
+    .option('--sweep-max <n>', 'highest level of the sweep (default 256)')
+    .option('--slo <slo...>', 'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000', collect, [])
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', `
+Examples:
+  sparkctl bench qwen3.5-9b --concurrency 64 --requests 500
+  sparkctl bench --url http://127.0.0.1:8000 --rate 20 --duration 2m --save-result today.json
+  sparkctl bench qwen3.5-9b --sweep --slo ttft:300 --html sweep.html
+  sparkctl bench compare yesterday.json today.json
+
+Exit codes: 0 ok, 1 invalid run (client-bound), every request failed, or no sweep level met --slo;
+2 bad input, 3 server unreachable.`)
+    .action(lazy(() => import('./commands/bench.js')));
+  bench
+    .command('compare')
+    .argument('<a>', 'the baseline result (bench --save-result, or vllm bench serve --save-result)')
+    .argument('<b>', 'the result to judge')
+    .option('--threshold <pct>', 'changes within this many percent count as the same', '5')
+    .option('--json', 'machine-readable output')
+    .description('B against A, metric by metric, with a verdict each (exit 1 when any is worse)')
+    .action(lazy(async () => ({ run: (await import('./commands/bench.js')).compare })));
 
   const sim = program.command('sim').description('the built-in vLLM simulator (what --engine sim runs)');
   sim

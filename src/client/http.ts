@@ -7,7 +7,7 @@ export type HttpResult =
 
 const agent = new Agent({ keepAliveTimeout: 4_000, connections: 8, connect: { timeout: 2_000 } });
 
-export async function http(url: string, opts: { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string> }): Promise<HttpResult> {
+export async function http(url: string, opts: { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal }): Promise<HttpResult> {
   const started = performance.now();
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
@@ -17,7 +17,7 @@ export async function http(url: string, opts: { method?: 'GET' | 'POST'; body?: 
       method: opts.method ?? (opts.body !== undefined ? 'POST' : 'GET'),
       headers,
       body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-      signal: AbortSignal.timeout(opts.timeoutMs),
+      signal: opts.signal ? AbortSignal.any([AbortSignal.timeout(opts.timeoutMs), opts.signal]) : AbortSignal.timeout(opts.timeoutMs),
       dispatcher: agent,
     });
     const body = await res.body.text();

@@ -1,9 +1,9 @@
 // The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
 // and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
-import type { ServeOptions } from './serve.js';
-import { buildPlan, executableFor, simTail } from './serve.js';
-import { resolveProfile, stateDir, type Resolved } from './common.js';
+import { executableFor, simTail, type ServeOptions } from '../engine/plan.js';
+import { resolveProfile, requireValid, type Resolved } from '../profiles/resolve.js';
+import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
 import { servedName, renderReplicas } from '../profiles/render.js';
@@ -14,7 +14,7 @@ import { allNodes, gpusDeclared, hostShapeOf, planNodes, exportLine } from '../e
 import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus } from '../engine/cluster.js';
 import { gatherNodes, runNodesChecks, type NodeReport } from '../engine/nodes-preflight.js';
 import { leaderWorkerSet } from '../k8s/manifests.js';
-import { shellQuote, envelope, c, table, statusMark, formatDuration, parseDuration } from '../output/format.js';
+import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
@@ -65,11 +65,11 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const nf = loadNodesFile(opts.nodes!);
   const r = resolveForNodes(profileName, opts, nf);
   // Every input is read before anything starts.
-  const readyMs = opts.readyTimeout ? parseDuration(opts.readyTimeout, '--ready-timeout') : r.profile.server.readyTimeoutSeconds * 1000;
+  const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
   // On the head, vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
   const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
   const rep = renderReplicas(r.profile, r.host, { executable: exe, stateDir: '$HOME/.local/state/sparkctl', tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [] })[0]!;
-  const { warnings } = buildPlan(r, { ...opts, engine: opts.engine });
+  const warnings = requireValid(r);
   const steps = planNodes(nf, rep.argv);
   const perReplica = r.profile.parallel.tensor * r.profile.parallel.pipeline;
   if (opts.dryRun) {

@@ -1,6 +1,7 @@
 import { readFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
-import { Registry, writeAtomic } from '../engine/registry.js';
+import { Registry } from '../engine/registry.js';
+import { writeFileAtomic } from '../util/fs.js';
 import { stateDir } from './common.js';
 import { probe, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
@@ -9,6 +10,12 @@ import { http } from '../client/http.js';
 import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
+import { appendSample, lastSample } from '../history/store.js';
+import { buildSample } from '../history/sample.js';
+import { readHistory } from '../history/store.js';
+import { computeCost } from '../history/cost.js';
+import { ReplayHost } from '../host/replay.js';
+import type { Host } from '../host/host.js';
 
 interface ProbeCli {
   url: string[];
@@ -20,7 +27,14 @@ interface ProbeCli {
   alertWebhook?: string;
   json?: boolean;
   quiet?: boolean;
+  deadline?: number;
+  gpuFrom?: string;
+  history?: boolean;
+  gpuHourPrice?: string;
 }
+
+/** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
+const STEPS = 7;
 
 type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
 
@@ -53,17 +67,50 @@ export async function run(names: string[], opts: ProbeCli) {
   } catch {
     /* first probe */
   }
+  const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
+  // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
+  // that has not answered by then is recorded as unreachable (its HTTP calls end by their own deadlines).
+  const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
+  const deadlineMs = opts.deadline ?? longest * STEPS;
+  const last = new Map(targets.map(({ t }) => [t.url, opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
   const results = await Promise.all(
-    targets.map(({ t, s }) =>
-      probe(t, {
+    targets.map(({ t, s }) => {
+      const started = performance.now();
+      const stop = new AbortController();
+      const work = probe(t, {
+        signal: stop.signal,
         ...s,
         timeoutMs: opts.timeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[t.url]?.preemptions,
         gpus: t.engine === 'vllm',
-      }),
-    ),
+        gpuHost,
+        lastXidT: last.get(t.url)?.xidT,
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<ProbeResult>((resolve) => {
+        timer = setTimeout(() => {
+          stop.abort();
+          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline ${deadlineMs} ms`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
+        }, deadlineMs);
+        timer.unref();
+      });
+      return Promise.race([work, late]).finally(() => clearTimeout(timer));
+    }),
   );
+  // History: one sample per target per run (cost and report read it).
+  if (opts.history !== false) {
+    const at = new Date();
+    for (const [k, r] of results.entries()) {
+      const t = targets[k]!.t;
+      const sample = buildSample({ at, target: r.target, url: r.url, profile: t.instance?.profile, verdict: r.state, ms: r.ms, steps: r.steps, ngpu: t.gpus?.length || r.gpu?.samples.length || undefined, vllm: r.vllm, gpus: r.gpu?.samples, xidT: r.xidT ?? last.get(r.url)?.xidT });
+      try {
+        appendSample(dir, sample);
+      } catch (e) {
+        note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
+      }
+    }
+  }
   // Remember each target's state: preemption trend, and state changes for the webhook.
   const next: State = { ...prev };
   const changed: ProbeResult[] = [];
@@ -73,9 +120,9 @@ export async function run(names: string[], opts: ProbeCli) {
     next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
   }
   mkdirSync(dir, { recursive: true });
-  writeAtomic(statePath, JSON.stringify(next, null, 2));
+  writeFileAtomic(statePath, JSON.stringify(next, null, 2));
 
-  if (opts.json) say(envelope('probe', { results }));
+  if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
   else {
     for (const r of results) {
       if (opts.quiet && r.state === 'healthy') continue;
@@ -85,7 +132,12 @@ export async function run(names: string[], opts: ProbeCli) {
       say(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
     }
   }
-  if (opts.prometheus) writePrometheus(opts.prometheus, results);
+  if (opts.prometheus) {
+    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
+    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
+    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+  }
   if (opts.alertWebhook && changed.length) {
     const res = await http(opts.alertWebhook, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: changed.map((r) => ({ target: r.target, url: r.url, from: prev[r.url]?.state ?? null, to: r.state, failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })) })) }, timeoutMs: 5000 });
     if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
@@ -94,10 +146,41 @@ export async function run(names: string[], opts: ProbeCli) {
   if (code) throw new ExitWith(code);
 }
 
+/** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
+export function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): string[] {
+  // one group per family: the exposition format wants a family's samples together
+  const per1k: string[] = [];
+  const hours: string[] = [];
+  const tokens: string[] = [];
+  for (const { t, price } of priced) {
+    const samples = readHistory(dir, (x) => x.url === t.url).samples.filter((x) => Date.parse(x.t) >= now - 86_400_000);
+    if (samples.length < 2) continue;
+    const r = computeCost({ samples, pricePerGpuHour: price });
+    for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {
+      if (!b) continue;
+      hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
+      if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
+    }
+    tokens.push(`sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`, `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`);
+  }
+  if (!tokens.length) return [];
+  return [
+    '# HELP sparkctl_cost_usd_per_1k_tokens_24h USD per 1K tokens over the last 24 h of probe history (allocation: GPUs held; usage: x measured utilisation).',
+    '# TYPE sparkctl_cost_usd_per_1k_tokens_24h gauge',
+    ...per1k,
+    '# HELP sparkctl_cost_gpu_hours_24h GPU-hours over the last 24 h of probe history.',
+    '# TYPE sparkctl_cost_gpu_hours_24h gauge',
+    ...hours,
+    '# HELP sparkctl_cost_tokens_24h Tokens served over the last 24 h (counter deltas, restarts counted from zero).',
+    '# TYPE sparkctl_cost_tokens_24h gauge',
+    ...tokens,
+  ];
+}
+
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
-export function writePrometheus(path: string, results: ProbeResult[]) {
+export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
@@ -114,7 +197,14 @@ export function writePrometheus(path: string, results: ProbeResult[]) {
     '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
     '# TYPE sparkctl_probe_kv_cache_usage gauge',
     ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${r.metrics!.kvCacheUsage}`),
+    '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
+    '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
+    ...results.flatMap((r) => (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${g.i}"} ${g.temp}`)),
+    '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
+    '# TYPE sparkctl_probe_gpu_ok gauge',
+    ...results.flatMap((r) => (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`)),
+    ...extra,
   ];
   mkdirSync(dirname(path), { recursive: true });
-  writeAtomic(path, lines.join('\n') + '\n');
+  writeFileAtomic(path, lines.join('\n') + '\n');
 }

@@ -39,32 +39,9 @@ export function planNodes(nf: NodesFile, vllmArgv: string[]): NodeStep[] {
   return steps;
 }
 
-/** Ray's own count, from `ray status` text: v1 (`Active:`/`Healthy:`) and autoscaler v2 (`Active:` and `Idle:`). */
-export interface RayStatusCounts {
-  nodes: number;
-  gpus: number;
-  gpusUsed: number;
-}
-
-export function parseRayStatus(text: string): RayStatusCounts | undefined {
-  if (!/Node status/.test(text) || !/Resources/.test(text)) return undefined;
-  const nodeSection = text.slice(text.indexOf('Node status'), text.indexOf('Resources'));
-  let nodes = 0;
-  let counting = false;
-  for (const line of nodeSection.split('\n')) {
-    const header = /^(\w[\w ]*):\s*$/.exec(line.trim());
-    if (header) {
-      // Live nodes are listed under these; Pending / Recent failures are not in the cluster.
-      counting = ['Active', 'Idle', 'Healthy'].includes(header[1]!);
-      continue;
-    }
-    const m = /^\s+(\d+)\s+\S+/.exec(line);
-    if (counting && m) nodes += Number(m[1]);
-  }
-  const res = text.slice(text.indexOf('Resources'));
-  const g = /([\d.]+)\/([\d.]+)\s+GPU\b/.exec(res);
-  return { nodes, gpus: g ? Number(g[2]) : 0, gpusUsed: g ? Number(g[1]) : 0 };
-}
+// `ray status` text is parsed in the neutral module of tool-output parsers.
+export { parseRayStatus, type RayStatusCounts } from '../nvidia/ray.js';
+import type { RayStatusCounts } from '../nvidia/ray.js';
 
 /** One node as Ray's GCS reports it (node state from the autoscaler's cluster status). */
 export interface RayNode {

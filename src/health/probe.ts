@@ -3,7 +3,10 @@
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import type { Target } from './target.js';
-import { readGpus } from './gpu.js';
+import { readGpuRows, readXid, judgeGpus, type GpuVerdict, type XidEvent } from './gpu.js';
+import { readVllm, type VllmReading } from '../history/vllm.js';
+import { RealHost } from '../host/real.js';
+import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
@@ -20,6 +23,12 @@ export interface ProbeResult {
   ms: number;
   inferenceMs?: number;
   metrics?: { kvCacheUsage?: number; waiting?: number; running?: number; preemptions?: number };
+  /** every number history keeps (counters, gauges, latency histograms) */
+  vllm?: VllmReading;
+  /** the GPU step's findings, each naming its GPU, and the per-GPU readings */
+  gpu?: GpuVerdict;
+  /** kernel-log time of the newest Xid seen (the next probe's "since") */
+  xidT?: number;
 }
 
 export interface ProbeSettings {
@@ -33,6 +42,15 @@ export interface ProbeSettings {
   lastPreemptions?: number;
   /** read GPUs (false: not visible, e.g. the simulator or a URL target) */
   gpus?: boolean;
+  /** where GPUs are read: this host (default) or a replayed support bundle (probe --gpu-from) */
+  gpuHost?: Host;
+  tempWarnC?: number;
+  tempUnhealthyC?: number;
+  tempCriticalC?: number;
+  /** kernel-log time of the newest Xid the previous probe saw (from history) */
+  lastXidT?: number;
+  /** the run's deadline (probe --deadline): no further step starts once it fired */
+  signal?: AbortSignal;
 }
 
 export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
@@ -42,7 +60,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
 
   // 1. live
-  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs });
+  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (!h.ok) {
     add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
     return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' ? 'unreachable' : 'unhealthy');
@@ -57,8 +75,9 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   }
   add('live', 'pass', '/health 200', h.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 2. identity: the expected model, not whatever else holds the port
-  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
   let served = t.servedName;
   if (!m.ok || m.status !== 200) {
     add('identity', 'fail', m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`, m.ms);
@@ -72,8 +91,9 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   served ??= ids[0];
   add('identity', 'pass', `serves ${served}`, m.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 3. inference: a real 1-token generation with its own deadline (catches the hung engine)
-  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
   let inferenceMs: number | undefined;
   if (!gen.ok) {
     add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
@@ -87,14 +107,17 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   inferenceMs = Math.round(gen.ms);
   add('inference', 'pass', `1 token in ${inferenceMs} ms`, gen.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 4. metrics
   let metrics: ProbeResult['metrics'];
-  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs });
+  let vllm: VllmReading | undefined;
+  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (!mt.ok || mt.status !== 200) add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
   else {
     try {
       const v = parseVllmMetrics(mt.body);
       metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
+      vllm = readVllm(mt.body);
       const notes: string[] = [];
       let status: StepStatus = 'pass';
       if (v.kvCacheUsage !== undefined && v.kvCacheUsage >= s.kvCacheUsageMax) {
@@ -116,26 +139,43 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     }
   }
 
-  // 5. GPUs, relative to what the profile reserves (a healthy server holds ~92 % of each GPU)
-  if (s.gpus === false || !t.gpus?.length) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
+  if (s.signal?.aborted) return done('unreachable');
+  // 5. GPUs: preflight's rules, temperature, memory relative to what the profile reserves
+  // (a healthy server holds ~92 % of each GPU), Xid since the last probe
+  let gpu: GpuVerdict | undefined;
+  let xidT: number | undefined;
+  if (!s.gpuHost && (s.gpus === false || !t.gpus?.length)) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
   else {
     const gs = performance.now();
-    const readings = await readGpus(s.timeoutMs);
-    if (!readings) add('gpu', 'skip', 'nvidia-smi not available here', performance.now() - gs);
+    const host = s.gpuHost ?? new RealHost(s.timeoutMs);
+    const [rows, xid] = await Promise.all([readGpuRows(host, s.timeoutMs), readXid(host, s.timeoutMs)]);
+    if (!rows) add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
     else {
-      const mine = readings.filter((r) => t.gpus!.includes(r.index));
-      const limit = Math.min(1, (s.gpuMemoryUtilization ?? 0.9) + s.gpuMemoryHeadroomPct / 100);
-      const over = mine.filter((r) => r.usedMiB / r.totalMiB > limit);
-      const thr = mine.flatMap((r) => r.throttle.filter((x) => x.severity === 'fail').map((x) => `GPU${r.index} ${x.reason}`));
-      const desc = mine.map((r) => `GPU${r.index} ${((r.usedMiB / r.totalMiB) * 100).toFixed(0)} %`).join(', ');
-      if (thr.length) add('gpu', 'fail', `${desc}; ${thr.join(', ')}`, performance.now() - gs);
-      else if (over.length) add('gpu', 'warn', `${desc}: above the reserved ${(limit * 100).toFixed(0)} % (another process on the GPU?)`, performance.now() - gs);
-      else add('gpu', 'pass', `${desc} used (reserved ${((s.gpuMemoryUtilization ?? 0.9) * 100).toFixed(0)} %)`, performance.now() - gs);
+      let xidNew: XidEvent[] | undefined;
+      if (xid.readable) {
+        const times = xid.events.map((e) => e.ts).filter((x): x is number => x !== undefined);
+        const newest = times.length ? Math.max(...times) : undefined;
+        // a kernel clock behind the last probe's means a reboot: every Xid in the log is new
+        const rebooted = s.lastXidT !== undefined && newest !== undefined && newest < s.lastXidT;
+        xidNew = s.lastXidT === undefined || rebooted ? xid.events : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
+        xidT = newest ?? s.lastXidT;
+      }
+      const reserved = s.gpuMemoryUtilization ?? 0.9;
+      gpu = judgeGpus(rows, {
+        mine: s.gpuHost && !t.gpus?.length ? undefined : t.gpus,
+        thresholds: { tempWarnC: s.tempWarnC ?? 75, tempUnhealthyC: s.tempUnhealthyC ?? 82, tempCriticalC: s.tempCriticalC ?? 88 },
+        memLimit: Math.min(1, reserved + s.gpuMemoryHeadroomPct / 100),
+        reserved,
+        xidNew,
+        xidUnreadable: xid.readable ? undefined : xid.why,
+      });
+      add('gpu', gpu.status, gpu.detail, performance.now() - gs);
     }
   }
 
+  if (s.signal?.aborted) return done('unreachable');
   // 6. auth: with a key configured, /v1 without it must be refused
-  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs });
+  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (t.apiKeyEnv || t.apiKey) {
     if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
     else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
@@ -143,18 +183,19 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
   } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
 
+  if (s.signal?.aborted) return done('unreachable');
   // 7. what a client needs
   if (s.client === 'claude-code') {
-    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
+    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
     if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message') add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
     else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
     else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
   } else if (s.client === 'openai') {
-    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, apiKey: t.apiKey });
+    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
     if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
     else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
   }
 
   const state = steps.some((x) => x.status === 'fail') ? 'unhealthy' : 'healthy';
-  return done(state, { inferenceMs, metrics });
+  return done(state, { inferenceMs, metrics, vllm, gpu, xidT });
 }

@@ -1,5 +1,6 @@
 // Support bundle v1: a folder with manifest.json and one file per output. Never a secret.
-import { mkdir, writeFile, rename } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { writeFileAtomic } from '../util/fs.js';
 import { join } from 'node:path';
 import { hostname, arch } from 'node:os';
 import type { RecordingHost } from './host.js';
@@ -15,8 +16,8 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
     const stderr = `out/cmd-${n}.stderr`;
     // The kernel log says much about a host; preflight needs only the GPU driver's lines.
     const out = c.argv[0] === 'dmesg' ? c.stdout.split('\n').filter((l) => /NVRM|Xid|nvidia/i.test(l)).join('\n') : c.stdout;
-    await writeFile(join(dir, stdout), redact(out));
-    await writeFile(join(dir, stderr), redact(c.stderr));
+    writeFileAtomic(join(dir, stdout), redact(out));
+    writeFileAtomic(join(dir, stderr), redact(c.stderr));
     commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });
   }
   const files = [];
@@ -27,14 +28,28 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
       continue;
     }
     const f = `out/file-${String(j++).padStart(3, '0')}`;
-    await writeFile(join(dir, f), redact(content));
+    writeFileAtomic(join(dir, f), redact(content));
     files.push({ path, content: f });
   }
-  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()) };
-  const tmp = join(dir, `.manifest.json.${process.pid}`);
-  await writeFile(tmp, JSON.stringify(manifest, null, 2) + '\n');
-  await rename(tmp, join(dir, 'manifest.json'));
+  let systeminformation: string | undefined;
+  if (rec.sysinfoReadings.size) {
+    // Readings are already reduced to typed fields (no serials, UUIDs or MACs); values pass redact() too.
+    systeminformation = 'systeminformation.json';
+    const section = { library: await sysinfoVersion(), readings: Object.fromEntries(rec.sysinfoReadings) };
+    writeFileAtomic(join(dir, systeminformation), redact(JSON.stringify(section, null, 2)) + '\n');
+  }
+  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()), ...(systeminformation ? { systeminformation } : {}) };
+  writeFileAtomic(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
   return { commands: commands.length, files: files.length };
+}
+
+async function sysinfoVersion(): Promise<string> {
+  try {
+    const m = (await import('systeminformation')) as { version?: () => string; default?: { version?: () => string } };
+    return `systeminformation ${(m.version ?? m.default?.version)?.() ?? '?'}`;
+  } catch {
+    return 'systeminformation ?';
+  }
 }
 
 /** Values of secret-named variables that leaked into an output (a process environment, a command line). */

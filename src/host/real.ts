@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { execa } from 'execa';
 import type { Host, CmdResult } from './host.js';
+import { readSysinfo, type SysinfoPart, type SysinfoResult } from './sysinfo.js';
 
 export class RealHost implements Host {
   readonly kind = 'real' as const;
@@ -39,5 +40,9 @@ export class RealHost implements Host {
 
   env() {
     return process.env;
+  }
+
+  sysinfo<P extends SysinfoPart>(part: P, opts: { timeoutMs?: number } = {}): Promise<SysinfoResult<P>> {
+    return readSysinfo(part, opts.timeoutMs ?? this.defaultTimeoutMs);
   }
 }

@@ -3,7 +3,8 @@
 // because the simulator really listens here.
 import type { Host, CmdResult } from './host.js';
 import type { Platform } from '../profiles/schema.js';
-import { GPU_FIELDS } from '../preflight/parse.js';
+import { GPU_FIELDS } from '../nvidia/smi.js';
+import { GIB, MIB } from '../nvidia/units.js';
 import { RealHost } from './real.js';
 
 function versionOf(rule: Platform['driver']): string {
@@ -30,7 +31,7 @@ export class SimHost implements Host {
     const p = this.platform;
     const drv = versionOf(p.driver);
     const cuda = versionOf(p.cuda);
-    const memMiB = Math.round(p.gpu.memoryGiB * 1024);
+    const memMiB = Math.round((p.gpu.memoryGiB * GIB) / MIB);
     const rows = Array.from({ length: p.gpu.count }, (_, i) => {
       const v: Record<string, string> = {
         index: String(i), name: p.gpu.displayName, uuid: `GPU-sim-${i}`, 'pci.bus_id': `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
@@ -91,6 +92,9 @@ export class SimHost implements Host {
     if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path);
     return null;
   }
+
+  /** CPU, memory and disks are this machine's own, like its ports */
+  sysinfo: RealHost['sysinfo'] = (part, opts) => this.real.sysinfo(part, opts);
 
   env() {
     const e = { ...process.env };

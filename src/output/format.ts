@@ -82,12 +82,3 @@ export function formatDuration(ms: number): string {
   if (s < 120) return `${s.toFixed(1)} s`;
   return `${Math.floor(s / 60)}m${String(Math.round(s % 60)).padStart(2, '0')}s`;
 }
-
-/** Parse "15m", "90s", "2h", "500ms" or a bare number of seconds. */
-export function parseDuration(text: string, field: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new Error(`${field}: "${text}" is not a duration; use seconds (600) or a unit (90s, 15m, 1h)`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  return n * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit as 'ms' | 's' | 'm' | 'h'];
-}

@@ -1,11 +1,12 @@
 // Checks are data: an id operators and automation rely on, and a pure function of the facts,
 // the baseline and the profile. Each says what it saw, what it expected, and the fix.
-import type { Facts, Gpu } from './facts.js';
+import type { Facts, Gpu, ProbeName } from './facts.js';
 import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
-import { decodeThrottle, XID_FATAL, XID_MEANING } from './parse.js';
-import { GIB } from '../profiles/planner.js';
+import { decodeThrottle } from '../nvidia/smi.js';
+import { XID_FATAL, XID_MEANING } from '../nvidia/xid.js';
+import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
 export interface CheckResult {
@@ -30,9 +31,14 @@ export interface Check {
   id: string;
   area: string;
   title: string;
-  probes: string[];
+  /** the fact sources this check reads: only these (and what platform detection needs) are run */
+  probes: ProbeName[];
+  /** reads the GPU: skipped when no driver is loaded (so the driver probes run with it) */
   needsGpu?: boolean;
+  /** serve refuses to launch when this check fails: `runPreflight(host, { blocking: true })` runs just these */
   blocking?: boolean;
+  /** not in the default set (why): runs only when --only names it; its probes are slow or rarely matter */
+  onRequest?: string;
   run(ctx: Ctx): CheckResult;
 }
 
@@ -61,6 +67,36 @@ const usedGpus = (ctx: Ctx): Gpu[] => {
 const label = (g: Gpu) => `GPU${g.index}`;
 const cudaHome = (f: Facts) => f.env.CUDA_HOME ?? f.env.CUDA_PATH;
 const cudaVersionInPath = (p: string) => /cuda-(\d+\.\d+)/.exec(p)?.[1];
+
+// Per-GPU rules, exported so the serving probe judges GPUs exactly as preflight does.
+export function gpuEccFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
+  if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
+  if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
+  if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
+  if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
+  if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+  return { fails, warns };
+}
+
+export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] } {
+  const fails: string[] = [];
+  const warns: string[] = [];
+  const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
+  for (const r of decodeThrottle(g['clocks_event_reasons.active'])) {
+    if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
+    else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
+  }
+  return { fails, warns };
+}
+
+export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
+  const codes = [...new Set(events.map((e) => e.code))];
+  const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
+  return { desc, fatal: codes.some((c) => XID_FATAL.has(c)) };
+}
 
 export const CHECKS: Check[] = [
   {
@@ -128,7 +164,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.toolkit',
     area: 'cuda',
     title: 'CUDA toolkit',
-    probes: ['nvcc', 'cuda.link'],
+    probes: ['nvcc', 'cuda.link', 'cuda.json', 'python'],
     run(ctx) {
       const f = ctx.facts;
       const v = f.cuda.nvcc ?? f.cuda.versionJson;
@@ -142,7 +178,7 @@ export const CHECKS: Check[] = [
     id: 'cuda.path-hygiene',
     area: 'cuda',
     title: 'one CUDA on PATH and LD_LIBRARY_PATH',
-    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d'],
+    probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       const home = cudaHome(f);
@@ -180,7 +216,7 @@ export const CHECKS: Check[] = [
     id: 'torch.build',
     area: 'python',
     title: 'PyTorch version and CUDA build',
-    probes: ['python'],
+    probes: ['python', 'nvcc'],
     run(ctx) {
       const f = ctx.facts;
       if (!f.python) return skip('python3 not found on PATH');
@@ -335,12 +371,11 @@ export const CHECKS: Check[] = [
     id: 'gpu.memory',
     area: 'gpu',
     title: 'free GPU memory for the profile',
-    probes: ['smi.query', 'meminfo'],
+    probes: ['smi.query', 'meminfo', 'smi.apps'],
     needsGpu: true,
     blocking: true,
     run(ctx) {
       if (!ctx.reservePerGpu) return skip('no profile given (--profile NAME): nothing to compare against');
-      const gib = (b: number) => `${(b / GIB).toFixed(1)} GiB`;
       const short: string[] = [];
       const seen: string[] = [];
       for (const g of usedGpus(ctx)) {
@@ -348,13 +383,18 @@ export const CHECKS: Check[] = [
         let free = gpuNum(g, 'memory.free');
         if (total === undefined && ctx.facts.memTotalBytes) {
           // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory.
-          total = ctx.facts.memTotalBytes / 1024 ** 2;
+          total = ctx.facts.memTotalBytes / MIB;
           free = total;
         }
         if (total === undefined || free === undefined) continue;
-        const need = ctx.profile!.engine.gpuMemoryUtilization * total * 1024 ** 2;
-        seen.push(`${label(g)} ${gib(free * 1024 ** 2)} free`);
-        if (free * 1024 ** 2 < need) short.push(`${label(g)} has ${gib(free * 1024 ** 2)} free of ${gib(total * 1024 ** 2)}, vLLM wants ${gib(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)`);
+        const need = ctx.profile!.engine.gpuMemoryUtilization * mibToBytes(total);
+        seen.push(`${label(g)} ${formatGiB(mibToBytes(free))} free`);
+        if (mibToBytes(free) < need) {
+          const bus = g['pci.bus_id']?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+          const holders = (ctx.facts.computeApps ?? []).filter((a) => bus && a.busId?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '') === bus);
+          const held = holders.length ? `; held by ${holders.map((a) => `PID ${a.pid} ${a.name} (${formatGiB(mibToBytes(a.usedMiB))})`).join(', ')}` : '';
+          short.push(`${label(g)} has ${formatGiB(mibToBytes(free))} free of ${formatGiB(mibToBytes(total))}, vLLM wants ${formatGiB(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)${held}`);
+        }
       }
       if (!seen.length) return skip('GPU memory not reported');
       const expected = `free >= ${ctx.profile!.engine.gpuMemoryUtilization} x total on each GPU the profile uses`;
@@ -389,12 +429,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
-        if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
-        if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
-        if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
-        if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
-        if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
+        const f = gpuEccFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'ECC on, no uncorrected errors, no pending or failed remaps';
       if (fails.length) return fail([...fails, ...warns].join('; '), expected, 'drain the GPU and reset it (nvidia-smi -r -i N); a failed remap or repeated uncorrected errors mean an RMA');
@@ -412,12 +449,9 @@ export const CHECKS: Check[] = [
       const fails: string[] = [];
       const warns: string[] = [];
       for (const g of ctx.facts.gpus) {
-        const reasons = decodeThrottle(g['clocks_event_reasons.active']);
-        const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
-        for (const r of reasons) {
-          if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
-          else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
-        }
+        const f = gpuThrottleFindings(g);
+        fails.push(...f.fails);
+        warns.push(...f.warns);
       }
       const expected = 'no thermal, HW slowdown or power-brake throttling';
       if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
@@ -531,9 +565,8 @@ export const CHECKS: Check[] = [
       const x = ctx.facts.xid;
       if (!x.readable) return skip(x.why ?? 'kernel log not readable');
       if (!x.events.length) return pass('no Xid in the kernel log', 'none');
-      const codes = [...new Set(x.events.map((e) => e.code))];
-      const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${x.events.filter((e) => e.code === c).length}`).join(', ');
-      if (codes.some((c) => XID_FATAL.has(c))) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
+      const { desc, fatal } = describeXid(x.events);
+      if (fatal) return fail(desc, 'no Xid errors', 'drain the node; reset the GPU or reboot; repeated 48/64/79/95 mean hardware service');
       return warn(desc, 'no Xid errors', 'look at the last lines: dmesg | grep -i xid');
     },
   },
@@ -560,7 +593,7 @@ export const CHECKS: Check[] = [
       const v = ctx.facts.limits.memlock;
       if (v === undefined) return skip('/proc/self/limits not readable');
       if (v === Infinity) return pass('unlimited', 'unlimited');
-      return warn(`${Math.round(v / 1024)} KiB`, 'unlimited (NCCL and RDMA pin memory)', 'ulimit -l unlimited; systemd: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1');
+      return warn(`${Math.round(v / KIB)} KiB`, 'unlimited (NCCL and RDMA pin memory)', 'ulimit -l unlimited; systemd: LimitMEMLOCK=infinity; docker: --ulimit memlock=-1');
     },
   },
   {
@@ -617,9 +650,76 @@ export const CHECKS: Check[] = [
       const mount = [...ctx.facts.df].filter((d) => m.where.startsWith(d.mount === '/' ? '/' : d.mount + '/') || m.where === d.mount).sort((a, b) => b.mount.length - a.mount.length)[0];
       if (!mount) return skip(`no df figure for ${m.where}`);
       const need = missing * 1.1;
-      const observed = `${(mount.availBytes / GIB).toFixed(0)} GiB free on ${mount.mount}; ${(present / GIB).toFixed(1)} of ~${(ctx.weightsBytes / GIB).toFixed(1)} GiB of weights present`;
-      if (mount.availBytes < need) return fail(observed, `>= ${(need / GIB).toFixed(1)} GiB free for the rest of the weights`, 'free space there, or point HF_HOME / model.path at a larger disk');
+      const observed = `${formatGiB(mount.availBytes, 0)} free on ${mount.mount}; ${(present / GIB).toFixed(1)} of ~${formatGiB(ctx.weightsBytes)} of weights present`;
+      if (mount.availBytes < need) return fail(observed, `>= ${formatGiB(need)} free for the rest of the weights`, 'free space there, or point HF_HOME / model.path at a larger disk');
       return pass(observed);
+    },
+  },
+  {
+    id: 'host.cpu',
+    area: 'host',
+    title: 'CPU cores for the GPU workers',
+    probes: ['si.cpu'],
+    run(ctx) {
+      const c = ctx.facts.system.cpu;
+      if (!c) return skip(`no CPU reading: ${ctx.facts.system.why.cpu ?? 'systeminformation gave nothing'}`);
+      const gpus = ctx.groups.flat().length || ctx.facts.gpus.length;
+      const observed = `${c.cores ?? '?'} logical (${c.physicalCores ?? '?'} physical) cores${c.sockets && c.sockets > 1 ? ` on ${c.sockets} sockets` : ''}, ${[c.manufacturer, c.brand].filter(Boolean).join(' ') || 'unknown CPU'}`;
+      // vLLM runs one worker process per GPU, plus the API server and the engine core: each busy-polls a core.
+      const need = gpus + 2;
+      if (c.cores !== undefined && gpus > 0 && c.cores < need) return warn(observed, `>= ${need} cores (one per GPU worker, the API server, the engine core)`, 'give the container or VM more cores (docker --cpus, a larger VM); starved workers stall the GPUs between steps');
+      return pass(observed, gpus ? `>= ${need} cores for ${gpus} GPU worker(s)` : '');
+    },
+  },
+  {
+    id: 'host.memory',
+    area: 'host',
+    title: 'system memory for loading the weights',
+    probes: ['si.mem'],
+    run(ctx) {
+      const m = ctx.facts.system.mem;
+      if (!m || m.totalBytes === undefined) return skip(`no memory reading: ${ctx.facts.system.why.mem ?? 'systeminformation gave nothing'}`);
+      const observed = `${formatGiB(m.totalBytes)} total, ${m.availableBytes !== undefined ? formatGiB(m.availableBytes) : '?'} available`;
+      const w = ctx.weightsBytes;
+      if (!w) return pass(observed);
+      // The weights are read through the page cache: with less free memory than the weights, loading
+      // pages them through the disk and a multi-GPU load evicts what another worker just read.
+      if (m.availableBytes !== undefined && m.availableBytes < w) return warn(observed, `>= ${formatGiB(w)} available (the weights pass through host memory while loading)`, 'stop what holds host memory, or expect a slow first load; a host with less RAM than the weights cannot cache them between restarts');
+      return pass(observed, `>= ${formatGiB(w)} available for the weights`);
+    },
+  },
+  {
+    id: 'host.os',
+    area: 'host',
+    title: 'operating system and kernel',
+    probes: ['si.os'],
+    onRequest: "systeminformation's OS reading spawns several shells (~100 ms or more)",
+    run(ctx) {
+      const o = ctx.facts.system.os;
+      if (!o) return skip(`no OS reading: ${ctx.facts.system.why.os ?? 'systeminformation gave nothing'}`);
+      const observed = `${o.distro ?? o.platform ?? '?'}${o.release ? ` ${o.release}` : ''}${o.codename ? ` (${o.codename})` : ''}, kernel ${o.kernel ?? '?'}, ${o.arch ?? '?'}`;
+      if (o.platform && o.platform !== 'linux') return fail(observed, 'Linux (vLLM on NVIDIA GPUs runs on Linux only)', 'run sparkctl serve on the Linux GPU host (or in WSL2 with the NVIDIA driver)');
+      return pass(observed, 'Linux');
+    },
+  },
+  {
+    id: 'host.network',
+    area: 'host',
+    title: 'network interfaces (multi-node)',
+    probes: ['si.net'],
+    onRequest: "systeminformation's interface reading runs a shell per interface (can take seconds); it matters for multi-node profiles",
+    run(ctx) {
+      const n = ctx.facts.system.net;
+      if (!n) return skip(`no interface reading: ${ctx.facts.system.why.net ?? 'systeminformation gave nothing'}`);
+      const up = n.filter((i) => !i.internal && i.operstate === 'up');
+      const speed = (i: (typeof n)[number]) => (i.speedMbps && i.speedMbps > 0 ? `${i.speedMbps >= 1000 ? `${i.speedMbps / 1000} Gb/s` : `${i.speedMbps} Mb/s`}` : 'speed unknown');
+      const observed = up.length ? up.map((i) => `${i.iface} ${speed(i)}${i.mtu ? ` MTU ${i.mtu}` : ''}`).join(', ') : `no interface up besides loopback (${n.map((i) => `${i.iface} ${i.operstate ?? '?'}`).join(', ')})`;
+      const multi = (ctx.profile?.parallel.nodes ?? 1) > 1;
+      if (!multi) return pass(observed, 'single node: NCCL uses NVLink and shared memory, not the network');
+      if (!up.length) return fail(observed, 'an interface up between the nodes', 'bring up the interface the nodes share, and set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to it');
+      const fast = up.filter((i) => (i.speedMbps ?? 0) >= 25000);
+      if (!fast.length) return warn(observed, '>= 25 Gb/s between the nodes (pipeline parallel moves activations every step)', 'use the RDMA/high-speed interface (NCCL_SOCKET_IFNAME, NCCL_IB_HCA), or expect inter-node steps to be slow');
+      return pass(observed, '>= 25 Gb/s between the nodes');
     },
   },
   {
@@ -638,7 +738,7 @@ export const CHECKS: Check[] = [
       }
       if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
       if (!weights.length) return fail(`config.json but no *.safetensors under ${m.where}`, 'weights', 'the download was interrupted: download it again');
-      const observed = `config.json and ${weights.length} weight file(s), ${(weights.reduce((a, f) => a + f.size, 0) / GIB).toFixed(1)} GiB, in ${m.where}`;
+      const observed = `config.json and ${weights.length} weight file(s), ${formatGiB(weights.reduce((a, f) => a + f.size, 0))}, in ${m.where}`;
       if (ctx.verify) return ctx.verify.ok ? pass(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest') : fail(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest', 'download the damaged files again');
       return pass(observed);
     },

@@ -1,8 +1,12 @@
 // Facts: everything preflight reads from a Host, gathered concurrently, each probe with a deadline.
 // Never imports torch (4 s, 600 MB): versions come from files.
 import type { Host, CmdResult } from '../host/host.js';
+import type { GpuFact } from '../host/gpu-facts.js';
+import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
-import * as P from './parse.js';
+import * as P from '../nvidia/smi.js';
+import * as H from '../host/parse.js';
+import { parseXid } from '../nvidia/xid.js';
 
 export type Gpu = Record<string, string | undefined>;
 
@@ -28,14 +32,16 @@ export interface Facts {
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
   cudnn: { system?: string; pip?: string };
   limits: { memlock?: number; nofile?: number };
-  df: ReturnType<typeof P.parseDf>;
+  df: ReturnType<typeof H.parseDf>;
   conntrack: { max?: number; count?: number };
   listening: Set<number>;
-  xid: { readable: boolean; why?: string; events: ReturnType<typeof P.parseXid> };
+  xid: { readable: boolean; why?: string; events: ReturnType<typeof parseXid> };
   fabricManager: { state?: string; why?: string };
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
   model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
+  /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
+  system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
   probeMs: Record<string, number>;
   /** probes a replayed bundle did not collect: their checks skip rather than guess */
   notCollected: Set<string>;
@@ -58,7 +64,23 @@ export function modelLocation(profile: Profile | undefined, env: Record<string, 
   return { where: `${hf}/models--${profile.model.id!.replace(/\//g, '--')}`, kind: 'hub' };
 }
 
-export async function gatherFacts(host: Host, opts: { profile?: Profile; timeoutMs?: number } = {}): Promise<Facts> {
+/** Every probe (fact source) gatherFacts knows; checks name the ones they read in `Check.probes`. */
+export const PROBES = [
+  'smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc.driver', 'nvcc', 'which.nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json',
+  'ldconfig', 'ld.so.conf.d', 'python', 'nccl.h', 'cudnn.h', 'limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6',
+  'dmesg', 'fabricmanager', 'ipmitool', 'uname', 'os-release', 'dgx-release', 'meminfo', 'which.vllm', 'model',
+  'si.cpu', 'si.mem', 'si.os', 'si.disks', 'si.net',
+] as const;
+export type ProbeName = (typeof PROBES)[number];
+
+export interface GatherOptions {
+  profile?: Profile;
+  timeoutMs?: number;
+  /** run only these probes (the ones the selected checks need); all when absent (collect, a full preflight) */
+  probes?: ReadonlySet<string>;
+}
+
+export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
   const started = performance.now();
   const probeMs: Record<string, number> = {};
   const t = opts.timeoutMs ?? 5000;
@@ -72,8 +94,11 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
     }
   };
   const notCollected = new Set<string>();
-  const run = (name: string, argv: string[], timeoutMs = t) =>
-    timed(name, async () => {
+  const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
+  // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
+  const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
+  const run = (name: ProbeName, argv: string[], timeoutMs = t) =>
+    !want(name) ? Promise.resolve(notRun(argv)) : timed(name, async () => {
       const r = await host.run(argv, { timeoutMs });
       if (r.error === 'not-collected') notCollected.add(name);
       return r;
@@ -82,15 +107,27 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
       if (host.kind === 'replay') probeMs[name] = r.durationMs;
       return r;
     });
-  const file = (name: string, path: string) =>
-    timed(name, async () => {
+  const file = (name: ProbeName, path: string) =>
+    !want(name) ? Promise.resolve(null) : timed(name, async () => {
       if (host.hasFile && !host.hasFile(path)) notCollected.add(name);
       return host.readFile(path);
     });
   const loc = modelLocation(opts.profile, env);
+  const system: Facts['system'] = { why: {} };
+  const sys = async <P extends SysinfoPart>(part: P) => {
+    const name = `si.${part}` as ProbeName;
+    if (!want(name)) return;
+    const r = host.sysinfo ? await host.sysinfo(part, { timeoutMs: t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    probeMs[name] = r.durationMs;
+    if (r.ok) (system as Record<string, unknown>)[part] = r.value;
+    else {
+      if (r.error === 'not-collected') notCollected.add(name);
+      system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
+    }
+  };
 
   // One wave: every probe at once. The query-gpu retry and the python follow-ups run inside their own promise.
-  const queryGpu0 = timed('smi.query', async () => {
+  const queryGpu0 = !want('smi.query') ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] }) : timed('smi.query', async () => {
     // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
     let fields: string[] = [...P.GPU_FIELDS];
     let r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
@@ -109,7 +146,7 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
     if (host.kind === 'replay') probeMs['smi.query'] = q.r.durationMs;
     return q;
   });
-  const pythonInfo = timed('python', async () => {
+  const pythonInfo = !want('python') ? Promise.resolve(undefined) : timed('python', async () => {
     const r = await host.run(['python3', '-c', PY], { timeoutMs: t });
     if (r.exitCode !== 0) return undefined;
     const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
@@ -124,13 +161,13 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
     return { version, purelib, dists, torchPy, vllmMeta };
   });
   const pythonProbe = pythonInfo.then((v) => {
-    if (!v && host.kind === 'replay') notCollected.add('python');
+    if (!v && host.kind === 'replay' && want('python')) notCollected.add('python');
     return v;
   });
 
   const [
     q, smiq, topo, apps, procVer, nvcc, whichNvcc, cudaLink, cudaDirs, versionJson, ldconfig, ldconf, py, ncclH, cudnnH,
-    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, modelFind,
+    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, , modelFind,
   ] = await Promise.all([
     queryGpu,
     run('smi.q', ['nvidia-smi', '-q']),
@@ -161,8 +198,14 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
     file('dgx-release', '/etc/dgx-release'),
     file('meminfo', '/proc/meminfo'),
     run('which.vllm', ['which', '-a', 'vllm']),
-    loc ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n']) : Promise.resolve(undefined),
+    Promise.all([sys('cpu'), sys('mem')]),
+    loc && want('model') ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n']) : Promise.resolve(undefined),
   ]);
+
+  // systeminformation's OS, disk and interface readings run shells synchronously (execSync), which
+  // stalls the event loop: run them once every other probe has settled, so no probe's deadline fires
+  // late on an answer that was already there. (A default preflight does not ask for them; collect does.)
+  await Promise.all([sys('os'), sys('disks'), sys('net')]);
 
   // Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it.
   const module = P.parseProcDriverVersion(procVer);
@@ -192,7 +235,7 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
   const xidText = dmesg.stdout;
   const xid: Facts['xid'] =
     dmesg.exitCode === 0
-      ? { readable: true, events: P.parseXid(xidText) }
+      ? { readable: true, events: parseXid(xidText) }
       : { readable: false, why: dmesg.error === 'not-found' ? 'dmesg is not installed' : dmesg.error === 'not-collected' ? 'the kernel log is not in the bundle' : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`, events: [] };
 
   return {
@@ -238,18 +281,19 @@ export async function gatherFacts(host: Host, opts: { profile?: Profile; timeout
       vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
     },
     cudnn: { system: P.parseHeaderVersion(cudnnH, 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
-    limits: { memlock: P.parseLimit(limits, 'Max locked memory'), nofile: P.parseLimit(limits, 'Max open files') },
-    df: df.exitCode === 0 || df.stdout ? P.parseDf(df.stdout) : [],
+    limits: { memlock: H.parseLimit(limits, 'Max locked memory'), nofile: H.parseLimit(limits, 'Max open files') },
+    df: df.exitCode === 0 || df.stdout ? H.parseDf(df.stdout) : [],
     conntrack: { max: ctMax ? Number(ctMax.trim()) : undefined, count: ctCount ? Number(ctCount.trim()) : undefined },
-    listening: new Set([...P.parseListeningPorts(tcp4), ...P.parseListeningPorts(tcp6)]),
+    listening: new Set([...H.parseListeningPorts(tcp4), ...H.parseListeningPorts(tcp6)]),
     xid,
     fabricManager:
       fm.exitCode !== null
         ? { state: fm.stdout.trim() || 'unknown' }
         : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
-    memTotalBytes: P.memTotalBytes(meminfo),
+    memTotalBytes: H.memTotalBytes(meminfo),
     model,
+    system,
     probeMs,
     notCollected,
     wallMs: Math.round(performance.now() - started),
@@ -276,6 +320,29 @@ export function pickEnv(env: Record<string, string | undefined>): Record<string,
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined && ENV_KEEP.test(k) && !SECRET_ENV.test(k)) out[k] = v;
   return out;
+}
+
+/**
+ * The typed per-GPU facts serve's plan reads (not the checks' human text): one per GPU nvidia-smi
+ * listed, with the compute processes that hold its memory. A process is placed by its bus id; one
+ * without a bus id (an older 3-field query) cannot be placed and is left out rather than guessed.
+ */
+export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
+  const norm = (b: string | undefined) => b?.trim().toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+  return f.gpus.map((g, i) => {
+    const index = gpuNum(g, 'index') ?? i;
+    const bus = norm(g['pci.bus_id']);
+    return {
+      index,
+      name: g.name,
+      uuid: g.uuid,
+      busId: g['pci.bus_id'],
+      memoryTotalMiB: gpuNum(g, 'memory.total'),
+      memoryFreeMiB: gpuNum(g, 'memory.free'),
+      computeCapability: g.compute_cap,
+      processes: (f.computeApps ?? []).filter((a) => bus !== undefined && norm(a.busId) === bus).map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
+    };
+  });
 }
 
 export function gpuNum(g: Gpu, field: string): number | undefined {

@@ -4,7 +4,9 @@ import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Host } from '../host/host.js';
-import { gatherFacts, type Facts } from './facts.js';
+import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
+import type { GpuFact } from '../host/gpu-facts.js';
+import { GIB, mibToBytes } from '../nvidia/units.js';
 import { CHECKS, driverPresent, type Check, type CheckResult, type Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform } from '../profiles/load.js';
@@ -28,6 +30,10 @@ export interface PreflightReport {
   platform: string;
   platformReason: string;
   checks: CheckOutcome[];
+  /** typed per-GPU facts (memory, compute capability, holders) for serve's plan */
+  gpus: GpuFact[];
+  /** systeminformation's host inventory, the parts the selected checks read */
+  system: Omit<Facts['system'], 'why'>;
   summary: { pass: number; warn: number; fail: number; skip: number };
   /** what must match across the nodes of a multi-node cluster */
   versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
@@ -53,7 +59,19 @@ export function detectPlatform(f: Facts, requested: string | undefined, profile?
   return { platform: fallback, reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
 }
 
-export function selectChecks(only?: string, skipIds?: string): Check[] {
+/**
+ * The probes a set of checks needs: each check's own, the driver probes for checks that read the GPU
+ * (they skip without a driver), and what platform detection and the TP groups read.
+ */
+export function probesFor(checks: readonly Check[], opts: { platform?: string; profile?: Profile } = {}): Set<ProbeName> {
+  const out = new Set<ProbeName>(checks.flatMap((c) => c.probes));
+  if (checks.some((c) => c.needsGpu)) for (const p of ['proc.driver', 'smi.query'] as const) out.add(p);
+  if (!opts.platform || opts.platform === 'auto') for (const p of ['proc.driver', 'smi.query', 'uname'] as const) out.add(p);
+  if (opts.profile) out.add('smi.query'); // the replicas' GPU groups and ports depend on the GPU count
+  return out;
+}
+
+export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): Check[] {
   const list = (s?: string) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
   const o = list(only);
   const s = list(skipIds);
@@ -61,7 +79,8 @@ export function selectChecks(only?: string, skipIds?: string): Check[] {
   const unknown = [...o, ...s].filter((p) => !known(p));
   if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CHECKS.map((c) => c.id).join(', ')}`]);
   const match = (c: Check, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
-  return CHECKS.filter((c) => (!o.length || o.some((p) => match(c, p))) && !s.some((p) => match(c, p)));
+  // On-request checks (slow probes) run only when --only names them, by id or prefix.
+  return CHECKS.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
 }
 
 export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
@@ -75,8 +94,8 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
     const first = profile.parallel.firstGpu + i * per;
     groups.push(Array.from({ length: multi ? Math.min(per, gpusHere) : per }, (_, k) => first + k));
   }
-  const total = Number(f.gpus[0]?.['memory.total'] ?? NaN) * 1024 ** 2;
-  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * 1024 ** 3;
+  const total = mibToBytes(Number(f.gpus[0]?.['memory.total'] ?? NaN));
+  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * GIB;
   return {
     facts: f,
     platform,
@@ -124,12 +143,14 @@ export interface PreflightOptions {
   skip?: string;
   timeoutMs?: number;
   verify?: boolean;
+  /** only the checks whose metadata says they block a launch (what serve runs) */
+  blocking?: boolean;
 }
 
 export async function runPreflight(host: Host, opts: PreflightOptions): Promise<PreflightReport> {
   const started = performance.now();
-  const selected = selectChecks(opts.only, opts.skip);
-  const facts = await gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs });
+  const selected = selectChecks(opts.only, opts.skip, { blocking: opts.blocking });
+  const facts = await gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
   const ctx = buildCtx(facts, platform, opts.profile);
   if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
@@ -162,5 +183,5 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     gpu: facts.gpus[0]?.name,
     gpus: facts.gpus.length,
   };
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), system: (({ why: _why, ...rest }) => rest)(facts.system), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

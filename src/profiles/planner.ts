@@ -1,8 +1,7 @@
 // The per-GPU memory budget: the numbers vLLM itself logs at start-up ("GPU KV cache size: N tokens",
 // "Maximum concurrency for L tokens per request: Cx"), computed before anything is launched.
 import type { Profile } from './schema.js';
-
-const GiB = 1024 ** 3;
+import { GIB as GiB } from '../nvidia/units.js';
 
 export function weightBytesPerParam(p: Profile): number {
   const q = p.engine.quantization?.toLowerCase();
@@ -92,4 +91,5 @@ export function planMemory(p: Profile, gpuMemoryBytes: number): MemoryPlan {
   };
 }
 
-export const GIB = GiB;
+/** re-exported for the planner's callers; the definition is src/nvidia/units.ts */
+export { GIB } from '../nvidia/units.js';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Profile } from './schema.js';
 import { compareVersions } from './versions.js';
 import { resolveReplicas, type HostShape } from './validate.js';
+import { checkArgv, optionStatus, type FlagProblem } from './vllm-flags.js';
 
 const atLeast = (v: string, min: string) => compareVersions(v, min) >= 0;
 
@@ -27,11 +28,18 @@ export function parallelArgs(p: Profile): string[] {
   return out;
 }
 
-/** A boolean engine flag: vLLM >= 0.10 takes --x / --no-x; before that only --x existed. */
+/**
+ * A boolean engine flag: --x, or its --no-x twin where the target vLLM has one (from vLLM's source:
+ * --no-enable-prefix-caching and --no-enable-chunked-prefill exist in 0.9, prefix caching was a
+ * BooleanOptionalAction from 0.7). Only where no --no- form is known (before 0.7 / before the
+ * tables) a false is left to vLLM's default, which was off there.
+ */
 function boolFlag(version: string, flag: string, value: boolean | undefined): string[] {
   if (value === undefined) return [];
   if (value) return [flag];
-  return atLeast(version, '0.10.0') ? [flag.replace(/^--/, '--no-')] : [];
+  const no = flag.replace(/^--/, '--no-');
+  const st = optionStatus(version, no);
+  return st === 'yes' || st === 'maybe' ? [no] : [];
 }
 
 export function engineArgs(p: Profile): string[] {
@@ -40,6 +48,7 @@ export function engineArgs(p: Profile): string[] {
   const out: string[] = [];
   if (e.dtype !== 'auto') out.push('--dtype', e.dtype);
   if (e.maxModelLen !== undefined) out.push('--max-model-len', String(e.maxModelLen));
+  if (e.kvCacheMemoryBytes !== undefined) out.push('--kv-cache-memory-bytes', String(e.kvCacheMemoryBytes));
   if (e.enforceEager) out.push('--enforce-eager');
   out.push('--gpu-memory-utilization', String(e.gpuMemoryUtilization));
   if (e.kvCacheDtype !== 'auto') out.push('--kv-cache-dtype', e.kvCacheDtype);
@@ -49,20 +58,41 @@ export function engineArgs(p: Profile): string[] {
   if (e.maxNumSeqs !== undefined) out.push('--max-num-seqs', String(e.maxNumSeqs));
   if (e.maxNumBatchedTokens !== undefined) out.push('--max-num-batched-tokens', String(e.maxNumBatchedTokens));
   if (e.blockSize !== undefined) out.push('--block-size', String(e.blockSize));
-  // --disable-log-requests was removed in vLLM 0.12 (request logging is off by default there).
-  if (atLeast(v, '0.12.0')) {
+  // vLLM 0.10.1 turned request logging off by default and added --enable-log-requests; before it,
+  // requests were logged unless --disable-log-requests (accepted, deprecated, through 0.16; gone by 0.25).
+  if (atLeast(v, '0.10.1')) {
     if (e.logRequests) out.push('--enable-log-requests');
   } else if (!e.logRequests) out.push('--disable-log-requests');
   if (e.reasoningParser) {
-    if (!atLeast(v, '0.10.0')) out.push('--enable-reasoning');
+    // --enable-reasoning was needed before 0.9, deprecated in 0.9, removed in 0.10
+    if (!atLeast(v, '0.9.0')) out.push('--enable-reasoning');
     out.push('--reasoning-parser', e.reasoningParser);
   }
   if (e.toolCallParser) out.push('--enable-auto-tool-choice', '--tool-call-parser', e.toolCallParser);
   return out;
 }
 
+/**
+ * vLLM's CPU backend reads the legacy VLLM_CPU_KVCACHE_SPACE (whole GiB) after the flags and lets it
+ * win over --kv-cache-memory-bytes without a word (vllm/platforms/cpu.py). With the size in the
+ * profile, the variable an operator's shell or a CI image exports must not reach the server.
+ */
+export function cpuKvOverride(p: Profile): string[] {
+  return p.engine.kvCacheMemoryBytes !== undefined ? ['VLLM_CPU_KVCACHE_SPACE'] : [];
+}
+
 export function serverArgs(p: Profile, replica: number): string[] {
   return ['--port', String(p.server.port + replica), '--host', p.server.host];
+}
+
+/** The vLLM arguments of one replica (after `serve MODEL`), extraArgs included. */
+export function vllmArgs(p: Profile, replica = 0): string[] {
+  return [...modelArgs(p), ...parallelArgs(p), ...engineArgs(p), ...serverArgs(p, replica), ...p.engine.extraArgs];
+}
+
+/** Every rendered flag and value checked against the target vLLM's table (vllm-flags.ts). */
+export function checkRendered(p: Profile): FlagProblem[] {
+  return checkArgv(vllmArgs(p, 0), p.engine.vllmVersion);
 }
 
 export interface ReplicaPlan {
@@ -72,6 +102,8 @@ export interface ReplicaPlan {
   env: Record<string, string>;
   /** Variables taken from sparkctl's own environment at launch; shown by reference, never by value. */
   envFrom: Record<string, string>;
+  /** Variables removed from the inherited environment (one that would silently override a rendered flag). */
+  unsetEnv: string[];
   port: number;
   gpus: number[];
   logFile: string;
@@ -101,14 +133,16 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
     const env: Record<string, string> = { ...p.env };
     if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
     const envFrom: Record<string, string> = {};
+    const unsetEnv = cpuKvOverride(p);
     if (p.server.apiKeyEnv) envFrom.VLLM_API_KEY = p.server.apiKeyEnv;
     const name = instanceName(p, i);
     plans.push({
       index: i,
       name,
-      argv: [...opts.executable, 'serve', modelArg(p), ...modelArgs(p), ...parallelArgs(p), ...engineArgs(p), ...serverArgs(p, i), ...p.engine.extraArgs, ...(opts.tail ?? [])],
+      argv: [...opts.executable, 'serve', modelArg(p), ...vllmArgs(p, i), ...(opts.tail ?? [])],
       env,
       envFrom,
+      unsetEnv,
       port: p.server.port + i,
       gpus,
       logFile: join(opts.stateDir, 'logs', `${name}.log`),

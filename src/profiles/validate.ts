@@ -54,6 +54,9 @@ export function validateProfile(p: Profile, host: HostShape): Problem[] {
   for (const k of Object.keys(p.env)) {
     if (SECRET_NAME.test(k)) err(`env.${k}`, 'looks like a secret; a profile is not the place for one', `remove it; put the API key's variable name in server.apiKeyEnv and set the variable in the environment or a systemd EnvironmentFile`);
   }
+  if (p.engine.kvCacheMemoryBytes !== undefined && p.env.VLLM_CPU_KVCACHE_SPACE !== undefined) {
+    err('env.VLLM_CPU_KVCACHE_SPACE', 'on the CPU backend this variable silently overrides engine.kvCacheMemoryBytes', 'keep one: engine.kvCacheMemoryBytes (bytes) is the one sparkctl renders');
+  }
   if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
     err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
   }

@@ -45,7 +45,7 @@ describe('probe', () => {
   it('zombie-after: /health 200 but the inference step times out -> exit 1', async () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
-      const r = await run(['probe', '--url', sim.url, '--timeout', '600', '--json']);
+      const r = await run(['probe', '--url', sim.url, '--timeout', '600ms', '--json']);
       expect(r.exitCode).toBe(1);
       const steps = JSON.parse(r.stdout).results[0].steps;
       expect(steps.find((s: { step: string }) => s.step === 'live').status).toBe('pass');

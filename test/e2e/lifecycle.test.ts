@@ -123,8 +123,8 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
     expect(r.stderr).toMatch(/not ready after \d+ s \(ready timeout\)/);
   });
 
-  it('a flag this vLLM does not know: rendered for 0.11, run on 0.17', async () => {
-    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.11.0"']);
+  it('a flag this vLLM does not know: rendered for 0.10, run on 0.17', async () => {
+    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.10.0"']);
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('cause: this vLLM does not know the flag(s) --disable-log-requests');
     expect(r.stderr).toContain('set engine.vllmVersion to the installed vLLM');

@@ -11,7 +11,9 @@ describe('sparkctl preflight through the built CLI', () => {
     const r = await cli(['preflight', '--from', H200, '--profile', 'qwen3.5-9b', '--json']);
     expect(r.exitCode).toBe(1);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'host', 'platform', 'platformReason', 'summary', 'versions', 'wallMs', 'checks']);
+    expect(Object.keys(j)).toEqual(['version', 'kind', 'host', 'platform', 'platformReason', 'summary', 'versions', 'gpus', 'system', 'wallMs', 'checks']);
+    expect(j.gpus).toHaveLength(2);
+    expect(Object.keys(j.gpus[0])).toEqual(['index', 'name', 'uuid', 'busId', 'memoryTotalMiB', 'memoryFreeMiB', 'computeCapability', 'processes']);
     expect(j).toMatchObject({ version: 1, kind: 'preflight', platform: 'hopper-cuda13' });
     expect(Object.keys(j.checks[0])).toEqual(['id', 'status', 'observed', 'expected', 'fix', 'durationMs']);
     const ids = j.checks.map((c: { id: string }) => c.id);

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { classifyLog, phaseOf } from '../../src/engine/classify.js';
+import { classifyLog, classifyStall, isEvidenceLine, normalizeLog, phaseOf } from '../../src/engine/classify.js';
 
 describe('classifying a failed launch from its log (vLLM lines of FACTS.md)', () => {
   it.each([
@@ -40,6 +40,89 @@ describe('start-up phases', () => {
     ['GPU KV cache size: 4,159,440 tokens', 'KV cache 4,159,440 tokens'],
     ['Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  75%', 'CUDA graphs 75%'],
     ['INFO:     Application startup complete.', 'API up'],
+    ['(APIServer pid=1) INFO 08-14 10:00:00 [gpu_model_runner.py:2008] Model loading took 0.0065 GiB memory and 0.42 seconds', 'weights loaded (0.0 GiB)'],
+    ['INFO 06-14 07:04:12 api_server.py:1839] Starting vLLM API server 0 on http://0.0.0.0:8000', 'API server starting'],
+    ['(APIServer pid=1) INFO 08-14 10:00:05 [api_server.py:2011] Starting vLLM server on http://127.0.0.1:8123', 'API server starting'],
     ['INFO random', undefined],
   ])('%s', (line, phase) => expect(phaseOf(line)).toBe(phase));
+});
+
+describe('many processes: prefixes, echoes, the first real error', () => {
+  it('strips vLLM, Ray and docker prefixes', () => {
+    expect(normalizeLog('(VllmWorker rank=3 pid=1090) ERROR x')).toBe('ERROR x');
+    expect(normalizeLog('(APIServer pid=132135) (DPEngineCoreActor pid=143282) ERROR y')).toBe('ERROR y');
+    expect(normalizeLog('(RayWorkerWrapper pid=164587, ip=128.1.219.180) ERROR z')).toBe('ERROR z');
+    expect(normalizeLog('vllm-1  | ERROR w')).toBe('ERROR w');
+    expect(normalizeLog('[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ValueError: v')).toBe('ValueError: v');
+  });
+
+  it('the first real error wins over the other ranks\' errors that follow it', () => {
+    const ranks = [
+      '(VllmWorker rank=5 pid=11) ERROR [multiproc_executor.py:375] RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs`',
+      ...Array.from({ length: 7 }, (_, i) => `(VllmWorker rank=${i} pid=${20 + i}) ERROR [multiproc_executor.py:375] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.`),
+      'RuntimeError: Engine core initialization failed. See root cause above.',
+    ];
+    const c = classifyLog(ranks.join('\n'))!;
+    expect(c.id).toBe('sampler-warmup-oom');
+    expect(c.fix).toMatch(/maxNumSeqs=128/);
+    expect(classifyLog([...ranks.slice(1), ranks[0]].join('\n'))!.id).toBe('cuda-oom');
+  });
+
+  it('an undefined symbol wins over the architecture error vLLM prints after it', () => {
+    const log = [
+      "ERROR 10-16 05:20:48 registry.py:264] ImportError: /x/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2E",
+      "ValueError: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.",
+    ];
+    expect(classifyLog(log.join('\n'))!.id).toBe('broken-install');
+    // and the architecture error alone is named as such
+    expect(classifyLog(log[1]!)!.id).toBe('model-architecture');
+    // a cause anywhere beats vLLM's import warning, which beats the architecture error
+    const warn = `WARNING _custom_ops.py:19] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file')`;
+    expect(classifyLog([warn, log[1]].join('\n'))!.id).toBe('broken-install');
+    expect(classifyLog([warn, 'ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100 GPU has compute capability 7.0.'].join('\n'))!.id).toBe('dtype-unsupported');
+  });
+
+  it('a missing CUDA driver symbol means the driver is too old, not a broken install', () => {
+    expect(classifyLog("Failed to import from vllm._C with ImportError('/v/_C.abi3.so: undefined symbol: cuTensorMapEncodeTiled')")!.id).toBe('driver-too-old');
+  });
+
+  it('CUDA error: out of memory is a CUDA-graph OOM only during capture', () => {
+    expect(classifyLog('x\nRuntimeError: CUDA error: out of memory')!.id).toBe('cuda-oom');
+    expect(classifyLog('    self.cuda_graph.capture_end()\nRuntimeError: CUDA error: out of memory')!.id).toBe('cuda-graph-oom');
+  });
+
+  it('the V1 wording without vLLM\'s own estimate, and the 0.9 wording without a device name', () => {
+    const c = classifyLog("ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.00 GiB). Based on the available memory, the estimated maximum model length is 0.")!;
+    expect(c.id).toBe('max-model-len');
+    expect(c.fix).not.toMatch(/maxModelLen=0/);
+    expect(classifyLog('ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory utilization (0.95, 45.01 GiB).')!.cause).toMatch(/31\.44 of 47\.38 GiB free/);
+    // the start-up report of newer vLLM is no failure
+    expect(classifyLog('Free memory on device (110.37/121.69 GiB) on startup.\nDesired GPU memory utilization is (0.87, 105.87 GiB).')).toBeUndefined();
+  });
+
+  it('keeps evidence lines (for a tail window that rolls) and nothing else', () => {
+    expect(isEvidenceLine('(VllmWorker rank=1 pid=2) ERROR x] torch.OutOfMemoryError: CUDA out of memory.')).toBe(true);
+    expect(isEvidenceLine('INFO 08-14 [gpu_worker.py:1] Available KV cache memory: 2.97 GiB')).toBe(false);
+  });
+});
+
+describe('a stalled launch: what it hangs on, from the log so far', () => {
+  const ray = "(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough resources";
+  it('names a Ray placement-group wait', () => {
+    const c = classifyStall(`INFO loading\n${ray}\n`)!;
+    expect(c).toMatchObject({ id: 'ray-placement-group', stall: true });
+    expect(c.fix).toMatch(/ray status/);
+  });
+  it('names a hang at the P2P check after NCCL init', () => {
+    expect(classifyStall('INFO x pynccl.py:63] vLLM is using nccl==2.20.5\nINFO 07-08 11:50:03 custom_all_reduce_utils.py:202] generating GPU P2P access cache in /root/.config/vllm/gpu_p2p_access_cache_for_0,1.json')!.id).toBe('p2p-hang');
+    // NCCL_DEBUG=INFO chatter after the last vLLM line does not hide it
+    expect(classifyStall('INFO x pynccl.py:63] vLLM is using nccl==2.20.5\nhost:1:1 [0] NCCL INFO Channel 00/24 :    0   1')!.id).toBe('p2p-hang');
+  });
+  it('a log that moved on past those lines is no such hang', () => {
+    expect(classifyStall(`${ray}\nINFO [gpu_model_runner.py:1] Starting to load model x...`)).toBeUndefined();
+    expect(classifyStall('INFO vLLM is using nccl==2.20.5\nLoading safetensors checkpoint shards:  50% Completed | 2/4')).toBeUndefined();
+  });
+  it('a real error in the log wins over the hang it left behind', () => {
+    expect(classifyStall(`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n${ray}`)!.id).toBe('cuda-oom');
+  });
 });

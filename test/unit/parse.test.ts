@@ -1,7 +1,29 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as P from '../../src/preflight/parse.js';
+import * as S from '../../src/nvidia/smi.js';
+import * as X from '../../src/nvidia/xid.js';
+import * as R from '../../src/nvidia/ray.js';
+import * as H from '../../src/host/parse.js';
+
+import * as U from '../../src/nvidia/units.js';
+
+const P = { ...S, ...X, ...R, ...H };
+
+describe('units: the one definition', () => {
+  it.each([
+    [U.mibToBytes(143156), '139.8 GiB'],
+    [U.mibToBytes(143771), '140.4 GiB'],
+    [0.92 * U.mibToBytes(143771), '129.2 GiB'],
+    [U.GIB / 2, '0.5 GiB'],
+  ])('formatGiB(%d) = %s', (bytes, want) => expect(U.formatGiB(bytes)).toBe(want));
+  it('MiB and GiB are binary; conversions round-trip', () => {
+    expect([U.KIB, U.MIB, U.GIB]).toEqual([1024, 1048576, 1073741824]);
+    expect(U.bytesToMib(U.mibToBytes(143156))).toBe(143156);
+    expect(U.formatMiB(U.mibToBytes(512))).toBe('512 MiB');
+    expect(U.bytesToGib(U.GIB * 3)).toBe(3);
+  });
+});
 import { FIXTURES } from '../helpers.js';
 
 const cap = (f: string) => readFileSync(join(FIXTURES, 'captures', f), 'utf8');

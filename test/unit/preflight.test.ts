@@ -1,11 +1,12 @@
 import { describe, it, expect } from 'vitest';
 import { join } from 'node:path';
 import { ReplayHost } from '../../src/host/replay.js';
-import type { Host, CmdResult } from '../../src/host/host.js';
-import { runPreflight, selectChecks, detectPlatform } from '../../src/preflight/run.js';
+import { RecordingHost, type Host, type CmdResult } from '../../src/host/host.js';
+import { runPreflight, selectChecks, detectPlatform, probesFor } from '../../src/preflight/run.js';
+import { CHECKS } from '../../src/preflight/checks.js';
 import { gatherFacts } from '../../src/preflight/facts.js';
 import { loadProfile } from '../../src/profiles/load.js';
-import { GPU_FIELDS } from '../../src/preflight/parse.js';
+import { GPU_FIELDS } from '../../src/nvidia/smi.js';
 import { FIXTURES } from '../helpers.js';
 
 const H200 = join(FIXTURES, 'bundles', 'h200x2-driver580-cuda13');
@@ -98,7 +99,7 @@ describe('checks over edited copies of the real capture', () => {
     expect(p.fix).toContain('kill 4242');
     const m = await status(h, 'gpu.memory');
     expect(m.status).toBe('fail');
-    expect(m.observed).toMatch(/GPU0 has 22\.5 GiB free of 140\.4 GiB, vLLM wants 129\.2 GiB/);
+    expect(m.observed).toMatch(/GPU0 has 22\.5 GiB free of 140\.4 GiB, vLLM wants 129\.2 GiB \(0\.92 of it\); held by PID 4242 \/opt\/venv\/bin\/python3 -m vllm\.entrypoints\.openai\.api_server \(117\.2 GiB\)/);
   });
 
   it.each([
@@ -241,6 +242,84 @@ describe('gpu.count says the fix that helps', () => {
     const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', bundle)), { profile: loadProfile('qwen3.5-9b', { sets: [...sets] }).profile, only: 'gpu.count' });
     expect(rep.checks[0]).toMatchObject({ status: 'fail' });
     expect(rep.checks[0]!.fix).toContain(fix);
+  });
+});
+
+describe('typed per-GPU facts (what serve plans with, not the checks\' text)', () => {
+  it('the real 2 x H200 collect: memory in MiB, compute capability, no holders', async () => {
+    const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', 'h200x2-device-collect')), { profile: loadProfile('qwen3.5-9b').profile });
+    expect(rep.checks.find((c) => c.id === 'gpu.memory')!.observed).toBe('GPU0 139.8 GiB free, GPU1 139.8 GiB free');
+    expect(rep.gpus).toEqual([
+      { index: 0, name: 'NVIDIA H200', uuid: 'GPU-4da135ec-e162-3301-4da3-80e71f51c473', busId: '00000000:00:06.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
+      { index: 1, name: 'NVIDIA H200', uuid: 'GPU-db35c851-6f80-aa18-f9f4-4b80b2f6895e', busId: '00000000:00:07.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
+    ]);
+  });
+
+  it('a process is placed on the GPU of its bus id (any case, 8- or 4-digit domain); the others stay empty', async () => {
+    const h = edited({
+      run: (argv, r) => {
+        if (argv[1]?.startsWith('--query-compute-apps')) return { ...r, exitCode: 0, stdout: '4242, /opt/venv/bin/python3, 120000, 0000:00:06.0\n77, ray::RayWorker, 512, 00000000:00:07.0\n' };
+        return setColumn('memory.free', '23000')(argv, r);
+      },
+    });
+    const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b').profile, only: 'gpu.memory' });
+    expect(rep.gpus.map((g) => [g.index, g.memoryFreeMiB, g.processes])).toEqual([
+      [0, 23000, [{ pid: 4242, name: '/opt/venv/bin/python3', usedMiB: 120000 }]],
+      [1, 23000, [{ pid: 77, name: 'ray::RayWorker', usedMiB: 512 }]],
+    ]);
+  });
+
+  it('GB10: memory "Not Supported" stays unknown in the typed facts (no figure is invented)', async () => {
+    const h = edited({ run: (a, r) => setColumn('memory.total', '[Not Supported]')(a, setColumn('memory.free', '[Not Supported]')(a, r) ?? r) });
+    const rep = await runPreflight(h, { only: 'gpu.count' });
+    expect(rep.gpus.map((g) => [g.memoryTotalMiB, g.memoryFreeMiB])).toEqual([[undefined, undefined], [undefined, undefined]]);
+  });
+});
+
+describe('only the probes the selected checks need are run', () => {
+  const X2 = join(FIXTURES, 'bundles', 'h200x2-device-collect');
+  const profile = () => loadProfile('qwen3.5-9b').profile;
+  const seen = async (opts: Parameters<typeof runPreflight>[1]) => {
+    const rec = new RecordingHost(new ReplayHost(X2));
+    const rep = await runPreflight(rec, opts);
+    return { rep, argv: rec.commands.map((c) => c.argv.slice(0, 2).join(' ')), files: [...rec.files.keys()] };
+  };
+
+  it('--only gpu.memory: the nvidia-smi queries (and uname -m for platform detection), nothing else', async () => {
+    const { rep, argv, files } = await seen({ profile: profile(), only: 'gpu.memory' });
+    expect(rep.checks.map((c) => [c.id, c.status])).toEqual([['gpu.memory', 'pass']]);
+    expect(argv.map((a) => a.replace(/=.*/, '=')).sort()).toEqual(['nvidia-smi --query-compute-apps=', 'nvidia-smi --query-gpu=', 'uname -m']);
+    expect(files.sort()).toEqual(['/proc/driver/nvidia/version', '/proc/meminfo']);
+    expect(rep.gpus.map((g) => g.memoryFreeMiB)).toEqual([143156, 143156]);
+  });
+
+  it('with the platform named, --only gpu.memory runs nvidia-smi alone', async () => {
+    const { argv } = await seen({ profile: profile(), platform: 'hopper-cuda13', only: 'gpu.memory' });
+    expect(argv).toHaveLength(2);
+    expect(argv.every((a) => a.startsWith('nvidia-smi --query-'))).toBe(true);
+  });
+
+  it('the whole set runs every probe the bundle holds; a full report is unchanged by the selection', async () => {
+    const all = await seen({ profile: profile() });
+    expect(all.argv.length).toBe(new ReplayHost(X2).manifest.commands.length);
+    const one = await seen({ profile: profile(), only: 'gpu.topology' });
+    expect(one.argv.length).toBeLessThan(all.argv.length);
+    const f = (r: typeof all.rep, id: string) => r.checks.find((c) => c.id === id)!;
+    expect(f(one.rep, 'gpu.topology')).toMatchObject({ status: f(all.rep, 'gpu.topology').status, observed: f(all.rep, 'gpu.topology').observed });
+  });
+
+  it("serve's blocking set is the checks' own metadata, and runs 3 nvidia-smi/uname commands plus file reads", async () => {
+    expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id)).toEqual(CHECKS.filter((c) => c.blocking).map((c) => c.id));
+    expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id).sort()).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port']);
+    const { rep, argv } = await seen({ profile: profile(), blocking: true });
+    expect(rep.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
+    expect(argv.every((a) => /^(nvidia-smi --query-|uname)/.test(a))).toBe(true);
+  });
+
+  it('every check names probes gatherFacts knows; GPU checks bring the driver probes', () => {
+    const set = probesFor(CHECKS.filter((c) => c.id === 'gpu.ecc'), { platform: 'hopper-cuda13' });
+    expect([...set].sort()).toEqual(['proc.driver', 'smi.query']);
+    expect([...probesFor(CHECKS.filter((c) => c.id === 'host.memlock'), { platform: 'hopper-cuda13' })]).toEqual(['limits']);
   });
 });
 

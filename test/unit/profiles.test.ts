@@ -76,7 +76,13 @@ describe('rendering', () => {
 
   it.each([
     // [vllmVersion, logRequests, expected flag present, flag absent]
-    ['0.11.0', false, '--disable-log-requests', '--enable-log-requests'],
+    // vLLM's source: requests logged unless --disable-log-requests before 0.10.1; off by default
+    // and --enable-log-requests from 0.10.1 (--disable-log-requests deprecated until 0.16)
+    ['0.10.0', false, '--disable-log-requests', '--enable-log-requests'],
+    ['0.10.0', true, null, '--enable-log-requests'],
+    ['0.10.1', true, '--enable-log-requests', '--disable-log-requests'],
+    ['0.11.0', true, '--enable-log-requests', '--disable-log-requests'],
+    ['0.11.0', false, null, '--disable-log-requests'],
     ['0.12.0', false, null, '--disable-log-requests'],
     ['0.17.0', true, '--enable-log-requests', '--disable-log-requests'],
     ['0.4.2', true, null, '--disable-log-requests'],
@@ -89,13 +95,17 @@ describe('rendering', () => {
   it.each([
     ['0.17.0', false, ['--no-enable-prefix-caching']],
     ['0.17.0', true, ['--enable-prefix-caching']],
+    // --no-enable-prefix-caching exists from 0.7 (0.9 in the tables): a false is said, not dropped
+    ['0.9.0', false, ['--no-enable-prefix-caching']],
+    ['0.7.0', false, ['--no-enable-prefix-caching']],
     ['0.6.0', false, []],
   ] as const)('prefix caching on vLLM %s = %s', (v, on, want) => {
     const args = engineArgs(load('qwen3.5-9b', [`engine.vllmVersion="${v}"`, `engine.enablePrefixCaching=${on}`]));
     expect(args.filter((a) => a.includes('prefix-caching'))).toEqual(want);
   });
 
-  it('reasoning parser needs --enable-reasoning before vLLM 0.10', () => {
+  it('reasoning parser needs --enable-reasoning before vLLM 0.9 (deprecated in 0.9, gone in 0.10)', () => {
+    expect(engineArgs(load('qwen3.5-9b-spark', ['engine.vllmVersion="0.9.0"']))).not.toContain('--enable-reasoning');
     expect(engineArgs(load('qwen3.5-9b-spark'))).toEqual(expect.arrayContaining(['--reasoning-parser', 'qwen3', '--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder']));
     expect(engineArgs(load('qwen3.5-9b-spark', ['engine.vllmVersion="0.8.0"']))).toContain('--enable-reasoning');
   });

@@ -1,0 +1,165 @@
+// The server's own view during a run: /metrics scraped on an interval (queue, batch, KV cache,
+// preemptions, prefix cache, token counters), so the client's numbers can be checked against it.
+// @ts-expect-error the parser ships no types
+import parsePrometheus from 'parse-prometheus-text-format';
+import { request } from 'undici';
+import { performance } from 'node:perf_hooks';
+
+type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
+
+export interface ScrapeSample {
+  /** perf-clock seconds */
+  t: number;
+  running?: number;
+  waiting?: number;
+  kvUsage?: number;
+  preemptions?: number;
+  promptTokens?: number;
+  generationTokens?: number;
+  prefixHits?: number;
+  prefixQueries?: number;
+}
+
+/** Reads the few families the bench needs; unknown or malformed text yields empty fields, never a throw. */
+export function parseSample(text: string, t: number): ScrapeSample {
+  let fams: Family[] = [];
+  try {
+    fams = parsePrometheus(text) as Family[];
+  } catch {
+    return { t };
+  }
+  const by = new Map(fams.map((f) => [f.name, f]));
+  const sum = (...names: string[]) => {
+    for (const n of names) {
+      const f = by.get(n);
+      if (f && Array.isArray(f.metrics)) {
+        const v = f.metrics.reduce((a, m) => a + Number(m.value ?? NaN), 0);
+        return Number.isFinite(v) ? v : undefined;
+      }
+    }
+    return undefined;
+  };
+  const max = (...names: string[]) => {
+    for (const n of names) {
+      const f = by.get(n);
+      if (f && Array.isArray(f.metrics) && f.metrics.length) {
+        const v = Math.max(...f.metrics.map((m) => Number(m.value ?? NaN)));
+        return Number.isFinite(v) ? v : undefined;
+      }
+    }
+    return undefined;
+  };
+  return {
+    t,
+    running: sum('vllm:num_requests_running'),
+    waiting: sum('vllm:num_requests_waiting'),
+    kvUsage: max('vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'),
+    preemptions: sum('vllm:num_preemptions_total'),
+    promptTokens: sum('vllm:prompt_tokens_total'),
+    generationTokens: sum('vllm:generation_tokens_total'),
+    prefixHits: sum('vllm:prefix_cache_hits_total', 'vllm:gpu_prefix_cache_hits_total'),
+    prefixQueries: sum('vllm:prefix_cache_queries_total', 'vllm:gpu_prefix_cache_queries_total'),
+  };
+}
+
+export class Scraper {
+  private samples: ScrapeSample[] = [];
+  private timer?: NodeJS.Timeout;
+  private ctl = new AbortController();
+  private busy = false;
+
+  constructor(
+    private url: string,
+    private apiKey: string | undefined,
+    private intervalMs: number,
+  ) {}
+
+  async once(): Promise<ScrapeSample | undefined> {
+    try {
+      const res = await request(`${this.url}/metrics`, {
+        headers: this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
+        signal: AbortSignal.any([AbortSignal.timeout(Math.max(1000, this.intervalMs)), this.ctl.signal]),
+      });
+      const body = await res.body.text();
+      if (res.statusCode !== 200 || body.length > 8 * 1024 * 1024) return undefined;
+      const s = parseSample(body, performance.now() / 1000);
+      this.samples.push(s);
+      return s;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async start() {
+    if (this.intervalMs <= 0) return;
+    await this.once();
+    this.timer = setInterval(() => {
+      if (this.busy) return;
+      this.busy = true;
+      void this.once().finally(() => (this.busy = false));
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<ScrapeSample[]> {
+    if (this.timer) clearInterval(this.timer);
+    if (this.intervalMs > 0) await this.once();
+    return this.samples;
+  }
+
+  cancel() {
+    if (this.timer) clearInterval(this.timer);
+    this.ctl.abort();
+  }
+}
+
+export interface ServerCheck {
+  samples: number;
+  maxWaiting?: number;
+  maxRunning?: number;
+  maxKvUsage?: number;
+  preemptions?: number;
+  prefixHitRate?: number;
+  serverPromptTokens?: number;
+  serverGenerationTokens?: number;
+  clientPromptTokens: number;
+  clientOutputTokens: number;
+  /** the server's token counters agree with the client's (within 1 %) */
+  tokensAgree?: boolean;
+  notes: string[];
+}
+
+/** Deltas of the counters over the run and the cross-check against the client's token counts. */
+export function serverCheck(samples: ScrapeSample[], clientPrompt: number, clientOutput: number): ServerCheck {
+  const notes: string[] = [];
+  const first = samples[0];
+  const last = samples[samples.length - 1];
+  const delta = (k: keyof ScrapeSample) => (first?.[k] !== undefined && last?.[k] !== undefined ? (last[k] as number) - (first[k] as number) : undefined);
+  const mx = (k: keyof ScrapeSample) => {
+    const v = samples.map((s) => s[k]).filter((x): x is number => typeof x === 'number');
+    return v.length ? Math.max(...v) : undefined;
+  };
+  const c: ServerCheck = {
+    samples: samples.length,
+    maxWaiting: mx('waiting'),
+    maxRunning: mx('running'),
+    maxKvUsage: mx('kvUsage'),
+    preemptions: delta('preemptions'),
+    serverPromptTokens: delta('promptTokens'),
+    serverGenerationTokens: delta('generationTokens'),
+    clientPromptTokens: clientPrompt,
+    clientOutputTokens: clientOutput,
+    notes,
+  };
+  const hits = delta('prefixHits');
+  const queries = delta('prefixQueries');
+  if (hits !== undefined && queries) c.prefixHitRate = hits / queries;
+  if (samples.length < 2) notes.push('/metrics could not be read twice: no server-side cross-check');
+  else if (c.serverGenerationTokens !== undefined && c.serverPromptTokens !== undefined) {
+    const near = (a: number, b: number) => Math.abs(a - b) <= Math.max(1, 0.01 * Math.max(a, b));
+    c.tokensAgree = near(c.serverGenerationTokens, clientOutput) && near(c.serverPromptTokens, clientPrompt);
+    if (!c.tokensAgree) notes.push(`server counted ${c.serverPromptTokens} prompt / ${c.serverGenerationTokens} generated tokens, the client ${clientPrompt} / ${clientOutput} (other traffic on the server, or usage the server misreports)`);
+  }
+  if (c.preemptions) notes.push(`${c.preemptions} preemption(s): the KV cache ran out during the run`);
+  return c;
+}
