@@ -159,6 +159,18 @@ async function simServeInner(argv: string[]): Promise<void> {
       exitWith(1, engineProc);
     }, faults.exitAfterS * 1000).unref();
   }
+  // With Ray as the executor, ask the cluster for TP x PP GPUs and wait as vLLM does (src/sim/ray.ts).
+  if (str(f, '--distributed-executor-backend') === 'ray') {
+    const { rayPython, reservePlacement } = await import('./ray.js');
+    const py = rayPython();
+    if (py) {
+      const pl = reservePlacement(py, tp * pp, (level, where, msg) => out(level, where, msg), (text) => {
+        err(`ERROR ${stamp()} [ray_utils.py:250] ${text}`);
+        process.exit(1);
+      });
+      await pl.ready;
+    }
+  }
   // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
   let engineProc: ChildProcess | undefined;
   if (!args.sim.has('--sim-no-engine-process')) {
