@@ -1,5 +1,10 @@
-// Before: a marker for every process the suite starts. After: assert none of them is left.
-import { readFileSync, existsSync } from 'node:fs';
+// Before: a marker for every process the suite starts. After: assert none of them is left, and
+// that every signal sparkctl sent during the run reached only processes carrying that marker
+// (sparkctl appends each signal it sends to SPARKCTL_SIGNAL_LOG, with the marker it found on each
+// process it reached).
+import { readFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { processesWithEnv } from './helpers.js';
 import { randomUUID } from 'node:crypto';
 
@@ -9,7 +14,13 @@ export default function setup() {
   if (!existsSync(new URL('../dist/cli.js', import.meta.url))) throw new Error('dist/ is missing: run `npm run build` (npm test does)');
   const mark = randomUUID();
   process.env.SPARKCTL_TEST_RUN = mark;
+  const signalDir = mkdtempSync(join(tmpdir(), 'sparkctl-signals-'));
+  const signalLog = join(signalDir, 'signals.jsonl');
+  process.env.SPARKCTL_SIGNAL_LOG = signalLog;
   return async () => {
+    const foreign = foreignSignals(signalLog, mark);
+    rmSync(signalDir, { recursive: true, force: true });
+    if (foreign.length) throw new Error(`sparkctl signalled ${foreign.length} process(es) outside the test suite:\n${foreign.join('\n')}`);
     // Give SIGTERM'd children a moment, then assert.
     let left = markedPids(mark);
     for (let i = 0; i < 20 && left.length; i++) {
@@ -34,4 +45,21 @@ export default function setup() {
       throw new Error(`the test suite left ${left.length} process(es) running:\n${names.join('\n')}`);
     }
   };
+}
+
+/** Signals (from SPARKCTL_SIGNAL_LOG) that reached a process without this run's marker. */
+export function foreignSignals(file: string, mark: string): string[] {
+  if (!existsSync(file)) return [];
+  const out: string[] = [];
+  for (const line of readFileSync(file, 'utf8').split('\n').filter(Boolean)) {
+    let rec: { target: number; sig: string; reached: Array<{ pid: number; testRun: string | null }> };
+    try {
+      rec = JSON.parse(line);
+    } catch {
+      out.push(`unreadable signal record: ${line.slice(0, 200)}`);
+      continue;
+    }
+    for (const r of rec.reached ?? []) if (r.testRun !== mark) out.push(`${rec.sig} to ${rec.target} reached pid ${r.pid} (SPARKCTL_TEST_RUN=${r.testRun})`);
+  }
+  return out;
 }

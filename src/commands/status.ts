@@ -8,24 +8,30 @@ import { say, note } from '../output/log.js';
 export async function run(opts: { json?: boolean }) {
   const reg = new Registry(stateDir());
   const all = reg.list();
+  for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}`);
   const rows = await Promise.all(
-    all.map(async ({ inst, alive }) => {
-      let health = 'stale';
-      if (alive) {
+    all.map(async ({ inst, alive, proof, recovered }) => {
+      let health = proof.state === 'unproven' ? 'unproven' : 'stale';
+      const procState = proof.state === 'gone' ? 'dead' : proof.state === 'unproven' ? 'UNPROVEN' : proof.state === 'degraded' ? 'DEGRADED' : 'alive';
+      const why = proof.state === 'unproven' ? proof.reason : proof.state === 'degraded' ? `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` : undefined;
+      if (recovered) health = 'entry corrupt';
+      else if (proof.state === 'degraded') health = 'degraded';
+      else if (alive) {
         const h = await http(`${targetFromInstance(inst).url}/health`, { timeoutMs: 1500 });
         health = h.ok ? (h.status === 200 ? 'healthy' : h.status === 503 ? 'engine dead' : `HTTP ${h.status}`) : h.error === 'refused' ? (inst.readyAt ? 'refused' : 'starting') : h.error;
       }
-      return { inst, alive, health, uptimeMs: Date.now() - Date.parse(inst.startedAt) };
+      return { inst, alive, health, process: procState, why, recovered: Boolean(recovered), uptimeMs: Date.now() - Date.parse(inst.startedAt) };
     }),
   );
-  // A dead pid (or a pid reused by another process) is not our server: clean the entry.
-  const stale = rows.filter((r) => !r.alive);
+  // Only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped.
+  const stale = rows.filter((r) => r.process === 'dead');
   for (const r of stale) reg.remove(r.inst.name);
   if (opts.json) {
     say(
       envelope('status', {
         clusters: reg.clusters(),
-        instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: !r.alive })),
+        instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, process: r.process.toLowerCase(), ...(r.why ? { why: r.why } : {}), recovered: r.recovered, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: r.process === 'dead' })),
+        corrupt: reg.corrupt,
       }),
     );
     return;
@@ -48,7 +54,7 @@ export async function run(opts: { json?: boolean }) {
         r.inst.name,
         r.inst.profile,
         String(r.inst.pid),
-        r.alive ? c.green('alive') : c.red('dead'),
+        r.process === 'alive' ? c.green('alive') : c.red(r.process),
         r.health === 'healthy' ? c.green(r.health) : c.yellow(r.health),
         String(r.inst.port),
         r.alive ? formatDuration(r.uptimeMs) : '-',
@@ -57,5 +63,6 @@ export async function run(opts: { json?: boolean }) {
       ['NAME', 'PROFILE', 'PID', 'PROCESS', 'HEALTH', 'PORT', 'UPTIME', 'GPUS'],
     ),
   );
+  for (const r of rows) if (r.why) note(`${r.inst.name}: ${r.process}: ${r.why}${r.process === 'UNPROVEN' ? ' (never signalled; sparkctl stop --force-forget drops the record)' : ' (sparkctl stop stops the rest of the group)'}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
 }

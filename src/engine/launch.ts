@@ -6,7 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, writeSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
-import { processStartTime, groupMembers } from './proc.js';
+import { randomUUID } from 'node:crypto';
+import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
 import { phaseOf } from './classify.js';
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
@@ -16,7 +17,11 @@ export interface Launched {
   plan: ReplicaPlan;
   child: ChildProcess;
   pid: number;
+  /** = pid: every replica is the leader of its own process group */
+  pgid: number;
   startTime: number;
+  /** SPARKCTL_INSTANCE of every process of this launch: what proves a process is ours before it is signalled */
+  marker: string;
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
   exited: Promise<void>;
   /** what THIS launch writes to the log: read from the log's size at launch, never an earlier run's lines */
@@ -30,7 +35,8 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   const fd = openSync(plan.logFile, 'a');
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
-  const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets };
+  const marker = randomUUID();
+  const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker };
   for (const k of plan.unsetEnv ?? []) delete env[k];
   const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
     detached: true, // its own process group: stop signals the whole group, EngineCore included
@@ -38,7 +44,7 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     env,
   });
   closeSync(fd);
-  const l: Launched = { plan, child, pid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, exit: undefined, exited: Promise.resolve(), tail };
+  const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve(), tail };
   l.exited = new Promise<void>((resolve) => {
     child.once('error', (e: NodeJS.ErrnoException) => {
       l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };

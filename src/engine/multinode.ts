@@ -12,12 +12,11 @@ import { servedName, renderReplicas } from '../profiles/render.js';
 import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
 import { parseRayStatus } from '../nvidia/ray.js';
-import { classifyLog } from './classify.js';
+import { diagnose } from './diagnose.js';
 import { Registry, type ClusterRecord } from './registry.js';
-import { http } from '../client/http.js';
 import { prewarm } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
-import { targetFromUrl } from '../health/target.js';
+import { targetFromUrl, waitReady } from '../health/target.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
@@ -185,29 +184,30 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
 
   // 4. The same readiness as on one node: /health and /v1/models, racing the process and the deadline.
   const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
-  const t0 = Date.now();
   let lastAliveCheck = 0;
-  for (;;) {
-    const hh = await http(`${record.url}/health`, { timeoutMs: 2000 });
-    if (hh.ok && hh.status === 200) {
-      const m = await http(`${record.url}/v1/models`, { timeoutMs: 3000, apiKey: key });
-      if (m.ok && (m.json?.data ?? []).some((d: { id: string }) => d.id === record.servedName)) break;
-    }
-    let gone = false;
-    if (Date.now() - lastAliveCheck > 1000) {
+  const ready = await waitReady({
+    url: record.url,
+    servedName: record.servedName,
+    apiKey: key,
+    deadlineMs: readyMs,
+    pollMs: 100,
+    // The process is on the head: ask over ssh, at most once a second.
+    ended: async () => {
+      if (Date.now() - lastAliveCheck < 1000) return undefined;
       lastAliveCheck = Date.now();
-      gone = (await ssh(nf, nf.head, `kill -0 ${pid}`, { timeoutMs: 10_000 })).exitCode !== 0;
-    }
-    if (gone || Date.now() - t0 > readyMs) {
-      const tail = await ssh(nf, nf.head, `tail -n 40 "${logFile}"`, { timeoutMs: 10_000 });
-      const cause = classifyLog(tail.stdout);
-      note(`${c.red('launch failed')}: vLLM on ${nf.head.name} ${gone ? 'exited before it was ready' : `was not ready after ${Math.round((Date.now() - t0) / 1000)} s`}`);
-      if (cause) note(`  cause: ${cause.cause}\n  fix:   ${cause.fix}`);
-      for (const x of tail.stdout.trim().split('\n').slice(-20)) note(c.dim(`  | ${x}`));
-      await stopNodes(r.profile.name, { timeout: 10, nodes: opts.nodes });
-      throw new LaunchError('', []);
-    }
-    await new Promise((res) => setTimeout(res, 100));
+      const gone = (await ssh(nf, nf.head, `kill -0 ${pid}`, { timeoutMs: 10_000 })).exitCode !== 0;
+      return gone ? { reason: 'exited' as const, detail: 'exited before it was ready' } : undefined;
+    },
+  });
+  if (!ready.ok) {
+    // The head's log is written fresh by this launch (> file), so all of it is this launch's.
+    const tail = await ssh(nf, nf.head, `tail -n 40 "${logFile}"`, { timeoutMs: 10_000 });
+    const d = diagnose(ready, tail.stdout);
+    note(`${c.red('launch failed')}: vLLM on ${nf.head.name} ${d.detail}`);
+    if (d.cause) note(`  cause: ${d.cause}\n  fix:   ${d.fix}`);
+    for (const x of d.lastLines) note(c.dim(`  | ${x}`));
+    await stopNodes(r.profile.name, { timeout: 10, nodes: opts.nodes });
+    throw new LaunchError('', []);
   }
   say(`${c.green('ready')}: ${r.profile.name} over ${allNodes(nf).length} nodes (${status.gpus} GPUs) in ${formatDuration(Date.now() - started)}: ${record.url}/v1`);
   const target = { ...targetFromUrl(record.url, record.servedName), name: `${r.profile.name} (${nf.head.name})`, apiKey: key, apiKeyEnv: r.profile.server.apiKeyEnv };

@@ -1,9 +1,17 @@
-// Processes by pid and process group, with the start time that tells a reused pid from ours.
-import { readFileSync, readdirSync } from 'node:fs';
+// Processes by pid and process group, and the one rule for signalling them: no signal is ever
+// sent without proving identity. An instance is proven by its leader's pid AND kernel start time
+// (a reused pid has another start time) and, for its process group, by a member that still
+// carries the instance's marker in its environment (SPARKCTL_INSTANCE=<id>, set at launch and
+// inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
+import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
 import { parseListeningPorts } from '../host/parse.js';
+
+/** The environment variable that marks every process of one launched instance. */
+export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
 
 /** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
 function statFields(pid: number): string[] | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -25,15 +33,28 @@ export function processGroup(pid: number): number | undefined {
   return f ? Number(f[2]) : undefined;
 }
 
+/** Is `pid` alive and (when given) the process that started at `startTime`? For lock holders; never a licence to signal. */
 export function isAlive(pid: number, startTime?: number): boolean {
   const st = processStartTime(pid);
   if (st === undefined) return false;
   return startTime === undefined || st === startTime;
 }
 
+/** The value of NAME in a process's initial environment; undefined if unreadable or unset. */
+export function processEnv(pid: number, name: string): string | undefined {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    for (const kv of env.split('\0')) if (kv.startsWith(name + '=')) return kv.slice(name.length + 1);
+  } catch {
+    /* gone, or not ours to read */
+  }
+  return undefined;
+}
+
 /** Live (non-zombie) members of a process group. */
 export function groupMembers(pgid: number): number[] {
   const out: number[] = [];
+  if (!Number.isInteger(pgid) || pgid <= 1) return out;
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     if (processGroup(Number(d)) === pgid) out.push(Number(d));
@@ -41,9 +62,77 @@ export function groupMembers(pgid: number): number[] {
   return out;
 }
 
-export function signalGroup(pgid: number, sig: NodeJS.Signals): boolean {
+/** What identifies one launched instance (from its registry entry, or from launch). */
+export interface Identity {
+  pid: unknown;
+  pgid: unknown;
+  startTime: unknown;
+  marker?: unknown;
+}
+
+export type Proof =
+  /** the leader is ours (pid + start time [+ marker]) */
+  | { state: 'alive'; pgid: number; members: number[] }
+  /** the leader is gone but members of its group that carry the marker live on (an orphaned EngineCore) */
+  | { state: 'degraded'; pgid: number; members: number[] }
+  /** nothing of it is left: the record can go */
+  | { state: 'gone' }
+  /** something lives under that pid or group that we cannot prove is ours: leave it alone */
+  | { state: 'unproven'; reason: string };
+
+const posInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 1;
+
+/**
+ * Prove (or not) that the processes an entry names are the ones we launched. Pure reading of /proc;
+ * the only basis on which sparkctl may signal anything.
+ */
+export function proveIdentity(id: Identity): Proof {
+  const pid = id.pid;
+  const pgid = id.pgid;
+  if (!posInt(pid)) return { state: 'unproven', reason: `the entry has no valid pid (${JSON.stringify(pid)})` };
+  const marker = typeof id.marker === 'string' && id.marker.length >= 8 ? id.marker : undefined;
+  const leaderStart = processStartTime(pid);
+  const members = posInt(pgid) ? groupMembers(pgid) : [];
+  if (leaderStart === undefined && !members.length) return { state: 'gone' };
+  if (!posInt(pgid)) return { state: 'unproven', reason: `the entry has no valid process group (${JSON.stringify(pgid)})` };
+  // sparkctl launches every server as the leader of its own group: anything else is not ours.
+  if (pgid !== pid) return { state: 'unproven', reason: `the entry's process group ${pgid} is not its pid ${pid} (sparkctl always launches a group leader)` };
+  if (!posInt(id.startTime)) return { state: 'unproven', reason: `the entry has no start time: pid ${pid} cannot be told from a reused one` };
+  const leaderOurs = leaderStart === id.startTime && (!marker || processEnv(pid, INSTANCE_ENV) === marker);
+  if (leaderOurs) return { state: 'alive', pgid, members };
+  if (!marker) {
+    // An entry from before markers: only its leader can be proven; a group without it cannot.
+    return { state: 'unproven', reason: leaderStart !== undefined ? `pid ${pid} is another process now (start time differs)` : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)` };
+  }
+  const marked = members.filter((m) => processEnv(m, INSTANCE_ENV) === marker);
+  if (marked.length) return { state: 'degraded', pgid, members };
+  if (!members.length) return { state: 'gone' };
+  return { state: 'unproven', reason: `group ${pgid} is alive but none of its ${members.length} process(es) carries this instance's marker: another program reused the number` };
+}
+
+/**
+ * Record every signal sparkctl sends when SPARKCTL_SIGNAL_LOG names a file (the test suite does):
+ * the target and, for each process it reached, the SPARKCTL_TEST_RUN of its environment, so the
+ * suite can assert that nothing outside its own processes was ever signalled.
+ */
+function recordSignal(target: number, sig: NodeJS.Signals, members: number[]) {
+  const file = process.env.SPARKCTL_SIGNAL_LOG;
+  if (!file) return;
+  const reached = members.map((p) => ({ pid: p, testRun: processEnv(p, 'SPARKCTL_TEST_RUN') ?? null }));
   try {
-    process.kill(-pgid, sig);
+    appendFileSync(file, JSON.stringify({ at: new Date().toISOString(), by: process.pid, target, sig, reached }) + '\n');
+  } catch {
+    /* recording is best effort; it never stops a stop */
+  }
+}
+
+/** Signal a group that proveIdentity just proved. Re-proves first: a group that died meanwhile is never signalled. */
+function signalProven(id: Identity, sig: NodeJS.Signals): boolean {
+  const p = proveIdentity(id);
+  if (p.state !== 'alive' && p.state !== 'degraded') return false;
+  recordSignal(-p.pgid, sig, p.members);
+  try {
+    process.kill(-p.pgid, sig);
     return true;
   } catch {
     return false;
@@ -52,19 +141,24 @@ export function signalGroup(pgid: number, sig: NodeJS.Signals): boolean {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
+
 /**
- * SIGTERM to the whole group (API server and EngineCore alike), wait while it drains, then SIGKILL.
- * Returns how it ended. Safe to call on a group that is already gone.
+ * SIGTERM to the whole proven group (API server and EngineCore alike), wait while it drains, then
+ * SIGKILL. Every signal re-proves identity first. Safe to call on a group that is already gone.
  */
-export async function stopGroup(pgid: number, timeoutMs: number): Promise<'gone' | 'terminated' | 'killed'> {
-  if (!groupMembers(pgid).length) return 'gone';
-  signalGroup(pgid, 'SIGTERM');
+export async function stopGroup(id: Identity, timeoutMs: number): Promise<StopHow> {
+  const first = proveIdentity(id);
+  if (first.state === 'gone') return 'gone';
+  if (first.state === 'unproven') return 'unproven';
+  const pgid = first.pgid;
+  signalProven(id, 'SIGTERM');
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (!groupMembers(pgid).length) return 'terminated';
     await sleep(50);
   }
-  signalGroup(pgid, 'SIGKILL');
+  if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
   for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await sleep(25);
   return 'killed';
 }

@@ -1,9 +1,10 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { mkdirSync, readdirSync, readFileSync, rmSync, openSync, closeSync, writeSync } from 'node:fs';
-import { writeFileAtomic } from '../util/fs.js';
-import { join } from 'node:path';
-import { isAlive } from './proc.js';
+import { mkdirSync, readdirSync, readFileSync, rmSync, closeSync, writeSync, renameSync, readlinkSync, linkSync, statSync } from 'node:fs';
+import { writeFileAtomic, fsProblem, openExclusiveTemp } from '../util/fs.js';
+import { join, basename, dirname } from 'node:path';
+import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
+import { z } from 'zod';
 import { UsageError } from '../errors.js';
 
 export interface Instance {
@@ -14,6 +15,8 @@ export interface Instance {
   pid: number;
   pgid: number;
   startTime: number;
+  /** SPARKCTL_INSTANCE=<marker> is in the environment of every process of this instance (proves a group member is ours) */
+  marker?: string;
   host: string;
   port: number;
   url: string;
@@ -30,6 +33,45 @@ export interface Instance {
   prewarm?: { promptTokens: number[]; maxRounds: number; settleMargin: number; decodeTokens: number; timeoutSeconds: number };
   maxModelLen?: number;
 }
+
+export interface Entry {
+  inst: Instance;
+  /** proven ours and at least one process of its group lives (proof.state alive or degraded) */
+  alive: boolean;
+  proof: Proof;
+  /** its entry was unreadable; found by the marker of its processes */
+  recovered?: boolean;
+}
+
+export interface CorruptEntry {
+  file: string;
+  keptAs: string;
+  reason: string;
+}
+
+/**
+ * The shape an entry must have to be used at all. pid, pgid and startTime are checked by
+ * proveIdentity (an entry without a start time is loaded, reported and never signalled).
+ */
+const InstanceShape = z
+  .object({
+    version: z.literal(1),
+    name: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
+    profile: z.string(),
+    replica: z.number().int().nonnegative(),
+    pid: z.number(),
+    pgid: z.number(),
+    startTime: z.number().optional(),
+    marker: z.string().optional(),
+    host: z.string(),
+    port: z.number().int().min(1).max(65535),
+    servedName: z.string(),
+    gpus: z.array(z.number().int().nonnegative()),
+    logFile: z.string(),
+    engine: z.enum(['vllm', 'sim']),
+    startedAt: z.string(),
+  })
+  .passthrough();
 
 /** A multi-node server (serve --nodes): its process lives on the head node, so it is kept apart from the per-process entries. */
 export interface ClusterRecord {
@@ -65,23 +107,97 @@ export class Registry {
     rmSync(this.file(name), { force: true });
   }
 
-  /** Every entry, each with whether its process is still the one we started. */
-  list(): Array<{ inst: Instance; alive: boolean }> {
-    const out: Array<{ inst: Instance; alive: boolean }> = [];
-    for (const f of readdirSync(this.dir).sort()) {
-      if (!f.endsWith('.json')) continue;
-      try {
-        const inst = JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as Instance;
-        out.push({ inst, alive: isAlive(inst.pid, inst.startTime) });
-      } catch {
-        /* a half-written file cannot exist (atomic writes); anything else unreadable is skipped */
+  /** Entries that could not be read, each renamed aside to *.corrupt (filled by list()). */
+  corrupt: CorruptEntry[] = [];
+
+  /**
+   * Every entry, each with the proof of whether its processes are still the ones we started
+   * (see proveIdentity), plus instances whose entry is corrupt but whose processes still run
+   * (found by their marker and their log in this state folder; `recovered`). An unreadable entry
+   * is never fatal and never silently dropped: it is renamed aside and listed in `corrupt`.
+   */
+  list(): Entry[] {
+    const out: Entry[] = [];
+    this.corrupt = [];
+    let files: string[];
+    try {
+      files = readdirSync(this.dir);
+    } catch (e) {
+      throw fsProblem(e, 'state folder', this.dir, 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
+    for (const f of files.sort()) {
+      if (f.endsWith('.corrupt')) {
+        this.corrupt.push({ file: join(this.dir, f), keptAs: join(this.dir, f), reason: 'kept aside earlier' });
+        continue;
       }
+      if (!f.endsWith('.json')) continue;
+      const file = join(this.dir, f);
+      let reason: string;
+      try {
+        const parsed = InstanceShape.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+        if (parsed.success && parsed.data.name === f.slice(0, -5)) {
+          const inst = parsed.data as unknown as Instance;
+          const proof = proveIdentity(inst);
+          out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
+          continue;
+        }
+        reason = parsed.success ? `names "${parsed.data.name}", not ${f.slice(0, -5)}` : parsed.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`).slice(0, 3).join('; ');
+      } catch (e) {
+        reason = (e as Error).message;
+      }
+      const keptAs = `${file}.corrupt`;
+      try {
+        renameSync(file, keptAs);
+      } catch {
+        /* another sparkctl moved it first */
+      }
+      this.corrupt.push({ file, keptAs, reason });
+    }
+    out.push(...this.orphans(new Set(out.map((e) => e.inst.marker).filter((m): m is string => Boolean(m)))));
+    return out;
+  }
+
+  /**
+   * Live processes launched from this state folder (they carry SPARKCTL_INSTANCE and write to a log
+   * under logs/) whose entry is gone or corrupt: still ours, so still stoppable, never hidden.
+   */
+  private orphans(known: Set<string>): Entry[] {
+    const logs = join(this.stateDir, 'logs') + '/';
+    const byMarker = new Map<string, { pids: number[]; log: string }>();
+    for (const d of readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      const pid = Number(d);
+      const marker = processEnv(pid, INSTANCE_ENV);
+      if (!marker || known.has(marker)) continue;
+      let log: string | undefined;
+      for (const fd of [1, 2]) {
+        try {
+          const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
+          if (l.startsWith(logs)) log = l;
+        } catch {
+          /* gone or not ours */
+        }
+      }
+      const g = byMarker.get(marker) ?? { pids: [], log: '' };
+      g.pids.push(pid);
+      if (log) g.log = log;
+      byMarker.set(marker, g);
+    }
+    const out: Entry[] = [];
+    for (const [marker, g] of byMarker) {
+      if (!g.log) continue; // not launched from this state folder
+      const pgid = processGroup(g.pids[0]!);
+      if (!pgid) continue;
+      const name = basename(g.log).replace(/\.log$/, '');
+      const inst: Instance = { version: 1, name, profile: name.replace(/-\d+$/, ''), replica: 0, pid: pgid, pgid, startTime: processStartTime(pgid) ?? 0, marker, host: '127.0.0.1', port: 0, url: '', servedName: '', gpus: [], logFile: g.log, engine: 'vllm', argv: [], startedAt: new Date(0).toISOString(), readyTimeoutSeconds: 0 };
+      const proof = proveIdentity(inst);
+      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
     }
     return out;
   }
 
   /** Instances by instance name or profile name. */
-  find(name: string): Array<{ inst: Instance; alive: boolean }> {
+  find(name: string): Entry[] {
     return this.list().filter(({ inst }) => inst.name === name || inst.profile === name);
   }
 
@@ -117,36 +233,80 @@ export class Registry {
     return out;
   }
 
-  /** Exclusive lock (O_EXCL lock file holding our pid); a lock whose holder is dead is taken over. */
+  /**
+   * Exclusive lock: a file holding "PID STARTTIME" of its holder, created complete in one step
+   * (written to an exclusive temp file, then link()ed to the lock name: it exists with its content
+   * or not at all). A lock whose holder is dead (or whose pid now belongs to another process) is
+   * taken over atomically: under a second exclusive "break" lock the taker re-reads the lock and
+   * removes it only if it is still the very stale lock it saw, so two takers never both win.
+   */
   async lock(timeoutMs = 10_000): Promise<() => void> {
     const path = join(this.stateDir, 'lock');
     const deadline = Date.now() + timeoutMs;
+    const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
     for (;;) {
-      try {
-        const fd = openSync(path, 'wx');
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
+      if (createComplete(path, me)) {
         let released = false;
         return () => {
           if (released) return;
           released = true;
-          rmSync(path, { force: true });
+          // Only our own lock is removed (never one that replaced it).
+          if (readOr(path) === me) rmSync(path, { force: true });
         };
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-        let holder = NaN;
-        try {
-          holder = Number(readFileSync(path, 'utf8'));
-        } catch {
-          continue;
-        }
-        if (!Number.isFinite(holder) || !isAlive(holder)) {
-          rmSync(path, { force: true });
-          continue;
-        }
-        if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${holder}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + holder]);
-        await new Promise((r) => setTimeout(r, 50));
       }
+      const seen = readOr(path);
+      if (seen === undefined) continue; // released meanwhile: try again at once
+      const [pid, start] = seen.trim().split(/\s+/).map(Number);
+      const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
+      if (!holderAlive) {
+        breakStale(path, seen);
+        continue;
+      }
+      if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]);
+      await new Promise((r) => setTimeout(r, 50));
     }
+  }
+}
+
+function readOr(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Create `path` holding `content`, complete or not at all; false if it exists. */
+function createComplete(path: string, content: string): boolean {
+  const { fd, tmp } = openExclusiveTemp(path, 0o600);
+  try {
+    writeSync(fd, content);
+    closeSync(fd);
+    linkSync(tmp, path);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw fsProblem(e, 'state folder', dirname(path), 'set SPARKCTL_STATE_DIR to a writable folder');
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** Remove the stale lock `seen`, if it is still exactly that lock, under an exclusive break lock. */
+function breakStale(path: string, seen: string) {
+  const brk = `${path}.break`;
+  if (!createComplete(brk, `${process.pid}\n`)) {
+    // Another taker is breaking it. A break lock left by a taker that died mid-break is old: clear it.
+    try {
+      if (Date.now() - statSync(brk).mtimeMs > 10_000) rmSync(brk, { force: true });
+    } catch {
+      /* gone */
+    }
+    return;
+  }
+  try {
+    if (readOr(path) === seen) rmSync(path, { force: true });
+  } finally {
+    rmSync(brk, { force: true });
   }
 }

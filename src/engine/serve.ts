@@ -64,6 +64,7 @@ function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
     pid: l.pid,
     pgid: l.pid,
     startTime: l.startTime,
+    marker: l.marker,
     host: prof.server.host,
     port: p.port,
     url: replicaUrl(plan, p),
@@ -108,10 +109,10 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     await Promise.all(
       launched.map(async (l) => {
         if (l.pid <= 0) return;
-        const graceful = stopGroup(l.pid, run.force?.aborted ? 0 : 5000);
+        const graceful = stopGroup(l, run.force?.aborted ? 0 : 5000);
         const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
         await Promise.race([graceful, forced]);
-        if (run.force?.aborted) await stopGroup(l.pid, 0);
+        if (run.force?.aborted) await stopGroup(l, 0);
         registry.remove(l.plan.name);
       }),
     );
@@ -121,7 +122,8 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   // 1. refuse what a live registered instance holds; 2. launch every replica, registered at once
   const release = await registry.lock();
   try {
-    for (const x of registry.list().filter((x) => !x.alive)) registry.remove(x.inst.name);
+    // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
+    for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
     const conflicts = conflictsWith(plan, registry.list().filter((x) => x.alive).map((x) => x.inst));
     if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
     for (const p of plan.replicas) {
@@ -216,12 +218,12 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
   // server is gone its EngineCore must be too.
-  const stop = (l: Launched) => stopGroup(l.pid, byRequest && !run.force?.aborted ? 30_000 : 5000);
+  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? 30_000 : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   await Promise.race([Promise.all(launched.map(stop)), forced]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
-    await Promise.all(launched.map((l) => stopGroup(l.pid, 0)));
+    await Promise.all(launched.map((l) => stopGroup(l, 0)));
   }
   for (const [i, l] of launched.entries()) {
     registry.remove(l.plan.name);
