@@ -744,7 +744,3 @@ export const CHECKS: Check[] = [
     },
   },
 ];
-
-export function checkById(id: string): Check | undefined {
-  return CHECKS.find((c) => c.id === id);
-}
