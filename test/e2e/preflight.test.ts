@@ -69,7 +69,7 @@ describe('sparkctl preflight through the built CLI', () => {
     } finally {
       rmrf(dir);
     }
-  });
+  }, 120_000); // four CLI runs with 30 s probe deadlines on a loaded machine
 });
 
 describe('model.files on this machine, with --verify', () => {
