@@ -74,11 +74,12 @@ export class Scraper {
     private intervalMs: number,
   ) {}
 
-  async once(): Promise<ScrapeSample | undefined> {
+  /** One read; the baseline and final reads get a long deadline (the cross-check needs both). */
+  async once(timeoutMs = Math.max(1000, this.intervalMs)): Promise<ScrapeSample | undefined> {
     try {
       const res = await request(`${this.url}/metrics`, {
         headers: this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {},
-        signal: AbortSignal.any([AbortSignal.timeout(Math.max(1000, this.intervalMs)), this.ctl.signal]),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), this.ctl.signal]),
       });
       const body = await res.body.text();
       if (res.statusCode !== 200 || body.length > 8 * 1024 * 1024) return undefined;
@@ -92,7 +93,7 @@ export class Scraper {
 
   async start() {
     if (this.intervalMs <= 0) return;
-    await this.once();
+    await this.once(10_000);
     this.timer = setInterval(() => {
       if (this.busy) return;
       this.busy = true;
@@ -103,7 +104,11 @@ export class Scraper {
 
   async stop(): Promise<ScrapeSample[]> {
     if (this.timer) clearInterval(this.timer);
-    if (this.intervalMs > 0) await this.once();
+    if (this.intervalMs > 0) {
+      // a periodic read still in flight would land after the final one: wait for it
+      for (let i = 0; i < 200 && this.busy; i++) await new Promise((r) => setTimeout(r, 50));
+      await this.once(10_000);
+    }
     return this.samples;
   }
 

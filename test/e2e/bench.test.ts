@@ -2,7 +2,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startSim, tempDir, rmrf, freePort, type SimHandle } from '../helpers.js';
+import { execa } from 'execa';
+import { cli, startSim, tempDir, rmrf, freePort, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
 
 // A fixed time model: no cold start, prefill 2000 tok/s, decode 10 ms per token.
 const FIXED = ['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '10', '--max-model-len', '16384'];
@@ -33,13 +34,15 @@ describe('bench against the simulator', () => {
     // prefill of 100 tokens at 2000 tok/s is 50 ms; decode steps are 10 ms each (plus batch slowdown)
     expect(res.median_ttft_ms).toBeGreaterThanOrEqual(45);
     expect(res.median_tpot_ms).toBeGreaterThanOrEqual(9);
-    expect(res.median_itl_ms).toBeGreaterThanOrEqual(9);
+    // mean ITL = (last - first choices event) / gaps >= 10 ms by the time model; the median can be 0
+    // on a loaded machine, where several SSE messages arrive in one read (vLLM would see the same)
+    expect(res.mean_itl_ms).toBeGreaterThanOrEqual(9);
     expect(res.mean_e2el_ms).toBeGreaterThan(res.mean_ttft_ms);
     expect(res.max_concurrency).toBe(3);
     expect(res.max_concurrent_requests).toBeLessThanOrEqual(3);
     expect(res.request_throughput).toBeCloseTo(12 / res.duration, 6);
     // per-token ITL (continuous_usage_stats) is there; the simulator sends one token per chunk
-    expect(res.sparkctl.itl_per_token.median).toBeGreaterThanOrEqual(9);
+    expect(res.sparkctl.itl_per_token.mean).toBeGreaterThanOrEqual(9);
     expect(res.sparkctl.multi_token_chunks).toBe(0);
     expect(res.sparkctl.server.tokensAgree).toBe(true);
     expect(res.sparkctl.server.serverGenerationTokens).toBe(96);
@@ -104,12 +107,32 @@ describe('bench against the simulator', () => {
     const j = JSON.parse(String(r.stdout));
     expect(j.sweep.points.map((p: { level: number }) => p.level)).toEqual([1, 2, 4].slice(0, j.sweep.points.length));
     expect(j.sweep.points.length).toBeGreaterThanOrEqual(2);
-    expect(j.sweep.best.level).toBe(j.sweep.points[j.sweep.points.length - 1].level);
+    // the highest level meeting the (loose) SLO; a level this loaded machine made client-bound never counts
+    const eligible = j.sweep.points.filter((p: { valid: boolean; failed: number }) => p.valid && p.failed === 0).map((p: { level: number }) => p.level);
+    expect(j.sweep.best?.level ?? null).toBe(eligible.length ? Math.max(...eligible) : null);
     const human = await cli(['bench', '--url', sim.url, '--sweep', '--sweep-max', '2', '--requests', '4', '--input-len', '32', '--output-len', '2', '--slo', 'ttft:0.001'], { timeout: 180_000 });
     expect(human.exitCode).toBe(1);
     expect(String(human.stdout)).toContain('p99 TTFT (ms)');
     expect(String(human.stdout)).toContain('no level met the SLO');
   }, 240_000);
+
+  it('Ctrl-C: sends nothing new, waits for requests in flight, reports the partial run', async () => {
+    const save = join(dir, 'interrupted.json');
+    const p = execa(process.execPath, [BIN, 'bench', '--url', sim.url, '--requests', '200', '--concurrency', '2', '--input-len', '16', '--output-len', '40', '--warmup', '0', '--save-result', save], { reject: false, timeout: 120_000, env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK } });
+    let err = '';
+    p.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    // the run has started once the progress says so (preparing prompts takes a while on a busy machine)
+    for (let i = 0; i < 600 && !/benchmarking/.test(err); i++) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 2000));
+    p.kill('SIGINT');
+    const r = await p;
+    expect(String(r.stdout)).toContain('interrupted: partial results');
+    const res = JSON.parse(readFileSync(save, 'utf8'));
+    expect(res.sparkctl.stopped_early).toBe(true);
+    expect(res.completed).toBeGreaterThan(0);
+    expect(res.completed).toBeLessThan(200);
+    expect(res.failed).toBe(0); // the ones in flight were allowed to finish
+  }, 150_000);
 
   it('bad input names the flag and exits 2; nothing listening exits 3', async () => {
     const bad = await cli(['bench', '--url', sim.url, '--rate', 'fast']);
