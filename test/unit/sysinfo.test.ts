@@ -132,3 +132,21 @@ describe('systeminformation readings', () => {
     }
   });
 });
+
+describe('the bundle collected on a real 2 x H200 with systeminformation (device machine)', () => {
+  const B = join(FIXTURES, 'bundles', 'h200x2-device-si-20261130');
+  it('replays the verdicts seen live there, with the host facts and the typed GPU memory', async () => {
+    const rep = await runPreflight(new ReplayHost(B), { profile: loadProfile('qwen3.5-9b').profile, only: 'driver.,gpu.,host.,torch.,vllm.' });
+    const by = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
+    expect(rep.checks.filter((c) => c.status === 'fail').map((c) => c.id)).toEqual(['vllm.installed']);
+    expect(rep.checks.filter((c) => c.status === 'warn').map((c) => c.id)).toEqual(['host.nofile']);
+    expect(by['host.cpu']!.observed).toBe('32 logical (32 physical) cores, Intel Xeon® Processor');
+    expect(by['host.memory']!.observed).toMatch(/^251\.8 GiB total, 251\.\d GiB available$/);
+    expect(by['host.os']).toMatchObject({ status: 'pass', observed: 'Ubuntu 24.04.3 LTS (noble), kernel 6.18.44-fc-v657-gpu, x64' });
+    expect(by['host.network']!.observed).toBe('eth0 speed unknown MTU 1400');
+    expect(by['gpu.memory']!.observed).toBe('GPU0 139.8 GiB free, GPU1 139.8 GiB free');
+    expect(rep.gpus.map((g) => [g.index, g.memoryTotalMiB, g.memoryFreeMiB, g.computeCapability])).toEqual([[0, 143771, 143156, '9.0'], [1, 143771, 143156, '9.0']]);
+    const { gatherFacts } = await import('../../src/preflight/facts.js');
+    expect((await gatherFacts(new ReplayHost(B))).system.disks).toEqual([{ fs: '/dev/vda', type: 'ext4', mount: '/', sizeBytes: 270553174016, availableBytes: 137262161920 }]);
+  });
+});
