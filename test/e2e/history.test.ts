@@ -18,7 +18,7 @@ const HOT = join(FIXTURES, 'bundles', 'h200x2-serving-hot');
 const lines = (d: string) => readdirSync(join(d, 'history')).flatMap((f) => readFileSync(join(d, 'history', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
 
 describe('probe GPU health while serving (edited real capture)', () => {
-  it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', { timeout: 90_000 }, async () => {
+  it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', { timeout: 240_000 }, async () => {
     const d = state();
     const posts: any[] = [];
     const hook = createServer((req, res) => {
@@ -71,15 +71,16 @@ describe('probe GPU health while serving (edited real capture)', () => {
     }
   });
 
-  it('--deadline ends a run whose server hangs, recording it as unreachable', async () => {
+  it('--deadline ends a run whose server hangs, recording it as unreachable', { timeout: 200_000 }, async () => {
     const d = state();
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--timeout', '20s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
       expect(r.exitCode).toBe(3);
-      // the hung 1-token request is cancelled at the deadline, not left to its 20 s step deadline
-      expect(Date.now() - t0).toBeLessThan(15_000);
+      // the hung 1-token request is cancelled at the deadline, not left to its 150 s step deadline
+      // (a wide margin: a loaded CI machine takes seconds just to start node)
+      expect(Date.now() - t0).toBeLessThan(90_000);
       expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline (1500 ms)');
       expect(lines(d)[0].verdict).toBe('unreachable');
     } finally {
@@ -101,7 +102,7 @@ async function traffic(url: string, n: number, maxTokens: number) {
 }
 
 describe('cost from the history of real probes (simulator, known traffic, a restart)', () => {
-  it('token deltas across a restart, GPU-hours and dollars match the hand computation', { timeout: 120_000 }, async () => {
+  it('token deltas across a restart, GPU-hours and dollars match the hand computation', { timeout: 240_000 }, async () => {
     const d = state();
     const env = { env: { SPARKCTL_STATE_DIR: d } };
     let sim = await startSim(fast);
@@ -160,7 +161,7 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
     }
   });
 
-  it('the document example through the CLI: $0.0192 per 1K on usage, the monthly price converted and said so', async () => {
+  it('the document example through the CLI: $0.0192 per 1K on usage, the monthly price converted and said so', { timeout: 120_000 }, async () => {
     const d = state();
     const { mkdirSync, copyFileSync } = await import('node:fs');
     mkdirSync(join(d, 'history'));
@@ -185,7 +186,7 @@ describe('report', () => {
     return d;
   };
 
-  it('terminal summary: uptime, the incident with its cause, latency, tokens, cost, sparklines', async () => {
+  it('terminal summary: uptime, the incident with its cause, latency, tokens, cost, sparklines', { timeout: 120_000 }, async () => {
     const d = await seed();
     const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2'], { env: { SPARKCTL_STATE_DIR: d } });
     expect(r.exitCode, r.stderr).toBe(0);
@@ -201,7 +202,7 @@ describe('report', () => {
   });
 
   const CHROMIUM = '/usr/bin/chromium';
-  it.skipIf(!existsSync(CHROMIUM))('--html: a self-contained page whose charts draw in real headless Chromium', { timeout: 120_000 }, async () => {
+  it.skipIf(!existsSync(CHROMIUM))('--html: a self-contained page whose charts draw in real headless Chromium', { timeout: 240_000 }, async () => {
     const d = await seed();
     const page = join(d, 'report.html');
     const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2', '--html', page], { env: { SPARKCTL_STATE_DIR: d } });
