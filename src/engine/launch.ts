@@ -8,6 +8,7 @@ import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
 import { processStartTime, INSTANCE_ENV } from './proc.js';
 import { http } from '../client/http.js';
+import { servedModels } from '../client/shapes.js';
 import { phaseOf } from './classify.js';
 import { LogTail } from './logtail.js';
 
@@ -86,7 +87,8 @@ export async function waitReady(
     if (h.ok && h.status === 200) {
       const m = await http(`${opts.url}/v1/models`, { timeoutMs: 2000, apiKey: opts.apiKey });
       if (m.ok && m.status === 200) {
-        const ids: string[] = (m.json?.data ?? []).map((d: { id: string }) => d.id);
+        const listed = servedModels(m.json, m.body);
+        const ids = listed.ok ? listed.models.map((d) => d.id) : [];
         if (ids.includes(opts.servedName)) return { ok: true, ms: Date.now() - started };
         return { ok: false, reason: 'wrong-model', detail: `the server on ${opts.url} serves ${ids.join(', ') || 'nothing'}, not ${opts.servedName}: another server holds the port?`, ms: Date.now() - started };
       }

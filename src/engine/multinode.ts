@@ -15,6 +15,7 @@ import { parseRayStatus } from '../nvidia/ray.js';
 import { classifyLog } from './classify.js';
 import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';
+import { servedModels } from '../client/shapes.js';
 import { prewarm } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromUrl } from '../health/target.js';
@@ -191,7 +192,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     const hh = await http(`${record.url}/health`, { timeoutMs: 2000 });
     if (hh.ok && hh.status === 200) {
       const m = await http(`${record.url}/v1/models`, { timeoutMs: 3000, apiKey: key });
-      if (m.ok && (m.json?.data ?? []).some((d: { id: string }) => d.id === record.servedName)) break;
+      const listed = m.ok ? servedModels(m.json, m.body) : undefined;
+      if (listed?.ok && listed.models.some((d) => d.id === record.servedName)) break;
     }
     let gone = false;
     if (Date.now() - lastAliveCheck > 1000) {

@@ -1,4 +1,5 @@
 // Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
+import { isDir } from '../util/fs.js';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +33,11 @@ export function formatProblem(p: Problem): string {
 
 export function profileDirs(extra?: string): string[] {
   const dirs: string[] = [];
-  if (extra) dirs.push(resolve(extra));
+  if (extra) {
+    // A --profiles folder that is missing or not a folder is a mistake to say, not to ignore.
+    if (!isDir(extra)) throw new UsageError(`--profiles ${extra}: ${existsSync(extra) ? 'is not a folder' : 'does not exist'}`, ['give the folder that holds your profile YAML files']);
+    dirs.push(resolve(extra));
+  }
   for (const d of (process.env.SPARKCTL_PROFILES ?? '').split(':').filter(Boolean)) dirs.push(resolve(d));
   dirs.push(BUILTIN_DIR);
   return dirs;
@@ -47,7 +52,7 @@ export interface ProfileSource {
 export function listProfiles(extra?: string): ProfileSource[] {
   const seen = new Map<string, ProfileSource>();
   for (const dir of profileDirs(extra)) {
-    if (!existsSync(dir)) continue;
+    if (!isDir(dir)) continue;
     for (const f of readdirSync(dir).sort()) {
       if (!/\.ya?ml$/.test(f)) continue;
       const name = f.replace(/\.ya?ml$/, '');
