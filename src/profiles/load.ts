@@ -90,9 +90,12 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
     value = valueText;
   }
   const keys = path.split('.');
+  // __proto__.x=1 would write to Object.prototype (every object of the process): never a field.
+  const bad = keys.find((k) => k === '__proto__' || k === 'constructor' || k === 'prototype' || k === '');
+  if (bad !== undefined) throw new UsageError(`--set ${path}: "${bad}" is not a field of a profile`, ['fields are like engine.maxModelLen; sparkctl profiles show NAME lists them']);
   let cur: Record<string, unknown> = raw;
   for (const k of keys.slice(0, -1)) {
-    if (cur[k] === undefined) cur[k] = {};
+    if (!Object.hasOwn(cur, k) || cur[k] === undefined) cur[k] = {};
     const next = cur[k];
     if (typeof next !== 'object' || next === null || Array.isArray(next)) {
       throw new UsageError(`--set ${path}: "${k}" is not a block of the profile`);
