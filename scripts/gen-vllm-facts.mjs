@@ -67,8 +67,12 @@ export interface VllmFactsTable {
   metrics: Record<string, [string, string[], ...string[]]>;
 }
 
-export const VLLM_FACTS: VllmFactsTable[] = ${JSON.stringify(out, null, 0)
-  .replace(/\},\{"version"/g, '},\n{"version"')};
+// JSON.parse of one string: V8 reads it several times faster than the same object literal (start-up of the simulator)
+export const VLLM_FACTS: VllmFactsTable[] = JSON.parse(
+${out.map((o) => `  ${JSON.stringify(JSON.stringify(o))}`).join(' +\n  \',\' +\n')
+  .replace(/^/, "  '[' +\n")} +
+  ']',
+);
 `;
 writeFileSync(join(root, 'src', 'profiles', 'vllm-facts.ts'), text);
 console.log(`wrote src/profiles/vllm-facts.ts: ${out.map((o) => o.version).join(', ')}`);

@@ -227,9 +227,10 @@ Examples:
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
-    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms'))
     .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
     .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
+    .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
     .addHelpText('after', `
@@ -238,6 +239,46 @@ Examples:
   sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
   */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
     .action(lazy(() => import('./commands/probe.js')));
+
+  // issue 12: what the cron probe remembers (i12-cost)
+  program
+    .command('cost')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 24h, 7d, 90m or an ISO time', '24h')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--gpu-hour-price <usd>', 'what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--compare-price <usd>', 'reference price per 1K tokens (default the document\'s $0.02)')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say (a --url target)')
+    .option('--utilization <share>', 'GPU utilisation 0..1 for the usage basis when no GPU readings were taken')
+    .option('--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('$ per 1K and 1M tokens over a window, on GPUs held and on GPUs used, from the probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
+  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
+    .action(lazy(() => import('./commands/cost.js')));
+
+  program
+    .command('report')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 7d, 24h, 90m or an ISO time', '7d')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--html <file>', 'also write a self-contained HTML page with charts')
+    .option('--gpu-hour-price <usd>', 'include cost (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say')
+    .option('--utilization <share>', 'GPU utilisation 0..1 when no GPU readings were taken')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('uptime, incidents, TTFT/ITL, tokens, cost and GPU trends over a window of probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl report qwen3.5-9b
+  sparkctl report qwen3.5-9b --since 24h --html /tmp/qwen.html --gpu-hour-price 2.50`)
+    .action(lazy(() => import('./commands/report.js')));
 
   profileOpts(
     program
@@ -269,6 +310,59 @@ Examples:
     .description('print what a client needs to use a server')
     .addHelpText('after', '\nExample:\n  eval "$(sparkctl client-env qwen-prod --claude-code)"')
     .action(lazy(() => import('./commands/client-env.js')));
+
+  const bench = program
+    .command('bench')
+    .argument('[name]', 'running instance or profile (its port, served name, API key env)')
+    .description('load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)')
+    .option('--url <url>', 'any OpenAI-compatible server instead of NAME')
+    .option('--model <name>', 'served model name (default: the profile\'s, or the first /v1/models entry)')
+    .option('--profiles <dir>', 'also read profiles from DIR')
+    .addOption(new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'))
+    .option('--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)')
+    .option('--requests <n>', 'measured requests (default 200 unless --duration)')
+    .option('--duration <d>', 'stop sending after this long (90s, 5m)')
+    .option('--concurrency <n>', 'at most N requests in flight (closed loop)')
+    .option('--rate <r>', 'requests per second, or inf: all at once (open loop)', 'inf')
+    .option('--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1')
+    .option('--seed <n>', 'seed of arrivals and prompts', '0')
+    .option('--warmup <n>', 'requests sent first and left out of every number', '2')
+    .option('--input-len <n>', 'random prompts: tokens in (exact, through the server\'s /tokenize)', '1024')
+    .option('--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)')
+    .option('--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0')
+    .option('--prefix-len <n>', 'a shared prefix of N tokens before each random prompt (prefix cache)', '0')
+    .option('--dataset <file>', 'JSONL of {"prompt", "output_len"} or ShareGPT conversations, instead of random prompts')
+    .option('--no-ignore-eos', 'let the model stop early (output lengths then vary)')
+    .option('--no-continuous-usage', 'do not ask for usage on every chunk (per-token ITL)')
+    .option('--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, [])
+    .option('--percentiles <list>', 'percentiles to report', '50,90,99')
+    .option('--request-timeout <d>', 'deadline of each request', '10m')
+    .option('--scrape-interval <ms>', 'read the server\'s /metrics this often during the run (0: never)', '1000')
+    .option('--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)')
+    .option('--html <file>', 'write one self-contained page with the charts')
+    .option('--sweep', 'from 1 request at a time up to saturation')
+    .addOption(new Option('--sweep-by <what>', 'what the sweep raises').choices(['concurrency', 'rate']).default('concurrency'))
+    .option('--sweep-max <n>', 'highest level of the sweep (default 256)')
+    .option('--slo <slo...>', 'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000', collect, [])
+    .option('--json', 'machine-readable output')
+    .addHelpText('after', `
+Examples:
+  sparkctl bench qwen3.5-9b --concurrency 64 --requests 500
+  sparkctl bench --url http://127.0.0.1:8000 --rate 20 --duration 2m --save-result today.json
+  sparkctl bench qwen3.5-9b --sweep --slo ttft:300 --html sweep.html
+  sparkctl bench compare yesterday.json today.json
+
+Exit codes: 0 ok, 1 invalid run (client-bound), every request failed, or no sweep level met --slo;
+2 bad input, 3 server unreachable.`)
+    .action(lazy(() => import('./commands/bench.js')));
+  bench
+    .command('compare')
+    .argument('<a>', 'the baseline result (bench --save-result, or vllm bench serve --save-result)')
+    .argument('<b>', 'the result to judge')
+    .option('--threshold <pct>', 'changes within this many percent count as the same', '5')
+    .option('--json', 'machine-readable output')
+    .description('B against A, metric by metric, with a verdict each (exit 1 when any is worse)')
+    .action(lazy(async () => ({ run: (await import('./commands/bench.js')).compare })));
 
   const sim = program.command('sim').description('the built-in vLLM simulator (what --engine sim runs)');
   sim

@@ -52,3 +52,24 @@ export class ExitWith extends SparkError {
     super('', code);
   }
 }
+
+/**
+ * What a command that acts (serve) ended with: the one place such an outcome becomes an exit code.
+ * A child's own exit status never escapes this table.
+ */
+export const OUTCOME_EXIT = {
+  healthy: ExitCode.ok,
+  /** --foreground: the servers were stopped on request (SIGTERM/SIGINT), or ended cleanly */
+  stopped: ExitCode.ok,
+  unhealthy: ExitCode.problems,
+  'preflight-failed': ExitCode.problems,
+  'launch-failed': ExitCode.launchFailed,
+  interrupted: ExitCode.launchFailed,
+  /** --foreground: a server ended on its own with a failure (systemd restarts on non-zero) */
+  'server-exited': ExitCode.launchFailed,
+} as const satisfies Record<string, ExitCode>;
+export type Outcome = keyof typeof OUTCOME_EXIT;
+
+export function exitCodeOf(outcome: Outcome): ExitCode {
+  return OUTCOME_EXIT[outcome];
+}

@@ -47,28 +47,39 @@ function words(u: () => number, n: number): string {
 }
 
 /**
- * Text of exactly `n` tokens as `count` measures it, built from `seedText`-style random words:
- * grow or cut by whole words until the count matches (a few /tokenize calls per prompt).
+ * Text of exactly `n` tokens as `count` measures it: random words scaled by the measured
+ * words-per-token ratio, then single short words added or removed until the count matches.
+ * A few /tokenize calls per prompt; `exact` is false when the server cannot count.
  */
 export async function exactText(n: number, u: () => number, count: (text: string) => Promise<number | undefined>, head = ''): Promise<{ text: string; tokens: number; exact: boolean }> {
   let ws = words(u, Math.max(1, n)).split(' ');
   const make = () => head + ws.join(' ');
+  const resize = (len: number) => {
+    len = Math.max(1, len);
+    ws = len <= ws.length ? ws.slice(0, len) : ws.concat(words(u, len - ws.length).split(' '));
+  };
   let got = await count(make());
   if (got === undefined) return { text: make(), tokens: n, exact: false };
-  for (let round = 0; round < 12 && got !== n; round++) {
-    const diff = n - got!;
-    if (diff > 0) ws = ws.concat(words(u, Math.max(1, Math.floor(diff * 0.9))).split(' '));
-    else ws = ws.slice(0, Math.max(1, ws.length - Math.max(1, Math.ceil(-diff * 0.9))));
+  for (let round = 0; round < 6 && Math.abs(got! - n) > 2; round++) {
+    resize(Math.round((ws.length * n) / Math.max(1, got!)));
     got = await count(make());
     if (got === undefined) return { text: make(), tokens: n, exact: false };
   }
-  // Last resort for tokenizers that merge words: single-character steps at the end.
   for (let i = 0; i < 64 && got! > n && ws.length > 1; i++) {
-    ws = ws.slice(0, -1);
-    got = await count(make());
-    if (got === undefined) break;
+    ws.pop();
+    got = (await count(make())) ?? got;
   }
-  return { text: make(), tokens: got ?? n, exact: got === n };
+  // down to one word still too long: shorten that word letter by letter
+  for (let i = 0; i < 64 && got! > n && ws[ws.length - 1]!.length > 1; i++) {
+    ws[ws.length - 1] = ws[ws.length - 1]!.slice(0, -1);
+    got = (await count(make())) ?? got;
+  }
+  // a one-letter word adds at most one token in BPE vocabularies (and in the simulator's)
+  for (let i = 0; i < 64 && got! < n; i++) {
+    ws.push('a');
+    got = (await count(make())) ?? got;
+  }
+  return { text: make(), tokens: got!, exact: got === n };
 }
 
 export interface RandomSpec {

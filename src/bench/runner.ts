@@ -75,7 +75,9 @@ async function until(t: number, stop?: AbortSignal) {
   for (;;) {
     if (stop?.aborted) return;
     const left = (t - now()) * 1000;
-    if (left <= 0) return;
+    // Due (or late): still let I/O run once, or a client behind schedule would send everything
+    // in one synchronous burst and read no answer meanwhile (the lag would feed itself).
+    if (left <= 0) return void (await new Promise((r) => setImmediate(r)));
     if (left > 2) await new Promise((r) => setTimeout(r, left - 1.5));
     else await new Promise((r) => setImmediate(r));
   }
@@ -100,8 +102,17 @@ export function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream'
 export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTime: number): Promise<RequestOutput> {
   const path = cfg.endpoint === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const out: RequestOutput = { success: false, error: '', promptLen: r.promptLen, outputTokens: 0, ttft: 0, itl: [], latency: 0, startTime: 0, scheduledTime };
-  const deadline = AbortSignal.timeout(cfg.requestTimeoutMs);
-  const signal = cfg.abort ? AbortSignal.any([deadline, cfg.abort]) : deadline;
+  // One controller per request, its timer and listener removed when it ends: AbortSignal.any over
+  // the run's long-lived signal would keep every request's signal alive until the run ends.
+  const ctl = new AbortController();
+  let byDeadline = false;
+  const timer = setTimeout(() => {
+    byDeadline = true;
+    ctl.abort();
+  }, cfg.requestTimeoutMs);
+  const onAbort = () => ctl.abort();
+  cfg.abort?.addEventListener('abort', onAbort, { once: true });
+  const signal = ctl.signal;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (cfg.apiKey) headers.authorization = `Bearer ${cfg.apiKey}`;
   const payload = JSON.stringify(requestBody(cfg, r));
@@ -160,12 +171,12 @@ export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, sched
         if (typeof ct === 'number' && Number.isFinite(ct)) {
           sawContinuous = true;
           const k = ct - prevTokens;
+          const before = prevTokens;
           prevTokens = ct;
           if (k > 1) multi++;
-          if (out.itl.length > 0 || perToken.length > 0 || k > 0) {
-            // the first chunk's tokens arrive with the first token: only later gaps are ITL
-            if (out.itl.length > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
-          }
+          // the gap before a chunk of k tokens is k gaps of gap / k; the first token's chunk is TTFT, not ITL
+          if (before > 0 && k > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
+          applyUsage(out, j.usage);
         }
       } else if (j.usage) applyUsage(out, j.usage);
     };
@@ -190,12 +201,14 @@ export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, sched
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = err.code ?? err.cause?.code;
-    const aborted = Boolean(cfg.abort?.aborted);
-    const byDeadline = deadline.aborted && !aborted;
+    const aborted = Boolean(cfg.abort?.aborted) && !byDeadline;
     out.failure = e instanceof SseError ? 'bad_stream' : e instanceof SyntaxError ? 'bad_stream' : classifyFailure({ code, name: err.name, aborted, deadline: byDeadline });
     out.error = byDeadline ? `no complete answer within the request deadline (${cfg.requestTimeoutMs} ms)` : aborted ? 'aborted (interrupted)' : oneLine(err.message ?? String(e));
     out.latency = now() - st;
     return out;
+  } finally {
+    clearTimeout(timer);
+    cfg.abort?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -290,7 +303,9 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
         const req = cfg.dataset[i % cfg.dataset.length]!;
         inFlight++;
         const idx = i;
-        const p = sendOne(pool, cfg, req, scheduled).then((o) => {
+        // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
+        // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
+        const p = sendOne(pool, cfg, req, Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => {
           inFlight--;
           sem?.release();
           if (o.success) {

@@ -54,11 +54,11 @@ export function parseSample(text: string, t: number): ScrapeSample {
     running: sum('vllm:num_requests_running'),
     waiting: sum('vllm:num_requests_waiting'),
     kvUsage: max('vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'),
-    preemptions: sum('vllm:num_preemptions_total', 'vllm:num_preemptions'),
+    preemptions: sum('vllm:num_preemptions_total'),
     promptTokens: sum('vllm:prompt_tokens_total'),
     generationTokens: sum('vllm:generation_tokens_total'),
-    prefixHits: sum('vllm:prefix_cache_hits_total', 'vllm:prefix_cache_hits'),
-    prefixQueries: sum('vllm:prefix_cache_queries_total', 'vllm:prefix_cache_queries'),
+    prefixHits: sum('vllm:prefix_cache_hits_total', 'vllm:gpu_prefix_cache_hits_total'),
+    prefixQueries: sum('vllm:prefix_cache_queries_total', 'vllm:gpu_prefix_cache_queries_total'),
   };
 }
 

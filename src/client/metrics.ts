@@ -25,16 +25,22 @@ export function parseVllmMetrics(text: string): VllmMetrics {
   const max = (...names: string[]) => {
     for (const n of names) {
       const f = by.get(n);
-      if (f) return Math.max(...f.metrics.map((m) => Number(m.value ?? 0)));
+      // a family with no sample (a truncated scrape) is no reading, not -Infinity
+      if (f && f.metrics.length) return Math.max(...f.metrics.map((m) => Number(m.value ?? 0)));
     }
     return undefined;
   };
   return {
-    // renamed in late 2025; read the new name, fall back to the old one
+    // vllm:gpu_cache_usage_perc was renamed vllm:kv_cache_usage_perc in 0.9.2 (both exposed through
+    // 0.11) and removed in 0.12: read the new name, fall back to the old one for older servers
     kvCacheUsage: max('vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'),
     running: sum('vllm:num_requests_running'),
     waiting: sum('vllm:num_requests_waiting'),
-    preemptions: sum('vllm:num_preemptions_total', 'vllm:num_preemptions'),
+    // a counter: registered as vllm:num_preemptions, exposed (and named in # TYPE) as ..._total by every version
+    preemptions: sum('vllm:num_preemptions_total'),
     families: fams.length,
   };
 }
+
+/** The families read above (checked against vLLM's per-version metric tables in a test). */
+export const READ_METRICS = ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc', 'vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:num_preemptions_total'];

@@ -1,7 +1,6 @@
 import type { Host } from '../host/host.js';
 import { runPreflight } from '../preflight/run.js';
 import { renderReport, reportJson } from '../preflight/report.js';
-import { loadProfile } from '../profiles/load.js';
 import { say } from '../output/log.js';
 import { ExitWith, ExitCode } from '../errors.js';
 
@@ -22,10 +21,11 @@ export interface PreflightCliOptions {
 
 export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): { verbose?: boolean } } }) {
   if (opts.nodes) {
-    const { preflightNodes } = await import('../engine/multinode.js');
+    const { preflightNodes } = await import('./nodes.js');
     return preflightNodes(opts);
   }
-  const profile = opts.profile ? loadProfile(opts.profile, { profilesDir: opts.profiles, sets: opts.set }).profile : undefined;
+  // A named profile is validated before anything is spawned (YAML and zod load only then).
+  const profile = opts.profile ? (await import('../profiles/load.js')).loadProfile(opts.profile, { profilesDir: opts.profiles, sets: opts.set }).profile : undefined;
   let host: Host;
   if (opts.from) {
     const { ReplayHost } = await import('../host/replay.js');

@@ -14,6 +14,8 @@ import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
 import { appendSample, lastSample } from '../history/store.js';
 import { buildSample } from '../history/sample.js';
+import { readHistory } from '../history/store.js';
+import { computeCost } from '../history/cost.js';
 import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
 
@@ -30,6 +32,7 @@ interface ProbeCli {
   deadline?: number;
   gpuFrom?: string;
   history?: boolean;
+  gpuHourPrice?: string;
 }
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
@@ -79,7 +82,7 @@ export async function run(names: string[], opts: ProbeCli) {
   }
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
   // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
-  // that has not answered by then is recorded as unreachable (its HTTP calls end by their own deadlines).
+  // that has not answered by then is recorded as unreachable, and its request in flight is cancelled.
   const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
   const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
@@ -101,7 +104,7 @@ export async function run(names: string[], opts: ProbeCli) {
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {
           stop.abort();
-          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline ${deadlineMs} ms`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
+          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
         }, deadlineMs);
         timer.unref();
       });
@@ -152,7 +155,12 @@ export async function run(names: string[], opts: ProbeCli) {
       say(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
     }
   }
-  if (opts.prometheus) writePrometheus(opts.prometheus, results);
+  if (opts.prometheus) {
+    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
+    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
+    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+  }
   if (opts.alertWebhook && changed.length) {
     const res = await http(opts.alertWebhook, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: changed.map((r) => ({ target: r.target, url: r.url, from: prev[r.url]?.state ?? null, to: r.state, failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })) })) }, timeoutMs: 5000 });
     if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
@@ -165,6 +173,37 @@ export async function run(names: string[], opts: ProbeCli) {
     throw new ExitWith(code || ExitCode.badInput);
   }
   if (code) throw new ExitWith(code);
+}
+
+/** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
+export function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): string[] {
+  // one group per family: the exposition format wants a family's samples together
+  const per1k: string[] = [];
+  const hours: string[] = [];
+  const tokens: string[] = [];
+  for (const { t, price } of priced) {
+    const samples = readHistory(dir, (x) => x.url === t.url, { from: now - 86_400_000 }).samples;
+    if (samples.length < 2) continue;
+    const r = computeCost({ samples, pricePerGpuHour: price });
+    for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {
+      if (!b) continue;
+      hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
+      if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
+    }
+    tokens.push(`sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`, `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`);
+  }
+  if (!tokens.length) return [];
+  return [
+    '# HELP sparkctl_cost_usd_per_1k_tokens_24h USD per 1K tokens over the last 24 h of probe history (allocation: GPUs held; usage: x measured utilisation).',
+    '# TYPE sparkctl_cost_usd_per_1k_tokens_24h gauge',
+    ...per1k,
+    '# HELP sparkctl_cost_gpu_hours_24h GPU-hours over the last 24 h of probe history.',
+    '# TYPE sparkctl_cost_gpu_hours_24h gauge',
+    ...hours,
+    '# HELP sparkctl_cost_tokens_24h Tokens served over the last 24 h (counter deltas, restarts counted from zero).',
+    '# TYPE sparkctl_cost_tokens_24h gauge',
+    ...tokens,
+  ];
 }
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

@@ -1,104 +1,133 @@
-// serve: read (profile, host) -> plan (launch plan) -> act (preflight, launch, ready, prewarm, probe).
-import { resolveProfile, requireValid, stateDir, sparkctlBin, type Resolved } from './common.js';
-import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
-import { formatFlagProblem } from '../profiles/vllm-flags.js';
-import { UsageError } from '../errors.js';
+// serve: flags (validated by cli.ts) -> profile parsed once -> preflight (typed GPU facts) -> the
+// plan -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+import { loadProfile } from '../profiles/load.js';
+import { resolveLoaded, hostShapeFromGpus, type Resolved } from '../profiles/resolve.js';
+import type { HostShape } from '../profiles/validate.js';
+import { buildServePlan, readSecrets, validateServeInputs, type ServeOptions, type ServePlan } from '../engine/plan.js';
+import type { ServeOutcome } from '../engine/events.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
+import { ExitWith, exitCodeOf } from '../errors.js';
 
-export interface ServeOptions {
-  set: string[];
-  profiles?: string;
-  gpus?: number;
-  engine: 'vllm' | 'sim';
-  vllmBin: string;
-  dryRun?: boolean;
-  json?: boolean;
-  prewarm: boolean;
-  skipPreflight?: boolean;
-  foreground?: boolean;
-  /** ms, parsed by cli.ts's duration parser before anything runs */
-  readyTimeout?: number;
-  nodes?: string;
-  platform?: string;
-  simLoadSeconds?: string;
-}
+export type { ServeOptions };
 
-export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): string[] {
-  return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
-}
-
-export function simTail(r: Resolved, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
-  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name];
-  if (opts.simLoadSeconds) tail.push('--sim-load-seconds', opts.simLoadSeconds);
-  return tail;
-}
-
-export function buildPlan(r: Resolved, opts: ServeOptions): { replicas: ReplicaPlan[]; warnings: string[] } {
-  const warnings = requireValid(r);
-  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
-  // vLLM would refuse, --dry-run shows it as a warning.
-  const flags = checkRendered(r.profile);
-  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
-  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
-  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
-  const replicas = renderReplicas(r.profile, r.host, {
-    executable: executableFor(opts),
-    stateDir: stateDir(),
-    tail: opts.engine === 'sim' ? simTail(r, opts) : [],
-  });
-  return { replicas, warnings };
-}
-
-export function planEnvelope(r: Resolved, replicas: ReplicaPlan[], warnings: string[], engine: string) {
+export function planEnvelope(plan: ServePlan) {
   return {
-    profile: r.profile.name,
-    engine,
-    vllmVersion: r.profile.engine.vllmVersion,
-    servedName: servedName(r.profile),
-    platform: r.platform.name,
-    host: { gpus: r.host.gpus, source: r.host.gpusSource },
-    replicas: replicas.map((x) => ({
+    profile: plan.profile.name,
+    engine: plan.engine,
+    vllmVersion: plan.profile.engine.vllmVersion,
+    servedName: plan.servedName,
+    platform: plan.platform.name,
+    host: { gpus: plan.host.gpus, source: plan.host.gpusSource },
+    replicas: plan.replicas.map((x) => ({
       name: x.name,
       argv: x.argv,
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
-      unsetEnv: x.unsetEnv,
       port: x.port,
       gpus: x.gpus,
       logFile: x.logFile,
     })),
-    memory: planMemory(r.profile, r.host.gpuMemoryBytes),
-    warnings,
+    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes),
+    warnings: plan.warnings,
   };
 }
 
-function printDryRun(r: Resolved, replicas: ReplicaPlan[], warnings: string[]) {
-  for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
-  if (r.hostNote) note(c.dim(`note: ${r.hostNote}`));
-  for (const x of replicas) {
+function printDryRun(plan: ServePlan) {
+  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
+  for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${x.logFile}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
-    // `env -u`: a variable of the caller's shell that would override a rendered flag (VLLM_CPU_KVCACHE_SPACE).
-    const unset = x.unsetEnv.length ? `env ${x.unsetEnv.map((k) => `-u ${k}`).join(' ')} ` : '';
-    say(`${unset}${refs.length ? `${refs.join(' ')} ` : ''}${cmd}`);
+    say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
 }
 
+/** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
+function wireSignals() {
+  const graceful = new AbortController();
+  const force = new AbortController();
+  const on = () => (graceful.signal.aborted ? force.abort() : graceful.abort());
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  return {
+    signal: graceful.signal,
+    force: force.signal,
+    off: () => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+    },
+  };
+}
+
 export async function run(profileName: string, opts: ServeOptions) {
+  validateServeInputs(opts);
   if (opts.nodes) {
-    const multi = await import('../engine/multinode.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  if (!opts.dryRun) {
-    const { serveLocal } = await import('../engine/serve.js');
-    return serveLocal(profileName, opts);
+  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
+  const sim = opts.engine === 'sim';
+  if (opts.dryRun) {
+    const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus, platform: opts.platform }), opts);
+    if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
+    else printDryRun(plan);
+    return;
   }
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus, platform: opts.platform });
-  const { replicas, warnings } = buildPlan(r, opts);
-  if (opts.json) say(envelope('launch-plan', planEnvelope(r, replicas, warnings, opts.engine)));
-  else printDryRun(r, replicas, warnings);
+
+  const { servePreflight, serveLocal } = await import('../engine/serve.js');
+  const { textRenderer, jsonRenderer } = await import('../output/serve.js');
+  const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
+  const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: sim });
+
+  // 1. preflight: the blocking checks; the host's shape comes from its typed GPU facts
+  let platform = opts.platform ?? loaded.profile.platform;
+  let host: HostShape | undefined;
+  if (sim && !opts.json) {
+    const { loadPlatform } = await import('../profiles/load.js');
+    const pl = loadPlatform(platform ?? 'hopper-cuda13');
+    note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
+  }
+  if (!opts.skipPreflight) {
+    const pf = await servePreflight(loaded.profile, { engine: opts.engine, platform: opts.platform });
+    render.preflight(pf, sim);
+    if (pf.report.checks.some((x) => x.status === 'fail')) {
+      render.preflightFailed(pf, loaded.profile.name);
+      throw new ExitWith(exitCodeOf('preflight-failed'));
+    }
+    platform = pf.platform.name;
+    if (!sim) host = hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus);
+  }
+
+  // 2. the plan: the profile validated once, against the host preflight saw
+  const r: Resolved = resolveLoaded(loaded, { gpus: sim ? undefined : opts.gpus, platform, host });
+  const plan = buildServePlan(r, opts);
+  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  const secrets = readSecrets(plan.profile);
+
+  // 3. act; 4. render the outcome; 5. its exit code, from the one table
+  const sig = wireSignals();
+  let readyCount = 0;
+  let outcome: ServeOutcome;
+  try {
+    outcome = await serveLocal(plan, {
+      signal: sig.signal,
+      force: sig.force,
+      secrets,
+      onEvent: (e) => {
+        render.event(e);
+        // Once every replica is ready (and not --foreground), the servers run on their own: Ctrl-C
+        // during prewarm/probe ends sparkctl only, as the default handler does.
+        if (e.type === 'ready' && !plan.foreground && ++readyCount === plan.replicas.length) sig.off();
+      },
+    });
+  } finally {
+    sig.off();
+  }
+  render.outcome(outcome);
+  const code = codeOf(outcome);
+  if (code !== 0) throw new ExitWith(code);
 }

@@ -1,16 +1,17 @@
 // Launch one replica in its own process group with its own log, then supervise it until it is
 // really ready. Supervision races the child's exit, the deadline and a stall timer that log
-// activity resets; readiness is /health 200 and /v1/models listing the served name.
+// activity resets; readiness is /health 200, /v1/models listing the served name, and the
+// listening socket held by our own process group (not a server that held the port before us).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, writeSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
-import { processStartTime, INSTANCE_ENV } from './proc.js';
-import { http } from '../client/http.js';
-import { servedModels } from '../client/shapes.js';
+import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
 import { phaseOf } from './classify.js';
 import { LogTail } from './logtail.js';
+import { listenerIsOneOf } from './socket-owner.js';
+import { waitReady, type ReadyResult } from '../health/target.js';
 
 export interface Launched {
   plan: ReplicaPlan;
@@ -23,10 +24,14 @@ export interface Launched {
   marker: string;
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
   exited: Promise<void>;
+  /** what THIS launch writes to the log: read from the log's size at launch, never an earlier run's lines */
+  tail: LogTail;
 }
 
 export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
   mkdirSync(dirname(plan.logFile), { recursive: true });
+  // The log is appended to across runs: remember where this launch begins (issue 13 item 9).
+  const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
   const fd = openSync(plan.logFile, 'a');
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
@@ -39,7 +44,7 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     env,
   });
   closeSync(fd);
-  const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve() };
+  const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve(), tail };
   l.exited = new Promise<void>((resolve) => {
     child.once('error', (e: NodeJS.ErrnoException) => {
       l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };
@@ -53,46 +58,37 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   return l;
 }
 
-export type ReadyResult =
-  | { ok: true; ms: number }
-  | { ok: false; reason: 'exited' | 'timeout' | 'stalled' | 'spawn-error' | 'wrong-model' | 'interrupted'; detail: string; ms: number };
-
-export async function waitReady(
+/** Supervise a launched replica until ready, through the shared waitReady. */
+export function superviseReady(
   l: Launched,
   opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal },
 ): Promise<ReadyResult> {
-  const started = Date.now();
-  const tail = new LogTail(l.plan.logFile);
-  (l as Launched & { tail?: LogTail }).tail = tail;
   let lastPhase = '';
-  for (;;) {
-    for (const line of tail.poll()) {
-      const p = phaseOf(line);
-      if (p && p !== lastPhase) {
-        lastPhase = p;
-        opts.onPhase?.(p);
+  return waitReady({
+    url: opts.url,
+    servedName: opts.servedName,
+    apiKey: opts.apiKey,
+    deadlineMs: opts.deadlineMs,
+    signal: opts.signal,
+    stallMs: opts.stallMs,
+    quietMs: () => Date.now() - l.tail.lastActivity,
+    onPoll: () => {
+      for (const line of l.tail.poll()) {
+        const p = phaseOf(line);
+        if (p && p !== lastPhase) {
+          lastPhase = p;
+          opts.onPhase?.(p);
+        }
       }
-    }
-    const ms = Date.now() - started;
-    if (opts.signal?.aborted) return { ok: false, reason: 'interrupted', detail: 'interrupted', ms };
-    if (l.exit) {
-      tail.poll();
-      if (l.exit.error) return { ok: false, reason: 'spawn-error', detail: l.exit.error, ms };
-      return { ok: false, reason: 'exited', detail: `exited with ${l.exit.signal ?? `code ${l.exit.code}`} before it was ready`, ms };
-    }
-    if (ms > opts.deadlineMs) return { ok: false, reason: 'timeout', detail: `not ready after ${Math.round(ms / 1000)} s (ready timeout)`, ms };
-    if (Date.now() - tail.lastActivity > opts.stallMs) return { ok: false, reason: 'stalled', detail: `no log output for ${Math.round((Date.now() - tail.lastActivity) / 1000)} s (stall timeout): stuck loading?`, ms };
-    // Connection refused until the engine is up is normal for vLLM: keep polling, briefly.
-    const h = await http(`${opts.url}/health`, { timeoutMs: 1000 });
-    if (h.ok && h.status === 200) {
-      const m = await http(`${opts.url}/v1/models`, { timeoutMs: 2000, apiKey: opts.apiKey });
-      if (m.ok && m.status === 200) {
-        const listed = servedModels(m.json, m.body);
-        const ids = listed.ok ? listed.models.map((d) => d.id) : [];
-        if (ids.includes(opts.servedName)) return { ok: true, ms: Date.now() - started };
-        return { ok: false, reason: 'wrong-model', detail: `the server on ${opts.url} serves ${ids.join(', ') || 'nothing'}, not ${opts.servedName}: another server holds the port?`, ms: Date.now() - started };
-      }
-    }
-    await new Promise((r) => setTimeout(r, h.ok ? 50 : 40));
-  }
+    },
+    ended: () => {
+      if (!l.exit) return undefined;
+      l.tail.poll();
+      if (l.exit.error) return { reason: 'spawn-error', detail: l.exit.error };
+      return { reason: 'exited', detail: `exited with ${l.exit.signal ?? `code ${l.exit.code}`} before it was ready` };
+    },
+    // Ready only if our own group holds the listening socket: a server that held the port first
+    // answers /health too, while ours dies with EADDRINUSE (issue 13 item 5).
+    ours: () => (l.exit || l.pid <= 0 ? false : listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)])),
+  });
 }

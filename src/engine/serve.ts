@@ -1,246 +1,236 @@
-// serve on one host: preflight -> plan -> launch every replica -> ready -> prewarm -> deep probe.
+// serve on one host: (command: flags -> plan) -> launch every replica -> ready -> prewarm -> deep
+// probe, returning an outcome and reporting progress as events. It never prints, exits, installs
+// signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
-// failure or an interrupt before "ready" stops every group we started.
-import type { ServeOptions } from '../commands/serve.js';
-import { buildPlan, executableFor } from '../commands/serve.js';
-import { resolveProfile, stateDir, type Resolved } from '../commands/common.js';
-import { loadProfile, loadPlatform } from '../profiles/load.js';
-import { servedName, type ReplicaPlan } from '../profiles/render.js';
-import type { HostShape } from '../profiles/validate.js';
-import { GIB } from '../profiles/planner.js';
+// failure or a cancellation before "ready" stops every group we started.
+import type { Profile, Platform } from '../profiles/schema.js';
+import { loadPlatform } from '../profiles/load.js';
+import type { ServePlan } from './plan.js';
+import type { ReplicaPlan } from '../profiles/render.js';
 import { Registry, type Instance } from './registry.js';
-import { launchReplica, waitReady, type Launched } from './launch.js';
-import type { LogTail } from './logtail.js';
-import { classifyLog } from './classify.js';
+import { launchReplica, superviseReady, type Launched } from './launch.js';
+import { diagnose } from './diagnose.js';
 import { stopGroup } from './proc.js';
-import { runPreflight } from '../preflight/run.js';
-import { SimHost } from '../host/sim.js';
-import { RealHost } from '../host/real.js';
-import type { Host } from '../host/host.js';
+import type { PreflightReport } from '../preflight/run.js';
+import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
-import { targetFromInstance } from '../health/target.js';
-import { progress, say, note } from '../output/log.js';
-import { c, formatDuration, statusMark, table } from '../output/format.js';
+import { targetFromInstance, type ReadyResult } from '../health/target.js';
 import { log } from '../output/logger.js';
-import { UsageError, LaunchError, ProblemsFound, ExitWith, type ExitCode } from '../errors.js';
+import { UsageError } from '../errors.js';
+import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 
-
-function secretsFor(r: Resolved): Record<string, string> {
-  const name = r.profile.server.apiKeyEnv;
-  if (!name) return {};
-  const v = process.env[name];
-  if (!v) throw new UsageError(`server.apiKeyEnv names ${name}, which is not set in this environment`, [`export ${name}=... (or put it in the systemd EnvironmentFile); the key itself never goes in a profile`]);
-  return { VLLM_API_KEY: v };
+export interface ServePreflight {
+  /** the platform baseline the host matched (a real host), or the profile's (the simulator) */
+  platform: Platform;
+  report: PreflightReport;
+  /** the host's GPUs as preflight read them (typed facts, not the checks' text) */
+  gpus: GpuFact[];
 }
 
-function instanceOf(r: Resolved, p: ReplicaPlan, l: Launched, engine: 'vllm' | 'sim'): Instance {
-  const e = r.profile.engine;
+/**
+ * The blocking preflight checks, on the simulated host for --engine sim. A real host is checked
+ * against the baseline that fits it (auto), as `sparkctl preflight` does: a Qwen profile written for
+ * a DGX A100 must not refuse an H200 because its driver is not 535.129.03.
+ */
+export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string }): Promise<ServePreflight> {
+  const { runPreflight } = await import('../preflight/run.js');
+  const sim = opts.engine === 'sim';
+  const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
+  const host = sim ? new (await import('../host/sim.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
+  // Only the checks that block a launch (their own metadata says which), and only their probes.
+  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
+  return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };
+}
+
+export interface ServeRun {
+  /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
+  signal: AbortSignal;
+  /** a second Ctrl-C: stop at once (SIGKILL), do not wait for a drain */
+  force?: AbortSignal;
+  onEvent?: EventSink;
+  /** VLLM_API_KEY from the variable the profile names; travels in the environment only */
+  secrets: Record<string, string>;
+}
+
+function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
+  const prof = plan.profile;
+  const e = prof.engine;
   return {
     version: 1,
     name: p.name,
-    profile: r.profile.name,
+    profile: prof.name,
     replica: p.index,
     pid: l.pid,
     pgid: l.pid,
     startTime: l.startTime,
     marker: l.marker,
-    host: r.profile.server.host,
+    host: prof.server.host,
     port: p.port,
-    url: `http://${r.profile.server.host === '0.0.0.0' ? '127.0.0.1' : r.profile.server.host}:${p.port}`,
-    servedName: servedName(r.profile),
+    url: replicaUrl(plan, p),
+    servedName: plan.servedName,
     gpus: p.gpus,
     logFile: p.logFile,
-    engine,
+    engine: plan.engine,
     argv: p.argv,
-    apiKeyEnv: r.profile.server.apiKeyEnv,
+    apiKeyEnv: prof.server.apiKeyEnv,
     startedAt: new Date().toISOString(),
-    readyTimeoutSeconds: r.profile.server.readyTimeoutSeconds,
-    probe: { ...r.profile.probe, gpuMemoryUtilization: e.gpuMemoryUtilization },
-    prewarm: r.profile.prewarm,
-    maxModelLen: e.maxModelLen ?? r.profile.model.maxContext,
+    readyTimeoutSeconds: Math.ceil(plan.readyTimeoutMs / 1000),
+    probe: { ...prof.probe, gpuMemoryUtilization: e.gpuMemoryUtilization },
+    prewarm: prof.prewarm,
+    maxModelLen: e.maxModelLen ?? prof.model.maxContext,
   };
 }
 
-export async function serveLocal(profileName: string, opts: ServeOptions): Promise<void> {
-  const sim = opts.engine === 'sim';
-  const base = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile;
-  // The simulated host is the profile's platform; a real host is checked against the baseline that
-  // fits it (auto), as `sparkctl preflight` does: a Qwen profile written for the documents' DGX A100
-  // must not refuse an H200 because its driver is not 535.129.03.
-  let platform = loadPlatform(opts.platform ?? base.platform ?? 'hopper-cuda13');
-  const host: Host = sim ? new SimHost(platform) : new RealHost();
+const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => `http://${plan.profile.server.host === '0.0.0.0' ? '127.0.0.1' : plan.profile.server.host}:${p.port}`;
 
-  // 1. preflight: the blocking checks, on the simulated host for --engine sim
-  let shape: HostShape | undefined;
-  if (sim) note(c.dim(`engine sim: simulating ${platform.gpu.count} x ${platform.gpu.displayName} (${platform.name}); no GPU is used`));
-  if (!opts.skipPreflight) {
-    const rep = await runPreflight(host, { profile: base, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
-    if (!sim) platform = loadPlatform(rep.platform);
-    const failed = rep.checks.filter((x) => x.status === 'fail');
-    note(`preflight (${sim ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
-    if (failed.length) {
-      for (const f of failed) note(`  ${statusMark('fail')} ${f.id}: ${f.observed}${f.fix ? `\n        fix: ${f.fix}` : ''}`);
-      throw new ProblemsFound('preflight failed: not launching', ['sparkctl preflight --profile ' + base.name + ' shows every check; --skip-preflight launches anyway']);
+/** What a live registered instance already holds: the plan may not take it. */
+export function conflictsWith(plan: ServePlan, live: readonly Instance[]): string[] {
+  const out: string[] = [];
+  for (const p of plan.replicas) {
+    for (const inst of live) {
+      if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
+      // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
+      else if (inst.engine === plan.engine && inst.gpus.some((g) => p.gpus.includes(g))) out.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
     }
-    const n = rep.versions.gpus;
-    const memMiB = Number(/GPU\d+ [\d.]+ GiB free of ([\d.]+) GiB/.exec(rep.checks.find((x) => x.id === 'gpu.memory')?.observed ?? '')?.[1]);
-    if (!sim && n > 0) shape = { gpus: opts.gpus ?? n, gpusSource: opts.gpus ? 'flag' : 'detected', gpuMemoryBytes: Number.isFinite(memMiB) ? memMiB * GIB : platform.gpu.memoryGiB * GIB, computeCapability: platform.gpu.computeCapability, gpuName: rep.versions.gpu ?? platform.gpu.displayName };
   }
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: sim ? undefined : opts.gpus, platform: platform.name, host: shape });
-  const { replicas, warnings } = buildPlan(r, opts);
-  for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
-  const secrets = secretsFor(r);
+  return [...new Set(out)];
+}
 
-  // 2. refuse what a live registered instance holds
-  const registry = new Registry(stateDir());
-  const release = await registry.lock();
+export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
+  const emit: EventSink = (e) => run.onEvent?.(e);
+  const registry = new Registry(plan.stateDir);
   const launched: Launched[] = [];
-  let abort: AbortController | undefined;
-  const cleanup = async () => {
-    await Promise.all(launched.map(async (l) => {
-      await stopGroup(l, 5000);
-      registry.remove(l.plan.name);
-    }));
+  // Stop every group we started; a second cancellation (force) turns the drain into SIGKILL now.
+  const stopAll = async () => {
+    const onForce = () => emit({ type: 'stopping', why: 'forced', replicas: launched.length });
+    if (run.force?.aborted) onForce();
+    else run.force?.addEventListener('abort', onForce, { once: true });
+    await Promise.all(
+      launched.map(async (l) => {
+        if (l.pid <= 0) return;
+        const graceful = stopGroup(l, run.force?.aborted ? 0 : 5000);
+        const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
+        await Promise.race([graceful, forced]);
+        if (run.force?.aborted) await stopGroup(l, 0);
+        registry.remove(l.plan.name);
+      }),
+    );
+    run.force?.removeEventListener('abort', onForce);
   };
-  try {
-    const live = registry.list().filter((x) => x.alive);
-    for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
-    const conflicts: string[] = [];
-    for (const p of replicas) {
-      for (const { inst } of live) {
-        if (inst.port === p.port) conflicts.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
-        // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
-        else if (inst.engine === opts.engine && inst.gpus.some((g) => p.gpus.includes(g))) conflicts.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
-      }
-    }
-    if (conflicts.length) throw new UsageError(`${r.profile.name} would collide with running servers`, [...new Set(conflicts), `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
 
-    // 3. launch every replica, registered at once
-    for (const p of replicas) {
-      const l = launchReplica(p, secrets);
+  // 1. refuse what a live registered instance holds; 2. launch every replica, registered at once
+  const release = await registry.lock();
+  try {
+    // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
+    for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
+    const conflicts = conflictsWith(plan, registry.list().filter((x) => x.alive).map((x) => x.inst));
+    if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
+    for (const p of plan.replicas) {
+      if (run.signal.aborted) break;
+      const l = launchReplica(p, run.secrets);
       launched.push(l);
       (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      if (l.pid > 0) registry.write(instanceOf(r, p, l, opts.engine));
+      if (l.pid > 0) registry.write(instanceOf(plan, p, l));
+      emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
     }
   } catch (e) {
-    await cleanup();
+    await stopAll();
     release();
     throw e;
   }
   release();
 
-  // Ctrl-C / SIGTERM while starting: stop what we started.
-  abort = new AbortController();
-  const onSignal = () => abort!.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const outcomeOf = (l: Launched): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile });
+  const replicas = launched.map(outcomeOf);
+  const base = { profile: plan.profile.name, engine: plan.engine, replicas };
 
-  const prog = progress();
-  const readyTimeoutMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
-  const phases = new Map<string, string>();
-  const show = () => prog.update([...phases].map(([n, p]) => `${n}: ${p}`).join(' | '));
-  const results = await Promise.all(
+  // 3. every replica ready, or every replica stopped
+  const results: ReadyResult[] = await Promise.all(
     launched.map((l) =>
-      waitReady(l, {
+      superviseReady(l, {
         url: `http://127.0.0.1:${l.plan.port}`,
-        servedName: servedName(r.profile),
-        apiKey: secrets.VLLM_API_KEY,
-        deadlineMs: readyTimeoutMs,
-        stallMs: r.profile.server.stallTimeoutSeconds * 1000,
-        signal: abort.signal,
-        onPhase: (ph) => {
-          phases.set(l.plan.name, ph);
-          if (process.stderr.isTTY && !process.env.CI) show();
-          else prog.phase(`${l.plan.name}: ${ph}`);
-        },
+        servedName: plan.servedName,
+        apiKey: run.secrets.VLLM_API_KEY,
+        deadlineMs: plan.readyTimeoutMs,
+        stallMs: plan.stallTimeoutMs,
+        signal: run.signal,
+        onPhase: (phase) => emit({ type: 'phase', replica: l.plan.name, phase }),
       }),
     ),
   );
-  prog.done();
-  process.off('SIGINT', onSignal);
-  process.off('SIGTERM', onSignal);
-
-  const failed = results.map((res, i) => ({ res, l: launched[i]! })).filter((x) => !x.res.ok);
-  if (failed.length) {
+  const interrupted = run.signal.aborted || launched.length < plan.replicas.length;
+  if (interrupted || results.some((r) => !r.ok)) {
+    emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
     // Nothing of any group may be left holding a port or a GPU.
-    await cleanup();
-    const interrupted = failed.some((f) => !f.res.ok && f.res.reason === 'interrupted');
-    if (interrupted) {
-      note(`interrupted: stopped ${launched.length} replica(s) of ${r.profile.name}; nothing is left running`);
-      throw new LaunchError('', []);
-    }
-    for (const { res, l } of failed) {
-      if (res.ok) continue;
-      const tail = (l as Launched & { tail?: LogTail }).tail;
-      const text = tail?.text() ?? '';
-      const cause = classifyLog(text);
-      note(`${c.red('launch failed')}: ${l.plan.name} (port ${l.plan.port}, GPUs ${l.plan.gpus.join(',')}): ${res.detail}`);
-      if (cause) {
-        note(`  cause: ${cause.cause}`);
-        note(`  fix:   ${cause.fix}`);
-      } else if (res.reason === 'stalled' || res.reason === 'timeout') {
-        note(`  cause: ${res.reason === 'stalled' ? 'the server stopped logging while loading' : 'the load took longer than the ready timeout'}`);
-        note(`  fix:   ${res.reason === 'stalled' ? 'check the model storage (NFS?) and the GPUs (sparkctl preflight); raise server.stallTimeoutSeconds if loads are legitimately quiet' : '--ready-timeout 30m (or server.readyTimeoutSeconds) for large models; check the log for progress'}`);
-      }
-      const last = text.split('\n').filter((x) => x.trim()).slice(-20);
-      if (last.length) {
-        note(c.dim(`  last ${last.length} log lines (${l.plan.logFile}):`));
-        for (const x of last) note(c.dim(`  | ${x}`));
-      }
-    }
-    note(`stopped every replica of ${r.profile.name}; nothing is left holding a port or a GPU`);
-    throw new LaunchError('', []);
+    await stopAll();
+    results.forEach((res, i) => {
+      if (res.ok) replicas[i]!.readyMs = res.ms;
+      // Only what this launch wrote is classified: an earlier run's OOM is not today's cause.
+      else if (res.reason !== 'interrupted' || !interrupted) replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
+    });
+    return { ...base, status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
   }
 
-  for (const l of launched) {
-    l.child.unref();
+  for (const [i, l] of launched.entries()) {
+    const ms = (results[i] as { ms: number }).ms;
+    replicas[i]!.readyMs = ms;
     const inst = registry.find(l.plan.name)[0]?.inst;
     if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+    emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
   }
-  const slowest = Math.max(...results.map((x) => x.ms));
-  say(`${c.green('ready')}: ${r.profile.name}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`);
-  say(table(launched.map((l, i) => [l.plan.name, `http://127.0.0.1:${l.plan.port}/v1`, `GPUs ${l.plan.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(results[i]!.ms)])));
 
-  if (opts.foreground) return foreground(launched, registry);
+  if (plan.foreground) return foreground(plan, launched, replicas, registry, run, emit);
+  for (const l of launched) l.child.unref();
 
-  // 4. prewarm, then 5. one deep probe whose verdict ends the output
-  const targets = launched.map((l) => targetFromInstance(registry.find(l.plan.name)[0]!.inst));
-  if (opts.prewarm) {
-    const pprog = progress();
-    const onRequest = (name: string) => (q: { round: number; kind: string; promptTokens: number; ms: number }) =>
-      pprog.update(`prewarm ${name}: round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`);
-    const pw = await Promise.all(targets.map((t) => prewarm({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, r.profile.prewarm, onRequest(t.name), sim ? undefined : gpuMemoryReader(t.gpus))));
-    pprog.done();
-    for (const w of pw) {
-      const lens = Object.keys(w.cold).map(Number);
-      const detail = lens.map((n) => `${n} tok ${w.cold[n]} -> ${w.warm[n]} ms`).join(', ');
-      say(`prewarm ${w.target}: ${w.error ? c.yellow(w.error) : `warm after ${w.rounds} round(s)`}; first token cold -> warm: ${detail}`);
-    }
+  // 4. prewarm, then 5. one deep probe whose verdict is the outcome
+  const sim = plan.engine === 'sim';
+  const targets = launched.map((l) => {
+    const t = targetFromInstance(registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
+    return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
+  });
+  if (plan.prewarm) {
+    await Promise.all(
+      targets.map(async (t, i) => {
+        const result = await prewarm(t, plan.profile.prewarm, (request) => emit({ type: 'prewarm-request', replica: t.name, request }), sim ? undefined : gpuMemoryReader(t.gpus));
+        replicas[i]!.prewarm = result;
+        emit({ type: 'prewarm', replica: t.name, result });
+      }),
+    );
   }
-  const probes = await Promise.all(targets.map((t) => probe({ ...t, apiKey: secrets.VLLM_API_KEY ?? t.apiKey }, { ...r.profile.probe, gpuMemoryUtilization: r.profile.engine.gpuMemoryUtilization, gpus: !sim })));
-  for (const p of probes) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
-  say(`stop with: sparkctl stop ${r.profile.name}   (status: sparkctl status, logs: sparkctl logs ${launched[0]!.plan.name})`);
-  if (probes.some((p) => p.state !== 'healthy')) throw new ProblemsFound(`${r.profile.name} is up but the deep probe failed`);
+  await Promise.all(
+    targets.map(async (t, i) => {
+      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+      replicas[i]!.probe = result;
+      emit({ type: 'probe', replica: t.name, result });
+    }),
+  );
+  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false };
 }
 
-/** systemd Type=simple / containers: stay attached, forward signals to every group, exit with the server. */
-async function foreground(launched: Launched[], registry: Registry): Promise<void> {
-  const forward = (sig: NodeJS.Signals) => () => {
-    note(`${sig}: stopping ${launched.length} replica(s)`);
-    for (const l of launched) void stopGroup(l, 30_000);
-  };
-  process.on('SIGTERM', forward('SIGTERM'));
-  process.on('SIGINT', forward('SIGINT'));
+/** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
+async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
-  await Promise.all(launched.map((l) => l.exited));
-  // The API server is gone; make sure its EngineCore is too.
-  await Promise.all(launched.map((l) => stopGroup(l, 5000)));
-  for (const l of launched) registry.remove(l.plan.name);
-  const bad = launched.find((l) => l.exit && (l.exit.code ?? 1) !== 0);
-  const code = bad ? (bad.exit?.code ?? 1) : 0;
-  note(`server(s) exited${bad ? ` (${bad.plan.name}: ${bad.exit?.signal ?? `code ${bad.exit?.code}`})` : ''}`);
-  if (code !== 0) throw new ExitWith(Math.min(code, 255) as ExitCode);
+  const allExited = Promise.all(launched.map((l) => l.exited));
+  const cancelled = new Promise<void>((res) => (run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true })));
+  await Promise.race([allExited, cancelled]);
+  const byRequest = run.signal.aborted;
+  if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
+  // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
+  // server is gone its EngineCore must be too.
+  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? 30_000 : 5000);
+  const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
+  await Promise.race([Promise.all(launched.map(stop)), forced]);
+  if (run.force?.aborted) {
+    emit({ type: 'stopping', why: 'forced', replicas: launched.length });
+    await Promise.all(launched.map((l) => stopGroup(l, 0)));
+  }
+  for (const [i, l] of launched.entries()) {
+    registry.remove(l.plan.name);
+    replicas[i]!.exit = { code: l.exit?.code ?? null, signal: l.exit?.signal ?? null };
+    emit({ type: 'exited', replica: l.plan.name, code: l.exit?.code ?? null, signal: l.exit?.signal ?? null });
+  }
+  // A server that ended on its own with a failure is a failure; one we stopped on request is not.
+  const failed = !byRequest && launched.some((l) => l.exit && (l.exit.code !== 0 || l.exit.signal));
+  return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
 }
-
-export { executableFor };

@@ -107,7 +107,7 @@ export function readVllm(text: string): VllmReading {
       prompt: sum('vllm:prompt_tokens_total'),
       generation: sum('vllm:generation_tokens_total'),
       finished,
-      preemptions: sum('vllm:num_preemptions_total', 'vllm:num_preemptions'),
+      preemptions: sum('vllm:num_preemptions_total'),
       prefixHits: sum('vllm:prefix_cache_hits_total', 'vllm:gpu_prefix_cache_hits_total'),
       prefixQueries: sum('vllm:prefix_cache_queries_total', 'vllm:gpu_prefix_cache_queries_total'),
       prefillS: sum('vllm:request_prefill_time_seconds_sum'),

@@ -32,9 +32,25 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
     writeFileAtomic(join(dir, f), redact(content));
     files.push({ path, content: f });
   }
-  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()) };
+  let systeminformation: string | undefined;
+  if (rec.sysinfoReadings.size) {
+    // Readings are already reduced to typed fields (no serials, UUIDs or MACs); values pass redact() too.
+    systeminformation = 'systeminformation.json';
+    const section = { library: await sysinfoVersion(), readings: Object.fromEntries(rec.sysinfoReadings) };
+    writeFileAtomic(join(dir, systeminformation), redact(JSON.stringify(section, null, 2)) + '\n');
+  }
+  const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()), ...(systeminformation ? { systeminformation } : {}) };
   writeFileAtomic(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
   return { commands: commands.length, files: files.length };
+}
+
+async function sysinfoVersion(): Promise<string> {
+  try {
+    const m = (await import('systeminformation')) as { version?: () => string; default?: { version?: () => string } };
+    return `systeminformation ${(m.version ?? m.default?.version)?.() ?? '?'}`;
+  } catch {
+    return 'systeminformation ?';
+  }
 }
 
 /** Values of secret-named variables that leaked into an output (a process environment, a command line). */

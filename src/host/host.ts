@@ -1,5 +1,6 @@
 // Every side effect preflight has goes through a Host: run a command with a deadline, read a file,
 // the environment. Real hosts run things; a replay host answers from a support bundle.
+import type { SysinfoPart, SysinfoResult } from './sysinfo.js';
 export interface CmdResult {
   argv: string[];
   stdout: string;
@@ -19,6 +20,8 @@ export interface Host {
   /** replay hosts only: whether the bundle holds this file (absent from the bundle != absent on the host) */
   hasFile?(path: string): boolean;
   env(): Record<string, string | undefined>;
+  /** host inventory through systeminformation; a host without it (or a bundle without it) answers not-collected */
+  sysinfo?<P extends SysinfoPart>(part: P, opts?: { timeoutMs?: number }): Promise<SysinfoResult<P>>;
 }
 
 export const key = (argv: string[]) => JSON.stringify(argv);
@@ -29,6 +32,7 @@ export class RecordingHost implements Host {
   readonly name;
   commands: CmdResult[] = [];
   files = new Map<string, string | null>();
+  sysinfoReadings = new Map<SysinfoPart, SysinfoResult>();
   constructor(readonly inner: Host) {
     this.kind = inner.kind;
     this.name = inner.name;
@@ -45,5 +49,10 @@ export class RecordingHost implements Host {
   }
   env() {
     return this.inner.env();
+  }
+  async sysinfo<P extends SysinfoPart>(part: P, opts?: { timeoutMs?: number }): Promise<SysinfoResult<P>> {
+    const r = this.inner.sysinfo ? await this.inner.sysinfo(part, opts) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    this.sysinfoReadings.set(part, r);
+    return r;
   }
 }

@@ -1,32 +1,68 @@
 import { readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
-import { execa } from 'execa';
 import type { Host, CmdResult } from './host.js';
+import type { SysinfoPart, SysinfoResult } from './sysinfo.js';
+
+const MAX_OUTPUT = 16 * 1024 * 1024;
 
 export class RealHost implements Host {
   readonly kind = 'real' as const;
   readonly name = hostname();
   constructor(readonly defaultTimeoutMs = 5000) {}
 
-  async run(argv: string[], opts: { timeoutMs?: number } = {}): Promise<CmdResult> {
+  /**
+   * Plain child_process rather than execa: preflight spawns ~30 short probes and is timed against
+   * the same commands run with execFile; loading execa (~250 KB) before the first spawn was a
+   * measurable share of `sparkctl preflight`'s start (scripts/bench-preflight.mjs).
+   */
+  run(argv: string[], opts: { timeoutMs?: number } = {}): Promise<CmdResult> {
     const started = performance.now();
-    const r = await execa(argv[0]!, argv.slice(1), {
-      reject: false,
-      timeout: opts.timeoutMs ?? this.defaultTimeoutMs,
-      stdin: 'ignore',
+    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
+    return new Promise<CmdResult>((resolve) => {
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      let size = 0;
+      let timedOut = false;
+      let overflow = false;
+      let spawnError: NodeJS.ErrnoException | undefined;
+      let done = false;
+      const finish = (exitCode: number | null) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        const base = { argv, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), durationMs: Math.round(performance.now() - started) };
+        if (spawnError) return resolve({ ...base, exitCode: null, error: spawnError.code === 'ENOENT' ? 'not-found' : (spawnError.message ?? 'failed to run') });
+        if (timedOut) return resolve({ ...base, exitCode: null, error: 'timeout' });
+        if (overflow) return resolve({ ...base, exitCode: null, error: `output over ${MAX_OUTPUT} bytes` });
+        if (exitCode === null) return resolve({ ...base, exitCode: null, error: 'killed by a signal' });
+        resolve({ ...base, exitCode });
+      };
       // LC_ALL=C: tools print the English, dot-decimal output the parsers read.
-      env: { LC_ALL: 'C' },
-      killSignal: 'SIGKILL',
-      maxBuffer: 16 * 1024 * 1024,
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+        // Answer now: a grandchild that kept the pipes open must not stretch the deadline.
+        finish(null);
+      }, timeoutMs);
+      const take = (into: Buffer[]) => (b: Buffer) => {
+        size += b.length;
+        if (size > MAX_OUTPUT) {
+          overflow = true;
+          child.kill('SIGKILL');
+          return;
+        }
+        into.push(b);
+      };
+      child.stdout.on('data', take(out));
+      child.stderr.on('data', take(err));
+      child.on('error', (e) => {
+        spawnError = e;
+        finish(null);
+      });
+      child.on('close', (code) => finish(code));
     });
-    const durationMs = Math.round(performance.now() - started);
-    const base = { argv, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? ''), durationMs };
-    if (r.timedOut) return { ...base, exitCode: null, error: 'timeout' };
-    if ((r as { code?: string }).code === 'ENOENT' || /ENOENT/.test(String((r as { originalMessage?: string }).originalMessage ?? ''))) {
-      return { ...base, exitCode: null, error: 'not-found' };
-    }
-    if (r.exitCode === undefined) return { ...base, exitCode: null, error: String((r as { shortMessage?: string }).shortMessage ?? 'failed to run') };
-    return { ...base, exitCode: r.exitCode };
   }
 
   async readFile(path: string): Promise<string | null> {
@@ -39,5 +75,10 @@ export class RealHost implements Host {
 
   env() {
     return process.env;
+  }
+
+  async sysinfo<P extends SysinfoPart>(part: P, opts: { timeoutMs?: number } = {}): Promise<SysinfoResult<P>> {
+    const { readSysinfo } = await import('./sysinfo.js');
+    return readSysinfo(part, opts.timeoutMs ?? this.defaultTimeoutMs);
   }
 }

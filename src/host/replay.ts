@@ -3,6 +3,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { Host, CmdResult } from './host.js';
+import { SYSINFO_PARTS, pickSysinfo, type SysinfoPart, type SysinfoResult } from './sysinfo.js';
 import { key } from './host.js';
 import { UsageError } from '../errors.js';
 
@@ -24,6 +25,14 @@ export const BundleManifest = z.object({
   files: z.array(z.object({ path: z.string(), content: z.string().nullable() })),
   env: z.record(z.string()),
   source: z.string().optional(),
+  /** the systeminformation readings' file (added within v1: bundles without it replay, and those checks skip) */
+  systeminformation: z.string().optional(),
+});
+
+/** The systeminformation section of a bundle: the library's version and each part's reading or error. */
+export const SysinfoSection = z.object({
+  library: z.string(),
+  readings: z.record(z.enum(SYSINFO_PARTS), z.union([z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }), z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() })])),
 });
 export type BundleManifest = z.infer<typeof BundleManifest>;
 
@@ -32,6 +41,7 @@ export class ReplayHost implements Host {
   readonly name: string;
   private cmds = new Map<string, CmdResult>();
   private files = new Map<string, string | null>();
+  private si = new Map<string, SysinfoResult>();
   readonly manifest: BundleManifest;
 
   constructor(readonly dir: string) {
@@ -52,6 +62,24 @@ export class ReplayHost implements Host {
       this.cmds.set(key(c.argv), { argv: c.argv, stdout: read(c.stdout), stderr: read(c.stderr), exitCode: c.exitCode, durationMs: c.durationMs, error: c.error });
     }
     for (const f of res.data.files) this.files.set(f.path, f.content === null ? null : read(f.content));
+    if (res.data.systeminformation) {
+      let sec: unknown;
+      try {
+        sec = JSON.parse(read(res.data.systeminformation));
+      } catch (e) {
+        throw new UsageError(`--from ${dir}: ${res.data.systeminformation} is not JSON: ${(e as Error).message}`);
+      }
+      const s = SysinfoSection.safeParse(sec);
+      if (!s.success) throw new UsageError(`--from ${dir}: ${res.data.systeminformation} is not a systeminformation section`, s.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+      for (const [part, r] of Object.entries(s.data.readings)) {
+        // The bundle is outside data: keep only the typed fields, as a live reading would.
+        this.si.set(part, r.ok ? { ok: true, value: pickSysinfo(part as SysinfoPart, r.value, 'bundle'), durationMs: r.durationMs } : { ok: false, error: r.error, durationMs: r.durationMs });
+      }
+    }
+  }
+
+  async sysinfo<P extends SysinfoPart>(part: P): Promise<SysinfoResult<P>> {
+    return (this.si.get(part) as SysinfoResult<P> | undefined) ?? { ok: false, error: 'not-collected', durationMs: 0 };
   }
 
   async run(argv: string[]): Promise<CmdResult> {

@@ -93,6 +93,9 @@ export class SimHost implements Host {
     return null;
   }
 
+  /** CPU, memory and disks are this machine's own, like its ports */
+  sysinfo: RealHost['sysinfo'] = (part, opts) => this.real.sysinfo(part, opts);
+
   env() {
     const e = { ...process.env };
     e.CUDA_HOME = '/usr/local/cuda';

@@ -37,6 +37,8 @@ export interface Check {
   needsGpu?: boolean;
   /** serve refuses to launch when this check fails: `runPreflight(host, { blocking: true })` runs just these */
   blocking?: boolean;
+  /** not in the default set (why): runs only when --only names it; its probes are slow or rarely matter */
+  onRequest?: string;
   run(ctx: Ctx): CheckResult;
 }
 
@@ -654,6 +656,73 @@ export const CHECKS: Check[] = [
     },
   },
   {
+    id: 'host.cpu',
+    area: 'host',
+    title: 'CPU cores for the GPU workers',
+    probes: ['si.cpu'],
+    run(ctx) {
+      const c = ctx.facts.system.cpu;
+      if (!c) return skip(`no CPU reading: ${ctx.facts.system.why.cpu ?? 'systeminformation gave nothing'}`);
+      const gpus = ctx.groups.flat().length || ctx.facts.gpus.length;
+      const observed = `${c.cores ?? '?'} logical (${c.physicalCores ?? '?'} physical) cores${c.sockets && c.sockets > 1 ? ` on ${c.sockets} sockets` : ''}, ${[c.manufacturer, c.brand].filter(Boolean).join(' ') || 'unknown CPU'}`;
+      // vLLM runs one worker process per GPU, plus the API server and the engine core: each busy-polls a core.
+      const need = gpus + 2;
+      if (c.cores !== undefined && gpus > 0 && c.cores < need) return warn(observed, `>= ${need} cores (one per GPU worker, the API server, the engine core)`, 'give the container or VM more cores (docker --cpus, a larger VM); starved workers stall the GPUs between steps');
+      return pass(observed, gpus ? `>= ${need} cores for ${gpus} GPU worker(s)` : '');
+    },
+  },
+  {
+    id: 'host.memory',
+    area: 'host',
+    title: 'system memory for loading the weights',
+    probes: ['si.mem'],
+    run(ctx) {
+      const m = ctx.facts.system.mem;
+      if (!m || m.totalBytes === undefined) return skip(`no memory reading: ${ctx.facts.system.why.mem ?? 'systeminformation gave nothing'}`);
+      const observed = `${formatGiB(m.totalBytes)} total, ${m.availableBytes !== undefined ? formatGiB(m.availableBytes) : '?'} available`;
+      const w = ctx.weightsBytes;
+      if (!w) return pass(observed);
+      // The weights are read through the page cache: with less free memory than the weights, loading
+      // pages them through the disk and a multi-GPU load evicts what another worker just read.
+      if (m.availableBytes !== undefined && m.availableBytes < w) return warn(observed, `>= ${formatGiB(w)} available (the weights pass through host memory while loading)`, 'stop what holds host memory, or expect a slow first load; a host with less RAM than the weights cannot cache them between restarts');
+      return pass(observed, `>= ${formatGiB(w)} available for the weights`);
+    },
+  },
+  {
+    id: 'host.os',
+    area: 'host',
+    title: 'operating system and kernel',
+    probes: ['si.os'],
+    onRequest: "systeminformation's OS reading spawns several shells (~100 ms or more)",
+    run(ctx) {
+      const o = ctx.facts.system.os;
+      if (!o) return skip(`no OS reading: ${ctx.facts.system.why.os ?? 'systeminformation gave nothing'}`);
+      const observed = `${o.distro ?? o.platform ?? '?'}${o.release ? ` ${o.release}` : ''}${o.codename ? ` (${o.codename})` : ''}, kernel ${o.kernel ?? '?'}, ${o.arch ?? '?'}`;
+      if (o.platform && o.platform !== 'linux') return fail(observed, 'Linux (vLLM on NVIDIA GPUs runs on Linux only)', 'run sparkctl serve on the Linux GPU host (or in WSL2 with the NVIDIA driver)');
+      return pass(observed, 'Linux');
+    },
+  },
+  {
+    id: 'host.network',
+    area: 'host',
+    title: 'network interfaces (multi-node)',
+    probes: ['si.net'],
+    onRequest: "systeminformation's interface reading runs a shell per interface (can take seconds); it matters for multi-node profiles",
+    run(ctx) {
+      const n = ctx.facts.system.net;
+      if (!n) return skip(`no interface reading: ${ctx.facts.system.why.net ?? 'systeminformation gave nothing'}`);
+      const up = n.filter((i) => !i.internal && i.operstate === 'up');
+      const speed = (i: (typeof n)[number]) => (i.speedMbps && i.speedMbps > 0 ? `${i.speedMbps >= 1000 ? `${i.speedMbps / 1000} Gb/s` : `${i.speedMbps} Mb/s`}` : 'speed unknown');
+      const observed = up.length ? up.map((i) => `${i.iface} ${speed(i)}${i.mtu ? ` MTU ${i.mtu}` : ''}`).join(', ') : `no interface up besides loopback (${n.map((i) => `${i.iface} ${i.operstate ?? '?'}`).join(', ')})`;
+      const multi = (ctx.profile?.parallel.nodes ?? 1) > 1;
+      if (!multi) return pass(observed, 'single node: NCCL uses NVLink and shared memory, not the network');
+      if (!up.length) return fail(observed, 'an interface up between the nodes', 'bring up the interface the nodes share, and set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to it');
+      const fast = up.filter((i) => (i.speedMbps ?? 0) >= 25000);
+      if (!fast.length) return warn(observed, '>= 25 Gb/s between the nodes (pipeline parallel moves activations every step)', 'use the RDMA/high-speed interface (NCCL_SOCKET_IFNAME, NCCL_IB_HCA), or expect inter-node steps to be slow');
+      return pass(observed, '>= 25 Gb/s between the nodes');
+    },
+  },
+  {
     id: 'model.files',
     area: 'model',
     title: 'model config and weights present',
@@ -664,7 +733,7 @@ export const CHECKS: Check[] = [
       const weights = m.files.filter((f) => /\.(safetensors|bin)$/.test(f.path));
       if (m.why && !m.files.length) {
         return m.kind === 'hub'
-          ? warn(`${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`, 'weights present before a 3 a.m. restart', `huggingface-cli download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`)
+          ? warn(`${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`, 'weights present before a 3 a.m. restart', `hf download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`)
           : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
       }
       if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
@@ -676,6 +745,3 @@ export const CHECKS: Check[] = [
   },
 ];
 
-export function checkById(id: string): Check | undefined {
-  return CHECKS.find((c) => c.id === id);
-}

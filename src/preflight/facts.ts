@@ -2,6 +2,7 @@
 // Never imports torch (4 s, 600 MB): versions come from files.
 import type { Host, CmdResult } from '../host/host.js';
 import type { GpuFact } from '../host/gpu-facts.js';
+import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
 import * as H from '../host/parse.js';
@@ -39,6 +40,8 @@ export interface Facts {
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
   model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
+  /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
+  system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
   probeMs: Record<string, number>;
   /** probes a replayed bundle did not collect: their checks skip rather than guess */
   notCollected: Set<string>;
@@ -66,6 +69,7 @@ export const PROBES = [
   'smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc.driver', 'nvcc', 'which.nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json',
   'ldconfig', 'ld.so.conf.d', 'python', 'nccl.h', 'cudnn.h', 'limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6',
   'dmesg', 'fabricmanager', 'ipmitool', 'uname', 'os-release', 'dgx-release', 'meminfo', 'which.vllm', 'model',
+  'si.cpu', 'si.mem', 'si.os', 'si.disks', 'si.net',
 ] as const;
 export type ProbeName = (typeof PROBES)[number];
 
@@ -109,6 +113,18 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       return host.readFile(path);
     });
   const loc = modelLocation(opts.profile, env);
+  const system: Facts['system'] = { why: {} };
+  const sys = async <P extends SysinfoPart>(part: P) => {
+    const name = `si.${part}` as ProbeName;
+    if (!want(name)) return;
+    const r = host.sysinfo ? await host.sysinfo(part, { timeoutMs: t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    probeMs[name] = r.durationMs;
+    if (r.ok) (system as Record<string, unknown>)[part] = r.value;
+    else {
+      if (r.error === 'not-collected') notCollected.add(name);
+      system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
+    }
+  };
 
   // One wave: every probe at once. The query-gpu retry and the python follow-ups run inside their own promise.
   const queryGpu0 = !want('smi.query') ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] }) : timed('smi.query', async () => {
@@ -151,7 +167,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
 
   const [
     q, smiq, topo, apps, procVer, nvcc, whichNvcc, cudaLink, cudaDirs, versionJson, ldconfig, ldconf, py, ncclH, cudnnH,
-    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, modelFind,
+    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, , modelFind,
   ] = await Promise.all([
     queryGpu,
     run('smi.q', ['nvidia-smi', '-q']),
@@ -182,8 +198,14 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     file('dgx-release', '/etc/dgx-release'),
     file('meminfo', '/proc/meminfo'),
     run('which.vllm', ['which', '-a', 'vllm']),
+    Promise.all([sys('cpu'), sys('mem')]),
     loc && want('model') ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n']) : Promise.resolve(undefined),
   ]);
+
+  // systeminformation's OS, disk and interface readings run shells synchronously (execSync), which
+  // stalls the event loop: run them once every other probe has settled, so no probe's deadline fires
+  // late on an answer that was already there. (A default preflight does not ask for them; collect does.)
+  await Promise.all([sys('os'), sys('disks'), sys('net')]);
 
   // Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it.
   const module = P.parseProcDriverVersion(procVer);
@@ -271,6 +293,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
     memTotalBytes: H.memTotalBytes(meminfo),
     model,
+    system,
     probeMs,
     notCollected,
     wallMs: Math.round(performance.now() - started),

@@ -38,6 +38,7 @@ export function reportJson(r: PreflightReport): string {
     summary: r.summary,
     versions: r.versions,
     gpus: r.gpus,
+    system: r.system,
     wallMs: r.wallMs,
     checks: r.checks.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, durationMs: x.durationMs })),
   });

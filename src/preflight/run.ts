@@ -1,18 +1,9 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
-import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { GIB, mibToBytes } from '../nvidia/units.js';
-import { CHECKS, driverPresent, type Check, type CheckResult, type Ctx } from './checks.js';
-import type { Platform, Profile } from '../profiles/schema.js';
-import { listPlatforms, loadPlatform } from '../profiles/load.js';
-import { planMemory, weightBytesPerParam } from '../profiles/planner.js';
-import { resolveReplicas } from '../profiles/validate.js';
-import { satisfies } from '../profiles/versions.js';
+import { CHECKS, driverPresent, type Check, type CheckResult } from './checks.js';
+import type { Profile } from '../profiles/schema.js';
 import { UsageError } from '../errors.js';
 import { log } from '../output/logger.js';
 
@@ -32,29 +23,13 @@ export interface PreflightReport {
   checks: CheckOutcome[];
   /** typed per-GPU facts (memory, compute capability, holders) for serve's plan */
   gpus: GpuFact[];
+  /** systeminformation's host inventory, the parts the selected checks read */
+  system: Omit<Facts['system'], 'why'>;
   summary: { pass: number; warn: number; fail: number; skip: number };
   /** what must match across the nodes of a multi-node cluster */
   versions: { driver?: string; cuda?: string; nccl?: string; torch?: string; vllm?: string; gpu?: string; gpus: number };
   wallMs: number;
   factsMs: number;
-}
-
-export function detectPlatform(f: Facts, requested: string | undefined, profile?: Profile): { platform: Platform; reason: string } {
-  if (requested && requested !== 'auto') return { platform: loadPlatform(requested), reason: `--platform ${requested}` };
-  const name = f.gpus[0]?.name;
-  const arch = f.arch;
-  if (name) {
-    const cands = listPlatforms().filter((p) => new RegExp(p.gpu.namePattern).test(name) && (!arch || p.arch === arch));
-    const drv = f.driver.module?.version ?? f.gpus[0]?.driver_version;
-    const best = cands.find((p) => drv && satisfies(drv, p.driver as never)) ?? cands[0];
-    if (best) {
-      return { platform: best, reason: `${f.gpus.length} x ${name}${arch ? ` on ${arch}` : ''}${drv ? `, driver ${drv}` : ''} matches ${best.name} (${best.description})` };
-    }
-    const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
-    return { platform: fallback, reason: `no shipped baseline matches ${name}${arch ? ` on ${arch}` : ''}; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
-  }
-  const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
-  return { platform: fallback, reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
 }
 
 /**
@@ -77,60 +52,8 @@ export function selectChecks(only?: string, skipIds?: string, opts: { blocking?:
   const unknown = [...o, ...s].filter((p) => !known(p));
   if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CHECKS.map((c) => c.id).join(', ')}`]);
   const match = (c: Check, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
-  return CHECKS.filter((c) => (!o.length || o.some((p) => match(c, p))) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
-}
-
-export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
-  if (!profile) return { facts: f, platform, groups: [], ports: [] };
-  const per = profile.parallel.tensor * profile.parallel.pipeline;
-  const gpusHere = f.gpus.length || platform.gpu.count;
-  const replicas = resolveReplicas(profile, { gpus: gpusHere, gpusSource: 'detected', gpuMemoryBytes: 0 });
-  const multi = profile.parallel.nodes > 1 || profile.parallel.executor === 'ray';
-  const groups: number[][] = [];
-  for (let i = 0; i < replicas; i++) {
-    const first = profile.parallel.firstGpu + i * per;
-    groups.push(Array.from({ length: multi ? Math.min(per, gpusHere) : per }, (_, k) => first + k));
-  }
-  const total = mibToBytes(Number(f.gpus[0]?.['memory.total'] ?? NaN));
-  const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * GIB;
-  return {
-    facts: f,
-    platform,
-    profile,
-    groups,
-    ports: Array.from({ length: replicas }, (_, i) => profile.server.port + i),
-    reservePerGpu: planMemory(profile, gpuMem).budgetBytes,
-    weightsBytes: profile.model.parameters * weightBytesPerParam(profile),
-  };
-}
-
-async function sha256(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return h.digest('hex');
-}
-
-/** model.files --verify: every "<sha256>  <relative path>" line of the manifest against the file. */
-export async function verifyModel(profile: Profile, where: string): Promise<{ ok: boolean; detail: string }> {
-  const manifest = profile.model.sha256Manifest ?? join(where, 'SHA256SUMS');
-  let text: string;
-  try {
-    text = await readFile(manifest, 'utf8');
-  } catch {
-    return { ok: false, detail: `no checksum manifest at ${manifest} (set model.sha256Manifest)` };
-  }
-  const lines = text.split('\n').map((l) => /^([0-9a-f]{64})\s+\*?(.+)$/.exec(l.trim())).filter(Boolean) as RegExpExecArray[];
-  const bad: string[] = [];
-  await Promise.all(
-    lines.map(async (m) => {
-      try {
-        if ((await sha256(join(where, m[2]!))) !== m[1]) bad.push(m[2]!);
-      } catch {
-        bad.push(`${m[2]} (missing)`);
-      }
-    }),
-  );
-  return bad.length ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` } : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
+  // On-request checks (slow probes) run only when --only names them, by id or prefix.
+  return CHECKS.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
 }
 
 export interface PreflightOptions {
@@ -147,7 +70,9 @@ export interface PreflightOptions {
 export async function runPreflight(host: Host, opts: PreflightOptions): Promise<PreflightReport> {
   const started = performance.now();
   const selected = selectChecks(opts.only, opts.skip, { blocking: opts.blocking });
-  const facts = await gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
+  // Spawn the probes first, then load the baselines and schemas while they run.
+  const pending = gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
+  const [{ detectPlatform, buildCtx, verifyModel }, facts] = await Promise.all([import('./verdict.js'), pending]);
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
   const ctx = buildCtx(facts, platform, opts.profile);
   if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
@@ -180,5 +105,5 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     gpu: facts.gpus[0]?.name,
     gpus: facts.gpus.length,
   };
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), system: (({ why: _why, ...rest }) => rest)(facts.system), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
 }

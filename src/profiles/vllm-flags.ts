@@ -79,7 +79,14 @@ function parsed(t: VllmFactsTable): Parsed {
 const has = (t: VllmFactsTable, flag: string) => parsed(t).values.has(flag) || parsed(t).switches.has(flag);
 
 /** The tables around a version: equal (when one matches), or the floor and ceiling. */
-export function tablesFor(version: string): { exact?: VllmFactsTable; floor?: VllmFactsTable; ceil?: VllmFactsTable } {
+type Around = { exact?: VllmFactsTable; floor?: VllmFactsTable; ceil?: VllmFactsTable };
+const aroundCache = new Map<string, Around>();
+export function tablesFor(version: string): Around {
+  let a = aroundCache.get(version);
+  if (!a) aroundCache.set(version, (a = findTables(version)));
+  return a;
+}
+function findTables(version: string): Around {
   const exact = VLLM_FACTS.find((t) => compareVersions(t.version, version) === 0);
   if (exact) return { exact };
   const floor = [...VLLM_FACTS].reverse().find((t) => compareVersions(t.version, version) < 0);
@@ -307,4 +314,53 @@ export function formatFlagProblem(p: FlagProblem): string {
 export function metricsOf(version: string): Record<string, [string, string[], ...string[]]> {
   const { exact, floor, ceil } = tablesFor(version);
   return (exact ?? floor ?? ceil)!.metrics;
+}
+
+/**
+ * Strictly what one version's parser takes (the simulator's rule): dated facts first, then the
+ * version's own table, or the floor table between two, or the nearest one beyond them. Unlike
+ * optionStatus there is no "maybe": a table lists what its source had.
+ */
+export function acceptedBy(version: string, flag: string): boolean {
+  if (ADDED[flag]) return compareVersions(version, ADDED[flag]!) >= 0;
+  if (REMOVED[flag] && compareVersions(version, REMOVED[flag]!) >= 0) return false;
+  const { exact, floor, ceil } = tablesFor(version);
+  return has((exact ?? floor ?? ceil)!, flag);
+}
+
+/** The values one version's parser takes for an option (undefined: any), with the same rule. */
+export function valuesAcceptedBy(version: string, flag: string): string[] | undefined {
+  const { exact, floor, ceil } = tablesFor(version);
+  const t = (exact ?? floor ?? ceil)!;
+  const a = allowed(t, flag);
+  if (!a) return undefined;
+  const dated = Object.entries(VALUE_ADDED)
+    .filter(([k]) => k.startsWith(`${flag} `))
+    .map(([k, v]) => [k.slice(flag.length + 1), v] as const);
+  const vals = new Set(a.values);
+  for (const [val, since] of dated) {
+    if (compareVersions(version, since) >= 0) vals.add(val);
+    else vals.delete(val);
+  }
+  return [...vals];
+}
+
+/** The long options of one version (its table, or the floor/nearest one), for prefix matching. */
+export function optionsAcceptedBy(version: string): string[] {
+  const { exact, floor, ceil } = tablesFor(version);
+  const pre = versionedAdded.get(version);
+  if (pre) return pre;
+  const t = (exact ?? floor ?? ceil)!;
+  const out = t.options.split(' ').map((o) => o.replace(/=$/, '')).filter((o) => acceptedBy(version, o));
+  for (const f of Object.keys(ADDED)) if (acceptedBy(version, f) && !out.includes(f)) out.push(f);
+  versionedAdded.set(version, out);
+  return out;
+}
+const versionedAdded = new Map<string, string[]>();
+
+/** The short aliases of one version and the long option each stands for (unknown ones: themselves). */
+export function shortAliasesOf(version: string): Map<string, string> {
+  const { exact, floor, ceil } = tablesFor(version);
+  const t = (exact ?? floor ?? ceil)!;
+  return new Map(t.short.map((s) => [s, SHORT[s] ?? s]));
 }

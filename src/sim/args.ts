@@ -1,45 +1,17 @@
-// Parses the argv of `vllm serve MODEL [flags]` the way vLLM's argparse does, for the flags an
-// operator profile renders, and rejects the rest with vLLM's own words ("unrecognized arguments").
-import { compareVersions } from '../profiles/versions.js';
+// Parses the argv of `vllm serve MODEL [flags]` the way the target vLLM's parser does, from the same
+// per-version tables sparkctl renders and checks with (src/profiles/vllm-flags.ts): every long option
+// of that version (--no- forms of booleans included), underscores for dashes (vLLM's
+// FlexibleArgumentParser), unambiguous prefixes (argparse), short aliases (-tp, -pp, -O3), value
+// choices; and rejects the rest with vLLM's own words ("unrecognized arguments", "invalid choice").
+import {
+  acceptedBy,
+  optionsAcceptedBy,
+  shortAliasesOf,
+  takesValue,
+  valuesAcceptedBy,
+} from '../profiles/vllm-flags.js';
 
 type Kind = 'value' | 'bool';
-const VLLM_FLAGS: Record<string, { kind: Kind; alias?: string; since?: string; until?: string }> = {
-  '--model': { kind: 'value' },
-  '--served-model-name': { kind: 'value' },
-  '--tensor-parallel-size': { kind: 'value', alias: '-tp' },
-  '--pipeline-parallel-size': { kind: 'value', alias: '-pp' },
-  '--data-parallel-size': { kind: 'value', alias: '-dp' },
-  '--distributed-executor-backend': { kind: 'value' },
-  '--dtype': { kind: 'value' },
-  '--max-model-len': { kind: 'value' },
-  '--gpu-memory-utilization': { kind: 'value' },
-  '--kv-cache-dtype': { kind: 'value' },
-  '--quantization': { kind: 'value', alias: '-q' },
-  '--max-num-seqs': { kind: 'value' },
-  '--max-num-batched-tokens': { kind: 'value' },
-  '--block-size': { kind: 'value' },
-  '--host': { kind: 'value' },
-  '--port': { kind: 'value' },
-  '--api-key': { kind: 'value' },
-  '--seed': { kind: 'value' },
-  '--attention-backend': { kind: 'value' },
-  '--reasoning-parser': { kind: 'value' },
-  '--tool-call-parser': { kind: 'value' },
-  '--swap-space': { kind: 'value' },
-  '--download-dir': { kind: 'value' },
-  '--tokenizer': { kind: 'value' },
-  '--enforce-eager': { kind: 'bool' },
-  '--trust-remote-code': { kind: 'bool' },
-  '--enable-chunked-prefill': { kind: 'bool' },
-  '--no-enable-chunked-prefill': { kind: 'bool', since: '0.10.0' },
-  '--enable-prefix-caching': { kind: 'bool' },
-  '--no-enable-prefix-caching': { kind: 'bool', since: '0.10.0' },
-  '--enable-auto-tool-choice': { kind: 'bool' },
-  '--enable-log-requests': { kind: 'bool', since: '0.12.0' },
-  '--disable-log-requests': { kind: 'bool', until: '0.12.0' },
-  '--enable-reasoning': { kind: 'bool', until: '0.10.0' },
-  '--disable-log-stats': { kind: 'bool' },
-};
 
 const SIM_FLAGS: Record<string, Kind> = {
   '--sim-load-seconds': 'value',
@@ -60,49 +32,90 @@ const SIM_FLAGS: Record<string, Kind> = {
 
 export interface SimArgs {
   model: string;
+  /** canonical long option -> value (true for a switch); a --no-x switch is stored as '--no-x' */
   flags: Map<string, string | true>;
   sim: Map<string, string | true>;
 }
 
 export class ArgError extends Error {}
 
+const quoteList = (xs: string[]) => xs.map((x) => `'${x}'`).join(', ');
+
+/** The long option a spelling stands for in this version, or undefined (unknown), or an ArgError (ambiguous). */
+function resolve(version: string, spelled: string, longs: string[]): string | undefined {
+  const name = spelled.replace(/_/g, '-');
+  if (longs.includes(name)) return name;
+  const cands = longs.filter((o) => o.startsWith(name));
+  if (cands.length === 1) return cands[0];
+  if (cands.length > 1) throw new ArgError(`ambiguous option: ${spelled} could match ${cands.join(', ')}`);
+  return undefined;
+}
+
 export function parseVllmArgs(argv: string[], vllmVersion: string): SimArgs {
   const flags = new Map<string, string | true>();
   const sim = new Map<string, string | true>();
   const positional: string[] = [];
   const unknown: string[] = [];
-  const aliases = new Map(Object.entries(VLLM_FLAGS).filter(([, v]) => v.alias).map(([k, v]) => [v.alias!, k]));
+  const longs = optionsAcceptedBy(vllmVersion);
+  const shorts = shortAliasesOf(vllmVersion);
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
-    if (!raw.startsWith('-')) {
+    if (!raw.startsWith('-') || raw === '-' || /^-\d/.test(raw)) {
+      // argparse: the first positional is the model, any other is unrecognized (in argv order)
+      if (positional.length) unknown.push(raw);
       positional.push(raw);
       continue;
     }
-    let [name, inline] = raw.includes('=') ? [raw.slice(0, raw.indexOf('=')), raw.slice(raw.indexOf('=') + 1)] : [raw, undefined];
-    name = aliases.get(name!) ?? name!;
-    const takeValue = () => {
-      if (inline !== undefined) return inline;
-      const v = argv[i + 1];
-      if (v === undefined || (v.startsWith('--') && v.length > 2)) throw new ArgError(`argument ${name}: expected one argument`);
-      i++;
-      return v;
-    };
-    if (name in SIM_FLAGS) {
-      sim.set(name, SIM_FLAGS[name] === 'value' ? takeValue() : true);
+    const eq = raw.startsWith('--') ? raw.indexOf('=') : -1;
+    let spelled = eq > 0 ? raw.slice(0, eq) : raw;
+    let inline = eq > 0 ? raw.slice(eq + 1) : undefined;
+    let name: string | undefined;
+    let kind: Kind | undefined;
+    if (spelled in SIM_FLAGS) {
+      sim.set(spelled, SIM_FLAGS[spelled] === 'value' ? takeValue() : true);
       continue;
     }
-    const spec = VLLM_FLAGS[name];
-    const known = spec && (!spec.since || compareVersions(vllmVersion, spec.since) >= 0) && (!spec.until || compareVersions(vllmVersion, spec.until) < 0);
-    if (!known) {
+    if (!spelled.startsWith('--')) {
+      // -O3 / -O 3: vLLM's parser reads it as the optimization level (the compilation config before 0.12)
+      if (spelled.startsWith('-O')) {
+        if (spelled.length > 2) inline = spelled.slice(2);
+        spelled = '-O';
+        name = acceptedBy(vllmVersion, '--optimization-level') ? '--optimization-level' : '--compilation-config';
+        kind = 'value';
+      } else if (shorts.has(spelled)) {
+        name = shorts.get(spelled)!;
+        kind = takesValue(vllmVersion, name) === false ? 'bool' : 'value';
+      }
+    } else {
+      name = resolve(vllmVersion, spelled, longs);
+      if (name) kind = takesValue(vllmVersion, name) ? 'value' : 'bool';
+    }
+    if (!name || !kind) {
       unknown.push(raw);
       continue;
     }
-    flags.set(name, spec.kind === 'value' ? takeValue() : true);
+    if (kind === 'bool') {
+      if (inline !== undefined) throw new ArgError(`argument ${name}: ignored explicit argument '${inline}'`);
+      flags.set(name, true);
+      continue;
+    }
+    const value = takeValue();
+    const plugin = /parser$/.test(name) && argv.some((a) => /^--(tool|reasoning)-parser-plugin/.test(a));
+    const allowed = plugin ? undefined : valuesAcceptedBy(vllmVersion, name);
+    if (allowed && !allowed.includes(value)) throw new ArgError(`argument ${name}: invalid choice: '${value}' (choose from ${quoteList(allowed)})`);
+    flags.set(name, value);
+
+    function takeValue(): string {
+      if (inline !== undefined) return inline;
+      const v = argv[i + 1];
+      if (v === undefined || (v.startsWith('-') && v.length > 1 && !/^-\d/.test(v))) throw new ArgError(`argument ${name ?? spelled}: expected one argument`);
+      i++;
+      return v;
+    }
   }
   if (unknown.length) throw new ArgError(`unrecognized arguments: ${unknown.join(' ')}`);
   const model = positional[0] ?? (flags.get('--model') as string | undefined);
   if (!model) throw new ArgError('the following arguments are required: model_tag');
-  if (positional.length > 1) throw new ArgError(`unrecognized arguments: ${positional.slice(1).join(' ')}`);
   return { model, flags, sim };
 }
 

@@ -24,6 +24,12 @@ export interface Capacity {
 }
 
 export class EngineDead extends Error {}
+/** The client went away: vLLM aborts the request (frees its slot and KV blocks, queued or running). */
+export class RequestAborted extends Error {
+  constructor() {
+    super('request aborted: the client disconnected');
+  }
+}
 
 interface Waiter {
   need: number;
@@ -48,6 +54,23 @@ export interface Metrics {
 }
 
 const sleep = (ms: number) => (ms <= 0 ? Promise.resolve() : new Promise<void>((r) => setTimeout(r, ms)));
+
+/** A sleep that ends early, with RequestAborted, when the client disconnects. */
+function abortable(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(new RequestAborted());
+  if (!signal || ms <= 0) return sleep(ms);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new RequestAborted());
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, ms));
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 export class Engine {
   running = 0;
@@ -76,7 +99,8 @@ export class Engine {
     return this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
   }
 
-  private admit(need: number): Promise<void> {
+  private admit(need: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(new RequestAborted());
     if (this.waiting.length === 0 && this.fits(need)) {
       this.running++;
       this.kvUsed += need;
@@ -84,7 +108,25 @@ export class Engine {
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      this.waiting.push({ need, resolve, reject, enq: performance.now() });
+      const w: Waiter = { need, resolve, reject, enq: performance.now() };
+      // A queued request whose client left is dropped from the queue (vLLM aborts it too).
+      const onAbort = () => {
+        const i = this.waiting.indexOf(w);
+        if (i < 0) return;
+        this.waiting.splice(i, 1);
+        this.gauges();
+        reject(new RequestAborted());
+      };
+      w.resolve = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      w.reject = (e) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(e);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(w);
       this.gauges();
     });
   }
@@ -111,7 +153,11 @@ export class Engine {
     return (t.decodeMs * (1 + t.batchSlowdown * Math.max(0, this.running - 1)) + t.slowMs) * t.timeFactor;
   }
 
-  /** Runs one request. onToken (streaming) is called for each generated token index. */
+  /**
+   * Runs one request. onToken (streaming) is called for each generated token index. A signal that
+   * aborts (the client disconnected) ends it wherever it is, queued, in prefill or decoding, and
+   * frees its slot and KV share at once, as vLLM aborts a request whose client went away.
+   */
   async generate(promptTokens: number, maxTokens: number, onToken?: (i: number) => void | Promise<void>, signal?: AbortSignal): Promise<{ completionTokens: number; ttftMs: number }> {
     if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
     this.generations++;
@@ -123,12 +169,13 @@ export class Engine {
     if (this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) this.zombie = true;
     if (this.zombie) {
       // The hung engine: accepted, never finishes. Only the client's deadline ends it.
-      await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new RequestAborted()), { once: true }));
     }
     const need = promptTokens + maxTokens;
     const t0 = performance.now();
-    await this.admit(need);
+    await this.admit(need, signal);
     const queued = performance.now() - t0;
+    let generated = 0;
     try {
       const t = this.timing;
       const bucket = Engine.bucket(promptTokens);
@@ -137,29 +184,42 @@ export class Engine {
         this.warmBuckets.add(bucket);
         prefill += t.coldMs * t.timeFactor;
       }
-      await sleep(prefill + t.slowMs * t.timeFactor);
+      await abortable(prefill + t.slowMs * t.timeFactor, signal);
+      // vLLM counts tokens as the engine processes them (per step), not when a request finishes.
+      this.metrics?.promptTokens.inc(promptTokens);
+      generated = 1;
+      this.metrics?.generationTokens.inc(1);
       const ttftMs = performance.now() - t0;
       this.metrics?.ttft.observe(ttftMs / 1000);
       this.metrics?.queue.observe(queued / 1000);
       if (onToken) await onToken(0);
       if (onToken) {
         for (let i = 1; i < maxTokens; i++) {
-          if (signal?.aborted) break;
+          if (signal?.aborted) throw new RequestAborted();
           const step = this.decodeStepMs();
-          await sleep(step);
+          await abortable(step, signal);
           this.metrics?.itl.observe(step / 1000);
+          generated++;
+          this.metrics?.generationTokens.inc(1);
           await onToken(i);
         }
       } else if (maxTokens > 1) {
+        // One timer for the whole decode (timers have a 1 ms floor); an abort counts what was made.
         const step = this.decodeStepMs();
-        await sleep(step * (maxTokens - 1));
+        const d0 = performance.now();
+        try {
+          await abortable(step * (maxTokens - 1), signal);
+        } catch (e) {
+          const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
+          generated += made;
+          this.metrics?.generationTokens.inc(made);
+          throw e;
+        }
         this.metrics?.itl.observe(step / 1000);
+        generated = maxTokens;
+        this.metrics?.generationTokens.inc(maxTokens - 1);
       }
-      if (this.metrics) {
-        this.metrics.promptTokens.inc(promptTokens);
-        this.metrics.generationTokens.inc(maxTokens);
-        this.metrics.e2e.observe((performance.now() - t0) / 1000);
-      }
+      this.metrics?.e2e.observe((performance.now() - t0) / 1000);
       return { completionTokens: maxTokens, ttftMs };
     } finally {
       this.release(need);
@@ -202,7 +262,8 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   // Zero-initialised, as vLLM exposes them before any traffic.
   for (const g of [m.running, m.waiting, m.kvUsage]) g.set(0);
   for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
-  for (const r of ['stop', 'length', 'abort']) m.success.inc({ finished_reason: r }, 0);
+  // vLLM's label values (a request aborted because its client left is counted under none of them).
+  for (const r of ['stop', 'length', 'abort', 'error', 'repetition']) m.success.inc({ finished_reason: r }, 0);
   for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({ model_name: modelName, engine: '0' });
   return m as Metrics;
 }

@@ -30,6 +30,20 @@ function openaiError(res: ServerResponse, status: number, type: string, message:
   send(res, status, { error: { message, type, param, code: status } });
 }
 
+/** What FastAPI itself answers for an unknown path (404) or a known path with the wrong method (405). */
+function detail(res: ServerResponse, status: 404 | 405) {
+  send(res, status, { detail: status === 404 ? 'Not Found' : 'Method Not Allowed' });
+}
+
+const GET_PATHS = new Set(['/health', '/ping', '/version', '/metrics', '/v1/models']);
+const POST_PATHS = new Set(['/tokenize', '/v1/completions', '/v1/chat/completions', '/v1/messages', '/ping']);
+
+/** A request-validation error as vLLM's FastAPI handler words it (type "Bad Request", param "body.FIELD"). */
+function validationError(res: ServerResponse, loc: string | number, type: string, msg: string) {
+  const message = `1 validation error:\n  {'type': '${type}', 'loc': ('body', ${typeof loc === 'number' ? loc : `'${loc}'`}), 'msg': '${msg}', 'input': {}}`;
+  send(res, 400, { error: { message, type: 'Bad Request', param: `body.${loc}`, code: 400 } });
+}
+
 function anthropicError(res: ServerResponse, status: number, type: string, message: string) {
   send(res, status, { type: 'error', error: { type, message } });
 }
@@ -50,6 +64,8 @@ export class SimServer {
   server: Server;
   private counter = 0;
   private rng: number;
+  /** vLLM's system_fingerprint: the version and a per-start id */
+  private fingerprint: string;
   shuttingDown = false;
 
   constructor(
@@ -58,6 +74,7 @@ export class SimServer {
     readonly metrics: Metrics | undefined,
   ) {
     this.rng = cfg.seed >>> 0 || 1;
+    this.fingerprint = `vllm-${cfg.vllmVersion}-${randomBytes(4).toString('hex')}`;
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((e) => {
         if (!res.headersSent) openaiError(res, 500, 'InternalServerError', String((e as Error).message));
@@ -122,33 +139,47 @@ export class SimServer {
           res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
           return void res.end(body);
         }
-        case '/v1/models':
+        case '/v1/models': {
           if (!this.authorized(req, false)) return openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
+          const created = now();
+          const permission = { id: id('modelperm'), object: 'model_permission', created, allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: '*', group: null, is_blocking: false };
           return send(res, 200, {
             object: 'list',
-            data: [{ id: this.cfg.servedName, object: 'model', created: now(), owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [] }],
+            data: [{ id: this.cfg.servedName, object: 'model', created, owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [permission] }],
           });
+        }
       }
-      return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
+      return detail(res, POST_PATHS.has(path) ? 405 : 404);
     }
-    if (req.method !== 'POST') return openaiError(res, 405, 'MethodNotAllowed', 'Method Not Allowed');
+    if (req.method !== 'POST') return detail(res, GET_PATHS.has(path) || POST_PATHS.has(path) ? 405 : 404);
+    if (!POST_PATHS.has(path)) return detail(res, GET_PATHS.has(path) ? 405 : 404);
+    if (path === '/ping') {
+      res.writeHead(200, { 'content-length': 0 });
+      return void res.end();
+    }
     const anthropic = path === '/v1/messages';
     if (path.startsWith('/v1/') && !this.authorized(req, anthropic)) {
       return anthropic ? anthropicError(res, 401, 'authentication_error', 'Unauthorized') : openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
     }
     let body: Json;
+    const raw = await readBody(req);
     try {
-      body = JSON.parse(await readBody(req));
+      body = JSON.parse(raw);
       if (typeof body !== 'object' || body === null) throw new Error('not an object');
     } catch (e) {
-      return anthropic
-        ? anthropicError(res, 400, 'invalid_request_error', `Invalid JSON body: ${(e as Error).message}`)
-        : openaiError(res, 400, 'BadRequestError', `Invalid JSON body: ${(e as Error).message}`);
+      if (anthropic) return anthropicError(res, 400, 'invalid_request_error', `Invalid JSON body: ${(e as Error).message}`);
+      // FastAPI reports where the JSON broke: its character position (the end, for a truncated body).
+      const pos = Number(/position (\d+)/.exec((e as Error).message)?.[1] ?? raw.length);
+      return validationError(res, pos, 'json_invalid', 'JSON decode error');
     }
     switch (path) {
       case '/tokenize': {
-        const text = typeof body.prompt === 'string' ? body.prompt : Array.isArray(body.messages) ? body.messages.map((m: Json) => contentText(m.content)).join('') : '';
-        const tokens = tokenIds(text);
+        if (Array.isArray(body.messages)) {
+          // as vLLM, messages go through the chat template: the same count usage.prompt_tokens reports
+          const tokens = body.messages.flatMap((m: Json) => [151644, 872, 198, ...tokenIds(contentText(m?.content)), 151645]);
+          return send(res, 200, { count: chatTokens(body.messages), max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
+        }
+        const tokens = tokenIds(typeof body.prompt === 'string' ? body.prompt : '');
         return send(res, 200, { count: tokens.length, max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
       }
       case '/v1/completions':
@@ -170,24 +201,31 @@ export class SimServer {
     }
     let promptTokens: number;
     if (chat || anthropic) {
-      if (!Array.isArray(body.messages) || body.messages.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'messages: field required', 'messages');
+      if (!Array.isArray(body.messages)) return anthropic ? fail(400, '', 'invalid_request_error', 'messages: field required') : validationError(res, 'messages', 'missing', 'Field required');
+      if (body.messages.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'messages must not be empty. (parameter=messages)', 'messages');
       promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined);
     } else {
       const p = body.prompt;
-      if (typeof p !== 'string' && !Array.isArray(p)) return fail(400, 'BadRequestError', 'invalid_request_error', 'prompt: field required', 'prompt');
+      if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
       promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
     }
     const room = this.cfg.maxModelLen - promptTokens;
     let maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (anthropic ? undefined : chat ? Math.min(room, 64) : 16);
     if (anthropic && maxTokens === undefined) return fail(400, 'BadRequestError', 'invalid_request_error', 'max_tokens: field required');
-    if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}.`, 'max_tokens');
-    if (promptTokens + maxTokens > this.cfg.maxModelLen) {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+    // vLLM's two refusals, in its words: max_tokens alone too large, then prompt + max_tokens.
+    const L = this.cfg.maxModelLen;
+    if (maxTokens > L) {
+      return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${L}. Please request fewer output tokens. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+    }
+    if (promptTokens + maxTokens > L) {
+      const least = L - maxTokens + 1;
       return fail(
         400,
         'BadRequestError',
         'invalid_request_error',
-        `This model's maximum context length is ${this.cfg.maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
-        'max_tokens',
+        `This model's maximum context length is ${L} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${least} input tokens, for a total of at least ${L + 1} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${least})`,
+        'input_tokens',
       );
     }
     if (this.injected(res, anthropic)) return;
@@ -207,11 +245,16 @@ export class SimServer {
         if (anthropic) {
           return send(res, 200, { id: rid, type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'max_tokens', stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } });
         }
-        const usage = { prompt_tokens: promptTokens, completion_tokens: r.completionTokens, total_tokens: promptTokens + r.completionTokens };
-        const choice = chat
-          ? { index: 0, message: { role: 'assistant', content: text, tool_calls: [] }, logprobs: null, finish_reason: finish(r.completionTokens) }
-          : { index: 0, text, logprobs: null, finish_reason: finish(r.completionTokens) };
-        return send(res, 200, { id: rid, object: chat ? 'chat.completion' : 'text_completion', created, model, choices: [choice], usage });
+        // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
+        const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens, prompt_tokens_details: null };
+        const tail = { service_tier: null, system_fingerprint: this.fingerprint, kv_transfer_params: null, ec_transfer_params: null, metrics: null };
+        if (chat) {
+          const message = { role: 'assistant', content: text, refusal: null, annotations: null, audio: null, function_call: null, reasoning: null };
+          const choice = { index: 0, message, logprobs: null, finish_reason: finish(r.completionTokens), stop_reason: null, token_ids: null, routed_experts: null };
+          return send(res, 200, { id: rid, object: 'chat.completion', created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
+        }
+        const choice = { index: 0, text, logprobs: null, finish_reason: finish(r.completionTokens), stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
+        return send(res, 200, { id: rid, object: 'text_completion', created, model, choices: [choice], usage, ...tail });
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
@@ -219,18 +262,23 @@ export class SimServer {
       if (anthropic) {
         sse({ type: 'message_start', message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } } }, 'message_start');
         sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
-      } else if (chat) {
-        sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
       }
+      // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
+      const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
+      const usageAt = (n: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n } } : {});
+      // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
+      const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
       const r = await this.engine.generate(
         promptTokens,
         maxTokens,
         (i) => {
           const piece = (i ? ' ' : '') + wordFor(seed, i);
           const last = i === maxTokens - 1;
+          // vLLM sends the role chunk with the first output (after prefill), not before it
+          if (chat && i === 0) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], prompt_token_ids: null, prompt_text: null, ...usageAt(0) });
           if (anthropic) sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta');
-          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null }] });
-          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null }] });
+          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
         },
         abort.signal,
       );
@@ -240,7 +288,7 @@ export class SimServer {
         sse({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: r.completionTokens } }, 'message_delta');
         sse({ type: 'message_stop' }, 'message_stop');
       } else {
-        if (includeUsage) sse({ id: rid, object: chat ? 'chat.completion.chunk' : 'text_completion', created, model, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: r.completionTokens, total_tokens: promptTokens + r.completionTokens } });
+        if (includeUsage) sse({ id: rid, object: chat ? 'chat.completion.chunk' : 'text_completion', created, model, choices: [], usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens }, system_fingerprint: this.fingerprint });
         res.write('data: [DONE]\n\n');
       }
       res.end();

@@ -11,7 +11,7 @@ describe('sparkctl preflight through the built CLI', () => {
     const r = await cli(['preflight', '--from', H200, '--profile', 'qwen3.5-9b', '--json']);
     expect(r.exitCode).toBe(1);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'host', 'platform', 'platformReason', 'summary', 'versions', 'gpus', 'wallMs', 'checks']);
+    expect(Object.keys(j)).toEqual(['version', 'kind', 'host', 'platform', 'platformReason', 'summary', 'versions', 'gpus', 'system', 'wallMs', 'checks']);
     expect(j.gpus).toHaveLength(2);
     expect(Object.keys(j.gpus[0])).toEqual(['index', 'name', 'uuid', 'busId', 'memoryTotalMiB', 'memoryFreeMiB', 'computeCapability', 'processes']);
     expect(j).toMatchObject({ version: 1, kind: 'preflight', platform: 'hopper-cuda13' });
@@ -50,7 +50,9 @@ describe('sparkctl preflight through the built CLI', () => {
     const out = join(dir, 'bundle');
     try {
       const env = { MY_API_KEY: 'sk-leak-me-not-1', HF_TOKEN: 'hf_leak_me_not_2', NCCL_DEBUG: 'WARN' };
-      const c = await cli(['collect', '--out', out], { env });
+      // Generous probe deadlines: on a loaded machine python3 alone can take seconds, and a probe that
+      // times out in one run and not the other would differ for a reason that is not the replay's.
+      const c = await cli(['collect', '--out', out, '--timeout', '30000'], { env });
       expect(c.exitCode).toBe(0);
       const m = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
       expect(m).toMatchObject({ version: 1 });
@@ -59,7 +61,7 @@ describe('sparkctl preflight through the built CLI', () => {
       const everything = readdirSync(join(out, 'out')).map((f) => readFileSync(join(out, 'out', f), 'utf8')).join('\n') + JSON.stringify(m);
       expect(everything).not.toContain('sk-leak-me-not-1');
       expect(everything).not.toContain('hf_leak_me_not_2');
-      const live = await cli(['preflight', '--json'], { env });
+      const live = await cli(['preflight', '--json', '--timeout', '30000'], { env });
       const replay = await cli(['preflight', '--json', '--from', out]);
       const verdicts = (s: string) => JSON.parse(s).checks.map((x: { id: string; status: string }) => `${x.id}=${x.status}`);
       expect(verdicts(replay.stdout)).toEqual(verdicts(live.stdout));

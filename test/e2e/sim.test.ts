@@ -79,13 +79,16 @@ describe('simulator: HTTP surface with real clients', () => {
     const long = await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: h, body: JSON.stringify({ model: 'qwen-test', prompt: 'x'.repeat(16000), max_tokens: 200 }) });
     expect(long.status).toBe(400);
     const lj = await long.json();
-    expect(lj.error.message).toMatch(/maximum context length is 4096 tokens\. However, you requested 4200 tokens/);
+    // vLLM's words (checked against the real server in test/real-vllm): output tokens, then the least prompt that overflows.
+    expect(lj.error).toMatchObject({ type: 'BadRequestError', param: 'input_tokens', code: 400 });
+    expect(lj.error.message).toMatch(/maximum context length is 4096 tokens\. However, you requested 200 output tokens and your prompt contains at least 3897 input tokens/);
     const unknown = await fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: h, body: JSON.stringify({ model: 'nope', prompt: 'x' }) });
     expect(unknown.status).toBe(404);
     expect((await unknown.json()).error).toMatchObject({ type: 'NotFoundError', code: 404 });
     const badJson = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: h, body: '{nope' });
     expect(badJson.status).toBe(400);
-    expect((await badJson.json()).error.type).toBe('BadRequestError');
+    // FastAPI's request validation, as vLLM answers it: type "Bad Request", param body.<position>.
+    expect((await badJson.json()).error).toMatchObject({ type: 'Bad Request', param: 'body.1', code: 400 });
   });
 
   it('/tokenize counts with the documented tokenizer (4 bytes a token)', async () => {
@@ -162,6 +165,8 @@ describe('simulator: faults (names are an interface)', () => {
   it('refuses connections before ready (hang-at-load never becomes ready and stops logging)', async () => {
     const sim = await startFault('hang-at-load', ['--sim-load-seconds', '0.4']);
     try {
+      // until it has logged half the shards (a loaded machine may take seconds to start node), then some more
+      for (const t0 = Date.now(); !sim.output().includes('shards:  50%') && Date.now() - t0 < 15_000; ) await sleep(50);
       await sleep(800);
       await expect(fetch(`${sim.url}/health`)).rejects.toThrow();
       const len = sim.output().length;

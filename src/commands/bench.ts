@@ -1,0 +1,382 @@
+// `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
+// same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
+import { readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { Registry } from '../engine/registry.js';
+import { stateDir } from './common.js';
+import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
+import { loadProfile } from '../profiles/load.js';
+import { http, closeHttp } from '../client/http.js';
+import { envelope, table, c } from '../output/format.js';
+import { parseDuration } from '../util/duration.js';
+import { say, note, progress } from '../output/log.js';
+import { UsageError, ProblemsFound, UnreachableError, SparkError } from '../errors.js';
+import { runBench, type BenchRequest, type RunConfig } from '../bench/runner.js';
+import { randomDataset, fileDataset, serverTokenizer, DatasetError } from '../bench/dataset.js';
+import { buildResult, summaryRows, latencyRows, type BenchResult, type RunDescription } from '../bench/report.js';
+import { parseSlo, levels, saturated, bestUnderSlo, type SweepPoint } from '../bench/sweep.js';
+import { scatter } from '../bench/chart.js';
+import { compareResults } from '../bench/compare.js';
+import { renderPage } from '../output/html.js';
+import { benchPage } from '../bench/page.js';
+
+export interface BenchOptions {
+  url?: string;
+  model?: string;
+  profiles?: string;
+  endpoint: string;
+  stream: boolean;
+  requests?: string;
+  duration?: string;
+  concurrency?: string;
+  rate: string;
+  burstiness: string;
+  seed: string;
+  warmup: string;
+  inputLen: string;
+  outputLen?: string;
+  rangeRatio: string;
+  prefixLen: string;
+  dataset?: string;
+  ignoreEos: boolean;
+  continuousUsage: boolean;
+  goodput: string[];
+  percentiles: string;
+  requestTimeout: string;
+  scrapeInterval: string;
+  saveResult?: string;
+  html?: string;
+  json?: boolean;
+  sweep?: boolean;
+  sweepBy: string;
+  sweepMax?: string;
+  slo: string[];
+}
+
+function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
+  if (v === undefined) return undefined;
+  if (o.inf && /^inf(inity)?$/i.test(v)) return Infinity;
+  const n = Number(v);
+  const bad = !Number.isFinite(n) || (o.int && !Number.isInteger(n)) || (o.min !== undefined && n < o.min) || (o.gt0 && !(n > 0));
+  if (bad) throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`);
+  return n;
+}
+
+function duration(v: string, flag: string): number {
+  try {
+    return parseDuration(v, flag);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** NAME: a running instance (registry) or a profile (its port, served name, key by env name); or --url. */
+function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
+  if (opts.url) {
+    try {
+      new URL(opts.url);
+    } catch {
+      throw new UsageError(`--url: "${opts.url}" is not a URL; use http://HOST:PORT`);
+    }
+    return targetFromUrl(opts.url, opts.model);
+  }
+  if (!name) throw new UsageError('bench what? name a running instance or a profile, or --url URL', ['sparkctl status lists running servers']);
+  const running = new Registry(stateDir()).find(name).filter((x) => x.alive);
+  if (running.length) {
+    const t = targetFromInstance(running[0]!.inst);
+    if (opts.model) t.servedName = opts.model;
+    return t;
+  }
+  const { profile } = loadProfile(name, { profilesDir: opts.profiles });
+  const env = profile.server.apiKeyEnv;
+  return {
+    name: profile.name,
+    url: `http://127.0.0.1:${profile.server.port}`,
+    servedName: opts.model ?? profile.model.servedName ?? profile.model.id,
+    apiKeyEnv: env,
+    apiKey: env ? process.env[env] : undefined,
+    maxModelLen: profile.engine.maxModelLen,
+  };
+}
+
+function writeOut(path: string, content: string) {
+  // A fresh temporary file (exclusive create: never through a link someone left there), then rename.
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    writeFileSync(tmp, content, { flag: 'wx', mode: 0o644 });
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw new UsageError(`cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+export async function run(name: string | undefined, opts: BenchOptions) {
+  // ---- input, all checked before any request ----
+  const endpoint = opts.endpoint === 'chat' ? 'chat' : opts.endpoint === 'completions' ? 'completions' : undefined;
+  if (!endpoint) throw new UsageError(`--endpoint: "${opts.endpoint}" is not completions or chat`);
+  let requests = num(opts.requests, '--requests', { int: true, min: 1 });
+  const durationS = opts.duration !== undefined ? duration(opts.duration, '--duration') / 1000 : undefined;
+  if (durationS !== undefined && !(durationS > 0)) throw new UsageError('--duration must be above 0');
+  if (requests === undefined && durationS === undefined && !opts.sweep) requests = 200;
+  const concurrency = num(opts.concurrency, '--concurrency', { int: true, min: 1 });
+  const rate = num(opts.rate, '--rate', { gt0: true, inf: true })!;
+  const burstiness = num(opts.burstiness, '--burstiness', { gt0: true, inf: true })!;
+  const seed = num(opts.seed, '--seed', { int: true, min: 0 })!;
+  const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
+  const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
+  const outputLenOpt = num(opts.outputLen, '--output-len', { int: true, min: 1 });
+  const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
+  if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`);
+  const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
+  const requestTimeoutMs = duration(opts.requestTimeout, '--request-timeout');
+  const scrapeMs = num(opts.scrapeInterval, '--scrape-interval', { int: true, min: 0 })!;
+  const pcts = opts.percentiles.split(',').map((p) => {
+    const n = Number(p.trim());
+    if (!(n > 0 && n < 100) && n !== 100) throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`);
+    return n;
+  });
+  let goodput;
+  let slo;
+  try {
+    goodput = parseSlo(opts.goodput, '--goodput');
+    slo = parseSlo(opts.slo, '--slo');
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  const sweepBy = opts.sweepBy === 'rate' ? 'rate' : opts.sweepBy === 'concurrency' ? 'concurrency' : undefined;
+  if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
+  const sweepMax = num(opts.sweepMax, '--sweep-max', { gt0: true }) ?? (sweepBy === 'rate' ? 256 : 256);
+  if (Object.keys(slo).length && !opts.sweep) throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
+
+  const target = resolveTarget(name, opts);
+  const quiet = Boolean(opts.json);
+  const prog = progress({ quiet });
+
+  // ---- the server: reachable, and which model ----
+  const models = await http(`${target.url}/v1/models`, { timeoutMs: 10_000, apiKey: target.apiKey });
+  if (!models.ok) throw new UnreachableError(`${target.url}: ${models.message}`, [name && !opts.url ? `is it running? sparkctl status; sparkctl serve ${name}` : 'check the URL and that the server is up']);
+  if (models.status === 401 || models.status === 403) throw new UsageError(`${target.url} refused the API key (HTTP ${models.status})`, [target.apiKeyEnv ? `set ${target.apiKeyEnv} to the server's key` : 'set SPARKCTL_API_KEY (or VLLM_API_KEY) to the server\'s key']);
+  const ids: string[] = Array.isArray(models.json?.data) ? models.json.data.map((d: any) => d?.id).filter((x: unknown): x is string => typeof x === 'string') : [];
+  const model = target.servedName ?? ids[0];
+  if (!model) throw new ProblemsFound(`${target.url}/v1/models lists no model; name one with --model`);
+  if (ids.length && !ids.includes(model)) throw new UsageError(`the server at ${target.url} does not serve "${model}"`, [`it serves: ${ids.join(', ')}`]);
+
+  // ---- the dataset ----
+  const tok = serverTokenizer(target.url, model, target.apiKey);
+  const needed = Math.max(requests ?? 0, 1);
+  let dataset: BenchRequest[];
+  let exact = true;
+  let datasetName: string;
+  prog.phase('preparing prompts' + (opts.dataset ? ` from ${opts.dataset}` : ` (${inputLen} tokens in, exact through /tokenize)`));
+  try {
+    if (opts.dataset) {
+      const d = await fileDataset(opts.dataset, { num: requests, outputLen: outputLenOpt, chat: endpoint === 'chat' }, tok);
+      dataset = d.requests;
+      datasetName = `file:${opts.dataset}`;
+      if (d.skipped) note(`${d.skipped} record(s) of ${opts.dataset} had no prompt and were skipped`);
+    } else {
+      const count = opts.sweep ? Math.min(1024, Math.max(needed, 64)) : durationS !== undefined ? Math.min(2048, Math.max(needed, 256)) : needed;
+      const d = await randomDataset({ num: count, inputLen, outputLen: outputLenOpt ?? 128, rangeRatio, prefixLen, seed, chat: endpoint === 'chat' }, tok);
+      dataset = d.requests;
+      exact = d.exact;
+      datasetName = prefixLen ? 'random+prefix' : 'random';
+      if (!exact) note(c.yellow('the server has no usable /tokenize: prompt lengths are approximate (the server\'s usage counts are still used)'));
+    }
+  } catch (e) {
+    if (e instanceof DatasetError) throw new UsageError(e.message);
+    throw e;
+  }
+
+  // ---- Ctrl-C: first stops sending, second aborts what is in flight ----
+  const stop = new AbortController();
+  const abort = new AbortController();
+  const onSigint = () => {
+    if (!stop.signal.aborted) {
+      stop.abort();
+      note('\ninterrupted: no new requests; waiting for those in flight (Ctrl-C again to abort them)');
+    } else abort.abort();
+  };
+  process.on('SIGINT', onSigint);
+
+  const baseDesc = (): RunDescription => ({
+    date: new Date().toISOString(),
+    target: target.name,
+    url: target.url,
+    model_id: model,
+    endpoint_type: endpoint === 'chat' ? 'openai-chat' : 'openai',
+    dataset: datasetName,
+    num_prompts: requests ?? 0,
+    request_rate: rate,
+    burstiness,
+    max_concurrency: concurrency ?? null,
+    seed,
+    warmups: warmup,
+    goodput,
+    percentiles: pcts,
+    input_len: opts.dataset ? undefined : inputLen,
+    output_len: outputLenOpt ?? (opts.dataset ? undefined : 128),
+    range_ratio: opts.dataset ? undefined : rangeRatio,
+    prefix_len: opts.dataset ? undefined : prefixLen,
+    exact_lengths: exact,
+  });
+  const config = (over: Partial<RunConfig>): RunConfig => ({
+    url: target.url,
+    model,
+    apiKey: target.apiKey,
+    endpoint,
+    stream: opts.stream,
+    dataset,
+    maxRequests: requests,
+    durationS,
+    rate,
+    burstiness,
+    seed,
+    concurrency,
+    warmup,
+    requestTimeoutMs,
+    ignoreEos: opts.ignoreEos,
+    continuousUsage: opts.continuousUsage && opts.stream,
+    scrapeIntervalMs: scrapeMs,
+    stop: stop.signal,
+    abort: abort.signal,
+    ...over,
+  });
+  const live = (label: string) => (p: { done: number; failed: number; inFlight: number; elapsedS: number; ttftP50Ms: number; ttftP99Ms: number }) =>
+    prog.update(`${label}${p.done}${requests ? `/${requests}` : ''} done, ${p.failed} failed, ${p.inFlight} in flight, TTFT p50 ${p.ttftP50Ms.toFixed(0)} ms p99 ${p.ttftP99Ms.toFixed(0)} ms [${p.elapsedS.toFixed(0)} s]`);
+
+  try {
+    let result: BenchResult;
+    let sweep: { by: string; points: SweepPoint[]; best?: SweepPoint; stoppedAt?: string } | undefined;
+    if (!opts.sweep) {
+      prog.phase(`benchmarking ${model} at ${target.url}`);
+      const r = await runBench(config({ onProgress: quiet ? undefined : live('') }));
+      prog.done();
+      result = buildResult(baseDesc(), r.outputs, r.durationS, r.startedAt, r.client, r.scrape, r.stoppedEarly);
+    } else {
+      const points: SweepPoint[] = [];
+      let last: BenchResult | undefined;
+      let stoppedAt: string | undefined;
+      for (const level of levels(sweepBy === 'rate' ? Math.min(1, sweepMax) : 1, sweepMax)) {
+        if (stop.signal.aborted) break;
+        const per = requests ?? (durationS === undefined ? Math.max(16, sweepBy === 'concurrency' ? level * 4 : Math.ceil(level * 4)) : undefined);
+        prog.phase(`sweep: ${sweepBy} ${level}`);
+        const over: Partial<RunConfig> = sweepBy === 'concurrency' ? { concurrency: level, rate: Infinity, maxRequests: per } : { rate: level, concurrency: undefined, maxRequests: per };
+        const r = await runBench(config({ ...over, warmup: points.length ? 0 : warmup, onProgress: quiet ? undefined : live(`${sweepBy} ${level}: `) }));
+        prog.done();
+        const res = buildResult({ ...baseDesc(), num_prompts: per ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate }, r.outputs, r.durationS, r.startedAt, r.client, r.scrape, r.stoppedEarly);
+        const x = res as Record<string, any>;
+        const p: SweepPoint = {
+          level,
+          throughput: x.request_throughput,
+          ttftP99Ms: x.p99_ttft_ms ?? x[`p${pcts[pcts.length - 1]}_ttft_ms`],
+          tpotP99Ms: x.p99_tpot_ms ?? x[`p${pcts[pcts.length - 1]}_tpot_ms`],
+          e2elP99Ms: x.p99_e2el_ms ?? x[`p${pcts[pcts.length - 1]}_e2el_ms`],
+          meanTtftMs: x.mean_ttft_ms,
+          maxWaiting: res.sparkctl.server.maxWaiting,
+          failed: x.failed,
+          completed: x.completed,
+          valid: res.sparkctl.valid,
+        };
+        points.push(p);
+        last = res;
+        if (!quiet) note(`  ${sweepBy} ${level}: ${p.throughput.toFixed(2)} req/s, p99 TTFT ${p.ttftP99Ms.toFixed(1)} ms, p99 E2EL ${p.e2elP99Ms.toFixed(1)} ms${p.maxWaiting ? `, ${p.maxWaiting} waiting` : ''}${p.valid ? '' : c.red(' INVALID (client-bound)')}`);
+        if (points.length >= 2 && saturated(points[points.length - 2]!, p)) {
+          stoppedAt = `saturated at ${sweepBy} ${level}: throughput stopped growing while latency or the queue grew`;
+          break;
+        }
+        if (p.completed === 0) {
+          stoppedAt = `every request failed at ${sweepBy} ${level}`;
+          break;
+        }
+      }
+      if (!last) throw new ProblemsFound('the sweep ran no level');
+      result = last;
+      sweep = { by: sweepBy, points, best: Object.keys(slo).length ? bestUnderSlo(points, slo) : undefined, stoppedAt };
+      (result as any).sparkctl.sweep = { by: sweepBy, points, slo, best: sweep.best ?? null, stopped: stoppedAt ?? null };
+    }
+
+    if (opts.saveResult) writeOut(opts.saveResult, JSON.stringify(result, null, 2) + '\n');
+    if (opts.html) writeOut(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)));
+
+    const x = result as Record<string, any>;
+    const s = result.sparkctl;
+    if (opts.json) {
+      say(envelope('bench', { target: target.name, url: target.url, model, result: stripLists(x), sweep: sweep ?? null }));
+    } else {
+      const shape = `${datasetName === 'random' || datasetName === 'random+prefix' ? `random ${inputLen}${prefixLen ? `+${prefixLen} prefix` : ''} in / ${outputLenOpt ?? 128} out` : datasetName}, ${concurrency ? `concurrency ${concurrency}, ` : ''}rate ${Number.isFinite(rate) ? `${rate} req/s` : 'inf'}, ${x.completed + x.failed} requests in ${Number(x.duration).toFixed(1)} s`;
+      say(`${c.bold(model)} at ${target.url}  (${opts.sweep ? 'last sweep level: ' : ''}${shape})`);
+      say(table(summaryRows(x, pcts), ['metric', 'value']));
+      say('');
+      const lat = latencyRows(x, pcts);
+      say(table(lat.rows, lat.header));
+      say('');
+      say(`completed ${x.completed}, failed ${x.failed}${x.failed ? ` (${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}; peak concurrency ${x.max_concurrent_requests}, peak ${x.max_output_tokens_per_s} output tok/s`);
+      if (s.first_errors.length) for (const e of s.first_errors) note(`  ${c.red('error')}: ${e}`);
+      if (s.multi_token_chunks) say(c.yellow(`${s.multi_token_chunks} stream chunk(s) carried more than one token: per-chunk ITL understates per-token ITL (see "ITL per token")`));
+      const sv = s.server;
+      if (sv.samples >= 2) {
+        say(`server /metrics: max running ${sv.maxRunning ?? '-'}, max waiting ${sv.maxWaiting ?? '-'}, max KV cache ${sv.maxKvUsage === undefined ? '-' : `${(sv.maxKvUsage * 100).toFixed(1)} %`}, preemptions ${sv.preemptions ?? '-'}${sv.prefixHitRate !== undefined ? `, prefix-cache hits ${(sv.prefixHitRate * 100).toFixed(1)} %` : ''}; tokens ${sv.tokensAgree === undefined ? 'not cross-checked' : sv.tokensAgree ? c.green('agree with the client') : c.yellow('DISAGREE with the client')}`);
+      }
+      for (const n of sv.notes) say(c.dim(`  ${n}`));
+      say(c.dim(`client: send lag p99 ${s.client.sendLagP99Ms.toFixed(2)} ms, event-loop delay p99 ${s.client.loopDelayP99Ms.toFixed(1)} ms${s.client.achievedRate !== undefined ? `, offered ${s.client.achievedRate.toFixed(1)} of ${s.client.targetRate} req/s` : ''}`));
+      if (!s.valid) say(c.red(`INVALID RUN: the client was the bottleneck, these are not the server's numbers:\n  - ${s.invalid_reasons.join('\n  - ')}`));
+      if (s.stopped_early) say(c.yellow('interrupted: partial results'));
+      if (sweep) {
+        say('');
+        say(scatter(sweep.points.map((p) => ({ x: p.throughput, y: p.ttftP99Ms, label: `${sweep!.by} ${p.level}` })), { xLabel: 'req/s', yLabel: 'p99 TTFT (ms)' }));
+        if (sweep.stoppedAt) say(sweep.stoppedAt);
+        if (Object.keys(slo).length) say(sweep.best ? c.green(`highest ${sweep.by} meeting the SLO (${Object.entries(slo).map(([k, v]) => `p99 ${k} <= ${v} ms`).join(', ')}): ${sweep.best.level} (${sweep.best.throughput.toFixed(2)} req/s)`) : c.red('no level met the SLO'));
+      }
+      if (opts.saveResult) say(c.dim(`result: ${opts.saveResult}`));
+      if (opts.html) say(c.dim(`page: ${opts.html}`));
+    }
+    if (!s.valid) throw new ProblemsFound('', []);
+    if (x.completed === 0) throw new ProblemsFound('every request failed');
+    if (sweep && Object.keys(slo).length && !sweep.best) throw new ProblemsFound('');
+  } finally {
+    process.off('SIGINT', onSigint);
+    await closeHttp();
+  }
+}
+
+/** The JSON envelope carries every summary number; the per-request lists stay in --save-result. */
+function stripLists(r: Record<string, any>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(r)) if (!['input_lens', 'output_lens', 'ttfts', 'itls', 'latencies', 'start_times', 'generated_texts', 'errors'].includes(k)) out[k] = v;
+  return out;
+}
+
+export async function compare(a: string, b: string, own: { threshold: string; json?: boolean }, cmd?: { optsWithGlobals?: () => Record<string, unknown> }) {
+  // `bench compare A B --json`: --json is also bench's own option, so commander may hand it to the parent
+  const opts = { ...own, json: Boolean(own.json || cmd?.optsWithGlobals?.().json) };
+  const threshold = num(opts.threshold, '--threshold', { min: 0 })!;
+  const read = (f: string) => {
+    let text: string;
+    try {
+      text = readFileSync(f, 'utf8');
+    } catch (e) {
+      throw new UsageError(`${f}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    try {
+      const j = JSON.parse(text);
+      if (typeof j !== 'object' || j === null || Array.isArray(j)) throw new Error('not an object');
+      return j as Record<string, unknown>;
+    } catch (e) {
+      throw new UsageError(`${f}: not a bench result (${(e as Error).message}); write one with sparkctl bench --save-result FILE`);
+    }
+  };
+  const { rows, warnings } = compareResults(read(a), read(b), threshold);
+  if (!rows.length) throw new UsageError(`${a} and ${b} share no metric`, warnings);
+  if (opts.json) say(envelope('bench-compare', { a, b, thresholdPct: threshold, rows, warnings }));
+  else {
+    const fmt = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2));
+    const mark = (v: string) => (v === 'better' ? c.green(v) : v === 'worse' ? c.red(v) : v);
+    say(table(rows.map((r) => [r.metric, fmt(r.a), fmt(r.b), `${r.changePct >= 0 ? '+' : ''}${Number.isFinite(r.changePct) ? r.changePct.toFixed(1) : 'inf'} %`, mark(r.verdict)]), ['metric', 'A', 'B', 'change', 'verdict']));
+    for (const w of warnings) note(c.yellow(`note: ${w}`));
+    const worse = rows.filter((r) => r.verdict === 'worse').length;
+    say(`${worse ? c.red(`${worse} metric(s) worse`) : c.green('no metric worse')} (changes within ${threshold} % count as the same)`);
+  }
+  if (rows.some((r) => r.verdict === 'worse')) throw new ProblemsFound('');
+}
+
+export { SparkError };

@@ -1,0 +1,54 @@
+// What the engine reports while it serves (events) and what it returns (the outcome). Library code
+// never prints: the command renders these (text, a TTY progress line, --json) and maps the outcome
+// to an exit code through the one table in src/errors.ts.
+import type { PrewarmRequest, PrewarmResult } from '../health/prewarm.js';
+import type { ProbeResult } from '../health/probe.js';
+import type { Diagnosis } from './diagnose.js';
+import type { Outcome } from '../errors.js';
+
+export type ServeEvent =
+  | { type: 'launched'; replica: string; pid: number; port: number; gpus: number[]; logFile: string }
+  | { type: 'phase'; replica: string; phase: string }
+  | { type: 'ready'; replica: string; url: string; ms: number }
+  | { type: 'stopping'; why: 'failed' | 'interrupted' | 'forced' | 'signal'; replicas: number }
+  | { type: 'prewarm-request'; replica: string; request: PrewarmRequest }
+  | { type: 'prewarm'; replica: string; result: PrewarmResult }
+  | { type: 'probe'; replica: string; result: ProbeResult }
+  | { type: 'exited'; replica: string; code: number | null; signal: string | null };
+
+export type EventSink = (e: ServeEvent) => void;
+
+export interface ReplicaOutcome {
+  name: string;
+  url: string;
+  port: number;
+  gpus: number[];
+  pid: number;
+  logFile: string;
+  /** ms from launch to ready; absent when it never became ready */
+  readyMs?: number;
+  /** why it never became ready: the reason, the classified cause with its evidence, the log's tail */
+  failure?: Diagnosis;
+  prewarm?: PrewarmResult;
+  probe?: ProbeResult;
+  /** --foreground: how the server ended */
+  exit?: { code: number | null; signal: string | null };
+}
+
+/**
+ * healthy / unhealthy: every replica became ready; the deep probe's verdict.
+ * launch-failed: a replica exited or never became ready (every replica was stopped).
+ * interrupted: cancelled before ready (every replica was stopped).
+ * stopped: --foreground, ended by a signal (the servers were stopped on request).
+ * server-exited: --foreground, a server ended on its own with a failure.
+ */
+export type ServeStatus = Exclude<Outcome, 'preflight-failed'>;
+
+export interface ServeOutcome {
+  status: ServeStatus;
+  profile: string;
+  engine: 'vllm' | 'sim';
+  replicas: ReplicaOutcome[];
+  /** true when every replica started was stopped again (a failure or an interrupt) */
+  stoppedAll: boolean;
+}

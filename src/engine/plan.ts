@@ -1,0 +1,124 @@
+// The typed plan that `serve` hands to the engine: built by the command from validated flags and a
+// profile resolved (parsed and validated) once against the host's shape. Everything a launch needs
+// is decided here, before anything is spawned: each replica's argv, environment, port, GPUs and
+// log, the executable, the state folder, and the ready and stall deadlines. Pure, table-tested.
+import { join } from 'node:path';
+import { BUILTIN_DIR } from '../profiles/load.js';
+import type { Platform, Profile } from '../profiles/schema.js';
+import type { HostShape } from '../profiles/validate.js';
+import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { formatFlagProblem } from '../profiles/vllm-flags.js';
+import { requireValid, type Resolved } from '../profiles/resolve.js';
+import { stateDir } from '../util/paths.js';
+import { UsageError } from '../errors.js';
+
+export type EngineKind = 'vllm' | 'sim';
+
+/** serve's flags, as commander hands them over (durations already parsed to ms). */
+export interface ServeOptions {
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  engine: EngineKind;
+  vllmBin: string;
+  dryRun?: boolean;
+  json?: boolean;
+  prewarm: boolean;
+  skipPreflight?: boolean;
+  foreground?: boolean;
+  /** ms, parsed by cli.ts's duration parser before anything runs */
+  readyTimeout?: number;
+  nodes?: string;
+  platform?: string;
+  simLoadSeconds?: string;
+}
+
+export interface ServePlan {
+  profile: Profile;
+  /** the profile's file (the simulator reads the architecture facts from it) */
+  file: string;
+  platform: Platform;
+  host: HostShape;
+  hostNote?: string;
+  engine: EngineKind;
+  executable: string[];
+  stateDir: string;
+  servedName: string;
+  replicas: ReplicaPlan[];
+  /** cross-field warnings (errors never reach a plan: they are exit 2) */
+  warnings: string[];
+  readyTimeoutMs: number;
+  stallTimeoutMs: number;
+  prewarm: boolean;
+  foreground: boolean;
+}
+
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun'> & { stateDir?: string };
+
+export function sparkctlBin(): string {
+  return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
+}
+
+export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): string[] {
+  return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
+}
+
+/** The simulator's own knobs: the profile (architecture facts), the platform it pretends to be. */
+export function simTail(r: Pick<Resolved, 'file' | 'platform'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
+  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name];
+  if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
+  return tail;
+}
+
+/** Every serve input that is not a profile field, checked before a plan exists. */
+export function validateServeInputs(opts: Pick<ServeOptions, 'simLoadSeconds' | 'engine' | 'vllmBin'>): void {
+  if (opts.simLoadSeconds !== undefined && !/^\d+(\.\d+)?$/.test(opts.simLoadSeconds)) {
+    throw new UsageError(`--sim-load-seconds: "${opts.simLoadSeconds}" is not a number of seconds`, ['write it like 0.5 or 30']);
+  }
+  if (opts.engine === 'vllm' && !opts.vllmBin.trim()) throw new UsageError('--vllm-bin: "" is not an executable', ['--vllm-bin /path/to/vllm, or leave it out for vllm on PATH']);
+}
+
+/** Resolved profile + validated flags -> the plan. Throws UsageError (exit 2) on any profile error. */
+export function buildServePlan(r: Resolved, opts: PlanInputs): ServePlan {
+  validateServeInputs(opts);
+  const warnings = requireValid(r);
+  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // vLLM would refuse, --dry-run shows it as a warning.
+  const flags = checkRendered(r.profile);
+  const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
+  if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
+  warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
+  const dir = opts.stateDir ?? stateDir();
+  const executable = executableFor(opts);
+  const replicas = renderReplicas(r.profile, r.host, {
+    executable,
+    stateDir: dir,
+    tail: opts.engine === 'sim' ? simTail(r, opts) : [],
+  });
+  return {
+    profile: r.profile,
+    file: r.file,
+    platform: r.platform,
+    host: r.host,
+    hostNote: r.hostNote,
+    engine: opts.engine,
+    executable,
+    stateDir: dir,
+    servedName: servedName(r.profile),
+    replicas,
+    warnings,
+    readyTimeoutMs: opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000,
+    stallTimeoutMs: r.profile.server.stallTimeoutSeconds * 1000,
+    prewarm: opts.prewarm,
+    foreground: Boolean(opts.foreground),
+  };
+}
+
+/** The API key, read from the environment variable the profile names (never from the profile). */
+export function readSecrets(profile: Profile, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const name = profile.server.apiKeyEnv;
+  if (!name) return {};
+  const v = env[name];
+  if (!v) throw new UsageError(`server.apiKeyEnv names ${name}, which is not set in this environment`, [`export ${name}=... (or put it in the systemd EnvironmentFile); the key itself never goes in a profile`]);
+  return { VLLM_API_KEY: v };
+}

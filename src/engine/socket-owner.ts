@@ -1,0 +1,59 @@
+// Who holds a listening TCP socket: the proof that the server answering on a port is the process
+// we started, not one that held the port first (our own then died with EADDRINUSE). Linux /proc.
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+
+/** Inodes of the sockets listening on this port (IPv4 and IPv6), from /proc/net/tcp{,6}; undefined without /proc. */
+export function listeningInodes(port: number, read: (f: string) => string | null = readOrNull): Set<string> | undefined {
+  const texts = ['/proc/net/tcp', '/proc/net/tcp6'].map(read);
+  if (texts.every((t) => t === null)) return undefined;
+  const out = new Set<string>();
+  for (const text of texts) {
+    for (const line of (text ?? '').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      if (f.length < 10 || f[3] !== '0A') continue;
+      const local = f[1]!;
+      if (parseInt(local.slice(local.lastIndexOf(':') + 1), 16) === port) out.add(f[9]!);
+    }
+  }
+  return out;
+}
+
+function readOrNull(f: string): string | null {
+  try {
+    return readFileSync(f, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** Socket inodes among a process's open files ([] when gone or not ours to read). */
+export function socketInodesOf(pid: number): string[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) out.push(m[1]!);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return out;
+}
+
+/**
+ * true: one of these processes holds a socket listening on the port; false: someone else does (or
+ * nobody); undefined: cannot tell (no /proc).
+ */
+export function listenerIsOneOf(port: number, pids: readonly number[]): boolean | undefined {
+  const inodes = listeningInodes(port);
+  if (!inodes) return undefined;
+  if (!inodes.size) return false;
+  return pids.some((pid) => socketInodesOf(pid).some((i) => inodes.has(i)));
+}

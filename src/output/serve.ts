@@ -1,0 +1,167 @@
+// Rendering serve: its events as they come (a self-rewriting line on a TTY, one line per phase
+// elsewhere, nothing under --json) and its outcome (text on stdout/stderr, or one JSON envelope).
+import type { ServeEvent, ServeOutcome, ReplicaOutcome } from '../engine/events.js';
+import type { ServePreflight } from '../engine/serve.js';
+import type { Diagnosis } from '../engine/diagnose.js';
+import { progress, say, note } from './log.js';
+import { c, envelope, formatDuration, statusMark, table } from './format.js';
+
+export interface ServeRenderer {
+  preflight(pf: ServePreflight, simulated: boolean): void;
+  event(e: ServeEvent): void;
+  outcome(o: ServeOutcome): void;
+  preflightFailed(pf: ServePreflight, profile: string): void;
+}
+
+function prewarmLine(r: ReplicaOutcome): string | undefined {
+  const w = r.prewarm;
+  if (!w) return undefined;
+  const lens = Object.keys(w.cold).map(Number);
+  const detail = lens.map((n) => `${n} tok ${w.cold[n]} -> ${w.warm[n]} ms`).join(', ');
+  return `prewarm ${w.target}: ${w.error ? c.yellow(w.error) : `warm after ${w.rounds} round(s)`}; first token cold -> warm: ${detail}`;
+}
+
+function failureLines(r: ReplicaOutcome, d: Diagnosis): string[] {
+  const out = [`${c.red('launch failed')}: ${r.name} (port ${r.port}, GPUs ${r.gpus.join(',')}): ${d.detail}`];
+  if (d.cause) out.push(`  cause: ${d.cause}`);
+  if (d.fix) out.push(`  fix:   ${d.fix}`);
+  if (d.lastLines.length) {
+    out.push(c.dim(`  last ${d.lastLines.length} log lines (${r.logFile}):`));
+    for (const x of d.lastLines) out.push(c.dim(`  | ${x}`));
+  }
+  return out;
+}
+
+export function textRenderer(ctx: { profile: string; simulated: boolean }): ServeRenderer {
+  const prog = progress();
+  const tty = Boolean(process.stderr.isTTY) && !process.env.CI;
+  const phases = new Map<string, string>();
+  const launched: Array<Extract<ServeEvent, { type: 'launched' }>> = [];
+  const ready = new Map<string, number>();
+  const { profile, simulated: sim } = ctx;
+  return {
+    preflight(pf, simulated) {
+      const rep = pf.report;
+      note(`preflight (${simulated ? 'simulated host' : `${rep.host}, platform ${rep.platform}`}): ${rep.checks.map((x) => `${x.id} ${x.status}`).join(', ')} in ${rep.wallMs} ms`);
+    },
+    preflightFailed(pf, name) {
+      for (const f of pf.report.checks.filter((x) => x.status === 'fail')) note(`  ${statusMark('fail')} ${f.id}: ${f.observed}${f.fix ? `\n        fix: ${f.fix}` : ''}`);
+      note(`preflight failed: not launching ${name} (sparkctl preflight --profile ${name} shows every check; --skip-preflight launches anyway)`);
+    },
+    event(e) {
+      switch (e.type) {
+        case 'launched':
+          launched.push(e);
+          break;
+        case 'phase':
+          phases.set(e.replica, e.phase);
+          if (tty) prog.update([...phases].map(([n, p]) => `${n}: ${p}`).join(' | '));
+          else prog.phase(`${e.replica}: ${e.phase}`);
+          break;
+        case 'ready': {
+          ready.set(e.replica, e.ms);
+          if (ready.size < launched.length) break;
+          prog.done();
+          const slowest = Math.max(...ready.values());
+          say(`${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`);
+          say(table(launched.map((l) => [l.replica, `http://127.0.0.1:${l.port}/v1`, `GPUs ${l.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(ready.get(l.replica) ?? 0)])));
+          break;
+        }
+        case 'stopping':
+          prog.done();
+          if (e.why === 'signal') note(`stopping ${e.replicas} replica(s)`);
+          if (e.why === 'forced') note(`second interrupt: killing ${e.replicas} replica(s) now (SIGKILL), not waiting for a drain`);
+          break;
+        case 'prewarm-request': {
+          const q = e.request;
+          prog.update(`prewarm ${e.replica}: round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`);
+          break;
+        }
+        case 'exited':
+          note(`${e.replica} exited (${e.signal ?? `code ${e.code}`})`);
+          break;
+        default:
+          break;
+      }
+    },
+    outcome(o) {
+      prog.done();
+      switch (o.status) {
+        case 'interrupted':
+          note(`interrupted: stopped ${o.replicas.length} replica(s) of ${o.profile}; nothing is left running`);
+          return;
+        case 'launch-failed':
+          for (const r of o.replicas) if (r.failure) for (const l of failureLines(r, r.failure)) note(l);
+          note(`stopped every replica of ${o.profile}; nothing is left holding a port or a GPU`);
+          return;
+        case 'stopped':
+        case 'server-exited':
+          note(`server(s) of ${o.profile} ${o.status === 'stopped' ? 'stopped' : 'exited'}; nothing is left running`);
+          return;
+        default:
+          for (const r of o.replicas) {
+            const pw = prewarmLine(r);
+            if (pw) say(pw);
+          }
+          for (const r of o.replicas) {
+            const p = r.probe;
+            if (p) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
+          }
+          say(`stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`);
+      }
+    },
+  };
+}
+
+/** The first failure's cause, for scripts: id, the evidence line, the fix. */
+function headlineFailure(o: ServeOutcome) {
+  const r = o.replicas.find((x) => x.failure && x.failure.reason !== 'interrupted') ?? o.replicas.find((x) => x.failure);
+  if (!r?.failure) return null;
+  const d = r.failure;
+  return { replica: r.name, reason: d.reason, cause: d.causeId, text: d.cause ?? d.detail, evidence: d.evidence ?? null, fix: d.fix ?? null };
+}
+
+export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
+  return envelope('serve', {
+    status: o.status,
+    exitCode,
+    profile: o.profile,
+    engine: o.engine,
+    failure: headlineFailure(o),
+    replicas: o.replicas.map((r) => ({
+      name: r.name,
+      url: r.url,
+      port: r.port,
+      gpus: r.gpus,
+      pid: r.pid,
+      logFile: r.logFile,
+      readyMs: r.readyMs ?? null,
+      failure: r.failure ? { reason: r.failure.reason, detail: r.failure.detail, cause: r.failure.causeId, text: r.failure.cause ?? null, evidence: r.failure.evidence ?? null, fix: r.failure.fix ?? null, lastLines: r.failure.lastLines } : null,
+      prewarm: r.prewarm ?? null,
+      probe: r.probe ?? null,
+      exit: r.exit ?? null,
+    })),
+  });
+}
+
+/** --json: nothing while it runs; one envelope at the end (a failure envelope names cause, evidence, fix). */
+export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number): ServeRenderer {
+  return {
+    preflight() {},
+    event() {},
+    preflightFailed(pf, profile) {
+      say(
+        envelope('serve', {
+          status: 'preflight-failed',
+          exitCode: 1,
+          profile,
+          failure: { cause: 'preflight', checks: pf.report.checks.filter((x) => x.status === 'fail').map((x) => ({ id: x.id, observed: x.observed, fix: x.fix ?? null })) },
+          replicas: [],
+        }),
+      );
+    },
+    outcome(o) {
+      say(serveEnvelope(o, exitCodeOf(o)));
+    },
+  };
+}

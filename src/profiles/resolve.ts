@@ -1,0 +1,74 @@
+// A parsed profile checked against the host it is meant for: the platform baseline, the host's
+// shape (GPU count and per-GPU memory, read from the host's typed GPU facts when there are some),
+// and every cross-field problem. Parsing happens once (load.ts); validation once, here.
+import { loadProfile, loadPlatform, formatProblem, type Problem, type LoadedProfile } from './load.js';
+import type { Platform, Profile } from './schema.js';
+import { hostFromPlatform, validateProfile, type HostShape } from './validate.js';
+import { GIB } from './planner.js';
+import type { GpuFact } from '../host/gpu-facts.js';
+import { UsageError } from '../errors.js';
+
+const MIB = 1024 ** 2;
+
+export interface Resolved {
+  profile: Profile;
+  file: string;
+  platform: Platform;
+  host: HostShape;
+  problems: Problem[];
+  hostNote?: string;
+}
+
+export interface ResolveOptions {
+  profilesDir?: string;
+  sets?: string[];
+  gpus?: number;
+  platform?: string;
+  gpuMemoryBytes?: number;
+  host?: HostShape;
+}
+
+/**
+ * The host shape from the GPUs preflight read (pure). The memory a plan must fit is the smallest
+ * GPU's total (vLLM budgets gpuMemoryUtilization x total on each GPU); what a GPU does not report
+ * (GB10's unified memory, compute capability) comes from the platform baseline.
+ * undefined when no GPU was read: the caller falls back to the platform's shape.
+ */
+export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, gpusFlag?: number): HostShape | undefined {
+  if (!gpus.length) return undefined;
+  const totals = gpus.map((g) => g.memoryTotalMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m > 0);
+  const cc = gpus.find((g) => g.computeCapability)?.computeCapability;
+  return {
+    gpus: gpusFlag ?? gpus.length,
+    gpusSource: gpusFlag !== undefined ? 'flag' : 'detected',
+    gpuMemoryBytes: totals.length ? Math.min(...totals) * MIB : platform.gpu.memoryGiB * GIB,
+    computeCapability: cc ?? platform.gpu.computeCapability,
+    gpuName: gpus[0]!.name ?? platform.gpu.displayName,
+  };
+}
+
+/** Validate an already parsed profile against a platform and host shape (no file is read again). */
+export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host'> = {}): Resolved {
+  const { profile, file } = loaded;
+  const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
+  let host = opts.host ?? hostFromPlatform(platform, opts.gpus);
+  if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
+  const hostNote =
+    host.gpusSource === 'platform'
+      ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)`
+      : undefined;
+  return { profile, file, platform, host, problems: validateProfile(profile, host), hostNote };
+}
+
+export function resolveProfile(name: string, opts: ResolveOptions): Resolved {
+  return resolveLoaded(loadProfile(name, { profilesDir: opts.profilesDir, sets: opts.sets }), opts);
+}
+
+/** Errors stop the command with exit 2, listing every problem; warnings are returned. */
+export function requireValid(r: Resolved): string[] {
+  const errors = r.problems.filter((p) => p.severity === 'error');
+  if (errors.length) {
+    throw new UsageError(`profile ${r.profile.name} cannot run as planned: ${errors.length} problem(s)`, errors.map(formatProblem));
+  }
+  return r.problems.filter((p) => p.severity === 'warning').map(formatProblem);
+}
