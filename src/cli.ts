@@ -14,7 +14,8 @@ const lazy =
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 const intArg = (name: string) => (v: string) => {
-  const n = Number(v);
+  // Decimal digits only: Number() would also take 0x10, 1e3, ' 8 ' and 0b1.
+  const n = /^\d{1,9}$/.test(v) ? Number(v) : NaN;
   if (!Number.isInteger(n) || n < 0) throw new SparkError(`${name}: "${v}" is not a whole number`, ExitCode.badInput);
   return n;
 };
@@ -396,7 +397,7 @@ export async function main(argv: string[]): Promise<number> {
     if (e instanceof SparkError) {
       if (e.message) process.stderr.write(`sparkctl: ${e.message}\n`);
       for (const d of e.details) process.stderr.write(`  - ${d}\n`);
-      if (verbose && e.stack) process.stderr.write(e.stack + '\n');
+      // An ordinary outcome (exit 1-4) is not a bug: no stack trace, --verbose or not.
       return e.exitCode;
     }
     const err = e as Error;

@@ -3,11 +3,14 @@ import { RecordingHost } from '../host/host.js';
 import { gatherFacts } from '../preflight/facts.js';
 import { writeBundle } from '../host/bundle.js';
 import { note } from '../output/log.js';
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { ensureDir } from '../util/fs.js';
 import { UsageError } from '../errors.js';
 
 export async function run(opts: { out: string; timeout: number }) {
-  if (existsSync(opts.out) && readdirSync(opts.out).length) throw new UsageError(`--out ${opts.out}: the folder is not empty`, ['give a new folder; a bundle is never written over another']);
+  // A file, a dangling link or an unwritable place is bad input (exit 2), checked before the probes run.
+  ensureDir(opts.out, '--out', 'give a new folder (it is created) in a writable place');
+  if (readdirSync(opts.out).length) throw new UsageError(`--out ${opts.out}: the folder is not empty`, ['give a new folder; a bundle is never written over another']);
   const rec = new RecordingHost(new RealHost(opts.timeout));
   const started = performance.now();
   await gatherFacts(rec, { timeoutMs: opts.timeout });

@@ -4,12 +4,15 @@ import { prewarm, gpuMemoryReader, type PrewarmSettings } from '../health/prewar
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
 import { PrewarmBlock } from '../profiles/schema.js';
 import { envelope, c } from '../output/format.js';
+import { parseServerUrl } from '../util/url.js';
+import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { say, note, progress } from '../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError } from '../errors.js';
 
 export async function run(name: string | undefined, opts: { url?: string; model?: string; timeout?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
   let targets: Array<{ t: Target; s: PrewarmSettings }>;
   if (opts.url) {
+    parseServerUrl(opts.url, '--url');
     targets = [{ t: targetFromUrl(opts.url, opts.model), s: PrewarmBlock.parse({}) }];
   } else {
     if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL');
@@ -18,10 +21,12 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     targets = found.map(({ inst }) => ({ t: targetFromInstance(inst), s: inst.prewarm ?? PrewarmBlock.parse({}) }));
   }
   const prog = progress({ quiet: opts.json });
-  const results = await Promise.all(
+  const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
+  const clean = <T extends { target: string; url: string; error?: string }>(r: T): T => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), ...(r.error ? { error: redactText(r.error, secrets) } : {}) });
+  const raw = await Promise.all(
     targets.map(({ t, s }) =>
       prewarm(t, { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin }, (r) => {
-        const line = `${t.name} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(r.error ?? 'failed')}`;
+        const line = `${redactUrl(t.name)} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(redactText(r.error ?? 'failed', secrets))}`;
         if (opts.json) return;
         if (process.stderr.isTTY) prog.update(line);
         else note(line);
@@ -29,6 +34,7 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     ),
   );
   prog.done();
+  const results = raw.map(clean);
   if (opts.json) say(envelope('prewarm', { results }));
   else {
     for (const r of results) {

@@ -1,7 +1,9 @@
-import { readFileSync, mkdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { Registry } from '../engine/registry.js';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic, ensureDir, fsProblem } from '../util/fs.js';
+import { parseServerUrl } from '../util/url.js';
+import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from './common.js';
 import { probe, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
@@ -40,13 +42,23 @@ type State = Record<string, { state: ProbeResult['state']; preemptions?: number;
 
 export async function run(names: string[], opts: ProbeCli) {
   if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
+  for (const u of opts.url) parseServerUrl(u, '--url');
+  if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
   const dir = stateDir();
-  const reg = new Registry(dir);
+  // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
+  let stateProblem: unknown;
+  let reg: Registry | undefined;
+  try {
+    reg = new Registry(dir);
+  } catch (e) {
+    if (names.length || opts.all) throw e;
+    stateProblem = e;
+  }
   const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
-  const clusters: Target[] = reg.clusters().map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
-  const insts = opts.all ? reg.list() : names.flatMap((n) => {
-    const f = reg.find(n);
+  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const insts = !reg ? [] : opts.all ? reg.list() : names.flatMap((n) => {
+    const f = reg!.find(n);
     if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
     return f;
   });
@@ -63,17 +75,18 @@ export async function run(names: string[], opts: ProbeCli) {
   const statePath = join(dir, 'probe-state.json');
   let prev: State = {};
   try {
-    prev = JSON.parse(readFileSync(statePath, 'utf8'));
+    const p = JSON.parse(readFileSync(statePath, 'utf8'));
+    if (p && typeof p === 'object' && !Array.isArray(p)) prev = p;
   } catch {
-    /* first probe */
+    /* first probe (or an unreadable state file: rewritten below) */
   }
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
   // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
   // that has not answered by then is recorded as unreachable, and its request in flight is cancelled.
   const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
-  const last = new Map(targets.map(({ t }) => [t.url, opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
-  const results = await Promise.all(
+  const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
+  const raw = await Promise.all(
     targets.map(({ t, s }) => {
       const started = performance.now();
       const stop = new AbortController();
@@ -82,10 +95,10 @@ export async function run(names: string[], opts: ProbeCli) {
         ...s,
         timeoutMs: opts.timeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
-        lastPreemptions: prev[t.url]?.preemptions,
+        lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
         gpus: t.engine === 'vllm',
         gpuHost,
-        lastXidT: last.get(t.url)?.xidT,
+        lastXidT: last.get(redactUrl(t.url))?.xidT,
       });
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ProbeResult>((resolve) => {
@@ -98,6 +111,10 @@ export async function run(names: string[], opts: ProbeCli) {
       return Promise.race([work, late]).finally(() => clearTimeout(timer));
     }),
   );
+  // Nothing below (output, state, history, labels, webhook) sees a credential: URLs lose their
+  // userinfo, and keys a server echoed back in an error body are masked.
+  const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
+  const results = raw.map((r) => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })) }));
   // History: one sample per target per run (cost and report read it).
   if (opts.history !== false) {
     const at = new Date();
@@ -105,6 +122,7 @@ export async function run(names: string[], opts: ProbeCli) {
       const t = targets[k]!.t;
       const sample = buildSample({ at, target: r.target, url: r.url, profile: t.instance?.profile, verdict: r.state, ms: r.ms, steps: r.steps, ngpu: t.gpus?.length || r.gpu?.samples.length || undefined, vllm: r.vllm, gpus: r.gpu?.samples, xidT: r.xidT ?? last.get(r.url)?.xidT });
       try {
+        if (stateProblem) continue;
         appendSample(dir, sample);
       } catch (e) {
         note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
@@ -119,8 +137,13 @@ export async function run(names: string[], opts: ProbeCli) {
     else if (!prev[r.url] && r.state !== 'healthy') changed.push(r);
     next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
   }
-  mkdirSync(dir, { recursive: true });
-  writeFileAtomic(statePath, JSON.stringify(next, null, 2));
+  if (!stateProblem) {
+    try {
+      writeFileAtomic(statePath, JSON.stringify(next, null, 2));
+    } catch (e) {
+      stateProblem = fsProblem(e, 'probe state', statePath, 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
+  }
 
   if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
   else {
@@ -143,6 +166,12 @@ export async function run(names: string[], opts: ProbeCli) {
     if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
   }
   const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
+  if (stateProblem) {
+    const e = stateProblem as Error & { details?: string[] };
+    note(`sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`);
+    throw new ExitWith(code || ExitCode.badInput);
+  }
   if (code) throw new ExitWith(code);
 }
 
@@ -205,6 +234,11 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.flatMap((r) => (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`)),
     ...extra,
   ];
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileAtomic(path, lines.join('\n') + '\n');
+  const fix = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
+  ensureDir(dirname(path), '--prometheus folder', fix);
+  try {
+    writeFileAtomic(path, lines.join('\n') + '\n');
+  } catch (e) {
+    throw fsProblem(e, '--prometheus', path, fix);
+  }
 }

@@ -1,15 +1,42 @@
 import { resolveProfile, requireValid, sparkctlBin } from './common.js';
 import { say, note } from '../output/log.js';
+import { UsageError } from '../errors.js';
+import { resolve } from 'node:path';
+
+// systemd unit syntax: one setting a line, so a newline (or any control character) in a value
+// would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
+// escaped: % (specifiers) and $ (variable expansion) doubled, and every ExecStart= argument that is
+// not plain is double-quoted with C-style escapes, so a path with a space stays one argument.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function refuseControl(what: string, v: string) {
+  if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);
+}
+
+/** A value in a unit file line (Description=, a comment): specifiers escaped. */
+const unitValue = (v: string) => v.replace(/%/g, '%%');
+
+/** One ExecStart= argument, quoted per systemd.service(5) "Command lines". */
+export function execArg(a: string): string {
+  const v = a.replace(/%/g, '%%').replace(/\$/g, '$$$$');
+  if (/^[A-Za-z0-9_@+=:,./-]+$/.test(v)) return v;
+  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; envFile: string }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
-  const sparkctl = `${process.execPath} ${sparkctlBin()}`;
-  const sets = opts.set.map((s) => ` --set '${s.replace(/'/g, "'\\''")}'`).join('');
-  const profArg = opts.profiles ? ` --profiles ${opts.profiles}` : '';
+  for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
+  refuseControl('description', p.description ?? '');
+  refuseControl('profile name', p.name);
+  refuseControl('--env-file', opts.envFile);
+  if (opts.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/.test(opts.user)) throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
+  if (!/^[A-Za-z0-9._-]+$/.test(p.name)) throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
+  const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
+  const serveArgs = ['serve', p.name, ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []), ...opts.set.flatMap((s) => ['--set', s]), '--foreground', '--no-prewarm'];
   const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
-  const unit = `# sparkctl systemd ${p.name}: ${p.description}
+  const unit = `# sparkctl systemd ${p.name}: ${unitValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/sparkctl-${p.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}
 [Unit]
@@ -24,13 +51,13 @@ StartLimitBurst=5
 [Service]
 Type=simple
 ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (${p.server.apiKeyEnv}=...)` : ''} lives here, mode 0600, never in the unit or the profile.
-EnvironmentFile=-${opts.envFile}
+EnvironmentFile=-${unitValue(opts.envFile)}
 Environment=SPARKCTL_STATE_DIR=/var/lib/sparkctl
 Environment=NO_COLOR=1
 # serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
-ExecStart=${sparkctl} serve ${p.name}${profArg}${sets} --foreground --no-prewarm
+ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
-ExecStartPost=${sparkctl} prewarm ${p.name} --timeout ${p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds}
+ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
 TimeoutStartSec=${startBudget}
 # vLLM drains running requests on SIGTERM; sparkctl escalates to SIGKILL after its own timeout.
 KillMode=mixed

@@ -1,7 +1,7 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
 import { mkdirSync, readdirSync, readFileSync, rmSync, closeSync, writeSync, renameSync, readlinkSync, linkSync, statSync } from 'node:fs';
-import { writeFileAtomic, fsProblem, openExclusiveTemp } from '../util/fs.js';
+import { writeFileAtomic, fsProblem, openExclusiveTemp, ensureDir } from '../util/fs.js';
 import { join, basename, dirname } from 'node:path';
 import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
@@ -91,8 +91,11 @@ export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
     this.dir = join(stateDir, 'instances');
-    mkdirSync(this.dir, { recursive: true });
-    mkdirSync(join(stateDir, 'logs'), { recursive: true });
+    // A state folder that is a file, a dangling link, read-only or under /proc is bad input (exit 2).
+    const fix = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
+    ensureDir(stateDir, 'state folder', fix);
+    ensureDir(this.dir, 'state folder', fix);
+    ensureDir(join(stateDir, 'logs'), 'state folder', fix);
   }
 
   private file(name: string) {
@@ -100,7 +103,11 @@ export class Registry {
   }
 
   write(inst: Instance) {
-    writeFileAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
+    try {
+      writeFileAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
+    } catch (e) {
+      throw fsProblem(e, 'registry entry', this.file(inst.name), 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
   }
 
   remove(name: string) {

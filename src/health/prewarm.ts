@@ -1,7 +1,8 @@
 // Prewarm: rounds of 1-token requests at 128, 1024 and 4096 prompt tokens (exact through /tokenize,
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
-import { waitReady, type Target } from './target.js';
+import { servedModels } from '../client/shapes.js';
+import type { Target } from './target.js';
 import { readGpus } from './gpu.js';
 
 /** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */
@@ -63,9 +64,16 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   return { prompt: make(chars), exact: false };
 }
 
-/** /health 200 before the deadline, through the one readiness wait (the models are read next). */
-export async function waitHealthy(t: Target, deadline: number): Promise<boolean> {
-  return (await waitReady({ url: t.url, deadlineMs: Math.max(0, deadline - Date.now()), pollMs: 200 })).ok;
+/** Wait (until the deadline) for /health 200; a host that does not resolve ends the wait at once. */
+export async function waitHealthy(t: Target, deadline: number, why?: { last?: string }): Promise<boolean> {
+  while (Date.now() < deadline) {
+    const h = await http(`${t.url}/health`, { timeoutMs: Math.max(1, Math.min(2000, deadline - Date.now())) });
+    if (h.ok && h.status === 200) return true;
+    if (why) why.last = h.ok ? `/health answered HTTP ${h.status}` : h.message;
+    if (!h.ok && h.error === 'unresolved') return false;
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(200, deadline - Date.now()))));
+  }
+  return false;
 }
 
 export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void, readGpuMemory?: GpuMemoryReader): Promise<PrewarmResult> {
@@ -75,10 +83,13 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   const result: PrewarmResult = { target: t.name, url: t.url, servedName: t.servedName ?? '', exactLengths: true, requests: [], rounds: 0, settled: false, cold: {}, warm: {}, totalMs: 0 };
   const finish = (error?: string) => ({ ...result, error, totalMs: Date.now() - started });
   // After a restart (systemd ExecStartPost) the server may still be loading: wait for it.
-  if (!(await waitHealthy(t, deadline))) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s`);
+  const why: { last?: string } = {};
+  if (!(await waitHealthy(t, deadline, why))) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s${why.last ? ` (${why.last})` : ''}`);
   const models = await http(`${t.url}/v1/models`, { timeoutMs: left(), apiKey: t.apiKey });
   if (!models.ok || models.status !== 200) return finish(`GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`);
-  const entry = (models.json?.data ?? []).find((d: { id: string }) => !t.servedName || d.id === t.servedName) ?? models.json?.data?.[0];
+  const listed = servedModels(models.json, models.body);
+  if (!listed.ok) return finish(listed.problem);
+  const entry = listed.models.find((d) => !t.servedName || d.id === t.servedName) ?? listed.models[0];
   if (!entry) return finish('the server lists no model');
   result.servedName = entry.id;
   t = { ...t, servedName: entry.id };

@@ -1,6 +1,7 @@
 // The deep probe: live, identity, a real 1-token generation, metrics, GPUs, auth. Every step has
 // its own deadline and its own line; /health 200 alone proves nothing (vLLM issues 39863, 16259).
 import { http } from '../client/http.js';
+import { servedModels } from '../client/shapes.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import type { Target } from './target.js';
 import { readGpuRows, readXid, judgeGpus, type GpuVerdict, type XidEvent } from './gpu.js';
@@ -63,7 +64,7 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
   if (!h.ok) {
     add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
-    return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' ? 'unreachable' : 'unhealthy');
+    return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' || h.error === 'unresolved' ? 'unreachable' : 'unhealthy');
   }
   if (h.status === 503) {
     add('live', 'fail', 'engine dead: /health answers 503 (EngineDeadError)', h.ms);
@@ -83,7 +84,12 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     add('identity', 'fail', m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`, m.ms);
     return done('unhealthy');
   }
-  const ids: string[] = (m.json?.data ?? []).map((d: { id: string }) => d.id);
+  const listed = servedModels(m.json, m.body);
+  if (!listed.ok) {
+    add('identity', 'fail', listed.problem, m.ms);
+    return done('unhealthy');
+  }
+  const ids = listed.models.map((d) => d.id);
   if (served && !ids.includes(served)) {
     add('identity', 'fail', `serves ${ids.join(', ') || 'nothing'}, expected ${served}: another server on the port?`, m.ms);
     return done('unhealthy');

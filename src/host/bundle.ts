@@ -1,6 +1,7 @@
 // Support bundle v1: a folder with manifest.json and one file per output. Never a secret.
 import { mkdir } from 'node:fs/promises';
 import { writeFileAtomic } from '../util/fs.js';
+import { redactText } from '../util/redact.js';
 import { join } from 'node:path';
 import { hostname, arch } from 'node:os';
 import type { RecordingHost } from './host.js';
@@ -54,5 +55,5 @@ async function sysinfoVersion(): Promise<string> {
 
 /** Values of secret-named variables that leaked into an output (a process environment, a command line). */
 export function redact(text: string): string {
-  return text.replace(/\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_]*)=(\S+)/g, '$1=<redacted>');
+  return redactText(text);
 }

@@ -1,4 +1,5 @@
 // Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
+import { isDir } from '../util/fs.js';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +34,11 @@ export function formatProblem(p: Problem): string {
 
 export function profileDirs(extra?: string): string[] {
   const dirs: string[] = [];
-  if (extra) dirs.push(resolve(extra));
+  if (extra) {
+    // A --profiles folder that is missing or not a folder is a mistake to say, not to ignore.
+    if (!isDir(extra)) throw new UsageError(`--profiles ${extra}: ${existsSync(extra) ? 'is not a folder' : 'does not exist'}`, ['give the folder that holds your profile YAML files']);
+    dirs.push(resolve(extra));
+  }
   for (const d of (process.env.SPARKCTL_PROFILES ?? '').split(':').filter(Boolean)) dirs.push(resolve(d));
   dirs.push(BUILTIN_DIR);
   return dirs;
@@ -48,7 +53,7 @@ export interface ProfileSource {
 export function listProfiles(extra?: string): ProfileSource[] {
   const seen = new Map<string, ProfileSource>();
   for (const dir of profileDirs(extra)) {
-    if (!existsSync(dir)) continue;
+    if (!isDir(dir)) continue;
     for (const f of readdirSync(dir).sort()) {
       if (!/\.ya?ml$/.test(f)) continue;
       const name = f.replace(/\.ya?ml$/, '');
@@ -86,9 +91,12 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
     value = valueText;
   }
   const keys = path.split('.');
+  // __proto__.x=1 would write to Object.prototype (every object of the process): never a field.
+  const bad = keys.find((k) => k === '__proto__' || k === 'constructor' || k === 'prototype' || k === '');
+  if (bad !== undefined) throw new UsageError(`--set ${path}: "${bad}" is not a field of a profile`, ['fields are like engine.maxModelLen; sparkctl profiles show NAME lists them']);
   let cur: Record<string, unknown> = raw;
   for (const k of keys.slice(0, -1)) {
-    if (cur[k] === undefined) cur[k] = {};
+    if (!Object.hasOwn(cur, k) || cur[k] === undefined) cur[k] = {};
     const next = cur[k];
     if (typeof next !== 'object' || next === null || Array.isArray(next)) {
       throw new UsageError(`--set ${path}: "${k}" is not a block of the profile`);

@@ -5,7 +5,7 @@ const positiveInt = z.number().int().positive();
 const port = z.number().int().min(1).max(65535);
 
 /** Variables whose names look like secrets: never written to a profile, argv, a log or a bundle. */
-export const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+export { SECRET_NAME } from '../util/redact.js';
 
 export const ModelBlock = z
   .strictObject({

@@ -5,9 +5,9 @@
 // O_NOFOLLOW on a link), and a reader never sees a half file (rename is atomic in one folder).
 // Folders are checked the same way: a file, a dangling link or a read-only place where a folder
 // must be is bad input (exit 2) that names the path and the fix, never an internal error.
-import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, constants } from 'node:fs';
+import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, accessSync, realpathSync, constants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { dirname, basename, join } from 'node:path';
+import { dirname, basename, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 
 const FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -61,7 +61,7 @@ const WHY: Record<string, string> = {
   ENOTDIR: 'a part of the path is a file, not a folder',
   EEXIST: 'exists and is not a folder',
   EISDIR: 'is a folder',
-  ENOENT: 'does not exist',
+  ENOENT: 'does not exist and cannot be created there',
   ELOOP: 'is a symbolic link (sparkctl never writes through links)',
   ENOSPC: 'the disk is full',
   EDQUOT: 'the disk quota is exhausted',
@@ -76,15 +76,43 @@ export function fsProblem(e: unknown, what: string, path: string, fix: string): 
   return new UsageError(`${what} ${path}: ${WHY[code] ?? (e as Error).message} (${code})`, [fix]);
 }
 
+/** mkdir -p, one level at a time (Node's recursive mkdir spins on some pseudo file systems, e.g. under /proc). */
+function mkdirP(dir: string) {
+  const missing: string[] = [];
+  let d = resolve(dir);
+  for (;;) {
+    try {
+      statSync(d);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      missing.unshift(d);
+      const up = dirname(d);
+      if (up === d) break;
+      d = up;
+    }
+  }
+  for (const m of missing) {
+    try {
+      mkdirSync(m);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
 /**
  * Make sure `dir` is a real, writable folder (created if missing). A file, a dangling link or an
  * unwritable place is a UsageError (exit 2) naming `what`, the path and `fix`.
  */
 export function ensureDir(dir: string, what: string, fix: string): void {
   try {
-    mkdirSync(dir, { recursive: true });
+    mkdirP(dir);
     const st = statSync(dir);
     if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+    // Writable? (EROFS even as root; EACCES for others.) /proc and /sys take no files either.
+    accessSync(dir, constants.W_OK);
+    if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir))) throw Object.assign(new Error('pseudo file system'), { code: 'EINVAL' });
   } catch (e) {
     // mkdir -p on a dangling link says EEXIST: say what it really is.
     try {

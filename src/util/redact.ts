@@ -1,0 +1,56 @@
+// The ONE rule for what is secret, and the redaction applied wherever sparkctl writes output,
+// files, metric labels or webhooks: variables whose NAME looks secret, credentials in a URL
+// (http://user:pass@host, ?api_key=...), bearer tokens, and the values of known secrets (an API
+// key a server echoes back in its error body).
+
+/** Variable (or field) names that look like secrets: never written to a profile, argv, a log, a bundle or a label. */
+export const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+
+export const isSecretName = (name: string) => SECRET_NAME.test(name);
+
+const MASK = '<redacted>';
+
+/** A URL without its userinfo and with secret-named query values masked; text that is not a URL is returned redacted as text. */
+export function redactUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return redactText(url);
+  }
+  if (!u.username && !u.password && ![...u.searchParams.keys()].some(isSecretName)) return url;
+  if (u.username || u.password) {
+    u.username = '';
+    u.password = '';
+  }
+  for (const k of [...u.searchParams.keys()]) if (isSecretName(k)) u.searchParams.set(k, MASK);
+  let out = u.toString();
+  // URL adds a trailing slash to a bare origin: keep the caller's form.
+  if (!/\/$/.test(url.split(/[?#]/)[0]!) && u.pathname === '/' && !u.search && !u.hash) out = out.replace(/\/$/, '');
+  return out;
+}
+
+/** Values of secret-named variables of this environment (and extra known secrets), longest first. */
+export function knownSecrets(extra: Array<string | undefined> = [], env: NodeJS.ProcessEnv = process.env): string[] {
+  const vals = new Set<string>();
+  for (const [k, v] of Object.entries(env)) if (v && v.length >= 6 && isSecretName(k)) vals.add(v);
+  for (const v of extra) if (v && v.length >= 4) vals.add(v);
+  return [...vals].sort((a, b) => b.length - a.length);
+}
+
+const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_NAME.source})[A-Za-z0-9_]*)=([^\\s&'"]+)`, 'gi');
+
+const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Free text (a server's error body, a log line, a command output) with every secret masked. */
+export function redactText(text: string, secrets: string[] = knownSecrets()): string {
+  let out = text
+    // userinfo in any URL in the text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]+@/gi, `$1${MASK}@`)
+    // NAME=value of secret-named variables (environments, command lines)
+    .replace(SECRET_ASSIGNMENT, `$1=${MASK}`)
+    // Authorization: Bearer xxx
+    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${MASK}`);
+  for (const s of secrets) out = out.replace(new RegExp(esc(s), 'g'), MASK);
+  return out;
+}
