@@ -265,7 +265,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   failure(
     'port in use (someone else listens on it)',
     async () => {
-      squatter = createServer().listen(port, '127.0.0.1');
+      // It closes what it accepts: a squatter that leaves sockets unread keeps them in CLOSE-WAIT and close() never ends.
+      squatter = createServer((s) => s.destroy()).listen(port, '127.0.0.1');
       await new Promise((r, j) => squatter!.once('listening', r).once('error', j));
       try {
         return await serve([], ['--json']);
