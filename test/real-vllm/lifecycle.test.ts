@@ -14,7 +14,8 @@ import parsePrometheus from 'parse-prometheus-text-format';
 import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, type SimHandle } from '../helpers.js';
 import { realVllmUnavailable, VLLM_BIN, PROFILES } from './real.js';
 import { runScript, type Observed } from './fidelity.js';
-import { phaseOf } from '../../src/engine/classify.js';
+import { phaseOf, classifyLog } from '../../src/engine/classify.js';
+import { execa } from 'execa';
 import { groupMembers } from '../../src/engine/proc.js';
 
 const why = realVllmUnavailable();
@@ -265,7 +266,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   failure(
     'port in use (someone else listens on it)',
     async () => {
-      squatter = createServer().listen(port, '127.0.0.1');
+      // It closes what it accepts: a squatter that leaves sockets unread keeps them in CLOSE-WAIT and close() never ends.
+      squatter = createServer((s) => s.destroy()).listen(port, '127.0.0.1');
       await new Promise((r, j) => squatter!.once('listening', r).once('error', j));
       try {
         return await serve([], ['--json']);
@@ -277,7 +279,19 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     /^the port is already in use$/,
     /--set server\.port=N/,
   );
-  failure('unknown flag', () => serve(['engine.extraArgs=["--no-such-flag"]'], ['--json']), 'unrecognized-argument', /this vLLM does not know the flag\(s\) --no-such-flag/, /remove the flag from engine\.extraArgs/);
+  it('unknown flag: refused by sparkctl before launching (exit 2, the flag named), nothing started, the log untouched', async () => {
+    const logBefore = logText().length;
+    const r = await serve(['engine.extraArgs=["--no-such-flag"]'], ['--json']);
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/--no-such-flag is not accepted by vLLM 0\.27\.2/);
+    expect(r.stderr).toMatch(/remove it from engine\.extraArgs/);
+    expect(logText().length).toBe(logBefore);
+    expect(ours()).toEqual([]);
+    // The real parser's own refusal is what the classifier reads when a flag slips past the tables.
+    const real = await execa(join(ROOT, VLLM_BIN), ['serve', '.cache/tiny-qwen3', '--no-such-flag'], { cwd: ROOT, reject: false, timeout: 5 * MIN, env: { HF_HUB_OFFLINE: '1', SPARKCTL_TEST_CASE: marker } });
+    expect(real.exitCode).toBe(2);
+    expect(classifyLog(String(real.stderr))).toMatchObject({ id: 'unrecognized-argument', cause: expect.stringContaining('--no-such-flag') });
+  }, 6 * MIN);
   failure(
     "max model len above the model's maximum (the profile's facts are wrong: the folder's config says 2048)",
     () => serve(['model.maxContext=8192', 'engine.maxModelLen=4096'], ['--json']),
