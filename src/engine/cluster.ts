@@ -95,6 +95,18 @@ export async function readCluster(nf: NodesFile, signal?: AbortSignal): Promise<
 
 const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
 
+/**
+ * One node's `ray start` under its deadline. Ray gives a raylet a fixed 30 s to register with the
+ * GCS ("The current node timed out during startup"); a busy machine can miss that once. Transient:
+ * clean that node and try once more, as an operator would.
+ */
+async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number, signal?: AbortSignal): Promise<Remote> {
+  const r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+  if (r.exitCode === 0 || !/timed out during startup/.test(r.stderr + r.stdout)) return r;
+  await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
+  return ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+}
+
 export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
@@ -128,20 +140,13 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const joinS = plan.joinTimeoutS ?? 90;
   const headStep = plan.steps[0]!;
   ours.add(nf.head);
-  const h = await ssh(nf, nf.head, rayStart(headStep), { remoteTimeoutS: joinS, signal });
+  const h = await startRay(nf, nf.head, headStep, joinS, signal);
   if (h.exitCode !== 0) return fail({ message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`, fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`, evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10) });
   emit({ type: 'ray-head', node: nf.head.name });
   const joins = await Promise.all(plan.steps.slice(1).map(async (s) => {
     const n = nodeOf(s.node);
     ours.add(n);
-    let r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
-    // Ray gives a raylet a fixed 30 s to register with the GCS; on a busy head it can miss that
-    // once. Transient: clean that node and try once more (what an operator would do).
-    if (r.exitCode !== 0 && /timed out during startup/.test(r.stderr + r.stdout)) {
-      await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
-      r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
-    }
-    return { s, r };
+    return { s, r: await startRay(nf, n, s, joinS, signal) };
   }));
   const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
   if (failedJoins.length) {
