@@ -1,7 +1,7 @@
 // Why a launch did not become ready, in one screen instead of 300 lines of traceback: the reason
 // the supervisor saw, the cause classified from what THIS launch wrote to its log (with the line
 // that told), and the fix. One function for one node and for the head of a Ray cluster.
-import { classifyLog } from './classify.js';
+import { classifyLog, classifyStall } from './classify.js';
 import type { NotReady, NotReadyReason } from '../health/target.js';
 
 export type { NotReady, NotReadyReason };
@@ -43,7 +43,8 @@ export function diagnose(result: NotReady, log: string, keepLines = 20): Diagnos
     .filter((x) => x.trim())
     .slice(-keepLines);
   // A log cause explains an exit; a stall or a timeout is explained by itself unless the log says more.
-  const c = result.reason === 'interrupted' ? undefined : classifyLog(log);
+  // A stall or a timeout: where the log stopped may name the hang (Ray placement group, P2P/NCCL).
+  const c = result.reason === 'interrupted' ? undefined : result.reason === 'stalled' || result.reason === 'timeout' ? classifyStall(log) : classifyLog(log);
   if (c) return { ...result, causeId: c.id, cause: c.cause, fix: c.fix, evidence: c.evidence, lastLines };
   const e = EXPLAIN[result.reason];
   return { ...result, causeId: result.reason, cause: e?.cause, fix: e?.fix, lastLines };

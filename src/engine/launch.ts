@@ -8,7 +8,10 @@ import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
 import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
-import { phaseOf } from './classify.js';
+import { phaseOf, classifyStall } from './classify.js';
+
+/** How long a log must be quiet at a known hang line before the wait names it (vLLM logs every few s while it works). */
+export const HANG_QUIET_MS = 15_000;
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
 import { waitReady, type ReadyResult } from '../health/target.js';
@@ -72,6 +75,13 @@ export function superviseReady(
     signal: opts.signal,
     stallMs: opts.stallMs,
     quietMs: () => Date.now() - l.tail.lastActivity,
+    // A log that stopped at a known hang is named after a short quiet spell, not the stall timeout.
+    hung: () => {
+      const quiet = Date.now() - l.tail.lastActivity;
+      if (quiet < Math.min(HANG_QUIET_MS, opts.stallMs)) return undefined;
+      const h = classifyStall(l.tail.text());
+      return h?.stall ? `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}` : undefined;
+    },
     onPoll: () => {
       for (const line of l.tail.poll()) {
         const p = phaseOf(line);

@@ -64,6 +64,11 @@ export interface ReadyWatch {
   /** ms since the last sign of life (log output); past stallMs the wait ends as stalled */
   quietMs?: () => number;
   stallMs?: number;
+  /**
+   * A hang named from the log before the stall timeout (a Ray placement-group wait, a P2P/NCCL
+   * set-up hang): why, or undefined. Ends the wait as stalled within seconds, with that why.
+   */
+  hung?: () => string | undefined;
   /** called on every round (read the log, report phases) */
   onPoll?: () => void | Promise<void>;
   pollMs?: number;
@@ -102,6 +107,8 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
     if (w.stallMs !== undefined && quiet !== undefined && quiet > w.stallMs) {
       return { ok: false, reason: 'stalled', detail: `no log output for ${Math.round(quiet / 1000)} s (stall timeout): stuck loading?`, ms: elapsed() };
     }
+    const hung = w.hung?.();
+    if (hung) return { ok: false, reason: 'stalled', detail: hung, ms: elapsed() };
     // Connection refused until the engine is up is normal for vLLM: keep polling, briefly.
     const left = Math.max(1, w.deadlineMs - elapsed());
     const h = await http(`${w.url}/health`, { timeoutMs: Math.min(1000, left) });

@@ -87,6 +87,15 @@ describe('waitReady', () => {
     expect(!r.ok && r.detail).toMatch(/no log output for 5 s \(stall timeout\)/);
   });
 
+  it('a hang named from the log ends the wait long before the stall limit', async () => {
+    const port = await freePort();
+    let rounds = 0;
+    const hung = () => (++rounds >= 3 ? 'stopped at a known hang: Ray cannot place the workers' : undefined);
+    const r = await waitReady({ url: `http://127.0.0.1:${port}`, servedName: 'm', deadlineMs: 60_000, stallMs: 600_000, quietMs: () => 0, hung, pollMs: 10 });
+    expect(r).toMatchObject({ ok: false, reason: 'stalled', detail: /Ray cannot place the workers/ });
+    expect(rounds).toBe(3);
+  });
+
   it('cancellation ends the wait promptly (interrupted)', async () => {
     const port = await freePort();
     const ac = new AbortController();
