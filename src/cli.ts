@@ -226,7 +226,7 @@ Examples:
     .option('--prometheus <file>', 'write a node_exporter textfile (atomically)')
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
-    .option('--deadline <ms>', 'deadline of the whole run, so cron never stacks probes (default: the step deadline x 7)', intArg('--deadline'))
+    .option('--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms'))
     .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
     .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
     .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
@@ -259,6 +259,25 @@ Examples:
   sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
   sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
     .action(lazy(() => import('./commands/cost.js')));
+
+  program
+    .command('report')
+    .argument('<name>', 'instance, profile or URL the probe history knows')
+    .option('--since <window>', 'window: 7d, 24h, 90m or an ISO time', '7d')
+    .option('--until <time>', 'end of the window (default now)')
+    .option('--html <file>', 'also write a self-contained HTML page with charts')
+    .option('--gpu-hour-price <usd>', 'include cost (or probe.gpuHourPriceUsd in the profile)')
+    .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
+    .option('--gpus <n>', 'GPUs the server holds, when the history does not say')
+    .option('--utilization <share>', 'GPU utilisation 0..1 when no GPU readings were taken')
+    .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
+    .option('--json', 'machine-readable output')
+    .description('uptime, incidents, TTFT/ITL, tokens, cost and GPU trends over a window of probe history')
+    .addHelpText('after', `
+Examples:
+  sparkctl report qwen3.5-9b
+  sparkctl report qwen3.5-9b --since 24h --html /tmp/qwen.html --gpu-hour-price 2.50`)
+    .action(lazy(() => import('./commands/report.js')));
 
   profileOpts(
     program

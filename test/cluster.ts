@@ -32,7 +32,8 @@ case "$1" in
     if [ -e "$RAYFAKE_DIR/fail-$RAYFAKE_NODE" ]; then echo "ConnectionError: could not connect to the GCS at the head (simulated)" >&2; exit 1; fi
     gpus=$(echo " $* " | sed -n 's/.* --num-gpus \\([0-9]*\\) .*/\\1/p')
     [ -e "$RAYFAKE_DIR/gpus-$RAYFAKE_NODE" ] && gpus=$(cat "$RAYFAKE_DIR/gpus-$RAYFAKE_NODE")
-    echo "$gpus" > "$RAYFAKE_DIR/node-$RAYFAKE_NODE"; echo "Ray runtime started."; exit 0;;
+    ip=$(echo " $* " | sed -n 's/.* --node-ip-address \\([0-9.]*\\) .*/\\1/p')
+    echo "$gpus" > "$RAYFAKE_DIR/node-$RAYFAKE_NODE"; echo "$ip" > "$RAYFAKE_DIR/ip-$RAYFAKE_NODE"; echo "Ray runtime started."; exit 0;;
   status)
     ls "$RAYFAKE_DIR"/node-* >/dev/null 2>&1 || { echo "ConnectionError: Could not find any running Ray instance." >&2; exit 1; }
     total=$(cat "$RAYFAKE_DIR"/node-* | awk '{s+=$1} END {print s}')
@@ -41,9 +42,20 @@ case "$1" in
     echo "Pending:"; echo " (no pending nodes)"; echo "Recent failures:"; echo " (no failures)"; echo
     echo "Resources"; echo "---------------------------------------------------------------"; echo "Usage:"; echo " 0.0/64.0 CPU"; echo " 0.0/$total.0 GPU"; exit 0;;
   stop)
-    rm -f "$RAYFAKE_DIR/node-$RAYFAKE_NODE"; echo "Stopped all 0 Ray processes."; exit 0;;
+    rm -f "$RAYFAKE_DIR/node-$RAYFAKE_NODE" "$RAYFAKE_DIR/ip-$RAYFAKE_NODE"; echo "Stopped all 0 Ray processes."; exit 0;;
 esac
 echo "ray: unknown command $1" >&2; exit 2
+`;
+
+// The scripted ray's interpreter (sparkctl runs "$(dirname ray)/python" for Ray's node list): the
+// nodes the scripted ray started, as Ray's GCS would list them.
+const PYTHON = `#!/bin/bash
+echo "$RAYFAKE_NODE python" >> "$RAYFAKE_DIR/calls.log"
+case "$2" in *get_cluster_status*) ;; *) echo "ModuleNotFoundError: No module named 'ray'" >&2; exit 1;; esac
+ls "$RAYFAKE_DIR"/node-* >/dev/null 2>&1 || { echo "ConnectionError: GCS not reachable" >&2; exit 1; }
+sep=''; printf '{"nodes": ['
+for f in "$RAYFAKE_DIR"/node-*; do n=\${f##*/node-}; printf '%s{"id": "%s", "ip": "%s", "state": "IDLE", "gpus": %s}' "$sep" "$n" "$(cat "$RAYFAKE_DIR/ip-$n")" "$(cat "$f")"; sep=', '; done
+echo ']}'
 `;
 
 /** An 8-GPU version of the real 2 x H200 bundle; driver optionally edited (a mismatched node). */
@@ -153,7 +165,10 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
     mkdirSync(join(nd, 'bin'), { recursive: true });
     mkdirSync(join(nd, 'home'), { recursive: true });
     mkdirSync(join(nd, 'tmp'), { recursive: true });
-    if (ray === 'scripted') writeFileSync(join(nd, 'bin', 'ray'), RAY, { mode: 0o755 });
+    if (ray === 'scripted') {
+      writeFileSync(join(nd, 'bin', 'ray'), RAY, { mode: 0o755 });
+      writeFileSync(join(nd, 'bin', 'python'), PYTHON, { mode: 0o755 });
+    }
     nodeBundle(join(nd, 'bundle'), opts.mismatchNode === i ? '580.95.05' : undefined);
     writeFileSync(
       join(nd, 'bin', 'sparkctl'),
@@ -172,6 +187,10 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
       'NO_COLOR=1',
       // Ray on a 2-core test machine: no usage report, no dashboard UI build, quiet.
       'RAY_USAGE_STATS_ENABLED=0',
+      // No idle Python workers started ahead of time: on a loaded 2-core machine four nodes starting
+      // them at once pass Ray's fixed 30 s raylet start-up wait ("The current node timed out during startup").
+      'RAY_enable_worker_prestart=0',
+      'RAY_prestart_worker_first_driver=0',
     ]);
   }
   const env: Record<string, string> = {};

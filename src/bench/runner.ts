@@ -75,7 +75,9 @@ async function until(t: number, stop?: AbortSignal) {
   for (;;) {
     if (stop?.aborted) return;
     const left = (t - now()) * 1000;
-    if (left <= 0) return;
+    // Due (or late): still let I/O run once, or a client behind schedule would send everything
+    // in one synchronous burst and read no answer meanwhile (the lag would feed itself).
+    if (left <= 0) return void (await new Promise((r) => setImmediate(r)));
     if (left > 2) await new Promise((r) => setTimeout(r, left - 1.5));
     else await new Promise((r) => setImmediate(r));
   }
@@ -100,8 +102,17 @@ export function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream'
 export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTime: number): Promise<RequestOutput> {
   const path = cfg.endpoint === 'chat' ? '/v1/chat/completions' : '/v1/completions';
   const out: RequestOutput = { success: false, error: '', promptLen: r.promptLen, outputTokens: 0, ttft: 0, itl: [], latency: 0, startTime: 0, scheduledTime };
-  const deadline = AbortSignal.timeout(cfg.requestTimeoutMs);
-  const signal = cfg.abort ? AbortSignal.any([deadline, cfg.abort]) : deadline;
+  // One controller per request, its timer and listener removed when it ends: AbortSignal.any over
+  // the run's long-lived signal would keep every request's signal alive until the run ends.
+  const ctl = new AbortController();
+  let byDeadline = false;
+  const timer = setTimeout(() => {
+    byDeadline = true;
+    ctl.abort();
+  }, cfg.requestTimeoutMs);
+  const onAbort = () => ctl.abort();
+  cfg.abort?.addEventListener('abort', onAbort, { once: true });
+  const signal = ctl.signal;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (cfg.apiKey) headers.authorization = `Bearer ${cfg.apiKey}`;
   const payload = JSON.stringify(requestBody(cfg, r));
@@ -190,12 +201,14 @@ export async function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, sched
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = err.code ?? err.cause?.code;
-    const aborted = Boolean(cfg.abort?.aborted);
-    const byDeadline = deadline.aborted && !aborted;
+    const aborted = Boolean(cfg.abort?.aborted) && !byDeadline;
     out.failure = e instanceof SseError ? 'bad_stream' : e instanceof SyntaxError ? 'bad_stream' : classifyFailure({ code, name: err.name, aborted, deadline: byDeadline });
     out.error = byDeadline ? `no complete answer within the request deadline (${cfg.requestTimeoutMs} ms)` : aborted ? 'aborted (interrupted)' : oneLine(err.message ?? String(e));
     out.latency = now() - st;
     return out;
+  } finally {
+    clearTimeout(timer);
+    cfg.abort?.removeEventListener('abort', onAbort);
   }
 }
 

@@ -22,7 +22,7 @@ export interface CostCli {
   profiles?: string;
 }
 
-export const CRON_LINE = '*/5 * * * * sparkctl probe --all --quiet --deadline 240000 --prometheus /var/lib/node_exporter/textfile_collector/sparkctl.prom';
+export const CRON_LINE = '*/5 * * * * sparkctl probe --all --quiet --deadline 4m --prometheus /var/lib/node_exporter/textfile_collector/sparkctl.prom';
 
 const positive = (flag: string, v: string | undefined, max = Infinity): number | undefined => {
   if (v === undefined) return undefined;
@@ -71,7 +71,7 @@ export function window(opts: { since?: string; until?: string }, dflt: string, n
 }
 
 export function noHistory(name: string, dir: string, any: boolean): never {
-  throw new ProblemsFound(`no probe history for ${name}${any ? ' in this window' : ''} (${historyDir(dir)})`, any ? ['widen --since, or check the name (sparkctl status)'] : ['the cron probe writes it; start it with:', `  ${CRON_LINE}`, 'or run `sparkctl probe NAME` by hand a few times']);
+  throw new ProblemsFound(`${any ? `fewer than two probes of ${name} in this window` : `no probe history for ${name}`} (${historyDir(dir)})`, [...(any ? ['widen --since, or check the name (sparkctl status)'] : []), 'the cron probe writes the history; start it with:', `  ${CRON_LINE}`, 'or run `sparkctl probe NAME` by hand a few times']);
 }
 
 export function costFor(name: string, opts: CostCli, now = Date.now()): { result: CostResult; price: Price; compare: number; skipped: number; since: string } {
@@ -82,9 +82,9 @@ export function costFor(name: string, opts: CostCli, now = Date.now()): { result
   if (gpus !== undefined && !Number.isInteger(gpus)) throw new UsageError(`--gpus: "${opts.gpus}" is not a whole number`);
   const utilization = positive('--utilization', opts.utilization, 1);
   const genWeight = positive('--gen-weight', opts.genWeight);
-  const all = readHistory(dir, matches(name));
+  const all = readHistory(dir, matches(name), { from, to });
   const inWindow = all.samples.filter((s) => Date.parse(s.t) >= from && Date.parse(s.t) <= to);
-  if (inWindow.length < 2) noHistory(name, dir, all.samples.length > 0);
+  if (inWindow.length < 2) noHistory(name, dir, all.files.length > 0);
   const price = resolvePrice(name, opts, dir);
   const byTarget = new Map<string, Sample[]>();
   for (const s of inWindow) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);

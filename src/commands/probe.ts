@@ -69,7 +69,7 @@ export async function run(names: string[], opts: ProbeCli) {
   }
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
   // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
-  // that has not answered by then is recorded as unreachable (its HTTP calls end by their own deadlines).
+  // that has not answered by then is recorded as unreachable, and its request in flight is cancelled.
   const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
   const last = new Map(targets.map(({ t }) => [t.url, opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
@@ -91,7 +91,7 @@ export async function run(names: string[], opts: ProbeCli) {
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {
           stop.abort();
-          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline ${deadlineMs} ms`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
+          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
         }, deadlineMs);
         timer.unref();
       });
@@ -153,7 +153,7 @@ export function costGauges(dir: string, priced: Array<{ t: Target; price: number
   const hours: string[] = [];
   const tokens: string[] = [];
   for (const { t, price } of priced) {
-    const samples = readHistory(dir, (x) => x.url === t.url).samples.filter((x) => Date.parse(x.t) >= now - 86_400_000);
+    const samples = readHistory(dir, (x) => x.url === t.url, { from: now - 86_400_000 }).samples;
     if (samples.length < 2) continue;
     const r = computeCost({ samples, pricePerGpuHour: price });
     for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {

@@ -33,8 +33,13 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
   try {
     r = resolveProfile(file, { gpus: opts.gpus });
   } catch (e) {
-    if (opts.json && e instanceof UsageError) {
-      say(envelope('validation', { file, valid: false, problems: e.details }));
+    // Schema problems (with the cross-field ones that need no host) in the same report and format.
+    if (e instanceof UsageError && e.details.length) {
+      if (opts.json) say(envelope('validation', { file, valid: false, problems: e.details }));
+      else {
+        for (const d of e.details) say(`${c.red('error')}: ${d}`);
+        say(`${file}: ${e.details.length} error(s)`);
+      }
       throw new ExitWith(ExitCode.badInput);
     }
     throw e;

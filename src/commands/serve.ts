@@ -66,7 +66,7 @@ function wireSignals() {
 export async function run(profileName: string, opts: ServeOptions) {
   validateServeInputs(opts);
   if (opts.nodes) {
-    const multi = await import('../engine/multinode.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });

@@ -29,22 +29,19 @@ export async function run(opts: { json?: boolean }) {
   if (opts.json) {
     say(
       envelope('status', {
-        clusters: reg.clusters(),
+        clusters: (await (await import('./nodes.js')).clusterStatuses()).map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes })),
         instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, process: r.process.toLowerCase(), ...(r.why ? { why: r.why } : {}), recovered: r.recovered, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: r.process === 'dead' })),
         corrupt: reg.corrupt,
       }),
     );
     return;
   }
-  // Multi-node servers (serve --nodes) run on other hosts: health by URL.
-  const clusters = reg.clusters();
-  const clusterRows = await Promise.all(clusters.map(async (cl) => {
-    const h = await http(`${cl.url}/health`, { timeoutMs: 1500 });
-    return [cl.profile, `head ${cl.head}`, String(cl.pid), h.ok ? (h.status === 200 ? c.green('healthy') : c.yellow(`HTTP ${h.status}`)) : c.yellow(h.error), cl.url, `--nodes ${cl.nodesFile}`];
-  }));
-  if (!rows.length && !clusterRows.length) return say('no servers registered');
-  if (clusterRows.length) {
-    say(table(clusterRows, ['CLUSTER', 'HEAD', 'PID', 'HEALTH', 'URL', 'NODES FILE']));
+  // Multi-node servers (serve --nodes) run on other hosts: the head's server and each node's Ray.
+  const { clusterStatuses, renderClusterStatus } = await import('./nodes.js');
+  const clusters = await clusterStatuses();
+  if (!rows.length && !clusters.length) return say('no servers registered');
+  if (clusters.length) {
+    say(clusters.map(renderClusterStatus).join('\n\n'));
     if (!rows.length) return;
     say('');
   }

@@ -23,7 +23,7 @@ async function gpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
 
 export async function run(name: string | undefined, opts: { all?: boolean; timeout: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
   if (opts.nodes) {
-    const { stopNodes } = await import('../engine/multinode.js');
+    const { stopNodes } = await import('./nodes.js');
     return stopNodes(name, opts);
   }
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');

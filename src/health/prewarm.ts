@@ -1,7 +1,7 @@
 // Prewarm: rounds of 1-token requests at 128, 1024 and 4096 prompt tokens (exact through /tokenize,
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
-import type { Target } from './target.js';
+import { waitReady, type Target } from './target.js';
 import { readGpus } from './gpu.js';
 
 /** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */
@@ -63,13 +63,9 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   return { prompt: make(chars), exact: false };
 }
 
+/** /health 200 before the deadline, through the one readiness wait (the models are read next). */
 export async function waitHealthy(t: Target, deadline: number): Promise<boolean> {
-  while (Date.now() < deadline) {
-    const h = await http(`${t.url}/health`, { timeoutMs: 2000 });
-    if (h.ok && h.status === 200) return true;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return false;
+  return (await waitReady({ url: t.url, deadlineMs: Math.max(0, deadline - Date.now()), pollMs: 200 })).ok;
 }
 
 export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void, readGpuMemory?: GpuMemoryReader): Promise<PrewarmResult> {

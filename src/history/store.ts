@@ -109,7 +109,7 @@ export interface HistoryRead {
 }
 
 /** Every sample of the targets `match` accepts, oldest first; bad lines are skipped and reported. */
-export function readHistory(stateDir: string, match: (s: Sample) => boolean = () => true): HistoryRead {
+export function readHistory(stateDir: string, match: (s: Sample) => boolean = () => true, window: { from?: number; to?: number } = {}): HistoryRead {
   const dir = historyDir(stateDir);
   let names: string[];
   try {
@@ -121,6 +121,14 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
   const skipped: Skipped[] = [];
   const files: string[] = [];
   for (const f of names.sort()) {
+    // an archive last written before the window holds nothing in it
+    if (window.from !== undefined && FILE.exec(f)![2]) {
+      try {
+        if (statSync(join(dir, f)).mtimeMs < window.from) continue;
+      } catch {
+        continue;
+      }
+    }
     let text: string;
     try {
       text = readFileSync(join(dir, f), 'utf8');
@@ -133,6 +141,11 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
     const last = lines.pop();
     lines.forEach((l, k) => {
       if (!l.trim()) return;
+      // cheap pre-filter on the time every line starts with; the full check follows for the rest
+      if (window.from !== undefined || window.to !== undefined) {
+        const t = Date.parse(/^\{"v":\d+,"t":"([^"]{10,40})"/.exec(l)?.[1] ?? '');
+        if (!Number.isNaN(t) && ((window.from !== undefined && t < window.from) || (window.to !== undefined && t > window.to))) return;
+      }
       let raw: unknown;
       try {
         raw = JSON.parse(l);

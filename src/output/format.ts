@@ -70,12 +70,6 @@ export function envelope(kind: string, body: Record<string, unknown>): string {
   return JSON.stringify({ version: 1, kind, ...body }, null, 2);
 }
 
-export function formatBytes(n: number): string {
-  const gib = n / 1024 ** 3;
-  if (Math.abs(gib) >= 1) return `${gib.toFixed(2)} GiB`;
-  return `${(n / 1024 ** 2).toFixed(1)} MiB`;
-}
-
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   const s = ms / 1000;

@@ -733,7 +733,7 @@ export const CHECKS: Check[] = [
       const weights = m.files.filter((f) => /\.(safetensors|bin)$/.test(f.path));
       if (m.why && !m.files.length) {
         return m.kind === 'hub'
-          ? warn(`${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`, 'weights present before a 3 a.m. restart', `huggingface-cli download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`)
+          ? warn(`${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`, 'weights present before a 3 a.m. restart', `hf download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`)
           : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
       }
       if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');

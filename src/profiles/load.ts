@@ -7,6 +7,7 @@ import yaml from 'js-yaml';
 import type { z } from 'zod';
 import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
+import { validateProfile } from './validate.js';
 
 /** The shipped profiles: found upwards from this module (dist/profiles/, dist/bundle/ or src/profiles/). */
 function findBuiltin(): string {
@@ -97,21 +98,55 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
   cur[keys[keys.length - 1]!] = value;
 }
 
-export function zodProblems(error: z.ZodError, prefix = ''): Problem[] {
+const at = (obj: unknown, path: ReadonlyArray<string | number>): unknown => path.reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string | number, unknown>)[k] : undefined), obj);
+
+/** A value as a problem quotes it: short, one line; a secret-looking field's value is never shown. */
+function shown(v: unknown): string {
+  if (v === undefined) return 'missing';
+  const s = typeof v === 'string' ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/**
+ * Zod's issues in the one problem format (field, value, what is wrong, fix), e.g.
+ * `engine.dtype: "fp9" is not one of auto, half, ... (fix: ...)`. `input` is what was parsed, so
+ * the value can be quoted.
+ */
+export function zodProblems(error: z.ZodError, prefix = '', input?: unknown): Problem[] {
   const out: Problem[] = [];
+  const SCHEMA_FIX = 'see `sparkctl profiles schema`';
   for (const issue of error.issues) {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(root)';
+    const value = at(input, issue.path);
+    const secret = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i.test(path);
+    const v = secret ? '(value hidden)' : shown(value);
     if (issue.code === 'unrecognized_keys') {
       for (const k of issue.keys) {
         out.push({ path: path === '(root)' ? k : `${path}.${k}`, message: 'unknown field', severity: 'error', fix: 'remove it or check its spelling against `sparkctl profiles schema`' });
       }
     } else if (issue.code === 'invalid_union' || issue.code === 'invalid_union_discriminator') {
-      out.push({ path, message: 'does not match any allowed form', severity: 'error', fix: 'see `sparkctl profiles schema`' });
+      out.push({ path, message: `${v} does not match any allowed form`, severity: 'error', fix: SCHEMA_FIX });
+    } else if (issue.code === 'invalid_enum_value') {
+      out.push({ path, message: `${v} is not one of ${issue.options.join(', ')}`, severity: 'error', fix: `one of ${issue.options.join(', ')}` });
+    } else if (issue.code === 'invalid_type' && value === undefined) {
+      out.push({ path, message: 'missing (a required field)', severity: 'error', fix: SCHEMA_FIX });
     } else {
-      out.push({ path, message: issue.message, severity: 'error' });
+      out.push({ path, message: `${v}: ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`, severity: 'error', fix: SCHEMA_FIX });
     }
   }
   return out;
+}
+
+/** The input without what zod rejected (unknown keys dropped, bad values left to their defaults). */
+function withoutRejected(obj: Record<string, unknown>, error: z.ZodError): Record<string, unknown> {
+  const copy = structuredClone(obj);
+  for (const issue of error.issues) {
+    const parent = at(copy, issue.path.slice(0, issue.code === 'unrecognized_keys' ? issue.path.length : -1));
+    if (parent === null || typeof parent !== 'object') continue;
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [issue.path[issue.path.length - 1]!];
+    for (const k of keys) delete (parent as Record<string | number, unknown>)[k];
+  }
+  return copy;
 }
 
 export interface LoadedProfile {
@@ -127,7 +162,14 @@ export function parseProfile(raw: unknown, file: string, sets: string[] = []): P
   if (obj.name === undefined) obj.name = basename(file).replace(/\.ya?ml$/, '');
   const res = Profile.safeParse(obj);
   if (!res.success) {
-    const problems = zodProblems(res.error);
+    // Every problem at once: with what zod rejected set aside, the rest still goes through the
+    // cross-field rules that need no host (a bad TP, a memory share of 1.5), in the same report.
+    const problems = zodProblems(res.error, '', obj);
+    const rest = Profile.safeParse(withoutRejected(obj, res.error));
+    if (rest.success) {
+      const seen = new Set(problems.map((p) => p.path));
+      problems.push(...validateProfile(rest.data).filter((p) => p.severity === 'error' && !seen.has(p.path)));
+    }
     throw new UsageError(`profile ${String(obj.name)} (${file}) is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
   }
   return res.data;

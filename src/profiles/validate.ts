@@ -27,7 +27,12 @@ export function resolveReplicas(p: Profile, host: HostShape): number {
   return Math.max(1, Math.floor((host.gpus - p.parallel.firstGpu) / per));
 }
 
-export function validateProfile(p: Profile, host: HostShape): Problem[] {
+/**
+ * Cross-field rules. With a host: every rule. Without one (the profile alone, e.g. while its
+ * schema problems are being reported): only the rules that do not depend on the host, so one
+ * report can hold unknown keys, bad values and cross-field problems together.
+ */
+export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   const out: Problem[] = [];
   const err = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'error', fix });
   const warn = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'warning', fix });
@@ -68,14 +73,16 @@ export function validateProfile(p: Profile, host: HostShape): Problem[] {
     if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1) err('parallel.replicas', `${p.parallel.replicas} replicas with a multi-node engine`, 'one Ray cluster serves one replica; use replicas: 1');
     const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
     if (perReplica > clusterGpus) err('parallel.nodes', `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`, `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`);
-    if (host.multiNode) {
+    if (!host) {
+      /* the rest needs the host's shape */
+    } else if (host.multiNode) {
       const have = (host.nodes ?? 1) * (host.gpusPerNode ?? host.gpus);
       if (have < perReplica) err('nodes', `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`, `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`);
     } else if (perReplica > host.gpus) {
       const nodesNeeded = Math.ceil(perReplica / host.gpus);
       err('parallel', `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`, `sparkctl serve ${p.name} --nodes nodes.yaml (see \`sparkctl serve --help\`)`);
     }
-  } else {
+  } else if (host) {
     const replicas = resolveReplicas(p, host);
     const need = p.parallel.firstGpu + perReplica * replicas;
     if (need > host.gpus) {
@@ -94,14 +101,14 @@ export function validateProfile(p: Profile, host: HostShape): Problem[] {
   }
 
   // FP8 on GPUs without FP8 tensor cores: vLLM accepts it but it is not what the documents promise.
-  const cc = host.computeCapability;
+  const cc = host?.computeCapability;
   const fp8Weights = p.engine.quantization?.toLowerCase() === 'fp8';
   const fp8Kv = p.engine.kvCacheDtype.startsWith('fp8');
   if (cc && compareVersions(cc, '8.9') < 0 && (fp8Weights || fp8Kv)) {
     const parts: string[] = [];
     if (fp8Weights) parts.push('--quantization fp8 runs weight-only (W8A16 through the Marlin kernel): weights take half the memory, the matrix maths stays 16-bit');
     if (fp8Kv) parts.push('an fp8 KV cache is storage only (FlashAttention-2 cannot read it, so attention dequantizes it)');
-    warn(fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype', `compute capability ${cc}${host.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`);
+    warn(fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype', `compute capability ${cc}${host?.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`);
   }
 
   if (p.engine.reasoningParser && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
@@ -109,7 +116,7 @@ export function validateProfile(p: Profile, host: HostShape): Problem[] {
   }
 
   // Memory: only meaningful for a parallel layout that is valid.
-  if (!out.some((x) => x.severity === 'error' && x.path.startsWith('parallel'))) {
+  if (host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) {
     const plan = planMemory(p, host.gpuMemoryBytes);
     if (plan.availableKvBytes <= 0) {
       err('engine.gpuMemoryUtilization', `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`, 'raise the share, raise TP x PP, or quantize');

@@ -8,6 +8,7 @@ import { SimServer, stamp } from './server.js';
 import { listProfiles, loadProfileFile, loadPlatform } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
+import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
 
 export interface Faults {
   oomAtStart?: boolean;
@@ -139,7 +140,7 @@ async function simServeInner(argv: string[]): Promise<void> {
   const nonDefault: Record<string, unknown> = { model_tag: args.model };
   for (const [k, v] of f) nonDefault[k.replace(/^--/, '').replace(/-/g, '_')] = v === true ? true : v;
   delete nonDefault.api_key;
-  info('api_server.py:1896', `vLLM API server version ${version}`);
+  for (const [where, msg] of versionLines(version, args.model)) info(where, msg);
   info('utils.py:328', `non-default args: ${JSON.stringify(nonDefault)}`);
   if (faults.portInUse || !(await portFree(port, host))) {
     err('Traceback (most recent call last):');
@@ -157,6 +158,18 @@ async function simServeInner(argv: string[]): Promise<void> {
       err('ncclInternalError: Internal check failed.');
       exitWith(1, engineProc);
     }, faults.exitAfterS * 1000).unref();
+  }
+  // With Ray as the executor, ask the cluster for TP x PP GPUs and wait as vLLM does (src/sim/ray.ts).
+  if (str(f, '--distributed-executor-backend') === 'ray') {
+    const { rayPython, reservePlacement } = await import('./ray.js');
+    const py = rayPython();
+    if (py) {
+      const pl = reservePlacement(py, tp * pp, (level, where, msg) => out(level, where, msg), (text) => {
+        err(`ERROR ${stamp()} [ray_utils.py:250] ${text}`);
+        process.exit(1);
+      });
+      await pl.ready;
+    }
   }
   // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
   let engineProc: ChildProcess | undefined;
@@ -190,7 +203,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     if (i < shards) await at(0.5 / shards);
   }
   const weightsGiB = plan.weightsPerGpuBytes / GIB;
-  info('gpu_model_runner.py:1802', `Model loading took ${weightsGiB.toFixed(4)} GiB and ${((loadMs * 0.5) / 1000).toFixed(6)} seconds`);
+  info(...modelLoadingLine(version, weightsGiB, (loadMs * 0.5) / 1000));
   await at(0.1);
   if (plan.availableKvBytes <= 0) {
     err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
@@ -209,8 +222,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     exitWith(1, engineProc);
   }
   info('gpu_worker.py:276', `Available KV cache memory: ${(plan.availableKvBytes / GIB).toFixed(2)} GiB`);
-  info('kv_cache_utils.py:1013', `GPU KV cache size: ${plan.kvTokens.toLocaleString('en-US')} tokens`);
-  info('kv_cache_utils.py:1017', `Maximum concurrency for ${maxModelLen.toLocaleString('en-US')} tokens per request: ${plan.maxConcurrency.toFixed(2)}x`);
+  for (const [where, msg] of kvCacheLines(version, plan.kvTokens, maxModelLen, plan.maxConcurrency)) info(where, msg);
   if (!profile.engine.enforceEager) {
     for (const pct of [0, 25, 50, 75, 100]) {
       info('gpu_model_runner.py:2567', `Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): ${String(pct).padStart(3)}%`);
@@ -242,7 +254,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     engine,
     metrics,
   );
-  info('api_server.py:1912', `Starting vLLM API server 0 on http://${host}:${port}`);
+  info(...startingLine(version, host, port));
   sim.server.once('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') err('OSError: [Errno 98] Address already in use');
     else err(`OSError: ${e.message}`);

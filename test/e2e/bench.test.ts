@@ -201,3 +201,23 @@ describe.skipIf(!existsSync(CHROMIUM))('bench --html in real headless Chromium',
     }
   }, 180_000);
 });
+
+describe('bench NAME: a server sparkctl serve started', () => {
+  it('finds the instance in the registry (port, served name) and benches it', async () => {
+    const state = tempDir('sparkctl-bench-state-');
+    const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' };
+    const port = await freePort();
+    try {
+      const s = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--no-prewarm', '--skip-preflight'], { env, timeout: 120_000 });
+      expect(s.exitCode, String(s.stderr)).toBe(0);
+      const r = await cli(['bench', 'qwen3.5-9b', '--requests', '6', '--concurrency', '3', '--input-len', '64', '--output-len', '4', '--json'], { env, timeout: 120_000 });
+      const j = JSON.parse(String(r.stdout));
+      expect(j.url).toBe(`http://127.0.0.1:${port}`);
+      expect(j.model).toBe('Qwen/Qwen3.5-9B'); // the instance's served name (this profile serves its model id)
+      expect(j.result.completed).toBe(6);
+    } finally {
+      await cli(['stop', '--all', '--timeout', '5'], { env });
+      rmrf(state);
+    }
+  }, 240_000);
+});

@@ -2,7 +2,7 @@
 // against the simulator on free ports.
 import { describe, it, expect, afterAll } from 'vitest';
 import { createServer } from 'node:http';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, startSim, freePort, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
 
@@ -76,11 +76,11 @@ describe('probe GPU health while serving (edited real capture)', () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--timeout', '20000', '--deadline', '1500', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--timeout', '20s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
       expect(r.exitCode).toBe(3);
       // the hung 1-token request is cancelled at the deadline, not left to its 20 s step deadline
       expect(Date.now() - t0).toBeLessThan(15_000);
-      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline 1500 ms');
+      expect(JSON.parse(r.stdout).results[0].steps[0].detail).toBe('the probe did not finish within --deadline (1500 ms)');
       expect(lines(d)[0].verdict).toBe('unreachable');
     } finally {
       await sim.stop();
@@ -171,5 +171,70 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
     expect(r.stdout).toContain('12,843,210 (prompt 9,000,000, generation 3,843,210)');
     expect(r.stdout).toMatch(/\$ per 1K tokens\s+\$0\.0246\s+\$0\.0192/);
     expect(r.stdout).toContain('$1200 per GPU-month / 730 h = $1.6438 per GPU-hour');
+  });
+});
+
+describe('report', () => {
+  const seed = async () => {
+    const d = state();
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    // @ts-expect-error a plain .mjs fixture generator
+    const { day } = await import('../fixtures/history/make-day.mjs');
+    mkdirSync(join(d, 'history'));
+    writeFileSync(join(d, 'history', 'qwen-0.0a0b0c0d.jsonl'), day().map((s: unknown) => JSON.stringify(s)).join('\n') + '\n');
+    return d;
+  };
+
+  it('terminal summary: uptime, the incident with its cause, latency, tokens, cost, sparklines', async () => {
+    const d = await seed();
+    const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2'], { env: { SPARKCTL_STATE_DIR: d } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain('93.62 % healthy (time-weighted); verdicts: healthy 45, unhealthy 3, unreachable 0');
+    expect(r.stdout).toContain('2026-11-29 10:00Z -> 2026-11-29 11:30Z  qwen-0 unhealthy: inference fail: no token within 5000 ms');
+    expect(r.stdout).toContain('TTFT         p50 92 ms, p90 250 ms, p99 475 ms');
+    expect(r.stdout).toContain('prompt 440,000, generation 88,000 (1 restart(s))');
+    expect(r.stdout).toContain('$94.00 held, $0.1780 per 1K tokens; usage basis $0.1068 per 1K');
+    expect(r.stdout).toMatch(/GPU temp\s+▁[▁-█]+█\s+51 C \.\. 75 C/);
+    const none = await cli(['report', 'nobody'], { env: { SPARKCTL_STATE_DIR: d } });
+    expect(none.exitCode).toBe(1);
+    expect(none.stderr).toContain('sparkctl probe --all');
+  });
+
+  const CHROMIUM = '/usr/bin/chromium';
+  it.skipIf(!existsSync(CHROMIUM))('--html: a self-contained page whose charts draw in real headless Chromium', { timeout: 120_000 }, async () => {
+    const d = await seed();
+    const page = join(d, 'report.html');
+    const r = await cli(['report', 'qwen', '--since', '2026-11-28T00:00:00Z', '--gpu-hour-price', '2', '--html', page], { env: { SPARKCTL_STATE_DIR: d } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const html = readFileSync(page, 'utf8');
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/);
+    expect(html).toContain('the engine is hung');
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    try {
+      const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
+      const p = await ctx.newPage();
+      const errors: string[] = [];
+      p.on('pageerror', (e) => errors.push(String(e)));
+      await p.goto(`file://${page}`);
+      await p.waitForSelector('canvas');
+      const inked = await p.evaluate(() =>
+        [...document.querySelectorAll('canvas')].map((cv) => {
+          const c = cv as HTMLCanvasElement;
+          const px = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+          let n = 0;
+          for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
+          return n;
+        }),
+      );
+      expect(errors).toEqual([]);
+      expect(inked).toHaveLength(6); // healthy, tokens/s, TTFT, KV cache, GPU temperature, GPU memory
+      for (const n of inked) expect(n).toBeGreaterThan(50);
+      const shot = await p.screenshot({ fullPage: true });
+      writeFileSync(join(d, 'shot.png'), shot);
+      expect(shot.length).toBeGreaterThan(10_000);
+    } finally {
+      await browser.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { cli, freePort, processesMarked, tempDir, rmrf, FIXTURES } from '../helpers.js';
+import { cli, freePort, processesMarked, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
 import { makeCluster, netnsUnavailable, clearRay, type Cluster, type Mode } from '../cluster.js';
 
 const why = netnsUnavailable();
@@ -26,7 +26,11 @@ describe.each<[Mode, boolean]>([
     cl = await makeCluster(mode, marker, { mismatchNode: 3 });
   }, 60_000);
   afterEach(() => {
-    if (available) clearRay(cl);
+    if (!available) return;
+    clearRay(cl);
+    // A failed test must not leave a cluster record that makes the next serve refuse.
+    rmrf(state);
+    state = tempDir('sparkctl-mn-state-');
   });
   afterAll(() => {
     if (!available) return;
@@ -48,7 +52,13 @@ describe.each<[Mode, boolean]>([
     expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
     expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
     expect(cross['ray.cluster'].status).toBe('skip');
-  });
+    // The text form: one column per node, a row per check, so the odd node stands out.
+    const t = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b']);
+    expect(t.exitCode).toBe(1);
+    expect(t.stdout).toMatch(/CHECK\s+n0\s+n1\s+n2\s+n3/);
+    expect(t.stdout).toMatch(/\(summary\)(\s+\d+F \d+W \d+P){4}/);
+    expect(t.stdout).toMatch(/nodes\.same-driver\s+n3 has 580\.95\.05 \(others: 580\.159\.04\)/);
+  }, 180_000);
 
   it.skipIf(!available)('serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes', async () => {
     const port = await freePort();
@@ -57,25 +67,28 @@ describe.each<[Mode, boolean]>([
     expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
     expect(r.stdout).toMatch(new RegExp(`ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`));
     expect(r.stdout).toMatch(/probe: healthy/);
-    const calls = cl.calls();
+    const calls = cl.calls().filter((x) => / start /.test(x));
+    // Before starting anything, serve asks the head whether a Ray already runs there.
+    expect(cl.calls()[0]).toBe('n0 status');
     expect(calls[0]).toBe(`n0 start --head --port 6379 --node-ip-address ${cl.addresses[0]} --num-gpus 8`);
     expect(calls.slice(1, 4).sort()).toEqual([1, 2, 3].map((i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`));
-    expect(calls).toContain('n0 status');
     const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
     expect((await h.json()).data[0].id).toBe('qwen3-200b');
     const pr = await run(['probe', 'qwen3-200b']);
     expect(pr.exitCode, pr.stdout).toBe(0);
     expect(pr.stdout).toMatch(/^qwen3-200b healthy/);
     const st = await run(['status']);
-    expect(st.stdout).toMatch(/qwen3-200b\s+head n0/);
+    expect(st.stdout).toMatch(/qwen3-200b\s+cluster healthy\s+head n0\s+server healthy/);
+    for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
     const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM, drained)');
     for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`ray on n${i}: stopped`);
     expect(cl.calls().filter((x) => x.endsWith(' stop'))).toHaveLength(4);
     await expect(fetch(`http://${cl.addresses[0]}:${port}/health`)).rejects.toThrow();
+    await waitFor(() => processesMarked(marker).length === 0, 15_000);
     expect(processesMarked(marker)).toEqual([]);
-  });
+  }, 180_000);
 
   it.skipIf(!available)('a node that fails to join: exit 4 naming it, Ray stopped everywhere', async () => {
     writeFileSync(join(cl.rayDir, 'fail-n2'), '');
@@ -83,15 +96,16 @@ describe.each<[Mode, boolean]>([
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster: ConnectionError/);
     expect(cl.calls().filter((x) => x.endsWith('stop --force'))).toHaveLength(4);
-  });
+  }, 180_000);
 
   it.skipIf(!available)('a Ray cluster short of GPUs: exit 4 with the count', async () => {
     writeFileSync(join(cl.rayDir, 'gpus-n3'), '0');
     const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
     expect(r.exitCode).toBe(4);
-    expect(r.stderr).toContain('the Ray cluster has 24 GPUs on 4 node(s); TP 8 x PP 4 needs 32');
+    expect(r.stderr).toContain('the Ray cluster has 4 node(s) with 24 GPUs; the nodes file declares 4 with 32; n3 has 0 GPUs in Ray, 8 in the nodes file');
+    await waitFor(() => processesMarked(marker).length === 0, 15_000);
     expect(processesMarked(marker)).toEqual([]);
-  });
+  }, 180_000);
 });
 
 describe('multi-node plans without a cluster', () => {

@@ -140,3 +140,20 @@ describe('readiness proves the server is ours; causes come from this launch only
     expect(j.replicas[0].failure.lastLines.join('\n')).not.toContain('Tried to allocate 9.00 GiB');
   });
 });
+
+describe('a profile with several problems: one report, exit 2, nothing spawned', () => {
+  it('unknown key, parallel.tensor: 3 and gpuMemoryUtilization: 1.5 are all named', async () => {
+    const file = join(state, 'three.yaml');
+    writeFileSync(file, 'model: { id: Qwen/Qwen3.5-9B, parameters: 9.0e9, layers: 32, attentionHeads: 16, kvHeads: 4, headDim: 256, maxContext: 262144 }\nbogusKey: 1\nparallel: { tensor: 3 }\nengine: { gpuMemoryUtilization: 1.5 }\n');
+    const r = await cli(['serve', file, '--engine', 'sim', ...at(base, 1)], { env: env() });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('is invalid: 3 problem(s)');
+    expect(r.stderr).toContain('bogusKey: unknown field');
+    expect(r.stderr).toContain('parallel.tensor: 3 does not divide 16 attention heads');
+    expect(r.stderr).toContain('engine.gpuMemoryUtilization: 1.5 is not in (0, 1]');
+    expect(processesMarked(marker)).toEqual([]);
+    const v = await cli(['profiles', 'validate', file, '--json'], { env: env() });
+    expect(v.exitCode).toBe(2);
+    expect(JSON.parse(v.stdout).problems).toHaveLength(3);
+  });
+});

@@ -126,6 +126,13 @@ describe('store', () => {
     expect(statSync(join(historyDir(d), f)).mode & 0o777).toBe(0o600);
   });
 
+  it('a window reads only the samples inside it', () => {
+    const d = tmp();
+    for (const m of [0, 5, 10, 15]) appendSample(d, sample({ at: new Date(Date.UTC(2026, 10, 30, 10, m)) }));
+    const r = readHistory(d, undefined, { from: Date.UTC(2026, 10, 30, 10, 5), to: Date.UTC(2026, 10, 30, 10, 10) });
+    expect(r.samples.map((s) => s.t)).toEqual(['2026-11-30T10:05:00.000Z', '2026-11-30T10:10:00.000Z']);
+  });
+
   it('a torn last line, a corrupt line and a wrong shape are skipped and reported, never fatal', () => {
     const d = tmp();
     const p = appendSample(d, sample());

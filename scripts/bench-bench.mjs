@@ -1,0 +1,126 @@
+#!/usr/bin/env node
+// Speed and accuracy of `sparkctl bench` (issue 11), against the simulator whose time model is
+// deterministic, so the truth is known:
+//   1. accuracy: TTFT and ITL fixed by the time model (prefill 100 tokens at 2000 tok/s + 10 ms,
+//      decode 0 ms + 10 ms a token via the slow:10 fault, which no batch size changes); measured
+//      p50/p99 against the truth at 200 req/s;
+//   2. client capacity: non-streamed 1-token completions, the simulator pinned to core 0, the
+//      client on core 1: bench's req/s against autocannon's on the same endpoint and connections;
+//   3. open-loop arrival lag (actual - scheduled send) p99 at 1000 req/s;
+//   4. `bench qwen3.5-9b` on `serve qwen3.5-9b --engine sim`: the document's table and the JSON.
+// Usage: node scripts/bench-bench.mjs [part...]   (parts: accuracy capacity lag profile; default all)
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
+const parts = process.argv.slice(2).length ? process.argv.slice(2) : ['accuracy', 'capacity', 'lag', 'profile'];
+let hasTaskset = true;
+try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); } catch { hasTaskset = false; }
+const pin = (core, argv) => (hasTaskset ? ['taskset', ['-c', String(core), ...argv]] : [argv[0], argv.slice(1)]);
+const freePort = () => new Promise((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+const children = [];
+process.on('exit', () => { for (const c of children) try { process.kill(-c.pid, 'SIGKILL'); } catch {} });
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
+
+async function sim(args, core = 0) {
+  const port = await freePort();
+  const [cmd, argv] = pin(core, [process.execPath, bin, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', '--max-model-len', '16384', '--max-num-seqs', '1024', ...args]);
+  const child = spawn(cmd, argv, { stdio: 'ignore', detached: true });
+  children.push(child);
+  for (let i = 0; ; i++) {
+    try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch {}
+    if (i > 400) throw new Error('simulator did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url: `http://127.0.0.1:${port}`, stop: () => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} } };
+}
+
+function bench(args, core = 1, env = {}) {
+  const [cmd, argv] = pin(core, [process.execPath, bin, 'bench', ...args]);
+  return new Promise((resolve) => {
+    const c = spawn(cmd, argv, { env: { ...process.env, NO_COLOR: '1', ...env } });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.stderr.on('data', (d) => (err += d));
+    c.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+const r2 = (x) => Math.round(x * 100) / 100;
+const report = {};
+
+if (parts.includes('accuracy')) {
+  const s = await sim(['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10']);
+  const r = await bench(['--url', s.url, '--rate', '200', '--requests', '2000', '--input-len', '100', '--output-len', '8', '--warmup', '20', '--percentiles', '50,99', '--scrape-interval', '0', '--json']);
+  s.stop();
+  const j = JSON.parse(r.out).result;
+  const truth = { ttft: 60, itl: 10 };
+  report.accuracy = {
+    rate: 200, requests: j.completed, failed: j.failed, valid: j.sparkctl.valid, invalid_reasons: j.sparkctl.invalid_reasons,
+    truth_ms: truth,
+    ttft_ms: { p50: r2(j.p50_ttft_ms), p99: r2(j.p99_ttft_ms), err_p50: r2(j.p50_ttft_ms - truth.ttft), err_p99: r2(j.p99_ttft_ms - truth.ttft) },
+    itl_ms: { p50: r2(j.p50_itl_ms), p99: r2(j.p99_itl_ms), err_p50: r2(j.p50_itl_ms - truth.itl), err_p99: r2(j.p99_itl_ms - truth.itl) },
+    targets: 'within 2 ms at p50, 5 ms at p99',
+    met: Math.abs(j.p50_ttft_ms - truth.ttft) <= 2 && Math.abs(j.p50_itl_ms - truth.itl) <= 2 && Math.abs(j.p99_ttft_ms - truth.ttft) <= 5 && Math.abs(j.p99_itl_ms - truth.itl) <= 5,
+    client: { sendLagP99Ms: r2(j.sparkctl.client.sendLagP99Ms), loopDelayP99Ms: r2(j.sparkctl.client.loopDelayP99Ms) },
+  };
+  console.error(JSON.stringify({ accuracy: report.accuracy }, null, 2));
+}
+
+if (parts.includes('capacity')) {
+  const connections = 64;
+  const seconds = 10;
+  const s = await sim(['--sim-time-factor', '0']);
+  // autocannon in a child pinned to core 1, as bench is
+  const ac = await new Promise((resolve) => {
+    const code = `import('autocannon').then(async ({default: a}) => { const r = await a({ url: ${JSON.stringify(s.url + '/v1/completions')}, method: 'POST', headers: {'content-type': 'application/json'}, body: JSON.stringify({model: 'Qwen/Qwen3.5-9B', prompt: 'Hello there my friend', max_tokens: 1}), connections: ${connections}, duration: ${seconds} }); console.log(JSON.stringify({rps: r.requests.average, non2xx: r.non2xx, errors: r.errors})) })`;
+    const [cmd, argv] = pin(1, [process.execPath, '--input-type=module', '-e', code]);
+    const c = spawn(cmd, argv, { cwd: new URL('..', import.meta.url).pathname });
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.on('close', () => resolve(JSON.parse(out)));
+  });
+  const r = await bench(['--url', s.url, '--no-stream', '--concurrency', String(connections), '--duration', `${seconds}s`, '--input-len', '5', '--output-len', '1', '--warmup', '64', '--scrape-interval', '0', '--json']);
+  s.stop();
+  const j = JSON.parse(r.out).result;
+  report.capacity = { pinned: hasTaskset, connections, seconds, autocannon_rps: r2(ac.rps), bench_rps: r2(j.request_throughput), ratio: r2(j.request_throughput / ac.rps), target: '>= 0.8', failed: j.failed, autocannon_non2xx: ac.non2xx };
+  console.error(JSON.stringify({ capacity: report.capacity }, null, 2));
+}
+
+if (parts.includes('lag')) {
+  const s = await sim(['--sim-time-factor', '0']);
+  const r = await bench(['--url', s.url, '--rate', '1000', '--requests', '3000', '--input-len', '5', '--output-len', '1', '--warmup', '50', '--scrape-interval', '0', '--json']);
+  s.stop();
+  const j = JSON.parse(r.out).result;
+  report.lag = { rate: 1000, requests: j.completed, failed: j.failed, send_lag_p50_ms: r2(j.sparkctl.client.sendLagP50Ms), send_lag_p99_ms: r2(j.sparkctl.client.sendLagP99Ms), achieved_rate: r2(j.sparkctl.client.achievedRate), loop_delay_p99_ms: r2(j.sparkctl.client.loopDelayP99Ms), valid: j.sparkctl.valid, target: 'p99 <= 5 ms' };
+  console.error(JSON.stringify({ lag: report.lag }, null, 2));
+}
+
+if (parts.includes('profile')) {
+  const state = mkdtempSync(join(tmpdir(), 'sparkctl-benchbench-'));
+  const port = await freePort();
+  const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.5' };
+  const serve = await new Promise((resolve) => {
+    const c = spawn(process.execPath, [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--skip-preflight'], { env: { ...process.env, ...env, NO_COLOR: '1' } });
+    let err = '';
+    c.stderr.on('data', (d) => (err += d));
+    c.stdout.on('data', (d) => (err += d));
+    c.on('close', (code) => resolve({ code, err }));
+  });
+  if (serve.code !== 0) console.error(serve.err);
+  const args = ['qwen3.5-9b', '--concurrency', '64', '--requests', '500', '--input-len', '1024', '--output-len', '128'];
+  const human = await bench(args, 1, env);
+  const json = await bench([...args, '--json'], 1, env);
+  await new Promise((r) => spawn(process.execPath, [bin, 'stop', '--all', '--timeout', '5'], { env: { ...process.env, ...env }, stdio: 'ignore' }).on('close', r));
+  rmSync(state, { recursive: true, force: true });
+  console.log(`$ sparkctl bench ${args.join(' ')}`);
+  console.log(human.out);
+  const j = JSON.parse(json.out).result;
+  report.profile = { command: `sparkctl bench ${args.join(' ')}`, mean_ttft_ms: r2(j.mean_ttft_ms), p99_ttft_ms: r2(j.p99_ttft_ms), request_throughput: r2(j.request_throughput), valid: j.sparkctl.valid, exit: human.code, document: { mean_ttft_ms: 187, p99_ttft_ms: 243, request_throughput: 142 } };
+}
+
+console.log(JSON.stringify(report, null, 2));

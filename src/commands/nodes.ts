@@ -1,0 +1,211 @@
+// The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
+// and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
+// nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
+import { executableFor, simTail, type ServeOptions } from '../engine/plan.js';
+import { resolveProfile, requireValid, type Resolved } from '../profiles/resolve.js';
+import { stateDir } from '../util/paths.js';
+import { loadNodesFile } from '../profiles/load.js';
+import type { NodesFile } from '../profiles/schema.js';
+import { servedName, renderReplicas } from '../profiles/render.js';
+import { GIB } from '../profiles/planner.js';
+import type { HostShape } from '../profiles/validate.js';
+import { Registry } from '../engine/registry.js';
+import { allNodes, gpusDeclared, hostShapeOf, planNodes, exportLine } from '../engine/ray.js';
+import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus } from '../engine/cluster.js';
+import { gatherNodes, runNodesChecks, type NodeReport } from '../engine/nodes-preflight.js';
+import { leaderWorkerSet } from '../k8s/manifests.js';
+import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
+import { say, note } from '../output/log.js';
+import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
+
+function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'>, nf: NodesFile): Resolved {
+  const shape = hostShapeOf(nf);
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host: shape });
+  // The memory budget is per GPU of the platform the nodes are.
+  const host = { ...r.host, gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, computeCapability: r.platform.gpu.computeCapability, gpuName: r.platform.gpu.displayName };
+  const again = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host });
+  if (again.profile.parallel.executor !== 'ray' && again.profile.parallel.nodes <= 1) {
+    throw new UsageError(`${again.profile.name} is a single-host profile`, ['--nodes is for profiles with parallel.executor: ray (e.g. qwen3-200b); serve it without --nodes']);
+  }
+  return again;
+}
+
+/** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
+async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  const abort = () => ac.abort();
+  process.once('SIGINT', abort);
+  process.once('SIGTERM', abort);
+  try {
+    return await fn(ac.signal);
+  } finally {
+    process.off('SIGINT', abort);
+    process.off('SIGTERM', abort);
+  }
+}
+
+function renderEvent(e: ClusterEvent, profile: string) {
+  switch (e.type) {
+    case 'ray-head': return note(`ray head started on ${e.node}`);
+    case 'ray-workers': return note(`ray workers joined: ${e.nodes.join(', ') || '(none)'}`);
+    case 'ray-cluster': return note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
+    case 'engine-started': return note(`vLLM started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+    case 'placement-wait': return note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
+    case 'ready': return say(`${c.green('ready')}: ${profile} over ${e.nodes} nodes (${e.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
+    case 'prewarm': {
+      const w = e.result;
+      return say(`prewarm: ${w.error ?? `warm after ${w.rounds} round(s)`}; ${Object.keys(w.cold).map((n) => `${n} tok ${w.cold[Number(n)]} -> ${w.warm[Number(n)]} ms`).join(', ')}`);
+    }
+    case 'probe': return say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
+    case 'cleanup': return note(c.dim(`cleanup: ${e.node}: ${e.what}`));
+  }
+}
+
+export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  const r = resolveForNodes(profileName, opts, nf);
+  // Every input is read before anything starts.
+  const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
+  // On the head, vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
+  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
+  const rep = renderReplicas(r.profile, r.host, { executable: exe, stateDir: '$HOME/.local/state/sparkctl', tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [] })[0]!;
+  const warnings = requireValid(r);
+  const steps = planNodes(nf, rep.argv);
+  const perReplica = r.profile.parallel.tensor * r.profile.parallel.pipeline;
+  if (opts.dryRun) {
+    if (opts.json) {
+      say(envelope('multinode-plan', { profile: r.profile.name, servedName: servedName(r.profile), gpusNeeded: perReplica, gpusInCluster: gpusDeclared(nf), url: `http://${nf.head.address}:${rep.port}`, steps, warnings }));
+      return;
+    }
+    for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
+    say(c.dim(`# ${r.profile.name}: TP ${r.profile.parallel.tensor} x PP ${r.profile.parallel.pipeline} = ${perReplica} GPUs over ${allNodes(nf).length} nodes with Ray`));
+    steps.forEach((s, i) => {
+      say(c.dim(`# ${i + 1}. ${s.node} (${s.role}, ${s.address}) over ssh`));
+      say(exportLine(s.env));
+      for (const a of s.argv) say(a[0] === 'ray' ? a.map(shellQuote).join(' ') : `${r.profile.server.apiKeyEnv ? `VLLM_API_KEY="$${r.profile.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`);
+      say();
+    });
+    say(c.dim(`# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at http://${nf.head.address}:${rep.port}`));
+    return;
+  }
+  const key = r.profile.server.apiKeyEnv ? process.env[r.profile.server.apiKeyEnv] : undefined;
+  if (r.profile.server.apiKeyEnv && !key) throw new UsageError(`server.apiKeyEnv names ${r.profile.server.apiKeyEnv}, which is not set`);
+  // How long each node's `ray start` may take before its process group is ended (a worker that
+  // cannot reach the head otherwise retries for minutes and joins late).
+  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
+  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
+  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
+  const plan: ClusterPlan = {
+    joinTimeoutS,
+    nodesFile: opts.nodes!,
+    nf,
+    profile: r.profile.name,
+    servedName: servedName(r.profile),
+    tensor: r.profile.parallel.tensor,
+    pipeline: r.profile.parallel.pipeline,
+    steps,
+    replica: { name: rep.name, argv: rep.argv, env: rep.env, port: rep.port },
+    apiKey: key,
+    apiKeyEnv: r.profile.server.apiKeyEnv,
+    readyMs,
+    prewarm: opts.prewarm ? r.profile.prewarm : undefined,
+    probe: { ...r.profile.probe, gpuMemoryUtilization: r.profile.engine.gpuMemoryUtilization, gpus: false },
+    stateDir: stateDir(),
+  };
+  const out = await withCancel((signal) => serveCluster(plan, { emit: (e) => renderEvent(e, r.profile.name), signal }));
+  if (!out.ok) {
+    const f = out.failure!;
+    note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
+    if (f.fix) note(`fix: ${f.fix}`);
+    for (const x of f.evidence) note(c.dim(`  | ${x}`));
+    throw new LaunchError('', []);
+  }
+  say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
+  if (out.probe?.state !== 'healthy') throw new ProblemsFound('the deep probe failed');
+}
+
+export async function stopNodes(name: string | undefined, opts: { timeout: number; nodes?: string; json?: boolean; all?: boolean }): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  const out = await withCancel((signal) => stopCluster(nf, stateDir(), name, opts.timeout, signal));
+  const lines: string[] = [];
+  const e = out.engine;
+  lines.push(e.state === 'not-recorded' ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}` : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : `could not be signalled (${e.detail})`}`);
+  for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
+  if (opts.json) say(envelope('stop-nodes', { steps: lines, engine: out.engine, ray: out.ray }));
+  else for (const l of lines) say(l);
+  if (out.ray.some((x) => !x.ok) || e.state === 'failed') throw new ProblemsFound('Ray did not stop on every node');
+}
+
+/** The node x check matrix: one column per node, so the odd node stands out. */
+export function nodeMatrix(reports: NodeReport[]): string {
+  const ids: string[] = [];
+  for (const r of reports) for (const k of r.checks ?? []) if (!ids.includes(k.id)) ids.push(k.id);
+  // Checks that pass on every node say little: the rows that differ or fail come first.
+  const cell = (r: NodeReport, id: string) => (!r.reached ? '-' : (r.checks?.find((k) => k.id === id)?.status ?? '-'));
+  const interesting = (id: string) => new Set(reports.map((r) => cell(r, id))).size > 1 || reports.some((r) => ['fail', 'warn'].includes(cell(r, id)));
+  const sorted = [...ids.filter(interesting), ...ids.filter((id) => !interesting(id))];
+  const rows = sorted.map((id) => [id, ...reports.map((r) => { const s = cell(r, id); return s === '-' ? c.dim('-') : statusMark(s); })]);
+  rows.push(['(summary)', ...reports.map((r) => (r.reached ? `${r.summary!.fail}F ${r.summary!.warn}W ${r.summary!.pass}P` : c.red('unreachable')))]);
+  return table(rows, ['CHECK', ...reports.map((r) => r.node)]);
+}
+
+export async function preflightNodes(opts: { nodes?: string; profile?: string; platform: string; json?: boolean; strict?: boolean; set?: string[]; profiles?: string }): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  const r = opts.profile ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: opts.platform === 'auto' ? undefined : opts.platform }, nf) : undefined;
+  const modelPath = r?.profile.model.path;
+  const args = ['preflight', '--json', '--platform', opts.platform, ...(opts.profile ? ['--profile', opts.profile] : []), ...(opts.set ?? []).flatMap((s) => ['--set', s])];
+  const started = Date.now();
+  const { reports, ray } = await withCancel((signal) => gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }));
+  const cross = runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray });
+  const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
+  const anyWarn = reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
+  if (opts.json) {
+    say(envelope('preflight-nodes', {
+      nodes: reports.map((x) => ({ node: x.node, reached: x.reached, error: x.error ?? null, platform: x.platform ?? null, summary: x.summary ?? null, versions: x.versions ?? null, checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])), failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })) })),
+      cross: cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
+      wallMs: Date.now() - started,
+    }));
+  } else {
+    say(c.bold(`preflight over ${allNodes(nf).length} nodes (${opts.nodes})`));
+    say(nodeMatrix(reports));
+    for (const x of reports.filter((x) => !x.reached)) say(c.red(`${x.node} unreachable: ${x.error}`));
+    for (const x of reports.filter((x) => x.reached)) for (const k of (x.checks ?? []).filter((k) => k.status === 'fail')) say(`  ${statusMark('fail')}  ${x.node}  ${k.id}  ${k.observed}${k.fix ? `\n        fix: ${k.fix}` : ''}`);
+    say('');
+    say(c.bold('across nodes'));
+    for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${x.observed}${x.fix && x.status !== 'pass' ? `\n        fix: ${x.fix}` : ''}`);
+    say(`\n${Date.now() - started} ms`);
+  }
+  if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);
+}
+
+/** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */
+export async function clusterStatuses(): Promise<ClusterStatus[]> {
+  const reg = new Registry(stateDir());
+  return Promise.all(reg.clusters().map(async (rec) => {
+    let nf: NodesFile | undefined;
+    try {
+      nf = loadNodesFile(rec.nodesFile);
+    } catch {
+      nf = undefined;
+    }
+    return clusterStatus(rec, nf);
+  }));
+}
+
+export function renderClusterStatus(s: ClusterStatus): string {
+  const state = s.state === 'healthy' ? c.green('healthy') : s.state === 'degraded' ? c.yellow('degraded') : c.red('down');
+  const lines = [`${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${s.serverDetail})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`];
+  if (s.nodes.length) lines.push(table(s.nodes.map((n) => [`  ${n.node}`, n.role, n.address, n.ray === 'up' ? c.green('ray up') : n.ray === 'missing' ? c.red('ray missing') : c.yellow('ray unknown'), n.gpus === undefined ? '-' : `${n.gpus} GPUs`]), ['  NODE', 'ROLE', 'ADDRESS', 'RAY', 'GPUS']));
+  if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));
+  return lines.join('\n');
+}
+
+export function leaderWorkerSetFor(r: Resolved, opts: { image: string; nodes: number; namespace: string }): string {
+  const p = r.profile;
+  const perNode = p.parallel.gpusPerNode ?? 8;
+  const need = p.parallel.tensor * p.parallel.pipeline;
+  if (opts.nodes * perNode < need) throw new UsageError(`--nodes ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [`--nodes ${Math.ceil(need / perNode)}`]);
+  const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
+  const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
+  return leaderWorkerSet(p, r.platform, { image: opts.image, nodes: opts.nodes, perNode, namespace: opts.namespace, argv: rep.argv });
+}

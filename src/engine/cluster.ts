@@ -1,0 +1,326 @@
+// Cluster orchestration: vLLM's own multi-node engine, Ray, driven over ssh. Ray head, workers, a
+// wait for exactly the nodes and GPUs the nodes file declares (read from Ray), vLLM on the head,
+// then the same readiness, prewarm and probe as on one node. Library code: it reports progress as
+// events and returns an outcome; it never prints, exits or installs signal handlers (cancellation
+// is the AbortSignal). Ray is only ever stopped on nodes where this run started it.
+import type { NodesFile, NodeEntry } from '../profiles/schema.js';
+import { diagnose } from './diagnose.js';
+import { Registry, type ClusterRecord } from './registry.js';
+import { http } from '../client/http.js';
+import { prewarm, type PrewarmResult } from '../health/prewarm.js';
+import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
+import { targetFromUrl } from '../health/target.js';
+import { shellQuote } from '../output/format.js';
+import { ssh, remoteWhy, type Remote } from './ssh.js';
+import { allNodes, exportLine, compareCluster, describeShortfall, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type NodeStep, type RayNode } from './ray.js';
+
+type PrewarmSettings = Parameters<typeof prewarm>[1];
+
+export interface ClusterPlan {
+  nodesFile: string;
+  nf: NodesFile;
+  profile: string;
+  servedName: string;
+  tensor: number;
+  pipeline: number;
+  steps: NodeStep[];
+  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  apiKey?: string;
+  apiKeyEnv?: string;
+  readyMs: number;
+  prewarm?: PrewarmSettings;
+  probe: ProbeSettings;
+  stateDir: string;
+  /** each `ray start` (seconds, enforced on the node) */
+  joinTimeoutS?: number;
+  /** the whole wait for Ray to list every node */
+  rayWaitMs?: number;
+  /** a cluster whose view has not changed for this long, with every join done, is what it will be */
+  settleMs?: number;
+}
+
+export type ClusterEvent =
+  | { type: 'ray-head'; node: string }
+  | { type: 'ray-workers'; nodes: string[] }
+  | { type: 'ray-cluster'; nodes: number; gpus: number }
+  | { type: 'engine-started'; node: string; pid: number; logFile: string }
+  | { type: 'placement-wait'; line: string }
+  | { type: 'ready'; ms: number; url: string; nodes: number; gpus: number }
+  | { type: 'prewarm'; result: PrewarmResult }
+  | { type: 'probe'; result: ProbeResult }
+  | { type: 'cleanup'; node: string; what: string };
+
+export interface ClusterFailure {
+  /** what failed, naming the node */
+  message: string;
+  fix?: string;
+  /** lines that show it: a log tail, `ray status` */
+  evidence: string[];
+  /** refused before anything was started */
+  refused?: boolean;
+}
+
+export interface ServeClusterOutcome {
+  ok: boolean;
+  failure?: ClusterFailure;
+  record?: ClusterRecord;
+  view?: ClusterView;
+  readyMs?: number;
+  prewarm?: PrewarmResult;
+  probe?: ProbeResult;
+}
+
+export interface RunCtx {
+  emit?: (e: ClusterEvent) => void;
+  signal?: AbortSignal;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((res) => {
+    const t = setTimeout(res, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), res()), { once: true });
+  });
+
+/** Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray status`'s counts. */
+export async function readCluster(nf: NodesFile, signal?: AbortSignal): Promise<{ view?: ClusterView; nodes?: RayNode[]; status?: string; error?: string }> {
+  const [st, js] = await Promise.all([
+    ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${nf.head.address}:${nf.rayPort}`]), { timeoutMs: 30_000, signal }),
+  ]);
+  const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
+  const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
+  if (!counts && !nodes) return { status: st.stdout, error: remoteWhy(st) };
+  return { view: compareCluster(nf, counts, nodes), nodes, status: st.stdout };
+}
+
+const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
+
+export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+  const { nf } = plan;
+  const emit = ctx.emit ?? (() => {});
+  const signal = ctx.signal;
+  const started = Date.now();
+  const nodeOf = (name: string) => allNodes(nf).find((n) => n.name === name)!;
+  const registry = new Registry(plan.stateDir);
+  const ours = new Set<NodeEntry>();
+  const cleanup = async () => {
+    await Promise.all([...ours].map(async (n) => {
+      const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
+      emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
+    }));
+  };
+  const fail = async (failure: ClusterFailure, stop = true): Promise<ServeClusterOutcome> => {
+    if (stop) await cleanup();
+    return { ok: false, failure };
+  };
+
+  // 0. One cluster per set of nodes: a second serve must not touch the running one.
+  const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === nf.head.name);
+  if (running) {
+    return { ok: false, failure: { refused: true, message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`, fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`, evidence: [] } };
+  }
+  const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
+  if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
+    return { ok: false, failure: { refused: true, message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`, fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`, evidence: pre.stdout.trim().split('\n').slice(0, 12) } };
+  }
+
+  // 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node.
+  const joinS = plan.joinTimeoutS ?? 90;
+  const headStep = plan.steps[0]!;
+  ours.add(nf.head);
+  const h = await ssh(nf, nf.head, rayStart(headStep), { remoteTimeoutS: joinS, signal });
+  if (h.exitCode !== 0) return fail({ message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`, fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`, evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10) });
+  emit({ type: 'ray-head', node: nf.head.name });
+  const joins = await Promise.all(plan.steps.slice(1).map(async (s) => {
+    const n = nodeOf(s.node);
+    ours.add(n);
+    let r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+    // Ray gives a raylet a fixed 30 s to register with the GCS; on a busy head it can miss that
+    // once. Transient: clean that node and try once more (what an operator would do).
+    if (r.exitCode !== 0 && /timed out during startup/.test(r.stderr + r.stdout)) {
+      await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
+      r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+    }
+    return { s, r };
+  }));
+  const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
+  if (failedJoins.length) {
+    return fail({
+      message: failedJoins.map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`).join('\n'),
+      fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${nf.head.address}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
+      evidence: failedJoins.flatMap((j) => (j.r.stderr || j.r.stdout).trim().split('\n').slice(-4).map((l) => `${j.s.node}: ${l}`)),
+    });
+  }
+  emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
+
+  // 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
+  // short is final: name the missing node within seconds, not at the deadline.
+  const deadline = Date.now() + (plan.rayWaitMs ?? 120_000);
+  const settleMs = plan.settleMs ?? 10_000;
+  let last = '';
+  let lastChange = Date.now();
+  let seen: Awaited<ReturnType<typeof readCluster>> = {};
+  for (;;) {
+    if (signal?.aborted) return fail({ message: 'cancelled while waiting for the Ray cluster', evidence: [] });
+    seen = await readCluster(nf, signal);
+    const v = seen.view;
+    if (v?.complete) break;
+    const key = JSON.stringify(v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error);
+    if (key !== last) (last = key), (lastChange = Date.now());
+    // Every node listed but the GPUs differ, or a node too many: waiting will not change it.
+    const final = v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
+    if (Date.now() > deadline || Date.now() - lastChange > settleMs || final) {
+      return fail({
+        message: v ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}` : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
+        fix: v?.missing?.length ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}` : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
+        evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
+      });
+    }
+    await sleep(1000, signal);
+  }
+  emit({ type: 'ray-cluster', nodes: seen.view!.nodes, gpus: seen.view!.gpus });
+
+  // 3. vLLM on the head, in its own session; the key goes through stdin, never argv.
+  const rep = plan.replica;
+  const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
+  const launch = [
+    'mkdir -p "$HOME/.local/state/sparkctl/logs"',
+    exportLine(headStep.env),
+    ...Object.entries(rep.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+    plan.apiKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
+    `setsid nohup ${rep.argv.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null & echo $!`,
+  ].join('; ');
+  const l = await ssh(nf, nf.head, launch, { input: plan.apiKey ? `${plan.apiKey}\n` : undefined, signal });
+  const pid = Number(l.stdout.trim().split('\n').pop());
+  if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return fail({ message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] });
+  const record: ClusterRecord = { version: 1, profile: plan.profile, nodesFile: plan.nodesFile, head: nf.head.name, pid, port: rep.port, url: `http://${nf.head.address}:${rep.port}`, servedName: plan.servedName, logFile, startedAt: new Date().toISOString() };
+  registry.writeCluster(record);
+  emit({ type: 'engine-started', node: nf.head.name, pid, logFile });
+
+  // 4. The same readiness as on one node, racing the process, the deadline and the cluster: a node
+  // that leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
+  const t0 = Date.now();
+  let lastAlive = 0;
+  let lastCluster = Date.now();
+  let placementLine: string | undefined;
+  const stopEngine = async () => {
+    await ssh(nf, nf.head, `kill -TERM -- -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -- -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${pid} 2>/dev/null`, { timeoutMs: 30_000 });
+    registry.removeCluster(plan.profile);
+  };
+  const tailLog = async () => (await ssh(nf, nf.head, `tail -n 60 "${logFile}"`, { timeoutMs: 15_000 })).stdout;
+  for (;;) {
+    if (signal?.aborted) {
+      await stopEngine();
+      return fail({ message: 'cancelled while waiting for vLLM to be ready', evidence: [] });
+    }
+    const hh = await http(`${record.url}/health`, { timeoutMs: 2000 });
+    if (hh.ok && hh.status === 200) {
+      const m = await http(`${record.url}/v1/models`, { timeoutMs: 3000, apiKey: plan.apiKey });
+      if (m.ok && Array.isArray(m.json?.data) && m.json.data.some((d: { id?: unknown }) => d?.id === record.servedName)) break;
+    }
+    let gone = false;
+    if (Date.now() - lastAlive > 1500) {
+      lastAlive = Date.now();
+      // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
+      const alive = await ssh(nf, nf.head, `kill -0 ${pid} 2>/dev/null || exit 9; grep -m1 -o 'Waiting for creating a placement group of specs for [0-9]* seconds' "${logFile}" || true`, { timeoutMs: 15_000 });
+      gone = alive.exitCode === 9;
+      if (alive.exitCode === 0 && alive.stdout.trim() && !placementLine) {
+        placementLine = alive.stdout.trim();
+        emit({ type: 'placement-wait', line: placementLine });
+      }
+    }
+    if (!gone && (Date.now() - lastCluster > 5000 || placementLine)) {
+      lastCluster = Date.now();
+      const now = await readCluster(nf, signal);
+      if (now.view && !now.view.complete) {
+        const tail = await tailLog();
+        await stopEngine();
+        return fail({
+          message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, now.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
+          fix: `bring ${now.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
+          evidence: ['ray status on ' + nf.head.name + ':', ...(now.status ?? '').trim().split('\n').slice(0, 30), `${rep.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+        });
+      }
+    }
+    if (gone || Date.now() - t0 > plan.readyMs) {
+      const tail = await tailLog();
+      const ms = Date.now() - t0;
+      // The same diagnosis as on one node (the head's log is written fresh by this launch).
+      const d = diagnose(gone ? { reason: 'exited', detail: 'exited before it was ready', ms } : { reason: 'timeout', detail: `was not ready after ${Math.round(ms / 1000)} s`, ms }, tail);
+      await stopEngine();
+      return fail({
+        message: `vLLM on ${nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`,
+        fix: d.fix,
+        evidence: d.lastLines,
+      });
+    }
+    await sleep(250, signal);
+  }
+  const readyMs = Date.now() - started;
+  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: seen.view!.nodes, gpus: seen.view!.gpus });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  let w: PrewarmResult | undefined;
+  if (plan.prewarm) {
+    w = await prewarm(target, plan.prewarm);
+    emit({ type: 'prewarm', result: w });
+  }
+  const p = await probe(target, plan.probe);
+  emit({ type: 'probe', result: p });
+  return { ok: true, record, view: seen.view, readyMs, prewarm: w, probe: p };
+}
+
+export interface StopClusterOutcome {
+  engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'failed'; detail?: string };
+  ray: Array<{ node: string; ok: boolean; detail: string }>;
+}
+
+/** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */
+export async function stopCluster(nf: NodesFile, stateDir: string, name: string | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
+  const registry = new Registry(stateDir);
+  const record = name ? registry.clusters().find((x) => x.profile === name) : undefined;
+  let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
+  if (record) {
+    const r = await ssh(nf, nf.head, `kill -TERM -- -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -- -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${record.pid} 2>/dev/null; exit 3`, { timeoutMs: (timeoutS + 15) * 1000, signal });
+    engine = { node: nf.head.name, state: r.exitCode === 0 ? 'stopped' : r.exitCode === 3 ? 'killed' : 'failed', detail: r.exitCode === 0 || r.exitCode === 3 ? undefined : remoteWhy(r, 1) };
+  }
+  const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));
+  if (name && engine.state !== 'failed') registry.removeCluster(name);
+  return { engine, ray: stops.map(({ n, r }) => ({ node: n.name, ok: r.exitCode === 0, detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1) })) };
+}
+
+export interface NodeState {
+  node: string;
+  role: 'head' | 'worker';
+  address: string;
+  /** in Ray's node list (by address) */
+  ray: 'up' | 'missing' | 'unknown';
+  gpus?: number;
+}
+
+export interface ClusterStatus {
+  record: ClusterRecord;
+  server: 'healthy' | 'unhealthy' | 'unreachable';
+  serverDetail: string;
+  nodes: NodeState[];
+  /** healthy: the server answers and Ray lists every node of the file */
+  state: 'healthy' | 'degraded' | 'down';
+  rayError?: string;
+}
+
+/** A running cluster as the operator sees it: the head's server, and every node's Ray state and GPUs. */
+export async function clusterStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+  const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
+  const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';
+  const serverDetail = h.ok ? `HTTP ${h.status}` : h.message;
+  if (!nf) return { record, server, serverDetail, nodes: [], state: server === 'healthy' ? 'degraded' : 'down', rayError: `nodes file ${record.nodesFile} cannot be read` };
+  const seen = await readCluster(nf, signal);
+  const nodes: NodeState[] = allNodes(nf).map((n, i) => {
+    const r = seen.nodes?.find((x) => x.ip === n.address);
+    return { node: n.name, role: i === 0 ? 'head' : 'worker', address: n.address, ray: seen.nodes ? (r ? 'up' : 'missing') : 'unknown', gpus: r?.gpus };
+  });
+  const complete = seen.view?.complete ?? false;
+  const state = server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
+  return { record, server, serverDetail, nodes, state, rayError: seen.view ? undefined : seen.error };
+}
+
+export type { Remote };

@@ -1,0 +1,188 @@
+// Preflight across nodes: every node's own preflight (`sparkctl preflight --json` over ssh), then
+// cross-node checks that are real Checks (id, area, title, a pure run over the per-node reports,
+// each result observed/expected/fix) so they render, count and block like the per-host ones.
+import type { NodesFile } from '../profiles/schema.js';
+import type { CheckResult, Status } from '../preflight/checks.js';
+import type { CheckOutcome } from '../preflight/run.js';
+import { shellQuote } from '../output/format.js';
+import { ssh, remoteWhy } from './ssh.js';
+import { allNodes, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray.js';
+
+/** What one node answered: its preflight report (validated shape), its NIC and model folder. */
+export interface NodeReport {
+  node: string;
+  address: string;
+  reached: boolean;
+  error?: string;
+  platform?: string;
+  summary?: Record<Status, number>;
+  versions?: Record<string, string | number | undefined>;
+  checks?: Array<{ id: string; status: Status; observed: string; fix?: string | null }>;
+  iface?: string;
+  ifaceName: string;
+  model?: 'present' | 'missing';
+}
+
+export interface NodesCtx {
+  nf: NodesFile;
+  reports: NodeReport[];
+  modelPath?: string;
+  gpusNeeded?: number;
+  /** Ray's view when a cluster runs (undefined: none running) */
+  ray?: ClusterView;
+}
+
+export interface NodesCheck {
+  id: string;
+  area: 'nodes' | 'ray';
+  title: string;
+  blocking: boolean;
+  run(ctx: NodesCtx): CheckResult;
+}
+
+const STATUSES: Status[] = ['pass', 'warn', 'fail', 'skip'];
+
+/** A node's JSON answer is hostile: keep only what has the expected shape. */
+export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
+  let j: any;
+  try {
+    j = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!j || typeof j !== 'object' || !Array.isArray(j.checks) || typeof j.summary !== 'object' || !j.summary) return undefined;
+  const checks = j.checks
+    .filter((k: any) => typeof k?.id === 'string' && STATUSES.includes(k.status))
+    .map((k: any) => ({ id: k.id, status: k.status as Status, observed: String(k.observed ?? ''), fix: typeof k.fix === 'string' ? k.fix : null }));
+  const summary = Object.fromEntries(STATUSES.map((s) => [s, Number(j.summary[s]) || 0])) as Record<Status, number>;
+  const versions: Record<string, string | number | undefined> = {};
+  for (const [k, v] of Object.entries(j.versions ?? {})) if (typeof v === 'string' || typeof v === 'number') versions[k] = v;
+  return { platform: typeof j.platform === 'string' ? j.platform : undefined, summary, versions, checks };
+}
+
+const reached = (ctx: NodesCtx) => ctx.reports.filter((r) => r.reached);
+
+function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesCheck {
+  return {
+    id: `nodes.same-${key}`,
+    area: 'nodes',
+    title: `one ${key} version on every node`,
+    blocking: true,
+    run(ctx) {
+      const r = reached(ctx);
+      if (!r.length) return { status: 'skip', observed: 'no node reached', expected: 'the same on every node' };
+      const vals = new Map<string, string[]>();
+      for (const x of r) {
+        const v = String(x.versions?.[key] ?? 'none');
+        vals.set(v, [...(vals.get(v) ?? []), x.node]);
+      }
+      if (vals.size <= 1) return { status: 'pass', observed: `${[...vals.keys()][0]} on every node`, expected: 'the same on every node' };
+      const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
+      const odd = [...vals.entries()].filter(([v]) => v !== majority[0]).map(([v, ns]) => `${ns.join(', ')} has ${v}`);
+      return { status: 'fail', observed: `${odd.join('; ')} (others: ${majority[0]})`, expected: 'the same on every node', fix: `install the same ${key} on every node: NCCL and Ray fail in odd ways across versions` };
+    },
+  };
+}
+
+export const NODES_CHECKS: NodesCheck[] = [
+  {
+    id: 'nodes.reachable',
+    area: 'nodes',
+    title: 'every node answers over ssh with sparkctl',
+    blocking: true,
+    run(ctx) {
+      const bad = ctx.reports.filter((r) => !r.reached);
+      return bad.length
+        ? { status: 'fail', observed: bad.map((r) => `${r.node}: ${r.error}`).join('; '), expected: 'every node reached', fix: 'check ssh (BatchMode, key, user) and that sparkctl is installed on every node (nodes file: sparkctl)' }
+        : { status: 'pass', observed: `${ctx.reports.length} of ${ctx.reports.length} nodes`, expected: 'every node reached' };
+    },
+  },
+  ...(['driver', 'cuda', 'nccl', 'torch', 'vllm'] as const).map(sameVersion),
+  {
+    id: 'nodes.interface',
+    area: 'nodes',
+    title: 'the named NIC is up on every node',
+    blocking: true,
+    run(ctx) {
+      const r = reached(ctx);
+      if (!r.length) return { status: 'skip', observed: 'no node reached', expected: 'up' };
+      const bad = r.filter((x) => x.iface !== 'up' && x.iface !== 'unknown');
+      return bad.length
+        ? { status: 'fail', observed: bad.map((x) => `${x.node}: ${x.ifaceName} ${x.iface ?? 'does not exist'}`).join('; '), expected: 'up', fix: 'set interface: in the nodes file to the NIC that carries NCCL traffic (ip -br link)' }
+        : { status: 'pass', observed: 'the named interface is up on every node', expected: 'up' };
+    },
+  },
+  {
+    id: 'nodes.model-path',
+    area: 'nodes',
+    title: 'the model is at the same path on every node',
+    blocking: true,
+    run(ctx) {
+      if (!ctx.modelPath) return { status: 'skip', observed: 'no profile with model.path', expected: '' };
+      const missing = reached(ctx).filter((x) => x.model !== 'present');
+      return missing.length
+        ? { status: 'fail', observed: `${ctx.modelPath}/config.json missing on ${missing.map((x) => x.node).join(', ')}`, expected: 'present on every node', fix: `copy the model to ${ctx.modelPath} on every node (same path everywhere)` }
+        : { status: 'pass', observed: `${ctx.modelPath} on every node`, expected: 'present on every node' };
+    },
+  },
+  {
+    id: 'nodes.gpus',
+    area: 'nodes',
+    title: 'the nodes have the GPUs TP x PP needs',
+    blocking: true,
+    run(ctx) {
+      if (!ctx.gpusNeeded) return { status: 'skip', observed: 'no profile', expected: '' };
+      const r = reached(ctx);
+      const total = r.reduce((a, x) => a + Number(x.versions?.gpus ?? 0), 0);
+      const short = r.filter((x) => Number(x.versions?.gpus ?? 0) !== allNodes(ctx.nf).find((n) => n.name === x.node)!.gpus);
+      if (total < ctx.gpusNeeded) return { status: 'fail', observed: `${total} GPUs over ${r.length} reachable nodes${short.length ? ` (${short.map((x) => `${x.node} has ${x.versions?.gpus ?? 0}`).join(', ')})` : ''}`, expected: `${ctx.gpusNeeded}`, fix: 'add nodes, or fix the ones whose GPUs are missing' };
+      return { status: 'pass', observed: `${total} GPUs over ${r.length} nodes (needs ${ctx.gpusNeeded})`, expected: `${ctx.gpusNeeded}` };
+    },
+  },
+  {
+    id: 'ray.cluster',
+    area: 'ray',
+    title: 'a running Ray cluster lists exactly the nodes and GPUs of the file',
+    blocking: false,
+    run(ctx) {
+      if (!ctx.ray) return { status: 'skip', observed: 'no Ray cluster running yet (serve --nodes starts it)', expected: '' };
+      return ctx.ray.complete
+        ? { status: 'pass', observed: `${ctx.ray.nodes} nodes, ${ctx.ray.gpus} GPUs`, expected: 'every node of the file' }
+        : { status: 'fail', observed: describeShortfall(ctx.nf, ctx.ray), expected: 'every node of the file', fix: 'ray stop on every node, then sparkctl serve --nodes again' };
+    },
+  },
+];
+
+export function runNodesChecks(ctx: NodesCtx): CheckOutcome[] {
+  return NODES_CHECKS.map((c) => {
+    const t = performance.now();
+    const r = c.run(ctx);
+    return { ...r, id: c.id, area: c.area, title: c.title, blocking: c.blocking, durationMs: Math.round(performance.now() - t) };
+  });
+}
+
+/** Gathers every node's report over ssh, concurrently, and Ray's view from the head. */
+export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal }): Promise<{ reports: NodeReport[]; ray?: ClusterView }> {
+  const reports = await Promise.all(
+    allNodes(nf).map(async (n): Promise<NodeReport> => {
+      const base = { node: n.name, address: n.address, ifaceName: n.interface };
+      const [pf, iface, model] = await Promise.all([
+        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, { timeoutMs: 60_000, signal: opts.signal }),
+        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, { timeoutMs: 30_000, signal: opts.signal }),
+        opts.modelPath ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, { timeoutMs: 30_000, signal: opts.signal }) : Promise.resolve(undefined),
+      ]);
+      if (pf.exitCode === null || pf.exitCode === 255) return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
+      const rep = parseNodeReport(pf.stdout);
+      if (!rep) return { ...base, reached: false, error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}` };
+      const m = model?.stdout.trim();
+      return { ...base, reached: true, ...rep, iface: iface.exitCode === 0 ? iface.stdout.trim() : undefined, model: m === 'present' ? 'present' : model ? 'missing' : undefined };
+    }),
+  );
+  const [st, js] = await Promise.all([
+    ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${nf.head.address}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal }),
+  ]);
+  const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
+  const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
+  return { reports, ray: counts || nodes ? compareCluster(nf, counts, nodes) : undefined };
+}

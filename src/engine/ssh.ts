@@ -1,0 +1,66 @@
+// The ssh transport for multi-node: one shell command on one node, with a deadline on both ends.
+// BatchMode (never a password prompt at 3 a.m.); a command with a remote deadline runs under
+// coreutils `timeout` on the node, which puts it in its own process group and signals the whole
+// group when the deadline passes: ending our ssh alone would leave e.g. a `ray start` that keeps
+// trying to join, and joins minutes later.
+import { execa } from 'execa';
+import type { NodesFile, NodeEntry } from '../profiles/schema.js';
+import { shellQuote } from '../output/format.js';
+
+export interface Remote {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  /** 'timeout' when the deadline passed (the remote group was ended), else how ssh failed */
+  error?: string;
+}
+
+export interface SshOptions {
+  /** the whole call, ssh included */
+  timeoutMs?: number;
+  /** a deadline enforced on the node: the command's process group is ended when it passes */
+  remoteTimeoutS?: number;
+  input?: string;
+  signal?: AbortSignal;
+}
+
+export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
+  const argv = [
+    process.env.SPARKCTL_SSH ?? 'ssh',
+    '-o', 'BatchMode=yes',
+    '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`,
+    '-o', 'StrictHostKeyChecking=accept-new',
+    '-p', String(node.sshPort),
+  ];
+  if (nf.ssh.identityFile) argv.push('-i', nf.ssh.identityFile);
+  for (const o of nf.ssh.options) argv.push('-o', o);
+  argv.push(`${node.sshUser}@${node.address}`, command);
+  return argv;
+}
+
+/** `timeout` exits 124 when it ended the command (137 when it had to KILL it). */
+export function withRemoteDeadline(command: string, seconds: number): string {
+  return `timeout -k 5 ${Math.max(1, Math.round(seconds))} sh -c ${shellQuote(command)}`;
+}
+
+export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts: SshOptions = {}): Promise<Remote> {
+  const remote = opts.remoteTimeoutS ? withRemoteDeadline(command, opts.remoteTimeoutS) : command;
+  // Locally a little longer than the node's own deadline, so the node ends its group first.
+  const timeout = opts.remoteTimeoutS ? opts.remoteTimeoutS * 1000 + 15_000 : (opts.timeoutMs ?? 30_000);
+  const argv = sshArgv(nf, node, remote);
+  const r = await execa(argv[0]!, argv.slice(1), { reject: false, timeout, cancelSignal: opts.signal, input: opts.input, stdin: opts.input === undefined ? 'ignore' : undefined });
+  const stdout = String(r.stdout ?? '');
+  const stderr = String(r.stderr ?? '');
+  if (r.timedOut) return { exitCode: null, stdout, stderr, error: 'timeout' };
+  if (r.isCanceled) return { exitCode: null, stdout, stderr, error: 'cancelled' };
+  if (r.exitCode === undefined) return { exitCode: null, stdout: '', stderr, error: (r as { shortMessage?: string }).shortMessage ?? 'ssh failed' };
+  if (opts.remoteTimeoutS && (r.exitCode === 124 || r.exitCode === 137)) return { exitCode: null, stdout, stderr, error: 'timeout' };
+  return { exitCode: r.exitCode, stdout, stderr };
+}
+
+/** The last lines of what a remote command said, for one-line messages. */
+export function remoteWhy(r: Remote, lines = 2): string {
+  const text = (r.stderr || r.stdout || '').trim().split('\n').filter((l) => l.trim()).slice(-lines).join(' | ');
+  if (r.error === 'timeout') return `timed out${text ? `; last output: ${text}` : ''}`;
+  return text || r.error || `exit ${r.exitCode}`;
+}

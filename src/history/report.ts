@@ -1,0 +1,191 @@
+// The report over a window of probe history: uptime, incidents, latency from vLLM's histograms,
+// tokens, GPU temperature and memory over time. Pure: samples in, a plain object out.
+import { seriesIncrease, histDelta, histAdd, histQuantile, counterDelta, type Hist, type Point } from './delta.js';
+import { histOf, type Sample } from './sample.js';
+
+export interface Incident {
+  target: string;
+  /** when the probe first saw the state */
+  at: string;
+  from: Sample['verdict'] | null;
+  to: Sample['verdict'];
+  /** the first failing step's detail */
+  cause?: string;
+  /** when it was healthy again (undefined: still not) */
+  until?: string;
+}
+
+export interface SeriesPoint {
+  t: number;
+  v: number;
+}
+export interface Latency {
+  count: number;
+  mean?: number;
+  p50?: number;
+  p90?: number;
+  p99?: number;
+}
+
+export interface Report {
+  from?: string;
+  to?: string;
+  samples: number;
+  targets: string[];
+  uptime?: number;
+  verdicts: Record<Sample['verdict'], number>;
+  incidents: Incident[];
+  ttft: Latency;
+  itl: Latency;
+  tokens: { prompt: number; generation: number };
+  finished: Record<string, number>;
+  preemptions: number;
+  prefixHitRate?: number;
+  restarts: number;
+  series: {
+    tokensPerSecond: SeriesPoint[];
+    kvCache: SeriesPoint[];
+    running: SeriesPoint[];
+    waiting: SeriesPoint[];
+    gpuTempMax: SeriesPoint[];
+    gpuMemPct: SeriesPoint[];
+    ttftP50: SeriesPoint[];
+    healthy: SeriesPoint[];
+  };
+  gpu?: { tempMin: number; tempMax: number; memPctMax: number; ecc: number; xid: number };
+}
+
+const ms = (s: Sample) => Date.parse(s.t);
+const latency = (h: Hist | undefined): Latency => (h && h.count > 0 ? { count: h.count, mean: h.sum / h.count, p50: histQuantile(h, 0.5), p90: histQuantile(h, 0.9), p99: histQuantile(h, 0.99) } : { count: 0 });
+
+export function buildReport(all: Sample[]): Report {
+  const samples = [...all].sort((a, b) => ms(a) - ms(b));
+  const byTarget = new Map<string, Sample[]>();
+  for (const s of samples) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);
+  const verdicts = { healthy: 0, unhealthy: 0, unreachable: 0 };
+  for (const s of samples) verdicts[s.verdict]++;
+  const incidents: Incident[] = [];
+  let upMs = 0;
+  let totalMs = 0;
+  let ttft: Hist | undefined;
+  let itl: Hist | undefined;
+  const tokens = { prompt: 0, generation: 0 };
+  const finished: Record<string, number> = {};
+  let preemptions = 0;
+  let hits = 0;
+  let queries = 0;
+  let restarts = 0;
+  const series: Report['series'] = { tokensPerSecond: [], kvCache: [], running: [], waiting: [], gpuTempMax: [], gpuMemPct: [], ttftP50: [], healthy: [] };
+  for (const [, ss] of byTarget) {
+    // uptime, time-weighted: each interval counts with the verdict the probe saw at its start
+    for (let k = 1; k < ss.length; k++) {
+      const dt = ms(ss[k]!) - ms(ss[k - 1]!);
+      totalMs += dt;
+      if (ss[k - 1]!.verdict === 'healthy') upMs += dt;
+    }
+    // incidents: state changes, with the cause the failing probe recorded
+    let open: Incident | undefined;
+    ss.forEach((s, k) => {
+      const prev = ss[k - 1];
+      if (prev && prev.verdict === s.verdict) return;
+      if (!prev && s.verdict === 'healthy') return;
+      if (open && s.verdict === 'healthy') {
+        open.until = s.t;
+        open = undefined;
+        return;
+      }
+      const inc: Incident = { target: s.target, at: s.t, from: prev?.verdict ?? null, to: s.verdict, cause: s.why?.find((w) => / fail: /.test(w)) ?? s.why?.[0] };
+      if (open) open.until = s.t;
+      incidents.push(inc);
+      open = inc;
+    });
+    const p = (get: (s: Sample) => number | undefined): Point[] => ss.map((s) => ({ t: ms(s), v: get(s), start: s.start }));
+    const pr = seriesIncrease(p((s) => s.c?.prompt));
+    const ge = seriesIncrease(p((s) => s.c?.generation));
+    tokens.prompt += pr.increase;
+    tokens.generation += ge.increase;
+    restarts += Math.max(pr.resets, ge.resets);
+    preemptions += seriesIncrease(p((s) => s.c?.preemptions)).increase;
+    hits += seriesIncrease(p((s) => s.c?.prefixHits)).increase;
+    queries += seriesIncrease(p((s) => s.c?.prefixQueries)).increase;
+    const reasons = new Set(ss.flatMap((s) => Object.keys(s.c?.finished ?? {})));
+    for (const r of reasons) finished[r] = (finished[r] ?? 0) + seriesIncrease(p((s) => s.c?.finished?.[r])).increase;
+    // latency and rates: deltas between consecutive samples that both read /metrics
+    let prev: Sample | undefined;
+    for (const s of ss) {
+      if (!s.c) continue;
+      if (prev) {
+        const restarted = (prev.start !== undefined && s.start !== undefined && prev.start !== s.start) || (s.c.generation ?? 0) < (prev.c!.generation ?? 0);
+        const a = histOf(s.ttft);
+        if (a) {
+          const d = histDelta(histOf(prev.ttft), a, restarted);
+          ttft = histAdd(ttft, d);
+          const q = histQuantile(d, 0.5);
+          if (q !== undefined) series.ttftP50.push({ t: ms(s), v: q });
+        }
+        const b = histOf(s.itl);
+        if (b) itl = histAdd(itl, histDelta(histOf(prev.itl), b, restarted));
+        const dt = (ms(s) - ms(prev)) / 1000;
+        const dTok = (counterDelta(prev.c!.prompt, s.c.prompt, restarted) ?? 0) + (counterDelta(prev.c!.generation, s.c.generation, restarted) ?? 0);
+        if (dt > 0) series.tokensPerSecond.push({ t: ms(s), v: dTok / dt });
+      }
+      prev = s;
+    }
+  }
+  for (const s of samples) {
+    const t = ms(s);
+    series.healthy.push({ t, v: s.verdict === 'healthy' ? 1 : 0 });
+    if (s.g?.kv !== undefined) series.kvCache.push({ t, v: s.g.kv });
+    if (s.g?.running !== undefined) series.running.push({ t, v: s.g.running });
+    if (s.g?.waiting !== undefined) series.waiting.push({ t, v: s.g.waiting });
+    const temps = (s.gpu ?? []).map((g) => g.temp).filter((x): x is number => x !== undefined);
+    if (temps.length) series.gpuTempMax.push({ t, v: Math.max(...temps) });
+    const mem = (s.gpu ?? []).filter((g) => g.mem !== undefined && g.memTotal).map((g) => (g.mem! / g.memTotal!) * 100);
+    if (mem.length) series.gpuMemPct.push({ t, v: Math.max(...mem) });
+  }
+  const gs = samples.flatMap((s) => s.gpu ?? []);
+  const temps = series.gpuTempMax.map((x) => x.v);
+  const allTemps = gs.map((g) => g.temp).filter((x): x is number => x !== undefined);
+  return {
+    from: samples[0]?.t,
+    to: samples[samples.length - 1]?.t,
+    samples: samples.length,
+    targets: [...new Set(samples.map((s) => s.target))],
+    uptime: totalMs > 0 ? upMs / totalMs : undefined,
+    verdicts,
+    incidents,
+    ttft: latency(ttft),
+    itl: latency(itl),
+    tokens,
+    finished,
+    preemptions,
+    prefixHitRate: queries > 0 ? hits / queries : undefined,
+    restarts,
+    series,
+    gpu: gs.length
+      ? {
+          tempMin: allTemps.length ? Math.min(...allTemps) : NaN,
+          tempMax: temps.length ? Math.max(...temps) : NaN,
+          memPctMax: series.gpuMemPct.length ? Math.max(...series.gpuMemPct.map((x) => x.v)) : NaN,
+          ecc: Math.max(0, ...gs.map((g) => g.ecc ?? 0)),
+          xid: gs.reduce((a, g) => a + (g.xid ?? 0), 0),
+        }
+      : undefined,
+  };
+}
+
+const BARS = '▁▂▃▄▅▆▇█';
+
+/** A sparkline of `width` cells over [from, to]: each cell the max of its points; a gap is a space. */
+export function sparkline(points: SeriesPoint[], from: number, to: number, width = 48, lo?: number, hi?: number): string {
+  if (!points.length || to <= from) return '';
+  const cells: Array<number | undefined> = Array.from({ length: width }, () => undefined);
+  for (const p of points) {
+    const k = Math.min(width - 1, Math.max(0, Math.floor(((p.t - from) / (to - from)) * width)));
+    cells[k] = cells[k] === undefined ? p.v : Math.max(cells[k]!, p.v);
+  }
+  const vals = cells.filter((v): v is number => v !== undefined);
+  const min = lo ?? Math.min(...vals);
+  const max = hi ?? Math.max(...vals);
+  return cells.map((v) => (v === undefined ? ' ' : BARS[max > min ? Math.min(7, Math.max(0, Math.floor(((v - min) / (max - min)) * 7.999))) : 0])).join('');
+}

@@ -1,0 +1,153 @@
+// One short script of requests, run against the simulator and against the real vLLM, reduced to the
+// shapes sparkctl relies on: status codes, content types, JSON keys and types (not values), error
+// bodies, SSE framing and the usage chunk, /metrics families and their labels.
+// @ts-expect-error no types shipped
+import parsePrometheus from 'parse-prometheus-text-format';
+
+export interface Observed {
+  step: string;
+  status: number;
+  contentType: string;
+  /** the body reduced to its shape */
+  shape: unknown;
+}
+
+/** JSON -> its shape: object keys (sorted) with the shapes of their values; arrays by their first element. */
+export function shapeOf(v: unknown, depth = 0): unknown {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return v.length ? [shapeOf(v[0], depth + 1)] : [];
+  if (typeof v === 'object') {
+    if (depth > 6) return 'object';
+    const o: Record<string, unknown> = {};
+    for (const k of Object.keys(v as object).sort()) o[k] = shapeOf((v as Record<string, unknown>)[k], depth + 1);
+    return o;
+  }
+  return typeof v;
+}
+
+const ctype = (r: Response) => (r.headers.get('content-type') ?? '').split(';')[0]!.trim();
+
+async function bodyShape(r: Response): Promise<unknown> {
+  const text = await r.text();
+  if (!text) return 'empty';
+  try {
+    const j = JSON.parse(text);
+    // Error bodies: the type and code values too (clients and bench branch on them), not only the keys.
+    if (j && typeof j === 'object' && j.error && typeof j.error === 'object') return { ...(shapeOf(j) as object), errorType: j.error.type, errorCode: j.error.code };
+    return shapeOf(j);
+  } catch {
+    return 'text';
+  }
+}
+
+/** Two shapes as one: the union of object keys (how many tokens share a chunk varies with speed). */
+function mergeShape(a: unknown, b: unknown): unknown {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  if (Array.isArray(a) && Array.isArray(b)) return a.length || b.length ? [mergeShape(a[0], b[0])] : [];
+  if (a && b && typeof a === 'object' && typeof b === 'object') {
+    const o: Record<string, unknown> = {};
+    for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) o[k] = mergeShape((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]);
+    return o;
+  }
+  return a === b ? a : [a, b].sort().join('|');
+}
+
+/**
+ * SSE stream -> framing facts: every event a `data: ` line ended by a blank line, [DONE] last; the
+ * chat role chunk; the text chunks' shape (merged: a fast server sends several tokens per chunk, so
+ * which chunk is "last" varies; finish_reason is counted apart); the usage chunk.
+ */
+export function sseShape(text: string) {
+  const events = text.split('\n\n').filter((e) => e.length);
+  const framed = events.every((e) => e.startsWith('data: ') && !e.includes('\n'));
+  const datas = events.map((e) => e.slice('data: '.length));
+  const done = datas[datas.length - 1] === '[DONE]';
+  const chunks = datas.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d) as Record<string, any>);
+  const role = chunks[0]?.choices?.[0]?.delta?.role !== undefined ? chunks[0] : undefined;
+  const usage = chunks.filter((c) => c.usage);
+  const content = chunks.filter((c) => c !== role && c.choices?.length);
+  const finishReasons = content.filter((c) => c.choices[0].finish_reason !== null).length;
+  let textChunk: unknown;
+  for (const c of content) {
+    const { finish_reason: _f, ...choice } = c.choices[0];
+    const { system_fingerprint: _s, ...rest } = c;
+    textChunk = mergeShape(textChunk, shapeOf({ ...rest, choices: [choice] }));
+  }
+  const last = chunks[chunks.length - 1];
+  return {
+    framed,
+    done,
+    endsWithNewlines: text.endsWith('\n\n'),
+    roleChunk: role ? shapeOf(role) : 'none',
+    textChunk,
+    finishReasons,
+    /** vLLM puts system_fingerprint on the last chunk before [DONE] */
+    fingerprintOnLast: typeof last?.system_fingerprint === 'string',
+    usageChunks: usage.length,
+    usageLast: usage.length ? last === usage[0] : false,
+    usageChunk: usage.length ? shapeOf(usage[0]) : 'none',
+    usageChoices: usage.length ? usage[0]!.choices.length : -1,
+  };
+}
+
+/** The metrics sparkctl reads (probe, bench, cost), their type and label names. */
+export function metricFamilies(text: string, names: string[]) {
+  const fams = parsePrometheus(text) as Array<{ name: string; type: string; metrics: Array<{ labels?: Record<string, string> }> }>;
+  const out: Record<string, { type: string; labels: string[]; finishedReasons?: string[] } | 'missing'> = {};
+  for (const n of names) {
+    const f = fams.find((x) => x.name === n);
+    if (!f) {
+      out[n] = 'missing';
+      continue;
+    }
+    const labels = [...new Set(f.metrics.flatMap((m) => Object.keys(m.labels ?? {})))].filter((l) => l !== 'le').sort();
+    out[n] = { type: f.type, labels };
+    if (labels.includes('finished_reason')) out[n].finishedReasons = [...new Set(f.metrics.map((m) => m.labels!.finished_reason!))].sort();
+  }
+  return out;
+}
+
+export const METRICS_SPARKCTL_READS = [
+  'vllm:num_requests_running',
+  'vllm:num_requests_waiting',
+  'vllm:kv_cache_usage_perc',
+  'vllm:prompt_tokens_total',
+  'vllm:generation_tokens_total',
+  'vllm:num_preemptions_total',
+  'vllm:request_success_total',
+  'vllm:time_to_first_token_seconds',
+  'vllm:inter_token_latency_seconds',
+  'vllm:e2e_request_latency_seconds',
+  'vllm:request_queue_time_seconds',
+];
+
+/** The script. `model` is the served name; the server's max model len is 512. */
+export async function runScript(url: string, model: string): Promise<Observed[]> {
+  const out: Observed[] = [];
+  const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const step = async (name: string, path: string, init?: RequestInit, reduce: (r: Response) => Promise<unknown> = bodyShape) => {
+    const r = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(60_000) });
+    out.push({ step: name, status: r.status, contentType: ctype(r), shape: await reduce(r) });
+  };
+  await step('GET /health', '/health');
+  await step('GET /version', '/version');
+  await step('GET /v1/models', '/v1/models');
+  await step('POST /tokenize', '/tokenize', json({ model, prompt: 'hello world', add_special_tokens: false }));
+  await step('completion', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0 }));
+  await step('chat completion', '/v1/chat/completions', json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0 }));
+  await step('completion, streamed with usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) => sseShape(await r.text()));
+  await step('chat, streamed with usage', '/v1/chat/completions', json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) => sseShape(await r.text()));
+  await step('completion, streamed without usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 2, temperature: 0, stream: true }), async (r) => sseShape(await r.text()));
+  await step('unknown model', '/v1/completions', json({ model: 'no-such-model', prompt: 'hello', max_tokens: 1 }));
+  await step('unknown model (chat)', '/v1/chat/completions', json({ model: 'no-such-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1 }));
+  await step('prompt + max_tokens above max model len', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 4096 }));
+  await step('max_tokens 0', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 0 }));
+  await step('completion without a prompt', '/v1/completions', json({ model, max_tokens: 1 }));
+  await step('chat without messages', '/v1/chat/completions', json({ model, max_tokens: 1 }));
+  await step('body not JSON', '/v1/completions', json('{"model": '));
+  await step('unknown path', '/v1/nope');
+  await step('GET on a POST endpoint', '/v1/completions');
+  await step('GET /metrics', '/metrics', undefined, async (r) => metricFamilies(await r.text(), METRICS_SPARKCTL_READS));
+  return out;
+}

@@ -1,0 +1,316 @@
+// The real vLLM (CPU build of upstream main, ../shared/real-vllm) driven through the built CLI
+// exactly as an operator would: serve a tiny random Qwen3, watch start-up, prewarm, probe, status,
+// logs, stop; then real launch failures in sequence under the same instance name; then kill -9 of
+// the API server and recovery with stop. One real server at a time (2 cores): the file runs its
+// cases in order and starts the server twice (the second start is warm: torch.compile cache).
+import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import { request } from 'node:http';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+// @ts-expect-error no types shipped
+import parsePrometheus from 'parse-prometheus-text-format';
+import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, type SimHandle } from '../helpers.js';
+import { realVllmUnavailable, VLLM_BIN, PROFILES } from './real.js';
+import { runScript, type Observed } from './fidelity.js';
+import { phaseOf } from '../../src/engine/classify.js';
+import { groupMembers } from '../../src/engine/proc.js';
+
+const why = realVllmUnavailable();
+if (why) console.warn(`real-vLLM suite skipped: ${why}`);
+const MIN = 60_000;
+
+let state: string;
+let marker: string;
+let port: number;
+const suiteStarted = Date.now();
+const timings: Record<string, number> = {};
+
+const env = (extra: Record<string, string> = {}) => ({
+  SPARKCTL_STATE_DIR: state,
+  SPARKCTL_TEST_CASE: marker,
+  // What a CI image or an operator's shell may export: the profile's kvCacheMemoryBytes must win anyway.
+  VLLM_CPU_KVCACHE_SPACE: '1',
+  ...extra,
+});
+const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) =>
+  cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
+/** `sparkctl serve tiny --engine vllm --vllm-bin .venv-vllm/bin/vllm` on our port, with extra --set. */
+const serve = (sets: string[] = [], extra: string[] = [], envExtra: Record<string, string> = {}) =>
+  sparkctl(['serve', 'tiny', '--profiles', PROFILES, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...sets.flatMap((s) => ['--set', s]), ...extra], { env: envExtra, timeout: 12 * MIN });
+const url = () => `http://127.0.0.1:${port}`;
+
+type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
+async function counters(): Promise<{ prompt: number; generation: number; raw: Family[] }> {
+  const fams = parsePrometheus(await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(30_000) })).text()) as Family[];
+  const v = (n: string) => Number(fams.find((f) => f.name === n)?.metrics[0]?.value ?? NaN);
+  return { prompt: v('vllm:prompt_tokens_total'), generation: v('vllm:generation_tokens_total'), raw: fams };
+}
+const post = async (path: string, body: object) => {
+  const r = await fetch(`${url()}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(120_000) });
+  return { status: r.status, json: (await r.json()) as any };
+};
+/**
+ * The processes of this suite's servers: API server, EngineCore, worker, resource tracker. By their
+ * process groups as well as by the environment marker: vLLM's setproctitle rewrites the memory that
+ * /proc/PID/environ reads for VLLM::EngineCore and VLLM::Worker, so the marker is not found there.
+ */
+const groups = new Set<number>();
+const ours = () => [...new Set([...processesMarked(marker), ...[...groups].flatMap((g) => groupMembers(g))])].sort();
+const cmdline = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return '';
+  }
+};
+const comm = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+};
+const instances = () => readdirSync(join(state, 'instances')).filter((f) => f.endsWith('.json'));
+const logText = () => readFileSync(join(state, 'logs', 'tiny-0.log'), 'utf8');
+
+describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () => {
+  beforeAll(async () => {
+    state = tempDir('sparkctl-real-vllm-');
+    marker = randomUUID();
+    port = await freePort();
+  });
+  beforeEach((ctx) => console.info(`[real-vllm ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s] ${ctx.task.name}`));
+  afterAll(async () => {
+    // Whatever happened, no vLLM process of ours may be left (the hook before stop checks VLLM::EngineCore).
+    await sparkctl(['stop', '--all', '--timeout', '20']);
+    const left = ours();
+    for (const p of left) process.kill(p, 'SIGKILL');
+    rmrf(state);
+    console.info(`real-vLLM suite: ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s in all; ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(0)} s`).join(', ')}`);
+    expect(left.map((p) => `${p} ${cmdline(p).slice(0, 100)}`), 'vLLM processes left by the suite').toEqual([]);
+  }, 2 * MIN);
+
+  it('serve: real start-up phases, ready (/health + /v1/models), prewarm, deep probe healthy; the rendered argv is what the real parser took', async () => {
+    const t0 = Date.now();
+    const r = await serve();
+    timings['first serve'] = Date.now() - t0;
+    for (const f of instances()) groups.add(JSON.parse(readFileSync(join(state, 'instances', f), 'utf8')).pgid);
+    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+    expect(r.stdout).toMatch(/ready: tiny, 1 replica\(s\)/);
+    expect(r.stdout).toMatch(/probe tiny-0: healthy \(live pass, identity pass, inference pass, metrics pass/);
+    // Progress came from the real log lines, in vLLM's order.
+    const phases = [...r.stderr.matchAll(/\] tiny-0: (.+)$/gm)].map((m) => m[1]!);
+    expect(phases).toEqual(expect.arrayContaining(['loading weights 100%', 'API server starting', 'API up']));
+    expect(phases.indexOf('loading weights 100%')).toBeLessThan(phases.indexOf('API up'));
+    // The real parser took every flag sparkctl rendered: vLLM echoes them as "non-default args".
+    const nonDefault = /non-default args: (\{.*\})/.exec(logText())?.[1] ?? '';
+    expect(nonDefault).toContain("'max_model_len': 512");
+    expect(nonDefault).toContain("'kv_cache_memory_bytes': 33554432");
+    expect(nonDefault).toContain("'served_model_name': ['tiny-qwen3']");
+    expect(nonDefault).toContain("'dtype': 'bfloat16'");
+    // VLLM_CPU_KVCACHE_SPACE=1 was in sparkctl's environment; the profile's 32 MiB won (1 GiB would be 2,097,152 tokens).
+    expect(logText()).toMatch(/Explicitly set \(0\.03\/[\d.]+\) GiB for KV cache/);
+    // API server, EngineCore and its worker, all in the group sparkctl started.
+    const procs = ours();
+    expect(procs.map(comm)).toEqual(expect.arrayContaining(['VLLM::EngineCor']));
+  }, 12 * MIN);
+
+  it('status and logs show the real server', async () => {
+    const st = JSON.parse((await sparkctl(['status', '--json'])).stdout);
+    expect(st.instances).toHaveLength(1);
+    expect(st.instances[0]).toMatchObject({ name: 'tiny-0', port, alive: true, health: 'healthy', engine: 'vllm' });
+    const logs = await sparkctl(['logs', 'tiny-0', '-n', '40']);
+    expect(logs.exitCode).toBe(0);
+    expect(logs.stdout).toContain('Application startup complete.');
+  });
+
+  it('prewarm: prompt lengths exact through the real /tokenize; the server counted exactly those prompt tokens', async () => {
+    const before = await counters();
+    const r = await sparkctl(['prewarm', 'tiny-0', '--json', '--rounds', '2'], { timeout: 5 * MIN });
+    const j = JSON.parse(r.stdout);
+    const res = j.results[0];
+    expect(res.exactLengths).toBe(true);
+    expect(res.requests.filter((q: { kind: string }) => q.kind === 'prefill').map((q: { promptTokens: number }) => q.promptTokens).slice(0, 3)).toEqual([32, 128, 400]);
+    const after = await counters();
+    const sent = res.requests.reduce((s: number, q: { promptTokens: number }) => s + q.promptTokens, 0);
+    expect(after.prompt - before.prompt).toBe(sent);
+  }, 6 * MIN);
+
+  it('probe: real /metrics names read (KV cache, running, waiting)', async () => {
+    const r = await sparkctl(['probe', 'tiny-0', '--json']);
+    expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    const p = j.results?.[0] ?? j.result ?? j;
+    expect(p.state).toBe('healthy');
+    expect(p.metrics).toMatchObject({ kvCacheUsage: expect.any(Number), running: expect.any(Number), waiting: expect.any(Number), preemptions: expect.any(Number) });
+    expect(p.steps.find((s: { step: string }) => s.step === 'metrics').detail).toMatch(/KV cache [\d.]+ %, \d+ running, \d+ waiting/);
+  });
+
+  it('counters: prompt_tokens_total and generation_tokens_total move by exactly what was sent and generated', async () => {
+    const before = await counters();
+    let prompt = 0;
+    let gen = 0;
+    for (const [p, n] of [['The operators checked every GPU', 5], ['hello', 1], ['a b c d e f g', 12]] as const) {
+      const tok = await post('/tokenize', { model: 'tiny-qwen3', prompt: p });
+      const c = await post('/v1/completions', { model: 'tiny-qwen3', prompt: p, max_tokens: n, temperature: 0, ignore_eos: true });
+      expect(c.status).toBe(200);
+      expect(c.json.usage.prompt_tokens).toBe(tok.json.count);
+      expect(c.json.usage.completion_tokens).toBe(n);
+      prompt += c.json.usage.prompt_tokens;
+      gen += c.json.usage.completion_tokens;
+    }
+    const after = await counters();
+    expect(after.prompt - before.prompt).toBe(prompt);
+    expect(after.generation - before.generation).toBe(gen);
+  }, 3 * MIN);
+
+  it('bench: the server counted exactly the prompt and output tokens bench reports it sent and got', async () => {
+    const before = await counters();
+    const r = await sparkctl(['bench', 'tiny-0', '--json', '--requests', '6', '--warmup', '0', '--concurrency', '2', '--input-len', '48', '--output-len', '8', '--scrape-interval', '0'], { timeout: 5 * MIN });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const res = JSON.parse(r.stdout).result;
+    expect(res).toMatchObject({ completed: 6, failed: 0, total_input_tokens: 6 * 48, total_output_tokens: 6 * 8 });
+    const after = await counters();
+    expect(after.prompt - before.prompt).toBe(res.total_input_tokens);
+    expect(after.generation - before.generation).toBe(res.total_output_tokens);
+  }, 6 * MIN);
+
+  it('simulator fidelity: the same script against the simulator and the real server gives the same shapes', async () => {
+    let sim: SimHandle | undefined;
+    try {
+      sim = await startSim(['--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--sim-profile', join(PROFILES, 'tiny.yaml'), '--sim-time-factor', '0'], { model: '.cache/tiny-qwen3', env: { SPARKCTL_TEST_CASE: marker } });
+      const [real, simulated] = [await runScript(url(), 'tiny-qwen3'), await runScript(sim.url, 'tiny-qwen3')];
+      const diffs: string[] = [];
+      for (const r of real) {
+        const s = simulated.find((x) => x.step === r.step) as Observed;
+        for (const k of ['status', 'contentType', 'shape'] as const) {
+          const a = JSON.stringify(r[k]);
+          const b = JSON.stringify(s[k]);
+          if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
+        }
+      }
+      expect(diffs).toEqual([]);
+      // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same order.
+      const seq = (text: string) => text.split('\n').map(phaseOf).filter((p): p is string => Boolean(p)).map((p) => p.replace(/\d[\d,.]*/g, 'N')).filter((p, i, a) => a.indexOf(p) === i);
+      const realSeq = seq(logText());
+      const simSeq = seq(sim.output());
+      expect(realSeq.length).toBeGreaterThanOrEqual(4);
+      let at = -1;
+      for (const p of realSeq) {
+        const i = simSeq.indexOf(p, at + 1);
+        expect(i, `real phase "${p}" (real ${realSeq.join(' > ')}; sim ${simSeq.join(' > ')})`).toBeGreaterThan(at);
+        at = i;
+      }
+    } finally {
+      await sim?.stop();
+    }
+  }, 5 * MIN);
+
+  it('a client that disconnects: the real server aborts its request (what the simulator now does)', async () => {
+    const metric = async (name: string, reason?: string) => Number((await counters()).raw.find((f) => f.name === name)?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN);
+    const before = { gen: (await counters()).generation, length: await metric('vllm:request_success_total', 'length'), abort: await metric('vllm:request_success_total', 'abort') };
+    // A raw streamed request we can hang up on once its first tokens arrived (proof it runs in the engine).
+    const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    const firstData = new Promise<string>((resolve) => {
+      req.on('response', (res) => {
+        res.once('data', () => resolve('streaming'));
+        res.on('close', () => resolve(res.complete ? `finished ${res.statusCode}` : 'hung-up'));
+      });
+      req.on('error', (e) => resolve(`error ${e.message}`));
+      setTimeout(() => resolve('no data within 120 s'), 120_000).unref();
+    });
+    req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 500, ignore_eos: true, stream: true }));
+    expect(await firstData).toBe('streaming');
+    req.destroy();
+    expect(await waitFor(async () => (await metric('vllm:num_requests_running')) === 0, 30_000, 100)).toBe(true);
+    // It was stopped, not finished: fewer than its 500 tokens made, and counted under no finished_reason.
+    expect((await counters()).generation - before.gen).toBeLessThan(500);
+    expect(await metric('vllm:request_success_total', 'length')).toBe(before.length);
+    expect(await metric('vllm:request_success_total', 'abort')).toBe(before.abort);
+  }, 3 * MIN);
+
+  it('stop: the whole group (API server, EngineCore, worker) is gone and the port is free; a second stop is fine', async () => {
+    expect(ours().length).toBeGreaterThanOrEqual(3);
+    const r = await sparkctl(['stop', 'tiny', '--timeout', '60'], { timeout: 3 * MIN });
+    expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/tiny-0: stopped \(SIGTERM, drained\); port free/);
+    expect(ours()).toEqual([]);
+    expect(await portOpen(port)).toBe(false);
+    const again = await sparkctl(['stop', 'tiny']);
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toContain('nothing to stop');
+  }, 4 * MIN);
+
+  // ---- real launch failures, in sequence under the same instance name (tiny-0): each launch's
+  // cause is read from what that launch wrote, never from the earlier ones still in the log.
+  const failure = (name: string, run: () => Promise<Awaited<ReturnType<typeof serve>>>, id: string, cause: RegExp, fix: RegExp) =>
+    it(`launch failure: ${name} -> ${id}`, async () => {
+      const t0 = Date.now();
+      const r = await run();
+      timings[name] = Date.now() - t0;
+      expect(r.exitCode, r.stderr).toBe(4);
+      const j = JSON.parse(r.stdout);
+      for (const x of j.replicas ?? []) if (x.pid > 0) groups.add(x.pid);
+      expect(j).toMatchObject({ kind: 'serve', status: 'launch-failed', exitCode: 4 });
+      // This launch's cause, from what this launch wrote (the log still holds the earlier launches).
+      expect({ id: j.failure.cause, text: j.failure.text }, JSON.stringify(j.failure)).toMatchObject({ id, text: expect.stringMatching(cause) });
+      expect(j.failure.fix).toMatch(fix);
+      expect(ours()).toEqual([]);
+      expect(instances()).toEqual([]);
+    }, 6 * MIN);
+
+  let squatter: Server | undefined;
+  failure(
+    'port in use (someone else listens on it)',
+    async () => {
+      squatter = createServer().listen(port, '127.0.0.1');
+      await new Promise((r, j) => squatter!.once('listening', r).once('error', j));
+      try {
+        return await serve([], ['--json']);
+      } finally {
+        await new Promise((r) => squatter!.close(r));
+      }
+    },
+    'port-in-use',
+    /^the port is already in use$/,
+    /--set server\.port=N/,
+  );
+  failure('unknown flag', () => serve(['engine.extraArgs=["--no-such-flag"]'], ['--json']), 'unrecognized-argument', /this vLLM does not know the flag\(s\) --no-such-flag/, /remove the flag from engine\.extraArgs/);
+  failure(
+    "max model len above the model's maximum (the profile's facts are wrong: the folder's config says 2048)",
+    () => serve(['model.maxContext=8192', 'engine.maxModelLen=4096'], ['--json']),
+    'max-model-len-above-model',
+    /max model len 4096 is above what the model was trained for/,
+    /--set engine\.maxModelLen=2048/,
+  );
+  failure(
+    'KV cache too small for one request (VLLM_CPU_KVCACHE_SPACE=1 exported; the profile says 64 KiB)',
+    () => serve(['engine.kvCacheMemoryBytes=65536'], ['--json']),
+    'max-model-len',
+    /max model len 512 (needs [\d.]+ GiB of KV cache|does not fit in the KV cache)/,
+    /engine\.maxModelLen/,
+  );
+  failure('missing model path', () => serve(['model.path=.cache/no-such-model'], ['--json']), 'model-not-found', /the model could not be found/, /model\.path/);
+
+  it('kill -9 of the real API server: its EngineCore is left, status says so, stop finds and stops it', async () => {
+    const t0 = Date.now();
+    const r = await serve([], ['--no-prewarm']);
+    timings['second serve'] = Date.now() - t0;
+    expect(r.exitCode, r.stderr).toBe(0);
+    const inst = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8'));
+    groups.add(inst.pgid);
+    const engineCore = ours().filter((p) => comm(p).startsWith('VLLM::EngineCor'));
+    expect(engineCore).toHaveLength(1);
+    process.kill(inst.pid, 'SIGKILL');
+    await waitFor(() => !ours().includes(inst.pid), 10_000);
+    const st = await sparkctl(['status', '--json']);
+    expect(st.exitCode).not.toBe(70);
+    const stop = await sparkctl(['stop', 'tiny', '--timeout', '30'], { timeout: 3 * MIN });
+    expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+    expect(await waitFor(() => ours().length === 0, 10_000)).toBe(true);
+    expect(await portOpen(port)).toBe(false);
+  }, 12 * MIN);
+});
+

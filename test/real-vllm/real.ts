@@ -1,0 +1,25 @@
+// The real vLLM (CPU build, ../shared/real-vllm) for the tests: where it is, why it is not there,
+// and the tiny model it serves. `.ci/run` installs both; without them the suite says why and skips.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { execaSync } from 'execa';
+import { ROOT } from '../helpers.js';
+
+/** As an operator passes it: relative to the repository root, where the tests run sparkctl. */
+export const VLLM_BIN = '.venv-vllm/bin/vllm';
+export const VENV_PYTHON = join(ROOT, '.venv-vllm', 'bin', 'python');
+export const MODEL_DIR = join(ROOT, '.cache', 'tiny-qwen3');
+export const PROFILES = join(ROOT, 'test', 'real-vllm', 'profiles');
+const MAKE_MODEL = join(ROOT, '..', 'shared', 'real-vllm', 'make_tiny_model.py');
+
+/** Why the real-vLLM suite cannot run here, or undefined when it can. Makes the tiny model when only it is missing. */
+export function realVllmUnavailable(): string | undefined {
+  if (process.env.SPARKCTL_SKIP_REAL_VLLM) return `SPARKCTL_SKIP_REAL_VLLM is set`;
+  if (!existsSync(join(ROOT, VLLM_BIN))) return 'no real vLLM in .venv-vllm (.ci/run installs it from ../shared/real-vllm when that is there)';
+  if (!existsSync(join(MODEL_DIR, 'config.json'))) {
+    if (!existsSync(MAKE_MODEL)) return 'no tiny model in .cache/tiny-qwen3 and no ../shared/real-vllm/make_tiny_model.py to make it';
+    const r = execaSync(VENV_PYTHON, [MAKE_MODEL, MODEL_DIR], { reject: false, timeout: 300_000 });
+    if (r.exitCode !== 0) return `making the tiny model failed: ${String(r.stderr).split('\n').slice(-3).join(' | ')}`;
+  }
+  return undefined;
+}
