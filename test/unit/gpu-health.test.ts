@@ -2,7 +2,7 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseQueryGpu, GPU_FIELDS } from '../../src/preflight/parse.js';
+import { parseQueryGpu, GPU_FIELDS } from '../../src/nvidia/smi.js';
 import { judgeGpus, xidWithTimes } from '../../src/health/gpu.js';
 import { FIXTURES } from '../helpers.js';
 
