@@ -61,7 +61,7 @@ afterAll(() => {
 const probe = (url: string, extra: string[] = [], env: Record<string, string> = {}) => cli(['probe', '--url', url, '--timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
 const prewarm = (url: string, extra: string[] = [], env: Record<string, string> = {}) => cli(['prewarm', '--url', url, '--timeout', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
 
-describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', () => {
+describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', { timeout: 120_000 }, () => {
   let never: string, hangBody: string, trickle: string, huge: string, badShape: string, nullList: string, redirect: string;
   beforeAll(async () => {
     // accepts the connection, never says a word
@@ -132,7 +132,7 @@ describe('servers that misbehave: every probe and prewarm ends in time with exit
   });
 });
 
-describe('item 13: a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', () => {
+describe('item 13: a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', { timeout: 120_000 }, () => {
   it.each(['file:///etc/passwd', 'ftp://127.0.0.1/', 'http://127.0.0.1:99999', 'not a url', 'http://'])('%s', async (u) => {
     for (const verb of [probe, prewarm]) {
       const r = await verb(u, [], {});
@@ -152,7 +152,7 @@ describe('item 13: a URL that cannot be right is exit 2 at once; a host that doe
   });
 });
 
-describe('item 6: credentials never reach output, files, labels or webhooks', () => {
+describe('item 6: credentials never reach output, files, labels or webhooks', { timeout: 120_000 }, () => {
   it('URL userinfo and a key the server echoes back are redacted everywhere', async () => {
     const KEY = 'sk-hostile-test-9f3a7c';
     let hook = '';
@@ -175,7 +175,7 @@ describe('item 6: credentials never reach output, files, labels or webhooks', ()
   });
 });
 
-describe('items 11, 14: unusable folders are exit 2 with a message, and probe still prints its verdict', () => {
+describe('items 11, 14: unusable folders are exit 2 with a message, and probe still prints its verdict', { timeout: 120_000 }, () => {
   let ok: string;
   beforeAll(async () => {
     ok = await serveHttp(fakeVllm());
