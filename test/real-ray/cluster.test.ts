@@ -127,7 +127,7 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
     cl.exec(0, 'kill -KILL -1');
     const pr = await run(['probe', 'qwen3-200b']);
     expect(pr.exitCode, pr.stdout).toBe(3);
-    expect(pr.stdout).toMatch(/unreachable/);
+    expect(pr.stdout).toMatch(/unreachable/i);
     const st = await run(['status']);
     expect(st.stdout).toMatch(/qwen3-200b\s+cluster (degraded|down)\s+head n0\s+server unreachable/);
     expect(readFileSync(cl.nodesFile, 'utf8')).toContain('n0');
