@@ -11,6 +11,11 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (err) => { process.stderr.write(`sparkctl: internal error: ${err?.stack ?? err}\n`); process.exit(70); },
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`sparkctl: internal error: ${err?.stack ?? err}\n`);
+    process.exit(70);
+  },
 );

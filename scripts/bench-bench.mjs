@@ -14,29 +14,70 @@ import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 
 const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
 const parts = process.argv.slice(2).length ? process.argv.slice(2) : ['accuracy', 'capacity', 'lag', 'profile'];
 let hasTaskset = true;
-try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); } catch { hasTaskset = false; }
+try {
+  execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+} catch {
+  hasTaskset = false;
+}
 const pin = (core, argv) => (hasTaskset ? ['taskset', ['-c', String(core), ...argv]] : [argv[0], argv.slice(1)]);
-const freePort = () => new Promise((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+const freePort = () =>
+  new Promise((r) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => r(p));
+    });
+  });
 const children = [];
-process.on('exit', () => { for (const c of children) try { process.kill(-c.pid, 'SIGKILL'); } catch {} });
+process.on('exit', () => {
+  for (const c of children)
+    try {
+      process.kill(-c.pid, 'SIGKILL');
+    } catch {}
+});
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
 
 async function sim(args, core = 0) {
   const port = await freePort();
-  const [cmd, argv] = pin(core, [process.execPath, bin, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', '--max-model-len', '16384', '--max-num-seqs', '1024', ...args]);
+  const [cmd, argv] = pin(core, [
+    process.execPath,
+    bin,
+    'sim',
+    'serve',
+    'Qwen/Qwen3.5-9B',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--sim-load-seconds',
+    '0',
+    '--max-model-len',
+    '16384',
+    '--max-num-seqs',
+    '1024',
+    ...args,
+  ]);
   const child = spawn(cmd, argv, { stdio: 'ignore', detached: true });
   children.push(child);
   for (let i = 0; ; i++) {
-    try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch {}
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
+    } catch {}
     if (i > 400) throw new Error('simulator did not start');
     await new Promise((r) => setTimeout(r, 50));
   }
-  return { url: `http://127.0.0.1:${port}`, stop: () => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} } };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    },
+  };
 }
 
 function bench(args, core = 1, env = {}) {
@@ -55,12 +96,34 @@ const report = {};
 
 if (parts.includes('accuracy')) {
   const s = await sim(['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10']);
-  const r = await bench(['--url', s.url, '--rate', '200', '--requests', '2000', '--input-len', '100', '--output-len', '8', '--warmup', '20', '--percentiles', '50,99', '--scrape-interval', '0', '--json']);
+  const r = await bench([
+    '--url',
+    s.url,
+    '--rate',
+    '200',
+    '--requests',
+    '2000',
+    '--input-len',
+    '100',
+    '--output-len',
+    '8',
+    '--warmup',
+    '20',
+    '--percentiles',
+    '50,99',
+    '--scrape-interval',
+    '0',
+    '--json',
+  ]);
   s.stop();
   const j = JSON.parse(r.out).result;
   const truth = { ttft: 60, itl: 10 };
   report.accuracy = {
-    rate: 200, requests: j.completed, failed: j.failed, valid: j.sparkctl.valid, invalid_reasons: j.sparkctl.invalid_reasons,
+    rate: 200,
+    requests: j.completed,
+    failed: j.failed,
+    valid: j.sparkctl.valid,
+    invalid_reasons: j.sparkctl.invalid_reasons,
     truth_ms: truth,
     ttft_ms: { p50: r2(j.p50_ttft_ms), p99: r2(j.p99_ttft_ms), err_p50: r2(j.p50_ttft_ms - truth.ttft), err_p99: r2(j.p99_ttft_ms - truth.ttft) },
     itl_ms: { p50: r2(j.p50_itl_ms), p99: r2(j.p99_itl_ms), err_p50: r2(j.p50_itl_ms - truth.itl), err_p99: r2(j.p99_itl_ms - truth.itl) },
@@ -84,10 +147,37 @@ if (parts.includes('capacity')) {
     c.stdout.on('data', (d) => (out += d));
     c.on('close', () => resolve(JSON.parse(out)));
   });
-  const r = await bench(['--url', s.url, '--no-stream', '--concurrency', String(connections), '--duration', `${seconds}s`, '--input-len', '5', '--output-len', '1', '--warmup', '64', '--scrape-interval', '0', '--json']);
+  const r = await bench([
+    '--url',
+    s.url,
+    '--no-stream',
+    '--concurrency',
+    String(connections),
+    '--duration',
+    `${seconds}s`,
+    '--input-len',
+    '5',
+    '--output-len',
+    '1',
+    '--warmup',
+    '64',
+    '--scrape-interval',
+    '0',
+    '--json',
+  ]);
   s.stop();
   const j = JSON.parse(r.out).result;
-  report.capacity = { pinned: hasTaskset, connections, seconds, autocannon_rps: r2(ac.rps), bench_rps: r2(j.request_throughput), ratio: r2(j.request_throughput / ac.rps), target: '>= 0.8', failed: j.failed, autocannon_non2xx: ac.non2xx };
+  report.capacity = {
+    pinned: hasTaskset,
+    connections,
+    seconds,
+    autocannon_rps: r2(ac.rps),
+    bench_rps: r2(j.request_throughput),
+    ratio: r2(j.request_throughput / ac.rps),
+    target: '>= 0.8',
+    failed: j.failed,
+    autocannon_non2xx: ac.non2xx,
+  };
   console.error(JSON.stringify({ capacity: report.capacity }, null, 2));
 }
 
@@ -96,7 +186,17 @@ if (parts.includes('lag')) {
   const r = await bench(['--url', s.url, '--rate', '1000', '--requests', '3000', '--input-len', '5', '--output-len', '1', '--warmup', '50', '--scrape-interval', '0', '--json']);
   s.stop();
   const j = JSON.parse(r.out).result;
-  report.lag = { rate: 1000, requests: j.completed, failed: j.failed, send_lag_p50_ms: r2(j.sparkctl.client.sendLagP50Ms), send_lag_p99_ms: r2(j.sparkctl.client.sendLagP99Ms), achieved_rate: r2(j.sparkctl.client.achievedRate), loop_delay_p99_ms: r2(j.sparkctl.client.loopDelayP99Ms), valid: j.sparkctl.valid, target: 'p99 <= 5 ms' };
+  report.lag = {
+    rate: 1000,
+    requests: j.completed,
+    failed: j.failed,
+    send_lag_p50_ms: r2(j.sparkctl.client.sendLagP50Ms),
+    send_lag_p99_ms: r2(j.sparkctl.client.sendLagP99Ms),
+    achieved_rate: r2(j.sparkctl.client.achievedRate),
+    loop_delay_p99_ms: r2(j.sparkctl.client.loopDelayP99Ms),
+    valid: j.sparkctl.valid,
+    target: 'p99 <= 5 ms',
+  };
   console.error(JSON.stringify({ lag: report.lag }, null, 2));
 }
 
@@ -105,7 +205,11 @@ if (parts.includes('profile')) {
   const port = await freePort();
   const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.5' };
   const serve = await new Promise((resolve) => {
-    const c = spawn(process.execPath, [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--skip-preflight'], { env: { ...process.env, ...env, NO_COLOR: '1' } });
+    const c = spawn(
+      process.execPath,
+      [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--skip-preflight'],
+      { env: { ...process.env, ...env, NO_COLOR: '1' } },
+    );
     let err = '';
     c.stderr.on('data', (d) => (err += d));
     c.stdout.on('data', (d) => (err += d));
@@ -120,7 +224,15 @@ if (parts.includes('profile')) {
   console.log(`$ sparkctl bench ${args.join(' ')}`);
   console.log(human.out);
   const j = JSON.parse(json.out).result;
-  report.profile = { command: `sparkctl bench ${args.join(' ')}`, mean_ttft_ms: r2(j.mean_ttft_ms), p99_ttft_ms: r2(j.p99_ttft_ms), request_throughput: r2(j.request_throughput), valid: j.sparkctl.valid, exit: human.code, document: { mean_ttft_ms: 187, p99_ttft_ms: 243, request_throughput: 142 } };
+  report.profile = {
+    command: `sparkctl bench ${args.join(' ')}`,
+    mean_ttft_ms: r2(j.mean_ttft_ms),
+    p99_ttft_ms: r2(j.p99_ttft_ms),
+    request_throughput: r2(j.request_throughput),
+    valid: j.sparkctl.valid,
+    exit: human.code,
+    document: { mean_ttft_ms: 187, p99_ttft_ms: 243, request_throughput: 142 },
+  };
 }
 
 console.log(JSON.stringify(report, null, 2));

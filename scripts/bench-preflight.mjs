@@ -43,9 +43,7 @@ try {
 const env = { ...process.env, LC_ALL: 'C', NO_COLOR: '1' };
 const floorOnce = async () => {
   const s = performance.now();
-  await Promise.all(
-    commands.map((argv) => new Promise((resolve) => execFile(argv[0], argv.slice(1), { env, timeout: 5000, maxBuffer: 16 << 20 }, () => resolve()))),
-  );
+  await Promise.all(commands.map((argv) => new Promise((resolve) => execFile(argv[0], argv.slice(1), { env, timeout: 5000, maxBuffer: 16 << 20 }, () => resolve()))));
   return performance.now() - s;
 };
 const procOnce = (args) =>

@@ -40,9 +40,15 @@ overhead.sort((a, b) => a - b);
 const all = [];
 for (let i = 0; i < 3; i++) all.push(await runProbe(urls));
 const best = all.map((x) => x.wallMs).sort((a, b) => a - b);
-console.log(JSON.stringify({
-  probeOverheadBeyondGenerationMs: { min: overhead[0], median: overhead[5], max: overhead.at(-1) },
-  [`${n}ServersTogether`]: { processWallMs: best.map((x) => +x.toFixed(0)), healthy: all[0].results.filter((r) => r.state === 'healthy').length },
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      probeOverheadBeyondGenerationMs: { min: overhead[0], median: overhead[5], max: overhead.at(-1) },
+      [`${n}ServersTogether`]: { processWallMs: best.map((x) => +x.toFixed(0)), healthy: all[0].results.filter((r) => r.state === 'healthy').length },
+    },
+    null,
+    2,
+  ),
+);
 for (const s of servers) s.server.close();
 process.exit(0);

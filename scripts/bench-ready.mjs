@@ -12,7 +12,14 @@ import { createServer } from 'node:net';
 
 const runs = Number(process.argv[2] ?? 5);
 const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
-const freePort = () => new Promise((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+const freePort = () =>
+  new Promise((r) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => r(p));
+    });
+  });
 const lags = [];
 for (let i = 0; i < runs; i++) {
   const state = mkdtempSync(join(tmpdir(), 'bench-ready-'));
@@ -22,13 +29,21 @@ for (let i = 0; i < runs; i++) {
   let stop = false;
   const watcher = (async () => {
     while (!stop && !firstHealthy) {
-      try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) firstHealthy = performance.now(); } catch {}
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) firstHealthy = performance.now();
+      } catch {}
       await new Promise((r) => setTimeout(r, 5));
     }
   })();
   let readyAt;
-  const child = spawn(process.execPath, [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
-  child.stdout.on('data', (d) => { if (!readyAt && /^ready:/m.test(String(d))) readyAt = performance.now(); });
+  const child = spawn(
+    process.execPath,
+    [bin, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'],
+    { env, stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  child.stdout.on('data', (d) => {
+    if (!readyAt && /^ready:/m.test(String(d))) readyAt = performance.now();
+  });
   await new Promise((r) => child.on('exit', r));
   stop = true;
   await watcher;
@@ -37,4 +52,14 @@ for (let i = 0; i < runs; i++) {
   if (firstHealthy && readyAt) lags.push(readyAt - firstHealthy);
 }
 lags.sort((a, b) => a - b);
-console.log(JSON.stringify({ runs: lags.length, readinessLagMs: { min: +lags[0].toFixed(1), median: +lags[Math.floor(lags.length / 2)].toFixed(1), max: +lags.at(-1).toFixed(1) }, curlLoop10s: { expectedMeanMs: 5000, worstMs: 10000 } }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      runs: lags.length,
+      readinessLagMs: { min: +lags[0].toFixed(1), median: +lags[Math.floor(lags.length / 2)].toFixed(1), max: +lags.at(-1).toFixed(1) },
+      curlLoop10s: { expectedMeanMs: 5000, worstMs: 10000 },
+    },
+    null,
+    2,
+  ),
+);

@@ -9,16 +9,51 @@ import autocannon from 'autocannon';
 const seconds = Number(process.argv[2] ?? 10);
 const connections = Number(process.argv[3] ?? 64);
 const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
-const port = await new Promise((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+const port = await new Promise((r) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => {
+    const p = s.address().port;
+    s.close(() => r(p));
+  });
+});
 let hasTaskset = true;
-try { execFileSync('taskset', ['-V'], { stdio: 'ignore' }); } catch { hasTaskset = false; }
-const simArgv = [process.execPath, bin, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', '--sim-time-factor', '0', '--max-model-len', '4096'];
+try {
+  execFileSync('taskset', ['-V'], { stdio: 'ignore' });
+} catch {
+  hasTaskset = false;
+}
+const simArgv = [
+  process.execPath,
+  bin,
+  'sim',
+  'serve',
+  'Qwen/Qwen3.5-9B',
+  '--host',
+  '127.0.0.1',
+  '--port',
+  String(port),
+  '--sim-load-seconds',
+  '0',
+  '--sim-time-factor',
+  '0',
+  '--max-model-len',
+  '4096',
+];
 const child = hasTaskset ? spawn('taskset', ['-c', '0', ...simArgv], { stdio: 'ignore', detached: true }) : spawn(simArgv[0], simArgv.slice(1), { stdio: 'ignore', detached: true });
-const stop = () => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} };
+const stop = () => {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {}
+};
 process.on('exit', stop);
 for (let i = 0; ; i++) {
-  try { if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break; } catch {}
-  if (i > 200) { console.error('simulator did not start'); process.exit(1); }
+  try {
+    if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
+  } catch {}
+  if (i > 200) {
+    console.error('simulator did not start');
+    process.exit(1);
+  }
   await new Promise((r) => setTimeout(r, 50));
 }
 const result = await autocannon({
@@ -29,13 +64,19 @@ const result = await autocannon({
   connections,
   duration: seconds,
 });
-console.log(JSON.stringify({
-  pinnedToOneCore: hasTaskset,
-  seconds,
-  connections,
-  requestsPerSecond: { mean: result.requests.average, p50: result.requests.p50, min: result.requests.min },
-  latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
-  non2xx: result.non2xx,
-  errors: result.errors,
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      pinnedToOneCore: hasTaskset,
+      seconds,
+      connections,
+      requestsPerSecond: { mean: result.requests.average, p50: result.requests.p50, min: result.requests.min },
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
+      non2xx: result.non2xx,
+      errors: result.errors,
+    },
+    null,
+    2,
+  ),
+);
 stop();

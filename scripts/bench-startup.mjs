@@ -8,7 +8,9 @@ const time = (args) => {
   const t = [];
   for (let i = 0; i < runs + 2; i++) {
     const s = performance.now();
-    try { execFileSync(process.execPath, args, { stdio: 'ignore' }); } catch {}
+    try {
+      execFileSync(process.execPath, args, { stdio: 'ignore' });
+    } catch {}
     if (i >= 2) t.push(performance.now() - s); // two warm-up runs (page cache)
   }
   t.sort((a, b) => a - b);
@@ -19,4 +21,14 @@ const version = time([bin, '--version']);
 const help = time([bin, '--help']);
 const dry = time([bin, 'serve', 'qwen3.5-9b', '--dry-run']);
 const dryJson = time([bin, 'serve', 'qwen3.5-9b', '--dry-run', '--json']);
-console.log(JSON.stringify({ runs, medianMs: { 'node -e 0': node, 'sparkctl --version': version, 'sparkctl --help': help, 'serve --dry-run': dry, 'serve --dry-run --json': dryJson }, ratioToNode: { version: +(version / node).toFixed(2), dryRun: +(dry / node).toFixed(2) } }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      runs,
+      medianMs: { 'node -e 0': node, 'sparkctl --version': version, 'sparkctl --help': help, 'serve --dry-run': dry, 'serve --dry-run --json': dryJson },
+      ratioToNode: { version: +(version / node).toFixed(2), dryRun: +(dry / node).toFixed(2) },
+    },
+    null,
+    2,
+  ),
+);

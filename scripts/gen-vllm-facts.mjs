@@ -16,7 +16,10 @@ const cmp = (a, b) => {
   for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
   return 0;
 };
-const files = readdirSync(dir).filter((f) => /^\d+\.\d+\.\d+\.json$/.test(f)).map((f) => f.slice(0, -5)).sort(cmp);
+const files = readdirSync(dir)
+  .filter((f) => /^\d+\.\d+\.\d+\.json$/.test(f))
+  .map((f) => f.slice(0, -5))
+  .sort(cmp);
 const out = [];
 for (const v of files) {
   const d = JSON.parse(readFileSync(join(dir, `${v}.json`), 'utf8'));
@@ -69,7 +72,9 @@ export interface VllmFactsTable {
 
 // JSON.parse of one string: V8 reads it several times faster than the same object literal (start-up of the simulator)
 export const VLLM_FACTS: VllmFactsTable[] = JSON.parse(
-${out.map((o) => `  ${JSON.stringify(JSON.stringify(o))}`).join(' +\n  \',\' +\n')
+${out
+  .map((o) => `  ${JSON.stringify(JSON.stringify(o))}`)
+  .join(" +\n  ',' +\n")
   .replace(/^/, "  '[' +\n")} +
   ']',
 );

@@ -20,7 +20,14 @@ function bundle(name, host, source, entries, files, env) {
     const n = String(i).padStart(3, '0');
     writeFileSync(join(dir, 'out', `cmd-${n}.stdout`), e.stdout ?? '');
     writeFileSync(join(dir, 'out', `cmd-${n}.stderr`), e.stderr ?? '');
-    return { argv: e.argv, stdout: `out/cmd-${n}.stdout`, stderr: `out/cmd-${n}.stderr`, exitCode: 'exitCode' in e ? e.exitCode : 0, durationMs: e.durationMs ?? 0, ...(e.error ? { error: e.error } : {}) };
+    return {
+      argv: e.argv,
+      stdout: `out/cmd-${n}.stdout`,
+      stderr: `out/cmd-${n}.stderr`,
+      exitCode: 'exitCode' in e ? e.exitCode : 0,
+      durationMs: e.durationMs ?? 0,
+      ...(e.error ? { error: e.error } : {}),
+    };
   });
   const fl = Object.entries(files).map(([path, content], i) => {
     const f = `out/file-${String(i).padStart(3, '0')}`;
@@ -41,13 +48,24 @@ const rc = (text) => Number(/__rc=(\d+)\s*$/.exec(text)?.[1] ?? 0);
   const limits = r('host-limits.txt');
   const envText = body(r('env-paths.txt'));
   const env = {};
-  for (const l of envText.split('\n')) { const i = l.indexOf('='); if (i > 0) env[l.slice(0, i)] = l.slice(i + 1); }
+  for (const l of envText.split('\n')) {
+    const i = l.indexOf('=');
+    if (i > 0) env[l.slice(0, i)] = l.slice(i + 1);
+  }
   env.HOME = '/root';
   const nvcc = r('nvcc.txt').split('\n');
   const torch = r('torch.txt').trim().split(' ');
   const uname = r('uname.txt');
-  const osRel = uname.split('\n').filter((l) => /^[A-Z_]+=/.test(l)).join('\n') + '\n';
-  const meminfo = limits.split('\n').filter((l) => /^(MemTotal|MemFree|MemAvailable|Buffers|Cached):/.test(l)).join('\n') + '\n';
+  const osRel =
+    uname
+      .split('\n')
+      .filter((l) => /^[A-Z_]+=/.test(l))
+      .join('\n') + '\n';
+  const meminfo =
+    limits
+      .split('\n')
+      .filter((l) => /^(MemTotal|MemFree|MemAvailable|Buffers|Cached):/.test(l))
+      .join('\n') + '\n';
   const timings = { 'smi.query': 60, 'smi.q': 222, topo: 77, apps: 35 };
   bundle(
     'h200x2-driver580-cuda13',
@@ -77,8 +95,17 @@ Durations are the measured means of MANIFEST.md.
       { argv: ['sh', '-c', 'ls -d /usr/local/cuda*'], stdout: nvcc.slice(6, 9).join('\n') + '\n', durationMs: 1 },
       { argv: ['ldconfig', '-p'], stdout: body(r('ldconfig.txt')), durationMs: 1 },
       { argv: ['sh', '-c', 'grep -H . /etc/ld.so.conf.d/*.conf'], stdout: '', exitCode: 2, durationMs: 1 },
-      { argv: ['python3', '-c', PY], stdout: `python 3.12.3\npurelib /opt/torch/.venv/lib/python3.12/site-packages\ndist torch-${torch[0]}.dist-info\ndist nvidia_nccl_cu13-2.28.9.dist-info\n`, durationMs: 30 },
-      { argv: ['df', '-Pk', '/dev/shm', '/'], stdout: 'Filesystem     1024-blocks     Used Available Capacity Mounted on\ntmpfs           268435456        0 268435456       0% /dev/shm\n/dev/vda        264241152 17825792 134217728      12% /\n', durationMs: 2 },
+      {
+        argv: ['python3', '-c', PY],
+        stdout: `python 3.12.3\npurelib /opt/torch/.venv/lib/python3.12/site-packages\ndist torch-${torch[0]}.dist-info\ndist nvidia_nccl_cu13-2.28.9.dist-info\n`,
+        durationMs: 30,
+      },
+      {
+        argv: ['df', '-Pk', '/dev/shm', '/'],
+        stdout:
+          'Filesystem     1024-blocks     Used Available Capacity Mounted on\ntmpfs           268435456        0 268435456       0% /dev/shm\n/dev/vda        264241152 17825792 134217728      12% /\n',
+        durationMs: 2,
+      },
       { argv: ['dmesg'], stdout: body(r('dmesg-xid.txt')), durationMs: 5 },
       { argv: ['systemctl', 'is-active', 'nvidia-fabricmanager'], stdout: '', stderr: 'bash: line 1: systemctl: command not found\n', exitCode: null, error: 'not-found' },
       { argv: ['ipmitool', 'mc', 'info'], exitCode: null, error: 'not-found' },
@@ -89,7 +116,8 @@ Durations are the measured means of MANIFEST.md.
       '/proc/driver/nvidia/version': body(r('proc-driver-version.txt')),
       '/opt/torch/.venv/lib/python3.12/site-packages/torch/version.py': `__version__ = '${torch[0]}'\ndebug = False\ncuda: Optional[str] = '${torch[1]}'\n`,
       '/usr/include/nccl.h': '#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 3\n#define NCCL_VERSION_CODE 22803\n',
-      '/proc/self/limits': 'Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\nMax locked memory         unlimited            unlimited            bytes\n',
+      '/proc/self/limits':
+        'Limit                     Soft Limit           Hard Limit           Units\nMax open files            20000                20000                files\nMax locked memory         unlimited            unlimited            bytes\n',
       '/proc/sys/net/netfilter/nf_conntrack_max': '262144\n',
       '/proc/sys/net/netfilter/nf_conntrack_count': '0\n',
       '/etc/os-release': osRel,
@@ -108,7 +136,11 @@ Durations are the measured means of MANIFEST.md.
     const parts = text.split(/^# \$ /m).slice(1);
     for (const p of parts) {
       const cmd = p.split('\n')[0].trim();
-      const out = p.split('\n').slice(2).join('\n').replace(/\n#{20,}[\s\S]*$/, '\n');
+      const out = p
+        .split('\n')
+        .slice(2)
+        .join('\n')
+        .replace(/\n#{20,}[\s\S]*$/, '\n');
       if (!sections.has(cmd)) sections.set(cmd, out);
     }
     const wide = [...sections.entries()].find(([k]) => k.startsWith('nvidia-smi --query-gpu='));

@@ -25,10 +25,12 @@ const intArg = (name: string) => (v: string) => {
  * seconds) and is parsed here, before any verb runs: a bad value never gets as far as a launch.
  * The verb receives the unit its module works in.
  */
-const durationArg = (flag: string, unit: 'ms' | 's', allowZero = false) => (v: string) => {
-  const ms = parseDuration(v, flag, { allowZero });
-  return unit === 'ms' ? ms : ms / 1000;
-};
+const durationArg =
+  (flag: string, unit: 'ms' | 's', allowZero = false) =>
+  (v: string) => {
+    const ms = parseDuration(v, flag, { allowZero });
+    return unit === 'ms' ? ms : ms / 1000;
+  };
 
 function version(): string {
   try {
@@ -87,15 +89,18 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
       .option('--foreground', 'stay attached (systemd, containers): SIGTERM/SIGINT stop the servers; exit 0 when stopped, 4 when a server fails')
       .option('--ready-timeout <duration>', 'give up after this long (90s, 15m; a bare number is seconds); default from the profile', durationArg('--ready-timeout', 'ms'))
       .option('--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes')
-      .option('--platform <name>', 'platform baseline (default: the profile\'s)')
+      .option('--platform <name>', "platform baseline (default: the profile's)")
       .option('--sim-load-seconds <s>', 'simulated load time (engine sim)')
-      .addHelpText('after', `
+      .addHelpText(
+        'after',
+        `
 Examples:
   sparkctl serve qwen3.5-9b --dry-run                 the vllm command for each replica
   sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
   sparkctl serve qwen-prod --set engine.maxModelLen=8192
   sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
-  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple`),
+  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple`,
+      ),
   ).action(lazy(() => import('./commands/serve.js')));
 
   profileOpts(
@@ -103,13 +108,16 @@ Examples:
       .command('plan')
       .argument('<profile>', 'profile name or YAML file')
       .description('per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits')
-      .option('--gpu-memory <size>', 'memory of one GPU, e.g. 80GiB, 141GB (default: the platform\'s)')
-      .option('--platform <name>', 'platform baseline (default: the profile\'s)')
+      .option('--gpu-memory <size>', "memory of one GPU, e.g. 80GiB, 141GB (default: the platform's)")
+      .option('--platform <name>', "platform baseline (default: the profile's)")
       .option('--json', 'machine-readable output')
-      .addHelpText('after', `
+      .addHelpText(
+        'after',
+        `
 Examples:
   sparkctl plan qwen3.5-9b
-  sparkctl plan qwen3.5-9b --gpu-memory 141GB --set engine.maxModelLen=262144`),
+  sparkctl plan qwen3.5-9b --gpu-memory 141GB --set engine.maxModelLen=262144`,
+      ),
   ).action(lazy(() => import('./commands/plan.js')));
 
   const profiles = program.command('profiles').description('list, show, validate profiles; print their JSON Schema');
@@ -156,11 +164,14 @@ Examples:
     .option('--nodes <file>', 'run on every node of an inventory over ssh')
     .option('--profiles <dir>', 'also read profiles from DIR')
     .option('--json', 'machine-readable output')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   sparkctl preflight
   sparkctl preflight --profile qwen3.5-9b --only gpu.,driver.
-  sparkctl preflight --from ./bundle-h200 --json`)
+  sparkctl preflight --from ./bundle-h200 --json`,
+    )
     .action(lazy(() => import('./commands/preflight.js')));
 
   program
@@ -191,7 +202,9 @@ Examples:
     .command('stop')
     .argument('[name]', 'instance or profile')
     .option('--all', 'every registered server')
-    .addOption(new Option('--timeout <duration>', 'SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once)').argParser(durationArg('--timeout', 's', true)).default(30, '30s'))
+    .addOption(
+      new Option('--timeout <duration>', 'SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once)').argParser(durationArg('--timeout', 's', true)).default(30, '30s'),
+    )
     .option('--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node')
     .option('--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything')
     .option('--json', 'machine-readable output')
@@ -205,7 +218,7 @@ Examples:
     .option('--url <url>', 'a server by URL instead of a registered instance')
     .option('--model <name>', 'served model name (with --url; default: the first /v1/models entry)')
     .option('--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's'))
-    .option('--rounds <n>', 'at most this many rounds (default: the profile\'s, 5)', intArg('--rounds'))
+    .option('--rounds <n>', "at most this many rounds (default: the profile's, 5)", intArg('--rounds'))
     .option('--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', (v: string) => {
       const n = Number(v);
       if (!(n >= 0 && n <= 10)) throw new SparkError(`--settle-margin: "${v}" is not a share such as 0.2`, ExitCode.badInput);
@@ -228,16 +241,19 @@ Examples:
     .option('--alert-webhook <url>', 'POST JSON when a target changes state')
     .option('-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)')
     .option('--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms'))
-    .option('--gpu-from <dir>', 'judge the GPUs of a support bundle (sparkctl collect) instead of this host\'s')
+    .option('--gpu-from <dir>', "judge the GPUs of a support bundle (sparkctl collect) instead of this host's")
     .option('--no-history', 'do not append this run to the history (sparkctl cost/report read it)')
     .option('--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)')
     .option('--json', 'machine-readable output')
     .description('deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   sparkctl probe --all
   sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
-  */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`)
+  */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`,
+    )
     .action(lazy(() => import('./commands/probe.js')));
 
   // issue 12: what the cron probe remembers (i12-cost)
@@ -248,17 +264,20 @@ Examples:
     .option('--until <time>', 'end of the window (default now)')
     .option('--gpu-hour-price <usd>', 'what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)')
     .option('--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month')
-    .option('--compare-price <usd>', 'reference price per 1K tokens (default the document\'s $0.02)')
+    .option('--compare-price <usd>', "reference price per 1K tokens (default the document's $0.02)")
     .option('--gpus <n>', 'GPUs the server holds, when the history does not say (a --url target)')
     .option('--utilization <share>', 'GPU utilisation 0..1 for the usage basis when no GPU readings were taken')
     .option('--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)')
     .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
     .option('--json', 'machine-readable output')
     .description('$ per 1K and 1M tokens over a window, on GPUs held and on GPUs used, from the probe history')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   sparkctl cost qwen3.5-9b --gpu-hour-price 2.50
-  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`)
+  sparkctl cost qwen3.5-9b --since 7d --gpu-month-price 1200 --compare-price 0.02`,
+    )
     .action(lazy(() => import('./commands/cost.js')));
 
   program
@@ -274,10 +293,13 @@ Examples:
     .option('--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)')
     .option('--json', 'machine-readable output')
     .description('uptime, incidents, TTFT/ITL, tokens, cost and GPU trends over a window of probe history')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   sparkctl report qwen3.5-9b
-  sparkctl report qwen3.5-9b --since 24h --html /tmp/qwen.html --gpu-hour-price 2.50`)
+  sparkctl report qwen3.5-9b --since 24h --html /tmp/qwen.html --gpu-hour-price 2.50`,
+    )
     .action(lazy(() => import('./commands/report.js')));
 
   profileOpts(
@@ -316,7 +338,7 @@ Examples:
     .argument('[name]', 'running instance or profile (its port, served name, API key env)')
     .description('load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)')
     .option('--url <url>', 'any OpenAI-compatible server instead of NAME')
-    .option('--model <name>', 'served model name (default: the profile\'s, or the first /v1/models entry)')
+    .option('--model <name>', "served model name (default: the profile's, or the first /v1/models entry)")
     .option('--profiles <dir>', 'also read profiles from DIR')
     .addOption(new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'))
     .option('--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)')
@@ -327,7 +349,7 @@ Examples:
     .option('--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1')
     .option('--seed <n>', 'seed of arrivals and prompts', '0')
     .option('--warmup <n>', 'requests sent first and left out of every number', '2')
-    .option('--input-len <n>', 'random prompts: tokens in (exact, through the server\'s /tokenize)', '1024')
+    .option('--input-len <n>', "random prompts: tokens in (exact, through the server's /tokenize)", '1024')
     .option('--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)')
     .option('--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0')
     .option('--prefix-len <n>', 'a shared prefix of N tokens before each random prompt (prefix cache)', '0')
@@ -337,7 +359,7 @@ Examples:
     .option('--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, [])
     .option('--percentiles <list>', 'percentiles to report', '50,90,99')
     .option('--request-timeout <d>', 'deadline of each request', '10m')
-    .option('--scrape-interval <ms>', 'read the server\'s /metrics this often during the run (0: never)', '1000')
+    .option('--scrape-interval <ms>', "read the server's /metrics this often during the run (0: never)", '1000')
     .option('--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)')
     .option('--html <file>', 'write one self-contained page with the charts')
     .option('--sweep', 'from 1 request at a time up to saturation')
@@ -345,7 +367,9 @@ Examples:
     .option('--sweep-max <n>', 'highest level of the sweep (default 256)')
     .option('--slo <slo...>', 'with --sweep: report the highest level whose p99s meet these, e.g. ttft:300 e2el:5000', collect, [])
     .option('--json', 'machine-readable output')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   sparkctl bench qwen3.5-9b --concurrency 64 --requests 500
   sparkctl bench --url http://127.0.0.1:8000 --rate 20 --duration 2m --save-result today.json
@@ -353,7 +377,8 @@ Examples:
   sparkctl bench compare yesterday.json today.json
 
 Exit codes: 0 ok, 1 invalid run (client-bound), every request failed, or no sweep level met --slo;
-2 bad input, 3 server unreachable.`)
+2 bad input, 3 server unreachable.`,
+    )
     .action(lazy(() => import('./commands/bench.js')));
   bench
     .command('compare')

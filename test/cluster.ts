@@ -102,7 +102,8 @@ export function realRayUnavailable(): string | undefined {
   const why = netnsUnavailable();
   if (why) return why;
   if (!existsSync(join(RAY_VENV, 'bin', 'ray'))) return `Ray is not installed in ${RAY_VENV} (.ci/run installs it: python3 -m venv .venv-ray && .venv-ray/bin/pip install ray)`;
-  if (spawnSync('unshare', ['--pid', '--mount', '--fork', '--mount-proc', 'true']).status !== 0) return 'unshare --pid --mount does not work here (PID and mount namespaces are needed for one Ray per node)';
+  if (spawnSync('unshare', ['--pid', '--mount', '--fork', '--mount-proc', 'true']).status !== 0)
+    return 'unshare --pid --mount does not work here (PID and mount namespaces are needed for one Ray per node)';
   return undefined;
 }
 
@@ -221,12 +222,29 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
       const nd = join(dir, `n${i}`);
       writeFileSync(
         join(nd, 'sshd_config'),
-        [`Port 22`, `ListenAddress ${addresses[i]}`, `HostKey ${join(dir, 'host_key')}`, `PidFile none`, `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'PermitRootLogin yes', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no', 'PrintMotd no', 'MaxStartups 100', `SetEnv ${nodeEnv[i]!.join(' ')}`].join('\n') + '\n',
+        [
+          `Port 22`,
+          `ListenAddress ${addresses[i]}`,
+          `HostKey ${join(dir, 'host_key')}`,
+          `PidFile none`,
+          `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
+          'PermitRootLogin yes',
+          'PasswordAuthentication no',
+          'KbdInteractiveAuthentication no',
+          'UsePAM no',
+          'StrictModes no',
+          'PrintMotd no',
+          'MaxStartups 100',
+          `SetEnv ${nodeEnv[i]!.join(' ')}`,
+        ].join('\n') + '\n',
       );
       writeFileSync(join(nd, 'init.sh'), INIT(nd), { mode: 0o755 });
       // The node: its network namespace, and its own PID and mount namespaces (--kill-child: when
       // unshare is killed, the node's init is, and with it every process of the node).
-      const p = spawn('ip', ['netns', 'exec', ns, 'unshare', '--pid', '--mount', '--fork', '--kill-child=SIGKILL', '--mount-proc', '--propagation', 'private', join(nd, 'init.sh')], { detached: true, stdio: 'ignore' });
+      const p = spawn('ip', ['netns', 'exec', ns, 'unshare', '--pid', '--mount', '--fork', '--kill-child=SIGKILL', '--mount-proc', '--propagation', 'private', join(nd, 'init.sh')], {
+        detached: true,
+        stdio: 'ignore',
+      });
       p.unref();
       inits.push({ unshare: p.pid!, init: 0, ns });
     }

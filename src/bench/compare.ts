@@ -23,7 +23,10 @@ export function compareResults(a: Record<string, unknown>, b: Record<string, unk
     const verdict: Comparison['verdict'] = Math.abs(changePct) <= thresholdPct ? 'same' : changePct > 0 === up ? 'better' : 'worse';
     rows.push({ metric: k, a: va, b: vb, changePct, verdict });
   }
-  for (const [name, r] of [['A', a], ['B', b]] as const) {
+  for (const [name, r] of [
+    ['A', a],
+    ['B', b],
+  ] as const) {
     const s = r.sparkctl as { valid?: boolean; invalid_reasons?: string[] } | undefined;
     if (s && s.valid === false) warnings.push(`${name} is marked invalid (the client was the bottleneck): ${(s.invalid_reasons ?? []).join('; ')}`);
     if (typeof r.failed === 'number' && r.failed > 0) warnings.push(`${name} had ${r.failed} failed request(s)`);

@@ -7,7 +7,10 @@ import type { BenchRequest } from './runner.js';
 
 export class DatasetError extends Error {}
 
-const WORDS = ('time year people way day man thing woman life child world school state family student group country problem hand part place case week company system program question work government number night point home water room mother area money story fact month lot right study book eye job word business issue side kind head house service friend father power hour game line end member law car city community name president team minute idea kid body information back parent face others level office door health person art war history party result change morning reason research girl guy moment air teacher force education').split(' ');
+const WORDS =
+  'time year people way day man thing woman life child world school state family student group country problem hand part place case week company system program question work government number night point home water room mother area money story fact month lot right study book eye job word business issue side kind head house service friend father power hour game line end member law car city community name president team minute idea kid body information back parent face others level office door health person art war history party result change morning reason research girl guy moment air teacher force education'.split(
+    ' ',
+  );
 
 /** Lengths as vLLM's random dataset draws them: uniform integers in [floor(n(1-r)), ceil(n(1+r))]. */
 export function lengthRange(n: number, r: number): [number, number] {

@@ -30,13 +30,42 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
     const pts = [...sweep.points].sort((a, b) => a.throughput - b.throughput);
     sections.push({
       heading: `Latency against throughput (sweep by ${sweep.by})`,
-      chart: { kind: 'points', x: pts.map((p) => +p.throughput.toFixed(3)), series: [{ label: 'p99 TTFT (ms)', values: pts.map((p) => p.ttftP99Ms) }, { label: 'p99 E2EL (ms)', values: pts.map((p) => p.e2elP99Ms) }], xLabel: 'throughput (req/s)', yLabel: 'ms' },
+      chart: {
+        kind: 'points',
+        x: pts.map((p) => +p.throughput.toFixed(3)),
+        series: [
+          { label: 'p99 TTFT (ms)', values: pts.map((p) => p.ttftP99Ms) },
+          { label: 'p99 E2EL (ms)', values: pts.map((p) => p.e2elP99Ms) },
+        ],
+        xLabel: 'throughput (req/s)',
+        yLabel: 'ms',
+      },
     });
-    sections.push({ heading: 'Sweep levels', table: { header: [sweep.by, 'req/s', 'p99 TTFT ms', 'p99 TPOT ms', 'p99 E2EL ms', 'max waiting', 'failed'], rows: sweep.points.map((p) => [String(p.level), p.throughput.toFixed(2), p.ttftP99Ms.toFixed(1), p.tpotP99Ms.toFixed(1), p.e2elP99Ms.toFixed(1), p.maxWaiting === undefined ? '-' : String(p.maxWaiting), String(p.failed)]) } });
+    sections.push({
+      heading: 'Sweep levels',
+      table: {
+        header: [sweep.by, 'req/s', 'p99 TTFT ms', 'p99 TPOT ms', 'p99 E2EL ms', 'max waiting', 'failed'],
+        rows: sweep.points.map((p) => [
+          String(p.level),
+          p.throughput.toFixed(2),
+          p.ttftP99Ms.toFixed(1),
+          p.tpotP99Ms.toFixed(1),
+          p.e2elP99Ms.toFixed(1),
+          p.maxWaiting === undefined ? '-' : String(p.maxWaiting),
+          String(p.failed),
+        ]),
+      },
+    });
   } else {
     sections.push({
       heading: 'Latency against throughput',
-      chart: { kind: 'points', x: [+Number(r.request_throughput).toFixed(3)], series: [{ label: `p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]} TTFT (ms)`, values: [r[`p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]}_ttft_ms`]] }], xLabel: 'throughput (req/s)', yLabel: 'ms' },
+      chart: {
+        kind: 'points',
+        x: [+Number(r.request_throughput).toFixed(3)],
+        series: [{ label: `p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]} TTFT (ms)`, values: [r[`p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]}_ttft_ms`]] }],
+        xLabel: 'throughput (req/s)',
+        yLabel: 'ms',
+      },
     });
   }
   const ttfts = (r.ttfts as number[]).filter((_, i) => !(r.errors as string[])[i]).map((x) => x * 1000);
@@ -49,9 +78,27 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
   if (tl.length >= 2) {
     sections.push({
       heading: 'Server metrics over time (/metrics)',
-      chart: { kind: 'line', x: tl.map((p) => p.t), series: [{ label: 'running', values: tl.map((p) => p.running ?? null) }, { label: 'waiting', values: tl.map((p) => p.waiting ?? null) }], xLabel: 'seconds', yLabel: 'requests' },
+      chart: {
+        kind: 'line',
+        x: tl.map((p) => p.t),
+        series: [
+          { label: 'running', values: tl.map((p) => p.running ?? null) },
+          { label: 'waiting', values: tl.map((p) => p.waiting ?? null) },
+        ],
+        xLabel: 'seconds',
+        yLabel: 'requests',
+      },
     });
-    sections.push({ heading: 'KV-cache usage', chart: { kind: 'line', x: tl.map((p) => p.t), series: [{ label: 'KV cache used (%)', values: tl.map((p) => (p.kvUsage === undefined ? null : +(p.kvUsage * 100).toFixed(2))) }], xLabel: 'seconds', yLabel: '%' } });
-  } else sections.push({ heading: 'Server metrics over time', text: 'The server\'s /metrics could not be read during the run.' });
-  return { title, subtitle: `${r.model_id} at ${s.server ? r.sparkctl_config?.url ?? '' : ''} — ${r.date}`, sections };
+    sections.push({
+      heading: 'KV-cache usage',
+      chart: {
+        kind: 'line',
+        x: tl.map((p) => p.t),
+        series: [{ label: 'KV cache used (%)', values: tl.map((p) => (p.kvUsage === undefined ? null : +(p.kvUsage * 100).toFixed(2))) }],
+        xLabel: 'seconds',
+        yLabel: '%',
+      },
+    });
+  } else sections.push({ heading: 'Server metrics over time', text: "The server's /metrics could not be read during the run." });
+  return { title, subtitle: `${r.model_id} at ${s.server ? (r.sparkctl_config?.url ?? '') : ''} — ${r.date}`, sections };
 }

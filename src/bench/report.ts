@@ -100,8 +100,14 @@ export function buildResult(d: RunDescription, outputs: RequestOutput[], duratio
     failures,
     first_errors: [...new Set(outputs.filter((o) => !o.success).map((o) => o.error))].slice(0, 5),
     scheduled: {
-      ttft: summarize(ok.map((o) => o.startTime - o.scheduledTime + o.ttft), d.percentiles),
-      e2el: summarize(ok.map((o) => o.startTime - o.scheduledTime + o.latency), d.percentiles),
+      ttft: summarize(
+        ok.map((o) => o.startTime - o.scheduledTime + o.ttft),
+        d.percentiles,
+      ),
+      e2el: summarize(
+        ok.map((o) => o.startTime - o.scheduledTime + o.latency),
+        d.percentiles,
+      ),
     },
     ...(anyContinuous ? { itl_per_token: summarize(perToken, d.percentiles), multi_token_chunks: ok.reduce((a, o) => a + (o.multiTokenChunks ?? 0), 0) } : {}),
     server,

@@ -269,7 +269,14 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     const fixed = cfg.maxRequests !== undefined && cfg.durationS === undefined && Number.isFinite(cfg.rate) ? schedule(cfg.maxRequests, cfg.rate, cfg.burstiness, cfg.seed) : undefined;
     const gap = gapSampler(cfg.rate, cfg.burstiness, cfg.seed);
     const report = () =>
-      cfg.onProgress?.({ done, failed, inFlight, elapsedS: now() - t0, ttftP50Ms: live.totalCount ? live.getValueAtPercentile(50) / 1000 : 0, ttftP99Ms: live.totalCount ? live.getValueAtPercentile(99) / 1000 : 0 });
+      cfg.onProgress?.({
+        done,
+        failed,
+        inFlight,
+        elapsedS: now() - t0,
+        ttftP50Ms: live.totalCount ? live.getValueAtPercentile(50) / 1000 : 0,
+        ttftP99Ms: live.totalCount ? live.getValueAtPercentile(99) / 1000 : 0,
+      });
     const ticker = cfg.onProgress ? setInterval(report, cfg.progressIntervalMs ?? 250) : undefined;
     let stoppedEarly = false;
     let offset = 0;

@@ -163,7 +163,10 @@ export function serverCheck(samples: ScrapeSample[], clientPrompt: number, clien
   else if (c.serverGenerationTokens !== undefined && c.serverPromptTokens !== undefined) {
     const near = (a: number, b: number) => Math.abs(a - b) <= Math.max(1, 0.01 * Math.max(a, b));
     c.tokensAgree = near(c.serverGenerationTokens, clientOutput) && near(c.serverPromptTokens, clientPrompt);
-    if (!c.tokensAgree) notes.push(`server counted ${c.serverPromptTokens} prompt / ${c.serverGenerationTokens} generated tokens, the client ${clientPrompt} / ${clientOutput} (other traffic on the server, or usage the server misreports)`);
+    if (!c.tokensAgree)
+      notes.push(
+        `server counted ${c.serverPromptTokens} prompt / ${c.serverGenerationTokens} generated tokens, the client ${clientPrompt} / ${clientOutput} (other traffic on the server, or usage the server misreports)`,
+      );
   }
   if (c.preemptions) notes.push(`${c.preemptions} preemption(s): the KV cache ran out during the run`);
   return c;

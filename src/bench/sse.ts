@@ -37,5 +37,8 @@ export class SseSplitter {
 function dataOf(msg: string): string | undefined {
   const lines = msg.split(/\r?\n/).filter((l) => l.startsWith('data:'));
   if (!lines.length) return undefined; // comments (pings), event-only messages
-  return lines.map((l) => l.slice(l.startsWith('data: ') ? 6 : 5)).join('\n').trim();
+  return lines
+    .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5))
+    .join('\n')
+    .trim();
 }

@@ -12,7 +12,10 @@ export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
 const agent = new Agent({ keepAliveTimeout: 4_000, connections: 8, connect: { timeout: 2_000 } });
 
-export async function http(url: string, opts: { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number }): Promise<HttpResult> {
+export async function http(
+  url: string,
+  opts: { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number },
+): Promise<HttpResult> {
   const started = performance.now();
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.body !== undefined) headers['content-type'] = 'application/json';
@@ -65,7 +68,8 @@ export async function http(url: string, opts: { method?: 'GET' | 'POST'; body?: 
     const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
     const code = err.code ?? err.cause?.code;
     if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
-    if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return { ok: false, error: 'timeout', message: `no answer within ${opts.timeoutMs} ms`, ms };
+    if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT')
+      return { ok: false, error: 'timeout', message: `no answer within ${opts.timeoutMs} ms`, ms };
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
     if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return { ok: false, error: 'reset', message: 'connection reset', ms };
     return { ok: false, error: 'other', message: err.message, ms };

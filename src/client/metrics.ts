@@ -26,7 +26,7 @@ export function parseVllmMetrics(text: string): VllmMetrics {
     for (const n of names) {
       const f = by.get(n);
       // a family with no sample (a truncated scrape) is no reading, not -Infinity
-      if (f && f.metrics.length) return Math.max(...f.metrics.map((m) => Number(m.value ?? 0)));
+      if (f?.metrics.length) return Math.max(...f.metrics.map((m) => Number(m.value ?? 0)));
     }
     return undefined;
   };

@@ -13,5 +13,8 @@ export function servedModels(json: unknown, body: string): { ok: true; models: S
   const r = ModelList.safeParse(json);
   if (r.success) return { ok: true, models: r.data.data };
   const where = r.error.issues[0];
-  return { ok: false, problem: `/v1/models answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'not an OpenAI model list'}): ${JSON.stringify(body.slice(0, 80))}` };
+  return {
+    ok: false,
+    problem: `/v1/models answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'not an OpenAI model list'}): ${JSON.stringify(body.slice(0, 80))}`,
+  };
 }

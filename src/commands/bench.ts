@@ -154,8 +154,12 @@ export async function run(name: string | undefined, opts: BenchOptions) {
 
   // ---- the server: reachable, and which model ----
   const models = await http(`${target.url}/v1/models`, { timeoutMs: 10_000, apiKey: target.apiKey });
-  if (!models.ok) throw new UnreachableError(`${target.url}: ${models.message}`, [name && !opts.url ? `is it running? sparkctl status; sparkctl serve ${name}` : 'check the URL and that the server is up']);
-  if (models.status === 401 || models.status === 403) throw new UsageError(`${target.url} refused the API key (HTTP ${models.status})`, [target.apiKeyEnv ? `set ${target.apiKeyEnv} to the server's key` : 'set SPARKCTL_API_KEY (or VLLM_API_KEY) to the server\'s key']);
+  if (!models.ok)
+    throw new UnreachableError(`${target.url}: ${models.message}`, [name && !opts.url ? `is it running? sparkctl status; sparkctl serve ${name}` : 'check the URL and that the server is up']);
+  if (models.status === 401 || models.status === 403)
+    throw new UsageError(`${target.url} refused the API key (HTTP ${models.status})`, [
+      target.apiKeyEnv ? `set ${target.apiKeyEnv} to the server's key` : "set SPARKCTL_API_KEY (or VLLM_API_KEY) to the server's key",
+    ]);
   const ids: string[] = Array.isArray(models.json?.data) ? models.json.data.map((d: any) => d?.id).filter((x: unknown): x is string => typeof x === 'string') : [];
   const model = target.servedName ?? ids[0];
   if (!model) throw new ProblemsFound(`${target.url}/v1/models lists no model; name one with --model`);
@@ -180,7 +184,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
       dataset = d.requests;
       exact = d.exact;
       datasetName = prefixLen ? 'random+prefix' : 'random';
-      if (!exact) note(c.yellow('the server has no usable /tokenize: prompt lengths are approximate (the server\'s usage counts are still used)'));
+      if (!exact) note(c.yellow("the server has no usable /tokenize: prompt lengths are approximate (the server's usage counts are still used)"));
     }
   } catch (e) {
     if (e instanceof DatasetError) throw new UsageError(e.message);
@@ -242,7 +246,9 @@ export async function run(name: string | undefined, opts: BenchOptions) {
     ...over,
   });
   const live = (label: string) => (p: { done: number; failed: number; inFlight: number; elapsedS: number; ttftP50Ms: number; ttftP99Ms: number }) =>
-    prog.update(`${label}${p.done}${requests ? `/${requests}` : ''} done, ${p.failed} failed, ${p.inFlight} in flight, TTFT p50 ${p.ttftP50Ms.toFixed(0)} ms p99 ${p.ttftP99Ms.toFixed(0)} ms [${p.elapsedS.toFixed(0)} s]`);
+    prog.update(
+      `${label}${p.done}${requests ? `/${requests}` : ''} done, ${p.failed} failed, ${p.inFlight} in flight, TTFT p50 ${p.ttftP50Ms.toFixed(0)} ms p99 ${p.ttftP99Ms.toFixed(0)} ms [${p.elapsedS.toFixed(0)} s]`,
+    );
 
   try {
     let result: BenchResult;
@@ -263,7 +269,15 @@ export async function run(name: string | undefined, opts: BenchOptions) {
         const over: Partial<RunConfig> = sweepBy === 'concurrency' ? { concurrency: level, rate: Infinity, maxRequests: per } : { rate: level, concurrency: undefined, maxRequests: per };
         const r = await runBench(config({ ...over, warmup: points.length ? 0 : warmup, onProgress: quiet ? undefined : live(`${sweepBy} ${level}: `) }));
         prog.done();
-        const res = buildResult({ ...baseDesc(), num_prompts: per ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate }, r.outputs, r.durationS, r.startedAt, r.client, r.scrape, r.stoppedEarly);
+        const res = buildResult(
+          { ...baseDesc(), num_prompts: per ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate },
+          r.outputs,
+          r.durationS,
+          r.startedAt,
+          r.client,
+          r.scrape,
+          r.stoppedEarly,
+        );
         const x = res as Record<string, any>;
         const p: SweepPoint = {
           level,
@@ -279,7 +293,10 @@ export async function run(name: string | undefined, opts: BenchOptions) {
         };
         points.push(p);
         last = res;
-        if (!quiet) note(`  ${sweepBy} ${level}: ${p.throughput.toFixed(2)} req/s, p99 TTFT ${p.ttftP99Ms.toFixed(1)} ms, p99 E2EL ${p.e2elP99Ms.toFixed(1)} ms${p.maxWaiting ? `, ${p.maxWaiting} waiting` : ''}${p.valid ? '' : c.red(' INVALID (client-bound)')}`);
+        if (!quiet)
+          note(
+            `  ${sweepBy} ${level}: ${p.throughput.toFixed(2)} req/s, p99 TTFT ${p.ttftP99Ms.toFixed(1)} ms, p99 E2EL ${p.e2elP99Ms.toFixed(1)} ms${p.maxWaiting ? `, ${p.maxWaiting} waiting` : ''}${p.valid ? '' : c.red(' INVALID (client-bound)')}`,
+          );
         if (points.length >= 2 && saturated(points[points.length - 2]!, p)) {
           stoppedAt = `saturated at ${sweepBy} ${level}: throughput stopped growing while latency or the queue grew`;
           break;
@@ -310,22 +327,50 @@ export async function run(name: string | undefined, opts: BenchOptions) {
       const lat = latencyRows(x, pcts);
       say(table(lat.rows, lat.header));
       say('');
-      say(`completed ${x.completed}, failed ${x.failed}${x.failed ? ` (${Object.entries(s.failures).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}; peak concurrency ${x.max_concurrent_requests}, peak ${x.max_output_tokens_per_s} output tok/s`);
+      say(
+        `completed ${x.completed}, failed ${x.failed}${
+          x.failed
+            ? ` (${Object.entries(s.failures)
+                .map(([k, v]) => `${k} ${v}`)
+                .join(', ')})`
+            : ''
+        }; peak concurrency ${x.max_concurrent_requests}, peak ${x.max_output_tokens_per_s} output tok/s`,
+      );
       if (s.first_errors.length) for (const e of s.first_errors) note(`  ${c.red('error')}: ${e}`);
       if (s.multi_token_chunks) say(c.yellow(`${s.multi_token_chunks} stream chunk(s) carried more than one token: per-chunk ITL understates per-token ITL (see "ITL per token")`));
       const sv = s.server;
       if (sv.samples >= 2) {
-        say(`server /metrics: max running ${sv.maxRunning ?? '-'}, max waiting ${sv.maxWaiting ?? '-'}, max KV cache ${sv.maxKvUsage === undefined ? '-' : `${(sv.maxKvUsage * 100).toFixed(1)} %`}, preemptions ${sv.preemptions ?? '-'}${sv.prefixHitRate !== undefined ? `, prefix-cache hits ${(sv.prefixHitRate * 100).toFixed(1)} %` : ''}; tokens ${sv.tokensAgree === undefined ? 'not cross-checked' : sv.tokensAgree ? c.green('agree with the client') : c.yellow('DISAGREE with the client')}`);
+        say(
+          `server /metrics: max running ${sv.maxRunning ?? '-'}, max waiting ${sv.maxWaiting ?? '-'}, max KV cache ${sv.maxKvUsage === undefined ? '-' : `${(sv.maxKvUsage * 100).toFixed(1)} %`}, preemptions ${sv.preemptions ?? '-'}${sv.prefixHitRate !== undefined ? `, prefix-cache hits ${(sv.prefixHitRate * 100).toFixed(1)} %` : ''}; tokens ${sv.tokensAgree === undefined ? 'not cross-checked' : sv.tokensAgree ? c.green('agree with the client') : c.yellow('DISAGREE with the client')}`,
+        );
       }
       for (const n of sv.notes) say(c.dim(`  ${n}`));
-      say(c.dim(`client: send lag p99 ${s.client.sendLagP99Ms.toFixed(2)} ms, event-loop delay p99 ${s.client.loopDelayP99Ms.toFixed(1)} ms${s.client.achievedRate !== undefined ? `, offered ${s.client.achievedRate.toFixed(1)} of ${s.client.targetRate} req/s` : ''}`));
+      say(
+        c.dim(
+          `client: send lag p99 ${s.client.sendLagP99Ms.toFixed(2)} ms, event-loop delay p99 ${s.client.loopDelayP99Ms.toFixed(1)} ms${s.client.achievedRate !== undefined ? `, offered ${s.client.achievedRate.toFixed(1)} of ${s.client.targetRate} req/s` : ''}`,
+        ),
+      );
       if (!s.valid) say(c.red(`INVALID RUN: the client was the bottleneck, these are not the server's numbers:\n  - ${s.invalid_reasons.join('\n  - ')}`));
       if (s.stopped_early) say(c.yellow('interrupted: partial results'));
       if (sweep) {
         say('');
-        say(scatter(sweep.points.map((p) => ({ x: p.throughput, y: p.ttftP99Ms, label: `${sweep!.by} ${p.level}` })), { xLabel: 'req/s', yLabel: 'p99 TTFT (ms)' }));
+        say(
+          scatter(
+            sweep.points.map((p) => ({ x: p.throughput, y: p.ttftP99Ms, label: `${sweep!.by} ${p.level}` })),
+            { xLabel: 'req/s', yLabel: 'p99 TTFT (ms)' },
+          ),
+        );
         if (sweep.stoppedAt) say(sweep.stoppedAt);
-        if (Object.keys(slo).length) say(sweep.best ? c.green(`highest ${sweep.by} meeting the SLO (${Object.entries(slo).map(([k, v]) => `p99 ${k} <= ${v} ms`).join(', ')}): ${sweep.best.level} (${sweep.best.throughput.toFixed(2)} req/s)`) : c.red('no level met the SLO'));
+        if (Object.keys(slo).length)
+          say(
+            sweep.best
+              ? c.green(
+                  `highest ${sweep.by} meeting the SLO (${Object.entries(slo)
+                    .map(([k, v]) => `p99 ${k} <= ${v} ms`)
+                    .join(', ')}): ${sweep.best.level} (${sweep.best.throughput.toFixed(2)} req/s)`,
+                )
+              : c.red('no level met the SLO'),
+          );
       }
       if (opts.saveResult) say(c.dim(`result: ${opts.saveResult}`));
       if (opts.html) say(c.dim(`page: ${opts.html}`));
@@ -371,7 +416,12 @@ export async function compare(a: string, b: string, own: { threshold: string; js
   else {
     const fmt = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(2));
     const mark = (v: string) => (v === 'better' ? c.green(v) : v === 'worse' ? c.red(v) : v);
-    say(table(rows.map((r) => [r.metric, fmt(r.a), fmt(r.b), `${r.changePct >= 0 ? '+' : ''}${Number.isFinite(r.changePct) ? r.changePct.toFixed(1) : 'inf'} %`, mark(r.verdict)]), ['metric', 'A', 'B', 'change', 'verdict']));
+    say(
+      table(
+        rows.map((r) => [r.metric, fmt(r.a), fmt(r.b), `${r.changePct >= 0 ? '+' : ''}${Number.isFinite(r.changePct) ? r.changePct.toFixed(1) : 'inf'} %`, mark(r.verdict)]),
+        ['metric', 'A', 'B', 'change', 'verdict'],
+      ),
+    );
     for (const w of warnings) note(c.yellow(`note: ${w}`));
     const worse = rows.filter((r) => r.verdict === 'worse').length;
     say(`${worse ? c.red(`${worse} metric(s) worse`) : c.green('no metric worse')} (changes within ${threshold} % count as the same)`);

@@ -20,7 +20,8 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   // The key is referenced, never printed: the client reads it from the same variable.
   const key = keyEnv ? `"$${keyEnv}"` : null;
   if (opts.claudeCode) {
-    if (model.includes('/')) note(`warning: the served name "${model}" contains "/", which Claude Code cannot use: set model.servedName (e.g. --set model.servedName=${model.split('/').pop()!.toLowerCase()})`);
+    if (model.includes('/'))
+      note(`warning: the served name "${model}" contains "/", which Claude Code cannot use: set model.servedName (e.g. --set model.servedName=${model.split('/').pop()!.toLowerCase()})`);
     say(`export ANTHROPIC_BASE_URL=${shellQuote(base)}`);
     say(`export ANTHROPIC_AUTH_TOKEN=${key ?? 'dummy'}`);
     for (const tier of ['OPUS', 'SONNET', 'HAIKU']) say(`export ANTHROPIC_DEFAULT_${tier}_MODEL=${shellQuote(model)}`);

@@ -15,6 +15,8 @@ export async function run(opts: { out: string; timeout: number }) {
   const started = performance.now();
   await gatherFacts(rec, { timeoutMs: opts.timeout });
   const { commands, files } = await writeBundle(opts.out, rec);
-  note(`wrote ${opts.out}: ${commands} command outputs, ${files} files in ${Math.round(performance.now() - started)} ms (no secrets: variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD* are left out)`);
+  note(
+    `wrote ${opts.out}: ${commands} command outputs, ${files} files in ${Math.round(performance.now() - started)} ms (no secrets: variables named *KEY*, *TOKEN*, *SECRET*, *PASSWORD* are left out)`,
+  );
   note(`replay it anywhere: sparkctl preflight --from ${opts.out}`);
 }

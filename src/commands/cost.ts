@@ -42,7 +42,8 @@ export function resolvePrice(name: string, opts: CostCli, dir: string): Price {
   const month = positive('--gpu-month-price', opts.gpuMonthPrice);
   if (hour !== undefined && month !== undefined) throw new UsageError('--gpu-hour-price and --gpu-month-price: give one price');
   if (hour !== undefined) return { perHour: hour, how: `$${hour} per GPU-hour (--gpu-hour-price)` };
-  if (month !== undefined) return { perHour: monthlyToHourly(month), how: `$${month} per GPU-month / ${HOURS_PER_MONTH} h = $${monthlyToHourly(month).toFixed(4)} per GPU-hour (converted from --gpu-month-price)` };
+  if (month !== undefined)
+    return { perHour: monthlyToHourly(month), how: `$${month} per GPU-month / ${HOURS_PER_MONTH} h = $${monthlyToHourly(month).toFixed(4)} per GPU-hour (converted from --gpu-month-price)` };
   const inst = new Registry(dir).find(name)[0]?.inst;
   const fromInst = (inst?.probe as { gpuHourPriceUsd?: number } | undefined)?.gpuHourPriceUsd;
   if (fromInst) return { perHour: fromInst, how: `$${fromInst} per GPU-hour (profile ${inst!.profile}, probe.gpuHourPriceUsd)` };
@@ -71,7 +72,12 @@ export function window(opts: { since?: string; until?: string }, dflt: string, n
 }
 
 export function noHistory(name: string, dir: string, any: boolean): never {
-  throw new ProblemsFound(`${any ? `fewer than two probes of ${name} in this window` : `no probe history for ${name}`} (${historyDir(dir)})`, [...(any ? ['widen --since, or check the name (sparkctl status)'] : []), 'the cron probe writes the history; start it with:', `  ${CRON_LINE}`, 'or run `sparkctl probe NAME` by hand a few times']);
+  throw new ProblemsFound(`${any ? `fewer than two probes of ${name} in this window` : `no probe history for ${name}`} (${historyDir(dir)})`, [
+    ...(any ? ['widen --since, or check the name (sparkctl status)'] : []),
+    'the cron probe writes the history; start it with:',
+    `  ${CRON_LINE}`,
+    'or run `sparkctl probe NAME` by hand a few times',
+  ]);
 }
 
 export function costFor(name: string, opts: CostCli, now = Date.now()): { result: CostResult; price: Price; compare: number; skipped: number; since: string } {
@@ -105,7 +111,9 @@ export async function run(name: string, opts: CostCli) {
   }
   say(`cost of ${name} over ${since}: ${r.from} -> ${r.to} (${r.samples} samples${r.restarts ? `, ${r.restarts} restart(s): counters taken from zero after each` : ''})`);
   say(`  price        ${price.how}`);
-  say(`  GPU-hours    ${r.gpus} GPU(s) x ${r.hours.toFixed(2)} h = ${r.allocation!.gpuHours.toFixed(2)} held${r.utilization ? `; utilisation ${(r.utilization.value * 100).toFixed(1)} % (${r.utilization.source}) -> ${r.usage!.gpuHours.toFixed(2)} used` : '; utilisation not measured (no GPU readings: pass --utilization 0..1 for the usage basis)'}`);
+  say(
+    `  GPU-hours    ${r.gpus} GPU(s) x ${r.hours.toFixed(2)} h = ${r.allocation!.gpuHours.toFixed(2)} held${r.utilization ? `; utilisation ${(r.utilization.value * 100).toFixed(1)} % (${r.utilization.source}) -> ${r.usage!.gpuHours.toFixed(2)} used` : '; utilisation not measured (no GPU readings: pass --utilization 0..1 for the usage basis)'}`,
+  );
   say(`  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)})`);
   const a = r.allocation!;
   const u = r.usage;
@@ -117,10 +125,15 @@ export async function run(name: string, opts: CostCli) {
     ['generation, $ per 1K', money(a.generationPer1K), money(u?.generationPer1K)],
   ];
   say(table(rows, ['', 'allocation (GPUs held)', 'usage (x utilisation)']).replace(/^/gm, '  '));
-  say(r.split.by === 'prefill-decode-time' ? `  prompt/generation split by vLLM's prefill vs decode time (prompt share ${((r.split.promptShare ?? 0) * 100).toFixed(1)} %)` : `  prompt/generation split by an assumed ratio: a generated token costs ${r.split.genWeight ?? 4} prompt tokens (vLLM exposed no prefill/decode time sums; --gen-weight N)`);
+  say(
+    r.split.by === 'prefill-decode-time'
+      ? `  prompt/generation split by vLLM's prefill vs decode time (prompt share ${((r.split.promptShare ?? 0) * 100).toFixed(1)} %)`
+      : `  prompt/generation split by an assumed ratio: a generated token costs ${r.split.genWeight ?? 4} prompt tokens (vLLM exposed no prefill/decode time sums; --gen-weight N)`,
+  );
   if (a.per1K !== undefined) {
     const cmp = (b: typeof a | undefined, label: string) => (b?.per1K !== undefined ? `${label} ${(b.per1K / compare).toFixed(2)}x` : undefined);
     say(`  vs ${money(compare)} per 1K (${opts.comparePrice ? '--compare-price' : "the document's reference API price"}): ${[cmp(a, 'allocation'), cmp(u, 'usage')].filter(Boolean).join(', ')}`);
   } else say('  no tokens in this window: no price per token');
-  if (opts.gpuMonthPrice) say(`  note: the source document multiplies the monthly price by GPU-hours ((price x GPU-hours) / tokens); sparkctl converts to an hourly price first, so its figure differs`);
+  if (opts.gpuMonthPrice)
+    say(`  note: the source document multiplies the monthly price by GPU-hours ((price x GPU-hours) / tokens); sparkctl converts to an hourly price first, so its figure differs`);
 }

@@ -32,7 +32,14 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
       for (const f of tails) {
         const text = f.tail.read();
         if (!text) continue;
-        process.stdout.write(prefix ? text.split('\n').map((l, i, a) => (i === a.length - 1 && l === '' ? '' : `[${f.name}] ${l}`)).join('\n') : text);
+        process.stdout.write(
+          prefix
+            ? text
+                .split('\n')
+                .map((l, i, a) => (i === a.length - 1 && l === '' ? '' : `[${f.name}] ${l}`))
+                .join('\n')
+            : text,
+        );
       }
     }, 200);
     const stop = () => {

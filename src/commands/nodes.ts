@@ -46,18 +46,30 @@ async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T
 
 function renderEvent(e: ClusterEvent, profile: string) {
   switch (e.type) {
-    case 'ray-head': return note(`ray head started on ${e.node}`);
-    case 'ray-workers': return note(`ray workers joined: ${e.nodes.join(', ') || '(none)'}`);
-    case 'ray-cluster': return note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
-    case 'engine-started': return note(`vLLM started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
-    case 'placement-wait': return note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
-    case 'ready': return say(`${c.green('ready')}: ${profile} over ${e.nodes} nodes (${e.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
+    case 'ray-head':
+      return note(`ray head started on ${e.node}`);
+    case 'ray-workers':
+      return note(`ray workers joined: ${e.nodes.join(', ') || '(none)'}`);
+    case 'ray-cluster':
+      return note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
+    case 'engine-started':
+      return note(`vLLM started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+    case 'placement-wait':
+      return note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
+    case 'ready':
+      return say(`${c.green('ready')}: ${profile} over ${e.nodes} nodes (${e.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
     case 'prewarm': {
       const w = e.result;
-      return say(`prewarm: ${w.error ?? `warm after ${w.rounds} round(s)`}; ${Object.keys(w.cold).map((n) => `${n} tok ${w.cold[Number(n)]} -> ${w.warm[Number(n)]} ms`).join(', ')}`);
+      return say(
+        `prewarm: ${w.error ?? `warm after ${w.rounds} round(s)`}; ${Object.keys(w.cold)
+          .map((n) => `${n} tok ${w.cold[Number(n)]} -> ${w.warm[Number(n)]} ms`)
+          .join(', ')}`,
+      );
     }
-    case 'probe': return say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
-    case 'cleanup': return note(c.dim(`cleanup: ${e.node}: ${e.what}`));
+    case 'probe':
+      return say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
+    case 'cleanup':
+      return note(c.dim(`cleanup: ${e.node}: ${e.what}`));
   }
 }
 
@@ -68,13 +80,27 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
   // On the head, vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
   const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
-  const rep = renderReplicas(r.profile, r.host, { executable: exe, stateDir: '$HOME/.local/state/sparkctl', tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [] })[0]!;
+  const rep = renderReplicas(r.profile, r.host, {
+    executable: exe,
+    stateDir: '$HOME/.local/state/sparkctl',
+    tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
+  })[0]!;
   const warnings = requireValid(r);
   const steps = planNodes(nf, rep.argv);
   const perReplica = r.profile.parallel.tensor * r.profile.parallel.pipeline;
   if (opts.dryRun) {
     if (opts.json) {
-      say(envelope('multinode-plan', { profile: r.profile.name, servedName: servedName(r.profile), gpusNeeded: perReplica, gpusInCluster: gpusDeclared(nf), url: `http://${nf.head.address}:${rep.port}`, steps, warnings }));
+      say(
+        envelope('multinode-plan', {
+          profile: r.profile.name,
+          servedName: servedName(r.profile),
+          gpusNeeded: perReplica,
+          gpusInCluster: gpusDeclared(nf),
+          url: `http://${nf.head.address}:${rep.port}`,
+          steps,
+          warnings,
+        }),
+      );
       return;
     }
     for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
@@ -129,7 +155,11 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   const out = await withCancel((signal) => stopCluster(nf, stateDir(), name, opts.timeout, signal));
   const lines: string[] = [];
   const e = out.engine;
-  lines.push(e.state === 'not-recorded' ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}` : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : `could not be signalled (${e.detail})`}`);
+  lines.push(
+    e.state === 'not-recorded'
+      ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}`
+      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : `could not be signalled (${e.detail})`}`,
+  );
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
   if (opts.json) say(envelope('stop-nodes', { steps: lines, engine: out.engine, ray: out.ray }));
   else for (const l of lines) say(l);
@@ -144,7 +174,13 @@ export function nodeMatrix(reports: NodeReport[]): string {
   const cell = (r: NodeReport, id: string) => (!r.reached ? '-' : (r.checks?.find((k) => k.id === id)?.status ?? '-'));
   const interesting = (id: string) => new Set(reports.map((r) => cell(r, id))).size > 1 || reports.some((r) => ['fail', 'warn'].includes(cell(r, id)));
   const sorted = [...ids.filter(interesting), ...ids.filter((id) => !interesting(id))];
-  const rows = sorted.map((id) => [id, ...reports.map((r) => { const s = cell(r, id); return s === '-' ? c.dim('-') : statusMark(s); })]);
+  const rows = sorted.map((id) => [
+    id,
+    ...reports.map((r) => {
+      const s = cell(r, id);
+      return s === '-' ? c.dim('-') : statusMark(s);
+    }),
+  ]);
   rows.push(['(summary)', ...reports.map((r) => (r.reached ? `${r.summary!.fail}F ${r.summary!.warn}W ${r.summary!.pass}P` : c.red('unreachable')))]);
   return table(rows, ['CHECK', ...reports.map((r) => r.node)]);
 }
@@ -160,16 +196,28 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
   const anyWarn = reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
   if (opts.json) {
-    say(envelope('preflight-nodes', {
-      nodes: reports.map((x) => ({ node: x.node, reached: x.reached, error: x.error ?? null, platform: x.platform ?? null, summary: x.summary ?? null, versions: x.versions ?? null, checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])), failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })) })),
-      cross: cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
-      wallMs: Date.now() - started,
-    }));
+    say(
+      envelope('preflight-nodes', {
+        nodes: reports.map((x) => ({
+          node: x.node,
+          reached: x.reached,
+          error: x.error ?? null,
+          platform: x.platform ?? null,
+          summary: x.summary ?? null,
+          versions: x.versions ?? null,
+          checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])),
+          failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
+        })),
+        cross: cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
+        wallMs: Date.now() - started,
+      }),
+    );
   } else {
     say(c.bold(`preflight over ${allNodes(nf).length} nodes (${opts.nodes})`));
     say(nodeMatrix(reports));
     for (const x of reports.filter((x) => !x.reached)) say(c.red(`${x.node} unreachable: ${x.error}`));
-    for (const x of reports.filter((x) => x.reached)) for (const k of (x.checks ?? []).filter((k) => k.status === 'fail')) say(`  ${statusMark('fail')}  ${x.node}  ${k.id}  ${k.observed}${k.fix ? `\n        fix: ${k.fix}` : ''}`);
+    for (const x of reports.filter((x) => x.reached))
+      for (const k of (x.checks ?? []).filter((k) => k.status === 'fail')) say(`  ${statusMark('fail')}  ${x.node}  ${k.id}  ${k.observed}${k.fix ? `\n        fix: ${k.fix}` : ''}`);
     say('');
     say(c.bold('across nodes'));
     for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${x.observed}${x.fix && x.status !== 'pass' ? `\n        fix: ${x.fix}` : ''}`);
@@ -181,21 +229,37 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
 /** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */
 export async function clusterStatuses(): Promise<ClusterStatus[]> {
   const reg = new Registry(stateDir());
-  return Promise.all(reg.clusters().map(async (rec) => {
-    let nf: NodesFile | undefined;
-    try {
-      nf = loadNodesFile(rec.nodesFile);
-    } catch {
-      nf = undefined;
-    }
-    return clusterStatus(rec, nf);
-  }));
+  return Promise.all(
+    reg.clusters().map(async (rec) => {
+      let nf: NodesFile | undefined;
+      try {
+        nf = loadNodesFile(rec.nodesFile);
+      } catch {
+        nf = undefined;
+      }
+      return clusterStatus(rec, nf);
+    }),
+  );
 }
 
 export function renderClusterStatus(s: ClusterStatus): string {
   const state = s.state === 'healthy' ? c.green('healthy') : s.state === 'degraded' ? c.yellow('degraded') : c.red('down');
-  const lines = [`${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${s.serverDetail})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`];
-  if (s.nodes.length) lines.push(table(s.nodes.map((n) => [`  ${n.node}`, n.role, n.address, n.ray === 'up' ? c.green('ray up') : n.ray === 'missing' ? c.red('ray missing') : c.yellow('ray unknown'), n.gpus === undefined ? '-' : `${n.gpus} GPUs`]), ['  NODE', 'ROLE', 'ADDRESS', 'RAY', 'GPUS']));
+  const lines = [
+    `${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${s.serverDetail})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`,
+  ];
+  if (s.nodes.length)
+    lines.push(
+      table(
+        s.nodes.map((n) => [
+          `  ${n.node}`,
+          n.role,
+          n.address,
+          n.ray === 'up' ? c.green('ray up') : n.ray === 'missing' ? c.red('ray missing') : c.yellow('ray unknown'),
+          n.gpus === undefined ? '-' : `${n.gpus} GPUs`,
+        ]),
+        ['  NODE', 'ROLE', 'ADDRESS', 'RAY', 'GPUS'],
+      ),
+    );
   if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));
   return lines.join('\n');
 }
@@ -204,7 +268,10 @@ export function leaderWorkerSetFor(r: Resolved, opts: { image: string; nodes: nu
   const p = r.profile;
   const perNode = p.parallel.gpusPerNode ?? 8;
   const need = p.parallel.tensor * p.parallel.pipeline;
-  if (opts.nodes * perNode < need) throw new UsageError(`--nodes ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [`--nodes ${Math.ceil(need / perNode)}`]);
+  if (opts.nodes * perNode < need)
+    throw new UsageError(`--nodes ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
+      `--nodes ${Math.ceil(need / perNode)}`,
+    ]);
   const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
   const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
   return leaderWorkerSet(p, r.platform, { image: opts.image, nodes: opts.nodes, perNode, namespace: opts.namespace, argv: rep.argv });

@@ -36,7 +36,10 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
         ['weights per GPU', `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs)`],
         ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
         ['KV cache per GPU', g(plan.availableKvBytes)],
-        ['KV bytes per token', `${plan.kvBytesPerToken} B  (2 x ${plan.kvLayersPerGpu} layers x ${plan.kvHeadsPerGpu} KV heads x ${p.model.headDim} dim x ${plan.kvBytesPerToken / (2 * plan.kvLayersPerGpu * plan.kvHeadsPerGpu * p.model.headDim)} B)`],
+        [
+          'KV bytes per token',
+          `${plan.kvBytesPerToken} B  (2 x ${plan.kvLayersPerGpu} layers x ${plan.kvHeadsPerGpu} KV heads x ${p.model.headDim} dim x ${plan.kvBytesPerToken / (2 * plan.kvLayersPerGpu * plan.kvHeadsPerGpu * p.model.headDim)} B)`,
+        ],
         ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
         [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
         ['fits', plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`)],

@@ -22,15 +22,25 @@ export async function run(name: string | undefined, opts: { url?: string; model?
   }
   const prog = progress({ quiet: opts.json });
   const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
-  const clean = <T extends { target: string; url: string; error?: string }>(r: T): T => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), ...(r.error ? { error: redactText(r.error, secrets) } : {}) });
+  const clean = <T extends { target: string; url: string; error?: string }>(r: T): T => ({
+    ...r,
+    target: redactUrl(r.target),
+    url: redactUrl(r.url),
+    ...(r.error ? { error: redactText(r.error, secrets) } : {}),
+  });
   const raw = await Promise.all(
     targets.map(({ t, s }) =>
-      prewarm(t, { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin }, (r) => {
-        const line = `${redactUrl(t.name)} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(redactText(r.error ?? 'failed', secrets))}`;
-        if (opts.json) return;
-        if (process.stderr.isTTY) prog.update(line);
-        else note(line);
-      }, t.engine === 'vllm' ? gpuMemoryReader(t.gpus) : undefined),
+      prewarm(
+        t,
+        { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin },
+        (r) => {
+          const line = `${redactUrl(t.name)} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(redactText(r.error ?? 'failed', secrets))}`;
+          if (opts.json) return;
+          if (process.stderr.isTTY) prog.update(line);
+          else note(line);
+        },
+        t.engine === 'vllm' ? gpuMemoryReader(t.gpus) : undefined,
+      ),
     ),
   );
   prog.done();
@@ -39,7 +49,9 @@ export async function run(name: string | undefined, opts: { url?: string; model?
   else {
     for (const r of results) {
       const lens = Object.keys(r.cold).map(Number);
-      say(`${r.target}: ${r.error ? c.red(r.error) : c.green(`warm after ${r.rounds} round(s)`)} in ${(r.totalMs / 1000).toFixed(1)} s${r.exactLengths ? '' : ' (prompt lengths approximate: no /tokenize)'}`);
+      say(
+        `${r.target}: ${r.error ? c.red(r.error) : c.green(`warm after ${r.rounds} round(s)`)} in ${(r.totalMs / 1000).toFixed(1)} s${r.exactLengths ? '' : ' (prompt lengths approximate: no /tokenize)'}`,
+      );
       for (const n of lens) say(`  ${String(n).padStart(5)} prompt tokens: first token cold ${r.cold[n]} ms -> warm ${r.warm[n]} ms`);
       if (r.gpuMemory) say(`  GPU memory ${r.gpuMemory.stable ? 'stable' : 'still moving'}: ${r.gpuMemory.readings.map((x) => x.map((m) => `${m} MiB`).join('/')).join(' -> ')}`);
     }

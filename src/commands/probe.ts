@@ -57,11 +57,15 @@ export async function run(names: string[], opts: ProbeCli) {
   const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
   const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
-  const insts = !reg ? [] : opts.all ? reg.list() : names.flatMap((n) => {
-    const f = reg!.find(n);
-    if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
-    return f;
-  });
+  const insts = !reg
+    ? []
+    : opts.all
+      ? reg.list()
+      : names.flatMap((n) => {
+          const f = reg!.find(n);
+          if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+          return f;
+        });
   // Multi-node servers (serve --nodes) by profile name, or with --all.
   for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
   for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
@@ -104,7 +108,13 @@ export async function run(names: string[], opts: ProbeCli) {
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {
           stop.abort();
-          resolve({ target: t.name, url: t.url, state: 'unreachable', steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }], ms: Math.round(performance.now() - started) });
+          resolve({
+            target: t.name,
+            url: t.url,
+            state: 'unreachable',
+            steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }],
+            ms: Math.round(performance.now() - started),
+          });
         }, deadlineMs);
         timer.unref();
       });
@@ -120,7 +130,19 @@ export async function run(names: string[], opts: ProbeCli) {
     const at = new Date();
     for (const [k, r] of results.entries()) {
       const t = targets[k]!.t;
-      const sample = buildSample({ at, target: r.target, url: r.url, profile: t.instance?.profile, verdict: r.state, ms: r.ms, steps: r.steps, ngpu: t.gpus?.length || r.gpu?.samples.length || undefined, vllm: r.vllm, gpus: r.gpu?.samples, xidT: r.xidT ?? last.get(r.url)?.xidT });
+      const sample = buildSample({
+        at,
+        target: r.target,
+        url: r.url,
+        profile: t.instance?.profile,
+        verdict: r.state,
+        ms: r.ms,
+        steps: r.steps,
+        ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
+        vllm: r.vllm,
+        gpus: r.gpu?.samples,
+        xidT: r.xidT ?? last.get(r.url)?.xidT,
+      });
       try {
         if (stateProblem) continue;
         appendSample(dir, sample);
@@ -162,7 +184,20 @@ export async function run(names: string[], opts: ProbeCli) {
     writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
   }
   if (opts.alertWebhook && changed.length) {
-    const res = await http(opts.alertWebhook, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: changed.map((r) => ({ target: r.target, url: r.url, from: prev[r.url]?.state ?? null, to: r.state, failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })) })) }, timeoutMs: 5000 });
+    const res = await http(opts.alertWebhook, {
+      body: {
+        source: 'sparkctl',
+        at: new Date().toISOString(),
+        changes: changed.map((r) => ({
+          target: r.target,
+          url: r.url,
+          from: prev[r.url]?.state ?? null,
+          to: r.state,
+          failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })),
+        })),
+      },
+      timeoutMs: 5000,
+    });
     if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
   }
   const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
@@ -185,7 +220,10 @@ export function costGauges(dir: string, priced: Array<{ t: Target; price: number
     const samples = readHistory(dir, (x) => x.url === t.url, { from: now - 86_400_000 }).samples;
     if (samples.length < 2) continue;
     const r = computeCost({ samples, pricePerGpuHour: price });
-    for (const [basis, b] of [['allocation', r.allocation], ['usage', r.usage]] as const) {
+    for (const [basis, b] of [
+      ['allocation', r.allocation],
+      ['usage', r.usage],
+    ] as const) {
       if (!b) continue;
       hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
       if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
@@ -231,7 +269,9 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.flatMap((r) => (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${g.i}"} ${g.temp}`)),
     '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
     '# TYPE sparkctl_probe_gpu_ok gauge',
-    ...results.flatMap((r) => (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`)),
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
+    ),
     ...extra,
   ];
   const fix = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';

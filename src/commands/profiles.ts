@@ -17,7 +17,12 @@ export async function list(opts: { profiles?: string; json?: boolean }) {
     }
   });
   if (opts.json) return say(envelope('profiles', { profiles: rows }));
-  say(table(rows.map((r) => [r.name, r.platform ?? '-', r.builtin ? 'shipped' : r.file, r.description]), ['PROFILE', 'PLATFORM', 'SOURCE', 'DESCRIPTION']));
+  say(
+    table(
+      rows.map((r) => [r.name, r.platform ?? '-', r.builtin ? 'shipped' : r.file, r.description]),
+      ['PROFILE', 'PLATFORM', 'SOURCE', 'DESCRIPTION'],
+    ),
+  );
 }
 
 export async function show(name: string, opts: { profiles?: string; set: string[]; json?: boolean }) {

@@ -17,7 +17,8 @@ interface ReportCli extends CostCli {
 }
 
 const sec = (v: number | undefined) => (v === undefined ? '-' : v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`);
-const lat = (l: Latency) => (l.count ? `p50 ${sec(l.p50)}, p90 ${sec(l.p90)}, p99 ${sec(l.p99)}, mean ${sec(l.mean)} (${Math.round(l.count).toLocaleString('en-US')} observations)` : 'no observations');
+const lat = (l: Latency) =>
+  l.count ? `p50 ${sec(l.p50)}, p90 ${sec(l.p90)}, p99 ${sec(l.p99)}, mean ${sec(l.mean)} (${Math.round(l.count).toLocaleString('en-US')} observations)` : 'no observations';
 const when = (iso: string) => iso.replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z');
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
@@ -63,15 +64,24 @@ export async function run(name: string, opts: ReportCli) {
     say(`  ${label.padEnd(12)} ${sparkline(pts, a, b, 48, lo, hi)}  ${fmt(Math.min(...vs))} .. ${fmt(Math.max(...vs))}`);
   };
   say(`report of ${name} over ${since}: ${r.from} -> ${r.to}, ${r.samples} probe(s) of ${r.targets.length} target(s)`);
-  say(`  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(r.verdicts).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  say(
+    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(r.verdicts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
   say(`  incidents    ${r.incidents.length || 'none'}`);
   for (const i of r.incidents.slice(-10)) say(`    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`);
   if (r.incidents.length > 10) say(`    (${r.incidents.length - 10} earlier incident(s): --json lists all)`);
   say(`  TTFT         ${lat(r.ttft)}`);
   say(`  ITL          ${lat(r.itl)}`);
   const fin = Object.entries(r.finished).filter(([, v]) => v > 0);
-  say(`  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`);
-  if (cost?.allocation) say(`  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`);
+  say(
+    `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
+  );
+  if (cost?.allocation)
+    say(
+      `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,
+    );
   else say('  cost         no GPU price: --gpu-hour-price USD (or probe.gpuHourPriceUsd in the profile)');
   line('healthy', r.series.healthy, (v) => (v ? 'up' : 'down'), 0, 1);
   line('tokens/s', r.series.tokensPerSecond, (v) => v.toFixed(1));
@@ -86,7 +96,8 @@ export async function run(name: string, opts: ReportCli) {
 function page(name: string, since: string, r: Report, cost: CostResult | undefined, priceHow: string | undefined) {
   const t0 = Date.parse(r.from!);
   const hours = (pts: SeriesPoint[]) => pts.map((p) => +((p.t - t0) / 3_600_000).toFixed(4));
-  const chart = (heading: string, pts: SeriesPoint[], yLabel: string, text?: string): Section | undefined => (pts.length ? { heading, text, chart: { kind: 'line', x: hours(pts), series: [{ label: yLabel, values: pts.map((p) => p.v) }], xLabel: `hours since ${r.from}`, yLabel } } : undefined);
+  const chart = (heading: string, pts: SeriesPoint[], yLabel: string, text?: string): Section | undefined =>
+    pts.length ? { heading, text, chart: { kind: 'line', x: hours(pts), series: [{ label: yLabel, values: pts.map((p) => p.v) }], xLabel: `hours since ${r.from}`, yLabel } } : undefined;
   const sections: Array<Section | undefined> = [
     {
       heading: 'Summary',
@@ -94,19 +105,41 @@ function page(name: string, since: string, r: Report, cost: CostResult | undefin
         header: ['', ''],
         rows: [
           ['uptime (time-weighted)', r.uptime === undefined ? '-' : `${(r.uptime * 100).toFixed(2)} %`],
-          ['verdicts', Object.entries(r.verdicts).map(([k, v]) => `${k} ${v}`).join(', ')],
+          [
+            'verdicts',
+            Object.entries(r.verdicts)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', '),
+          ],
           ['TTFT', lat(r.ttft)],
           ['ITL', lat(r.itl)],
           ['prompt tokens', int(r.tokens.prompt)],
           ['generation tokens', int(r.tokens.generation)],
           ['restarts', String(r.restarts)],
           ['preemptions', int(r.preemptions)],
-          ...(cost?.allocation ? [['price', priceHow ?? ''], ['$ per 1K tokens (allocation)', cost.allocation.per1K?.toFixed(4) ?? '-'], ['$ per 1K tokens (usage)', cost.usage?.per1K?.toFixed(4) ?? '-']] : []),
-          ...(r.gpu ? [['GPU temperature', `${r.gpu.tempMin}..${r.gpu.tempMax} C`], ['uncorrected ECC / Xid', `${r.gpu.ecc} / ${r.gpu.xid}`]] : []),
+          ...(cost?.allocation
+            ? [
+                ['price', priceHow ?? ''],
+                ['$ per 1K tokens (allocation)', cost.allocation.per1K?.toFixed(4) ?? '-'],
+                ['$ per 1K tokens (usage)', cost.usage?.per1K?.toFixed(4) ?? '-'],
+              ]
+            : []),
+          ...(r.gpu
+            ? [
+                ['GPU temperature', `${r.gpu.tempMin}..${r.gpu.tempMax} C`],
+                ['uncorrected ECC / Xid', `${r.gpu.ecc} / ${r.gpu.xid}`],
+              ]
+            : []),
         ],
       },
     },
-    { heading: 'Incidents', text: r.incidents.length ? undefined : 'No state changes in this window.', table: r.incidents.length ? { header: ['from', 'to', 'target', 'state', 'cause'], rows: r.incidents.map((i) => [when(i.at), i.until ? when(i.until) : 'still', i.target, i.to, i.cause ?? '']) } : undefined },
+    {
+      heading: 'Incidents',
+      text: r.incidents.length ? undefined : 'No state changes in this window.',
+      table: r.incidents.length
+        ? { header: ['from', 'to', 'target', 'state', 'cause'], rows: r.incidents.map((i) => [when(i.at), i.until ? when(i.until) : 'still', i.target, i.to, i.cause ?? '']) }
+        : undefined,
+    },
     chart('Healthy', r.series.healthy, 'healthy (1) / not (0)'),
     chart('Tokens per second', r.series.tokensPerSecond, 'tokens/s', 'Prompt + generation tokens between consecutive probes (counter deltas; a restart counts from zero).'),
     chart('Time to first token, median between probes', r.series.ttftP50, 'TTFT p50 (s)', "From vLLM's histogram: bucket deltas between consecutive probes, interpolated as Prometheus does."),

@@ -30,7 +30,24 @@ export async function run(opts: { json?: boolean }) {
     say(
       envelope('status', {
         clusters: (await (await import('./nodes.js')).clusterStatuses()).map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes })),
-        instances: rows.map((r) => ({ name: r.inst.name, profile: r.inst.profile, replica: r.inst.replica, pid: r.inst.pid, alive: r.alive, process: r.process.toLowerCase(), ...(r.why ? { why: r.why } : {}), recovered: r.recovered, health: r.health, port: r.inst.port, url: targetFromInstance(r.inst).url, gpus: r.inst.gpus, engine: r.inst.engine, uptimeSeconds: Math.round(r.uptimeMs / 1000), logFile: r.inst.logFile, removed: r.process === 'dead' })),
+        instances: rows.map((r) => ({
+          name: r.inst.name,
+          profile: r.inst.profile,
+          replica: r.inst.replica,
+          pid: r.inst.pid,
+          alive: r.alive,
+          process: r.process.toLowerCase(),
+          ...(r.why ? { why: r.why } : {}),
+          recovered: r.recovered,
+          health: r.health,
+          port: r.inst.port,
+          url: targetFromInstance(r.inst).url,
+          gpus: r.inst.gpus,
+          engine: r.inst.engine,
+          uptimeSeconds: Math.round(r.uptimeMs / 1000),
+          logFile: r.inst.logFile,
+          removed: r.process === 'dead',
+        })),
         corrupt: reg.corrupt,
       }),
     );
@@ -60,6 +77,8 @@ export async function run(opts: { json?: boolean }) {
       ['NAME', 'PROFILE', 'PID', 'PROCESS', 'HEALTH', 'PORT', 'UPTIME', 'GPUS'],
     ),
   );
-  for (const r of rows) if (r.why) note(`${r.inst.name}: ${r.process}: ${r.why}${r.process === 'UNPROVEN' ? ' (never signalled; sparkctl stop --force-forget drops the record)' : ' (sparkctl stop stops the rest of the group)'}`);
+  for (const r of rows)
+    if (r.why)
+      note(`${r.inst.name}: ${r.process}: ${r.why}${r.process === 'UNPROVEN' ? ' (never signalled; sparkctl stop --force-forget drops the record)' : ' (sparkctl stop stops the rest of the group)'}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
 }

@@ -15,7 +15,10 @@ async function gpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
   const end = Date.now() + boundMs;
   for (;;) {
     const apps = await new RealHost(2000).run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader']);
-    const holding = apps.stdout.split('\n').map((l) => Number(l.trim())).filter((p) => Number.isInteger(p) && pids.includes(p));
+    const holding = apps.stdout
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((p) => Number.isInteger(p) && pids.includes(p));
     if (!holding.length || Date.now() > end) return holding;
     await sleep(250);
   }
@@ -46,20 +49,45 @@ export async function run(name: string | undefined, opts: { all?: boolean; timeo
           say(`${r.name}: NOT SIGNALLED: ${r.reason}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`);
           continue;
         }
-        const how = r.how === 'killed' ? `did not stop within ${opts.timeout} s: killed (SIGKILL)` : r.how === 'terminated' ? `stopped (SIGTERM, drained)${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}` : r.how;
-        say(`${r.name}: ${how}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`);
+        const how =
+          r.how === 'killed'
+            ? `did not stop within ${opts.timeout} s: killed (SIGKILL)`
+            : r.how === 'terminated'
+              ? `stopped (SIGTERM, drained)${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`
+              : r.how;
+        say(
+          `${r.name}: ${how}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`,
+        );
       }
     const unproven = results.filter((r) => r.how === 'unproven' && !r.forgotten);
     const bad = results.filter((r) => r.how !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
     if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
-    if (bad.length || unproven.length) throw new ProblemsFound([bad.length ? `${bad.length} server(s) did not release everything` : '', unproven.length ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled` : ''].filter(Boolean).join('; '));
+    if (bad.length || unproven.length)
+      throw new ProblemsFound(
+        [
+          bad.length ? `${bad.length} server(s) did not release everything` : '',
+          unproven.length ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+      );
   } finally {
     release();
   }
 }
 
 async function stopOne(reg: Registry, { inst, proof, recovered }: Entry, opts: { timeout: number; forceForget?: boolean }) {
-  const base = { name: inst.name, pid: inst.pid, recovered: Boolean(recovered), portFree: true, groupLeft: 0, gpuHolders: [] as number[], degraded: false, reason: undefined as string | undefined, forgotten: false };
+  const base = {
+    name: inst.name,
+    pid: inst.pid,
+    recovered: Boolean(recovered),
+    portFree: true,
+    groupLeft: 0,
+    gpuHolders: [] as number[],
+    degraded: false,
+    reason: undefined as string | undefined,
+    forgotten: false,
+  };
   if (proof.state === 'unproven') {
     // Never signalled. --force-forget drops the record only.
     if (opts.forceForget) reg.remove(inst.name);

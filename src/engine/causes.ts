@@ -47,9 +47,7 @@ export const SIGNATURES: Signature[] = [
     cause: (m, flat) => {
       const need = num(/\(([\d.]+) GiB KV\s*cache is needed/, flat);
       const have = num(/available KV cache memory \(([\d.]+) GiB\)/, flat);
-      return need && have
-        ? `max model len ${m[1]} needs ${need} GiB of KV cache, only ${have} GiB is available`
-        : `max model len ${m[1]} does not fit in the KV cache left after the weights`;
+      return need && have ? `max model len ${m[1]} needs ${need} GiB of KV cache, only ${have} GiB is available` : `max model len ${m[1]} does not fit in the KV cache left after the weights`;
     },
     fix: (m, flat) => {
       const est = num(/estimated maximum model length is (\d+)/, flat);
@@ -73,7 +71,7 @@ export const SIGNATURES: Signature[] = [
     cause: (m) => `max model len ${m[1]} is above what the model was trained for (${m[2]})`,
     fix: (m) => {
       const derived = num(/=(\d+)/, m[2]!);
-      return `${derived ? `--set engine.maxModelLen=${derived}` : 'lower engine.maxModelLen to the model\'s maximum'}; only with RoPE scaling configured for the model set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (profile env)`;
+      return `${derived ? `--set engine.maxModelLen=${derived}` : "lower engine.maxModelLen to the model's maximum"}; only with RoPE scaling configured for the model set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (profile env)`;
     },
   },
   {
@@ -156,14 +154,16 @@ export const SIGNATURES: Signature[] = [
     rank: 'cause',
     re: /Failed to infer device type/,
     cause: () => 'vLLM found no GPU it can use (no device visible to it, or NVML unusable)',
-    fix: () => 'run nvidia-smi in the same environment; in containers pass the GPUs (--gpus all / the nvidia runtime); check CUDA_VISIBLE_DEVICES is not empty; reinstall nvidia-ml-py; VLLM_LOGGING_LEVEL=DEBUG shows why',
+    fix: () =>
+      'run nvidia-smi in the same environment; in containers pass the GPUs (--gpus all / the nvidia runtime); check CUDA_VISIBLE_DEVICES is not empty; reinstall nvidia-ml-py; VLLM_LOGGING_LEVEL=DEBUG shows why',
   },
   {
     id: 'broken-install',
     rank: 'cause',
     re: /(?:ImportError|OSError)?:? ?(\S*\.so[\w.]*): undefined symbol: (\S+)/,
     cause: (m) => `a compiled extension does not match the installed torch/CUDA (${m[1]!.split('/').pop()}: undefined symbol ${m[2]!.slice(0, 60)})`,
-    fix: () => 'reinstall vLLM and its compiled dependencies (flash-attn, xformers) for the installed torch in a clean venv (pip install --force-reinstall vllm==<version>); never mix torch upgrades with a prebuilt vLLM',
+    fix: () =>
+      'reinstall vLLM and its compiled dependencies (flash-attn, xformers) for the installed torch in a clean venv (pip install --force-reinstall vllm==<version>); never mix torch upgrades with a prebuilt vLLM',
   },
   {
     id: 'broken-install',
@@ -177,7 +177,7 @@ export const SIGNATURES: Signature[] = [
     rank: 'consequence',
     re: /Model architectures? \[([^\]]*)\] (?:are|is) not supported/,
     cause: (m) => `this vLLM cannot load the architecture ${m[1]}`,
-    fix: () => "check the architecture is supported by the installed vLLM (pip show vllm; upgrade if it is newer); a broken install hides supported ones: look for an ImportError above it",
+    fix: () => 'check the architecture is supported by the installed vLLM (pip show vllm; upgrade if it is newer); a broken install hides supported ones: look for an ImportError above it',
   },
   // ---- model source -------------------------------------------------------------------------------
   {
@@ -185,7 +185,8 @@ export const SIGNATURES: Signature[] = [
     rank: 'cause',
     re: /GatedRepoError|Cannot access gated repo|You are trying to access a gated repo|401 Client Error/,
     cause: () => 'the Hugging Face Hub refused access (401): a gated or private repository, or a missing/invalid token',
-    fix: () => 'accept the model licence on huggingface.co with the account of the token, and give vLLM the token through the environment (profile env / envFrom HF_TOKEN, never argv); or download the model and set model.path',
+    fix: () =>
+      'accept the model licence on huggingface.co with the account of the token, and give vLLM the token through the environment (profile env / envFrom HF_TOKEN, never argv); or download the model and set model.path',
   },
   {
     id: 'hub-unreachable',
@@ -221,7 +222,8 @@ export const SIGNATURES: Signature[] = [
     rank: 'cause',
     re: /(ncclInternalError|ncclSystemError|ncclUnhandledCudaError|NCCL error: unhandled system error|NCCL error)/,
     cause: (m) => `NCCL failed (${m[1]})`,
-    fix: () => 'check the GPUs talk to each other: sparkctl preflight --only gpu.topology,gpu.fabric,nccl.,host.shm ; run with NCCL_DEBUG=INFO once to see the failing transport (in containers: --ipc=host or a large /dev/shm)',
+    fix: () =>
+      'check the GPUs talk to each other: sparkctl preflight --only gpu.topology,gpu.fabric,nccl.,host.shm ; run with NCCL_DEBUG=INFO once to see the failing transport (in containers: --ipc=host or a large /dev/shm)',
   },
   // ---- dtype, quantization --------------------------------------------------------------------------
   {
@@ -251,7 +253,7 @@ export const SIGNATURES: Signature[] = [
     rank: 'cause',
     re: /unrecognized arguments: (.+)/,
     cause: (m) => `this vLLM does not know the flag(s) ${m[1]!.trim()}`,
-    fix: () => "set engine.vllmVersion to the installed vLLM (`pip show vllm`) so the flags are rendered for it, or remove the flag from engine.extraArgs",
+    fix: () => 'set engine.vllmVersion to the installed vLLM (`pip show vllm`) so the flags are rendered for it, or remove the flag from engine.extraArgs',
   },
   {
     id: 'invalid-argument',
@@ -294,8 +296,7 @@ export const STALL_SIGNATURES: StallSignature[] = [
 ];
 
 /** vLLM, Ray and docker prefixes before the message: "(VllmWorker rank=3 pid=1090) ", "vllm-1  | ", "[2026-..Z] ". */
-const PREFIX =
-  /^(?:\s*\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]\s*|\s*[\w.-]+-\d+\s+\|\s?|\s*\((?:[A-Za-z_][\w]*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)\s?)+/;
+const PREFIX = /^(?:\s*\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]\s*|\s*[\w.-]+-\d+\s+\|\s?|\s*\((?:[A-Za-z_][\w]*)(?: rank=\d+)? pid=\d+(?:, ip=[\d.]+)?\)\s?)+/;
 
 /** A log line without its process/container prefixes (the message vLLM wrote). */
 export function stripPrefixes(line: string): string {

@@ -74,11 +74,7 @@ export function classifyLog(text: string): Cause | undefined {
   SIGNATURES.forEach((sig, order) => {
     const h = firstHit(sig, order, norm, lines, starts);
     if (!h) return;
-    if (
-      !best ||
-      RANK_ORDER[h.sig.rank] < RANK_ORDER[best.sig.rank] ||
-      (RANK_ORDER[h.sig.rank] === RANK_ORDER[best.sig.rank] && (h.line < best.line || (h.line === best.line && h.order < best.order)))
-    )
+    if (!best || RANK_ORDER[h.sig.rank] < RANK_ORDER[best.sig.rank] || (RANK_ORDER[h.sig.rank] === RANK_ORDER[best.sig.rank] && (h.line < best.line || (h.line === best.line && h.order < best.order))))
       best = h;
   });
   if (!best) return undefined;
@@ -102,7 +98,10 @@ export function isEvidenceLine(line: string): boolean {
 export function classifyStall(text: string): Cause | undefined {
   const err = classifyLog(text);
   if (err && err.id !== 'engine-failed') return err;
-  const lines = normalizeLog(text).split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = normalizeLog(text)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   // Only the last few lines count: a hang is where the log stopped, not something it passed long ago.
   for (const line of lines.slice(-5).reverse()) {
     for (const s of STALL_SIGNATURES) {
@@ -132,4 +131,3 @@ export function phaseOf(line: string): string | undefined {
   if (/Application startup complete/.test(line)) return 'API up';
   return undefined;
 }
-

@@ -116,10 +116,12 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const registry = new Registry(plan.stateDir);
   const ours = new Set<NodeEntry>();
   const cleanup = async () => {
-    await Promise.all([...ours].map(async (n) => {
-      const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
-      emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
-    }));
+    await Promise.all(
+      [...ours].map(async (n) => {
+        const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
+        emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
+      }),
+    );
   };
   const fail = async (failure: ClusterFailure, stop = true): Promise<ServeClusterOutcome> => {
     if (stop) await cleanup();
@@ -129,11 +131,27 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   // 0. One cluster per set of nodes: a second serve must not touch the running one.
   const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === nf.head.name);
   if (running) {
-    return { ok: false, failure: { refused: true, message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`, fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`, evidence: [] } };
+    return {
+      ok: false,
+      failure: {
+        refused: true,
+        message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+        fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
+        evidence: [],
+      },
+    };
   }
   const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
   if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
-    return { ok: false, failure: { refused: true, message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`, fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`, evidence: pre.stdout.trim().split('\n').slice(0, 12) } };
+    return {
+      ok: false,
+      failure: {
+        refused: true,
+        message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`,
+        fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
+        evidence: pre.stdout.trim().split('\n').slice(0, 12),
+      },
+    };
   }
 
   // 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node.
@@ -141,19 +159,34 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const headStep = plan.steps[0]!;
   ours.add(nf.head);
   const h = await startRay(nf, nf.head, headStep, joinS, signal);
-  if (h.exitCode !== 0) return fail({ message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`, fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`, evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10) });
+  if (h.exitCode !== 0)
+    return fail({
+      message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`,
+      fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`,
+      evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10),
+    });
   emit({ type: 'ray-head', node: nf.head.name });
-  const joins = await Promise.all(plan.steps.slice(1).map(async (s) => {
-    const n = nodeOf(s.node);
-    ours.add(n);
-    return { s, r: await startRay(nf, n, s, joinS, signal) };
-  }));
+  const joins = await Promise.all(
+    plan.steps.slice(1).map(async (s) => {
+      const n = nodeOf(s.node);
+      ours.add(n);
+      return { s, r: await startRay(nf, n, s, joinS, signal) };
+    }),
+  );
   const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
   if (failedJoins.length) {
     return fail({
-      message: failedJoins.map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`).join('\n'),
+      message: failedJoins
+        .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
+        .join('\n'),
       fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${nf.head.address}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
-      evidence: failedJoins.flatMap((j) => (j.r.stderr || j.r.stdout).trim().split('\n').slice(-4).map((l) => `${j.s.node}: ${l}`)),
+      evidence: failedJoins.flatMap((j) =>
+        (j.r.stderr || j.r.stdout)
+          .trim()
+          .split('\n')
+          .slice(-4)
+          .map((l) => `${j.s.node}: ${l}`),
+      ),
     });
   }
   emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
@@ -176,8 +209,12 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
     const final = v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
     if (Date.now() > deadline || Date.now() - lastChange > settleMs || final) {
       return fail({
-        message: v ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}` : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
-        fix: v?.missing?.length ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}` : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
+        message: v
+          ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
+          : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
+        fix: v?.missing?.length
+          ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
+          : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
         evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
       });
     }
@@ -198,7 +235,18 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const l = await ssh(nf, nf.head, launch, { input: plan.apiKey ? `${plan.apiKey}\n` : undefined, signal });
   const pid = Number(l.stdout.trim().split('\n').pop());
   if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return fail({ message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] });
-  const record: ClusterRecord = { version: 1, profile: plan.profile, nodesFile: plan.nodesFile, head: nf.head.name, pid, port: rep.port, url: `http://${nf.head.address}:${rep.port}`, servedName: plan.servedName, logFile, startedAt: new Date().toISOString() };
+  const record: ClusterRecord = {
+    version: 1,
+    profile: plan.profile,
+    nodesFile: plan.nodesFile,
+    head: nf.head.name,
+    pid,
+    port: rep.port,
+    url: `http://${nf.head.address}:${rep.port}`,
+    servedName: plan.servedName,
+    logFile,
+    startedAt: new Date().toISOString(),
+  };
   registry.writeCluster(record);
   emit({ type: 'engine-started', node: nf.head.name, pid, logFile });
 
@@ -209,7 +257,9 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   let lastCluster = Date.now();
   let placementLine: string | undefined;
   const stopEngine = async () => {
-    await ssh(nf, nf.head, `kill -TERM -- -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -- -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${pid} 2>/dev/null`, { timeoutMs: 30_000 });
+    await ssh(nf, nf.head, `kill -TERM -- -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -- -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${pid} 2>/dev/null`, {
+      timeoutMs: 30_000,
+    });
     registry.removeCluster(plan.profile);
   };
   const tailLog = async () => (await ssh(nf, nf.head, `tail -n 60 "${logFile}"`, { timeoutMs: 15_000 })).stdout;
@@ -227,7 +277,9 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
     if (Date.now() - lastAlive > 1500) {
       lastAlive = Date.now();
       // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
-      const alive = await ssh(nf, nf.head, `kill -0 ${pid} 2>/dev/null || exit 9; grep -m1 -o 'Waiting for creating a placement group of specs for [0-9]* seconds' "${logFile}" || true`, { timeoutMs: 15_000 });
+      const alive = await ssh(nf, nf.head, `kill -0 ${pid} 2>/dev/null || exit 9; grep -m1 -o 'Waiting for creating a placement group of specs for [0-9]* seconds' "${logFile}" || true`, {
+        timeoutMs: 15_000,
+      });
       gone = alive.exitCode === 9;
       if (alive.exitCode === 0 && alive.stdout.trim() && !placementLine) {
         placementLine = alive.stdout.trim();
@@ -285,7 +337,12 @@ export async function stopCluster(nf: NodesFile, stateDir: string, name: string 
   const record = name ? registry.clusters().find((x) => x.profile === name) : undefined;
   let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
   if (record) {
-    const r = await ssh(nf, nf.head, `kill -TERM -- -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -- -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${record.pid} 2>/dev/null; exit 3`, { timeoutMs: (timeoutS + 15) * 1000, signal });
+    const r = await ssh(
+      nf,
+      nf.head,
+      `kill -TERM -- -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -- -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${record.pid} 2>/dev/null; exit 3`,
+      { timeoutMs: (timeoutS + 15) * 1000, signal },
+    );
     engine = { node: nf.head.name, state: r.exitCode === 0 ? 'stopped' : r.exitCode === 3 ? 'killed' : 'failed', detail: r.exitCode === 0 || r.exitCode === 3 ? undefined : remoteWhy(r, 1) };
   }
   const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));

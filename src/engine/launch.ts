@@ -47,7 +47,17 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     env,
   });
   closeSync(fd);
-  const l: Launched = { plan, child, pid: child.pid ?? -1, pgid: child.pid ?? -1, startTime: child.pid ? processStartTime(child.pid) ?? 0 : 0, marker, exit: undefined, exited: Promise.resolve(), tail };
+  const l: Launched = {
+    plan,
+    child,
+    pid: child.pid ?? -1,
+    pgid: child.pid ?? -1,
+    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
+    marker,
+    exit: undefined,
+    exited: Promise.resolve(),
+    tail,
+  };
   l.exited = new Promise<void>((resolve) => {
     child.once('error', (e: NodeJS.ErrnoException) => {
       l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };

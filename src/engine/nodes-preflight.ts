@@ -79,7 +79,12 @@ function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesC
       if (vals.size <= 1) return { status: 'pass', observed: `${[...vals.keys()][0]} on every node`, expected: 'the same on every node' };
       const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
       const odd = [...vals.entries()].filter(([v]) => v !== majority[0]).map(([v, ns]) => `${ns.join(', ')} has ${v}`);
-      return { status: 'fail', observed: `${odd.join('; ')} (others: ${majority[0]})`, expected: 'the same on every node', fix: `install the same ${key} on every node: NCCL and Ray fail in odd ways across versions` };
+      return {
+        status: 'fail',
+        observed: `${odd.join('; ')} (others: ${majority[0]})`,
+        expected: 'the same on every node',
+        fix: `install the same ${key} on every node: NCCL and Ray fail in odd ways across versions`,
+      };
     },
   };
 }
@@ -93,7 +98,12 @@ export const NODES_CHECKS: NodesCheck[] = [
     run(ctx) {
       const bad = ctx.reports.filter((r) => !r.reached);
       return bad.length
-        ? { status: 'fail', observed: bad.map((r) => `${r.node}: ${r.error}`).join('; '), expected: 'every node reached', fix: 'check ssh (BatchMode, key, user) and that sparkctl is installed on every node (nodes file: sparkctl)' }
+        ? {
+            status: 'fail',
+            observed: bad.map((r) => `${r.node}: ${r.error}`).join('; '),
+            expected: 'every node reached',
+            fix: 'check ssh (BatchMode, key, user) and that sparkctl is installed on every node (nodes file: sparkctl)',
+          }
         : { status: 'pass', observed: `${ctx.reports.length} of ${ctx.reports.length} nodes`, expected: 'every node reached' };
     },
   },
@@ -108,7 +118,12 @@ export const NODES_CHECKS: NodesCheck[] = [
       if (!r.length) return { status: 'skip', observed: 'no node reached', expected: 'up' };
       const bad = r.filter((x) => x.iface !== 'up' && x.iface !== 'unknown');
       return bad.length
-        ? { status: 'fail', observed: bad.map((x) => `${x.node}: ${x.ifaceName} ${x.iface ?? 'does not exist'}`).join('; '), expected: 'up', fix: 'set interface: in the nodes file to the NIC that carries NCCL traffic (ip -br link)' }
+        ? {
+            status: 'fail',
+            observed: bad.map((x) => `${x.node}: ${x.ifaceName} ${x.iface ?? 'does not exist'}`).join('; '),
+            expected: 'up',
+            fix: 'set interface: in the nodes file to the NIC that carries NCCL traffic (ip -br link)',
+          }
         : { status: 'pass', observed: 'the named interface is up on every node', expected: 'up' };
     },
   },
@@ -121,7 +136,12 @@ export const NODES_CHECKS: NodesCheck[] = [
       if (!ctx.modelPath) return { status: 'skip', observed: 'no profile with model.path', expected: '' };
       const missing = reached(ctx).filter((x) => x.model !== 'present');
       return missing.length
-        ? { status: 'fail', observed: `${ctx.modelPath}/config.json missing on ${missing.map((x) => x.node).join(', ')}`, expected: 'present on every node', fix: `copy the model to ${ctx.modelPath} on every node (same path everywhere)` }
+        ? {
+            status: 'fail',
+            observed: `${ctx.modelPath}/config.json missing on ${missing.map((x) => x.node).join(', ')}`,
+            expected: 'present on every node',
+            fix: `copy the model to ${ctx.modelPath} on every node (same path everywhere)`,
+          }
         : { status: 'pass', observed: `${ctx.modelPath} on every node`, expected: 'present on every node' };
     },
   },
@@ -135,7 +155,13 @@ export const NODES_CHECKS: NodesCheck[] = [
       const r = reached(ctx);
       const total = r.reduce((a, x) => a + Number(x.versions?.gpus ?? 0), 0);
       const short = r.filter((x) => Number(x.versions?.gpus ?? 0) !== allNodes(ctx.nf).find((n) => n.name === x.node)!.gpus);
-      if (total < ctx.gpusNeeded) return { status: 'fail', observed: `${total} GPUs over ${r.length} reachable nodes${short.length ? ` (${short.map((x) => `${x.node} has ${x.versions?.gpus ?? 0}`).join(', ')})` : ''}`, expected: `${ctx.gpusNeeded}`, fix: 'add nodes, or fix the ones whose GPUs are missing' };
+      if (total < ctx.gpusNeeded)
+        return {
+          status: 'fail',
+          observed: `${total} GPUs over ${r.length} reachable nodes${short.length ? ` (${short.map((x) => `${x.node} has ${x.versions?.gpus ?? 0}`).join(', ')})` : ''}`,
+          expected: `${ctx.gpusNeeded}`,
+          fix: 'add nodes, or fix the ones whose GPUs are missing',
+        };
       return { status: 'pass', observed: `${total} GPUs over ${r.length} nodes (needs ${ctx.gpusNeeded})`, expected: `${ctx.gpusNeeded}` };
     },
   },

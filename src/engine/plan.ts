@@ -119,6 +119,9 @@ export function readSecrets(profile: Profile, env: NodeJS.ProcessEnv = process.e
   const name = profile.server.apiKeyEnv;
   if (!name) return {};
   const v = env[name];
-  if (!v) throw new UsageError(`server.apiKeyEnv names ${name}, which is not set in this environment`, [`export ${name}=... (or put it in the systemd EnvironmentFile); the key itself never goes in a profile`]);
+  if (!v)
+    throw new UsageError(`server.apiKeyEnv names ${name}, which is not set in this environment`, [
+      `export ${name}=... (or put it in the systemd EnvironmentFile); the key itself never goes in a profile`,
+    ]);
   return { VLLM_API_KEY: v };
 }

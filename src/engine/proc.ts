@@ -102,7 +102,10 @@ export function proveIdentity(id: Identity): Proof {
   if (leaderOurs) return { state: 'alive', pgid, members };
   if (!marker) {
     // An entry from before markers: only its leader can be proven; a group without it cannot.
-    return { state: 'unproven', reason: leaderStart !== undefined ? `pid ${pid} is another process now (start time differs)` : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)` };
+    return {
+      state: 'unproven',
+      reason: leaderStart !== undefined ? `pid ${pid} is another process now (start time differs)` : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)`,
+    };
   }
   const marked = members.filter((m) => processEnv(m, INSTANCE_ENV) === marker);
   if (marked.length) return { state: 'degraded', pgid, members };

@@ -12,7 +12,10 @@ export const gpusDeclared = (nf: NodesFile) => allNodes(nf).reduce((a, n) => a +
 export function nodeEnv(node: NodeEntry): Record<string, string> {
   return { VLLM_HOST_IP: node.address, NCCL_SOCKET_IFNAME: node.interface, GLOO_SOCKET_IFNAME: node.interface };
 }
-export const exportLine = (env: Record<string, string>) => `export ${Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`).join(' ')}`;
+export const exportLine = (env: Record<string, string>) =>
+  `export ${Object.entries(env)
+    .map(([k, v]) => `${k}=${shellQuote(v)}`)
+    .join(' ')}`;
 
 export interface NodeStep {
   node: string;
@@ -30,10 +33,22 @@ export function hostShapeOf(nf: NodesFile): HostShape {
 export function planNodes(nf: NodesFile, vllmArgv: string[]): NodeStep[] {
   const head = nf.head;
   const steps: NodeStep[] = [
-    { node: head.name, role: 'head', address: head.address, env: nodeEnv(head), argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', head.address, '--num-gpus', String(head.gpus)]] },
+    {
+      node: head.name,
+      role: 'head',
+      address: head.address,
+      env: nodeEnv(head),
+      argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', head.address, '--num-gpus', String(head.gpus)]],
+    },
   ];
   for (const w of nf.workers) {
-    steps.push({ node: w.name, role: 'worker', address: w.address, env: nodeEnv(w), argv: [['ray', 'start', '--address', `${head.address}:${nf.rayPort}`, '--node-ip-address', w.address, '--num-gpus', String(w.gpus)]] });
+    steps.push({
+      node: w.name,
+      role: 'worker',
+      address: w.address,
+      env: nodeEnv(w),
+      argv: [['ray', 'start', '--address', `${head.address}:${nf.rayPort}`, '--node-ip-address', w.address, '--num-gpus', String(w.gpus)]],
+    });
   }
   steps[0]!.argv.push(vllmArgv);
   return steps;

@@ -148,7 +148,12 @@ export class Registry {
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
-        reason = parsed.success ? `names "${parsed.data.name}", not ${f.slice(0, -5)}` : parsed.error.issues.map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`).slice(0, 3).join('; ');
+        reason = parsed.success
+          ? `names "${parsed.data.name}", not ${f.slice(0, -5)}`
+          : parsed.error.issues
+              .map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`)
+              .slice(0, 3)
+              .join('; ');
       } catch (e) {
         reason = (e as Error).message;
       }
@@ -196,7 +201,26 @@ export class Registry {
       const pgid = processGroup(g.pids[0]!);
       if (!pgid) continue;
       const name = basename(g.log).replace(/\.log$/, '');
-      const inst: Instance = { version: 1, name, profile: name.replace(/-\d+$/, ''), replica: 0, pid: pgid, pgid, startTime: processStartTime(pgid) ?? 0, marker, host: '127.0.0.1', port: 0, url: '', servedName: '', gpus: [], logFile: g.log, engine: 'vllm', argv: [], startedAt: new Date(0).toISOString(), readyTimeoutSeconds: 0 };
+      const inst: Instance = {
+        version: 1,
+        name,
+        profile: name.replace(/-\d+$/, ''),
+        replica: 0,
+        pid: pgid,
+        pgid,
+        startTime: processStartTime(pgid) ?? 0,
+        marker,
+        host: '127.0.0.1',
+        port: 0,
+        url: '',
+        servedName: '',
+        gpus: [],
+        logFile: g.log,
+        engine: 'vllm',
+        argv: [],
+        startedAt: new Date(0).toISOString(),
+        readyTimeoutSeconds: 0,
+      };
       const proof = proveIdentity(inst);
       if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
     }

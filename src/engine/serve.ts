@@ -91,7 +91,8 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[]): strin
     for (const inst of live) {
       if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
       // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
-      else if (inst.engine === plan.engine && inst.gpus.some((g) => p.gpus.includes(g))) out.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
+      else if (inst.engine === plan.engine && inst.gpus.some((g) => p.gpus.includes(g)))
+        out.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
     }
   }
   return [...new Set(out)];
@@ -124,7 +125,13 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   try {
     // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
     for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
-    const conflicts = conflictsWith(plan, registry.list().filter((x) => x.alive).map((x) => x.inst));
+    const conflicts = conflictsWith(
+      plan,
+      registry
+        .list()
+        .filter((x) => x.alive)
+        .map((x) => x.inst),
+    );
     if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;

@@ -25,13 +25,7 @@ export interface SshOptions {
 }
 
 export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
-  const argv = [
-    process.env.SPARKCTL_SSH ?? 'ssh',
-    '-o', 'BatchMode=yes',
-    '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`,
-    '-o', 'StrictHostKeyChecking=accept-new',
-    '-p', String(node.sshPort),
-  ];
+  const argv = [process.env.SPARKCTL_SSH ?? 'ssh', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`, '-o', 'StrictHostKeyChecking=accept-new', '-p', String(node.sshPort)];
   if (nf.ssh.identityFile) argv.push('-i', nf.ssh.identityFile);
   for (const o of nf.ssh.options) argv.push('-o', o);
   argv.push(`${node.sshUser}@${node.address}`, command);
@@ -60,7 +54,12 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
 
 /** The last lines of what a remote command said, for one-line messages. */
 export function remoteWhy(r: Remote, lines = 2): string {
-  const text = (r.stderr || r.stdout || '').trim().split('\n').filter((l) => l.trim()).slice(-lines).join(' | ');
+  const text = (r.stderr || r.stdout || '')
+    .trim()
+    .split('\n')
+    .filter((l) => l.trim())
+    .slice(-lines)
+    .join(' | ');
   if (r.error === 'timeout') return `timed out${text ? `; last output: ${text}` : ''}`;
   return text || r.error || `exit ${r.exitCode}`;
 }

@@ -52,7 +52,16 @@ export interface XidEvent {
 /** Xid lines of the kernel log with their times; unreadable (not root, no dmesg) says why. */
 export async function readXid(host: Host, timeoutMs = 3000): Promise<{ readable: true; events: XidEvent[] } | { readable: false; why: string }> {
   const r = await host.run(['dmesg'], { timeoutMs });
-  if (r.exitCode !== 0) return { readable: false, why: r.error === 'not-found' ? 'dmesg is not installed' : r.error === 'not-collected' ? 'the kernel log is not in the bundle' : 'the kernel log is not readable (run the probe as root or in group adm)' };
+  if (r.exitCode !== 0)
+    return {
+      readable: false,
+      why:
+        r.error === 'not-found'
+          ? 'dmesg is not installed'
+          : r.error === 'not-collected'
+            ? 'the kernel log is not in the bundle'
+            : 'the kernel log is not readable (run the probe as root or in group adm)',
+    };
   return { readable: true, events: xidWithTimes(r.stdout) };
 }
 
@@ -114,7 +123,8 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
     for (const f of [...ecc.warns, ...thr.warns]) add(i, 'warn', f);
     const used = gpuNum(g, 'memory.used');
     const total = gpuNum(g, 'memory.total');
-    if (used !== undefined && total && used / total > o.memLimit) add(i, 'warn', `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`);
+    if (used !== undefined && total && used / total > o.memLimit)
+      add(i, 'warn', `GPU${i}: ${((used / total) * 100).toFixed(0)} % memory used, above the reserved ${(o.reserved * 100).toFixed(0)} % + headroom (another process on the GPU?)`);
   }
   // Xid since the last probe, tied to a GPU by bus id
   const byBus = new Map(rows.map((g) => [busKey(g['pci.bus_id']), Number(g.index)]));
@@ -145,7 +155,9 @@ export function judgeGpus(rows: Gpu[], o: { mine?: number[]; thresholds: GpuThre
       xid: o.xidNew ? xidNew.filter((e) => busKey(e.pci) === bus).length : undefined,
     };
   });
-  const desc = mine.map((g) => `GPU${g.index} ${g['temperature.gpu'] ?? '?'} C ${gpuNum(g, 'memory.total') ? `${(((gpuNum(g, 'memory.used') ?? 0) / gpuNum(g, 'memory.total')!) * 100).toFixed(0)} %` : '? %'}`).join(', ');
+  const desc = mine
+    .map((g) => `GPU${g.index} ${g['temperature.gpu'] ?? '?'} C ${gpuNum(g, 'memory.total') ? `${(((gpuNum(g, 'memory.used') ?? 0) / gpuNum(g, 'memory.total')!) * 100).toFixed(0)} %` : '? %'}`)
+    .join(', ');
   const bad = findings.filter((f) => f.level !== 'warn');
   const status = bad.length ? 'fail' : findings.length ? 'warn' : 'pass';
   const order = { critical: 0, unhealthy: 1, warn: 2 } as const;

@@ -103,7 +103,15 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   }
   const send = async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
     const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens, temperature: 0 }, timeoutMs: left(), apiKey: t.apiKey });
-    const req: PrewarmRequest = { round, kind, promptTokens: n, maxTokens, ms: Math.round(r.ms), ok: r.ok && r.status === 200, error: r.ok ? (r.status === 200 ? undefined : `HTTP ${r.status}: ${String(r.json?.error?.message ?? r.body).slice(0, 200)}`) : r.message };
+    const req: PrewarmRequest = {
+      round,
+      kind,
+      promptTokens: n,
+      maxTokens,
+      ms: Math.round(r.ms),
+      ok: r.ok && r.status === 200,
+      error: r.ok ? (r.status === 200 ? undefined : `HTTP ${r.status}: ${String(r.json?.error?.message ?? r.body).slice(0, 200)}`) : r.message,
+    };
     result.requests.push(req);
     onRequest?.(req);
     return req;

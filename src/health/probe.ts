@@ -81,7 +81,12 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
   let served = t.servedName;
   if (!m.ok || m.status !== 200) {
-    add('identity', 'fail', m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`, m.ms);
+    add(
+      'identity',
+      'fail',
+      m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`,
+      m.ms,
+    );
     return done('unhealthy');
   }
   const listed = servedModels(m.json, m.body);
@@ -192,12 +197,24 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
   if (s.signal?.aborted) return done('unreachable');
   // 7. what a client needs
   if (s.client === 'claude-code') {
-    const msg = await http(`${t.url}/v1/messages`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey, headers: { 'anthropic-version': '2023-06-01' } });
-    if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message') add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
+    const msg = await http(`${t.url}/v1/messages`, {
+      body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
+      timeoutMs: s.timeoutMs,
+      signal: s.signal,
+      apiKey: t.apiKey,
+      headers: { 'anthropic-version': '2023-06-01' },
+    });
+    if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message')
+      add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
     else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
     else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
   } else if (s.client === 'openai') {
-    const chat = await http(`${t.url}/v1/chat/completions`, { body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    const chat = await http(`${t.url}/v1/chat/completions`, {
+      body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
+      timeoutMs: s.timeoutMs,
+      signal: s.signal,
+      apiKey: t.apiKey,
+    });
     if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
     else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
   }

@@ -127,7 +127,13 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
       const mine = await w.ours?.();
       if (mine === false) foreign = `the server answering on ${w.url} is not the process sparkctl started (another process holds the port)`;
       else if (listed) return { ok: true, ms: elapsed() };
-      else if (answered) return { ok: false, reason: 'wrong-model', detail: `the server on ${w.url} serves ${ids.join(', ') || 'nothing'}, not ${w.servedName}${mine ? '' : ': another server holds the port?'}`, ms: elapsed() };
+      else if (answered)
+        return {
+          ok: false,
+          reason: 'wrong-model',
+          detail: `the server on ${w.url} serves ${ids.join(', ') || 'nothing'}, not ${w.servedName}${mine ? '' : ': another server holds the port?'}`,
+          ms: elapsed(),
+        };
     }
     await pause(w.pollMs ?? (h.ok ? 50 : 40), w.signal);
   }

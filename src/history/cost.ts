@@ -124,7 +124,10 @@ export function sumCosts(parts: CostResult[], pricePerGpuHour: number): CostResu
     tokens.generation += p.tokens.generation;
     tokens.total += p.tokens.total;
   }
-  const times = parts.flatMap((p) => [p.from, p.to]).filter((t): t is string => !!t).sort();
+  const times = parts
+    .flatMap((p) => [p.from, p.to])
+    .filter((t): t is string => !!t)
+    .sort();
   return {
     samples: parts.reduce((a, p) => a + p.samples, 0),
     from: times[0],

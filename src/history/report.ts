@@ -56,7 +56,8 @@ export interface Report {
 }
 
 const ms = (s: Sample) => Date.parse(s.t);
-const latency = (h: Hist | undefined): Latency => (h && h.count > 0 ? { count: h.count, mean: h.sum / h.count, p50: histQuantile(h, 0.5), p90: histQuantile(h, 0.9), p99: histQuantile(h, 0.99) } : { count: 0 });
+const latency = (h: Hist | undefined): Latency =>
+  h && h.count > 0 ? { count: h.count, mean: h.sum / h.count, p50: histQuantile(h, 0.5), p90: histQuantile(h, 0.9), p99: histQuantile(h, 0.99) } : { count: 0 };
 
 export function buildReport(all: Sample[]): Report {
   const samples = [...all].sort((a, b) => ms(a) - ms(b));

@@ -65,7 +65,7 @@ export function histOf(h: Sample['ttft']): Histogram | undefined {
 }
 
 function histLine(h: Histogram | undefined): Sample['ttft'] {
-  if (!h || !h.le.length) return undefined;
+  if (!h?.le.length) return undefined;
   const finite = h.le.map((le, k) => [le, h.n[k]!] as const).filter(([le]) => Number.isFinite(le));
   const total = h.le.includes(Infinity) ? h.n[h.le.indexOf(Infinity)]! : h.count;
   return { le: finite.map(([le]) => le), n: [...finite.map(([, n]) => n), total], sum: h.sum, count: h.count };

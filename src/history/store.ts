@@ -22,7 +22,11 @@ export const historyDir = (stateDir: string) => join(stateDir, 'history');
 
 /** A file name that is safe whatever the target is called, and unique per URL. */
 export function historyBase(target: string, url: string): string {
-  const safe = target.replace(/^https?:\/\//, '').replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 60) || 'target';
+  const safe =
+    target
+      .replace(/^https?:\/\//, '')
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .slice(0, 60) || 'target';
   return `${safe}.${createHash('sha256').update(url).digest('hex').slice(0, 8)}`;
 }
 

@@ -16,7 +16,13 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
     const stdout = `out/cmd-${n}.stdout`;
     const stderr = `out/cmd-${n}.stderr`;
     // The kernel log says much about a host; preflight needs only the GPU driver's lines.
-    const out = c.argv[0] === 'dmesg' ? c.stdout.split('\n').filter((l) => /NVRM|Xid|nvidia/i.test(l)).join('\n') : c.stdout;
+    const out =
+      c.argv[0] === 'dmesg'
+        ? c.stdout
+            .split('\n')
+            .filter((l) => /NVRM|Xid|nvidia/i.test(l))
+            .join('\n')
+        : c.stdout;
     writeFileAtomic(join(dir, stdout), redact(out));
     writeFileAtomic(join(dir, stderr), redact(c.stderr));
     commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });

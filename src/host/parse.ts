@@ -37,4 +37,3 @@ export function memTotalBytes(text: string | null): number | undefined {
   const m = text ? /^MemTotal:\s+(\d+) kB/m.exec(text) : null;
   return m ? Number(m[1]) * KIB : undefined;
 }
-

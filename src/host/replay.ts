@@ -32,7 +32,10 @@ export const BundleManifest = z.object({
 /** The systeminformation section of a bundle: the library's version and each part's reading or error. */
 export const SysinfoSection = z.object({
   library: z.string(),
-  readings: z.record(z.enum(SYSINFO_PARTS), z.union([z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }), z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() })])),
+  readings: z.record(
+    z.enum(SYSINFO_PARTS),
+    z.union([z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }), z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() })]),
+  ),
 });
 export type BundleManifest = z.infer<typeof BundleManifest>;
 
@@ -54,7 +57,11 @@ export class ReplayHost implements Host {
       throw new UsageError(`--from ${dir}: manifest.json is not JSON: ${(e as Error).message}`);
     }
     const res = BundleManifest.safeParse(raw);
-    if (!res.success) throw new UsageError(`--from ${dir}: manifest.json is not a v1 bundle`, res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+    if (!res.success)
+      throw new UsageError(
+        `--from ${dir}: manifest.json is not a v1 bundle`,
+        res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+      );
     this.manifest = res.data;
     this.name = res.data.host;
     const read = (f: string | null) => (f === null ? '' : readFileSync(join(dir, f), 'utf8'));
@@ -70,7 +77,11 @@ export class ReplayHost implements Host {
         throw new UsageError(`--from ${dir}: ${res.data.systeminformation} is not JSON: ${(e as Error).message}`);
       }
       const s = SysinfoSection.safeParse(sec);
-      if (!s.success) throw new UsageError(`--from ${dir}: ${res.data.systeminformation} is not a systeminformation section`, s.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+      if (!s.success)
+        throw new UsageError(
+          `--from ${dir}: ${res.data.systeminformation} is not a systeminformation section`,
+          s.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`),
+        );
       for (const [part, r] of Object.entries(s.data.readings)) {
         // The bundle is outside data: keep only the typed fields, as a live reading would.
         this.si.set(part, r.ok ? { ok: true, value: pickSysinfo(part as SysinfoPart, r.value, 'bundle'), durationMs: r.durationMs } : { ok: false, error: r.error, durationMs: r.durationMs });

@@ -34,22 +34,51 @@ export class SimHost implements Host {
     const memMiB = Math.round((p.gpu.memoryGiB * GIB) / MIB);
     const rows = Array.from({ length: p.gpu.count }, (_, i) => {
       const v: Record<string, string> = {
-        index: String(i), name: p.gpu.displayName, uuid: `GPU-sim-${i}`, 'pci.bus_id': `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
-        driver_version: drv, vbios_version: '96.00.00.00.01', 'inforom.img': 'G520.0200.00.01', compute_cap: p.gpu.computeCapability,
-        'memory.total': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB), 'memory.used': p.gpu.unifiedMemory ? '[N/A]' : '0', 'memory.free': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
-        'temperature.gpu': '31', 'power.draw': '70.00', 'power.limit': String(p.gpu.minPowerLimitW ?? 400), 'enforced.power.limit': String(p.gpu.minPowerLimitW ?? 400),
-        persistence_mode: 'Enabled', 'ecc.mode.current': 'Enabled', 'ecc.errors.uncorrected.volatile.total': '0', 'retired_pages.pending': '[N/A]',
-        'remapped_rows.pending': 'No', 'remapped_rows.failure': 'No', 'clocks_event_reasons.active': '0x0000000000000001', 'mig.mode.current': 'Disabled',
-        'pcie.link.gen.current': '4', 'pcie.link.gen.max': '4', 'pcie.link.width.current': '16', 'pcie.link.width.max': '16', 'utilization.gpu': '0', 'gsp.mode.current': 'Enabled',
+        index: String(i),
+        name: p.gpu.displayName,
+        uuid: `GPU-sim-${i}`,
+        'pci.bus_id': `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
+        driver_version: drv,
+        vbios_version: '96.00.00.00.01',
+        'inforom.img': 'G520.0200.00.01',
+        compute_cap: p.gpu.computeCapability,
+        'memory.total': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
+        'memory.used': p.gpu.unifiedMemory ? '[N/A]' : '0',
+        'memory.free': p.gpu.unifiedMemory ? '[N/A]' : String(memMiB),
+        'temperature.gpu': '31',
+        'power.draw': '70.00',
+        'power.limit': String(p.gpu.minPowerLimitW ?? 400),
+        'enforced.power.limit': String(p.gpu.minPowerLimitW ?? 400),
+        persistence_mode: 'Enabled',
+        'ecc.mode.current': 'Enabled',
+        'ecc.errors.uncorrected.volatile.total': '0',
+        'retired_pages.pending': '[N/A]',
+        'remapped_rows.pending': 'No',
+        'remapped_rows.failure': 'No',
+        'clocks_event_reasons.active': '0x0000000000000001',
+        'mig.mode.current': 'Disabled',
+        'pcie.link.gen.current': '4',
+        'pcie.link.gen.max': '4',
+        'pcie.link.width.current': '16',
+        'pcie.link.width.max': '16',
+        'utilization.gpu': '0',
+        'gsp.mode.current': 'Enabled',
       };
       return GPU_FIELDS.map((f) => v[f] ?? '[N/A]').join(', ');
     });
     const n = p.gpu.count;
     const header = '\t' + Array.from({ length: n }, (_, i) => `GPU${i}`).join('\t') + '\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID';
-    const topo = [header, ...Array.from({ length: n }, (_, i) => `GPU${i}\t` + Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') + `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`)].join('\n');
+    const topo = [
+      header,
+      ...Array.from({ length: n }, (_, i) => `GPU${i}\t` + Array.from({ length: n }, (_, j) => (i === j ? ' X ' : 'NV12')).join('\t') + `\t0-63\t${i < n / 2 ? 0 : 1}\t\tN/A`),
+    ].join('\n');
     const smiq = [`Driver Version                            : ${drv}`, `CUDA Version                              : ${cuda}`, ''];
     for (let i = 0; i < n; i++) {
-      smiq.push(`GPU 00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`, `    Product Name                          : ${p.gpu.displayName}`, `    GSP Firmware Version                  : ${drv}`);
+      smiq.push(
+        `GPU 00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
+        `    Product Name                          : ${p.gpu.displayName}`,
+        `    GSP Firmware Version                  : ${drv}`,
+      );
       if (p.gpu.nvswitch) smiq.push('    Fabric', '        State                             : Completed', '        Status                            : Success');
     }
     const torchVer = p.torch ? versionOf(p.torch) : '2.9.0';
@@ -62,12 +91,18 @@ export class SimHost implements Host {
     m.set('nvcc', `Cuda compilation tools, release ${cuda.split('.').slice(0, 2).join('.')}, V${cuda.split('.').slice(0, 2).join('.')}.0\n`);
     m.set('which -a nvcc', '/usr/local/cuda/bin/nvcc\n');
     m.set('readlink', `/usr/local/cuda-${cuda.split('.').slice(0, 2).join('.')}\n`);
-    m.set('python3', `python 3.12.3\npurelib /opt/sim/site-packages\ndist torch-${torchVer}.dist-info\ndist vllm-0.17.0.dist-info\ndist nvidia_nccl_cu${cuda.split('.')[0]}-${p.nccl ? versionOf(p.nccl) : '2.27.3'}.dist-info\n`);
+    m.set(
+      'python3',
+      `python 3.12.3\npurelib /opt/sim/site-packages\ndist torch-${torchVer}.dist-info\ndist vllm-0.17.0.dist-info\ndist nvidia_nccl_cu${cuda.split('.')[0]}-${p.nccl ? versionOf(p.nccl) : '2.27.3'}.dist-info\n`,
+    );
     m.set('which -a vllm', '/opt/sim/bin/vllm\n');
     m.set('uname', `${p.arch}\n`);
     m.set('/proc/driver/nvidia/version', `NVRM version: NVIDIA UNIX Open Kernel Module for ${p.arch}  ${drv}  Release Build  (sim)\n`);
     m.set('/opt/sim/site-packages/torch/version.py', `__version__ = '${torchVer}'\ncuda: Optional[str] = '${torchCuda}'\n`);
-    m.set('/usr/include/cudnn_version.h', p.cudnn ? `#define CUDNN_MAJOR ${versionOf(p.cudnn).split('.')[0]}\n#define CUDNN_MINOR ${versionOf(p.cudnn).split('.')[1] ?? 0}\n#define CUDNN_PATCHLEVEL 0\n` : '');
+    m.set(
+      '/usr/include/cudnn_version.h',
+      p.cudnn ? `#define CUDNN_MAJOR ${versionOf(p.cudnn).split('.')[0]}\n#define CUDNN_MINOR ${versionOf(p.cudnn).split('.')[1] ?? 0}\n#define CUDNN_PATCHLEVEL 0\n` : '',
+    );
     return m;
   }
 
@@ -76,7 +111,13 @@ export class SimHost implements Host {
     const a = this.answers();
     for (const [prefix, out] of a) {
       if (prefix.startsWith('/')) continue;
-      if (joined === prefix || joined.startsWith(prefix + ' ') || joined.startsWith(prefix + '=') || (prefix === 'nvidia-smi --query-gpu' && joined.startsWith(prefix)) || (prefix === 'nvidia-smi --query-compute-apps' && joined.startsWith(prefix))) {
+      if (
+        joined === prefix ||
+        joined.startsWith(prefix + ' ') ||
+        joined.startsWith(prefix + '=') ||
+        (prefix === 'nvidia-smi --query-gpu' && joined.startsWith(prefix)) ||
+        (prefix === 'nvidia-smi --query-compute-apps' && joined.startsWith(prefix))
+      ) {
         return { argv, stdout: out, stderr: '', exitCode: 0, durationMs: 0 };
       }
     }
@@ -99,7 +140,10 @@ export class SimHost implements Host {
   env() {
     const e = { ...process.env };
     e.CUDA_HOME = '/usr/local/cuda';
-    e.PATH = `/usr/local/cuda/bin:${(e.PATH ?? '').split(':').filter((p) => !/cuda/.test(p)).join(':')}`;
+    e.PATH = `/usr/local/cuda/bin:${(e.PATH ?? '')
+      .split(':')
+      .filter((p) => !/cuda/.test(p))
+      .join(':')}`;
     delete e.LD_LIBRARY_PATH;
     return e;
   }

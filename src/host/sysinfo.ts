@@ -61,11 +61,44 @@ type Kind = typeof str | typeof num | typeof bool;
 
 /** Per part: [our field, the library's field, its type]. Everything else the library returns is dropped. */
 const FIELDS: Record<SysinfoPart, Array<[string, string, Kind]>> = {
-  cpu: [['manufacturer', 'manufacturer', str], ['brand', 'brand', str], ['speedGHz', 'speed', num], ['cores', 'cores', num], ['physicalCores', 'physicalCores', num], ['sockets', 'processors', num]],
-  mem: [['totalBytes', 'total', num], ['availableBytes', 'available', num], ['swapTotalBytes', 'swaptotal', num]],
-  os: [['platform', 'platform', str], ['distro', 'distro', str], ['release', 'release', str], ['codename', 'codename', str], ['kernel', 'kernel', str], ['arch', 'arch', str]],
-  disks: [['fs', 'fs', str], ['type', 'type', str], ['mount', 'mount', str], ['sizeBytes', 'size', num], ['availableBytes', 'available', num]],
-  net: [['iface', 'iface', str], ['ip4', 'ip4', str], ['operstate', 'operstate', str], ['speedMbps', 'speed', num], ['mtu', 'mtu', num], ['type', 'type', str], ['virtual', 'virtual', bool], ['internal', 'internal', bool]],
+  cpu: [
+    ['manufacturer', 'manufacturer', str],
+    ['brand', 'brand', str],
+    ['speedGHz', 'speed', num],
+    ['cores', 'cores', num],
+    ['physicalCores', 'physicalCores', num],
+    ['sockets', 'processors', num],
+  ],
+  mem: [
+    ['totalBytes', 'total', num],
+    ['availableBytes', 'available', num],
+    ['swapTotalBytes', 'swaptotal', num],
+  ],
+  os: [
+    ['platform', 'platform', str],
+    ['distro', 'distro', str],
+    ['release', 'release', str],
+    ['codename', 'codename', str],
+    ['kernel', 'kernel', str],
+    ['arch', 'arch', str],
+  ],
+  disks: [
+    ['fs', 'fs', str],
+    ['type', 'type', str],
+    ['mount', 'mount', str],
+    ['sizeBytes', 'size', num],
+    ['availableBytes', 'available', num],
+  ],
+  net: [
+    ['iface', 'iface', str],
+    ['ip4', 'ip4', str],
+    ['operstate', 'operstate', str],
+    ['speedMbps', 'speed', num],
+    ['mtu', 'mtu', num],
+    ['type', 'type', str],
+    ['virtual', 'virtual', bool],
+    ['internal', 'internal', bool],
+  ],
 };
 const LISTS: Partial<Record<SysinfoPart, string>> = { disks: 'mount', net: 'iface' };
 
@@ -79,15 +112,17 @@ export function pickSysinfo<P extends SysinfoPart>(part: P, raw: unknown, from: 
   const key = LISTS[part];
   if (key) {
     const list = (Array.isArray(raw) ? raw : []) as Array<Record<string, unknown>>;
-    return list.filter((x) => x && typeof x === 'object').map(one).filter((x) => x[key] !== undefined && (part !== 'disks' || x.fs !== undefined)) as unknown as SysinfoReadings[P];
+    return list
+      .filter((x) => x && typeof x === 'object')
+      .map(one)
+      .filter((x) => x[key] !== undefined && (part !== 'disks' || x.fs !== undefined)) as unknown as SysinfoReadings[P];
   }
   return one(raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {}) as unknown as SysinfoReadings[P];
 }
 
 type SiModule = typeof import('systeminformation');
 let si: Promise<SiModule> | undefined;
-const load = () =>
-  (si ??= import('systeminformation').then((m) => ((m as { default?: SiModule }).default ?? m) as SiModule));
+const load = () => (si ??= import('systeminformation').then((m) => ((m as { default?: SiModule }).default ?? m) as SiModule));
 
 /** Read one part on this machine, within a deadline (the library has none of its own). */
 export async function readSysinfo<P extends SysinfoPart>(part: P, timeoutMs: number): Promise<SysinfoResult<P>> {

@@ -115,19 +115,49 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
         leaderTemplate: {
           metadata: { labels: { role: 'leader' } },
           spec: {
-            containers: [{ name: 'vllm-leader', image: opts.image, command: ['sh', '-c', leaderCmd], env, resources: gpuResources(opts.perNode), ports: [{ name: 'http', containerPort: port }], startupProbe, readinessProbe, livenessProbe, volumeMounts: v.mounts }],
+            containers: [
+              {
+                name: 'vllm-leader',
+                image: opts.image,
+                command: ['sh', '-c', leaderCmd],
+                env,
+                resources: gpuResources(opts.perNode),
+                ports: [{ name: 'http', containerPort: port }],
+                startupProbe,
+                readinessProbe,
+                livenessProbe,
+                volumeMounts: v.mounts,
+              },
+            ],
             volumes: v.volumes,
           },
         },
         workerTemplate: {
           spec: {
-            containers: [{ name: 'vllm-worker', image: opts.image, command: ['sh', '-c', `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`], env, resources: gpuResources(opts.perNode), volumeMounts: v.mounts }],
+            containers: [
+              {
+                name: 'vllm-worker',
+                image: opts.image,
+                command: ['sh', '-c', `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`],
+                env,
+                resources: gpuResources(opts.perNode),
+                volumeMounts: v.mounts,
+              },
+            ],
             volumes: v.volumes,
           },
         },
       },
     },
   };
-  const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace }, spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] } };
-  return `# sparkctl k8s ${p.name} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${secretHint(p, opts.namespace)}` + dump([lws, service], 400);
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: opts.namespace },
+    spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
+  };
+  return (
+    `# sparkctl k8s ${p.name} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${secretHint(p, opts.namespace)}` +
+    dump([lws, service], 400)
+  );
 }

@@ -18,11 +18,35 @@ export const isPlaceholder = (v: string | undefined) => v === undefined || v ===
 
 /** The fields preflight asks for, in order (the same list as the real 2 x H200 capture). */
 export const GPU_FIELDS = [
-  'index', 'name', 'uuid', 'pci.bus_id', 'driver_version', 'vbios_version', 'inforom.img', 'compute_cap',
-  'memory.total', 'memory.used', 'memory.free', 'temperature.gpu', 'power.draw', 'power.limit', 'enforced.power.limit',
-  'persistence_mode', 'ecc.mode.current', 'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending',
-  'remapped_rows.pending', 'remapped_rows.failure', 'clocks_event_reasons.active', 'mig.mode.current',
-  'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current', 'pcie.link.width.max', 'utilization.gpu', 'gsp.mode.current',
+  'index',
+  'name',
+  'uuid',
+  'pci.bus_id',
+  'driver_version',
+  'vbios_version',
+  'inforom.img',
+  'compute_cap',
+  'memory.total',
+  'memory.used',
+  'memory.free',
+  'temperature.gpu',
+  'power.draw',
+  'power.limit',
+  'enforced.power.limit',
+  'persistence_mode',
+  'ecc.mode.current',
+  'ecc.errors.uncorrected.volatile.total',
+  'retired_pages.pending',
+  'remapped_rows.pending',
+  'remapped_rows.failure',
+  'clocks_event_reasons.active',
+  'mig.mode.current',
+  'pcie.link.gen.current',
+  'pcie.link.gen.max',
+  'pcie.link.width.current',
+  'pcie.link.width.max',
+  'utilization.gpu',
+  'gsp.mode.current',
 ] as const;
 
 /**
@@ -202,4 +226,3 @@ export function parseTorchVersionPy(text: string | null): { version?: string; cu
     cuda: /^cuda(?::[^=]+)?\s*=\s*['"]([^'"]+)['"]/m.exec(text)?.[1],
   };
 }
-

@@ -26,4 +26,3 @@ export const XID_MEANING: Record<number, string> = {
   120: 'GSP error',
 };
 export const XID_FATAL = new Set([48, 64, 74, 79, 92, 95, 119, 120]);
-

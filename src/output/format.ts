@@ -1,6 +1,5 @@
 // Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
-const useColor = (): boolean =>
-  !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
+const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
 const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
 export const c = {

@@ -136,7 +136,17 @@ export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
       pid: r.pid,
       logFile: r.logFile,
       readyMs: r.readyMs ?? null,
-      failure: r.failure ? { reason: r.failure.reason, detail: r.failure.detail, cause: r.failure.causeId, text: r.failure.cause ?? null, evidence: r.failure.evidence ?? null, fix: r.failure.fix ?? null, lastLines: r.failure.lastLines } : null,
+      failure: r.failure
+        ? {
+            reason: r.failure.reason,
+            detail: r.failure.detail,
+            cause: r.failure.causeId,
+            text: r.failure.cause ?? null,
+            evidence: r.failure.evidence ?? null,
+            fix: r.failure.fix ?? null,
+            lastLines: r.failure.lastLines,
+          }
+        : null,
       prewarm: r.prewarm ?? null,
       probe: r.probe ?? null,
       exit: r.exit ?? null,

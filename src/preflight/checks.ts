@@ -109,13 +109,26 @@ export const CHECKS: Check[] = [
       const f = ctx.facts;
       const mod = f.driver.module?.version;
       if (!mod && f.driver.smi !== 'ok') {
-        return fail('no NVIDIA driver is loaded (no /proc/driver/nvidia/version' + (f.driver.smi === 'not-found' ? ', no nvidia-smi)' : ')'), rule(ctx, 'driver') ? describeRule(rule(ctx, 'driver')!) : 'a loaded driver', 'install the NVIDIA driver (and nvidia-smi) for this GPU, then load it: modprobe nvidia, or reboot');
+        return fail(
+          'no NVIDIA driver is loaded (no /proc/driver/nvidia/version' + (f.driver.smi === 'not-found' ? ', no nvidia-smi)' : ')'),
+          rule(ctx, 'driver') ? describeRule(rule(ctx, 'driver')!) : 'a loaded driver',
+          'install the NVIDIA driver (and nvidia-smi) for this GPU, then load it: modprobe nvidia, or reboot',
+        );
       }
       if (f.driver.smi === 'mismatch') {
         const user = f.ldconfig.find((l) => l.lib.startsWith('libnvidia-ml.so'))?.path;
-        return fail(`kernel module ${mod ?? '?'} but user-space libraries differ (nvidia-smi: "${f.driver.smiMessage}")${user ? `; NVML at ${user}` : ''}`, 'the loaded kernel module and the user-space libraries of one driver release', 'the driver was upgraded without reloading the module: reboot (or stop every GPU process, rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia, modprobe nvidia)');
+        return fail(
+          `kernel module ${mod ?? '?'} but user-space libraries differ (nvidia-smi: "${f.driver.smiMessage}")${user ? `; NVML at ${user}` : ''}`,
+          'the loaded kernel module and the user-space libraries of one driver release',
+          'the driver was upgraded without reloading the module: reboot (or stop every GPU process, rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia, modprobe nvidia)',
+        );
       }
-      if (f.driver.smi === 'timeout') return fail(`kernel module ${mod ?? '?'}; nvidia-smi did not answer within the deadline`, 'nvidia-smi answers', 'a hung nvidia-smi usually means a GPU fell off the bus or a stuck process: check dmesg for Xid 79, nvidia-smi -r, or reboot');
+      if (f.driver.smi === 'timeout')
+        return fail(
+          `kernel module ${mod ?? '?'}; nvidia-smi did not answer within the deadline`,
+          'nvidia-smi answers',
+          'a hung nvidia-smi usually means a GPU fell off the bus or a stuck process: check dmesg for Xid 79, nvidia-smi -r, or reboot',
+        );
       const user = f.gpus[0]?.driver_version ?? f.gpus[0]?.kmd_version;
       const v = mod ?? user!;
       if (mod && user && compareVersions(mod, user) !== 0) {
@@ -124,7 +137,13 @@ export const CHECKS: Check[] = [
       const r = rule(ctx, 'driver');
       const kind = f.driver.module?.open ? ' (open kernel module)' : '';
       if (!r) return pass(v + kind);
-      return satisfies(v, r) ? pass(v + kind, describeRule(r)) : fail(`${v}${kind}`, `${describeRule(r)} (platform ${ctx.platform.name})`, `install driver ${'exact' in r ? r.exact : 'min' in r ? `${r.min} or newer` : describeRule(r)} (e.g. apt install nvidia-driver-${parseVersion('exact' in r ? r.exact : 'min' in r ? r.min : '580')?.[0]}-server), or choose the platform that matches this host with --platform`);
+      return satisfies(v, r)
+        ? pass(v + kind, describeRule(r))
+        : fail(
+            `${v}${kind}`,
+            `${describeRule(r)} (platform ${ctx.platform.name})`,
+            `install driver ${'exact' in r ? r.exact : 'min' in r ? `${r.min} or newer` : describeRule(r)} (e.g. apt install nvidia-driver-${parseVersion('exact' in r ? r.exact : 'min' in r ? r.min : '580')?.[0]}-server), or choose the platform that matches this host with --platform`,
+          );
     },
   },
   {
@@ -149,7 +168,8 @@ export const CHECKS: Check[] = [
         const need = minDriverFor(mm);
         if (drv && need && compareVersions(drv, need) < 0) {
           const major = parseVersion(mm)![0]!;
-          if (major === 12 && compareVersions(drv, '525.60.13') >= 0) warns.push(`${what} CUDA ${mm} wants driver >= ${need}; ${drv} runs it by minor-version compatibility (PTX JIT and some features unavailable)`);
+          if (major === 12 && compareVersions(drv, '525.60.13') >= 0)
+            warns.push(`${what} CUDA ${mm} wants driver >= ${need}; ${drv} runs it by minor-version compatibility (PTX JIT and some features unavailable)`);
           else problems.push(`${what} CUDA ${mm} needs driver >= ${need}, found ${drv}`);
         }
       }
@@ -170,7 +190,13 @@ export const CHECKS: Check[] = [
       const v = f.cuda.nvcc ?? f.cuda.versionJson;
       const r = rule(ctx, 'cuda');
       return versionCheck(v, r, 'CUDA', `install CUDA ${r ? describeRule(r) : ''} and point CUDA_HOME and PATH at it`, () =>
-        f.torch.version ? warn('no nvcc on PATH and no /usr/local/cuda/version.json', r ? describeRule(r) : 'a toolkit', 'vLLM wheels bring their own CUDA runtime, but JIT kernels (FlashInfer, Triton) need a toolkit: install cuda-toolkit and add $CUDA_HOME/bin to PATH') : fail('no CUDA toolkit found (no nvcc, no /usr/local/cuda/version.json)', r ? describeRule(r) : 'a toolkit', 'install the CUDA toolkit of the baseline'),
+        f.torch.version
+          ? warn(
+              'no nvcc on PATH and no /usr/local/cuda/version.json',
+              r ? describeRule(r) : 'a toolkit',
+              'vLLM wheels bring their own CUDA runtime, but JIT kernels (FlashInfer, Triton) need a toolkit: install cuda-toolkit and add $CUDA_HOME/bin to PATH',
+            )
+          : fail('no CUDA toolkit found (no nvcc, no /usr/local/cuda/version.json)', r ? describeRule(r) : 'a toolkit', 'install the CUDA toolkit of the baseline'),
       );
     },
   },
@@ -208,7 +234,12 @@ export const CHECKS: Check[] = [
         if (v && activeVer && v !== activeVer) issues.push(`${e.file} still adds ${e.line}`);
       }
       const observed = `CUDA_HOME=${home ?? '(unset)'}${link ? `, /usr/local/cuda -> ${link}` : ''}, nvcc ${nvcc ?? 'not on PATH'}`;
-      if (issues.length) return fail(`${observed}; ${issues.join('; ')}`, `only CUDA ${activeVer ?? '(active)'} on PATH, LD_LIBRARY_PATH and ld.so.conf.d`, `remove the stale entries: export PATH=$CUDA_HOME/bin:<PATH without other cuda-*>, the same for LD_LIBRARY_PATH; delete stale files in /etc/ld.so.conf.d and run ldconfig`);
+      if (issues.length)
+        return fail(
+          `${observed}; ${issues.join('; ')}`,
+          `only CUDA ${activeVer ?? '(active)'} on PATH, LD_LIBRARY_PATH and ld.so.conf.d`,
+          `remove the stale entries: export PATH=$CUDA_HOME/bin:<PATH without other cuda-*>, the same for LD_LIBRARY_PATH; delete stale files in /etc/ld.so.conf.d and run ldconfig`,
+        );
       return pass(observed, 'one CUDA version everywhere');
     },
   },
@@ -220,16 +251,26 @@ export const CHECKS: Check[] = [
     run(ctx) {
       const f = ctx.facts;
       if (!f.python) return skip('python3 not found on PATH');
-      if (!f.torch.version) return fail(`no torch in ${f.python.purelib}`, rule(ctx, 'torch') ? describeRule(rule(ctx, 'torch')!) : 'PyTorch', 'pip install vllm (it pins the PyTorch it was built with)');
+      if (!f.torch.version)
+        return fail(`no torch in ${f.python.purelib}`, rule(ctx, 'torch') ? describeRule(rule(ctx, 'torch')!) : 'PyTorch', 'pip install vllm (it pins the PyTorch it was built with)');
       const observed = `torch ${f.torch.version} (CUDA ${f.torch.cuda ?? 'none: CPU build'})`;
       if (!f.torch.cuda) return fail(observed, 'a CUDA build of PyTorch', 'reinstall PyTorch from the CUDA index (e.g. --index-url https://download.pytorch.org/whl/cu130)');
       if (f.vllm.requiresTorch && compareVersions(f.vllm.requiresTorch, f.torch.version) !== 0) {
-        return fail(`${observed}; vLLM ${f.vllm.version} was built against torch ${f.vllm.requiresTorch}`, `torch ${f.vllm.requiresTorch}`, `pip install torch==${f.vllm.requiresTorch} (or reinstall vllm so it pulls its own torch): a mismatched torch fails with undefined symbols in vllm._C`);
+        return fail(
+          `${observed}; vLLM ${f.vllm.version} was built against torch ${f.vllm.requiresTorch}`,
+          `torch ${f.vllm.requiresTorch}`,
+          `pip install torch==${f.vllm.requiresTorch} (or reinstall vllm so it pulls its own torch): a mismatched torch fails with undefined symbols in vllm._C`,
+        );
       }
       if (f.cuda.nvcc) {
         const [tm] = parseVersion(f.torch.cuda)!;
         const [km] = parseVersion(f.cuda.nvcc)!;
-        if (tm !== km) return warn(`${observed}; toolkit CUDA ${f.cuda.nvcc}`, 'the same CUDA major as the toolkit', 'install the PyTorch wheel of the toolkit\'s CUDA (the documents\' trap: a cu121 torch under a cu124 vLLM), or the toolkit of PyTorch\'s CUDA');
+        if (tm !== km)
+          return warn(
+            `${observed}; toolkit CUDA ${f.cuda.nvcc}`,
+            'the same CUDA major as the toolkit',
+            "install the PyTorch wheel of the toolkit's CUDA (the documents' trap: a cu121 torch under a cu124 vLLM), or the toolkit of PyTorch's CUDA",
+          );
       }
       const r = rule(ctx, 'torch');
       if (r && !satisfies(f.torch.version, r)) return fail(observed, describeRule(r), `pip install torch matching ${describeRule(r)}`);
@@ -244,7 +285,7 @@ export const CHECKS: Check[] = [
     run(ctx) {
       const f = ctx.facts;
       const n = f.nccl;
-      const parts = [n.system ? `system ${n.system}${n.systemPath ? ` (${n.systemPath})` : ''}` : 'no system NCCL', n.torch ? `PyTorch's ${n.torch}` : "no PyTorch NCCL"];
+      const parts = [n.system ? `system ${n.system}${n.systemPath ? ` (${n.systemPath})` : ''}` : 'no system NCCL', n.torch ? `PyTorch's ${n.torch}` : 'no PyTorch NCCL'];
       const observed = `${parts.join(', ')}; vLLM loads ${n.vllmUses ?? 'none'}${n.vllmSource ? ` (${n.vllmSource})` : ''}`;
       const badEnv: string[] = [];
       const e = f.env;
@@ -255,8 +296,10 @@ export const CHECKS: Check[] = [
       if (e.NCCL_IB_DISABLE === '1' && (ctx.profile?.parallel.nodes ?? 1) > 1) badEnv.push('NCCL_IB_DISABLE=1 on a multi-node profile (falls back to TCP)');
       const r = rule(ctx, 'nccl');
       if (!n.vllmUses) return fail(observed, r ? describeRule(r) : 'an NCCL', 'install vllm (it brings PyTorch and its nvidia-nccl wheel)');
-      if (r && !satisfies(n.vllmUses, r)) return fail(observed, describeRule(r), `upgrade the NCCL vLLM loads (pip install -U nvidia-nccl-cu1x) or point VLLM_NCCL_SO_PATH at a system libnccl.so.2 that is ${describeRule(r)}`);
-      if (badEnv.length) return warn(`${observed}; ${badEnv.join('; ')}`, `${r ? describeRule(r) : 'an NCCL'}, no debug or disabling variables in production`, `unset ${badEnv.map((b) => b.split('=')[0]).join(' ')}`);
+      if (r && !satisfies(n.vllmUses, r))
+        return fail(observed, describeRule(r), `upgrade the NCCL vLLM loads (pip install -U nvidia-nccl-cu1x) or point VLLM_NCCL_SO_PATH at a system libnccl.so.2 that is ${describeRule(r)}`);
+      if (badEnv.length)
+        return warn(`${observed}; ${badEnv.join('; ')}`, `${r ? describeRule(r) : 'an NCCL'}, no debug or disabling variables in production`, `unset ${badEnv.map((b) => b.split('=')[0]).join(' ')}`);
       return pass(observed, r ? describeRule(r) : '');
     },
   },
@@ -270,7 +313,10 @@ export const CHECKS: Check[] = [
       const v = c.pip ?? c.system;
       const r = rule(ctx, 'cudnn');
       const observed = [c.system && `system ${c.system}`, c.pip && `pip ${c.pip}`].filter(Boolean).join(', ');
-      if (!v) return r ? warn('no cuDNN found (header, ldconfig or pip wheel)', describeRule(r), 'install cuDNN (libcudnn9 or the nvidia-cudnn wheel PyTorch brings)') : skip('no cuDNN found and the baseline names none');
+      if (!v)
+        return r
+          ? warn('no cuDNN found (header, ldconfig or pip wheel)', describeRule(r), 'install cuDNN (libcudnn9 or the nvidia-cudnn wheel PyTorch brings)')
+          : skip('no cuDNN found and the baseline names none');
       if (r && !satisfies(v, r)) return fail(observed, describeRule(r), `install cuDNN ${describeRule(r)}`);
       return pass(observed, r ? describeRule(r) : '');
     },
@@ -283,7 +329,12 @@ export const CHECKS: Check[] = [
     run(ctx) {
       const f = ctx.facts;
       const target = ctx.profile?.engine.vllmVersion;
-      if (!f.vllm.version && !f.vllm.bins.length) return fail('vllm is not installed (no vllm dist-info, no vllm on PATH)', target ? `vLLM ${target} (the profile's target)` : 'vLLM', `pip install vllm${target ? `==${target}` : ''} (or run the nvcr.io/nvidia/vllm container)`);
+      if (!f.vllm.version && !f.vllm.bins.length)
+        return fail(
+          'vllm is not installed (no vllm dist-info, no vllm on PATH)',
+          target ? `vLLM ${target} (the profile's target)` : 'vLLM',
+          `pip install vllm${target ? `==${target}` : ''} (or run the nvcr.io/nvidia/vllm container)`,
+        );
       const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}`;
       const r = rule(ctx, 'vllm');
       if (r && f.vllm.version && !satisfies(f.vllm.version, r)) return fail(observed, describeRule(r), `pip install 'vllm${'min' in r ? `>=${r.min}` : ''}'`);
@@ -314,7 +365,12 @@ export const CHECKS: Check[] = [
       if (gsp.length && drv && gsp.some((v) => v !== drv)) issues.push(`GSP firmware ${gsp.join('/')} is not the driver's ${drv}`);
       const min = ctx.platform.firmware.vbiosMin;
       if (min && vb.some((v) => compareVersions(v!.replace(/\./g, '.'), min) < 0)) issues.push(`VBIOS below ${min}`);
-      if (issues.length) return warn(`${observed}: ${issues.join('; ')}`, 'one VBIOS and InfoROM on every GPU; GSP firmware of the driver', 'update the GPU firmware with NVIDIA\'s firmware update container (DGX: the DGX firmware update package), then reboot');
+      if (issues.length)
+        return warn(
+          `${observed}: ${issues.join('; ')}`,
+          'one VBIOS and InfoROM on every GPU; GSP firmware of the driver',
+          "update the GPU firmware with NVIDIA's firmware update container (DGX: the DGX firmware update package), then reboot",
+        );
       return pass(observed, 'the same on every GPU');
     },
   },
@@ -393,7 +449,9 @@ export const CHECKS: Check[] = [
           const bus = g['pci.bus_id']?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
           const holders = (ctx.facts.computeApps ?? []).filter((a) => bus && a.busId?.toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '') === bus);
           const held = holders.length ? `; held by ${holders.map((a) => `PID ${a.pid} ${a.name} (${formatGiB(mibToBytes(a.usedMiB))})`).join(', ')}` : '';
-          short.push(`${label(g)} has ${formatGiB(mibToBytes(free))} free of ${formatGiB(mibToBytes(total))}, vLLM wants ${formatGiB(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)${held}`);
+          short.push(
+            `${label(g)} has ${formatGiB(mibToBytes(free))} free of ${formatGiB(mibToBytes(total))}, vLLM wants ${formatGiB(need)} (${ctx.profile!.engine.gpuMemoryUtilization} of it)${held}`,
+          );
         }
       }
       if (!seen.length) return skip('GPU memory not reported');
@@ -415,7 +473,12 @@ export const CHECKS: Check[] = [
       const busToIdx = new Map(ctx.facts.gpus.map((g) => [g['pci.bus_id']?.toLowerCase(), g.index]));
       const desc = apps.map((a) => `PID ${a.pid} ${a.name} ${a.usedMiB} MiB${a.busId ? ` on GPU${busToIdx.get(a.busId.toLowerCase()) ?? a.busId}` : ''}`).join('; ');
       const leftover = apps.filter((a) => /vllm|python|ray::|EngineCore/i.test(a.name));
-      if (leftover.length) return fail(desc, 'no process on the GPUs the profile uses', `a leftover server still holds GPU memory: sparkctl status / sparkctl stop --all, or kill ${leftover.map((a) => a.pid).join(' ')}`);
+      if (leftover.length)
+        return fail(
+          desc,
+          'no process on the GPUs the profile uses',
+          `a leftover server still holds GPU memory: sparkctl status / sparkctl stop --all, or kill ${leftover.map((a) => a.pid).join(' ')}`,
+        );
       return warn(desc, 'no process on the GPUs', 'check these processes; vLLM needs its memory share free on every GPU it uses');
     },
   },
@@ -473,7 +536,12 @@ export const CHECKS: Check[] = [
       const observed = [...new Set(known.map(([, w]) => `${w} W`))].join(', ');
       if (!min) return pass(observed);
       const low = known.filter(([, w]) => w! < min);
-      if (low.length) return fail(low.map(([g, w]) => `${label(g)} ${w} W`).join(', '), `>= ${min} W (${ctx.platform.name})`, `nvidia-smi -pl ${min} (per GPU: -i N); on DGX check gpu_power_limit in /etc/nvidia/nvsm/nvsm.conf`);
+      if (low.length)
+        return fail(
+          low.map(([g, w]) => `${label(g)} ${w} W`).join(', '),
+          `>= ${min} W (${ctx.platform.name})`,
+          `nvidia-smi -pl ${min} (per GPU: -i N); on DGX check gpu_power_limit in /etc/nvidia/nvsm/nvsm.conf`,
+        );
       return pass(observed, `>= ${min} W`);
     },
   },
@@ -485,7 +553,12 @@ export const CHECKS: Check[] = [
     needsGpu: true,
     run(ctx) {
       const off = ctx.facts.gpus.filter((g) => g.persistence_mode && g.persistence_mode !== 'Enabled');
-      if (off.length) return warn(`${off.map(label).join(', ')} persistence off`, 'persistence on (nvidia-persistenced)', 'systemctl enable --now nvidia-persistenced (or nvidia-smi -pm 1): without it every CUDA start re-initialises the GPU');
+      if (off.length)
+        return warn(
+          `${off.map(label).join(', ')} persistence off`,
+          'persistence on (nvidia-persistenced)',
+          'systemctl enable --now nvidia-persistenced (or nvidia-smi -pm 1): without it every CUDA start re-initialises the GPU',
+        );
       return pass('Enabled on every GPU', 'Enabled');
     },
   },
@@ -501,7 +574,7 @@ export const CHECKS: Check[] = [
       const tp = ctx.profile?.parallel.tensor ?? 1;
       const msg = `MIG enabled on ${on.map(label).join(', ')}`;
       if (tp > 1) return fail(msg, 'whole GPUs: NCCL tensor parallelism does not run across MIG slices', 'nvidia-smi -i N -mig 0 and reset the GPU (nvidia-smi -r -i N)');
-      return warn(msg, 'MIG disabled', 'a single-GPU profile can run on one MIG slice (CUDA_VISIBLE_DEVICES=MIG-...), with that slice\'s memory only');
+      return warn(msg, 'MIG disabled', "a single-GPU profile can run on one MIG slice (CUDA_VISIBLE_DEVICES=MIG-...), with that slice's memory only");
     },
   },
   {
@@ -545,12 +618,20 @@ export const CHECKS: Check[] = [
       const gs = ctx.facts.smiq?.gpus ?? [];
       const states = gs.map((g) => `${g.fabricState ?? 'N/A'}/${g.fabricStatus ?? 'N/A'}`);
       const applies = gs.some((g) => g.fabricState && g.fabricState !== 'N/A');
-      if (!applies) return ctx.platform.gpu.nvswitch && ctx.facts.gpus.length >= 8 ? warn('no fabric state reported', 'Completed/Success on an NVSwitch system', 'check nvidia-fabricmanager') : skip('no NVSwitch fabric on this host (fabric state N/A)');
+      if (!applies)
+        return ctx.platform.gpu.nvswitch && ctx.facts.gpus.length >= 8
+          ? warn('no fabric state reported', 'Completed/Success on an NVSwitch system', 'check nvidia-fabricmanager')
+          : skip('no NVSwitch fabric on this host (fabric state N/A)');
       const bad = gs.filter((g) => g.fabricState && g.fabricState !== 'N/A' && (g.fabricState !== 'Completed' || g.fabricStatus !== 'Success'));
       const fm = ctx.facts.fabricManager;
       const fmText = fm.state ? `nvidia-fabricmanager ${fm.state}` : `fabric manager not checked: ${fm.why}`;
       const observed = `fabric ${[...new Set(states)].join(', ')}; ${fmText}`;
-      if (bad.length) return fail(observed, 'fabric Completed/Success on every GPU, nvidia-fabricmanager active', 'systemctl restart nvidia-fabricmanager (its version must equal the driver\'s), then check journalctl -u nvidia-fabricmanager');
+      if (bad.length)
+        return fail(
+          observed,
+          'fabric Completed/Success on every GPU, nvidia-fabricmanager active',
+          "systemctl restart nvidia-fabricmanager (its version must equal the driver's), then check journalctl -u nvidia-fabricmanager",
+        );
       if (fm.state && fm.state !== 'active' && ctx.platform.gpu.nvswitch) return warn(observed, 'nvidia-fabricmanager active', 'systemctl enable --now nvidia-fabricmanager');
       return pass(observed, 'Completed/Success');
     },
@@ -580,7 +661,12 @@ export const CHECKS: Check[] = [
       const min = ctx.platform.host.shmMinGiB;
       if (!s) return skip('/dev/shm not reported by df');
       const gib = s.sizeBytes / GIB;
-      if (gib < min) return fail(`${gib.toFixed(1)} GiB`, `>= ${min} GiB (vLLM's multi-GPU workers exchange data through shared memory)`, 'docker run --ipc=host (or --shm-size=16g); on a host: mount -o remount,size=16G /dev/shm');
+      if (gib < min)
+        return fail(
+          `${gib.toFixed(1)} GiB`,
+          `>= ${min} GiB (vLLM's multi-GPU workers exchange data through shared memory)`,
+          'docker run --ipc=host (or --shm-size=16g); on a host: mount -o remount,size=16G /dev/shm',
+        );
       return pass(`${gib.toFixed(0)} GiB`, `>= ${min} GiB`);
     },
   },
@@ -620,7 +706,12 @@ export const CHECKS: Check[] = [
       const pct = ((count ?? 0) / max) * 100;
       const limit = ctx.platform.host.conntrackMaxUsePct;
       const observed = `${count ?? '?'} of ${max} entries (${pct.toFixed(1)} %)`;
-      if (pct >= limit) return warn(observed, `< ${limit} % used`, `raise it: sysctl -w net.netfilter.nf_conntrack_max=${max * 4} (persist in /etc/sysctl.d); a full table drops new connections ("nf_conntrack: table full" in dmesg). Unloading the module, as the documents say, also drops any NAT/firewall that needs it`);
+      if (pct >= limit)
+        return warn(
+          observed,
+          `< ${limit} % used`,
+          `raise it: sysctl -w net.netfilter.nf_conntrack_max=${max * 4} (persist in /etc/sysctl.d); a full table drops new connections ("nf_conntrack: table full" in dmesg). Unloading the module, as the documents say, also drops any NAT/firewall that needs it`,
+        );
       return pass(observed, `< ${limit} % used`);
     },
   },
@@ -633,7 +724,8 @@ export const CHECKS: Check[] = [
     run(ctx) {
       if (!ctx.ports.length) return skip('no profile given: no ports to check');
       const taken = ctx.ports.filter((p) => ctx.facts.listening.has(p));
-      if (taken.length) return fail(`port(s) ${taken.join(', ')} already listening`, `${ctx.ports.join(', ')} free`, `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'; or --set server.port=N`);
+      if (taken.length)
+        return fail(`port(s) ${taken.join(', ')} already listening`, `${ctx.ports.join(', ')} free`, `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'; or --set server.port=N`);
       return pass(`${ctx.ports.join(', ')} free`);
     },
   },
@@ -667,7 +759,12 @@ export const CHECKS: Check[] = [
       const observed = `${c.cores ?? '?'} logical (${c.physicalCores ?? '?'} physical) cores${c.sockets && c.sockets > 1 ? ` on ${c.sockets} sockets` : ''}, ${[c.manufacturer, c.brand].filter(Boolean).join(' ') || 'unknown CPU'}`;
       // vLLM runs one worker process per GPU, plus the API server and the engine core: each busy-polls a core.
       const need = gpus + 2;
-      if (c.cores !== undefined && gpus > 0 && c.cores < need) return warn(observed, `>= ${need} cores (one per GPU worker, the API server, the engine core)`, 'give the container or VM more cores (docker --cpus, a larger VM); starved workers stall the GPUs between steps');
+      if (c.cores !== undefined && gpus > 0 && c.cores < need)
+        return warn(
+          observed,
+          `>= ${need} cores (one per GPU worker, the API server, the engine core)`,
+          'give the container or VM more cores (docker --cpus, a larger VM); starved workers stall the GPUs between steps',
+        );
       return pass(observed, gpus ? `>= ${need} cores for ${gpus} GPU worker(s)` : '');
     },
   },
@@ -684,7 +781,12 @@ export const CHECKS: Check[] = [
       if (!w) return pass(observed);
       // The weights are read through the page cache: with less free memory than the weights, loading
       // pages them through the disk and a multi-GPU load evicts what another worker just read.
-      if (m.availableBytes !== undefined && m.availableBytes < w) return warn(observed, `>= ${formatGiB(w)} available (the weights pass through host memory while loading)`, 'stop what holds host memory, or expect a slow first load; a host with less RAM than the weights cannot cache them between restarts');
+      if (m.availableBytes !== undefined && m.availableBytes < w)
+        return warn(
+          observed,
+          `>= ${formatGiB(w)} available (the weights pass through host memory while loading)`,
+          'stop what holds host memory, or expect a slow first load; a host with less RAM than the weights cannot cache them between restarts',
+        );
       return pass(observed, `>= ${formatGiB(w)} available for the weights`);
     },
   },
@@ -713,12 +815,19 @@ export const CHECKS: Check[] = [
       if (!n) return skip(`no interface reading: ${ctx.facts.system.why.net ?? 'systeminformation gave nothing'}`);
       const up = n.filter((i) => !i.internal && i.operstate === 'up');
       const speed = (i: (typeof n)[number]) => (i.speedMbps && i.speedMbps > 0 ? `${i.speedMbps >= 1000 ? `${i.speedMbps / 1000} Gb/s` : `${i.speedMbps} Mb/s`}` : 'speed unknown');
-      const observed = up.length ? up.map((i) => `${i.iface} ${speed(i)}${i.mtu ? ` MTU ${i.mtu}` : ''}`).join(', ') : `no interface up besides loopback (${n.map((i) => `${i.iface} ${i.operstate ?? '?'}`).join(', ')})`;
+      const observed = up.length
+        ? up.map((i) => `${i.iface} ${speed(i)}${i.mtu ? ` MTU ${i.mtu}` : ''}`).join(', ')
+        : `no interface up besides loopback (${n.map((i) => `${i.iface} ${i.operstate ?? '?'}`).join(', ')})`;
       const multi = (ctx.profile?.parallel.nodes ?? 1) > 1;
       if (!multi) return pass(observed, 'single node: NCCL uses NVLink and shared memory, not the network');
       if (!up.length) return fail(observed, 'an interface up between the nodes', 'bring up the interface the nodes share, and set NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to it');
       const fast = up.filter((i) => (i.speedMbps ?? 0) >= 25000);
-      if (!fast.length) return warn(observed, '>= 25 Gb/s between the nodes (pipeline parallel moves activations every step)', 'use the RDMA/high-speed interface (NCCL_SOCKET_IFNAME, NCCL_IB_HCA), or expect inter-node steps to be slow');
+      if (!fast.length)
+        return warn(
+          observed,
+          '>= 25 Gb/s between the nodes (pipeline parallel moves activations every step)',
+          'use the RDMA/high-speed interface (NCCL_SOCKET_IFNAME, NCCL_IB_HCA), or expect inter-node steps to be slow',
+        );
       return pass(observed, '>= 25 Gb/s between the nodes');
     },
   },
@@ -733,13 +842,20 @@ export const CHECKS: Check[] = [
       const weights = m.files.filter((f) => /\.(safetensors|bin)$/.test(f.path));
       if (m.why && !m.files.length) {
         return m.kind === 'hub'
-          ? warn(`${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`, 'weights present before a 3 a.m. restart', `huggingface-cli download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`)
+          ? warn(
+              `${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`,
+              'weights present before a 3 a.m. restart',
+              `huggingface-cli download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`,
+            )
           : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
       }
       if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
       if (!weights.length) return fail(`config.json but no *.safetensors under ${m.where}`, 'weights', 'the download was interrupted: download it again');
       const observed = `config.json and ${weights.length} weight file(s), ${formatGiB(weights.reduce((a, f) => a + f.size, 0))}, in ${m.where}`;
-      if (ctx.verify) return ctx.verify.ok ? pass(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest') : fail(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest', 'download the damaged files again');
+      if (ctx.verify)
+        return ctx.verify.ok
+          ? pass(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest')
+          : fail(`${observed}; ${ctx.verify.detail}`, 'SHA-256 as in the manifest', 'download the damaged files again');
       return pass(observed);
     },
   },

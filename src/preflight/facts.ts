@@ -66,10 +66,41 @@ export function modelLocation(profile: Profile | undefined, env: Record<string, 
 
 /** Every probe (fact source) gatherFacts knows; checks name the ones they read in `Check.probes`. */
 export const PROBES = [
-  'smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc.driver', 'nvcc', 'which.nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json',
-  'ldconfig', 'ld.so.conf.d', 'python', 'nccl.h', 'cudnn.h', 'limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6',
-  'dmesg', 'fabricmanager', 'ipmitool', 'uname', 'os-release', 'dgx-release', 'meminfo', 'which.vllm', 'model',
-  'si.cpu', 'si.mem', 'si.os', 'si.disks', 'si.net',
+  'smi.query',
+  'smi.q',
+  'smi.topo',
+  'smi.apps',
+  'proc.driver',
+  'nvcc',
+  'which.nvcc',
+  'cuda.link',
+  'cuda.dirs',
+  'cuda.json',
+  'ldconfig',
+  'ld.so.conf.d',
+  'python',
+  'nccl.h',
+  'cudnn.h',
+  'limits',
+  'df',
+  'conntrack.max',
+  'conntrack.count',
+  'tcp',
+  'tcp6',
+  'dmesg',
+  'fabricmanager',
+  'ipmitool',
+  'uname',
+  'os-release',
+  'dgx-release',
+  'meminfo',
+  'which.vllm',
+  'model',
+  'si.cpu',
+  'si.mem',
+  'si.os',
+  'si.disks',
+  'si.net',
 ] as const;
 export type ProbeName = (typeof PROBES)[number];
 
@@ -98,20 +129,24 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
   const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
   const run = (name: ProbeName, argv: string[], timeoutMs = t) =>
-    !want(name) ? Promise.resolve(notRun(argv)) : timed(name, async () => {
-      const r = await host.run(argv, { timeoutMs });
-      if (r.error === 'not-collected') notCollected.add(name);
-      return r;
-    }).then((r) => {
-      // A replay reports the durations measured where the bundle was collected.
-      if (host.kind === 'replay') probeMs[name] = r.durationMs;
-      return r;
-    });
+    !want(name)
+      ? Promise.resolve(notRun(argv))
+      : timed(name, async () => {
+          const r = await host.run(argv, { timeoutMs });
+          if (r.error === 'not-collected') notCollected.add(name);
+          return r;
+        }).then((r) => {
+          // A replay reports the durations measured where the bundle was collected.
+          if (host.kind === 'replay') probeMs[name] = r.durationMs;
+          return r;
+        });
   const file = (name: ProbeName, path: string) =>
-    !want(name) ? Promise.resolve(null) : timed(name, async () => {
-      if (host.hasFile && !host.hasFile(path)) notCollected.add(name);
-      return host.readFile(path);
-    });
+    !want(name)
+      ? Promise.resolve(null)
+      : timed(name, async () => {
+          if (host.hasFile && !host.hasFile(path)) notCollected.add(name);
+          return host.readFile(path);
+        });
   const loc = modelLocation(opts.profile, env);
   const system: Facts['system'] = { why: {} };
   const sys = async <P extends SysinfoPart>(part: P) => {
@@ -127,47 +162,80 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   };
 
   // One wave: every probe at once. The query-gpu retry and the python follow-ups run inside their own promise.
-  const queryGpu0 = !want('smi.query') ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] }) : timed('smi.query', async () => {
-    // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
-    let fields: string[] = [...P.GPU_FIELDS];
-    let r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
-    const bad = r.exitCode !== 0 ? P.invalidField(r.stdout + r.stderr) : undefined;
-    if (bad) {
-      // One unknown field fails the whole query (older or newer drivers): ask the driver which it knows.
-      const help = await host.run(['nvidia-smi', '--help-query-gpu'], { timeoutMs: t });
-      const known = P.parseHelpQueryGpu(help.stdout);
-      const kept = fields.filter((f) => known.has(f) || (f === 'driver_version' && known.has('kmd_version')));
-      fields = kept.map((f) => (f === 'driver_version' && !known.has(f) ? 'kmd_version' : f));
-      r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
-    }
-    return { r, fields };
-  });
+  const queryGpu0 = !want('smi.query')
+    ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] })
+    : timed('smi.query', async () => {
+        // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
+        let fields: string[] = [...P.GPU_FIELDS];
+        let r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
+        const bad = r.exitCode !== 0 ? P.invalidField(r.stdout + r.stderr) : undefined;
+        if (bad) {
+          // One unknown field fails the whole query (older or newer drivers): ask the driver which it knows.
+          const help = await host.run(['nvidia-smi', '--help-query-gpu'], { timeoutMs: t });
+          const known = P.parseHelpQueryGpu(help.stdout);
+          const kept = fields.filter((f) => known.has(f) || (f === 'driver_version' && known.has('kmd_version')));
+          fields = kept.map((f) => (f === 'driver_version' && !known.has(f) ? 'kmd_version' : f));
+          r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
+        }
+        return { r, fields };
+      });
   const queryGpu = queryGpu0.then((q) => {
     if (host.kind === 'replay') probeMs['smi.query'] = q.r.durationMs;
     return q;
   });
-  const pythonInfo = !want('python') ? Promise.resolve(undefined) : timed('python', async () => {
-    const r = await host.run(['python3', '-c', PY], { timeoutMs: t });
-    if (r.exitCode !== 0) return undefined;
-    const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
-    const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
-    if (!purelib) return undefined;
-    const dists: Record<string, string> = {};
-    for (const m of r.stdout.matchAll(/^dist (.+?)-(\d[^-]*)\.dist-info$/gm)) dists[m[1]!.toLowerCase()] = m[2]!;
-    const [torchPy, vllmMeta] = await Promise.all([
-      dists.torch ? host.readFile(`${purelib}/torch/version.py`) : Promise.resolve(null),
-      dists.vllm ? host.readFile(`${purelib}/vllm-${dists.vllm}.dist-info/METADATA`) : Promise.resolve(null),
-    ]);
-    return { version, purelib, dists, torchPy, vllmMeta };
-  });
+  const pythonInfo = !want('python')
+    ? Promise.resolve(undefined)
+    : timed('python', async () => {
+        const r = await host.run(['python3', '-c', PY], { timeoutMs: t });
+        if (r.exitCode !== 0) return undefined;
+        const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
+        const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
+        if (!purelib) return undefined;
+        const dists: Record<string, string> = {};
+        for (const m of r.stdout.matchAll(/^dist (.+?)-(\d[^-]*)\.dist-info$/gm)) dists[m[1]!.toLowerCase()] = m[2]!;
+        const [torchPy, vllmMeta] = await Promise.all([
+          dists.torch ? host.readFile(`${purelib}/torch/version.py`) : Promise.resolve(null),
+          dists.vllm ? host.readFile(`${purelib}/vllm-${dists.vllm}.dist-info/METADATA`) : Promise.resolve(null),
+        ]);
+        return { version, purelib, dists, torchPy, vllmMeta };
+      });
   const pythonProbe = pythonInfo.then((v) => {
     if (!v && host.kind === 'replay' && want('python')) notCollected.add('python');
     return v;
   });
 
   const [
-    q, smiq, topo, apps, procVer, nvcc, whichNvcc, cudaLink, cudaDirs, versionJson, ldconfig, ldconf, py, ncclH, cudnnH,
-    limits, df, ctMax, ctCount, tcp4, tcp6, dmesg, fm, bmc, uname, osRel, dgxRel, meminfo, whichVllm, , modelFind,
+    q,
+    smiq,
+    topo,
+    apps,
+    procVer,
+    nvcc,
+    whichNvcc,
+    cudaLink,
+    cudaDirs,
+    versionJson,
+    ldconfig,
+    ldconf,
+    py,
+    ncclH,
+    cudnnH,
+    limits,
+    df,
+    ctMax,
+    ctCount,
+    tcp4,
+    tcp6,
+    dmesg,
+    fm,
+    bmc,
+    uname,
+    osRel,
+    dgxRel,
+    meminfo,
+    whichVllm,
+    ,
+    modelFind,
   ] = await Promise.all([
     queryGpu,
     run('smi.q', ['nvidia-smi', '-q']),
@@ -199,7 +267,9 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     file('meminfo', '/proc/meminfo'),
     run('which.vllm', ['which', '-a', 'vllm']),
     Promise.all([sys('cpu'), sys('mem')]),
-    loc && want('model') ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n']) : Promise.resolve(undefined),
+    loc && want('model')
+      ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n'])
+      : Promise.resolve(undefined),
   ]);
 
   // systeminformation's OS, disk and interface readings run shells synchronously (execSync), which
@@ -211,7 +281,17 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const module = P.parseProcDriverVersion(procVer);
   const smiText = q.r.stdout + q.r.stderr;
   const smi: Facts['driver']['smi'] =
-    q.r.error === 'not-found' ? 'not-found' : q.r.error === 'timeout' ? 'timeout' : /version mismatch/i.test(smiText) ? 'mismatch' : q.r.exitCode === 0 ? 'ok' : q.r.error === 'not-collected' ? 'not-found' : 'failed';
+    q.r.error === 'not-found'
+      ? 'not-found'
+      : q.r.error === 'timeout'
+        ? 'timeout'
+        : /version mismatch/i.test(smiText)
+          ? 'mismatch'
+          : q.r.exitCode === 0
+            ? 'ok'
+            : q.r.error === 'not-collected'
+              ? 'not-found'
+              : 'failed';
   const gpus = smi === 'ok' ? P.parseQueryGpu(q.r.stdout, q.fields) : [];
   const parsedQ = smiq.exitCode === 0 ? P.parseSmiQ(smiq.stdout) : undefined;
 
@@ -226,36 +306,57 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
 
   let model: Facts['model'];
   if (loc && modelFind) {
-    const files = modelFind.exitCode === 0 || modelFind.stdout
-      ? modelFind.stdout.split('\n').filter(Boolean).map((l) => ({ size: Number(l.slice(0, l.indexOf(' '))), path: l.slice(l.indexOf(' ') + 1) }))
-      : [];
-    model = { ...loc, files, configFound: files.some((f) => f.path.endsWith('/config.json')), why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined };
+    const files =
+      modelFind.exitCode === 0 || modelFind.stdout
+        ? modelFind.stdout
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => ({ size: Number(l.slice(0, l.indexOf(' '))), path: l.slice(l.indexOf(' ') + 1) }))
+        : [];
+    model = {
+      ...loc,
+      files,
+      configFound: files.some((f) => f.path.endsWith('/config.json')),
+      why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined,
+    };
   }
 
   const xidText = dmesg.stdout;
   const xid: Facts['xid'] =
     dmesg.exitCode === 0
       ? { readable: true, events: parseXid(xidText) }
-      : { readable: false, why: dmesg.error === 'not-found' ? 'dmesg is not installed' : dmesg.error === 'not-collected' ? 'the kernel log is not in the bundle' : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`, events: [] };
+      : {
+          readable: false,
+          why:
+            dmesg.error === 'not-found'
+              ? 'dmesg is not installed'
+              : dmesg.error === 'not-collected'
+                ? 'the kernel log is not in the bundle'
+                : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`,
+          events: [],
+        };
 
   return {
     host: host.name,
     hostKind: host.kind,
     arch: uname.exitCode === 0 ? uname.stdout.trim() : undefined,
     osRelease: osRel ? /^PRETTY_NAME="?([^"\n]+)"?/m.exec(osRel)?.[1] : undefined,
-    dgxRelease: dgxRel ? /DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0] : undefined,
+    dgxRelease: dgxRel ? (/DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0]) : undefined,
     env: pickEnv(env),
-    driver: { module, smi, smiMessage: smi === 'ok' ? undefined : (smiText.trim().split('\n')[0] || q.r.error), maxCuda: parsedQ?.cudaVersion },
+    driver: { module, smi, smiMessage: smi === 'ok' ? undefined : smiText.trim().split('\n')[0] || q.r.error, maxCuda: parsedQ?.cudaVersion },
     gpuFields: q.fields,
     gpus,
     smiq: parsedQ,
     topo: topo.exitCode === 0 ? P.parseTopo(topo.stdout) : undefined,
     computeApps:
       apps.exitCode === 0
-        ? apps.stdout.split('\n').filter((l) => l.trim()).map((l) => {
-            const [pid, name, mem, bus] = l.split(', ');
-            return { pid: Number(pid), name: name ?? '?', usedMiB: Number(mem) || 0, busId: bus };
-          })
+        ? apps.stdout
+            .split('\n')
+            .filter((l) => l.trim())
+            .map((l) => {
+              const [pid, name, mem, bus] = l.split(', ');
+              return { pid: Number(pid), name: name ?? '?', usedMiB: Number(mem) || 0, busId: bus };
+            })
         : undefined,
     cuda: {
       nvcc: nvcc.exitCode === 0 ? P.parseNvcc(nvcc.stdout) : undefined,
@@ -265,7 +366,10 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       versionJson: versionJson ? /"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"/.exec(versionJson)?.[1] : undefined,
     },
     ldconfig: ld,
-    ldSoConf: ldconf.stdout.split('\n').filter(Boolean).map((l) => ({ file: l.slice(0, l.indexOf(':')), line: l.slice(l.indexOf(':') + 1) })),
+    ldSoConf: ldconf.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => ({ file: l.slice(0, l.indexOf(':')), line: l.slice(l.indexOf(':') + 1) })),
     python: py ? { version: py.version, purelib: py.purelib, dists: py.dists } : undefined,
     torch: { version: torchPy.version ?? py?.dists.torch, cuda: torchPy.cuda },
     vllm: {
@@ -277,7 +381,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       system: ncclSystem ?? (ncclLib ? /libnccl\.so\.(\d+\.\d+\.\d+)/.exec(ncclLib.path)?.[1] : undefined),
       systemPath: ncclLib?.path,
       torch: ncclTorch,
-      vllmUses: vllmUsesPath ? (/libnccl\.so\.(\d+\.\d+\.\d+)/.exec(vllmUsesPath)?.[1] ?? ncclSystem) : ncclTorch ?? ncclSystem,
+      vllmUses: vllmUsesPath ? (/libnccl\.so\.(\d+\.\d+\.\d+)/.exec(vllmUsesPath)?.[1] ?? ncclSystem) : (ncclTorch ?? ncclSystem),
       vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
     },
     cudnn: { system: P.parseHeaderVersion(cudnnH, 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
@@ -312,7 +416,8 @@ function topDir(p: string): string {
   return p.startsWith('/') ? p.split('/').slice(0, 2).join('/') || '/' : '.';
 }
 
-const ENV_KEEP = /^(PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HOME|HF_HOME|HF_HUB_CACHE|HF_HUB_OFFLINE|VLLM_[A-Z_]+|NCCL_[A-Z_]+|GLOO_[A-Z_]+|TORCH_[A-Z_]+|CUDA_[A-Z_]+|PYTORCH_[A-Z_]+)$/;
+const ENV_KEEP =
+  /^(PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HOME|HF_HOME|HF_HUB_CACHE|HF_HUB_OFFLINE|VLLM_[A-Z_]+|NCCL_[A-Z_]+|GLOO_[A-Z_]+|TORCH_[A-Z_]+|CUDA_[A-Z_]+|PYTORCH_[A-Z_]+)$/;
 export { SECRET_NAME as SECRET_ENV } from '../util/redact.js';
 import { SECRET_NAME as SECRET_ENV } from '../util/redact.js';
 
@@ -329,7 +434,11 @@ export function pickEnv(env: Record<string, string | undefined>): Record<string,
  * without a bus id (an older 3-field query) cannot be placed and is left out rather than guessed.
  */
 export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
-  const norm = (b: string | undefined) => b?.trim().toLowerCase().replace(/^0000(?=[0-9a-f]{4}:)/, '');
+  const norm = (b: string | undefined) =>
+    b
+      ?.trim()
+      .toLowerCase()
+      .replace(/^0000(?=[0-9a-f]{4}:)/, '');
   return f.gpus.map((g, i) => {
     const index = gpuNum(g, 'index') ?? i;
     const bus = norm(g['pci.bus_id']);
@@ -349,6 +458,6 @@ export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
 export function gpuNum(g: Gpu, field: string): number | undefined {
   const v = g[field];
   if (v === undefined) return undefined;
-  const n = Number(v.replace(/[^\d.\-]/g, ''));
+  const n = Number(v.replace(/[^\d.-]/g, ''));
   return Number.isFinite(n) ? n : undefined;
 }

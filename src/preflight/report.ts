@@ -19,7 +19,9 @@ export function renderReport(r: PreflightReport, opts: { verbose?: boolean } = {
         return [statusMark(x.status), x.id, detail];
       });
     // Multi-line cells: print the fix on its own indented line.
-    for (const row of table(rows.map((r) => [r[0]!, r[1]!, r[2]!.split('\n')[0]!])).split('\n').map((l, i) => [l, rows[i]![2]!.split('\n').slice(1)] as const)) {
+    for (const row of table(rows.map((r) => [r[0]!, r[1]!, r[2]!.split('\n')[0]!]))
+      .split('\n')
+      .map((l, i) => [l, rows[i]![2]!.split('\n').slice(1)] as const)) {
       lines.push('  ' + row[0]);
       for (const extra of row[1]) lines.push('  ' + extra);
     }

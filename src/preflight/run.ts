@@ -45,7 +45,13 @@ export function probesFor(checks: readonly Check[], opts: { platform?: string; p
 }
 
 export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): Check[] {
-  const list = (s?: string) => (s ? s.split(',').map((x) => x.trim()).filter(Boolean) : []);
+  const list = (s?: string) =>
+    s
+      ? s
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : [];
   const o = list(only);
   const s = list(skipIds);
   const known = (p: string) => CHECKS.some((c) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`) || c.id.startsWith(p));
@@ -105,5 +111,17 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     gpu: facts.gpus[0]?.name,
     gpus: facts.gpus.length,
   };
-  return { host: facts.host, hostKind: facts.hostKind, platform: platform.name, platformReason: reason, checks, gpus: gpuFacts(facts), system: (({ why: _why, ...rest }) => rest)(facts.system), summary, versions, wallMs: Math.round(performance.now() - started), factsMs: facts.wallMs };
+  return {
+    host: facts.host,
+    hostKind: facts.hostKind,
+    platform: platform.name,
+    platformReason: reason,
+    checks,
+    gpus: gpuFacts(facts),
+    system: (({ why: _why, ...rest }) => rest)(facts.system),
+    summary,
+    versions,
+    wallMs: Math.round(performance.now() - started),
+    factsMs: facts.wallMs,
+  };
 }

@@ -71,7 +71,10 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
   } catch {
     return { ok: false, detail: `no checksum manifest at ${manifest} (set model.sha256Manifest)` };
   }
-  const lines = text.split('\n').map((l) => /^([0-9a-f]{64})\s+\*?(.+)$/.exec(l.trim())).filter(Boolean) as RegExpExecArray[];
+  const lines = text
+    .split('\n')
+    .map((l) => /^([0-9a-f]{64})\s+\*?(.+)$/.exec(l.trim()))
+    .filter(Boolean) as RegExpExecArray[];
   const bad: string[] = [];
   await Promise.all(
     lines.map(async (m) => {
@@ -84,4 +87,3 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
   );
   return bad.length ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` } : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
 }
-

@@ -106,7 +106,8 @@ export function applySet(raw: Record<string, unknown>, assignment: string): void
   cur[keys[keys.length - 1]!] = value;
 }
 
-const at = (obj: unknown, path: ReadonlyArray<string | number>): unknown => path.reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string | number, unknown>)[k] : undefined), obj);
+const at = (obj: unknown, path: ReadonlyArray<string | number>): unknown =>
+  path.reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string | number, unknown>)[k] : undefined), obj);
 
 /** A value as a problem quotes it: short, one line; a secret-looking field's value is never shown. */
 function shown(v: unknown): string {
@@ -218,7 +219,12 @@ export function listPlatforms(): Platform[] {
 
 export function loadPlatform(name: string): Platform {
   const p = listPlatforms().find((x) => x.name === name);
-  if (!p) throw new UsageError(`unknown platform "${name}"`, [`known platforms: ${listPlatforms().map((x) => x.name).join(', ')}`]);
+  if (!p)
+    throw new UsageError(`unknown platform "${name}"`, [
+      `known platforms: ${listPlatforms()
+        .map((x) => x.name)
+        .join(', ')}`,
+    ]);
   return p;
 }
 

@@ -54,9 +54,7 @@ export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 
   let host = opts.host ?? hostFromPlatform(platform, opts.gpus);
   if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const hostNote =
-    host.gpusSource === 'platform'
-      ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)`
-      : undefined;
+    host.gpusSource === 'platform' ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)` : undefined;
   return { profile, file, platform, host, problems: validateProfile(profile, host), hostNote };
 }
 

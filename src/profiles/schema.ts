@@ -26,14 +26,20 @@ export const ModelBlock = z
   .refine((m) => m.id !== undefined || m.path !== undefined, { message: 'model needs an id (hub id) or a path (local folder)', path: ['id'] });
 
 export const EngineBlock = z.strictObject({
-  vllmVersion: z.string().regex(/^\d+\.\d+(\.\d+)?/, 'a version such as 0.17.0').default('0.17.0').describe('The vLLM the flags are rendered for'),
+  vllmVersion: z
+    .string()
+    .regex(/^\d+\.\d+(\.\d+)?/, 'a version such as 0.17.0')
+    .default('0.17.0')
+    .describe('The vLLM the flags are rendered for'),
   dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),
   quantization: z.string().nullable().default(null).describe('fp8, awq, gptq, ... (null: as the checkpoint is)'),
   kvCacheDtype: z.enum(['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']).default('auto'),
   maxModelLen: positiveInt.optional(),
   kvCacheMemoryBytes: positiveInt
     .optional()
-    .describe('--kv-cache-memory-bytes (vLLM >= 0.11): the KV cache in bytes instead of a share of memory. On the CPU backend the legacy VLLM_CPU_KVCACHE_SPACE (whole GiB) silently overrides it, so sparkctl removes that variable from the server environment'),
+    .describe(
+      '--kv-cache-memory-bytes (vLLM >= 0.11): the KV cache in bytes instead of a share of memory. On the CPU backend the legacy VLLM_CPU_KVCACHE_SPACE (whole GiB) silently overrides it, so sparkctl removes that variable from the server environment',
+    ),
   gpuMemoryUtilization: z.number().default(0.9).describe('Share of each GPU vLLM pre-allocates, (0, 1]'),
   enforceEager: z.boolean().default(false).describe('Disables CUDA graphs only (not flash-attention)'),
   enableChunkedPrefill: z.boolean().optional(),
@@ -50,7 +56,10 @@ export const EngineBlock = z.strictObject({
 export const ParallelBlock = z.strictObject({
   tensor: positiveInt.default(1),
   pipeline: positiveInt.default(1),
-  replicas: z.union([positiveInt, z.literal('auto')]).default(1).describe("Independent copies on one host, each on its own GPUs and port; 'auto' = as many as the GPUs allow"),
+  replicas: z
+    .union([positiveInt, z.literal('auto')])
+    .default(1)
+    .describe("Independent copies on one host, each on its own GPUs and port; 'auto' = as many as the GPUs allow"),
   firstGpu: z.number().int().min(0).default(0).describe('Index of the first GPU this profile uses (tenants on disjoint GPUs)'),
   executor: z.enum(['mp', 'ray']).default('mp'),
   nodes: positiveInt.default(1),
@@ -77,16 +86,18 @@ export const PrewarmBlock = z.strictObject({
   timeoutSeconds: positiveInt.default(300),
 });
 
-export const ProbeBlock = z.strictObject({
-  timeoutMs: positiveInt.default(5000),
-  kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
-  waitingMax: z.number().int().min(0).default(32),
-  gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
-  tempWarnC: z.number().min(0).max(150).default(75).describe('GPU temperature that warns (the documents\' 75 C)'),
-  tempUnhealthyC: z.number().min(0).max(150).default(82).describe('GPU temperature that makes the server unhealthy (82 C)'),
-  tempCriticalC: z.number().min(0).max(150).default(88).describe('GPU temperature reported as critical (88 C)'),
-  gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
-}).refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
+export const ProbeBlock = z
+  .strictObject({
+    timeoutMs: positiveInt.default(5000),
+    kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
+    waitingMax: z.number().int().min(0).default(32),
+    gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
+    tempWarnC: z.number().min(0).max(150).default(75).describe("GPU temperature that warns (the documents' 75 C)"),
+    tempUnhealthyC: z.number().min(0).max(150).default(82).describe('GPU temperature that makes the server unhealthy (82 C)'),
+    tempCriticalC: z.number().min(0).max(150).default(88).describe('GPU temperature reported as critical (88 C)'),
+    gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
+  })
+  .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
 
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
@@ -135,9 +146,7 @@ export const Platform = z.strictObject({
   nccl: VersionRuleSchema.optional(),
   torch: VersionRuleSchema.optional(),
   vllm: VersionRuleSchema.optional(),
-  firmware: z
-    .strictObject({ vbiosMin: z.string().optional(), inforomMin: z.string().optional() })
-    .default({}),
+  firmware: z.strictObject({ vbiosMin: z.string().optional(), inforomMin: z.string().optional() }).default({}),
   host: z
     .strictObject({
       shmMinGiB: z.number().default(16),

@@ -42,7 +42,14 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   if (m.attentionHeads % tp !== 0) {
     err('parallel.tensor', `${tp} does not divide ${m.attentionHeads} attention heads`, `use one of ${divisors(m.attentionHeads).join(', ')}`);
   } else if (tp > m.kvHeads) {
-    if (tp % m.kvHeads !== 0) err('parallel.tensor', `${tp} is not a multiple of the ${m.kvHeads} KV heads`, `use one of ${divisors(m.attentionHeads).filter((d) => d <= m.kvHeads || d % m.kvHeads === 0).join(', ')}`);
+    if (tp % m.kvHeads !== 0)
+      err(
+        'parallel.tensor',
+        `${tp} is not a multiple of the ${m.kvHeads} KV heads`,
+        `use one of ${divisors(m.attentionHeads)
+          .filter((d) => d <= m.kvHeads || d % m.kvHeads === 0)
+          .join(', ')}`,
+      );
     else warn('parallel.tensor', `${tp} is above the ${m.kvHeads} KV heads: vLLM replicates each KV head on ${tp / m.kvHeads} GPUs, so the KV cache per token does not shrink past TP ${m.kvHeads}`);
   } else if (m.kvHeads % tp !== 0) {
     err('parallel.tensor', `${tp} does not divide ${m.kvHeads} KV heads`, `use one of ${divisors(m.kvHeads).join(', ')}`);
@@ -57,7 +64,12 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   if (!(u > 0 && u <= 1)) err('engine.gpuMemoryUtilization', `${u} is not in (0, 1]`, 'a share such as 0.9');
 
   for (const k of Object.keys(p.env)) {
-    if (SECRET_NAME.test(k)) err(`env.${k}`, 'looks like a secret; a profile is not the place for one', `remove it; put the API key's variable name in server.apiKeyEnv and set the variable in the environment or a systemd EnvironmentFile`);
+    if (SECRET_NAME.test(k))
+      err(
+        `env.${k}`,
+        'looks like a secret; a profile is not the place for one',
+        `remove it; put the API key's variable name in server.apiKeyEnv and set the variable in the environment or a systemd EnvironmentFile`,
+      );
   }
   if (p.engine.kvCacheMemoryBytes !== undefined && p.env.VLLM_CPU_KVCACHE_SPACE !== undefined) {
     err('env.VLLM_CPU_KVCACHE_SPACE', 'on the CPU backend this variable silently overrides engine.kvCacheMemoryBytes', 'keep one: engine.kvCacheMemoryBytes (bytes) is the one sparkctl renders');
@@ -70,17 +82,32 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   const perReplica = tp * pp;
   const wantsNodes = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   if (wantsNodes) {
-    if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1) err('parallel.replicas', `${p.parallel.replicas} replicas with a multi-node engine`, 'one Ray cluster serves one replica; use replicas: 1');
+    if (p.parallel.replicas !== 'auto' && p.parallel.replicas > 1)
+      err('parallel.replicas', `${p.parallel.replicas} replicas with a multi-node engine`, 'one Ray cluster serves one replica; use replicas: 1');
     const clusterGpus = p.parallel.nodes * (p.parallel.gpusPerNode ?? 8);
-    if (perReplica > clusterGpus) err('parallel.nodes', `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`, `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`);
+    if (perReplica > clusterGpus)
+      err(
+        'parallel.nodes',
+        `${p.parallel.nodes} nodes x ${p.parallel.gpusPerNode ?? 8} GPUs = ${clusterGpus} GPUs, but TP ${tp} x PP ${pp} needs ${perReplica}`,
+        `nodes: ${Math.ceil(perReplica / (p.parallel.gpusPerNode ?? 8))}`,
+      );
     if (!host) {
       /* the rest needs the host's shape */
     } else if (host.multiNode) {
       const have = (host.nodes ?? 1) * (host.gpusPerNode ?? host.gpus);
-      if (have < perReplica) err('nodes', `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`, `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`);
+      if (have < perReplica)
+        err(
+          'nodes',
+          `the nodes file has ${host.nodes} node(s) with ${have} GPUs in all; TP ${tp} x PP ${pp} needs ${perReplica}`,
+          `list ${Math.ceil(perReplica / (host.gpusPerNode ?? 8))} nodes in the nodes file`,
+        );
     } else if (perReplica > host.gpus) {
       const nodesNeeded = Math.ceil(perReplica / host.gpus);
-      err('parallel', `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`, `sparkctl serve ${p.name} --nodes nodes.yaml (see \`sparkctl serve --help\`)`);
+      err(
+        'parallel',
+        `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`,
+        `sparkctl serve ${p.name} --nodes nodes.yaml (see \`sparkctl serve --help\`)`,
+      );
     }
   } else if (host) {
     const replicas = resolveReplicas(p, host);
@@ -93,7 +120,11 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
         perReplica > host.gpus
           ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`
           : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
-        perReplica > host.gpus ? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml` : fitReplicas > 0 ? `--set parallel.replicas=${fitReplicas}` : 'a smaller TP x PP',
+        perReplica > host.gpus
+          ? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`
+          : fitReplicas > 0
+            ? `--set parallel.replicas=${fitReplicas}`
+            : 'a smaller TP x PP',
       );
     }
     const lastPort = p.server.port + replicas - 1;
@@ -108,7 +139,10 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
     const parts: string[] = [];
     if (fp8Weights) parts.push('--quantization fp8 runs weight-only (W8A16 through the Marlin kernel): weights take half the memory, the matrix maths stays 16-bit');
     if (fp8Kv) parts.push('an fp8 KV cache is storage only (FlashAttention-2 cannot read it, so attention dequantizes it)');
-    warn(fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype', `compute capability ${cc}${host?.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`);
+    warn(
+      fp8Weights ? 'engine.quantization' : 'engine.kvCacheDtype',
+      `compute capability ${cc}${host?.gpuName ? ` (${host.gpuName})` : ''} has no FP8 tensor cores (FP8 W8A8 needs >= 8.9): ${parts.join('; ')}`,
+    );
   }
 
   if (p.engine.reasoningParser && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
@@ -119,9 +153,17 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   if (host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) {
     const plan = planMemory(p, host.gpuMemoryBytes);
     if (plan.availableKvBytes <= 0) {
-      err('engine.gpuMemoryUtilization', `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`, 'raise the share, raise TP x PP, or quantize');
+      err(
+        'engine.gpuMemoryUtilization',
+        `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`,
+        'raise the share, raise TP x PP, or quantize',
+      );
     } else if (!plan.fits) {
-      err('engine.maxModelLen', `${plan.maxModelLen} tokens need ${((plan.maxModelLen * plan.kvBytesPerToken) / GIB).toFixed(2)} GiB of KV cache per GPU; ${(plan.availableKvBytes / GIB).toFixed(2)} GiB is left after weights`, `--set engine.maxModelLen=${plan.largestMaxModelLen}`);
+      err(
+        'engine.maxModelLen',
+        `${plan.maxModelLen} tokens need ${((plan.maxModelLen * plan.kvBytesPerToken) / GIB).toFixed(2)} GiB of KV cache per GPU; ${(plan.availableKvBytes / GIB).toFixed(2)} GiB is left after weights`,
+        `--set engine.maxModelLen=${plan.largestMaxModelLen}`,
+      );
     }
   }
   return out;

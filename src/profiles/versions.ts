@@ -25,11 +25,7 @@ export function versionMatchesPrefix(actual: string, wanted: string): boolean {
   return pw.every((n, i) => pa[i] === n);
 }
 
-export type VersionRule =
-  | { exact: string }
-  | { min: string; max?: string }
-  | { oneOf: string[] }
-  | { sameMajor: string };
+export type VersionRule = { exact: string } | { min: string; max?: string } | { oneOf: string[] } | { sameMajor: string };
 
 export function describeRule(rule: VersionRule): string {
   if ('exact' in rule) return `exactly ${rule.exact}`;

@@ -273,11 +273,19 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
         severity: 'error',
         flag,
         message: `${flag} is not accepted by ${at}`,
-        fix: INSTEAD[flag] ?? (first ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed` : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
+        fix:
+          INSTEAD[flag] ??
+          (first ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed` : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
       });
       continue;
     }
-    if (st === 'maybe') out.push({ severity: 'warning', flag, message: `${flag} may not be accepted by ${at} (it changed around that release)`, fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM' });
+    if (st === 'maybe')
+      out.push({
+        severity: 'warning',
+        flag,
+        message: `${flag} may not be accepted by ${at} (it changed around that release)`,
+        fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM',
+      });
     if (st === 'unknown') out.push({ severity: 'warning', flag, message: `${flag} is unknown to the nearest table for ${at}`, fix: 'check `vllm serve --help` of the installed vLLM' });
     if (isDeprecated(version, flag)) out.push({ severity: 'warning', flag, message: `${flag} is deprecated in ${at}`, fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade' });
     if (inline !== undefined && tv) {
@@ -293,7 +301,13 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
           fix: choices.length ? `one of: ${choices.join(', ')}` : 'use a value this vLLM accepts',
         });
       else if (vs === 'maybe' || vs === 'unknown')
-        out.push({ severity: 'warning', flag, value: inline, message: `${flag} ${inline} may not be accepted by ${at}`, fix: choices.length ? `known values: ${choices.join(', ')}` : 'check the installed vLLM' });
+        out.push({
+          severity: 'warning',
+          flag,
+          value: inline,
+          message: `${flag} ${inline} may not be accepted by ${at}`,
+          fix: choices.length ? `known values: ${choices.join(', ')}` : 'check the installed vLLM',
+        });
     }
   }
   return out;
@@ -351,7 +365,10 @@ export function optionsAcceptedBy(version: string): string[] {
   const pre = versionedAdded.get(version);
   if (pre) return pre;
   const t = (exact ?? floor ?? ceil)!;
-  const out = t.options.split(' ').map((o) => o.replace(/=$/, '')).filter((o) => acceptedBy(version, o));
+  const out = t.options
+    .split(' ')
+    .map((o) => o.replace(/=$/, ''))
+    .filter((o) => acceptedBy(version, o));
   for (const f of Object.keys(ADDED)) if (acceptedBy(version, f) && !out.includes(f)) out.push(f);
   versionedAdded.set(version, out);
   return out;

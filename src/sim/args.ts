@@ -3,13 +3,7 @@
 // of that version (--no- forms of booleans included), underscores for dashes (vLLM's
 // FlexibleArgumentParser), unambiguous prefixes (argparse), short aliases (-tp, -pp, -O3), value
 // choices; and rejects the rest with vLLM's own words ("unrecognized arguments", "invalid choice").
-import {
-  acceptedBy,
-  optionsAcceptedBy,
-  shortAliasesOf,
-  takesValue,
-  valuesAcceptedBy,
-} from '../profiles/vllm-flags.js';
+import { acceptedBy, optionsAcceptedBy, shortAliasesOf, takesValue, valuesAcceptedBy } from '../profiles/vllm-flags.js';
 
 type Kind = 'value' | 'bool';
 
@@ -42,7 +36,7 @@ export class ArgError extends Error {}
 const quoteList = (xs: string[]) => xs.map((x) => `'${x}'`).join(', ');
 
 /** The long option a spelling stands for in this version, or undefined (unknown), or an ArgError (ambiguous). */
-function resolve(version: string, spelled: string, longs: string[]): string | undefined {
+function resolve(_version: string, spelled: string, longs: string[]): string | undefined {
   const name = spelled.replace(/_/g, '-');
   if (longs.includes(name)) return name;
   const cands = longs.filter((o) => o.startsWith(name));

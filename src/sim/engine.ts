@@ -64,10 +64,13 @@ function abortable(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(t);
       reject(new RequestAborted());
     };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const t = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
@@ -175,7 +178,7 @@ export class Engine {
     const t0 = performance.now();
     await this.admit(need, signal);
     const queued = performance.now() - t0;
-    let generated = 0;
+    let _generated = 0;
     try {
       const t = this.timing;
       const bucket = Engine.bucket(promptTokens);
@@ -187,7 +190,7 @@ export class Engine {
       await abortable(prefill + t.slowMs * t.timeFactor, signal);
       // vLLM counts tokens as the engine processes them (per step), not when a request finishes.
       this.metrics?.promptTokens.inc(promptTokens);
-      generated = 1;
+      _generated = 1;
       this.metrics?.generationTokens.inc(1);
       const ttftMs = performance.now() - t0;
       this.metrics?.ttft.observe(ttftMs / 1000);
@@ -199,7 +202,7 @@ export class Engine {
           const step = this.decodeStepMs();
           await abortable(step, signal);
           this.metrics?.itl.observe(step / 1000);
-          generated++;
+          _generated++;
           this.metrics?.generationTokens.inc(1);
           await onToken(i);
         }
@@ -211,12 +214,12 @@ export class Engine {
           await abortable(step * (maxTokens - 1), signal);
         } catch (e) {
           const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
-          generated += made;
+          _generated += made;
           this.metrics?.generationTokens.inc(made);
           throw e;
         }
         this.metrics?.itl.observe(step / 1000);
-        generated = maxTokens;
+        _generated = maxTokens;
         this.metrics?.generationTokens.inc(maxTokens - 1);
       }
       this.metrics?.e2e.observe((performance.now() - t0) / 1000);
@@ -241,8 +244,7 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   const prom = mod.default ?? mod;
   const registry = new prom.Registry();
   const labelNames = ['model_name', 'engine'] as const;
-  const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) =>
-    new T({ name, help, labelNames, registers: [registry], ...extra });
+  const mk = <T>(T: new (cfg: any) => T, name: string, help: string, extra: object = {}) => new T({ name, help, labelNames, registers: [registry], ...extra });
   const latencyBuckets = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
   const m = {
     registry,
@@ -252,7 +254,12 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
     promptTokens: mk(prom.Counter, 'vllm:prompt_tokens_total', 'Number of prefill tokens processed.'),
     generationTokens: mk(prom.Counter, 'vllm:generation_tokens_total', 'Number of generation tokens processed.'),
     preemptions: mk(prom.Counter, 'vllm:num_preemptions_total', 'Cumulative number of preemption from the engine.'),
-    success: new prom.Counter({ name: 'vllm:request_success_total', help: 'Count of successfully processed requests.', labelNames: ['model_name', 'engine', 'finished_reason'], registers: [registry] }),
+    success: new prom.Counter({
+      name: 'vllm:request_success_total',
+      help: 'Count of successfully processed requests.',
+      labelNames: ['model_name', 'engine', 'finished_reason'],
+      registers: [registry],
+    }),
     ttft: mk(prom.Histogram, 'vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', { buckets: latencyBuckets }),
     itl: mk(prom.Histogram, 'vllm:inter_token_latency_seconds', 'Histogram of inter-token latency in seconds.', { buckets: latencyBuckets }),
     e2e: mk(prom.Histogram, 'vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', { buckets: latencyBuckets }),

@@ -20,14 +20,9 @@ export function versionLines(version: string, model: string, env: NodeJS.Process
   if (!since(version, '0.15.0')) return [['api_server.py:1896', `vLLM API server version ${version}`]];
   if (env.VLLM_DISABLE_LOG_LOGO === '1' || env.VLLM_DISABLE_LOG_LOGO === 'true') return [['api_utils.py:345', `vLLM server version ${version}, serving model ${model}`]];
   // the monochrome logo (no colour formatter when the output is not a terminal)
-  return [
-    '',
-    '       █     █     █▄   ▄█',
-    ` ▄▄ ▄█ █     █     █ ▀▄▀ █  version ${version}`,
-    `  █▄█▀ █     █     █     █  model   ${model}`,
-    '   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀',
-    '',
-  ].map((m) => ['api_utils.py:345', m] as Line);
+  return ['', '       █     █     █▄   ▄█', ` ▄▄ ▄█ █     █     █ ▀▄▀ █  version ${version}`, `  █▄█▀ █     █     █     █  model   ${model}`, '   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀', ''].map(
+    (m) => ['api_utils.py:345', m] as Line,
+  );
 }
 
 export function modelLoadingLine(version: string, gib: number, seconds: number): Line {

@@ -23,7 +23,10 @@ export interface Faults {
 
 export function parseFaults(spec: string): Faults {
   const f: Faults = {};
-  for (const item of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const item of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, arg] = item.split(':') as [string, string | undefined];
     const n = () => {
       const v = Number(arg);
@@ -31,14 +34,30 @@ export function parseFaults(spec: string): Faults {
       return v;
     };
     switch (name) {
-      case 'oom-at-start': f.oomAtStart = true; break;
-      case 'kv-too-small': f.kvTooSmall = true; break;
-      case 'port-in-use': f.portInUse = true; break;
-      case 'hang-at-load': f.hangAtLoad = true; break;
-      case 'engine-dead-after': f.engineDeadAfter = n(); break;
-      case 'zombie-after': f.zombieAfter = n(); break;
-      case 'slow': f.slowMs = n(); break;
-      case 'exit-after': f.exitAfterS = n(); break;
+      case 'oom-at-start':
+        f.oomAtStart = true;
+        break;
+      case 'kv-too-small':
+        f.kvTooSmall = true;
+        break;
+      case 'port-in-use':
+        f.portInUse = true;
+        break;
+      case 'hang-at-load':
+        f.hangAtLoad = true;
+        break;
+      case 'engine-dead-after':
+        f.engineDeadAfter = n();
+        break;
+      case 'zombie-after':
+        f.zombieAfter = n();
+        break;
+      case 'slow':
+        f.slowMs = n();
+        break;
+      case 'exit-after':
+        f.exitAfterS = n();
+        break;
       default:
         throw new ArgError(`unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, slow:MS, exit-after:S`);
     }
@@ -153,7 +172,9 @@ async function simServeInner(argv: string[]): Promise<void> {
   if (faults.exitAfterS !== undefined) {
     setTimeout(() => {
       err(`ERROR ${stamp()} [core.py:708] EngineCore encountered a fatal error.`);
-      err(`torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3`);
+      err(
+        `torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3`,
+      );
       err('ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.');
       err('ncclInternalError: Internal check failed.');
       exitWith(1, engineProc);
@@ -164,10 +185,15 @@ async function simServeInner(argv: string[]): Promise<void> {
     const { rayPython, reservePlacement } = await import('./ray.js');
     const py = rayPython();
     if (py) {
-      const pl = reservePlacement(py, tp * pp, (level, where, msg) => out(level, where, msg), (text) => {
-        err(`ERROR ${stamp()} [ray_utils.py:250] ${text}`);
-        process.exit(1);
-      });
+      const pl = reservePlacement(
+        py,
+        tp * pp,
+        (level, where, msg) => out(level, where, msg),
+        (text) => {
+          err(`ERROR ${stamp()} [ray_utils.py:250] ${text}`);
+          process.exit(1);
+        },
+      );
       await pl.ready;
     }
   }
@@ -195,7 +221,9 @@ async function simServeInner(argv: string[]): Promise<void> {
       err('Traceback (most recent call last):');
       err('  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 80, in __init__');
       err('    self.model_executor = executor_class(vllm_config)');
-      err(`torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ${platform.gpu.memoryGiB.toFixed(2)} GiB of which 1.19 GiB is free. Including non-PyTorch memory, this process has ${(platform.gpu.memoryGiB - 1.2).toFixed(2)} GiB memory in use.`);
+      err(
+        `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ${platform.gpu.memoryGiB.toFixed(2)} GiB of which 1.19 GiB is free. Including non-PyTorch memory, this process has ${(platform.gpu.memoryGiB - 1.2).toFixed(2)} GiB memory in use.`,
+      );
       err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
       err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
       exitWith(1, engineProc);
@@ -217,7 +245,9 @@ async function simServeInner(argv: string[]): Promise<void> {
     const needed = (maxModelLen * plan.kvBytesPerToken) / GIB;
     const est = Math.floor((available * GIB) / plan.kvBytesPerToken / 16) * 16;
     err(`ERROR ${stamp()} [core.py:708] EngineCore failed to start.`);
-    err(`ValueError: To serve at least one request with the models's max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${available.toFixed(2)} GiB). Based on the available memory, the estimated maximum model length is ${est}. Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`);
+    err(
+      `ValueError: To serve at least one request with the models's max seq len (${maxModelLen}), (${needed.toFixed(2)} GiB KV cache is needed, which is larger than the available KV cache memory (${available.toFixed(2)} GiB). Based on the available memory, the estimated maximum model length is ${est}. Try increasing \`gpu_memory_utilization\` or decreasing \`max_model_len\` when initializing the engine.`,
+    );
     err('RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}');
     exitWith(1, engineProc);
   }

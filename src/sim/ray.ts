@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { dirname, join, delimiter } from 'node:path';
 
 // Prints one JSON object per line: {"log": [level, where, text]} or {"ready": true} or {"error": text}.
-const PLACEMENT_PY = String.raw`
+const PLACEMENT_PY =
+  String.raw`
 import json, os, sys, time
 def say(**kw):
     print(json.dumps(kw), flush=True)
@@ -31,7 +32,11 @@ while True:
     if done:
         break
     interval *= 2
-    say(log=["INFO", "ray_utils.py:250", "Waiting for creating a placement group of specs for %d seconds. specs=%s. Check ` + '`ray status`' + String.raw` and ` + '`ray list nodes`' + String.raw` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node." % (int(time.time() - start), pg.bundle_specs)])
+    say(log=["INFO", "ray_utils.py:250", "Waiting for creating a placement group of specs for %d seconds. specs=%s. Check ` +
+  '`ray status`' +
+  String.raw` and ` +
+  '`ray list nodes`' +
+  String.raw` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node." % (int(time.time() - start), pg.bundle_specs)])
 say(ready=True)
 sys.stdin.read()
 `;

@@ -1,7 +1,7 @@
 // The simulator's HTTP surface: vLLM's OpenAI-compatible server (and Anthropic /v1/messages).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { Engine, EngineDead, type Metrics } from './engine.js';
+import { type Engine, EngineDead, type Metrics } from './engine.js';
 import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
 
 export interface ServerConfig {
@@ -142,7 +142,20 @@ export class SimServer {
         case '/v1/models': {
           if (!this.authorized(req, false)) return openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
           const created = now();
-          const permission = { id: id('modelperm'), object: 'model_permission', created, allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: '*', group: null, is_blocking: false };
+          const permission = {
+            id: id('modelperm'),
+            object: 'model_permission',
+            created,
+            allow_create_engine: false,
+            allow_sampling: true,
+            allow_logprobs: true,
+            allow_search_indices: false,
+            allow_view: true,
+            allow_fine_tuning: false,
+            organization: '*',
+            group: null,
+            is_blocking: false,
+          };
           return send(res, 200, {
             object: 'list',
             data: [{ id: this.cfg.servedName, object: 'model', created, owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [permission] }],
@@ -190,7 +203,7 @@ export class SimServer {
     return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
   }
 
-  private async generate(path: string, body: Json, req: IncomingMessage, res: ServerResponse) {
+  private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse) {
     const anthropic = path === '/v1/messages';
     const chat = path === '/v1/chat/completions';
     const fail = (status: number, otype: string, atype: string, msg: string, param: string | null = null) =>
@@ -206,17 +219,25 @@ export class SimServer {
       promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined);
     } else {
       const p = body.prompt;
-      if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
+      if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0)
+        return fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
       promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
     }
     const room = this.cfg.maxModelLen - promptTokens;
-    let maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (anthropic ? undefined : chat ? Math.min(room, 64) : 16);
+    const maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (anthropic ? undefined : chat ? Math.min(room, 64) : 16);
     if (anthropic && maxTokens === undefined) return fail(400, 'BadRequestError', 'invalid_request_error', 'max_tokens: field required');
-    if (!Number.isInteger(maxTokens) || maxTokens < 1) return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+    if (!Number.isInteger(maxTokens) || maxTokens < 1)
+      return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
     // vLLM's two refusals, in its words: max_tokens alone too large, then prompt + max_tokens.
     const L = this.cfg.maxModelLen;
     if (maxTokens > L) {
-      return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${L}. Please request fewer output tokens. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+      return fail(
+        400,
+        'BadRequestError',
+        'invalid_request_error',
+        `max_tokens=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${L}. Please request fewer output tokens. (parameter=max_tokens, value=${maxTokens})`,
+        'max_tokens',
+      );
     }
     if (promptTokens + maxTokens > L) {
       const least = L - maxTokens + 1;
@@ -243,7 +264,16 @@ export class SimServer {
         const text = this.text(seed, r.completionTokens);
         this.metrics?.success.inc({ finished_reason: 'length' });
         if (anthropic) {
-          return send(res, 200, { id: rid, type: 'message', role: 'assistant', model, content: [{ type: 'text', text }], stop_reason: 'max_tokens', stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } });
+          return send(res, 200, {
+            id: rid,
+            type: 'message',
+            role: 'assistant',
+            model,
+            content: [{ type: 'text', text }],
+            stop_reason: 'max_tokens',
+            stop_sequence: null,
+            usage: { input_tokens: promptTokens, output_tokens: r.completionTokens },
+          });
         }
         // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
         const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens, prompt_tokens_details: null };
@@ -253,14 +283,30 @@ export class SimServer {
           const choice = { index: 0, message, logprobs: null, finish_reason: finish(r.completionTokens), stop_reason: null, token_ids: null, routed_experts: null };
           return send(res, 200, { id: rid, object: 'chat.completion', created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
         }
-        const choice = { index: 0, text, logprobs: null, finish_reason: finish(r.completionTokens), stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
+        const choice = {
+          index: 0,
+          text,
+          logprobs: null,
+          finish_reason: finish(r.completionTokens),
+          stop_reason: null,
+          token_ids: null,
+          prompt_logprobs: null,
+          prompt_token_ids: null,
+          routed_experts: null,
+        };
         return send(res, 200, { id: rid, object: 'text_completion', created, model, choices: [choice], usage, ...tail });
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
       const includeUsage = body.stream_options?.include_usage === true;
       if (anthropic) {
-        sse({ type: 'message_start', message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } } }, 'message_start');
+        sse(
+          {
+            type: 'message_start',
+            message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } },
+          },
+          'message_start',
+        );
         sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
       }
       // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
@@ -275,10 +321,38 @@ export class SimServer {
           const piece = (i ? ' ' : '') + wordFor(seed, i);
           const last = i === maxTokens - 1;
           // vLLM sends the role chunk with the first output (after prefill), not before it
-          if (chat && i === 0) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], prompt_token_ids: null, prompt_text: null, ...usageAt(0) });
+          if (chat && i === 0)
+            sse({
+              id: rid,
+              object: 'chat.completion.chunk',
+              created,
+              model,
+              choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+              prompt_token_ids: null,
+              prompt_text: null,
+              ...usageAt(0),
+            });
           if (anthropic) sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta');
-          else if (chat) sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }], ...usageAt(i + 1), ...fp(last) });
-          else sse({ id: rid, object: 'text_completion', created, model, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+          else if (chat)
+            sse({
+              id: rid,
+              object: 'chat.completion.chunk',
+              created,
+              model,
+              choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }],
+              ...usageAt(i + 1),
+              ...fp(last),
+            });
+          else
+            sse({
+              id: rid,
+              object: 'text_completion',
+              created,
+              model,
+              choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }],
+              ...usageAt(i + 1),
+              ...fp(last),
+            });
         },
         abort.signal,
       );
@@ -288,7 +362,16 @@ export class SimServer {
         sse({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: r.completionTokens } }, 'message_delta');
         sse({ type: 'message_stop' }, 'message_stop');
       } else {
-        if (includeUsage) sse({ id: rid, object: chat ? 'chat.completion.chunk' : 'text_completion', created, model, choices: [], usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens }, system_fingerprint: this.fingerprint });
+        if (includeUsage)
+          sse({
+            id: rid,
+            object: chat ? 'chat.completion.chunk' : 'text_completion',
+            created,
+            model,
+            choices: [],
+            usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens },
+            system_fingerprint: this.fingerprint,
+          });
         res.write('data: [DONE]\n\n');
       }
       res.end();

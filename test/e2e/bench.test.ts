@@ -22,7 +22,10 @@ describe('bench against the simulator', () => {
 
   it('reports vLLM-comparable numbers as JSON and a --save-result file with vLLM keys; lengths exact via /tokenize', async () => {
     const save = join(dir, 'a.json');
-    const r = await cli(['bench', '--url', sim.url, '--requests', '12', '--concurrency', '3', '--input-len', '100', '--output-len', '8', '--warmup', '1', '--json', '--save-result', save, '--scrape-interval', '200'], { timeout: 120_000 });
+    const r = await cli(
+      ['bench', '--url', sim.url, '--requests', '12', '--concurrency', '3', '--input-len', '100', '--output-len', '8', '--warmup', '1', '--json', '--save-result', save, '--scrape-interval', '200'],
+      { timeout: 120_000 },
+    );
     expect([0, 1]).toContain(r.exitCode); // 1 only when this loaded machine made the client invalid
     const j = JSON.parse(String(r.stdout));
     expect(j).toMatchObject({ version: 1, kind: 'bench', model: 'Qwen/Qwen3.5-9B' });
@@ -47,7 +50,31 @@ describe('bench against the simulator', () => {
     expect(res.sparkctl.server.tokensAgree).toBe(true);
     expect(res.sparkctl.server.serverGenerationTokens).toBe(96);
     const saved = JSON.parse(readFileSync(save, 'utf8'));
-    for (const k of ['duration', 'completed', 'failed', 'total_input_tokens', 'total_output_tokens', 'request_throughput', 'request_goodput', 'output_throughput', 'total_token_throughput', 'mean_ttft_ms', 'median_ttft_ms', 'std_ttft_ms', 'p99_ttft_ms', 'mean_tpot_ms', 'p99_itl_ms', 'p99_e2el_ms', 'max_concurrency', 'max_concurrent_requests', 'ttfts', 'itls', 'input_lens', 'output_lens', 'errors']) {
+    for (const k of [
+      'duration',
+      'completed',
+      'failed',
+      'total_input_tokens',
+      'total_output_tokens',
+      'request_throughput',
+      'request_goodput',
+      'output_throughput',
+      'total_token_throughput',
+      'mean_ttft_ms',
+      'median_ttft_ms',
+      'std_ttft_ms',
+      'p99_ttft_ms',
+      'mean_tpot_ms',
+      'p99_itl_ms',
+      'p99_e2el_ms',
+      'max_concurrency',
+      'max_concurrent_requests',
+      'ttfts',
+      'itls',
+      'input_lens',
+      'output_lens',
+      'errors',
+    ]) {
       expect(saved, k).toHaveProperty(k);
     }
     expect(saved.input_lens).toEqual(Array(12).fill(100));
@@ -56,14 +83,16 @@ describe('bench against the simulator', () => {
   }, 150_000);
 
   it('chat: TTFT waits for the first token (prefill), not the role chunk', async () => {
-    const r = await cli(['bench', '--url', sim.url, '--endpoint', 'chat', '--requests', '4', '--concurrency', '1', '--input-len', '200', '--output-len', '4', '--warmup', '0', '--json'], { timeout: 120_000 });
+    const r = await cli(['bench', '--url', sim.url, '--endpoint', 'chat', '--requests', '4', '--concurrency', '1', '--input-len', '200', '--output-len', '4', '--warmup', '0', '--json'], {
+      timeout: 120_000,
+    });
     const res = JSON.parse(String(r.stdout)).result;
     expect(res.completed).toBe(4);
     expect(res.total_input_tokens).toBe(800); // the chat template's tokens included, as /tokenize counted them
     expect(res.min_ttft_ms ?? res.median_ttft_ms).toBeGreaterThanOrEqual(95); // 200 tokens at 2000 tok/s
   }, 150_000);
 
-  it('the human table carries the document\'s numbers (mean/P99 TTFT, req/s), the same as the JSON', async () => {
+  it("the human table carries the document's numbers (mean/P99 TTFT, req/s), the same as the JSON", async () => {
     const save = join(dir, 't.json');
     const r = await cli(['bench', '--url', sim.url, '--requests', '8', '--concurrency', '4', '--input-len', '64', '--output-len', '4', '--save-result', save], { timeout: 120_000 });
     const out = String(r.stdout);
@@ -78,7 +107,9 @@ describe('bench against the simulator', () => {
     const res = JSON.parse(String(r.stdout)).result;
     expect(res.completed).toBe(6);
     expect(res.request_goodput).toBe(0); // nobody gets a first token within 1 ms of a 32 ms prefill
-    const r2 = await cli(['bench', '--url', sim.url, '--requests', '6', '--concurrency', '2', '--input-len', '64', '--output-len', '4', '--goodput', 'ttft:60000', 'e2el:60000', '--json'], { timeout: 120_000 });
+    const r2 = await cli(['bench', '--url', sim.url, '--requests', '6', '--concurrency', '2', '--input-len', '64', '--output-len', '4', '--goodput', 'ttft:60000', 'e2el:60000', '--json'], {
+      timeout: 120_000,
+    });
     const res2 = JSON.parse(String(r2.stdout)).result;
     expect(res2.request_goodput).toBeCloseTo(res2.request_throughput, 9);
   }, 150_000);
@@ -118,7 +149,11 @@ describe('bench against the simulator', () => {
 
   it('Ctrl-C: sends nothing new, waits for requests in flight, reports the partial run', async () => {
     const save = join(dir, 'interrupted.json');
-    const p = execa(process.execPath, [BIN, 'bench', '--url', sim.url, '--requests', '200', '--concurrency', '2', '--input-len', '16', '--output-len', '40', '--warmup', '0', '--save-result', save], { reject: false, timeout: 120_000, env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK } });
+    const p = execa(process.execPath, [BIN, 'bench', '--url', sim.url, '--requests', '200', '--concurrency', '2', '--input-len', '16', '--output-len', '40', '--warmup', '0', '--save-result', save], {
+      reject: false,
+      timeout: 120_000,
+      env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK },
+    });
     let err = '';
     p.stderr?.on('data', (d: Buffer) => (err += d.toString()));
     // the run has started once the progress says so (preparing prompts takes a while on a busy machine)
@@ -166,7 +201,9 @@ describe('bench failure handling', () => {
   it('a hung request ends at its own deadline', async () => {
     const sim = await startSim([...FIXED, '--sim-fault', 'zombie-after:2']);
     try {
-      const r = await cli(['bench', '--url', sim.url, '--requests', '3', '--concurrency', '3', '--input-len', '16', '--output-len', '2', '--warmup', '0', '--request-timeout', '1500ms', '--json'], { timeout: 120_000 });
+      const r = await cli(['bench', '--url', sim.url, '--requests', '3', '--concurrency', '3', '--input-len', '16', '--output-len', '2', '--warmup', '0', '--request-timeout', '1500ms', '--json'], {
+        timeout: 120_000,
+      });
       const res = JSON.parse(String(r.stdout)).result;
       expect(res.sparkctl.failures.timeout).toBeGreaterThanOrEqual(1);
       expect(res.completed + res.failed).toBe(3);
@@ -184,7 +221,9 @@ describe.skipIf(!existsSync(CHROMIUM))('bench --html in real headless Chromium',
     const dir = tempDir('sparkctl-bench-html-');
     try {
       const page = join(dir, 'bench.html');
-      const r = await cli(['bench', '--url', sim.url, '--requests', '10', '--concurrency', '2', '--input-len', '32', '--output-len', '6', '--scrape-interval', '100', '--html', page], { timeout: 120_000 });
+      const r = await cli(['bench', '--url', sim.url, '--requests', '10', '--concurrency', '2', '--input-len', '32', '--output-len', '6', '--scrape-interval', '100', '--html', page], {
+        timeout: 120_000,
+      });
       expect(existsSync(page), String(r.stderr)).toBe(true);
       const html = readFileSync(page, 'utf8');
       expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/); // self-contained
@@ -231,7 +270,10 @@ describe('bench NAME: a server sparkctl serve started', () => {
     const env = { SPARKCTL_STATE_DIR: state, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' };
     const port = await freePort();
     try {
-      const s = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--no-prewarm', '--skip-preflight'], { env, timeout: 120_000 });
+      const s = await cli(
+        ['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--no-prewarm', '--skip-preflight'],
+        { env, timeout: 120_000 },
+      );
       expect(s.exitCode, String(s.stderr)).toBe(0);
       const r = await cli(['bench', 'qwen3.5-9b', '--requests', '6', '--concurrency', '3', '--input-len', '64', '--output-len', '4', '--json'], { env, timeout: 120_000 });
       const j = JSON.parse(String(r.stdout));

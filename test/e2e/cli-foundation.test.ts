@@ -86,8 +86,14 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
     const dir = mkdtempSync(join(tmpdir(), 'sparkctl-prof-'));
-    writeFileSync(join(dir, 'mine.yaml'), 'model: { id: org/m, parameters: 1.0e9, layers: 16, attentionHeads: 16, kvHeads: 4, headDim: 64, maxContext: 8192 }\nparallel: { tensor: 1 }\nserver: { port: 9100 }\n');
-    writeFileSync(join(dir, 'broken.yaml'), 'model: { id: org/m, parameters: 1.0e9, layers: 16, attentionHeads: 16, kvHeads: 4, headDim: 64, maxContext: 8192 }\nparallel: { tensor: 5, pipeline: 20 }\nengine: { gpuMemoryUtilization: 1.2 }\n');
+    writeFileSync(
+      join(dir, 'mine.yaml'),
+      'model: { id: org/m, parameters: 1.0e9, layers: 16, attentionHeads: 16, kvHeads: 4, headDim: 64, maxContext: 8192 }\nparallel: { tensor: 1 }\nserver: { port: 9100 }\n',
+    );
+    writeFileSync(
+      join(dir, 'broken.yaml'),
+      'model: { id: org/m, parameters: 1.0e9, layers: 16, attentionHeads: 16, kvHeads: 4, headDim: 64, maxContext: 8192 }\nparallel: { tensor: 5, pipeline: 20 }\nengine: { gpuMemoryUtilization: 1.2 }\n',
+    );
     const a = await cli(['serve', 'mine', '--dry-run', '--profiles', dir, '--gpus', '1']);
     expect(a.exitCode).toBe(0);
     expect(a.stdout).toContain('vllm serve org/m');

@@ -75,7 +75,9 @@ describe('probe', () => {
 
   it('KV cache near full -> warn, still healthy (exit 0)', async () => {
     // An 8B model at a 0.12 share of an H200 leaves room for a few thousand tokens only.
-    const sim = await startSim(['--enforce-eager', '--gpu-memory-utilization', '0.12', '--max-model-len', '2048', '--sim-cold-ms', '0', '--sim-decode-ms', '300', '--sim-prefill-tps', '1000000'], { model: 'example/generic-8b' });
+    const sim = await startSim(['--enforce-eager', '--gpu-memory-utilization', '0.12', '--max-model-len', '2048', '--sim-cold-ms', '0', '--sim-decode-ms', '300', '--sim-prefill-tps', '1000000'], {
+      model: 'example/generic-8b',
+    });
     let filling: Promise<unknown>[] = [];
     try {
       const info = await (await fetch(`${sim.url}/metrics`)).text();
@@ -86,7 +88,13 @@ describe('probe', () => {
       expect(kv).toBeLessThan(8000);
       // two requests that together reserve ~90 % of the KV cache (prompt + max_tokens each)
       const each = Math.min(Math.floor(kv * 0.45), 2000);
-      filling = [0, 1].map(() => fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'example/generic-8b', prompt: 'abcd'.repeat(each - 20), max_tokens: 20 }) }).catch(() => undefined));
+      filling = [0, 1].map(() =>
+        fetch(`${sim.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'example/generic-8b', prompt: 'abcd'.repeat(each - 20), max_tokens: 20 }),
+        }).catch(() => undefined),
+      );
       await new Promise((r) => setTimeout(r, 150));
       const r = await run(['probe', '--url', sim.url, '--json']);
       const res = JSON.parse(r.stdout).results[0];
@@ -249,7 +257,12 @@ describe('prewarm waits for GPU memory to settle where GPUs are visible', () => 
     try {
       const memory = [[70_000], [72_000], [73_500], [73_500]];
       let i = 0;
-      const r = await prewarm(targetFromUrl(sim.url), { promptTokens: [128], maxRounds: 6, settleMargin: 0.5, decodeTokens: 2, timeoutSeconds: 30 }, undefined, async () => memory[Math.min(i++, memory.length - 1)]);
+      const r = await prewarm(
+        targetFromUrl(sim.url),
+        { promptTokens: [128], maxRounds: 6, settleMargin: 0.5, decodeTokens: 2, timeoutSeconds: 30 },
+        undefined,
+        async () => memory[Math.min(i++, memory.length - 1)],
+      );
       expect(r.settled).toBe(true);
       expect(r.rounds).toBe(4);
       expect(r.gpuMemory).toEqual({ readings: [[73_500], [73_500]], stable: true });

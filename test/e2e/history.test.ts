@@ -15,7 +15,13 @@ const state = () => {
 };
 const fast = ['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000'];
 const HOT = join(FIXTURES, 'bundles', 'h200x2-serving-hot');
-const lines = (d: string) => readdirSync(join(d, 'history')).flatMap((f) => readFileSync(join(d, 'history', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+const lines = (d: string) =>
+  readdirSync(join(d, 'history')).flatMap((f) =>
+    readFileSync(join(d, 'history', f), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l)),
+  );
 
 describe('probe GPU health while serving (edited real capture)', () => {
   it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', { timeout: 240_000 }, async () => {
@@ -61,7 +67,10 @@ describe('probe GPU health while serving (edited real capture)', () => {
 
       const h = lines(d);
       expect(h.map((s) => s.verdict)).toEqual(['healthy', 'unhealthy', 'unhealthy']);
-      expect(h[1].gpu.map((g: { i: number; temp: number; xid: number }) => [g.i, g.temp, g.xid])).toEqual([[0, 84, 0], [1, 90, 2]]);
+      expect(h[1].gpu.map((g: { i: number; temp: number; xid: number }) => [g.i, g.temp, g.xid])).toEqual([
+        [0, 84, 0],
+        [1, 90, 2],
+      ]);
       expect(h[2].gpu.map((g: { xid: number }) => g.xid)).toEqual([0, 0]);
       expect(h[1].xidT).toBe(8812.40299);
       expect(h[1].why.some((w: string) => w.startsWith('gpu fail: '))).toBe(true);
@@ -93,7 +102,11 @@ async function traffic(url: string, n: number, maxTokens: number) {
   let prompt = 0;
   let generation = 0;
   for (let k = 0; k < n; k++) {
-    const r = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: `request ${k}: ${'tell me about GPUs '.repeat(5 + k)}`, max_tokens: maxTokens, ignore_eos: true }) });
+    const r = await fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: `request ${k}: ${'tell me about GPUs '.repeat(5 + k)}`, max_tokens: maxTokens, ignore_eos: true }),
+    });
     const j = (await r.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
     prompt += j.usage.prompt_tokens;
     generation += j.usage.completion_tokens;
@@ -182,7 +195,12 @@ describe('report', () => {
     // @ts-expect-error a plain .mjs fixture generator
     const { day } = await import('../fixtures/history/make-day.mjs');
     mkdirSync(join(d, 'history'));
-    writeFileSync(join(d, 'history', 'qwen-0.0a0b0c0d.jsonl'), day().map((s: unknown) => JSON.stringify(s)).join('\n') + '\n');
+    writeFileSync(
+      join(d, 'history', 'qwen-0.0a0b0c0d.jsonl'),
+      day()
+        .map((s: unknown) => JSON.stringify(s))
+        .join('\n') + '\n',
+    );
     return d;
   };
 
@@ -211,7 +229,10 @@ describe('report', () => {
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/);
     expect(html).toContain('the engine is hung');
     const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
     try {
       const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
       const p = await ctx.newPage();

@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll, afterAll, beforeEach, afterEach } from 'vitest';
 import { createServer as createHttp, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { createServer as createTcp, type Socket } from 'node:net';
-import { writeFileSync, readFileSync, symlinkSync, mkdirSync, readdirSync, existsSync } from 'node:fs';
+import { writeFileSync, readFileSync, symlinkSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, tempDir, rmrf } from '../helpers.js';
 
@@ -24,7 +24,12 @@ async function serveHttp(h: Handler): Promise<string> {
     c.on('close', () => sockets.delete(c));
   });
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  servers.push({ close: () => { for (const c of sockets) c.destroy(); s.close(); } });
+  servers.push({
+    close: () => {
+      for (const c of sockets) c.destroy();
+      s.close();
+    },
+  });
   const a = s.address();
   return `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`;
 }
@@ -35,19 +40,21 @@ const json = (res: ServerResponse, status: number, v: unknown) => {
 };
 
 /** Answers like a healthy vLLM serving model "m", except where `over` says otherwise. */
-const fakeVllm = (over: Record<string, Handler> = {}): Handler => (req, res, body) => {
-  const path = (req.url ?? '').split('?')[0]!;
-  if (over[path]) return over[path]!(req, res, body);
-  if (path === '/health') return json(res, 200, '');
-  if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
-  if (path === '/v1/completions') return json(res, 200, { choices: [{ text: 'x', index: 0 }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
-  if (path === '/tokenize') return json(res, 200, { count: Math.max(1, Math.round(JSON.parse(body || '{}').prompt?.length / 4 || 1)) });
-  if (path === '/metrics') {
-    res.writeHead(200, { 'content-type': 'text/plain' });
-    return res.end('');
-  }
-  json(res, 404, { error: 'not found' });
-};
+const fakeVllm =
+  (over: Record<string, Handler> = {}): Handler =>
+  (req, res, body) => {
+    const path = (req.url ?? '').split('?')[0]!;
+    if (over[path]) return over[path]!(req, res, body);
+    if (path === '/health') return json(res, 200, '');
+    if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
+    if (path === '/v1/completions') return json(res, 200, { choices: [{ text: 'x', index: 0 }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+    if (path === '/tokenize') return json(res, 200, { count: Math.max(1, Math.round(JSON.parse(body || '{}').prompt?.length / 4 || 1)) });
+    if (path === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      return res.end('');
+    }
+    json(res, 404, { error: 'not found' });
+  };
 
 let state: string;
 beforeEach(() => {
@@ -58,8 +65,10 @@ afterAll(() => {
   for (const s of servers) s.close();
 });
 
-const probe = (url: string, extra: string[] = [], env: Record<string, string> = {}) => cli(['probe', '--url', url, '--timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
-const prewarm = (url: string, extra: string[] = [], env: Record<string, string> = {}) => cli(['prewarm', '--url', url, '--timeout', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+const probe = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
+  cli(['probe', '--url', url, '--timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+const prewarm = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
+  cli(['prewarm', '--url', url, '--timeout', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
 
 describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', { timeout: 120_000 }, () => {
   let never: string, hangBody: string, trickle: string, huge: string, badShape: string, nullList: string, redirect: string;
@@ -69,7 +78,12 @@ describe('servers that misbehave: every probe and prewarm ends in time with exit
     const held: Socket[] = [];
     tcp.on('connection', (c) => held.push(c));
     await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
-    servers.push({ close: () => { for (const c of held) c.destroy(); tcp.close(); } });
+    servers.push({
+      close: () => {
+        for (const c of held) c.destroy();
+        tcp.close();
+      },
+    });
     never = `http://127.0.0.1:${(tcp.address() as { port: number }).port}`;
     hangBody = await serveHttp((_q, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
@@ -166,8 +180,21 @@ describe('item 6: credentials never reach output, files, labels or webhooks', { 
     const r = await probe(url, ['--prometheus', prom, '--alert-webhook', webhook, '--json'], { SPARKCTL_API_KEY: KEY });
     expect(r.exitCode, r.stderr).toBe(1);
     expect(r.stdout).toContain('<redacted>'); // the echoed key, masked
-    const files = [prom, join(state, 'probe-state.json'), ...readdirSync(state, { recursive: true }).map((f) => join(state, String(f)))].filter((f) => existsSync(f) && !readdirSync(state).includes('') );
-    const everything = [r.stdout, r.stderr, hook, ...files.map((f) => { try { return readFileSync(f, 'utf8'); } catch { return ''; } })].join('\n');
+    const files = [prom, join(state, 'probe-state.json'), ...readdirSync(state, { recursive: true }).map((f) => join(state, String(f)))].filter(
+      (f) => existsSync(f) && !readdirSync(state).includes(''),
+    );
+    const everything = [
+      r.stdout,
+      r.stderr,
+      hook,
+      ...files.map((f) => {
+        try {
+          return readFileSync(f, 'utf8');
+        } catch {
+          return '';
+        }
+      }),
+    ].join('\n');
     expect(hook).toContain('sparkctl');
     expect(everything).not.toContain('hunter2pass');
     expect(everything).not.toContain('admin:');

@@ -27,7 +27,23 @@ async function bystander() {
 
 function plant(name: string, fields: Record<string, unknown>) {
   mkdirSync(join(state, 'instances'), { recursive: true });
-  const inst = { version: 1, name, profile: name, replica: 0, host: '127.0.0.1', port, url: `http://127.0.0.1:${port}`, servedName: 'm', gpus: [], logFile: join(state, 'logs', `${name}.log`), engine: 'sim', argv: [], startedAt: new Date().toISOString(), readyTimeoutSeconds: 10, ...fields };
+  const inst = {
+    version: 1,
+    name,
+    profile: name,
+    replica: 0,
+    host: '127.0.0.1',
+    port,
+    url: `http://127.0.0.1:${port}`,
+    servedName: 'm',
+    gpus: [],
+    logFile: join(state, 'logs', `${name}.log`),
+    engine: 'sim',
+    argv: [],
+    startedAt: new Date().toISOString(),
+    readyTimeoutSeconds: 10,
+    ...fields,
+  };
   writeFileSync(join(state, 'instances', `${name}.json`), JSON.stringify(inst));
 }
 
@@ -101,7 +117,10 @@ describe('item 2: the process group is the unit', { timeout: 120_000 }, () => {
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/stopped \(SIGTERM, drained\) \(its API server had died/);
     // The recording the suite's teardown checks: one SIGTERM to the group, reaching only EngineCore.
-    const recs = readFileSync(signals, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const recs = readFileSync(signals, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(recs.map((r) => `${r.sig} ${r.target}`)).toEqual([`SIGTERM -${inst.pid}`]);
     expect(recs[0].reached).toEqual([{ pid: engine[0], testRun: RUN_MARK }]);
     expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);

@@ -79,7 +79,9 @@ describe('secrets', () => {
     for (const pid of processesMarked(marker)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
     // every file under the state folder: registry entries and logs
     const files: string[] = [];
-    const walk = (d: string) => { for (const f of readdirSync(d, { withFileTypes: true })) (f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name))); };
+    const walk = (d: string) => {
+      for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name));
+    };
     walk(state);
     expect(files.length).toBeGreaterThan(1);
     for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
@@ -166,7 +168,10 @@ describe('refusals and crashes', () => {
   });
 
   it('kill -9 of sparkctl while serving leaves a server that status reports and stop removes', async () => {
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm'], { env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '1' }), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm'], {
+      env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '1' }), SPARKCTL_TEST_RUN: RUN_MARK },
+      reject: false,
+    });
     await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-0.json')), 10_000);
     p.kill('SIGKILL');
     await p;
@@ -189,7 +194,10 @@ describe('refusals and crashes', () => {
   });
 
   it('Ctrl-C during serve stops what it started', async () => {
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm'], { env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '3' }), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm'], {
+      env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '3' }), SPARKCTL_TEST_RUN: RUN_MARK },
+      reject: false,
+    });
     await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-1.json')), 10_000);
     await sleep(300);
     p.kill('SIGINT');
@@ -202,7 +210,13 @@ describe('refusals and crashes', () => {
   it('--foreground: stays attached, SIGTERM stops the group, exits with the server status', async () => {
     const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--foreground', '--no-prewarm'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
     // Ready (registered with readyAt), not merely listening: a signal before ready is an interrupted launch (exit 4).
-    const readyAt = () => { try { return Boolean(JSON.parse(readFileSync(join(state, 'instances', 'qwen3.5-9b-0.json'), 'utf8')).readyAt); } catch { return false; } };
+    const readyAt = () => {
+      try {
+        return Boolean(JSON.parse(readFileSync(join(state, 'instances', 'qwen3.5-9b-0.json'), 'utf8')).readyAt);
+      } catch {
+        return false;
+      }
+    };
     expect(await waitFor(readyAt, 30_000)).toBe(true);
     await sleep(200);
     expect(p.exitCode).toBeNull();

@@ -39,73 +39,89 @@ describe.each<[Mode, boolean]>([
     rmrf(state);
   });
 
-  it.skipIf(!available)('preflight --nodes: every node over ssh, one report; a mismatched driver names the node', async () => {
-    const r = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b', '--json']);
-    expect(r.exitCode).toBe(1);
-    const j = JSON.parse(r.stdout);
-    expect(j.kind).toBe('preflight-nodes');
-    expect(j.nodes.map((n: { node: string; reached: boolean }) => `${n.node}:${n.reached}`)).toEqual(['n0:true', 'n1:true', 'n2:true', 'n3:true']);
-    const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
-    expect(cross['nodes.same-driver']).toMatchObject({ status: 'fail', observed: 'n3 has 580.95.05 (others: 580.159.04)' });
-    expect(cross['nodes.same-cuda'].status).toBe('pass');
-    expect(cross['nodes.interface'].status).toBe('pass');
-    expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
-    expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
-    expect(cross['ray.cluster'].status).toBe('skip');
-    // The text form: one column per node, a row per check, so the odd node stands out.
-    const t = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b']);
-    expect(t.exitCode).toBe(1);
-    expect(t.stdout).toMatch(/CHECK\s+n0\s+n1\s+n2\s+n3/);
-    expect(t.stdout).toMatch(/\(summary\)(\s+\d+F \d+W \d+P){4}/);
-    expect(t.stdout).toMatch(/nodes\.same-driver\s+n3 has 580\.95\.05 \(others: 580\.159\.04\)/);
-  }, 180_000);
+  it.skipIf(!available)(
+    'preflight --nodes: every node over ssh, one report; a mismatched driver names the node',
+    async () => {
+      const r = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b', '--json']);
+      expect(r.exitCode).toBe(1);
+      const j = JSON.parse(r.stdout);
+      expect(j.kind).toBe('preflight-nodes');
+      expect(j.nodes.map((n: { node: string; reached: boolean }) => `${n.node}:${n.reached}`)).toEqual(['n0:true', 'n1:true', 'n2:true', 'n3:true']);
+      const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
+      expect(cross['nodes.same-driver']).toMatchObject({ status: 'fail', observed: 'n3 has 580.95.05 (others: 580.159.04)' });
+      expect(cross['nodes.same-cuda'].status).toBe('pass');
+      expect(cross['nodes.interface'].status).toBe('pass');
+      expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: '/models/qwen3-200b/config.json missing on n0, n1, n2, n3' });
+      expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '32 GPUs over 4 nodes (needs 32)' });
+      expect(cross['ray.cluster'].status).toBe('skip');
+      // The text form: one column per node, a row per check, so the odd node stands out.
+      const t = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'qwen3-200b']);
+      expect(t.exitCode).toBe(1);
+      expect(t.stdout).toMatch(/CHECK\s+n0\s+n1\s+n2\s+n3/);
+      expect(t.stdout).toMatch(/\(summary\)(\s+\d+F \d+W \d+P){4}/);
+      expect(t.stdout).toMatch(/nodes\.same-driver\s+n3 has 580\.95\.05 \(others: 580\.159\.04\)/);
+    },
+    180_000,
+  );
 
-  it.skipIf(!available)('serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes', async () => {
-    const port = await freePort();
-    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
-    expect(r.stdout).toMatch(new RegExp(`ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`));
-    expect(r.stdout).toMatch(/probe: healthy/);
-    const calls = cl.calls().filter((x) => / start /.test(x));
-    // Before starting anything, serve asks the head whether a Ray already runs there.
-    expect(cl.calls()[0]).toBe('n0 status');
-    expect(calls[0]).toBe(`n0 start --head --port 6379 --node-ip-address ${cl.addresses[0]} --num-gpus 8`);
-    expect(calls.slice(1, 4).sort()).toEqual([1, 2, 3].map((i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`));
-    const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
-    expect((await h.json()).data[0].id).toBe('qwen3-200b');
-    const pr = await run(['probe', 'qwen3-200b']);
-    expect(pr.exitCode, pr.stdout).toBe(0);
-    expect(pr.stdout).toMatch(/^qwen3-200b healthy/);
-    const st = await run(['status']);
-    expect(st.stdout).toMatch(/qwen3-200b\s+cluster healthy\s+head n0\s+server healthy/);
-    for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
-    const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
-    expect(stop.exitCode, stop.stderr).toBe(0);
-    expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM, drained)');
-    for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`ray on n${i}: stopped`);
-    expect(cl.calls().filter((x) => x.endsWith(' stop'))).toHaveLength(4);
-    await expect(fetch(`http://${cl.addresses[0]}:${port}/health`)).rejects.toThrow();
-    await waitFor(() => processesMarked(marker).length === 0, 15_000);
-    expect(processesMarked(marker)).toEqual([]);
-  }, 180_000);
+  it.skipIf(!available)(
+    'serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes',
+    async () => {
+      const port = await freePort();
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stderr).toContain('ray cluster: 4 nodes, 32 GPUs');
+      expect(r.stdout).toMatch(new RegExp(`ready: qwen3-200b over 4 nodes \\(32 GPUs\\).*http://${cl.addresses[0]!.replace(/\./g, '\\.')}:${port}/v1`));
+      expect(r.stdout).toMatch(/probe: healthy/);
+      const calls = cl.calls().filter((x) => / start /.test(x));
+      // Before starting anything, serve asks the head whether a Ray already runs there.
+      expect(cl.calls()[0]).toBe('n0 status');
+      expect(calls[0]).toBe(`n0 start --head --port 6379 --node-ip-address ${cl.addresses[0]} --num-gpus 8`);
+      expect(calls.slice(1, 4).sort()).toEqual([1, 2, 3].map((i) => `n${i} start --address ${cl.addresses[0]}:6379 --node-ip-address ${cl.addresses[i]} --num-gpus 8`));
+      const h = await fetch(`http://${cl.addresses[0]}:${port}/v1/models`);
+      expect((await h.json()).data[0].id).toBe('qwen3-200b');
+      const pr = await run(['probe', 'qwen3-200b']);
+      expect(pr.exitCode, pr.stdout).toBe(0);
+      expect(pr.stdout).toMatch(/^qwen3-200b healthy/);
+      const st = await run(['status']);
+      expect(st.stdout).toMatch(/qwen3-200b\s+cluster healthy\s+head n0\s+server healthy/);
+      for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+8 GPUs`));
+      const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
+      expect(stop.exitCode, stop.stderr).toBe(0);
+      expect(stop.stdout).toContain('vLLM on n0: stopped (SIGTERM, drained)');
+      for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`ray on n${i}: stopped`);
+      expect(cl.calls().filter((x) => x.endsWith(' stop'))).toHaveLength(4);
+      await expect(fetch(`http://${cl.addresses[0]}:${port}/health`)).rejects.toThrow();
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+    },
+    180_000,
+  );
 
-  it.skipIf(!available)('a node that fails to join: exit 4 naming it, Ray stopped everywhere', async () => {
-    writeFileSync(join(cl.rayDir, 'fail-n2'), '');
-    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
-    expect(r.exitCode).toBe(4);
-    expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster: ConnectionError/);
-    expect(cl.calls().filter((x) => x.endsWith('stop --force'))).toHaveLength(4);
-  }, 180_000);
+  it.skipIf(!available)(
+    'a node that fails to join: exit 4 naming it, Ray stopped everywhere',
+    async () => {
+      writeFileSync(join(cl.rayDir, 'fail-n2'), '');
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      expect(r.exitCode).toBe(4);
+      expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster: ConnectionError/);
+      expect(cl.calls().filter((x) => x.endsWith('stop --force'))).toHaveLength(4);
+    },
+    180_000,
+  );
 
-  it.skipIf(!available)('a Ray cluster short of GPUs: exit 4 with the count', async () => {
-    writeFileSync(join(cl.rayDir, 'gpus-n3'), '0');
-    const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
-    expect(r.exitCode).toBe(4);
-    expect(r.stderr).toContain('the Ray cluster has 4 node(s) with 24 GPUs; the nodes file declares 4 with 32; n3 has 0 GPUs in Ray, 8 in the nodes file');
-    await waitFor(() => processesMarked(marker).length === 0, 15_000);
-    expect(processesMarked(marker)).toEqual([]);
-  }, 180_000);
+  it.skipIf(!available)(
+    'a Ray cluster short of GPUs: exit 4 with the count',
+    async () => {
+      writeFileSync(join(cl.rayDir, 'gpus-n3'), '0');
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      expect(r.exitCode).toBe(4);
+      expect(r.stderr).toContain('the Ray cluster has 4 node(s) with 24 GPUs; the nodes file declares 4 with 32; n3 has 0 GPUs in Ray, 8 in the nodes file');
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+    },
+    180_000,
+  );
 });
 
 describe('multi-node plans without a cluster', () => {

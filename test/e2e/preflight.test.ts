@@ -17,7 +17,37 @@ describe('sparkctl preflight through the built CLI', () => {
     expect(j).toMatchObject({ version: 1, kind: 'preflight', platform: 'hopper-cuda13' });
     expect(Object.keys(j.checks[0])).toEqual(['id', 'status', 'observed', 'expected', 'fix', 'durationMs']);
     const ids = j.checks.map((c: { id: string }) => c.id);
-    for (const id of ['driver.version', 'driver.cuda-support', 'cuda.toolkit', 'cuda.path-hygiene', 'torch.build', 'nccl.version', 'cudnn.version', 'vllm.installed', 'firmware.gpu', 'firmware.bmc', 'gpu.count', 'gpu.model', 'gpu.memory', 'gpu.processes', 'gpu.ecc', 'gpu.throttle', 'gpu.power-limit', 'gpu.persistence', 'gpu.mig', 'gpu.topology', 'gpu.fabric', 'gpu.xid', 'host.shm', 'host.memlock', 'host.nofile', 'host.conntrack', 'host.port', 'host.disk', 'model.files']) {
+    for (const id of [
+      'driver.version',
+      'driver.cuda-support',
+      'cuda.toolkit',
+      'cuda.path-hygiene',
+      'torch.build',
+      'nccl.version',
+      'cudnn.version',
+      'vllm.installed',
+      'firmware.gpu',
+      'firmware.bmc',
+      'gpu.count',
+      'gpu.model',
+      'gpu.memory',
+      'gpu.processes',
+      'gpu.ecc',
+      'gpu.throttle',
+      'gpu.power-limit',
+      'gpu.persistence',
+      'gpu.mig',
+      'gpu.topology',
+      'gpu.fabric',
+      'gpu.xid',
+      'host.shm',
+      'host.memlock',
+      'host.nofile',
+      'host.conntrack',
+      'host.port',
+      'host.disk',
+      'model.files',
+    ]) {
       expect(ids).toContain(id);
     }
     for (const c of j.checks) if (c.status === 'skip') expect(c.observed, c.id).toBeTruthy();
@@ -58,7 +88,10 @@ describe('sparkctl preflight through the built CLI', () => {
       expect(m).toMatchObject({ version: 1 });
       expect(m.commands.length).toBeGreaterThan(10);
       expect(m.env.NCCL_DEBUG).toBe('WARN');
-      const everything = readdirSync(join(out, 'out')).map((f) => readFileSync(join(out, 'out', f), 'utf8')).join('\n') + JSON.stringify(m);
+      const everything =
+        readdirSync(join(out, 'out'))
+          .map((f) => readFileSync(join(out, 'out', f), 'utf8'))
+          .join('\n') + JSON.stringify(m);
       expect(everything).not.toContain('sk-leak-me-not-1');
       expect(everything).not.toContain('hf_leak_me_not_2');
       const live = await cli(['preflight', '--json', '--timeout', '30000'], { env });
@@ -82,7 +115,12 @@ describe('model.files on this machine, with --verify', () => {
       mkdirSync(model);
       const files: Record<string, string> = { 'config.json': '{"model_type":"qwen3"}', 'model-00001-of-00001.safetensors': 'x'.repeat(4096) };
       for (const [f, c] of Object.entries(files)) writeFileSync(join(model, f), c);
-      writeFileSync(join(model, 'SHA256SUMS'), Object.entries(files).map(([f, c]) => `${createHash('sha256').update(c).digest('hex')}  ${f}`).join('\n') + '\n');
+      writeFileSync(
+        join(model, 'SHA256SUMS'),
+        Object.entries(files)
+          .map(([f, c]) => `${createHash('sha256').update(c).digest('hex')}  ${f}`)
+          .join('\n') + '\n',
+      );
       const profiles = join(dir, 'profiles');
       mkdirSync(profiles);
       writeFileSync(join(profiles, 'local.yaml'), `model: { path: ${model}, parameters: 1.0e6, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 64, maxContext: 4096 }\nparallel: { tensor: 1 }\n`);

@@ -45,21 +45,22 @@ describe('a bad flag launches nothing and exits 2 at once', () => {
     expect(r.stderr).not.toContain('internal error');
   });
 
-  it.each([
-    [['stop', '--all', '--timeout', '10x']],
-    [['preflight', '--timeout', 'soon']],
-    [['probe', '--all', '--timeout', '-1']],
-    [['prewarm', '--url', 'http://127.0.0.1:9', '--timeout', 'later']],
-  ])('%j', async (args) => {
-    const r = await cli(args, { env: env(), timeout: 20_000 });
-    expect(r.exitCode).toBe(2);
-    expect(r.stderr).toMatch(/--timeout: ".*" is not a duration/);
-  });
+  it.each([[['stop', '--all', '--timeout', '10x']], [['preflight', '--timeout', 'soon']], [['probe', '--all', '--timeout', '-1']], [['prewarm', '--url', 'http://127.0.0.1:9', '--timeout', 'later']]])(
+    '%j',
+    async (args) => {
+      const r = await cli(args, { env: env(), timeout: 20_000 });
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toMatch(/--timeout: ".*" is not a duration/);
+    },
+  );
 });
 
 describe('Ctrl-C and SIGTERM are never swallowed', () => {
   it('SIGINT during a slow simulated start: exit 4, every replica stopped, nothing left', async () => {
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm'], { env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '60' }), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' }, reject: false });
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 2), '--no-prewarm'], {
+      env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '60' }), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
+      reject: false,
+    });
     expect(await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-1.json')), 20_000)).toBe(true);
     expect(await waitFor(() => processesMarked(marker).length >= 2, 10_000)).toBe(true);
     p.kill('SIGINT');
@@ -74,7 +75,10 @@ describe('Ctrl-C and SIGTERM are never swallowed', () => {
     // A stand-in for a vLLM that will not drain: it ignores SIGTERM and SIGINT and never logs.
     const bin = join(state, 'stubborn-vllm');
     writeFileSync(bin, "#!/bin/sh\ntrap '' TERM INT\necho 'loading forever'\nexec sleep 300\n", { mode: 0o755 });
-    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', ...at(base, 1), '--skip-preflight', '--gpus', '8', '--no-prewarm', '--vllm-bin', bin, '--set', 'server.stallTimeoutSeconds=300'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' }, reject: false });
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', ...at(base, 1), '--skip-preflight', '--gpus', '8', '--no-prewarm', '--vllm-bin', bin, '--set', 'server.stallTimeoutSeconds=300'], {
+      env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
+      reject: false,
+    });
     // registered = spawned, and sparkctl is past installing its handlers
     expect(await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-0.json')), 20_000)).toBe(true);
     expect(await waitFor(() => processesMarked(marker).length >= 2, 10_000)).toBe(true);
@@ -144,7 +148,10 @@ describe('readiness proves the server is ours; causes come from this launch only
 describe('a profile with several problems: one report, exit 2, nothing spawned', () => {
   it('unknown key, parallel.tensor: 3 and gpuMemoryUtilization: 1.5 are all named', async () => {
     const file = join(state, 'three.yaml');
-    writeFileSync(file, 'model: { id: Qwen/Qwen3.5-9B, parameters: 9.0e9, layers: 32, attentionHeads: 16, kvHeads: 4, headDim: 256, maxContext: 262144 }\nbogusKey: 1\nparallel: { tensor: 3 }\nengine: { gpuMemoryUtilization: 1.5 }\n');
+    writeFileSync(
+      file,
+      'model: { id: Qwen/Qwen3.5-9B, parameters: 9.0e9, layers: 32, attentionHeads: 16, kvHeads: 4, headDim: 256, maxContext: 262144 }\nbogusKey: 1\nparallel: { tensor: 3 }\nengine: { gpuMemoryUtilization: 1.5 }\n',
+    );
     const r = await cli(['serve', file, '--engine', 'sim', ...at(base, 1)], { env: env() });
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain('is invalid: 3 problem(s)');

@@ -16,13 +16,28 @@ describe('simulator: HTTP surface with real clients', () => {
   let sim: SimHandle;
   const KEY = 'sk-sim-test-key';
   beforeAll(async () => {
-    sim = await startSim(['--tensor-parallel-size', '2', '--max-model-len', '4096', '--served-model-name', 'qwen-test', '--sim-time-factor', '0.05', '--sim-platform', 'dgx-a100-os6'], { env: { VLLM_API_KEY: KEY } });
+    sim = await startSim(['--tensor-parallel-size', '2', '--max-model-len', '4096', '--served-model-name', 'qwen-test', '--sim-time-factor', '0.05', '--sim-platform', 'dgx-a100-os6'], {
+      env: { VLLM_API_KEY: KEY },
+    });
   });
   afterAll(async () => sim?.stop());
 
   it('printed vLLM start-up lines in order with planner values', () => {
     const out = sim.output();
-    const order = ['non-default args:', 'Using max model len 4096', 'Starting to load model', 'Loading safetensors checkpoint shards: 100%', 'Model loading took', 'Available KV cache memory', 'GPU KV cache size:', 'Maximum concurrency for 4,096 tokens per request', 'Capturing CUDA graphs', 'init engine', 'Starting vLLM API server 0 on http://127.0.0.1', 'Application startup complete.'];
+    const order = [
+      'non-default args:',
+      'Using max model len 4096',
+      'Starting to load model',
+      'Loading safetensors checkpoint shards: 100%',
+      'Model loading took',
+      'Available KV cache memory',
+      'GPU KV cache size:',
+      'Maximum concurrency for 4,096 tokens per request',
+      'Capturing CUDA graphs',
+      'init engine',
+      'Starting vLLM API server 0 on http://127.0.0.1',
+      'Application startup complete.',
+    ];
     let at = -1;
     for (const line of order) {
       const i = out.indexOf(line);
@@ -107,7 +122,16 @@ describe('simulator: HTTP surface with real clients', () => {
     expect(ttft.type).toBe('HISTOGRAM');
     const count = (f: Family) => Number(f.metrics[0]!.buckets!['+Inf']);
     expect(count(ttft)).toBe(count(before.get('vllm:time_to_first_token_seconds')!) + 1);
-    for (const n of ['vllm:num_requests_running', 'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc', 'vllm:num_preemptions_total', 'vllm:request_success_total', 'vllm:inter_token_latency_seconds', 'vllm:e2e_request_latency_seconds', 'vllm:request_queue_time_seconds']) {
+    for (const n of [
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:kv_cache_usage_perc',
+      'vllm:num_preemptions_total',
+      'vllm:request_success_total',
+      'vllm:inter_token_latency_seconds',
+      'vllm:e2e_request_latency_seconds',
+      'vllm:request_queue_time_seconds',
+    ]) {
       expect(after.has(n), n).toBe(true);
     }
     expect(after.get('vllm:num_requests_running')!.metrics[0]!.labels).toMatchObject({ model_name: 'qwen-test', engine: '0' });
@@ -135,7 +159,9 @@ describe('simulator: timing model', () => {
   it('requests beyond max num seqs wait, and show in num_requests_waiting', async () => {
     const sim = await startSim(['--max-num-seqs', '2', '--sim-decode-ms', '100', '--sim-cold-ms', '0']);
     try {
-      const reqs = Array.from({ length: 5 }, () => fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) }));
+      const reqs = Array.from({ length: 5 }, () =>
+        fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) }),
+      );
       await sleep(150);
       const m = await metrics(sim.url);
       expect(value(m, 'vllm:num_requests_running')).toBe(2);
@@ -151,7 +177,9 @@ describe('simulator: timing model', () => {
     const a = await startSim(['--sim-seed', '42', '--sim-time-factor', '0']);
     const b = await startSim(['--sim-seed', '42', '--sim-time-factor', '0']);
     try {
-      const text = async (s: SimHandle) => (await (await fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 8 }) })).json()).choices[0].text;
+      const text = async (s: SimHandle) =>
+        (await (await fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 8 }) })).json()).choices[0]
+          .text;
       expect(await text(a)).toBe(await text(b));
     } finally {
       await Promise.all([a.stop(), b.stop()]);
@@ -226,7 +254,9 @@ describe('simulator: faults (names are an interface)', () => {
   it('zombie-after:N: /health still 200, generations never finish', async () => {
     const sim = await startSim(['--sim-time-factor', '0', '--sim-fault', 'zombie-after:0']);
     try {
-      await expect(fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }), signal: AbortSignal.timeout(500) })).rejects.toThrow();
+      await expect(
+        fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 1 }), signal: AbortSignal.timeout(500) }),
+      ).rejects.toThrow();
       expect((await fetch(`${sim.url}/health`)).status).toBe(200);
     } finally {
       await sim.stop();

@@ -109,7 +109,10 @@ describe.skipIf(!!why)('real Ray: serve --nodes on four namespaced hosts', () =>
     const head = cl.addresses[0]!;
     expect(cl.exec(2, `ip route add unreachable ${head}/32`).status).toBe(0);
     try {
-      const r = await cli(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`], { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_RAY_JOIN_TIMEOUT_S: '75', ...cl.env }, timeout: 300_000 });
+      const r = await cli(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`], {
+        env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_RAY_JOIN_TIMEOUT_S: '75', ...cl.env },
+        timeout: 300_000,
+      });
       expect(r.exitCode, r.stderr).toBe(4);
       expect(r.stderr).toMatch(/node n2 \([\d.]+\) failed to join the Ray cluster/);
       writeFileSync(join(cl.dir, 'no-route.txt'), r.stderr);

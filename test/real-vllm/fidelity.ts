@@ -136,8 +136,15 @@ export async function runScript(url: string, model: string): Promise<Observed[]>
   await step('POST /tokenize', '/tokenize', json({ model, prompt: 'hello world', add_special_tokens: false }));
   await step('completion', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0 }));
   await step('chat completion', '/v1/chat/completions', json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0 }));
-  await step('completion, streamed with usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) => sseShape(await r.text()));
-  await step('chat, streamed with usage', '/v1/chat/completions', json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) => sseShape(await r.text()));
+  await step('completion, streamed with usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }), async (r) =>
+    sseShape(await r.text()),
+  );
+  await step(
+    'chat, streamed with usage',
+    '/v1/chat/completions',
+    json({ model, messages: [{ role: 'user', content: 'hello' }], max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }),
+    async (r) => sseShape(await r.text()),
+  );
   await step('completion, streamed without usage', '/v1/completions', json({ model, prompt: 'hello', max_tokens: 2, temperature: 0, stream: true }), async (r) => sseShape(await r.text()));
   await step('unknown model', '/v1/completions', json({ model: 'no-such-model', prompt: 'hello', max_tokens: 1 }));
   await step('unknown model (chat)', '/v1/chat/completions', json({ model: 'no-such-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1 }));

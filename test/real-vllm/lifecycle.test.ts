@@ -35,11 +35,13 @@ const env = (extra: Record<string, string> = {}) => ({
   VLLM_CPU_KVCACHE_SPACE: '1',
   ...extra,
 });
-const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) =>
-  cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
+const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) => cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
 /** `sparkctl serve tiny --engine vllm --vllm-bin .venv-vllm/bin/vllm` on our port, with extra --set. */
 const serve = (sets: string[] = [], extra: string[] = [], envExtra: Record<string, string> = {}) =>
-  sparkctl(['serve', 'tiny', '--profiles', PROFILES, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...sets.flatMap((s) => ['--set', s]), ...extra], { env: envExtra, timeout: 12 * MIN });
+  sparkctl(['serve', 'tiny', '--profiles', PROFILES, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...sets.flatMap((s) => ['--set', s]), ...extra], {
+    env: envExtra,
+    timeout: 12 * MIN,
+  });
 const url = () => `http://127.0.0.1:${port}`;
 
 type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
@@ -89,34 +91,45 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     const left = ours();
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);
-    console.info(`real-vLLM suite: ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s in all; ${Object.entries(timings).map(([k, v]) => `${k} ${(v / 1000).toFixed(0)} s`).join(', ')}`);
-    expect(left.map((p) => `${p} ${cmdline(p).slice(0, 100)}`), 'vLLM processes left by the suite').toEqual([]);
+    console.info(
+      `real-vLLM suite: ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s in all; ${Object.entries(timings)
+        .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)} s`)
+        .join(', ')}`,
+    );
+    expect(
+      left.map((p) => `${p} ${cmdline(p).slice(0, 100)}`),
+      'vLLM processes left by the suite',
+    ).toEqual([]);
   }, 2 * MIN);
 
-  it('serve: real start-up phases, ready (/health + /v1/models), prewarm, deep probe healthy; the rendered argv is what the real parser took', async () => {
-    const t0 = Date.now();
-    const r = await serve();
-    timings['first serve'] = Date.now() - t0;
-    for (const f of instances()) groups.add(JSON.parse(readFileSync(join(state, 'instances', f), 'utf8')).pgid);
-    expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
-    expect(r.stdout).toMatch(/ready: tiny, 1 replica\(s\)/);
-    expect(r.stdout).toMatch(/probe tiny-0: healthy \(live pass, identity pass, inference pass, metrics pass/);
-    // Progress came from the real log lines, in vLLM's order.
-    const phases = [...r.stderr.matchAll(/\] tiny-0: (.+)$/gm)].map((m) => m[1]!);
-    expect(phases).toEqual(expect.arrayContaining(['loading weights 100%', 'API server starting', 'API up']));
-    expect(phases.indexOf('loading weights 100%')).toBeLessThan(phases.indexOf('API up'));
-    // The real parser took every flag sparkctl rendered: vLLM echoes them as "non-default args".
-    const nonDefault = /non-default args: (\{.*\})/.exec(logText())?.[1] ?? '';
-    expect(nonDefault).toContain("'max_model_len': 512");
-    expect(nonDefault).toContain("'kv_cache_memory_bytes': 33554432");
-    expect(nonDefault).toContain("'served_model_name': ['tiny-qwen3']");
-    expect(nonDefault).toContain("'dtype': 'bfloat16'");
-    // VLLM_CPU_KVCACHE_SPACE=1 was in sparkctl's environment; the profile's 32 MiB won (1 GiB would be 2,097,152 tokens).
-    expect(logText()).toMatch(/Explicitly set \(0\.03\/[\d.]+\) GiB for KV cache/);
-    // API server, EngineCore and its worker, all in the group sparkctl started.
-    const procs = ours();
-    expect(procs.map(comm)).toEqual(expect.arrayContaining(['VLLM::EngineCor']));
-  }, 12 * MIN);
+  it(
+    'serve: real start-up phases, ready (/health + /v1/models), prewarm, deep probe healthy; the rendered argv is what the real parser took',
+    async () => {
+      const t0 = Date.now();
+      const r = await serve();
+      timings['first serve'] = Date.now() - t0;
+      for (const f of instances()) groups.add(JSON.parse(readFileSync(join(state, 'instances', f), 'utf8')).pgid);
+      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(r.stdout).toMatch(/ready: tiny, 1 replica\(s\)/);
+      expect(r.stdout).toMatch(/probe tiny-0: healthy \(live pass, identity pass, inference pass, metrics pass/);
+      // Progress came from the real log lines, in vLLM's order.
+      const phases = [...r.stderr.matchAll(/\] tiny-0: (.+)$/gm)].map((m) => m[1]!);
+      expect(phases).toEqual(expect.arrayContaining(['loading weights 100%', 'API server starting', 'API up']));
+      expect(phases.indexOf('loading weights 100%')).toBeLessThan(phases.indexOf('API up'));
+      // The real parser took every flag sparkctl rendered: vLLM echoes them as "non-default args".
+      const nonDefault = /non-default args: (\{.*\})/.exec(logText())?.[1] ?? '';
+      expect(nonDefault).toContain("'max_model_len': 512");
+      expect(nonDefault).toContain("'kv_cache_memory_bytes': 33554432");
+      expect(nonDefault).toContain("'served_model_name': ['tiny-qwen3']");
+      expect(nonDefault).toContain("'dtype': 'bfloat16'");
+      // VLLM_CPU_KVCACHE_SPACE=1 was in sparkctl's environment; the profile's 32 MiB won (1 GiB would be 2,097,152 tokens).
+      expect(logText()).toMatch(/Explicitly set \(0\.03\/[\d.]+\) GiB for KV cache/);
+      // API server, EngineCore and its worker, all in the group sparkctl started.
+      const procs = ours();
+      expect(procs.map(comm)).toEqual(expect.arrayContaining(['VLLM::EngineCor']));
+    },
+    12 * MIN,
+  );
 
   it('status and logs show the real server', async () => {
     const st = JSON.parse((await sparkctl(['status', '--json'])).stdout);
@@ -127,17 +140,26 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     expect(logs.stdout).toContain('Application startup complete.');
   });
 
-  it('prewarm: prompt lengths exact through the real /tokenize; the server counted exactly those prompt tokens', async () => {
-    const before = await counters();
-    const r = await sparkctl(['prewarm', 'tiny-0', '--json', '--rounds', '2'], { timeout: 5 * MIN });
-    const j = JSON.parse(r.stdout);
-    const res = j.results[0];
-    expect(res.exactLengths).toBe(true);
-    expect(res.requests.filter((q: { kind: string }) => q.kind === 'prefill').map((q: { promptTokens: number }) => q.promptTokens).slice(0, 3)).toEqual([32, 128, 400]);
-    const after = await counters();
-    const sent = res.requests.reduce((s: number, q: { promptTokens: number }) => s + q.promptTokens, 0);
-    expect(after.prompt - before.prompt).toBe(sent);
-  }, 6 * MIN);
+  it(
+    'prewarm: prompt lengths exact through the real /tokenize; the server counted exactly those prompt tokens',
+    async () => {
+      const before = await counters();
+      const r = await sparkctl(['prewarm', 'tiny-0', '--json', '--rounds', '2'], { timeout: 5 * MIN });
+      const j = JSON.parse(r.stdout);
+      const res = j.results[0];
+      expect(res.exactLengths).toBe(true);
+      expect(
+        res.requests
+          .filter((q: { kind: string }) => q.kind === 'prefill')
+          .map((q: { promptTokens: number }) => q.promptTokens)
+          .slice(0, 3),
+      ).toEqual([32, 128, 400]);
+      const after = await counters();
+      const sent = res.requests.reduce((s: number, q: { promptTokens: number }) => s + q.promptTokens, 0);
+      expect(after.prompt - before.prompt).toBe(sent);
+    },
+    6 * MIN,
+  );
 
   it('probe: real /metrics names read (KV cache, running, waiting)', async () => {
     const r = await sparkctl(['probe', 'tiny-0', '--json']);
@@ -149,118 +171,158 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     expect(p.steps.find((s: { step: string }) => s.step === 'metrics').detail).toMatch(/KV cache [\d.]+ %, \d+ running, \d+ waiting/);
   });
 
-  it('counters: prompt_tokens_total and generation_tokens_total move by exactly what was sent and generated', async () => {
-    const before = await counters();
-    let prompt = 0;
-    let gen = 0;
-    for (const [p, n] of [['The operators checked every GPU', 5], ['hello', 1], ['a b c d e f g', 12]] as const) {
-      const tok = await post('/tokenize', { model: 'tiny-qwen3', prompt: p });
-      const c = await post('/v1/completions', { model: 'tiny-qwen3', prompt: p, max_tokens: n, temperature: 0, ignore_eos: true });
-      expect(c.status).toBe(200);
-      expect(c.json.usage.prompt_tokens).toBe(tok.json.count);
-      expect(c.json.usage.completion_tokens).toBe(n);
-      prompt += c.json.usage.prompt_tokens;
-      gen += c.json.usage.completion_tokens;
-    }
-    const after = await counters();
-    expect(after.prompt - before.prompt).toBe(prompt);
-    expect(after.generation - before.generation).toBe(gen);
-  }, 3 * MIN);
-
-  it('bench: the server counted exactly the prompt and output tokens bench reports it sent and got', async () => {
-    const before = await counters();
-    const r = await sparkctl(['bench', 'tiny-0', '--json', '--requests', '6', '--warmup', '0', '--concurrency', '2', '--input-len', '48', '--output-len', '8', '--scrape-interval', '0'], { timeout: 5 * MIN });
-    expect(r.exitCode, r.stderr).toBe(0);
-    const res = JSON.parse(r.stdout).result;
-    expect(res).toMatchObject({ completed: 6, failed: 0, total_input_tokens: 6 * 48, total_output_tokens: 6 * 8 });
-    const after = await counters();
-    expect(after.prompt - before.prompt).toBe(res.total_input_tokens);
-    expect(after.generation - before.generation).toBe(res.total_output_tokens);
-  }, 6 * MIN);
-
-  it('simulator fidelity: the same script against the simulator and the real server gives the same shapes', async () => {
-    let sim: SimHandle | undefined;
-    try {
-      sim = await startSim(['--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--sim-profile', join(PROFILES, 'tiny.yaml'), '--sim-time-factor', '0'], { model: '.cache/tiny-qwen3', env: { SPARKCTL_TEST_CASE: marker } });
-      const [real, simulated] = [await runScript(url(), 'tiny-qwen3'), await runScript(sim.url, 'tiny-qwen3')];
-      const diffs: string[] = [];
-      for (const r of real) {
-        const s = simulated.find((x) => x.step === r.step) as Observed;
-        for (const k of ['status', 'contentType', 'shape'] as const) {
-          const a = JSON.stringify(r[k]);
-          const b = JSON.stringify(s[k]);
-          if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
-        }
+  it(
+    'counters: prompt_tokens_total and generation_tokens_total move by exactly what was sent and generated',
+    async () => {
+      const before = await counters();
+      let prompt = 0;
+      let gen = 0;
+      for (const [p, n] of [
+        ['The operators checked every GPU', 5],
+        ['hello', 1],
+        ['a b c d e f g', 12],
+      ] as const) {
+        const tok = await post('/tokenize', { model: 'tiny-qwen3', prompt: p });
+        const c = await post('/v1/completions', { model: 'tiny-qwen3', prompt: p, max_tokens: n, temperature: 0, ignore_eos: true });
+        expect(c.status).toBe(200);
+        expect(c.json.usage.prompt_tokens).toBe(tok.json.count);
+        expect(c.json.usage.completion_tokens).toBe(n);
+        prompt += c.json.usage.prompt_tokens;
+        gen += c.json.usage.completion_tokens;
       }
-      expect(diffs).toEqual([]);
-      // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same order.
-      const seq = (text: string) => text.split('\n').map(phaseOf).filter((p): p is string => Boolean(p)).map((p) => p.replace(/\d[\d,.]*/g, 'N')).filter((p, i, a) => a.indexOf(p) === i);
-      const realSeq = seq(logText());
-      const simSeq = seq(sim.output());
-      expect(realSeq.length).toBeGreaterThanOrEqual(4);
-      let at = -1;
-      for (const p of realSeq) {
-        const i = simSeq.indexOf(p, at + 1);
-        expect(i, `real phase "${p}" (real ${realSeq.join(' > ')}; sim ${simSeq.join(' > ')})`).toBeGreaterThan(at);
-        at = i;
-      }
-    } finally {
-      await sim?.stop();
-    }
-  }, 5 * MIN);
+      const after = await counters();
+      expect(after.prompt - before.prompt).toBe(prompt);
+      expect(after.generation - before.generation).toBe(gen);
+    },
+    3 * MIN,
+  );
 
-  it('a client that disconnects: the real server aborts its request (what the simulator now does)', async () => {
-    const metric = async (name: string, reason?: string) => Number((await counters()).raw.find((f) => f.name === name)?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN);
-    const before = { gen: (await counters()).generation, length: await metric('vllm:request_success_total', 'length'), abort: await metric('vllm:request_success_total', 'abort') };
-    // A raw streamed request we can hang up on once its first tokens arrived (proof it runs in the engine).
-    const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
-    const firstData = new Promise<string>((resolve) => {
-      req.on('response', (res) => {
-        res.once('data', () => resolve('streaming'));
-        res.on('close', () => resolve(res.complete ? `finished ${res.statusCode}` : 'hung-up'));
+  it(
+    'bench: the server counted exactly the prompt and output tokens bench reports it sent and got',
+    async () => {
+      const before = await counters();
+      const r = await sparkctl(['bench', 'tiny-0', '--json', '--requests', '6', '--warmup', '0', '--concurrency', '2', '--input-len', '48', '--output-len', '8', '--scrape-interval', '0'], {
+        timeout: 5 * MIN,
       });
-      req.on('error', (e) => resolve(`error ${e.message}`));
-      setTimeout(() => resolve('no data within 120 s'), 120_000).unref();
-    });
-    req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 500, ignore_eos: true, stream: true }));
-    expect(await firstData).toBe('streaming');
-    req.destroy();
-    expect(await waitFor(async () => (await metric('vllm:num_requests_running')) === 0, 30_000, 100)).toBe(true);
-    // It was stopped, not finished: fewer than its 500 tokens made, and counted under no finished_reason.
-    expect((await counters()).generation - before.gen).toBeLessThan(500);
-    expect(await metric('vllm:request_success_total', 'length')).toBe(before.length);
-    expect(await metric('vllm:request_success_total', 'abort')).toBe(before.abort);
-  }, 3 * MIN);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const res = JSON.parse(r.stdout).result;
+      expect(res).toMatchObject({ completed: 6, failed: 0, total_input_tokens: 6 * 48, total_output_tokens: 6 * 8 });
+      const after = await counters();
+      expect(after.prompt - before.prompt).toBe(res.total_input_tokens);
+      expect(after.generation - before.generation).toBe(res.total_output_tokens);
+    },
+    6 * MIN,
+  );
 
-  it('stop: the whole group (API server, EngineCore, worker) is gone and the port is free; a second stop is fine', async () => {
-    expect(ours().length).toBeGreaterThanOrEqual(3);
-    const r = await sparkctl(['stop', 'tiny', '--timeout', '60'], { timeout: 3 * MIN });
-    expect(r.exitCode, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/tiny-0: stopped \(SIGTERM, drained\); port free/);
-    expect(ours()).toEqual([]);
-    expect(await portOpen(port)).toBe(false);
-    const again = await sparkctl(['stop', 'tiny']);
-    expect(again.exitCode).toBe(0);
-    expect(again.stdout).toContain('nothing to stop');
-  }, 4 * MIN);
+  it(
+    'simulator fidelity: the same script against the simulator and the real server gives the same shapes',
+    async () => {
+      let sim: SimHandle | undefined;
+      try {
+        sim = await startSim(['--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--sim-profile', join(PROFILES, 'tiny.yaml'), '--sim-time-factor', '0'], {
+          model: '.cache/tiny-qwen3',
+          env: { SPARKCTL_TEST_CASE: marker },
+        });
+        const [real, simulated] = [await runScript(url(), 'tiny-qwen3'), await runScript(sim.url, 'tiny-qwen3')];
+        const diffs: string[] = [];
+        for (const r of real) {
+          const s = simulated.find((x) => x.step === r.step) as Observed;
+          for (const k of ['status', 'contentType', 'shape'] as const) {
+            const a = JSON.stringify(r[k]);
+            const b = JSON.stringify(s[k]);
+            if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
+          }
+        }
+        expect(diffs).toEqual([]);
+        // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same order.
+        const seq = (text: string) =>
+          text
+            .split('\n')
+            .map(phaseOf)
+            .filter((p): p is string => Boolean(p))
+            .map((p) => p.replace(/\d[\d,.]*/g, 'N'))
+            .filter((p, i, a) => a.indexOf(p) === i);
+        const realSeq = seq(logText());
+        const simSeq = seq(sim.output());
+        expect(realSeq.length).toBeGreaterThanOrEqual(4);
+        let at = -1;
+        for (const p of realSeq) {
+          const i = simSeq.indexOf(p, at + 1);
+          expect(i, `real phase "${p}" (real ${realSeq.join(' > ')}; sim ${simSeq.join(' > ')})`).toBeGreaterThan(at);
+          at = i;
+        }
+      } finally {
+        await sim?.stop();
+      }
+    },
+    5 * MIN,
+  );
+
+  it(
+    'a client that disconnects: the real server aborts its request (what the simulator now does)',
+    async () => {
+      const metric = async (name: string, reason?: string) =>
+        Number((await counters()).raw.find((f) => f.name === name)?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN);
+      const before = { gen: (await counters()).generation, length: await metric('vllm:request_success_total', 'length'), abort: await metric('vllm:request_success_total', 'abort') };
+      // A raw streamed request we can hang up on once its first tokens arrived (proof it runs in the engine).
+      const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+      const firstData = new Promise<string>((resolve) => {
+        req.on('response', (res) => {
+          res.once('data', () => resolve('streaming'));
+          res.on('close', () => resolve(res.complete ? `finished ${res.statusCode}` : 'hung-up'));
+        });
+        req.on('error', (e) => resolve(`error ${e.message}`));
+        setTimeout(() => resolve('no data within 120 s'), 120_000).unref();
+      });
+      req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 500, ignore_eos: true, stream: true }));
+      expect(await firstData).toBe('streaming');
+      req.destroy();
+      expect(await waitFor(async () => (await metric('vllm:num_requests_running')) === 0, 30_000, 100)).toBe(true);
+      // It was stopped, not finished: fewer than its 500 tokens made, and counted under no finished_reason.
+      expect((await counters()).generation - before.gen).toBeLessThan(500);
+      expect(await metric('vllm:request_success_total', 'length')).toBe(before.length);
+      expect(await metric('vllm:request_success_total', 'abort')).toBe(before.abort);
+    },
+    3 * MIN,
+  );
+
+  it(
+    'stop: the whole group (API server, EngineCore, worker) is gone and the port is free; a second stop is fine',
+    async () => {
+      expect(ours().length).toBeGreaterThanOrEqual(3);
+      const r = await sparkctl(['stop', 'tiny', '--timeout', '60'], { timeout: 3 * MIN });
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/tiny-0: stopped \(SIGTERM, drained\); port free/);
+      expect(ours()).toEqual([]);
+      expect(await portOpen(port)).toBe(false);
+      const again = await sparkctl(['stop', 'tiny']);
+      expect(again.exitCode).toBe(0);
+      expect(again.stdout).toContain('nothing to stop');
+    },
+    4 * MIN,
+  );
 
   // ---- real launch failures, in sequence under the same instance name (tiny-0): each launch's
   // cause is read from what that launch wrote, never from the earlier ones still in the log.
   const failure = (name: string, run: () => Promise<Awaited<ReturnType<typeof serve>>>, id: string, cause: RegExp, fix: RegExp) =>
-    it(`launch failure: ${name} -> ${id}`, async () => {
-      const t0 = Date.now();
-      const r = await run();
-      timings[name] = Date.now() - t0;
-      expect(r.exitCode, r.stderr).toBe(4);
-      const j = JSON.parse(r.stdout);
-      for (const x of j.replicas ?? []) if (x.pid > 0) groups.add(x.pid);
-      expect(j).toMatchObject({ kind: 'serve', status: 'launch-failed', exitCode: 4 });
-      // This launch's cause, from what this launch wrote (the log still holds the earlier launches).
-      expect({ id: j.failure.cause, text: j.failure.text }, JSON.stringify(j.failure)).toMatchObject({ id, text: expect.stringMatching(cause) });
-      expect(j.failure.fix).toMatch(fix);
-      expect(ours()).toEqual([]);
-      expect(instances()).toEqual([]);
-    }, 6 * MIN);
+    it(
+      `launch failure: ${name} -> ${id}`,
+      async () => {
+        const t0 = Date.now();
+        const r = await run();
+        timings[name] = Date.now() - t0;
+        expect(r.exitCode, r.stderr).toBe(4);
+        const j = JSON.parse(r.stdout);
+        for (const x of j.replicas ?? []) if (x.pid > 0) groups.add(x.pid);
+        expect(j).toMatchObject({ kind: 'serve', status: 'launch-failed', exitCode: 4 });
+        // This launch's cause, from what this launch wrote (the log still holds the earlier launches).
+        expect({ id: j.failure.cause, text: j.failure.text }, JSON.stringify(j.failure)).toMatchObject({ id, text: expect.stringMatching(cause) });
+        expect(j.failure.fix).toMatch(fix);
+        expect(ours()).toEqual([]);
+        expect(instances()).toEqual([]);
+      },
+      6 * MIN,
+    );
 
   let squatter: Server | undefined;
   failure(
@@ -279,19 +341,28 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     /^the port is already in use$/,
     /--set server\.port=N/,
   );
-  it('unknown flag: refused by sparkctl before launching (exit 2, the flag named), nothing started, the log untouched', async () => {
-    const logBefore = logText().length;
-    const r = await serve(['engine.extraArgs=["--no-such-flag"]'], ['--json']);
-    expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/--no-such-flag is not accepted by vLLM 0\.27\.2/);
-    expect(r.stderr).toMatch(/remove it from engine\.extraArgs/);
-    expect(logText().length).toBe(logBefore);
-    expect(ours()).toEqual([]);
-    // The real parser's own refusal is what the classifier reads when a flag slips past the tables.
-    const real = await execa(join(ROOT, VLLM_BIN), ['serve', '.cache/tiny-qwen3', '--no-such-flag'], { cwd: ROOT, reject: false, timeout: 5 * MIN, env: { HF_HUB_OFFLINE: '1', SPARKCTL_TEST_CASE: marker } });
-    expect(real.exitCode).toBe(2);
-    expect(classifyLog(String(real.stderr))).toMatchObject({ id: 'unrecognized-argument', cause: expect.stringContaining('--no-such-flag') });
-  }, 6 * MIN);
+  it(
+    'unknown flag: refused by sparkctl before launching (exit 2, the flag named), nothing started, the log untouched',
+    async () => {
+      const logBefore = logText().length;
+      const r = await serve(['engine.extraArgs=["--no-such-flag"]'], ['--json']);
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/--no-such-flag is not accepted by vLLM 0\.27\.2/);
+      expect(r.stderr).toMatch(/remove it from engine\.extraArgs/);
+      expect(logText().length).toBe(logBefore);
+      expect(ours()).toEqual([]);
+      // The real parser's own refusal is what the classifier reads when a flag slips past the tables.
+      const real = await execa(join(ROOT, VLLM_BIN), ['serve', '.cache/tiny-qwen3', '--no-such-flag'], {
+        cwd: ROOT,
+        reject: false,
+        timeout: 5 * MIN,
+        env: { HF_HUB_OFFLINE: '1', SPARKCTL_TEST_CASE: marker },
+      });
+      expect(real.exitCode).toBe(2);
+      expect(classifyLog(String(real.stderr))).toMatchObject({ id: 'unrecognized-argument', cause: expect.stringContaining('--no-such-flag') });
+    },
+    6 * MIN,
+  );
   failure(
     "max model len above the model's maximum (the profile's facts are wrong: the folder's config says 2048)",
     () => serve(['model.maxContext=8192', 'engine.maxModelLen=4096'], ['--json']),
@@ -308,23 +379,26 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   );
   failure('missing model path', () => serve(['model.path=.cache/no-such-model'], ['--json']), 'model-not-found', /the model could not be found/, /model\.path/);
 
-  it('kill -9 of the real API server: its EngineCore is left, status says so, stop finds and stops it', async () => {
-    const t0 = Date.now();
-    const r = await serve([], ['--no-prewarm']);
-    timings['second serve'] = Date.now() - t0;
-    expect(r.exitCode, r.stderr).toBe(0);
-    const inst = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8'));
-    groups.add(inst.pgid);
-    const engineCore = ours().filter((p) => comm(p).startsWith('VLLM::EngineCor'));
-    expect(engineCore).toHaveLength(1);
-    process.kill(inst.pid, 'SIGKILL');
-    await waitFor(() => !ours().includes(inst.pid), 10_000);
-    const st = await sparkctl(['status', '--json']);
-    expect(st.exitCode).not.toBe(70);
-    const stop = await sparkctl(['stop', 'tiny', '--timeout', '30'], { timeout: 3 * MIN });
-    expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
-    expect(await waitFor(() => ours().length === 0, 10_000)).toBe(true);
-    expect(await portOpen(port)).toBe(false);
-  }, 12 * MIN);
+  it(
+    'kill -9 of the real API server: its EngineCore is left, status says so, stop finds and stops it',
+    async () => {
+      const t0 = Date.now();
+      const r = await serve([], ['--no-prewarm']);
+      timings['second serve'] = Date.now() - t0;
+      expect(r.exitCode, r.stderr).toBe(0);
+      const inst = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8'));
+      groups.add(inst.pgid);
+      const engineCore = ours().filter((p) => comm(p).startsWith('VLLM::EngineCor'));
+      expect(engineCore).toHaveLength(1);
+      process.kill(inst.pid, 'SIGKILL');
+      await waitFor(() => !ours().includes(inst.pid), 10_000);
+      const st = await sparkctl(['status', '--json']);
+      expect(st.exitCode).not.toBe(70);
+      const stop = await sparkctl(['stop', 'tiny', '--timeout', '30'], { timeout: 3 * MIN });
+      expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+      expect(await waitFor(() => ours().length === 0, 10_000)).toBe(true);
+      expect(await portOpen(port)).toBe(false);
+    },
+    12 * MIN,
+  );
 });
-

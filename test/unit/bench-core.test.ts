@@ -35,7 +35,11 @@ describe('statistics match numpy', () => {
 
 describe('arrivals: gamma with burstiness, as vLLM', () => {
   it('gamma(shape, scale) has mean shape*scale and variance shape*scale^2', () => {
-    for (const [shape, scale] of [[1, 0.1], [0.5, 0.2], [4, 0.025]] as const) {
+    for (const [shape, scale] of [
+      [1, 0.1],
+      [0.5, 0.2],
+      [4, 0.025],
+    ] as const) {
       const u = rng(7);
       const xs = Array.from({ length: 100_000 }, () => gamma(u, shape, scale));
       const m = mean(xs);
@@ -67,7 +71,18 @@ describe('arrivals: gamma with burstiness, as vLLM', () => {
   });
 });
 
-const ok = (o: Partial<RequestOutput>): RequestOutput => ({ success: true, error: '', promptLen: 10, outputTokens: 4, ttft: 0.1, itl: [0.02, 0.02, 0.02], latency: 0.16, startTime: 0, scheduledTime: 0, ...o });
+const ok = (o: Partial<RequestOutput>): RequestOutput => ({
+  success: true,
+  error: '',
+  promptLen: 10,
+  outputTokens: 4,
+  ttft: 0.1,
+  itl: [0.02, 0.02, 0.02],
+  latency: 0.16,
+  startTime: 0,
+  scheduledTime: 0,
+  ...o,
+});
 
 describe('calculateMetrics: vLLM definitions', () => {
   it('TPOT, ITL, E2EL, throughputs over the duration, failures kept out of the averages', () => {

@@ -37,7 +37,15 @@ describe('JSONL / ShareGPT datasets', () => {
   const tok = { count: async (x: { prompt?: string; messages?: Array<{ content: string }> }) => Math.ceil(Buffer.byteLength(x.prompt ?? x.messages!.map((m) => m.content).join('')) / 4) };
   it('reads prompt lines and ShareGPT conversations; output length from the record or the reply', async () => {
     const f = join(dir, 'a.jsonl');
-    writeFileSync(f, ['{"prompt": "hello there friend", "output_len": 7}', '{"conversations": [{"from": "human", "value": "what is a GPU"}, {"from": "gpt", "value": "a graphics processing unit"}]}', '{"nothing": 1}', ''].join('\n'));
+    writeFileSync(
+      f,
+      [
+        '{"prompt": "hello there friend", "output_len": 7}',
+        '{"conversations": [{"from": "human", "value": "what is a GPU"}, {"from": "gpt", "value": "a graphics processing unit"}]}',
+        '{"nothing": 1}',
+        '',
+      ].join('\n'),
+    );
     const d = await fileDataset(f, { chat: false }, tok);
     expect(d.skipped).toBe(1);
     expect(d.requests).toEqual([
@@ -67,7 +75,18 @@ describe('compare', () => {
   });
 });
 
-const pt = (level: number, throughput: number, ttft: number, extra: Partial<SweepPoint> = {}): SweepPoint => ({ level, throughput, ttftP99Ms: ttft, tpotP99Ms: 10, e2elP99Ms: ttft * 2, meanTtftMs: ttft, failed: 0, completed: 10, valid: true, ...extra });
+const pt = (level: number, throughput: number, ttft: number, extra: Partial<SweepPoint> = {}): SweepPoint => ({
+  level,
+  throughput,
+  ttftP99Ms: ttft,
+  tpotP99Ms: 10,
+  e2elP99Ms: ttft * 2,
+  meanTtftMs: ttft,
+  failed: 0,
+  completed: 10,
+  valid: true,
+  ...extra,
+});
 
 describe('sweep', () => {
   it('saturated: no throughput gain while latency or the queue grows', () => {
@@ -94,7 +113,17 @@ describe('sweep', () => {
 
 describe('the HTML page builder', () => {
   it('escapes text and data: nothing from a server can close the script or inject markup', () => {
-    const html = renderPage({ title: '<b>x</b>', sections: [{ heading: 'h & <i>', text: '</script><script>alert(1)</script>', table: { header: ['a'], rows: [['<img src=x>']] }, chart: { x: [1, 2], series: [{ label: '</script><script>alert(2)</script>', values: [1, 2] }], xLabel: 'x', yLabel: 'y' } }] });
+    const html = renderPage({
+      title: '<b>x</b>',
+      sections: [
+        {
+          heading: 'h & <i>',
+          text: '</script><script>alert(1)</script>',
+          table: { header: ['a'], rows: [['<img src=x>']] },
+          chart: { x: [1, 2], series: [{ label: '</script><script>alert(2)</script>', values: [1, 2] }], xLabel: 'x', yLabel: 'y' },
+        },
+      ],
+    });
     expect(html).not.toContain('<script>alert');
     expect(html).not.toContain('<img src=x>');
     expect(html).toContain('&lt;b&gt;x&lt;/b&gt;');
@@ -107,7 +136,13 @@ describe('the HTML page builder', () => {
     expect(h.x[0]).toBe(1);
   });
   it('terminal chart places and labels every point', () => {
-    const s = scatter([{ x: 10, y: 100, label: 'c1' }, { x: 20, y: 400, label: 'c2' }], { xLabel: 'req/s', yLabel: 'ms' });
+    const s = scatter(
+      [
+        { x: 10, y: 100, label: 'c1' },
+        { x: 20, y: 400, label: 'c2' },
+      ],
+      { xLabel: 'req/s', yLabel: 'ms' },
+    );
     expect(s).toContain('1=c1');
     expect(s).toContain('2=c2');
     expect(s.split('\n').filter((l) => /\|.*2/.test(l))).toHaveLength(1);

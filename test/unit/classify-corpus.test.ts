@@ -46,7 +46,7 @@ describe('the corpus of real vLLM failure logs', () => {
     }
   });
 
-  it.each(corpus.map((f) => [f.file, f] as const))('%s: the thread\'s cause or nothing, never a wrong one', (_name, f) => {
+  it.each(corpus.map((f) => [f.file, f] as const))("%s: the thread's cause or nothing, never a wrong one", (_name, f) => {
     const c = judge(f);
     const got = c && c.id !== 'engine-failed' ? c.id : undefined;
     if (got !== undefined && f.cause !== 'unknown') expect(got).toBe(f.cause);

@@ -5,13 +5,21 @@ describe('classifying a failed launch from its log (vLLM lines of FACTS.md)', ()
   it.each([
     ['torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.25 GiB', 'cuda-oom', /Tried to allocate 2\.00 GiB/],
     ['ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.', 'no-kv-cache', /no room left/],
-    ["ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.50 GiB). Based on the available memory, the estimated maximum model length is 12288. Try increasing", 'max-model-len', /max model len 32768 needs 4\.00 GiB/],
-    ['ValueError: Free memory on device cuda:0 (10.5/79.3 GiB) on startup is less than desired GPU memory utilization (0.92, 72.9 GiB). Decrease GPU memory utilization', 'gpu-memory-taken', /cuda:0 has 10\.5 of 79\.3 GiB free, vLLM wants 72\.9 GiB/],
+    [
+      "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.50 GiB). Based on the available memory, the estimated maximum model length is 12288. Try increasing",
+      'max-model-len',
+      /max model len 32768 needs 4\.00 GiB/,
+    ],
+    [
+      'ValueError: Free memory on device cuda:0 (10.5/79.3 GiB) on startup is less than desired GPU memory utilization (0.92, 72.9 GiB). Decrease GPU memory utilization',
+      'gpu-memory-taken',
+      /cuda:0 has 10\.5 of 79\.3 GiB free, vLLM wants 72\.9 GiB/,
+    ],
     ['OSError: [Errno 98] Address already in use', 'port-in-use', /already in use/],
     ['vllm serve: error: unrecognized arguments: --disable-log-requests', 'unrecognized-argument', /--disable-log-requests/],
     ['RuntimeError: CUDA driver version is insufficient for CUDA runtime version', 'driver-too-old', /older than the CUDA runtime/],
     ['torch.distributed.DistBackendError: NCCL error in: ../NCCLUtils.cpp:77, unhandled system error', 'nccl', /NCCL failed/],
-    ["huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url", 'model-not-found', /could not be found/],
+    ['huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not Found for url', 'model-not-found', /could not be found/],
     ['RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}', 'engine-failed', /see the lines above/],
   ])('%s', (line, id, cause) => {
     const c = classifyLog(`INFO something\n${line}\nmore`)!;
@@ -26,7 +34,9 @@ describe('classifying a failed launch from its log (vLLM lines of FACTS.md)', ()
   });
 
   it('max model len: the fix quotes vLLM own estimate', () => {
-    const c = classifyLog("max seq len (16384), (2.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.74 GiB). Based on the available memory, the estimated maximum model length is 6048.")!;
+    const c = classifyLog(
+      'max seq len (16384), (2.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.74 GiB). Based on the available memory, the estimated maximum model length is 6048.',
+    )!;
     expect(c.fix).toMatch(/^--set engine\.maxModelLen=6048/);
   });
 
@@ -56,7 +66,7 @@ describe('many processes: prefixes, echoes, the first real error', () => {
     expect(normalizeLog('[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ValueError: v')).toBe('ValueError: v');
   });
 
-  it('the first real error wins over the other ranks\' errors that follow it', () => {
+  it("the first real error wins over the other ranks' errors that follow it", () => {
     const ranks = [
       '(VllmWorker rank=5 pid=11) ERROR [multiproc_executor.py:375] RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy requests. Please try lowering `max_num_seqs`',
       ...Array.from({ length: 7 }, (_, i) => `(VllmWorker rank=${i} pid=${20 + i}) ERROR [multiproc_executor.py:375] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.`),
@@ -70,7 +80,7 @@ describe('many processes: prefixes, echoes, the first real error', () => {
 
   it('an undefined symbol wins over the architecture error vLLM prints after it', () => {
     const log = [
-      "ERROR 10-16 05:20:48 registry.py:264] ImportError: /x/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2E",
+      'ERROR 10-16 05:20:48 registry.py:264] ImportError: /x/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2E',
       "ValueError: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.",
     ];
     expect(classifyLog(log.join('\n'))!.id).toBe('broken-install');
@@ -79,7 +89,9 @@ describe('many processes: prefixes, echoes, the first real error', () => {
     // a cause anywhere beats vLLM's import warning, which beats the architecture error
     const warn = `WARNING _custom_ops.py:19] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file')`;
     expect(classifyLog([warn, log[1]].join('\n'))!.id).toBe('broken-install');
-    expect(classifyLog([warn, 'ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100 GPU has compute capability 7.0.'].join('\n'))!.id).toBe('dtype-unsupported');
+    expect(classifyLog([warn, 'ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100 GPU has compute capability 7.0.'].join('\n'))!.id).toBe(
+      'dtype-unsupported',
+    );
   });
 
   it('a missing CUDA driver symbol means the driver is too old, not a broken install', () => {
@@ -91,8 +103,10 @@ describe('many processes: prefixes, echoes, the first real error', () => {
     expect(classifyLog('    self.cuda_graph.capture_end()\nRuntimeError: CUDA error: out of memory')!.id).toBe('cuda-graph-oom');
   });
 
-  it('the V1 wording without vLLM\'s own estimate, and the 0.9 wording without a device name', () => {
-    const c = classifyLog("ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.00 GiB). Based on the available memory, the estimated maximum model length is 0.")!;
+  it("the V1 wording without vLLM's own estimate, and the 0.9 wording without a device name", () => {
+    const c = classifyLog(
+      "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory (0.00 GiB). Based on the available memory, the estimated maximum model length is 0.",
+    )!;
     expect(c.id).toBe('max-model-len');
     expect(c.fix).not.toMatch(/maxModelLen=0/);
     expect(classifyLog('ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory utilization (0.95, 45.01 GiB).')!.cause).toMatch(/31\.44 of 47\.38 GiB free/);
@@ -107,14 +121,19 @@ describe('many processes: prefixes, echoes, the first real error', () => {
 });
 
 describe('a stalled launch: what it hangs on, from the log so far', () => {
-  const ray = "(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough resources";
+  const ray =
+    "(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough resources";
   it('names a Ray placement-group wait', () => {
     const c = classifyStall(`INFO loading\n${ray}\n`)!;
     expect(c).toMatchObject({ id: 'ray-placement-group', stall: true });
     expect(c.fix).toMatch(/ray status/);
   });
   it('names a hang at the P2P check after NCCL init', () => {
-    expect(classifyStall('INFO x pynccl.py:63] vLLM is using nccl==2.20.5\nINFO 07-08 11:50:03 custom_all_reduce_utils.py:202] generating GPU P2P access cache in /root/.config/vllm/gpu_p2p_access_cache_for_0,1.json')!.id).toBe('p2p-hang');
+    expect(
+      classifyStall(
+        'INFO x pynccl.py:63] vLLM is using nccl==2.20.5\nINFO 07-08 11:50:03 custom_all_reduce_utils.py:202] generating GPU P2P access cache in /root/.config/vllm/gpu_p2p_access_cache_for_0,1.json',
+      )!.id,
+    ).toBe('p2p-hang');
     // NCCL_DEBUG=INFO chatter after the last vLLM line does not hide it
     expect(classifyStall('INFO x pynccl.py:63] vLLM is using nccl==2.20.5\nhost:1:1 [0] NCCL INFO Channel 00/24 :    0   1')!.id).toBe('p2p-hang');
   });

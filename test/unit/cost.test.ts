@@ -6,9 +6,23 @@ import { computeCost, monthlyToHourly, parseSince, measuredUtilization, sumCosts
 import { Sample } from '../../src/history/sample.js';
 import { FIXTURES } from '../helpers.js';
 
-const doc = readFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), 'utf8').trim().split('\n').map((l) => Sample.parse(JSON.parse(l)));
+const doc = readFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => Sample.parse(JSON.parse(l)));
 
-const mk = (t: number, prompt: number, generation: number, extra: Partial<Sample> = {}): Sample => ({ v: 1, t: new Date(Date.UTC(2026, 10, 1) + t * 3_600_000).toISOString(), target: 'a', url: 'u', verdict: 'healthy', ms: 1, steps: {}, ngpu: 1, c: { prompt, generation }, ...extra });
+const mk = (t: number, prompt: number, generation: number, extra: Partial<Sample> = {}): Sample => ({
+  v: 1,
+  t: new Date(Date.UTC(2026, 10, 1) + t * 3_600_000).toISOString(),
+  target: 'a',
+  url: 'u',
+  verdict: 'healthy',
+  ms: 1,
+  steps: {},
+  ngpu: 1,
+  c: { prompt, generation },
+  ...extra,
+});
 
 describe("the document's example", () => {
   it('8 GPUs x 24 h x 0.78 = 149.76 GPU-hours, 12,843,210 tokens, $1200/GPU-month -> $0.0192 per 1K (usage)', () => {
@@ -45,11 +59,44 @@ describe("the document's example", () => {
 
 describe('computeCost', () => {
   it.each([
-    ['steady traffic', [[0, 0, 0], [1, 1000, 500], [2, 3000, 1000]], 3000, 1000, 0],
-    ['a restart: the counter starts over and counts from zero', [[0, 0, 0], [1, 1000, 500], [2, 200, 100], [3, 1200, 600]], 2200, 1100, 1],
-    ['an unreachable probe in the middle is skipped', [[0, 0, 0], [1, undefined, undefined], [2, 400, 40]], 400, 40, 0],
+    [
+      'steady traffic',
+      [
+        [0, 0, 0],
+        [1, 1000, 500],
+        [2, 3000, 1000],
+      ],
+      3000,
+      1000,
+      0,
+    ],
+    [
+      'a restart: the counter starts over and counts from zero',
+      [
+        [0, 0, 0],
+        [1, 1000, 500],
+        [2, 200, 100],
+        [3, 1200, 600],
+      ],
+      2200,
+      1100,
+      1,
+    ],
+    [
+      'an unreachable probe in the middle is skipped',
+      [
+        [0, 0, 0],
+        [1, undefined, undefined],
+        [2, 400, 40],
+      ],
+      400,
+      40,
+      0,
+    ],
   ])('%s', (_n, rows, prompt, gen, restarts) => {
-    const samples = (rows as Array<[number, number | undefined, number | undefined]>).map(([t, p, g]) => (p === undefined ? { ...mk(t, 0, 0), verdict: 'unreachable' as const, c: undefined } : mk(t, p, g!)));
+    const samples = (rows as Array<[number, number | undefined, number | undefined]>).map(([t, p, g]) =>
+      p === undefined ? { ...mk(t, 0, 0), verdict: 'unreachable' as const, c: undefined } : mk(t, p, g!),
+    );
     const r = computeCost({ samples, pricePerGpuHour: 2, utilization: 0.5 });
     expect(r.tokens).toEqual({ prompt, generation: gen, total: prompt + gen });
     expect(r.restarts).toBe(restarts);
@@ -60,7 +107,10 @@ describe('computeCost', () => {
   });
 
   it('split by prefill vs decode time sums when vLLM has them', () => {
-    const r = computeCost({ samples: [mk(0, 0, 0, { c: { prompt: 0, generation: 0, prefillS: 10, decodeS: 10 } }), mk(1, 0, 0, { c: { prompt: 1000, generation: 1000, prefillS: 12, decodeS: 18 } })], pricePerGpuHour: 10 });
+    const r = computeCost({
+      samples: [mk(0, 0, 0, { c: { prompt: 0, generation: 0, prefillS: 10, decodeS: 10 } }), mk(1, 0, 0, { c: { prompt: 1000, generation: 1000, prefillS: 12, decodeS: 18 } })],
+      pricePerGpuHour: 10,
+    });
     expect(r.split).toEqual({ by: 'prefill-decode-time', promptShare: 0.2 });
     expect(r.allocation!.promptPer1K).toBeCloseTo(2, 12); // $10 x 0.2 / 1000 tokens x 1000
     expect(r.allocation!.generationPer1K).toBeCloseTo(8, 12);

@@ -1,6 +1,6 @@
 // Item 7 of issue 13: a planted symlink at a predictable temp name must not redirect a write.
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
-import { symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync, mkdirSync, chmodSync } from 'node:fs';
+import { symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry, type Instance } from '../../src/engine/registry.js';
 import { writePrometheus } from '../../src/commands/probe.js';
@@ -20,7 +20,25 @@ function plant(target: string) {
   for (const name of [`${target}.${process.pid}.tmp`, `${target}.tmp`, `${target}~`, `${target}.new`]) symlinkSync(victim, name);
 }
 
-const inst = (name: string): Instance => ({ version: 1, name, profile: 'p', replica: 0, pid: 1, pgid: 1, startTime: 1, host: '127.0.0.1', port: 1, url: 'http://127.0.0.1:1', servedName: 'm', gpus: [], logFile: '/dev/null', engine: 'sim', argv: [], startedAt: new Date().toISOString(), readyTimeoutSeconds: 1 });
+const inst = (name: string): Instance => ({
+  version: 1,
+  name,
+  profile: 'p',
+  replica: 0,
+  pid: 1,
+  pgid: 1,
+  startTime: 1,
+  host: '127.0.0.1',
+  port: 1,
+  url: 'http://127.0.0.1:1',
+  servedName: 'm',
+  gpus: [],
+  logFile: '/dev/null',
+  engine: 'sim',
+  argv: [],
+  startedAt: new Date().toISOString(),
+  readyTimeoutSeconds: 1,
+});
 
 describe('atomic writes never follow a planted link', () => {
   it('registry entry', () => {

@@ -24,9 +24,17 @@ describe('judgeGpus', () => {
 
   it.each([
     ['74 C: below every threshold', ['74', '34'], 'pass', []],
-    ['75 C warns (the documents\' first line)', ['75', '34'], 'warn', [[0, 'warn']]],
+    ["75 C warns (the documents' first line)", ['75', '34'], 'warn', [[0, 'warn']]],
     ['82 C is unhealthy', ['34', '82'], 'fail', [[1, 'unhealthy']]],
-    ['88 C is critical', ['88', '80'], 'fail', [[0, 'critical'], [1, 'warn']]],
+    [
+      '88 C is critical',
+      ['88', '80'],
+      'fail',
+      [
+        [0, 'critical'],
+        [1, 'warn'],
+      ],
+    ],
   ])('temperature %s', (_n, temps, status, levels) => {
     const v = judgeGpus(withTemp(temps as string[]), base);
     expect(v.status).toBe(status);
@@ -40,7 +48,10 @@ describe('judgeGpus', () => {
 
   it('the edited hot capture: temperature, ECC, remap and Xid, each naming its GPU', () => {
     const xid = xidWithTimes(readFileSync(join(FIXTURES, 'bundles', 'h200x2-serving-hot', 'out', 'cmd-009.stdout'), 'utf8'));
-    expect(xid.map((e) => [e.code, e.ts])).toEqual([[48, 8812.402113], [63, 8812.40299]]);
+    expect(xid.map((e) => [e.code, e.ts])).toEqual([
+      [48, 8812.402113],
+      [63, 8812.40299],
+    ]);
     const v = judgeGpus(rows('h200x2-serving-hot'), { ...base, xidNew: xid });
     expect(v.status).toBe('fail');
     expect(v.findings).toEqual([
@@ -51,7 +62,10 @@ describe('judgeGpus', () => {
       { gpu: 1, level: 'warn', text: 'GPU1: row remap pending (needs a GPU reset)' },
     ]);
     expect(v.detail).toMatch(/^GPU0 84 C 92 %, GPU1 90 C 92 %: CRITICAL GPU1: 90 C/);
-    expect(v.samples.map((s) => [s.i, s.util, s.temp, s.ecc, s.xid])).toEqual([[0, 81, 84, 0, 0], [1, 75, 90, 2, 2]]);
+    expect(v.samples.map((s) => [s.i, s.util, s.temp, s.ecc, s.xid])).toEqual([
+      [0, 81, 84, 0, 0],
+      [1, 75, 90, 2, 2],
+    ]);
   });
 
   it('only the GPUs the server holds are judged', () => {

@@ -54,7 +54,13 @@ describe('seriesIncrease', () => {
     expect(r).toMatchObject({ increase: 300, resets: 1 });
   });
   it('rate over the span between first and last reading', () => {
-    expect(seriesRate([{ t: 0, v: 0 }, { t: 10_000, v: 50 }, { t: 20_000, v: 100 }])).toBe(5);
+    expect(
+      seriesRate([
+        { t: 0, v: 0 },
+        { t: 10_000, v: 50 },
+        { t: 20_000, v: 100 },
+      ]),
+    ).toBe(5);
     expect(seriesRate([{ t: 0, v: 0 }])).toBeUndefined();
   });
 });
@@ -111,7 +117,16 @@ describe('readVllm', () => {
 });
 
 const sample = (over: Partial<Parameters<typeof buildSample>[0]> = {}): Sample =>
-  buildSample({ at: new Date('2026-11-30T10:00:00Z'), target: 'qwen-0', url: 'http://127.0.0.1:8000', verdict: 'healthy', ms: 40, steps: [{ step: 'live', status: 'pass', detail: '', ms: 2 }], vllm: { counters: { prompt: 10, generation: 5 }, gauges: {} }, ...over });
+  buildSample({
+    at: new Date('2026-11-30T10:00:00Z'),
+    target: 'qwen-0',
+    url: 'http://127.0.0.1:8000',
+    verdict: 'healthy',
+    ms: 40,
+    steps: [{ step: 'live', status: 'pass', detail: '', ms: 2 }],
+    vllm: { counters: { prompt: 10, generation: 5 }, gauges: {} },
+    ...over,
+  });
 
 describe('store', () => {
   it('appends one line per sample and reads them back in time order', () => {
@@ -213,5 +228,10 @@ it('history files are plain JSON Lines that other tools can read', () => {
   const d = tmp();
   const p = appendSample(d, sample());
   writeFileSync(p + '.copy', readFileSync(p));
-  expect(readFileSync(p, 'utf8').trim().split('\n').map((l) => JSON.parse(l).verdict)).toEqual(['healthy']);
+  expect(
+    readFileSync(p, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).verdict),
+  ).toEqual(['healthy']);
 });

@@ -52,7 +52,15 @@ describe('query-gpu CSV', () => {
   it('parses the real noheader,nounits rows of the 2 x H200', () => {
     const rows = P.parseQueryGpu(bundleOut('h200x2-driver580-cuda13', ['nvidia-smi']), P.GPU_FIELDS);
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toMatchObject({ index: '0', name: 'NVIDIA H200', driver_version: '580.159.04', compute_cap: '9.0', 'memory.total': '143771', persistence_mode: 'Enabled', 'clocks_event_reasons.active': '0x0000000000000001' });
+    expect(rows[0]).toMatchObject({
+      index: '0',
+      name: 'NVIDIA H200',
+      driver_version: '580.159.04',
+      compute_cap: '9.0',
+      'memory.total': '143771',
+      persistence_mode: 'Enabled',
+      'clocks_event_reasons.active': '0x0000000000000001',
+    });
     expect(rows[0]!['retired_pages.pending']).toBeUndefined(); // [N/A]
   });
 
@@ -135,7 +143,8 @@ describe('other host outputs', () => {
   it('nccl.h', () => expect(P.parseHeaderVersion('#define NCCL_MAJOR 2\n#define NCCL_MINOR 18\n#define NCCL_PATCH 1\n', 'NCCL')).toBe('2.18.1'));
   it('torch/version.py', () => expect(P.parseTorchVersionPy("__version__ = '2.1.2+cu121'\ncuda: Optional[str] = '12.1'\n")).toEqual({ version: '2.1.2+cu121', cuda: '12.1' }));
   it('limits', () => {
-    const t = 'Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 1048576              files\nMax locked memory         unlimited            unlimited            bytes\n';
+    const t =
+      'Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 1048576              files\nMax locked memory         unlimited            unlimited            bytes\n';
     expect(P.parseLimit(t, 'Max open files')).toBe(1024);
     expect(P.parseLimit(t, 'Max locked memory')).toBe(Infinity);
   });
@@ -148,7 +157,8 @@ describe('other host outputs', () => {
     expect(x.map((e) => e.code)).toEqual([79, 13]);
   });
   it('ray status', () => {
-    const t = '======== Autoscaler status ========\nNode status\n---------------------------------------------------------------\nActive:\n 1 node_aaa\n 1 node_bbb\nPending:\n (no pending nodes)\nResources\n---------------------------------------------------------------\nUsage:\n 0.0/64.0 CPU\n 0.0/16.0 GPU\n';
+    const t =
+      '======== Autoscaler status ========\nNode status\n---------------------------------------------------------------\nActive:\n 1 node_aaa\n 1 node_bbb\nPending:\n (no pending nodes)\nResources\n---------------------------------------------------------------\nUsage:\n 0.0/64.0 CPU\n 0.0/16.0 GPU\n';
     expect(P.parseRayStatus(t)).toEqual({ nodes: 2, gpus: 16, gpusUsed: 0 });
   });
 });

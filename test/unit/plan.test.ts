@@ -13,16 +13,29 @@ import { FIXTURES } from '../helpers.js';
 const MIB = 1024 ** 2;
 const GIB = 1024 ** 3;
 const hopper = loadPlatform('hopper-cuda13');
-const h200 = (index: number, totalMiB?: number, freeMiB?: number): GpuFact => ({ index, name: 'NVIDIA H200', computeCapability: '9.0', memoryTotalMiB: totalMiB, memoryFreeMiB: freeMiB, processes: [] });
+const h200 = (index: number, totalMiB?: number, freeMiB?: number): GpuFact => ({
+  index,
+  name: 'NVIDIA H200',
+  computeCapability: '9.0',
+  memoryTotalMiB: totalMiB,
+  memoryFreeMiB: freeMiB,
+  processes: [],
+});
 const inputs = (over: Partial<PlanInputs> = {}): PlanInputs => ({ engine: 'vllm', vllmBin: 'vllm', prewarm: true, stateDir: '/state', ...over });
-const plan = (name: string, sets: string[], host?: Parameters<typeof resolveLoaded>[1], over: Partial<PlanInputs> = {}) => buildServePlan(resolveLoaded(loadProfile(name, { sets }), host), inputs(over));
+const plan = (name: string, sets: string[], host?: Parameters<typeof resolveLoaded>[1], over: Partial<PlanInputs> = {}) =>
+  buildServePlan(resolveLoaded(loadProfile(name, { sets }), host), inputs(over));
 
 describe('hostShapeFromGpus: the host shape from typed GPU facts', () => {
   it.each<[string, GpuFact[], number | undefined, { gpus: number; source: string; memBytes: number; cc: string } | undefined]>([
     ['2 x H200 as nvidia-smi reports them', [h200(0, 143771, 143156), h200(1, 143771, 143156)], undefined, { gpus: 2, source: 'detected', memBytes: 143771 * MIB, cc: '9.0' }],
     ['the smallest GPU bounds the plan', [h200(0, 143771), h200(1, 81559)], undefined, { gpus: 2, source: 'detected', memBytes: 81559 * MIB, cc: '9.0' }],
     ['--gpus wins over the count read', [h200(0, 143771)], 1, { gpus: 1, source: 'flag', memBytes: 143771 * MIB, cc: '9.0' }],
-    ['GB10: memory not reported -> the platform figure', [{ index: 0, name: 'NVIDIA GB10', processes: [] }], undefined, { gpus: 1, source: 'detected', memBytes: hopper.gpu.memoryGiB * GIB, cc: hopper.gpu.computeCapability }],
+    [
+      'GB10: memory not reported -> the platform figure',
+      [{ index: 0, name: 'NVIDIA GB10', processes: [] }],
+      undefined,
+      { gpus: 1, source: 'detected', memBytes: hopper.gpu.memoryGiB * GIB, cc: hopper.gpu.computeCapability },
+    ],
     ['no GPU read -> no shape (the caller uses the platform)', [], undefined, undefined],
   ])('%s', (_, gpus, flag, want) => {
     const shape = hostShapeFromGpus(gpus, hopper, flag);
@@ -33,10 +46,32 @@ describe('hostShapeFromGpus: the host shape from typed GPU facts', () => {
 
 describe('buildServePlan', () => {
   it.each<[string, string, string[], Partial<PlanInputs>, { replicas: number; ports: number[]; gpus: number[][]; exe0: string }]>([
-    ['4 replicas of TP 2 on 8 GPUs', 'qwen3.5-9b', ['server.port=9000', 'parallel.replicas=auto'], {}, { replicas: 4, ports: [9000, 9001, 9002, 9003], gpus: [[0, 1], [2, 3], [4, 5], [6, 7]], exe0: 'vllm' }],
+    [
+      '4 replicas of TP 2 on 8 GPUs',
+      'qwen3.5-9b',
+      ['server.port=9000', 'parallel.replicas=auto'],
+      {},
+      {
+        replicas: 4,
+        ports: [9000, 9001, 9002, 9003],
+        gpus: [
+          [0, 1],
+          [2, 3],
+          [4, 5],
+          [6, 7],
+        ],
+        exe0: 'vllm',
+      },
+    ],
     ['--ready-timeout overrides the profile', 'qwen3.5-9b', ['server.port=9000', 'parallel.replicas=1'], { readyTimeout: 1500 }, { replicas: 1, ports: [9000], gpus: [[0, 1]], exe0: 'vllm' }],
     ['firstGpu shifts the GPUs', 'qwen3.5-9b', ['server.port=9000', 'parallel.replicas=1', 'parallel.firstGpu=4'], {}, { replicas: 1, ports: [9000], gpus: [[4, 5]], exe0: 'vllm' }],
-    ['the simulator is node running sparkctl sim', 'qwen3.5-9b', ['server.port=9000', 'parallel.replicas=1'], { engine: 'sim', simLoadSeconds: '0.5' }, { replicas: 1, ports: [9000], gpus: [[0, 1]], exe0: process.execPath }],
+    [
+      'the simulator is node running sparkctl sim',
+      'qwen3.5-9b',
+      ['server.port=9000', 'parallel.replicas=1'],
+      { engine: 'sim', simLoadSeconds: '0.5' },
+      { replicas: 1, ports: [9000], gpus: [[0, 1]], exe0: process.execPath },
+    ],
   ])('%s', (_, name, sets, over, want) => {
     const p = plan(name, sets, { gpus: 8 }, over);
     expect(p.replicas).toHaveLength(want.replicas);
@@ -71,7 +106,7 @@ describe('buildServePlan', () => {
   });
 });
 
-describe('regression: the 2 x H200 host\'s real per-GPU memory reaches the plan (replayed bundle)', async () => {
+describe("regression: the 2 x H200 host's real per-GPU memory reaches the plan (replayed bundle)", async () => {
   const bundle = join(FIXTURES, 'bundles', 'h200x2-device-collect');
   const profile = loadProfile('qwen3.5-9b', { sets: ['parallel.tensor=1', 'parallel.replicas=auto'] });
   const rep = await runPreflight(new ReplayHost(bundle), { profile: profile.profile, platform: 'auto', blocking: true });

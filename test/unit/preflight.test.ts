@@ -42,7 +42,20 @@ const isQuery = (argv: string[]) => argv[0] === 'nvidia-smi' && argv[1]!.startsW
 const setColumn = (field: string, value: string) => (argv: string[], r: CmdResult) => {
   if (!isQuery(argv)) return undefined;
   const i = GPU_FIELDS.indexOf(field as never);
-  return { ...r, stdout: r.stdout.split('\n').map((l) => (l ? l.split(', ').map((v, j) => (j === i ? value : v)).join(', ') : l)).join('\n') };
+  return {
+    ...r,
+    stdout: r.stdout
+      .split('\n')
+      .map((l) =>
+        l
+          ? l
+              .split(', ')
+              .map((v, j) => (j === i ? value : v))
+              .join(', ')
+          : l,
+      )
+      .join('\n'),
+  };
 };
 const status = async (host: Host, id: string, profile = 'qwen3.5-9b') => {
   const rep = await runPreflight(host, { profile: loadProfile(profile, { sets: ['parallel.replicas=1'] }).profile, only: id });
@@ -82,7 +95,9 @@ describe('checks over edited copies of the real capture', () => {
   });
 
   it('a leftover ld.so.conf.d entry', async () => {
-    const h = edited({ run: (argv, r) => (argv[2]?.includes('ld.so.conf.d') ? { ...r, exitCode: 0, stdout: '/etc/ld.so.conf.d/cuda-12-1.conf:/usr/local/cuda-12.1/targets/x86_64-linux/lib\n' } : undefined) });
+    const h = edited({
+      run: (argv, r) => (argv[2]?.includes('ld.so.conf.d') ? { ...r, exitCode: 0, stdout: '/etc/ld.so.conf.d/cuda-12-1.conf:/usr/local/cuda-12.1/targets/x86_64-linux/lib\n' } : undefined),
+    });
     expect((await status(h, 'cuda.path-hygiene')).observed).toContain('cuda-12-1.conf still adds /usr/local/cuda-12.1');
   });
 
@@ -100,7 +115,9 @@ describe('checks over edited copies of the real capture', () => {
     expect(p.fix).toContain('kill 4242');
     const m = await status(h, 'gpu.memory');
     expect(m.status).toBe('fail');
-    expect(m.observed).toMatch(/GPU0 has 22\.5 GiB free of 140\.4 GiB, vLLM wants 129\.2 GiB \(0\.92 of it\); held by PID 4242 \/opt\/venv\/bin\/python3 -m vllm\.entrypoints\.openai\.api_server \(117\.2 GiB\)/);
+    expect(m.observed).toMatch(
+      /GPU0 has 22\.5 GiB free of 140\.4 GiB, vLLM wants 129\.2 GiB \(0\.92 of it\); held by PID 4242 \/opt\/venv\/bin\/python3 -m vllm\.entrypoints\.openai\.api_server \(117\.2 GiB\)/,
+    );
   });
 
   it.each([
@@ -150,7 +167,10 @@ describe('checks over edited copies of the real capture', () => {
   });
 
   it('Xid 79 in the kernel log fails', async () => {
-    const c = await status(edited({ run: (argv, r) => (argv[0] === 'dmesg' ? { ...r, stdout: '[ 9.1] NVRM: Xid (PCI:0000:00:06): 79, pid=0, GPU has fallen off the bus.\n' } : undefined) }), 'gpu.xid');
+    const c = await status(
+      edited({ run: (argv, r) => (argv[0] === 'dmesg' ? { ...r, stdout: '[ 9.1] NVRM: Xid (PCI:0000:00:06): 79, pid=0, GPU has fallen off the bus.\n' } : undefined) }),
+      'gpu.xid',
+    );
     expect(c.status).toBe('fail');
     expect(c.observed).toContain('Xid 79 (GPU has fallen off the bus) x1');
   });
@@ -167,7 +187,10 @@ describe('checks over edited copies of the real capture', () => {
   });
 
   it('small /dev/shm (a container without --ipc=host) fails', async () => {
-    const c = await status(edited({ run: (argv, r) => (argv[0] === 'df' ? { ...r, stdout: 'Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 0 65536 0% /dev/shm\n' } : undefined) }), 'host.shm');
+    const c = await status(
+      edited({ run: (argv, r) => (argv[0] === 'df' ? { ...r, stdout: 'Filesystem 1024-blocks Used Available Capacity Mounted on\nshm 65536 0 65536 0% /dev/shm\n' } : undefined) }),
+      'host.shm',
+    );
     expect(c.status).toBe('fail');
     expect(c.fix).toContain('--ipc=host');
   });
@@ -210,7 +233,16 @@ describe('facts', () => {
       async run(argv) {
         calls.push(argv);
         if (isQuery(argv) && argv[1]!.includes('gsp.mode.current')) return { argv, stdout: 'Field "gsp.mode.current" is not a valid field to query.\n\n', stderr: '', exitCode: 2, durationMs: 1 };
-        if (argv[1] === '--help-query-gpu') return { argv, stdout: GPU_FIELDS.filter((f) => f !== 'gsp.mode.current').map((f) => `"${f}"\nhelp\n`).join('\n'), stderr: '', exitCode: 0, durationMs: 1 };
+        if (argv[1] === '--help-query-gpu')
+          return {
+            argv,
+            stdout: GPU_FIELDS.filter((f) => f !== 'gsp.mode.current')
+              .map((f) => `"${f}"\nhelp\n`)
+              .join('\n'),
+            stderr: '',
+            exitCode: 0,
+            durationMs: 1,
+          };
         if (isQuery(argv)) return { argv, stdout: '0, NVIDIA A100-SXM4-80GB' + ', 1'.repeat(GPU_FIELDS.length - 3) + '\n', stderr: '', exitCode: 0, durationMs: 1 };
         return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
       },
@@ -246,13 +278,31 @@ describe('gpu.count says the fix that helps', () => {
   });
 });
 
-describe('typed per-GPU facts (what serve plans with, not the checks\' text)', () => {
+describe("typed per-GPU facts (what serve plans with, not the checks' text)", () => {
   it('the real 2 x H200 collect: memory in MiB, compute capability, no holders', async () => {
     const rep = await runPreflight(new ReplayHost(join(FIXTURES, 'bundles', 'h200x2-device-collect')), { profile: loadProfile('qwen3.5-9b').profile });
     expect(rep.checks.find((c) => c.id === 'gpu.memory')!.observed).toBe('GPU0 139.8 GiB free, GPU1 139.8 GiB free');
     expect(rep.gpus).toEqual([
-      { index: 0, name: 'NVIDIA H200', uuid: 'GPU-4da135ec-e162-3301-4da3-80e71f51c473', busId: '00000000:00:06.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
-      { index: 1, name: 'NVIDIA H200', uuid: 'GPU-db35c851-6f80-aa18-f9f4-4b80b2f6895e', busId: '00000000:00:07.0', memoryTotalMiB: 143771, memoryFreeMiB: 143156, computeCapability: '9.0', processes: [] },
+      {
+        index: 0,
+        name: 'NVIDIA H200',
+        uuid: 'GPU-4da135ec-e162-3301-4da3-80e71f51c473',
+        busId: '00000000:00:06.0',
+        memoryTotalMiB: 143771,
+        memoryFreeMiB: 143156,
+        computeCapability: '9.0',
+        processes: [],
+      },
+      {
+        index: 1,
+        name: 'NVIDIA H200',
+        uuid: 'GPU-db35c851-6f80-aa18-f9f4-4b80b2f6895e',
+        busId: '00000000:00:07.0',
+        memoryTotalMiB: 143771,
+        memoryFreeMiB: 143156,
+        computeCapability: '9.0',
+        processes: [],
+      },
     ]);
   });
 
@@ -273,7 +323,10 @@ describe('typed per-GPU facts (what serve plans with, not the checks\' text)', (
   it('GB10: memory "Not Supported" stays unknown in the typed facts (no figure is invented)', async () => {
     const h = edited({ run: (a, r) => setColumn('memory.total', '[Not Supported]')(a, setColumn('memory.free', '[Not Supported]')(a, r) ?? r) });
     const rep = await runPreflight(h, { only: 'gpu.count' });
-    expect(rep.gpus.map((g) => [g.memoryTotalMiB, g.memoryFreeMiB])).toEqual([[undefined, undefined], [undefined, undefined]]);
+    expect(rep.gpus.map((g) => [g.memoryTotalMiB, g.memoryFreeMiB])).toEqual([
+      [undefined, undefined],
+      [undefined, undefined],
+    ]);
   });
 });
 
@@ -311,16 +364,28 @@ describe('only the probes the selected checks need are run', () => {
 
   it("serve's blocking set is the checks' own metadata, and runs 3 nvidia-smi/uname commands plus file reads", async () => {
     expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id)).toEqual(CHECKS.filter((c) => c.blocking).map((c) => c.id));
-    expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id).sort()).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port']);
+    expect(
+      selectChecks(undefined, undefined, { blocking: true })
+        .map((c) => c.id)
+        .sort(),
+    ).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port']);
     const { rep, argv } = await seen({ profile: profile(), blocking: true });
     expect(rep.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
     expect(argv.every((a) => /^(nvidia-smi --query-|uname)/.test(a))).toBe(true);
   });
 
   it('every check names probes gatherFacts knows; GPU checks bring the driver probes', () => {
-    const set = probesFor(CHECKS.filter((c) => c.id === 'gpu.ecc'), { platform: 'hopper-cuda13' });
+    const set = probesFor(
+      CHECKS.filter((c) => c.id === 'gpu.ecc'),
+      { platform: 'hopper-cuda13' },
+    );
     expect([...set].sort()).toEqual(['proc.driver', 'smi.query']);
-    expect([...probesFor(CHECKS.filter((c) => c.id === 'host.memlock'), { platform: 'hopper-cuda13' })]).toEqual(['limits']);
+    expect([
+      ...probesFor(
+        CHECKS.filter((c) => c.id === 'host.memlock'),
+        { platform: 'hopper-cuda13' },
+      ),
+    ]).toEqual(['limits']);
   });
 });
 
@@ -335,7 +400,10 @@ describe('selecting checks', () => {
 
 describe('platform detection', () => {
   it('every corpus GPU gets a platform and a reason', async () => {
-    for (const [b, want] of [['nvidia-h100-80gb-hbm3__590.48.01', 'hopper-cuda13'], ['nvidia-l40s__595.80', 'hopper-cuda13']] as const) {
+    for (const [b, want] of [
+      ['nvidia-h100-80gb-hbm3__590.48.01', 'hopper-cuda13'],
+      ['nvidia-l40s__595.80', 'hopper-cuda13'],
+    ] as const) {
       const f = await gatherFacts(new ReplayHost(join(FIXTURES, 'bundles', b)));
       const d = detectPlatform(f, 'auto');
       expect(d.platform.name).toBe(want);

@@ -9,10 +9,8 @@ import { UsageError } from '../../src/errors.js';
 const a100 = hostFromPlatform(loadPlatform('dgx-a100-os6'));
 const h200x2: HostShape = { gpus: 2, gpusSource: 'detected', gpuMemoryBytes: 143771 * 1024 ** 2, computeCapability: '9.0', gpuName: 'NVIDIA H200' };
 const load = (name: string, sets: string[] = []) => loadProfile(name, { sets }).profile;
-const errors = (name: string, sets: string[], host: HostShape = a100) =>
-  validateProfile(load(name, sets), host).filter((p) => p.severity === 'error');
-const warnings = (name: string, sets: string[], host: HostShape = a100) =>
-  validateProfile(load(name, sets), host).filter((p) => p.severity === 'warning');
+const errors = (name: string, sets: string[], host: HostShape = a100) => validateProfile(load(name, sets), host).filter((p) => p.severity === 'error');
+const warnings = (name: string, sets: string[], host: HostShape = a100) => validateProfile(load(name, sets), host).filter((p) => p.severity === 'warning');
 
 describe('shipped profiles and baselines', () => {
   it('all parse, and every shipped profile names a shipped platform', () => {
@@ -44,10 +42,24 @@ describe('rendering', () => {
     const reps = renderReplicas(p, a100, { executable: ['vllm'], stateDir: '/s' });
     expect(reps).toHaveLength(4);
     expect(reps[0]!.argv).toEqual([
-      'vllm', 'serve', 'Qwen/Qwen3.5-9B',
-      '--tensor-parallel-size', '2', '--pipeline-parallel-size', '1',
-      '--dtype', 'bfloat16', '--max-model-len', '16384', '--enforce-eager', '--gpu-memory-utilization', '0.92',
-      '--port', '8000', '--host', '0.0.0.0',
+      'vllm',
+      'serve',
+      'Qwen/Qwen3.5-9B',
+      '--tensor-parallel-size',
+      '2',
+      '--pipeline-parallel-size',
+      '1',
+      '--dtype',
+      'bfloat16',
+      '--max-model-len',
+      '16384',
+      '--enforce-eager',
+      '--gpu-memory-utilization',
+      '0.92',
+      '--port',
+      '8000',
+      '--host',
+      '0.0.0.0',
     ]);
     expect(reps.map((r) => r.port)).toEqual([8000, 8001, 8002, 8003]);
     expect(reps.map((r) => r.env.CUDA_VISIBLE_DEVICES)).toEqual(['0,1', '2,3', '4,5', '6,7']);

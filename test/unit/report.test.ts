@@ -14,7 +14,16 @@ describe('buildReport on a day with an incident and a restart', () => {
     expect(r.verdicts).toEqual({ healthy: 45, unhealthy: 3, unreachable: 0 });
   });
   it('one incident from the first failing probe to the first healthy one, with its cause', () => {
-    expect(r.incidents).toEqual([{ target: 'qwen-0', at: '2026-11-29T10:00:00.000Z', from: 'healthy', to: 'unhealthy', cause: 'inference fail: no token within 5000 ms while /health was 200: the engine is hung', until: '2026-11-29T11:30:00.000Z' }]);
+    expect(r.incidents).toEqual([
+      {
+        target: 'qwen-0',
+        at: '2026-11-29T10:00:00.000Z',
+        from: 'healthy',
+        to: 'unhealthy',
+        cause: 'inference fail: no token within 5000 ms while /health was 200: the engine is hung',
+        until: '2026-11-29T11:30:00.000Z',
+      },
+    ]);
   });
   it('tokens from counter deltas, the restart counted from zero', () => {
     expect(r.tokens).toEqual({ prompt: 44 * 10_000, generation: 44 * 2_000 });
@@ -43,5 +52,15 @@ it.each([
   expect(sparkline(pts, 0, pts.length, pts.length)).toBe(want);
 });
 it('sparkline leaves gaps blank', () => {
-  expect(sparkline([{ t: 0, v: 1 }, { t: 3, v: 2 }], 0, 4, 4)).toBe('▁  █');
+  expect(
+    sparkline(
+      [
+        { t: 0, v: 1 },
+        { t: 3, v: 2 },
+      ],
+      0,
+      4,
+      4,
+    ),
+  ).toBe('▁  █');
 });

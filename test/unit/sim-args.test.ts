@@ -32,7 +32,11 @@ describe('the simulator parses what its vLLM version parses', () => {
   });
 
   it.each(FACT_VERSIONS)('vLLM %s: options of other versions it lacks are refused', (v) => {
-    const own = new Set(VLLM_FACTS.find((x) => x.version === v)!.options.split(' ').map((o) => o.replace(/=$/, '')));
+    const own = new Set(
+      VLLM_FACTS.find((x) => x.version === v)!
+        .options.split(' ')
+        .map((o) => o.replace(/=$/, '')),
+    );
     const others = new Set(VLLM_FACTS.flatMap((x) => x.options.split(' ').map((o) => o.replace(/=$/, ''))).filter((o) => !own.has(o)));
     // (a prefix of one of its own options would be taken as that option, as argparse does)
     const foreign = [...others].filter((o) => ![...own].some((x) => x.startsWith(o)));
@@ -50,7 +54,24 @@ describe('the simulator parses what its vLLM version parses', () => {
     expect(fails('0.10.0', '--enable-log-requests')).toMatch(/unrecognized/);
     expect(fails('0.10.1', '--enable-log-requests')).toBeUndefined();
     // the common flags the old simulator refused
-    const common = ['--chat-template', 't.jinja', '--generation-config', 'auto', '--load-format', 'auto', '--compilation-config', '{"level":3}', '--speculative-config', '{}', '--enable-expert-parallel', '--api-server-count', '2', '--config', 'c.yaml', '--async-scheduling'];
+    const common = [
+      '--chat-template',
+      't.jinja',
+      '--generation-config',
+      'auto',
+      '--load-format',
+      'auto',
+      '--compilation-config',
+      '{"level":3}',
+      '--speculative-config',
+      '{}',
+      '--enable-expert-parallel',
+      '--api-server-count',
+      '2',
+      '--config',
+      'c.yaml',
+      '--async-scheduling',
+    ];
     expect(fails('0.17.0', ...common)).toBeUndefined();
   });
 

@@ -59,7 +59,11 @@ describe('systeminformation readings', () => {
   it('drive host.cpu and host.memory: 3 cores for 2 GPU workers warns, 10 GiB free for ~17 GiB of weights warns', async () => {
     const rep = await runPreflight(new WithSysinfo(), { profile: loadProfile('qwen3.5-9b').profile, only: 'host.cpu,host.memory' });
     const by = Object.fromEntries(rep.checks.map((c) => [c.id, c]));
-    expect(by['host.cpu']).toMatchObject({ status: 'warn', observed: '3 logical (3 physical) cores, Intel Xeon Platinum 8480+', expected: '>= 4 cores (one per GPU worker, the API server, the engine core)' });
+    expect(by['host.cpu']).toMatchObject({
+      status: 'warn',
+      observed: '3 logical (3 physical) cores, Intel Xeon Platinum 8480+',
+      expected: '>= 4 cores (one per GPU worker, the API server, the engine core)',
+    });
     expect(by['host.memory']!.status).toBe('warn');
     expect(by['host.memory']!.observed).toBe('64.0 GiB total, 10.0 GiB available');
     expect(rep.system.cpu?.cores).toBe(3);
@@ -145,7 +149,10 @@ describe('the bundle collected on a real 2 x H200 with systeminformation (device
     expect(by['host.os']).toMatchObject({ status: 'pass', observed: 'Ubuntu 24.04.3 LTS (noble), kernel 6.18.44-fc-v657-gpu, x64' });
     expect(by['host.network']!.observed).toBe('eth0 speed unknown MTU 1400');
     expect(by['gpu.memory']!.observed).toBe('GPU0 139.8 GiB free, GPU1 139.8 GiB free');
-    expect(rep.gpus.map((g) => [g.index, g.memoryTotalMiB, g.memoryFreeMiB, g.computeCapability])).toEqual([[0, 143771, 143156, '9.0'], [1, 143771, 143156, '9.0']]);
+    expect(rep.gpus.map((g) => [g.index, g.memoryTotalMiB, g.memoryFreeMiB, g.computeCapability])).toEqual([
+      [0, 143771, 143156, '9.0'],
+      [1, 143771, 143156, '9.0'],
+    ]);
     const { gatherFacts } = await import('../../src/preflight/facts.js');
     expect((await gatherFacts(new ReplayHost(B))).system.disks).toEqual([{ fs: '/dev/vda', type: 'ext4', mount: '/', sizeBytes: 270553174016, availableBytes: 137262161920 }]);
   });

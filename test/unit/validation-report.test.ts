@@ -35,7 +35,13 @@ describe('every problem at once', () => {
 
   it('--set values go through the same report', () => {
     const d = problemsOf({ name: 'p', model }, ['engine.colour=red', 'parallel.pipeline=40', 'engine.maxModelLen=999999']);
-    expect(d).toEqual(expect.arrayContaining([expect.stringMatching(/^engine\.colour: unknown field/), expect.stringMatching(/^parallel\.pipeline: 40 stages for 32 layers/), expect.stringMatching(/^engine\.maxModelLen: 999999 is above the model's context of 262144/)]));
+    expect(d).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^engine\.colour: unknown field/),
+        expect.stringMatching(/^parallel\.pipeline: 40 stages for 32 layers/),
+        expect.stringMatching(/^engine\.maxModelLen: 999999 is above the model's context of 262144/),
+      ]),
+    );
   });
 
   it('a missing required field is named; no cross-field guess is made without it', () => {

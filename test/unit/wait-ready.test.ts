@@ -69,7 +69,12 @@ describe('waitReady', () => {
   it('the process ending wins over polling: exited, with its detail', async () => {
     const port = await freePort();
     let n = 0;
-    const r = await waitReady({ url: `http://127.0.0.1:${port}`, servedName: 'm', deadlineMs: 10_000, ended: () => (++n > 2 ? { reason: 'exited', detail: 'exited with code 1 before it was ready' } : undefined) });
+    const r = await waitReady({
+      url: `http://127.0.0.1:${port}`,
+      servedName: 'm',
+      deadlineMs: 10_000,
+      ended: () => (++n > 2 ? { reason: 'exited', detail: 'exited with code 1 before it was ready' } : undefined),
+    });
     expect(r).toMatchObject({ ok: false, reason: 'exited', detail: 'exited with code 1 before it was ready' });
   });
 
