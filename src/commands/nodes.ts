@@ -158,12 +158,13 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   lines.push(
     e.state === 'not-recorded'
       ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}`
-      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : `could not be signalled (${e.detail})`}`,
+      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : e.state === 'unproven' ? `left alone: ${e.detail} (the record is kept; check the head by hand)` : `could not be signalled (${e.detail})`}`,
   );
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
   if (opts.json) say(envelope('stop-nodes', { steps: lines, engine: out.engine, ray: out.ray }));
   else for (const l of lines) say(l);
-  if (out.ray.some((x) => !x.ok) || e.state === 'failed') throw new ProblemsFound('Ray did not stop on every node');
+  if (out.ray.some((x) => !x.ok) || e.state === 'failed' || e.state === 'unproven')
+    throw new ProblemsFound(e.state === 'unproven' ? 'the recorded vLLM process on the head is not provably ours: not signalled' : 'Ray did not stop on every node');
 }
 
 /** The node x check matrix: one column per node, so the odd node stands out. */

@@ -12,6 +12,9 @@ import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js'
 import { targetFromUrl } from '../health/target.js';
 import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
+import { randomUUID } from 'node:crypto';
+import { INSTANCE_ENV } from './proc.js';
+import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, compareCluster, describeShortfall, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type NodeStep, type RayNode } from './ray.js';
 
 type PrewarmSettings = Parameters<typeof prewarm>[1];
@@ -225,15 +228,20 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   // 3. vLLM on the head, in its own session; the key goes through stdin, never argv.
   const rep = plan.replica;
   const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
+  // What proves, before any signal, that the group on the head is the one this launch started.
+  const marker = randomUUID();
   const launch = [
     'mkdir -p "$HOME/.local/state/sparkctl/logs"',
     exportLine(headStep.env),
     ...Object.entries(rep.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
     plan.apiKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
-    `setsid nohup ${rep.argv.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null & echo $!`,
+    `export ${INSTANCE_ENV}=${marker}`,
+    launchAndReport(`setsid nohup ${rep.argv.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
   ].join('; ');
   const l = await ssh(nf, nf.head, launch, { input: plan.apiKey ? `${plan.apiKey}\n` : undefined, signal });
-  const pid = Number(l.stdout.trim().split('\n').pop());
+  const [pidText, startText] = (l.stdout.trim().split('\n').pop() ?? '').split(' ');
+  const pid = Number(pidText);
+  const startTime = Number(startText) || undefined;
   if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return fail({ message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] });
   const record: ClusterRecord = {
     version: 1,
@@ -246,6 +254,8 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
     servedName: plan.servedName,
     logFile,
     startedAt: new Date().toISOString(),
+    startTime,
+    marker,
   };
   registry.writeCluster(record);
   emit({ type: 'engine-started', node: nf.head.name, pid, logFile });
@@ -257,9 +267,14 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   let lastCluster = Date.now();
   let placementLine: string | undefined;
   const stopEngine = async () => {
-    await ssh(nf, nf.head, `kill -TERM -- -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -- -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${pid} 2>/dev/null`, {
-      timeoutMs: 30_000,
-    });
+    await ssh(
+      nf,
+      nf.head,
+      remoteProven({ pid, startTime, marker }, `kill -TERM -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${pid} 2>/dev/null`),
+      {
+        timeoutMs: 30_000,
+      },
+    );
     registry.removeCluster(plan.profile);
   };
   const tailLog = async () => (await ssh(nf, nf.head, `tail -n 60 "${logFile}"`, { timeoutMs: 15_000 })).stdout;
@@ -327,7 +342,7 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
 }
 
 export interface StopClusterOutcome {
-  engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'failed'; detail?: string };
+  engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string };
   ray: Array<{ node: string; ok: boolean; detail: string }>;
 }
 
@@ -340,13 +355,21 @@ export async function stopCluster(nf: NodesFile, stateDir: string, name: string 
     const r = await ssh(
       nf,
       nf.head,
-      `kill -TERM -- -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -- -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -- -${record.pid} 2>/dev/null; exit 3`,
+      // Never a signal to a group not proven ours (a reused pid on the head): exit 4, reported.
+      remoteProven(
+        record,
+        `kill -TERM -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${record.pid} 2>/dev/null; exit 3`,
+      ),
       { timeoutMs: (timeoutS + 15) * 1000, signal },
     );
-    engine = { node: nf.head.name, state: r.exitCode === 0 ? 'stopped' : r.exitCode === 3 ? 'killed' : 'failed', detail: r.exitCode === 0 || r.exitCode === 3 ? undefined : remoteWhy(r, 1) };
+    engine = {
+      node: nf.head.name,
+      state: r.exitCode === 0 ? 'stopped' : r.exitCode === 3 ? 'killed' : r.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
+      detail: r.exitCode === 0 || r.exitCode === 3 ? undefined : remoteWhy(r, 1),
+    };
   }
   const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));
-  if (name && engine.state !== 'failed') registry.removeCluster(name);
+  if (name && engine.state !== 'failed' && engine.state !== 'unproven') registry.removeCluster(name);
   return { engine, ray: stops.map(({ n, r }) => ({ node: n.name, ok: r.exitCode === 0, detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1) })) };
 }
 

@@ -85,6 +85,9 @@ export interface ClusterRecord {
   servedName: string;
   logFile: string;
   startedAt: string;
+  /** the head process's kernel start time and the launch's SPARKCTL_INSTANCE marker: what proves it ours before a signal */
+  startTime?: number;
+  marker?: string;
 }
 
 export class Registry {
