@@ -51,6 +51,18 @@ export function processEnv(pid: number, name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A readable environment with no variable in it: vLLM's EngineCore and Worker call setproctitle,
+ * which overwrites the environ area with their title, so no marker can be read there.
+ */
+export function environBlank(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/environ`, 'latin1').includes('=');
+  } catch {
+    return false;
+  }
+}
+
 /** Live (non-zombie) members of a process group. */
 export function groupMembers(pgid: number): number[] {
   const out: number[] = [];
@@ -121,7 +133,7 @@ export function proveIdentity(id: Identity): Proof {
 function recordSignal(target: number, sig: NodeJS.Signals, members: number[]) {
   const file = process.env.SPARKCTL_SIGNAL_LOG;
   if (!file) return;
-  const reached = members.map((p) => ({ pid: p, testRun: processEnv(p, 'SPARKCTL_TEST_RUN') ?? null }));
+  const reached = members.map((p) => ({ pid: p, testRun: processEnv(p, 'SPARKCTL_TEST_RUN') ?? null, environBlank: environBlank(p) }));
   try {
     appendFileSync(file, JSON.stringify({ at: new Date().toISOString(), by: process.pid, target, sig, reached }) + '\n');
   } catch {
