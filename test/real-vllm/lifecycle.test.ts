@@ -264,18 +264,22 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       const metric = async (name: string, reason?: string) =>
         Number((await counters()).raw.find((f) => f.name === name)?.metrics.find((m) => !reason || m.labels?.finished_reason === reason)?.value ?? NaN);
       const before = { gen: (await counters()).generation, length: await metric('vllm:request_success_total', 'length'), abort: await metric('vllm:request_success_total', 'abort') };
-      // A raw streamed request we can hang up on once its first tokens arrived (proof it runs in the engine).
+      // A raw streamed request we hang up on while vLLM's engine runs it. Proof that it runs is the
+      // engine's own gauge (num_requests_running >= 1), polled from the moment the response starts:
+      // waiting for the first SSE data instead let a quiet machine generate all 500 tokens before
+      // the hang-up reached the server (seen in CI), and the test then proved nothing.
       const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
-      const firstData = new Promise<string>((resolve) => {
+      const started = new Promise<string>((resolve) => {
         req.on('response', (res) => {
-          res.once('data', () => resolve('streaming'));
-          res.on('close', () => resolve(res.complete ? `finished ${res.statusCode}` : 'hung-up'));
+          res.resume();
+          resolve(`response ${res.statusCode}`);
         });
         req.on('error', (e) => resolve(`error ${e.message}`));
-        setTimeout(() => resolve('no data within 120 s'), 120_000).unref();
+        setTimeout(() => resolve('no response within 120 s'), 120_000).unref();
       });
       req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 500, ignore_eos: true, stream: true }));
-      expect(await firstData).toBe('streaming');
+      expect(await started).toBe('response 200');
+      expect(await waitFor(async () => (await metric('vllm:num_requests_running')) >= 1, 30_000, 5)).toBe(true);
       req.destroy();
       expect(await waitFor(async () => (await metric('vllm:num_requests_running')) === 0, 30_000, 100)).toBe(true);
       // It was stopped, not finished: fewer than its 500 tokens made, and counted under no finished_reason.
