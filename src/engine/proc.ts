@@ -52,12 +52,13 @@ export function processEnv(pid: number, name: string): string | undefined {
 }
 
 /**
- * A readable environment with no variable in it: vLLM's EngineCore and Worker call setproctitle,
- * which overwrites the environ area with their title, so no marker can be read there.
+ * An environment whose start was overwritten: vLLM's EngineCore and Worker call setproctitle, which
+ * writes their title over the environ area, so no marker can be read there.
  */
 export function environBlank(pid: number): boolean {
   try {
-    return !readFileSync(`/proc/${pid}/environ`, 'latin1').includes('=');
+    // setproctitle writes the title (then NULs) over the start of the area; a few variables may survive at its end
+    return !readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')[0]!.includes('=');
   } catch {
     return false;
   }
