@@ -1,6 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -168,4 +168,41 @@ export async function portOpen(port: number): Promise<boolean> {
     });
     s.once('error', () => res(false));
   });
+}
+
+/** Debian's Chromium, where .ci/run could install it; browser tests skip without it. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Open a self-contained page offline in real headless Chromium: the page's errors, the inked
+ * (non-transparent) pixel count of every canvas (a chart that drew has many), and a screenshot.
+ */
+export async function renderInChromium(pagePath: string, shotPath: string): Promise<{ errors: string[]; inked: number[]; shotBytes: number }> {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
+    const p = await ctx.newPage();
+    const errors: string[] = [];
+    p.on('pageerror', (e) => errors.push(String(e)));
+    await p.goto(`file://${pagePath}`);
+    await p.waitForSelector('canvas');
+    const inked = await p.evaluate(() =>
+      [...document.querySelectorAll('canvas')].map((cv) => {
+        const c = cv as HTMLCanvasElement;
+        const px = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
+        return n;
+      }),
+    );
+    const shot = await p.screenshot({ fullPage: true });
+    writeFileSync(shotPath, shot);
+    return { errors, inked, shotBytes: shot.length };
+  } finally {
+    await browser.close();
+  }
 }

@@ -3,7 +3,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { cli, startSim, tempDir, rmrf, freePort, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
+import { cli, startSim, tempDir, rmrf, freePort, BIN, RUN_MARK, CHROMIUM, renderInChromium, type SimHandle } from '../helpers.js';
 
 // A fixed time model: no cold start, prefill 2000 tok/s, decode 10 ms per token.
 const FIXED = ['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '10', '--max-model-len', '16384'];
@@ -214,7 +214,6 @@ describe('bench failure handling', () => {
   }, 150_000);
 });
 
-const CHROMIUM = '/usr/bin/chromium';
 describe.skipIf(!existsSync(CHROMIUM))('bench --html in real headless Chromium', () => {
   it('the page opens with no network and every chart draws (non-blank canvas pixels)', async () => {
     const sim = await startSim(FIXED);
@@ -227,36 +226,11 @@ describe.skipIf(!existsSync(CHROMIUM))('bench --html in real headless Chromium',
       expect(existsSync(page), String(r.stderr)).toBe(true);
       const html = readFileSync(page, 'utf8');
       expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/); // self-contained
-      const { chromium } = await import('playwright-core');
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
-      try {
-        const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
-        const p = await ctx.newPage();
-        const errors: string[] = [];
-        p.on('pageerror', (e) => errors.push(String(e)));
-        await p.goto(`file://${page}`);
-        await p.waitForSelector('canvas');
-        const inked = await p.evaluate(() =>
-          [...document.querySelectorAll('canvas')].map((cv) => {
-            const c = cv as HTMLCanvasElement;
-            const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-            let n = 0;
-            for (let i = 3; i < d.length; i += 4) if (d[i]! > 0) n++;
-            return n;
-          }),
-        );
-        expect(errors).toEqual([]);
-        expect(inked.length).toBeGreaterThanOrEqual(4); // curve, TTFT, ITL, server metrics (+ KV)
-        for (const n of inked) expect(n).toBeGreaterThan(50);
-        const shot = await p.screenshot({ fullPage: true });
-        writeFileSync(join(dir, 'shot.png'), shot);
-        expect(shot.length).toBeGreaterThan(10_000);
-      } finally {
-        await browser.close();
-      }
+      const { errors, inked, shotBytes } = await renderInChromium(page, join(dir, 'shot.png'));
+      expect(errors).toEqual([]);
+      expect(inked.length).toBeGreaterThanOrEqual(4); // curve, TTFT, ITL, server metrics (+ KV)
+      for (const n of inked) expect(n).toBeGreaterThan(50);
+      expect(shotBytes).toBeGreaterThan(10_000);
     } finally {
       await sim.stop();
       rmrf(dir);

@@ -4,7 +4,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { createServer } from 'node:http';
 import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startSim, freePort, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
+import { cli, startSim, freePort, tempDir, rmrf, waitFor, FIXTURES, CHROMIUM, renderInChromium } from '../helpers.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(rmrf));
@@ -219,7 +219,6 @@ describe('report', () => {
     expect(none.stderr).toContain('sparkctl probe --all');
   });
 
-  const CHROMIUM = '/usr/bin/chromium';
   it.skipIf(!existsSync(CHROMIUM))('--html: a self-contained page whose charts draw in real headless Chromium', { timeout: 240_000 }, async () => {
     const d = await seed();
     const page = join(d, 'report.html');
@@ -228,35 +227,10 @@ describe('report', () => {
     const html = readFileSync(page, 'utf8');
     expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=\s*"http/);
     expect(html).toContain('the engine is hung');
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
-    try {
-      const ctx = await browser.newContext({ viewport: { width: 1100, height: 900 }, offline: true });
-      const p = await ctx.newPage();
-      const errors: string[] = [];
-      p.on('pageerror', (e) => errors.push(String(e)));
-      await p.goto(`file://${page}`);
-      await p.waitForSelector('canvas');
-      const inked = await p.evaluate(() =>
-        [...document.querySelectorAll('canvas')].map((cv) => {
-          const c = cv as HTMLCanvasElement;
-          const px = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-          let n = 0;
-          for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
-          return n;
-        }),
-      );
-      expect(errors).toEqual([]);
-      expect(inked).toHaveLength(6); // healthy, tokens/s, TTFT, KV cache, GPU temperature, GPU memory
-      for (const n of inked) expect(n).toBeGreaterThan(50);
-      const shot = await p.screenshot({ fullPage: true });
-      writeFileSync(join(d, 'shot.png'), shot);
-      expect(shot.length).toBeGreaterThan(10_000);
-    } finally {
-      await browser.close();
-    }
+    const { errors, inked, shotBytes } = await renderInChromium(page, join(d, 'shot.png'));
+    expect(errors).toEqual([]);
+    expect(inked).toHaveLength(6); // healthy, tokens/s, TTFT, KV cache, GPU temperature, GPU memory
+    for (const n of inked) expect(n).toBeGreaterThan(50);
+    expect(shotBytes).toBeGreaterThan(10_000);
   });
 });
