@@ -10,8 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
 import { phaseOf, classifyStall } from './classify.js';
 
-/** How long a log must be quiet at a known hang line before the wait names it (vLLM logs every few s while it works). */
-export const HANG_QUIET_MS = 15_000;
+/**
+ * How long a log must be quiet at a known hang line before the wait names it. vLLM logs every few
+ * seconds while it works; a Ray placement-group line already means 10 s of waiting, but building the
+ * P2P access cache of 8 GPUs can legitimately be quiet for tens of seconds, so that one waits longer.
+ */
+export const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
+const DEFAULT_HANG_QUIET_MS = 60_000;
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
 import { waitReady, type ReadyResult } from '../health/target.js';
@@ -88,9 +93,10 @@ export function superviseReady(
     // A log that stopped at a known hang is named after a short quiet spell, not the stall timeout.
     hung: () => {
       const quiet = Date.now() - l.tail.lastActivity;
-      if (quiet < Math.min(HANG_QUIET_MS, opts.stallMs)) return undefined;
+      if (quiet < Math.min(HANG_QUIET_MS['ray-placement-group']!, opts.stallMs)) return undefined;
       const h = classifyStall(l.tail.text());
-      return h?.stall ? `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}` : undefined;
+      if (!h?.stall || quiet < Math.min(HANG_QUIET_MS[h.id] ?? DEFAULT_HANG_QUIET_MS, opts.stallMs)) return undefined;
+      return `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}`;
     },
     onPoll: () => {
       for (const line of l.tail.poll()) {
