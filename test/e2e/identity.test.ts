@@ -122,7 +122,7 @@ describe('item 2: the process group is the unit', { timeout: 120_000 }, () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(recs.map((r) => `${r.sig} ${r.target}`)).toEqual([`SIGTERM -${inst.pid}`]);
-    expect(recs[0].reached).toEqual([{ pid: engine[0], testRun: RUN_MARK }]);
+    expect(recs[0].reached).toEqual([{ pid: engine[0], testRun: RUN_MARK, environBlank: false }]);
     expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);
     expect(existsSync(entryFile())).toBe(false);
   });
