@@ -1,7 +1,7 @@
 // What the bench sends: random prompts of exact token lengths (made exact by the server's own
 // /tokenize, no tokenizer here), an optional shared prefix, or the user's JSONL / ShareGPT file.
 import { readFileSync } from 'node:fs';
-import { request } from 'undici';
+import { http } from '../client/http.js';
 import { rng } from './arrivals.js';
 import type { BenchRequest } from './runner.js';
 
@@ -27,18 +27,12 @@ export interface Tokenizer {
 export function serverTokenizer(url: string, model: string, apiKey?: string, timeoutMs = 10_000): Tokenizer {
   return {
     async count(input) {
-      try {
-        const res = await request(`${url}/tokenize`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
-          body: JSON.stringify({ model, ...input, ...(input.prompt !== undefined ? { add_special_tokens: true } : {}) }),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        const j: any = await res.body.json().catch(() => undefined);
-        return res.statusCode === 200 && Number.isInteger(j?.count) && j.count >= 0 ? j.count : undefined;
-      } catch {
-        return undefined;
-      }
+      // The shared client: its deadline is a timer cleared when the call ends. AbortSignal.timeout
+      // here left one pending 10 s timer per call, thousands for a large dataset, and their
+      // clean-up (a FinalizationRegistry) ran in the measured run after the next full GC:
+      // 28 ms of clearTimeout calls at its start, sends up to 40 ms late.
+      const r = await http(`${url}/tokenize`, { method: 'POST', body: { model, ...input, ...(input.prompt !== undefined ? { add_special_tokens: true } : {}) }, timeoutMs, apiKey });
+      return r.ok && r.status === 200 && Number.isInteger(r.json?.count) && r.json.count >= 0 ? (r.json.count as number) : undefined;
     },
   };
 }

@@ -21,6 +21,9 @@ export interface ClientCheck {
   loopDelayP99Ms: number;
   targetRate?: number;
   achievedRate?: number;
+  /** the warm-up before the measured run: requests sent and how long it took */
+  warmupRequests?: number;
+  warmupS?: number;
 }
 
 /** The limits, documented in the README: above them the client, not the server, set the pace. */

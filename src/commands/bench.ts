@@ -32,6 +32,7 @@ export interface BenchOptions {
   burstiness: string;
   seed: string;
   warmup: string;
+  warmupDuration?: string;
   inputLen: string;
   outputLen?: string;
   rangeRatio: string;
@@ -123,6 +124,9 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const burstiness = num(opts.burstiness, '--burstiness', { gt0: true, inf: true })!;
   const seed = num(opts.seed, '--seed', { int: true, min: 0 })!;
   const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
+  // With a rate, the warm-up runs on the run's schedule for at least a second by default: the
+  // client's own code needs that long at high rates to send on time (see warmUp in the runner).
+  const warmupS = opts.warmupDuration !== undefined ? duration(opts.warmupDuration, '--warmup-duration') / 1000 : Number.isFinite(rate) && warmup > 0 ? 1 : 0;
   const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
   const outputLenOpt = num(opts.outputLen, '--output-len', { int: true, min: 1 });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
@@ -237,6 +241,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
     seed,
     concurrency,
     warmup,
+    warmupS,
     requestTimeoutMs,
     ignoreEos: opts.ignoreEos,
     continuousUsage: opts.continuousUsage && opts.stream,
@@ -267,7 +272,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
         const per = requests ?? (durationS === undefined ? Math.max(16, sweepBy === 'concurrency' ? level * 4 : Math.ceil(level * 4)) : undefined);
         prog.phase(`sweep: ${sweepBy} ${level}`);
         const over: Partial<RunConfig> = sweepBy === 'concurrency' ? { concurrency: level, rate: Infinity, maxRequests: per } : { rate: level, concurrency: undefined, maxRequests: per };
-        const r = await runBench(config({ ...over, warmup: points.length ? 0 : warmup, onProgress: quiet ? undefined : live(`${sweepBy} ${level}: `) }));
+        const r = await runBench(config({ ...over, warmup: points.length ? 0 : warmup, warmupS: points.length ? 0 : warmupS, onProgress: quiet ? undefined : live(`${sweepBy} ${level}: `) }));
         prog.done();
         const res = buildResult(
           { ...baseDesc(), num_prompts: per ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate },
