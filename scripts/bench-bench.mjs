@@ -11,7 +11,7 @@
 // Usage: node scripts/bench-bench.mjs [part...]   (parts: accuracy capacity lag profile; default all)
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -41,7 +41,7 @@ process.on('exit', () => {
 });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
 
-async function sim(args, core = 0) {
+async function sim(args, core = 0, env = {}) {
   const port = await freePort();
   const [cmd, argv] = pin(core, [
     process.execPath,
@@ -61,7 +61,7 @@ async function sim(args, core = 0) {
     '1024',
     ...args,
   ]);
-  const child = spawn(cmd, argv, { stdio: 'ignore', detached: true });
+  const child = spawn(cmd, argv, { stdio: 'ignore', detached: true, env: { ...process.env, ...env } });
   children.push(child);
   for (let i = 0; ; i++) {
     try {
@@ -72,6 +72,22 @@ async function sim(args, core = 0) {
   }
   return {
     url: `http://127.0.0.1:${port}`,
+    /** SIGTERM, and wait for it to exit (its trace is written at exit) */
+    end: () =>
+      new Promise((r) => {
+        child.once('exit', r);
+        try {
+          process.kill(child.pid, 'SIGTERM');
+        } catch {
+          r();
+        }
+        setTimeout(() => {
+          try {
+            process.kill(-child.pid, 'SIGKILL');
+          } catch {}
+          r();
+        }, 15_000).unref();
+      }),
     stop: () => {
       try {
         process.kill(-child.pid, 'SIGKILL');
@@ -94,8 +110,21 @@ function bench(args, core = 1, env = {}) {
 const r2 = (x) => Math.round(x * 100) / 100;
 const report = {};
 
+// numpy's linear-interpolation percentile, as bench reports them
+const pct = (xs, p) => {
+  const a = [...xs].sort((x, y) => x - y);
+  const k = ((a.length - 1) * p) / 100;
+  const lo = Math.floor(k);
+  return a[lo] + (a[Math.min(lo + 1, a.length - 1)] - a[lo]) * (k - lo);
+};
+
 if (parts.includes('accuracy')) {
-  const s = await sim(['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10']);
+  // The simulator also writes what it really sent when (SPARKCTL_SIM_TRACE): its timers run a
+  // little late, so the error against the model is the simulator's lateness plus the client's
+  // own; against the trace it is the client's own (request and answer transit, parsing, timing).
+  const traceDir = mkdtempSync(join(tmpdir(), 'sparkctl-benchbench-'));
+  const tracePath = join(traceDir, 'sim-trace.jsonl');
+  const s = await sim(['--sim-cold-ms', '0', '--sim-prefill-tps', '2000', '--sim-decode-ms', '0', '--sim-fault', 'slow:10'], 0, { SPARKCTL_SIM_TRACE: tracePath });
   const r = await bench([
     '--url',
     s.url,
@@ -115,9 +144,15 @@ if (parts.includes('accuracy')) {
     '0',
     '--json',
   ]);
-  s.stop();
+  await s.end();
   const j = JSON.parse(r.out).result;
   const truth = { ttft: 60, itl: 10 };
+  const trace = readFileSync(tracePath, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  rmSync(traceDir, { recursive: true, force: true });
+  const served = { ttft: trace.map((t) => t.ttftMs), itl: trace.flatMap((t) => t.itlMs) };
   report.accuracy = {
     rate: 200,
     requests: j.completed,
@@ -130,6 +165,16 @@ if (parts.includes('accuracy')) {
     targets: 'within 2 ms at p50, 5 ms at p99',
     met: Math.abs(j.p50_ttft_ms - truth.ttft) <= 2 && Math.abs(j.p50_itl_ms - truth.itl) <= 2 && Math.abs(j.p99_ttft_ms - truth.ttft) <= 5 && Math.abs(j.p99_itl_ms - truth.itl) <= 5,
     client: { sendLagP99Ms: r2(j.sparkctl.client.sendLagP99Ms), loopDelayP99Ms: r2(j.sparkctl.client.loopDelayP99Ms) },
+    // what the simulator really did (warm-up included), and bench's own share of the error
+    simulator_ms: {
+      requests: trace.length,
+      ttft: { p50: r2(pct(served.ttft, 50)), p99: r2(pct(served.ttft, 99)) },
+      itl: { p50: r2(pct(served.itl, 50)), p99: r2(pct(served.itl, 99)) },
+    },
+    client_own_error_ms: {
+      ttft: { p50: r2(j.p50_ttft_ms - pct(served.ttft, 50)), p99: r2(j.p99_ttft_ms - pct(served.ttft, 99)) },
+      itl: { p50: r2(j.p50_itl_ms - pct(served.itl, 50)), p99: r2(j.p99_itl_ms - pct(served.itl, 99)) },
+    },
   };
   console.error(JSON.stringify({ accuracy: report.accuracy }, null, 2));
 }

@@ -1,5 +1,6 @@
 // `sparkctl sim serve MODEL [vllm flags]`: start-up like vLLM (log lines, load time, refused until
 // ready), then the HTTP surface, the timing model and the faults of SPARKCTL_SIM_FAULT / --sim-fault.
+import { SimTrace } from './trace.js';
 import { createServer as createNetServer } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseVllmArgs, ArgError, num, str } from './args.js';
@@ -280,6 +281,7 @@ async function simServeInner(argv: string[]): Promise<void> {
       errorRate: num(args.sim, '--sim-error-rate', 0),
       errorTypes: (str(args.sim, '--sim-error-types') ?? 'rate_limit,server_error,context_length').split(','),
       log: (line) => process.stderr.write(line + '\n'),
+      trace: process.env.SPARKCTL_SIM_TRACE ? new SimTrace(process.env.SPARKCTL_SIM_TRACE) : undefined,
     },
     engine,
     metrics,

@@ -1,5 +1,6 @@
 // The simulator's HTTP surface: vLLM's OpenAI-compatible server (and Anthropic /v1/messages).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import type { SimTrace } from './trace.js';
 import { randomBytes } from 'node:crypto';
 import { type Engine, EngineDead, type Metrics } from './engine.js';
 import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
@@ -14,6 +15,8 @@ export interface ServerConfig {
   errorRate: number;
   errorTypes: string[];
   log: (line: string) => void;
+  /** SPARKCTL_SIM_TRACE: per streamed request, what was really sent when */
+  trace?: SimTrace;
 }
 
 type Json = Record<string, any>;
@@ -121,6 +124,7 @@ export class SimServer {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse) {
+    const arrived = performance.now();
     const url = req.url ?? '/';
     const path = url.includes('?') ? url.slice(0, url.indexOf('?')) : url;
     if (req.method === 'GET') {
@@ -198,12 +202,12 @@ export class SimServer {
       case '/v1/completions':
       case '/v1/chat/completions':
       case '/v1/messages':
-        return this.generate(path, body, req, res);
+        return this.generate(path, body, req, res, arrived);
     }
     return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
   }
 
-  private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse) {
+  private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse, arrived: number) {
     const anthropic = path === '/v1/messages';
     const chat = path === '/v1/chat/completions';
     const fail = (status: number, otype: string, atype: string, msg: string, param: string | null = null) =>
@@ -314,10 +318,13 @@ export class SimServer {
       const usageAt = (n: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n } } : {});
       // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
       const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
+      const trace = this.cfg.trace;
+      const sent: number[] = [];
       const r = await this.engine.generate(
         promptTokens,
         maxTokens,
         (i) => {
+          if (trace) sent.push(performance.now());
           const piece = (i ? ' ' : '') + wordFor(seed, i);
           const last = i === maxTokens - 1;
           // vLLM sends the role chunk with the first output (after prefill), not before it
@@ -357,6 +364,7 @@ export class SimServer {
         abort.signal,
       );
       this.metrics?.success.inc({ finished_reason: 'length' });
+      if (trace && sent.length) trace.record({ ttftMs: sent[0]! - arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
       if (anthropic) {
         sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
         sse({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: r.completionTokens } }, 'message_delta');
