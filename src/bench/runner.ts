@@ -2,8 +2,6 @@
 // cap (closed loop), or both, streams each answer and times it as `vllm bench serve` does.
 import { Pool, type Dispatcher } from 'undici';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import hdr from 'hdr-histogram-js';
 import { schedule, gapSampler } from './arrivals.js';
 import { Semaphore } from './semaphore.js';
@@ -449,24 +447,6 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
   return { outputs: outputs.filter(Boolean), t0, durationS: now() - t0, stoppedEarly, sendLagMs, lastScheduled, lastStart, sent: tasks.length };
 }
 
-let fullGc: (() => void) | undefined | null;
-/**
- * One full garbage collection between the warm-up and the measured run, as JMH does between its
- * iterations: otherwise the warm-up's garbage is collected during the first tenth of a second of
- * the measurement (measured: a 10 ms mark-compact pause there, and sends up to 30 ms late).
- */
-function collectGarbage() {
-  if (fullGc === undefined) {
-    try {
-      setFlagsFromString('--expose-gc');
-      fullGc = runInNewContext('gc') as () => void;
-    } catch {
-      fullGc = null;
-    }
-  }
-  fullGc?.();
-}
-
 export async function runBench(cfg: RunConfig): Promise<RunResult> {
   if (!cfg.dataset.length) throw new Error('the dataset is empty');
   if (cfg.maxRequests === undefined && cfg.durationS === undefined) throw new Error('a run needs --requests or --duration');
@@ -487,7 +467,6 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     if (cfg.warmup > 0 || minS > 0) {
       const w = await drive(pool, cfg, { minRequests: cfg.warmup, minS, maxRequests: paced ? undefined : cfg.warmup, seed: cfg.seed + 0x5eed, dataset: cfg.dataset.map(warmupRequest) });
       warm = { requests: w.sent, seconds: w.durationS };
-      collectGarbage();
     }
     await scraper.start();
     loop.enable();
