@@ -102,13 +102,14 @@ export class Engine {
     return this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
   }
 
-  private admit(need: number, signal?: AbortSignal): Promise<void> {
+  /** Admits the request at once (undefined) or queues it (a promise of its admission). */
+  private admit(need: number, signal?: AbortSignal): Promise<void> | undefined {
     if (signal?.aborted) return Promise.reject(new RequestAborted());
     if (this.waiting.length === 0 && this.fits(need)) {
       this.running++;
       this.kvUsed += need;
       this.gauges();
-      return Promise.resolve();
+      return undefined;
     }
     return new Promise((resolve, reject) => {
       const w: Waiter = { need, resolve, reject, enq: performance.now() };
@@ -161,7 +162,14 @@ export class Engine {
    * aborts (the client disconnected) ends it wherever it is, queued, in prefill or decoding, and
    * frees its slot and KV share at once, as vLLM aborts a request whose client went away.
    */
-  async generate(promptTokens: number, maxTokens: number, onToken?: (i: number) => void | Promise<void>, signal?: AbortSignal): Promise<{ completionTokens: number; ttftMs: number }> {
+  async generate(
+    promptTokens: number,
+    maxTokens: number,
+    onToken?: (i: number) => void | Promise<void>,
+    signal?: AbortSignal,
+    /** when the request reached the server (performance.now()); the time model counts from there */
+    arrived?: number,
+  ): Promise<{ completionTokens: number; ttftMs: number }> {
     if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
     this.generations++;
     const n = this.generations;
@@ -176,8 +184,13 @@ export class Engine {
     }
     const need = promptTokens + maxTokens;
     const t0 = performance.now();
-    await this.admit(need, signal);
+    const wait = this.admit(need, signal);
+    if (wait) await wait;
     const queued = performance.now() - t0;
+    // Admitted at once: the model's clock started when the request reached the server (reading
+    // and checking its body is not prefill time: up to a few ms on a busy simulator). Held in the
+    // queue: from its admission.
+    const base = !wait && arrived !== undefined ? arrived : performance.now();
     let _generated = 0;
     try {
       const t = this.timing;
@@ -187,7 +200,7 @@ export class Engine {
         this.warmBuckets.add(bucket);
         prefill += t.coldMs * t.timeFactor;
       }
-      await abortable(prefill + t.slowMs * t.timeFactor, signal);
+      await abortable(base + prefill + t.slowMs * t.timeFactor - performance.now(), signal);
       // vLLM counts tokens as the engine processes them (per step), not when a request finishes.
       this.metrics?.promptTokens.inc(promptTokens);
       _generated = 1;

@@ -264,7 +264,7 @@ export class SimServer {
     const finish = (n: number) => (n >= maxTokens ? 'length' : 'stop');
     try {
       if (!stream) {
-        const r = await this.engine.generate(promptTokens, maxTokens, undefined, abort.signal);
+        const r = await this.engine.generate(promptTokens, maxTokens, undefined, abort.signal, arrived);
         const text = this.text(seed, r.completionTokens);
         this.metrics?.success.inc({ finished_reason: 'length' });
         if (anthropic) {
@@ -362,6 +362,7 @@ export class SimServer {
             });
         },
         abort.signal,
+        arrived,
       );
       this.metrics?.success.inc({ finished_reason: 'length' });
       if (trace && sent.length) trace.record({ ttftMs: sent[0]! - arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
