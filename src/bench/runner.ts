@@ -400,14 +400,16 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
       const scheduled = t0 + offset;
       if (spec.durationS !== undefined && offset >= spec.durationS) break;
       await until(scheduled, cfg.stop);
+      // When the request was meant to leave: on its schedule (a rate), or as soon as the cap let it
+      // (rate inf with a cap: the moment a slot was free, whether it had to wait for one or not;
+      // taking the run's start there made every later request look seconds late).
       let ready = scheduled;
       if (sem) {
         const w = sem.acquire();
-        if (w) {
-          await w;
-          // held back by the cap: from here on any delay is the client's
-          ready = Math.max(scheduled, now());
-        }
+        if (w) await w;
+        if (!Number.isFinite(cfg.rate)) ready = now();
+        // held back by the cap: from here on any delay is the client's
+        else if (w) ready = Math.max(scheduled, now());
       }
       if (cfg.stop?.aborted) {
         stoppedEarly = true;

@@ -219,3 +219,31 @@ describe('the warm-up', () => {
     expect(seen).toHaveLength(3);
   });
 });
+
+describe('closed loop: when each request was meant to leave', () => {
+  let slow: Server;
+  let slowUrl: string;
+  beforeAll(async () => {
+    slow = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => setTimeout(() => sse(res, chunk('a', { completion_tokens: 1 }), '[DONE]'), 40));
+    });
+    await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
+    slowUrl = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    slow.closeAllConnections();
+    await new Promise((r) => slow.close(r));
+  });
+
+  it('rate inf with a cap: the moment a slot frees, never the start of the run (send lag and "from schedule" stay near 0)', async () => {
+    const { runBench } = await import('../../src/bench/runner.js');
+    // 12 requests, 2 at a time, 40 ms each: the last ones leave about 200 ms after the start
+    const r = await runBench(config({ url: slowUrl, concurrency: 2, warmup: 0, maxRequests: 12, scrapeIntervalMs: 0 }));
+    expect(r.outputs).toHaveLength(12);
+    const late = r.outputs.map((o) => (o.startTime - o.scheduledTime) * 1000);
+    expect(Math.max(...late)).toBeLessThan(30);
+    expect(r.client.sendLagP99Ms).toBeLessThan(30);
+    expect(Math.max(...r.outputs.map((o) => o.startTime - r.startedAt))).toBeGreaterThan(0.15);
+  });
+});
