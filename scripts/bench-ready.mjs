@@ -8,18 +8,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
+import { BIN as bin, freePort } from './lib/sim.mjs';
 
 const runs = Number(process.argv[2] ?? 5);
-const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
-const freePort = () =>
-  new Promise((r) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = s.address().port;
-      s.close(() => r(p));
-    });
-  });
 const lags = [];
 for (let i = 0; i < runs; i++) {
   const state = mkdtempSync(join(tmpdir(), 'bench-ready-'));

@@ -92,6 +92,12 @@ export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] 
   return { fails, warns };
 }
 
+/** One rule over every GPU: all their failures and warnings, each naming its GPU. */
+function acrossGpus(gpus: Gpu[], rule: (g: Gpu) => { fails: string[]; warns: string[] }): { fails: string[]; warns: string[] } {
+  const found = gpus.map(rule);
+  return { fails: found.flatMap((f) => f.fails), warns: found.flatMap((f) => f.warns) };
+}
+
 export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
   const codes = [...new Set(events.map((e) => e.code))];
   const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
@@ -489,13 +495,7 @@ export const CHECKS: Check[] = [
     probes: ['smi.query'],
     needsGpu: true,
     run(ctx) {
-      const fails: string[] = [];
-      const warns: string[] = [];
-      for (const g of ctx.facts.gpus) {
-        const f = gpuEccFindings(g);
-        fails.push(...f.fails);
-        warns.push(...f.warns);
-      }
+      const { fails, warns } = acrossGpus(ctx.facts.gpus, gpuEccFindings);
       const expected = 'ECC on, no uncorrected errors, no pending or failed remaps';
       if (fails.length) return fail([...fails, ...warns].join('; '), expected, 'drain the GPU and reset it (nvidia-smi -r -i N); a failed remap or repeated uncorrected errors mean an RMA');
       if (warns.length) return warn(warns.join('; '), expected, 'reset the GPU when idle (nvidia-smi -r -i N) so pending remaps take effect; enable ECC with nvidia-smi -e 1 and reboot');
@@ -509,13 +509,7 @@ export const CHECKS: Check[] = [
     probes: ['smi.query'],
     needsGpu: true,
     run(ctx) {
-      const fails: string[] = [];
-      const warns: string[] = [];
-      for (const g of ctx.facts.gpus) {
-        const f = gpuThrottleFindings(g);
-        fails.push(...f.fails);
-        warns.push(...f.warns);
-      }
+      const { fails, warns } = acrossGpus(ctx.facts.gpus, gpuThrottleFindings);
       const expected = 'no thermal, HW slowdown or power-brake throttling';
       if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
       if (warns.length) return warn(warns.join('; '), expected, 'SW power cap under load: raise the power limit (nvidia-smi -pl) if the baseline allows');
