@@ -62,11 +62,12 @@ function num(v: string | undefined, flag: string, o: { int?: boolean; min?: numb
   return n;
 }
 
-function duration(v: string, flag: string): number {
+function duration(v: string, flag: string, rule: { allowZero?: boolean } = {}): number {
   try {
-    return parseDuration(v, flag);
+    return parseDuration(v, flag, rule);
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    // its UsageError already names the flag, the value and the fix: keep the fix
+    throw e instanceof UsageError ? e : new UsageError((e as Error).message);
   }
 }
 
@@ -126,7 +127,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
   // With a rate, the warm-up runs on the run's schedule for at least a second by default: the
   // client's own code needs that long at high rates to send on time (see warmUp in the runner).
-  const warmupS = opts.warmupDuration !== undefined ? duration(opts.warmupDuration, '--warmup-duration') / 1000 : Number.isFinite(rate) && warmup > 0 ? 1 : 0;
+  const warmupS = opts.warmupDuration !== undefined ? duration(opts.warmupDuration, '--warmup-duration', { allowZero: true }) / 1000 : Number.isFinite(rate) && warmup > 0 ? 1 : 0;
   const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
   const outputLenOpt = num(opts.outputLen, '--output-len', { int: true, min: 1 });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;

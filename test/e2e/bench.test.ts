@@ -176,6 +176,10 @@ describe('bench against the simulator', () => {
     const slo = await cli(['bench', '--url', sim.url, '--goodput', 'ttft=3']);
     expect(slo.exitCode).toBe(2);
     expect(String(slo.stderr)).toMatch(/--goodput: "ttft=3" is not METRIC:MS/);
+    const wd = await cli(['bench', '--url', sim.url, '--warmup-duration', 'soon']);
+    expect(wd.exitCode).toBe(2);
+    expect(String(wd.stderr)).toContain('--warmup-duration: "soon" is not a duration');
+    expect(String(wd.stderr)).toContain('write it like 500ms, 30s'); // the fix, not only the fault
     const port = await freePort();
     const down = await cli(['bench', '--url', `http://127.0.0.1:${port}`, '--requests', '1']);
     expect(down.exitCode).toBe(3);
