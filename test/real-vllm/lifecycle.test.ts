@@ -204,8 +204,15 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       const r = await sparkctl(['bench', 'tiny-0', '--json', '--requests', '6', '--warmup', '0', '--concurrency', '2', '--input-len', '48', '--output-len', '8', '--scrape-interval', '0'], {
         timeout: 5 * MIN,
       });
-      expect(r.exitCode, r.stderr).toBe(0);
       const res = JSON.parse(r.stdout).result;
+      // What this test checks is the token accounting. Exit 1 with the run marked invalid is
+      // bench's self-check doing its job when the real vLLM and the rest of the suite starve its
+      // event loop on a 2-core CI host (seen once: exit 1, client-bound); the counts must still hold.
+      if (r.exitCode !== 0) {
+        expect(r.exitCode, `${r.stderr}\n${JSON.stringify(res?.sparkctl?.invalid_reasons)}`).toBe(1);
+        expect(res.sparkctl.valid).toBe(false);
+        expect(res.sparkctl.invalid_reasons.join(' ')).toMatch(/event loop|late|offered/);
+      }
       expect(res).toMatchObject({ completed: 6, failed: 0, total_input_tokens: 6 * 48, total_output_tokens: 6 * 8 });
       const after = await counters();
       expect(after.prompt - before.prompt).toBe(res.total_input_tokens);
