@@ -133,8 +133,9 @@ describe('one request against a hostile or broken server', () => {
     const o = await one('hang', { requestTimeoutMs: 300 });
     expect(o.failure).toBe('timeout');
     expect(o.error).toMatch(/within the request deadline \(300 ms\)/);
-    expect(performance.now() - t).toBeLessThan(1500);
-  });
+    // without its deadline it would hang to the test's own limit; the margin is for a loaded CI host
+    expect(performance.now() - t).toBeLessThan(5000);
+  }, 15_000);
 
   it("the run's abort (a second Ctrl-C) ends a request in flight as aborted, not as a timeout", async () => {
     const ac = new AbortController();
