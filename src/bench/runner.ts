@@ -9,7 +9,6 @@ import { SseSplitter, SseError } from './sse.js';
 import { classifyFailure, type RequestOutput } from './metrics.js';
 import { judgeClient, type ClientCheck } from './selfcheck.js';
 import { Scraper, type ScrapeSample } from './scrape.js';
-import { percentile } from './stats.js';
 
 export interface BenchRequest {
   /** completions: the prompt text */
@@ -318,7 +317,7 @@ export function makePool(url: string, concurrency?: number): Pool {
     connections: concurrency ?? null,
     pipelining: 1,
     keepAliveTimeout: 60_000,
-    // Per-request deadlines are our own AbortSignal; undici's must not cut a long stream.
+    // Per-request deadlines are sendOne's own timer; undici's must not cut a long stream.
     headersTimeout: 0,
     bodyTimeout: 0,
     connect: { timeout: 10_000 },
@@ -392,9 +391,8 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
   let offset = 0;
   let lastScheduled = t0;
   let lastStart = t0;
-  let i = 0;
   try {
-    for (; spec.maxRequests === undefined || i < spec.maxRequests; i++) {
+    for (let i = 0; spec.maxRequests === undefined || i < spec.maxRequests; i++) {
       if (spec.minRequests !== undefined && i >= spec.minRequests && now() - t0 >= (spec.minS ?? 0)) break;
       offset = fixed ? fixed[i]! : offset + gap();
       const scheduled = t0 + offset;
@@ -423,7 +421,6 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
       lastScheduled = scheduled;
       const req = spec.dataset[i % spec.dataset.length]!;
       inFlight++;
-      const idx = i;
       // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
       // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
       const p = sendOne(pool, cfg, req, Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => {
@@ -433,7 +430,7 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
           done++;
           live.recordValue(Math.max(1, Math.round(o.ttft * 1e6)));
         } else failed++;
-        outputs[idx] = o;
+        outputs[i] = o;
         sendLagMs.push((o.startTime - ready) * 1000);
         lastStart = Math.max(lastStart, o.startTime);
       });
@@ -495,5 +492,3 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     await pool.close().catch(() => {});
   }
 }
-
-export { percentile };

@@ -14,8 +14,4 @@ export class Semaphore {
     if (w) w();
     else this.free++;
   }
-  /** Wakes every waiter (the run is stopping); each must check the stop flag. */
-  drain() {
-    for (const w of this.waiters.splice(0)) w();
-  }
 }
