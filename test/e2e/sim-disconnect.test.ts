@@ -20,6 +20,9 @@ async function gauges(url: string) {
   };
 }
 
+/** Waits until the server's gauges meet `want` (false at the deadline). */
+const gaugesReach = (url: string, want: (g: Awaited<ReturnType<typeof gauges>>) => boolean, ms: number) => waitFor(async () => want(await gauges(url)), ms);
+
 /** A raw POST that we can hang up on (the OpenAI SDK would retry). */
 function post(url: string, body: object) {
   const req = request(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
@@ -48,22 +51,12 @@ describe('simulator: a client that disconnects aborts its request', () => {
     // Each request would decode for 60 s: nothing may finish on its own during the test.
     sim = await startSim(['--max-num-seqs', '4', '--sim-decode-ms', '1000', '--sim-cold-ms', '0', '--max-model-len', '4096', '--served-model-name', 'm']);
     const reqs = Array.from({ length: 6 }, () => post(sim!.url, { model: 'm', prompt: 'hello there', max_tokens: 60, stream }));
-    expect(
-      await waitFor(async () => {
-        const g = await gauges(sim!.url);
-        return g.running === 4 && g.waiting === 2;
-      }, 10_000),
-    ).toBe(true);
+    expect(await gaugesReach(sim.url, (g) => g.running === 4 && g.waiting === 2, 10_000)).toBe(true);
     const before = await gauges(sim.url);
     expect(before.kv).toBeGreaterThan(0);
     for (const r of reqs) r.hangUp();
     expect(await Promise.all(reqs.map((r) => r.done))).toEqual(Array(6).fill('hung-up'));
-    expect(
-      await waitFor(async () => {
-        const g = await gauges(sim!.url);
-        return g.running === 0 && g.waiting === 0;
-      }, 5_000),
-    ).toBe(true);
+    expect(await gaugesReach(sim.url, (g) => g.running === 0 && g.waiting === 0, 5_000)).toBe(true);
     const after = await gauges(sim.url);
     expect(after.kv).toBe(0);
     // As in vLLM: a request aborted because its client left is not counted as finished (not even as "abort").
