@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from './proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, compareCluster, describeShortfall, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type NodeStep, type RayNode } from './ray.js';
+import { pause } from '../util/pause.js';
 
 type PrewarmSettings = Parameters<typeof prewarm>[1];
 
@@ -77,12 +78,6 @@ export interface RunCtx {
   emit?: (e: ClusterEvent) => void;
   signal?: AbortSignal;
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((res) => {
-    const t = setTimeout(res, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), res()), { once: true });
-  });
 
 /** Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray status`'s counts. */
 export async function readCluster(nf: NodesFile, signal?: AbortSignal): Promise<{ view?: ClusterView; nodes?: RayNode[]; status?: string; error?: string }> {
@@ -221,7 +216,7 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
         evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
       });
     }
-    await sleep(1000, signal);
+    await pause(1000, signal);
   }
   emit({ type: 'ray-cluster', nodes: seen.view!.nodes, gpus: seen.view!.gpus });
 
@@ -326,7 +321,7 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
         evidence: d.lastLines,
       });
     }
-    await sleep(250, signal);
+    await pause(250, signal);
   }
   const readyMs = Date.now() - started;
   emit({ type: 'ready', ms: readyMs, url: record.url, nodes: seen.view!.nodes, gpus: seen.view!.gpus });

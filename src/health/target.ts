@@ -2,6 +2,7 @@
 // serve (one node and a Ray head), prewarm and probe share.
 import type { Instance } from '../engine/registry.js';
 import { http } from '../client/http.js';
+import { pause } from '../util/pause.js';
 
 export interface Target {
   name: string;
@@ -73,18 +74,6 @@ export interface ReadyWatch {
   onPoll?: () => void | Promise<void>;
   pollMs?: number;
 }
-
-const pause = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 
 /**
  * Ready = /health 200, /v1/models lists the served name, and (where it can be proven) the server

@@ -127,3 +127,19 @@ describe('listenerIsOneOf: who holds a listening socket', () => {
     expect(listeningInodes(port, () => null)).toBeUndefined();
   });
 });
+
+describe('pause: the wait every readiness and cluster loop uses', () => {
+  it('leaves no listener on the signal it waited on, however many rounds; an abort ends it at once', async () => {
+    const { pause } = await import('../../src/util/pause.js');
+    const { getEventListeners } = await import('node:events');
+    const ac = new AbortController();
+    for (let i = 0; i < 50; i++) await pause(1, ac.signal);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    const t = performance.now();
+    const p = pause(10_000, ac.signal);
+    ac.abort();
+    await p;
+    expect(performance.now() - t).toBeLessThan(1000);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+  });
+});
