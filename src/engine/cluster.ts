@@ -402,5 +402,3 @@ export async function clusterStatus(record: ClusterRecord, nf: NodesFile | undef
   const state = server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
   return { record, server, serverDetail, nodes, state, rayError: seen.view ? undefined : seen.error };
 }
-
-export type { Remote };

@@ -23,8 +23,8 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
             .filter((l) => /NVRM|Xid|nvidia/i.test(l))
             .join('\n')
         : c.stdout;
-    writeFileAtomic(join(dir, stdout), redact(out));
-    writeFileAtomic(join(dir, stderr), redact(c.stderr));
+    writeFileAtomic(join(dir, stdout), redactText(out));
+    writeFileAtomic(join(dir, stderr), redactText(c.stderr));
     commands.push({ argv: c.argv, stdout, stderr, exitCode: c.exitCode, durationMs: c.durationMs, ...(c.error ? { error: c.error } : {}) });
   }
   const files = [];
@@ -35,15 +35,15 @@ export async function writeBundle(dir: string, rec: RecordingHost): Promise<{ co
       continue;
     }
     const f = `out/file-${String(j++).padStart(3, '0')}`;
-    writeFileAtomic(join(dir, f), redact(content));
+    writeFileAtomic(join(dir, f), redactText(content));
     files.push({ path, content: f });
   }
   let systeminformation: string | undefined;
   if (rec.sysinfoReadings.size) {
-    // Readings are already reduced to typed fields (no serials, UUIDs or MACs); values pass redact() too.
+    // Readings are already reduced to typed fields (no serials, UUIDs or MACs); values pass redactText() too.
     systeminformation = 'systeminformation.json';
     const section = { library: await sysinfoVersion(), readings: Object.fromEntries(rec.sysinfoReadings) };
-    writeFileAtomic(join(dir, systeminformation), redact(JSON.stringify(section, null, 2)) + '\n');
+    writeFileAtomic(join(dir, systeminformation), redactText(JSON.stringify(section, null, 2)) + '\n');
   }
   const manifest = { version: 1, host: hostname(), collectedAt: new Date().toISOString(), arch: arch(), commands, files, env: pickEnv(rec.env()), ...(systeminformation ? { systeminformation } : {}) };
   writeFileAtomic(join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
@@ -57,9 +57,4 @@ async function sysinfoVersion(): Promise<string> {
   } catch {
     return 'systeminformation ?';
   }
-}
-
-/** Values of secret-named variables that leaked into an output (a process environment, a command line). */
-export function redact(text: string): string {
-  return redactText(text);
 }

@@ -418,7 +418,6 @@ function topDir(p: string): string {
 
 const ENV_KEEP =
   /^(PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HOME|HF_HOME|HF_HUB_CACHE|HF_HUB_OFFLINE|VLLM_[A-Z_]+|NCCL_[A-Z_]+|GLOO_[A-Z_]+|TORCH_[A-Z_]+|CUDA_[A-Z_]+|PYTORCH_[A-Z_]+)$/;
-export { SECRET_NAME as SECRET_ENV } from '../util/redact.js';
 import { SECRET_NAME as SECRET_ENV } from '../util/redact.js';
 
 /** The variables preflight reads; never a secret. */

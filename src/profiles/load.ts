@@ -8,6 +8,7 @@ import yaml from 'js-yaml';
 import type { z } from 'zod';
 import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
+import { isSecretName } from '../util/redact.js';
 import { validateProfile } from './validate.js';
 
 /** The shipped profiles: found upwards from this module (dist/profiles/, dist/bundle/ or src/profiles/). */
@@ -127,7 +128,7 @@ export function zodProblems(error: z.ZodError, prefix = '', input?: unknown): Pr
   for (const issue of error.issues) {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(root)';
     const value = at(input, issue.path);
-    const secret = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i.test(path);
+    const secret = isSecretName(path);
     const v = secret ? '(value hidden)' : shown(value);
     if (issue.code === 'unrecognized_keys') {
       for (const k of issue.keys) {

@@ -5,7 +5,6 @@ const positiveInt = z.number().int().positive();
 const port = z.number().int().min(1).max(65535);
 
 /** Variables whose names look like secrets: never written to a profile, argv, a log or a bundle. */
-export { SECRET_NAME } from '../util/redact.js';
 
 export const ModelBlock = z
   .strictObject({
