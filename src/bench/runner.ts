@@ -1,6 +1,7 @@
 // The load generator: sends the dataset's requests on a schedule (open loop), under a concurrency
 // cap (closed loop), or both, streams each answer and times it as `vllm bench serve` does.
 import { Pool, type Dispatcher } from 'undici';
+import { MAX_BODY_BYTES } from '../client/http.js';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import hdr from 'hdr-histogram-js';
 import { schedule, gapSampler } from './arrivals.js';
@@ -114,26 +115,23 @@ function onRunAbort(signal: AbortSignal | undefined, fn: () => void): () => void
     fn();
     return () => {};
   }
-  let set = abortersBySignal.get(signal);
-  if (!set) {
-    const fresh = new Set<() => void>();
-    set = fresh;
-    abortersBySignal.set(signal, fresh);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const f of [...fresh]) f();
-      },
-      { once: true },
-    );
-  }
+  const set = abortersBySignal.get(signal) ?? watchRunAbort(signal);
   set.add(fn);
-  const s = set;
-  return () => s.delete(fn);
+  return () => set.delete(fn);
 }
 
-/** The most a non-streamed answer may be; past it the request fails (bad_stream), nothing is kept. */
-const MAX_BODY = 8 * 1024 * 1024;
+function watchRunAbort(signal: AbortSignal): Set<() => void> {
+  const set = new Set<() => void>();
+  abortersBySignal.set(signal, set);
+  signal.addEventListener(
+    'abort',
+    () => {
+      for (const f of [...set]) f();
+    },
+    { once: true },
+  );
+  return set;
+}
 
 /**
  * One request, timed from `startTime` (the moment it is handed to the connection pool). It runs on
@@ -166,12 +164,11 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
       abort(Object.assign(new Error('aborted'), { name: 'AbortError' }));
     });
     const finish = () => {
-      if (finished) return false;
+      if (finished) return;
       finished = true;
       clearTimeout(timer);
       unlisten();
       resolve(out);
-      return true;
     };
     const fail = (e: unknown) => {
       if (finished) return;
@@ -246,7 +243,7 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
             if (errBody.length < 500) errBody += chunk.toString('utf8', 0, Math.min(chunk.length, 500));
           } else if (!cfg.stream) {
             rawLen += chunk.length;
-            if (rawLen > MAX_BODY) throw new SseError(`the answer grew past ${MAX_BODY} bytes`);
+            if (rawLen > MAX_BODY_BYTES) throw new SseError(`the answer grew past ${MAX_BODY_BYTES} bytes`);
             raw.push(chunk);
           } else for (const data of sse.push(chunk)) handle(data, ts);
         } catch (e) {
@@ -344,7 +341,8 @@ interface DriveSpec {
   /** ...and this many seconds have passed */
   minS?: number;
   seed: number;
-  dataset: BenchRequest[];
+  /** the warm-up's requests: each prompt tagged as it is sent (no copy of the dataset) */
+  warmup?: boolean;
   onProgress?: (p: Progress) => void;
 }
 
@@ -419,7 +417,8 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
         break;
       }
       lastScheduled = scheduled;
-      const req = spec.dataset[i % spec.dataset.length]!;
+      const k = i % cfg.dataset.length;
+      const req = spec.warmup ? warmupRequest(cfg.dataset[k]!, k) : cfg.dataset[k]!;
       inFlight++;
       // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
       // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
@@ -464,14 +463,14 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
     const minS = paced ? (cfg.warmupS ?? 0) : 0;
     let warm = { requests: 0, seconds: 0 };
     if (cfg.warmup > 0 || minS > 0) {
-      const w = await drive(pool, cfg, { minRequests: cfg.warmup, minS, maxRequests: paced ? undefined : cfg.warmup, seed: cfg.seed + 0x5eed, dataset: cfg.dataset.map(warmupRequest) });
+      const w = await drive(pool, cfg, { minRequests: cfg.warmup, minS, maxRequests: paced ? undefined : cfg.warmup, seed: cfg.seed + 0x5eed, warmup: true });
       warm = { requests: w.sent, seconds: w.durationS };
     }
     await scraper.start();
     loop.enable();
     let r: Driven;
     try {
-      r = await drive(pool, cfg, { maxRequests: cfg.maxRequests, durationS: cfg.durationS, seed: cfg.seed, dataset: cfg.dataset, onProgress: cfg.onProgress });
+      r = await drive(pool, cfg, { maxRequests: cfg.maxRequests, durationS: cfg.durationS, seed: cfg.seed, onProgress: cfg.onProgress });
     } finally {
       loop.disable();
     }

@@ -62,15 +62,6 @@ function num(v: string | undefined, flag: string, o: { int?: boolean; min?: numb
   return n;
 }
 
-function duration(v: string, flag: string, rule: { allowZero?: boolean } = {}): number {
-  try {
-    return parseDuration(v, flag, rule);
-  } catch (e) {
-    // its UsageError already names the flag, the value and the fix: keep the fix
-    throw e instanceof UsageError ? e : new UsageError((e as Error).message);
-  }
-}
-
 /** NAME: a running instance (registry) or a profile (its port, served name, key by env name); or --url. */
 function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   if (opts.url) {
@@ -117,7 +108,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const endpoint = opts.endpoint === 'chat' ? 'chat' : opts.endpoint === 'completions' ? 'completions' : undefined;
   if (!endpoint) throw new UsageError(`--endpoint: "${opts.endpoint}" is not completions or chat`);
   let requests = num(opts.requests, '--requests', { int: true, min: 1 });
-  const durationS = opts.duration !== undefined ? duration(opts.duration, '--duration') / 1000 : undefined;
+  const durationS = opts.duration !== undefined ? parseDuration(opts.duration, '--duration') / 1000 : undefined;
   if (durationS !== undefined && !(durationS > 0)) throw new UsageError('--duration must be above 0');
   if (requests === undefined && durationS === undefined && !opts.sweep) requests = 200;
   const concurrency = num(opts.concurrency, '--concurrency', { int: true, min: 1 });
@@ -127,13 +118,13 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
   // With a rate, the warm-up runs on the run's schedule for at least a second by default: the
   // client's own code needs that long at high rates to send on time (see warmUp in the runner).
-  const warmupS = opts.warmupDuration !== undefined ? duration(opts.warmupDuration, '--warmup-duration', { allowZero: true }) / 1000 : Number.isFinite(rate) && warmup > 0 ? 1 : 0;
+  const warmupS = opts.warmupDuration !== undefined ? parseDuration(opts.warmupDuration, '--warmup-duration', { allowZero: true }) / 1000 : Number.isFinite(rate) && warmup > 0 ? 1 : 0;
   const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
   const outputLenOpt = num(opts.outputLen, '--output-len', { int: true, min: 1 });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
   if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`);
   const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
-  const requestTimeoutMs = duration(opts.requestTimeout, '--request-timeout');
+  const requestTimeoutMs = parseDuration(opts.requestTimeout, '--request-timeout');
   const scrapeMs = num(opts.scrapeInterval, '--scrape-interval', { int: true, min: 0 })!;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());

@@ -191,7 +191,6 @@ export class Engine {
     // and checking its body is not prefill time: up to a few ms on a busy simulator). Held in the
     // queue: from its admission.
     const base = !wait && arrived !== undefined ? arrived : performance.now();
-    let _generated = 0;
     try {
       const t = this.timing;
       const bucket = Engine.bucket(promptTokens);
@@ -203,7 +202,6 @@ export class Engine {
       await abortable(base + prefill + t.slowMs * t.timeFactor - performance.now(), signal);
       // vLLM counts tokens as the engine processes them (per step), not when a request finishes.
       this.metrics?.promptTokens.inc(promptTokens);
-      _generated = 1;
       this.metrics?.generationTokens.inc(1);
       const ttftMs = performance.now() - t0;
       this.metrics?.ttft.observe(ttftMs / 1000);
@@ -220,7 +218,6 @@ export class Engine {
           due += step;
           await abortable(due - performance.now(), signal);
           this.metrics?.itl.observe(step / 1000);
-          _generated++;
           this.metrics?.generationTokens.inc(1);
           await onToken(i);
         }
@@ -232,12 +229,10 @@ export class Engine {
           await abortable(step * (maxTokens - 1), signal);
         } catch (e) {
           const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
-          _generated += made;
           this.metrics?.generationTokens.inc(made);
           throw e;
         }
         this.metrics?.itl.observe(step / 1000);
-        _generated = maxTokens;
         this.metrics?.generationTokens.inc(maxTokens - 1);
       }
       this.metrics?.e2e.observe((performance.now() - t0) / 1000);

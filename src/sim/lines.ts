@@ -9,9 +9,7 @@
 // Where a change falls between two observed versions the cut is a dated guess, named here:
 // the logo from 0.15 (0.14 printed the old line, 0.17 the logo), "GiB memory" from 0.12 (seen in
 // 2026-02 logs), "Starting vLLM server on" from 0.18 (2026-03), the merged KV line from 0.27.2.
-import { compareVersions } from '../profiles/versions.js';
-
-const since = (v: string, min: string) => compareVersions(v, min) >= 0;
+import { gte as since } from '../profiles/versions.js';
 
 /** [source location, message] pairs; a multi-line message is one entry per line, as vLLM's logger prints it. */
 export type Line = [where: string, message: string];
