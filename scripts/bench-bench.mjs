@@ -14,6 +14,8 @@ import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN as bin, freePort, hasTaskset, pin, startSim } from './lib/sim.mjs';
+// numpy's linear-interpolation percentile and median: bench's own (npm run build makes dist/)
+import { percentile as pct, median } from '../dist/bench/stats.js';
 
 const parts = process.argv.slice(2).length ? process.argv.slice(2) : ['accuracy', 'capacity', 'lag', 'profile'];
 const sim = (args, core = 0, env = {}) => startSim(['--max-model-len', '16384', '--max-num-seqs', '1024', ...args], { core, env });
@@ -31,14 +33,6 @@ function bench(args, core = 1, env = {}) {
 }
 const r2 = (x) => Math.round(x * 100) / 100;
 const report = {};
-
-// numpy's linear-interpolation percentile, as bench reports them
-const pct = (xs, p) => {
-  const a = [...xs].sort((x, y) => x - y);
-  const k = ((a.length - 1) * p) / 100;
-  const lo = Math.floor(k);
-  return a[lo] + (a[Math.min(lo + 1, a.length - 1)] - a[lo]) * (k - lo);
-};
 
 if (parts.includes('accuracy')) {
   // The simulator also writes what it really sent when (SPARKCTL_SIM_TRACE): its timers run a
@@ -162,7 +156,6 @@ if (parts.includes('capacity')) {
     failed += j.failed;
   }
   s.stop();
-  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   report.capacity = {
     pinned: hasTaskset,
     connections,
