@@ -89,7 +89,7 @@ export function costFor(name: string, opts: CostCli, now = Date.now()): { result
   const utilization = positive('--utilization', opts.utilization, 1);
   const genWeight = positive('--gen-weight', opts.genWeight);
   const all = readHistory(dir, matches(name), { from, to });
-  const inWindow = all.samples.filter((s) => Date.parse(s.t) >= from && Date.parse(s.t) <= to);
+  const inWindow = all.samples; // readHistory keeps only the window
   if (inWindow.length < 2) noHistory(name, dir, all.files.length > 0);
   const price = resolvePrice(name, opts, dir);
   const byTarget = new Map<string, Sample[]>();

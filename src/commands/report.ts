@@ -26,7 +26,7 @@ export async function run(name: string, opts: ReportCli) {
   const dir = stateDir();
   const { from, to, since } = window(opts, '7d');
   const all = readHistory(dir, matches(name), { from, to });
-  const samples = all.samples.filter((s) => Date.parse(s.t) >= from && Date.parse(s.t) <= to);
+  const samples = all.samples; // readHistory keeps only the window
   if (!samples.length) noHistory(name, dir, all.files.length > 0);
   if (all.skipped.length) note(`history: ${all.skipped.length} unreadable line(s) skipped (torn or edited)`);
   const r = buildReport(samples);

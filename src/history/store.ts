@@ -145,7 +145,7 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
     const last = lines.pop();
     lines.forEach((l, k) => {
       if (!l.trim()) return;
-      // cheap pre-filter on the time every line starts with; the full check follows for the rest
+      // cheap pre-filter on the time every line starts with; the full check follows, after parsing
       if (window.from !== undefined || window.to !== undefined) {
         const t = Date.parse(/^\{"v":\d+,"t":"([^"]{10,40})"/.exec(l)?.[1] ?? '');
         if (!Number.isNaN(t) && ((window.from !== undefined && t < window.from) || (window.to !== undefined && t > window.to))) return;
@@ -162,6 +162,12 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
         const i = r.error.issues[0]!;
         skipped.push({ file: f, line: k + 1, why: `${i.path.join('.') || 'line'}: ${i.message}` });
         return;
+      }
+      if (window.from !== undefined || window.to !== undefined) {
+        // the window itself, for every line (one written by hand or by another tool may not start
+        // the way the pre-filter reads); a sample with no readable time is outside any window
+        const t = Date.parse(r.data.t);
+        if (!(t >= (window.from ?? -Infinity) && t <= (window.to ?? Infinity))) return;
       }
       if (match(r.data)) samples.push(r.data);
     });

@@ -148,6 +148,17 @@ describe('store', () => {
     expect(r.samples.map((s) => s.t)).toEqual(['2026-11-30T10:05:00.000Z', '2026-11-30T10:10:00.000Z']);
   });
 
+  it('the window holds for a line the quick time filter cannot read (keys in another order)', () => {
+    const d = tmp();
+    const p = appendSample(d, sample({ at: new Date(Date.UTC(2026, 10, 30, 10, 5)) }));
+    // the same sample outside the window, its keys reordered so the line does not start with {"v":N,"t":
+    const { v, t: _t, ...rest } = sample({ at: new Date(Date.UTC(2026, 10, 30, 9, 0)) }) as Sample & { v: number };
+    appendFileSync(p, `${JSON.stringify({ ...rest, t: '2026-11-30T09:00:00.000Z', v })}\n`);
+    const r = readHistory(d, undefined, { from: Date.UTC(2026, 10, 30, 10, 0) });
+    expect(r.samples.map((s) => s.t)).toEqual(['2026-11-30T10:05:00.000Z']);
+    expect(readHistory(d).samples).toHaveLength(2);
+  });
+
   it('a torn last line, a corrupt line and a wrong shape are skipped and reported, never fatal', () => {
     const d = tmp();
     const p = appendSample(d, sample());
