@@ -17,6 +17,8 @@ import { phaseOf, classifyStall } from './classify.js';
  */
 export const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
 const DEFAULT_HANG_QUIET_MS = 60_000;
+/** No hang is named before the log has been quiet this long. */
+const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HANG_QUIET_MS));
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
 import { waitReady, type ReadyResult } from '../health/target.js';
@@ -82,6 +84,9 @@ export function superviseReady(
   opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal },
 ): Promise<ReadyResult> {
   let lastPhase = '';
+  // The log's verdict while it is quiet: the same text gives the same answer, so it is classified
+  // once per quiet spell, not on every readiness round (20+ a second).
+  let judged: { at: number; h: ReturnType<typeof classifyStall> } | undefined;
   return waitReady({
     url: opts.url,
     servedName: opts.servedName,
@@ -93,8 +98,9 @@ export function superviseReady(
     // A log that stopped at a known hang is named after a short quiet spell, not the stall timeout.
     hung: () => {
       const quiet = Date.now() - l.tail.lastActivity;
-      if (quiet < Math.min(HANG_QUIET_MS['ray-placement-group']!, opts.stallMs)) return undefined;
-      const h = classifyStall(l.tail.text());
+      if (quiet < Math.min(LEAST_HANG_QUIET_MS, opts.stallMs)) return undefined;
+      if (judged?.at !== l.tail.lastActivity) judged = { at: l.tail.lastActivity, h: classifyStall(l.tail.text()) };
+      const h = judged.h;
       if (!h?.stall || quiet < Math.min(HANG_QUIET_MS[h.id] ?? DEFAULT_HANG_QUIET_MS, opts.stallMs)) return undefined;
       return `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}`;
     },
