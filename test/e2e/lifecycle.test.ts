@@ -237,11 +237,24 @@ describe('logs', () => {
     const last = await cli(['logs', 'old-0', '-n', '1'], { env: env() });
     expect(last.stdout).toBe('line two'); // (execa strips the final newline)
     const p = execa(process.execPath, [BIN, 'logs', 'old', '-f', '-n', '0'], { env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK }, reject: false });
-    await sleep(400);
+    let out = '';
+    p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    // Each step waits for the follower to show the one before, not a fixed time: on a loaded CI
+    // host the follower took longer than 400 ms to start, and the line appended before it was missed.
+    let n = 0;
+    const live = await waitFor(
+      () => {
+        appendFileSync(log, `ping ${n++}\n`);
+        return out.includes('ping ');
+      },
+      30_000,
+      100,
+    );
+    expect(live).toBe(true);
     appendFileSync(log, 'Loading safetensors checkpoint shards:  50% Completed\r');
-    await sleep(400);
+    expect(await waitFor(() => out.includes('50% Completed\r'), 30_000)).toBe(true);
     writeFileSync(log, 'after truncation\n');
-    await sleep(400);
+    expect(await waitFor(() => out.includes('after truncation'), 30_000)).toBe(true);
     p.kill('SIGINT');
     const r = await p;
     expect(r.stdout).toContain('Loading safetensors checkpoint shards:  50% Completed\r');
