@@ -284,6 +284,8 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
   // vLLM's label values (a request aborted because its client left is counted under none of them).
   for (const r of ['stop', 'length', 'abort', 'error', 'repetition']) m.success.inc({ finished_reason: r }, 0);
-  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({ model_name: modelName, engine: '0' });
+  // without labels, as every observation is made: the registry's default labels name both (zero() with them
+  // spelled out made a second series of the same labels, and Prometheus kept the empty one)
+  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({});
   return m as Metrics;
 }
