@@ -323,6 +323,28 @@ Examples:
       .addHelpText('after', '\nExamples:\n  sparkctl k8s qwen-prod | kubectl apply -f -\n  sparkctl k8s qwen3-200b --nodes 4'),
   ).action(lazy(() => import('./commands/k8s.js')));
 
+  profileOpts(
+    program
+      .command('monitoring')
+      .argument('<what>', 'rules (Prometheus alerting and recording rules), dashboard (Grafana JSON) or scrape (Prometheus scrape_configs)')
+      .argument('<profile>', 'profile name or YAML file')
+      .description("Prometheus rules, a Grafana dashboard and a scrape config for a profile, in its vLLM version's metric names")
+      .option('--vllm-version <version>', "the vLLM whose metric names to use (default: the profile's engine.vllmVersion)")
+      .option('--host <host>', 'scrape: the address Prometheus reaches the replicas at', 'localhost')
+      .option('--node-exporter <host:port>', "scrape: node_exporter serving the probe's textfile", 'localhost:9100')
+      .option('--router <host:port>', "scrape: the router's metrics endpoint, where the replicas sit behind one")
+      .option('--textfile <name>', 'rules: the file name probe --prometheus writes (staleness alert)', 'sparkctl.prom')
+      .addHelpText(
+        'after',
+        `
+Examples:
+  sparkctl monitoring rules qwen-prod > /etc/prometheus/rules/sparkctl-qwen-prod.yml && promtool check rules /etc/prometheus/rules/sparkctl-qwen-prod.yml
+  sparkctl monitoring dashboard qwen-prod > qwen-prod.json     Grafana: Dashboards > New > Import
+  sparkctl monitoring scrape qwen-prod --host 10.0.0.5 --node-exporter 10.0.0.5:9100
+  sparkctl monitoring rules qwen-prod --vllm-version 0.11.0     names of another vLLM`,
+      ),
+  ).action(lazy(() => import('./commands/monitoring.js')));
+
   program
     .command('client-env')
     .argument('<name>', 'instance or profile')

@@ -1,0 +1,48 @@
+import yaml from 'js-yaml';
+import { resolveProfile } from './common.js';
+import { resolveReplicas } from '../profiles/validate.js';
+import { specFromProfile } from '../monitoring/spec.js';
+import { renderRules } from '../monitoring/rules.js';
+import { renderDashboard } from '../monitoring/dashboard.js';
+import { renderScrape } from '../monitoring/scrape.js';
+import { say } from '../output/log.js';
+import { UsageError } from '../errors.js';
+
+interface MonitoringCli {
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  vllmVersion?: string;
+  host: string;
+  nodeExporter: string;
+  router?: string;
+  textfile: string;
+}
+
+const VERSION = /^\d+\.\d+(\.\d+)?$/;
+/** host:port, host a name, an IPv4 address or a [bracketed] IPv6 one */
+const HOST_PORT = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
+
+function hostPort(flag: string, v: string): string {
+  const m = HOST_PORT.exec(v);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(`${flag}: "${v}" is not HOST:PORT`, [`write it like ${flag === '--router' ? 'localhost:8404' : 'localhost:9100'}`]);
+  return v;
+}
+
+export async function run(kind: string, profileName: string, opts: MonitoringCli) {
+  if (!['rules', 'dashboard', 'scrape'].includes(kind)) throw new UsageError(`monitoring ${kind}: expected rules, dashboard or scrape`, ['sparkctl monitoring rules qwen-prod']);
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  const p = r.profile;
+  const version = opts.vllmVersion ?? p.engine.vllmVersion;
+  if (!VERSION.test(version))
+    throw new UsageError(`${opts.vllmVersion ? '--vllm-version' : 'engine.vllmVersion'}: "${version}" is not a vLLM version`, ['write it like 0.17.0 (pip show vllm says which is installed)']);
+  if (!/^[A-Za-z0-9._-]+$/.test(opts.textfile)) throw new UsageError(`--textfile: "${opts.textfile}" is not a file name`, ["the name of probe --prometheus's file, e.g. sparkctl.prom"]);
+  if (!/^([A-Za-z0-9.-]+|\[?[0-9A-Fa-f:.]+\]?)$/.test(opts.host)) throw new UsageError(`--host: "${opts.host}" is not a host name or address`, ['write it like localhost or 10.0.0.5']);
+  const spec = specFromProfile(p, { vllmVersion: version, replicas: resolveReplicas(p, r.host), textfileName: opts.textfile });
+  const head = `# sparkctl monitoring ${kind} ${p.name}${kind === 'rules' ? `: vLLM ${version} metric names` : ''}\n`;
+  const dump = (o: unknown) => yaml.dump(o, { lineWidth: -1, noRefs: true, quotingType: '"' });
+  if (kind === 'rules') return say(head + dump(renderRules(spec)));
+  if (kind === 'dashboard') return say(JSON.stringify(renderDashboard(spec), null, 2));
+  const router = opts.router === undefined ? undefined : hostPort('--router', opts.router);
+  say(head + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
+}
