@@ -1,0 +1,48 @@
+import { createCommand, lazy } from './define.js';
+import { collect, intArg } from './args.js';
+
+const load = () => import('../commands/profiles.js');
+
+export default createCommand({
+  name: 'profiles',
+  description: 'list, show, validate profiles; print their JSON Schema',
+  subcommands: [
+    createCommand({
+      name: 'list',
+      options: [
+        ['--profiles <dir>', 'also read profiles from DIR'],
+        ['--json', 'machine-readable output'],
+      ],
+      description: 'every known profile and where it comes from',
+      handler: lazy(load, (m) => m.list),
+    }),
+    createCommand({
+      name: 'show',
+      args: [['<name>']],
+      options: [
+        ['--profiles <dir>', 'also read profiles from DIR'],
+        ['--set <field=value>', 'override a field', collect, []],
+        ['--json', 'machine-readable output'],
+      ],
+      description: 'the profile with every default filled in',
+      handler: lazy(load, (m) => m.show),
+    }),
+    createCommand({
+      name: 'validate',
+      args: [['<file>']],
+      options: [
+        ['--gpus <n>', "the host's GPU count", intArg('--gpus')],
+        ['--json', 'machine-readable output'],
+      ],
+      description: 'check a profile file: schema, cross-field rules, memory; every problem at once',
+      help: '\nExample:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8',
+      handler: lazy(load, (m) => m.validate),
+    }),
+    createCommand({
+      name: 'schema',
+      description: 'the JSON Schema of a profile, for editors',
+      help: '\nExample (VS Code, YAML extension):\n  sparkctl profiles schema > sparkctl-profile.schema.json',
+      handler: lazy(load, (m) => m.schema),
+    }),
+  ],
+});
