@@ -78,7 +78,7 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
   profileOpts(
     program
       .command('serve')
-      .argument('<profile>', 'profile name or YAML file')
+      .argument('<profile>', 'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json')
       .description('preflight, launch every replica, wait until ready, prewarm, deep probe')
       .addOption(new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'))
       .option('--vllm-bin <path>', 'the vllm executable', 'vllm')
@@ -99,24 +99,27 @@ Examples:
   sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
   sparkctl serve qwen-prod --set engine.maxModelLen=8192
   sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
-  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple`,
+  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple
+  sparkctl serve Qwen/Qwen3-8B --dry-run              any downloaded model, no profile`,
       ),
   ).action(lazy(() => import('./commands/serve.js')));
 
   profileOpts(
     program
       .command('plan')
-      .argument('<profile>', 'profile name or YAML file')
-      .description('per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits')
-      .option('--gpu-memory <size>', "memory of one GPU, e.g. 80GiB, 141GB (default: the platform's)")
-      .option('--platform <name>', "platform baseline (default: the profile's)")
+      .argument('<profile>', 'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json')
+      .description("per-GPU memory budget: weights, KV cache tokens, concurrency, whether it fits (this host's GPUs unless told otherwise)")
+      .option('--gpu-memory <size>', "memory of one GPU, e.g. 80GiB, 141GB (default: read from this host, else the platform's)")
+      .option('--platform <name>', "plan for a platform baseline instead of this host's GPUs")
+      .option('--vllm-bin <path>', 'the vllm whose version renders the flags when engine.vllmVersion is auto', 'vllm')
       .option('--json', 'machine-readable output')
       .addHelpText(
         'after',
         `
 Examples:
   sparkctl plan qwen3.5-9b
-  sparkctl plan qwen3.5-9b --gpu-memory 141GB --set engine.maxModelLen=262144`,
+  sparkctl plan qwen3.5-9b --gpu-memory 141GB --set engine.maxModelLen=262144
+  sparkctl plan ./models/my-model                 a local folder with config.json, no profile`,
       ),
   ).action(lazy(() => import('./commands/plan.js')));
 
@@ -143,6 +146,16 @@ Examples:
     .description('check a profile file: schema, cross-field rules, memory; every problem at once')
     .addHelpText('after', '\nExample:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8')
     .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).validate })));
+  profiles
+    .command('init')
+    .argument('<model>', 'a Hugging Face id (read from the local cache) or a folder with config.json')
+    .option('--out <file>', 'write the profile here (default: stdout)')
+    .option('--gpus <n>', "the host's GPU count (default: read from this host)", intArg('--gpus'))
+    .option('--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)')
+    .option('--platform <name>', "a platform baseline's GPUs instead of this host's")
+    .description("write a commented profile for a model from its config.json and this host's GPUs")
+    .addHelpText('after', '\nExample:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml')
+    .action(lazy(async () => ({ run: (await import('./commands/profiles.js')).init })));
   profiles
     .command('schema')
     .description('the JSON Schema of a profile, for editors')
