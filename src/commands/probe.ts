@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { Registry } from '../engine/registry.js';
-import { writeFileAtomic, ensureDir, fsProblem } from '../util/fs.js';
+import { writeFileAtomic, ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from './common.js';
@@ -35,6 +35,8 @@ interface ProbeCli {
   gpuHourPrice?: string;
 }
 
+const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
+
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = 7;
 
@@ -44,6 +46,11 @@ export async function run(names: string[], opts: ProbeCli) {
   if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
   for (const u of opts.url) parseServerUrl(u, '--url');
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
+  // The textfile's place is checked before any target is contacted or any history is written.
+  if (opts.prometheus !== undefined) {
+    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
+  }
   const dir = stateDir();
   // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
   let stateProblem: unknown;
@@ -274,11 +281,6 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ),
     ...extra,
   ];
-  const fix = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
-  ensureDir(dirname(path), '--prometheus folder', fix);
-  try {
-    writeFileAtomic(path, lines.join('\n') + '\n');
-  } catch (e) {
-    throw fsProblem(e, '--prometheus', path, fix);
-  }
+  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
+  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }

@@ -7,7 +7,7 @@ import type { HostShape } from '../profiles/validate.js';
 import { buildServePlan, readSecrets, validateServeInputs, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
 import { planMemory } from '../profiles/planner.js';
-import { envelope, shellCommand, c } from '../output/format.js';
+import { envelope, shellCommand, commentValue, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
 
@@ -43,7 +43,7 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (r.model) note(c.dim(`model: ${r.model.note}`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   for (const x of plan.replicas) {
-    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${x.logFile}`));
+    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);

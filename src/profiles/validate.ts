@@ -6,6 +6,7 @@ import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
+import { commandLine } from '../output/format.js';
 
 export interface HostShape {
   gpus: number;
@@ -35,7 +36,7 @@ export function resolveReplicas(p: Profile, host: HostShape): number {
  * report can hold unknown keys, bad values and cross-field problems together.
  */
 export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts): Problem[] {
-  const out: Problem[] = [];
+  const out: Problem[] = textProblems(p);
   const err = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'error', fix });
   const warn = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'warning', fix });
   // The model's facts (config.json with the profile's overrides); without any, the rules that need them wait.
@@ -136,7 +137,7 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
       err(
         'parallel',
         `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`,
-        `sparkctl serve ${p.name} --nodes nodes.yaml (see \`sparkctl serve --help\`)`,
+        `${commandLine('sparkctl', 'serve', p.name, '--nodes', 'nodes.yaml')} (see \`sparkctl serve --help\`)`,
       );
     }
   } else if (host) {
@@ -198,6 +199,69 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say): void
       );
     }
   }
+}
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/**
+ * Every string of a profile is one line of plain text: a control character (a newline, ESC, NEL,
+ * U+2028) in a name, path, argument or variable would start a new line, setting or document in
+ * the text sparkctl generates from it (shell, YAML, unit files, textfiles), so it is refused here,
+ * where the field can still be named. Walks the whole parsed profile, so a new field is covered too.
+ */
+export function textProblems(p: unknown): Problem[] {
+  const out: Problem[] = [];
+  const walk = (v: unknown, path: string) => {
+    if (typeof v === 'string') {
+      const m = CONTROL.exec(v);
+      if (m)
+        out.push({
+          path,
+          severity: 'error',
+          message: `${JSON.stringify(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
+          fix: 'keep it to one line of printable text (no newline, tab, escape or line separator)',
+        });
+    } else if (Array.isArray(v)) {
+      for (const [i, x] of v.entries()) walk(x, `${path}[${i}]`);
+    } else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path ? `${path}.${k}` : k);
+  };
+  walk(p, '');
+  return out;
+}
+
+/** RFC 1123 label (namespaces) and RFC 1035 label (Service names): what Kubernetes accepts as a name. */
+export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * What Kubernetes needs of the names `sparkctl k8s` derives: the Deployment/Service/LeaderWorkerSet
+ * name (vllm-PROFILE, dots and underscores as dashes) is a DNS-1035 label of at most 63 characters,
+ * the namespace a DNS-1123 label, the image one word. Problems name the field, the value and the fix.
+ */
+export function k8sProblems(p: Profile, opts: { name: string; namespace: string; image: string }): Problem[] {
+  const out: Problem[] = [];
+  if (!(DNS1035_LABEL.test(opts.name) && opts.name.length <= 63))
+    out.push({
+      path: 'name',
+      severity: 'error',
+      message: `${JSON.stringify(p.name)} gives the Kubernetes name ${JSON.stringify(opts.name)}, which is not a DNS label (at most 63 lower-case letters, digits and '-', ending in a letter or digit)`,
+      fix: `a profile name of at most ${63 - 'vllm-'.length} characters that ends in a letter or digit`,
+    });
+  if (!(DNS1123_LABEL.test(opts.namespace) && opts.namespace.length <= 63))
+    out.push({
+      path: '--namespace',
+      severity: 'error',
+      message: `${JSON.stringify(opts.namespace)} is not a namespace (a DNS label: at most 63 lower-case letters, digits and '-', starting and ending in a letter or digit)`,
+      fix: '--namespace llm',
+    });
+  if (!/^[^\s\u0000-\u001f\u007f-\u009f]+$/.test(opts.image) || CONTROL.test(opts.image))
+    out.push({
+      path: '--image',
+      severity: 'error',
+      message: `${JSON.stringify(opts.image)} is not an image reference (one word, no spaces or control characters)`,
+      fix: '--image vllm/vllm-openai:v0.17.0',
+    });
+  return out;
 }
 
 /** The host shape a profile is checked against when nothing is read from a real host. */
