@@ -1,11 +1,11 @@
 import yaml from 'js-yaml';
-import { resolveProfile } from './common.js';
+import { prepare } from '../engine/inputs.js';
 import { resolveReplicas } from '../profiles/validate.js';
 import { specFromProfile } from '../monitoring/spec.js';
 import { renderRules } from '../monitoring/rules.js';
 import { renderDashboard } from '../monitoring/dashboard.js';
 import { renderScrape } from '../monitoring/scrape.js';
-import { say } from '../output/log.js';
+import { say, note } from '../output/log.js';
 import { UsageError } from '../errors.js';
 
 interface MonitoringCli {
@@ -13,13 +13,14 @@ interface MonitoringCli {
   profiles?: string;
   gpus?: number;
   vllmVersion?: string;
+  vllmBin: string;
   host: string;
   nodeExporter: string;
   router?: string;
   textfile: string;
 }
 
-const VERSION = /^\d+\.\d+(\.\d+)?$/;
+const VERSION = /^\d+\.\d+(\.\d+)?[0-9A-Za-z.+-]*$/;
 /** host:port, host a name, an IPv4 address or a [bracketed] IPv6 one */
 const HOST_PORT = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
 
@@ -31,11 +32,14 @@ function hostPort(flag: string, v: string): string {
 
 export async function run(kind: string, profileName: string, opts: MonitoringCli) {
   if (!['rules', 'dashboard', 'scrape'].includes(kind)) throw new UsageError(`monitoring ${kind}: expected rules, dashboard or scrape`, ['sparkctl monitoring rules qwen-prod']);
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  if (opts.vllmVersion !== undefined && !VERSION.test(opts.vllmVersion))
+    throw new UsageError(`--vllm-version: "${opts.vllmVersion}" is not a vLLM version`, ['write it like 0.17.0 (pip show vllm says which is installed)']);
+  // engine.vllmVersion auto: the installed vLLM's (--vllm-bin), as plan and serve decide it
+  const r = await prepare(profileName, { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, vllmBin: opts.vllmBin });
   const p = r.profile;
-  const version = opts.vllmVersion ?? p.engine.vllmVersion;
-  if (!VERSION.test(version))
-    throw new UsageError(`${opts.vllmVersion ? '--vllm-version' : 'engine.vllmVersion'}: "${version}" is not a vLLM version`, ['write it like 0.17.0 (pip show vllm says which is installed)']);
+  const version = opts.vllmVersion ?? r.vllm.version;
+  if (!opts.vllmVersion && r.vllm.how === 'installed') note(`monitoring: metric names of the installed vLLM, ${r.vllm.installed}`);
+  if (!opts.vllmVersion && r.vllm.how === 'unknown') note(`monitoring: ${r.vllm.note.replace('flags rendered for', 'metric names of')}`);
   if (!/^[A-Za-z0-9._-]+$/.test(opts.textfile)) throw new UsageError(`--textfile: "${opts.textfile}" is not a file name`, ["the name of probe --prometheus's file, e.g. sparkctl.prom"]);
   if (!/^([A-Za-z0-9.-]+|\[?[0-9A-Fa-f:.]+\]?)$/.test(opts.host)) throw new UsageError(`--host: "${opts.host}" is not a host name or address`, ['write it like localhost or 10.0.0.5']);
   const spec = specFromProfile(p, { vllmVersion: version, replicas: resolveReplicas(p, r.host), textfileName: opts.textfile });

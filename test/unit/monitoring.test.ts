@@ -13,7 +13,9 @@ import { renderDashboard, SCHEMA_VERSION } from '../../src/monitoring/dashboard.
 import { renderScrape } from '../../src/monitoring/scrape.js';
 import { str, leMatcher, vllmFamiliesIn } from '../../src/monitoring/promql.js';
 import { createMetrics } from '../../src/sim/engine.js';
-import { cli } from '../helpers.js';
+import { writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, tempDir, rmrf } from '../helpers.js';
 
 const profile = (sets: string[] = []) => loadProfile('qwen-dev', { sets }).profile;
 const spec = (version: string, sets: string[] = [], replicas = 1) => specFromProfile(profile(sets), { vllmVersion: version, replicas });
@@ -237,6 +239,30 @@ describe('sparkctl monitoring (the built CLI)', () => {
     const sc = yaml.load(String(scrape.stdout)) as ReturnType<typeof renderScrape>;
     expect(sc.scrape_configs[0]!.static_configs[0]!.targets).toEqual(['localhost:8002', 'localhost:8003']);
     expect(sc.scrape_configs[1]!.static_configs[0]!.targets).toEqual(['localhost:8404']);
+  });
+
+  it('engine.vllmVersion auto: the names of the vLLM --vllm-bin runs; the newest table, said on stderr, when none is read', async () => {
+    const d = tempDir();
+    try {
+      const bin = join(d, 'vllm');
+      writeFileSync(bin, '#!/bin/sh\necho 0.9.1\n');
+      chmodSync(bin, 0o755);
+      const auto = ['monitoring', 'rules', 'qwen-dev', '--set', 'engine.vllmVersion=auto'];
+      const old = await cli([...auto, '--vllm-bin', bin], { stateDir: d });
+      expect(old.exitCode, String(old.stderr)).toBe(0);
+      expect(String(old.stdout)).toContain('# sparkctl monitoring rules qwen-dev: vLLM 0.9.1 metric names');
+      expect(String(old.stdout)).toContain('vllm:gpu_cache_usage_perc');
+      expect(String(old.stderr)).toContain('metric names of the installed vLLM, 0.9.1');
+      const none = await cli([...auto, '--vllm-bin', join(d, 'missing')], { stateDir: d });
+      expect(none.exitCode).toBe(0);
+      expect(String(none.stdout)).toContain(`vLLM ${FACT_VERSIONS.at(-1)} metric names`);
+      expect(String(none.stderr)).toMatch(/not read .*metric names of the newest table/);
+      // a pin wins over what is installed
+      const pinned = await cli(['monitoring', 'rules', 'qwen-dev', '--vllm-bin', bin], { stateDir: d });
+      expect(String(pinned.stdout)).toContain('vLLM 0.17.0 metric names');
+    } finally {
+      rmrf(d);
+    }
   });
 
   it('never prints the API key, even when its variable is set', async () => {
