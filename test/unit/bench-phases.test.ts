@@ -125,7 +125,23 @@ describe('the text report', () => {
     const outputs = [0, 1, 2].map((i) => ({ success: true, error: '', promptLen: 1024, outputTokens: 128, ttft: 0.05, itl: [0.01, 0.01], latency: 1.3, startTime: 1000 + i, scheduledTime: 1000 + i }));
     const client = { valid: false, reasons: ['send lag p99 80 ms'], sendLagP50Ms: 1, sendLagP99Ms: 80, loopDelayP99Ms: 60 };
     const bad = buildResult(
-      { date: 'd', target: 't', url: 'http://h:1', model_id: 'm', endpoint_type: 'openai', dataset: 'random', num_prompts: 3, request_rate: Infinity, burstiness: 1, max_concurrency: 8, seed: 0, warmups: 0, goodput: {}, percentiles: [50, 99], exact_lengths: true },
+      {
+        date: 'd',
+        target: 't',
+        url: 'http://h:1',
+        model_id: 'm',
+        endpoint_type: 'openai',
+        dataset: 'random',
+        num_prompts: 3,
+        request_rate: Infinity,
+        burstiness: 1,
+        max_concurrency: 8,
+        seed: 0,
+        warmups: 0,
+        goodput: {},
+        percentiles: [50, 99],
+        exact_lengths: true,
+      },
       outputs as never,
       3,
       1000,
