@@ -7,6 +7,7 @@ import { stateDir } from './common.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
 import { loadProfile } from '../profiles/load.js';
 import { http, closeHttp } from '../client/http.js';
+import { servedModels } from '../client/shapes.js';
 import { envelope, table, c } from '../output/format.js';
 import { say, note, progress } from '../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError, SparkError } from '../errors.js';
@@ -311,9 +312,11 @@ async function serverModel(target: Target, name: string | undefined, opts: Bench
     throw new UsageError(`${target.url} refused the API key (HTTP ${models.status})`, [
       target.apiKeyEnv ? `set ${target.apiKeyEnv} to the server's key` : "set SPARKCTL_API_KEY (or VLLM_API_KEY) to the server's key",
     ]);
-  const ids: string[] = Array.isArray(models.json?.data) ? models.json.data.map((d: any) => d?.id).filter((x: unknown): x is string => typeof x === 'string') : [];
+  // A list of the wrong shape names no model; --model still says which to ask for.
+  const listed = models.status === 200 ? servedModels(models.json, models.body) : undefined;
+  const ids = listed?.ok ? listed.models.map((d) => d.id) : [];
   const model = target.servedName ?? ids[0];
-  if (!model) throw new ProblemsFound(`${target.url}/v1/models lists no model; name one with --model`);
+  if (!model) throw new ProblemsFound(`${target.url}${listed && !listed.ok ? `: ${listed.problem}` : '/v1/models lists no model'}; name one with --model`);
   if (ids.length && !ids.includes(model)) throw new UsageError(`the server at ${target.url} does not serve "${model}"`, [`it serves: ${ids.join(', ')}`]);
   return model;
 }
