@@ -91,11 +91,13 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
       .option('--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes')
       .option('--platform <name>', "platform baseline (default: the profile's)")
       .option('--sim-load-seconds <s>', 'simulated load time (engine sim)')
+      .option('--router', "HAProxy on the profile's port in front of the replicas (also: router: in the profile)")
       .addHelpText(
         'after',
         `
 Examples:
   sparkctl serve qwen3.5-9b --dry-run                 the vllm command for each replica
+  sparkctl serve qwen3.5-9b --router                  one endpoint (HAProxy) for every replica
   sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
   sparkctl serve qwen-prod --set engine.maxModelLen=8192
   sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
@@ -211,6 +213,42 @@ Examples:
     .description('stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free')
     .addHelpText('after', '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60')
     .action(lazy(() => import('./commands/stop.js')));
+
+  profileOpts(
+    program
+      .command('restart')
+      .argument('<profile>', 'profile name or YAML file (as it is now: an edited profile gives its new argv)')
+      .option('--rolling', 'one replica at a time behind the router: drain, stop, start, ready, prewarm, probe, back in rotation')
+      .option('--no-prewarm', 'skip prewarm after each start')
+      .addOption(
+        new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
+          .argParser(durationArg('--drain-timeout', 'ms', true))
+          .default(600_000, '10m'),
+      )
+      .addOption(new Option('--timeout <duration>', 'stop: SIGTERM, then SIGKILL after this long').argParser(durationArg('--timeout', 's', true)).default(30, '30s'))
+      .option('--ready-timeout <duration>', 'give up on a replica after this long; default from the profile', durationArg('--ready-timeout', 'ms'))
+      .option('--skip-preflight', 'without --rolling: do not run the blocking preflight checks before serving again')
+      .option('--json', 'machine-readable output')
+      .description('restart a profile: everything at once, or --rolling one replica at a time while the router keeps serving')
+      .addHelpText(
+        'after',
+        `
+Examples:
+  sparkctl restart qwen3.5-9b --rolling       nobody notices: the router sends each request to a serving replica
+  sparkctl restart qwen3.5-9b                 stop everything, serve again`,
+      ),
+  ).action(lazy(() => import('./commands/restart.js')));
+
+  const router = program.command('router').description('HAProxy in front of the replicas');
+  profileOpts(
+    router
+      .command('config')
+      .argument('<profile>', 'profile name or YAML file')
+      .option('--socket <path>', 'runtime API socket line for your HAProxy (default: none; your global section has its own)')
+      .option('--replicas <n>', "replicas behind it (default: the profile's)", intArg('--replicas'))
+      .description("print the HAProxy configuration sparkctl would run, for an operator's own HAProxy")
+      .addHelpText('after', '\nExample:\n  sparkctl router config qwen3.5-9b > /etc/haproxy/haproxy.cfg && haproxy -c -f /etc/haproxy/haproxy.cfg'),
+  ).action(lazy(() => import('./commands/router.js')));
 
   program
     .command('prewarm')

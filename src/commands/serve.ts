@@ -9,6 +9,8 @@ import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
+import { renderConfig, routerMetricsEndpoint } from '../router/config.js';
+import { findHaproxy, INSTALL_FIX } from '../router/process.js';
 
 export type { ServeOptions };
 
@@ -29,6 +31,18 @@ export function planEnvelope(plan: ServePlan) {
       gpus: x.gpus,
       logFile: x.logFile,
     })),
+    router: plan.router
+      ? {
+          name: plan.router.name,
+          bind: plan.router.bind,
+          servers: plan.router.servers,
+          stats: plan.router.stats,
+          metrics: routerMetricsEndpoint(plan.router).url,
+          socket: plan.router.socket,
+          configFile: plan.router.configFile,
+          config: renderConfig(plan.router, { socket: plan.router.socket, logStdout: true }),
+        }
+      : null,
     memory: planMemory(plan.profile, plan.host.gpuMemoryBytes),
     warnings: plan.warnings,
   };
@@ -44,6 +58,26 @@ function printDryRun(plan: ServePlan) {
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
+  if (plan.router) {
+    const r = plan.router;
+    say(c.dim(`# router: HAProxy on ${r.bind.host}:${r.bind.port} over ${r.servers.length} replica(s) on loopback, stats 127.0.0.1:${r.stats.port}; config ${r.configFile}`));
+    say(c.dim(`# (sparkctl router config ${plan.profile.name} prints it)`));
+    say(shellCommand([r.settings.bin, '-db', '-f', r.configFile], {}));
+    say();
+  }
+}
+
+/** Several replicas without a router: say what the clients face, and why --router may not be there. */
+function routerNote(plan: ServePlan) {
+  if (plan.router || plan.replicas.length < 2) return;
+  const haproxy = findHaproxy();
+  note(
+    c.dim(
+      `note: no router: clients pick one of ${plan.replicas.length} ports (${plan.replicas.map((x) => x.port).join(', ')}); ${
+        haproxy ? '--router (or router: in the profile) puts HAProxy in front of them' : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
+      }`,
+    ),
+  );
 }
 
 /** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
@@ -74,7 +108,10 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (opts.dryRun) {
     const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus, platform: opts.platform }), opts);
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
-    else printDryRun(plan);
+    else {
+      routerNote(plan);
+      printDryRun(plan);
+    }
     return;
   }
 
@@ -106,6 +143,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   const r: Resolved = resolveLoaded(loaded, { gpus: sim ? undefined : opts.gpus, platform, host });
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);
 
   // 3. act; 4. render the outcome; 5. its exit code, from the one table
