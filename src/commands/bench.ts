@@ -1,6 +1,7 @@
 // `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
 // same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
-import { readFileSync, writeFileSync, renameSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { Registry } from '../engine/registry.js';
 import { stateDir } from './common.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
@@ -91,18 +92,6 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   };
 }
 
-function writeOut(path: string, content: string) {
-  // A fresh temporary file (exclusive create: never through a link someone left there), then rename.
-  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
-  try {
-    writeFileSync(tmp, content, { flag: 'wx', mode: 0o644 });
-    renameSync(tmp, path);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw new UsageError(`cannot write ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-}
-
 export async function run(name: string | undefined, opts: BenchOptions) {
   // ---- input, all checked before any request ----
   const endpoint = opts.endpoint === 'chat' ? 'chat' : opts.endpoint === 'completions' ? 'completions' : undefined;
@@ -143,6 +132,9 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
   const sweepMax = num(opts.sweepMax, '--sweep-max', { gt0: true }) ?? (sweepBy === 'rate' ? 256 : 256);
   if (Object.keys(slo).length && !opts.sweep) throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
+  // Where the results go is checked now, not after a run of ten minutes.
+  if (opts.saveResult !== undefined) checkOutputFile(opts.saveResult, '--save-result');
+  if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
 
   const target = resolveTarget(name, opts);
   const quiet = Boolean(opts.json);
@@ -309,8 +301,8 @@ export async function run(name: string | undefined, opts: BenchOptions) {
       (result as any).sparkctl.sweep = { by: sweepBy, points, slo, best: sweep.best ?? null, stopped: stoppedAt ?? null };
     }
 
-    if (opts.saveResult) writeOut(opts.saveResult, JSON.stringify(result, null, 2) + '\n');
-    if (opts.html) writeOut(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)));
+    if (opts.saveResult) writeOutputFile(opts.saveResult, JSON.stringify(result, null, 2) + '\n', '--save-result');
+    if (opts.html) writeOutputFile(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)), '--html');
 
     const x = result as Record<string, any>;
     const s = result.sparkctl;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { Registry } from '../engine/registry.js';
-import { writeFileAtomic, ensureDir, fsProblem } from '../util/fs.js';
+import { writeFileAtomic, ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from './common.js';
@@ -36,6 +36,8 @@ interface ProbeCli {
   gpuHourPrice?: string;
 }
 
+const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
+
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = 7;
 
@@ -45,6 +47,11 @@ export async function run(names: string[], opts: ProbeCli) {
   if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
   for (const u of opts.url) parseServerUrl(u, '--url');
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
+  // The textfile's place is checked before any target is contacted or any history is written.
+  if (opts.prometheus !== undefined) {
+    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
+  }
   const dir = stateDir();
   // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
   let stateProblem: unknown;
@@ -245,7 +252,20 @@ export function costGauges(dir: string, priced: Array<{ t: Target; price: number
   ];
 }
 
-const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+/**
+ * A label value of the exposition format: \\, " and a newline escaped as the format defines; every
+ * other control character (which the format does not define, and a scraper may split a line at) as
+ * \\u escapes written out, so one sample stays one line.
+ */
+export const esc = (v: string) =>
+  v
+    .replace(/\\/g, '\\\\')
+    .replace(/"/g, '\\"')
+    .replace(/\n/g, '\\n')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
+export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
 export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
@@ -261,25 +281,22 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.map((r) => `sparkctl_probe_duration_seconds{target="${esc(r.target)}"} ${(r.ms / 1000).toFixed(3)}`),
     '# HELP sparkctl_probe_step_ok 1 when the step passed or warned, 0 when it failed.',
     '# TYPE sparkctl_probe_step_ok gauge',
-    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${s.step}"} ${s.status === 'fail' ? 0 : 1}`)),
+    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${esc(s.step)}"} ${s.status === 'fail' ? 0 : 1}`)),
     '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
     '# TYPE sparkctl_probe_kv_cache_usage gauge',
-    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${r.metrics!.kvCacheUsage}`),
+    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${promNumber(r.metrics!.kvCacheUsage!)}`),
     '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
     '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
-    ...results.flatMap((r) => (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${g.i}"} ${g.temp}`)),
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.temp!)}`),
+    ),
     '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
     '# TYPE sparkctl_probe_gpu_ok gauge',
     ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
+      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
     ),
     ...extra,
   ];
-  const fix = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
-  ensureDir(dirname(path), '--prometheus folder', fix);
-  try {
-    writeFileAtomic(path, lines.join('\n') + '\n');
-  } catch (e) {
-    throw fsProblem(e, '--prometheus', path, fix);
-  }
+  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
+  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }

@@ -1,6 +1,6 @@
 // sparkctl report NAME: uptime, incidents, latency, tokens, cost and GPU trends over a window of
 // probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
-import { writeFileSync } from 'node:fs';
+import { checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { stateDir } from './common.js';
 import { readHistory } from '../history/store.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../history/report.js';
@@ -23,6 +23,7 @@ const when = (iso: string) => iso.replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z')
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export async function run(name: string, opts: ReportCli) {
+  if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
   const dir = stateDir();
   const { from, to, since } = window(opts, '7d');
   const all = readHistory(dir, matches(name), { from, to });
@@ -49,7 +50,7 @@ export async function run(name: string, opts: ReportCli) {
     }
   }
   if (opts.html) {
-    writeFileSync(opts.html, renderPage(page(name, since, r, cost, priceHow)));
+    writeOutputFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html');
     note(`report written to ${opts.html}`);
   }
   if (opts.json) {

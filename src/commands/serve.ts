@@ -1,12 +1,13 @@
 // serve: flags (validated by cli.ts) -> profile parsed once -> preflight (typed GPU facts) -> the
 // plan -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
-import { loadProfile } from '../profiles/load.js';
-import { resolveLoaded, hostShapeFromGpus, type Resolved } from '../profiles/resolve.js';
+import { hostShapeFromGpus } from '../profiles/resolve.js';
+import { prepare, versionWarnings, type Prepared } from '../engine/inputs.js';
+import type { GpuFact } from '../host/gpu-facts.js';
 import type { HostShape } from '../profiles/validate.js';
 import { buildServePlan, readSecrets, validateServeInputs, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
 import { planMemory } from '../profiles/planner.js';
-import { envelope, shellCommand, c } from '../output/format.js';
+import { envelope, shellCommand, commentValue, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../router/config.js';
@@ -43,26 +44,30 @@ export function planEnvelope(plan: ServePlan) {
           config: renderConfig(plan.router, { socket: plan.router.socket, logStdout: true }),
         }
       : null,
-    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes),
+    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
     warnings: plan.warnings,
   };
 }
 
-function printDryRun(plan: ServePlan) {
+function printDryRun(plan: ServePlan, r: Prepared) {
   for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
+  note(c.dim(`planned for ${r.hostLine}`));
+  note(c.dim(`vLLM: ${r.vllm.note}`));
+  if (r.model) note(c.dim(`model: ${r.model.note}`));
+  for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   for (const x of plan.replicas) {
-    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${x.logFile}`));
+    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
   if (plan.router) {
-    const r = plan.router;
-    say(c.dim(`# router: HAProxy on ${r.bind.host}:${r.bind.port} over ${r.servers.length} replica(s) on loopback, stats 127.0.0.1:${r.stats.port}; config ${r.configFile}`));
-    say(c.dim(`# (sparkctl router config ${plan.profile.name} prints it)`));
-    say(shellCommand([r.settings.bin, '-db', '-f', r.configFile], {}));
+    const rt = plan.router;
+    say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
+    say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
     say();
   }
 }
@@ -103,17 +108,22 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   const sim = opts.engine === 'sim';
+  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine };
   if (opts.dryRun) {
-    const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus, platform: opts.platform }), opts);
+    // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
+    const r = await prepare(profileName, reads);
+    const plan = buildServePlan(r, opts);
+    plan.warnings.unshift(...versionWarnings(r.vllm, true));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
       routerNote(plan);
-      printDryRun(plan);
+      printDryRun(plan, r);
     }
     return;
   }
+  // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  const loaded = await prepare(profileName, { ...reads, readHost: false });
 
   const { servePreflight, serveLocal } = await import('../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('../output/serve.js');
@@ -123,6 +133,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   // 1. preflight: the blocking checks; the host's shape comes from its typed GPU facts
   let platform = opts.platform ?? loaded.profile.platform;
   let host: HostShape | undefined;
+  let gpuFacts: GpuFact[] | undefined;
   if (sim && !opts.json) {
     const { loadPlatform } = await import('../profiles/load.js');
     const pl = loadPlatform(platform ?? 'hopper-cuda13');
@@ -137,10 +148,12 @@ export async function run(profileName: string, opts: ServeOptions) {
     }
     platform = pf.platform.name;
     if (!sim) host = hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus);
+    gpuFacts = pf.gpus;
   }
 
   // 2. the plan: the profile validated once, against the host preflight saw
-  const r: Resolved = resolveLoaded(loaded, { gpus: sim ? undefined : opts.gpus, platform, host });
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform, gpuFacts: host ? gpuFacts : undefined, readHost: false });
+  versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);

@@ -3,7 +3,7 @@
 // activity resets; readiness is /health 200, /v1/models listing the served name, and the
 // listening socket held by our own process group (not a server that held the port before us).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, writeSync, mkdirSync } from 'node:fs';
+import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
@@ -42,7 +42,8 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   mkdirSync(dirname(plan.logFile), { recursive: true });
   // The log is appended to across runs: remember where this launch begins (issue 13 item 9).
   const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
-  const fd = openSync(plan.logFile, 'a');
+  // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead).
+  const fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
   const marker = randomUUID();

@@ -3,6 +3,8 @@
 // is decided here, before anything is spawned: each replica's argv, environment, port, GPUs and
 // log, the executable, the state folder, and the ready and stall deadlines. Pure, table-tested.
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
@@ -48,6 +50,8 @@ export interface ServePlan {
   executable: string[];
   stateDir: string;
   servedName: string;
+  /** the model facts the memory plan uses (config.json with the profile's overrides) */
+  modelFacts?: ModelFacts;
   replicas: ReplicaPlan[];
   /** cross-field warnings (errors never reach a plan: they are exit 2) */
   warnings: string[];
@@ -71,7 +75,8 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
 
 /** The simulator's own knobs: the profile (architecture facts), the platform it pretends to be. */
 export function simTail(r: Pick<Resolved, 'file' | 'platform'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
-  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name];
+  // A profile generated for a model has no file: the simulator reads the model's config.json itself.
+  const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
   if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
   return tail;
 }
@@ -112,6 +117,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     executable,
     stateDir: dir,
     servedName: servedName(r.profile),
+    modelFacts: r.model?.facts,
     replicas,
     warnings,
     readyTimeoutMs: opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000,

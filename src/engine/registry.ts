@@ -32,6 +32,8 @@ export interface Instance {
   probe?: { timeoutMs: number; kvCacheUsageMax: number; waitingMax: number; gpuMemoryHeadroomPct: number; gpuMemoryUtilization: number };
   prewarm?: { promptTokens: number[]; maxRounds: number; settleMargin: number; decodeTokens: number; timeoutSeconds: number };
   maxModelLen?: number;
+  /** the --shutdown-timeout rendered (vLLM drains that long on SIGTERM); absent or 0: vLLM aborts */
+  shutdownTimeoutSeconds?: number;
   /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
   role?: 'router';
   router?: RouterRecord;

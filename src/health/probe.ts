@@ -143,6 +143,10 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
         status = 'warn';
         notes.push(`preemptions rising (+${v.preemptions - s.lastPreemptions} since the last probe)`);
       }
+      if (v.invalid.length) {
+        status = 'warn';
+        notes.push(`impossible readings ignored: ${v.invalid.join(', ')}`);
+      }
       const base = `KV cache ${v.kvCacheUsage !== undefined ? (v.kvCacheUsage * 100).toFixed(1) + ' %' : '?'}, ${v.running ?? '?'} running, ${v.waiting ?? '?'} waiting`;
       add('metrics', status, notes.length ? `${base}: ${notes.join('; ')}` : base, mt.ms);
     } catch (e) {

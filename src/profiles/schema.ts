@@ -11,15 +11,15 @@ export const ModelBlock = z
     id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
     path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
     servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
-    parameters: z.number().positive().describe('Total parameter count, e.g. 9.0e9'),
-    layers: positiveInt.describe('Decoder layers'),
+    parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
+    layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
     kvLayers: positiveInt.optional().describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),
-    attentionHeads: positiveInt.describe('Query heads of a full-attention layer'),
-    kvHeads: positiveInt.describe('KV heads (GQA)'),
-    headDim: positiveInt,
+    attentionHeads: positiveInt.optional().describe('Query heads of a full-attention layer (num_attention_heads)'),
+    kvHeads: positiveInt.optional().describe('KV heads (num_key_value_heads, GQA)'),
+    headDim: positiveInt.optional().describe('head_dim'),
     hiddenSize: positiveInt.optional(),
-    maxContext: positiveInt.describe('Native context length (max_position_embeddings)'),
-    weightBytesPerParam: z.number().positive().default(2).describe('2 for bf16/fp16 checkpoints'),
+    maxContext: positiveInt.optional().describe('Native context length (max_position_embeddings)'),
+    weightBytesPerParam: z.number().positive().optional().describe('2 for bf16/fp16 checkpoints (from the safetensors index when read)'),
     sha256Manifest: z.string().optional().describe('File of "<sha256>  <relative path>" lines for model.files --verify'),
   })
   .refine((m) => m.id !== undefined || m.path !== undefined, { message: 'model needs an id (hub id) or a path (local folder)', path: ['id'] });
@@ -27,9 +27,9 @@ export const ModelBlock = z
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    .regex(/^\d+\.\d+(\.\d+)?/, 'a version such as 0.17.0')
-    .default('0.17.0')
-    .describe('The vLLM the flags are rendered for'),
+    .regex(/^(auto|\d+\.\d+(\.\d+)?.*)$/, 'a version such as 0.17.0, or auto')
+    .default('auto')
+    .describe("The vLLM the flags are rendered for; auto: the installed one (--vllm-bin's), read at plan time"),
   dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),
   quantization: z.string().nullable().default(null).describe('fp8, awq, gptq, ... (null: as the checkpoint is)'),
   kvCacheDtype: z.enum(['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']).default('auto'),

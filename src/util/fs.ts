@@ -26,11 +26,33 @@ export function openExclusiveTemp(path: string, mode = 0o644): { fd: number; tmp
   }
 }
 
+const fsError = (code: string, message: string) => Object.assign(new Error(message), { code });
+
 /**
- * Write `content` to `path` atomically. A symlink AT `path` is replaced by the file, never
- * followed (rename replaces the name). Throws the fs error (see fsProblem for a user message).
+ * What may stand at a target name: nothing, or a regular file (replaced). A symlink is refused,
+ * not followed and not silently replaced (someone put it there; as root that could be any file);
+ * a folder, a device (/dev/full, /dev/null), a FIFO or a socket is refused too. lstat never follows.
+ */
+function checkTarget(path: string): void {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (st.isSymbolicLink()) throw fsError('ELOOP', 'is a symbolic link');
+  if (st.isDirectory()) throw fsError('EISDIR', 'is a folder');
+  if (!st.isFile()) throw fsError('ENOTREG', 'is not a regular file');
+}
+
+/**
+ * Write `content` to `path` atomically. A symlink, folder or device AT `path` is refused (ELOOP,
+ * EISDIR, ENOTREG); if a link is planted between that check and the rename, rename replaces the
+ * name and still writes nothing through it. Throws the fs error (see fsProblem for a user message).
  */
 export function writeFileAtomic(path: string, content: string | Uint8Array, opts: { mode?: number } = {}): void {
+  checkTarget(path);
   const { fd, tmp } = openExclusiveTemp(path, opts.mode);
   try {
     const buf = typeof content === 'string' ? Buffer.from(content) : content;
@@ -67,6 +89,7 @@ const WHY: Record<string, string> = {
   EDQUOT: 'the disk quota is exhausted',
   ENAMETOOLONG: 'the name is too long',
   EINVAL: 'is not a place a file can be written (a pseudo file system?)',
+  ENOTREG: 'is not a regular file (a device, pipe or socket); sparkctl writes only regular files',
 };
 
 /** An fs error as bad input (exit 2): what, where, why, and the fix. Non-fs errors are returned as they are. */
@@ -127,6 +150,46 @@ export function ensureDir(dir: string, what: string, fix: string): void {
       if (e2 instanceof UsageError) throw e2;
     }
     throw fsProblem(e, what, dir, fix);
+  }
+}
+
+/**
+ * Check an output FILE named by a flag before any work is done (a bench of ten minutes must not be
+ * lost to a typo in --save-result): its folder exists, is a real writable folder (not /proc, /sys),
+ * a temp file can be created there, and nothing but a regular file stands at the name. The folder
+ * is not created: a missing one is more often a typo than a wish. UsageError (exit 2) otherwise.
+ */
+export function checkOutputFile(path: string, what: string, fix = 'give a file name in an existing, writable folder'): void {
+  if (!path) throw new UsageError(`${what}: an empty path`, [fix]);
+  const dir = dirname(resolve(path));
+  try {
+    const st = statSync(dir);
+    if (!st.isDirectory()) throw fsError('ENOTDIR', 'not a folder');
+    if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir))) throw fsError('EINVAL', 'pseudo file system');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new UsageError(`${what} ${path}: the folder ${dir} does not exist`, [`create it first (mkdir -p ${dir}), or ${fix}`]);
+    throw fsProblem(e, `${what} folder`, dir, fix);
+  }
+  try {
+    checkTarget(path);
+    // Prove the folder takes a file (EROFS, EACCES, a full quota) with the same exclusive temp the write will use.
+    const { fd, tmp } = openExclusiveTemp(resolve(path));
+    closeSync(fd);
+    unlinkSync(tmp);
+  } catch (e) {
+    throw fsProblem(e, what, path, fix);
+  }
+}
+
+/**
+ * Write a file a user named on the command line (--html, --save-result, --out FILE): the atomic
+ * writer, with every fs error as bad input (exit 2) naming the flag, the path and the fix.
+ */
+export function writeOutputFile(path: string, content: string | Uint8Array, what: string, fix = 'give a file name in an existing, writable folder'): void {
+  try {
+    writeFileAtomic(path, content);
+  } catch (e) {
+    throw fsProblem(e, what, path, fix);
   }
 }
 

@@ -1,6 +1,8 @@
-// Item 7 of issue 13: a planted symlink at a predictable temp name must not redirect a write.
+// A planted symlink at a predictable temp name must not redirect a write; one at the target is refused.
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
-import { symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync } from 'node:fs';
+import { symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync, mkdirSync, existsSync } from 'node:fs';
+import { writeFileAtomic, fsProblem, checkOutputFile } from '../../src/util/fs.js';
+import { UsageError } from '../../src/errors.js';
 import { join } from 'node:path';
 import { Registry, type Instance } from '../../src/engine/registry.js';
 import { writePrometheus } from '../../src/commands/probe.js';
@@ -57,12 +59,43 @@ describe('atomic writes never follow a planted link', () => {
     expect(readFileSync(prom, 'utf8')).toContain('sparkctl_probe_healthy');
   });
 
-  it('a link AT the target name is replaced, not followed; no temp file is left', () => {
+  it('a link AT the target name is refused (exit 2), not followed nor replaced; no temp file is left', () => {
     const prom = join(dir, 'linked.prom');
     symlinkSync(victim, prom);
-    writePrometheus(prom, []);
+    expect(() => writePrometheus(prom, [])).toThrow(/symbolic link/);
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
-    expect(lstatSync(prom).isSymbolicLink()).toBe(false);
+    expect(lstatSync(prom).isSymbolicLink()).toBe(true);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp') && !lstatSync(join(dir, f)).isSymbolicLink())).toEqual([]);
+  });
+
+  it.each([
+    ['a symlink', (p: string) => symlinkSync(victim, p), /ELOOP/],
+    ['a folder', (p: string) => mkdirSync(p), /EISDIR/],
+  ])('writeFileAtomic refuses %s at the target', (_n, make, code) => {
+    const p = join(dir, 'target');
+    make(p);
+    expect(() => writeFileAtomic(p, 'x')).toThrow(expect.objectContaining({ code: expect.stringMatching(code) }));
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+  });
+
+  it('writeFileAtomic refuses a device (/dev/full): ENOTREG, and fsProblem makes it exit 2', () => {
+    let err: unknown;
+    try {
+      writeFileAtomic('/dev/full', 'x');
+    } catch (e) {
+      err = e;
+    }
+    expect((err as NodeJS.ErrnoException).code).toBe('ENOTREG');
+    const u = fsProblem(err, '--html', '/dev/full', 'fix') as UsageError;
+    expect(u).toBeInstanceOf(UsageError);
+    expect(u.exitCode).toBe(2);
+    expect(u.message).toMatch(/not a regular file/);
+  });
+
+  it('checkOutputFile: a missing folder is exit 2 and nothing is created; a good path leaves no temp file', () => {
+    expect(() => checkOutputFile(join(dir, 'no', 'such', 'x.json'), '--save-result')).toThrow(/does not exist/);
+    expect(existsSync(join(dir, 'no'))).toBe(false);
+    checkOutputFile(join(dir, 'fine.json'), '--save-result');
+    expect(readdirSync(dir).sort()).toEqual(['victim']);
   });
 });

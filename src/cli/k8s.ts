@@ -1,0 +1,16 @@
+import { createCommand, lazy } from './define.js';
+import { intArg, PROFILE_OPTIONS } from './args.js';
+
+export default createCommand({
+  name: 'k8s',
+  args: [['<profile>']],
+  options: [
+    ['--image <image>', 'container image', 'vllm/vllm-openai:v0.17.0'],
+    ['--nodes <n>', 'multi-node: a LeaderWorkerSet of N pods', intArg('--nodes')],
+    ['--namespace <ns>', 'namespace', 'default'],
+    ...PROFILE_OPTIONS,
+  ],
+  description: 'print a Deployment + Service (or a LeaderWorkerSet for multi-node) with real probes',
+  help: '\nExamples:\n  sparkctl k8s qwen-prod | kubectl apply -f -\n  sparkctl k8s qwen3-200b --nodes 4',
+  handler: lazy(() => import('../commands/k8s.js')),
+});

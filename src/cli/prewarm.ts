@@ -1,0 +1,25 @@
+import { createCommand, lazy } from './define.js';
+import { durationArg, intArg } from './args.js';
+import { SparkError, ExitCode } from '../errors.js';
+
+const share = (v: string) => {
+  const n = Number(v);
+  if (!(n >= 0 && n <= 10)) throw new SparkError(`--settle-margin: "${v}" is not a share such as 0.2`, ExitCode.badInput);
+  return n;
+};
+
+export default createCommand({
+  name: 'prewarm',
+  args: [['[name]', 'instance or profile']],
+  options: [
+    ['--url <url>', 'a server by URL instead of a registered instance'],
+    ['--model <name>', 'served model name (with --url; default: the first /v1/models entry)'],
+    ['--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's')],
+    ['--rounds <n>', "at most this many rounds (default: the profile's, 5)", intArg('--rounds')],
+    ['--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', share],
+    ['--json', 'machine-readable output'],
+  ],
+  description: 'take a restarted server from cold to warm: rounds at 128/1024/4096 prompt tokens until latency settles',
+  help: '\nExamples:\n  sparkctl prewarm qwen3.5-9b\n  sparkctl prewarm --url http://127.0.0.1:8000',
+  handler: lazy(() => import('../commands/prewarm.js')),
+});

@@ -1,0 +1,29 @@
+import { createCommand, lazy } from './define.js';
+import { collect, durationArg } from './args.js';
+
+export default createCommand({
+  name: 'probe',
+  args: [['[names...]', 'instances or profiles']],
+  options: [
+    ['--url <url>', 'a server by URL (repeatable)', collect, []],
+    ['--all', 'every registered server'],
+    ['--model <name>', 'expected served name (with --url)'],
+    ['--timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--timeout', 'ms')],
+    ['--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai'],
+    ['--prometheus <file>', 'write a node_exporter textfile (atomically)'],
+    ['--alert-webhook <url>', 'POST JSON when a target changes state'],
+    ['-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)'],
+    ['--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms')],
+    ['--gpu-from <dir>', "judge the GPUs of a support bundle (sparkctl collect) instead of this host's"],
+    ['--no-history', 'do not append this run to the history (sparkctl cost/report read it)'],
+    ['--gpu-hour-price <usd>', 'with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)'],
+    ['--json', 'machine-readable output'],
+  ],
+  description: 'deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)',
+  help: `
+Examples:
+  sparkctl probe --all
+  sparkctl probe --url http://127.0.0.1:8000 --model Qwen/Qwen3.5-9B --json
+  */5 * * * * sparkctl probe --all --prometheus /var/lib/node_exporter/sparkctl.prom`,
+  handler: lazy(() => import('../commands/probe.js')),
+});
