@@ -1,6 +1,6 @@
 // `sparkctl sim serve MODEL [vllm flags]`: start-up like vLLM (log lines, load time, refused until
 // ready), then the HTTP surface, the timing model and the faults of SPARKCTL_SIM_FAULT / --sim-fault.
-import { SimTrace } from './trace.js';
+import { SimTrace, RequestLog } from './trace.js';
 import { createServer as createNetServer } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseVllmArgs, ArgError, num, str } from './args.js';
@@ -176,6 +176,12 @@ async function simServeInner(argv: string[]): Promise<void> {
   delete nonDefault.api_key;
   for (const [where, msg] of versionLines(version, args.model)) info(where, msg);
   info('utils.py:328', `non-default args: ${JSON.stringify(nonDefault)}`);
+  if (f.has('--enable-auto-tool-choice') && !str(f, '--tool-call-parser')) {
+    // vLLM's own check of its arguments (entrypoints/openai/cli_args.py), before anything loads.
+    err('Traceback (most recent call last):');
+    err('TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser');
+    process.exit(1);
+  }
   if (faults.portInUse || !(await portFree(port, host))) {
     err('Traceback (most recent call last):');
     err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
@@ -296,6 +302,9 @@ async function simServeInner(argv: string[]): Promise<void> {
       errorTypes: (str(args.sim, '--sim-error-types') ?? 'rate_limit,server_error,context_length').split(','),
       log: (line) => process.stderr.write(line + '\n'),
       trace: process.env.SPARKCTL_SIM_TRACE ? new SimTrace(process.env.SPARKCTL_SIM_TRACE) : undefined,
+      requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG) : undefined,
+      autoToolChoice: f.has('--enable-auto-tool-choice'),
+      toolCallParser: str(f, '--tool-call-parser'),
     },
     engine,
     metrics,
