@@ -18,6 +18,7 @@ import { readHistory } from '../history/store.js';
 import { computeCost } from '../history/cost.js';
 import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
+import { probeRouter } from '../router/probe.js';
 
 interface ProbeCli {
   url: string[];
@@ -107,10 +108,10 @@ export async function run(names: string[], opts: ProbeCli) {
         timeoutMs: opts.timeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
-        gpus: t.engine === 'vllm',
+        gpus: t.engine === 'vllm' && t.instance?.role !== 'router',
         gpuHost,
         lastXidT: last.get(redactUrl(t.url))?.xidT,
-      });
+      }).then((r) => (t.instance?.role === 'router' ? probeRouter(t.instance, r) : r));
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {

@@ -11,7 +11,7 @@ import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
-  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client';
+  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
   status: StepStatus;
   detail: string;
   ms: number;
