@@ -7,12 +7,15 @@ export default createCommand({
   args: [['[name]', 'instance or profile']],
   options: [
     ['--all', 'every registered server'],
-    new Option('--timeout <duration>', 'SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once)').argParser(durationArg('--timeout', 's', true)).default(30, '30s'),
+    new Option(
+      '--timeout <duration>',
+      "SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once); default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s",
+    ).argParser(durationArg('--timeout', 's', true)),
     ['--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node'],
     ['--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything'],
     ['--json', 'machine-readable output'],
   ],
-  description: 'stop servers: SIGTERM to the process group, wait, SIGKILL; verify port and GPUs are free',
+  description: 'stop servers: SIGTERM to the process group, wait while vLLM drains, SIGKILL; say what happened to in-flight requests; verify port and GPUs are free',
   help: '\nExamples:\n  sparkctl stop qwen3.5-9b\n  sparkctl stop --all --timeout 60',
   handler: lazy(() => import('../commands/stop.js')),
 });

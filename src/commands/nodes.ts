@@ -158,7 +158,7 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   lines.push(
     e.state === 'not-recorded'
       ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}`
-      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM, drained)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : e.state === 'unproven' ? `left alone: ${e.detail} (the record is kept; check the head by hand)` : `could not be signalled (${e.detail})`}`,
+      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : e.state === 'unproven' ? `left alone: ${e.detail} (the record is kept; check the head by hand)` : `could not be signalled (${e.detail})`}`,
   );
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
   if (opts.json) say(envelope('stop-nodes', { steps: lines, engine: out.engine, ray: out.ray }));

@@ -18,6 +18,7 @@ import { readHistory } from '../history/store.js';
 import { computeCost } from '../history/cost.js';
 import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
+import { probeRouter } from '../router/probe.js';
 
 interface ProbeCli {
   url: string[];
@@ -161,10 +162,10 @@ export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: Sta
         timeoutMs: opts.timeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
-        gpus: t.engine === 'vllm',
+        gpus: t.engine === 'vllm' && t.instance?.role !== 'router',
         gpuHost,
         lastXidT: last.get(redactUrl(t.url))?.xidT,
-      });
+      }).then((r) => (t.instance?.role === 'router' ? probeRouter(t.instance, r) : r));
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {
@@ -303,7 +304,20 @@ export function costGauges(dir: string, priced: Array<{ t: Target; price: number
   ];
 }
 
-const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+/**
+ * A label value of the exposition format: \\, " and a newline escaped as the format defines; every
+ * other control character (which the format does not define, and a scraper may split a line at) as
+ * \\u escapes written out, so one sample stays one line.
+ */
+export const esc = (v: string) =>
+  v
+    .replace(/\\/g, '\\\\')
+    .replace(/"/g, '\\"')
+    .replace(/\n/g, '\\n')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
+export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
 export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
@@ -319,17 +333,19 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.map((r) => `sparkctl_probe_duration_seconds{target="${esc(r.target)}"} ${(r.ms / 1000).toFixed(3)}`),
     '# HELP sparkctl_probe_step_ok 1 when the step passed or warned, 0 when it failed.',
     '# TYPE sparkctl_probe_step_ok gauge',
-    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${s.step}"} ${s.status === 'fail' ? 0 : 1}`)),
+    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${esc(s.step)}"} ${s.status === 'fail' ? 0 : 1}`)),
     '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
     '# TYPE sparkctl_probe_kv_cache_usage gauge',
-    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${r.metrics!.kvCacheUsage}`),
+    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${promNumber(r.metrics!.kvCacheUsage!)}`),
     '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
     '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
-    ...results.flatMap((r) => (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${g.i}"} ${g.temp}`)),
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.temp!)}`),
+    ),
     '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
     '# TYPE sparkctl_probe_gpu_ok gauge',
     ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${g.i}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
+      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
     ),
     ...extra,
   ];

@@ -1,37 +1,55 @@
-import { Registry, type Entry } from '../engine/registry.js';
+import { Registry } from '../engine/registry.js';
 import { stateDir } from './common.js';
-import { stopGroup, groupMembers, listeningPorts } from '../engine/proc.js';
-import { readGpus } from '../health/gpu.js';
-import { RealHost } from '../host/real.js';
+import { stopInstances, graceMsOf, type StopOutcome, type RequestsOutcome } from '../engine/stop.js';
 import { envelope } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ProblemsFound } from '../errors.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const requestsWord = (n: number) => `${n} in-flight request${n === 1 ? '' : 's'}`;
 
-/** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */
-async function gpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
-  if (!pids.length || !(await readGpus(2000))) return [];
-  const end = Date.now() + boundMs;
-  for (;;) {
-    const apps = await new RealHost(2000).run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader']);
-    const holding = apps.stdout
-      .split('\n')
-      .map((l) => Number(l.trim()))
-      .filter((p) => Number.isInteger(p) && pids.includes(p));
-    if (!holding.length || Date.now() > end) return holding;
-    await sleep(250);
+/** What the evidence says happened to the requests; never more than it shows. */
+export function requestsText(r: RequestsOutcome): string {
+  switch (r.kind) {
+    case 'drained':
+      return `drained ${requestsWord(r.count)}`;
+    case 'aborted':
+      return `aborted ${requestsWord(r.count)}${r.count ? ' (vLLM aborts on SIGTERM unless started with --shutdown-timeout: set server.shutdownTimeoutSeconds)' : ''}`;
+    case 'cut-off':
+      return r.count !== undefined ? `SIGKILL cut off ${requestsWord(r.count)}` : 'SIGKILL cut off what was in flight';
+    case 'unknown':
+      if (r.inFlight === 0) return 'no request was in flight when it was signalled (its gauges)';
+      return r.inFlight !== undefined
+        ? `${r.inFlight} request${r.inFlight === 1 ? ' was' : 's were'} in flight; vLLM logged no shutdown mode, so how ${r.inFlight === 1 ? 'it' : 'they'} ended is not known`
+        : 'vLLM logged no shutdown mode: how its requests ended is not known';
+    case 'none':
+      return '';
   }
 }
 
-export async function run(name: string | undefined, opts: { all?: boolean; timeout: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
+export function outcomeLine(r: StopOutcome): string {
+  if (r.result === 'unproven')
+    return `${r.name}: NOT SIGNALLED: ${r.unproven?.detail}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`;
+  const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const how =
+    r.result === 'killed'
+      ? `did not stop within ${secs(r.graceMs)}: killed (SIGKILL)`
+      : r.result === 'stopped'
+        ? `stopped (SIGTERM) in ${secs(r.ms)}${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`
+        : 'was not running';
+  const req = requestsText(r.requests);
+  return `${r.name}: ${how}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`;
+}
+
+export async function run(name: string | undefined, opts: { all?: boolean; timeout?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
   if (opts.nodes) {
     const { stopNodes } = await import('./nodes.js');
-    return stopNodes(name, opts);
+    return stopNodes(name, { ...opts, timeout: opts.timeout ?? graceMsOf({}) / 1000 });
   }
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');
   const reg = new Registry(stateDir());
-  const release = await reg.lock(opts.timeout * 1000 + 10_000);
+  const graceMs = opts.timeout === undefined ? undefined : opts.timeout * 1000;
+  // another stop may hold the lock through a whole drain
+  const release = await reg.lock((graceMs ?? 60_000) + 10_000);
   try {
     const targets = opts.all ? reg.list() : reg.find(name!);
     for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
@@ -41,26 +59,18 @@ export async function run(name: string | undefined, opts: { all?: boolean; timeo
       else say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
       return;
     }
-    const results = await Promise.all(targets.map((e) => stopOne(reg, e, opts)));
+    const results = await stopInstances(reg, targets, {
+      graceMs,
+      forceForget: opts.forceForget,
+      onEvent: (e) => {
+        if (e.type === 'signalled' && e.signal === 'SIGTERM' && !opts.json)
+          note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
+      },
+    });
     if (opts.json) say(envelope('stop', { stopped: results }));
-    else
-      for (const r of results) {
-        if (r.how === 'unproven') {
-          say(`${r.name}: NOT SIGNALLED: ${r.reason}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`);
-          continue;
-        }
-        const how =
-          r.how === 'killed'
-            ? `did not stop within ${opts.timeout} s: killed (SIGKILL)`
-            : r.how === 'terminated'
-              ? `stopped (SIGTERM, drained)${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`
-              : r.how;
-        say(
-          `${r.name}: ${how}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`,
-        );
-      }
-    const unproven = results.filter((r) => r.how === 'unproven' && !r.forgotten);
-    const bad = results.filter((r) => r.how !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
+    else for (const r of results) say(outcomeLine(r));
+    const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
+    const bad = results.filter((r) => r.result !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
     if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
     if (bad.length || unproven.length)
       throw new ProblemsFound(
@@ -74,36 +84,4 @@ export async function run(name: string | undefined, opts: { all?: boolean; timeo
   } finally {
     release();
   }
-}
-
-async function stopOne(reg: Registry, { inst, proof, recovered }: Entry, opts: { timeout: number; forceForget?: boolean }) {
-  const base = {
-    name: inst.name,
-    pid: inst.pid,
-    recovered: Boolean(recovered),
-    portFree: true,
-    groupLeft: 0,
-    gpuHolders: [] as number[],
-    degraded: false,
-    reason: undefined as string | undefined,
-    forgotten: false,
-  };
-  if (proof.state === 'unproven') {
-    // Never signalled. --force-forget drops the record only.
-    if (opts.forceForget) reg.remove(inst.name);
-    return { ...base, how: 'unproven', reason: proof.reason, forgotten: Boolean(opts.forceForget) };
-  }
-  const members = proof.state === 'gone' ? [] : proof.members;
-  const how = proof.state === 'gone' ? 'was not running' : await stopGroup(inst, opts.timeout * 1000);
-  if (how === 'unproven') return { ...base, how: 'unproven', reason: 'its identity could not be proven again before signalling', forgotten: false };
-  const left = proof.state === 'gone' ? 0 : groupMembers(proof.pgid).length;
-  // The port must be free, and no process of the group may still hold GPU memory.
-  let portFree = !inst.port || !listeningPorts().has(inst.port);
-  for (let i = 0; i < 20 && !portFree; i++) {
-    await sleep(50);
-    portFree = !listeningPorts().has(inst.port);
-  }
-  const holders = inst.engine === 'vllm' ? await gpuHolders(members) : [];
-  if (!left && portFree && !holders.length) reg.remove(inst.name);
-  return { ...base, how: how as string, degraded: proof.state === 'degraded', portFree, groupLeft: left, gpuHolders: holders };
 }

@@ -91,7 +91,20 @@ export type Proof =
   /** nothing of it is left: the record can go */
   | { state: 'gone' }
   /** something lives under that pid or group that we cannot prove is ours: leave it alone */
-  | { state: 'unproven'; reason: string };
+  | { state: 'unproven'; code: UnprovenCode; reason: string };
+
+/** Why an entry could not be proven ours (typed, so callers decide without reading the message). */
+export type UnprovenCode =
+  /** the entry lacks a field identity rests on (pid, process group, start time) */
+  | 'entry-incomplete'
+  /** the entry's group is not led by its pid: sparkctl never launches it that way */
+  | 'not-group-leader'
+  /** the pid now belongs to another process (its start time differs) */
+  | 'pid-reused'
+  /** the group lives on, but none of its members carries the instance's marker */
+  | 'group-unmarked'
+  /** proven once, but the proof did not hold again right before a signal */
+  | 'reproof-failed';
 
 const posInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 1;
 
@@ -102,28 +115,33 @@ const posInt = (v: unknown): v is number => typeof v === 'number' && Number.isIn
 export function proveIdentity(id: Identity): Proof {
   const pid = id.pid;
   const pgid = id.pgid;
-  if (!posInt(pid)) return { state: 'unproven', reason: `the entry has no valid pid (${JSON.stringify(pid)})` };
+  if (!posInt(pid)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no valid pid (${JSON.stringify(pid)})` };
   const marker = typeof id.marker === 'string' && id.marker.length >= 8 ? id.marker : undefined;
   const leaderStart = processStartTime(pid);
   const members = posInt(pgid) ? groupMembers(pgid) : [];
   if (leaderStart === undefined && !members.length) return { state: 'gone' };
-  if (!posInt(pgid)) return { state: 'unproven', reason: `the entry has no valid process group (${JSON.stringify(pgid)})` };
+  if (!posInt(pgid)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no valid process group (${JSON.stringify(pgid)})` };
   // sparkctl launches every server as the leader of its own group: anything else is not ours.
-  if (pgid !== pid) return { state: 'unproven', reason: `the entry's process group ${pgid} is not its pid ${pid} (sparkctl always launches a group leader)` };
-  if (!posInt(id.startTime)) return { state: 'unproven', reason: `the entry has no start time: pid ${pid} cannot be told from a reused one` };
+  if (pgid !== pid) return { state: 'unproven', code: 'not-group-leader', reason: `the entry's process group ${pgid} is not its pid ${pid} (sparkctl always launches a group leader)` };
+  if (!posInt(id.startTime)) return { state: 'unproven', code: 'entry-incomplete', reason: `the entry has no start time: pid ${pid} cannot be told from a reused one` };
   const leaderOurs = leaderStart === id.startTime && (!marker || processEnv(pid, INSTANCE_ENV) === marker);
   if (leaderOurs) return { state: 'alive', pgid, members };
   if (!marker) {
     // An entry from before markers: only its leader can be proven; a group without it cannot.
     return {
       state: 'unproven',
+      code: leaderStart !== undefined ? 'pid-reused' : 'group-unmarked',
       reason: leaderStart !== undefined ? `pid ${pid} is another process now (start time differs)` : `its leader ${pid} is gone and its group ${pgid} cannot be proven (no marker in the entry)`,
     };
   }
   const marked = members.filter((m) => processEnv(m, INSTANCE_ENV) === marker);
   if (marked.length) return { state: 'degraded', pgid, members };
   if (!members.length) return { state: 'gone' };
-  return { state: 'unproven', reason: `group ${pgid} is alive but none of its ${members.length} process(es) carries this instance's marker: another program reused the number` };
+  return {
+    state: 'unproven',
+    code: 'group-unmarked',
+    reason: `group ${pgid} is alive but none of its ${members.length} process(es) carries this instance's marker: another program reused the number`,
+  };
 }
 
 /**
@@ -163,17 +181,20 @@ export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
  * SIGTERM to the whole proven group (API server and EngineCore alike), wait while it drains, then
  * SIGKILL. Every signal re-proves identity first. Safe to call on a group that is already gone.
  */
-export async function stopGroup(id: Identity, timeoutMs: number): Promise<StopHow> {
+export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?: AbortSignal; onTerm?: () => void } = {}): Promise<StopHow> {
   const first = proveIdentity(id);
   if (first.state === 'gone') return 'gone';
   if (first.state === 'unproven') return 'unproven';
   const pgid = first.pgid;
   signalProven(id, 'SIGTERM');
+  opts.onTerm?.();
   const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
+  // an aborted signal cuts the wait short: SIGKILL now
+  while (Date.now() < deadline && !opts.signal?.aborted) {
     if (!groupMembers(pgid).length) return 'terminated';
     await sleep(50);
   }
+  if (!groupMembers(pgid).length) return 'terminated';
   if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
   for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await sleep(25);
   return 'killed';

@@ -32,6 +32,20 @@ export interface Instance {
   probe?: { timeoutMs: number; kvCacheUsageMax: number; waitingMax: number; gpuMemoryHeadroomPct: number; gpuMemoryUtilization: number };
   prewarm?: { promptTokens: number[]; maxRounds: number; settleMargin: number; decodeTokens: number; timeoutSeconds: number };
   maxModelLen?: number;
+  /** the --shutdown-timeout rendered (vLLM drains that long on SIGTERM); absent or 0: vLLM aborts */
+  shutdownTimeoutSeconds?: number;
+  /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
+  role?: 'router';
+  router?: RouterRecord;
+}
+
+/** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
+export interface RouterRecord {
+  socket: string;
+  configFile: string;
+  backend: string;
+  statsPort: number;
+  servers: Array<{ name: string; host: string; port: number }>;
 }
 
 export interface Entry {

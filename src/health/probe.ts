@@ -11,7 +11,7 @@ import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
-  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client';
+  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
   status: StepStatus;
   detail: string;
   ms: number;
@@ -171,6 +171,10 @@ export const metricsCheck: ProbeCheck = {
       if (v.preemptions !== undefined && s.lastPreemptions !== undefined && v.preemptions > s.lastPreemptions) {
         status = 'warn';
         notes.push(`preemptions rising (+${v.preemptions - s.lastPreemptions} since the last probe)`);
+      }
+      if (v.invalid.length) {
+        status = 'warn';
+        notes.push(`impossible readings ignored: ${v.invalid.join(', ')}`);
       }
       const base = `KV cache ${v.kvCacheUsage !== undefined ? (v.kvCacheUsage * 100).toFixed(1) + ' %' : '?'}, ${v.running ?? '?'} running, ${v.waiting ?? '?'} waiting`;
       add('metrics', status, notes.length ? `${base}: ${notes.join('; ')}` : base, mt.ms);

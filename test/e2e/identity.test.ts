@@ -115,7 +115,7 @@ describe('item 2: the process group is the unit', { timeout: 120_000 }, () => {
     const signals = join(state, 'signals.jsonl');
     const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '5'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(/stopped \(SIGTERM, drained\) \(its API server had died/);
+    expect(stop.stdout).toMatch(/stopped \(SIGTERM\) in [\d.]+ s \(its API server had died/);
     // The recording the suite's teardown checks: one SIGTERM to the group, reaching only EngineCore.
     const recs = readFileSync(signals, 'utf8')
       .trim()

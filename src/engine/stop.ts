@@ -1,0 +1,274 @@
+// The one stop of a registered server: prove it ours, read what was in flight, SIGTERM, wait the
+// grace, SIGKILL, then say from evidence what happened to its requests and what it still holds.
+// Evidence is vLLM's own: the `[shutdown]` lines it logs after the signal (mode=abort|drain and the
+// in-flight counts of its EngineCore) and, before the signal, the running/waiting gauges. Without
+// such evidence the outcome says "unknown", never "drained". Library code: it never prints; the
+// verb renders the outcome, serve --foreground and the router's rolling restart call it too.
+import { openSync, readSync, closeSync, statSync } from 'node:fs';
+import type { Entry, Instance, Registry } from './registry.js';
+import { stopGroup, groupMembers, listeningPorts, type UnprovenCode } from './proc.js';
+import { http } from '../client/http.js';
+import { parseVllmMetrics } from '../client/metrics.js';
+import { pause } from '../util/pause.js';
+import { readGpus } from '../health/gpu.js';
+import { RealHost } from '../host/real.js';
+
+/** What vLLM logged about its shutdown after the signal (all engines of the server together). */
+export interface ShutdownEvidence {
+  /** mode=abort (vLLM's default, --shutdown-timeout 0) or mode=drain */
+  mode?: 'abort' | 'drain';
+  /** the timeout vLLM announced with its mode, seconds */
+  timeoutS?: number;
+  /** requests the EngineCore(s) said they abort (count=N, summed over engines) */
+  aborting?: number;
+  /** requests the EngineCore(s) said they drain */
+  draining?: number;
+  /** "request processing complete": every engine that started a shutdown finished its requests */
+  complete: boolean;
+  /** the [shutdown] lines themselves, for --json and the report */
+  lines: string[];
+}
+
+const MODE = /\[shutdown\] (?:API server: stopping engine client|EngineCore: start) mode=(abort|drain) timeout=(\d+)s/;
+const ABORTING = /\[shutdown\] EngineCore: aborting in-flight requests count=(\d+)/;
+const DRAINING = /\[shutdown\] EngineCore: draining in-flight requests count=(\d+)/;
+const STARTED = /\[shutdown\] EngineCore: start mode=/;
+const COMPLETE = /\[shutdown\] EngineCore: request processing complete/;
+
+/** vLLM's shutdown lines (launcher.py, v1/engine/core.py) -> evidence. Pure; lines are hostile text. */
+export function readShutdownLines(lines: readonly string[]): ShutdownEvidence {
+  const ev: ShutdownEvidence = { complete: false, lines: [] };
+  let started = 0;
+  let completed = 0;
+  for (const raw of lines) {
+    const line = raw.length > 2000 ? raw.slice(0, 2000) : raw;
+    if (!line.includes('[shutdown]')) continue;
+    ev.lines.push(line.trim());
+    const m = MODE.exec(line);
+    if (m) {
+      ev.mode = m[1] as 'abort' | 'drain';
+      ev.timeoutS = Number(m[2]);
+    }
+    if (STARTED.test(line)) started++;
+    const a = ABORTING.exec(line);
+    if (a) ev.aborting = (ev.aborting ?? 0) + Number(a[1]);
+    const d = DRAINING.exec(line);
+    if (d) ev.draining = (ev.draining ?? 0) + Number(d[1]);
+    if (COMPLETE.test(line)) completed++;
+  }
+  ev.complete = completed > 0 && completed >= started;
+  return ev;
+}
+
+/** How the server's in-flight requests ended, as far as evidence shows. */
+export type RequestsOutcome =
+  /** vLLM drained: it logged mode=drain and that request processing completed, then exited before SIGKILL */
+  | { kind: 'drained'; count: number }
+  /** vLLM aborted them on SIGTERM (mode=abort: no --shutdown-timeout) */
+  | { kind: 'aborted'; count: number }
+  /** it was draining when the grace ran out: SIGKILL cut off what was left */
+  | { kind: 'cut-off'; count?: number }
+  /** no [shutdown] evidence (an older vLLM, an unreadable log): how many ran before the signal, if known */
+  | { kind: 'unknown'; inFlight?: number }
+  /** nothing was signalled */
+  | { kind: 'none' };
+
+/** Evidence (log lines after the signal, the gauges before it, how it ended) -> the requests' outcome. Pure. */
+export function judgeRequests(ev: ShutdownEvidence, inFlightBefore: number | undefined, ended: 'terminated' | 'killed'): RequestsOutcome {
+  if (ev.mode === 'abort') return { kind: 'aborted', count: ev.aborting ?? 0 };
+  if (ev.mode === 'drain') {
+    // vLLM logs the drain count only when it is not zero: no count line means nothing was in flight
+    if (ended === 'terminated' && ev.complete) return { kind: 'drained', count: ev.draining ?? 0 };
+    if (ended === 'killed') return { kind: 'cut-off', count: ev.draining };
+    // exited in drain mode without saying its requests completed: it did not prove a drain
+    return { kind: 'unknown', inFlight: ev.draining ?? inFlightBefore };
+  }
+  return ended === 'killed' && inFlightBefore ? { kind: 'cut-off', count: inFlightBefore } : { kind: 'unknown', inFlight: inFlightBefore };
+}
+
+export type StopResult =
+  /** it ended after SIGTERM within the grace */
+  | 'stopped'
+  /** it did not end within the grace: SIGKILL */
+  | 'killed'
+  /** nothing of it was running: the record goes */
+  | 'not-running'
+  /** its identity could not be proven: nothing was signalled */
+  | 'unproven';
+
+export interface StopOutcome {
+  name: string;
+  pid: number;
+  result: StopResult;
+  /** the entry was unreadable; the server was found by its processes' marker */
+  recovered: boolean;
+  /** its API server had died; the rest of its group (an orphaned EngineCore) was stopped */
+  degraded: boolean;
+  /** set when result is 'unproven' */
+  unproven?: { code: UnprovenCode; detail: string };
+  requests: RequestsOutcome;
+  /** vLLM's [shutdown] lines after the signal */
+  evidence: string[];
+  /** running + waiting requests read from /metrics right before SIGTERM (absent: not readable) */
+  inFlightBefore?: number;
+  /** the wait between SIGTERM and SIGKILL */
+  graceMs: number;
+  /** SIGTERM to the end of the group */
+  ms: number;
+  portFree: boolean;
+  groupLeft: number;
+  /** pids of the group still holding GPU memory */
+  gpuHolders: number[];
+  /** the registry entry was removed (everything released, or --force-forget of an unproven one) */
+  removed: boolean;
+  forgotten: boolean;
+}
+
+export type StopEvent = { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number } | { type: 'stopped'; outcome: StopOutcome };
+
+export interface StopOptions {
+  /** wait between SIGTERM and SIGKILL; default: the server's own grace (graceMsOf) */
+  graceMs?: number;
+  /** aborting it cuts the grace short: SIGKILL at once */
+  signal?: AbortSignal;
+  onEvent?: (e: StopEvent) => void;
+  /** an entry that cannot be proven ours: drop its record (never signals it) */
+  forceForget?: boolean;
+  /** which of these pids still hold GPU memory; default: nvidia-smi where there is one (a vLLM server only) */
+  gpuHolders?: (pids: number[]) => Promise<number[]>;
+}
+
+/** How long vLLM takes to tear down after its requests are done (engine, workers, HTTP server). */
+export const TEARDOWN_MARGIN_MS = 15_000;
+/** The wait for a server that was launched without a drain (or before sparkctl recorded one). */
+export const DEFAULT_GRACE_MS = 30_000;
+
+/** The wait before SIGKILL this server is owed: its drain timeout plus the teardown margin. */
+export function graceMsOf(inst: Pick<Instance, 'shutdownTimeoutSeconds'>): number {
+  const drain = inst.shutdownTimeoutSeconds;
+  return typeof drain === 'number' && Number.isFinite(drain) && drain > 0 ? Math.max(DEFAULT_GRACE_MS, drain * 1000 + TEARDOWN_MARGIN_MS) : DEFAULT_GRACE_MS;
+}
+
+/** Running + waiting requests from the server's /metrics (open without the API key); undefined if unreadable. */
+async function inFlight(inst: Instance): Promise<number | undefined> {
+  if (!inst.url) return undefined;
+  const r = await http(`${inst.url}/metrics`, { timeoutMs: 1500, maxBytes: 2 * 1024 * 1024 });
+  if (!r.ok || r.status !== 200) return undefined;
+  try {
+    const m = parseVllmMetrics(r.body);
+    if (m.running === undefined) return undefined;
+    const n = m.running + (m.waiting ?? 0);
+    return Number.isFinite(n) && n >= 0 ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const logSize = (file: string) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return undefined;
+  }
+};
+
+/** The log's lines written since `from` (at most the last 1 MiB of them). */
+function linesSince(file: string, from: number | undefined): string[] {
+  const size = logSize(file);
+  if (size === undefined || from === undefined) return [];
+  const start = size < from ? 0 : Math.max(from, size - 1024 * 1024);
+  if (size <= start) return [];
+  const buf = Buffer.alloc(size - start);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, buf, 0, buf.length, start);
+  } finally {
+    closeSync(fd);
+  }
+  return buf.toString('utf8').split(/\r?\n|\r/);
+}
+
+/**
+ * Stop one registered server (an Entry of Registry.list()/find()). Safe to call twice; never
+ * signals what it cannot prove ours. Removes the registry entry when everything is released.
+ */
+export async function stopInstance(reg: Registry, entry: Entry, opts: StopOptions = {}): Promise<StopOutcome> {
+  const { inst, proof } = entry;
+  const graceMs = opts.graceMs ?? graceMsOf(inst);
+  const base: StopOutcome = {
+    name: inst.name,
+    pid: inst.pid,
+    result: 'not-running',
+    recovered: Boolean(entry.recovered),
+    degraded: proof.state === 'degraded',
+    requests: { kind: 'none' },
+    evidence: [],
+    graceMs,
+    ms: 0,
+    portFree: true,
+    groupLeft: 0,
+    gpuHolders: [],
+    removed: false,
+    forgotten: false,
+  };
+  const done = (o: StopOutcome) => (opts.onEvent?.({ type: 'stopped', outcome: o }), o);
+  if (proof.state === 'unproven') {
+    if (opts.forceForget) reg.remove(inst.name);
+    return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
+  }
+  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
+  const from = logSize(inst.logFile);
+  const t0 = performance.now();
+  const how = await stopGroup(inst, graceMs, {
+    signal: opts.signal,
+    onTerm: () => opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGTERM', inFlight: before, graceMs }),
+  });
+  const ms = Math.round(performance.now() - t0);
+  if (how === 'unproven') return done({ ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } });
+  if (how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs });
+  const ended = how === 'killed' ? 'killed' : 'terminated';
+  const ev = readShutdownLines(linesSince(inst.logFile, from));
+  const left = proof.state === 'gone' ? 0 : groupMembers(proof.pgid).length;
+  let portFree = !inst.port || !listeningPorts().has(inst.port);
+  for (let i = 0; i < 20 && !portFree; i++) {
+    await pause(50);
+    portFree = !listeningPorts().has(inst.port);
+  }
+  const members = proof.state === 'gone' ? [] : proof.members;
+  const holders = inst.engine === 'vllm' && members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(members) : [];
+  const removed = !left && portFree && !holders.length;
+  if (removed) reg.remove(inst.name);
+  return done({
+    ...base,
+    result: how === 'killed' ? 'killed' : how === 'gone' ? 'not-running' : 'stopped',
+    requests: how === 'gone' ? { kind: 'none' } : judgeRequests(ev, before, ended),
+    evidence: ev.lines,
+    inFlightBefore: before,
+    ms,
+    portFree,
+    groupLeft: left,
+    gpuHolders: holders,
+    removed,
+  });
+}
+
+/** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */
+export async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
+  if (!pids.length || !(await readGpus(2000))) return [];
+  const end = Date.now() + boundMs;
+  const host = new RealHost(2000);
+  for (;;) {
+    const apps = await host.run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader']);
+    const holding = apps.stdout
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((p) => Number.isInteger(p) && pids.includes(p));
+    if (!holding.length || Date.now() > end) return holding;
+    await pause(250);
+  }
+}
+
+/** Stop several (all at once: a server's drain does not wait for another's). */
+export function stopInstances(reg: Registry, entries: readonly Entry[], opts: StopOptions = {}): Promise<StopOutcome[]> {
+  return Promise.all(entries.map((e) => stopInstance(reg, e, opts)));
+}
