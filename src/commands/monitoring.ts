@@ -48,5 +48,7 @@ export async function run(kind: string, profileName: string, opts: MonitoringCli
   if (kind === 'rules') return say(head + dump(renderRules(spec)));
   if (kind === 'dashboard') return say(JSON.stringify(renderDashboard(spec), null, 2));
   const router = opts.router === undefined ? undefined : hostPort('--router', opts.router);
-  say(head + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
+  // behind its router a profile's replicas and HAProxy's exporter listen on 127.0.0.1 only
+  const local = spec.router && !opts.router ? '# the replicas and the router exporter listen on 127.0.0.1: run this Prometheus (or an agent) on the serving host\n' : '';
+  say(head + local + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
 }

@@ -7,7 +7,7 @@ export interface ScrapeOptions {
   host: string;
   /** node_exporter on the serving host, HOST:PORT */
   nodeExporter: string;
-  /** the router's metrics endpoint, HOST:PORT, when the replicas sit behind one */
+  /** the router's metrics endpoint, HOST:PORT (an operator's own HAProxy); the profile's own router by default */
   router?: string;
 }
 
@@ -21,7 +21,8 @@ export function renderScrape(s: MonitoringSpec, o: ScrapeOptions): { scrape_conf
   const labels = { profile: s.profile };
   const host = o.host.includes(':') && !o.host.startsWith('[') ? `[${o.host}]` : o.host;
   const jobs: ScrapeConfig[] = [{ job_name: s.job, metrics_path: '/metrics', static_configs: [{ targets: s.ports.map((p) => `${host}:${p}`), labels }] }];
-  if (o.router) jobs.push({ job_name: `${s.job}-router`, metrics_path: '/metrics', static_configs: [{ targets: [o.router], labels }] });
+  const router = o.router ?? (s.router ? `${host}:${s.router.metricsPort}` : undefined);
+  if (router) jobs.push({ job_name: `${s.job}-router`, metrics_path: '/metrics', static_configs: [{ targets: [router], labels }] });
   // the job name the operator's own node_exporter job may already have; the rules do not depend on it
   jobs.push({ job_name: 'sparkctl-node', metrics_path: '/metrics', static_configs: [{ targets: [o.nodeExporter] }] });
   return { scrape_configs: jobs };

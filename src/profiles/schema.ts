@@ -113,6 +113,20 @@ export const SloBlock = z.strictObject({
   itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
 });
 
+export const RouterBlock = z.strictObject({
+  enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
+  replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
+  statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
+  bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
+  checkIntervalMs: positiveInt.default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
+  connectTimeoutSeconds: positiveInt.default(5),
+  clientTimeoutSeconds: positiveInt.default(300).describe('Client inactivity (a client that stops reading a stream)'),
+  serverTimeoutSeconds: positiveInt.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
+  tunnelTimeoutSeconds: positiveInt.default(3600),
+  queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
+  maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+});
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -124,6 +138,7 @@ export const Profile = z.strictObject({
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
+  router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

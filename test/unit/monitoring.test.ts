@@ -219,6 +219,25 @@ describe('scrape config', () => {
     expect(renderScrape(s, { host: 'fd00::5', nodeExporter: 'h:9100' }).scrape_configs[0]!.static_configs[0]!.targets[0]).toBe('[fd00::5]:8000');
   });
 
+  it("a profile with its own router: the replicas' loopback ports and HAProxy's exporter; the probe's router target", async () => {
+    const s = spec('0.17.0', ['server.port=8000', 'router.enabled=true'], 4);
+    expect(s.ports).toEqual([8001, 8002, 8003, 8004]);
+    const c = renderScrape(s, { host: 'localhost', nodeExporter: 'localhost:9100' });
+    expect(c.scrape_configs.map((j) => [j.job_name, j.static_configs[0]!.targets])).toEqual([
+      ['sparkctl-qwen-dev', ['localhost:8001', 'localhost:8002', 'localhost:8003', 'localhost:8004']],
+      ['sparkctl-qwen-dev-router', ['localhost:8005']],
+      ['sparkctl-node', ['localhost:9100']],
+    ]);
+    // an operator's own HAProxy instead
+    expect(renderScrape(s, { host: 'localhost', nodeExporter: 'localhost:9100', router: 'lb:8404' }).scrape_configs[1]!.static_configs[0]!.targets).toEqual(['lb:8404']);
+    const re = new RegExp(`^(?:${s.probeTargets})$`);
+    for (const yes of ['qwen-dev-router', 'http://127.0.0.1:8000', 'http://127.0.0.1:8004']) expect(re.test(yes), yes).toBe(true);
+    expect(re.test('qwen-dev-routerx')).toBe(false);
+    const r = await cli(['monitoring', 'scrape', 'qwen-dev', '--set', 'router.enabled=true', '--set', 'router.statsPort=9901']);
+    expect(String(r.stdout)).toContain('listen on 127.0.0.1');
+    expect((yaml.load(String(r.stdout)) as ReturnType<typeof renderScrape>).scrape_configs[1]!.static_configs[0]!.targets).toEqual(['localhost:9901']);
+  });
+
   it('the job whose up the VllmServerDown rule reads', () => {
     const s = spec('0.17.0');
     const down = renderRules(s).groups[1]!.rules.find((r) => 'alert' in r && r.alert === 'VllmServerDown')!;
