@@ -63,9 +63,12 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
   return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
 }
 
-/** The simulator's own knobs: the profile (architecture facts), the platform it pretends to be. */
-export function simTail(r: Pick<Resolved, 'file' | 'platform'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
-  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name];
+/**
+ * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
+ * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
+ */
+export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
+  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name, '--sim-vllm-version', r.profile.engine.vllmVersion];
   if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
   return tail;
 }
