@@ -10,6 +10,8 @@ export interface VllmMetrics {
   waiting?: number;
   preemptions?: number;
   families: number;
+  /** readings a server cannot really have (NaN, Inf, negative, a usage above 1): left out, and named here */
+  invalid: string[];
 }
 
 export function parseVllmMetrics(text: string): VllmMetrics {
@@ -30,15 +32,25 @@ export function parseVllmMetrics(text: string): VllmMetrics {
     }
     return undefined;
   };
+  // Every byte of /metrics is the server's word: a reading outside what the quantity can be is no
+  // reading (and is said), so it cannot pass a threshold check or reach the textfile as "+Inf".
+  const invalid: string[] = [];
+  const bounded = (what: string, v: number | undefined, max = Number.MAX_SAFE_INTEGER) => {
+    if (v === undefined) return undefined;
+    if (Number.isFinite(v) && v >= 0 && v <= max) return v;
+    invalid.push(`${what} ${v}`);
+    return undefined;
+  };
   return {
     // vllm:gpu_cache_usage_perc was renamed vllm:kv_cache_usage_perc in 0.9.2 (both exposed through
     // 0.11) and removed in 0.12: read the new name, fall back to the old one for older servers
-    kvCacheUsage: max('vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'),
-    running: sum('vllm:num_requests_running'),
-    waiting: sum('vllm:num_requests_waiting'),
+    kvCacheUsage: bounded('KV cache usage', max('vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'), 1),
+    running: bounded('running', sum('vllm:num_requests_running')),
+    waiting: bounded('waiting', sum('vllm:num_requests_waiting')),
     // a counter: registered as vllm:num_preemptions, exposed (and named in # TYPE) as ..._total by every version
-    preemptions: sum('vllm:num_preemptions_total'),
+    preemptions: bounded('preemptions', sum('vllm:num_preemptions_total')),
     families: fams.length,
+    invalid,
   };
 }
 

@@ -1,12 +1,17 @@
 import { resolveProfile, requireValid } from './common.js';
 import { renderReplicas, servedName } from '../profiles/render.js';
 import { say } from '../output/log.js';
-import { deployment } from '../k8s/manifests.js';
+import { deployment, k8sName } from '../k8s/manifests.js';
+import { k8sProblems } from '../profiles/validate.js';
+import { formatProblem } from '../profiles/load.js';
 import { UsageError } from '../errors.js';
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodes?: number; namespace: string }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   const p = r.profile;
+  // Names Kubernetes would reject (or a namespace or image that would break the YAML's meaning) are bad input here, not at kubectl apply.
+  const problems = k8sProblems(p, { name: k8sName(p), namespace: opts.namespace, image: opts.image });
+  if (problems.length) throw new UsageError(`sparkctl k8s ${p.name}: ${problems.length} problem(s)`, problems.map(formatProblem));
   const multi = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   if (multi || opts.nodes) {
     const { leaderWorkerSetFor } = await import('./nodes.js');

@@ -1,6 +1,7 @@
 import { resolveProfile, requireValid, sparkctlBin } from './common.js';
 import { say, note } from '../output/log.js';
 import { UsageError } from '../errors.js';
+import { commentValue } from '../output/format.js';
 import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
@@ -33,6 +34,10 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
   refuseControl('--env-file', opts.envFile);
+  if (opts.profiles !== undefined) refuseControl('--profiles', resolve(opts.profiles));
+  // Where sparkctl and node live is the environment's say: a control character there would inject lines just the same.
+  refuseControl('the node executable path', process.execPath);
+  refuseControl("sparkctl's own path", sparkctlBin());
   if (opts.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/.test(opts.user))
     throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
   if (!/^[A-Za-z0-9._-]+$/.test(p.name)) throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
@@ -42,7 +47,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
   const drain = shutdownTimeoutArg(p);
   const stopBudget = Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
-  const unit = `# sparkctl systemd ${p.name}: ${unitValue(p.description ?? '')}
+  const unit = `# sparkctl systemd ${p.name}: ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/sparkctl-${p.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}
 [Unit]

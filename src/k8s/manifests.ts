@@ -3,9 +3,16 @@
 // workers = ray start --block). Both are built from the same volume, probe and secret pieces.
 import yaml from 'js-yaml';
 import type { Profile, Platform } from '../profiles/schema.js';
-import { shellQuote } from '../output/format.js';
+import { shellQuote, commentValue } from '../output/format.js';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
+
+/**
+ * Kubernetes expands $(VAR) in a container's command, args and env values, and turns $$ into $:
+ * a served name or variable of "$(VLLM_API_KEY)" would otherwise become the key itself. Every $
+ * of a value sparkctl did not write is doubled, so the container gets exactly the profile's text.
+ */
+export const k8sLiteral = (v: string) => v.replace(/\$/g, '$$$$');
 
 /** The Service's endpoints update while the pod still serves; then vLLM gets SIGTERM. */
 const PRESTOP_S = 10;
@@ -48,7 +55,7 @@ export function apiKeyEnv(p: Profile) {
 }
 
 export function secretHint(p: Profile, namespace: string) {
-  return p.server.apiKeyEnv ? `# kubectl -n ${namespace} create secret generic ${k8sName(p)}-api-key --from-literal=key=...\n` : '';
+  return p.server.apiKeyEnv ? `# kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-literal=key=...\n` : '';
 }
 
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
@@ -77,9 +84,9 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
               name: 'vllm',
               image: opts.image,
               command: ['vllm', 'serve'],
-              args: opts.args,
+              args: opts.args.map(k8sLiteral),
               ports: [{ name: 'http', containerPort: port }],
-              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: val })), ...apiKeyEnv(p)],
+              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
               resources: gpuResources(opts.gpus),
               ...probes(p),
               // Let the Service stop sending traffic before vLLM gets SIGTERM; vLLM then drains what it holds.
@@ -93,7 +100,7 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${p.name}: ${opts.servedName}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
@@ -114,7 +121,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
     `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode}`,
     // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
     `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
-    `exec ${args.map(shellQuote).join(' ')}`,
+    `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
   ].join(' && ');
   const { startupProbe, readinessProbe, livenessProbe } = probes(p);
   const lws = {
@@ -173,7 +180,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
     spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
   };
   return (
-    `# sparkctl k8s ${p.name} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${secretHint(p, opts.namespace)}` +
+    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${secretHint(p, opts.namespace)}` +
     dump([lws, service], 400)
   );
 }

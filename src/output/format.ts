@@ -30,6 +30,18 @@ export function shellQuote(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/** A suggested command line (in a fix, a hint, an install note): every word quoted for a POSIX shell. */
+export const commandLine = (...argv: string[]): string => argv.map(shellQuote).join(' ');
+
+/**
+ * A value inside a `#` comment of generated text (shell, YAML, a unit file): a comment ends at the
+ * line's end, so quoting cannot protect it; anything but plain printable text is written as a JSON
+ * string (control characters and line separators become \n, \u2028 ...), so it stays one line.
+ */
+export function commentValue(v: string): string {
+  return /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029"\\]*$/.test(v) ? v : JSON.stringify(v).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 export function shellCommand(argv: string[], env: Record<string, string> = {}, multiline = true): string {
   const envPart = Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`);
   const parts: string[] = [...envPart, ...argv.map(shellQuote)];

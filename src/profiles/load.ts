@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
 import { isSecretName } from '../util/redact.js';
-import { validateProfile } from './validate.js';
+import { validateProfile, textProblems } from './validate.js';
 
 /** The shipped profiles: found upwards from this module (dist/profiles/, dist/bundle/ or src/profiles/). */
 function findBuiltin(): string {
@@ -182,6 +182,9 @@ export function parseProfile(raw: unknown, file: string, sets: string[] = []): P
     }
     throw new UsageError(`profile ${String(obj.name)} (${file}) is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
   }
+  // Text that would break the files generated from it is refused on every load, not only by the verbs that generate.
+  const text = textProblems(res.data);
+  if (text.length) throw new UsageError(`profile ${res.data.name} (${file}) is invalid: ${text.length} problem(s)`, text.map(formatProblem));
   return res.data;
 }
 

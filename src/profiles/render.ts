@@ -81,9 +81,21 @@ export function cpuKvOverride(p: Profile): string[] {
   return p.engine.kvCacheMemoryBytes !== undefined ? ['VLLM_CPU_KVCACHE_SPACE'] : [];
 }
 
+/** Behind the router the replicas listen on loopback only: the router owns the public port. */
+export function routed(p: Profile): boolean {
+  return p.router?.enabled === true;
+}
+
+/** Where replica i listens: server.port + i, or (behind the router) router.replicaPort + i on 127.0.0.1. */
+export function replicaAddress(p: Profile, replica: number): { host: string; port: number } {
+  if (!routed(p)) return { host: p.server.host, port: p.server.port + replica };
+  return { host: '127.0.0.1', port: (p.router!.replicaPort ?? p.server.port + 1) + replica };
+}
+
 export function serverArgs(p: Profile, replica: number): string[] {
+  const a = replicaAddress(p, replica);
   const drain = shutdownTimeoutArg(p);
-  return ['--port', String(p.server.port + replica), '--host', p.server.host, ...(drain ? ['--shutdown-timeout', String(drain)] : [])];
+  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : [])];
 }
 
 /** The --shutdown-timeout an argv carries (the last one wins, as in argparse; extraArgs included); 0 when none. */
@@ -165,7 +177,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
       env,
       envFrom,
       unsetEnv,
-      port: p.server.port + i,
+      port: replicaAddress(p, i).port,
       gpus,
       logFile: join(opts.stateDir, 'logs', `${name}.log`),
     });
