@@ -34,7 +34,7 @@ async function stream(maxTokens: number) {
   const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, stream: true }),
+    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
   });
   const reader = res.body!.getReader();
   const dec = new TextDecoder();
