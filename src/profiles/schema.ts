@@ -75,6 +75,15 @@ export const ServerBlock = z.strictObject({
     .describe('The NAME of the variable holding the API key; the key itself never enters a profile'),
   readyTimeoutSeconds: positiveInt.default(900).describe('How long a load may take before serve gives up'),
   stallTimeoutSeconds: positiveInt.default(300).describe('Give up when the server logs nothing for this long'),
+  shutdownTimeoutSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .describe(
+      "On SIGTERM vLLM finishes its in-flight requests for up to this long (--shutdown-timeout, where the target vLLM has it); 0: it aborts them. stop waits this plus 15 s before SIGKILL; systemd's TimeoutStopSec and k8s' terminationGracePeriodSeconds follow it",
+    ),
 });
 
 export const PrewarmBlock = z.strictObject({
