@@ -29,6 +29,8 @@ export interface Facts {
   python?: { version: string; purelib: string; dists: Record<string, string> };
   torch: { version?: string; cuda?: string };
   vllm: { version?: string; bins: string[]; requiresTorch?: string };
+  /** HAProxy (the router): where it is, on PATH or in the sbin folders that a user's PATH may lack */
+  haproxy: { bins: string[] };
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
   cudnn: { system?: string; pip?: string };
   limits: { memlock?: number; nofile?: number };
@@ -95,6 +97,7 @@ export const PROBES = [
   'dgx-release',
   'meminfo',
   'which.vllm',
+  'which.haproxy',
   'model',
   'si.cpu',
   'si.mem',
@@ -234,6 +237,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     dgxRel,
     meminfo,
     whichVllm,
+    whichHaproxy,
     ,
     modelFind,
   ] = await Promise.all([
@@ -266,6 +270,15 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     file('dgx-release', '/etc/dgx-release'),
     file('meminfo', '/proc/meminfo'),
     run('which.vllm', ['which', '-a', 'vllm']),
+    // router.bin as the profile names it (a path, or a name on PATH), then the sbin folders a user's PATH may lack
+    // only where it matters: a profile with a router, or no profile (collect, a plain preflight)
+    (!opts.profile || opts.profile.router?.enabled ? run : (_n: ProbeName, argv: string[]) => Promise.resolve(notRun(argv)))('which.haproxy', [
+      'sh',
+      '-c',
+      'command -v "$1"; case "$1" in */*) ;; *) for f in /usr/sbin/"$1" /usr/local/sbin/"$1"; do [ -x "$f" ] && echo "$f"; done;; esac; true',
+      'sh',
+      opts.profile?.router?.bin ?? 'haproxy',
+    ]),
     Promise.all([sys('cpu'), sys('mem')]),
     loc && want('model')
       ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n'])
@@ -376,6 +389,16 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       version: py?.dists.vllm,
       bins: whichVllm.stdout.split('\n').filter(Boolean),
       requiresTorch: py?.vllmMeta ? /^Requires-Dist: torch\s*\(?==\s*([^\s;)]+)/m.exec(py.vllmMeta)?.[1] : undefined,
+    },
+    haproxy: {
+      bins: [
+        ...new Set(
+          whichHaproxy.stdout
+            .split('\n')
+            .map((l) => l.trim())
+            .filter((l) => l.startsWith('/')),
+        ),
+      ],
     },
     nccl: {
       system: ncclSystem ?? (ncclLib ? /libnccl\.so\.(\d+\.\d+\.\d+)/.exec(ncclLib.path)?.[1] : undefined),
