@@ -115,7 +115,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   }
 
   // 2. the plan: the profile validated once, against the host preflight saw
-  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform, gpuFacts: host ? gpuFacts : undefined, readHost: false });
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
   versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
