@@ -135,8 +135,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   let host: HostShape | undefined;
   let gpuFacts: GpuFact[] | undefined;
   if (sim && !opts.json) {
-    const { loadPlatform } = await import('../profiles/load.js');
-    const pl = loadPlatform(platform ?? 'hopper-cuda13');
+    const { loadPlatform, DEFAULT_PLATFORM } = await import('../profiles/load.js');
+    const pl = loadPlatform(platform ?? DEFAULT_PLATFORM);
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
   if (!opts.skipPreflight) {
