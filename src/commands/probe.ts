@@ -347,6 +347,16 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.flatMap((r) =>
       (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
     ),
+    '# HELP sparkctl_probe_gpu_ecc_uncorrected_errors Uncorrected volatile ECC errors of this GPU (since the driver loaded).',
+    '# TYPE sparkctl_probe_gpu_ecc_uncorrected_errors gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.ecc !== undefined).map((g) => `sparkctl_probe_gpu_ecc_uncorrected_errors{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.ecc!)}`),
+    ),
+    '# HELP sparkctl_probe_gpu_xid_events NVIDIA Xid events of this GPU in the kernel log since the previous probe.',
+    '# TYPE sparkctl_probe_gpu_xid_events gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
+    ),
     ...extra,
   ];
   ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
