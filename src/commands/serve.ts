@@ -10,6 +10,8 @@ import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
+import { renderConfig, routerMetricsEndpoint } from '../router/config.js';
+import { findHaproxy, INSTALL_FIX } from '../router/process.js';
 
 export type { ServeOptions };
 
@@ -30,6 +32,18 @@ export function planEnvelope(plan: ServePlan) {
       gpus: x.gpus,
       logFile: x.logFile,
     })),
+    router: plan.router
+      ? {
+          name: plan.router.name,
+          bind: plan.router.bind,
+          servers: plan.router.servers,
+          stats: plan.router.stats,
+          metrics: routerMetricsEndpoint(plan.router).url,
+          socket: plan.router.socket,
+          configFile: plan.router.configFile,
+          config: renderConfig(plan.router, { socket: plan.router.socket, logStdout: true }),
+        }
+      : null,
     memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
     warnings: plan.warnings,
   };
@@ -49,6 +63,26 @@ function printDryRun(plan: ServePlan, r: Prepared) {
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
+  if (plan.router) {
+    const rt = plan.router;
+    say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
+    say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
+    say();
+  }
+}
+
+/** Several replicas without a router: say what the clients face, and why --router may not be there. */
+function routerNote(plan: ServePlan) {
+  if (plan.router || plan.replicas.length < 2) return;
+  const haproxy = findHaproxy();
+  note(
+    c.dim(
+      `note: no router: clients pick one of ${plan.replicas.length} ports (${plan.replicas.map((x) => x.port).join(', ')}); ${
+        haproxy ? '--router (or router: in the profile) puts HAProxy in front of them' : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
+      }`,
+    ),
+  );
 }
 
 /** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
@@ -82,7 +116,10 @@ export async function run(profileName: string, opts: ServeOptions) {
     const plan = buildServePlan(r, opts);
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
-    else printDryRun(plan, r);
+    else {
+      routerNote(plan);
+      printDryRun(plan, r);
+    }
     return;
   }
   // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
@@ -98,8 +135,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   let host: HostShape | undefined;
   let gpuFacts: GpuFact[] | undefined;
   if (sim && !opts.json) {
-    const { loadPlatform } = await import('../profiles/load.js');
-    const pl = loadPlatform(platform ?? 'hopper-cuda13');
+    const { loadPlatform, DEFAULT_PLATFORM } = await import('../profiles/load.js');
+    const pl = loadPlatform(platform ?? DEFAULT_PLATFORM);
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
   if (!opts.skipPreflight) {
@@ -119,6 +156,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);
 
   // 3. act; 4. render the outcome; 5. its exit code, from the one table

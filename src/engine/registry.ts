@@ -6,6 +6,7 @@ import { join, basename, dirname } from 'node:path';
 import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { pause } from '../util/pause.js';
 
 export interface Instance {
   version: 1;
@@ -34,6 +35,18 @@ export interface Instance {
   maxModelLen?: number;
   /** the --shutdown-timeout rendered (vLLM drains that long on SIGTERM); absent or 0: vLLM aborts */
   shutdownTimeoutSeconds?: number;
+  /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
+  role?: 'router';
+  router?: RouterRecord;
+}
+
+/** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
+export interface RouterRecord {
+  socket: string;
+  configFile: string;
+  backend: string;
+  statsPort: number;
+  servers: Array<{ name: string; host: string; port: number }>;
 }
 
 export interface Entry {
@@ -299,7 +312,7 @@ export class Registry {
         continue;
       }
       if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]);
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(50);
     }
   }
 }

@@ -75,6 +75,15 @@ export const ServerBlock = z.strictObject({
     .describe('The NAME of the variable holding the API key; the key itself never enters a profile'),
   readyTimeoutSeconds: positiveInt.default(900).describe('How long a load may take before serve gives up'),
   stallTimeoutSeconds: positiveInt.default(300).describe('Give up when the server logs nothing for this long'),
+  shutdownTimeoutSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .describe(
+      "On SIGTERM vLLM finishes its in-flight requests for up to this long (--shutdown-timeout, where the target vLLM has it); 0: it aborts them. stop waits this plus 15 s before SIGKILL; systemd's TimeoutStopSec and k8s' terminationGracePeriodSeconds follow it",
+    ),
 });
 
 export const PrewarmBlock = z.strictObject({
@@ -98,6 +107,35 @@ export const ProbeBlock = z
   })
   .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
 
+/** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
+export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+export const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const sloBound = (what: string, bounds: number[]) =>
+  z
+    .number()
+    .positive()
+    .refine((v) => bounds.includes(v), { message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}` });
+
+export const SloBlock = z.strictObject({
+  objective: z.number().gt(0).lt(1).default(0.99).describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
+  ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS).default(2.5).describe('Time to first token target, seconds'),
+  itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
+});
+
+export const RouterBlock = z.strictObject({
+  enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
+  replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
+  statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
+  bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
+  checkIntervalMs: positiveInt.default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
+  connectTimeoutSeconds: positiveInt.default(5),
+  clientTimeoutSeconds: positiveInt.default(300).describe('Client inactivity (a client that stops reading a stream)'),
+  serverTimeoutSeconds: positiveInt.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
+  tunnelTimeoutSeconds: positiveInt.default(3600),
+  queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
+  maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+});
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -108,6 +146,8 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
+  router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;
