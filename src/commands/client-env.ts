@@ -1,6 +1,6 @@
 import { Registry, type Instance } from '../engine/registry.js';
 import { stateDir } from './common.js';
-import { listProfiles, loadPlatform, loadProfile, loadProfileFile } from '../profiles/load.js';
+import { listProfiles, loadPlatform, DEFAULT_PLATFORM, loadProfile, loadProfileFile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
 import { servedName } from '../profiles/render.js';
 import { planMemory } from '../profiles/planner.js';
@@ -104,7 +104,7 @@ function claudeCodeFixes(name: string, p: Profile | undefined, s: ServedFacts, d
 function fittingContexts(p: Profile): number[] {
   let gpuMemoryBytes: number;
   try {
-    gpuMemoryBytes = hostFromPlatform(loadPlatform(p.platform ?? 'hopper-cuda13')).gpuMemoryBytes;
+    gpuMemoryBytes = hostFromPlatform(loadPlatform(p.platform ?? DEFAULT_PLATFORM)).gpuMemoryBytes;
   } catch {
     return [];
   }

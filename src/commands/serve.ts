@@ -135,8 +135,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   let host: HostShape | undefined;
   let gpuFacts: GpuFact[] | undefined;
   if (sim && !opts.json) {
-    const { loadPlatform } = await import('../profiles/load.js');
-    const pl = loadPlatform(platform ?? 'hopper-cuda13');
+    const { loadPlatform, DEFAULT_PLATFORM } = await import('../profiles/load.js');
+    const pl = loadPlatform(platform ?? DEFAULT_PLATFORM);
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
   if (!opts.skipPreflight) {
@@ -153,7 +153,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   }
 
   // 2. the plan: the profile validated once, against the host preflight saw
-  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform, gpuFacts: host ? gpuFacts : undefined, readHost: false });
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
   versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);

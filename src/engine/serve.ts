@@ -4,7 +4,7 @@
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
 import type { Profile, Platform } from '../profiles/schema.js';
-import { loadPlatform } from '../profiles/load.js';
+import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, type RouterPlan } from '../router/config.js';
@@ -42,7 +42,7 @@ export interface ServePreflight {
 export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string }): Promise<ServePreflight> {
   const { runPreflight } = await import('../preflight/run.js');
   const sim = opts.engine === 'sim';
-  const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
+  const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
   const host = sim ? new (await import('../host/sim.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
   // Only the checks that block a launch (their own metadata says which), and only their probes.
   const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });

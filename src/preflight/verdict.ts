@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Facts } from './facts.js';
 import type { Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
-import { listPlatforms, loadPlatform } from '../profiles/load.js';
+import { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import { weightsBytes } from '../profiles/planner.js';
 import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
@@ -28,10 +28,10 @@ export function detectPlatform(f: Facts, requested: string | undefined, profile?
     if (best) {
       return { platform: best, reason: `${f.gpus.length} x ${name}${arch ? ` on ${arch}` : ''}${drv ? `, driver ${drv}` : ''} matches ${best.name} (${best.description})` };
     }
-    const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
+    const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
     return { platform: fallback, reason: `no shipped baseline matches ${name}${arch ? ` on ${arch}` : ''}; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
   }
-  const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
+  const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
   return { platform: fallback, reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
 }
 
