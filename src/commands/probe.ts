@@ -5,7 +5,7 @@ import { writeFileAtomic, ensureDir, fsProblem, checkOutputFile, writeOutputFile
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from './common.js';
-import { probe, type ProbeResult } from '../health/probe.js';
+import { probe, PROBE_CHECKS, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
 import { ProbeBlock } from '../profiles/schema.js';
 import { http } from '../client/http.js';
@@ -39,19 +39,18 @@ interface ProbeCli {
 const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
-const STEPS = 7;
+const STEPS = PROBE_CHECKS.length;
 
 type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
+type Settings = ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number };
+export interface ProbeTarget {
+  t: Target;
+  s: Settings;
+}
 
+/** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
 export async function run(names: string[], opts: ProbeCli) {
-  if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
-  for (const u of opts.url) parseServerUrl(u, '--url');
-  if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
-  // The textfile's place is checked before any target is contacted or any history is written.
-  if (opts.prometheus !== undefined) {
-    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
-    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
-  }
+  checkFlags(opts);
   const dir = stateDir();
   // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
   let stateProblem: unknown;
@@ -62,21 +61,7 @@ export async function run(names: string[], opts: ProbeCli) {
     if (names.length || opts.all) throw e;
     stateProblem = e;
   }
-  const targets: Array<{ t: Target; s: ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number } }> = [];
-  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
-  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
-  const insts = !reg
-    ? []
-    : opts.all
-      ? reg.list()
-      : names.flatMap((n) => {
-          const f = reg!.find(n);
-          if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
-          return f;
-        });
-  // Multi-node servers (serve --nodes) by profile name, or with --all.
-  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
-  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
+  const targets = resolveTargets(names, opts, reg);
   if (!targets.length) {
     if (opts.all) {
       say('no servers registered');
@@ -85,20 +70,89 @@ export async function run(names: string[], opts: ProbeCli) {
     throw new UsageError('probe what? name instances or profiles, --url URL, or --all');
   }
   const statePath = join(dir, 'probe-state.json');
-  let prev: State = {};
-  try {
-    const p = JSON.parse(readFileSync(statePath, 'utf8'));
-    if (p && typeof p === 'object' && !Array.isArray(p)) prev = p;
-  } catch {
-    /* first probe (or an unreadable state file: rewritten below) */
+  const prev = readProbeState(statePath);
+  const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
+  const raw = await probeAll(targets, opts, prev, last);
+  const results = redactResults(raw, targets);
+  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last);
+  const { next, changed } = nextState(prev, results);
+  if (!stateProblem) {
+    try {
+      writeFileAtomic(statePath, JSON.stringify(next, null, 2));
+    } catch (e) {
+      stateProblem = fsProblem(e, 'probe state', statePath, 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
   }
+  for (const line of render(results, opts)) say(line);
+  if (opts.prometheus) {
+    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
+    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
+    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+  }
+  if (opts.alertWebhook && changed.length) await alert(opts.alertWebhook, prev, changed);
+  const code = verdictCode(results);
+  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
+  if (stateProblem) {
+    const e = stateProblem as Error & { details?: string[] };
+    note(`sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`);
+    throw new ExitWith(code || ExitCode.badInput);
+  }
+  if (code) throw new ExitWith(code);
+}
+
+/** Bad flags are exit 2 before any target is contacted or any history is written. */
+export function checkFlags(opts: ProbeCli) {
+  if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
+  for (const u of opts.url) parseServerUrl(u, '--url');
+  if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
+  // The textfile's place is checked before any target is contacted or any history is written.
+  if (opts.prometheus !== undefined) {
+    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
+  }
+}
+
+/** --url targets, then multi-node servers (serve --nodes) by profile name or --all, then registered instances. */
+export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
+  const targets: ProbeTarget[] = [];
+  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
+  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const insts = !reg
+    ? []
+    : opts.all
+      ? reg.list()
+      : names.flatMap((n) => {
+          const f = reg.find(n);
+          if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+          return f;
+        });
+  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
+  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
+  return targets;
+}
+
+/** The previous run's state per target URL; a first probe (or an unreadable file, rewritten after the run) starts empty. */
+export function readProbeState(path: string): State {
+  try {
+    const p = JSON.parse(readFileSync(path, 'utf8'));
+    if (p && typeof p === 'object' && !Array.isArray(p)) return p;
+  } catch {
+    /* first probe */
+  }
+  return {};
+}
+
+/**
+ * Every target at once under one deadline for the whole run, so a cron line every N minutes never
+ * stacks probes: a target that has not answered by then is recorded as unreachable, and its
+ * request in flight is cancelled.
+ */
+export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>): Promise<ProbeResult[]> {
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
-  // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
-  // that has not answered by then is recorded as unreachable, and its request in flight is cancelled.
   const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
-  const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
-  const raw = await Promise.all(
+  return Promise.all(
     targets.map(({ t, s }) => {
       const started = performance.now();
       const stop = new AbortController();
@@ -129,93 +183,91 @@ export async function run(names: string[], opts: ProbeCli) {
       return Promise.race([work, late]).finally(() => clearTimeout(timer));
     }),
   );
-  // Nothing below (output, state, history, labels, webhook) sees a credential: URLs lose their
-  // userinfo, and keys a server echoed back in an error body are masked.
+}
+
+/**
+ * Nothing after the probes (output, state, history, labels, webhook) sees a credential: URLs lose
+ * their userinfo, and keys a server echoed back in an error body are masked.
+ */
+export function redactResults(raw: ProbeResult[], targets: ProbeTarget[]): ProbeResult[] {
   const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
-  const results = raw.map((r) => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })) }));
-  // History: one sample per target per run (cost and report read it).
-  if (opts.history !== false) {
-    const at = new Date();
-    for (const [k, r] of results.entries()) {
-      const t = targets[k]!.t;
-      const sample = buildSample({
-        at,
-        target: r.target,
-        url: r.url,
-        profile: t.instance?.profile,
-        verdict: r.state,
-        ms: r.ms,
-        steps: r.steps,
-        ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
-        vllm: r.vllm,
-        gpus: r.gpu?.samples,
-        xidT: r.xidT ?? last.get(r.url)?.xidT,
-      });
-      try {
-        if (stateProblem) continue;
-        appendSample(dir, sample);
-      } catch (e) {
-        note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
-      }
+  return raw.map((r) => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })) }));
+}
+
+/** One history sample per target per run (cost and report read it); a failed append is said, never fatal. */
+function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>) {
+  const at = new Date();
+  for (const [k, r] of results.entries()) {
+    const t = targets[k]!.t;
+    const sample = buildSample({
+      at,
+      target: r.target,
+      url: r.url,
+      profile: t.instance?.profile,
+      verdict: r.state,
+      ms: r.ms,
+      steps: r.steps,
+      ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
+      vllm: r.vllm,
+      gpus: r.gpu?.samples,
+      xidT: r.xidT ?? last.get(r.url)?.xidT,
+    });
+    try {
+      appendSample(dir, sample);
+    } catch (e) {
+      note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
     }
   }
-  // Remember each target's state: preemption trend, and state changes for the webhook.
+}
+
+/** Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news). */
+export function nextState(prev: State, results: ProbeResult[], at = new Date()): { next: State; changed: ProbeResult[] } {
   const next: State = { ...prev };
   const changed: ProbeResult[] = [];
   for (const r of results) {
     if (prev[r.url] && prev[r.url]!.state !== r.state) changed.push(r);
     else if (!prev[r.url] && r.state !== 'healthy') changed.push(r);
-    next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
+    next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: at.toISOString() };
   }
-  if (!stateProblem) {
-    try {
-      writeFileAtomic(statePath, JSON.stringify(next, null, 2));
-    } catch (e) {
-      stateProblem = fsProblem(e, 'probe state', statePath, 'set SPARKCTL_STATE_DIR to a writable folder');
-    }
-  }
+  return { next, changed };
+}
 
-  if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
-  else {
-    for (const r of results) {
-      if (opts.quiet && r.state === 'healthy') continue;
-      const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
-      const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
-      const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
-      say(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
-    }
+/** What the run prints: one envelope (--json), or a line per target (--quiet: the unhealthy only). */
+export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'quiet'>): string[] {
+  if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
+  const lines: string[] = [];
+  for (const r of results) {
+    if (opts.quiet && r.state === 'healthy') continue;
+    const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
+    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
+    const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
+    lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
-  if (opts.prometheus) {
-    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
-    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
-    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
-    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
-  }
-  if (opts.alertWebhook && changed.length) {
-    const res = await http(opts.alertWebhook, {
-      body: {
-        source: 'sparkctl',
-        at: new Date().toISOString(),
-        changes: changed.map((r) => ({
-          target: r.target,
-          url: r.url,
-          from: prev[r.url]?.state ?? null,
-          to: r.state,
-          failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })),
-        })),
-      },
-      timeoutMs: 5000,
-    });
-    if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
-  }
-  const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
-  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
-  if (stateProblem) {
-    const e = stateProblem as Error & { details?: string[] };
-    note(`sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`);
-    throw new ExitWith(code || ExitCode.badInput);
-  }
-  if (code) throw new ExitWith(code);
+  return lines;
+}
+
+/** POST the changes; a webhook that does not take them is said on stderr, never the probe's verdict. */
+async function alert(url: string, prev: State, changed: ProbeResult[]) {
+  const res = await http(url, {
+    body: {
+      source: 'sparkctl',
+      at: new Date().toISOString(),
+      changes: changed.map((r) => ({
+        target: r.target,
+        url: r.url,
+        from: prev[r.url]?.state ?? null,
+        to: r.state,
+        failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })),
+      })),
+    },
+    timeoutMs: 5000,
+  });
+  if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
+}
+
+/** 3 when any target is unreachable, else 1 when any is unhealthy, else 0. */
+export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
+  return results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
@@ -294,6 +346,16 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     '# TYPE sparkctl_probe_gpu_ok gauge',
     ...results.flatMap((r) =>
       (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
+    ),
+    '# HELP sparkctl_probe_gpu_ecc_uncorrected_errors Uncorrected volatile ECC errors of this GPU (since the driver loaded).',
+    '# TYPE sparkctl_probe_gpu_ecc_uncorrected_errors gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.ecc !== undefined).map((g) => `sparkctl_probe_gpu_ecc_uncorrected_errors{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.ecc!)}`),
+    ),
+    '# HELP sparkctl_probe_gpu_xid_events NVIDIA Xid events of this GPU in the kernel log since the previous probe.',
+    '# TYPE sparkctl_probe_gpu_xid_events gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
     ),
     ...extra,
   ];

@@ -73,10 +73,14 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
   return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
 }
 
-/** The simulator's own knobs: the profile (architecture facts), the platform it pretends to be. */
-export function simTail(r: Pick<Resolved, 'file' | 'platform'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
+/**
+ * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
+ * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
+ */
+export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
   // A profile generated for a model has no file: the simulator reads the model's config.json itself.
   const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
+  tail.push('--sim-vllm-version', r.profile.engine.vllmVersion);
   if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
   return tail;
 }

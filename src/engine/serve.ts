@@ -6,7 +6,7 @@
 import type { Profile, Platform } from '../profiles/schema.js';
 import { loadPlatform } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
-import { replicaAddress, type ReplicaPlan } from '../profiles/render.js';
+import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, type RouterPlan } from '../router/config.js';
 import { startRouter } from '../router/serve.js';
 import { requireHaproxy, type RouterLaunched } from '../router/process.js';
@@ -15,6 +15,7 @@ import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
 import { stopGroup } from './proc.js';
+import { graceMsOf } from './stop.js';
 import type { PreflightReport } from '../preflight/run.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
@@ -83,6 +84,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'p
     probe: { ...prof.probe, gpuMemoryUtilization: e.gpuMemoryUtilization },
     prewarm: prof.prewarm,
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
+    shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
   };
 }
 
@@ -252,7 +254,7 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
   // server is gone its EngineCore must be too.
-  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? 30_000 : 5000);
+  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first: no request is sent to a replica that is stopping.
   if (router) await stopGroup(router, 2000);

@@ -94,7 +94,29 @@ export function replicaAddress(p: Profile, replica: number): { host: string; por
 
 export function serverArgs(p: Profile, replica: number): string[] {
   const a = replicaAddress(p, replica);
-  return ['--port', String(a.port), '--host', a.host];
+  const drain = shutdownTimeoutArg(p);
+  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : [])];
+}
+
+/** The --shutdown-timeout an argv carries (the last one wins, as in argparse; extraArgs included); 0 when none. */
+export function shutdownTimeoutOf(argv: readonly string[]): number {
+  let s = 0;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!.replace(/_/g, '-');
+    const v = a === '--shutdown-timeout' ? argv[i + 1] : a.startsWith('--shutdown-timeout=') ? a.slice('--shutdown-timeout='.length) : undefined;
+    if (v !== undefined && /^\d+$/.test(v)) s = Number(v);
+  }
+  return s;
+}
+
+/**
+ * The drain vLLM will do on SIGTERM: server.shutdownTimeoutSeconds where the target vLLM's table has
+ * --shutdown-timeout for certain (0.25, 0.28 and between); 0 where it does not (vLLM then aborts
+ * in-flight requests, and an unknown flag would stop it from starting at all).
+ */
+export function shutdownTimeoutArg(p: Profile): number {
+  const s = p.server.shutdownTimeoutSeconds;
+  return s > 0 && optionStatus(p.engine.vllmVersion, '--shutdown-timeout') === 'yes' ? s : 0;
 }
 
 /** The vLLM arguments of one replica (after `serve MODEL`), extraArgs included. */

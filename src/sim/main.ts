@@ -9,6 +9,7 @@ import { SimServer, stamp } from './server.js';
 import { listProfiles, loadProfileFile, loadPlatform } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
+import { acceptedBy } from '../profiles/vllm-flags.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
 import { readFileSync } from 'node:fs';
@@ -319,16 +320,41 @@ async function simServeInner(argv: string[]): Promise<void> {
   info('launcher.py:37', 'Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages');
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
 
-  const drainMs = num(args.sim, '--sim-drain-seconds', 10) * 1000;
+  // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
+  // unfinished request unless --shutdown-timeout N > 0, which lets them finish for up to N s; each
+  // step logged under [shutdown]. A version without the flag logs none of it here (its lines are
+  // not known), and aborts.
+  const shutdownS = Number(str(f, '--shutdown-timeout') ?? 0) || 0;
+  const logsShutdown = acceptedBy(version, '--shutdown-timeout');
+  const sd = (where: string, msg: string) => logsShutdown && info(where, `[shutdown] ${msg}`);
   let stopping = false;
   const shutdown = async (sig: string) => {
     if (stopping) return;
     stopping = true;
     sim.shuttingDown = true;
-    process.stdout.write(`INFO:     Shutting down (${sig})\n`);
+    sd('launcher.py:114', 'API server: shutdown triggered');
+    const mode = shutdownS > 0 ? 'drain' : 'abort';
+    sd('launcher.py:131', `API server: stopping engine client mode=${mode} timeout=${shutdownS}s`);
+    sd('core.py:1328', `EngineCore: trigger received signal=${sig}`);
+    sd('core.py:1464', `EngineCore: start mode=${mode} timeout=${shutdownS}s`);
+    const n = engine.unfinished;
+    let finished = true;
+    if (mode === 'abort') {
+      if (n > 0) sd('core.py:1473', `EngineCore: aborting in-flight requests count=${n}`);
+      engine.abortAll();
+    } else {
+      if (n > 0) sd('core.py:1484', `EngineCore: draining in-flight requests count=${n} timeout=${shutdownS}s`);
+      finished = await engine.drain(shutdownS * 1000);
+      // past the timeout vLLM's client tears the engine down with what is left
+      if (!finished) engine.abortAll();
+    }
+    if (finished) sd('core.py:1495', 'EngineCore: request processing complete; starting resource teardown');
+    sd('launcher.py:139', 'API server: engine client stopped');
+    sd('launcher.py:142', 'API server: signalling HTTP server shutdown');
+    process.stdout.write(`INFO:     Shutting down\n`);
     sim.server.close();
-    const drained = await engine.drain(drainMs);
-    if (!drained) process.stdout.write(`WARNING ${stamp()} [api_server.py:1950] drain timeout: ${engine.running} request(s) aborted\n`);
+    // the aborted streams' last bytes go out before their connections close
+    await sleep(20);
     sim.server.closeAllConnections();
     engineProc?.kill('SIGTERM');
     process.stdout.write('INFO:     Application shutdown complete.\n');
