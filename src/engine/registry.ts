@@ -6,6 +6,7 @@ import { join, basename, dirname } from 'node:path';
 import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { pause } from '../util/pause.js';
 
 export interface Instance {
   version: 1;
@@ -311,7 +312,7 @@ export class Registry {
         continue;
       }
       if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]);
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(50);
     }
   }
 }
