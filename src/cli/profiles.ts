@@ -1,5 +1,5 @@
 import { createCommand, lazy } from './define.js';
-import { collect, intArg } from './args.js';
+import { collect, countArg } from './args.js';
 
 const load = () => import('../commands/profiles.js');
 
@@ -31,7 +31,7 @@ export default createCommand({
       name: 'validate',
       args: [['<file>']],
       options: [
-        ['--gpus <n>', "the host's GPU count", intArg('--gpus')],
+        ['--gpus <n>', "the host's GPU count", countArg('--gpus')],
         ['--json', 'machine-readable output'],
       ],
       description: 'check a profile file: schema, cross-field rules, memory; every problem at once',

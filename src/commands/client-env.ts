@@ -8,6 +8,10 @@ import { shellQuote, commandLine, commentValue } from '../output/format.js';
 
 export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string }) {
   if (!opts.claudeCode && !opts.openai) throw new UsageError('which client? --claude-code or --openai');
+  // Everything printed is shell text someone evals: each value is checked or quoted for the shell,
+  // and the registry entry (a file on disk) is as hostile as any other input.
+  if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
+    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
   const inst = new Registry(stateDir()).find(name)[0]?.inst;
   let port: number, model: string, keyEnv: string | undefined;
   if (inst) {
@@ -16,10 +20,6 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
     const p = loadProfile(name).profile;
     [port, model, keyEnv] = [p.server.port, servedName(p), p.server.apiKeyEnv];
   }
-  // Everything below is shell text someone evals: each value is checked or quoted for the shell,
-  // and the registry entry (a file on disk) is as hostile as any other input.
-  if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
-    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
   if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
     throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, ['server.apiKeyEnv: letters, digits and _']);

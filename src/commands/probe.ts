@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { dirname } from 'node:path';
 import { Registry } from '../engine/registry.js';
-import { writeFileAtomic, ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
+import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from './common.js';
@@ -13,6 +12,7 @@ import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
 import { appendSample, lastSample } from '../history/store.js';
+import { readProbeState, updateProbeState, recordResults, statePath, type Alert, type Observed } from '../health/probe-state.js';
 import { buildSample } from '../history/sample.js';
 import { readHistory } from '../history/store.js';
 import { computeCost } from '../history/cost.js';
@@ -40,7 +40,34 @@ const PROM_FIX = 'point --prometheus at a file in a writable folder (node_export
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = 7;
 
-type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
+interface Delivery {
+  ok: boolean;
+  /** alerts in the attempt */
+  alerts: number;
+  /** alerts still waiting for the webhook after this run */
+  pending: number;
+  why?: string;
+}
+
+/** One POST of every alert in `alerts`; delivered only on a 2xx answer. */
+async function deliver(url: string, alerts: Alert[]): Promise<Omit<Delivery, 'pending'>> {
+  const res = await http(url, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts }, timeoutMs: 5000 });
+  if (res.ok && res.status >= 200 && res.status < 300) return { ok: true, alerts: alerts.length };
+  return { ok: false, alerts: alerts.length, why: res.ok ? `HTTP ${res.status}` : res.message };
+}
+
+/** The webhook's health in the textfile: whether the last delivery worked, and what still waits. */
+function alertGauges(d: Delivery | undefined): string[] {
+  if (!d) return [];
+  return [
+    "# HELP sparkctl_probe_alert_delivery_ok 0 when the alert webhook did not accept this run's alerts (they are retried by the next run).",
+    '# TYPE sparkctl_probe_alert_delivery_ok gauge',
+    `sparkctl_probe_alert_delivery_ok ${d.ok ? 1 : 0}`,
+    '# HELP sparkctl_probe_alerts_pending Alerts waiting for the webhook to accept them.',
+    '# TYPE sparkctl_probe_alerts_pending gauge',
+    `sparkctl_probe_alerts_pending ${d.pending}`,
+  ];
+}
 
 export async function run(names: string[], opts: ProbeCli) {
   if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
@@ -83,14 +110,8 @@ export async function run(names: string[], opts: ProbeCli) {
     }
     throw new UsageError('probe what? name instances or profiles, --url URL, or --all');
   }
-  const statePath = join(dir, 'probe-state.json');
-  let prev: State = {};
-  try {
-    const p = JSON.parse(readFileSync(statePath, 'utf8'));
-    if (p && typeof p === 'object' && !Array.isArray(p)) prev = p;
-  } catch {
-    /* first probe (or an unreadable state file: rewritten below) */
-  }
+  // Read without the lock for the preemption trend; changes are judged again under the lock below.
+  const prev = stateProblem ? {} : readProbeState(dir).targets;
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
   // One deadline for the whole run, so a cron line every N minutes never stacks probes: a target
   // that has not answered by then is recorded as unreachable, and its request in flight is cancelled.
@@ -158,20 +179,36 @@ export async function run(names: string[], opts: ProbeCli) {
       }
     }
   }
-  // Remember each target's state: preemption trend, and state changes for the webhook.
-  const next: State = { ...prev };
-  const changed: ProbeResult[] = [];
-  for (const r of results) {
-    if (prev[r.url] && prev[r.url]!.state !== r.state) changed.push(r);
-    else if (!prev[r.url] && r.state !== 'healthy') changed.push(r);
-    next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: new Date().toISOString() };
-  }
+  // Remember each target's state (preemption trend, changes) and deliver the alerts, all under the
+  // probe-state lock: concurrent probes keep each other's entries, and an alert the webhook did not
+  // accept stays pending for the next run instead of being lost.
+  const observed: Observed[] = results.map((r) => ({
+    target: r.target,
+    url: r.url,
+    state: r.state,
+    preemptions: r.metrics?.preemptions,
+    failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
+  }));
+  let delivery: Delivery | undefined;
+  const now = new Date();
   if (!stateProblem) {
     try {
-      writeFileAtomic(statePath, JSON.stringify(next, null, 2));
+      delivery = await updateProbeState(dir, async (st) => {
+        recordResults(st, observed, now, Boolean(opts.alertWebhook));
+        if (!opts.alertWebhook || !st.pending.length) return undefined;
+        const sent = [...st.pending];
+        const d = await deliver(opts.alertWebhook, sent);
+        if (d.ok) st.pending = st.pending.filter((a) => !sent.includes(a));
+        return { ...d, pending: st.pending.length };
+      });
     } catch (e) {
-      stateProblem = fsProblem(e, 'probe state', statePath, 'set SPARKCTL_STATE_DIR to a writable folder');
+      stateProblem = e instanceof UsageError ? e : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
     }
+  }
+  if (stateProblem && opts.alertWebhook) {
+    // No state to keep them in: this run's changes (against nothing remembered) are sent once.
+    const alerts = recordResults({ targets: {}, pending: [] }, observed, now, false);
+    if (alerts.length) delivery = { ...(await deliver(opts.alertWebhook, alerts)), pending: 0 };
   }
 
   if (opts.json) say(envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) }));
@@ -188,26 +225,15 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
     if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
-    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+    writePrometheus(opts.prometheus, results, [
+      ...alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined),
+      ...(opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>)),
+    ]);
   }
-  if (opts.alertWebhook && changed.length) {
-    const res = await http(opts.alertWebhook, {
-      body: {
-        source: 'sparkctl',
-        at: new Date().toISOString(),
-        changes: changed.map((r) => ({
-          target: r.target,
-          url: r.url,
-          from: prev[r.url]?.state ?? null,
-          to: r.state,
-          failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })),
-        })),
-      },
-      timeoutMs: 5000,
-    });
-    if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
-  }
-  const code = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+  if (delivery && !delivery.ok) note(`alert webhook: ${delivery.why}; ${delivery.alerts} alert(s) not delivered${stateProblem ? '' : `, ${delivery.pending} kept for the next run`}`);
+  const verdict = results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+  // An alert that did not arrive is a problem someone must see, even when every target is healthy.
+  const code = verdict || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
   // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
   if (stateProblem) {
     const e = stateProblem as Error & { details?: string[] };
