@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { createCommand, lazy } from './define.js';
-import { collect, urlArg } from './args.js';
+import { collect, durationArg, urlArg } from './args.js';
 
 const load = () => import('../commands/bench.js');
 
@@ -15,13 +15,13 @@ export default createCommand({
     new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'),
     ['--no-stream', 'non-streamed requests (TTFT = E2EL; for client-capacity tests)'],
     ['--requests <n>', 'measured requests (default 200 unless --duration)'],
-    ['--duration <d>', 'stop sending after this long (90s, 5m)'],
+    ['--duration <d>', 'stop sending after this long (90s, 5m)', durationArg('--duration', 's')],
     ['--concurrency <n>', 'at most N requests in flight (closed loop)'],
     ['--rate <r>', 'requests per second, or inf: all at once (open loop)', 'inf'],
     ['--burstiness <b>', 'gamma shape of the arrivals: 1 = Poisson, < 1 burstier, > 1 smoother', '1'],
     ['--seed <n>', 'seed of arrivals and prompts', '0'],
     ['--warmup <n>', "requests sent first, at the run's own rate and cap, and left out of every number (0: none)", '2'],
-    ['--warmup-duration <d>', 'the warm-up also lasts at least this long (default 1s with --rate and --warmup > 0, else 0)'],
+    ['--warmup-duration <d>', 'the warm-up also lasts at least this long (default 1s with --rate and --warmup > 0, else 0)', durationArg('--warmup-duration', 's', true)],
     ['--input-len <n>', "random prompts: tokens in (exact, through the server's /tokenize)", '1024'],
     ['--output-len <n>', 'tokens out (ignore_eos makes it exact; default 128)'],
     ['--range-ratio <r>', 'lengths vary uniformly by this share (0 to <1)', '0'],
@@ -31,7 +31,7 @@ export default createCommand({
     ['--no-continuous-usage', 'do not ask for usage on every chunk (per-token ITL)'],
     ['--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, []],
     ['--percentiles <list>', 'percentiles to report', '50,90,99'],
-    ['--request-timeout <d>', 'deadline of each request', '10m'],
+    new Option('--request-timeout <d>', 'deadline of each request').argParser(durationArg('--request-timeout', 'ms')).default(600_000, '10m'),
     ['--scrape-interval <ms>', "read the server's /metrics this often during the run (0: never)", '1000'],
     ['--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)'],
     ['--html <file>', 'write one self-contained page with the charts'],

@@ -39,6 +39,19 @@ export default createCommand({
       handler: lazy(load, (m) => m.validate),
     }),
     createCommand({
+      name: 'init',
+      args: [['<model>', 'a Hugging Face id (read from the local cache) or a folder with config.json']],
+      options: [
+        ['--out <file>', 'write the profile here (default: stdout)'],
+        ['--gpus <n>', "the host's GPU count (default: read from this host)", countArg('--gpus')],
+        ['--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)'],
+        ['--platform <name>', "a platform baseline's GPUs instead of this host's"],
+      ],
+      description: "write a commented profile for a model from its config.json and this host's GPUs",
+      help: '\nExample:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml',
+      handler: lazy(load, (m) => m.init),
+    }),
+    createCommand({
       name: 'schema',
       description: 'the JSON Schema of a profile, for editors',
       help: '\nExample (VS Code, YAML extension):\n  sparkctl profiles schema > sparkctl-profile.schema.json',

@@ -4,7 +4,7 @@ import { durationArg, PROFILE_OPTIONS } from './args.js';
 
 export default createCommand({
   name: 'serve',
-  args: [['<profile>', 'profile name or YAML file']],
+  args: [['<profile>', 'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json']],
   description: 'preflight, launch every replica, wait until ready, prewarm, deep probe',
   options: [
     new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'),
@@ -18,14 +18,17 @@ export default createCommand({
     ['--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes'],
     ['--platform <name>', "platform baseline (default: the profile's)"],
     ['--sim-load-seconds <s>', 'simulated load time (engine sim)'],
+    ['--router', "HAProxy on the profile's port in front of the replicas (also: router: in the profile)"],
     ...PROFILE_OPTIONS,
   ],
   help: `
 Examples:
   sparkctl serve qwen3.5-9b --dry-run                 the vllm command for each replica
   sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
+  sparkctl serve qwen3.5-9b --router                  one endpoint (HAProxy) for every replica
   sparkctl serve qwen-prod --set engine.maxModelLen=8192
   sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
-  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple`,
+  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple
+  sparkctl serve Qwen/Qwen3-8B --dry-run              any downloaded model, no profile`,
   handler: lazy(() => import('../commands/serve.js')),
 });

@@ -1,7 +1,8 @@
 // serve: flags (validated by cli.ts) -> profile parsed once -> preflight (typed GPU facts) -> the
 // plan -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
-import { loadProfile } from '../profiles/load.js';
-import { resolveLoaded, hostShapeFromGpus, type Resolved } from '../profiles/resolve.js';
+import { hostShapeFromGpus } from '../profiles/resolve.js';
+import { prepare, versionWarnings, type Prepared } from '../engine/inputs.js';
+import type { GpuFact } from '../host/gpu-facts.js';
 import type { HostShape } from '../profiles/validate.js';
 import { buildServePlan, readSecrets, validateServeInputs, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
@@ -9,6 +10,8 @@ import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
+import { renderConfig, routerMetricsEndpoint } from '../router/config.js';
+import { findHaproxy, INSTALL_FIX } from '../router/process.js';
 
 export type { ServeOptions };
 
@@ -29,14 +32,30 @@ export function planEnvelope(plan: ServePlan) {
       gpus: x.gpus,
       logFile: x.logFile,
     })),
-    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes),
+    router: plan.router
+      ? {
+          name: plan.router.name,
+          bind: plan.router.bind,
+          servers: plan.router.servers,
+          stats: plan.router.stats,
+          metrics: routerMetricsEndpoint(plan.router).url,
+          socket: plan.router.socket,
+          configFile: plan.router.configFile,
+          config: renderConfig(plan.router, { socket: plan.router.socket, logStdout: true }),
+        }
+      : null,
+    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
     warnings: plan.warnings,
   };
 }
 
-function printDryRun(plan: ServePlan) {
+function printDryRun(plan: ServePlan, r: Prepared) {
   for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
+  note(c.dim(`planned for ${r.hostLine}`));
+  note(c.dim(`vLLM: ${r.vllm.note}`));
+  if (r.model) note(c.dim(`model: ${r.model.note}`));
+  for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
@@ -44,6 +63,26 @@ function printDryRun(plan: ServePlan) {
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
+  if (plan.router) {
+    const rt = plan.router;
+    say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
+    say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
+    say();
+  }
+}
+
+/** Several replicas without a router: say what the clients face, and why --router may not be there. */
+function routerNote(plan: ServePlan) {
+  if (plan.router || plan.replicas.length < 2) return;
+  const haproxy = findHaproxy();
+  note(
+    c.dim(
+      `note: no router: clients pick one of ${plan.replicas.length} ports (${plan.replicas.map((x) => x.port).join(', ')}); ${
+        haproxy ? '--router (or router: in the profile) puts HAProxy in front of them' : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
+      }`,
+    ),
+  );
 }
 
 /** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
@@ -69,14 +108,22 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   const sim = opts.engine === 'sim';
+  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine };
   if (opts.dryRun) {
-    const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus, platform: opts.platform }), opts);
+    // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
+    const r = await prepare(profileName, reads);
+    const plan = buildServePlan(r, opts);
+    plan.warnings.unshift(...versionWarnings(r.vllm, true));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
-    else printDryRun(plan);
+    else {
+      routerNote(plan);
+      printDryRun(plan, r);
+    }
     return;
   }
+  // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  const loaded = await prepare(profileName, { ...reads, readHost: false });
 
   const { servePreflight, serveLocal } = await import('../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('../output/serve.js');
@@ -86,6 +133,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   // 1. preflight: the blocking checks; the host's shape comes from its typed GPU facts
   let platform = opts.platform ?? loaded.profile.platform;
   let host: HostShape | undefined;
+  let gpuFacts: GpuFact[] | undefined;
   if (sim && !opts.json) {
     const { loadPlatform } = await import('../profiles/load.js');
     const pl = loadPlatform(platform ?? 'hopper-cuda13');
@@ -100,12 +148,15 @@ export async function run(profileName: string, opts: ServeOptions) {
     }
     platform = pf.platform.name;
     if (!sim) host = hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus);
+    gpuFacts = pf.gpus;
   }
 
   // 2. the plan: the profile validated once, against the host preflight saw
-  const r: Resolved = resolveLoaded(loaded, { gpus: sim ? undefined : opts.gpus, platform, host });
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform, gpuFacts: host ? gpuFacts : undefined, readHost: false });
+  versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);
 
   // 3. act; 4. render the outcome; 5. its exit code, from the one table

@@ -1,4 +1,4 @@
-import { Registry } from '../engine/registry.js';
+import { Registry, type Instance } from '../engine/registry.js';
 import { stateDir } from './common.js';
 import { http } from '../client/http.js';
 import { targetFromInstance } from '../health/target.js';
@@ -16,6 +16,7 @@ export async function run(opts: { json?: boolean }) {
       const why = proof.state === 'unproven' ? proof.reason : proof.state === 'degraded' ? `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` : undefined;
       if (recovered) health = 'entry corrupt';
       else if (proof.state === 'degraded') health = 'degraded';
+      else if (alive && inst.role === 'router' && inst.router) health = await routerHealth(inst.router);
       else if (alive) {
         const h = await http(`${targetFromInstance(inst).url}/health`, { timeoutMs: 1500 });
         health = h.ok ? (h.status === 200 ? 'healthy' : h.status === 503 ? 'engine dead' : `HTTP ${h.status}`) : h.error === 'refused' ? (inst.readyAt ? 'refused' : 'starting') : h.error;
@@ -46,6 +47,7 @@ export async function run(opts: { json?: boolean }) {
           engine: r.inst.engine,
           uptimeSeconds: Math.round(r.uptimeMs / 1000),
           logFile: r.inst.logFile,
+          ...(r.inst.role ? { role: r.inst.role } : {}),
           removed: r.process === 'dead',
         })),
         corrupt: reg.corrupt,
@@ -69,7 +71,7 @@ export async function run(opts: { json?: boolean }) {
         r.inst.profile,
         String(r.inst.pid),
         r.process === 'alive' ? c.green('alive') : c.red(r.process),
-        r.health === 'healthy' ? c.green(r.health) : c.yellow(r.health),
+        r.health.startsWith('healthy') ? c.green(r.health) : c.yellow(r.health),
         String(r.inst.port),
         r.alive ? formatDuration(r.uptimeMs) : '-',
         r.inst.gpus.join(',') + (r.inst.engine === 'sim' ? ' (sim)' : ''),
@@ -81,4 +83,16 @@ export async function run(opts: { json?: boolean }) {
     if (r.why)
       note(`${r.inst.name}: ${r.process}: ${r.why}${r.process === 'UNPROVEN' ? ' (never signalled; sparkctl stop --force-forget drops the record)' : ' (sparkctl stop stops the rest of the group)'}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
+}
+
+/** A router's health in status: how many of its replicas HAProxy sends traffic to. */
+async function routerHealth(rec: NonNullable<Instance['router']>): Promise<string> {
+  const { showStat, serverState } = await import('../router/api.js');
+  try {
+    const st = (await showStat(rec.socket, 1500)).filter((s) => s.backend === rec.backend);
+    const up = st.filter((s) => serverState(s) === 'up').length;
+    return up === rec.servers.length ? `healthy (${up}/${rec.servers.length} up)` : `${up}/${rec.servers.length} up`;
+  } catch {
+    return 'runtime API silent';
+  }
 }

@@ -3,6 +3,8 @@ import { say, note } from '../output/log.js';
 import { UsageError } from '../errors.js';
 import { commentValue } from '../output/format.js';
 import { resolve } from 'node:path';
+import { shutdownTimeoutArg } from '../profiles/render.js';
+import { graceMsOf } from '../engine/stop.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
@@ -42,6 +44,9 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
   const serveArgs = ['serve', p.name, ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []), ...opts.set.flatMap((s) => ['--set', s]), '--foreground', '--no-prewarm'];
   const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
+  // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
+  const drain = shutdownTimeoutArg(p);
+  const stopBudget = Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
   const unit = `# sparkctl systemd ${p.name}: ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/sparkctl-${p.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}
@@ -65,9 +70,9 @@ ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
 ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
 TimeoutStartSec=${startBudget}
-# vLLM drains running requests on SIGTERM; sparkctl escalates to SIGKILL after its own timeout.
+# ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
 KillMode=mixed
-TimeoutStopSec=90
+TimeoutStopSec=${stopBudget}
 Restart=on-failure
 RestartSec=15
 LimitNOFILE=${Math.max(65536, r.platform.host.nofileMin)}

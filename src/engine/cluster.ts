@@ -9,7 +9,7 @@ import { Registry, type ClusterRecord } from './registry.js';
 import { http } from '../client/http.js';
 import { prewarm, type PrewarmResult } from '../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
-import { targetFromUrl } from '../health/target.js';
+import { targetFromUrl, waitReady } from '../health/target.js';
 import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
@@ -105,129 +105,181 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
   return ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
 }
 
+/**
+ * The group stop on a remote node, as a shell line: TERM to the process group, poll it every 0.1 s
+ * for `graceS`, then KILL. Exit 0: it ended within the grace; 3: it had to be killed. Only ever
+ * run inside remoteProven (never a signal to a group not proven ours).
+ */
+export function groupStopScript(pid: number, graceS: number): string {
+  const polls = Math.max(0, Math.round(graceS * 10));
+  return `kill -TERM -${pid} 2>/dev/null; for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${pid} 2>/dev/null; exit 3`;
+}
+
+/** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
 export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
   const started = Date.now();
-  const nodeOf = (name: string) => allNodes(nf).find((n) => n.name === name)!;
   const registry = new Registry(plan.stateDir);
   const ours = new Set<NodeEntry>();
-  const cleanup = async () => {
-    await Promise.all(
-      [...ours].map(async (n) => {
-        const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
-        emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
-      }),
-    );
-  };
   const fail = async (failure: ClusterFailure, stop = true): Promise<ServeClusterOutcome> => {
-    if (stop) await cleanup();
+    if (stop) await stopOurRay(nf, ours, emit);
     return { ok: false, failure };
   };
 
-  // 0. One cluster per set of nodes: a second serve must not touch the running one.
+  const refused = await refuseRunning(plan, registry, signal);
+  if (refused) return { ok: false, failure: refused };
+  const joined = await startRayCluster(plan, ours, emit, signal);
+  if (joined) return fail(joined);
+  const cluster = await waitForCluster(plan, signal);
+  if ('failure' in cluster) return fail(cluster.failure);
+  const view = cluster.view;
+  emit({ type: 'ray-cluster', nodes: view.nodes, gpus: view.gpus });
+  const launched = await launchEngine(plan, signal);
+  if ('failure' in launched) return fail(launched.failure);
+  const { record } = launched;
+  registry.writeCluster(record);
+  emit({ type: 'engine-started', node: nf.head.name, pid: record.pid, logFile: record.logFile });
+  const notReady = await engineReady(plan, record, emit, signal);
+  if (notReady) {
+    await stopEngine(nf, record);
+    registry.removeCluster(plan.profile);
+    return fail(notReady);
+  }
+  const readyMs = Date.now() - started;
+  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: view.nodes, gpus: view.gpus });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  let w: PrewarmResult | undefined;
+  if (plan.prewarm) {
+    w = await prewarm(target, plan.prewarm);
+    emit({ type: 'prewarm', result: w });
+  }
+  const p = await probe(target, plan.probe);
+  emit({ type: 'probe', result: p });
+  return { ok: true, record, view, readyMs, prewarm: w, probe: p };
+}
+
+/** Ray is only ever stopped on nodes where this run started it. */
+async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: (e: ClusterEvent) => void) {
+  await Promise.all(
+    [...ours].map(async (n) => {
+      const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
+      emit({ type: 'cleanup', node: n.name, what: r.exitCode === 0 ? 'ray stopped' : `ray stop failed: ${remoteWhy(r, 1)}` });
+    }),
+  );
+}
+
+/** 0. One cluster per set of nodes: a second serve must not touch the running one, nor a Ray sparkctl did not start. */
+async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
   const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === nf.head.name);
   if (running) {
     return {
-      ok: false,
-      failure: {
-        refused: true,
-        message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
-        fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
-        evidence: [],
-      },
+      refused: true,
+      message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+      fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
+      evidence: [],
     };
   }
   const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
   if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
     return {
-      ok: false,
-      failure: {
-        refused: true,
-        message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`,
-        fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
-        evidence: pre.stdout.trim().split('\n').slice(0, 12),
-      },
+      refused: true,
+      message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`,
+      fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
+      evidence: pre.stdout.trim().split('\n').slice(0, 12),
     };
   }
+  return undefined;
+}
 
-  // 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node.
+/** 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node. */
+async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e: ClusterEvent) => void, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
   const joinS = plan.joinTimeoutS ?? 90;
-  const headStep = plan.steps[0]!;
   ours.add(nf.head);
-  const h = await startRay(nf, nf.head, headStep, joinS, signal);
+  const h = await startRay(nf, nf.head, plan.steps[0]!, joinS, signal);
   if (h.exitCode !== 0)
-    return fail({
+    return {
       message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`,
       fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`,
       evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10),
-    });
+    };
   emit({ type: 'ray-head', node: nf.head.name });
   const joins = await Promise.all(
     plan.steps.slice(1).map(async (s) => {
-      const n = nodeOf(s.node);
+      const n = allNodes(nf).find((x) => x.name === s.node)!;
       ours.add(n);
       return { s, r: await startRay(nf, n, s, joinS, signal) };
     }),
   );
   const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
-  if (failedJoins.length) {
-    return fail({
-      message: failedJoins
-        .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
-        .join('\n'),
-      fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${nf.head.address}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
-      evidence: failedJoins.flatMap((j) =>
-        (j.r.stderr || j.r.stdout)
-          .trim()
-          .split('\n')
-          .slice(-4)
-          .map((l) => `${j.s.node}: ${l}`),
-      ),
-    });
+  if (!failedJoins.length) {
+    emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
+    return undefined;
   }
-  emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
+  return {
+    message: failedJoins
+      .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
+      .join('\n'),
+    fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${nf.head.address}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
+    evidence: failedJoins.flatMap((j) =>
+      (j.r.stderr || j.r.stdout)
+        .trim()
+        .split('\n')
+        .slice(-4)
+        .map((l) => `${j.s.node}: ${l}`),
+    ),
+  };
+}
 
-  // 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
-  // short is final: name the missing node within seconds, not at the deadline.
+/**
+ * 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
+ * short is final: name the missing node within seconds, not at the deadline.
+ */
+async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal): Promise<{ view: ClusterView } | { failure: ClusterFailure }> {
+  const { nf } = plan;
   const deadline = Date.now() + (plan.rayWaitMs ?? 120_000);
   const settleMs = plan.settleMs ?? 10_000;
   let last = '';
   let lastChange = Date.now();
-  let seen: Awaited<ReturnType<typeof readCluster>> = {};
   for (;;) {
-    if (signal?.aborted) return fail({ message: 'cancelled while waiting for the Ray cluster', evidence: [] });
-    seen = await readCluster(nf, signal);
+    if (signal?.aborted) return { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
+    const seen = await readCluster(nf, signal);
     const v = seen.view;
-    if (v?.complete) break;
+    if (v?.complete) return { view: v };
     const key = JSON.stringify(v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error);
     if (key !== last) (last = key), (lastChange = Date.now());
     // Every node listed but the GPUs differ, or a node too many: waiting will not change it.
     const final = v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
     if (Date.now() > deadline || Date.now() - lastChange > settleMs || final) {
-      return fail({
-        message: v
-          ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
-          : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
-        fix: v?.missing?.length
-          ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
-          : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
-        evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
-      });
+      return {
+        failure: {
+          message: v
+            ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
+            : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
+          fix: v?.missing?.length
+            ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
+            : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
+          evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
+        },
+      };
     }
     await pause(1000, signal);
   }
-  emit({ type: 'ray-cluster', nodes: seen.view!.nodes, gpus: seen.view!.gpus });
+}
 
-  // 3. vLLM on the head, in its own session; the key goes through stdin, never argv.
+/** 3. vLLM on the head, in its own session; the key goes through stdin, never argv. */
+async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
+  const { nf } = plan;
   const rep = plan.replica;
   const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
   // What proves, before any signal, that the group on the head is the one this launch started.
   const marker = randomUUID();
   const launch = [
     'mkdir -p "$HOME/.local/state/sparkctl/logs"',
-    exportLine(headStep.env),
+    exportLine(plan.steps[0]!.env),
     ...Object.entries(rep.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
     plan.apiKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
     `export ${INSTANCE_ENV}=${marker}`,
@@ -237,103 +289,93 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
   const [pidText, startText] = (l.stdout.trim().split('\n').pop() ?? '').split(' ');
   const pid = Number(pidText);
   const startTime = Number(startText) || undefined;
-  if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return fail({ message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] });
-  const record: ClusterRecord = {
-    version: 1,
-    profile: plan.profile,
-    nodesFile: plan.nodesFile,
-    head: nf.head.name,
-    pid,
-    port: rep.port,
-    url: `http://${nf.head.address}:${rep.port}`,
-    servedName: plan.servedName,
-    logFile,
-    startedAt: new Date().toISOString(),
-    startTime,
-    marker,
+  if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] } };
+  return {
+    record: {
+      version: 1,
+      profile: plan.profile,
+      nodesFile: plan.nodesFile,
+      head: nf.head.name,
+      pid,
+      port: rep.port,
+      url: `http://${nf.head.address}:${rep.port}`,
+      servedName: plan.servedName,
+      logFile,
+      startedAt: new Date().toISOString(),
+      startTime,
+      marker,
+    },
   };
-  registry.writeCluster(record);
-  emit({ type: 'engine-started', node: nf.head.name, pid, logFile });
+}
 
-  // 4. The same readiness as on one node, racing the process, the deadline and the cluster: a node
-  // that leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
-  const t0 = Date.now();
+/** The engine on the head, stopped by its group after it failed to become ready (5 s grace). */
+async function stopEngine(nf: NodesFile, record: ClusterRecord) {
+  await ssh(nf, nf.head, remoteProven(record, groupStopScript(record.pid, 5)), { timeoutMs: 30_000 });
+}
+
+/**
+ * 4. The same readiness as on one node (waitReady), racing the process, the deadline and the
+ * cluster: a node that leaves makes vLLM wait for its placement group forever (as real vLLM does);
+ * name it. undefined: ready.
+ */
+async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: ClusterEvent) => void, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
+  const { pid, logFile } = record;
   let lastAlive = 0;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
-  const stopEngine = async () => {
-    await ssh(
-      nf,
-      nf.head,
-      remoteProven({ pid, startTime, marker }, `kill -TERM -${pid} 2>/dev/null; for i in $(seq 1 50); do kill -0 -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${pid} 2>/dev/null`),
-      {
-        timeoutMs: 30_000,
-      },
-    );
-    registry.removeCluster(plan.profile);
-  };
+  let lost: Awaited<ReturnType<typeof readCluster>> | undefined;
   const tailLog = async () => (await ssh(nf, nf.head, `tail -n 60 "${logFile}"`, { timeoutMs: 15_000 })).stdout;
-  for (;;) {
-    if (signal?.aborted) {
-      await stopEngine();
-      return fail({ message: 'cancelled while waiting for vLLM to be ready', evidence: [] });
-    }
-    const hh = await http(`${record.url}/health`, { timeoutMs: 2000 });
-    if (hh.ok && hh.status === 200) {
-      const m = await http(`${record.url}/v1/models`, { timeoutMs: 3000, apiKey: plan.apiKey });
-      if (m.ok && Array.isArray(m.json?.data) && m.json.data.some((d: { id?: unknown }) => d?.id === record.servedName)) break;
-    }
-    let gone = false;
-    if (Date.now() - lastAlive > 1500) {
+  const r = await waitReady({
+    url: record.url,
+    servedName: record.servedName,
+    apiKey: plan.apiKey,
+    deadlineMs: plan.readyMs,
+    signal,
+    pollMs: 250,
+    ended: async () => {
+      if (Date.now() - lastAlive <= 1500) return undefined;
       lastAlive = Date.now();
       // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
       const alive = await ssh(nf, nf.head, `kill -0 ${pid} 2>/dev/null || exit 9; grep -m1 -o 'Waiting for creating a placement group of specs for [0-9]* seconds' "${logFile}" || true`, {
         timeoutMs: 15_000,
       });
-      gone = alive.exitCode === 9;
+      if (alive.exitCode === 9) return { reason: 'exited', detail: 'exited before it was ready' };
       if (alive.exitCode === 0 && alive.stdout.trim() && !placementLine) {
         placementLine = alive.stdout.trim();
         emit({ type: 'placement-wait', line: placementLine });
       }
-    }
-    if (!gone && (Date.now() - lastCluster > 5000 || placementLine)) {
+      return undefined;
+    },
+    hung: async () => {
+      if (!(Date.now() - lastCluster > 5000 || placementLine)) return undefined;
       lastCluster = Date.now();
       const now = await readCluster(nf, signal);
-      if (now.view && !now.view.complete) {
-        const tail = await tailLog();
-        await stopEngine();
-        return fail({
-          message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, now.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
-          fix: `bring ${now.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
-          evidence: ['ray status on ' + nf.head.name + ':', ...(now.status ?? '').trim().split('\n').slice(0, 30), `${rep.name}.log:`, ...tail.trim().split('\n').slice(-8)],
-        });
-      }
-    }
-    if (gone || Date.now() - t0 > plan.readyMs) {
-      const tail = await tailLog();
-      const ms = Date.now() - t0;
-      // The same diagnosis as on one node (the head's log is written fresh by this launch).
-      const d = diagnose(gone ? { reason: 'exited', detail: 'exited before it was ready', ms } : { reason: 'timeout', detail: `was not ready after ${Math.round(ms / 1000)} s`, ms }, tail);
-      await stopEngine();
-      return fail({
-        message: `vLLM on ${nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`,
-        fix: d.fix,
-        evidence: d.lastLines,
-      });
-    }
-    await pause(250, signal);
+      if (!now.view || now.view.complete) return undefined;
+      lost = now;
+      return 'the Ray cluster lost capacity';
+    },
+  });
+  if (r.ok) return undefined;
+  if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
+  const tail = await tailLog();
+  if (lost?.view) {
+    return {
+      message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
+      fix: `bring ${lost.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
+      evidence: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+    };
   }
-  const readyMs = Date.now() - started;
-  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: seen.view!.nodes, gpus: seen.view!.gpus });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
-  let w: PrewarmResult | undefined;
-  if (plan.prewarm) {
-    w = await prewarm(target, plan.prewarm);
-    emit({ type: 'prewarm', result: w });
-  }
-  const p = await probe(target, plan.probe);
-  emit({ type: 'probe', result: p });
-  return { ok: true, record, view: seen.view, readyMs, prewarm: w, probe: p };
+  // The same diagnosis as on one node (the head's log is written fresh by this launch).
+  const d = diagnose(
+    r.reason === 'exited'
+      ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
+      : r.reason === 'timeout'
+        ? { reason: 'timeout', detail: `was not ready after ${Math.round(r.ms / 1000)} s`, ms: r.ms }
+        : r,
+    tail,
+  );
+  return { message: `vLLM on ${nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
 export interface StopClusterOutcome {
@@ -351,10 +393,7 @@ export async function stopCluster(nf: NodesFile, stateDir: string, name: string 
       nf,
       nf.head,
       // Never a signal to a group not proven ours (a reused pid on the head): exit 4, reported.
-      remoteProven(
-        record,
-        `kill -TERM -${record.pid} 2>/dev/null; for i in $(seq 1 ${timeoutS * 10}); do kill -0 -${record.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${record.pid} 2>/dev/null; exit 3`,
-      ),
+      remoteProven(record, groupStopScript(record.pid, timeoutS)),
       { timeoutMs: (timeoutS + 15) * 1000, signal },
     );
     engine = {

@@ -14,7 +14,8 @@ export type ServeEvent =
   | { type: 'prewarm-request'; replica: string; request: PrewarmRequest }
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
   | { type: 'probe'; replica: string; result: ProbeResult }
-  | { type: 'exited'; replica: string; code: number | null; signal: string | null };
+  | { type: 'exited'; replica: string; code: number | null; signal: string | null }
+  | { type: 'router'; router: RouterOutcome };
 
 export type EventSink = (e: ServeEvent) => void;
 
@@ -51,4 +52,22 @@ export interface ServeOutcome {
   replicas: ReplicaOutcome[];
   /** true when every replica started was stopped again (a failure or an interrupt) */
   stoppedAll: boolean;
+  /** HAProxy in front of the replicas, when the plan has one */
+  router?: RouterOutcome;
+}
+
+export interface RouterOutcome {
+  name: string;
+  /** the one endpoint clients use */
+  url: string;
+  pid: number;
+  /** HAProxy's stats page and Prometheus exporter (loopback) */
+  statsUrl: string;
+  metricsUrl: string;
+  configFile: string;
+  logFile: string;
+  /** each replica as HAProxy sees it once it started */
+  servers: Array<{ name: string; port: number; state: string }>;
+  /** why it did not start */
+  failure?: string;
 }

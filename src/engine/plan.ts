@@ -3,6 +3,8 @@
 // is decided here, before anything is spawned: each replica's argv, environment, port, GPUs and
 // log, the executable, the state folder, and the ready and stall deadlines. Pure, table-tested.
 import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
@@ -11,6 +13,8 @@ import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
+import { RouterBlock } from '../profiles/schema.js';
+import { planRouter, type RouterPlan } from '../router/config.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -31,6 +35,8 @@ export interface ServeOptions {
   nodes?: string;
   platform?: string;
   simLoadSeconds?: string;
+  /** --router: HAProxy in front of the replicas even where the profile has no router: block */
+  router?: boolean;
 }
 
 export interface ServePlan {
@@ -44,6 +50,8 @@ export interface ServePlan {
   executable: string[];
   stateDir: string;
   servedName: string;
+  /** the model facts the memory plan uses (config.json with the profile's overrides) */
+  modelFacts?: ModelFacts;
   replicas: ReplicaPlan[];
   /** cross-field warnings (errors never reach a plan: they are exit 2) */
   warnings: string[];
@@ -51,9 +59,11 @@ export interface ServePlan {
   stallTimeoutMs: number;
   prewarm: boolean;
   foreground: boolean;
+  /** HAProxy in front of the replicas (router: in the profile, or --router) */
+  router?: RouterPlan;
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun'> & { stateDir?: string };
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router'> & { stateDir?: string };
 
 export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
@@ -63,9 +73,14 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
   return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
 }
 
-/** The simulator's own knobs: the profile (architecture facts), the platform it pretends to be. */
-export function simTail(r: Pick<Resolved, 'file' | 'platform'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
-  const tail = ['--sim-profile', r.file, '--sim-platform', r.platform.name];
+/**
+ * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
+ * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
+ */
+export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
+  // A profile generated for a model has no file: the simulator reads the model's config.json itself.
+  const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
+  tail.push('--sim-vllm-version', r.profile.engine.vllmVersion);
   if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
   return tail;
 }
@@ -79,8 +94,9 @@ export function validateServeInputs(opts: Pick<ServeOptions, 'simLoadSeconds' | 
 }
 
 /** Resolved profile + validated flags -> the plan. Throws UsageError (exit 2) on any profile error. */
-export function buildServePlan(r: Resolved, opts: PlanInputs): ServePlan {
+export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   validateServeInputs(opts);
+  const r = withRouterFlag(r0, opts.router);
   const warnings = requireValid(r);
   // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
@@ -105,13 +121,21 @@ export function buildServePlan(r: Resolved, opts: PlanInputs): ServePlan {
     executable,
     stateDir: dir,
     servedName: servedName(r.profile),
+    modelFacts: r.model?.facts,
     replicas,
     warnings,
     readyTimeoutMs: opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000,
     stallTimeoutMs: r.profile.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm,
     foreground: Boolean(opts.foreground),
+    router: planRouter(r.profile, replicas.length, dir),
   };
+}
+
+/** --router turns the router on (its settings from the profile's router: block, if any, else the defaults). */
+export function withRouterFlag<T extends { profile: Profile }>(r: T, flag?: boolean): T {
+  if (!flag || r.profile.router?.enabled) return r;
+  return { ...r, profile: { ...r.profile, router: { ...RouterBlock.parse(r.profile.router ?? {}), enabled: true } } };
 }
 
 /** The API key, read from the environment variable the profile names (never from the profile). */

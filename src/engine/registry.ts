@@ -34,6 +34,18 @@ export interface Instance {
   maxModelLen?: number;
   /** the --shutdown-timeout rendered (vLLM drains that long on SIGTERM); absent or 0: vLLM aborts */
   shutdownTimeoutSeconds?: number;
+  /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
+  role?: 'router';
+  router?: RouterRecord;
+}
+
+/** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
+export interface RouterRecord {
+  socket: string;
+  configFile: string;
+  backend: string;
+  statsPort: number;
+  servers: Array<{ name: string; host: string; port: number }>;
 }
 
 export interface Entry {

@@ -6,11 +6,16 @@
 import type { Profile, Platform } from '../profiles/schema.js';
 import { loadPlatform } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
-import type { ReplicaPlan } from '../profiles/render.js';
+import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
+import { routerPorts, type RouterPlan } from '../router/config.js';
+import { startRouter } from '../router/serve.js';
+import { requireHaproxy, type RouterLaunched } from '../router/process.js';
+import { showStat, serverState } from '../router/api.js';
 import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
 import { stopGroup } from './proc.js';
+import { graceMsOf } from './stop.js';
 import type { PreflightReport } from '../preflight/run.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
@@ -53,7 +58,7 @@ export interface ServeRun {
   secrets: Record<string, string>;
 }
 
-function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
+export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'pid' | 'startTime' | 'marker'>): Instance {
   const prof = plan.profile;
   const e = prof.engine;
   return {
@@ -65,7 +70,7 @@ function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
     pgid: l.pid,
     startTime: l.startTime,
     marker: l.marker,
-    host: prof.server.host,
+    host: replicaAddress(prof, p.index).host,
     port: p.port,
     url: replicaUrl(plan, p),
     servedName: plan.servedName,
@@ -79,15 +84,20 @@ function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
     probe: { ...prof.probe, gpuMemoryUtilization: e.gpuMemoryUtilization },
     prewarm: prof.prewarm,
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
+    shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
   };
 }
 
-const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => `http://${plan.profile.server.host === '0.0.0.0' ? '127.0.0.1' : plan.profile.server.host}:${p.port}`;
+export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
+  const host = replicaAddress(plan.profile, p.index).host;
+  return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${p.port}`;
+};
 
 /** What a live registered instance already holds: the plan may not take it. */
 export function conflictsWith(plan: ServePlan, live: readonly Instance[]): string[] {
   const out: string[] = [];
-  for (const p of plan.replicas) {
+  const taken = [...plan.replicas.map((p) => ({ port: p.port, gpus: p.gpus })), ...(plan.router ? routerPorts(plan.router).map((port) => ({ port, gpus: [] as number[] })) : [])];
+  for (const p of taken) {
     for (const inst of live) {
       if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
       // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
@@ -120,6 +130,8 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     run.force?.removeEventListener('abort', onForce);
   };
 
+  // A router that cannot start must not cost a 15-minute load first.
+  if (plan.router) requireHaproxy(plan.router.settings.bin);
   // 1. refuse what a live registered instance holds; 2. launch every replica, registered at once
   const release = await registry.lock();
   try {
@@ -187,7 +199,19 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
   }
 
-  if (plan.foreground) return foreground(plan, launched, replicas, registry, run, emit);
+  // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
+  // replicas are warm, so that no client request meets a cold replica.
+  let router: Awaited<ReturnType<typeof startRouter>> | undefined;
+  const routerUp = async (): Promise<ServeOutcome | undefined> => {
+    if (!plan.router) return undefined;
+    router = await startRouter(plan, registry);
+    emit({ type: 'router', router: router.outcome });
+    if (!router.outcome.failure) return undefined;
+    emit({ type: 'stopping', why: 'failed', replicas: launched.length });
+    await stopAll();
+    return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
+  };
+  if (plan.foreground) return (await routerUp()) ?? foreground(plan, launched, replicas, registry, run, emit, router?.launched);
   for (const l of launched) l.child.unref();
 
   // 4. prewarm, then 5. one deep probe whose verdict is the outcome
@@ -205,6 +229,9 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
       }),
     );
   }
+  const failedRouter = await routerUp();
+  if (failedRouter) return failedRouter;
+  router?.launched?.child.unref();
   await Promise.all(
     targets.map(async (t, i) => {
       const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
@@ -212,32 +239,50 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
       emit({ type: 'probe', replica: t.name, result });
     }),
   );
-  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false };
+  if (router?.launched) router.outcome.servers = await routerServers(plan.router!, router.outcome.servers);
+  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
-async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink): Promise<ServeOutcome> {
+async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink, router?: RouterLaunched): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
-  const allExited = Promise.all(launched.map((l) => l.exited));
+  // The router ending on its own ends the service too: the unit restarts it all.
+  const allExited = router ? Promise.race([Promise.all(launched.map((l) => l.exited)), router.exited]) : Promise.all(launched.map((l) => l.exited));
   const cancelled = new Promise<void>((res) => (run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true })));
   await Promise.race([allExited, cancelled]);
   const byRequest = run.signal.aborted;
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
   // server is gone its EngineCore must be too.
-  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? 30_000 : 5000);
+  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
+  // The router goes first: no request is sent to a replica that is stopping.
+  if (router) await stopGroup(router, 2000);
   await Promise.race([Promise.all(launched.map(stop)), forced]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
     await Promise.all(launched.map((l) => stopGroup(l, 0)));
   }
+  if (router) registry.remove(router.plan.name);
   for (const [i, l] of launched.entries()) {
     registry.remove(l.plan.name);
     replicas[i]!.exit = { code: l.exit?.code ?? null, signal: l.exit?.signal ?? null };
     emit({ type: 'exited', replica: l.plan.name, code: l.exit?.code ?? null, signal: l.exit?.signal ?? null });
   }
   // A server that ended on its own with a failure is a failure; one we stopped on request is not.
-  const failed = !byRequest && launched.some((l) => l.exit && (l.exit.code !== 0 || l.exit.signal));
+  const failed = !byRequest && (launched.some((l) => l.exit && (l.exit.code !== 0 || l.exit.signal)) || Boolean(router?.exit));
   return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
+}
+
+/** Each replica as HAProxy sees it now ("unknown" when its runtime API does not answer). */
+async function routerServers(r: RouterPlan, servers: Array<{ name: string; port: number; state: string }>) {
+  try {
+    const st = await showStat(r.socket, 2000);
+    return servers.map((s) => {
+      const x = st.find((y) => y.backend === r.backend && y.server === s.name);
+      return { ...s, state: x ? serverState(x) : 'missing' };
+    });
+  } catch {
+    return servers.map((s) => ({ ...s, state: 'unknown' }));
+  }
 }

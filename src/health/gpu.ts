@@ -3,7 +3,7 @@
 // remap, throttle and Xid rules (src/preflight/checks.ts) plus temperature and memory thresholds.
 import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
-import { parseQueryGpu, decodeThrottle, GPU_FIELDS, invalidField, parseHelpQueryGpu } from '../nvidia/smi.js';
+import { parseQueryGpu, decodeThrottle, queryGpus } from '../nvidia/smi.js';
 import { parseXid } from '../nvidia/xid.js';
 import { gpuNum, type Gpu } from '../preflight/facts.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../preflight/checks.js';
@@ -18,16 +18,9 @@ export interface GpuReading {
   raw: Gpu;
 }
 
-/** nvidia-smi --query-gpu with preflight's fields; one unknown field (older drivers) -> ask which it knows. */
+/** nvidia-smi --query-gpu with preflight's fields (the same query and retry as preflight's). */
 export async function readGpuRows(host: Host, timeoutMs = 3000): Promise<Gpu[] | undefined> {
-  let fields: string[] = [...GPU_FIELDS];
-  const q = () => host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs });
-  let r = await q();
-  if (r.exitCode !== 0 && invalidField(r.stdout + r.stderr)) {
-    const known = parseHelpQueryGpu((await host.run(['nvidia-smi', '--help-query-gpu'], { timeoutMs })).stdout);
-    fields = fields.filter((f) => known.has(f));
-    r = await q();
-  }
+  const { r, fields } = await queryGpus(host, timeoutMs);
   if (r.exitCode !== 0) return undefined;
   return parseQueryGpu(r.stdout, fields);
 }

@@ -2,7 +2,7 @@
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
 import { servedModels } from '../client/shapes.js';
-import type { Target } from './target.js';
+import { waitReady, type Target } from './target.js';
 import { readGpus } from './gpu.js';
 
 /** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */
@@ -64,18 +64,6 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   return { prompt: make(chars), exact: false };
 }
 
-/** Wait (until the deadline) for /health 200; a host that does not resolve ends the wait at once. */
-export async function waitHealthy(t: Target, deadline: number, why?: { last?: string }): Promise<boolean> {
-  while (Date.now() < deadline) {
-    const h = await http(`${t.url}/health`, { timeoutMs: Math.max(1, Math.min(2000, deadline - Date.now())) });
-    if (h.ok && h.status === 200) return true;
-    if (why) why.last = h.ok ? `/health answered HTTP ${h.status}` : h.message;
-    if (!h.ok && h.error === 'unresolved') return false;
-    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(200, deadline - Date.now()))));
-  }
-  return false;
-}
-
 export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: PrewarmRequest) => void, readGpuMemory?: GpuMemoryReader): Promise<PrewarmResult> {
   const started = Date.now();
   const deadline = started + s.timeoutSeconds * 1000;
@@ -83,8 +71,21 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   const result: PrewarmResult = { target: t.name, url: t.url, servedName: t.servedName ?? '', exactLengths: true, requests: [], rounds: 0, settled: false, cold: {}, warm: {}, totalMs: 0 };
   const finish = (error?: string) => ({ ...result, error, totalMs: Date.now() - started });
   // After a restart (systemd ExecStartPost) the server may still be loading: wait for it.
-  const why: { last?: string } = {};
-  if (!(await waitHealthy(t, deadline, why))) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s${why.last ? ` (${why.last})` : ''}`);
+  // A host that does not resolve will not start resolving: that ends the wait at once.
+  let last: string | undefined;
+  let unresolved = false;
+  const up = await waitReady({
+    url: t.url,
+    deadlineMs: Math.max(0, deadline - Date.now()),
+    pollMs: 200,
+    onHealth: (h) => {
+      if (h.ok && h.status === 200) return;
+      last = h.ok ? `/health answered HTTP ${h.status}` : h.message;
+      unresolved = !h.ok && h.error === 'unresolved';
+    },
+    hung: () => (unresolved ? 'the host does not resolve' : undefined),
+  });
+  if (!up.ok) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s${last ? ` (${last})` : ''}`);
   const models = await http(`${t.url}/v1/models`, { timeoutMs: left(), apiKey: t.apiKey });
   if (!models.ok || models.status !== 200) return finish(`GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`);
   const listed = servedModels(models.json, models.body);

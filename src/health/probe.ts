@@ -11,7 +11,7 @@ import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
-  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client';
+  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
   status: StepStatus;
   detail: string;
   ms: number;
@@ -54,81 +54,110 @@ export interface ProbeSettings {
   signal?: AbortSignal;
 }
 
-export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
-  const started = performance.now();
-  const steps: Step[] = [];
-  const add = (step: Step['step'], status: StepStatus, detail: string, ms = 0) => steps.push({ step, status, detail, ms: Math.round(ms) });
-  const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
+/** What the checks of one probe share: the target, its settings, the steps so far, what they found. */
+export interface ProbeContext {
+  t: Target;
+  s: ProbeSettings;
+  /** the served name: the target's, or the first /v1/models entry once identity passed */
+  served?: string;
+  steps: Step[];
+  add: (step: Step['step'], status: StepStatus, detail: string, ms?: number) => void;
+  /** what the checks read for the result beyond their steps */
+  found: Pick<ProbeResult, 'inferenceMs' | 'metrics' | 'vllm' | 'gpu' | 'xidT'>;
+}
 
-  // 1. live
-  const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
-  if (!h.ok) {
-    add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
-    return done(h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' || h.error === 'unresolved' ? 'unreachable' : 'unhealthy');
-  }
-  if (h.status === 503) {
-    add('live', 'fail', 'engine dead: /health answers 503 (EngineDeadError)', h.ms);
-    return done('unhealthy');
-  }
-  if (h.status !== 200) {
-    add('live', 'fail', `/health answers HTTP ${h.status}`, h.ms);
-    return done('unhealthy');
-  }
-  add('live', 'pass', '/health 200', h.ms);
+/** A check adds its step(s); it ends the probe by returning the verdict (a later check would only repeat the failure). */
+export interface ProbeCheck {
+  step: Step['step'];
+  run: (ctx: ProbeContext) => Promise<ProbeResult['state'] | undefined>;
+}
 
-  if (s.signal?.aborted) return done('unreachable');
-  // 2. identity: the expected model, not whatever else holds the port
-  const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
-  let served = t.servedName;
-  if (!m.ok || m.status !== 200) {
-    add(
-      'identity',
-      'fail',
-      m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`,
-      m.ms,
-    );
-    return done('unhealthy');
-  }
-  const listed = servedModels(m.json, m.body);
-  if (!listed.ok) {
-    add('identity', 'fail', listed.problem, m.ms);
-    return done('unhealthy');
-  }
-  const ids = listed.models.map((d) => d.id);
-  if (served && !ids.includes(served)) {
-    add('identity', 'fail', `serves ${ids.join(', ') || 'nothing'}, expected ${served}: another server on the port?`, m.ms);
-    return done('unhealthy');
-  }
-  served ??= ids[0];
-  add('identity', 'pass', `serves ${served}`, m.ms);
+/** 1. live: /health 200 (503 is vLLM's EngineDeadError). */
+export const liveCheck: ProbeCheck = {
+  step: 'live',
+  async run({ t, s, add }) {
+    const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
+    if (!h.ok) {
+      add('live', 'fail', `${t.url}/health: ${h.message}`, h.ms);
+      return h.error === 'refused' || h.error === 'timeout' || h.error === 'reset' || h.error === 'unresolved' ? 'unreachable' : 'unhealthy';
+    }
+    if (h.status === 503) {
+      add('live', 'fail', 'engine dead: /health answers 503 (EngineDeadError)', h.ms);
+      return 'unhealthy';
+    }
+    if (h.status !== 200) {
+      add('live', 'fail', `/health answers HTTP ${h.status}`, h.ms);
+      return 'unhealthy';
+    }
+    add('live', 'pass', '/health 200', h.ms);
+    return undefined;
+  },
+};
 
-  if (s.signal?.aborted) return done('unreachable');
-  // 3. inference: a real 1-token generation with its own deadline (catches the hung engine)
-  const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
-  let inferenceMs: number | undefined;
-  if (!gen.ok) {
-    add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
-    return done('unhealthy');
-  }
-  if (gen.status !== 200 || !gen.json?.choices?.length) {
-    const msg = String(gen.json?.error?.message ?? gen.body).slice(0, 200);
-    add('inference', 'fail', `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`, gen.ms);
-    return done('unhealthy');
-  }
-  inferenceMs = Math.round(gen.ms);
-  add('inference', 'pass', `1 token in ${inferenceMs} ms`, gen.ms);
+/** 2. identity: the expected model, not whatever else holds the port. */
+export const identityCheck: ProbeCheck = {
+  step: 'identity',
+  async run(ctx) {
+    const { t, s, add } = ctx;
+    const m = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    if (!m.ok || m.status !== 200) {
+      add(
+        'identity',
+        'fail',
+        m.ok ? `/v1/models answers HTTP ${m.status}${m.status === 401 ? ` (API key${t.apiKeyEnv ? ` from $${t.apiKeyEnv}` : ''} missing or wrong)` : ''}` : `/v1/models: ${m.message}`,
+        m.ms,
+      );
+      return 'unhealthy';
+    }
+    const listed = servedModels(m.json, m.body);
+    if (!listed.ok) {
+      add('identity', 'fail', listed.problem, m.ms);
+      return 'unhealthy';
+    }
+    const ids = listed.models.map((d) => d.id);
+    if (ctx.served && !ids.includes(ctx.served)) {
+      add('identity', 'fail', `serves ${ids.join(', ') || 'nothing'}, expected ${ctx.served}: another server on the port?`, m.ms);
+      return 'unhealthy';
+    }
+    ctx.served ??= ids[0];
+    add('identity', 'pass', `serves ${ctx.served}`, m.ms);
+    return undefined;
+  },
+};
 
-  if (s.signal?.aborted) return done('unreachable');
-  // 4. metrics
-  let metrics: ProbeResult['metrics'];
-  let vllm: VllmReading | undefined;
-  const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
-  if (!mt.ok || mt.status !== 200) add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
-  else {
+/** 3. inference: a real 1-token generation with its own deadline (catches the hung engine). */
+export const inferenceCheck: ProbeCheck = {
+  step: 'inference',
+  async run({ t, s, served, add, found }) {
+    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    if (!gen.ok) {
+      add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
+      return 'unhealthy';
+    }
+    if (gen.status !== 200 || !gen.json?.choices?.length) {
+      const msg = String(gen.json?.error?.message ?? gen.body).slice(0, 200);
+      add('inference', 'fail', `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`, gen.ms);
+      return 'unhealthy';
+    }
+    found.inferenceMs = Math.round(gen.ms);
+    add('inference', 'pass', `1 token in ${found.inferenceMs} ms`, gen.ms);
+    return undefined;
+  },
+};
+
+/** 4. metrics: KV cache, queue and preemptions against the profile's limits (warnings only). */
+export const metricsCheck: ProbeCheck = {
+  step: 'metrics',
+  async run({ t, s, add, found }) {
+    const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
+    if (!mt.ok || mt.status !== 200) {
+      add('metrics', 'warn', `/metrics: ${mt.ok ? `HTTP ${mt.status}` : mt.message}`, mt.ms);
+      return undefined;
+    }
     try {
       const v = parseVllmMetrics(mt.body);
-      metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
-      vllm = readVllm(mt.body);
+      found.metrics = { kvCacheUsage: v.kvCacheUsage, waiting: v.waiting, running: v.running, preemptions: v.preemptions };
+      found.vllm = readVllm(mt.body);
       const notes: string[] = [];
       let status: StepStatus = 'pass';
       if (v.kvCacheUsage !== undefined && v.kvCacheUsage >= s.kvCacheUsageMax) {
@@ -152,77 +181,117 @@ export async function probe(t: Target, s: ProbeSettings): Promise<ProbeResult> {
     } catch (e) {
       add('metrics', 'warn', `/metrics does not parse: ${(e as Error).message}`, mt.ms);
     }
-  }
+    return undefined;
+  },
+};
 
-  if (s.signal?.aborted) return done('unreachable');
-  // 5. GPUs: preflight's rules, temperature, memory relative to what the profile reserves
-  // (a healthy server holds ~92 % of each GPU), Xid since the last probe
-  let gpu: GpuVerdict | undefined;
-  let xidT: number | undefined;
-  if (!s.gpuHost && (s.gpus === false || !t.gpus?.length)) add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
-  else {
+/**
+ * 5. GPUs: preflight's rules, temperature, memory relative to what the profile reserves (a healthy
+ * server holds ~92 % of each GPU), Xid since the last probe.
+ */
+export const gpuCheck: ProbeCheck = {
+  step: 'gpu',
+  async run({ t, s, add, found }) {
+    if (!s.gpuHost && (s.gpus === false || !t.gpus?.length)) {
+      add('gpu', 'skip', t.engine === 'sim' ? 'simulated GPUs (engine sim)' : 'GPUs not known for this target');
+      return undefined;
+    }
     const gs = performance.now();
     const host = s.gpuHost ?? new RealHost(s.timeoutMs);
     const [rows, xid] = await Promise.all([readGpuRows(host, s.timeoutMs), readXid(host, s.timeoutMs)]);
-    if (!rows) add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
-    else {
-      let xidNew: XidEvent[] | undefined;
-      if (xid.readable) {
-        const times = xid.events.map((e) => e.ts).filter((x): x is number => x !== undefined);
-        const newest = times.length ? Math.max(...times) : undefined;
-        // a kernel clock behind the last probe's means a reboot: every Xid in the log is new
-        const rebooted = s.lastXidT !== undefined && newest !== undefined && newest < s.lastXidT;
-        xidNew = s.lastXidT === undefined || rebooted ? xid.events : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
-        xidT = newest ?? s.lastXidT;
-      }
-      const reserved = s.gpuMemoryUtilization ?? 0.9;
-      gpu = judgeGpus(rows, {
-        mine: s.gpuHost && !t.gpus?.length ? undefined : t.gpus,
-        thresholds: { tempWarnC: s.tempWarnC ?? 75, tempUnhealthyC: s.tempUnhealthyC ?? 82, tempCriticalC: s.tempCriticalC ?? 88 },
-        memLimit: Math.min(1, reserved + s.gpuMemoryHeadroomPct / 100),
-        reserved,
-        xidNew,
-        xidUnreadable: xid.readable ? undefined : xid.why,
-      });
-      add('gpu', gpu.status, gpu.detail, performance.now() - gs);
+    if (!rows) {
+      add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
+      return undefined;
     }
-  }
-
-  if (s.signal?.aborted) return done('unreachable');
-  // 6. auth: with a key configured, /v1 without it must be refused
-  const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
-  if (t.apiKeyEnv || t.apiKey) {
-    if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
-    else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
-  } else if (open.ok && open.status === 200) {
-    add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
-  } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
-
-  if (s.signal?.aborted) return done('unreachable');
-  // 7. what a client needs
-  if (s.client === 'claude-code') {
-    const msg = await http(`${t.url}/v1/messages`, {
-      body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
-      timeoutMs: s.timeoutMs,
-      signal: s.signal,
-      apiKey: t.apiKey,
-      headers: { 'anthropic-version': '2023-06-01' },
+    let xidNew: XidEvent[] | undefined;
+    if (xid.readable) {
+      const times = xid.events.map((e) => e.ts).filter((x): x is number => x !== undefined);
+      const newest = times.length ? Math.max(...times) : undefined;
+      // a kernel clock behind the last probe's means a reboot: every Xid in the log is new
+      const rebooted = s.lastXidT !== undefined && newest !== undefined && newest < s.lastXidT;
+      xidNew = s.lastXidT === undefined || rebooted ? xid.events : xid.events.filter((e) => e.ts === undefined || e.ts > s.lastXidT!);
+      found.xidT = newest ?? s.lastXidT;
+    }
+    const reserved = s.gpuMemoryUtilization ?? 0.9;
+    found.gpu = judgeGpus(rows, {
+      mine: s.gpuHost && !t.gpus?.length ? undefined : t.gpus,
+      thresholds: { tempWarnC: s.tempWarnC ?? 75, tempUnhealthyC: s.tempUnhealthyC ?? 82, tempCriticalC: s.tempCriticalC ?? 88 },
+      memLimit: Math.min(1, reserved + s.gpuMemoryHeadroomPct / 100),
+      reserved,
+      xidNew,
+      xidUnreadable: xid.readable ? undefined : xid.why,
     });
-    if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message')
-      add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
-    else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
-    else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
-  } else if (s.client === 'openai') {
-    const chat = await http(`${t.url}/v1/chat/completions`, {
-      body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
-      timeoutMs: s.timeoutMs,
-      signal: s.signal,
-      apiKey: t.apiKey,
-    });
-    if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
-    else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
-  }
+    add('gpu', found.gpu.status, found.gpu.detail, performance.now() - gs);
+    return undefined;
+  },
+};
 
+/** 6. auth: with a key configured, /v1 without it must be refused. */
+export const authCheck: ProbeCheck = {
+  step: 'auth',
+  async run({ t, s, add }) {
+    const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
+    if (t.apiKeyEnv || t.apiKey) {
+      if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
+      else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
+    } else if (open.ok && open.status === 200) {
+      add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
+    } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
+    return undefined;
+  },
+};
+
+/** 7. what a client needs (probe --client): Claude Code's Messages API, or OpenAI's JSON mode. */
+export const clientCheck: ProbeCheck = {
+  step: 'client',
+  async run({ t, s, served, add }) {
+    if (s.client === 'claude-code') {
+      const msg = await http(`${t.url}/v1/messages`, {
+        body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
+        timeoutMs: s.timeoutMs,
+        signal: s.signal,
+        apiKey: t.apiKey,
+        headers: { 'anthropic-version': '2023-06-01' },
+      });
+      if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message')
+        add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
+      else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
+      else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
+    } else if (s.client === 'openai') {
+      const chat = await http(`${t.url}/v1/chat/completions`, {
+        body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
+        timeoutMs: s.timeoutMs,
+        signal: s.signal,
+        apiKey: t.apiKey,
+      });
+      if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
+      else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
+    }
+    return undefined;
+  },
+};
+
+/** The deep probe's checks, in order: each one can rely on the ones before it having passed. */
+export const PROBE_CHECKS: readonly ProbeCheck[] = [liveCheck, identityCheck, inferenceCheck, metricsCheck, gpuCheck, authCheck, clientCheck];
+
+export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeCheck[] = PROBE_CHECKS): Promise<ProbeResult> {
+  const started = performance.now();
+  const steps: Step[] = [];
+  const ctx: ProbeContext = {
+    t,
+    s,
+    served: t.servedName,
+    steps,
+    add: (step, status, detail, ms = 0) => steps.push({ step, status, detail, ms: Math.round(ms) }),
+    found: {},
+  };
+  const done = (state: ProbeResult['state'], extra: Partial<ProbeResult> = {}): ProbeResult => ({ target: t.name, url: t.url, state, steps, ms: Math.round(performance.now() - started), ...extra });
+  for (const [i, check] of checks.entries()) {
+    // the run's deadline (probe --deadline) fired: no further step starts
+    if (i > 0 && s.signal?.aborted) return done('unreachable');
+    const end = await check.run(ctx);
+    if (end) return done(end);
+  }
   const state = steps.some((x) => x.status === 'fail') ? 'unhealthy' : 'healthy';
-  return done(state, { inferenceMs, metrics, vllm, gpu, xidT });
+  return done(state, ctx.found);
 }

@@ -1,7 +1,8 @@
 // A server to talk to (from the registry, NAME, or from a URL), and the one readiness wait that
-// serve (one node and a Ray head), prewarm and probe share.
+// serve (one node, engine/launch.ts, and the Ray head, engine/cluster.ts) and prewarm share.
 import type { Instance } from '../engine/registry.js';
-import { http } from '../client/http.js';
+import { http, type HttpResult } from '../client/http.js';
+import { servedModels } from '../client/shapes.js';
 import { pause } from '../util/pause.js';
 
 export interface Target {
@@ -69,9 +70,11 @@ export interface ReadyWatch {
    * A hang named from the log before the stall timeout (a Ray placement-group wait, a P2P/NCCL
    * set-up hang): why, or undefined. Ends the wait as stalled within seconds, with that why.
    */
-  hung?: () => string | undefined;
+  hung?: () => string | undefined | Promise<string | undefined>;
   /** called on every round (read the log, report phases) */
   onPoll?: () => void | Promise<void>;
+  /** every /health answer (or failure), e.g. to say why the wait ended */
+  onHealth?: (h: HttpResult) => void;
   pollMs?: number;
 }
 
@@ -96,21 +99,22 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
     if (w.stallMs !== undefined && quiet !== undefined && quiet > w.stallMs) {
       return { ok: false, reason: 'stalled', detail: `no log output for ${Math.round(quiet / 1000)} s (stall timeout): stuck loading?`, ms: elapsed() };
     }
-    const hung = w.hung?.();
+    const hung = await w.hung?.();
     if (hung) return { ok: false, reason: 'stalled', detail: hung, ms: elapsed() };
     // Connection refused until the engine is up is normal for vLLM: keep polling, briefly.
     const left = Math.max(1, w.deadlineMs - elapsed());
     const h = await http(`${w.url}/health`, { timeoutMs: Math.min(1000, left) });
+    w.onHealth?.(h);
     if (h.ok && h.status === 200) {
       let listed = true;
       let answered = false;
       let ids: string[] = [];
       if (w.servedName !== undefined) {
         const m = await http(`${w.url}/v1/models`, { timeoutMs: Math.min(2000, left), apiKey: w.apiKey });
-        const data: unknown = m.ok && m.status === 200 ? m.json?.data : undefined;
-        // Every byte from a server is hostile: a wrong shape is "not listed", never a crash.
-        ids = Array.isArray(data) ? data.map((d) => (d && typeof d === 'object' && typeof (d as { id?: unknown }).id === 'string' ? (d as { id: string }).id : '')).filter(Boolean) : [];
         answered = m.ok && m.status === 200;
+        // Every byte from a server is hostile: a wrong shape is "serves nothing", never a crash.
+        const models = answered && m.ok ? servedModels(m.json, m.body) : undefined;
+        ids = models?.ok ? models.models.map((d) => d.id) : [];
         listed = answered && ids.includes(w.servedName);
       }
       const mine = await w.ours?.();

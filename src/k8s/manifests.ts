@@ -4,6 +4,8 @@
 import yaml from 'js-yaml';
 import type { Profile, Platform } from '../profiles/schema.js';
 import { shellQuote, commentValue } from '../output/format.js';
+import { shutdownTimeoutArg } from '../profiles/render.js';
+import { graceMsOf } from '../engine/stop.js';
 
 /**
  * Kubernetes expands $(VAR) in a container's command, args and env values, and turns $$ into $:
@@ -11,6 +13,18 @@ import { shellQuote, commentValue } from '../output/format.js';
  * of a value sparkctl did not write is doubled, so the container gets exactly the profile's text.
  */
 export const k8sLiteral = (v: string) => v.replace(/\$/g, '$$$$');
+
+/** The Service's endpoints update while the pod still serves; then vLLM gets SIGTERM. */
+const PRESTOP_S = 10;
+
+/**
+ * Kubernetes SIGKILLs at terminationGracePeriodSeconds counted from the start of preStop: it must
+ * hold the preStop wait, vLLM's drain (--shutdown-timeout, as rendered for the target vLLM) and its
+ * teardown, the same grace sparkctl stop gives.
+ */
+export function terminationGraceSeconds(p: Profile): number {
+  return PRESTOP_S + Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutArg(p) }) / 1000);
+}
 
 export const k8sName = (p: Profile) => `vllm-${p.name.replace(/[^a-z0-9-]/g, '-')}`;
 
@@ -64,7 +78,7 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
       template: {
         metadata: { labels },
         spec: {
-          terminationGracePeriodSeconds: 90,
+          terminationGracePeriodSeconds: terminationGraceSeconds(p),
           containers: [
             {
               name: 'vllm',
@@ -75,8 +89,8 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
               env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
               resources: gpuResources(opts.gpus),
               ...probes(p),
-              // Let the Service stop sending traffic before vLLM gets SIGTERM and drains.
-              lifecycle: { preStop: { exec: { command: ['sh', '-c', 'sleep 10'] } } },
+              // Let the Service stop sending traffic before vLLM gets SIGTERM; vLLM then drains what it holds.
+              lifecycle: { preStop: { exec: { command: ['sh', '-c', `sleep ${PRESTOP_S}`] } } },
               volumeMounts: v.mounts,
             },
           ],
@@ -122,6 +136,8 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
         leaderTemplate: {
           metadata: { labels: { role: 'leader' } },
           spec: {
+            // the leader runs vllm serve: its drain decides; the workers go with the group
+            terminationGracePeriodSeconds: terminationGraceSeconds(p) - PRESTOP_S,
             containers: [
               {
                 name: 'vllm-leader',

@@ -80,6 +80,16 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
         case 'exited':
           note(`${e.replica} exited (${e.signal ?? `code ${e.code}`})`);
           break;
+        case 'router': {
+          const r = e.router;
+          prog.done();
+          if (r.failure) note(`${c.red('router failed')}: ${r.failure}`);
+          else
+            say(
+              `${c.green('router')}: ${r.url}/v1 (HAProxy pid ${r.pid}, leastconn over ${r.servers.length} replica(s): ${r.servers.map((x) => `${x.name} ${x.state}`).join(', ')}; stats ${r.statsUrl}, Prometheus ${r.metricsUrl})`,
+            );
+          break;
+        }
         default:
           break;
       }
@@ -92,6 +102,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           return;
         case 'launch-failed':
           for (const r of o.replicas) if (r.failure) for (const l of failureLines(r, r.failure)) note(l);
+          if (o.router?.failure) note(`${c.red('launch failed')}: router ${o.router.name}: ${o.router.failure}`);
           note(`stopped every replica of ${o.profile}; nothing is left holding a port or a GPU`);
           return;
         case 'stopped':
@@ -107,6 +118,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
             const p = r.probe;
             if (p) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
           }
+          if (o.router) say(`clients use ${o.router.url}/v1 (the router); replicas as HAProxy sees them: ${o.router.servers.map((x) => `${x.name} ${x.state}`).join(', ')}`);
           say(`stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`);
       }
     },
@@ -151,6 +163,7 @@ export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
       probe: r.probe ?? null,
       exit: r.exit ?? null,
     })),
+    router: o.router ?? null,
   });
 }
 

@@ -839,7 +839,7 @@ export const CHECKS: Check[] = [
           ? warn(
               `${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`,
               'weights present before a 3 a.m. restart',
-              `huggingface-cli download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`,
+              `hf download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`,
             )
           : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
       }

@@ -111,174 +111,200 @@ export interface GatherOptions {
   probes?: ReadonlySet<string>;
 }
 
-export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
-  const started = performance.now();
-  const probeMs: Record<string, number> = {};
-  const t = opts.timeoutMs ?? 5000;
-  const env = host.env();
-  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
-    const s = performance.now();
-    try {
-      return await fn();
-    } finally {
-      probeMs[name] = Math.round(performance.now() - s);
-    }
-  };
-  const notCollected = new Set<string>();
-  const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
-  // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
-  const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
-  const run = (name: ProbeName, argv: string[], timeoutMs = t) =>
-    !want(name)
-      ? Promise.resolve(notRun(argv))
-      : timed(name, async () => {
-          const r = await host.run(argv, { timeoutMs });
-          if (r.error === 'not-collected') notCollected.add(name);
-          return r;
-        }).then((r) => {
-          // A replay reports the durations measured where the bundle was collected.
-          if (host.kind === 'replay') probeMs[name] = r.durationMs;
-          return r;
-        });
-  const file = (name: ProbeName, path: string) =>
-    !want(name)
-      ? Promise.resolve(null)
-      : timed(name, async () => {
-          if (host.hasFile && !host.hasFile(path)) notCollected.add(name);
-          return host.readFile(path);
-        });
-  const loc = modelLocation(opts.profile, env);
-  const system: Facts['system'] = { why: {} };
-  const sys = async <P extends SysinfoPart>(part: P) => {
-    const name = `si.${part}` as ProbeName;
-    if (!want(name)) return;
-    const r = host.sysinfo ? await host.sysinfo(part, { timeoutMs: t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
-    probeMs[name] = r.durationMs;
-    if (r.ok) (system as Record<string, unknown>)[part] = r.value;
-    else {
-      if (r.error === 'not-collected') notCollected.add(name);
-      system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
-    }
-  };
+/** What the fact sources share while they read: the host, the deadline, which probes are wanted, the timings. */
+export interface GatherContext {
+  host: Host;
+  /** each probe's deadline, ms */
+  t: number;
+  env: Record<string, string | undefined>;
+  /** where the profile's model should be */
+  loc?: { where: string; kind: 'path' | 'hub' };
+  want: (name: ProbeName) => boolean;
+  /** a command, timed, or a not-run result when no selected check reads it */
+  run: (name: ProbeName, argv: string[], timeoutMs?: number) => Promise<CmdResult>;
+  /** a file's text (null when absent), timed */
+  file: (name: ProbeName, path: string) => Promise<string | null>;
+  timed: <T>(name: string, fn: () => Promise<T>) => Promise<T>;
+  notRun: (argv: string[]) => CmdResult;
+  probeMs: Record<string, number>;
+  notCollected: Set<string>;
+  system: Facts['system'];
+}
 
-  // One wave: every probe at once. The query-gpu retry and the python follow-ups run inside their own promise.
-  const queryGpu0 = !want('smi.query')
-    ? Promise.resolve({ r: notRun(['nvidia-smi']), fields: [] as string[] })
-    : timed('smi.query', async () => {
-        // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
-        let fields: string[] = [...P.GPU_FIELDS];
-        let r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
-        const bad = r.exitCode !== 0 ? P.invalidField(r.stdout + r.stderr) : undefined;
-        if (bad) {
-          // One unknown field fails the whole query (older or newer drivers): ask the driver which it knows.
-          const help = await host.run(['nvidia-smi', '--help-query-gpu'], { timeoutMs: t });
-          const known = P.parseHelpQueryGpu(help.stdout);
-          const kept = fields.filter((f) => known.has(f) || (f === 'driver_version' && known.has('kmd_version')));
-          fields = kept.map((f) => (f === 'driver_version' && !known.has(f) ? 'kmd_version' : f));
-          r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs: t });
-        }
-        return { r, fields };
-      });
-  const queryGpu = queryGpu0.then((q) => {
-    if (host.kind === 'replay') probeMs['smi.query'] = q.r.durationMs;
+/** One fact source: a probe name and how it is read. `late` ones run after every other has settled. */
+export interface FactSource {
+  probe: ProbeName;
+  read: (ctx: GatherContext) => Promise<unknown>;
+  late?: boolean;
+}
+
+const cmd = (probe: ProbeName, argv: string[], timeoutMs?: (t: number) => number): FactSource => ({ probe, read: (x) => x.run(probe, argv, timeoutMs?.(x.t)) });
+const file = (probe: ProbeName, path: string): FactSource => ({ probe, read: (x) => x.file(probe, path) });
+
+type QueryGpu = Awaited<ReturnType<typeof P.queryGpus>>;
+interface PythonInfo {
+  version: string;
+  purelib: string;
+  dists: Record<string, string>;
+  torchPy: string | null;
+  vllmMeta: string | null;
+}
+
+const smiQuery: FactSource = {
+  probe: 'smi.query',
+  async read(x) {
+    // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
+    if (!x.want('smi.query')) return { r: x.notRun(['nvidia-smi']), fields: [] };
+    const q = await x.timed('smi.query', () => P.queryGpus(x.host, x.t));
+    if (x.host.kind === 'replay') x.probeMs['smi.query'] = q.r.durationMs;
     return q;
-  });
-  const pythonInfo = !want('python')
-    ? Promise.resolve(undefined)
-    : timed('python', async () => {
-        const r = await host.run(['python3', '-c', PY], { timeoutMs: t });
-        if (r.exitCode !== 0) return undefined;
-        const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
-        const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
-        if (!purelib) return undefined;
-        const dists: Record<string, string> = {};
-        for (const m of r.stdout.matchAll(/^dist (.+?)-(\d[^-]*)\.dist-info$/gm)) dists[m[1]!.toLowerCase()] = m[2]!;
-        const [torchPy, vllmMeta] = await Promise.all([
-          dists.torch ? host.readFile(`${purelib}/torch/version.py`) : Promise.resolve(null),
-          dists.vllm ? host.readFile(`${purelib}/vllm-${dists.vllm}.dist-info/METADATA`) : Promise.resolve(null),
-        ]);
-        return { version, purelib, dists, torchPy, vllmMeta };
-      });
-  const pythonProbe = pythonInfo.then((v) => {
-    if (!v && host.kind === 'replay' && want('python')) notCollected.add('python');
+  },
+};
+
+/** python3's version, site-packages and the dists preflight knows; then torch's version.py and vLLM's METADATA. */
+const python: FactSource = {
+  probe: 'python',
+  async read(x) {
+    if (!x.want('python')) return undefined;
+    const v = await x.timed('python', async (): Promise<PythonInfo | undefined> => {
+      const r = await x.host.run(['python3', '-c', PY], { timeoutMs: x.t });
+      if (r.exitCode !== 0) return undefined;
+      const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
+      const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
+      if (!purelib) return undefined;
+      const dists: Record<string, string> = {};
+      for (const m of r.stdout.matchAll(/^dist (.+?)-(\d[^-]*)\.dist-info$/gm)) dists[m[1]!.toLowerCase()] = m[2]!;
+      const [torchPy, vllmMeta] = await Promise.all([
+        dists.torch ? x.host.readFile(`${purelib}/torch/version.py`) : Promise.resolve(null),
+        dists.vllm ? x.host.readFile(`${purelib}/vllm-${dists.vllm}.dist-info/METADATA`) : Promise.resolve(null),
+      ]);
+      return { version, purelib, dists, torchPy, vllmMeta };
+    });
+    if (!v && x.host.kind === 'replay') x.notCollected.add('python');
     return v;
-  });
+  },
+};
 
-  const [
-    q,
-    smiq,
-    topo,
-    apps,
-    procVer,
-    nvcc,
-    whichNvcc,
-    cudaLink,
-    cudaDirs,
-    versionJson,
-    ldconfig,
-    ldconf,
-    py,
-    ncclH,
-    cudnnH,
-    limits,
-    df,
-    ctMax,
-    ctCount,
-    tcp4,
-    tcp6,
-    dmesg,
-    fm,
-    bmc,
-    uname,
-    osRel,
-    dgxRel,
-    meminfo,
-    whichVllm,
-    ,
-    modelFind,
-  ] = await Promise.all([
-    queryGpu,
-    run('smi.q', ['nvidia-smi', '-q']),
-    run('smi.topo', ['nvidia-smi', 'topo', '-m']),
-    run('smi.apps', ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits']),
-    file('proc.driver', '/proc/driver/nvidia/version'),
-    run('nvcc', ['nvcc', '--version']),
-    run('which.nvcc', ['which', '-a', 'nvcc']),
-    run('cuda.link', ['readlink', '-f', '/usr/local/cuda']),
-    run('cuda.dirs', ['sh', '-c', 'ls -d /usr/local/cuda*']),
-    file('cuda.json', '/usr/local/cuda/version.json'),
-    run('ldconfig', ['ldconfig', '-p']),
-    run('ld.so.conf.d', ['sh', '-c', 'grep -H . /etc/ld.so.conf.d/*.conf']),
-    pythonProbe,
-    file('nccl.h', '/usr/include/nccl.h'),
-    file('cudnn.h', '/usr/include/cudnn_version.h'),
-    file('limits', '/proc/self/limits'),
-    run('df', ['df', '-Pk', '/dev/shm', '/', ...(loc?.kind === 'path' ? [topDir(loc.where)] : [])]),
-    file('conntrack.max', '/proc/sys/net/netfilter/nf_conntrack_max'),
-    file('conntrack.count', '/proc/sys/net/netfilter/nf_conntrack_count'),
-    file('tcp', '/proc/net/tcp'),
-    file('tcp6', '/proc/net/tcp6'),
-    run('dmesg', ['dmesg']),
-    run('fabricmanager', ['systemctl', 'is-active', 'nvidia-fabricmanager']),
-    run('ipmitool', ['ipmitool', 'mc', 'info'], Math.min(t, 2000)),
-    run('uname', ['uname', '-m']),
-    file('os-release', '/etc/os-release'),
-    file('dgx-release', '/etc/dgx-release'),
-    file('meminfo', '/proc/meminfo'),
-    run('which.vllm', ['which', '-a', 'vllm']),
-    Promise.all([sys('cpu'), sys('mem')]),
-    loc && want('model')
-      ? run('model', ['find', loc.where, '-maxdepth', loc.kind === 'hub' ? '4' : '1', '(', '-name', 'config.json', '-o', '-name', '*.safetensors', '-o', '-name', '*.bin', ')', '-printf', '%s %p\\n'])
-      : Promise.resolve(undefined),
-  ]);
+/** systeminformation's reading of one part into facts.system (or why it is missing). */
+const sysinfo = (part: SysinfoPart, late = false): FactSource => ({
+  probe: `si.${part}` as ProbeName,
+  late,
+  async read(x) {
+    const name = `si.${part}` as ProbeName;
+    if (!x.want(name)) return;
+    const r = x.host.sysinfo ? await x.host.sysinfo(part, { timeoutMs: x.t }) : ({ ok: false, error: 'not-collected', durationMs: 0 } as const);
+    x.probeMs[name] = r.durationMs;
+    if (r.ok) (x.system as Record<string, unknown>)[part] = r.value;
+    else {
+      if (r.error === 'not-collected') x.notCollected.add(name);
+      x.system.why[part] = r.error === 'not-collected' ? 'not in the bundle (collected before sparkctl recorded systeminformation)' : r.error;
+    }
+  },
+});
 
-  // systeminformation's OS, disk and interface readings run shells synchronously (execSync), which
-  // stalls the event loop: run them once every other probe has settled, so no probe's deadline fires
-  // late on an answer that was already there. (A default preflight does not ask for them; collect does.)
-  await Promise.all([sys('os'), sys('disks'), sys('net')]);
+/**
+ * Every fact source, read all at once (one wave), each under the probe deadline. systeminformation's
+ * OS, disk and interface readings run shells synchronously (execSync), which stalls the event loop:
+ * they are late, run once every other probe has settled, so no probe's deadline fires late on an
+ * answer that was already there. (A default preflight does not ask for them; collect does.)
+ */
+export const FACT_SOURCES: readonly FactSource[] = [
+  smiQuery,
+  cmd('smi.q', ['nvidia-smi', '-q']),
+  cmd('smi.topo', ['nvidia-smi', 'topo', '-m']),
+  cmd('smi.apps', ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits']),
+  file('proc.driver', '/proc/driver/nvidia/version'),
+  cmd('nvcc', ['nvcc', '--version']),
+  cmd('which.nvcc', ['which', '-a', 'nvcc']),
+  cmd('cuda.link', ['readlink', '-f', '/usr/local/cuda']),
+  cmd('cuda.dirs', ['sh', '-c', 'ls -d /usr/local/cuda*']),
+  file('cuda.json', '/usr/local/cuda/version.json'),
+  cmd('ldconfig', ['ldconfig', '-p']),
+  cmd('ld.so.conf.d', ['sh', '-c', 'grep -H . /etc/ld.so.conf.d/*.conf']),
+  python,
+  file('nccl.h', '/usr/include/nccl.h'),
+  file('cudnn.h', '/usr/include/cudnn_version.h'),
+  file('limits', '/proc/self/limits'),
+  { probe: 'df', read: (x) => x.run('df', ['df', '-Pk', '/dev/shm', '/', ...(x.loc?.kind === 'path' ? [topDir(x.loc.where)] : [])]) },
+  file('conntrack.max', '/proc/sys/net/netfilter/nf_conntrack_max'),
+  file('conntrack.count', '/proc/sys/net/netfilter/nf_conntrack_count'),
+  file('tcp', '/proc/net/tcp'),
+  file('tcp6', '/proc/net/tcp6'),
+  cmd('dmesg', ['dmesg']),
+  cmd('fabricmanager', ['systemctl', 'is-active', 'nvidia-fabricmanager']),
+  cmd('ipmitool', ['ipmitool', 'mc', 'info'], (t) => Math.min(t, 2000)),
+  cmd('uname', ['uname', '-m']),
+  file('os-release', '/etc/os-release'),
+  file('dgx-release', '/etc/dgx-release'),
+  file('meminfo', '/proc/meminfo'),
+  cmd('which.vllm', ['which', '-a', 'vllm']),
+  sysinfo('cpu'),
+  sysinfo('mem'),
+  {
+    probe: 'model',
+    read: async (x) =>
+      x.loc && x.want('model')
+        ? x.run('model', [
+            'find',
+            x.loc.where,
+            '-maxdepth',
+            x.loc.kind === 'hub' ? '4' : '1',
+            '(',
+            '-name',
+            'config.json',
+            '-o',
+            '-name',
+            '*.safetensors',
+            '-o',
+            '-name',
+            '*.bin',
+            ')',
+            '-printf',
+            '%s %p\\n',
+          ])
+        : undefined,
+  },
+  sysinfo('os', true),
+  sysinfo('disks', true),
+  sysinfo('net', true),
+];
 
-  // Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it.
-  const module = P.parseProcDriverVersion(procVer);
+/** What the sources read, by probe name. */
+export class Readings {
+  constructor(private readonly m: ReadonlyMap<string, unknown>) {}
+  cmd(name: ProbeName): CmdResult {
+    return (this.m.get(name) as CmdResult | undefined) ?? { argv: [], stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' };
+  }
+  file(name: ProbeName): string | null {
+    return (this.m.get(name) as string | null | undefined) ?? null;
+  }
+  get<T>(name: ProbeName): T | undefined {
+    return this.m.get(name) as T | undefined;
+  }
+}
+
+/** A part of the facts, derived from the readings alone (pure: testable from a recorded bundle's outputs). */
+export type FactDeriver = (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>;
+
+const osFacts: FactDeriver = (r) => {
+  const uname = r.cmd('uname');
+  const osRel = r.file('os-release');
+  const dgxRel = r.file('dgx-release');
+  return {
+    arch: uname.exitCode === 0 ? uname.stdout.trim() : undefined,
+    osRelease: osRel ? /^PRETTY_NAME="?([^"\n]+)"?/m.exec(osRel)?.[1] : undefined,
+    dgxRelease: dgxRel ? (/DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0]) : undefined,
+    memTotalBytes: H.memTotalBytes(r.file('meminfo')),
+  };
+};
+
+/** Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it; the GPUs it lists. */
+const driverFacts: FactDeriver = (r) => {
+  const q = r.get<QueryGpu>('smi.query') ?? { r: r.cmd('smi.query'), fields: [] };
+  const smiq = r.cmd('smi.q');
+  const topo = r.cmd('smi.topo');
+  const apps = r.cmd('smi.apps');
+  const module = P.parseProcDriverVersion(r.file('proc.driver'));
   const smiText = q.r.stdout + q.r.stderr;
   const smi: Facts['driver']['smi'] =
     q.r.error === 'not-found'
@@ -292,60 +318,11 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
             : q.r.error === 'not-collected'
               ? 'not-found'
               : 'failed';
-  const gpus = smi === 'ok' ? P.parseQueryGpu(q.r.stdout, q.fields) : [];
   const parsedQ = smiq.exitCode === 0 ? P.parseSmiQ(smiq.stdout) : undefined;
-
-  const ld = ldconfig.exitCode === 0 ? P.parseLdconfig(ldconfig.stdout) : [];
-  const ncclLib = ld.find((l) => /^libnccl\.so\.2$/.test(l.lib));
-  const torchPy = P.parseTorchVersionPy(py?.torchPy ?? null);
-  const ncclTorch = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_nccl_cu'))?.[1];
-  const cudnnPip = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_cudnn_cu'))?.[1];
-  const cudnnLib = ld.find((l) => /^libcudnn\.so\.\d+$/.test(l.lib));
-  const ncclSystem = P.parseHeaderVersion(ncclH, 'NCCL');
-  const vllmUsesPath = env.VLLM_NCCL_SO_PATH;
-
-  let model: Facts['model'];
-  if (loc && modelFind) {
-    const files =
-      modelFind.exitCode === 0 || modelFind.stdout
-        ? modelFind.stdout
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => ({ size: Number(l.slice(0, l.indexOf(' '))), path: l.slice(l.indexOf(' ') + 1) }))
-        : [];
-    model = {
-      ...loc,
-      files,
-      configFound: files.some((f) => f.path.endsWith('/config.json')),
-      why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined,
-    };
-  }
-
-  const xidText = dmesg.stdout;
-  const xid: Facts['xid'] =
-    dmesg.exitCode === 0
-      ? { readable: true, events: parseXid(xidText) }
-      : {
-          readable: false,
-          why:
-            dmesg.error === 'not-found'
-              ? 'dmesg is not installed'
-              : dmesg.error === 'not-collected'
-                ? 'the kernel log is not in the bundle'
-                : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`,
-          events: [],
-        };
-
   return {
-    host: host.name,
-    hostKind: host.kind,
-    arch: uname.exitCode === 0 ? uname.stdout.trim() : undefined,
-    osRelease: osRel ? /^PRETTY_NAME="?([^"\n]+)"?/m.exec(osRel)?.[1] : undefined,
-    dgxRelease: dgxRel ? (/DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0]) : undefined,
-    env: pickEnv(env),
     driver: { module, smi, smiMessage: smi === 'ok' ? undefined : smiText.trim().split('\n')[0] || q.r.error, maxCuda: parsedQ?.cudaVersion },
     gpuFields: q.fields,
-    gpus,
+    gpus: smi === 'ok' ? P.parseQueryGpu(q.r.stdout, q.fields) : [],
     smiq: parsedQ,
     topo: topo.exitCode === 0 ? P.parseTopo(topo.stdout) : undefined,
     computeApps:
@@ -358,23 +335,49 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
               return { pid: Number(pid), name: name ?? '?', usedMiB: Number(mem) || 0, busId: bus };
             })
         : undefined,
+  };
+};
+
+const cudaFacts: FactDeriver = (r) => {
+  const nvcc = r.cmd('nvcc');
+  const cudaLink = r.cmd('cuda.link');
+  const cudaDirs = r.cmd('cuda.dirs');
+  const versionJson = r.file('cuda.json');
+  return {
     cuda: {
       nvcc: nvcc.exitCode === 0 ? P.parseNvcc(nvcc.stdout) : undefined,
-      nvccPaths: whichNvcc.stdout.split('\n').filter(Boolean),
+      nvccPaths: r.cmd('which.nvcc').stdout.split('\n').filter(Boolean),
       cudaLink: cudaLink.exitCode === 0 ? cudaLink.stdout.trim() || undefined : undefined,
       cudaDirs: cudaDirs.exitCode === 0 ? cudaDirs.stdout.split('\n').filter(Boolean) : [],
       versionJson: versionJson ? /"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"/.exec(versionJson)?.[1] : undefined,
     },
+  };
+};
+
+/** The libraries: the loader's cache, Python's packages, and which NCCL and cuDNN vLLM will load. */
+const libraryFacts: FactDeriver = (r, { env }) => {
+  const ldconfig = r.cmd('ldconfig');
+  const py = r.get<PythonInfo>('python');
+  const ld = ldconfig.exitCode === 0 ? P.parseLdconfig(ldconfig.stdout) : [];
+  const ncclLib = ld.find((l) => /^libnccl\.so\.2$/.test(l.lib));
+  const torchPy = P.parseTorchVersionPy(py?.torchPy ?? null);
+  const ncclTorch = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_nccl_cu'))?.[1];
+  const cudnnPip = Object.entries(py?.dists ?? {}).find(([k]) => k.startsWith('nvidia_cudnn_cu'))?.[1];
+  const cudnnLib = ld.find((l) => /^libcudnn\.so\.\d+$/.test(l.lib));
+  const ncclSystem = P.parseHeaderVersion(r.file('nccl.h'), 'NCCL');
+  const vllmUsesPath = env.VLLM_NCCL_SO_PATH;
+  return {
     ldconfig: ld,
-    ldSoConf: ldconf.stdout
-      .split('\n')
+    ldSoConf: r
+      .cmd('ld.so.conf.d')
+      .stdout.split('\n')
       .filter(Boolean)
       .map((l) => ({ file: l.slice(0, l.indexOf(':')), line: l.slice(l.indexOf(':') + 1) })),
     python: py ? { version: py.version, purelib: py.purelib, dists: py.dists } : undefined,
     torch: { version: torchPy.version ?? py?.dists.torch, cuda: torchPy.cuda },
     vllm: {
       version: py?.dists.vllm,
-      bins: whichVllm.stdout.split('\n').filter(Boolean),
+      bins: r.cmd('which.vllm').stdout.split('\n').filter(Boolean),
       requiresTorch: py?.vllmMeta ? /^Requires-Dist: torch\s*\(?==\s*([^\s;)]+)/m.exec(py.vllmMeta)?.[1] : undefined,
     },
     nccl: {
@@ -384,20 +387,138 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
       vllmUses: vllmUsesPath ? (/libnccl\.so\.(\d+\.\d+\.\d+)/.exec(vllmUsesPath)?.[1] ?? ncclSystem) : (ncclTorch ?? ncclSystem),
       vllmSource: vllmUsesPath ? `VLLM_NCCL_SO_PATH=${vllmUsesPath}` : ncclTorch ? "PyTorch's bundled NCCL (nvidia-nccl wheel)" : ncclSystem ? 'the system NCCL' : undefined,
     },
-    cudnn: { system: P.parseHeaderVersion(cudnnH, 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
+    cudnn: { system: P.parseHeaderVersion(r.file('cudnn.h'), 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
+  };
+};
+
+/** Host limits: locked memory, open files, disk, conntrack, listening ports. */
+const hostFacts: FactDeriver = (r) => {
+  const limits = r.file('limits');
+  const df = r.cmd('df');
+  const ctMax = r.file('conntrack.max');
+  const ctCount = r.file('conntrack.count');
+  return {
     limits: { memlock: H.parseLimit(limits, 'Max locked memory'), nofile: H.parseLimit(limits, 'Max open files') },
     df: df.exitCode === 0 || df.stdout ? H.parseDf(df.stdout) : [],
     conntrack: { max: ctMax ? Number(ctMax.trim()) : undefined, count: ctCount ? Number(ctCount.trim()) : undefined },
-    listening: new Set([...H.parseListeningPorts(tcp4), ...H.parseListeningPorts(tcp6)]),
-    xid,
+    listening: new Set([...H.parseListeningPorts(r.file('tcp')), ...H.parseListeningPorts(r.file('tcp6'))]),
+  };
+};
+
+/** The kernel log's Xid events, or why it cannot be read; fabric manager and BMC. */
+const serviceFacts: FactDeriver = (r) => {
+  const dmesg = r.cmd('dmesg');
+  const fm = r.cmd('fabricmanager');
+  const bmc = r.cmd('ipmitool');
+  return {
+    xid:
+      dmesg.exitCode === 0
+        ? { readable: true, events: parseXid(dmesg.stdout) }
+        : {
+            readable: false,
+            why:
+              dmesg.error === 'not-found'
+                ? 'dmesg is not installed'
+                : dmesg.error === 'not-collected'
+                  ? 'the kernel log is not in the bundle'
+                  : `the kernel log is not readable (${(dmesg.stderr || dmesg.error || '').trim().split('\n')[0]}); run as root or add the user to group adm`,
+            events: [],
+          },
     fabricManager:
       fm.exitCode !== null
         ? { state: fm.stdout.trim() || 'unknown' }
         : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
-    memTotalBytes: H.memTotalBytes(meminfo),
-    model,
-    system,
+  };
+};
+
+/** The profile's model files (config.json, weights) where the profile says they are. */
+const modelFacts: FactDeriver = (r, { loc }) => {
+  const modelFind = r.get<CmdResult>('model');
+  if (!loc || !modelFind) return { model: undefined };
+  const files =
+    modelFind.exitCode === 0 || modelFind.stdout
+      ? modelFind.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => ({ size: Number(l.slice(0, l.indexOf(' '))), path: l.slice(l.indexOf(' ') + 1) }))
+      : [];
+  return {
+    model: {
+      ...loc,
+      files,
+      configFound: files.some((f) => f.path.endsWith('/config.json')),
+      why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined,
+    },
+  };
+};
+
+/** Every part of the facts; a new fact is a source above and a deriver here. */
+export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
+
+export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
+  const started = performance.now();
+  const probeMs: Record<string, number> = {};
+  const t = opts.timeoutMs ?? 5000;
+  const env = host.env();
+  const notCollected = new Set<string>();
+  const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+    const s = performance.now();
+    try {
+      return await fn();
+    } finally {
+      probeMs[name] = Math.round(performance.now() - s);
+    }
+  };
+  const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
+  // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
+  const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
+  const ctx: GatherContext = {
+    host,
+    t,
+    env,
+    loc: modelLocation(opts.profile, env),
+    want,
+    timed,
+    notRun,
+    probeMs,
+    notCollected,
+    system: { why: {} },
+    run: (name, argv, timeoutMs = t) =>
+      !want(name)
+        ? Promise.resolve(notRun(argv))
+        : timed(name, async () => {
+            const r = await host.run(argv, { timeoutMs });
+            if (r.error === 'not-collected') notCollected.add(name);
+            return r;
+          }).then((r) => {
+            // A replay reports the durations measured where the bundle was collected.
+            if (host.kind === 'replay') probeMs[name] = r.durationMs;
+            return r;
+          }),
+    file: (name, path) =>
+      !want(name)
+        ? Promise.resolve(null)
+        : timed(name, async () => {
+            if (host.hasFile && !host.hasFile(path)) notCollected.add(name);
+            return host.readFile(path);
+          }),
+  };
+  const read = new Map<string, unknown>();
+  const wave = async (sources: readonly FactSource[]) => {
+    const values = await Promise.all(sources.map((s) => s.read(ctx)));
+    sources.forEach((s, i) => read.set(s.probe, values[i]));
+  };
+  await wave(FACT_SOURCES.filter((s) => !s.late));
+  await wave(FACT_SOURCES.filter((s) => s.late));
+  const readings = new Readings(read);
+  const derived = Object.assign({}, ...FACT_DERIVERS.map((d) => d(readings, { loc: ctx.loc, env }))) as Omit<Facts, 'host' | 'hostKind' | 'env' | 'system' | 'probeMs' | 'notCollected' | 'wallMs'>;
+  return {
+    host: host.name,
+    hostKind: host.kind,
+    env: pickEnv(env),
+    ...derived,
+    system: ctx.system,
     probeMs,
     notCollected,
     wallMs: Math.round(performance.now() - started),

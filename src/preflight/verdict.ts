@@ -9,7 +9,8 @@ import type { Facts } from './facts.js';
 import type { Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { listPlatforms, loadPlatform } from '../profiles/load.js';
-import { planMemory, weightBytesPerParam } from '../profiles/planner.js';
+import { weightsBytes } from '../profiles/planner.js';
+import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
 import { satisfies } from '../profiles/versions.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
@@ -45,14 +46,16 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
   }
   const total = mibToBytes(Number(f.gpus[0]?.['memory.total'] ?? NaN));
   const gpuMem = Number.isFinite(total) ? total : platform.gpu.memoryGiB * GIB;
+  // The profile's own facts when it has them; a profile that leaves them to config.json sizes no weights here.
+  const model = factsFromProfile(profile.model);
   return {
     facts: f,
     platform,
     profile,
     groups,
     ports: Array.from({ length: replicas }, (_, i) => profile.server.port + i),
-    reservePerGpu: planMemory(profile, gpuMem).budgetBytes,
-    weightsBytes: profile.model.parameters * weightBytesPerParam(profile),
+    reservePerGpu: gpuMem * profile.engine.gpuMemoryUtilization,
+    weightsBytes: model ? weightsBytes(profile, model) : undefined,
   };
 }
 

@@ -81,8 +81,42 @@ export function cpuKvOverride(p: Profile): string[] {
   return p.engine.kvCacheMemoryBytes !== undefined ? ['VLLM_CPU_KVCACHE_SPACE'] : [];
 }
 
+/** Behind the router the replicas listen on loopback only: the router owns the public port. */
+export function routed(p: Profile): boolean {
+  return p.router?.enabled === true;
+}
+
+/** Where replica i listens: server.port + i, or (behind the router) router.replicaPort + i on 127.0.0.1. */
+export function replicaAddress(p: Profile, replica: number): { host: string; port: number } {
+  if (!routed(p)) return { host: p.server.host, port: p.server.port + replica };
+  return { host: '127.0.0.1', port: (p.router!.replicaPort ?? p.server.port + 1) + replica };
+}
+
 export function serverArgs(p: Profile, replica: number): string[] {
-  return ['--port', String(p.server.port + replica), '--host', p.server.host];
+  const a = replicaAddress(p, replica);
+  const drain = shutdownTimeoutArg(p);
+  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : [])];
+}
+
+/** The --shutdown-timeout an argv carries (the last one wins, as in argparse; extraArgs included); 0 when none. */
+export function shutdownTimeoutOf(argv: readonly string[]): number {
+  let s = 0;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!.replace(/_/g, '-');
+    const v = a === '--shutdown-timeout' ? argv[i + 1] : a.startsWith('--shutdown-timeout=') ? a.slice('--shutdown-timeout='.length) : undefined;
+    if (v !== undefined && /^\d+$/.test(v)) s = Number(v);
+  }
+  return s;
+}
+
+/**
+ * The drain vLLM will do on SIGTERM: server.shutdownTimeoutSeconds where the target vLLM's table has
+ * --shutdown-timeout for certain (0.25, 0.28 and between); 0 where it does not (vLLM then aborts
+ * in-flight requests, and an unknown flag would stop it from starting at all).
+ */
+export function shutdownTimeoutArg(p: Profile): number {
+  const s = p.server.shutdownTimeoutSeconds;
+  return s > 0 && optionStatus(p.engine.vllmVersion, '--shutdown-timeout') === 'yes' ? s : 0;
 }
 
 /** The vLLM arguments of one replica (after `serve MODEL`), extraArgs included. */
@@ -143,7 +177,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
       env,
       envFrom,
       unsetEnv,
-      port: p.server.port + i,
+      port: replicaAddress(p, i).port,
       gpus,
       logFile: join(opts.stateDir, 'logs', `${name}.log`),
     });

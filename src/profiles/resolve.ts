@@ -6,6 +6,8 @@ import type { Platform, Profile } from './schema.js';
 import { hostFromPlatform, validateProfile, type HostShape } from './validate.js';
 import { GIB } from './planner.js';
 import type { GpuFact } from '../host/gpu-facts.js';
+import { readModel, type ModelRead, type ModelReader } from '../model/read.js';
+import { resolveModelFacts, type ResolvedModel } from '../model/merge.js';
 import { UsageError } from '../errors.js';
 
 const MIB = 1024 ** 2;
@@ -17,6 +19,8 @@ export interface Resolved {
   host: HostShape;
   problems: Problem[];
   hostNote?: string;
+  /** the model facts the plan used and where each came from (undefined: none known, an error is in problems) */
+  model?: ResolvedModel;
 }
 
 export interface ResolveOptions {
@@ -26,6 +30,8 @@ export interface ResolveOptions {
   platform?: string;
   gpuMemoryBytes?: number;
   host?: HostShape;
+  /** what was read of the model's files (readModelFor); without it the profile's facts stand alone */
+  modelRead?: ModelRead;
 }
 
 /**
@@ -48,14 +54,16 @@ export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, 
 }
 
 /** Validate an already parsed profile against a platform and host shape (no file is read again). */
-export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host'> = {}): Resolved {
+export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host' | 'modelRead'> = {}): Resolved {
   const { profile, file } = loaded;
   const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
   let host = opts.host ?? hostFromPlatform(platform, opts.gpus);
   if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const hostNote =
     host.gpusSource === 'platform' ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)` : undefined;
-  return { profile, file, platform, host, problems: validateProfile(profile, host), hostNote };
+  const mf = resolveModelFacts(profile.model, opts.modelRead, profile.model.id ?? profile.model.path ?? profile.name);
+  const problems: Problem[] = [...mf.problems, ...validateProfile(profile, host, mf.model?.facts)];
+  return { profile, file, platform, host, problems, hostNote, model: mf.model };
 }
 
 export function resolveProfile(name: string, opts: ResolveOptions): Resolved {
@@ -69,4 +77,18 @@ export function requireValid(r: Resolved): string[] {
     throw new UsageError(`profile ${r.profile.name} cannot run as planned: ${errors.length} problem(s)`, errors.map(formatProblem));
   }
   return r.problems.filter((p) => p.severity === 'warning').map(formatProblem);
+}
+
+/** Read the profile's model files (model.path, or the HF cache for model.id): offline, bounded. */
+export function readModelFor(profile: Profile, reader?: ModelReader, timeoutMs = 2000): Promise<ModelRead> {
+  return readModel(reader ?? { readFile: readText, env: () => process.env }, { id: profile.model.id, path: profile.model.path }, { timeoutMs });
+}
+
+async function readText(path: string): Promise<string | null> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return null;
+  }
 }

@@ -11,15 +11,15 @@ export const ModelBlock = z
     id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
     path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
     servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
-    parameters: z.number().positive().describe('Total parameter count, e.g. 9.0e9'),
-    layers: positiveInt.describe('Decoder layers'),
+    parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
+    layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
     kvLayers: positiveInt.optional().describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),
-    attentionHeads: positiveInt.describe('Query heads of a full-attention layer'),
-    kvHeads: positiveInt.describe('KV heads (GQA)'),
-    headDim: positiveInt,
+    attentionHeads: positiveInt.optional().describe('Query heads of a full-attention layer (num_attention_heads)'),
+    kvHeads: positiveInt.optional().describe('KV heads (num_key_value_heads, GQA)'),
+    headDim: positiveInt.optional().describe('head_dim'),
     hiddenSize: positiveInt.optional(),
-    maxContext: positiveInt.describe('Native context length (max_position_embeddings)'),
-    weightBytesPerParam: z.number().positive().default(2).describe('2 for bf16/fp16 checkpoints'),
+    maxContext: positiveInt.optional().describe('Native context length (max_position_embeddings)'),
+    weightBytesPerParam: z.number().positive().optional().describe('2 for bf16/fp16 checkpoints (from the safetensors index when read)'),
     sha256Manifest: z.string().optional().describe('File of "<sha256>  <relative path>" lines for model.files --verify'),
   })
   .refine((m) => m.id !== undefined || m.path !== undefined, { message: 'model needs an id (hub id) or a path (local folder)', path: ['id'] });
@@ -27,9 +27,9 @@ export const ModelBlock = z
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    .regex(/^\d+\.\d+(\.\d+)?/, 'a version such as 0.17.0')
-    .default('0.17.0')
-    .describe('The vLLM the flags are rendered for'),
+    .regex(/^(auto|\d+\.\d+(\.\d+)?.*)$/, 'a version such as 0.17.0, or auto')
+    .default('auto')
+    .describe("The vLLM the flags are rendered for; auto: the installed one (--vllm-bin's), read at plan time"),
   dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),
   quantization: z.string().nullable().default(null).describe('fp8, awq, gptq, ... (null: as the checkpoint is)'),
   kvCacheDtype: z.enum(['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']).default('auto'),
@@ -75,6 +75,15 @@ export const ServerBlock = z.strictObject({
     .describe('The NAME of the variable holding the API key; the key itself never enters a profile'),
   readyTimeoutSeconds: positiveInt.default(900).describe('How long a load may take before serve gives up'),
   stallTimeoutSeconds: positiveInt.default(300).describe('Give up when the server logs nothing for this long'),
+  shutdownTimeoutSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(3600)
+    .default(30)
+    .describe(
+      "On SIGTERM vLLM finishes its in-flight requests for up to this long (--shutdown-timeout, where the target vLLM has it); 0: it aborts them. stop waits this plus 15 s before SIGKILL; systemd's TimeoutStopSec and k8s' terminationGracePeriodSeconds follow it",
+    ),
 });
 
 export const PrewarmBlock = z.strictObject({
@@ -98,6 +107,35 @@ export const ProbeBlock = z
   })
   .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
 
+/** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
+export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+export const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const sloBound = (what: string, bounds: number[]) =>
+  z
+    .number()
+    .positive()
+    .refine((v) => bounds.includes(v), { message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}` });
+
+export const SloBlock = z.strictObject({
+  objective: z.number().gt(0).lt(1).default(0.99).describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
+  ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS).default(2.5).describe('Time to first token target, seconds'),
+  itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
+});
+
+export const RouterBlock = z.strictObject({
+  enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
+  replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
+  statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
+  bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
+  checkIntervalMs: positiveInt.default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
+  connectTimeoutSeconds: positiveInt.default(5),
+  clientTimeoutSeconds: positiveInt.default(300).describe('Client inactivity (a client that stops reading a stream)'),
+  serverTimeoutSeconds: positiveInt.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
+  tunnelTimeoutSeconds: positiveInt.default(3600),
+  queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
+  maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+});
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -108,6 +146,8 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
+  router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

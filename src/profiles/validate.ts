@@ -4,6 +4,8 @@ import { SECRET_NAME } from '../util/redact.js';
 import type { Problem } from './load.js';
 import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
+import type { ModelFacts } from '../model/facts.js';
+import { factsFromProfile } from '../model/merge.js';
 import { commandLine } from '../output/format.js';
 
 export interface HostShape {
@@ -33,15 +35,28 @@ export function resolveReplicas(p: Profile, host: HostShape): number {
  * schema problems are being reported): only the rules that do not depend on the host, so one
  * report can hold unknown keys, bad values and cross-field problems together.
  */
-export function validateProfile(p: Profile, host?: HostShape): Problem[] {
+export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts): Problem[] {
   const out: Problem[] = textProblems(p);
   const err = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'error', fix });
   const warn = (path: string, message: string, fix?: string) => out.push({ path, message, severity: 'warning', fix });
-  const { tensor: tp, pipeline: pp } = p.parallel;
-  const m = p.model;
+  // The model's facts (config.json with the profile's overrides); without any, the rules that need them wait.
+  const m = facts ?? factsFromProfile(p.model);
+  if (m) modelRules(p, m, err, warn);
+  hostFreeRules(p, err);
+  hostRules(p, host, err, warn, m);
+  // Memory: only meaningful for a parallel layout that is valid.
+  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err);
+  return out;
+}
 
+type Say = (path: string, message: string, fix?: string) => void;
+
+function modelRules(p: Profile, m: ModelFacts, err: Say, warn: Say): void {
+  const { tensor: tp, pipeline: pp } = p.parallel;
   if (m.attentionHeads % tp !== 0) {
     err('parallel.tensor', `${tp} does not divide ${m.attentionHeads} attention heads`, `use one of ${divisors(m.attentionHeads).join(', ')}`);
+  } else if (m.mla) {
+    // MLA keeps one latent per token that every TP rank holds whole: no KV-head rule applies.
   } else if (tp > m.kvHeads) {
     if (tp % m.kvHeads !== 0)
       err(
@@ -61,6 +76,9 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   if (maxLen !== undefined && maxLen > m.maxContext) {
     err('engine.maxModelLen', `${maxLen} is above the model's context of ${m.maxContext}`, `--set engine.maxModelLen=${m.maxContext}`);
   }
+}
+
+function hostFreeRules(p: Profile, err: Say): void {
   const u = p.engine.gpuMemoryUtilization;
   if (!(u > 0 && u <= 1)) err('engine.gpuMemoryUtilization', `${u} is not in (0, 1]`, 'a share such as 0.9');
 
@@ -78,7 +96,19 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
   if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
     err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
   }
+}
 
+/** On a host with fewer GPUs than one replica needs, the largest TP that fits it and the heads (pipeline 1). */
+function smallerTp(p: Profile, gpus: number, m?: ModelFacts): string | undefined {
+  if (!m || p.parallel.pipeline > 1) return undefined;
+  const tp = divisors(m.attentionHeads)
+    .filter((d) => d <= gpus && (m.mla || m.kvHeads % d === 0 || d % m.kvHeads === 0))
+    .pop();
+  return tp ? `--set parallel.tensor=${tp} (or run it over nodes with Ray: parallel.executor: ray)` : undefined;
+}
+
+function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say, m?: ModelFacts): void {
+  const { tensor: tp, pipeline: pp } = p.parallel;
   // Where it runs: one host, or several with Ray.
   const perReplica = tp * pp;
   const wantsNodes = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
@@ -122,7 +152,7 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
           ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`
           : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
         perReplica > host.gpus
-          ? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`
+          ? (smallerTp(p, host.gpus, m) ?? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)
           : fitReplicas > 0
             ? `--set parallel.replicas=${fitReplicas}`
             : 'a smaller TP x PP',
@@ -146,13 +176,15 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
     );
   }
 
-  if (p.engine.reasoningParser && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
+  if (p.engine.reasoningParser && p.engine.vllmVersion !== 'auto' && compareVersions(p.engine.vllmVersion, '0.10.0') < 0) {
     warn('engine.reasoningParser', `vLLM ${p.engine.vllmVersion} also needs --enable-reasoning; it is rendered for that version`);
   }
+}
 
-  // Memory: only meaningful for a parallel layout that is valid.
-  if (host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) {
-    const plan = planMemory(p, host.gpuMemoryBytes);
+function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say): void {
+  const u = p.engine.gpuMemoryUtilization;
+  {
+    const plan = planMemory(p, host.gpuMemoryBytes, m);
     if (plan.availableKvBytes <= 0) {
       err(
         'engine.gpuMemoryUtilization',
@@ -167,7 +199,6 @@ export function validateProfile(p: Profile, host?: HostShape): Problem[] {
       );
     }
   }
-  return out;
 }
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;

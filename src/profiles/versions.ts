@@ -1,11 +1,17 @@
 // Version parsing, comparison, and the baseline's version rules (exact, minimum, one of, same major).
+// Order is PEP 440's (vLLM, torch and the CUDA/driver numbers all parse as PEP 440): 0.10.1rc1 comes
+// before 0.10.1, 0.27.2.dev0+g6adad0876 is a development build before 0.27.2, a local "+cu121" sorts
+// after its public version (left out here, see compareVersions). What PEP 440 cannot read falls back to the dotted numbers in it.
+import { compare as pep440Compare, explain } from '@renovatebot/pep440';
+
+/** The dotted numbers of a version ("0.10.1rc1" -> [0, 10, 1]): for the parts a rule names, not for order. */
 export function parseVersion(v: string): number[] | null {
   const m = /(\d+(?:\.\d+)*)/.exec(v);
   if (!m) return null;
   return m[1]!.split('.').map(Number);
 }
 
-export function compareVersions(a: string, b: string): number {
+function numericCompare(a: string, b: string): number {
   const pa = parseVersion(a) ?? [];
   const pb = parseVersion(b) ?? [];
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
@@ -13,6 +19,27 @@ export function compareVersions(a: string, b: string): number {
     if (d !== 0) return d < 0 ? -1 : 1;
   }
   return 0;
+}
+
+const valid = (v: string) => explain(v.trim()) !== null;
+
+/**
+ * PEP 440 order, with the local label left out ("2.13.0+cpu" is torch 2.13.0 and "+cu121" a build of
+ * the same release): a requirement names public versions, and a build must meet it as its release.
+ */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.trim().split('+')[0]!;
+  const pb = b.trim().split('+')[0]!;
+  if (valid(pa) && valid(pb)) {
+    const c = pep440Compare(pa, pb);
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
+  return numericCompare(a, b);
+}
+
+/** The release a version is of ("0.27.2.dev0+g6adad0876" -> "0.27.2"), PEP 440's base version. */
+export function releaseOf(v: string): string {
+  return explain(v.trim())?.base_version ?? (parseVersion(v) ?? []).join('.');
 }
 
 export const gte = (a: string, b: string) => compareVersions(a, b) >= 0;

@@ -20,7 +20,6 @@ const SIM_FLAGS: Record<string, Kind> = {
   '--sim-prefill-tps': 'value',
   '--sim-decode-ms': 'value',
   '--sim-cold-ms': 'value',
-  '--sim-drain-seconds': 'value',
   '--sim-no-engine-process': 'bool',
 };
 

@@ -83,6 +83,8 @@ export class Engine {
   generations = 0;
   dead = false;
   zombie = false;
+  /** aborted on a shutdown in abort mode: ends every request, queued or running */
+  private readonly stopAll = new AbortController();
 
   constructor(
     readonly cap: Capacity,
@@ -171,6 +173,7 @@ export class Engine {
     arrived?: number,
   ): Promise<{ completionTokens: number; ttftMs: number }> {
     if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
+    signal = signal ? AbortSignal.any([signal, this.stopAll.signal]) : this.stopAll.signal;
     this.generations++;
     const n = this.generations;
     if (this.faults.deadAfter !== undefined && n > this.faults.deadAfter) {
@@ -242,12 +245,23 @@ export class Engine {
     }
   }
 
-  /** SIGTERM: nothing new is admitted; resolves when running requests finish or the timeout passes. */
+  /** Requests the engine holds, queued or running (what vLLM's EngineCore counts as unfinished). */
+  get unfinished(): number {
+    return this.running + this.waiting.length;
+  }
+
+  /** Shutdown with a timeout (vLLM's mode=drain): queued and running requests finish; true when all did in time. */
   async drain(timeoutMs: number): Promise<boolean> {
-    for (const w of this.waiting.splice(0)) w.reject(new Error('server shutting down'));
     const deadline = performance.now() + timeoutMs;
-    while (this.running > 0 && performance.now() < deadline) await sleep(20);
-    return this.running === 0;
+    while (this.unfinished > 0 && performance.now() < deadline) await sleep(20);
+    return this.unfinished === 0;
+  }
+
+  /** Shutdown without one (vLLM's mode=abort): every request ends now; how many there were. */
+  abortAll(): number {
+    const n = this.unfinished;
+    this.stopAll.abort();
+    return n;
   }
 }
 
@@ -284,6 +298,8 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
   // vLLM's label values (a request aborted because its client left is counted under none of them).
   for (const r of ['stop', 'length', 'abort', 'error', 'repetition']) m.success.inc({ finished_reason: r }, 0);
-  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({ model_name: modelName, engine: '0' });
+  // without labels, as every observation is made: the registry's default labels name both (zero() with them
+  // spelled out made a second series of the same labels, and Prometheus kept the empty one)
+  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({});
   return m as Metrics;
 }

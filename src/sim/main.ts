@@ -1,6 +1,6 @@
 // `sparkctl sim serve MODEL [vllm flags]`: start-up like vLLM (log lines, load time, refused until
 // ready), then the HTTP surface, the timing model and the faults of SPARKCTL_SIM_FAULT / --sim-fault.
-import { SimTrace } from './trace.js';
+import { SimTrace, RequestLog } from './trace.js';
 import { createServer as createNetServer } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseVllmArgs, ArgError, num, str } from './args.js';
@@ -9,6 +9,11 @@ import { SimServer, stamp } from './server.js';
 import { listProfiles, loadProfileFile, loadPlatform } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
+import { acceptedBy } from '../profiles/vllm-flags.js';
+import { parseModelConfig, type ModelFacts } from '../model/facts.js';
+import { factsFromProfile } from '../model/merge.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
 
 export interface Faults {
@@ -85,6 +90,15 @@ function modelFacts(model: string, profileFile?: string): Profile {
   return Profile.parse({ name: 'sim-generic', model: { id: model, parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 } });
 }
 
+/** The architecture the simulator plays: the model folder's config.json when there is one, else the profile's facts. */
+function archOf(model: string, profile: Profile): ModelFacts {
+  try {
+    return parseModelConfig(JSON.parse(readFileSync(join(model, 'config.json'), 'utf8')));
+  } catch {
+    return factsFromProfile(profile.model) ?? factsFromProfile({ parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 })!;
+  }
+}
+
 function portFree(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
     const s = createNetServer();
@@ -125,10 +139,11 @@ async function simServeInner(argv: string[]): Promise<void> {
   }
   const f = args.flags;
   const base = modelFacts(args.model, str(args.sim, '--sim-profile'));
+  const arch = archOf(args.model, base);
   const platform = loadPlatform(str(args.sim, '--sim-platform') ?? 'hopper-cuda13');
   const tp = num(f, '--tensor-parallel-size', 1);
   const pp = num(f, '--pipeline-parallel-size', 1);
-  const maxModelLen = num(f, '--max-model-len', base.model.maxContext);
+  const maxModelLen = num(f, '--max-model-len', arch.maxContext);
   const profile: Profile = {
     ...base,
     engine: {
@@ -142,14 +157,14 @@ async function simServeInner(argv: string[]): Promise<void> {
     },
     parallel: { ...base.parallel, tensor: tp, pipeline: pp },
   };
-  const plan = planMemory(profile, platform.gpu.memoryGiB * GIB);
+  const plan = planMemory(profile, platform.gpu.memoryGiB * GIB, arch);
   const servedName = str(f, '--served-model-name') ?? args.model;
   const host = str(f, '--host') ?? '0.0.0.0';
   const port = num(f, '--port', 8000);
   const loadMs = num(args.sim, '--sim-load-seconds', Number(process.env.SPARKCTL_SIM_LOAD_SECONDS ?? 2)) * 1000;
   const factor = num(args.sim, '--sim-time-factor', Number(process.env.SPARKCTL_SIM_TIME_FACTOR ?? 1));
   const timing: Timing = {
-    prefillTps: num(args.sim, '--sim-prefill-tps', (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * profile.model.parameters)),
+    prefillTps: num(args.sim, '--sim-prefill-tps', (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * arch.parameters)),
     decodeMs: num(args.sim, '--sim-decode-ms', (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) * 1000 * (profile.engine.enforceEager ? 1.3 : 1)),
     batchSlowdown: 0.01,
     coldMs: num(args.sim, '--sim-cold-ms', Number(process.env.SPARKCTL_SIM_COLD_MS ?? 3000)),
@@ -162,6 +177,12 @@ async function simServeInner(argv: string[]): Promise<void> {
   delete nonDefault.api_key;
   for (const [where, msg] of versionLines(version, args.model)) info(where, msg);
   info('utils.py:328', `non-default args: ${JSON.stringify(nonDefault)}`);
+  if (f.has('--enable-auto-tool-choice') && !str(f, '--tool-call-parser')) {
+    // vLLM's own check of its arguments (entrypoints/openai/cli_args.py), before anything loads.
+    err('Traceback (most recent call last):');
+    err('TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser');
+    process.exit(1);
+  }
   if (faults.portInUse || !(await portFree(port, host))) {
     err('Traceback (most recent call last):');
     err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
@@ -282,6 +303,9 @@ async function simServeInner(argv: string[]): Promise<void> {
       errorTypes: (str(args.sim, '--sim-error-types') ?? 'rate_limit,server_error,context_length').split(','),
       log: (line) => process.stderr.write(line + '\n'),
       trace: process.env.SPARKCTL_SIM_TRACE ? new SimTrace(process.env.SPARKCTL_SIM_TRACE) : undefined,
+      requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG) : undefined,
+      autoToolChoice: f.has('--enable-auto-tool-choice'),
+      toolCallParser: str(f, '--tool-call-parser'),
     },
     engine,
     metrics,
@@ -296,16 +320,41 @@ async function simServeInner(argv: string[]): Promise<void> {
   info('launcher.py:37', 'Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages');
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
 
-  const drainMs = num(args.sim, '--sim-drain-seconds', 10) * 1000;
+  // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
+  // unfinished request unless --shutdown-timeout N > 0, which lets them finish for up to N s; each
+  // step logged under [shutdown]. A version without the flag logs none of it here (its lines are
+  // not known), and aborts.
+  const shutdownS = Number(str(f, '--shutdown-timeout') ?? 0) || 0;
+  const logsShutdown = acceptedBy(version, '--shutdown-timeout');
+  const sd = (where: string, msg: string) => logsShutdown && info(where, `[shutdown] ${msg}`);
   let stopping = false;
   const shutdown = async (sig: string) => {
     if (stopping) return;
     stopping = true;
     sim.shuttingDown = true;
-    process.stdout.write(`INFO:     Shutting down (${sig})\n`);
+    sd('launcher.py:114', 'API server: shutdown triggered');
+    const mode = shutdownS > 0 ? 'drain' : 'abort';
+    sd('launcher.py:131', `API server: stopping engine client mode=${mode} timeout=${shutdownS}s`);
+    sd('core.py:1328', `EngineCore: trigger received signal=${sig}`);
+    sd('core.py:1464', `EngineCore: start mode=${mode} timeout=${shutdownS}s`);
+    const n = engine.unfinished;
+    let finished = true;
+    if (mode === 'abort') {
+      if (n > 0) sd('core.py:1473', `EngineCore: aborting in-flight requests count=${n}`);
+      engine.abortAll();
+    } else {
+      if (n > 0) sd('core.py:1484', `EngineCore: draining in-flight requests count=${n} timeout=${shutdownS}s`);
+      finished = await engine.drain(shutdownS * 1000);
+      // past the timeout vLLM's client tears the engine down with what is left
+      if (!finished) engine.abortAll();
+    }
+    if (finished) sd('core.py:1495', 'EngineCore: request processing complete; starting resource teardown');
+    sd('launcher.py:139', 'API server: engine client stopped');
+    sd('launcher.py:142', 'API server: signalling HTTP server shutdown');
+    process.stdout.write(`INFO:     Shutting down\n`);
     sim.server.close();
-    const drained = await engine.drain(drainMs);
-    if (!drained) process.stdout.write(`WARNING ${stamp()} [api_server.py:1950] drain timeout: ${engine.running} request(s) aborted\n`);
+    // the aborted streams' last bytes go out before their connections close
+    await sleep(20);
     sim.server.closeAllConnections();
     engineProc?.kill('SIGTERM');
     process.stdout.write('INFO:     Application shutdown complete.\n');

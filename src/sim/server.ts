@@ -1,9 +1,10 @@
 // The simulator's HTTP surface: vLLM's OpenAI-compatible server (and Anthropic /v1/messages).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import type { SimTrace } from './trace.js';
+import type { SimTrace, RequestLog, RequestRecord } from './trace.js';
 import { randomBytes } from 'node:crypto';
 import { type Engine, EngineDead, type Metrics } from './engine.js';
 import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
+import { naturalLength, pieces, toolCallFor, toolCallTokens, toolResultQuote, type ToolCall } from './answer.js';
 
 export interface ServerConfig {
   model: string;
@@ -17,6 +18,12 @@ export interface ServerConfig {
   log: (line: string) => void;
   /** SPARKCTL_SIM_TRACE: per streamed request, what was really sent when */
   trace?: SimTrace;
+  /** --enable-auto-tool-choice */
+  autoToolChoice?: boolean;
+  /** --tool-call-parser: with autoToolChoice, a turn may come back as a tool call */
+  toolCallParser?: string;
+  /** SPARKCTL_SIM_REQUEST_LOG: every request's method, path, size and the fields a client's shape shows */
+  requestLog?: RequestLog;
 }
 
 type Json = Record<string, any>;
@@ -39,7 +46,7 @@ function detail(res: ServerResponse, status: 404 | 405) {
 }
 
 const GET_PATHS = new Set(['/health', '/ping', '/version', '/metrics', '/v1/models']);
-const POST_PATHS = new Set(['/tokenize', '/v1/completions', '/v1/chat/completions', '/v1/messages', '/ping']);
+const POST_PATHS = new Set(['/tokenize', '/v1/completions', '/v1/chat/completions', '/v1/messages', '/v1/messages/count_tokens', '/ping']);
 
 /** A request-validation error as vLLM's FastAPI handler words it (type "Bad Request", param "body.FIELD"). */
 function validationError(res: ServerResponse, loc: string | number, type: string, msg: string) {
@@ -102,12 +109,6 @@ export class SimServer {
     return anthropic && req.headers['x-api-key'] === this.cfg.apiKey;
   }
 
-  private text(seed: number, n: number): string {
-    let s = '';
-    for (let i = 0; i < n; i++) s += (i ? ' ' : '') + wordFor(seed, i);
-    return s;
-  }
-
   /** Request-level fault injection (--sim-error-rate): the errors clients must retry or report. */
   private injected(res: ServerResponse, anthropic: boolean): boolean {
     if (this.cfg.errorRate <= 0 || this.random() >= this.cfg.errorRate) return false;
@@ -127,6 +128,10 @@ export class SimServer {
     const arrived = performance.now();
     const url = req.url ?? '/';
     const path = url.includes('?') ? url.slice(0, url.indexOf('?')) : url;
+    const log = this.cfg.requestLog;
+    let seen: Partial<RequestRecord> = {};
+    let bytes = 0;
+    if (log) res.once('finish', () => log.record({ method: req.method ?? '?', url, status: res.statusCode, bytes, userAgent: req.headers['user-agent'], ...seen }));
     if (req.method === 'GET') {
       switch (path) {
         case '/health':
@@ -174,17 +179,18 @@ export class SimServer {
       res.writeHead(200, { 'content-length': 0 });
       return void res.end();
     }
-    const anthropic = path === '/v1/messages';
+    const anthropic = path.startsWith('/v1/messages');
     if (path.startsWith('/v1/') && !this.authorized(req, anthropic)) {
       return anthropic ? anthropicError(res, 401, 'authentication_error', 'Unauthorized') : openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
     }
     let body: Json;
     const raw = await readBody(req);
+    bytes = Buffer.byteLength(raw);
     try {
       body = JSON.parse(raw);
       if (typeof body !== 'object' || body === null) throw new Error('not an object');
+      if (log) seen = describe(body);
     } catch (e) {
-      if (anthropic) return anthropicError(res, 400, 'invalid_request_error', `Invalid JSON body: ${(e as Error).message}`);
       // FastAPI reports where the JSON broke: its character position (the end, for a truncated body).
       const pos = Number(/position (\d+)/.exec((e as Error).message)?.[1] ?? raw.length);
       return validationError(res, pos, 'json_invalid', 'JSON decode error');
@@ -199,6 +205,11 @@ export class SimServer {
         const tokens = tokenIds(typeof body.prompt === 'string' ? body.prompt : '');
         return send(res, 200, { count: tokens.length, max_model_len: this.cfg.maxModelLen, tokens, token_strs: null });
       }
+      case '/v1/messages/count_tokens': {
+        if (!Array.isArray(body.messages)) return validationError(res, 'messages', 'missing', 'Field required');
+        const n = chatTokens(body.messages, body.system, body.tools);
+        return send(res, 200, { input_tokens: n, context_management: { original_input_tokens: n } });
+      }
       case '/v1/completions':
       case '/v1/chat/completions':
       case '/v1/messages':
@@ -207,168 +218,201 @@ export class SimServer {
     return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
   }
 
-  private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse, arrived: number) {
-    const anthropic = path === '/v1/messages';
-    const chat = path === '/v1/chat/completions';
+  /**
+   * Checks a generation request as vLLM does, in its order and words, and sends the refusal.
+   * Returns the prompt's tokens and the output budget, or undefined when it answered.
+   * On /v1/messages vLLM's request model is checked first (FastAPI's 400, OpenAI-shaped), and the
+   * limits after conversion to a chat request come back as HTTP 500 "internal_error", naming
+   * max_completion_tokens (seen on the real 0.27.2: what Claude Code's SDK then retries).
+   */
+  private admitRequest(kind: Kind, body: Json, res: ServerResponse): { promptTokens: number; maxTokens: number } | undefined {
+    const anthropic = kind === 'messages';
+    const chat = kind === 'chat';
     const fail = (status: number, otype: string, atype: string, msg: string, param: string | null = null) =>
       anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg, param);
-    if (this.shuttingDown) return fail(503, 'ServiceUnavailableError', 'overloaded_error', 'server is shutting down');
+    if (this.shuttingDown) return void fail(503, 'ServiceUnavailableError', 'overloaded_error', 'server is shutting down');
+    if (anthropic) {
+      if (!Array.isArray(body.messages)) return void validationError(res, 'messages', 'missing', 'Field required');
+      if (body.max_tokens === undefined) return void validationError(res, 'max_tokens', 'missing', 'Field required');
+      if (!Number.isInteger(body.max_tokens)) return void validationError(res, 'max_tokens', 'int_type', 'Input should be a valid integer');
+      if (body.max_tokens < 1) return void validationError(res, 'max_tokens', 'value_error', 'Value error, max_tokens must be positive');
+    }
     if (body.model !== undefined && body.model !== this.cfg.servedName) {
-      return fail(404, 'NotFoundError', 'not_found_error', `The model \`${body.model}\` does not exist.`, 'model');
+      return void fail(404, 'NotFoundError', 'NotFoundError', `The model \`${body.model}\` does not exist.`, 'model');
     }
     let promptTokens: number;
     if (chat || anthropic) {
-      if (!Array.isArray(body.messages)) return anthropic ? fail(400, '', 'invalid_request_error', 'messages: field required') : validationError(res, 'messages', 'missing', 'Field required');
-      if (body.messages.length === 0) return fail(400, 'BadRequestError', 'invalid_request_error', 'messages must not be empty. (parameter=messages)', 'messages');
-      promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined);
+      if (!Array.isArray(body.messages)) return void validationError(res, 'messages', 'missing', 'Field required');
+      const refused = this.toolChoiceRefused(body);
+      if (refused) return void fail(400, 'BadRequestError', 'BadRequestError', refused);
+      if (body.messages.length === 0) {
+        if (anthropic) return void fail(500, '', 'internal_error', 'Cannot apply chat template to an empty conversation. Provide at least one message.');
+        return void fail(400, 'BadRequestError', 'invalid_request_error', 'messages must not be empty. (parameter=messages)', 'messages');
+      }
+      promptTokens = chatTokens(body.messages, anthropic ? body.system : undefined, body.tools);
     } else {
       const p = body.prompt;
       if ((typeof p !== 'string' && !Array.isArray(p)) || p.length === 0)
-        return fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
+        return void fail(400, 'BadRequestError', 'invalid_request_error', 'Either prompt or prompt_embeds must be provided and non-empty. (parameter=prompt)', 'prompt');
       promptTokens = typeof p === 'string' ? countTokens(p) : p.length;
     }
-    const room = this.cfg.maxModelLen - promptTokens;
-    const maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (anthropic ? undefined : chat ? Math.min(room, 64) : 16);
-    if (anthropic && maxTokens === undefined) return fail(400, 'BadRequestError', 'invalid_request_error', 'max_tokens: field required');
-    if (!Number.isInteger(maxTokens) || maxTokens < 1)
-      return fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
-    // vLLM's two refusals, in its words: max_tokens alone too large, then prompt + max_tokens.
     const L = this.cfg.maxModelLen;
+    const room = L - promptTokens;
+    // vLLM's default output budget: what the context leaves (chat), 16 (completions).
+    const maxTokens: number = body.max_tokens ?? body.max_completion_tokens ?? (chat ? Math.max(1, room) : 16);
+    if (!Number.isInteger(maxTokens) || maxTokens < 1)
+      return void fail(400, 'BadRequestError', 'invalid_request_error', `max_tokens must be at least 1, got ${maxTokens}. (parameter=max_tokens, value=${maxTokens})`, 'max_tokens');
+    // vLLM's two refusals, in its words: max_tokens alone too large, then prompt + max_tokens.
+    const field = anthropic ? 'max_completion_tokens' : 'max_tokens';
+    const [status, otype, atype] = anthropic ? [500, '', 'internal_error'] : [400, 'BadRequestError', 'invalid_request_error'];
     if (maxTokens > L) {
-      return fail(
-        400,
-        'BadRequestError',
-        'invalid_request_error',
-        `max_tokens=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${L}. Please request fewer output tokens. (parameter=max_tokens, value=${maxTokens})`,
-        'max_tokens',
+      return void fail(
+        status,
+        otype,
+        atype,
+        `${field}=${maxTokens} cannot be greater than max_model_len=max_total_tokens=${L}. Please request fewer output tokens. (parameter=${field}, value=${maxTokens})`,
+        field,
       );
     }
     if (promptTokens + maxTokens > L) {
       const least = L - maxTokens + 1;
-      return fail(
-        400,
-        'BadRequestError',
-        'invalid_request_error',
+      return void fail(
+        status,
+        otype,
+        atype,
         `This model's maximum context length is ${L} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${least} input tokens, for a total of at least ${L + 1} tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=${least})`,
         'input_tokens',
       );
     }
+    return { promptTokens, maxTokens };
+  }
+
+  /** vLLM refuses a request with tools the server cannot parse calls for (its words, online_renderer.py). */
+  private toolChoiceRefused(body: Json): string | undefined {
+    if (this.cfg.toolCallParser || !Array.isArray(body.tools) || !body.tools.length) return undefined;
+    const c = body.tool_choice;
+    // A request with tools and no tool_choice means "auto" on both APIs.
+    const choice = c === undefined || c === null ? 'auto' : typeof c === 'string' ? c : c.type === 'auto' ? 'auto' : c.type === 'any' ? 'required' : c.type === 'none' ? 'none' : c;
+    if (choice === 'none') return undefined;
+    if (choice === 'auto') return this.cfg.autoToolChoice ? undefined : '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set';
+    const name = typeof choice === 'object' ? (choice.name ?? choice.function?.name) : undefined;
+    return `tool_choice=${name !== undefined ? `function "${name}"` : `"${choice}"`} requires --tool-call-parser to be set`;
+  }
+
+  /** How the model answers: a tool call, or text that stops on its own (or at max_tokens). */
+  private answerFor(kind: Kind, body: Json, seed: number, promptTokens: number, maxTokens: number): Answer {
+    const tool = kind === 'completion' ? undefined : toolCallFor(body, !!(this.cfg.autoToolChoice && this.cfg.toolCallParser));
+    if (tool && toolCallTokens(tool) <= maxTokens) return { n: toolCallTokens(tool), finish: 'tool', tool, quote: [] };
+    const quote = kind === 'completion' ? undefined : toolResultQuote(body.messages);
+    const q = quote ? pieces(quote) : [];
+    const natural = body.ignore_eos === true ? Number.POSITIVE_INFINITY : Math.max(q.length, naturalLength(unit(seed), promptTokens));
+    const n = Math.min(maxTokens, natural);
+    return { n, finish: n < maxTokens ? 'stop' : 'length', quote: q };
+  }
+
+  private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse, arrived: number) {
+    const kind: Kind = path === '/v1/messages' ? 'messages' : path === '/v1/chat/completions' ? 'chat' : 'completion';
+    const anthropic = kind === 'messages';
+    const chat = kind === 'chat';
+    const admitted = this.admitRequest(kind, body, res);
+    if (!admitted) return;
+    const { promptTokens, maxTokens } = admitted;
     if (this.injected(res, anthropic)) return;
+    const fail = (status: number, otype: string, atype: string, msg: string) => (anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg));
     const stream = body.stream === true;
     const seed = (this.cfg.seed + ++this.counter) >>> 0;
+    const ans = this.answerFor(kind, body, seed, promptTokens, maxTokens);
+    const n = ans.n;
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     const created = now();
-    const rid = anthropic ? `msg_${randomBytes(12).toString('hex')}` : id(chat ? 'chatcmpl' : 'cmpl');
+    // vLLM's Messages API answers with the id of the chat completion it converted (chatcmpl-...).
+    const rid = id(chat || anthropic ? 'chatcmpl' : 'cmpl');
     const model = this.cfg.servedName;
-    const finish = (n: number) => (n >= maxTokens ? 'length' : 'stop');
+    const piece = (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i));
+    const finishReason = ans.finish === 'tool' ? 'tool_calls' : ans.finish;
+    const stopReason = ans.finish === 'tool' ? 'tool_use' : ans.finish === 'stop' ? 'end_turn' : 'max_tokens';
+    const counted = ans.finish === 'length' ? 'length' : 'stop';
+    const toolCall = ans.tool && { id: ans.tool.id, type: 'function', function: { name: ans.tool.name, arguments: JSON.stringify(ans.tool.input) } };
     try {
       if (!stream) {
-        const r = await this.engine.generate(promptTokens, maxTokens, undefined, abort.signal, arrived);
-        const text = this.text(seed, r.completionTokens);
-        this.metrics?.success.inc({ finished_reason: 'length' });
+        const r = await this.engine.generate(promptTokens, n, undefined, abort.signal, arrived);
+        let text = '';
+        if (!ans.tool) for (let i = 0; i < r.completionTokens; i++) text += piece(i);
+        this.metrics?.success.inc({ finished_reason: counted });
         if (anthropic) {
-          return send(res, 200, {
-            id: rid,
-            type: 'message',
-            role: 'assistant',
-            model,
-            content: [{ type: 'text', text }],
-            stop_reason: 'max_tokens',
-            stop_sequence: null,
-            usage: { input_tokens: promptTokens, output_tokens: r.completionTokens },
-          });
+          const content = ans.tool ? [{ type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: ans.tool.input }] : [{ type: 'text', text }];
+          return send(res, 200, { id: rid, type: 'message', role: 'assistant', content, model, stop_reason: stopReason, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } });
         }
         // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
         const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens, prompt_tokens_details: null };
         const tail = { service_tier: null, system_fingerprint: this.fingerprint, kv_transfer_params: null, ec_transfer_params: null, metrics: null };
         if (chat) {
-          const message = { role: 'assistant', content: text, refusal: null, annotations: null, audio: null, function_call: null, reasoning: null };
-          const choice = { index: 0, message, logprobs: null, finish_reason: finish(r.completionTokens), stop_reason: null, token_ids: null, routed_experts: null };
+          const message = {
+            role: 'assistant',
+            content: ans.tool ? null : text,
+            refusal: null,
+            annotations: null,
+            audio: null,
+            function_call: null,
+            ...(toolCall ? { tool_calls: [toolCall] } : {}),
+            reasoning: null,
+          };
+          const choice = { index: 0, message, logprobs: null, finish_reason: finishReason, stop_reason: null, token_ids: null, routed_experts: null };
           return send(res, 200, { id: rid, object: 'chat.completion', created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
         }
-        const choice = {
-          index: 0,
-          text,
-          logprobs: null,
-          finish_reason: finish(r.completionTokens),
-          stop_reason: null,
-          token_ids: null,
-          prompt_logprobs: null,
-          prompt_token_ids: null,
-          routed_experts: null,
-        };
+        const choice = { index: 0, text, logprobs: null, finish_reason: finishReason, stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
         return send(res, 200, { id: rid, object: 'text_completion', created, model, choices: [choice], usage, ...tail });
       }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
       const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
       const includeUsage = body.stream_options?.include_usage === true;
-      if (anthropic) {
-        sse(
-          {
-            type: 'message_start',
-            message: { id: rid, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: promptTokens, output_tokens: 0 } },
-          },
-          'message_start',
-        );
-        sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start');
-      }
       // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
       const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
-      const usageAt = (n: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: n, total_tokens: promptTokens + n } } : {});
+      const usageAt = (k: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: k, total_tokens: promptTokens + k } } : {});
       // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
       const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
       const trace = this.cfg.trace;
       const sent: number[] = [];
-      const r = await this.engine.generate(
-        promptTokens,
-        maxTokens,
-        (i) => {
-          if (trace) sent.push(performance.now());
-          const piece = (i ? ' ' : '') + wordFor(seed, i);
-          const last = i === maxTokens - 1;
-          // vLLM sends the role chunk with the first output (after prefill), not before it
-          if (chat && i === 0)
-            sse({
-              id: rid,
-              object: 'chat.completion.chunk',
-              created,
-              model,
-              choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-              prompt_token_ids: null,
-              prompt_text: null,
-              ...usageAt(0),
-            });
-          if (anthropic) sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } }, 'content_block_delta');
-          else if (chat)
-            sse({
-              id: rid,
-              object: 'chat.completion.chunk',
-              created,
-              model,
-              choices: [{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: last ? 'length' : null, ...(last ? { stop_reason: null } : {}), token_ids: null }],
-              ...usageAt(i + 1),
-              ...fp(last),
-            });
-          else
-            sse({
-              id: rid,
-              object: 'text_completion',
-              created,
-              model,
-              choices: [{ index: 0, text: piece, logprobs: null, finish_reason: last ? 'length' : null, stop_reason: null, prompt_token_ids: null, token_ids: null }],
-              ...usageAt(i + 1),
-              ...fp(last),
-            });
-        },
-        abort.signal,
-        arrived,
-      );
-      this.metrics?.success.inc({ finished_reason: 'length' });
+      const onToken = (i: number) => {
+        if (trace) sent.push(performance.now());
+        const last = i === n - 1;
+        if (anthropic) return this.messagesEvent(sse, i, last, ans, piece, { rid, model, promptTokens });
+        // vLLM sends the role chunk with the first output (after prefill), not before it
+        if (chat && i === 0)
+          sse({
+            id: rid,
+            object: 'chat.completion.chunk',
+            created,
+            model,
+            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+            prompt_token_ids: null,
+            prompt_text: null,
+            ...usageAt(0),
+          });
+        const fin = last ? { finish_reason: finishReason, ...(chat ? { stop_reason: null } : {}) } : { finish_reason: null };
+        if (chat) {
+          // A parser buffers a tool call until it is whole, then sends it as one delta.
+          if (ans.tool && !last) return;
+          const delta = ans.tool ? { tool_calls: [{ index: 0, ...toolCall }] } : { content: piece(i) };
+          sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+        } else
+          sse({
+            id: rid,
+            object: 'text_completion',
+            created,
+            model,
+            choices: [{ index: 0, text: piece(i), logprobs: null, ...fin, stop_reason: null, prompt_token_ids: null, token_ids: null }],
+            ...usageAt(i + 1),
+            ...fp(last),
+          });
+      };
+      const r = await this.engine.generate(promptTokens, n, onToken, abort.signal, arrived);
+      this.metrics?.success.inc({ finished_reason: counted });
       if (trace && sent.length) trace.record({ ttftMs: sent[0]! - arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
       if (anthropic) {
         sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
-        sse({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: r.completionTokens } }, 'message_delta');
+        sse({ type: 'message_delta', delta: { stop_reason: stopReason }, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } }, 'message_delta');
         sse({ type: 'message_stop' }, 'message_stop');
       } else {
         if (includeUsage)
@@ -393,6 +437,65 @@ export class SimServer {
       res.end();
     }
   }
+
+  /**
+   * A token of a streamed Messages answer, in vLLM's event order (serving.py's stream converter):
+   * message_start with the first output, then one content block (text deltas, or a tool_use block
+   * whose input arrives as one input_json_delta once the parser has the whole call).
+   */
+  private messagesEvent(sse: (data: unknown, event?: string) => void, i: number, last: boolean, ans: Answer, piece: (i: number) => string, m: { rid: string; model: string; promptTokens: number }) {
+    if (i === 0) {
+      sse(
+        {
+          type: 'message_start',
+          message: { id: m.rid, type: 'message', role: 'assistant', content: [], model: m.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: m.promptTokens, output_tokens: 0 } },
+        },
+        'message_start',
+      );
+      const block = ans.tool ? { type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: {} } : { type: 'text', text: '' };
+      sse({ type: 'content_block_start', content_block: block, index: 0 }, 'content_block_start');
+    }
+    if (ans.tool) {
+      if (last) sse({ type: 'content_block_delta', delta: { type: 'input_json_delta', partial_json: JSON.stringify(ans.tool.input) }, index: 0 }, 'content_block_delta');
+      return;
+    }
+    sse({ type: 'content_block_delta', delta: { type: 'text_delta', text: piece(i) }, index: 0 }, 'content_block_delta');
+  }
+}
+
+type Kind = 'completion' | 'chat' | 'messages';
+
+/** What a request's body shows of its client, for the request log (sizes and names, never the text). */
+function describe(body: Json): Partial<RequestRecord> {
+  const names = Array.isArray(body.tools) ? body.tools.map((t: Json) => String(t?.name ?? t?.function?.name ?? '?')) : undefined;
+  const messages = Array.isArray(body.messages) ? body.messages : undefined;
+  return {
+    model: body.model,
+    maxTokens: body.max_tokens ?? body.max_completion_tokens,
+    stream: body.stream === true,
+    tools: names,
+    promptTokens: messages ? chatTokens(messages, body.system, body.tools) : typeof body.prompt === 'string' ? countTokens(body.prompt) : undefined,
+    systemChars: body.system === undefined ? undefined : contentText(body.system).length,
+    toolsChars: body.tools === undefined ? undefined : JSON.stringify(body.tools).length,
+    messages: messages?.length,
+  };
+}
+
+interface Answer {
+  /** tokens the model generates */
+  n: number;
+  finish: 'stop' | 'length' | 'tool';
+  tool?: ToolCall;
+  /** the opening that quotes a tool's result, one piece a token */
+  quote: string[];
+}
+
+/** A number in [0, 1) from a request's seed: where its answer stops on its own. */
+function unit(seed: number): number {
+  let t = (seed + 0x6d2b79f5) >>> 0;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
 }
 
 export function stamp(): string {

@@ -17,16 +17,43 @@ export function tokenIds(text: string): number[] {
   return ids;
 }
 
-type Content = string | Array<{ type?: string; text?: string }> | null | undefined;
-export function contentText(c: Content): string {
+type Block = { type?: string; text?: string; thinking?: string; input?: unknown; content?: unknown; name?: string };
+type Content = string | Block[] | null | undefined;
+/**
+ * The text a message's content stands for in the prompt: text and thinking blocks, a tool call's
+ * name and arguments (JSON), a tool result's content. What a chat template renders of them, to
+ * within a few tokens of markup.
+ */
+export function contentText(c: Content | unknown): string {
   if (typeof c === 'string') return c;
-  if (Array.isArray(c)) return c.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
-  return '';
+  if (!Array.isArray(c)) return '';
+  let s = '';
+  for (const p of c as Block[]) {
+    if (!p || typeof p !== 'object') continue;
+    if (typeof p.text === 'string') s += p.text;
+    else if (typeof p.thinking === 'string') s += p.thinking;
+    else if (p.type === 'tool_use') s += `${typeof p.name === 'string' ? p.name : ''}${JSON.stringify(p.input ?? {})}`;
+    else if (p.type === 'tool_result') s += contentText(p.content);
+  }
+  return s;
 }
 
-export function chatTokens(messages: Array<{ content?: Content }>, system?: Content): number {
+type Message = { content?: unknown; tool_calls?: unknown };
+/** A chat message's text, with the arguments of its OpenAI-style tool calls. */
+function messageText(m: Message): string {
+  const calls = Array.isArray(m?.tool_calls) ? JSON.stringify(m.tool_calls) : '';
+  return contentText(m?.content) + calls;
+}
+
+/**
+ * Prompt tokens of a chat or Messages request as the chat template renders it: 4 tokens of markup
+ * a message, the system prompt, and the tool definitions (a template writes them into the system
+ * turn as JSON; Claude Code's 24 tools are 62,849 of its first request's 76,160 bytes).
+ */
+export function chatTokens(messages: Message[], system?: unknown, tools?: unknown): number {
   let n = system ? countTokens(contentText(system)) + 4 : 0;
-  for (const m of messages) n += countTokens(contentText(m.content)) + 4;
+  if (Array.isArray(tools) && tools.length) n += countTokens(JSON.stringify(tools)) + (system ? 0 : 4);
+  for (const m of messages) n += countTokens(messageText(m)) + 4;
   return n;
 }
 

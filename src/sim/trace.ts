@@ -2,8 +2,12 @@
 // first token and the gaps between tokens, in ms, from the moment the request reached its handler).
 // The time model says what should happen; timers and a busy event loop make it a little late. With
 // this trace a client can be measured against what the server really sent, not only against the
-// model (scripts/bench-bench.mjs does). The file is created exclusively (never through a link or
-// over a file someone left there); lines are buffered and written twice a second and at exit.
+// model (scripts/bench-bench.mjs does).
+// SPARKCTL_SIM_REQUEST_LOG=FILE: every request a client made (method, path, status, sizes, and the
+// fields that show a client's shape: model, max_tokens, stream, tool names): how Claude Code's
+// requests were measured, and how a test proves a client talked to nothing else.
+// Both files are created exclusively (never through a link or over a file someone left there);
+// lines are buffered and written twice a second and at exit.
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 
 export interface TraceRecord {
@@ -11,7 +15,7 @@ export interface TraceRecord {
   itlMs: number[];
 }
 
-export class SimTrace {
+class JsonLines {
   private fd: number;
   private buf: string[] = [];
 
@@ -24,8 +28,8 @@ export class SimTrace {
     });
   }
 
-  record(r: TraceRecord) {
-    this.buf.push(JSON.stringify({ ttftMs: +r.ttftMs.toFixed(3), itlMs: r.itlMs.map((x) => +x.toFixed(3)) }));
+  protected push(line: unknown) {
+    this.buf.push(JSON.stringify(line));
   }
 
   flush() {
@@ -33,5 +37,34 @@ export class SimTrace {
     const text = `${this.buf.join('\n')}\n`;
     this.buf = [];
     writeSync(this.fd, text);
+  }
+}
+
+export class SimTrace extends JsonLines {
+  record(r: TraceRecord) {
+    this.push({ ttftMs: +r.ttftMs.toFixed(3), itlMs: r.itlMs.map((x) => +x.toFixed(3)) });
+  }
+}
+
+export interface RequestRecord {
+  method: string;
+  /** the path with its query (Claude Code asks for /v1/messages?beta=true) */
+  url: string;
+  status: number;
+  bytes: number;
+  userAgent?: string;
+  model?: unknown;
+  maxTokens?: unknown;
+  stream?: boolean;
+  tools?: string[];
+  promptTokens?: number;
+  systemChars?: number;
+  toolsChars?: number;
+  messages?: number;
+}
+
+export class RequestLog extends JsonLines {
+  record(r: RequestRecord) {
+    this.push({ t: new Date().toISOString(), ...r });
   }
 }

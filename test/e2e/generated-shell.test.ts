@@ -13,7 +13,7 @@ import { HOSTILE } from '../hostile-values.js';
 const dir = tempDir('sparkctl-sh-');
 afterAll(() => rmrf(dir));
 const profiles = join(dir, 'profiles');
-const SERVED = `org/${HOSTILE}`; // with a "/": client-env then suggests a --set line too
+const SERVED = `org/${HOSTILE}`;
 
 beforeAll(() => {
   mkdirSync(profiles);
@@ -25,7 +25,10 @@ beforeAll(() => {
   p.engine.extraArgs = ['--chat-template', HOSTILE];
   p.server.apiKeyEnv = 'MY_KEY';
   p.parallel.replicas = 1;
-  writeFileSync(join(profiles, 'evil.yaml'), yaml.dump(p));
+  // Claude Code runs on it: a context that holds its turn, tool calls parsed
+  writeFileSync(join(profiles, 'evil.yaml'), yaml.dump({ ...p, engine: { ...p.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' } }));
+  // the document's 16,384 tokens, no tool parser: client-env refuses with a command line that fixes it
+  writeFileSync(join(profiles, 'evilsmall.yaml'), yaml.dump({ ...p, name: 'evilsmall' }));
   // The defect as reported: a newline in the served name ended the `# model:` comment of the eval'd output.
   writeFileSync(join(profiles, 'evilnl.yaml'), yaml.dump({ ...p, name: 'evilnl', model: { ...p.model, servedName: 'qw"en\ntouch PWNED\n#' } }));
 });
@@ -64,19 +67,33 @@ describe('shell text: hostile values stay values', { timeout: 120_000 }, () => {
   it('client-env --openai --claude-code: only exports run, each variable exactly the value', async () => {
     const r = await cli(['client-env', 'evil', '--openai', '--claude-code', '--host', 'gpu-1.lan'], { env: env() });
     expect(r.exitCode, r.stderr).toBe(0);
-    const vars = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_DEFAULT_OPUS_MODEL', 'ANTHROPIC_DEFAULT_SONNET_MODEL', 'ANTHROPIC_DEFAULT_HAIKU_MODEL'];
+    const vars = [
+      'OPENAI_BASE_URL',
+      'OPENAI_API_KEY',
+      'ANTHROPIC_BASE_URL',
+      'ANTHROPIC_AUTH_TOKEN',
+      'ANTHROPIC_MODEL',
+      'ANTHROPIC_DEFAULT_OPUS_MODEL',
+      'ANTHROPIC_DEFAULT_SONNET_MODEL',
+      'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+      'CLAUDE_CODE_MAX_OUTPUT_TOKENS',
+      'CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC',
+    ];
     const sh = await runShell(r.stdout, vars);
-    for (const c of sh.ran) expect(c, 'a command that ran').toMatch(/^export (OPENAI|ANTHROPIC)_[A-Z_]+=/);
-    expect(sh.ran.length).toBe(7);
+    for (const c of sh.ran) expect(c, 'a command that ran').toMatch(/^export (OPENAI|ANTHROPIC|CLAUDE_CODE)_[A-Z_]+=/);
+    expect(sh.ran.length).toBe(10);
     expect(sh.left, 'files the output created').toEqual([]);
     expect(sh.values).toEqual({
       OPENAI_BASE_URL: 'http://gpu-1.lan:8000/v1',
       OPENAI_API_KEY: 'the-key',
       ANTHROPIC_BASE_URL: 'http://gpu-1.lan:8000',
       ANTHROPIC_AUTH_TOKEN: 'the-key',
+      ANTHROPIC_MODEL: SERVED,
       ANTHROPIC_DEFAULT_OPUS_MODEL: SERVED,
       ANTHROPIC_DEFAULT_SONNET_MODEL: SERVED,
       ANTHROPIC_DEFAULT_HAIKU_MODEL: SERVED,
+      CLAUDE_CODE_MAX_OUTPUT_TOKENS: '28652',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     });
     // The key is referenced, never printed.
     expect(r.stdout).not.toContain('the-key');
@@ -86,8 +103,6 @@ describe('shell text: hostile values stay values', { timeout: 120_000 }, () => {
     const r = await cli(['client-env', 'evil', '--claude-code'], { env: env() });
     expect(r.exitCode, r.stderr).toBe(0);
     const check = r.stderr.match(/Check it: (.*)$/m)?.[1];
-    const set = r.stderr.match(/\(e\.g\. (--set .*)\)$/m)?.[1];
-    expect(check && set, r.stderr).toBeTruthy();
     const rec = join(dir, 'sparkctl.argv');
     const a = await runShell(check!, [], { sparkctl: rec });
     expect(a.left).toEqual([]);
@@ -97,9 +112,14 @@ describe('shell text: hostile values stay values', { timeout: 120_000 }, () => {
         .split('\n')
         .map((l) => JSON.parse(l)),
     ).toEqual([['probe', 'evil', '--client', 'claude-code']]);
-    const b = await runShell(`sparkctl ${set}`, [], { sparkctl: `${rec}2` });
+    // the refusal's fix: exit 2, nothing to eval, and a serve line that runs exactly its argv
+    const small = await cli(['client-env', 'evilsmall', '--claude-code'], { env: env() });
+    expect([small.exitCode, small.stdout]).toEqual([2, '']);
+    const fix = small.stderr.match(/serve it so: (.*)$/m)?.[1];
+    expect(fix, small.stderr).toBeTruthy();
+    const b = await runShell(fix!, [], { sparkctl: `${rec}2` });
     expect(b.left).toEqual([]);
-    expect(JSON.parse(readFileSync(`${rec}2`, 'utf8'))).toEqual(['--set', `model.servedName=${SERVED.split('/').pop()!.toLowerCase()}`]);
+    expect(JSON.parse(readFileSync(`${rec}2`, 'utf8'))).toEqual(['serve', 'evilsmall', '--set', 'engine.maxModelLen=65536', '--set', 'engine.toolCallParser=qwen3_coder']);
   });
 
   it('serve --dry-run: the printed command runs vllm with exactly the rendered argv and environment', async () => {

@@ -1,10 +1,10 @@
 // prewarm, probe, client-env, k8s and systemd through the built CLI, against the simulator.
 import { describe, it, expect, afterAll } from 'vitest';
 import { createServer } from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { cli, startSim, freePort, tempDir, rmrf, type SimHandle } from '../helpers.js';
+import { cli, startSim, freePort, tempDir, rmrf, ROOT, type SimHandle } from '../helpers.js';
 
 const state = tempDir('sparkctl-health-');
 afterAll(() => rmrf(state));
@@ -202,15 +202,33 @@ describe('prewarm', () => {
 });
 
 describe('client-env, k8s, systemd', () => {
-  it('client-env --claude-code references the key, never prints it', async () => {
-    const r = await run(['client-env', 'qwen-prod', '--claude-code'], { QWEN_PROD_API_KEY: 'sk-secret-999' });
-    expect(r.exitCode).toBe(0);
+  it('client-env --claude-code references the key, never prints it; refuses a server Claude Code cannot use', async () => {
+    // qwen-prod with what Claude Code needs (a context that holds its turn, tool calls parsed)
+    const dir = join(state, 'code-profiles');
+    mkdirSync(dir, { recursive: true });
+    const prod = yaml.load(readFileSync(join(ROOT, 'profiles', 'qwen-prod.yaml'), 'utf8')) as Record<string, any>;
+    writeFileSync(join(dir, 'qwen-prod-code.yaml'), yaml.dump({ ...prod, name: 'qwen-prod-code', engine: { ...prod.engine, maxModelLen: 65536, toolCallParser: 'qwen3_coder' } }));
+    const r = await run(['client-env', 'qwen-prod-code', '--claude-code', '--profiles', dir], { QWEN_PROD_API_KEY: 'sk-secret-999' });
+    expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('export ANTHROPIC_BASE_URL=http://127.0.0.1:8001');
     expect(r.stdout).toContain('export ANTHROPIC_AUTH_TOKEN="$QWEN_PROD_API_KEY"');
     expect(r.stdout).toContain('export ANTHROPIC_DEFAULT_SONNET_MODEL=qwen-prod');
+    // 65,536 - (20,500 first request + 16,384 conversation) = 28,652
+    expect(r.stdout).toContain('export CLAUDE_CODE_MAX_OUTPUT_TOKENS=28652');
     expect(r.stdout + r.stderr).not.toContain('sk-secret-999');
-    const slash = await run(['client-env', 'qwen3.5-9b', '--claude-code']);
-    expect(slash.stderr).toContain('contains "/"');
+    // the shipped qwen-prod: 16,384 tokens and no tool parser
+    const refused = await run(['client-env', 'qwen-prod', '--claude-code'], { QWEN_PROD_API_KEY: 'sk-secret-999' });
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/the served context of 16384 tokens cannot hold a Claude Code turn/);
+    expect(refused.stderr).toMatch(/"auto" tool choice requires --enable-auto-tool-choice/);
+    expect(refused.stderr).toContain('sparkctl serve qwen-prod --set engine.maxModelLen=65536 --set engine.toolCallParser=qwen3_coder');
+    expect(refused.stderr).toMatch(/sparkctl serve qwen3\.5-9b-code/);
+    // a "/" in the served name is fine for Claude Code (2.1 sends it as given)
+    const slash = await run(['client-env', 'qwen3.5-9b-code', '--claude-code']);
+    expect([slash.exitCode, slash.stderr]).toEqual([0, expect.not.stringContaining('"/"')]);
+    expect(slash.stdout).toContain('export ANTHROPIC_MODEL=Qwen/Qwen3.5-9B');
+    expect(slash.stdout).toContain('export CLAUDE_CODE_MAX_OUTPUT_TOKENS=32000');
     const oa = await run(['client-env', 'qwen-dev', '--openai']);
     expect(oa.stdout).toContain('export OPENAI_BASE_URL=http://127.0.0.1:8002/v1');
   });

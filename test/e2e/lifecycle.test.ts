@@ -126,7 +126,8 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
   });
 
   it('a flag this vLLM does not know: rendered for 0.10, run on 0.17', async () => {
-    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.10.0"']);
+    // the installed vLLM (the simulator's version) is 0.17; the profile says 0.10
+    const r = await serve([...at(base), '--no-prewarm', '--set', 'engine.vllmVersion="0.10.0"'], { SPARKCTL_SIM_VLLM_VERSION: '0.17.0' });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('cause: this vLLM does not know the flag(s) --disable-log-requests');
     expect(r.stderr).toContain('set engine.vllmVersion to the installed vLLM');

@@ -293,14 +293,50 @@ describe('simulator: faults (names are an interface)', () => {
     expect(old.stderr).not.toContain('unrecognized arguments');
   });
 
-  it('SIGTERM drains a running request, then exits 0', async () => {
-    const sim = await startSim(['--sim-cold-ms', '0', '--sim-decode-ms', '100', '--sim-prefill-tps', '1000000']);
-    const req = fetch(`${sim.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) });
+  // vLLM 0.27's shutdown (launcher.py, v1/engine/core.py): abort unless --shutdown-timeout N > 0.
+  const slow = ['--sim-cold-ms', '0', '--sim-decode-ms', '100', '--sim-prefill-tps', '1000000'];
+  const v025 = { env: { SPARKCTL_SIM_VLLM_VERSION: '0.25.0' } };
+  const complete = (url: string) => fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'x', max_tokens: 5 }) });
+
+  it('SIGTERM with --shutdown-timeout drains a running request, logs mode=drain and its count, then exits 0', async () => {
+    const sim = await startSim([...slow, '--shutdown-timeout', '5'], v025);
+    const req = complete(sim.url);
     await sleep(100);
     sim.proc.kill('SIGTERM');
     const res = await req;
     expect(res.status).toBe(200);
     expect((await res.json()).usage.completion_tokens).toBe(5);
     expect((await sim.proc).exitCode).toBe(0);
+    const out = sim.output();
+    expect(out).toContain('[shutdown] API server: stopping engine client mode=drain timeout=5s');
+    expect(out).toContain('[shutdown] EngineCore: draining in-flight requests count=1 timeout=5s');
+    expect(out).toContain('[shutdown] EngineCore: request processing complete');
+  });
+
+  it('SIGTERM without --shutdown-timeout aborts the running request (vLLM mode=abort) and exits at once', async () => {
+    const sim = await startSim(slow, v025);
+    const req = complete(sim.url);
+    await sleep(100);
+    const t0 = performance.now();
+    sim.proc.kill('SIGTERM');
+    const res = await req;
+    expect(res.status).not.toBe(200);
+    expect((await sim.proc).exitCode).toBe(0);
+    expect(performance.now() - t0).toBeLessThan(300);
+    const out = sim.output();
+    expect(out).toContain('[shutdown] API server: stopping engine client mode=abort timeout=0s');
+    expect(out).toContain('[shutdown] EngineCore: aborting in-flight requests count=1');
+    expect(out).not.toContain('draining');
+  });
+
+  it('a vLLM without --shutdown-timeout in its table: the flag is refused, and SIGTERM logs no [shutdown] lines', async () => {
+    const port = await freePort();
+    const r = await cli(['sim', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(port), '--shutdown-timeout', '5'], { env: { SPARKCTL_SIM_VLLM_VERSION: '0.16.0' } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('unrecognized arguments: --shutdown-timeout');
+    const sim = await startSim(slow, { env: { SPARKCTL_SIM_VLLM_VERSION: '0.16.0' } });
+    sim.proc.kill('SIGTERM');
+    expect((await sim.proc).exitCode).toBe(0);
+    expect(sim.output()).not.toContain('[shutdown]');
   });
 });

@@ -82,7 +82,8 @@ describe('buildServePlan', () => {
     expect(p.replicas[0]!.logFile).toBe(join('/state', 'logs', `${p.profile.name}-0.log`));
     expect(p.readyTimeoutMs).toBe(over.readyTimeout ?? p.profile.server.readyTimeoutSeconds * 1000);
     expect(p.stallTimeoutMs).toBe(p.profile.server.stallTimeoutSeconds * 1000);
-    if (over.engine === 'sim') expect(p.replicas[0]!.argv.slice(-6)).toEqual(['--sim-profile', p.file, '--sim-platform', p.platform.name, '--sim-load-seconds', '0.5']);
+    if (over.engine === 'sim')
+      expect(p.replicas[0]!.argv.slice(-8)).toEqual(['--sim-profile', p.file, '--sim-platform', p.platform.name, '--sim-vllm-version', p.profile.engine.vllmVersion, '--sim-load-seconds', '0.5']);
   });
 
   it('the real per-GPU memory reaches the plan (not the platform figure)', () => {

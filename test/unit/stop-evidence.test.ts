@@ -3,6 +3,8 @@
 import { describe, it, expect } from 'vitest';
 import { readShutdownLines, judgeRequests, graceMsOf } from '../../src/engine/stop.js';
 import { requestsText } from '../../src/commands/stop.js';
+import { shutdownTimeoutArg, shutdownTimeoutOf, vllmArgs } from '../../src/profiles/render.js';
+import { loadProfile } from '../../src/profiles/load.js';
 
 const api = (msg: string) => `(APIServer pid=4242) INFO 12-01 09:31:07 [launcher.py:131] ${msg}`;
 const core = (msg: string) => `(EngineCore_DP0 pid=4300) INFO 12-01 09:31:07 [core.py:1464] ${msg}`;
@@ -98,4 +100,37 @@ describe('the grace before SIGKILL', () => {
     [{ shutdownTimeoutSeconds: 30 }, 45_000],
     [{ shutdownTimeoutSeconds: 120 }, 135_000],
   ])('%o -> %d ms', (inst, ms) => expect(graceMsOf(inst)).toBe(ms));
+});
+
+describe('the drain rendered for the target vLLM', () => {
+  const prof = (version: string, s: number) => {
+    const p = structuredClone(loadProfile('qwen3.5-9b').profile);
+    p.engine.vllmVersion = version;
+    p.server.shutdownTimeoutSeconds = s;
+    return p;
+  };
+  it.each([
+    ['0.16.0', 30, 0],
+    // 0.17's extraction marks the flag uncertain: rendering it could stop vLLM from starting
+    ['0.17.0', 30, 0],
+    ['0.20.0', 30, 0],
+    ['0.25.0', 30, 30],
+    ['0.27.2', 45, 45],
+    ['0.28.0', 30, 30],
+    ['0.28.0', 0, 0],
+  ])('vLLM %s, shutdownTimeoutSeconds %d -> --shutdown-timeout %d', (v, s, want) => {
+    const p = prof(v, s);
+    expect(shutdownTimeoutArg(p)).toBe(want);
+    const args = vllmArgs(p);
+    expect(shutdownTimeoutOf(args)).toBe(want);
+    expect(args.includes('--shutdown-timeout')).toBe(want > 0);
+  });
+
+  it.each([
+    [['--port', '1'], 0],
+    [['--shutdown-timeout', '20'], 20],
+    [['--shutdown_timeout=7'], 7],
+    [['--shutdown-timeout', '20', '--shutdown-timeout', '0'], 0],
+    [['--shutdown-timeout', 'soon'], 0],
+  ])('argv %j carries %d', (argv, want) => expect(shutdownTimeoutOf(argv)).toBe(want));
 });

@@ -44,8 +44,9 @@ describe('every problem at once', () => {
     );
   });
 
-  it('a missing required field is named; no cross-field guess is made without it', () => {
-    const d = problemsOf({ name: 'p', model: { ...model, layers: undefined }, parallel: { tensor: 3 } });
-    expect(d).toEqual(['model.layers: missing (a required field) (fix: see `sparkctl profiles schema`)']);
+  it("a model fact left out is the model's config.json's to give: no cross-field guess is made without it", () => {
+    // An unknown key makes the profile fail; the tensor rule that needs the heads and layers stays out of the report.
+    const d = problemsOf({ name: 'p', model: { id: 'Qwen/Qwen3.5-9B', layers: 32 }, parallel: { tensor: 3 }, bogus: 1 });
+    expect(d).toEqual(['bogus: unknown field (fix: remove it or check its spelling against `sparkctl profiles schema`)']);
   });
 });

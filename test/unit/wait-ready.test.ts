@@ -142,4 +142,25 @@ describe('pause: the wait every readiness and cluster loop uses', () => {
     expect(performance.now() - t).toBeLessThan(1000);
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
   });
+
+  it('an async hang check (the Ray head asking Ray over ssh) ends the wait as stalled with its why', async () => {
+    const port = await freePort();
+    let asked = 0;
+    const r = await waitReady({
+      url: `http://127.0.0.1:${port}`,
+      deadlineMs: 10_000,
+      hung: async () => (++asked >= 3 ? 'the Ray cluster lost capacity' : undefined),
+    });
+    expect(r).toMatchObject({ ok: false, reason: 'stalled', detail: 'the Ray cluster lost capacity' });
+    expect(asked).toBe(3);
+  });
+
+  it('onHealth sees every /health answer, so a caller can say why the server never came up', async () => {
+    const s = await fake(listing('m'), 503);
+    const seen: Array<number | string> = [];
+    const r = await waitReady({ url: s.url, deadlineMs: 400, onHealth: (h) => seen.push(h.ok ? h.status : h.error) });
+    expect(r).toMatchObject({ ok: false, reason: 'timeout' });
+    expect(seen.length).toBeGreaterThan(1);
+    expect(new Set(seen)).toEqual(new Set([503]));
+  });
 });

@@ -1,0 +1,26 @@
+import { Option } from 'commander';
+import { createCommand, lazy } from './define.js';
+import { durationArg, PROFILE_OPTIONS } from './args.js';
+
+export default createCommand({
+  name: 'restart',
+  args: [['<profile>', 'profile name or YAML file (as it is now: an edited profile gives its new argv)']],
+  description: 'restart a profile: everything at once, or --rolling one replica at a time while the router keeps serving',
+  options: [
+    ['--rolling', 'one replica at a time behind the router: drain, stop, start, ready, prewarm, probe, back in rotation'],
+    ['--no-prewarm', 'skip prewarm after each start'],
+    new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
+      .argParser(durationArg('--drain-timeout', 'ms', true))
+      .default(600_000, '10m'),
+    new Option('--timeout <duration>', 'stop: SIGTERM, then SIGKILL after this long').argParser(durationArg('--timeout', 's', true)).default(30, '30s'),
+    ['--ready-timeout <duration>', 'give up on a replica after this long; default from the profile', durationArg('--ready-timeout', 'ms')],
+    ['--skip-preflight', 'without --rolling: do not run the blocking preflight checks before serving again'],
+    ['--json', 'machine-readable output'],
+    ...PROFILE_OPTIONS,
+  ],
+  help: `
+Examples:
+  sparkctl restart qwen3.5-9b --rolling       nobody notices: the router sends each request to a serving replica
+  sparkctl restart qwen3.5-9b                 stop everything, serve again`,
+  handler: lazy(() => import('../commands/restart.js')),
+});

@@ -1,0 +1,155 @@
+// restart: the profile as it is now (an edited profile gives its new argv) -> a plan -> either
+// everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
+// the router, the others serving.
+import { loadProfile } from '../profiles/load.js';
+import { resolveLoaded } from '../profiles/resolve.js';
+import { buildServePlan, readSecrets, type EngineKind } from '../engine/plan.js';
+import { Registry, type Entry } from '../engine/registry.js';
+import { stopGroup } from '../engine/proc.js';
+import { stateDir } from './common.js';
+import { envelope, c, formatDuration } from '../output/format.js';
+import { say, note } from '../output/log.js';
+import { UsageError, ExitWith, exitCodeOf } from '../errors.js';
+import type { RollingEvent, RollingOutcome } from '../router/rolling.js';
+
+export interface RestartOptions {
+  rolling?: boolean;
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  prewarm: boolean;
+  json?: boolean;
+  /** ms */
+  drainTimeout: number;
+  /** s: SIGTERM, then SIGKILL */
+  timeout: number;
+  /** ms */
+  readyTimeout?: number;
+  skipPreflight?: boolean;
+}
+
+/** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
+function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
+  const first = entries.find((e) => e.inst.role !== 'router' && !e.recovered)?.inst ?? entries[0]!.inst;
+  const argv = first.argv;
+  const at = argv.indexOf('--sim-load-seconds');
+  return { engine: first.engine, vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm', simLoadSeconds: at >= 0 ? argv[at + 1] : undefined };
+}
+
+export async function run(profileName: string, opts: RestartOptions) {
+  const reg = new Registry(stateDir());
+  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
+  const name = loaded.profile.name;
+  const entries = reg.find(name).filter((e) => e.inst.profile === name);
+  if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
+  const router = entries.find((e) => e.inst.role === 'router');
+  const replicas = entries.filter((e) => e.inst.role !== 'router');
+  const started = howStarted(entries);
+
+  if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, Boolean(router));
+
+  if (!router?.alive || !router.inst.router)
+    throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
+      `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
+    ]);
+  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true });
+  const secrets = readSecrets(plan.profile);
+  const { rollingRestart } = await import('../router/rolling.js');
+  const ac = new AbortController();
+  const onSignal = () => ac.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let outcome: RollingOutcome;
+  try {
+    outcome = await rollingRestart({
+      plan,
+      router: router.inst,
+      entries: replicas,
+      secrets,
+      drainTimeoutMs: opts.drainTimeout,
+      stopTimeoutMs: opts.timeout * 1000,
+      signal: ac.signal,
+      onEvent: opts.json ? undefined : renderEvent,
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (opts.json) say(envelope('restart', { rolling: true, ...outcome, exitCode: exitCodeOf(outcome.status) }));
+  else if (outcome.aborted) {
+    note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
+    const kept = outcome.replicas.filter((x) => x.name !== outcome.aborted!.replica).map((x) => x.name);
+    note(`the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`);
+  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
+  const code = exitCodeOf(outcome.status);
+  if (code !== 0) throw new ExitWith(code);
+}
+
+function renderEvent(e: RollingEvent) {
+  switch (e.type) {
+    case 'drain':
+      note(`${e.replica}: draining (HAProxy sends it no new requests)`);
+      break;
+    case 'drained':
+      note(
+        e.timedOut ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)` : `${e.replica}: drained in ${formatDuration(e.ms)}`,
+      );
+      break;
+    case 'stopped':
+      note(`${e.replica}: stopped (${e.how}) in ${formatDuration(e.ms)}`);
+      break;
+    case 'started':
+      note(`${e.replica}: started, pid ${e.pid}${e.argvChanged ? ' (new argv: the profile changed)' : ''}`);
+      break;
+    case 'ready':
+      note(`${e.replica}: ready in ${formatDuration(e.ms)}`);
+      break;
+    case 'prewarm':
+      note(`${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`);
+      break;
+    case 'probe':
+      note(`${e.replica}: probe ${e.result.state}`);
+      break;
+    case 'back':
+      say(`${e.replica}: back in rotation (out of it for ${formatDuration(e.ms)})`);
+      break;
+    case 'aborted':
+      break;
+  }
+}
+
+/** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
+async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, hadRouter: boolean) {
+  const release = await reg.lock(opts.timeout * 1000 + 10_000);
+  try {
+    const unproven = entries.filter((e) => e.proof.state === 'unproven');
+    if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
+    const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
+    for (const e of order) {
+      if (e.proof.state === 'gone') {
+        reg.remove(e.inst.name);
+        continue;
+      }
+      const how = await stopGroup(e.inst, opts.timeout * 1000);
+      if (how === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
+      reg.remove(e.inst.name);
+      if (!opts.json) note(`${e.inst.name}: stopped (${how})`);
+    }
+  } finally {
+    release();
+  }
+  const serve = await import('./serve.js');
+  await serve.run(profileName, {
+    set: opts.set,
+    profiles: opts.profiles,
+    gpus: opts.gpus,
+    engine: started.engine,
+    vllmBin: started.vllmBin,
+    simLoadSeconds: started.simLoadSeconds,
+    prewarm: opts.prewarm,
+    json: opts.json,
+    readyTimeout: opts.readyTimeout,
+    skipPreflight: opts.skipPreflight,
+    router: hadRouter,
+  });
+}

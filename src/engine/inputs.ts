@@ -1,0 +1,147 @@
+// What plan and serve read before they plan: the profile (or a model that has none), the model's own
+// files, the host's GPUs (the same typed GpuFact serve's preflight hands on) and the installed vLLM's
+// version. Each read is bounded; none of them downloads, launches or writes anything but a cache.
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadProfile, parseProfile, loadPlatform, type LoadedProfile } from '../profiles/load.js';
+import { resolveLoaded, hostShapeFromGpus, readModelFor, type Resolved } from '../profiles/resolve.js';
+import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
+import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
+import { readModel, type ModelRead } from '../model/read.js';
+import type { GpuFact } from '../host/gpu-facts.js';
+import { installedVllm, decideVersion, type VersionDecision } from './vllm-version.js';
+import { stateDir } from '../util/paths.js';
+import { UsageError } from '../errors.js';
+
+export interface PlanReadOptions {
+  profiles?: string;
+  set?: string[];
+  gpus?: number;
+  platform?: string;
+  gpuMemoryBytes?: number;
+  /** the vLLM serve would run; its version decides the flags when engine.vllmVersion is auto */
+  vllmBin?: string;
+  engine?: 'vllm' | 'sim';
+  /** GPUs already read (serve's preflight): not read again */
+  gpuFacts?: GpuFact[];
+  /** false: never read the host's GPUs (the simulator) */
+  readHost?: boolean;
+  gpuTimeoutMs?: number;
+}
+
+export interface Prepared extends Resolved {
+  modelRead: ModelRead;
+  vllm: VersionDecision;
+  /** the profile was generated for a model (serve MODEL / plan MODEL) */
+  generated?: { target: ModelTarget; why: string[] };
+  /** one line: which host the plan is for */
+  hostLine: string;
+}
+
+/** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
+export async function readHostGpus(timeoutMs = 1500): Promise<GpuFact[] | undefined> {
+  const [{ readGpuRows }, { gpuFacts }, { RealHost }] = await Promise.all([import('../health/gpu.js'), import('../preflight/facts.js'), import('../host/real.js')]);
+  const rows = await readGpuRows(new RealHost(timeoutMs), timeoutMs);
+  if (!rows?.length) return undefined;
+  return gpuFacts({ gpus: rows, computeApps: [] });
+}
+
+const isFolder = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** A profile name or file, or else a model (a folder with config.json, or a hub id). */
+function loadTarget(name: string, opts: PlanReadOptions): { loaded?: LoadedProfile; target?: ModelTarget } {
+  try {
+    return { loaded: loadProfile(name, { profilesDir: opts.profiles, sets: opts.set }) };
+  } catch (e) {
+    const looksLikeFolder = name.includes('/') && isFolder(name);
+    const target = e instanceof UsageError && /^unknown profile/.test(e.message) ? modelTarget(name, looksLikeFolder) : undefined;
+    if (!target) throw e;
+    if (target.path && !existsSync(join(target.path, 'config.json')))
+      throw new UsageError(`${name}: a folder without a config.json`, ['give the folder that holds the model (config.json and the weights), a hub id such as Qwen/Qwen3-8B, or a profile name']);
+    return { target };
+  }
+}
+
+function hostLine(host: HostShape, platformName: string): string {
+  const gib = (host.gpuMemoryBytes / 1024 ** 3).toFixed(1);
+  const name = host.gpuName ?? 'GPU';
+  if (host.gpusSource === 'detected')
+    return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
+  if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
+  return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
+}
+
+/** Read everything a plan needs, then resolve (pure) against it. */
+export async function prepare(name: string, opts: PlanReadOptions): Promise<Prepared> {
+  const { loaded, target } = loadTarget(name, opts);
+  const sim = opts.engine === 'sim';
+  const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
+  const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
+  const [modelRead, gpus, installed] = await Promise.all([
+    loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
+    opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
+    sim
+      ? // The simulator plays the version it is given: a pin is what it runs; auto is its default.
+        Promise.resolve({ bin: 'the simulator', version: simVersion(loaded?.profile.engine.vllmVersion), source: 'cache' as const })
+      : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+  ]);
+  const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? 'hopper-cuda13');
+  let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
+  let generated: Prepared['generated'];
+  let lp = loaded;
+  if (!lp) {
+    if (!modelRead.facts) {
+      throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
+        target!.id ? `download it first: hf download ${target!.id} (then run this again; sparkctl reads the Hugging Face cache offline)` : 'give the folder that holds config.json',
+        modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
+      ]);
+    }
+    let shape = host ?? hostFromPlatform(platform, opts.gpus);
+    if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
+    const choice = profileForModel(target!, modelRead.facts, shape);
+    generated = { target: target!, why: choice.why };
+    const file = `(generated for ${name})`;
+    lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
+  }
+  const vllm = decideVersion(lp.profile.engine.vllmVersion, installed);
+  const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
+  if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
+  const r = resolveLoaded(
+    { profile, file: lp.file },
+    { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
+  );
+  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name) };
+}
+
+async function readText(path: string): Promise<string | null> {
+  const { readFile } = await import('node:fs/promises');
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A pinned engine.vllmVersion that is not the installed vLLM: serve refuses (exit 2), since the flags
+ * would be rendered for a vLLM that is not there; --dry-run shows the same as a warning.
+ */
+export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
+  const out: string[] = [];
+  if (v.how === 'unknown') out.push(v.note);
+  if (v.mismatch) {
+    const msg = `engine.vllmVersion is pinned to ${v.version}, but the installed vLLM is ${v.installed}: the flags would be rendered for a vLLM that is not there`;
+    const fix = [`--set engine.vllmVersion=auto (render for the installed ${v.installed})`, `or install vLLM ${v.version} (pip install vllm==${v.version})`];
+    if (!dryRun) throw new UsageError(msg, fix);
+    out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
+  }
+  return out;
+}
+
+const simVersion = (pinned?: string) => (pinned && pinned !== 'auto' ? pinned : (process.env.SPARKCTL_SIM_VLLM_VERSION ?? '0.17.0'));

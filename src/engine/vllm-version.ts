@@ -1,0 +1,156 @@
+// The version of the vLLM that serve would run: read from the --vllm-bin script's interpreter's
+// site-packages (vllm-*.dist-info/METADATA, a few file reads), else `vllm --version` (imports vLLM:
+// seconds) with a deadline. Cached by the binary's path and mtime in the state folder, through the
+// one atomic writer, so the slow path runs once per installed vLLM.
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { execFile } from 'node:child_process';
+import { writeFileAtomic } from '../util/fs.js';
+import { compareVersions, releaseOf } from '../profiles/versions.js';
+import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
+
+export interface InstalledVllm {
+  /** the PEP 440 version ("0.27.2.dev0+g6adad0876.cpu"), when it was read */
+  version?: string;
+  /** the executable that was asked (resolved on PATH) */
+  bin: string;
+  source?: 'dist-info' | '--version' | 'cache';
+  /** why no version was read */
+  why?: string;
+}
+
+const VERSION_LINE = /^Version:\s*(\S+)\s*$/m;
+
+/** The first executable of that name on PATH, or the path itself. */
+async function which(bin: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (bin.includes('/')) return isAbsolute(bin) ? bin : resolve(bin);
+  for (const dir of (env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const p = join(dir, bin);
+    try {
+      if ((await stat(p)).isFile()) return p;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+/** vllm-X.dist-info in the site-packages next to the script's interpreter (its #! line). */
+async function fromDistInfo(bin: string): Promise<string | undefined> {
+  const head = (await readFile(bin, 'utf8').catch(() => '')).slice(0, 512);
+  const shebang = /^#!\s*(\S+)/.exec(head)?.[1];
+  const prefixes = [dirname(dirname(bin))];
+  if (shebang?.startsWith('/')) prefixes.unshift(dirname(dirname(shebang)));
+  for (const prefix of [...new Set(prefixes)]) {
+    const lib = join(prefix, 'lib');
+    const pys = (await readdir(lib).catch(() => [] as string[])).filter((d) => /^python3/.test(d));
+    for (const py of pys) {
+      const site = join(lib, py, 'site-packages');
+      const dist = (await readdir(site).catch(() => [] as string[])).find((d) => /^vllm-\d[^/]*\.dist-info$/.test(d));
+      if (!dist) continue;
+      const meta = await readFile(join(site, dist, 'METADATA'), 'utf8').catch(() => '');
+      return VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
+    }
+  }
+  return undefined;
+}
+
+function fromVersionFlag(bin: string, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((res) => {
+    execFile(bin, ['--version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 20 }, (err, stdout) => {
+      if (err) return res(undefined);
+      // the last line that is a version (vLLM may log before it)
+      const v = String(stdout)
+        .trim()
+        .split('\n')
+        .reverse()
+        .map((l) => l.trim())
+        .find((l) => /^\d+\.\d+/.test(l));
+      res(v);
+    });
+  });
+}
+
+type Cache = Record<string, { mtimeMs: number; version: string }>;
+
+async function readCache(file: string): Promise<Cache> {
+  try {
+    const v = JSON.parse(await readFile(file, 'utf8')) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Cache) : {};
+  } catch {
+    return {};
+  }
+}
+
+export async function installedVllm(binName: string, opts: { cacheFile?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<InstalledVllm> {
+  const bin = await which(binName, opts.env ?? process.env);
+  if (!bin) return { bin: binName, why: `${binName} is not on PATH` };
+  let st: Awaited<ReturnType<typeof stat>>;
+  try {
+    st = await stat(bin);
+  } catch {
+    return { bin, why: `${bin} does not exist` };
+  }
+  const cache = opts.cacheFile ? await readCache(opts.cacheFile) : {};
+  const hit = cache[bin];
+  if (hit && hit.mtimeMs === st.mtimeMs && typeof hit.version === 'string') return { bin, version: hit.version, source: 'cache' };
+  let version = await fromDistInfo(bin);
+  let source: InstalledVllm['source'] = 'dist-info';
+  if (!version) {
+    version = await fromVersionFlag(bin, opts.timeoutMs ?? 30_000);
+    source = '--version';
+  }
+  if (!version) return { bin, why: `no vllm-*.dist-info beside ${bin}'s interpreter, and \`${bin} --version\` gave no version` };
+  if (opts.cacheFile) {
+    try {
+      writeFileAtomic(opts.cacheFile, JSON.stringify({ ...cache, [bin]: { mtimeMs: st.mtimeMs, version } }, null, 2));
+    } catch {
+      /* a cache that cannot be written costs only time */
+    }
+  }
+  return { bin, version, source };
+}
+
+/** The newest version table at or below a version (the table its flags are checked against), if any. */
+export function tableAtOrBelow(version: string): string | undefined {
+  return [...FACT_VERSIONS].reverse().find((t) => compareVersions(t, version) <= 0);
+}
+
+export interface VersionDecision {
+  /** the version the flags are rendered for */
+  version: string;
+  how: 'pinned' | 'installed' | 'unknown';
+  installed?: string;
+  table?: string;
+  /** pinned and installed are different releases */
+  mismatch?: boolean;
+  note: string;
+}
+
+/** engine.vllmVersion (a pin or auto) + what is installed -> the version the flags are rendered for. Pure. */
+export function decideVersion(pinned: string, installed: InstalledVllm): VersionDecision {
+  const inst = installed.version;
+  if (pinned !== 'auto') {
+    const mismatch = inst !== undefined && releaseOf(inst) !== releaseOf(pinned);
+    const table = tableAtOrBelow(pinned);
+    return {
+      version: pinned,
+      how: 'pinned',
+      installed: inst,
+      table,
+      mismatch,
+      note: `vLLM ${pinned} (pinned by engine.vllmVersion${table ? `; flags checked against the ${table} table` : ''})${inst ? `; installed: ${inst} (${installed.bin})` : ''}`,
+    };
+  }
+  if (inst) {
+    const table = tableAtOrBelow(inst);
+    return { version: inst, how: 'installed', installed: inst, table, note: `vLLM ${inst} (installed, ${installed.bin}; flags rendered for the ${table ?? FACT_VERSIONS[0]} table)` };
+  }
+  const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
+  return {
+    version: newest,
+    how: 'unknown',
+    table: newest,
+    note: `vLLM version not read (${installed.why}): flags rendered for the newest table, ${newest}; pin engine.vllmVersion or pass --vllm-bin`,
+  };
+}

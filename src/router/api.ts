@@ -1,0 +1,137 @@
+// HAProxy's runtime API on its unix socket (the folder is sparkctl's, mode 0700; the socket 0600):
+// one command per connection, the answer read until HAProxy closes. Every answer is hostile input:
+// `show stat` is parsed by its own header and a row without the fields we need is dropped.
+import { connect } from 'node:net';
+
+export class RouterApiError extends Error {}
+
+/** Send one command; resolves with HAProxy's answer. Every call has a deadline. */
+export function runtimeCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {
+  if (/[\r\n;]/.test(command)) return Promise.reject(new RouterApiError(`runtime command ${JSON.stringify(command)}: one command, no separators`));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const s = connect(socket);
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new RouterApiError(`HAProxy's runtime API (${socket}) did not answer "${command}" within ${timeoutMs} ms`));
+    }, timeoutMs);
+    s.once('connect', () => s.write(`${command}\n`));
+    s.on('data', (d: Buffer) => {
+      size += d.length;
+      // `show stat` of a few dozen servers is a few KiB: anything near this is not HAProxy.
+      if (size > 8 * 1024 * 1024) {
+        s.destroy();
+        clearTimeout(timer);
+        reject(new RouterApiError(`HAProxy's runtime API answered more than 8 MiB to "${command}"`));
+        return;
+      }
+      chunks.push(d);
+    });
+    s.once('error', (e: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      reject(
+        new RouterApiError(
+          `HAProxy's runtime API (${socket}): ${e.code === 'ENOENT' ? 'no socket (is the router running?)' : e.code === 'ECONNREFUSED' ? 'refused (the router is not running)' : e.message}`,
+        ),
+      );
+    });
+    s.once('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+}
+
+export interface ServerStat {
+  backend: string;
+  server: string;
+  /** UP, DOWN, MAINT, DRAIN, NOLB, "UP 1/2" (up, its checks not settled: just started or failing), "DOWN 1/2" (down, passing again), "no check" */
+  status: string;
+  /** current sessions: with http-server-close, the requests in flight on that server */
+  scur: number;
+  /** requests waiting in this server's queue */
+  qcur: number;
+  /** total sessions it has served */
+  stot: number;
+  /** connection errors, response errors, retries and redispatches (counters) */
+  econ: number;
+  eresp: number;
+  wretr: number;
+  wredis: number;
+  /** times it went from UP to DOWN */
+  chkdown: number;
+  /** seconds since its last state change */
+  lastchg: number;
+  /** e.g. L7OK, L4CON (refused), L7STS (bad status), L4TOUT */
+  checkStatus: string;
+  /** the last check's text, e.g. "Connection refused" */
+  lastCheck: string;
+}
+
+const num = (v: string | undefined) => {
+  const n = Number(v);
+  return v !== undefined && v !== '' && Number.isFinite(n) ? n : 0;
+};
+
+/** `show stat` (CSV) -> the server rows (not FRONTEND/BACKEND). Rows that do not fit the header are skipped. */
+export function parseShowStat(text: string): ServerStat[] {
+  const lines = text.split('\n').filter((l) => l.trim());
+  const head = lines.findIndex((l) => l.startsWith('# pxname,svname,'));
+  if (head < 0) throw new RouterApiError(`"show stat" answered without its CSV header: ${JSON.stringify(text.slice(0, 120))}`);
+  const cols = lines[head]!.slice(2).split(',');
+  const at = (name: string) => cols.indexOf(name);
+  const need = ['pxname', 'svname', 'scur', 'status'];
+  for (const n of need) if (at(n) < 0) throw new RouterApiError(`"show stat" has no ${n} column`);
+  const out: ServerStat[] = [];
+  for (const l of lines.slice(head + 1)) {
+    if (l.startsWith('#')) continue;
+    const f = l.split(',');
+    if (f.length < cols.length - 1) continue;
+    const get = (name: string) => (at(name) >= 0 ? f[at(name)] : undefined);
+    const sv = get('svname') ?? '';
+    if (!sv || sv === 'FRONTEND' || sv === 'BACKEND') continue;
+    out.push({
+      backend: get('pxname') ?? '',
+      server: sv,
+      status: get('status') ?? '',
+      scur: num(get('scur')),
+      qcur: num(get('qcur')),
+      stot: num(get('stot')),
+      econ: num(get('econ')),
+      eresp: num(get('eresp')),
+      wretr: num(get('wretr')),
+      wredis: num(get('wredis')),
+      chkdown: num(get('chkdown')),
+      lastchg: num(get('lastchg')),
+      checkStatus: get('check_status') ?? '',
+      lastCheck: get('last_chk') ?? '',
+    });
+  }
+  return out;
+}
+
+export async function showStat(socket: string, timeoutMs?: number): Promise<ServerStat[]> {
+  return parseShowStat(await runtimeCommand(socket, 'show stat', timeoutMs));
+}
+
+export type AdminState = 'ready' | 'drain' | 'maint';
+
+/** `set server BACKEND/SERVER state ...`: HAProxy answers nothing on success, a sentence otherwise. */
+export async function setServerState(socket: string, backend: string, server: string, state: AdminState, timeoutMs?: number): Promise<void> {
+  if (!/^[A-Za-z0-9._-]+$/.test(backend) || !/^[A-Za-z0-9._-]+$/.test(server)) throw new RouterApiError(`bad server name ${backend}/${server}`);
+  const answer = (await runtimeCommand(socket, `set server ${backend}/${server} state ${state}`, timeoutMs)).trim();
+  if (answer) throw new RouterApiError(`HAProxy refused "set server ${backend}/${server} state ${state}": ${answer.slice(0, 200)}`);
+}
+
+/** How HAProxy sees a server, in one word: up (taking traffic), drain, maint, down, or going up/down. */
+export function serverState(st: Pick<ServerStat, 'status'>): 'up' | 'down' | 'drain' | 'maint' | 'up-checking' | 'down-checking' | 'unknown' {
+  const s = st.status.trim();
+  if (s === 'UP' || s === 'no check' || s === 'OPEN') return 'up';
+  if (s.startsWith('UP ')) return 'up-checking';
+  if (s === 'DOWN') return 'down';
+  if (s.startsWith('DOWN ')) return 'down-checking';
+  if (s.startsWith('DRAIN') || s === 'NOLB') return 'drain';
+  if (s.startsWith('MAINT')) return 'maint';
+  return 'unknown';
+}

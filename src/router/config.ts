@@ -1,0 +1,175 @@
+// HAProxy in front of the replicas: what it listens on, which servers it balances, and its
+// configuration text. Pure: a profile (and where sparkctl keeps state) in, a plan and a config out.
+//
+// Choices, and why:
+// - leastconn: a generation holds its connection for seconds to minutes and requests differ wildly
+//   in length, so round robin piles long ones onto one replica; the fewest open requests is the
+//   best cheap proxy for the least loaded vLLM.
+// - option http-server-close: the replica side closes after each response (the client side keeps
+//   its keep-alive). HAProxy's current-sessions count (scur) for a replica is then exactly its
+//   requests in flight (no idle pooled connections), which is what a drain waits on, and a replica
+//   being stopped never has a pooled idle connection that a new request could be reused onto.
+//   The cost is one loopback connect per request (tens of microseconds; see scripts/bench-router.mjs).
+// - streaming: HAProxy forwards a chunked SSE response as it arrives (no response buffering in
+//   HTTP mode, no compression configured); only the request is buffered (http-buffer-request),
+//   bounded by tune.bufsize, so that a request that failed to connect can be retried elsewhere.
+// - timeouts: the server timeout is an inactivity timeout and a non-streamed generation sends
+//   nothing until it is done, so it is long (30 min by default); the client timeout only bites a
+//   client that stops reading (5 min); a request waits in the queue at most queueTimeoutSeconds.
+// - health: active GET /health (not under /v1, so it needs no API key and none is ever written
+//   here); a replica is down after 2 failed checks and up again after 2 good ones.
+// - retries: a connection refused or an empty response before any byte of the answer (a replica
+//   that just died or is stopping) is retried once on another replica (redispatch).
+import { join } from 'node:path';
+import type { Profile } from '../profiles/schema.js';
+import { RouterBlock } from '../profiles/schema.js';
+import { replicaAddress, routed, instanceName } from '../profiles/render.js';
+import { UsageError } from '../errors.js';
+
+export type RouterSettings = ReturnType<typeof RouterBlock.parse>;
+
+export interface RouterServer {
+  /** HAProxy's server name = the replica's instance name */
+  name: string;
+  host: string;
+  port: number;
+}
+
+export interface RouterPlan {
+  /** registry name of the router instance */
+  name: string;
+  profile: string;
+  /** HAProxy backend that holds the replicas */
+  backend: string;
+  bind: { host: string; port: number };
+  servers: RouterServer[];
+  /** stats page and Prometheus exporter, loopback only */
+  stats: { host: '127.0.0.1'; port: number };
+  /** a folder sparkctl creates (0700) for the runtime API socket, the config and the pid */
+  dir: string;
+  socket: string;
+  configFile: string;
+  logFile: string;
+  settings: RouterSettings;
+}
+
+export const routerName = (profile: string) => `${profile}-router`;
+export const BACKEND = 'replicas';
+
+/** The router of a profile, or undefined when it has none. `replicas`: how many the plan runs. */
+export function planRouter(p: Profile, replicas: number, stateDir: string): RouterPlan | undefined {
+  if (!routed(p)) return undefined;
+  const settings = RouterBlock.parse(p.router);
+  const servers = Array.from({ length: replicas }, (_, i) => ({ name: instanceName(p, i), ...replicaAddress(p, i) }));
+  const last = servers.at(-1)?.port ?? p.server.port;
+  const dir = join(stateDir, 'router', p.name);
+  const statsPort = settings.statsPort ?? last + 1;
+  const problems: string[] = [];
+  for (const sv of servers) {
+    if (sv.port === p.server.port) problems.push(`router.replicaPort: replica ${sv.name} would listen on ${sv.port}, the router's public port (server.port)`);
+    if (sv.port === statsPort) problems.push(`router.statsPort: ${statsPort} is replica ${sv.name}'s port`);
+    if (sv.port > 65535) problems.push(`router.replicaPort: replica ${sv.name} would need port ${sv.port}`);
+  }
+  if (statsPort === p.server.port) problems.push(`router.statsPort: ${statsPort} is the router's public port (server.port)`);
+  if (statsPort > 65535) problems.push(`router.statsPort: ${statsPort} is not a port`);
+  if (problems.length) throw new UsageError(`profile ${p.name}: the router's ports collide`, [...problems, 'set router.replicaPort and router.statsPort to free ports (--set router.replicaPort=N)']);
+  return {
+    name: routerName(p.name),
+    profile: p.name,
+    backend: BACKEND,
+    bind: { host: p.server.host, port: p.server.port },
+    servers,
+    stats: { host: '127.0.0.1', port: statsPort },
+    dir,
+    socket: join(dir, 'api.sock'),
+    configFile: join(dir, 'haproxy.cfg'),
+    logFile: join(stateDir, 'logs', `${routerName(p.name)}.log`),
+    settings,
+  };
+}
+
+/** Every port the router itself takes (public and stats): a serve must not collide with them. */
+export function routerPorts(r: RouterPlan): number[] {
+  return [r.bind.port, r.stats.port];
+}
+
+/** Where a monitoring scrape finds the router's own metrics (HAProxy's Prometheus exporter). */
+export function routerMetricsEndpoint(r: Pick<RouterPlan, 'stats'>): { url: string; host: string; port: number; path: '/metrics' } {
+  return { url: `http://${r.stats.host}:${r.stats.port}/metrics`, host: r.stats.host, port: r.stats.port, path: '/metrics' };
+}
+
+const bindAddr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+/** Config lines are written from validated fields only; a newline or a quote could add a directive. */
+function safe(v: string, what: string): string {
+  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v))
+    throw new UsageError(`router config: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, ['use a plain address (server.host), profile name and state folder path']);
+  return v;
+}
+
+export interface RenderOptions {
+  /** runtime API socket; omitted: no `stats socket` line (an operator's own HAProxy has its own) */
+  socket?: string;
+  /** log to stdout (HAProxy run by sparkctl in the foreground); omitted: the operator's syslog */
+  logStdout?: boolean;
+}
+
+/** The HAProxy configuration text. Never holds a secret: health checks use /health, which needs no key. */
+export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
+  const s = r.settings;
+  const inter = s.checkIntervalMs;
+  const L: string[] = [];
+  L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
+  L.push('global');
+  if (o.logStdout) L.push('    log stdout format raw local0 info');
+  else L.push('    log /dev/log local0 info');
+  if (o.socket) {
+    L.push(`    stats socket ${safe(o.socket, 'socket')} mode 600 level admin`);
+    L.push('    stats timeout 30s');
+  }
+  L.push('    maxconn 4096');
+  L.push('    tune.bufsize 262144');
+  L.push('');
+  L.push('defaults');
+  L.push('    mode http');
+  L.push('    log global');
+  L.push('    option httplog');
+  L.push('    option dontlognull');
+  // Only errors and server state changes are logged, never every request (a bench would fill the disk).
+  L.push('    option dontlog-normal');
+  L.push('    option log-health-checks');
+  L.push('    option http-server-close');
+  L.push('    option redispatch 1');
+  L.push('    retries 1');
+  L.push('    retry-on conn-failure empty-response');
+  L.push(`    timeout connect ${s.connectTimeoutSeconds}s`);
+  L.push(`    timeout client ${s.clientTimeoutSeconds}s`);
+  L.push(`    timeout server ${s.serverTimeoutSeconds}s`);
+  L.push(`    timeout tunnel ${s.tunnelTimeoutSeconds}s`);
+  L.push(`    timeout queue ${s.queueTimeoutSeconds}s`);
+  L.push('    timeout http-request 60s');
+  L.push('    timeout http-keep-alive 60s');
+  L.push(`    timeout check ${Math.max(1000, Math.min(inter, 5000))}ms`);
+  L.push('');
+  L.push('frontend public');
+  L.push(`    bind ${safe(bindAddr(r.bind.host, r.bind.port), 'bind address')}`);
+  L.push('    option http-buffer-request');
+  L.push(`    default_backend ${r.backend}`);
+  L.push('');
+  L.push(`backend ${r.backend}`);
+  L.push('    balance leastconn');
+  L.push('    option httpchk GET /health');
+  L.push('    http-check expect status 200');
+  const maxconn = s.maxConnPerReplica ? ` maxconn ${s.maxConnPerReplica}` : '';
+  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2${maxconn}`);
+  for (const sv of r.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(bindAddr(sv.host, sv.port), 'server address')}`);
+  L.push('');
+  // Loopback only: the stats page and the Prometheus exporter show every backend and server.
+  L.push('frontend stats');
+  L.push(`    bind ${bindAddr(r.stats.host, r.stats.port)}`);
+  L.push('    http-request use-service prometheus-exporter if { path /metrics }');
+  L.push('    stats enable');
+  L.push('    stats uri /stats');
+  L.push('    stats refresh 5s');
+  L.push('');
+  return L.join('\n');
+}

@@ -1,0 +1,142 @@
+// The router as a supervised child: its folder (0700, ours), its config (checked by `haproxy -c`
+// before it is used), the process in its own group with the instance marker like a replica, and the
+// wait until it listens and its runtime API answers. It never gets a secret: not in its config, its
+// argv or its environment (HAProxy's health checks use /health, which vLLM serves without a key).
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { writeFileAtomic } from '../util/fs.js';
+import { UsageError } from '../errors.js';
+import { processStartTime, groupMembers, INSTANCE_ENV } from '../engine/proc.js';
+import { listenerIsOneOf } from '../engine/socket-owner.js';
+import { LogTail } from '../engine/logtail.js';
+import { renderConfig, type RouterPlan } from './config.js';
+import { showStat, type ServerStat } from './api.js';
+
+export const INSTALL_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path';
+
+/** The haproxy executable: router.bin as a path, or found on PATH, then in the sbin folders (not always on a user's PATH). */
+export function findHaproxy(bin = 'haproxy', env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const runnable = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return statSync(p).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (bin.includes('/')) return runnable(bin) ? bin : undefined;
+  const dirs = [...(env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/local/sbin', '/sbin'];
+  for (const d of dirs) if (runnable(join(d, bin))) return join(d, bin);
+  return undefined;
+}
+
+export function requireHaproxy(bin?: string): string {
+  const found = findHaproxy(bin);
+  if (!found)
+    throw new UsageError(`the router needs HAProxy, and ${bin && bin.includes('/') ? bin : `"${bin ?? 'haproxy'}"`} is not installed here`, [
+      INSTALL_FIX,
+      'or serve without router: (each replica on its own port)',
+    ]);
+  return found;
+}
+
+/** `haproxy -c -f FILE`: HAProxy's own verdict on a config. */
+export function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve) => {
+    execFile(haproxy, ['-c', '-f', file], { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' } }, (err, stdout, stderr) => {
+      resolve({ ok: !err, output: `${stdout}${stderr}`.trim() });
+    });
+  });
+}
+
+/**
+ * The router's folder: created 0700, and refused if it is a link or someone else's (the runtime
+ * API socket in it has admin level: whoever can connect can take every replica out).
+ */
+export function ensureRouterDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`router folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid())
+    throw new UsageError(`router folder ${dir}: belongs to uid ${st.uid}, not to this user`, [`remove ${dir}; sparkctl creates it`]);
+  if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+}
+
+export interface RouterLaunched {
+  plan: RouterPlan;
+  child: ChildProcess;
+  pid: number;
+  pgid: number;
+  startTime: number;
+  marker: string;
+  argv: string[];
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
+  exited: Promise<void>;
+  tail: LogTail;
+}
+
+/** Write the config, have HAProxy check it, then start it (its own group, the marker, no secret). */
+export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<RouterLaunched> {
+  ensureRouterDir(plan.dir);
+  writeFileAtomic(plan.configFile, renderConfig(plan, { socket: plan.socket, logStdout: true }), { mode: 0o600 });
+  const checked = await checkConfig(haproxy, plan.configFile);
+  if (!checked.ok) throw new Error(`haproxy -c -f ${plan.configFile} refused sparkctl's config:\n${checked.output}`);
+  mkdirSync(join(plan.logFile, '..'), { recursive: true });
+  const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
+  const argv = [haproxy, '-db', '-f', plan.configFile];
+  const fd = openSync(plan.logFile, 'a');
+  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${argv.join(' ')}\n`);
+  const marker = randomUUID();
+  // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable.
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', [INSTANCE_ENV]: marker };
+  if (process.env.SPARKCTL_TEST_RUN) env.SPARKCTL_TEST_RUN = process.env.SPARKCTL_TEST_RUN;
+  if (process.env.SPARKCTL_TEST_CASE) env.SPARKCTL_TEST_CASE = process.env.SPARKCTL_TEST_CASE;
+  const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd], env });
+  closeSync(fd);
+  const l: RouterLaunched = {
+    plan,
+    child,
+    argv,
+    pid: child.pid ?? -1,
+    pgid: child.pid ?? -1,
+    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
+    marker,
+    exit: undefined,
+    exited: Promise.resolve(),
+    tail,
+  };
+  l.exited = new Promise<void>((resolve) => {
+    child.once('error', (e) => {
+      l.exit = { code: null, signal: null, error: e.message };
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      l.exit ??= { code, signal };
+      resolve();
+    });
+  });
+  return l;
+}
+
+/** Until HAProxy holds its public port (our own process group) and its runtime API answers. */
+export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): Promise<{ ok: true; servers: ServerStat[] } | { ok: false; detail: string }> {
+  const end = Date.now() + deadlineMs;
+  let last = '';
+  while (Date.now() < end) {
+    if (l.exit) {
+      l.tail.poll();
+      return { ok: false, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${l.tail.text().split('\n').slice(-8).join(' | ')}` };
+    }
+    if (listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) {
+      try {
+        return { ok: true, servers: await showStat(l.plan.socket, 1000) };
+      } catch (e) {
+        last = (e as Error).message;
+      }
+    } else last = `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet`;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { ok: false, detail: `not ready within ${deadlineMs} ms: ${last}` };
+}

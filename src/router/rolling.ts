@@ -1,0 +1,227 @@
+// A rolling restart behind the router: one replica at a time is drained in HAProxy (no new
+// requests), waited on until nothing is in flight (HAProxy's current sessions for it AND its own
+// vllm:num_requests_running/waiting gauges: a client that reaches it directly counts too), put in
+// maintenance, stopped (a drain first), started from the plan (so a profile edited since the last
+// start gives the new argv), waited on until ready, prewarmed, deep-probed, and only then given
+// traffic again. The first replica that does not come back healthy ends the restart: it stays out
+// of rotation, the others keep serving, and the outcome says why.
+import type { ServePlan } from '../engine/plan.js';
+import { Registry, type Entry, type Instance } from '../engine/registry.js';
+import { launchReplica, superviseReady } from '../engine/launch.js';
+import { instanceOf, replicaUrl } from '../engine/serve.js';
+import { stopGroup, listeningPorts, type StopHow } from '../engine/proc.js';
+import { diagnose, type Diagnosis } from '../engine/diagnose.js';
+import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';
+import { probe, type ProbeResult } from '../health/probe.js';
+import { targetFromInstance } from '../health/target.js';
+import { http } from '../client/http.js';
+import { parseVllmMetrics } from '../client/metrics.js';
+import { setServerState, showStat, serverState, type ServerStat } from './api.js';
+import { UsageError } from '../errors.js';
+import { pause } from '../util/pause.js';
+
+export type RollingEvent =
+  | { type: 'drain'; replica: string }
+  | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number }
+  | { type: 'stopped'; replica: string; how: StopHow | 'was not running'; ms: number }
+  | { type: 'started'; replica: string; pid: number; argvChanged: boolean }
+  | { type: 'ready'; replica: string; ms: number }
+  | { type: 'prewarm'; replica: string; result: PrewarmResult }
+  | { type: 'probe'; replica: string; result: ProbeResult }
+  | { type: 'back'; replica: string; ms: number }
+  | { type: 'aborted'; replica: string; cause: string };
+
+export interface RollingReplica {
+  name: string;
+  port: number;
+  /** the restart reached this replica */
+  restarted: boolean;
+  argvChanged?: boolean;
+  drainMs?: number;
+  downMs?: number;
+  pid?: number;
+  failure?: Diagnosis;
+  probe?: ProbeResult;
+  prewarm?: PrewarmResult;
+}
+
+export interface RollingOutcome {
+  status: 'healthy' | 'unhealthy' | 'launch-failed' | 'interrupted';
+  profile: string;
+  replicas: RollingReplica[];
+  /** the replica that did not come back, and why (the rest kept serving) */
+  aborted?: { replica: string; cause: string };
+  ms: number;
+}
+
+export interface RollingRun {
+  plan: ServePlan;
+  router: Instance;
+  /** the registered replicas of the profile, as they run now */
+  entries: Entry[];
+  secrets: Record<string, string>;
+  /** how long to wait for a drained replica's requests in flight before stopping it anyway (its stop drains too) */
+  drainTimeoutMs: number;
+  /** SIGTERM, then SIGKILL after this long */
+  stopTimeoutMs: number;
+  signal?: AbortSignal;
+  onEvent?: (e: RollingEvent) => void;
+}
+
+/** The plan must balance exactly the servers the running router knows: a rolling restart cannot change them. */
+export function checkRollable(plan: ServePlan, router: Instance): void {
+  const known = router.router?.servers ?? [];
+  const want = plan.replicas.map((p) => ({ name: p.name, port: p.port }));
+  const same = known.length === want.length && want.every((w, i) => known[i]?.name === w.name && known[i]?.port === w.port);
+  if (!same)
+    throw new UsageError(
+      `${plan.profile.name}: the profile now has ${want.length} replica(s) on ports ${want.map((w) => w.port).join(',')}, the running router balances ${known.map((k) => `${k.name}:${k.port}`).join(', ') || 'none'}`,
+      [`a rolling restart keeps the router's servers; sparkctl restart ${plan.profile.name} (without --rolling) restarts everything with the new layout`],
+    );
+}
+
+/** In flight on one replica: HAProxy's sessions and queue for it, and vLLM's own running + waiting gauges. */
+async function inFlight(socket: string, backend: string, name: string, url: string): Promise<{ router: number; engine: number | undefined; stat?: ServerStat }> {
+  const stat = (await showStat(socket, 2000)).find((s) => s.backend === backend && s.server === name);
+  const m = await http(`${url}/metrics`, { timeoutMs: 2000 });
+  let engine: number | undefined;
+  if (m.ok && m.status === 200) {
+    const v = parseVllmMetrics(m.body);
+    if (v.running !== undefined || v.waiting !== undefined) engine = (v.running ?? 0) + (v.waiting ?? 0);
+  } else if (!m.ok && m.error === 'refused') engine = 0; // nothing listens: nothing in flight there
+  return { router: (stat?.scur ?? 0) + (stat?.qcur ?? 0), engine, stat };
+}
+
+async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number }> {
+  const r = run.router.router!;
+  const started = Date.now();
+  let left = 0;
+  while (Date.now() - started < run.drainTimeoutMs) {
+    const f = await inFlight(r.socket, r.backend, name, url);
+    left = Math.max(f.router, f.engine ?? 0);
+    // The gauge is the engine's word; HAProxy's count covers the moment before vLLM sees a request.
+    if (f.router === 0 && f.engine === 0) return { ms: Date.now() - started, timedOut: false, inFlight: 0 };
+    await pause(100, run.signal);
+    if (run.signal?.aborted) break;
+  }
+  return { ms: Date.now() - started, timedOut: true, inFlight: left };
+}
+
+/** Until HAProxy has it UP again (its own /health checks passed), or the deadline. */
+async function waitUp(run: RollingRun, name: string, deadlineMs: number): Promise<{ ok: boolean; last?: ServerStat }> {
+  const r = run.router.router!;
+  const end = Date.now() + deadlineMs;
+  let last: ServerStat | undefined;
+  while (Date.now() < end) {
+    last = (await showStat(r.socket, 2000)).find((s) => s.backend === r.backend && s.server === name);
+    if (last && serverState(last) === 'up') return { ok: true, last };
+    await pause(50, run.signal);
+    if (run.signal?.aborted) break;
+  }
+  return { ok: false, last };
+}
+
+async function portFreed(port: number, ms = 5000) {
+  const end = Date.now() + ms;
+  while (listeningPorts().has(port) && Date.now() < end) await pause(50);
+}
+
+export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
+  const { plan } = run;
+  const r = run.router.router;
+  if (!r) throw new UsageError(`${run.router.name} is not a router entry`);
+  checkRollable(plan, run.router);
+  const emit = (e: RollingEvent) => run.onEvent?.(e);
+  const registry = new Registry(plan.stateDir);
+  const started = Date.now();
+  const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
+  const sim = plan.engine === 'sim';
+  const checkMs = plan.router?.settings.checkIntervalMs ?? 2000;
+  const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
+
+  for (const [i, p] of plan.replicas.entries()) {
+    if (run.signal?.aborted) return done('interrupted');
+    const rep = out[i]!;
+    const entry = run.entries.find((e) => e.inst.name === p.name);
+    const url = replicaUrl(plan, p);
+    const abort = (cause: string, status: RollingOutcome['status'] = 'launch-failed') => {
+      emit({ type: 'aborted', replica: p.name, cause });
+      return done(status, { replica: p.name, cause });
+    };
+    rep.restarted = true;
+    // 1. no new requests; 2. wait for the ones in flight
+    emit({ type: 'drain', replica: p.name });
+    await setServerState(r.socket, r.backend, p.name, 'drain');
+    const drained = await waitDrained(run, p.name, url);
+    rep.drainMs = drained.ms;
+    emit({ type: 'drained', replica: p.name, ...drained });
+    // 3. out of rotation (its checks stop flapping it while it restarts); 4. stop it
+    await setServerState(r.socket, r.backend, p.name, 'maint');
+    const down = Date.now();
+    const t0 = Date.now();
+    let how: StopHow | 'was not running' = 'was not running';
+    if (entry && entry.proof.state !== 'gone') {
+      if (entry.proof.state === 'unproven') return abort(`its registry entry cannot be proven ours (${entry.proof.reason}): not signalled; it is out of rotation`);
+      how = await stopGroup(entry.inst, run.stopTimeoutMs);
+      if (how === 'unproven') return abort('its identity could not be proven again before the stop: not signalled; it is out of rotation');
+    }
+    await portFreed(p.port);
+    registry.remove(p.name);
+    emit({ type: 'stopped', replica: p.name, how, ms: Date.now() - t0 });
+    // 5. start it from the plan: a profile edited since gives its new argv
+    const release = await registry.lock();
+    let l: ReturnType<typeof launchReplica>;
+    try {
+      l = launchReplica(p, run.secrets);
+      if (l.pid > 0) registry.write(instanceOf(plan, p, l));
+    } finally {
+      release();
+    }
+    rep.pid = l.pid;
+    rep.argvChanged = entry ? entry.inst.argv.join('\0') !== p.argv.join('\0') : true;
+    emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged });
+    const ready = await superviseReady(l, {
+      url: `http://127.0.0.1:${p.port}`,
+      servedName: plan.servedName,
+      apiKey: run.secrets.VLLM_API_KEY,
+      deadlineMs: plan.readyTimeoutMs,
+      stallMs: plan.stallTimeoutMs,
+      signal: run.signal,
+    });
+    if (!ready.ok) {
+      rep.failure = diagnose(ready, l.tail.text());
+      await stopGroup(l, 5000);
+      registry.remove(p.name);
+      return abort(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
+    }
+    l.child.unref();
+    const inst = registry.find(p.name)[0]?.inst;
+    if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+    emit({ type: 'ready', replica: p.name, ms: ready.ms });
+    // 6. warm, 7. deep probe, straight at the replica (it gets no traffic yet)
+    const t = { ...targetFromInstance(inst ?? instanceOf(plan, p, l)), apiKey: run.secrets.VLLM_API_KEY };
+    if (plan.prewarm) {
+      rep.prewarm = await prewarm(t, plan.profile.prewarm, undefined, sim ? undefined : gpuMemoryReader(t.gpus));
+      emit({ type: 'prewarm', replica: p.name, result: rep.prewarm });
+    }
+    rep.probe = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+    emit({ type: 'probe', replica: p.name, result: rep.probe });
+    if (rep.probe.state !== 'healthy') {
+      const bad = rep.probe.steps.filter((s) => s.status === 'fail').map((s) => `${s.step}: ${s.detail}`);
+      return abort(`${p.name} came back ${rep.probe.state} (${bad.join('; ') || 'see the probe'}): left out of rotation`, 'unhealthy');
+    }
+    // 8. traffic again, once HAProxy's own checks agree
+    await setServerState(r.socket, r.backend, p.name, 'ready');
+    const up = await waitUp(run, p.name, checkMs * 4 + 5000);
+    if (!up.ok) {
+      await setServerState(r.socket, r.backend, p.name, 'maint');
+      return abort(
+        `HAProxy did not see ${p.name} UP again (${up.last ? `${up.last.status}, ${up.last.checkStatus} ${up.last.lastCheck}`.trim() : 'not in show stat'}): left out of rotation`,
+        'unhealthy',
+      );
+    }
+    rep.downMs = Date.now() - down;
+    emit({ type: 'back', replica: p.name, ms: rep.downMs });
+  }
+  return done('healthy');
+}

@@ -1,0 +1,78 @@
+// Starting the router for a serve: launched, registered at once (with its identity, like a
+// replica), then ready when it holds its port and its runtime API answers. A router that does not
+// come up is a failed launch (the command stops everything it started).
+import type { ServePlan } from '../engine/plan.js';
+import type { Registry, Instance } from '../engine/registry.js';
+import type { RouterOutcome } from '../engine/events.js';
+import { stopGroup } from '../engine/proc.js';
+import { routerMetricsEndpoint, type RouterPlan } from './config.js';
+import { launchRouter, waitRouterReady, requireHaproxy, type RouterLaunched } from './process.js';
+import { serverState } from './api.js';
+
+export function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
+  const prof = plan.profile;
+  return {
+    version: 1,
+    name: r.name,
+    profile: prof.name,
+    replica: 0,
+    role: 'router',
+    pid: l.pid,
+    pgid: l.pid,
+    startTime: l.startTime,
+    marker: l.marker,
+    host: r.bind.host,
+    port: r.bind.port,
+    url: routerUrl(r),
+    servedName: plan.servedName,
+    gpus: [],
+    logFile: r.logFile,
+    engine: plan.engine,
+    argv: l.argv,
+    apiKeyEnv: prof.server.apiKeyEnv,
+    startedAt: new Date().toISOString(),
+    readyTimeoutSeconds: 10,
+    probe: { ...prof.probe, gpuMemoryUtilization: prof.engine.gpuMemoryUtilization },
+    maxModelLen: prof.engine.maxModelLen ?? prof.model.maxContext,
+    router: { socket: r.socket, configFile: r.configFile, backend: r.backend, statsPort: r.stats.port, servers: r.servers },
+  };
+}
+
+export const routerUrl = (r: Pick<RouterPlan, 'bind'>) => `http://${r.bind.host === '0.0.0.0' || r.bind.host === '::' ? '127.0.0.1' : r.bind.host}:${r.bind.port}`;
+
+function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
+  return {
+    name: r.name,
+    url: routerUrl(r),
+    pid,
+    statsUrl: `http://${r.stats.host}:${r.stats.port}/stats`,
+    metricsUrl: routerMetricsEndpoint(r).url,
+    configFile: r.configFile,
+    logFile: r.logFile,
+    servers: r.servers.map((s) => ({ name: s.name, port: s.port, state: 'unknown' })),
+  };
+}
+
+/** Start the plan's router; registered the moment it is spawned. Never throws for a router that fails: it says why. */
+export async function startRouter(plan: ServePlan, registry: Registry): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }> {
+  const r = plan.router!;
+  let l: RouterLaunched;
+  try {
+    l = await launchRouter(r, requireHaproxy(r.settings.bin));
+  } catch (e) {
+    return { outcome: { ...outcomeOf(r, -1), failure: (e as Error).message } };
+  }
+  if (l.pid > 0) registry.write(routerInstance(plan, r, l));
+  const ready = await waitRouterReady(l);
+  const outcome = outcomeOf(r, l.pid);
+  if (!ready.ok) {
+    await stopGroup(l, 2000);
+    registry.remove(r.name);
+    return { outcome: { ...outcome, failure: ready.detail } };
+  }
+  outcome.servers = outcome.servers.map((s) => {
+    const st = ready.servers.find((x) => x.backend === r.backend && x.server === s.name);
+    return { ...s, state: st ? serverState(st) : 'missing' };
+  });
+  return { launched: l, outcome };
+}

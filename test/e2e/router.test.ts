@@ -1,0 +1,194 @@
+// The router with real HAProxy in front of simulator replicas: one endpoint, a rolling restart that
+// a bench at a fixed rate does not notice, a replica killed -9 that HAProxy takes out and the probe
+// names, and an API key that never reaches HAProxy's config, argv, environment or log.
+import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { execa } from 'execa';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, tempDir, rmrf, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK } from '../helpers.js';
+
+const HAPROXY = '/usr/sbin/haproxy';
+const haveHaproxy = existsSync(HAPROXY);
+if (!haveHaproxy) console.warn(`router e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy; .ci/run installs it where it can)`);
+
+let state: string;
+let marker: string;
+let base: number;
+const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50', ...extra });
+// router on base, replicas on base+1.., stats after them
+const at = (replicas: number) => ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`, '--set', 'router.checkIntervalMs=500'];
+const fastPrewarm = ['--set', 'prewarm.maxRounds=2'];
+
+beforeEach(async () => {
+  state = tempDir('sparkctl-router-');
+  marker = randomUUID();
+  base = await freePortRange(6);
+});
+afterEach(async () => {
+  await cli(['stop', '--all', '--timeout', '2'], { env: env() });
+  const left = processesMarked(marker);
+  for (const p of left) process.kill(p, 'SIGKILL');
+  rmrf(state);
+  expect(left, 'processes left by the test').toEqual([]);
+});
+
+interface BenchResult {
+  completed: number;
+  failed: number;
+  p99_ttft_ms: number;
+  p50_ttft_ms: number;
+  errors?: unknown;
+}
+
+/** A bench at a fixed rate through the router, as its own process (sparkctl bench --json). */
+function bench(seconds: number, rate = 8) {
+  const p = execa(
+    process.execPath,
+    [
+      BIN,
+      'bench',
+      '--url',
+      `http://127.0.0.1:${base}`,
+      '--rate',
+      String(rate),
+      '--duration',
+      `${seconds}s`,
+      '--input-len',
+      '128',
+      '--output-len',
+      '48',
+      '--warmup',
+      '0',
+      '--scrape-interval',
+      '0',
+      '--json',
+    ],
+    { reject: false, env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() }, timeout: (seconds + 60) * 1000 },
+  );
+  return p.then((r) => {
+    const j = JSON.parse(String(r.stdout));
+    return j.result as BenchResult & Record<string, unknown>;
+  });
+}
+
+const status = async () => JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)).instances as Array<{ name: string; pid: number; role?: string; port: number; health: string }>;
+
+describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', () => {
+  it('serve --router: one endpoint, HAProxy registered with its identity; rolling restart of 4 under a fixed-rate bench: zero failures', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), ...fastPrewarm], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`router: http://127.0.0.1:${base}/v1 \\(HAProxy pid \\d+, leastconn over 4 replica`));
+    // the replicas listen on loopback ports behind it; the router holds the public port
+    for (let i = 1; i <= 4; i++) expect(await portOpen(base + i)).toBe(true);
+    const before = await status();
+    const router = before.find((x) => x.role === 'router')!;
+    expect(router).toMatchObject({ name: 'qwen3.5-9b-router', port: base, health: 'healthy (4/4 up)' });
+    expect(readFileSync(`/proc/${router.pid}/cmdline`, 'utf8').split('\0')[0]).toMatch(/haproxy$/);
+    // its runtime API socket is in a folder only we can enter
+    const dir = join(state, 'router', 'qwen3.5-9b');
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, 'api.sock')).mode & 0o777).toBe(0o600);
+    // the Prometheus exporter on the stats port (loopback)
+    const prom = await (await fetch(`http://127.0.0.1:${base + 5}/metrics`)).text();
+    expect(prom).toMatch(/haproxy_server_status\{proxy="replicas",server="qwen3.5-9b-0"/);
+    // each replica's /metrics stays reachable directly
+    expect(await (await fetch(`http://127.0.0.1:${base + 2}/metrics`)).text()).toContain('vllm:num_requests_running');
+
+    const quiet = await bench(6);
+    expect(quiet.failed).toBe(0);
+    const during = bench(30);
+    await new Promise((res) => setTimeout(res, 2000));
+    const t0 = Date.now();
+    const rr = await cli(['restart', 'qwen3.5-9b', '--rolling', ...at(4), ...fastPrewarm], { env: env(), timeout: 120_000 });
+    const restartMs = Date.now() - t0;
+    expect(rr.exitCode, `${rr.stdout}\n${rr.stderr}`).toBe(0);
+    expect(rr.stdout.match(/back in rotation/g)).toHaveLength(4);
+    expect(rr.stderr).toMatch(/qwen3\.5-9b-3: drained in/);
+    const loaded = await during;
+    console.log(
+      `router rolling restart of 4 sim replicas (${restartMs} ms) under bench 8 req/s: p99 TTFT before ${quiet.p99_ttft_ms.toFixed(1)} ms (${quiet.completed} req), during ${loaded.p99_ttft_ms.toFixed(1)} ms (${loaded.completed} req, ${loaded.failed} failed)`,
+    );
+    expect(loaded.failed, JSON.stringify(loaded.errors ?? {})).toBe(0);
+    expect(loaded.completed).toBeGreaterThan(150);
+    // every replica is a new process; the router is the same one
+    const after = await status();
+    for (const b of before.filter((x) => !x.role)) expect(after.find((x) => x.name === b.name)!.pid).not.toBe(b.pid);
+    expect(after.find((x) => x.role === 'router')!.pid).toBe(router.pid);
+
+    // stop takes the router too, and frees its port
+    const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
+    expect(stop.stdout).toMatch(/qwen3\.5-9b-router: stopped/);
+    expect(await portOpen(base)).toBe(false);
+  }, 180_000);
+
+  it('a replica killed -9 mid-run: HAProxy takes it out, the probe names it, the bench goes on', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), '--no-prewarm'], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const victim = (await status()).find((x) => x.name === 'qwen3.5-9b-2')!;
+    const run = bench(10);
+    await new Promise((res) => setTimeout(res, 3000));
+    process.kill(-victim.pid, 'SIGKILL');
+    const downSeen = await waitFor(async () => /qwen3\.5-9b-2 \(port \d+\) DOWN/.test(String((await cli(['probe', 'qwen3.5-9b-router', '--no-history'], { env: env() })).stdout)), 10_000, 200);
+    expect(downSeen, 'HAProxy marked the killed replica DOWN').toBe(true);
+    const p = await cli(['probe', 'qwen3.5-9b', '--no-history', '--json'], { env: env() });
+    expect(p.exitCode).not.toBe(0);
+    const results = JSON.parse(String(p.stdout)).results as Array<{
+      target: string;
+      state: string;
+      steps: Array<{ step: string; status: string; detail: string }>;
+      router?: { servers: Array<{ name: string; state: string }> };
+    }>;
+    const via = results.find((x) => x.target === 'qwen3.5-9b-router')!;
+    expect(via.state).toBe('unhealthy');
+    expect(via.steps.find((s) => s.step === 'router')).toMatchObject({ status: 'fail' });
+    expect(via.steps.find((s) => s.step === 'router')!.detail).toMatch(/HAProxy has marked 1 of 4 replica\(s\) down: qwen3\.5-9b-2/);
+    expect(via.router!.servers.find((s) => s.name === 'qwen3.5-9b-2')!.state).toBe('down');
+    expect(results.find((x) => x.target === 'qwen3.5-9b-2')!.state).toBe('unreachable');
+    const res = await run;
+    console.log(`router with a replica killed -9 under bench 8 req/s: ${res.completed} completed, ${res.failed} failed (those in flight on it), p99 TTFT ${res.p99_ttft_ms.toFixed(1)} ms`);
+    // only what was in flight on the killed replica may fail; everything sent after goes elsewhere
+    expect(res.failed).toBeLessThanOrEqual(4);
+    expect(res.completed).toBeGreaterThan(60);
+  }, 120_000);
+
+  it('with an API key: probe through the router passes auth; the key is nowhere in HAProxy (config, argv, environment, log)', async () => {
+    const KEY = `sk-router-${randomUUID()}`;
+    const r = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--router', ...at(2), '--no-prewarm'], { env: env({ QWEN_PROD_API_KEY: KEY }), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const router = (await status()).find((x) => x.role === 'router')!;
+    expect(readFileSync(`/proc/${router.pid}/cmdline`, 'utf8')).not.toContain(KEY);
+    expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain(KEY);
+    expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain('QWEN_PROD_API_KEY');
+    const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.isFile() ? [join(d, e.name)] : []));
+    for (const f of walk(state)) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
+    // HAProxy's health checks pass without the key (/health is not under /v1); the API still needs it
+    const noKey = await fetch(`http://127.0.0.1:${base}/v1/models`);
+    expect(noKey.status).toBe(401);
+    const p = await cli(['probe', 'qwen-prod-router', '--no-history', '--json'], { env: env({ QWEN_PROD_API_KEY: KEY }) });
+    expect(p.exitCode, p.stdout).toBe(0);
+    const steps = JSON.parse(String(p.stdout)).results[0].steps as Array<{ step: string; status: string; detail: string }>;
+    expect(steps.find((s) => s.step === 'auth')!.status).toBe('pass');
+    expect(steps.find((s) => s.step === 'router')).toMatchObject({ status: 'pass', detail: '2/2 replicas UP in HAProxy' });
+  }, 120_000);
+
+  it('router config prints what HAProxy itself accepts; restart --rolling without a router says how', async () => {
+    const cfg = await cli(['router', 'config', 'qwen3.5-9b', ...at(4)], { env: env() });
+    expect(cfg.exitCode, cfg.stderr).toBe(0);
+    const file = join(state, 'operator.cfg');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(file, String(cfg.stdout));
+    const checked = await execa(HAPROXY, ['-c', '-f', file], { reject: false });
+    expect(checked.exitCode, `${checked.stdout}${checked.stderr}`).toBe(0);
+    expect(String(cfg.stdout)).toContain('balance leastconn');
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--no-prewarm'], {
+      env: env(),
+      timeout: 60_000,
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/note: no router: clients pick one of 2 ports/);
+    const rr = await cli(['restart', 'qwen3.5-9b', '--rolling'], { env: env() });
+    expect(rr.exitCode).toBe(2);
+    expect(rr.stderr).toMatch(/restart --rolling needs the router/);
+  }, 90_000);
+});

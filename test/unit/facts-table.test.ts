@@ -1,0 +1,78 @@
+// preflight's facts as a table: every probe has exactly one source, and the derivers read only what
+// the sources read. The nvidia-smi query that preflight, probe and prewarm share falls back to the
+// fields the driver knows (driver_version is kmd_version on newer drivers).
+import { describe, it, expect } from 'vitest';
+import { FACT_SOURCES, FACT_DERIVERS, PROBES, Readings, gatherFacts } from '../../src/preflight/facts.js';
+import { queryGpus, GPU_FIELDS } from '../../src/nvidia/smi.js';
+import { readGpuRows } from '../../src/health/gpu.js';
+import type { CmdResult, Host } from '../../src/host/host.js';
+
+const ok = (argv: string[], stdout: string, exitCode = 0): CmdResult => ({ argv, stdout, stderr: '', exitCode, durationMs: 1 });
+
+/** nvidia-smi of a driver that knows kmd_version, not driver_version; every other command is not installed. */
+function kmdHost(): Host & { calls: string[][] } {
+  const calls: string[][] = [];
+  const known = GPU_FIELDS.filter((f) => f !== 'driver_version');
+  return {
+    kind: 'sim',
+    name: 'kmd',
+    calls,
+    env: () => ({}),
+    readFile: async () => null,
+    async run(argv) {
+      calls.push(argv);
+      if (argv[0] !== 'nvidia-smi') return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
+      if (argv[1] === '--help-query-gpu') return ok(argv, [...known, 'kmd_version'].map((f) => `"${f}"\nsome help`).join('\n'));
+      const q = argv[1]!.replace('--query-gpu=', '').split(',');
+      if (q.includes('driver_version')) return { ...ok(argv, '', 2), stdout: 'Field "driver_version" is not a valid field to query.' };
+      return ok(argv, q.map((f) => (f === 'index' ? '0' : f === 'kmd_version' ? '595.71.05' : f === 'name' ? 'NVIDIA H200' : '1')).join(', '));
+    },
+  };
+}
+
+describe('fact sources', () => {
+  it('every probe name has one source, and every source is a known probe', () => {
+    const names = FACT_SOURCES.map((s) => s.probe);
+    expect(new Set(names).size).toBe(names.length);
+    expect([...names].sort()).toEqual([...PROBES].sort());
+  });
+
+  it("systeminformation's shell-running parts read last, after every other probe settled", () => {
+    expect(FACT_SOURCES.filter((s) => s.late).map((s) => s.probe)).toEqual(['si.os', 'si.disks', 'si.net']);
+  });
+
+  it('derivers are pure over the readings: nothing read is nothing claimed', () => {
+    const facts = Object.assign({}, ...FACT_DERIVERS.map((d) => d(new Readings(new Map()), { env: {} })));
+    expect(facts.gpus).toEqual([]);
+    expect(facts.driver.smi).toBe('failed');
+    expect(facts.xid.readable).toBe(false);
+    expect(facts.model).toBeUndefined();
+    expect(facts.listening.size).toBe(0);
+  });
+
+  it('a deriver reads a recorded output: dmesg Xid lines become events', () => {
+    const dmesg = ok(['dmesg'], '[  12.5] NVRM: Xid (PCI:0000:17:00): 79, pid=1, GPU has fallen off the bus.\n');
+    const facts = Object.assign({}, ...FACT_DERIVERS.map((d) => d(new Readings(new Map([['dmesg', dmesg]])), { env: {} })));
+    expect(facts.xid.readable).toBe(true);
+    expect(facts.xid.events.map((e: { code: number }) => e.code)).toEqual([79]);
+  });
+});
+
+describe('one nvidia-smi query for preflight and the serving probe', () => {
+  it('an unknown driver_version field: ask the driver, query kmd_version instead', async () => {
+    const host = kmdHost();
+    const q = await queryGpus(host, 1000);
+    expect(q.r.exitCode).toBe(0);
+    expect(q.fields).toContain('kmd_version');
+    expect(q.fields).not.toContain('driver_version');
+    expect(host.calls.map((c) => c[1]?.slice(0, 12))).toEqual(['--query-gpu=', '--help-query', '--query-gpu=']);
+  });
+
+  it('probe/prewarm GPU rows and preflight facts both get the driver version through the fallback', async () => {
+    const rows = await readGpuRows(kmdHost(), 1000);
+    expect(rows?.[0]?.kmd_version).toBe('595.71.05');
+    const facts = await gatherFacts(kmdHost(), { probes: new Set(['smi.query']) });
+    expect(facts.driver.smi).toBe('ok');
+    expect(facts.gpus[0]?.kmd_version).toBe('595.71.05');
+  });
+});

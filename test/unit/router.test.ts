@@ -1,0 +1,242 @@
+// The router's pure parts: the plan (ports), the HAProxy config text, `show stat` parsing, how a
+// server state reads, the probe's verdict on the backend, and what a rolling restart refuses.
+import { describe, it, expect } from 'vitest';
+import { existsSync, mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Profile } from '../../src/profiles/schema.js';
+import { loadProfile } from '../../src/profiles/load.js';
+import { resolveLoaded } from '../../src/profiles/resolve.js';
+import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/router/config.js';
+import { parseShowStat, serverState } from '../../src/router/api.js';
+import { judgeRouter } from '../../src/router/probe.js';
+import { checkRollable } from '../../src/router/rolling.js';
+import { buildServePlan, withRouterFlag } from '../../src/engine/plan.js';
+import { conflictsWith } from '../../src/engine/serve.js';
+import { vllmArgs } from '../../src/profiles/render.js';
+import type { Instance } from '../../src/engine/registry.js';
+
+const base = (router: unknown, server: Record<string, unknown> = {}) =>
+  Profile.parse({
+    name: 'm',
+    model: { id: 'x/y', parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 8, maxContext: 4096 },
+    server: { port: 8000, ...server },
+    ...(router === undefined ? {} : { router }),
+  });
+
+describe('router plan: ports', () => {
+  it.each([
+    // [router block, replicas, public, replica ports, stats]
+    [{}, 4, 8000, [8001, 8002, 8003, 8004], 8005],
+    [{ replicaPort: 9100 }, 2, 8000, [9100, 9101], 9102],
+    [{ replicaPort: 9100, statsPort: 8404 }, 3, 8000, [9100, 9101, 9102], 8404],
+    [{}, 1, 8000, [8001], 8002],
+  ])('%j x %i replicas', (router, n, pub, ports, stats) => {
+    const r = planRouter(base(router), n, '/state')!;
+    expect(r.bind).toEqual({ host: '0.0.0.0', port: pub });
+    expect(r.servers.map((s) => s.port)).toEqual(ports);
+    expect(r.servers.every((s) => s.host === '127.0.0.1')).toBe(true);
+    expect(r.stats.port).toBe(stats);
+    expect(routerPorts(r)).toEqual([pub, stats]);
+    expect(routerMetricsEndpoint(r).url).toBe(`http://127.0.0.1:${stats}/metrics`);
+    expect(r.socket).toBe('/state/router/m/api.sock');
+  });
+
+  it('no router: block, or enabled: false -> no router, replicas keep server.port + i on server.host', () => {
+    expect(planRouter(base(undefined), 2, '/s')).toBeUndefined();
+    expect(planRouter(base({ enabled: false }), 2, '/s')).toBeUndefined();
+    expect(vllmArgs(base(undefined), 1)).toEqual(expect.arrayContaining(['--port', '8001', '--host', '0.0.0.0']));
+    // behind the router, the replica listens on loopback only
+    const a = vllmArgs(base({}), 1);
+    expect(a.slice(a.indexOf('--port'), a.indexOf('--port') + 4)).toEqual(['--port', '8002', '--host', '127.0.0.1']);
+  });
+
+  it.each([
+    [{ replicaPort: 7999 }, 2, /replica m-1 would listen on 8000, the router's public port/],
+    [{ statsPort: 8002 }, 4, /router.statsPort: 8002 is replica m-1's port/],
+    [{ statsPort: 8000 }, 1, /8000 is the router's public port/],
+    [{ replicaPort: 65535 }, 2, /would need port 65536/],
+  ])('collisions are bad input naming the field: %j', (router, n, msg) => {
+    let err: { message: string; hints?: string[] } | undefined;
+    try {
+      planRouter(base(router), n, '/s');
+    } catch (e) {
+      err = e as { message: string; hints?: string[] };
+    }
+    expect(err?.message).toMatch(/the router's ports collide/);
+    expect(JSON.stringify(err)).toMatch(msg);
+  });
+
+  it('--router turns a router on with the defaults; a profile router: keeps its settings', () => {
+    const loaded = loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2'] });
+    const r = resolveLoaded(loaded);
+    expect(withRouterFlag(r, false)).toBe(r);
+    expect(withRouterFlag(r, true).profile.router).toMatchObject({ enabled: true, checkIntervalMs: 2000 });
+    const plan = buildServePlan(r, { engine: 'sim', vllmBin: 'vllm', prewarm: false, router: true, stateDir: '/tmp/x' });
+    expect(plan.router?.servers.map((s) => s.port)).toEqual([8001, 8002]);
+    expect(plan.replicas.map((p) => p.port)).toEqual([8001, 8002]);
+    // a running server on the stats port is a collision, like one on a replica's
+    const live = { name: 'other-0', port: 8003, pid: 5, engine: 'vllm', gpus: [7] } as unknown as Instance;
+    expect(conflictsWith(plan, [live])).toEqual(['port 8003: held by other-0 (pid 5)']);
+  });
+});
+
+describe('router config text', () => {
+  const plan = planRouter(base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64 }), 2, '/state')!;
+  const text = renderConfig(plan, { socket: plan.socket, logStdout: true });
+  it.each([
+    ['balance leastconn'],
+    ['option httpchk GET /health'],
+    ['http-check expect status 200'],
+    ['option http-server-close'],
+    ['timeout server 3600s'],
+    ['timeout client 300s'],
+    ['timeout tunnel 3600s'],
+    ['timeout queue 60s'],
+    ['default-server check inter 1000ms fastinter 250ms downinter 1000ms fall 2 rise 2 maxconn 64'],
+    ['server m-0 127.0.0.1:8001'],
+    ['server m-1 127.0.0.1:8002'],
+    ['bind 0.0.0.0:8000'],
+    ['bind 127.0.0.1:8003'],
+    ['http-request use-service prometheus-exporter if { path /metrics }'],
+    ['stats socket /state/router/m/api.sock mode 600 level admin'],
+    ['retry-on conn-failure empty-response'],
+  ])('has %s', (line) => expect(text.split('\n').map((l) => l.trim())).toContain(line));
+
+  it('nothing that buffers or rewrites a stream, and no key or Authorization anywhere', () => {
+    expect(text).not.toMatch(/compression|http-buffer-response|Authorization|api[-_]?key|Bearer/i);
+  });
+
+  it('without a socket (an operator HAProxy) no stats socket line; logs to syslog', () => {
+    const t = renderConfig(plan);
+    expect(t).not.toContain('stats socket');
+    expect(t).toContain('log /dev/log local0');
+  });
+
+  it('an IPv6 bind is bracketed; a value that could add a directive is refused', () => {
+    const v6 = planRouter(base({}, { host: '::' }), 1, '/s')!;
+    expect(renderConfig(v6)).toContain('bind [::]:8000');
+    const bad = { ...plan, servers: [{ name: 'm-0\n    server evil 10.0.0.1:80', host: '127.0.0.1', port: 8001 }] };
+    expect(() => renderConfig(bad)).toThrow(/characters a config line cannot hold/);
+  });
+
+  it.skipIf(!existsSync('/usr/sbin/haproxy'))('HAProxy itself accepts it (haproxy -c), with and without the socket', () => {
+    const d = mkdtempSync(join(tmpdir(), 'router-cfg-'));
+    try {
+      for (const [i, t] of [renderConfig({ ...plan, bind: { host: '127.0.0.1', port: 8000 } }, { socket: join(d, 'api.sock'), logStdout: true }), renderConfig(plan)].entries()) {
+        writeFileSync(join(d, `${i}.cfg`), t);
+        expect(execFileSync('/usr/sbin/haproxy', ['-c', '-f', join(d, `${i}.cfg`)], { encoding: 'utf8' })).toMatch(/Configuration file is valid/);
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+// A real capture (test/fixtures/router/SOURCE.md): m-0 UP, m-1 DOWN (refused), m-2 DRAIN.
+const CAPTURE = readFileSync(new URL('../fixtures/router/show-stat-2.6.csv', import.meta.url), 'utf8');
+const [HEADER_LINE, ...ROWS] = CAPTURE.split('\n').filter(Boolean);
+const HEADER = `${HEADER_LINE}\n`;
+const M0 = ROWS.find((r) => r.startsWith('replicas,m-0,'))!;
+/** A server row of the capture, renamed and with its status (and check) replaced, fields by the header. */
+const row = (sv: string, scur: number, status: string, check = 'L7OK', lastChk = '') => {
+  const cols = HEADER_LINE!.slice(2).split(',');
+  const f = M0.split(',');
+  const set = (k: string, v: string) => (f[cols.indexOf(k)] = v);
+  set('svname', sv);
+  set('scur', String(scur));
+  set('status', status);
+  set('check_status', check);
+  set('last_chk', lastChk);
+  return `${f.join(',')}\n`;
+};
+
+describe('show stat', () => {
+  it('reads the server rows of a real capture by its header (not FRONTEND/BACKEND)', () => {
+    const st = parseShowStat(CAPTURE);
+    expect(st.map((s) => [s.backend, s.server, s.status, serverState(s), s.checkStatus, s.lastCheck, s.scur])).toEqual([
+      ['replicas', 'm-0', 'UP', 'up', 'L7OK', '', 0],
+      ['replicas', 'm-1', 'DOWN', 'down', 'L4CON', 'Connection refused', 0],
+      ['replicas', 'm-2', 'DRAIN', 'drain', 'L7OK', '', 0],
+    ]);
+    expect(st[1]!.chkdown).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counters by their column: scur, qcur', () => {
+    const st = parseShowStat(HEADER + row('m-9', 7, 'UP'));
+    expect(st[0]).toMatchObject({ server: 'm-9', scur: 7, status: 'UP' });
+  });
+
+  it.each([
+    ['', /without its CSV header/],
+    ['Unknown command. Please enter one of the following commands only :', /without its CSV header/],
+    ['# pxname,svname,qcur\nreplicas,m-0,0\n', /no scur column/],
+  ])('a hostile answer is an error, never an empty healthy list: %j', (text, msg) => expect(() => parseShowStat(text)).toThrow(msg));
+
+  it('a truncated row is skipped, not half read', () => {
+    expect(parseShowStat(`${HEADER}replicas,m-0,0,0\n${row('m-1', 1, 'UP')}`).map((s) => s.server)).toEqual(['m-1']);
+  });
+
+  it.each([
+    ['UP', 'up'],
+    ['no check', 'up'],
+    ['UP 1/2', 'up-checking'],
+    ['DOWN', 'down'],
+    ['DOWN 1/2', 'down-checking'],
+    ['DRAIN', 'drain'],
+    ['NOLB', 'drain'],
+    ['MAINT', 'maint'],
+    ['MAINT (via replicas/m-0)', 'maint'],
+    ['MAINT (resolution)', 'maint'],
+    ['garbage', 'unknown'],
+  ])('status %j reads %s', (status, want) => expect(serverState({ status })).toBe(want));
+});
+
+describe('the probe: the backend as HAProxy sees it', () => {
+  const rec = { socket: '/s', configFile: '/c', backend: 'replicas', statsPort: 8005, servers: [0, 1, 2].map((i) => ({ name: `m-${i}`, host: '127.0.0.1', port: 8001 + i })) };
+  const stats = (statuses: string[]) => parseShowStat(HEADER + statuses.map((s, i) => row(`m-${i}`, 0, s, s === 'DOWN' ? 'L4CON' : 'L7OK', s === 'DOWN' ? 'Connection refused' : '')).join(''));
+  it.each([
+    [['UP', 'UP', 'UP'], 'pass', /3\/3 replicas UP/],
+    [['UP', 'DOWN', 'UP'], 'fail', /marked 1 of 3 replica\(s\) down: m-1 \(port 8002\) DOWN: L4CON Connection refused/],
+    [['UP', 'MAINT', 'UP'], 'warn', /2\/3 UP; m-1 \(port 8002\) MAINT/],
+    [['UP', 'UP 1/2', 'DRAIN'], 'warn', /1\/3 UP/],
+    [['MAINT', 'MAINT', 'DRAIN'], 'fail', /no replica takes traffic/],
+    [['UP', 'UP'], 'fail', /m-2 \(port 8003\) missing/],
+  ])('%j -> %s', (st, status, detail) => {
+    const { step, view } = judgeRouter(rec, stats(st));
+    expect(step.status).toBe(status);
+    expect(step.detail).toMatch(detail);
+    expect(view.servers).toHaveLength(3);
+  });
+});
+
+describe('rolling restart: what it refuses', () => {
+  const loaded = loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2'] });
+  const plan = buildServePlan(resolveLoaded(loaded), { engine: 'sim', vllmBin: 'vllm', prewarm: false, router: true, stateDir: '/tmp/x' });
+  const router = (servers: Array<{ name: string; port: number }>) =>
+    ({ name: 'qwen3.5-9b-router', router: { socket: '/s', configFile: '/c', backend: 'replicas', statsPort: 1, servers: servers.map((s) => ({ ...s, host: '127.0.0.1' })) } }) as unknown as Instance;
+  it('the same servers: fine', () => {
+    expect(() =>
+      checkRollable(
+        plan,
+        router([
+          { name: 'qwen3.5-9b-0', port: 8001 },
+          { name: 'qwen3.5-9b-1', port: 8002 },
+        ]),
+      ),
+    ).not.toThrow();
+  });
+  it.each([
+    [[{ name: 'qwen3.5-9b-0', port: 8001 }]],
+    [
+      [
+        { name: 'qwen3.5-9b-0', port: 8001 },
+        { name: 'qwen3.5-9b-1', port: 9002 },
+      ],
+    ],
+    [[]],
+  ])('a profile edited to another layout: bad input with the way out (%j)', (servers) => {
+    expect(() => checkRollable(plan, router(servers))).toThrow(/the running router balances/);
+  });
+});
