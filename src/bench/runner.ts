@@ -10,6 +10,7 @@ import { SseSplitter, SseError } from './sse.js';
 import { classifyFailure, type RequestOutput } from './metrics.js';
 import { judgeClient, type ClientCheck } from './selfcheck.js';
 import { Scraper, type ScrapeSample } from './scrape.js';
+import { pause } from '../util/pause.js';
 
 export interface BenchRequest {
   /** completions: the prompt text */
@@ -87,7 +88,7 @@ async function until(t: number, stop?: AbortSignal) {
     // in one synchronous burst and read no answer meanwhile (the lag would feed itself).
     if (left <= 0) return void (await new Promise((r) => setImmediate(r)));
     // libuv timers fire up to 1 ms after their time: aim the timer 1 ms early
-    if (left > 1.5) await new Promise((r) => setTimeout(r, left - 1));
+    if (left > 1.5) await pause(left - 1);
     else await new Promise((r) => setImmediate(r));
   }
 }

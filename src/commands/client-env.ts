@@ -1,6 +1,6 @@
 import { Registry, type Instance } from '../engine/registry.js';
 import { stateDir } from './common.js';
-import { listProfiles, loadPlatform, loadProfile, loadProfileFile } from '../profiles/load.js';
+import { listProfiles, loadPlatform, DEFAULT_PLATFORM, loadProfile, loadProfileFile } from '../profiles/load.js';
 import type { Profile } from '../profiles/schema.js';
 import { servedName } from '../profiles/render.js';
 import { planMemory } from '../profiles/planner.js';
@@ -16,7 +16,9 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   // and the registry entry (a file on disk) is as hostile as any other input.
   if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
     throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
-  const inst = new Registry(stateDir()).find(name)[0]?.inst;
+  // Behind a router, clients use the router (the replicas listen on loopback only).
+  const found = new Registry(stateDir()).find(name);
+  const inst = (found.find((e) => e.inst.role === 'router') ?? found[0])?.inst;
   let port: number, model: string, keyEnv: string | undefined;
   let profile: Profile | undefined;
   if (inst) {
@@ -102,7 +104,7 @@ function claudeCodeFixes(name: string, p: Profile | undefined, s: ServedFacts, d
 function fittingContexts(p: Profile): number[] {
   let gpuMemoryBytes: number;
   try {
-    gpuMemoryBytes = hostFromPlatform(loadPlatform(p.platform ?? 'hopper-cuda13')).gpuMemoryBytes;
+    gpuMemoryBytes = hostFromPlatform(loadPlatform(p.platform ?? DEFAULT_PLATFORM)).gpuMemoryBytes;
   } catch {
     return [];
   }

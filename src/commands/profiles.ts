@@ -84,7 +84,7 @@ export function initYaml(r: Prepared, model: string): string {
     `name: ${p.name}`,
     `description: ${JSON.stringify(p.description)}`,
     'model:',
-    ...(p.model.id ? [`  id: ${p.model.id}`] : [`  path: ${p.model.path}`]),
+    ...(p.model.id ? [`  id: ${JSON.stringify(p.model.id)}`] : [`  path: ${JSON.stringify(p.model.path)}`]),
     `  servedName: ${p.model.servedName}     # what clients send as "model" (no "/")`,
     'engine:',
     '  vllmVersion: auto            # the installed vLLM (--vllm-bin) decides the flags; pin a version to refuse any other',

@@ -5,6 +5,7 @@
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
 import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
 import { parseListeningPorts } from '../host/parse.js';
+import { pause } from '../util/pause.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
@@ -173,8 +174,6 @@ function signalProven(id: Identity, sig: NodeJS.Signals): boolean {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /**
@@ -192,11 +191,11 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
   // an aborted signal cuts the wait short: SIGKILL now
   while (Date.now() < deadline && !opts.signal?.aborted) {
     if (!groupMembers(pgid).length) return 'terminated';
-    await sleep(50);
+    await pause(50);
   }
   if (!groupMembers(pgid).length) return 'terminated';
   if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
-  for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await sleep(25);
+  for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await pause(25);
   return 'killed';
 }
 

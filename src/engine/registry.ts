@@ -6,6 +6,7 @@ import { join, basename, dirname } from 'node:path';
 import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
+import { pause } from '../util/pause.js';
 
 export interface Instance {
   version: 1;
@@ -324,7 +325,7 @@ export async function lockFile(path: string, timeoutMs: number, busy: (pid: numb
       continue;
     }
     if (Date.now() > deadline) throw busy(pid!);
-    await new Promise((r) => setTimeout(r, 20 + Math.random() * 30));
+    await pause(20 + Math.random() * 30); // jittered: ten probes waiting do not retry in step
   }
 }
 

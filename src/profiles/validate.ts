@@ -13,6 +13,8 @@ export interface HostShape {
   /** flag: --gpus; detected: read from the host; platform: assumed from the baseline */
   gpusSource: 'flag' | 'detected' | 'platform' | 'nodes';
   gpuMemoryBytes: number;
+  /** the least free memory of any GPU, when read from the host (another process may hold some) */
+  gpuMemoryFreeBytes?: number;
   computeCapability?: string;
   gpuName?: string;
   /** true when a nodes file drives a multi-node launch */
@@ -45,7 +47,7 @@ export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts
   hostFreeRules(p, err);
   hostRules(p, host, err, warn, m);
   // Memory: only meaningful for a parallel layout that is valid.
-  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err);
+  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err, warn);
   return out;
 }
 
@@ -181,8 +183,16 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
   }
 }
 
-function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say): void {
+function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn: Say): void {
   const u = p.engine.gpuMemoryUtilization;
+  // vLLM budgets u x total and refuses to start when less than that is free ("Free memory on device ...").
+  if (host.gpuMemoryFreeBytes !== undefined && p.engine.kvCacheMemoryBytes === undefined && host.gpuMemoryFreeBytes < u * host.gpuMemoryBytes) {
+    warn(
+      'engine.gpuMemoryUtilization',
+      `${u} x ${(host.gpuMemoryBytes / GIB).toFixed(1)} GiB = ${((u * host.gpuMemoryBytes) / GIB).toFixed(1)} GiB per GPU, but a GPU has only ${(host.gpuMemoryFreeBytes / GIB).toFixed(1)} GiB free: another process holds GPU memory and vLLM would refuse to start`,
+      `stop what holds it (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), or --set engine.gpuMemoryUtilization=${Math.floor((host.gpuMemoryFreeBytes / host.gpuMemoryBytes) * 100) / 100}`,
+    );
+  }
   {
     const plan = planMemory(p, host.gpuMemoryBytes, m);
     if (plan.availableKvBytes <= 0) {

@@ -392,7 +392,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     'KV cache too small for one request (VLLM_CPU_KVCACHE_SPACE=1 exported; the profile says 64 KiB)',
     () => serve(['engine.kvCacheMemoryBytes=65536'], ['--json']),
     'max-model-len',
-    /max model len 512 (needs [\d.]+ GiB of KV cache|does not fit in the KV cache)/,
+    /max model len 512 (needs (more|[\d.]+ [MG]iB of)? KV cache|does not fit in the KV cache)/,
     /engine\.maxModelLen/,
   );
   failure('missing model path', () => serve(['model.path=.cache/no-such-model'], ['--json']), 'model-not-found', /the model could not be found/, /model\.path/);

@@ -220,3 +220,30 @@ describe('profileForModel: TP, replicas, context and name for a model without a 
     expect(planMemory(profile, 16 * GIB, f).fits).toBe(true);
   });
 });
+
+describe("planMemory: vLLM 0.27's KV-cache numbers (kv_cache_utils.py) for a fixed 4 MiB cache, block 128 (CPU)", () => {
+  const at = (name: string, sets: Record<string, unknown> = {}) =>
+    planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 4 * 1024 * 1024, blockSize: 128, ...sets } }), 80 * GIB, facts(name));
+  // Logged by the real CPU vLLM for the tiny models of test/real-vllm/make_tiny_models.py (same shapes)
+  it.each([
+    ['qwen3-gqa', 8192, '16.00'],
+    ['qwen3-moe', 8192, '16.00'],
+    // 1 full + 5 sliding layers: 6 groups of 1 layer; a request takes 4 blocks of the full group and 5 of each sliding one
+    ['gemma3-sliding', 2259, '4.41'],
+  ])('%s: %i tokens, %sx', (name, tokens, conc) => {
+    const p = at(name);
+    expect(p.kvTokens).toBe(tokens);
+    expect(p.maxConcurrency.toFixed(2)).toBe(conc);
+  });
+  it('hybrid linear attention: a state page larger than the attention page grows the block (vLLM aligns the page sizes)', () => {
+    // Qwen3.5-9B's Gated DeltaNet shape: 16 key heads, 32 value heads, head dims 128, conv kernel 4
+    const raw = { ...cfg('qwen3-next-hybrid'), linear_num_key_heads: 16, linear_num_value_heads: 32, linear_key_head_dim: 128, linear_value_head_dim: 128 };
+    const f = parseModelConfig(raw);
+    expect(f.linearStateBytes! / f.linearLayers).toBe((3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2);
+    const p = planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 64 * 1024 ** 2, blockSize: 16 } }), 80 * GIB, f);
+    // the attention page (2 KV heads x 32 x 2 B x 2 per token) grows to hold one layer's state
+    expect(p.blockSize).toBe(Math.ceil(Math.ceil(1_097_728 / 256) / 16) * 16);
+    expect(p.stateBytesPerSeq).toBe(f.linearStateBytes);
+    expect(p.maxConcurrency).toBeGreaterThan(0);
+  });
+});
