@@ -165,7 +165,8 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   if (!name) throw new UsageError('bench what? name a running instance or a profile, or --url URL', ['sparkctl status lists running servers']);
   const running = new Registry(stateDir()).find(name).filter((x) => x.alive);
   if (running.length) {
-    const t = targetFromInstance(running[0]!.inst);
+    // A profile behind a router is benched through it: the one endpoint its clients use.
+    const t = targetFromInstance((running.find((x) => x.inst.role === 'router') ?? running[0])!.inst);
     if (opts.model) t.servedName = opts.model;
     return t;
   }

@@ -12,7 +12,9 @@ import { shellQuote, commandLine, commentValue } from '../output/format.js';
 
 export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string }) {
   if (!opts.claudeCode && !opts.openai) throw new UsageError('which client? --claude-code or --openai');
-  const inst = new Registry(stateDir()).find(name)[0]?.inst;
+  // Behind a router, clients use the router (the replicas listen on loopback only).
+  const found = new Registry(stateDir()).find(name);
+  const inst = (found.find((e) => e.inst.role === 'router') ?? found[0])?.inst;
   let port: number, model: string, keyEnv: string | undefined;
   let profile: Profile | undefined;
   if (inst) {

@@ -43,6 +43,9 @@ export interface Check {
   run(ctx: Ctx): CheckResult;
 }
 
+/** The same words as the router's own refusal (src/router/process.ts INSTALL_FIX). */
+const ROUTER_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path; or serve without a router';
+
 const pass = (observed: string, expected = ''): CheckResult => ({ status: 'pass', observed, expected });
 const warn = (observed: string, expected: string, fix: string): CheckResult => ({ status: 'warn', observed, expected, fix });
 const fail = (observed: string, expected: string, fix: string): CheckResult => ({ status: 'fail', observed, expected, fix });
@@ -725,6 +728,22 @@ export const CHECKS: Check[] = [
       if (taken.length)
         return fail(`port(s) ${taken.join(', ')} already listening`, `${ctx.ports.join(', ')} free`, `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'; or --set server.port=N`);
       return pass(`${ctx.ports.join(', ')} free`);
+    },
+  },
+  {
+    id: 'router.haproxy',
+    area: 'router',
+    title: 'HAProxy for the router in front of the replicas',
+    probes: ['which.haproxy'],
+    blocking: true,
+    run(ctx) {
+      if (!ctx.profile) return skip('no profile given');
+      if (!ctx.profile.router?.enabled) return skip('the profile has no router (serve --router, or router: in the profile, adds one)');
+      if (ctx.facts.notCollected.has('which.haproxy')) return skip('the bundle did not look for HAProxy');
+      const bin = ctx.profile.router.bin;
+      const found = ctx.facts.haproxy.bins;
+      if (!found.length) return fail(bin.includes('/') ? `${bin}: not an executable` : `${bin} is not installed (not on PATH, not in /usr/sbin or /usr/local/sbin)`, 'haproxy', ROUTER_FIX);
+      return pass(found[0]!, 'haproxy');
     },
   },
   {

@@ -192,3 +192,30 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(rr.stderr).toMatch(/restart --rolling needs the router/);
   }, 90_000);
 });
+
+describe('router: where HAProxy is missing, and the outputs for other supervisors', () => {
+  it('a router whose HAProxy is not installed: a preflight finding with the install fix; --skip-preflight refuses before launching anything', async () => {
+    const missing = ['--set', 'router.bin=/nonexistent/haproxy'];
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(2), ...missing, '--no-prewarm'], { env: env() });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toMatch(/FAIL|router\.haproxy/);
+    expect(r.stderr).toMatch(/router\.haproxy: \/nonexistent\/haproxy: not an executable/);
+    expect(r.stderr).toMatch(/apt-get install haproxy/);
+    const s = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(2), ...missing, '--no-prewarm', '--skip-preflight'], { env: env() });
+    expect(s.exitCode).toBe(2);
+    expect(s.stderr).toMatch(/the router needs HAProxy, and \/nonexistent\/haproxy is not installed here/);
+    expect(processesMarked(marker)).toEqual([]);
+  });
+
+  it('k8s leaves the router out (the Service balances) and vLLM listens on the pod port; systemd says how to restart without downtime', async () => {
+    const k = await cli(['k8s', 'qwen3.5-9b', '--set', 'router.enabled=true'], { env: env() });
+    expect(k.exitCode, k.stderr).toBe(0);
+    expect(String(k.stdout)).toMatch(/^# router: not rendered/);
+    expect(String(k.stdout)).toContain("- '8000'");
+    expect(String(k.stdout)).not.toContain('127.0.0.1');
+    const u = await cli(['systemd', 'qwen3.5-9b', '--set', 'router.enabled=true'], { env: env() });
+    expect(u.exitCode, u.stderr).toBe(0);
+    expect(String(u.stdout)).toMatch(/The router \(HAProxy on port 8000\) runs inside this service/);
+    expect(String(u.stdout)).toMatch(/sparkctl restart qwen3\.5-9b --rolling/);
+  });
+});
