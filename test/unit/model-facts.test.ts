@@ -160,7 +160,7 @@ describe('resolveModelFacts: the profile overrides the file, with a warning', ()
   });
   it('no file: the profile facts, and the plan says so', () => {
     const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
-    expect(model!.note).toMatch(/from the profile \(no config.json at \/c\/refs\/main\)/);
+    expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the hf download fix', () => {
     const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
