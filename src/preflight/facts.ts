@@ -248,7 +248,13 @@ export const FACT_SOURCES: readonly FactSource[] = [
     // PATH may lack; only where it matters: a profile with a router, or none (collect, a plain preflight)
     probe: 'which.haproxy',
     read: (x) => {
-      const argv = ['sh', '-c', 'command -v "$1"; case "$1" in */*) ;; *) for f in /usr/sbin/"$1" /usr/local/sbin/"$1"; do [ -x "$f" ] && echo "$f"; done;; esac; true', 'sh', x.profile?.router?.bin ?? 'haproxy'];
+      const argv = [
+        'sh',
+        '-c',
+        'command -v "$1"; case "$1" in */*) ;; *) for f in /usr/sbin/"$1" /usr/local/sbin/"$1"; do [ -x "$f" ] && echo "$f"; done;; esac; true',
+        'sh',
+        x.profile?.router?.bin ?? 'haproxy',
+      ];
       return !x.profile || x.profile.router?.enabled ? x.run('which.haproxy', argv) : Promise.resolve(x.notRun(argv));
     },
   },

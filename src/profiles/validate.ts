@@ -214,7 +214,7 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /**
- * Every string of a profile is one line of plain text: a control character (a newline, ESC, NEL,
+ * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC, NEL,
  * U+2028) in a name, path, argument or variable would start a new line, setting or document in
  * the text sparkctl generates from it (shell, YAML, unit files, textfiles), so it is refused here,
  * where the field can still be named. Walks the whole parsed profile, so a new field is covered too.
@@ -231,6 +231,9 @@ export function textProblems(p: unknown): Problem[] {
           message: `${JSON.stringify(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
           fix: 'keep it to one line of printable text (no newline, tab, escape or line separator)',
         });
+    } else if (typeof v === 'number' && !Number.isFinite(v)) {
+      // YAML's .inf and .nan pass zod's positive()/min(); no field of a profile means them.
+      out.push({ path, severity: 'error', message: `${v} is not a finite number`, fix: 'a plain number' });
     } else if (Array.isArray(v)) {
       for (const [i, x] of v.entries()) walk(x, `${path}[${i}]`);
     } else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path ? `${path}.${k}` : k);

@@ -160,7 +160,7 @@ describe('resolveModelFacts: the profile overrides the file, with a warning', ()
   });
   it('no file: the profile facts, and the plan says so', () => {
     const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
-    expect(model!.note).toMatch(/from the profile \(no config.json at \/c\/refs\/main\)/);
+    expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the hf download fix', () => {
     const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
@@ -245,5 +245,26 @@ describe("planMemory: vLLM 0.27's KV-cache numbers (kv_cache_utils.py) for a fix
     expect(p.blockSize).toBe(Math.ceil(Math.ceil(1_097_728 / 256) / 16) * 16);
     expect(p.stateBytesPerSeq).toBe(f.linearStateBytes);
     expect(p.maxConcurrency).toBeGreaterThan(0);
+  });
+});
+
+describe('a hostile config.json', () => {
+  it.each([
+    ['num_hidden_layers', 1e9, /num_hidden_layers: 1000000000 is beyond any model/],
+    ['num_hidden_layers', 2.5, /num_hidden_layers: 2.5 \(a positive integer\)/],
+    ['num_attention_heads', -4, /num_attention_heads: -4/],
+    ['max_position_embeddings', '2048', /max_position_embeddings: "2048"/],
+    ['num_experts', 1e8, /num_experts: 100000000 is beyond any model/],
+  ])('%s = %s is refused quickly, naming the field', (field, value, msg) => {
+    const raw = { ...cfg('qwen3-moe'), [field]: value };
+    const t0 = Date.now();
+    expect(() => parseModelConfig(raw)).toThrow(msg);
+    expect(Date.now() - t0).toBeLessThan(200);
+  });
+  it('a config.json of many MiB is not parsed', async () => {
+    const big = `{"pad": "${'x'.repeat(5 * 1024 * 1024)}"}`;
+    const r = await readModel({ readFile: async (p) => (p.endsWith('config.json') ? big : null), env: () => ({}) }, { path: '/m' });
+    expect(r.error).toMatch(/is not a model config/);
+    expect(r.facts).toBeUndefined();
   });
 });
