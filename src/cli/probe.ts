@@ -11,7 +11,7 @@ export default createCommand({
     ['--timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--timeout', 'ms')],
     ['--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai'],
     ['--prometheus <file>', 'write a node_exporter textfile (atomically)'],
-    ['--alert-webhook <url>', 'POST JSON when a target changes state', urlArg('--alert-webhook')],
+    ['--alert-webhook <url>', 'POST JSON when a target changes state; kept and retried by the next run until it answers 2xx', urlArg('--alert-webhook')],
     ['-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)'],
     ['--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms')],
     ['--gpu-from <dir>', "judge the GPUs of a support bundle (sparkctl collect) instead of this host's"],
@@ -19,7 +19,7 @@ export default createCommand({
     GPU_HOUR_PRICE('with --prometheus: also write the running cost per 1K tokens (or probe.gpuHourPriceUsd in the profile)'),
     ['--json', 'machine-readable output'],
   ],
-  description: 'deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy, 3 unreachable)',
+  description: 'deep health check: live, identity, 1-token inference, metrics, GPU, auth (0 healthy, 1 unhealthy or an alert not delivered, 3 unreachable)',
   help: `
 Examples:
   sparkctl probe --all

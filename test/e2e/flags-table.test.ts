@@ -107,6 +107,8 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['collect'], '--out', [aFile, '/proc/x']],
   [() => ['client-env', 'qwen3.5-9b', '--openai'], '--host', ['a b', 'x;touch y', 'x\ny']],
   [() => ['bench', 'compare', aFile, aFile], '--threshold', ['-1', 'abc']],
+  [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa'), '--gpus', '1'], '--out', ['/dev/full', MISSING, aFile + '/x.yaml']],
+  [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa')], '--gpus', BAD_COUNT],
 ];
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
