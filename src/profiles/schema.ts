@@ -50,6 +50,7 @@ export const EngineBlock = z.strictObject({
   reasoningParser: z.string().optional(),
   toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),
   extraArgs: z.array(z.string()).default([]).describe('Appended verbatim after the rendered flags'),
+  runtime: z.enum(['host', 'container']).default('host').describe('host: the vllm executable on this machine; container: vLLM in an image run by docker or podman (container: block)'),
 });
 
 export const ParallelBlock = z.strictObject({
@@ -136,6 +137,42 @@ export const RouterBlock = z.strictObject({
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
 });
 
+const imageRef = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,300}$/, 'an image reference such as nvcr.io/nvidia/vllm:25.09-py3 or repo@sha256:<64 hex>')
+  .refine((s) => !s.includes('@') || /@sha256:[0-9a-f]{64}$/.test(s), { message: 'a digest pin is @sha256: and 64 lower-case hex digits' });
+
+export const ContainerBlock = z.strictObject({
+  cli: z.enum(['docker', 'podman']).optional().describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),
+  image: imageRef.optional().describe('default: nvcr.io/nvidia/vllm:<NGC tag>-py3 on DGX baselines, vllm/vllm-openai:v<engine.vllmVersion> elsewhere'),
+  cliArgs: z
+    .array(z.string().regex(/^--[a-z][a-z-]*(=.*)?$|^[^-].*$/, 'a global option of the CLI, such as --runtime or runc'))
+    .default([])
+    .describe('Global options before "run" (podman --runtime runc --cgroup-manager=cgroupfs); also used for inspect, logs, stop and rm'),
+  network: z.enum(['publish', 'host']).default('publish').describe('publish: -p HOST:PORT:PORT on server.host; host: --network host (always for Ray)'),
+  shmSize: z
+    .string()
+    .regex(/^\d+[kmg]?$/i, 'a size such as 16g')
+    .optional()
+    .describe('--shm-size instead of --ipc=host'),
+  ulimits: z
+    .record(z.string().regex(/^[a-z]+$/), z.string().regex(/^-?\d+(:-?\d+)?$/))
+    .default({ memlock: '-1', stack: '67108864' })
+    .describe("--ulimit NAME=VALUE each (NVIDIA's playbooks: memlock=-1, stack=67108864); {} for none"),
+  hfCache: z.string().optional().describe('The Hugging Face cache mounted read-only (default $HF_HOME, else ~/.cache/huggingface)'),
+  mounts: z
+    .array(
+      z.strictObject({
+        source: z.string().regex(/^\/[^,:]*$/, 'an absolute path without , or :'),
+        target: z.string().regex(/^\/[^,:]*$/, 'an absolute path without , or :'),
+        readOnly: z.boolean().default(true),
+      }),
+    )
+    .default([])
+    .describe('More bind mounts (read-only unless readOnly: false)'),
+});
+export type ContainerBlock = z.infer<typeof ContainerBlock>;
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -148,6 +185,7 @@ export const Profile = z.strictObject({
   probe: ProbeBlock.default(ProbeBlock.parse({})),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
+  container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;
