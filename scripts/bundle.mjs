@@ -3,12 +3,17 @@
 // load lazily). One file per verb instead of ~60 small modules and package entry points: start-up
 // of `sparkctl serve --dry-run` drops by ~10 % (scripts/bench-startup.mjs).
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 const outdir = new URL('../dist/bundle/', import.meta.url).pathname;
 // Chunk names carry a content hash: without this, every rebuild leaves the old chunks behind
 // (seen: 270 files after a day of builds, all of it carried to the GPU machine).
 rmSync(outdir, { recursive: true, force: true });
+// Files the CLI would otherwise read from node_modules at run time go into the bundle: the built
+// bin/ + dist/ + profiles/ run on a GPU host where nothing was installed (report --html, bench --html).
+const req = createRequire(import.meta.url);
+const uplot = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
 await build({
   entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],
   outdir,
@@ -19,6 +24,7 @@ await build({
   target: 'node20',
   packages: 'bundle',
   logLevel: 'warning',
+  define: { __SPARKCTL_UPLOT__: JSON.stringify(uplot) },
   // CommonJS dependencies (prom-client, js-yaml's require paths) need a require in ESM.
   banner: { js: "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);" },
 });

@@ -21,11 +21,12 @@ import systemd from './cli/systemd.js';
 import k8s from './cli/k8s.js';
 import clientEnv from './cli/client-env.js';
 import bench from './cli/bench.js';
+import monitoring from './cli/monitoring.js';
 import sim from './cli/sim.js';
 import restart from './cli/restart.js';
 import router from './cli/router.js';
 
-const VERBS: VerbDef[] = [serve, plan, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, sim];
+const VERBS: VerbDef[] = [serve, plan, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
 
 function version(): string {
   // dist/cli.js or dist/bundle/cli.js

@@ -77,8 +77,8 @@ export interface SimHandle {
 }
 
 /** Starts `sparkctl sim serve` exactly as serve would launch it, on a free port of 127.0.0.1. */
-export async function startSim(args: string[], opts: { env?: Record<string, string>; waitReady?: boolean; model?: string } = {}): Promise<SimHandle> {
-  const port = await freePort();
+export async function startSim(args: string[], opts: { env?: Record<string, string>; waitReady?: boolean; model?: string; port?: number } = {}): Promise<SimHandle> {
+  const port = opts.port ?? (await freePort());
   let buf = '';
   const proc = execaRaw(process.execPath, [BIN, 'sim', 'serve', opts.model ?? 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0.2', ...args], {
     reject: false,

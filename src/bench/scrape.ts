@@ -4,6 +4,7 @@
 import parsePrometheus from 'parse-prometheus-text-format';
 import { http } from '../client/http.js';
 import { performance } from 'node:perf_hooks';
+import { pause } from '../util/pause.js';
 
 type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
 
@@ -105,7 +106,7 @@ export class Scraper {
     if (this.timer) clearInterval(this.timer);
     if (this.intervalMs > 0) {
       // a periodic read still in flight would land after the final one: wait for it
-      for (let i = 0; i < 200 && this.busy; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && this.busy; i++) await pause(50);
       await this.once(10_000);
     }
     return this.samples;

@@ -1,7 +1,7 @@
 // The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
 // and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
-import { executableFor, simTail, type ServeOptions } from '../engine/plan.js';
+import { executableFor, simTail, readSecrets, type ServeOptions } from '../engine/plan.js';
 import { resolveProfile, requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
@@ -114,8 +114,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     say(c.dim(`# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at http://${nf.head.address}:${rep.port}`));
     return;
   }
-  const key = r.profile.server.apiKeyEnv ? process.env[r.profile.server.apiKeyEnv] : undefined;
-  if (r.profile.server.apiKeyEnv && !key) throw new UsageError(`server.apiKeyEnv names ${r.profile.server.apiKeyEnv}, which is not set`);
+  // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
+  const key = readSecrets(r.profile).VLLM_API_KEY;
   // How long each node's `ray start` may take before its process group is ended (a worker that
   // cannot reach the head otherwise retries for minutes and joins late).
   const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;

@@ -28,6 +28,17 @@ export interface Signature {
 
 const num = (re: RegExp, s: string): string | undefined => re.exec(s)?.[1];
 
+/**
+ * One of vLLM's GiB figures (rounded to 2 decimals) in a unit that keeps its digits: MiB below
+ * 1 GiB, and a bound where it rounded to zero (under 0.005 GiB, about 5 MiB).
+ */
+export function gibFigure(text: string): string {
+  const g = Number(text);
+  if (!(g > 0)) return 'under 5 MiB';
+  if (g < 1) return `${Math.round(g * 1024)} MiB`;
+  return `${text} GiB`;
+}
+
 /** "12080" (torch's found version) -> "12.8" */
 const cudaOf = (v: string) => `${Math.floor(Number(v) / 1000)}.${Math.floor((Number(v) % 1000) / 10)}`;
 
@@ -47,7 +58,13 @@ export const SIGNATURES: Signature[] = [
     cause: (m, flat) => {
       const need = num(/\(([\d.]+) GiB KV\s*cache is needed/, flat);
       const have = num(/available KV cache memory \(([\d.]+) GiB\)/, flat);
-      return need && have ? `max model len ${m[1]} needs ${need} GiB of KV cache, only ${have} GiB is available` : `max model len ${m[1]} does not fit in the KV cache left after the weights`;
+      if (!need || !have) return `max model len ${m[1]} does not fit in the KV cache left after the weights`;
+      // vLLM rounds both to 2 decimals of a GiB: for a small model both can read 0.0, which says nothing.
+      if (Number(need) === Number(have)) {
+        const est = num(/estimated maximum model length is (\d+)/, flat);
+        return `max model len ${m[1]} needs more KV cache than is available (vLLM reports both as ${need} GiB: ${gibFigure(need)} each)${est && Number(est) > 0 ? `; what is available holds about ${est} tokens` : ''}`;
+      }
+      return `max model len ${m[1]} needs ${gibFigure(need)} of KV cache, only ${gibFigure(have)} is available`;
     },
     fix: (m, flat) => {
       const est = num(/estimated maximum model length is (\d+)/, flat);

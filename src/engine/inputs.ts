@@ -3,7 +3,7 @@
 // version. Each read is bounded; none of them downloads, launches or writes anything but a cache.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadProfile, parseProfile, loadPlatform, type LoadedProfile } from '../profiles/load.js';
+import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
 import { resolveLoaded, hostShapeFromGpus, readModelFor, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
@@ -91,7 +91,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
         Promise.resolve({ bin: 'the simulator', version: simVersion(loaded?.profile.engine.vllmVersion), source: 'cache' as const })
       : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
-  const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? 'hopper-cuda13');
+  const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
   let generated: Prepared['generated'];
   let lp = loaded;
@@ -105,7 +105,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     let shape = host ?? hostFromPlatform(platform, opts.gpus);
     if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
     const choice = profileForModel(target!, modelRead.facts, shape);
-    generated = { target: target!, why: choice.why };
+    generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
   }

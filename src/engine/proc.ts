@@ -5,6 +5,7 @@
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
 import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
 import { parseListeningPorts } from '../host/parse.js';
+import { pause } from '../util/pause.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
@@ -178,8 +179,6 @@ function signalProven(id: Identity, sig: NodeJS.Signals, to: 'group' | 'leader' 
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /** How long the rest of a group may outlive its leader's exit before it gets a SIGTERM of its own. */
@@ -211,11 +210,11 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
       leaderGoneAt ??= Date.now();
       if (Date.now() - leaderGoneAt >= LINGER_MS) groupTermed = signalProven(id, 'SIGTERM') || true;
     }
-    await sleep(50);
+    await pause(50);
   }
   if (!groupMembers(pgid).length) return 'terminated';
   if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
-  for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await sleep(25);
+  for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await pause(25);
   return 'killed';
 }
 

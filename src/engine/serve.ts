@@ -4,13 +4,14 @@
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
 import type { Profile, Platform } from '../profiles/schema.js';
-import { loadPlatform } from '../profiles/load.js';
+import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, type RouterPlan } from '../router/config.js';
 import { startRouter } from '../router/serve.js';
 import { requireHaproxy, type RouterLaunched } from '../router/process.js';
 import { showStat, serverState } from '../router/api.js';
+import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
@@ -41,7 +42,7 @@ export interface ServePreflight {
 export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string }): Promise<ServePreflight> {
   const { runPreflight } = await import('../preflight/run.js');
   const sim = opts.engine === 'sim';
-  const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
+  const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
   const host = sim ? new (await import('../host/sim.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
   // Only the checks that block a launch (their own metadata says which), and only their probes.
   const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
@@ -246,8 +247,15 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
 async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink, router?: RouterLaunched): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
-  // The router ending on its own ends the service too: the unit restarts it all.
-  const allExited = router ? Promise.race([Promise.all(launched.map((l) => l.exited)), router.exited]) : Promise.all(launched.map((l) => l.exited));
+  // The router ending on its own ends the service too: the unit restarts it all. Behind a router a
+  // rolling restart (another sparkctl) replaces our children one by one: the service lasts while any
+  // replica of the profile is registered and alive, not just the ones started here.
+  const liveReplacements = () => registry.find(plan.profile.name).filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
+  const replicasGone = async () => {
+    await Promise.all(launched.map((l) => l.exited));
+    while (router && !run.signal.aborted && liveReplacements().length) await pause(1000, run.signal);
+  };
+  const allExited = router ? Promise.race([replicasGone(), router.exited]) : replicasGone();
   const cancelled = new Promise<void>((res) => (run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true })));
   await Promise.race([allExited, cancelled]);
   const byRequest = run.signal.aborted;
@@ -258,7 +266,8 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first: no request is sent to a replica that is stopping.
   if (router) await stopGroup(router, 2000);
-  await Promise.race([Promise.all(launched.map(stop)), forced]);
+  const replacements = router ? liveReplacements() : [];
+  await Promise.race([Promise.all([...launched.map(stop), ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
     await Promise.all(launched.map((l) => stopGroup(l, 0)));

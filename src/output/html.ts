@@ -40,13 +40,20 @@ const scriptJson = (v: unknown) =>
     .replace(/\u2028/g, '\\u2028')
     .replace(/\u2029/g, '\\u2029');
 
+/** uPlot's script and style, inlined by the bundle build (scripts/bundle.mjs): the built CLI reads nothing from node_modules. */
+declare const __SPARKCTL_UPLOT__: { js: string; css: string } | undefined;
+
 let cached: { js: string; css: string } | undefined;
 function uplot(): { js: string; css: string } {
   if (cached) return cached;
-  const req = createRequire(import.meta.url);
-  const js = readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8');
-  const css = readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8');
-  cached = { js: js.replace(/<\/script/gi, '<\\/script'), css };
+  let assets: { js: string; css: string };
+  if (typeof __SPARKCTL_UPLOT__ !== 'undefined') assets = __SPARKCTL_UPLOT__;
+  else {
+    // unbundled (tsc's dist/, the tests): from the installed package
+    const req = createRequire(import.meta.url);
+    assets = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
+  }
+  cached = { js: assets.js.replace(/<\/script/gi, '<\\/script'), css: assets.css };
   return cached;
 }
 

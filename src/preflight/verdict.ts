@@ -8,10 +8,12 @@ import { join } from 'node:path';
 import type { Facts } from './facts.js';
 import type { Ctx } from './checks.js';
 import type { Platform, Profile } from '../profiles/schema.js';
-import { listPlatforms, loadPlatform } from '../profiles/load.js';
+import { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import { weightsBytes } from '../profiles/planner.js';
 import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
+import { replicaAddress } from '../profiles/render.js';
+import { planRouter } from '../router/config.js';
 import { satisfies } from '../profiles/versions.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
 
@@ -26,10 +28,10 @@ export function detectPlatform(f: Facts, requested: string | undefined, profile?
     if (best) {
       return { platform: best, reason: `${f.gpus.length} x ${name}${arch ? ` on ${arch}` : ''}${drv ? `, driver ${drv}` : ''} matches ${best.name} (${best.description})` };
     }
-    const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
+    const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
     return { platform: fallback, reason: `no shipped baseline matches ${name}${arch ? ` on ${arch}` : ''}; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
   }
-  const fallback = loadPlatform(profile?.platform ?? 'hopper-cuda13');
+  const fallback = loadPlatform(profile?.platform ?? DEFAULT_PLATFORM);
   return { platform: fallback, reason: `no GPU visible; checking against ${fallback.name}${profile?.platform ? " (the profile's)" : ''}` };
 }
 
@@ -53,7 +55,7 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
     platform,
     profile,
     groups,
-    ports: Array.from({ length: replicas }, (_, i) => profile.server.port + i),
+    ports: profilePorts(profile, replicas),
     reservePerGpu: gpuMem * profile.engine.gpuMemoryUtilization,
     weightsBytes: model ? weightsBytes(profile, model) : undefined,
   };
@@ -89,4 +91,11 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
     }),
   );
   return bad.length ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` } : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
+}
+
+/** Every port a serve of this profile takes: each replica's, and behind a router its public and stats ports. */
+export function profilePorts(profile: Profile, replicas: number): number[] {
+  const ports = Array.from({ length: replicas }, (_, i) => replicaAddress(profile, i).port);
+  const r = profile.router?.enabled ? planRouter(profile, replicas, '') : undefined;
+  return r ? [r.bind.port, ...ports, r.stats.port] : ports;
 }

@@ -221,6 +221,9 @@ export function listPlatforms(): Platform[] {
   return platformCache;
 }
 
+/** The baseline of a profile (or a host) that names none: H100/H200 with CUDA 13, what the shipped profiles target. */
+export const DEFAULT_PLATFORM = 'hopper-cuda13';
+
 export function loadPlatform(name: string): Platform {
   const p = listPlatforms().find((x) => x.name === name);
   if (!p)

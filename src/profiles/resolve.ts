@@ -1,7 +1,7 @@
 // A parsed profile checked against the host it is meant for: the platform baseline, the host's
 // shape (GPU count and per-GPU memory, read from the host's typed GPU facts when there are some),
 // and every cross-field problem. Parsing happens once (load.ts); validation once, here.
-import { loadProfile, loadPlatform, formatProblem, type Problem, type LoadedProfile } from './load.js';
+import { loadProfile, loadPlatform, DEFAULT_PLATFORM, formatProblem, type Problem, type LoadedProfile } from './load.js';
 import type { Platform, Profile } from './schema.js';
 import { hostFromPlatform, validateProfile, type HostShape } from './validate.js';
 import { GIB } from './planner.js';
@@ -44,19 +44,21 @@ export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, 
   if (!gpus.length) return undefined;
   const totals = gpus.map((g) => g.memoryTotalMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m > 0);
   const cc = gpus.find((g) => g.computeCapability)?.computeCapability;
+  const free = gpus.map((g) => g.memoryFreeMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m >= 0);
   return {
     gpus: gpusFlag ?? gpus.length,
     gpusSource: gpusFlag !== undefined ? 'flag' : 'detected',
     gpuMemoryBytes: totals.length ? Math.min(...totals) * MIB : platform.gpu.memoryGiB * GIB,
     computeCapability: cc ?? platform.gpu.computeCapability,
     gpuName: gpus[0]!.name ?? platform.gpu.displayName,
+    gpuMemoryFreeBytes: free.length ? Math.min(...free) * MIB : undefined,
   };
 }
 
 /** Validate an already parsed profile against a platform and host shape (no file is read again). */
 export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host' | 'modelRead'> = {}): Resolved {
   const { profile, file } = loaded;
-  const platform = loadPlatform(opts.platform ?? profile.platform ?? 'hopper-cuda13');
+  const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
   let host = opts.host ?? hostFromPlatform(platform, opts.gpus);
   if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const hostNote =

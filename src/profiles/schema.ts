@@ -107,6 +107,21 @@ export const ProbeBlock = z
   })
   .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
 
+/** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
+export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+export const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const sloBound = (what: string, bounds: number[]) =>
+  z
+    .number()
+    .positive()
+    .refine((v) => bounds.includes(v), { message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}` });
+
+export const SloBlock = z.strictObject({
+  objective: z.number().gt(0).lt(1).default(0.99).describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
+  ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS).default(2.5).describe('Time to first token target, seconds'),
+  itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
+});
+
 export const RouterBlock = z.strictObject({
   enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
   replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
@@ -131,6 +146,7 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });

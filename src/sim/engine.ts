@@ -1,6 +1,7 @@
 // The simulator's engine: a batch of running requests bounded by max num seqs and KV capacity,
 // a FIFO of waiting ones, and a timing model derived from the model and the GPU.
 import type { Registry, Gauge, Counter, Histogram } from 'prom-client';
+import { pause } from '../util/pause.js';
 
 export interface Timing {
   /** prompt tokens per second of prefill for the whole TP group */
@@ -53,12 +54,10 @@ export interface Metrics {
   queue: Histogram;
 }
 
-const sleep = (ms: number) => (ms <= 0 ? Promise.resolve() : new Promise<void>((r) => setTimeout(r, ms)));
-
 /** A sleep that ends early, with RequestAborted, when the client disconnects. */
 function abortable(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(new RequestAborted());
-  if (!signal || ms <= 0) return sleep(ms);
+  if (!signal || ms <= 0) return pause(ms);
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => {
       clearTimeout(t);
@@ -253,7 +252,7 @@ export class Engine {
   /** Shutdown with a timeout (vLLM's mode=drain): queued and running requests finish; true when all did in time. */
   async drain(timeoutMs: number): Promise<boolean> {
     const deadline = performance.now() + timeoutMs;
-    while (this.unfinished > 0 && performance.now() < deadline) await sleep(20);
+    while (this.unfinished > 0 && performance.now() < deadline) await pause(20);
     return this.unfinished === 0;
   }
 
@@ -298,6 +297,8 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
   // vLLM's label values (a request aborted because its client left is counted under none of them).
   for (const r of ['stop', 'length', 'abort', 'error', 'repetition']) m.success.inc({ finished_reason: r }, 0);
-  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({ model_name: modelName, engine: '0' });
+  // without labels, as every observation is made: the registry's default labels name both (zero() with them
+  // spelled out made a second series of the same labels, and Prometheus kept the empty one)
+  for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({});
   return m as Metrics;
 }

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { parseVllmArgs, ArgError, num, str } from './args.js';
 import { Engine, createMetrics, type Timing } from './engine.js';
 import { SimServer, stamp } from './server.js';
-import { listProfiles, loadProfileFile, loadPlatform } from '../profiles/load.js';
+import { listProfiles, loadProfileFile, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
 import { acceptedBy } from '../profiles/vllm-flags.js';
@@ -15,6 +15,7 @@ import { factsFromProfile } from '../model/merge.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
+import { pause } from '../util/pause.js';
 
 export interface Faults {
   oomAtStart?: boolean;
@@ -74,7 +75,6 @@ export function parseFaults(spec: string): Faults {
 const out = (level: string, where: string, msg: string) => process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
 const info = (where: string, msg: string) => out('INFO', where, msg);
 const err = (line: string) => process.stderr.write(line + '\n');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function modelFacts(model: string, profileFile?: string): Profile {
   if (profileFile) return loadProfileFile(profileFile).profile;
@@ -140,7 +140,7 @@ async function simServeInner(argv: string[]): Promise<void> {
   const f = args.flags;
   const base = modelFacts(args.model, str(args.sim, '--sim-profile'));
   const arch = archOf(args.model, base);
-  const platform = loadPlatform(str(args.sim, '--sim-platform') ?? 'hopper-cuda13');
+  const platform = loadPlatform(str(args.sim, '--sim-platform') ?? DEFAULT_PLATFORM);
   const tp = num(f, '--tensor-parallel-size', 1);
   const pp = num(f, '--pipeline-parallel-size', 1);
   const maxModelLen = num(f, '--max-model-len', arch.maxContext);
@@ -229,7 +229,7 @@ async function simServeInner(argv: string[]): Promise<void> {
   const duringLoad = () => exitWith(0, engineProc);
   process.once('SIGTERM', duringLoad);
   process.once('SIGINT', duringLoad);
-  const at = (share: number) => sleep(loadMs * share);
+  const at = (share: number) => pause(loadMs * share);
   info('gpu_model_runner.py:1770', `Starting to load model ${args.model}...`);
   const shards = 4;
   for (let i = 0; i <= shards; i++) {
@@ -354,7 +354,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     process.stdout.write(`INFO:     Shutting down\n`);
     sim.server.close();
     // the aborted streams' last bytes go out before their connections close
-    await sleep(20);
+    await pause(20);
     sim.server.closeAllConnections();
     engineProc?.kill('SIGTERM');
     process.stdout.write('INFO:     Application shutdown complete.\n');

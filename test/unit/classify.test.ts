@@ -114,6 +114,19 @@ describe('many processes: prefixes, echoes, the first real error', () => {
     expect(classifyLog('Free memory on device (110.37/121.69 GiB) on startup.\nDesired GPU memory utilization is (0.87, 105.87 GiB).')).toBeUndefined();
   });
 
+  it.each([
+    ['4.00', '0.00', 0, 'needs 4.00 GiB of KV cache, only under 5 MiB is available'],
+    ['16.00', '0.71', 5632, 'needs 16.00 GiB of KV cache, only 727 MiB is available'],
+    ['0.0', '0.0', 96, 'needs more KV cache than is available (vLLM reports both as 0.0 GiB: under 5 MiB each); what is available holds about 96 tokens'],
+    ['0.25', '0.25', 0, 'needs more KV cache than is available (vLLM reports both as 0.25 GiB: 256 MiB each)'],
+  ])("KV cache too small: vLLM's %s GiB needed, %s GiB available, in a unit that shows the difference", (need, have, est, said) => {
+    const c = classifyLog(
+      `ValueError: To serve at least one request with the model's max seq len (512), (${need} GiB KV cache is needed, which is larger than the available KV cache memory (${have} GiB). ${est ? `Based on the available memory, the estimated maximum model length is ${est}. ` : ''}Try increasing \`gpu_memory_utilization\``,
+    )!;
+    expect(c.id).toBe('max-model-len');
+    expect(c.cause).toBe(`max model len 512 ${said}`);
+  });
+
   it('keeps evidence lines (for a tail window that rolls) and nothing else', () => {
     expect(isEvidenceLine('(VllmWorker rank=1 pid=2) ERROR x] torch.OutOfMemoryError: CUDA out of memory.')).toBe(true);
     expect(isEvidenceLine('INFO 08-14 [gpu_worker.py:1] Available KV cache memory: 2.97 GiB')).toBe(false);

@@ -1,0 +1,62 @@
+// What the rules, the dashboard and the scrape config are rendered from: one profile's served model,
+// its replicas' ports, its thresholds and SLO, and the vLLM version whose metric names apply. Pure.
+import type { Profile } from '../profiles/schema.js';
+import { servedName, replicaAddress, routed } from '../profiles/render.js';
+import { planRouter, routerMetricsEndpoint } from '../router/config.js';
+import { vllmNames, type VllmNames } from './names.js';
+
+export interface MonitoringSpec {
+  profile: string;
+  /** model_name on vLLM's series */
+  servedName: string;
+  vllmVersion: string;
+  names: VllmNames;
+  /** replica ports on the serving host */
+  ports: number[];
+  /** the profile's own router (HAProxy): its public port and its Prometheus exporter; replicas and exporter on loopback */
+  router?: { port: number; metricsPort: number };
+  /** Prometheus job of the replicas (the scrape config's; `up` is read from it) */
+  job: string;
+  /** names the probe writes in the textfile's target label for this profile's servers */
+  probeTargets: string;
+  thresholds: { kvCacheUsageMax: number; waitingMax: number; tempUnhealthyC: number; tempCriticalC: number };
+  slo: { objective: number; ttftSeconds: number; itlSeconds: number };
+  /** the probe's textfile: its file name, and the age after which it is stale */
+  textfile: { name: string; maxAgeSeconds: number };
+  gpusPerReplica: number;
+  gpuHourPriceUsd?: number;
+}
+
+export interface SpecOptions {
+  vllmVersion: string;
+  replicas: number;
+  textfileName?: string;
+  textfileMaxAgeSeconds?: number;
+}
+
+/** A regular expression matching `s` literally (RE2, as Prometheus reads it). */
+export const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
+  const ports = Array.from({ length: o.replicas }, (_, i) => replicaAddress(p, i).port);
+  const plan = routed(p) ? planRouter(p, o.replicas, '/') : undefined;
+  const router = plan && { port: plan.bind.port, metricsPort: routerMetricsEndpoint(plan).port };
+  const name = reEscape(p.name);
+  // instances are PROFILE-i and PROFILE-router, a multi-node server is PROFILE, a --url probe is its URL
+  const urls = `https?://[^/]+:(${[...(router ? [router.port] : []), ...ports].join('|')})/?`;
+  return {
+    profile: p.name,
+    servedName: servedName(p),
+    vllmVersion: o.vllmVersion,
+    names: vllmNames(o.vllmVersion),
+    ports,
+    job: `sparkctl-${p.name}`,
+    probeTargets: `${name}(-[0-9]+|-router)?|${urls}`,
+    router,
+    thresholds: { kvCacheUsageMax: p.probe.kvCacheUsageMax, waitingMax: p.probe.waitingMax, tempUnhealthyC: p.probe.tempUnhealthyC, tempCriticalC: p.probe.tempCriticalC },
+    slo: p.slo,
+    textfile: { name: o.textfileName ?? 'sparkctl.prom', maxAgeSeconds: o.textfileMaxAgeSeconds ?? 900 },
+    gpusPerReplica: p.parallel.tensor * p.parallel.pipeline,
+    gpuHourPriceUsd: p.probe.gpuHourPriceUsd,
+  };
+}
