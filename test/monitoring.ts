@@ -101,6 +101,21 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
     GpuEccUncorrected: { series: [{ series: sel('sparkctl_probe_gpu_ecc_uncorrected_errors', gpu), values: '0x5 2x10 0x10' }], fire: { at: 8, labels: [gpu] }, clear: 20 },
     GpuXid: { series: [{ series: sel('sparkctl_probe_gpu_xid_events', gpu), values: '0x5 1 0x100' }], fire: { at: 10, labels: [gpu] }, clear: 70 },
     GpuUnhealthy: { series: [{ series: sel('sparkctl_probe_gpu_ok', gpu), values: '1x5 0x10 1x10' }], fire: { at: 13, labels: [gpu] }, clear: 20 },
+    VllmRouterDown: {
+      series: [{ series: sel('up', { instance: 'gpu-host:8405', job: `${s.job}-router` }), values: '1x5 0x10 1x10' }],
+      fire: { at: 10, labels: [{ instance: 'gpu-host:8405', job: `${s.job}-router` }] },
+      clear: 20,
+    },
+    VllmReplicasOutOfRotation: {
+      series: [
+        {
+          series: sel('haproxy_backend_active_servers', { instance: 'gpu-host:8405', job: `${s.job}-router`, proxy: 'replicas' }),
+          values: `${s.ports.length}x5 ${s.ports.length - 1}x10 ${s.ports.length}x10`,
+        },
+      ],
+      fire: { at: 13, labels: [{ instance: 'gpu-host:8405', job: `${s.job}-router`, proxy: 'replicas' }] },
+      clear: 20,
+    },
     SparkctlTextfileStale: {
       // rewritten every minute, then not for 31 minutes, then again
       series: [{ series: sel('node_textfile_mtime_seconds', { ...node, file: s.textfile.name }), values: '0+60x10 600x30 2520+60x10' }],

@@ -146,6 +146,7 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (cfg.apiKey) headers.authorization = `Bearer ${cfg.apiKey}`;
   const payload = JSON.stringify(requestBody(cfg, r));
+  const limits = usageLimits(r, Buffer.byteLength(payload));
   return new Promise<RequestOutput>((resolve) => {
     let finished = false;
     let byDeadline = false;
@@ -217,6 +218,8 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
         if (typeof piece === 'string') text += piece;
         const ct = j.usage?.completion_tokens;
         if (typeof ct === 'number' && Number.isFinite(ct)) {
+          // Checked before anything is kept per claimed token: a server claiming 3e8 would otherwise fill memory.
+          checkUsage(j.usage, limits);
           sawContinuous = true;
           const k = ct - prevTokens;
           const before = prevTokens;
@@ -224,9 +227,9 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
           if (k > 1) multi++;
           // the gap before a chunk of k tokens is k gaps of gap / k; the first token's chunk is TTFT, not ITL
           if (before > 0 && k > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
-          applyUsage(out, j.usage);
+          applyUsage(out, j.usage, limits);
         }
-      } else if (j.usage) applyUsage(out, j.usage);
+      } else if (j.usage) applyUsage(out, j.usage, limits);
     };
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
@@ -264,7 +267,7 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
             const c = Array.isArray(j?.choices) ? j.choices[0] : undefined;
             if (!c) throw new SseError('the answer has no choices');
             out.ttft = out.latency = t - st;
-            applyUsage(out, j.usage);
+            applyUsage(out, j.usage, limits);
             out.generatedText = typeof c.text === 'string' ? c.text : String(c.message?.content ?? '');
             out.success = true;
           } else {
@@ -300,8 +303,25 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
   });
 }
 
-function applyUsage(out: RequestOutput, u: any) {
+/**
+ * What a server can truthfully claim for one request: no more completion tokens than the request
+ * allowed (max_tokens), no more prompt tokens than the bytes the client sent (a byte-level
+ * tokenizer's worst case) plus room for a chat template. A claim past either is a bad answer.
+ */
+export function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): { completion: number; prompt: number } {
+  return { completion: r.outputLen, prompt: payloadBytes + 16_384 };
+}
+
+function checkUsage(u: any, lim: { completion: number; prompt: number }) {
   if (!u || typeof u !== 'object') return;
+  const bad = (k: string, v: unknown, max: number) => typeof v === 'number' && !(Number.isFinite(v) && v <= max);
+  if (bad('completion_tokens', u.completion_tokens, lim.completion)) throw new SseError(`the server claims ${u.completion_tokens} completion tokens; the request allowed at most ${lim.completion}`);
+  if (bad('prompt_tokens', u.prompt_tokens, lim.prompt)) throw new SseError(`the server claims ${u.prompt_tokens} prompt tokens for a request of ${lim.prompt - 16_384} bytes`);
+}
+
+function applyUsage(out: RequestOutput, u: any, lim: { completion: number; prompt: number }) {
+  if (!u || typeof u !== 'object') return;
+  checkUsage(u, lim);
   if (Number.isInteger(u.completion_tokens) && u.completion_tokens >= 0) out.outputTokens = u.completion_tokens;
   if (Number.isInteger(u.prompt_tokens) && u.prompt_tokens >= 0) out.promptLen = u.prompt_tokens;
 }

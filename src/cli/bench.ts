@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { createCommand, lazy } from './define.js';
-import { collect, durationArg } from './args.js';
+import { collect, durationArg, urlArg } from './args.js';
 
 const load = () => import('../commands/bench.js');
 
@@ -9,7 +9,7 @@ export default createCommand({
   args: [['[name]', 'running instance or profile (its port, served name, API key env)']],
   description: 'load a server like `vllm bench serve` and report the same numbers (TTFT, ITL, TPOT, E2EL, req/s, goodput)',
   options: [
-    ['--url <url>', 'any OpenAI-compatible server instead of NAME'],
+    ['--url <url>', 'any OpenAI-compatible server instead of NAME', urlArg('--url')],
     ['--model <name>', "served model name (default: the profile's, or the first /v1/models entry)"],
     ['--profiles <dir>', 'also read profiles from DIR'],
     new Option('--endpoint <kind>', 'completions (as vllm bench serve) or chat').choices(['completions', 'chat']).default('completions'),

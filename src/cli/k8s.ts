@@ -1,12 +1,12 @@
 import { createCommand, lazy } from './define.js';
-import { intArg, PROFILE_OPTIONS } from './args.js';
+import { countArg, PROFILE_OPTIONS } from './args.js';
 
 export default createCommand({
   name: 'k8s',
   args: [['<profile>']],
   options: [
     ['--image <image>', 'container image', 'vllm/vllm-openai:v0.17.0'],
-    ['--nodes <n>', 'multi-node: a LeaderWorkerSet of N pods', intArg('--nodes')],
+    ['--nodes <n>', 'multi-node: a LeaderWorkerSet of N pods', countArg('--nodes')],
     ['--namespace <ns>', 'namespace', 'default'],
     ...PROFILE_OPTIONS,
   ],

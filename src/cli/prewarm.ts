@@ -1,10 +1,10 @@
 import { createCommand, lazy } from './define.js';
-import { durationArg, intArg } from './args.js';
+import { durationArg, countArg, urlArg } from './args.js';
 import { SparkError, ExitCode } from '../errors.js';
 
 const share = (v: string) => {
   const n = Number(v);
-  if (!(n >= 0 && n <= 10)) throw new SparkError(`--settle-margin: "${v}" is not a share such as 0.2`, ExitCode.badInput);
+  if (!(n >= 0 && n <= 10)) throw new SparkError(`--settle-margin: "${v}" is not a share such as 0.2`, ExitCode.badInput, ['e.g. --settle-margin 0.2 (within 20 % of the round before)']);
   return n;
 };
 
@@ -12,10 +12,10 @@ export default createCommand({
   name: 'prewarm',
   args: [['[name]', 'instance or profile']],
   options: [
-    ['--url <url>', 'a server by URL instead of a registered instance'],
+    ['--url <url>', 'a server by URL instead of a registered instance', urlArg('--url')],
     ['--model <name>', 'served model name (with --url; default: the first /v1/models entry)'],
     ['--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's')],
-    ['--rounds <n>', "at most this many rounds (default: the profile's, 5)", intArg('--rounds')],
+    ['--rounds <n>', "at most this many rounds (default: the profile's, 5)", countArg('--rounds')],
     ['--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', share],
     ['--json', 'machine-readable output'],
   ],

@@ -1,5 +1,5 @@
 import { createCommand, lazy } from './define.js';
-import { collect, intArg } from './args.js';
+import { collect, countArg } from './args.js';
 
 const load = () => import('../commands/profiles.js');
 
@@ -31,7 +31,7 @@ export default createCommand({
       name: 'validate',
       args: [['<file>']],
       options: [
-        ['--gpus <n>', "the host's GPU count", intArg('--gpus')],
+        ['--gpus <n>', "the host's GPU count", countArg('--gpus')],
         ['--json', 'machine-readable output'],
       ],
       description: 'check a profile file: schema, cross-field rules, memory; every problem at once',
@@ -43,7 +43,7 @@ export default createCommand({
       args: [['<model>', 'a Hugging Face id (read from the local cache) or a folder with config.json']],
       options: [
         ['--out <file>', 'write the profile here (default: stdout)'],
-        ['--gpus <n>', "the host's GPU count (default: read from this host)", intArg('--gpus')],
+        ['--gpus <n>', "the host's GPU count (default: read from this host)", countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)'],
         ['--platform <name>', "a platform baseline's GPUs instead of this host's"],
       ],

@@ -1,4 +1,5 @@
 import { createCommand, lazy } from './define.js';
+import { GPU_HOUR_PRICE, GPU_MONTH_PRICE, GPUS_HELD, UTILIZATION } from './args.js';
 
 export default createCommand({
   name: 'report',
@@ -7,10 +8,10 @@ export default createCommand({
     ['--since <window>', 'window: 7d, 24h, 90m or an ISO time', '7d'],
     ['--until <time>', 'end of the window (default now)'],
     ['--html <file>', 'also write a self-contained HTML page with charts'],
-    ['--gpu-hour-price <usd>', 'include cost (or probe.gpuHourPriceUsd in the profile)'],
-    ['--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month'],
-    ['--gpus <n>', 'GPUs the server holds, when the history does not say'],
-    ['--utilization <share>', 'GPU utilisation 0..1 when no GPU readings were taken'],
+    GPU_HOUR_PRICE('include cost (or probe.gpuHourPriceUsd in the profile)'),
+    GPU_MONTH_PRICE,
+    GPUS_HELD('GPUs the server holds, when the history does not say'),
+    UTILIZATION('GPU utilisation 0..1 when no GPU readings were taken'),
     ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
     ['--json', 'machine-readable output'],
   ],

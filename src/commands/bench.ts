@@ -60,9 +60,13 @@ export interface BenchOptions {
 function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
   if (v === undefined) return undefined;
   if (o.inf && /^inf(inity)?$/i.test(v)) return Infinity;
-  const n = Number(v);
+  // The same plain decimals as every other verb's numbers (src/cli/args.ts): not 1e3, 0x10 or " 8 ".
+  const n = /^\d{1,15}(\.\d{1,12})?$/.test(v) ? Number(v) : NaN;
   const bad = !Number.isFinite(n) || (o.int && !Number.isInteger(n)) || (o.min !== undefined && n < o.min) || (o.gt0 && !(n > 0));
-  if (bad) throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`);
+  if (bad)
+    throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`, [
+      `plain decimal digits, e.g. ${flag} ${o.int ? Math.max(1, o.min ?? 1) : '0.5'}${o.inf ? ` or ${flag} inf` : ''}`,
+    ]);
   return n;
 }
 
@@ -109,12 +113,12 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
   const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1 });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
-  if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`);
+  if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, ['e.g. --range-ratio 0.25']);
   const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
   const scrapeMs = num(opts.scrapeInterval, '--scrape-interval', { int: true, min: 0 })!;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());
-    if (!(n > 0 && n < 100) && n !== 100) throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`);
+    if (!(n > 0 && n < 100) && n !== 100) throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`, ['e.g. --percentiles 50,90,99,99.9']);
     return n;
   });
   let goodput: BenchPlan['goodput'];
@@ -123,7 +127,7 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
     goodput = parseSlo(opts.goodput, '--goodput');
     slo = parseSlo(opts.slo, '--slo');
   } catch (e) {
-    throw new UsageError((e as Error).message);
+    throw new UsageError((e as Error).message, ['e.g. --goodput ttft:300 tpot:50 (milliseconds)']);
   }
   const sweepBy = opts.sweepBy === 'rate' ? 'rate' : opts.sweepBy === 'concurrency' ? 'concurrency' : undefined;
   if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
@@ -165,7 +169,8 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   if (!name) throw new UsageError('bench what? name a running instance or a profile, or --url URL', ['sparkctl status lists running servers']);
   const running = new Registry(stateDir()).find(name).filter((x) => x.alive);
   if (running.length) {
-    const t = targetFromInstance(running[0]!.inst);
+    // A profile behind a router is benched through it: the one endpoint its clients use.
+    const t = targetFromInstance((running.find((x) => x.inst.role === 'router') ?? running[0])!.inst);
     if (opts.model) t.servedName = opts.model;
     return t;
   }

@@ -12,7 +12,13 @@ import { shellQuote, commandLine, commentValue } from '../output/format.js';
 
 export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string }) {
   if (!opts.claudeCode && !opts.openai) throw new UsageError('which client? --claude-code or --openai');
-  const inst = new Registry(stateDir()).find(name)[0]?.inst;
+  // Everything printed is shell text someone evals: each value is checked or quoted for the shell,
+  // and the registry entry (a file on disk) is as hostile as any other input.
+  if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
+    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
+  // Behind a router, clients use the router (the replicas listen on loopback only).
+  const found = new Registry(stateDir()).find(name);
+  const inst = (found.find((e) => e.inst.role === 'router') ?? found[0])?.inst;
   let port: number, model: string, keyEnv: string | undefined;
   let profile: Profile | undefined;
   if (inst) {
@@ -22,10 +28,6 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
     profile = loadProfile(name, { profilesDir: opts.profiles }).profile;
     [port, model, keyEnv] = [profile.server.port, servedName(profile), profile.server.apiKeyEnv];
   }
-  // Everything below is shell text someone evals: each value is checked or quoted for the shell,
-  // and the registry entry (a file on disk) is as hostile as any other input.
-  if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
-    throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
   if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
     throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, ['server.apiKeyEnv: letters, digits and _']);

@@ -7,7 +7,11 @@ import { formatProblem } from '../profiles/load.js';
 import { UsageError } from '../errors.js';
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodes?: number; namespace: string }) {
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  const r0 = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  // The router is for one host: on Kubernetes the Service is the one endpoint (its readiness probe on
+  // /health takes a pod out of it) and vLLM listens on the pod's port itself, not behind HAProxy.
+  const routed = Boolean(r0.profile.router?.enabled);
+  const r = routed ? { ...r0, profile: { ...r0.profile, router: undefined } } : r0;
   const p = r.profile;
   // Names Kubernetes would reject (or a namespace or image that would break the YAML's meaning) are bad input here, not at kubectl apply.
   const problems = k8sProblems(p, { name: k8sName(p), namespace: opts.namespace, image: opts.image });
@@ -22,5 +26,6 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   if (!rep) throw new UsageError('nothing to render');
   // In a pod vLLM listens on all interfaces of the pod, on the profile's port.
   const args = rep.argv.slice(2).map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
-  say(deployment(p, r.platform, { image: opts.image, namespace: opts.namespace, args, gpus: p.parallel.tensor * p.parallel.pipeline, servedName: servedName(p) }));
+  const note = routed ? "# router: not rendered; the Service balances the pods and takes an unready one out of rotation (sparkctl's HAProxy is for one host)\n" : '';
+  say(note + deployment(p, r.platform, { image: opts.image, namespace: opts.namespace, args, gpus: p.parallel.tensor * p.parallel.pipeline, servedName: servedName(p) }));
 }

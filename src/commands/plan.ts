@@ -1,7 +1,8 @@
 import { parseSize } from './common.js';
 import { planMemory, GIB } from '../profiles/planner.js';
 import { formatProblem } from '../profiles/load.js';
-import { prepare } from '../engine/inputs.js';
+import { prepare, type Prepared } from '../engine/inputs.js';
+import type { FactField } from '../model/merge.js';
 import { envelope, table, c } from '../output/format.js';
 import { say } from '../output/log.js';
 import { ExitWith, ExitCode } from '../errors.js';
@@ -63,6 +64,7 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
       ]),
     );
     say(c.dim(`model: ${r.model.note}`));
+    say(c.dim(`  ${factLine(r.model)}`));
     say(c.dim(`vLLM: ${r.vllm.note}`));
     for (const w of r.generated?.why ?? []) say(c.dim(`chosen: ${w}`));
     for (const n of plan.notes) say(c.dim(`note: ${n}`));
@@ -70,4 +72,21 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
   }
   if (!opts.json) for (const pr of r.problems) say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
+}
+
+/** The facts the plan used, each with its source where the profile gave it. */
+function factLine(m: NonNullable<Prepared['model']>): string {
+  const f = m.facts;
+  const mark = (k: FactField) => (m.sources[k] === 'profile' && m.file ? ' (profile)' : '');
+  const parts = [
+    `${f.layers} layers${mark('layers')}`,
+    `${f.kvLayers} full attention${mark('kvLayers')}${f.slidingLayers ? `, ${f.slidingLayers} sliding (window ${f.slidingWindow})` : ''}${f.linearLayers ? `, ${f.linearLayers} linear` : ''}`,
+    `${f.attentionHeads} heads${mark('attentionHeads')}`,
+    f.mla ? `MLA ${f.mla.kvLoraRank}+${f.mla.qkRopeHeadDim}` : `${f.kvHeads} KV heads${mark('kvHeads')} x ${f.headDim}${mark('headDim')}`,
+    `context ${f.maxContext}${mark('maxContext')}`,
+    `${f.parameters >= 1e9 ? `${(f.parameters / 1e9).toFixed(2)}B` : `${(f.parameters / 1e6).toFixed(2)}M`} parameters${mark('parameters')}`,
+  ];
+  if (f.moe) parts.push(`${f.moe.experts} experts`);
+  if (f.quantization) parts.push(`quantized ${f.quantization}`);
+  return parts.join(', ');
 }

@@ -16,7 +16,8 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     targets = [{ t: targetFromUrl(opts.url, opts.model), s: PrewarmBlock.parse({}) }];
   } else {
     if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL');
-    const found = new Registry(stateDir()).find(name).filter((x) => x.alive);
+    // Each replica is warmed directly; the router has nothing to warm (and would spread the rounds).
+    const found = new Registry(stateDir()).find(name).filter((x) => x.alive && x.inst.role !== 'router');
     if (!found.length) throw new UsageError(`no running server named "${name}"`, ['sparkctl status lists them; --url URL prewarms any server']);
     targets = found.map(({ inst }) => ({ t: targetFromInstance(inst), s: inst.prewarm ?? PrewarmBlock.parse({}) }));
   }

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { dirname } from 'node:path';
 import { Registry } from '../engine/registry.js';
-import { writeFileAtomic, ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
+import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from '../util/paths.js';
@@ -13,6 +12,7 @@ import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
 import { appendSample, lastSample } from '../history/store.js';
+import { readProbeState, updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from '../health/probe-state.js';
 import { buildSample } from '../history/sample.js';
 import { readHistory } from '../history/store.js';
 import { computeCost } from '../history/cost.js';
@@ -32,7 +32,7 @@ interface ProbeCli {
   deadline?: number;
   gpuFrom?: string;
   history?: boolean;
-  gpuHourPrice?: string;
+  gpuHourPrice?: number;
 }
 
 const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
@@ -40,7 +40,7 @@ const PROM_FIX = 'point --prometheus at a file in a writable folder (node_export
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = PROBE_CHECKS.length;
 
-type State = Record<string, { state: ProbeResult['state']; preemptions?: number; at: string }>;
+type State = Record<string, TargetState>;
 type Settings = ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number };
 export interface ProbeTarget {
   t: Target;
@@ -68,29 +68,26 @@ export async function run(names: string[], opts: ProbeCli) {
     }
     throw new UsageError('probe what? name instances or profiles, --url URL, or --all');
   }
-  const statePath = join(dir, 'probe-state.json');
-  const prev = readProbeState(statePath);
+  // Read without the lock for the preemption trend; changes are judged again under the lock (deliverAlerts).
+  const prev: State = stateProblem ? {} : readProbeState(dir).targets;
   const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
   const raw = await probeAll(targets, opts, prev, last);
   const results = redactResults(raw, targets);
   if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last);
-  const { next, changed } = nextState(prev, results);
-  if (!stateProblem) {
-    try {
-      writeFileAtomic(statePath, JSON.stringify(next, null, 2));
-    } catch (e) {
-      stateProblem = fsProblem(e, 'probe state', statePath, 'set SPARKCTL_STATE_DIR to a writable folder');
-    }
-  }
+  const saved = await saveStateAndAlert(dir, results, opts.alertWebhook, stateProblem);
+  stateProblem = saved.stateProblem;
+  const delivery = saved.delivery;
   for (const line of render(results, opts)) say(line);
+  if (delivery && !delivery.ok) note(`alert webhook: ${delivery.why}; ${delivery.alerts} alert(s) not delivered${stateProblem ? '' : `, ${delivery.pending} kept for the next run`}`);
   if (opts.prometheus) {
-    const flagPrice = opts.gpuHourPrice === undefined ? undefined : Number(opts.gpuHourPrice);
-    if (flagPrice !== undefined && !(flagPrice > 0)) throw new UsageError(`--gpu-hour-price: "${opts.gpuHourPrice}" is not a positive number of USD`);
+    // --gpu-hour-price was parsed (a price above 0) before the verb ran.
+    const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
-    writePrometheus(opts.prometheus, results, opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>));
+    const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
   }
-  if (opts.alertWebhook && changed.length) await alert(opts.alertWebhook, prev, changed);
-  const code = verdictCode(results);
+  // An alert that did not arrive is a problem someone must see, even when every target is healthy.
+  const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
   // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
   if (stateProblem) {
     const e = stateProblem as Error & { details?: string[] };
@@ -129,17 +126,6 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
   for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
   for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
   return targets;
-}
-
-/** The previous run's state per target URL; a first probe (or an unreadable file, rewritten after the run) starts empty. */
-export function readProbeState(path: string): State {
-  try {
-    const p = JSON.parse(readFileSync(path, 'utf8'));
-    if (p && typeof p === 'object' && !Array.isArray(p)) return p;
-  } catch {
-    /* first probe */
-  }
-  return {};
 }
 
 /**
@@ -219,16 +205,81 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
   }
 }
 
+const observe = (results: ProbeResult[]): Observed[] =>
+  results.map((r) => ({
+    target: r.target,
+    url: r.url,
+    state: r.state,
+    preemptions: r.metrics?.preemptions,
+    failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
+  }));
+
 /** Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news). */
 export function nextState(prev: State, results: ProbeResult[], at = new Date()): { next: State; changed: ProbeResult[] } {
-  const next: State = { ...prev };
-  const changed: ProbeResult[] = [];
-  for (const r of results) {
-    if (prev[r.url] && prev[r.url]!.state !== r.state) changed.push(r);
-    else if (!prev[r.url] && r.state !== 'healthy') changed.push(r);
-    next[r.url] = { state: r.state, preemptions: r.metrics?.preemptions, at: at.toISOString() };
+  const s = { targets: { ...prev }, pending: [] };
+  const added = recordResults(s, observe(results), at, false);
+  return { next: s.targets, changed: results.filter((r) => added.some((a) => a.url === r.url)) };
+}
+
+interface Delivery {
+  ok: boolean;
+  /** alerts in the attempt */
+  alerts: number;
+  /** alerts still waiting for the webhook after this run */
+  pending: number;
+  why?: string;
+}
+
+/**
+ * Remember each target's state (preemption trend, changes) and deliver the alerts, all under the
+ * probe-state lock: concurrent probes keep each other's entries, and an alert the webhook did not
+ * accept stays pending for the next run instead of being lost. Without a usable state folder, this
+ * run's changes (against nothing remembered) are sent once.
+ */
+async function saveStateAndAlert(dir: string, results: ProbeResult[], webhook: string | undefined, problem: unknown): Promise<{ delivery?: Delivery; stateProblem: unknown }> {
+  const observed = observe(results);
+  const now = new Date();
+  let stateProblem = problem;
+  let delivery: Delivery | undefined;
+  if (!stateProblem) {
+    try {
+      delivery = await updateProbeState(dir, async (st) => {
+        recordResults(st, observed, now, Boolean(webhook));
+        if (!webhook || !st.pending.length) return undefined;
+        const sent = [...st.pending];
+        const d = await deliver(webhook, sent);
+        if (d.ok) st.pending = st.pending.filter((a) => !sent.includes(a));
+        return { ...d, pending: st.pending.length };
+      });
+    } catch (e) {
+      stateProblem = e instanceof UsageError ? e : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
   }
-  return { next, changed };
+  if (stateProblem && webhook) {
+    const alerts = recordResults({ targets: {}, pending: [] }, observed, now, false);
+    if (alerts.length) delivery = { ...(await deliver(webhook, alerts)), pending: 0 };
+  }
+  return { delivery, stateProblem };
+}
+
+/** One POST of every alert in `alerts`; delivered only on a 2xx answer. */
+async function deliver(url: string, alerts: Alert[]): Promise<Omit<Delivery, 'pending'>> {
+  const res = await http(url, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts }, timeoutMs: 5000 });
+  if (res.ok && res.status >= 200 && res.status < 300) return { ok: true, alerts: alerts.length };
+  return { ok: false, alerts: alerts.length, why: res.ok ? `HTTP ${res.status}` : res.message };
+}
+
+/** The webhook's health in the textfile: whether the last delivery worked, and what still waits. */
+function alertGauges(d: Delivery | undefined): string[] {
+  if (!d) return [];
+  return [
+    "# HELP sparkctl_probe_alert_delivery_ok 0 when the alert webhook did not accept this run's alerts (they are retried by the next run).",
+    '# TYPE sparkctl_probe_alert_delivery_ok gauge',
+    `sparkctl_probe_alert_delivery_ok ${d.ok ? 1 : 0}`,
+    '# HELP sparkctl_probe_alerts_pending Alerts waiting for the webhook to accept them.',
+    '# TYPE sparkctl_probe_alerts_pending gauge',
+    `sparkctl_probe_alerts_pending ${d.pending}`,
+  ];
 }
 
 /** What the run prints: one envelope (--json), or a line per target (--quiet: the unhealthy only). */
@@ -243,25 +294,6 @@ export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'qu
     lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
   return lines;
-}
-
-/** POST the changes; a webhook that does not take them is said on stderr, never the probe's verdict. */
-async function alert(url: string, prev: State, changed: ProbeResult[]) {
-  const res = await http(url, {
-    body: {
-      source: 'sparkctl',
-      at: new Date().toISOString(),
-      changes: changed.map((r) => ({
-        target: r.target,
-        url: r.url,
-        from: prev[r.url]?.state ?? null,
-        to: r.state,
-        failing: r.steps.filter((s) => s.status === 'fail').map((s) => ({ step: s.step, detail: s.detail })),
-      })),
-    },
-    timeoutMs: 5000,
-  });
-  if (!res.ok || res.status >= 300) note(`alert webhook: ${res.ok ? `HTTP ${res.status}` : res.message}`);
 }
 
 /** 3 when any target is unreachable, else 1 when any is unhealthy, else 0. */

@@ -5,12 +5,12 @@ import { loadProfile } from '../profiles/load.js';
 import { resolveLoaded } from '../profiles/resolve.js';
 import { buildServePlan, readSecrets, type EngineKind } from '../engine/plan.js';
 import { Registry, type Entry } from '../engine/registry.js';
-import { stopGroup } from '../engine/proc.js';
 import { stateDir } from './common.js';
 import { envelope, c, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, ExitWith, exitCodeOf } from '../errors.js';
 import type { RollingEvent, RollingOutcome } from '../router/rolling.js';
+import type { RequestsOutcome } from '../engine/stop.js';
 
 export interface RestartOptions {
   rolling?: boolean;
@@ -21,8 +21,8 @@ export interface RestartOptions {
   json?: boolean;
   /** ms */
   drainTimeout: number;
-  /** s: SIGTERM, then SIGKILL */
-  timeout: number;
+  /** s: SIGTERM, then SIGKILL (default: each server's drain + teardown) */
+  timeout?: number;
   /** ms */
   readyTimeout?: number;
   skipPreflight?: boolean;
@@ -67,7 +67,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       entries: replicas,
       secrets,
       drainTimeoutMs: opts.drainTimeout,
-      stopTimeoutMs: opts.timeout * 1000,
+      stopTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
       signal: ac.signal,
       onEvent: opts.json ? undefined : renderEvent,
     });
@@ -96,7 +96,7 @@ function renderEvent(e: RollingEvent) {
       );
       break;
     case 'stopped':
-      note(`${e.replica}: stopped (${e.how}) in ${formatDuration(e.ms)}`);
+      note(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
       break;
     case 'started':
       note(`${e.replica}: started, pid ${e.pid}${e.argvChanged ? ' (new argv: the profile changed)' : ''}`);
@@ -118,22 +118,38 @@ function renderEvent(e: RollingEvent) {
   }
 }
 
+function requestsLine(r: RequestsOutcome): string {
+  switch (r.kind) {
+    case 'drained':
+      return `${r.count} drained`;
+    case 'aborted':
+      return `${r.count} ABORTED by vLLM (no --shutdown-timeout)`;
+    case 'cut-off':
+      return `${r.count ?? 'some'} cut off by SIGKILL`;
+    case 'unknown':
+      return r.inFlight === undefined ? 'unknown' : `${r.inFlight} before the signal, outcome not logged`;
+    default:
+      return 'none';
+  }
+}
+
 /** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
 async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, hadRouter: boolean) {
-  const release = await reg.lock(opts.timeout * 1000 + 10_000);
+  const release = await reg.lock((opts.timeout ?? 60) * 1000 + 10_000);
   try {
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
     if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
+    const { stopInstance } = await import('../engine/stop.js');
+    // The router first: no request is sent to a replica that is stopping.
     const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
     for (const e of order) {
-      if (e.proof.state === 'gone') {
-        reg.remove(e.inst.name);
-        continue;
-      }
-      const how = await stopGroup(e.inst, opts.timeout * 1000);
-      if (how === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
-      reg.remove(e.inst.name);
-      if (!opts.json) note(`${e.inst.name}: stopped (${how})`);
+      const st = await stopInstance(reg, e, { graceMs: opts.timeout === undefined ? undefined : opts.timeout * 1000 });
+      if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
+      if (!st.removed)
+        throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [
+          `sparkctl stop ${e.inst.name}, then serve again`,
+        ]);
+      if (!opts.json && st.result !== 'not-running') note(`${e.inst.name}: ${st.result}; requests in flight: ${requestsLine(st.requests)}`);
     }
   } finally {
     release();

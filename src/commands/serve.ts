@@ -4,7 +4,7 @@ import { hostShapeFromGpus } from '../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../engine/inputs.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import type { HostShape } from '../profiles/validate.js';
-import { buildServePlan, readSecrets, validateServeInputs, type ServeOptions, type ServePlan } from '../engine/plan.js';
+import { buildServePlan, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../output/format.js';
@@ -140,7 +140,8 @@ export async function run(profileName: string, opts: ServeOptions) {
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
   if (!opts.skipPreflight) {
-    const pf = await servePreflight(loaded.profile, { engine: opts.engine, platform: opts.platform });
+    // --router is checked like a router: block (HAProxy installed, its ports free).
+    const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform });
     render.preflight(pf, sim);
     if (pf.report.checks.some((x) => x.status === 'fail')) {
       render.preflightFailed(pf, loaded.profile.name);
@@ -152,7 +153,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   }
 
   // 2. the plan: the profile validated once, against the host preflight saw
-  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform, gpuFacts: host ? gpuFacts : undefined, readHost: false });
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
   versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, opts);
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);

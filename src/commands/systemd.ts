@@ -65,7 +65,7 @@ ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (
 EnvironmentFile=-${unitValue(opts.envFile)}
 Environment=SPARKCTL_STATE_DIR=/var/lib/sparkctl
 Environment=NO_COLOR=1
-# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
+${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
 ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
 ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
@@ -84,4 +84,13 @@ WantedBy=multi-user.target
   say(unit);
   note(`install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`);
   if (p.server.apiKeyEnv) note(`put ${p.server.apiKeyEnv}=<key> in ${opts.envFile} (chmod 600)`);
+}
+
+/** With a router: what runs inside the service, and how to restart it without dropping requests. */
+function routerLines(p: { name: string; server: { port: number }; router?: { enabled: boolean } }): string {
+  if (!p.router?.enabled) return '';
+  return `# The router (HAProxy on port ${p.server.port}) runs inside this service with the replicas behind it on loopback.
+# systemctl restart stops everything; SPARKCTL_STATE_DIR=/var/lib/sparkctl sparkctl restart ${p.name} --rolling replaces
+# one replica at a time while the service keeps running (it stays up while any replica of the profile is registered and alive).
+`;
 }

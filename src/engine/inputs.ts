@@ -105,7 +105,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     let shape = host ?? hostFromPlatform(platform, opts.gpus);
     if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
     const choice = profileForModel(target!, modelRead.facts, shape);
-    generated = { target: target!, why: choice.why };
+    generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
   }

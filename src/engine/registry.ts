@@ -290,30 +290,42 @@ export class Registry {
    * removes it only if it is still the very stale lock it saw, so two takers never both win.
    */
   async lock(timeoutMs = 10_000): Promise<() => void> {
-    const path = join(this.stateDir, 'lock');
-    const deadline = Date.now() + timeoutMs;
-    const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
-    for (;;) {
-      if (createComplete(path, me)) {
-        let released = false;
-        return () => {
-          if (released) return;
-          released = true;
-          // Only our own lock is removed (never one that replaced it).
-          if (readOr(path) === me) rmSync(path, { force: true });
-        };
-      }
-      const seen = readOr(path);
-      if (seen === undefined) continue; // released meanwhile: try again at once
-      const [pid, start] = seen.trim().split(/\s+/).map(Number);
-      const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
-      if (!holderAlive) {
-        breakStale(path, seen);
-        continue;
-      }
-      if (Date.now() > deadline) throw new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]);
-      await pause(50);
+    return lockFile(
+      join(this.stateDir, 'lock'),
+      timeoutMs,
+      (pid) => new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]),
+    );
+  }
+}
+
+/**
+ * The registry's lock discipline for any file several sparkctl runs update (the registry, the
+ * probe state): `path` holds "PID STARTTIME" of its holder; a dead holder's lock is taken over under
+ * a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
+ */
+export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
+  for (;;) {
+    if (createComplete(path, me)) {
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        // Only our own lock is removed (never one that replaced it).
+        if (readOr(path) === me) rmSync(path, { force: true });
+      };
     }
+    const seen = readOr(path);
+    if (seen === undefined) continue; // released meanwhile: try again at once
+    const [pid, start] = seen.trim().split(/\s+/).map(Number);
+    const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
+    if (!holderAlive) {
+      breakStale(path, seen);
+      continue;
+    }
+    if (Date.now() > deadline) throw busy(pid!);
+    await pause(20 + Math.random() * 30); // jittered: ten probes waiting do not retry in step
   }
 }
 

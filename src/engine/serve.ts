@@ -11,6 +11,7 @@ import { routerPorts, type RouterPlan } from '../router/config.js';
 import { startRouter } from '../router/serve.js';
 import { requireHaproxy, type RouterLaunched } from '../router/process.js';
 import { showStat, serverState } from '../router/api.js';
+import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
@@ -246,8 +247,15 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
 async function foreground(plan: ServePlan, launched: Launched[], replicas: ReplicaOutcome[], registry: Registry, run: ServeRun, emit: EventSink, router?: RouterLaunched): Promise<ServeOutcome> {
   for (const l of launched) l.child.ref();
-  // The router ending on its own ends the service too: the unit restarts it all.
-  const allExited = router ? Promise.race([Promise.all(launched.map((l) => l.exited)), router.exited]) : Promise.all(launched.map((l) => l.exited));
+  // The router ending on its own ends the service too: the unit restarts it all. Behind a router a
+  // rolling restart (another sparkctl) replaces our children one by one: the service lasts while any
+  // replica of the profile is registered and alive, not just the ones started here.
+  const liveReplacements = () => registry.find(plan.profile.name).filter((e) => e.alive && e.inst.role !== 'router' && !launched.some((l) => l.pid === e.inst.pid));
+  const replicasGone = async () => {
+    await Promise.all(launched.map((l) => l.exited));
+    while (router && !run.signal.aborted && liveReplacements().length) await pause(1000, run.signal);
+  };
+  const allExited = router ? Promise.race([replicasGone(), router.exited]) : replicasGone();
   const cancelled = new Promise<void>((res) => (run.signal.aborted ? res() : run.signal.addEventListener('abort', () => res(), { once: true })));
   await Promise.race([allExited, cancelled]);
   const byRequest = run.signal.aborted;
@@ -258,7 +266,8 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first: no request is sent to a replica that is stopping.
   if (router) await stopGroup(router, 2000);
-  await Promise.race([Promise.all(launched.map(stop)), forced]);
+  const replacements = router ? liveReplacements() : [];
+  await Promise.race([Promise.all([...launched.map(stop), ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
     await Promise.all(launched.map((l) => stopGroup(l, 0)));

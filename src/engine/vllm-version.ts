@@ -6,8 +6,8 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { execFile } from 'node:child_process';
 import { writeFileAtomic } from '../util/fs.js';
-import { compareVersions, releaseOf } from '../profiles/versions.js';
-import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
+import { releaseOf } from '../profiles/versions.js';
+import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 
 export interface InstalledVllm {
   /** the PEP 440 version ("0.27.2.dev0+g6adad0876.cpu"), when it was read */
@@ -111,10 +111,7 @@ export async function installedVllm(binName: string, opts: { cacheFile?: string;
   return { bin, version, source };
 }
 
-/** The newest version table at or below a version (the table its flags are checked against), if any. */
-export function tableAtOrBelow(version: string): string | undefined {
-  return [...FACT_VERSIONS].reverse().find((t) => compareVersions(t, version) <= 0);
-}
+export { tableAtOrBelow };
 
 export interface VersionDecision {
   /** the version the flags are rendered for */
@@ -144,7 +141,13 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
   }
   if (inst) {
     const table = tableAtOrBelow(inst);
-    return { version: inst, how: 'installed', installed: inst, table, note: `vLLM ${inst} (installed, ${installed.bin}; flags rendered for the ${table ?? FACT_VERSIONS[0]} table)` };
+    return {
+      version: inst,
+      how: 'installed',
+      installed: inst,
+      table,
+      note: `vLLM ${inst} (installed, ${installed.bin}; ${table ? `the nearest table at or below it is ${table}` : `below the oldest table, ${FACT_VERSIONS[0]}`})`,
+    };
   }
   const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
   return {

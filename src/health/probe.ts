@@ -1,7 +1,8 @@
 // The deep probe: live, identity, a real 1-token generation, metrics, GPUs, auth. Every step has
 // its own deadline and its own line; /health 200 alone proves nothing (vLLM issues 39863, 16259).
 import { http } from '../client/http.js';
-import { servedModels } from '../client/shapes.js';
+import { servedModels, completionAnswer, errorMessage } from '../client/shapes.js';
+import { claudeCodeCheck, openaiCheck } from './client-check.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import type { Target } from './target.js';
 import { readGpuRows, readXid, judgeGpus, type GpuVerdict, type XidEvent } from './gpu.js';
@@ -60,6 +61,8 @@ export interface ProbeContext {
   s: ProbeSettings;
   /** the served name: the target's, or the first /v1/models entry once identity passed */
   served?: string;
+  /** the served context: /v1/models' max_model_len, else the registry's */
+  maxModelLen?: number;
   steps: Step[];
   add: (step: Step['step'], status: StepStatus, detail: string, ms?: number) => void;
   /** what the checks read for the result beyond their steps */
@@ -120,6 +123,7 @@ export const identityCheck: ProbeCheck = {
       return 'unhealthy';
     }
     ctx.served ??= ids[0];
+    ctx.maxModelLen = listed.models.find((d) => d.id === ctx.served)?.max_model_len ?? t.maxModelLen;
     add('identity', 'pass', `serves ${ctx.served}`, m.ms);
     return undefined;
   },
@@ -134,9 +138,15 @@ export const inferenceCheck: ProbeCheck = {
       add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
       return 'unhealthy';
     }
-    if (gen.status !== 200 || !gen.json?.choices?.length) {
-      const msg = String(gen.json?.error?.message ?? gen.body).slice(0, 200);
+    if (gen.status !== 200) {
+      const msg = errorMessage(gen.json, gen.body).slice(0, 200);
       add('inference', 'fail', `1-token completion answered HTTP ${gen.status}: ${msg}${/EngineDead/.test(msg) ? ' (engine dead)' : ''}`, gen.ms);
+      return 'unhealthy';
+    }
+    // The answer a client would parse: a non-empty list of text choices, usage counts whole.
+    const answer = completionAnswer(gen.json, gen.body);
+    if (!answer.ok) {
+      add('inference', 'fail', answer.problem, gen.ms);
       return 'unhealthy';
     }
     found.inferenceMs = Math.round(gen.ms);
@@ -241,37 +251,17 @@ export const authCheck: ProbeCheck = {
   },
 };
 
-/** 7. what a client needs (probe --client): Claude Code's Messages API, or OpenAI's JSON mode. */
+/** 7. what a client needs (probe --client): a request shaped like the client's own, read as that client reads it. */
 export const clientCheck: ProbeCheck = {
   step: 'client',
-  async run({ t, s, served, add }) {
-    if (s.client === 'claude-code') {
-      const msg = await http(`${t.url}/v1/messages`, {
-        body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }] },
-        timeoutMs: s.timeoutMs,
-        signal: s.signal,
-        apiKey: t.apiKey,
-        headers: { 'anthropic-version': '2023-06-01' },
-      });
-      if (!msg.ok || msg.status !== 200 || msg.json?.type !== 'message')
-        add('client', 'fail', `POST /v1/messages: ${msg.ok ? `HTTP ${msg.status}` : msg.message} (Claude Code needs vLLM's Anthropic endpoint, vLLM >= 0.12)`, msg.ms);
-      else if (served?.includes('/')) add('client', 'warn', `/v1/messages answers, but the served name "${served}" contains "/": Claude Code cannot use it`, msg.ms);
-      else add('client', 'pass', '/v1/messages answers (Anthropic Messages API)', msg.ms);
-    } else if (s.client === 'openai') {
-      const chat = await http(`${t.url}/v1/chat/completions`, {
-        body: { model: served, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
-        timeoutMs: s.timeoutMs,
-        signal: s.signal,
-        apiKey: t.apiKey,
-      });
-      if (!chat.ok || chat.status !== 200) add('client', 'fail', `chat completion with response_format json_object: ${chat.ok ? `HTTP ${chat.status}` : chat.message}`, chat.ms);
-      else add('client', 'pass', 'chat completions answer, JSON mode accepted', chat.ms);
-    }
+  async run({ t, s, served, maxModelLen, add }) {
+    if (s.client !== 'claude-code' && s.client !== 'openai') return undefined;
+    const c = s.client === 'claude-code' ? await claudeCodeCheck(t, served!, maxModelLen, s) : await openaiCheck(t, served!, s);
+    add('client', c.status, c.detail, c.ms);
     return undefined;
   },
 };
 
-/** The deep probe's checks, in order: each one can rely on the ones before it having passed. */
 export const PROBE_CHECKS: readonly ProbeCheck[] = [liveCheck, identityCheck, inferenceCheck, metricsCheck, gpuCheck, authCheck, clientCheck];
 
 export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeCheck[] = PROBE_CHECKS): Promise<ProbeResult> {

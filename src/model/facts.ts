@@ -49,7 +49,7 @@ export class ModelConfigError extends Error {
 
 type Json = Record<string, unknown>;
 const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : undefined);
+const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
 const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, float8_e4m3fn: 1, fp8: 1 };
@@ -64,12 +64,19 @@ export function textConfig(cfg: Json): Json {
   return cfg;
 }
 
+// A config.json is input from anywhere: numbers past these are not a model sparkctl can plan (and a
+// layer count of 1e9 would make the parameter count loop for minutes).
+const LIMITS: Record<string, number> = { num_hidden_layers: 10_000, num_attention_heads: 100_000, max_position_embeddings: 1e9, head_dim: 100_000 };
+
 function need(c: Json, field: string, ...alts: string[]): number {
   for (const k of [field, ...alts]) {
     const v = posInt(c[k]);
-    if (v !== undefined) return v;
+    if (v === undefined) continue;
+    const max = LIMITS[field] ?? 1e9;
+    if (v > max) throw new ModelConfigError(field, `${field}: ${v} is beyond any model (at most ${max})`);
+    return v;
   }
-  throw new ModelConfigError(field, `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field])} (a positive integer)`);
+  throw new ModelConfigError(field, `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 60)} (a positive integer)`);
 }
 
 /** Per-layer attention kinds from layer_types, or from full_attention_interval (Qwen3-Next's own config). */
@@ -140,7 +147,9 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
   const qc = isObj(raw.quantization_config) ? raw.quantization_config : isObj(c.quantization_config) ? c.quantization_config : undefined;
   const quantization = qc ? str(qc.quant_method)?.toLowerCase() : undefined;
   const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
-  const experts = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
+  const expertCount = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
+  if (expertCount !== undefined && expertCount > 100_000) throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
+  const experts = expertCount;
   const weightBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
   const bytesPerParam = quantization ? (QUANT_BYTES[quantization] ?? dtypeBytes) : dtypeBytes;
   const counted = countParameters(c, { layers, heads, kvHeads, headDim, kinds, mla, experts });

@@ -88,7 +88,7 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
   const sources = {} as Record<FactField, FactSource>;
   if (!fromFile) {
     const facts = factsFromProfile(profileFacts);
-    const why = read?.error ?? (read?.searched.length ? `no config.json at ${read.searched.join(', ')}` : 'the model files were not read');
+    const why = read?.error ?? (read?.searched.length ? `no config.json on this host (looked at ${read.searched.join(', ')})` : 'the model files were not read');
     if (!facts) {
       const missing = REQUIRED.filter((k) => profileFacts[k] === undefined).map((k) => `model.${k}`);
       problems.push({

@@ -53,6 +53,11 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   if (text === null) return false;
   out.dir = dir;
   out.file = file;
+  // Real configs are a few KiB; anything this large is not one (and JSON.parse of it would stall the plan).
+  if (text.length > 4 * 1024 * 1024) {
+    out.error = `${file}: ${text.length} bytes is not a model config (they are a few KiB)`;
+    return true;
+  }
   let cfg: unknown;
   try {
     cfg = JSON.parse(text);
@@ -62,7 +67,8 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   }
   const indexText = await host.readFile(join(dir, 'model.safetensors.index.json'));
   let index: unknown;
-  if (indexText !== null) {
+  // An index lists every tensor (a few MiB for the largest models); one past 64 MiB only loses the weight size.
+  if (indexText !== null && indexText.length < 64 * 1024 * 1024) {
     try {
       index = JSON.parse(indexText);
     } catch {

@@ -2,6 +2,7 @@
 // the target vLLM version, and for the probe's node_exporter textfile. Pure: a rule file as data.
 import type { MonitoringSpec } from './spec.js';
 import { str, leMatcher, num, dur } from './promql.js';
+import { BACKEND as ROUTER_BACKEND } from '../router/config.js';
 
 export interface RecordingRule {
   record: string;
@@ -40,6 +41,32 @@ export const RECORDED = {
   sloErrors: (kind: 'ttft' | 'itl', window: string) => `sparkctl:vllm_${kind}_slo_errors:ratio_rate${window}`,
 };
 
+type AlertOf = (name: string, expr: string, forDur: string, severity: 'critical' | 'warning', summary: string, description: string) => AlertingRule;
+
+/** The profile's own HAProxy: down, or holding fewer replicas in rotation than the profile runs. */
+function routerAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
+  if (!s.router) return [];
+  const job = str(`${s.job}-router`);
+  return [
+    alert(
+      'VllmRouterDown',
+      `up{job=${job}} == 0`,
+      '1m',
+      'critical',
+      `${s.servedName}: the router on {{ $labels.instance }} is down`,
+      `Prometheus cannot scrape HAProxy's exporter (job ${s.job}-router): clients of port ${s.router.port} get no answer.`,
+    ),
+    alert(
+      'VllmReplicasOutOfRotation',
+      `haproxy_backend_active_servers{job=${job}, proxy=${str(ROUTER_BACKEND)}} < ${s.ports.length}`,
+      '2m',
+      'warning',
+      `${s.servedName}: fewer than ${s.ports.length} replicas in the router's rotation`,
+      "HAProxy's /health checks take a replica out when it fails them: sparkctl probe names it, sparkctl restart --rolling brings it back.",
+    ),
+  ];
+}
+
 export function renderRules(s: MonitoringSpec): RuleFile {
   const n = s.names;
   const model = `model_name=${str(s.servedName)}`;
@@ -65,7 +92,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
   ];
 
   const base = { model_name: s.servedName, profile: s.profile };
-  const alert = (name: string, expr: string, forDur: string, severity: 'critical' | 'warning', summary: string, description: string): AlertingRule => ({
+  const alert: AlertOf = (name, expr, forDur, severity, summary, description) => ({
     alert: name,
     expr,
     ...(forDur === '0s' ? {} : { for: forDur }),
@@ -98,6 +125,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `${s.servedName}: {{ $labels.instance }} is down`,
       `Prometheus cannot scrape /metrics of {{ $labels.instance }} (job ${s.job}): the server is not running or not reachable.`,
     ),
+    ...routerAlerts(s, alert),
     alert(
       'VllmEngineDead',
       `sparkctl_probe_step_ok{${probe}, step=~"live|inference"} == 0 unless on (instance, job, target) sparkctl_probe_reachable{${probe}} == 0`,

@@ -5,6 +5,7 @@ import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
+import { tableAtOrBelow, FACT_VERSIONS } from '../profiles/vllm-flags.js';
 
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
@@ -42,6 +43,9 @@ export interface Check {
   onRequest?: string;
   run(ctx: Ctx): CheckResult;
 }
+
+/** The same words as the router's own refusal (src/router/process.ts INSTALL_FIX). */
+const ROUTER_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path; or serve without a router';
 
 const pass = (observed: string, expected = ''): CheckResult => ({ status: 'pass', observed, expected });
 const warn = (observed: string, expected: string, fix: string): CheckResult => ({ status: 'warn', observed, expected, fix });
@@ -305,21 +309,24 @@ export const CHECKS: Check[] = [
     probes: ['python', 'which.vllm'],
     run(ctx) {
       const f = ctx.facts;
-      const target = ctx.profile?.engine.vllmVersion;
+      // auto: the installed vLLM is the target, whatever it is
+      const pinned = ctx.profile?.engine.vllmVersion;
+      const target = pinned === 'auto' ? undefined : pinned;
       if (!f.vllm.version && !f.vllm.bins.length)
         return fail(
           'vllm is not installed (no vllm dist-info, no vllm on PATH)',
           target ? `vLLM ${target} (the profile's target)` : 'vLLM',
           `pip install vllm${target ? `==${target}` : ''} (or run the nvcr.io/nvidia/vllm container)`,
         );
-      const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}`;
+      const table = f.vllm.version ? tableAtOrBelow(f.vllm.version) : undefined;
+      const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}${f.vllm.version ? `; flags table ${table ?? `none at or below (oldest ${FACT_VERSIONS[0]})`}` : ''}`;
       const r = rule(ctx, 'vllm');
       if (r && f.vllm.version && !satisfies(f.vllm.version, r)) return fail(observed, describeRule(r), `pip install 'vllm${'min' in r ? `>=${r.min}` : ''}'`);
       if (target && f.vllm.version && compareVersions(f.vllm.version.split('+')[0]!, target) !== 0) {
         return warn(observed, `vLLM ${target}: the version the profile's flags are rendered for`, `pip install vllm==${target}, or --set engine.vllmVersion=${f.vllm.version.split('+')[0]}`);
       }
       if (!f.vllm.bins.length) return warn(observed, 'vllm on PATH', 'add the virtualenv bin folder to PATH or pass --vllm-bin');
-      return pass(observed, target ? `vLLM ${target}` : '');
+      return pass(observed, target ? `vLLM ${target}` : pinned === 'auto' ? 'the installed vLLM renders the flags (engine.vllmVersion: auto)' : '');
     },
   },
   {
@@ -692,6 +699,22 @@ export const CHECKS: Check[] = [
       if (taken.length)
         return fail(`port(s) ${taken.join(', ')} already listening`, `${ctx.ports.join(', ')} free`, `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'; or --set server.port=N`);
       return pass(`${ctx.ports.join(', ')} free`);
+    },
+  },
+  {
+    id: 'router.haproxy',
+    area: 'router',
+    title: 'HAProxy for the router in front of the replicas',
+    probes: ['which.haproxy'],
+    blocking: true,
+    run(ctx) {
+      if (!ctx.profile) return skip('no profile given');
+      if (!ctx.profile.router?.enabled) return skip('the profile has no router (serve --router, or router: in the profile, adds one)');
+      if (ctx.facts.notCollected.has('which.haproxy')) return skip('the bundle did not look for HAProxy');
+      const bin = ctx.profile.router.bin;
+      const found = ctx.facts.haproxy.bins;
+      if (!found.length) return fail(bin.includes('/') ? `${bin}: not an executable` : `${bin} is not installed (not on PATH, not in /usr/sbin or /usr/local/sbin)`, 'haproxy', ROUTER_FIX);
+      return pass(found[0]!, 'haproxy');
     },
   },
   {

@@ -29,6 +29,8 @@ export interface Facts {
   python?: { version: string; purelib: string; dists: Record<string, string> };
   torch: { version?: string; cuda?: string };
   vllm: { version?: string; bins: string[]; requiresTorch?: string };
+  /** HAProxy (the router): where it is, on PATH or in the sbin folders that a user's PATH may lack */
+  haproxy: { bins: string[] };
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
   cudnn: { system?: string; pip?: string };
   limits: { memlock?: number; nofile?: number };
@@ -95,6 +97,7 @@ export const PROBES = [
   'dgx-release',
   'meminfo',
   'which.vllm',
+  'which.haproxy',
   'model',
   'si.cpu',
   'si.mem',
@@ -119,6 +122,8 @@ export interface GatherContext {
   env: Record<string, string | undefined>;
   /** where the profile's model should be */
   loc?: { where: string; kind: 'path' | 'hub' };
+  /** the profile being checked, if any */
+  profile?: Profile;
   want: (name: ProbeName) => boolean;
   /** a command, timed, or a not-run result when no selected check reads it */
   run: (name: ProbeName, argv: string[], timeoutMs?: number) => Promise<CmdResult>;
@@ -238,6 +243,21 @@ export const FACT_SOURCES: readonly FactSource[] = [
   file('dgx-release', '/etc/dgx-release'),
   file('meminfo', '/proc/meminfo'),
   cmd('which.vllm', ['which', '-a', 'vllm']),
+  {
+    // router.bin as the profile names it (a path, or a name on PATH), then the sbin folders a user's
+    // PATH may lack; only where it matters: a profile with a router, or none (collect, a plain preflight)
+    probe: 'which.haproxy',
+    read: (x) => {
+      const argv = [
+        'sh',
+        '-c',
+        'command -v "$1"; case "$1" in */*) ;; *) for f in /usr/sbin/"$1" /usr/local/sbin/"$1"; do [ -x "$f" ] && echo "$f"; done;; esac; true',
+        'sh',
+        x.profile?.router?.bin ?? 'haproxy',
+      ];
+      return !x.profile || x.profile.router?.enabled ? x.run('which.haproxy', argv) : Promise.resolve(x.notRun(argv));
+    },
+  },
   sysinfo('cpu'),
   sysinfo('mem'),
   {
@@ -380,6 +400,17 @@ const libraryFacts: FactDeriver = (r, { env }) => {
       bins: r.cmd('which.vllm').stdout.split('\n').filter(Boolean),
       requiresTorch: py?.vllmMeta ? /^Requires-Dist: torch\s*\(?==\s*([^\s;)]+)/m.exec(py.vllmMeta)?.[1] : undefined,
     },
+    haproxy: {
+      bins: [
+        ...new Set(
+          r
+            .cmd('which.haproxy')
+            .stdout.split('\n')
+            .map((l) => l.trim())
+            .filter((l) => l.startsWith('/')),
+        ),
+      ],
+    },
     nccl: {
       system: ncclSystem ?? (ncclLib ? /libnccl\.so\.(\d+\.\d+\.\d+)/.exec(ncclLib.path)?.[1] : undefined),
       systemPath: ncclLib?.path,
@@ -478,6 +509,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
     t,
     env,
     loc: modelLocation(opts.profile, env),
+    profile: opts.profile,
     want,
     timed,
     notRun,

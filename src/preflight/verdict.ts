@@ -12,6 +12,8 @@ import { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.
 import { weightsBytes } from '../profiles/planner.js';
 import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
+import { replicaAddress } from '../profiles/render.js';
+import { planRouter } from '../router/config.js';
 import { satisfies } from '../profiles/versions.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
 
@@ -53,7 +55,7 @@ export function buildCtx(f: Facts, platform: Platform, profile?: Profile): Ctx {
     platform,
     profile,
     groups,
-    ports: Array.from({ length: replicas }, (_, i) => profile.server.port + i),
+    ports: profilePorts(profile, replicas),
     reservePerGpu: gpuMem * profile.engine.gpuMemoryUtilization,
     weightsBytes: model ? weightsBytes(profile, model) : undefined,
   };
@@ -89,4 +91,11 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
     }),
   );
   return bad.length ? { ok: false, detail: `SHA-256 mismatch: ${bad.join(', ')}` } : { ok: true, detail: `${lines.length} file(s) match ${manifest}` };
+}
+
+/** Every port a serve of this profile takes: each replica's, and behind a router its public and stats ports. */
+export function profilePorts(profile: Profile, replicas: number): number[] {
+  const ports = Array.from({ length: replicas }, (_, i) => replicaAddress(profile, i).port);
+  const r = profile.router?.enabled ? planRouter(profile, replicas, '') : undefined;
+  return r ? [r.bind.port, ...ports, r.stats.port] : ports;
 }

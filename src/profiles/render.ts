@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Profile } from './schema.js';
 import { compareVersions } from './versions.js';
 import { resolveReplicas, type HostShape } from './validate.js';
-import { checkArgv, optionStatus, type FlagProblem } from './vllm-flags.js';
+import { checkArgv, optionStatus, targetVersion, type FlagProblem } from './vllm-flags.js';
 
 const atLeast = (v: string, min: string) => compareVersions(v, min) >= 0;
 
@@ -44,7 +44,7 @@ function boolFlag(version: string, flag: string, value: boolean | undefined): st
 
 export function engineArgs(p: Profile): string[] {
   const e = p.engine;
-  const v = e.vllmVersion;
+  const v = targetVersion(e.vllmVersion);
   const out: string[] = [];
   if (e.dtype !== 'auto') out.push('--dtype', e.dtype);
   if (e.maxModelLen !== undefined) out.push('--max-model-len', String(e.maxModelLen));
@@ -126,7 +126,7 @@ export function vllmArgs(p: Profile, replica = 0): string[] {
 
 /** Every rendered flag and value checked against the target vLLM's table (vllm-flags.ts). */
 export function checkRendered(p: Profile): FlagProblem[] {
-  return checkArgv(vllmArgs(p, 0), p.engine.vllmVersion);
+  return checkArgv(vllmArgs(p, 0), targetVersion(p.engine.vllmVersion));
 }
 
 export interface ReplicaPlan {

@@ -44,12 +44,14 @@ export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, 
   if (!gpus.length) return undefined;
   const totals = gpus.map((g) => g.memoryTotalMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m > 0);
   const cc = gpus.find((g) => g.computeCapability)?.computeCapability;
+  const free = gpus.map((g) => g.memoryFreeMiB).filter((m): m is number => typeof m === 'number' && Number.isFinite(m) && m >= 0);
   return {
     gpus: gpusFlag ?? gpus.length,
     gpusSource: gpusFlag !== undefined ? 'flag' : 'detected',
     gpuMemoryBytes: totals.length ? Math.min(...totals) * MIB : platform.gpu.memoryGiB * GIB,
     computeCapability: cc ?? platform.gpu.computeCapability,
     gpuName: gpus[0]!.name ?? platform.gpu.displayName,
+    gpuMemoryFreeBytes: free.length ? Math.min(...free) * MIB : undefined,
   };
 }
 

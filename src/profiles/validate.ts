@@ -13,6 +13,8 @@ export interface HostShape {
   /** flag: --gpus; detected: read from the host; platform: assumed from the baseline */
   gpusSource: 'flag' | 'detected' | 'platform' | 'nodes';
   gpuMemoryBytes: number;
+  /** the least free memory of any GPU, when read from the host (another process may hold some) */
+  gpuMemoryFreeBytes?: number;
   computeCapability?: string;
   gpuName?: string;
   /** true when a nodes file drives a multi-node launch */
@@ -45,7 +47,7 @@ export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts
   hostFreeRules(p, err);
   hostRules(p, host, err, warn, m);
   // Memory: only meaningful for a parallel layout that is valid.
-  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err);
+  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err, warn);
   return out;
 }
 
@@ -181,8 +183,16 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
   }
 }
 
-function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say): void {
+function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn: Say): void {
   const u = p.engine.gpuMemoryUtilization;
+  // vLLM budgets u x total and refuses to start when less than that is free ("Free memory on device ...").
+  if (host.gpuMemoryFreeBytes !== undefined && p.engine.kvCacheMemoryBytes === undefined && host.gpuMemoryFreeBytes < u * host.gpuMemoryBytes) {
+    warn(
+      'engine.gpuMemoryUtilization',
+      `${u} x ${(host.gpuMemoryBytes / GIB).toFixed(1)} GiB = ${((u * host.gpuMemoryBytes) / GIB).toFixed(1)} GiB per GPU, but a GPU has only ${(host.gpuMemoryFreeBytes / GIB).toFixed(1)} GiB free: another process holds GPU memory and vLLM would refuse to start`,
+      `stop what holds it (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), or --set engine.gpuMemoryUtilization=${Math.floor((host.gpuMemoryFreeBytes / host.gpuMemoryBytes) * 100) / 100}`,
+    );
+  }
   {
     const plan = planMemory(p, host.gpuMemoryBytes, m);
     if (plan.availableKvBytes <= 0) {
@@ -204,7 +214,7 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say): void
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /**
- * Every string of a profile is one line of plain text: a control character (a newline, ESC, NEL,
+ * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC, NEL,
  * U+2028) in a name, path, argument or variable would start a new line, setting or document in
  * the text sparkctl generates from it (shell, YAML, unit files, textfiles), so it is refused here,
  * where the field can still be named. Walks the whole parsed profile, so a new field is covered too.
@@ -221,6 +231,9 @@ export function textProblems(p: unknown): Problem[] {
           message: `${JSON.stringify(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
           fix: 'keep it to one line of printable text (no newline, tab, escape or line separator)',
         });
+    } else if (typeof v === 'number' && !Number.isFinite(v)) {
+      // YAML's .inf and .nan pass zod's positive()/min(); no field of a profile means them.
+      out.push({ path, severity: 'error', message: `${v} is not a finite number`, fix: 'a plain number' });
     } else if (Array.isArray(v)) {
       for (const [i, x] of v.entries()) walk(x, `${path}[${i}]`);
     } else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, path ? `${path}.${k}` : k);

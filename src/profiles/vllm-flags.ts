@@ -57,6 +57,20 @@ const INSTEAD: Record<string, string> = {
 
 export const FACT_VERSIONS = VLLM_FACTS.map((t) => t.version);
 
+/** The newest version table at or below a version (the table its flags map to), if any. */
+export function tableAtOrBelow(version: string): string | undefined {
+  return [...FACT_VERSIONS].reverse().find((t) => compareVersions(t, version) <= 0);
+}
+
+/**
+ * The version a profile's flags are rendered for. `auto` is resolved to the installed vLLM before a
+ * plan is made (engine/inputs.ts); where nothing was read (a library caller, k8s for an image), the
+ * newest table stands in for it.
+ */
+export function targetVersion(v: string): string {
+  return v === 'auto' ? FACT_VERSIONS[FACT_VERSIONS.length - 1]! : v;
+}
+
 export type Status = 'yes' | 'maybe' | 'no' | 'unknown';
 
 interface Parsed {

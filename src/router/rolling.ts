@@ -9,7 +9,8 @@ import type { ServePlan } from '../engine/plan.js';
 import { Registry, type Entry, type Instance } from '../engine/registry.js';
 import { launchReplica, superviseReady } from '../engine/launch.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
-import { stopGroup, listeningPorts, type StopHow } from '../engine/proc.js';
+import { stopGroup, listeningPorts } from '../engine/proc.js';
+import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
@@ -23,7 +24,7 @@ import { pause } from '../util/pause.js';
 export type RollingEvent =
   | { type: 'drain'; replica: string }
   | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number }
-  | { type: 'stopped'; replica: string; how: StopHow | 'was not running'; ms: number }
+  | { type: 'stopped'; replica: string; how: StopResult; requests: RequestsOutcome; ms: number }
   | { type: 'started'; replica: string; pid: number; argvChanged: boolean }
   | { type: 'ready'; replica: string; ms: number }
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
@@ -41,6 +42,8 @@ export interface RollingReplica {
   downMs?: number;
   pid?: number;
   failure?: Diagnosis;
+  /** how its stop went: what happened to the requests still in flight (vLLM's [shutdown] evidence) */
+  stop?: StopOutcome;
   probe?: ProbeResult;
   prewarm?: PrewarmResult;
 }
@@ -62,8 +65,8 @@ export interface RollingRun {
   secrets: Record<string, string>;
   /** how long to wait for a drained replica's requests in flight before stopping it anyway (its stop drains too) */
   drainTimeoutMs: number;
-  /** SIGTERM, then SIGKILL after this long */
-  stopTimeoutMs: number;
+  /** SIGTERM, then SIGKILL after this long; default: the replica's own drain + teardown (graceMsOf) */
+  stopTimeoutMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: RollingEvent) => void;
 }
@@ -159,15 +162,16 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     await setServerState(r.socket, r.backend, p.name, 'maint');
     const down = Date.now();
     const t0 = Date.now();
-    let how: StopHow | 'was not running' = 'was not running';
-    if (entry && entry.proof.state !== 'gone') {
-      if (entry.proof.state === 'unproven') return abort(`its registry entry cannot be proven ours (${entry.proof.reason}): not signalled; it is out of rotation`);
-      how = await stopGroup(entry.inst, run.stopTimeoutMs);
-      if (how === 'unproven') return abort('its identity could not be proven again before the stop: not signalled; it is out of rotation');
-    }
+    if (entry) {
+      // The one stop (engine/stop.ts): proven identity, vLLM's own drain (--shutdown-timeout), SIGKILL after the grace.
+      const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
+      rep.stop = st;
+      if (st.result === 'unproven') return abort(`its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`);
+      if (!st.portFree || st.groupLeft) return abort(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
+      emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
+    } else emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
     await portFreed(p.port);
     registry.remove(p.name);
-    emit({ type: 'stopped', replica: p.name, how, ms: Date.now() - t0 });
     // 5. start it from the plan: a profile edited since gives its new argv
     const release = await registry.lock();
     let l: ReturnType<typeof launchReplica>;

@@ -38,7 +38,9 @@ export function knownSecrets(extra: Array<string | undefined> = [], env: NodeJS.
   return [...vals].sort((a, b) => b.length - a.length);
 }
 
-const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_NAME.source})[A-Za-z0-9_]*)=([^\\s&'"]+)`, 'gi');
+// A count is no secret: vLLM's own errors say max_completion_tokens=32000 and max_total_tokens=16384,
+// and masking them hid what a client was refused for.
+const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_NAME.source})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`, 'gi');
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 

@@ -26,7 +26,9 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8']);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'replicas', 'memory', 'warnings']);
+    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'replicas', 'router', 'memory', 'warnings']);
+    // no router: in the profile and no --router: null (with one: its bind, servers, stats, config)
+    expect(j.router).toBeNull();
     expect(j).toMatchObject({ version: 1, kind: 'launch-plan', profile: 'qwen-prod', host: { gpus: 8, source: 'flag' } });
     expect(Object.keys(j.replicas[0])).toEqual(['name', 'argv', 'env', 'port', 'gpus', 'logFile']);
     expect(j.replicas[0].argv[0]).toBe('vllm');

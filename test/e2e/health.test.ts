@@ -109,7 +109,9 @@ describe('probe', () => {
   });
 
   it('auth: with a key configured, /v1 without it must be refused; claude-code client check', async () => {
-    const sim = await startSim([...fast, '--served-model-name', 'qwen-prod'], { env: { VLLM_API_KEY: 'k-123' } });
+    const sim = await startSim([...fast, '--served-model-name', 'qwen-prod', '--max-model-len', '65536', '--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder'], {
+      env: { VLLM_API_KEY: 'k-123' },
+    });
     try {
       const ok = await run(['probe', '--url', sim.url, '--json', '--client', 'claude-code'], { SPARKCTL_API_KEY: 'k-123' });
       const steps = JSON.parse(ok.stdout).results[0].steps;

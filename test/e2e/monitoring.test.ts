@@ -3,11 +3,12 @@
 // Prometheus scrapes two simulator replicas and node_exporter's textfile collector fed by the real
 // probe: the engine-dead fault raises VllmEngineDead, and every dashboard query returns a series.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
-import { cli, tempDir, rmrf, startSim, freePortRange, sleep, type SimHandle } from '../helpers.js';
+import { cli, tempDir, rmrf, startSim, freePortRange, sleep, waitFor, processesMarked, type SimHandle } from '../helpers.js';
 import { prometheusUnavailable, promtoolTests, PROMTOOL, startNodeExporter, startPrometheus, query, alerts, expandVariables, type Proc } from '../monitoring.js';
 import { FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';
 import { loadProfile } from '../../src/profiles/load.js';
@@ -44,15 +45,20 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
   });
 
   it('promtool test rules: each alert fires with its labels and annotations, then clears (old and new metric names)', async () => {
-    const profile = loadProfile('qwen-dev').profile;
-    // 0.9.0: gpu_cache_usage_perc and time_per_output_token_seconds; 0.17.0: kv_cache_usage_perc and inter_token_latency_seconds
+    // 0.9.0: gpu_cache_usage_perc and time_per_output_token_seconds; 0.17.0: kv_cache_usage_perc and
+    // inter_token_latency_seconds, 4 replicas behind the profile's router (its alerts too)
+    const cases: Array<[string, string[], number]> = [
+      ['0.9.0', [], 1],
+      ['0.17.0', ['router.enabled=true', 'parallel.replicas=4'], 4],
+    ];
     await Promise.all(
-      ['0.9.0', '0.17.0'].map(async (v) => {
+      cases.map(async ([v, sets, replicas]) => {
         const rulesFile = join(dir, `unit-${v}.rules.yml`);
-        const text = await render('rules', ['--vllm-version', v]);
+        const text = await render('rules', ['--vllm-version', v, ...sets.flatMap((x) => ['--set', x])]);
         writeFileSync(rulesFile, text);
         const rules = yaml.load(text) as RuleFile;
-        const spec = specFromProfile(profile, { vllmVersion: v, replicas: 1 });
+        if (sets.length) expect(rules.groups[1]!.rules.map((r) => ('alert' in r ? r.alert : ''))).toContain('VllmReplicasOutOfRotation');
+        const spec = specFromProfile(loadProfile('qwen-dev', { sets }).profile, { vllmVersion: v, replicas });
         const testFile = join(dir, `unit-${v}.test.yml`);
         writeFileSync(testFile, promtoolTests(rules, spec, rulesFile));
         const r = await execa(PROMTOOL, ['test', 'rules', testFile], { reject: false });
@@ -239,4 +245,58 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
     const down = await until('VllmServerDown firing', async () => (await alerts(prom!.url)).find((a) => a.labels.alertname === 'VllmServerDown' && a.state === 'firing'), 20_000);
     expect(down.labels).toMatchObject({ instance: `127.0.0.1:${base}`, job: 'sparkctl-qwen-dev', model_name: 'qwen-dev' });
   }, 30_000);
+});
+
+describe.skipIf(Boolean(why) || !existsSync('/usr/sbin/haproxy'))('behind the profile router: a real HAProxy exporter scraped, a replica out of rotation alerted', () => {
+  let state: string;
+  let marker: string;
+  let prom: Proc | undefined;
+  const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' });
+  let sets: string[] = [];
+
+  beforeAll(async () => {
+    state = tempDir('sparkctl-monitoring-router-');
+    marker = randomUUID();
+    const base = await freePortRange(6);
+    sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'router.enabled=true', '--set', 'router.checkIntervalMs=500'];
+    const served = await cli(['serve', 'qwen-dev', '--engine', 'sim', ...sets, '--set', 'prewarm.maxRounds=2'], { env: env(), timeout: 120_000 });
+    expect(served.exitCode, String(served.stdout) + String(served.stderr)).toBe(0);
+    const rulesFile = join(state, 'router.rules.yml');
+    writeFileSync(rulesFile, yaml.dump(scaleFor(await render('rules', sets))));
+    const scrape = yaml.load(await render('scrape', [...sets, '--host', '127.0.0.1'])) as { scrape_configs: Array<{ job_name: string }> };
+    prom = await startPrometheus(
+      state,
+      scrape.scrape_configs.filter((j) => j.job_name !== 'sparkctl-node'),
+      [rulesFile],
+    );
+  }, 150_000);
+  afterAll(async () => {
+    await prom?.stop();
+    await cli(['stop', '--all', '--timeout', '2'], { env: env() });
+    const left = processesMarked(marker);
+    for (const p of left) process.kill(p, 'SIGKILL');
+    rmrf(state);
+    expect(left, 'processes left by the test').toEqual([]);
+  }, 30_000);
+
+  it("HAProxy's exporter holds both replicas; one killed -9 leaves the rotation and VllmReplicasOutOfRotation fires", async () => {
+    const active = async () => (await query(prom!.url, 'haproxy_backend_active_servers{job="sparkctl-qwen-dev-router", proxy="replicas"}'))[0]?.value[1];
+    expect(await waitFor(async () => (await active()) === '2', 15_000, 200), `active servers: ${await active()}`).toBe(true);
+    const st = JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)) as { instances: Array<{ name: string; pid: number }> };
+    const victim = st.instances.find((i) => i.name === 'qwen-dev-1')!;
+    expect(victim.pid).toBeGreaterThan(1);
+    process.kill(victim.pid, 'SIGKILL');
+    const fired = await (async () => {
+      const end = Date.now() + 30_000;
+      while (Date.now() < end) {
+        const a = (await alerts(prom!.url)).find((x) => x.labels.alertname === 'VllmReplicasOutOfRotation' && x.state === 'firing');
+        if (a) return a;
+        await sleep(250);
+      }
+      throw new Error(`VllmReplicasOutOfRotation did not fire; active servers ${await active()}`);
+    })();
+    expect(fired.labels).toMatchObject({ job: 'sparkctl-qwen-dev-router', proxy: 'replicas', model_name: 'qwen-dev', severity: 'warning' });
+    expect(await active()).toBe('1');
+    expect((await alerts(prom!.url)).filter((a) => a.labels.alertname === 'VllmRouterDown')).toEqual([]);
+  }, 60_000);
 });

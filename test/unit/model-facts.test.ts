@@ -160,7 +160,7 @@ describe('resolveModelFacts: the profile overrides the file, with a warning', ()
   });
   it('no file: the profile facts, and the plan says so', () => {
     const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
-    expect(model!.note).toMatch(/from the profile \(no config.json at \/c\/refs\/main\)/);
+    expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the hf download fix', () => {
     const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
@@ -218,5 +218,53 @@ describe('profileForModel: TP, replicas, context and name for a model without a 
     expect(profile.parallel.replicas).toBe(4);
     expect(profile.engine.maxModelLen).toBeLessThan(131072);
     expect(planMemory(profile, 16 * GIB, f).fits).toBe(true);
+  });
+});
+
+describe("planMemory: vLLM 0.27's KV-cache numbers (kv_cache_utils.py) for a fixed 4 MiB cache, block 128 (CPU)", () => {
+  const at = (name: string, sets: Record<string, unknown> = {}) =>
+    planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 4 * 1024 * 1024, blockSize: 128, ...sets } }), 80 * GIB, facts(name));
+  // Logged by the real CPU vLLM for the tiny models of test/real-vllm/make_tiny_models.py (same shapes)
+  it.each([
+    ['qwen3-gqa', 8192, '16.00'],
+    ['qwen3-moe', 8192, '16.00'],
+    // 1 full + 5 sliding layers: 6 groups of 1 layer; a request takes 4 blocks of the full group and 5 of each sliding one
+    ['gemma3-sliding', 2259, '4.41'],
+  ])('%s: %i tokens, %sx', (name, tokens, conc) => {
+    const p = at(name);
+    expect(p.kvTokens).toBe(tokens);
+    expect(p.maxConcurrency.toFixed(2)).toBe(conc);
+  });
+  it('hybrid linear attention: a state page larger than the attention page grows the block (vLLM aligns the page sizes)', () => {
+    // Qwen3.5-9B's Gated DeltaNet shape: 16 key heads, 32 value heads, head dims 128, conv kernel 4
+    const raw = { ...cfg('qwen3-next-hybrid'), linear_num_key_heads: 16, linear_num_value_heads: 32, linear_key_head_dim: 128, linear_value_head_dim: 128 };
+    const f = parseModelConfig(raw);
+    expect(f.linearStateBytes! / f.linearLayers).toBe((3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2);
+    const p = planMemory(Profile.parse({ name: 'x', model: { id: 'x/y' }, engine: { maxModelLen: 512, kvCacheMemoryBytes: 64 * 1024 ** 2, blockSize: 16 } }), 80 * GIB, f);
+    // the attention page (2 KV heads x 32 x 2 B x 2 per token) grows to hold one layer's state
+    expect(p.blockSize).toBe(Math.ceil(Math.ceil(1_097_728 / 256) / 16) * 16);
+    expect(p.stateBytesPerSeq).toBe(f.linearStateBytes);
+    expect(p.maxConcurrency).toBeGreaterThan(0);
+  });
+});
+
+describe('a hostile config.json', () => {
+  it.each([
+    ['num_hidden_layers', 1e9, /num_hidden_layers: 1000000000 is beyond any model/],
+    ['num_hidden_layers', 2.5, /num_hidden_layers: 2.5 \(a positive integer\)/],
+    ['num_attention_heads', -4, /num_attention_heads: -4/],
+    ['max_position_embeddings', '2048', /max_position_embeddings: "2048"/],
+    ['num_experts', 1e8, /num_experts: 100000000 is beyond any model/],
+  ])('%s = %s is refused quickly, naming the field', (field, value, msg) => {
+    const raw = { ...cfg('qwen3-moe'), [field]: value };
+    const t0 = Date.now();
+    expect(() => parseModelConfig(raw)).toThrow(msg);
+    expect(Date.now() - t0).toBeLessThan(200);
+  });
+  it('a config.json of many MiB is not parsed', async () => {
+    const big = `{"pad": "${'x'.repeat(5 * 1024 * 1024)}"}`;
+    const r = await readModel({ readFile: async (p) => (p.endsWith('config.json') ? big : null), env: () => ({}) }, { path: '/m' });
+    expect(r.error).toMatch(/is not a model config/);
+    expect(r.facts).toBeUndefined();
   });
 });

@@ -277,7 +277,7 @@ describe('sparkctl monitoring (the built CLI)', () => {
       expect(String(none.stdout)).toContain(`vLLM ${FACT_VERSIONS.at(-1)} metric names`);
       expect(String(none.stderr)).toMatch(/not read .*metric names of the newest table/);
       // a pin wins over what is installed
-      const pinned = await cli(['monitoring', 'rules', 'qwen-dev', '--vllm-bin', bin], { stateDir: d });
+      const pinned = await cli(['monitoring', 'rules', 'qwen-dev', '--set', 'engine.vllmVersion=0.17.0', '--vllm-bin', bin], { stateDir: d });
       expect(String(pinned.stdout)).toContain('vLLM 0.17.0 metric names');
     } finally {
       rmrf(d);

@@ -368,9 +368,10 @@ describe('only the probes the selected checks need are run', () => {
       selectChecks(undefined, undefined, { blocking: true })
         .map((c) => c.id)
         .sort(),
-    ).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port']);
+    ).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port', 'router.haproxy']);
     const { rep, argv } = await seen({ profile: profile(), blocking: true });
-    expect(rep.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
+    // router.haproxy skips a profile without a router, without looking for HAProxy
+    expect(rep.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'skip']);
     expect(argv.every((a) => /^(nvidia-smi --query-|uname)/.test(a))).toBe(true);
   });
 
