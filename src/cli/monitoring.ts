@@ -12,7 +12,7 @@ export default createCommand({
     ['--vllm-bin <path>', 'the vllm whose version names the metrics when engine.vllmVersion is auto', 'vllm'],
     ['--host <host>', 'scrape: the address Prometheus reaches the replicas at', 'localhost'],
     ['--node-exporter <host:port>', "scrape: node_exporter serving the probe's textfile", 'localhost:9100'],
-    ['--router <host:port>', "scrape: the router's metrics endpoint, where the replicas sit behind one"],
+    ['--router <host:port>', "scrape: your own HAProxy's Prometheus exporter (a profile with router: has its own, router.statsPort)"],
     ['--textfile <name>', 'rules: the file name probe --prometheus writes (staleness alert)', 'sparkctl.prom'],
     ...PROFILE_OPTIONS,
   ],

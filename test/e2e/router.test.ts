@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK } from '../helpers.js';
+import { cli, tempDir, rmrf, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
@@ -170,6 +170,38 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     const steps = JSON.parse(String(p.stdout)).results[0].steps as Array<{ step: string; status: string; detail: string }>;
     expect(steps.find((s) => s.step === 'auth')!.status).toBe('pass');
     expect(steps.find((s) => s.step === 'router')).toMatchObject({ status: 'pass', detail: '2/2 replicas UP in HAProxy' });
+  }, 120_000);
+
+  it('a profile edited between restarts: the new argv on every replica; an edit that fails to start stops the restart at that replica, the rest serving', async () => {
+    const { mkdirSync, writeFileSync, readFileSync: read } = await import('node:fs');
+    const dir = join(state, 'profiles');
+    mkdirSync(dir);
+    const original = read(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(/^name: qwen3\.5-9b$/m, 'name: rr');
+    const file = join(dir, 'rr.yaml');
+    writeFileSync(file, original);
+    const args = ['--profiles', dir, ...at(2), '--no-prewarm'];
+    const r = await cli(['serve', 'rr', '--engine', 'sim', '--router', ...args], { env: env(), timeout: 60_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    // 1. an edit that works: every replica comes back with it
+    writeFileSync(file, original.replace(/^engine:$/m, 'engine:\n  maxNumSeqs: 7'));
+    const ok = await cli(['restart', 'rr', '--rolling', ...args], { env: env(), timeout: 60_000 });
+    expect(ok.exitCode, ok.stderr).toBe(0);
+    expect(ok.stderr.match(/started, pid \d+ \(new argv: the profile changed\)/g)).toHaveLength(2);
+    for (const i of (await status()).filter((x) => !x.role)) expect(read(`/proc/${i.pid}/cmdline`, 'utf8').split('\0').join(' ')).toContain('--max-num-seqs 7');
+    // 2. an edit that cannot start (the simulator runs out of GPU memory at start): rr-0 stays out, rr-1 serves
+    writeFileSync(file, `${original}\nenv:\n  SPARKCTL_SIM_FAULT: oom-at-start\n`);
+    const bad = await cli(['restart', 'rr', '--rolling', '--json', ...args], { env: env(), timeout: 60_000 });
+    expect(bad.exitCode).toBe(4);
+    const out = JSON.parse(String(bad.stdout));
+    expect(out.aborted.replica).toBe('rr-0');
+    expect(out.aborted.cause).toMatch(/rr-0 did not become ready: .*(out of GPU memory|CUDA out of memory)/i);
+    expect(out.replicas[1].restarted).toBe(false);
+    const served = await fetch(`http://127.0.0.1:${base}/v1/models`);
+    expect(served.status).toBe(200);
+    const p = await cli(['probe', 'rr-router', '--no-history', '--json'], { env: env() });
+    const step = JSON.parse(String(p.stdout)).results[0].steps.find((x: { step: string }) => x.step === 'router');
+    expect(step).toMatchObject({ status: 'warn' });
+    expect(step.detail).toMatch(/1\/2 UP; rr-0 \(port \d+\) MAINT/);
   }, 120_000);
 
   it('router config prints what HAProxy itself accepts; restart --rolling without a router says how', async () => {

@@ -17,6 +17,10 @@ import { runScript, type Observed } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
 import { execa } from 'execa';
 import { groupMembers } from '../../src/engine/proc.js';
+import yaml from 'js-yaml';
+import { prometheusUnavailable, PROMETHEUS, startPrometheus, query, expandVariables, type Proc } from '../monitoring.js';
+import type { RuleFile } from '../../src/monitoring/rules.js';
+import type { Dashboard } from '../../src/monitoring/dashboard.js';
 
 const why = realVllmUnavailable();
 if (why) console.warn(`real-vLLM suite skipped: ${why}`);
@@ -170,6 +174,48 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     expect(p.metrics).toMatchObject({ kvCacheUsage: expect.any(Number), running: expect.any(Number), waiting: expect.any(Number), preemptions: expect.any(Number) });
     expect(p.steps.find((s: { step: string }) => s.step === 'metrics').detail).toMatch(/KV cache [\d.]+ %, \d+ running, \d+ waiting/);
   });
+
+  it.skipIf(Boolean(prometheusUnavailable([PROMETHEUS])))(
+    "monitoring: a real Prometheus scrapes the real vLLM; the rules' and the dashboard's queries in the installed version's names return series",
+    async () => {
+      const pdir = tempDir('sparkctl-real-prom-');
+      let prom: Proc | undefined;
+      try {
+        // the names of the vLLM that is installed (engine.vllmVersion auto), not of the profile's pin
+        const args = ['tiny', '--profiles', PROFILES, '--set', `server.port=${port}`, '--set', 'engine.vllmVersion=auto', '--vllm-bin', VLLM_BIN];
+        const rules = await sparkctl(['monitoring', 'rules', ...args]);
+        expect(rules.exitCode, rules.stderr).toBe(0);
+        expect(rules.stderr).toMatch(/metric names of the installed vLLM, 0\.27/);
+        const scrape = yaml.load((await sparkctl(['monitoring', 'scrape', ...args, '--host', '127.0.0.1'])).stdout) as { scrape_configs: Array<{ job_name: string }> };
+        const dash = JSON.parse((await sparkctl(['monitoring', 'dashboard', ...args])).stdout) as Dashboard;
+        prom = await startPrometheus(
+          pdir,
+          scrape.scrape_configs.filter((j) => j.job_name === 'sparkctl-tiny'),
+          [],
+        );
+        // scraped once before the traffic, so the rates and quantiles have a rise in their window
+        // (not the server's first request: prewarm sent its long prompts first)
+        expect(await waitFor(async () => (await query(prom!.url, 'vllm:generation_tokens_total{model_name="tiny-qwen3"}')).length > 0, 20_000, 250)).toBe(true);
+        const load = Array.from({ length: 4 }, (_, i) => post('/v1/completions', { model: 'tiny-qwen3', prompt: `monitoring ${i} `.repeat(50), max_tokens: 8, temperature: 0 }));
+        for (const r of await Promise.all(load)) expect(r.status).toBe(200);
+        await new Promise((r) => setTimeout(r, 3000));
+        const recorded = (yaml.load(rules.stdout) as RuleFile).groups.flatMap((g) => g.rules).filter((r) => 'record' in r);
+        const panels = dash.panels.flatMap((p) => p.targets.map((t) => ({ title: p.title, expr: t.expr }))).filter((t) => /vllm:|up\{/.test(t.expr));
+        const vars = { model_name: 'tiny-qwen3', instance: '.*', gpu_hour_price: '2', __rate_interval: '1m' };
+        const empty: string[] = [];
+        for (const q of [...recorded.map((r) => ({ title: (r as { record: string }).record, expr: r.expr })), ...panels]) {
+          const res = await query(prom.url, expandVariables(q.expr, vars));
+          if (!res.some((x) => Number.isFinite(Number(x.value[1])))) empty.push(`${q.title}: ${q.expr} -> ${JSON.stringify(res)}`);
+        }
+        expect(empty).toEqual([]);
+        expect(panels.length).toBeGreaterThanOrEqual(10);
+      } finally {
+        await prom?.stop();
+        rmrf(pdir);
+      }
+    },
+    2 * MIN,
+  );
 
   it(
     'counters: prompt_tokens_total and generation_tokens_total move by exactly what was sent and generated',
