@@ -130,7 +130,9 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
   };
 }
 
-const fill = (text: string, labels: Labels) => text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? '');
+/** What Prometheus prints for a rule's label or annotation: {{ $labels.x }} filled, {{ "{{" }} a literal {{. */
+const literal = (text: string) => text.replace(/\{\{ "(\{\{|\}\})" \}\}/g, '$1');
+const fill = (text: string, labels: Labels) => literal(text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, k: string) => labels[k] ?? ''));
 
 /** A promtool test file for `rulesFile`: every alert fires with exactly its labels and annotations, then clears. */
 export function promtoolTests(rules: RuleFile, s: MonitoringSpec, rulesFile: string, only?: string[]): string {
@@ -141,7 +143,8 @@ export function promtoolTests(rules: RuleFile, s: MonitoringSpec, rulesFile: str
   const tests = alerts.map((a) => {
     const c = cases[a.alert]!;
     const exp = c.fire.labels.map((l) => {
-      const labels = { ...l, ...a.labels };
+      const ruleLabels = Object.fromEntries(Object.entries(a.labels).map(([k, v]) => [k, literal(v)]));
+      const labels = { ...l, ...ruleLabels };
       return { exp_labels: labels, exp_annotations: { summary: fill(a.annotations.summary, labels), description: fill(a.annotations.description, labels) } };
     });
     return {

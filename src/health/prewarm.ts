@@ -1,7 +1,7 @@
 // Prewarm: rounds of 1-token requests at 128, 1024 and 4096 prompt tokens (exact through /tokenize,
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
-import { servedModels } from '../client/shapes.js';
+import { completionAnswer, errorMessage, tokenizeAnswer, servedModels } from '../client/shapes.js';
 import { waitReady, type Target } from './target.js';
 import { readGpus } from './gpu.js';
 
@@ -56,8 +56,9 @@ async function promptOf(t: Target, n: number, timeoutMs: number): Promise<{ prom
   for (let i = 0; i < 4; i++) {
     const prompt = make(chars);
     const r = await http(`${t.url}/tokenize`, { body: { model: t.servedName, prompt, add_special_tokens: false }, timeoutMs, apiKey: t.apiKey });
-    if (!r.ok || r.status !== 200 || typeof r.json?.count !== 'number') return { prompt: make(n * 4), exact: false };
-    const count: number = r.json.count;
+    const answer = r.ok && r.status === 200 ? tokenizeAnswer(r.json, r.body) : undefined;
+    if (!answer?.ok) return { prompt: make(n * 4), exact: false };
+    const count = answer.value.count;
     if (count === n) return { prompt, exact: true };
     chars = Math.max(1, Math.round(chars * (n / Math.max(1, count))) + (count < n ? 1 : -1));
   }
@@ -104,14 +105,16 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   }
   const send = async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
     const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens, temperature: 0 }, timeoutMs: left(), apiKey: t.apiKey });
+    // A 200 that is no completion (no choices, a usage no server can have) warms nothing.
+    const answer = r.ok && r.status === 200 ? completionAnswer(r.json, r.body) : undefined;
     const req: PrewarmRequest = {
       round,
       kind,
       promptTokens: n,
       maxTokens,
       ms: Math.round(r.ms),
-      ok: r.ok && r.status === 200,
-      error: r.ok ? (r.status === 200 ? undefined : `HTTP ${r.status}: ${String(r.json?.error?.message ?? r.body).slice(0, 200)}`) : r.message,
+      ok: answer?.ok === true,
+      error: !r.ok ? r.message : r.status !== 200 ? `HTTP ${r.status}: ${errorMessage(r.json, r.body).slice(0, 200)}` : answer && !answer.ok ? answer.problem : undefined,
     };
     result.requests.push(req);
     onRequest?.(req);

@@ -27,3 +27,6 @@ export function vllmFamiliesIn(expr: string): string[] {
   for (const m of expr.matchAll(/vllm:[a-z0-9_:]+/g)) out.add(m[0].replace(/_(bucket|sum|count)$/, ''));
   return [...out];
 }
+
+/** Text that Prometheus's Go templates (alert labels and annotations) print as written. */
+export const templateLiteral = (s: string) => s.replace(/\{\{|\}\}/g, (m) => `{{ "${m}" }}`);

@@ -1,7 +1,7 @@
 // Prometheus recording and alerting rules for one profile's served model, in the metric names of
 // the target vLLM version, and for the probe's node_exporter textfile. Pure: a rule file as data.
 import type { MonitoringSpec } from './spec.js';
-import { str, leMatcher, num, dur } from './promql.js';
+import { str, leMatcher, num, dur, templateLiteral } from './promql.js';
 import { BACKEND as ROUTER_BACKEND } from '../router/config.js';
 
 export interface RecordingRule {
@@ -53,7 +53,7 @@ function routerAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
       `up{job=${job}} == 0`,
       '1m',
       'critical',
-      `${s.servedName}: the router on {{ $labels.instance }} is down`,
+      `${templateLiteral(s.servedName)}: the router on {{ $labels.instance }} is down`,
       `Prometheus cannot scrape HAProxy's exporter (job ${s.job}-router): clients of port ${s.router.port} get no answer.`,
     ),
     alert(
@@ -61,7 +61,7 @@ function routerAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
       `haproxy_backend_active_servers{job=${job}, proxy=${str(ROUTER_BACKEND)}} < ${s.ports.length}`,
       '2m',
       'warning',
-      `${s.servedName}: fewer than ${s.ports.length} replicas in the router's rotation`,
+      `${templateLiteral(s.servedName)}: fewer than ${s.ports.length} replicas in the router's rotation`,
       "HAProxy's /health checks take a replica out when it fails them: sparkctl probe names it, sparkctl restart --rolling brings it back.",
     ),
   ];
@@ -91,7 +91,8 @@ export function renderRules(s: MonitoringSpec): RuleFile {
     ]),
   ];
 
-  const base = { model_name: s.servedName, profile: s.profile };
+  // rule labels and annotations are Go templates: a served name's {{ }} stays literal
+  const base = { model_name: templateLiteral(s.servedName), profile: s.profile };
   const alert: AlertOf = (name, expr, forDur, severity, summary, description) => ({
     alert: name,
     expr,
@@ -109,7 +110,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `${RECORDED.sloErrors(kind, b.long)}{${model}} > ${limit} and on (model_name) ${RECORDED.sloErrors(kind, b.short)}{${model}} > ${limit}`,
       b.for,
       b.severity,
-      `${s.servedName}: the ${label} SLO burns its error budget ${b.factor}x too fast`,
+      `${templateLiteral(s.servedName)}: the ${label} SLO burns its error budget ${b.factor}x too fast`,
       `More than ${num(b.factor * budget * 100)} % of requests missed ${label} over the last ${b.long} and ${b.short} (objective ${num(s.slo.objective * 100)} %): at this rate the 30-day budget lasts ${num(30 / b.factor)} days.`,
     );
   };
@@ -122,7 +123,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `up{job=${str(s.job)}} == 0`,
       '1m',
       'critical',
-      `${s.servedName}: {{ $labels.instance }} is down`,
+      `${templateLiteral(s.servedName)}: {{ $labels.instance }} is down`,
       `Prometheus cannot scrape /metrics of {{ $labels.instance }} (job ${s.job}): the server is not running or not reachable.`,
     ),
     ...routerAlerts(s, alert),
@@ -131,7 +132,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `sparkctl_probe_step_ok{${probe}, step=~"live|inference"} == 0 unless on (instance, job, target) sparkctl_probe_reachable{${probe}} == 0`,
       '1m',
       'critical',
-      `${s.servedName}: the engine of {{ $labels.target }} is dead`,
+      `${templateLiteral(s.servedName)}: the engine of {{ $labels.target }} is dead`,
       `The deep probe's {{ $labels.step }} step fails on {{ $labels.target }} while the server answers: /health 503 (EngineDeadError) or no token from a 1-token generation. Restart it: sparkctl stop, then sparkctl serve.`,
     ),
     alert(
@@ -139,7 +140,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `sparkctl_probe_reachable{${probe}} == 0`,
       '5m',
       'critical',
-      `${s.servedName}: the probe cannot reach {{ $labels.target }}`,
+      `${templateLiteral(s.servedName)}: the probe cannot reach {{ $labels.target }}`,
       'sparkctl probe finds {{ $labels.target }} refusing or timing out (see sparkctl status and sparkctl logs).',
     ),
     alert(
@@ -147,7 +148,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `sparkctl_probe_healthy{${probe}} == 0 unless on (instance, job, target) sparkctl_probe_reachable{${probe}} == 0`,
       '10m',
       'warning',
-      `${s.servedName}: the deep probe of {{ $labels.target }} fails`,
+      `${templateLiteral(s.servedName)}: the deep probe of {{ $labels.target }} fails`,
       'A step of sparkctl probe fails on {{ $labels.target }} (identity, inference, GPUs or auth): run sparkctl probe for the detail.',
     ),
     alert(
@@ -155,7 +156,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `max by (${by}) (${n.kvCache}{${model}}) > ${num(t.kvCacheUsageMax)}`,
       '5m',
       'warning',
-      `${s.servedName}: KV cache above ${num(t.kvCacheUsageMax * 100)} % on {{ $labels.instance }}`,
+      `${templateLiteral(s.servedName)}: KV cache above ${num(t.kvCacheUsageMax * 100)} % on {{ $labels.instance }}`,
       'New requests will wait or preempt running ones: lower load, max-num-seqs or max-model-len, or add a replica.',
     ),
     alert(
@@ -163,7 +164,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `sum by (${by}) (${n.waiting}{${model}}) > ${t.waitingMax}`,
       '5m',
       'warning',
-      `${s.servedName}: more than ${t.waitingMax} requests waiting on {{ $labels.instance }}`,
+      `${templateLiteral(s.servedName)}: more than ${t.waitingMax} requests waiting on {{ $labels.instance }}`,
       'Requests queue for a batch slot: the server is at capacity.',
     ),
     alert(
@@ -171,7 +172,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `sum by (${by}) (increase(${n.preemptions}{${model}}[5m])) > 0`,
       '5m',
       'warning',
-      `${s.servedName}: requests preempted on {{ $labels.instance }}`,
+      `${templateLiteral(s.servedName)}: requests preempted on {{ $labels.instance }}`,
       'vLLM preempts running requests when the KV cache runs out (recomputed later: slower). Lower concurrency or give the cache more memory.',
     ),
     burn('ttft', 'fast'),
@@ -231,7 +232,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `absent(sparkctl_probe_healthy{${probe}})`,
       '15m',
       'warning',
-      `${s.servedName}: no probe results`,
+      `${templateLiteral(s.servedName)}: no probe results`,
       `No sparkctl_probe_healthy series for ${s.profile}: run sparkctl probe --prometheus FILE into node_exporter's textfile directory (cron, systemd timer).`,
     ),
   ];

@@ -1,5 +1,6 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
+import { ProbeBlock } from './probe-block.js';
 
 const positiveInt = z.number().int().positive();
 const port = z.number().int().min(1).max(65535);
@@ -94,18 +95,7 @@ export const PrewarmBlock = z.strictObject({
   timeoutSeconds: positiveInt.default(300),
 });
 
-export const ProbeBlock = z
-  .strictObject({
-    timeoutMs: positiveInt.default(5000),
-    kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
-    waitingMax: z.number().int().min(0).default(32),
-    gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
-    tempWarnC: z.number().min(0).max(150).default(75).describe("GPU temperature that warns (the documents' 75 C)"),
-    tempUnhealthyC: z.number().min(0).max(150).default(82).describe('GPU temperature that makes the server unhealthy (82 C)'),
-    tempCriticalC: z.number().min(0).max(150).default(88).describe('GPU temperature reported as critical (88 C)'),
-    gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
-  })
-  .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
+export { ProbeBlock };
 
 /** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
 export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];

@@ -130,7 +130,7 @@ describe('any model, no profile', () => {
     expect(text).toContain('vllmVersion: auto');
     expect(text).toMatch(/tensor: 1 +# TP 1: the smallest/);
     expect(text).toMatch(/replicas: 8 /);
-    expect(text).toContain('servedName: llama-8b-shape');
+    expect(text).toMatch(/servedName: "?llama-8b-shape"? /);
     const v = await run(['profiles', 'validate', out]);
     expect(v.exitCode, v.stdout + v.stderr).toBe(0);
     expect(v.stdout).toContain(`${out}: valid`);

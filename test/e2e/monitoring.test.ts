@@ -68,6 +68,20 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     );
   }, 60_000);
 
+  it('a served name with quotes and template braces: the rules load, the alert carries the name as written', async () => {
+    const sets = ['model.servedName=we"ird{{ .x }}\\name'];
+    const text = await render('rules', ['--vllm-version', '0.17.0', ...sets.flatMap((x) => ['--set', x])]);
+    const rulesFile = join(dir, 'hostile.rules.yml');
+    writeFileSync(rulesFile, text);
+    const spec = specFromProfile(loadProfile('qwen-dev', { sets }).profile, { vllmVersion: '0.17.0', replicas: 1 });
+    expect(spec.servedName).toBe('we"ird{{ .x }}\\name');
+    writeFileSync(join(dir, 'hostile.test.yml'), promtoolTests(yaml.load(text) as RuleFile, spec, rulesFile, ['VllmKvCacheNearFull', 'VllmEngineDead']));
+    const check = await execa(PROMTOOL, ['check', 'rules', rulesFile], { reject: false });
+    expect(check.exitCode, check.stdout + check.stderr).toBe(0);
+    const r = await execa(PROMTOOL, ['test', 'rules', join(dir, 'hostile.test.yml')], { reject: false });
+    expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+  });
+
   it('a test that expects an alert which does not fire fails (the unit tests can fail)', async () => {
     const profile = loadProfile('qwen-dev').profile;
     const text = await render('rules');

@@ -11,7 +11,7 @@ import { specFromProfile } from '../../src/monitoring/spec.js';
 import { renderRules, type AlertingRule, type RecordingRule } from '../../src/monitoring/rules.js';
 import { renderDashboard, SCHEMA_VERSION } from '../../src/monitoring/dashboard.js';
 import { renderScrape } from '../../src/monitoring/scrape.js';
-import { str, leMatcher, vllmFamiliesIn } from '../../src/monitoring/promql.js';
+import { str, leMatcher, vllmFamiliesIn, templateLiteral } from '../../src/monitoring/promql.js';
 import { createMetrics } from '../../src/sim/engine.js';
 import { writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
@@ -136,6 +136,16 @@ describe('rules', () => {
     ['80', 'le=~"80|80\\\\.0"'],
   ])('le matcher for %s s: %s', (b, want) => {
     expect(leMatcher(Number(b))).toBe(want);
+  });
+
+  it("a served name's template braces stay literal in the alerts' labels and annotations (Go templates)", () => {
+    expect(templateLiteral('a{{ .x }}b')).toBe('a{{ "{{" }} .x {{ "}}" }}b');
+    expect(templateLiteral('plain/name')).toBe('plain/name');
+    const s = renderRules(spec('0.17.0', ['model.servedName=m{{x}}']));
+    const kv = s.groups[1]!.rules.find((r) => 'alert' in r && r.alert === 'VllmKvCacheNearFull') as AlertingRule;
+    expect(kv.labels.model_name).toBe('m{{ "{{" }}x{{ "}}" }}');
+    expect(kv.annotations.summary.startsWith('m{{ "{{" }}x{{ "}}" }}: KV cache')).toBe(true);
+    expect(kv.expr).toContain('{model_name="m{{x}}"}');
   });
 
   it('a served name with quotes and backslashes stays one PromQL string', () => {
