@@ -218,7 +218,8 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     if (opts.forceForget) reg.remove(inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
-  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
+  // A router's /metrics would be one replica's (through HAProxy): it has no requests of its own to count.
+  const before = proof.state === 'alive' && inst.role !== 'router' ? await inFlight(inst) : undefined;
   const from = logSize(inst.logFile);
   const t0 = performance.now();
   const how = await stopGroup(inst, graceMs, {
