@@ -5,6 +5,7 @@
 // Also: `node -e 0`, preflight without the systeminformation checks (what systeminformation costs a
 // preflight), and what importing systeminformation costs in a fresh process.
 //
+// Runs from the built package alone (bin/, dist/, profiles/, scripts/; no node_modules needed).
 // Usage: node scripts/bench-preflight.mjs [runs=15] [extra preflight args...]
 // Prints one JSON object; the numbers are medians (ms) over the runs, alternating the variants so
 // they share the machine's conditions.
@@ -103,6 +104,9 @@ const result = {
   },
   ratio: +(median(proc) / median(floor)).toFixed(2),
   target: 1.3,
+  // what sparkctl itself adds: the whole process minus the probe commands minus Node's own start
+  ownShareMs: +(median(proc) - median(floor) - median(node)).toFixed(1),
+  ownShareTargetMs: 40,
   spread: { process: spread(proc), floor: spread(floor) },
   systeminformation: {
     version: siVersion,

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
+// (0) A warm deep probe, whole process (`probe --url` against a warm simulator), against `node -e 0`.
 // (1) What a healthy deep probe costs beyond its 1-token generation (sim with zero model time).
 // (2) 100 simulated servers (one process, 100 ports) probed together by one `sparkctl probe`.
-// Usage: node scripts/bench-probe.mjs [servers=100]
+// Usage: node scripts/bench-probe.mjs [servers=100] [runs=15]
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 const run = promisify(execFile);
@@ -28,6 +29,22 @@ const runProbe = async (targets) => {
   const { stdout } = await run(process.execPath, args, { env, encoding: 'utf8', maxBuffer: 64 << 20 });
   return { wallMs: performance.now() - s, results: JSON.parse(stdout).results };
 };
+// (0) whole process, one warm target; medians of `runs` after two warm-up runs each (page cache)
+const runs = Number(process.argv[3] ?? 15);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const wall = async (args) => {
+  const t = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const s = performance.now();
+    await run(process.execPath, args, { env, encoding: 'utf8', maxBuffer: 64 << 20 }).catch(() => {});
+    if (i >= 2) t.push(performance.now() - s);
+  }
+  return +median(t).toFixed(1);
+};
+const nodeMs = await wall(['-e', '0']);
+const probeMs = await wall([bin, 'probe', '--url', urls[0], '--json']);
+const stepsMs = [];
+for (let i = 0; i < 5; i++) stepsMs.push((await runProbe([urls[0]])).results[0].ms);
 // (1) one target, several runs: probe time minus the generation step
 const overhead = [];
 for (let i = 0; i < 10; i++) {
@@ -43,6 +60,7 @@ const best = all.map((x) => x.wallMs).sort((a, b) => a - b);
 console.log(
   JSON.stringify(
     {
+      warmProbeWholeProcessMs: { 'node -e 0': nodeMs, 'probe --url --json': probeMs, ratioToNode: +(probeMs / nodeMs).toFixed(2), probeStepsMs: median(stepsMs) },
       probeOverheadBeyondGenerationMs: { min: overhead[0], median: overhead[5], max: overhead.at(-1) },
       [`${n}ServersTogether`]: { processWallMs: best.map((x) => +x.toFixed(0)), healthy: all[0].results.filter((r) => r.state === 'healthy').length },
     },

@@ -1,7 +1,10 @@
 // Talking to a running server: every call has its own deadline (headers AND body: a server that
 // trickles a byte a second ends at the deadline), a bounded body (a 50 MB answer is cut off, not
 // buffered), no redirects followed (a 3xx is an answer to report); failures are classified, never thrown.
-import { request, Agent } from 'undici';
+// node:http, not undici: every verb that talks to a server loads this, and undici is a 1 MB module
+// that compiles its HTTP parser from WebAssembly at start-up (most of a short probe's CPU time).
+import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
+import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 
 export type HttpResult =
   | { ok: true; status: number; body: string; ms: number; json?: any }
@@ -10,7 +13,12 @@ export type HttpResult =
 /** The largest body read from a server (vLLM's /metrics of a big deployment is well under 1 MiB). */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 
-const agent = new Agent({ keepAliveTimeout: 4_000, connections: 8, connect: { timeout: 2_000 } });
+/** A TCP connect that has not completed by then is a timeout (a black-holed address), whatever the call's deadline. */
+const CONNECT_TIMEOUT_MS = 2_000;
+// Kept-alive sockets between the calls of one run (a probe's 7 steps), at most 8 per server; idle ones never hold the process open.
+const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 8 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 8 }) };
+
+const named = (name: string, message: string, code?: string) => Object.assign(new Error(message), { name, code });
 
 export async function http(
   url: string,
@@ -18,63 +26,86 @@ export async function http(
 ): Promise<HttpResult> {
   const started = performance.now();
   const headers: Record<string, string> = { ...opts.headers };
-  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const payload = opts.body !== undefined ? Buffer.from(JSON.stringify(opts.body)) : undefined;
+  if (payload) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(payload.length);
+  }
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
-  // One controller for the deadline and the caller's signal. Not AbortSignal.any(AbortSignal.timeout()):
-  // on Node 20 the timeout signal inside any() can be garbage-collected before it fires, and a
-  // server that never answers then hangs the call forever (seen: probe --url of a silent port).
-  const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(Object.assign(new Error('deadline'), { name: 'TimeoutError' })), opts.timeoutMs);
-  const onAbort = () => ac.abort(opts.signal?.reason);
-  if (opts.signal?.aborted) onAbort();
-  else opts.signal?.addEventListener('abort', onAbort, { once: true });
+  const max = opts.maxBytes ?? MAX_BODY_BYTES;
+  let req: ClientRequest | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let connectTimer: NodeJS.Timeout | undefined;
+  // One deadline for headers AND body, and the caller's signal: either destroys the request, and
+  // is the reason given (the response may first report the cut-off body as a reset).
+  let fired: Error | undefined;
+  const end = (e: Error) => {
+    fired ??= e;
+    req?.destroy(e);
+  };
+  const onAbort = () => end(named('AbortError', 'aborted'));
   try {
-    const res = await request(url, {
-      method: opts.method ?? (opts.body !== undefined ? 'POST' : 'GET'),
-      headers,
-      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-      signal: ac.signal,
-      dispatcher: agent,
+    const u = new URL(url);
+    const https = u.protocol === 'https:';
+    if (!https && u.protocol !== 'http:') return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
+    const { status, resHeaders, body } = await new Promise<{ status: number; resHeaders: IncomingMessage['headers']; body: string } | never>((resolve, reject) => {
+      req = (https ? httpsRequest : httpRequest)(u, { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent: https ? agents.https : agents.http });
+      timer = setTimeout(() => end(named('TimeoutError', 'deadline')), opts.timeoutMs);
+      if (opts.signal?.aborted) onAbort();
+      else opts.signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('socket', (sock) => {
+        if (!sock.connecting) return;
+        connectTimer = setTimeout(() => end(named('TimeoutError', 'connect timeout')), CONNECT_TIMEOUT_MS);
+        sock.once('connect', () => clearTimeout(connectTimer));
+      });
+      req.on('error', reject);
+      req.on('response', (res) => {
+        const declared = Number(res.headers['content-length']);
+        const tooLarge = (message: string) => {
+          const e = named('TooLarge', message);
+          fired ??= e; // before the destroy, which reports the cut-off body as a reset
+          res.destroy();
+          req!.destroy();
+          reject(e);
+        };
+        if (declared > max) return tooLarge(`the answer is ${declared} bytes, more than the ${max} read from a server`);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > max) return tooLarge(`the answer exceeded ${max} bytes: cut off`);
+          chunks.push(chunk);
+        });
+        res.on('error', reject);
+        // a body cut off by a reset or the deadline is 'aborted' on the response
+        res.on('aborted', () => reject(named('ResetError', 'connection reset', 'ECONNRESET')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, resHeaders: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      });
+      req.end(payload);
     });
-    const max = opts.maxBytes ?? MAX_BODY_BYTES;
-    const declared = Number(res.headers['content-length']);
-    if (declared > max) {
-      res.body.destroy();
-      return { ok: false, error: 'too-large', message: `the answer is ${declared} bytes, more than the ${max} read from a server`, ms: performance.now() - started };
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > max) {
-        res.body.destroy();
-        return { ok: false, error: 'too-large', message: `the answer exceeded ${max} bytes: cut off`, ms: performance.now() - started };
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const body = Buffer.concat(chunks).toString('utf8');
     const ms = performance.now() - started;
     let json: any;
-    if (String(res.headers['content-type'] ?? '').includes('json')) {
+    if (String(resHeaders['content-type'] ?? '').includes('json')) {
       try {
         json = JSON.parse(body);
       } catch {
         /* not JSON after all */
       }
     }
-    return { ok: true, status: res.statusCode, body, ms, json };
+    return { ok: true, status, body, ms, json };
   } catch (e) {
     const ms = performance.now() - started;
-    const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-    const code = err.code ?? err.cause?.code;
+    const err = (fired ?? e) as NodeJS.ErrnoException;
+    const code = err.code;
+    if (err.name === 'TooLarge') return { ok: false, error: 'too-large', message: err.message, ms };
     if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
-    if (err.name === 'TimeoutError' || err.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT')
-      return { ok: false, error: 'timeout', message: `no answer within ${opts.timeoutMs} ms`, ms };
+    if (err.name === 'TimeoutError' || err.name === 'AbortError') return { ok: false, error: 'timeout', message: `no answer within ${opts.timeoutMs} ms`, ms };
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
-    if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return { ok: false, error: 'reset', message: 'connection reset', ms };
+    if (code === 'ECONNRESET' || code === 'EPIPE') return { ok: false, error: 'reset', message: 'connection reset', ms };
     return { ok: false, error: 'other', message: err.message, ms };
   } finally {
     clearTimeout(timer);
+    clearTimeout(connectTimer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
 }
@@ -88,5 +119,6 @@ function hostOf(url: string): string {
 }
 
 export async function closeHttp() {
-  await agent.close();
+  agents.http.destroy();
+  agents.https.destroy();
 }

@@ -1,7 +1,7 @@
 // Shared by the verbs: the state folder, resolving a profile against a host shape, sizes. The
 // library owns these (src/util, src/profiles, src/engine); verbs import them from here or there.
 import { UsageError } from '../errors.js';
-import { GIB } from '../profiles/planner.js';
+import { GIB } from '../nvidia/units.js';
 
 export { stateDir } from '../util/paths.js';
 export { resolveProfile, requireValid, type Resolved, type ResolveOptions } from '../profiles/resolve.js';

@@ -3,10 +3,10 @@ import { Registry } from '../engine/registry.js';
 import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
-import { stateDir } from './common.js';
+import { stateDir } from '../util/paths.js';
 import { probe, PROBE_CHECKS, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
-import { ProbeBlock } from '../profiles/schema.js';
+import { ProbeBlock } from '../profiles/probe-block.js';
 import { http } from '../client/http.js';
 import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
@@ -18,7 +18,6 @@ import { readHistory } from '../history/store.js';
 import { computeCost } from '../history/cost.js';
 import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
-import { probeRouter } from '../router/probe.js';
 
 interface ProbeCli {
   url: string[];
@@ -151,7 +150,7 @@ export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: Sta
         gpus: t.engine === 'vllm' && t.instance?.role !== 'router',
         gpuHost,
         lastXidT: last.get(redactUrl(t.url))?.xidT,
-      }).then((r) => (t.instance?.role === 'router' ? probeRouter(t.instance, r) : r));
+      }).then(async (r) => (t.instance?.role === 'router' ? (await import('../router/probe.js')).probeRouter(t.instance, r) : r)); // a router's own checks load only for a router
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<ProbeResult>((resolve) => {
         timer = setTimeout(() => {

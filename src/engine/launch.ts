@@ -2,6 +2,7 @@
 // really ready. Supervision races the child's exit, the deadline and a stall timer that log
 // activity resets; readiness is /health 200, /v1/models listing the served name, and the
 // listening socket held by our own process group (not a server that held the port before us).
+import { fsProblem } from '../util/fs.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
@@ -43,7 +44,12 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
   // The log is appended to across runs: remember where this launch begins (issue 13 item 9).
   const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
   // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead).
-  const fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  let fd: number;
+  try {
+    fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  } catch (e) {
+    throw fsProblem(e, 'server log', plan.logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
+  }
   // argv never holds a secret (the key travels in the environment), so it may be logged.
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
   const marker = randomUUID();

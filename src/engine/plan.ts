@@ -8,7 +8,8 @@ import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
-import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
+import { graceMsOf } from './stop.js';
 import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
@@ -160,6 +161,8 @@ export function containerPlanOf(plan: ServePlan, replica: ReplicaPlan, marker: s
     profileFile: plan.file,
     cli: plan.container.cli,
     executableLen: plan.container.executableLen,
+    // the runtime's own SIGKILL waits as long as stop would: the drain plus vLLM's teardown
+    stopTimeoutS: Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(replica.argv) }) / 1000),
     detached,
   });
 }

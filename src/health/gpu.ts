@@ -6,7 +6,7 @@ import { RealHost } from '../host/real.js';
 import { parseQueryGpu, decodeThrottle, queryGpus } from '../nvidia/smi.js';
 import { parseXid } from '../nvidia/xid.js';
 import { gpuNum, type Gpu } from '../preflight/facts.js';
-import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../preflight/checks.js';
+import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
 import type { GpuSample } from '../history/sample.js';
 
 export interface GpuReading {

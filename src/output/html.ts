@@ -41,13 +41,14 @@ const scriptJson = (v: unknown) =>
     .replace(/\u2029/g, '\\u2029');
 
 /** uPlot's script and style, inlined by the bundle build (scripts/bundle.mjs): the built CLI reads nothing from node_modules. */
-declare const __SPARKCTL_UPLOT__: { js: string; css: string } | undefined;
+declare const __SPARKCTL_UPLOT_JS__: string | undefined;
+declare const __SPARKCTL_UPLOT_CSS__: string | undefined;
 
 let cached: { js: string; css: string } | undefined;
 function uplot(): { js: string; css: string } {
   if (cached) return cached;
   let assets: { js: string; css: string };
-  if (typeof __SPARKCTL_UPLOT__ !== 'undefined') assets = __SPARKCTL_UPLOT__;
+  if (typeof __SPARKCTL_UPLOT_JS__ !== 'undefined' && typeof __SPARKCTL_UPLOT_CSS__ !== 'undefined') assets = { js: __SPARKCTL_UPLOT_JS__, css: __SPARKCTL_UPLOT_CSS__ };
   else {
     // unbundled (tsc's dist/, the tests): from the installed package
     const req = createRequire(import.meta.url);

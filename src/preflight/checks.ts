@@ -4,9 +4,10 @@ import type { Facts, Gpu, ProbeName } from './facts.js';
 import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
-import { decodeThrottle } from '../nvidia/smi.js';
+import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
 import { tableAtOrBelow, FACT_VERSIONS } from '../profiles/vllm-flags.js';
-import { XID_FATAL, XID_MEANING } from '../nvidia/xid.js';
+
+export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
@@ -72,40 +73,10 @@ const label = (g: Gpu) => `GPU${g.index}`;
 const cudaHome = (f: Facts) => f.env.CUDA_HOME ?? f.env.CUDA_PATH;
 const cudaVersionInPath = (p: string) => /cuda-(\d+\.\d+)/.exec(p)?.[1];
 
-// Per-GPU rules, exported so the serving probe judges GPUs exactly as preflight does.
-export function gpuEccFindings(g: Gpu): { fails: string[]; warns: string[] } {
-  const fails: string[] = [];
-  const warns: string[] = [];
-  const unc = gpuNum(g, 'ecc.errors.uncorrected.volatile.total') ?? 0;
-  if (unc > 0) fails.push(`${label(g)}: ${unc} uncorrected volatile ECC error(s)`);
-  if (g['remapped_rows.failure'] === 'Yes') fails.push(`${label(g)}: row remapping failed`);
-  if (g['remapped_rows.pending'] === 'Yes') warns.push(`${label(g)}: row remap pending (needs a GPU reset)`);
-  if (g['retired_pages.pending'] === 'Yes') warns.push(`${label(g)}: page retirement pending (needs a reset)`);
-  if (g['ecc.mode.current'] === 'Disabled') warns.push(`${label(g)}: ECC disabled`);
-  return { fails, warns };
-}
-
-export function gpuThrottleFindings(g: Gpu): { fails: string[]; warns: string[] } {
-  const fails: string[] = [];
-  const warns: string[] = [];
-  const busy = (gpuNum(g, 'utilization.gpu') ?? 0) > 0;
-  for (const r of decodeThrottle(g['clocks_event_reasons.active'])) {
-    if (r.severity === 'fail') fails.push(`${label(g)}: ${r.reason}`);
-    else if (r.severity === 'warn' && busy) warns.push(`${label(g)}: ${r.reason} under load`);
-  }
-  return { fails, warns };
-}
-
 /** One rule over every GPU: all their failures and warnings, each naming its GPU. */
 function acrossGpus(gpus: Gpu[], rule: (g: Gpu) => { fails: string[]; warns: string[] }): { fails: string[]; warns: string[] } {
   const found = gpus.map(rule);
   return { fails: found.flatMap((f) => f.fails), warns: found.flatMap((f) => f.warns) };
-}
-
-export function describeXid(events: Array<{ code: number }>): { desc: string; fatal: boolean } {
-  const codes = [...new Set(events.map((e) => e.code))];
-  const desc = codes.map((c) => `Xid ${c} (${XID_MEANING[c] ?? 'see NVIDIA Xid catalog'}) x${events.filter((e) => e.code === c).length}`).join(', ');
-  return { desc, fatal: codes.some((c) => XID_FATAL.has(c)) };
 }
 
 export const CHECKS: Check[] = [

@@ -1,5 +1,6 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
+import { ProbeBlock } from './probe-block.js';
 
 const positiveInt = z.number().int().positive();
 const port = z.number().int().min(1).max(65535);
@@ -95,18 +96,7 @@ export const PrewarmBlock = z.strictObject({
   timeoutSeconds: positiveInt.default(300),
 });
 
-export const ProbeBlock = z
-  .strictObject({
-    timeoutMs: positiveInt.default(5000),
-    kvCacheUsageMax: z.number().min(0).max(1).default(0.85),
-    waitingMax: z.number().int().min(0).default(32),
-    gpuMemoryHeadroomPct: z.number().min(0).max(50).default(5).describe('GPU memory may exceed the reserved share by this many percent'),
-    tempWarnC: z.number().min(0).max(150).default(75).describe("GPU temperature that warns (the documents' 75 C)"),
-    tempUnhealthyC: z.number().min(0).max(150).default(82).describe('GPU temperature that makes the server unhealthy (82 C)'),
-    tempCriticalC: z.number().min(0).max(150).default(88).describe('GPU temperature reported as critical (88 C)'),
-    gpuHourPriceUsd: z.number().positive().optional().describe('What one GPU-hour costs, USD (sparkctl cost; a monthly price / 730 h)'),
-  })
-  .refine((p) => p.tempWarnC <= p.tempUnhealthyC && p.tempUnhealthyC <= p.tempCriticalC, { message: 'temperatures must rise: tempWarnC <= tempUnhealthyC <= tempCriticalC', path: ['tempWarnC'] });
+export { ProbeBlock };
 
 /** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
 export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
@@ -137,10 +127,14 @@ export const RouterBlock = z.strictObject({
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
 });
 
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)
 const imageRef = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,300}$/, 'an image reference such as nvcr.io/nvidia/vllm:25.09-py3 or repo@sha256:<64 hex>')
-  .refine((s) => !s.includes('@') || /@sha256:[0-9a-f]{64}$/.test(s), { message: 'a digest pin is @sha256: and 64 lower-case hex digits' });
+  .max(512)
+  .regex(
+    /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
+    'an image reference such as nvcr.io/nvidia/vllm:25.09-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)',
+  );
 
 export const ContainerBlock = z.strictObject({
   cli: z.enum(['docker', 'podman']).optional().describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),

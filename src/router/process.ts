@@ -6,7 +6,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic, fsProblem } from '../util/fs.js';
 import { UsageError } from '../errors.js';
 import { processStartTime, groupMembers, INSTANCE_ENV } from '../engine/proc.js';
 import { listenerIsOneOf } from '../engine/socket-owner.js';
@@ -86,7 +86,13 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
   mkdirSync(join(plan.logFile, '..'), { recursive: true });
   const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
   const argv = [haproxy, '-db', '-f', plan.configFile];
-  const fd = openSync(plan.logFile, 'a');
+  // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead), as the servers' logs.
+  let fd: number;
+  try {
+    fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  } catch (e) {
+    throw fsProblem(e, 'router log', plan.logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
+  }
   writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${argv.join(' ')}\n`);
   const marker = randomUUID();
   // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable.

@@ -111,3 +111,20 @@ describe('bad output paths are exit 2 before any work', { timeout: 180_000 }, ()
     untouched(d);
   });
 });
+
+describe('logs sparkctl appends to are never written through a link', { timeout: 120_000 }, () => {
+  it('serve: a symlink at the server log is exit 2 naming it, the link target untouched, nothing left running', async () => {
+    const d = fresh();
+    const state = join(d, 'state');
+    mkdirSync(join(state, 'logs'), { recursive: true });
+    const victim = join(d, 'victim');
+    writeFileSync(victim, 'precious\n');
+    symlinkSync(victim, join(state, 'logs', 'qwen3.5-9b-0.log'));
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--gpus', '2', '--no-prewarm', '--sim-load-seconds', '0'], { env: { SPARKCTL_STATE_DIR: state } });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/server log .*qwen3\.5-9b-0\.log: is a symbolic link/);
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    const st = await cli(['status', '--json'], { env: { SPARKCTL_STATE_DIR: state } });
+    expect(JSON.parse(st.stdout).instances).toEqual([]);
+  });
+});

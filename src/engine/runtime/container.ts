@@ -1,25 +1,141 @@
-// The container runtime: the same launch plan the host runtime spawns, run by docker or podman.
-// The `vllm serve ...` argv of a replica becomes the container's command; everything around it
-// (image, GPUs, mounts, ports, ulimits, labels, name) is rendered here. Pure, table-tested: the
-// key is passed by NAME (-e VLLM_API_KEY) and its value travels in the CLI's environment only.
+// How one replica runs in a container (docker or podman), as NVIDIA ships vLLM: pure rendering of
+// the run/stop/inspect command lines and of the identity proof from what the runtime reports. The
+// same spec renders both CLIs; they differ only where the tools do (GPUs: docker's --gpus, podman's
+// CDI devices). Secrets travel by name (-e VLLM_API_KEY): the value only in the environment.
+
 import { homedir } from 'node:os';
 import { join, isAbsolute } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
-import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
-import { ContainerBlock as ContainerSchema } from '../../profiles/schema.js';
+import { ContainerBlock as ContainerSchema, type ContainerBlock, type Platform, type Profile } from '../../profiles/schema.js';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { UsageError } from '../../errors.js';
 
 export type ContainerCli = 'docker' | 'podman';
-export type Runtime = 'host' | 'container';
 
-/** The label whose value is the instance marker: what proves a container ours (with its id). */
-export const MARKER_LABEL = 'sparkctl.instance';
-export const PROFILE_LABEL = 'sparkctl.profile';
-export const REPLICA_LABEL = 'sparkctl.replica';
+/** The label that carries the instance marker: the one basis for stopping or removing a container. */
+export const MARKER_LABEL = 'io.sparkctl.instance';
+export const NAME_LABEL = 'io.sparkctl.name';
+
+export interface Mount {
+  host: string;
+  container: string;
+  readOnly: boolean;
+}
+
+export interface ContainerSpec {
+  cli: ContainerCli;
+  image: string;
+  /** derived from the instance name (sparkctl-<instance>) */
+  name: string;
+  marker: string;
+  /** the replica's GPUs */
+  gpus: number[];
+  /** publish the port on the profile's host address, or share the host's network (Ray) */
+  network: { mode: 'publish'; host: string; port: number } | { mode: 'host' };
+  mounts: Mount[];
+  /** --ipc=host (vLLM's docs) or a /dev/shm of this size (NVIDIA's run_cluster.sh: 10.24g) */
+  ipc: 'host' | { shmSize: string };
+  /** non-secret variables, by value */
+  env: Record<string, string>;
+  /** variables passed by name only (their values come from sparkctl's environment) */
+  envByName: string[];
+  /** the arguments after `vllm serve` */
+  vllmArgs: string[];
+  /** seconds the runtime waits after SIGTERM before SIGKILL (the drain + teardown) */
+  stopTimeoutS: number;
+  /** global options of the CLI, before the subcommand (podman --runtime runc --cgroup-manager=cgroupfs) */
+  cliArgs?: string[];
+  /** more labels (profile, replica, the state folder that launched it) */
+  labels?: Record<string, string>;
+  /** --ulimit NAME=VALUE each; default NVIDIA's memlock=-1, stack=67108864 */
+  ulimits?: Record<string, string>;
+  /** false: attached with --rm (a systemd unit runs the CLI in the foreground); default detached */
+  detached?: boolean;
+}
+
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
+const IMAGE_REF = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+
+export function validImageRef(ref: string): boolean {
+  return ref.length <= 512 && IMAGE_REF.test(ref);
+}
+
+/**
+ * The image for a platform: NVIDIA's NGC build on the DGX baselines (its tag is the NGC release,
+ * YY.MM), vLLM's own image of the target version elsewhere.
+ */
+export function defaultImage(platform: string, vllmVersion: string, ngcTag?: string): string {
+  if (platform.startsWith('dgx-') && ngcTag) return `nvcr.io/nvidia/vllm:${ngcTag}-py3`;
+  return `vllm/vllm-openai:v${vllmVersion}`;
+}
+
+/** A container name from an instance name (docker: [a-zA-Z0-9][a-zA-Z0-9_.-]*). */
+export function containerName(instance: string): string {
+  return `sparkctl-${instance.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
+}
+
+export const NVIDIA_ULIMITS: Record<string, string> = { memlock: '-1', stack: '67108864' };
+
+function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
+  if (!gpus.length) return [];
+  // docker reads --gpus as CSV: a list of devices must be quoted inside the value
+  if (cli === 'docker') return ['--gpus', `"device=${gpus.join(',')}"`];
+  return gpus.flatMap((g) => ['--device', `nvidia.com/gpu=${g}`]);
+}
+
+/** `docker|podman run -d ...`: the argv (never a shell string). */
+export function runArgv(s: ContainerSpec): string[] {
+  const out = [s.cli, ...(s.cliArgs ?? []), 'run', s.detached === false ? '--rm' : '--detach', '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  for (const [k, v] of Object.entries(s.labels ?? {})) out.push('--label', `${k}=${v}`);
+  out.push(...gpuArgs(s.cli, s.gpus));
+  out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
+  // the ulimits NVIDIA's DGX instructions use
+  for (const [k, v] of Object.entries(s.ulimits ?? NVIDIA_ULIMITS)) out.push('--ulimit', `${k}=${v}`);
+  if (s.network.mode === 'host') out.push('--network', 'host');
+  else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
+  for (const m of s.mounts) out.push('--volume', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`);
+  for (const k of s.envByName) out.push('--env', k);
+  for (const [k, v] of Object.entries(s.env)) out.push('--env', `${k}=${v}`);
+  out.push('--stop-timeout', String(s.stopTimeoutS));
+  out.push(s.image, 'vllm', 'serve', ...s.vllmArgs);
+  return out;
+}
+
+/** What the runtime is asked about a container: its id, its marker label, whether it runs. */
+export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
+  return [cli, 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, idOrName];
+}
+
+export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', '--time', String(timeoutS), id];
+export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
+
+export type ContainerProof = { state: 'alive' | 'exited'; id: string } | { state: 'gone' } | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable'; reason: string };
+
+/**
+ * Is the container the record names ours? Only by the id recorded at launch AND the marker label;
+ * a name alone proves nothing (another container may carry it now). Pure: the inspect output is
+ * hostile text. `notFound` when the runtime said there is no such container.
+ */
+export function proveContainer(record: { containerId?: string; marker?: string }, inspect: { stdout: string; notFound: boolean }): ContainerProof {
+  if (inspect.notFound) return { state: 'gone' };
+  const line = inspect.stdout.trim().split('\n')[0] ?? '';
+  // a missing label prints as Go's "<no value>"
+  const m = /^([a-f0-9]{12,64}) (\S*|<no value>) (true|false)$/.exec(line);
+  if (!m) return { state: 'unproven', code: 'unreadable', reason: `the runtime's answer is not an id, a label and a state: ${JSON.stringify(line.slice(0, 120))}` };
+  const [, id, label, running] = m as unknown as [string, string, string, string];
+  if (!record.containerId || !id.startsWith(record.containerId))
+    return { state: 'unproven', code: 'id-differs', reason: `container ${id.slice(0, 12)} is not the one recorded (${record.containerId?.slice(0, 12) ?? 'none'})` };
+  if (!label || label === '<no value>') return { state: 'unproven', code: 'no-label', reason: `container ${id.slice(0, 12)} carries no ${MARKER_LABEL} label` };
+  if (!record.marker || label !== record.marker) return { state: 'unproven', code: 'other-marker', reason: `container ${id.slice(0, 12)} carries another instance's marker` };
+  return { state: running === 'true' ? 'alive' : 'exited', id };
+}
+
+// ---- from a serve plan: the spec of one replica's container ----
+
 /** The state folder that launched it: orphans are looked for among this folder's containers only. */
-export const STATE_LABEL = 'sparkctl.state';
-/** What the model's Hugging Face cache is mounted as inside the image (both images run as root). */
+export const STATE_LABEL = 'io.sparkctl.state';
+export const PROFILE_LABEL = 'io.sparkctl.profile';
+/** What the Hugging Face cache is mounted as inside the image (both images run as root). */
 export const CONTAINER_HF_CACHE = '/root/.cache/huggingface';
 /**
  * The NGC vLLM release the DGX baselines run by default. NGC tags are YY.MM of the container
@@ -27,16 +143,18 @@ export const CONTAINER_HF_CACHE = '/root/.cache/huggingface';
  */
 export const NGC_VLLM_TAG = '25.09';
 
+/** `cli ARGS...` with the profile's global CLI options in front of the subcommand. */
+export const withCliArgs = (argv: string[], cliArgs: readonly string[]) => [argv[0]!, ...cliArgs, ...argv.slice(1)];
+
 /** The image a profile runs: its own, else NGC's on a DGX baseline, else vLLM's for the target version. */
 export function imageFor(p: Profile, platform: Pick<Platform, 'name'>): string {
   if (p.container?.image) return p.container.image;
-  if (/^dgx-/.test(platform.name)) return `nvcr.io/nvidia/vllm:${NGC_VLLM_TAG}-py3`;
   const v = p.engine.vllmVersion;
-  if (!/^\d+\.\d+(\.\d+)?$/.test(v))
+  if (!platform.name.startsWith('dgx-') && !/^\d+\.\d+(\.\d+)?$/.test(v))
     throw new UsageError(`engine.runtime container: no image for vLLM "${v}" (vllm/vllm-openai is tagged v<version>)`, [
       '--set engine.vllmVersion=0.11.0 (vllm/vllm-openai:v0.11.0), or --set container.image=REPO:TAG (or REPO@sha256:DIGEST)',
     ]);
-  return `vllm/vllm-openai:v${v}`;
+  return defaultImage(platform.name, v, NGC_VLLM_TAG);
 }
 
 /** The CLI: the profile's, else podman, else docker, whichever is on PATH. */
@@ -59,21 +177,17 @@ export function binOnPath(bin: string, path = process.env.PATH ?? ''): boolean {
   });
 }
 
-/** The container name of a replica: derived from the instance, so a leftover one is recognised (never replaced). */
-export function containerName(instance: string): string {
-  return `sparkctl-${instance}`;
-}
-
 export interface ContainerPlan {
   cli: ContainerCli;
-  /** global options before the subcommand (cliArgs), used for every call of this container */
+  /** global options before the subcommand (container.cliArgs), used for every call about this container */
   cliArgs: string[];
   image: string;
   name: string;
-  /** [cli, ...cliArgs, 'run', '-d', ...options, image, ...command] */
+  /** [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] */
   argv: string[];
-  /** variables the CLI process must carry (their names are in argv as -e NAME; never their values) */
+  /** variables the CLI process must carry (their names are in argv as --env NAME; never their values) */
   envByName: string[];
+  stopTimeoutS: number;
 }
 
 export interface ContainerRenderInput {
@@ -87,14 +201,17 @@ export interface ContainerRenderInput {
   /** the profile's file: the simulator reads the architecture facts from it (mounted read-only) */
   profileFile?: string;
   cli: ContainerCli;
+  /** how many leading argv elements are the host executable (replaced by the image's vllm) */
+  executableLen: number;
+  /** what the runtime waits after SIGTERM before SIGKILL */
+  stopTimeoutS: number;
   env?: NodeJS.ProcessEnv;
-  /** detached (-d, what serve runs) or not (systemd runs the CLI in the foreground) */
   detached?: boolean;
 }
 
 const settingsOf = (p: Profile): ContainerBlock => p.container ?? ContainerSchema.parse({});
 
-/** Where the Hugging Face cache is on this host (HF_HUB_CACHE's parent is not assumed: HF_HOME, else ~/.cache/huggingface). */
+/** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
   return settingsOf(p).hfCache ?? env.HF_HOME ?? join(env.HOME ?? homedir(), '.cache', 'huggingface');
 }
@@ -105,61 +222,60 @@ export function usesHostNetwork(p: Profile): boolean {
 }
 
 /**
- * The vLLM command inside the container: the replica's argv with the image's own `vllm` in front.
- * With a published port vLLM must listen on every interface of its own network namespace (the
- * publish decides which host address reaches it); the GPUs are the container's 0..n-1, so the
- * host's CUDA_VISIBLE_DEVICES indices are not passed.
+ * The arguments after `vllm serve` inside the container. With a published port vLLM must listen on
+ * every interface of its own network namespace (the publish decides which host address reaches it).
  */
-export function containerCommand(r: ReplicaPlan, executableLen: number, hostNet: boolean): string[] {
-  const args = r.argv.slice(executableLen);
-  const out = ['vllm', ...args];
+export function containerVllmArgs(r: Pick<ReplicaPlan, 'argv'>, executableLen: number, hostNet: boolean): string[] {
+  const out = r.argv.slice(executableLen + 1); // after `serve`
   if (!hostNet) {
     const i = out.indexOf('--host');
-    if (i > 0 && i + 1 < out.length) out[i + 1] = '0.0.0.0';
+    if (i >= 0 && i + 1 < out.length) out[i + 1] = '0.0.0.0';
   }
   return out;
 }
 
-function volume(source: string, target: string, ro: boolean): string {
+function mountOf(source: string, target: string, readOnly: boolean): Mount {
   // a bind spec is split on ':'; a path holding one (or ',') would mount something else
   if (/[:,]/.test(source) || /[:,]/.test(target))
     throw new UsageError(`container mount ${JSON.stringify(source)}: a path with ':' or ',' cannot be bind-mounted`, ['rename the folder, or link it from a plain path']);
-  return `${source}:${target}${ro ? ':ro' : ''}`;
+  return { host: source, container: target, readOnly };
 }
 
-/** The `run` argv of one replica's container. Pure but for the existence of the mounted paths. */
-export function renderContainerRun(x: ContainerRenderInput & { executableLen: number }): ContainerPlan {
+/** One replica's container from the plan the host runtime would spawn. Pure but for whether the mounted paths exist. */
+export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const p = x.profile;
   const s = settingsOf(p);
   const env = x.env ?? process.env;
   const image = imageFor(p, x.platform);
   const name = containerName(x.replica.name);
   const hostNet = usesHostNetwork(p);
-  const o: string[] = ['--name', name];
-  o.push('--label', `${MARKER_LABEL}=${x.marker}`, '--label', `${PROFILE_LABEL}=${p.name}`, '--label', `${REPLICA_LABEL}=${x.replica.name}`, '--label', `${STATE_LABEL}=${x.stateDir}`);
-  // vLLM handles SIGTERM itself (the drain): the CLI's stop -t gives it the grace before SIGKILL.
-  if (s.shmSize) o.push('--shm-size', s.shmSize);
-  else o.push('--ipc=host');
-  for (const [k, v] of Object.entries(s.ulimits)) o.push('--ulimit', `${k}=${v}`);
-  if (x.engine === 'vllm') {
-    if (x.cli === 'docker') o.push('--gpus', `"device=${x.replica.gpus.join(',')}"`);
-    else for (const g of x.replica.gpus) o.push('--device', `nvidia.com/gpu=${g}`);
-  }
-  if (hostNet) o.push('--network', 'host');
-  else {
-    const host = p.server.host;
-    o.push('-p', `${host.includes(':') ? `[${host}]` : host}:${x.replica.port}:${x.replica.port}`);
-  }
+  const mounts: Mount[] = [];
   const hf = hfCacheDir(p, env);
-  if (existsSync(hf)) o.push('-v', volume(hf, CONTAINER_HF_CACHE, true));
-  if (p.model.path && isAbsolute(p.model.path)) o.push('-v', volume(p.model.path, p.model.path, true));
-  if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) o.push('-v', volume(x.profileFile, x.profileFile, true));
-  for (const m of s.mounts) o.push('-v', volume(m.source, m.target, m.readOnly));
-  const envs = { ...x.replica.env };
-  if (x.engine === 'vllm') delete envs.CUDA_VISIBLE_DEVICES;
-  for (const [k, v] of Object.entries(envs).sort(([a], [b]) => a.localeCompare(b))) o.push('-e', `${k}=${v}`);
-  const byName = Object.keys(x.replica.envFrom).sort();
-  for (const k of byName) o.push('-e', k);
-  const argv = [x.cli, ...s.cliArgs, 'run', ...(x.detached === false ? ['--rm'] : ['-d']), ...o, image, ...containerCommand(x.replica, x.executableLen, hostNet)];
-  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv, envByName: byName };
+  if (existsSync(hf)) mounts.push(mountOf(hf, CONTAINER_HF_CACHE, true));
+  if (p.model.path && isAbsolute(p.model.path)) mounts.push(mountOf(p.model.path, p.model.path, true));
+  if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) mounts.push(mountOf(x.profileFile, x.profileFile, true));
+  for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
+  const vars = { ...x.replica.env };
+  // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
+  if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
+  const envByName = Object.keys(x.replica.envFrom).sort();
+  const spec: ContainerSpec = {
+    cli: x.cli,
+    cliArgs: s.cliArgs,
+    image,
+    name,
+    marker: x.marker,
+    labels: { [PROFILE_LABEL]: p.name, [STATE_LABEL]: x.stateDir },
+    gpus: x.engine === 'vllm' ? x.replica.gpus : [],
+    network: hostNet ? { mode: 'host' } : { mode: 'publish', host: p.server.host, port: x.replica.port },
+    mounts,
+    ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',
+    ulimits: s.ulimits,
+    env: Object.fromEntries(Object.entries(vars).sort(([a], [b]) => a.localeCompare(b))),
+    envByName,
+    vllmArgs: containerVllmArgs(x.replica, x.executableLen, hostNet),
+    stopTimeoutS: x.stopTimeoutS,
+    detached: x.detached,
+  };
+  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS };
 }
