@@ -36,6 +36,8 @@ export interface ContainerSpec {
   vllmArgs: string[];
   /** seconds the runtime waits after SIGTERM before SIGKILL (the drain + teardown) */
   stopTimeoutS: number;
+  /** serve --pull: fetch a missing image; otherwise never (no pull at 3 a.m.) */
+  pull?: boolean;
 }
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
@@ -68,7 +70,7 @@ function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
 
 /** `docker|podman run -d ...`: the argv (never a shell string). */
 export function runArgv(s: ContainerSpec): string[] {
-  const out = [s.cli, 'run', '--detach', '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  const out = [s.cli, 'run', '--detach', `--pull=${s.pull ? 'missing' : 'never'}`, '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
   out.push(...gpuArgs(s.cli, s.gpus));
   out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
   // the ulimits NVIDIA's DGX instructions use
