@@ -30,13 +30,13 @@ const count = z
 const OpenAIUsage = z.object({ prompt_tokens: count, completion_tokens: count, total_tokens: count.optional() }).passthrough();
 const finish = z.string().nullish();
 
-const CompletionChoice = z.object({ index: z.number().int().nonnegative(), text: z.string(), finish_reason: finish }).passthrough();
+const CompletionChoice = z.object({ index: count, text: z.string(), finish_reason: finish }).passthrough();
 const Completion = z.object({ object: z.literal('text_completion').optional(), choices: z.array(CompletionChoice).nonempty(), usage: OpenAIUsage.nullish() }).passthrough();
 
 const ToolCallShape = z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }).passthrough() }).passthrough();
 const ChatChoice = z
   .object({
-    index: z.number().int().nonnegative(),
+    index: count,
     message: z.object({ role: z.literal('assistant'), content: z.string().nullable(), tool_calls: z.array(ToolCallShape).nullish() }).passthrough(),
     finish_reason: finish,
   })

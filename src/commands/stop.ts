@@ -16,8 +16,11 @@ export function requestsText(r: RequestsOutcome): string {
       return `aborted ${requestsWord(r.count)}${r.count ? ' (vLLM aborts on SIGTERM unless started with --shutdown-timeout: set server.shutdownTimeoutSeconds)' : ''}`;
     case 'cut-off':
       return r.count !== undefined ? `SIGKILL cut off ${requestsWord(r.count)}` : 'SIGKILL cut off what was in flight';
+    case 'unconfirmed':
+      return `vLLM was draining but never logged that its requests completed${r.inFlight ? ` (${r.inFlight} in flight at the signal)` : ''}: they may have failed (see sparkctl logs)`;
     case 'unknown':
-      if (r.inFlight === 0) return 'no request was in flight when it was signalled (its gauges)';
+      // the gauges follow the engine's steps: a request the API server still holds is not counted
+      if (r.inFlight === 0) return 'its gauges showed no running or waiting request at the signal; vLLM logged no shutdown mode';
       return r.inFlight !== undefined
         ? `${r.inFlight} request${r.inFlight === 1 ? ' was' : 's were'} in flight; vLLM logged no shutdown mode, so how ${r.inFlight === 1 ? 'it' : 'they'} ended is not known`
         : 'vLLM logged no shutdown mode: how its requests ended is not known';
@@ -63,7 +66,7 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
       graceMs,
       forceForget: opts.forceForget,
       onEvent: (e) => {
-        if (e.type === 'signalled' && e.signal === 'SIGTERM' && !opts.json)
+        if (e.type === 'signalled' && e.signal === 'SIGTERM')
           note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
       },
     });

@@ -13,7 +13,7 @@ import { targetFromUrl, waitReady } from '../health/target.js';
 import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from './proc.js';
+import { INSTANCE_ENV, LINGER_MS } from './proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, compareCluster, describeShortfall, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type NodeStep, type RayNode } from './ray.js';
 import { pause } from '../util/pause.js';
@@ -106,13 +106,21 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
 }
 
 /**
- * The group stop on a remote node, as a shell line: TERM to the process group, poll it every 0.1 s
- * for `graceS`, then KILL. Exit 0: it ended within the grace; 3: it had to be killed. Only ever
- * run inside remoteProven (never a signal to a group not proven ours).
+ * The group stop on a remote node, as a shell line, with the local rule (stopGroup in proc.ts):
+ * TERM to the leader alone (vLLM's API server drains, then stops its engine and workers; a TERM to
+ * the whole group kills the workers under the requests), to the group only when the leader is gone
+ * or the rest outlives it by LINGER_MS; poll every 0.1 s for `graceS`, then KILL the group. Exit 0:
+ * it ended within the grace; 3: it had to be killed. Only ever run inside remoteProven (never a
+ * signal to a group not proven ours).
  */
 export function groupStopScript(pid: number, graceS: number): string {
   const polls = Math.max(0, Math.round(graceS * 10));
-  return `kill -TERM -${pid} 2>/dev/null; for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -KILL -${pid} 2>/dev/null; exit 3`;
+  const linger = Math.round(LINGER_MS / 100);
+  return [
+    `g=; l=0; kill -TERM ${pid} 2>/dev/null || { kill -TERM -${pid} 2>/dev/null; g=1; }`,
+    `for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; if [ -z "$g" ] && ! kill -0 ${pid} 2>/dev/null; then l=$((l+1)); if [ $l -ge ${linger} ]; then kill -TERM -${pid} 2>/dev/null; g=1; fi; fi; sleep 0.1; done`,
+    `kill -KILL -${pid} 2>/dev/null; exit 3`,
+  ].join('; ');
 }
 
 /** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */

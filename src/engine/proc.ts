@@ -161,13 +161,18 @@ function recordSignal(target: number, sig: NodeJS.Signals, members: number[]) {
   }
 }
 
-/** Signal a group that proveIdentity just proved. Re-proves first: a group that died meanwhile is never signalled. */
-function signalProven(id: Identity, sig: NodeJS.Signals): boolean {
+/**
+ * Signal a group (or only its leader) that proveIdentity just proved. Re-proves first: a group that
+ * died meanwhile is never signalled; the leader alone only while it is the proven leader.
+ */
+function signalProven(id: Identity, sig: NodeJS.Signals, to: 'group' | 'leader' = 'group'): boolean {
   const p = proveIdentity(id);
   if (p.state !== 'alive' && p.state !== 'degraded') return false;
-  recordSignal(-p.pgid, sig, p.members);
+  if (to === 'leader' && p.state !== 'alive') return false;
+  const target = to === 'leader' ? (id.pid as number) : -p.pgid;
+  recordSignal(target, sig, to === 'leader' ? [target] : p.members);
   try {
-    process.kill(-p.pgid, sig);
+    process.kill(target, sig);
     return true;
   } catch {
     return false;
@@ -176,21 +181,35 @@ function signalProven(id: Identity, sig: NodeJS.Signals): boolean {
 
 export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
+/** How long the rest of a group may outlive its leader's exit before it gets a SIGTERM of its own. */
+export const LINGER_MS = 5000;
+
 /**
- * SIGTERM to the whole proven group (API server and EngineCore alike), wait while it drains, then
- * SIGKILL. Every signal re-proves identity first. Safe to call on a group that is already gone.
+ * SIGTERM, wait while it drains, then SIGKILL to the whole group; every signal re-proves identity
+ * first; safe to call on a group that is already gone. The first SIGTERM goes to the leader alone
+ * while it lives: vLLM's shutdown runs from its API server (drain, then it stops EngineCore, which
+ * stops its workers). A SIGTERM to the group reaches the workers too; they exit at once and every
+ * request in flight fails ("EngineCore encountered an issue", seen on the real 0.27.2 with
+ * --shutdown-timeout 30). The group gets its own SIGTERM when the leader is gone already (an
+ * orphaned EngineCore) or the rest outlives the leader by LINGER_MS.
  */
 export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?: AbortSignal; onTerm?: () => void } = {}): Promise<StopHow> {
   const first = proveIdentity(id);
   if (first.state === 'gone') return 'gone';
   if (first.state === 'unproven') return 'unproven';
   const pgid = first.pgid;
-  signalProven(id, 'SIGTERM');
+  let groupTermed = first.state !== 'alive' || !signalProven(id, 'SIGTERM', 'leader');
+  if (groupTermed) signalProven(id, 'SIGTERM');
   opts.onTerm?.();
   const deadline = Date.now() + timeoutMs;
+  let leaderGoneAt: number | undefined;
   // an aborted signal cuts the wait short: SIGKILL now
   while (Date.now() < deadline && !opts.signal?.aborted) {
     if (!groupMembers(pgid).length) return 'terminated';
+    if (!groupTermed && processStartTime(id.pid as number) !== id.startTime) {
+      leaderGoneAt ??= Date.now();
+      if (Date.now() - leaderGoneAt >= LINGER_MS) groupTermed = signalProven(id, 'SIGTERM') || true;
+    }
     await pause(50);
   }
   if (!groupMembers(pgid).length) return 'terminated';

@@ -68,6 +68,8 @@ export type RequestsOutcome =
   | { kind: 'aborted'; count: number }
   /** it was draining when the grace ran out: SIGKILL cut off what was left */
   | { kind: 'cut-off'; count?: number }
+  /** vLLM said mode=drain but not that its requests completed (an engine that failed on the way): not a drain */
+  | { kind: 'unconfirmed'; inFlight?: number }
   /** no [shutdown] evidence (an older vLLM, an unreadable log): how many ran before the signal, if known */
   | { kind: 'unknown'; inFlight?: number }
   /** nothing was signalled */
@@ -81,7 +83,7 @@ export function judgeRequests(ev: ShutdownEvidence, inFlightBefore: number | und
     if (ended === 'terminated' && ev.complete) return { kind: 'drained', count: ev.draining ?? 0 };
     if (ended === 'killed') return { kind: 'cut-off', count: ev.draining };
     // exited in drain mode without saying its requests completed: it did not prove a drain
-    return { kind: 'unknown', inFlight: ev.draining ?? inFlightBefore };
+    return { kind: 'unconfirmed', inFlight: ev.draining ?? inFlightBefore };
   }
   return ended === 'killed' && inFlightBefore ? { kind: 'cut-off', count: inFlightBefore } : { kind: 'unknown', inFlight: inFlightBefore };
 }
@@ -216,7 +218,8 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     if (opts.forceForget) reg.remove(inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
-  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
+  // A router's /metrics would be one replica's (through HAProxy): it has no requests of its own to count.
+  const before = proof.state === 'alive' && inst.role !== 'router' ? await inFlight(inst) : undefined;
   const from = logSize(inst.logFile);
   const t0 = performance.now();
   const how = await stopGroup(inst, graceMs, {

@@ -2,7 +2,7 @@
 // site-packages (vllm-*.dist-info/METADATA, a few file reads), else `vllm --version` (imports vLLM:
 // seconds) with a deadline. Cached by the binary's path and mtime in the state folder, through the
 // one atomic writer, so the slow path runs once per installed vLLM.
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { open, readFile, readdir, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { execFile } from 'node:child_process';
 import { writeFileAtomic } from '../util/fs.js';
@@ -35,9 +35,24 @@ async function which(bin: string, env: NodeJS.ProcessEnv): Promise<string | unde
   return undefined;
 }
 
+/** The first bytes of the executable (its #! line), without reading a large binary whole. */
+async function headOf(bin: string): Promise<string> {
+  try {
+    const fh = await open(bin, 'r');
+    try {
+      const buf = Buffer.alloc(512);
+      const { bytesRead } = await fh.read(buf, 0, 512, 0);
+      return buf.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return '';
+  }
+}
+
 /** vllm-X.dist-info in the site-packages next to the script's interpreter (its #! line). */
-async function fromDistInfo(bin: string): Promise<string | undefined> {
-  const head = (await readFile(bin, 'utf8').catch(() => '')).slice(0, 512);
+async function fromDistInfo(bin: string, head: string): Promise<string | undefined> {
   const shebang = /^#!\s*(\S+)/.exec(head)?.[1];
   const prefixes = [dirname(dirname(bin))];
   if (shebang?.startsWith('/')) prefixes.unshift(dirname(dirname(shebang)));
@@ -94,13 +109,17 @@ export async function installedVllm(binName: string, opts: { cacheFile?: string;
   const cache = opts.cacheFile ? await readCache(opts.cacheFile) : {};
   const hit = cache[bin];
   if (hit && hit.mtimeMs === st.mtimeMs && typeof hit.version === 'string') return { bin, version: hit.version, source: 'cache' };
-  let version = await fromDistInfo(bin);
+  const head = await headOf(bin);
+  let version = await fromDistInfo(bin, head);
   let source: InstalledVllm['source'] = 'dist-info';
-  if (!version) {
-    version = await fromVersionFlag(bin, opts.timeoutMs ?? 30_000);
+  // `vllm --version` runs the executable: only a Python console script (what pip installs) is asked,
+  // never an arbitrary wrapper that might ignore the flag and start a server.
+  const python = /^#!\s*\S*python/.test(head);
+  if (!version && python) {
+    version = await fromVersionFlag(bin, opts.timeoutMs ?? 20_000);
     source = '--version';
   }
-  if (!version) return { bin, why: `no vllm-*.dist-info beside ${bin}'s interpreter, and \`${bin} --version\` gave no version` };
+  if (!version) return { bin, why: `no vllm-*.dist-info beside ${bin}'s interpreter${python ? `, and \`${bin} --version\` gave no version` : ' (and it is not a Python script to ask)'}` };
   if (opts.cacheFile) {
     try {
       writeFileAtomic(opts.cacheFile, JSON.stringify({ ...cache, [bin]: { mtimeMs: st.mtimeMs, version } }, null, 2));

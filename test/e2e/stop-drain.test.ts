@@ -63,7 +63,7 @@ async function stream(maxTokens: number) {
 // The 9B on the A100 baseline decodes in about 8 ms a token: 400 tokens take about 3 s.
 const LONG = 400;
 
-describe('stop drains, aborts or cuts off, and says which from evidence', () => {
+describe('stop drains, aborts or cuts off, and says which from evidence', { timeout: 120_000 }, () => {
   it('drain (vLLM 0.25, server.shutdownTimeoutSeconds 20): the stream finishes with finish_reason length; stop says drained 1, within the grace', async () => {
     const r = await serve(['engine.vllmVersion=0.25.0', 'server.shutdownTimeoutSeconds=20']);
     expect(r.exitCode, r.stderr).toBe(0);

@@ -158,3 +158,100 @@ export async function runScript(url: string, model: string): Promise<Observed[]>
   await step('GET /metrics', '/metrics', undefined, async (r) => metricFamilies(await r.text(), METRICS_SPARKCTL_READS));
   return out;
 }
+
+/**
+ * An Anthropic Messages stream -> its framing facts: every event an `event:` line and a `data:` line
+ * whose type matches, the order of event names (runs of deltas as one), and each event type's
+ * shape (merged over its events: how many deltas come varies).
+ */
+export function messagesSseShape(text: string) {
+  const raw = text.split('\n\n').filter((e) => e.length);
+  const framed = raw.every((e) => /^event: [a-z_]+\ndata: .*$/.test(e));
+  const events = raw.map((e) => {
+    const [ev, data] = e.split('\n');
+    return { event: ev!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) as Record<string, any> };
+  });
+  const order = events.map((e) => e.event).filter((n, i, a) => !(n === 'content_block_delta' && a[i - 1] === 'content_block_delta'));
+  const shapes: Record<string, unknown> = {};
+  for (const e of events) shapes[e.event] = mergeShape(shapes[e.event], shapeOf(e.data));
+  return {
+    framed,
+    typesMatch: events.every((e) => e.data.type === e.event),
+    order,
+    shapes,
+    stopReasons: events.filter((e) => e.event === 'message_delta').map((e) => typeof e.data.delta?.stop_reason),
+  };
+}
+
+/**
+ * The /v1/messages script (vLLM's Anthropic path, what Claude Code talks to), for a server of
+ * 65,536 tokens that parses tool calls. Error bodies keep their message text: the limits' words are
+ * independent of the tokenizer (the least overflowing prompt is max_model_len - max_tokens + 1).
+ */
+export async function runMessagesScript(url: string, model: string): Promise<Observed[]> {
+  const out: Observed[] = [];
+  const post = (body: unknown) => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const withText = async (r: Response) => {
+    const text = await r.text();
+    try {
+      const j = JSON.parse(text);
+      return {
+        ...(shapeOf(j) as object),
+        errorType: j?.error?.type,
+        errorCode: j?.error?.code,
+        message: typeof j?.error?.message === 'string' && !j.error.message.includes("'input'") ? j.error.message : undefined,
+      };
+    } catch {
+      return text ? 'text' : 'empty';
+    }
+  };
+  const step = async (name: string, path: string, init?: RequestInit, reduce: (r: Response) => Promise<unknown> = withText) => {
+    const r = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(120_000) });
+    out.push({ step: name, status: r.status, contentType: ctype(r), shape: await reduce(r) });
+  };
+  const hi = [{ role: 'user', content: 'hello there, how are you today?' }];
+  const read = { name: 'Read', description: 'Reads a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] } };
+  const sse = async (r: Response) => messagesSseShape(await r.text());
+  await step('message', '/v1/messages', post({ model, max_tokens: 3, messages: hi }), async (r) => shapeOf(await r.json()));
+  await step('message, streamed', '/v1/messages?beta=true', post({ model, max_tokens: 3, stream: true, messages: hi }), sse);
+  await step(
+    'message with system blocks and tools, streamed',
+    '/v1/messages?beta=true',
+    post({ model, max_tokens: 3, stream: true, system: [{ type: 'text', text: 'You are terse.' }], tools: [read], messages: hi }),
+    sse,
+  );
+  await step(
+    "the turn after a tool ran (Claude Code's second request), streamed",
+    '/v1/messages?beta=true',
+    post({
+      model,
+      max_tokens: 3,
+      stream: true,
+      tools: [read],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Read /tmp/notes.txt' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01', name: 'Read', input: { file_path: '/tmp/notes.txt' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: '     1\tthe secret is 42' }] },
+        { role: 'system', content: 'a note Claude Code appends' },
+      ],
+    }),
+    sse,
+  );
+  await step('max_tokens above max model len', '/v1/messages', post({ model, max_tokens: 70_000, messages: hi }));
+  await step('max_tokens above max model len, streamed', '/v1/messages', post({ model, max_tokens: 70_000, stream: true, messages: hi }));
+  await step('prompt + max_tokens above max model len', '/v1/messages', post({ model, max_tokens: 65_530, messages: hi }));
+  await step('prompt + max_tokens above max model len, streamed', '/v1/messages', post({ model, max_tokens: 65_530, stream: true, messages: hi }));
+  await step('no max_tokens', '/v1/messages', post({ model, messages: hi }));
+  await step('max_tokens 0', '/v1/messages', post({ model, max_tokens: 0, messages: hi }));
+  await step('no messages', '/v1/messages', post({ model, max_tokens: 3 }));
+  await step('empty messages', '/v1/messages', post({ model, max_tokens: 3, messages: [] }));
+  await step('unknown model', '/v1/messages', post({ model: 'no-such-model', max_tokens: 3, messages: hi }));
+  await step('body not JSON', '/v1/messages', post('{"model": '));
+  await step('count_tokens', '/v1/messages/count_tokens', post({ model, messages: hi }));
+  await step("HEAD / (Claude Code's first call)", '/', { method: 'HEAD' });
+  return out;
+}

@@ -11,7 +11,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
-import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, type SimHandle } from '../helpers.js';
+import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
 import { realVllmUnavailable, VLLM_BIN, PROFILES } from './real.js';
 import { runScript, type Observed } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
@@ -351,12 +351,61 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   );
 
   it(
-    'stop: the whole group (API server, EngineCore, worker) is gone and the port is free; a second stop is fine',
+    'stop with streams in flight: vLLM drains them (--shutdown-timeout 30 rendered for 0.27.2), each ends with finish_reason length, stop says drained, within the grace; the whole group is gone, the port free; a second stop is fine',
     async () => {
       expect(ours().length).toBeGreaterThanOrEqual(3);
-      const r = await sparkctl(['stop', 'tiny', '--timeout', '60'], { timeout: 3 * MIN });
-      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/tiny-0: stopped \(SIGTERM\) in [\d.]+ s: .*; port free/);
+      expect(logText()).toMatch(/non-default args: \{.*'shutdown_timeout': 30/);
+      // Streams of 480 tokens (the context is 512), three at a time, a new one as soon as one ends,
+      // until stop has sent SIGTERM: on a fast or a loaded CPU alike some are running when the
+      // signal lands (one takes 2-7 s here), and the drain stays short.
+      type Stream = { firstData?: number; end?: number; text: string };
+      const streams: Stream[] = [];
+      let termAt: number | undefined;
+      const startStream = () => {
+        const s: Stream = { text: '' };
+        streams.push(s);
+        const req = request(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+        req.on('response', (res) => {
+          res.on('data', (d: Buffer) => {
+            s.firstData ??= Date.now();
+            s.text += d.toString();
+          });
+          res.on('close', () => (s.end = Date.now()));
+        });
+        req.on('error', () => (s.end = Date.now()));
+        req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 480, ignore_eos: true, stream: true }));
+      };
+      startStream();
+      expect(await waitFor(() => streams[0]!.firstData !== undefined, 60_000, 20)).toBe(true);
+      const feeder = setInterval(() => termAt === undefined && streams.filter((s) => s.end === undefined).length < 3 && startStream(), 100);
+      const t0 = Date.now();
+      // execa itself (cli() is async): its stderr says when SIGTERM went out
+      const stopping = execa(process.execPath, [BIN, 'stop', 'tiny', '--json'], { reject: false, cwd: ROOT, timeout: 3 * MIN, env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() } });
+      stopping.stderr.on('data', (d: Buffer) => {
+        if (termAt === undefined && /tiny-0: SIGTERM/.test(d.toString())) termAt = Date.now();
+      });
+      const r = await stopping;
+      clearInterval(feeder);
+      const took = Date.now() - t0;
+      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(termAt).toBeDefined();
+      expect(await waitFor(() => streams.every((s) => s.end !== undefined), 30_000, 50)).toBe(true);
+      const o = JSON.parse(String(r.stdout)).stopped[0];
+      // Streams that were running before the signal; the ones that were still running after it were drained.
+      const running = streams.filter((s) => s.firstData! < termAt!);
+      const drainedByUs = running.filter((s) => s.end! > termAt!);
+      const finish = (s: Stream) => [...s.text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]).at(-1);
+      expect(running.map(finish), 'every stream running at SIGTERM ends with length').toEqual(running.map(() => 'length'));
+      expect(running.every((s) => s.text.includes('data: [DONE]'))).toBe(true);
+      expect(drainedByUs.length, 'a stream was still running when SIGTERM landed').toBeGreaterThanOrEqual(1);
+      expect(o).toMatchObject({ result: 'stopped', requests: { kind: 'drained' }, graceMs: 45_000, portFree: true, removed: true });
+      expect(o.requests.count).toBeGreaterThanOrEqual(drainedByUs.length);
+      expect(o.evidence).toEqual(expect.arrayContaining([expect.stringContaining('mode=drain timeout=30s'), expect.stringContaining('request processing complete')]));
+      expect(o.ms).toBeLessThan(30_000);
+      timings['drain stop'] = took;
+      console.info(
+        `real drain: ${running.length} stream(s) running at SIGTERM, ${drainedByUs.length} finished after it; vLLM counted ${o.requests.count}; stop took ${took} ms (SIGTERM to gone ${o.ms} ms)`,
+      );
       expect(ours()).toEqual([]);
       expect(await portOpen(port)).toBe(false);
       const again = await sparkctl(['stop', 'tiny']);

@@ -17,7 +17,7 @@ afterEach(() => {
 
 /** A process group of its own (as setsid gives the head's vLLM); `trapTerm` ignores SIGTERM. */
 function group(trapTerm: boolean): ChildProcess {
-  const c = spawn('sh', ['-c', trapTerm ? "trap '' TERM; sleep 30 & wait; sleep 30" : 'sleep 30'], { detached: true, stdio: 'ignore' });
+  const c = spawn('sh', ['-c', trapTerm ? "trap '' TERM; sleep 30 & wait; sleep 30" : 'exec sleep 30'], { detached: true, stdio: 'ignore' });
   started.push(c);
   return c;
 }
@@ -50,6 +50,19 @@ describe('groupStopScript', () => {
     expect(performance.now() - t).toBeGreaterThanOrEqual(450);
     // the group's members are reaped (ours by this process, the orphan by init) moments later
     for (let i = 0; i < 40 && alive(c.pid!); i++) await new Promise((res) => setTimeout(res, 50));
+    expect(alive(c.pid!)).toBe(false);
+  });
+
+  it('TERM goes to the leader alone (vLLM drains from its API server); a member that outlives the leader by 5 s gets its own TERM', async () => {
+    // the leader ends on TERM; its child (a stand-in for an EngineCore) is never signalled by the leader
+    const c = spawn('sh', ['-c', "sleep 30 & trap 'exit 0' TERM; wait"], { detached: true, stdio: 'ignore' });
+    started.push(c);
+    await new Promise((r) => setTimeout(r, 200));
+    const t = performance.now();
+    expect(await runScript(groupStopScript(c.pid!, 20))).toBe(0);
+    const took = performance.now() - t;
+    expect(took).toBeGreaterThanOrEqual(4500);
+    expect(took).toBeLessThan(10_000);
     expect(alive(c.pid!)).toBe(false);
   });
 

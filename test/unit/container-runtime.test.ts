@@ -1,0 +1,162 @@
+// One container spec renders both CLIs; identity is proven by recorded id and marker label only.
+import { describe, it, expect } from 'vitest';
+import { classifyLog } from '../../src/engine/classify.js';
+import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+
+const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
+  cli: 'docker',
+  image: 'nvcr.io/nvidia/vllm:26.01-py3',
+  name: 'sparkctl-qwen3.5-9b-0',
+  marker: 'm-1234abcd',
+  gpus: [0, 1],
+  network: { mode: 'publish', host: '127.0.0.1', port: 8000 },
+  mounts: [
+    { host: '/root/.cache/huggingface', container: '/root/.cache/huggingface', readOnly: true },
+    { host: '/models/q', container: '/models/q', readOnly: true },
+  ],
+  ipc: 'host',
+  env: { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' },
+  envByName: ['VLLM_API_KEY'],
+  vllmArgs: ['/models/q', '--tensor-parallel-size', '2', '--port', '8000', '--host', '0.0.0.0', '--shutdown-timeout', '30'],
+  stopTimeoutS: 45,
+  ...over,
+});
+
+const common = (cli: string, gpu: string[]) => [
+  cli,
+  'run',
+  '--detach',
+  '--pull=never',
+  '--name',
+  'sparkctl-qwen3.5-9b-0',
+  '--label',
+  `${MARKER_LABEL}=m-1234abcd`,
+  '--label',
+  'io.sparkctl.name=sparkctl-qwen3.5-9b-0',
+  ...gpu,
+  '--ipc=host',
+  '--ulimit',
+  'memlock=-1',
+  '--ulimit',
+  'stack=67108864',
+  '--publish',
+  '127.0.0.1:8000:8000',
+  '--volume',
+  '/root/.cache/huggingface:/root/.cache/huggingface:ro',
+  '--volume',
+  '/models/q:/models/q:ro',
+  '--env',
+  'VLLM_API_KEY',
+  '--env',
+  'CUDA_DEVICE_ORDER=PCI_BUS_ID',
+  '--stop-timeout',
+  '45',
+  'nvcr.io/nvidia/vllm:26.01-py3',
+  'vllm',
+  'serve',
+  '/models/q',
+  '--tensor-parallel-size',
+  '2',
+  '--port',
+  '8000',
+  '--host',
+  '0.0.0.0',
+  '--shutdown-timeout',
+  '30',
+];
+
+describe('runArgv: the same spec, both CLIs', () => {
+  it.each([
+    ['docker', ['--gpus', '"device=0,1"']],
+    ['podman', ['--device', 'nvidia.com/gpu=0', '--device', 'nvidia.com/gpu=1']],
+  ] as const)('%s', (cli, gpu) => {
+    expect(runArgv(spec({ cli }))).toEqual(common(cli, gpu));
+  });
+
+  it('the API key goes by name only: no argument carries a value for it', () => {
+    for (const cli of ['docker', 'podman'] as const) {
+      const argv = runArgv(spec({ cli }));
+      expect(argv.filter((a) => a.startsWith('VLLM_API_KEY'))).toEqual(['VLLM_API_KEY']);
+    }
+  });
+
+  it.each([
+    [{ network: { mode: 'host' } as const }, ['--network', 'host'], '--publish'],
+    [{ network: { mode: 'publish', host: '0.0.0.0', port: 8001 } as const }, ['--publish', '8001:8001'], '--network'],
+    [{ ipc: { shmSize: '10.24g' } }, ['--shm-size', '10.24g'], '--ipc=host'],
+    [{ gpus: [] }, [], '--gpus'],
+  ])('%o', (over, present, absent) => {
+    const argv = runArgv(spec(over as Partial<ContainerSpec>));
+    if (present.length) expect(argv.join(' ')).toContain(present.join(' '));
+    expect(argv).not.toContain(absent);
+  });
+});
+
+describe('images and names', () => {
+  it.each([
+    ['dgx-spark-gb10', '0.27.2', '26.01', 'nvcr.io/nvidia/vllm:26.01-py3'],
+    ['dgx-a100-os6', '0.17.0', '25.09', 'nvcr.io/nvidia/vllm:25.09-py3'],
+    ['dgx-a100-os6', '0.17.0', undefined, 'vllm/vllm-openai:v0.17.0'],
+    ['hopper-cuda13', '0.27.2', '26.01', 'vllm/vllm-openai:v0.27.2'],
+  ])('%s vLLM %s NGC %s -> %s', (platform, v, tag, image) => expect(defaultImage(platform, v, tag)).toBe(image));
+
+  it.each([
+    ['nvcr.io/nvidia/vllm:26.01-py3', true],
+    ['vllm/vllm-openai:v0.27.2', true],
+    [`vllm/vllm-openai@sha256:${'a'.repeat(64)}`, true],
+    [`localhost:5000/sparkctl/sim:1@sha256:${'0'.repeat(64)}`, true],
+    ['vllm/vllm-openai:v0.27.2; rm -rf /', false],
+    ['Upper/case', false],
+    [`x@sha256:${'a'.repeat(63)}`, false],
+  ])('%s valid: %s', (ref, ok) => expect(validImageRef(ref)).toBe(ok));
+
+  it('names come from the instance', () => expect(containerName('qwen3.5-9b-0')).toBe('sparkctl-qwen3.5-9b-0'));
+});
+
+describe('proveContainer: by recorded id and marker label, never by name', () => {
+  const id = 'c0ffee'.padEnd(64, '1');
+  const rec = { containerId: id.slice(0, 12), marker: 'm-1234abcd' };
+  it.each([
+    ['ours, running', `${id} m-1234abcd true\n`, false, { state: 'alive', id }],
+    ['ours, exited', `${id} m-1234abcd false`, false, { state: 'exited', id }],
+    ['not there', '', true, { state: 'gone' }],
+    ['same name, another container', `${'b'.repeat(64)} m-1234abcd true`, false, { state: 'unproven', code: 'id-differs' }],
+    ['no sparkctl label', `${id} <no value> true`, false, { state: 'unproven', code: 'no-label' }],
+    ['another marker', `${id} m-other999 true`, false, { state: 'unproven', code: 'other-marker' }],
+    ['hostile answer', 'Error: something\nwith lines', false, { state: 'unproven', code: 'unreadable' }],
+  ])('%s', (_w, stdout, notFound, want) => expect(proveContainer(rec, { stdout, notFound })).toMatchObject(want));
+
+  it('a record without an id or marker proves nothing', () => {
+    expect(proveContainer({}, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({ state: 'unproven' });
+    expect(proveContainer({ containerId: id }, { stdout: `${id} m-1234abcd true`, notFound: false })).toMatchObject({ state: 'unproven', code: 'other-marker' });
+  });
+
+  it('inspect and stop argv', () => {
+    expect(inspectArgv('podman', 'abc')).toEqual(['podman', 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, 'abc']);
+    expect(stopArgv('docker', 'abc', 45)).toEqual(['docker', 'stop', '--time', '45', 'abc']);
+  });
+});
+
+describe('container failures classified, each with its fix', () => {
+  it.each([
+    ['docker: Error response from daemon: No such image: nvcr.io/nvidia/vllm:26.01-py3.', 'image-not-present', /docker pull nvcr\.io\/nvidia\/vllm:26\.01-py3 /],
+    ['Error: localhost/sparkctl-sim:1: image not known', 'image-not-present', /pull localhost\/sparkctl-sim:1 /],
+    ['docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].', 'container-no-gpu-driver', /nvidia-ctk runtime configure --runtime=docker/],
+    ['Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0', 'cdi-device-not-found', /nvidia-ctk cdi generate/],
+    [
+      'docker: Error response from daemon: Conflict. The container name "/sparkctl-tiny-0" is already in use by container "8f1c". You have to remove (or rename) that container to be able to reuse that name.',
+      'container-name-in-use',
+      /docker ps -a --filter name=sparkctl-tiny-0/,
+    ],
+    [
+      'Error: creating container storage: the container name "sparkctl-tiny-0" is already in use by 8f1c. You have to remove that container to be able to reuse that name: that name is already in use',
+      'container-name-in-use',
+      /sparkctl-tiny-0/,
+    ],
+    ['docker: Error response from daemon: driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:8000 failed: port is already allocated.', 'port-in-use', /server\.port/],
+  ])('%s', (line, id, fix) => {
+    const d = classifyLog(`starting\n${line}\n`);
+    expect(d?.id).toBe(id);
+    expect(d?.fix).toMatch(fix);
+  });
+});
