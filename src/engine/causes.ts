@@ -279,6 +279,44 @@ export const SIGNATURES: Signature[] = [
     cause: (m) => `this vLLM rejects ${m[1]}: ${m[2]}`,
     fix: () => 'set engine.vllmVersion to the installed vLLM so values are checked for it (sparkctl serve --dry-run), or fix the value in the profile',
   },
+  // ---- the container runtime (docker 20-28, podman 4.3: what they print when `run` fails) --------------
+  {
+    id: 'image-not-present',
+    rank: 'cause',
+    // docker --pull=never: "No such image: X"; podman --pull=never: "Error: X: image not known"
+    re: /No such image: (\S+?)\.?$|Error: (\S+): image not known/m,
+    cause: (m) => `the image ${m[1] ?? m[2]} is not on this host (serve never pulls on its own)`,
+    fix: (m) => `pull it once: docker pull ${m[1] ?? m[2]} (or podman pull), or serve --pull; offline: docker load / podman load a saved image`,
+  },
+  {
+    id: 'container-no-gpu-driver',
+    rank: 'cause',
+    re: /could not select device driver "[^"]*" with capabilities: \[\[gpu\]\]/,
+    cause: () => 'docker has no GPU device driver: the NVIDIA Container Toolkit is not installed or not configured for docker',
+    fix: () => 'install nvidia-container-toolkit, then nvidia-ctk runtime configure --runtime=docker && systemctl restart docker',
+  },
+  {
+    id: 'cdi-device-not-found',
+    rank: 'cause',
+    re: /unresolvable CDI devices? ([^\n]+)/,
+    cause: (m) => `podman cannot resolve the CDI device(s) ${m[1]!.trim()}: no CDI spec lists them`,
+    fix: () => 'generate the spec: nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (again after a driver update); nvidia-ctk cdi list shows the device names',
+  },
+  {
+    id: 'container-name-in-use',
+    rank: 'cause',
+    re: /container name "\/?([^"]+)" is already in use/,
+    cause: (m) => `a container named ${m[1]} already exists (a leftover of an earlier run, or not sparkctl's)`,
+    fix: (m) => `sparkctl status / sparkctl stop (if it is ours), else look at it: docker ps -a --filter name=${m[1]}, and remove it by hand (docker rm ${m[1]}) if it is not needed`,
+  },
+  {
+    id: 'port-in-use',
+    rank: 'cause',
+    // docker's userland proxy; podman's rootlessport
+    re: /Bind for \S+ failed: port is already allocated|rootlessport listen tcp \S+: bind: address already in use/,
+    cause: () => 'the port is already in use (the runtime could not publish it)',
+    fix: () => 'sparkctl status (one of ours?), ss -ltnp to see who holds it, or --set server.port=N',
+  },
   // ---- catch-all ------------------------------------------------------------------------------------
   {
     id: 'engine-failed',

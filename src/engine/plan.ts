@@ -164,6 +164,7 @@ export function containerPlanOf(plan: ServePlan, replica: ReplicaPlan, marker: s
     // the runtime's own SIGKILL waits as long as stop would: the drain plus vLLM's teardown
     stopTimeoutS: Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(replica.argv) }) / 1000),
     detached,
+    pull: plan.container.pull,
   });
 }
 

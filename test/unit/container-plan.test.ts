@@ -46,7 +46,7 @@ describe('container argv', () => {
   ] as const)('%s: the replica GPUs in the CLI form (docker --gpus with the quotes in one element; podman CDI per GPU)', (cli, flags, values) => {
     const { c } = render(['parallel.tensor=2'], cli);
     expect(c.argv[0]).toBe(cli);
-    expect(c.argv.slice(1, 3)).toEqual(['run', '--detach']);
+    expect(c.argv.slice(1, 4)).toEqual(['run', '--detach', '--pull=never']);
     expect(valuesOf(c.argv, flags[0])).toEqual(values);
     expect(c.argv).not.toContain(cli === 'docker' ? '--device' : '--gpus');
   });

@@ -1,5 +1,6 @@
 // One container spec renders both CLIs; identity is proven by recorded id and marker label only.
 import { describe, it, expect } from 'vitest';
+import { classifyLog } from '../../src/engine/classify.js';
 import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
 
 const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
@@ -25,6 +26,7 @@ const common = (cli: string, gpu: string[]) => [
   cli,
   'run',
   '--detach',
+  '--pull=never',
   '--name',
   'sparkctl-qwen3.5-9b-0',
   '--label',
@@ -132,5 +134,29 @@ describe('proveContainer: by recorded id and marker label, never by name', () =>
   it('inspect and stop argv', () => {
     expect(inspectArgv('podman', 'abc')).toEqual(['podman', 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, 'abc']);
     expect(stopArgv('docker', 'abc', 45)).toEqual(['docker', 'stop', '--time', '45', 'abc']);
+  });
+});
+
+describe('container failures classified, each with its fix', () => {
+  it.each([
+    ['docker: Error response from daemon: No such image: nvcr.io/nvidia/vllm:26.01-py3.', 'image-not-present', /docker pull nvcr\.io\/nvidia\/vllm:26\.01-py3 /],
+    ['Error: localhost/sparkctl-sim:1: image not known', 'image-not-present', /pull localhost\/sparkctl-sim:1 /],
+    ['docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].', 'container-no-gpu-driver', /nvidia-ctk runtime configure --runtime=docker/],
+    ['Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=0', 'cdi-device-not-found', /nvidia-ctk cdi generate/],
+    [
+      'docker: Error response from daemon: Conflict. The container name "/sparkctl-tiny-0" is already in use by container "8f1c". You have to remove (or rename) that container to be able to reuse that name.',
+      'container-name-in-use',
+      /docker ps -a --filter name=sparkctl-tiny-0/,
+    ],
+    [
+      'Error: creating container storage: the container name "sparkctl-tiny-0" is already in use by 8f1c. You have to remove that container to be able to reuse that name: that name is already in use',
+      'container-name-in-use',
+      /sparkctl-tiny-0/,
+    ],
+    ['docker: Error response from daemon: driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:8000 failed: port is already allocated.', 'port-in-use', /server\.port/],
+  ])('%s', (line, id, fix) => {
+    const d = classifyLog(`starting\n${line}\n`);
+    expect(d?.id).toBe(id);
+    expect(d?.fix).toMatch(fix);
   });
 });

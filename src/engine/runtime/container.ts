@@ -51,6 +51,8 @@ export interface ContainerSpec {
   ulimits?: Record<string, string>;
   /** false: attached with --rm (a systemd unit runs the CLI in the foreground); default detached */
   detached?: boolean;
+  /** serve --pull: fetch a missing image; otherwise never (no pull at 3 a.m.) */
+  pull?: boolean;
 }
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
@@ -85,7 +87,7 @@ function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
 
 /** `docker|podman run -d ...`: the argv (never a shell string). */
 export function runArgv(s: ContainerSpec): string[] {
-  const out = [s.cli, ...(s.cliArgs ?? []), 'run', s.detached === false ? '--rm' : '--detach', '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  const out = [s.cli, ...(s.cliArgs ?? []), 'run', s.detached === false ? '--rm' : '--detach', `--pull=${s.pull ? 'missing' : 'never'}`, '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
   for (const [k, v] of Object.entries(s.labels ?? {})) out.push('--label', `${k}=${v}`);
   out.push(...gpuArgs(s.cli, s.gpus));
   out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
@@ -207,6 +209,8 @@ export interface ContainerRenderInput {
   stopTimeoutS: number;
   env?: NodeJS.ProcessEnv;
   detached?: boolean;
+  /** serve --pull: the CLI may fetch a missing image */
+  pull?: boolean;
 }
 
 const settingsOf = (p: Profile): ContainerBlock => p.container ?? ContainerSchema.parse({});
@@ -276,6 +280,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     vllmArgs: containerVllmArgs(x.replica, x.executableLen, hostNet),
     stopTimeoutS: x.stopTimeoutS,
     detached: x.detached,
+    pull: x.pull,
   };
   return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS };
 }
