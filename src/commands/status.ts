@@ -36,6 +36,9 @@ export async function run(opts: { json?: boolean }) {
           profile: r.inst.profile,
           replica: r.inst.replica,
           pid: r.inst.pid,
+          ...(r.inst.container
+            ? { container: { cli: r.inst.container.cli, id: r.inst.container.id ?? null, name: r.inst.container.name, image: r.inst.container.image, marker: r.inst.marker ?? null } }
+            : {}),
           alive: r.alive,
           process: r.process.toLowerCase(),
           ...(r.why ? { why: r.why } : {}),
@@ -69,7 +72,8 @@ export async function run(opts: { json?: boolean }) {
       rows.map((r) => [
         r.inst.name,
         r.inst.profile,
-        String(r.inst.pid),
+        // a container's processes are the runtime's: its id is what identifies it
+        r.inst.container ? `${r.inst.container.cli}:${r.inst.container.id?.slice(0, 12) ?? '?'}` : String(r.inst.pid),
         r.process === 'alive' ? c.green('alive') : c.red(r.process),
         r.health.startsWith('healthy') ? c.green(r.health) : c.yellow(r.health),
         String(r.inst.port),

@@ -23,6 +23,7 @@ const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HAN
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
 import { waitReady, type ReadyResult } from '../health/target.js';
+import type { ContainerRecord } from './runtime/ops.js';
 
 export interface Launched {
   plan: ReplicaPlan;
@@ -37,6 +38,8 @@ export interface Launched {
   exited: Promise<void>;
   /** what THIS launch writes to the log: read from the log's size at launch, never an earlier run's lines */
   tail: LogTail;
+  /** runtime container: the container (the child is its `logs -f` follower) */
+  container?: ContainerRecord;
 }
 
 export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
@@ -88,7 +91,7 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
 /** Supervise a launched replica until ready, through the shared waitReady. */
 export function superviseReady(
   l: Launched,
-  opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal },
+  opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal; ours?: () => boolean },
 ): Promise<ReadyResult> {
   let lastPhase = '';
   // The log's verdict while it is quiet: the same text gives the same answer, so it is classified
@@ -128,6 +131,6 @@ export function superviseReady(
     },
     // Ready only if our own group holds the listening socket: a server that held the port first
     // answers /health too, while ours dies with EADDRINUSE (issue 13 item 5).
-    ours: () => (l.exit || l.pid <= 0 ? false : listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)])),
+    ours: opts.ours ?? (() => (l.exit || l.pid <= 0 ? false : listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)]))),
   });
 }

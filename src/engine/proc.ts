@@ -105,7 +105,9 @@ export type UnprovenCode =
   /** the group lives on, but none of its members carries the instance's marker */
   | 'group-unmarked'
   /** proven once, but the proof did not hold again right before a signal */
-  | 'reproof-failed';
+  | 'reproof-failed'
+  /** a container that is not provably ours (another id, no sparkctl label, another marker) or that the runtime would not describe */
+  | 'container-unproven';
 
 const posInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 1;
 

@@ -7,6 +7,15 @@ import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INS
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { pause } from '../util/pause.js';
+import { proveRecord, containersOfState, type ContainerRecord } from './runtime/ops.js';
+
+/** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */
+export function containerProof(inst: Pick<Instance, 'container' | 'marker'>): Proof {
+  const p = proveRecord(inst.container!, inst.marker);
+  if (p.state === 'gone') return { state: 'gone' };
+  if (p.state === 'unproven') return { state: 'unproven', code: 'container-unproven', reason: p.reason };
+  return p.state === 'alive' ? { state: 'alive', pgid: 0, members: [] } : { state: 'degraded', pgid: 0, members: [] };
+}
 
 export interface Instance {
   version: 1;
@@ -38,6 +47,8 @@ export interface Instance {
   /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
   role?: 'router';
   router?: RouterRecord;
+  /** runtime container: the container that runs it (pid, pgid and startTime are 0: the runtime owns its processes) */
+  container?: ContainerRecord;
 }
 
 /** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
@@ -162,7 +173,7 @@ export class Registry {
         const parsed = InstanceShape.safeParse(JSON.parse(readFileSync(file, 'utf8')));
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
-          const proof = proveIdentity(inst);
+          const proof = inst.container ? containerProof(inst) : proveIdentity(inst);
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
@@ -183,7 +194,45 @@ export class Registry {
       }
       this.corrupt.push({ file, keptAs, reason });
     }
-    out.push(...this.orphans(new Set(out.map((e) => e.inst.marker).filter((m): m is string => Boolean(m)))));
+    const known = new Set(out.map((e) => e.inst.marker).filter((m): m is string => Boolean(m)));
+    out.push(...this.orphans(known), ...this.containerOrphans(known));
+    return out;
+  }
+
+  /**
+   * Containers this state folder launched (its label) whose entry is gone (a kill -9 of sparkctl
+   * before it recorded them, a deleted entry): still ours by their marker label and id, so still
+   * stoppable. Looked for only with the CLIs this folder has used.
+   */
+  private containerOrphans(known: Set<string>): Entry[] {
+    const out: Entry[] = [];
+    for (const c of containersOfState(this.stateDir)) {
+      if (known.has(c.marker)) continue;
+      const instName = c.name.replace(/^sparkctl-/, '');
+      const inst: Instance = {
+        version: 1,
+        name: /^[A-Za-z0-9._-]{1,200}$/.test(instName) ? instName : `container-${c.id.slice(0, 12)}`,
+        profile: c.profile,
+        replica: 0,
+        pid: 0,
+        pgid: 0,
+        startTime: 0,
+        marker: c.marker,
+        host: '127.0.0.1',
+        port: 0,
+        url: '',
+        servedName: '',
+        gpus: [],
+        logFile: join(this.stateDir, 'logs', `${instName}.log`),
+        engine: 'vllm',
+        argv: [],
+        startedAt: new Date(0).toISOString(),
+        readyTimeoutSeconds: 0,
+        container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: c.id },
+      };
+      const proof = containerProof(inst);
+      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
+    }
     return out;
   }
 

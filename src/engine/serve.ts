@@ -15,6 +15,8 @@ import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
+import { launchContainer, containerOurs } from './runtime/launch-container.js';
+import { stopContainer } from './runtime/ops.js';
 import { stopGroup } from './proc.js';
 import { graceMsOf } from './stop.js';
 import type { PreflightReport } from '../preflight/run.js';
@@ -59,7 +61,7 @@ export interface ServeRun {
   secrets: Record<string, string>;
 }
 
-export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'pid' | 'startTime' | 'marker'>): Instance {
+export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'pid' | 'startTime' | 'marker' | 'container'>): Instance {
   const prof = plan.profile;
   const e = prof.engine;
   return {
@@ -86,6 +88,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'p
     prewarm: prof.prewarm,
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
     shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
+    ...(l.container ? { container: { ...l.container }, pid: 0, pgid: 0, startTime: 0 } : {}),
   };
 }
 
@@ -120,6 +123,12 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     else run.force?.addEventListener('abort', onForce, { once: true });
     await Promise.all(
       launched.map(async (l) => {
+        if (l.container) {
+          // the runtime stops it (stop --time, then rm), proven by id and marker label first
+          await stopContainer(l.container, l.marker, run.force?.aborted ? 0 : 5);
+          registry.remove(l.plan.name);
+          return;
+        }
         if (l.pid <= 0) return;
         const graceful = stopGroup(l, run.force?.aborted ? 0 : 5000);
         const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
@@ -148,10 +157,10 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
-      const l = launchReplica(p, run.secrets);
+      const l = plan.container ? launchContainer(plan, p, run.secrets, (x) => registry.write(instanceOf(plan, p, x))) : launchReplica(p, run.secrets);
       launched.push(l);
       (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      if (l.pid > 0) registry.write(instanceOf(plan, p, l));
+      if (l.pid > 0 || l.container?.id) registry.write(instanceOf(plan, p, l));
       emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
     }
   } catch (e) {
@@ -176,6 +185,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
         stallMs: plan.stallTimeoutMs,
         signal: run.signal,
         onPhase: (phase) => emit({ type: 'phase', replica: l.plan.name, phase }),
+        ours: l.container ? containerOurs(l) : undefined,
       }),
     ),
   );
@@ -213,7 +223,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
   };
   if (plan.foreground) return (await routerUp()) ?? foreground(plan, launched, replicas, registry, run, emit, router?.launched);
-  for (const l of launched) l.child.unref();
+  for (const l of launched) l.child?.unref();
 
   // 4. prewarm, then 5. one deep probe whose verdict is the outcome
   const sim = plan.engine === 'sim';

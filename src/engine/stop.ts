@@ -12,6 +12,7 @@ import { parseVllmMetrics } from '../client/metrics.js';
 import { pause } from '../util/pause.js';
 import { readGpus } from '../health/gpu.js';
 import { RealHost } from '../host/real.js';
+import { stopContainer } from './runtime/ops.js';
 
 /** What vLLM logged about its shutdown after the signal (all engines of the server together). */
 export interface ShutdownEvidence {
@@ -218,6 +219,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     if (opts.forceForget) reg.remove(inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
+  if (inst.container) return done(await stopContainerEntry(reg, entry, base, opts));
   // A router's /metrics would be one replica's (through HAProxy): it has no requests of its own to count.
   const before = proof.state === 'alive' && inst.role !== 'router' ? await inFlight(inst) : undefined;
   const from = logSize(inst.logFile);
@@ -253,6 +255,43 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     gpuHolders: holders,
     removed,
   });
+}
+
+/**
+ * A container: the runtime signals (stop --time: SIGTERM, the grace, SIGKILL), then rm. Its id and
+ * marker label are proven right before each step; the log (fed by `logs -f`) holds vLLM's evidence.
+ */
+async function stopContainerEntry(reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions): Promise<StopOutcome> {
+  const { inst, proof } = entry;
+  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
+  const from = logSize(inst.logFile);
+  if (proof.state === 'alive') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGTERM', inFlight: before, graceMs: base.graceMs });
+  const t0 = performance.now();
+  const r = await stopContainer(inst.container!, inst.marker, Math.ceil(base.graceMs / 1000));
+  const ms = Math.round(performance.now() - t0);
+  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'container-unproven', detail: r.detail ?? 'its identity could not be proven again before stopping it' } };
+  if (r.how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs: base.graceMs });
+  // `logs -f` copies the last lines a moment after the container ends
+  if (r.how !== 'gone') await pause(300);
+  const ev = readShutdownLines(linesSince(inst.logFile, from));
+  let portFree = !inst.port || !listeningPorts().has(inst.port);
+  for (let i = 0; i < 20 && !portFree; i++) {
+    await pause(50);
+    portFree = !listeningPorts().has(inst.port);
+  }
+  const removed = r.removed && portFree;
+  if (removed) reg.remove(inst.name);
+  const ended = r.how === 'killed' ? 'killed' : 'terminated';
+  return {
+    ...base,
+    result: r.how === 'killed' ? 'killed' : r.how === 'gone' || proof.state === 'degraded' ? 'not-running' : 'stopped',
+    requests: r.how === 'gone' || proof.state !== 'alive' ? { kind: 'none' } : judgeRequests(ev, before, ended),
+    evidence: ev.lines,
+    inFlightBefore: before,
+    ms,
+    portFree,
+    removed,
+  };
 }
 
 /** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */

@@ -1,0 +1,95 @@
+// Launch one replica in a container: refuse a leftover of the same name (reported with the fix,
+// never replaced), `run --detach` with the key in the CLI's environment only, record the id, then
+// follow the container's output with `logs -f` into the replica's usual log, so that readiness,
+// the stall timer and the diagnosis read the same file as on the host. The follower ends when the
+// container does: it is the Launched child whose exit means "the server ended".
+import { spawn } from 'node:child_process';
+import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
+import { dirname } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { ReplicaPlan } from '../../profiles/render.js';
+import { containerPlanOf, type ServePlan } from '../plan.js';
+import { LogTail } from '../logtail.js';
+import { processStartTime } from '../proc.js';
+import type { Launched } from '../launch.js';
+import { UsageError } from '../../errors.js';
+import { withCliArgs } from './container.js';
+import { cliRun, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
+
+/** The fix for a container of our name that is already there. */
+export function leftoverFix(cli: string, name: string): string[] {
+  return [`check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`, 'sparkctl never replaces a container it cannot prove it launched'];
+}
+
+export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+  const marker = randomUUID();
+  const cp = containerPlanOf(plan, p, marker);
+  // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.
+  const seen = cliRun(withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs), { timeoutMs: 15_000 });
+  if (seen.error) throw new UsageError(`runtime container: ${seen.error}`, [`install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`]);
+  if (seen.code === 0 && seen.stdout.trim()) throw new UsageError(`a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`, leftoverFix(cp.cli, cp.name));
+
+  mkdirSync(dirname(p.logFile), { recursive: true });
+  const tail = new LogTail(p.logFile, 200, { fromEnd: true });
+  const fd = openSync(p.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+  // argv names the key, never holds it: it may be logged
+  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${cp.argv.join(' ')}\n`);
+  rememberCli(plan.stateDir, cp.cli, cp.cliArgs);
+  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image };
+  const failed = (error: string): Launched => {
+    closeSync(fd);
+    const l: Launched = { plan: p, child: undefined as never, pid: -1, pgid: -1, startTime: 0, marker, exit: { code: null, signal: null, error }, exited: Promise.resolve(), tail, container: rec };
+    return l;
+  };
+  // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry that
+  // finds the container by its marker label.
+  record({ plan: p, child: undefined as never, pid: 0, pgid: 0, startTime: 0, marker, exit: undefined, exited: Promise.resolve(), tail, container: rec });
+  const run = cliRun(cp.argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
+  if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
+  if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? run.stderr.trim().split('\n').pop() ?? `exit ${run.code}`).slice(0, 400)}`);
+  const id = run.stdout
+    .trim()
+    .split('\n')
+    .map((x) => x.trim())
+    .reverse()
+    .find((x) => /^[a-f0-9]{64}$/.test(x));
+  if (!id) return failed(`${cp.cli} run printed no container id: ${JSON.stringify(run.stdout.slice(0, 200))}`);
+  rec.id = id;
+  const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
+  closeSync(fd);
+  const l: Launched = {
+    plan: p,
+    child,
+    pid: child.pid ?? -1,
+    pgid: child.pid ?? -1,
+    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
+    marker,
+    exit: undefined,
+    exited: Promise.resolve(),
+    tail,
+    container: rec,
+  };
+  l.exited = new Promise<void>((resolve) => {
+    child.once('error', (e) => {
+      l.exit = { code: null, signal: null, error: `${cp.cli} logs: ${e.message}` };
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      // the follower ends with the container: its own exit code says nothing about the server's
+      l.exit ??= { code: code === 0 ? 1 : code, signal };
+      resolve();
+    });
+  });
+  return l;
+}
+
+/** Readiness "ours": the container we ran (id and marker label) is running; proven once, then kept. */
+export function containerOurs(l: Launched): () => boolean {
+  let proven = false;
+  return () => {
+    if (proven) return true;
+    if (!l.container?.id || l.exit) return false;
+    proven = proveRecord(l.container, l.marker).state === 'alive';
+    return proven;
+  };
+}

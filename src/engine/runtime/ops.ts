@@ -1,0 +1,157 @@
+// The container runtime's side effects: run, inspect, find by label, stop and remove, each bounded
+// by a deadline. Nothing is stopped or removed that proveContainer has not just proven ours (the id
+// recorded or read for our marker AND the marker label); a name proves nothing.
+import { spawnSync, execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../util/fs.js';
+import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, STATE_LABEL, type ContainerCli, type ContainerProof } from './container.js';
+
+/** What a registry entry keeps about its container. */
+export interface ContainerRecord {
+  cli: ContainerCli;
+  cliArgs: string[];
+  name: string;
+  image: string;
+  /** absent until `run` printed it (a kill -9 of sparkctl in between leaves only the marker) */
+  id?: string;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** the CLI could not be run at all (not installed), or ran past its deadline */
+  error?: string;
+}
+
+/** Run the CLI (argv[0] is the CLI), bounded; the environment carries what argv only names. */
+export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 });
+  const err = r.error as NodeJS.ErrnoException | undefined;
+  return {
+    code: r.status,
+    stdout: r.stdout ?? '',
+    stderr: r.stderr ?? '',
+    error: err
+      ? err.code === 'ENOENT'
+        ? `${argv[0]} is not installed (not on PATH)`
+        : err.code === 'ETIMEDOUT'
+          ? `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`
+          : err.message
+      : undefined,
+  };
+}
+
+/** cliRun without blocking the event loop (a stop waits the whole grace). */
+export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
+      const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
+      const error =
+        !e || typeof e.code === 'number' ? undefined : e.code === 'ENOENT' ? `${argv[0]} is not installed (not on PATH)` : e.killed ? `${argv.slice(0, 3).join(' ')} ran past its deadline` : e.message;
+      resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
+    });
+  });
+}
+
+const NOT_FOUND = /no such (object|container)|no container with name or id|not found/i;
+
+/** The ids of containers carrying label=value (running or not). */
+export function idsByLabel(cli: ContainerCli, cliArgs: readonly string[], label: string, value: string): string[] | undefined {
+  const r = cliRun(withCliArgs([cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}=${value}`], cliArgs), { timeoutMs: 15_000 });
+  if (r.error || r.code !== 0) return undefined;
+  return r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^[a-f0-9]{12,64}$/.test(l));
+}
+
+/** Prove a recorded container ours now. An entry without an id is looked up by its marker label (the id read there). */
+export function proveRecord(rec: ContainerRecord, marker: string | undefined): ContainerProof & { id?: string } {
+  let id = rec.id;
+  if (!id) {
+    if (!marker) return { state: 'unproven', code: 'unreadable', reason: 'the entry records neither a container id nor a marker' };
+    const ids = idsByLabel(rec.cli, rec.cliArgs, MARKER_LABEL, marker);
+    if (ids === undefined) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} ps did not answer` };
+    if (!ids.length) return { state: 'gone' };
+    if (ids.length > 1) return { state: 'unproven', code: 'unreadable', reason: `${ids.length} containers carry this instance's marker` };
+    id = ids[0]!;
+  }
+  const r = cliRun(withCliArgs(inspectArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 15_000 });
+  if (r.error) return { state: 'unproven', code: 'unreadable', reason: r.error };
+  const notFound = r.code !== 0 && NOT_FOUND.test(r.stderr);
+  if (r.code !== 0 && !notFound) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} inspect failed: ${r.stderr.trim().slice(0, 200)}` };
+  return { ...proveContainer({ containerId: id, marker }, { stdout: r.stdout, notFound }), id };
+}
+
+export type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
+
+/**
+ * `stop --time` then `rm`, for a container proven ours right before each. The runtime sends
+ * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it.
+ */
+export async function stopContainer(rec: ContainerRecord, marker: string | undefined, graceS: number): Promise<{ how: ContainerStopHow; removed: boolean; id?: string; detail?: string }> {
+  const p = proveRecord(rec, marker);
+  if (p.state === 'gone') return { how: 'gone', removed: true };
+  if (p.state === 'unproven') return { how: 'unproven', removed: false, detail: p.reason };
+  const id = p.id;
+  let how: ContainerStopHow = 'terminated';
+  if (p.state === 'alive') {
+    // the CLI's own deadline is the grace; ours is that plus the CLI's start-up and the kill
+    const s = await cliRunAsync(withCliArgs(stopArgv(rec.cli, id, graceS), rec.cliArgs), { timeoutMs: (graceS + 30) * 1000 });
+    if (s.error || s.code !== 0) return { how: 'unproven', removed: false, id, detail: s.error ?? s.stderr.trim().slice(0, 200) };
+    const code = cliRun(withCliArgs([rec.cli, 'inspect', '--type', 'container', '--format', '{{.State.ExitCode}}', id], rec.cliArgs), { timeoutMs: 15_000 });
+    if (code.stdout.trim() === '137') how = 'killed';
+  }
+  const again = proveRecord({ ...rec, id }, marker);
+  if (again.state !== 'alive' && again.state !== 'exited') return { how, removed: again.state === 'gone', id };
+  const rm = await cliRunAsync(withCliArgs(removeArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 30_000 });
+  return { how, removed: rm.code === 0, id, detail: rm.code === 0 ? undefined : rm.stderr.trim().slice(0, 200) };
+}
+
+/** The CLIs a state folder has launched containers with (so status looks for orphans there, and only there). */
+export function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string[] }> {
+  const f = join(stateDir, 'containers.json');
+  if (!existsSync(f)) return [];
+  try {
+    const v = JSON.parse(readFileSync(f, 'utf8')) as unknown;
+    if (!Array.isArray(v)) return [];
+    return v.filter(
+      (x): x is { cli: ContainerCli; cliArgs: string[] } =>
+        typeof x === 'object' && x !== null && (x.cli === 'docker' || x.cli === 'podman') && Array.isArray(x.cliArgs) && x.cliArgs.every((a: unknown) => typeof a === 'string'),
+    );
+  } catch {
+    return [];
+  }
+}
+
+export function rememberCli(stateDir: string, cli: ContainerCli, cliArgs: string[]) {
+  const known = knownClis(stateDir);
+  if (known.some((k) => k.cli === cli && JSON.stringify(k.cliArgs) === JSON.stringify(cliArgs))) return;
+  writeFileAtomic(join(stateDir, 'containers.json'), JSON.stringify([...known, { cli, cliArgs }], null, 2) + '\n');
+}
+
+/** Containers this state folder launched (by its label), with their marker and name. */
+export function containersOfState(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string[]; id: string; marker: string; name: string; profile: string }> {
+  const out: Array<{ cli: ContainerCli; cliArgs: string[]; id: string; marker: string; name: string; profile: string }> = [];
+  for (const k of knownClis(stateDir)) {
+    for (const id of idsByLabel(k.cli, k.cliArgs, STATE_LABEL, stateDir) ?? []) {
+      const r = cliRun(withCliArgs([k.cli, 'inspect', '--type', 'container', '--format', '{{.Id}} {{.Name}} {{json .Config.Labels}}', id], k.cliArgs), { timeoutMs: 15_000 });
+      const m = /^([a-f0-9]{12,64}) \/?(\S+) (\{.*\})$/.exec(r.stdout.trim().split('\n')[0] ?? '');
+      if (!m) continue;
+      let labels: Record<string, unknown>;
+      try {
+        labels = JSON.parse(m[3]!) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      const marker = labels[MARKER_LABEL];
+      // only ours: the state label we asked for, and a marker
+      if (labels[STATE_LABEL] !== stateDir || typeof marker !== 'string' || marker.length < 8) continue;
+      out.push({ cli: k.cli, cliArgs: k.cliArgs, id: m[1]!, marker, name: m[2]!, profile: String(labels['io.sparkctl.profile'] ?? '') });
+    }
+  }
+  return out;
+}
