@@ -38,6 +38,8 @@ export interface ContainerSpec {
   stopTimeoutS: number;
   /** serve --pull: fetch a missing image; otherwise never (no pull at 3 a.m.) */
   pull?: boolean;
+  /** false only where the host's hard limits refuse NVIDIA's ulimits (a CI sandbox); default true */
+  ulimits?: boolean;
 }
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
@@ -74,7 +76,7 @@ export function runArgv(s: ContainerSpec): string[] {
   out.push(...gpuArgs(s.cli, s.gpus));
   out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
   // the ulimits NVIDIA's DGX instructions use
-  out.push('--ulimit', 'memlock=-1', '--ulimit', 'stack=67108864');
+  if (s.ulimits !== false) out.push('--ulimit', 'memlock=-1', '--ulimit', 'stack=67108864');
   if (s.network.mode === 'host') out.push('--network', 'host');
   else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
   for (const m of s.mounts) out.push('--volume', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`);
