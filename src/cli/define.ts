@@ -26,6 +26,22 @@ export interface VerbDef {
 
 export const createCommand = (def: VerbDef): VerbDef => def;
 
+const RENAMED = new WeakMap<Option, string>();
+
+/**
+ * An old spelling kept for one release: hidden from --help, a warning on stderr when used, and
+ * its value goes to the new option (unless that one was given too).
+ */
+export function deprecatedAlias(oldFlags: string, newFlag: string, parse?: (v: string) => unknown): Option {
+  const o = new Option(oldFlags).hideHelp();
+  o.argParser((v: string) => {
+    process.stderr.write(`sparkctl: ${o.long} is deprecated here: use ${newFlag} (the old spelling goes in the next release)\n`);
+    return parse ? parse(v) : v;
+  });
+  RENAMED.set(o, new Option(`${newFlag} <v>`).attributeName());
+  return o;
+}
+
 /** A verb's handler is its module's `run` (or another export), imported on first use. */
 export const lazy =
   <M>(load: () => Promise<M>, pick: (m: M) => Handler = (m) => (m as { run: Handler }).run) =>
@@ -42,9 +58,18 @@ export function register(parent: Command, def: VerbDef): Command {
   cmd.description(def.description);
   if (def.help) cmd.addHelpText('after', def.help);
   def.setup?.(cmd);
+  const renamed = (def.options ?? []).filter((o): o is Option => o instanceof Option && RENAMED.has(o));
   const handler = def.handler;
   if (handler) {
     cmd.action(async (...a: unknown[]) => {
+      for (const o of renamed) {
+        const from = o.attributeName();
+        const to = RENAMED.get(o)!;
+        const v = cmd.getOptionValue(from);
+        if (v === undefined) continue;
+        if (cmd.getOptionValueSource(to) !== 'cli') cmd.setOptionValueWithSource(to, v, 'cli');
+        cmd.setOptionValue(from, undefined);
+      }
       await (await handler())(...a);
     });
   }

@@ -1,4 +1,4 @@
-import { createCommand, lazy } from './define.js';
+import { createCommand, deprecatedAlias, lazy } from './define.js';
 import { countArg, PROFILE_OPTIONS } from './args.js';
 
 export default createCommand({
@@ -6,11 +6,12 @@ export default createCommand({
   args: [['<profile>']],
   options: [
     ['--image <image>', 'container image', 'vllm/vllm-openai:v0.17.0'],
-    ['--nodes <n>', 'multi-node: a LeaderWorkerSet of N pods', countArg('--nodes')],
+    ['--node-count <n>', 'multi-node: a LeaderWorkerSet of N pods (--nodes is a nodes file in serve, stop and preflight)', countArg('--node-count')],
+    deprecatedAlias('--nodes <n>', '--node-count', countArg('--nodes')),
     ['--namespace <ns>', 'namespace', 'default'],
     ...PROFILE_OPTIONS,
   ],
   description: 'print a Deployment + Service (or a LeaderWorkerSet for multi-node) with real probes',
-  help: '\nExamples:\n  sparkctl k8s qwen-prod | kubectl apply -f -\n  sparkctl k8s qwen3-200b --nodes 4',
+  help: '\nExamples:\n  sparkctl k8s qwen-prod | kubectl apply -f -\n  sparkctl k8s qwen3-200b --node-count 4',
   handler: lazy(() => import('../commands/k8s.js')),
 });

@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { createCommand, lazy } from './define.js';
+import { createCommand, deprecatedAlias, lazy } from './define.js';
 import { collect, durationArg } from './args.js';
 
 export default createCommand({
@@ -14,7 +14,8 @@ export default createCommand({
     ['--skip <ids>', 'comma-separated check ids to skip'],
     ['--strict', 'warnings fail too'],
     ['--verify', 'model.files: check SHA-256 against the manifest'],
-    new Option('--timeout <duration>', 'deadline of each probe (500ms, 5s; a bare number is seconds)').argParser(durationArg('--timeout', 'ms')).default(5000, '5s'),
+    new Option('--probe-timeout <duration>', 'deadline of each probe command (500ms, 5s; a bare number is seconds)').argParser(durationArg('--probe-timeout', 'ms')).default(5000, '5s'),
+    deprecatedAlias('--timeout <duration>', '--probe-timeout', durationArg('--timeout', 'ms')),
     ['--nodes <file>', 'run on every node of an inventory over ssh'],
     ['--profiles <dir>', 'also read profiles from DIR'],
     ['--json', 'machine-readable output'],

@@ -1,4 +1,4 @@
-import { createCommand, lazy } from './define.js';
+import { createCommand, deprecatedAlias, lazy } from './define.js';
 import { durationArg, countArg, urlArg } from './args.js';
 import { SparkError, ExitCode } from '../errors.js';
 
@@ -14,7 +14,8 @@ export default createCommand({
   options: [
     ['--url <url>', 'a server by URL instead of a registered instance', urlArg('--url')],
     ['--model <name>', 'served model name (with --url; default: the first /v1/models entry)'],
-    ['--timeout <duration>', 'overall deadline (90s, 15m; a bare number is seconds)', durationArg('--timeout', 's')],
+    ['--deadline <duration>', 'deadline of the whole prewarm (90s, 15m; a bare number is seconds)', durationArg('--deadline', 's')],
+    deprecatedAlias('--timeout <duration>', '--deadline', durationArg('--timeout', 's')),
     ['--rounds <n>', "at most this many rounds (default: the profile's, 5)", countArg('--rounds')],
     ['--settle-margin <share>', 'warm when a round is within this share of the one before (default 0.2)', share],
     ['--json', 'machine-readable output'],

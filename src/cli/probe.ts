@@ -1,4 +1,4 @@
-import { createCommand, lazy } from './define.js';
+import { createCommand, deprecatedAlias, lazy } from './define.js';
 import { durationArg, urlArg, urlsArg, GPU_HOUR_PRICE } from './args.js';
 
 export default createCommand({
@@ -8,7 +8,8 @@ export default createCommand({
     ['--url <url>', 'a server by URL (repeatable)', urlsArg('--url'), []],
     ['--all', 'every registered server'],
     ['--model <name>', 'expected served name (with --url)'],
-    ['--timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--timeout', 'ms')],
+    ['--step-timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--step-timeout', 'ms')],
+    deprecatedAlias('--timeout <duration>', '--step-timeout', durationArg('--timeout', 'ms')),
     ['--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai'],
     ['--prometheus <file>', 'write a node_exporter textfile (atomically)'],
     ['--alert-webhook <url>', 'POST JSON when a target changes state; kept and retried by the next run until it answers 2xx', urlArg('--alert-webhook')],

@@ -9,6 +9,8 @@ export default createCommand({
   options: [
     new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'),
     ['--vllm-bin <path>', 'the vllm executable', 'vllm'],
+    new Option('--runtime <runtime>', "host (vllm on this machine) or container (docker/podman; the container: block); default the profile's engine.runtime").choices(['host', 'container']),
+    ['--pull', 'runtime container: let the CLI pull a missing image (serve never pulls otherwise)'],
     ['--dry-run', 'print the launch plan and stop (never spawns)'],
     ['--json', 'machine-readable output: the plan (--dry-run) or one outcome envelope at the end'],
     ['--no-prewarm', 'skip prewarm after ready'],
@@ -28,6 +30,7 @@ Examples:
   sparkctl serve qwen3.5-9b --router                  one endpoint (HAProxy) for every replica
   sparkctl serve qwen-prod --set engine.maxModelLen=8192
   sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
+  sparkctl serve qwen3.5-9b --runtime container --dry-run   the docker/podman run of each replica
   sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple
   sparkctl serve Qwen/Qwen3-8B --dry-run              any downloaded model, no profile`,
   handler: lazy(() => import('../commands/serve.js')),

@@ -6,7 +6,7 @@ import { k8sProblems } from '../profiles/validate.js';
 import { formatProblem } from '../profiles/load.js';
 import { UsageError } from '../errors.js';
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodes?: number; namespace: string }) {
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodeCount?: number; namespace: string }) {
   const r0 = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   // The router is for one host: on Kubernetes the Service is the one endpoint (its readiness probe on
   // /health takes a pod out of it) and vLLM listens on the pod's port itself, not behind HAProxy.
@@ -17,9 +17,9 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   const problems = k8sProblems(p, { name: k8sName(p), namespace: opts.namespace, image: opts.image });
   if (problems.length) throw new UsageError(`sparkctl k8s ${p.name}: ${problems.length} problem(s)`, problems.map(formatProblem));
   const multi = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
-  if (multi || opts.nodes) {
+  if (multi || opts.nodeCount) {
     const { leaderWorkerSetFor } = await import('./nodes.js');
-    return say(leaderWorkerSetFor(r, { image: opts.image, nodes: opts.nodes ?? p.parallel.nodes, namespace: opts.namespace }));
+    return say(leaderWorkerSetFor(r, { image: opts.image, nodes: opts.nodeCount ?? p.parallel.nodes, namespace: opts.namespace }));
   }
   requireValid(r);
   const rep = renderReplicas(p, { ...r.host, gpus: p.parallel.tensor * p.parallel.pipeline }, { executable: ['vllm'], stateDir: '/tmp' })[0];

@@ -270,8 +270,8 @@ export function leaderWorkerSetFor(r: Resolved, opts: { image: string; nodes: nu
   const perNode = p.parallel.gpusPerNode ?? 8;
   const need = p.parallel.tensor * p.parallel.pipeline;
   if (opts.nodes * perNode < need)
-    throw new UsageError(`--nodes ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
-      `--nodes ${Math.ceil(need / perNode)}`,
+    throw new UsageError(`--node-count ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
+      `--node-count ${Math.ceil(need / perNode)}`,
     ]);
   const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
   const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;

@@ -13,7 +13,7 @@ export interface PreflightCliOptions {
   skip?: string;
   strict?: boolean;
   verify?: boolean;
-  timeout: number;
+  probeTimeout: number;
   nodes?: string;
   profiles?: string;
   json?: boolean;
@@ -32,9 +32,9 @@ export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): 
     host = new ReplayHost(opts.from);
   } else {
     const { RealHost } = await import('../host/real.js');
-    host = new RealHost(opts.timeout);
+    host = new RealHost(opts.probeTimeout);
   }
-  const report = await runPreflight(host, { profile, platform: opts.platform, only: opts.only, skip: opts.skip, timeoutMs: opts.timeout, verify: opts.verify });
+  const report = await runPreflight(host, { profile, platform: opts.platform, only: opts.only, skip: opts.skip, timeoutMs: opts.probeTimeout, verify: opts.verify });
   say(opts.json ? reportJson(report) : renderReport(report, { verbose: cmd?.parent?.opts().verbose }));
   if (report.summary.fail || (opts.strict && report.summary.warn)) throw new ExitWith(ExitCode.problems);
 }

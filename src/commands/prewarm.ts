@@ -9,7 +9,7 @@ import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { say, note, progress } from '../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError } from '../errors.js';
 
-export async function run(name: string | undefined, opts: { url?: string; model?: string; timeout?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
+export async function run(name: string | undefined, opts: { url?: string; model?: string; deadline?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
   let targets: Array<{ t: Target; s: PrewarmSettings }>;
   if (opts.url) {
     parseServerUrl(opts.url, '--url');
@@ -33,7 +33,7 @@ export async function run(name: string | undefined, opts: { url?: string; model?
     targets.map(({ t, s }) =>
       prewarm(
         t,
-        { ...s, timeoutSeconds: opts.timeout ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin },
+        { ...s, timeoutSeconds: opts.deadline ?? s.timeoutSeconds, maxRounds: opts.rounds ?? s.maxRounds, settleMargin: opts.settleMargin ?? s.settleMargin },
         (r) => {
           const line = `${redactUrl(t.name)} round ${r.round} ${r.kind === 'prefill' ? `${r.promptTokens} tokens, 1 token out` : `decode ${r.maxTokens} tokens`}: ${r.ok ? `${r.ms} ms` : c.red(redactText(r.error ?? 'failed', secrets))}`;
           if (opts.json) return;

@@ -23,7 +23,7 @@ interface ProbeCli {
   url: string[];
   all?: boolean;
   model?: string;
-  timeout?: number;
+  stepTimeout?: number;
   client?: string;
   prometheus?: string;
   alertWebhook?: string;
@@ -135,7 +135,7 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
  */
 export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>): Promise<ProbeResult[]> {
   const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
-  const longest = Math.max(...targets.map(({ s }) => opts.timeout ?? s.timeoutMs));
+  const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
   return Promise.all(
     targets.map(({ t, s }) => {
@@ -144,7 +144,7 @@ export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: Sta
       const work = probe(t, {
         signal: stop.signal,
         ...s,
-        timeoutMs: opts.timeout ?? s.timeoutMs,
+        timeoutMs: opts.stepTimeout ?? s.timeoutMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
         gpus: t.engine === 'vllm' && t.instance?.role !== 'router',

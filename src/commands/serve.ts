@@ -4,7 +4,7 @@ import { hostShapeFromGpus } from '../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../engine/inputs.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import type { HostShape } from '../profiles/validate.js';
-import { buildServePlan, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../engine/plan.js';
+import { buildServePlan, containerPlanOf, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../output/format.js';
@@ -23,9 +23,11 @@ export function planEnvelope(plan: ServePlan) {
     servedName: plan.servedName,
     platform: plan.platform.name,
     host: { gpus: plan.host.gpus, source: plan.host.gpusSource },
+    runtime: plan.runtime,
     replicas: plan.replicas.map((x) => ({
       name: x.name,
       argv: x.argv,
+      ...(plan.container ? { container: containerPlanOf(plan, x, '<marker>') } : {}),
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
       port: x.port,
@@ -58,6 +60,15 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
+    if (plan.container) {
+      const cp = containerPlanOf(plan, x, '<marker>');
+      // the key is named (-e VLLM_API_KEY), its value read from the variable the profile names
+      const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
+      const cmd = shellCommand(cp.argv, {});
+      say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
+      say();
+      continue;
+    }
     const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(x.argv, x.env);
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);

@@ -43,14 +43,14 @@ export function outcomeLine(r: StopOutcome): string {
   return `${r.name}: ${how}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`;
 }
 
-export async function run(name: string | undefined, opts: { all?: boolean; timeout?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
+export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
   if (opts.nodes) {
     const { stopNodes } = await import('./nodes.js');
-    return stopNodes(name, { ...opts, timeout: opts.timeout ?? graceMsOf({}) / 1000 });
+    return stopNodes(name, { ...opts, timeout: opts.grace ?? graceMsOf({}) / 1000 });
   }
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');
   const reg = new Registry(stateDir());
-  const graceMs = opts.timeout === undefined ? undefined : opts.timeout * 1000;
+  const graceMs = opts.grace === undefined ? undefined : opts.grace * 1000;
   // another stop may hold the lock through a whole drain
   const release = await reg.lock((graceMs ?? 60_000) + 10_000);
   try {

@@ -8,13 +8,15 @@ import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
-import { renderReplicas, servedName, checkRendered, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
+import { graceMsOf } from './stop.js';
 import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import { planRouter, type RouterPlan } from '../router/config.js';
+import { detectCli, imageFor, renderContainerRun, type ContainerCli, type ContainerPlan } from './runtime/container.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -37,6 +39,10 @@ export interface ServeOptions {
   simLoadSeconds?: string;
   /** --router: HAProxy in front of the replicas even where the profile has no router: block */
   router?: boolean;
+  /** --runtime: host (the vllm executable here) or container (docker/podman); default the profile's engine.runtime */
+  runtime?: 'host' | 'container';
+  /** --pull: let the container CLI pull a missing image (otherwise serve never pulls) */
+  pull?: boolean;
 }
 
 export interface ServePlan {
@@ -61,9 +67,12 @@ export interface ServePlan {
   foreground: boolean;
   /** HAProxy in front of the replicas (router: in the profile, or --router) */
   router?: RouterPlan;
+  runtime: 'host' | 'container';
+  /** the container runtime's CLI and how to render each replica's container (runtime container) */
+  container?: { cli: ContainerCli; executableLen: number; pull: boolean };
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router'> & { stateDir?: string };
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & { stateDir?: string };
 
 export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
@@ -98,13 +107,18 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   validateServeInputs(opts);
   const r = withRouterFlag(r0, opts.router);
   const warnings = requireValid(r);
-  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
   const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);
   if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
   warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
   const dir = opts.stateDir ?? stateDir();
+  const runtime = opts.runtime ?? r.profile.engine.runtime;
+  if (runtime === 'container') {
+    if (r.profile.parallel.nodes > 1) throw new UsageError('engine.runtime container: multi-node (parallel.nodes > 1) runs on the host only', ['--runtime host, or parallel.nodes=1']);
+    imageFor(r.profile, r.platform); // a profile without an image is refused before anything runs
+  }
   const executable = executableFor(opts);
   const replicas = renderReplicas(r.profile, r.host, {
     executable,
@@ -129,7 +143,29 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     prewarm: opts.prewarm,
     foreground: Boolean(opts.foreground),
     router: planRouter(r.profile, replicas.length, dir),
+    runtime,
+    container: runtime === 'container' ? { cli: detectCli(r.profile), executableLen: executable.length, pull: Boolean(opts.pull) } : undefined,
   };
+}
+
+/** One replica's container, for the marker of its launch (dry run: "<marker>"). */
+export function containerPlanOf(plan: ServePlan, replica: ReplicaPlan, marker: string, detached = true): ContainerPlan {
+  if (!plan.container) throw new Error('containerPlanOf: not a container plan');
+  return renderContainerRun({
+    profile: plan.profile,
+    platform: plan.platform,
+    replica,
+    engine: plan.engine,
+    marker,
+    stateDir: plan.stateDir,
+    profileFile: plan.file,
+    cli: plan.container.cli,
+    executableLen: plan.container.executableLen,
+    // the runtime's own SIGKILL waits as long as stop would: the drain plus vLLM's teardown
+    stopTimeoutS: Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(replica.argv) }) / 1000),
+    detached,
+    pull: plan.container.pull,
+  });
 }
 
 /** --router turns the router on (its settings from the profile's router: block, if any, else the defaults). */

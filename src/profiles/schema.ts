@@ -51,6 +51,7 @@ export const EngineBlock = z.strictObject({
   reasoningParser: z.string().optional(),
   toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),
   extraArgs: z.array(z.string()).default([]).describe('Appended verbatim after the rendered flags'),
+  runtime: z.enum(['host', 'container']).default('host').describe('host: the vllm executable on this machine; container: vLLM in an image run by docker or podman (container: block)'),
 });
 
 export const ParallelBlock = z.strictObject({
@@ -126,6 +127,46 @@ export const RouterBlock = z.strictObject({
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
 });
 
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)
+const imageRef = z
+  .string()
+  .max(512)
+  .regex(
+    /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
+    'an image reference such as nvcr.io/nvidia/vllm:25.09-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)',
+  );
+
+export const ContainerBlock = z.strictObject({
+  cli: z.enum(['docker', 'podman']).optional().describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),
+  image: imageRef.optional().describe('default: nvcr.io/nvidia/vllm:<NGC tag>-py3 on DGX baselines, vllm/vllm-openai:v<engine.vllmVersion> elsewhere'),
+  cliArgs: z
+    .array(z.string().regex(/^--[a-z][a-z-]*(=.*)?$|^[^-].*$/, 'a global option of the CLI, such as --runtime or runc'))
+    .default([])
+    .describe('Global options before "run" (podman --runtime runc --cgroup-manager=cgroupfs); also used for inspect, logs, stop and rm'),
+  network: z.enum(['publish', 'host']).default('publish').describe('publish: -p HOST:PORT:PORT on server.host; host: --network host (always for Ray)'),
+  shmSize: z
+    .string()
+    .regex(/^\d+[kmg]?$/i, 'a size such as 16g')
+    .optional()
+    .describe('--shm-size instead of --ipc=host'),
+  ulimits: z
+    .record(z.string().regex(/^[a-z]+$/), z.string().regex(/^-?\d+(:-?\d+)?$/))
+    .default({ memlock: '-1', stack: '67108864' })
+    .describe("--ulimit NAME=VALUE each (NVIDIA's playbooks: memlock=-1, stack=67108864); {} for none"),
+  hfCache: z.string().optional().describe('The Hugging Face cache mounted read-only (default $HF_HOME, else ~/.cache/huggingface)'),
+  mounts: z
+    .array(
+      z.strictObject({
+        source: z.string().regex(/^\/[^,:]*$/, 'an absolute path without , or :'),
+        target: z.string().regex(/^\/[^,:]*$/, 'an absolute path without , or :'),
+        readOnly: z.boolean().default(true),
+      }),
+    )
+    .default([])
+    .describe('More bind mounts (read-only unless readOnly: false)'),
+});
+export type ContainerBlock = z.infer<typeof ContainerBlock>;
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -138,6 +179,7 @@ export const Profile = z.strictObject({
   probe: ProbeBlock.default(ProbeBlock.parse({})),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
+  container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

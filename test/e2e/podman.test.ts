@@ -70,7 +70,7 @@ const spec = (port: number, over: Partial<ContainerSpec> = {}): ContainerSpec =>
   vllmArgs: ['Qwen/Qwen3.5-9B', '--port', String(port), '--host', '127.0.0.1', '--shutdown-timeout', '10'],
   stopTimeoutS: 25,
   // this sandbox's hard memlock limit refuses memlock=-1 ("error setting rlimit type 7"); a DGX host takes it
-  ulimits: false,
+  ulimits: {},
   ...over,
 });
 const run = async (s: ContainerSpec, extra: Record<string, string> = {}) => {

@@ -3,6 +3,13 @@
 // same spec renders both CLIs; they differ only where the tools do (GPUs: docker's --gpus, podman's
 // CDI devices). Secrets travel by name (-e VLLM_API_KEY): the value only in the environment.
 
+import { homedir } from 'node:os';
+import { join, isAbsolute } from 'node:path';
+import { existsSync, statSync } from 'node:fs';
+import { ContainerBlock as ContainerSchema, type ContainerBlock, type Platform, type Profile } from '../../profiles/schema.js';
+import type { ReplicaPlan } from '../../profiles/render.js';
+import { UsageError } from '../../errors.js';
+
 export type ContainerCli = 'docker' | 'podman';
 
 /** The label that carries the instance marker: the one basis for stopping or removing a container. */
@@ -36,10 +43,16 @@ export interface ContainerSpec {
   vllmArgs: string[];
   /** seconds the runtime waits after SIGTERM before SIGKILL (the drain + teardown) */
   stopTimeoutS: number;
+  /** global options of the CLI, before the subcommand (podman --runtime runc --cgroup-manager=cgroupfs) */
+  cliArgs?: string[];
+  /** more labels (profile, replica, the state folder that launched it) */
+  labels?: Record<string, string>;
+  /** --ulimit NAME=VALUE each; default NVIDIA's memlock=-1, stack=67108864 */
+  ulimits?: Record<string, string>;
+  /** false: attached with --rm (a systemd unit runs the CLI in the foreground); default detached */
+  detached?: boolean;
   /** serve --pull: fetch a missing image; otherwise never (no pull at 3 a.m.) */
   pull?: boolean;
-  /** false only where the host's hard limits refuse NVIDIA's ulimits (a CI sandbox); default true */
-  ulimits?: boolean;
 }
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
@@ -63,6 +76,8 @@ export function containerName(instance: string): string {
   return `sparkctl-${instance.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
 }
 
+export const NVIDIA_ULIMITS: Record<string, string> = { memlock: '-1', stack: '67108864' };
+
 function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
   if (!gpus.length) return [];
   // docker reads --gpus as CSV: a list of devices must be quoted inside the value
@@ -72,11 +87,12 @@ function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
 
 /** `docker|podman run -d ...`: the argv (never a shell string). */
 export function runArgv(s: ContainerSpec): string[] {
-  const out = [s.cli, 'run', '--detach', `--pull=${s.pull ? 'missing' : 'never'}`, '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  const out = [s.cli, ...(s.cliArgs ?? []), 'run', s.detached === false ? '--rm' : '--detach', `--pull=${s.pull ? 'missing' : 'never'}`, '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  for (const [k, v] of Object.entries(s.labels ?? {})) out.push('--label', `${k}=${v}`);
   out.push(...gpuArgs(s.cli, s.gpus));
   out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
   // the ulimits NVIDIA's DGX instructions use
-  if (s.ulimits !== false) out.push('--ulimit', 'memlock=-1', '--ulimit', 'stack=67108864');
+  for (const [k, v] of Object.entries(s.ulimits ?? NVIDIA_ULIMITS)) out.push('--ulimit', `${k}=${v}`);
   if (s.network.mode === 'host') out.push('--network', 'host');
   else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
   for (const m of s.mounts) out.push('--volume', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`);
@@ -114,4 +130,157 @@ export function proveContainer(record: { containerId?: string; marker?: string }
   if (!label || label === '<no value>') return { state: 'unproven', code: 'no-label', reason: `container ${id.slice(0, 12)} carries no ${MARKER_LABEL} label` };
   if (!record.marker || label !== record.marker) return { state: 'unproven', code: 'other-marker', reason: `container ${id.slice(0, 12)} carries another instance's marker` };
   return { state: running === 'true' ? 'alive' : 'exited', id };
+}
+
+// ---- from a serve plan: the spec of one replica's container ----
+
+/** The state folder that launched it: orphans are looked for among this folder's containers only. */
+export const STATE_LABEL = 'io.sparkctl.state';
+export const PROFILE_LABEL = 'io.sparkctl.profile';
+/** What the Hugging Face cache is mounted as inside the image (both images run as root). */
+export const CONTAINER_HF_CACHE = '/root/.cache/huggingface';
+/**
+ * The NGC vLLM release the DGX baselines run by default. NGC tags are YY.MM of the container
+ * release, not vLLM's version, so they cannot be derived: pin another one with container.image.
+ */
+export const NGC_VLLM_TAG = '25.09';
+
+/** `cli ARGS...` with the profile's global CLI options in front of the subcommand. */
+export const withCliArgs = (argv: string[], cliArgs: readonly string[]) => [argv[0]!, ...cliArgs, ...argv.slice(1)];
+
+/** The image a profile runs: its own, else NGC's on a DGX baseline, else vLLM's for the target version. */
+export function imageFor(p: Profile, platform: Pick<Platform, 'name'>): string {
+  if (p.container?.image) return p.container.image;
+  const v = p.engine.vllmVersion;
+  if (!platform.name.startsWith('dgx-') && !/^\d+\.\d+(\.\d+)?$/.test(v))
+    throw new UsageError(`engine.runtime container: no image for vLLM "${v}" (vllm/vllm-openai is tagged v<version>)`, [
+      '--set engine.vllmVersion=0.11.0 (vllm/vllm-openai:v0.11.0), or --set container.image=REPO:TAG (or REPO@sha256:DIGEST)',
+    ]);
+  return defaultImage(platform.name, v, NGC_VLLM_TAG);
+}
+
+/** The CLI: the profile's, else podman, else docker, whichever is on PATH. */
+export function detectCli(p: Pick<Profile, 'container'>, onPath: (bin: string) => boolean = binOnPath): ContainerCli {
+  if (p.container?.cli) return p.container.cli;
+  if (onPath('podman')) return 'podman';
+  if (onPath('docker')) return 'docker';
+  throw new UsageError('engine.runtime container: neither podman nor docker is on PATH', ['install podman (apt-get install podman) or docker, or --set engine.runtime=host']);
+}
+
+export function binOnPath(bin: string, path = process.env.PATH ?? ''): boolean {
+  return path.split(':').some((d) => {
+    if (!d) return false;
+    try {
+      const st = statSync(join(d, bin));
+      return st.isFile() && (st.mode & 0o111) !== 0;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export interface ContainerPlan {
+  cli: ContainerCli;
+  /** global options before the subcommand (container.cliArgs), used for every call about this container */
+  cliArgs: string[];
+  image: string;
+  name: string;
+  /** [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] */
+  argv: string[];
+  /** variables the CLI process must carry (their names are in argv as --env NAME; never their values) */
+  envByName: string[];
+  stopTimeoutS: number;
+}
+
+export interface ContainerRenderInput {
+  profile: Profile;
+  platform: Pick<Platform, 'name'>;
+  replica: ReplicaPlan;
+  engine: 'vllm' | 'sim';
+  /** the instance marker (a random id at launch; "<marker>" in a dry run) */
+  marker: string;
+  stateDir: string;
+  /** the profile's file: the simulator reads the architecture facts from it (mounted read-only) */
+  profileFile?: string;
+  cli: ContainerCli;
+  /** how many leading argv elements are the host executable (replaced by the image's vllm) */
+  executableLen: number;
+  /** what the runtime waits after SIGTERM before SIGKILL */
+  stopTimeoutS: number;
+  env?: NodeJS.ProcessEnv;
+  detached?: boolean;
+  /** serve --pull: the CLI may fetch a missing image */
+  pull?: boolean;
+}
+
+const settingsOf = (p: Profile): ContainerBlock => p.container ?? ContainerSchema.parse({});
+
+/** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
+export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
+  return settingsOf(p).hfCache ?? env.HF_HOME ?? join(env.HOME ?? homedir(), '.cache', 'huggingface');
+}
+
+/** Ray places workers over the host network: a published port cannot carry it. */
+export function usesHostNetwork(p: Profile): boolean {
+  return settingsOf(p).network === 'host' || p.parallel.executor === 'ray' || p.parallel.nodes > 1;
+}
+
+/**
+ * The arguments after `vllm serve` inside the container. With a published port vLLM must listen on
+ * every interface of its own network namespace (the publish decides which host address reaches it).
+ */
+export function containerVllmArgs(r: Pick<ReplicaPlan, 'argv'>, executableLen: number, hostNet: boolean): string[] {
+  const out = r.argv.slice(executableLen + 1); // after `serve`
+  if (!hostNet) {
+    const i = out.indexOf('--host');
+    if (i >= 0 && i + 1 < out.length) out[i + 1] = '0.0.0.0';
+  }
+  return out;
+}
+
+function mountOf(source: string, target: string, readOnly: boolean): Mount {
+  // a bind spec is split on ':'; a path holding one (or ',') would mount something else
+  if (/[:,]/.test(source) || /[:,]/.test(target))
+    throw new UsageError(`container mount ${JSON.stringify(source)}: a path with ':' or ',' cannot be bind-mounted`, ['rename the folder, or link it from a plain path']);
+  return { host: source, container: target, readOnly };
+}
+
+/** One replica's container from the plan the host runtime would spawn. Pure but for whether the mounted paths exist. */
+export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
+  const p = x.profile;
+  const s = settingsOf(p);
+  const env = x.env ?? process.env;
+  const image = imageFor(p, x.platform);
+  const name = containerName(x.replica.name);
+  const hostNet = usesHostNetwork(p);
+  const mounts: Mount[] = [];
+  const hf = hfCacheDir(p, env);
+  if (existsSync(hf)) mounts.push(mountOf(hf, CONTAINER_HF_CACHE, true));
+  if (p.model.path && isAbsolute(p.model.path)) mounts.push(mountOf(p.model.path, p.model.path, true));
+  if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) mounts.push(mountOf(x.profileFile, x.profileFile, true));
+  for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
+  const vars = { ...x.replica.env };
+  // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
+  if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
+  const envByName = Object.keys(x.replica.envFrom).sort();
+  const spec: ContainerSpec = {
+    cli: x.cli,
+    cliArgs: s.cliArgs,
+    image,
+    name,
+    marker: x.marker,
+    labels: { [PROFILE_LABEL]: p.name, [STATE_LABEL]: x.stateDir },
+    gpus: x.engine === 'vllm' ? x.replica.gpus : [],
+    network: hostNet ? { mode: 'host' } : { mode: 'publish', host: p.server.host, port: x.replica.port },
+    mounts,
+    ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',
+    ulimits: s.ulimits,
+    env: Object.fromEntries(Object.entries(vars).sort(([a], [b]) => a.localeCompare(b))),
+    envByName,
+    vllmArgs: containerVllmArgs(x.replica, x.executableLen, hostNet),
+    stopTimeoutS: x.stopTimeoutS,
+    detached: x.detached,
+    pull: x.pull,
+  };
+  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS };
 }
