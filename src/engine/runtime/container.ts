@@ -87,7 +87,19 @@ function gpuArgs(cli: ContainerCli, gpus: number[]): string[] {
 
 /** `docker|podman run -d ...`: the argv (never a shell string). */
 export function runArgv(s: ContainerSpec): string[] {
-  const out = [s.cli, ...(s.cliArgs ?? []), 'run', s.detached === false ? '--rm' : '--detach', `--pull=${s.pull ? 'missing' : 'never'}`, '--name', s.name, '--label', `${MARKER_LABEL}=${s.marker}`, '--label', `${NAME_LABEL}=${s.name}`];
+  const out = [
+    s.cli,
+    ...(s.cliArgs ?? []),
+    'run',
+    s.detached === false ? '--rm' : '--detach',
+    `--pull=${s.pull ? 'missing' : 'never'}`,
+    '--name',
+    s.name,
+    '--label',
+    `${MARKER_LABEL}=${s.marker}`,
+    '--label',
+    `${NAME_LABEL}=${s.name}`,
+  ];
   for (const [k, v] of Object.entries(s.labels ?? {})) out.push('--label', `${k}=${v}`);
   out.push(...gpuArgs(s.cli, s.gpus));
   out.push(...(s.ipc === 'host' ? ['--ipc=host'] : ['--shm-size', s.ipc.shmSize]));
