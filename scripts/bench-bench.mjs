@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Speed and accuracy of `sparkctl bench` (issue 11), against the simulator whose time model is
+// Speed and accuracy of `sparkctl bench`, against the simulator whose time model is
 // deterministic, so the truth is known:
 //   1. accuracy: TTFT and ITL fixed by the time model (prefill 100 tokens at 2000 tok/s + 10 ms,
 //      decode 0 ms + 10 ms a token via the slow:10 fault, which no batch size changes); measured

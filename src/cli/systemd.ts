@@ -4,7 +4,7 @@ import { PROFILE_OPTIONS } from './args.js';
 export default createCommand({
   name: 'systemd',
   args: [['<profile>']],
-  options: [['--user <user>', 'User= of the unit'], ['--env-file <path>', 'EnvironmentFile= with the API key', '/etc/sparkctl/env'], ...PROFILE_OPTIONS],
+  options: [['--user <user>', 'User= of the unit'], ['--environment-file <path>', 'EnvironmentFile= with the API key', '/etc/sparkctl/env'], ...PROFILE_OPTIONS],
   description: 'print a systemd unit that runs serve --foreground, with prewarm and restart back-off',
   help: '\nExample:\n  sparkctl systemd qwen3.5-9b > /etc/systemd/system/sparkctl-qwen3.5-9b.service',
   handler: lazy(() => import('../commands/systemd.js')),

@@ -26,14 +26,14 @@ export function execArg(a: string): string {
   return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; envFile: string }) {
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
-  refuseControl('--env-file', opts.envFile);
+  refuseControl('--environment-file', opts.environmentFile);
   if (opts.profiles !== undefined) refuseControl('--profiles', resolve(opts.profiles));
   // Where sparkctl and node live is the environment's say: a control character there would inject lines just the same.
   refuseControl('the node executable path', process.execPath);
@@ -62,7 +62,7 @@ StartLimitBurst=5
 [Service]
 Type=simple
 ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (${p.server.apiKeyEnv}=...)` : ''} lives here, mode 0600, never in the unit or the profile.
-EnvironmentFile=-${unitValue(opts.envFile)}
+EnvironmentFile=-${unitValue(opts.environmentFile)}
 Environment=SPARKCTL_STATE_DIR=/var/lib/sparkctl
 Environment=NO_COLOR=1
 ${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
@@ -83,7 +83,7 @@ WantedBy=multi-user.target
 `;
   say(unit);
   note(`install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`);
-  if (p.server.apiKeyEnv) note(`put ${p.server.apiKeyEnv}=<key> in ${opts.envFile} (chmod 600)`);
+  if (p.server.apiKeyEnv) note(`put ${p.server.apiKeyEnv}=<key> in ${opts.environmentFile} (chmod 600)`);
 }
 
 /** With a router: what runs inside the service, and how to restart it without dropping requests. */

@@ -44,7 +44,7 @@ export interface Launched {
 
 export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
   mkdirSync(dirname(plan.logFile), { recursive: true });
-  // The log is appended to across runs: remember where this launch begins (issue 13 item 9).
+  // The log is appended to across runs: remember where this launch begins.
   const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
   // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead).
   let fd: number;
@@ -130,7 +130,7 @@ export function superviseReady(
       return { reason: 'exited', detail: `exited with ${l.exit.signal ?? `code ${l.exit.code}`} before it was ready` };
     },
     // Ready only if our own group holds the listening socket: a server that held the port first
-    // answers /health too, while ours dies with EADDRINUSE (issue 13 item 5).
+    // answers /health too, while ours dies with EADDRINUSE. A container's socket is the runtime's: its proof is the container's.
     ours: opts.ours ?? (() => (l.exit || l.pid <= 0 ? false : listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)]))),
   });
 }

@@ -107,7 +107,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   validateServeInputs(opts);
   const r = withRouterFlag(r0, opts.router);
   const warnings = requireValid(r);
-  // Every rendered flag and value against the target vLLM's table (issue 10): serve refuses what that
+  // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
   const refused = flags.filter((p) => p.severity === 'error').map(formatFlagProblem);

@@ -267,6 +267,14 @@ describe('client-env, k8s, systemd', () => {
     expect(r.stdout).toMatch(/^EnvironmentFile=-\/etc\/sparkctl\/env$/m);
     expect(r.stdout).toMatch(/^TimeoutStartSec=\d+$/m);
   });
+
+  it("systemd --environment-file names the unit's EnvironmentFile; the file need not exist where the unit is written", async () => {
+    // Node 20 takes --env-file from anywhere on its command line (after the script too) and exits 9
+    // when the file is missing, so the flag is named after systemd's key instead.
+    const r = await run(['systemd', 'qwen-prod', '--environment-file', '/nonexistent/sparkctl-env']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/^EnvironmentFile=-\/nonexistent\/sparkctl-env$/m);
+  });
 });
 
 describe('prewarm waits for GPU memory to settle where GPUs are visible', () => {

@@ -146,7 +146,7 @@ describe('servers that misbehave: every probe and prewarm ends in time with exit
   });
 });
 
-describe('item 13: a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', { timeout: 120_000 }, () => {
+describe('a URL that cannot be right is exit 2 at once; a host that does not resolve is exit 3', { timeout: 120_000 }, () => {
   it.each(['file:///etc/passwd', 'ftp://127.0.0.1/', 'http://127.0.0.1:99999', 'not a url', 'http://'])('%s', async (u) => {
     for (const verb of [probe, prewarm]) {
       const r = await verb(u, [], {});
@@ -166,7 +166,7 @@ describe('item 13: a URL that cannot be right is exit 2 at once; a host that doe
   });
 });
 
-describe('item 6: credentials never reach output, files, labels or webhooks', { timeout: 120_000 }, () => {
+describe('credentials never reach output, files, labels or webhooks', { timeout: 120_000 }, () => {
   it('URL userinfo and a key the server echoes back are redacted everywhere', async () => {
     const KEY = 'sk-hostile-test-9f3a7c';
     let hook = '';

@@ -59,7 +59,7 @@ afterEach(async () => {
   rmrf(state);
 });
 
-describe('item 1: an entry that cannot be proven is never signalled', { timeout: 120_000 }, () => {
+describe('an entry that cannot be proven is never signalled', { timeout: 120_000 }, () => {
   it('no start time, pgid != pid, a wrong marker: the bystander survives stop --all; status says why; --force-forget drops the records', { timeout: 60_000 }, async () => {
     const pid = await bystander();
     const start = processStartTime(pid)!;
@@ -94,7 +94,7 @@ describe('item 1: an entry that cannot be proven is never signalled', { timeout:
   });
 });
 
-describe('item 2: the process group is the unit', { timeout: 120_000 }, () => {
+describe('the process group is the unit', { timeout: 120_000 }, () => {
   it('kill -9 of the API server: status shows degraded, stop finds and stops its EngineCore', async () => {
     const r = await serve();
     expect(r.exitCode, r.stderr).toBe(0);
@@ -128,7 +128,7 @@ describe('item 2: the process group is the unit', { timeout: 120_000 }, () => {
   });
 });
 
-describe('item 8: corrupt state is reported and kept aside, never fatal, never hiding a live server', { timeout: 120_000 }, () => {
+describe('corrupt state is reported and kept aside, never fatal, never hiding a live server', { timeout: 120_000 }, () => {
   it('a truncated entry of a live server: stop --all still stops it (found by its marker)', async () => {
     const r = await serve();
     expect(r.exitCode, r.stderr).toBe(0);

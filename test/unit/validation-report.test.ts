@@ -1,4 +1,4 @@
-// Issue 16 item 7: unknown keys, bad values and cross-field problems in one report, one format.
+// A profile's problems: unknown keys, bad values and cross-field problems in one report, one format.
 import { describe, it, expect } from 'vitest';
 import { parseProfile } from '../../src/profiles/load.js';
 import { UsageError } from '../../src/errors.js';

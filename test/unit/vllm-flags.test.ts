@@ -8,7 +8,7 @@ import { VLLM_FACTS } from '../../src/profiles/vllm-facts.js';
 const errs = (args: string[], v: string) => checkArgv(args, v).filter((p) => p.severity === 'error');
 const warns = (args: string[], v: string) => checkArgv(args, v).filter((p) => p.severity === 'warning');
 
-describe('the facts of issue 10, from the tables', () => {
+describe("vLLM's flag facts, read from the generated tables", () => {
   it('covers the versions of ../shared/vllm-source-facts', () => {
     expect(FACT_VERSIONS).toEqual(['0.9.0', '0.10.0', '0.11.0', '0.12.0', '0.16.0', '0.17.0', '0.25.0', '0.28.0']);
     expect(VLLM_FACTS.find((t) => t.version === '0.16.0')!.exact).toBe(true);
