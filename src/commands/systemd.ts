@@ -1,10 +1,11 @@
-import { resolveProfile, requireValid, sparkctlBin } from './common.js';
+import { resolveProfile, requireValid, sparkctlBin, type Resolved } from './common.js';
 import { say, note } from '../output/log.js';
 import { UsageError } from '../errors.js';
 import { commentValue } from '../output/format.js';
 import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
+import { STATE_LABEL } from '../engine/runtime/container.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
@@ -26,10 +27,11 @@ export function execArg(a: string): string {
   return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string }) {
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container' }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
+  if ((opts.runtime ?? p.engine.runtime) === 'container') return containerUnits(r, opts);
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
@@ -84,6 +86,55 @@ WantedBy=multi-user.target
   say(unit);
   note(`install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`);
   if (p.server.apiKeyEnv) note(`put ${p.server.apiKeyEnv}=<key> in ${opts.environmentFile} (chmod 600)`);
+}
+
+/**
+ * engine.runtime container: one unit per replica that runs the container itself, attached
+ * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
+ * (--stop-timeout). The key is named (--env VLLM_API_KEY) and read from the EnvironmentFile by the CLI.
+ * A `podman run` unit rather than a Quadlet .container: Debian 12's podman 4.3 has no Quadlet (4.4+).
+ */
+async function containerUnits(r: Resolved, opts: { set: string[]; environmentFile: string; user?: string }) {
+  const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
+  const p = r.profile;
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container' });
+  for (const x of plan.replicas) {
+    // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
+    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    // nor a state folder's label: no sparkctl status/stop may take it for one of its own orphans
+    const si = cp.argv.findIndex((a, i) => a.startsWith(`${STATE_LABEL}=`) && cp.argv[i - 1] === '--label');
+    if (si > 0) cp.argv.splice(si - 1, 2);
+    for (const a of cp.argv) refuseControl('a container argument', a);
+    const stopBudget = cp.stopTimeoutS + 30;
+    const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
+# Install: save as /etc/systemd/system/${cp.name}.service, then
+#   systemctl daemon-reload && systemctl enable --now ${cp.name}
+# The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
+[Unit]
+Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
+After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
+Wants=network-online.target
+StartLimitIntervalSec=600
+StartLimitBurst=5
+
+[Service]
+Type=simple
+${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (VLLM_API_KEY=..., from ${p.server.apiKeyEnv})` : ''} lives here, mode 0600, never in the unit: the container gets it by name.
+EnvironmentFile=-${unitValue(opts.environmentFile)}
+ExecStart=${cp.argv.map(execArg).join(' ')}
+ExecStop=${[cp.cli, ...cp.cliArgs, 'stop', '--time', String(cp.stopTimeoutS), cp.name].map(execArg).join(' ')}
+TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
+TimeoutStopSec=${stopBudget}
+Restart=on-failure
+RestartSec=15
+
+[Install]
+WantedBy=multi-user.target
+`;
+    say(unit);
+  }
+  note(`install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`);
+  if (p.server.apiKeyEnv) note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
 }
 
 /** With a router: what runs inside the service, and how to restart it without dropping requests. */
