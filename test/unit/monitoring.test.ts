@@ -13,7 +13,7 @@ import { renderDashboard, SCHEMA_VERSION } from '../../src/monitoring/dashboard.
 import { renderScrape } from '../../src/monitoring/scrape.js';
 import { str, leMatcher, vllmFamiliesIn, templateLiteral } from '../../src/monitoring/promql.js';
 import { createMetrics } from '../../src/sim/engine.js';
-import { writeFileSync, chmodSync } from 'node:fs';
+import { writeFileSync, chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, tempDir, rmrf } from '../helpers.js';
 
@@ -273,8 +273,13 @@ describe('sparkctl monitoring (the built CLI)', () => {
   it('engine.vllmVersion auto: the names of the vLLM --vllm-bin runs; the newest table, said on stderr, when none is read', async () => {
     const d = tempDir();
     try {
-      const bin = join(d, 'vllm');
-      writeFileSync(bin, '#!/bin/sh\necho 0.9.1\n');
+      // A venv as pip leaves it: the console script's interpreter has vllm-0.9.1.dist-info beside it.
+      const venv = join(d, 'venv');
+      mkdirSync(join(venv, 'bin'), { recursive: true });
+      mkdirSync(join(venv, 'lib', 'python3.11', 'site-packages', 'vllm-0.9.1.dist-info'), { recursive: true });
+      writeFileSync(join(venv, 'lib', 'python3.11', 'site-packages', 'vllm-0.9.1.dist-info', 'METADATA'), 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.9.1\n');
+      const bin = join(venv, 'bin', 'vllm');
+      writeFileSync(bin, `#!${join(venv, 'bin', 'python')}\nimport sys\n`);
       chmodSync(bin, 0o755);
       const auto = ['monitoring', 'rules', 'qwen-dev', '--set', 'engine.vllmVersion=auto'];
       const old = await cli([...auto, '--vllm-bin', bin], { stateDir: d });
