@@ -170,6 +170,18 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);
+  if (plan.container && !opts.skipPreflight) {
+    const { containerPreflight } = await import('../engine/runtime/preflight.js');
+    const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
+    const checks = containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull });
+    if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
+    const failed = checks.filter((x) => x.status === 'fail');
+    if (failed.length) {
+      for (const f of failed) note(`${c.red('fail')} ${f.id}: ${f.detail}${f.fix ? `\n  fix: ${f.fix}` : ''}`);
+      if (opts.json) say(envelope('serve', { profile: plan.profile.name, status: 'preflight-failed', checks }));
+      throw new ExitWith(exitCodeOf('preflight-failed'));
+    }
+  }
 
   // 3. act; 4. render the outcome; 5. its exit code, from the one table
   const sig = wireSignals();

@@ -111,6 +111,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const r = await serve(name, profileDir(name, port));
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
     expect(r.stdout + r.stderr).toMatch(/probe .*: healthy/);
+    expect(r.stderr).toMatch(/preflight \(container\): container\.cli pass, container\.image pass/);
     const st = JSON.parse((await run(['status', '--json'])).stdout);
     const inst = st.instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst).toMatchObject({ alive: true, container: { cli: 'podman', name: `sparkctl-${name}-0` } });
@@ -221,7 +222,14 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
   it('a missing image fails the launch with its cause and fix; nothing is left', async () => {
     const port = await freePort();
     const name = `ctr-i-${tag}`;
-    const r = await serve(name, profileDir(name, port, { image: `localhost/sparkctl-absent:${tag}` }));
+    const dir = profileDir(name, port, { image: `localhost/sparkctl-absent:${tag}` });
+    // preflight refuses it before anything starts, naming the fix
+    const pf = await serve(name, dir);
+    expect(pf.exitCode, pf.stderr).toBe(1);
+    expect(pf.stderr).toContain('container.image');
+    expect(pf.stderr).toContain(`podman pull localhost/sparkctl-absent:${tag}`);
+    // past preflight, the runtime's own refusal is classified
+    const r = await serve(name, dir, ['--skip-preflight']);
     expect(r.exitCode).toBe(4);
     expect(r.stdout + r.stderr).toMatch(/image/i);
     expect(r.stdout + r.stderr).toMatch(/--pull|podman pull|podman load|podman import/);
