@@ -1,13 +1,26 @@
 import { resolveProfile, requireValid } from './common.js';
 import { renderReplicas, servedName } from '../profiles/render.js';
-import { say } from '../output/log.js';
+import { say, note as noteErr } from '../output/log.js';
 import { deployment, k8sName } from '../k8s/manifests.js';
 import { k8sProblems } from '../profiles/validate.js';
 import { formatProblem } from '../profiles/load.js';
 import { UsageError } from '../errors.js';
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image: string; nodeCount?: number; namespace: string }) {
-  const r0 = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+export async function run(profileName: string, opts0: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
+  const r0 = resolveProfile(profileName, { profilesDir: opts0.profiles, sets: opts0.set, gpus: opts0.gpus });
+  // the image a container runtime on one host would run: one image for both
+  const { imageFor } = await import('../engine/runtime/container.js');
+  let image = opts0.image;
+  if (!image) {
+    try {
+      image = imageFor(r0.profile, r0.platform);
+    } catch {
+      // no version to tag the image with (engine.vllmVersion auto): the long-standing default, said so
+      image = 'vllm/vllm-openai:v0.17.0';
+      noteErr(`note: engine.vllmVersion is ${r0.profile.engine.vllmVersion}: image ${image} (pin engine.vllmVersion, container.image or --image)`);
+    }
+  }
+  const opts = { ...opts0, image };
   // The router is for one host: on Kubernetes the Service is the one endpoint (its readiness probe on
   // /health takes a pod out of it) and vLLM listens on the pod's port itself, not behind HAProxy.
   const routed = Boolean(r0.profile.router?.enabled);

@@ -26,13 +26,28 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8']);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'replicas', 'router', 'memory', 'warnings']);
+    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'runtime', 'replicas', 'router', 'memory', 'warnings']);
+    expect(j.runtime).toBe('host');
     // no router: in the profile and no --router: null (with one: its bind, servers, stats, config)
     expect(j.router).toBeNull();
     expect(j).toMatchObject({ version: 1, kind: 'launch-plan', profile: 'qwen-prod', host: { gpus: 8, source: 'flag' } });
     expect(Object.keys(j.replicas[0])).toEqual(['name', 'argv', 'env', 'port', 'gpus', 'logFile']);
     expect(j.replicas[0].argv[0]).toBe('vllm');
     expect(j.replicas[0].env).toEqual({ CUDA_VISIBLE_DEVICES: '0,1,2,3', VLLM_API_KEY: '$QWEN_PROD_API_KEY' });
+  });
+
+  it('serve --dry-run --json --runtime container: each replica carries its container run argv, the key by name', async () => {
+    const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8', '--runtime', 'container', '--set', 'container.cli="docker"'], {
+      env: { QWEN_PROD_API_KEY: 'sk-very-secret-123' },
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.runtime).toBe('container');
+    const argv: string[] = j.replicas[0].container.argv;
+    expect(argv.slice(0, 3)).toEqual(['docker', 'run', '--detach']);
+    expect(argv[argv.indexOf('--gpus') + 1]).toBe('"device=0,1,2,3"');
+    expect(argv).toContain('VLLM_API_KEY');
+    expect(r.stdout + r.stderr).not.toContain('sk-very-secret-123');
   });
 
   it('the key value never appears, even when the variable is set', async () => {

@@ -171,7 +171,7 @@ describe('image, CLI and command', () => {
 
   it('vLLM version auto off a DGX: no image can be named, the fix says how', () => {
     const p = loadProfile('qwen3.5-9b', { sets: ['engine.vllmVersion="auto"'] }).profile;
-    expect(textOf(() => imageFor(p, HOPPER))).toMatch(/no image for vLLM "auto"[\s\S]*container\.image=/);
+    expect(textOf(() => imageFor(p, HOPPER))).toMatch(/no container image for vLLM "auto"[\s\S]*container\.image=/);
   });
 
   it('CLI: the profile`s, else podman, else docker, else a usage error', () => {

@@ -165,8 +165,8 @@ export function imageFor(p: Profile, platform: Pick<Platform, 'name'>): string {
   if (p.container?.image) return p.container.image;
   const v = p.engine.vllmVersion;
   if (!platform.name.startsWith('dgx-') && !/^\d+\.\d+(\.\d+)?$/.test(v))
-    throw new UsageError(`engine.runtime container: no image for vLLM "${v}" (vllm/vllm-openai is tagged v<version>)`, [
-      '--set engine.vllmVersion=0.11.0 (vllm/vllm-openai:v0.11.0), or --set container.image=REPO:TAG (or REPO@sha256:DIGEST)',
+    throw new UsageError(`no container image for vLLM "${v}" (vllm/vllm-openai is tagged v<version>)`, [
+      '--set engine.vllmVersion=0.11.0 (vllm/vllm-openai:v0.11.0), or --set container.image=REPO:TAG (or REPO@sha256:DIGEST); k8s: --image REPO:TAG',
     ]);
   return defaultImage(platform.name, v, NGC_VLLM_TAG);
 }
