@@ -59,6 +59,10 @@ async function buildImage() {
   await execa('tar', ['-C', root, '-cf', tarFile, '.']);
   const r = await podman(['import', tarFile, IMAGE]);
   if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
+  // the images of earlier bundles are never used again: 108 MB each
+  const repo = IMAGE.slice(0, IMAGE.lastIndexOf(':'));
+  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', repo])).stdout.split('\n').filter((x) => x.startsWith(`${repo}:`) && x !== IMAGE);
+  for (const o of old) await podman(['rmi', o]);
 }
 
 /** A profile that runs the simulator in the image with this machine's podman settings. */
