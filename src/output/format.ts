@@ -81,6 +81,17 @@ export function envelope(kind: string, body: Record<string, unknown>): string {
   return JSON.stringify({ version: 1, kind, ...body }, null, 2);
 }
 
+/** A byte count in the unit that keeps its digits: 0.00 GiB says nothing about a 64 KiB cache. */
+export function formatBytes(n: number): string {
+  const units: Array<[number, string]> = [
+    [2 ** 30, 'GiB'],
+    [2 ** 20, 'MiB'],
+    [2 ** 10, 'KiB'],
+  ];
+  for (const [size, unit] of units) if (Math.abs(n) >= size) return `${(n / size).toFixed(2)} ${unit}`;
+  return `${Math.round(n)} B`;
+}
+
 export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   const s = ms / 1000;

@@ -6,7 +6,7 @@ import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
-import { commandLine } from '../output/format.js';
+import { commandLine, formatBytes } from '../output/format.js';
 
 export interface HostShape {
   gpus: number;
@@ -204,7 +204,7 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
     } else if (!plan.fits) {
       err(
         'engine.maxModelLen',
-        `${plan.maxModelLen} tokens need ${((plan.maxModelLen * plan.kvBytesPerToken) / GIB).toFixed(2)} GiB of KV cache per GPU; ${(plan.availableKvBytes / GIB).toFixed(2)} GiB is left after weights`,
+        `${plan.maxModelLen} tokens need ${formatBytes(plan.maxModelLen * plan.kvBytesPerToken)} of KV cache per GPU; ${formatBytes(plan.availableKvBytes)} ${p.engine.kvCacheMemoryBytes !== undefined ? 'is set by engine.kvCacheMemoryBytes' : 'is left after weights'}`,
         `--set engine.maxModelLen=${plan.largestMaxModelLen}`,
       );
     }

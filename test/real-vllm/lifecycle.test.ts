@@ -483,9 +483,19 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
     /max model len 4096 is above what the model was trained for/,
     /--set engine\.maxModelLen=2048/,
   );
+  it('a KV cache the planner knows is too small for one request: exit 2 before any launch, in bytes that show it, with the fix', async () => {
+    const r = await serve(['engine.kvCacheMemoryBytes=65536'], ['--json']);
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/engine\.maxModelLen: 512 tokens need 256\.00 KiB of KV cache per GPU; 64\.00 KiB is set by engine\.kvCacheMemoryBytes/);
+    expect(r.stderr).toMatch(/--set engine\.maxModelLen=128/);
+    expect(ours()).toEqual([]);
+    expect(instances()).toEqual([]);
+  });
+  // vLLM's own refusal, classified from its log: the planner is told a head size of 2 (16 x smaller
+  // than config.json's 32) so that it lets the launch through and vLLM itself finds the cache too small.
   failure(
     'KV cache too small for one request (VLLM_CPU_KVCACHE_SPACE=1 exported; the profile says 64 KiB)',
-    () => serve(['engine.kvCacheMemoryBytes=65536'], ['--json']),
+    () => serve(['engine.kvCacheMemoryBytes=65536', 'model.headDim=2'], ['--json']),
     'max-model-len',
     /max model len 512 (needs (more|[\d.]+ [MG]iB of)? KV cache|does not fit in the KV cache)/,
     /engine\.maxModelLen/,
