@@ -4,66 +4,18 @@
 // that is not provably ours is never stopped or removed.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa } from 'execa';
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join, dirname } from 'node:path';
-import { ROOT, BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
+import { join } from 'node:path';
+import { BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
+import { PODMAN, podmanIn, podmanUnavailable, buildSimImage } from '../podman.js';
 
 const work = tempDir('sparkctl-podman-serve-');
-const conf = join(work, 'containers.conf');
-// crun refuses this machine's hybrid cgroups; podman's default ulimits exceed the hard limits
-const PODMAN = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
-const env = { CONTAINERS_CONF: conf };
-const podman = (args: string[]) => execa('podman', [...PODMAN, ...args], { reject: false, timeout: 60_000, env });
+const { env, podman, prepare } = podmanIn(work);
 const tag = `t${process.pid}`;
-
-function unavailable(): string | undefined {
-  if (process.env.SPARKCTL_SKIP_PODMAN) return 'SPARKCTL_SKIP_PODMAN is set';
-  for (const b of ['/usr/bin/podman', '/usr/sbin/runc']) if (!existsSync(b)) return `${b} is not installed (.ci/run installs podman and runc)`;
-  if (process.getuid?.() !== 0) return 'the podman suite runs as root (rootless podman needs subuids this CI image lacks)';
-  if (!existsSync(join(ROOT, 'dist', 'cli.js'))) return 'the bundle is not built (npm run build)';
-  return undefined;
-}
-const why = unavailable();
+const why = podmanUnavailable();
 if (why) console.warn(`podman serve suite skipped: ${why}`);
-
-// The image, keyed by everything it is built from (node, the whole bundle, bin, the built-in
-// profiles): rebuilt only when one of them changes. The bundle's entry alone would not do: its
-// chunks change while it stays the same.
-const node = process.execPath;
-function imageKey(): string {
-  const h = createHash('sha256').update(readFileSync(node));
-  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
-  for (const f of [...walk(join(ROOT, 'dist', 'bundle')), ...walk(join(ROOT, 'bin')), ...walk(join(ROOT, 'profiles'))].sort()) h.update(f.slice(ROOT.length)).update(readFileSync(f));
-  return h.digest('hex').slice(0, 16);
-}
-const IMAGE = why ? '' : `localhost/sparkctl-sim-serve:${imageKey()}`;
-
-async function buildImage() {
-  if ((await podman(['image', 'exists', IMAGE])).exitCode === 0) return;
-  const root = join(work, 'rootfs');
-  const libs = (await execa('ldd', [node])).stdout.match(/\/\S+\.so[^\s]*/g) ?? [];
-  for (const l of [...libs, '/lib64/ld-linux-x86-64.so.2']) {
-    mkdirSync(join(root, dirname(l)), { recursive: true });
-    cpSync(l, join(root, l), { dereference: true });
-  }
-  mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
-  cpSync(node, join(root, 'usr/local/bin/node'));
-  for (const d of ['bin', 'dist', 'profiles', 'package.json']) cpSync(join(ROOT, d), join(root, 'opt/sparkctl', d), { recursive: true });
-  // `vllm serve ...` in the image is the simulator, given vLLM's argv as it is
-  writeFileSync(join(root, 'usr/local/bin/vllm'), '#!/usr/local/bin/node\nprocess.argv.splice(2, 0, "sim");\nimport("/opt/sparkctl/bin/sparkctl.js");\n');
-  chmodSync(join(root, 'usr/local/bin/vllm'), 0o755);
-  mkdirSync(join(root, 'tmp'), { recursive: true });
-  const tarFile = join(work, 'rootfs.tar');
-  await execa('tar', ['-C', root, '-cf', tarFile, '.']);
-  const r = await podman(['import', tarFile, IMAGE]);
-  if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
-  // the images of earlier bundles are never used again: 108 MB each
-  const repo = IMAGE.slice(0, IMAGE.lastIndexOf(':'));
-  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', repo])).stdout.split('\n').filter((x) => x.startsWith(`${repo}:`) && x !== IMAGE);
-  for (const o of old) await podman(['rmi', o]);
-}
+let IMAGE = '';
 
 /** A profile that runs the simulator in the image with this machine's podman settings. */
 function profileDir(name: string, port: number, over: Record<string, unknown> = {}): string {
@@ -98,8 +50,8 @@ const foreign: string[] = [];
 
 describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { timeout: 180_000 }, () => {
   beforeAll(async () => {
-    writeFileSync(conf, '[containers]\ndefault_ulimits = []\n');
-    await buildImage();
+    prepare();
+    IMAGE = await buildSimImage(podman, work);
   }, 150_000);
   afterAll(async () => {
     // whatever a failed case left: ours by the state label, the foreign ones by name

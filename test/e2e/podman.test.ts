@@ -2,59 +2,19 @@
 // registry): an image built here offline (node + the built bundle, `vllm` = the simulator), run by
 // runArgv, proven by proveContainer, stopped by stopArgv; the runtime's own failures classified.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { execa } from 'execa';
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { ROOT, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
+import { podmanIn, podmanUnavailable, buildSimImage } from '../podman.js';
 import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
 import { classifyLog } from '../../src/engine/classify.js';
 
 const work = tempDir('sparkctl-podman-');
-const conf = join(work, 'containers.conf');
-// crun refuses this machine's hybrid cgroups; podman's default ulimits exceed the hard limits
-const PODMAN = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
-const env = { CONTAINERS_CONF: conf };
-const podman = (args: string[], extra: Record<string, string> = {}) => execa('podman', [...PODMAN, ...args], { reject: false, timeout: 60_000, env: { ...env, ...extra } });
-
-function unavailable(): string | undefined {
-  if (process.env.SPARKCTL_SKIP_PODMAN) return 'SPARKCTL_SKIP_PODMAN is set';
-  for (const b of ['/usr/bin/podman', '/usr/sbin/runc']) if (!existsSync(b)) return `${b} is not installed (.ci/run installs podman and runc)`;
-  if (process.getuid?.() !== 0) return 'the podman suite runs as root (rootless podman needs subuids this CI image lacks)';
-  return undefined;
-}
-const why = unavailable();
+const { podman, prepare } = podmanIn(work);
+const why = podmanUnavailable();
 if (why) console.warn(`podman suite skipped: ${why}`);
-
-// The image, keyed by what it is built from (node and the bundle): rebuilt only when they change.
-const node = process.execPath;
-const key = createHash('sha256')
-  .update(readFileSync(node))
-  .update(readFileSync(join(ROOT, 'dist', 'cli.js')))
-  .digest('hex')
-  .slice(0, 16);
-const IMAGE = `localhost/sparkctl-sim:${key}`;
+let IMAGE = '';
 const ids: string[] = [];
-
-async function buildImage() {
-  if ((await podman(['image', 'exists', IMAGE])).exitCode === 0) return;
-  const root = join(work, 'rootfs');
-  const libs = (await execa('ldd', [node])).stdout.match(/\/\S+\.so[^\s]*/g) ?? [];
-  for (const l of [...libs, '/lib64/ld-linux-x86-64.so.2']) {
-    mkdirSync(join(root, dirname(l)), { recursive: true });
-    cpSync(l, join(root, l), { dereference: true });
-  }
-  mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
-  cpSync(node, join(root, 'usr/local/bin/node'));
-  for (const d of ['bin', 'dist', 'profiles', 'package.json']) cpSync(join(ROOT, d), join(root, 'opt/sparkctl', d), { recursive: true });
-  writeFileSync(join(root, 'usr/local/bin/vllm'), '#!/usr/local/bin/node\nprocess.argv.splice(2, 0, "sim");\nimport("/opt/sparkctl/bin/sparkctl.js");\n');
-  chmodSync(join(root, 'usr/local/bin/vllm'), 0o755);
-  mkdirSync(join(root, 'tmp'), { recursive: true });
-  const tarFile = join(work, 'rootfs.tar');
-  await execa('tar', ['-C', root, '-cf', tarFile, '.']);
-  const r = await podman(['import', tarFile, IMAGE]);
-  if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
-}
 
 const spec = (port: number, over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'podman',
@@ -85,8 +45,8 @@ const inspect = async (id: string) => {
 
 describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { timeout: 120_000 }, () => {
   beforeAll(async () => {
-    writeFileSync(conf, '[containers]\ndefault_ulimits = []\n');
-    await buildImage();
+    prepare();
+    IMAGE = await buildSimImage(podman, work);
   }, 120_000);
   afterAll(async () => {
     for (const id of ids) await podman(['rm', '-f', id]);
