@@ -3,7 +3,8 @@
 // a `vllm` that is the simulator given vLLM's argv as it is.
 import { execa } from 'execa';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT } from './helpers.js';
 
@@ -46,6 +47,45 @@ export const simImageName = () => `${SIM_IMAGE_REPO}:${imageKey()}`;
 
 /** Build the simulator image unless this build's is there; the images of earlier builds go (108 MB each). */
 export async function buildSimImage(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<string> {
+  // The suites run in parallel: two imports of one tag would leave an untagged 108 MB copy.
+  const release = await lockDir(join(tmpdir(), 'sparkctl-test-sim-image.lock'), 150_000);
+  try {
+    return await buildLocked(podman, work);
+  } finally {
+    release();
+  }
+}
+
+/** A lock held by this process (its pid in the folder); one left by a process that died is taken over. */
+async function lockDir(dir: string, deadlineMs: number): Promise<() => void> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'pid'), String(process.pid));
+      return () => rmSync(dir, { recursive: true, force: true });
+    } catch {
+      let holder = 0; // 0 while the holder has made the folder but not yet written its pid
+      try {
+        holder = Number(readFileSync(join(dir, 'pid'), 'utf8').trim()) || 0;
+      } catch {}
+      if (holder > 0 && !alive(holder)) rmSync(dir, { recursive: true, force: true });
+      else if (Date.now() > until) throw new Error(`the image lock ${dir} is held by pid ${holder}`);
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<string> {
   const image = simImageName();
   if ((await podman(['image', 'exists', image])).exitCode === 0) return image;
   const node = process.execPath;
