@@ -4,10 +4,27 @@ import { cli, tempDir } from '../helpers.js';
 
 const stateDir = tempDir('sparkctl-systemd-ctr-');
 const unit = async (cliName: 'docker' | 'podman', extra: string[] = []) => {
-  const r = await cli(['systemd', 'qwen3.5-9b', '--runtime', 'container', '--set', `container.cli="${cliName}"`, '--set', 'engine.vllmVersion="0.25.0"', '--set', 'server.apiKeyEnv=MY_KEY', '--set', 'parallel.replicas=2', ...extra], {
-    stateDir,
-    env: { MY_KEY: 'sk-never-in-a-unit', VLLM_API_KEY: 'sk-never-either' },
-  });
+  const r = await cli(
+    [
+      'systemd',
+      'qwen3.5-9b',
+      '--runtime',
+      'container',
+      '--set',
+      `container.cli="${cliName}"`,
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--set',
+      'server.apiKeyEnv=MY_KEY',
+      '--set',
+      'parallel.replicas=2',
+      ...extra,
+    ],
+    {
+      stateDir,
+      env: { MY_KEY: 'sk-never-in-a-unit', VLLM_API_KEY: 'sk-never-either' },
+    },
+  );
   expect(r.exitCode, r.stderr).toBe(0);
   return r.stdout;
 };
