@@ -34,7 +34,7 @@ export interface Launched {
   startTime: number;
   /** SPARKCTL_INSTANCE of every process of this launch: what proves a process is ours before it is signalled */
   marker: string;
-  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
+  exit: ChildExit | undefined;
   exited: Promise<void>;
   /** what THIS launch writes to the log: read from the log's size at launch, never an earlier run's lines */
   tail: LogTail;
@@ -75,17 +75,32 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     exited: Promise.resolve(),
     tail,
   };
+  watchExit(l, child, (e) => (e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message));
+  return l;
+}
+
+export type ChildExit = { code: number | null; signal: NodeJS.Signals | null; error?: string };
+
+/**
+ * How a supervised child ended, on its launch record: `exit` is set and `exited` resolves once it
+ * failed to start (errorText says why) or exited (exitCode maps its status, e.g. a log follower's).
+ */
+export function watchExit(
+  l: { exit: ChildExit | undefined; exited: Promise<void> },
+  child: ChildProcess,
+  errorText: (e: NodeJS.ErrnoException) => string,
+  exitCode: (code: number | null) => number | null = (code) => code,
+): void {
   l.exited = new Promise<void>((resolve) => {
     child.once('error', (e: NodeJS.ErrnoException) => {
-      l.exit = { code: null, signal: null, error: e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message };
+      l.exit = { code: null, signal: null, error: errorText(e) };
       resolve();
     });
     child.once('exit', (code, signal) => {
-      l.exit ??= { code, signal };
+      l.exit ??= { code: exitCode(code), signal };
       resolve();
     });
   });
-  return l;
 }
 
 /** Supervise a launched replica until ready, through the shared waitReady. */

@@ -11,6 +11,7 @@ import { UsageError } from '../errors.js';
 import { processStartTime, groupMembers, INSTANCE_ENV } from '../engine/proc.js';
 import { listenerIsOneOf } from '../engine/socket-owner.js';
 import { LogTail } from '../engine/logtail.js';
+import { watchExit, type ChildExit } from '../engine/launch.js';
 import { renderConfig, type RouterPlan } from './config.js';
 import { showStat, type ServerStat } from './api.js';
 
@@ -72,7 +73,7 @@ export interface RouterLaunched {
   startTime: number;
   marker: string;
   argv: string[];
-  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } | undefined;
+  exit: ChildExit | undefined;
   exited: Promise<void>;
   tail: LogTail;
 }
@@ -113,16 +114,7 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
     exited: Promise.resolve(),
     tail,
   };
-  l.exited = new Promise<void>((resolve) => {
-    child.once('error', (e) => {
-      l.exit = { code: null, signal: null, error: e.message };
-      resolve();
-    });
-    child.once('exit', (code, signal) => {
-      l.exit ??= { code, signal };
-      resolve();
-    });
-  });
+  watchExit(l, child, (e) => e.message);
   return l;
 }
 

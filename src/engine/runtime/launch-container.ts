@@ -11,7 +11,7 @@ import type { ReplicaPlan } from '../../profiles/render.js';
 import { containerPlanOf, type ServePlan } from '../plan.js';
 import { LogTail } from '../logtail.js';
 import { processStartTime } from '../proc.js';
-import type { Launched } from '../launch.js';
+import { watchExit, type Launched } from '../launch.js';
 import { UsageError } from '../../errors.js';
 import { withCliArgs } from './container.js';
 import { cliRun, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
@@ -69,17 +69,8 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
     tail,
     container: rec,
   };
-  l.exited = new Promise<void>((resolve) => {
-    child.once('error', (e) => {
-      l.exit = { code: null, signal: null, error: `${cp.cli} logs: ${e.message}` };
-      resolve();
-    });
-    child.once('exit', (code, signal) => {
-      // the follower ends with the container: its own exit code says nothing about the server's
-      l.exit ??= { code: code === 0 ? 1 : code, signal };
-      resolve();
-    });
-  });
+  // the follower ends with the container: its own exit code says nothing about the server's
+  watchExit(l, child, (e) => `${cp.cli} logs: ${e.message}`, (code) => (code === 0 ? 1 : code));
   return l;
 }
 
