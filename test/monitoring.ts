@@ -226,7 +226,7 @@ export interface Series {
 }
 /** An instant query through Prometheus's HTTP API; the answer's shape is checked. */
 export async function query(prom: string, expr: string): Promise<Series[]> {
-  const r = await fetch(`${prom}/api/v1/query?query=${encodeURIComponent(expr)}`, { signal: AbortSignal.timeout(5000) });
+  const r = await fetch(`${prom}/api/v1/query?query=${encodeURIComponent(expr)}`, { signal: AbortSignal.timeout(15_000) });
   const j = (await r.json()) as { status: string; error?: string; data?: { resultType: string; result: Series[] } };
   if (j.status !== 'success' || !j.data) throw new Error(`query ${expr}: ${j.error ?? r.status}`);
   if (j.data.resultType === 'scalar') return [{ metric: {}, value: j.data.result as unknown as [number, string] }];
@@ -240,7 +240,7 @@ export interface Alert {
   activeAt: string;
 }
 export async function alerts(prom: string): Promise<Alert[]> {
-  const j = (await (await fetch(`${prom}/api/v1/alerts`, { signal: AbortSignal.timeout(5000) })).json()) as { status: string; data?: { alerts: Alert[] } };
+  const j = (await (await fetch(`${prom}/api/v1/alerts`, { signal: AbortSignal.timeout(15_000) })).json()) as { status: string; data?: { alerts: Alert[] } };
   if (j.status !== 'success' || !Array.isArray(j.data?.alerts)) throw new Error(`/api/v1/alerts: ${JSON.stringify(j).slice(0, 200)}`);
   return j.data.alerts;
 }
