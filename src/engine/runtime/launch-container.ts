@@ -70,7 +70,12 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
     container: rec,
   };
   // the follower ends with the container: its own exit code says nothing about the server's
-  watchExit(l, child, (e) => `${cp.cli} logs: ${e.message}`, (code) => (code === 0 ? 1 : code));
+  watchExit(
+    l,
+    child,
+    (e) => `${cp.cli} logs: ${e.message}`,
+    (code) => (code === 0 ? 1 : code),
+  );
   return l;
 }
 
