@@ -4,7 +4,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
-import { resolveLoaded, hostShapeFromGpus, readModelFor, type Resolved } from '../profiles/resolve.js';
+import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
 import { readModel, type ModelRead } from '../model/read.js';
@@ -117,15 +117,6 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
   return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name) };
-}
-
-async function readText(path: string): Promise<string | null> {
-  const { readFile } = await import('node:fs/promises');
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /**

@@ -86,7 +86,8 @@ export function readModelFor(profile: Profile, reader?: ModelReader, timeoutMs =
   return readModel(reader ?? { readFile: readText, env: () => process.env }, { id: profile.model.id, path: profile.model.path }, { timeoutMs });
 }
 
-async function readText(path: string): Promise<string | null> {
+/** A file's text, or null where it cannot be read: the model reader's file access on this host. */
+export async function readText(path: string): Promise<string | null> {
   const { readFile } = await import('node:fs/promises');
   try {
     return await readFile(path, 'utf8');
