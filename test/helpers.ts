@@ -1,6 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -29,39 +29,54 @@ export async function cli(args: string[], opts: Options & { stateDir?: string } 
   } as Options);
 }
 
-/** A port that was free a moment ago (the OS picks it). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for servers a test starts: taken below the kernel's ephemeral range, in a slice of their
+ * own for each vitest worker. A port the OS picks with listen(0) and releases comes from the
+ * ephemeral range, where any outgoing connection of a parallel test may take it as its local port
+ * before the server under test binds it (CI saw "address already in use" that way). Below that
+ * range only servers bind, each worker has its own slice, and within a worker ports are handed out
+ * in turn, so two tests never get the same one; each is still checked free before it is given.
+ */
+const EPHEMERAL_LOW = (() => {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 12_000 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+})();
+const PORT_FLOOR = 10_000;
+const SLICES = 16;
+const SLICE = Math.floor((EPHEMERAL_LOW - PORT_FLOOR) / SLICES);
+const WORKER = (Number(process.env.VITEST_POOL_ID ?? process.env.VITEST_WORKER_ID ?? 1) || 1) % SLICES;
+const SLICE_LOW = PORT_FLOOR + WORKER * SLICE;
+let nextPort = SLICE_LOW + Math.floor(Math.random() * SLICE);
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise<boolean>((res) => {
     const s = createServer();
     s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      s.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
+    s.once('error', () => res(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => res(true)));
   });
 }
 
-/** Several distinct consecutive-free ports starting at a base the OS chose. */
+/** A port free a moment ago, that no other test of this run is handed. */
+export async function freePort(): Promise<number> {
+  return freePortRange(1);
+}
+
+/** Several distinct consecutive ports, each free a moment ago, that no other test of this run is handed. */
 export async function freePortRange(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = await freePort();
-    if (base + n > 65535) continue;
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (nextPort + n > SLICE_LOW + SLICE) nextPort = SLICE_LOW;
+    const base = nextPort;
+    nextPort += n;
     let ok = true;
-    for (let i = 1; i < n; i++) {
-      const free = await new Promise<boolean>((res) => {
-        const s = createServer();
-        s.once('error', () => res(false));
-        s.listen(base + i, '127.0.0.1', () => s.close(() => res(true)));
-      });
-      if (!free) {
-        ok = false;
-        break;
-      }
-    }
+    for (let i = 0; i < n && ok; i++) ok = await canBind(base + i);
     if (ok) return base;
   }
-  throw new Error('no free port range');
+  throw new Error(`no ${n} free consecutive ports in ${SLICE_LOW}-${SLICE_LOW + SLICE - 1}`);
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
