@@ -120,7 +120,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     return multi.serveNodes(profileName, opts);
   }
   const sim = opts.engine === 'sim';
-  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine };
+  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
   if (opts.dryRun) {
     // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
     const r = await prepare(profileName, reads);
