@@ -173,7 +173,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (plan.container && !opts.skipPreflight) {
     const { containerPreflight } = await import('../engine/runtime/preflight.js');
     const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
-    const checks = containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull });
+    const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
+    const checks = (await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus })).filter((x) => x.status !== 'skip');
     if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
     const failed = checks.filter((x) => x.status === 'fail');
     if (failed.length) {
