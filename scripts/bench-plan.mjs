@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spread } from './lib/stats.mjs';
 
 const args = process.argv.slice(2);
 const vi = args.indexOf('--vllm-bin');
@@ -17,11 +18,6 @@ const vllmBin = vi >= 0 ? args.splice(vi, 2)[1] : undefined;
 const runs = Number(args[0] ?? 15);
 const root = new URL('..', import.meta.url).pathname;
 const bin = join(root, 'bin', 'sparkctl.js');
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  return +(s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2).toFixed(1);
-};
-const spread = (a) => ({ min: +Math.min(...a).toFixed(1), median: median(a), max: +Math.max(...a).toFixed(1) });
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-plan-'));
 const model = join(dir, 'llama-8b');

@@ -14,16 +14,12 @@ import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import { median, spread } from './lib/stats.mjs';
 
 const runs = Number(process.argv[2] ?? 15);
 const extra = process.argv.slice(3);
 const root = new URL('..', import.meta.url).pathname;
 const bin = join(root, 'bin', 'sparkctl.js');
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  return +(s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2).toFixed(1);
-};
-const spread = (a) => ({ min: +Math.min(...a).toFixed(1), median: median(a), max: +Math.max(...a).toFixed(1) });
 
 // 1. The probe commands a full preflight runs on this host: what `collect` records.
 const dir = mkdtempSync(join(tmpdir(), 'bench-preflight-'));

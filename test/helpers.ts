@@ -4,6 +4,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin', 'sparkctl.js');
@@ -163,6 +165,58 @@ export function processesWithEnv(name: string, value: string): number[] {
 
 /** Processes of one test case (SPARKCTL_TEST_CASE, set per test). */
 export const processesMarked = (marker: string) => processesWithEnv('SPARKCTL_TEST_CASE', marker);
+
+/** One test's own sparkctl world: a state folder and a marker that every process it starts carries. */
+export interface Isolated {
+  /** SPARKCTL_STATE_DIR of this test's CLI calls: fresh for each test (or suite), removed after it. */
+  readonly state: string;
+  /** SPARKCTL_TEST_CASE of this test's CLI calls: what finds the processes it left. */
+  readonly marker: string;
+  /** The environment of a CLI call of this test: its state folder and marker, the defaults given, then extra. */
+  env: (extra?: Record<string, string>) => Record<string, string>;
+}
+
+/**
+ * Registers the hooks that give every test (or, with per: 'suite', the enclosing describe) its own
+ * state folder and marker, and after it stops everything it served (`stop --all`), SIGKILLs what
+ * still carries its marker, removes the folder, and fails the test if anything had been left.
+ * Call it at the top of a file or of a describe, before the hooks that use it.
+ */
+export function isolated(opts: {
+  prefix: string;
+  env?: Record<string, string>;
+  /** Added to `stop --all`; default a 2 s timeout. */
+  stopArgs?: string[];
+  /** false where a test leaves marked processes on purpose (a bystander sparkctl must not touch). */
+  noneLeft?: boolean;
+  per?: 'test' | 'suite';
+}): Isolated {
+  let state = '';
+  let marker = '';
+  const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...opts.env, ...extra });
+  const [before, after] = opts.per === 'suite' ? [beforeAll, afterAll] : [beforeEach, afterEach];
+  before(() => {
+    state = tempDir(opts.prefix);
+    marker = randomUUID();
+  });
+  after(async () => {
+    // Whatever a test did, nothing of it may be left.
+    await cli(['stop', '--all', ...(opts.stopArgs ?? ['--timeout', '2'])], { env: env() });
+    const left = processesMarked(marker);
+    for (const p of left) process.kill(p, 'SIGKILL');
+    rmrf(state);
+    if (opts.noneLeft !== false) expect(left, 'processes left by the test').toEqual([]);
+  });
+  return {
+    get state() {
+      return state;
+    },
+    get marker() {
+      return marker;
+    },
+    env,
+  };
+}
 
 export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<boolean> {
   const end = Date.now() + timeoutMs;

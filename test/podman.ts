@@ -32,10 +32,20 @@ export function podmanIn(work: string) {
   return { env, podman, prepare };
 }
 
+// The image's `vllm`: the simulator given vLLM's argv as it is; `vllm --version` prints the version
+// it plays, as vLLM prints its own.
+const VLLM_WRAPPER = [
+  '#!/usr/local/bin/node',
+  'if (process.argv[2] === "--version") { console.log(process.env.SPARKCTL_SIM_VLLM_VERSION ?? "0.17.0"); process.exit(0); }',
+  'process.argv.splice(2, 0, "sim");',
+  'import("/opt/sparkctl/bin/sparkctl.js");',
+  '',
+].join('\n');
+
 // Keyed by everything the image is built from (node, the whole bundle, bin, the built-in profiles):
 // the bundle's entry alone would not do, since its chunks change while it stays the same.
 function imageKey(): string {
-  const h = createHash('sha256').update(readFileSync(process.execPath));
+  const h = createHash('sha256').update(readFileSync(process.execPath)).update(VLLM_WRAPPER);
   const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
   for (const f of [...walk(join(ROOT, 'dist', 'bundle')), ...walk(join(ROOT, 'bin')), ...walk(join(ROOT, 'profiles'))].sort()) h.update(f.slice(ROOT.length)).update(readFileSync(f));
   return h.digest('hex').slice(0, 16);
@@ -98,7 +108,7 @@ async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: 
   mkdirSync(join(root, 'usr/local/bin'), { recursive: true });
   cpSync(node, join(root, 'usr/local/bin/node'));
   for (const d of ['bin', 'dist', 'profiles', 'package.json']) cpSync(join(ROOT, d), join(root, 'opt/sparkctl', d), { recursive: true });
-  writeFileSync(join(root, 'usr/local/bin/vllm'), '#!/usr/local/bin/node\nprocess.argv.splice(2, 0, "sim");\nimport("/opt/sparkctl/bin/sparkctl.js");\n');
+  writeFileSync(join(root, 'usr/local/bin/vllm'), VLLM_WRAPPER);
   chmodSync(join(root, 'usr/local/bin/vllm'), 0o755);
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const tarFile = join(work, `rootfs-${process.pid}.tar`);
@@ -109,4 +119,14 @@ async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: 
   const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', SIM_IMAGE_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${SIM_IMAGE_REPO}:`) && x !== image);
   for (const o of old) await podman(['rmi', o]);
   return image;
+}
+
+/** An image made from another by Containerfile lines that run nothing (LABEL, ENV): a commit, no RUN, no network. */
+export async function derivedImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, from: string, lines: string[], tag: string): Promise<string> {
+  const dir = join(work, `build-${tag.replace(/[^a-z0-9]/gi, '-')}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'Containerfile'), [`FROM ${from}`, ...lines, ''].join('\n'));
+  const r = await podman(['build', '-q', '--pull=never', '-t', tag, dir]);
+  if (r.exitCode !== 0) throw new Error(`podman build ${tag}: ${r.stderr}`);
+  return (await podman(['image', 'inspect', '--format', '{{.Id}}', tag])).stdout.trim();
 }

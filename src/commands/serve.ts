@@ -120,7 +120,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     return multi.serveNodes(profileName, opts);
   }
   const sim = opts.engine === 'sim';
-  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine };
+  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
   if (opts.dryRun) {
     // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
     const r = await prepare(profileName, reads);
@@ -173,7 +173,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (plan.container && !opts.skipPreflight) {
     const { containerPreflight } = await import('../engine/runtime/preflight.js');
     const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
-    const checks = containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull });
+    const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
+    const checks = (await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus })).filter((x) => x.status !== 'skip');
     if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
     const failed = checks.filter((x) => x.status === 'fail');
     if (failed.length) {

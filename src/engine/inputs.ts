@@ -9,7 +9,7 @@ import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
 import { readModel, type ModelRead } from '../model/read.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { installedVllm, decideVersion, type VersionDecision } from './vllm-version.js';
+import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision } from './vllm-version.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 
@@ -27,6 +27,8 @@ export interface PlanReadOptions {
   /** false: never read the host's GPUs (the simulator) */
   readHost?: boolean;
   gpuTimeoutMs?: number;
+  /** serve --runtime: a container's vLLM is the image's, read from it (the host's is not asked) */
+  runtime?: 'host' | 'container';
 }
 
 export interface Prepared extends Resolved {
@@ -83,13 +85,16 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const sim = opts.engine === 'sim';
   const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
+  const inContainer = (p?: LoadedProfile['profile']) => !sim && (opts.runtime ?? p?.engine.runtime) === 'container';
   const [modelRead, gpus, installed] = await Promise.all([
     loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
     sim
       ? // The simulator plays the version it is given: a pin is what it runs; auto is its default.
         Promise.resolve({ bin: 'the simulator', version: simVersion(loaded?.profile.engine.vllmVersion), source: 'cache' as const })
-      : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+      : inContainer(loaded?.profile)
+        ? Promise.resolve(undefined)
+        : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
@@ -109,7 +114,11 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
   }
-  const vllm = decideVersion(lp.profile.engine.vllmVersion, installed);
+  // a generated profile knows its runtime (--set engine.runtime) only now
+  const actual = inContainer(lp.profile)
+    ? await imageVersion(lp.profile, platform)
+    : (installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') })));
+  const vllm = decideVersion(lp.profile.engine.vllmVersion, actual);
   const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const r = resolveLoaded(
@@ -119,6 +128,23 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name) };
 }
 
+/** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
+async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }): Promise<InstalledVllm> {
+  const { imageFor, detectCli } = await import('./runtime/container.js');
+  const { imageVllm } = await import('./runtime/image-version.js');
+  let image: string;
+  let cli: ReturnType<typeof detectCli>;
+  try {
+    image = imageFor(p, platform);
+    cli = detectCli(p);
+  } catch (e) {
+    // the plan refuses the same profile with its fix; here it only means no version was read
+    return { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message };
+  }
+  const r = await imageVllm({ cli, cliArgs: p.container?.cliArgs ?? [], image, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
+  return { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why };
+}
+
 /**
  * A pinned engine.vllmVersion that is not the installed vLLM: serve refuses (exit 2), since the flags
  * would be rendered for a vLLM that is not there; --dry-run shows the same as a warning.
@@ -126,7 +152,12 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
   const out: string[] = [];
   if (v.how === 'unknown') out.push(v.note);
-  if (v.mismatch) {
+  if (v.mismatch && v.image) {
+    const msg = `engine.vllmVersion is pinned to ${v.version}, but the image ${v.image} has vLLM ${v.installed}: the flags would be rendered for a vLLM that is not there`;
+    const fix = [`--set engine.vllmVersion=auto (render for the image's ${v.installed})`, `or --set container.image=REPO:TAG of an image with vLLM ${v.version}`];
+    if (!dryRun) throw new UsageError(msg, fix);
+    out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
+  } else if (v.mismatch) {
     const msg = `engine.vllmVersion is pinned to ${v.version}, but the installed vLLM is ${v.installed}: the flags would be rendered for a vLLM that is not there`;
     const fix = [`--set engine.vllmVersion=auto (render for the installed ${v.installed})`, `or install vLLM ${v.version} (pip install vllm==${v.version})`];
     if (!dryRun) throw new UsageError(msg, fix);

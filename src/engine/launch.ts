@@ -25,11 +25,11 @@ import { listenerIsOneOf } from './socket-owner.js';
 import { waitReady, type ReadyResult } from '../health/target.js';
 import type { ContainerRecord } from './runtime/ops.js';
 
-export interface Launched {
-  plan: ReplicaPlan;
+/** The launch record of a supervised child: a replica, the HAProxy router, a container's log follower. */
+export interface ChildRecord {
   child: ChildProcess;
   pid: number;
-  /** = pid: every replica is the leader of its own process group */
+  /** = pid: every supervised child is the leader of its own process group */
   pgid: number;
   startTime: number;
   /** SPARKCTL_INSTANCE of every process of this launch: what proves a process is ours before it is signalled */
@@ -38,23 +38,53 @@ export interface Launched {
   exited: Promise<void>;
   /** what THIS launch writes to the log: read from the log's size at launch, never an earlier run's lines */
   tail: LogTail;
+}
+
+export interface Launched extends ChildRecord {
+  plan: ReplicaPlan;
   /** runtime container: the container (the child is its `logs -f` follower) */
   container?: ContainerRecord;
 }
 
-export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
-  mkdirSync(dirname(plan.logFile), { recursive: true });
-  // The log is appended to across runs: remember where this launch begins.
-  const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
-  // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead).
+/**
+ * A launch's log, opened for the child's stdout and stderr: appended (its tail reads from where this
+ * launch begins), never through a link planted at its name (O_NOFOLLOW: ELOOP instead), headed by
+ * the launch line. argv must never hold a secret: it is logged.
+ */
+export function openLaunchLog(logFile: string, what: string, argv: string[]): { fd: number; tail: LogTail } {
+  mkdirSync(dirname(logFile), { recursive: true });
+  const tail = new LogTail(logFile, 200, { fromEnd: true });
   let fd: number;
   try {
-    fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
   } catch (e) {
-    throw fsProblem(e, 'server log', plan.logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
+    throw fsProblem(e, what, logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
   }
+  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${argv.join(' ')}\n`);
+  return { fd, tail };
+}
+
+/**
+ * The launch record of a child just spawned in its own group, with the fields of its kind (`of`);
+ * watchExit fills its exit (errorText and exitCode as there).
+ */
+export function childRecord<T extends object>(
+  of: T,
+  child: ChildProcess,
+  marker: string,
+  tail: LogTail,
+  errorText: (e: NodeJS.ErrnoException) => string,
+  exitCode?: (code: number | null) => number | null,
+): T & ChildRecord {
+  const pid = child.pid ?? -1;
+  const l: T & ChildRecord = { ...of, child, pid, pgid: pid, startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0, marker, exit: undefined, exited: Promise.resolve(), tail };
+  watchExit(l, child, errorText, exitCode);
+  return l;
+}
+
+export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>): Launched {
   // argv never holds a secret (the key travels in the environment), so it may be logged.
-  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${plan.argv.join(' ')}\n`);
+  const { fd, tail } = openLaunchLog(plan.logFile, 'server log', plan.argv);
   const marker = randomUUID();
   const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker };
   for (const k of plan.unsetEnv ?? []) delete env[k];
@@ -64,19 +94,7 @@ export function launchReplica(plan: ReplicaPlan, secrets: Record<string, string>
     env,
   });
   closeSync(fd);
-  const l: Launched = {
-    plan,
-    child,
-    pid: child.pid ?? -1,
-    pgid: child.pid ?? -1,
-    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
-    marker,
-    exit: undefined,
-    exited: Promise.resolve(),
-    tail,
-  };
-  watchExit(l, child, (e) => (e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message));
-  return l;
+  return childRecord({ plan }, child, marker, tail, (e) => (e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message));
 }
 
 export type ChildExit = { code: number | null; signal: NodeJS.Signals | null; error?: string };

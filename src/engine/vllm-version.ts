@@ -14,7 +14,9 @@ export interface InstalledVllm {
   version?: string;
   /** the executable that was asked (resolved on PATH) */
   bin: string;
-  source?: 'dist-info' | '--version' | 'cache';
+  source?: 'dist-info' | '--version' | 'cache' | 'label' | 'image';
+  /** the container image that was read (runtime container), instead of a vLLM on this host */
+  image?: string;
   /** why no version was read */
   why?: string;
 }
@@ -140,12 +142,16 @@ export interface VersionDecision {
   table?: string;
   /** pinned and installed are different releases */
   mismatch?: boolean;
+  /** the version is the container image's (runtime container), not the host's */
+  image?: string;
   note: string;
 }
 
 /** engine.vllmVersion (a pin or auto) + what is installed -> the version the flags are rendered for. Pure. */
 export function decideVersion(pinned: string, installed: InstalledVllm): VersionDecision {
   const inst = installed.version;
+  const img = installed.image;
+  const where = img ? `in the image ${img}, ${imageSource(installed.source)}` : `installed, ${installed.bin}`;
   if (pinned !== 'auto') {
     const mismatch = inst !== undefined && releaseOf(inst) !== releaseOf(pinned);
     const table = tableAtOrBelow(pinned);
@@ -155,7 +161,8 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
       installed: inst,
       table,
       mismatch,
-      note: `vLLM ${pinned} (pinned by engine.vllmVersion${table ? `; flags checked against the ${table} table` : ''})${inst ? `; installed: ${inst} (${installed.bin})` : ''}`,
+      image: img,
+      note: `vLLM ${pinned} (pinned by engine.vllmVersion${table ? `; flags checked against the ${table} table` : ''})${inst ? `; ${img ? 'the image has' : 'installed:'} ${inst} (${img ? where : installed.bin})` : ''}`,
     };
   }
   if (inst) {
@@ -165,7 +172,8 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
       how: 'installed',
       installed: inst,
       table,
-      note: `vLLM ${inst} (installed, ${installed.bin}; ${table ? `the nearest table at or below it is ${table}` : `below the oldest table, ${FACT_VERSIONS[0]}`})`,
+      image: img,
+      note: `vLLM ${inst} (${where}; ${table ? `the nearest table at or below it is ${table}` : `below the oldest table, ${FACT_VERSIONS[0]}`})`,
     };
   }
   const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
@@ -173,6 +181,15 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
     version: newest,
     how: 'unknown',
     table: newest,
-    note: `vLLM version not read (${installed.why}): flags rendered for the newest table, ${newest}; pin engine.vllmVersion or pass --vllm-bin`,
+    image: img,
+    note: img
+      ? `the vLLM version of the image ${img} was not read (${installed.why}): flags rendered for the newest table, ${newest}; fix: pin the image's version, --set engine.vllmVersion=X.Y.Z`
+      : `vLLM version not read (${installed.why}): flags rendered for the newest table, ${newest}; pin engine.vllmVersion or pass --vllm-bin`,
   };
+}
+
+function imageSource(s: InstalledVllm['source']): string {
+  if (s === 'label') return 'read from its label';
+  if (s === 'image') return 'asked in the image';
+  return 'cached by the image id';
 }

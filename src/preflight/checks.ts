@@ -6,6 +6,7 @@ import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
 import { tableAtOrBelow, FACT_VERSIONS } from '../profiles/vllm-flags.js';
+import { judgeContainer, type ContainerCheckId } from '../engine/runtime/preflight.js';
 
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
@@ -78,6 +79,44 @@ function acrossGpus(gpus: Gpu[], rule: (g: Gpu) => { fails: string[]; warns: str
   const found = gpus.map(rule);
   return { fails: found.flatMap((f) => f.fails), warns: found.flatMap((f) => f.warns) };
 }
+
+// vLLM, PyTorch, their NCCL and cuDNN come with the image: the host's Python is not what runs
+const inContainer = (ctx: Ctx) => ctx.profile?.engine.runtime === 'container';
+const IN_CONTAINER = 'the profile runs vLLM in a container (engine.runtime: container): the image brings vLLM and its libraries (container.image)';
+
+/**
+ * One of the container runtime's checks, judged from its answers (gathered once the platform is
+ * known: the image depends on it). Skipped, saying why, for a profile that runs vLLM on the host.
+ */
+function containerCheck(id: ContainerCheckId, title: string): Check {
+  return {
+    id,
+    area: 'container',
+    title,
+    probes: ['container'],
+    run(ctx) {
+      const p = ctx.profile;
+      if (!p) return skip('no profile given: the container checks are for a profile with engine.runtime: container');
+      if (p.engine.runtime !== 'container') return skip('the profile runs vLLM on the host (engine.runtime: host)');
+      const f = ctx.facts.container;
+      if (!f) return skip('the container runtime was not asked');
+      if ('error' in f) return id === 'container.image' ? fail(`no image to run: ${f.error}`, 'an image of the target vLLM', f.fix) : skip(`no image to check against (container.image)`);
+      const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
+      const r = judgeContainer(f.answers, { pull: false, gpu: true, gpus }).find((x) => x.id === id);
+      if (!r) return skip('not judged');
+      return { status: r.status, observed: r.detail, expected: r.expected, ...(r.fix ? { fix: r.fix } : {}) };
+    },
+  };
+}
+
+const CONTAINER_CHECKS: Check[] = [
+  containerCheck('container.cli', 'Container CLI (podman or docker) answers'),
+  containerCheck('container.oci-runtime', 'OCI runtime (runc or crun)'),
+  containerCheck('container.image', 'The image is present locally'),
+  containerCheck('container.toolkit', 'NVIDIA Container Toolkit (nvidia-ctk)'),
+  containerCheck('container.cdi', "CDI devices for the replicas' GPUs (podman)"),
+  containerCheck('container.toolkit.docker', "docker's nvidia runtime"),
+];
 
 export const CHECKS: Check[] = [
   {
@@ -230,6 +269,7 @@ export const CHECKS: Check[] = [
     title: 'PyTorch version and CUDA build',
     probes: ['python', 'nvcc'],
     run(ctx) {
+      if (inContainer(ctx)) return skip(IN_CONTAINER);
       const f = ctx.facts;
       if (!f.python) return skip('python3 not found on PATH');
       if (!f.torch.version)
@@ -264,6 +304,7 @@ export const CHECKS: Check[] = [
     title: 'NCCL that vLLM loads',
     probes: ['ldconfig', 'nccl.h', 'python'],
     run(ctx) {
+      if (inContainer(ctx)) return skip(IN_CONTAINER);
       const f = ctx.facts;
       const n = f.nccl;
       const parts = [n.system ? `system ${n.system}${n.systemPath ? ` (${n.systemPath})` : ''}` : 'no system NCCL', n.torch ? `PyTorch's ${n.torch}` : 'no PyTorch NCCL'];
@@ -290,6 +331,7 @@ export const CHECKS: Check[] = [
     title: 'cuDNN',
     probes: ['cudnn.h', 'ldconfig', 'python'],
     run(ctx) {
+      if (inContainer(ctx)) return skip(IN_CONTAINER);
       const c = ctx.facts.cudnn;
       const v = c.pip ?? c.system;
       const r = rule(ctx, 'cudnn');
@@ -309,6 +351,7 @@ export const CHECKS: Check[] = [
     probes: ['python', 'which.vllm'],
     run(ctx) {
       const f = ctx.facts;
+      if (inContainer(ctx)) return skip(IN_CONTAINER);
       // auto: the installed vLLM is the target, whatever it is
       const pinned = ctx.profile?.engine.vllmVersion;
       const target = pinned === 'auto' ? undefined : pinned;
@@ -847,4 +890,5 @@ export const CHECKS: Check[] = [
       return pass(observed);
     },
   },
+  ...CONTAINER_CHECKS,
 ];

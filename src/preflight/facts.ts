@@ -7,6 +7,11 @@ import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
 import * as H from '../host/parse.js';
 import { parseXid } from '../nvidia/xid.js';
+import type { ContainerAnswers } from '../engine/runtime/preflight.js';
+import type { CliResult } from '../engine/runtime/ops.js';
+
+/** What the container checks judge: the runtime's answers, or why none were asked. */
+export type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string };
 
 export type Gpu = Record<string, string | undefined>;
 
@@ -29,6 +34,8 @@ export interface Facts {
   python?: { version: string; purelib: string; dists: Record<string, string> };
   torch: { version?: string; cuda?: string };
   vllm: { version?: string; bins: string[]; requiresTorch?: string };
+  /** the container runtime's answers (a profile with engine.runtime: container); read after the platform is known */
+  container?: ContainerFacts;
   /** HAProxy (the router): where it is, on PATH or in the sbin folders that a user's PATH may lack */
   haproxy: { bins: string[] };
   nccl: { system?: string; systemPath?: string; torch?: string; vllmUses?: string; vllmSource?: string };
@@ -99,6 +106,7 @@ export const PROBES = [
   'which.vllm',
   'which.haproxy',
   'model',
+  'container',
   'si.cpu',
   'si.mem',
   'si.os',
@@ -612,4 +620,38 @@ export function gpuNum(g: Gpu, field: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v.replace(/[^\d.-]/g, ''));
   return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * The container runtime's answers for a profile that runs vLLM in a container, through the Host (so
+ * collect records them and a replay answers them). The image depends on the platform (NGC's on a DGX
+ * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
+ */
+export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
+  const [{ askContainer }, { imageFor }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
+  let image: string;
+  try {
+    image = imageFor(profile, platform);
+  } catch (e) {
+    const err = e as Error & { details?: string[] };
+    return { error: err.message, fix: err.details?.[0] ?? '--set container.image=REPO:TAG' };
+  }
+  const run = async (argv: string[], t: number): Promise<CliResult> => {
+    const r = await host.run(argv, { timeoutMs: Math.min(t, Math.max(timeoutMs, 5000)) });
+    if (r.error === 'not-collected') notCollected.add('container');
+    const error = !r.error
+      ? undefined
+      : r.error === 'not-found'
+        ? `${argv[0]} is not installed (not on PATH)`
+        : r.error === 'timeout'
+          ? `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(t / 1000)} s`
+          : r.error;
+    return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr, error };
+  };
+  const ask = (cli: 'docker' | 'podman') => askContainer({ cli, cliArgs: profile.container?.cliArgs ?? [], image, gpu: true, run });
+  const explicit = profile.container?.cli;
+  const first = await ask(explicit ?? 'podman');
+  if (explicit || !first.version.error?.includes('not installed')) return { answers: first };
+  const docker = await ask('docker');
+  return { answers: docker.version.error?.includes('not installed') ? first : docker };
 }

@@ -80,6 +80,10 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   const pending = gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
   const [{ detectPlatform, buildCtx, verifyModel }, facts] = await Promise.all([import('./verdict.js'), pending]);
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
+  if (opts.profile?.engine.runtime === 'container' && selected.some((c) => c.probes.includes('container'))) {
+    const { gatherContainerFacts } = await import('./facts.js');
+    facts.container = await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected);
+  }
   const ctx = buildCtx(facts, platform, opts.profile);
   if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     ctx.verify = await verifyModel(opts.profile, facts.model.where);

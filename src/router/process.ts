@@ -2,16 +2,15 @@
 // before it is used), the process in its own group with the instance marker like a replica, and the
 // wait until it listens and its runtime API answers. It never gets a secret: not in its config, its
 // argv or its environment (HAProxy's health checks use /health, which vLLM serves without a key).
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { spawn, execFile } from 'node:child_process';
+import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { writeFileAtomic, fsProblem } from '../util/fs.js';
+import { writeFileAtomic } from '../util/fs.js';
 import { UsageError } from '../errors.js';
-import { processStartTime, groupMembers, INSTANCE_ENV } from '../engine/proc.js';
+import { groupMembers, INSTANCE_ENV } from '../engine/proc.js';
 import { listenerIsOneOf } from '../engine/socket-owner.js';
-import { LogTail } from '../engine/logtail.js';
-import { watchExit, type ChildExit } from '../engine/launch.js';
+import { childRecord, openLaunchLog, type ChildRecord } from '../engine/launch.js';
 import { renderConfig, type RouterPlan } from './config.js';
 import { showStat, type ServerStat } from './api.js';
 
@@ -65,17 +64,9 @@ export function ensureRouterDir(dir: string): void {
   if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
 }
 
-export interface RouterLaunched {
+export interface RouterLaunched extends ChildRecord {
   plan: RouterPlan;
-  child: ChildProcess;
-  pid: number;
-  pgid: number;
-  startTime: number;
-  marker: string;
   argv: string[];
-  exit: ChildExit | undefined;
-  exited: Promise<void>;
-  tail: LogTail;
 }
 
 /** Write the config, have HAProxy check it, then start it (its own group, the marker, no secret). */
@@ -84,17 +75,8 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
   writeFileAtomic(plan.configFile, renderConfig(plan, { socket: plan.socket, logStdout: true }), { mode: 0o600 });
   const checked = await checkConfig(haproxy, plan.configFile);
   if (!checked.ok) throw new Error(`haproxy -c -f ${plan.configFile} refused sparkctl's config:\n${checked.output}`);
-  mkdirSync(join(plan.logFile, '..'), { recursive: true });
-  const tail = new LogTail(plan.logFile, 200, { fromEnd: true });
   const argv = [haproxy, '-db', '-f', plan.configFile];
-  // Appended, never through a link planted at the log's name (O_NOFOLLOW: ELOOP instead), as the servers' logs.
-  let fd: number;
-  try {
-    fd = openSync(plan.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
-  } catch (e) {
-    throw fsProblem(e, 'router log', plan.logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
-  }
-  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${argv.join(' ')}\n`);
+  const { fd, tail } = openLaunchLog(plan.logFile, 'router log', argv);
   const marker = randomUUID();
   // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable.
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', [INSTANCE_ENV]: marker };
@@ -102,20 +84,7 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
   if (process.env.SPARKCTL_TEST_CASE) env.SPARKCTL_TEST_CASE = process.env.SPARKCTL_TEST_CASE;
   const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd], env });
   closeSync(fd);
-  const l: RouterLaunched = {
-    plan,
-    child,
-    argv,
-    pid: child.pid ?? -1,
-    pgid: child.pid ?? -1,
-    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
-    marker,
-    exit: undefined,
-    exited: Promise.resolve(),
-    tail,
-  };
-  watchExit(l, child, (e) => e.message);
-  return l;
+  return childRecord({ plan, argv }, child, marker, tail, (e) => e.message);
 }
 
 /** Until HAProxy holds its public port (our own process group) and its runtime API answers. */

@@ -1,32 +1,31 @@
 // Issue 13 items 1, 2, 8: sparkctl never signals a process it cannot prove is its own; the process
 // group is the unit (an orphaned EngineCore is found and stopped); corrupt entries are reported and
 // kept aside, and a live server behind a corrupt entry is still found by its marker.
-import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, RUN_MARK, sleep } from '../helpers.js';
+import { cli, isolated, freePort, processesMarked, waitFor, portOpen, RUN_MARK, sleep } from '../helpers.js';
 import { processStartTime } from '../../src/engine/proc.js';
 
-let state: string;
-let marker: string;
 let port: number;
-const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20', ...extra });
+const t = isolated({ prefix: 'sparkctl-ident-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' }, stopArgs: ['--timeout', '2', '--force-forget'], noneLeft: false });
+const env = t.env;
 const serve = () => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'], { env: env() });
-const entryFile = () => join(state, 'instances', 'qwen3.5-9b-0.json');
+const entryFile = () => join(t.state, 'instances', 'qwen3.5-9b-0.json');
 const alive = (pid: number) => processStartTime(pid) !== undefined;
 
 /** An unrelated process in its own session and group, like `setsid sleep 300` of another user's job. */
 async function bystander() {
   // Not detached: then setsid execs sleep in place (no fork), so p.pid is the sleeper, its own group.
-  const p = execa('setsid', ['sleep', '300'], { env: { SPARKCTL_TEST_RUN: RUN_MARK, SPARKCTL_TEST_CASE: marker }, reject: false });
+  const p = execa('setsid', ['sleep', '300'], { env: { SPARKCTL_TEST_RUN: RUN_MARK, SPARKCTL_TEST_CASE: t.marker }, reject: false });
   await waitFor(() => Boolean(p.pid && alive(p.pid)), 5000);
   return p.pid!; // not p: an execa result is a thenable, and awaiting it waits for the sleep
 }
 
 function plant(name: string, fields: Record<string, unknown>) {
-  mkdirSync(join(state, 'instances'), { recursive: true });
+  mkdirSync(join(t.state, 'instances'), { recursive: true });
   const inst = {
     version: 1,
     name,
@@ -37,26 +36,18 @@ function plant(name: string, fields: Record<string, unknown>) {
     url: `http://127.0.0.1:${port}`,
     servedName: 'm',
     gpus: [],
-    logFile: join(state, 'logs', `${name}.log`),
+    logFile: join(t.state, 'logs', `${name}.log`),
     engine: 'sim',
     argv: [],
     startedAt: new Date().toISOString(),
     readyTimeoutSeconds: 10,
     ...fields,
   };
-  writeFileSync(join(state, 'instances', `${name}.json`), JSON.stringify(inst));
+  writeFileSync(join(t.state, 'instances', `${name}.json`), JSON.stringify(inst));
 }
 
 beforeEach(async () => {
-  state = tempDir('sparkctl-ident-');
-  marker = randomUUID();
   port = await freePort();
-});
-afterEach(async () => {
-  await cli(['stop', '--all', '--timeout', '2', '--force-forget'], { env: env() });
-  const left = processesMarked(marker);
-  for (const p of left) process.kill(p, 'SIGKILL');
-  rmrf(state);
 });
 
 describe('an entry that cannot be proven is never signalled', { timeout: 120_000 }, () => {
@@ -75,7 +66,7 @@ describe('an entry that cannot be proven is never signalled', { timeout: 120_000
     const human = await cli(['status'], { env: env() });
     expect(human.stderr).toMatch(/never signalled; sparkctl stop --force-forget/);
 
-    const signals = join(state, 'signals.jsonl');
+    const signals = join(t.state, 'signals.jsonl');
     const stop = await cli(['stop', '--all', '--timeout', '1'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode).toBe(1);
     expect(existsSync(signals), 'no signal at all was sent').toBe(false);
@@ -83,12 +74,12 @@ describe('an entry that cannot be proven is never signalled', { timeout: 120_000
     await sleep(300);
     expect(alive(pid), 'the bystander was signalled').toBe(true);
     expect(alive(process.pid)).toBe(true);
-    expect(readdirSync(join(state, 'instances')).sort()).toEqual(['no-start-time.json', 'other-group.json', 'wrong-marker.json']);
+    expect(readdirSync(join(t.state, 'instances')).sort()).toEqual(['no-start-time.json', 'other-group.json', 'wrong-marker.json']);
 
     const forget = await cli(['stop', '--all', '--force-forget'], { env: env() });
     expect(forget.exitCode, forget.stdout + forget.stderr).toBe(0);
     expect(forget.stdout.match(/record dropped/g)).toHaveLength(3);
-    expect(readdirSync(join(state, 'instances'))).toEqual([]);
+    expect(readdirSync(join(t.state, 'instances'))).toEqual([]);
     expect(alive(pid)).toBe(true);
     process.kill(pid, 'SIGKILL');
   });
@@ -100,10 +91,10 @@ describe('the process group is the unit', { timeout: 120_000 }, () => {
     expect(r.exitCode, r.stderr).toBe(0);
     const inst = JSON.parse(readFileSync(entryFile(), 'utf8'));
     expect(inst.marker).toMatch(/^[0-9a-f-]{36}$/);
-    expect(processesMarked(marker).length).toBe(2);
+    expect(processesMarked(t.marker).length).toBe(2);
     process.kill(inst.pid, 'SIGKILL');
     await waitFor(() => !alive(inst.pid), 5000);
-    const engine = processesMarked(marker);
+    const engine = processesMarked(t.marker);
     expect(engine.length, 'EngineCore outlives its API server').toBe(1);
     expect(readFileSync(`/proc/${engine[0]}/cmdline`, 'utf8')).toContain('EngineCore');
 
@@ -112,7 +103,7 @@ describe('the process group is the unit', { timeout: 120_000 }, () => {
     expect(st.instances[0].process).toBe('degraded');
     expect(existsSync(entryFile()), 'a degraded instance is not stale').toBe(true);
 
-    const signals = join(state, 'signals.jsonl');
+    const signals = join(t.state, 'signals.jsonl');
     const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '5'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/stopped \(SIGTERM\) in [\d.]+ s \(its API server had died/);
@@ -123,7 +114,7 @@ describe('the process group is the unit', { timeout: 120_000 }, () => {
       .map((l) => JSON.parse(l));
     expect(recs.map((r) => `${r.sig} ${r.target}`)).toEqual([`SIGTERM -${inst.pid}`]);
     expect(recs[0].reached).toEqual([{ pid: engine[0], testRun: RUN_MARK, environBlank: false }]);
-    expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);
+    expect(await waitFor(() => processesMarked(t.marker).length === 0, 5000)).toBe(true);
     expect(existsSync(entryFile())).toBe(false);
   });
 });
@@ -145,19 +136,19 @@ describe('corrupt state is reported and kept aside, never fatal, never hiding a 
     const stop = await cli(['stop', '--all', '--timeout', '5'], { env: env() });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/qwen3\.5-9b-0: stopped/);
-    expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);
+    expect(await waitFor(() => processesMarked(t.marker).length === 0, 5000)).toBe(true);
     expect(await portOpen(port)).toBe(false);
   });
 
   it('an entry of {} or of the wrong shape: status and probe --all report it, exit 0, and keep it aside', async () => {
     plant('fine', { pid: 999_999_999, pgid: 999_999_999, startTime: 1 });
-    writeFileSync(join(state, 'instances', 'empty.json'), '{}');
-    writeFileSync(join(state, 'instances', 'nulls.json'), '[null]');
+    writeFileSync(join(t.state, 'instances', 'empty.json'), '{}');
+    writeFileSync(join(t.state, 'instances', 'nulls.json'), '[null]');
     const st = await cli(['status'], { env: env() });
     expect(st.exitCode, st.stderr).toBe(0);
     expect(st.stderr).toMatch(/unreadable registry entry .*empty\.json/);
     expect(st.stderr).toMatch(/unreadable registry entry .*nulls\.json/);
-    const files = readdirSync(join(state, 'instances')).sort();
+    const files = readdirSync(join(t.state, 'instances')).sort();
     expect(files).toEqual(['empty.json.corrupt', 'nulls.json.corrupt']);
     const pr = await cli(['probe', '--all'], { env: env() });
     expect(pr.exitCode, pr.stderr).not.toBe(70);

@@ -1,30 +1,19 @@
 // serve / status / logs / stop through the built CLI, with the simulator as the engine.
-import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
 
-let state: string;
-let marker: string;
 let base: number;
-const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50', ...extra });
+const t = isolated({ prefix: 'sparkctl-state-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' } });
+const env = t.env;
 const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
 const serve = (args: string[], extra: Record<string, string> = {}) => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...args], { env: env(extra) });
 
 beforeEach(async () => {
-  state = tempDir('sparkctl-state-');
-  marker = randomUUID();
   base = await freePortRange(4);
-});
-afterEach(async () => {
-  // Whatever a test did, nothing of it may be left.
-  await cli(['stop', '--all', '--timeout', '2'], { env: env() });
-  const left = processesMarked(marker);
-  for (const p of left) process.kill(p, 'SIGKILL');
-  rmrf(state);
-  expect(left, 'processes left by the test').toEqual([]);
 });
 
 describe('serve --engine sim: the whole pipeline', () => {
@@ -37,7 +26,7 @@ describe('serve --engine sim: the whole pipeline', () => {
     expect(r.stderr).toContain('simulating 8 x NVIDIA A100-SXM4-80GB');
     for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(true);
     // API server + EngineCore for each replica
-    expect(processesMarked(marker).length).toBe(8);
+    expect(processesMarked(t.marker).length).toBe(8);
 
     const st = await cli(['status', '--json'], { env: env() });
     const j = JSON.parse(st.stdout);
@@ -52,7 +41,7 @@ describe('serve --engine sim: the whole pipeline', () => {
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(stop.exitCode).toBe(0);
     expect(stop.stdout.match(/stopped \(SIGTERM\) in \d+\.\d s: .*; port free/g)).toHaveLength(4);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
     for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(false);
     const again = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(again.exitCode).toBe(0);
@@ -76,13 +65,13 @@ describe('secrets', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/auth pass/);
     // argv of every process we started
-    for (const pid of processesMarked(marker)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
+    for (const pid of processesMarked(t.marker)) expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).not.toContain(KEY);
     // every file under the state folder: registry entries and logs
     const files: string[] = [];
     const walk = (d: string) => {
       for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name));
     };
-    walk(state);
+    walk(t.state);
     expect(files.length).toBeGreaterThan(1);
     for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
     expect(r.stdout + r.stderr).not.toContain(KEY);
@@ -108,15 +97,15 @@ describe('launch failures: cause, fix, last log lines, nothing left, exit 4', ()
     expect(r.stderr).toMatch(want);
     expect(r.stderr).toMatch(/last \d+ log lines/);
     expect(r.stderr).toContain('nothing is left holding a port or a GPU');
-    expect(processesMarked(marker)).toEqual([]);
-    expect(readdirSync(join(state, 'instances'))).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
+    expect(readdirSync(join(t.state, 'instances'))).toEqual([]);
   });
 
   it('hang-at-load: the stall timer ends it', async () => {
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base), '--no-prewarm', '--set', 'server.stallTimeoutSeconds=1'], { env: env({ SPARKCTL_SIM_FAULT: 'hang-at-load' }) });
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toMatch(/no log output for \d+ s \(stall timeout\)/);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 
   it('--ready-timeout as a duration', async () => {
@@ -173,7 +162,7 @@ describe('refusals and crashes', () => {
       env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '1' }), SPARKCTL_TEST_RUN: RUN_MARK },
       reject: false,
     });
-    await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-0.json')), 10_000);
+    await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json')), 10_000);
     p.kill('SIGKILL');
     await p;
     const st = JSON.parse((await cli(['status', '--json'], { env: env() })).stdout);
@@ -181,12 +170,12 @@ describe('refusals and crashes', () => {
     expect(st.instances[0].alive).toBe(true);
     const stop = await cli(['stop', '--all'], { env: env() });
     expect(stop.exitCode).toBe(0);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 
   it('a stale entry (the process is gone) is cleaned by status', async () => {
     expect((await serve([...at(base), '--no-prewarm'])).exitCode).toBe(0);
-    for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
+    for (const p of processesMarked(t.marker)) process.kill(p, 'SIGKILL');
     await sleep(100);
     const st = await cli(['status'], { env: env() });
     expect(st.stdout).toContain('dead');
@@ -199,13 +188,13 @@ describe('refusals and crashes', () => {
       env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '3' }), SPARKCTL_TEST_RUN: RUN_MARK },
       reject: false,
     });
-    await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-1.json')), 10_000);
+    await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-1.json')), 10_000);
     await sleep(300);
     p.kill('SIGINT');
     const r = await p;
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('interrupted: stopped 2 replica(s)');
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 
   it('--foreground: stays attached, SIGTERM stops the group, exits with the server status', async () => {
@@ -213,7 +202,7 @@ describe('refusals and crashes', () => {
     // Ready (registered with readyAt), not merely listening: a signal before ready is an interrupted launch (exit 4).
     const readyAt = () => {
       try {
-        return Boolean(JSON.parse(readFileSync(join(state, 'instances', 'qwen3.5-9b-0.json'), 'utf8')).readyAt);
+        return Boolean(JSON.parse(readFileSync(join(t.state, 'instances', 'qwen3.5-9b-0.json'), 'utf8')).readyAt);
       } catch {
         return false;
       }
@@ -224,7 +213,7 @@ describe('refusals and crashes', () => {
     p.kill('SIGTERM');
     const r = await p;
     expect(r.exitCode).toBe(0);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
     expect(await portOpen(base)).toBe(false);
   });
 });
@@ -232,8 +221,8 @@ describe('refusals and crashes', () => {
 describe('logs', () => {
   it('-n and -f: follows appended output, progress-bar rewrites included, and a truncated log from its start', async () => {
     const { mkdirSync, writeFileSync, appendFileSync } = await import('node:fs');
-    mkdirSync(join(state, 'logs'), { recursive: true });
-    const log = join(state, 'logs', 'old-0.log');
+    mkdirSync(join(t.state, 'logs'), { recursive: true });
+    const log = join(t.state, 'logs', 'old-0.log');
     writeFileSync(log, 'line one\nline two\n');
     const last = await cli(['logs', 'old-0', '-n', '1'], { env: env() });
     expect(last.stdout).toBe('line two'); // (execa strips the final newline)

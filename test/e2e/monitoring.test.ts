@@ -4,11 +4,10 @@
 // probe: the engine-dead fault raises VllmEngineDead, and every dashboard query returns a series.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync, readFileSync, existsSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
-import { cli, tempDir, rmrf, startSim, freePortRange, sleep, waitFor, processesMarked, type SimHandle } from '../helpers.js';
+import { cli, isolated, tempDir, rmrf, startSim, freePortRange, sleep, waitFor, type SimHandle } from '../helpers.js';
 import { prometheusUnavailable, promtoolTests, PROMTOOL, startNodeExporter, startPrometheus, query, alerts, expandVariables, type Proc } from '../monitoring.js';
 import { FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';
 import { loadProfile } from '../../src/profiles/load.js';
@@ -267,35 +266,28 @@ describe.skipIf(Boolean(why)).sequential('a real Prometheus scraping simulator r
 });
 
 describe.skipIf(Boolean(why) || !existsSync('/usr/sbin/haproxy'))('behind the profile router: a real HAProxy exporter scraped, a replica out of rotation alerted', () => {
-  let state: string;
-  let marker: string;
+  const t = isolated({ prefix: 'sparkctl-monitoring-router-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' }, per: 'suite' });
+  const env = t.env;
   let prom: Proc | undefined;
-  const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' });
   let sets: string[] = [];
 
   beforeAll(async () => {
-    state = tempDir('sparkctl-monitoring-router-');
-    marker = randomUUID();
     const base = await freePortRange(6);
     sets = ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--set', 'router.enabled=true', '--set', 'router.checkIntervalMs=500'];
     const served = await cli(['serve', 'qwen-dev', '--engine', 'sim', ...sets, '--set', 'prewarm.maxRounds=2'], { env: env(), timeout: 120_000 });
     expect(served.exitCode, String(served.stdout) + String(served.stderr)).toBe(0);
-    const rulesFile = join(state, 'router.rules.yml');
+    const rulesFile = join(t.state, 'router.rules.yml');
     writeFileSync(rulesFile, yaml.dump(scaleFor(await render('rules', sets))));
     const scrape = yaml.load(await render('scrape', [...sets, '--host', '127.0.0.1'])) as { scrape_configs: Array<{ job_name: string }> };
     prom = await startPrometheus(
-      state,
+      t.state,
       scrape.scrape_configs.filter((j) => j.job_name !== 'sparkctl-node'),
       [rulesFile],
     );
   }, 150_000);
+  // Before the hooks of isolated() (after-hooks run last-registered first): Prometheus writes under the state folder.
   afterAll(async () => {
     await prom?.stop();
-    await cli(['stop', '--all', '--timeout', '2'], { env: env() });
-    const left = processesMarked(marker);
-    for (const p of left) process.kill(p, 'SIGKILL');
-    rmrf(state);
-    expect(left, 'processes left by the test').toEqual([]);
   }, 30_000);
 
   it("HAProxy's exporter holds both replicas; one killed -9 leaves the rotation and VllmReplicasOutOfRotation fires", async () => {

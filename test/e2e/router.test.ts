@@ -1,36 +1,26 @@
 // The router with real HAProxy in front of simulator replicas: one endpoint, a rolling restart that
 // a bench at a fixed rate does not notice, a replica killed -9 that HAProxy takes out and the probe
 // names, and an API key that never reaches HAProxy's config, argv, environment or log.
-import { describe, it, expect, beforeEach, afterEach } from 'vitest';
+import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
 if (!haveHaproxy) console.warn(`router e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy; .ci/run installs it where it can)`);
 
-let state: string;
-let marker: string;
 let base: number;
-const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50', ...extra });
+const t = isolated({ prefix: 'sparkctl-router-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '50' } });
+const env = t.env;
 // router on base, replicas on base+1.., stats after them
 const at = (replicas: number) => ['--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`, '--set', 'router.checkIntervalMs=500'];
 const fastPrewarm = ['--set', 'prewarm.maxRounds=2'];
 
 beforeEach(async () => {
-  state = tempDir('sparkctl-router-');
-  marker = randomUUID();
   base = await freePortRange(6);
-});
-afterEach(async () => {
-  await cli(['stop', '--all', '--timeout', '2'], { env: env() });
-  const left = processesMarked(marker);
-  for (const p of left) process.kill(p, 'SIGKILL');
-  rmrf(state);
-  expect(left, 'processes left by the test').toEqual([]);
 });
 
 interface BenchResult {
@@ -118,7 +108,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(router).toMatchObject({ name: 'qwen3.5-9b-router', port: base, health: 'healthy (4/4 up)' });
     expect(readFileSync(`/proc/${router.pid}/cmdline`, 'utf8').split('\0')[0]).toMatch(/haproxy$/);
     // its runtime API socket is in a folder only we can enter
-    const dir = join(state, 'router', 'qwen3.5-9b');
+    const dir = join(t.state, 'router', 'qwen3.5-9b');
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, 'api.sock')).mode & 0o777).toBe(0o600);
     // the Prometheus exporter on the stats port (loopback)
@@ -244,7 +234,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain(KEY);
     expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain('QWEN_PROD_API_KEY');
     const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.isFile() ? [join(d, e.name)] : []));
-    for (const f of walk(state)) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
+    for (const f of walk(t.state)) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
     // HAProxy's health checks pass without the key (/health is not under /v1); the API still needs it
     const noKey = await fetch(`http://127.0.0.1:${base}/v1/models`);
     expect(noKey.status).toBe(401);
@@ -257,7 +247,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
 
   it('a profile edited between restarts: the new argv on every replica; an edit that fails to start stops the restart at that replica, the rest serving', async () => {
     const { mkdirSync, writeFileSync, readFileSync: read } = await import('node:fs');
-    const dir = join(state, 'profiles');
+    const dir = join(t.state, 'profiles');
     mkdirSync(dir);
     const original = read(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(/^name: qwen3\.5-9b$/m, 'name: rr');
     const file = join(dir, 'rr.yaml');
@@ -290,7 +280,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
   it('router config prints what HAProxy itself accepts; restart --rolling without a router says how', async () => {
     const cfg = await cli(['router', 'config', 'qwen3.5-9b', ...at(4)], { env: env() });
     expect(cfg.exitCode, cfg.stderr).toBe(0);
-    const file = join(state, 'operator.cfg');
+    const file = join(t.state, 'operator.cfg');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(file, String(cfg.stdout));
     const checked = await execa(HAPROXY, ['-c', '-f', file], { reject: false });
@@ -319,7 +309,7 @@ describe('router: where HAProxy is missing, and the outputs for other supervisor
     const s = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(2), ...missing, '--no-prewarm', '--skip-preflight'], { env: env() });
     expect(s.exitCode).toBe(2);
     expect(s.stderr).toMatch(/the router needs HAProxy, and \/nonexistent\/haproxy is not installed here/);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 
   it('k8s leaves the router out (the Service balances) and vLLM listens on the pod port; systemd says how to restart without downtime', async () => {

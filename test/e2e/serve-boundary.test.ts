@@ -1,29 +1,18 @@
 // The serve boundary: every input is validated before anything is spawned; the engine reports an
 // outcome the command renders; Ctrl-C always ends sparkctl after stopping what it started.
-import { describe, it, expect, beforeEach, afterEach } from 'vitest';
-import { randomUUID } from 'node:crypto';
+import { describe, it, expect, beforeEach } from 'vitest';
 import { join } from 'node:path';
 import { existsSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { execa } from 'execa';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, waitFor, sleep, startSim, BIN, RUN_MARK, FIXTURES } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, waitFor, sleep, startSim, BIN, RUN_MARK, FIXTURES } from '../helpers.js';
 
-let state: string;
-let marker: string;
 let base: number;
-const env = (extra: Record<string, string> = {}) => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', ...extra });
+const t = isolated({ prefix: 'sparkctl-state-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3' } });
+const env = t.env;
 const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
 
 beforeEach(async () => {
-  state = tempDir('sparkctl-state-');
-  marker = randomUUID();
   base = await freePortRange(4);
-});
-afterEach(async () => {
-  await cli(['stop', '--all', '--timeout', '2'], { env: env() });
-  const left = processesMarked(marker);
-  for (const p of left) process.kill(p, 'SIGKILL');
-  rmrf(state);
-  expect(left, 'processes left by the test').toEqual([]);
 });
 
 describe('a bad flag launches nothing and exits 2 at once', () => {
@@ -34,7 +23,7 @@ describe('a bad flag launches nothing and exits 2 at once', () => {
     expect(r.stderr).toContain('--ready-timeout');
     expect(r.stderr).toMatch(/500ms, 30s, 15m or 1h/);
     // not one simulator was started, not even briefly: no log, no registry entry, no process
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
     expect(r.stdout).toBe('');
   });
 
@@ -61,27 +50,27 @@ describe('Ctrl-C and SIGTERM are never swallowed', () => {
       env: { ...env({ SPARKCTL_SIM_LOAD_SECONDS: '60' }), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
       reject: false,
     });
-    expect(await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-1.json')), 20_000)).toBe(true);
-    expect(await waitFor(() => processesMarked(marker).length >= 2, 10_000)).toBe(true);
+    expect(await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-1.json')), 20_000)).toBe(true);
+    expect(await waitFor(() => processesMarked(t.marker).length >= 2, 10_000)).toBe(true);
     p.kill('SIGINT');
     const r = await p;
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('interrupted: stopped 2 replica(s) of qwen3.5-9b');
-    expect(processesMarked(marker)).toEqual([]);
-    expect(readdirSync(join(state, 'instances'))).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
+    expect(readdirSync(join(t.state, 'instances'))).toEqual([]);
   });
 
   it('a second SIGINT ends sparkctl at once, even when the server ignores SIGTERM, after killing it', async () => {
     // A stand-in for a vLLM that will not drain: it ignores SIGTERM and SIGINT and never logs.
-    const bin = join(state, 'stubborn-vllm');
+    const bin = join(t.state, 'stubborn-vllm');
     writeFileSync(bin, "#!/bin/sh\ntrap '' TERM INT\necho 'loading forever'\nexec sleep 300\n", { mode: 0o755 });
     const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', ...at(base, 1), '--skip-preflight', '--gpus', '8', '--no-prewarm', '--vllm-bin', bin, '--set', 'server.stallTimeoutSeconds=300'], {
       env: { ...env(), SPARKCTL_TEST_RUN: RUN_MARK, NO_COLOR: '1' },
       reject: false,
     });
     // registered = spawned, and sparkctl is past installing its handlers
-    expect(await waitFor(() => existsSync(join(state, 'instances', 'qwen3.5-9b-0.json')), 20_000)).toBe(true);
-    expect(await waitFor(() => processesMarked(marker).length >= 2, 10_000)).toBe(true);
+    expect(await waitFor(() => existsSync(join(t.state, 'instances', 'qwen3.5-9b-0.json')), 20_000)).toBe(true);
+    expect(await waitFor(() => processesMarked(t.marker).length >= 2, 10_000)).toBe(true);
     p.kill('SIGINT');
     await sleep(300);
     p.kill('SIGINT');
@@ -89,7 +78,7 @@ describe('Ctrl-C and SIGTERM are never swallowed', () => {
     expect(r.exitCode).toBe(4);
     expect(r.stderr).toContain('second interrupt: killing 1 replica(s) now (SIGKILL)');
     expect(r.stderr).toContain('interrupted: stopped 1 replica(s)');
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 });
 
@@ -103,7 +92,7 @@ describe('the outcome, rendered', () => {
     expect(j.failure.evidence).toMatch(/torch\.OutOfMemoryError: CUDA out of memory/);
     expect(j.failure.fix).toMatch(/gpuMemoryUtilization/);
     expect(j.replicas[0].failure.lastLines.length).toBeGreaterThan(0);
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
   });
 
   it('serve --json when healthy: ready time and probe verdict per replica (exit 0)', async () => {
@@ -135,8 +124,8 @@ describe('readiness proves the server is ours; causes come from this launch only
   });
 
   it("an earlier run's OOM in the same log is not today's cause", async () => {
-    mkdirSync(join(state, 'logs'), { recursive: true });
-    writeFileSync(join(state, 'logs', 'qwen3.5-9b-0.log'), '=== sparkctl yesterday launch: vllm serve ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB.\n');
+    mkdirSync(join(t.state, 'logs'), { recursive: true });
+    writeFileSync(join(t.state, 'logs', 'qwen3.5-9b-0.log'), '=== sparkctl yesterday launch: vllm serve ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB.\n');
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...at(base, 1), '--no-prewarm', '--json'], { env: env({ SPARKCTL_SIM_FAULT: 'port-in-use' }) });
     expect(r.exitCode).toBe(4);
     const j = JSON.parse(r.stdout);
@@ -147,7 +136,7 @@ describe('readiness proves the server is ours; causes come from this launch only
 
 describe('a profile with several problems: one report, exit 2, nothing spawned', () => {
   it('unknown key, parallel.tensor: 3 and gpuMemoryUtilization: 1.5 are all named', async () => {
-    const file = join(state, 'three.yaml');
+    const file = join(t.state, 'three.yaml');
     writeFileSync(
       file,
       'model: { id: Qwen/Qwen3.5-9B, parameters: 9.0e9, layers: 32, attentionHeads: 16, kvHeads: 4, headDim: 256, maxContext: 262144 }\nbogusKey: 1\nparallel: { tensor: 3 }\nengine: { gpuMemoryUtilization: 1.5 }\n',
@@ -158,7 +147,7 @@ describe('a profile with several problems: one report, exit 2, nothing spawned',
     expect(r.stderr).toContain('bogusKey: unknown field');
     expect(r.stderr).toContain('parallel.tensor: 3 does not divide 16 attention heads');
     expect(r.stderr).toContain('engine.gpuMemoryUtilization: 1.5 is not in (0, 1]');
-    expect(processesMarked(marker)).toEqual([]);
+    expect(processesMarked(t.marker)).toEqual([]);
     const v = await cli(['profiles', 'validate', file, '--json'], { env: env() });
     expect(v.exitCode).toBe(2);
     expect(JSON.parse(v.stdout).problems).toHaveLength(3);

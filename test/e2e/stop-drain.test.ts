@@ -1,13 +1,11 @@
 // stop with a stream in flight, through the built CLI and the simulator (which shuts down as vLLM
 // 0.27 does): what stop says happened to the request is what happened to it.
-import { describe, it, expect, beforeEach, afterEach } from 'vitest';
-import { randomUUID } from 'node:crypto';
-import { cli, tempDir, rmrf, freePort, processesMarked, portOpen } from '../helpers.js';
+import { describe, it, expect, beforeEach } from 'vitest';
+import { cli, isolated, freePort, portOpen } from '../helpers.js';
 
-let state: string;
-let marker: string;
 let port: number;
-const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' });
+const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--timeout', '1'] });
+const env = t.env;
 const serve = (sets: string[]) =>
   cli(
     ['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', ...sets.flatMap((s) => ['--set', s])],
@@ -17,16 +15,7 @@ const serve = (sets: string[]) =>
   );
 
 beforeEach(async () => {
-  state = tempDir('sparkctl-drain-');
-  marker = randomUUID();
   port = await freePort();
-});
-afterEach(async () => {
-  await cli(['stop', '--all', '--timeout', '1'], { env: env() });
-  const left = processesMarked(marker);
-  for (const p of left) process.kill(p, 'SIGKILL');
-  rmrf(state);
-  expect(left, 'processes left by the test').toEqual([]);
 });
 
 /** A streamed completion; resolves once its first token came, with a promise of how it ended. */

@@ -4,14 +4,11 @@
 // the stall timer and the diagnosis read the same file as on the host. The follower ends when the
 // container does: it is the Launched child whose exit means "the server ended".
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { containerPlanOf, type ServePlan } from '../plan.js';
-import { LogTail } from '../logtail.js';
-import { processStartTime } from '../proc.js';
-import { watchExit, type Launched } from '../launch.js';
+import { childRecord, openLaunchLog, type Launched } from '../launch.js';
 import { UsageError } from '../../errors.js';
 import { withCliArgs } from './container.js';
 import { cliRun, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
@@ -29,11 +26,8 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
   if (seen.error) throw new UsageError(`runtime container: ${seen.error}`, [`install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`]);
   if (seen.code === 0 && seen.stdout.trim()) throw new UsageError(`a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`, leftoverFix(cp.cli, cp.name));
 
-  mkdirSync(dirname(p.logFile), { recursive: true });
-  const tail = new LogTail(p.logFile, 200, { fromEnd: true });
-  const fd = openSync(p.logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
   // argv names the key, never holds it: it may be logged
-  writeSync(fd, `=== sparkctl ${new Date().toISOString()} launch: ${cp.argv.join(' ')}\n`);
+  const { fd, tail } = openLaunchLog(p.logFile, 'server log', cp.argv);
   rememberCli(plan.stateDir, cp.cli, cp.cliArgs);
   const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image };
   const failed = (error: string): Launched => {
@@ -57,26 +51,15 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
   rec.id = id;
   const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   closeSync(fd);
-  const l: Launched = {
-    plan: p,
-    child,
-    pid: child.pid ?? -1,
-    pgid: child.pid ?? -1,
-    startTime: child.pid ? (processStartTime(child.pid) ?? 0) : 0,
-    marker,
-    exit: undefined,
-    exited: Promise.resolve(),
-    tail,
-    container: rec,
-  };
   // the follower ends with the container: its own exit code says nothing about the server's
-  watchExit(
-    l,
+  return childRecord(
+    { plan: p, container: rec },
     child,
+    marker,
+    tail,
     (e) => `${cp.cli} logs: ${e.message}`,
     (code) => (code === 0 ? 1 : code),
   );
-  return l;
 }
 
 /** Readiness "ours": the container we ran (id and marker label) is running; proven once, then kept. */

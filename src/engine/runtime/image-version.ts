@@ -1,0 +1,186 @@
+// The vLLM version of a container image, so the flags are rendered for the vLLM that will run, as the
+// host's installed version does for the bare-metal engine. NVIDIA's NGC images say it in a label
+// (com.nvidia.vllm.version=0.10.2+9dd9ca32; their NVIDIA_VLLM_VERSION is the NGC release, 25.10, not
+// vLLM's); other images (vllm/vllm-openai) carry none, so the image is asked once, with no network
+// and no GPU: its python3's package metadata (no import of vLLM or torch), else `vllm --version`.
+// The answer is cached by the image's id (a content id: a re-tagged image is read again) in the state
+// folder, through the one atomic writer. Every answer is hostile text: only a version is taken.
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { writeFileAtomic } from '../../util/fs.js';
+import { withCliArgs, type ContainerCli } from './container.js';
+import { cliRunAsync, type CliResult } from './ops.js';
+
+/** The label NVIDIA's vLLM images carry. */
+export const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
+/** Marks the short-lived container that reads the version (so one that outlived its deadline can be found and removed). */
+export const PROBE_LABEL = 'io.sparkctl.version-probe';
+
+// PEP 440 as vLLM publishes it: 0.27.2, 0.10.1rc1, 0.6.1.post2, 0.27.2.dev0+g6adad0876.cpu, 0.10.2+9dd9ca32
+const VERSION = /^v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:a|b|rc)\d{1,4})?(?:\.post\d{1,4})?(?:\.dev\d{1,6})?(?:\+[A-Za-z0-9.]{1,64})?)$/;
+
+/** A version, if the text is exactly one (a leading v dropped), else undefined. */
+export function asVersion(text: unknown): string | undefined {
+  if (typeof text !== 'string' || text.length > 96) return undefined;
+  return VERSION.exec(text.trim())?.[1];
+}
+
+export interface ImageFacts {
+  /** the content id (podman: 64 hex; docker: sha256:64 hex) */
+  id: string;
+  labels: Record<string, string>;
+  entrypoint: string[];
+}
+
+/**
+ * `image inspect --format '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}'`: the id, the
+ * labels (string values only) and the entrypoint. Anything else is an error, never a guess.
+ */
+export function parseImageInspect(stdout: string): ImageFacts | { error: string } {
+  const line = stdout.trim().split('\n')[0] ?? '';
+  const m = /^((?:sha256:)?[a-f0-9]{64}) (.*)$/.exec(line);
+  if (!m) return { error: `not an image id: ${JSON.stringify(line.slice(0, 80))}` };
+  const rest = m[2]!;
+  // the labels' JSON may hold spaces; the entrypoint is the last JSON value on the line
+  let labels: unknown;
+  let entrypoint: unknown;
+  for (let i = rest.indexOf(' '); i >= 0; i = rest.indexOf(' ', i + 1)) {
+    try {
+      labels = JSON.parse(rest.slice(0, i));
+      entrypoint = JSON.parse(rest.slice(i + 1));
+      break;
+    } catch {
+      labels = entrypoint = undefined;
+    }
+  }
+  if (labels === undefined) return { error: `labels and entrypoint not readable: ${JSON.stringify(rest.slice(0, 80))}` };
+  const out: Record<string, string> = {};
+  if (labels !== null && typeof labels === 'object' && !Array.isArray(labels)) {
+    for (const [k, v] of Object.entries(labels)) if (typeof v === 'string') out[k] = v;
+  } else if (labels !== null) return { error: 'the labels are not an object' };
+  const ep = Array.isArray(entrypoint) && entrypoint.every((x) => typeof x === 'string') ? (entrypoint as string[]) : [];
+  return { id: m[1]!, labels: out, entrypoint: ep };
+}
+
+/** The version NVIDIA's label gives, or why there is none. */
+export function versionFromLabels(labels: Record<string, string>): { version: string } | { why: string } {
+  const raw = labels[VLLM_VERSION_LABEL];
+  if (raw === undefined) return { why: `no ${VLLM_VERSION_LABEL} label` };
+  const v = asVersion(raw);
+  return v ? { version: v } : { why: `its ${VLLM_VERSION_LABEL} label is not a version (${JSON.stringify(raw.slice(0, 40))})` };
+}
+
+/** The version a `vllm --version` (or the metadata one-liner) printed: the last line that is exactly one. */
+export function versionFromOutput(stdout: string): string | undefined {
+  const lines = stdout
+    .replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')
+    .split(/\r?\n/)
+    .slice(-50);
+  for (const l of lines.reverse()) {
+    const v = asVersion(l);
+    if (v) return v;
+  }
+  return undefined;
+}
+
+/** What the image's own vLLM is asked, in order; each run with no network, no GPU, never pulling, removed after. */
+export function probeArgvs(cli: ContainerCli, cliArgs: readonly string[], image: string, probeId: string): string[][] {
+  const base = [cli, 'run', '--rm', '--network=none', '--pull=never', '--label', `${PROBE_LABEL}=${probeId}`];
+  return [
+    [...base, '--entrypoint', 'python3', image, '-c', 'import importlib.metadata as m; print(m.version("vllm"))'],
+    [...base, '--entrypoint', 'vllm', image, '--version'],
+  ].map((a) => withCliArgs(a, cliArgs));
+}
+
+export interface ImageVllm {
+  version?: string;
+  source?: 'label' | 'image' | 'cache';
+  /** the image's content id, when it was read */
+  id?: string;
+  entrypoint?: string[];
+  why?: string;
+}
+
+type Cache = Record<string, { version: string; source: 'label' | 'image' }>;
+const CACHE_ENTRIES = 64;
+
+async function readCache(file: string): Promise<Cache> {
+  try {
+    const v = JSON.parse(await readFile(file, 'utf8')) as unknown;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
+    const out: Cache = {};
+    for (const [k, e] of Object.entries(v as Record<string, unknown>)) {
+      const x = e as { version?: unknown; source?: unknown };
+      const ver = asVersion(x?.version);
+      if (ver && (x.source === 'label' || x.source === 'image')) out[k] = { version: ver, source: x.source };
+    }
+    return out;
+  } catch {
+    return {};
+  }
+}
+
+const lastLine = (s: string) => (s.trim().split('\n').pop() ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+
+export interface ImageVllmInput {
+  cli: ContainerCli;
+  cliArgs: readonly string[];
+  image: string;
+  cacheFile?: string;
+  /** each CLI call's deadline (the in-image run starts a container: seconds) */
+  timeoutMs?: number;
+  run?: (argv: string[], timeoutMs: number) => Promise<CliResult>;
+}
+
+/** The image's vLLM version: label, else cache by id, else asked in the image. Never throws: a failure is `why`. */
+export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
+  const run = x.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }));
+  const timeoutMs = x.timeoutMs ?? 30_000;
+  const ins = await run(withCliArgs([x.cli, 'image', 'inspect', '--format', '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}', x.image], x.cliArgs), 20_000);
+  if (ins.error) return { why: ins.error };
+  if (ins.code !== 0) return { why: `${x.cli} image inspect ${x.image} failed: ${lastLine(ins.stderr) || `exit ${ins.code}`} (not present locally? ${x.cli} pull ${x.image})` };
+  const facts = parseImageInspect(ins.stdout);
+  if ('error' in facts) return { why: `${x.cli} image inspect ${x.image}: ${facts.error}` };
+  const { id, entrypoint } = facts;
+  const fromLabel = versionFromLabels(facts.labels);
+  if ('version' in fromLabel) return { version: fromLabel.version, source: 'label', id, entrypoint };
+  const cache = x.cacheFile ? await readCache(x.cacheFile) : {};
+  const hit = cache[id];
+  if (hit) return { version: hit.version, source: 'cache', id, entrypoint };
+  const probeId = randomBytes(8).toString('hex');
+  const whys = [fromLabel.why];
+  for (const argv of probeArgvs(x.cli, x.cliArgs, x.image, probeId)) {
+    const r = await run(argv, timeoutMs);
+    const what = argv[argv.indexOf('--entrypoint') + 1] === 'python3' ? "python3's package metadata" : 'vllm --version';
+    if (r.error) {
+      whys.push(`${what}: ${r.error}`);
+      await removeProbe(x, probeId, run);
+      continue;
+    }
+    const v = r.code === 0 ? versionFromOutput(r.stdout) : undefined;
+    if (v) {
+      if (x.cacheFile) {
+        try {
+          const kept = Object.entries(cache).slice(-(CACHE_ENTRIES - 1));
+          mkdirSync(dirname(x.cacheFile), { recursive: true, mode: 0o700 });
+          writeFileAtomic(x.cacheFile, `${JSON.stringify({ ...Object.fromEntries(kept), [id]: { version: v, source: 'image' } }, null, 2)}\n`);
+        } catch {
+          /* a cache that cannot be written costs only time */
+        }
+      }
+      return { version: v, source: 'image', id, entrypoint };
+    }
+    whys.push(r.code === 0 ? `${what} printed no version (${JSON.stringify(lastLine(r.stdout).slice(0, 60))})` : `${what}: exit ${r.code} ${lastLine(r.stderr)}`.trim());
+  }
+  return { id, entrypoint, why: whys.join('; ') };
+}
+
+/** A probe that outlived its deadline: removed by the random label only this read set. */
+async function removeProbe(x: ImageVllmInput, probeId: string, run: NonNullable<ImageVllmInput['run']>) {
+  const ps = await run(withCliArgs([x.cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${PROBE_LABEL}=${probeId}`], x.cliArgs), 15_000);
+  for (const id of ps.stdout.split('\n').map((l) => l.trim())) {
+    if (/^[a-f0-9]{12,64}$/.test(id)) await run(withCliArgs([x.cli, 'rm', '-f', id], x.cliArgs), 30_000);
+  }
+}
