@@ -182,8 +182,8 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     const { rmSync } = await import('node:fs');
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm'], { env: env(), timeout: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
-    rmSync(join(state, 'instances'), { recursive: true, force: true });
-    for (const f of readdirSync(join(state, 'logs'))) rmSync(join(state, 'logs', f));
+    rmSync(join(t.state, 'instances'), { recursive: true, force: true });
+    for (const f of readdirSync(join(t.state, 'logs'))) rmSync(join(t.state, 'logs', f));
     const st = await status();
     expect(st.map((x) => x.name).sort()).toEqual(['qwen3.5-9b-0', 'qwen3.5-9b-1', 'qwen3.5-9b-router']);
     const stop = await cli(['stop', '--all'], { env: env(), timeout: 120_000 });
@@ -191,7 +191,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(stop.stdout + stop.stderr).not.toContain('(deleted)');
     expect(stop.stdout).toMatch(/^qwen3\.5-9b-router: soft-stopped \(SIGUSR1\) in [\d.]+ s: drained: no client connection was open; port free; its log was deleted while it ran/m);
     expect(stop.stdout).toMatch(/^qwen3\.5-9b-1: stopped \(SIGTERM\) in .*; its log was deleted while it ran \(rotated away\?\): its shutdown lines are lost$/m);
-    expect(await waitFor(() => processesMarked(marker).length === 0, 5000)).toBe(true);
+    expect(await waitFor(() => processesMarked(t.marker).length === 0, 5000)).toBe(true);
     expect(await portOpen(base)).toBe(false);
   }, 120_000);
 
