@@ -92,7 +92,9 @@ function renderEvent(e: RollingEvent) {
       break;
     case 'drained':
       note(
-        e.timedOut ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)` : `${e.replica}: drained in ${formatDuration(e.ms)}`,
+        e.timedOut
+          ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)`
+          : `${e.replica}: drained in ${formatDuration(e.ms)}${e.atStart ? ` (${e.atStart} request${e.atStart === 1 ? '' : 's'} in flight when it began)` : ''}`,
       );
       break;
     case 'stopped':

@@ -23,7 +23,7 @@ import { pause } from '../util/pause.js';
 
 export type RollingEvent =
   | { type: 'drain'; replica: string }
-  | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number }
+  | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number; atStart: number }
   | { type: 'stopped'; replica: string; how: StopResult; requests: RequestsOutcome; ms: number }
   | { type: 'started'; replica: string; pid: number; argvChanged: boolean }
   | { type: 'ready'; replica: string; ms: number }
@@ -39,6 +39,8 @@ export interface RollingReplica {
   restarted: boolean;
   argvChanged?: boolean;
   drainMs?: number;
+  /** requests in flight on it when its drain began (HAProxy's count or vLLM's gauges, the larger) */
+  inFlightAtDrain?: number;
   downMs?: number;
   pid?: number;
   failure?: Diagnosis;
@@ -95,19 +97,21 @@ async function inFlight(socket: string, backend: string, name: string, url: stri
   return { router: (stat?.scur ?? 0) + (stat?.qcur ?? 0), engine, stat };
 }
 
-async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number }> {
+async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number; atStart: number }> {
   const r = run.router.router!;
   const started = Date.now();
   let left = 0;
+  let atStart: number | undefined;
   while (Date.now() - started < run.drainTimeoutMs) {
     const f = await inFlight(r.socket, r.backend, name, url);
     left = Math.max(f.router, f.engine ?? 0);
+    atStart ??= left;
     // The gauge is the engine's word; HAProxy's count covers the moment before vLLM sees a request.
-    if (f.router === 0 && f.engine === 0) return { ms: Date.now() - started, timedOut: false, inFlight: 0 };
+    if (f.router === 0 && f.engine === 0) return { ms: Date.now() - started, timedOut: false, inFlight: 0, atStart };
     await pause(100, run.signal);
     if (run.signal?.aborted) break;
   }
-  return { ms: Date.now() - started, timedOut: true, inFlight: left };
+  return { ms: Date.now() - started, timedOut: true, inFlight: left, atStart: atStart ?? left };
 }
 
 /** Until HAProxy has it UP again (its own /health checks passed), or the deadline. */
@@ -157,6 +161,7 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     await setServerState(r.socket, r.backend, p.name, 'drain');
     const drained = await waitDrained(run, p.name, url);
     rep.drainMs = drained.ms;
+    rep.inFlightAtDrain = drained.atStart;
     emit({ type: 'drained', replica: p.name, ...drained });
     // 3. out of rotation (its checks stop flapping it while it restarts); 4. stop it
     await setServerState(r.socket, r.backend, p.name, 'maint');
