@@ -164,6 +164,22 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(await portOpen(base)).toBe(false);
   }, 120_000);
 
+  it('serve --foreground (systemd): SIGTERM soft-stops the router first, the stream through it ends with [DONE], then the replicas stop', async () => {
+    const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm', '--foreground', '--set', 'server.shutdownTimeoutSeconds=0'], {
+      env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() },
+      reject: false,
+    });
+    const routerUp = async () => (await status()).some((x) => x.role === 'router' && x.health.startsWith('healthy'));
+    expect(await waitFor(routerUp, 60_000, 250), 'the router serves').toBe(true);
+    const s = await stream(1000);
+    p.kill('SIGTERM');
+    const end = await s.ended;
+    const r = await p;
+    expect(end, String(r.stderr)).toMatchObject({ finish: 'length', done: true });
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(await portOpen(base)).toBe(false);
+  }, 120_000);
+
   it("a stream longer than the router's drain: the hard stop cuts it at the deadline, and stop says it was cut", async () => {
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm', '--set', 'router.drainTimeoutSeconds=1'], { env: env(), timeout: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
