@@ -22,6 +22,17 @@ export function rmrf(dir: string) {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it. */
+export function tempDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach(rmrf));
+  return () => {
+    const d = tempDir(prefix);
+    dirs.push(d);
+    return d;
+  };
+}
+
 export async function cli(args: string[], opts: Options & { stateDir?: string } = {}) {
   const { stateDir, env, ...rest } = opts;
   return execa(process.execPath, [BIN, ...args], {
