@@ -3,7 +3,7 @@
 // load lazily). One file per verb instead of ~60 small modules and package entry points: start-up
 // of `sparkctl serve --dry-run` drops by ~10 % (scripts/bench-startup.mjs).
 import { build } from 'esbuild';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const outdir = new URL('../dist/bundle/', import.meta.url).pathname;
@@ -14,6 +14,7 @@ rmSync(outdir, { recursive: true, force: true });
 // bin/ + dist/ + profiles/ run on a GPU host where nothing was installed (report --html, bench --html).
 const req = createRequire(import.meta.url);
 const uplot = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
+const BANNER = "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);";
 await build({
   entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],
   outdir,
@@ -30,5 +31,12 @@ await build({
   // Two strings, inlined where they are used (an object would become a shared module every verb loads).
   define: { __SPARKCTL_UPLOT_JS__: JSON.stringify(uplot.js), __SPARKCTL_UPLOT_CSS__: JSON.stringify(uplot.css) },
   // CommonJS dependencies (prom-client, js-yaml's require paths) need a require in ESM.
-  banner: { js: "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);" },
+  banner: { js: BANNER },
 });
+// ... but only the chunks that name it (esbuild's __require shim, a module that calls require
+// itself): createRequire costs about a millisecond per chunk, and a probe loads over twenty.
+for (const f of readdirSync(outdir)) {
+  if (!f.endsWith('.js')) continue;
+  const text = readFileSync(outdir + f, 'utf8');
+  if (text.startsWith(BANNER) && !/\brequire\b/.test(text.slice(BANNER.length))) writeFileSync(outdir + f, text.slice(BANNER.length).replace(/^\n/, ''));
+}

@@ -3,8 +3,8 @@
 // buffered), no redirects followed (a 3xx is an answer to report); failures are classified, never thrown.
 // node:http, not undici: every verb that talks to a server loads this, and undici is a 1 MB module
 // that compiles its HTTP parser from WebAssembly at start-up (most of a short probe's CPU time).
-import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
-import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+// node:https (and with it TLS) is loaded by the first https: call: most servers probed are http:.
+import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest, type Agent } from 'node:http';
 
 export type HttpResult =
   | { ok: true; status: number; body: string; ms: number; json?: any }
@@ -16,7 +16,17 @@ export const MAX_BODY_BYTES = 8 * 1024 * 1024;
 /** A TCP connect that has not completed by then is a timeout (a black-holed address), whatever the call's deadline. */
 const CONNECT_TIMEOUT_MS = 2_000;
 // Kept-alive sockets between the calls of one run (a probe's 7 steps), at most 8 per server; idle ones never hold the process open.
-const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 8 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 8 }) };
+const AGENT_OPTS = { keepAlive: true, maxSockets: 8 };
+const httpAgent = new HttpAgent(AGENT_OPTS);
+let httpsClient: { request: typeof httpRequest; agent: Agent } | undefined;
+async function client(https: boolean) {
+  if (!https) return { request: httpRequest, agent: httpAgent };
+  if (!httpsClient) {
+    const m = await import('node:https');
+    httpsClient = { request: m.request as typeof httpRequest, agent: new m.Agent(AGENT_OPTS) };
+  }
+  return httpsClient;
+}
 
 const named = (name: string, message: string, code?: string) => Object.assign(new Error(message), { name, code });
 
@@ -48,8 +58,9 @@ export async function http(
     const u = new URL(url);
     const https = u.protocol === 'https:';
     if (!https && u.protocol !== 'http:') return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
+    const { request, agent } = await client(https);
     const { status, resHeaders, body } = await new Promise<{ status: number; resHeaders: IncomingMessage['headers']; body: string } | never>((resolve, reject) => {
-      req = (https ? httpsRequest : httpRequest)(u, { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent: https ? agents.https : agents.http });
+      req = request(u, { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent });
       timer = setTimeout(() => end(named('TimeoutError', 'deadline')), opts.timeoutMs);
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -119,6 +130,6 @@ function hostOf(url: string): string {
 }
 
 export async function closeHttp() {
-  agents.http.destroy();
-  agents.https.destroy();
+  httpAgent.destroy();
+  httpsClient?.agent.destroy();
 }

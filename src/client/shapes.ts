@@ -1,23 +1,10 @@
-// Every value read from a server is checked for shape here: a bad answer is a finding about that
-// server ("/v1/models answered {"data":"oops"}"), never a crash of the run.
+// Every value read from a server is checked for shape here (the answers every probe reads in
+// client/answers.ts, without zod): a bad answer is a finding about that server
+// ("/v1/models answered {"data":"oops"}"), never a crash of the run.
 import { z } from 'zod';
 
-const ModelList = z.object({
-  data: z.array(z.object({ id: z.string(), max_model_len: z.number().int().positive().optional() }).passthrough()),
-});
-
-export type ServedModel = { id: string; max_model_len?: number };
-
-/** The models of a /v1/models answer, or what is wrong with it. */
-export function servedModels(json: unknown, body: string): { ok: true; models: ServedModel[] } | { ok: false; problem: string } {
-  const r = ModelList.safeParse(json);
-  if (r.success) return { ok: true, models: r.data.data };
-  const where = r.error.issues[0];
-  return {
-    ok: false,
-    problem: `/v1/models answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'not an OpenAI model list'}): ${JSON.stringify(body.slice(0, 80))}`,
-  };
-}
+export { servedModels, completionAnswer, tokenizeAnswer, errorMessage, type ServedModel, type CompletionAnswer, type Checked } from './answers.js';
+import type { Checked } from './answers.js';
 
 // ---- generations: what a real client would refuse is refused here too --------------------------
 
@@ -30,9 +17,6 @@ const count = z
 const OpenAIUsage = z.object({ prompt_tokens: count, completion_tokens: count, total_tokens: count.optional() }).passthrough();
 const finish = z.string().nullish();
 
-const CompletionChoice = z.object({ index: count, text: z.string(), finish_reason: finish }).passthrough();
-const Completion = z.object({ object: z.literal('text_completion').optional(), choices: z.array(CompletionChoice).nonempty(), usage: OpenAIUsage.nullish() }).passthrough();
-
 const ToolCallShape = z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }).passthrough() }).passthrough();
 const ChatChoice = z
   .object({
@@ -43,8 +27,6 @@ const ChatChoice = z
   .passthrough();
 const ChatCompletion = z.object({ object: z.literal('chat.completion').optional(), choices: z.array(ChatChoice).nonempty(), usage: OpenAIUsage.nullish() }).passthrough();
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; problem: string };
-
 function checked<T>(schema: z.ZodType<T>, json: unknown, body: string, what: string): Checked<T> {
   const r = schema.safeParse(json);
   if (r.success) return { ok: true, value: r.data };
@@ -52,24 +34,9 @@ function checked<T>(schema: z.ZodType<T>, json: unknown, body: string, what: str
   return { ok: false, problem: `${what} answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'unexpected'}): ${JSON.stringify(body.slice(0, 80))}` };
 }
 
-export type CompletionAnswer = z.infer<typeof Completion>;
 export type ChatAnswer = z.infer<typeof ChatCompletion>;
-/** A /v1/completions answer: a non-empty list of text choices, usage counts whole and bounded. */
-export const completionAnswer = (json: unknown, body: string) => checked(Completion, json, body, '/v1/completions');
 /** A /v1/chat/completions answer: a non-empty list of assistant messages, tool calls well formed. */
 export const chatAnswer = (json: unknown, body: string) => checked(ChatCompletion, json, body, '/v1/chat/completions');
-
-/** /tokenize: the count prewarm sizes its prompts with. */
-export const tokenizeAnswer = (json: unknown, body: string) => checked(z.object({ count }).passthrough(), json, body, '/tokenize');
-
-/** The message of an error body, OpenAI ({error: {message}}) or Anthropic ({type: error, error: {type, message}}) shaped. */
-export function errorMessage(json: unknown, body: string): string {
-  const e = z
-    .object({ error: z.object({ message: z.string(), type: z.string().optional() }).passthrough() })
-    .passthrough()
-    .safeParse(json);
-  return (e.success ? e.data.error.message : body).replace(/\s+/g, ' ').slice(0, 300);
-}
 
 // ---- Anthropic Messages streams (vLLM's /v1/messages, what Claude Code reads) ----------------
 

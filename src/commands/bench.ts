@@ -7,7 +7,7 @@ import { stateDir } from './common.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
 import { loadProfile } from '../profiles/load.js';
 import { http, closeHttp } from '../client/http.js';
-import { servedModels } from '../client/shapes.js';
+import { servedModels } from '../client/answers.js';
 import { envelope, table, c } from '../output/format.js';
 import { say, note, progress } from '../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError, SparkError } from '../errors.js';

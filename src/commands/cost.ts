@@ -1,7 +1,8 @@
 // sparkctl cost NAME: what the service cost per token over a window, from the cron probe's history.
 import { stateDir } from './common.js';
 import { Registry } from '../engine/registry.js';
-import { readHistory, historyDir } from '../history/store.js';
+import { historyDir } from '../history/store.js';
+import { readHistory } from '../history/read.js';
 import type { Sample } from '../history/sample.js';
 import { computeCost, sumCosts, monthlyToHourly, parseSince, HOURS_PER_MONTH, REFERENCE_PER_1K, type CostResult } from '../history/cost.js';
 import { loadProfile } from '../profiles/load.js';

@@ -1,12 +1,14 @@
+// A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
+// cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import { dirname } from 'node:path';
-import { Registry } from '../engine/registry.js';
+import type { Registry } from '../engine/registry.js';
 import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { parseServerUrl } from '../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../util/redact.js';
 import { stateDir } from '../util/paths.js';
 import { probe, PROBE_CHECKS, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance, targetFromUrl, type Target } from '../health/target.js';
-import { ProbeBlock } from '../profiles/probe-block.js';
+import { probeDefaults, type ProbeBlockValues } from '../profiles/probe-defaults.js';
 import { http } from '../client/http.js';
 import { envelope, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
@@ -14,9 +16,6 @@ import { UsageError, ExitWith, ExitCode } from '../errors.js';
 import { appendSample, lastSample } from '../history/store.js';
 import { readProbeState, updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from '../health/probe-state.js';
 import { buildSample } from '../history/sample.js';
-import { readHistory } from '../history/store.js';
-import { computeCost } from '../history/cost.js';
-import { ReplayHost } from '../host/replay.js';
 import type { Host } from '../host/host.js';
 
 interface ProbeCli {
@@ -35,13 +34,14 @@ interface ProbeCli {
   gpuHourPrice?: number;
 }
 
+const STATE_FIX = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
 const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = PROBE_CHECKS.length;
 
 type State = Record<string, TargetState>;
-type Settings = ReturnType<typeof ProbeBlock.parse> & { gpuMemoryUtilization?: number };
+type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
 export interface ProbeTarget {
   t: Target;
   s: Settings;
@@ -54,11 +54,13 @@ export async function run(names: string[], opts: ProbeCli) {
   // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
   let stateProblem: unknown;
   let reg: Registry | undefined;
-  try {
-    reg = new Registry(dir);
-  } catch (e) {
-    if (names.length || opts.all) throw e;
-    stateProblem = e;
+  if (names.length || opts.all) reg = new (await import('../engine/registry.js')).Registry(dir);
+  else {
+    try {
+      ensureDir(dir, 'state folder', STATE_FIX);
+    } catch (e) {
+      stateProblem = e;
+    }
   }
   const targets = resolveTargets(names, opts, reg);
   if (!targets.length) {
@@ -71,7 +73,8 @@ export async function run(names: string[], opts: ProbeCli) {
   // Read without the lock for the preemption trend; changes are judged again under the lock (deliverAlerts).
   const prev: State = stateProblem ? {} : readProbeState(dir).targets;
   const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
-  const raw = await probeAll(targets, opts, prev, last);
+  const gpuHost: Host | undefined = opts.gpuFrom ? new (await import('../host/replay.js')).ReplayHost(opts.gpuFrom) : undefined;
+  const raw = await probeAll(targets, opts, prev, last, gpuHost);
   const results = redactResults(raw, targets);
   if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last);
   const saved = await saveStateAndAlert(dir, results, opts.alertWebhook, stateProblem);
@@ -84,7 +87,7 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
@@ -112,7 +115,7 @@ export function checkFlags(opts: ProbeCli) {
 /** --url targets, then multi-node servers (serve --nodes) by profile name or --all, then registered instances. */
 export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
-  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: ProbeBlock.parse({}) });
+  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
   const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
   const insts = !reg
     ? []
@@ -123,8 +126,8 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
           if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
           return f;
         });
-  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: ProbeBlock.parse({}) });
-  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...ProbeBlock.parse({}), ...inst.probe } });
+  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: probeDefaults() });
+  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...probeDefaults(), ...inst.probe } });
   return targets;
 }
 
@@ -133,8 +136,7 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
  * stacks probes: a target that has not answered by then is recorded as unreachable, and its
  * request in flight is cancelled.
  */
-export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>): Promise<ProbeResult[]> {
-  const gpuHost: Host | undefined = opts.gpuFrom ? new ReplayHost(opts.gpuFrom) : undefined;
+export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
   return Promise.all(
@@ -302,7 +304,9 @@ export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
-export function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): string[] {
+export async function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): Promise<string[]> {
+  if (!priced.length) return [];
+  const [{ computeCost }, { readHistory }] = await Promise.all([import('../history/cost.js'), import('../history/read.js')]);
   // one group per family: the exposition format wants a family's samples together
   const per1k: string[] = [];
   const hours: string[] = [];

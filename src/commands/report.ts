@@ -2,7 +2,7 @@
 // probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
 import { checkOutputFile, writeOutputFile } from '../util/fs.js';
 import { stateDir } from './common.js';
-import { readHistory } from '../history/store.js';
+import { readHistory } from '../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../history/report.js';
 import { computeCost, sumCosts, type CostResult } from '../history/cost.js';
 import type { Sample } from '../history/sample.js';

@@ -1,12 +1,12 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { mkdirSync, readdirSync, readFileSync, rmSync, closeSync, writeSync, renameSync, readlinkSync, linkSync, statSync } from 'node:fs';
-import { writeFileAtomic, fsProblem, openExclusiveTemp, ensureDir } from '../util/fs.js';
-import { join, basename, dirname } from 'node:path';
-import { isAlive, proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
+import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
+import { join, basename } from 'node:path';
+import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import { pause } from '../util/pause.js';
+import { lockFile } from './lock.js';
 import { proveRecord, containersOfState, type ContainerRecord } from './runtime/ops.js';
 
 /** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */
@@ -67,6 +67,8 @@ export interface Entry {
   proof: Proof;
   /** its entry was unreadable; found by the marker of its processes */
   recovered?: boolean;
+  /** (recovered) the log it writes to was deleted while it ran (rotated away); logFile is the name it had */
+  logDeleted?: boolean;
 }
 
 export interface CorruptEntry {
@@ -242,24 +244,28 @@ export class Registry {
    */
   private orphans(known: Set<string>): Entry[] {
     const logs = join(this.stateDir, 'logs') + '/';
-    const byMarker = new Map<string, { pids: number[]; log: string }>();
+    const byMarker = new Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }>();
     for (const d of readdirSync('/proc')) {
       if (!/^\d+$/.test(d)) continue;
       const pid = Number(d);
       const marker = processEnv(pid, INSTANCE_ENV);
       if (!marker || known.has(marker)) continue;
-      let log: string | undefined;
+      let log: LogTarget | undefined;
       for (const fd of [1, 2]) {
         try {
-          const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
-          if (l.startsWith(logs)) log = l;
+          const l = logTarget(readlinkSync(`/proc/${pid}/fd/${fd}`), existsSync);
+          if (l.file.startsWith(logs)) log = l;
         } catch {
           /* gone or not ours */
         }
       }
-      const g = byMarker.get(marker) ?? { pids: [], log: '' };
+      const g = byMarker.get(marker) ?? { pids: [], log: '', logDeleted: false, haproxy: false };
       g.pids.push(pid);
-      if (log) g.log = log;
+      if (log) {
+        g.log = log.file;
+        g.logDeleted = log.deleted;
+      }
+      if (isHaproxy(pid)) g.haproxy = true;
       byMarker.set(marker, g);
     }
     const out: Entry[] = [];
@@ -271,8 +277,10 @@ export class Registry {
       const inst: Instance = {
         version: 1,
         name,
-        profile: name.replace(/-\d+$/, ''),
+        profile: g.haproxy ? name.replace(/-router$/, '') : name.replace(/-\d+$/, ''),
         replica: 0,
+        // sparkctl's HAProxy: stopped with its soft stop, never as a vLLM
+        ...(g.haproxy ? { role: 'router' as const } : {}),
         pid: pgid,
         pgid,
         startTime: processStartTime(pgid) ?? 0,
@@ -289,7 +297,7 @@ export class Registry {
         readyTimeoutSeconds: 0,
       };
       const proof = proveIdentity(inst);
-      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
+      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true, ...(g.logDeleted ? { logDeleted: true } : {}) });
     }
     return out;
   }
@@ -347,76 +355,28 @@ export class Registry {
   }
 }
 
+export interface LogTarget {
+  /** the log's path, without the kernel's " (deleted)" */
+  file: string;
+  /** the file was unlinked while the process held it open (a log rotated away) */
+  deleted: boolean;
+}
+
 /**
- * The registry's lock discipline for any file several sparkctl runs update (the registry, the
- * probe state): `path` holds "PID STARTTIME" of its holder; a dead holder's lock is taken over under
- * a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
+ * What /proc/PID/fd/N points at -> the file and whether it was deleted. Linux appends " (deleted)"
+ * to the link of an unlinked file; a file really named so (it still exists under the whole name) keeps it.
  */
-export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error): Promise<() => void> {
-  const deadline = Date.now() + timeoutMs;
-  const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
-  for (;;) {
-    if (createComplete(path, me)) {
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        // Only our own lock is removed (never one that replaced it).
-        if (readOr(path) === me) rmSync(path, { force: true });
-      };
-    }
-    const seen = readOr(path);
-    if (seen === undefined) continue; // released meanwhile: try again at once
-    const [pid, start] = seen.trim().split(/\s+/).map(Number);
-    const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
-    if (!holderAlive) {
-      breakStale(path, seen);
-      continue;
-    }
-    if (Date.now() > deadline) throw busy(pid!);
-    await pause(20 + Math.random() * 30); // jittered: ten probes waiting do not retry in step
-  }
+export function logTarget(link: string, exists: (p: string) => boolean): LogTarget {
+  const SUFFIX = ' (deleted)';
+  if (link.endsWith(SUFFIX) && !exists(link)) return { file: link.slice(0, -SUFFIX.length), deleted: true };
+  return { file: link, deleted: false };
 }
 
-function readOr(path: string): string | undefined {
+/** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
+function isHaproxy(pid: number): boolean {
   try {
-    return readFileSync(path, 'utf8');
+    return basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '') === 'haproxy';
   } catch {
-    return undefined;
-  }
-}
-
-/** Create `path` holding `content`, complete or not at all; false if it exists. */
-function createComplete(path: string, content: string): boolean {
-  const { fd, tmp } = openExclusiveTemp(path, 0o600);
-  try {
-    writeSync(fd, content);
-    closeSync(fd);
-    linkSync(tmp, path);
-    return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw fsProblem(e, 'state folder', dirname(path), 'set SPARKCTL_STATE_DIR to a writable folder');
-  } finally {
-    rmSync(tmp, { force: true });
-  }
-}
-
-/** Remove the stale lock `seen`, if it is still exactly that lock, under an exclusive break lock. */
-function breakStale(path: string, seen: string) {
-  const brk = `${path}.break`;
-  if (!createComplete(brk, `${process.pid}\n`)) {
-    // Another taker is breaking it. A break lock left by a taker that died mid-break is old: clear it.
-    try {
-      if (Date.now() - statSync(brk).mtimeMs > 10_000) rmSync(brk, { force: true });
-    } catch {
-      /* gone */
-    }
-    return;
-  }
-  try {
-    if (readOr(path) === seen) rmSync(path, { force: true });
-  } finally {
-    rmSync(brk, { force: true });
+    return false;
   }
 }

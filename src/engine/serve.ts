@@ -281,8 +281,12 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   };
   const stop = (l: Launched) => stopOne(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
-  // The router goes first: no request is sent to a replica that is stopping.
-  if (router) await stopGroup(router, 2000);
+  // The router goes first (its soft stop: no new request, the open ones finish), so that no
+  // request is sent to a replica that is stopping and none it lets finish is cut by one.
+  if (router) {
+    const { softStopRouter } = await import('../router/stop.js');
+    await softStopRouter(router, byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0, { socket: router.plan.socket, port: router.plan.bind.port, signal: run.force });
+  }
   const replacements = router ? liveReplacements() : [];
   const stopping = launched.map(stop);
   await Promise.race([Promise.all([...stopping, ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);

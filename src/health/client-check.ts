@@ -4,7 +4,8 @@
 // would have seen.
 import { http } from '../client/http.js';
 import { CLAUDE_CODE, MIN_CONTEXT, claudeCodeRequest, outputBudget } from '../client/claude-code.js';
-import { errorMessage, readChatStream, readMessagesStream } from '../client/shapes.js';
+import { errorMessage } from '../client/answers.js';
+import { readChatStream, readMessagesStream } from '../client/shapes.js';
 import type { Target } from './target.js';
 
 export interface ClientCheck {

@@ -1,7 +1,7 @@
 // Prewarm: rounds of 1-token requests at 128, 1024 and 4096 prompt tokens (exact through /tokenize,
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
-import { completionAnswer, errorMessage, tokenizeAnswer, servedModels } from '../client/shapes.js';
+import { completionAnswer, errorMessage, tokenizeAnswer, servedModels } from '../client/answers.js';
 import { waitReady, type Target } from './target.js';
 import { readGpus } from './gpu.js';
 

@@ -1,13 +1,13 @@
 // The deep probe: live, identity, a real 1-token generation, metrics, GPUs, auth. Every step has
 // its own deadline and its own line; /health 200 alone proves nothing (vLLM issues 39863, 16259).
+// The GPU and client checks load their modules when they run: a probe of a URL or a simulator
+// reads no GPU, and its start-up is most of what a cron probe costs.
 import { http } from '../client/http.js';
-import { servedModels, completionAnswer, errorMessage } from '../client/shapes.js';
-import { claudeCodeCheck, openaiCheck } from './client-check.js';
+import { servedModels, completionAnswer, errorMessage } from '../client/answers.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import type { Target } from './target.js';
-import { readGpuRows, readXid, judgeGpus, type GpuVerdict, type XidEvent } from './gpu.js';
+import type { GpuVerdict, XidEvent } from './gpu.js';
 import { readVllm, type VllmReading } from '../history/vllm.js';
-import { RealHost } from '../host/real.js';
 import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
@@ -207,7 +207,8 @@ export const gpuCheck: ProbeCheck = {
       return undefined;
     }
     const gs = performance.now();
-    const host = s.gpuHost ?? new RealHost(s.timeoutMs);
+    const { readGpuRows, readXid, judgeGpus } = await import('./gpu.js');
+    const host = s.gpuHost ?? new (await import('../host/real.js')).RealHost(s.timeoutMs);
     const [rows, xid] = await Promise.all([readGpuRows(host, s.timeoutMs), readXid(host, s.timeoutMs)]);
     if (!rows) {
       add('gpu', 'skip', s.gpuHost ? `no nvidia-smi answer in ${host.name}` : 'nvidia-smi not available here', performance.now() - gs);
@@ -256,6 +257,7 @@ export const clientCheck: ProbeCheck = {
   step: 'client',
   async run({ t, s, served, maxModelLen, add }) {
     if (s.client !== 'claude-code' && s.client !== 'openai') return undefined;
+    const { claudeCodeCheck, openaiCheck } = await import('./client-check.js');
     const c = s.client === 'claude-code' ? await claudeCodeCheck(t, served!, maxModelLen, s) : await openaiCheck(t, served!, s);
     add('client', c.status, c.detail, c.ms);
     return undefined;

@@ -2,7 +2,7 @@
 // serve (one node, engine/launch.ts, and the Ray head, engine/cluster.ts) and prewarm share.
 import type { Instance } from '../engine/registry.js';
 import { http, type HttpResult } from '../client/http.js';
-import { servedModels } from '../client/shapes.js';
+import { servedModels } from '../client/answers.js';
 import { pause } from '../util/pause.js';
 
 export interface Target {

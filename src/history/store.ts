@@ -3,10 +3,10 @@
 // interleave or tear a line. Rotation renames the current file to an archive (a rename is
 // atomic; a probe that opened the old file still writes into the archive, which is read too),
 // then drops archives past the age limit and past the segment count: bounded, nothing rewritten.
-import { openSync, writeSync, readSync, closeSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, constants, lstatSync } from 'node:fs';
+import { openSync, writeSync, readSync, closeSync, fstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, constants, lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { Sample, sampleLine } from './sample.js';
+import { sampleLine, SAMPLE_VERSION, type Sample } from './sample.js';
 
 export interface Rotation {
   /** a file past this many bytes becomes an archive */
@@ -30,7 +30,7 @@ export function historyBase(target: string, url: string): string {
   return `${safe}.${createHash('sha256').update(url).digest('hex').slice(0, 8)}`;
 }
 
-const FILE = /^(.+\.[0-9a-f]{8})(?:\.(\d{13}-\d+))?\.jsonl$/;
+export const FILE = /^(.+\.[0-9a-f]{8})(?:\.(\d{13}-\d+))?\.jsonl$/;
 
 function ensureDir(dir: string) {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -101,100 +101,61 @@ function prune(dir: string, base: string, rot: Rotation, now: number) {
   for (const f of drop) rmSync(join(dir, f), { force: true });
 }
 
-export interface Skipped {
-  file: string;
-  line: number;
-  why: string;
-}
-export interface HistoryRead {
-  samples: Sample[];
-  skipped: Skipped[];
-  files: string[];
+/** What a probe reads of the newest sample of one target: its time and the Xid baseline. */
+export interface LastSample {
+  t: string;
+  /** kernel-log time of the newest Xid it saw ("Xid since the last probe") */
+  xidT?: number;
 }
 
-/** Every sample of the targets `match` accepts, oldest first; bad lines are skipped and reported. */
-export function readHistory(stateDir: string, match: (s: Sample) => boolean = () => true, window: { from?: number; to?: number } = {}): HistoryRead {
-  const dir = historyDir(stateDir);
-  let names: string[];
-  try {
-    names = readdirSync(dir).filter((f) => FILE.test(f));
-  } catch {
-    return { samples: [], skipped: [], files: [] };
-  }
-  const samples: Sample[] = [];
-  const skipped: Skipped[] = [];
-  const files: string[] = [];
-  for (const f of names.sort()) {
-    // an archive last written before the window holds nothing in it
-    if (window.from !== undefined && FILE.exec(f)![2]) {
-      try {
-        if (statSync(join(dir, f)).mtimeMs < window.from) continue;
-      } catch {
-        continue;
-      }
-    }
-    let text: string;
-    try {
-      text = readFileSync(join(dir, f), 'utf8');
-    } catch (e) {
-      skipped.push({ file: f, line: 0, why: (e as Error).message });
-      continue;
-    }
-    files.push(f);
-    const lines = text.split('\n');
-    const last = lines.pop();
-    lines.forEach((l, k) => {
-      if (!l.trim()) return;
-      // cheap pre-filter on the time every line starts with; the full check follows, after parsing
-      if (window.from !== undefined || window.to !== undefined) {
-        const t = Date.parse(/^\{"v":\d+,"t":"([^"]{10,40})"/.exec(l)?.[1] ?? '');
-        if (!Number.isNaN(t) && ((window.from !== undefined && t < window.from) || (window.to !== undefined && t > window.to))) return;
-      }
-      let raw: unknown;
-      try {
-        raw = JSON.parse(l);
-      } catch {
-        skipped.push({ file: f, line: k + 1, why: 'not JSON' });
-        return;
-      }
-      const r = Sample.safeParse(raw);
-      if (!r.success) {
-        const i = r.error.issues[0]!;
-        skipped.push({ file: f, line: k + 1, why: `${i.path.join('.') || 'line'}: ${i.message}` });
-        return;
-      }
-      if (window.from !== undefined || window.to !== undefined) {
-        // the window itself, for every line (one written by hand or by another tool may not start
-        // the way the pre-filter reads); a sample with no readable time is outside any window
-        const t = Date.parse(r.data.t);
-        if (!(t >= (window.from ?? -Infinity) && t <= (window.to ?? Infinity))) return;
-      }
-      if (match(r.data)) samples.push(r.data);
-    });
-    if (last) skipped.push({ file: f, line: lines.length + 1, why: 'incomplete last line (torn or still being written)' });
-  }
-  samples.sort((a, b) => Date.parse(a.t) - Date.parse(b.t));
-  return { samples, skipped, files };
-}
+/** The bytes read from the end of a history file for the newest sample (a line is at most LINE_MAX). */
+const TAIL_BYTES = 64 * 1024;
 
-/** The newest sample of one target (the baseline for "since the last probe"). */
-export function lastSample(stateDir: string, target: string, url: string): Sample | undefined {
+/**
+ * The newest sample of one target (the baseline for "since the last probe"), read from the end of
+ * its file: a history file grows to 4 MiB, and a probe runs every few minutes. A line is used when
+ * what is read of it is well formed (version, time, Xid time); a torn or foreign one is passed over.
+ */
+export function lastSample(stateDir: string, target: string, url: string): LastSample | undefined {
   const path = join(historyDir(stateDir), `${historyBase(target, url)}.jsonl`);
-  let text: string;
+  let fd: number;
   try {
-    text = readFileSync(path, 'utf8');
+    fd = openSync(path, 'r');
   } catch {
     return undefined;
   }
-  const lines = text.split('\n');
-  for (let k = lines.length - 1; k >= 0; k--) {
-    if (!lines[k]!.trim()) continue;
-    try {
-      const r = Sample.safeParse(JSON.parse(lines[k]!));
-      if (r.success) return r.data;
-    } catch {
-      /* a torn line: look further back */
+  try {
+    const size = fstatSync(fd).size;
+    for (let start = Math.max(0, size - TAIL_BYTES); ; start = 0) {
+      const buf = Buffer.alloc(size - start);
+      readSync(fd, buf, 0, buf.length, start);
+      const lines = buf.toString('utf8').split('\n');
+      if (start > 0) lines.shift(); // the end of a line that began before the window
+      for (let k = lines.length - 1; k >= 0; k--) {
+        const s = lastOf(lines[k]!);
+        if (s) return s;
+      }
+      if (start === 0) break; // else: no good line in the tail (torn ones only): the whole file
     }
+  } catch {
+    /* unreadable: no baseline */
+  } finally {
+    closeSync(fd);
   }
   return undefined;
+}
+
+function lastOf(line: string): LastSample | undefined {
+  if (!line.trim()) return undefined;
+  let j: unknown;
+  try {
+    j = JSON.parse(line);
+  } catch {
+    return undefined; // a torn line: look further back
+  }
+  if (!j || typeof j !== 'object' || Array.isArray(j)) return undefined;
+  const { v, t, xidT } = j as Record<string, unknown>;
+  if (v !== SAMPLE_VERSION || typeof t !== 'string' || Number.isNaN(Date.parse(t))) return undefined;
+  if (xidT !== undefined && !(typeof xidT === 'number' && Number.isFinite(xidT) && xidT >= 0)) return undefined;
+  return xidT === undefined ? { t } : { t, xidT };
 }

@@ -3,7 +3,7 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { computeCost, monthlyToHourly, parseSince, measuredUtilization, sumCosts } from '../../src/history/cost.js';
-import { Sample } from '../../src/history/sample.js';
+import { Sample } from '../../src/history/sample-schema.js';
 import { FIXTURES } from '../helpers.js';
 
 const doc = readFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), 'utf8')

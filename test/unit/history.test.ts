@@ -1,22 +1,17 @@
 // History: counter deltas across restarts, histogram quantiles, the on-disk store (rotation,
 // torn and corrupt lines), and the sample's size bound.
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { readFileSync, writeFileSync, appendFileSync, readdirSync, utimesSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { counterDelta, seriesIncrease, seriesRate, histDelta, histQuantile } from '../../src/history/delta.js';
 import { readVllm } from '../../src/history/vllm.js';
 import { buildSample, sampleLine, LINE_MAX, type Sample } from '../../src/history/sample.js';
-import { appendSample, readHistory, historyDir, lastSample } from '../../src/history/store.js';
+import { appendSample, historyDir, lastSample } from '../../src/history/store.js';
+import { readHistory } from '../../src/history/read.js';
 import { execa } from 'execa';
-import { tempDir, rmrf, ROOT } from '../helpers.js';
+import { ROOT, tempDirs } from '../helpers.js';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach(rmrf));
-const tmp = () => {
-  const d = tempDir('sparkctl-history-');
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs('sparkctl-history-');
 
 describe('counterDelta', () => {
   it.each([
@@ -139,6 +134,40 @@ describe('store', () => {
     expect(lastSample(d, 'qwen-0', 'http://127.0.0.1:8000')!.t).toBe('2026-11-30T10:00:00.000Z');
     const f = readdirSync(historyDir(d))[0]!;
     expect(statSync(join(historyDir(d), f)).mode & 0o777).toBe(0o600);
+  });
+
+  it('the newest sample is read from the end of a file past the tail window, its Xid time kept', () => {
+    const d = tmp();
+    // ~300 samples of ~700 bytes: well past the 64 KiB read from the end
+    const why = 'x'.repeat(600);
+    for (let m = 0; m < 300; m++) appendSample(d, sample({ at: new Date(Date.UTC(2026, 10, 30, 0, m)), steps: [{ step: 'live', status: 'fail', detail: why, ms: 2 }], xidT: m }));
+    const f = join(historyDir(d), readdirSync(historyDir(d))[0]!);
+    expect(statSync(f).size).toBeGreaterThan(128 * 1024);
+    expect(lastSample(d, 'qwen-0', 'http://127.0.0.1:8000')).toEqual({ t: '2026-11-30T04:59:00.000Z', xidT: 299 });
+  });
+
+  it.each([
+    ['a torn last line', '{"v":1,"t":"2026-11-30T11:00:00.000Z","xi'],
+    ['another version', '{"v":2,"t":"2026-11-30T11:00:00.000Z"}\n'],
+    ['a time that is no time', '{"v":1,"t":"soon"}\n'],
+    ['a hostile Xid time', '{"v":1,"t":"2026-11-30T11:00:00.000Z","xidT":-5}\n'],
+    ['not an object', '[1,2]\n'],
+  ])('the newest sample passes over %s to the good one before it', (_n, bad) => {
+    const d = tmp();
+    appendSample(d, sample({ xidT: 12 }));
+    const f = join(historyDir(d), readdirSync(historyDir(d))[0]!);
+    appendFileSync(f, bad);
+    expect(lastSample(d, 'qwen-0', 'http://127.0.0.1:8000')).toEqual({ t: '2026-11-30T10:00:00.000Z', xidT: 12 });
+  });
+
+  it('a tail of torn lines longer than the window: the whole file is read for the good line before it', () => {
+    const d = tmp();
+    appendSample(d, sample());
+    const f = join(historyDir(d), readdirSync(historyDir(d))[0]!);
+    appendFileSync(f, '{"v":1,"t":"torn\n'.repeat(8000));
+    expect(statSync(f).size).toBeGreaterThan(64 * 1024);
+    expect(lastSample(d, 'qwen-0', 'http://127.0.0.1:8000')).toEqual({ t: '2026-11-30T10:00:00.000Z' });
+    expect(lastSample(d, 'nobody', 'http://127.0.0.1:1')).toBeUndefined();
   });
 
   it('a window reads only the samples inside it', () => {

@@ -232,3 +232,12 @@ describe('memory planner', () => {
     expect(plan.kvHeadsPerGpu).toBe(1);
   });
 });
+
+describe('the probe: block defaults a probe uses without the schema', () => {
+  it('are what the schema fills in for an empty block', async () => {
+    const { ProbeBlock } = await import('../../src/profiles/probe-block.js');
+    const { probeDefaults } = await import('../../src/profiles/probe-defaults.js');
+    expect(probeDefaults()).toEqual(ProbeBlock.parse({}));
+    expect(probeDefaults()).not.toBe(probeDefaults());
+  });
+});

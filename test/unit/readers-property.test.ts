@@ -7,7 +7,9 @@ import { createServer, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chatAnswer, completionAnswer, readChatStream, readMessagesStream, servedModels, tokenizeAnswer } from '../../src/client/shapes.js';
+import { z } from 'zod';
+import { chatAnswer, readChatStream, readMessagesStream } from '../../src/client/shapes.js';
+import { completionAnswer, errorMessage, servedModels, tokenizeAnswer } from '../../src/client/answers.js';
 import { parseVllmMetrics } from '../../src/client/metrics.js';
 import { probe } from '../../src/health/probe.js';
 import { claudeCodeCheck } from '../../src/health/client-check.js';
@@ -126,6 +128,58 @@ describe('readers: the real answers are good; random and mutated ones are good o
       }),
       RUNS,
     );
+  });
+});
+
+// The zod schemas these readers had before they were written by hand (the probe no longer loads
+// zod): the hand-written ones must accept exactly the same answers.
+const zCount = z
+  .number()
+  .int()
+  .nonnegative()
+  .max(2 ** 31);
+const zUsage = z.object({ prompt_tokens: zCount, completion_tokens: zCount, total_tokens: zCount.optional() }).passthrough();
+const ZOD = {
+  models: z.object({ data: z.array(z.object({ id: z.string(), max_model_len: z.number().int().positive().optional() }).passthrough()) }),
+  completion: z
+    .object({
+      object: z.literal('text_completion').optional(),
+      choices: z.array(z.object({ index: zCount, text: z.string(), finish_reason: z.string().nullish() }).passthrough()).nonempty(),
+      usage: zUsage.nullish(),
+    })
+    .passthrough(),
+  tokenize: z.object({ count: zCount }).passthrough(),
+  error: z.object({ error: z.object({ message: z.string(), type: z.string().optional() }).passthrough() }).passthrough(),
+};
+
+describe('the hand-written readers accept exactly what their zod schemas accepted', () => {
+  const same = (file: string, schema: z.ZodTypeAny, ours: (j: unknown) => boolean) =>
+    fc.assert(
+      fc.property(fc.oneof(anyJson, mutationOf(json(file))), (j) => ours(j) === schema.safeParse(j).success),
+      { numRuns: 1000 },
+    );
+  it('/v1/models', () => same('models.json', ZOD.models, (j) => servedModels(j, '').ok));
+  it('/v1/completions', () => same('completion.json', ZOD.completion, (j) => completionAnswer(j, '').ok));
+  it('/tokenize', () => same('tokenize.json', ZOD.tokenize, (j) => tokenizeAnswer(j, '').ok));
+  it('an error body', () => {
+    const real = { error: { message: 'The model `x` does not exist.', type: 'NotFoundError', code: 404 } };
+    fc.assert(
+      fc.property(fc.oneof(anyJson, mutationOf(real)), (j) => {
+        const z0 = ZOD.error.safeParse(j);
+        return errorMessage(j, 'the body') === (z0.success ? z0.data.error.message : 'the body').replace(/\s+/g, ' ').slice(0, 300);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+  it.each([
+    ['{"data":"oops"}', { data: 'oops' }, 'data: expected an array, got a string'],
+    ['an entry without an id', { data: [{ object: 'model' }] }, 'data.0.id: expected a string, got nothing'],
+    ['a context of 0', { data: [{ id: 'm', max_model_len: 0 }] }, 'data.0.max_model_len: expected at least 1, got 0'],
+    ['a list', [null], 'body: expected an object, got an array'],
+  ])('/v1/models, %s: the first wrong field, named', (_n, j, want) => {
+    const r = servedModels(j, JSON.stringify(j));
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.problem).toContain(`/v1/models answered a body of the wrong shape (${want})`);
   });
 });
 

@@ -1,7 +1,7 @@
 // The report over a synthetic day (test/fixtures/history/make-day.mjs): every figure by hand.
 import { describe, it, expect } from 'vitest';
 import { buildReport, sparkline } from '../../src/history/report.js';
-import { Sample } from '../../src/history/sample.js';
+import { Sample } from '../../src/history/sample-schema.js';
 // @ts-expect-error a plain .mjs fixture generator
 import { day } from '../fixtures/history/make-day.mjs';
 

@@ -1,0 +1,80 @@
+// The lock discipline of every file several sparkctl runs update (the registry, the probe state),
+// on its own so that a probe, which takes the probe-state lock, does not load the registry.
+import { readFileSync, rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fsProblem, openExclusiveTemp } from '../util/fs.js';
+import { isAlive, processStartTime } from './proc.js';
+import { pause } from '../util/pause.js';
+
+/**
+ * An exclusive lock on `path`, which holds "PID STARTTIME" of its holder; a dead holder's lock is
+ * taken over under a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
+ */
+export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
+  for (;;) {
+    if (createComplete(path, me)) {
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        // Only our own lock is removed (never one that replaced it).
+        if (readOr(path) === me) rmSync(path, { force: true });
+      };
+    }
+    const seen = readOr(path);
+    if (seen === undefined) continue; // released meanwhile: try again at once
+    const [pid, start] = seen.trim().split(/\s+/).map(Number);
+    const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
+    if (!holderAlive) {
+      breakStale(path, seen);
+      continue;
+    }
+    if (Date.now() > deadline) throw busy(pid!);
+    await pause(20 + Math.random() * 30); // jittered: ten probes waiting do not retry in step
+  }
+}
+
+function readOr(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Create `path` holding `content`, complete or not at all; false if it exists. */
+function createComplete(path: string, content: string): boolean {
+  const { fd, tmp } = openExclusiveTemp(path, 0o600);
+  try {
+    writeSync(fd, content);
+    closeSync(fd);
+    linkSync(tmp, path);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw fsProblem(e, 'state folder', dirname(path), 'set SPARKCTL_STATE_DIR to a writable folder');
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** Remove the stale lock `seen`, if it is still exactly that lock, under an exclusive break lock. */
+function breakStale(path: string, seen: string) {
+  const brk = `${path}.break`;
+  if (!createComplete(brk, `${process.pid}\n`)) {
+    // Another taker is breaking it. A break lock left by a taker that died mid-break is old: clear it.
+    try {
+      if (Date.now() - statSync(brk).mtimeMs > 10_000) rmSync(brk, { force: true });
+    } catch {
+      /* gone */
+    }
+    return;
+  }
+  try {
+    if (readOr(path) === seen) rmSync(path, { force: true });
+  } finally {
+    rmSync(brk, { force: true });
+  }
+}
