@@ -116,10 +116,6 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const dir = opts.stateDir ?? stateDir();
   const runtime = opts.runtime ?? r.profile.engine.runtime;
   if (runtime === 'container') {
-    if (opts.foreground)
-      throw new UsageError('serve --foreground --runtime container: a unit runs the container itself', [
-        'sparkctl systemd PROFILE --runtime container writes a unit that runs it (podman: a Quadlet .container), or serve without --foreground',
-      ]);
     if (r.profile.parallel.nodes > 1) throw new UsageError('engine.runtime container: multi-node (parallel.nodes > 1) runs on the host only', ['--runtime host, or parallel.nodes=1']);
     imageFor(r.profile, r.platform); // a profile without an image is refused before anything runs
   }
