@@ -7,12 +7,11 @@
 // variant (a new connection to the replica per request), the alternative the config comments price.
 // Usage: node scripts/bench-router.mjs [latencyRequests=2000] [seconds=8] [connections=32]
 import autocannon from 'autocannon';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request, Agent } from 'undici';
-import { freePort, hasTaskset, pin, startSim } from './lib/sim.mjs';
+import { freePort, hasTaskset, pin, spawnKept, startSim, untilHealthy } from './lib/sim.mjs';
 
 const N = Number(process.argv[2] ?? 2000);
 const seconds = Number(process.argv[3] ?? 8);
@@ -22,14 +21,7 @@ const { planRouter, renderConfig } = await import('../dist/router/config.js');
 const { Profile } = await import('../dist/profiles/schema.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-router-'));
-const kids = [];
-process.on('exit', () => {
-  for (const k of kids)
-    try {
-      process.kill(-k.pid, 'SIGKILL');
-    } catch {}
-  rmSync(dir, { recursive: true, force: true });
-});
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
 const sims = [await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }), await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 })];
 
@@ -50,15 +42,8 @@ async function startRouter(servers, serverClose) {
   const file = join(dir, `haproxy-${port}.cfg`);
   writeFileSync(file, cfg);
   const [cmd, argv] = pin(1, [HAPROXY, '-db', '-f', file]);
-  const child = spawn(cmd, argv, { stdio: 'ignore', detached: true });
-  kids.push(child);
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
-    } catch {}
-    if (i > 200) throw new Error('haproxy did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = spawnKept(cmd, argv);
+  await untilHealthy(port, 'haproxy', 200);
   return { port, stop: () => process.kill(-child.pid, 'SIGKILL') };
 }
 

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 
@@ -19,6 +20,17 @@ export function tempDir(prefix = 'sparkctl-test-'): string {
 
 export function rmrf(dir: string) {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it. */
+export function tempDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach(rmrf));
+  return () => {
+    const d = tempDir(prefix);
+    dirs.push(d);
+    return d;
+  };
 }
 
 export async function cli(args: string[], opts: Options & { stateDir?: string } = {}) {
@@ -200,11 +212,14 @@ export function isolated(opts: {
     marker = randomUUID();
   });
   after(async () => {
+    // No folder (its before-hook failed): a stop without one would act on the user's own state.
+    if (!state) return;
     // Whatever a test did, nothing of it may be left.
     await cli(['stop', '--all', ...(opts.stopArgs ?? ['--timeout', '2'])], { env: env() });
     const left = processesMarked(marker);
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);
+    state = '';
     if (opts.noneLeft !== false) expect(left, 'processes left by the test').toEqual([]);
   });
   return {
@@ -225,6 +240,22 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs 
     await sleep(stepMs);
   }
   return cond();
+}
+
+/** An alert webhook on a free port of 127.0.0.1: `posts` holds every JSON body posted to it, in order. */
+export async function webhookReceiver(): Promise<{ url: string; posts: any[]; close: () => void }> {
+  const posts: any[] = [];
+  const server = createHttpServer((req, res) => {
+    let b = '';
+    req.on('data', (d) => (b += d));
+    req.on('end', () => {
+      posts.push(JSON.parse(b));
+      res.end('ok');
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${port}`, posts, close: () => server.close() };
 }
 
 export async function portOpen(port: number): Promise<boolean> {

@@ -1,5 +1,5 @@
-// What the benchmark scripts share: a free port, taskset pinning, and a simulator started on a
-// core and waited for (its /health), killed with its whole group when the script exits.
+// What the benchmark scripts share: a free port, taskset pinning, a server started in its own group
+// and killed with it when the script exits, the wait for its /health, and a simulator on a core.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 
@@ -27,6 +27,12 @@ export const hasTaskset = (() => {
 export const pin = (core, argv) => (hasTaskset && core !== undefined ? ['taskset', ['-c', String(core), ...argv]] : [argv[0], argv.slice(1)]);
 
 const children = [];
+/** spawn(cmd, argv) in its own process group; the group is SIGKILLed when the script exits. */
+export function spawnKept(cmd, argv, opts = {}) {
+  const child = spawn(cmd, argv, { stdio: 'ignore', ...opts, detached: true });
+  children.push(child);
+  return child;
+}
 process.on('exit', () => {
   for (const c of children)
     try {
@@ -34,6 +40,17 @@ process.on('exit', () => {
     } catch {}
 });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
+
+/** Until http://127.0.0.1:PORT/health answers 200, polled every 50 ms, at most `tries` times; then it throws "WHAT did not start". */
+export async function untilHealthy(port, what, tries) {
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) return;
+    } catch {}
+    if (i > tries) throw new Error(`${what} did not start`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 /**
  * `sparkctl sim serve Qwen/Qwen3.5-9B` on a free port (load time 0), extra flags appended, pinned to
@@ -43,15 +60,8 @@ for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)
 export async function startSim(args = [], { core = 0, env = {} } = {}) {
   const port = await freePort();
   const [cmd, argv] = pin(core, [process.execPath, BIN, 'sim', 'serve', 'Qwen/Qwen3.5-9B', '--host', '127.0.0.1', '--port', String(port), '--sim-load-seconds', '0', ...args]);
-  const child = spawn(cmd, argv, { stdio: 'ignore', detached: true, env: { ...process.env, ...env } });
-  children.push(child);
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) break;
-    } catch {}
-    if (i > 400) throw new Error('simulator did not start');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const child = spawnKept(cmd, argv, { env: { ...process.env, ...env } });
+  await untilHealthy(port, 'simulator', 400);
   return {
     port,
     url: `http://127.0.0.1:${port}`,

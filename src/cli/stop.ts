@@ -9,7 +9,7 @@ export default createCommand({
     ['--all', 'every registered server'],
     new Option(
       '--grace <duration>',
-      "SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once); default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s",
+      "SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once); default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s. A router: its soft stop (SIGUSR1), then the hard stop after this long (default router.drainTimeoutSeconds)",
     ).argParser(durationArg('--grace', 's', true)),
     deprecatedAlias('--timeout <duration>', '--grace', durationArg('--timeout', 's', true)),
     ['--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node'],

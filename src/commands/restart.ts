@@ -128,6 +128,10 @@ function requestsLine(r: RequestsOutcome): string {
       return `${r.count ?? 'some'} cut off by SIGKILL`;
     case 'unknown':
       return r.inFlight === undefined ? 'unknown' : `${r.inFlight} before the signal, outcome not logged`;
+    case 'router-drained':
+      return `${r.inFlight ?? 'all'} drained by HAProxy's soft stop`;
+    case 'router-cut':
+      return `${r.cut} CUT by HAProxy's hard stop at the drain deadline`;
     default:
       return 'none';
   }

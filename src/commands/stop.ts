@@ -24,23 +24,39 @@ export function requestsText(r: RequestsOutcome): string {
       return r.inFlight !== undefined
         ? `${r.inFlight} request${r.inFlight === 1 ? ' was' : 's were'} in flight; vLLM logged no shutdown mode, so how ${r.inFlight === 1 ? 'it' : 'they'} ended is not known`
         : 'vLLM logged no shutdown mode: how its requests ended is not known';
+    case 'router-drained': {
+      const asked = r.inFlight !== undefined ? `; HAProxy had ${r.inFlight} request${r.inFlight === 1 ? '' : 's'} in flight` : '';
+      const idle = r.idleClosed ? `; ${r.idleClosed} idle keep-alive connection${r.idleClosed === 1 ? '' : 's'} closed at the deadline` : '';
+      if (r.connections === 0) return `drained: no client connection was open${asked}`;
+      const which = r.connections === undefined ? 'every open client connection' : r.connections === 1 ? 'the 1 open client connection' : `all ${r.connections} open client connections`;
+      return `drained: ${which} finished${asked}${idle}`;
+    }
+    case 'router-cut':
+      return `CUT ${r.cut} client connection${r.cut === 1 ? '' : 's'} with a request still running at the drain deadline${r.connections !== undefined ? ` (of ${r.connections} open at the soft stop)` : ''}: stop --grace longer, or router.drainTimeoutSeconds`;
     case 'none':
       return '';
   }
 }
 
+const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/** How the server ended: a router by its soft stop (HAProxy's words), any other by SIGTERM/SIGKILL. */
+function howText(r: StopOutcome): string {
+  if (r.result === 'not-running') return 'was not running';
+  if (r.routerEnd === 'soft-stop') return `soft-stopped (SIGUSR1) in ${secs(r.ms)}`;
+  if (r.routerEnd === 'hard-stop') return `soft stop did not end within ${secs(r.graceMs)}: hard stop (SIGTERM)`;
+  if (r.routerEnd === 'SIGKILL') return `soft stop did not end within ${secs(r.graceMs)}, nor the hard stop: killed (SIGKILL)`;
+  return r.result === 'killed'
+    ? `did not stop within ${secs(r.graceMs)}: killed (SIGKILL)`
+    : `stopped (SIGTERM) in ${secs(r.ms)}${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`;
+}
+
 export function outcomeLine(r: StopOutcome): string {
   if (r.result === 'unproven')
     return `${r.name}: NOT SIGNALLED: ${r.unproven?.detail}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`;
-  const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-  const how =
-    r.result === 'killed'
-      ? `did not stop within ${secs(r.graceMs)}: killed (SIGKILL)`
-      : r.result === 'stopped'
-        ? `stopped (SIGTERM) in ${secs(r.ms)}${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`
-        : 'was not running';
   const req = requestsText(r.requests);
-  return `${r.name}: ${how}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}`;
+  const log = r.logDeleted ? '; its log was deleted while it ran (rotated away?): its shutdown lines are lost' : '';
+  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
 }
 
 export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
@@ -66,7 +82,12 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
       graceMs,
       forceForget: opts.forceForget,
       onEvent: (e) => {
-        if (e.type === 'signalled' && e.signal === 'SIGTERM')
+        if (e.type === 'signalled' && e.signal === 'SIGUSR1')
+          note(
+            `${e.name}: soft stop (SIGUSR1): HAProxy stops listening and lets ${e.connections === undefined ? 'its open connections' : `${e.connections} open connection${e.connections === 1 ? '' : 's'}`} finish; hard stop after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
+          );
+        else if (e.type === 'signalled' && e.signal === 'SIGTERM' && e.hardStop) note(`${e.name}: the drain deadline passed: hard stop (SIGTERM); SIGKILL after 3 s`);
+        else if (e.type === 'signalled' && e.signal === 'SIGTERM')
           note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
       },
     });

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
 import { STATE_LABEL } from '../engine/runtime/container.js';
+import { routerDrainSeconds } from '../router/config.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
@@ -48,7 +49,9 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
   // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
   const drain = shutdownTimeoutArg(p);
-  const stopBudget = Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
+  // with a router, its soft stop drains first (then its hard stop, 3 s), then the replicas
+  const routerDrain = p.router?.enabled ? routerDrainSeconds(p) + 3 : 0;
+  const stopBudget = routerDrain + Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
   const unit = `# sparkctl systemd ${p.name}: ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/sparkctl-${p.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}

@@ -167,7 +167,7 @@ function recordSignal(target: number, sig: NodeJS.Signals, members: number[]) {
  * Signal a group (or only its leader) that proveIdentity just proved. Re-proves first: a group that
  * died meanwhile is never signalled; the leader alone only while it is the proven leader.
  */
-function signalProven(id: Identity, sig: NodeJS.Signals, to: 'group' | 'leader' = 'group'): boolean {
+export function signalProven(id: Identity, sig: NodeJS.Signals, to: 'group' | 'leader' = 'group'): boolean {
   const p = proveIdentity(id);
   if (p.state !== 'alive' && p.state !== 'degraded') return false;
   if (to === 'leader' && p.state !== 'alive') return false;

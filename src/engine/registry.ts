@@ -1,6 +1,6 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
 import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
@@ -67,6 +67,8 @@ export interface Entry {
   proof: Proof;
   /** its entry was unreadable; found by the marker of its processes */
   recovered?: boolean;
+  /** (recovered) the log it writes to was deleted while it ran (rotated away); logFile is the name it had */
+  logDeleted?: boolean;
 }
 
 export interface CorruptEntry {
@@ -242,24 +244,28 @@ export class Registry {
    */
   private orphans(known: Set<string>): Entry[] {
     const logs = join(this.stateDir, 'logs') + '/';
-    const byMarker = new Map<string, { pids: number[]; log: string }>();
+    const byMarker = new Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }>();
     for (const d of readdirSync('/proc')) {
       if (!/^\d+$/.test(d)) continue;
       const pid = Number(d);
       const marker = processEnv(pid, INSTANCE_ENV);
       if (!marker || known.has(marker)) continue;
-      let log: string | undefined;
+      let log: LogTarget | undefined;
       for (const fd of [1, 2]) {
         try {
-          const l = readlinkSync(`/proc/${pid}/fd/${fd}`);
-          if (l.startsWith(logs)) log = l;
+          const l = logTarget(readlinkSync(`/proc/${pid}/fd/${fd}`), existsSync);
+          if (l.file.startsWith(logs)) log = l;
         } catch {
           /* gone or not ours */
         }
       }
-      const g = byMarker.get(marker) ?? { pids: [], log: '' };
+      const g = byMarker.get(marker) ?? { pids: [], log: '', logDeleted: false, haproxy: false };
       g.pids.push(pid);
-      if (log) g.log = log;
+      if (log) {
+        g.log = log.file;
+        g.logDeleted = log.deleted;
+      }
+      if (isHaproxy(pid)) g.haproxy = true;
       byMarker.set(marker, g);
     }
     const out: Entry[] = [];
@@ -271,8 +277,10 @@ export class Registry {
       const inst: Instance = {
         version: 1,
         name,
-        profile: name.replace(/-\d+$/, ''),
+        profile: g.haproxy ? name.replace(/-router$/, '') : name.replace(/-\d+$/, ''),
         replica: 0,
+        // sparkctl's HAProxy: stopped with its soft stop, never as a vLLM
+        ...(g.haproxy ? { role: 'router' as const } : {}),
         pid: pgid,
         pgid,
         startTime: processStartTime(pgid) ?? 0,
@@ -289,7 +297,7 @@ export class Registry {
         readyTimeoutSeconds: 0,
       };
       const proof = proveIdentity(inst);
-      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
+      if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true, ...(g.logDeleted ? { logDeleted: true } : {}) });
     }
     return out;
   }
@@ -344,5 +352,31 @@ export class Registry {
       timeoutMs,
       (pid) => new UsageError(`another sparkctl (pid ${pid}) is launching or stopping servers`, ['wait for it to finish, or check it with ps -p ' + pid]),
     );
+  }
+}
+
+export interface LogTarget {
+  /** the log's path, without the kernel's " (deleted)" */
+  file: string;
+  /** the file was unlinked while the process held it open (a log rotated away) */
+  deleted: boolean;
+}
+
+/**
+ * What /proc/PID/fd/N points at -> the file and whether it was deleted. Linux appends " (deleted)"
+ * to the link of an unlinked file; a file really named so (it still exists under the whole name) keeps it.
+ */
+export function logTarget(link: string, exists: (p: string) => boolean): LogTarget {
+  const SUFFIX = ' (deleted)';
+  if (link.endsWith(SUFFIX) && !exists(link)) return { file: link.slice(0, -SUFFIX.length), deleted: true };
+  return { file: link, deleted: false };
+}
+
+/** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
+function isHaproxy(pid: number): boolean {
+  try {
+    return basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '') === 'haproxy';
+  } catch {
+    return false;
   }
 }

@@ -57,3 +57,40 @@ export function listenerIsOneOf(port: number, pids: readonly number[]): boolean 
   if (!inodes.size) return false;
   return pids.some((pid) => socketInodesOf(pid).some((i) => inodes.has(i)));
 }
+
+/** The TCP sockets of a set of inodes, split by state: listening ports, and established connections by local and remote port. */
+export interface TcpView {
+  listening: Set<number>;
+  established: Array<{ localPort: number; remotePort: number }>;
+}
+
+/** /proc/net/tcp{,6} texts -> the listening ports and established connections of these socket inodes. Pure; lines that do not parse are skipped. */
+export function parseTcp(texts: ReadonlyArray<string | null>, inodes: ReadonlySet<string>): TcpView {
+  const port = (addr: string) => {
+    const p = parseInt(addr.slice(addr.lastIndexOf(':') + 1), 16);
+    return Number.isInteger(p) && p > 0 && p <= 65535 ? p : undefined;
+  };
+  const view: TcpView = { listening: new Set(), established: [] };
+  for (const text of texts) {
+    for (const line of (text ?? '').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // sl local_address rem_address st ... inode (field 9)
+      if (f.length < 10 || !inodes.has(f[9]!)) continue;
+      const local = port(f[1]!);
+      if (local === undefined) continue;
+      if (f[3] === '0A') view.listening.add(local);
+      else if (f[3] === '01') {
+        const remote = port(f[2]!);
+        if (remote !== undefined) view.established.push({ localPort: local, remotePort: remote });
+      }
+    }
+  }
+  return view;
+}
+
+/** The TCP sockets these processes hold (undefined without /proc). */
+export function tcpOf(pids: readonly number[], read: (f: string) => string | null = readOrNull): TcpView | undefined {
+  const texts = ['/proc/net/tcp', '/proc/net/tcp6'].map(read);
+  if (texts.every((t) => t === null)) return undefined;
+  return parseTcp(texts, new Set(pids.flatMap((p) => socketInodesOf(p))));
+}

@@ -73,6 +73,10 @@ export type RequestsOutcome =
   | { kind: 'unconfirmed'; inFlight?: number }
   /** no [shutdown] evidence (an older vLLM, an unreadable log): how many ran before the signal, if known */
   | { kind: 'unknown'; inFlight?: number }
+  /** the router (HAProxy): its soft stop let every request finish (idle keep-alive connections left at the deadline were closed) */
+  | { kind: 'router-drained'; inFlight?: number; connections?: number; idleClosed: number }
+  /** the router: requests still running at the drain deadline; the hard stop closed their connections */
+  | { kind: 'router-cut'; cut: number; inFlight?: number; connections?: number }
   /** nothing was signalled */
   | { kind: 'none' };
 
@@ -122,15 +126,24 @@ export interface StopOutcome {
   groupLeft: number;
   /** pids of the group still holding GPU memory */
   gpuHolders: number[];
+  /** a router: what ended it (its soft stop, the hard stop after the drain deadline, SIGKILL) */
+  routerEnd?: 'soft-stop' | 'hard-stop' | 'SIGKILL';
+  /** its log file was deleted while it ran (rotated away): its shutdown lines are not readable */
+  logDeleted?: boolean;
   /** the registry entry was removed (everything released, or --force-forget of an unproven one) */
   removed: boolean;
   forgotten: boolean;
 }
 
-export type StopEvent = { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number } | { type: 'stopped'; outcome: StopOutcome };
+export type StopEvent =
+  /** hardStop: a router's SIGTERM at its drain deadline (HAProxy closes every connection) */
+  | { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number; hardStop?: boolean }
+  /** a router's soft stop: it stops listening and lets what is open finish, for up to graceMs */
+  | { type: 'signalled'; name: string; signal: 'SIGUSR1'; connections?: number; inFlight?: number; graceMs: number }
+  | { type: 'stopped'; outcome: StopOutcome };
 
 export interface StopOptions {
-  /** wait between SIGTERM and SIGKILL; default: the server's own grace (graceMsOf) */
+  /** wait between SIGTERM and SIGKILL (a router: its drain after the soft stop); default: the server's own grace (graceMsOf, routerDrainMsOf) */
   graceMs?: number;
   /** aborting it cuts the grace short: SIGKILL at once */
   signal?: AbortSignal;
@@ -150,6 +163,15 @@ export const DEFAULT_GRACE_MS = 30_000;
 export function graceMsOf(inst: Pick<Instance, 'shutdownTimeoutSeconds'>): number {
   const drain = inst.shutdownTimeoutSeconds;
   return typeof drain === 'number' && Number.isFinite(drain) && drain > 0 ? Math.max(DEFAULT_GRACE_MS, drain * 1000 + TEARDOWN_MARGIN_MS) : DEFAULT_GRACE_MS;
+}
+
+/** A router's drain after its soft stop, unless the profile said otherwise (router.drainTimeoutSeconds). */
+export const ROUTER_DRAIN_MS = 30_000;
+
+/** How long a router's soft stop may take before the hard stop: its recorded drain, else ROUTER_DRAIN_MS. */
+export function routerDrainMsOf(inst: Pick<Instance, 'shutdownTimeoutSeconds'>): number {
+  const s = inst.shutdownTimeoutSeconds;
+  return typeof s === 'number' && Number.isFinite(s) && s > 0 ? s * 1000 : ROUTER_DRAIN_MS;
 }
 
 /** Running + waiting requests from the server's /metrics (open without the API key); undefined if unreadable. */
@@ -197,7 +219,7 @@ function linesSince(file: string, from: number | undefined): string[] {
  */
 export async function stopInstance(reg: Registry, entry: Entry, opts: StopOptions = {}): Promise<StopOutcome> {
   const { inst, proof } = entry;
-  const graceMs = opts.graceMs ?? graceMsOf(inst);
+  const graceMs = opts.graceMs ?? (inst.role === 'router' ? routerDrainMsOf(inst) : graceMsOf(inst));
   const base: StopOutcome = {
     name: inst.name,
     pid: inst.pid,
@@ -213,6 +235,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     gpuHolders: [],
     removed: false,
     forgotten: false,
+    ...(entry.logDeleted ? { logDeleted: true } : {}),
   };
   const done = (o: StopOutcome) => (opts.onEvent?.({ type: 'stopped', outcome: o }), o);
   if (proof.state === 'unproven') {
@@ -220,9 +243,10 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
   if (inst.container) return done(await stopContainerEntry(reg, entry, base, opts));
-  // A router's /metrics would be one replica's (through HAProxy): it has no requests of its own to count.
-  const before = proof.state === 'alive' && inst.role !== 'router' ? await inFlight(inst) : undefined;
-  const from = logSize(inst.logFile);
+  if (inst.role === 'router') return done(await stopRouterEntry(reg, entry, base, opts));
+  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
+  // a deleted log's name may hold another file now: its lines are not this server's evidence
+  const from = entry.logDeleted ? undefined : logSize(inst.logFile);
   const t0 = performance.now();
   const how = await stopGroup(inst, graceMs, {
     signal: opts.signal,
@@ -234,11 +258,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   const ended = how === 'killed' ? 'killed' : 'terminated';
   const ev = readShutdownLines(linesSince(inst.logFile, from));
   const left = proof.state === 'gone' ? 0 : groupMembers(proof.pgid).length;
-  let portFree = !inst.port || !listeningPorts().has(inst.port);
-  for (let i = 0; i < 20 && !portFree; i++) {
-    await pause(50);
-    portFree = !listeningPorts().has(inst.port);
-  }
+  const portFree = await portFreed(inst.port);
   const members = proof.state === 'gone' ? [] : proof.members;
   const holders = inst.engine === 'vllm' && members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(members) : [];
   const removed = !left && portFree && !holders.length;
@@ -255,6 +275,51 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     gpuHolders: holders,
     removed,
   });
+}
+
+/** Wait (bounded) until nothing listens on the port any more. */
+async function portFreed(port: number): Promise<boolean> {
+  let free = !port || !listeningPorts().has(port);
+  for (let i = 0; i < 20 && !free; i++) {
+    await pause(50);
+    free = !listeningPorts().has(port);
+  }
+  return free;
+}
+
+/** The router: HAProxy's soft stop, the drain, then the hard stop (src/router/stop.ts). It has no vLLM evidence to read. */
+async function stopRouterEntry(reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions): Promise<StopOutcome> {
+  const { inst, proof } = entry;
+  const { softStopRouter } = await import('../router/stop.js');
+  const r = await softStopRouter(inst, base.graceMs, {
+    socket: inst.router?.socket,
+    port: inst.port,
+    signal: opts.signal,
+    onSignal: (sig, at) => {
+      if (sig === 'SIGUSR1') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGUSR1', ...at, graceMs: base.graceMs });
+      else opts.onEvent?.({ type: 'signalled', name: inst.name, signal: sig, graceMs: 3000, hardStop: true });
+    },
+  });
+  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+  const left = proof.state === 'gone' || proof.state === 'unproven' ? 0 : groupMembers(proof.pgid).length;
+  const portFree = await portFreed(inst.port);
+  const removed = !left && portFree;
+  if (removed) reg.remove(inst.name);
+  return {
+    ...base,
+    result: r.how === 'gone' ? 'not-running' : r.endedBy === 'SIGKILL' ? 'killed' : 'stopped',
+    requests:
+      r.how === 'gone'
+        ? { kind: 'none' }
+        : r.how === 'cut'
+          ? { kind: 'router-cut', cut: r.cut, inFlight: r.inFlight, connections: r.connections }
+          : { kind: 'router-drained', inFlight: r.inFlight, connections: r.connections, idleClosed: r.idleClosed },
+    ...(r.endedBy ? { routerEnd: r.endedBy } : {}),
+    ms: r.ms,
+    portFree,
+    groupLeft: left,
+    removed,
+  };
 }
 
 /**
@@ -274,11 +339,7 @@ async function stopContainerEntry(reg: Registry, entry: Entry, base: StopOutcome
   // `logs -f` copies the last lines a moment after the container ends
   if (r.how !== 'gone') await pause(300);
   const ev = readShutdownLines(linesSince(inst.logFile, from));
-  let portFree = !inst.port || !listeningPorts().has(inst.port);
-  for (let i = 0; i < 20 && !portFree; i++) {
-    await pause(50);
-    portFree = !listeningPorts().has(inst.port);
-  }
+  const portFree = await portFreed(inst.port);
   const removed = r.removed && portFree;
   if (removed) reg.remove(inst.name);
   const ended = r.how === 'killed' ? 'killed' : 'terminated';
@@ -310,7 +371,13 @@ export async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<
   }
 }
 
-/** Stop several (all at once: a server's drain does not wait for another's). */
-export function stopInstances(reg: Registry, entries: readonly Entry[], opts: StopOptions = {}): Promise<StopOutcome[]> {
-  return Promise.all(entries.map((e) => stopInstance(reg, e, opts)));
+/**
+ * Stop several: the routers first (their soft stops at once), then the rest at once (a server's
+ * drain does not wait for another's). A replica stopped while its router still drains would cut
+ * the streams the router is letting finish. Outcomes in the order they were stopped.
+ */
+export async function stopInstances(reg: Registry, entries: readonly Entry[], opts: StopOptions = {}): Promise<StopOutcome[]> {
+  const phase = (es: readonly Entry[]) => Promise.all(es.map((e) => stopInstance(reg, e, opts)));
+  const routers = await phase(entries.filter((e) => e.inst.role === 'router'));
+  return [...routers, ...(await phase(entries.filter((e) => e.inst.role !== 'router')))];
 }

@@ -361,7 +361,7 @@ export const CHECKS: Check[] = [
         return fail(
           'vllm is not installed (no vllm dist-info, no vllm on PATH)',
           target ? `vLLM ${target} (the profile's target)` : 'vLLM',
-          `pip install vllm${target ? `==${target}` : ''} (or run the nvcr.io/nvidia/vllm container)`,
+          `pip install vllm${target ? `==${target}` : ''}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
         );
       const table = f.vllm.version ? tableAtOrBelow(f.vllm.version) : undefined;
       const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}${f.vllm.version ? `; flags table ${table ?? `none at or below (oldest ${FACT_VERSIONS[0]})`}` : ''}`;

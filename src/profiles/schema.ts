@@ -125,6 +125,10 @@ export const RouterBlock = z.strictObject({
   tunnelTimeoutSeconds: positiveInt.default(3600),
   queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+  drainTimeoutSeconds: positiveInt
+    .max(3600)
+    .optional()
+    .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
 });
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)

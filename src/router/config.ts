@@ -54,6 +54,16 @@ export interface RouterPlan {
   configFile: string;
   logFile: string;
   settings: RouterSettings;
+  /** stop: the soft stop's drain before the hard stop, seconds */
+  drainSeconds: number;
+}
+
+/** The router's drain on stop: router.drainTimeoutSeconds, else the replicas' own drain (server.shutdownTimeoutSeconds), else 30 s. */
+export function routerDrainSeconds(p: Pick<Profile, 'server' | 'router'>): number {
+  const own = p.router?.drainTimeoutSeconds;
+  if (own) return own;
+  const replicas = p.server.shutdownTimeoutSeconds;
+  return replicas > 0 ? replicas : 30;
 }
 
 export const routerName = (profile: string) => `${profile}-router`;
@@ -88,6 +98,7 @@ export function planRouter(p: Profile, replicas: number, stateDir: string): Rout
     configFile: join(dir, 'haproxy.cfg'),
     logFile: join(stateDir, 'logs', `${routerName(p.name)}.log`),
     settings,
+    drainSeconds: routerDrainSeconds(p),
   };
 }
 
@@ -151,7 +162,9 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   L.push(`    timeout tunnel ${s.tunnelTimeoutSeconds}s`);
   L.push(`    timeout queue ${s.queueTimeoutSeconds}s`);
   L.push('    timeout http-request 60s');
-  L.push('    timeout http-keep-alive 60s');
+  // vLLM's own (uvicorn's 5 s): clients see the same as on a direct connection. It also bounds a
+  // stop: a connection whose answer was under way at the soft stop stays open, idle, this long.
+  L.push('    timeout http-keep-alive 5s');
   L.push(`    timeout check ${Math.max(1000, Math.min(inter, 5000))}ms`);
   L.push('');
   L.push('frontend public');

@@ -32,6 +32,8 @@ export function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLau
     apiKeyEnv: prof.server.apiKeyEnv,
     startedAt: new Date().toISOString(),
     readyTimeoutSeconds: 10,
+    // for a router: the drain after its soft stop
+    shutdownTimeoutSeconds: r.drainSeconds,
     probe: { ...prof.probe, gpuMemoryUtilization: prof.engine.gpuMemoryUtilization },
     maxModelLen: prof.engine.maxModelLen ?? prof.model.maxContext,
     router: { socket: r.socket, configFile: r.configFile, backend: r.backend, statsPort: r.stats.port, servers: r.servers },

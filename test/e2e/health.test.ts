@@ -1,10 +1,9 @@
 // prewarm, probe, client-env, k8s and systemd through the built CLI, against the simulator.
 import { describe, it, expect, afterAll } from 'vitest';
-import { createServer } from 'node:http';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { cli, startSim, freePort, tempDir, rmrf, ROOT, type SimHandle } from '../helpers.js';
+import { cli, startSim, freePort, webhookReceiver, tempDir, rmrf, ROOT, type SimHandle } from '../helpers.js';
 
 const state = tempDir('sparkctl-health-');
 afterAll(() => rmrf(state));
@@ -137,23 +136,14 @@ describe('probe', () => {
   });
 
   it('--prometheus writes a textfile; --alert-webhook posts only on a state change', async () => {
-    const posts: any[] = [];
-    const hook = createServer((req, res) => {
-      let b = '';
-      req.on('data', (d) => (b += d));
-      req.on('end', () => {
-        posts.push(JSON.parse(b));
-        res.end('ok');
-      });
-    });
-    const hookPort = await freePort();
-    await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r));
+    const hook = await webhookReceiver();
+    const posts = hook.posts;
     const dir = tempDir();
     const own = tempDir('sparkctl-probe-state-');
     const sim = await startSim(fast);
     try {
       const prom = join(dir, 'sparkctl.prom');
-      const args = ['probe', '--url', sim.url, '--prometheus', prom, '--alert-webhook', `http://127.0.0.1:${hookPort}/hook`];
+      const args = ['probe', '--url', sim.url, '--prometheus', prom, '--alert-webhook', `${hook.url}/hook`];
       expect((await cli(args, { env: { SPARKCTL_STATE_DIR: own } })).exitCode).toBe(0);
       const text = readFileSync(prom, 'utf8');
       expect(text).toMatch(new RegExp(`sparkctl_probe_healthy\\{target="${sim.url}",url="${sim.url}"\\} 1`));

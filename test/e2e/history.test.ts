@@ -1,18 +1,11 @@
 // Issue 12 end to end through the built CLI: the probe's history and GPU verdict, cost and report,
 // against the simulator on free ports.
-import { describe, it, expect, afterAll } from 'vitest';
-import { createServer } from 'node:http';
+import { describe, it, expect } from 'vitest';
 import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startSim, freePort, tempDir, rmrf, waitFor, FIXTURES, CHROMIUM, renderInChromium } from '../helpers.js';
+import { cli, startSim, webhookReceiver, waitFor, FIXTURES, CHROMIUM, renderInChromium, tempDirs } from '../helpers.js';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach(rmrf));
-const state = () => {
-  const d = tempDir('sparkctl-hist-');
-  dirs.push(d);
-  return d;
-};
+const state = tempDirs('sparkctl-hist-');
 const fast = ['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000'];
 const HOT = join(FIXTURES, 'bundles', 'h200x2-serving-hot');
 const lines = (d: string) =>
@@ -26,24 +19,15 @@ const lines = (d: string) =>
 describe('probe GPU health while serving (edited real capture)', () => {
   it('hot GPUs, ECC and Xid: unhealthy naming each GPU; Xid only once (since the last probe); alert on the change', { timeout: 240_000 }, async () => {
     const d = state();
-    const posts: any[] = [];
-    const hook = createServer((req, res) => {
-      let b = '';
-      req.on('data', (x) => (b += x));
-      req.on('end', () => {
-        posts.push(JSON.parse(b));
-        res.end('ok');
-      });
-    });
-    const hookPort = await freePort();
-    await new Promise<void>((r) => hook.listen(hookPort, '127.0.0.1', r));
+    const hook = await webhookReceiver();
+    const posts = hook.posts;
     const sim = await startSim(fast);
     try {
       const env = { env: { SPARKCTL_STATE_DIR: d } };
       const prom = join(d, 'sparkctl.prom');
-      const ok = await cli(['probe', '--url', sim.url, '--gpu-from', join(FIXTURES, 'bundles', 'h200x2-device-collect'), '--alert-webhook', `http://127.0.0.1:${hookPort}/`], env);
+      const ok = await cli(['probe', '--url', sim.url, '--gpu-from', join(FIXTURES, 'bundles', 'h200x2-device-collect'), '--alert-webhook', `${hook.url}/`], env);
       expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
-      const first = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--prometheus', prom, '--alert-webhook', `http://127.0.0.1:${hookPort}/`], env);
+      const first = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--prometheus', prom, '--alert-webhook', `${hook.url}/`], env);
       expect(first.exitCode).toBe(1);
       const r = JSON.parse(first.stdout).results[0];
       const step = r.steps.find((s: { step: string }) => s.step === 'gpu');
@@ -59,7 +43,7 @@ describe('probe GPU health while serving (edited real capture)', () => {
       expect(text).toMatch(/sparkctl_probe_gpu_temperature_celsius\{target="[^"]+",gpu="1"\} 90/);
       expect(text).toMatch(/sparkctl_probe_gpu_ok\{target="[^"]+",gpu="1"\} 0/);
 
-      const second = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--alert-webhook', `http://127.0.0.1:${hookPort}/`], env);
+      const second = await cli(['probe', '--url', sim.url, '--gpu-from', HOT, '--json', '--alert-webhook', `${hook.url}/`], env);
       const step2 = JSON.parse(second.stdout).results[0].steps.find((s: { step: string }) => s.step === 'gpu');
       expect(step2.detail).not.toContain('Xid'); // already reported by the previous probe
       expect(step2.detail).toContain('CRITICAL GPU1');

@@ -64,6 +64,38 @@ function bench(seconds: number, rate = 8) {
 
 const status = async () => JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)).instances as Array<{ name: string; pid: number; role?: string; port: number; health: string }>;
 
+/** A streamed completion through the router; resolves once its first token came, with a promise of how it ended. */
+async function stream(maxTokens: number) {
+  const res = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
+  });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  while (!text.includes('data: ')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value);
+  }
+  const ended = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value);
+      }
+    } catch {
+      /* cut: what arrived is the evidence */
+    }
+    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
+    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
+  })();
+  return { ended };
+}
+
 describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', () => {
   it('serve --router: one endpoint, HAProxy registered with its identity; rolling restart of 4 under a fixed-rate bench: zero failures', async () => {
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), ...fastPrewarm], { env: env(), timeout: 120_000 });
@@ -108,9 +140,60 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
 
     // stop takes the router too, and frees its port
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
-    expect(stop.stdout).toMatch(/qwen3\.5-9b-router: stopped/);
+    // the router first (its soft stop), then the replicas
+    expect(stop.stdout.split('\n')[0]).toMatch(/^qwen3\.5-9b-router: soft-stopped \(SIGUSR1\) in [\d.]+ s: drained: /);
     expect(await portOpen(base)).toBe(false);
   }, 180_000);
+
+  // The replicas abort on SIGTERM (server.shutdownTimeoutSeconds 0): the stream lives only if the
+  // router's soft stop comes first and stop waits for it before it stops any replica.
+  it('stop with a stream in flight through the router: HAProxy soft-stops, the stream ends with [DONE], stop says drained', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm', '--set', 'server.shutdownTimeoutSeconds=0'], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    // about 8 s of tokens at the simulator's pace: still running when stop signals, even on a loaded host
+    const s = await stream(1000);
+    const stop = await cli(['stop', 'qwen3.5-9b'], { env: env(), timeout: 120_000 });
+    const end = await s.ended;
+    expect(end, stop.stdout + stop.stderr).toMatchObject({ finish: 'length', done: true });
+    expect(end.tokens).toBeGreaterThanOrEqual(1000);
+    expect(stop.exitCode, stop.stderr).toBe(0);
+    expect(stop.stderr).toMatch(/qwen3\.5-9b-router: soft stop \(SIGUSR1\): HAProxy stops listening and lets 1 open connection finish; hard stop after 30 s/);
+    expect(stop.stdout).toMatch(/qwen3\.5-9b-router: soft-stopped \(SIGUSR1\) in [\d.]+ s: drained: the 1 open client connection finished(; HAProxy had 1 request in flight)?; port free/);
+    expect(stop.stdout.split('\n').find((l) => l.startsWith('qwen3.5-9b-router:'))).not.toMatch(/vLLM|SIGTERM|SIGKILL/);
+    expect(stop.stdout).toMatch(/qwen3\.5-9b-0: stopped/);
+    expect(await portOpen(base)).toBe(false);
+  }, 120_000);
+
+  it("a stream longer than the router's drain: the hard stop cuts it at the deadline, and stop says it was cut", async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm', '--set', 'router.drainTimeoutSeconds=1'], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const s = await stream(5000);
+    const stop = await cli(['stop', 'qwen3.5-9b', '--json'], { env: env(), timeout: 120_000 });
+    const end = await s.ended;
+    expect(end.done).toBe(false);
+    expect(stop.exitCode, stop.stderr).toBe(0);
+    const router = JSON.parse(String(stop.stdout)).stopped.find((x: { name: string }) => x.name === 'qwen3.5-9b-router');
+    expect(router).toMatchObject({ result: 'stopped', routerEnd: 'hard-stop', requests: { kind: 'router-cut', cut: 1, connections: 1 }, portFree: true, removed: true });
+    const text = await cli(['stop', 'qwen3.5-9b'], { env: env() });
+    expect(text.stdout).toMatch(/nothing to stop/);
+  }, 120_000);
+
+  it('registry entries lost and logs rotated away: stop still finds router and replicas by their marker, names them without "(deleted)", soft-stops HAProxy', async () => {
+    const { rmSync } = await import('node:fs');
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm'], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    rmSync(join(t.state, 'instances'), { recursive: true, force: true });
+    for (const f of readdirSync(join(t.state, 'logs'))) rmSync(join(t.state, 'logs', f));
+    const st = await status();
+    expect(st.map((x) => x.name).sort()).toEqual(['qwen3.5-9b-0', 'qwen3.5-9b-1', 'qwen3.5-9b-router']);
+    const stop = await cli(['stop', '--all'], { env: env(), timeout: 120_000 });
+    expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+    expect(stop.stdout + stop.stderr).not.toContain('(deleted)');
+    expect(stop.stdout).toMatch(/^qwen3\.5-9b-router: soft-stopped \(SIGUSR1\) in [\d.]+ s: drained: no client connection was open; port free; its log was deleted while it ran/m);
+    expect(stop.stdout).toMatch(/^qwen3\.5-9b-1: stopped \(SIGTERM\) in .*; its log was deleted while it ran \(rotated away\?\): its shutdown lines are lost$/m);
+    expect(await waitFor(() => processesMarked(t.marker).length === 0, 5000)).toBe(true);
+    expect(await portOpen(base)).toBe(false);
+  }, 120_000);
 
   it('a replica killed -9 mid-run: HAProxy takes it out, the probe names it, the bench goes on', async () => {
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), '--no-prewarm'], { env: env(), timeout: 120_000 });

@@ -18,9 +18,9 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import yaml from 'js-yaml';
 import { cli, tempDir, rmrf, freePort, startSim, ROOT, type SimHandle } from '../helpers.js';
-import { realVllmUnavailable, VLLM_BIN, MODEL_DIR, PROFILES } from './real.js';
+import { realVllmUnavailable, serveReal, MODEL_DIR, PROFILES } from './real.js';
 import { makeCodeModel, CODE_CONTEXT } from './code-model.js';
-import { runMessagesScript, type Observed } from './fidelity.js';
+import { runMessagesScript, shapeDiffs } from './fidelity.js';
 import { CLAUDE_CODE, outputBudget } from '../../src/client/claude-code.js';
 
 const CLAUDE = join(ROOT, 'node_modules', '.bin', 'claude');
@@ -53,7 +53,7 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
     };
     writeFileSync(join(profiles, 'tiny-code.yaml'), yaml.dump(p));
     port = await freePort();
-    const r = await sparkctl(['serve', 'tiny-code', '--profiles', profiles, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`], 10 * MIN);
+    const r = await sparkctl(serveReal('tiny-code', profiles, port), 10 * MIN);
     expect(r.exitCode, r.stderr + r.stdout).toBe(0);
   }, 10 * MIN);
   afterAll(async () => {
@@ -117,16 +117,7 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
     ]);
     try {
       const [real, simulated] = [await runMessagesScript(url(), SERVED), await runMessagesScript(sim.url, SERVED)];
-      const diffs: string[] = [];
-      for (const r of real) {
-        const s = simulated.find((x) => x.step === r.step) as Observed;
-        for (const k of ['status', 'contentType', 'shape'] as const) {
-          const a = JSON.stringify(r[k]);
-          const b = JSON.stringify(s[k]);
-          if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
-        }
-      }
-      expect(diffs).toEqual([]);
+      expect(shapeDiffs(real, simulated)).toEqual([]);
       // and what they are, on the real server
       const by = (name: string) => real.find((x) => x.step === name)!;
       expect(by('prompt + max_tokens above max model len')).toMatchObject({

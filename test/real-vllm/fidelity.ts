@@ -12,6 +12,24 @@ export interface Observed {
   shape: unknown;
 }
 
+/** Where the simulator answered otherwise than the real server: status, content type or shape, step by step. */
+export function shapeDiffs(real: Observed[], simulated: Observed[]): string[] {
+  const diffs: string[] = [];
+  for (const r of real) {
+    const s = simulated.find((x) => x.step === r.step);
+    if (!s) {
+      diffs.push(`${r.step}: the simulator has no such step`);
+      continue;
+    }
+    for (const k of ['status', 'contentType', 'shape'] as const) {
+      const a = JSON.stringify(r[k]);
+      const b = JSON.stringify(s[k]);
+      if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
+    }
+  }
+  return diffs;
+}
+
 /** JSON -> its shape: object keys (sorted) with the shapes of their values; arrays by their first element. */
 export function shapeOf(v: unknown, depth = 0): unknown {
   if (v === null) return 'null';

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
 import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
-import { realVllmUnavailable, VLLM_BIN, PROFILES } from './real.js';
-import { runScript, type Observed } from './fidelity.js';
+import { realVllmUnavailable, serveReal, VLLM_BIN, PROFILES } from './real.js';
+import { runScript, shapeDiffs } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
 import { execa } from 'execa';
 import { groupMembers } from '../../src/engine/proc.js';
@@ -42,7 +42,7 @@ const env = (extra: Record<string, string> = {}) => ({
 const sparkctl = (args: string[], opts: { env?: Record<string, string>; timeout?: number } = {}) => cli(args, { env: env(opts.env), cwd: ROOT, timeout: opts.timeout ?? 60_000 });
 /** `sparkctl serve tiny --engine vllm --vllm-bin .venv-vllm/bin/vllm` on our port, with extra --set. */
 const serve = (sets: string[] = [], extra: string[] = [], envExtra: Record<string, string> = {}) =>
-  sparkctl(['serve', 'tiny', '--profiles', PROFILES, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...sets.flatMap((s) => ['--set', s]), ...extra], {
+  sparkctl(serveReal('tiny', PROFILES, port, [...sets.flatMap((s) => ['--set', s]), ...extra]), {
     env: envExtra,
     timeout: 12 * MIN,
   });
@@ -277,16 +277,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
           env: { SPARKCTL_TEST_CASE: marker },
         });
         const [real, simulated] = [await runScript(url(), 'tiny-qwen3'), await runScript(sim.url, 'tiny-qwen3')];
-        const diffs: string[] = [];
-        for (const r of real) {
-          const s = simulated.find((x) => x.step === r.step) as Observed;
-          for (const k of ['status', 'contentType', 'shape'] as const) {
-            const a = JSON.stringify(r[k]);
-            const b = JSON.stringify(s[k]);
-            if (a !== b) diffs.push(`${r.step} ${k}: real ${a} | sim ${b}`);
-          }
-        }
-        expect(diffs).toEqual([]);
+        expect(shapeDiffs(real, simulated)).toEqual([]);
         // Start-up: every progress phase sparkctl shows for the real server, the simulator shows too, in the same order.
         const seq = (text: string) =>
           text

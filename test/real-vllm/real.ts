@@ -12,6 +12,14 @@ export const MODEL_DIR = join(ROOT, '.cache', 'tiny-qwen3');
 export const PROFILES = join(ROOT, 'test', 'real-vllm', 'profiles');
 const MAKE_MODEL = join(ROOT, '..', 'shared', 'real-vllm', 'make_tiny_model.py');
 
+/**
+ * The CLI's words for starting the real vLLM under test: profile NAME from PROFILES_DIR on PORT, with
+ * the venv's vllm and no preflight (no GPU here), then extra flags (--set ..., --json).
+ */
+export function serveReal(name: string, profilesDir: string, port: number, extra: string[] = []): string[] {
+  return ['serve', name, '--profiles', profilesDir, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--set', `server.port=${port}`, ...extra];
+}
+
 /** Why the real-vLLM suite cannot run here, or undefined when it can. Makes the tiny model when only it is missing. */
 export function realVllmUnavailable(): string | undefined {
   if (process.env.SPARKCTL_SKIP_REAL_VLLM) return `SPARKCTL_SKIP_REAL_VLLM is set`;

@@ -1,0 +1,99 @@
+// Stopping the router without cutting the streams that pass through it. HAProxy's soft stop
+// (SIGUSR1) closes its listeners (the public port, the stats port, the runtime API socket) and its
+// idle connections at once, lets every request in progress finish, and exits by itself when the
+// last connection is gone. Only after the deadline does it get SIGTERM (HAProxy's hard stop: every
+// connection is closed) and then SIGKILL. Every signal re-proves its identity first.
+//
+// What happened is read from the kernel, not from HAProxy (its runtime API is closed from the soft
+// stop on): the client connections it holds on its listening ports, and its connections to the
+// replicas. A connection still open at the deadline is cut only if a request was still running on
+// it: one whose answer ended during the stop stays open, idle, until `timeout http-keep-alive`
+// (a response already under way cannot be given "Connection: close" any more), and HAProxy closes
+// those idle ones then; at the deadline, with no connection to a replica left, none of them had a
+// request to lose.
+import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } from '../engine/proc.js';
+import { tcpOf, type TcpView } from '../engine/socket-owner.js';
+import { showStat } from './api.js';
+import { pause } from '../util/pause.js';
+
+export interface RouterStopResult {
+  /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were */
+  how: 'gone' | 'unproven' | 'drained' | 'cut';
+  /** how it ended: by itself after the soft stop, by the hard stop (SIGTERM), or SIGKILL */
+  endedBy?: 'soft-stop' | 'hard-stop' | 'SIGKILL';
+  /** requests running or queued in HAProxy right before the soft stop (its runtime API); undefined: it did not answer */
+  inFlight?: number;
+  /** client connections open at the soft stop */
+  connections?: number;
+  /** client connections with a request still running at the deadline, closed by the hard stop */
+  cut: number;
+  /** idle client connections (no request running) still open at the deadline, closed by the hard stop */
+  idleClosed: number;
+  /** soft stop to the end of its group */
+  ms: number;
+}
+
+/** Connections of a TcpView: clients (on one of its listening ports) and to servers (all others). */
+export function splitConnections(v: Pick<TcpView, 'established'>, listening: ReadonlySet<number>): { clients: number; servers: number } {
+  let clients = 0;
+  let servers = 0;
+  for (const c of v.established) {
+    if (listening.has(c.localPort)) clients++;
+    else servers++;
+  }
+  return { clients, servers };
+}
+
+/** What the deadline found -> how many were cut. Pure. Without a connection to a replica, no client connection had a request running. */
+export function judgeDeadline(at: { clients: number; servers: number }): { cut: number; idleClosed: number } {
+  return at.servers > 0 ? { cut: at.clients, idleClosed: 0 } : { cut: 0, idleClosed: at.clients };
+}
+
+export interface RouterStopOptions {
+  /** the router's runtime API socket (for the in-flight count before the soft stop) */
+  socket?: string;
+  /** its public port, when its listeners cannot be read */
+  port?: number;
+  /** aborting it ends the drain at once (hard stop) */
+  signal?: AbortSignal;
+  onSignal?: (sig: 'SIGUSR1' | 'SIGTERM' | 'SIGKILL', at: { inFlight?: number; connections?: number }) => void;
+}
+
+/** Soft stop, wait up to drainMs for HAProxy to end by itself, then hard stop and SIGKILL. Never throws. */
+export async function softStopRouter(id: Identity, drainMs: number, o: RouterStopOptions = {}): Promise<RouterStopResult> {
+  const t0 = performance.now();
+  const ms = () => Math.round(performance.now() - t0);
+  const proof = proveIdentity(id);
+  if (proof.state === 'gone') return { how: 'gone', cut: 0, idleClosed: 0, ms: 0 };
+  if (proof.state === 'unproven') return { how: 'unproven', cut: 0, idleClosed: 0, ms: 0 };
+  const pgid = proof.pgid;
+  const before = tcpOf(groupMembers(pgid));
+  // its listeners close with the soft stop: which ports its clients come in on is read now
+  const listening = new Set<number>(before?.listening ?? []);
+  if (o.port) listening.add(o.port);
+  let inFlight: number | undefined;
+  if (o.socket && proof.state === 'alive') {
+    try {
+      inFlight = (await showStat(o.socket, 3000)).reduce((n, s) => n + s.scur + s.qcur, 0);
+    } catch {
+      inFlight = undefined;
+    }
+  }
+  const connections = before ? splitConnections(before, listening).clients : undefined;
+  const soft = !o.signal?.aborted && signalProven(id, 'SIGUSR1');
+  if (soft) o.onSignal?.('SIGUSR1', { inFlight, connections });
+  const deadline = Date.now() + (soft ? drainMs : 0);
+  while (soft && Date.now() < deadline && !o.signal?.aborted) {
+    if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+    await pause(100);
+  }
+  if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  const at = tcpOf(groupMembers(pgid));
+  const left = at ? judgeDeadline(splitConnections(at, listening)) : { cut: connections ?? 0, idleClosed: 0 };
+  const how = await stopGroup(id, 3000, { onTerm: () => o.onSignal?.('SIGTERM', {}) });
+  if (how === 'unproven') return { how: 'unproven', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  if (how === 'killed') o.onSignal?.('SIGKILL', {});
+  // 'gone': it ended by itself between the last look and the hard stop
+  if (how === 'gone') return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  return { how: left.cut ? 'cut' : 'drained', endedBy: how === 'killed' ? 'SIGKILL' : 'hard-stop', inFlight, connections, ...left, ms: ms() };
+}
