@@ -44,7 +44,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
     }
   }, 6 * MIN);
   afterAll(async () => {
-    await sparkctl(['stop', '--all', '--timeout', '20']);
+    await sparkctl(['stop', '--all', '--grace', '20']);
     const left = processesMarked(marker);
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);
@@ -105,7 +105,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(nonDefault).toContain("'block_size': 128");
         const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
         expect(models.data.map((x) => x.id)).toEqual([arch.served]);
-        const stop = await sparkctl(['stop', '--all', '--timeout', '30'], 2 * MIN);
+        const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);
         expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       },
       14 * MIN,
