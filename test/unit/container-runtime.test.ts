@@ -188,3 +188,11 @@ describe('container failures classified, each with its fix', () => {
     expect(d?.fix).toMatch(fix);
   });
 });
+
+describe('the container: defaults the runtime uses without the schema', () => {
+  it('are what the schema fills in for an empty block', async () => {
+    const { ContainerBlock } = await import('../../src/profiles/schema.js');
+    const { CONTAINER_DEFAULTS } = await import('../../src/engine/runtime/container.js');
+    expect(CONTAINER_DEFAULTS).toEqual(ContainerBlock.parse({}));
+  });
+});

@@ -6,7 +6,7 @@
 import { homedir } from 'node:os';
 import { join, isAbsolute } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
-import { ContainerBlock as ContainerSchema, type ContainerBlock, type Platform, type Profile } from '../../profiles/schema.js';
+import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { UsageError } from '../../errors.js';
 
@@ -248,7 +248,12 @@ export interface ContainerRenderInput {
   entrypoint?: string[];
 }
 
-const settingsOf = (p: Profile): ContainerBlock => p.container ?? ContainerSchema.parse({});
+/**
+ * What the schema fills in for an empty container: block (a test holds them equal), here so that
+ * preflight's container checks do not load the profile schema.
+ */
+export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
+const settingsOf = (p: Profile): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
 
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
