@@ -202,6 +202,8 @@ export function isolated(opts: {
   /** false where a test leaves marked processes on purpose (a bystander sparkctl must not touch). */
   noneLeft?: boolean;
   per?: 'test' | 'suite';
+  /** For the after-hook, where the stop may take longer than vitest's hook timeout (a real vLLM). */
+  hookTimeoutMs?: number;
 }): Isolated {
   let state = '';
   let marker = '';
@@ -221,7 +223,7 @@ export function isolated(opts: {
     rmrf(state);
     state = '';
     if (opts.noneLeft !== false) expect(left, 'processes left by the test').toEqual([]);
-  });
+  }, opts.hookTimeoutMs);
   return {
     get state() {
       return state;

@@ -64,26 +64,31 @@ async function foreground(name: string, port: number, shutdownTimeoutSeconds: nu
   return { p, stderr: () => err };
 }
 
+/** A stream in flight: `started` once its first token has arrived (so a signal after it finds it running, however loaded the host). */
 function stream(port: number, maxTokens: number) {
-  const ac = new AbortController();
+  let first: () => void = () => {};
+  const started = new Promise<void>((r) => (first = r));
   const text = fetch(`http://127.0.0.1:${port}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'Qwen/Qwen3.5-9B', prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
-    signal: ac.signal,
   }).then(
     async (r) => {
       let out = '';
       try {
-        for await (const chunk of r.body!) out += Buffer.from(chunk).toString();
+        for await (const chunk of r.body!) {
+          out += Buffer.from(chunk).toString();
+          if (out.includes('"text"')) first();
+        }
       } catch {
         /* the connection was cut */
       }
+      first();
       return out;
     },
-    () => '',
+    () => (first(), ''),
   );
-  return { text, abort: () => ac.abort() };
+  return { text, started };
 }
 
 describe.skipIf(Boolean(why))('serve --foreground in a container, on the real podman', { timeout: 180_000 }, () => {
@@ -105,7 +110,7 @@ describe.skipIf(Boolean(why))('serve --foreground in a container, on the real po
     const name = `fg-a-${tag}`;
     const { p, stderr } = await foreground(name, port, 30);
     const s = stream(port, 200);
-    await new Promise((r) => setTimeout(r, 300));
+    await s.started;
     p.kill('SIGINT');
     const r = await p;
     expect(r.exitCode, stderr()).toBe(0);
@@ -119,13 +124,15 @@ describe.skipIf(Boolean(why))('serve --foreground in a container, on the real po
     const name = `fg-b-${tag}`;
     const { p, stderr } = await foreground(name, port, 120);
     const s = stream(port, 6000);
-    await new Promise((r) => setTimeout(r, 300));
+    await s.started;
     p.kill('SIGINT');
     expect(await waitFor(() => /stopping/i.test(stderr()), 30_000, 100), stderr()).toBe(true);
     p.kill('SIGINT');
     const r = await p;
     expect(r.exitCode, stderr()).toBe(0);
-    expect(await s.text).not.toContain('"finish_reason":"length"');
+    const text = await s.text;
+    expect(text).toContain('"text"');
+    expect(text).not.toContain('"finish_reason":"length"');
     expect(await ours()).toEqual([]);
     expect(entries(name)).toEqual([]);
   });
