@@ -22,6 +22,17 @@ export function rmrf(dir: string) {
   rmSync(dir, { recursive: true, force: true });
 }
 
+/** A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it. */
+export function tempDirs(prefix: string): () => string {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach(rmrf));
+  return () => {
+    const d = tempDir(prefix);
+    dirs.push(d);
+    return d;
+  };
+}
+
 export async function cli(args: string[], opts: Options & { stateDir?: string } = {}) {
   const { stateDir, env, ...rest } = opts;
   return execa(process.execPath, [BIN, ...args], {
@@ -191,6 +202,8 @@ export function isolated(opts: {
   /** false where a test leaves marked processes on purpose (a bystander sparkctl must not touch). */
   noneLeft?: boolean;
   per?: 'test' | 'suite';
+  /** For the after-hook, where the stop may take longer than vitest's hook timeout (a real vLLM). */
+  hookTimeoutMs?: number;
 }): Isolated {
   let state = '';
   let marker = '';
@@ -201,13 +214,16 @@ export function isolated(opts: {
     marker = randomUUID();
   });
   after(async () => {
+    // No folder (its before-hook failed): a stop without one would act on the user's own state.
+    if (!state) return;
     // Whatever a test did, nothing of it may be left.
-    await cli(['stop', '--all', ...(opts.stopArgs ?? ['--timeout', '2'])], { env: env() });
+    await cli(['stop', '--all', ...(opts.stopArgs ?? ['--grace', '2'])], { env: env() });
     const left = processesMarked(marker);
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);
+    state = '';
     if (opts.noneLeft !== false) expect(left, 'processes left by the test').toEqual([]);
-  });
+  }, opts.hookTimeoutMs);
   return {
     get state() {
       return state;

@@ -38,6 +38,8 @@ export interface Prepared extends Resolved {
   generated?: { target: ModelTarget; why: string[] };
   /** one line: which host the plan is for */
   hostLine: string;
+  /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
+  image?: { ref: string; entrypoint?: string[] };
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
@@ -85,7 +87,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const sim = opts.engine === 'sim';
   const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
-  const inContainer = (p?: LoadedProfile['profile']) => !sim && (opts.runtime ?? p?.engine.runtime) === 'container';
+  const inContainer = (p?: LoadedProfile['profile']) => (opts.runtime ?? p?.engine.runtime) === 'container';
   const [modelRead, gpus, installed] = await Promise.all([
     loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
@@ -115,9 +117,9 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
   }
   // a generated profile knows its runtime (--set engine.runtime) only now
-  const actual = inContainer(lp.profile)
-    ? await imageVersion(lp.profile, platform)
-    : (installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') })));
+  // the simulator in a container plays the version it is given: its image is read for the entrypoint only
+  const read = inContainer(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
+  const actual = (sim ? installed : read?.installed) ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
   const vllm = decideVersion(lp.profile.engine.vllmVersion, actual);
   const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
@@ -125,11 +127,11 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
-  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name) };
+  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image };
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
-async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }): Promise<InstalledVllm> {
+async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
   const { imageVllm } = await import('./runtime/image-version.js');
   let image: string;
@@ -139,10 +141,10 @@ async function imageVersion(p: LoadedProfile['profile'], platform: { name: strin
     cli = detectCli(p);
   } catch (e) {
     // the plan refuses the same profile with its fix; here it only means no version was read
-    return { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message };
+    return { installed: { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message } };
   }
-  const r = await imageVllm({ cli, cliArgs: p.container?.cliArgs ?? [], image, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
-  return { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why };
+  const r = await imageVllm({ cli, cliArgs: p.container?.cliArgs ?? [], image, inspectOnly, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
+  return { installed: { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why }, image: { ref: image, entrypoint: r.entrypoint } };
 }
 
 /**

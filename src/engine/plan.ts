@@ -69,10 +69,14 @@ export interface ServePlan {
   router?: RouterPlan;
   runtime: 'host' | 'container';
   /** the container runtime's CLI and how to render each replica's container (runtime container) */
-  container?: { cli: ContainerCli; executableLen: number; pull: boolean };
+  container?: { cli: ContainerCli; executableLen: number; pull: boolean; entrypoint?: string[] };
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & { stateDir?: string };
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
+  stateDir?: string;
+  /** the image's entrypoint, as read (it decides whether the command repeats `vllm serve`) */
+  imageEntrypoint?: string[];
+};
 
 export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
@@ -116,10 +120,6 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const dir = opts.stateDir ?? stateDir();
   const runtime = opts.runtime ?? r.profile.engine.runtime;
   if (runtime === 'container') {
-    if (opts.foreground)
-      throw new UsageError('serve --foreground --runtime container: a unit runs the container itself', [
-        'sparkctl systemd PROFILE --runtime container writes a unit that runs it (podman: a Quadlet .container), or serve without --foreground',
-      ]);
     if (r.profile.parallel.nodes > 1) throw new UsageError('engine.runtime container: multi-node (parallel.nodes > 1) runs on the host only', ['--runtime host, or parallel.nodes=1']);
     imageFor(r.profile, r.platform); // a profile without an image is refused before anything runs
   }
@@ -148,7 +148,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     foreground: Boolean(opts.foreground),
     router: planRouter(r.profile, replicas.length, dir),
     runtime,
-    container: runtime === 'container' ? { cli: detectCli(r.profile), executableLen: executable.length, pull: Boolean(opts.pull) } : undefined,
+    container: runtime === 'container' ? { cli: detectCli(r.profile), executableLen: executable.length, pull: Boolean(opts.pull), entrypoint: opts.imageEntrypoint } : undefined,
   };
 }
 
@@ -169,6 +169,7 @@ export function containerPlanOf(plan: ServePlan, replica: ReplicaPlan, marker: s
     stopTimeoutS: Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(replica.argv) }) / 1000),
     detached,
     pull: plan.container.pull,
+    entrypoint: plan.container.entrypoint,
   });
 }
 

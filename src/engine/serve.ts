@@ -16,7 +16,7 @@ import { Registry, type Instance } from './registry.js';
 import { launchReplica, superviseReady, type Launched } from './launch.js';
 import { diagnose } from './diagnose.js';
 import { launchContainer, containerOurs } from './runtime/launch-container.js';
-import { stopContainer } from './runtime/ops.js';
+import { killContainer, stopContainer } from './runtime/ops.js';
 import { stopGroup } from './proc.js';
 import { graceMsOf } from './stop.js';
 import type { PreflightReport } from '../preflight/run.js';
@@ -271,8 +271,15 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   const byRequest = run.signal.aborted;
   if (byRequest) emit({ type: 'stopping', why: 'signal', replicas: launched.length });
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
-  // server is gone its EngineCore must be too.
-  const stop = (l: Launched) => stopGroup(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
+  // server is gone its EngineCore must be too. A container is stopped by its runtime (stop --time,
+  // then rm), proven by its id and marker label first; its own exit code is the server's.
+  const containerExit = new Map<Launched, number | undefined>();
+  const stopOne = async (l: Launched, graceMs: number) => {
+    if (!l.container) return void (await stopGroup(l, graceMs));
+    const r = await stopContainer(l.container, l.marker, Math.ceil(graceMs / 1000));
+    if (!containerExit.has(l) || r.exitCode !== undefined) containerExit.set(l, r.exitCode);
+  };
+  const stop = (l: Launched) => stopOne(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first (its soft stop: no new request, the open ones finish), so that no
   // request is sent to a replica that is stopping and none it lets finish is cut by one.
@@ -281,19 +288,26 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
     await softStopRouter(router, byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0, { socket: router.plan.socket, port: router.plan.bind.port, signal: run.force });
   }
   const replacements = router ? liveReplacements() : [];
-  await Promise.race([Promise.all([...launched.map(stop), ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);
+  const stopping = launched.map(stop);
+  await Promise.race([Promise.all([...stopping, ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
-    await Promise.all(launched.map((l) => stopGroup(l, 0)));
+    await Promise.all(launched.map((l) => (l.container ? killContainer(l.container) : stopOne(l, 0))));
+    // the drains end with the kill: each then reads its container's exit code and removes it (bounded)
+    const done = new AbortController();
+    await Promise.race([Promise.all(stopping).finally(() => done.abort()), pause(60_000, done.signal)]);
   }
   if (router) registry.remove(router.plan.name);
+  // a container's log follower ends with it; one still running after the container is gone is ours to end
+  for (const l of launched) if (l.container && !l.exit) l.child?.kill('SIGTERM');
+  const exitOf = (l: Launched) => (l.container ? { code: containerExit.get(l) ?? null, signal: null } : { code: l.exit?.code ?? null, signal: l.exit?.signal ?? null });
   for (const [i, l] of launched.entries()) {
     registry.remove(l.plan.name);
-    replicas[i]!.exit = { code: l.exit?.code ?? null, signal: l.exit?.signal ?? null };
-    emit({ type: 'exited', replica: l.plan.name, code: l.exit?.code ?? null, signal: l.exit?.signal ?? null });
+    replicas[i]!.exit = exitOf(l);
+    emit({ type: 'exited', replica: l.plan.name, ...exitOf(l) });
   }
   // A server that ended on its own with a failure is a failure; one we stopped on request is not.
-  const failed = !byRequest && (launched.some((l) => l.exit && (l.exit.code !== 0 || l.exit.signal)) || Boolean(router?.exit));
+  const failed = !byRequest && (launched.some((l) => (l.container ? exitOf(l).code !== 0 : l.exit && (l.exit.code !== 0 || l.exit.signal))) || Boolean(router?.exit));
   return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
 }
 

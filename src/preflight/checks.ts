@@ -5,8 +5,9 @@ import { gpuNum } from './facts.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
-import { tableAtOrBelow, FACT_VERSIONS } from '../profiles/vllm-flags.js';
-import { judgeContainer, type ContainerCheckId } from '../engine/runtime/preflight.js';
+import { tableAtOrBelow } from '../profiles/fact-table.js';
+import { FACT_VERSIONS } from '../profiles/vllm-fact-versions.js';
+import type { ContainerCheck, ContainerCheckId } from '../engine/runtime/preflight.js';
 
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
@@ -29,6 +30,8 @@ export interface Ctx {
   reservePerGpu?: number;
   weightsBytes?: number;
   verify?: { ok: boolean; detail: string };
+  /** the container runtime's answers judged for the replicas' GPUs (run.ts; its module loads only then) */
+  container?: ContainerCheck[];
 }
 export interface Check {
   id: string;
@@ -101,8 +104,7 @@ function containerCheck(id: ContainerCheckId, title: string): Check {
       const f = ctx.facts.container;
       if (!f) return skip('the container runtime was not asked');
       if ('error' in f) return id === 'container.image' ? fail(`no image to run: ${f.error}`, 'an image of the target vLLM', f.fix) : skip(`no image to check against (container.image)`);
-      const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
-      const r = judgeContainer(f.answers, { pull: false, gpu: true, gpus }).find((x) => x.id === id);
+      const r = ctx.container?.find((x) => x.id === id);
       if (!r) return skip('not judged');
       return { status: r.status, observed: r.detail, expected: r.expected, ...(r.fix ? { fix: r.fix } : {}) };
     },
@@ -359,7 +361,7 @@ export const CHECKS: Check[] = [
         return fail(
           'vllm is not installed (no vllm dist-info, no vllm on PATH)',
           target ? `vLLM ${target} (the profile's target)` : 'vLLM',
-          `pip install vllm${target ? `==${target}` : ''} (or run the nvcr.io/nvidia/vllm container)`,
+          `pip install vllm${target ? `==${target}` : ''}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
         );
       const table = f.vllm.version ? tableAtOrBelow(f.vllm.version) : undefined;
       const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}${f.vllm.version ? `; flags table ${table ?? `none at or below (oldest ${FACT_VERSIONS[0]})`}` : ''}`;

@@ -85,6 +85,11 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     facts.container = await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected);
   }
   const ctx = buildCtx(facts, platform, opts.profile);
+  if (facts.container && 'answers' in facts.container) {
+    const { judgeContainer } = await import('../engine/runtime/preflight.js');
+    const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
+    ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: true, gpus });
+  }
   if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     ctx.verify = await verifyModel(opts.profile, facts.model.where);
   }

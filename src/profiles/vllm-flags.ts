@@ -7,6 +7,10 @@
 // a refusal: the facts do not reach there).
 import { VLLM_FACTS, type VllmFactsTable } from './vllm-facts.js';
 import { compareVersions } from './versions.js';
+import { FACT_VERSIONS } from './vllm-fact-versions.js';
+import { tableAtOrBelow } from './fact-table.js';
+
+export { FACT_VERSIONS, tableAtOrBelow };
 
 /** Dated changes between two tables (vLLM release notes and the source): option -> first version with it. */
 const ADDED: Record<string, string> = {
@@ -54,13 +58,6 @@ const INSTEAD: Record<string, string> = {
   '--attention-backend': 'set the environment variable VLLM_ATTENTION_BACKEND instead (profile env) before vLLM 0.13',
   '--enable-log-requests': 'omit it: vLLM before 0.10.1 logs requests unless --disable-log-requests is given',
 };
-
-export const FACT_VERSIONS = VLLM_FACTS.map((t) => t.version);
-
-/** The newest version table at or below a version (the table its flags map to), if any. */
-export function tableAtOrBelow(version: string): string | undefined {
-  return [...FACT_VERSIONS].reverse().find((t) => compareVersions(t, version) <= 0);
-}
 
 /**
  * The version a profile's flags are rendered for. `auto` is resolved to the installed vLLM before a

@@ -1,17 +1,11 @@
 // Issue 12 end to end through the built CLI: the probe's history and GPU verdict, cost and report,
 // against the simulator on free ports.
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, startSim, webhookReceiver, tempDir, rmrf, waitFor, FIXTURES, CHROMIUM, renderInChromium } from '../helpers.js';
+import { cli, startSim, webhookReceiver, waitFor, FIXTURES, CHROMIUM, renderInChromium, tempDirs } from '../helpers.js';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach(rmrf));
-const state = () => {
-  const d = tempDir('sparkctl-hist-');
-  dirs.push(d);
-  return d;
-};
+const state = tempDirs('sparkctl-hist-');
 const fast = ['--sim-time-factor', '1', '--sim-cold-ms', '0', '--sim-decode-ms', '1', '--sim-prefill-tps', '10000000'];
 const HOT = join(FIXTURES, 'bundles', 'h200x2-serving-hot');
 const lines = (d: string) =>
@@ -75,7 +69,7 @@ describe('probe GPU health while serving (edited real capture)', () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--step-timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
       expect(r.exitCode).toBe(3);
       // the hung 1-token request is cancelled at the deadline, not left to its 150 s step deadline
       // (a wide margin: a loaded CI machine takes seconds just to start node)

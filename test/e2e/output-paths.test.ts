@@ -5,15 +5,9 @@ import { describe, it, expect, afterAll, beforeAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { mkdirSync, copyFileSync, writeFileSync, readFileSync, symlinkSync, existsSync, readdirSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, freePort, tempDir, rmrf, FIXTURES } from '../helpers.js';
+import { cli, freePort, FIXTURES, tempDirs } from '../helpers.js';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach(rmrf));
-const fresh = () => {
-  const d = tempDir('sparkctl-out-');
-  dirs.push(d);
-  return d;
-};
+const fresh = tempDirs('sparkctl-out-');
 
 // A server that only counts: any request reaching it means the check came too late.
 let hits = 0;

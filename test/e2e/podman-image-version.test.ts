@@ -5,7 +5,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf } from '../helpers.js';
+import { cli, freePort, tempDir, rmrf } from '../helpers.js';
 import { PODMAN, podmanIn, podmanUnavailable, buildSimImage, derivedImage } from '../podman.js';
 
 const work = tempDir('sparkctl-podman-version-');
@@ -49,9 +49,13 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     ids.label25 = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=0.25.0'], `${REPO}:label25`);
     ids.env16 = await derivedImage(podman, work, sim, ['ENV SPARKCTL_SIM_VLLM_VERSION=0.16.0'], `${REPO}:env16`);
     ids.hostile = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=latest', 'ENV SPARKCTL_SIM_VLLM_VERSION="0.25.0; rm -rf /"'], `${REPO}:hostile`);
+    // as vLLM's own images are built: the entrypoint is `vllm serve`, the command only its arguments
+    ids.ep = await derivedImage(podman, work, sim, ['LABEL com.nvidia.vllm.version=0.25.0', 'ENTRYPOINT ["/usr/local/bin/vllm", "serve"]'], `${REPO}:ep`);
   }, 200_000);
   afterAll(async () => {
-    for (const t of ['serve', 'label25', 'env16', 'hostile']) await podman(['rmi', `${REPO}:${t}`]);
+    for (const n of (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean))
+      await podman(['rm', '-f', '-t', '0', n]);
+    for (const t of ['serve', 'label25', 'env16', 'hostile', 'ep']) await podman(['rmi', `${REPO}:${t}`]);
     const left = (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.version-probe', '--format', '{{.Names}}'])).stdout.trim();
     rmrf(work);
     expect(left, 'version probes left behind').toBe('');
@@ -99,5 +103,27 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     expect(r.stderr).toMatch(/pinned to 0\.28\.0, but the image localhost\/sparkctl-ver-\d+:serve has vLLM 0\.25\.0/);
     expect(r.stderr).toMatch(/--set engine\.vllmVersion=auto \(render for the image's 0\.25\.0\)/);
     expect((await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.trim()).toBe('');
+  });
+
+  it("an image whose entrypoint is `vllm serve` gets only vLLM's arguments, and serves with them", async () => {
+    await tagAs(`${REPO}:ep`);
+    const p = await dryRun();
+    const after = p.argv.slice(p.argv.indexOf('--stop-timeout') + 2);
+    expect(after.slice(0, 2)).toEqual([TAG, 'Qwen/Qwen3.5-9B']);
+    expect(after).not.toContain('serve');
+    // the simulator in that image, for real: ready, probe healthy, then stopped and removed
+    const port = await freePort();
+    const dir = join(work, 'profiles-ep');
+    mkdirSync(dir, { recursive: true });
+    const prof = JSON.parse(readFileSync(join(profiles, 'imgver.yaml'), 'utf8'));
+    writeFileSync(
+      join(dir, 'imgep.yaml'),
+      JSON.stringify({ ...prof, name: 'imgep', engine: { ...prof.engine, vllmVersion: '0.25.0' }, server: { ...prof.server, port }, container: { ...prof.container, network: 'host' } }),
+    );
+    const r = await cli(['serve', 'imgep', '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3'], { stateDir, env, timeout: 120_000 });
+    expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/probe .*: healthy/);
+    const stop = await cli(['stop', 'imgep'], { stateDir, env, timeout: 120_000 });
+    expect(stop.exitCode, stop.stderr).toBe(0);
   });
 });

@@ -4,24 +4,18 @@
 // bytes. Each model is served once, with no profile at all (`sparkctl serve MODEL`), and each launch
 // checks more: the served name, the flags vLLM took, the version `vllmVersion: auto` rendered for.
 // One real vLLM at a time; each start is 20-60 s on 2 cores.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { randomUUID } from 'node:crypto';
+import { describe, it, expect, beforeAll } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execa } from 'execa';
-import { cli, tempDir, rmrf, freePort, processesMarked, ROOT } from '../helpers.js';
+import { cli, isolated, freePort, ROOT } from '../helpers.js';
 import { realVllmUnavailable, VLLM_BIN, VENV_PYTHON, MODEL_DIR } from './real.js';
 
 const MIN = 60_000;
 let why = realVllmUnavailable();
 const MODELS = join(tmpdir(), `sparkctl-tiny-archs-v2-${process.getuid?.() ?? 0}`);
 const KV_BYTES = 4 * 1024 * 1024;
-
-let state: string;
-let marker: string;
-const sparkctl = (args: string[], timeout = 60_000) =>
-  cli(args, { cwd: ROOT, timeout, env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_KVCACHE_SPACE: '1' } });
 
 // The same host and engine settings for plan and serve: one CPU "GPU", a fixed KV cache, the CPU backend's block of 128.
 const sets = ['engine.maxModelLen=512', `engine.kvCacheMemoryBytes=${KV_BYTES}`, 'engine.blockSize=128', 'engine.enforceEager=true', 'engine.dtype=bfloat16', 'server.host=127.0.0.1'];
@@ -35,21 +29,14 @@ const ARCHS: Array<{ name: string; dir: () => string; served: string }> = [
 ];
 
 describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one launch per architecture', () => {
+  const t = isolated({ prefix: 'sparkctl-real-planner-', stopArgs: ['--grace', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
+  const sparkctl = (args: string[], timeout = 60_000) => cli(args, { cwd: ROOT, timeout, env: t.env({ HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_KVCACHE_SPACE: '1' }) });
   beforeAll(async () => {
-    state = tempDir('sparkctl-real-planner-');
-    marker = randomUUID();
     if (!ARCHS.every((a) => existsSync(join(a.dir(), 'model.safetensors')))) {
       const r = await execa(VENV_PYTHON, [join(ROOT, 'test', 'real-vllm', 'make_tiny_models.py'), MODELS, MODEL_DIR], { reject: false, timeout: 5 * MIN });
       if (r.exitCode !== 0) why = `making the tiny models failed: ${r.stderr.split('\n').slice(-3).join(' | ')}`;
     }
   }, 6 * MIN);
-  afterAll(async () => {
-    await sparkctl(['stop', '--all', '--timeout', '20']);
-    const left = processesMarked(marker);
-    for (const p of left) process.kill(p, 'SIGKILL');
-    rmrf(state);
-    expect(left, 'vLLM processes left by the suite').toEqual([]);
-  }, 2 * MIN);
 
   for (const arch of ARCHS) {
     it(
@@ -91,7 +78,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
           ],
           12 * MIN,
         );
-        const log = readFileSync(join(state, 'logs', readdirSync(join(state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`))!), 'utf8');
+        const log = readFileSync(join(t.state, 'logs', readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`))!), 'utf8');
         expect(serve.exitCode, `${serve.stdout}\n${serve.stderr}\n${log.slice(-3000)}`).toBe(0);
         // vLLM's own numbers for the same bytes (kv_cache_utils.py: one line since 2026)
         const m = /GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/.exec(log);
@@ -105,7 +92,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(nonDefault).toContain("'block_size': 128");
         const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
         expect(models.data.map((x) => x.id)).toEqual([arch.served]);
-        const stop = await sparkctl(['stop', '--all', '--timeout', '30'], 2 * MIN);
+        const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);
         expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       },
       14 * MIN,

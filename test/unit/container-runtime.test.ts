@@ -1,7 +1,7 @@
 // One container spec renders both CLIs; identity is proven by recorded id and marker label only.
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
-import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
 
 const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'docker',
@@ -92,6 +92,34 @@ describe('runArgv: the same spec, both CLIs', () => {
   });
 });
 
+describe("the command after the image follows the image's entrypoint", () => {
+  it.each([
+    // vLLM's own images: ENTRYPOINT ["vllm", "serve"]; `vllm serve` again would be "unrecognized arguments: serve"
+    ['vllm/vllm-openai:v0.11.0', ['vllm', 'serve'], 'args'],
+    ['localhost/mine:1', ['/opt/venv/bin/vllm', 'serve'], 'args'],
+    ['vllm/vllm-openai:v0.11.0', undefined, 'args'], // not read: known by its repository
+    ['docker.io/vllm/vllm-openai@sha256:' + 'a'.repeat(64), undefined, 'args'],
+    // NGC: a wrapper that sets up CUDA compatibility, then runs the command given
+    ['nvcr.io/nvidia/vllm:25.10-py3', ['/opt/nvidia/nvidia_entrypoint.sh'], 'command'],
+    ['nvcr.io/nvidia/vllm:25.10-py3', undefined, 'command'],
+    ['localhost/sparkctl-sim:x', [], 'command'],
+    ['localhost/mine:1', undefined, 'command'],
+    // older images ran the api_server module: vllm is named as the entrypoint instead
+    ['vllm/vllm-openai:v0.5.0', ['python3', '-m', 'vllm.entrypoints.openai.api_server'], 'entrypoint-vllm'],
+    // a read entrypoint wins over the repository's name
+    ['vllm/vllm-openai:custom', ['/bin/sh', '-c'], 'command'],
+  ])('%s %j -> %s', (image, ep, want) => expect(imageStart(image, ep as string[] | undefined)).toBe(want));
+
+  it('renders each: only the arguments, vllm as the entrypoint, or vllm serve as the command', () => {
+    const tail = (s: Partial<ContainerSpec>) => runArgv(spec(s)).slice(runArgv(spec(s)).indexOf('--stop-timeout') + 2);
+    expect(tail({ start: 'args' })).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', '/models/q', '--tensor-parallel-size', '2', '--port', '8000', '--host', '0.0.0.0', '--shutdown-timeout', '30']);
+    expect(tail({ start: 'command' }).slice(0, 4)).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', 'vllm', 'serve', '/models/q']);
+    expect(tail({}).slice(0, 3)).toEqual(['nvcr.io/nvidia/vllm:26.01-py3', 'vllm', 'serve']);
+    const ep = runArgv(spec({ start: 'entrypoint-vllm' }));
+    expect(ep.slice(ep.indexOf('--entrypoint'), ep.indexOf('--entrypoint') + 5)).toEqual(['--entrypoint', 'vllm', 'nvcr.io/nvidia/vllm:26.01-py3', 'serve', '/models/q']);
+  });
+});
+
 describe('images and names', () => {
   it.each([
     ['dgx-spark-gb10', '0.27.2', '26.01', 'nvcr.io/nvidia/vllm:26.01-py3'],
@@ -158,5 +186,13 @@ describe('container failures classified, each with its fix', () => {
     const d = classifyLog(`starting\n${line}\n`);
     expect(d?.id).toBe(id);
     expect(d?.fix).toMatch(fix);
+  });
+});
+
+describe('the container: defaults the runtime uses without the schema', () => {
+  it('are what the schema fills in for an empty block', async () => {
+    const { ContainerBlock } = await import('../../src/profiles/schema.js');
+    const { CONTAINER_DEFAULTS } = await import('../../src/engine/runtime/container.js');
+    expect(CONTAINER_DEFAULTS).toEqual(ContainerBlock.parse({}));
   });
 });

@@ -1,6 +1,6 @@
 // History: counter deltas across restarts, histogram quantiles, the on-disk store (rotation,
 // torn and corrupt lines), and the sample's size bound.
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect } from 'vitest';
 import { readFileSync, writeFileSync, appendFileSync, readdirSync, utimesSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { counterDelta, seriesIncrease, seriesRate, histDelta, histQuantile } from '../../src/history/delta.js';
@@ -9,15 +9,9 @@ import { buildSample, sampleLine, LINE_MAX, type Sample } from '../../src/histor
 import { appendSample, historyDir, lastSample } from '../../src/history/store.js';
 import { readHistory } from '../../src/history/read.js';
 import { execa } from 'execa';
-import { tempDir, rmrf, ROOT } from '../helpers.js';
+import { ROOT, tempDirs } from '../helpers.js';
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach(rmrf));
-const tmp = () => {
-  const d = tempDir('sparkctl-history-');
-  dirs.push(d);
-  return d;
-};
+const tmp = tempDirs('sparkctl-history-');
 
 describe('counterDelta', () => {
   it.each([

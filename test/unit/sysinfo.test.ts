@@ -157,3 +157,56 @@ describe('the bundle collected on a real 2 x H200 with systeminformation (device
     expect((await gatherFacts(new ReplayHost(B))).system.disks).toEqual([{ fs: '/dev/vda', type: 'ext4', mount: '/', sizeBytes: 270553174016, availableBytes: 137262161920 }]);
   });
 });
+
+describe('CPU and memory from /proc (Linux, without the library)', () => {
+  const block = (kv: Record<string, string>) =>
+    Object.entries(kv)
+      .map(([k, v]) => `${k}\t: ${v}`)
+      .join('\n');
+  const xeon = (cpu: number, socket: number, core: number) =>
+    block({ processor: String(cpu), vendor_id: 'GenuineIntel', 'model name': 'Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz', 'physical id': String(socket), 'core id': String(core) });
+  const grace = (cpu: number) => block({ processor: String(cpu), BogoMIPS: '2000.00', 'CPU implementer': '0x41', 'CPU part': '0xd4f' });
+  it.each([
+    // 2 sockets x 2 cores x 2 threads
+    [
+      'two-socket Xeon with hyper-threads',
+      [xeon(0, 0, 0), xeon(1, 0, 1), xeon(2, 1, 0), xeon(3, 1, 1), xeon(4, 0, 0), xeon(5, 0, 1), xeon(6, 1, 0), xeon(7, 1, 1)].join('\n\n'),
+      undefined,
+      { manufacturer: 'Intel', brand: 'Xeon® Platinum 8480+', speedGHz: 2, cores: 8, physicalCores: 4, sockets: 2 },
+    ],
+    ['Grace (ARM: no model name, no core ids)', [0, 1, 2, 3].map(grace).join('\n\n'), 3_456_000, { manufacturer: 'ARM', brand: 'Neoverse-V2', speedGHz: 3.46, cores: 4, physicalCores: 4, sockets: 1 }],
+    [
+      'a VM naming only its family',
+      block({ processor: '0', vendor_id: 'AuthenticAMD', 'model name': 'AMD EPYC', 'physical id': '0', 'core id': '0' }),
+      undefined,
+      { manufacturer: 'AMD', brand: 'EPYC', speedGHz: undefined, cores: 1, physicalCores: 1, sockets: 1 },
+    ],
+    ['nothing readable', 'garbage', undefined, { manufacturer: undefined, brand: undefined, speedGHz: undefined, cores: undefined, physicalCores: undefined, sockets: undefined }],
+  ])('%s', async (_n, text, maxKHz, want) => {
+    const { procCpu } = await import('../../src/host/sysinfo.js');
+    expect(procCpu(text, maxKHz)).toEqual(want);
+  });
+
+  it.each([
+    [
+      'MemAvailable',
+      'MemTotal:       24683584 kB\nMemFree:  100 kB\nMemAvailable:   22042468 kB\nSwapTotal:             0 kB\n',
+      { totalBytes: 24683584 * 1024, availableBytes: 22042468 * 1024, swapTotalBytes: 0 },
+    ],
+    ['an old kernel without MemAvailable', 'MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\nCached: 300 kB\n', { totalBytes: 1024000, availableBytes: 420 * 1024, swapTotalBytes: undefined }],
+  ])('memory, %s', async (_n, text, want) => {
+    const { procMem } = await import('../../src/host/sysinfo.js');
+    expect(procMem(text)).toEqual(want);
+  });
+
+  it.skipIf(process.platform !== 'linux')('agree with systeminformation on this host (cores, sockets, memory)', async () => {
+    const { readSysinfo } = await import('../../src/host/sysinfo.js');
+    const si = (await import('systeminformation')).default;
+    const [cpu, mem, lib, libMem] = await Promise.all([readSysinfo('cpu', 10_000), readSysinfo('mem', 10_000), si.cpu(), si.mem()]);
+    expect(cpu.ok && mem.ok).toBe(true);
+    if (!cpu.ok || !mem.ok) return;
+    expect(cpu.value).toMatchObject({ manufacturer: lib.manufacturer, brand: lib.brand, cores: lib.cores, physicalCores: lib.physicalCores, sockets: lib.processors });
+    expect(mem.value.totalBytes).toBe(libMem.total);
+    expect(mem.value.swapTotalBytes).toBe(libMem.swaptotal);
+  });
+});

@@ -94,3 +94,11 @@ describe('every shipped profile rendered at every version in the facts', () => {
     expect(errors.map((e) => `${e.flag} ${e.value ?? ''}`.trim())).toEqual(expected);
   });
 });
+
+describe('the versions list preflight reads without the tables', () => {
+  it("is the tables' versions, oldest first (both written by scripts/gen-vllm-facts.mjs)", async () => {
+    const { VLLM_FACTS } = await import('../../src/profiles/vllm-facts.js');
+    const { FACT_VERSIONS: alone } = await import('../../src/profiles/vllm-fact-versions.js');
+    expect(alone).toEqual(VLLM_FACTS.map((t) => t.version));
+  });
+});

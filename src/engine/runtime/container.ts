@@ -6,7 +6,7 @@
 import { homedir } from 'node:os';
 import { join, isAbsolute } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
-import { ContainerBlock as ContainerSchema, type ContainerBlock, type Platform, type Profile } from '../../profiles/schema.js';
+import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { UsageError } from '../../errors.js';
 
@@ -53,6 +53,25 @@ export interface ContainerSpec {
   detached?: boolean;
   /** serve --pull: fetch a missing image; otherwise never (no pull at 3 a.m.) */
   pull?: boolean;
+  /** how the image starts vLLM (imageStart); default: it runs the command given */
+  start?: ImageStart;
+}
+
+/**
+ * How an image starts vLLM, from its entrypoint: `vllm serve` already (vLLM's own images: ENTRYPOINT
+ * ["vllm", "serve"], so the command is only the arguments; repeating `vllm serve` fails with
+ * "unrecognized arguments: serve"), an api_server module (older images: vllm is named as the
+ * entrypoint instead), or a wrapper that runs the command it is given (NGC's nvidia_entrypoint.sh,
+ * which also sets up CUDA compatibility, so it is kept). Not read (no image here, or a unit written
+ * for another host): vLLM's own repository is known to be the first kind.
+ */
+export type ImageStart = 'args' | 'entrypoint-vllm' | 'command';
+export function imageStart(image: string, entrypoint?: readonly string[]): ImageStart {
+  if (!entrypoint) return /(^|\/)vllm\/vllm-openai(:|@|$)/.test(image) ? 'args' : 'command';
+  const n = entrypoint.length;
+  if (n >= 2 && /(^|\/)vllm$/.test(entrypoint[n - 2]!) && entrypoint[n - 1] === 'serve') return 'args';
+  if (entrypoint.some((a) => /^vllm\.entrypoints\./.test(a))) return 'entrypoint-vllm';
+  return 'command';
 }
 
 // registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
@@ -111,7 +130,9 @@ export function runArgv(s: ContainerSpec): string[] {
   for (const k of s.envByName) out.push('--env', k);
   for (const [k, v] of Object.entries(s.env)) out.push('--env', `${k}=${v}`);
   out.push('--stop-timeout', String(s.stopTimeoutS));
-  out.push(s.image, 'vllm', 'serve', ...s.vllmArgs);
+  if (s.start === 'args') out.push(s.image, ...s.vllmArgs);
+  else if (s.start === 'entrypoint-vllm') out.push('--entrypoint', 'vllm', s.image, 'serve', ...s.vllmArgs);
+  else out.push(s.image, 'vllm', 'serve', ...s.vllmArgs);
   return out;
 }
 
@@ -197,7 +218,7 @@ export interface ContainerPlan {
   cliArgs: string[];
   image: string;
   name: string;
-  /** [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] */
+  /** [cli, ...cliArgs, 'run', '--detach', ...options, image, 'vllm', 'serve', ...] (or only the arguments: imageStart) */
   argv: string[];
   /** variables the CLI process must carry (their names are in argv as --env NAME; never their values) */
   envByName: string[];
@@ -223,9 +244,16 @@ export interface ContainerRenderInput {
   detached?: boolean;
   /** serve --pull: the CLI may fetch a missing image */
   pull?: boolean;
+  /** the image's entrypoint, where it was read (image inspect) */
+  entrypoint?: string[];
 }
 
-const settingsOf = (p: Profile): ContainerBlock => p.container ?? ContainerSchema.parse({});
+/**
+ * What the schema fills in for an empty container: block (a test holds them equal), here so that
+ * preflight's container checks do not load the profile schema.
+ */
+export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
+const settingsOf = (p: Profile): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
 
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
@@ -293,6 +321,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     stopTimeoutS: x.stopTimeoutS,
     detached: x.detached,
     pull: x.pull,
+    start: imageStart(image, x.entrypoint),
   };
   return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS };
 }

@@ -132,6 +132,8 @@ export interface ImageVllmInput {
   /** each CLI call's deadline (the in-image run starts a container: seconds) */
   timeoutMs?: number;
   run?: (argv: string[], timeoutMs: number) => Promise<CliResult>;
+  /** the inspect alone (its id and entrypoint): nothing is run in the image */
+  inspectOnly?: boolean;
 }
 
 /** The image's vLLM version: label, else cache by id, else asked in the image. Never throws: a failure is `why`. */
@@ -144,6 +146,7 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
   const facts = parseImageInspect(ins.stdout);
   if ('error' in facts) return { why: `${x.cli} image inspect ${x.image}: ${facts.error}` };
   const { id, entrypoint } = facts;
+  if (x.inspectOnly) return { id, entrypoint };
   const fromLabel = versionFromLabels(facts.labels);
   if ('version' in fromLabel) return { version: fromLabel.version, source: 'label', id, entrypoint };
   const cache = x.cacheFile ? await readCache(x.cacheFile) : {};

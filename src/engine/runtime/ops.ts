@@ -92,23 +92,46 @@ export type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
  * `stop --time` then `rm`, for a container proven ours right before each. The runtime sends
  * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it.
  */
-export async function stopContainer(rec: ContainerRecord, marker: string | undefined, graceS: number): Promise<{ how: ContainerStopHow; removed: boolean; id?: string; detail?: string }> {
+export async function stopContainer(
+  rec: ContainerRecord,
+  marker: string | undefined,
+  graceS: number,
+): Promise<{ how: ContainerStopHow; removed: boolean; id?: string; detail?: string; exitCode?: number }> {
   const p = proveRecord(rec, marker);
   if (p.state === 'gone') return { how: 'gone', removed: true };
   if (p.state === 'unproven') return { how: 'unproven', removed: false, detail: p.reason };
   const id = p.id;
   let how: ContainerStopHow = 'terminated';
-  if (p.state === 'alive') {
+  if (p.state === 'alive' && graceS <= 0) {
+    // at once: kill, not stop --time 0 (podman holds the container's lock while an earlier stop waits out its grace)
+    const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), { timeoutMs: 30_000 });
+    if (k.error || k.code !== 0) return { how: 'unproven', removed: false, id, detail: k.error ?? k.stderr.trim().slice(0, 200) };
+    for (let i = 0; i < 100 && proveRecord({ ...rec, id }, marker).state === 'alive'; i++) await new Promise((r) => setTimeout(r, 100));
+    how = 'killed';
+  } else if (p.state === 'alive') {
     // the CLI's own deadline is the grace; ours is that plus the CLI's start-up and the kill
     const s = await cliRunAsync(withCliArgs(stopArgv(rec.cli, id, graceS), rec.cliArgs), { timeoutMs: (graceS + 30) * 1000 });
     if (s.error || s.code !== 0) return { how: 'unproven', removed: false, id, detail: s.error ?? s.stderr.trim().slice(0, 200) };
-    const code = cliRun(withCliArgs([rec.cli, 'inspect', '--type', 'container', '--format', '{{.State.ExitCode}}', id], rec.cliArgs), { timeoutMs: 15_000 });
-    if (code.stdout.trim() === '137') how = 'killed';
   }
+  // what the server exited with (137: the runtime's SIGKILL after the grace), read before rm
+  const ec = cliRun(withCliArgs([rec.cli, 'inspect', '--type', 'container', '--format', '{{.State.ExitCode}}', id], rec.cliArgs), { timeoutMs: 15_000 }).stdout.trim();
+  const exitCode = /^\d{1,3}$/.test(ec) ? Number(ec) : undefined;
+  if (p.state === 'alive' && exitCode === 137) how = 'killed';
   const again = proveRecord({ ...rec, id }, marker);
-  if (again.state !== 'alive' && again.state !== 'exited') return { how, removed: again.state === 'gone', id };
+  if (again.state !== 'alive' && again.state !== 'exited') return { how, removed: again.state === 'gone', id, exitCode };
   const rm = await cliRunAsync(withCliArgs(removeArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 30_000 });
-  return { how, removed: rm.code === 0, id, detail: rm.code === 0 ? undefined : rm.stderr.trim().slice(0, 200) };
+  return { how, removed: rm.code === 0, id, exitCode, detail: rm.code === 0 ? undefined : rm.stderr.trim().slice(0, 200) };
+}
+
+/**
+ * SIGKILL now, by the full id this process launched and proved ours (its id and marker label, at
+ * readiness). A second Ctrl-C during a drain cannot prove it again: podman holds the container's lock
+ * while the first `stop --time` waits, and inspect waits with it; an id is never reused.
+ */
+export async function killContainer(rec: ContainerRecord): Promise<boolean> {
+  if (!rec.id || !/^[a-f0-9]{64}$/.test(rec.id)) return false;
+  const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', rec.id], rec.cliArgs), { timeoutMs: 30_000 });
+  return !k.error && k.code === 0;
 }
 
 /** The CLIs a state folder has launched containers with (so status looks for orphans there, and only there). */
