@@ -168,6 +168,8 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     const p = execa(process.execPath, [BIN, 'serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm', '--foreground', '--set', 'server.shutdownTimeoutSeconds=0'], {
       env: { NO_COLOR: '1', SPARKCTL_TEST_RUN: RUN_MARK, ...env() },
       reject: false,
+      // execa's default SIGKILL 5 s after kill() would end the drain it is waiting for
+      forceKillAfterDelay: false,
     });
     const routerUp = async () => (await status()).some((x) => x.role === 'router' && x.health.startsWith('healthy'));
     expect(await waitFor(routerUp, 60_000, 250), 'the router serves').toBe(true);
@@ -176,7 +178,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     const end = await s.ended;
     const r = await p;
     expect(end, String(r.stderr)).toMatchObject({ finish: 'length', done: true });
-    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(r.exitCode, `${r.signal ?? ''} ${String(r.stderr)}`).toBe(0);
     expect(await portOpen(base)).toBe(false);
   }, 120_000);
 
