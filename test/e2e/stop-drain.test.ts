@@ -1,7 +1,7 @@
 // stop with a stream in flight, through the built CLI and the simulator (which shuts down as vLLM
 // 0.27 does): what stop says happened to the request is what happened to it.
 import { describe, it, expect, beforeEach } from 'vitest';
-import { cli, isolated, freePort, portOpen } from '../helpers.js';
+import { cli, isolated, freePort, portOpen, streamCompletion } from '../helpers.js';
 
 let port: number;
 const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--timeout', '1'] });
@@ -18,36 +18,7 @@ beforeEach(async () => {
   port = await freePort();
 });
 
-/** A streamed completion; resolves once its first token came, with a promise of how it ended. */
-async function stream(maxTokens: number) {
-  const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
-  });
-  const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let text = '';
-  while (!text.includes('data: ')) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += dec.decode(value);
-  }
-  const ended = (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += dec.decode(value);
-      }
-    } catch {
-      /* cut: what arrived is the evidence */
-    }
-    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
-    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
-  })();
-  return { ended };
-}
+const stream = (maxTokens: number) => streamCompletion(port, maxTokens);
 
 // The 9B on the A100 baseline decodes in about 8 ms a token: 400 tokens take about 3 s.
 const LONG = 400;
