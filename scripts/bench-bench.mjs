@@ -208,7 +208,7 @@ if (parts.includes('profile')) {
   const args = ['qwen3.5-9b', '--concurrency', '64', '--requests', '500', '--input-len', '1024', '--output-len', '128'];
   const human = await bench(args, 1, env);
   const json = await bench([...args, '--json'], 1, env);
-  await new Promise((r) => spawn(process.execPath, [bin, 'stop', '--all', '--timeout', '5'], { env: { ...process.env, ...env }, stdio: 'ignore' }).on('close', r));
+  await new Promise((r) => spawn(process.execPath, [bin, 'stop', '--all', '--grace', '5'], { env: { ...process.env, ...env }, stdio: 'ignore' }).on('close', r));
   rmSync(state, { recursive: true, force: true });
   console.log(`$ sparkctl bench ${args.join(' ')}`);
   console.log(human.out);

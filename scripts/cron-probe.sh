@@ -7,7 +7,7 @@
 # runs never stack; default 4m). Every run appends to the history `sparkctl cost` and `report` read.
 set -uo pipefail
 SPARKCTL=${SPARKCTL:-sparkctl}
-args=(probe --all --quiet --timeout "${PROBE_TIMEOUT:-10s}" --deadline "${PROBE_DEADLINE:-4m}")
+args=(probe --all --quiet --step-timeout "${PROBE_TIMEOUT:-10s}" --deadline "${PROBE_DEADLINE:-4m}")
 [ -n "${PROM_FILE:-}" ] && args+=(--prometheus "$PROM_FILE")
 [ -n "${ALERT_WEBHOOK:-}" ] && args+=(--alert-webhook "$ALERT_WEBHOOK")
 export NO_COLOR=1

@@ -217,7 +217,7 @@ export function isolated(opts: {
     // No folder (its before-hook failed): a stop without one would act on the user's own state.
     if (!state) return;
     // Whatever a test did, nothing of it may be left.
-    await cli(['stop', '--all', ...(opts.stopArgs ?? ['--timeout', '2'])], { env: env() });
+    await cli(['stop', '--all', ...(opts.stopArgs ?? ['--grace', '2'])], { env: env() });
     const left = processesMarked(marker);
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);

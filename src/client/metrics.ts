@@ -1,8 +1,30 @@
-// /metrics (Prometheus text) -> the few vLLM numbers the probe judges.
-// @ts-expect-error the parser ships no types
-import parsePrometheus from 'parse-prometheus-text-format';
+// /metrics (Prometheus text) -> the few vLLM numbers the probe judges. Read line by line here (the
+// library parser, 10 KB of CommonJS and a second pass over the text, was the last dependency a
+// probe loaded): samples are grouped by their own name, a value is kept as the server wrote it
+// (Number() of "+Inf" or "NaN" is no reading, named), and a line that is neither a comment nor a
+// sample makes the whole answer unreadable; a last line without its newline is not read.
 
-type Family = { name: string; type: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
+type Family = { name: string; metrics: Array<{ value: string }> };
+
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+(\S+)(?:\s+-?\d+)?\s*$/;
+
+/** The samples of a /metrics text by name; throws on a line that is not Prometheus text. */
+function parsePrometheus(text: string): Family[] {
+  const by = new Map<string, Family>();
+  const lines = text.split('\n');
+  // the exposition format ends every line with a newline: one without it may be cut (0.2 of 0.25)
+  lines.pop();
+  for (const [k, raw] of lines.entries()) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = SAMPLE.exec(line);
+    if (!m) throw new Error(`line ${k + 1} is not a metric sample: ${JSON.stringify(line.slice(0, 60))}`);
+    let f = by.get(m[1]!);
+    if (!f) by.set(m[1]!, (f = { name: m[1]!, metrics: [] }));
+    f.metrics.push({ value: m[3]! });
+  }
+  return [...by.values()];
+}
 
 export interface VllmMetrics {
   kvCacheUsage?: number;
@@ -15,7 +37,7 @@ export interface VllmMetrics {
 }
 
 export function parseVllmMetrics(text: string): VllmMetrics {
-  const fams = parsePrometheus(text) as Family[];
+  const fams = parsePrometheus(text);
   const by = new Map(fams.map((f) => [f.name, f]));
   const sum = (...names: string[]) => {
     for (const n of names) {

@@ -259,7 +259,7 @@ describe('bench NAME: a server sparkctl serve started', () => {
       expect(j.model).toBe('Qwen/Qwen3.5-9B'); // the instance's served name (this profile serves its model id)
       expect(j.result.completed).toBe(6);
     } finally {
-      await cli(['stop', '--all', '--timeout', '5'], { env });
+      await cli(['stop', '--all', '--grace', '5'], { env });
       rmrf(state);
     }
   }, 240_000);

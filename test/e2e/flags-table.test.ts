@@ -45,7 +45,7 @@ const MISSING = join(dir, 'no', 'such', 'folder', 'x.out');
 const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['probe', '--url', url], '--url', BAD_URL],
   [() => ['probe', '--url', url], '--alert-webhook', BAD_URL],
-  [() => ['probe', '--url', url], '--timeout', BAD_DURATION],
+  [() => ['probe', '--url', url], '--step-timeout', BAD_DURATION],
   [() => ['probe', '--url', url], '--deadline', BAD_DURATION],
   [() => ['probe', '--url', url], '--gpu-hour-price', BAD_USD],
   [() => ['probe', '--url', url], '--client', ['bogus']],
@@ -85,10 +85,10 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['bench', '--url', url], '--save-result', ['/dev/full', MISSING, aFile + '/x.json']],
   [() => ['bench', '--url', url], '--html', ['/dev/full', MISSING]],
   [() => ['prewarm', '--url', url], '--url', BAD_URL],
-  [() => ['prewarm', '--url', url], '--timeout', BAD_DURATION],
+  [() => ['prewarm', '--url', url], '--deadline', BAD_DURATION],
   [() => ['prewarm', '--url', url], '--rounds', BAD_COUNT],
   [() => ['prewarm', '--url', url], '--settle-margin', ['abc', '11']],
-  [() => ['k8s', 'qwen3.5-9b'], '--nodes', BAD_COUNT],
+  [() => ['k8s', 'qwen3.5-9b'], '--node-count', BAD_COUNT],
   [() => ['k8s', 'qwen3.5-9b'], '--namespace', ['Bad_NS', 'a\nkind: X', '-x']],
   [() => ['k8s', 'qwen3.5-9b'], '--image', ['a b', 'x\ny']],
   [() => ['k8s', 'qwen3.5-9b'], '--gpus', BAD_COUNT],
@@ -100,10 +100,10 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['systemd', 'qwen3.5-9b'], '--user', ['a b', 'root\nx']],
   [() => ['systemd', 'qwen3.5-9b'], '--gpus', BAD_COUNT],
   [() => ['profiles', 'validate', join(ROOT, 'profiles', 'qwen3.5-9b.yaml')], '--gpus', BAD_COUNT],
-  [() => ['stop', '--all'], '--timeout', BAD_DURATION],
+  [() => ['stop', '--all'], '--grace', BAD_DURATION],
   [() => ['logs', 'x'], '--lines', ['abc', '-1', '1.5']],
-  [() => ['preflight'], '--timeout', BAD_DURATION],
-  [() => ['collect', '--out', join(dir, 'bundle')], '--timeout', BAD_DURATION],
+  [() => ['preflight'], '--probe-timeout', BAD_DURATION],
+  [() => ['collect', '--out', join(dir, 'bundle')], '--probe-timeout', BAD_DURATION],
   [() => ['collect'], '--out', [aFile, '/proc/x']],
   [() => ['client-env', 'qwen3.5-9b', '--openai'], '--host', ['a b', 'x;touch y', 'x\ny']],
   [() => ['bench', 'compare', aFile, aFile], '--threshold', ['-1', 'abc']],
@@ -156,7 +156,7 @@ describe('every bad value of every flag: exit 2 with the flag and the fix, befor
 
   it('the same values pass where they are good (the table is not refusing everything)', { timeout: 60_000 }, async () => {
     expect((await run(['plan', 'qwen3.5-9b', '--gpus', '8'])).code).toBe(0);
-    expect((await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--nodes', '2', '--set', 'parallel.executor=ray'])).code).toBe(0);
+    expect((await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--node-count', '2', '--set', 'parallel.executor=ray'])).code).toBe(0);
     const cost = await run(['cost', 'x', '--gpu-hour-price', '2.5', '--gpus', '2', '--utilization', '0.5']);
     expect(cost.code, cost.stderr).toBe(1); // no history: a finding, not a flag problem
     rmrf(state);

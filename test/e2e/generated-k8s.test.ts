@@ -81,7 +81,7 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
   });
 
   it('LeaderWorkerSet + Service: valid against the LWS CRD (unknown fields refused too); the leader runs exactly the argv', async () => {
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--nodes', '2']);
+    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--node-count', '2']);
     expect(r.exitCode, r.stderr).toBe(0);
     headerOnlyComments(r.stdout);
     const docs = yaml.loadAll(r.stdout) as any[];

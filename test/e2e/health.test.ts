@@ -44,7 +44,7 @@ describe('probe', () => {
   it('zombie-after: /health 200 but the inference step times out -> exit 1', async () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
-      const r = await run(['probe', '--url', sim.url, '--timeout', '600ms', '--json']);
+      const r = await run(['probe', '--url', sim.url, '--step-timeout', '600ms', '--json']);
       expect(r.exitCode).toBe(1);
       const steps = JSON.parse(r.stdout).results[0].steps;
       expect(steps.find((s: { step: string }) => s.step === 'live').status).toBe('pass');
@@ -188,7 +188,7 @@ describe('prewarm', () => {
 
   it('a server that never comes up: exit 3 after its deadline', async () => {
     const port = await freePort();
-    const r = await run(['prewarm', '--url', `http://127.0.0.1:${port}`, '--timeout', '1']);
+    const r = await run(['prewarm', '--url', `http://127.0.0.1:${port}`, '--deadline', '1']);
     expect(r.exitCode).toBe(3);
   });
 });

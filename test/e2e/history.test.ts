@@ -69,7 +69,7 @@ describe('probe GPU health while serving (edited real capture)', () => {
     const sim = await startSim([...fast, '--sim-fault', 'zombie-after:0']);
     try {
       const t0 = Date.now();
-      const r = await cli(['probe', '--url', sim.url, '--timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
+      const r = await cli(['probe', '--url', sim.url, '--step-timeout', '150s', '--deadline', '1500ms', '--json'], { env: { SPARKCTL_STATE_DIR: d } });
       expect(r.exitCode).toBe(3);
       // the hung 1-token request is cancelled at the deadline, not left to its 150 s step deadline
       // (a wide margin: a loaded CI machine takes seconds just to start node)

@@ -66,9 +66,9 @@ afterAll(() => {
 });
 
 const probe = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
-  cli(['probe', '--url', url, '--timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+  cli(['probe', '--url', url, '--step-timeout', '1500ms', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
 const prewarm = (url: string, extra: string[] = [], env: Record<string, string> = {}) =>
-  cli(['prewarm', '--url', url, '--timeout', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
+  cli(['prewarm', '--url', url, '--deadline', '4', ...extra], { env: { SPARKCTL_STATE_DIR: state, ...env }, timeout: 60_000 });
 
 describe('servers that misbehave: every probe and prewarm ends in time with exit 1 or 3 and a cause', { timeout: 120_000 }, () => {
   let never: string, hangBody: string, trickle: string, huge: string, badShape: string, nullList: string, redirect: string;
@@ -160,7 +160,7 @@ describe('a URL that cannot be right is exit 2 at once; a host that does not res
     const p = await probe('http://no-such-host.invalid:8000');
     expect(p.exitCode, p.stdout + p.stderr).toBe(3);
     expect(p.stdout).toMatch(/does not resolve/);
-    const w = await prewarm('http://no-such-host.invalid:8000', ['--timeout', '30']);
+    const w = await prewarm('http://no-such-host.invalid:8000', ['--deadline', '30']);
     expect(w.exitCode, w.stdout + w.stderr).toBe(3);
     expect(w.stdout).toMatch(/does not resolve/);
   });
@@ -239,7 +239,7 @@ describe('items 11, 14: unusable folders are exit 2 with a message, and probe st
     writeFileSync(join(state, 'afile'), 'x');
     symlinkSync(join(state, 'nowhere'), join(state, 'dangling'));
     for (const out of [join(state, 'afile'), join(state, 'dangling')]) {
-      const c = await cli(['collect', '--out', out, '--timeout', '2000'], { env: { SPARKCTL_STATE_DIR: state } });
+      const c = await cli(['collect', '--out', out, '--probe-timeout', '2000'], { env: { SPARKCTL_STATE_DIR: state } });
       expect(c.exitCode, c.stderr).toBe(2);
       expect(c.stderr).toMatch(/--out/);
     }

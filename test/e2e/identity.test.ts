@@ -10,7 +10,7 @@ import { cli, isolated, freePort, processesMarked, waitFor, portOpen, RUN_MARK, 
 import { processStartTime } from '../../src/engine/proc.js';
 
 let port: number;
-const t = isolated({ prefix: 'sparkctl-ident-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' }, stopArgs: ['--timeout', '2', '--force-forget'], noneLeft: false });
+const t = isolated({ prefix: 'sparkctl-ident-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' }, stopArgs: ['--grace', '2', '--force-forget'], noneLeft: false });
 const env = t.env;
 const serve = () => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'], { env: env() });
 const entryFile = () => join(t.state, 'instances', 'qwen3.5-9b-0.json');
@@ -67,7 +67,7 @@ describe('an entry that cannot be proven is never signalled', { timeout: 120_000
     expect(human.stderr).toMatch(/never signalled; sparkctl stop --force-forget/);
 
     const signals = join(t.state, 'signals.jsonl');
-    const stop = await cli(['stop', '--all', '--timeout', '1'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
+    const stop = await cli(['stop', '--all', '--grace', '1'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode).toBe(1);
     expect(existsSync(signals), 'no signal at all was sent').toBe(false);
     expect(stop.stdout.match(/NOT SIGNALLED/g)).toHaveLength(3);
@@ -104,7 +104,7 @@ describe('the process group is the unit', { timeout: 120_000 }, () => {
     expect(existsSync(entryFile()), 'a degraded instance is not stale').toBe(true);
 
     const signals = join(t.state, 'signals.jsonl');
-    const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '5'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
+    const stop = await cli(['stop', 'qwen3.5-9b', '--grace', '5'], { env: env({ SPARKCTL_SIGNAL_LOG: signals }) });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/stopped \(SIGTERM\) in [\d.]+ s \(its API server had died/);
     // The recording the suite's teardown checks: one SIGTERM to the group, reaching only EngineCore.
@@ -133,7 +133,7 @@ describe('corrupt state is reported and kept aside, never fatal, never hiding a 
     expect(j.instances[0].recovered).toBe(true);
     expect(existsSync(entryFile() + '.corrupt')).toBe(true);
 
-    const stop = await cli(['stop', '--all', '--timeout', '5'], { env: env() });
+    const stop = await cli(['stop', '--all', '--grace', '5'], { env: env() });
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/qwen3\.5-9b-0: stopped/);
     expect(await waitFor(() => processesMarked(t.marker).length === 0, 5000)).toBe(true);

@@ -55,7 +55,7 @@ describe('--verbose prints stack traces only for internal errors', { timeout: 12
     const a = await cli(['--verbose', 'plan', 'no-such-profile']);
     expect(a.exitCode).toBe(2);
     expect(a.stderr).not.toMatch(/\n\s+at /);
-    const b = await cli(['--verbose', 'prewarm', '--url', 'http://127.0.0.1:1', '--timeout', '1'], { env: { SPARKCTL_STATE_DIR: dir } });
+    const b = await cli(['--verbose', 'prewarm', '--url', 'http://127.0.0.1:1', '--deadline', '1'], { env: { SPARKCTL_STATE_DIR: dir } });
     expect(b.exitCode).toBe(3);
     expect(b.stderr).not.toMatch(/\n\s+at /);
   });

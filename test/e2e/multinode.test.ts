@@ -156,7 +156,7 @@ describe('multi-node plans without a cluster', () => {
   });
 
   it('k8s qwen3-200b --nodes 4: a LeaderWorkerSet that parses, leader runs the Ray head and vllm serve', async () => {
-    const r = await cli(['k8s', 'qwen3-200b', '--nodes', '4']);
+    const r = await cli(['k8s', 'qwen3-200b', '--node-count', '4']);
     expect(r.exitCode).toBe(0);
     const [lws, svc] = yaml.loadAll(r.stdout) as any[];
     expect(lws.kind).toBe('LeaderWorkerSet');
@@ -169,6 +169,6 @@ describe('multi-node plans without a cluster', () => {
     expect(worker.command[2]).toMatch(/ray start --address=\$\(LWS_LEADER_ADDRESS\):6379 .*--block$/);
     expect(worker.resources.limits['nvidia.com/gpu']).toBe(8);
     expect(svc.kind).toBe('Service');
-    expect((await cli(['k8s', 'qwen3-200b', '--nodes', '2'])).exitCode).toBe(2);
+    expect((await cli(['k8s', 'qwen3-200b', '--node-count', '2'])).exitCode).toBe(2);
   });
 });

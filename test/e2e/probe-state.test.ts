@@ -73,7 +73,7 @@ describe('probe state under concurrency and failure', { timeout: 240_000 }, () =
     for (const t of targets) t.health.ok = false; // each first seen unhealthy: one alert each
     const hook = await webhook();
     const runs = await Promise.all(
-      targets.map((t) => cli(['probe', '--url', t.url, '--timeout', '5s', '--alert-webhook', hook.url, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 120_000 })),
+      targets.map((t) => cli(['probe', '--url', t.url, '--step-timeout', '5s', '--alert-webhook', hook.url, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 120_000 })),
     );
     for (const r of runs) expect(r.exitCode, r.stderr).toBe(1);
     const st = stateOf(d);
@@ -90,7 +90,7 @@ describe('probe state under concurrency and failure', { timeout: 240_000 }, () =
     const t = await fakeVllm();
     const hook = await webhook();
     const prom = join(d, 'sparkctl.prom');
-    const probe = () => cli(['probe', '--url', t.url, '--timeout', '5s', '--alert-webhook', hook.url, '--prometheus', prom, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 60_000 });
+    const probe = () => cli(['probe', '--url', t.url, '--step-timeout', '5s', '--alert-webhook', hook.url, '--prometheus', prom, '--no-history'], { env: { SPARKCTL_STATE_DIR: d }, timeout: 60_000 });
 
     expect((await probe()).exitCode).toBe(0); // first sight, healthy: nothing to say
     expect(hook.attempts).toEqual([]);

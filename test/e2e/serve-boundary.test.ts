@@ -34,14 +34,16 @@ describe('a bad flag launches nothing and exits 2 at once', () => {
     expect(r.stderr).not.toContain('internal error');
   });
 
-  it.each([[['stop', '--all', '--timeout', '10x']], [['preflight', '--timeout', 'soon']], [['probe', '--all', '--timeout', '-1']], [['prewarm', '--url', 'http://127.0.0.1:9', '--timeout', 'later']]])(
-    '%j',
-    async (args) => {
-      const r = await cli(args, { env: env(), timeout: 20_000 });
-      expect(r.exitCode).toBe(2);
-      expect(r.stderr).toMatch(/--timeout: ".*" is not a duration/);
-    },
-  );
+  it.each([
+    [['stop', '--all', '--grace', '10x']],
+    [['preflight', '--probe-timeout', 'soon']],
+    [['probe', '--all', '--step-timeout', '-1']],
+    [['prewarm', '--url', 'http://127.0.0.1:9', '--deadline', 'later']],
+  ])('%j', async (args) => {
+    const r = await cli(args, { env: env(), timeout: 20_000 });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/--(grace|probe-timeout|step-timeout|deadline): ".*" is not a duration/);
+  });
 });
 
 describe('Ctrl-C and SIGTERM are never swallowed', () => {

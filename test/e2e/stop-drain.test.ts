@@ -4,7 +4,7 @@ import { describe, it, expect, beforeEach } from 'vitest';
 import { cli, isolated, freePort, portOpen, streamCompletion } from '../helpers.js';
 
 let port: number;
-const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--timeout', '1'] });
+const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--grace', '1'] });
 const env = t.env;
 const serve = (sets: string[]) =>
   cli(
@@ -59,11 +59,11 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
     expect(end.done).toBe(false);
   });
 
-  it('a drain longer than stop --timeout: SIGKILL, and stop says it cut the request off (not drained)', async () => {
+  it('a drain longer than stop --grace: SIGKILL, and stop says it cut the request off (not drained)', async () => {
     const r = await serve(['engine.vllmVersion=0.28.0', 'server.shutdownTimeoutSeconds=60']);
     expect(r.exitCode, r.stderr).toBe(0);
     const s = await stream(ENDLESS);
-    const stop = await cli(['stop', 'qwen3.5-9b', '--timeout', '1'], { env: env() });
+    const stop = await cli(['stop', 'qwen3.5-9b', '--grace', '1'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/qwen3\.5-9b-0: did not stop within 1\.0 s: killed \(SIGKILL\): SIGKILL cut off 1 in-flight request; port free/);
     expect(stop.stdout).not.toContain('drained');

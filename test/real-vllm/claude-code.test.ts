@@ -98,7 +98,7 @@ describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, ()
   });
 
   it('probe --client claude-code: a Claude Code-sized request runs (the model answers in text: a warning, not a failure)', async () => {
-    const r = await sparkctl(['probe', 'tiny-code', '--client', 'claude-code', '--json', '--timeout', '300000'], 8 * MIN);
+    const r = await sparkctl(['probe', 'tiny-code', '--client', 'claude-code', '--json', '--step-timeout', '300000'], 8 * MIN);
     const client = JSON.parse(r.stdout).results[0].steps.find((s: { step: string }) => s.step === 'client');
     expect(client, r.stdout).toMatchObject({ status: 'warn', detail: expect.stringMatching(/Claude Code's turn runs \(stop_reason end_turn\), but the model answered in text/) });
   });

@@ -91,7 +91,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
   beforeEach((ctx) => console.info(`[real-vllm ${((Date.now() - suiteStarted) / 1000).toFixed(0)} s] ${ctx.task.name}`));
   afterAll(async () => {
     // Whatever happened, no vLLM process of ours may be left (the hook before stop checks VLLM::EngineCore).
-    await sparkctl(['stop', '--all', '--timeout', '20']);
+    await sparkctl(['stop', '--all', '--grace', '20']);
     const left = ours();
     for (const p of left) process.kill(p, 'SIGKILL');
     rmrf(state);
@@ -508,7 +508,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       await waitFor(() => !ours().includes(inst.pid), 10_000);
       const st = await sparkctl(['status', '--json']);
       expect(st.exitCode).not.toBe(70);
-      const stop = await sparkctl(['stop', 'tiny', '--timeout', '30'], { timeout: 3 * MIN });
+      const stop = await sparkctl(['stop', 'tiny', '--grace', '30'], { timeout: 3 * MIN });
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       expect(await waitFor(() => ours().length === 0, 10_000)).toBe(true);
       expect(await portOpen(port)).toBe(false);

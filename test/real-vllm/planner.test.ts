@@ -29,7 +29,7 @@ const ARCHS: Array<{ name: string; dir: () => string; served: string }> = [
 ];
 
 describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one launch per architecture', () => {
-  const t = isolated({ prefix: 'sparkctl-real-planner-', stopArgs: ['--timeout', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
+  const t = isolated({ prefix: 'sparkctl-real-planner-', stopArgs: ['--grace', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
   const sparkctl = (args: string[], timeout = 60_000) => cli(args, { cwd: ROOT, timeout, env: t.env({ HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_KVCACHE_SPACE: '1' }) });
   beforeAll(async () => {
     if (!ARCHS.every((a) => existsSync(join(a.dir(), 'model.safetensors')))) {
@@ -92,7 +92,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(nonDefault).toContain("'block_size': 128");
         const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
         expect(models.data.map((x) => x.id)).toEqual([arch.served]);
-        const stop = await sparkctl(['stop', '--all', '--timeout', '30'], 2 * MIN);
+        const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);
         expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       },
       14 * MIN,

@@ -66,7 +66,7 @@ describe('groupStopScript', () => {
     expect(alive(c.pid!)).toBe(false);
   });
 
-  it('grace 0 (stop --timeout 0): KILL at once', () => {
+  it('grace 0 (stop --grace 0): KILL at once', () => {
     expect(groupStopScript(42, 0)).toContain('seq 1 0');
     expect(groupStopScript(42, 30)).toContain('seq 1 300');
   });

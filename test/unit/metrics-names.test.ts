@@ -67,4 +67,17 @@ describe('vLLM metric names', () => {
     // cut before its sample: no reading rather than -Infinity
     expect(parseVllmMetrics(text).kvCacheUsage).toBeUndefined();
   });
+  it.each([
+    ['a label value holding } and spaces, and a timestamp', 'vllm:num_requests_running{model_name="a } b",engine="0"} 2 1700000000000\n', { running: 2 }],
+    ['samples of one name summed across label sets', 'vllm:num_requests_waiting{engine="0"} 2\nvllm:num_requests_waiting{engine="1"} 3\n', { waiting: 5 }],
+  ])('reads %s', (_n, text, want) => {
+    expect(parseVllmMetrics(text)).toMatchObject(want);
+  });
+  it.each([
+    ['an HTML page', '<html>oops</html>\n'],
+    ['a sample without a value', 'vllm:num_requests_running\n'],
+    ['an unclosed label set', 'vllm:num_requests_running{a="1" 2\n'],
+  ])('%s does not parse (the probe warns), never a reading', (_n, text) => {
+    expect(() => parseVllmMetrics(text)).toThrow(/line 1 is not a metric sample/);
+  });
 });
