@@ -9,6 +9,7 @@ afterAll(() => rmrf(state));
 describe('renamed flags', () => {
   it.each([
     ['stop', '--grace', '--timeout'],
+    ['restart', '--grace', '--timeout'],
     ['preflight', '--probe-timeout', '--timeout'],
     ['collect', '--probe-timeout', '--timeout'],
     ['prewarm', '--deadline', '--timeout'],
