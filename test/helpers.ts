@@ -260,6 +260,41 @@ export async function webhookReceiver(): Promise<{ url: string; posts: any[]; cl
   return { url: `http://127.0.0.1:${port}`, posts, close: () => server.close() };
 }
 
+/**
+ * A streamed completion on 127.0.0.1:PORT; resolves once its first token came (status 200 asserted),
+ * with a promise of how it ended: the last finish_reason, the data chunks, whether [DONE] came.
+ */
+export async function streamCompletion(port: number, maxTokens: number) {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
+  });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  while (!text.includes('data: ')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value);
+  }
+  const ended = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value);
+      }
+    } catch {
+      /* cut: what arrived is the evidence */
+    }
+    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
+    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
+  })();
+  return { ended };
+}
+
 export async function portOpen(port: number): Promise<boolean> {
   const { connect } = await import('node:net');
   return new Promise((res) => {
