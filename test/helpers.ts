@@ -43,6 +43,35 @@ export async function cli(args: string[], opts: Options & { stateDir?: string } 
   } as Options);
 }
 
+let mainOf: Promise<(argv: string[]) => Promise<number>> | undefined;
+
+/**
+ * The built CLI's main(argv) in this process, stdout and stderr captured, for a test of the CLI's
+ * logic where no process boundary matters (flags, help, warnings, exit codes): no Node start per
+ * case, so it does not slow down with the machine's load. Runs one at a time; the environment is
+ * the process's with `env` over it, restored after.
+ */
+export async function runMain(argv: string[], opts: { env?: Record<string, string> } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const main = await (mainOf ??= import(join(ROOT, 'dist', 'cli.js')).then((m) => m.main as (argv: string[]) => Promise<number>));
+  let stdout = '';
+  let stderr = '';
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const saved = { ...process.env };
+  process.stdout.write = ((x: string | Uint8Array) => ((stdout += String(x)), true)) as typeof process.stdout.write;
+  process.stderr.write = ((x: string | Uint8Array) => ((stderr += String(x)), true)) as typeof process.stderr.write;
+  Object.assign(process.env, { NO_COLOR: '1', ...opts.env });
+  try {
+    const exitCode = await main(argv);
+    return { exitCode, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+    process.env = saved;
+    process.exitCode = undefined;
+  }
+}
+
 /**
  * Ports for servers a test starts: taken below the kernel's ephemeral range, in a slice of their
  * own for each vitest worker. A port the OS picks with listen(0) and releases comes from the
