@@ -43,6 +43,35 @@ export async function cli(args: string[], opts: Options & { stateDir?: string } 
   } as Options);
 }
 
+let mainOf: Promise<(argv: string[]) => Promise<number>> | undefined;
+
+/**
+ * The built CLI's main(argv) in this process, stdout and stderr captured, for a test of the CLI's
+ * logic where no process boundary matters (flags, help, warnings, exit codes): no Node start per
+ * case, so it does not slow down with the machine's load. Runs one at a time; the environment is
+ * the process's with `env` over it, restored after.
+ */
+export async function runMain(argv: string[], opts: { env?: Record<string, string> } = {}): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  const main = await (mainOf ??= import(join(ROOT, 'dist', 'cli.js')).then((m) => m.main as (argv: string[]) => Promise<number>));
+  let stdout = '';
+  let stderr = '';
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const saved = { ...process.env };
+  process.stdout.write = ((x: string | Uint8Array) => ((stdout += String(x)), true)) as typeof process.stdout.write;
+  process.stderr.write = ((x: string | Uint8Array) => ((stderr += String(x)), true)) as typeof process.stderr.write;
+  Object.assign(process.env, { NO_COLOR: '1', ...opts.env });
+  try {
+    const exitCode = await main(argv);
+    return { exitCode, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+    process.env = saved;
+    process.exitCode = undefined;
+  }
+}
+
 /**
  * Ports for servers a test starts: taken below the kernel's ephemeral range, in a slice of their
  * own for each vitest worker. A port the OS picks with listen(0) and releases comes from the
@@ -258,6 +287,41 @@ export async function webhookReceiver(): Promise<{ url: string; posts: any[]; cl
   const port = await freePort();
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
   return { url: `http://127.0.0.1:${port}`, posts, close: () => server.close() };
+}
+
+/**
+ * A streamed completion on 127.0.0.1:PORT; resolves once its first token came (status 200 asserted),
+ * with a promise of how it ended: the last finish_reason, the data chunks, whether [DONE] came.
+ */
+export async function streamCompletion(port: number, maxTokens: number) {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
+  });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  while (!text.includes('data: ')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value);
+  }
+  const ended = (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += dec.decode(value);
+      }
+    } catch {
+      /* cut: what arrived is the evidence */
+    }
+    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
+    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
+  })();
+  return { ended };
 }
 
 export async function portOpen(port: number): Promise<boolean> {

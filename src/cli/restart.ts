@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { createCommand, lazy } from './define.js';
+import { createCommand, deprecatedAlias, lazy } from './define.js';
 import { durationArg, PROFILE_OPTIONS } from './args.js';
 
 export default createCommand({
@@ -12,9 +12,10 @@ export default createCommand({
     new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
       .argParser(durationArg('--drain-timeout', 'ms', true))
       .default(600_000, '10m'),
-    new Option('--timeout <duration>', "stop: SIGTERM, then SIGKILL after this long; default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s").argParser(
-      durationArg('--timeout', 's', true),
+    new Option('--grace <duration>', "stop: SIGTERM, then SIGKILL after this long; default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s").argParser(
+      durationArg('--grace', 's', true),
     ),
+    deprecatedAlias('--timeout <duration>', '--grace', durationArg('--timeout', 's', true)),
     ['--ready-timeout <duration>', 'give up on a replica after this long; default from the profile', durationArg('--ready-timeout', 'ms')],
     ['--skip-preflight', 'without --rolling: do not run the blocking preflight checks before serving again'],
     ['--json', 'machine-readable output'],

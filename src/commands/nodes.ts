@@ -11,7 +11,7 @@ import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
 import { Registry } from '../engine/registry.js';
 import { allNodes, gpusDeclared, hostShapeOf, planNodes, exportLine } from '../engine/ray.js';
-import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus } from '../engine/cluster.js';
+import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus, type ServeClusterOutcome } from '../engine/cluster.js';
 import { gatherNodes, runNodesChecks, type NodeReport } from '../engine/nodes-preflight.js';
 import { leaderWorkerSet } from '../k8s/manifests.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
@@ -138,16 +138,41 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     probe: { ...r.profile.probe, gpuMemoryUtilization: r.profile.engine.gpuMemoryUtilization, gpus: false },
     stateDir: stateDir(),
   };
-  const out = await withCancel((signal) => serveCluster(plan, { emit: (e) => renderEvent(e, r.profile.name), signal }));
+  // --json: nothing while it runs, one envelope at the end (as one-node serve)
+  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name), signal }));
+  const healthy = out.ok && out.probe?.state === 'healthy';
+  if (opts.json) say(clusterServeEnvelope(r.profile.name, opts, out, out.ok ? (healthy ? ExitCode.ok : ExitCode.problems) : ExitCode.launchFailed));
   if (!out.ok) {
     const f = out.failure!;
-    note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
-    if (f.fix) note(`fix: ${f.fix}`);
-    for (const x of f.evidence) note(c.dim(`  | ${x}`));
+    if (!opts.json) {
+      note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
+      if (f.fix) note(`fix: ${f.fix}`);
+      for (const x of f.evidence) note(c.dim(`  | ${x}`));
+    }
     throw new LaunchError('', []);
   }
-  say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
-  if (out.probe?.state !== 'healthy') throw new ProblemsFound('the deep probe failed');
+  if (!opts.json) say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
+  if (!healthy) throw new ProblemsFound('the deep probe failed');
+}
+
+/** serve --nodes --json: the outcome as one envelope (kind serve, like one node's), with the stop command. */
+export function clusterServeEnvelope(profile: string, opts: Pick<ServeOptions, 'nodes' | 'engine'>, out: ServeClusterOutcome, exitCode: number): string {
+  const f = out.failure;
+  return envelope('serve', {
+    status: !out.ok ? (f?.refused ? 'refused' : 'launch-failed') : out.probe?.state === 'healthy' ? 'healthy' : 'unhealthy',
+    exitCode,
+    profile,
+    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
+    nodesFile: opts.nodes,
+    failure: f ? { message: f.message, fix: f.fix ?? null, evidence: f.evidence } : null,
+    url: out.record?.url ?? null,
+    head: out.record ? { node: out.record.head, pid: out.record.pid, logFile: out.record.logFile } : null,
+    cluster: out.view ? { nodes: out.view.nodes, gpus: out.view.gpus } : null,
+    readyMs: out.readyMs ?? null,
+    prewarm: out.prewarm ?? null,
+    probe: out.probe ?? null,
+    stop: out.ok ? `sparkctl stop ${profile} --nodes ${opts.nodes}` : null,
+  });
 }
 
 export async function stopNodes(name: string | undefined, opts: { timeout: number; nodes?: string; json?: boolean; all?: boolean }): Promise<void> {

@@ -22,7 +22,7 @@ export interface RestartOptions {
   /** ms */
   drainTimeout: number;
   /** s: SIGTERM, then SIGKILL (default: each server's drain + teardown) */
-  timeout?: number;
+  grace?: number;
   /** ms */
   readyTimeout?: number;
   skipPreflight?: boolean;
@@ -67,7 +67,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       entries: replicas,
       secrets,
       drainTimeoutMs: opts.drainTimeout,
-      stopTimeoutMs: opts.timeout === undefined ? undefined : opts.timeout * 1000,
+      stopTimeoutMs: opts.grace === undefined ? undefined : opts.grace * 1000,
       signal: ac.signal,
       onEvent: opts.json ? undefined : renderEvent,
     });
@@ -141,7 +141,7 @@ function requestsLine(r: RequestsOutcome): string {
 
 /** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
 async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, hadRouter: boolean) {
-  const release = await reg.lock((opts.timeout ?? 60) * 1000 + 10_000);
+  const release = await reg.lock((opts.grace ?? 60) * 1000 + 10_000);
   try {
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
     if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
@@ -149,7 +149,7 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     // The router first: no request is sent to a replica that is stopping.
     const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
     for (const e of order) {
-      const st = await stopInstance(reg, e, { graceMs: opts.timeout === undefined ? undefined : opts.timeout * 1000 });
+      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000 });
       if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
       if (!st.removed)
         throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [

@@ -65,6 +65,25 @@ describe.each<[Mode, boolean]>([
   );
 
   it.skipIf(!available)(
+    'serve --nodes --json: one envelope (kind serve, healthy, the stop command), no progress text on stdout; stop --nodes --json too',
+    async () => {
+      const port = await freePort();
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`, '--json']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out).toMatchObject({ version: 1, kind: 'serve', status: 'healthy', exitCode: 0, profile: 'qwen3-200b', failure: null, stop: `sparkctl stop qwen3-200b --nodes ${cl.nodesFile}` });
+      expect(out.url).toBe(`http://${cl.addresses[0]}:${port}`);
+      expect(out.probe.state).toBe('healthy');
+      const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile, '--json']);
+      expect(stop.exitCode, stop.stderr).toBe(0);
+      expect(JSON.parse(stop.stdout)).toMatchObject({ version: 1, kind: 'stop-nodes' });
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available)(
     'serve --nodes: Ray head, workers, all GPUs, vLLM on the head, ready, probe; stop --nodes',
     async () => {
       const port = await freePort();

@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
@@ -64,37 +64,7 @@ function bench(seconds: number, rate = 8) {
 
 const status = async () => JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)).instances as Array<{ name: string; pid: number; role?: string; port: number; health: string }>;
 
-/** A streamed completion through the router; resolves once its first token came, with a promise of how it ended. */
-async function stream(maxTokens: number) {
-  const res = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
-  });
-  expect(res.status).toBe(200);
-  const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let text = '';
-  while (!text.includes('data: ')) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += dec.decode(value);
-  }
-  const ended = (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += dec.decode(value);
-      }
-    } catch {
-      /* cut: what arrived is the evidence */
-    }
-    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
-    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
-  })();
-  return { ended };
-}
+const stream = (maxTokens: number) => streamCompletion(base, maxTokens);
 
 describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', () => {
   it('serve --router: one endpoint, HAProxy registered with its identity; rolling restart of 4 under a fixed-rate bench: zero failures', async () => {

@@ -1,7 +1,7 @@
 // stop with a stream in flight, through the built CLI and the simulator (which shuts down as vLLM
 // 0.27 does): what stop says happened to the request is what happened to it.
 import { describe, it, expect, beforeEach } from 'vitest';
-import { cli, isolated, freePort, portOpen } from '../helpers.js';
+import { cli, isolated, freePort, portOpen, streamCompletion } from '../helpers.js';
 
 let port: number;
 const t = isolated({ prefix: 'sparkctl-drain-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.3', SPARKCTL_SIM_COLD_MS: '0' }, stopArgs: ['--grace', '1'] });
@@ -18,39 +18,14 @@ beforeEach(async () => {
   port = await freePort();
 });
 
-/** A streamed completion; resolves once its first token came, with a promise of how it ended. */
-async function stream(maxTokens: number) {
-  const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }),
-  });
-  const reader = res.body!.getReader();
-  const dec = new TextDecoder();
-  let text = '';
-  while (!text.includes('data: ')) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += dec.decode(value);
-  }
-  const ended = (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += dec.decode(value);
-      }
-    } catch {
-      /* cut: what arrived is the evidence */
-    }
-    const finish = [...text.matchAll(/"finish_reason":"(\w+)"/g)].map((m) => m[1]);
-    return { finish: finish.at(-1), tokens: [...text.matchAll(/^data: \{/gm)].length, done: text.includes('data: [DONE]') };
-  })();
-  return { ended };
-}
+const stream = (maxTokens: number) => streamCompletion(port, maxTokens);
 
-// The 9B on the A100 baseline decodes in about 8 ms a token: 400 tokens take about 3 s.
-const LONG = 400;
+// The 9B on the A100 baseline decodes in about 8 ms a token (more on a loaded host: a timer a
+// token): 800 tokens take about 6.5 s, inside the drain's 20 s, and are still streaming when stop's
+// SIGTERM comes on a loaded host (400 tokens, 3 s, had ended before it there: "aborted 0"). Where
+// the stream need not finish, 5000.
+const LONG = 800;
+const ENDLESS = 5000;
 
 describe('stop drains, aborts or cuts off, and says which from evidence', { timeout: 120_000 }, () => {
   it('drain (vLLM 0.25, server.shutdownTimeoutSeconds 20): the stream finishes with finish_reason length; stop says drained 1, within the grace', async () => {
@@ -75,7 +50,7 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
   it('abort (server.shutdownTimeoutSeconds 0): the stream is cut without a finish; stop says aborted 1 and how to drain', async () => {
     const r = await serve(['engine.vllmVersion=0.25.0', 'server.shutdownTimeoutSeconds=0']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const s = await stream(LONG);
+    const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/qwen3\.5-9b-0: stopped \(SIGTERM\) in [\d.]+ s: aborted 1 in-flight request \(vLLM aborts on SIGTERM unless .*shutdownTimeoutSeconds\); port free/);
@@ -87,7 +62,7 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
   it('a drain longer than stop --grace: SIGKILL, and stop says it cut the request off (not drained)', async () => {
     const r = await serve(['engine.vllmVersion=0.28.0', 'server.shutdownTimeoutSeconds=60']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const s = await stream(5000);
+    const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b', '--grace', '1'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/qwen3\.5-9b-0: did not stop within 1\.0 s: killed \(SIGKILL\): SIGKILL cut off 1 in-flight request; port free/);
@@ -98,7 +73,7 @@ describe('stop drains, aborts or cuts off, and says which from evidence', { time
   it('a vLLM whose table lacks --shutdown-timeout (0.17): nothing rendered, and stop claims nothing it cannot see', async () => {
     const r = await serve(['engine.vllmVersion=0.17.0', 'server.shutdownTimeoutSeconds=20']);
     expect(r.exitCode, r.stderr).toBe(0);
-    const s = await stream(LONG);
+    const s = await stream(ENDLESS);
     const stop = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/stopped \(SIGTERM\) in [\d.]+ s: 1 request was in flight; vLLM logged no shutdown mode, so how it ended is not known; port free/);
