@@ -6,7 +6,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir, rmrf, ROOT } from '../helpers.js';
+import { tempDir, rmrf, ROOT, runMain } from '../helpers.js';
 
 let hits = 0;
 let server: Server;
@@ -14,7 +14,6 @@ let url = '';
 const dir = tempDir('sparkctl-flags-');
 const state = join(dir, 'state');
 const aFile = join(dir, 'a-file');
-let main: (argv: string[]) => Promise<number>;
 
 beforeAll(async () => {
   writeFileSync(aFile, 'x');
@@ -27,7 +26,6 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const a = server.address();
   url = `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`;
-  main = (await import(join(ROOT, 'dist', 'cli.js'))).main;
 });
 afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()));
@@ -111,26 +109,8 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa')], '--gpus', BAD_COUNT],
 ];
 
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = process.stdout.write.bind(process.stdout);
-  const err = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((s: string | Uint8Array) => ((stdout += String(s)), true)) as typeof process.stdout.write;
-  process.stderr.write = ((s: string | Uint8Array) => ((stderr += String(s)), true)) as typeof process.stderr.write;
-  const env = { ...process.env };
-  process.env.SPARKCTL_STATE_DIR = state;
-  process.env.NO_COLOR = '1';
-  try {
-    const code = await main(argv);
-    return { code, stdout, stderr };
-  } finally {
-    process.stdout.write = out;
-    process.stderr.write = err;
-    process.env = env;
-    process.exitCode = undefined;
-  }
-}
+// the state folder is where a side effect would show: no case may create it
+const run = (argv: string[]) => runMain(argv, { env: { SPARKCTL_STATE_DIR: state } });
 
 describe('every bad value of every flag: exit 2 with the flag and the fix, before any side effect', () => {
   const cases = TABLE.flatMap(([base, flag, values]) => values.map((v) => [base, flag, v] as const));
@@ -141,7 +121,7 @@ describe('every bad value of every flag: exit 2 with the flag and the fix, befor
       const argv = [...base(), flag, value];
       const r = await run(argv);
       const label = `${argv.join(' ')}`;
-      if (r.code !== 2) failures.push(`${label}: exit ${r.code} (${r.stderr.trim().split('\n')[0]})`);
+      if (r.exitCode !== 2) failures.push(`${label}: exit ${r.exitCode} (${r.stderr.trim().split('\n')[0]})`);
       else if (!r.stderr.includes(flag) && !(flag === '--set' && r.stderr.includes(value.split('=')[0]!))) failures.push(`${label}: the message does not name ${flag}: ${r.stderr.trim()}`);
       else if (!/\n {2}- |Allowed choices|expected /.test(r.stderr)) failures.push(`${label}: no fix: ${r.stderr.trim()}`);
       if (hits) failures.push(`${label}: the server was contacted ${hits} time(s)`);
@@ -155,10 +135,10 @@ describe('every bad value of every flag: exit 2 with the flag and the fix, befor
   });
 
   it('the same values pass where they are good (the table is not refusing everything)', { timeout: 60_000 }, async () => {
-    expect((await run(['plan', 'qwen3.5-9b', '--gpus', '8'])).code).toBe(0);
-    expect((await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--node-count', '2', '--set', 'parallel.executor=ray'])).code).toBe(0);
+    expect((await run(['plan', 'qwen3.5-9b', '--gpus', '8'])).exitCode).toBe(0);
+    expect((await run(['k8s', 'qwen3.5-9b', '--namespace', 'llm', '--node-count', '2', '--set', 'parallel.executor=ray'])).exitCode).toBe(0);
     const cost = await run(['cost', 'x', '--gpu-hour-price', '2.5', '--gpus', '2', '--utilization', '0.5']);
-    expect(cost.code, cost.stderr).toBe(1); // no history: a finding, not a flag problem
+    expect(cost.exitCode, cost.stderr).toBe(1); // no history: a finding, not a flag problem
     rmrf(state);
   });
 });
