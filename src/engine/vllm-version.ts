@@ -5,7 +5,7 @@
 import { open, readFile, readdir, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { execFile } from 'node:child_process';
-import { writeFileAtomic } from '../util/fs.js';
+import { readJsonCache, writeJsonCache } from '../util/fs.js';
 import { releaseOf } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 
@@ -90,14 +90,10 @@ function fromVersionFlag(bin: string, timeoutMs: number): Promise<string | undef
 
 type Cache = Record<string, { mtimeMs: number; version: string }>;
 
-async function readCache(file: string): Promise<Cache> {
-  try {
-    const v = JSON.parse(await readFile(file, 'utf8')) as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Cache) : {};
-  } catch {
-    return {};
-  }
-}
+const cacheEntry = (e: unknown): Cache[string] | undefined => {
+  const x = e as { mtimeMs?: unknown; version?: unknown } | null;
+  return typeof x?.mtimeMs === 'number' && typeof x.version === 'string' ? { mtimeMs: x.mtimeMs, version: x.version } : undefined;
+};
 
 export async function installedVllm(binName: string, opts: { cacheFile?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<InstalledVllm> {
   const bin = await which(binName, opts.env ?? process.env);
@@ -108,9 +104,9 @@ export async function installedVllm(binName: string, opts: { cacheFile?: string;
   } catch {
     return { bin, why: `${bin} does not exist` };
   }
-  const cache = opts.cacheFile ? await readCache(opts.cacheFile) : {};
+  const cache = opts.cacheFile ? await readJsonCache(opts.cacheFile, cacheEntry) : {};
   const hit = cache[bin];
-  if (hit && hit.mtimeMs === st.mtimeMs && typeof hit.version === 'string') return { bin, version: hit.version, source: 'cache' };
+  if (hit && hit.mtimeMs === st.mtimeMs) return { bin, version: hit.version, source: 'cache' };
   const head = await headOf(bin);
   let version = await fromDistInfo(bin, head);
   let source: InstalledVllm['source'] = 'dist-info';
@@ -122,13 +118,7 @@ export async function installedVllm(binName: string, opts: { cacheFile?: string;
     source = '--version';
   }
   if (!version) return { bin, why: `no vllm-*.dist-info beside ${bin}'s interpreter${python ? `, and \`${bin} --version\` gave no version` : ' (and it is not a Python script to ask)'}` };
-  if (opts.cacheFile) {
-    try {
-      writeFileAtomic(opts.cacheFile, JSON.stringify({ ...cache, [bin]: { mtimeMs: st.mtimeMs, version } }, null, 2));
-    } catch {
-      /* a cache that cannot be written costs only time */
-    }
-  }
+  if (opts.cacheFile) writeJsonCache(opts.cacheFile, { ...cache, [bin]: { mtimeMs: st.mtimeMs, version } });
   return { bin, version, source };
 }
 

@@ -199,9 +199,13 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
     mkdirSync(site, { recursive: true });
     writeFileSync(join(site, 'METADATA'), 'Metadata-Version: 2.1\nName: vllm\nVersion: 0.10.1rc1\n');
     writeFileSync(join(root, 'bin', 'vllm'), `#!${join(root, 'bin', 'python')}\nimport sys\n`);
-    const cacheFile = join(root, 'cache.json');
+    // under a folder that does not exist yet, as <state>/cache/ on a fresh state folder
+    const cacheFile = join(root, 'state', 'cache', 'vllm-versions.json');
     expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'dist-info' });
     expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'cache' });
+    // a hostile entry on disk is not a version
+    writeFileSync(cacheFile, JSON.stringify({ [join(root, 'bin', 'vllm')]: { mtimeMs: 'x', version: 1 } }));
+    expect(await installedVllm(join(root, 'bin', 'vllm'), { cacheFile })).toMatchObject({ version: '0.10.1rc1', source: 'dist-info' });
   });
 });
 

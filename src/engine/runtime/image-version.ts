@@ -6,10 +6,7 @@
 // The answer is cached by the image's id (a content id: a re-tagged image is read again) in the state
 // folder, through the one atomic writer. Every answer is hostile text: only a version is taken.
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { writeFileAtomic } from '../../util/fs.js';
+import { readJsonCache, writeJsonCache } from '../../util/fs.js';
 import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, type CliResult } from './ops.js';
 
@@ -106,21 +103,11 @@ export interface ImageVllm {
 type Cache = Record<string, { version: string; source: 'label' | 'image' }>;
 const CACHE_ENTRIES = 64;
 
-async function readCache(file: string): Promise<Cache> {
-  try {
-    const v = JSON.parse(await readFile(file, 'utf8')) as unknown;
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
-    const out: Cache = {};
-    for (const [k, e] of Object.entries(v as Record<string, unknown>)) {
-      const x = e as { version?: unknown; source?: unknown };
-      const ver = asVersion(x?.version);
-      if (ver && (x.source === 'label' || x.source === 'image')) out[k] = { version: ver, source: x.source };
-    }
-    return out;
-  } catch {
-    return {};
-  }
-}
+const cacheEntry = (e: unknown): Cache[string] | undefined => {
+  const x = e as { version?: unknown; source?: unknown } | null;
+  const ver = asVersion(x?.version);
+  return ver && (x?.source === 'label' || x?.source === 'image') ? { version: ver, source: x.source } : undefined;
+};
 
 const lastLine = (s: string) => (s.trim().split('\n').pop() ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 
@@ -149,7 +136,7 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
   if (x.inspectOnly) return { id, entrypoint };
   const fromLabel = versionFromLabels(facts.labels);
   if ('version' in fromLabel) return { version: fromLabel.version, source: 'label', id, entrypoint };
-  const cache = x.cacheFile ? await readCache(x.cacheFile) : {};
+  const cache = x.cacheFile ? await readJsonCache(x.cacheFile, cacheEntry) : {};
   const hit = cache[id];
   if (hit) return { version: hit.version, source: 'cache', id, entrypoint };
   const probeId = randomBytes(8).toString('hex');
@@ -164,15 +151,7 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
     }
     const v = r.code === 0 ? versionFromOutput(r.stdout) : undefined;
     if (v) {
-      if (x.cacheFile) {
-        try {
-          const kept = Object.entries(cache).slice(-(CACHE_ENTRIES - 1));
-          mkdirSync(dirname(x.cacheFile), { recursive: true, mode: 0o700 });
-          writeFileAtomic(x.cacheFile, `${JSON.stringify({ ...Object.fromEntries(kept), [id]: { version: v, source: 'image' } }, null, 2)}\n`);
-        } catch {
-          /* a cache that cannot be written costs only time */
-        }
-      }
+      if (x.cacheFile) writeJsonCache(x.cacheFile, { ...cache, [id]: { version: v, source: 'image' } }, CACHE_ENTRIES);
       return { version: v, source: 'image', id, entrypoint };
     }
     whys.push(r.code === 0 ? `${what} printed no version (${JSON.stringify(lastLine(r.stdout).slice(0, 60))})` : `${what}: exit ${r.code} ${lastLine(r.stderr)}`.trim());
