@@ -134,6 +134,8 @@ function requestsLine(r: RequestsOutcome): string {
       return `${r.inFlight ?? 'all'} drained by HAProxy's soft stop`;
     case 'router-cut':
       return `${r.cut} CUT by HAProxy's hard stop at the drain deadline`;
+    case 'router-unknown':
+      return `${r.inFlight ?? 'unknown'} before the soft stop, outcome not known`;
     default:
       return 'none';
   }

@@ -33,6 +33,8 @@ export function requestsText(r: RequestsOutcome): string {
     }
     case 'router-cut':
       return `CUT ${r.cut} client connection${r.cut === 1 ? '' : 's'} with a request still running at the drain deadline${r.connections !== undefined ? ` (of ${r.connections} open at the soft stop)` : ''}: stop --grace longer, or router.drainTimeoutSeconds`;
+    case 'router-unknown':
+      return `HAProxy's connections could not be read (/proc/net/tcp) at the drain deadline: whether the hard stop cut a request is not known${r.inFlight !== undefined ? ` (HAProxy had ${r.inFlight} in flight at the soft stop)` : ''}`;
     case 'none':
       return '';
   }

@@ -77,6 +77,8 @@ export type RequestsOutcome =
   | { kind: 'router-drained'; inFlight?: number; connections?: number; idleClosed: number }
   /** the router: requests still running at the drain deadline; the hard stop closed their connections */
   | { kind: 'router-cut'; cut: number; inFlight?: number; connections?: number }
+  /** the router: the drain deadline came and its connections could not be read, so whether the hard stop cut a request is not known */
+  | { kind: 'router-unknown'; inFlight?: number; connections?: number }
   /** nothing was signalled */
   | { kind: 'none' };
 
@@ -313,7 +315,9 @@ async function stopRouterEntry(reg: Registry, entry: Entry, base: StopOutcome, o
         ? { kind: 'none' }
         : r.how === 'cut'
           ? { kind: 'router-cut', cut: r.cut, inFlight: r.inFlight, connections: r.connections }
-          : { kind: 'router-drained', inFlight: r.inFlight, connections: r.connections, idleClosed: r.idleClosed },
+          : r.how === 'unknown'
+            ? { kind: 'router-unknown', inFlight: r.inFlight, connections: r.connections }
+            : { kind: 'router-drained', inFlight: r.inFlight, connections: r.connections, idleClosed: r.idleClosed },
     ...(r.endedBy ? { routerEnd: r.endedBy } : {}),
     ms: r.ms,
     portFree,

@@ -17,8 +17,8 @@ import { showStat } from './api.js';
 import { pause } from '../util/pause.js';
 
 export interface RouterStopResult {
-  /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were */
-  how: 'gone' | 'unproven' | 'drained' | 'cut';
+  /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were; unknown: the deadline came and its connections could not be read */
+  how: 'gone' | 'unproven' | 'drained' | 'cut' | 'unknown';
   /** how it ended: by itself after the soft stop, by the hard stop (SIGTERM), or SIGKILL */
   endedBy?: 'soft-stop' | 'hard-stop' | 'SIGKILL';
   /** requests running or queued in HAProxy right before the soft stop (its runtime API); undefined: it did not answer */
@@ -44,8 +44,12 @@ export function splitConnections(v: Pick<TcpView, 'established'>, listening: Rea
   return { clients, servers };
 }
 
-/** What the deadline found -> how many were cut. Pure. Without a connection to a replica, no client connection had a request running. */
-export function judgeDeadline(at: { clients: number; servers: number }): { cut: number; idleClosed: number } {
+/**
+ * What the deadline found -> how many were cut. Pure. Without a connection to a replica, no client
+ * connection had a request running. Nothing read (no /proc/net/tcp) is nothing claimed: undefined.
+ */
+export function judgeDeadline(at: { clients: number; servers: number } | undefined): { cut: number; idleClosed: number } | undefined {
+  if (!at) return undefined;
   return at.servers > 0 ? { cut: at.clients, idleClosed: 0 } : { cut: 0, idleClosed: at.clients };
 }
 
@@ -89,11 +93,13 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
   }
   if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   const at = tcpOf(groupMembers(pgid));
-  const left = at ? judgeDeadline(splitConnections(at, listening)) : { cut: connections ?? 0, idleClosed: 0 };
+  const left = judgeDeadline(at && splitConnections(at, listening));
   const how = await stopGroup(id, 3000, { onTerm: () => o.onSignal?.('SIGTERM', {}) });
   if (how === 'unproven') return { how: 'unproven', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   if (how === 'killed') o.onSignal?.('SIGKILL', {});
   // 'gone': it ended by itself between the last look and the hard stop
   if (how === 'gone') return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
-  return { how: left.cut ? 'cut' : 'drained', endedBy: how === 'killed' ? 'SIGKILL' : 'hard-stop', inFlight, connections, ...left, ms: ms() };
+  const endedBy = how === 'killed' ? 'SIGKILL' : 'hard-stop';
+  if (!left) return { how: 'unknown', endedBy, inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
+  return { how: left.cut ? 'cut' : 'drained', endedBy, inFlight, connections, ...left, ms: ms() };
 }

@@ -72,6 +72,8 @@ describe('the drain deadline: cut or not', () => {
       { clients: 0, servers: 2 },
       { cut: 0, idleClosed: 0 },
     ],
+    // the kernel's view could not be read: nothing to judge by, so neither "drained" nor a count
+    [undefined, undefined],
   ])('%j -> %j', (at, want) => expect(judgeDeadline(at)).toEqual(want));
 });
 
@@ -100,6 +102,10 @@ describe('stop output for a router: HAProxy words, never vLLM', () => {
     [
       { kind: 'router-cut', cut: 1, connections: 3 },
       'CUT 1 client connection with a request still running at the drain deadline (of 3 open at the soft stop): stop --grace longer, or router.drainTimeoutSeconds',
+    ],
+    [
+      { kind: 'router-unknown', inFlight: 2 },
+      "HAProxy's connections could not be read (/proc/net/tcp) at the drain deadline: whether the hard stop cut a request is not known (HAProxy had 2 in flight at the soft stop)",
     ],
   ] as const)('%j', (r, text) => {
     expect(requestsText(r)).toBe(text);
