@@ -628,7 +628,7 @@ export function gpuNum(g: Gpu, field: string): number | undefined {
  * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
  */
 export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
-  const [{ askContainer }, { imageFor }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
+  const [{ askContainer }, { imageFor }, { cliError }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js'), import('../engine/runtime/ops.js')]);
   let image: string;
   try {
     image = imageFor(profile, platform);
@@ -639,13 +639,7 @@ export async function gatherContainerFacts(host: Host, profile: Profile, platfor
   const run = async (argv: string[], t: number): Promise<CliResult> => {
     const r = await host.run(argv, { timeoutMs: Math.min(t, Math.max(timeoutMs, 5000)) });
     if (r.error === 'not-collected') notCollected.add('container');
-    const error = !r.error
-      ? undefined
-      : r.error === 'not-found'
-        ? `${argv[0]} is not installed (not on PATH)`
-        : r.error === 'timeout'
-          ? `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(t / 1000)} s`
-          : r.error;
+    const error = r.error === 'not-found' || r.error === 'timeout' ? cliError(argv, r.error, t) : r.error;
     return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr, error };
   };
   const ask = (cli: 'docker' | 'podman') => askContainer({ cli, cliArgs: profile.container?.cliArgs ?? [], image, gpu: true, run });

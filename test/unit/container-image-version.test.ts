@@ -171,13 +171,13 @@ describe('imageVllm', () => {
       (a) => {
         if (!a.includes('run')) return undefined;
         probeLabel = a[a.indexOf('--label') + 1]!;
-        return { code: null, stdout: '', stderr: '', error: 'podman run --rm ran past its deadline' };
+        return { code: null, stdout: '', stderr: '', error: 'podman run --rm did not answer within 30 s' };
       },
       (a) => (a.includes('ps') ? ok(`${'b'.repeat(64)}\nnot-an-id\n`) : undefined),
       (a) => (a.includes('rm') ? ok('') : undefined),
     ]);
     const r = await imageVllm(input);
-    expect(r.why).toMatch(/ran past its deadline/);
+    expect(r.why).toMatch(/did not answer within 30 s/);
     expect(probeLabel).toMatch(new RegExp(`^${PROBE_LABEL}=[a-f0-9]{16}$`));
     const ps = seen.filter((a) => a.includes('ps'));
     expect(ps[0]).toContain(`label=${probeLabel}`);

@@ -2,6 +2,7 @@
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
 import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import { cliRun, cliRunAsync } from '../../src/engine/runtime/ops.js';
 
 const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'docker',
@@ -194,5 +195,17 @@ describe('the container: defaults the runtime uses without the schema', () => {
     const { ContainerBlock } = await import('../../src/profiles/schema.js');
     const { CONTAINER_DEFAULTS } = await import('../../src/engine/runtime/container.js');
     expect(CONTAINER_DEFAULTS).toEqual(ContainerBlock.parse({}));
+  });
+});
+
+describe('a container CLI that cannot be run, or does not answer: the same words from the blocking and the async runner', () => {
+  it.each([
+    ['cliRun', cliRun],
+    ['cliRunAsync', cliRunAsync],
+  ] as const)('%s', async (_n, run) => {
+    expect((await run(['/nonexistent/podman', 'ps'])).error).toBe('/nonexistent/podman is not installed (not on PATH)');
+    const slow = await run(['sleep', '5'], { timeoutMs: 1000 });
+    expect(slow.error).toBe('sleep 5 did not answer within 1 s');
+    expect((await run(['true'])).error).toBeUndefined();
   });
 });

@@ -25,6 +25,11 @@ export interface CliResult {
   error?: string;
 }
 
+/** The words for a CLI that could not be run (not installed) or did not answer in time: one wording wherever a CLI is run. */
+export function cliError(argv: readonly string[], kind: 'not-found' | 'timeout', timeoutMs: number): string {
+  return kind === 'not-found' ? `${argv[0]} is not installed (not on PATH)` : `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(timeoutMs / 1000)} s`;
+}
+
 /** Run the CLI (argv[0] is the CLI), bounded; the environment carries what argv only names. */
 export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
   const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 });
@@ -33,13 +38,7 @@ export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutM
     code: r.status,
     stdout: r.stdout ?? '',
     stderr: r.stderr ?? '',
-    error: err
-      ? err.code === 'ENOENT'
-        ? `${argv[0]} is not installed (not on PATH)`
-        : err.code === 'ETIMEDOUT'
-          ? `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`
-          : err.message
-      : undefined,
+    error: err ? (err.code === 'ENOENT' ? cliError(argv, 'not-found', 0) : err.code === 'ETIMEDOUT' ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000) : err.message) : undefined,
   };
 }
 
@@ -49,8 +48,7 @@ export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; tim
     execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
       const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-      const error =
-        !e || typeof e.code === 'number' ? undefined : e.code === 'ENOENT' ? `${argv[0]} is not installed (not on PATH)` : e.killed ? `${argv.slice(0, 3).join(' ')} ran past its deadline` : e.message;
+      const error = !e || typeof e.code === 'number' ? undefined : e.code === 'ENOENT' ? cliError(argv, 'not-found', 0) : e.killed ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000) : e.message;
       resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
     });
   });
