@@ -171,10 +171,13 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);
   if (plan.container && !opts.skipPreflight) {
-    const { containerPreflight } = await import('../engine/runtime/preflight.js');
+    const [{ containerPreflight }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
     const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
     const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
-    const checks = (await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus })).filter((x) => x.status !== 'skip');
+    const use = containerGpuUse(plan.profile, plan.engine);
+    const checks = (
+      await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus, noGpu: use.gpu ? undefined : use.why })
+    ).filter((x) => x.status !== 'skip');
     if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
     const failed = checks.filter((x) => x.status === 'fail');
     if (failed.length) {

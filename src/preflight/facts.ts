@@ -642,7 +642,7 @@ export async function gatherContainerFacts(host: Host, profile: Profile, platfor
     const error = r.error === 'not-found' || r.error === 'timeout' ? cliError(argv, r.error, t) : r.error;
     return { code: r.exitCode, stdout: r.stdout, stderr: r.stderr, error };
   };
-  const ask = (cli: 'docker' | 'podman') => askContainer({ cli, cliArgs: profile.container?.cliArgs ?? [], image, gpu: true, run });
+  const ask = (cli: 'docker' | 'podman') => askContainer({ cli, cliArgs: profile.container?.cliArgs ?? [], image, gpu: profile.container?.gpus !== 'none', run });
   const explicit = profile.container?.cli;
   const first = await ask(explicit ?? 'podman');
   if (explicit || !first.version.error?.includes('not installed')) return { answers: first };

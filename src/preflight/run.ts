@@ -86,9 +86,10 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   }
   const ctx = buildCtx(facts, platform, opts.profile);
   if (facts.container && 'answers' in facts.container) {
-    const { judgeContainer } = await import('../engine/runtime/preflight.js');
+    const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
     const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
-    ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: true, gpus });
+    const use = containerGpuUse(opts.profile ?? {}, 'vllm');
+    ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
   }
   if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     ctx.verify = await verifyModel(opts.profile, facts.model.where);

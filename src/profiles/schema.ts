@@ -147,6 +147,12 @@ export const ContainerBlock = z.strictObject({
     .array(z.string().regex(/^--[a-z][a-z-]*(=.*)?$|^[^-].*$/, 'a global option of the CLI, such as --runtime or runc'))
     .default([])
     .describe('Global options before "run" (podman --runtime runc --cgroup-manager=cgroupfs); also used for inspect, logs, stop and rm'),
+  gpus: z
+    .enum(['auto', 'none'])
+    .default('auto')
+    .describe(
+      "auto: each replica's GPUs as devices (docker --gpus, podman CDI nvidia.com/gpu=N); none: no GPU device at all (a CPU build of vLLM; preflight skips the NVIDIA Container Toolkit checks)",
+    ),
   network: z.enum(['publish', 'host']).default('publish').describe('publish: -p HOST:PORT:PORT on server.host; host: --network host (always for Ray)'),
   shmSize: z
     .string()

@@ -51,6 +51,31 @@ describe('container argv', () => {
     expect(c.argv).not.toContain(cli === 'docker' ? '--device' : '--gpus');
   });
 
+  it.each([
+    // container.gpus, engine, CLI: the GPU flags rendered (none for a CPU build of vLLM, none for the simulator)
+    ['auto', 'vllm', 'docker', ['--gpus', '"device=0,1"']],
+    ['auto', 'vllm', 'podman', ['--device', 'nvidia.com/gpu=0', '--device', 'nvidia.com/gpu=1']],
+    ['none', 'vllm', 'docker', []],
+    ['none', 'vllm', 'podman', []],
+    ['auto', 'sim', 'docker', []],
+    ['none', 'sim', 'podman', []],
+  ] as const)('container.gpus %s, engine %s, %s: GPU flags %j', (gpus, engine, cli, flags) => {
+    const { c } = render(['parallel.tensor=2', `container.gpus=${gpus}`], cli, { engine });
+    const rendered = c.argv.flatMap((a, i) => (a === '--gpus' || (a === '--device' && c.argv[i + 1]?.startsWith('nvidia.com/')) ? [a, c.argv[i + 1]!] : []));
+    expect(rendered).toEqual(flags);
+    expect(c.argv.some((a) => a === '--gpus' || a.includes('nvidia.com/gpu'))).toBe(flags.length > 0);
+    // the rest of the run line is the same either way
+    expect(c.argv.slice(1, 4)).toEqual(['run', '--detach', '--pull=never']);
+  });
+
+  it('container.gpus takes auto or none only: another value names the field, the value and the choices', () => {
+    const t = textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.gpus=all'] }));
+    expect(t).toMatch(/container\.gpus/);
+    expect(t).toMatch(/all/);
+    expect(t).toMatch(/auto/);
+    expect(t).toMatch(/none/);
+  });
+
   it('replica 1 gets its own GPUs and port; the host indices are not passed as CUDA_VISIBLE_DEVICES (the container sees 0..n-1)', () => {
     const { c } = render(['parallel.tensor=2'], 'podman', { replica: 1 });
     expect(valuesOf(c.argv, '--device')).toEqual(['nvidia.com/gpu=2', 'nvidia.com/gpu=3']);

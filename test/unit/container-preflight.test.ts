@@ -57,6 +57,24 @@ describe('container preflight', () => {
     for (const a of seen.filter((x) => x[0] === 'podman')) expect(a.slice(0, 3)).toEqual(['podman', '--runtime', 'runc']);
   });
 
+  it('container.gpus none (a CPU build of vLLM): the toolkit and CDI checks skip with that reason and nvidia-ctk is never asked', async () => {
+    const why = 'container.gpus is none: the container gets no GPU device';
+    const { res, seen, byId } = await check({ noGpu: why }, { ctk: { code: null, stdout: '', stderr: '', error: 'nvidia-ctk is not installed' }, list: { code: 1, stdout: '', stderr: 'no' } });
+    expect(statuses(res)).toEqual({
+      'container.cli': 'pass',
+      'container.image': 'pass',
+      'container.oci-runtime': 'pass',
+      'container.toolkit': 'skip',
+      'container.cdi': 'skip',
+      'container.toolkit.docker': 'skip',
+    });
+    for (const id of ['container.toolkit', 'container.cdi', 'container.toolkit.docker']) expect(byId[id]!.detail).toBe(why);
+    expect(seen.filter((a) => a[0] === 'nvidia-ctk' || a[0] === 'sh')).toEqual([]);
+    // the same answers with GPUs wanted fail the toolkit: the skip comes from the setting, not from luck
+    const gpu = await check({}, { ctk: { code: null, stdout: '', stderr: '', error: 'nvidia-ctk is not installed' }, list: { code: 1, stdout: '', stderr: 'no' } });
+    expect(gpu.byId['container.toolkit']!.status).toBe('fail');
+  });
+
   it('the CLI does not answer: that fails with the install fix, and the rest say why they were not asked', async () => {
     const { res, seen } = await check({}, { version: { code: null, stdout: '', stderr: '', error: 'podman is not installed (not on PATH)' } });
     expect(res[0]).toEqual({

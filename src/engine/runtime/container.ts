@@ -252,8 +252,19 @@ export interface ContainerRenderInput {
  * What the schema fills in for an empty container: block (a test holds them equal), here so that
  * preflight's container checks do not load the profile schema.
  */
-export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
+export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], gpus: 'auto', network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
 const settingsOf = (p: Profile): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
+
+/**
+ * Whether the container is given the replica's GPUs, and why not: the simulator pretends them, and
+ * container.gpus none is a CPU build of vLLM (a GPU device would fail to resolve on a host without
+ * the toolkit, and a CPU vLLM has no use for it).
+ */
+export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 'sim'): { gpu: true } | { gpu: false; why: string } {
+  if (engine === 'sim') return { gpu: false, why: 'the simulator uses no GPU' };
+  if (p.container?.gpus === 'none') return { gpu: false, why: 'container.gpus is none: the container gets no GPU device' };
+  return { gpu: true };
+}
 
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
@@ -310,7 +321,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     name,
     marker: x.marker,
     labels: { [PROFILE_LABEL]: p.name, [STATE_LABEL]: x.stateDir },
-    gpus: x.engine === 'vllm' ? x.replica.gpus : [],
+    gpus: containerGpuUse(p, x.engine).gpu ? x.replica.gpus : [],
     network: hostNet ? { mode: 'host' } : { mode: 'publish', host: p.server.host, port: x.replica.port },
     mounts,
     ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',

@@ -61,7 +61,7 @@ const lastLine = (r: CliResult) => (r.error ?? r.stderr.trim().split('\n').pop()
  * The checks, from the answers (pure). `gpus`: the GPU indices the replicas use, each of which podman
  * must resolve as the CDI device nvidia.com/gpu=N. Every id is reported; one that does not apply says why.
  */
-export function judgeContainer(a: ContainerAnswers, o: { pull: boolean; gpu: boolean; gpus?: number[] }): ContainerCheck[] {
+export function judgeContainer(a: ContainerAnswers, o: { pull: boolean; gpu: boolean; gpus?: number[]; noGpu?: string }): ContainerCheck[] {
   const cli = a.cli;
   const out: ContainerCheck[] = [];
   const add = (id: ContainerCheckId, status: ContainerCheck['status'], detail: string, expected: string, fix?: string) => out.push({ id, status, detail, expected, ...(fix ? { fix } : {}) });
@@ -124,7 +124,7 @@ export function judgeContainer(a: ContainerAnswers, o: { pull: boolean; gpu: boo
       );
   }
   // the NVIDIA Container Toolkit
-  const noGpu = 'the simulator uses no GPU';
+  const noGpu = o.noGpu ?? 'the simulator uses no GPU';
   if (!o.gpu) {
     for (const id of ['container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const) add(id, 'skip', noGpu, '');
     return out;
@@ -194,6 +194,8 @@ export interface ContainerPreflightInput {
   engine: 'vllm' | 'sim';
   pull: boolean;
   gpus?: number[];
+  /** why the container gets no GPU though the engine is vLLM (container.gpus none: containerGpuUse) */
+  noGpu?: string;
   /** the CLI runner (tests pass canned answers) */
   run?: Runner;
 }
@@ -201,7 +203,7 @@ export interface ContainerPreflightInput {
 /** serve's container checks: asked of the CLI and the host directly, then judged. */
 export async function containerPreflight(x: ContainerPreflightInput): Promise<ContainerCheck[]> {
   const run: Runner = x.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }));
-  const gpu = x.engine === 'vllm';
+  const gpu = x.engine === 'vllm' && !x.noGpu;
   const answers = await askContainer({ cli: x.cli, cliArgs: x.cliArgs, image: x.image, gpu, run });
-  return judgeContainer(answers, { pull: x.pull, gpu, gpus: x.gpus });
+  return judgeContainer(answers, { pull: x.pull, gpu, gpus: x.gpus, noGpu: x.engine === 'vllm' ? x.noGpu : undefined });
 }
