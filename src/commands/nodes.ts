@@ -13,7 +13,7 @@ import { Registry } from '../engine/registry.js';
 import { allNodes, gpusDeclared, hostShapeOf, planNodes, exportLine } from '../engine/ray.js';
 import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus, type ServeClusterOutcome } from '../engine/cluster.js';
 import { gatherNodes, runNodesChecks, type NodeReport } from '../engine/nodes-preflight.js';
-import { leaderWorkerSet } from '../k8s/manifests.js';
+import { leaderWorkerSet, type PodImage } from '../k8s/manifests.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
@@ -290,7 +290,7 @@ export function renderClusterStatus(s: ClusterStatus): string {
   return lines.join('\n');
 }
 
-export function leaderWorkerSetFor(r: Resolved, opts: { image: string; nodes: number; namespace: string }): string {
+export function leaderWorkerSetFor(r: Resolved, opts: PodImage & { nodes: number; namespace: string }): string {
   const p = r.profile;
   const perNode = p.parallel.gpusPerNode ?? 8;
   const need = p.parallel.tensor * p.parallel.pipeline;
@@ -300,5 +300,5 @@ export function leaderWorkerSetFor(r: Resolved, opts: { image: string; nodes: nu
     ]);
   const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
   const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
-  return leaderWorkerSet(p, r.platform, { image: opts.image, nodes: opts.nodes, perNode, namespace: opts.namespace, argv: rep.argv });
+  return leaderWorkerSet(p, r.platform, { ...opts, perNode, argv: rep.argv });
 }

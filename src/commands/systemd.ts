@@ -28,11 +28,14 @@ export function execArg(a: string): string {
   return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container' }) {
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container'; quadlet?: boolean }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
-  if ((opts.runtime ?? p.engine.runtime) === 'container') return containerUnits(r, opts);
+  const inContainer = (opts.runtime ?? p.engine.runtime) === 'container';
+  if (opts.quadlet && !inContainer) throw new UsageError('--quadlet: a Quadlet unit runs a container; this profile runs on the host', ['add --runtime container']);
+  if (opts.quadlet) return quadletUnits(r, opts);
+  if (inContainer) return containerUnits(r, opts);
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
@@ -95,7 +98,8 @@ WantedBy=multi-user.target
  * engine.runtime container: one unit per replica that runs the container itself, attached
  * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
  * (--stop-timeout). The key is named (--env VLLM_API_KEY) and read from the EnvironmentFile by the CLI.
- * A `podman run` unit rather than a Quadlet .container: Debian 12's podman 4.3 has no Quadlet (4.4+).
+ * A `podman run` unit by default, which every podman runs: Debian 12's podman 4.3 has no Quadlet
+ * (4.4+); --quadlet writes the .container file instead.
  */
 async function containerUnits(r: Resolved, opts: { set: string[]; environmentFile: string; user?: string }) {
   const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
@@ -138,6 +142,40 @@ WantedBy=multi-user.target
   }
   note(`install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`);
   if (p.server.apiKeyEnv) note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
+}
+
+/**
+ * --quadlet: one Podman Quadlet .container file per replica, from the same container settings. The
+ * key is a podman secret (Secret=, type=env): its value is in podman's secret store, never in the
+ * file or a file it names. A Quadlet unit runs as the user whose folder holds it, so --user is not
+ * a setting here.
+ */
+async function quadletUnits(r: Resolved, opts: { user?: string }) {
+  if (opts.user !== undefined)
+    throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
+      `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
+    ]);
+  const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
+  const { renderQuadlet } = await import('../engine/runtime/quadlet.js');
+  const p = r.profile;
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container' });
+  const secret = `sparkctl-${p.name}-api-key`;
+  let min = '4.4';
+  for (const x of plan.replicas) {
+    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const q = renderQuadlet({
+      spec: cp.spec,
+      unit: cp.name,
+      description: `vLLM server ${x.name} in podman (sparkctl)`,
+      secrets: Object.fromEntries(cp.envByName.map((k) => [k, secret])),
+      startTimeoutS: p.server.readyTimeoutSeconds + 60,
+      stopTimeoutS: cp.stopTimeoutS + 30,
+    });
+    min = q.minPodman;
+    say(`# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${q.text}`);
+  }
+  note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
+  if (p.server.apiKeyEnv) note(`the key: printf '%s' "$${p.server.apiKeyEnv}" | podman secret create ${secret} - (the container gets it as VLLM_API_KEY)`);
 }
 
 /** With a router: what runs inside the service, and how to restart it without dropping requests. */

@@ -6,6 +6,8 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { shellQuote, commentValue } from '../output/format.js';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
+import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, type ImageStart } from '../engine/runtime/container.js';
+import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
 
 /**
  * Kubernetes expands $(VAR) in a container's command, args and env values, and turns $$ into $:
@@ -28,15 +30,77 @@ export function terminationGraceSeconds(p: Profile): number {
 
 export const k8sName = (p: Profile) => `vllm-${p.name.replace(/[^a-z0-9-]/g, '-')}`;
 
-/** /dev/shm for NCCL and the model (hostPath at the profile's path, else the HF cache). */
+/** docker/podman's --shm-size (binary units, as they read it) as a Kubernetes quantity. */
+export function shmQuantity(size: string): string {
+  const m = /^(\d+)([kmg]?)$/i.exec(size);
+  if (!m) throw new Error(`not a size: ${size}`);
+  const unit = m[2]!.toLowerCase();
+  return unit ? `${m[1]}${unit.toUpperCase()}i` : m[1]!;
+}
+
+/**
+ * /dev/shm for NCCL and the model, as the container runtime mounts them. A pod has no --ipc=host
+ * (hostIPC shares the IPC namespace, not /dev/shm): /dev/shm is an emptyDir in memory, of
+ * container.shmSize, else the platform's minimum. The model: a hostPath at the profile's path
+ * (read-only), else the Hugging Face cache (container.hfCache on the node, else /var/cache/huggingface),
+ * writable since on a fresh node vLLM downloads into it. container.mounts: hostPaths as written.
+ */
 export function volumes(p: Profile, platform: Platform) {
+  const c = p.container;
+  const vols: object[] = [{ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: c?.shmSize ? shmQuantity(c.shmSize) : `${platform.host.shmMinGiB}Gi` } }];
+  const mounts: object[] = [{ name: 'dshm', mountPath: '/dev/shm' }];
+  if (p.model.path) {
+    vols.push({ name: 'model', hostPath: { path: p.model.path, type: 'Directory' } });
+    mounts.push({ name: 'model', mountPath: p.model.path, readOnly: true });
+  } else {
+    vols.push({ name: 'hf-cache', hostPath: { path: c?.hfCache ?? '/var/cache/huggingface', type: 'DirectoryOrCreate' } });
+    mounts.push({ name: 'hf-cache', mountPath: CONTAINER_HF_CACHE });
+  }
+  (c?.mounts ?? []).forEach((m, i) => {
+    vols.push({ name: `mount-${i}`, hostPath: { path: m.source } });
+    mounts.push({ name: `mount-${i}`, mountPath: m.target, ...(m.readOnly ? { readOnly: true } : {}) });
+  });
+  return { volumes: vols, mounts };
+}
+
+/**
+ * The container's command and args for the image, as the container runtime's run line follows its
+ * entrypoint (imageStart). A pod's `command` replaces the ENTRYPOINT and `args` the CMD: NGC's
+ * wrapper (nvidia_entrypoint.sh, the CUDA compatibility setup) is kept by giving only args, with
+ * `vllm serve` first; vLLM's own images (ENTRYPOINT vllm serve) and the older api_server ones get
+ * command vllm serve, so the arguments never follow a second `serve`.
+ */
+export function podCommand(start: ImageStart, argv: readonly string[]): { command?: string[]; args: string[] } {
+  if (start === 'command') return { args: [...argv] };
+  return { command: argv.slice(0, 2), args: argv.slice(2) };
+}
+
+/**
+ * engine.vllmVersion auto: the version the manifests are rendered for. serve reads the image's own
+ * vLLM on the host that has the image; a manifest is for a cluster, where nothing is read, so the
+ * flags follow the newest table, and this says so (in the manifest and on stderr) with the fix.
+ */
+export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean }): { version: string; note?: string } {
+  if (pinned !== 'auto') return { version: pinned };
+  const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
+  const fix = `fix: pin engine.vllmVersion (on a host with the image, sparkctl plan ${profile} --set engine.runtime=container reads its version)`;
+  if (image.derived)
+    return {
+      version: newest,
+      note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags (the newest table); ${fix}, or set container.image or --image`,
+    };
   return {
-    volumes: [
-      { name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: `${platform.host.shmMinGiB}Gi` } },
-      p.model.path ? { name: 'model', hostPath: { path: p.model.path, type: 'Directory' } } : { name: 'hf-cache', hostPath: { path: '/var/cache/huggingface', type: 'DirectoryOrCreate' } },
-    ],
-    mounts: [{ name: 'dshm', mountPath: '/dev/shm' }, p.model.path ? { name: 'model', mountPath: p.model.path, readOnly: true } : { name: 'hf-cache', mountPath: '/root/.cache/huggingface' }],
+    version: newest,
+    note: `engine.vllmVersion is auto: the vLLM version of the image ${image.ref} is not read for a cluster; the flags are rendered for the newest table, ${newest}; ${fix}`,
   };
+}
+
+/** What a pod spec cannot carry of the container settings: said in the header, not dropped silently. */
+export function podLimits(p: Profile): string[] {
+  if (!p.container && p.engine.runtime !== 'container') return [];
+  const ul = p.container?.ulimits ?? NVIDIA_ULIMITS;
+  const list = Object.entries(ul).map(([k, v]) => `${k}=${v}`);
+  return list.length ? [`ulimits ${list.join(' ')}: a pod spec has no ulimit field; they are the node's container runtime's (containerd/CRI-O) defaults`] : [];
 }
 
 /** Kubernetes probes can only GET /health: startup covers the whole load, so liveness never kills a loading server. */
@@ -58,11 +122,27 @@ export function secretHint(p: Profile, namespace: string) {
   return p.server.apiKeyEnv ? `# kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-literal=key=...\n` : '';
 }
 
+const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.command ? { command: c.command.map(k8sLiteral) } : {}), args: c.args.map(k8sLiteral) });
+
+/** A shell line in the image: NGC's entrypoint wraps it (args only); an image whose entrypoint is vllm serve needs command. */
+const shellCommand = (start: ImageStart, line: string) => (start === 'command' ? { args: ['sh', '-c', line] } : { command: ['sh', '-c', line] });
+
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
 const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
-/** One pod: `vllm serve` with the rendered args (listening on all of the pod's interfaces). */
-export function deployment(p: Profile, platform: Platform, opts: { image: string; namespace: string; args: string[]; gpus: number; servedName: string }): string {
+/** Header comment lines: one-line values, each after "# ". */
+const noteLines = (notes: readonly string[]) => notes.map((n) => `# ${commentValue(n)}\n`).join('');
+
+export interface PodImage {
+  image: string;
+  /** how the image starts vLLM (imageStart of the image reference: a cluster's image is not read here) */
+  start: ImageStart;
+  /** what the header says about the rendering (the version it follows, what a pod cannot carry) */
+  notes?: string[];
+}
+
+/** One pod: `vllm serve` with the rendered argv (listening on all of the pod's interfaces). */
+export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string }): string {
   const name = k8sName(p);
   const port = p.server.port;
   const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'sparkctl' };
@@ -83,8 +163,7 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
             {
               name: 'vllm',
               image: opts.image,
-              command: ['vllm', 'serve'],
-              args: opts.args.map(k8sLiteral),
+              ...literalCommand(podCommand(opts.start, opts.argv)),
               ports: [{ name: 'http', containerPort: port }],
               env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
               resources: gpuResources(opts.gpus),
@@ -100,12 +179,12 @@ export function deployment(p: Profile, platform: Platform, opts: { image: string
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
 /** Leader = Ray head, a wait for every worker pod's node, then vllm serve; workers = ray start --block. */
-export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: string; nodes: number; perNode: number; namespace: string; argv: string[] }): string {
+export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[] }): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
   const name = k8sName(p);
   const port = p.server.port;
@@ -142,7 +221,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
               {
                 name: 'vllm-leader',
                 image: opts.image,
-                command: ['sh', '-c', leaderCmd],
+                ...shellCommand(opts.start, leaderCmd),
                 env,
                 resources: gpuResources(opts.perNode),
                 ports: [{ name: 'http', containerPort: port }],
@@ -161,7 +240,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
               {
                 name: 'vllm-worker',
                 image: opts.image,
-                command: ['sh', '-c', `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`],
+                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`),
                 env,
                 resources: gpuResources(opts.perNode),
                 volumeMounts: v.mounts,
@@ -180,7 +259,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: { image: s
     spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
   };
   return (
-    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${secretHint(p, opts.namespace)}` +
+    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
     dump([lws, service], 400)
   );
 }

@@ -2,7 +2,8 @@
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { CHECKS, driverPresent, type Check, type CheckResult } from './checks.js';
+import type { Check, CheckResult } from './checks.js';
+import { CATALOG, type CheckMeta } from './catalog.js';
 import type { Profile } from '../profiles/schema.js';
 import { UsageError } from '../errors.js';
 import { log } from '../output/logger.js';
@@ -36,7 +37,7 @@ export interface PreflightReport {
  * The probes a set of checks needs: each check's own, the driver probes for checks that read the GPU
  * (they skip without a driver), and what platform detection and the TP groups read.
  */
-export function probesFor(checks: readonly Check[], opts: { platform?: string; profile?: Profile } = {}): Set<ProbeName> {
+export function probesFor(checks: readonly CheckMeta[], opts: { platform?: string; profile?: Profile } = {}): Set<ProbeName> {
   const out = new Set<ProbeName>(checks.flatMap((c) => c.probes));
   if (checks.some((c) => c.needsGpu)) for (const p of ['proc.driver', 'smi.query'] as const) out.add(p);
   if (!opts.platform || opts.platform === 'auto') for (const p of ['proc.driver', 'smi.query', 'uname'] as const) out.add(p);
@@ -44,7 +45,7 @@ export function probesFor(checks: readonly Check[], opts: { platform?: string; p
   return out;
 }
 
-export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): Check[] {
+export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): CheckMeta[] {
   const list = (s?: string) =>
     s
       ? s
@@ -54,12 +55,12 @@ export function selectChecks(only?: string, skipIds?: string, opts: { blocking?:
       : [];
   const o = list(only);
   const s = list(skipIds);
-  const known = (p: string) => CHECKS.some((c) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`) || c.id.startsWith(p));
+  const known = (p: string) => CATALOG.some((c) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`) || c.id.startsWith(p));
   const unknown = [...o, ...s].filter((p) => !known(p));
-  if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CHECKS.map((c) => c.id).join(', ')}`]);
-  const match = (c: Check, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
+  if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CATALOG.map((c) => c.id).join(', ')}`]);
+  const match = (c: CheckMeta, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
   // On-request checks (slow probes) run only when --only names them, by id or prefix.
-  return CHECKS.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
+  return CATALOG.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
 }
 
 export interface PreflightOptions {
@@ -76,28 +77,36 @@ export interface PreflightOptions {
 export async function runPreflight(host: Host, opts: PreflightOptions): Promise<PreflightReport> {
   const started = performance.now();
   const selected = selectChecks(opts.only, opts.skip, { blocking: opts.blocking });
-  // Spawn the probes first, then load the baselines and schemas while they run.
+  // Spawn the probes first, then load the checks' code, the baselines and (with a profile) the
+  // profile's planning while they run.
   const pending = gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
-  const [{ detectPlatform, buildCtx, verifyModel }, facts] = await Promise.all([import('./verdict.js'), pending]);
+  const [{ CHECKS, driverPresent }, { detectPlatform, baseCtx }, withProfile, facts] = await Promise.all([
+    import('./checks.js'),
+    import('./verdict.js'),
+    opts.profile ? import('./profile-ctx.js') : undefined,
+    pending,
+  ]);
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
   if (opts.profile?.engine.runtime === 'container' && selected.some((c) => c.probes.includes('container'))) {
     const { gatherContainerFacts } = await import('./facts.js');
     facts.container = await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected);
   }
-  const ctx = buildCtx(facts, platform, opts.profile);
+  const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
   if (facts.container && 'answers' in facts.container) {
     const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
     const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
     const use = containerGpuUse(opts.profile ?? {}, 'vllm');
     ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
   }
-  if (opts.verify && opts.profile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
-    ctx.verify = await verifyModel(opts.profile, facts.model.where);
+  if (opts.verify && opts.profile && withProfile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
+    ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
   }
   const noDriver = !driverPresent(facts);
   // a CPU build of vLLM in a container (container.gpus none) uses neither the host's driver nor its GPUs
   const cpuContainer = opts.profile?.engine.runtime === 'container' && opts.profile.container?.gpus === 'none';
-  const checks: CheckOutcome[] = selected.map((c) => {
+  const byId = new Map(CHECKS.map((c) => [c.id, c]));
+  const checks: CheckOutcome[] = selected.map((m) => {
+    const c = byId.get(m.id) as Check;
     let r: CheckResult;
     if (cpuContainer && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area)))
       r = { status: 'skip', observed: 'container.gpus is none: the container gets no GPU device, so the host needs no NVIDIA driver or GPU', expected: '' };

@@ -11,6 +11,8 @@ import { UsageError } from '../errors.js';
 import { isSecretName } from '../util/redact.js';
 import { validateProfile, textProblems } from './validate.js';
 
+export { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from './platforms.js';
+
 /** The shipped profiles: found upwards from this module (dist/profiles/, dist/bundle/ or src/profiles/). */
 function findBuiltin(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -206,11 +208,12 @@ export function platformDir(): string {
   return join(BUILTIN_DIR, 'platforms');
 }
 
-let platformCache: Platform[] | undefined;
-export function listPlatforms(): Platform[] {
-  if (platformCache) return platformCache;
-  const dir = platformDir();
-  platformCache = readdirSync(dir)
+/**
+ * The shipped baselines read from their YAML sources and validated (what shipped-platforms.ts holds,
+ * generated from this by scripts/gen-platforms.mjs; a test and the build hold the two equal).
+ */
+export function readPlatformFiles(dir = platformDir()): Platform[] {
+  return readdirSync(dir)
     .filter((f) => /\.ya?ml$/.test(f))
     .sort()
     .map((f) => {
@@ -218,21 +221,6 @@ export function listPlatforms(): Platform[] {
       if (!res.success) throw new Error(`shipped baseline ${f} is invalid: ${zodProblems(res.error).map(formatProblem).join('; ')}`);
       return res.data;
     });
-  return platformCache;
-}
-
-/** The baseline of a profile (or a host) that names none: H100/H200 with CUDA 13, what the shipped profiles target. */
-export const DEFAULT_PLATFORM = 'hopper-cuda13';
-
-export function loadPlatform(name: string): Platform {
-  const p = listPlatforms().find((x) => x.name === name);
-  if (!p)
-    throw new UsageError(`unknown platform "${name}"`, [
-      `known platforms: ${listPlatforms()
-        .map((x) => x.name)
-        .join(', ')}`,
-    ]);
-  return p;
 }
 
 export function loadNodesFile(file: string): NodesFile {

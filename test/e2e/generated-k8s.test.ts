@@ -11,7 +11,7 @@ import yaml from 'js-yaml';
 import Ajv from 'ajv';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Service } from 'kubernetes-models/v1/Service';
-import { cli, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
+import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
 import { HOSTILE } from '../hostile-values.js';
 
 const dir = tempDir('sparkctl-k8s-');
@@ -71,7 +71,10 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     new Service(docs[1]).validate();
     const c = docs[0].spec.template.spec.containers[0];
     const env = { VLLM_API_KEY: 'THE-SECRET', HOME: '/root' };
-    const args = c.args.map((a: string) => k8sExpand(a, env));
+    // an image of no known repository keeps its entrypoint (as the container runtime's run line does): vllm serve leads the args
+    expect(c.command).toBeUndefined();
+    expect(c.args.slice(0, 2)).toEqual(['vllm', 'serve']);
+    const args = c.args.slice(2).map((a: string) => k8sExpand(a, env));
     expect(args[0]).toBe(`/models/${HOSTILE}`);
     expect(valueAfter(args, '--served-model-name')).toBe(HOSTILE);
     expect(valueAfter(args, '--chat-template')).toBe(HOSTILE);
@@ -110,8 +113,10 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
 
     // The leader's command after Kubernetes' expansion, run by bash with ray and vllm recorded.
     const leader = lws.spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0];
-    expect(leader.command.slice(0, 2)).toEqual(['sh', '-c']);
-    const line = k8sExpand(leader.command[2], { VLLM_HOST_IP: '10.0.0.7', VLLM_API_KEY: 'THE-SECRET', HOME: '/root' });
+    // NGC's image (a DGX baseline): its entrypoint wraps the shell line, so only args are given
+    expect(leader.command).toBeUndefined();
+    expect(leader.args.slice(0, 2)).toEqual(['sh', '-c']);
+    const line = k8sExpand(leader.args[2], { VLLM_HOST_IP: '10.0.0.7', VLLM_API_KEY: 'THE-SECRET', HOME: '/root' });
     await execa('bash', ['-n', '-c', line]);
     const bin = join(dir, 'bin');
     mkdirSync(bin, { recursive: true });
@@ -149,5 +154,114 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(names);
+  });
+});
+
+// k8s renders what `serve --runtime container` runs: the same image reference and, after it, the
+// same command (a pod's args are the CMD after the image; its command, where given, replaces the
+// entrypoint the way vLLM's own images already start: vllm serve).
+describe('sparkctl k8s runs the container runtime image, with its command', { timeout: 120_000 }, () => {
+  const DIGEST = `vllm/vllm-openai@sha256:${'b'.repeat(64)}`;
+  const NGC_PIN = `nvcr.io/nvidia/vllm@sha256:${'c'.repeat(64)}`;
+  const k8s = async (args: string[]) => {
+    const r = await runMain(['k8s', 'qwen3.5-9b', ...args], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    headerOnlyComments(r.stdout);
+    const docs = yaml.loadAll(r.stdout) as any[];
+    new Deployment(docs[0]).validate();
+    return { ...r, pod: docs[0].spec.template.spec, c: docs[0].spec.template.spec.containers[0] };
+  };
+  /** The run line's image and what follows it, for replica 0 of the same profile (podman, never pulls, nothing launched). */
+  const runLine = async (args: string[]) => {
+    const r = await runMain(['serve', 'qwen3.5-9b', '--runtime', 'container', '--dry-run', '--json', '--set', 'container.cli=podman', ...args], {
+      env: { SPARKCTL_STATE_DIR: join(dir, 'state') },
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout).replicas[0].container;
+    const i = c.argv.indexOf(c.image);
+    return { image: c.image as string, after: c.argv.slice(i + 1) as string[], entrypoint: c.argv[i - 1] === 'vllm' && c.argv[i - 2] === '--entrypoint' };
+  };
+
+  it.each([
+    // [what, --set values, image, command (undefined: the image's entrypoint is kept)]
+    ['a DGX baseline, nothing set: NGC, its entrypoint kept', ['engine.vllmVersion="0.25.0"'], 'nvcr.io/nvidia/vllm:25.09-py3', undefined],
+    ['a digest pin of vLLM own image: command vllm serve, never a second serve', ['engine.vllmVersion="0.25.0"', `container.image="${DIGEST}"`], DIGEST, ['vllm', 'serve']],
+    ['a digest pin of NGC', ['engine.vllmVersion="0.25.0"', `container.image="${NGC_PIN}"`], NGC_PIN, undefined],
+    ['another platform: vLLM image of the pinned version', ['engine.vllmVersion="0.25.0"', 'platform=hopper-cuda13'], 'vllm/vllm-openai:v0.25.0', ['vllm', 'serve']],
+    ['auto with an image set: flags for the newest table, said', [`container.image="${DIGEST}"`], DIGEST, ['vllm', 'serve']],
+  ] as const)('%s', async (_what, sets, image, command) => {
+    const setArgs = sets.flatMap((s) => ['--set', s]);
+    const [k, run] = [await k8s(setArgs), await runLine(setArgs)];
+    expect(k.c.image).toBe(image);
+    expect(run.image).toBe(image);
+    expect(k.c.command).toEqual(command);
+    expect(run.entrypoint).toBe(false);
+    // the same CMD after the image as the run line: vllm serve MODEL ... (NGC) or only vLLM's arguments
+    expect(k.c.args).toEqual(run.after);
+    if (command) expect(k.c.args[0]).toBe('Qwen/Qwen3.5-9B');
+    else expect(k.c.args.slice(0, 3)).toEqual(['vllm', 'serve', 'Qwen/Qwen3.5-9B']);
+  });
+
+  it('--image still overrides container.image, and its command follows it', async () => {
+    const { c } = await k8s(['--set', `container.image="${DIGEST}"`, '--image', NGC_PIN]);
+    expect(c.image).toBe(NGC_PIN);
+    expect(c.command).toBeUndefined();
+  });
+
+  it('engine.vllmVersion auto: the manifest and stderr say which version the flags follow, and the fix', async () => {
+    const ngc = await k8s([]);
+    expect(ngc.c.image).toBe('nvcr.io/nvidia/vllm:25.09-py3');
+    for (const text of [ngc.stdout.split('apiVersion:')[0], ngc.stderr])
+      expect(text).toMatch(
+        /engine\.vllmVersion is auto: the vLLM version of the image nvcr\.io\/nvidia\/vllm:25\.09-py3 is not read for a cluster; the flags are rendered for the newest table, 0\.28\.0; fix: pin engine\.vllmVersion/,
+      );
+    // rendered for that table, not for a version called "auto": 0.28 has --shutdown-timeout, and the grace holds it
+    expect(ngc.c.args.join(' ')).toContain('--shutdown-timeout 30');
+    expect(ngc.pod.terminationGracePeriodSeconds).toBe(55);
+    // no image and no NGC: the image is the one of the version the flags follow
+    const other = await k8s(['--set', 'platform=hopper-cuda13']);
+    expect(other.c.image).toBe('vllm/vllm-openai:v0.28.0');
+    expect(other.stderr).toMatch(/engine\.vllmVersion is auto and no image is set: rendered vllm\/vllm-openai:v0\.28\.0 and its flags/);
+    // pinned: nothing to say
+    const pinned = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
+    expect(pinned.stderr).not.toMatch(/vllmVersion is auto/);
+    expect(pinned.stdout).not.toMatch(/vllmVersion is auto/);
+  });
+
+  it('the container settings a pod can carry: /dev/shm of container.shmSize in memory, hostPath mounts, the key by secret; ulimits said, not dropped', async () => {
+    const { c, pod, stdout } = await k8s([
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--set',
+      'container.shmSize="32g"',
+      '--set',
+      'container.hfCache="/srv/hf"',
+      '--set',
+      'container.mounts=[{"source":"/srv/templates","target":"/templates"},{"source":"/srv/out","target":"/out","readOnly":false}]',
+      '--set',
+      'server.apiKeyEnv=MY_KEY',
+    ]);
+    const vol = (n: string) => pod.volumes.find((v: any) => v.name === n);
+    const mnt = (n: string) => c.volumeMounts.find((m: any) => m.name === n);
+    expect(vol('dshm')).toEqual({ name: 'dshm', emptyDir: { medium: 'Memory', sizeLimit: '32Gi' } });
+    expect(mnt('dshm').mountPath).toBe('/dev/shm');
+    expect(vol('hf-cache').hostPath.path).toBe('/srv/hf');
+    expect(mnt('hf-cache').mountPath).toBe('/root/.cache/huggingface');
+    expect(vol('mount-0').hostPath.path).toBe('/srv/templates');
+    expect(mnt('mount-0')).toEqual({ name: 'mount-0', mountPath: '/templates', readOnly: true });
+    expect(mnt('mount-1')).toEqual({ name: 'mount-1', mountPath: '/out' });
+    expect(c.env).toEqual([{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen3-5-9b-api-key', key: 'key' } } }]);
+    expect(stdout.split('apiVersion:')[0]).toMatch(/^# ulimits memlock=-1 stack=67108864: a pod spec has no ulimit field/m);
+  });
+
+  it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {
+    const own = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', `container.image="${DIGEST}"`]);
+    expect(own.exitCode, own.stderr).toBe(0);
+    const lws = (yaml.loadAll(own.stdout) as any[])[0].spec.leaderWorkerTemplate;
+    for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
+      expect(ctr.image).toBe(DIGEST);
+      expect(ctr.command.slice(0, 2)).toEqual(['sh', '-c']);
+      expect(ctr.args).toBeUndefined();
+    }
   });
 });

@@ -1,5 +1,9 @@
 import { describe, it, expect } from 'vitest';
-import { loadProfile, parseProfile, applySet, listProfiles, listPlatforms } from '../../src/profiles/load.js';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadProfile, parseProfile, applySet, listProfiles, listPlatforms, readPlatformFiles, platformDir } from '../../src/profiles/load.js';
+import { SHIPPED_PLATFORMS } from '../../src/profiles/shipped-platforms.js';
+import { tempDir, rmrf } from '../helpers.js';
 import { validateProfile, hostFromPlatform, resolveReplicas, type HostShape } from '../../src/profiles/validate.js';
 import { renderReplicas, engineArgs, parallelArgs, modelArgs, servedName } from '../../src/profiles/render.js';
 import { planMemory, GIB } from '../../src/profiles/planner.js';
@@ -19,6 +23,21 @@ describe('shipped profiles and baselines', () => {
     const names = listProfiles().map((p) => p.name);
     expect(names).toEqual(expect.arrayContaining(['qwen3.5-9b', 'qwen3.5-9b-fp8', 'qwen3-200b', 'qwen-prod', 'qwen-dev', 'qwen3.5-9b-spark']));
     for (const n of names) expect(platforms).toContain(load(n).platform);
+  });
+
+  it('the precompiled baselines are the YAML sources parsed and validated (regenerate: node scripts/gen-platforms.mjs)', () => {
+    expect(listPlatforms()).toBe(SHIPPED_PLATFORMS);
+    expect(JSON.parse(JSON.stringify(SHIPPED_PLATFORMS))).toStrictEqual(readPlatformFiles());
+    // ... and the comparison sees an edit of a source: a changed minimum is a difference
+    const dir = tempDir('platforms-');
+    try {
+      cpSync(platformDir(), dir, { recursive: true });
+      const f = join(dir, 'hopper-cuda13.yaml');
+      writeFileSync(f, readFileSync(f, 'utf8').replace('min: 580.65.06', 'min: 580.65.07'));
+      expect(JSON.parse(JSON.stringify(SHIPPED_PLATFORMS))).not.toStrictEqual(readPlatformFiles(dir));
+    } finally {
+      rmrf(dir);
+    }
   });
 
   it('the documents baseline keeps the documents numbers', () => {
