@@ -264,3 +264,18 @@ describe.skipIf(Boolean(podmanWhy))(`container units follow the image they run, 
     expect(r.stdout).toContain('--shutdown-timeout 30');
   });
 });
+
+describe('container units with a router', () => {
+  it.each([[['--quadlet']], [[]]])('%j: the replicas only, said, with the unit that runs the router too', async (args) => {
+    const r = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'container', ...args, ...[...BASE, 'router.enabled=true'].flatMap((s) => ['--set', s])], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const want =
+      /router\.enabled: these units run the replicas only \(ports 8001, 8002, 8003, 8004\), not HAProxy on port 8000; .*sparkctl systemd qwen3\.5-9b --runtime host --set engine\.runtime=container/;
+    expect(r.stderr).toMatch(want);
+    expect(r.stdout.split('[Unit]')[0]).toMatch(want);
+    // what the note offers: one unit whose serve --foreground runs the router and the containers
+    const host = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'host', '--set', 'engine.runtime=container', '--set', 'router.enabled=true'], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(host.exitCode, host.stderr).toBe(0);
+    expect(host.stdout).toMatch(/^ExecStart=.* serve qwen3\.5-9b --set engine\.runtime=container --set router\.enabled=true --foreground/m);
+  });
+});
