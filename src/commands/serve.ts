@@ -6,12 +6,16 @@ import type { GpuFact } from '../host/gpu-facts.js';
 import type { HostShape } from '../profiles/validate.js';
 import { buildServePlan, containerPlanOf, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../engine/plan.js';
 import type { ServeOutcome } from '../engine/events.js';
+import type { ContainerPlan } from '../engine/runtime/container.js';
 import { planMemory } from '../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { ExitWith, exitCodeOf } from '../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../router/config.js';
 import { findHaproxy, INSTALL_FIX } from '../router/process.js';
+
+/** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
+const runLineOf = ({ spec: _spec, ...run }: ContainerPlan) => run;
 
 export type { ServeOptions };
 
@@ -27,7 +31,7 @@ export function planEnvelope(plan: ServePlan) {
     replicas: plan.replicas.map((x) => ({
       name: x.name,
       argv: x.argv,
-      ...(plan.container ? { container: containerPlanOf(plan, x, '<marker>') } : {}),
+      ...(plan.container ? { container: runLineOf(containerPlanOf(plan, x, '<marker>')) } : {}),
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
       port: x.port,

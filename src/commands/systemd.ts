@@ -28,11 +28,14 @@ export function execArg(a: string): string {
   return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container' }) {
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container'; quadlet?: boolean }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
-  if ((opts.runtime ?? p.engine.runtime) === 'container') return containerUnits(r, opts);
+  const inContainer = (opts.runtime ?? p.engine.runtime) === 'container';
+  if (opts.quadlet && !inContainer) throw new UsageError('--quadlet: a Quadlet unit runs a container; this profile runs on the host', ['add --runtime container']);
+  if (opts.quadlet) return quadletUnits(r, opts);
+  if (inContainer) return containerUnits(r, opts);
   for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
   refuseControl('description', p.description ?? '');
   refuseControl('profile name', p.name);
@@ -92,15 +95,44 @@ WantedBy=multi-user.target
 }
 
 /**
+ * A container unit fixes vLLM's arguments when it is written, not when it runs (serve --foreground
+ * reads the installed vLLM at each start). With engine.vllmVersion auto they are rendered for the
+ * image's vLLM, read here as serve reads it (label, else asked in the image, cached by image id), and
+ * for its entrypoint; an image that is not here gets the newest table, said in the unit and on stderr.
+ */
+async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
+  const { imageVersion } = await import('../engine/inputs.js');
+  const { decideVersion } = await import('../engine/vllm-version.js');
+  const { resolveLoaded } = await import('../profiles/resolve.js');
+  const read = await imageVersion(r.profile, r.platform, false);
+  const pinned = r.profile.engine.vllmVersion;
+  const v = decideVersion(pinned, read.installed);
+  const note =
+    v.how === 'unknown'
+      ? v.note
+      : v.mismatch
+        ? `engine.vllmVersion is pinned to ${pinned}, but the image ${read.installed.image} has vLLM ${v.installed}: the unit would run flags for a vLLM that is not there`
+        : undefined;
+  if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
+  const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
+  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name });
+  requireValid(r2);
+  return { r: r2, entrypoint: read.image?.entrypoint, note };
+}
+
+/**
  * engine.runtime container: one unit per replica that runs the container itself, attached
  * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
  * (--stop-timeout). The key is named (--env VLLM_API_KEY) and read from the EnvironmentFile by the CLI.
- * A `podman run` unit rather than a Quadlet .container: Debian 12's podman 4.3 has no Quadlet (4.4+).
+ * A `podman run` unit by default, which every podman runs: Debian 12's podman 4.3 has no Quadlet
+ * (4.4+); --quadlet writes the .container file instead.
  */
-async function containerUnits(r: Resolved, opts: { set: string[]; environmentFile: string; user?: string }) {
+async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFile: string; user?: string; gpus?: number }) {
   const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container' });
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
@@ -113,7 +145,7 @@ async function containerUnits(r: Resolved, opts: { set: string[]; environmentFil
 # Install: save as /etc/systemd/system/${cp.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now ${cp.name}
 # The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
-[Unit]
+${versionNote ? `# ${commentValue(versionNote)}\n` : ''}[Unit]
 Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
 After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
 Wants=network-online.target
@@ -138,6 +170,42 @@ WantedBy=multi-user.target
   }
   note(`install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`);
   if (p.server.apiKeyEnv) note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
+}
+
+/**
+ * --quadlet: one Podman Quadlet .container file per replica, from the same container settings. The
+ * key is a podman secret (Secret=, type=env): its value is in podman's secret store, never in the
+ * file or a file it names. A Quadlet unit runs as the user whose folder holds it, so --user is not
+ * a setting here.
+ */
+async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }) {
+  if (opts.user !== undefined)
+    throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
+      `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
+    ]);
+  const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
+  const { renderQuadlet } = await import('../engine/runtime/quadlet.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
+  const p = r.profile;
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const secret = `sparkctl-${p.name}-api-key`;
+  let min = '4.4';
+  for (const x of plan.replicas) {
+    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const q = renderQuadlet({
+      spec: cp.spec,
+      unit: cp.name,
+      description: `vLLM server ${x.name} in podman (sparkctl)`,
+      secrets: Object.fromEntries(cp.envByName.map((k) => [k, secret])),
+      startTimeoutS: p.server.readyTimeoutSeconds + 60,
+      stopTimeoutS: cp.stopTimeoutS + 30,
+    });
+    min = q.minPodman;
+    say(`# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${q.text}`);
+  }
+  note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
+  if (p.server.apiKeyEnv) note(`the key: printf '%s' "$${p.server.apiKeyEnv}" | podman secret create ${secret} - (the container gets it as VLLM_API_KEY)`);
 }
 
 /** With a router: what runs inside the service, and how to restart it without dropping requests. */

@@ -11,6 +11,7 @@ import yaml from 'js-yaml';
 import parsePrometheus from 'parse-prometheus-text-format';
 import { cli, tempDir, rmrf, ROOT, BIN, CHROMIUM } from '../helpers.js';
 import { HOSTILE } from '../hostile-values.js';
+import { execWords } from '../systemd-words.js';
 import { writePrometheus } from '../../src/commands/probe.js';
 import { renderPage } from '../../src/output/html.js';
 import type { ProbeResult } from '../../src/health/probe.js';
@@ -18,37 +19,6 @@ import type { ProbeResult } from '../../src/health/probe.js';
 const dir = tempDir('sparkctl-gen-');
 afterAll(() => rmrf(dir));
 const has = (bin: string) => existsSync(bin);
-
-/** systemd.syntax(7) + systemd.service(5) "Command lines": %% and $$ unescaped, words split, "..." with C escapes. */
-function execWords(line: string): string[] {
-  const v = line.replace(/%%/g, '\u0001');
-  expect(v, 'a live specifier').not.toMatch(/%/);
-  const words: string[] = [];
-  let i = 0;
-  while (i < v.length) {
-    if (v[i] === ' ') {
-      i++;
-      continue;
-    }
-    let w = '';
-    if (v[i] === '"') {
-      i++;
-      while (v[i] !== '"') {
-        expect(i, 'an unterminated quote').toBeLessThan(v.length);
-        if (v[i] === '\\') {
-          const n = v[i + 1]!;
-          w += n === 'n' ? '\n' : n === 't' ? '\t' : n;
-          i += 2;
-        } else w += v[i++];
-      }
-      i++;
-    } else while (i < v.length && v[i] !== ' ') w += v[i++];
-    const plain = w.replace(/\$\$/g, '\u0002');
-    expect(plain, `a variable expansion in ${w}`).not.toMatch(/\$/);
-    words.push(plain.replace(/\u0002/g, '$').replace(/\u0001/g, '%'));
-  }
-  return words;
-}
 
 describe.skipIf(!has('/usr/bin/systemd-analyze'))('systemd unit: systemd-analyze verify, ExecStart exactly the argv', { timeout: 120_000 }, () => {
   it('hostile description, --set values and --profiles path', async () => {

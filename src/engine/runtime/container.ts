@@ -223,6 +223,8 @@ export interface ContainerPlan {
   /** variables the CLI process must carry (their names are in argv as --env NAME; never their values) */
   envByName: string[];
   stopTimeoutS: number;
+  /** what argv was rendered from (a Quadlet unit renders the same settings as keys) */
+  spec: ContainerSpec;
 }
 
 export interface ContainerRenderInput {
@@ -334,5 +336,5 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     pull: x.pull,
     start: imageStart(image, x.entrypoint),
   };
-  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS };
+  return { cli: x.cli, cliArgs: [...s.cliArgs], image, name, argv: runArgv(spec), envByName, stopTimeoutS: x.stopTimeoutS, spec };
 }
