@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 // The only place that sets the exit code: the CLI throws typed errors, main() maps them.
-import { main } from '../dist/bundle/cli.js';
+import { early } from '../dist/bundle/early.js';
+
+// A plain `sparkctl preflight` starts its probes before the CLI loads (src/early.ts).
+await early(process.argv.slice(2));
+const { main } = await import('../dist/bundle/cli.js');
 
 // `sparkctl status | head`: a closed pipe is the reader's choice, not an error.
 for (const stream of [process.stdout, process.stderr]) {

@@ -16,7 +16,8 @@ const req = createRequire(import.meta.url);
 const uplot = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
 const BANNER = "import { createRequire as __sparkctlRequire } from 'node:module'; const require = __sparkctlRequire(import.meta.url);";
 await build({
-  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname],
+  // early.ts: what bin/sparkctl.js runs before the CLI loads (a plain preflight's probes start there).
+  entryPoints: [new URL('../src/cli.ts', import.meta.url).pathname, new URL('../src/early.ts', import.meta.url).pathname],
   outdir,
   bundle: true,
   splitting: true,

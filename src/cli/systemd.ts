@@ -9,7 +9,10 @@ export default createCommand({
     ['--user <user>', 'User= of the unit'],
     ['--environment-file <path>', 'EnvironmentFile= with the API key', '/etc/sparkctl/env'],
     new Option('--runtime <runtime>', "host (serve --foreground) or container (a unit per replica running docker/podman run); default the profile's engine.runtime").choices(['host', 'container']),
-    ['--quadlet', 'with --runtime container and podman: a Podman Quadlet .container file per replica instead of a podman run unit (its header names the podman it needs, 4.6 or later; the key is a podman secret)'],
+    [
+      '--quadlet',
+      'with --runtime container and podman: a Podman Quadlet .container file per replica instead of a podman run unit (its header names the podman it needs, 4.6 or later; the key is a podman secret)',
+    ],
     ...PROFILE_OPTIONS,
   ],
   description: 'print a systemd unit that runs serve --foreground, with prewarm and restart back-off',

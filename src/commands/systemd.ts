@@ -95,16 +95,55 @@ WantedBy=multi-user.target
 }
 
 /**
+ * A container unit fixes vLLM's arguments when it is written, not when it runs (serve --foreground
+ * reads the installed vLLM at each start). With engine.vllmVersion auto they are rendered for the
+ * image's vLLM, read here as serve reads it (label, else asked in the image, cached by image id), and
+ * for its entrypoint; an image that is not here gets the newest table, said in the unit and on stderr.
+ */
+async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
+  const { imageVersion } = await import('../engine/inputs.js');
+  const { decideVersion } = await import('../engine/vllm-version.js');
+  const { resolveLoaded } = await import('../profiles/resolve.js');
+  const read = await imageVersion(r.profile, r.platform, false);
+  const pinned = r.profile.engine.vllmVersion;
+  const v = decideVersion(pinned, read.installed);
+  const note =
+    v.how === 'unknown'
+      ? v.note
+      : v.mismatch
+        ? `engine.vllmVersion is pinned to ${pinned}, but the image ${read.installed.image} has vLLM ${v.installed}: the unit would run flags for a vLLM that is not there`
+        : undefined;
+  if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
+  const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
+  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name });
+  requireValid(r2);
+  return { r: r2, entrypoint: read.image?.entrypoint, note };
+}
+
+/** With a router: container units run the replicas only; serve --foreground runs HAProxy in front of them too. */
+function routerNote(p: Resolved['profile'], ports: number[]): string | undefined {
+  if (!p.router?.enabled) return undefined;
+  return `router.enabled: these units run the replicas only (ports ${ports.join(', ')}), not HAProxy on port ${p.server.port}; for the router in front, one unit that runs serve --foreground: sparkctl systemd ${p.name} --runtime host --set engine.runtime=container`;
+}
+
+/**
  * engine.runtime container: one unit per replica that runs the container itself, attached
  * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
  * (--stop-timeout). The key is named (--env VLLM_API_KEY) and read from the EnvironmentFile by the CLI.
  * A `podman run` unit by default, which every podman runs: Debian 12's podman 4.3 has no Quadlet
  * (4.4+); --quadlet writes the .container file instead.
  */
-async function containerUnits(r: Resolved, opts: { set: string[]; environmentFile: string; user?: string }) {
+async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFile: string; user?: string; gpus?: number }) {
   const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container' });
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
@@ -117,7 +156,7 @@ async function containerUnits(r: Resolved, opts: { set: string[]; environmentFil
 # Install: save as /etc/systemd/system/${cp.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now ${cp.name}
 # The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
-[Unit]
+${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}[Unit]
 Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
 After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
 Wants=network-online.target
@@ -150,16 +189,23 @@ WantedBy=multi-user.target
  * file or a file it names. A Quadlet unit runs as the user whose folder holds it, so --user is not
  * a setting here.
  */
-async function quadletUnits(r: Resolved, opts: { user?: string }) {
+async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }) {
   if (opts.user !== undefined)
     throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
       `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
     ]);
   const { buildServePlan, containerPlanOf } = await import('../engine/plan.js');
   const { renderQuadlet } = await import('../engine/runtime/quadlet.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container' });
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
   const secret = `sparkctl-${p.name}-api-key`;
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
   let min = '4.4';
   for (const x of plan.replicas) {
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
@@ -172,7 +218,9 @@ async function quadletUnits(r: Resolved, opts: { user?: string }) {
       stopTimeoutS: cp.stopTimeoutS + 30,
     });
     min = q.minPodman;
-    say(`# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${q.text}`);
+    say(
+      `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,
+    );
   }
   note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
   if (p.server.apiKeyEnv) note(`the key: printf '%s' "$${p.server.apiKeyEnv}" | podman secret create ${secret} - (the container gets it as VLLM_API_KEY)`);

@@ -131,7 +131,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
-async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
+export async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
   const { imageVllm } = await import('./runtime/image-version.js');
   let image: string;

@@ -2,6 +2,8 @@
 // picks the checks and starts their probes from this table alone, so the checks' code (checks.ts, the
 // version rules, the GPU rules) loads while the probes run instead of before the first one starts.
 import type { ProbeName } from './facts.js';
+import type { Profile } from '../profiles/schema.js';
+import { UsageError } from '../errors.js';
 
 export interface CheckMeta {
   id: string;
@@ -66,3 +68,33 @@ export const CATALOG: readonly CheckMeta[] = [
   { id: 'container.cdi', area: 'container', title: "CDI devices for the replicas' GPUs (podman)", probes: ['container'] },
   { id: 'container.toolkit.docker', area: 'container', title: "docker's nvidia runtime", probes: ['container'] },
 ];
+
+/**
+ * The probes a set of checks needs: each check's own, the driver probes for checks that read the GPU
+ * (they skip without a driver), and what platform detection and the TP groups read.
+ */
+export function probesFor(checks: readonly CheckMeta[], opts: { platform?: string; profile?: Profile } = {}): Set<ProbeName> {
+  const out = new Set<ProbeName>(checks.flatMap((c) => c.probes));
+  if (checks.some((c) => c.needsGpu)) for (const p of ['proc.driver', 'smi.query'] as const) out.add(p);
+  if (!opts.platform || opts.platform === 'auto') for (const p of ['proc.driver', 'smi.query', 'uname'] as const) out.add(p);
+  if (opts.profile) out.add('smi.query'); // the replicas' GPU groups and ports depend on the GPU count
+  return out;
+}
+
+export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): CheckMeta[] {
+  const list = (s?: string) =>
+    s
+      ? s
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean)
+      : [];
+  const o = list(only);
+  const s = list(skipIds);
+  const known = (p: string) => CATALOG.some((c) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`) || c.id.startsWith(p));
+  const unknown = [...o, ...s].filter((p) => !known(p));
+  if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CATALOG.map((c) => c.id).join(', ')}`]);
+  const match = (c: CheckMeta, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
+  // On-request checks (slow probes) run only when --only names them, by id or prefix.
+  return CATALOG.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
+}

@@ -1,11 +1,11 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
 import type { Host } from '../host/host.js';
-import { gatherFacts, gpuFacts, type Facts, type ProbeName } from './facts.js';
+import { gatherFacts, gpuFacts, type Facts } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import type { Check, CheckResult } from './checks.js';
-import { CATALOG, type CheckMeta } from './catalog.js';
+import { probesFor, selectChecks } from './catalog.js';
+import { takeEarlyFacts } from './early.js';
 import type { Profile } from '../profiles/schema.js';
-import { UsageError } from '../errors.js';
 import { log } from '../output/logger.js';
 
 export interface CheckOutcome extends CheckResult {
@@ -33,35 +33,7 @@ export interface PreflightReport {
   factsMs: number;
 }
 
-/**
- * The probes a set of checks needs: each check's own, the driver probes for checks that read the GPU
- * (they skip without a driver), and what platform detection and the TP groups read.
- */
-export function probesFor(checks: readonly CheckMeta[], opts: { platform?: string; profile?: Profile } = {}): Set<ProbeName> {
-  const out = new Set<ProbeName>(checks.flatMap((c) => c.probes));
-  if (checks.some((c) => c.needsGpu)) for (const p of ['proc.driver', 'smi.query'] as const) out.add(p);
-  if (!opts.platform || opts.platform === 'auto') for (const p of ['proc.driver', 'smi.query', 'uname'] as const) out.add(p);
-  if (opts.profile) out.add('smi.query'); // the replicas' GPU groups and ports depend on the GPU count
-  return out;
-}
-
-export function selectChecks(only?: string, skipIds?: string, opts: { blocking?: boolean } = {}): CheckMeta[] {
-  const list = (s?: string) =>
-    s
-      ? s
-          .split(',')
-          .map((x) => x.trim())
-          .filter(Boolean)
-      : [];
-  const o = list(only);
-  const s = list(skipIds);
-  const known = (p: string) => CATALOG.some((c) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`) || c.id.startsWith(p));
-  const unknown = [...o, ...s].filter((p) => !known(p));
-  if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CATALOG.map((c) => c.id).join(', ')}`]);
-  const match = (c: CheckMeta, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
-  // On-request checks (slow probes) run only when --only names them, by id or prefix.
-  return CATALOG.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
-}
+export { probesFor, selectChecks };
 
 export interface PreflightOptions {
   profile?: Profile;
@@ -75,11 +47,15 @@ export interface PreflightOptions {
 }
 
 export async function runPreflight(host: Host, opts: PreflightOptions): Promise<PreflightReport> {
-  const started = performance.now();
+  let started = performance.now();
   const selected = selectChecks(opts.only, opts.skip, { blocking: opts.blocking });
-  // Spawn the probes first, then load the checks' code, the baselines and (with a profile) the
-  // profile's planning while they run.
-  const pending = gatherFacts(host, { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) });
+  // Spawn the probes first (or take over the ones a plain preflight started before the CLI's parser
+  // loaded: early.ts), then load the checks' code, the baselines and (with a profile) the profile's
+  // planning while they run.
+  const gather = { profile: opts.profile, timeoutMs: opts.timeoutMs, probes: probesFor(selected, opts) };
+  const early = takeEarlyFacts(host, gather);
+  if (early) started = early.startedAt;
+  const pending = early?.facts ?? gatherFacts(host, gather);
   const [{ CHECKS, driverPresent }, { detectPlatform, baseCtx }, withProfile, facts] = await Promise.all([
     import('./checks.js'),
     import('./verdict.js'),

@@ -75,6 +75,18 @@ describe('sparkctl preflight through the built CLI', () => {
     expect(r.stderr).not.toMatch(/\bat .+:\d+:\d+/);
   });
 
+  it('a plain preflight (its probes started before the CLI loads) reports what one with a flag spelled out does', async () => {
+    const shape = (out: string) => {
+      const j = JSON.parse(out);
+      return { platform: j.platform, checks: j.checks.map((c: { id: string; status: string; expected: string }) => [c.id, c.status, c.expected]) };
+    };
+    const plain = await cli(['preflight', '--json']);
+    const spelled = await cli(['preflight', '--json', '--probe-timeout', '5s']);
+    expect(plain.exitCode).toBe(spelled.exitCode);
+    expect(shape(plain.stdout)).toEqual(shape(spelled.stdout));
+    expect(plain.stderr).toBe('');
+  });
+
   it('collect writes bundle v1 without secrets, and preflight --from it gives the same verdicts', async () => {
     const dir = tempDir();
     const out = join(dir, 'bundle');

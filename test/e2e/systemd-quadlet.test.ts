@@ -10,7 +10,8 @@ import { writeFileSync, readFileSync, mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
-import { runMain, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
+import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
+import { PODMAN, podmanIn, podmanUnavailable } from '../podman.js';
 import { HOSTILE } from '../hostile-values.js';
 import { execWords } from '../systemd-words.js';
 
@@ -146,6 +147,13 @@ describe('systemd --quadlet: read back', { timeout: 120_000 }, () => {
     expect(KEYS.container[`${min}.0`], `the fixture has podman ${min}`).toBeDefined();
     expect(keys.filter((k) => !KEYS.container[`${min}.0`]!.includes(k))).toEqual([]);
     expect(oldestAccepting(keys)).toBe(`${min}.0`);
+    // and every later podman of the fixture (through 5.0) still accepts them: no key was dropped
+    const later = Object.keys(KEYS.container).slice(Object.keys(KEYS.container).indexOf(`${min}.0`));
+    for (const v of later)
+      expect(
+        keys.filter((k) => !KEYS.container[v]!.includes(k)),
+        `podman ${v}`,
+      ).toEqual([]);
     expect(
       ini(u)
         .map((l) => l.section)
@@ -202,5 +210,72 @@ describe('systemd --quadlet: read back', { timeout: 120_000 }, () => {
       const v = await execa('systemd-analyze', ['verify', file], { reject: false });
       expect(v.stderr.split('\n').filter((l) => l && !/masked|Unit .* not found|Failed to prepare filename|is not executable|RequiresMountsFor/.test(l))).toEqual([]);
     }
+  });
+});
+
+// A container unit fixes vLLM's arguments when it is written: with engine.vllmVersion auto they are
+// rendered for the image's vLLM and entrypoint, read from the real podman as serve reads them. The
+// image is never run here (its label answers), so an imported one-file image is enough.
+const podmanWhy = podmanUnavailable();
+describe.skipIf(Boolean(podmanWhy))(`container units follow the image they run, read from the real podman${podmanWhy ? ` (skipped: ${podmanWhy})` : ''}`, { timeout: 120_000 }, () => {
+  const work = join(dir, 'podman');
+  const { env, podman, prepare } = podmanIn(work);
+  const tag = `localhost/sparkctl-quadlet-${process.pid}:label17`;
+  const profiles = join(work, 'profiles');
+  beforeAll(async () => {
+    prepare();
+    mkdirSync(join(work, 'root'), { recursive: true });
+    writeFileSync(join(work, 'root', 'README'), 'not run: the label answers\n');
+    await execa('tar', ['-C', join(work, 'root'), '-cf', join(work, 'root.tar'), '.']);
+    const r = await podman(['import', '--change', 'LABEL com.nvidia.vllm.version=0.17.0', '--change', 'ENTRYPOINT ["vllm", "serve"]', join(work, 'root.tar'), tag]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    mkdirSync(profiles, { recursive: true });
+    const p = yaml.load(readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8')) as Record<string, any>;
+    p.name = 'labelled';
+    p.engine.vllmVersion = 'auto';
+    p.engine.runtime = 'container';
+    p.container = { cli: 'podman', image: tag, cliArgs: PODMAN };
+    writeFileSync(join(profiles, 'labelled.yaml'), yaml.dump(p));
+  });
+  afterAll(async () => {
+    await podman(['rmi', tag]);
+  });
+
+  it.each([
+    ['--quadlet', ['--quadlet'], 'Exec=Qwen/Qwen3.5-9B '],
+    ['a podman run unit', [], ` ${tag} Qwen/Qwen3.5-9B `],
+  ])('%s: flags for the vLLM 0.17 of its label (no --shutdown-timeout there), only arguments for its vllm serve entrypoint', async (_what, args, start) => {
+    const r = await cli(['systemd', 'labelled', '--profiles', profiles, '--set', 'parallel.replicas=1', ...args], { env, stateDir: join(work, 'state') });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain(start);
+    expect(r.stdout).toContain('--max-model-len 16384');
+    expect(r.stdout).not.toContain('--shutdown-timeout');
+    expect(r.stderr + r.stdout).not.toMatch(/was not read|newest table/);
+  });
+
+  it('an image that is not here: the newest table, said in the unit and on stderr with the fix', async () => {
+    const r = await cli(['systemd', 'labelled', '--profiles', profiles, '--quadlet', '--set', 'parallel.replicas=1', '--set', `container.image="${tag}-absent"`], {
+      env,
+      stateDir: join(work, 'state'),
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/was not read .*flags rendered for the newest table, 0\.28\.0; fix: pin the image's version/);
+    expect(r.stdout.split('[Unit]')[0]).toMatch(/^# .*was not read/m);
+    expect(r.stdout).toContain('--shutdown-timeout 30');
+  });
+});
+
+describe('container units with a router', () => {
+  it.each([[['--quadlet']], [[]]])('%j: the replicas only, said, with the unit that runs the router too', async (args) => {
+    const r = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'container', ...args, ...[...BASE, 'router.enabled=true'].flatMap((s) => ['--set', s])], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const want =
+      /router\.enabled: these units run the replicas only \(ports 8001, 8002, 8003, 8004\), not HAProxy on port 8000; .*sparkctl systemd qwen3\.5-9b --runtime host --set engine\.runtime=container/;
+    expect(r.stderr).toMatch(want);
+    expect(r.stdout.split('[Unit]')[0]).toMatch(want);
+    // what the note offers: one unit whose serve --foreground runs the router and the containers
+    const host = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'host', '--set', 'engine.runtime=container', '--set', 'router.enabled=true'], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(host.exitCode, host.stderr).toBe(0);
+    expect(host.stdout).toMatch(/^ExecStart=.* serve qwen3\.5-9b --set engine\.runtime=container --set router\.enabled=true --foreground/m);
   });
 });
