@@ -1,6 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -370,5 +370,37 @@ export async function renderInChromium(pagePath: string, shotPath: string): Prom
     return { errors, inked, shotBytes: shot.length };
   } finally {
     await browser.close();
+  }
+}
+
+/**
+ * A cross-process lock held by this process (its pid in the folder): the test files run in parallel
+ * workers. One left by a process that died is taken over; waiting has a deadline.
+ */
+export async function lockDir(dir: string, deadlineMs: number): Promise<() => void> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'pid'), String(process.pid));
+      return () => rmSync(dir, { recursive: true, force: true });
+    } catch {
+      let holder = 0; // 0 while the holder has made the folder but not yet written its pid
+      try {
+        holder = Number(readFileSync(join(dir, 'pid'), 'utf8').trim()) || 0;
+      } catch {}
+      if (holder > 0 && !alive(holder)) rmSync(dir, { recursive: true, force: true });
+      else if (Date.now() > until) throw new Error(`the lock ${dir} is still held by pid ${holder} after ${Math.round(deadlineMs / 1000)} s`);
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -3,10 +3,10 @@
 // a `vllm` that is the simulator given vLLM's argv as it is.
 import { execa } from 'execa';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { ROOT } from './helpers.js';
+import { basename, dirname, join } from 'node:path';
+import { lockDir, ROOT } from './helpers.js';
 
 // crun refuses this machine's hybrid cgroups; podman's default ulimits exceed the hard limits
 export const PODMAN = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
@@ -24,7 +24,7 @@ export function podmanUnavailable(): string | undefined {
 export function podmanIn(work: string) {
   const conf = join(work, 'containers.conf');
   const env = { CONTAINERS_CONF: conf };
-  const podman = (args: string[], extra: Record<string, string> = {}) => execa('podman', [...PODMAN, ...args], { reject: false, timeout: 60_000, env: { ...env, ...extra } });
+  const podman = (args: string[], extra: Record<string, string> = {}, timeout = 60_000) => execa('podman', [...PODMAN, ...args], { reject: false, timeout, env: { ...env, ...extra } });
   const prepare = () => {
     mkdirSync(work, { recursive: true });
     writeFileSync(conf, '[containers]\ndefault_ulimits = []\n');
@@ -66,35 +66,6 @@ export async function buildSimImage(podman: ReturnType<typeof podmanIn>['podman'
   }
 }
 
-/** A lock held by this process (its pid in the folder); one left by a process that died is taken over. */
-async function lockDir(dir: string, deadlineMs: number): Promise<() => void> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    try {
-      mkdirSync(dir);
-      writeFileSync(join(dir, 'pid'), String(process.pid));
-      return () => rmSync(dir, { recursive: true, force: true });
-    } catch {
-      let holder = 0; // 0 while the holder has made the folder but not yet written its pid
-      try {
-        holder = Number(readFileSync(join(dir, 'pid'), 'utf8').trim()) || 0;
-      } catch {}
-      if (holder > 0 && !alive(holder)) rmSync(dir, { recursive: true, force: true });
-      else if (Date.now() > until) throw new Error(`the image lock ${dir} is held by pid ${holder}`);
-      else await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<string> {
   const image = simImageName();
   if ((await podman(['image', 'exists', image])).exitCode === 0) return image;
@@ -129,4 +100,122 @@ export async function derivedImage(podman: ReturnType<typeof podmanIn>['podman']
   const r = await podman(['build', '-q', '--pull=never', '-t', tag, dir]);
   if (r.exitCode !== 0) throw new Error(`podman build ${tag}: ${r.stderr}`);
   return (await podman(['image', 'inspect', '--format', '{{.Id}}', tag])).stdout.trim();
+}
+
+// ---- the real vLLM image: the CPU build of the real-vLLM suites, as an operator's own image ----
+
+export const VLLM_IMAGE_REPO = 'localhost/sparkctl-vllm';
+
+/** Where the real vLLM lives: the venv (resolved: CI links it from a cache) and the Python it was made over. */
+export function vllmSources(venvLink = join(ROOT, '.venv-vllm')): { venv: string; prefix: string; cfg: string } | { why: string } {
+  if (!existsSync(join(venvLink, 'pyvenv.cfg'))) return { why: `no ${venvLink}/pyvenv.cfg (the real vLLM is not installed)` };
+  const venv = realpathSync(venvLink);
+  const cfg = readFileSync(join(venv, 'pyvenv.cfg'), 'utf8');
+  const home = /^home\s*=\s*(.+)$/m.exec(cfg)?.[1]?.trim();
+  if (!home || !existsSync(home)) return { why: `pyvenv.cfg names no Python home that exists (${JSON.stringify(home)})` };
+  return { venv, prefix: dirname(realpathSync(home)), cfg };
+}
+
+// The Python install's own site-packages is not the venv's (include-system-site-packages = false),
+// and its test suite is dead weight: 808 of its 964 MB here.
+const prefixExcludes = (prefix: string) => ['lib/python3.11/site-packages', 'lib/python3.11/test'].map((d) => `--exclude=${join(prefix, d).slice(1)}`);
+
+/**
+ * The image's tag, from what it is built from: the venv's pyvenv.cfg and path, each installed
+ * distribution (name and mtime: a reinstall changes it), the Python binary (size, mtime) and the
+ * build code itself. Hashing the 2 GB of content would take longer than the build saves.
+ */
+export function vllmImageKey(src: { venv: string; prefix: string; cfg: string }): string {
+  const h = createHash('sha256').update(src.venv).update(src.prefix).update(src.cfg);
+  const site = join(src.venv, 'lib', 'python3.11', 'site-packages');
+  for (const d of readdirSync(site)
+    .filter((n) => n.endsWith('.dist-info'))
+    .sort())
+    h.update(`${d} ${statSync(join(site, d)).mtimeMs}\n`);
+  const py = statSync(join(src.prefix, 'bin', 'python3.11'));
+  h.update(`${py.size} ${py.mtimeMs}`).update(buildVllmLocked.toString()).update(libClosure.toString()).update(prefixExcludes.toString());
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * Build the real vLLM image offline unless this build's is there: the Python install and the venv at
+ * their own absolute paths (pyvenv.cfg's home must resolve, the scripts' #! name the venv), the ldd
+ * closure of Python and of every shared object under both, /bin/sh and lscpu, and `vllm`/`python3`
+ * on PATH.
+ * No label: sparkctl must read the version from the image's own vLLM, as for any operator's image.
+ * The model is not in it: the profile's model.path is mounted read-only.
+ */
+export async function buildVllmImage(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<{ image: string; builtMs?: number; bytes?: number }> {
+  const src = vllmSources();
+  if ('why' in src) throw new Error(src.why);
+  const release = await lockDir(join(tmpdir(), 'sparkctl-test-vllm-image.lock'), 10 * 60_000);
+  try {
+    return await buildVllmLocked(podman, work, src);
+  } finally {
+    release();
+  }
+}
+
+/** The shared libraries (outside the given trees) that the files need, by ldd, as real paths. */
+async function libClosure(files: string[], inside: string[]): Promise<{ libs: string[]; missing: string[] }> {
+  const libs = new Set<string>(['/lib64/ld-linux-x86-64.so.2']);
+  const missing = new Set<string>();
+  for (let i = 0; i < files.length; i += 64) {
+    const r = await execa('ldd', files.slice(i, i + 64), { reject: false, timeout: 120_000 });
+    for (const line of r.stdout.split('\n')) {
+      const nf = /^\s*(\S+) => not found/.exec(line);
+      if (nf) missing.add(nf[1]!);
+      const m = /(?:=>\s*|^\s*)(\/\S+)\s+\(0x/.exec(line);
+      if (m) libs.add(m[1]!);
+    }
+  }
+  // the soname's own name in the real folder (/lib is usr/lib here): tar -h copies the file under it
+  const out = [...libs].map((l) => join(realpathSync(dirname(l)), basename(l))).filter((l) => !inside.some((d) => l.startsWith(`${d}/`)));
+  return { libs: [...new Set(out)].sort(), missing: [...missing].sort() };
+}
+
+async function buildVllmLocked(
+  podman: ReturnType<typeof podmanIn>['podman'],
+  work: string,
+  src: { venv: string; prefix: string; cfg: string },
+): Promise<{ image: string; builtMs?: number; bytes?: number }> {
+  const image = `${VLLM_IMAGE_REPO}:${vllmImageKey(src)}`;
+  if ((await podman(['image', 'exists', image])).exitCode === 0) return { image };
+  const t0 = Date.now();
+  const sos = (await execa('find', [src.venv, src.prefix, '-name', '*.so*', '-type', 'f'], { timeout: 60_000 })).stdout
+    .split('\n')
+    .filter((f) => f && !f.startsWith(join(src.prefix, 'lib/python3.11/site-packages/')) && !f.startsWith(join(src.prefix, 'lib/python3.11/test/')));
+  // vLLM's CPU platform runs `lscpu --json` to place its threads (exit 127 without it: the engine dies)
+  const tools = ['/bin/dash', '/usr/bin/lscpu'].map((t) => realpathSync(t));
+  const { libs } = await libClosure([join(src.prefix, 'bin', 'python3.11'), ...tools, ...sos], [src.venv, src.prefix]);
+  // what the tools in the image expect of a root file system: a root user (getpass, torch's caches), /tmp, the usual links
+  const stage = join(work, `vllm-stage-${process.pid}`);
+  mkdirSync(join(stage, 'etc'), { recursive: true });
+  for (const d of ['tmp', 'root', 'usr/local/bin', 'usr/bin']) mkdirSync(join(stage, d), { recursive: true });
+  chmodSync(join(stage, 'tmp'), 0o1777);
+  writeFileSync(join(stage, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
+  writeFileSync(join(stage, 'etc/group'), 'root:x:0:\n');
+  symlinkSync('usr/lib', join(stage, 'lib'));
+  symlinkSync('usr/lib64', join(stage, 'lib64'));
+  symlinkSync('usr/bin', join(stage, 'bin'));
+  symlinkSync('dash', join(stage, 'usr/bin/sh'));
+  symlinkSync(join(src.venv, 'bin', 'vllm'), join(stage, 'usr/local/bin/vllm'));
+  symlinkSync(join(src.venv, 'bin', 'python'), join(stage, 'usr/local/bin/python3'));
+  const tarFile = join(work, `vllm-rootfs-${process.pid}.tar`);
+  const rel = (p: string) => p.slice(1);
+  try {
+    await execa('tar', ['-C', stage, '-cf', tarFile, '.'], { timeout: 60_000 });
+    await execa('tar', ['-C', '/', '-rf', tarFile, ...prefixExcludes(src.prefix), rel(src.venv), rel(src.prefix)], { timeout: 10 * 60_000 });
+    await execa('tar', ['-C', '/', '-rhf', tarFile, ...tools.map(rel), ...libs.map(rel)], { timeout: 120_000 });
+    const r = await podman(['import', '--change', 'ENV=HOME=/root', '--change', 'ENV=PATH=/usr/local/bin:/usr/bin:/bin', tarFile, image], {}, 10 * 60_000);
+    if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
+  } finally {
+    rmSync(tarFile, { force: true });
+    rmSync(stage, { recursive: true, force: true });
+  }
+  // earlier builds' images go (2 GB each)
+  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== image);
+  for (const o of old) await podman(['rmi', o]);
+  const bytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
+  return { image, builtMs: Date.now() - t0, bytes };
 }

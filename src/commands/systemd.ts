@@ -120,6 +120,12 @@ async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entr
   return { r: r2, entrypoint: read.image?.entrypoint, note };
 }
 
+/** With a router: container units run the replicas only; serve --foreground runs HAProxy in front of them too. */
+function routerNote(p: Resolved['profile'], ports: number[]): string | undefined {
+  if (!p.router?.enabled) return undefined;
+  return `router.enabled: these units run the replicas only (ports ${ports.join(', ')}), not HAProxy on port ${p.server.port}; for the router in front, one unit that runs serve --foreground: sparkctl systemd ${p.name} --runtime host --set engine.runtime=container`;
+}
+
 /**
  * engine.runtime container: one unit per replica that runs the container itself, attached
  * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
@@ -133,6 +139,11 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
   const p = r.profile;
   if (versionNote) note(`note: ${versionNote}`);
   const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
@@ -145,7 +156,7 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
 # Install: save as /etc/systemd/system/${cp.name}.service, then
 #   systemctl daemon-reload && systemctl enable --now ${cp.name}
 # The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
-${versionNote ? `# ${commentValue(versionNote)}\n` : ''}[Unit]
+${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}[Unit]
 Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
 After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
 Wants=network-online.target
@@ -190,6 +201,11 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
   if (versionNote) note(`note: ${versionNote}`);
   const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
   const secret = `sparkctl-${p.name}-api-key`;
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
   let min = '4.4';
   for (const x of plan.replicas) {
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
@@ -202,7 +218,9 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
       stopTimeoutS: cp.stopTimeoutS + 30,
     });
     min = q.minPodman;
-    say(`# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${q.text}`);
+    say(
+      `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,
+    );
   }
   note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
   if (p.server.apiKeyEnv) note(`the key: printf '%s' "$${p.server.apiKeyEnv}" | podman secret create ${secret} - (the container gets it as VLLM_API_KEY)`);

@@ -78,11 +78,15 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
   }
   const noDriver = !driverPresent(facts);
+  // a CPU build of vLLM in a container (container.gpus none) uses neither the host's driver nor its GPUs
+  const cpuContainer = opts.profile?.engine.runtime === 'container' && opts.profile.container?.gpus === 'none';
   const byId = new Map(CHECKS.map((c) => [c.id, c]));
   const checks: CheckOutcome[] = selected.map((m) => {
     const c = byId.get(m.id) as Check;
     let r: CheckResult;
-    if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
+    if (cpuContainer && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area)))
+      r = { status: 'skip', observed: 'container.gpus is none: the container gets no GPU device, so the host needs no NVIDIA driver or GPU', expected: '' };
+    else if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
     else if (c.probes.every((p) => facts.notCollected.has(p))) r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
     else {
       try {

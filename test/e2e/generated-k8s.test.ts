@@ -202,6 +202,13 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     else expect(k.c.args.slice(0, 3)).toEqual(['vllm', 'serve', 'Qwen/Qwen3.5-9B']);
   });
 
+  it('container.gpus none (a CPU build of vLLM): no GPU requested; auto: TP x PP', async () => {
+    const cpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'container.gpus=none']);
+    expect(cpu.c.resources).toBeUndefined();
+    const gpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
+    expect(gpu.c.resources).toEqual({ limits: { 'nvidia.com/gpu': 2 }, requests: { 'nvidia.com/gpu': 2 } });
+  });
+
   it('--image still overrides container.image, and its command follows it', async () => {
     const { c } = await k8s(['--set', `container.image="${DIGEST}"`, '--image', NGC_PIN]);
     expect(c.image).toBe(NGC_PIN);

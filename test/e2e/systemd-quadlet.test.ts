@@ -93,6 +93,7 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     ['host network', ['container.network=host'], { Network: ['host'], PublishPort: [] }, '4.6'],
     ['published on one address', ['server.host=127.0.0.1'], { PublishPort: ['127.0.0.1:8000:8000'] }, '4.6'],
     ['no ulimits', ['container.ulimits={}'], { PodmanArgs: ['--ipc=host', '--stop-timeout=45'] }, '4.6'],
+    ['container.gpus none: no GPU device', ['container.gpus=none'], { AddDevice: [] }, '4.6'],
     ['no key: no secret', [], { Secret: [] }, '4.6'],
     ["vLLM's own image: only vLLM's arguments (its entrypoint is vllm serve)", ['container.image="vllm/vllm-openai:v0.25.0"'], { Image: ['vllm/vllm-openai:v0.25.0'] }, '4.6'],
   ])('%s', async (_what, sets, want, min) => {
@@ -262,5 +263,20 @@ describe.skipIf(Boolean(podmanWhy))(`container units follow the image they run, 
     expect(r.stderr).toMatch(/was not read .*flags rendered for the newest table, 0\.28\.0; fix: pin the image's version/);
     expect(r.stdout.split('[Unit]')[0]).toMatch(/^# .*was not read/m);
     expect(r.stdout).toContain('--shutdown-timeout 30');
+  });
+});
+
+describe('container units with a router', () => {
+  it.each([[['--quadlet']], [[]]])('%j: the replicas only, said, with the unit that runs the router too', async (args) => {
+    const r = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'container', ...args, ...[...BASE, 'router.enabled=true'].flatMap((s) => ['--set', s])], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const want =
+      /router\.enabled: these units run the replicas only \(ports 8001, 8002, 8003, 8004\), not HAProxy on port 8000; .*sparkctl systemd qwen3\.5-9b --runtime host --set engine\.runtime=container/;
+    expect(r.stderr).toMatch(want);
+    expect(r.stdout.split('[Unit]')[0]).toMatch(want);
+    // what the note offers: one unit whose serve --foreground runs the router and the containers
+    const host = await runMain(['systemd', 'qwen3.5-9b', '--runtime', 'host', '--set', 'engine.runtime=container', '--set', 'router.enabled=true'], { env: { SPARKCTL_STATE_DIR: stateDir } });
+    expect(host.exitCode, host.stderr).toBe(0);
+    expect(host.stdout).toMatch(/^ExecStart=.* serve qwen3\.5-9b --set engine\.runtime=container --set router\.enabled=true --foreground/m);
   });
 });

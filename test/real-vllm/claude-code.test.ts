@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import yaml from 'js-yaml';
 import { cli, tempDir, rmrf, freePort, startSim, ROOT, type SimHandle } from '../helpers.js';
-import { realVllmUnavailable, serveReal, MODEL_DIR, PROFILES } from './real.js';
+import { realVllmUnavailable, serveReal, MODEL_DIR, PROFILES, oneRealVllmAtATime } from './real.js';
 import { makeCodeModel, CODE_CONTEXT } from './code-model.js';
 import { runMessagesScript, shapeDiffs } from './fidelity.js';
 import { CLAUDE_CODE, outputBudget } from '../../src/client/claude-code.js';
@@ -40,6 +40,7 @@ const url = () => `http://127.0.0.1:${port}`;
 const logText = () => readFileSync(join(state, 'logs', 'tiny-code-0.log'), 'utf8');
 
 describe.skipIf(!!why)('Claude Code on the real vLLM', { timeout: 12 * MIN }, () => {
+  oneRealVllmAtATime('Claude Code on the real vLLM');
   beforeAll(async () => {
     mkdirSync(profiles, { recursive: true });
     const model = makeCodeModel(MODEL_DIR, join(dir, 'tiny-qwen3-code'));

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
 import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, portOpen, startSim, ROOT, BIN, RUN_MARK, type SimHandle } from '../helpers.js';
-import { realVllmUnavailable, serveReal, VLLM_BIN, PROFILES } from './real.js';
+import { realVllmUnavailable, serveReal, VLLM_BIN, PROFILES, oneRealVllmAtATime } from './real.js';
 import { runScript, shapeDiffs } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
 import { execa } from 'execa';
@@ -83,6 +83,7 @@ const instances = () => readdirSync(join(state, 'instances')).filter((f) => f.en
 const logText = () => readFileSync(join(state, 'logs', 'tiny-0.log'), 'utf8');
 
 describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () => {
+  oneRealVllmAtATime('real-vLLM lifecycle');
   beforeAll(async () => {
     state = tempDir('sparkctl-real-vllm-');
     marker = randomUUID();

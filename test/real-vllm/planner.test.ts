@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { execa } from 'execa';
 import { cli, isolated, freePort, ROOT } from '../helpers.js';
-import { realVllmUnavailable, VLLM_BIN, VENV_PYTHON, MODEL_DIR } from './real.js';
+import { realVllmUnavailable, VLLM_BIN, VENV_PYTHON, MODEL_DIR, oneRealVllmAtATime } from './real.js';
 
 const MIN = 60_000;
 let why = realVllmUnavailable();
@@ -29,6 +29,7 @@ const ARCHS: Array<{ name: string; dir: () => string; served: string }> = [
 ];
 
 describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one launch per architecture', () => {
+  oneRealVllmAtATime('real-vLLM planner');
   const t = isolated({ prefix: 'sparkctl-real-planner-', stopArgs: ['--grace', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
   const sparkctl = (args: string[], timeout = 60_000) => cli(args, { cwd: ROOT, timeout, env: t.env({ HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_KVCACHE_SPACE: '1' }) });
   beforeAll(async () => {

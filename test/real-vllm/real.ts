@@ -1,9 +1,11 @@
 // The real vLLM (CPU build, ../shared/real-vllm) for the tests: where it is, why it is not there,
 // and the tiny model it serves. `.ci/run` installs both; without them the suite says why and skips.
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execaSync } from 'execa';
-import { ROOT } from '../helpers.js';
+import { afterAll, beforeAll } from 'vitest';
+import { lockDir, ROOT } from '../helpers.js';
 
 /** As an operator passes it: relative to the repository root, where the tests run sparkctl. */
 export const VLLM_BIN = '.venv-vllm/bin/vllm';
@@ -30,4 +32,25 @@ export function realVllmUnavailable(): string | undefined {
     if (r.exitCode !== 0) return `making the tiny model failed: ${String(r.stderr).split('\n').slice(-3).join(' | ')}`;
   }
   return undefined;
+}
+
+const REAL_VLLM_LOCK = join(tmpdir(), 'sparkctl-test-real-vllm.lock');
+/** Long enough for every other real-vLLM file to finish first (the router's alone takes about 7 min here). */
+export const REAL_VLLM_LOCK_WAIT_MS = 30 * 60_000;
+
+/**
+ * One real vLLM test file at a time: each start takes both cores for 20-60 s, and the files run in
+ * parallel workers, so two at once only make both slow and their deadlines a gamble. Call it first in
+ * the describe (vitest runs beforeAll hooks in order and afterAll hooks in reverse), so the lock is
+ * taken before the file starts its vLLM and given back after its last hook has stopped it.
+ */
+export function oneRealVllmAtATime(label: string): void {
+  let release: (() => void) | undefined;
+  beforeAll(async () => {
+    const t0 = Date.now();
+    release = await lockDir(REAL_VLLM_LOCK, REAL_VLLM_LOCK_WAIT_MS);
+    const waited = Date.now() - t0;
+    if (waited > 2000) console.info(`[${label}] waited ${(waited / 1000).toFixed(0)} s for the real-vLLM lock`);
+  }, REAL_VLLM_LOCK_WAIT_MS + 60_000);
+  afterAll(() => release?.());
 }

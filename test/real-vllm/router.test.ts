@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { execa } from 'execa';
 import { cli, tempDir, rmrf, freePortRange, processesMarked, ROOT, BIN, RUN_MARK } from '../helpers.js';
 import { groupMembers } from '../../src/engine/proc.js';
-import { realVllmUnavailable, VLLM_BIN, PROFILES } from './real.js';
+import { realVllmUnavailable, VLLM_BIN, PROFILES, oneRealVllmAtATime } from './real.js';
 
 // Opt-in: two real vLLMs and two restarts took 6.5-7 min here (serve 70-107 s, restart 240-318 s
 // at load 8-14; 2 of 2 runs passed with 0 failed streams), over a CI suite's budget.
@@ -99,6 +99,7 @@ async function stream(): Promise<Streamed> {
 }
 
 describe.skipIf(Boolean(why)).sequential('real vLLM behind the router', () => {
+  oneRealVllmAtATime('real vLLM behind the router');
   beforeAll(async () => {
     state = tempDir('sparkctl-real-router-');
     marker = randomUUID();

@@ -89,6 +89,25 @@ describe('preflight: the container runtime', () => {
     expect(byId['driver.version']!.status).toBe('pass');
   });
 
+  it('container.gpus none (a CPU build of vLLM): the host driver, CUDA and GPU checks skip saying why, the container toolkit and CDI too; the runtime and image are still checked', async () => {
+    const { rep, byId, argv } = await preflight(GOOD, [...C, 'container.gpus=none']);
+    const why = /^container\.gpus is none/;
+    for (const id of ['driver.version', 'driver.cuda-support', 'cuda.toolkit', 'gpu.count', 'gpu.memory', 'gpu.processes', 'firmware.gpu'])
+      expect(byId[id], id).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
+    expect(byId['container.toolkit']).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
+    expect(byId['container.cdi']).toMatchObject({ status: 'skip', observed: expect.stringMatching(why) });
+    expect(['container.cli', 'container.oci-runtime', 'container.image'].map((id) => byId[id]!.status)).toEqual(['pass', 'pass', 'pass']);
+    expect(argv.some((a) => a[0] === 'nvidia-ctk')).toBe(false);
+    // the host checks that still apply are still judged
+    const host = rep.checks.filter((c) => c.area === 'host');
+    expect(host.length).toBeGreaterThan(0);
+    for (const c of host) expect(c.observed, c.id).not.toMatch(why);
+    // and with GPUs (auto) the same host's driver is judged: the skip comes from the setting
+    const auto = await preflight(GOOD);
+    expect(auto.byId['driver.version']!.status).toBe('pass');
+    expect(rep.checks.length).toBe(auto.rep.checks.length);
+  });
+
   it('a CDI spec without a GPU the replicas use (TP 2 on GPUs 0,1; the spec has only 0): fail naming it, with the fix', async () => {
     const { byId } = await preflight({ ...GOOD, 'cdi-list': ok('nvidia.com/gpu=0\nnvidia.com/gpu=all\n') }, [...C, 'parallel.tensor=2']);
     expect(byId['container.cdi']).toMatchObject({
