@@ -38,5 +38,6 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // In a pod vLLM listens on all interfaces of the pod, on the profile's port.
   const argv = rep.argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
   const note = routed ? "# router: not rendered; the Service balances the pods and takes an unready one out of rotation (sparkctl's HAProxy is for one host)\n" : '';
-  say(note + deployment(p, r.platform, { ...pod, namespace: opts.namespace, argv, gpus: p.parallel.tensor * p.parallel.pipeline, servedName: servedName(p) }));
+  const gpus = p.container?.gpus === 'none' ? 0 : p.parallel.tensor * p.parallel.pipeline;
+  say(note + deployment(p, r.platform, { ...pod, namespace: opts.namespace, argv, gpus, servedName: servedName(p) }));
 }

@@ -166,7 +166,8 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
               ...literalCommand(podCommand(opts.start, opts.argv)),
               ports: [{ name: 'http', containerPort: port }],
               env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
-              resources: gpuResources(opts.gpus),
+              // container.gpus none (a CPU build of vLLM): no GPU asked for, as the container runtime gives it none
+              ...(opts.gpus > 0 ? { resources: gpuResources(opts.gpus) } : {}),
               ...probes(p),
               // Let the Service stop sending traffic before vLLM gets SIGTERM; vLLM then drains what it holds.
               lifecycle: { preStop: { exec: { command: ['sh', '-c', `sleep ${PRESTOP_S}`] } } },

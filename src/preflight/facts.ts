@@ -301,24 +301,37 @@ export const FACT_SOURCES: readonly FactSource[] = [
   sysinfo('net', true),
 ];
 
-/** What the sources read, by probe name. */
+/** What the sources read, by probe name; given `allowed`, reading any other probe is a bug that throws. */
 export class Readings {
-  constructor(private readonly m: ReadonlyMap<string, unknown>) {}
+  constructor(
+    private readonly m: ReadonlyMap<string, unknown>,
+    private readonly allowed?: readonly ProbeName[],
+  ) {}
+  private at(name: ProbeName): unknown {
+    if (this.allowed && !this.allowed.includes(name)) throw new Error(`a fact deriver read probe ${name}, which its reads do not name`);
+    return this.m.get(name);
+  }
   cmd(name: ProbeName): CmdResult {
-    return (this.m.get(name) as CmdResult | undefined) ?? { argv: [], stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' };
+    return (this.at(name) as CmdResult | undefined) ?? { argv: [], stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' };
   }
   file(name: ProbeName): string | null {
-    return (this.m.get(name) as string | null | undefined) ?? null;
+    return (this.at(name) as string | null | undefined) ?? null;
   }
   get<T>(name: ProbeName): T | undefined {
-    return this.m.get(name) as T | undefined;
+    return this.at(name) as T | undefined;
   }
 }
 
-/** A part of the facts, derived from the readings alone (pure: testable from a recorded bundle's outputs). */
-export type FactDeriver = (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>;
+/**
+ * A part of the facts, derived from the readings alone (pure: testable from a recorded bundle's
+ * outputs). `reads` names the probes it reads: gatherFacts derives it as soon as those have answered
+ * (most parts before nvidia-smi -q, the slowest probe, ends), and holds it to them.
+ */
+export type FactDeriver = ((r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>) & { reads: readonly ProbeName[] };
+const deriver = (reads: readonly ProbeName[], fn: (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>): FactDeriver =>
+  Object.assign(fn, { reads });
 
-const osFacts: FactDeriver = (r) => {
+const osFacts = deriver(['uname', 'os-release', 'dgx-release', 'meminfo'], (r) => {
   const uname = r.cmd('uname');
   const osRel = r.file('os-release');
   const dgxRel = r.file('dgx-release');
@@ -328,10 +341,10 @@ const osFacts: FactDeriver = (r) => {
     dgxRelease: dgxRel ? (/DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0]) : undefined,
     memTotalBytes: H.memTotalBytes(r.file('meminfo')),
   };
-};
+});
 
 /** Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it; the GPUs it lists. */
-const driverFacts: FactDeriver = (r) => {
+const driverFacts = deriver(['smi.query', 'smi.q', 'smi.topo', 'smi.apps', 'proc.driver'], (r) => {
   const q = r.get<QueryGpu>('smi.query') ?? { r: r.cmd('smi.query'), fields: [] };
   const smiq = r.cmd('smi.q');
   const topo = r.cmd('smi.topo');
@@ -368,9 +381,9 @@ const driverFacts: FactDeriver = (r) => {
             })
         : undefined,
   };
-};
+});
 
-const cudaFacts: FactDeriver = (r) => {
+const cudaFacts = deriver(['nvcc', 'cuda.link', 'cuda.dirs', 'cuda.json', 'which.nvcc'], (r) => {
   const nvcc = r.cmd('nvcc');
   const cudaLink = r.cmd('cuda.link');
   const cudaDirs = r.cmd('cuda.dirs');
@@ -384,10 +397,10 @@ const cudaFacts: FactDeriver = (r) => {
       versionJson: versionJson ? /"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"([^"]+)"/.exec(versionJson)?.[1] : undefined,
     },
   };
-};
+});
 
 /** The libraries: the loader's cache, Python's packages, and which NCCL and cuDNN vLLM will load. */
-const libraryFacts: FactDeriver = (r, { env }) => {
+const libraryFacts = deriver(['ldconfig', 'python', 'ld.so.conf.d', 'nccl.h', 'cudnn.h', 'which.vllm', 'which.haproxy'], (r, { env }) => {
   const ldconfig = r.cmd('ldconfig');
   const py = r.get<PythonInfo>('python');
   const ld = ldconfig.exitCode === 0 ? P.parseLdconfig(ldconfig.stdout) : [];
@@ -432,10 +445,10 @@ const libraryFacts: FactDeriver = (r, { env }) => {
     },
     cudnn: { system: P.parseHeaderVersion(r.file('cudnn.h'), 'CUDNN') ?? (cudnnLib ? /libcudnn\.so\.(\d+(?:\.\d+)*)/.exec(cudnnLib.lib)?.[1] : undefined), pip: cudnnPip },
   };
-};
+});
 
 /** Host limits: locked memory, open files, disk, conntrack, listening ports. */
-const hostFacts: FactDeriver = (r) => {
+const hostFacts = deriver(['limits', 'df', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6'], (r) => {
   const limits = r.file('limits');
   const df = r.cmd('df');
   const ctMax = r.file('conntrack.max');
@@ -446,10 +459,10 @@ const hostFacts: FactDeriver = (r) => {
     conntrack: { max: ctMax ? Number(ctMax.trim()) : undefined, count: ctCount ? Number(ctCount.trim()) : undefined },
     listening: new Set([...H.parseListeningPorts(r.file('tcp')), ...H.parseListeningPorts(r.file('tcp6'))]),
   };
-};
+});
 
 /** The kernel log's Xid events, or why it cannot be read; fabric manager and BMC. */
-const serviceFacts: FactDeriver = (r) => {
+const serviceFacts = deriver(['dmesg', 'fabricmanager', 'ipmitool'], (r) => {
   const dmesg = r.cmd('dmesg');
   const fm = r.cmd('fabricmanager');
   const bmc = r.cmd('ipmitool');
@@ -473,10 +486,10 @@ const serviceFacts: FactDeriver = (r) => {
         : { why: fm.error === 'not-found' ? 'systemctl is not available (container?)' : fm.error === 'not-collected' ? 'not in the bundle' : fm.error },
     bmc: bmc.exitCode === 0 ? { firmware: /Firmware Revision\s*:\s*(\S+)/.exec(bmc.stdout)?.[1] } : { why: why(bmc, 'ipmitool') },
   };
-};
+});
 
 /** The profile's model files (config.json, weights) where the profile says they are. */
-const modelFacts: FactDeriver = (r, { loc }) => {
+const modelFacts = deriver(['model'], (r, { loc }) => {
   const modelFind = r.get<CmdResult>('model');
   if (!loc || !modelFind) return { model: undefined };
   const files =
@@ -494,7 +507,7 @@ const modelFacts: FactDeriver = (r, { loc }) => {
       why: modelFind.exitCode !== 0 && !files.length ? (modelFind.error === 'not-collected' ? 'not in the bundle' : `${loc.where} does not exist or cannot be read`) : undefined,
     },
   };
-};
+});
 
 /** Every part of the facts; a new fact is a source above and a deriver here. */
 export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
@@ -548,19 +561,28 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
             return host.readFile(path);
           }),
   };
+  const kept = pickEnv(env);
   const read = new Map<string, unknown>();
-  const wave = async (sources: readonly FactSource[]) => {
-    const values = await Promise.all(sources.map((s) => s.read(ctx)));
-    sources.forEach((s, i) => read.set(s.probe, values[i]));
-  };
-  await wave(FACT_SOURCES.filter((s) => !s.late));
+  const answered = new Map<string, Promise<void>>();
+  const wave = (sources: readonly FactSource[]) =>
+    Promise.all(
+      sources.map((s) => {
+        const p = s.read(ctx).then((v) => void read.set(s.probe, v));
+        answered.set(s.probe, p);
+        return p;
+      }),
+    );
+  const first = wave(FACT_SOURCES.filter((s) => !s.late));
+  // Each part is derived once what it reads has answered: the work left when the slowest probe ends is its own part.
+  const parts = Promise.all(FACT_DERIVERS.map((d) => Promise.all(d.reads.map((p) => answered.get(p))).then(() => d(new Readings(read, d.reads), { loc: ctx.loc, env }))));
+  parts.catch(() => {}); // a probe that failed rejects `first`, awaited below
+  await first;
   await wave(FACT_SOURCES.filter((s) => s.late));
-  const readings = new Readings(read);
-  const derived = Object.assign({}, ...FACT_DERIVERS.map((d) => d(readings, { loc: ctx.loc, env }))) as Omit<Facts, 'host' | 'hostKind' | 'env' | 'system' | 'probeMs' | 'notCollected' | 'wallMs'>;
+  const derived = Object.assign({}, ...(await parts)) as Omit<Facts, 'host' | 'hostKind' | 'env' | 'system' | 'probeMs' | 'notCollected' | 'wallMs'>;
   return {
     host: host.name,
     hostKind: host.kind,
-    env: pickEnv(env),
+    env: kept,
     ...derived,
     system: ctx.system,
     probeMs,

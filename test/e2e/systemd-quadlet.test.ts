@@ -93,6 +93,7 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     ['host network', ['container.network=host'], { Network: ['host'], PublishPort: [] }, '4.6'],
     ['published on one address', ['server.host=127.0.0.1'], { PublishPort: ['127.0.0.1:8000:8000'] }, '4.6'],
     ['no ulimits', ['container.ulimits={}'], { PodmanArgs: ['--ipc=host', '--stop-timeout=45'] }, '4.6'],
+    ['container.gpus none: no GPU device', ['container.gpus=none'], { AddDevice: [] }, '4.6'],
     ['no key: no secret', [], { Secret: [] }, '4.6'],
     ["vLLM's own image: only vLLM's arguments (its entrypoint is vllm serve)", ['container.image="vllm/vllm-openai:v0.25.0"'], { Image: ['vllm/vllm-openai:v0.25.0'] }, '4.6'],
   ])('%s', async (_what, sets, want, min) => {

@@ -61,6 +61,37 @@ describe('fact sources', () => {
   });
 });
 
+describe('each part of the facts is derived once what it reads has answered', () => {
+  const FILES = new Set(['proc.driver', 'cuda.json', 'nccl.h', 'cudnn.h', 'limits', 'conntrack.max', 'conntrack.count', 'tcp', 'tcp6', 'os-release', 'dgx-release', 'meminfo']);
+  /** Readings that record every probe read (a value of each shape for every probe, so no branch stops early). */
+  const everything = (seen: Set<string>) => {
+    const value = (p: string) =>
+      p === 'smi.query'
+        ? { r: ok(['nvidia-smi'], '0, NVIDIA H200'), fields: ['index', 'name'] }
+        : p === 'python'
+          ? { version: '3.12', purelib: '/p', dists: { torch: '2.9.0', vllm: '0.17.0' }, torchPy: null, vllmMeta: 'Requires-Dist: torch==2.9.0' }
+          : FILES.has(p)
+            ? '1\n'
+            : ok([p], '1\n');
+    const m = new Map(PROBES.map((p) => [p, value(p)]));
+    return new Readings({ get: (k: string) => (seen.add(k), m.get(k as never)) } as unknown as ReadonlyMap<string, unknown>);
+  };
+
+  it.each(FACT_DERIVERS.map((d, i) => [i, d] as const))('deriver %i reads only the probes it names, all of them first-wave sources', (_i, d) => {
+    const seen = new Set<string>();
+    d(everything(seen), { env: { VLLM_NCCL_SO_PATH: '/x/libnccl.so.2.27.3' }, loc: { where: '/models/m', kind: 'path' } });
+    expect([...seen].filter((p) => !d.reads.includes(p as never))).toEqual([]);
+    const early = FACT_SOURCES.filter((s) => !s.late).map((s) => s.probe);
+    expect(d.reads.filter((p) => !early.includes(p))).toEqual([]);
+  });
+
+  it('a deriver that reads a probe it does not name throws, instead of reading a probe that may not have answered', () => {
+    const r = new Readings(new Map([['dmesg', ok(['dmesg'], '')]]), ['uname']);
+    expect(() => r.cmd('dmesg')).toThrow(/probe dmesg/);
+    expect(r.cmd('uname').error).toBe('not-run');
+  });
+});
+
 describe('one nvidia-smi query for preflight and the serving probe', () => {
   it('an unknown driver_version field: ask the driver, query kmd_version instead', async () => {
     const host = kmdHost();
