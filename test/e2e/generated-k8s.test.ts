@@ -58,6 +58,22 @@ function headerOnlyComments(text: string) {
   for (const l of lines.slice(0, first)) expect(l, 'a header line').toMatch(/^# /);
 }
 
+/** The LeaderWorkerSet CRD's v1 schema, every object closed (as kubectl --validate=strict refuses unknown fields). */
+function lwsValidator() {
+  const crd = yaml.load(readFileSync(join(FIXTURES, 'k8s', 'leaderworkerset.x-k8s.io_leaderworkersets.yaml'), 'utf8')) as any;
+  const schema = crd.spec.versions.find((v: any) => v.name === 'v1').schema.openAPIV3Schema;
+  // The API server prunes fields a structural schema does not name; kubectl --validate=strict
+  // refuses them. Closing every object with named properties makes ajv refuse them as well.
+  const close = (s: any): any => {
+    if (Array.isArray(s)) return s.map(close);
+    if (!s || typeof s !== 'object') return s;
+    const o: any = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, close(pv)])) : close(v)]));
+    if (o.properties && o.additionalProperties === undefined && !o['x-kubernetes-preserve-unknown-fields']) o.additionalProperties = false;
+    return o;
+  };
+  return new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(close(schema));
+}
+
 const valueAfter = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1];
 
 describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () => {
@@ -90,18 +106,7 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const docs = yaml.loadAll(r.stdout) as any[];
     expect(docs.map((d) => d.kind)).toEqual(['LeaderWorkerSet', 'Service']);
     new Service(docs[1]).validate();
-    const crd = yaml.load(readFileSync(join(FIXTURES, 'k8s', 'leaderworkerset.x-k8s.io_leaderworkersets.yaml'), 'utf8')) as any;
-    const schema = crd.spec.versions.find((v: any) => v.name === 'v1').schema.openAPIV3Schema;
-    // The API server prunes fields a structural schema does not name; kubectl --validate=strict
-    // refuses them. Closing every object with named properties makes ajv refuse them as well.
-    const close = (s: any): any => {
-      if (Array.isArray(s)) return s.map(close);
-      if (!s || typeof s !== 'object') return s;
-      const o: any = Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([pk, pv]) => [pk, close(pv)])) : close(v)]));
-      if (o.properties && o.additionalProperties === undefined && !o['x-kubernetes-preserve-unknown-fields']) o.additionalProperties = false;
-      return o;
-    };
-    const validate = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(close(schema));
+    const validate = lwsValidator();
     const lws = docs[0];
     // metadata is the API server's (ObjectMeta), not in the CRD's schema: checked by its own rule.
     const ok = validate({ ...lws, metadata: {} });
@@ -264,7 +269,10 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
   it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {
     const own = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', `container.image="${DIGEST}"`]);
     expect(own.exitCode, own.stderr).toBe(0);
-    const lws = (yaml.loadAll(own.stdout) as any[])[0].spec.leaderWorkerTemplate;
+    const doc = (yaml.loadAll(own.stdout) as any[])[0];
+    const validate = lwsValidator();
+    expect(validate({ ...doc, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    const lws = doc.spec.leaderWorkerTemplate;
     for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
       expect(ctr.image).toBe(DIGEST);
       expect(ctr.command.slice(0, 2)).toEqual(['sh', '-c']);

@@ -14,7 +14,7 @@ const env = { HF_HOME: hf, HOME: '/nonexistent' };
 const A100 = loadPlatform('dgx-a100-os6');
 const HOPPER = loadPlatform('hopper-cuda13');
 
-function render(sets: string[], cli: ContainerCli, o: { engine?: 'vllm' | 'sim'; replica?: number; platform?: typeof A100 } = {}) {
+function render(sets: string[], cli: ContainerCli, o: { engine?: 'vllm' | 'sim'; replica?: number; platform?: typeof A100; cwd?: string } = {}) {
   const p = loadProfile('qwen3.5-9b', { sets: ['engine.vllmVersion="0.17.0"', ...sets] }).profile;
   const platform = o.platform ?? A100;
   const reps = renderReplicas(p, hostFromPlatform(platform, 8), { executable: ['/opt/vllm/bin/vllm'], stateDir: '/tmp/st' });
@@ -22,7 +22,7 @@ function render(sets: string[], cli: ContainerCli, o: { engine?: 'vllm' | 'sim';
   return {
     p,
     replica,
-    c: renderContainerRun({ profile: p, platform, replica, engine: o.engine ?? 'vllm', marker: 'm-1234567890', stateDir: '/tmp/st', cli, env, executableLen: 1, stopTimeoutS: 45 }),
+    c: renderContainerRun({ profile: p, platform, replica, engine: o.engine ?? 'vllm', marker: 'm-1234567890', stateDir: '/tmp/st', cli, env, executableLen: 1, stopTimeoutS: 45, cwd: o.cwd }),
   };
 }
 
@@ -144,6 +144,22 @@ describe('container argv', () => {
     expect(c.argv.slice(i + 1)).toEqual(['vllm', ...replica.argv.slice(1)]);
     expect(valuesOf(c.argv, '--stop-timeout')).toEqual(['45']);
     expect(c.argv.slice(i + 1, i + 3)).toEqual(['vllm', 'serve']);
+  });
+
+  it.each([
+    // model.path as given, servedName, cwd: the mount and the model argument in the container, the name clients use
+    ['models/tiny', undefined, '/srv/work', '/srv/work/models/tiny', ['models/tiny']],
+    ['./models/tiny', 'tiny', '/srv/work', '/srv/work/models/tiny', ['tiny']],
+    // absolute: as it was (vLLM serves it under its path)
+    ['/data/models/tiny', undefined, '/srv/work', '/data/models/tiny', []],
+  ])('model.path %s (servedName %s, run from %s): mounted read-only at %s and passed by that path; --served-model-name %j', (path, served, cwd, abs, names) => {
+    const { c } = render([`model.path=${path}`, ...(served ? [`model.servedName=${served}`] : [])], 'podman', { cwd });
+    expect(valuesOf(c.argv, '--volume')).toContain(`${abs}:${abs}:ro`);
+    const i = c.argv.indexOf('serve');
+    expect(c.argv[i + 1]).toBe(abs);
+    // the name clients send is unchanged: the relative path stays only as that name
+    expect(valuesOf(c.argv, '--served-model-name')).toEqual(names);
+    expect(c.argv.slice(i + 2).filter((a) => a === path)).toEqual(names.includes(path) ? [path] : []);
   });
 
   it('global CLI options (cliArgs) go before run', () => {

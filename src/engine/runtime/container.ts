@@ -4,7 +4,7 @@
 // CDI devices). Secrets travel by name (-e VLLM_API_KEY): the value only in the environment.
 
 import { homedir } from 'node:os';
-import { join, isAbsolute } from 'node:path';
+import { join, isAbsolute, resolve } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
 import type { ReplicaPlan } from '../../profiles/render.js';
@@ -248,6 +248,8 @@ export interface ContainerRenderInput {
   pull?: boolean;
   /** the image's entrypoint, where it was read (image inspect) */
   entrypoint?: string[];
+  /** where a relative model.path resolves (sparkctl's working folder, as on the host) */
+  cwd?: string;
 }
 
 /**
@@ -291,6 +293,16 @@ export function containerVllmArgs(r: Pick<ReplicaPlan, 'argv'>, executableLen: n
   return out;
 }
 
+/**
+ * The model argument (first after `serve`) by its absolute path when the profile gave a relative one;
+ * the name clients use stays what it was (vLLM would otherwise serve it under the absolute path).
+ */
+export function withModelPath(args: string[], given: string | undefined, abs: string | undefined): string[] {
+  if (!given || !abs || given === abs || args[0] !== given) return args;
+  const named = args.includes('--served-model-name');
+  return [abs, ...(named ? [] : ['--served-model-name', given]), ...args.slice(1)];
+}
+
 function mountOf(source: string, target: string, readOnly: boolean): Mount {
   // a bind spec is split on ':'; a path holding one (or ',') would mount something else
   if (/[:,]/.test(source) || /[:,]/.test(target))
@@ -309,7 +321,10 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const mounts: Mount[] = [];
   const hf = hfCacheDir(p, env);
   if (existsSync(hf)) mounts.push(mountOf(hf, CONTAINER_HF_CACHE, true));
-  if (p.model.path && isAbsolute(p.model.path)) mounts.push(mountOf(p.model.path, p.model.path, true));
+  // A relative model.path means sparkctl's folder, as on the host; inside the container it would mean
+  // the image's working folder, where it is not: mounted and passed by its absolute path instead.
+  const modelPath = p.model.path ? resolve(x.cwd ?? process.cwd(), p.model.path) : undefined;
+  if (modelPath) mounts.push(mountOf(modelPath, modelPath, true));
   if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) mounts.push(mountOf(x.profileFile, x.profileFile, true));
   for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
   const vars = { ...x.replica.env };
@@ -330,7 +345,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     ulimits: s.ulimits,
     env: Object.fromEntries(Object.entries(vars).sort(([a], [b]) => a.localeCompare(b))),
     envByName,
-    vllmArgs: containerVllmArgs(x.replica, x.executableLen, hostNet),
+    vllmArgs: withModelPath(containerVllmArgs(x.replica, x.executableLen, hostNet), p.model.path, modelPath),
     stopTimeoutS: x.stopTimeoutS,
     detached: x.detached,
     pull: x.pull,
