@@ -9,12 +9,24 @@ import { UsageError } from '../errors.js';
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
   const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   // The image a container runtime on one host would run: one image for both, and the same command for it.
-  const { imageFor, imageStart } = await import('../engine/runtime/container.js');
+  const { imageFor, imageStart, CONTAINER_DEFAULTS } = await import('../engine/runtime/container.js');
+  const { versionFromRef } = await import('../engine/runtime/image-version.js');
+  const { imageVersion } = await import('../engine/inputs.js');
   const p0 = loaded.profile;
   const platformName = loadPlatform(p0.platform ?? DEFAULT_PLATFORM).name;
   // only vLLM's own image is tagged with a version; NGC's tag is its release and a set image is as written
   const derived = !opts.image && !p0.container?.image && !platformName.startsWith('dgx-');
-  const v = clusterVersion(p0.name, p0.engine.vllmVersion, { ref: opts.image ?? p0.container?.image ?? (derived ? undefined : imageFor(p0, { name: platformName })), derived });
+  const ref = opts.image ?? p0.container?.image ?? (derived ? undefined : imageFor(p0, { name: platformName }));
+  // Bad names and images are refused before anything about them is printed or read.
+  const early = k8sProblems(p0, { name: k8sName(p0), namespace: opts.namespace, image: ref ?? 'vllm/vllm-openai' });
+  if (early.length) throw new UsageError(`sparkctl k8s ${p0.name}: ${early.length} problem(s)`, early.map(formatProblem));
+  // auto, with an image whose reference does not say its vLLM: the same image on this host may
+  let read: Awaited<ReturnType<typeof imageVersion>>['installed'] | undefined;
+  if (ref && !derived && p0.engine.vllmVersion === 'auto' && !versionFromRef(ref)) {
+    const withImage = { ...p0, container: { ...(p0.container ?? CONTAINER_DEFAULTS), image: ref } };
+    read = (await imageVersion(withImage, { name: platformName }, false)).installed;
+  }
+  const v = clusterVersion(p0.name, p0.engine.vllmVersion, { ref, derived, read });
   const pinned = { ...p0, engine: { ...p0.engine, vllmVersion: v.version } };
   const image = opts.image ?? imageFor(pinned, { name: platformName });
   if (v.note) noteErr(`note: ${v.note}`);

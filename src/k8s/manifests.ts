@@ -8,6 +8,8 @@ import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
 import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, type ImageStart } from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
+import { versionFromRef } from '../engine/runtime/image-version.js';
+import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.js';
 
 /**
  * Kubernetes expands $(VAR) in a container's command, args and env values, and turns $$ into $:
@@ -76,23 +78,33 @@ export function podCommand(start: ImageStart, argv: readonly string[]): { comman
 }
 
 /**
- * engine.vllmVersion auto: the version the manifests are rendered for. serve reads the image's own
- * vLLM on the host that has the image; a manifest is for a cluster, where nothing is read, so the
- * flags follow the newest table, and this says so (in the manifest and on stderr) with the fix.
+ * engine.vllmVersion auto: the version the manifests are rendered for. A manifest runs on a cluster,
+ * where nothing is read: the version is what the image reference states (vllm/vllm-openai:vX.Y.Z, a
+ * known NGC release), else what was read of the same image on this host (`read`), else it is not
+ * known and refused (exit 2): the newest table's flags crash-loop an older vLLM ("unrecognized
+ * arguments"). No image set off the DGX baselines: vLLM's own image of the newest table, said.
  */
-export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean }): { version: string; note?: string } {
+export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean; read?: InstalledVllm }): { version: string; note?: string } {
   if (pinned !== 'auto') return { version: pinned };
   const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
   const fix = `fix: pin engine.vllmVersion (on a host with the image, sparkctl plan ${profile} --set engine.runtime=container reads its version)`;
-  if (image.derived)
+  if (image.derived || !image.ref)
     return {
       version: newest,
       note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags (the newest table); ${fix}, or set container.image or --image`,
     };
-  return {
-    version: newest,
-    note: `engine.vllmVersion is auto: the vLLM version of the image ${image.ref} is not read for a cluster; the flags are rendered for the newest table, ${newest}; ${fix}`,
-  };
+  const stated = versionFromRef(image.ref);
+  if (stated)
+    return {
+      version: stated.version,
+      note: `engine.vllmVersion is auto: rendered for vLLM ${stated.version}, ${stated.from === 'tag' ? 'as the tag' : `NVIDIA's release notes for the NGC release ${stated.release} of`} ${image.ref} ${stated.from === 'tag' ? 'states' : 'give'} (the cluster's image is not read); if it differs, ${fix.slice(5)}`,
+    };
+  if (image.read?.version)
+    return {
+      version: image.read.version,
+      note: `engine.vllmVersion is auto: rendered for vLLM ${image.read.version}, read from the image ${image.ref} on this host; the cluster must run the same image`,
+    };
+  throw unknownImageVersion(image.ref, image.read?.why, 'the manifest');
 }
 
 /** What a pod spec cannot carry of the container settings: said in the header, not dropped silently. */

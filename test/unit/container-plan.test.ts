@@ -196,8 +196,8 @@ describe('container argv', () => {
 
 describe('image, CLI and command', () => {
   it.each([
-    [[], A100, 'nvcr.io/nvidia/vllm:25.09-py3'],
-    [[], loadPlatform('dgx-spark-gb10'), 'nvcr.io/nvidia/vllm:25.09-py3'],
+    [[], A100, 'nvcr.io/nvidia/vllm:26.03-py3'],
+    [[], loadPlatform('dgx-spark-gb10'), 'nvcr.io/nvidia/vllm:26.03-py3'],
     [[], HOPPER, 'vllm/vllm-openai:v0.17.0'],
     [[`container.image="vllm/vllm-openai@sha256:${'a'.repeat(64)}"`], HOPPER, `vllm/vllm-openai@sha256:${'a'.repeat(64)}`],
   ] as const)('%j on %s -> %s', (sets, platform, image) => {
