@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { lockDir, ROOT } from './helpers.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { lockDir, rmrf, ROOT, tempDir } from './helpers.js';
 
 // crun refuses this machine's hybrid cgroups; podman's default ulimits exceed the hard limits
 export const PODMAN = ['--runtime', 'runc', '--cgroup-manager=cgroupfs'];
@@ -30,6 +31,41 @@ export function podmanIn(work: string) {
     writeFileSync(conf, '[containers]\ndefault_ulimits = []\n');
   };
   return { env, podman, prepare };
+}
+
+/**
+ * The before/after of a podman suite, called in its describe: a work folder with this machine's podman
+ * settings, the state folder whose label finds the suite's own containers, the simulator image (built
+ * or reused under the image lock); at the end every container of that state folder or tracked by the
+ * suite is removed, and none may be left (asserted). The folders are made at once, the hooks only by
+ * `hooks()` inside the describe (a skipped suite builds nothing); `image()` once beforeAll has run.
+ */
+export function podmanSuite(prefix: string) {
+  const work = tempDir(prefix);
+  const { env, podman, prepare } = podmanIn(work);
+  const stateDir = join(work, 'state');
+  const tracked: string[] = [];
+  let image = '';
+  const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
+  /** remove every container of the suite: its state folder's and the tracked ones (by id or name) */
+  const removeAll = async () => {
+    for (const n of [...(await ours()), ...tracked]) await podman(['rm', '-f', '-t', '0', n]);
+  };
+  /** the hooks: call first inside the (skippable) describe */
+  const hooks = () => {
+    beforeAll(async () => {
+      prepare();
+      image = await buildSimImage(podman, work);
+    }, 150_000);
+    afterAll(async () => {
+      await removeAll();
+      const left = [...(await ours())];
+      for (const t of tracked) if ((await podman(['container', 'exists', t])).exitCode === 0) left.push(t);
+      rmrf(work);
+      expect(left, 'containers left by the suite').toEqual([]);
+    }, 60_000);
+  };
+  return { work, stateDir, env, podman, ours, removeAll, hooks, image: () => image, track: (idOrName: string) => tracked.push(idOrName) };
 }
 
 // The image's `vllm`: the simulator given vLLM's argv as it is; `vllm --version` prints the version

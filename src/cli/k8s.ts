@@ -5,7 +5,10 @@ export default createCommand({
   name: 'k8s',
   args: [['<profile>']],
   options: [
-    ['--image <image>', "container image; default the profile's, as engine.runtime container runs it (container.image, else NGC's on a DGX baseline, else vllm/vllm-openai:v<engine.vllmVersion>; with auto, the newest flag table's version)"],
+    [
+      '--image <image>',
+      "container image; default the profile's, as engine.runtime container runs it (container.image, else NGC's on a DGX baseline, else vllm/vllm-openai:v<engine.vllmVersion>; with auto, the newest flag table's version)",
+    ],
     ['--node-count <n>', 'multi-node: a LeaderWorkerSet of N pods (--nodes is a nodes file in serve, stop and preflight)', countArg('--node-count')],
     deprecatedAlias('--nodes <n>', '--node-count', countArg('--nodes')),
     ['--namespace <ns>', 'namespace', 'default'],

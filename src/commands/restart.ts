@@ -3,6 +3,7 @@
 // the router, the others serving.
 import { loadProfile } from '../profiles/load.js';
 import { resolveLoaded } from '../profiles/resolve.js';
+import { join } from 'node:path';
 import { buildServePlan, readSecrets, type EngineKind } from '../engine/plan.js';
 import { Registry, type Entry } from '../engine/registry.js';
 import { stateDir } from './common.js';
@@ -52,7 +53,9 @@ export async function run(profileName: string, opts: RestartOptions) {
     throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
       `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
     ]);
-  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true });
+  // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
+  const installed = started.engine === 'vllm' && loaded.profile.engine.runtime === 'host' ? await installedVllmVersion(started.vllmBin) : undefined;
+  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../router/rolling.js');
   const ac = new AbortController();
@@ -176,4 +179,9 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     skipPreflight: opts.skipPreflight,
     router: hadRouter,
   });
+}
+
+async function installedVllmVersion(bin: string): Promise<string | undefined> {
+  const { installedVllm } = await import('../engine/vllm-version.js');
+  return (await installedVllm(bin, { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') })).version;
 }

@@ -128,7 +128,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   if (opts.dryRun) {
     // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
     const r = await prepare(profileName, reads);
-    const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint });
+    const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
@@ -170,7 +170,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   // 2. the plan: the profile validated once, against the host preflight saw
   const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
   versionWarnings(r.vllm, false);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   const secrets = readSecrets(plan.profile);

@@ -97,23 +97,26 @@ WantedBy=multi-user.target
 /**
  * A container unit fixes vLLM's arguments when it is written, not when it runs (serve --foreground
  * reads the installed vLLM at each start). With engine.vllmVersion auto they are rendered for the
- * image's vLLM, read here as serve reads it (label, else asked in the image, cached by image id), and
- * for its entrypoint; an image that is not here gets the newest table, said in the unit and on stderr.
+ * image's vLLM, read here as serve reads it (label, else asked in the image, cached by image id), else
+ * as its reference states it (vllm/vllm-openai:vX.Y.Z, a known NGC release), and for its entrypoint;
+ * an image whose version none of these gives is refused (exit 2) rather than rendered for a guess.
  */
 async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
   const { imageVersion } = await import('../engine/inputs.js');
-  const { decideVersion } = await import('../engine/vllm-version.js');
+  const { decideVersion, unknownImageVersion } = await import('../engine/vllm-version.js');
   const { resolveLoaded } = await import('../profiles/resolve.js');
   const read = await imageVersion(r.profile, r.platform, false);
   const pinned = r.profile.engine.vllmVersion;
   const v = decideVersion(pinned, read.installed);
+  const stated = read.installed.source === 'tag' || read.installed.source === 'release-notes';
   const note =
-    v.how === 'unknown'
-      ? v.note
+    v.how === 'unknown' || (pinned === 'auto' && stated)
+      ? `flags rendered for ${v.note}`
       : v.mismatch
         ? `engine.vllmVersion is pinned to ${pinned}, but the image ${read.installed.image} has vLLM ${v.installed}: the unit would run flags for a vLLM that is not there`
         : undefined;
   if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
+  if (v.how === 'unknown') throw unknownImageVersion(read.installed.image ?? 'none', read.installed.why, 'the unit');
   const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
   const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name });
   requireValid(r2);

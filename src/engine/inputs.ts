@@ -133,18 +133,30 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
 export async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
-  const { imageVllm } = await import('./runtime/image-version.js');
+  const { imageVllm, versionFromRef } = await import('./runtime/image-version.js');
   let image: string;
-  let cli: ReturnType<typeof detectCli>;
   try {
     image = imageFor(p, platform);
-    cli = detectCli(p);
   } catch (e) {
     // the plan refuses the same profile with its fix; here it only means no version was read
     return { installed: { bin: 'the container image', image: p.container?.image ?? 'none', why: (e as Error).message } };
   }
+  let cli: ReturnType<typeof detectCli>;
+  try {
+    cli = detectCli(p);
+  } catch (e) {
+    // no CLI to read it with (a unit or manifest written on another machine): its reference may still say
+    const stated = inspectOnly ? undefined : versionFromRef(image);
+    const why = (e as Error).message;
+    return { installed: stated ? { bin: 'the container image', image, version: stated.version, source: stated.from, why } : { bin: 'the container image', image, why } };
+  }
   const r = await imageVllm({ cli, cliArgs: p.container?.cliArgs ?? [], image, inspectOnly, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
-  return { installed: { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why }, image: { ref: image, entrypoint: r.entrypoint } };
+  // not read here (not pulled yet, or a unit written for another host): what its reference states, if anything
+  const stated = r.version || inspectOnly ? undefined : versionFromRef(image);
+  const installed: InstalledVllm = stated
+    ? { bin: `${cli} image ${image}`, image, version: stated.version, source: stated.from, why: r.why }
+    : { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why };
+  return { installed, image: { ref: image, entrypoint: r.entrypoint } };
 }
 
 /**

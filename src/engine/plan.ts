@@ -8,7 +8,7 @@ import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
-import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
+import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, cpuBuild, type ReplicaPlan } from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
 import { formatFlagProblem } from '../profiles/vllm-flags.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
@@ -76,6 +76,8 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSecon
   stateDir?: string;
   /** the image's entrypoint, as read (it decides whether the command repeats `vllm serve`) */
   imageEntrypoint?: string[];
+  /** the version of the vLLM that will run, as read (installed or in the image): a CPU build changes its environment */
+  installedVllm?: string;
 };
 
 export function sparkctlBin(): string {
@@ -128,6 +130,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     executable,
     stateDir: dir,
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
+    cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
   });
   return {
     profile: r.profile,

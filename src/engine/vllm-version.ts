@@ -8,13 +8,14 @@ import { execFile } from 'node:child_process';
 import { readJsonCache, writeJsonCache } from '../util/fs.js';
 import { releaseOf } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
+import { UsageError } from '../errors.js';
 
 export interface InstalledVllm {
   /** the PEP 440 version ("0.27.2.dev0+g6adad0876.cpu"), when it was read */
   version?: string;
   /** the executable that was asked (resolved on PATH) */
   bin: string;
-  source?: 'dist-info' | '--version' | 'cache' | 'label' | 'image';
+  source?: 'dist-info' | '--version' | 'cache' | 'label' | 'image' | 'tag' | 'release-notes';
   /** the container image that was read (runtime container), instead of a vLLM on this host */
   image?: string;
   /** why no version was read */
@@ -178,8 +179,26 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
   };
 }
 
+/**
+ * engine.vllmVersion auto for something written now and run elsewhere (a unit, a manifest): the image's
+ * vLLM could not be known (not read here, not in its tag, not a known NGC release). Guessing the
+ * newest table would render flags an older vLLM refuses ("unrecognized arguments"), restarting forever.
+ */
+export function unknownImageVersion(image: string, why: string | undefined, what: string): UsageError {
+  return new UsageError(
+    `engine.vllmVersion is auto, but the vLLM version of container.image ${image} is not known: not read on this host (${why ?? 'no answer'}), not stated by its tag, and not an NGC release sparkctl knows; ${what} would be rendered for a guessed vLLM`,
+    [
+      '--set engine.vllmVersion=X.Y.Z (the vLLM the image carries)',
+      'or run this on a host that has the image (podman pull / docker pull it first), where its version is read',
+      'or an image whose tag states it: vllm/vllm-openai:vX.Y.Z, or nvcr.io/nvidia/vllm:26.03-py3 (vLLM 0.17.1)',
+    ],
+  );
+}
+
 function imageSource(s: InstalledVllm['source']): string {
   if (s === 'label') return 'read from its label';
+  if (s === 'tag') return 'as its tag states (the image was not read here)';
+  if (s === 'release-notes') return "by NVIDIA's release notes for its NGC release (the image was not read here)";
   if (s === 'image') return 'asked in the image';
   return 'cached by the image id';
 }

@@ -1,4 +1,4 @@
-// Kubernetes manifests for one profile: a Deployment (one pod, TP x PP GPUs) or, past one node, a
+// Kubernetes manifests for one profile: a Deployment (parallel.replicas pods of TP x PP GPUs) or, past one node, a
 // LeaderWorkerSet (as llm-d and KServe deploy multi-node vLLM: leader = Ray head + vllm serve,
 // workers = ray start --block). Both are built from the same volume, probe and secret pieces.
 import yaml from 'js-yaml';
@@ -8,6 +8,8 @@ import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
 import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, type ImageStart } from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
+import { versionFromRef } from '../engine/runtime/image-version.js';
+import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.js';
 
 /**
  * Kubernetes expands $(VAR) in a container's command, args and env values, and turns $$ into $:
@@ -76,23 +78,33 @@ export function podCommand(start: ImageStart, argv: readonly string[]): { comman
 }
 
 /**
- * engine.vllmVersion auto: the version the manifests are rendered for. serve reads the image's own
- * vLLM on the host that has the image; a manifest is for a cluster, where nothing is read, so the
- * flags follow the newest table, and this says so (in the manifest and on stderr) with the fix.
+ * engine.vllmVersion auto: the version the manifests are rendered for. A manifest runs on a cluster,
+ * where nothing is read: the version is what the image reference states (vllm/vllm-openai:vX.Y.Z, a
+ * known NGC release), else what was read of the same image on this host (`read`), else it is not
+ * known and refused (exit 2): the newest table's flags crash-loop an older vLLM ("unrecognized
+ * arguments"). No image set off the DGX baselines: vLLM's own image of the newest table, said.
  */
-export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean }): { version: string; note?: string } {
+export function clusterVersion(profile: string, pinned: string, image: { ref?: string; derived: boolean; read?: InstalledVllm }): { version: string; note?: string } {
   if (pinned !== 'auto') return { version: pinned };
   const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
   const fix = `fix: pin engine.vllmVersion (on a host with the image, sparkctl plan ${profile} --set engine.runtime=container reads its version)`;
-  if (image.derived)
+  if (image.derived || !image.ref)
     return {
       version: newest,
       note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags (the newest table); ${fix}, or set container.image or --image`,
     };
-  return {
-    version: newest,
-    note: `engine.vllmVersion is auto: the vLLM version of the image ${image.ref} is not read for a cluster; the flags are rendered for the newest table, ${newest}; ${fix}`,
-  };
+  const stated = versionFromRef(image.ref);
+  if (stated)
+    return {
+      version: stated.version,
+      note: `engine.vllmVersion is auto: rendered for vLLM ${stated.version}, ${stated.from === 'tag' ? 'as the tag' : `NVIDIA's release notes for the NGC release ${stated.release} of`} ${image.ref} ${stated.from === 'tag' ? 'states' : 'give'} (the cluster's image is not read); if it differs, ${fix.slice(5)}`,
+    };
+  if (image.read?.version)
+    return {
+      version: image.read.version,
+      note: `engine.vllmVersion is auto: rendered for vLLM ${image.read.version}, read from the image ${image.ref} on this host; the cluster must run the same image`,
+    };
+  throw unknownImageVersion(image.ref, image.read?.why, 'the manifest');
 }
 
 /** What a pod spec cannot carry of the container settings: said in the header, not dropped silently. */
@@ -128,6 +140,15 @@ const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.c
 const shellCommand = (start: ImageStart, line: string) => (start === 'command' ? { args: ['sh', '-c', line] } : { command: ['sh', '-c', line] });
 
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
+
+/**
+ * container.gpus none (a CPU build of vLLM): no nvidia.com/gpu is asked for, and NVIDIA_VISIBLE_DEVICES
+ * is void. Without it, on a node whose containerd runs the NVIDIA runtime by default, an image with
+ * NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's) would get every GPU of the node, outside the scheduler.
+ */
+export function noGpuEnv(p: Profile): { name: string; value: string }[] {
+  return p.container?.gpus === 'none' && p.env.NVIDIA_VISIBLE_DEVICES === undefined ? [{ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' }] : [];
+}
 const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
 /** Header comment lines: one-line values, each after "# ". */
@@ -142,7 +163,7 @@ export interface PodImage {
 }
 
 /** One pod: `vllm serve` with the rendered argv (listening on all of the pod's interfaces). */
-export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string }): string {
+export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string; replicas: number }): string {
   const name = k8sName(p);
   const port = p.server.port;
   const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'sparkctl' };
@@ -152,8 +173,10 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     kind: 'Deployment',
     metadata: { name, namespace: opts.namespace, labels },
     spec: {
-      replicas: 1,
-      strategy: { type: 'Recreate' }, // two copies never fit on the same GPUs
+      // parallel.replicas pods, each its own TP x PP GPUs (the argv is a replica's: port and host only, no GPU index)
+      replicas: opts.replicas,
+      // one pod at a time, never a surge: a new pod takes the GPUs the old one gives back (they never fit twice)
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
@@ -165,7 +188,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
               image: opts.image,
               ...literalCommand(podCommand(opts.start, opts.argv)),
               ports: [{ name: 'http', containerPort: port }],
-              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
+              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...noGpuEnv(p), ...apiKeyEnv(p)],
               // container.gpus none (a CPU build of vLLM): no GPU asked for, as the container runtime gives it none
               ...(opts.gpus > 0 ? { resources: gpuResources(opts.gpus) } : {}),
               ...probes(p),
@@ -180,13 +203,16 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
 /** Leader = Ray head, a wait for every worker pod's node, then vllm serve; workers = ray start --block. */
 export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[] }): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
+  // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
+  const gpus = p.container?.gpus === 'none' ? 0 : opts.perNode;
+  const groups = typeof p.parallel.replicas === 'number' ? p.parallel.replicas : 1;
   const name = k8sName(p);
   const port = p.server.port;
   const v = volumes(p, platform);
@@ -195,10 +221,11 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     { name: 'NCCL_SOCKET_IFNAME', value: 'eth0' },
     { name: 'GLOO_SOCKET_IFNAME', value: 'eth0' },
     { name: 'VLLM_HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ...noGpuEnv(p),
     ...apiKeyEnv(p),
   ];
   const leaderCmd = [
-    `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode}`,
+    `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
     // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
     `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
     `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
@@ -209,7 +236,8 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     kind: 'LeaderWorkerSet',
     metadata: { name, namespace: opts.namespace, labels: { 'app.kubernetes.io/managed-by': 'sparkctl' } },
     spec: {
-      replicas: 1,
+      // parallel.replicas groups, each a leader and its workers (auto is one group past one node)
+      replicas: groups,
       leaderWorkerTemplate: {
         size: opts.nodes,
         restartPolicy: 'RecreateGroupOnPodRestart',
@@ -224,7 +252,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
                 image: opts.image,
                 ...shellCommand(opts.start, leaderCmd),
                 env,
-                resources: gpuResources(opts.perNode),
+                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
                 ports: [{ name: 'http', containerPort: port }],
                 startupProbe,
                 readinessProbe,
@@ -241,9 +269,9 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
               {
                 name: 'vllm-worker',
                 image: opts.image,
-                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`),
+                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`),
                 env,
-                resources: gpuResources(opts.perNode),
+                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
                 volumeMounts: v.mounts,
               },
             ],
@@ -260,7 +288,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
   };
   return (
-    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
+    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
     dump([lws, service], 400)
   );
 }

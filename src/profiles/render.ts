@@ -149,6 +149,25 @@ export interface RenderOptions {
   stateDir: string;
   /** arguments appended only for the simulator (its own knobs) */
   tail?: string[];
+  /** the vLLM that runs is a CPU build (cpuBuild of its version) */
+  cpuBuild?: boolean;
+}
+
+/** A CPU build of vLLM, by its version's local label: 0.27.2.dev0+g6adad0876.cpu, 0.11.0+cpu. */
+export function cpuBuild(version: string | undefined): boolean {
+  const local = version?.split('+')[1];
+  return local !== undefined && local.toLowerCase().split('.').includes('cpu');
+}
+
+/**
+ * vLLM's CPU backend binds each server's OpenMP threads to cores it picks by itself, the same ones
+ * for every server on the host (seen: core 0 for both of two replicas on 2 cores, the second's worker
+ * ran 1.4 s in 53 s). Several CPU replicas on one host share the cores by the kernel's scheduler
+ * instead (nobind), unless the profile sets the binding itself.
+ */
+export function cpuBindEnv(p: Profile, replicas: number, cpu: boolean | undefined): Record<string, string> {
+  if (!cpu || replicas < 2 || p.parallel.nodes > 1 || 'VLLM_CPU_OMP_THREADS_BIND' in p.env) return {};
+  return { VLLM_CPU_OMP_THREADS_BIND: 'nobind' };
 }
 
 export function instanceName(p: Profile, replica: number): string {
@@ -164,7 +183,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
     const first = p.parallel.firstGpu + i * perReplica;
     // Multi-node: Ray places the workers; the head sees only its own GPUs.
     const gpus = Array.from({ length: multiNode ? Math.min(perReplica, host.gpusPerNode ?? host.gpus) : perReplica }, (_, k) => first + k);
-    const env: Record<string, string> = { ...p.env };
+    const env: Record<string, string> = { ...p.env, ...cpuBindEnv(p, replicas, opts.cpuBuild) };
     if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
     const envFrom: Record<string, string> = {};
     const unsetEnv = cpuKvOverride(p);

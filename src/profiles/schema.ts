@@ -137,7 +137,7 @@ const imageRef = z
   .max(512)
   .regex(
     /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
-    'an image reference such as nvcr.io/nvidia/vllm:25.09-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)',
+    'an image reference such as nvcr.io/nvidia/vllm:26.03-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)',
   );
 
 export const ContainerBlock = z.strictObject({

@@ -78,7 +78,7 @@ const valueAfter = (argv: string[], flag: string) => argv[argv.indexOf(flag) + 1
 
 describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () => {
   it('Deployment + Service: two documents, valid against the Kubernetes schemas, every value as written', async () => {
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--namespace', 'llm-prod', '--image', 'registry.local:5000/vllm@sha256:' + 'a'.repeat(64)]);
+    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--namespace', 'llm-prod', '--set', 'engine.vllmVersion="0.25.0"', '--image', 'registry.local:5000/vllm@sha256:' + 'a'.repeat(64)]);
     expect(r.exitCode, r.stderr).toBe(0);
     headerOnlyComments(r.stdout);
     const docs = yaml.loadAll(r.stdout) as any[];
@@ -160,6 +160,15 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(names);
   });
+
+  it('a newline in --image under engine.vllmVersion auto: refused before any note repeats it on stderr', async () => {
+    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--set', 'engine.vllmVersion=auto', '--image', 'evil:1\nx: y']);
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/--image/);
+    // the value only ever appears JSON-quoted (its newline escaped), never as a raw line
+    expect(r.stderr.split('\n').some((l) => l.startsWith('x: y'))).toBe(false);
+  });
 });
 
 // k8s renders what `serve --runtime container` runs: the same image reference and, after it, the
@@ -168,6 +177,7 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
 describe('sparkctl k8s runs the container runtime image, with its command', { timeout: 120_000 }, () => {
   const DIGEST = `vllm/vllm-openai@sha256:${'b'.repeat(64)}`;
   const NGC_PIN = `nvcr.io/nvidia/vllm@sha256:${'c'.repeat(64)}`;
+  const TAGGED = `vllm/vllm-openai:v0.11.0@sha256:${'d'.repeat(64)}`;
   const k8s = async (args: string[]) => {
     const r = await runMain(['k8s', 'qwen3.5-9b', ...args], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
     expect(r.exitCode, r.stderr).toBe(0);
@@ -189,11 +199,11 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
 
   it.each([
     // [what, --set values, image, command (undefined: the image's entrypoint is kept)]
-    ['a DGX baseline, nothing set: NGC, its entrypoint kept', ['engine.vllmVersion="0.25.0"'], 'nvcr.io/nvidia/vllm:25.09-py3', undefined],
+    ['a DGX baseline, nothing set: NGC, its entrypoint kept', ['engine.vllmVersion="0.25.0"'], 'nvcr.io/nvidia/vllm:26.03-py3', undefined],
     ['a digest pin of vLLM own image: command vllm serve, never a second serve', ['engine.vllmVersion="0.25.0"', `container.image="${DIGEST}"`], DIGEST, ['vllm', 'serve']],
     ['a digest pin of NGC', ['engine.vllmVersion="0.25.0"', `container.image="${NGC_PIN}"`], NGC_PIN, undefined],
     ['another platform: vLLM image of the pinned version', ['engine.vllmVersion="0.25.0"', 'platform=hopper-cuda13'], 'vllm/vllm-openai:v0.25.0', ['vllm', 'serve']],
-    ['auto with an image set: flags for the newest table, said', [`container.image="${DIGEST}"`], DIGEST, ['vllm', 'serve']],
+    ['auto with a digest pin whose tag states its vLLM: flags for that version', [`container.image="${TAGGED}"`], TAGGED, ['vllm', 'serve']],
   ] as const)('%s', async (_what, sets, image, command) => {
     const setArgs = sets.flatMap((s) => ['--set', s]);
     const [k, run] = [await k8s(setArgs), await runLine(setArgs)];
@@ -207,29 +217,70 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     else expect(k.c.args.slice(0, 3)).toEqual(['vllm', 'serve', 'Qwen/Qwen3.5-9B']);
   });
 
-  it('container.gpus none (a CPU build of vLLM): no GPU requested; auto: TP x PP', async () => {
+  it.each([
+    ['an NGC release whose vLLM sparkctl does not know', 'nvcr.io/nvidia/vllm:25.09-py3'],
+    ['an untagged digest pin', DIGEST],
+    ['a private image', 'registry.example/team/vllm:prod'],
+  ])('engine.vllmVersion auto with %s, not on this host: exit 2 naming the fields and the fix, no manifest', async (_what, image) => {
+    const r = await runMain(['k8s', 'qwen3.5-9b', '--image', image], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`engine.vllmVersion is auto, but the vLLM version of container.image ${image} is not known`);
+    expect(r.stderr).toMatch(/--set engine\.vllmVersion=X\.Y\.Z/);
+    expect(r.stderr).toMatch(/a host that has the image/);
+    expect(r.stderr).not.toMatch(/newest table/);
+  });
+
+  it('container.gpus none (a CPU build of vLLM): no GPU requested and NVIDIA_VISIBLE_DEVICES void; auto: TP x PP', async () => {
     const cpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'container.gpus=none']);
     expect(cpu.c.resources).toBeUndefined();
+    // else the NVIDIA runtime, containerd's default on many GPU nodes, gives the image (NVIDIA_VISIBLE_DEVICES=all) every GPU
+    expect(cpu.c.env).toContainEqual({ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' });
     const gpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
     expect(gpu.c.resources).toEqual({ limits: { 'nvidia.com/gpu': 2 }, requests: { 'nvidia.com/gpu': 2 } });
+    expect(gpu.c.env.map((e: any) => e.name)).not.toContain('NVIDIA_VISIBLE_DEVICES');
+  });
+
+  it.each([
+    // [what, args, pods]
+    ['replicas auto on the 8-GPU baseline: 4 groups of TP 2', [], 4],
+    ['replicas auto with --gpus 4', ['--gpus', '4'], 2],
+    ['replicas 2', ['--set', 'parallel.replicas=2'], 2],
+    ['replicas 3 with the router: the Service balances the 3 pods', ['--set', 'parallel.replicas=3', '--set', 'router.enabled=true'], 3],
+  ] as const)('parallel.replicas: %s', async (_what, args, pods) => {
+    const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', ...args]);
+    const dep = (yaml.loadAll(r.stdout) as any[])[0];
+    expect(dep.spec.replicas).toBe(pods);
+    // each pod its own TP x PP GPUs, and a replica's argv with nothing of one replica: the profile's port, no GPU index
+    expect(r.c.resources.requests['nvidia.com/gpu']).toBe(2);
+    expect(valueAfter(r.c.args, '--port')).toBe('8000');
+    expect(r.c.env.map((e: any) => e.name)).not.toContain('CUDA_VISIBLE_DEVICES');
+    // a rollout never asks for more GPUs than the pods hold
+    expect(dep.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } });
+    expect(r.stdout.split('apiVersion:')[0]).toContain(`${pods} pod(s), each TP 2 x PP 1 on 2 GPU(s)`);
   });
 
   it('--image still overrides container.image, and its command follows it', async () => {
-    const { c } = await k8s(['--set', `container.image="${DIGEST}"`, '--image', NGC_PIN]);
+    const { c } = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', `container.image="${DIGEST}"`, '--image', NGC_PIN]);
     expect(c.image).toBe(NGC_PIN);
     expect(c.command).toBeUndefined();
   });
 
-  it('engine.vllmVersion auto: the manifest and stderr say which version the flags follow, and the fix', async () => {
+  it('engine.vllmVersion auto: the version the image reference states (tag, NGC release notes), said in the manifest and on stderr', async () => {
+    // the DGX default: NGC 26.03, vLLM 0.17.1 by NVIDIA's release notes: 0.17's flags, which have no --shutdown-timeout
     const ngc = await k8s([]);
-    expect(ngc.c.image).toBe('nvcr.io/nvidia/vllm:25.09-py3');
+    expect(ngc.c.image).toBe('nvcr.io/nvidia/vllm:26.03-py3');
     for (const text of [ngc.stdout.split('apiVersion:')[0], ngc.stderr])
-      expect(text).toMatch(
-        /engine\.vllmVersion is auto: the vLLM version of the image nvcr\.io\/nvidia\/vllm:25\.09-py3 is not read for a cluster; the flags are rendered for the newest table, 0\.28\.0; fix: pin engine\.vllmVersion/,
-      );
-    // rendered for that table, not for a version called "auto": 0.28 has --shutdown-timeout, and the grace holds it
-    expect(ngc.c.args.join(' ')).toContain('--shutdown-timeout 30');
-    expect(ngc.pod.terminationGracePeriodSeconds).toBe(55);
+      expect(text).toMatch(/engine\.vllmVersion is auto: rendered for vLLM 0\.17\.1, NVIDIA's release notes for the NGC release 26\.03 of nvcr\.io\/nvidia\/vllm:26\.03-py3 give/);
+    expect(ngc.c.args.join(' ')).not.toContain('--shutdown-timeout');
+    expect(ngc.pod.terminationGracePeriodSeconds).toBe(40);
+    // vLLM's own image of a stated version: that version's flags, not the newest table's
+    const old = await k8s(['--image', 'vllm/vllm-openai:v0.11.0']);
+    expect(old.c.args.join(' ')).not.toContain('--shutdown-timeout');
+    expect(old.stderr).toMatch(/rendered for vLLM 0\.11\.0, as the tag vllm\/vllm-openai:v0\.11\.0 states/);
+    const newer = await k8s(['--image', 'vllm/vllm-openai:v0.28.0']);
+    expect(newer.c.args.join(' ')).toContain('--shutdown-timeout 30');
+    expect(newer.pod.terminationGracePeriodSeconds).toBe(55);
     // no image and no NGC: the image is the one of the version the flags follow
     const other = await k8s(['--set', 'platform=hopper-cuda13']);
     expect(other.c.image).toBe('vllm/vllm-openai:v0.28.0');
@@ -266,8 +317,26 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     expect(stdout.split('apiVersion:')[0]).toMatch(/^# ulimits memlock=-1 stack=67108864: a pod spec has no ulimit field/m);
   });
 
+  it.each([
+    ['auto', 8, undefined],
+    ['none', 0, 'void'],
+  ] as const)('a LeaderWorkerSet with container.gpus %s: leader and workers ask for %i GPUs, Ray offers as many, NVIDIA_VISIBLE_DEVICES %s', async (gpus, n, vis) => {
+    const r = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', 'engine.vllmVersion="0.25.0"', '--set', `container.gpus=${gpus}`, '--set', 'parallel.replicas=2']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const doc = (yaml.loadAll(r.stdout) as any[])[0];
+    const validate = lwsValidator();
+    expect(validate({ ...doc, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    expect(doc.spec.replicas).toBe(2);
+    const lws = doc.spec.leaderWorkerTemplate;
+    for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
+      expect(ctr.resources?.requests?.['nvidia.com/gpu']).toBe(n > 0 ? n : undefined);
+      expect(ctr.env.find((e: any) => e.name === 'NVIDIA_VISIBLE_DEVICES')?.value).toBe(vis);
+      expect([...(ctr.command ?? []), ...(ctr.args ?? [])].join(' ')).toContain(`--num-gpus=${n}`);
+    }
+  });
+
   it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {
-    const own = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', `container.image="${DIGEST}"`]);
+    const own = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', 'engine.vllmVersion="0.25.0"', '--set', `container.image="${DIGEST}"`]);
     expect(own.exitCode, own.stderr).toBe(0);
     const doc = (yaml.loadAll(own.stdout) as any[])[0];
     const validate = lwsValidator();

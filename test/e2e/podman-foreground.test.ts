@@ -2,20 +2,18 @@
 // container as it does to a host process. Ctrl-C stops it through the runtime (stop --time <drain>,
 // then rm, proven by id and marker label), a second Ctrl-C stops it at once; a container that ends
 // on its own ends serve with its exit code. Nothing is left in podman ps -a.
-import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
+import { describe, it, expect, afterEach } from 'vitest';
 import { execa } from 'execa';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
-import { PODMAN, podmanIn, podmanUnavailable, buildSimImage } from '../podman.js';
+import { BIN, freePort, waitFor } from '../helpers.js';
+import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
 
-const work = tempDir('sparkctl-podman-fg-');
-const { env, podman, prepare } = podmanIn(work);
+const suite = podmanSuite('sparkctl-podman-fg-');
+const { work, env, podman, stateDir, ours } = suite;
 const tag = `f${process.pid}`;
 const why = podmanUnavailable();
 if (why) console.warn(`podman foreground suite skipped: ${why}`);
-let IMAGE = '';
-const stateDir = join(work, 'state');
 
 function profileDir(name: string, port: number, shutdownTimeoutSeconds: number): string {
   const dir = join(work, `profiles-${name}`);
@@ -25,13 +23,12 @@ function profileDir(name: string, port: number, shutdownTimeoutSeconds: number):
     model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
     engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 8192 },
     server: { host: '127.0.0.1', port, shutdownTimeoutSeconds },
-    container: { cli: 'podman', image: IMAGE, cliArgs: PODMAN, network: 'host', ulimits: {}, hfCache: join(work, 'no-hf-cache') },
+    container: { cli: 'podman', image: suite.image(), cliArgs: PODMAN, network: 'host', ulimits: {}, hfCache: join(work, 'no-hf-cache') },
   };
   writeFileSync(join(dir, `${name}.yaml`), JSON.stringify(p));
   return dir;
 }
 
-const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
 const entries = (name: string) => {
   try {
     return readdirSync(join(stateDir, 'instances')).filter((f) => f.startsWith(name));
@@ -92,18 +89,8 @@ function stream(port: number, maxTokens: number) {
 }
 
 describe.skipIf(Boolean(why))('serve --foreground in a container, on the real podman', { timeout: 180_000 }, () => {
-  beforeAll(async () => {
-    prepare();
-    IMAGE = await buildSimImage(podman, work);
-  }, 150_000);
-  afterEach(async () => {
-    for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
-  });
-  afterAll(async () => {
-    const left = await ours();
-    rmrf(work);
-    expect(left, 'containers left by the suite').toEqual([]);
-  }, 60_000);
+  suite.hooks();
+  afterEach(() => suite.removeAll());
 
   it('Ctrl-C drains a stream in flight (finish_reason length), the container is stopped and removed, exit 0', async () => {
     const port = await freePort();

@@ -2,20 +2,19 @@
 // registry): the simulator image built here offline, then sparkctl serve / status / stop as an
 // operator runs them. Identity is proven by the container's id and marker label; a container
 // that is not provably ours is never stopped or removed.
-import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
+import { describe, it, expect, afterEach } from 'vitest';
 import { execa } from 'execa';
 import { mkdirSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
-import { PODMAN, podmanIn, podmanUnavailable, buildSimImage } from '../podman.js';
+import { BIN, cli, freePort, waitFor } from '../helpers.js';
+import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
 
-const work = tempDir('sparkctl-podman-serve-');
-const { env, podman, prepare } = podmanIn(work);
+const suite = podmanSuite('sparkctl-podman-serve-');
+const { work, env, podman, stateDir, ours } = suite;
 const tag = `t${process.pid}`;
 const why = podmanUnavailable();
 if (why) console.warn(`podman serve suite skipped: ${why}`);
-let IMAGE = '';
 
 /** A profile that runs the simulator in the image with this machine's podman settings. */
 function profileDir(name: string, port: number, over: Record<string, unknown> = {}): string {
@@ -23,7 +22,7 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
   mkdirSync(dir, { recursive: true });
   const container = {
     cli: 'podman',
-    image: IMAGE,
+    image: suite.image(),
     cliArgs: PODMAN,
     network: 'host',
     // this sandbox's hard memlock limit refuses memlock=-1 ("error setting rlimit type 7"); a DGX host takes it
@@ -42,24 +41,12 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
   return dir;
 }
 
-const stateDir = join(work, 'state');
 const run = (args: string[], extra: Record<string, string> = {}) => cli(args, { stateDir, env: { ...env, ...extra }, timeout: 90_000 });
 const serve = (name: string, dir: string, extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
-const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
-const foreign: string[] = [];
 
 describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { timeout: 180_000 }, () => {
-  beforeAll(async () => {
-    prepare();
-    IMAGE = await buildSimImage(podman, work);
-  }, 150_000);
-  afterAll(async () => {
-    // whatever a failed case left: ours by the state label, the foreign ones by name
-    for (const n of [...(await ours()), ...foreign]) await podman(['rm', '-f', '-t', '0', n]);
-    const left = [...(await ours()), ...(await podman(['ps', '-a', '--format', '{{.Names}}'])).stdout.split('\n').filter((n) => n.includes(tag))];
-    rmrf(work);
-    expect(left, 'containers left by the suite').toEqual([]);
-  }, 60_000);
+  // whatever a failed case left goes: ours by the state label, the foreign ones tracked by name
+  suite.hooks();
 
   it('serves in a container (ready, probe healthy), status proves it by id, stop drains a stream in flight and removes it', async () => {
     const port = await freePort();
@@ -133,8 +120,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const name = `ctr-f-${tag}`;
     for (const [i, labels] of [[], ['--label', 'io.sparkctl.instance=someone-elses-marker']].entries()) {
       const cname = `foreign-${i}-${tag}`;
-      foreign.push(cname);
-      const f = await podman(['run', '-d', '--network', 'host', '--name', cname, ...labels, IMAGE, 'node', '-e', 'setTimeout(() => {}, 600000)']);
+      suite.track(cname);
+      const f = await podman(['run', '-d', '--network', 'host', '--name', cname, ...labels, suite.image(), 'node', '-e', 'setTimeout(() => {}, 600000)']);
       expect(f.exitCode, f.stderr).toBe(0);
       const id = f.stdout.trim();
       // an entry that names it (a tampered or stale record): the marker does not match its label
@@ -158,7 +145,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
         argv: [],
         startedAt: new Date().toISOString(),
         readyTimeoutSeconds: 60,
-        container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: IMAGE, id },
+        container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: suite.image(), id },
       };
       writeFileSync(join(stateDir, 'instances', `${name}-${i}.json`), JSON.stringify(entry));
       const stop = await run(['stop', `${name}-${i}`]);
@@ -173,8 +160,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const port = await freePort();
     const name = `ctr-n-${tag}`;
     const cname = `sparkctl-${name}-0`;
-    foreign.push(cname);
-    const f = await podman(['run', '-d', '--network', 'host', '--name', cname, IMAGE, 'node', '-e', 'setTimeout(() => {}, 600000)']);
+    suite.track(cname);
+    const f = await podman(['run', '-d', '--network', 'host', '--name', cname, suite.image(), 'node', '-e', 'setTimeout(() => {}, 600000)']);
     expect(f.exitCode, f.stderr).toBe(0);
     const r = await serve(name, profileDir(name, port));
     expect(r.exitCode).toBe(2);

@@ -1,24 +1,21 @@
 // The rendered podman command lines against the real podman (Debian's 4.3, as root, runc, no
 // registry): an image built here offline (node + the built bundle, `vllm` = the simulator), run by
 // runArgv, proven by proveContainer, stopped by stopArgv; the runtime's own failures classified.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { rmSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
 import { join } from 'node:path';
-import { ROOT, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
-import { podmanIn, podmanUnavailable, buildSimImage } from '../podman.js';
+import { ROOT, freePort, waitFor } from '../helpers.js';
+import { podmanSuite, podmanUnavailable } from '../podman.js';
 import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
 import { classifyLog } from '../../src/engine/classify.js';
 
-const work = tempDir('sparkctl-podman-');
-const { podman, prepare } = podmanIn(work);
+const suite = podmanSuite('sparkctl-podman-');
+const { podman } = suite;
 const why = podmanUnavailable();
 if (why) console.warn(`podman suite skipped: ${why}`);
-let IMAGE = '';
-const ids: string[] = [];
 
 const spec = (port: number, over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'podman',
-  image: IMAGE,
+  image: suite.image(),
   name: `sparkctl-podman-test-${port}`,
   marker: `m-${port}-test`,
   gpus: [],
@@ -35,7 +32,7 @@ const spec = (port: number, over: Partial<ContainerSpec> = {}): ContainerSpec =>
 });
 const run = async (s: ContainerSpec, extra: Record<string, string> = {}) => {
   const r = await podman(runArgv(s).slice(1), extra);
-  if (r.exitCode === 0) ids.push(r.stdout.trim());
+  if (r.exitCode === 0) suite.track(r.stdout.trim());
   return r;
 };
 const inspect = async (id: string) => {
@@ -44,16 +41,7 @@ const inspect = async (id: string) => {
 };
 
 describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { timeout: 120_000 }, () => {
-  beforeAll(async () => {
-    prepare();
-    IMAGE = await buildSimImage(podman, work);
-  }, 120_000);
-  afterAll(async () => {
-    for (const id of ids) await podman(['rm', '-f', id]);
-    const left = (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.instance', '--format', '{{.Names}}'])).stdout.split('\n').filter((n) => n.startsWith('sparkctl-podman-test-'));
-    rmrf(work);
-    expect(left, 'containers left by the suite').toEqual([]);
-  });
+  suite.hooks();
 
   it('runs the simulator image; the API key by name reaches it; proven by id and label; podman stop drains a stream in flight', async () => {
     const port = await freePort();
@@ -93,9 +81,9 @@ describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { t
     expect(theirs.exitCode, theirs.stderr).toBe(0);
     const id = theirs.stdout.trim();
     expect(proveContainer({ containerId: id, marker: `m-${port}-test` }, await inspect(id))).toMatchObject({ state: 'unproven', code: 'other-marker' });
-    const plain = await podman(['run', '--detach', '--network', 'host', IMAGE, 'vllm', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(await freePort())]);
+    const plain = await podman(['run', '--detach', '--network', 'host', suite.image(), 'vllm', 'serve', 'Qwen/Qwen3.5-9B', '--port', String(await freePort())]);
     expect(plain.exitCode, plain.stderr).toBe(0);
-    ids.push(plain.stdout.trim());
+    suite.track(plain.stdout.trim());
     expect(proveContainer({ containerId: plain.stdout.trim(), marker: 'm-anything' }, await inspect(plain.stdout.trim()))).toMatchObject({ state: 'unproven', code: 'no-label' });
   });
 
@@ -113,5 +101,3 @@ describe.skipIf(Boolean(why))('podman: the rendered run, identity and stop', { t
     expect(proveContainer({ containerId: first.stdout.trim(), marker: `m-${port}-test` }, await inspect(first.stdout.trim()))).toMatchObject({ state: 'alive' });
   });
 });
-
-afterAll(() => rmSync(work, { recursive: true, force: true }));

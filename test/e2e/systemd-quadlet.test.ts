@@ -68,7 +68,7 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     const { units, stderr } = await quadlet([KEY, 'parallel.replicas=2']);
     expect(units).toHaveLength(2);
     const [u0, u1] = units as [string, string];
-    expect(values(u0, 'Image')).toEqual(['nvcr.io/nvidia/vllm:25.09-py3']);
+    expect(values(u0, 'Image')).toEqual(['nvcr.io/nvidia/vllm:26.03-py3']);
     expect(values(u0, 'ContainerName')).toEqual(['systemd-sparkctl-qwen3.5-9b-0']);
     expect(values(u0, 'AddDevice')).toEqual(['nvidia.com/gpu=0', 'nvidia.com/gpu=1']);
     expect(values(u1, 'AddDevice')).toEqual(['nvidia.com/gpu=2', 'nvidia.com/gpu=3']);
@@ -193,7 +193,7 @@ describe('systemd --quadlet: read back', { timeout: 120_000 }, () => {
       .slice('ExecStart='.length);
     // quadlet's own specifiers (its cid file) are the only live ones; every one of sparkctl's values is escaped
     const argv = execWords(start.replace(' --cidfile=%t/%N.cid ', ' --cidfile=CID '));
-    const image = argv.indexOf('nvcr.io/nvidia/vllm:25.09-py3');
+    const image = argv.indexOf('nvcr.io/nvidia/vllm:26.03-py3');
     expect(image).toBeGreaterThan(0);
     const after = argv.slice(image + 1);
     expect(after.slice(0, 3)).toEqual(['vllm', 'serve', 'Qwen/Qwen3.5-9B']);
@@ -254,15 +254,35 @@ describe.skipIf(Boolean(podmanWhy))(`container units follow the image they run, 
     expect(r.stderr + r.stdout).not.toMatch(/was not read|newest table/);
   });
 
-  it('an image that is not here: the newest table, said in the unit and on stderr with the fix', async () => {
-    const r = await cli(['systemd', 'labelled', '--profiles', profiles, '--quadlet', '--set', 'parallel.replicas=1', '--set', `container.image="${tag}-absent"`], {
+  it.each([
+    ['--quadlet', ['--quadlet']],
+    ['a podman run unit', []],
+  ])('%s, an image that is not here and whose reference states no vLLM: exit 2 naming the fields and the fix, no unit', async (_what, args) => {
+    const r = await cli(['systemd', 'labelled', '--profiles', profiles, ...args, '--set', 'parallel.replicas=1', '--set', `container.image="${tag}-absent"`], {
+      env,
+      stateDir: join(work, 'state'),
+    });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(`engine.vllmVersion is auto, but the vLLM version of container.image ${tag}-absent is not known`);
+    expect(r.stderr).toMatch(/--set engine\.vllmVersion=X\.Y\.Z/);
+    expect(r.stderr).not.toMatch(/newest table/);
+  });
+
+  it.each([
+    // [image, the version its reference states, whether that vLLM has --shutdown-timeout]
+    ['vllm/vllm-openai:v0.11.0', /vLLM 0\.11\.0 .*as its tag states/, false],
+    ['nvcr.io/nvidia/vllm:26.03-py3', /vLLM 0\.17\.1 .*NVIDIA's release notes/, false],
+    ['vllm/vllm-openai:v0.28.0', /vLLM 0\.28\.0 .*as its tag states/, true],
+  ])('%s, not here: flags for the vLLM its reference states, said in the unit and on stderr', async (image, said, drains) => {
+    const r = await cli(['systemd', 'labelled', '--profiles', profiles, '--quadlet', '--set', 'parallel.replicas=1', '--set', `container.image="${image}"`], {
       env,
       stateDir: join(work, 'state'),
     });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/was not read .*flags rendered for the newest table, 0\.28\.0; fix: pin the image's version/);
-    expect(r.stdout.split('[Unit]')[0]).toMatch(/^# .*was not read/m);
-    expect(r.stdout).toContain('--shutdown-timeout 30');
+    expect(r.stderr).toMatch(said);
+    expect(r.stdout.split('[Unit]')[0]).toMatch(said);
+    expect(r.stdout.includes('--shutdown-timeout')).toBe(drains);
   });
 });
 

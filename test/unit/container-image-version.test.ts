@@ -5,7 +5,17 @@ import { describe, it, expect } from 'vitest';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { asVersion, imageVllm, parseImageInspect, versionFromLabels, versionFromOutput, PROBE_LABEL, type ImageVllmInput } from '../../src/engine/runtime/image-version.js';
+import {
+  asVersion,
+  imageVllm,
+  parseImageInspect,
+  versionFromRef,
+  NGC_VLLM_RELEASES,
+  versionFromLabels,
+  versionFromOutput,
+  PROBE_LABEL,
+  type ImageVllmInput,
+} from '../../src/engine/runtime/image-version.js';
 import { decideVersion } from '../../src/engine/vllm-version.js';
 import { versionWarnings } from '../../src/engine/inputs.js';
 import { UsageError } from '../../src/errors.js';
@@ -33,6 +43,37 @@ describe('asVersion', () => {
     [42, undefined],
     [null, undefined],
   ])('%j -> %j', (text, want) => expect(asVersion(text)).toBe(want));
+});
+
+describe('versionFromRef: what an image reference states without reading the image', () => {
+  const D = `@sha256:${'ab'.repeat(32)}`;
+  it.each([
+    ['vllm/vllm-openai:v0.11.0', { version: '0.11.0', from: 'tag' }],
+    ['docker.io/vllm/vllm-openai:v0.17.1', { version: '0.17.1', from: 'tag' }],
+    ['vllm/vllm-openai:v0.10.1.post1', { version: '0.10.1.post1', from: 'tag' }],
+    [`vllm/vllm-openai:v0.9.2${D}`, { version: '0.9.2', from: 'tag' }],
+    ['nvcr.io/nvidia/vllm:25.10-py3', { version: '0.10.2', from: 'release-notes', release: '25.10' }],
+    ['nvcr.io/nvidia/vllm:26.03-py3', { version: '0.17.1', from: 'release-notes', release: '26.03' }],
+    [`nvcr.io/nvidia/vllm:26.01-py3${D}`, { version: '0.11.1', from: 'release-notes', release: '26.01' }],
+    // not stated: a release the notes were not found for, no tag, latest, a suffixed tag, a look-alike repository
+    ['nvcr.io/nvidia/vllm:25.09-py3', undefined],
+    [`vllm/vllm-openai${D}`, undefined],
+    ['vllm/vllm-openai:latest', undefined],
+    ['vllm/vllm-openai:v0.11.0-cu130', undefined],
+    ['evil/vllm/vllm-openai:v0.11.0', undefined],
+    ['myregistry/vllm-openai:v0.11.0', undefined],
+    ['nvcr.io/nvidia/vllm:26.03-py3-igpu', undefined],
+  ])('%s', (ref, want) => {
+    const got = versionFromRef(ref);
+    if (want === undefined) expect(got).toBeUndefined();
+    else expect(got).toEqual(want.from === 'tag' ? { version: want.version, from: 'tag' } : want);
+  });
+  it('the NGC table holds only versions (a typo would render flags for nothing)', () => {
+    for (const [rel, v] of Object.entries(NGC_VLLM_RELEASES)) {
+      expect(rel).toMatch(/^\d{2}\.\d{2}$/);
+      expect(asVersion(v)).toBe(v);
+    }
+  });
 });
 
 describe('parseImageInspect', () => {

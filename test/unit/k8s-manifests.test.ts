@@ -6,6 +6,7 @@ import { clusterVersion, podCommand, podLimits, shmQuantity, volumes } from '../
 import { imageStart } from '../../src/engine/runtime/container.js';
 import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
 import { FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';
+import { UsageError } from '../../src/errors.js';
 
 const ARGV = ['vllm', 'serve', 'Qwen/Qwen3.5-9B', '--port', '8000'];
 const NEWEST = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
@@ -49,12 +50,32 @@ describe('clusterVersion', () => {
   it('a pin is rendered as is, nothing said', () => {
     expect(clusterVersion('p', '0.25.0', { ref: 'x/y:1', derived: false })).toEqual({ version: '0.25.0' });
   });
-  it('auto with an image: the newest table, naming the image and the fix', () => {
-    const v = clusterVersion('qwen', 'auto', { ref: 'nvcr.io/nvidia/vllm:25.09-py3', derived: false });
-    expect(v.version).toBe(NEWEST);
-    expect(v.note).toContain('the vLLM version of the image nvcr.io/nvidia/vllm:25.09-py3 is not read for a cluster');
-    expect(v.note).toContain(`newest table, ${NEWEST}`);
-    expect(v.note).toContain('sparkctl plan qwen --set engine.runtime=container');
+  it.each([
+    // [image, read on this host, version, what the note says]
+    ['vllm/vllm-openai:v0.11.0', undefined, '0.11.0', /rendered for vLLM 0\.11\.0, as the tag vllm\/vllm-openai:v0\.11\.0 states/],
+    [`vllm/vllm-openai:v0.11.0@sha256:${'0'.repeat(64)}`, undefined, '0.11.0', /as the tag .* states/],
+    ['nvcr.io/nvidia/vllm:26.03-py3', undefined, '0.17.1', /NVIDIA's release notes for the NGC release 26\.03/],
+    ['nvcr.io/nvidia/vllm:25.10-py3', undefined, '0.10.2', /NGC release 25\.10/],
+    // the reference says nothing, the same image here was read
+    ['nvcr.io/nvidia/vllm:25.09-py3', { bin: 'podman', version: '0.10.1', source: 'label' as const }, '0.10.1', /read from the image nvcr\.io\/nvidia\/vllm:25\.09-py3 on this host/],
+  ])('auto, %s: the version it states or was read, never the newest table', (ref, read, version, note) => {
+    const v = clusterVersion('qwen', 'auto', { ref, derived: false, read });
+    expect(v.version).toBe(version);
+    expect(v.note).toMatch(note);
+  });
+  it.each([['nvcr.io/nvidia/vllm:25.09-py3'], ['registry.example/team/vllm:prod'], ['vllm/vllm-openai:latest']])('auto, %s, not read here: refused (exit 2) naming the fields and the fixes', (ref) => {
+    let err: unknown;
+    try {
+      clusterVersion('qwen', 'auto', { ref, derived: false, read: { bin: 'podman', why: 'image not known' } });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    const e = err as UsageError;
+    expect(e.exitCode).toBe(2);
+    expect(e.message).toContain(`engine.vllmVersion is auto, but the vLLM version of container.image ${ref} is not known`);
+    expect(e.message).toContain('image not known');
+    expect(e.details.join('\n')).toMatch(/--set engine\.vllmVersion=X\.Y\.Z[\s\S]*a host that has the image/);
   });
   it('auto with no image: the image is tagged with the version the flags follow', () => {
     const v = clusterVersion('qwen', 'auto', { derived: true });

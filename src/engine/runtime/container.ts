@@ -175,8 +175,11 @@ export const CONTAINER_HF_CACHE = '/root/.cache/huggingface';
 /**
  * The NGC vLLM release the DGX baselines run by default. NGC tags are YY.MM of the container
  * release, not vLLM's version, so they cannot be derived: pin another one with container.image.
+ * 26.03 carries vLLM 0.17.1 (NVIDIA's release notes, rel-26-03.html; see NGC_VLLM_RELEASES), the
+ * first NGC release known to carry vLLM >= 0.17, which the shipped Qwen3.5 profiles need (25.10 had 0.10.2).
+ * It is built on CUDA 13.2: the host needs a driver that runs it (R580+, or CUDA forward compatibility).
  */
-export const NGC_VLLM_TAG = '25.09';
+export const NGC_VLLM_TAG = '26.03';
 
 /** `cli ARGS...` with the profile's global CLI options in front of the subcommand. */
 export const withCliArgs = (argv: string[], cliArgs: readonly string[]) => [argv[0]!, ...cliArgs, ...argv.slice(1)];
@@ -330,6 +333,9 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
+  // no GPU flag is not no GPU: where nvidia is the default runtime, an image with NVIDIA_VISIBLE_DEVICES=all
+  // (NGC's and vLLM's images) gets every GPU anyway; void makes the NVIDIA runtime inject nothing
+  if (p.container?.gpus === 'none' && vars.NVIDIA_VISIBLE_DEVICES === undefined) vars.NVIDIA_VISIBLE_DEVICES = 'void';
   const envByName = Object.keys(x.replica.envFrom).sort();
   const spec: ContainerSpec = {
     cli: x.cli,

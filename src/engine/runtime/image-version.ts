@@ -18,6 +18,39 @@ export const PROBE_LABEL = 'io.sparkctl.version-probe';
 // PEP 440 as vLLM publishes it: 0.27.2, 0.10.1rc1, 0.6.1.post2, 0.27.2.dev0+g6adad0876.cpu, 0.10.2+9dd9ca32
 const VERSION = /^v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:a|b|rc)\d{1,4})?(?:\.post\d{1,4})?(?:\.dev\d{1,6})?(?:\+[A-Za-z0-9.]{1,64})?)$/;
 
+/**
+ * The vLLM each NGC release (nvcr.io/nvidia/vllm:YY.MM-py3) ships, only where NVIDIA's vLLM container
+ * release notes say so ("Contents of the vLLM container", https://docs.nvidia.com/deeplearning/frameworks/
+ * vllm-release-notes/rel-YY-MM.html). A release not here is not guessed: its version is read from the
+ * image (its label) on a host that has it, or pinned.
+ */
+export const NGC_VLLM_RELEASES: Readonly<Record<string, string>> = {
+  '25.10': '0.10.2', // rel-25-10.html (CUDA 13.0.2); the image's label says com.nvidia.vllm.version=0.10.2+9dd9ca32
+  '26.01': '0.11.1', // rel-26-01.html (CUDA 13.1.1)
+  '26.03': '0.17.1', // rel-26-03.html (CUDA 13.2.0)
+  '26.05': '0.20.1', // rel-26-05.html (CUDA 13.2.1)
+  '26.10': '0.31.0', // rel-26-10.html (CUDA 13.4.3)
+};
+
+const DIGEST_SUFFIX = '(?:@sha256:[a-f0-9]{64})?';
+// vLLM's own image, Docker Hub spelled out or not: vllm/vllm-openai:v0.11.0 (a tag with a suffix, -cu130, is not read)
+const VLLM_OPENAI_TAG = new RegExp(`^(?:(?:docker\\.io|index\\.docker\\.io|registry-1\\.docker\\.io)/)?vllm/vllm-openai:v(\\d{1,4}\\.\\d{1,4}\\.\\d{1,4}(?:\\.post\\d{1,4})?)${DIGEST_SUFFIX}$`);
+const NGC_TAG = new RegExp(`^nvcr\\.io/nvidia/vllm:(\\d{2}\\.\\d{2})-py3${DIGEST_SUFFIX}$`);
+
+/**
+ * The vLLM version an image reference states without reading the image: vLLM's own images are tagged
+ * v<version>; an NGC tag is its release, looked up in NGC_VLLM_RELEASES. Undefined for anything else
+ * (a `latest`, a private image, an NGC release not in the table). A digest pin keeps its tag's version:
+ * the digest fixes the content the tag named.
+ */
+export function versionFromRef(ref: string): { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined {
+  const v = VLLM_OPENAI_TAG.exec(ref)?.[1];
+  if (v) return { version: v, from: 'tag' };
+  const rel = NGC_TAG.exec(ref)?.[1];
+  const known = rel ? NGC_VLLM_RELEASES[rel] : undefined;
+  return known ? { version: known, from: 'release-notes', release: rel } : undefined;
+}
+
 /** A version, if the text is exactly one (a leading v dropped), else undefined. */
 export function asVersion(text: unknown): string | undefined {
   if (typeof text !== 'string' || text.length > 96) return undefined;

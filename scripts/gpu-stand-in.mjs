@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// A PATH folder of stand-ins for a GPU host's tools, from a recorded bundle (`sparkctl collect`):
+// nvidia-smi, nvcc and python3 print what the host printed, after as long as it took there, so the
+// start-up benches can be run on a machine without a GPU:
+//   node scripts/gpu-stand-in.mjs test/fixtures/bundles/h200x1-device-collect /tmp/h200-path
+//   PATH=/tmp/h200-path:$PATH node scripts/bench-preflight.mjs 15
+// Each stand-in answers by its first argument (nvidia-smi -q, --query-gpu=..., topo, ...; nvcc
+// --version; python3 -c), which tells the recorded calls of one tool apart.
+import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [bundle, out] = process.argv.slice(2);
+if (!bundle || !out) {
+  console.error('usage: node scripts/gpu-stand-in.mjs BUNDLE_DIR OUT_DIR');
+  process.exit(2);
+}
+const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'));
+const TOOLS = ['nvidia-smi', 'nvcc', 'python3'];
+mkdirSync(join(out, 'data'), { recursive: true });
+const cases = new Map(TOOLS.map((t) => [t, []]));
+let n = 0;
+for (const c of manifest.commands) {
+  if (!cases.has(c.argv[0]) || c.exitCode === null) continue;
+  const first = c.argv[1] ?? '';
+  // the shell pattern: the first argument up to its '=' (the field lists are long), or all of it
+  const pattern = first.includes('=') ? `${first.slice(0, first.indexOf('=') + 1)}*` : first;
+  if (cases.get(c.argv[0]).some((x) => x.pattern === pattern)) continue;
+  const id = `r${n++}`;
+  writeFileSync(join(out, 'data', `${id}.out`), readFileSync(join(bundle, c.stdout)));
+  writeFileSync(join(out, 'data', `${id}.err`), readFileSync(join(bundle, c.stderr)));
+  cases.get(c.argv[0]).push({ pattern, id, exit: c.exitCode, sleep: (c.durationMs / 1000).toFixed(3) });
+}
+const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
+for (const [tool, list] of cases) {
+  const arms = list.map((x) => `  ${quote(x.pattern).replace(/\*'$/, "'*")}) sleep ${x.sleep}; cat "$D/${x.id}.out"; cat "$D/${x.id}.err" >&2; exit ${x.exit};;`);
+  const file = join(out, tool);
+  writeFileSync(
+    file,
+    `#!/bin/sh\n# stand-in for ${tool} on ${manifest.host} (${bundle}): its recorded answers\nD=$(dirname "$0")/data\ncase "$1" in\n${arms.join('\n')}\n  *) echo "${tool} stand-in: no recorded answer for $1" >&2; exit 2;;\nesac\n`,
+  );
+  chmodSync(file, 0o755);
+}
+console.log(`${out}: ${[...cases].map(([t, l]) => `${t} (${l.length})`).join(', ')}`);
