@@ -102,9 +102,8 @@ export async function buildSimImage(podman: ReturnType<typeof podmanIn>['podman'
   }
 }
 
-async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<string> {
-  const image = simImageName();
-  if ((await podman(['image', 'exists', image])).exitCode === 0) return image;
+/** The simulator image's root file system as a tarball under work (podman and docker import the same one). */
+export async function simRootfsTar(work: string): Promise<string> {
   const node = process.execPath;
   const root = join(work, `rootfs-${process.pid}`);
   const libs = (await execa('ldd', [node])).stdout.match(/\/\S+\.so[^\s]*/g) ?? [];
@@ -120,6 +119,13 @@ async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: 
   mkdirSync(join(root, 'tmp'), { recursive: true });
   const tarFile = join(work, `rootfs-${process.pid}.tar`);
   await execa('tar', ['-C', root, '-cf', tarFile, '.']);
+  return tarFile;
+}
+
+async function buildLocked(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<string> {
+  const image = simImageName();
+  if ((await podman(['image', 'exists', image])).exitCode === 0) return image;
+  const tarFile = await simRootfsTar(work);
   const r = await podman(['import', tarFile, image]);
   if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
   // Another suite may be using this build's image at the same time: only other tags go.

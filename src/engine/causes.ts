@@ -312,8 +312,9 @@ export const SIGNATURES: Signature[] = [
   {
     id: 'port-in-use',
     rank: 'cause',
-    // docker's userland proxy; podman's rootlessport
-    re: /Bind for \S+ failed: port is already allocated|rootlessport listen tcp \S+: bind: address already in use/,
+    // docker's port allocator (another container publishes it), its userland proxy (a host process
+    // holds it: seen with docker.io 20.10), podman's rootlessport
+    re: /Bind for \S+ failed: port is already allocated|Error starting userland proxy: listen tcp[46]? \S+: bind: address already in use|rootlessport listen tcp \S+: bind: address already in use/,
     cause: () => 'the port is already in use (the runtime could not publish it)',
     fix: () => 'sparkctl status (one of ours?), ss -ltnp to see who holds it, or --set server.port=N',
   },

@@ -1,4 +1,4 @@
-// Kubernetes manifests for one profile: a Deployment (one pod, TP x PP GPUs) or, past one node, a
+// Kubernetes manifests for one profile: a Deployment (parallel.replicas pods of TP x PP GPUs) or, past one node, a
 // LeaderWorkerSet (as llm-d and KServe deploy multi-node vLLM: leader = Ray head + vllm serve,
 // workers = ray start --block). Both are built from the same volume, probe and secret pieces.
 import yaml from 'js-yaml';
@@ -131,7 +131,10 @@ export function apiKeyEnv(p: Profile) {
 }
 
 export function secretHint(p: Profile, namespace: string) {
-  return p.server.apiKeyEnv ? `# kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-literal=key=...\n` : '';
+  // the key by stdin, never on kubectl's argv (visible in ps and kept in shell history); key= is what apiKeyEnv's secretKeyRef reads
+  return p.server.apiKeyEnv
+    ? `# printf '%s' "$${commentValue(p.server.apiKeyEnv)}" | kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-file=key=/dev/stdin\n`
+    : '';
 }
 
 const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.command ? { command: c.command.map(k8sLiteral) } : {}), args: c.args.map(k8sLiteral) });
@@ -140,6 +143,15 @@ const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.c
 const shellCommand = (start: ImageStart, line: string) => (start === 'command' ? { args: ['sh', '-c', line] } : { command: ['sh', '-c', line] });
 
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
+
+/**
+ * container.gpus none (a CPU build of vLLM): no nvidia.com/gpu is asked for, and NVIDIA_VISIBLE_DEVICES
+ * is void. Without it, on a node whose containerd runs the NVIDIA runtime by default, an image with
+ * NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's) would get every GPU of the node, outside the scheduler.
+ */
+export function noGpuEnv(p: Profile): { name: string; value: string }[] {
+  return p.container?.gpus === 'none' && p.env.NVIDIA_VISIBLE_DEVICES === undefined ? [{ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' }] : [];
+}
 const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
 /** Header comment lines: one-line values, each after "# ". */
@@ -154,7 +166,7 @@ export interface PodImage {
 }
 
 /** One pod: `vllm serve` with the rendered argv (listening on all of the pod's interfaces). */
-export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string }): string {
+export function deployment(p: Profile, platform: Platform, opts: PodImage & { namespace: string; argv: string[]; gpus: number; servedName: string; replicas: number }): string {
   const name = k8sName(p);
   const port = p.server.port;
   const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'sparkctl' };
@@ -164,8 +176,10 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     kind: 'Deployment',
     metadata: { name, namespace: opts.namespace, labels },
     spec: {
-      replicas: 1,
-      strategy: { type: 'Recreate' }, // two copies never fit on the same GPUs
+      // parallel.replicas pods, each its own TP x PP GPUs (the argv is a replica's: port and host only, no GPU index)
+      replicas: opts.replicas,
+      // one pod at a time, never a surge: a new pod takes the GPUs the old one gives back (they never fit twice)
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
@@ -177,7 +191,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
               image: opts.image,
               ...literalCommand(podCommand(opts.start, opts.argv)),
               ports: [{ name: 'http', containerPort: port }],
-              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...apiKeyEnv(p)],
+              env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...noGpuEnv(p), ...apiKeyEnv(p)],
               // container.gpus none (a CPU build of vLLM): no GPU asked for, as the container runtime gives it none
               ...(opts.gpus > 0 ? { resources: gpuResources(opts.gpus) } : {}),
               ...probes(p),
@@ -192,13 +206,16 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
 /** Leader = Ray head, a wait for every worker pod's node, then vllm serve; workers = ray start --block. */
 export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[] }): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
+  // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
+  const gpus = p.container?.gpus === 'none' ? 0 : opts.perNode;
+  const groups = typeof p.parallel.replicas === 'number' ? p.parallel.replicas : 1;
   const name = k8sName(p);
   const port = p.server.port;
   const v = volumes(p, platform);
@@ -207,10 +224,11 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     { name: 'NCCL_SOCKET_IFNAME', value: 'eth0' },
     { name: 'GLOO_SOCKET_IFNAME', value: 'eth0' },
     { name: 'VLLM_HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ...noGpuEnv(p),
     ...apiKeyEnv(p),
   ];
   const leaderCmd = [
-    `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode}`,
+    `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
     // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
     `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
     `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
@@ -221,7 +239,8 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     kind: 'LeaderWorkerSet',
     metadata: { name, namespace: opts.namespace, labels: { 'app.kubernetes.io/managed-by': 'sparkctl' } },
     spec: {
-      replicas: 1,
+      // parallel.replicas groups, each a leader and its workers (auto is one group past one node)
+      replicas: groups,
       leaderWorkerTemplate: {
         size: opts.nodes,
         restartPolicy: 'RecreateGroupOnPodRestart',
@@ -236,7 +255,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
                 image: opts.image,
                 ...shellCommand(opts.start, leaderCmd),
                 env,
-                resources: gpuResources(opts.perNode),
+                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
                 ports: [{ name: 'http', containerPort: port }],
                 startupProbe,
                 readinessProbe,
@@ -253,9 +272,9 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
               {
                 name: 'vllm-worker',
                 image: opts.image,
-                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${opts.perNode} --block`),
+                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`),
                 env,
-                resources: gpuResources(opts.perNode),
+                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
                 volumeMounts: v.mounts,
               },
             ],
@@ -272,7 +291,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
   };
   return (
-    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${opts.perNode} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
+    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
     dump([lws, service], 400)
   );
 }

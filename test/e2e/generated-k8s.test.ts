@@ -231,11 +231,52 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     expect(r.stderr).not.toMatch(/newest table/);
   });
 
-  it('container.gpus none (a CPU build of vLLM): no GPU requested; auto: TP x PP', async () => {
+  it("the Secret hint passes the key on stdin, never on kubectl's argv, under the name and key the pod reads", async () => {
+    const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'server.apiKeyEnv=MY_KEY', '--namespace', 'llm']);
+    const hint = r.stdout.split('\n').find((l) => l.includes('kubectl'))!;
+    expect(hint).not.toMatch(/--from-literal/);
+    const ref = r.c.env.find((e: any) => e.name === 'VLLM_API_KEY').valueFrom.secretKeyRef;
+    // run the hint against a kubectl that records what it was given
+    const bin = join(dir, 'fake-kubectl');
+    mkdirSync(bin, { recursive: true });
+    const rec = join(bin, 'rec');
+    writeFileSync(join(bin, 'kubectl'), `#!/bin/sh\nprintf '%s\\n' "$@" > ${rec}.argv\ncat /dev/stdin > ${rec}.stdin\n`);
+    chmodSync(join(bin, 'kubectl'), 0o755);
+    const run = await execa('sh', ['-c', hint.replace(/^# /, '')], { env: { PATH: `${bin}:/usr/bin:/bin`, MY_KEY: 'sk-the-key' }, timeout: 20_000 });
+    expect(run.exitCode).toBe(0);
+    const argv = readFileSync(`${rec}.argv`, 'utf8').trim().split('\n');
+    expect(argv).toEqual(['-n', 'llm', 'create', 'secret', 'generic', ref.name, `--from-file=${ref.key}=/dev/stdin`]);
+    expect(argv.join(' ')).not.toContain('sk-the-key');
+    expect(readFileSync(`${rec}.stdin`, 'utf8')).toBe('sk-the-key');
+  });
+
+  it('container.gpus none (a CPU build of vLLM): no GPU requested and NVIDIA_VISIBLE_DEVICES void; auto: TP x PP', async () => {
     const cpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'container.gpus=none']);
     expect(cpu.c.resources).toBeUndefined();
+    // else the NVIDIA runtime, containerd's default on many GPU nodes, gives the image (NVIDIA_VISIBLE_DEVICES=all) every GPU
+    expect(cpu.c.env).toContainEqual({ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' });
     const gpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"']);
     expect(gpu.c.resources).toEqual({ limits: { 'nvidia.com/gpu': 2 }, requests: { 'nvidia.com/gpu': 2 } });
+    expect(gpu.c.env.map((e: any) => e.name)).not.toContain('NVIDIA_VISIBLE_DEVICES');
+  });
+
+  it.each([
+    // [what, args, pods]
+    ['replicas auto on the 8-GPU baseline: 4 groups of TP 2', [], 4],
+    ['replicas auto with --gpus 4', ['--gpus', '4'], 2],
+    ['replicas 2', ['--set', 'parallel.replicas=2'], 2],
+    ['replicas 3 with the router: the Service balances the 3 pods', ['--set', 'parallel.replicas=3', '--set', 'router.enabled=true'], 3],
+  ] as const)('parallel.replicas: %s', async (_what, args, pods) => {
+    const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', ...args]);
+    const dep = (yaml.loadAll(r.stdout) as any[])[0];
+    expect(dep.spec.replicas).toBe(pods);
+    // each pod its own TP x PP GPUs, and a replica's argv with nothing of one replica: the profile's port, no GPU index
+    expect(r.c.resources.requests['nvidia.com/gpu']).toBe(2);
+    expect(valueAfter(r.c.args, '--port')).toBe('8000');
+    expect(r.c.env.map((e: any) => e.name)).not.toContain('CUDA_VISIBLE_DEVICES');
+    // a rollout never asks for more GPUs than the pods hold
+    expect(dep.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } });
+    expect(r.stdout.split('apiVersion:')[0]).toContain(`${pods} pod(s), each TP 2 x PP 1 on 2 GPU(s)`);
   });
 
   it('--image still overrides container.image, and its command follows it', async () => {
@@ -293,6 +334,24 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     expect(mnt('mount-1')).toEqual({ name: 'mount-1', mountPath: '/out' });
     expect(c.env).toEqual([{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: 'vllm-qwen3-5-9b-api-key', key: 'key' } } }]);
     expect(stdout.split('apiVersion:')[0]).toMatch(/^# ulimits memlock=-1 stack=67108864: a pod spec has no ulimit field/m);
+  });
+
+  it.each([
+    ['auto', 8, undefined],
+    ['none', 0, 'void'],
+  ] as const)('a LeaderWorkerSet with container.gpus %s: leader and workers ask for %i GPUs, Ray offers as many, NVIDIA_VISIBLE_DEVICES %s', async (gpus, n, vis) => {
+    const r = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', 'engine.vllmVersion="0.25.0"', '--set', `container.gpus=${gpus}`, '--set', 'parallel.replicas=2']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const doc = (yaml.loadAll(r.stdout) as any[])[0];
+    const validate = lwsValidator();
+    expect(validate({ ...doc, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    expect(doc.spec.replicas).toBe(2);
+    const lws = doc.spec.leaderWorkerTemplate;
+    for (const ctr of [lws.leaderTemplate.spec.containers[0], lws.workerTemplate.spec.containers[0]]) {
+      expect(ctr.resources?.requests?.['nvidia.com/gpu']).toBe(n > 0 ? n : undefined);
+      expect(ctr.env.find((e: any) => e.name === 'NVIDIA_VISIBLE_DEVICES')?.value).toBe(vis);
+      expect([...(ctr.command ?? []), ...(ctr.args ?? [])].join(' ')).toContain(`--num-gpus=${n}`);
+    }
   });
 
   it('a LeaderWorkerSet for vLLM own image overrides its entrypoint with the shell line; NGC keeps its wrapper', async () => {

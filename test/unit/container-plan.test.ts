@@ -68,6 +68,22 @@ describe('container argv', () => {
     expect(c.argv.slice(1, 4)).toEqual(['run', '--detach', '--pull=never']);
   });
 
+  it.each([
+    // container.gpus, engine, CLI, profile env: the NVIDIA_VISIBLE_DEVICES the container is given
+    // (an image with NVIDIA_VISIBLE_DEVICES=all under nvidia as the default runtime gets every GPU without a GPU flag)
+    ['none', 'vllm', 'docker', [], ['void']],
+    ['none', 'vllm', 'podman', [], ['void']],
+    ['none', 'sim', 'docker', [], ['void']],
+    ['none', 'vllm', 'docker', ['env.NVIDIA_VISIBLE_DEVICES=none'], ['none']],
+    ['auto', 'vllm', 'docker', [], []],
+    ['auto', 'vllm', 'podman', [], []],
+  ] as const)('container.gpus %s, engine %s, %s, %j: NVIDIA_VISIBLE_DEVICES %j', (gpus, engine, cli, sets, want) => {
+    const { c } = render(['parallel.tensor=2', `container.gpus=${gpus}`, ...sets], cli, { engine });
+    const vis = valuesOf(c.argv, '--env').filter((e) => e.startsWith('NVIDIA_VISIBLE_DEVICES='));
+    expect(vis.map((e) => e.slice('NVIDIA_VISIBLE_DEVICES='.length))).toEqual(want);
+    expect(c.spec.env.NVIDIA_VISIBLE_DEVICES).toBe(want[0]);
+  });
+
   it('container.gpus takes auto or none only: another value names the field, the value and the choices', () => {
     const t = textOf(() => loadProfile('qwen3.5-9b', { sets: ['container.gpus=all'] }));
     expect(t).toMatch(/container\.gpus/);

@@ -2,7 +2,7 @@
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
 import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
-import { cliRun, cliRunAsync } from '../../src/engine/runtime/ops.js';
+import { cliRun, cliRunAsync, failureLine } from '../../src/engine/runtime/ops.js';
 
 const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'docker',
@@ -183,6 +183,12 @@ describe('container failures classified, each with its fix', () => {
       /sparkctl-tiny-0/,
     ],
     ['docker: Error response from daemon: driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:8000 failed: port is already allocated.', 'port-in-use', /server\.port/],
+    // docker.io 20.10 when a host process (not a container) holds the published port
+    [
+      'docker: Error response from daemon: driver failed programming external connectivity on endpoint sparkctl-x-0 (4821): Error starting userland proxy: listen tcp4 127.0.0.1:12393: bind: address already in use',
+      'port-in-use',
+      /server\.port/,
+    ],
   ])('%s', (line, id, fix) => {
     const d = classifyLog(`starting\n${line}\n`);
     expect(d?.id).toBe(id);
@@ -207,5 +213,20 @@ describe('a container CLI that cannot be run, or does not answer: the same words
     const slow = await run(['sleep', '5'], { timeoutMs: 1000 });
     expect(slow.error).toBe('sleep 5 did not answer within 1 s');
     expect((await run(['true'])).error).toBeUndefined();
+  });
+});
+
+describe("a failed CLI's reason: its error line, not the usage hint docker prints after it", () => {
+  it.each([
+    ["docker: Error response from daemon: No such image: x:1.\nSee 'docker run --help'.\n", 'docker: Error response from daemon: No such image: x:1.'],
+    [
+      "docker: Error response from daemon: Bind for 127.0.0.1:1 failed: port is already allocated.\n\nRun 'docker run --help' for more information\n",
+      'docker: Error response from daemon: Bind for 127.0.0.1:1 failed: port is already allocated.',
+    ],
+    ['Error: x: image not known\n', 'Error: x: image not known'],
+    ["Run 'docker run --help' for more information\n", undefined],
+    ['', undefined],
+  ])('%j', (stderr, line) => {
+    expect(failureLine(stderr)).toBe(line);
   });
 });

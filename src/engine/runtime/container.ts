@@ -333,6 +333,9 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
+  // no GPU flag is not no GPU: where nvidia is the default runtime, an image with NVIDIA_VISIBLE_DEVICES=all
+  // (NGC's and vLLM's images) gets every GPU anyway; void makes the NVIDIA runtime inject nothing
+  if (p.container?.gpus === 'none' && vars.NVIDIA_VISIBLE_DEVICES === undefined) vars.NVIDIA_VISIBLE_DEVICES = 'void';
   const envByName = Object.keys(x.replica.envFrom).sort();
   const spec: ContainerSpec = {
     cli: x.cli,

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { readJsonCache, writeJsonCache } from '../../util/fs.js';
 import { withCliArgs, type ContainerCli } from './container.js';
-import { cliRunAsync, type CliResult } from './ops.js';
+import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 
 /** The label NVIDIA's vLLM images carry. */
 export const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
@@ -142,7 +142,7 @@ const cacheEntry = (e: unknown): Cache[string] | undefined => {
   return ver && (x?.source === 'label' || x?.source === 'image') ? { version: ver, source: x.source } : undefined;
 };
 
-const lastLine = (s: string) => (s.trim().split('\n').pop() ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+const lastLine = (s: string) => (failureLine(s) ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
 
 export interface ImageVllmInput {
   cli: ContainerCli;

@@ -11,7 +11,7 @@ import { containerPlanOf, type ServePlan } from '../plan.js';
 import { childRecord, openLaunchLog, type Launched } from '../launch.js';
 import { UsageError } from '../../errors.js';
 import { withCliArgs } from './container.js';
-import { cliRun, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
+import { cliRun, failureLine, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
 
 /** The fix for a container of our name that is already there. */
 export function leftoverFix(cli: string, name: string): string[] {
@@ -40,7 +40,7 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
   record({ plan: p, child: undefined as never, pid: 0, pgid: 0, startTime: 0, marker, exit: undefined, exited: Promise.resolve(), tail, container: rec });
   const run = cliRun(cp.argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
   if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
-  if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? run.stderr.trim().split('\n').pop() ?? `exit ${run.code}`).slice(0, 400)}`);
+  if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`);
   const id = run.stdout
     .trim()
     .split('\n')

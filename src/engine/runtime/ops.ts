@@ -54,6 +54,18 @@ export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; tim
   });
 }
 
+/**
+ * The line of a CLI's stderr that says why it failed: the last one that is not the usage hint docker
+ * prints after its error ("Run 'docker run --help' for more information"; 20.10: "See 'docker run --help'.").
+ */
+export function failureLine(stderr: string): string | undefined {
+  return stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^(Run '[^']*--help' for more information|See '[^']*--help'\.)$/.test(l))
+    .pop();
+}
+
 const NOT_FOUND = /no such (object|container)|no container with name or id|not found/i;
 
 /** The ids of containers carrying label=value (running or not). */

@@ -5,7 +5,7 @@
 // the CLI itself; `sparkctl preflight`: its Host, like its other facts; a replay lacking them skips them), then
 // judged by a pure function. Each failure names its fix. Every call is bounded.
 import { withCliArgs, type ContainerCli } from './container.js';
-import { cliRunAsync, type CliResult } from './ops.js';
+import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { parseImageInspect, versionFromLabels } from './image-version.js';
 
 export interface ContainerCheck {
@@ -55,7 +55,7 @@ export async function askContainer(x: { cli: ContainerCli; cliArgs: readonly str
 }
 
 const ok = (r?: CliResult): r is CliResult => !!r && !r.error && r.code === 0;
-const lastLine = (r: CliResult) => (r.error ?? r.stderr.trim().split('\n').pop() ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200) || `exit ${r.code}`;
+const lastLine = (r: CliResult) => (r.error ?? failureLine(r.stderr) ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200) || `exit ${r.code}`;
 
 /**
  * The checks, from the answers (pure). `gpus`: the GPU indices the replicas use, each of which podman
