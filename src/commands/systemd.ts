@@ -5,7 +5,7 @@ import { commentValue } from '../output/format.js';
 import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
-import { STATE_LABEL } from '../engine/runtime/container.js';
+import { STATE_LABEL, runArgv } from '../engine/runtime/container.js';
 import { routerDrainSeconds } from '../router/config.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
@@ -17,6 +17,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 function refuseControl(what: string, v: string) {
   if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);
 }
+
+/** Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is, not escaped). */
+const CIDFILE = '%t/%n.ctr-id';
 
 /** A value in a unit file line (Description=, a comment): specifiers escaped. */
 const unitValue = (v: string) => v.replace(/%/g, '%%');
@@ -150,10 +153,19 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
-    // nor a state folder's label: no sparkctl status/stop may take it for one of its own orphans
-    const si = cp.argv.findIndex((a, i) => a.startsWith(`${STATE_LABEL}=`) && cp.argv[i - 1] === '--label');
-    if (si > 0) cp.argv.splice(si - 1, 2);
-    for (const a of cp.argv) refuseControl('a container argument', a);
+    // Named systemd-<unit> as Quadlet names its own: serve names its containers sparkctl-<instance>, so
+    // this unit's ExecStop never stops one serve started (and run refuses a name already taken). Nor a
+    // state folder's label: no sparkctl status/stop may take it for one of its own orphans.
+    const ctr = `systemd-${cp.name}`;
+    const { [STATE_LABEL]: _state, ...labels } = cp.spec.labels ?? {};
+    const argv = runArgv({ ...cp.spec, name: ctr, labels });
+    for (const a of argv) refuseControl('a container argument', a);
+    // podman: the id of the container this start created, in a file of the unit's own (as podman generate
+    // systemd does), and the stop by that id; docker stop has no --cidfile, so docker's is by the unique name
+    const words = argv.map(execArg);
+    const podman = cp.cli === 'podman';
+    if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
+    const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore'] : []), '--time', String(cp.stopTimeoutS)].map(execArg);
     const stopBudget = cp.stopTimeoutS + 30;
     const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/${cp.name}.service, then
@@ -170,8 +182,8 @@ StartLimitBurst=5
 Type=simple
 ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (VLLM_API_KEY=..., from ${p.server.apiKeyEnv})` : ''} lives here, mode 0600, never in the unit: the container gets it by name.
 EnvironmentFile=-${unitValue(opts.environmentFile)}
-ExecStart=${cp.argv.map(execArg).join(' ')}
-ExecStop=${[cp.cli, ...cp.cliArgs, 'stop', '--time', String(cp.stopTimeoutS), cp.name].map(execArg).join(' ')}
+${podman ? `# a stale id file from a start that was killed would make podman refuse to run\nExecStartPre=-/bin/rm -f ${CIDFILE}\n` : ''}ExecStart=${words.join(' ')}
+ExecStop=${[...stop, podman ? `--cidfile=${CIDFILE}` : execArg(ctr)].join(' ')}
 TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
 TimeoutStopSec=${stopBudget}
 Restart=on-failure
@@ -226,7 +238,10 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
     );
   }
   note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
-  if (p.server.apiKeyEnv) note(`the key: printf '%s' "$${p.server.apiKeyEnv}" | podman secret create ${secret} - (the container gets it as VLLM_API_KEY)`);
+  if (p.server.apiKeyEnv)
+    note(
+      `the key: printf '%s' "$${p.server.apiKeyEnv}" | sudo podman secret create ${secret} - (root's secret store, for a unit in /etc/containers/systemd/; for a rootless unit in ~/.config/containers/systemd/, the same without sudo, as that user; the container gets it as VLLM_API_KEY)`,
+    );
 }
 
 /** With a router: what runs inside the service, and how to restart it without dropping requests. */

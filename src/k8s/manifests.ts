@@ -131,7 +131,10 @@ export function apiKeyEnv(p: Profile) {
 }
 
 export function secretHint(p: Profile, namespace: string) {
-  return p.server.apiKeyEnv ? `# kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-literal=key=...\n` : '';
+  // the key by stdin, never on kubectl's argv (visible in ps and kept in shell history); key= is what apiKeyEnv's secretKeyRef reads
+  return p.server.apiKeyEnv
+    ? `# printf '%s' "$${commentValue(p.server.apiKeyEnv)}" | kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-file=key=/dev/stdin\n`
+    : '';
 }
 
 const literalCommand = (c: { command?: string[]; args: string[] }) => ({ ...(c.command ? { command: c.command.map(k8sLiteral) } : {}), args: c.args.map(k8sLiteral) });

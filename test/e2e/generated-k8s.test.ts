@@ -231,6 +231,25 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     expect(r.stderr).not.toMatch(/newest table/);
   });
 
+  it("the Secret hint passes the key on stdin, never on kubectl's argv, under the name and key the pod reads", async () => {
+    const r = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'server.apiKeyEnv=MY_KEY', '--namespace', 'llm']);
+    const hint = r.stdout.split('\n').find((l) => l.includes('kubectl'))!;
+    expect(hint).not.toMatch(/--from-literal/);
+    const ref = r.c.env.find((e: any) => e.name === 'VLLM_API_KEY').valueFrom.secretKeyRef;
+    // run the hint against a kubectl that records what it was given
+    const bin = join(dir, 'fake-kubectl');
+    mkdirSync(bin, { recursive: true });
+    const rec = join(bin, 'rec');
+    writeFileSync(join(bin, 'kubectl'), `#!/bin/sh\nprintf '%s\\n' "$@" > ${rec}.argv\ncat /dev/stdin > ${rec}.stdin\n`);
+    chmodSync(join(bin, 'kubectl'), 0o755);
+    const run = await execa('sh', ['-c', hint.replace(/^# /, '')], { env: { PATH: `${bin}:/usr/bin:/bin`, MY_KEY: 'sk-the-key' }, timeout: 20_000 });
+    expect(run.exitCode).toBe(0);
+    const argv = readFileSync(`${rec}.argv`, 'utf8').trim().split('\n');
+    expect(argv).toEqual(['-n', 'llm', 'create', 'secret', 'generic', ref.name, `--from-file=${ref.key}=/dev/stdin`]);
+    expect(argv.join(' ')).not.toContain('sk-the-key');
+    expect(readFileSync(`${rec}.stdin`, 'utf8')).toBe('sk-the-key');
+  });
+
   it('container.gpus none (a CPU build of vLLM): no GPU requested and NVIDIA_VISIBLE_DEVICES void; auto: TP x PP', async () => {
     const cpu = await k8s(['--set', 'engine.vllmVersion="0.25.0"', '--set', 'container.gpus=none']);
     expect(cpu.c.resources).toBeUndefined();

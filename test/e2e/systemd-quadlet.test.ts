@@ -84,7 +84,9 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     expect(u0).not.toContain('io.sparkctl.state');
     expect(values(u0, 'Label')).toContain('io.sparkctl.instance=systemd-qwen3.5-9b-0');
     expect(minOf(u0)).toBe('4.6');
-    expect(stderr).toContain('podman secret create sparkctl-qwen3.5-9b-api-key -');
+    // the unit is rootful (/etc/containers/systemd): its secret is root's, made with sudo; the rootless path named
+    expect(stderr).toContain(`printf '%s' "$MY_KEY" | sudo podman secret create sparkctl-qwen3.5-9b-api-key -`);
+    expect(stderr).toContain('~/.config/containers/systemd/');
   });
 
   it.each([
