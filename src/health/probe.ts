@@ -129,11 +129,16 @@ export const identityCheck: ProbeCheck = {
   },
 };
 
-/** 3. inference: a real 1-token generation with its own deadline (catches the hung engine). */
+/**
+ * 3. inference: a real 1-token generation with its own deadline (catches the hung engine). Sampled
+ * with the server's defaults, as a client that sets nothing is served: a greedy request takes
+ * another path through the sampler (seen: vLLM's CPU image without a C++ compiler answered greedy
+ * requests, and the first default one killed its engine in torch.compile).
+ */
 export const inferenceCheck: ProbeCheck = {
   step: 'inference',
   async run({ t, s, served, add, found }) {
-    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1, temperature: 0 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
     if (!gen.ok) {
       add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
       return 'unhealthy';
