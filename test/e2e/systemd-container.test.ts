@@ -1,6 +1,11 @@
 // sparkctl systemd --runtime container: a unit per replica that runs the container attached.
 import { describe, it, expect } from 'vitest';
-import { cli, tempDir } from '../helpers.js';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { cli, freePort, tempDir } from '../helpers.js';
+import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
+import { execWords } from '../systemd-words.js';
 
 const stateDir = tempDir('sparkctl-systemd-ctr-');
 const unit = async (cliName: 'docker' | 'podman', extra: string[] = []) => {
@@ -59,5 +64,66 @@ describe('systemd units for the container runtime', () => {
     expect(lines(text, 'ExecStart')[0]).toContain(' --name systemd-sparkctl-qwen3.5-9b-0 ');
     expect(lines(text, 'ExecStop')[0]).toBe('ExecStop=docker stop --time 45 systemd-sparkctl-qwen3.5-9b-0');
     expect(text).toContain('Requires=docker.service');
+  });
+});
+
+// The podman run unit's own commands, run for real (systemd is not: its specifiers are filled in as it
+// would, %t/%n -> a folder of the test's): ExecStart starts the container and records its id, and
+// ExecStop stops that container by the id, while a container holding serve's name for the same replica
+// (sparkctl-<instance>) runs on untouched.
+const podmanWhy = podmanUnavailable();
+describe.skipIf(Boolean(podmanWhy))(`the podman run unit with the real podman${podmanWhy ? ` (skipped: ${podmanWhy})` : ''}`, { timeout: 180_000 }, () => {
+  const suite = podmanSuite('sparkctl-sysctr-');
+  suite.hooks();
+
+  it("ExecStart records the id of the container it started; ExecStop stops exactly that one, never serve's of the same replica", async () => {
+    const port = await freePort();
+    const sets = [
+      'container.cli=podman',
+      `container.cliArgs=${JSON.stringify(PODMAN)}`,
+      `container.image="${suite.image()}"`,
+      'container.gpus=none',
+      'container.ulimits={}',
+      // the simulator in the image plays vLLM 0.17.0 by default and refuses flags that vLLM lacks
+      'engine.vllmVersion="0.17.0"',
+      'parallel.replicas=1',
+      `server.port=${port}`,
+    ];
+    const r = await cli(['systemd', 'qwen3.5-9b', '--runtime', 'container', ...sets.flatMap((s) => ['--set', s])], { stateDir });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const runtime = join(suite.work, 'run');
+    mkdirSync(runtime, { recursive: true });
+    const fill = (l: string) => l.replace(/%t/g, runtime).replace(/%n/g, 'sparkctl-qwen3.5-9b-0.service');
+    const [pre] = lines(r.stdout, 'ExecStartPre').map((l) => execWords(fill(l.slice('ExecStartPre=-'.length))));
+    const [start] = lines(r.stdout, 'ExecStart').map((l) => execWords(fill(l.slice('ExecStart='.length))));
+    const [stop] = lines(r.stdout, 'ExecStop').map((l) => execWords(fill(l.slice('ExecStop='.length))));
+    const cidfile = join(runtime, 'sparkctl-qwen3.5-9b-0.service.ctr-id');
+    writeFileSync(cidfile, 'stale\n');
+    await execa(pre![0]!, pre!.slice(1));
+    expect(existsSync(cidfile)).toBe(false);
+    // serve's name for this replica, held by another container
+    const decoy = await suite.podman(['run', '-d', '--name', 'sparkctl-qwen3.5-9b-0', '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)']);
+    expect(decoy.exitCode, decoy.stderr).toBe(0);
+    suite.track('sparkctl-qwen3.5-9b-0');
+    suite.track('systemd-sparkctl-qwen3.5-9b-0');
+    const unit = execa(start![0]!, start!.slice(1), { env: suite.env, reject: false, timeout: 120_000 });
+    let ended = false;
+    void unit.then(() => {
+      ended = true;
+    });
+    const deadline = Date.now() + 90_000;
+    while (!existsSync(cidfile) || readFileSync(cidfile, 'utf8').trim() === '') {
+      expect(ended, 'the unit ended before its container id was recorded').toBe(false);
+      expect(Date.now(), 'no container id recorded within 90 s').toBeLessThan(deadline);
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    const id = readFileSync(cidfile, 'utf8').trim();
+    expect((await suite.podman(['inspect', '--format', '{{.Name}}', id])).stdout.trim()).toBe('systemd-sparkctl-qwen3.5-9b-0');
+    const s = await execa(stop![0]!, stop!.slice(1), { env: suite.env, reject: false, timeout: 90_000 });
+    expect(s.exitCode, s.stderr).toBe(0);
+    await unit;
+    expect((await suite.podman(['container', 'exists', id])).exitCode).toBe(1);
+    expect((await suite.podman(['inspect', '--format', '{{.State.Running}}', 'sparkctl-qwen3.5-9b-0'])).stdout.trim()).toBe('true');
+    await suite.podman(['rm', '-f', '-t', '0', 'sparkctl-qwen3.5-9b-0']);
   });
 });
