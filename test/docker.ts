@@ -33,11 +33,11 @@ export interface Dockerd {
 
 const tail = (f: string, n = 8) => (existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').slice(-n).join('\n') : '(no log)');
 
-// the pid in our pidfile, signalled only while its command line names our data-root
-function ourPid(dir: string): number | undefined {
+// the pid in our pidfile, signalled only when it is the daemon this call started (its pid, its data-root)
+function ourPid(dir: string, started: number | undefined): number | undefined {
   try {
     const pid = Number(readFileSync(join(dir, 'docker.pid'), 'utf8').trim());
-    if (!Number.isInteger(pid) || pid <= 1) return undefined;
+    if (!Number.isInteger(pid) || pid <= 1 || pid !== started) return undefined;
     const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     return cmd[0]?.endsWith('dockerd') && cmd.includes(join(dir, 'data')) ? pid : undefined;
   } catch {
@@ -97,7 +97,8 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
   const child = execa('sh', ['-c', `exec ${DOCKERD} "$@" >"${log}" 2>&1`, 'dockerd', ...args], { reject: false, detached: true, stdio: 'ignore' });
   child.catch(() => {});
   const stop = async () => {
-    const pid = ourPid(dir) ?? (child.exitCode === null ? child.pid : undefined);
+    // sh execs dockerd: the child's pid is the daemon's
+    const pid = ourPid(dir, child.pid) ?? (child.exitCode === null ? child.pid : undefined);
     if (pid) {
       if (existsSync(sock)) {
         const ids = ((await docker(['ps', '-aq'], 30_000)).stdout as string).split('\n').filter(Boolean);
@@ -123,7 +124,12 @@ export async function startDockerd(dir: string, opts: { bridge?: boolean; deadli
     if (bridge) await execa('ip', ['link', 'del', bridge], { reject: false });
     rmSync(dir, { recursive: true, force: true });
   };
-  const up = await waitFor(async () => child.exitCode === null && (await docker(['version', '--format', '{{.Server.Version}}'], 10_000)).exitCode === 0, opts.deadlineMs ?? 60_000, 200);
+  // ours answers: its pidfile names the child (a socket another daemon holds would answer too)
+  const up = await waitFor(
+    async () => child.exitCode === null && ourPid(dir, child.pid) !== undefined && (await docker(['version', '--format', '{{.Server.Version}}'], 10_000)).exitCode === 0,
+    opts.deadlineMs ?? 60_000,
+    200,
+  );
   if (!up) {
     const why = `dockerd did not answer docker version within ${Math.round((opts.deadlineMs ?? 60_000) / 1000)} s; its log ends:\n${tail(log)}`;
     await stop();
