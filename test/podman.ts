@@ -147,6 +147,8 @@ export async function derivedImage(podman: ReturnType<typeof podmanIn>['podman']
 // ---- the real vLLM image: the CPU build of the real-vLLM suites, as an operator's own image ----
 
 export const VLLM_IMAGE_REPO = 'localhost/sparkctl-vllm';
+/** The venv an image was built from (not a vLLM version label: sparkctl must read that in the image). */
+const VENV_LABEL = 'io.sparkctl.test.venv';
 
 /** Where the real vLLM lives: the venv (resolved: CI links it from a cache) and the Python it was made over. */
 export function vllmSources(venvLink = join(ROOT, '.venv-vllm')): { venv: string; prefix: string; cfg: string } | { why: string } {
@@ -184,7 +186,8 @@ export function vllmImageKey(src: { venv: string; prefix: string; cfg: string })
  * their own absolute paths (pyvenv.cfg's home must resolve, the scripts' #! name the venv), the ldd
  * closure of Python and of every shared object under both, /bin/sh and lscpu, and `vllm`/`python3`
  * on PATH.
- * No label: sparkctl must read the version from the image's own vLLM, as for any operator's image.
+ * No version label: sparkctl must read the version from the image's own vLLM, as for any operator's
+ * image (only the venv it came from, so that a rebuild removes only its own earlier images).
  * The model is not in it: the profile's model.path is mounted read-only.
  */
 export async function buildVllmImage(podman: ReturnType<typeof podmanIn>['podman'], work: string): Promise<{ image: string; builtMs?: number; bytes?: number }> {
@@ -249,14 +252,20 @@ async function buildVllmLocked(
     await execa('tar', ['-C', stage, '-cf', tarFile, '.'], { timeout: 60_000 });
     await execa('tar', ['-C', '/', '-rf', tarFile, ...prefixExcludes(src.prefix), rel(src.venv), rel(src.prefix)], { timeout: 10 * 60_000 });
     await execa('tar', ['-C', '/', '-rhf', tarFile, ...tools.map(rel), ...libs.map(rel)], { timeout: 120_000 });
-    const r = await podman(['import', '--change', 'ENV=HOME=/root', '--change', 'ENV=PATH=/usr/local/bin:/usr/bin:/bin', tarFile, image], {}, 10 * 60_000);
+    const r = await podman(
+      ['import', '--change', 'ENV=HOME=/root', '--change', 'ENV=PATH=/usr/local/bin:/usr/bin:/bin', '--change', `LABEL=${VENV_LABEL}=${src.venv}`, tarFile, image],
+      {},
+      10 * 60_000,
+    );
     if (r.exitCode !== 0) throw new Error(`podman import: ${r.stderr}`);
   } finally {
     rmSync(tarFile, { force: true });
     rmSync(stage, { recursive: true, force: true });
   }
-  // earlier builds' images go (2 GB each)
-  const old = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== image);
+  // earlier builds from this venv go (2 GB each); another checkout's venv has its own, maybe in use right now
+  const old = (await podman(['images', '--filter', `label=${VENV_LABEL}=${src.venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout
+    .split('\n')
+    .filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== image);
   for (const o of old) await podman(['rmi', o]);
   const bytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
   return { image, builtMs: Date.now() - t0, bytes };

@@ -10,6 +10,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
 import { dockerUnavailable, importSimImage, startDockerd, type Dockerd } from '../docker.js';
+import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import { classifyLog } from '../../src/engine/classify.js';
 
 const work = tempDir('sparkctl-docker-');
 const tag = `t${process.pid}`;
@@ -67,6 +69,59 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
   afterEach(async () => {
     const ids = ((await docker(['ps', '-aq'])).stdout as string).split('\n').filter(Boolean);
     if (ids.length) await docker(['rm', '-f', ...ids]);
+  });
+
+  it("the rendered docker lines on the real daemon: run, inspect's shape, the proof, stop -t, rm; its refusals (name, image, GPU) classified", async () => {
+    const port = await freePort();
+    const spec: ContainerSpec = {
+      cli: 'docker',
+      image: IMAGE,
+      name: `sparkctl-lines-${tag}`,
+      marker: `m-${tag}-lines`,
+      gpus: [],
+      network: { mode: 'host' },
+      mounts: [],
+      ipc: 'host',
+      env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_VLLM_VERSION: '0.25.0' },
+      envByName: ['VLLM_API_KEY'],
+      vllmArgs: ['Qwen/Qwen3.5-9B', '--port', String(port), '--host', '127.0.0.1', '--shutdown-timeout', '10'],
+      stopTimeoutS: 25,
+      ulimits: {},
+    };
+    const dk = (argv: string[], extra: Record<string, string> = {}) => execa(argv[0]!, argv.slice(1), { reject: false, timeout: 60_000, env: { ...d!.env, ...extra } });
+    const inspect = async (id: string) => {
+      const r = await dk(inspectArgv('docker', id));
+      return { stdout: r.stdout as string, notFound: r.exitCode !== 0 && /no such (container|object)/i.test(r.stderr as string) };
+    };
+    const r = await dk(runArgv(spec), { VLLM_API_KEY: 'sk-docker-test' });
+    expect(r.exitCode, r.stderr as string).toBe(0);
+    const id = (r.stdout as string).trim();
+    expect(await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status === 200, 60_000, 100)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer sk-docker-test' } })).status).toBe(200);
+    expect((await dk(['docker', 'inspect', '--format', '{{json .Config.Cmd}} {{json .Args}}', id])).stdout).not.toContain('sk-docker-test');
+    expect(proveContainer({ containerId: id.slice(0, 12), marker: spec.marker }, await inspect(id))).toEqual({ state: 'alive', id });
+    expect(proveContainer({ containerId: id, marker: 'm-someone-else' }, await inspect(id))).toMatchObject({ state: 'unproven', code: 'other-marker' });
+
+    const clash = await dk(runArgv(spec));
+    expect(clash.exitCode).toBe(125);
+    expect(classifyLog(clash.stderr as string)).toMatchObject({ id: 'container-name-in-use', fix: expect.stringContaining(`docker rm ${spec.name}`) });
+    const missing = await dk(runArgv({ ...spec, name: `${spec.name}-i`, image: `localhost/sparkctl-absent:${tag}` }));
+    expect(missing.exitCode).toBe(125);
+    expect(classifyLog(missing.stderr as string)).toMatchObject({ id: 'image-not-present', fix: expect.stringContaining(`docker pull localhost/sparkctl-absent:${tag}`) });
+    // a replica's GPUs on a daemon without the NVIDIA runtime (none here)
+    const gpu = await dk(runArgv({ ...spec, name: `${spec.name}-g`, gpus: [0] }));
+    expect(gpu.exitCode).toBe(125);
+    expect(classifyLog(gpu.stderr as string)).toMatchObject({ id: 'container-no-gpu-driver' });
+
+    const stop = await dk(stopArgv('docker', id, spec.stopTimeoutS));
+    expect(stop.exitCode, stop.stderr as string).toBe(0);
+    // no deprecation warning of --time (docker 23+)
+    expect(stop.stderr).toBe('');
+    expect(proveContainer({ containerId: id, marker: spec.marker }, await inspect(id))).toEqual({ state: 'exited', id });
+    // the simulator ended on SIGTERM by itself, not by the runtime's SIGKILL
+    expect(((await dk(['docker', 'inspect', '--format', '{{.State.ExitCode}}', id])).stdout as string).trim()).toBe('0');
+    expect((await dk(removeArgv('docker', id))).exitCode).toBe(0);
+    expect(proveContainer({ containerId: id, marker: spec.marker }, await inspect(id))).toEqual({ state: 'gone' });
   });
 
   it('serves in a container (ready, probe healthy), status proves it by id, stop drains a stream in flight and removes it', async () => {

@@ -162,7 +162,8 @@ describe('proveContainer: by recorded id and marker label, never by name', () =>
 
   it('inspect and stop argv', () => {
     expect(inspectArgv('podman', 'abc')).toEqual(['podman', 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, 'abc']);
-    expect(stopArgv('docker', 'abc', 45)).toEqual(['docker', 'stop', '--time', '45', 'abc']);
+    expect(stopArgv('docker', 'abc', 45)).toEqual(['docker', 'stop', '-t', '45', 'abc']);
+    expect(stopArgv('podman', 'abc', 45)).toEqual(['podman', 'stop', '--time', '45', 'abc']);
   });
 });
 

@@ -141,7 +141,8 @@ export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
   return [cli, 'inspect', '--type', 'container', '--format', `{{.Id}} {{index .Config.Labels "${MARKER_LABEL}"}} {{.State.Running}}`, idOrName];
 }
 
-export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', '--time', String(timeoutS), id];
+// docker 23+ deprecates --time for --timeout (a warning on every stop), which 20.10 does not know: -t is both
+export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
 
 export type ContainerProof = { state: 'alive' | 'exited'; id: string } | { state: 'gone' } | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable'; reason: string };
