@@ -140,7 +140,9 @@ describe('simulator: HTTP surface with real clients', () => {
 
 describe('simulator: timing model', () => {
   it('the first request of a new prompt-length bucket is cold, the next warm', async () => {
-    const sim = await startSim(['--sim-cold-ms', '400', '--sim-seed', '7']);
+    // The cold penalty (3 s) dwarfs what a loaded host adds to one request, so the warm one's bound
+    // (half the penalty) holds however busy the machine is: it tests the penalty, not the host.
+    const sim = await startSim(['--sim-cold-ms', '3000', '--sim-seed', '7']);
     try {
       const t = async (prompt: string) => {
         const s = performance.now();
@@ -149,8 +151,8 @@ describe('simulator: timing model', () => {
       };
       const cold = await t('a'.repeat(512));
       const warm = await t('b'.repeat(512));
-      expect(cold).toBeGreaterThan(380);
-      expect(warm).toBeLessThan(cold / 3);
+      expect(cold).toBeGreaterThan(2950);
+      expect(warm).toBeLessThan(1500);
     } finally {
       await sim.stop();
     }
