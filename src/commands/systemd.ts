@@ -165,7 +165,8 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
     const words = argv.map(execArg);
     const podman = cp.cli === 'podman';
     if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
-    const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore'] : []), '--time', String(cp.stopTimeoutS)].map(execArg);
+    // docker: -t, which the 20.10 CLI takes and 23+ takes without the deprecation warning --time prints
+    const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore', '--time'] : ['-t']), String(cp.stopTimeoutS)].map(execArg);
     const stopBudget = cp.stopTimeoutS + 30;
     const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/${cp.name}.service, then

@@ -189,8 +189,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
 
   it('a port held on the host: the launch fails as port-in-use and the container is removed', async () => {
     const srv = createServer(() => {});
-    await new Promise<void>((res) => srv.listen(0, '127.0.0.1', () => res()));
-    const port = (srv.address() as { port: number }).port;
+    const port = await freePort();
+    await new Promise<void>((res) => srv.listen(port, '127.0.0.1', () => res()));
     const name = `ctr-p-${tag}`;
     try {
       // preflight would refuse the port first: the container's own failure is what this checks

@@ -62,7 +62,7 @@ describe('systemd units for the container runtime', () => {
     expect(lines(text, 'ExecStart')[0]).toContain(String.raw`--gpus "\"device=0,1\""`);
     // docker stop has no --cidfile: by the unit's own name, one serve never gives (docker run refuses a taken name)
     expect(lines(text, 'ExecStart')[0]).toContain(' --name systemd-sparkctl-qwen3.5-9b-0 ');
-    expect(lines(text, 'ExecStop')[0]).toBe('ExecStop=docker stop --time 45 systemd-sparkctl-qwen3.5-9b-0');
+    expect(lines(text, 'ExecStop')[0]).toBe('ExecStop=docker stop -t 45 systemd-sparkctl-qwen3.5-9b-0');
     expect(text).toContain('Requires=docker.service');
   });
 });
