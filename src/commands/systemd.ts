@@ -153,6 +153,13 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
     const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    // The podman unit keeps its container's id in %t (/run for a system unit), where a User= account
+    // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
+    if (opts.user !== undefined && cp.cli === 'podman')
+      throw new UsageError(`--user ${opts.user} with container.cli podman: the unit's container id file is in /run, which ${opts.user} cannot write`, [
+        'leave out --user (the unit runs rootful podman)',
+        `or run rootless podman: sparkctl systemd ${p.name} --runtime container --quadlet (without --user), saved in ~${opts.user}/.config/containers/systemd/`,
+      ]);
     // Named systemd-<unit> as Quadlet names its own: serve names its containers sparkctl-<instance>, so
     // this unit's ExecStop never stops one serve started (and run refuses a name already taken). Nor a
     // state folder's label: no sparkctl status/stop may take it for one of its own orphans.
@@ -167,6 +174,9 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
     if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
     // docker: -t, which the 20.10 CLI takes and 23+ takes without the deprecation warning --time prints
     const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore', '--time'] : ['-t']), String(cp.stopTimeoutS)].map(execArg);
+    // A container left by an unclean end (sparkctl's unit killed, the host rebooted mid-run) would hold the
+    // name, and every restart would fail on it: it is removed by the id this unit recorded, never by name.
+    const rmOurs = [cp.cli, ...cp.cliArgs, 'rm', '-f', '--ignore', `--cidfile=${CIDFILE}`].map((a) => (a === `--cidfile=${CIDFILE}` ? a : execArg(a))).join(' ');
     const stopBudget = cp.stopTimeoutS + 30;
     const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
 # Install: save as /etc/systemd/system/${cp.name}.service, then
@@ -183,9 +193,9 @@ StartLimitBurst=5
 Type=simple
 ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (VLLM_API_KEY=..., from ${p.server.apiKeyEnv})` : ''} lives here, mode 0600, never in the unit: the container gets it by name.
 EnvironmentFile=-${unitValue(opts.environmentFile)}
-${podman ? `# a stale id file from a start that was killed would make podman refuse to run\nExecStartPre=-/bin/rm -f ${CIDFILE}\n` : ''}ExecStart=${words.join(' ')}
+${podman ? `# a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to run\nExecStartPre=-${rmOurs}\nExecStartPre=-/bin/rm -f ${CIDFILE}\n` : ''}ExecStart=${words.join(' ')}
 ExecStop=${[...stop, podman ? `--cidfile=${CIDFILE}` : execArg(ctr)].join(' ')}
-TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
+${podman ? `ExecStopPost=-${rmOurs}\n` : ''}TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
 TimeoutStopSec=${stopBudget}
 Restart=on-failure
 RestartSec=15

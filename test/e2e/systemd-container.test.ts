@@ -43,7 +43,10 @@ describe('systemd units for the container runtime', () => {
     // named as Quadlet names its containers, never serve's sparkctl-<instance>; its id kept in the unit's own file
     expect(starts[0]).toMatch(/^ExecStart=podman run --cidfile=%t\/%n\.ctr-id --rm --pull=never --name systemd-sparkctl-qwen3\.5-9b-0 /);
     for (const l of [...starts, ...lines(text, 'ExecStop')]) expect(l).not.toMatch(/[ =]sparkctl-qwen3\.5-9b-\d( |$)/);
-    expect(lines(text, 'ExecStartPre')).toEqual(['ExecStartPre=-/bin/rm -f %t/%n.ctr-id', 'ExecStartPre=-/bin/rm -f %t/%n.ctr-id']);
+    // a leftover of this unit's own (by the id it recorded), then the stale id file; once per replica
+    const pre = ['ExecStartPre=-podman rm -f --ignore --cidfile=%t/%n.ctr-id', 'ExecStartPre=-/bin/rm -f %t/%n.ctr-id'];
+    expect(lines(text, 'ExecStartPre')).toEqual([...pre, ...pre]);
+    expect(lines(text, 'ExecStopPost')).toEqual(['ExecStopPost=-podman rm -f --ignore --cidfile=%t/%n.ctr-id', 'ExecStopPost=-podman rm -f --ignore --cidfile=%t/%n.ctr-id']);
     expect(starts[1]).toContain('--device nvidia.com/gpu=2 --device nvidia.com/gpu=3');
     expect(starts[0]).toContain('--env VLLM_API_KEY ');
     expect(starts[0]).toContain('--shutdown-timeout 30');
@@ -53,8 +56,21 @@ describe('systemd units for the container runtime', () => {
     // the stop acts on the container this start created, by its id, not on whatever holds a name
     expect(lines(text, 'ExecStop')[0]).toBe('ExecStop=podman stop --ignore --time 45 --cidfile=%t/%n.ctr-id');
     expect(lines(text, 'TimeoutStopSec')[0]).toBe('TimeoutStopSec=75');
-    // nothing removes a container by its name alone
-    expect(text).not.toMatch(/ rm |--replace/);
+    // nothing removes a container by its name alone: every rm is by the unit's recorded id
+    expect(text).not.toContain('--replace');
+    const rms = text.split('\n').filter((l) => / rm /.test(l));
+    expect(rms.length).toBeGreaterThan(0);
+    for (const l of rms) expect(l).toContain(' --cidfile=%t/%n.ctr-id');
+  });
+
+  it('podman with --user: refused (the id file lives in /run, which that user cannot write), naming the rootless way', async () => {
+    const r = await cli(['systemd', 'qwen3.5-9b', '--runtime', 'container', '--set', 'container.cli=podman', '--set', 'engine.vllmVersion="0.25.0"', '--user', 'vllm'], {
+      stateDir: tempDir('sparkctl-sysctr-user-'),
+    });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('--user vllm with container.cli podman');
+    expect(r.stderr).toContain('--quadlet');
+    expect(r.stdout).toBe('');
   });
 
   it('docker: --gpus with the quotes inside the value, as one quoted ExecStart argument', async () => {
@@ -94,13 +110,23 @@ describe.skipIf(Boolean(podmanWhy))(`the podman run unit with the real podman${p
     const runtime = join(suite.work, 'run');
     mkdirSync(runtime, { recursive: true });
     const fill = (l: string) => l.replace(/%t/g, runtime).replace(/%n/g, 'sparkctl-qwen3.5-9b-0.service');
-    const [pre] = lines(r.stdout, 'ExecStartPre').map((l) => execWords(fill(l.slice('ExecStartPre=-'.length))));
+    const [preRm, preFile] = lines(r.stdout, 'ExecStartPre').map((l) => execWords(fill(l.slice('ExecStartPre=-'.length))));
     const [start] = lines(r.stdout, 'ExecStart').map((l) => execWords(fill(l.slice('ExecStart='.length))));
     const [stop] = lines(r.stdout, 'ExecStop').map((l) => execWords(fill(l.slice('ExecStop='.length))));
     const cidfile = join(runtime, 'sparkctl-qwen3.5-9b-0.service.ctr-id');
-    writeFileSync(cidfile, 'stale\n');
-    await execa(pre![0]!, pre!.slice(1));
+    // an unclean end left this unit's container (its id in the unit's file): the next start removes it by that id
+    const leftover = await suite.podman(['run', '-d', '--name', 'systemd-sparkctl-qwen3.5-9b-0', '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)']);
+    expect(leftover.exitCode, leftover.stderr).toBe(0);
+    suite.track('systemd-sparkctl-qwen3.5-9b-0');
+    writeFileSync(cidfile, `${leftover.stdout.trim()}\n`);
+    expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
+    expect((await suite.podman(['container', 'exists', leftover.stdout.trim()])).exitCode).toBe(1);
+    await execa(preFile![0]!, preFile!.slice(1));
     expect(existsSync(cidfile)).toBe(false);
+    // a stale file naming nothing: the rm is a no-op, not a failure
+    writeFileSync(cidfile, 'stale\n');
+    expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
+    await execa(preFile![0]!, preFile!.slice(1));
     // serve's name for this replica, held by another container
     const decoy = await suite.podman(['run', '-d', '--name', 'sparkctl-qwen3.5-9b-0', '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)']);
     expect(decoy.exitCode, decoy.stderr).toBe(0);
