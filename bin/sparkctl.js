@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // The only place that sets the exit code: the CLI throws typed errors, main() maps them.
-import { early } from '../dist/bundle/early.js';
 
-// A plain `sparkctl preflight` starts its probes before the CLI loads (src/early.ts).
-await early(process.argv.slice(2));
+// A plain `sparkctl preflight` starts its probes before the CLI loads (src/early.ts). Only a head
+// start: if it cannot load or fails, preflight gathers its own facts, and every verb still runs.
+try {
+  const { early } = await import('../dist/bundle/early.js');
+  await early(process.argv.slice(2));
+} catch {}
 const { main } = await import('../dist/bundle/cli.js');
 
 // `sparkctl status | head`: a closed pipe is the reader's choice, not an error.

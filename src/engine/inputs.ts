@@ -9,7 +9,7 @@ import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
 import { readModel, type ModelRead } from '../model/read.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision } from './vllm-version.js';
+import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, statedOnly } from './vllm-version.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 
@@ -166,7 +166,14 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
 export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
   const out: string[] = [];
   if (v.how === 'unknown') out.push(v.note);
-  if (v.mismatch && v.image) {
+  if (v.mismatch && v.image && v.installedFrom && statedOnly(v.installedFrom)) {
+    // Not read (the image is not here): what its reference states is a strong hint, not a measurement.
+    // Serve reads the image once it is here and refuses a real difference then; until then, say it.
+    const how = v.installedFrom === 'tag' ? 'as its tag states' : "by NVIDIA's release notes for its NGC release";
+    out.push(
+      `engine.vllmVersion is pinned to ${v.version}, but the image ${v.image} carries vLLM ${v.installed} ${how} (not read here): the flags are rendered for the pin (fix: --set engine.vllmVersion=auto, or pin ${v.installed})`,
+    );
+  } else if (v.mismatch && v.image) {
     const msg = `engine.vllmVersion is pinned to ${v.version}, but the image ${v.image} has vLLM ${v.installed}: the flags would be rendered for a vLLM that is not there`;
     const fix = [`--set engine.vllmVersion=auto (render for the image's ${v.installed})`, `or --set container.image=REPO:TAG of an image with vLLM ${v.version}`];
     if (!dryRun) throw new UsageError(msg, fix);

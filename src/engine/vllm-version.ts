@@ -135,8 +135,13 @@ export interface VersionDecision {
   mismatch?: boolean;
   /** the version is the container image's (runtime container), not the host's */
   image?: string;
+  /** where the image's version came from: read in it, or only stated by its reference (tag, release notes) */
+  installedFrom?: InstalledVllm['source'];
   note: string;
 }
+
+/** The image's version was not read, only stated by its reference: a tag, or NVIDIA's release notes. */
+export const statedOnly = (s: InstalledVllm['source']) => s === 'tag' || s === 'release-notes';
 
 /** engine.vllmVersion (a pin or auto) + what is installed -> the version the flags are rendered for. Pure. */
 export function decideVersion(pinned: string, installed: InstalledVllm): VersionDecision {
@@ -153,7 +158,8 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
       table,
       mismatch,
       image: img,
-      note: `vLLM ${pinned} (pinned by engine.vllmVersion${table ? `; flags checked against the ${table} table` : ''})${inst ? `; ${img ? 'the image has' : 'installed:'} ${inst} (${img ? where : installed.bin})` : ''}`,
+      installedFrom: installed.source,
+      note: `vLLM ${pinned} (pinned by engine.vllmVersion${table ? `; flags checked against the ${table} table` : ''})${inst ? `; ${img ? (statedOnly(installed.source) ? 'the image carries' : 'the image has') : 'installed:'} ${inst} (${img ? where : installed.bin})` : ''}`,
     };
   }
   if (inst) {

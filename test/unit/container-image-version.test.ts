@@ -264,4 +264,18 @@ describe('the version decision for an image', () => {
     }
     expect(versionWarnings(d, true)[0]).toMatch(/serve refuses this/);
   });
+  it.each([
+    ['tag', 'as its tag states'],
+    ['release-notes', "by NVIDIA's release notes for its NGC release"],
+  ] as const)('a pin that differs from what the reference states (%s, not read): a warning saying so, never a refusal', (source, how) => {
+    const d = decideVersion('0.17.0', { bin: 'podman image nvcr.io/nvidia/vllm:26.03-py3', image: 'nvcr.io/nvidia/vllm:26.03-py3', version: '0.17.1', source });
+    expect(d.mismatch).toBe(true);
+    expect(d.note).toContain('the image carries 0.17.1');
+    for (const dry of [false, true]) {
+      const w = versionWarnings(d, dry);
+      expect(w).toEqual([
+        `engine.vllmVersion is pinned to 0.17.0, but the image nvcr.io/nvidia/vllm:26.03-py3 carries vLLM 0.17.1 ${how} (not read here): the flags are rendered for the pin (fix: --set engine.vllmVersion=auto, or pin 0.17.1)`,
+      ]);
+    }
+  });
 });
