@@ -274,6 +274,15 @@ export function k8sProblems(p: Profile, opts: { name: string; namespace: string;
       message: `${JSON.stringify(opts.image)} is not an image reference (one word, no spaces or control characters)`,
       fix: '--image vllm/vllm-openai:v0.17.0',
     });
+  // A pod's hostPath must be absolute (the API server refuses a relative one), and a relative argument
+  // would mean the image's working folder: there is no "sparkctl's folder" on a cluster node.
+  if (p.model.path && !p.model.path.startsWith('/'))
+    out.push({
+      path: 'model.path',
+      severity: 'error',
+      message: `${JSON.stringify(p.model.path)} is relative: a pod's hostPath must be an absolute path on the node`,
+      fix: 'the absolute path of the model folder on each node: --set model.path=/models/NAME',
+    });
   return out;
 }
 

@@ -5,7 +5,7 @@
 // never stopped or removed. No GPU here: the container runs with container.gpus none.
 import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
 import { execa } from 'execa';
-import { mkdirSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
@@ -266,6 +266,21 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     expect(r.exitCode, r.stderr + r.stdout).toBe(4);
     expect(r.stdout + r.stderr).toMatch(/image .*is not on this host/);
     expect(r.stdout + r.stderr).toContain(`docker pull ${absent}`);
+    expect(await all()).toEqual([]);
+  });
+
+  it('a model.path that is not on the host: exit 2 naming it, before docker could create it as an empty root-owned folder', async () => {
+    const port = await freePort();
+    const name = `dk-m-${tag}`;
+    const absent = join(work, `no-model-${tag}`);
+    const dir = profileDir(name, port);
+    const p = JSON.parse(readFileSync(join(dir, `${name}.yaml`), 'utf8'));
+    p.model.path = absent;
+    writeFileSync(join(dir, `${name}.yaml`), JSON.stringify(p));
+    const r = await serve(name, dir, ['--skip-preflight']);
+    expect(r.exitCode, r.stderr + r.stdout).toBe(2);
+    expect(r.stderr).toContain(`container mount ${absent}: not on this host`);
+    expect(existsSync(absent)).toBe(false);
     expect(await all()).toEqual([]);
   });
 

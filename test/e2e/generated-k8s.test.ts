@@ -154,6 +154,7 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     ['an image with a space', ['--image', 'vllm/vllm-openai:v0.17.0 #x'], /--image/],
     ['a profile name Kubernetes cannot use', ['--set', 'name=qwen.'], /^\s+- name: .*DNS label/m],
     ['a profile name too long for a DNS label', ['--set', `name=${'q'.repeat(60)}`], /DNS label/],
+    ['a relative model.path (a hostPath must be absolute on the node)', ['--set', 'model.path=.cache/tiny'], /model\.path: ".cache\/tiny" is relative/],
   ])('%s: exit 2 naming it, no manifest printed', async (_n, args, names) => {
     const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, ...args]);
     expect(r.exitCode, r.stderr).toBe(2);

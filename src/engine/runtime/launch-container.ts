@@ -4,7 +4,7 @@
 // the stall timer and the diagnosis read the same file as on the host. The follower ends when the
 // container does: it is the Launched child whose exit means "the server ended".
 import { spawn } from 'node:child_process';
-import { closeSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { containerPlanOf, type ServePlan } from '../plan.js';
@@ -21,6 +21,13 @@ export function leftoverFix(cli: string, name: string): string[] {
 export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
   const marker = randomUUID();
   const cp = containerPlanOf(plan, p, marker);
+  // docker creates a missing bind source as an empty root-owned folder (podman refuses it): a typo in
+  // model.path or container.mounts would leave a folder sparkctl did not mean to make, and serve nothing
+  const missing = cp.spec.mounts.find((m) => !existsSync(m.host));
+  if (missing)
+    throw new UsageError(`container mount ${missing.host}: not on this host (from model.path or container.mounts)`, [
+      'fix the path in the profile, or make the folder first: sparkctl never lets the container runtime create it',
+    ]);
   // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.
   const seen = cliRun(withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs), { timeoutMs: 15_000 });
   if (seen.error) throw new UsageError(`runtime container: ${seen.error}`, [`install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`]);
