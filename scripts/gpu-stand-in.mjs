@@ -7,7 +7,7 @@
 // Each stand-in answers by its first argument (nvidia-smi -q, --query-gpu=..., topo, ...; nvcc
 // --version; python3 -c), which tells the recorded calls of one tool apart.
 import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 
 const [bundle, out] = process.argv.slice(2);
 if (!bundle || !out) {
@@ -18,16 +18,26 @@ const manifest = JSON.parse(readFileSync(join(bundle, 'manifest.json'), 'utf8'))
 const TOOLS = ['nvidia-smi', 'nvcc', 'python3'];
 mkdirSync(join(out, 'data'), { recursive: true });
 const cases = new Map(TOOLS.map((t) => [t, []]));
+// The bundle's values go into shell scripts: only what has the shape of a recording is taken
+// (an exit code that is an integer, a duration that is a number, output files inside the bundle).
+const inBundle = (f) => {
+  const rel = relative(resolve(bundle), resolve(bundle, String(f)));
+  if (rel.startsWith('..') || rel.startsWith('/')) throw new Error(`${bundle}: ${JSON.stringify(f)} is outside the bundle`);
+  return join(bundle, rel);
+};
+const host = String(manifest.host ?? '?').replace(/[^\w.:@-]/g, '?');
 let n = 0;
 for (const c of manifest.commands) {
-  if (!cases.has(c.argv[0]) || c.exitCode === null) continue;
+  if (!cases.has(c.argv?.[0]) || c.exitCode === null) continue;
+  if (!Number.isInteger(c.exitCode) || c.exitCode < 0 || c.exitCode > 255 || !Number.isFinite(c.durationMs) || c.durationMs < 0)
+    throw new Error(`${bundle}: a recorded ${c.argv[0]} call has exit code ${JSON.stringify(c.exitCode)} and duration ${JSON.stringify(c.durationMs)}`);
   const first = c.argv[1] ?? '';
   // the shell pattern: the first argument up to its '=' (the field lists are long), or all of it
   const pattern = first.includes('=') ? `${first.slice(0, first.indexOf('=') + 1)}*` : first;
   if (cases.get(c.argv[0]).some((x) => x.pattern === pattern)) continue;
   const id = `r${n++}`;
-  writeFileSync(join(out, 'data', `${id}.out`), readFileSync(join(bundle, c.stdout)));
-  writeFileSync(join(out, 'data', `${id}.err`), readFileSync(join(bundle, c.stderr)));
+  writeFileSync(join(out, 'data', `${id}.out`), readFileSync(inBundle(c.stdout)));
+  writeFileSync(join(out, 'data', `${id}.err`), readFileSync(inBundle(c.stderr)));
   cases.get(c.argv[0]).push({ pattern, id, exit: c.exitCode, sleep: (c.durationMs / 1000).toFixed(3) });
 }
 const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
@@ -36,7 +46,7 @@ for (const [tool, list] of cases) {
   const file = join(out, tool);
   writeFileSync(
     file,
-    `#!/bin/sh\n# stand-in for ${tool} on ${manifest.host} (${bundle}): its recorded answers\nD=$(dirname "$0")/data\ncase "$1" in\n${arms.join('\n')}\n  *) echo "${tool} stand-in: no recorded answer for $1" >&2; exit 2;;\nesac\n`,
+    `#!/bin/sh\n# stand-in for ${tool} on ${host}: its recorded answers\nD=$(dirname "$0")/data\ncase "$1" in\n${arms.join('\n')}\n  *) echo "${tool} stand-in: no recorded answer for $1" >&2; exit 2;;\nesac\n`,
   );
   chmodSync(file, 0o755);
 }
