@@ -104,7 +104,10 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     if (!p.exact) result.exactLengths = false;
   }
   const send = async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
-    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens, temperature: 0 }, timeoutMs: left(), apiKey: t.apiKey });
+    // Sampled with the server's defaults, as clients send it (and the probe): a greedy request takes another
+    // path through vLLM's sampler, which would leave its first compile to the first client (seen on the
+    // CPU build: tens of seconds, the probe's generation deadline passed on a freshly restarted replica).
+    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens }, timeoutMs: left(), apiKey: t.apiKey });
     // A 200 that is no completion (no choices, a usage no server can have) warms nothing.
     const answer = r.ok && r.status === 200 ? completionAnswer(r.json, r.body) : undefined;
     const req: PrewarmRequest = {

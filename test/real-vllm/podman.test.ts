@@ -174,16 +174,19 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
           res.on('close', () => (s.end = Date.now()));
         });
         req.on('error', () => (s.end = Date.now()));
-        req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: 480, ignore_eos: true, stream: true }));
+        // lengths that differ, so the streams in flight end at different times and a new one is always
+        // mid-generation when the runtime's SIGTERM lands (two of one length ended together, and a signal in
+        // the gap between them and the next found vLLM with nothing in flight)
+        req.end(JSON.stringify({ model: 'tiny-qwen3', prompt: 'hello', max_tokens: [480, 300, 390][streams.length % 3], ignore_eos: true, stream: true }));
       };
       startStream();
       expect(await waitFor(() => streams[0]!.firstData !== undefined, 2 * MIN, 20)).toBe(true);
-      // Two at a time, a new one as soon as one ends, until stop returns: whenever the runtime's SIGTERM
+      // Three at a time, a new one as soon as one ends, until stop returns: whenever the runtime's SIGTERM
       // lands (seconds after stop says so, on a loaded host), streams are running (one takes about 10 s
       // here). Those vLLM accepted must all finish; those sent after the signal are refused, never cut.
       let stopped = false;
       const refused = () => streams.some((s) => s.end !== undefined && !s.text.includes('"choices"'));
-      const feeder = setInterval(() => !stopped && !refused() && streams.filter((s) => s.end === undefined).length < 2 && startStream(), 100);
+      const feeder = setInterval(() => !stopped && !refused() && streams.filter((s) => s.end === undefined).length < 3 && startStream(), 100);
       const t0 = Date.now();
       const run = execa(process.execPath, [BIN, 'stop', NAME, '--json'], { reject: false, cwd: ROOT, timeout: 3 * MIN, env: { NO_COLOR: '1', ...env() } });
       run.stderr?.on('data', (d: Buffer) => {
