@@ -231,15 +231,17 @@ export async function runMessagesScript(url: string, model: string): Promise<Obs
     const r = await fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(120_000) });
     out.push({ step: name, status: r.status, contentType: ctype(r), shape: await reduce(r) });
   };
+  // Greedy, so the tiny random model's few tokens are the same every run: sampled, they were at times
+  // only tokens that decode to nothing, and the real server then streamed no content block at all.
   const hi = [{ role: 'user', content: 'hello there, how are you today?' }];
   const read = { name: 'Read', description: 'Reads a file', input_schema: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] } };
   const sse = async (r: Response) => messagesSseShape(await r.text());
-  await step('message', '/v1/messages', post({ model, max_tokens: 3, messages: hi }), async (r) => shapeOf(await r.json()));
-  await step('message, streamed', '/v1/messages?beta=true', post({ model, max_tokens: 3, stream: true, messages: hi }), sse);
+  await step('message', '/v1/messages', post({ model, max_tokens: 3, temperature: 0, messages: hi }), async (r) => shapeOf(await r.json()));
+  await step('message, streamed', '/v1/messages?beta=true', post({ model, max_tokens: 3, temperature: 0, stream: true, messages: hi }), sse);
   await step(
     'message with system blocks and tools, streamed',
     '/v1/messages?beta=true',
-    post({ model, max_tokens: 3, stream: true, system: [{ type: 'text', text: 'You are terse.' }], tools: [read], messages: hi }),
+    post({ model, max_tokens: 3, temperature: 0, stream: true, system: [{ type: 'text', text: 'You are terse.' }], tools: [read], messages: hi }),
     sse,
   );
   await step(
@@ -248,6 +250,7 @@ export async function runMessagesScript(url: string, model: string): Promise<Obs
     post({
       model,
       max_tokens: 3,
+      temperature: 0,
       stream: true,
       tools: [read],
       messages: [
@@ -266,8 +269,8 @@ export async function runMessagesScript(url: string, model: string): Promise<Obs
   await step('no max_tokens', '/v1/messages', post({ model, messages: hi }));
   await step('max_tokens 0', '/v1/messages', post({ model, max_tokens: 0, messages: hi }));
   await step('no messages', '/v1/messages', post({ model, max_tokens: 3 }));
-  await step('empty messages', '/v1/messages', post({ model, max_tokens: 3, messages: [] }));
-  await step('unknown model', '/v1/messages', post({ model: 'no-such-model', max_tokens: 3, messages: hi }));
+  await step('empty messages', '/v1/messages', post({ model, max_tokens: 3, temperature: 0, messages: [] }));
+  await step('unknown model', '/v1/messages', post({ model: 'no-such-model', max_tokens: 3, temperature: 0, messages: hi }));
   await step('body not JSON', '/v1/messages', post('{"model": '));
   await step('count_tokens', '/v1/messages/count_tokens', post({ model, messages: hi }));
   await step("HEAD / (Claude Code's first call)", '/', { method: 'HEAD' });

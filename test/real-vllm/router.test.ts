@@ -52,6 +52,12 @@ const at = () => [
   'server.stallTimeoutSeconds=900',
   '--set',
   'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
+  // This CPU build compiles its sampler (torch.compile) on the first sampled request, even with
+  // --enforce-eager: on two busy cores that took past the probe's 5 s generation deadline on a replica
+  // the restart had just brought back, with prewarm (which would take that compile) off to keep the
+  // test short. The probe samples as clients do; the compile is switched off here, not the sampling.
+  '--set',
+  'env.TORCHDYNAMO_DISABLE=1',
   '--no-prewarm',
 ];
 
