@@ -57,7 +57,7 @@ const at = () => [
   // the restart had just brought back, with prewarm (which would take that compile) off to keep the
   // test short. The probe samples as clients do; the compile is switched off here, not the sampling.
   '--set',
-  'env.TORCHDYNAMO_DISABLE=1',
+  'env.TORCHDYNAMO_DISABLE="1"',
   '--no-prewarm',
 ];
 
