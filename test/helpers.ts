@@ -404,3 +404,36 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * A registry entry that names a container sparkctl did not start (a tampered or stale record): its
+ * marker is its own, not the container's label, so status and stop must refuse to act on it.
+ */
+export function writeForeignEntry(
+  stateDir: string,
+  e: { name: string; replica: number; port: number; container: { cli: 'docker' | 'podman'; cliArgs: string[]; name: string; image: string; id: string } },
+): void {
+  mkdirSync(join(stateDir, 'instances'), { recursive: true });
+  const entry = {
+    version: 1,
+    name: `${e.name}-${e.replica}`,
+    profile: e.name,
+    replica: e.replica,
+    pid: 0,
+    pgid: 0,
+    startTime: 0,
+    marker: 'the-entrys-own-marker',
+    host: '127.0.0.1',
+    port: e.port,
+    url: `http://127.0.0.1:${e.port}`,
+    servedName: 'x',
+    gpus: [],
+    logFile: join(stateDir, 'logs', `${e.name}-${e.replica}.log`),
+    engine: 'sim',
+    argv: [],
+    startedAt: new Date().toISOString(),
+    readyTimeoutSeconds: 60,
+    container: e.container,
+  };
+  writeFileSync(join(stateDir, 'instances', `${e.name}-${e.replica}.json`), JSON.stringify(entry));
+}

@@ -8,7 +8,7 @@ import { execa } from 'execa';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { BIN, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
+import { BIN, cli, freePort, tempDir, rmrf, waitFor, writeForeignEntry } from '../helpers.js';
 import { dockerUnavailable, importSimImage, startDockerd, type Dockerd } from '../docker.js';
 import { runArgv, inspectArgv, stopArgv, removeArgv, proveContainer, type ContainerSpec } from '../../src/engine/runtime/container.js';
 import { classifyLog } from '../../src/engine/classify.js';
@@ -208,29 +208,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
       expect(f.exitCode, f.stderr as string).toBe(0);
       const id = (f.stdout as string).trim();
       // an entry that names it (a tampered or stale record): the marker does not match its label
-      mkdirSync(join(stateDir, 'instances'), { recursive: true });
-      const entry = {
-        version: 1,
-        name: `${name}-${i}`,
-        profile: name,
-        replica: i,
-        pid: 0,
-        pgid: 0,
-        startTime: 0,
-        marker: 'the-entrys-own-marker',
-        host: '127.0.0.1',
-        port,
-        url: `http://127.0.0.1:${port}`,
-        servedName: 'x',
-        gpus: [],
-        logFile: join(stateDir, 'logs', `${name}-${i}.log`),
-        engine: 'sim',
-        argv: [],
-        startedAt: new Date().toISOString(),
-        readyTimeoutSeconds: 60,
-        container: { cli: 'docker', cliArgs: [], name: `foreign-${i}-${tag}`, image: IMAGE, id },
-      };
-      writeFileSync(join(stateDir, 'instances', `${name}-${i}.json`), JSON.stringify(entry));
+      writeForeignEntry(stateDir, { name, replica: i, port, container: { cli: 'docker', cliArgs: [], name: `foreign-${i}-${tag}`, image: IMAGE, id } });
       const stop = await run(['stop', `${name}-${i}`]);
       expect(stop.exitCode).not.toBe(0);
       expect(stop.stdout + stop.stderr).toMatch(i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/);

@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { mkdirSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { BIN, cli, freePort, waitFor } from '../helpers.js';
+import { BIN, cli, freePort, waitFor, writeForeignEntry } from '../helpers.js';
 import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
 
 const suite = podmanSuite('sparkctl-podman-serve-');
@@ -125,29 +125,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
       expect(f.exitCode, f.stderr).toBe(0);
       const id = f.stdout.trim();
       // an entry that names it (a tampered or stale record): the marker does not match its label
-      mkdirSync(join(stateDir, 'instances'), { recursive: true });
-      const entry = {
-        version: 1,
-        name: `${name}-${i}`,
-        profile: name,
-        replica: i,
-        pid: 0,
-        pgid: 0,
-        startTime: 0,
-        marker: 'the-entrys-own-marker',
-        host: '127.0.0.1',
-        port,
-        url: `http://127.0.0.1:${port}`,
-        servedName: 'x',
-        gpus: [],
-        logFile: join(stateDir, 'logs', `${name}-${i}.log`),
-        engine: 'sim',
-        argv: [],
-        startedAt: new Date().toISOString(),
-        readyTimeoutSeconds: 60,
-        container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: suite.image(), id },
-      };
-      writeFileSync(join(stateDir, 'instances', `${name}-${i}.json`), JSON.stringify(entry));
+      writeForeignEntry(stateDir, { name, replica: i, port, container: { cli: 'podman', cliArgs: PODMAN, name: cname, image: suite.image(), id } });
       const stop = await run(['stop', `${name}-${i}`]);
       expect(stop.exitCode).not.toBe(0);
       expect(stop.stdout + stop.stderr).toMatch(i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/);
