@@ -1,30 +1,30 @@
-// The program: every verb's registration (flags, help, handler) is its own module under src/cli/;
+// The program: every verb lives in its own folder under src/verbs/ (flags.ts: its options and help; run.ts: its handler);
 // each verb's code is imported only when that verb runs, so `sparkctl --help` and `--version`
 // never load zod, the HTTP client, pino or systeminformation.
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { SparkError, ExitCode } from './errors.js';
-import { register, type VerbDef } from './cli/define.js';
-import serve from './cli/serve.js';
-import plan from './cli/plan.js';
-import profiles from './cli/profiles.js';
-import preflight from './cli/preflight.js';
-import collect from './cli/collect.js';
-import status from './cli/status.js';
-import logs from './cli/logs.js';
-import stop from './cli/stop.js';
-import prewarm from './cli/prewarm.js';
-import probe from './cli/probe.js';
-import cost from './cli/cost.js';
-import report from './cli/report.js';
-import systemd from './cli/systemd.js';
-import k8s from './cli/k8s.js';
-import clientEnv from './cli/client-env.js';
-import bench from './cli/bench.js';
-import monitoring from './cli/monitoring.js';
-import sim from './cli/sim.js';
-import restart from './cli/restart.js';
-import router from './cli/router.js';
+import { register, type VerbDef } from './verbs/define.js';
+import serve from './verbs/serve/flags.js';
+import plan from './verbs/plan/flags.js';
+import profiles from './verbs/profiles/flags.js';
+import preflight from './verbs/preflight/flags.js';
+import collect from './verbs/collect/flags.js';
+import status from './verbs/status/flags.js';
+import logs from './verbs/logs/flags.js';
+import stop from './verbs/stop/flags.js';
+import prewarm from './verbs/prewarm/flags.js';
+import probe from './verbs/probe/flags.js';
+import cost from './verbs/cost/flags.js';
+import report from './verbs/report/flags.js';
+import systemd from './verbs/systemd/flags.js';
+import k8s from './verbs/k8s/flags.js';
+import clientEnv from './verbs/client-env/flags.js';
+import bench from './verbs/bench/flags.js';
+import monitoring from './verbs/monitoring/flags.js';
+import sim from './verbs/sim/flags.js';
+import restart from './verbs/restart/flags.js';
+import router from './verbs/router/flags.js';
 
 const VERBS: VerbDef[] = [serve, plan, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
 

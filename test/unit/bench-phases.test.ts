@@ -1,7 +1,7 @@
 // bench's phases without a server: flags to a plan (every bad value exit 2 before a request), the
 // sweep loop driven by a scripted level runner, and the text report from a result.
 import { describe, it, expect } from 'vitest';
-import { benchPlan, runSweep, sweepPoint, renderText, type BenchOptions } from '../../src/commands/bench.js';
+import { benchPlan, runSweep, sweepPoint, renderText, type BenchOptions } from '../../src/verbs/bench/run.js';
 import { buildResult, type BenchResult } from '../../src/bench/report.js';
 import { UsageError } from '../../src/errors.js';
 

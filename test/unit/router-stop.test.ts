@@ -5,7 +5,7 @@ import { describe, it, expect } from 'vitest';
 import { parseTcp } from '../../src/engine/socket-owner.js';
 import { splitConnections, judgeDeadline } from '../../src/router/stop.js';
 import { logTarget } from '../../src/engine/registry.js';
-import { requestsText, outcomeLine } from '../../src/commands/stop.js';
+import { requestsText, outcomeLine } from '../../src/verbs/stop/run.js';
 import { routerDrainSeconds } from '../../src/router/config.js';
 import { routerDrainMsOf, ROUTER_DRAIN_MS, type StopOutcome } from '../../src/engine/stop.js';
 

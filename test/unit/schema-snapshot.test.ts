@@ -1,5 +1,5 @@
 import { it, expect } from 'vitest';
-import { profileJsonSchema } from '../../src/commands/profiles.js';
+import { profileJsonSchema } from '../../src/verbs/profiles/run.js';
 
 // Editors complete profile files from this schema: a change to it is a change to a public format.
 it('the profile JSON Schema is pinned', async () => {

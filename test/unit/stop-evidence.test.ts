@@ -2,7 +2,7 @@
 // read before the signal) show. Lines in vLLM 0.27.2's format (launcher.py, v1/engine/core.py).
 import { describe, it, expect } from 'vitest';
 import { readShutdownLines, judgeRequests, graceMsOf } from '../../src/engine/stop.js';
-import { requestsText } from '../../src/commands/stop.js';
+import { requestsText } from '../../src/verbs/stop/run.js';
 import { shutdownTimeoutArg, shutdownTimeoutOf, vllmArgs } from '../../src/profiles/render.js';
 import { loadProfile } from '../../src/profiles/load.js';
 

@@ -1,9 +1,0 @@
-import { createCommand, lazy } from './define.js';
-
-export default createCommand({
-  name: 'status',
-  description: 'every registered server: pid, alive, port, health, uptime, GPUs (stale entries are cleaned)',
-  options: [['--json', 'machine-readable output']],
-  help: '\nExample:\n  sparkctl status --json',
-  handler: lazy(() => import('../commands/status.js')),
-});

@@ -1,0 +1,52 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { LogTail } from '../../engine/logtail.js';
+import { join } from 'node:path';
+import { Registry } from '../../engine/registry.js';
+import { stateDir } from '../common.js';
+import { UsageError } from '../../errors.js';
+
+function lastLines(path: string, n: number): string[] {
+  const lines = readFileSync(path, 'utf8').split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  return n > 0 ? lines.slice(-n) : []; // slice(-0) would be the whole file
+}
+
+export async function run(name: string, opts: { follow?: boolean; lines: number }) {
+  const dir = stateDir();
+  const reg = new Registry(dir);
+  let files = reg.find(name).map(({ inst }) => ({ name: inst.name, path: inst.logFile }));
+  if (!files.length) {
+    // A stopped server's log stays: look in the log folder by instance or profile name.
+    const logDir = join(dir, 'logs');
+    files = (existsSync(logDir) ? readdirSync(logDir) : [])
+      .filter((f) => f === `${name}.log` || new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.log$`).test(f))
+      .map((f) => ({ name: f.replace(/\.log$/, ''), path: join(logDir, f) }));
+  }
+  if (!files.length) throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
+  const prefix = files.length > 1;
+  for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${l}\n`);
+  if (!opts.follow) return;
+  const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      for (const f of tails) {
+        const text = f.tail.read();
+        if (!text) continue;
+        process.stdout.write(
+          prefix
+            ? text
+                .split('\n')
+                .map((l, i, a) => (i === a.length - 1 && l === '' ? '' : `[${f.name}] ${l}`))
+                .join('\n')
+            : text,
+        );
+      }
+    }, 200);
+    const stop = () => {
+      clearInterval(timer);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+}

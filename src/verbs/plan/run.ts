@@ -1,0 +1,92 @@
+import { parseSize } from '../common.js';
+import { planMemory, GIB } from '../../profiles/planner.js';
+import { formatProblem } from '../../profiles/load.js';
+import { prepare, type Prepared } from '../../engine/inputs.js';
+import type { FactField } from '../../model/merge.js';
+import { envelope, table, c } from '../../output/format.js';
+import { say } from '../../output/log.js';
+import { ExitWith, ExitCode } from '../../errors.js';
+
+export async function run(name: string, opts: { set: string[]; profiles?: string; gpus?: number; gpuMemory?: string; platform?: string; vllmBin?: string; json?: boolean }) {
+  const r = await prepare(name, {
+    profiles: opts.profiles,
+    set: opts.set,
+    gpus: opts.gpus,
+    platform: opts.platform,
+    gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined,
+    vllmBin: opts.vllmBin,
+  });
+  const errors = r.problems.filter((p) => p.severity === 'error');
+  const plan = r.model ? planMemory(r.profile, r.host.gpuMemoryBytes, r.model.facts) : undefined;
+  if (opts.json) {
+    say(
+      envelope('memory-plan', {
+        profile: r.profile.name,
+        platform: r.platform.name,
+        gpus: r.host.gpus,
+        gpusSource: r.host.gpusSource,
+        plan: plan ?? null,
+        problems: r.problems,
+        host: r.hostLine,
+        model: r.model ? { note: r.model.note, file: r.model.file ?? null, sources: r.model.sources, facts: r.model.facts } : null,
+        vllm: r.vllm,
+        generated: r.generated ? { model: r.generated.target, why: r.generated.why, profile: r.profile } : null,
+      }),
+    );
+  } else if (plan && r.model) {
+    const g = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
+    const p = r.profile;
+    const f = r.model.facts;
+    say(`${c.bold(p.name)}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${g(plan.gpuMemoryBytes)} GPUs (${r.platform.name}), memory share ${plan.gpuMemoryUtilization}`);
+    say(c.dim(`planned for ${r.hostLine}`));
+    const valuesPerLayer = plan.kvLayersPerGpu ? plan.kvBytesPerToken / plan.kvLayersPerGpu : 0;
+    say(
+      table([
+        [
+          'budget per GPU',
+          p.engine.kvCacheMemoryBytes !== undefined ? '(KV cache fixed by engine.kvCacheMemoryBytes)' : `${g(plan.budgetBytes)}  (${plan.gpuMemoryUtilization} x ${g(plan.gpuMemoryBytes)})`,
+        ],
+        [
+          'weights per GPU',
+          `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${f.weightBytes && r.model.sources.parameters === 'config' ? ', from the safetensors index' : ''})`,
+        ],
+        ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
+        ['KV cache per GPU', g(plan.availableKvBytes)],
+        [
+          'KV bytes per token',
+          f.mla
+            ? `${plan.kvBytesPerToken} B  (${plan.kvLayersPerGpu} layers x (${f.mla.kvLoraRank} + ${f.mla.qkRopeHeadDim}) MLA latent x ${valuesPerLayer / (f.mla.kvLoraRank + f.mla.qkRopeHeadDim)} B)`
+            : `${plan.kvBytesPerToken} B  (2 x ${plan.kvLayersPerGpu} layers x ${plan.kvHeadsPerGpu} KV heads x ${f.headDim} dim x ${valuesPerLayer / (2 * plan.kvHeadsPerGpu * f.headDim)} B)`,
+        ],
+        ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
+        [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
+        ['fits', plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`)],
+      ]),
+    );
+    say(c.dim(`model: ${r.model.note}`));
+    say(c.dim(`  ${factLine(r.model)}`));
+    say(c.dim(`vLLM: ${r.vllm.note}`));
+    for (const w of r.generated?.why ?? []) say(c.dim(`chosen: ${w}`));
+    for (const n of plan.notes) say(c.dim(`note: ${n}`));
+    if (r.hostNote) say(c.dim(`note: ${r.hostNote}`));
+  }
+  if (!opts.json) for (const pr of r.problems) say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
+  if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
+}
+
+/** The facts the plan used, each with its source where the profile gave it. */
+function factLine(m: NonNullable<Prepared['model']>): string {
+  const f = m.facts;
+  const mark = (k: FactField) => (m.sources[k] === 'profile' && m.file ? ' (profile)' : '');
+  const parts = [
+    `${f.layers} layers${mark('layers')}`,
+    `${f.kvLayers} full attention${mark('kvLayers')}${f.slidingLayers ? `, ${f.slidingLayers} sliding (window ${f.slidingWindow})` : ''}${f.linearLayers ? `, ${f.linearLayers} linear` : ''}`,
+    `${f.attentionHeads} heads${mark('attentionHeads')}`,
+    f.mla ? `MLA ${f.mla.kvLoraRank}+${f.mla.qkRopeHeadDim}` : `${f.kvHeads} KV heads${mark('kvHeads')} x ${f.headDim}${mark('headDim')}`,
+    `context ${f.maxContext}${mark('maxContext')}`,
+    `${f.parameters >= 1e9 ? `${(f.parameters / 1e9).toFixed(2)}B` : `${(f.parameters / 1e6).toFixed(2)}M`} parameters${mark('parameters')}`,
+  ];
+  if (f.moe) parts.push(`${f.moe.experts} experts`);
+  if (f.quantization) parts.push(`quantized ${f.quantization}`);
+  return parts.join(', ');
+}

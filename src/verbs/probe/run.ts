@@ -1,0 +1,399 @@
+// A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
+// cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
+import { dirname } from 'node:path';
+import type { Registry } from '../../engine/registry.js';
+import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { parseServerUrl } from '../../util/url.js';
+import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
+import { stateDir } from '../../util/paths.js';
+import { probe, PROBE_CHECKS, type ProbeResult } from '../../health/probe.js';
+import { targetFromInstance, targetFromUrl, type Target } from '../../health/target.js';
+import { probeDefaults, type ProbeBlockValues } from '../../profiles/probe-defaults.js';
+import { http } from '../../client/http.js';
+import { envelope, c } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ExitWith, ExitCode } from '../../errors.js';
+import { appendSample, lastSample } from '../../history/store.js';
+import { readProbeState, updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from '../../health/probe-state.js';
+import { buildSample } from '../../history/sample.js';
+import type { Host } from '../../host/host.js';
+
+interface ProbeCli {
+  url: string[];
+  all?: boolean;
+  model?: string;
+  stepTimeout?: number;
+  client?: string;
+  prometheus?: string;
+  alertWebhook?: string;
+  json?: boolean;
+  quiet?: boolean;
+  deadline?: number;
+  gpuFrom?: string;
+  history?: boolean;
+  gpuHourPrice?: number;
+}
+
+const STATE_FIX = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
+const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
+
+/** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
+const STEPS = PROBE_CHECKS.length;
+
+type State = Record<string, TargetState>;
+type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
+export interface ProbeTarget {
+  t: Target;
+  s: Settings;
+}
+
+/** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
+export async function run(names: string[], opts: ProbeCli) {
+  checkFlags(opts);
+  const dir = stateDir();
+  // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
+  let stateProblem: unknown;
+  let reg: Registry | undefined;
+  if (names.length || opts.all) reg = new (await import('../../engine/registry.js')).Registry(dir);
+  else {
+    try {
+      ensureDir(dir, 'state folder', STATE_FIX);
+    } catch (e) {
+      stateProblem = e;
+    }
+  }
+  const targets = resolveTargets(names, opts, reg);
+  if (!targets.length) {
+    if (opts.all) {
+      say('no servers registered');
+      return;
+    }
+    throw new UsageError('probe what? name instances or profiles, --url URL, or --all');
+  }
+  // Read without the lock for the preemption trend; changes are judged again under the lock (deliverAlerts).
+  const prev: State = stateProblem ? {} : readProbeState(dir).targets;
+  const last = new Map(targets.map(({ t }) => [redactUrl(t.url), opts.history === false ? undefined : lastSample(dir, t.name, t.url)]));
+  const gpuHost: Host | undefined = opts.gpuFrom ? new (await import('../../host/replay.js')).ReplayHost(opts.gpuFrom) : undefined;
+  const raw = await probeAll(targets, opts, prev, last, gpuHost);
+  const results = redactResults(raw, targets);
+  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last);
+  const saved = await saveStateAndAlert(dir, results, opts.alertWebhook, stateProblem);
+  stateProblem = saved.stateProblem;
+  const delivery = saved.delivery;
+  for (const line of render(results, opts)) say(line);
+  if (delivery && !delivery.ok) note(`alert webhook: ${delivery.why}; ${delivery.alerts} alert(s) not delivered${stateProblem ? '' : `, ${delivery.pending} kept for the next run`}`);
+  if (opts.prometheus) {
+    // --gpu-hour-price was parsed (a price above 0) before the verb ran.
+    const flagPrice = opts.gpuHourPrice;
+    const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
+    const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
+  }
+  // An alert that did not arrive is a problem someone must see, even when every target is healthy.
+  const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
+  // The verdict is printed; a state folder that cannot be written is said after it (exit 2 unless the verdict is worse news).
+  if (stateProblem) {
+    const e = stateProblem as Error & { details?: string[] };
+    note(`sparkctl: the probe state was not saved: ${e.message}${e.details?.length ? ` (${e.details.join('; ')})` : ''}`);
+    throw new ExitWith(code || ExitCode.badInput);
+  }
+  if (code) throw new ExitWith(code);
+}
+
+/** Bad flags are exit 2 before any target is contacted or any history is written. */
+export function checkFlags(opts: ProbeCli) {
+  if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
+  for (const u of opts.url) parseServerUrl(u, '--url');
+  if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
+  // The textfile's place is checked before any target is contacted or any history is written.
+  if (opts.prometheus !== undefined) {
+    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
+  }
+}
+
+/** --url targets, then multi-node servers (serve --nodes) by profile name or --all, then registered instances. */
+export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
+  const targets: ProbeTarget[] = [];
+  for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
+  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const insts = !reg
+    ? []
+    : opts.all
+      ? reg.list()
+      : names.flatMap((n) => {
+          const f = reg.find(n);
+          if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+          return f;
+        });
+  for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: probeDefaults() });
+  for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...probeDefaults(), ...inst.probe } });
+  return targets;
+}
+
+/**
+ * Every target at once under one deadline for the whole run, so a cron line every N minutes never
+ * stacks probes: a target that has not answered by then is recorded as unreachable, and its
+ * request in flight is cancelled.
+ */
+export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
+  const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
+  const deadlineMs = opts.deadline ?? longest * STEPS;
+  return Promise.all(
+    targets.map(({ t, s }) => {
+      const started = performance.now();
+      const stop = new AbortController();
+      const work = probe(t, {
+        signal: stop.signal,
+        ...s,
+        timeoutMs: opts.stepTimeout ?? s.timeoutMs,
+        client: opts.client as 'claude-code' | 'openai' | undefined,
+        lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
+        gpus: t.engine === 'vllm' && t.instance?.role !== 'router',
+        gpuHost,
+        lastXidT: last.get(redactUrl(t.url))?.xidT,
+      }).then(async (r) => (t.instance?.role === 'router' ? (await import('../../router/probe.js')).probeRouter(t.instance, r) : r)); // a router's own checks load only for a router
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<ProbeResult>((resolve) => {
+        timer = setTimeout(() => {
+          stop.abort();
+          resolve({
+            target: t.name,
+            url: t.url,
+            state: 'unreachable',
+            steps: [{ step: 'live', status: 'fail', detail: `the probe did not finish within --deadline (${deadlineMs} ms)`, ms: Math.round(performance.now() - started) }],
+            ms: Math.round(performance.now() - started),
+          });
+        }, deadlineMs);
+        timer.unref();
+      });
+      return Promise.race([work, late]).finally(() => clearTimeout(timer));
+    }),
+  );
+}
+
+/**
+ * Nothing after the probes (output, state, history, labels, webhook) sees a credential: URLs lose
+ * their userinfo, and keys a server echoed back in an error body are masked.
+ */
+export function redactResults(raw: ProbeResult[], targets: ProbeTarget[]): ProbeResult[] {
+  const secrets = knownSecrets(targets.map(({ t }) => t.apiKey));
+  return raw.map((r) => ({ ...r, target: redactUrl(r.target), url: redactUrl(r.url), steps: r.steps.map((x) => ({ ...x, detail: redactText(x.detail, secrets) })) }));
+}
+
+/** One history sample per target per run (cost and report read it); a failed append is said, never fatal. */
+function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>) {
+  const at = new Date();
+  for (const [k, r] of results.entries()) {
+    const t = targets[k]!.t;
+    const sample = buildSample({
+      at,
+      target: r.target,
+      url: r.url,
+      profile: t.instance?.profile,
+      verdict: r.state,
+      ms: r.ms,
+      steps: r.steps,
+      ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
+      vllm: r.vllm,
+      gpus: r.gpu?.samples,
+      xidT: r.xidT ?? last.get(r.url)?.xidT,
+    });
+    try {
+      appendSample(dir, sample);
+    } catch (e) {
+      note(`history: could not append to ${dir}/history: ${(e as Error).message}`);
+    }
+  }
+}
+
+const observe = (results: ProbeResult[]): Observed[] =>
+  results.map((r) => ({
+    target: r.target,
+    url: r.url,
+    state: r.state,
+    preemptions: r.metrics?.preemptions,
+    failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
+  }));
+
+/** Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news). */
+export function nextState(prev: State, results: ProbeResult[], at = new Date()): { next: State; changed: ProbeResult[] } {
+  const s = { targets: { ...prev }, pending: [] };
+  const added = recordResults(s, observe(results), at, false);
+  return { next: s.targets, changed: results.filter((r) => added.some((a) => a.url === r.url)) };
+}
+
+interface Delivery {
+  ok: boolean;
+  /** alerts in the attempt */
+  alerts: number;
+  /** alerts still waiting for the webhook after this run */
+  pending: number;
+  why?: string;
+}
+
+/**
+ * Remember each target's state (preemption trend, changes) and deliver the alerts, all under the
+ * probe-state lock: concurrent probes keep each other's entries, and an alert the webhook did not
+ * accept stays pending for the next run instead of being lost. Without a usable state folder, this
+ * run's changes (against nothing remembered) are sent once.
+ */
+async function saveStateAndAlert(dir: string, results: ProbeResult[], webhook: string | undefined, problem: unknown): Promise<{ delivery?: Delivery; stateProblem: unknown }> {
+  const observed = observe(results);
+  const now = new Date();
+  let stateProblem = problem;
+  let delivery: Delivery | undefined;
+  if (!stateProblem) {
+    try {
+      delivery = await updateProbeState(dir, async (st) => {
+        recordResults(st, observed, now, Boolean(webhook));
+        if (!webhook || !st.pending.length) return undefined;
+        const sent = [...st.pending];
+        const d = await deliver(webhook, sent);
+        if (d.ok) st.pending = st.pending.filter((a) => !sent.includes(a));
+        return { ...d, pending: st.pending.length };
+      });
+    } catch (e) {
+      stateProblem = e instanceof UsageError ? e : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
+  }
+  if (stateProblem && webhook) {
+    const alerts = recordResults({ targets: {}, pending: [] }, observed, now, false);
+    if (alerts.length) delivery = { ...(await deliver(webhook, alerts)), pending: 0 };
+  }
+  return { delivery, stateProblem };
+}
+
+/** One POST of every alert in `alerts`; delivered only on a 2xx answer. */
+async function deliver(url: string, alerts: Alert[]): Promise<Omit<Delivery, 'pending'>> {
+  const res = await http(url, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts }, timeoutMs: 5000 });
+  if (res.ok && res.status >= 200 && res.status < 300) return { ok: true, alerts: alerts.length };
+  return { ok: false, alerts: alerts.length, why: res.ok ? `HTTP ${res.status}` : res.message };
+}
+
+/** The webhook's health in the textfile: whether the last delivery worked, and what still waits. */
+function alertGauges(d: Delivery | undefined): string[] {
+  if (!d) return [];
+  return [
+    "# HELP sparkctl_probe_alert_delivery_ok 0 when the alert webhook did not accept this run's alerts (they are retried by the next run).",
+    '# TYPE sparkctl_probe_alert_delivery_ok gauge',
+    `sparkctl_probe_alert_delivery_ok ${d.ok ? 1 : 0}`,
+    '# HELP sparkctl_probe_alerts_pending Alerts waiting for the webhook to accept them.',
+    '# TYPE sparkctl_probe_alerts_pending gauge',
+    `sparkctl_probe_alerts_pending ${d.pending}`,
+  ];
+}
+
+/** What the run prints: one envelope (--json), or a line per target (--quiet: the unhealthy only). */
+export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'quiet'>): string[] {
+  if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
+  const lines: string[] = [];
+  for (const r of results) {
+    if (opts.quiet && r.state === 'healthy') continue;
+    const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
+    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
+    const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
+    lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
+  }
+  return lines;
+}
+
+/** 3 when any target is unreachable, else 1 when any is unhealthy, else 0. */
+export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
+  return results.some((r) => r.state === 'unreachable') ? ExitCode.unreachable : results.some((r) => r.state === 'unhealthy') ? ExitCode.problems : ExitCode.ok;
+}
+
+/** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
+export async function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): Promise<string[]> {
+  if (!priced.length) return [];
+  const [{ computeCost }, { readHistory }] = await Promise.all([import('../../history/cost.js'), import('../../history/read.js')]);
+  // one group per family: the exposition format wants a family's samples together
+  const per1k: string[] = [];
+  const hours: string[] = [];
+  const tokens: string[] = [];
+  for (const { t, price } of priced) {
+    const samples = readHistory(dir, (x) => x.url === t.url, { from: now - 86_400_000 }).samples;
+    if (samples.length < 2) continue;
+    const r = computeCost({ samples, pricePerGpuHour: price });
+    for (const [basis, b] of [
+      ['allocation', r.allocation],
+      ['usage', r.usage],
+    ] as const) {
+      if (!b) continue;
+      hours.push(`sparkctl_cost_gpu_hours_24h{target="${esc(t.name)}",basis="${basis}"} ${b.gpuHours.toFixed(4)}`);
+      if (b.per1K !== undefined) per1k.push(`sparkctl_cost_usd_per_1k_tokens_24h{target="${esc(t.name)}",basis="${basis}"} ${b.per1K.toFixed(6)}`);
+    }
+    tokens.push(`sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="prompt"} ${r.tokens.prompt}`, `sparkctl_cost_tokens_24h{target="${esc(t.name)}",kind="generation"} ${r.tokens.generation}`);
+  }
+  if (!tokens.length) return [];
+  return [
+    '# HELP sparkctl_cost_usd_per_1k_tokens_24h USD per 1K tokens over the last 24 h of probe history (allocation: GPUs held; usage: x measured utilisation).',
+    '# TYPE sparkctl_cost_usd_per_1k_tokens_24h gauge',
+    ...per1k,
+    '# HELP sparkctl_cost_gpu_hours_24h GPU-hours over the last 24 h of probe history.',
+    '# TYPE sparkctl_cost_gpu_hours_24h gauge',
+    ...hours,
+    '# HELP sparkctl_cost_tokens_24h Tokens served over the last 24 h (counter deltas, restarts counted from zero).',
+    '# TYPE sparkctl_cost_tokens_24h gauge',
+    ...tokens,
+  ];
+}
+
+/**
+ * A label value of the exposition format: \\, " and a newline escaped as the format defines; every
+ * other control character (which the format does not define, and a scraper may split a line at) as
+ * \\u escapes written out, so one sample stays one line.
+ */
+export const esc = (v: string) =>
+  v
+    .replace(/\\/g, '\\\\')
+    .replace(/"/g, '\\"')
+    .replace(/\n/g, '\\n')
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
+export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
+
+/** node_exporter textfile collector format, written atomically (a half file would be scraped). */
+export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
+  const lines = [
+    '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
+    '# TYPE sparkctl_probe_healthy gauge',
+    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' ? 1 : 0}`),
+    '# HELP sparkctl_probe_reachable 0 when the server could not be reached.',
+    '# TYPE sparkctl_probe_reachable gauge',
+    ...results.map((r) => `sparkctl_probe_reachable{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'unreachable' ? 0 : 1}`),
+    '# HELP sparkctl_probe_duration_seconds Wall time of the deep probe.',
+    '# TYPE sparkctl_probe_duration_seconds gauge',
+    ...results.map((r) => `sparkctl_probe_duration_seconds{target="${esc(r.target)}"} ${(r.ms / 1000).toFixed(3)}`),
+    '# HELP sparkctl_probe_step_ok 1 when the step passed or warned, 0 when it failed.',
+    '# TYPE sparkctl_probe_step_ok gauge',
+    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${esc(s.step)}"} ${s.status === 'fail' ? 0 : 1}`)),
+    '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
+    '# TYPE sparkctl_probe_kv_cache_usage gauge',
+    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${promNumber(r.metrics!.kvCacheUsage!)}`),
+    '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
+    '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.temp!)}`),
+    ),
+    '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
+    '# TYPE sparkctl_probe_gpu_ok gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
+    ),
+    '# HELP sparkctl_probe_gpu_ecc_uncorrected_errors Uncorrected volatile ECC errors of this GPU (since the driver loaded).',
+    '# TYPE sparkctl_probe_gpu_ecc_uncorrected_errors gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.ecc !== undefined).map((g) => `sparkctl_probe_gpu_ecc_uncorrected_errors{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.ecc!)}`),
+    ),
+    '# HELP sparkctl_probe_gpu_xid_events NVIDIA Xid events of this GPU in the kernel log since the previous probe.',
+    '# TYPE sparkctl_probe_gpu_xid_events gauge',
+    ...results.flatMap((r) =>
+      (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
+    ),
+    ...extra,
+  ];
+  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
+  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
+}

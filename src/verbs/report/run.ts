@@ -1,0 +1,152 @@
+// sparkctl report NAME: uptime, incidents, latency, tokens, cost and GPU trends over a window of
+// probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
+import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { stateDir } from '../common.js';
+import { readHistory } from '../../history/read.js';
+import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
+import { computeCost, sumCosts, type CostResult } from '../../history/cost.js';
+import type { Sample } from '../../history/sample.js';
+import { matches, window, noHistory, resolvePrice, type CostCli } from '../cost/run.js';
+import { renderPage, type Section } from '../../output/html.js';
+import { envelope } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError } from '../../errors.js';
+
+interface ReportCli extends CostCli {
+  html?: string;
+}
+
+const sec = (v: number | undefined) => (v === undefined ? '-' : v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`);
+const lat = (l: Latency) =>
+  l.count ? `p50 ${sec(l.p50)}, p90 ${sec(l.p90)}, p99 ${sec(l.p99)}, mean ${sec(l.mean)} (${Math.round(l.count).toLocaleString('en-US')} observations)` : 'no observations';
+const when = (iso: string) => iso.replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z');
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+
+export async function run(name: string, opts: ReportCli) {
+  if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
+  const dir = stateDir();
+  const { from, to, since } = window(opts, '7d');
+  const all = readHistory(dir, matches(name), { from, to });
+  const samples = all.samples; // readHistory keeps only the window
+  if (!samples.length) noHistory(name, dir, all.files.length > 0);
+  if (all.skipped.length) note(`history: ${all.skipped.length} unreadable line(s) skipped (torn or edited)`);
+  const r = buildReport(samples);
+  let cost: CostResult | undefined;
+  let priceHow: string | undefined;
+  const priced = opts.gpuHourPrice || opts.gpuMonthPrice;
+  if (samples.length >= 2) {
+    try {
+      const price = resolvePrice(name, opts, dir);
+      priceHow = price.how;
+      const byUrl = new Map<string, Sample[]>();
+      for (const s of samples) byUrl.set(s.url, [...(byUrl.get(s.url) ?? []), s]);
+      const gpus = opts.gpus === undefined ? undefined : Number(opts.gpus);
+      const util = opts.utilization === undefined ? undefined : Number(opts.utilization);
+      const parts = [...byUrl.values()].filter((ss) => ss.length >= 2).map((ss) => computeCost({ samples: ss, pricePerGpuHour: price.perHour, gpus, utilization: util }));
+      if (parts.length) cost = sumCosts(parts, price.perHour);
+    } catch (e) {
+      if (priced) throw e;
+      if (!(e instanceof UsageError)) throw e;
+    }
+  }
+  if (opts.html) {
+    writeOutputFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html');
+    note(`report written to ${opts.html}`);
+  }
+  if (opts.json) {
+    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined }));
+    return;
+  }
+  const a = Date.parse(r.from!);
+  const b = Date.parse(r.to!);
+  const line = (label: string, pts: SeriesPoint[], fmt: (v: number) => string, lo?: number, hi?: number) => {
+    if (!pts.length) return;
+    const vs = pts.map((p) => p.v);
+    say(`  ${label.padEnd(12)} ${sparkline(pts, a, b, 48, lo, hi)}  ${fmt(Math.min(...vs))} .. ${fmt(Math.max(...vs))}`);
+  };
+  say(`report of ${name} over ${since}: ${r.from} -> ${r.to}, ${r.samples} probe(s) of ${r.targets.length} target(s)`);
+  say(
+    `  uptime       ${r.uptime === undefined ? '- (one probe)' : `${(r.uptime * 100).toFixed(2)} % healthy (time-weighted)`}; verdicts: ${Object.entries(r.verdicts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  );
+  say(`  incidents    ${r.incidents.length || 'none'}`);
+  for (const i of r.incidents.slice(-10)) say(`    ${when(i.at)}${i.until ? ` -> ${when(i.until)}` : ' -> (still)'}  ${i.target} ${i.to}${i.cause ? `: ${i.cause}` : ''}`);
+  if (r.incidents.length > 10) say(`    (${r.incidents.length - 10} earlier incident(s): --json lists all)`);
+  say(`  TTFT         ${lat(r.ttft)}`);
+  say(`  ITL          ${lat(r.itl)}`);
+  const fin = Object.entries(r.finished).filter(([, v]) => v > 0);
+  say(
+    `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
+  );
+  if (cost?.allocation)
+    say(
+      `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,
+    );
+  else say('  cost         no GPU price: --gpu-hour-price USD (or probe.gpuHourPriceUsd in the profile)');
+  line('healthy', r.series.healthy, (v) => (v ? 'up' : 'down'), 0, 1);
+  line('tokens/s', r.series.tokensPerSecond, (v) => v.toFixed(1));
+  line('TTFT p50', r.series.ttftP50, (v) => sec(v));
+  line('KV cache', r.series.kvCache, (v) => `${(v * 100).toFixed(0)} %`, 0, 1);
+  line('waiting', r.series.waiting, (v) => String(v));
+  line('GPU temp', r.series.gpuTempMax, (v) => `${v} C`);
+  line('GPU memory', r.series.gpuMemPct, (v) => `${v.toFixed(0)} %`, 0, 100);
+  if (r.gpu) say(`  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`);
+}
+
+function page(name: string, since: string, r: Report, cost: CostResult | undefined, priceHow: string | undefined) {
+  const t0 = Date.parse(r.from!);
+  const hours = (pts: SeriesPoint[]) => pts.map((p) => +((p.t - t0) / 3_600_000).toFixed(4));
+  const chart = (heading: string, pts: SeriesPoint[], yLabel: string, text?: string): Section | undefined =>
+    pts.length ? { heading, text, chart: { kind: 'line', x: hours(pts), series: [{ label: yLabel, values: pts.map((p) => p.v) }], xLabel: `hours since ${r.from}`, yLabel } } : undefined;
+  const sections: Array<Section | undefined> = [
+    {
+      heading: 'Summary',
+      table: {
+        header: ['', ''],
+        rows: [
+          ['uptime (time-weighted)', r.uptime === undefined ? '-' : `${(r.uptime * 100).toFixed(2)} %`],
+          [
+            'verdicts',
+            Object.entries(r.verdicts)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', '),
+          ],
+          ['TTFT', lat(r.ttft)],
+          ['ITL', lat(r.itl)],
+          ['prompt tokens', int(r.tokens.prompt)],
+          ['generation tokens', int(r.tokens.generation)],
+          ['restarts', String(r.restarts)],
+          ['preemptions', int(r.preemptions)],
+          ...(cost?.allocation
+            ? [
+                ['price', priceHow ?? ''],
+                ['$ per 1K tokens (allocation)', cost.allocation.per1K?.toFixed(4) ?? '-'],
+                ['$ per 1K tokens (usage)', cost.usage?.per1K?.toFixed(4) ?? '-'],
+              ]
+            : []),
+          ...(r.gpu
+            ? [
+                ['GPU temperature', `${r.gpu.tempMin}..${r.gpu.tempMax} C`],
+                ['uncorrected ECC / Xid', `${r.gpu.ecc} / ${r.gpu.xid}`],
+              ]
+            : []),
+        ],
+      },
+    },
+    {
+      heading: 'Incidents',
+      text: r.incidents.length ? undefined : 'No state changes in this window.',
+      table: r.incidents.length
+        ? { header: ['from', 'to', 'target', 'state', 'cause'], rows: r.incidents.map((i) => [when(i.at), i.until ? when(i.until) : 'still', i.target, i.to, i.cause ?? '']) }
+        : undefined,
+    },
+    chart('Healthy', r.series.healthy, 'healthy (1) / not (0)'),
+    chart('Tokens per second', r.series.tokensPerSecond, 'tokens/s', 'Prompt + generation tokens between consecutive probes (counter deltas; a restart counts from zero).'),
+    chart('Time to first token, median between probes', r.series.ttftP50, 'TTFT p50 (s)', "From vLLM's histogram: bucket deltas between consecutive probes, interpolated as Prometheus does."),
+    chart('KV-cache usage', r.series.kvCache, 'KV cache (0..1)'),
+    chart('GPU temperature (hottest GPU)', r.series.gpuTempMax, 'C'),
+    chart('GPU memory (fullest GPU)', r.series.gpuMemPct, '% used'),
+  ];
+  return { title: `sparkctl report: ${name}`, subtitle: `${since}: ${r.from} -> ${r.to}, ${r.samples} probes`, sections: sections.filter((s): s is Section => !!s) };
+}

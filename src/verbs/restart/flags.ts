@@ -1,0 +1,29 @@
+import { Option } from 'commander';
+import { createCommand, deprecatedAlias, lazy } from '../define.js';
+import { durationArg, PROFILE_OPTIONS } from '../args.js';
+
+export default createCommand({
+  name: 'restart',
+  args: [['<profile>', 'profile name or YAML file (as it is now: an edited profile gives its new argv)']],
+  description: 'restart a profile: everything at once, or --rolling one replica at a time while the router keeps serving',
+  options: [
+    ['--rolling', 'one replica at a time behind the router: drain, stop, start, ready, prewarm, probe, back in rotation'],
+    ['--no-prewarm', 'skip prewarm after each start'],
+    new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
+      .argParser(durationArg('--drain-timeout', 'ms', true))
+      .default(600_000, '10m'),
+    new Option('--grace <duration>', "stop: SIGTERM, then SIGKILL after this long; default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s").argParser(
+      durationArg('--grace', 's', true),
+    ),
+    deprecatedAlias('--timeout <duration>', '--grace', durationArg('--timeout', 's', true)),
+    ['--ready-timeout <duration>', 'give up on a replica after this long; default from the profile', durationArg('--ready-timeout', 'ms')],
+    ['--skip-preflight', 'without --rolling: do not run the blocking preflight checks before serving again'],
+    ['--json', 'machine-readable output'],
+    ...PROFILE_OPTIONS,
+  ],
+  help: `
+Examples:
+  sparkctl restart qwen3.5-9b --rolling       nobody notices: the router sends each request to a serving replica
+  sparkctl restart qwen3.5-9b                 stop everything, serve again`,
+  handler: lazy(() => import('./run.js')),
+});

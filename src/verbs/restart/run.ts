@@ -1,0 +1,187 @@
+// restart: the profile as it is now (an edited profile gives its new argv) -> a plan -> either
+// everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
+// the router, the others serving.
+import { loadProfile } from '../../profiles/load.js';
+import { resolveLoaded } from '../../profiles/resolve.js';
+import { join } from 'node:path';
+import { buildServePlan, readSecrets, type EngineKind } from '../../engine/plan.js';
+import { Registry, type Entry } from '../../engine/registry.js';
+import { stateDir } from '../common.js';
+import { envelope, c, formatDuration } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ExitWith, exitCodeOf } from '../../errors.js';
+import type { RollingEvent, RollingOutcome } from '../../router/rolling.js';
+import type { RequestsOutcome } from '../../engine/stop.js';
+
+export interface RestartOptions {
+  rolling?: boolean;
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  prewarm: boolean;
+  json?: boolean;
+  /** ms */
+  drainTimeout: number;
+  /** s: SIGTERM, then SIGKILL (default: each server's drain + teardown) */
+  grace?: number;
+  /** ms */
+  readyTimeout?: number;
+  skipPreflight?: boolean;
+}
+
+/** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
+function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
+  const first = entries.find((e) => e.inst.role !== 'router' && !e.recovered)?.inst ?? entries[0]!.inst;
+  const argv = first.argv;
+  const at = argv.indexOf('--sim-load-seconds');
+  return { engine: first.engine, vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm', simLoadSeconds: at >= 0 ? argv[at + 1] : undefined };
+}
+
+export async function run(profileName: string, opts: RestartOptions) {
+  const reg = new Registry(stateDir());
+  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
+  const name = loaded.profile.name;
+  const entries = reg.find(name).filter((e) => e.inst.profile === name);
+  if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
+  const router = entries.find((e) => e.inst.role === 'router');
+  const replicas = entries.filter((e) => e.inst.role !== 'router');
+  const started = howStarted(entries);
+
+  if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, Boolean(router));
+
+  if (!router?.alive || !router.inst.router)
+    throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
+      `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
+    ]);
+  // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
+  const installed = started.engine === 'vllm' && loaded.profile.engine.runtime === 'host' ? await installedVllmVersion(started.vllmBin) : undefined;
+  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
+  const secrets = readSecrets(plan.profile);
+  const { rollingRestart } = await import('../../router/rolling.js');
+  const ac = new AbortController();
+  const onSignal = () => ac.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let outcome: RollingOutcome;
+  try {
+    outcome = await rollingRestart({
+      plan,
+      router: router.inst,
+      entries: replicas,
+      secrets,
+      drainTimeoutMs: opts.drainTimeout,
+      stopTimeoutMs: opts.grace === undefined ? undefined : opts.grace * 1000,
+      signal: ac.signal,
+      onEvent: opts.json ? undefined : renderEvent,
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  if (opts.json) say(envelope('restart', { rolling: true, ...outcome, exitCode: exitCodeOf(outcome.status) }));
+  else if (outcome.aborted) {
+    note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
+    const kept = outcome.replicas.filter((x) => x.name !== outcome.aborted!.replica).map((x) => x.name);
+    note(`the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`);
+  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
+  const code = exitCodeOf(outcome.status);
+  if (code !== 0) throw new ExitWith(code);
+}
+
+function renderEvent(e: RollingEvent) {
+  switch (e.type) {
+    case 'drain':
+      note(`${e.replica}: draining (HAProxy sends it no new requests)`);
+      break;
+    case 'drained':
+      note(
+        e.timedOut
+          ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)`
+          : `${e.replica}: drained in ${formatDuration(e.ms)}${e.atStart ? ` (${e.atStart} request${e.atStart === 1 ? '' : 's'} in flight when it began)` : ''}`,
+      );
+      break;
+    case 'stopped':
+      note(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
+      break;
+    case 'started':
+      note(`${e.replica}: started, pid ${e.pid}${e.argvChanged ? ' (new argv: the profile changed)' : ''}`);
+      break;
+    case 'ready':
+      note(`${e.replica}: ready in ${formatDuration(e.ms)}`);
+      break;
+    case 'prewarm':
+      note(`${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`);
+      break;
+    case 'probe':
+      note(`${e.replica}: probe ${e.result.state}`);
+      break;
+    case 'back':
+      say(`${e.replica}: back in rotation (out of it for ${formatDuration(e.ms)})`);
+      break;
+    case 'aborted':
+      break;
+  }
+}
+
+function requestsLine(r: RequestsOutcome): string {
+  switch (r.kind) {
+    case 'drained':
+      return `${r.count} drained`;
+    case 'aborted':
+      return `${r.count} ABORTED by vLLM (no --shutdown-timeout)`;
+    case 'cut-off':
+      return `${r.count ?? 'some'} cut off by SIGKILL`;
+    case 'unknown':
+      return r.inFlight === undefined ? 'unknown' : `${r.inFlight} before the signal, outcome not logged`;
+    case 'router-drained':
+      return `${r.inFlight ?? 'all'} drained by HAProxy's soft stop`;
+    case 'router-cut':
+      return `${r.cut} CUT by HAProxy's hard stop at the drain deadline`;
+    case 'router-unknown':
+      return `${r.inFlight ?? 'unknown'} before the soft stop, outcome not known`;
+    default:
+      return 'none';
+  }
+}
+
+/** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
+async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, hadRouter: boolean) {
+  const release = await reg.lock((opts.grace ?? 60) * 1000 + 10_000);
+  try {
+    const unproven = entries.filter((e) => e.proof.state === 'unproven');
+    if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
+    const { stopInstance } = await import('../../engine/stop.js');
+    // The router first: no request is sent to a replica that is stopping.
+    const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
+    for (const e of order) {
+      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000 });
+      if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
+      if (!st.removed)
+        throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [
+          `sparkctl stop ${e.inst.name}, then serve again`,
+        ]);
+      if (!opts.json && st.result !== 'not-running') note(`${e.inst.name}: ${st.result}; requests in flight: ${requestsLine(st.requests)}`);
+    }
+  } finally {
+    release();
+  }
+  const serve = await import('../serve/run.js');
+  await serve.run(profileName, {
+    set: opts.set,
+    profiles: opts.profiles,
+    gpus: opts.gpus,
+    engine: started.engine,
+    vllmBin: started.vllmBin,
+    simLoadSeconds: started.simLoadSeconds,
+    prewarm: opts.prewarm,
+    json: opts.json,
+    readyTimeout: opts.readyTimeout,
+    skipPreflight: opts.skipPreflight,
+    router: hadRouter,
+  });
+}
+
+async function installedVllmVersion(bin: string): Promise<string | undefined> {
+  const { installedVllm } = await import('../../engine/vllm-version.js');
+  return (await installedVllm(bin, { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') })).version;
+}

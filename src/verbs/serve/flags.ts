@@ -1,0 +1,37 @@
+import { Option } from 'commander';
+import { createCommand, lazy } from '../define.js';
+import { durationArg, PROFILE_OPTIONS } from '../args.js';
+
+export default createCommand({
+  name: 'serve',
+  args: [['<profile>', 'profile name or YAML file, or a model: a Hugging Face id (read from the local cache) or a folder with config.json']],
+  description: 'preflight, launch every replica, wait until ready, prewarm, deep probe',
+  options: [
+    new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'),
+    ['--vllm-bin <path>', 'the vllm executable', 'vllm'],
+    new Option('--runtime <runtime>', "host (vllm on this machine) or container (docker/podman; the container: block); default the profile's engine.runtime").choices(['host', 'container']),
+    ['--pull', 'runtime container: let the CLI pull a missing image (serve never pulls otherwise)'],
+    ['--dry-run', 'print the launch plan and stop (never spawns)'],
+    ['--json', 'machine-readable output: the plan (--dry-run) or one outcome envelope at the end'],
+    ['--no-prewarm', 'skip prewarm after ready'],
+    ['--skip-preflight', 'do not run the blocking preflight checks first'],
+    ['--foreground', 'stay attached (systemd, containers): SIGTERM/SIGINT stop the servers; exit 0 when stopped, 4 when a server fails'],
+    ['--ready-timeout <duration>', 'give up after this long (90s, 15m; a bare number is seconds); default from the profile', durationArg('--ready-timeout', 'ms')],
+    ['--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes'],
+    ['--platform <name>', "platform baseline (default: the profile's)"],
+    ['--sim-load-seconds <s>', 'simulated load time (engine sim)'],
+    ['--router', "HAProxy on the profile's port in front of the replicas (also: router: in the profile)"],
+    ...PROFILE_OPTIONS,
+  ],
+  help: `
+Examples:
+  sparkctl serve qwen3.5-9b --dry-run                 the vllm command for each replica
+  sparkctl serve qwen3.5-9b --engine sim              launch on the simulator (any machine)
+  sparkctl serve qwen3.5-9b --router                  one endpoint (HAProxy) for every replica
+  sparkctl serve qwen-prod --set engine.maxModelLen=8192
+  sparkctl serve qwen3-200b --nodes nodes.yaml --dry-run   Ray over 4 nodes
+  sparkctl serve qwen3.5-9b --runtime container --dry-run   the docker/podman run of each replica
+  sparkctl serve qwen3.5-9b --foreground              for systemd Type=simple
+  sparkctl serve Qwen/Qwen3-8B --dry-run              any downloaded model, no profile`,
+  handler: lazy(() => import('./run.js')),
+});

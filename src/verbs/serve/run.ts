@@ -1,0 +1,216 @@
+// serve: flags (validated by cli.ts) -> profile parsed once -> preflight (typed GPU facts) -> the
+// plan -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+import { hostShapeFromGpus } from '../../profiles/resolve.js';
+import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
+import type { GpuFact } from '../../host/gpu-facts.js';
+import type { HostShape } from '../../profiles/validate.js';
+import { buildServePlan, containerPlanOf, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import type { ServeOutcome } from '../../engine/events.js';
+import type { ContainerPlan } from '../../engine/runtime/container.js';
+import { planMemory } from '../../profiles/planner.js';
+import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { ExitWith, exitCodeOf } from '../../errors.js';
+import { renderConfig, routerMetricsEndpoint } from '../../router/config.js';
+import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
+
+/** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
+const runLineOf = ({ spec: _spec, ...run }: ContainerPlan) => run;
+
+export type { ServeOptions };
+
+export function planEnvelope(plan: ServePlan) {
+  return {
+    profile: plan.profile.name,
+    engine: plan.engine,
+    vllmVersion: plan.profile.engine.vllmVersion,
+    servedName: plan.servedName,
+    platform: plan.platform.name,
+    host: { gpus: plan.host.gpus, source: plan.host.gpusSource },
+    runtime: plan.runtime,
+    replicas: plan.replicas.map((x) => ({
+      name: x.name,
+      argv: x.argv,
+      ...(plan.container ? { container: runLineOf(containerPlanOf(plan, x, '<marker>')) } : {}),
+      // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
+      env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
+      port: x.port,
+      gpus: x.gpus,
+      logFile: x.logFile,
+    })),
+    router: plan.router
+      ? {
+          name: plan.router.name,
+          bind: plan.router.bind,
+          servers: plan.router.servers,
+          stats: plan.router.stats,
+          metrics: routerMetricsEndpoint(plan.router).url,
+          socket: plan.router.socket,
+          configFile: plan.router.configFile,
+          config: renderConfig(plan.router, { socket: plan.router.socket, logStdout: true }),
+        }
+      : null,
+    memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
+    warnings: plan.warnings,
+  };
+}
+
+function printDryRun(plan: ServePlan, r: Prepared) {
+  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
+  note(c.dim(`planned for ${r.hostLine}`));
+  note(c.dim(`vLLM: ${r.vllm.note}`));
+  if (r.model) note(c.dim(`model: ${r.model.note}`));
+  for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
+  for (const x of plan.replicas) {
+    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
+    if (plan.container) {
+      const cp = containerPlanOf(plan, x, '<marker>');
+      // the key is named (-e VLLM_API_KEY), its value read from the variable the profile names
+      const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
+      const cmd = shellCommand(cp.argv, {});
+      say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
+      say();
+      continue;
+    }
+    const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
+    const cmd = shellCommand(x.argv, x.env);
+    say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
+    say();
+  }
+  if (plan.router) {
+    const rt = plan.router;
+    say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
+    say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
+    say();
+  }
+}
+
+/** Several replicas without a router: say what the clients face, and why --router may not be there. */
+function routerNote(plan: ServePlan) {
+  if (plan.router || plan.replicas.length < 2) return;
+  const haproxy = findHaproxy();
+  note(
+    c.dim(
+      `note: no router: clients pick one of ${plan.replicas.length} ports (${plan.replicas.map((x) => x.port).join(', ')}); ${
+        haproxy ? '--router (or router: in the profile) puts HAProxy in front of them' : `--router needs HAProxy, which is not installed here (${INSTALL_FIX})`
+      }`,
+    ),
+  );
+}
+
+/** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
+function wireSignals() {
+  const graceful = new AbortController();
+  const force = new AbortController();
+  const on = () => (graceful.signal.aborted ? force.abort() : graceful.abort());
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  return {
+    signal: graceful.signal,
+    force: force.signal,
+    off: () => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+    },
+  };
+}
+
+export async function run(profileName: string, opts: ServeOptions) {
+  validateServeInputs(opts);
+  if (opts.nodes) {
+    const multi = await import('../nodes.js');
+    return multi.serveNodes(profileName, opts);
+  }
+  const sim = opts.engine === 'sim';
+  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
+  if (opts.dryRun) {
+    // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
+    const r = await prepare(profileName, reads);
+    const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
+    plan.warnings.unshift(...versionWarnings(r.vllm, true));
+    if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
+    else {
+      routerNote(plan);
+      printDryRun(plan, r);
+    }
+    return;
+  }
+  // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  const loaded = await prepare(profileName, { ...reads, readHost: false });
+
+  const { servePreflight, serveLocal } = await import('../../engine/serve.js');
+  const { textRenderer, jsonRenderer } = await import('../../output/serve.js');
+  const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
+  const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: sim });
+
+  // 1. preflight: the blocking checks; the host's shape comes from its typed GPU facts
+  let platform = opts.platform ?? loaded.profile.platform;
+  let host: HostShape | undefined;
+  let gpuFacts: GpuFact[] | undefined;
+  if (sim && !opts.json) {
+    const { loadPlatform, DEFAULT_PLATFORM } = await import('../../profiles/load.js');
+    const pl = loadPlatform(platform ?? DEFAULT_PLATFORM);
+    note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
+  }
+  if (!opts.skipPreflight) {
+    // --router is checked like a router: block (HAProxy installed, its ports free).
+    const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform });
+    render.preflight(pf, sim);
+    if (pf.report.checks.some((x) => x.status === 'fail')) {
+      render.preflightFailed(pf, loaded.profile.name);
+      throw new ExitWith(exitCodeOf('preflight-failed'));
+    }
+    platform = pf.platform.name;
+    if (!sim) host = hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus);
+    gpuFacts = pf.gpus;
+  }
+
+  // 2. the plan: the profile validated once, against the host preflight saw
+  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
+  versionWarnings(r.vllm, false);
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
+  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) routerNote(plan);
+  const secrets = readSecrets(plan.profile);
+  if (plan.container && !opts.skipPreflight) {
+    const [{ containerPreflight }, { containerGpuUse }] = await Promise.all([import('../../engine/runtime/preflight.js'), import('../../engine/runtime/container.js')]);
+    const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
+    const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
+    const use = containerGpuUse(plan.profile, plan.engine);
+    const checks = (
+      await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus, noGpu: use.gpu ? undefined : use.why })
+    ).filter((x) => x.status !== 'skip');
+    if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
+    const failed = checks.filter((x) => x.status === 'fail');
+    if (failed.length) {
+      for (const f of failed) note(`${c.red('fail')} ${f.id}: ${f.detail}${f.fix ? `\n  fix: ${f.fix}` : ''}`);
+      if (opts.json) say(envelope('serve', { profile: plan.profile.name, status: 'preflight-failed', checks }));
+      throw new ExitWith(exitCodeOf('preflight-failed'));
+    }
+  }
+
+  // 3. act; 4. render the outcome; 5. its exit code, from the one table
+  const sig = wireSignals();
+  let readyCount = 0;
+  let outcome: ServeOutcome;
+  try {
+    outcome = await serveLocal(plan, {
+      signal: sig.signal,
+      force: sig.force,
+      secrets,
+      onEvent: (e) => {
+        render.event(e);
+        // Once every replica is ready (and not --foreground), the servers run on their own: Ctrl-C
+        // during prewarm/probe ends sparkctl only, as the default handler does.
+        if (e.type === 'ready' && !plan.foreground && ++readyCount === plan.replicas.length) sig.off();
+      },
+    });
+  } finally {
+    sig.off();
+  }
+  render.outcome(outcome);
+  const code = codeOf(outcome);
+  if (code !== 0) throw new ExitWith(code);
+}

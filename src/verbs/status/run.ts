@@ -1,0 +1,102 @@
+import { Registry, type Instance } from '../../engine/registry.js';
+import { stateDir } from '../common.js';
+import { http } from '../../client/http.js';
+import { targetFromInstance } from '../../health/target.js';
+import { envelope, table, c, formatDuration } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+
+export async function run(opts: { json?: boolean }) {
+  const reg = new Registry(stateDir());
+  const all = reg.list();
+  for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}`);
+  const rows = await Promise.all(
+    all.map(async ({ inst, alive, proof, recovered }) => {
+      let health = proof.state === 'unproven' ? 'unproven' : 'stale';
+      const procState = proof.state === 'gone' ? 'dead' : proof.state === 'unproven' ? 'UNPROVEN' : proof.state === 'degraded' ? 'DEGRADED' : 'alive';
+      const why = proof.state === 'unproven' ? proof.reason : proof.state === 'degraded' ? `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` : undefined;
+      if (recovered) health = 'entry corrupt';
+      else if (proof.state === 'degraded') health = 'degraded';
+      else if (alive && inst.role === 'router' && inst.router) health = await routerHealth(inst.router);
+      else if (alive) {
+        const h = await http(`${targetFromInstance(inst).url}/health`, { timeoutMs: 1500 });
+        health = h.ok ? (h.status === 200 ? 'healthy' : h.status === 503 ? 'engine dead' : `HTTP ${h.status}`) : h.error === 'refused' ? (inst.readyAt ? 'refused' : 'starting') : h.error;
+      }
+      return { inst, alive, health, process: procState, why, recovered: Boolean(recovered), uptimeMs: Date.now() - Date.parse(inst.startedAt) };
+    }),
+  );
+  // Only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped.
+  const stale = rows.filter((r) => r.process === 'dead');
+  for (const r of stale) reg.remove(r.inst.name);
+  if (opts.json) {
+    say(
+      envelope('status', {
+        clusters: (await (await import('../nodes.js')).clusterStatuses()).map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes })),
+        instances: rows.map((r) => ({
+          name: r.inst.name,
+          profile: r.inst.profile,
+          replica: r.inst.replica,
+          pid: r.inst.pid,
+          ...(r.inst.container
+            ? { container: { cli: r.inst.container.cli, id: r.inst.container.id ?? null, name: r.inst.container.name, image: r.inst.container.image, marker: r.inst.marker ?? null } }
+            : {}),
+          alive: r.alive,
+          process: r.process.toLowerCase(),
+          ...(r.why ? { why: r.why } : {}),
+          recovered: r.recovered,
+          health: r.health,
+          port: r.inst.port,
+          url: targetFromInstance(r.inst).url,
+          gpus: r.inst.gpus,
+          engine: r.inst.engine,
+          uptimeSeconds: Math.round(r.uptimeMs / 1000),
+          logFile: r.inst.logFile,
+          ...(r.inst.role ? { role: r.inst.role } : {}),
+          removed: r.process === 'dead',
+        })),
+        corrupt: reg.corrupt,
+      }),
+    );
+    return;
+  }
+  // Multi-node servers (serve --nodes) run on other hosts: the head's server and each node's Ray.
+  const { clusterStatuses, renderClusterStatus } = await import('../nodes.js');
+  const clusters = await clusterStatuses();
+  if (!rows.length && !clusters.length) return say('no servers registered');
+  if (clusters.length) {
+    say(clusters.map(renderClusterStatus).join('\n\n'));
+    if (!rows.length) return;
+    say('');
+  }
+  say(
+    table(
+      rows.map((r) => [
+        r.inst.name,
+        r.inst.profile,
+        // a container's processes are the runtime's: its id is what identifies it
+        r.inst.container ? `${r.inst.container.cli}:${r.inst.container.id?.slice(0, 12) ?? '?'}` : String(r.inst.pid),
+        r.process === 'alive' ? c.green('alive') : c.red(r.process),
+        r.health.startsWith('healthy') ? c.green(r.health) : c.yellow(r.health),
+        String(r.inst.port),
+        r.alive ? formatDuration(r.uptimeMs) : '-',
+        r.inst.gpus.join(',') + (r.inst.engine === 'sim' ? ' (sim)' : ''),
+      ]),
+      ['NAME', 'PROFILE', 'PID', 'PROCESS', 'HEALTH', 'PORT', 'UPTIME', 'GPUS'],
+    ),
+  );
+  for (const r of rows)
+    if (r.why)
+      note(`${r.inst.name}: ${r.process}: ${r.why}${r.process === 'UNPROVEN' ? ' (never signalled; sparkctl stop --force-forget drops the record)' : ' (sparkctl stop stops the rest of the group)'}`);
+  if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
+}
+
+/** A router's health in status: how many of its replicas HAProxy sends traffic to. */
+async function routerHealth(rec: NonNullable<Instance['router']>): Promise<string> {
+  const { showStat, serverState } = await import('../../router/api.js');
+  try {
+    const st = (await showStat(rec.socket, 1500)).filter((s) => s.backend === rec.backend);
+    const up = st.filter((s) => serverState(s) === 'up').length;
+    return up === rec.servers.length ? `healthy (${up}/${rec.servers.length} up)` : `${up}/${rec.servers.length} up`;
+  } catch {
+    return 'runtime API silent';
+  }
+}

@@ -1,0 +1,113 @@
+import { Registry } from '../../engine/registry.js';
+import { stateDir } from '../common.js';
+import { stopInstances, graceMsOf, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
+import { envelope } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ProblemsFound } from '../../errors.js';
+
+const requestsWord = (n: number) => `${n} in-flight request${n === 1 ? '' : 's'}`;
+
+/** What the evidence says happened to the requests; never more than it shows. */
+export function requestsText(r: RequestsOutcome): string {
+  switch (r.kind) {
+    case 'drained':
+      return `drained ${requestsWord(r.count)}`;
+    case 'aborted':
+      return `aborted ${requestsWord(r.count)}${r.count ? ' (vLLM aborts on SIGTERM unless started with --shutdown-timeout: set server.shutdownTimeoutSeconds)' : ''}`;
+    case 'cut-off':
+      return r.count !== undefined ? `SIGKILL cut off ${requestsWord(r.count)}` : 'SIGKILL cut off what was in flight';
+    case 'unconfirmed':
+      return `vLLM was draining but never logged that its requests completed${r.inFlight ? ` (${r.inFlight} in flight at the signal)` : ''}: they may have failed (see sparkctl logs)`;
+    case 'unknown':
+      // the gauges follow the engine's steps: a request the API server still holds is not counted
+      if (r.inFlight === 0) return 'its gauges showed no running or waiting request at the signal; vLLM logged no shutdown mode';
+      return r.inFlight !== undefined
+        ? `${r.inFlight} request${r.inFlight === 1 ? ' was' : 's were'} in flight; vLLM logged no shutdown mode, so how ${r.inFlight === 1 ? 'it' : 'they'} ended is not known`
+        : 'vLLM logged no shutdown mode: how its requests ended is not known';
+    case 'router-drained': {
+      const asked = r.inFlight !== undefined ? `; HAProxy had ${r.inFlight} request${r.inFlight === 1 ? '' : 's'} in flight` : '';
+      const idle = r.idleClosed ? `; ${r.idleClosed} idle keep-alive connection${r.idleClosed === 1 ? '' : 's'} closed at the deadline` : '';
+      if (r.connections === 0) return `drained: no client connection was open${asked}`;
+      const which = r.connections === undefined ? 'every open client connection' : r.connections === 1 ? 'the 1 open client connection' : `all ${r.connections} open client connections`;
+      return `drained: ${which} finished${asked}${idle}`;
+    }
+    case 'router-cut':
+      return `CUT ${r.cut} client connection${r.cut === 1 ? '' : 's'} with a request still running at the drain deadline${r.connections !== undefined ? ` (of ${r.connections} open at the soft stop)` : ''}: stop --grace longer, or router.drainTimeoutSeconds`;
+    case 'router-unknown':
+      return `HAProxy's connections could not be read (/proc/net/tcp) at the drain deadline: whether the hard stop cut a request is not known${r.inFlight !== undefined ? ` (HAProxy had ${r.inFlight} in flight at the soft stop)` : ''}`;
+    case 'none':
+      return '';
+  }
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+
+/** How the server ended: a router by its soft stop (HAProxy's words), any other by SIGTERM/SIGKILL. */
+function howText(r: StopOutcome): string {
+  if (r.result === 'not-running') return 'was not running';
+  if (r.routerEnd === 'soft-stop') return `soft-stopped (SIGUSR1) in ${secs(r.ms)}`;
+  if (r.routerEnd === 'hard-stop') return `soft stop did not end within ${secs(r.graceMs)}: hard stop (SIGTERM)`;
+  if (r.routerEnd === 'SIGKILL') return `soft stop did not end within ${secs(r.graceMs)}, nor the hard stop: killed (SIGKILL)`;
+  return r.result === 'killed'
+    ? `did not stop within ${secs(r.graceMs)}: killed (SIGKILL)`
+    : `stopped (SIGTERM) in ${secs(r.ms)}${r.degraded ? ' (its API server had died; the rest of its group is stopped)' : ''}`;
+}
+
+export function outcomeLine(r: StopOutcome): string {
+  if (r.result === 'unproven')
+    return `${r.name}: NOT SIGNALLED: ${r.unproven?.detail}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`;
+  const req = requestsText(r.requests);
+  const log = r.logDeleted ? '; its log was deleted while it ran (rotated away?): its shutdown lines are lost' : '';
+  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
+}
+
+export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
+  if (opts.nodes) {
+    const { stopNodes } = await import('../nodes.js');
+    return stopNodes(name, { ...opts, timeout: opts.grace ?? graceMsOf({}) / 1000 });
+  }
+  if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');
+  const reg = new Registry(stateDir());
+  const graceMs = opts.grace === undefined ? undefined : opts.grace * 1000;
+  // another stop may hold the lock through a whole drain
+  const release = await reg.lock((graceMs ?? 60_000) + 10_000);
+  try {
+    const targets = opts.all ? reg.list() : reg.find(name!);
+    for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
+    if (!targets.length) {
+      // Safe to run twice: nothing registered under that name is not an error.
+      if (opts.json) say(envelope('stop', { stopped: [] }));
+      else say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
+      return;
+    }
+    const results = await stopInstances(reg, targets, {
+      graceMs,
+      forceForget: opts.forceForget,
+      onEvent: (e) => {
+        if (e.type === 'signalled' && e.signal === 'SIGUSR1')
+          note(
+            `${e.name}: soft stop (SIGUSR1): HAProxy stops listening and lets ${e.connections === undefined ? 'its open connections' : `${e.connections} open connection${e.connections === 1 ? '' : 's'}`} finish; hard stop after ${Math.round(e.graceMs / 1000)} s if it has not ended`,
+          );
+        else if (e.type === 'signalled' && e.signal === 'SIGTERM' && e.hardStop) note(`${e.name}: the drain deadline passed: hard stop (SIGTERM); SIGKILL after 3 s`);
+        else if (e.type === 'signalled' && e.signal === 'SIGTERM')
+          note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
+      },
+    });
+    if (opts.json) say(envelope('stop', { stopped: results }));
+    else for (const r of results) say(outcomeLine(r));
+    const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
+    const bad = results.filter((r) => r.result !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
+    if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
+    if (bad.length || unproven.length)
+      throw new ProblemsFound(
+        [
+          bad.length ? `${bad.length} server(s) did not release everything` : '',
+          unproven.length ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled` : '',
+        ]
+          .filter(Boolean)
+          .join('; '),
+      );
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,265 @@
+import { resolveProfile, requireValid, sparkctlBin, type Resolved } from '../common.js';
+import { say, note } from '../../output/log.js';
+import { UsageError } from '../../errors.js';
+import { commentValue } from '../../output/format.js';
+import { resolve } from 'node:path';
+import { shutdownTimeoutArg } from '../../profiles/render.js';
+import { graceMsOf } from '../../engine/stop.js';
+import { STATE_LABEL, runArgv } from '../../engine/runtime/container.js';
+import { routerDrainSeconds } from '../../router/config.js';
+
+// systemd unit syntax: one setting a line, so a newline (or any control character) in a value
+// would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
+// escaped: % (specifiers) and $ (variable expansion) doubled, and every ExecStart= argument that is
+// not plain is double-quoted with C-style escapes, so a path with a space stays one argument.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function refuseControl(what: string, v: string) {
+  if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);
+}
+
+/** Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is, not escaped). */
+const CIDFILE = '%t/%n.ctr-id';
+
+/** A value in a unit file line (Description=, a comment): specifiers escaped. */
+const unitValue = (v: string) => v.replace(/%/g, '%%');
+
+/** One ExecStart= argument, quoted per systemd.service(5) "Command lines". */
+export function execArg(a: string): string {
+  const v = a.replace(/%/g, '%%').replace(/\$/g, '$$$$');
+  if (/^[A-Za-z0-9_@+=:,./-]+$/.test(v)) return v;
+  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container'; quadlet?: boolean }) {
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  requireValid(r);
+  const p = r.profile;
+  const inContainer = (opts.runtime ?? p.engine.runtime) === 'container';
+  if (opts.quadlet && !inContainer) throw new UsageError('--quadlet: a Quadlet unit runs a container; this profile runs on the host', ['add --runtime container']);
+  if (opts.quadlet) return quadletUnits(r, opts);
+  if (inContainer) return containerUnits(r, opts);
+  for (const s of opts.set) refuseControl(`--set ${s.split('=')[0]}`, s);
+  refuseControl('description', p.description ?? '');
+  refuseControl('profile name', p.name);
+  refuseControl('--environment-file', opts.environmentFile);
+  if (opts.profiles !== undefined) refuseControl('--profiles', resolve(opts.profiles));
+  // Where sparkctl and node live is the environment's say: a control character there would inject lines just the same.
+  refuseControl('the node executable path', process.execPath);
+  refuseControl("sparkctl's own path", sparkctlBin());
+  if (opts.user !== undefined && !/^[A-Za-z_][A-Za-z0-9_.-]{0,31}\$?$/.test(opts.user))
+    throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
+  if (!/^[A-Za-z0-9._-]+$/.test(p.name)) throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
+  const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
+  const serveArgs = ['serve', p.name, ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []), ...opts.set.flatMap((s) => ['--set', s]), '--foreground', '--no-prewarm'];
+  const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
+  // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
+  const drain = shutdownTimeoutArg(p);
+  // with a router, its soft stop drains first (then its hard stop, 3 s), then the replicas
+  const routerDrain = p.router?.enabled ? routerDrainSeconds(p) + 3 : 0;
+  const stopBudget = routerDrain + Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
+  const unit = `# sparkctl systemd ${p.name}: ${commentValue(p.description ?? '')}
+# Install: save as /etc/systemd/system/sparkctl-${p.name}.service, then
+#   systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}
+[Unit]
+Description=vLLM server ${p.name} (sparkctl)
+Documentation=https://docs.vllm.ai/
+After=network-online.target nvidia-persistenced.service nvidia-fabricmanager.service
+Wants=network-online.target
+# Back-off: at most 5 restarts in 10 minutes, then stay failed until someone looks.
+StartLimitIntervalSec=600
+StartLimitBurst=5
+
+[Service]
+Type=simple
+${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (${p.server.apiKeyEnv}=...)` : ''} lives here, mode 0600, never in the unit or the profile.
+EnvironmentFile=-${unitValue(opts.environmentFile)}
+Environment=SPARKCTL_STATE_DIR=/var/lib/sparkctl
+Environment=NO_COLOR=1
+${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
+ExecStart=${cmd(...serveArgs)}
+# Once started, take it from cold to warm (waits for readiness itself).
+ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
+TimeoutStartSec=${startBudget}
+# ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
+KillMode=mixed
+TimeoutStopSec=${stopBudget}
+Restart=on-failure
+RestartSec=15
+LimitNOFILE=${Math.max(65536, r.platform.host.nofileMin)}
+LimitMEMLOCK=infinity
+
+[Install]
+WantedBy=multi-user.target
+`;
+  say(unit);
+  note(`install: sparkctl systemd ${p.name} > /etc/systemd/system/sparkctl-${p.name}.service && systemctl daemon-reload && systemctl enable --now sparkctl-${p.name}`);
+  if (p.server.apiKeyEnv) note(`put ${p.server.apiKeyEnv}=<key> in ${opts.environmentFile} (chmod 600)`);
+}
+
+/**
+ * A container unit fixes vLLM's arguments when it is written, not when it runs (serve --foreground
+ * reads the installed vLLM at each start). With engine.vllmVersion auto they are rendered for the
+ * image's vLLM, read here as serve reads it (label, else asked in the image, cached by image id), else
+ * as its reference states it (vllm/vllm-openai:vX.Y.Z, a known NGC release), and for its entrypoint;
+ * an image whose version none of these gives is refused (exit 2) rather than rendered for a guess.
+ */
+async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
+  const { imageVersion } = await import('../../engine/inputs.js');
+  const { decideVersion, unknownImageVersion } = await import('../../engine/vllm-version.js');
+  const { resolveLoaded } = await import('../../profiles/resolve.js');
+  const read = await imageVersion(r.profile, r.platform, false);
+  const pinned = r.profile.engine.vllmVersion;
+  const v = decideVersion(pinned, read.installed);
+  const stated = read.installed.source === 'tag' || read.installed.source === 'release-notes';
+  const note =
+    v.how === 'unknown' || (pinned === 'auto' && stated)
+      ? `flags rendered for ${v.note}`
+      : v.mismatch
+        ? `engine.vllmVersion is pinned to ${pinned}, but the image ${read.installed.image} has vLLM ${v.installed}: the unit would run flags for a vLLM that is not there`
+        : undefined;
+  if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
+  if (v.how === 'unknown') throw unknownImageVersion(read.installed.image ?? 'none', read.installed.why, 'the unit');
+  const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
+  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name });
+  requireValid(r2);
+  return { r: r2, entrypoint: read.image?.entrypoint, note };
+}
+
+/** With a router: container units run the replicas only; serve --foreground runs HAProxy in front of them too. */
+function routerNote(p: Resolved['profile'], ports: number[]): string | undefined {
+  if (!p.router?.enabled) return undefined;
+  return `router.enabled: these units run the replicas only (ports ${ports.join(', ')}), not HAProxy on port ${p.server.port}; for the router in front, one unit that runs serve --foreground: sparkctl systemd ${p.name} --runtime host --set engine.runtime=container`;
+}
+
+/**
+ * engine.runtime container: one unit per replica that runs the container itself, attached
+ * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
+ * (--stop-timeout). The key is named (--env VLLM_API_KEY) and read from the EnvironmentFile by the CLI.
+ * A `podman run` unit by default, which every podman runs: Debian 12's podman 4.3 has no Quadlet
+ * (4.4+); --quadlet writes the .container file instead.
+ */
+async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFile: string; user?: string; gpus?: number }) {
+  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
+  const p = r.profile;
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
+  for (const x of plan.replicas) {
+    // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
+    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    // The podman unit keeps its container's id in %t (/run for a system unit), where a User= account
+    // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
+    if (opts.user !== undefined && cp.cli === 'podman')
+      throw new UsageError(`--user ${opts.user} with container.cli podman: the unit's container id file is in /run, which ${opts.user} cannot write`, [
+        'leave out --user (the unit runs rootful podman)',
+        `or run rootless podman: sparkctl systemd ${p.name} --runtime container --quadlet (without --user), saved in ~${opts.user}/.config/containers/systemd/`,
+      ]);
+    // Named systemd-<unit> as Quadlet names its own: serve names its containers sparkctl-<instance>, so
+    // this unit's ExecStop never stops one serve started (and run refuses a name already taken). Nor a
+    // state folder's label: no sparkctl status/stop may take it for one of its own orphans.
+    const ctr = `systemd-${cp.name}`;
+    const { [STATE_LABEL]: _state, ...labels } = cp.spec.labels ?? {};
+    const argv = runArgv({ ...cp.spec, name: ctr, labels });
+    for (const a of argv) refuseControl('a container argument', a);
+    // podman: the id of the container this start created, in a file of the unit's own (as podman generate
+    // systemd does), and the stop by that id; docker stop has no --cidfile, so docker's is by the unique name
+    const words = argv.map(execArg);
+    const podman = cp.cli === 'podman';
+    if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
+    // docker: -t, which the 20.10 CLI takes and 23+ takes without the deprecation warning --time prints
+    const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore', '--time'] : ['-t']), String(cp.stopTimeoutS)].map(execArg);
+    // A container left by an unclean end (sparkctl's unit killed, the host rebooted mid-run) would hold the
+    // name, and every restart would fail on it: it is removed by the id this unit recorded, never by name.
+    const rmOurs = [cp.cli, ...cp.cliArgs, 'rm', '-f', '--ignore', `--cidfile=${CIDFILE}`].map((a) => (a === `--cidfile=${CIDFILE}` ? a : execArg(a))).join(' ');
+    const stopBudget = cp.stopTimeoutS + 30;
+    const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
+# Install: save as /etc/systemd/system/${cp.name}.service, then
+#   systemctl daemon-reload && systemctl enable --now ${cp.name}
+# The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
+${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}[Unit]
+Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
+After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
+Wants=network-online.target
+StartLimitIntervalSec=600
+StartLimitBurst=5
+
+[Service]
+Type=simple
+${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (VLLM_API_KEY=..., from ${p.server.apiKeyEnv})` : ''} lives here, mode 0600, never in the unit: the container gets it by name.
+EnvironmentFile=-${unitValue(opts.environmentFile)}
+${podman ? `# a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to run\nExecStartPre=-${rmOurs}\nExecStartPre=-/bin/rm -f ${CIDFILE}\n` : ''}ExecStart=${words.join(' ')}
+ExecStop=${[...stop, podman ? `--cidfile=${CIDFILE}` : execArg(ctr)].join(' ')}
+${podman ? `ExecStopPost=-${rmOurs}\n` : ''}TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
+TimeoutStopSec=${stopBudget}
+Restart=on-failure
+RestartSec=15
+
+[Install]
+WantedBy=multi-user.target
+`;
+    say(unit);
+  }
+  note(`install: save each unit as /etc/systemd/system/<name>.service, then systemctl daemon-reload && systemctl enable --now <name>`);
+  if (p.server.apiKeyEnv) note(`put VLLM_API_KEY=<key> in ${opts.environmentFile} (chmod 600): the container reads VLLM_API_KEY by name`);
+}
+
+/**
+ * --quadlet: one Podman Quadlet .container file per replica, from the same container settings. The
+ * key is a podman secret (Secret=, type=env): its value is in podman's secret store, never in the
+ * file or a file it names. A Quadlet unit runs as the user whose folder holds it, so --user is not
+ * a setting here.
+ */
+async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }) {
+  if (opts.user !== undefined)
+    throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
+      `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
+    ]);
+  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { renderQuadlet } = await import('../../engine/runtime/quadlet.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
+  const p = r.profile;
+  if (versionNote) note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const secret = `sparkctl-${p.name}-api-key`;
+  const rn = routerNote(
+    p,
+    plan.replicas.map((x) => x.port),
+  );
+  if (rn) note(`note: ${rn}`);
+  let min = '4.4';
+  for (const x of plan.replicas) {
+    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const q = renderQuadlet({
+      spec: cp.spec,
+      unit: cp.name,
+      description: `vLLM server ${x.name} in podman (sparkctl)`,
+      secrets: Object.fromEntries(cp.envByName.map((k) => [k, secret])),
+      startTimeoutS: p.server.readyTimeoutSeconds + 60,
+      stopTimeoutS: cp.stopTimeoutS + 30,
+    });
+    min = q.minPodman;
+    say(
+      `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,
+    );
+  }
+  note(`install: save each as /etc/containers/systemd/<unit>.container (podman >= ${min}), then systemctl daemon-reload && systemctl start <unit>`);
+  if (p.server.apiKeyEnv)
+    note(
+      `the key: printf '%s' "$${p.server.apiKeyEnv}" | sudo podman secret create ${secret} - (root's secret store, for a unit in /etc/containers/systemd/; for a rootless unit in ~/.config/containers/systemd/, the same without sudo, as that user; the container gets it as VLLM_API_KEY)`,
+    );
+}
+
+/** With a router: what runs inside the service, and how to restart it without dropping requests. */
+function routerLines(p: { name: string; server: { port: number }; router?: { enabled: boolean } }): string {
+  if (!p.router?.enabled) return '';
+  return `# The router (HAProxy on port ${p.server.port}) runs inside this service with the replicas behind it on loopback.
+# systemctl restart stops everything; SPARKCTL_STATE_DIR=/var/lib/sparkctl sparkctl restart ${p.name} --rolling replaces
+# one replica at a time while the service keeps running (it stays up while any replica of the profile is registered and alive).
+`;
+}
