@@ -2,7 +2,7 @@ import { pull, DiskFull, PullRefused, type PullResult } from '../../model/pull.j
 import { HubError, hubEndpoint } from '../../model/hub.js';
 import { hubCacheDir, checkRepoId, checkRevision, CacheRefused } from '../../model/cache.js';
 import { loadProfile } from '../../profiles/load.js';
-import { pullProgress } from '../../output/pull.js';
+import { pullProgress } from './progress.js';
 import { envelope, formatBytes, formatDuration, c } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { SparkError, UsageError, UnreachableError, ProblemsFound, ExitCode } from '../../errors.js';
