@@ -246,8 +246,18 @@ export const NodeEntry = z.strictObject({
   address: z.string().min(1).describe('IP or host name reachable over ssh; also the Ray node address'),
   sshUser: z.string().default('root'),
   sshPort: port.default(22),
-  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME'),
+  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)'),
   gpus: positiveInt.default(8),
+  fabric: z
+    .strictObject({
+      address: z.string().min(1).describe("This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it"),
+      interface: z
+        .string()
+        .min(1)
+        .describe('The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node'),
+    })
+    .optional()
+    .describe('The high-speed link between the nodes, when it is not the ssh address; without it everything goes over address/interface'),
 });
 export const NodesFile = z.strictObject({
   head: NodeEntry,
@@ -260,6 +270,7 @@ export const NodesFile = z.strictObject({
     })
     .default({ connectTimeoutSeconds: 5, options: [] }),
   rayPort: port.default(6379),
+  masterPort: port.default(29501).describe("vLLM's native multi-node rendezvous (--master-port on every node; torch.distributed's store on the head); vLLM's own default"),
   sparkctl: z.string().default('sparkctl').describe('How to run sparkctl on the nodes'),
 });
 export type NodesFile = z.infer<typeof NodesFile>;
