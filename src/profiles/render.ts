@@ -19,6 +19,8 @@ export function servedName(p: Profile): string {
 export function modelArgs(p: Profile): string[] {
   const out: string[] = [];
   if (p.model.servedName && p.model.servedName !== modelArg(p)) out.push('--served-model-name', p.model.servedName);
+  // A revision names a Hub commit; a local folder has none (vLLM would ignore it there).
+  if (p.model.revision && !p.model.path) out.push('--revision', p.model.revision);
   return out;
 }
 

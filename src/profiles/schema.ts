@@ -11,6 +11,13 @@ export const ModelBlock = z
   .strictObject({
     id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
     path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
+    revision: z
+      .string()
+      .regex(/^[\w.-]+(\/[\w.-]+)*$/, 'a branch, tag or commit name (letters, digits, "-", "_", ".", "/")')
+      .max(200)
+      .refine((r) => !r.split('/').some((s) => s === '.' || s === '..'), 'no "." or ".." segment')
+      .optional()
+      .describe('Hub revision of model.id: a branch, tag or 40-hex commit (pinned by sparkctl pull; serve passes --revision)'),
     servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
     parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
     layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
