@@ -3,7 +3,7 @@
 // everywhere. A scripted ray stands in on each node; the simulator is the head's engine.
 import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { writeFileSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { cli, freePort, processesMarked, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
@@ -23,7 +23,7 @@ describe.each<[Mode, boolean]>([
   beforeAll(async () => {
     if (!available) return;
     state = tempDir('sparkctl-mn-state-');
-    cl = await makeCluster(mode, marker, { mismatchNode: 3 });
+    cl = await makeCluster(mode, marker, { mismatchNode: 3, masterPort: await freePort() });
   }, 60_000);
   afterEach(() => {
     if (!available) return;
@@ -118,6 +118,75 @@ describe.each<[Mode, boolean]>([
   );
 
   it.skipIf(!available)(
+    "native (vLLM's --nnodes, the simulator as the engine): four ranks, the head serves once all joined; status per rank; stop leaves nothing on any node",
+    async () => {
+      const port = await freePort();
+      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${port}`];
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`vLLM rank ${i} started on n${i} \\(pid \\d+`));
+      expect(r.stderr).toContain('all 4 ranks joined (32 GPUs)');
+      expect(r.stdout).toMatch(/probe: healthy/);
+      // No Ray anywhere on this path.
+      expect(cl.calls().filter((x) => / start /.test(x))).toEqual([]);
+      // The head's log: the store waited for the whole world before the model loaded.
+      const head = cl.exec(0, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank0.log').stdout;
+      expect(head).toMatch(/world_size=32 rank=0 .*distributed_init_method=tcp:\/\/[\d.]+:\d+[\s\S]*Starting to load model/);
+      const w = cl.exec(2, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank2.log').stdout;
+      expect(w).toMatch(/headless multiproc executor, with head node address [\d.]+:\d+/);
+      expect(w).toContain('world_size=32 rank=16 ');
+      const st = await run(['status']);
+      for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+      const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
+      expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+      for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`vLLM rank ${i} on n${i}: stopped (SIGTERM)`);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      if (mode === 'netns') for (const i of [0, 1, 2, 3]) expect(cl.processes(i)).toEqual([]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available)(
+    'native: a worker rank killed while the cluster loads is named by node and cause; every other rank is stopped',
+    async () => {
+      const port = await freePort();
+      const serving = run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--sim-load-seconds',
+        '20',
+        '--set',
+        'parallel.executor=mp',
+        '--set',
+        `server.port=${port}`,
+      ]);
+      // The record lists every rank (and its pid on its node) before readiness is awaited.
+      const recFile = () => {
+        const d = join(state, 'clusters');
+        return existsSync(d) ? readdirSync(d).map((f) => JSON.parse(readFileSync(join(d, f), 'utf8'))) : [];
+      };
+      await waitFor(() => recFile()[0]?.ranks?.length === 4, 30_000);
+      const rank2 = recFile()[0].ranks.find((x: { rank: number }) => x.rank === 2);
+      // once it has joined (its log says so), end it as a crash would
+      await waitFor(() => /Starting to load model/.test(cl.exec(2, `cat ${rank2.logFile}`).stdout), 20_000);
+      expect(cl.exec(2, `kill -KILL ${rank2.pid}`).status).toBe(0);
+      const r = await serving;
+      expect(r.exitCode).toBe(4);
+      expect(r.stderr).toMatch(/launch failed: vLLM rank 2 on n2 \([\d.]+\) exited before the cluster was ready/);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      expect(recFile()).toEqual([]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available)(
     'a node that fails to join: exit 4 naming it, Ray stopped everywhere',
     async () => {
       writeFileSync(join(cl.rayDir, 'fail-n2'), '');
@@ -155,6 +224,26 @@ describe('multi-node plans without a cluster', () => {
     const vllm = j.steps[0].argv[1];
     expect(vllm.slice(0, 3)).toEqual(['vllm', 'serve', '/models/qwen3-200b']);
     expect(vllm).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'ray']));
+  });
+
+  it("serve --nodes --dry-run with parallel.executor mp: vLLM's own launch, one command per node, ranks 0..3, --headless on workers", async () => {
+    const r = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j).toMatchObject({ kind: 'multinode-plan', executor: 'native', gpusNeeded: 32, url: 'http://10.0.0.10:8000' });
+    expect(j.steps.map((s: { node: string; argv: string[][] }) => `${s.node}:${s.argv.length}:${s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' ')}`)).toEqual([
+      'node0:1:--nnodes 4 --node-rank 0 --master-addr 10.0.0.10 --master-port 29501',
+      'node1:1:--nnodes 4 --node-rank 1 --master-addr 10.0.0.10 --master-port 29501 --headless',
+      'node2:1:--nnodes 4 --node-rank 2 --master-addr 10.0.0.10 --master-port 29501 --headless',
+      'node3:1:--nnodes 4 --node-rank 3 --master-addr 10.0.0.10 --master-port 29501 --headless',
+    ]);
+    expect(j.steps[0].argv[0]).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'mp']));
+    const t = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--set', 'parallel.executor=mp']);
+    expect(t.stdout).toContain("with vLLM's own multi-node launch (--nnodes 4, rendezvous 10.0.0.10:29501)");
+    expect(t.stdout.match(/^vllm serve /gm)).toHaveLength(4);
+    // Before 0.12 vLLM has no --nnodes: the same profile falls back to Ray
+    const old = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp', '--set', 'engine.vllmVersion=0.11.0']);
+    expect(JSON.parse(old.stdout).executor).toBe('ray');
   });
 
   it('a nodes file short of GPUs is bad input; an invalid nodes file names the field', async () => {
