@@ -1,7 +1,7 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
 import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
-import type { Problem } from './load.js';
+import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
