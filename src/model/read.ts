@@ -5,6 +5,7 @@ import { homedir } from 'node:os';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
 import { FileRefused, READ_LIMITS } from '../util/read.js';
+import { parsePythonJson } from './json.js';
 
 export type ModelReader = Pick<Host, 'readFile' | 'env'>;
 
@@ -82,7 +83,7 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   }
   let cfg: unknown;
   try {
-    cfg = JSON.parse(text);
+    cfg = parsePythonJson(text);
   } catch (e) {
     out.error = `${file}: not valid JSON (${(e as Error).message})`;
     return true;
@@ -92,7 +93,7 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   let index: unknown;
   if (indexText !== null && indexText.length < INDEX_MAX) {
     try {
-      index = JSON.parse(indexText);
+      index = parsePythonJson(indexText);
     } catch {
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
