@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
-import { lockFile } from '../engine/lock.js';
+import { lockFile } from '../util/lock.js';
 import { UsageError } from '../errors.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 

@@ -3,7 +3,8 @@
 import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
-import { targetFromInstance, targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromInstance } from '../../engine/target.js';
 import { loadProfile } from '../../profiles/load.js';
 import { http, closeHttp } from '../../client/http.js';
 import { servedModels } from '../../client/answers.js';
