@@ -4,7 +4,7 @@ import { http } from '../../client/http.js';
 import { targetFromInstance } from '../../health/target.js';
 import { envelope, table, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { sleepCapable } from '../../health/sleep.js';
+import { sleepCapable } from '../../engine/sleep.js';
 import { readSleep } from '../../client/sleep.js';
 
 export async function run(opts: { json?: boolean }) {

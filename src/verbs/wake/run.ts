@@ -1,1 +1,1 @@
-export { runWake as run } from '../sleep/run.js';
+export { runWake as run } from '../sleeping.js';
