@@ -8,7 +8,8 @@ import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
-import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
+import { groupMembers, INSTANCE_ENV } from './proc.js';
+import { processStartTime } from '../util/pid.js';
 import { phaseOf, classifyStall } from './classify.js';
 
 /**
@@ -22,7 +23,7 @@ const DEFAULT_HANG_QUIET_MS = 60_000;
 const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HANG_QUIET_MS));
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
-import { waitReady, type ReadyResult } from '../health/target.js';
+import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { ContainerRecord } from './runtime/ops.js';
 
 /** The launch record of a supervised child: a replica, the HAProxy router, a container's log follower. */

@@ -3,10 +3,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
+import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './proc.js';
+import { processStartTime } from '../util/pid.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import { lockFile } from './lock.js';
+import { lockFile } from '../util/lock.js';
 import { proveRecord, containersOfState, type ContainerRecord } from './runtime/ops.js';
 
 /** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */

@@ -2,7 +2,7 @@
 // to sleep only when it was started with sleep mode (its argv has --enable-sleep-mode: the entry says
 // so, not the server); a wake is done when /is_sleeping says false, and timed from the call.
 import type { Instance } from './registry.js';
-import { targetFromInstance } from '../health/target.js';
+import { targetFromInstance } from './target.js';
 import { readSleep, requestSleep, requestWake, type SleepLevel, type SleepReading } from '../client/sleep.js';
 import { pause } from '../util/pause.js';
 

@@ -22,6 +22,7 @@ const SIM_FLAGS: Record<string, Kind> = {
   '--sim-cold-ms': 'value',
   '--sim-wake-gbs': 'value',
   '--sim-no-engine-process': 'bool',
+  '--sim-rendezvous-timeout': 'value',
 };
 
 export interface SimArgs {
