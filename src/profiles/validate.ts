@@ -2,7 +2,7 @@
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
-import type { Problem } from './load.js';
+import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
