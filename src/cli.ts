@@ -26,9 +26,35 @@ import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
 import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
+import sleep from './verbs/sleep/flags.js';
+import wake from './verbs/wake/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 
-const VERBS: VerbDef[] = [serve, plan, pull, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
+const VERBS: VerbDef[] = [
+  serve,
+  plan,
+  pull,
+  profiles,
+  preflight,
+  collect,
+  status,
+  logs,
+  stop,
+  restart,
+  router,
+  sleep,
+  wake,
+  prewarm,
+  probe,
+  cost,
+  report,
+  systemd,
+  k8s,
+  clientEnv,
+  bench,
+  monitoring,
+  sim,
+];
 
 function version(): string {
   // dist/cli.js or dist/bundle/cli.js

@@ -6,7 +6,8 @@
 import { openSync, writeSync, readSync, closeSync, fstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, constants, lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { sampleLine, SAMPLE_VERSION, type Sample } from './sample.js';
+import { sampleLine, type Sample } from './sample.js';
+import { SAMPLE_VERSION } from './sample-version.js';
 import { openRegularFile, READ_LIMITS } from '../util/read.js';
 
 export interface Rotation {

@@ -11,6 +11,7 @@ import { UsageError } from '../errors.js';
 import { isSecretName } from '../util/redact.js';
 import { validateProfile, textProblems } from './validate.js';
 import { readTextSync, READ_LIMITS, FileRefused } from '../util/read.js';
+import { formatProblem, type Problem } from './problem.js';
 
 export { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from './platforms.js';
 
@@ -24,17 +25,6 @@ function findBuiltin(): string {
   throw new Error('shipped profiles not found (profiles/ next to package.json)');
 }
 export const BUILTIN_DIR = findBuiltin() + '/';
-
-export interface Problem {
-  path: string;
-  message: string;
-  severity: 'error' | 'warning';
-  fix?: string;
-}
-
-export function formatProblem(p: Problem): string {
-  return `${p.path}: ${p.message}${p.fix ? ` (fix: ${p.fix})` : ''}`;
-}
 
 export function profileDirs(extra?: string): string[] {
   const dirs: string[] = [];

@@ -2,7 +2,8 @@
 // shape (GPU count and per-GPU memory, read from the host's typed GPU facts when there are some),
 // and every cross-field problem. Parsing happens once (load.ts); validation once, here.
 import { readTextOrNull, READ_LIMITS } from '../util/read.js';
-import { loadProfile, loadPlatform, DEFAULT_PLATFORM, formatProblem, type Problem, type LoadedProfile } from './load.js';
+import { loadProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from './load.js';
+import { formatProblem, type Problem } from './problem.js';
 import type { Platform, Profile } from './schema.js';
 import { hostFromPlatform, validateProfile, type HostShape } from './validate.js';
 import { GIB } from './planner.js';

@@ -1,5 +1,6 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
-import { listProfiles, loadProfile, loadProfileFile, formatProblem, parseProfile } from '../../profiles/load.js';
+import { listProfiles, loadProfile, loadProfileFile, parseProfile } from '../../profiles/load.js';
+import { formatProblem } from '../../profiles/problem.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
 import { Profile } from '../../profiles/schema.js';
 import { parseSize } from '../common.js';
