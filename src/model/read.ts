@@ -1,12 +1,93 @@
 // Finding a model's files on this host (a folder, or the Hugging Face cache for a hub id) and reading
 // them through the Host, offline and with one deadline for the whole read. Never downloads.
-import { join } from 'node:path';
+import { join, basename } from 'node:path';
 import { homedir } from 'node:os';
+import { open, stat } from 'node:fs/promises';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
 import { parsePythonJson } from './json.js';
+import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, type SafetensorsHeader, type WeightSummary } from './safetensors.js';
 
-export type ModelReader = Pick<Host, 'readFile' | 'env'>;
+/** A real host's files are read here with a size bound and a regular-file check; a replay host answers from its bundle. */
+export type ModelReader = Pick<Host, 'readFile' | 'env'> & { kind?: Host['kind'] };
+
+// Real configs are a few KiB; an index lists every tensor (a few MiB for the largest models).
+const CONFIG_MAX_BYTES = 4 * 1024 * 1024;
+const INDEX_MAX_BYTES = 64 * 1024 * 1024;
+// Shards whose headers are read (a 1T-parameter checkpoint has about 200); past this the index's total_size stands alone.
+const MAX_SHARDS = 512;
+// A shard's header is a few hundred KiB at most in real checkpoints; the format allows 100 MB.
+const HEADER_MAX_BYTES = 32 * 1024 * 1024;
+
+type Bounded = { text: string } | { error: string } | null;
+
+/** A text file read with a bound, refusing anything that is not a regular file (a FIFO, a device, a folder). */
+async function readText(host: ModelReader, path: string, max: number): Promise<Bounded> {
+  if (host.kind !== 'real') {
+    const text = await host.readFile(path);
+    if (text === null) return null;
+    return text.length > max ? { error: `${path}: ${text.length} bytes is not a model config or index (at most ${max} bytes are read)` } : { text };
+  }
+  let st: Awaited<ReturnType<typeof stat>>;
+  try {
+    st = await stat(path); // follows the HF cache's snapshot -> blob symlinks, as huggingface_hub does
+  } catch {
+    return null;
+  }
+  if (!st.isFile()) return { error: `${path}: not a regular file` };
+  if (st.size > max) return { error: `${path}: ${st.size} bytes is not a model config or index (at most ${max} bytes are read)` };
+  const text = await host.readFile(path);
+  return text === null ? null : text.length > max ? { error: `${path}: grew past ${max} bytes while read` } : { text };
+}
+
+/** The first bytes of a regular file, at most `length`. */
+async function readHead(path: string, length: number): Promise<Uint8Array | null> {
+  const st = await stat(path).catch(() => null);
+  if (!st?.isFile()) return null;
+  const fh = await open(path, 'r');
+  try {
+    const buf = new Uint8Array(Math.min(length, st.size));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** One shard's header from a local file: 8 bytes, then the header (bounded). */
+async function shardHeader(path: string): Promise<SafetensorsHeader | { error: string } | null> {
+  const first = await readHead(path, 8);
+  if (!first) return null;
+  try {
+    const n = safetensorsHeaderLength(first);
+    if (n > HEADER_MAX_BYTES) return { error: `${path}: a ${n}-byte header is past the ${HEADER_MAX_BYTES} read here` };
+    const head = await readHead(path, 8 + n);
+    return head ? parseSafetensorsHeader(head) : null;
+  } catch (e) {
+    return { error: `${path}: ${(e as Error).message}` };
+  }
+}
+
+/** The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes. */
+async function readWeights(host: ModelReader, dir: string, index: unknown): Promise<WeightSummary | undefined> {
+  if (host.kind !== 'real') return undefined;
+  const map = typeof index === 'object' && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
+  const files =
+    typeof map === 'object' && map !== null
+      ? [...new Set(Object.values(map as Record<string, unknown>).filter((f): f is string => typeof f === 'string'))]
+      : index === undefined
+        ? ['model.safetensors']
+        : [];
+  // a shard name is a file in this folder, never a path that walks out of it
+  if (!files.length || files.length > MAX_SHARDS || files.some((f) => basename(f) !== f || !f.endsWith('.safetensors'))) return undefined;
+  const headers: SafetensorsHeader[] = [];
+  for (const f of files) {
+    const h = await shardHeader(join(dir, f));
+    if (!h || 'error' in h) return undefined; // a shard not downloaded, or unreadable: the index's total_size stands
+    headers.push(h);
+  }
+  return summarizeWeights(headers);
+}
 
 export interface ModelRead {
   /** the facts, when a config.json was found and parsed */
@@ -50,34 +131,33 @@ async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise
 async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<boolean> {
   const file = join(dir, 'config.json');
   out.searched.push(file);
-  const text = await host.readFile(file);
-  if (text === null) return false;
+  const read = await readText(host, file, CONFIG_MAX_BYTES);
+  if (read === null) return false;
   out.dir = dir;
   out.file = file;
-  // Real configs are a few KiB; anything this large is not one (and JSON.parse of it would stall the plan).
-  if (text.length > 4 * 1024 * 1024) {
-    out.error = `${file}: ${text.length} bytes is not a model config (they are a few KiB)`;
+  if ('error' in read) {
+    out.error = read.error;
     return true;
   }
   let cfg: unknown;
   try {
-    cfg = parsePythonJson(text);
+    cfg = parsePythonJson(read.text);
   } catch (e) {
     out.error = `${file}: not valid JSON (${(e as Error).message})`;
     return true;
   }
-  const indexText = await host.readFile(join(dir, 'model.safetensors.index.json'));
+  const indexRead = await readText(host, join(dir, 'model.safetensors.index.json'), INDEX_MAX_BYTES);
   let index: unknown;
-  // An index lists every tensor (a few MiB for the largest models); one past 64 MiB only loses the weight size.
-  if (indexText !== null && indexText.length < 64 * 1024 * 1024) {
+  if (indexRead && 'text' in indexRead) {
     try {
-      index = parsePythonJson(indexText);
+      index = parsePythonJson(indexRead.text);
     } catch {
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
   }
+  const weights = await readWeights(host, dir, indexRead ? (index ?? null) : undefined);
   try {
-    out.facts = parseModelConfig(cfg, index);
+    out.facts = parseModelConfig(cfg, index, weights);
   } catch (e) {
     if (!(e instanceof ModelConfigError)) throw e;
     out.error = `${file}: ${e.message}`;
@@ -95,7 +175,8 @@ async function locate(host: ModelReader, where: { id?: string; path?: string }, 
     const base = join(root, hubFolder(where.id));
     const refFile = join(base, 'refs', 'main');
     out.searched.push(refFile);
-    const ref = (await host.readFile(refFile))?.trim();
+    const refRead = await readText(host, refFile, 256);
+    const ref = refRead && 'text' in refRead ? refRead.text.trim() : undefined;
     // A commit hash only: refs/main is a file anyone could write; it must not walk out of snapshots/.
     if (!ref || !/^[0-9a-f]{7,64}$/i.test(ref)) continue;
     if (await readDir(host, join(base, 'snapshots', ref), out)) return;
