@@ -4,11 +4,12 @@
 // listening socket held by our own process group (not a server that held the port before us).
 import { fsProblem } from '../util/fs.js';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, writeSync, mkdirSync, constants } from 'node:fs';
+import { openSync, closeSync, writeSync, mkdirSync, fstatSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../profiles/render.js';
 import { randomUUID } from 'node:crypto';
-import { processStartTime, groupMembers, INSTANCE_ENV } from './proc.js';
+import { groupMembers, INSTANCE_ENV } from './proc.js';
+import { processStartTime } from '../util/pid.js';
 import { phaseOf, classifyStall } from './classify.js';
 
 /**
@@ -22,7 +23,7 @@ const DEFAULT_HANG_QUIET_MS = 60_000;
 const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HANG_QUIET_MS));
 import { LogTail } from './logtail.js';
 import { listenerIsOneOf } from './socket-owner.js';
-import { waitReady, type ReadyResult } from '../health/target.js';
+import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { ContainerRecord } from './runtime/ops.js';
 
 /** The launch record of a supervised child: a replica, the HAProxy router, a container's log follower. */
@@ -56,7 +57,12 @@ export function openLaunchLog(logFile: string, what: string, argv: string[]): { 
   const tail = new LogTail(logFile, 200, { fromEnd: true });
   let fd: number;
   try {
-    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+    // O_NONBLOCK: a FIFO at the name fails the open (ENXIO) instead of blocking the launch; fstat refuses a device
+    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw Object.assign(new Error('not a regular file'), { code: 'ENOTREG' });
+    }
   } catch (e) {
     throw fsProblem(e, what, logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
   }

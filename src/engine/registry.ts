@@ -1,13 +1,15 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
+import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './proc.js';
+import { processStartTime } from '../util/pid.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import { lockFile } from './lock.js';
+import { lockFile } from '../util/lock.js';
 import { proveRecord, containersOfState, type ContainerRecord } from './runtime/ops.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 /** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */
 export function containerProof(inst: Pick<Instance, 'container' | 'marker'>): Proof {
@@ -185,7 +187,7 @@ export class Registry {
       const file = join(this.dir, f);
       let reason: string;
       try {
-        const parsed = InstanceShape.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+        const parsed = InstanceShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
           const proof = inst.container ? containerProof(inst) : proveIdentity(inst);
@@ -344,7 +346,7 @@ export class Registry {
     const out: ClusterRecord[] = [];
     for (const f of files.sort()) {
       try {
-        out.push(JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
+        out.push(JSON.parse(readTextSync(join(dir, f), { maxBytes: READ_LIMITS.record, noFollow: true })) as ClusterRecord);
       } catch {
         /* unreadable: skipped, as instance entries are */
       }
@@ -388,7 +390,7 @@ export function logTarget(link: string, exists: (p: string) => boolean): LogTarg
 /** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
 function isHaproxy(pid: number): boolean {
   try {
-    return basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '') === 'haproxy';
+    return basename(readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).split('\0')[0] ?? '') === 'haproxy';
   } catch {
     return false;
   }

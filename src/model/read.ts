@@ -5,39 +5,30 @@ import { homedir } from 'node:os';
 import { open, stat } from 'node:fs/promises';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
+import { FileRefused, READ_LIMITS } from '../util/read.js';
 import { parsePythonJson } from './json.js';
 import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, type SafetensorsHeader, type WeightSummary } from './safetensors.js';
 
-/** A real host's files are read here with a size bound and a regular-file check; a replay host answers from its bundle. */
+/** The host reads text with a bound (util/read.ts); a real host's shard headers are read here, bounded, from regular files only. */
 export type ModelReader = Pick<Host, 'readFile' | 'env'> & { kind?: Host['kind'] };
 
-// Real configs are a few KiB; an index lists every tensor (a few MiB for the largest models).
-const CONFIG_MAX_BYTES = 4 * 1024 * 1024;
-const INDEX_MAX_BYTES = 64 * 1024 * 1024;
+// Real configs are a few KiB, an index lists every tensor (a few MiB for the largest models), a ref is a hash.
+const CONFIG_MAX = READ_LIMITS.config;
+const INDEX_MAX = READ_LIMITS.index;
+const REF_MAX = 4096;
 // Shards whose headers are read (a 1T-parameter checkpoint has about 200); past this the index's total_size stands alone.
 const MAX_SHARDS = 512;
 // A shard's header is a few hundred KiB at most in real checkpoints; the format allows 100 MB.
 const HEADER_MAX_BYTES = 32 * 1024 * 1024;
 
-type Bounded = { text: string } | { error: string } | null;
-
-/** A text file read with a bound, refusing anything that is not a regular file (a FIFO, a device, a folder). */
-async function readText(host: ModelReader, path: string, max: number): Promise<Bounded> {
-  if (host.kind !== 'real') {
-    const text = await host.readFile(path);
-    if (text === null) return null;
-    return text.length > max ? { error: `${path}: ${text.length} bytes is not a model config or index (at most ${max} bytes are read)` } : { text };
-  }
-  let st: Awaited<ReturnType<typeof stat>>;
+/** A read that may be refused for what the file is (a FIFO, a device, too large): the reason, not a silent "absent". */
+async function readOr(host: ModelReader, file: string, max: number): Promise<{ text: string | null; refused?: string }> {
   try {
-    st = await stat(path); // follows the HF cache's snapshot -> blob symlinks, as huggingface_hub does
-  } catch {
-    return null;
+    return { text: await host.readFile(file, max) };
+  } catch (e) {
+    if (e instanceof FileRefused) return { text: null, refused: e.message };
+    throw e;
   }
-  if (!st.isFile()) return { error: `${path}: not a regular file` };
-  if (st.size > max) return { error: `${path}: ${st.size} bytes is not a model config or index (at most ${max} bytes are read)` };
-  const text = await host.readFile(path);
-  return text === null ? null : text.length > max ? { error: `${path}: grew past ${max} bytes while read` } : { text };
 }
 
 /** The first bytes of a regular file, at most `length`. */
@@ -131,31 +122,39 @@ async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise
 async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<boolean> {
   const file = join(dir, 'config.json');
   out.searched.push(file);
-  const read = await readText(host, file, CONFIG_MAX_BYTES);
-  if (read === null) return false;
+  const { text, refused } = await readOr(host, file, CONFIG_MAX);
+  if (refused) {
+    out.dir = dir;
+    out.file = file;
+    out.error = refused;
+    return true;
+  }
+  if (text === null) return false;
   out.dir = dir;
   out.file = file;
-  if ('error' in read) {
-    out.error = read.error;
+  // A host that does not bound its reads (a bundle): anything this large is not a config (and JSON.parse of it would stall the plan).
+  if (text.length > CONFIG_MAX) {
+    out.error = `${file}: ${text.length} bytes is not a model config (they are a few KiB)`;
     return true;
   }
   let cfg: unknown;
   try {
-    cfg = parsePythonJson(read.text);
+    cfg = parsePythonJson(text);
   } catch (e) {
     out.error = `${file}: not valid JSON (${(e as Error).message})`;
     return true;
   }
-  const indexRead = await readText(host, join(dir, 'model.safetensors.index.json'), INDEX_MAX_BYTES);
+  // A refused or oversized index only loses the weight size; the config still counts.
+  const indexText = (await readOr(host, join(dir, 'model.safetensors.index.json'), INDEX_MAX)).text;
   let index: unknown;
-  if (indexRead && 'text' in indexRead) {
+  if (indexText !== null && indexText.length < INDEX_MAX) {
     try {
-      index = parsePythonJson(indexRead.text);
+      index = parsePythonJson(indexText);
     } catch {
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
   }
-  const weights = await readWeights(host, dir, indexRead ? (index ?? null) : undefined);
+  const weights = await readWeights(host, dir, indexText !== null ? (index ?? null) : undefined);
   try {
     out.facts = parseModelConfig(cfg, index, weights);
   } catch (e) {
@@ -175,8 +174,12 @@ async function locate(host: ModelReader, where: { id?: string; path?: string }, 
     const base = join(root, hubFolder(where.id));
     const refFile = join(base, 'refs', 'main');
     out.searched.push(refFile);
-    const refRead = await readText(host, refFile, 256);
-    const ref = refRead && 'text' in refRead ? refRead.text.trim() : undefined;
+    const read = await readOr(host, refFile, REF_MAX);
+    if (read.refused) {
+      out.error = read.refused;
+      return;
+    }
+    const ref = read.text?.trim();
     // A commit hash only: refs/main is a file anyone could write; it must not walk out of snapshots/.
     if (!ref || !/^[0-9a-f]{7,64}$/i.test(ref)) continue;
     if (await readDir(host, join(base, 'snapshots', ref), out)) return;
