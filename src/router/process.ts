@@ -10,7 +10,7 @@ import { writeFileAtomic } from '../util/fs.js';
 import { UsageError } from '../errors.js';
 import { groupMembers, INSTANCE_ENV } from '../engine/proc.js';
 import { listenerIsOneOf } from '../engine/socket-owner.js';
-import { childRecord, openLaunchLog, type ChildRecord } from '../engine/launch.js';
+import { childRecord, openLaunchLog, type ChildRecord } from '../engine/runtime/child.js';
 import { renderConfig, type RouterPlan } from './config.js';
 import { showStat, type ServerStat } from './api.js';
 
