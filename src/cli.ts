@@ -25,8 +25,9 @@ import monitoring from './verbs/monitoring/flags.js';
 import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
 import router from './verbs/router/flags.js';
+import pull from './verbs/pull/flags.js';
 
-const VERBS: VerbDef[] = [serve, plan, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
+const VERBS: VerbDef[] = [serve, plan, pull, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
 
 function version(): string {
   // dist/cli.js or dist/bundle/cli.js

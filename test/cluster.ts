@@ -7,7 +7,7 @@
 // project's .venv-ray (ray: 'real'), and a `sparkctl` wrapper
 // whose preflight answers from that node's bundle (this machine has no GPU).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -109,14 +109,35 @@ export function realRayUnavailable(): string | undefined {
 
 // Each netns node's first process: its own /tmp (Ray's session folders) and /dev/shm (Ray's object
 // store), sshd, and a reaper (PID 1 of the node's PID namespace adopts every orphan, as init does).
+// A checkout under /tmp (a fresh clone there) would vanish behind the node's own /tmp: it is bound
+// aside first and bound back at its own path inside the node's /tmp, so the nodes run the same sparkctl.
 const INIT = (nd: string) => `#!/bin/bash
 mount -t tmpfs -o size=512m tmpfs /dev/shm || exit 1
-mount --bind ${nd}/tmp /tmp || exit 1
-/usr/sbin/sshd -D -e -f ${nd}/sshd_config 2>>${nd}/sshd.log &
+${keepUnderTmp(nd, ROOT)}mount --bind ${nd}/tmp /tmp || exit 1
+${restoreUnderTmp(nd, ROOT)}/usr/sbin/sshd -D -e -f ${nd}/sshd_config 2>>${nd}/sshd.log &
 echo up > ${nd}/init.up
 trap 'exit 0' TERM
 while :; do wait; sleep 1; done
 `;
+
+/** The lines that bind `path` aside before the node's /tmp hides it (none when it is not under /tmp). */
+export function keepUnderTmp(nd: string, path: string): string {
+  const real = underTmp(path);
+  return real ? `mkdir -p ${nd}/checkout && mount --bind ${shq(real)} ${nd}/checkout || exit 1\n` : '';
+}
+
+/** ... and the lines that bind it back at its own path once the node's /tmp is mounted. */
+export function restoreUnderTmp(nd: string, path: string): string {
+  const real = underTmp(path);
+  return real ? `mkdir -p ${shq(real)} && mount --bind ${nd}/checkout ${shq(real)} || exit 1\n` : '';
+}
+
+/** The real path when it lies under /tmp, else undefined. */
+function underTmp(path: string): string | undefined {
+  const real = realpathSync(path).replace(/\/+$/, '');
+  return real.startsWith('/tmp/') ? real : undefined;
+}
+const shq = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 
 function pidNs(pid: number): string | undefined {
   try {

@@ -2,6 +2,7 @@
 // and killed with it when the script exits, the wait for its /health, and a simulator on a core.
 import { spawn, execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
 
 export const BIN = new URL('../../bin/sparkctl.js', import.meta.url).pathname;
 
@@ -64,6 +65,7 @@ export async function startSim(args = [], { core = 0, env = {} } = {}) {
   await untilHealthy(port, 'simulator', 400);
   return {
     port,
+    pid: child.pid,
     url: `http://127.0.0.1:${port}`,
     end: () =>
       new Promise((r) => {
@@ -86,4 +88,14 @@ export async function startSim(args = [], { core = 0, env = {} } = {}) {
       } catch {}
     },
   };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
+export function cpuSeconds(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return undefined;
+  }
 }

@@ -26,7 +26,7 @@ export interface ClientCheck {
   warmupS?: number;
 }
 
-/** The limits, documented in the README: above them the client, not the server, set the pace. */
+/** The limits, documented in docs/bench.md: above them the client, not the server, set the pace. */
 export const LIMITS = { sendLagP99Ms: 10, loopDelayP99Ms: 50, rateShortfall: 0.05 };
 
 export function judgeClient(x: ClientCheckInput): ClientCheck {

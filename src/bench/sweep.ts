@@ -18,7 +18,7 @@ export interface SweepPoint {
 
 export type Slo = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
 
-/** The rule, documented in the README: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew. */
+/** The rule, documented in docs/bench.md: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew. */
 export const SATURATION = { minThroughputGain: 0.05, minLatencyRise: 0.2 };
 
 export function saturated(prev: SweepPoint, cur: SweepPoint): boolean {

@@ -4,7 +4,7 @@
 import { SIGNATURES, STALL_SIGNATURES, stripPrefixes, type Rank, type Signature } from './causes.js';
 
 export interface Cause {
-  /** stable id (README, "Launch failure causes") */
+  /** stable id (docs/failure-causes.md) */
   id: string;
   cause: string;
   fix: string;

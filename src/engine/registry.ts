@@ -109,6 +109,19 @@ export interface ClusterRecord {
   /** the head process's kernel start time and the launch's SPARKCTL_INSTANCE marker: what proves it ours before a signal */
   startTime?: number;
   marker?: string;
+  /** how it spreads over the nodes (absent: ray, as records written before native multi-node) */
+  executor?: 'ray' | 'native';
+  /** native: one vLLM per node, each with what proves it ours (rank 0 is the head's pid above) */
+  ranks?: ClusterRank[];
+}
+
+export interface ClusterRank {
+  node: string;
+  rank: number;
+  pid: number;
+  startTime?: number;
+  marker?: string;
+  logFile: string;
 }
 
 export class Registry {

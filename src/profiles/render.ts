@@ -19,12 +19,29 @@ export function servedName(p: Profile): string {
 export function modelArgs(p: Profile): string[] {
   const out: string[] = [];
   if (p.model.servedName && p.model.servedName !== modelArg(p)) out.push('--served-model-name', p.model.servedName);
+  // A revision names a Hub commit; a local folder has none (vLLM would ignore it there).
+  if (p.model.revision && !p.model.path) out.push('--revision', p.model.revision);
   return out;
 }
 
+/**
+ * How a profile spreads over nodes. `ray`: Ray's cluster places the workers. `native`: vLLM's own
+ * multi-node launch (`--nnodes/--node-rank/--master-addr/--master-port`, `--headless` on the ranks
+ * that serve no API), added in vLLM 0.12 (arg_utils.py, ParallelConfig.nnodes): the default for a
+ * multi-node profile with executor mp where the target vLLM has it; Ray before that.
+ */
+export function clusterExecutor(p: Profile): 'ray' | 'native' | undefined {
+  if (p.parallel.executor === 'ray') return 'ray';
+  if (p.parallel.nodes <= 1) return undefined;
+  return nativeMultiNode(p.engine.vllmVersion) ? 'native' : 'ray';
+}
+
+export const nativeMultiNode = (vllmVersion: string) => optionStatus(targetVersion(vllmVersion), '--nnodes') === 'yes';
+
 export function parallelArgs(p: Profile): string[] {
   const out = ['--tensor-parallel-size', String(p.parallel.tensor), '--pipeline-parallel-size', String(p.parallel.pipeline)];
-  if (p.parallel.executor === 'ray' || p.parallel.nodes > 1) out.push('--distributed-executor-backend', 'ray');
+  const ex = clusterExecutor(p);
+  if (ex) out.push('--distributed-executor-backend', ex === 'ray' ? 'ray' : 'mp');
   return out;
 }
 

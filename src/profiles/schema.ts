@@ -11,6 +11,13 @@ export const ModelBlock = z
   .strictObject({
     id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
     path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
+    revision: z
+      .string()
+      .regex(/^[\w.-]+(\/[\w.-]+)*$/, 'a branch, tag or commit name (letters, digits, "-", "_", ".", "/")')
+      .max(200)
+      .refine((r) => !r.split('/').some((s) => s === '.' || s === '..'), 'no "." or ".." segment')
+      .optional()
+      .describe('Hub revision of model.id: a branch, tag or 40-hex commit (pinned by sparkctl pull; serve passes --revision)'),
     servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
     parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
     layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
@@ -246,8 +253,18 @@ export const NodeEntry = z.strictObject({
   address: z.string().min(1).describe('IP or host name reachable over ssh; also the Ray node address'),
   sshUser: z.string().default('root'),
   sshPort: port.default(22),
-  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME'),
+  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)'),
   gpus: positiveInt.default(8),
+  fabric: z
+    .strictObject({
+      address: z.string().min(1).describe("This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it"),
+      interface: z
+        .string()
+        .min(1)
+        .describe('The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node'),
+    })
+    .optional()
+    .describe('The high-speed link between the nodes, when it is not the ssh address; without it everything goes over address/interface'),
 });
 export const NodesFile = z.strictObject({
   head: NodeEntry,
@@ -260,6 +277,7 @@ export const NodesFile = z.strictObject({
     })
     .default({ connectTimeoutSeconds: 5, options: [] }),
   rayPort: port.default(6379),
+  masterPort: port.default(29501).describe("vLLM's native multi-node rendezvous (--master-port on every node; torch.distributed's store on the head); vLLM's own default"),
   sparkctl: z.string().default('sparkctl').describe('How to run sparkctl on the nodes'),
 });
 export type NodesFile = z.infer<typeof NodesFile>;

@@ -83,7 +83,9 @@ export class Engine {
   dead = false;
   zombie = false;
   /** aborted on a shutdown in abort mode: ends every request, queued or running */
-  private readonly stopAll = new AbortController();
+  /** every request's own signal, so abortAll() ends them all */
+  private readonly live = new Set<AbortController>();
+  private stopped = false;
 
   constructor(
     readonly cap: Capacity,
@@ -172,7 +174,28 @@ export class Engine {
     arrived?: number,
   ): Promise<{ completionTokens: number; ttftMs: number }> {
     if (this.dead) throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
-    signal = signal ? AbortSignal.any([signal, this.stopAll.signal]) : this.stopAll.signal;
+    // Each request gets its own signal, aborted by the client's or by abortAll(). Not
+    // AbortSignal.any([signal, stopAll]): on Node 20 every composite stays registered on the
+    // long-lived stopAll signal, and at the throughput limit the garbage collector took 12 % of
+    // the CPU (3 % without).
+    const own = new AbortController();
+    if (this.stopped || signal?.aborted) own.abort();
+    else signal?.addEventListener('abort', () => own.abort(), { once: true });
+    this.live.add(own);
+    try {
+      return await this.run(promptTokens, maxTokens, onToken, own.signal, arrived);
+    } finally {
+      this.live.delete(own);
+    }
+  }
+
+  private async run(
+    promptTokens: number,
+    maxTokens: number,
+    onToken: ((i: number) => void | Promise<void>) | undefined,
+    signal: AbortSignal,
+    arrived: number | undefined,
+  ): Promise<{ completionTokens: number; ttftMs: number }> {
     this.generations++;
     const n = this.generations;
     if (this.faults.deadAfter !== undefined && n > this.faults.deadAfter) {
@@ -259,7 +282,8 @@ export class Engine {
   /** Shutdown without one (vLLM's mode=abort): every request ends now; how many there were. */
   abortAll(): number {
     const n = this.unfinished;
-    this.stopAll.abort();
+    this.stopped = true;
+    for (const c of this.live) c.abort();
     return n;
   }
 }

@@ -1,4 +1,4 @@
-// The simulator's one approximate tokenizer, documented in the README:
+// The simulator's one approximate tokenizer, documented in docs/simulator.md:
 // one token per 4 UTF-8 bytes of text, rounded up (at least 1 for non-empty text);
 // chat messages add 4 tokens each for the chat template. Token ids are a stable hash of each 4-byte piece.
 export function countTokens(text: string): number {

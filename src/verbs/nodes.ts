@@ -1,8 +1,8 @@
 // The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
 // and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
-import { executableFor, simTail, readSecrets, type ServeOptions } from '../engine/plan.js';
-import { resolveProfile, requireValid, type Resolved } from '../profiles/resolve.js';
+import { readSecrets, type ServeOptions } from '../engine/plan.js';
+import type { Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
@@ -10,25 +10,29 @@ import { servedName, renderReplicas } from '../profiles/render.js';
 import { GIB } from '../profiles/planner.js';
 import type { HostShape } from '../profiles/validate.js';
 import { Registry } from '../engine/registry.js';
-import { allNodes, gpusDeclared, hostShapeOf, planNodes, exportLine } from '../engine/ray.js';
-import { serveCluster, stopCluster, clusterStatus, type ClusterEvent, type ClusterPlan, type ClusterStatus, type ServeClusterOutcome } from '../engine/cluster.js';
-import { gatherNodes, runNodesChecks, type NodeReport } from '../engine/nodes-preflight.js';
+import {
+  allNodes,
+  gpusDeclared,
+  exportLine,
+  fabricAddress,
+  serveCluster,
+  stopCluster,
+  clusterStatus,
+  planCluster,
+  toClusterPlan,
+  resolveForNodes,
+  gatherNodes,
+  runNodesChecks,
+  type NodeReport,
+  type ClusterEvent,
+  type ClusterStatus,
+  type ServeClusterOutcome,
+  type PlannedCluster,
+} from '../engine/cluster/index.js';
 import { leaderWorkerSet, type PodImage } from '../k8s/manifests.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
-
-function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'>, nf: NodesFile): Resolved {
-  const shape = hostShapeOf(nf);
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host: shape });
-  // The memory budget is per GPU of the platform the nodes are.
-  const host = { ...r.host, gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, computeCapability: r.platform.gpu.computeCapability, gpuName: r.platform.gpu.displayName };
-  const again = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host });
-  if (again.profile.parallel.executor !== 'ray' && again.profile.parallel.nodes <= 1) {
-    throw new UsageError(`${again.profile.name} is a single-host profile`, ['--nodes is for profiles with parallel.executor: ray (e.g. qwen3-200b); serve it without --nodes']);
-  }
-  return again;
-}
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
 async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -53,7 +57,9 @@ function renderEvent(e: ClusterEvent, profile: string) {
     case 'ray-cluster':
       return note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
     case 'engine-started':
-      return note(`vLLM started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+      return note(`vLLM ${e.rank === undefined ? '' : `rank ${e.rank} `}started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+    case 'ranks-joined':
+      return note(`all ${e.nodes} ranks joined (${e.gpus} GPUs)`);
     case 'placement-wait':
       return note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
     case 'ready':
@@ -75,45 +81,11 @@ function renderEvent(e: ClusterEvent, profile: string) {
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
-  const r = resolveForNodes(profileName, opts, nf);
+  const inputs = { ...opts, nodesFile: opts.nodes! };
   // Every input is read before anything starts.
-  const readyMs = opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000;
-  // On the head, vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
-  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
-  const rep = renderReplicas(r.profile, r.host, {
-    executable: exe,
-    stateDir: '$HOME/.local/state/sparkctl',
-    tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
-  })[0]!;
-  const warnings = requireValid(r);
-  const steps = planNodes(nf, rep.argv);
-  const perReplica = r.profile.parallel.tensor * r.profile.parallel.pipeline;
-  if (opts.dryRun) {
-    if (opts.json) {
-      say(
-        envelope('multinode-plan', {
-          profile: r.profile.name,
-          servedName: servedName(r.profile),
-          gpusNeeded: perReplica,
-          gpusInCluster: gpusDeclared(nf),
-          url: `http://${nf.head.address}:${rep.port}`,
-          steps,
-          warnings,
-        }),
-      );
-      return;
-    }
-    for (const w of warnings) note(`${c.yellow('warning')}: ${w}`);
-    say(c.dim(`# ${r.profile.name}: TP ${r.profile.parallel.tensor} x PP ${r.profile.parallel.pipeline} = ${perReplica} GPUs over ${allNodes(nf).length} nodes with Ray`));
-    steps.forEach((s, i) => {
-      say(c.dim(`# ${i + 1}. ${s.node} (${s.role}, ${s.address}) over ssh`));
-      say(exportLine(s.env));
-      for (const a of s.argv) say(a[0] === 'ray' ? a.map(shellQuote).join(' ') : `${r.profile.server.apiKeyEnv ? `VLLM_API_KEY="$${r.profile.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`);
-      say();
-    });
-    say(c.dim(`# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at http://${nf.head.address}:${rep.port}`));
-    return;
-  }
+  const pc = planCluster(profileName, nf, inputs);
+  const r = pc.resolved;
+  if (opts.dryRun) return printClusterPlan(pc, opts.json);
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const key = readSecrets(r.profile).VLLM_API_KEY;
   // How long each node's `ray start` may take before its process group is ended (a worker that
@@ -121,23 +93,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
   const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
   if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
-  const plan: ClusterPlan = {
-    joinTimeoutS,
-    nodesFile: opts.nodes!,
-    nf,
-    profile: r.profile.name,
-    servedName: servedName(r.profile),
-    tensor: r.profile.parallel.tensor,
-    pipeline: r.profile.parallel.pipeline,
-    steps,
-    replica: { name: rep.name, argv: rep.argv, env: rep.env, port: rep.port },
-    apiKey: key,
-    apiKeyEnv: r.profile.server.apiKeyEnv,
-    readyMs,
-    prewarm: opts.prewarm ? r.profile.prewarm : undefined,
-    probe: { ...r.profile.probe, gpuMemoryUtilization: r.profile.engine.gpuMemoryUtilization, gpus: false },
-    stateDir: stateDir(),
-  };
+  const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
   // --json: nothing while it runs, one envelope at the end (as one-node serve)
   const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name), signal }));
   const healthy = out.ok && out.probe?.state === 'healthy';
@@ -153,6 +109,44 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   }
   if (!opts.json) say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
   if (!healthy) throw new ProblemsFound('the deep probe failed');
+}
+
+/** serve --nodes --dry-run: every node's command, in start order (--json: the multinode-plan envelope). */
+function printClusterPlan(pc: PlannedCluster, json?: boolean) {
+  const { nf, steps, resolved: r } = pc;
+  const p = r.profile;
+  if (json) {
+    say(
+      envelope('multinode-plan', {
+        profile: p.name,
+        servedName: servedName(p),
+        executor: pc.executor,
+        gpusNeeded: pc.gpusNeeded,
+        gpusInCluster: gpusDeclared(nf),
+        url: pc.url,
+        steps,
+        warnings: pc.warnings,
+      }),
+    );
+    return;
+  }
+  for (const w of pc.warnings) note(`${c.yellow('warning')}: ${w}`);
+  const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
+  say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
+  const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
+  steps.forEach((s, i) => {
+    say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
+    say(exportLine(s.env));
+    for (const a of s.argv) say(a[0] === 'ray' || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    say();
+  });
+  say(
+    c.dim(
+      pc.executor === 'ray'
+        ? `# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at ${pc.url}`
+        : `# the head serves only once all ${steps.length} ranks have joined; readiness at ${pc.url}, every rank's process watched on its node`,
+    ),
+  );
 }
 
 /** serve --nodes --json: the outcome as one envelope (kind serve, like one node's), with the stop command. */
@@ -180,16 +174,30 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   const out = await withCancel((signal) => stopCluster(nf, stateDir(), name, opts.timeout, signal));
   const lines: string[] = [];
   const e = out.engine;
-  lines.push(
-    e.state === 'not-recorded'
-      ? `vLLM: nothing recorded${name ? ` for ${name}` : ''}`
-      : `vLLM on ${e.node}: ${e.state === 'stopped' ? 'stopped (SIGTERM)' : e.state === 'killed' ? `killed after ${opts.timeout} s` : e.state === 'unproven' ? `left alone: ${e.detail} (the record is kept; check the head by hand)` : `could not be signalled (${e.detail})`}`,
-  );
+  const said = (st: string, detail: string | undefined, where: string) =>
+    st === 'stopped'
+      ? 'stopped (SIGTERM)'
+      : st === 'killed'
+        ? `killed after ${opts.timeout} s`
+        : st === 'unproven'
+          ? `left alone: ${detail} (the record is kept; check ${where} by hand)`
+          : `could not be signalled (${detail})`;
+  if (e.state === 'not-recorded') lines.push(`vLLM: nothing recorded${name ? ` for ${name}` : ''}`);
+  else if (out.executor === 'native') for (const x of out.ranks ?? []) lines.push(`vLLM rank ${x.rank} on ${x.node}: ${said(x.state, x.detail, x.node)}`);
+  else lines.push(`vLLM on ${e.node}: ${said(e.state, e.detail, 'the head')}`);
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
-  if (opts.json) say(envelope('stop-nodes', { steps: lines, engine: out.engine, ray: out.ray }));
+  if (opts.json) say(envelope('stop-nodes', { steps: lines, executor: out.executor, engine: out.engine, ray: out.ray, ranks: out.ranks ?? [] }));
   else for (const l of lines) say(l);
-  if (out.ray.some((x) => !x.ok) || e.state === 'failed' || e.state === 'unproven')
-    throw new ProblemsFound(e.state === 'unproven' ? 'the recorded vLLM process on the head is not provably ours: not signalled' : 'Ray did not stop on every node');
+  const bad = (st: string) => st === 'failed' || st === 'unproven';
+  const badRank = (out.ranks ?? []).find((x) => bad(x.state));
+  if (out.ray.some((x) => !x.ok) || bad(e.state) || badRank)
+    throw new ProblemsFound(
+      e.state === 'unproven' || badRank?.state === 'unproven'
+        ? `the recorded vLLM process on ${badRank?.node ?? 'the head'} is not provably ours: not signalled`
+        : badRank
+          ? `vLLM rank ${badRank.rank} on ${badRank.node} could not be stopped`
+          : 'Ray did not stop on every node',
+    );
 }
 
 /** The node x check matrix: one column per node, so the odd node stands out. */
@@ -280,10 +288,20 @@ export function renderClusterStatus(s: ClusterStatus): string {
           `  ${n.node}`,
           n.role,
           n.address,
-          n.ray === 'up' ? c.green('ray up') : n.ray === 'missing' ? c.red('ray missing') : c.yellow('ray unknown'),
+          n.rank
+            ? n.rank.process === 'running'
+              ? c.green(`rank ${n.rank.rank} running`)
+              : n.rank.process === 'gone'
+                ? c.red(`rank ${n.rank.rank} gone`)
+                : c.yellow(`rank ${n.rank.rank} unknown`)
+            : n.ray === 'up'
+              ? c.green('ray up')
+              : n.ray === 'missing'
+                ? c.red('ray missing')
+                : c.yellow('ray unknown'),
           n.gpus === undefined ? '-' : `${n.gpus} GPUs`,
         ]),
-        ['  NODE', 'ROLE', 'ADDRESS', 'RAY', 'GPUS'],
+        ['  NODE', 'ROLE', 'ADDRESS', s.record.executor === 'native' ? 'VLLM' : 'RAY', 'GPUS'],
       ),
     );
   if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));

@@ -149,7 +149,7 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
       const text = await cli(['cost', sim.url, '--gpu-month-price', '1460', '--gpus', '2'], env);
       expect(text.stdout).toContain('$1460 per GPU-month / 730 h = $2.0000 per GPU-hour (converted from --gpu-month-price)');
       expect(text.stdout).toContain('1 restart(s)');
-      expect(text.stdout).toMatch(/vs \$0\.0200 per 1K \(the document's reference API price\): allocation [\d.]+x/);
+      expect(text.stdout).toMatch(/vs \$0\.0200 per 1K \(a reference API price; --compare-price sets another\): allocation [\d.]+x/);
 
       const prom = readFileSync(join(d, 'cost.prom'), 'utf8');
       expect(prom).toContain(`sparkctl_cost_tokens_24h{target="${sim.url}",kind="prompt"} ${wantPrompt}`);

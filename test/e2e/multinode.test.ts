@@ -157,6 +157,26 @@ describe('multi-node plans without a cluster', () => {
     expect(vllm).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'ray']));
   });
 
+  it("serve --nodes --dry-run with parallel.executor mp: vLLM's own launch, one command per node, ranks 0..3, --headless on workers", async () => {
+    const r = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j).toMatchObject({ kind: 'multinode-plan', executor: 'native', gpusNeeded: 32, url: 'http://10.0.0.10:8000' });
+    expect(j.steps.map((s: { node: string; argv: string[][] }) => `${s.node}:${s.argv.length}:${s.argv[0]!.slice(s.argv[0]!.indexOf('--nnodes')).join(' ')}`)).toEqual([
+      'node0:1:--nnodes 4 --node-rank 0 --master-addr 10.0.0.10 --master-port 29501',
+      'node1:1:--nnodes 4 --node-rank 1 --master-addr 10.0.0.10 --master-port 29501 --headless',
+      'node2:1:--nnodes 4 --node-rank 2 --master-addr 10.0.0.10 --master-port 29501 --headless',
+      'node3:1:--nnodes 4 --node-rank 3 --master-addr 10.0.0.10 --master-port 29501 --headless',
+    ]);
+    expect(j.steps[0].argv[0]).toEqual(expect.arrayContaining(['--tensor-parallel-size', '8', '--pipeline-parallel-size', '4', '--distributed-executor-backend', 'mp']));
+    const t = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--set', 'parallel.executor=mp']);
+    expect(t.stdout).toContain("with vLLM's own multi-node launch (--nnodes 4, rendezvous 10.0.0.10:29501)");
+    expect(t.stdout.match(/^vllm serve /gm)).toHaveLength(4);
+    // Before 0.12 vLLM has no --nnodes: the same profile falls back to Ray
+    const old = await cli(['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json', '--set', 'parallel.executor=mp', '--set', 'engine.vllmVersion=0.11.0']);
+    expect(JSON.parse(old.stdout).executor).toBe('ray');
+  });
+
   it('a nodes file short of GPUs is bad input; an invalid nodes file names the field', async () => {
     const dir = tempDir();
     try {

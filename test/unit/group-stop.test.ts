@@ -2,7 +2,7 @@
 // here by sh against real process groups: TERM, poll, then KILL after the grace.
 import { describe, it, expect, afterEach } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { groupStopScript } from '../../src/engine/cluster.js';
+import { groupStopScript } from '../../src/engine/cluster/common.js';
 
 const started: ChildProcess[] = [];
 afterEach(() => {

@@ -3,8 +3,8 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { parseRayStatus, parseRayNodes, compareCluster, describeShortfall, planNodes, type RayNode } from '../../src/engine/ray.js';
-import { withRemoteDeadline } from '../../src/engine/ssh.js';
+import { parseRayStatus, parseRayNodes, compareCluster, describeShortfall, planNodes, type RayNode } from '../../src/engine/cluster/ray-plan.js';
+import { withRemoteDeadline } from '../../src/engine/cluster/ssh.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 import { FIXTURES } from '../helpers.js';
 

@@ -5,7 +5,7 @@ import { describe, it, expect, afterEach } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from '../../src/engine/remote-proof.js';
+import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from '../../src/engine/cluster/remote-proof.js';
 import { INSTANCE_ENV } from '../../src/engine/proc.js';
 
 const started: number[] = [];

@@ -10,7 +10,7 @@ export default createCommand({
     ['--until <time>', 'end of the window (default now)'],
     GPU_HOUR_PRICE('what one GPU-hour costs (or probe.gpuHourPriceUsd in the profile)'),
     GPU_MONTH_PRICE,
-    ['--compare-price <usd>', "reference price per 1K tokens (default the document's $0.02)", usdArg('--compare-price', '0.02')],
+    ['--compare-price <usd>', "reference price per 1K tokens (default $0.02, a hosted API's price)", usdArg('--compare-price', '0.02')],
     GPUS_HELD('GPUs the server holds, when the history does not say (a --url target)'),
     UTILIZATION('GPU utilisation 0..1 for the usage basis when no GPU readings were taken'),
     ['--gen-weight <n>', 'without prefill/decode time sums: a generated token costs N prompt tokens (default 4)', positiveArg('--gen-weight', '4')],

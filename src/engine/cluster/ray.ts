@@ -1,89 +1,53 @@
-// Cluster orchestration: vLLM's own multi-node engine, Ray, driven over ssh. Ray head, workers, a
+// The Ray executor: vLLM's multi-node engine through Ray, driven over ssh. Ray head, workers, a
 // wait for exactly the nodes and GPUs the nodes file declares (read from Ray), vLLM on the head,
 // then the same readiness, prewarm and probe as on one node. Library code: it reports progress as
 // events and returns an outcome; it never prints, exits or installs signal handlers (cancellation
 // is the AbortSignal). Ray is only ever stopped on nodes where this run started it.
-import type { NodesFile, NodeEntry } from '../profiles/schema.js';
-import { diagnose } from './diagnose.js';
-import { Registry, type ClusterRecord } from './registry.js';
-import { http } from '../client/http.js';
-import { prewarm, type PrewarmResult } from '../health/prewarm.js';
-import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
-import { targetFromUrl, waitReady } from '../health/target.js';
-import { shellQuote } from '../output/format.js';
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import { diagnose } from '../diagnose.js';
+import { Registry, type ClusterRecord } from '../registry.js';
+import { http } from '../../client/http.js';
+import { waitReady } from '../../health/target.js';
+import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV, LINGER_MS } from './proc.js';
+import { INSTANCE_ENV } from '../proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
-import { allNodes, exportLine, compareCluster, describeShortfall, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, type ClusterView, type NodeStep, type RayNode } from './ray.js';
-import { pause } from '../util/pause.js';
-
-type PrewarmSettings = Parameters<typeof prewarm>[1];
-
-export interface ClusterPlan {
-  nodesFile: string;
-  nf: NodesFile;
-  profile: string;
-  servedName: string;
-  tensor: number;
-  pipeline: number;
-  steps: NodeStep[];
-  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
-  apiKey?: string;
-  apiKeyEnv?: string;
-  readyMs: number;
-  prewarm?: PrewarmSettings;
-  probe: ProbeSettings;
-  stateDir: string;
-  /** each `ray start` (seconds, enforced on the node) */
-  joinTimeoutS?: number;
-  /** the whole wait for Ray to list every node */
-  rayWaitMs?: number;
-  /** a cluster whose view has not changed for this long, with every join done, is what it will be */
-  settleMs?: number;
-}
-
-export type ClusterEvent =
-  | { type: 'ray-head'; node: string }
-  | { type: 'ray-workers'; nodes: string[] }
-  | { type: 'ray-cluster'; nodes: number; gpus: number }
-  | { type: 'engine-started'; node: string; pid: number; logFile: string }
-  | { type: 'placement-wait'; line: string }
-  | { type: 'ready'; ms: number; url: string; nodes: number; gpus: number }
-  | { type: 'prewarm'; result: PrewarmResult }
-  | { type: 'probe'; result: ProbeResult }
-  | { type: 'cleanup'; node: string; what: string };
-
-export interface ClusterFailure {
-  /** what failed, naming the node */
-  message: string;
-  fix?: string;
-  /** lines that show it: a log tail, `ray status` */
-  evidence: string[];
-  /** refused before anything was started */
-  refused?: boolean;
-}
-
-export interface ServeClusterOutcome {
-  ok: boolean;
-  failure?: ClusterFailure;
-  record?: ClusterRecord;
-  view?: ClusterView;
-  readyMs?: number;
-  prewarm?: PrewarmResult;
-  probe?: ProbeResult;
-}
-
-export interface RunCtx {
-  emit?: (e: ClusterEvent) => void;
-  signal?: AbortSignal;
-}
+import {
+  allNodes,
+  exportLine,
+  fabricAddress,
+  compareCluster,
+  describeShortfall,
+  parseRayStatus,
+  parseRayNodes,
+  rayPython,
+  RAY_NODES_PY,
+  type ClusterView,
+  type NodeStep,
+  type RayNode,
+} from './ray-plan.js';
+import { pause } from '../../util/pause.js';
+import {
+  groupStopScript,
+  afterReady,
+  refuseRecorded,
+  type ClusterExecutor,
+  type ClusterEvent,
+  type ClusterFailure,
+  type ClusterPlan,
+  type ClusterStatus,
+  type NodeState,
+  type RunCtx,
+  type ServeClusterOutcome,
+  type StopClusterOutcome,
+} from './common.js';
 
 /** Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray status`'s counts. */
 export async function readCluster(nf: NodesFile, signal?: AbortSignal): Promise<{ view?: ClusterView; nodes?: RayNode[]; status?: string; error?: string }> {
   const [st, js] = await Promise.all([
     ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal }),
-    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${nf.head.address}:${nf.rayPort}`]), { timeoutMs: 30_000, signal }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal }),
   ]);
   const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
@@ -105,26 +69,8 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
   return ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
 }
 
-/**
- * The group stop on a remote node, as a shell line, with the local rule (stopGroup in proc.ts):
- * TERM to the leader alone (vLLM's API server drains, then stops its engine and workers; a TERM to
- * the whole group kills the workers under the requests), to the group only when the leader is gone
- * or the rest outlives it by LINGER_MS; poll every 0.1 s for `graceS`, then KILL the group. Exit 0:
- * it ended within the grace; 3: it had to be killed. Only ever run inside remoteProven (never a
- * signal to a group not proven ours).
- */
-export function groupStopScript(pid: number, graceS: number): string {
-  const polls = Math.max(0, Math.round(graceS * 10));
-  const linger = Math.round(LINGER_MS / 100);
-  return [
-    `g=; l=0; kill -TERM ${pid} 2>/dev/null || { kill -TERM -${pid} 2>/dev/null; g=1; }`,
-    `for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; if [ -z "$g" ] && ! kill -0 ${pid} 2>/dev/null; then l=$((l+1)); if [ $l -ge ${linger} ]; then kill -TERM -${pid} 2>/dev/null; g=1; fi; fi; sleep 0.1; done`,
-    `kill -KILL -${pid} 2>/dev/null; exit 3`,
-  ].join('; ');
-}
-
 /** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
-export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
@@ -155,17 +101,7 @@ export async function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise
     registry.removeCluster(plan.profile);
     return fail(notReady);
   }
-  const readyMs = Date.now() - started;
-  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: view.nodes, gpus: view.gpus });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
-  let w: PrewarmResult | undefined;
-  if (plan.prewarm) {
-    w = await prewarm(target, plan.prewarm);
-    emit({ type: 'prewarm', result: w });
-  }
-  const p = await probe(target, plan.probe);
-  emit({ type: 'probe', result: p });
-  return { ok: true, record, view, readyMs, prewarm: w, probe: p };
+  return afterReady(plan, record, view, Date.now() - started, ctx);
 }
 
 /** Ray is only ever stopped on nodes where this run started it. */
@@ -181,15 +117,8 @@ async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: (e: Cluster
 /** 0. One cluster per set of nodes: a second serve must not touch the running one, nor a Ray sparkctl did not start. */
 async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
   const { nf } = plan;
-  const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === nf.head.name);
-  if (running) {
-    return {
-      refused: true,
-      message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
-      fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
-      evidence: [],
-    };
-  }
+  const running = refuseRecorded(plan, registry);
+  if (running) return running;
   const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
   if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
     return {
@@ -231,7 +160,7 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e
     message: failedJoins
       .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
       .join('\n'),
-    fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${nf.head.address}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
+    fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${fabricAddress(nf.head)}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
     evidence: failedJoins.flatMap((j) =>
       (j.r.stderr || j.r.stdout)
         .trim()
@@ -268,7 +197,7 @@ async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal): Promise<
             ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
             : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
           fix: v?.missing?.length
-            ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${nf.head.address}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
+            ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${fabricAddress(nf.head)}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
             : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
           evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
         },
@@ -386,15 +315,8 @@ async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: C
   return { message: `vLLM on ${nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
-export interface StopClusterOutcome {
-  engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string };
-  ray: Array<{ node: string; ok: boolean; detail: string }>;
-}
-
 /** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */
-export async function stopCluster(nf: NodesFile, stateDir: string, name: string | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
-  const registry = new Registry(stateDir);
-  const record = name ? registry.clusters().find((x) => x.profile === name) : undefined;
+async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
   let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
   if (record) {
     const r = await ssh(
@@ -411,41 +333,23 @@ export async function stopCluster(nf: NodesFile, stateDir: string, name: string 
     };
   }
   const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));
-  if (name && engine.state !== 'failed' && engine.state !== 'unproven') registry.removeCluster(name);
   return { engine, ray: stops.map(({ n, r }) => ({ node: n.name, ok: r.exitCode === 0, detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1) })) };
 }
 
-export interface NodeState {
-  node: string;
-  role: 'head' | 'worker';
-  address: string;
-  /** in Ray's node list (by address) */
-  ray: 'up' | 'missing' | 'unknown';
-  gpus?: number;
-}
-
-export interface ClusterStatus {
-  record: ClusterRecord;
-  server: 'healthy' | 'unhealthy' | 'unreachable';
-  serverDetail: string;
-  nodes: NodeState[];
-  /** healthy: the server answers and Ray lists every node of the file */
-  state: 'healthy' | 'degraded' | 'down';
-  rayError?: string;
-}
-
 /** A running cluster as the operator sees it: the head's server, and every node's Ray state and GPUs. */
-export async function clusterStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+async function rayStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
   const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
   const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';
   const serverDetail = h.ok ? `HTTP ${h.status}` : h.message;
   if (!nf) return { record, server, serverDetail, nodes: [], state: server === 'healthy' ? 'degraded' : 'down', rayError: `nodes file ${record.nodesFile} cannot be read` };
   const seen = await readCluster(nf, signal);
   const nodes: NodeState[] = allNodes(nf).map((n, i) => {
-    const r = seen.nodes?.find((x) => x.ip === n.address);
+    const r = seen.nodes?.find((x) => x.ip === fabricAddress(n));
     return { node: n.name, role: i === 0 ? 'head' : 'worker', address: n.address, ray: seen.nodes ? (r ? 'up' : 'missing') : 'unknown', gpus: r?.gpus };
   });
   const complete = seen.view?.complete ?? false;
   const state = server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
   return { record, server, serverDetail, nodes, state, rayError: seen.view ? undefined : seen.error };
 }
+
+export const rayExecutor: ClusterExecutor = { kind: 'ray', serve: serveRay, stop: stopRay, status: rayStatus };

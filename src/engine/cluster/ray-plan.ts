@@ -1,16 +1,25 @@
 // Ray planning, pure: what runs on which node, what Ray says about its cluster, and how that compares
 // with the nodes file. No I/O here (the ssh transport and the orchestration live in ssh.ts and
 // cluster.ts), so every rule is table-tested.
-import type { NodesFile, NodeEntry } from '../profiles/schema.js';
-import type { HostShape } from '../profiles/validate.js';
-import { shellQuote } from '../output/format.js';
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import type { HostShape } from '../../profiles/validate.js';
+import { shellQuote } from '../../output/format.js';
 
 export const allNodes = (nf: NodesFile): NodeEntry[] => [nf.head, ...nf.workers];
 export const gpusDeclared = (nf: NodesFile) => allNodes(nf).reduce((a, n) => a + n.gpus, 0);
 
-/** What vLLM and NCCL need to know on each node: its own address and the NIC that carries traffic. */
-export function nodeEnv(node: NodeEntry): Record<string, string> {
-  return { VLLM_HOST_IP: node.address, NCCL_SOCKET_IFNAME: node.interface, GLOO_SOCKET_IFNAME: node.interface };
+/** The address the node's ranks talk over: its fabric address when the nodes file names one, else its ssh address. */
+export const fabricAddress = (n: NodeEntry) => n.fabric?.address ?? n.address;
+/** The netdev that carries NCCL/Gloo traffic: the fabric interface when named, else `interface`. */
+export const fabricInterface = (n: NodeEntry) => n.fabric?.interface ?? n.interface;
+
+/**
+ * What vLLM and NCCL need to know on each node: its own address and the NIC that carries traffic;
+ * `read` adds what was read from the node's fabric (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES).
+ */
+export function nodeEnv(node: NodeEntry, read: Record<string, string> = {}): Record<string, string> {
+  const ifname = fabricInterface(node);
+  return { VLLM_HOST_IP: fabricAddress(node), NCCL_SOCKET_IFNAME: ifname, GLOO_SOCKET_IFNAME: ifname, ...read };
 }
 export const exportLine = (env: Record<string, string>) =>
   `export ${Object.entries(env)
@@ -30,15 +39,16 @@ export function hostShapeOf(nf: NodesFile): HostShape {
 }
 
 /** The plan, node by node, in the order it runs: Ray head, Ray workers, then vLLM on the head. */
-export function planNodes(nf: NodesFile, vllmArgv: string[]): NodeStep[] {
+export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}): NodeStep[] {
   const head = nf.head;
+  const headIp = fabricAddress(head);
   const steps: NodeStep[] = [
     {
       node: head.name,
       role: 'head',
       address: head.address,
-      env: nodeEnv(head),
-      argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', head.address, '--num-gpus', String(head.gpus)]],
+      env: nodeEnv(head, fabricEnv[head.name]),
+      argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', headIp, '--num-gpus', String(head.gpus)]],
     },
   ];
   for (const w of nf.workers) {
@@ -46,8 +56,8 @@ export function planNodes(nf: NodesFile, vllmArgv: string[]): NodeStep[] {
       node: w.name,
       role: 'worker',
       address: w.address,
-      env: nodeEnv(w),
-      argv: [['ray', 'start', '--address', `${head.address}:${nf.rayPort}`, '--node-ip-address', w.address, '--num-gpus', String(w.gpus)]],
+      env: nodeEnv(w, fabricEnv[w.name]),
+      argv: [['ray', 'start', '--address', `${headIp}:${nf.rayPort}`, '--node-ip-address', fabricAddress(w), '--num-gpus', String(w.gpus)]],
     });
   }
   steps[0]!.argv.push(vllmArgv);
@@ -55,8 +65,8 @@ export function planNodes(nf: NodesFile, vllmArgv: string[]): NodeStep[] {
 }
 
 // `ray status` text is parsed in the neutral module of tool-output parsers.
-export { parseRayStatus, type RayStatusCounts } from '../nvidia/ray.js';
-import type { RayStatusCounts } from '../nvidia/ray.js';
+export { parseRayStatus, type RayStatusCounts } from '../../nvidia/ray.js';
+import type { RayStatusCounts } from '../../nvidia/ray.js';
 
 /** One node as Ray's GCS reports it (node state from the autoscaler's cluster status). */
 export interface RayNode {
@@ -118,10 +128,10 @@ export function compareCluster(nf: NodesFile, counts: RayStatusCounts | undefine
   const want = allNodes(nf);
   if (nodes) {
     const byIp = new Map(nodes.map((n) => [n.ip, n]));
-    const missing = want.filter((w) => !byIp.has(w.address));
-    const extra = nodes.filter((n) => !want.some((w) => w.address === n.ip));
+    const missing = want.filter((w) => !byIp.has(fabricAddress(w)));
+    const extra = nodes.filter((n) => !want.some((w) => fabricAddress(w) === n.ip));
     const wrongGpus = want.flatMap((w) => {
-      const n = byIp.get(w.address);
+      const n = byIp.get(fabricAddress(w));
       return n && n.gpus !== w.gpus ? [{ node: w, gpus: n.gpus }] : [];
     });
     const gpus = nodes.reduce((a, n) => a + n.gpus, 0);

@@ -1,12 +1,12 @@
 // Preflight across nodes: every node's own preflight (`sparkctl preflight --json` over ssh), then
 // cross-node checks that are real Checks (id, area, title, a pure run over the per-node reports,
 // each result observed/expected/fix) so they render, count and block like the per-host ones.
-import type { NodesFile } from '../profiles/schema.js';
-import type { CheckResult, Status } from '../preflight/checks.js';
-import type { CheckOutcome } from '../preflight/run.js';
-import { shellQuote } from '../output/format.js';
+import type { NodesFile } from '../../profiles/schema.js';
+import type { CheckResult, Status } from '../../preflight/checks.js';
+import type { CheckOutcome } from '../../preflight/run.js';
+import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy } from './ssh.js';
-import { allNodes, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray.js';
+import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
 export interface NodeReport {
@@ -206,7 +206,7 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
   );
   const [st, js] = await Promise.all([
     ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal }),
-    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${nf.head.address}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal }),
   ]);
   const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;

@@ -4,7 +4,7 @@
 // carries the launch's SPARKCTL_INSTANCE marker (the leader may be gone: an orphaned EngineCore).
 // Nothing left of the group: "gone". Anything else lives under that pid or group but is not
 // provably ours: exit 4, and nothing is signalled.
-import { INSTANCE_ENV } from './proc.js';
+import { INSTANCE_ENV } from '../proc.js';
 
 export const REMOTE_UNPROVEN_EXIT = 4;
 

@@ -4,8 +4,8 @@
 // group when the deadline passes: ending our ssh alone would leave e.g. a `ray start` that keeps
 // trying to join, and joins minutes later.
 import { execa } from 'execa';
-import type { NodesFile, NodeEntry } from '../profiles/schema.js';
-import { shellQuote } from '../output/format.js';
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import { shellQuote } from '../../output/format.js';
 
 export interface Remote {
   exitCode: number | null;

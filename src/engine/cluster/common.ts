@@ -1,0 +1,157 @@
+// What every multi-node executor shares: the plan it is given, the events it reports, the outcome
+// it returns, and the one remote stop rule. Two executors implement ClusterExecutor: Ray (ray.ts:
+// a Ray cluster, vLLM on the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per
+// node). index.ts picks one from the plan (or from the record, to stop or read a running cluster).
+import type { NodesFile } from '../../profiles/schema.js';
+import type { ClusterRecord } from '../registry.js';
+import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
+import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
+import { targetFromUrl } from '../../health/target.js';
+import type { Registry } from '../registry.js';
+import { LINGER_MS } from '../proc.js';
+import type { ClusterView, NodeStep } from './ray-plan.js';
+
+export type ExecutorKind = 'ray' | 'native';
+
+export type PrewarmSettings = Parameters<typeof prewarm>[1];
+
+export interface ClusterPlan {
+  executor: ExecutorKind;
+  nodesFile: string;
+  nf: NodesFile;
+  profile: string;
+  servedName: string;
+  tensor: number;
+  pipeline: number;
+  steps: NodeStep[];
+  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  apiKey?: string;
+  apiKeyEnv?: string;
+  readyMs: number;
+  prewarm?: PrewarmSettings;
+  probe: ProbeSettings;
+  stateDir: string;
+  /** each `ray start` (seconds, enforced on the node) */
+  joinTimeoutS?: number;
+  /** the whole wait for Ray to list every node */
+  rayWaitMs?: number;
+  /** a cluster whose view has not changed for this long, with every join done, is what it will be */
+  settleMs?: number;
+}
+
+export interface ClusterFailure {
+  /** what failed, naming the node */
+  message: string;
+  fix?: string;
+  /** lines that show it: a log tail, `ray status` */
+  evidence: string[];
+  /** refused before anything was started */
+  refused?: boolean;
+}
+
+export interface ServeClusterOutcome {
+  ok: boolean;
+  failure?: ClusterFailure;
+  record?: ClusterRecord;
+  view?: ClusterView;
+  readyMs?: number;
+  prewarm?: PrewarmResult;
+  probe?: ProbeResult;
+}
+
+export interface RunCtx {
+  emit?: (e: ClusterEvent) => void;
+  signal?: AbortSignal;
+}
+
+export interface StopClusterOutcome {
+  engine: { node: string; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string };
+  ray: Array<{ node: string; ok: boolean; detail: string }>;
+  /** native: each node's vLLM rank (the head's is also `engine`) */
+  ranks?: Array<{ node: string; rank: number; state: 'stopped' | 'killed' | 'not-recorded' | 'unproven' | 'failed'; detail?: string }>;
+}
+
+export interface NodeState {
+  node: string;
+  role: 'head' | 'worker';
+  address: string;
+  /** in Ray's node list (by address); native clusters have no Ray: 'unknown' */
+  ray: 'up' | 'missing' | 'unknown';
+  gpus?: number;
+  /** native: this node's vLLM rank and whether its process group still runs */
+  rank?: { rank: number; process: 'running' | 'gone' | 'unknown' };
+}
+
+export interface ClusterStatus {
+  record: ClusterRecord;
+  server: 'healthy' | 'unhealthy' | 'unreachable';
+  serverDetail: string;
+  nodes: NodeState[];
+  /** healthy: the server answers and Ray lists every node of the file */
+  state: 'healthy' | 'degraded' | 'down';
+  rayError?: string;
+}
+
+export type ClusterEvent =
+  | { type: 'ray-head'; node: string }
+  | { type: 'ray-workers'; nodes: string[] }
+  | { type: 'ray-cluster'; nodes: number; gpus: number }
+  | { type: 'engine-started'; node: string; pid: number; logFile: string; rank?: number }
+  | { type: 'ranks-joined'; nodes: number; gpus: number }
+  | { type: 'placement-wait'; line: string }
+  | { type: 'ready'; ms: number; url: string; nodes: number; gpus: number }
+  | { type: 'prewarm'; result: PrewarmResult }
+  | { type: 'probe'; result: ProbeResult }
+  | { type: 'cleanup'; node: string; what: string };
+
+/**
+ * The group stop on a remote node, as a shell line, with the local rule (stopGroup in proc.ts):
+ * TERM to the leader alone (vLLM's API server drains, then stops its engine and workers; a TERM to
+ * the whole group kills the workers under the requests), to the group only when the leader is gone
+ * or the rest outlives it by LINGER_MS; poll every 0.1 s for `graceS`, then KILL the group. Exit 0:
+ * it ended within the grace; 3: it had to be killed. Only ever run inside remoteProven (never a
+ * signal to a group not proven ours).
+ */
+export function groupStopScript(pid: number, graceS: number): string {
+  const polls = Math.max(0, Math.round(graceS * 10));
+  const linger = Math.round(LINGER_MS / 100);
+  return [
+    `g=; l=0; kill -TERM ${pid} 2>/dev/null || { kill -TERM -${pid} 2>/dev/null; g=1; }`,
+    `for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; if [ -z "$g" ] && ! kill -0 ${pid} 2>/dev/null; then l=$((l+1)); if [ $l -ge ${linger} ]; then kill -TERM -${pid} 2>/dev/null; g=1; fi; fi; sleep 0.1; done`,
+    `kill -KILL -${pid} 2>/dev/null; exit 3`,
+  ].join('; ');
+}
+export interface ClusterExecutor {
+  kind: ExecutorKind;
+  serve(plan: ClusterPlan, ctx: RunCtx): Promise<ServeClusterOutcome>;
+  /** the recorded cluster (record undefined: nothing recorded, clean what this executor can prove ours) */
+  stop(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome>;
+  status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;
+}
+
+/** One cluster per set of nodes: a second serve must not touch the running one. */
+export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): ClusterFailure | undefined {
+  const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === plan.nf.head.name);
+  if (!running) return undefined;
+  return {
+    refused: true,
+    message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+    fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
+    evidence: [],
+  };
+}
+
+/** Ready: the same prewarm and deep probe as on one node, against the head. */
+export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx): Promise<ServeClusterOutcome> {
+  const emit = ctx.emit ?? (() => {});
+  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: view.nodes, gpus: view.gpus });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  let w: PrewarmResult | undefined;
+  if (plan.prewarm) {
+    w = await prewarm(target, plan.prewarm);
+    emit({ type: 'prewarm', result: w });
+  }
+  const p = await probe(target, plan.probe);
+  emit({ type: 'probe', result: p });
+  return { ok: true, record, view, readyMs, prewarm: w, probe: p };
+}

@@ -1,0 +1,216 @@
+// The native executor: vLLM's own multi-node launch (--nnodes, 0.12 and later), one `vllm serve`
+// per node over ssh. Rank 0 on the head first (it serves the API and hosts torch.distributed's
+// store), then every worker rank with --headless, concurrently. The head becomes ready only when
+// every rank has joined (vLLM waits for the whole world before it loads), so readiness is the head's
+// /health and /v1/models, raced against every node's process: a rank that ends is named by node, with
+// the cause read from its own log. Stop: every rank's process group (proven ours first), the head
+// first so its API drains. Nothing is launched without being recorded, and a failed launch stops
+// every rank it started.
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import { diagnose } from '../diagnose.js';
+import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
+import { http } from '../../client/http.js';
+import { waitReady } from '../../health/target.js';
+import { shellQuote } from '../../output/format.js';
+import { randomUUID } from 'node:crypto';
+import { INSTANCE_ENV } from '../proc.js';
+import { ssh, remoteWhy } from './ssh.js';
+import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { allNodes, exportLine, type NodeStep } from './ray-plan.js';
+import {
+  groupStopScript,
+  afterReady,
+  refuseRecorded,
+  type ClusterExecutor,
+  type ClusterFailure,
+  type ClusterPlan,
+  type RunCtx,
+  type ServeClusterOutcome,
+  type StopClusterOutcome,
+  type ClusterStatus,
+} from './common.js';
+
+const LOGS = '$HOME/.local/state/sparkctl/logs';
+
+const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
+
+/** One rank on its node, in its own session; the API key (head only) through stdin, never argv. */
+async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<{ rank: ClusterRank } | { failure: ClusterFailure }> {
+  const { nf } = plan;
+  const n = nodeOf(nf, step.node);
+  const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
+  const key = rank === 0 ? plan.apiKey : undefined;
+  const line = [
+    `mkdir -p "${LOGS}"`,
+    exportLine(step.env),
+    ...Object.entries(plan.replica.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+    key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
+    `export ${INSTANCE_ENV}=${marker}`,
+    launchAndReport(`setsid nohup ${step.argv[0]!.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
+  ].join('; ');
+  const r = await ssh(nf, n, line, { input: key ? `${key}\n` : undefined, signal });
+  const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
+  const pid = Number(pidText);
+  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1)
+    return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
+  return { rank: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
+}
+
+/** Every rank launched: the record (rank 0 = the head's pid), or the first failure after the launched ones were stopped. */
+async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
+  const { nf } = plan;
+  const emit = ctx.emit ?? (() => {});
+  const marker = randomUUID();
+  const head = await launchRank(plan, plan.steps[0]!, 0, marker, ctx.signal);
+  if ('failure' in head) return head;
+  emit({ type: 'engine-started', node: head.rank.node, pid: head.rank.pid, logFile: head.rank.logFile, rank: 0 });
+  const rest = await Promise.all(plan.steps.slice(1).map((s, i) => launchRank(plan, s, i + 1, marker, ctx.signal)));
+  const ranks = [head.rank];
+  const failures: ClusterFailure[] = [];
+  for (const x of rest) {
+    if ('failure' in x) failures.push(x.failure);
+    else {
+      ranks.push(x.rank);
+      emit({ type: 'engine-started', node: x.rank.node, pid: x.rank.pid, logFile: x.rank.logFile, rank: x.rank.rank });
+    }
+  }
+  if (failures.length) {
+    await stopRanks(nf, ranks, 5);
+    return { failure: { message: failures.map((f) => f.message).join('\n'), evidence: failures.flatMap((f) => f.evidence) } };
+  }
+  return {
+    record: {
+      version: 1,
+      executor: 'native',
+      profile: plan.profile,
+      nodesFile: plan.nodesFile,
+      head: nf.head.name,
+      pid: head.rank.pid,
+      port: plan.replica.port,
+      url: `http://${nf.head.address}:${plan.replica.port}`,
+      servedName: plan.servedName,
+      logFile: head.rank.logFile,
+      startedAt: new Date().toISOString(),
+      startTime: head.rank.startTime,
+      marker,
+      ranks,
+    },
+  };
+}
+
+/** 9 from the node: the rank's group leader is gone (255 is ssh failing, not an answer). */
+const aliveLine = (r: ClusterRank) => `kill -0 ${r.pid} 2>/dev/null || exit 9`;
+
+/** The ranks whose process has ended, read on their nodes concurrently. */
+async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRank[]> {
+  const seen = await Promise.all(ranks.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
+  return seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
+}
+
+const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => (await ssh(nf, nodeOf(nf, r.node), `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 })).stdout;
+
+/** A rank that ended, named by node and rank, with the cause its own log gives. */
+async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<ClusterFailure> {
+  const parts = await Promise.all(
+    gone.map(async (r) => {
+      const n = nodeOf(plan.nf, r.node);
+      const d = diagnose({ reason: 'exited', detail: 'exited before the cluster was ready', ms: 0 }, await tailOf(plan.nf, r));
+      return { r, n, d };
+    }),
+  );
+  return {
+    message: parts.map(({ r, n, d }) => `vLLM rank ${r.rank} on ${n.name} (${n.address}) exited before the cluster was ready${d.cause ? `: ${d.cause}` : ''}`).join('\n'),
+    fix: parts.find((p) => p.d.fix)?.d.fix ?? `read its log on ${parts[0]!.n.name}: ${parts[0]!.r.logFile}; sparkctl preflight --nodes ${plan.nodesFile}`,
+    evidence: parts.flatMap(({ r, d }) => d.lastLines.slice(-8).map((l) => `${r.node}: ${l}`)),
+  };
+}
+
+/** The head's readiness, raced against every rank's process (checked every 1.5 s). undefined: ready. */
+async function ranksReady(plan: ClusterPlan, record: ClusterRecord, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const ranks = record.ranks ?? [];
+  let last = 0;
+  let gone: ClusterRank[] = [];
+  const r = await waitReady({
+    url: record.url,
+    servedName: record.servedName,
+    apiKey: plan.apiKey,
+    deadlineMs: plan.readyMs,
+    signal,
+    pollMs: 250,
+    ended: async () => {
+      if (Date.now() - last <= 1500) return undefined;
+      last = Date.now();
+      gone = await goneRanks(plan.nf, ranks);
+      return gone.length ? { reason: 'exited', detail: 'a rank exited' } : undefined;
+    },
+  });
+  if (r.ok) return undefined;
+  if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
+  if (gone.length) return rankFailure(plan, gone);
+  // Every rank runs but the head never served: the head's own log says why (a rank that never joined).
+  const tail = await tailOf(plan.nf, ranks[0]!);
+  const d = diagnose(r.reason === 'timeout' ? { reason: 'timeout', detail: `was not ready after ${Math.round(r.ms / 1000)} s`, ms: r.ms } : r, tail);
+  return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
+}
+
+/** Each rank's group: TERM, `graceS`, KILL; the head first (its API drains), then the workers together. */
+async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<NonNullable<StopClusterOutcome['ranks']>> {
+  const one = async (r: ClusterRank) => {
+    const x = await ssh(nf, nodeOf(nf, r.node), remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 15) * 1000, signal });
+    return {
+      node: r.node,
+      rank: r.rank,
+      state: x.exitCode === 0 ? ('stopped' as const) : x.exitCode === 3 ? ('killed' as const) : x.exitCode === REMOTE_UNPROVEN_EXIT ? ('unproven' as const) : ('failed' as const),
+      detail: x.exitCode === 0 || x.exitCode === 3 ? undefined : remoteWhy(x, 1),
+    };
+  };
+  const head = ranks.filter((r) => r.rank === 0);
+  const out = await Promise.all(head.map(one));
+  return [...out, ...(await Promise.all(ranks.filter((r) => r.rank !== 0).map(one)))];
+}
+
+export const nativeExecutor: ClusterExecutor = {
+  kind: 'native',
+
+  async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+    const started = Date.now();
+    const registry = new Registry(plan.stateDir);
+    const refused = refuseRecorded(plan, registry);
+    if (refused) return { ok: false, failure: refused };
+    const launched = await launchAll(plan, ctx);
+    if ('failure' in launched) return { ok: false, failure: launched.failure };
+    const { record } = launched;
+    registry.writeCluster(record);
+    const notReady = await ranksReady(plan, record, ctx.signal);
+    if (notReady) {
+      await stopRanks(plan.nf, record.ranks ?? [], 5);
+      registry.removeCluster(plan.profile);
+      return { ok: false, failure: notReady, record };
+    }
+    const gpus = plan.tensor * plan.pipeline;
+    ctx.emit?.({ type: 'ranks-joined', nodes: record.ranks!.length, gpus });
+    return afterReady(plan, record, { nodes: record.ranks!.length, gpus, complete: true }, Date.now() - started, ctx);
+  },
+
+  async stop(nf, record, timeoutS, signal) {
+    if (!record) return { engine: { node: nf.head.name, state: 'not-recorded' }, ray: [], ranks: [] };
+    const ranks = await stopRanks(nf, record.ranks ?? [], timeoutS, signal);
+    const h = ranks.find((r) => r.rank === 0);
+    return { engine: { node: nf.head.name, state: h?.state ?? 'not-recorded', detail: h?.detail }, ray: [], ranks };
+  },
+
+  async status(record, nf, signal): Promise<ClusterStatus> {
+    const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
+    const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';
+    const ranks = record.ranks ?? [];
+    const seen = await Promise.all(ranks.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000, signal }) })));
+    const nodes = allNodes(nf).map((n, i) => {
+      const s = seen.find((x) => x.r.node === n.name);
+      const process: 'running' | 'gone' | 'unknown' = !s ? 'unknown' : s.x.exitCode === 0 ? 'running' : s.x.exitCode === 9 ? 'gone' : 'unknown';
+      return { node: n.name, role: i === 0 ? ('head' as const) : ('worker' as const), address: n.address, ray: 'unknown' as const, rank: s ? { rank: s.r.rank, process } : undefined };
+    });
+    const all = nodes.every((n) => n.rank?.process === 'running');
+    const state = server === 'healthy' && all ? 'healthy' : server === 'unreachable' && nodes.every((n) => n.rank?.process !== 'running') ? 'down' : 'degraded';
+    return { record, server, serverDetail: h.ok ? `HTTP ${h.status}` : h.message, nodes, state };
+  },
+};

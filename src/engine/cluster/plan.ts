@@ -1,0 +1,94 @@
+// serve --nodes, planned: the profile resolved for the cluster's shape, the executor picked (Ray, or
+// vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
+// reading the profile and nodes files; `--dry-run` prints this and starts nothing.
+import { executableFor, simTail, type ServeOptions } from '../plan.js';
+import { resolveProfile, requireValid, type Resolved } from '../../profiles/resolve.js';
+import type { NodesFile } from '../../profiles/schema.js';
+import { servedName, renderReplicas, clusterExecutor } from '../../profiles/render.js';
+import { GIB } from '../../profiles/planner.js';
+import { UsageError } from '../../errors.js';
+import { allNodes, hostShapeOf, planNodes, type NodeStep } from './ray-plan.js';
+import { nativeProblem, planNative } from './native-plan.js';
+import type { ClusterPlan, ExecutorKind } from './common.js';
+
+export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & { nodesFile: string };
+
+export interface PlannedCluster {
+  resolved: Resolved;
+  nf: NodesFile;
+  executor: ExecutorKind;
+  steps: NodeStep[];
+  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  warnings: string[];
+  gpusNeeded: number;
+  url: string;
+}
+
+/** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
+export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'>, nf: NodesFile): Resolved {
+  const shape = hostShapeOf(nf);
+  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host: shape });
+  // The memory budget is per GPU of the platform the nodes are.
+  const host = { ...r.host, gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, computeCapability: r.platform.gpu.computeCapability, gpuName: r.platform.gpu.displayName };
+  const again = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host });
+  if (!clusterExecutor(again.profile)) {
+    throw new UsageError(`${again.profile.name} is a single-host profile`, ['--nodes is for profiles with parallel.nodes > 1 or parallel.executor: ray (e.g. qwen3-200b); serve it without --nodes']);
+  }
+  return again;
+}
+
+/** Every node's command, in start order, for the executor the profile and target vLLM call for. */
+export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInputs, fabricEnv: Record<string, Record<string, string>> = {}): PlannedCluster {
+  const r = resolveForNodes(profileName, opts, nf);
+  const executor = clusterExecutor(r.profile)!;
+  const p = r.profile;
+  if (executor === 'native') {
+    const why = nativeProblem(nf, p.parallel.tensor, p.parallel.pipeline);
+    if (why)
+      throw new UsageError(`parallel.executor: mp over ${allNodes(nf).length} nodes: ${why}`, [
+        '--set parallel.executor=ray (Ray places ranks unevenly), or nodes that each hold TP x PP / nodes GPUs',
+      ]);
+  }
+  // On every node vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
+  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts as ServeOptions);
+  const rep = renderReplicas(p, r.host, {
+    executable: exe,
+    stateDir: '$HOME/.local/state/sparkctl',
+    tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
+  })[0]!;
+  const warnings = requireValid(r);
+  const steps = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
+  return {
+    resolved: r,
+    nf,
+    executor,
+    steps,
+    replica: { name: rep.name, argv: rep.argv, env: rep.env, port: rep.port },
+    warnings,
+    gpusNeeded: p.parallel.tensor * p.parallel.pipeline,
+    url: `http://${nf.head.address}:${rep.port}`,
+  };
+}
+
+/** The plan the executor runs: the planned commands plus readiness, prewarm, probe and the key. */
+export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey?: string; stateDir: string; joinTimeoutS?: number }): ClusterPlan {
+  const p = pc.resolved.profile;
+  return {
+    executor: pc.executor,
+    joinTimeoutS: opts.joinTimeoutS,
+    nodesFile: opts.nodesFile,
+    nf: pc.nf,
+    profile: p.name,
+    servedName: servedName(p),
+    tensor: p.parallel.tensor,
+    pipeline: p.parallel.pipeline,
+    steps: pc.steps,
+    replica: pc.replica,
+    apiKey: opts.apiKey,
+    apiKeyEnv: p.server.apiKeyEnv,
+    readyMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
+    prewarm: opts.prewarm ? p.prewarm : undefined,
+    probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
+    stateDir: opts.stateDir,
+  };
+}

@@ -1,0 +1,34 @@
+import { createCommand, lazy } from '../define.js';
+import { countArg } from '../args.js';
+
+export default createCommand({
+  name: 'pull',
+  args: [['<model>', 'a Hugging Face model id (ORG/NAME) or a profile whose model.id (and model.revision) to fetch']],
+  description: 'download a model into the Hugging Face cache: the files vLLM loads, SHA-256 verified, resumable, readable offline',
+  options: [
+    ['--revision <rev>', "branch, tag or commit (default: the profile's model.revision, else main); resolved to a commit once and recorded in refs/"],
+    ['--config-only', 'only the config, tokenizer and generation files (what plan, profiles init and serve --dry-run read)'],
+    ['--jobs <n>', 'files fetched at once', countArg('--jobs'), 8],
+    ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
+    ['--json', 'machine-readable result on stdout; no progress'],
+  ],
+  help: `
+Where: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (as huggingface_hub), in its
+layout (models--ORG--NAME/blobs, snapshots/COMMIT, refs/), so vLLM and transformers read it with
+HF_HUB_OFFLINE=1. The Hub is $HF_ENDPOINT (a mirror) or https://huggingface.co. A gated or private
+repository needs a read token in the environment: export HF_TOKEN=... (never on the command line).
+
+Only the files vLLM loads: config, tokenizer and generation files, and the safetensors shards the
+index names (no *.bin, *.pth or original/ duplicates when safetensors exist). Disk space is checked
+before the first byte; every file is checked against the Hub's SHA-256 before it enters the
+snapshot; an interrupted pull (Ctrl-C, kill, a dropped connection) resumes where it stopped.
+
+Examples:
+  sparkctl pull Qwen/Qwen3.5-9B
+  sparkctl pull qwen3.5-9b --config-only          the profile's model, config and tokenizer only
+  sparkctl pull Qwen/Qwen3.5-9B --revision v1.0   a tag, pinned to its commit
+
+Exit codes: 0 pulled, 1 a file failed its checksum or the Hub sent something malformed, 2 bad input
+(unknown model, 401/403, not enough disk), 3 the Hub could not be reached.`,
+  handler: lazy(() => import('./run.js')),
+});
