@@ -3,7 +3,7 @@
 import { readFileSync, rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fsProblem, openExclusiveTemp } from '../util/fs.js';
-import { isAlive, processStartTime } from './proc.js';
+import { isAlive, processStartTime } from './runtime/proc.js';
 import { pause } from '../util/pause.js';
 
 /**

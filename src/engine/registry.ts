@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './proc.js';
+import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';

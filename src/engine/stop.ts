@@ -6,7 +6,7 @@
 // verb renders the outcome, serve --foreground and the router's rolling restart call it too.
 import { openSync, readSync, closeSync, statSync } from 'node:fs';
 import type { Entry, Instance, Registry } from './registry.js';
-import { groupMembers, listeningPorts, type UnprovenCode } from './proc.js';
+import { groupMembers, listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { pause } from '../util/pause.js';

@@ -12,7 +12,7 @@ import { replicaRun } from '../engine/plan.js';
 import { runtimeFor } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
-import { listeningPorts } from '../engine/proc.js';
+import { listeningPorts } from '../engine/runtime/proc.js';
 import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';

@@ -24,8 +24,6 @@ const KNOWN_ARROWS_UP: string[] = [
   'engine/serve.ts -> router/api.ts',
   'engine/serve.ts -> router/stop.ts',
   'engine/stop.ts -> router/stop.ts',
-  'engine/runtime/launch-container.ts -> engine/plan.ts',
-  'engine/runtime/launch-container.ts -> engine/launch.ts',
   'health/probe-state.ts -> engine/lock.ts',
   'health/target.ts -> engine/registry.ts',
   'health/gpu.ts -> preflight/facts.ts',

@@ -2,7 +2,7 @@
 // vLLM in a container that the CLI runs detached, its output followed into the replica's log. Proven
 // by the container id sparkctl recorded at launch and the marker it gave it (ops.ts: proveRecord),
 // never by a name; stopped by the runtime (stop --time, then rm), proven right before each step.
-import type { Proof } from '../proc.js';
+import type { Proof } from './proc.js';
 import type { Launched } from './child.js';
 import { containerGpuUse, type ContainerCli } from './container.js';
 import { containerOurs, launchContainer, renderContainer } from './launch-container.js';

@@ -4,8 +4,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV, groupMembers, proveIdentity, stopGroup } from '../proc.js';
-import { listenerIsOneOf } from '../socket-owner.js';
+import { INSTANCE_ENV, groupMembers, proveIdentity, stopGroup } from './proc.js';
+import { listenerIsOneOf } from './socket-owner.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 

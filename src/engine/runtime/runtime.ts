@@ -6,7 +6,7 @@
 // for a host process, the container id + the marker sparkctl recorded for a container.
 import type { Platform, Profile } from '../../profiles/schema.js';
 import type { ReplicaPlan } from '../../profiles/render.js';
-import type { Proof, UnprovenCode } from '../proc.js';
+import type { Proof, UnprovenCode } from './proc.js';
 import type { ChildExit, Launched } from './child.js';
 import type { ContainerCli, ContainerPlan } from './container.js';
 import type { ContainerRecord } from './ops.js';

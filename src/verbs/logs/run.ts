@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { LogTail } from '../../engine/logtail.js';
+import { LogTail } from '../../engine/runtime/logtail.js';
 import { join } from 'node:path';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
