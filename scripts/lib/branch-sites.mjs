@@ -13,7 +13,7 @@
 // Each branch node counts once, however many of these its condition holds.
 //
 // Use: node scripts/lib/branch-sites.mjs [--list] (run from the repository root), or
-// import { branchSites } from './lib/branch-sites.mjs'.
+// import { branchSites } from './lib/branch-sites.mjs' (scripts/house-figures.mjs does).
 import ts from 'typescript';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -82,38 +82,47 @@ function conditionOf(n) {
   return undefined;
 }
 
-/**
- * Every branch site on the runtime kind under srcDir, except under the excluded folders (default:
- * src/engine/runtime/, where the implementations live and branching on the kind is the point).
- * Returns [{ file, line, text }], file relative to root.
- */
-export function branchSites({ root = process.cwd(), src = 'src', exclude = ['src/engine/runtime/'] } = {}) {
+/** Sites in one parsed module: [{ line, text }]. */
+export function sitesOf(sf) {
   const out = [];
-  for (const abs of tsFiles(join(root, src))) {
-    const file = relative(root, abs).split(sep).join('/');
-    if (exclude.some((x) => file.startsWith(x))) continue;
-    const sf = ts.createSourceFile(file, readFileSync(abs, 'utf8'), ts.ScriptTarget.Latest, true);
-    const visit = (n) => {
-      const c = conditionOf(n);
-      if (c && readsRuntimeKind(c)) out.push({ file, line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, text: c.getText(sf).replace(/\s+/g, ' ').slice(0, 100) });
-      ts.forEachChild(n, visit);
-    };
-    visit(sf);
-  }
+  const visit = (n) => {
+    const c = conditionOf(n);
+    if (c && readsRuntimeKind(c)) out.push({ line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, text: c.getText(sf).replace(/\s+/g, ' ').slice(0, 100) });
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
   return out;
 }
 
-/** { sites, files, perFile } of branchSites(). */
-export function branchSiteFigures(opts) {
-  const sites = branchSites(opts);
+/** Where the implementations live: branching on the kind there is the point. Paths relative to src/. */
+export const RUNTIME_DIR = 'engine/runtime/';
+
+/**
+ * Every branch site on the runtime kind outside src/engine/runtime/, over the sources of
+ * scripts/lib/house.mjs (loadSources: [{ rel, sf }], rel relative to src/), or, without them, over
+ * the .ts files under src/ of the current folder. Returns { count, files, perFile, sites: [{ file, line, text }] }.
+ */
+export function branchSites(sources) {
+  const mods =
+    sources ??
+    tsFiles(join(process.cwd(), 'src')).map((abs) => {
+      const rel = relative(join(process.cwd(), 'src'), abs).split(sep).join('/');
+      return { rel, sf: ts.createSourceFile(rel, readFileSync(abs, 'utf8'), ts.ScriptTarget.Latest, true) };
+    });
+  const sites = [];
+  for (const m of mods) {
+    const rel = m.rel.split(sep).join('/');
+    if (rel.startsWith(RUNTIME_DIR)) continue;
+    for (const s of sitesOf(m.sf)) sites.push({ file: `src/${rel}`, ...s });
+  }
   const perFile = {};
   for (const s of sites) perFile[s.file] = (perFile[s.file] ?? 0) + 1;
-  return { sites: sites.length, files: Object.keys(perFile).length, perFile, list: sites };
+  return { count: sites.length, files: Object.keys(perFile).length, perFile, sites };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const f = branchSiteFigures();
-  if (process.argv.includes('--list')) for (const s of f.list) console.log(`${s.file}:${s.line}  ${s.text}`);
+  const f = branchSites();
+  if (process.argv.includes('--list')) for (const s of f.sites) console.log(`${s.file}:${s.line}  ${s.text}`);
   else for (const [file, n] of Object.entries(f.perFile).sort((a, b) => b[1] - a[1])) console.log(`${String(n).padStart(4)}  ${file}`);
-  console.log(`branch sites on the runtime kind outside src/engine/runtime/: ${f.sites} in ${f.files} files`);
+  console.log(`branch sites on the runtime kind outside src/engine/runtime/: ${f.count} in ${f.files} files`);
 }

@@ -3,7 +3,7 @@
 // the served name, and the listening socket held by what the runtime launched (its `ours`), not a
 // server that held the port before us. The launch itself is the runtime's (runtime/).
 import { phaseOf, classifyStall } from './classify.js';
-import { waitReady, type ReadyResult } from '../health/target.js';
+import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { Launched } from './runtime/child.js';
 
 /**

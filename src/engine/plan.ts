@@ -15,7 +15,7 @@ import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
-import { planRouter, type RouterPlan } from '../router/config.js';
+import { planRouter, type RouterPlan } from '../profiles/router.js';
 import { detectCli, imageFor, type ContainerCli } from './runtime/container.js';
 import type { ReplicaRun } from './runtime/runtime.js';
 

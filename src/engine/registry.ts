@@ -3,11 +3,12 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, processStartTime, INSTANCE_ENV, type Proof } from './runtime/proc.js';
+import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
+import { processStartTime } from '../util/pid.js';
 import { runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
-import { lockFile } from './lock.js';
+import { lockFile } from '../util/lock.js';
 import { containersOfState, type ContainerRecord } from './runtime/ops.js';
 
 export interface Instance {

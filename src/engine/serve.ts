@@ -7,7 +7,7 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
-import { routerPorts, type RouterPlan } from '../router/config.js';
+import { routerPorts, type RouterPlan } from '../profiles/router.js';
 import { startRouter } from '../router/serve.js';
 import { requireHaproxy, type RouterLaunched } from '../router/process.js';
 import { showStat, serverState } from '../router/api.js';
@@ -23,7 +23,8 @@ import type { PreflightReport } from '../preflight/run.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
-import { targetFromInstance, type ReadyResult } from '../health/target.js';
+import { targetFromInstance } from './target.js';
+import type { ReadyResult } from '../client/ready.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
@@ -45,7 +46,7 @@ export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 
   const { runPreflight } = await import('../preflight/run.js');
   const sim = opts.engine === 'sim';
   const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
-  const host = sim ? new (await import('../host/sim.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
+  const host = sim ? new (await import('../sim/host.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
   // Only the checks that block a launch (their own metadata says which), and only their probes.
   const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
   return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };

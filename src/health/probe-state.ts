@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
-import { lockFile } from '../engine/lock.js';
+import { lockFile } from '../util/lock.js';
 import { UsageError } from '../errors.js';
 
 export type TargetStateName = 'healthy' | 'unhealthy' | 'unreachable';

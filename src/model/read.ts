@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { homedir } from 'node:os';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
+import { parsePythonJson } from './json.js';
 
 export type ModelReader = Pick<Host, 'readFile' | 'env'>;
 
@@ -60,7 +61,7 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   }
   let cfg: unknown;
   try {
-    cfg = JSON.parse(text);
+    cfg = parsePythonJson(text);
   } catch (e) {
     out.error = `${file}: not valid JSON (${(e as Error).message})`;
     return true;
@@ -70,7 +71,7 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
   // An index lists every tensor (a few MiB for the largest models); one past 64 MiB only loses the weight size.
   if (indexText !== null && indexText.length < 64 * 1024 * 1024) {
     try {
-      index = JSON.parse(indexText);
+      index = parsePythonJson(indexText);
     } catch {
       index = undefined; // a bad index only loses the weight size; the config still counts
     }

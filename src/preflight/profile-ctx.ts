@@ -12,7 +12,7 @@ import { weightsBytes } from '../profiles/planner.js';
 import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
 import { replicaAddress } from '../profiles/render.js';
-import { planRouter } from '../router/config.js';
+import { planRouter } from '../profiles/router.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
 
 export function buildCtx(f: Facts, platform: Platform, profile: Profile): Ctx {

@@ -195,7 +195,11 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
   }
   {
     const plan = planMemory(p, host.gpuMemoryBytes, m);
-    if (plan.availableKvBytes <= 0) {
+    if (plan.notModelled) {
+      const msg = `not modelled: ${plan.notModelled.field} (${plan.notModelled.why}): the KV cache and concurrency vLLM will have are not stated`;
+      if (p.engine.kvCacheMemoryBytes === undefined) err('model', msg, 'fix the KV cache size yourself: --set engine.kvCacheMemoryBytes=BYTES');
+      else warn('model', msg);
+    } else if (plan.availableKvBytes <= 0) {
       err(
         'engine.gpuMemoryUtilization',
         `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`,

@@ -17,7 +17,7 @@ import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome }
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
-import { targetFromInstance } from '../health/target.js';
+import { targetFromInstance } from '../engine/target.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { setServerState, showStat, serverState, type ServerStat } from './api.js';

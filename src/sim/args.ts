@@ -21,6 +21,7 @@ const SIM_FLAGS: Record<string, Kind> = {
   '--sim-decode-ms': 'value',
   '--sim-cold-ms': 'value',
   '--sim-no-engine-process': 'bool',
+  '--sim-rendezvous-timeout': 'value',
 };
 
 export interface SimArgs {

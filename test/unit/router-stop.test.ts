@@ -6,7 +6,7 @@ import { parseTcp } from '../../src/engine/runtime/socket-owner.js';
 import { splitConnections, judgeDeadline } from '../../src/router/stop.js';
 import { logTarget } from '../../src/engine/registry.js';
 import { requestsText, outcomeLine } from '../../src/verbs/stop/run.js';
-import { routerDrainSeconds } from '../../src/router/config.js';
+import { routerDrainSeconds } from '../../src/profiles/router.js';
 import { routerDrainMsOf, ROUTER_DRAIN_MS, type StopOutcome } from '../../src/engine/stop.js';
 
 const HEAD = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';

@@ -1,7 +1,7 @@
 // The one readiness wait, against real sockets on 127.0.0.1.
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { waitReady } from '../../src/health/target.js';
+import { waitReady } from '../../src/client/ready.js';
 import { listenerIsOneOf, listeningInodes } from '../../src/engine/runtime/socket-owner.js';
 import { freePort } from '../helpers.js';
 

@@ -10,7 +10,7 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
-import { waitReady } from '../../health/target.js';
+import { waitReady } from '../../client/ready.js';
 import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';

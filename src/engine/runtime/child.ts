@@ -7,7 +7,7 @@ import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { fsProblem } from '../../util/fs.js';
 import { LogTail } from './logtail.js';
-import { processStartTime } from './proc.js';
+import { processStartTime } from '../../util/pid.js';
 import type { ContainerRecord } from './ops.js';
 
 /** The launch record of a supervised child: a replica, the HAProxy router, a container's log follower. */

@@ -6,39 +6,15 @@
 import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
 import { parseListeningPorts } from '../../host/parse.js';
 import { pause } from '../../util/pause.js';
+import { statFields, processStartTime } from '../../util/pid.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
-
-/** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
-function statFields(pid: number): string[] | undefined {
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return after[0] === 'Z' ? undefined : after;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
-export function processStartTime(pid: number): number | undefined {
-  const f = statFields(pid);
-  return f ? Number(f[19]) : undefined;
-}
 
 /** Field 5 of /proc/PID/stat: the process group. */
 export function processGroup(pid: number): number | undefined {
   const f = statFields(pid);
   return f ? Number(f[2]) : undefined;
-}
-
-/** Is `pid` alive and (when given) the process that started at `startTime`? For lock holders; never a licence to signal. */
-export function isAlive(pid: number, startTime?: number): boolean {
-  const st = processStartTime(pid);
-  if (st === undefined) return false;
-  return startTime === undefined || st === startTime;
 }
 
 /** The value of NAME in a process's initial environment; undefined if unreadable or unset. */

@@ -7,7 +7,8 @@ import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';
 import { probe, PROBE_CHECKS, type ProbeResult } from '../../health/probe.js';
-import { targetFromInstance, targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromUrl } from '../../health/target.js';
+import { targetFromInstance, type InstanceTarget } from '../../engine/target.js';
 import { probeDefaults, type ProbeBlockValues } from '../../profiles/probe-defaults.js';
 import { http } from '../../client/http.js';
 import { envelope, c } from '../../output/format.js';
@@ -43,7 +44,7 @@ const STEPS = PROBE_CHECKS.length;
 type State = Record<string, TargetState>;
 type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
 export interface ProbeTarget {
-  t: Target;
+  t: InstanceTarget;
   s: Settings;
 }
 
@@ -87,7 +88,7 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>))]);
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
@@ -116,7 +117,7 @@ export function checkFlags(opts: ProbeCli) {
 export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
-  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const clusters: InstanceTarget[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
   const insts = !reg
     ? []
     : opts.all
@@ -304,7 +305,7 @@ export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
-export async function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): Promise<string[]> {
+export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price: number }>, now = Date.now()): Promise<string[]> {
   if (!priced.length) return [];
   const [{ computeCost }, { readHistory }] = await Promise.all([import('../../history/cost.js'), import('../../history/read.js')]);
   // one group per family: the exposition format wants a family's samples together

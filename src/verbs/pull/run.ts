@@ -88,6 +88,7 @@ function hubEndpointOrExit(env: Record<string, string | undefined>): string {
   try {
     return hubEndpoint(env);
   } catch (e) {
-    throw pullError(e, '');
+    if (e instanceof HubError) throw new UsageError(e.message, e.fix ? [e.fix] : []);
+    throw e;
   }
 }

@@ -11,7 +11,7 @@ import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf } from '../../errors.js';
-import { renderConfig, routerMetricsEndpoint } from '../../router/config.js';
+import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 
 export type { ServeOptions };
@@ -133,7 +133,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   const loaded = await prepare(profileName, { ...reads, readHost: false });
 
   const { servePreflight, serveLocal } = await import('../../engine/serve.js');
-  const { textRenderer, jsonRenderer } = await import('../../output/serve.js');
+  const { textRenderer, jsonRenderer } = await import('./render.js');
   const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
   const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: sim });
 

@@ -2,7 +2,7 @@ import { Registry, type Instance } from '../../engine/registry.js';
 import { runtimeOf } from '../../engine/runtime/index.js';
 import { stateDir } from '../common.js';
 import { http } from '../../client/http.js';
-import { targetFromInstance } from '../../health/target.js';
+import { targetFromInstance } from '../../engine/target.js';
 import { envelope, table, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 

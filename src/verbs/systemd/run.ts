@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../../profiles/render.js';
 import { graceMsOf } from '../../engine/stop.js';
 import { STATE_LABEL, runArgv } from '../../engine/runtime/container.js';
-import { routerDrainSeconds } from '../../router/config.js';
+import { routerDrainSeconds } from '../../profiles/router.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is

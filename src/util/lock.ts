@@ -2,9 +2,9 @@
 // on its own so that a probe, which takes the probe-state lock, does not load the registry.
 import { readFileSync, rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { fsProblem, openExclusiveTemp } from '../util/fs.js';
-import { isAlive, processStartTime } from './runtime/proc.js';
-import { pause } from '../util/pause.js';
+import { fsProblem, openExclusiveTemp } from './fs.js';
+import { isAlive, processStartTime } from './pid.js';
+import { pause } from './pause.js';
 
 /**
  * An exclusive lock on `path`, which holds "PID STARTTIME" of its holder; a dead holder's lock is
