@@ -1,6 +1,6 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
 import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
 import { containersOfState, type ContainerRecord } from './runtime/ops.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export interface Instance {
   version: 1;
@@ -179,7 +180,7 @@ export class Registry {
       const file = join(this.dir, f);
       let reason: string;
       try {
-        const parsed = InstanceShape.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+        const parsed = InstanceShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
           const proof = runtimeOf(inst).prove(inst);
@@ -338,7 +339,7 @@ export class Registry {
     const out: ClusterRecord[] = [];
     for (const f of files.sort()) {
       try {
-        out.push(JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
+        out.push(JSON.parse(readTextSync(join(dir, f), { maxBytes: READ_LIMITS.record, noFollow: true })) as ClusterRecord);
       } catch {
         /* unreadable: skipped, as instance entries are */
       }
@@ -382,7 +383,7 @@ export function logTarget(link: string, exists: (p: string) => boolean): LogTarg
 /** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
 function isHaproxy(pid: number): boolean {
   try {
-    return basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '') === 'haproxy';
+    return basename(readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).split('\0')[0] ?? '') === 'haproxy';
   } catch {
     return false;
   }

@@ -4,7 +4,8 @@
 // in-flight counts of its EngineCore) and, before the signal, the running/waiting gauges. Without
 // such evidence the outcome says "unknown", never "drained". Library code: it never prints; the
 // verb renders the outcome, serve --foreground and the router's rolling restart call it too.
-import { openSync, readSync, closeSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { readTail } from '../util/read.js';
 import type { Entry, Instance, Registry } from './registry.js';
 import { groupMembers, listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
@@ -201,18 +202,13 @@ const logSize = (file: string) => {
 
 /** The log's lines written since `from` (at most the last 1 MiB of them). */
 function linesSince(file: string, from: number | undefined): string[] {
-  const size = logSize(file);
-  if (size === undefined || from === undefined) return [];
-  const start = size < from ? 0 : Math.max(from, size - 1024 * 1024);
-  if (size <= start) return [];
-  const buf = Buffer.alloc(size - start);
-  const fd = openSync(file, 'r');
+  if (from === undefined) return [];
   try {
-    readSync(fd, buf, 0, buf.length, start);
-  } finally {
-    closeSync(fd);
+    const { buf } = readTail(file, from, 1024 * 1024);
+    return buf.length ? buf.toString('utf8').split(/\r?\n|\r/) : [];
+  } catch {
+    return [];
   }
-  return buf.toString('utf8').split(/\r?\n|\r/);
 }
 
 /**

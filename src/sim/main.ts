@@ -9,13 +9,14 @@ import { SimServer, stamp } from './server.js';
 import { listProfiles, loadProfileFile, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
-import { acceptedBy, targetVersion } from '../profiles/vllm-flags.js';
+import { acceptedBy, metricsOf, targetVersion } from '../profiles/vllm-flags.js';
+import { SimSleep } from './sleep.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
 import { pause } from '../util/pause.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type RendezvousArgs } from './rendezvous.js';
 
 export interface Faults {
@@ -94,7 +95,7 @@ function modelFacts(model: string, profileFile?: string): Profile {
 /** The architecture the simulator plays: the model folder's config.json when there is one, else the profile's facts. */
 function archOf(model: string, profile: Profile): ModelFacts {
   try {
-    return parseModelConfig(JSON.parse(readFileSync(join(model, 'config.json'), 'utf8')));
+    return parseModelConfig(JSON.parse(readTextSync(join(model, 'config.json'), { maxBytes: READ_LIMITS.config })));
   } catch {
     return factsFromProfile(profile.model) ?? factsFromProfile({ parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 })!;
   }
@@ -316,11 +317,27 @@ async function simServeInner(argv: string[]): Promise<void> {
   }
   info('core.py:218', `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`);
 
-  const metrics = await createMetrics(servedName);
+  const metrics = await createMetrics(servedName, { sleepGauge: 'vllm:engine_sleep_state' in metricsOf(version) });
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
   });
+  // vllm/envs.py: VLLM_SERVER_DEV_MODE is bool(int(os.getenv("VLLM_SERVER_DEV_MODE", "0")))
+  const devMode = /^\d+$/.test(process.env.VLLM_SERVER_DEV_MODE ?? '0') && Number(process.env.VLLM_SERVER_DEV_MODE ?? '0') !== 0;
+  const sleep = new SimSleep(
+    {
+      enabled: f.has('--enable-sleep-mode'),
+      devMode,
+      weightsBytes: plan.weightsPerGpuBytes,
+      kvBytes: Math.max(0, plan.availableKvBytes),
+      linkGBs: num(args.sim, '--sim-wake-gbs', 20),
+      reloadMs: loadMs * 0.5,
+      timeFactor: factor,
+      log: info,
+    },
+    engine,
+    metrics,
+  );
   const sim = new SimServer(
     {
       model: args.model,
@@ -336,6 +353,7 @@ async function simServeInner(argv: string[]): Promise<void> {
       requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG) : undefined,
       autoToolChoice: f.has('--enable-auto-tool-choice'),
       toolCallParser: str(f, '--tool-call-parser'),
+      sleep,
     },
     engine,
     metrics,
@@ -352,7 +370,10 @@ async function simServeInner(argv: string[]): Promise<void> {
     exitWith(1, engineProc);
   });
   await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
-  info('launcher.py:37', 'Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages');
+  info(
+    'launcher.py:37',
+    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping' : ''}`,
+  );
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
 
   // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every

@@ -2,7 +2,7 @@
 // line) and how its exit is watched. Every runtime's launch ends in one of these (the host's vLLM
 // process, a container's log follower), and so does the router's HAProxy.
 import type { ChildProcess } from 'node:child_process';
-import { openSync, writeSync, mkdirSync, constants } from 'node:fs';
+import { openSync, closeSync, writeSync, mkdirSync, fstatSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../../profiles/render.js';
 import { fsProblem } from '../../util/fs.js';
@@ -41,7 +41,12 @@ export function openLaunchLog(logFile: string, what: string, argv: string[]): { 
   const tail = new LogTail(logFile, 200, { fromEnd: true });
   let fd: number;
   try {
-    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+    // O_NONBLOCK: a FIFO at the name fails the open (ENXIO) instead of blocking the launch; fstat refuses a device
+    fd = openSync(logFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+    if (!fstatSync(fd).isFile()) {
+      closeSync(fd);
+      throw Object.assign(new Error('not a regular file'), { code: 'ENOTREG' });
+    }
   } catch (e) {
     throw fsProblem(e, what, logFile, 'remove what stands at that name (a link, a folder): sparkctl appends its logs only to regular files');
   }

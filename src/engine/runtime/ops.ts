@@ -2,10 +2,11 @@
 // by a deadline. Nothing is stopped or removed that proveContainer has not just proven ours (the id
 // recorded or read for our marker AND the marker label); a name proves nothing.
 import { spawnSync, execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../util/fs.js';
 import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, STATE_LABEL, type ContainerCli, type ContainerProof } from './container.js';
+import { readTextSync, READ_LIMITS } from '../../util/read.js';
 
 /** What a registry entry keeps about its container. */
 export interface ContainerRecord {
@@ -152,7 +153,7 @@ export function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs:
   const f = join(stateDir, 'containers.json');
   if (!existsSync(f)) return [];
   try {
-    const v = JSON.parse(readFileSync(f, 'utf8')) as unknown;
+    const v = JSON.parse(readTextSync(f, { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
     if (!Array.isArray(v)) return [];
     return v.filter(
       (x): x is { cli: ContainerCli; cliArgs: string[] } =>

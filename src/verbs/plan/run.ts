@@ -1,6 +1,6 @@
 import { parseSize } from '../common.js';
 import { planMemory, GIB } from '../../profiles/planner.js';
-import { formatProblem } from '../../profiles/load.js';
+import { formatProblem } from '../../profiles/problem.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
 import type { FactField } from '../../model/merge.js';
 import { envelope, table, c } from '../../output/format.js';

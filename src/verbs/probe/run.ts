@@ -1,6 +1,5 @@
 // A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
-import { dirname } from 'node:path';
 import type { Registry } from '../../engine/registry.js';
 import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
@@ -108,7 +107,7 @@ export function checkFlags(opts: ProbeCli) {
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
   // The textfile's place is checked before any target is contacted or any history is written.
   if (opts.prometheus !== undefined) {
-    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    // The folder is not made: node_exporter must be able to read it, so its owner and mode are the operator's to set.
     checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
   }
 }
@@ -192,7 +191,8 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       target: r.target,
       url: r.url,
       profile: t.instance?.profile,
-      verdict: r.state,
+      // a sleeping server is up (it wakes on demand): history's verdicts, and their report, stay as they were
+      verdict: r.state === 'sleeping' ? 'healthy' : r.state,
       ms: r.ms,
       steps: r.steps,
       ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
@@ -212,7 +212,8 @@ const observe = (results: ProbeResult[]): Observed[] =>
   results.map((r) => ({
     target: r.target,
     url: r.url,
-    state: r.state,
+    // falling asleep or waking is no alert: both are the server's normal life
+    state: r.state === 'sleeping' ? 'healthy' : r.state,
     preemptions: r.metrics?.preemptions,
     failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
   }));
@@ -290,9 +291,9 @@ export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'qu
   if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
   const lines: string[] = [];
   for (const r of results) {
-    if (opts.quiet && r.state === 'healthy') continue;
+    if (opts.quiet && (r.state === 'healthy' || r.state === 'sleeping')) continue;
     const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
-    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
+    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'sleeping' ? c.bold('sleeping') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
     const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
     lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
@@ -360,7 +361,7 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
-    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' ? 1 : 0}`),
+    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' || r.state === 'sleeping' ? 1 : 0}`),
     '# HELP sparkctl_probe_reachable 0 when the server could not be reached.',
     '# TYPE sparkctl_probe_reachable gauge',
     ...results.map((r) => `sparkctl_probe_reachable{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'unreachable' ? 0 : 1}`),
@@ -395,6 +396,5 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ),
     ...extra,
   ];
-  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
   writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }
