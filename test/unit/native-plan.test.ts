@@ -52,8 +52,14 @@ describe('planNative', () => {
   });
 
   it.each([
-    [['--nnodes', '2', '--node-rank=1', '--headless', '--port', '1'], ['--port', '1']],
-    [['--master-addr=x', '--master-port', '9', '-tp', '2'], ['-tp', '2']],
+    [
+      ['--nnodes', '2', '--node-rank=1', '--headless', '--port', '1'],
+      ['--port', '1'],
+    ],
+    [
+      ['--master-addr=x', '--master-port', '9', '-tp', '2'],
+      ['-tp', '2'],
+    ],
   ])('withoutPerNode(%j)', (a, want) => {
     expect(withoutPerNode(a)).toEqual(want);
   });
@@ -64,7 +70,11 @@ describe('planNative', () => {
     [3, 8, 8, 4, 'do not divide evenly over 3 nodes'],
     [4, 4, 8, 4, 'each node runs 8 of the 32 ranks; n0 has 4 GPUs, n1 has 4 GPUs'],
   ])('%i nodes of %i GPUs, TP %i x PP %i: %s', (n, gpus, tp, pp, want) => {
-    const why = nativeProblem(nodes(n, () => ({ gpus })), tp, pp);
+    const why = nativeProblem(
+      nodes(n, () => ({ gpus })),
+      tp,
+      pp,
+    );
     if (want === undefined) expect(why).toBeUndefined();
     else expect(why).toContain(want);
   });

@@ -133,8 +133,9 @@ export async function run(name: string, opts: CostCli) {
   );
   if (a.per1K !== undefined) {
     const cmp = (b: typeof a | undefined, label: string) => (b?.per1K !== undefined ? `${label} ${(b.per1K / compare).toFixed(2)}x` : undefined);
-    say(`  vs ${money(compare)} per 1K (${opts.comparePrice ? '--compare-price' : 'a reference API price; --compare-price sets another'}): ${[cmp(a, 'allocation'), cmp(u, 'usage')].filter(Boolean).join(', ')}`);
+    say(
+      `  vs ${money(compare)} per 1K (${opts.comparePrice ? '--compare-price' : 'a reference API price; --compare-price sets another'}): ${[cmp(a, 'allocation'), cmp(u, 'usage')].filter(Boolean).join(', ')}`,
+    );
   } else say('  no tokens in this window: no price per token');
-  if (opts.gpuMonthPrice)
-    say(`  note: a monthly price times GPU-hours mixes units; sparkctl converts the monthly price to an hourly one first (/ 730 h)`);
+  if (opts.gpuMonthPrice) say(`  note: a monthly price times GPU-hours mixes units; sparkctl converts the monthly price to an hourly one first (/ 730 h)`);
 }

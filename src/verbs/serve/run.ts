@@ -13,6 +13,7 @@ import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../router/config.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
+import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 
 /** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
 const runLineOf = ({ spec: _spec, ...run }: ContainerPlan) => run;
@@ -130,6 +131,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const r = await prepare(profileName, reads);
     const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
+    applyGate(plan, await modelGate(r.profile, opts));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
       routerNote(plan);
@@ -138,7 +140,10 @@ export async function run(profileName: string, opts: ServeOptions) {
     return;
   }
   // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
+  // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
+  const gate = await modelGate(loaded.profile, opts);
 
   const { servePreflight, serveLocal } = await import('../../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('../../output/serve.js');
@@ -173,6 +178,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
+  applyGate(plan, gate);
+  if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
   const secrets = readSecrets(plan.profile);
   if (plan.container && !opts.skipPreflight) {
     const [{ containerPreflight }, { containerGpuUse }] = await Promise.all([import('../../engine/runtime/preflight.js'), import('../../engine/runtime/container.js')]);
