@@ -2,7 +2,7 @@
 // each verb's code is imported only when that verb runs, so `sparkctl --help` and `--version`
 // never load zod, the HTTP client, pino or systeminformation.
 import { Command, CommanderError } from 'commander';
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { SparkError, ExitCode } from './errors.js';
 import { register, type VerbDef } from './verbs/define.js';
 import serve from './verbs/serve/flags.js';
@@ -26,14 +26,41 @@ import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
 import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
+import sleep from './verbs/sleep/flags.js';
+import wake from './verbs/wake/flags.js';
+import { readTextSync, READ_LIMITS } from './util/read.js';
 
-const VERBS: VerbDef[] = [serve, plan, pull, profiles, preflight, collect, status, logs, stop, restart, router, prewarm, probe, cost, report, systemd, k8s, clientEnv, bench, monitoring, sim];
+const VERBS: VerbDef[] = [
+  serve,
+  plan,
+  pull,
+  profiles,
+  preflight,
+  collect,
+  status,
+  logs,
+  stop,
+  restart,
+  router,
+  sleep,
+  wake,
+  prewarm,
+  probe,
+  cost,
+  report,
+  systemd,
+  k8s,
+  clientEnv,
+  bench,
+  monitoring,
+  sim,
+];
 
 function version(): string {
   // dist/cli.js or dist/bundle/cli.js
   for (const rel of ['../package.json', '../../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'));
+      const pkg = JSON.parse(readTextSync(fileURLToPath(new URL(rel, import.meta.url)), { maxBytes: READ_LIMITS.record }));
       if (pkg.name === 'sparkctl') return pkg.version;
     } catch {
       /* try the next */

@@ -163,7 +163,7 @@ const cmdline = (pid: number) => {
   }
 };
 
-export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: number; ray?: RayKind } = {}): Promise<Cluster> {
+export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: number; ray?: RayKind; masterPort?: number } = {}): Promise<Cluster> {
   const ray: RayKind = opts.ray ?? 'scripted';
   // Netns nodes mount their own /tmp: the cluster's files live outside it.
   const dir = mode === 'netns' ? mkdtempSync('/var/tmp/sparkctl-cluster-') : tempDir('sparkctl-cluster-');
@@ -297,7 +297,7 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
   const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: 8 }`;
   writeFileSync(
     join(dir, 'nodes.yaml'),
-    `head: ${node(0)}\nworkers:\n${[1, 2, 3].map((i) => `  - ${node(i)}`).join('\n')}\nssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
+    `head: ${node(0)}\nworkers:\n${[1, 2, 3].map((i) => `  - ${node(i)}`).join('\n')}\n${opts.masterPort ? `masterPort: ${opts.masterPort}\n` : ''}ssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
   );
   const exec = (i: number, command: string, timeoutMs = 60_000) => {
     const argv = mode === 'netns' ? ['nsenter', '-t', String(inits[i]!.init), '-a', 'env', '-i', ...nodeEnv[i]!, 'bash', '-c', command] : ['env', '-i', ...nodeEnv[i]!, 'bash', '-c', command];

@@ -6,7 +6,8 @@
 // sub-folders are rooms apart from their parent: src/engine/runtime/ (how vLLM runs: host process,
 // docker, podman), which the parent and preflight ask and which never reaches back into the
 // engine; and each src/verbs/<verb>/, which may use the verbs' shared helpers (src/verbs/*.ts) but
-// no other verb. Every other sub-folder belongs to its top folder's room.
+// no other verb (restart, which ends in serve's handler, is the one exception SIDEWAYS names).
+// Every other sub-folder belongs to its top folder's room.
 //
 // Storeys, ground first. A room may import any room on a LOWER storey, and a room on its own
 // storey only where `sideways` names it. Nothing else: not up, not sideways, not in a circle.
@@ -19,8 +20,8 @@ export const STOREYS = [
   { storey: 3, rooms: ['host', 'client', 'model'], why: 'the outside world behind an interface: the Host, the HTTP client, model facts' },
   { storey: 4, rooms: ['profiles'], why: 'pure: schema, validation, rendering a profile into a launch plan, the planner' },
   { storey: 5, rooms: ['engine/runtime'], why: 'how vLLM runs (host process, docker, podman): render, launch, prove, stop, the unit' },
-  { storey: 6, rooms: ['preflight', 'health', 'bench'], why: 'facts -> checks -> report; prewarm and the deep probe; the load generator' },
-  { storey: 7, rooms: ['engine', 'sim'], why: 'the vLLM process: plan, launch, supervise, readiness, stop, registry; the simulator program' },
+  { storey: 6, rooms: ['preflight', 'health', 'bench', 'sim'], why: 'facts -> checks -> report; prewarm and the deep probe; the load generator; the simulator (program and host)' },
+  { storey: 7, rooms: ['engine'], why: 'the vLLM process: plan, launch, supervise, stop, the registry, serve' },
   { storey: 8, rooms: ['router', 'gateway', 'k8s', 'monitoring'], why: 'HAProxy in front of replicas, and renderers (manifests, dashboards, rules)' },
   { storey: 9, rooms: ['verbs'], why: "the verbs' shared flag and handler helpers (src/verbs/*.ts)" },
   { storey: 10, rooms: ['verbs/*'], why: 'one folder per verb: flags.ts and run.ts (read -> plan -> act)' },
@@ -30,6 +31,7 @@ export const STOREYS = [
 /** Same-storey imports that are allowed, room -> rooms it may import on its own storey. */
 export const SIDEWAYS = {
   model: ['host'], // model facts are read through the Host (a file, a command)
+  'verbs/restart': ['verbs/serve'], // restart without a router is stop, then serve's own handler with the settings it started with
 };
 
 /** The room a path under src/ (like 'engine/runtime/ops.ts') belongs to. */

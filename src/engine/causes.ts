@@ -271,6 +271,24 @@ export const SIGNATURES: Signature[] = [
     fix: () =>
       'check the GPUs talk to each other: sparkctl preflight --only gpu.topology,gpu.fabric,nccl.,host.shm ; run with NCCL_DEBUG=INFO once to see the failing transport (in containers: --ipc=host or a large /dev/shm)',
   },
+  // ---- vLLM's native multi-node rendezvous (torch.distributed's TCP store on the head) ---------------
+  {
+    id: 'rendezvous-unreachable',
+    rank: 'cause',
+    example: 'torch.distributed.DistNetworkError: The client socket has timed out after 1800000ms while trying to connect to (192.168.100.10, 29501).',
+    re: /DistNetworkError: The client socket has timed out after (\d+)ms while trying to connect to \(([^,\s]+), (\d+)\)/,
+    cause: (m) => `this rank could not reach the head's rendezvous at ${m[2]}:${m[3]} within ${Math.round(Number(m[1]) / 1000)} s (torch.distributed's store, hosted by rank 0)`,
+    fix: (m) =>
+      `check that rank 0 runs on the head and listens on ${m[3]}, that this node reaches ${m[2]} (route, firewall, the fabric link), and that --master-addr is the head's fabric address: sparkctl preflight --nodes FILE`,
+  },
+  {
+    id: 'rendezvous-incomplete',
+    rank: 'cause',
+    example: 'torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 24/32 clients joined.',
+    re: /DistStoreError: Timed out after (\d+) seconds waiting for clients\. (\d+)\/(\d+) clients joined/,
+    cause: (m) => `only ${m[2]} of ${m[3]} ranks joined the head's rendezvous in ${m[1]} s: a node's vLLM did not start, or cannot reach the head`,
+    fix: () => "sparkctl preflight --nodes FILE (each node reaches the head over the fabric); read the workers' logs for their own error",
+  },
   // ---- dtype, quantization --------------------------------------------------------------------------
   {
     id: 'dtype-unsupported',

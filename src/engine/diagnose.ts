@@ -2,7 +2,7 @@
 // the supervisor saw, the cause classified from what THIS launch wrote to its log (with the line
 // that told), and the fix. One function for one node and for the head of a Ray cluster.
 import { classifyLog, classifyStall } from './classify.js';
-import type { NotReady, NotReadyReason } from '../health/target.js';
+import type { NotReady, NotReadyReason } from '../client/ready.js';
 
 export type { NotReady, NotReadyReason };
 

@@ -3,9 +3,10 @@
 // remap, throttle and Xid rules (src/preflight/checks.ts) plus temperature and memory thresholds.
 import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
-import { parseQueryGpu, decodeThrottle, queryGpus } from '../nvidia/smi.js';
+import { parseQueryGpu, decodeThrottle } from '../nvidia/smi.js';
+import { queryGpus } from '../host/gpu-query.js';
 import { parseXid } from '../nvidia/xid.js';
-import { gpuNum, type Gpu } from '../preflight/facts.js';
+import { gpuNum, type Gpu } from '../nvidia/smi.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
 import type { GpuSample } from '../history/sample.js';
 

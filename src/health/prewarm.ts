@@ -2,7 +2,8 @@
 // capped at the server's max model len), then a short decode, until latency settles.
 import { http } from '../client/http.js';
 import { completionAnswer, errorMessage, tokenizeAnswer, servedModels } from '../client/answers.js';
-import { waitReady, type Target } from './target.js';
+import type { Target } from './target.js';
+import { waitReady } from '../client/ready.js';
 import { readGpus } from './gpu.js';
 
 /** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */

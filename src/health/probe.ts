@@ -12,7 +12,7 @@ import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
-  step: 'live' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
+  step: 'live' | 'sleep' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
   status: StepStatus;
   detail: string;
   ms: number;
@@ -20,7 +20,8 @@ export interface Step {
 export interface ProbeResult {
   target: string;
   url: string;
-  state: 'healthy' | 'unhealthy' | 'unreachable';
+  /** sleeping: vLLM's sleep mode (its /is_sleeping says so); not probed with a generation, not a problem */
+  state: 'healthy' | 'unhealthy' | 'unreachable' | 'sleeping';
   steps: Step[];
   ms: number;
   inferenceMs?: number;
@@ -94,6 +95,24 @@ export const liveCheck: ProbeCheck = {
     }
     add('live', 'pass', '/health 200', h.ms);
     return undefined;
+  },
+};
+
+/**
+ * 1b. sleep: a server in vLLM's sleep mode answers /health 200 and queues a generation until it is
+ * woken, so it is asked (GET /is_sleeping, a route only dev mode has: a 404 is an ordinary server)
+ * and a sleeping one ends the probe as `sleeping`: not unhealthy, and never woken by a probe.
+ */
+export const sleepCheck: ProbeCheck = {
+  step: 'sleep',
+  async run({ t, s, add }) {
+    const r = await http(`${t.url}/is_sleeping`, { timeoutMs: s.timeoutMs, signal: s.signal });
+    if (!r.ok || r.status !== 200 || (r.json as { is_sleeping?: unknown } | undefined)?.is_sleeping !== true) return undefined;
+    const m = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
+    const { sleepLevelFromMetrics } = await import('../client/sleep.js');
+    const level = m.ok && m.status === 200 ? sleepLevelFromMetrics(m.body) : undefined;
+    add('sleep', 'pass', `sleeping${level ? ` (level ${level})` : ''}: vLLM's sleep mode; not probed with a generation (sparkctl wake wakes it)`, r.ms);
+    return 'sleeping';
   },
 };
 
@@ -269,7 +288,7 @@ export const clientCheck: ProbeCheck = {
   },
 };
 
-export const PROBE_CHECKS: readonly ProbeCheck[] = [liveCheck, identityCheck, inferenceCheck, metricsCheck, gpuCheck, authCheck, clientCheck];
+export const PROBE_CHECKS: readonly ProbeCheck[] = [liveCheck, sleepCheck, identityCheck, inferenceCheck, metricsCheck, gpuCheck, authCheck, clientCheck];
 
 export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeCheck[] = PROBE_CHECKS): Promise<ProbeResult> {
   const started = performance.now();

@@ -1,7 +1,7 @@
 // The shape of a history line, for the readers (cost, report): every line read back is hostile (a
 // torn write, an edit, another version), so each is checked against this before it is used.
 import { z } from 'zod';
-import { SAMPLE_VERSION } from './sample.js';
+import { SAMPLE_VERSION } from './sample-version.js';
 
 const num = z.number().finite().nonnegative();
 const HistLine = z.object({ le: z.array(z.number().finite()), n: z.array(num), sum: num, count: num }).refine((h) => h.n.length === h.le.length + 1, 'n has one count per bound plus +Inf');

@@ -4,7 +4,7 @@
 import type { Histogram, VllmReading } from './vllm.js';
 import type { Sample, GpuSample } from './sample-schema.js';
 
-export const SAMPLE_VERSION = 1;
+import { SAMPLE_VERSION } from './sample-version.js';
 
 export type { Sample, GpuSample } from './sample-schema.js';
 

@@ -2,6 +2,7 @@
 // checkpoint ships (config.json, model.safetensors.index.json). Pure: the reading is in read.ts.
 // What vLLM itself tells apart is kept apart here: dense MHA/GQA, MoE, MLA (DeepSeek's latent KV),
 // sliding-window layers, and linear-attention layers (Gated DeltaNet) that hold a per-sequence state.
+import { readLayout, type Layout, type NotModelled, type LayerCache } from './layout.js';
 
 export type AttentionKind = 'mha' | 'gqa' | 'mla';
 
@@ -36,6 +37,8 @@ export interface ModelFacts {
   /** quantization_config.quant_method ("fp8", "mxfp4", "awq", ...) */
   quantization?: string;
   weightBytesPerParam: number;
+  /** each layer's caches as vLLM's model class reads them (layout.ts), or the field that could not be read */
+  layout?: Layout | NotModelled;
 }
 
 export class ModelConfigError extends Error {
@@ -77,6 +80,11 @@ function need(c: Json, field: string, ...alts: string[]): number {
     return v;
   }
   throw new ModelConfigError(field, `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 60)} (a positive integer)`);
+}
+
+/** The counts the profile-facing fields use: full (and chunked), sliding, and state (Mamba/GDN) or cache-less layers. */
+function kindsOf(l: Layout): ('full' | 'sliding' | 'linear')[] {
+  return l.layers.map((caches) => (caches.some((x) => x.kind === 'attention' && x.window) ? 'sliding' : caches.some((x) => x.kind === 'attention' || x.kind === 'mla') ? 'full' : 'linear'));
 }
 
 /** Per-layer attention kinds from layer_types, or from full_attention_interval (Qwen3-Next's own config). */
@@ -133,7 +141,9 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
 export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
   if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
   const c = textConfig(raw);
-  const layers = need(c, 'num_hidden_layers', 'num_layers', 'n_layer');
+  // Nemotron-H may give its layers only as a pattern (transformers 5 derives num_hidden_layers from it)
+  const patternLength = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern.length : Array.isArray(c.layers_block_type) ? c.layers_block_type.length : 0;
+  const layers = c.num_hidden_layers === undefined && patternLength ? patternLength : need(c, 'num_hidden_layers', 'num_layers', 'n_layer');
   const heads = need(c, 'num_attention_heads', 'n_head');
   const kvHeads = posInt(c.num_key_value_heads) ?? heads;
   const hidden = posInt(c.hidden_size);
@@ -142,7 +152,8 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
   const mla = mlaRank && ropeDim ? { kvLoraRank: mlaRank, qkRopeHeadDim: ropeDim } : undefined;
   const headDim = mla ? (posInt(c.qk_nope_head_dim) ?? 0) + ropeDim! : (posInt(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim')));
   const maxContext = need(c, 'max_position_embeddings', 'max_sequence_length', 'seq_length', 'n_positions');
-  const kinds = layerKinds(c, layers);
+  const layout = readLayout(c, layers);
+  const kinds = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
   const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);
   const qc = isObj(raw.quantization_config) ? raw.quantization_config : isObj(c.quantization_config) ? c.quantization_config : undefined;
   const quantization = qc ? str(qc.quant_method)?.toLowerCase() : undefined;
@@ -158,6 +169,7 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
   const linearLayers = kinds.filter((k) => k === 'linear').length;
   const perLayerState = linearLayers ? linearStatePerLayer(c, dtypeBytes) : undefined;
   const slidingLayers = kinds.filter((k) => k === 'sliding').length;
+  const window = 'layers' in layout ? layout.layers.flat().find((x): x is Extract<LayerCache, { kind: 'attention' }> => x.kind === 'attention' && !!x.window)?.window : undefined;
   return {
     architecture: Array.isArray(raw.architectures) ? str(raw.architectures[0]) : undefined,
     modelType: str(c.model_type) ?? str(raw.model_type),
@@ -167,7 +179,7 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
     attention: mla ? 'mla' : kvHeads === heads ? 'mha' : 'gqa',
     kvLayers: kinds.filter((k) => k === 'full').length,
     slidingLayers,
-    slidingWindow: slidingLayers ? posInt(c.sliding_window) : undefined,
+    slidingWindow: slidingLayers ? (window ?? posInt(c.sliding_window)) : undefined,
     linearLayers,
     linearStateBytes: perLayerState !== undefined ? perLayerState * linearLayers : undefined,
     attentionHeads: heads,
@@ -180,6 +192,7 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
     dtype,
     quantization,
     weightBytesPerParam: weightBytes ? weightBytes / parameters : bytesPerParam,
+    layout,
   };
 }
 

@@ -126,6 +126,8 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
 }
 
 function applyOverride(f: ModelFacts, k: FactField, v: number): void {
+  // A profile that overrides the layer facts replaces the config's layout with its own counts.
+  if (k === 'kvLayers' || k === 'kvHeads' || k === 'headDim' || k === 'layers') f.layout = undefined;
   if (k === 'kvLayers') {
     // The profile's count of layers with a KV cache; the rest hold no per-token cache.
     f.kvLayers = v;

@@ -4,8 +4,25 @@ import { join } from 'node:path';
 import { homedir } from 'node:os';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
+import { FileRefused, READ_LIMITS } from '../util/read.js';
+import { parsePythonJson } from './json.js';
 
 export type ModelReader = Pick<Host, 'readFile' | 'env'>;
+
+// Real configs are a few KiB, an index lists every tensor (a few MiB for the largest models), a ref is a hash.
+const CONFIG_MAX = READ_LIMITS.config;
+const INDEX_MAX = READ_LIMITS.index;
+const REF_MAX = 4096;
+
+/** A read that may be refused for what the file is (a FIFO, a device, too large): the reason, not a silent "absent". */
+async function readOr(host: ModelReader, file: string, max: number): Promise<{ text: string | null; refused?: string }> {
+  try {
+    return { text: await host.readFile(file, max) };
+  } catch (e) {
+    if (e instanceof FileRefused) return { text: null, refused: e.message };
+    throw e;
+  }
+}
 
 export interface ModelRead {
   /** the facts, when a config.json was found and parsed */
@@ -49,28 +66,34 @@ async function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise
 async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<boolean> {
   const file = join(dir, 'config.json');
   out.searched.push(file);
-  const text = await host.readFile(file);
+  const { text, refused } = await readOr(host, file, CONFIG_MAX);
+  if (refused) {
+    out.dir = dir;
+    out.file = file;
+    out.error = refused;
+    return true;
+  }
   if (text === null) return false;
   out.dir = dir;
   out.file = file;
-  // Real configs are a few KiB; anything this large is not one (and JSON.parse of it would stall the plan).
-  if (text.length > 4 * 1024 * 1024) {
+  // A host that does not bound its reads (a bundle): anything this large is not a config (and JSON.parse of it would stall the plan).
+  if (text.length > CONFIG_MAX) {
     out.error = `${file}: ${text.length} bytes is not a model config (they are a few KiB)`;
     return true;
   }
   let cfg: unknown;
   try {
-    cfg = JSON.parse(text);
+    cfg = parsePythonJson(text);
   } catch (e) {
     out.error = `${file}: not valid JSON (${(e as Error).message})`;
     return true;
   }
-  const indexText = await host.readFile(join(dir, 'model.safetensors.index.json'));
+  // A refused or oversized index only loses the weight size; the config still counts.
+  const indexText = (await readOr(host, join(dir, 'model.safetensors.index.json'), INDEX_MAX)).text;
   let index: unknown;
-  // An index lists every tensor (a few MiB for the largest models); one past 64 MiB only loses the weight size.
-  if (indexText !== null && indexText.length < 64 * 1024 * 1024) {
+  if (indexText !== null && indexText.length < INDEX_MAX) {
     try {
-      index = JSON.parse(indexText);
+      index = parsePythonJson(indexText);
     } catch {
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
@@ -94,7 +117,12 @@ async function locate(host: ModelReader, where: { id?: string; path?: string }, 
     const base = join(root, hubFolder(where.id));
     const refFile = join(base, 'refs', 'main');
     out.searched.push(refFile);
-    const ref = (await host.readFile(refFile))?.trim();
+    const read = await readOr(host, refFile, REF_MAX);
+    if (read.refused) {
+      out.error = read.refused;
+      return;
+    }
+    const ref = read.text?.trim();
     // A commit hash only: refs/main is a file anyone could write; it must not walk out of snapshots/.
     if (!ref || !/^[0-9a-f]{7,64}$/i.test(ref)) continue;
     if (await readDir(host, join(base, 'snapshots', ref), out)) return;

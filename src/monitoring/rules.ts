@@ -2,7 +2,7 @@
 // the target vLLM version, and for the probe's node_exporter textfile. Pure: a rule file as data.
 import type { MonitoringSpec } from './spec.js';
 import { str, leMatcher, num, dur, templateLiteral } from './promql.js';
-import { BACKEND as ROUTER_BACKEND } from '../router/config.js';
+import { BACKEND as ROUTER_BACKEND } from '../profiles/router.js';
 
 export interface RecordingRule {
   record: string;

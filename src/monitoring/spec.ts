@@ -2,7 +2,7 @@
 // its replicas' ports, its thresholds and SLO, and the vLLM version whose metric names apply. Pure.
 import type { Profile } from '../profiles/schema.js';
 import { servedName, replicaAddress, routed } from '../profiles/render.js';
-import { planRouter, routerMetricsEndpoint } from '../router/config.js';
+import { planRouter, routerMetricsEndpoint } from '../profiles/router.js';
 import { vllmNames, type VllmNames } from './names.js';
 
 export interface MonitoringSpec {

@@ -1,8 +1,6 @@
 // Per-GPU rules (ECC, row remapping, throttle reasons, Xid), shared so the serving probe judges GPUs
 // exactly as preflight does; on their own so that the probe does not load preflight's checks.
-import type { Gpu } from '../preflight/facts.js';
-import { gpuNum } from '../preflight/facts.js';
-import { decodeThrottle } from './smi.js';
+import { decodeThrottle, gpuNum, type Gpu } from './smi.js';
 import { XID_FATAL, XID_MEANING } from './xid.js';
 
 const label = (g: Gpu) => `GPU${g.index}`;

@@ -1,8 +1,6 @@
 // Parsers for what nvidia-smi and the NVIDIA driver and libraries really print (tested on the real
 // captures under test/fixtures). Neutral: preflight, health and the simulated host all read them.
 
-import type { Host, CmdResult } from '../host/host.js';
-
 // eslint-disable-next-line no-control-regex
 const stripAnsi = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '');
 
@@ -229,20 +227,13 @@ export function parseTorchVersionPy(text: string | null): { version?: string; cu
   };
 }
 
-/**
- * nvidia-smi's GPU query. One unknown field fails the whole query (older or newer drivers): then
- * ask the driver which fields it knows and query those (driver_version is kmd_version on some).
- */
-export async function queryGpus(host: Pick<Host, 'run'>, timeoutMs: number, fields0: readonly string[] = GPU_FIELDS): Promise<{ r: CmdResult; fields: string[] }> {
-  let fields: string[] = [...fields0];
-  let r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs });
-  const bad = r.exitCode !== 0 ? invalidField(r.stdout + r.stderr) : undefined;
-  if (bad) {
-    const help = await host.run(['nvidia-smi', '--help-query-gpu'], { timeoutMs });
-    const known = parseHelpQueryGpu(help.stdout);
-    const kept = fields.filter((f) => known.has(f) || (f === 'driver_version' && known.has('kmd_version')));
-    fields = kept.map((f) => (f === 'driver_version' && !known.has(f) ? 'kmd_version' : f));
-    r = await host.run(['nvidia-smi', `--query-gpu=${fields.join(',')}`, '--format=csv,noheader,nounits'], { timeoutMs });
-  }
-  return { r, fields };
+/** One GPU's row of `nvidia-smi --query-gpu`: field name -> the text nvidia-smi printed. */
+export type Gpu = Record<string, string | undefined>;
+
+/** A field of a GPU row as a number (units and other text stripped); undefined where absent or not a number. */
+export function gpuNum(g: Gpu, field: string): number | undefined {
+  const v = g[field];
+  if (v === undefined) return undefined;
+  const n = Number(v.replace(/[^\d.-]/g, ''));
+  return Number.isFinite(n) ? n : undefined;
 }

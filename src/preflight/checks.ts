@@ -1,8 +1,9 @@
 // Checks are data: an id operators and automation rely on, and a pure function of the facts,
 // the baseline and the profile. Each says what it saw, what it expected, and the fix.
-import type { Facts, Gpu } from './facts.js';
+import type { Facts } from './facts.js';
+import type { Gpu } from '../nvidia/smi.js';
 import { CATALOG, type CheckMeta } from './catalog.js';
-import { gpuNum } from './facts.js';
+import { gpuNum } from '../nvidia/smi.js';
 import type { SnapshotState } from '../model/snapshot.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';

@@ -5,6 +5,9 @@ import type { GpuFact } from '../host/gpu-facts.js';
 import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
+import { gpuNum, type Gpu } from '../nvidia/smi.js';
+import { pickEnv } from '../host/bundle.js';
+import { queryGpus } from '../host/gpu-query.js';
 import * as H from '../host/parse.js';
 import { parseXid } from '../nvidia/xid.js';
 import type { ContainerAnswers } from '../engine/runtime/preflight.js';
@@ -12,8 +15,6 @@ import type { CliResult } from '../engine/runtime/ops.js';
 
 /** What the container checks judge: the runtime's answers, or why none were asked. */
 export type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string };
-
-export type Gpu = Record<string, string | undefined>;
 
 export interface Facts {
   host: string;
@@ -154,7 +155,7 @@ export interface FactSource {
 const cmd = (probe: ProbeName, argv: string[], timeoutMs?: (t: number) => number): FactSource => ({ probe, read: (x) => x.run(probe, argv, timeoutMs?.(x.t)) });
 const file = (probe: ProbeName, path: string): FactSource => ({ probe, read: (x) => x.file(probe, path) });
 
-type QueryGpu = Awaited<ReturnType<typeof P.queryGpus>>;
+type QueryGpu = Awaited<ReturnType<typeof queryGpus>>;
 interface PythonInfo {
   version: string;
   purelib: string;
@@ -168,7 +169,7 @@ const smiQuery: FactSource = {
   async read(x) {
     // (a bundle without this probe reads as "no nvidia-smi", which is what it tells)
     if (!x.want('smi.query')) return { r: x.notRun(['nvidia-smi']), fields: [] };
-    const q = await x.timed('smi.query', () => P.queryGpus(x.host, x.t));
+    const q = await x.timed('smi.query', () => queryGpus(x.host, x.t));
     if (x.host.kind === 'replay') x.probeMs['smi.query'] = q.r.durationMs;
     return q;
   },
@@ -603,17 +604,6 @@ function topDir(p: string): string {
   return p.startsWith('/') ? p.split('/').slice(0, 2).join('/') || '/' : '.';
 }
 
-const ENV_KEEP =
-  /^(PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HOME|HF_HOME|HF_HUB_CACHE|HF_HUB_OFFLINE|VLLM_[A-Z_]+|NCCL_[A-Z_]+|GLOO_[A-Z_]+|TORCH_[A-Z_]+|CUDA_[A-Z_]+|PYTORCH_[A-Z_]+)$/;
-import { SECRET_NAME as SECRET_ENV } from '../util/redact.js';
-
-/** The variables preflight reads; never a secret. */
-export function pickEnv(env: Record<string, string | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && ENV_KEEP.test(k) && !SECRET_ENV.test(k)) out[k] = v;
-  return out;
-}
-
 /**
  * The typed per-GPU facts serve's plan reads (not the checks' human text): one per GPU nvidia-smi
  * listed, with the compute processes that hold its memory. A process is placed by its bus id; one
@@ -639,13 +629,6 @@ export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
       processes: (f.computeApps ?? []).filter((a) => bus !== undefined && norm(a.busId) === bus).map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
     };
   });
-}
-
-export function gpuNum(g: Gpu, field: string): number | undefined {
-  const v = g[field];
-  if (v === undefined) return undefined;
-  const n = Number(v.replace(/[^\d.-]/g, ''));
-  return Number.isFinite(n) ? n : undefined;
 }
 
 /**

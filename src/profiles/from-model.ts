@@ -57,13 +57,18 @@ export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape):
   // The smallest TP whose weights leave a KV cache for one request of at least 4k tokens (or the whole context).
   const want = Math.min(f.maxContext, 4096);
   const cands = tpCandidates(f, host.gpus);
-  let tp = cands.find((c) => planMemory(base(c, want), host.gpuMemoryBytes, f).fits);
+  // a layout the planner does not model has no KV figure: the weights alone decide (the plan says not modelled)
+  const ok = (c: number) => {
+    const pl = planMemory(base(c, want), host.gpuMemoryBytes, f);
+    return pl.notModelled ? pl.availableKvBytes > 0 : pl.fits;
+  };
+  let tp = cands.find(ok);
   if (tp === undefined) {
     tp = cands[cands.length - 1] ?? 1;
     why.push(`no TP up to ${host.gpus} GPUs leaves room for ${want} tokens; TP ${tp} is the largest that divides the ${f.attentionHeads} heads`);
   } else why.push(`TP ${tp}: the smallest that divides the ${f.attentionHeads} attention heads and fits ${(host.gpuMemoryBytes / 1024 ** 3).toFixed(0)} GiB GPUs`);
   const plan = planMemory(base(tp), host.gpuMemoryBytes, f);
-  const maxModelLen = Math.max(1, Math.min(f.maxContext, plan.fits ? f.maxContext : plan.largestMaxModelLen));
+  const maxModelLen = Math.max(1, Math.min(f.maxContext, plan.fits || plan.notModelled ? f.maxContext : plan.largestMaxModelLen));
   why.push(
     maxModelLen < f.maxContext
       ? `max model len ${maxModelLen}: the KV cache holds that much of one request (the model's context is ${f.maxContext})`

@@ -3,8 +3,11 @@
 import type { Profile } from './schema.js';
 import { GIB as GiB } from '../nvidia/units.js';
 import type { ModelFacts } from '../model/facts.js';
-import { kvValuesPerTokenPerLayer } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
+import type { Layout, LayerCache } from '../model/layout.js';
+import { planKvCache, KvNotModelled, type KvGroup } from './kv-rules.js';
+import { parseVersion } from './versions.js';
+import { FACT_VERSIONS } from './vllm-fact-versions.js';
 
 export function weightBytesPerParam(p: Profile): number {
   const q = p.engine.quantization?.toLowerCase();
@@ -38,64 +41,56 @@ export interface MemoryPlan {
   kvLayersPerGpu: number;
   kvHeadsPerGpu: number;
   kvHeadsReplicated: boolean;
-  /** KV-cache bytes of one token across this GPU's full-attention and sliding-window layers */
+  /** KV-cache bytes of one token across this GPU's per-token caches (full, sliding, chunked, MLA, indexer) */
   kvBytesPerToken: number;
   availableKvBytes: number;
-  /** "GPU KV cache size: N tokens", as vLLM logs it */
+  /** "GPU KV cache size: N tokens", as vLLM logs it (0 when not modelled) */
   kvTokens: number;
   maxModelLen: number;
-  /** "Maximum concurrency for L tokens per request: Cx" */
+  /** "Maximum concurrency for L tokens per request: Cx" (0 when not modelled) */
   maxConcurrency: number;
   fits: boolean;
   largestMaxModelLen: number;
-  /** linear-attention state per sequence on this GPU (hybrid models), bytes */
+  /** recurrent state one request holds on this GPU (Mamba / Gated DeltaNet layers), bytes */
   stateBytesPerSeq: number;
+  /** the block size vLLM will use (the hybrid alignment included) */
   blockSize: number;
   notes: string[];
+  /** the vLLM version whose rules the figures follow */
+  vllmRules: string;
+  /** the KV cache groups vLLM will build (kv_cache_utils.get_kv_cache_groups), one row each */
+  kvGroups: KvGroup[];
+  /** blocks in the pool and blocks one max-length request takes, as vLLM counts them */
+  numBlocks: number;
+  blocksPerRequest: number;
+  /** where the layout was read (a config field), or 'the profile' */
+  layoutFrom: string;
+  /** a config field the planner does not model: no KV or concurrency figure is stated */
+  notModelled: { field: string; why: string } | null;
 }
 
-const cdiv = (a: number, b: number) => Math.ceil(a / b);
-
-/** Bytes the checkpoint's weights take: the safetensors index's size, unless the engine quantizes them differently. */
-export function weightsBytes(p: Profile, m: ModelFacts): number {
-  const q = p.engine.quantization?.toLowerCase();
-  const online = (q && q !== m.quantization) || p.engine.dtype === 'float32';
-  if (m.weightBytes && !online) return m.weightBytes;
-  return m.parameters * (q || p.engine.dtype === 'float32' ? weightBytesPerParam(p) : m.weightBytesPerParam);
+/** The target vLLM whose rules the plan follows: the profile's resolved version, else the newest table. */
+export function planVersion(p: Profile): string {
+  const v = p.engine.vllmVersion;
+  return v && v !== 'auto' && parseVersion(v) ? v : FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
 }
 
-/**
- * vLLM's hybrid KV-cache manager (v1/core/kv_cache_utils.py): layers of one kind form groups of
- * equal size (the smaller kind's count, or the larger's when they are within 1.5x); every group
- * draws whole blocks of one page size from one pool, num_blocks = memory / page / group size. A
- * request at max_model_len takes cdiv(L, block) blocks in a full-attention group, cdiv(min(window
- * - 1 + in-flight tokens, L), block) + 1 in a sliding one, one block (its state) in a linear one.
- * Concurrency = num_blocks / blocks per request; the logged size = concurrency x L tokens.
- */
-function kvCapacity(kinds: { full: number; sliding: number; linear: number }, pagePerLayer: number, avail: number, L: number, bs: number, window: number, inFlight: number, statePage: number) {
-  // A linear layer whose state size is unknown (facts from a profile) is left out, as before there were config files.
-  const buckets = (['full', 'sliding', 'linear'] as const).filter((k) => kinds[k] > 0 && (k !== 'linear' || statePage > 0)).map((k) => ({ kind: k, n: kinds[k] }));
-  if (!buckets.length) return { tokens: 0, concurrency: 0, blockSize: bs };
-  const min = Math.min(...buckets.map((b) => b.n));
-  const max = Math.max(...buckets.map((b) => b.n));
-  const groupSize = max < min * 1.5 ? max : min;
-  // vLLM makes every group's page the same size: a linear state larger than an attention page grows the
-  // attention block (more tokens a block, in steps of 16) until its page holds the state.
-  if (statePage > pagePerLayer && pagePerLayer > 0) {
-    const perToken = pagePerLayer / bs;
-    bs = cdiv(cdiv(statePage, perToken), 16) * 16;
-    pagePerLayer = bs * perToken;
-  }
-  const page = Math.max(pagePerLayer, statePage);
-  const blocks = Math.floor(avail / page / groupSize);
-  let perRequest = 0;
-  for (const b of buckets) {
-    const groups = cdiv(b.n, groupSize);
-    const each = b.kind === 'full' ? cdiv(L, bs) : b.kind === 'sliding' ? cdiv(Math.min(window - 1 + inFlight, L), bs) + 1 : 1;
-    perRequest += groups * each;
-  }
-  const concurrency = blocks / perRequest;
-  return { tokens: Math.floor(concurrency * L), concurrency, blockSize: bs };
+/** vLLM's default --max-num-batched-tokens for the API server (arg_utils.py _get_default_max_num_batched_tokens, 0.28 table). */
+export function defaultMaxNumBatchedTokens(gpuMemoryBytes: number): number {
+  if (gpuMemoryBytes >= 160 * GiB) return 16384;
+  // >= 70 GiB and not an A100: 8192; the planner does not know the GPU's name, and an A100-80GB gets 2048
+  return gpuMemoryBytes >= 70 * GiB ? 8192 : 2048;
+}
+
+/** A layout from the counts alone (facts from a profile, or a profile that overrides the layer facts). */
+function layoutFromCounts(m: ModelFacts): Layout {
+  const attn = (window?: number): LayerCache => ({ kind: 'attention', kvHeads: m.kvHeads, headSize: m.headDim, headSizeV: m.headDim, window });
+  const layers: LayerCache[][] = [];
+  for (let i = 0; i < m.kvLayers; i++) layers.push(m.mla ? [{ kind: 'mla', headSize: m.mla.kvLoraRank + m.mla.qkRopeHeadDim, sparse: false }] : [attn()]);
+  for (let i = 0; i < m.slidingLayers; i++) layers.push([attn(m.slidingWindow)]);
+  // linear layers whose state size is not known hold nothing the plan can count (said in the notes)
+  for (let i = 0; i < m.linearLayers; i++) layers.push([]);
+  return { layers, readFrom: 'the profile' };
 }
 
 export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
@@ -108,54 +103,111 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
   const weightsPerGpu = weightsTotal / (tp * pp);
   const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
   const reserve = reserveBytes(p);
-  const full = Math.ceil(m.kvLayers / pp);
-  const sliding = Math.ceil(m.slidingLayers / pp);
-  const linear = Math.ceil(m.linearLayers / pp);
-  const kvLayersPerGpu = full + sliding;
   const kvHeadsReplicated = !m.mla && tp > m.kvHeads;
-  // A TP above the KV head count replicates heads: each GPU still holds one whole head.
   const kvHeadsPerGpu = m.mla ? 1 : Math.max(1, Math.floor(m.kvHeads / tp));
-  const perLayerToken = kvValuesPerTokenPerLayer(m, tp) * kvDtypeBytes(p);
-  const kvBytesPerToken = kvLayersPerGpu * perLayerToken;
-  const stateBytesPerSeq = m.linearStateBytes ? Math.ceil(m.linearStateBytes / pp / tp) : 0;
   const availableKv = p.engine.kvCacheMemoryBytes ?? Math.max(0, budget - weightsPerGpu - reserve);
-  const blockSize = p.engine.blockSize ?? 16;
   const maxModelLen = p.engine.maxModelLen ?? m.maxContext;
-  const inFlight = p.engine.maxNumBatchedTokens ?? 2048;
-  const statePage = linear && stateBytesPerSeq ? stateBytesPerSeq / linear : 0;
-  const cap = kvCapacity({ full, sliding, linear }, perLayerToken * blockSize, availableKv, maxModelLen, blockSize, m.slidingWindow ?? maxModelLen, inFlight, statePage);
-  const perToken = kvBytesPerToken || 1;
-  const largest = Math.min(Math.floor(availableKv / perToken / blockSize) * blockSize, m.maxContext);
-  if (m.linearLayers) {
-    notes.push(
-      `only ${m.kvLayers} of ${m.layers} layers keep a KV cache (hybrid attention); the ${m.linearLayers} linear-attention layers keep a fixed state per sequence${stateBytesPerSeq ? ` (${(stateBytesPerSeq / 1024 ** 2).toFixed(2)} MiB per sequence per GPU)` : ', not counted per token'}`,
-    );
-  }
-  if (m.slidingLayers) notes.push(`${m.slidingLayers} of ${m.layers} layers use a ${m.slidingWindow}-token sliding window: a request holds at most window + in-flight tokens of them`);
-  if (m.mla) notes.push(`MLA: ${m.mla.kvLoraRank} + ${m.mla.qkRopeHeadDim} cached values per token per layer (the latent, not heads x head_dim), the same on every TP rank`);
-  if (kvHeadsReplicated) notes.push(`TP ${tp} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
-  if (p.engine.kvCacheMemoryBytes !== undefined) notes.push(`the KV cache is engine.kvCacheMemoryBytes (${p.engine.kvCacheMemoryBytes} B), not a share of GPU memory`);
-  return {
+  const version = planVersion(p);
+  const base = {
     gpuMemoryBytes,
     gpuMemoryUtilization: p.engine.gpuMemoryUtilization,
     budgetBytes: budget,
     weightsTotalBytes: weightsTotal,
     weightsPerGpuBytes: weightsPerGpu,
     reserveBytes: reserve,
-    kvLayersPerGpu,
     kvHeadsPerGpu,
     kvHeadsReplicated,
-    kvBytesPerToken,
     availableKvBytes: availableKv,
-    kvTokens: cap.tokens,
     maxModelLen,
-    maxConcurrency: cap.concurrency,
-    fits: cap.concurrency >= 1,
-    largestMaxModelLen: largest,
-    stateBytesPerSeq,
-    blockSize: cap.blockSize,
-    notes,
+    vllmRules: version,
   };
+  const declined = (field: string, why: string): MemoryPlan => ({
+    ...base,
+    kvLayersPerGpu: 0,
+    kvBytesPerToken: 0,
+    kvTokens: 0,
+    maxConcurrency: 0,
+    fits: false,
+    largestMaxModelLen: 0,
+    stateBytesPerSeq: 0,
+    blockSize: p.engine.blockSize ?? 16,
+    notes: [`not modelled: ${field} (${why}); no KV cache or concurrency figure is stated`],
+    kvGroups: [],
+    numBlocks: 0,
+    blocksPerRequest: 0,
+    layoutFrom: field,
+    notModelled: { field, why },
+  });
+  if (m.layout && 'notModelled' in m.layout) return declined(m.layout.notModelled, m.layout.why);
+  const layout = m.layout ?? layoutFromCounts(m);
+  const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
+  // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
+  const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
+  if (isMla && p.engine.blockSize === undefined) notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
+  let kv: ReturnType<typeof planKvCache>;
+  try {
+    kv = planKvCache({
+      layout,
+      tp,
+      pp,
+      modelDtype: modelDtype(p, m),
+      kvCacheDtype: p.engine.kvCacheDtype,
+      blockSize,
+      maxModelLen,
+      maxNumBatchedTokens: p.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(gpuMemoryBytes),
+      prefixCaching: p.engine.enablePrefixCaching,
+      availableBytes: availableKv,
+      version,
+    });
+  } catch (e) {
+    if (e instanceof KvNotModelled) return declined(e.field, e.message);
+    throw e;
+  }
+  notes.push(...kv.notes);
+  const kvLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla')).length;
+  const stateLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn')).length;
+  if (stateLayers) {
+    notes.push(
+      `only ${kvLayers} of ${layout.layers.length} layers keep a KV cache (hybrid); the ${stateLayers} Mamba/Gated-DeltaNet layers keep a fixed state per request: ${(kv.stateBytesPerRequest / 1024 ** 2).toFixed(2)} MiB per request per GPU (mamba_cache_mode ${kv.mambaCacheMode})`,
+    );
+  } else if (m.linearLayers)
+    notes.push(`only ${kvLayers} of ${m.layers} layers keep a KV cache; the ${m.linearLayers} linear-attention layers keep a state per sequence that the profile's facts do not size`);
+  const local = kv.groups.filter((g) => g.kind === 'sliding' || g.kind === 'chunked');
+  if (local.length) notes.push(`${[...new Set(local.map((g) => g.label))].join(', ')}: a request holds at most window + in-flight tokens of those layers`);
+  if (m.mla) notes.push(`MLA: ${m.mla.kvLoraRank} + ${m.mla.qkRopeHeadDim} cached values per token per layer (the latent, not heads x head_dim), the same on every TP rank`);
+  if (kvHeadsReplicated) notes.push(`TP ${tp} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
+  if (p.engine.kvCacheMemoryBytes !== undefined) notes.push(`the KV cache is engine.kvCacheMemoryBytes (${p.engine.kvCacheMemoryBytes} B), not a share of GPU memory`);
+  return {
+    ...base,
+    kvLayersPerGpu: Math.ceil(kvLayers / pp),
+    kvBytesPerToken: kv.kvBytesPerToken,
+    kvTokens: kv.kvTokens,
+    maxConcurrency: kv.maxConcurrency,
+    fits: kv.fits,
+    largestMaxModelLen: kv.largestMaxModelLen,
+    stateBytesPerSeq: kv.stateBytesPerRequest,
+    blockSize: kv.blockSize,
+    notes,
+    kvGroups: kv.groups,
+    numBlocks: kv.numBlocks,
+    blocksPerRequest: kv.blocksPerRequest,
+    layoutFrom: layout.readFrom,
+    notModelled: null,
+  };
+}
+
+/** The dtype vLLM runs the model in (--dtype, else the checkpoint's). */
+function modelDtype(p: Profile, m: ModelFacts): string {
+  const d = p.engine.dtype === 'auto' ? (m.dtype ?? 'bfloat16') : p.engine.dtype;
+  return d === 'half' ? 'float16' : d === 'float' ? 'float32' : d;
+}
+
+/** Bytes the checkpoint's weights take: the safetensors index's size, unless the engine quantizes them differently. */
+export function weightsBytes(p: Profile, m: ModelFacts): number {
+  const q = p.engine.quantization?.toLowerCase();
+  const online = (q && q !== m.quantization) || p.engine.dtype === 'float32';
+  if (m.weightBytes && !online) return m.weightBytes;
+  return m.parameters * (q || p.engine.dtype === 'float32' ? weightBytesPerParam(p) : m.weightBytesPerParam);
 }
 
 /** re-exported for the planner's callers; the definition is src/nvidia/units.ts */

@@ -112,7 +112,22 @@ export function replicaAddress(p: Profile, replica: number): { host: string; por
 export function serverArgs(p: Profile, replica: number): string[] {
   const a = replicaAddress(p, replica);
   const drain = shutdownTimeoutArg(p);
-  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : [])];
+  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : []), ...sleepModeArgs(p)];
+}
+
+/**
+ * server.sleepMode: --enable-sleep-mode where the target vLLM's table has it (every table from 0.9;
+ * validation refuses the setting elsewhere, so an unknown flag never stops a start).
+ */
+export function sleepModeArgs(p: Profile): string[] {
+  if (!p.server.sleepMode) return [];
+  const st = optionStatus(p.engine.vllmVersion, '--enable-sleep-mode');
+  return st === 'yes' || st === 'maybe' ? ['--enable-sleep-mode'] : [];
+}
+
+/** The routes /sleep, /wake_up and /is_sleeping exist only with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/serve/sleep/api_router.py, attach_router). */
+export function sleepModeEnv(p: Profile): Record<string, string> {
+  return sleepModeArgs(p).length ? { VLLM_SERVER_DEV_MODE: '1' } : {};
 }
 
 /** The --shutdown-timeout an argv carries (the last one wins, as in argparse; extraArgs included); 0 when none. */
@@ -200,7 +215,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
     const first = p.parallel.firstGpu + i * perReplica;
     // Multi-node: Ray places the workers; the head sees only its own GPUs.
     const gpus = Array.from({ length: multiNode ? Math.min(perReplica, host.gpusPerNode ?? host.gpus) : perReplica }, (_, k) => first + k);
-    const env: Record<string, string> = { ...p.env, ...cpuBindEnv(p, replicas, opts.cpuBuild) };
+    const env: Record<string, string> = { ...p.env, ...cpuBindEnv(p, replicas, opts.cpuBuild), ...sleepModeEnv(p) };
     if (!multiNode) env.CUDA_VISIBLE_DEVICES = gpus.join(',');
     const envFrom: Record<string, string> = {};
     const unsetEnv = cpuKvOverride(p);

@@ -93,6 +93,12 @@ export const ServerBlock = z.strictObject({
     .describe(
       "On SIGTERM vLLM finishes its in-flight requests for up to this long (--shutdown-timeout, where the target vLLM has it); 0: it aborts them. stop waits this plus 15 s before SIGKILL; systemd's TimeoutStopSec and k8s' terminationGracePeriodSeconds follow it",
     ),
+  sleepMode: z
+    .boolean()
+    .default(false)
+    .describe(
+      "vLLM's sleep mode: --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1 (which exposes /sleep, /wake_up, /is_sleeping and vLLM's other development routes, without auth: keep the port off untrusted networks); sparkctl sleep/wake and the gateway's idle sleep use it. Needs CUDA (the CPU build has none)",
+    ),
 });
 
 export const PrewarmBlock = z.strictObject({

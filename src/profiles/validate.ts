@@ -1,7 +1,8 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
+import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
-import type { Problem } from './load.js';
+import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
@@ -94,6 +95,15 @@ function hostFreeRules(p: Profile, err: Say): void {
   }
   if (p.engine.kvCacheMemoryBytes !== undefined && p.env.VLLM_CPU_KVCACHE_SPACE !== undefined) {
     err('env.VLLM_CPU_KVCACHE_SPACE', 'on the CPU backend this variable silently overrides engine.kvCacheMemoryBytes', 'keep one: engine.kvCacheMemoryBytes (bytes) is the one sparkctl renders');
+  }
+  if (p.server.sleepMode) {
+    const st = optionStatus(p.engine.vllmVersion, '--enable-sleep-mode');
+    if (st === 'no' || st === 'unknown')
+      err(
+        'server.sleepMode',
+        `vLLM ${p.engine.vllmVersion} has no --enable-sleep-mode (its table ${st === 'no' ? 'lacks it' : 'does not reach that version'})`,
+        'set engine.vllmVersion to 0.9.0 or later, or server.sleepMode: false',
+      );
   }
   if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
     err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
@@ -195,7 +205,11 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
   }
   {
     const plan = planMemory(p, host.gpuMemoryBytes, m);
-    if (plan.availableKvBytes <= 0) {
+    if (plan.notModelled) {
+      const msg = `not modelled: ${plan.notModelled.field} (${plan.notModelled.why}): the KV cache and concurrency vLLM will have are not stated`;
+      if (p.engine.kvCacheMemoryBytes === undefined) err('model', msg, 'fix the KV cache size yourself: --set engine.kvCacheMemoryBytes=BYTES');
+      else warn('model', msg);
+    } else if (plan.availableKvBytes <= 0) {
       err(
         'engine.gpuMemoryUtilization',
         `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`,

@@ -20,7 +20,9 @@ const SIM_FLAGS: Record<string, Kind> = {
   '--sim-prefill-tps': 'value',
   '--sim-decode-ms': 'value',
   '--sim-cold-ms': 'value',
+  '--sim-wake-gbs': 'value',
   '--sim-no-engine-process': 'bool',
+  '--sim-rendezvous-timeout': 'value',
 };
 
 export interface SimArgs {

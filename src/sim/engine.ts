@@ -52,6 +52,8 @@ export interface Metrics {
   itl: Histogram;
   e2e: Histogram;
   queue: Histogram;
+  /** vllm:engine_sleep_state{sleep_state}: absent where the target vLLM has no such gauge (before 0.12) */
+  sleepState?: Gauge;
 }
 
 /** A sleep that ends early, with RequestAborted, when the client disconnects. */
@@ -86,6 +88,12 @@ export class Engine {
   /** every request's own signal, so abortAll() ends them all */
   private readonly live = new Set<AbortController>();
   private stopped = false;
+  /**
+   * The scheduler is paused (vLLM's sleep: EngineCore.sleep -> pause_scheduler, vllm/v1/engine/core.py):
+   * a request that arrives is accepted and waits in the queue (vllm:num_requests_waiting) until wake_up
+   * resumes scheduling. It is never refused.
+   */
+  paused = false;
 
   constructor(
     readonly cap: Capacity,
@@ -102,7 +110,7 @@ export class Engine {
   }
 
   private fits(need: number) {
-    return this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
+    return !this.paused && this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
   }
 
   /** Admits the request at once (undefined) or queues it (a promise of its admission). */
@@ -141,6 +149,10 @@ export class Engine {
   private release(need: number) {
     this.running--;
     this.kvUsed -= need;
+    this.admitWaiting();
+  }
+
+  private admitWaiting() {
     while (this.waiting.length && this.fits(this.waiting[0]!.need)) {
       const w = this.waiting.shift()!;
       this.running++;
@@ -279,6 +291,27 @@ export class Engine {
     return this.unfinished === 0;
   }
 
+  /**
+   * Pause scheduling (vLLM's pause_scheduler): mode abort ends every request it holds now, queued or
+   * running (scheduler.finish_requests(None, FINISHED_ABORTED)); mode wait lets the running ones
+   * finish first. Either way the requests that arrive from now on wait in the queue.
+   */
+  async pause(mode: 'abort' | 'wait'): Promise<number> {
+    this.paused = true;
+    const n = this.unfinished;
+    if (mode === 'abort') for (const c of this.live) c.abort();
+    else while (this.running > 0) await pause(10);
+    this.gauges();
+    return n;
+  }
+
+  /** Resume scheduling: the requests queued while paused are admitted in their order. */
+  resume(): void {
+    this.paused = false;
+    this.admitWaiting();
+    this.gauges();
+  }
+
   /** Shutdown without one (vLLM's mode=abort): every request ends now; how many there were. */
   abortAll(): number {
     const n = this.unfinished;
@@ -288,7 +321,7 @@ export class Engine {
   }
 }
 
-export async function createMetrics(modelName: string): Promise<Metrics> {
+export async function createMetrics(modelName: string, opts: { sleepGauge?: boolean } = {}): Promise<Metrics> {
   // prom-client is CommonJS: its exports sit on .default when bundled as ESM.
   const mod = (await import('prom-client')) as typeof import('prom-client') & { default?: typeof import('prom-client') };
   const prom = mod.default ?? mod;
@@ -315,7 +348,18 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
     e2e: mk(prom.Histogram, 'vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', { buckets: latencyBuckets }),
     queue: mk(prom.Histogram, 'vllm:request_queue_time_seconds', 'Histogram of time spent in WAITING phase for request.', { buckets: latencyBuckets }),
   };
+  if (opts.sleepGauge) {
+    // vllm/v1/metrics/loggers.py, PrometheusStatLogger.__init__: one series per sleep_state, set by
+    // record_sleep_state (awake 1 at start; sleep(level) -> awake 0 and weights_offloaded (1) or discard_all (2))
+    (m as Partial<Metrics>).sleepState = new prom.Gauge({
+      name: 'vllm:engine_sleep_state',
+      help: 'Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.',
+      labelNames: ['model_name', 'engine', 'sleep_state'],
+      registers: [registry],
+    });
+  }
   registry.setDefaultLabels({ model_name: modelName, engine: '0' });
+  recordSleepState(m as Metrics, 0, 0);
   // Zero-initialised, as vLLM exposes them before any traffic.
   for (const g of [m.running, m.waiting, m.kvUsage]) g.set(0);
   for (const c of [m.promptTokens, m.generationTokens, m.preemptions]) c.inc(0);
@@ -325,4 +369,13 @@ export async function createMetrics(modelName: string): Promise<Metrics> {
   // spelled out made a second series of the same labels, and Prometheus kept the empty one)
   for (const h of [m.ttft, m.itl, m.e2e, m.queue]) h.zero({});
   return m as Metrics;
+}
+
+/** vLLM's record_sleep_state(sleep, level) (vllm/v1/metrics/loggers.py): the three series of the gauge. */
+export function recordSleepState(m: Pick<Metrics, 'sleepState'> | undefined, sleep: 0 | 1, level: number): void {
+  const g = m?.sleepState;
+  if (!g) return;
+  g.set({ sleep_state: 'awake' }, sleep ? 0 : 1);
+  g.set({ sleep_state: 'weights_offloaded' }, sleep && level === 1 ? 1 : 0);
+  g.set({ sleep_state: 'discard_all' }, sleep && level === 2 ? 1 : 0);
 }

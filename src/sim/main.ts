@@ -9,13 +9,15 @@ import { SimServer, stamp } from './server.js';
 import { listProfiles, loadProfileFile, loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import { Profile } from '../profiles/schema.js';
 import { planMemory, GIB } from '../profiles/planner.js';
-import { acceptedBy } from '../profiles/vllm-flags.js';
+import { acceptedBy, metricsOf, targetVersion } from '../profiles/vllm-flags.js';
+import { SimSleep } from './sleep.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
 import { pause } from '../util/pause.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
+import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type RendezvousArgs } from './rendezvous.js';
 
 export interface Faults {
   oomAtStart?: boolean;
@@ -93,7 +95,7 @@ function modelFacts(model: string, profileFile?: string): Profile {
 /** The architecture the simulator plays: the model folder's config.json when there is one, else the profile's facts. */
 function archOf(model: string, profile: Profile): ModelFacts {
   try {
-    return parseModelConfig(JSON.parse(readFileSync(join(model, 'config.json'), 'utf8')));
+    return parseModelConfig(JSON.parse(readTextSync(join(model, 'config.json'), { maxBytes: READ_LIMITS.config })));
   } catch {
     return factsFromProfile(profile.model) ?? factsFromProfile({ parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 })!;
   }
@@ -125,7 +127,10 @@ export async function simServe(argv: string[]): Promise<void> {
 let currentEngine: ChildProcess | undefined;
 
 async function simServeInner(argv: string[]): Promise<void> {
-  const version = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
+  const asked = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
+  // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
+  // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
+  const version = asked === 'auto' ? targetVersion('auto') : asked;
   let args;
   let faults: Faults;
   try {
@@ -183,7 +188,31 @@ async function simServeInner(argv: string[]): Promise<void> {
     err('TypeError: Error: --enable-auto-tool-choice requires --tool-call-parser');
     process.exit(1);
   }
-  if (faults.portInUse || !(await portFree(port, host))) {
+  // vLLM's native multi-node launch (0.12+): the world split over --nnodes, rank 0 hosts the store.
+  const nnodes = num(f, '--nnodes', 1);
+  const headless = f.has('--headless');
+  const rdv: RendezvousArgs | undefined =
+    nnodes > 1
+      ? {
+          nnodes,
+          nodeRank: num(f, '--node-rank', 0),
+          masterAddr: str(f, '--master-addr') ?? '127.0.0.1',
+          masterPort: num(f, '--master-port', 29501),
+          headless,
+          world: tp * pp,
+          timeoutMs: num(args.sim, '--sim-rendezvous-timeout', Number(process.env.SPARKCTL_SIM_RENDEZVOUS_TIMEOUT_S ?? TORCH_DEFAULT_TIMEOUT_MS / 1000)) * 1000,
+        }
+      : undefined;
+  if (rdv) {
+    const bad = rendezvousProblem(rdv);
+    if (bad) {
+      err('Traceback (most recent call last):');
+      err(bad);
+      process.exit(1);
+    }
+  }
+  if (rdv && rdv.nodeRank > 0) return headlessRank(rdv, version, args.model, loadMs);
+  if (!headless && (faults.portInUse || !(await portFree(port, host)))) {
     err('Traceback (most recent call last):');
     err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
     err('    sock.bind(sa)');
@@ -219,6 +248,8 @@ async function simServeInner(argv: string[]): Promise<void> {
       await pl.ready;
     }
   }
+  // The head waits for every rank before it loads (torch.distributed's init comes first).
+  const world = rdv ? await hostStore(rdv, version) : undefined;
   // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
   let engineProc: ChildProcess | undefined;
   if (!args.sim.has('--sim-no-engine-process')) {
@@ -286,11 +317,27 @@ async function simServeInner(argv: string[]): Promise<void> {
   }
   info('core.py:218', `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`);
 
-  const metrics = await createMetrics(servedName);
+  const metrics = await createMetrics(servedName, { sleepGauge: 'vllm:engine_sleep_state' in metricsOf(version) });
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
   });
+  // vllm/envs.py: VLLM_SERVER_DEV_MODE is bool(int(os.getenv("VLLM_SERVER_DEV_MODE", "0")))
+  const devMode = /^\d+$/.test(process.env.VLLM_SERVER_DEV_MODE ?? '0') && Number(process.env.VLLM_SERVER_DEV_MODE ?? '0') !== 0;
+  const sleep = new SimSleep(
+    {
+      enabled: f.has('--enable-sleep-mode'),
+      devMode,
+      weightsBytes: plan.weightsPerGpuBytes,
+      kvBytes: Math.max(0, plan.availableKvBytes),
+      linkGBs: num(args.sim, '--sim-wake-gbs', 20),
+      reloadMs: loadMs * 0.5,
+      timeFactor: factor,
+      log: info,
+    },
+    engine,
+    metrics,
+  );
   const sim = new SimServer(
     {
       model: args.model,
@@ -306,10 +353,16 @@ async function simServeInner(argv: string[]): Promise<void> {
       requestLog: process.env.SPARKCTL_SIM_REQUEST_LOG ? new RequestLog(process.env.SPARKCTL_SIM_REQUEST_LOG) : undefined,
       autoToolChoice: f.has('--enable-auto-tool-choice'),
       toolCallParser: str(f, '--tool-call-parser'),
+      sleep,
     },
     engine,
     metrics,
   );
+  // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
+  world?.onLost((rank) => {
+    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly, shutting down executor.`);
+    engine.dead = true;
+  });
   info(...startingLine(version, host, port));
   sim.server.once('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') err('OSError: [Errno 98] Address already in use');
@@ -317,7 +370,10 @@ async function simServeInner(argv: string[]): Promise<void> {
     exitWith(1, engineProc);
   });
   await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
-  info('launcher.py:37', 'Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages');
+  info(
+    'launcher.py:37',
+    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping' : ''}`,
+  );
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
 
   // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
@@ -364,4 +420,26 @@ async function simServeInner(argv: string[]): Promise<void> {
   process.off('SIGINT', duringLoad);
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * A headless rank (vLLM's run_headless, node_rank > 0): no API server; join the head's store, load
+ * this node's share of the model, then run the workers until a signal (or the head goes away).
+ */
+async function headlessRank(rdv: RendezvousArgs, version: string, model: string, loadMs: number): Promise<void> {
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    info('serve.py:206', 'Received 15 signal.');
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  await joinStore(rdv, version);
+  info('gpu_model_runner.py:1770', `Starting to load model ${model}...`);
+  await pause(loadMs * 0.5);
+  info('gpu_model_runner.py:1833', `Model loading took ${(loadMs / 2000).toFixed(4)} seconds`);
+  // alive until a signal: the executor's workers wait for the head's next step
+  setInterval(() => {}, 1 << 30);
 }

@@ -4,6 +4,7 @@ import type { SimTrace, RequestLog, RequestRecord } from './trace.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type Engine, EngineDead, type Metrics } from './engine.js';
 import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
+import { SleepRefused, type SimSleep } from './sleep.js';
 import { naturalLength, pieces, toolCallFor, toolCallTokens, toolResultQuote, type ToolCall } from './answer.js';
 
 export interface ServerConfig {
@@ -24,6 +25,8 @@ export interface ServerConfig {
   toolCallParser?: string;
   /** SPARKCTL_SIM_REQUEST_LOG: every request's method, path, size and the fields a client's shape shows */
   requestLog?: RequestLog;
+  /** sleep mode (src/sim/sleep.ts); its routes exist only in dev mode (VLLM_SERVER_DEV_MODE=1) */
+  sleep?: SimSleep;
 }
 
 type Json = Record<string, any>;
@@ -134,6 +137,8 @@ export class SimServer {
     let seen: Partial<RequestRecord> = {};
     let bytes = 0;
     if (log) res.once('finish', () => log.record({ method: req.method ?? '?', url, status: res.statusCode, bytes, userAgent: req.headers['user-agent'], ...seen }));
+    const sleep = this.cfg.sleep;
+    if (sleep?.cfg.devMode && (path === '/sleep' || path === '/wake_up' || path === '/is_sleeping')) return this.sleepRoute(path, url, req, res, sleep);
     if (req.method === 'GET') {
       switch (path) {
         case '/health':
@@ -218,6 +223,23 @@ export class SimServer {
         return this.generate(path, body, req, res, arrived);
     }
     return openaiError(res, 404, 'NotFoundError', `Not Found: ${path}`);
+  }
+
+  /** The dev-mode sleep routes (vllm/entrypoints/serve/sleep/api_router.py): POST /sleep, POST /wake_up, GET /is_sleeping. */
+  private async sleepRoute(path: string, url: string, req: IncomingMessage, res: ServerResponse, sleep: SimSleep) {
+    const want = path === '/is_sleeping' ? 'GET' : 'POST';
+    if (req.method !== want) return detail(res, 405);
+    const q = new URL(url, 'http://sim').searchParams;
+    if (path === '/is_sleeping') return send(res, 200, { is_sleeping: sleep.sleeping });
+    try {
+      if (path === '/sleep') await sleep.sleep(Number(q.get('level') ?? '1'), q.get('mode') ?? 'abort');
+      else await sleep.wake(q.getAll('tags'));
+    } catch (e) {
+      if (!(e instanceof SleepRefused)) throw e;
+      return openaiError(res, 500, 'InternalServerError', e.message);
+    }
+    res.writeHead(200, { 'content-length': 0 });
+    res.end();
   }
 
   /**

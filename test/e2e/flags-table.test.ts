@@ -42,6 +42,9 @@ const MISSING = join(dir, 'no', 'such', 'folder', 'x.out');
 /** [verb and its required arguments, flag, bad values] */
 const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['probe', '--url', url], '--url', BAD_URL],
+  [() => ['sleep', 'x'], '--level', ['0', '3', '1.5', 'abc']],
+  [() => ['sleep', 'x'], '--deadline', BAD_DURATION],
+  [() => ['wake', 'x'], '--deadline', BAD_DURATION],
   [() => ['probe', '--url', url], '--alert-webhook', BAD_URL],
   [() => ['probe', '--url', url], '--step-timeout', BAD_DURATION],
   [() => ['probe', '--url', url], '--deadline', BAD_DURATION],

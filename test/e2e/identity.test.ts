@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, isolated, freePort, processesMarked, waitFor, portOpen, RUN_MARK, sleep } from '../helpers.js';
-import { processStartTime } from '../../src/engine/proc.js';
+import { processStartTime } from '../../src/util/pid.js';
 
 let port: number;
 const t = isolated({ prefix: 'sparkctl-ident-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' }, stopArgs: ['--grace', '2', '--force-forget'], noneLeft: false });

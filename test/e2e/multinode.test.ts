@@ -3,7 +3,7 @@
 // everywhere. A scripted ray stands in on each node; the simulator is the head's engine.
 import { describe, it, expect, beforeAll, afterAll, afterEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { writeFileSync, readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { cli, freePort, processesMarked, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
@@ -23,7 +23,7 @@ describe.each<[Mode, boolean]>([
   beforeAll(async () => {
     if (!available) return;
     state = tempDir('sparkctl-mn-state-');
-    cl = await makeCluster(mode, marker, { mismatchNode: 3 });
+    cl = await makeCluster(mode, marker, { mismatchNode: 3, masterPort: await freePort() });
   }, 60_000);
   afterEach(() => {
     if (!available) return;
@@ -60,6 +60,45 @@ describe.each<[Mode, boolean]>([
       expect(t.stdout).toMatch(/CHECK\s+n0\s+n1\s+n2\s+n3/);
       expect(t.stdout).toMatch(/\(summary\)(\s+\d+F \d+W \d+P){4}/);
       expect(t.stdout).toMatch(/nodes\.same-driver\s+n3 has 580\.95\.05 \(others: 580\.159\.04\)/);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available || mode !== 'netns')(
+    'preflight --nodes reads the fabric on every node (never writes it): a smaller MTU on one node, an unreachable fabric address, each named',
+    async () => {
+      const cross = async (file: string) => {
+        const r = await run(['preflight', '--nodes', file, '--json']);
+        return Object.fromEntries(JSON.parse(r.stdout).cross.map((x: { id: string }) => [x.id, x]));
+      };
+      const ok = await cross(cl.nodesFile);
+      expect(ok['fabric.link']).toMatchObject({ status: 'pass' });
+      expect(ok['fabric.address'].status).toBe('pass');
+      expect(ok['fabric.mtu']).toMatchObject({ status: 'pass', observed: 'MTU 1500 on 4 nodes; ping -M do -s 1472 passes between every pair' });
+      expect(ok['fabric.reachable']).toMatchObject({ status: 'pass', observed: '4 nodes reach each other over the fabric' });
+      // the test nodes are veths: no RDMA anywhere, NCCL would use sockets
+      expect(ok['fabric.rdma'].status).toBe('warn');
+      expect(ok['fabric.gid'].status).toBe('skip');
+      // one run, two faults: n2's MTU lowered to 1400, and n3 named with a fabric address that no node has
+      const iface = cl.interfaces[2]!;
+      const nodes = yaml.load(readFileSync(cl.nodesFile, 'utf8')) as any;
+      const lost = cl.addresses[3]!.replace(/\.\d+$/, '.99');
+      nodes.workers[2].fabric = { address: lost, interface: cl.interfaces[3] };
+      const file = join(cl.dir, 'nodes-lost.yaml');
+      writeFileSync(file, yaml.dump(nodes));
+      expect(cl.exec(2, `ip link set dev ${iface} mtu 1400`).status).toBe(0);
+      try {
+        const bad = await cross(file);
+        expect(bad['fabric.mtu'].status).toBe('fail');
+        expect(bad['fabric.mtu'].observed).toContain('n2 has MTU 1400 (others: 1500)');
+        // a 1500-byte frame with DF set does not pass to or from n2; n0 -> n1 does
+        expect(bad['fabric.mtu'].observed).toMatch(/ping -M do -s 1472 \(MTU 1500\) does not pass: .*n0 -> n2/);
+        expect(bad['fabric.mtu'].observed).not.toContain('n0 -> n1');
+        expect(bad['fabric.reachable']).toMatchObject({ status: 'fail', observed: `not reachable: n3's fabric address ${lost} from n0, n1, n2` });
+        expect(bad['fabric.address'].observed).toBe(`n3: ${lost} is not on ${cl.interfaces[3]} (it has ${cl.addresses[3]})`);
+      } finally {
+        cl.exec(2, `ip link set dev ${iface} mtu 1500`);
+      }
     },
     180_000,
   );
@@ -113,6 +152,75 @@ describe.each<[Mode, boolean]>([
       await expect(fetch(`http://${cl.addresses[0]}:${port}/health`)).rejects.toThrow();
       await waitFor(() => processesMarked(marker).length === 0, 15_000);
       expect(processesMarked(marker)).toEqual([]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available)(
+    "native (vLLM's --nnodes, the simulator as the engine): four ranks, the head serves once all joined; status per rank; stop leaves nothing on any node",
+    async () => {
+      const port = await freePort();
+      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${port}`];
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`vLLM rank ${i} started on n${i} \\(pid \\d+`));
+      expect(r.stderr).toContain('all 4 ranks joined (32 GPUs)');
+      expect(r.stdout).toMatch(/probe: healthy/);
+      // No Ray anywhere on this path.
+      expect(cl.calls().filter((x) => / start /.test(x))).toEqual([]);
+      // The head's log: the store waited for the whole world before the model loaded.
+      const head = cl.exec(0, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank0.log').stdout;
+      expect(head).toMatch(/world_size=32 rank=0 .*distributed_init_method=tcp:\/\/[\d.]+:\d+[\s\S]*Starting to load model/);
+      const w = cl.exec(2, 'cat $HOME/.local/state/sparkctl/logs/qwen3-200b-0-rank2.log').stdout;
+      expect(w).toMatch(/headless multiproc executor, with head node address [\d.]+:\d+/);
+      expect(w).toContain('world_size=32 rank=16 ');
+      const st = await run(['status']);
+      for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+      const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
+      expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+      for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`vLLM rank ${i} on n${i}: stopped (SIGTERM)`);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      if (mode === 'netns') for (const i of [0, 1, 2, 3]) expect(cl.processes(i)).toEqual([]);
+    },
+    180_000,
+  );
+
+  it.skipIf(!available)(
+    'native: a worker rank killed while the cluster loads is named by node and cause; every other rank is stopped',
+    async () => {
+      const port = await freePort();
+      const serving = run([
+        'serve',
+        'qwen3-200b',
+        '--engine',
+        'sim',
+        '--nodes',
+        cl.nodesFile,
+        '--no-prewarm',
+        '--sim-load-seconds',
+        '20',
+        '--set',
+        'parallel.executor=mp',
+        '--set',
+        `server.port=${port}`,
+      ]);
+      // The record lists every rank (and its pid on its node) before readiness is awaited.
+      const recFile = () => {
+        const d = join(state, 'clusters');
+        return existsSync(d) ? readdirSync(d).map((f) => JSON.parse(readFileSync(join(d, f), 'utf8'))) : [];
+      };
+      await waitFor(() => recFile()[0]?.ranks?.length === 4, 30_000);
+      const rank2 = recFile()[0].ranks.find((x: { rank: number }) => x.rank === 2);
+      // once it has joined (its log says so), end it as a crash would
+      await waitFor(() => /Starting to load model/.test(cl.exec(2, `cat ${rank2.logFile}`).stdout), 20_000);
+      expect(cl.exec(2, `kill -KILL ${rank2.pid}`).status).toBe(0);
+      const r = await serving;
+      expect(r.exitCode).toBe(4);
+      expect(r.stderr).toMatch(/launch failed: vLLM rank 2 on n2 \([\d.]+\) exited before the cluster was ready/);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      expect(recFile()).toEqual([]);
     },
     180_000,
   );

@@ -1,7 +1,10 @@
-// The memory planner against the real vLLM (CPU build): for four tiny architectures vLLM tells apart
-// (dense GQA, dense MHA, MoE, Gemma 3's sliding-window layers), `sparkctl plan MODEL` must print the
-// "GPU KV cache size" tokens and "Maximum concurrency" that vLLM itself logs for the same KV-cache
-// bytes. Each model is served once, with no profile at all (`sparkctl serve MODEL`), and each launch
+// The memory planner against the real vLLM (CPU build): for every tiny architecture family vLLM tells
+// apart that loads on this build (dense GQA, dense MHA, MoE, Gemma 3's sliding window, a Mamba2 hybrid
+// in Nemotron-H's hybrid_override_pattern, a Gated-DeltaNet hybrid (Qwen3-Next), MLA (DeepSeek-V3),
+// Llama 4's chunked local attention), `sparkctl plan MODEL` must print the "GPU KV cache size" tokens,
+// the "Maximum concurrency" and the block size that vLLM itself logs for the same KV-cache bytes.
+// A 2048-token context with 128 tokens a step makes the window and chunk caps (and the in-flight
+// rule, kv_cache_interface.py max_admission_blocks_per_request) change the figures. Each model is served once, with no profile at all (`sparkctl serve MODEL`), and each launch
 // checks more: the served name, the flags vLLM took, the version `vllmVersion: auto` rendered for.
 // One real vLLM at a time; each start is 20-60 s on 2 cores.
 import { describe, it, expect, beforeAll } from 'vitest';
@@ -18,14 +21,19 @@ const MODELS = join(tmpdir(), `sparkctl-tiny-archs-v2-${process.getuid?.() ?? 0}
 const KV_BYTES = 4 * 1024 * 1024;
 
 // The same host and engine settings for plan and serve: one CPU "GPU", a fixed KV cache, the CPU backend's block of 128.
-const sets = ['engine.maxModelLen=512', `engine.kvCacheMemoryBytes=${KV_BYTES}`, 'engine.blockSize=128', 'engine.enforceEager=true', 'engine.dtype=bfloat16', 'server.host=127.0.0.1'];
-const hostArgs = ['--gpus', '1', '--vllm-bin', VLLM_BIN, ...sets.flatMap((s) => ['--set', s])];
+const sets = ['engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=128', `engine.kvCacheMemoryBytes=${KV_BYTES}`, 'engine.enforceEager=true', 'engine.dtype=bfloat16', 'server.host=127.0.0.1'];
+const hostArgs = (blockSize: number) => ['--gpus', '1', '--vllm-bin', VLLM_BIN, ...[...sets, `engine.blockSize=${blockSize}`].flatMap((s) => ['--set', s])];
 
-const ARCHS: Array<{ name: string; dir: () => string; served: string }> = [
+// blockSize: the CPU backend's 128, except MLA, whose CPU kernel takes only 16 (platforms/cpu.py overrides any other)
+const ARCHS: Array<{ name: string; dir: () => string; served: string; blockSize?: number }> = [
   { name: 'dense GQA (Qwen3)', dir: () => MODEL_DIR, served: 'tiny-qwen3' },
   { name: 'dense MHA (Llama)', dir: () => join(MODELS, 'llama-mha'), served: 'llama-mha' },
   { name: 'MoE (Qwen3-MoE)', dir: () => join(MODELS, 'qwen3-moe'), served: 'qwen3-moe' },
   { name: 'sliding window per layer (Gemma 3, 5:1)', dir: () => join(MODELS, 'gemma3-sliding'), served: 'gemma3-sliding' },
+  { name: 'Mamba2 hybrid (Nemotron-H, hybrid_override_pattern, a bare Infinity in its config)', dir: () => join(MODELS, 'nemotron-h'), served: 'nemotron-h' },
+  { name: 'Gated-DeltaNet hybrid (Qwen3-Next, 3:1)', dir: () => join(MODELS, 'qwen3-next'), served: 'qwen3-next' },
+  { name: 'MLA (DeepSeek-V3)', dir: () => join(MODELS, 'deepseek-mla'), served: 'deepseek-mla', blockSize: 16 },
+  { name: 'chunked local attention (Llama 4, 3:1)', dir: () => join(MODELS, 'llama4-chunked'), served: 'llama4-chunked' },
 ];
 
 describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one launch per architecture', () => {
@@ -45,7 +53,8 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
       async () => {
         if (why) return console.warn(`skipped: ${why}`);
         const dir = arch.dir();
-        const plan = await sparkctl(['plan', dir, '--json', ...hostArgs]);
+        const host = hostArgs(arch.blockSize ?? 128);
+        const plan = await sparkctl(['plan', dir, '--json', ...host]);
         expect(plan.exitCode, plan.stdout + plan.stderr).toBe(0);
         const j = JSON.parse(plan.stdout);
         // auto: the installed vLLM decided the flags, read from its dist-info
@@ -53,7 +62,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(j.model.file).toBe(join(dir, 'config.json'));
 
         const port = await freePort();
-        const dry = await sparkctl(['serve', dir, '--engine', 'vllm', '--dry-run', '--json', ...hostArgs, '--set', `server.port=${port}`]);
+        const dry = await sparkctl(['serve', dir, '--engine', 'vllm', '--dry-run', '--json', ...host, '--set', `server.port=${port}`]);
         expect(dry.exitCode, dry.stderr).toBe(0);
         const d = JSON.parse(dry.stdout);
         expect(d.vllmVersion).toMatch(/^0\.27\.2\.dev0/);
@@ -67,7 +76,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
             '--engine',
             'vllm',
             '--skip-preflight',
-            ...hostArgs,
+            ...host,
             '--set',
             `server.port=${port}`,
             '--set',
@@ -87,10 +96,14 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(Number(m![1]!.replace(/,/g, ''))).toBe(j.plan.kvTokens);
         expect(Number(m![2]!.replace(/,/g, ''))).toBe(j.plan.maxModelLen);
         expect(m![3]).toBe(j.plan.maxConcurrency.toFixed(2));
+        // the block size vLLM settled on: its hybrid alignment line when it raised it, else the one given
+        const raised = /Setting attention block size to (\d+) tokens/.exec(log);
+        expect(raised ? Number(raised[1]) : (arch.blockSize ?? 128)).toBe(j.plan.blockSize);
+        console.info(`[real-vLLM planner] ${arch.name}: vLLM "${m![0]}"; plan ${j.plan.kvTokens} tokens, ${j.plan.maxConcurrency.toFixed(2)}x, block ${j.plan.blockSize}`);
         // The flags vLLM took, and the served name without "/"
         const nonDefault = /non-default args: (\{.*\})/.exec(log)?.[1] ?? '';
         expect(nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
-        expect(nonDefault).toContain("'block_size': 128");
+        expect(nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
         const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
         expect(models.data.map((x) => x.id)).toEqual([arch.served]);
         const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);

@@ -3,7 +3,8 @@
 // fields the driver knows (driver_version is kmd_version on newer drivers).
 import { describe, it, expect } from 'vitest';
 import { FACT_SOURCES, FACT_DERIVERS, PROBES, Readings, gatherFacts } from '../../src/preflight/facts.js';
-import { queryGpus, GPU_FIELDS } from '../../src/nvidia/smi.js';
+import { GPU_FIELDS } from '../../src/nvidia/smi.js';
+import { queryGpus } from '../../src/host/gpu-query.js';
 import { readGpuRows } from '../../src/health/gpu.js';
 import type { CmdResult, Host } from '../../src/host/host.js';
 

@@ -17,34 +17,15 @@ type Edge = { from: string; to: string; fromRoom: string; toRoom: string; line: 
  * shrinks: a fixed one must leave it, and nothing new may join it). 'from -> to', paths under src/.
  */
 const KNOWN_ARROWS_UP: string[] = [
-  'engine/plan.ts -> router/config.ts',
-  'engine/serve.ts -> router/config.ts',
   'engine/serve.ts -> router/serve.ts',
   'engine/serve.ts -> router/process.ts',
   'engine/serve.ts -> router/api.ts',
   'engine/serve.ts -> router/stop.ts',
   'engine/stop.ts -> router/stop.ts',
-  'engine/runtime/launch-container.ts -> engine/plan.ts',
-  'engine/runtime/launch-container.ts -> engine/launch.ts',
-  'health/probe-state.ts -> engine/lock.ts',
-  'health/target.ts -> engine/registry.ts',
-  'health/gpu.ts -> preflight/facts.ts',
-  'host/bundle.ts -> preflight/facts.ts',
-  'host/sim.ts -> profiles/schema.ts',
-  'monitoring/rules.ts -> router/config.ts',
-  'monitoring/spec.ts -> router/config.ts',
-  'nvidia/smi.ts -> host/host.ts',
-  'nvidia/gpu-rules.ts -> preflight/facts.ts',
-  'output/serve.ts -> engine/events.ts',
-  'output/serve.ts -> engine/serve.ts',
-  'output/serve.ts -> engine/diagnose.ts',
-  'preflight/profile-ctx.ts -> router/config.ts',
-  'verbs/report/run.ts -> verbs/cost/run.ts',
-  'verbs/restart/run.ts -> verbs/serve/run.ts',
 ];
 
 /** Module circles that were in the house when the table was written (type-only), to be broken. */
-const KNOWN_CIRCLES: string[] = ['history/sample-schema.ts <-> history/sample.ts', 'profiles/load.ts <-> profiles/validate.ts'];
+const KNOWN_CIRCLES: string[] = [];
 
 const graph = importGraph(SRC);
 const edges: Edge[] = graph.edges;
@@ -101,7 +82,8 @@ describe('the floor table', () => {
     expect(mayImport('engine/runtime', 'engine')).toBe(false);
     expect(mayImport('verbs/serve', 'verbs')).toBe(true);
     expect(mayImport('verbs', 'verbs/serve')).toBe(false);
-    expect(mayImport('verbs/restart', 'verbs/serve')).toBe(false);
+    expect(mayImport('verbs/report', 'verbs/cost')).toBe(false);
+    expect(mayImport('verbs/restart', 'verbs/serve')).toBe(true); // in SIDEWAYS
     expect(mayImport('router', 'engine')).toBe(true);
     expect(mayImport('engine', 'router')).toBe(false);
     expect(mayImport('preflight', 'health')).toBe(false); // same storey, not in SIDEWAYS
@@ -119,7 +101,9 @@ describe('the house keeps to its floors', () => {
   const found = [...new Set(up.map((e) => `${e.from} -> ${e.to}`))];
 
   it('no import runs up the floors or sideways, but the known ones being fixed', () => {
-    const fresh = up.filter((e) => !KNOWN_ARROWS_UP.includes(`${e.from} -> ${e.to}`)).map((e) => `src/${e.from}:${e.line} (${e.fromRoom}) imports src/${e.to} (${e.toRoom})`);
+    const fresh = up
+      .filter((e) => !KNOWN_ARROWS_UP.includes(`${e.from} -> ${e.to}`))
+      .map((e) => `src/${e.from}:${e.line} (${e.fromRoom}) imports src/${e.to} (${e.toRoom}): not allowed by scripts/lib/floors.mjs (docs/development.md, House rules)`);
     expect(fresh).toEqual([]);
   });
 

@@ -17,7 +17,7 @@ const result = (state: ProbeResult['state'], url = 'http://h:1'): ProbeResult =>
 
 describe('probe: a list of checks', () => {
   it('the default list has one check per step, live first', () => {
-    expect(PROBE_CHECKS.map((c) => c.step)).toEqual(['live', 'identity', 'inference', 'metrics', 'gpu', 'auth', 'client']);
+    expect(PROBE_CHECKS.map((c) => c.step)).toEqual(['live', 'sleep', 'identity', 'inference', 'metrics', 'gpu', 'auth', 'client']);
   });
 
   it('runs every check in order; a fail makes the target unhealthy, a warn does not', async () => {

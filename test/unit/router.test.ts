@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Profile } from '../../src/profiles/schema.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { resolveLoaded } from '../../src/profiles/resolve.js';
-import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/router/config.js';
+import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/profiles/router.js';
 import { parseShowStat, serverState } from '../../src/router/api.js';
 import { judgeRouter } from '../../src/router/probe.js';
 import { checkRollable } from '../../src/router/rolling.js';

@@ -1,8 +1,8 @@
 // The one readiness wait, against real sockets on 127.0.0.1.
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { waitReady } from '../../src/health/target.js';
-import { listenerIsOneOf, listeningInodes } from '../../src/engine/socket-owner.js';
+import { waitReady } from '../../src/client/ready.js';
+import { listenerIsOneOf, listeningInodes } from '../../src/engine/runtime/socket-owner.js';
 import { freePort } from '../helpers.js';
 
 const servers: Server[] = [];

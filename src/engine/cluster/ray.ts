@@ -7,11 +7,11 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
-import { waitReady } from '../../health/target.js';
+import { waitReady } from '../../client/ready.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../proc.js';
+import { INSTANCE_ENV } from '../runtime/proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import {
   allNodes,

@@ -2,7 +2,8 @@ import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
 import { clusterVersion, deployment, k8sName, podLimits } from '../../k8s/manifests.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
-import { formatProblem, loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
+import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
+import { formatProblem } from '../../profiles/problem.js';
 import { requireValid, resolveLoaded } from '../../profiles/resolve.js';
 import { UsageError } from '../../errors.js';
 

@@ -1,6 +1,6 @@
 import { parseSize } from '../common.js';
 import { planMemory, GIB } from '../../profiles/planner.js';
-import { formatProblem } from '../../profiles/load.js';
+import { formatProblem } from '../../profiles/problem.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
 import type { FactField } from '../../model/merge.js';
 import { envelope, table, c } from '../../output/format.js';
@@ -39,7 +39,8 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
     const f = r.model.facts;
     say(`${c.bold(p.name)}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${g(plan.gpuMemoryBytes)} GPUs (${r.platform.name}), memory share ${plan.gpuMemoryUtilization}`);
     say(c.dim(`planned for ${r.hostLine}`));
-    const valuesPerLayer = plan.kvLayersPerGpu ? plan.kvBytesPerToken / plan.kvLayersPerGpu : 0;
+    const mib = (b: number) => `${(b / 1024 ** 2).toFixed(2)} MiB`;
+    const nm = plan.notModelled;
     say(
       table([
         [
@@ -52,17 +53,31 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
         ],
         ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
         ['KV cache per GPU', g(plan.availableKvBytes)],
-        [
-          'KV bytes per token',
-          f.mla
-            ? `${plan.kvBytesPerToken} B  (${plan.kvLayersPerGpu} layers x (${f.mla.kvLoraRank} + ${f.mla.qkRopeHeadDim}) MLA latent x ${valuesPerLayer / (f.mla.kvLoraRank + f.mla.qkRopeHeadDim)} B)`
-            : `${plan.kvBytesPerToken} B  (2 x ${plan.kvLayersPerGpu} layers x ${plan.kvHeadsPerGpu} KV heads x ${f.headDim} dim x ${valuesPerLayer / (2 * plan.kvHeadsPerGpu * f.headDim)} B)`,
-        ],
-        ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
-        [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
-        ['fits', plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`)],
+        ...(nm
+          ? [['KV cache size, concurrency', c.red(`not modelled: ${nm.field}`)]]
+          : [
+              ['KV bytes per token', `${plan.kvBytesPerToken} B  (per GPU, across ${plan.kvLayersPerGpu} layers with a per-token cache)`],
+              ...(plan.stateBytesPerSeq ? [['state per request', `${mib(plan.stateBytesPerSeq)}  (Mamba/Gated-DeltaNet layers, per GPU)`]] : []),
+              ['block size', `${plan.blockSize} tokens`],
+              ['KV cache groups', plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; ')],
+              ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
+              [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
+              ['fits', plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`)],
+            ]),
       ]),
     );
+    if (!nm) {
+      // the lines vLLM itself will log, in its words
+      say(
+        c.dim(
+          `vLLM will log: GPU KV cache size: ${plan.kvTokens.toLocaleString('en-US')} tokens, Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens per request: ${plan.maxConcurrency.toFixed(2)}x`,
+        ),
+      );
+    } else {
+      say(`${c.red('not modelled')}: ${nm.field}: ${nm.why}`);
+      say(`  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES`);
+    }
+    say(c.dim(`rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`));
     say(c.dim(`model: ${r.model.note}`));
     say(c.dim(`  ${factLine(r.model)}`));
     say(c.dim(`vLLM: ${r.vllm.note}`));
@@ -71,6 +86,8 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
     if (r.hostNote) say(c.dim(`note: ${r.hostNote}`));
   }
   if (!opts.json) for (const pr of r.problems) say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
+  // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget stand)
+  if (plan?.notModelled && r.profile.engine.kvCacheMemoryBytes !== undefined && !errors.length) return;
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
 }
 

@@ -1,7 +1,8 @@
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { prewarm, gpuMemoryReader, type PrewarmSettings } from '../../health/prewarm.js';
-import { targetFromInstance, targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromInstance } from '../../engine/target.js';
 import { PrewarmBlock } from '../../profiles/schema.js';
 import { envelope, c } from '../../output/format.js';
 import { parseServerUrl } from '../../util/url.js';

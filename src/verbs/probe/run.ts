@@ -1,13 +1,13 @@
 // A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
-import { dirname } from 'node:path';
 import type { Registry } from '../../engine/registry.js';
 import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';
 import { probe, PROBE_CHECKS, type ProbeResult } from '../../health/probe.js';
-import { targetFromInstance, targetFromUrl, type Target } from '../../health/target.js';
+import { targetFromUrl } from '../../health/target.js';
+import { targetFromInstance, type InstanceTarget } from '../../engine/target.js';
 import { probeDefaults, type ProbeBlockValues } from '../../profiles/probe-defaults.js';
 import { http } from '../../client/http.js';
 import { envelope, c } from '../../output/format.js';
@@ -43,7 +43,7 @@ const STEPS = PROBE_CHECKS.length;
 type State = Record<string, TargetState>;
 type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
 export interface ProbeTarget {
-  t: Target;
+  t: InstanceTarget;
   s: Settings;
 }
 
@@ -87,7 +87,7 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: Target; price: number }>))]);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>))]);
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
@@ -107,7 +107,7 @@ export function checkFlags(opts: ProbeCli) {
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
   // The textfile's place is checked before any target is contacted or any history is written.
   if (opts.prometheus !== undefined) {
-    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    // The folder is not made: node_exporter must be able to read it, so its owner and mode are the operator's to set.
     checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
   }
 }
@@ -116,7 +116,7 @@ export function checkFlags(opts: ProbeCli) {
 export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
-  const clusters: Target[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const clusters: InstanceTarget[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
   const insts = !reg
     ? []
     : opts.all
@@ -191,7 +191,8 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       target: r.target,
       url: r.url,
       profile: t.instance?.profile,
-      verdict: r.state,
+      // a sleeping server is up (it wakes on demand): history's verdicts, and their report, stay as they were
+      verdict: r.state === 'sleeping' ? 'healthy' : r.state,
       ms: r.ms,
       steps: r.steps,
       ngpu: t.gpus?.length || r.gpu?.samples.length || undefined,
@@ -211,7 +212,8 @@ const observe = (results: ProbeResult[]): Observed[] =>
   results.map((r) => ({
     target: r.target,
     url: r.url,
-    state: r.state,
+    // falling asleep or waking is no alert: both are the server's normal life
+    state: r.state === 'sleeping' ? 'healthy' : r.state,
     preemptions: r.metrics?.preemptions,
     failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
   }));
@@ -289,9 +291,9 @@ export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'qu
   if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
   const lines: string[] = [];
   for (const r of results) {
-    if (opts.quiet && r.state === 'healthy') continue;
+    if (opts.quiet && (r.state === 'healthy' || r.state === 'sleeping')) continue;
     const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
-    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
+    const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'sleeping' ? c.bold('sleeping') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
     const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
     lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
@@ -304,7 +306,7 @@ export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
-export async function costGauges(dir: string, priced: Array<{ t: Target; price: number }>, now = Date.now()): Promise<string[]> {
+export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price: number }>, now = Date.now()): Promise<string[]> {
   if (!priced.length) return [];
   const [{ computeCost }, { readHistory }] = await Promise.all([import('../../history/cost.js'), import('../../history/read.js')]);
   // one group per family: the exposition format wants a family's samples together
@@ -359,7 +361,7 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
-    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' ? 1 : 0}`),
+    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' || r.state === 'sleeping' ? 1 : 0}`),
     '# HELP sparkctl_probe_reachable 0 when the server could not be reached.',
     '# TYPE sparkctl_probe_reachable gauge',
     ...results.map((r) => `sparkctl_probe_reachable{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'unreachable' ? 0 : 1}`),
@@ -394,6 +396,5 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ),
     ...extra,
   ];
-  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
   writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }

@@ -6,7 +6,7 @@ import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
 import { computeCost, sumCosts, type CostResult } from '../../history/cost.js';
 import type { Sample } from '../../history/sample.js';
-import { matches, window, noHistory, resolvePrice, type CostCli } from '../cost/run.js';
+import { matches, window, noHistory, resolvePrice, type CostCli } from '../history.js';
 import { renderPage, type Section } from '../../output/html.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';

@@ -4,7 +4,7 @@ import { resolveLoaded } from '../../profiles/resolve.js';
 import { requireValid } from '../../profiles/resolve.js';
 import { resolveReplicas } from '../../profiles/validate.js';
 import { withRouterFlag } from '../../engine/plan.js';
-import { planRouter, renderConfig } from '../../router/config.js';
+import { planRouter, renderConfig } from '../../profiles/router.js';
 import { stateDir } from '../common.js';
 import { say } from '../../output/log.js';
 

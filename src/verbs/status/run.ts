@@ -1,9 +1,12 @@
 import { Registry, type Instance } from '../../engine/registry.js';
+import { runtimeOf } from '../../engine/runtime/index.js';
 import { stateDir } from '../common.js';
 import { http } from '../../client/http.js';
-import { targetFromInstance } from '../../health/target.js';
+import { targetFromInstance } from '../../engine/target.js';
 import { envelope, table, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
+import { sleepCapable } from '../../engine/sleep.js';
+import { readSleep } from '../../client/sleep.js';
 
 export async function run(opts: { json?: boolean }) {
   const reg = new Registry(stateDir());
@@ -12,6 +15,7 @@ export async function run(opts: { json?: boolean }) {
   const rows = await Promise.all(
     all.map(async ({ inst, alive, proof, recovered }) => {
       let health = proof.state === 'unproven' ? 'unproven' : 'stale';
+      let sleepLevel: number | undefined;
       const procState = proof.state === 'gone' ? 'dead' : proof.state === 'unproven' ? 'UNPROVEN' : proof.state === 'degraded' ? 'DEGRADED' : 'alive';
       const why = proof.state === 'unproven' ? proof.reason : proof.state === 'degraded' ? `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` : undefined;
       if (recovered) health = 'entry corrupt';
@@ -20,8 +24,16 @@ export async function run(opts: { json?: boolean }) {
       else if (alive) {
         const h = await http(`${targetFromInstance(inst).url}/health`, { timeoutMs: 1500 });
         health = h.ok ? (h.status === 200 ? 'healthy' : h.status === 503 ? 'engine dead' : `HTTP ${h.status}`) : h.error === 'refused' ? (inst.readyAt ? 'refused' : 'starting') : h.error;
+        // a sleeping vLLM answers /health 200: only its own route tells (health/sleep.ts)
+        if (health === 'healthy' && sleepCapable(inst)) {
+          const s = await readSleep(targetFromInstance(inst).url, 1500);
+          if (s.state === 'sleeping') {
+            health = 'sleeping';
+            sleepLevel = s.level;
+          }
+        }
       }
-      return { inst, alive, health, process: procState, why, recovered: Boolean(recovered), uptimeMs: Date.now() - Date.parse(inst.startedAt) };
+      return { inst, alive, health, sleepLevel, process: procState, why, recovered: Boolean(recovered), uptimeMs: Date.now() - Date.parse(inst.startedAt) };
     }),
   );
   // Only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped.
@@ -36,14 +48,13 @@ export async function run(opts: { json?: boolean }) {
           profile: r.inst.profile,
           replica: r.inst.replica,
           pid: r.inst.pid,
-          ...(r.inst.container
-            ? { container: { cli: r.inst.container.cli, id: r.inst.container.id ?? null, name: r.inst.container.name, image: r.inst.container.image, marker: r.inst.marker ?? null } }
-            : {}),
+          ...runtimeOf(r.inst).describe(r.inst).envelope,
           alive: r.alive,
           process: r.process.toLowerCase(),
           ...(r.why ? { why: r.why } : {}),
           recovered: r.recovered,
           health: r.health,
+          ...(r.health === 'sleeping' ? { sleep: { level: r.sleepLevel ?? null } } : {}),
           port: r.inst.port,
           url: targetFromInstance(r.inst).url,
           gpus: r.inst.gpus,
@@ -72,10 +83,10 @@ export async function run(opts: { json?: boolean }) {
       rows.map((r) => [
         r.inst.name,
         r.inst.profile,
-        // a container's processes are the runtime's: its id is what identifies it
-        r.inst.container ? `${r.inst.container.cli}:${r.inst.container.id?.slice(0, 12) ?? '?'}` : String(r.inst.pid),
+        // what identifies it: a pid, or a container's id (its processes are the runtime's)
+        runtimeOf(r.inst).describe(r.inst).shown,
         r.process === 'alive' ? c.green('alive') : c.red(r.process),
-        r.health.startsWith('healthy') ? c.green(r.health) : c.yellow(r.health),
+        r.health.startsWith('healthy') ? c.green(r.health) : r.health === 'sleeping' ? c.bold(`sleeping${r.sleepLevel ? ` (level ${r.sleepLevel})` : ''}`) : c.yellow(r.health),
         String(r.inst.port),
         r.alive ? formatDuration(r.uptimeMs) : '-',
         r.inst.gpus.join(',') + (r.inst.engine === 'sim' ? ' (sim)' : ''),

@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../../profiles/render.js';
 import { graceMsOf } from '../../engine/stop.js';
 import { STATE_LABEL, runArgv } from '../../engine/runtime/container.js';
-import { routerDrainSeconds } from '../../router/config.js';
+import { routerDrainSeconds } from '../../profiles/router.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
@@ -140,7 +140,8 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
  * (4.4+); --quadlet writes the .container file instead.
  */
 async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFile: string; user?: string; gpus?: number }) {
-  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { buildServePlan, replicaRun } = await import('../../engine/plan.js');
+  const { runtimeFor } = await import('../../engine/runtime/index.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
   if (versionNote) note(`note: ${versionNote}`);
@@ -152,7 +153,7 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
   if (rn) note(`note: ${rn}`);
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
-    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
     // The podman unit keeps its container's id in %t (/run for a system unit), where a User= account
     // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
     if (opts.user !== undefined && cp.cli === 'podman')
@@ -220,7 +221,8 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
     throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
       `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
     ]);
-  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { buildServePlan, replicaRun } = await import('../../engine/plan.js');
+  const { runtimeFor } = await import('../../engine/runtime/index.js');
   const { renderQuadlet } = await import('../../engine/runtime/quadlet.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
@@ -234,7 +236,7 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
   if (rn) note(`note: ${rn}`);
   let min = '4.4';
   for (const x of plan.replicas) {
-    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
     const q = renderQuadlet({
       spec: cp.spec,
       unit: cp.name,

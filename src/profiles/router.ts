@@ -1,4 +1,4 @@
-// HAProxy in front of the replicas: what it listens on, which servers it balances, and its
+// The router's plan: HAProxy in front of the replicas, what it listens on, which servers it balances, and its
 // configuration text. Pure: a profile (and where sparkctl keeps state) in, a plan and a config out.
 //
 // Choices, and why:
@@ -24,9 +24,9 @@
 // - retries: a connection refused or an empty response before any byte of the answer (a replica
 //   that just died or is stopping) is retried once on another replica (redispatch).
 import { join } from 'node:path';
-import type { Profile } from '../profiles/schema.js';
-import { RouterBlock } from '../profiles/schema.js';
-import { replicaAddress, routed, instanceName } from '../profiles/render.js';
+import type { Profile } from './schema.js';
+import { RouterBlock } from './schema.js';
+import { replicaAddress, routed, instanceName } from './render.js';
 import { UsageError } from '../errors.js';
 
 export type RouterSettings = ReturnType<typeof RouterBlock.parse>;

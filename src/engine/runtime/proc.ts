@@ -3,30 +3,14 @@
 // (a reused pid has another start time) and, for its process group, by a member that still
 // carries the instance's marker in its environment (SPARKCTL_INSTANCE=<id>, set at launch and
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
-import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
-import { parseListeningPorts } from '../host/parse.js';
-import { pause } from '../util/pause.js';
+import { readdirSync, appendFileSync } from 'node:fs';
+import { parseListeningPorts } from '../../host/parse.js';
+import { pause } from '../../util/pause.js';
+import { readTextSync, readRegularFileSync, READ_LIMITS } from '../../util/read.js';
+import { statFields, processStartTime } from '../../util/pid.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
-
-/** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
-function statFields(pid: number): string[] | undefined {
-  if (!Number.isInteger(pid) || pid <= 0) return undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return after[0] === 'Z' ? undefined : after;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
-export function processStartTime(pid: number): number | undefined {
-  const f = statFields(pid);
-  return f ? Number(f[19]) : undefined;
-}
 
 /** Field 5 of /proc/PID/stat: the process group. */
 export function processGroup(pid: number): number | undefined {
@@ -34,17 +18,10 @@ export function processGroup(pid: number): number | undefined {
   return f ? Number(f[2]) : undefined;
 }
 
-/** Is `pid` alive and (when given) the process that started at `startTime`? For lock holders; never a licence to signal. */
-export function isAlive(pid: number, startTime?: number): boolean {
-  const st = processStartTime(pid);
-  if (st === undefined) return false;
-  return startTime === undefined || st === startTime;
-}
-
 /** The value of NAME in a process's initial environment; undefined if unreadable or unset. */
 export function processEnv(pid: number, name: string): string | undefined {
   try {
-    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    const env = readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc }).toString('latin1');
     for (const kv of env.split('\0')) if (kv.startsWith(name + '=')) return kv.slice(name.length + 1);
   } catch {
     /* gone, or not ours to read */
@@ -59,7 +36,7 @@ export function processEnv(pid: number, name: string): string | undefined {
 export function environBlank(pid: number): boolean {
   try {
     // setproctitle writes the title (then NULs) over the start of the area; a few variables may survive at its end
-    return !readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')[0]!.includes('=');
+    return !readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc }).toString('latin1').split('\0')[0]!.includes('=');
   } catch {
     return false;
   }
@@ -224,7 +201,7 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
 export function listeningPorts(): Set<number> {
   const read = (f: string) => {
     try {
-      return readFileSync(f, 'utf8');
+      return readTextSync(f, { maxBytes: 64 * 1024 * 1024 }); // /proc/net/tcp: 150 bytes a socket
     } catch {
       return null;
     }

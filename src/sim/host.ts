@@ -1,11 +1,11 @@
 // The simulated host of `serve --engine sim`: the GPUs, driver and libraries of the profile's
 // platform, answered as nvidia-smi and friends would. Ports, limits and disks are this machine's own,
 // because the simulator really listens here.
-import type { Host, CmdResult } from './host.js';
+import type { Host, CmdResult } from '../host/host.js';
 import type { Platform } from '../profiles/schema.js';
 import { GPU_FIELDS } from '../nvidia/smi.js';
 import { GIB, MIB } from '../nvidia/units.js';
-import { RealHost } from './real.js';
+import { RealHost } from '../host/real.js';
 
 function versionOf(rule: Platform['driver']): string {
   if ('exact' in rule) return rule.exact;
@@ -127,10 +127,10 @@ export class SimHost implements Host {
     return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
   }
 
-  async readFile(path: string): Promise<string | null> {
+  async readFile(path: string, maxBytes?: number): Promise<string | null> {
     const a = this.answers();
     if (a.has(path)) return a.get(path) || null;
-    if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path);
+    if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path, maxBytes);
     return null;
   }
 

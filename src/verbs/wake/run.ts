@@ -1,0 +1,1 @@
+export { runWake as run } from '../sleeping.js';
