@@ -3,21 +3,14 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './proc.js';
+import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';
+import { runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
-import { proveRecord, ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
+import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
-
-/** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */
-export function containerProof(inst: Pick<Instance, 'container' | 'marker'>): Proof {
-  const p = proveRecord(inst.container!, inst.marker);
-  if (p.state === 'gone') return { state: 'gone' };
-  if (p.state === 'unproven') return { state: 'unproven', code: 'container-unproven', reason: p.reason };
-  return p.state === 'alive' ? { state: 'alive', pgid: 0, members: [] } : { state: 'degraded', pgid: 0, members: [] };
-}
 
 export interface Instance {
   version: 1;
@@ -199,7 +192,7 @@ export class Registry {
         const parsed = InstanceShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
-          const proof = inst.container ? containerProof(inst) : proveIdentity(inst);
+          const proof = runtimeOf(inst).prove(inst);
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
@@ -256,7 +249,7 @@ export class Registry {
         readyTimeoutSeconds: 0,
         container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: readCidFile(c.cidFile), cidFile: c.cidFile },
       };
-      const proof = containerProof(inst);
+      const proof = runtimeOf(inst).prove(inst);
       if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
       // the run never made a container: the record is spent
       else if (proof.state === 'gone') removeLedger(this.stateDir, c.marker);

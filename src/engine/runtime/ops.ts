@@ -125,18 +125,21 @@ export type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /**
  * `stop --time` then `rm`, for a container proven ours right before each. The runtime sends
- * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it.
+ * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it. onStop:
+ * called when a running container is about to be stopped.
  */
 export async function stopContainer(
   rec: ContainerRecord,
   marker: string | undefined,
   graceS: number,
+  onStop?: () => void,
 ): Promise<{ how: ContainerStopHow; removed: boolean; id?: string; detail?: string; exitCode?: number }> {
   const p = proveRecord(rec, marker);
   if (p.state === 'gone') return { how: 'gone', removed: true };
   if (p.state === 'unproven') return { how: 'unproven', removed: false, detail: p.reason };
   const id = p.id;
   let how: ContainerStopHow = 'terminated';
+  if (p.state === 'alive') onStop?.();
   if (p.state === 'alive' && graceS <= 0) {
     // at once: kill, not stop --time 0 (podman holds the container's lock while an earlier stop waits out its grace)
     const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), { timeoutMs: 30_000 });
