@@ -1,5 +1,5 @@
 // A process by its pid, read from /proc: alive or not, and its kernel start time (which tells a
-// reused pid from the process that held it). Reading only: signalling lives with the proof, in engine/proc.ts.
+// reused pid from the process that held it). Reading only: signalling lives with the proof, in engine/runtime/proc.ts.
 import { readTextSync, READ_LIMITS } from './read.js';
 
 /** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */

@@ -6,21 +6,26 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { ReplicaPlan } from '../../profiles/render.js';
-import { containerPlanOf, type ServePlan } from '../plan.js';
-import { childRecord, openLaunchLog, type Launched } from '../launch.js';
+import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { UsageError } from '../../errors.js';
-import { withCliArgs } from './container.js';
-import { cliRun, failureLine, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
+import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
+import { cliRun, failureLine, proveRecord, rememberCli, writeLedger, type ContainerRecord } from './ops.js';
+import type { ReplicaRun } from './runtime.js';
 
 /** The fix for a container of our name that is already there. */
 export function leftoverFix(cli: string, name: string): string[] {
   return [`check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`, 'sparkctl never replaces a container it cannot prove it launched'];
 }
 
-export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+/** One replica's container run line, for the marker of its launch (dry run: "<marker>"). */
+export function renderContainer(x: ReplicaRun, cli: ContainerCli, marker: string, detached = true): ContainerPlan {
+  return renderContainerRun({ ...x, cli, marker, detached });
+}
+
+export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+  const p = x.replica;
   const marker = randomUUID();
-  const cp = containerPlanOf(plan, p, marker);
+  const cp = renderContainer(x, cli, marker);
   // docker creates a missing bind source as an empty root-owned folder (podman refuses it): a typo in
   // model.path or container.mounts would leave a folder sparkctl did not mean to make, and serve nothing
   const missing = cp.spec.mounts.find((m) => !existsSync(m.host));
@@ -34,32 +39,48 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
   if (seen.code === 0 && seen.stdout.trim()) throw new UsageError(`a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`, leftoverFix(cp.cli, cp.name));
 
   // argv names the key, never holds it: it may be logged
-  const { fd, tail } = openLaunchLog(p.logFile, 'server log', cp.argv);
-  rememberCli(plan.stateDir, cp.cli, cp.cliArgs);
-  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image };
+  // sparkctl's own record of this launch, before `run`: the marker it chose and where `run
+  // --cidfile` writes the id (at create, so a sparkctl killed during `run` still has it). This, not
+  // the container's labels, is what later proves the container ours.
+  const ledger = writeLedger(x.stateDir, {
+    marker,
+    cli: cp.cli,
+    cliArgs: cp.cliArgs,
+    name: cp.name,
+    instance: p.name,
+    profile: x.profile.name,
+    launchedAt: new Date().toISOString(),
+    logFile: p.logFile,
+  });
+  const at = 1 + cp.cliArgs.length + 1; // [cli, ...cliArgs, 'run', HERE ...]
+  if (cp.argv[at - 1] !== 'run') throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
+  const argv = [...cp.argv.slice(0, at), '--cidfile', ledger.cidFile, ...cp.argv.slice(at)];
+  const { fd, tail } = openLaunchLog(p.logFile, 'server log', argv);
+  rememberCli(x.stateDir, cp.cli, cp.cliArgs);
+  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image, cidFile: ledger.cidFile };
   const failed = (error: string): Launched => {
     closeSync(fd);
     const l: Launched = { plan: p, child: undefined as never, pid: -1, pgid: -1, startTime: 0, marker, exit: { code: null, signal: null, error }, exited: Promise.resolve(), tail, container: rec };
     return l;
   };
-  // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry that
-  // finds the container by its marker label.
+  // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry whose
+  // cid file names the container.
   record({ plan: p, child: undefined as never, pid: 0, pgid: 0, startTime: 0, marker, exit: undefined, exited: Promise.resolve(), tail, container: rec });
-  const run = cliRun(cp.argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
+  const run = cliRun(argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
   if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
   if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`);
   const id = run.stdout
     .trim()
     .split('\n')
-    .map((x) => x.trim())
+    .map((w) => w.trim())
     .reverse()
-    .find((x) => /^[a-f0-9]{64}$/.test(x));
+    .find((w) => /^[a-f0-9]{64}$/.test(w));
   if (!id) return failed(`${cp.cli} run printed no container id: ${JSON.stringify(run.stdout.slice(0, 200))}`);
   rec.id = id;
   const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   closeSync(fd);
   // the follower ends with the container: its own exit code says nothing about the server's
-  return childRecord(
+  const l = childRecord(
     { plan: p, container: rec },
     child,
     marker,
@@ -67,6 +88,8 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
     (e) => `${cp.cli} logs: ${e.message}`,
     (code) => (code === 0 ? 1 : code),
   );
+  record(l);
+  return l;
 }
 
 /** Readiness "ours": the container we ran (id and marker label) is running; proven once, then kept. */

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { readTail } from '../../util/read.js';
-import { LogTail } from '../../engine/logtail.js';
+import { LogTail } from '../../engine/runtime/logtail.js';
 import { join } from 'node:path';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';

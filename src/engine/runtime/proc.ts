@@ -4,10 +4,10 @@
 // carries the instance's marker in its environment (SPARKCTL_INSTANCE=<id>, set at launch and
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
 import { readdirSync, appendFileSync } from 'node:fs';
-import { parseListeningPorts } from '../host/parse.js';
-import { pause } from '../util/pause.js';
-import { readTextSync, readRegularFileSync, READ_LIMITS } from '../util/read.js';
-import { statFields, processStartTime } from '../util/pid.js';
+import { parseListeningPorts } from '../../host/parse.js';
+import { pause } from '../../util/pause.js';
+import { readTextSync, readRegularFileSync, READ_LIMITS } from '../../util/read.js';
+import { statFields, processStartTime } from '../../util/pid.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';

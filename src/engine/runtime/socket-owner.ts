@@ -1,7 +1,7 @@
 // Who holds a listening TCP socket: the proof that the server answering on a port is the process
 // we started, not one that held the port first (our own then died with EADDRINUSE). Linux /proc.
 import { readdirSync, readlinkSync } from 'node:fs';
-import { readTextSync } from '../util/read.js';
+import { readTextSync } from '../../util/read.js';
 
 /** Inodes of the sockets listening on this port (IPv4 and IPv6), from /proc/net/tcp{,6}; undefined without /proc. */
 export function listeningInodes(port: number, read: (f: string) => string | null = readOrNull): Set<string> | undefined {

@@ -2,7 +2,7 @@
 // stall timer, the tail quoted in failures); `logs -f` takes its new bytes as they come (progress
 // bars rewrite one line with \r and would otherwise show only when finished).
 import { statSync } from 'node:fs';
-import { readTail } from '../util/read.js';
+import { readTail } from '../../util/read.js';
 
 /** The most bytes one read takes: a log that grew by more since the last look is read from its last 4 MiB. */
 const READ_MAX = 4 * 1024 * 1024;
