@@ -13,6 +13,7 @@ import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
+import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 
 export type { ServeOptions };
 
@@ -156,6 +157,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const r = await prepare(profileName, reads);
     const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
+    applyGate(plan, await modelGate(r.profile, opts));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
       routerNote(plan);
@@ -164,8 +166,11 @@ export async function run(profileName: string, opts: ServeOptions) {
     return;
   }
   // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
   if (await sayAlreadyRunning(loaded.profile.name, opts)) return;
+  // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
+  const gate = await modelGate(loaded.profile, opts);
 
   const { servePreflight, serveLocal } = await import('../../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('./render.js');
@@ -200,6 +205,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
+  applyGate(plan, gate);
+  if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
   const secrets = readSecrets(plan.profile);
   // the runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use
   const own = opts.skipPreflight
