@@ -2,7 +2,7 @@
 // each verb's code is imported only when that verb runs, so `sparkctl --help` and `--version`
 // never load zod, the HTTP client, pino or systeminformation.
 import { Command, CommanderError } from 'commander';
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { SparkError, ExitCode } from './errors.js';
 import { register, type VerbDef } from './verbs/define.js';
 import serve from './verbs/serve/flags.js';
@@ -29,6 +29,7 @@ import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
+import { readTextSync, READ_LIMITS } from './util/read.js';
 
 const VERBS: VerbDef[] = [
   serve,
@@ -61,7 +62,7 @@ function version(): string {
   // dist/cli.js or dist/bundle/cli.js
   for (const rel of ['../package.json', '../../package.json']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8'));
+      const pkg = JSON.parse(readTextSync(fileURLToPath(new URL(rel, import.meta.url)), { maxBytes: READ_LIMITS.record }));
       if (pkg.name === 'sparkctl') return pkg.version;
     } catch {
       /* try the next */

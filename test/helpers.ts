@@ -1,6 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -10,6 +10,17 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin', 'sparkctl.js');
+
+/**
+ * The real Claude Code CLI (235 MB), a test-only tool: test/tools/ installs it (`npm ci --prefix
+ * test/tools`, which .ci/run runs), so the project's own `npm ci` need not; a node_modules that still
+ * carries it is used too. `why` says how to get it when it is absent.
+ */
+export function claudeCodeCli(): { bin: string; why?: string } {
+  const places = [join(ROOT, 'test', 'tools', 'node_modules', '.bin', 'claude'), join(ROOT, 'node_modules', '.bin', 'claude')];
+  const bin = places.find((p) => existsSync(p));
+  return bin ? { bin } : { bin: places[0]!, why: 'the Claude Code CLI is not installed: it is a test-only tool, `npm ci --prefix test/tools` installs it (.ci/run does)' };
+}
 export const FIXTURES = join(ROOT, 'test', 'fixtures');
 /** Every process a test starts carries this marker; global teardown asserts none is left. */
 export const RUN_MARK = process.env.SPARKCTL_TEST_RUN ?? 'local';

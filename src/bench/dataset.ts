@@ -1,9 +1,10 @@
 // What the bench sends: random prompts of exact token lengths (made exact by the server's own
 // /tokenize, no tokenizer here), an optional shared prefix, or the user's JSONL / ShareGPT file.
-import { readFileSync } from 'node:fs';
 import { http } from '../client/http.js';
 import { rng } from './arrivals.js';
 import type { BenchRequest } from './runner.js';
+import { readTextSync, checkRegularFile, READ_LIMITS, FileRefused } from '../util/read.js';
+import { UsageError } from '../errors.js';
 
 export class DatasetError extends Error {}
 
@@ -122,6 +123,16 @@ export async function randomDataset(spec: RandomSpec, tok: Tokenizer, parallel =
   return { requests, exact };
 }
 
+/** --dataset checked before any work (the server is not contacted for a FIFO or /dev/zero): exit 2 naming it. */
+export function checkDatasetFile(file: string): void {
+  try {
+    checkRegularFile(file, { maxBytes: READ_LIMITS.dataset, what: '--dataset' });
+  } catch (e) {
+    if (e instanceof FileRefused) throw e;
+    throw new UsageError(`--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, ['give a JSONL or ShareGPT JSON file']);
+  }
+}
+
 /**
  * A JSONL file (one object per line: {"prompt": "...", "output_len"?: N} or a ShareGPT record
  * {"conversations": [{"from": "human", "value": ...}, {"from": "gpt", "value": ...}]}), or a
@@ -130,8 +141,9 @@ export async function randomDataset(spec: RandomSpec, tok: Tokenizer, parallel =
 export async function fileDataset(file: string, opts: { num?: number; outputLen?: number; chat: boolean }, tok: Tokenizer): Promise<{ requests: BenchRequest[]; skipped: number }> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextSync(file, { maxBytes: READ_LIMITS.dataset, what: '--dataset' });
   } catch (e) {
+    if (e instanceof FileRefused) throw new DatasetError([e.message, ...e.details].join('; '));
     throw new DatasetError(`--dataset ${file}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
   }
   let records: unknown[];

@@ -1,44 +1,42 @@
-// Reads an OpenAI-style SSE stream the way vLLM's benchmark client does: messages split on blank
-// lines, ":" comments skipped, "data: [DONE]" ends it. Every byte is hostile: a message that is
-// not JSON, or a buffer that grows without a message boundary, is an error, never a crash.
+// Reads an OpenAI-style SSE stream the way vLLM's benchmark client does: the WHATWG event-stream
+// grammar (eventsource-parser: any of CR LF, LF or CR ends a line, a blank line ends a message),
+// ":" comments skipped, "data: [DONE]" ends it. Every byte is hostile: a message that is not JSON,
+// or a buffer that grows without a message boundary, is an error, never a crash.
+import { createParser, type EventSourceParser } from 'eventsource-parser';
+
 export const MAX_SSE_MESSAGE = 4 * 1024 * 1024;
 
 export class SseError extends Error {}
 
 export class SseSplitter {
-  private buf = '';
   private decoder = new TextDecoder();
+  private done: string[] = [];
+  private overflow = false;
+  private parser: EventSourceParser = createParser({
+    maxBufferSize: MAX_SSE_MESSAGE,
+    onEvent: (e) => this.done.push(e.data.trim()),
+    onError: (e) => {
+      // an unknown field is ignored, as the grammar says; only an unbounded message is an error
+      if (e.type === 'max-buffer-size-exceeded') this.overflow = true;
+    },
+  });
 
   /** The data payloads completed by this chunk (without "data: "), "[DONE]" included. */
   push(chunk: Uint8Array): string[] {
-    this.buf += this.decoder.decode(chunk, { stream: true });
-    const out: string[] = [];
-    for (;;) {
-      const i = this.buf.search(/\r?\n\r?\n/);
-      if (i < 0) break;
-      const msg = this.buf.slice(0, i);
-      this.buf = this.buf.slice(i + (this.buf[i] === '\r' ? 4 : 2)).replace(/^\n/, '');
-      const data = dataOf(msg);
-      if (data !== undefined) out.push(data);
-    }
-    if (this.buf.length > MAX_SSE_MESSAGE) throw new SseError(`an SSE message grew past ${MAX_SSE_MESSAGE} bytes without an end`);
-    return out;
+    return this.feed(this.decoder.decode(chunk, { stream: true }));
   }
 
   /** What is left when the stream ends (a last message without its blank line). */
   end(): string[] {
-    const rest = this.buf + this.decoder.decode();
-    this.buf = '';
-    const data = rest.trim() ? dataOf(rest) : undefined;
-    return data !== undefined ? [data] : [];
+    return this.feed(`${this.decoder.decode()}\n\n`);
   }
-}
 
-function dataOf(msg: string): string | undefined {
-  const lines = msg.split(/\r?\n/).filter((l) => l.startsWith('data:'));
-  if (!lines.length) return undefined; // comments (pings), event-only messages
-  return lines
-    .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5))
-    .join('\n')
-    .trim();
+  private feed(text: string): string[] {
+    if (this.overflow) throw new SseError(`an SSE message grew past ${MAX_SSE_MESSAGE} bytes without an end`);
+    this.parser.feed(text);
+    if (this.overflow) throw new SseError(`an SSE message grew past ${MAX_SSE_MESSAGE} bytes without an end`);
+    const out = this.done;
+    this.done = [];
+    return out;
+  }
 }

@@ -2,6 +2,7 @@
 // client/answers.ts, without zod): a bad answer is a finding about that server
 // ("/v1/models answered {"data":"oops"}"), never a crash of the run.
 import { z } from 'zod';
+import { createParser } from 'eventsource-parser';
 
 export { servedModels, completionAnswer, tokenizeAnswer, errorMessage, type ServedModel, type CompletionAnswer, type Checked } from './answers.js';
 import type { Checked } from './answers.js';
@@ -70,26 +71,26 @@ export const MessagesEvent = z.discriminatedUnion('type', [
 ]);
 export type MessagesEvent = z.infer<typeof MessagesEvent>;
 
-/** SSE text -> its events (`event:` and `data:` lines), each data parsed as JSON or kept as text. */
+/**
+ * SSE text -> its events (`event:` and `data:` fields), each data parsed as JSON or kept as text.
+ * The WHATWG event-stream grammar (eventsource-parser), as the SDKs read it: CR LF, LF or CR end a
+ * line, a comment-only message is no event, the last message needs no blank line after it.
+ */
 export function sseEvents(text: string): Array<{ event?: string; data: string; json?: unknown }> {
   const out: Array<{ event?: string; data: string; json?: unknown }> = [];
-  for (const raw of text.split(/\r?\n\r?\n/)) {
-    if (!raw.trim()) continue;
-    let event: string | undefined;
-    const data: string[] = [];
-    for (const line of raw.split(/\r?\n/)) {
-      if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-    }
-    const d = data.join('\n');
-    let json: unknown;
-    try {
-      json = JSON.parse(d);
-    } catch {
-      /* [DONE] or not JSON */
-    }
-    out.push({ event, data: d, json });
-  }
+  const parser = createParser({
+    onEvent: ({ event, data }) => {
+      let json: unknown;
+      try {
+        json = JSON.parse(data);
+      } catch {
+        /* [DONE] or not JSON */
+      }
+      out.push({ event, data, json });
+    },
+  });
+  parser.feed(text);
+  parser.feed('\n\n');
   return out;
 }
 

@@ -16,7 +16,8 @@ import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import { planRouter, type RouterPlan } from '../profiles/router.js';
-import { detectCli, imageFor, renderContainerRun, type ContainerCli, type ContainerPlan } from './runtime/container.js';
+import { detectCli, imageFor, type ContainerCli } from './runtime/container.js';
+import type { ReplicaRun } from './runtime/runtime.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -155,25 +156,21 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   };
 }
 
-/** One replica's container, for the marker of its launch (dry run: "<marker>"). */
-export function containerPlanOf(plan: ServePlan, replica: ReplicaPlan, marker: string, detached = true): ContainerPlan {
-  if (!plan.container) throw new Error('containerPlanOf: not a container plan');
-  return renderContainerRun({
+/** What the plan's runtime renders and launches one replica from (runtimeFor(plan).render / launch). */
+export function replicaRun(plan: ServePlan, replica: ReplicaPlan): ReplicaRun {
+  return {
     profile: plan.profile,
     platform: plan.platform,
     replica,
     engine: plan.engine,
-    marker,
     stateDir: plan.stateDir,
     profileFile: plan.file,
-    cli: plan.container.cli,
-    executableLen: plan.container.executableLen,
+    executableLen: plan.container?.executableLen ?? plan.executable.length,
     // the runtime's own SIGKILL waits as long as stop would: the drain plus vLLM's teardown
     stopTimeoutS: Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(replica.argv) }) / 1000),
-    detached,
-    pull: plan.container.pull,
-    entrypoint: plan.container.entrypoint,
-  });
+    pull: Boolean(plan.container?.pull),
+    entrypoint: plan.container?.entrypoint,
+  };
 }
 
 /** --router turns the router on (its settings from the profile's router: block, if any, else the defaults). */

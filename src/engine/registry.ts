@@ -1,22 +1,16 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, renameSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename } from 'node:path';
-import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './proc.js';
+import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';
+import { runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
-import { proveRecord, containersOfState, type ContainerRecord } from './runtime/ops.js';
-
-/** A container entry's proof, in the registry's terms: running, exited (still to remove), gone, or not ours. */
-export function containerProof(inst: Pick<Instance, 'container' | 'marker'>): Proof {
-  const p = proveRecord(inst.container!, inst.marker);
-  if (p.state === 'gone') return { state: 'gone' };
-  if (p.state === 'unproven') return { state: 'unproven', code: 'container-unproven', reason: p.reason };
-  return p.state === 'alive' ? { state: 'alive', pgid: 0, members: [] } : { state: 'degraded', pgid: 0, members: [] };
-}
+import { containersOfState, type ContainerRecord } from './runtime/ops.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export interface Instance {
   version: 1;
@@ -186,10 +180,10 @@ export class Registry {
       const file = join(this.dir, f);
       let reason: string;
       try {
-        const parsed = InstanceShape.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+        const parsed = InstanceShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
         if (parsed.success && parsed.data.name === f.slice(0, -5)) {
           const inst = parsed.data as unknown as Instance;
-          const proof = inst.container ? containerProof(inst) : proveIdentity(inst);
+          const proof = runtimeOf(inst).prove(inst);
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
@@ -246,7 +240,7 @@ export class Registry {
         readyTimeoutSeconds: 0,
         container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: c.id },
       };
-      const proof = containerProof(inst);
+      const proof = runtimeOf(inst).prove(inst);
       if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
     }
     return out;
@@ -345,7 +339,7 @@ export class Registry {
     const out: ClusterRecord[] = [];
     for (const f of files.sort()) {
       try {
-        out.push(JSON.parse(readFileSync(join(dir, f), 'utf8')) as ClusterRecord);
+        out.push(JSON.parse(readTextSync(join(dir, f), { maxBytes: READ_LIMITS.record, noFollow: true })) as ClusterRecord);
       } catch {
         /* unreadable: skipped, as instance entries are */
       }
@@ -389,7 +383,7 @@ export function logTarget(link: string, exists: (p: string) => boolean): LogTarg
 /** The process runs the haproxy executable (its argv[0]'s name): a router of ours, found by its marker. */
 function isHaproxy(pid: number): boolean {
   try {
-    return basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? '') === 'haproxy';
+    return basename(readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).split('\0')[0] ?? '') === 'haproxy';
   } catch {
     return false;
   }

@@ -13,12 +13,12 @@ import { requireHaproxy, type RouterLaunched } from '../router/process.js';
 import { showStat, serverState } from '../router/api.js';
 import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
-import { launchReplica, superviseReady, type Launched } from './launch.js';
+import { superviseReady } from './launch.js';
+import type { Launched } from './runtime/child.js';
+import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
-import { launchContainer, containerOurs } from './runtime/launch-container.js';
-import { killContainer, stopContainer } from './runtime/ops.js';
-import { stopGroup } from './proc.js';
 import { graceMsOf } from './stop.js';
+import { replicaRun } from './plan.js';
 import type { PreflightReport } from '../preflight/run.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
@@ -62,7 +62,7 @@ export interface ServeRun {
   secrets: Record<string, string>;
 }
 
-export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'pid' | 'startTime' | 'marker' | 'container'>): Instance {
+export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
   const prof = plan.profile;
   const e = prof.engine;
   return {
@@ -70,10 +70,8 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'p
     name: p.name,
     profile: prof.name,
     replica: p.index,
-    pid: l.pid,
-    pgid: l.pid,
-    startTime: l.startTime,
-    marker: l.marker,
+    // what proves it ours: its pid and start time, or its container (whose processes are the runtime's)
+    ...runtimeOf(l).recordOf(l),
     host: replicaAddress(prof, p.index).host,
     port: p.port,
     url: replicaUrl(plan, p),
@@ -89,7 +87,6 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Pick<Launched, 'p
     prewarm: prof.prewarm,
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
     shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
-    ...(l.container ? { container: { ...l.container }, pid: 0, pgid: 0, startTime: 0 } : {}),
   };
 }
 
@@ -116,25 +113,19 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[]): strin
 export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
   const emit: EventSink = (e) => run.onEvent?.(e);
   const registry = new Registry(plan.stateDir);
+  const rt = runtimeFor(plan);
   const launched: Launched[] = [];
-  // Stop every group we started; a second cancellation (force) turns the drain into SIGKILL now.
+  // the replicas registered by this run: only those are ours to stop and unregister on a failure
+  const registered = new Set<string>();
+  // Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short.
   const stopAll = async () => {
     const onForce = () => emit({ type: 'stopping', why: 'forced', replicas: launched.length });
     if (run.force?.aborted) onForce();
     else run.force?.addEventListener('abort', onForce, { once: true });
     await Promise.all(
       launched.map(async (l) => {
-        if (l.container) {
-          // the runtime stops it (stop --time, then rm), proven by id and marker label first
-          await stopContainer(l.container, l.marker, run.force?.aborted ? 0 : 5);
-          registry.remove(l.plan.name);
-          return;
-        }
-        if (l.pid <= 0) return;
-        const graceful = stopGroup(l, run.force?.aborted ? 0 : 5000);
-        const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
-        await Promise.race([graceful, forced]);
-        if (run.force?.aborted) await stopGroup(l, 0);
+        if (!registered.has(l.plan.name)) return;
+        await rt.stop(l, run.force?.aborted ? 0 : 5000, { signal: run.force });
         registry.remove(l.plan.name);
       }),
     );
@@ -158,10 +149,12 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
     if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
-      const l = plan.container ? launchContainer(plan, p, run.secrets, (x) => registry.write(instanceOf(plan, p, x))) : launchReplica(p, run.secrets);
+      const l = rt.launch(replicaRun(plan, p), run.secrets, (x) => {
+        registry.write(instanceOf(plan, p, x));
+        registered.add(p.name);
+      });
       launched.push(l);
       (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      if (l.pid > 0 || l.container?.id) registry.write(instanceOf(plan, p, l));
       emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
     }
   } catch (e) {
@@ -186,7 +179,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
         stallMs: plan.stallTimeoutMs,
         signal: run.signal,
         onPhase: (phase) => emit({ type: 'phase', replica: l.plan.name, phase }),
-        ours: l.container ? containerOurs(l) : undefined,
+        ours: rt.ours(l),
       }),
     ),
   );
@@ -274,11 +267,11 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   // A signal stops every group (drain, then SIGKILL; at once on a second signal). Once the API
   // server is gone its EngineCore must be too. A container is stopped by its runtime (stop --time,
   // then rm), proven by its id and marker label first; its own exit code is the server's.
-  const containerExit = new Map<Launched, number | undefined>();
+  const rt = runtimeFor(plan);
+  const stopped = new Map<Launched, Stopped>();
   const stopOne = async (l: Launched, graceMs: number) => {
-    if (!l.container) return void (await stopGroup(l, graceMs));
-    const r = await stopContainer(l.container, l.marker, Math.ceil(graceMs / 1000));
-    if (!containerExit.has(l) || r.exitCode !== undefined) containerExit.set(l, r.exitCode);
+    const r = await rt.stop(l, graceMs);
+    if (!stopped.has(l) || r.exitCode !== undefined) stopped.set(l, r);
   };
   const stop = (l: Launched) => stopOne(l, byRequest && !run.force?.aborted ? graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutOf(l.plan.argv) }) : 5000);
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
@@ -290,25 +283,34 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   }
   const replacements = router ? liveReplacements() : [];
   const stopping = launched.map(stop);
-  await Promise.race([Promise.all([...stopping, ...replacements.map((e) => stopGroup(e.inst, 30_000).then(() => registry.remove(e.inst.name)))]), forced]);
+  await Promise.race([
+    Promise.all([
+      ...stopping,
+      ...replacements.map((e) =>
+        runtimeOf(e.inst)
+          .stop(e.inst, 30_000)
+          .then(() => registry.remove(e.inst.name)),
+      ),
+    ]),
+    forced,
+  ]);
   if (run.force?.aborted) {
     emit({ type: 'stopping', why: 'forced', replicas: launched.length });
-    await Promise.all(launched.map((l) => (l.container ? killContainer(l.container) : stopOne(l, 0))));
+    await Promise.all(launched.map((l) => rt.kill(l)));
     // the drains end with the kill: each then reads its container's exit code and removes it (bounded)
     const done = new AbortController();
     await Promise.race([Promise.all(stopping).finally(() => done.abort()), pause(60_000, done.signal)]);
   }
   if (router) registry.remove(router.plan.name);
-  // a container's log follower ends with it; one still running after the container is gone is ours to end
-  for (const l of launched) if (l.container && !l.exit) l.child?.kill('SIGTERM');
-  const exitOf = (l: Launched) => (l.container ? { code: containerExit.get(l) ?? null, signal: null } : { code: l.exit?.code ?? null, signal: l.exit?.signal ?? null });
+  for (const l of launched) rt.release(l);
+  const exits = launched.map((l) => rt.exitOf(l, stopped.get(l)));
   for (const [i, l] of launched.entries()) {
     registry.remove(l.plan.name);
-    replicas[i]!.exit = exitOf(l);
-    emit({ type: 'exited', replica: l.plan.name, ...exitOf(l) });
+    replicas[i]!.exit = { code: exits[i]?.code ?? null, signal: exits[i]?.signal ?? null };
+    emit({ type: 'exited', replica: l.plan.name, ...replicas[i]!.exit });
   }
   // A server that ended on its own with a failure is a failure; one we stopped on request is not.
-  const failed = !byRequest && (launched.some((l) => (l.container ? exitOf(l).code !== 0 : l.exit && (l.exit.code !== 0 || l.exit.signal))) || Boolean(router?.exit));
+  const failed = !byRequest && (exits.some((e) => e && (e.code !== 0 || e.signal)) || Boolean(router?.exit));
   return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
 }
 

@@ -4,15 +4,16 @@
 // in-flight counts of its EngineCore) and, before the signal, the running/waiting gauges. Without
 // such evidence the outcome says "unknown", never "drained". Library code: it never prints; the
 // verb renders the outcome, serve --foreground and the router's rolling restart call it too.
-import { openSync, readSync, closeSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { readTail } from '../util/read.js';
 import type { Entry, Instance, Registry } from './registry.js';
-import { stopGroup, groupMembers, listeningPorts, type UnprovenCode } from './proc.js';
+import { groupMembers, listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { pause } from '../util/pause.js';
 import { readGpus } from '../health/gpu.js';
 import { RealHost } from '../host/real.js';
-import { stopContainer } from './runtime/ops.js';
+import { runtimeOf } from './runtime/index.js';
 
 /** What vLLM logged about its shutdown after the signal (all engines of the server together). */
 export interface ShutdownEvidence {
@@ -201,18 +202,13 @@ const logSize = (file: string) => {
 
 /** The log's lines written since `from` (at most the last 1 MiB of them). */
 function linesSince(file: string, from: number | undefined): string[] {
-  const size = logSize(file);
-  if (size === undefined || from === undefined) return [];
-  const start = size < from ? 0 : Math.max(from, size - 1024 * 1024);
-  if (size <= start) return [];
-  const buf = Buffer.alloc(size - start);
-  const fd = openSync(file, 'r');
+  if (from === undefined) return [];
   try {
-    readSync(fd, buf, 0, buf.length, start);
-  } finally {
-    closeSync(fd);
+    const { buf } = readTail(file, from, 1024 * 1024);
+    return buf.length ? buf.toString('utf8').split(/\r?\n|\r/) : [];
+  } catch {
+    return [];
   }
-  return buf.toString('utf8').split(/\r?\n|\r/);
 }
 
 /**
@@ -244,36 +240,36 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     if (opts.forceForget) reg.remove(inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
-  if (inst.container) return done(await stopContainerEntry(reg, entry, base, opts));
   if (inst.role === 'router') return done(await stopRouterEntry(reg, entry, base, opts));
+  // A replica: its runtime stops it (a host group's signals, a container's stop then rm), proving it first.
+  const rt = runtimeOf(inst);
   const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
   // a deleted log's name may hold another file now: its lines are not this server's evidence
   const from = entry.logDeleted ? undefined : logSize(inst.logFile);
   const t0 = performance.now();
-  const how = await stopGroup(inst, graceMs, {
+  const st = await rt.stop(inst, graceMs, {
     signal: opts.signal,
     onTerm: () => opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGTERM', inFlight: before, graceMs }),
   });
   const ms = Math.round(performance.now() - t0);
-  if (how === 'unproven') return done({ ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } });
-  if (how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs });
-  const ended = how === 'killed' ? 'killed' : 'terminated';
+  if (st.how === 'unproven') return done({ ...base, result: 'unproven', unproven: st.unproven });
+  if (st.how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs });
+  if (st.settleMs) await pause(st.settleMs);
+  const ended = st.how === 'killed' ? 'killed' : 'terminated';
   const ev = readShutdownLines(linesSince(inst.logFile, from));
-  const left = proof.state === 'gone' ? 0 : groupMembers(proof.pgid).length;
   const portFree = await portFreed(inst.port);
-  const members = proof.state === 'gone' ? [] : proof.members;
-  const holders = inst.engine === 'vllm' && members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(members) : [];
-  const removed = !left && portFree && !holders.length;
+  const holders = inst.engine === 'vllm' && st.members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(st.members) : [];
+  const removed = st.released && portFree && !holders.length;
   if (removed) reg.remove(inst.name);
   return done({
     ...base,
-    result: how === 'killed' ? 'killed' : how === 'gone' ? 'not-running' : 'stopped',
-    requests: how === 'gone' ? { kind: 'none' } : judgeRequests(ev, before, ended),
+    result: st.how === 'killed' ? 'killed' : st.how === 'gone' ? 'not-running' : 'stopped',
+    requests: st.how === 'gone' ? { kind: 'none' } : judgeRequests(ev, before, ended),
     evidence: ev.lines,
     inFlightBefore: before,
     ms,
     portFree,
-    groupLeft: left,
+    groupLeft: st.left,
     gpuHolders: holders,
     removed,
   });
@@ -322,39 +318,6 @@ async function stopRouterEntry(reg: Registry, entry: Entry, base: StopOutcome, o
     ms: r.ms,
     portFree,
     groupLeft: left,
-    removed,
-  };
-}
-
-/**
- * A container: the runtime signals (stop --time: SIGTERM, the grace, SIGKILL), then rm. Its id and
- * marker label are proven right before each step; the log (fed by `logs -f`) holds vLLM's evidence.
- */
-async function stopContainerEntry(reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions): Promise<StopOutcome> {
-  const { inst, proof } = entry;
-  const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
-  const from = logSize(inst.logFile);
-  if (proof.state === 'alive') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGTERM', inFlight: before, graceMs: base.graceMs });
-  const t0 = performance.now();
-  const r = await stopContainer(inst.container!, inst.marker, Math.ceil(base.graceMs / 1000));
-  const ms = Math.round(performance.now() - t0);
-  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'container-unproven', detail: r.detail ?? 'its identity could not be proven again before stopping it' } };
-  if (r.how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs: base.graceMs });
-  // `logs -f` copies the last lines a moment after the container ends
-  if (r.how !== 'gone') await pause(300);
-  const ev = readShutdownLines(linesSince(inst.logFile, from));
-  const portFree = await portFreed(inst.port);
-  const removed = r.removed && portFree;
-  if (removed) reg.remove(inst.name);
-  const ended = r.how === 'killed' ? 'killed' : 'terminated';
-  return {
-    ...base,
-    result: r.how === 'killed' ? 'killed' : r.how === 'gone' || proof.state === 'degraded' ? 'not-running' : 'stopped',
-    requests: r.how === 'gone' || proof.state !== 'alive' ? { kind: 'none' } : judgeRequests(ev, before, ended),
-    evidence: ev.lines,
-    inFlightBefore: before,
-    ms,
-    portFree,
     removed,
   };
 }

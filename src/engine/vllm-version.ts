@@ -2,13 +2,15 @@
 // site-packages (vllm-*.dist-info/METADATA, a few file reads), else `vllm --version` (imports vLLM:
 // seconds) with a deadline. Cached by the binary's path and mtime in the state folder, through the
 // one atomic writer, so the slow path runs once per installed vLLM.
-import { open, readFile, readdir, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { execFile } from 'node:child_process';
 import { readJsonCache, writeJsonCache } from '../util/fs.js';
 import { releaseOf } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 import { UsageError } from '../errors.js';
+import { readText, READ_LIMITS } from '../util/read.js';
 
 export interface InstalledVllm {
   /** the PEP 440 version ("0.27.2.dev0+g6adad0876.cpu"), when it was read */
@@ -41,8 +43,10 @@ async function which(bin: string, env: NodeJS.ProcessEnv): Promise<string | unde
 /** The first bytes of the executable (its #! line), without reading a large binary whole. */
 async function headOf(bin: string): Promise<string> {
   try {
-    const fh = await open(bin, 'r');
+    // O_NONBLOCK and a regular file only: a FIFO named as --vllm-bin must not hang the plan.
+    const fh = await open(bin, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
+      if (!(await fh.stat()).isFile()) return '';
       const buf = Buffer.alloc(512);
       const { bytesRead } = await fh.read(buf, 0, 512, 0);
       return buf.subarray(0, bytesRead).toString('utf8');
@@ -66,7 +70,7 @@ async function fromDistInfo(bin: string, head: string): Promise<string | undefin
       const site = join(lib, py, 'site-packages');
       const dist = (await readdir(site).catch(() => [] as string[])).find((d) => /^vllm-\d[^/]*\.dist-info$/.test(d));
       if (!dist) continue;
-      const meta = await readFile(join(site, dist, 'METADATA'), 'utf8').catch(() => '');
+      const meta = await readText(join(site, dist, 'METADATA'), { maxBytes: READ_LIMITS.config }).catch(() => '');
       return VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
     }
   }

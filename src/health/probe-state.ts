@@ -4,12 +4,12 @@
 // lock file: no run loses another's entries. An alert stays pending until a webhook accepted it,
 // and is retried by the next run; the lock is held through the delivery, so two runs never send
 // the same alert.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
 import { lockFile } from '../util/lock.js';
 import { UsageError } from '../errors.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export type TargetStateName = 'healthy' | 'unhealthy' | 'unreachable';
 
@@ -48,7 +48,7 @@ export const statePath = (dir: string) => join(dir, 'probe-state.json');
 export function readProbeState(dir: string): ProbeState {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(statePath(dir), 'utf8'));
+    raw = JSON.parse(readTextSync(statePath(dir), { maxBytes: READ_LIMITS.history, noFollow: true }));
   } catch {
     return { targets: {}, pending: [] };
   }

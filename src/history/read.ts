@@ -1,6 +1,7 @@
 // Reading history back (sparkctl cost, report, the probe's cost gauges): every line is checked
 // against the sample schema (zod), which is why this is apart from the writer a probe loads.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { join } from 'node:path';
 import { Sample } from './sample-schema.js';
 import { FILE, historyDir } from './store.js';
@@ -39,7 +40,7 @@ export function readHistory(stateDir: string, match: (s: Sample) => boolean = ()
     }
     let text: string;
     try {
-      text = readFileSync(join(dir, f), 'utf8');
+      text = readTextSync(join(dir, f), { maxBytes: READ_LIMITS.history, noFollow: true });
     } catch (e) {
       skipped.push({ file: f, line: 0, why: (e as Error).message });
       continue;

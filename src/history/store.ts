@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { sampleLine, type Sample } from './sample.js';
 import { SAMPLE_VERSION } from './sample-version.js';
+import { openRegularFile, READ_LIMITS } from '../util/read.js';
 
 export interface Rotation {
   /** a file past this many bytes becomes an archive */
@@ -47,11 +48,10 @@ export function appendSample(stateDir: string, s: Sample, rot: Rotation = DEFAUL
   const path = join(dir, `${base}.jsonl`);
   let line = Buffer.from(sampleLine(s));
   let size = 0;
-  try {
-    size = statSync(path).size;
-  } catch {
-    /* first sample */
-  }
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  // A FIFO would block the append open forever, a device or a link would take the line elsewhere.
+  if (st && !st.isFile()) throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
+  size = st?.size ?? 0;
   // A torn tail (a probe killed mid-write, a full disk) must not swallow this line too.
   if (size > 0 && !endsWithNewline(path, size)) line = Buffer.concat([Buffer.from('\n'), line]);
   if (size > 0 && size + line.length > rot.maxBytes) {
@@ -62,8 +62,10 @@ export function appendSample(stateDir: string, s: Sample, rot: Rotation = DEFAUL
     }
   }
   prune(dir, base, rot, now);
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  // O_NONBLOCK: a FIFO swapped in since the check fails the open (ENXIO) instead of blocking it.
+  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${path} is not a regular file; history is written only to its own files (remove it)`);
     const n = writeSync(fd, line);
     if (n !== line.length) throw new Error(`short write to ${path} (${n} of ${line.length} bytes)`);
   } finally {
@@ -73,7 +75,7 @@ export function appendSample(stateDir: string, s: Sample, rot: Rotation = DEFAUL
 }
 
 function endsWithNewline(path: string, size: number): boolean {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const { fd } = openRegularFile(path, { maxBytes: Number.MAX_SAFE_INTEGER, noFollow: true });
   try {
     const b = Buffer.alloc(1);
     readSync(fd, b, 0, 1, size - 1);
@@ -120,13 +122,13 @@ const TAIL_BYTES = 64 * 1024;
 export function lastSample(stateDir: string, target: string, url: string): LastSample | undefined {
   const path = join(historyDir(stateDir), `${historyBase(target, url)}.jsonl`);
   let fd: number;
+  let size: number;
   try {
-    fd = openSync(path, 'r');
+    ({ fd, size } = openRegularFile(path, { maxBytes: READ_LIMITS.history, noFollow: true }));
   } catch {
     return undefined;
   }
   try {
-    const size = fstatSync(fd).size;
     for (let start = Math.max(0, size - TAIL_BYTES); ; start = 0) {
       const buf = Buffer.alloc(size - start);
       readSync(fd, buf, 0, buf.length, start);

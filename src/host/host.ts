@@ -16,7 +16,11 @@ export interface Host {
   readonly kind: 'real' | 'replay' | 'sim';
   readonly name: string;
   run(argv: string[], opts?: { timeoutMs?: number }): Promise<CmdResult>;
-  readFile(path: string): Promise<string | null>;
+  /**
+   * A regular file's text, at most `maxBytes` (a /proc file's bound by default); null where it is
+   * missing or unreadable. A real host may throw FileRefused for a FIFO, a device or a file past the bound.
+   */
+  readFile(path: string, maxBytes?: number): Promise<string | null>;
   /** replay hosts only: whether the bundle holds this file (absent from the bundle != absent on the host) */
   hasFile?(path: string): boolean;
   env(): Record<string, string | undefined>;
@@ -42,8 +46,8 @@ export class RecordingHost implements Host {
     this.commands.push(r);
     return r;
   }
-  async readFile(path: string) {
-    const c = await this.inner.readFile(path);
+  async readFile(path: string, maxBytes?: number) {
+    const c = await this.inner.readFile(path, maxBytes);
     this.files.set(path, c);
     return c;
   }

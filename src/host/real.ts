@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readTextOrNull, READ_LIMITS } from '../util/read.js';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import type { Host, CmdResult } from './host.js';
@@ -74,9 +74,10 @@ export class RealHost implements Host {
     });
   }
 
-  async readFile(path: string): Promise<string | null> {
+  /** A FIFO or device planted where a fact file should be is, to preflight, a file it could not read. */
+  async readFile(path: string, maxBytes: number = READ_LIMITS.proc): Promise<string | null> {
     try {
-      return await readFile(path, 'utf8');
+      return await readTextOrNull(path, { maxBytes });
     } catch {
       return null;
     }

@@ -1,11 +1,12 @@
 // A support bundle (v1) read back as a Host: same facts, same verdicts, offline.
-import { readFileSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { Host, CmdResult } from './host.js';
 import { SYSINFO_PARTS, pickSysinfo, type SysinfoPart, type SysinfoResult } from './sysinfo.js';
 import { key } from './host.js';
 import { UsageError } from '../errors.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export const BundleManifest = z.object({
   version: z.literal(1),
@@ -52,7 +53,7 @@ export class ReplayHost implements Host {
     if (!existsSync(mf)) throw new UsageError(`--from ${dir}: no manifest.json there`, ['a bundle is the folder `sparkctl collect --out DIR` writes']);
     let raw: unknown;
     try {
-      raw = JSON.parse(readFileSync(mf, 'utf8'));
+      raw = JSON.parse(readTextSync(mf, { maxBytes: READ_LIMITS.profile }));
     } catch (e) {
       throw new UsageError(`--from ${dir}: manifest.json is not JSON: ${(e as Error).message}`);
     }
@@ -64,7 +65,14 @@ export class ReplayHost implements Host {
       );
     this.manifest = res.data;
     this.name = res.data.host;
-    const read = (f: string | null) => (f === null ? '' : readFileSync(join(dir, f), 'utf8'));
+    // A bundle is hostile input: its file names stay inside it (no '..', no link), each read bounded.
+    const inside = resolve(dir) + sep;
+    const read = (f: string | null) => {
+      if (f === null) return '';
+      const p = resolve(dir, f);
+      if (!p.startsWith(inside)) throw new UsageError(`--from ${dir}: manifest.json names ${JSON.stringify(f)}, outside the bundle`, ['a bundle is the folder `sparkctl collect --out DIR` writes']);
+      return readTextSync(p, { maxBytes: READ_LIMITS.proc * 4, noFollow: true });
+    };
     for (const c of res.data.commands) {
       this.cmds.set(key(c.argv), { argv: c.argv, stdout: read(c.stdout), stderr: read(c.stderr), exitCode: c.exitCode, durationMs: c.durationMs, error: c.error });
     }

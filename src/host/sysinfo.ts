@@ -185,10 +185,11 @@ export function procMem(meminfo: string): SysMem {
 }
 
 async function readProc<P extends 'cpu' | 'mem'>(part: P): Promise<SysinfoReadings[P]> {
-  const { readFile } = await import('node:fs/promises');
-  if (part === 'mem') return procMem(await readFile('/proc/meminfo', 'utf8')) as SysinfoReadings[P];
-  const maxKHz = Number(await readFile('/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq', 'utf8').catch(() => '')) || undefined;
-  return procCpu(await readFile('/proc/cpuinfo', 'utf8'), maxKHz) as SysinfoReadings[P];
+  const { readText, READ_LIMITS } = await import('../util/read.js');
+  const readFile = (f: string) => readText(f, { maxBytes: READ_LIMITS.proc });
+  if (part === 'mem') return procMem(await readFile('/proc/meminfo')) as SysinfoReadings[P];
+  const maxKHz = Number(await readFile('/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq').catch(() => '')) || undefined;
+  return procCpu(await readFile('/proc/cpuinfo'), maxKHz) as SysinfoReadings[P];
 }
 
 /** Read one part on this machine, within a deadline (the library has none of its own). */

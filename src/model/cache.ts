@@ -123,7 +123,7 @@ export const incompletePath = (c: RepoCache, etag: string) => join(c.blobs, `${e
  */
 export async function openIncomplete(c: RepoCache, etag: string) {
   const p = incompletePath(c, etag);
-  const fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND, 0o644);
+  const fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
   const st = await fh.stat();
   if (!st.isFile()) {
     await fh.close();
@@ -185,7 +185,7 @@ export async function readRef(c: RepoCache, revision: string): Promise<string | 
   const file = join(c.refs, ...revision.split('/'));
   const st = await lstatOrNull(file);
   if (!st?.isFile() || st.size > 100) return undefined;
-  const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK); // a FIFO swapped in since the lstat cannot block
   try {
     const buf = Buffer.alloc(100);
     const { bytesRead } = await fh.read(buf, 0, 100, 0);

@@ -318,7 +318,7 @@ export async function downloadFile(
 }
 
 async function hashPrefix(path: string, n: number, h: Hash): Promise<void> {
-  const rd = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  const rd = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     const buf = Buffer.allocUnsafe(CHUNK);
     let off = 0;

@@ -2,7 +2,8 @@
 // files, what is already here, the disk it needs) -> act (download in parallel, verify, commit each
 // blob, link it into the snapshot, and only at the end write refs/<revision>). Reports progress as
 // events; never prints, exits or installs a signal handler (cancellation is the AbortSignal).
-import { open, unlink, readFile, lstat } from 'node:fs/promises';
+import { open, unlink, lstat } from 'node:fs/promises';
+import { readText } from '../util/read.js';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { selectFiles, fileSize, SAFETENSORS_INDEX, type Selection, type TreeFile } from './select.js';
@@ -274,7 +275,7 @@ async function lock(c: RepoCache, repo: string): Promise<() => Promise<void>> {
     }
     const st = await lstat(file).catch(() => null);
     if (st && (!st.isFile() || st.size > 32)) throw new CacheRefused(`${file} is not a sparkctl lock; remove it`);
-    const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+    const pid = Number((await readText(file, { maxBytes: 32, noFollow: true }).catch(() => '')).trim());
     if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))
       throw new PullRefused(`another sparkctl pull of this repository is running (pid ${pid}, lock ${file})`, 'wait for it to finish, or stop it; an interrupted pull resumes');
     await unlink(file).catch(() => {});

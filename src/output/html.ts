@@ -1,8 +1,8 @@
 // One self-contained HTML page (no network needed to open it): headings, tables, text and charts
 // drawn by uPlot (MIT, ~50 KB), whose script and style are inlined into the page. Shared by
 // `bench --html` and the cost/report pages.
-import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export interface Series {
   label: string;
@@ -52,7 +52,10 @@ function uplot(): { js: string; css: string } {
   else {
     // unbundled (tsc's dist/, the tests): from the installed package
     const req = createRequire(import.meta.url);
-    assets = { js: readFileSync(req.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'), css: readFileSync(req.resolve('uplot/dist/uPlot.min.css'), 'utf8') };
+    assets = {
+      js: readTextSync(req.resolve('uplot/dist/uPlot.iife.min.js'), { maxBytes: READ_LIMITS.profile }),
+      css: readTextSync(req.resolve('uplot/dist/uPlot.min.css'), { maxBytes: READ_LIMITS.profile }),
+    };
   }
   cached = { js: assets.js.replace(/<\/script/gi, '<\\/script'), css: assets.css };
   return cached;

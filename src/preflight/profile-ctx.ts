@@ -2,7 +2,6 @@
 // reserve, the model's size and checksum. It reads the profile schema's planning code (zod, the vLLM
 // flag tables), so runPreflight loads it only for a preflight with a profile.
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Facts } from './facts.js';
@@ -14,6 +13,7 @@ import { resolveReplicas } from '../profiles/validate.js';
 import { replicaAddress } from '../profiles/render.js';
 import { planRouter } from '../profiles/router.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
+import { openRegularFile, readText, READ_LIMITS, FileRefused } from '../util/read.js';
 
 export function buildCtx(f: Facts, platform: Platform, profile: Profile): Ctx {
   const per = profile.parallel.tensor * profile.parallel.pipeline;
@@ -42,7 +42,9 @@ export function buildCtx(f: Facts, platform: Platform, profile: Profile): Ctx {
 
 async function sha256(path: string): Promise<string> {
   const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  // a regular file only (a FIFO or /dev/zero named in the manifest would never end); streamed, so no size bound
+  const { fd } = openRegularFile(path, { maxBytes: Number.MAX_SAFE_INTEGER });
+  for await (const chunk of createReadStream('', { fd })) h.update(chunk as Buffer);
   return h.digest('hex');
 }
 
@@ -51,8 +53,9 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
   const manifest = profile.model.sha256Manifest ?? join(where, 'SHA256SUMS');
   let text: string;
   try {
-    text = await readFile(manifest, 'utf8');
-  } catch {
+    text = await readText(manifest, { maxBytes: READ_LIMITS.index });
+  } catch (e) {
+    if (e instanceof FileRefused) return { ok: false, detail: e.message };
     return { ok: false, detail: `no checksum manifest at ${manifest} (set model.sha256Manifest)` };
   }
   const lines = text

@@ -1,6 +1,6 @@
 // Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
 import { isDir } from '../util/fs.js';
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dirname } from 'node:path';
@@ -10,6 +10,7 @@ import { Profile, Platform, NodesFile } from './schema.js';
 import { UsageError } from '../errors.js';
 import { isSecretName } from '../util/redact.js';
 import { validateProfile, textProblems } from './validate.js';
+import { readTextSync, READ_LIMITS, FileRefused } from '../util/read.js';
 import { formatProblem, type Problem } from './problem.js';
 
 export { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from './platforms.js';
@@ -60,8 +61,9 @@ export function listProfiles(extra?: string): ProfileSource[] {
 function readYaml(file: string): unknown {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextSync(file, { maxBytes: READ_LIMITS.profile });
   } catch (e) {
+    if (e instanceof FileRefused) throw e;
     throw new UsageError(`cannot read ${file}: ${(e as Error).message}`);
   }
   try {

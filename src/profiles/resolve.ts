@@ -1,6 +1,7 @@
 // A parsed profile checked against the host it is meant for: the platform baseline, the host's
 // shape (GPU count and per-GPU memory, read from the host's typed GPU facts when there are some),
 // and every cross-field problem. Parsing happens once (load.ts); validation once, here.
+import { readTextOrNull, READ_LIMITS } from '../util/read.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from './load.js';
 import { formatProblem, type Problem } from './problem.js';
 import type { Platform, Profile } from './schema.js';
@@ -87,12 +88,10 @@ export function readModelFor(profile: Profile, reader?: ModelReader, timeoutMs =
   return readModel(reader ?? { readFile: readText, env: () => process.env }, { id: profile.model.id, path: profile.model.path }, { timeoutMs });
 }
 
-/** A file's text, or null where it cannot be read: the model reader's file access on this host. */
-export async function readText(path: string): Promise<string | null> {
-  const { readFile } = await import('node:fs/promises');
-  try {
-    return await readFile(path, 'utf8');
-  } catch {
-    return null;
-  }
+/**
+ * A file's text, or null where it is missing or unreadable: the model reader's file access on this
+ * host. A FIFO, a device or a file past the bound throws FileRefused (the reader says why).
+ */
+export async function readText(path: string, maxBytes: number = READ_LIMITS.config): Promise<string | null> {
+  return readTextOrNull(path, { maxBytes });
 }

@@ -8,9 +8,9 @@ import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/fs.js';
 import { UsageError } from '../errors.js';
-import { groupMembers, INSTANCE_ENV } from '../engine/proc.js';
-import { listenerIsOneOf } from '../engine/socket-owner.js';
-import { childRecord, openLaunchLog, type ChildRecord } from '../engine/launch.js';
+import { groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
+import { listenerIsOneOf } from '../engine/runtime/socket-owner.js';
+import { childRecord, openLaunchLog, type ChildRecord } from '../engine/runtime/child.js';
 import { renderConfig, type RouterPlan } from '../profiles/router.js';
 import { showStat, type ServerStat } from './api.js';
 

@@ -7,9 +7,12 @@
 // of rotation, the others keep serving, and the outcome says why.
 import type { ServePlan } from '../engine/plan.js';
 import { Registry, type Entry, type Instance } from '../engine/registry.js';
-import { launchReplica, superviseReady } from '../engine/launch.js';
+import { superviseReady } from '../engine/launch.js';
+import { replicaRun } from '../engine/plan.js';
+import { runtimeFor } from '../engine/runtime/index.js';
+import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
-import { stopGroup, listeningPorts } from '../engine/proc.js';
+import { listeningPorts } from '../engine/runtime/proc.js';
 import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';
@@ -140,6 +143,7 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   checkRollable(plan, run.router);
   const emit = (e: RollingEvent) => run.onEvent?.(e);
   const registry = new Registry(plan.stateDir);
+  const rt = runtimeFor(plan);
   const started = Date.now();
   const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
   const sim = plan.engine === 'sim';
@@ -179,10 +183,9 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     registry.remove(p.name);
     // 5. start it from the plan: a profile edited since gives its new argv
     const release = await registry.lock();
-    let l: ReturnType<typeof launchReplica>;
+    let l: Launched;
     try {
-      l = launchReplica(p, run.secrets);
-      if (l.pid > 0) registry.write(instanceOf(plan, p, l));
+      l = rt.launch(replicaRun(plan, p), run.secrets, (x) => registry.write(instanceOf(plan, p, x)));
     } finally {
       release();
     }
@@ -196,10 +199,11 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
       deadlineMs: plan.readyTimeoutMs,
       stallMs: plan.stallTimeoutMs,
       signal: run.signal,
+      ours: rt.ours(l),
     });
     if (!ready.ok) {
       rep.failure = diagnose(ready, l.tail.text());
-      await stopGroup(l, 5000);
+      await rt.stop(l, 5000);
       registry.remove(p.name);
       return abort(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
     }

@@ -4,7 +4,7 @@
 import type { ServePlan } from '../engine/plan.js';
 import type { Registry, Instance } from '../engine/registry.js';
 import type { RouterOutcome } from '../engine/events.js';
-import { stopGroup } from '../engine/proc.js';
+import { stopGroup } from '../engine/runtime/proc.js';
 import { routerMetricsEndpoint, type RouterPlan } from '../profiles/router.js';
 import { launchRouter, waitRouterReady, requireHaproxy, type RouterLaunched } from './process.js';
 import { serverState } from './api.js';

@@ -11,8 +11,8 @@
 // (a response already under way cannot be given "Connection: close" any more), and HAProxy closes
 // those idle ones then; at the deadline, with no connection to a replica left, none of them had a
 // request to lose.
-import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } from '../engine/proc.js';
-import { tcpOf, type TcpView } from '../engine/socket-owner.js';
+import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } from '../engine/runtime/proc.js';
+import { tcpOf, type TcpView } from '../engine/runtime/socket-owner.js';
 import { showStat } from './api.js';
 import { pause } from '../util/pause.js';
 

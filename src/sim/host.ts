@@ -127,10 +127,10 @@ export class SimHost implements Host {
     return { argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-found' };
   }
 
-  async readFile(path: string): Promise<string | null> {
+  async readFile(path: string, maxBytes?: number): Promise<string | null> {
     const a = this.answers();
     if (a.has(path)) return a.get(path) || null;
-    if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path);
+    if (path.startsWith('/proc/net/') || path === '/proc/self/limits' || path === '/proc/meminfo' || path.startsWith('/proc/sys/net/')) return this.real.readFile(path, maxBytes);
     return null;
   }
 

@@ -13,10 +13,10 @@ import { acceptedBy, metricsOf, targetVersion } from '../profiles/vllm-flags.js'
 import { SimSleep } from './sleep.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine } from './lines.js';
 import { pause } from '../util/pause.js';
+import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type RendezvousArgs } from './rendezvous.js';
 
 export interface Faults {
@@ -95,7 +95,7 @@ function modelFacts(model: string, profileFile?: string): Profile {
 /** The architecture the simulator plays: the model folder's config.json when there is one, else the profile's facts. */
 function archOf(model: string, profile: Profile): ModelFacts {
   try {
-    return parseModelConfig(JSON.parse(readFileSync(join(model, 'config.json'), 'utf8')));
+    return parseModelConfig(JSON.parse(readTextSync(join(model, 'config.json'), { maxBytes: READ_LIMITS.config })));
   } catch {
     return factsFromProfile(profile.model) ?? factsFromProfile({ parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 })!;
   }

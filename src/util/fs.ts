@@ -5,10 +5,10 @@
 // O_NOFOLLOW on a link), and a reader never sees a half file (rename is atomic in one folder).
 // Folders are checked the same way: a file, a dangling link or a read-only place where a folder
 // must be is bad input (exit 2) that names the path and the fix, never an internal error.
-import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, accessSync, realpathSync, constants } from 'node:fs';
+import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, accessSync, realpathSync, linkSync, constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { dirname, basename, join, resolve } from 'node:path';
+import { readText, READ_LIMITS } from './read.js';
+import { dirname, basename, join, resolve, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 
 const FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
@@ -45,6 +45,49 @@ function checkTarget(path: string): void {
   if (st.isSymbolicLink()) throw fsError('ELOOP', 'is a symbolic link');
   if (st.isDirectory()) throw fsError('EISDIR', 'is a folder');
   if (!st.isFile()) throw fsError('ENOTREG', 'is not a regular file');
+}
+
+/**
+ * A link on the way to a file sparkctl writes is followed only when nobody but root (or the user
+ * running sparkctl) could have put it there: the link is theirs, and the folder holding it takes
+ * no entries from anyone else (not group/world-writable, or sticky, so another user cannot swap
+ * it). /var/run -> /run, or a user's own ~/.local/state on another disk, pass; a link another user
+ * planted in a folder they can write (as root, any file on the host) does not.
+ */
+function trustedLink(link: Stats, holder: Stats): boolean {
+  const me = process.geteuid?.() ?? 0;
+  const mine = (uid: number) => uid === 0 || uid === me;
+  return mine(link.uid) && mine(holder.uid) && ((holder.mode & 0o022) === 0 || (holder.mode & 0o1000) !== 0);
+}
+
+/**
+ * Refuse a folder on the way to `path` that is a link someone else could have planted (see
+ * trustedLink). The last name itself is checked by checkTarget. Throws ELOOP naming the link.
+ */
+export function checkParentLinks(path: string): void {
+  const parts = resolve(path).split(sep).filter(Boolean);
+  parts.pop();
+  let at: string = sep;
+  let holder = lstatSync(sep);
+  for (const p of parts) {
+    const next = join(at, p);
+    let st: Stats;
+    try {
+      st = lstatSync(next);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // a missing folder: the caller says so
+      throw e;
+    }
+    if (st.isSymbolicLink() && !trustedLink(st, holder)) {
+      throw Object.assign(new Error(`${next} is a symbolic link another user could have made`), { code: 'ELOOP', link: next });
+    }
+    at = next;
+    try {
+      holder = statSync(next);
+    } catch {
+      return;
+    }
+  }
 }
 
 /**
@@ -85,7 +128,7 @@ const WHY: Record<string, string> = {
   EEXIST: 'exists and is not a folder',
   EISDIR: 'is a folder',
   ENOENT: 'does not exist and cannot be created there',
-  ELOOP: 'is a symbolic link (sparkctl never writes through links)',
+  ELOOP: 'is a symbolic link, or a folder on its way is one that another user could have made (sparkctl never writes through links)',
   ENOSPC: 'the disk is full',
   EDQUOT: 'the disk quota is exhausted',
   ENAMETOOLONG: 'the name is too long',
@@ -131,6 +174,8 @@ function mkdirP(dir: string) {
  */
 export function ensureDir(dir: string, what: string, fix: string): void {
   try {
+    checkParentLinks(join(dir, 'x'));
+    if (lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() && !trustedLink(lstatSync(dir), statSync(dirname(resolve(dir))))) throw fsError('ELOOP', 'a link');
     mkdirP(dir);
     const st = statSync(dir);
     if (!st.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
@@ -164,6 +209,7 @@ export function checkOutputFile(path: string, what: string, fix = 'give a file n
   if (!path) throw new UsageError(`${what}: an empty path`, [fix]);
   const dir = dirname(resolve(path));
   try {
+    checkParentLinks(path);
     const st = statSync(dir);
     if (!st.isDirectory()) throw fsError('ENOTDIR', 'not a folder');
     if (/^\/(proc|sys)(\/|$)/.test(realpathSync(dir))) throw fsError('EINVAL', 'pseudo file system');
@@ -210,7 +256,7 @@ export function isDir(dir: string): boolean {
  */
 export async function readJsonCache<T>(file: string, entry: (e: unknown) => T | undefined): Promise<Record<string, T>> {
   try {
-    const v = JSON.parse(await readFile(file, 'utf8')) as unknown;
+    const v = JSON.parse(await readText(file, { maxBytes: READ_LIMITS.history, noFollow: true })) as unknown;
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
     const out: Record<string, T> = {};
     for (const [k, e] of Object.entries(v as Record<string, unknown>)) {
@@ -236,4 +282,80 @@ export function writeJsonCache(file: string, entries: Record<string, unknown>, m
   } catch {
     /* a cache that cannot be written costs only time */
   }
+}
+
+export interface NewFileOptions {
+  /** replace an existing regular file (never a link, folder or device) */
+  force?: boolean;
+  /** the fix for a bad place */
+  fix?: string;
+  mode?: number;
+}
+
+const FORCE_FIX = (what: string) => `pass --force to replace it, or give a new name for ${what}`;
+
+/**
+ * Check a file a user asked sparkctl to CREATE (profiles init --out) before any work: everything
+ * checkOutputFile checks, and an existing file at the name is refused unless `force` (a hand-edited
+ * or shipped profile is never lost silently). UsageError (exit 2) naming the flag, the path, the fix.
+ */
+export function checkNewFile(path: string, what: string, o: NewFileOptions = {}): void {
+  checkOutputFile(path, what, o.fix);
+  if (!o.force && lstatSync(path, { throwIfNoEntry: false })) throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
+}
+
+/**
+ * Create `path` with `content`: never over an existing file without `force`, never through a link.
+ * The content goes to an exclusive temp beside it first; without force it is then hard-linked to
+ * the name (link(2) fails on ANY existing name, a dangling link included, and never follows one,
+ * so a file that appeared since the check is not replaced), with force it is renamed over the
+ * name (checkTarget refuses a link, folder or device standing there). UsageError (exit 2) on failure.
+ */
+export function writeNewFile(path: string, content: string | Uint8Array, what: string, o: NewFileOptions = {}): void {
+  const fix = o.fix ?? 'give a file name in an existing, writable folder';
+  try {
+    checkParentLinks(path);
+    checkTarget(path);
+    if (o.force) {
+      writeFileAtomic(path, content, { mode: o.mode });
+      return;
+    }
+    const { fd, tmp } = openExclusiveTemp(resolve(path), o.mode);
+    try {
+      const buf = typeof content === 'string' ? Buffer.from(content) : content;
+      let off = 0;
+      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+      fsyncSync(fd);
+      closeSync(fd);
+      linkSync(tmp, path);
+    } finally {
+      try {
+        closeSync(fd);
+      } catch {
+        /* closed */
+      }
+      unlinkSync(tmp);
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new UsageError(`${what} ${path}: the file exists`, [FORCE_FIX(what)]);
+    throw fsProblem(e, what, path, fix);
+  }
+}
+
+/**
+ * A folder a user asked sparkctl to create and fill (collect --out): made 0700 when missing (a
+ * bundle describes the host), an existing one must be empty, and the name itself is never a link
+ * (a link to a folder would put the files wherever it points). UsageError (exit 2) otherwise.
+ */
+export function ensureNewDir(dir: string, what: string, fix: string): void {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (st?.isSymbolicLink()) throw new UsageError(`${what} ${dir}: ${WHY.ELOOP} (ELOOP)`, [fix]);
+  try {
+    checkParentLinks(dir);
+    if (!st) mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    // a missing parent: ensureDir makes the way (and says what is wrong with it)
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw fsProblem(e, what, dir, fix);
+  }
+  ensureDir(dir, what, fix);
 }

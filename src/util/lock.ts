@@ -1,10 +1,11 @@
 // The lock discipline of every file several sparkctl runs update (the registry, the probe state),
 // on its own so that a probe, which takes the probe-state lock, does not load the registry.
-import { readFileSync, rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
+import { rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fsProblem, openExclusiveTemp } from './fs.js';
 import { isAlive, processStartTime } from './pid.js';
 import { pause } from './pause.js';
+import { readTextSync, READ_LIMITS } from './read.js';
 
 /**
  * An exclusive lock on `path`, which holds "PID STARTTIME" of its holder; a dead holder's lock is
@@ -38,7 +39,7 @@ export async function lockFile(path: string, timeoutMs: number, busy: (pid: numb
 
 function readOr(path: string): string | undefined {
   try {
-    return readFileSync(path, 'utf8');
+    return readTextSync(path, { maxBytes: READ_LIMITS.record, noFollow: true });
   } catch {
     return undefined;
   }

@@ -1,12 +1,12 @@
 // A process by its pid, read from /proc: alive or not, and its kernel start time (which tells a
-// reused pid from the process that held it). Reading only: signalling lives with the proof, in engine/proc.ts.
-import { readFileSync } from 'node:fs';
+// reused pid from the process that held it). Reading only: signalling lives with the proof, in engine/runtime/proc.ts.
+import { readTextSync, READ_LIMITS } from './read.js';
 
 /** The fields of /proc/PID/stat after the command name (index 0 = field 3, the state); undefined if gone or a zombie. */
 export function statFields(pid: number): string[] | undefined {
   if (!Number.isInteger(pid) || pid <= 0) return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readTextSync(`/proc/${pid}/stat`, { maxBytes: READ_LIMITS.proc });
     const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return after[0] === 'Z' ? undefined : after;
   } catch {

@@ -23,6 +23,11 @@ import {
   resolveForNodes,
   gatherNodes,
   runNodesChecks,
+  gatherFabric,
+  readFabric,
+  fabricEnvs,
+  nodeEnvOf,
+  runFabricChecks,
   type NodeReport,
   type ClusterEvent,
   type ClusterStatus,
@@ -83,9 +88,12 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const nf = loadNodesFile(opts.nodes!);
   const inputs = { ...opts, nodesFile: opts.nodes! };
   // Every input is read before anything starts.
-  const pc = planCluster(profileName, nf, inputs);
+  // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
+  const planned = planCluster(profileName, nf, inputs);
+  if (opts.dryRun) return printClusterPlan(planned, opts.json);
+  // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
+  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, await withCancel((signal) => readFabric(nf, signal))));
   const r = pc.resolved;
-  if (opts.dryRun) return printClusterPlan(pc, opts.json);
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const key = readSecrets(r.profile).VLLM_API_KEY;
   // How long each node's `ray start` may take before its process group is ended (a worker that
@@ -133,6 +141,7 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   for (const w of pc.warnings) note(`${c.yellow('warning')}: ${w}`);
   const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
   say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
+  say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
@@ -225,8 +234,12 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const modelPath = r?.profile.model.path;
   const args = ['preflight', '--json', '--platform', opts.platform, ...(opts.profile ? ['--profile', opts.profile] : []), ...(opts.set ?? []).flatMap((s) => ['--set', s])];
   const started = Date.now();
-  const { reports, ray } = await withCancel((signal) => gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }));
-  const cross = runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray });
+  const [{ reports, ray }, fabric] = await withCancel((signal) => Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]));
+  const cross = [
+    ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
+    ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
+  ];
+  const envs = fabricEnvs(nf, fabric.readings);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
   const anyWarn = reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
   if (opts.json) {
@@ -243,6 +256,7 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
           failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
         })),
         cross: cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
+        fabric: Object.fromEntries(allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }])),
         wallMs: Date.now() - started,
       }),
     );
@@ -255,6 +269,9 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
     say('');
     say(c.bold('across nodes'));
     for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${x.observed}${x.fix && x.status !== 'pass' ? `\n        fix: ${x.fix}` : ''}`);
+    say('');
+    say(c.bold('fabric variables, as serve --nodes renders them from what each node shows now'));
+    for (const n of allNodes(nf)) say(`  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`);
     say(`\n${Date.now() - started} ms`);
   }
   if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);

@@ -1,18 +1,17 @@
-// The real Claude Code CLI (devDependency @anthropic-ai/claude-code, offline: no telemetry, no
+// The real Claude Code CLI (a test-only tool in test/tools/, installed by .ci/run; offline: no telemetry, no
 // updater, a fresh config folder) against `sparkctl serve qwen3.5-9b-code --engine sim`, set up
 // by nothing but `eval "$(sparkctl client-env ... --claude-code)"`. It must answer, run a tool
 // turn that reads a file, and talk to nothing but the server (the simulator's request log). Then
 // what the probe and client-env say about the profile Claude Code cannot use.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa } from 'execa';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { cli, tempDir, rmrf, freePort, sleep, ROOT } from '../helpers.js';
+import { cli, tempDir, rmrf, freePort, sleep, ROOT, claudeCodeCli } from '../helpers.js';
 import { CLAUDE_CODE } from '../../src/client/claude-code.js';
 
-const CLAUDE = join(ROOT, 'node_modules', '.bin', 'claude');
-const why = existsSync(CLAUDE) ? undefined : 'no Claude Code CLI in node_modules (npm ci installs the devDependency)';
+const { bin: CLAUDE, why } = claudeCodeCli();
 if (why) console.warn(`Claude Code tests skipped: ${why}`);
 
 const dir = tempDir('sparkctl-cc-');

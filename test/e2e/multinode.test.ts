@@ -64,6 +64,45 @@ describe.each<[Mode, boolean]>([
     180_000,
   );
 
+  it.skipIf(!available || mode !== 'netns')(
+    'preflight --nodes reads the fabric on every node (never writes it): a smaller MTU on one node, an unreachable fabric address, each named',
+    async () => {
+      const cross = async (file: string) => {
+        const r = await run(['preflight', '--nodes', file, '--json']);
+        return Object.fromEntries(JSON.parse(r.stdout).cross.map((x: { id: string }) => [x.id, x]));
+      };
+      const ok = await cross(cl.nodesFile);
+      expect(ok['fabric.link']).toMatchObject({ status: 'pass' });
+      expect(ok['fabric.address'].status).toBe('pass');
+      expect(ok['fabric.mtu']).toMatchObject({ status: 'pass', observed: 'MTU 1500 on 4 nodes; ping -M do -s 1472 passes between every pair' });
+      expect(ok['fabric.reachable']).toMatchObject({ status: 'pass', observed: '4 nodes reach each other over the fabric' });
+      // the test nodes are veths: no RDMA anywhere, NCCL would use sockets
+      expect(ok['fabric.rdma'].status).toBe('warn');
+      expect(ok['fabric.gid'].status).toBe('skip');
+      // one run, two faults: n2's MTU lowered to 1400, and n3 named with a fabric address that no node has
+      const iface = cl.interfaces[2]!;
+      const nodes = yaml.load(readFileSync(cl.nodesFile, 'utf8')) as any;
+      const lost = cl.addresses[3]!.replace(/\.\d+$/, '.99');
+      nodes.workers[2].fabric = { address: lost, interface: cl.interfaces[3] };
+      const file = join(cl.dir, 'nodes-lost.yaml');
+      writeFileSync(file, yaml.dump(nodes));
+      expect(cl.exec(2, `ip link set dev ${iface} mtu 1400`).status).toBe(0);
+      try {
+        const bad = await cross(file);
+        expect(bad['fabric.mtu'].status).toBe('fail');
+        expect(bad['fabric.mtu'].observed).toContain('n2 has MTU 1400 (others: 1500)');
+        // a 1500-byte frame with DF set does not pass to or from n2; n0 -> n1 does
+        expect(bad['fabric.mtu'].observed).toMatch(/ping -M do -s 1472 \(MTU 1500\) does not pass: .*n0 -> n2/);
+        expect(bad['fabric.mtu'].observed).not.toContain('n0 -> n1');
+        expect(bad['fabric.reachable']).toMatchObject({ status: 'fail', observed: `not reachable: n3's fabric address ${lost} from n0, n1, n2` });
+        expect(bad['fabric.address'].observed).toBe(`n3: ${lost} is not on ${cl.interfaces[3]} (it has ${cl.addresses[3]})`);
+      } finally {
+        cl.exec(2, `ip link set dev ${iface} mtu 1500`);
+      }
+    },
+    180_000,
+  );
+
   it.skipIf(!available)(
     'serve --nodes --json: one envelope (kind serve, healthy, the stop command), no progress text on stdout; stop --nodes --json too',
     async () => {

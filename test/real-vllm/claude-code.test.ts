@@ -13,18 +13,18 @@
 // reasoning parser (they import ijson, which its index lacks).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa } from 'execa';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import yaml from 'js-yaml';
-import { cli, tempDir, rmrf, freePort, startSim, ROOT, type SimHandle } from '../helpers.js';
+import { cli, tempDir, rmrf, freePort, startSim, ROOT, claudeCodeCli, type SimHandle } from '../helpers.js';
 import { realVllmUnavailable, serveReal, MODEL_DIR, PROFILES, oneRealVllmAtATime } from './real.js';
 import { makeCodeModel, CODE_CONTEXT } from './code-model.js';
 import { runMessagesScript, shapeDiffs } from './fidelity.js';
 import { CLAUDE_CODE, outputBudget } from '../../src/client/claude-code.js';
 
-const CLAUDE = join(ROOT, 'node_modules', '.bin', 'claude');
-const why = realVllmUnavailable() ?? (existsSync(CLAUDE) ? undefined : 'no Claude Code CLI in node_modules');
+const { bin: CLAUDE, why: noClaude } = claudeCodeCli();
+const why = realVllmUnavailable() ?? noClaude;
 if (why) console.warn(`real-vLLM Claude Code suite skipped: ${why}`);
 const MIN = 60_000;
 const SERVED = 'tiny/qwen3-code'; // a "/" in the served name, as Qwen/Qwen3.5-9B has

@@ -16,7 +16,7 @@ import { realVllmUnavailable, serveReal, VLLM_BIN, PROFILES, oneRealVllmAtATime 
 import { runScript, shapeDiffs } from './fidelity.js';
 import { phaseOf, classifyLog } from '../../src/engine/classify.js';
 import { execa } from 'execa';
-import { groupMembers } from '../../src/engine/proc.js';
+import { groupMembers } from '../../src/engine/runtime/proc.js';
 import yaml from 'js-yaml';
 import { prometheusUnavailable, PROMETHEUS, startPrometheus, query, expandVariables, type Proc } from '../monitoring.js';
 import type { RuleFile } from '../../src/monitoring/rules.js';

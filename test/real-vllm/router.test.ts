@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { execa } from 'execa';
 import { cli, tempDir, rmrf, freePortRange, processesMarked, ROOT, BIN, RUN_MARK } from '../helpers.js';
-import { groupMembers } from '../../src/engine/proc.js';
+import { groupMembers } from '../../src/engine/runtime/proc.js';
 import { realVllmUnavailable, VLLM_BIN, PROFILES, oneRealVllmAtATime } from './real.js';
 
 // Opt-in: two real vLLMs and two restarts took 6.5-7 min here (serve 70-107 s, restart 240-318 s

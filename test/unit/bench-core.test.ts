@@ -167,6 +167,19 @@ describe('SSE splitting', () => {
     expect(s.push(enc('event: x\r\ndata: {"c":3}\r\n\r\n'))).toEqual(['{"c":3}']);
     expect(s.end()).toEqual([]);
   });
+  it('every separator the event-stream grammar allows ends a message: CR LF LF (the old reader lost the next message there), CR CR, LF CR LF', () => {
+    const s = new SseSplitter();
+    expect(s.push(enc('data: {"a":1}\r\n\ndata: {"b":2}\n\n'))).toEqual(['{"a":1}', '{"b":2}']);
+    expect(s.push(enc('data: {"c":3}\r\rdata: {"d":4}\n\r\ndata: [DONE]\r\n\r\n'))).toEqual(['{"c":3}', '{"d":4}', '[DONE]']);
+    expect(s.end()).toEqual([]);
+  });
+  it('a CR LF split between two chunks is one line end; data lines join with LF; the last message needs no blank line', () => {
+    const s = new SseSplitter();
+    expect(s.push(enc('data: {"a":\r'))).toEqual([]);
+    expect(s.push(enc('\ndata: 1}\r\n\r'))).toEqual([]);
+    expect(s.push(enc('\ndata: {"z":0}'))).toEqual(['{"a":\n1}']);
+    expect(s.end()).toEqual(['{"z":0}']);
+  });
   it('a multi-byte character split across chunks survives', () => {
     const s = new SseSplitter();
     const b = enc('data: "é"\n\n');

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from '../../src/engine/cluster/remote-proof.js';
-import { INSTANCE_ENV } from '../../src/engine/proc.js';
+import { INSTANCE_ENV } from '../../src/engine/runtime/proc.js';
 
 const started: number[] = [];
 afterEach(() => {

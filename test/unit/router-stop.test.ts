@@ -2,7 +2,7 @@
 // count from the connections HAProxy still held at the deadline; its outcome in HAProxy's words,
 // not vLLM's; a log rotated away never names the server "x.log (deleted)".
 import { describe, it, expect } from 'vitest';
-import { parseTcp } from '../../src/engine/socket-owner.js';
+import { parseTcp } from '../../src/engine/runtime/socket-owner.js';
 import { splitConnections, judgeDeadline } from '../../src/router/stop.js';
 import { logTarget } from '../../src/engine/registry.js';
 import { requestsText, outcomeLine } from '../../src/verbs/stop/run.js';

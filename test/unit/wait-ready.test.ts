@@ -2,7 +2,7 @@
 import { describe, it, expect, afterEach } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { waitReady } from '../../src/client/ready.js';
-import { listenerIsOneOf, listeningInodes } from '../../src/engine/socket-owner.js';
+import { listenerIsOneOf, listeningInodes } from '../../src/engine/runtime/socket-owner.js';
 import { freePort } from '../helpers.js';
 
 const servers: Server[] = [];

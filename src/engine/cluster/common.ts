@@ -8,7 +8,7 @@ import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
 import { targetFromUrl } from '../../health/target.js';
 import type { Registry } from '../registry.js';
-import { LINGER_MS } from '../proc.js';
+import { LINGER_MS } from '../runtime/proc.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 
 export type ExecutorKind = 'ray' | 'native';

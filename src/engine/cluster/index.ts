@@ -10,8 +10,9 @@ import type { ClusterExecutor, ClusterPlan, ClusterStatus, ExecutorKind, RunCtx,
 
 export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
-export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, type NodeStep } from './ray-plan.js';
+export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
 export { gatherNodes, runNodesChecks, type NodeReport } from './preflight.js';
+export { gatherFabric, readFabric, fabricEnvs, runFabricChecks, fabricEnv, type FabricCtx, type FabricReading } from './fabric.js';
 
 export function executorFor(kind: ExecutorKind): ClusterExecutor {
   return kind === 'native' ? nativeExecutor : rayExecutor;

@@ -13,7 +13,7 @@ import { http } from '../../client/http.js';
 import { waitReady } from '../../client/ready.js';
 import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../proc.js';
+import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, type NodeStep } from './ray-plan.js';

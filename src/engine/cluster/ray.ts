@@ -11,7 +11,7 @@ import { waitReady } from '../../client/ready.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../proc.js';
+import { INSTANCE_ENV } from '../runtime/proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import {
   allNodes,

@@ -1,10 +1,10 @@
 // Identity on a remote node, before a signal goes there over ssh: the same rule as proveIdentity()
-// on this host (src/engine/proc.ts), as a shell snippet that runs on the node. The group is ours if
+// on this host (src/engine/runtime/proc.ts), as a shell snippet that runs on the node. The group is ours if
 // its leader still has the kernel start time recorded at launch, or if a member of the group
 // carries the launch's SPARKCTL_INSTANCE marker (the leader may be gone: an orphaned EngineCore).
 // Nothing left of the group: "gone". Anything else lives under that pid or group but is not
 // provably ours: exit 4, and nothing is signalled.
-import { INSTANCE_ENV } from '../proc.js';
+import { INSTANCE_ENV } from '../runtime/proc.js';
 
 export const REMOTE_UNPROVEN_EXIT = 4;
 

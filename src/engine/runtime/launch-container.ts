@@ -6,21 +6,26 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import type { ReplicaPlan } from '../../profiles/render.js';
-import { containerPlanOf, type ServePlan } from '../plan.js';
-import { childRecord, openLaunchLog, type Launched } from '../launch.js';
+import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { UsageError } from '../../errors.js';
-import { withCliArgs } from './container.js';
+import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
 import { cliRun, failureLine, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
+import type { ReplicaRun } from './runtime.js';
 
 /** The fix for a container of our name that is already there. */
 export function leftoverFix(cli: string, name: string): string[] {
   return [`check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`, 'sparkctl never replaces a container it cannot prove it launched'];
 }
 
-export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+/** One replica's container run line, for the marker of its launch (dry run: "<marker>"). */
+export function renderContainer(x: ReplicaRun, cli: ContainerCli, marker: string, detached = true): ContainerPlan {
+  return renderContainerRun({ ...x, cli, marker, detached });
+}
+
+export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+  const p = x.replica;
   const marker = randomUUID();
-  const cp = containerPlanOf(plan, p, marker);
+  const cp = renderContainer(x, cli, marker);
   // docker creates a missing bind source as an empty root-owned folder (podman refuses it): a typo in
   // model.path or container.mounts would leave a folder sparkctl did not mean to make, and serve nothing
   const missing = cp.spec.mounts.find((m) => !existsSync(m.host));
@@ -35,7 +40,7 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
 
   // argv names the key, never holds it: it may be logged
   const { fd, tail } = openLaunchLog(p.logFile, 'server log', cp.argv);
-  rememberCli(plan.stateDir, cp.cli, cp.cliArgs);
+  rememberCli(x.stateDir, cp.cli, cp.cliArgs);
   const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image };
   const failed = (error: string): Launched => {
     closeSync(fd);
@@ -51,15 +56,15 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
   const id = run.stdout
     .trim()
     .split('\n')
-    .map((x) => x.trim())
+    .map((w) => w.trim())
     .reverse()
-    .find((x) => /^[a-f0-9]{64}$/.test(x));
+    .find((w) => /^[a-f0-9]{64}$/.test(w));
   if (!id) return failed(`${cp.cli} run printed no container id: ${JSON.stringify(run.stdout.slice(0, 200))}`);
   rec.id = id;
   const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   closeSync(fd);
   // the follower ends with the container: its own exit code says nothing about the server's
-  return childRecord(
+  const l = childRecord(
     { plan: p, container: rec },
     child,
     marker,
@@ -67,6 +72,8 @@ export function launchContainer(plan: ServePlan, p: ReplicaPlan, secrets: Record
     (e) => `${cp.cli} logs: ${e.message}`,
     (code) => (code === 0 ? 1 : code),
   );
+  record(l);
+  return l;
 }
 
 /** Readiness "ours": the container we ran (id and marker label) is running; proven once, then kept. */

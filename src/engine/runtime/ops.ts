@@ -2,10 +2,11 @@
 // by a deadline. Nothing is stopped or removed that proveContainer has not just proven ours (the id
 // recorded or read for our marker AND the marker label); a name proves nothing.
 import { spawnSync, execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../util/fs.js';
 import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, STATE_LABEL, type ContainerCli, type ContainerProof } from './container.js';
+import { readTextSync, READ_LIMITS } from '../../util/read.js';
 
 /** What a registry entry keeps about its container. */
 export interface ContainerRecord {
@@ -100,18 +101,21 @@ export type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /**
  * `stop --time` then `rm`, for a container proven ours right before each. The runtime sends
- * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it.
+ * SIGTERM (vLLM drains) and SIGKILL after the grace; its exit code tells which ended it. onStop:
+ * called when a running container is about to be stopped.
  */
 export async function stopContainer(
   rec: ContainerRecord,
   marker: string | undefined,
   graceS: number,
+  onStop?: () => void,
 ): Promise<{ how: ContainerStopHow; removed: boolean; id?: string; detail?: string; exitCode?: number }> {
   const p = proveRecord(rec, marker);
   if (p.state === 'gone') return { how: 'gone', removed: true };
   if (p.state === 'unproven') return { how: 'unproven', removed: false, detail: p.reason };
   const id = p.id;
   let how: ContainerStopHow = 'terminated';
+  if (p.state === 'alive') onStop?.();
   if (p.state === 'alive' && graceS <= 0) {
     // at once: kill, not stop --time 0 (podman holds the container's lock while an earlier stop waits out its grace)
     const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), { timeoutMs: 30_000 });
@@ -149,7 +153,7 @@ export function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs:
   const f = join(stateDir, 'containers.json');
   if (!existsSync(f)) return [];
   try {
-    const v = JSON.parse(readFileSync(f, 'utf8')) as unknown;
+    const v = JSON.parse(readTextSync(f, { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
     if (!Array.isArray(v)) return [];
     return v.filter(
       (x): x is { cli: ContainerCli; cliArgs: string[] } =>

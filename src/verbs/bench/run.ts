@@ -1,6 +1,5 @@
 // `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
 // same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
-import { readFileSync } from 'node:fs';
 import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
@@ -13,13 +12,14 @@ import { envelope, table, c } from '../../output/format.js';
 import { say, note, progress } from '../../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError, SparkError } from '../../errors.js';
 import { runBench, type BenchRequest, type RunConfig } from '../../bench/runner.js';
-import { randomDataset, fileDataset, serverTokenizer, DatasetError } from '../../bench/dataset.js';
+import { randomDataset, fileDataset, serverTokenizer, DatasetError, checkDatasetFile } from '../../bench/dataset.js';
 import { buildResult, summaryRows, latencyRows, type BenchResult, type RunDescription } from '../../bench/report.js';
 import { parseSlo, levels, saturated, bestUnderSlo, type SweepPoint } from '../../bench/sweep.js';
 import { scatter } from '../../bench/chart.js';
 import { compareResults } from '../../bench/compare.js';
 import { renderPage } from '../../output/html.js';
 import { benchPage } from '../../bench/page.js';
+import { readTextSync, READ_LIMITS, FileRefused } from '../../util/read.js';
 
 export interface BenchOptions {
   url?: string;
@@ -192,6 +192,7 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   // Where the results go is checked now, not after a run of ten minutes.
   if (opts.saveResult !== undefined) checkOutputFile(opts.saveResult, '--save-result');
   if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
+  if (opts.dataset !== undefined) checkDatasetFile(opts.dataset);
   const target = resolveTarget(name, opts);
   const quiet = Boolean(opts.json);
   const prog = progress({ quiet });
@@ -510,8 +511,9 @@ export async function compare(a: string, b: string, own: { threshold: string; js
   const read = (f: string) => {
     let text: string;
     try {
-      text = readFileSync(f, 'utf8');
+      text = readTextSync(f, { maxBytes: READ_LIMITS.history });
     } catch (e) {
+      if (e instanceof FileRefused) throw e;
       throw new UsageError(`${f}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
     }
     try {

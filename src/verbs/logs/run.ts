@@ -1,12 +1,16 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { LogTail } from '../../engine/logtail.js';
+import { existsSync, readdirSync } from 'node:fs';
+import { readTail } from '../../util/read.js';
+import { LogTail } from '../../engine/runtime/logtail.js';
 import { join } from 'node:path';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { UsageError } from '../../errors.js';
 
+/** The last `n` lines, from at most the last 16 MiB of the log (a regular file only: a FIFO or device is refused). */
 function lastLines(path: string, n: number): string[] {
-  const lines = readFileSync(path, 'utf8').split('\n');
+  const { buf, skipped } = readTail(path, 0, 16 * 1024 * 1024);
+  const lines = buf.toString('utf8').split('\n');
+  if (skipped) lines.shift(); // the end of a line that began before the window
   if (lines.at(-1) === '') lines.pop();
   return n > 0 ? lines.slice(-n) : []; // slice(-0) would be the whole file
 }

@@ -1,6 +1,5 @@
 // A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
-import { dirname } from 'node:path';
 import type { Registry } from '../../engine/registry.js';
 import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
@@ -108,7 +107,7 @@ export function checkFlags(opts: ProbeCli) {
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
   // The textfile's place is checked before any target is contacted or any history is written.
   if (opts.prometheus !== undefined) {
-    ensureDir(dirname(opts.prometheus), '--prometheus folder', PROM_FIX);
+    // The folder is not made: node_exporter must be able to read it, so its owner and mode are the operator's to set.
     checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
   }
 }
@@ -397,6 +396,5 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ),
     ...extra,
   ];
-  ensureDir(dirname(path), '--prometheus folder', PROM_FIX);
   writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }

@@ -42,7 +42,8 @@ export default createCommand({
       name: 'init',
       args: [['<model>', 'a Hugging Face id (read from the local cache) or a folder with config.json']],
       options: [
-        ['--out <file>', 'write the profile here (default: stdout)'],
+        ['--out <file>', 'write the profile here (default: stdout); an existing file is refused'],
+        ['--force', 'with --out: replace an existing file (never a link)'],
         ['--gpus <n>', "the host's GPU count (default: read from this host)", countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)'],
         ['--platform <name>', "a platform baseline's GPUs instead of this host's"],

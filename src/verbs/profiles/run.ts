@@ -5,7 +5,7 @@ import { prepare, type Prepared } from '../../engine/inputs.js';
 import { Profile } from '../../profiles/schema.js';
 import { parseSize } from '../common.js';
 import { resolveLoaded, readModelFor } from '../../profiles/resolve.js';
-import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/fs.js';
 import { envelope, table, c, commentValue, commandLine } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';
@@ -103,8 +103,8 @@ export function initYaml(r: Prepared, model: string): string {
   return lines.join('\n');
 }
 
-export async function init(model: string, opts: { out?: string; gpus?: number; gpuMemory?: string; platform?: string; json?: boolean }) {
-  if (opts.out !== undefined) checkOutputFile(opts.out, '--out');
+export async function init(model: string, opts: { out?: string; force?: boolean; gpus?: number; gpuMemory?: string; platform?: string; json?: boolean }) {
+  if (opts.out !== undefined) checkNewFile(opts.out, '--out', { force: opts.force });
   const r = await prepare(model, { gpus: opts.gpus, platform: opts.platform, gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined, engine: 'vllm' });
   if (!r.generated || !r.model) throw new UsageError(`${model} is already a profile`, ['give a model: a Hugging Face id or a folder with config.json']);
   const text = initYaml(r, model);
@@ -113,7 +113,7 @@ export async function init(model: string, opts: { out?: string; gpus?: number; g
   const errors = r.problems.filter((x) => x.severity === 'error');
   if (errors.length) throw new UsageError(`no profile for ${model} fits this host`, errors.map(formatProblem));
   if (opts.out) {
-    writeOutputFile(opts.out, text, '--out');
+    writeNewFile(opts.out, text, '--out', { force: opts.force });
     say(`wrote ${opts.out}: TP ${r.profile.parallel.tensor}, ${r.profile.parallel.replicas} replica(s), max model len ${r.profile.engine.maxModelLen}`);
   } else process.stdout.write(text);
 }

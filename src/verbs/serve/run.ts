@@ -4,22 +4,21 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, containerPlanOf, readSecrets, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
 import type { ServeOutcome } from '../../engine/events.js';
-import type { ContainerPlan } from '../../engine/runtime/container.js';
+import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
-
-/** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
-const runLineOf = ({ spec: _spec, ...run }: ContainerPlan) => run;
+import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 
 export type { ServeOptions };
 
 export function planEnvelope(plan: ServePlan) {
+  const rt = runtimeFor(plan);
   return {
     profile: plan.profile.name,
     engine: plan.engine,
@@ -31,7 +30,7 @@ export function planEnvelope(plan: ServePlan) {
     replicas: plan.replicas.map((x) => ({
       name: x.name,
       argv: x.argv,
-      ...(plan.container ? { container: runLineOf(containerPlanOf(plan, x, '<marker>')) } : {}),
+      ...rt.render(replicaRun(plan, x), '<marker>').envelope,
       // The key travels by reference only: "$NAME" is read from sparkctl's environment at launch.
       env: { ...x.env, ...Object.fromEntries(Object.entries(x.envFrom).map(([k, v]) => [k, `$${v}`])) },
       port: x.port,
@@ -62,19 +61,13 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   note(c.dim(`vLLM: ${r.vllm.note}`));
   if (r.model) note(c.dim(`model: ${r.model.note}`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
+  const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
-    if (plan.container) {
-      const cp = containerPlanOf(plan, x, '<marker>');
-      // the key is named (-e VLLM_API_KEY), its value read from the variable the profile names
-      const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
-      const cmd = shellCommand(cp.argv, {});
-      say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
-      say();
-      continue;
-    }
-    const refs = Object.entries(x.envFrom).map(([k, v]) => `${k}="$${v}"`);
-    const cmd = shellCommand(x.argv, x.env);
+    const line = rt.render(replicaRun(plan, x), '<marker>');
+    // the key is named, never written: its value is read from the variable the profile names
+    const refs = Object.entries(line.envFrom).map(([k, v]) => `${k}="$${v}"`);
+    const cmd = shellCommand(line.argv, line.env);
     say(refs.length ? `${refs.join(' ')} ${cmd}` : cmd);
     say();
   }
@@ -130,6 +123,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const r = await prepare(profileName, reads);
     const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
+    applyGate(plan, await modelGate(r.profile, opts));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
       routerNote(plan);
@@ -138,7 +132,10 @@ export async function run(profileName: string, opts: ServeOptions) {
     return;
   }
   // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
+  // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
+  const gate = await modelGate(loaded.profile, opts);
 
   const { servePreflight, serveLocal } = await import('../../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('./render.js');
@@ -173,16 +170,19 @@ export async function run(profileName: string, opts: ServeOptions) {
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
+  applyGate(plan, gate);
+  if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
   const secrets = readSecrets(plan.profile);
-  if (plan.container && !opts.skipPreflight) {
-    const [{ containerPreflight }, { containerGpuUse }] = await Promise.all([import('../../engine/runtime/preflight.js'), import('../../engine/runtime/container.js')]);
-    const first = containerPlanOf(plan, plan.replicas[0]!, '<marker>');
-    const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
-    const use = containerGpuUse(plan.profile, plan.engine);
-    const checks = (
-      await containerPreflight({ cli: first.cli, cliArgs: first.cliArgs, image: first.image, engine: plan.engine, pull: plan.container.pull, gpus, noGpu: use.gpu ? undefined : use.why })
-    ).filter((x) => x.status !== 'skip');
-    if (!opts.json) note(`preflight (container): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
+  // the runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use
+  const own = opts.skipPreflight
+    ? undefined
+    : await runtimeFor(plan).preflight(
+        replicaRun(plan, plan.replicas[0]!),
+        [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b),
+      );
+  if (own) {
+    const checks = own.checks.filter((x) => x.status !== 'skip');
+    if (!opts.json) note(`preflight (${own.label}): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
     const failed = checks.filter((x) => x.status === 'fail');
     if (failed.length) {
       for (const f of failed) note(`${c.red('fail')} ${f.id}: ${f.detail}${f.fix ? `\n  fix: ${f.fix}` : ''}`);

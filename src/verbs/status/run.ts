@@ -1,4 +1,5 @@
 import { Registry, type Instance } from '../../engine/registry.js';
+import { runtimeOf } from '../../engine/runtime/index.js';
 import { stateDir } from '../common.js';
 import { http } from '../../client/http.js';
 import { targetFromInstance } from '../../engine/target.js';
@@ -47,9 +48,7 @@ export async function run(opts: { json?: boolean }) {
           profile: r.inst.profile,
           replica: r.inst.replica,
           pid: r.inst.pid,
-          ...(r.inst.container
-            ? { container: { cli: r.inst.container.cli, id: r.inst.container.id ?? null, name: r.inst.container.name, image: r.inst.container.image, marker: r.inst.marker ?? null } }
-            : {}),
+          ...runtimeOf(r.inst).describe(r.inst).envelope,
           alive: r.alive,
           process: r.process.toLowerCase(),
           ...(r.why ? { why: r.why } : {}),
@@ -84,8 +83,8 @@ export async function run(opts: { json?: boolean }) {
       rows.map((r) => [
         r.inst.name,
         r.inst.profile,
-        // a container's processes are the runtime's: its id is what identifies it
-        r.inst.container ? `${r.inst.container.cli}:${r.inst.container.id?.slice(0, 12) ?? '?'}` : String(r.inst.pid),
+        // what identifies it: a pid, or a container's id (its processes are the runtime's)
+        runtimeOf(r.inst).describe(r.inst).shown,
         r.process === 'alive' ? c.green('alive') : c.red(r.process),
         r.health.startsWith('healthy') ? c.green(r.health) : r.health === 'sleeping' ? c.bold(`sleeping${r.sleepLevel ? ` (level ${r.sleepLevel})` : ''}`) : c.yellow(r.health),
         String(r.inst.port),

@@ -79,7 +79,7 @@ Environment=NO_COLOR=1
 ${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
 ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
-ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
+ExecStartPost=${cmd('prewarm', p.name, '--deadline', `${p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds}s`)}
 TimeoutStartSec=${startBudget}
 # ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
 KillMode=mixed
@@ -140,7 +140,8 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
  * (4.4+); --quadlet writes the .container file instead.
  */
 async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFile: string; user?: string; gpus?: number }) {
-  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { buildServePlan, replicaRun } = await import('../../engine/plan.js');
+  const { runtimeFor } = await import('../../engine/runtime/index.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
   if (versionNote) note(`note: ${versionNote}`);
@@ -152,7 +153,7 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
   if (rn) note(`note: ${rn}`);
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
-    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
     // The podman unit keeps its container's id in %t (/run for a system unit), where a User= account
     // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
     if (opts.user !== undefined && cp.cli === 'podman')
@@ -220,7 +221,8 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
     throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
       `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
     ]);
-  const { buildServePlan, containerPlanOf } = await import('../../engine/plan.js');
+  const { buildServePlan, replicaRun } = await import('../../engine/plan.js');
+  const { runtimeFor } = await import('../../engine/runtime/index.js');
   const { renderQuadlet } = await import('../../engine/runtime/quadlet.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
@@ -234,7 +236,7 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
   if (rn) note(`note: ${rn}`);
   let min = '4.4';
   for (const x of plan.replicas) {
-    const cp = containerPlanOf(plan, x, `systemd-${x.name}`, false);
+    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
     const q = renderQuadlet({
       spec: cp.spec,
       unit: cp.name,

@@ -3,10 +3,11 @@
 // (a reused pid has another start time) and, for its process group, by a member that still
 // carries the instance's marker in its environment (SPARKCTL_INSTANCE=<id>, set at launch and
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
-import { readFileSync, readdirSync, appendFileSync } from 'node:fs';
-import { parseListeningPorts } from '../host/parse.js';
-import { pause } from '../util/pause.js';
-import { statFields, processStartTime } from '../util/pid.js';
+import { readdirSync, appendFileSync } from 'node:fs';
+import { parseListeningPorts } from '../../host/parse.js';
+import { pause } from '../../util/pause.js';
+import { readTextSync, readRegularFileSync, READ_LIMITS } from '../../util/read.js';
+import { statFields, processStartTime } from '../../util/pid.js';
 
 /** The environment variable that marks every process of one launched instance. */
 export const INSTANCE_ENV = 'SPARKCTL_INSTANCE';
@@ -20,7 +21,7 @@ export function processGroup(pid: number): number | undefined {
 /** The value of NAME in a process's initial environment; undefined if unreadable or unset. */
 export function processEnv(pid: number, name: string): string | undefined {
   try {
-    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    const env = readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc }).toString('latin1');
     for (const kv of env.split('\0')) if (kv.startsWith(name + '=')) return kv.slice(name.length + 1);
   } catch {
     /* gone, or not ours to read */
@@ -35,7 +36,7 @@ export function processEnv(pid: number, name: string): string | undefined {
 export function environBlank(pid: number): boolean {
   try {
     // setproctitle writes the title (then NULs) over the start of the area; a few variables may survive at its end
-    return !readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0')[0]!.includes('=');
+    return !readRegularFileSync(`/proc/${pid}/environ`, { maxBytes: READ_LIMITS.proc }).toString('latin1').split('\0')[0]!.includes('=');
   } catch {
     return false;
   }
@@ -200,7 +201,7 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
 export function listeningPorts(): Set<number> {
   const read = (f: string) => {
     try {
-      return readFileSync(f, 'utf8');
+      return readTextSync(f, { maxBytes: 64 * 1024 * 1024 }); // /proc/net/tcp: 150 bytes a socket
     } catch {
       return null;
     }

@@ -1,6 +1,7 @@
 // Who holds a listening TCP socket: the proof that the server answering on a port is the process
 // we started, not one that held the port first (our own then died with EADDRINUSE). Linux /proc.
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { readTextSync } from '../../util/read.js';
 
 /** Inodes of the sockets listening on this port (IPv4 and IPv6), from /proc/net/tcp{,6}; undefined without /proc. */
 export function listeningInodes(port: number, read: (f: string) => string | null = readOrNull): Set<string> | undefined {
@@ -21,7 +22,7 @@ export function listeningInodes(port: number, read: (f: string) => string | null
 
 function readOrNull(f: string): string | null {
   try {
-    return readFileSync(f, 'utf8');
+    return readTextSync(f, { maxBytes: 64 * 1024 * 1024 }); // /proc/net/tcp: 150 bytes a socket
   } catch {
     return null;
   }

@@ -1,7 +1,11 @@
 // A growing log file read from where it left off: the supervisor takes its new lines (phases, the
 // stall timer, the tail quoted in failures); `logs -f` takes its new bytes as they come (progress
 // bars rewrite one line with \r and would otherwise show only when finished).
-import { openSync, closeSync, statSync, readSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { readTail } from '../../util/read.js';
+
+/** The most bytes one read takes: a log that grew by more since the last look is read from its last 4 MiB. */
+const READ_MAX = 4 * 1024 * 1024;
 
 export class LogTail {
   private offset = 0;
@@ -27,19 +31,18 @@ export class LogTail {
 
   /** The bytes appended since the last read ('' when none); a truncated file is read again from its start. */
   read(): string {
-    let size: number;
+    let got: ReturnType<typeof readTail>;
     try {
-      size = statSync(this.path).size;
+      // a regular file only (a FIFO or device planted at the log's name is never read), the tail only
+      got = readTail(this.path, this.offset, READ_MAX);
     } catch {
       return '';
     }
-    if (size < this.offset) this.offset = 0;
-    if (size === this.offset) return '';
-    const fd = openSync(this.path, 'r');
-    const buf = Buffer.alloc(size - this.offset);
-    readSync(fd, buf, 0, buf.length, this.offset);
-    closeSync(fd);
+    const { buf, size, skipped } = got;
+    if (size === this.offset && !buf.length) return '';
+    if (size < this.offset || skipped) this.partial = '';
     this.offset = size;
+    if (!buf.length) return '';
     this.lastActivity = Date.now();
     const text = buf.toString('utf8');
     const lines = (this.partial + text).split('\n');

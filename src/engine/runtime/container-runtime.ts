@@ -1,0 +1,90 @@
+// The container runtime, for docker and podman alike (one implementation, parameterised by the CLI):
+// vLLM in a container that the CLI runs detached, its output followed into the replica's log. Proven
+// by the container id sparkctl recorded at launch and the marker it gave it (ops.ts: proveRecord),
+// never by a name; stopped by the runtime (stop --time, then rm), proven right before each step.
+import type { Proof } from './proc.js';
+import type { Launched } from './child.js';
+import { containerGpuUse, type ContainerCli } from './container.js';
+import { containerOurs, launchContainer, renderContainer } from './launch-container.js';
+import { killContainer, proveRecord, stopContainer } from './ops.js';
+import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
+
+/** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
+const runLineOf = ({ spec: _spec, ...run }: ReturnType<typeof renderContainer>) => run;
+
+/** `logs -f` copies the last lines a moment after the container ends. */
+const FOLLOWER_SETTLE_MS = 300;
+
+function unprovenTarget(why: string): Proof {
+  return { state: 'unproven', code: 'container-unproven', reason: why };
+}
+
+export function containerRuntime(cli: ContainerCli): Runtime {
+  return {
+    kind: cli,
+    runtime: 'container',
+
+    render(x: ReplicaRun, marker: string, opts: { detached?: boolean } = {}): LaunchLine {
+      const cp = renderContainer(x, cli, marker, opts.detached ?? true);
+      // the CLI process carries only what argv names (-e VLLM_API_KEY): no variable by value
+      return { argv: cp.argv, env: {}, envFrom: x.replica.envFrom, envelope: { container: runLineOf(cp) }, container: cp };
+    },
+
+    launch: (x, secrets, record) => launchContainer(x, cli, secrets, record),
+
+    async preflight(x: ReplicaRun, gpus: number[]) {
+      const { containerPreflight } = await import('./preflight.js');
+      const cp = renderContainer(x, cli, '<marker>');
+      const use = containerGpuUse(x.profile, x.engine);
+      return { label: 'container', checks: await containerPreflight({ cli, cliArgs: cp.cliArgs, image: cp.image, engine: x.engine, pull: x.pull, gpus, noGpu: use.gpu ? undefined : use.why }) };
+    },
+
+    ours: (l: Launched) => containerOurs(l),
+
+    // its processes are the runtime's: the container is what identifies it
+    recordOf: (l: Launched): RuntimeTarget => ({ pid: 0, pgid: 0, startTime: 0, marker: l.marker, ...(l.container ? { container: { ...l.container } } : {}) }),
+
+    prove(t: RuntimeTarget): Proof {
+      if (!t.container) return unprovenTarget('the entry records no container');
+      const p = proveRecord(t.container, t.marker);
+      if (p.state === 'gone') return { state: 'gone' };
+      if (p.state === 'unproven') return unprovenTarget(p.reason);
+      // exited: still there, to be removed
+      return p.state === 'alive' ? { state: 'alive', pgid: 0, members: [] } : { state: 'degraded', pgid: 0, members: [] };
+    },
+
+    async stop(t: RuntimeTarget, graceMs: number, opts: StopOpts = {}): Promise<Stopped> {
+      const base = { left: 0, members: [], settleMs: 0 };
+      if (!t.container) return { ...base, how: 'unproven', released: false, unproven: { code: 'container-unproven', detail: 'the entry records no container' } };
+      let ran = false;
+      const r = await stopContainer(t.container, t.marker, Math.ceil(graceMs / 1000), () => {
+        ran = true;
+        opts.onTerm?.();
+      });
+      if (r.how === 'unproven')
+        return { ...base, how: 'unproven', released: false, unproven: { code: 'container-unproven', detail: r.detail ?? 'its identity could not be proven again before stopping it' } };
+      // an exited container was removed, not stopped: nothing of it was running
+      const how = r.how === 'gone' || !ran ? 'gone' : r.how;
+      return { ...base, how, released: r.removed, exitCode: r.exitCode, settleMs: r.how === 'gone' ? 0 : FOLLOWER_SETTLE_MS };
+    },
+
+    async kill(t: RuntimeTarget): Promise<void> {
+      if (t.container) await killContainer(t.container);
+    },
+
+    // its log follower ends with it; one still running after the container is gone is ours to end
+    release(l: Launched) {
+      if (!l.exit) l.child?.kill('SIGTERM');
+    },
+
+    // the follower's exit says nothing about the server's: the container's exit code does
+    exitOf: (_l: Launched, stopped?: Stopped) => ({ code: stopped?.exitCode ?? null, signal: null }),
+
+    logs: (t) => ({ file: t.logFile, ...(t.container?.id ? { argv: [t.container.cli, ...t.container.cliArgs, 'logs', t.container.id] } : {}) }),
+
+    describe: (t) => ({
+      shown: `${cli}:${t.container?.id?.slice(0, 12) ?? '?'}`,
+      envelope: t.container ? { container: { cli: t.container.cli, id: t.container.id ?? null, name: t.container.name, image: t.container.image, marker: t.marker ?? null } } : {},
+    }),
+  };
+}

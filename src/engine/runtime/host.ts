@@ -1,0 +1,69 @@
+// The host runtime: vLLM as a process of this machine, the leader of its own process group, every
+// process of it carrying the launch's marker (SPARKCTL_INSTANCE). Proven by pid + kernel start time
+// (+ the marker), stopped by signals to its group (proc.ts: stopGroup), read from its own log.
+import { spawn } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { INSTANCE_ENV, groupMembers, proveIdentity, stopGroup } from './proc.js';
+import { listenerIsOneOf } from './socket-owner.js';
+import { childRecord, openLaunchLog, type Launched } from './child.js';
+import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
+
+export const hostRuntime: Runtime = {
+  kind: 'host',
+  runtime: 'host',
+
+  render(x: ReplicaRun): LaunchLine {
+    return { argv: x.replica.argv, env: x.replica.env, envFrom: x.replica.envFrom, envelope: {} };
+  },
+
+  launch(x: ReplicaRun, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
+    const plan = x.replica;
+    // argv never holds a secret (the key travels in the environment), so it may be logged.
+    const { fd, tail } = openLaunchLog(plan.logFile, 'server log', plan.argv);
+    const marker = randomUUID();
+    const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker };
+    for (const k of plan.unsetEnv ?? []) delete env[k];
+    const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
+      detached: true, // its own process group: stop signals the whole group, EngineCore included
+      stdio: ['ignore', fd, fd],
+      env,
+    });
+    closeSync(fd);
+    const l = childRecord({ plan }, child, marker, tail, (e) => (e.code === 'ENOENT' ? `${plan.argv[0]} not found (is vLLM installed? --vllm-bin PATH)` : e.message));
+    if (l.pid > 0) record(l);
+    return l;
+  },
+
+  preflight: async () => undefined,
+
+  // our own group holds the listening socket (a server that held the port first answers /health too)
+  ours: (l: Launched) => () => (l.exit || l.pid <= 0 ? false : Boolean(listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)]))),
+
+  recordOf: (l: Launched): RuntimeTarget => ({ pid: l.pid, pgid: l.pid, startTime: l.startTime, marker: l.marker }),
+
+  prove: (t: RuntimeTarget) => proveIdentity(t),
+
+  async stop(t: RuntimeTarget, graceMs: number, opts: StopOpts = {}): Promise<Stopped> {
+    const before = proveIdentity(t);
+    const members = before.state === 'alive' || before.state === 'degraded' ? before.members : [];
+    const how = await stopGroup(t, graceMs, opts);
+    if (how === 'unproven') return { how, released: false, left: 0, members, settleMs: 0, unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+    const left = how === 'gone' || t.pgid <= 1 ? 0 : groupMembers(t.pgid).length;
+    return { how, released: left === 0, left, members, settleMs: 0 };
+  },
+
+  async kill(t: RuntimeTarget): Promise<void> {
+    await stopGroup(t, 0);
+  },
+
+  release() {
+    /* the process was the server: nothing else of it runs */
+  },
+
+  exitOf: (l: Launched) => l.exit,
+
+  logs: (t) => ({ file: t.logFile }),
+
+  describe: (t) => ({ shown: String(t.pid), envelope: {} }),
+};

@@ -1,0 +1,26 @@
+// Which runtime: the plan's (runtimeFor), or the one a launch record or registry entry names
+// (runtimeOf). The only place that asks whether something runs in a container.
+import type { ContainerCli } from './container.js';
+import type { ContainerRecord } from './ops.js';
+import { containerRuntime } from './container-runtime.js';
+import { hostRuntime } from './host.js';
+import type { Runtime } from './runtime.js';
+
+export type { Runtime, RuntimeKind, ReplicaRun, LaunchLine, RuntimeTarget, Stopped, StopOpts, Described } from './runtime.js';
+export { hostRuntime } from './host.js';
+
+const byCli: Partial<Record<ContainerCli, Runtime>> = {};
+function ofCli(cli: ContainerCli): Runtime {
+  byCli[cli] ??= containerRuntime(cli);
+  return byCli[cli]!;
+}
+
+/** The runtime a serve plan picked: its container CLI (engine.runtime container), else the host. */
+export function runtimeFor(plan: { container?: { cli: ContainerCli } }): Runtime {
+  return plan.container ? ofCli(plan.container.cli) : hostRuntime;
+}
+
+/** The runtime that launched a replica, from its launch record or registry entry. */
+export function runtimeOf(t: { container?: Pick<ContainerRecord, 'cli'> }): Runtime {
+  return t.container ? ofCli(t.container.cli) : hostRuntime;
+}

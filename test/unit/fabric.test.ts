@@ -1,0 +1,141 @@
+// The fabric, read from a DGX Spark pair's recorded sysfs (test/fixtures/fabric: every value from a
+// public reading of a real Spark/GB10, see its README) by sparkctl's own script under a real shell,
+// then rendered into NCCL's variables and checked. The failing trees are edits of the recorded one,
+// each named in its case.
+import { describe, it, expect, afterAll } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { FIXTURES, tempDir } from '../helpers.js';
+import { NodesFile } from '../../src/profiles/schema.js';
+import { fabricScript, parseFabric, fabricEnv, runFabricChecks, ipv4Gid, pingScript, parsePings, type FabricReading, type PingResult } from '../../src/engine/cluster/fabric.js';
+
+const TREE = readFileSync(join(FIXTURES, 'fabric', 'spark-pair.tree'), 'utf8')
+  .split('\n')
+  .filter((l) => l && !l.startsWith('#'))
+  .map((l) => l.split('\t') as [string, string]);
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** The recorded tree of one node, edited, written out, and read by the real script (bash). */
+function read(node: 'spark' | 'spark2', iface: string, edit: (files: Map<string, string>) => void = () => {}): FabricReading {
+  const files = new Map(TREE.filter(([p]) => p.startsWith(`${node}/`)).map(([p, c]) => [p.slice(node.length + 1), c]));
+  edit(files);
+  const root = tempDir('sparkctl-fabric-');
+  dirs.push(root);
+  for (const [p, c] of files) {
+    mkdirSync(dirname(join(root, p)), { recursive: true });
+    writeFileSync(join(root, p), c.replace(/\\ {7}/g, '\\       ') + '\n');
+  }
+  const out = execFileSync('sh', ['-c', fabricScript(iface)], { env: { ...process.env, SPARKCTL_SYSFS_ROOT: root }, encoding: 'utf8' });
+  return parseFabric(iface, out);
+}
+
+const nf = NodesFile.parse({
+  head: { name: 'spark', address: '10.0.0.11', interface: 'enP7s7', gpus: 1, fabric: { address: '192.168.177.11', interface: 'enp1s0f1np1' } },
+  workers: [{ name: 'spark2', address: '10.0.0.12', interface: 'enP7s7', gpus: 1, fabric: { address: '192.168.177.12', interface: 'enp1s0f1np1' } }],
+});
+const allOk = (): Map<string, Map<string, PingResult>> =>
+  new Map([
+    ['spark', new Map([['192.168.177.12', { reach: true, mtu: true }]])],
+    ['spark2', new Map([['192.168.177.11', { reach: true, mtu: true }]])],
+  ]);
+const checks = (a: FabricReading | undefined, b: FabricReading | undefined, pings = allOk()) =>
+  Object.fromEntries(
+    runFabricChecks({
+      nf,
+      readings: new Map([
+        ['spark', a],
+        ['spark2', b],
+      ]),
+      pings,
+      pingSize: 8972,
+    }).map((c) => [c.id, c]),
+  );
+
+describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)', () => {
+  it('the fabric netdev, its RoCE device, the twin, the GID of the fabric address', () => {
+    const r = read('spark', 'enp1s0f1np1');
+    expect(r).toMatchObject({ iface: 'enp1s0f1np1', operstate: 'up', mtu: 9000, speedMbps: 200000, addresses: ['192.168.177.11'] });
+    expect(r.rdma.map((p) => `${p.dev}:${p.port} ${p.state} ${p.physState} ${p.linkLayer} ${p.netdev}`).sort()).toEqual([
+      'roceP2p1s0f0:1 DOWN Disabled Ethernet enP2p1s0f0np0',
+      'roceP2p1s0f1:1 ACTIVE LinkUp Ethernet enP2p1s0f1np1',
+      'rocep1s0f0:1 DOWN Disabled Ethernet enp1s0f0np0',
+      'rocep1s0f1:1 ACTIVE LinkUp Ethernet enp1s0f1np1',
+    ]);
+    expect(ipv4Gid('192.168.177.11')).toBe('0000:0000:0000:0000:0000:ffff:c0a8:b10b');
+    // NCCL: both twins of the cabled port (the fabric netdev's first), the RoCE v2 GID of the address
+    expect(fabricEnv(nf.head, r)).toEqual({ NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1', NCCL_IB_GID_INDEX: '3', UCX_NET_DEVICES: 'enp1s0f1np1' });
+    const c = checks(r, read('spark2', 'enp1s0f1np1'));
+    for (const id of ['fabric.link', 'fabric.address', 'fabric.mtu', 'fabric.reachable', 'fabric.rdma', 'fabric.gid']) expect(c[id].status, `${id}: ${c[id].observed}`).toBe('pass');
+    expect(c['fabric.gid'].observed).toBe('spark index 3, spark2 index 3');
+    expect(c['fabric.mtu'].observed).toBe('MTU 9000 on 2 nodes; ping -M do -s 8972 passes between every pair');
+  });
+
+  it('a fabric interface whose link is down (the recorded port without a cable named as the fabric)', () => {
+    const c = checks(read('spark', 'enp1s0f1np1'), read('spark2', 'enp1s0f0np0'));
+    expect(c['fabric.link']).toMatchObject({ status: 'fail', observed: 'spark2: enp1s0f0np0 down' });
+    expect(c['fabric.rdma'].observed).toBe('spark2: rocep1s0f0 port 1 is DOWN (Disabled)');
+  });
+
+  it('an MTU that differs (spark2 at 1500) and the non-fragmenting ping that fails', () => {
+    const pings = allOk();
+    pings.get('spark')!.set('192.168.177.12', { reach: true, mtu: false });
+    pings.get('spark2')!.set('192.168.177.11', { reach: true, mtu: false });
+    const c = checks(
+      read('spark', 'enp1s0f1np1'),
+      read('spark2', 'enp1s0f1np1', (f) => f.set('sys/class/net/enp1s0f1np1/mtu', '1500')),
+      pings,
+    );
+    expect(c['fabric.mtu'].status).toBe('fail');
+    // a tie of two nodes: the larger MTU is the one meant
+    expect(c['fabric.mtu'].observed).toBe('spark2 has MTU 1500 (others: 9000); ping -M do -s 8972 (MTU 9000) does not pass: spark -> spark2, spark2 -> spark');
+  });
+
+  it('an RDMA device missing on one node (spark2 without /sys/class/infiniband: mlx5_ib not loaded)', () => {
+    const c = checks(
+      read('spark', 'enp1s0f1np1'),
+      read('spark2', 'enp1s0f1np1', (f) => {
+        for (const k of [...f.keys()]) if (k.startsWith('sys/class/infiniband/')) f.delete(k);
+      }),
+    );
+    expect(c['fabric.rdma']).toMatchObject({ status: 'fail', observed: 'no RDMA device behind the fabric interface on spark2 (the others have spark rocep1s0f1)' });
+    expect(
+      fabricEnv(
+        nf.workers[0]!,
+        read('spark2', 'enp1s0f1np1', (f) => f.delete('sys/class/infiniband/rocep1s0f1/ports/1/state')),
+      ),
+    ).not.toHaveProperty('NCCL_IB_GID_INDEX');
+  });
+
+  it('the GID of the fabric address only as RoCE v1 (the v2 entry gone: rdma_cm in v1 mode)', () => {
+    const v1 = read('spark2', 'enp1s0f1np1', (f) => {
+      f.set('sys/class/infiniband/rocep1s0f1/ports/1/gids/3', '0000:0000:0000:0000:0000:0000:0000:0000');
+    });
+    const c = checks(read('spark', 'enp1s0f1np1'), v1);
+    expect(c['fabric.gid']).toMatchObject({ status: 'fail', observed: 'spark2: the GID of 192.168.177.12 on rocep1s0f1 (index 2) is IB/RoCE v1' });
+    expect(fabricEnv(nf.workers[0]!, v1)).toEqual({ NCCL_IB_HCA: 'rocep1s0f1,roceP2p1s0f1', UCX_NET_DEVICES: 'enp1s0f1np1' });
+  });
+
+  it('an address that is not on the fabric netdev, a node that cannot be reached', () => {
+    const pings = allOk();
+    pings.get('spark')!.set('192.168.177.12', { reach: false });
+    const c = checks(
+      read('spark', 'enp1s0f1np1'),
+      read('spark2', 'enp1s0f1np1', (f) => f.set('ip-o-4-addr', '')),
+      pings,
+    );
+    expect(c['fabric.address'].observed).toBe('spark2: 192.168.177.12 is not on enp1s0f1np1 (it has no IPv4 address)');
+    expect(c['fabric.reachable'].observed).toBe("not reachable: spark2's fabric address 192.168.177.12 from spark");
+  });
+
+  it('hostile node output: only well-formed lines count', () => {
+    const r = parseFabric('x', 'net up nine 1\naddr 1.2.3.4/24; rm -rf /\nib ../x 1 4:_ACTIVE a b c d\ngid nope 1 1 zz\nnet up 9000 -1\n');
+    expect(r).toEqual({ iface: 'x', operstate: 'up', mtu: 9000, addresses: [], rdma: [] });
+    expect(parsePings('ping 1.2.3.4 reach ok\nping 1.2.3.4 mtu fail\nping $(x) reach ok junk\n')).toEqual(new Map([['1.2.3.4', { reach: true, mtu: false }]]));
+    // every address goes to ping quoted
+    expect(pingScript(["1.2.3.4'; reboot"], 1472)).toContain("'1.2.3.4'\\''; reboot'");
+  });
+});
