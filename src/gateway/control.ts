@@ -9,7 +9,7 @@ import { join, dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
 import { processStartTime } from '../util/pid.js';
-import { proveIdentity, signalProven, stopGroup, groupMembers } from '../engine/proc.js';
+import { proveIdentity, signalProven, stopGroup, groupMembers } from '../engine/runtime/proc.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
