@@ -23,6 +23,7 @@ import {
   gatherFabric,
   readFabric,
   fabricEnvs,
+  rdmaNodes,
   nodeEnvOf,
   runFabricChecks,
   type NodeReport,
@@ -88,7 +89,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const planned = planCluster(profileName, nf, inputs);
   if (opts.dryRun) return printClusterPlan(planned, opts.json);
   // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
-  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, await withCancel((signal) => readFabric(nf, signal))));
+  const fabric = await withCancel((signal) => readFabric(nf, signal));
+  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
   const r = pc.resolved;
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const key = readSecrets(r.profile).VLLM_API_KEY;
@@ -141,8 +143,8 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
-    say(exportLine(s.env));
-    for (const a of s.argv) say(a[0] === 'ray' || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    if (!s.container) say(exportLine(s.env));
+    for (const a of s.argv) say(a[0] === 'ray' || s.container || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
     say();
   });
   say(
