@@ -145,7 +145,10 @@ export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
 export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
 
-export type ContainerProof = { state: 'alive' | 'exited'; id: string } | { state: 'gone' } | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable'; reason: string };
+export type ContainerProof =
+  | { state: 'alive' | 'exited'; id: string }
+  | { state: 'gone' }
+  | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable' | 'no-id'; reason: string };
 
 /**
  * Is the container the record names ours? Only by the id recorded at launch AND the marker label;

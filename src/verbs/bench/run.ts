@@ -48,7 +48,8 @@ export interface BenchOptions {
   percentiles: string;
   /** milliseconds */
   requestTimeout: number;
-  scrapeInterval: string;
+  /** ms (--scrape-every, or the old --scrape-interval in bare ms) */
+  scrapeEvery: number;
   saveResult?: string;
   html?: string;
   json?: boolean;
@@ -116,7 +117,7 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
   if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, ['e.g. --range-ratio 0.25']);
   const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
-  const scrapeMs = num(opts.scrapeInterval, '--scrape-interval', { int: true, min: 0 })!;
+  const scrapeMs = opts.scrapeEvery;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());
     if (!(n > 0 && n < 100) && n !== 100) throw new UsageError(`--percentiles: "${p}" is not a percentile in (0, 100]`, ['e.g. --percentiles 50,90,99,99.9']);
