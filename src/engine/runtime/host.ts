@@ -66,4 +66,8 @@ export const hostRuntime: Runtime = {
   logs: (t) => ({ file: t.logFile }),
 
   describe: (t) => ({ shown: String(t.pid), envelope: {} }),
+
+  // sparkctl supervises a host process: the unit runs serve --foreground for the whole profile
+  systemd: () => undefined,
+  quadlet: () => undefined,
 };
