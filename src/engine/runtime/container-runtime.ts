@@ -7,6 +7,7 @@ import type { Launched } from './child.js';
 import { containerGpuUse, type ContainerCli } from './container.js';
 import { containerOurs, launchContainer, renderContainer } from './launch-container.js';
 import { killContainer, proveRecord, stopContainer } from './ops.js';
+import { CONTAINER_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 import { renderQuadlet } from './quadlet.js';
 import { containerUnitExec } from './unit.js';
@@ -24,7 +25,7 @@ function unprovenTarget(why: string): Proof {
 export function containerRuntime(cli: ContainerCli): Runtime {
   return {
     kind: cli,
-    runtime: 'container',
+    ...CONTAINER_TRAITS,
 
     render(x: ReplicaRun, marker: string, opts: { detached?: boolean } = {}): LaunchLine {
       const cp = renderContainer(x, cli, marker, opts.detached ?? true);

@@ -13,6 +13,7 @@ import type { ContainerRecord } from './ops.js';
 import type { ContainerCheck } from './preflight.js';
 import type { QuadletUnit } from './quadlet.js';
 import type { UnitExec } from './unit.js';
+import type { RuntimeTraits } from './traits.js';
 
 export type RuntimeKind = 'host' | ContainerCli;
 
@@ -89,10 +90,9 @@ export interface Described {
   envelope: Record<string, unknown>;
 }
 
-export interface Runtime {
+/** runtime, why, noHostGpu: its traits (traits.ts) */
+export interface Runtime extends RuntimeTraits {
   readonly kind: RuntimeKind;
-  /** engine.runtime's word for it (the plan's envelope) */
-  readonly runtime: 'host' | 'container';
   /** the launch line of one replica; marker is the launch's ("<marker>" in a dry run); detached: false for a systemd unit's foreground run */
   render(x: ReplicaRun, marker: string, opts?: { detached?: boolean }): LaunchLine;
   /**
