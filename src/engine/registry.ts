@@ -124,6 +124,9 @@ export interface ClusterRank {
   startTime?: number;
   marker?: string;
   logFile: string;
+  /** engine.runtime container: the rank's container (pid is 0) and the CLI that runs it ([cli, ...cliArgs]) */
+  containerId?: string;
+  cli?: string[];
 }
 
 export class Registry {
