@@ -105,7 +105,9 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   if (!lp) {
     if (!modelRead.facts) {
       throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
-        target!.id ? `download it first: hf download ${target!.id} (then run this again; sparkctl reads the Hugging Face cache offline)` : 'give the folder that holds config.json',
+        target!.id
+          ? `download it first: sparkctl pull ${target!.id} (--config-only is enough to plan; then run this again: sparkctl reads the Hugging Face cache offline)`
+          : 'give the folder that holds config.json',
         modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
       ]);
     }

@@ -3,6 +3,7 @@
 // What vLLM itself tells apart is kept apart here: dense MHA/GQA, MoE, MLA (DeepSeek's latent KV),
 // sliding-window layers, and linear-attention layers (Gated DeltaNet) that hold a per-sequence state.
 import { readLayout, type Layout, type NotModelled, type LayerCache } from './layout.js';
+import type { WeightSummary } from './safetensors.js';
 
 export type AttentionKind = 'mha' | 'gqa' | 'mla';
 
@@ -32,6 +33,10 @@ export interface ModelFacts {
   /** MLA: the cached latent per token per layer is kvLoraRank + qkRopeHeadDim values, not 2 x heads x headDim */
   mla?: { kvLoraRank: number; qkRopeHeadDim: number };
   moe?: { experts: number; expertsPerToken?: number };
+  /** where weightBytes came from: the shards' safetensors headers (exact), the index's total_size, or counted from the config */
+  weightsFrom?: 'shard headers' | 'index total_size' | 'config';
+  /** bytes per safetensors dtype, from the shard headers */
+  weightDtypes?: Record<string, number>;
   /** the checkpoint's dtype ("bfloat16") */
   dtype?: string;
   /** quantization_config.quant_method ("fp8", "mxfp4", "awq", ...) */
@@ -56,7 +61,8 @@ const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Num
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
 const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, float8_e4m3fn: 1, fp8: 1 };
-const QUANT_BYTES: Record<string, number> = { fp8: 1, fbgemm_fp8: 1, modelopt: 1, mxfp4: 0.53, awq: 0.5, gptq: 0.5, bitsandbytes: 0.5, 'compressed-tensors': 1 };
+// mxfp4: 32 four-bit values share one 8-bit E8M0 scale, (32 x 4 + 8) / 32 = 4.25 bits
+const QUANT_BYTES: Record<string, number> = { fp8: 1, fbgemm_fp8: 1, modelopt: 1, mxfp4: 0.53125, awq: 0.5, gptq: 0.5, bitsandbytes: 0.5, 'compressed-tensors': 1 };
 
 /** The language model's part of a config: multimodal checkpoints nest it under text_config (or llm_config). */
 export function textConfig(cfg: Json): Json {
@@ -79,7 +85,8 @@ function need(c: Json, field: string, ...alts: string[]): number {
     if (v > max) throw new ModelConfigError(field, `${field}: ${v} is beyond any model (at most ${max})`);
     return v;
   }
-  throw new ModelConfigError(field, `${field}: ${c[field] === undefined ? 'missing' : JSON.stringify(c[field]).slice(0, 60)} (a positive integer)`);
+  const v = c[field];
+  throw new ModelConfigError(field, `${field}: ${v === undefined ? 'missing' : typeof v === 'number' ? String(v) : JSON.stringify(v).slice(0, 60)} (a positive integer)`);
 }
 
 /** The counts the profile-facing fields use: full (and chunked), sliding, and state (Mamba/GDN) or cache-less layers. */
@@ -113,36 +120,101 @@ function linearStatePerLayer(c: Json, dtypeBytes: number): number | undefined {
   return ((conv - 1) * convDim + vh * kd * vd) * dtypeBytes;
 }
 
-function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: number; headDim: number; kinds: string[]; mla?: ModelFacts['mla']; experts?: number }): number | undefined {
+interface ParamParts {
+  /** embed_tokens and lm_head (once when tied): kept in the model dtype by every quantization vLLM loads */
+  embeddings: number;
+  attention: number;
+  /** MLPs, routed and shared experts, routers */
+  ffn: number;
+  /** Mamba2 / Gated DeltaNet mixers */
+  mixers: number;
+}
+
+/**
+ * Parameters from the shapes, layer by layer as the layout says (an attention layer, a Mamba2 or Gated
+ * DeltaNet mixer, an MLP-only layer), with MoE experts (routed + shared + router) where the config has
+ * them. Norms and biases are left out (well under 1 %).
+ */
+function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: number; headDim: number; mla?: ModelFacts['mla']; experts?: number; layout?: Layout }): ParamParts | undefined {
   const h = posInt(c.hidden_size);
   const vocab = posInt(c.vocab_size);
   if (!h || !vocab) return undefined;
   const inter = posInt(c.intermediate_size) ?? 4 * h;
   const moeInter = posInt(c.moe_intermediate_size) ?? inter;
-  const embed = vocab * h * (c.tie_word_embeddings === true ? 1 : 2);
-  const attn = f.mla
-    ? h * (posInt(c.q_lora_rank) ?? h) +
-      h * (f.mla.kvLoraRank + f.mla.qkRopeHeadDim) +
-      f.mla.kvLoraRank * f.heads * ((posInt(c.qk_nope_head_dim) ?? f.headDim) + (posInt(c.v_head_dim) ?? f.headDim)) +
-      f.heads * (posInt(c.v_head_dim) ?? f.headDim) * h
-    : 2 * h * f.heads * f.headDim + 2 * h * f.kvHeads * f.headDim;
-  const shared = posInt(c.shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter;
+  const nemotron = f.layout?.family === 'nemotron_h';
+  // Nemotron-H's MLPs and experts are up + down (squared ReLU); the others gate (up, gate, down)
+  const mats = nemotron ? 2 : 3;
+  const embeddings = vocab * h * (c.tie_word_embeddings === true ? 1 : 2);
+  const attnOf = (x?: LayerCache) => {
+    if (f.mla) {
+      return (
+        h * (posInt(c.q_lora_rank) ?? h) +
+        h * (f.mla.kvLoraRank + f.mla.qkRopeHeadDim) +
+        f.mla.kvLoraRank * f.heads * ((posInt(c.qk_nope_head_dim) ?? f.headDim) + (posInt(c.v_head_dim) ?? f.headDim)) +
+        f.heads * (posInt(c.v_head_dim) ?? f.headDim) * h
+      );
+    }
+    const kvH = x?.kind === 'attention' ? x.kvHeads : f.kvHeads;
+    const hs = x?.kind === 'attention' ? x.headSize : f.headDim;
+    const hv = x?.kind === 'attention' ? x.headSizeV : f.headDim;
+    return h * f.heads * hs + h * kvH * (hs + hv) + f.heads * hv * h;
+  };
+  const shared = posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter;
   const firstDense = posInt(c.first_k_dense_replace) ?? 0;
-  let total = embed;
+  const moeFfn = (f.experts ?? 0) * mats * h * moeInter + mats * h * shared + h * (f.experts ?? 0);
+  const parts: ParamParts = { embeddings, attention: 0, ffn: 0, mixers: 0 };
+  const pattern = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern : undefined;
   for (let i = 0; i < f.layers; i++) {
-    total += attn;
+    const caches = f.layout?.layers[i];
+    const mixer = caches?.find((x) => x.kind === 'mamba2' || x.kind === 'gdn');
+    const attn = caches?.find((x) => x.kind === 'attention' || x.kind === 'mla');
+    if (mixer?.kind === 'mamba2') {
+      const inner = mixer.heads * mixer.headDim;
+      const gs = 2 * mixer.groups * mixer.stateSize;
+      parts.mixers += h * (2 * inner + gs + mixer.heads) + (inner + gs) * mixer.convKernel + inner * h;
+    } else if (mixer?.kind === 'gdn') {
+      const qk = mixer.kHeads * mixer.kDim;
+      const v = mixer.vHeads * mixer.vDim;
+      parts.mixers += h * (2 * qk + 2 * v + 2 * mixer.vHeads) + (2 * qk + v) * mixer.convKernel + v * h;
+    } else if (attn || !caches) parts.attention += attnOf(attn);
+    if (nemotron) {
+      // Nemotron-H: a layer is ONE block: M (mixer), * (attention), - (MLP), E (MoE)
+      const ch = pattern?.[i];
+      if (ch === '-' || (!pattern && caches?.length === 0 && !f.experts)) parts.ffn += mats * h * inter;
+      else if (ch === 'E') parts.ffn += moeFfn;
+      continue;
+    }
+    const step = posInt(c.interleave_moe_layer_step);
+    if (step && f.experts !== undefined) {
+      // Llama 4 (transformers Llama4TextConfig): layer i is MoE when i % step == step - 1, with one shared
+      // expert of intermediate_size; the dense layers use intermediate_size_mlp
+      const moe = i % step === step - 1;
+      parts.ffn += moe ? f.experts * 3 * h * inter + 3 * h * inter + h * f.experts : 3 * h * (posInt(c.intermediate_size_mlp) ?? inter);
+      continue;
+    }
     const moeLayer = f.experts !== undefined && i >= firstDense;
-    total += moeLayer ? 3 * h * moeInter * f.experts! + 3 * h * shared + h * f.experts! : 3 * h * inter;
+    parts.ffn += moeLayer ? moeFfn : mats * h * inter;
   }
-  return total;
+  return parts;
+}
+
+const sumParts = (p: ParamParts) => p.embeddings + p.attention + p.ffn + p.mixers;
+
+/** Which parts a quantization leaves in the model dtype: embeddings always; attention and lm_head where its config lists them. */
+function unquantizedParts(qc: Json | undefined): { attention: boolean; lmHead: boolean } {
+  const list = [qc?.modules_to_not_convert, qc?.ignore, qc?.ignored_layers, qc?.modules_to_not_quantize].find(Array.isArray) as unknown[] | undefined;
+  const names = (list ?? []).filter((x): x is string => typeof x === 'string');
+  return { attention: names.some((n) => /attn|attention/.test(n)), lmHead: qc?.lm_head !== true };
 }
 
 /** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
-export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
+export function parseModelConfig(raw: unknown, index?: unknown, weights?: WeightSummary): ModelFacts {
   if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
   const c = textConfig(raw);
   // Nemotron-H may give its layers only as a pattern (transformers 5 derives num_hidden_layers from it)
   const patternLength = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern.length : Array.isArray(c.layers_block_type) ? c.layers_block_type.length : 0;
+  if (patternLength > LIMITS.num_hidden_layers!)
+    throw new ModelConfigError('hybrid_override_pattern', `hybrid_override_pattern: ${patternLength} layers is beyond any model (at most ${LIMITS.num_hidden_layers})`);
   const layers = c.num_hidden_layers === undefined && patternLength ? patternLength : need(c, 'num_hidden_layers', 'num_layers', 'n_layer');
   const heads = need(c, 'num_attention_heads', 'n_head');
   const kvHeads = posInt(c.num_key_value_heads) ?? heads;
@@ -161,11 +233,25 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
   const expertCount = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
   if (expertCount !== undefined && expertCount > 100_000) throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
   const experts = expertCount;
-  const weightBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
+  const indexBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
+  // exact from the shards' headers, else the index's total_size, else counted from the config
+  const weightBytes = weights?.bytes || indexBytes;
   const bytesPerParam = quantization ? (QUANT_BYTES[quantization] ?? dtypeBytes) : dtypeBytes;
-  const counted = countParameters(c, { layers, heads, kvHeads, headDim, kinds, mla, experts });
+  const parts = countParameters(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined });
+  const counted = parts ? sumParts(parts) : undefined;
   const parameters = counted ?? (weightBytes ? weightBytes / bytesPerParam : undefined);
   if (!parameters) throw new ModelConfigError('hidden_size', 'hidden_size or vocab_size missing, and no model.safetensors.index.json to size the weights');
+  // Priced from the config: a quantization leaves embeddings (and attention / lm_head where its config lists them) in the model dtype
+  const keep = unquantizedParts(qc);
+  const lmHead = parts && c.tie_word_embeddings !== true ? (posInt(c.vocab_size) ?? 0) * (posInt(c.hidden_size) ?? 0) : 0;
+  const configBytes = parts
+    ? quantization
+      ? (parts.embeddings - lmHead) * dtypeBytes +
+        lmHead * (keep.lmHead ? dtypeBytes : bytesPerParam) +
+        parts.attention * (keep.attention ? dtypeBytes : bytesPerParam) +
+        (parts.ffn + parts.mixers) * bytesPerParam
+      : sumParts(parts) * dtypeBytes
+    : undefined;
   const linearLayers = kinds.filter((k) => k === 'linear').length;
   const perLayerState = linearLayers ? linearStatePerLayer(c, dtypeBytes) : undefined;
   const slidingLayers = kinds.filter((k) => k === 'sliding').length;
@@ -191,7 +277,9 @@ export function parseModelConfig(raw: unknown, index?: unknown): ModelFacts {
     moe: experts ? { experts, expertsPerToken: posInt(c.num_experts_per_tok) } : undefined,
     dtype,
     quantization,
-    weightBytesPerParam: weightBytes ? weightBytes / parameters : bytesPerParam,
+    weightBytesPerParam: weightBytes ? weightBytes / parameters : configBytes && parameters ? configBytes / parameters : bytesPerParam,
+    weightsFrom: weights?.bytes ? 'shard headers' : indexBytes ? 'index total_size' : parts ? 'config' : 'index total_size',
+    weightDtypes: weights ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes])) : undefined,
     layout,
   };
 }

@@ -93,7 +93,7 @@ function gdn(c: Json): LayerCache {
 }
 
 /** Nemotron-H (nemotron_h.py): hybrid_override_pattern M (Mamba2), * (attention), - (MLP), E (MoE); or layers_block_type. */
-function nemotronH(c: Json): Layout | NotModelled {
+function nemotronH(c: Json, n: number): Layout | NotModelled {
   const pattern = c.hybrid_override_pattern;
   const blocks = c.layers_block_type;
   let kinds: string[];
@@ -106,6 +106,8 @@ function nemotronH(c: Json): Layout | NotModelled {
     // transformers 5 writes the Mamba layers as linear_attention and the attention layers as full_attention
     kinds = (blocks as string[]).map((b) => ({ linear_attention: 'mamba', full_attention: 'attention' })[b] ?? b);
   } else return { notModelled: 'hybrid_override_pattern', why: 'a Nemotron-H config without a readable hybrid_override_pattern or layers_block_type' };
+  // vLLM's NemotronHConfig asserts len(hybrid_override_pattern) == num_hidden_layers
+  if (kinds.length !== n) return { notModelled: field, why: `${kinds.length} entries for ${n} layers (vLLM refuses that)` };
   const layers: LayerCache[][] = [];
   for (const [i, k] of kinds.entries()) {
     if (k === 'mamba') layers.push([mamba2(c)]);
@@ -228,7 +230,7 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     const type = str(c.model_type) ?? '';
     if (c.is_encoder_decoder === true)
       return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
-    if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c);
+    if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);
     if (Array.isArray(c.hybrid_layer_pattern)) {
       if ((c.hybrid_layer_pattern as unknown[]).length !== n) return { notModelled: 'hybrid_layer_pattern', why: `${(c.hybrid_layer_pattern as unknown[]).length} entries for ${n} layers` };
       return mimoV2(c);

@@ -1,18 +1,25 @@
 // Finding a model's files on this host (a folder, or the Hugging Face cache for a hub id) and reading
 // them through the Host, offline and with one deadline for the whole read. Never downloads.
-import { join } from 'node:path';
+import { join, basename } from 'node:path';
 import { homedir } from 'node:os';
+import { open, stat } from 'node:fs/promises';
 import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
 import { FileRefused, READ_LIMITS } from '../util/read.js';
 import { parsePythonJson } from './json.js';
+import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, type SafetensorsHeader, type WeightSummary } from './safetensors.js';
 
-export type ModelReader = Pick<Host, 'readFile' | 'env'>;
+/** The host reads text with a bound (util/read.ts); a real host's shard headers are read here, bounded, from regular files only. */
+export type ModelReader = Pick<Host, 'readFile' | 'env'> & { kind?: Host['kind'] };
 
 // Real configs are a few KiB, an index lists every tensor (a few MiB for the largest models), a ref is a hash.
 const CONFIG_MAX = READ_LIMITS.config;
 const INDEX_MAX = READ_LIMITS.index;
 const REF_MAX = 4096;
+// Shards whose headers are read (a 1T-parameter checkpoint has about 200); past this the index's total_size stands alone.
+const MAX_SHARDS = 512;
+// A shard's header is a few hundred KiB at most in real checkpoints; the format allows 100 MB.
+const HEADER_MAX_BYTES = 32 * 1024 * 1024;
 
 /** A read that may be refused for what the file is (a FIFO, a device, too large): the reason, not a silent "absent". */
 async function readOr(host: ModelReader, file: string, max: number): Promise<{ text: string | null; refused?: string }> {
@@ -22,6 +29,55 @@ async function readOr(host: ModelReader, file: string, max: number): Promise<{ t
     if (e instanceof FileRefused) return { text: null, refused: e.message };
     throw e;
   }
+}
+
+/** The first bytes of a regular file, at most `length`. */
+async function readHead(path: string, length: number): Promise<Uint8Array | null> {
+  const st = await stat(path).catch(() => null);
+  if (!st?.isFile()) return null;
+  const fh = await open(path, 'r');
+  try {
+    const buf = new Uint8Array(Math.min(length, st.size));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** One shard's header from a local file: 8 bytes, then the header (bounded). */
+async function shardHeader(path: string): Promise<SafetensorsHeader | { error: string } | null> {
+  const first = await readHead(path, 8);
+  if (!first) return null;
+  try {
+    const n = safetensorsHeaderLength(first);
+    if (n > HEADER_MAX_BYTES) return { error: `${path}: a ${n}-byte header is past the ${HEADER_MAX_BYTES} read here` };
+    const head = await readHead(path, 8 + n);
+    return head ? parseSafetensorsHeader(head) : null;
+  } catch (e) {
+    return { error: `${path}: ${(e as Error).message}` };
+  }
+}
+
+/** The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes. */
+async function readWeights(host: ModelReader, dir: string, index: unknown): Promise<WeightSummary | undefined> {
+  if (host.kind !== 'real') return undefined;
+  const map = typeof index === 'object' && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
+  const files =
+    typeof map === 'object' && map !== null
+      ? [...new Set(Object.values(map as Record<string, unknown>).filter((f): f is string => typeof f === 'string'))]
+      : index === undefined
+        ? ['model.safetensors']
+        : [];
+  // a shard name is a file in this folder, never a path that walks out of it
+  if (!files.length || files.length > MAX_SHARDS || files.some((f) => basename(f) !== f || !f.endsWith('.safetensors'))) return undefined;
+  const headers: SafetensorsHeader[] = [];
+  for (const f of files) {
+    const h = await shardHeader(join(dir, f));
+    if (!h || 'error' in h) return undefined; // a shard not downloaded, or unreadable: the index's total_size stands
+    headers.push(h);
+  }
+  return summarizeWeights(headers);
 }
 
 export interface ModelRead {
@@ -98,8 +154,9 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
   }
+  const weights = await readWeights(host, dir, indexText !== null ? (index ?? null) : undefined);
   try {
-    out.facts = parseModelConfig(cfg, index);
+    out.facts = parseModelConfig(cfg, index, weights);
   } catch (e) {
     if (!(e instanceof ModelConfigError)) throw e;
     out.error = `${file}: ${e.message}`;

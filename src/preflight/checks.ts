@@ -4,6 +4,7 @@ import type { Facts } from './facts.js';
 import type { Gpu } from '../nvidia/smi.js';
 import { CATALOG, type CheckMeta } from './catalog.js';
 import { gpuNum } from '../nvidia/smi.js';
+import type { SnapshotState } from '../model/snapshot.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
@@ -32,6 +33,9 @@ export interface Ctx {
   reservePerGpu?: number;
   weightsBytes?: number;
   verify?: { ok: boolean; detail: string };
+  /** a Hub model's snapshot in the cache, file by file (run.ts reads it on a real host) */
+  snapshot?: SnapshotState;
+  snapshotVerified?: boolean;
   /** the container runtime's answers judged for the replicas' GPUs (run.ts; its module loads only then) */
   container?: ContainerCheck[];
 }
@@ -616,9 +620,27 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
         ? warn(
             `${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`,
             'weights present before a 3 a.m. restart',
-            `hf download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`,
+            `sparkctl pull ${ctx.profile.model.id}${ctx.profile.model.revision ? ` --revision ${ctx.profile.model.revision}` : ''} (serve refuses without it; vLLM would download it at start: slow, and impossible offline)`,
           )
         : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
+    }
+    const snap = m.kind === 'hub' ? ctx.snapshot : undefined;
+    if (snap?.snapshot) {
+      const pull = `sparkctl pull ${ctx.profile.model.id}${ctx.profile.model.revision ? ` --revision ${ctx.profile.model.revision}` : ''}`;
+      if (snap.missing.length)
+        return fail(
+          `${snap.snapshot} lacks ${snap.missing.length} file(s): ${snap.missing.slice(0, 6).join(', ')}${snap.missing.length > 6 ? ', ...' : ''}`,
+          'every file vLLM loads, linked to a whole blob',
+          `${pull} (it resumes and fetches only what is missing)`,
+        );
+      if (snap.corrupt.length)
+        return fail(
+          `${snap.corrupt.length} file(s) fail their checksum (the blob's name is its SHA-256 or git SHA-1): ${snap.corrupt.join(', ')}`,
+          'each blob matching its name',
+          `remove those blobs under ${snap.cache}/blobs, then ${pull}`,
+        );
+      const bytes = snap.files.reduce((a, f) => a + f.size, 0);
+      return pass(`${snap.files.length} file(s), ${formatGiB(bytes)}, commit ${snap.commit}${ctx.snapshotVerified ? ', every blob matching its SHA' : ''}, in ${snap.snapshot}`);
     }
     if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
     if (!weights.length) return fail(`config.json but no *.safetensors under ${m.where}`, 'weights', 'the download was interrupted: download it again');

@@ -1,4 +1,5 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
+import { dirname } from 'node:path';
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
@@ -76,7 +77,13 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     const use = containerGpuUse(opts.profile ?? {}, 'vllm');
     ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
   }
-  if (opts.verify && opts.profile && withProfile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
+  if (opts.profile?.model.id && facts.model?.kind === 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
+    // A Hub model: its snapshot file by file (and, with --verify, each blob against its name).
+    const { inspectSnapshot } = await import('../model/snapshot.js');
+    ctx.snapshot = await inspectSnapshot(dirname(facts.model.where), opts.profile.model.id, opts.profile.model.revision ?? 'main', { verify: opts.verify });
+    ctx.snapshotVerified = Boolean(opts.verify);
+  }
+  if (opts.verify && opts.profile && withProfile && facts.model && facts.model.kind !== 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
   }
   const noDriver = !driverPresent(facts);

@@ -57,6 +57,8 @@ export interface KvInputs {
   maxNumBatchedTokens: number;
   /** --enable-prefix-caching / --no-enable-prefix-caching, when given */
   prefixCaching?: boolean;
+  /** async scheduling (vLLM's default on GPUs; --no-async-scheduling, and the CPU platform, turn it off) */
+  asyncScheduling?: boolean;
   availableBytes: number;
   version: string;
 }
@@ -332,8 +334,9 @@ export function planKvCache(inp: KvInputs): KvPlan {
       'engine.enablePrefixCaching',
       `prefix caching on a hybrid model before vLLM 0.26 sets mamba_cache_mode "all" (block size aligned to the Mamba chunk size), which this planner does not model`,
     );
-  // max_concurrent_batches: 2 with async scheduling (the default) at PP 1, PP otherwise
-  const inFlight = rules.inFlightByBatches ? (inp.pp > 1 ? inp.pp : 2) * inp.maxNumBatchedTokens : inp.maxNumBatchedTokens;
+  // VllmConfig.max_concurrent_batches: 2 with async scheduling (the default on GPUs) at PP 1, else PP
+  const batches = inp.asyncScheduling === false || inp.pp > 1 ? inp.pp : 2;
+  const inFlight = rules.inFlightByBatches ? batches * inp.maxNumBatchedTokens : inp.maxNumBatchedTokens;
   const hyb = hybridBlockSize(inp, rules, inp.blockSize ?? 16, kvBytes);
   const bs = hyb.bs;
   if (hyb.note) notes.push(hyb.note);

@@ -156,6 +156,8 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
       maxModelLen,
       maxNumBatchedTokens: p.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(gpuMemoryBytes),
       prefixCaching: p.engine.enablePrefixCaching,
+      // the flag vLLM reads, where the profile passes it through
+      asyncScheduling: p.engine.extraArgs.includes('--no-async-scheduling') ? false : undefined,
       availableBytes: availableKv,
       version,
     });

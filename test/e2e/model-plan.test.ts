@@ -110,7 +110,7 @@ describe('any model, no profile', () => {
     expect(j.generated.profile.engine.maxModelLen).toBe(131072);
   });
 
-  it('a hub id from the Hugging Face cache, offline; a model not there says hf download', async () => {
+  it('a hub id from the Hugging Face cache, offline; a model not there says sparkctl pull', async () => {
     const r = await run(['serve', 'Org/Tiny', '--dry-run', '--vllm-bin', venvBin]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('vllm serve Org/Tiny');
@@ -118,7 +118,7 @@ describe('any model, no profile', () => {
     expect(r.stderr).toContain('vLLM 0.27.2 (installed');
     const miss = await run(['plan', 'Org/Missing']);
     expect(miss.exitCode).toBe(2);
-    expect(miss.stderr).toContain('hf download Org/Missing');
+    expect(miss.stderr).toContain('sparkctl pull Org/Missing');
   });
 
   it('8 GPUs: replicas fill them; profiles init writes a commented profile that validates', async () => {
@@ -168,5 +168,69 @@ describe('the installed vLLM decides the flags', () => {
     const t = await run(['plan', 'qwen3.5-9b', '--set', 'parallel.tensor=1', '--vllm-bin', venvBin]);
     expect(t.stdout).toContain('vLLM: vLLM 0.27.2 (installed');
     expect(t.stdout).toContain('the nearest table at or below it is 0.25.0');
+  });
+});
+
+describe("the plan in vLLM's numbers, per architecture, through the CLI", () => {
+  const planJson = async (model: string, extra: string[] = []) => {
+    const r = await run(['plan', model, '--gpus', '1', '--vllm-bin', venvBin, '--json', ...extra]);
+    return { r, j: r.stdout ? JSON.parse(r.stdout) : undefined };
+  };
+  it('Nemotron-H-4B (bare Infinity in its config): groups, the hybrid block size and the state a request, in the plan', async () => {
+    const { r, j } = await planJson(join(MODELS, 'nemotron-h-4b'), ['--set', 'engine.maxModelLen=8192']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    // 0.27.2 rules: float32 SSM state, block 912 (test/unit/kv-rules.test.ts works it), 1 attention + 6 Mamba groups
+    expect(j.plan).toMatchObject({ vllmRules: '0.27.2', blockSize: 912, layoutFrom: 'hybrid_override_pattern', notModelled: null });
+    expect(j.plan.kvGroups).toHaveLength(7);
+    expect(j.plan.stateBytesPerSeq).toBe(24 * 2 * 912 * 4096);
+    const text = await run(['plan', join(MODELS, 'nemotron-h-4b'), '--gpus', '1', '--vllm-bin', venvBin, '--set', 'engine.maxModelLen=8192']);
+    expect(text.stdout).toContain(
+      `vLLM will log: GPU KV cache size: ${j.plan.kvTokens.toLocaleString('en-US')} tokens, Maximum concurrency for 8,192 tokens per request: ${j.plan.maxConcurrency.toFixed(2)}x`,
+    );
+    expect(text.stdout).toContain('block size');
+    expect(text.stdout).toContain('state per request');
+  });
+  it('a layout it cannot read: "not modelled: FIELD", no KV figure, exit 2 with what to pass; with the KV size given, exit 0', async () => {
+    const m = join(dir, 'jamba');
+    mkdirSync(m, { recursive: true });
+    writeFileSync(
+      join(m, 'config.json'),
+      JSON.stringify({
+        architectures: ['JambaForCausalLM'],
+        model_type: 'jamba',
+        num_hidden_layers: 8,
+        num_attention_heads: 8,
+        num_key_value_heads: 2,
+        hidden_size: 512,
+        vocab_size: 1000,
+        max_position_embeddings: 4096,
+        attn_layer_period: 8,
+        attn_layer_offset: 4,
+        mamba_d_state: 16,
+      }),
+    );
+    const r = await run(['plan', m, '--gpus', '1', '--vllm-bin', venvBin]);
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stdout).toContain('not modelled: attn_layer_period');
+    expect(r.stdout).toContain('--set engine.kvCacheMemoryBytes=');
+    expect(r.stdout).not.toMatch(/GPU KV cache size\s+[\d,]+ tokens/);
+    const fixed = await run(['plan', m, '--gpus', '1', '--vllm-bin', venvBin, '--set', 'engine.kvCacheMemoryBytes=1073741824']);
+    expect(fixed.exitCode, fixed.stdout + fixed.stderr).toBe(0);
+  });
+  it.each([
+    ['NaN as the layer count', '{"num_hidden_layers": NaN, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": 64}', /num_hidden_layers: NaN/],
+    ['Infinity as the context', '{"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": Infinity}', /max_position_embeddings: Infinity/],
+    [
+      'an absurd pattern',
+      `{"model_type": "nemotron_h", "hybrid_override_pattern": "${'M'.repeat(20000)}", "num_attention_heads": 4, "hidden_size": 64, "vocab_size": 10, "max_position_embeddings": 64}`,
+      /hybrid_override_pattern: 20000 layers is beyond any model/,
+    ],
+  ])('%s is refused naming the field: exit 2, never 70', async (_w, text, msg) => {
+    const m = join(dir, `hostile-${_w.replace(/\W+/g, '-')}`);
+    mkdirSync(m, { recursive: true });
+    writeFileSync(join(m, 'config.json'), text);
+    const r = await run(['plan', m, '--gpus', '1', '--vllm-bin', venvBin]);
+    expect(r.exitCode, r.stdout + r.stderr).toBe(2);
+    expect(r.stdout + r.stderr).toMatch(msg);
   });
 });

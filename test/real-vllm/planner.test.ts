@@ -21,7 +21,17 @@ const MODELS = join(tmpdir(), `sparkctl-tiny-archs-v2-${process.getuid?.() ?? 0}
 const KV_BYTES = 4 * 1024 * 1024;
 
 // The same host and engine settings for plan and serve: one CPU "GPU", a fixed KV cache, the CPU backend's block of 128.
-const sets = ['engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=128', `engine.kvCacheMemoryBytes=${KV_BYTES}`, 'engine.enforceEager=true', 'engine.dtype=bfloat16', 'server.host=127.0.0.1'];
+// The CPU platform turns async scheduling off (platforms/cpu.py), so one batch is in flight: the plan
+// reads that from the flag, passed to vLLM too (where it changes nothing on this build).
+const sets = [
+  'engine.maxModelLen=2048',
+  'engine.maxNumBatchedTokens=128',
+  'engine.extraArgs=["--no-async-scheduling"]',
+  `engine.kvCacheMemoryBytes=${KV_BYTES}`,
+  'engine.enforceEager=true',
+  'engine.dtype=bfloat16',
+  'server.host=127.0.0.1',
+];
 const hostArgs = (blockSize: number) => ['--gpus', '1', '--vllm-bin', VLLM_BIN, ...[...sets, `engine.blockSize=${blockSize}`].flatMap((s) => ['--set', s])];
 
 // blockSize: the CPU backend's 128, except MLA, whose CPU kernel takes only 16 (platforms/cpu.py overrides any other)
@@ -88,26 +98,33 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
           ],
           12 * MIN,
         );
-        const log = readFileSync(join(t.state, 'logs', readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`))!), 'utf8');
-        expect(serve.exitCode, `${serve.stdout}\n${serve.stderr}\n${log.slice(-3000)}`).toBe(0);
-        // vLLM's own numbers for the same bytes (kv_cache_utils.py: one line since 2026)
-        const m = /GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/.exec(log);
-        expect(m, log.slice(-2000)).not.toBeNull();
-        expect(Number(m![1]!.replace(/,/g, ''))).toBe(j.plan.kvTokens);
-        expect(Number(m![2]!.replace(/,/g, ''))).toBe(j.plan.maxModelLen);
-        expect(m![3]).toBe(j.plan.maxConcurrency.toFixed(2));
-        // the block size vLLM settled on: its hybrid alignment line when it raised it, else the one given
-        const raised = /Setting attention block size to (\d+) tokens/.exec(log);
-        expect(raised ? Number(raised[1]) : (arch.blockSize ?? 128)).toBe(j.plan.blockSize);
-        console.info(`[real-vLLM planner] ${arch.name}: vLLM "${m![0]}"; plan ${j.plan.kvTokens} tokens, ${j.plan.maxConcurrency.toFixed(2)}x, block ${j.plan.blockSize}`);
-        // The flags vLLM took, and the served name without "/"
-        const nonDefault = /non-default args: (\{.*\})/.exec(log)?.[1] ?? '';
-        expect(nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
-        expect(nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
-        const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
-        expect(models.data.map((x) => x.id)).toEqual([arch.served]);
-        const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);
-        expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+        // one server at a time: whatever the assertions find, this one is stopped before the next starts
+        try {
+          const logName = existsSync(join(t.state, 'logs')) ? readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`)) : undefined;
+          const log = logName ? readFileSync(join(t.state, 'logs', logName), 'utf8') : '';
+          expect(serve.exitCode, `${serve.stdout}\n${serve.stderr}\n${log.slice(-3000)}`).toBe(0);
+          // vLLM's own numbers for the same bytes (kv_cache_utils.py: one line since 2026)
+          const m = /GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/.exec(log);
+          expect(m, log.slice(-2000)).not.toBeNull();
+          const raised = /Setting attention block size to (\d+) tokens/.exec(log);
+          console.info(
+            `[real-vLLM planner] ${arch.name}: vLLM "${m![0]}"${raised ? ` (block ${raised[1]})` : ''}; plan ${j.plan.kvTokens.toLocaleString('en-US')} tokens, ${j.plan.maxConcurrency.toFixed(2)}x, block ${j.plan.blockSize}`,
+          );
+          expect(Number(m![1]!.replace(/,/g, ''))).toBe(j.plan.kvTokens);
+          expect(Number(m![2]!.replace(/,/g, ''))).toBe(j.plan.maxModelLen);
+          expect(m![3]).toBe(j.plan.maxConcurrency.toFixed(2));
+          // the block size vLLM settled on: its hybrid alignment line when it raised it, else the one given
+          expect(raised ? Number(raised[1]) : (arch.blockSize ?? 128)).toBe(j.plan.blockSize);
+          // The flags vLLM took, and the served name without "/"
+          const nonDefault = /non-default args: (\{.*\})/.exec(log)?.[1] ?? '';
+          expect(nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
+          expect(nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
+          const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
+          expect(models.data.map((x) => x.id)).toEqual([arch.served]);
+        } finally {
+          const stop = await sparkctl(['stop', '--all', '--grace', '30'], 2 * MIN);
+          expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+        }
       },
       14 * MIN,
     );

@@ -20,7 +20,7 @@ const flags = (over: Partial<BenchOptions> = {}): BenchOptions => ({
   goodput: [],
   percentiles: '50,90,99',
   requestTimeout: 600_000,
-  scrapeInterval: '1000',
+  scrapeEvery: 1000,
   sweepBy: 'concurrency',
   slo: [],
   ...over,

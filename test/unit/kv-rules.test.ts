@@ -160,6 +160,21 @@ describe('hybrid_layer_pattern with its own sliding heads and v_head_dim (MiMo-V
   });
 });
 
+describe('gpt-oss-120b (sliding window 128 in every other layer)', () => {
+  it('18 full + 18 sliding: two groups; a sliding layer holds window - 1 + two batches in flight', () => {
+    const layout = layoutOf(fixture('gpt-oss-120b'));
+    const L = 131072;
+    const p = kv(layout, { maxModelLen: L, availableBytes: 40 * GIB });
+    expect(p.groups.map((g) => [g.kind, g.layers])).toEqual([
+      ['sliding', 18],
+      ['full', 18],
+    ]);
+    // 8 KV heads x (64 + 64) x 2 B = 2048 a token a layer; page 16 x 2048; num_blocks = 40 GiB // page // 18
+    expect(p.numBlocks).toBe(Math.floor((40 * GIB) / (16 * 2048) / 18));
+    expect(p.blocksPerRequest).toBe(cdiv(L, 16) + cdiv(Math.min(127 + 2 * 8192, L), 16) + 1);
+  });
+});
+
 describe('what is not modelled is said, never guessed', () => {
   it.each([
     [{ model_type: 'jamba', num_hidden_layers: 4, num_attention_heads: 4, attn_layer_period: 8 }, 'attn_layer_period'],

@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import { selectFiles, indexShards, type TreeFile } from '../../src/model/select.js';
 import { checkRepoPath, checkRepoId, checkRevision, blobName, hubCacheDir } from '../../src/model/cache.js';
-import { pullTarget } from '../../src/verbs/pull/run.js';
+import { pullTarget } from '../../src/verbs/pulling.js';
 
 const SHA1 = 'a'.repeat(40);
 const SHA256 = 'b'.repeat(64);

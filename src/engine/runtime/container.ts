@@ -145,7 +145,10 @@ export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
 export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
 
-export type ContainerProof = { state: 'alive' | 'exited'; id: string } | { state: 'gone' } | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable'; reason: string };
+export type ContainerProof =
+  | { state: 'alive' | 'exited'; id: string }
+  | { state: 'gone' }
+  | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable' | 'no-id'; reason: string };
 
 /**
  * Is the container the record names ours? Only by the id recorded at launch AND the marker label;
@@ -325,6 +328,10 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const mounts: Mount[] = [];
   const hf = hfCacheDir(p, env);
   if (existsSync(hf)) mounts.push(mountOf(hf, CONTAINER_HF_CACHE, true));
+  // HF_HUB_CACHE names the hub cache itself (huggingface_hub reads it before HF_HOME): mounted where
+  // the image's huggingface_hub looks, so the snapshot `sparkctl pull` checked is the one vLLM reads.
+  const hub = !s.hfCache && env.HF_HUB_CACHE ? resolve(env.HF_HUB_CACHE) : undefined;
+  if (hub && hub !== join(hf, 'hub') && existsSync(hub)) mounts.push(mountOf(hub, `${CONTAINER_HF_CACHE}/hub`, true));
   // A relative model.path means sparkctl's folder, as on the host; inside the container it would mean
   // the image's working folder, where it is not: mounted and passed by its absolute path instead.
   const modelPath = p.model.path ? resolve(x.cwd ?? process.cwd(), p.model.path) : undefined;

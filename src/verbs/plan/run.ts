@@ -49,7 +49,7 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
         ],
         [
           'weights per GPU',
-          `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${f.weightBytes && r.model.sources.parameters === 'config' ? ', from the safetensors index' : ''})`,
+          `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${r.model.sources.parameters === 'config' ? `, ${weightsSource(f)}` : ''})`,
         ],
         ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
         ['KV cache per GPU', g(plan.availableKvBytes)],
@@ -89,6 +89,15 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
   // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget stand)
   if (plan?.notModelled && r.profile.engine.kvCacheMemoryBytes !== undefined && !errors.length) return;
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
+}
+
+function weightsSource(f: NonNullable<Prepared['model']>['facts']): string {
+  if (f.weightsFrom === 'shard headers')
+    return `exact, from the safetensors headers: ${Object.entries(f.weightDtypes ?? {})
+      .map(([d, b]) => `${d} ${(b / GIB).toFixed(2)} GiB`)
+      .join(', ')}`;
+  if (f.weightsFrom === 'index total_size') return 'from the safetensors index total_size';
+  return `counted from config.json${f.quantization ? ` (${f.quantization}; embeddings and what the quantization leaves out kept in ${f.dtype ?? 'bf16'})` : ''}`;
 }
 
 /** The facts the plan used, each with its source where the profile gave it. */

@@ -61,7 +61,7 @@ Environment=NO_COLOR=1
 ${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
 ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
-ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
+ExecStartPost=${cmd('prewarm', p.name, '--deadline', `${p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds}s`)}
 TimeoutStartSec=${startBudget}
 # ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
 KillMode=mixed
