@@ -2,13 +2,10 @@
 // and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
 import { readSecrets, type ServeOptions } from '../engine/plan.js';
-import type { Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
-import { servedName, renderReplicas } from '../profiles/render.js';
-import { GIB } from '../profiles/planner.js';
-import type { HostShape } from '../profiles/validate.js';
+import { servedName } from '../profiles/render.js';
 import { Registry } from '../engine/registry.js';
 import {
   allNodes,
@@ -35,7 +32,6 @@ import {
   type ServeClusterOutcome,
   type PlannedCluster,
 } from '../engine/cluster/index.js';
-import { leaderWorkerSet, type PodImage } from '../k8s/manifests.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
@@ -325,17 +321,4 @@ export function renderClusterStatus(s: ClusterStatus): string {
     );
   if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));
   return lines.join('\n');
-}
-
-export function leaderWorkerSetFor(r: Resolved, opts: PodImage & { nodes: number; namespace: string }): string {
-  const p = r.profile;
-  const perNode = p.parallel.gpusPerNode ?? 8;
-  const need = p.parallel.tensor * p.parallel.pipeline;
-  if (opts.nodes * perNode < need)
-    throw new UsageError(`--node-count ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
-      `--node-count ${Math.ceil(need / perNode)}`,
-    ]);
-  const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
-  const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
-  return leaderWorkerSet(p, r.platform, { ...opts, perNode, argv: rep.argv });
 }

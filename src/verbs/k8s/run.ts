@@ -42,7 +42,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   const pod = { image, start: imageStart(image), notes: [...(v.note ? [v.note] : []), ...podLimits(p)] };
   const multi = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   if (multi || opts.nodeCount) {
-    const { leaderWorkerSetFor } = await import('../nodes.js');
+    const { leaderWorkerSetFor } = await import('../../k8s/lws.js');
     return say(leaderWorkerSetFor(r, { ...pod, nodes: opts.nodeCount ?? p.parallel.nodes, namespace: opts.namespace }));
   }
   requireValid(r);
