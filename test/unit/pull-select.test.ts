@@ -199,7 +199,13 @@ describe('preflight --nodes: one model revision on every node', () => {
     const check = NODES_CHECKS.find((c) => c.id === 'nodes.same-model')!;
     const A = 'a'.repeat(40);
     const B = 'b'.repeat(40);
-    const node = (name: string, status: 'pass' | 'fail' | 'skip', observed: string) => ({ node: name, address: name, reached: true, ifaceName: 'eth0', checks: [{ id: 'model.files', status, observed }] });
+    const node = (name: string, status: 'pass' | 'fail' | 'skip', observed: string) => ({
+      node: name,
+      address: name,
+      reached: true,
+      ifaceName: 'eth0',
+      checks: [{ id: 'model.files', status, observed }],
+    });
     const ctx = (reports: ReturnType<typeof node>[]) => ({ nf: {} as never, reports });
     expect(check.run(ctx([node('n0', 'pass', `3 file(s), commit ${A}, in /x`), node('n1', 'pass', `3 file(s), commit ${A}, in /x`)])).status).toBe('pass');
     const odd = check.run(ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n2', 'pass', `commit ${B}`)]));
