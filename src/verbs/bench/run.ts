@@ -59,7 +59,14 @@ export interface BenchOptions {
   slo: string[];
 }
 
-function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
+/**
+ * Sane ceilings for what a run builds before it sends anything: every prompt is made up front, so a
+ * length or a count past these is memory the process runs out of (V8 aborts at about 2 GB of
+ * string), or a warm-up that never ends. 2^20 tokens is past every served context length today.
+ */
+export const BENCH_LIMITS = { tokens: 1_048_576, requests: 100_000, warmup: 10_000 } as const;
+
+function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; max?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
   if (v === undefined) return undefined;
   if (o.inf && /^inf(inity)?$/i.test(v)) return Infinity;
   // The same plain decimals as every other verb's numbers (src/verbs/args.ts): not 1e3, 0x10 or " 8 ".
@@ -69,6 +76,7 @@ function num(v: string | undefined, flag: string, o: { int?: boolean; min?: numb
     throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`, [
       `plain decimal digits, e.g. ${flag} ${o.int ? Math.max(1, o.min ?? 1) : '0.5'}${o.inf ? ` or ${flag} inf` : ''}`,
     ]);
+  if (o.max !== undefined && n > o.max) throw new UsageError(`${flag}: ${v} is above ${o.max}, the most a run takes`, [`e.g. ${flag} ${Math.min(o.max, 1024)}`]);
   return n;
 }
 
@@ -100,7 +108,7 @@ export interface BenchPlan {
 export function benchPlan(opts: BenchOptions): BenchPlan {
   const endpoint = opts.endpoint === 'chat' ? 'chat' : opts.endpoint === 'completions' ? 'completions' : undefined;
   if (!endpoint) throw new UsageError(`--endpoint: "${opts.endpoint}" is not completions or chat`);
-  let requests = num(opts.requests, '--requests', { int: true, min: 1 });
+  let requests = num(opts.requests, '--requests', { int: true, min: 1, max: BENCH_LIMITS.requests });
   const durationS = opts.duration;
   if (durationS !== undefined && !(durationS > 0)) throw new UsageError('--duration must be above 0');
   if (requests === undefined && durationS === undefined && !opts.sweep) requests = 200;
@@ -108,15 +116,15 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const rate = num(opts.rate, '--rate', { gt0: true, inf: true })!;
   const burstiness = num(opts.burstiness, '--burstiness', { gt0: true, inf: true })!;
   const seed = num(opts.seed, '--seed', { int: true, min: 0 })!;
-  const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
+  const warmup = num(opts.warmup, '--warmup', { int: true, min: 0, max: BENCH_LIMITS.warmup })!;
   // With a rate, the warm-up runs on the run's schedule for at least a second by default: the
   // client's own code needs that long at high rates to send on time (see warmUp in the runner).
   const warmupS = opts.warmupDuration ?? (Number.isFinite(rate) && warmup > 0 ? 1 : 0);
-  const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
-  const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1 });
+  const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1, max: BENCH_LIMITS.tokens })!;
+  const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1, max: BENCH_LIMITS.tokens });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
   if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, ['e.g. --range-ratio 0.25']);
-  const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
+  const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0, max: BENCH_LIMITS.tokens })!;
   const scrapeMs = opts.scrapeEvery;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());
@@ -134,6 +142,7 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const sweepBy = opts.sweepBy === 'rate' ? 'rate' : opts.sweepBy === 'concurrency' ? 'concurrency' : undefined;
   if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
   const sweepMax = num(opts.sweepMax, '--sweep-max', { gt0: true }) ?? 256;
+  if (prefixLen + inputLen > BENCH_LIMITS.tokens) throw new UsageError(`--prefix-len ${prefixLen} + --input-len ${inputLen} is above ${BENCH_LIMITS.tokens} tokens, the most a prompt takes`);
   if (Object.keys(slo).length && !opts.sweep) throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
   return {
     endpoint,
@@ -197,7 +206,8 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const target = resolveTarget(name, opts);
   const quiet = Boolean(opts.json);
   const prog = progress({ quiet });
-  const model = await serverModel(target, name, opts);
+  const { model, maxModelLen } = await serverModel(target, name, opts);
+  if (!opts.dataset) checkFitsServer(plan, maxModelLen, model);
   const { dataset, exact, datasetName } = await prepareDataset(target, model, plan, opts, prog);
 
   // ---- Ctrl-C: first stops sending, second aborts what is in flight ----
@@ -311,8 +321,23 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   }
 }
 
+/**
+ * Random prompts the server could never take are refused before one is built (exit 2): prefix +
+ * input (+ output) past the max model len /v1/models states for the model (vLLM lists it).
+ */
+export function checkFitsServer(plan: Pick<BenchPlan, 'inputLen' | 'prefixLen' | 'outputLen' | 'rangeRatio'>, maxModelLen: number | undefined, model: string): void {
+  if (maxModelLen === undefined) return;
+  const longest = plan.prefixLen + Math.floor(plan.inputLen * (1 + plan.rangeRatio));
+  const total = longest + (plan.outputLen ?? 128);
+  if (total > maxModelLen)
+    throw new UsageError(
+      `a prompt of up to ${longest} tokens (--prefix-len + --input-len, with --range-ratio) and ${plan.outputLen ?? 128} out is ${total} tokens, above ${model}'s max model len ${maxModelLen} (its /v1/models)`,
+      [`lower --input-len (at most ${Math.max(1, Math.floor((maxModelLen - (plan.outputLen ?? 128) - plan.prefixLen) / (1 + plan.rangeRatio)))} here), --prefix-len or --output-len`],
+    );
+}
+
 /** The server is reachable, takes the key, and serves the model the run will ask for. */
-async function serverModel(target: Target, name: string | undefined, opts: BenchOptions): Promise<string> {
+async function serverModel(target: Target, name: string | undefined, opts: BenchOptions): Promise<{ model: string; maxModelLen?: number }> {
   const models = await http(`${target.url}/v1/models`, { timeoutMs: 10_000, apiKey: target.apiKey });
   if (!models.ok)
     throw new UnreachableError(`${target.url}: ${models.message}`, [name && !opts.url ? `is it running? sparkctl status; sparkctl serve ${name}` : 'check the URL and that the server is up']);
@@ -326,7 +351,10 @@ async function serverModel(target: Target, name: string | undefined, opts: Bench
   const model = target.servedName ?? ids[0];
   if (!model) throw new ProblemsFound(`${target.url}${listed && !listed.ok ? `: ${listed.problem}` : '/v1/models lists no model'}; name one with --model`);
   if (ids.length && !ids.includes(model)) throw new UsageError(`the server at ${target.url} does not serve "${model}"`, [`it serves: ${ids.join(', ')}`]);
-  return model;
+  // what the server states is hostile: only a whole number in range counts
+  const stated = listed?.ok ? (listed.models.find((m) => m.id === model) as { max_model_len?: unknown } | undefined)?.max_model_len : undefined;
+  const maxModelLen = typeof stated === 'number' && Number.isInteger(stated) && stated > 0 && stated <= 2 ** 31 ? stated : undefined;
+  return { model, maxModelLen };
 }
 
 /** The prompts: a file (--dataset) or random ones of exact length (through the server's /tokenize). */
