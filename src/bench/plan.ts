@@ -40,8 +40,15 @@ export interface BenchOptions {
   slo: string[];
 }
 
+/**
+ * Sane ceilings for what a run builds before it sends anything: every prompt is made up front, so a
+ * length or a count past these is memory the process runs out of (V8 aborts at about 2 GB of
+ * string), or a warm-up that never ends. 2^20 tokens is past every served context length today.
+ */
+export const BENCH_LIMITS = { tokens: 1_048_576, requests: 100_000, warmup: 10_000 } as const;
+
 /** A number flag as bench reads it: plain decimal (or inf where allowed), checked against its bounds; exit 2 naming the flag. */
-export function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
+export function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; max?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {
   if (v === undefined) return undefined;
   if (o.inf && /^inf(inity)?$/i.test(v)) return Infinity;
   // The same plain decimals as every other verb's numbers (src/verbs/args.ts): not 1e3, 0x10 or " 8 ".
@@ -51,6 +58,7 @@ export function num(v: string | undefined, flag: string, o: { int?: boolean; min
     throw new UsageError(`${flag}: "${v}" is not ${o.int ? 'a whole number' : 'a number'}${o.min !== undefined ? ` >= ${o.min}` : o.gt0 ? ' above 0' : ''}${o.inf ? ' (or inf)' : ''}`, [
       `plain decimal digits, e.g. ${flag} ${o.int ? Math.max(1, o.min ?? 1) : '0.5'}${o.inf ? ` or ${flag} inf` : ''}`,
     ]);
+  if (o.max !== undefined && n > o.max) throw new UsageError(`${flag}: ${v} is above ${o.max}, the most a run takes`, [`e.g. ${flag} ${Math.min(o.max, 1024)}`]);
   return n;
 }
 
@@ -82,7 +90,7 @@ export interface BenchPlan {
 export function benchPlan(opts: BenchOptions): BenchPlan {
   const endpoint = opts.endpoint === 'chat' ? 'chat' : opts.endpoint === 'completions' ? 'completions' : undefined;
   if (!endpoint) throw new UsageError(`--endpoint: "${opts.endpoint}" is not completions or chat`);
-  let requests = num(opts.requests, '--requests', { int: true, min: 1 });
+  let requests = num(opts.requests, '--requests', { int: true, min: 1, max: BENCH_LIMITS.requests });
   const durationS = opts.duration;
   if (durationS !== undefined && !(durationS > 0)) throw new UsageError('--duration must be above 0');
   if (requests === undefined && durationS === undefined && !opts.sweep) requests = 200;
@@ -90,15 +98,15 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const rate = num(opts.rate, '--rate', { gt0: true, inf: true })!;
   const burstiness = num(opts.burstiness, '--burstiness', { gt0: true, inf: true })!;
   const seed = num(opts.seed, '--seed', { int: true, min: 0 })!;
-  const warmup = num(opts.warmup, '--warmup', { int: true, min: 0 })!;
+  const warmup = num(opts.warmup, '--warmup', { int: true, min: 0, max: BENCH_LIMITS.warmup })!;
   // With a rate, the warm-up runs on the run's schedule for at least a second by default: the
   // client's own code needs that long at high rates to send on time (see warmUp in the runner).
   const warmupS = opts.warmupDuration ?? (Number.isFinite(rate) && warmup > 0 ? 1 : 0);
-  const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1 })!;
-  const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1 });
+  const inputLen = num(opts.inputLen, '--input-len', { int: true, min: 1, max: BENCH_LIMITS.tokens })!;
+  const outputLen = num(opts.outputLen, '--output-len', { int: true, min: 1, max: BENCH_LIMITS.tokens });
   const rangeRatio = num(opts.rangeRatio, '--range-ratio', { min: 0 })!;
   if (rangeRatio >= 1) throw new UsageError(`--range-ratio: "${opts.rangeRatio}" must be below 1 (lengths vary by at most this share)`, ['e.g. --range-ratio 0.25']);
-  const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0 })!;
+  const prefixLen = num(opts.prefixLen, '--prefix-len', { int: true, min: 0, max: BENCH_LIMITS.tokens })!;
   const scrapeMs = opts.scrapeEvery;
   const pcts = opts.percentiles.split(',').map((p) => {
     const n = Number(p.trim());
@@ -116,6 +124,7 @@ export function benchPlan(opts: BenchOptions): BenchPlan {
   const sweepBy = opts.sweepBy === 'rate' ? 'rate' : opts.sweepBy === 'concurrency' ? 'concurrency' : undefined;
   if (!sweepBy) throw new UsageError(`--sweep-by: "${opts.sweepBy}" is not concurrency or rate`);
   const sweepMax = num(opts.sweepMax, '--sweep-max', { gt0: true }) ?? 256;
+  if (prefixLen + inputLen > BENCH_LIMITS.tokens) throw new UsageError(`--prefix-len ${prefixLen} + --input-len ${inputLen} is above ${BENCH_LIMITS.tokens} tokens, the most a prompt takes`);
   if (Object.keys(slo).length && !opts.sweep) throw new UsageError('--slo goes with --sweep (the highest load meeting it); for one run use --goodput');
   return {
     endpoint,

@@ -61,7 +61,8 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   const target = resolveTarget(name, opts);
   const quiet = Boolean(opts.json);
   const prog = progress({ quiet });
-  const model = await serverModel(target, name, opts);
+  const { model, maxModelLen } = await serverModel(target, name, opts);
+  if (!opts.dataset) checkFitsServer(plan, maxModelLen, model);
   const { dataset, exact, datasetName } = await prepareDataset(target, model, plan, opts, prog);
 
   // ---- Ctrl-C: first stops sending, second aborts what is in flight ----
@@ -175,8 +176,23 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   }
 }
 
+/**
+ * Random prompts the server could never take are refused before one is built (exit 2): prefix +
+ * input (+ output) past the max model len /v1/models states for the model (vLLM lists it).
+ */
+export function checkFitsServer(plan: Pick<BenchPlan, 'inputLen' | 'prefixLen' | 'outputLen' | 'rangeRatio'>, maxModelLen: number | undefined, model: string): void {
+  if (maxModelLen === undefined) return;
+  const longest = plan.prefixLen + Math.floor(plan.inputLen * (1 + plan.rangeRatio));
+  const total = longest + (plan.outputLen ?? 128);
+  if (total > maxModelLen)
+    throw new UsageError(
+      `a prompt of up to ${longest} tokens (--prefix-len + --input-len, with --range-ratio) and ${plan.outputLen ?? 128} out is ${total} tokens, above ${model}'s max model len ${maxModelLen} (its /v1/models)`,
+      [`lower --input-len (at most ${Math.max(1, Math.floor((maxModelLen - (plan.outputLen ?? 128) - plan.prefixLen) / (1 + plan.rangeRatio)))} here), --prefix-len or --output-len`],
+    );
+}
+
 /** The server is reachable, takes the key, and serves the model the run will ask for. */
-async function serverModel(target: Target, name: string | undefined, opts: BenchOptions): Promise<string> {
+async function serverModel(target: Target, name: string | undefined, opts: BenchOptions): Promise<{ model: string; maxModelLen?: number }> {
   const models = await http(`${target.url}/v1/models`, { timeoutMs: 10_000, apiKey: target.apiKey });
   if (!models.ok)
     throw new UnreachableError(`${target.url}: ${models.message}`, [name && !opts.url ? `is it running? sparkctl status; sparkctl serve ${name}` : 'check the URL and that the server is up']);
@@ -190,7 +206,10 @@ async function serverModel(target: Target, name: string | undefined, opts: Bench
   const model = target.servedName ?? ids[0];
   if (!model) throw new ProblemsFound(`${target.url}${listed && !listed.ok ? `: ${listed.problem}` : '/v1/models lists no model'}; name one with --model`);
   if (ids.length && !ids.includes(model)) throw new UsageError(`the server at ${target.url} does not serve "${model}"`, [`it serves: ${ids.join(', ')}`]);
-  return model;
+  // what the server states is hostile: only a whole number in range counts
+  const stated = listed?.ok ? (listed.models.find((m) => m.id === model) as { max_model_len?: unknown } | undefined)?.max_model_len : undefined;
+  const maxModelLen = typeof stated === 'number' && Number.isInteger(stated) && stated > 0 && stated <= 2 ** 31 ? stated : undefined;
+  return { model, maxModelLen };
 }
 
 /** The prompts: a file (--dataset) or random ones of exact length (through the server's /tokenize). */
