@@ -79,19 +79,14 @@ function acrossGpus(gpus: Gpu[], rule: (g: Gpu) => { fails: string[]; warns: str
   return { fails: found.flatMap((f) => f.fails), warns: found.flatMap((f) => f.warns) };
 }
 
-// vLLM, PyTorch, their NCCL and cuDNN come with the image: the host's Python is not what runs
-const inContainer = (ctx: Ctx) => ctx.profile?.engine.runtime === 'container';
-const IN_CONTAINER = 'the profile runs vLLM in a container (engine.runtime: container): the image brings vLLM and its libraries (container.image)';
-
 /**
  * One of the container runtime's checks, judged from its answers (gathered once the platform is
- * known: the image depends on it). Skipped, saying why, for a profile that runs vLLM on the host.
+ * known: the image depends on it). A profile that runs vLLM on the host never gets here (catalog: runsOn).
  */
 function containerRun(id: ContainerCheckId): (ctx: Ctx) => CheckResult {
   return (ctx) => {
     const p = ctx.profile;
     if (!p) return skip('no profile given: the container checks are for a profile with engine.runtime: container');
-    if (p.engine.runtime !== 'container') return skip('the profile runs vLLM on the host (engine.runtime: host)');
     const f = ctx.facts.container;
     if (!f) return skip('the container runtime was not asked');
     if ('error' in f) return id === 'container.image' ? fail(`no image to run: ${f.error}`, 'an image of the target vLLM', f.fix) : skip(`no image to check against (container.image)`);
@@ -222,7 +217,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, 'one CUDA version everywhere');
   },
   'torch.build'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const f = ctx.facts;
     if (!f.python) return skip('python3 not found on PATH');
     if (!f.torch.version)
@@ -251,7 +245,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, r ? describeRule(r) : 'a CUDA build');
   },
   'nccl.version'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const f = ctx.facts;
     const n = f.nccl;
     const parts = [n.system ? `system ${n.system}${n.systemPath ? ` (${n.systemPath})` : ''}` : 'no system NCCL', n.torch ? `PyTorch's ${n.torch}` : 'no PyTorch NCCL'];
@@ -272,7 +265,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, r ? describeRule(r) : '');
   },
   'cudnn.version'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const c = ctx.facts.cudnn;
     const v = c.pip ?? c.system;
     const r = rule(ctx, 'cudnn');
@@ -286,7 +278,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
   },
   'vllm.installed'(ctx) {
     const f = ctx.facts;
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     // auto: the installed vLLM is the target, whatever it is
     const pinned = ctx.profile?.engine.vllmVersion;
     const target = pinned === 'auto' ? undefined : pinned;

@@ -71,8 +71,8 @@ export function nodeContainer(
     vllmArgs: isShell ? [] : command.vllmArgs,
     stopTimeoutS: p.server.shutdownTimeoutSeconds ?? 30,
     labels: { 'io.sparkctl.profile': p.name, 'io.sparkctl.rank': String(role.rank) },
-    // RDMA registers memory: the memlock limit lifted on a fabric node, whatever else the profile sets
-    ulimits: { ...(p.container?.ulimits ?? NVIDIA_ULIMITS), memlock: '-1' },
+    // RDMA registers memory: on a node with RDMA devices the memlock limit is lifted, whatever else the profile sets
+    ulimits: { ...(p.container?.ulimits ?? NVIDIA_ULIMITS), ...(rdma ? { memlock: '-1' } : {}) },
     start: isShell ? 'command' : imageStart(image),
   });
   // RDMA: the node's verbs devices, before the image (run_cluster.sh users add the same)

@@ -74,8 +74,11 @@ async function launchContainer(
   const line = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', argv.map(shellQuote).join(' ')].join('; ');
   const r = await ssh(plan.nf, n, line, { input: key ? `${key}\n` : undefined, timeoutMs: 120_000, signal });
   const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
-  if (r.exitCode !== 0 || !/^[a-f0-9]{12,64}$/.test(id))
+  if (r.exitCode !== 0 || !/^[a-f0-9]{12,64}$/.test(id)) {
+    // a run that fails after create leaves the container behind: removed by name, once its label proves it this launch's
+    await ssh(plan.nf, n, containerStopLine({ node: n.name, rank, pid: 0, marker, logFile: '', containerId: c.name, cli: [c.cli, ...c.cliArgs] }, 0), { timeoutMs: 30_000 });
     return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
+  }
   return { rank: { node: n.name, rank, pid: 0, marker, logFile: `${c.cli} logs ${id.slice(0, 12)}`, containerId: id, cli: [c.cli, ...c.cliArgs] } };
 }
 

@@ -80,6 +80,9 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
         case 'exited':
           note(`${e.replica} exited (${e.signal ?? `code ${e.code}`})`);
           break;
+        case 'colocated':
+          note(`${e.replica}: shares GPU ${e.gpu} with ${e.with.join(', ')}: ${e.summary}`);
+          break;
         case 'router': {
           const r = e.router;
           prog.done();
