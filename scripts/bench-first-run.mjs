@@ -33,9 +33,12 @@ function timed(label, cmd, argv, opts = {}) {
 
 /** Four free consecutive ports from 8000 (the README's), else from a free one. */
 async function basePort() {
-  const free = (p) => new Promise((res) => {
-    const srv = createServer().once('error', () => res(false)).listen(p, '0.0.0.0', () => srv.close(() => res(true)));
-  });
+  const free = (p) =>
+    new Promise((res) => {
+      const srv = createServer()
+        .once('error', () => res(false))
+        .listen(p, '0.0.0.0', () => srv.close(() => res(true)));
+    });
   for (const start of [8000, 18000, 28000, 38000]) {
     let ok = true;
     for (let i = 0; i < 5 && ok; i++) ok = await free(start + i);
@@ -46,7 +49,11 @@ async function basePort() {
 
 const rows = [];
 const row = (what, s, said) => rows.push({ what, wall: `${s.toFixed(1)} s`, said: said ?? '' });
-console.error(`load average before: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${(await import('node:os')).cpus().length} cores)`);
+console.error(
+  `load average before: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')} (${(await import('node:os')).cpus().length} cores)`,
+);
 execFileSync('git', ['clone', '-q', from, clone]);
 const cacheNote = `npm cache: ${execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim()}`;
 if (args.includes('--skip-ci')) {
@@ -66,6 +73,12 @@ for (const run of ['first: fresh state', 'steady: same state']) {
   timed('stop', 'npx', ['sparkctl', 'stop', 'qwen3.5-9b'], { env });
 }
 console.log(`| what | wall | serve said |\n|---|---|---|\n${rows.map((r) => `| ${r.what} | ${r.wall} | ${r.said} |`).join('\n')}`);
-console.log(`\n${cacheNote}; load average after: ${loadavg().map((l) => l.toFixed(1)).join(' ')}; node_modules: ${spawnSync('du', ['-sh', join(clone, 'node_modules')], { encoding: 'utf8' }).stdout.split('\t')[0]}; clone of ${from} at ${readFileSync(join(clone, '.git', 'HEAD'), 'utf8').trim()}`);
+console.log(
+  `\n${cacheNote}; load average after: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(
+      ' ',
+    )}; node_modules: ${spawnSync('du', ['-sh', join(clone, 'node_modules')], { encoding: 'utf8' }).stdout.split('\t')[0]}; clone of ${from} at ${readFileSync(join(clone, '.git', 'HEAD'), 'utf8').trim()}`,
+);
 if (!args.includes('--keep')) rmSync(work, { recursive: true, force: true });
 else console.log(`kept: ${clone}`);

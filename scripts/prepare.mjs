@@ -23,7 +23,10 @@ function files(p) {
 }
 
 const h = createHash('sha256');
-for (const f of INPUTS.flatMap(files).sort()) h.update(`${relative(root, f)}\0`).update(readFileSync(f)).update('\0');
+for (const f of INPUTS.flatMap(files).sort())
+  h.update(`${relative(root, f)}\0`)
+    .update(readFileSync(f))
+    .update('\0');
 h.update(process.version.split('.')[0]);
 const key = h.digest('hex');
 const built = existsSync(join(root, 'dist', 'bundle', 'cli.js')) && existsSync(KEY) && readFileSync(KEY, 'utf8').trim() === key;

@@ -28,6 +28,7 @@ import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
+import gateway from './verbs/gateway/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 
 const VERBS: VerbDef[] = [
@@ -42,6 +43,7 @@ const VERBS: VerbDef[] = [
   stop,
   restart,
   router,
+  gateway,
   sleep,
   wake,
   prewarm,

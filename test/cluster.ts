@@ -111,10 +111,16 @@ export function realRayUnavailable(): string | undefined {
 // store), sshd, and a reaper (PID 1 of the node's PID namespace adopts every orphan, as init does).
 // A checkout under /tmp (a fresh clone there) would vanish behind the node's own /tmp: it is bound
 // aside first and bound back at its own path inside the node's /tmp, so the nodes run the same sparkctl.
-const INIT = (nd: string) => `#!/bin/bash
+// (cgroups: a container runtime on the node needs the host's cgroup hierarchies, which the node's own
+// /sys, mounted by ip netns exec, does not show: the same v1 controllers mounted again there.)
+const CGROUPS = `mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || exit 1
+for c in cpu cpuacct cpuset memory devices freezer blkio pids; do mkdir -p /sys/fs/cgroup/$c; mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || true; done
+mkdir -p /sys/fs/cgroup/systemd; mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd || true
+`;
+const INIT = (nd: string, cgroups = false) => `#!/bin/bash
 mount -t tmpfs -o size=512m tmpfs /dev/shm || exit 1
 ${keepUnderTmp(nd, ROOT)}mount --bind ${nd}/tmp /tmp || exit 1
-${restoreUnderTmp(nd, ROOT)}/usr/sbin/sshd -D -e -f ${nd}/sshd_config 2>>${nd}/sshd.log &
+${cgroups ? CGROUPS : ''}${restoreUnderTmp(nd, ROOT)}/usr/sbin/sshd -D -e -f ${nd}/sshd_config 2>>${nd}/sshd.log &
 echo up > ${nd}/init.up
 trap 'exit 0' TERM
 while :; do wait; sleep 1; done
@@ -163,7 +169,11 @@ const cmdline = (pid: number) => {
   }
 };
 
-export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNode?: number; ray?: RayKind; masterPort?: number } = {}): Promise<Cluster> {
+export async function makeCluster(
+  mode: Mode,
+  marker: string,
+  opts: { mismatchNode?: number; ray?: RayKind; masterPort?: number; env?: Record<string, string>; cgroups?: boolean } = {},
+): Promise<Cluster> {
   const ray: RayKind = opts.ray ?? 'scripted';
   // Netns nodes mount their own /tmp: the cluster's files live outside it.
   const dir = mode === 'netns' ? mkdtempSync('/var/tmp/sparkctl-cluster-') : tempDir('sparkctl-cluster-');
@@ -213,6 +223,7 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
       // them at once pass Ray's fixed 30 s raylet start-up wait ("The current node timed out during startup").
       'RAY_enable_worker_prestart=0',
       'RAY_prestart_worker_first_driver=0',
+      ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ]);
   }
   const env: Record<string, string> = {};
@@ -259,7 +270,7 @@ export async function makeCluster(mode: Mode, marker: string, opts: { mismatchNo
           `SetEnv ${nodeEnv[i]!.join(' ')}`,
         ].join('\n') + '\n',
       );
-      writeFileSync(join(nd, 'init.sh'), INIT(nd), { mode: 0o755 });
+      writeFileSync(join(nd, 'init.sh'), INIT(nd, opts.cgroups), { mode: 0o755 });
       // The node: its network namespace, and its own PID and mount namespaces (--kill-child: when
       // unshare is killed, the node's init is, and with it every process of the node).
       const p = spawn('ip', ['netns', 'exec', ns, 'unshare', '--pid', '--mount', '--fork', '--kill-child=SIGKILL', '--mount-proc', '--propagation', 'private', join(nd, 'init.sh')], {

@@ -31,6 +31,7 @@ export const STOREYS = [
 /** Same-storey imports that are allowed, room -> rooms it may import on its own storey. */
 export const SIDEWAYS = {
   model: ['host'], // model facts are read through the Host (a file, a command)
+  gateway: ['router'], // the gateway drives HAProxy through the router's runtime-API client (router/api.ts), not a second one
   'verbs/restart': ['verbs/serve'], // restart without a router is stop, then serve's own handler with the settings it started with
 };
 

@@ -234,7 +234,8 @@ export const SIGNATURES: Signature[] = [
     example: 'huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find the requested files in the local cache.',
     re: /host=\\?'huggingface\.co\\?', port=443\): Max retries exceeded|OfflineModeIsEnabled|We couldn't connect to 'https:\/\/huggingface\.co'|LocalEntryNotFoundError|Failed to resolve \\?'huggingface\.co/,
     cause: () => 'the Hugging Face Hub cannot be reached (offline host, DNS or proxy) and the model is not in the local cache',
-    fix: () => 'download the model where there is network (hf download ...) and set model.path, or set HF_HUB_OFFLINE=1 with the model already in HF_HOME; check the proxy settings',
+    fix: () =>
+      'download the model where there is network (sparkctl pull ORG/NAME, or hf download) and set model.path, or set HF_HUB_OFFLINE=1 with the model already in the cache; check the proxy settings',
   },
   {
     id: 'model-not-found',

@@ -15,7 +15,9 @@ export type ServeEvent =
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
   | { type: 'probe'; replica: string; result: ProbeResult }
   | { type: 'exited'; replica: string; code: number | null; signal: string | null }
-  | { type: 'router'; router: RouterOutcome };
+  | { type: 'router'; router: RouterOutcome }
+  /** a replica placed on a GPU another server uses: the co-location rule's sum said they fit */
+  | { type: 'colocated'; replica: string; gpu: number; with: string[]; summary: string };
 
 export type EventSink = (e: ServeEvent) => void;
 

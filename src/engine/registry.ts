@@ -9,7 +9,7 @@ import { runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
-import { containersOfState, type ContainerRecord } from './runtime/ops.js';
+import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 
 export interface Instance {
@@ -124,6 +124,9 @@ export interface ClusterRank {
   startTime?: number;
   marker?: string;
   logFile: string;
+  /** engine.runtime container: the rank's container (pid is 0) and the CLI that runs it ([cli, ...cliArgs]) */
+  containerId?: string;
+  cli?: string[];
 }
 
 export class Registry {
@@ -149,8 +152,17 @@ export class Registry {
     }
   }
 
+  /** Drop an entry, and for a container its launch-ledger record: what it recorded is released. */
   remove(name: string) {
+    let marker: string | undefined;
+    try {
+      const v = JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown };
+      if (v.container && typeof v.marker === 'string') marker = v.marker;
+    } catch {
+      /* no entry (a recovered orphan): its name is not a file */
+    }
     rmSync(this.file(name), { force: true });
+    removeLedger(this.stateDir, marker);
   }
 
   /** Entries that could not be read, each renamed aside to *.corrupt (filled by list()). */
@@ -210,18 +222,18 @@ export class Registry {
   }
 
   /**
-   * Containers this state folder launched (its label) whose entry is gone (a kill -9 of sparkctl
-   * before it recorded them, a deleted entry): still ours by their marker label and id, so still
-   * stoppable. Looked for only with the CLIs this folder has used.
+   * Containers this state folder launched whose entry is gone (a kill -9 of sparkctl before it
+   * recorded them, a deleted entry): found from the launch ledger sparkctl wrote before `run`, and
+   * proven by the id it recorded (the cid file) and the marker it chose. Never from the labels a
+   * container carries: a copy of the image (docker/podman commit) carries them all.
    */
   private containerOrphans(known: Set<string>): Entry[] {
     const out: Entry[] = [];
-    for (const c of containersOfState(this.stateDir)) {
+    for (const c of ledgerRecords(this.stateDir)) {
       if (known.has(c.marker)) continue;
-      const instName = c.name.replace(/^sparkctl-/, '');
       const inst: Instance = {
         version: 1,
-        name: /^[A-Za-z0-9._-]{1,200}$/.test(instName) ? instName : `container-${c.id.slice(0, 12)}`,
+        name: /^[A-Za-z0-9._-]{1,200}$/.test(c.instance) ? c.instance : `container-${c.marker.slice(0, 8)}`,
         profile: c.profile,
         replica: 0,
         pid: 0,
@@ -233,15 +245,17 @@ export class Registry {
         url: '',
         servedName: '',
         gpus: [],
-        logFile: join(this.stateDir, 'logs', `${instName}.log`),
+        logFile: c.logFile,
         engine: 'vllm',
         argv: [],
-        startedAt: new Date(0).toISOString(),
+        startedAt: c.launchedAt,
         readyTimeoutSeconds: 0,
-        container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: c.id },
+        container: { cli: c.cli, cliArgs: c.cliArgs, name: c.name, image: '', id: readCidFile(c.cidFile), cidFile: c.cidFile },
       };
       const proof = runtimeOf(inst).prove(inst);
       if (proof.state === 'alive' || proof.state === 'degraded') out.push({ inst, alive: true, proof, recovered: true });
+      // the run never made a container: the record is spent
+      else if (proof.state === 'gone') removeLedger(this.stateDir, c.marker);
     }
     return out;
   }

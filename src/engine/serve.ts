@@ -27,6 +27,7 @@ import { targetFromInstance } from './target.js';
 import type { ReadyResult } from '../client/ready.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
+import { judgeColocation, serverNeed, largestShare, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 
 export interface ServePreflight {
@@ -96,15 +97,54 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
 };
 
 /** What a live registered instance already holds: the plan may not take it. */
-export function conflictsWith(plan: ServePlan, live: readonly Instance[]): string[] {
+/** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
+export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
+  const h = plan.host;
+  return { totalBytes: h.gpuMemoryBytes, freeBytes: h.gpuMemoryFreeBytes, unified: /GB10/i.test(h.gpuName ?? '') };
+}
+
+/** A running server's need on its GPU, from what its entry says (its share, or --kv-cache-memory-bytes in its argv). */
+function runningNeed(inst: Instance): ServerNeed {
+  const i = inst.argv.indexOf('--kv-cache-memory-bytes');
+  const kv = i >= 0 && /^\d+$/.test(inst.argv[i + 1] ?? '') ? Number(inst.argv[i + 1]) : undefined;
+  return { name: inst.name, share: inst.probe?.gpuMemoryUtilization ?? 0.9, kvCacheMemoryBytes: kv, weightsBytes: 0, reserveBytes: 0 };
+}
+
+export interface Colocated {
+  replica: string;
+  gpu: number;
+  with: string[];
+  summary: string;
+}
+
+/**
+ * What a plan collides with: a port, or a GPU whose memory the servers on it would need more of than
+ * it has. A GPU already in use is shared when the co-location rule says they fit (profiles/colocate.ts:
+ * every server's share or KV bytes added up, against the GPU, or a Spark's unified memory less what
+ * the OS needs); `placed` gets each such placement, said by serve.
+ */
+export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed: Colocated[] = []): string[] {
   const out: string[] = [];
-  const taken = [...plan.replicas.map((p) => ({ port: p.port, gpus: p.gpus })), ...(plan.router ? routerPorts(plan.router).map((port) => ({ port, gpus: [] as number[] })) : [])];
+  const taken = [
+    ...plan.replicas.map((p) => ({ name: p.name, port: p.port, gpus: p.gpus })),
+    ...(plan.router ? routerPorts(plan.router).map((port) => ({ name: '', port, gpus: [] as number[] })) : []),
+  ];
+  const gpu = gpuMemoryOf(plan);
   for (const p of taken) {
-    for (const inst of live) {
-      if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
-      // Simulated GPUs are held like real ones: the same refusal, testable without a GPU.
-      else if (inst.engine === plan.engine && inst.gpus.some((g) => p.gpus.includes(g)))
-        out.push(`GPU(s) ${inst.gpus.filter((g) => p.gpus.includes(g)).join(',')}: held by ${inst.name} (pid ${inst.pid})`);
+    for (const inst of live) if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
+    // Simulated GPUs are held like real ones: the same rule, testable without a GPU.
+    for (const g of p.gpus) {
+      const on = live.filter((inst) => inst.engine === plan.engine && inst.gpus.includes(g) && inst.port !== p.port);
+      // earlier replicas of this plan on the same GPU count too
+      const mine = taken.filter((q) => q !== p && q.gpus.includes(g) && taken.indexOf(q) < taken.indexOf(p));
+      if (!on.length && !mine.length) continue;
+      const running = [...on.map(runningNeed), ...mine.map((q) => serverNeed(q.name, plan.profile, gpu.totalBytes, plan.modelFacts))];
+      const v = judgeColocation(gpu, running, serverNeed(p.name, plan.profile, gpu.totalBytes, plan.modelFacts));
+      if (v.fits) placed.push({ replica: p.name, gpu: g, with: [...on.map((i) => i.name), ...mine.map((q) => q.name)], summary: v.summary });
+      else
+        out.push(
+          `GPU ${g}: held by ${on.map((i) => `${i.name} (pid ${i.pid})`).join(', ') || mine.map((q) => q.name).join(', ')}, and ${p.name} does not fit beside it: ${v.problems.join('; ')}; the largest share that fits: engine.gpuMemoryUtilization=${largestShare(gpu, running)}`,
+        );
     }
   }
   return [...new Set(out)];
@@ -139,14 +179,21 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   try {
     // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
     for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
+    const placed: Colocated[] = [];
     const conflicts = conflictsWith(
       plan,
       registry
         .list()
         .filter((x) => x.alive)
         .map((x) => x.inst),
+      placed,
     );
-    if (conflicts.length) throw new UsageError(`${plan.profile.name} would collide with running servers`, [...conflicts, `sparkctl stop <name> first, or --set server.port=N / parallel.firstGpu=N`]);
+    if (conflicts.length)
+      throw new UsageError(`${plan.profile.name} would collide with running servers`, [
+        ...conflicts,
+        `sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`,
+      ]);
+    for (const c of placed) emit({ type: 'colocated', ...c });
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
       const l = rt.launch(replicaRun(plan, p), run.secrets, (x) => {

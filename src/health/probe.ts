@@ -270,7 +270,12 @@ export const authCheck: ProbeCheck = {
       if (open.ok && open.status === 401) add('auth', 'pass', '/v1 refuses requests without the key', open.ms);
       else add('auth', 'fail', `/v1/models answered ${open.ok ? `HTTP ${open.status}` : open.message} without the key: the server is open`, open.ms);
     } else if (open.ok && open.status === 200) {
-      add('auth', 'warn', 'no API key configured: anyone who reaches the port can use the server', open.ms);
+      add(
+        'auth',
+        'warn',
+        'no API key configured: anyone who reaches the port can use the server (fix: put the key in a variable and name it in the profile, server.apiKeyEnv: VLLM_API_KEY, or --set server.apiKeyEnv=VLLM_API_KEY)',
+        open.ms,
+      );
     } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);
     return undefined;
   },

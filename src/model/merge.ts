@@ -95,7 +95,7 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
         path: 'model',
         severity: 'error',
         message: `the model's facts are unknown: ${why}, and the profile does not give ${missing.join(', ')}`,
-        fix: `download it first (hf download ${where}), set model.path to the folder with its config.json, or write ${missing.join(', ')} into the profile`,
+        fix: `download it first (sparkctl pull ${where} --config-only is enough to plan), set model.path to the folder with its config.json, or write ${missing.join(', ')} into the profile`,
       });
       return { problems };
     }

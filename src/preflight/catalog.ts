@@ -17,6 +17,8 @@ export interface CheckMeta {
   blocking?: boolean;
   /** not in the default set (why): runs only when --only names it; its probes are slow or rarely matter */
   onRequest?: string;
+  /** it reads what only one runtime uses (the host's Python stack; the container CLI): skipped, saying why, for a profile that runs on the other */
+  runsOn?: 'host' | 'container';
 }
 
 /** Every check, in report order; checks.ts gives each its run. */
@@ -25,10 +27,10 @@ export const CATALOG: readonly CheckMeta[] = [
   { id: 'driver.cuda-support', area: 'driver', title: 'driver supports the CUDA of the toolkit and of PyTorch', probes: ['smi.q', 'nvcc', 'python'], needsGpu: true },
   { id: 'cuda.toolkit', area: 'cuda', title: 'CUDA toolkit', probes: ['nvcc', 'cuda.link', 'cuda.json', 'python'] },
   { id: 'cuda.path-hygiene', area: 'cuda', title: 'one CUDA on PATH and LD_LIBRARY_PATH', probes: ['which.nvcc', 'cuda.link', 'ld.so.conf.d', 'nvcc'] },
-  { id: 'torch.build', area: 'python', title: 'PyTorch version and CUDA build', probes: ['python', 'nvcc'] },
-  { id: 'nccl.version', area: 'nccl', title: 'NCCL that vLLM loads', probes: ['ldconfig', 'nccl.h', 'python'] },
-  { id: 'cudnn.version', area: 'cuda', title: 'cuDNN', probes: ['cudnn.h', 'ldconfig', 'python'] },
-  { id: 'vllm.installed', area: 'python', title: 'vLLM', probes: ['python', 'which.vllm'] },
+  { id: 'torch.build', area: 'python', title: 'PyTorch version and CUDA build', probes: ['python', 'nvcc'], runsOn: 'host' },
+  { id: 'nccl.version', area: 'nccl', title: 'NCCL that vLLM loads', probes: ['ldconfig', 'nccl.h', 'python'], runsOn: 'host' },
+  { id: 'cudnn.version', area: 'cuda', title: 'cuDNN', probes: ['cudnn.h', 'ldconfig', 'python'], runsOn: 'host' },
+  { id: 'vllm.installed', area: 'python', title: 'vLLM', probes: ['python', 'which.vllm'], runsOn: 'host' },
   { id: 'firmware.gpu', area: 'firmware', title: 'GPU firmware (VBIOS, InfoROM, GSP) consistent', probes: ['smi.query', 'smi.q'], needsGpu: true },
   { id: 'firmware.bmc', area: 'firmware', title: 'BMC firmware', probes: ['ipmitool'] },
   { id: 'gpu.count', area: 'gpu', title: 'GPU count', probes: ['smi.query'], needsGpu: true, blocking: true },
@@ -61,12 +63,12 @@ export const CATALOG: readonly CheckMeta[] = [
     onRequest: "systeminformation's interface reading runs a shell per interface (can take seconds); it matters for multi-node profiles",
   },
   { id: 'model.files', area: 'model', title: 'model config and weights present', probes: ['model'] },
-  { id: 'container.cli', area: 'container', title: 'Container CLI (podman or docker) answers', probes: ['container'] },
-  { id: 'container.oci-runtime', area: 'container', title: 'OCI runtime (runc or crun)', probes: ['container'] },
-  { id: 'container.image', area: 'container', title: 'The image is present locally', probes: ['container'] },
-  { id: 'container.toolkit', area: 'container', title: 'NVIDIA Container Toolkit (nvidia-ctk)', probes: ['container'] },
-  { id: 'container.cdi', area: 'container', title: "CDI devices for the replicas' GPUs (podman)", probes: ['container'] },
-  { id: 'container.toolkit.docker', area: 'container', title: "docker's nvidia runtime", probes: ['container'] },
+  { id: 'container.cli', area: 'container', title: 'Container CLI (podman or docker) answers', probes: ['container'], runsOn: 'container' },
+  { id: 'container.oci-runtime', area: 'container', title: 'OCI runtime (runc or crun)', probes: ['container'], runsOn: 'container' },
+  { id: 'container.image', area: 'container', title: 'The image is present locally', probes: ['container'], runsOn: 'container' },
+  { id: 'container.toolkit', area: 'container', title: 'NVIDIA Container Toolkit (nvidia-ctk)', probes: ['container'], runsOn: 'container' },
+  { id: 'container.cdi', area: 'container', title: "CDI devices for the replicas' GPUs (podman)", probes: ['container'], runsOn: 'container' },
+  { id: 'container.toolkit.docker', area: 'container', title: "docker's nvidia runtime", probes: ['container'], runsOn: 'container' },
 ];
 
 /**

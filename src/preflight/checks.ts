@@ -4,6 +4,7 @@ import type { Facts } from './facts.js';
 import type { Gpu } from '../nvidia/smi.js';
 import { CATALOG, type CheckMeta } from './catalog.js';
 import { gpuNum } from '../nvidia/smi.js';
+import type { SnapshotState } from '../model/snapshot.js';
 import type { Platform, Profile } from '../profiles/schema.js';
 import { satisfies, describeRule, compareVersions, minDriverFor, parseVersion, type VersionRule } from '../profiles/versions.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
@@ -13,6 +14,7 @@ import type { ContainerCheck, ContainerCheckId } from '../engine/runtime/preflig
 
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
+import { commandLine } from '../output/format.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
 export interface CheckResult {
@@ -32,6 +34,9 @@ export interface Ctx {
   reservePerGpu?: number;
   weightsBytes?: number;
   verify?: { ok: boolean; detail: string };
+  /** a Hub model's snapshot in the cache, file by file (run.ts reads it on a real host) */
+  snapshot?: SnapshotState;
+  snapshotVerified?: boolean;
   /** the container runtime's answers judged for the replicas' GPUs (run.ts; its module loads only then) */
   container?: ContainerCheck[];
 }
@@ -74,19 +79,14 @@ function acrossGpus(gpus: Gpu[], rule: (g: Gpu) => { fails: string[]; warns: str
   return { fails: found.flatMap((f) => f.fails), warns: found.flatMap((f) => f.warns) };
 }
 
-// vLLM, PyTorch, their NCCL and cuDNN come with the image: the host's Python is not what runs
-const inContainer = (ctx: Ctx) => ctx.profile?.engine.runtime === 'container';
-const IN_CONTAINER = 'the profile runs vLLM in a container (engine.runtime: container): the image brings vLLM and its libraries (container.image)';
-
 /**
  * One of the container runtime's checks, judged from its answers (gathered once the platform is
- * known: the image depends on it). Skipped, saying why, for a profile that runs vLLM on the host.
+ * known: the image depends on it). A profile that runs vLLM on the host never gets here (catalog: runsOn).
  */
 function containerRun(id: ContainerCheckId): (ctx: Ctx) => CheckResult {
   return (ctx) => {
     const p = ctx.profile;
     if (!p) return skip('no profile given: the container checks are for a profile with engine.runtime: container');
-    if (p.engine.runtime !== 'container') return skip('the profile runs vLLM on the host (engine.runtime: host)');
     const f = ctx.facts.container;
     if (!f) return skip('the container runtime was not asked');
     if ('error' in f) return id === 'container.image' ? fail(`no image to run: ${f.error}`, 'an image of the target vLLM', f.fix) : skip(`no image to check against (container.image)`);
@@ -217,7 +217,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, 'one CUDA version everywhere');
   },
   'torch.build'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const f = ctx.facts;
     if (!f.python) return skip('python3 not found on PATH');
     if (!f.torch.version)
@@ -246,7 +245,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, r ? describeRule(r) : 'a CUDA build');
   },
   'nccl.version'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const f = ctx.facts;
     const n = f.nccl;
     const parts = [n.system ? `system ${n.system}${n.systemPath ? ` (${n.systemPath})` : ''}` : 'no system NCCL', n.torch ? `PyTorch's ${n.torch}` : 'no PyTorch NCCL'];
@@ -267,7 +265,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     return pass(observed, r ? describeRule(r) : '');
   },
   'cudnn.version'(ctx) {
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     const c = ctx.facts.cudnn;
     const v = c.pip ?? c.system;
     const r = rule(ctx, 'cudnn');
@@ -281,7 +278,6 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
   },
   'vllm.installed'(ctx) {
     const f = ctx.facts;
-    if (inContainer(ctx)) return skip(IN_CONTAINER);
     // auto: the installed vLLM is the target, whatever it is
     const pinned = ctx.profile?.engine.vllmVersion;
     const target = pinned === 'auto' ? undefined : pinned;
@@ -289,7 +285,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
       return fail(
         'vllm is not installed (no vllm dist-info, no vllm on PATH)',
         target ? `vLLM ${target} (the profile's target)` : 'vLLM',
-        `pip install vllm${target ? `==${target}` : ''}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
+        `${commandLine('pip', 'install', target ? `vllm==${target}` : 'vllm')}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
       );
     const table = f.vllm.version ? tableAtOrBelow(f.vllm.version) : undefined;
     const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}${f.vllm.version ? `; flags table ${table ?? `none at or below (oldest ${FACT_VERSIONS[0]})`}` : ''}`;
@@ -625,9 +621,27 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
         ? warn(
             `${ctx.profile.model.id} is not in the Hugging Face cache (${m.where})`,
             'weights present before a 3 a.m. restart',
-            `hf download ${ctx.profile.model.id} (vLLM would download it at start: slow, and impossible offline)`,
+            `sparkctl pull ${ctx.profile.model.id}${ctx.profile.model.revision ? ` --revision ${ctx.profile.model.revision}` : ''} (serve refuses without it; vLLM would download it at start: slow, and impossible offline)`,
           )
         : fail(`${m.where}: ${m.why}`, 'config.json and weights in model.path', `copy the model to ${m.where} on this host`);
+    }
+    const snap = m.kind === 'hub' ? ctx.snapshot : undefined;
+    if (snap?.snapshot) {
+      const pull = `sparkctl pull ${ctx.profile.model.id}${ctx.profile.model.revision ? ` --revision ${ctx.profile.model.revision}` : ''}`;
+      if (snap.missing.length)
+        return fail(
+          `${snap.snapshot} lacks ${snap.missing.length} file(s): ${snap.missing.slice(0, 6).join(', ')}${snap.missing.length > 6 ? ', ...' : ''}`,
+          'every file vLLM loads, linked to a whole blob',
+          `${pull} (it resumes and fetches only what is missing)`,
+        );
+      if (snap.corrupt.length)
+        return fail(
+          `${snap.corrupt.length} file(s) fail their checksum (the blob's name is its SHA-256 or git SHA-1): ${snap.corrupt.join(', ')}`,
+          'each blob matching its name',
+          `remove those blobs under ${snap.cache}/blobs, then ${pull}`,
+        );
+      const bytes = snap.files.reduce((a, f) => a + f.size, 0);
+      return pass(`${snap.files.length} file(s), ${formatGiB(bytes)}, commit ${snap.commit}${ctx.snapshotVerified ? ', every blob matching its SHA' : ''}, in ${snap.snapshot}`);
     }
     if (!m.configFound) return fail(`no config.json under ${m.where}`, 'config.json', 'the folder is incomplete: download it again');
     if (!weights.length) return fail(`config.json but no *.safetensors under ${m.where}`, 'weights', 'the download was interrupted: download it again');

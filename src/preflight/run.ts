@@ -1,4 +1,5 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
+import { dirname } from 'node:path';
 import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
@@ -63,7 +64,9 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     pending,
   ]);
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
-  if (opts.profile?.engine.runtime === 'container' && selected.some((c) => c.probes.includes('container'))) {
+  // the profile's runtime: the checks of the other one are skipped, its own facts gathered (a container CLI's answers)
+  const rt = opts.profile ? (await import('../engine/runtime/traits.js')).traitsOfProfile(opts.profile) : undefined;
+  if (rt && opts.profile && selected.some((c) => c.probes.includes('container') && c.runsOn === rt.runtime)) {
     const { gatherContainerFacts } = await import('./facts.js');
     facts.container = await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected);
   }
@@ -74,20 +77,26 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     const use = containerGpuUse(opts.profile ?? {}, 'vllm');
     ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
   }
-  if (opts.verify && opts.profile && withProfile && facts.model && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
+  if (opts.profile?.model.id && facts.model?.kind === 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
+    // A Hub model: its snapshot file by file (and, with --verify, each blob against its name).
+    const { inspectSnapshot } = await import('../model/snapshot.js');
+    ctx.snapshot = await inspectSnapshot(dirname(facts.model.where), opts.profile.model.id, opts.profile.model.revision ?? 'main', { verify: opts.verify });
+    ctx.snapshotVerified = Boolean(opts.verify);
+  }
+  if (opts.verify && opts.profile && withProfile && facts.model && facts.model.kind !== 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
   }
   const noDriver = !driverPresent(facts);
-  // a CPU build of vLLM in a container (container.gpus none) uses neither the host's driver nor its GPUs
-  const cpuContainer = opts.profile?.engine.runtime === 'container' && opts.profile.container?.gpus === 'none';
+  // what the profile's runtime does not use of this host: its GPUs (a CPU build in a container)
+  const noHostGpu = opts.profile ? rt?.noHostGpu(opts.profile) : undefined;
   const byId = new Map(CHECKS.map((c) => [c.id, c]));
   const checks: CheckOutcome[] = selected.map((m) => {
     const c = byId.get(m.id) as Check;
     let r: CheckResult;
-    if (cpuContainer && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area)))
-      r = { status: 'skip', observed: 'container.gpus is none: the container gets no GPU device, so the host needs no NVIDIA driver or GPU', expected: '' };
+    if (noHostGpu && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area))) r = { status: 'skip', observed: noHostGpu, expected: '' };
     else if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
     else if (c.probes.every((p) => facts.notCollected.has(p))) r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
+    else if (rt && c.runsOn && c.runsOn !== rt.runtime) r = { status: 'skip', observed: rt.why, expected: '' };
     else {
       try {
         r = c.run(ctx);

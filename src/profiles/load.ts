@@ -186,12 +186,35 @@ export function loadProfileFile(file: string, sets: string[] = []): LoadedProfil
   return { profile: parseProfile(readYaml(file), file, sets), file };
 }
 
+/** Names a typo away from `name`: the same but for case, or at most 2 edits (a third of the name at most). */
+export function closeNames(name: string, names: readonly string[]): string[] {
+  const lower = name.toLowerCase();
+  const same = names.filter((n) => n.toLowerCase() === lower);
+  if (same.length) return same;
+  const limit = Math.min(2, Math.floor(name.length / 3));
+  return names.filter((n) => editDistance(lower, n.toLowerCase()) <= limit);
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
 export function loadProfile(nameOrFile: string, opts: { profilesDir?: string; sets?: string[] } = {}): LoadedProfile {
   if (/\.ya?ml$/.test(nameOrFile) && existsSync(nameOrFile)) return loadProfileFile(nameOrFile, opts.sets);
   const found = listProfiles(opts.profilesDir).find((p) => p.name === nameOrFile);
   if (!found) {
     const names = listProfiles(opts.profilesDir).map((p) => p.name);
-    throw new UsageError(`unknown profile "${nameOrFile}"`, [`known profiles: ${names.join(', ')}`, 'add your own folder with --profiles DIR or SPARKCTL_PROFILES']);
+    const near = closeNames(nameOrFile, names);
+    throw new UsageError(`unknown profile "${nameOrFile}"${near.length ? `: did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : ''}`, [
+      `known profiles: ${names.join(', ')}`,
+      'add your own folder with --profiles DIR or SPARKCTL_PROFILES',
+    ]);
   }
   return loadProfileFile(found.file, opts.sets);
 }

@@ -360,7 +360,7 @@ async function simServeInner(argv: string[]): Promise<void> {
   );
   // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
   world?.onLost((rank) => {
-    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly, shutting down executor.`);
+    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly (exit code: None), shutting down executor.`);
     engine.dead = true;
   });
   info(...startingLine(version, host, port));

@@ -3,7 +3,7 @@
 import { SparkError, ExitCode, UsageError } from '../errors.js';
 import { parseServerUrl } from '../util/url.js';
 import { parseDuration } from '../util/duration.js';
-import type { OptionTuple } from './define.js';
+import { deprecatedAlias, type OptionTuple } from './define.js';
 
 export const collect = (v: string, prev: string[] = []) => [...prev, v];
 
@@ -76,10 +76,23 @@ export const urlsArg =
   (flag: string) =>
   (v: string, prev: string[] = []) => [...prev, parseServerUrl(v, flag)];
 
+/** HOST:PORT (--node-exporter, --router-stats), port 1..65535. */
+const HOST_PORT = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
+export function hostPort(flag: string, v: string): string {
+  const m = HOST_PORT.exec(v);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new UsageError(`${flag}: "${v}" is not HOST:PORT`, [`write it like ${flag === '--router' || flag === '--router-stats' ? 'localhost:8404' : 'localhost:9100'}`]);
+  return v;
+}
+
+export const hostPortArg = (flag: string) => (v: string) => hostPort(flag, v);
+
 /** The flags of one meaning shared by several verbs (only the help text may differ). */
 export const GPU_HOUR_PRICE = (help: string): OptionTuple => ['--gpu-hour-price <usd>', help, usdArg('--gpu-hour-price')];
 export const GPU_MONTH_PRICE: OptionTuple = ['--gpu-month-price <usd>', 'a monthly price per GPU, converted at 730 h per month', usdArg('--gpu-month-price', '1200')];
-export const GPUS_HELD = (help: string): OptionTuple => ['--gpus <n>', help, countArg('--gpus')];
+/** GPUs the server holds (cost, report); --gpus everywhere else is the host's GPU count. */
+export const GPUS_HELD = (help: string): OptionTuple => ['--gpus-held <n>', help, countArg('--gpus-held')];
+export const GPUS_HELD_OLD = () => deprecatedAlias('--gpus <n>', '--gpus-held', countArg('--gpus'));
 export const UTILIZATION = (help: string): OptionTuple => ['--utilization <share>', help, shareArg('--utilization')];
 
 /** --set, --profiles and --gpus: every verb that reads a profile takes them. */

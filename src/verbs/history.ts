@@ -15,7 +15,7 @@ export interface CostCli {
   gpuHourPrice?: string;
   gpuMonthPrice?: string;
   comparePrice?: string;
-  gpus?: string;
+  gpusHeld?: string;
   utilization?: string;
   genWeight?: string;
   json?: boolean;
@@ -84,8 +84,8 @@ export function costFor(name: string, opts: CostCli, now = Date.now()): { result
   const dir = stateDir();
   const { from, to, since } = window(opts, '24h', now);
   const compare = positive('--compare-price', opts.comparePrice) ?? REFERENCE_PER_1K;
-  const gpus = positive('--gpus', opts.gpus);
-  if (gpus !== undefined && !Number.isInteger(gpus)) throw new UsageError(`--gpus: "${opts.gpus}" is not a whole number`);
+  const gpus = positive('--gpus-held', opts.gpusHeld);
+  if (gpus !== undefined && !Number.isInteger(gpus)) throw new UsageError(`--gpus-held: "${opts.gpusHeld}" is not a whole number`);
   const utilization = positive('--utilization', opts.utilization, 1);
   const genWeight = positive('--gen-weight', opts.genWeight);
   const all = readHistory(dir, matches(name), { from, to });
@@ -95,6 +95,6 @@ export function costFor(name: string, opts: CostCli, now = Date.now()): { result
   const byTarget = new Map<string, Sample[]>();
   for (const s of inWindow) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);
   const parts = [...byTarget.values()].map((samples) => computeCost({ samples, pricePerGpuHour: price.perHour, gpus, utilization, genWeight }));
-  if (parts.some((p) => p.gpus === undefined)) throw new UsageError(`how many GPUs does ${name} hold? The history does not say (a --url target)`, ['pass --gpus N']);
+  if (parts.some((p) => p.gpus === undefined)) throw new UsageError(`how many GPUs does ${name} hold? The history does not say (a --url target)`, ['pass --gpus-held N']);
   return { result: sumCosts(parts, price.perHour), price, compare, skipped: all.skipped.length, since };
 }

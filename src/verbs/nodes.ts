@@ -2,13 +2,10 @@
 // and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
 import { readSecrets, type ServeOptions } from '../engine/plan.js';
-import type { Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
-import { servedName, renderReplicas } from '../profiles/render.js';
-import { GIB } from '../profiles/planner.js';
-import type { HostShape } from '../profiles/validate.js';
+import { servedName } from '../profiles/render.js';
 import { Registry } from '../engine/registry.js';
 import {
   allNodes,
@@ -26,6 +23,7 @@ import {
   gatherFabric,
   readFabric,
   fabricEnvs,
+  rdmaNodes,
   nodeEnvOf,
   runFabricChecks,
   type NodeReport,
@@ -34,7 +32,6 @@ import {
   type ServeClusterOutcome,
   type PlannedCluster,
 } from '../engine/cluster/index.js';
-import { leaderWorkerSet, type PodImage } from '../k8s/manifests.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
@@ -92,7 +89,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const planned = planCluster(profileName, nf, inputs);
   if (opts.dryRun) return printClusterPlan(planned, opts.json);
   // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
-  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, await withCancel((signal) => readFabric(nf, signal))));
+  const fabric = await withCancel((signal) => readFabric(nf, signal));
+  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
   const r = pc.resolved;
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const key = readSecrets(r.profile).VLLM_API_KEY;
@@ -145,8 +143,8 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
-    say(exportLine(s.env));
-    for (const a of s.argv) say(a[0] === 'ray' || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    if (!s.container) say(exportLine(s.env));
+    for (const a of s.argv) say(a[0] === 'ray' || s.container || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
     say();
   });
   say(
@@ -323,17 +321,4 @@ export function renderClusterStatus(s: ClusterStatus): string {
     );
   if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));
   return lines.join('\n');
-}
-
-export function leaderWorkerSetFor(r: Resolved, opts: PodImage & { nodes: number; namespace: string }): string {
-  const p = r.profile;
-  const perNode = p.parallel.gpusPerNode ?? 8;
-  const need = p.parallel.tensor * p.parallel.pipeline;
-  if (opts.nodes * perNode < need)
-    throw new UsageError(`--node-count ${opts.nodes} x ${perNode} GPUs = ${opts.nodes * perNode}; TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} needs ${need}`, [
-      `--node-count ${Math.ceil(need / perNode)}`,
-    ]);
-  const shape: HostShape = { gpus: perNode, gpusSource: 'nodes', gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, multiNode: true, nodes: opts.nodes, gpusPerNode: perNode };
-  const rep = renderReplicas(p, shape, { executable: ['vllm'], stateDir: '/tmp' })[0]!;
-  return leaderWorkerSet(p, r.platform, { ...opts, perNode, argv: rep.argv });
 }

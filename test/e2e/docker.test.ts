@@ -173,7 +173,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     expect(readdirSync(join(stateDir, 'instances')).filter((f) => f.startsWith(name))).toEqual([]);
   });
 
-  it('kill -9 of sparkctl mid-launch: status finds the container by its label, stop ends it', async () => {
+  it('kill -9 of sparkctl mid-launch: status finds the container from its own launch record, stop ends it', async () => {
     const port = await freePort();
     const name = `dk-k-${tag}`;
     const dir = profileDir(name, port);
@@ -187,7 +187,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
     const st = await run(['status', '--json']);
     const inst = JSON.parse(st.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst, st.stdout).toMatchObject({ alive: true, container: { name: `sparkctl-${name}-0` } });
-    // its entry lost as well: found by the state folder's label, proven by its marker and id
+    // its entry lost as well: found from the launch ledger written before `run`, proven by the cid file's id and its marker
     rmSync(join(stateDir, 'instances', `${name}-0.json`), { force: true });
     const st2 = await run(['status', '--json']);
     const orphan = JSON.parse(st2.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
@@ -216,6 +216,63 @@ describe.skipIf(Boolean(why))('serve --runtime container on a real docker daemon
       await run(['stop', `${name}-${i}`, '--force-forget']);
       expect(((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim()).toBe('true');
     }
+  });
+
+  it('a container with perfect sparkctl labels that sparkctl did not launch (a commit of ours; labels copied by hand) is never shown, adopted or stopped', async () => {
+    const port = await freePort();
+    const name = `dk-c-${tag}`;
+    const r = await serve(name, profileDir(name, port));
+    expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    const snap = `sparkctl-snap-${tag}:1`;
+    expect((await docker(['commit', inst.container.id, snap])).exitCode).toBe(0);
+    const keep = ['--entrypoint', 'node'];
+    const sleep = ['-e', 'setTimeout(() => {}, 600000)'];
+    const made = [
+      // a snapshot of ours: every label baked into the image (marker, state folder, profile)
+      await docker(['run', '-d', '--network', 'none', '--name', `clone-${tag}`, ...keep, snap, ...sleep]),
+      // labels written by hand: this state folder and a marker of 8+ characters
+      await docker([
+        'run',
+        '-d',
+        '--network',
+        'none',
+        '--name',
+        `forged-${tag}`,
+        '--label',
+        `io.sparkctl.state=${stateDir}`,
+        '--label',
+        'io.sparkctl.instance=forged-marker-123',
+        '--label',
+        `io.sparkctl.profile=${name}`,
+        ...keep,
+        IMAGE,
+        ...sleep,
+      ]),
+    ];
+    const ids = made.map((m) => {
+      expect(m.exitCode, m.stderr as string).toBe(0);
+      return (m.stdout as string).trim();
+    });
+    const cloneLabels = JSON.parse((await docker(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout as string);
+    expect(cloneLabels['io.sparkctl.instance'], 'the copy carries our marker').toBe(inst.container.marker);
+    const running = async (id: string) => ((await docker(['inspect', '--format', '{{.State.Running}}', id])).stdout as string).trim();
+    // ours goes; then neither copy is shown, adopted, or stopped by the profile or by --all
+    expect((await run(['stop', name])).exitCode).toBe(0);
+    for (const args of [
+      ['stop', name],
+      ['stop', '--all'],
+    ]) {
+      await run(args);
+      const st = await run(['status', '--json']);
+      for (const id of ids) {
+        expect(st.stdout, `status shows ${id.slice(0, 12)}`).not.toContain(id.slice(0, 12));
+        expect(await running(id), `${args.join(' ')} stopped a container sparkctl never launched`).toBe('true');
+      }
+      expect(JSON.parse(st.stdout).instances.filter((i: { profile: string }) => i.profile === name)).toEqual([]);
+    }
+    for (const id of ids) await docker(['rm', '-f', id]);
+    await docker(['rmi', '-f', snap]);
   });
 
   it('a leftover container of the same name is reported with the fix, not replaced', async () => {

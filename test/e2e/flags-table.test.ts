@@ -54,7 +54,11 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['cost', 'x'], '--gpu-hour-price', BAD_USD],
   [() => ['cost', 'x'], '--gpu-month-price', BAD_USD],
   [() => ['cost', 'x'], '--compare-price', BAD_USD],
-  [() => ['cost', 'x'], '--gpus', BAD_COUNT],
+  [() => ['cost', 'x'], '--gpus-held', BAD_COUNT],
+  [() => ['cost', 'x'], '--gpus', BAD_COUNT], // the old spelling of --gpus-held, one release
+  [() => ['report', 'x'], '--gpus-held', BAD_COUNT],
+  [() => ['bench', '--url', url], '--scrape-every', BAD_DURATION],
+  [() => ['bench', '--url', url], '--scrape-interval', ['abc', '-1', '1.5', '1s']], // the old spelling: bare milliseconds
   [() => ['cost', 'x'], '--utilization', BAD_SHARE],
   [() => ['cost', 'x'], '--gen-weight', ['0', 'abc', 'Infinity']],
   [() => ['cost', 'x'], '--since', ['abc', 'yesterday']],

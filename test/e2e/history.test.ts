@@ -132,7 +132,7 @@ describe('cost from the history of real probes (simulator, known traffic, a rest
 
       const noGpus = await cli(['cost', sim.url, '--gpu-hour-price', '2'], env);
       expect(noGpus.exitCode).toBe(2);
-      expect(noGpus.stderr).toContain('--gpus N');
+      expect(noGpus.stderr).toContain('--gpus-held N'); // --gpus is the host's GPU count in every other verb
 
       const r = await cli(['cost', sim.url, '--gpu-hour-price', '2', '--gpus', '2', '--utilization', '0.5', '--json'], env);
       expect(r.exitCode, r.stderr).toBe(0);

@@ -141,7 +141,10 @@ describe('refusals and crashes', () => {
     expect((await serve([...at(base, 4), '--no-prewarm'])).exitCode).toBe(0);
     const dev = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base + 10}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
     expect(dev.exitCode).toBe(2);
-    expect(dev.stderr).toContain('GPU(s) 4,5: held by qwen3.5-9b-2');
+    // both at the shipped 0.92: the co-location rule's sum is more than one GPU
+    expect(dev.stderr).toMatch(
+      /GPU 4: held by qwen3\.5-9b-2 \(pid \d+\), and qwen-dev-0 does not fit beside it: qwen3\.5-9b-2 [\d.]+ GiB \(0\.92 x [\d.]+ GiB\) \+ qwen-dev-0 [\d.]+ GiB \(0\.92 x [\d.]+ GiB\) = [\d.]+ GiB, more than/,
+    );
   });
 
   it('preflight refuses a port someone else holds (exit 1)', async () => {

@@ -110,7 +110,7 @@ describe('any model, no profile', () => {
     expect(j.generated.profile.engine.maxModelLen).toBe(131072);
   });
 
-  it('a hub id from the Hugging Face cache, offline; a model not there says hf download', async () => {
+  it('a hub id from the Hugging Face cache, offline; a model not there says sparkctl pull', async () => {
     const r = await run(['serve', 'Org/Tiny', '--dry-run', '--vllm-bin', venvBin]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('vllm serve Org/Tiny');
@@ -118,7 +118,7 @@ describe('any model, no profile', () => {
     expect(r.stderr).toContain('vLLM 0.27.2 (installed');
     const miss = await run(['plan', 'Org/Missing']);
     expect(miss.exitCode).toBe(2);
-    expect(miss.stderr).toContain('hf download Org/Missing');
+    expect(miss.stderr).toContain('sparkctl pull Org/Missing');
   });
 
   it('8 GPUs: replicas fill them; profiles init writes a commented profile that validates', async () => {

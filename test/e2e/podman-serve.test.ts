@@ -83,7 +83,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     expect(readdirSync(join(stateDir, 'instances')).filter((f) => f.startsWith(name))).toEqual([]);
   });
 
-  it('kill -9 of sparkctl mid-launch: status finds the container by its label, stop ends it', async () => {
+  it('kill -9 of sparkctl mid-launch: status finds the container from its own launch record, stop ends it', async () => {
     const port = await freePort();
     const name = `ctr-k-${tag}`;
     const dir = profileDir(name, port);
@@ -97,7 +97,7 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const st = await run(['status', '--json']);
     const inst = JSON.parse(st.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
     expect(inst, st.stdout).toMatchObject({ alive: true, container: { name: `sparkctl-${name}-0` } });
-    // its entry lost as well (killed before it was written, or deleted): found by the state folder's label, proven by its marker and id
+    // its entry lost as well (killed before it was written, or deleted): found from the launch ledger written before `run`, proven by the cid file's id and its marker
     rmSync(join(stateDir, 'instances', `${name}-0.json`), { force: true });
     const st2 = await run(['status', '--json']);
     const orphan = JSON.parse(st2.stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
@@ -132,6 +132,65 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
       expect((await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim()).toBe('true');
       await run(['stop', `${name}-${i}`, '--force-forget']);
     }
+  });
+
+  it('a container with perfect sparkctl labels that sparkctl did not launch (a commit of ours; labels copied by hand) is never shown, adopted or stopped', async () => {
+    const port = await freePort();
+    const name = `ctr-c-${tag}`;
+    const r = await serve(name, profileDir(name, port));
+    expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+    const inst = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    const snap = `localhost/sparkctl-snap-${tag}:1`;
+    expect((await podman(['commit', inst.container.id, snap])).exitCode).toBe(0);
+    const keep = ['--entrypoint', 'node'];
+    const sleep = ['-e', 'setTimeout(() => {}, 600000)'];
+    const made = [
+      // a snapshot of ours: every label baked into the image (marker, state folder, profile)
+      await podman(['run', '-d', '--network', 'none', '--name', `clone-${tag}`, ...keep, snap, ...sleep]),
+      // labels written by hand: this state folder and a marker of 8+ characters
+      await podman([
+        'run',
+        '-d',
+        '--network',
+        'none',
+        '--name',
+        `forged-${tag}`,
+        '--label',
+        `io.sparkctl.state=${stateDir}`,
+        '--label',
+        'io.sparkctl.instance=forged-marker-123',
+        '--label',
+        `io.sparkctl.profile=${name}`,
+        ...keep,
+        suite.image(),
+        ...sleep,
+      ]),
+    ];
+    suite.track(`clone-${tag}`);
+    suite.track(`forged-${tag}`);
+    const ids = made.map((m) => {
+      expect(m.exitCode, m.stderr).toBe(0);
+      return m.stdout.trim();
+    });
+    const cloneLabels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout);
+    expect(cloneLabels['io.sparkctl.instance'], 'the copy carries our marker').toBe(inst.container.marker);
+    const running = async (id: string) => (await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+    // ours goes; then neither copy is shown, adopted, or stopped by the profile or by --all
+    expect((await run(['stop', name])).exitCode).toBe(0);
+    for (const args of [
+      ['stop', name],
+      ['stop', '--all'],
+    ]) {
+      await run(args);
+      const st = await run(['status', '--json']);
+      for (const id of ids) {
+        expect(st.stdout, `status shows ${id.slice(0, 12)}`).not.toContain(id.slice(0, 12));
+        expect(await running(id), `${args.join(' ')} stopped a container sparkctl never launched`).toBe('true');
+      }
+      expect(JSON.parse(st.stdout).instances.filter((i: { profile: string }) => i.profile === name)).toEqual([]);
+    }
+    for (const id of ids) await podman(['rm', '-f', '-t', '0', id]);
+    await podman(['rmi', '-f', snap]);
   });
 
   it('a leftover container of the same name is reported with the fix, not replaced', async () => {

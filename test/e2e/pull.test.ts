@@ -6,7 +6,7 @@
 // .safetensors, a listing with a path that climbs out, and a symlink planted in the cache.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa, execaSync } from 'execa';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, statSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, statSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { randomBytes, createHash } from 'node:crypto';
 import { cli, tempDirs, ROOT, BIN, RUN_MARK, waitFor } from '../helpers.js';
@@ -320,5 +320,85 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     const c = await pull(cache, ['Qwen/Qwen3.5-9B'], { HF_ENDPOINT: 'file:///etc' });
     expect(c.exitCode).toBe(2);
     expect(c.stderr).toContain('HF_ENDPOINT');
+  });
+});
+
+describe('serve never downloads by surprise; preflight names what is missing', { timeout: 120_000 }, () => {
+  const profileFor = (dir: string, id: string, extra = '') => {
+    // The facts of the tiny Qwen3 (the plan needs them before the config is here).
+    const facts = '  parameters: 230000\n  layers: 2\n  attentionHeads: 4\n  kvHeads: 2\n  headDim: 32\n  maxContext: 2048\n';
+    writeFileSync(join(dir, 'hubm.yaml'), `name: hubm\nmodel:\n  id: ${id}\n  servedName: hubm\n${facts}${extra}`);
+    return dir;
+  };
+
+  it('absent: serve refuses (exit 2) with the pull command before any launch; --dry-run warns; present: HF_HUB_OFFLINE=1 for vLLM', async () => {
+    hub.addRepo('serve/m', { files: madeRepo() });
+    const root = newDir();
+    const cache = join(root, 'hub');
+    const profiles = profileFor(root, 'serve/m');
+    const marker = join(root, 'launched');
+    const fake = join(root, 'fake-vllm');
+    writeFileSync(fake, `#!/bin/sh\necho "HF_HUB_OFFLINE=$HF_HUB_OFFLINE" > ${marker}\nexit 1\n`, { mode: 0o755 });
+    const serve = (args: string[]) =>
+      cli(['serve', 'hubm', '--profiles', profiles, '--engine', 'vllm', '--vllm-bin', fake, '--set', 'parallel.tensor=1', ...args], {
+        env: { ...env(cache), SPARKCTL_STATE_DIR: join(root, 'state') },
+        cwd: ROOT,
+      });
+    const refused = await serve([]);
+    expect(refused.exitCode, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`serve/m is not in the Hugging Face cache ${cache}`);
+    expect(refused.stderr).toContain('fetch it first: sparkctl pull serve/m');
+    expect(refused.stderr).toContain('or serve --pull');
+    expect(existsSync(marker)).toBe(false);
+    const dry = await serve(['--dry-run', '--json']);
+    expect(dry.exitCode, dry.stderr).toBe(0);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan.warnings.join('\n')).toContain('serve would refuse: serve/m is not in the Hugging Face cache');
+    expect(plan.replicas[0].env.HF_HUB_OFFLINE).toBeUndefined();
+    // --pull fetches it first, then launches with the network shut for the model.
+    const pulled = await serve(['--pull', '--skip-preflight', '--no-prewarm']);
+    expect(pulled.stderr).toContain('pulled serve/m@');
+    expect(readFileSync(marker, 'utf8').trim()).toBe('HF_HUB_OFFLINE=1');
+    const again = await serve(['--dry-run', '--json']);
+    expect(JSON.parse(again.stdout).replicas[0].env.HF_HUB_OFFLINE).toBe('1');
+    // The container gets the very cache that was checked, and HF_HUB_OFFLINE=1.
+    const ctr = await serve(['--dry-run', '--json', '--runtime', 'container']);
+    expect(ctr.exitCode, ctr.stderr).toBe(0);
+    const argv: string[] = JSON.parse(ctr.stdout).replicas[0].container.argv;
+    expect(argv.join(' ')).toMatch(new RegExp(`${cache}:/root/.cache/huggingface/hub(:ro|,readonly|:ro,)?`));
+    expect(argv).toContain('HF_HUB_OFFLINE=1');
+  });
+
+  it('the simulator serves without any cache', async () => {
+    const root = newDir();
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--dry-run', '--json'], { env: { HF_HUB_CACHE: join(root, 'none'), HOME: root }, cwd: ROOT });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).warnings.join('\n')).not.toContain('Hugging Face cache');
+  });
+
+  it('preflight model.files names the files missing, and with --verify the ones failing their checksum', async () => {
+    const { files } = hub.addRepo('pf/m', { files: madeRepo() });
+    const root = newDir();
+    const cache = join(root, 'hub');
+    const profiles = profileFor(root, 'pf/m');
+    expect((await pull(cache, ['pf/m'])).exitCode).toBe(0);
+    const pf = (extra: string[] = []) => cli(['preflight', '--profile', 'hubm', '--profiles', profiles, '--only', 'model.files', '--json', ...extra], { env: env(cache), cwd: ROOT });
+    const ok = JSON.parse((await pf(['--verify'])).stdout).checks.find((x: { id: string }) => x.id === 'model.files');
+    expect(ok.status).toBe('pass');
+    expect(ok.observed).toContain('every blob matching its SHA');
+    const st = files.find((f) => f.path === 'model.safetensors')!;
+    const blob = join(cache, 'models--pf--m', 'blobs', st.sha256);
+    const bytes = readFileSync(blob);
+    bytes[10] ^= 1;
+    writeFileSync(blob, bytes);
+    const bad = JSON.parse((await pf(['--verify'])).stdout).checks.find((x: { id: string }) => x.id === 'model.files');
+    expect(bad.status).toBe('fail');
+    expect(bad.observed).toContain('fail their checksum');
+    expect(bad.observed).toContain('model.safetensors');
+    rmSync(blob);
+    const gone = JSON.parse((await pf()).stdout).checks.find((x: { id: string }) => x.id === 'model.files');
+    expect(gone.status).toBe('fail');
+    expect(gone.observed).toMatch(/lacks 1 file\(s\): model\.safetensors/);
+    expect(gone.fix).toContain('sparkctl pull pf/m');
   });
 });

@@ -16,6 +16,13 @@ describe('renamed flags', () => {
     ['prewarm', '--deadline', '--timeout'],
     ['probe', '--step-timeout', '--timeout'],
     ['k8s', '--node-count', '--nodes'],
+    // --gpus is the host's GPU count (serve, plan, preflight, k8s, systemd, profiles, monitoring)
+    ['cost', '--gpus-held', '--gpus'],
+    ['report', '--gpus-held', '--gpus'],
+    // --router is serve's switch (HAProxy in front of the replicas)
+    ['monitoring', '--router-stats', '--router'],
+    // every other time flag takes a duration
+    ['bench', '--scrape-every', '--scrape-interval'],
   ])('%s --help names %s, not the old %s', async (verb, now, old) => {
     const h = await runMain([verb, '--help'], { env: { SPARKCTL_STATE_DIR: state } });
     expect(h.stdout).toContain(now);
@@ -34,6 +41,26 @@ describe('renamed flags', () => {
     expect(stop.exitCode, stop.stderr).toBe(0);
     expect(JSON.parse(stop.stdout).kind).toBe('stop');
     expect(stop.stderr).toMatch(/--timeout is deprecated here: use --grace/);
+  });
+
+  it("--gpus in cost and report, --router in monitoring: the old spelling has the new one's effect, with a warning", async () => {
+    const env = { env: { SPARKCTL_STATE_DIR: state } };
+    const held = await runMain(['cost', 'http://127.0.0.1:9', '--gpu-hour-price', '2', '--gpus-held', '2', '--json'], env);
+    const old = await runMain(['cost', 'http://127.0.0.1:9', '--gpu-hour-price', '2', '--gpus', '2', '--json'], env);
+    expect(old.exitCode).toBe(held.exitCode);
+    expect(old.stdout).toBe(held.stdout);
+    expect(old.stderr.replace(/^sparkctl: --gpus is deprecated.*\n/m, '')).toBe(held.stderr);
+    expect(old.stderr).toMatch(/--gpus is deprecated here: use --gpus-held/);
+    const scrape = ['monitoring', 'scrape', 'qwen3.5-9b', '--host', '10.0.0.5'];
+    const stats = await runMain([...scrape, '--router-stats', '10.0.0.5:8404'], env);
+    const router = await runMain([...scrape, '--router', '10.0.0.5:8404'], env);
+    expect(stats.exitCode, stats.stderr).toBe(0);
+    expect(stats.stdout).toContain('10.0.0.5:8404');
+    expect(router.stdout).toBe(stats.stdout);
+    expect(router.stderr).toMatch(/--router is deprecated here: use --router-stats/);
+    const bad = await runMain([...scrape, '--router-stats', 'nope'], env);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toContain('--router-stats');
   });
 
   it('a bad value under the old spelling names the flag as typed', async () => {

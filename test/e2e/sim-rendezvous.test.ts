@@ -64,6 +64,6 @@ describe('simulator: native multi-node rendezvous', () => {
     expect(await waitFor(async () => (await health(port)) === 503, 10_000, 100)).toBe(true);
     head.kill('SIGTERM');
     const h = await head;
-    expect(h.stderr).toContain('Worker proc VllmWorker-1 died unexpectedly, shutting down executor.');
+    expect(h.stderr).toContain('Worker proc VllmWorker-1 died unexpectedly (exit code: None), shutting down executor.');
   });
 });

@@ -162,10 +162,10 @@ describe('resolveModelFacts: the profile overrides the file, with a warning', ()
     const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
     expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
-  it('neither: an error with the hf download fix', () => {
+  it('neither: an error with the sparkctl pull fix', () => {
     const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
     expect(model).toBeUndefined();
-    expect(problems[0]!.fix).toMatch(/hf download Org\/M/);
+    expect(problems[0]!.fix).toMatch(/sparkctl pull Org\/M/);
   });
 });
 

@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import { selectFiles, indexShards, type TreeFile } from '../../src/model/select.js';
 import { checkRepoPath, checkRepoId, checkRevision, blobName, hubCacheDir } from '../../src/model/cache.js';
-import { pullTarget } from '../../src/verbs/pull/run.js';
+import { pullTarget } from '../../src/verbs/pulling.js';
 
 const SHA1 = 'a'.repeat(40);
 const SHA256 = 'b'.repeat(64);
@@ -190,5 +190,29 @@ describe('model.revision', () => {
     expect(modelArgs(parseProfile(base, 't.yaml'))).toEqual(['--revision', 'v1.0']);
     expect(modelArgs(parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', path: '/m', revision: 'v1.0' } }, 't.yaml'))).toEqual([]);
     expect(() => parseProfile({ name: 't', model: { id: 'Qwen/Qwen3.5-9B', revision: '../x' } }, 't.yaml')).toThrow(/invalid/);
+  });
+});
+
+describe('preflight --nodes: one model revision on every node', () => {
+  it('names the node and both commits; a node with an incomplete snapshot is a value of its own; folders are left out', async () => {
+    const { NODES_CHECKS } = await import('../../src/engine/cluster/preflight.js');
+    const check = NODES_CHECKS.find((c) => c.id === 'nodes.same-model')!;
+    const A = 'a'.repeat(40);
+    const B = 'b'.repeat(40);
+    const node = (name: string, status: 'pass' | 'fail' | 'skip', observed: string) => ({
+      node: name,
+      address: name,
+      reached: true,
+      ifaceName: 'eth0',
+      checks: [{ id: 'model.files', status, observed }],
+    });
+    const ctx = (reports: ReturnType<typeof node>[]) => ({ nf: {} as never, reports });
+    expect(check.run(ctx([node('n0', 'pass', `3 file(s), commit ${A}, in /x`), node('n1', 'pass', `3 file(s), commit ${A}, in /x`)])).status).toBe('pass');
+    const odd = check.run(ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n2', 'pass', `commit ${B}`)]));
+    expect(odd).toMatchObject({ status: 'fail', observed: `n2 has ${B} (others: ${A})` });
+    expect(odd.fix).toContain('sparkctl pull MODEL --nodes');
+    const lacking = check.run(ctx([node('n0', 'pass', `commit ${A}`), node('n1', 'pass', `commit ${A}`), node('n3', 'fail', '/x lacks 1 file(s): model.safetensors')]));
+    expect(lacking).toMatchObject({ status: 'fail', observed: `n3 has missing or incomplete (others: ${A})` });
+    expect(check.run(ctx([node('n0', 'pass', 'config.json and 1 weight file(s) in /models/x')])).status).toBe('skip');
   });
 });

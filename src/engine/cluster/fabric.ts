@@ -391,3 +391,6 @@ export function fabricEnvs(nf: NodesFile, readings: Map<string, FabricReading | 
   }
   return out;
 }
+
+/** The nodes whose fabric shows an RDMA device (their containers get /dev/infiniband). */
+export const rdmaNodes = (readings: Map<string, FabricReading | undefined>) => new Set([...readings].filter(([, r]) => (r?.rdma.length ?? 0) > 0).map(([n]) => n));

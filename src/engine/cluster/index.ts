@@ -12,7 +12,7 @@ export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
 export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
 export { gatherNodes, runNodesChecks, type NodeReport } from './preflight.js';
-export { gatherFabric, readFabric, fabricEnvs, runFabricChecks, fabricEnv, type FabricCtx, type FabricReading } from './fabric.js';
+export { gatherFabric, readFabric, fabricEnvs, rdmaNodes, runFabricChecks, fabricEnv, type FabricCtx, type FabricReading } from './fabric.js';
 
 export function executorFor(kind: ExecutorKind): ClusterExecutor {
   return kind === 'native' ? nativeExecutor : rayExecutor;
@@ -55,3 +55,4 @@ export async function clusterStatus(record: ClusterRecord, nf: NodesFile | undef
   }
   return executorFor(recordedExecutor(record)).status(record, nf, signal);
 }
+export { imageMismatch, readImageIds, MARKER_PLACEHOLDER } from './containers.js';

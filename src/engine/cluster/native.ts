@@ -17,6 +17,8 @@ import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, type NodeStep } from './ray-plan.js';
+import { MARKER_PLACEHOLDER, imageMismatch, readImageIds } from './containers.js';
+import { MARKER_LABEL } from '../runtime/container.js';
 import {
   groupStopScript,
   afterReady,
@@ -48,12 +50,36 @@ async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marke
     `export ${INSTANCE_ENV}=${marker}`,
     launchAndReport(`setsid nohup ${step.argv[0]!.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
   ].join('; ');
+  if (step.container) return launchContainer(plan, step, rank, marker, n, key, signal);
   const r = await ssh(nf, n, line, { input: key ? `${key}\n` : undefined, signal });
   const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
   const pid = Number(pidText);
   if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1)
     return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
   return { rank: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
+}
+
+/** A rank in a container on its node: `run --detach` prints the container's ID; the key by name from stdin. */
+async function launchContainer(
+  plan: ClusterPlan,
+  step: NodeStep,
+  rank: number,
+  marker: string,
+  n: NodeEntry,
+  key: string | undefined,
+  signal?: AbortSignal,
+): Promise<{ rank: ClusterRank } | { failure: ClusterFailure }> {
+  const c = step.container!;
+  const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
+  const line = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', argv.map(shellQuote).join(' ')].join('; ');
+  const r = await ssh(plan.nf, n, line, { input: key ? `${key}\n` : undefined, timeoutMs: 120_000, signal });
+  const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
+  if (r.exitCode !== 0 || !/^[a-f0-9]{12,64}$/.test(id)) {
+    // a run that fails after create leaves the container behind: removed by name, once its label proves it this launch's
+    await ssh(plan.nf, n, containerStopLine({ node: n.name, rank, pid: 0, marker, logFile: '', containerId: c.name, cli: [c.cli, ...c.cliArgs] }, 0), { timeoutMs: 30_000 });
+    return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
+  }
+  return { rank: { node: n.name, rank, pid: 0, marker, logFile: `${c.cli} logs ${id.slice(0, 12)}`, containerId: id, cli: [c.cli, ...c.cliArgs] } };
 }
 
 /** Every rank launched: the record (rank 0 = the head's pid), or the first failure after the launched ones were stopped. */
@@ -98,8 +124,25 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: Clus
   };
 }
 
-/** 9 from the node: the rank's group leader is gone (255 is ssh failing, not an answer). */
-const aliveLine = (r: ClusterRank) => `kill -0 ${r.pid} 2>/dev/null || exit 9`;
+const cliLine = (r: ClusterRank, args: string[]) => [...r.cli!, ...args].map(shellQuote).join(' ');
+
+/** 9 from the node: the rank's group leader (or its container) is gone (255 is ssh failing, not an answer). */
+const aliveLine = (r: ClusterRank) =>
+  r.containerId ? `s=$(${cliLine(r, ['inspect', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9` : `kill -0 ${r.pid} 2>/dev/null || exit 9`;
+
+/**
+ * A rank's container stopped and removed, once its label proves it ours (the launch's marker); exit
+ * 0: gone, 4: not provably ours, left alone. The runtime gives it `graceS` after SIGTERM.
+ */
+function containerStopLine(r: ClusterRank, graceS: number): string {
+  const id = r.containerId!;
+  const stop = r.cli![0] === 'docker' ? ['stop', '-t', String(graceS), id] : ['stop', '--time', String(graceS), id];
+  return [
+    `l=$(${cliLine(r, ['inspect', '--format', `{{index .Config.Labels "${MARKER_LABEL}"}}`, id])} 2>/dev/null) || exit 0`,
+    `[ "$l" = ${shellQuote(r.marker ?? '')} ] || { echo "unproven: container ${id.slice(0, 12)} does not carry this launch's label: not stopped" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
+    `${cliLine(r, stop)} >/dev/null 2>&1; ${cliLine(r, ['rm', '-f', id])} >/dev/null 2>&1; exit 0`,
+  ].join('; ');
+}
 
 /** The ranks whose process has ended, read on their nodes concurrently. */
 async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRank[]> {
@@ -107,7 +150,10 @@ async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRa
   return seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
 }
 
-const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => (await ssh(nf, nodeOf(nf, r.node), `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 })).stdout;
+const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
+  const x = await ssh(nf, nodeOf(nf, r.node), r.containerId ? `${cliLine(r, ['logs', '--tail', String(lines), r.containerId])} 2>&1` : `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 });
+  return x.stdout + x.stderr;
+};
 
 /** A rank that ended, named by node and rank, with the cause its own log gives. */
 async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<ClusterFailure> {
@@ -156,7 +202,7 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, signal?: Abo
 /** Each rank's group: TERM, `graceS`, KILL; the head first (its API drains), then the workers together. */
 async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<NonNullable<StopClusterOutcome['ranks']>> {
   const one = async (r: ClusterRank) => {
-    const x = await ssh(nf, nodeOf(nf, r.node), remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 15) * 1000, signal });
+    const x = await ssh(nf, nodeOf(nf, r.node), r.containerId ? containerStopLine(r, graceS) : remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 30) * 1000, signal });
     return {
       node: r.node,
       rank: r.rank,
@@ -169,13 +215,27 @@ async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, si
   return [...out, ...(await Promise.all(ranks.filter((r) => r.rank !== 0).map(one)))];
 }
 
+/** engine.runtime container: refused before anything starts unless every node holds the same image (by ID). */
+async function sameImage(plan: ClusterPlan, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const c = plan.steps[0]!.container!;
+  const ids = await readImageIds(plan.nf, plan.steps, signal);
+  const bad = imageMismatch(c.image, ids);
+  if (!bad) return undefined;
+  return {
+    refused: true,
+    message: bad,
+    fix: `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load), or pin it by digest (container.image: REPO@sha256:...)`,
+    evidence: ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
+  };
+}
+
 export const nativeExecutor: ClusterExecutor = {
   kind: 'native',
 
   async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
     const started = Date.now();
     const registry = new Registry(plan.stateDir);
-    const refused = refuseRecorded(plan, registry);
+    const refused = refuseRecorded(plan, registry) ?? (plan.steps[0]?.container ? await sameImage(plan, ctx.signal) : undefined);
     if (refused) return { ok: false, failure: refused };
     const launched = await launchAll(plan, ctx);
     if ('failure' in launched) return { ok: false, failure: launched.failure };

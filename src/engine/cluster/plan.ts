@@ -9,6 +9,7 @@ import { GIB } from '../../profiles/planner.js';
 import { UsageError } from '../../errors.js';
 import { allNodes, hostShapeOf, planNodes, type NodeStep } from './ray-plan.js';
 import { nativeProblem, planNative } from './native-plan.js';
+import { containerSteps } from './containers.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 
 export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & { nodesFile: string };
@@ -38,7 +39,7 @@ export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'p
 }
 
 /** Every node's command, in start order, for the executor the profile and target vLLM call for. */
-export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInputs, fabricEnv: Record<string, Record<string, string>> = {}): PlannedCluster {
+export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInputs, fabricEnv: Record<string, Record<string, string>> = {}, rdmaNodes?: Set<string>): PlannedCluster {
   const r = resolveForNodes(profileName, opts, nf);
   const executor = clusterExecutor(r.profile)!;
   const p = r.profile;
@@ -57,7 +58,19 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
     tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
   })[0]!;
   const warnings = requireValid(r);
-  const steps = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
+  const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
+  // engine.runtime container: the same commands, each in a container on its node
+  const steps =
+    p.engine.runtime === 'container'
+      ? containerSteps(
+          { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length },
+          nf,
+          executor,
+          host,
+          (p.parallel.tensor * p.parallel.pipeline) / allNodes(nf).length,
+          rdmaNodes,
+        )
+      : host;
   return {
     resolved: r,
     nf,

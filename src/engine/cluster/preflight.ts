@@ -109,6 +109,35 @@ export const NODES_CHECKS: NodesCheck[] = [
   },
   ...(['driver', 'cuda', 'nccl', 'torch', 'vllm'] as const).map(sameVersion),
   {
+    id: 'nodes.same-model',
+    area: 'nodes',
+    title: 'one model revision on every node',
+    blocking: true,
+    run(ctx) {
+      // Each node's model.files names the commit of the snapshot it found (a Hub model); an
+      // incomplete snapshot is a revision of its own. Nodes that report none (a folder) are left out.
+      const r = reached(ctx)
+        .map((x) => ({ node: x.node, mf: x.checks?.find((k) => k.id === 'model.files') }))
+        .filter((x) => x.mf && x.mf.status !== 'skip');
+      const revOf = (mf: { status: Status; observed: string }) => /commit ([0-9a-f]{40})/.exec(mf.observed)?.[1] ?? (mf.status === 'pass' ? undefined : 'missing or incomplete');
+      const vals = new Map<string, string[]>();
+      for (const x of r) {
+        const v = revOf(x.mf!);
+        if (v) vals.set(v, [...(vals.get(v) ?? []), x.node]);
+      }
+      if (!vals.size) return { status: 'skip', observed: 'no node reports a Hub snapshot (model.path, or no profile)', expected: 'the same commit on every node' };
+      if (vals.size === 1) return { status: 'pass', observed: `${[...vals.keys()][0]} on ${[...vals.values()][0]!.length} node(s)`, expected: 'the same commit on every node' };
+      const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
+      const odd = [...vals.entries()].filter(([v]) => v !== majority[0]).map(([v, ns]) => `${ns.join(', ')} has ${v}`);
+      return {
+        status: 'fail',
+        observed: `${odd.join('; ')} (others: ${majority[0]})`,
+        expected: 'the same commit on every node',
+        fix: 'sparkctl pull MODEL --nodes NODES_FILE: pulled once here, the same snapshot copied to every node',
+      };
+    },
+  },
+  {
     id: 'nodes.interface',
     area: 'nodes',
     title: 'the named NIC is up on every node',

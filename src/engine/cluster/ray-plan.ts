@@ -32,6 +32,8 @@ export interface NodeStep {
   address: string;
   env: Record<string, string>;
   argv: string[][];
+  /** engine.runtime container: what runs there is this container (argv: its run line, then any exec) */
+  container?: { cli: 'docker' | 'podman'; cliArgs: string[]; image: string; name: string };
 }
 
 export function hostShapeOf(nf: NodesFile): HostShape {

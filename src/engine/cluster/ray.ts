@@ -82,6 +82,16 @@ async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClust
     return { ok: false, failure };
   };
 
+  if (plan.steps[0]?.container)
+    return {
+      ok: false,
+      failure: {
+        refused: true,
+        message: "Ray in containers over nodes is planned (serve --nodes --dry-run prints each node's run line, as vLLM's run_cluster.sh does it) but sparkctl does not launch it yet",
+        fix: "parallel.executor: mp (vLLM's own multi-node launch, one container per node), or run the printed lines by hand",
+        evidence: [],
+      },
+    };
   const refused = await refuseRunning(plan, registry, signal);
   if (refused) return { ok: false, failure: refused };
   const joined = await startRayCluster(plan, ours, emit, signal);

@@ -7,7 +7,10 @@ import type { Launched } from './child.js';
 import { containerGpuUse, type ContainerCli } from './container.js';
 import { containerOurs, launchContainer, renderContainer } from './launch-container.js';
 import { killContainer, proveRecord, stopContainer } from './ops.js';
+import { CONTAINER_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
+import { renderQuadlet } from './quadlet.js';
+import { containerUnitExec } from './unit.js';
 
 /** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
 const runLineOf = ({ spec: _spec, ...run }: ReturnType<typeof renderContainer>) => run;
@@ -22,7 +25,7 @@ function unprovenTarget(why: string): Proof {
 export function containerRuntime(cli: ContainerCli): Runtime {
   return {
     kind: cli,
-    runtime: 'container',
+    ...CONTAINER_TRAITS,
 
     render(x: ReplicaRun, marker: string, opts: { detached?: boolean } = {}): LaunchLine {
       const cp = renderContainer(x, cli, marker, opts.detached ?? true);
@@ -81,6 +84,21 @@ export function containerRuntime(cli: ContainerCli): Runtime {
     exitOf: (_l: Launched, stopped?: Stopped) => ({ code: stopped?.exitCode ?? null, signal: null }),
 
     logs: (t) => ({ file: t.logFile, ...(t.container?.id ? { argv: [t.container.cli, ...t.container.cliArgs, 'logs', t.container.id] } : {}) }),
+
+    // attached (run --rm): systemd supervises the CLI, its stop reaches vLLM with the drain
+    systemd: (x, marker) => containerUnitExec(renderContainer(x, cli, marker, false)),
+
+    quadlet(x, marker, u) {
+      const cp = renderContainer(x, cli, marker, false);
+      return renderQuadlet({
+        spec: cp.spec,
+        unit: cp.name,
+        description: u.description,
+        secrets: Object.fromEntries(cp.envByName.map((k) => [k, u.secret])),
+        startTimeoutS: u.startTimeoutS,
+        stopTimeoutS: cp.stopTimeoutS + 30,
+      });
+    },
 
     describe: (t) => ({
       shown: `${cli}:${t.container?.id?.slice(0, 12) ?? '?'}`,

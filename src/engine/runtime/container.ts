@@ -145,7 +145,10 @@ export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
 export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
 
-export type ContainerProof = { state: 'alive' | 'exited'; id: string } | { state: 'gone' } | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable'; reason: string };
+export type ContainerProof =
+  | { state: 'alive' | 'exited'; id: string }
+  | { state: 'gone' }
+  | { state: 'unproven'; code: 'id-differs' | 'no-label' | 'other-marker' | 'unreadable' | 'no-id'; reason: string };
 
 /**
  * Is the container the record names ours? Only by the id recorded at launch AND the marker label;
@@ -274,6 +277,16 @@ export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 
   return { gpu: true };
 }
 
+/**
+ * No GPU flag is not no GPU: where nvidia is the default runtime (docker's daemon, a node's
+ * containerd), an image with NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's images) gets every GPU
+ * anyway; void makes the NVIDIA runtime inject nothing. For container.gpus none, unless the profile
+ * sets the variable itself: the one rule for a run line and a pod spec.
+ */
+export function noGpuEnv(p: Pick<Profile, 'container'>, env: Record<string, string | undefined>): Record<string, string> {
+  return !containerGpuUse(p, 'vllm').gpu && env.NVIDIA_VISIBLE_DEVICES === undefined ? { NVIDIA_VISIBLE_DEVICES: 'void' } : {};
+}
+
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
   return settingsOf(p).hfCache ?? env.HF_HOME ?? join(env.HOME ?? homedir(), '.cache', 'huggingface');
@@ -325,6 +338,10 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const mounts: Mount[] = [];
   const hf = hfCacheDir(p, env);
   if (existsSync(hf)) mounts.push(mountOf(hf, CONTAINER_HF_CACHE, true));
+  // HF_HUB_CACHE names the hub cache itself (huggingface_hub reads it before HF_HOME): mounted where
+  // the image's huggingface_hub looks, so the snapshot `sparkctl pull` checked is the one vLLM reads.
+  const hub = !s.hfCache && env.HF_HUB_CACHE ? resolve(env.HF_HUB_CACHE) : undefined;
+  if (hub && hub !== join(hf, 'hub') && existsSync(hub)) mounts.push(mountOf(hub, `${CONTAINER_HF_CACHE}/hub`, true));
   // A relative model.path means sparkctl's folder, as on the host; inside the container it would mean
   // the image's working folder, where it is not: mounted and passed by its absolute path instead.
   const modelPath = p.model.path ? resolve(x.cwd ?? process.cwd(), p.model.path) : undefined;
@@ -334,9 +351,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
-  // no GPU flag is not no GPU: where nvidia is the default runtime, an image with NVIDIA_VISIBLE_DEVICES=all
-  // (NGC's and vLLM's images) gets every GPU anyway; void makes the NVIDIA runtime inject nothing
-  if (p.container?.gpus === 'none' && vars.NVIDIA_VISIBLE_DEVICES === undefined) vars.NVIDIA_VISIBLE_DEVICES = 'void';
+  Object.assign(vars, noGpuEnv(p, vars));
   const envByName = Object.keys(x.replica.envFrom).sort();
   const spec: ContainerSpec = {
     cli: x.cli,

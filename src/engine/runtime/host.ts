@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV, groupMembers, proveIdentity, stopGroup } from './proc.js';
 import { listenerIsOneOf } from './socket-owner.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
+import { HOST_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 
 export const hostRuntime: Runtime = {
   kind: 'host',
-  runtime: 'host',
+  ...HOST_TRAITS,
 
   render(x: ReplicaRun): LaunchLine {
     return { argv: x.replica.argv, env: x.replica.env, envFrom: x.replica.envFrom, envelope: {} };
@@ -66,4 +67,8 @@ export const hostRuntime: Runtime = {
   logs: (t) => ({ file: t.logFile }),
 
   describe: (t) => ({ shown: String(t.pid), envelope: {} }),
+
+  // sparkctl supervises a host process: the unit runs serve --foreground for the whole profile
+  systemd: () => undefined,
+  quadlet: () => undefined,
 };

@@ -8,6 +8,7 @@ import type { Runtime } from './runtime.js';
 
 export type { Runtime, RuntimeKind, ReplicaRun, LaunchLine, RuntimeTarget, Stopped, StopOpts, Described } from './runtime.js';
 export { hostRuntime } from './host.js';
+export { traitsOfProfile, type RuntimeTraits } from './traits.js';
 
 const byCli: Partial<Record<ContainerCli, Runtime>> = {};
 function ofCli(cli: ContainerCli): Runtime {

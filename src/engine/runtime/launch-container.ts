@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { UsageError } from '../../errors.js';
 import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
-import { cliRun, failureLine, proveRecord, rememberCli, type ContainerRecord } from './ops.js';
+import { cliRun, failureLine, proveRecord, rememberCli, writeLedger, type ContainerRecord } from './ops.js';
 import type { ReplicaRun } from './runtime.js';
 
 /** The fix for a container of our name that is already there. */
@@ -39,18 +39,34 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
   if (seen.code === 0 && seen.stdout.trim()) throw new UsageError(`a container named ${cp.name} already exists (${seen.stdout.trim().slice(0, 12)})`, leftoverFix(cp.cli, cp.name));
 
   // argv names the key, never holds it: it may be logged
-  const { fd, tail } = openLaunchLog(p.logFile, 'server log', cp.argv);
+  // sparkctl's own record of this launch, before `run`: the marker it chose and where `run
+  // --cidfile` writes the id (at create, so a sparkctl killed during `run` still has it). This, not
+  // the container's labels, is what later proves the container ours.
+  const ledger = writeLedger(x.stateDir, {
+    marker,
+    cli: cp.cli,
+    cliArgs: cp.cliArgs,
+    name: cp.name,
+    instance: p.name,
+    profile: x.profile.name,
+    launchedAt: new Date().toISOString(),
+    logFile: p.logFile,
+  });
+  const at = 1 + cp.cliArgs.length + 1; // [cli, ...cliArgs, 'run', HERE ...]
+  if (cp.argv[at - 1] !== 'run') throw new Error(`internal: a container argv without run at ${at - 1}: ${cp.argv.slice(0, at).join(' ')}`);
+  const argv = [...cp.argv.slice(0, at), '--cidfile', ledger.cidFile, ...cp.argv.slice(at)];
+  const { fd, tail } = openLaunchLog(p.logFile, 'server log', argv);
   rememberCli(x.stateDir, cp.cli, cp.cliArgs);
-  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image };
+  const rec: ContainerRecord = { cli: cp.cli, cliArgs: cp.cliArgs, name: cp.name, image: cp.image, cidFile: ledger.cidFile };
   const failed = (error: string): Launched => {
     closeSync(fd);
     const l: Launched = { plan: p, child: undefined as never, pid: -1, pgid: -1, startTime: 0, marker, exit: { code: null, signal: null, error }, exited: Promise.resolve(), tail, container: rec };
     return l;
   };
-  // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry that
-  // finds the container by its marker label.
+  // Recorded before `run`: a sparkctl killed while the runtime creates it leaves an entry whose
+  // cid file names the container.
   record({ plan: p, child: undefined as never, pid: 0, pgid: 0, startTime: 0, marker, exit: undefined, exited: Promise.resolve(), tail, container: rec });
-  const run = cliRun(cp.argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
+  const run = cliRun(argv, { env: { ...process.env, ...secrets }, timeoutMs: 300_000 });
   if (run.stderr) writeSync(fd, run.stderr.endsWith('\n') ? run.stderr : `${run.stderr}\n`);
   if (run.error || run.code !== 0) return failed(`${cp.cli} run failed: ${(run.error ?? failureLine(run.stderr) ?? `exit ${run.code}`).slice(0, 400)}`);
   const id = run.stdout

@@ -1,11 +1,14 @@
-// The container runtime's side effects: run, inspect, find by label, stop and remove, each bounded
-// by a deadline. Nothing is stopped or removed that proveContainer has not just proven ours (the id
-// recorded or read for our marker AND the marker label); a name proves nothing.
+// The container runtime's side effects: run, inspect, stop and remove, each bounded by a deadline.
+// Nothing is stopped or removed that proveContainer has not just proven ours: the id sparkctl itself
+// recorded (what `run` printed, or the cid file `run --cidfile` wrote into the state folder) AND the
+// marker label it chose. Never an id read off a label: `docker commit`/`podman commit` bakes every
+// label into the image, so a container started from a snapshot of ours carries our labels, marker
+// and state folder included. A name proves nothing either.
 import { spawnSync, execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../util/fs.js';
-import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, STATE_LABEL, type ContainerCli, type ContainerProof } from './container.js';
+import { writeFileAtomic, ensureDir } from '../../util/fs.js';
+import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, type ContainerCli, type ContainerProof } from './container.js';
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
 
 /** What a registry entry keeps about its container. */
@@ -14,8 +17,10 @@ export interface ContainerRecord {
   cliArgs: string[];
   name: string;
   image: string;
-  /** absent until `run` printed it (a kill -9 of sparkctl in between leaves only the marker) */
+  /** absent until `run` printed it (a kill -9 of sparkctl in between leaves the cid file) */
   id?: string;
+  /** where `run --cidfile` wrote the id: sparkctl's own record of it when `run` never returned */
+  cidFile?: string;
 }
 
 export interface CliResult {
@@ -79,16 +84,35 @@ export function idsByLabel(cli: ContainerCli, cliArgs: readonly string[], label:
     .filter((l) => /^[a-f0-9]{12,64}$/.test(l));
 }
 
-/** Prove a recorded container ours now. An entry without an id is looked up by its marker label (the id read there). */
+/** The id `run --cidfile` wrote (a regular file in the state folder, read bounded), if it is one. */
+export function readCidFile(file: string | undefined): string | undefined {
+  if (!file) return undefined;
+  try {
+    const v = readTextSync(file, { maxBytes: 256, noFollow: true }).trim();
+    return /^[a-f0-9]{64}$/.test(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Prove a recorded container ours now: by the id sparkctl recorded (the entry's, else its cid
+ * file's) and the marker label. With no id of our own there is no proof: a container that carries
+ * the marker label may be a copy (commit) of ours; it is reported, never adopted.
+ */
 export function proveRecord(rec: ContainerRecord, marker: string | undefined): ContainerProof & { id?: string } {
-  let id = rec.id;
+  const id = rec.id ?? readCidFile(rec.cidFile);
   if (!id) {
     if (!marker) return { state: 'unproven', code: 'unreadable', reason: 'the entry records neither a container id nor a marker' };
     const ids = idsByLabel(rec.cli, rec.cliArgs, MARKER_LABEL, marker);
     if (ids === undefined) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} ps did not answer` };
+    // nothing carries the marker: the run never made a container
     if (!ids.length) return { state: 'gone' };
-    if (ids.length > 1) return { state: 'unproven', code: 'unreadable', reason: `${ids.length} containers carry this instance's marker` };
-    id = ids[0]!;
+    return {
+      state: 'unproven',
+      code: 'no-id',
+      reason: `no container id was recorded for this entry; ${ids.length} container(s) carry its marker label (${ids.map((i) => i.slice(0, 12)).join(', ')}), which any copy of the image (docker/podman commit) carries too`,
+    };
   }
   const r = cliRun(withCliArgs(inspectArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 15_000 });
   if (r.error) return { state: 'unproven', code: 'unreadable', reason: r.error };
@@ -170,24 +194,83 @@ export function rememberCli(stateDir: string, cli: ContainerCli, cliArgs: string
   writeFileAtomic(join(stateDir, 'containers.json'), JSON.stringify([...known, { cli, cliArgs }], null, 2) + '\n');
 }
 
-/** Containers this state folder launched (by its label), with their marker and name. */
-export function containersOfState(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string[]; id: string; marker: string; name: string; profile: string }> {
-  const out: Array<{ cli: ContainerCli; cliArgs: string[]; id: string; marker: string; name: string; profile: string }> = [];
-  for (const k of knownClis(stateDir)) {
-    for (const id of idsByLabel(k.cli, k.cliArgs, STATE_LABEL, stateDir) ?? []) {
-      const r = cliRun(withCliArgs([k.cli, 'inspect', '--type', 'container', '--format', '{{.Id}} {{.Name}} {{json .Config.Labels}}', id], k.cliArgs), { timeoutMs: 15_000 });
-      const m = /^([a-f0-9]{12,64}) \/?(\S+) (\{.*\})$/.exec(r.stdout.trim().split('\n')[0] ?? '');
-      if (!m) continue;
-      let labels: Record<string, unknown>;
-      try {
-        labels = JSON.parse(m[3]!) as Record<string, unknown>;
-      } catch {
-        continue;
-      }
-      const marker = labels[MARKER_LABEL];
-      // only ours: the state label we asked for, and a marker
-      if (labels[STATE_LABEL] !== stateDir || typeof marker !== 'string' || marker.length < 8) continue;
-      out.push({ cli: k.cli, cliArgs: k.cliArgs, id: m[1]!, marker, name: m[2]!, profile: String(labels['io.sparkctl.profile'] ?? '') });
+/**
+ * The launch ledger: one record per container sparkctl runs, written to the state folder BEFORE
+ * `run` (the marker it chose, the CLI, the name, where --cidfile puts the id), so that a container
+ * whose registry entry is gone (a kill -9 of sparkctl mid-launch, a deleted entry) is still found
+ * from sparkctl's own record, never from the labels a container carries.
+ */
+export interface LedgerRecord {
+  marker: string;
+  cli: ContainerCli;
+  cliArgs: string[];
+  name: string;
+  instance: string;
+  profile: string;
+  launchedAt: string;
+  cidFile: string;
+  logFile: string;
+}
+
+const ledgerDir = (stateDir: string) => join(stateDir, 'containers');
+const MARKER = /^[0-9a-f-]{36}$/;
+
+/** The ledger record's file and the cid file of one launch (the marker is sparkctl's random UUID). */
+export function ledgerPaths(stateDir: string, marker: string): { record: string; cidFile: string } {
+  if (!MARKER.test(marker)) throw new Error(`not a launch marker: ${JSON.stringify(marker)}`);
+  return { record: join(ledgerDir(stateDir), `${marker}.json`), cidFile: join(ledgerDir(stateDir), `${marker}.cid`) };
+}
+
+export function writeLedger(stateDir: string, rec: Omit<LedgerRecord, 'cidFile'>): LedgerRecord {
+  const { record, cidFile } = ledgerPaths(stateDir, rec.marker);
+  ensureDir(ledgerDir(stateDir), 'state folder', 'set SPARKCTL_STATE_DIR to a writable folder');
+  // a cid file left at this name would make `run --cidfile` refuse; a fresh UUID never has one
+  const full: LedgerRecord = { ...rec, cidFile };
+  writeFileAtomic(record, `${JSON.stringify(full, null, 2)}\n`);
+  return full;
+}
+
+export function removeLedger(stateDir: string, marker: string | undefined): void {
+  if (!marker || !MARKER.test(marker)) return;
+  const { record, cidFile } = ledgerPaths(stateDir, marker);
+  rmSync(record, { force: true });
+  rmSync(cidFile, { force: true });
+}
+
+const LedgerShape = (x: unknown): x is LedgerRecord => {
+  const r = x as Partial<LedgerRecord> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.marker === 'string' &&
+    MARKER.test(r.marker) &&
+    (r.cli === 'docker' || r.cli === 'podman') &&
+    Array.isArray(r.cliArgs) &&
+    r.cliArgs.every((a) => typeof a === 'string') &&
+    typeof r.name === 'string' &&
+    typeof r.instance === 'string' &&
+    typeof r.profile === 'string' &&
+    typeof r.launchedAt === 'string' &&
+    typeof r.logFile === 'string'
+  );
+};
+
+/** Every launch this state folder recorded (a record that does not parse is passed over: it proves nothing). */
+export function ledgerRecords(stateDir: string): LedgerRecord[] {
+  let files: string[];
+  try {
+    files = readdirSync(ledgerDir(stateDir)).filter((f) => /^[0-9a-f-]{36}\.json$/.test(f));
+  } catch {
+    return [];
+  }
+  const out: LedgerRecord[] = [];
+  for (const f of files.sort()) {
+    try {
+      const v = JSON.parse(readTextSync(join(ledgerDir(stateDir), f), { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
+      // the paths are ours to derive, whatever the file says
+      if (LedgerShape(v) && `${v.marker}.json` === f) out.push({ ...v, cidFile: ledgerPaths(stateDir, v.marker).cidFile });
+    } catch {
+      /* unreadable: no proof */
     }
   }
   return out;

@@ -11,6 +11,9 @@ import type { ChildExit, Launched } from './child.js';
 import type { ContainerCli, ContainerPlan } from './container.js';
 import type { ContainerRecord } from './ops.js';
 import type { ContainerCheck } from './preflight.js';
+import type { QuadletUnit } from './quadlet.js';
+import type { UnitExec } from './unit.js';
+import type { RuntimeTraits } from './traits.js';
 
 export type RuntimeKind = 'host' | ContainerCli;
 
@@ -87,10 +90,9 @@ export interface Described {
   envelope: Record<string, unknown>;
 }
 
-export interface Runtime {
+/** runtime, why, noHostGpu: its traits (traits.ts) */
+export interface Runtime extends RuntimeTraits {
   readonly kind: RuntimeKind;
-  /** engine.runtime's word for it (the plan's envelope) */
-  readonly runtime: 'host' | 'container';
   /** the launch line of one replica; marker is the launch's ("<marker>" in a dry run); detached: false for a systemd unit's foreground run */
   render(x: ReplicaRun, marker: string, opts?: { detached?: boolean }): LaunchLine;
   /**
@@ -121,4 +123,11 @@ export interface Runtime {
   /** where its output is: the replica's log (a container's, fed by its log follower), and the runtime's own reader where it has one */
   logs(t: RuntimeTarget & { logFile: string }): { file: string; argv?: string[] };
   describe(t: RuntimeTarget & { marker?: string }): Described;
+  /**
+   * The unit one replica runs under, systemd's Exec*= lines (marker: the unit's, it has no registry
+   * entry). undefined: this runtime's replicas run under `sparkctl serve --foreground`, one unit per profile.
+   */
+  systemd(x: ReplicaRun, marker: string): UnitExec | undefined;
+  /** A Podman Quadlet .container file of one replica (undefined: not a container) */
+  quadlet(x: ReplicaRun, marker: string, u: { description: string; secret: string; startTimeoutS: number }): QuadletUnit | undefined;
 }

@@ -1,6 +1,6 @@
 import { Option } from 'commander';
-import { createCommand, lazy } from '../define.js';
-import { collect, durationArg, urlArg } from '../args.js';
+import { createCommand, deprecatedAlias, lazy } from '../define.js';
+import { collect, durationArg, intArg, urlArg } from '../args.js';
 
 const load = () => import('./run.js');
 
@@ -32,7 +32,8 @@ export default createCommand({
     ['--goodput <slo...>', 'count requests meeting every SLO, e.g. ttft:300 tpot:50 e2el:5000 (ms)', collect, []],
     ['--percentiles <list>', 'percentiles to report', '50,90,99'],
     new Option('--request-timeout <d>', 'deadline of each request').argParser(durationArg('--request-timeout', 'ms')).default(600_000, '10m'),
-    ['--scrape-interval <ms>', "read the server's /metrics this often during the run (0: never)", '1000'],
+    new Option('--scrape-every <duration>', "read the server's /metrics this often during the run (500ms, 2s; 0: never)").argParser(durationArg('--scrape-every', 'ms', true)).default(1000, '1s'),
+    deprecatedAlias('--scrape-interval <ms>', '--scrape-every', intArg('--scrape-interval')),
     ['--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)'],
     ['--html <file>', 'write one self-contained page with the charts'],
     ['--sweep', 'from 1 request at a time up to saturation'],

@@ -4,6 +4,8 @@ import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 
 const money = (v: number | undefined, digits = 4) => (v === undefined ? '-' : `$${v < 1 ? v.toFixed(digits) : v.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`);
+/** Below this many tokens a window's price per token is an extrapolation, and is said to be one. */
+const FEW_TOKENS = 10_000;
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export async function run(name: string, opts: CostCli) {
@@ -19,6 +21,10 @@ export async function run(name: string, opts: CostCli) {
     `  GPU-hours    ${r.gpus} GPU(s) x ${r.hours.toFixed(2)} h = ${r.allocation!.gpuHours.toFixed(2)} held${r.utilization ? `; utilisation ${(r.utilization.value * 100).toFixed(1)} % (${r.utilization.source}) -> ${r.usage!.gpuHours.toFixed(2)} used` : '; utilisation not measured (no GPU readings: pass --utilization 0..1 for the usage basis)'}`,
   );
   say(`  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)})`);
+  if (r.tokens.total > 0 && r.tokens.total < FEW_TOKENS)
+    note(
+      `warning: only ${int(r.tokens.total)} token(s) in this window: the price per 1M tokens multiplies their cost by ${int(1_000_000 / r.tokens.total)}, so it says little about real traffic (widen --since, or price a window with real load)`,
+    );
   const a = r.allocation!;
   const u = r.usage;
   const rows = [

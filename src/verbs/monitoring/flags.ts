@@ -1,5 +1,5 @@
-import { createCommand, lazy } from '../define.js';
-import { PROFILE_OPTIONS } from '../args.js';
+import { createCommand, deprecatedAlias, lazy } from '../define.js';
+import { PROFILE_OPTIONS, hostPortArg } from '../args.js';
 
 export default createCommand({
   name: 'monitoring',
@@ -12,7 +12,8 @@ export default createCommand({
     ['--vllm-bin <path>', 'the vllm whose version names the metrics when engine.vllmVersion is auto', 'vllm'],
     ['--host <host>', 'scrape: the address Prometheus reaches the replicas at', 'localhost'],
     ['--node-exporter <host:port>', "scrape: node_exporter serving the probe's textfile", 'localhost:9100'],
-    ['--router <host:port>', "scrape: your own HAProxy's Prometheus exporter (a profile with router: has its own, router.statsPort)"],
+    ['--router-stats <host:port>', "scrape: your own HAProxy's Prometheus exporter (a profile with router: has its own, router.statsPort)", hostPortArg('--router-stats')],
+    deprecatedAlias('--router <host:port>', '--router-stats', hostPortArg('--router')),
     ['--textfile <name>', 'rules: the file name probe --prometheus writes (staleness alert)', 'sparkctl.prom'],
     ...PROFILE_OPTIONS,
   ],

@@ -7,6 +7,7 @@ import { renderDashboard } from '../../monitoring/dashboard.js';
 import { renderScrape } from '../../monitoring/scrape.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
+import { hostPort } from '../args.js';
 
 interface MonitoringCli {
   set: string[];
@@ -16,19 +17,12 @@ interface MonitoringCli {
   vllmBin: string;
   host: string;
   nodeExporter: string;
-  router?: string;
+  routerStats?: string;
   textfile: string;
 }
 
 const VERSION = /^\d+\.\d+(\.\d+)?[0-9A-Za-z.+-]*$/;
 /** host:port, host a name, an IPv4 address or a [bracketed] IPv6 one */
-const HOST_PORT = /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})$/;
-
-function hostPort(flag: string, v: string): string {
-  const m = HOST_PORT.exec(v);
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(`${flag}: "${v}" is not HOST:PORT`, [`write it like ${flag === '--router' ? 'localhost:8404' : 'localhost:9100'}`]);
-  return v;
-}
 
 export async function run(kind: string, profileName: string, opts: MonitoringCli) {
   if (!['rules', 'dashboard', 'scrape'].includes(kind)) throw new UsageError(`monitoring ${kind}: expected rules, dashboard or scrape`, ['sparkctl monitoring rules qwen-prod']);
@@ -47,8 +41,8 @@ export async function run(kind: string, profileName: string, opts: MonitoringCli
   const dump = (o: unknown) => yaml.dump(o, { lineWidth: -1, noRefs: true, quotingType: '"' });
   if (kind === 'rules') return say(head + dump(renderRules(spec)));
   if (kind === 'dashboard') return say(JSON.stringify(renderDashboard(spec), null, 2));
-  const router = opts.router === undefined ? undefined : hostPort('--router', opts.router);
+  const router = opts.routerStats; // checked by its flag's parser
   // behind its router a profile's replicas and HAProxy's exporter listen on 127.0.0.1 only
-  const local = spec.router && !opts.router ? '# the replicas and the router exporter listen on 127.0.0.1: run this Prometheus (or an agent) on the serving host\n' : '';
+  const local = spec.router && !opts.routerStats ? '# the replicas and the router exporter listen on 127.0.0.1: run this Prometheus (or an agent) on the serving host\n' : '';
   say(head + local + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
 }

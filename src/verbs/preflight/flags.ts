@@ -13,7 +13,7 @@ export default createCommand({
     ['--only <ids>', 'comma-separated check ids (or prefixes: gpu.)'],
     ['--skip <ids>', 'comma-separated check ids to skip'],
     ['--strict', 'warnings fail too'],
-    ['--verify', 'model.files: check SHA-256 against the manifest'],
+    ['--verify', 'model.files: check SHA-256 (a Hub model: each blob against its name; a folder: model.sha256Manifest)'],
     new Option('--probe-timeout <duration>', 'deadline of each probe command (500ms, 5s; a bare number is seconds)').argParser(durationArg('--probe-timeout', 'ms')).default(5000, '5s'),
     deprecatedAlias('--timeout <duration>', '--probe-timeout', durationArg('--timeout', 'ms')),
     ['--nodes <file>', 'run on every node of an inventory over ssh'],

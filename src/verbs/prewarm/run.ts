@@ -10,16 +10,33 @@ import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { say, note, progress } from '../../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError } from '../../errors.js';
 
+/** What could be prewarmed: the running profiles and their replicas, or that none runs. */
+function runningNames(reg: Registry): string {
+  const alive = reg.list().filter((x) => x.alive && x.inst.role !== 'router');
+  if (!alive.length) return 'no server is running (sparkctl status; sparkctl serve PROFILE starts one)';
+  const profiles = [...new Set(alive.map((x) => x.inst.profile))];
+  return `running: ${profiles
+    .map(
+      (p) =>
+        `${p} (${alive
+          .filter((x) => x.inst.profile === p)
+          .map((x) => x.inst.name)
+          .join(', ')})`,
+    )
+    .join('; ')}`;
+}
+
 export async function run(name: string | undefined, opts: { url?: string; model?: string; deadline?: number; rounds?: number; settleMargin?: number; json?: boolean }) {
   let targets: Array<{ t: Target; s: PrewarmSettings }>;
   if (opts.url) {
     parseServerUrl(opts.url, '--url');
     targets = [{ t: targetFromUrl(opts.url, opts.model), s: PrewarmBlock.parse({}) }];
   } else {
-    if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL');
+    const reg = new Registry(stateDir());
+    if (!name) throw new UsageError('prewarm what? name an instance or a profile, or --url URL', [runningNames(reg)]);
     // Each replica is warmed directly; the router has nothing to warm (and would spread the rounds).
-    const found = new Registry(stateDir()).find(name).filter((x) => x.alive && x.inst.role !== 'router');
-    if (!found.length) throw new UsageError(`no running server named "${name}"`, ['sparkctl status lists them; --url URL prewarms any server']);
+    const found = reg.find(name).filter((x) => x.alive && x.inst.role !== 'router');
+    if (!found.length) throw new UsageError(`no running server named "${name}"`, [runningNames(reg), '--url URL prewarms any server']);
     targets = found.map(({ inst }) => ({ t: targetFromInstance(inst), s: inst.prewarm ?? PrewarmBlock.parse({}) }));
   }
   const prog = progress({ quiet: opts.json });

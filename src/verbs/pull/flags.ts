@@ -9,6 +9,7 @@ export default createCommand({
     ['--revision <rev>', "branch, tag or commit (default: the profile's model.revision, else main); resolved to a commit once and recorded in refs/"],
     ['--config-only', 'only the config, tokenizer and generation files (what plan, profiles init and serve --dry-run read)'],
     ['--jobs <n>', 'files fetched at once', countArg('--jobs'), 8],
+    ['--nodes <file>', 'then copy the snapshot to every node of this inventory over ssh (rsync where both ends have it), skipping nodes that already match'],
     ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
     ['--json', 'machine-readable result on stdout; no progress'],
   ],
@@ -27,8 +28,10 @@ Examples:
   sparkctl pull Qwen/Qwen3.5-9B
   sparkctl pull qwen3.5-9b --config-only          the profile's model, config and tokenizer only
   sparkctl pull Qwen/Qwen3.5-9B --revision v1.0   a tag, pinned to its commit
+  sparkctl pull qwen3-200b --nodes nodes.yaml     pulled once here, copied to each node (its fabric address when named)
 
 Exit codes: 0 pulled, 1 a file failed its checksum or the Hub sent something malformed, 2 bad input
-(unknown model, 401/403, not enough disk), 3 the Hub could not be reached.`,
+(unknown model, 401/403, not enough disk), 3 the Hub could not be reached; with --nodes, 1 when a
+node could not be given the snapshot (each node's line says why).`,
   handler: lazy(() => import('./run.js')),
 });

@@ -1,94 +1,38 @@
-import { pull, DiskFull, PullRefused, type PullResult } from '../../model/pull.js';
-import { HubError, hubEndpoint } from '../../model/hub.js';
-import { hubCacheDir, checkRepoId, checkRevision, CacheRefused } from '../../model/cache.js';
-import { loadProfile } from '../../profiles/load.js';
-import { pullProgress } from './progress.js';
-import { envelope, formatBytes, formatDuration, c } from '../../output/format.js';
-import { say } from '../../output/log.js';
-import { SparkError, UsageError, UnreachableError, ProblemsFound, ExitCode } from '../../errors.js';
+import { join } from 'node:path';
+import { hubCacheDir, repoFolderName } from '../../model/cache.js';
+import { pullTarget, pullInto, type PullOptions } from '../pulling.js';
+import { loadNodesFile } from '../../profiles/load.js';
+import { envelope, formatBytes, c } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { ProblemsFound } from '../../errors.js';
 
-export interface PullOptions {
-  revision?: string;
-  configOnly?: boolean;
-  jobs?: number;
-  profiles?: string;
-  json?: boolean;
-}
+export type { PullOptions };
 
-/** MODEL is a hub id, or a profile whose model.id (and model.revision) say what to fetch. */
-export function pullTarget(arg: string, opts: Pick<PullOptions, 'revision' | 'profiles'>): { repo: string; revision: string } {
-  let repo = arg;
-  let pinned: string | undefined;
-  if (checkRepoId(arg)) {
-    const { profile } = loadProfile(arg, { profilesDir: opts.profiles });
-    if (!profile.model.id || profile.model.path)
-      throw new UsageError(`profile ${profile.name} serves a local folder (model.path ${profile.model.path}): there is nothing to pull`, [
-        'copy the folder to this host, or give the profile a model.id',
-      ]);
-    repo = profile.model.id;
-    pinned = profile.model.revision;
-    const bad = checkRepoId(repo);
-    if (bad) throw new UsageError(`profile ${profile.name}: model.id ${bad}`);
-  }
-  const revision = opts.revision ?? pinned ?? 'main';
-  const bad = checkRevision(revision);
-  if (bad) throw new UsageError(`--revision: ${bad}`, ['a branch (main), a tag (v1.0) or a 40-hex commit']);
-  return { repo, revision };
-}
-
-/** The library's failures, each to its row of the exit-code table, with the fix. */
-export function pullError(e: unknown, cmd: string): unknown {
-  if (e instanceof DiskFull)
-    return new UsageError(`not enough disk space in ${e.folder}: the pull needs ${formatBytes(e.need)} more, ${formatBytes(e.free)} are free`, [
-      'free space there, or point HF_HUB_CACHE (or HF_HOME) at a larger disk',
-    ]);
-  if (e instanceof CacheRefused) return new UsageError(e.message);
-  if (e instanceof PullRefused) return new UsageError(e.message, [e.fix]);
-  if (e instanceof HubError) {
-    const fix = e.fix ? [e.fix] : [];
-    if (e.kind === 'network' || e.kind === 'server') return new UnreachableError(e.message, [...fix, `then: ${cmd}`]);
-    if (e.kind === 'checksum' || e.kind === 'protocol') return new ProblemsFound(e.message, fix);
-    return new UsageError(e.message, fix);
-  }
-  return e;
-}
-
-export async function run(model: string, opts: PullOptions) {
+export async function run(model: string, opts: PullOptions & { nodes?: string }) {
   const { repo, revision } = pullTarget(model, opts);
-  const env = process.env;
-  const hub = { endpoint: hubEndpointOrExit(env), token: env.HF_TOKEN || undefined, timeoutMs: 30_000, stallMs: 60_000 };
-  const cacheRoot = hubCacheDir(env);
-  const again = `sparkctl pull ${repo}${revision !== 'main' ? ` --revision ${revision}` : ''}${opts.configOnly ? ' --config-only' : ''}`;
-  const ac = new AbortController();
-  const abort = () => ac.abort(new Error('interrupted'));
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
-  let result: PullResult;
-  try {
-    result = await pull({ repo, revision, configOnly: opts.configOnly, cacheRoot, hub, jobs: opts.jobs, signal: ac.signal, onEvent: pullProgress({ quiet: opts.json }) });
-  } catch (e) {
-    if (ac.signal.aborted) throw new SparkError(`interrupted: what was fetched is kept under ${cacheRoot} (not in the snapshot)`, ExitCode.problems, [`resume with: ${again}`]);
-    throw pullError(e, again);
-  } finally {
-    process.off('SIGINT', abort);
-    process.off('SIGTERM', abort);
-  }
-  if (opts.json) {
-    say(envelope('pull', { ...result }));
-    return;
-  }
-  const fetched = result.files.filter((f) => f.status !== 'present').length;
-  say(
-    `${c.green('pulled')} ${repo}@${result.commit} (${revision}): ${result.files.length} files, ${fetched ? `${fetched} fetched (${formatBytes(result.bytesFetched)})` : 'all already here'} in ${formatDuration(result.ms)}`,
-  );
-  say(c.dim(`snapshot: ${result.snapshot}`));
-}
-
-function hubEndpointOrExit(env: Record<string, string | undefined>): string {
-  try {
-    return hubEndpoint(env);
-  } catch (e) {
-    if (e instanceof HubError) throw new UsageError(e.message, e.fix ? [e.fix] : []);
-    throw e;
-  }
+  // The inventory is read before the first byte: a bad file is exit 2 with nothing fetched.
+  const nf = opts.nodes ? loadNodesFile(opts.nodes) : undefined;
+  const root = hubCacheDir(process.env);
+  const result = await pullInto(repo, revision, root, { ...opts, json: opts.json, step: Boolean(nf && opts.json) });
+  if (!nf) return;
+  const { syncSnapshot } = await import('../../engine/cluster/model-sync.js');
+  const nodes = await syncSnapshot(nf, {
+    repoDir: join(root, repoFolderName(repo)),
+    commit: result.commit,
+    revision,
+    files: result.files,
+    onNode: (r) => {
+      if (opts.json) return;
+      if (r.status === 'matched') note(`${c.green('ok')} ${r.node} (${r.address}): already holds ${result.commit.slice(0, 12)}, nothing copied`);
+      else if (r.status === 'copied') note(`${c.green('ok')} ${r.node} (${r.address}): copied ${r.blobs} blob(s), ${formatBytes(r.bytes)}, by ${r.via}`);
+      else note(`${c.red('fail')} ${r.node} (${r.address}): ${r.why}`);
+    },
+  });
+  if (opts.json) say(envelope('pull', { ...result, nodes }));
+  const failed = nodes.filter((n) => n.status === 'failed');
+  if (failed.length)
+    throw new ProblemsFound(
+      `${failed.length} of ${nodes.length} node(s) do not hold ${repo}@${result.commit}`,
+      failed.map((n) => `${n.node}: ${n.why}`),
+    );
 }

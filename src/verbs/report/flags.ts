@@ -1,5 +1,5 @@
 import { createCommand, lazy } from '../define.js';
-import { GPU_HOUR_PRICE, GPU_MONTH_PRICE, GPUS_HELD, UTILIZATION } from '../args.js';
+import { GPU_HOUR_PRICE, GPU_MONTH_PRICE, GPUS_HELD, GPUS_HELD_OLD, UTILIZATION } from '../args.js';
 
 export default createCommand({
   name: 'report',
@@ -11,6 +11,7 @@ export default createCommand({
     GPU_HOUR_PRICE('include cost (or probe.gpuHourPriceUsd in the profile)'),
     GPU_MONTH_PRICE,
     GPUS_HELD('GPUs the server holds, when the history does not say'),
+    GPUS_HELD_OLD(),
     UTILIZATION('GPU utilisation 0..1 when no GPU readings were taken'),
     ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
     ['--json', 'machine-readable output'],

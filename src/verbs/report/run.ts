@@ -40,7 +40,7 @@ export async function run(name: string, opts: ReportCli) {
       priceHow = price.how;
       const byUrl = new Map<string, Sample[]>();
       for (const s of samples) byUrl.set(s.url, [...(byUrl.get(s.url) ?? []), s]);
-      const gpus = opts.gpus === undefined ? undefined : Number(opts.gpus);
+      const gpus = opts.gpusHeld === undefined ? undefined : Number(opts.gpusHeld);
       const util = opts.utilization === undefined ? undefined : Number(opts.utilization);
       const parts = [...byUrl.values()].filter((ss) => ss.length >= 2).map((ss) => computeCost({ samples: ss, pricePerGpuHour: price.perHour, gpus, utilization: util }));
       if (parts.length) cost = sumCosts(parts, price.perHour);

@@ -10,7 +10,7 @@ export default createCommand({
     new Option('--engine <engine>', 'vllm, or sim for the built-in simulator').choices(['vllm', 'sim']).default('vllm'),
     ['--vllm-bin <path>', 'the vllm executable', 'vllm'],
     new Option('--runtime <runtime>', "host (vllm on this machine) or container (docker/podman; the container: block); default the profile's engine.runtime").choices(['host', 'container']),
-    ['--pull', 'runtime container: let the CLI pull a missing image (serve never pulls otherwise)'],
+    ['--pull', 'fetch what is missing first: the model into the Hugging Face cache (sparkctl pull), and with runtime container the image (serve never downloads otherwise)'],
     ['--dry-run', 'print the launch plan and stop (never spawns)'],
     ['--json', 'machine-readable output: the plan (--dry-run) or one outcome envelope at the end'],
     ['--no-prewarm', 'skip prewarm after ready'],

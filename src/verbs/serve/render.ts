@@ -80,6 +80,9 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
         case 'exited':
           note(`${e.replica} exited (${e.signal ?? `code ${e.code}`})`);
           break;
+        case 'colocated':
+          note(`${e.replica}: shares GPU ${e.gpu} with ${e.with.join(', ')}: ${e.summary}`);
+          break;
         case 'router': {
           const r = e.router;
           prog.done();
@@ -118,11 +121,21 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
             const p = r.probe;
             if (p) say(`probe ${p.target}: ${p.state === 'healthy' ? c.green('healthy') : c.red(p.state)} (${p.steps.map((s) => `${s.step} ${s.status}`).join(', ')}) in ${p.ms} ms`);
           }
+          // A step that warned or failed says why (and how to fix it) once, not just "auth warn".
+          for (const line of stepDetails(o.replicas.map((r) => r.probe))) say(line);
           if (o.router) say(`clients use ${o.router.url}/v1 (the router); replicas as HAProxy sees them: ${o.router.servers.map((x) => `${x.name} ${x.state}`).join(', ')}`);
           say(`stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`);
       }
     },
   };
+}
+
+/** One line per distinct warning or failure among the replicas' probe steps, with how many replicas had it. */
+export function stepDetails(probes: Array<{ steps: Array<{ step: string; status: string; detail: string }> } | undefined>): string[] {
+  const seen = new Map<string, number>();
+  for (const p of probes)
+    for (const s of p?.steps ?? []) if (s.status === 'warn' || s.status === 'fail') seen.set(`${s.step} ${s.status}: ${s.detail}`, (seen.get(`${s.step} ${s.status}: ${s.detail}`) ?? 0) + 1);
+  return [...seen].map(([line, n]) => `  ${line}${probes.length > 1 ? ` (${n} of ${probes.length} replicas)` : ''}`);
 }
 
 /** The first failure's cause, for scripts: id, the evidence line, the fix. */

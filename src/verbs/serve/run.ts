@@ -13,6 +13,7 @@ import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
+import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 
 export type { ServeOptions };
 
@@ -92,6 +93,40 @@ function routerNote(plan: ServePlan) {
   );
 }
 
+/**
+ * serve of a profile that runs already: healthy, it is said (exit 0, nothing started: serve is
+ * idempotent); otherwise a refusal that names the replicas and restart.
+ */
+async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<boolean> {
+  const { alreadyRunning } = await import('../../engine/already-running.js');
+  const { stateDir } = await import('../common.js');
+  const { UsageError } = await import('../../errors.js');
+  const running = await alreadyRunning(stateDir(), profile);
+  if (!running) return false;
+  const names = running.replicas.map((x) => `${x.name} (port ${x.port}, pid ${x.pid})`).join(', ');
+  if (opts.foreground) throw new UsageError(`${profile} is already running (${names}): serve --foreground would not own it`, [`sparkctl stop ${profile} first, then start it here (or under systemd)`]);
+  if (running.unhealthy.length)
+    throw new UsageError(`${profile} is already running, but ${running.unhealthy.join(', ')} does not answer /health: nothing started`, [
+      `sparkctl restart ${profile} starts it again; sparkctl probe ${profile} says what is wrong; sparkctl stop ${profile} stops it`,
+    ]);
+  const endpoint = running.router ? `${running.router.url} (the router)` : running.replicas.map((x) => x.url).join(', ');
+  if (opts.json)
+    say(
+      envelope('serve', {
+        status: 'healthy',
+        exitCode: 0,
+        alreadyRunning: true,
+        failure: null,
+        replicas: running.replicas.map((x) => ({ name: x.name, url: x.url, port: x.port, gpus: x.gpus, pid: x.pid, readyMs: null, failure: null, prewarm: null, probe: null })),
+      }),
+    );
+  else {
+    say(`${profile} is already running and healthy: ${names}; nothing started`);
+    say(`clients use ${endpoint}; sparkctl restart ${profile} applies a changed profile, sparkctl stop ${profile} stops it`);
+  }
+  return true;
+}
+
 /** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
 function wireSignals() {
   const graceful = new AbortController();
@@ -122,6 +157,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const r = await prepare(profileName, reads);
     const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
     plan.warnings.unshift(...versionWarnings(r.vllm, true));
+    applyGate(plan, await modelGate(r.profile, opts));
     if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
     else {
       routerNote(plan);
@@ -130,7 +166,11 @@ export async function run(profileName: string, opts: ServeOptions) {
     return;
   }
   // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
+  if (await sayAlreadyRunning(loaded.profile.name, opts)) return;
+  // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
+  const gate = await modelGate(loaded.profile, opts);
 
   const { servePreflight, serveLocal } = await import('../../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('./render.js');
@@ -165,6 +205,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
+  applyGate(plan, gate);
+  if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
   const secrets = readSecrets(plan.profile);
   // the runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use
   const own = opts.skipPreflight

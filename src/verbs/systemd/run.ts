@@ -5,31 +5,13 @@ import { commentValue } from '../../output/format.js';
 import { resolve } from 'node:path';
 import { shutdownTimeoutArg } from '../../profiles/render.js';
 import { graceMsOf } from '../../engine/stop.js';
-import { STATE_LABEL, runArgv } from '../../engine/runtime/container.js';
+import { execArg, refuseControl } from '../../engine/runtime/unit.js';
 import { routerDrainSeconds } from '../../profiles/router.js';
 
-// systemd unit syntax: one setting a line, so a newline (or any control character) in a value
-// would start a new setting ([Service], ExecStartPre=...). Such values are refused; the rest is
-// escaped: % (specifiers) and $ (variable expansion) doubled, and every ExecStart= argument that is
-// not plain is double-quoted with C-style escapes, so a path with a space stays one argument.
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-function refuseControl(what: string, v: string) {
-  if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);
-}
-
-/** Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is, not escaped). */
-const CIDFILE = '%t/%n.ctr-id';
-
+// Every ExecStart= argument is quoted and every value with a control character refused (runtime/unit.ts):
+// a newline would start a new setting.
 /** A value in a unit file line (Description=, a comment): specifiers escaped. */
 const unitValue = (v: string) => v.replace(/%/g, '%%');
-
-/** One ExecStart= argument, quoted per systemd.service(5) "Command lines". */
-export function execArg(a: string): string {
-  const v = a.replace(/%/g, '%%').replace(/\$/g, '$$$$');
-  if (/^[A-Za-z0-9_@+=:,./-]+$/.test(v)) return v;
-  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-}
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container'; quadlet?: boolean }) {
   const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
@@ -79,7 +61,7 @@ Environment=NO_COLOR=1
 ${routerLines(p)}# serve --foreground: preflight, launch, wait until really ready; SIGTERM is forwarded to vLLM's process group.
 ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
-ExecStartPost=${cmd('prewarm', p.name, '--timeout', String(p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds))}
+ExecStartPost=${cmd('prewarm', p.name, '--deadline', `${p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds}s`)}
 TimeoutStartSec=${startBudget}
 # ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
 KillMode=mixed
@@ -151,42 +133,22 @@ async function containerUnits(r0: Resolved, opts: { set: string[]; environmentFi
     plan.replicas.map((x) => x.port),
   );
   if (rn) note(`note: ${rn}`);
+  const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
     // the unit's container has no sparkctl registry entry: systemd owns it; its marker names the unit
-    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
-    // The podman unit keeps its container's id in %t (/run for a system unit), where a User= account
-    // cannot write: every start would fail. Rootless podman belongs in that user's own unit folder.
-    if (opts.user !== undefined && cp.cli === 'podman')
-      throw new UsageError(`--user ${opts.user} with container.cli podman: the unit's container id file is in /run, which ${opts.user} cannot write`, [
-        'leave out --user (the unit runs rootful podman)',
-        `or run rootless podman: sparkctl systemd ${p.name} --runtime container --quadlet (without --user), saved in ~${opts.user}/.config/containers/systemd/`,
-      ]);
-    // Named systemd-<unit> as Quadlet names its own: serve names its containers sparkctl-<instance>, so
-    // this unit's ExecStop never stops one serve started (and run refuses a name already taken). Nor a
-    // state folder's label: no sparkctl status/stop may take it for one of its own orphans.
-    const ctr = `systemd-${cp.name}`;
-    const { [STATE_LABEL]: _state, ...labels } = cp.spec.labels ?? {};
-    const argv = runArgv({ ...cp.spec, name: ctr, labels });
-    for (const a of argv) refuseControl('a container argument', a);
-    // podman: the id of the container this start created, in a file of the unit's own (as podman generate
-    // systemd does), and the stop by that id; docker stop has no --cidfile, so docker's is by the unique name
-    const words = argv.map(execArg);
-    const podman = cp.cli === 'podman';
-    if (podman) words.splice(2 + cp.cliArgs.length, 0, `--cidfile=${CIDFILE}`); // after [cli, ...cliArgs, run]
-    // docker: -t, which the 20.10 CLI takes and 23+ takes without the deprecation warning --time prints
-    const stop = [cp.cli, ...cp.cliArgs, 'stop', ...(podman ? ['--ignore', '--time'] : ['-t']), String(cp.stopTimeoutS)].map(execArg);
-    // A container left by an unclean end (sparkctl's unit killed, the host rebooted mid-run) would hold the
-    // name, and every restart would fail on it: it is removed by the id this unit recorded, never by name.
-    const rmOurs = [cp.cli, ...cp.cliArgs, 'rm', '-f', '--ignore', `--cidfile=${CIDFILE}`].map((a) => (a === `--cidfile=${CIDFILE}` ? a : execArg(a))).join(' ');
-    const stopBudget = cp.stopTimeoutS + 30;
+    const u = rt.systemd(replicaRun(plan, x), `systemd-${x.name}`)!;
+    const refused = opts.user === undefined ? undefined : u.userRefusal?.(opts.user, p.name);
+    if (refused) throw refused;
+    const { cli, image } = rt.render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
+    const stopBudget = u.stopTimeoutS + 30;
     const unit = `# sparkctl systemd ${p.name} (container, replica ${x.index}): ${commentValue(p.description ?? '')}
-# Install: save as /etc/systemd/system/${cp.name}.service, then
-#   systemctl daemon-reload && systemctl enable --now ${cp.name}
-# The image must be present (${cp.cli} pull ${cp.image}): the unit never pulls (--pull=never).
+# Install: save as /etc/systemd/system/${u.unit}.service, then
+#   systemctl daemon-reload && systemctl enable --now ${u.unit}
+# The image must be present (${cli} pull ${image}): the unit never pulls (--pull=never).
 ${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}[Unit]
-Description=vLLM server ${unitValue(x.name)} in ${cp.cli} (sparkctl)
-After=network-online.target nvidia-persistenced.service${cp.cli === 'docker' ? ' docker.service\nRequires=docker.service' : ''}
-Wants=network-online.target
+Description=vLLM server ${unitValue(x.name)} in ${cli} (sparkctl)
+After=${['network-online.target', 'nvidia-persistenced.service', ...u.after].join(' ')}
+${u.requires.map((r) => `Requires=${r}\n`).join('')}Wants=network-online.target
 StartLimitIntervalSec=600
 StartLimitBurst=5
 
@@ -194,9 +156,9 @@ StartLimitBurst=5
 Type=simple
 ${opts.user ? `User=${opts.user}\n` : ''}# The API key${p.server.apiKeyEnv ? ` (VLLM_API_KEY=..., from ${p.server.apiKeyEnv})` : ''} lives here, mode 0600, never in the unit: the container gets it by name.
 EnvironmentFile=-${unitValue(opts.environmentFile)}
-${podman ? `# a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to run\nExecStartPre=-${rmOurs}\nExecStartPre=-/bin/rm -f ${CIDFILE}\n` : ''}ExecStart=${words.join(' ')}
-ExecStop=${[...stop, podman ? `--cidfile=${CIDFILE}` : execArg(ctr)].join(' ')}
-${podman ? `ExecStopPost=-${rmOurs}\n` : ''}TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
+${u.execStartPre.length ? `# a leftover container of this unit (by its recorded id), then the stale id file, which would make podman refuse to run\n${u.execStartPre.map((l) => `ExecStartPre=${l}\n`).join('')}` : ''}ExecStart=${u.execStart}
+ExecStop=${u.execStop}
+${u.execStopPost.map((l) => `ExecStopPost=${l}\n`).join('')}TimeoutStartSec=${p.server.readyTimeoutSeconds + 60}
 TimeoutStopSec=${stopBudget}
 Restart=on-failure
 RestartSec=15
@@ -223,7 +185,6 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
     ]);
   const { buildServePlan, replicaRun } = await import('../../engine/plan.js');
   const { runtimeFor } = await import('../../engine/runtime/index.js');
-  const { renderQuadlet } = await import('../../engine/runtime/quadlet.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   const p = r.profile;
   if (versionNote) note(`note: ${versionNote}`);
@@ -235,16 +196,9 @@ async function quadletUnits(r0: Resolved, opts: { user?: string; gpus?: number }
   );
   if (rn) note(`note: ${rn}`);
   let min = '4.4';
+  const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
-    const cp = runtimeFor(plan).render(replicaRun(plan, x), `systemd-${x.name}`, { detached: false }).container!;
-    const q = renderQuadlet({
-      spec: cp.spec,
-      unit: cp.name,
-      description: `vLLM server ${x.name} in podman (sparkctl)`,
-      secrets: Object.fromEntries(cp.envByName.map((k) => [k, secret])),
-      startTimeoutS: p.server.readyTimeoutSeconds + 60,
-      stopTimeoutS: cp.stopTimeoutS + 30,
-    });
+    const q = rt.quadlet(replicaRun(plan, x), `systemd-${x.name}`, { description: `vLLM server ${x.name} in podman (sparkctl)`, secret, startTimeoutS: p.server.readyTimeoutSeconds + 60 })!;
     min = q.minPodman;
     say(
       `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,

@@ -1,8 +1,8 @@
 // Progress of a pull on stderr: per file and in total, rate and time left. On a TTY one line
 // redrawn at most 5 times a second, plus a line per finished file; elsewhere (logs, CI) a line per
 // finished file and one per tenth of the total, so a log of a 100 GB pull stays short.
-import { c, formatBytes, formatDuration } from '../../output/format.js';
-import type { PullEvent } from '../../model/pull.js';
+import { c, formatBytes, formatDuration } from '../output/format.js';
+import type { PullEvent } from '../model/pull.js';
 
 export function pullProgress(opts: { quiet?: boolean; tty?: boolean; write?: (s: string) => void; now?: () => number } = {}) {
   const write = opts.write ?? ((s: string) => process.stderr.write(s));

@@ -1,0 +1,186 @@
+// The gateway's files, pure: HAProxy's configuration, the map of client names to backends, the
+// /v1/models answer and the 404 for an unknown model. No secret is ever written: a key is named by
+// an environment variable ("${VAR}" in the config, which HAProxy reads from its environment).
+//
+// How a request is routed (HAProxy 2.6): `option http-buffer-request` holds the body (up to
+// tune.bufsize) so `req.body,json_query('$.model')` can read its model; the map turns the name (a
+// served name or an alias) into the model's backend; a name the map lacks gets the OpenAI-shaped 404
+// that lists what is served (an lf-file: the name the client sent is inserted JSON-escaped). Within a
+// model, leastconn over its replicas with active checks, as the router does. A model started with
+// sleep mode is checked by GET /is_sleeping (a sleeping vLLM still answers /health 200 and would
+// queue the request): a sleeping server is DOWN to HAProxy, and its backend's backup server, the
+// waker, takes the request, wakes the model and answers it.
+import type { GatewayPlan, GatewayModel } from './plan.js';
+import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
+import { RouterBlock } from '../profiles/schema.js';
+import { UsageError } from '../errors.js';
+
+const addr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+function safe(v: string, what: string): string {
+  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v)) throw new UsageError(`gateway config: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, ['use plain names and paths']);
+  return v;
+}
+
+/** GET /v1/models as vLLM answers it, one entry per served model and per alias (root: the model it stands for). */
+export function modelsJson(plan: Pick<GatewayPlan, 'models' | 'aliases' | 'routes'>, created = Math.floor(Date.now() / 1000)): string {
+  const data: Array<Record<string, unknown>> = plan.models.map((m) => ({ id: m.name, object: 'model', created, owned_by: 'vllm', root: m.name, parent: null, max_model_len: m.maxModelLen ?? null }));
+  for (const [alias, target] of Object.entries(plan.aliases)) {
+    const m = plan.models.find((x) => x.name === target);
+    if (m && plan.routes.get(alias) === m.backend && alias !== m.name)
+      data.push({ id: alias, object: 'model', created, owned_by: 'vllm', root: m.name, parent: m.name, max_model_len: m.maxModelLen ?? null });
+  }
+  return `${JSON.stringify({ object: 'list', data })}\n`;
+}
+
+/** HAProxy's map file: `NAME BACKEND` per line (the names were checked against SAFE_NAME). */
+export function modelsMap(plan: Pick<GatewayPlan, 'routes'>): string {
+  const lines = ['# client model name -> backend: written by sparkctl gateway'];
+  for (const [name, backend] of plan.routes) if (SAFE_NAME.test(name)) lines.push(`${name} ${backend}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** alias -> served name, for the frontend: a request by an alias goes through the keeper, which rewrites its model. */
+export function aliasesMap(plan: Pick<GatewayPlan, 'aliasOf'>): string {
+  const lines = ['# alias -> served name: written by sparkctl gateway'];
+  for (const [alias, name] of plan.aliasOf) if (SAFE_NAME.test(alias) && SAFE_NAME.test(name)) lines.push(`${alias} ${name}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const servedList = (plan: Pick<GatewayPlan, 'routes'>) => [...plan.routes.keys()].join(', ') || '(none)';
+
+/**
+ * The 404 vLLM gives for a model it does not serve (`The model \`X\` does not exist.`), with the
+ * names this gateway serves. A log-format file: the client's name goes in through json(utf8s) (a
+ * quote or a control character in it cannot break the JSON); a literal % is written %%.
+ */
+export function unknownModelBody(plan: Pick<GatewayPlan, 'routes'>): string {
+  const list = JSON.stringify(`Models served here: ${servedList(plan)}`)
+    .slice(1, -1)
+    .replace(/%/g, '%%');
+  return `{"error":{"message":"The model \`%[var(txn.model),json(utf8s)]\` does not exist. ${list}","type":"NotFoundError","param":"model","code":404}}\n`;
+}
+
+function jsonError(status: number, type: string, message: string): string {
+  // an HAProxy 'string' argument in single quotes: no quote of that kind inside
+  const body = JSON.stringify({ error: { message, type, param: null, code: status } }).replace(/'/g, '\\u0027');
+  return `status ${status} content-type application/json string '${body}'`;
+}
+
+function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string[] {
+  const L = [`backend ${safe(m.backend, 'backend')}`, '    balance leastconn'];
+  if (m.sleepMode) {
+    L.push('    option httpchk GET /is_sleeping');
+    L.push(`    http-check expect string '"is_sleeping":false'`);
+  } else {
+    L.push('    option httpchk GET /health');
+    L.push('    http-check expect status 200');
+  }
+  // one key at the gateway: the client's is checked there; the model's own key (if it has one) replaces it
+  if (plan.apiKeyEnv) {
+    if (m.apiKeyEnv) L.push(`    http-request set-header Authorization "Bearer \${${keyVar(m)}}"`);
+    else L.push('    http-request del-header Authorization');
+    L.push('    http-request del-header x-api-key');
+  }
+  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2`);
+  for (const sv of m.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
+  if (m.sleepMode) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
+  L.push('');
+  return L;
+}
+
+export interface RenderOptions {
+  /** log to stdout (HAProxy run by sparkctl in the foreground) */
+  logStdout?: boolean;
+}
+
+export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): string {
+  const d = RouterBlock.parse({});
+  const f = plan.files;
+  const L: string[] = [];
+  L.push(`# sparkctl gateway: one endpoint for ${plan.models.length} model(s) (${plan.models.map((m) => m.name).join(', ') || 'none yet'}): written by sparkctl`);
+  L.push('global');
+  L.push(o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info');
+  // expose-fd listeners: a reload hands the listening sockets to the new worker (no refused connect)
+  L.push(`    stats socket ${safe(f.socket, 'socket')} mode 600 level admin expose-fd listeners`);
+  L.push('    stats timeout 30s');
+  L.push('    maxconn 4096');
+  L.push('    tune.bufsize 262144');
+  L.push('');
+  L.push('defaults');
+  L.push('    mode http');
+  L.push('    log global');
+  L.push('    option httplog');
+  L.push('    option dontlognull');
+  L.push('    option dontlog-normal');
+  L.push('    option log-health-checks');
+  L.push('    option http-keep-alive');
+  L.push('    http-reuse safe');
+  L.push('    option redispatch 1');
+  L.push('    retries 1');
+  L.push('    retry-on conn-failure empty-response');
+  L.push(`    timeout connect ${d.connectTimeoutSeconds}s`);
+  L.push(`    timeout client ${d.clientTimeoutSeconds}s`);
+  L.push(`    timeout server ${d.serverTimeoutSeconds}s`);
+  L.push(`    timeout tunnel ${d.tunnelTimeoutSeconds}s`);
+  L.push(`    timeout queue ${d.queueTimeoutSeconds}s`);
+  L.push('    timeout http-request 60s');
+  L.push('    timeout http-keep-alive 5s');
+  L.push(`    timeout check ${Math.max(1000, Math.min(plan.checkIntervalMs, 5000))}ms`);
+  L.push('');
+  L.push('frontend gateway');
+  L.push(`    bind ${safe(addr(plan.bind.host, plan.bind.port), 'bind address')}`);
+  L.push('    option http-buffer-request');
+  L.push('    http-request return status 200 content-type text/plain string ok if { path /health }');
+  if (plan.apiKeyEnv) {
+    L.push(`    acl key_ok req.hdr(authorization) -m str "Bearer \${${GATEWAY_KEY_VAR}}"`);
+    L.push(`    acl key_ok req.hdr(x-api-key) -m str "\${${GATEWAY_KEY_VAR}}"`);
+    L.push(`    http-request return ${jsonError(401, 'AuthenticationError', 'Unauthorized')} if !key_ok`);
+  }
+  L.push(`    http-request return status 200 content-type application/json file ${safe(f.models, 'models file')} if METH_GET { path /v1/models }`);
+  L.push(`    http-request return ${jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health')} if !METH_POST`);
+  L.push("    http-request set-var(txn.model) req.body,json_query('$.model')");
+  L.push(`    http-request set-var(txn.backend) var(txn.model),map(${safe(f.map, 'map file')})`);
+  L.push(`    http-request return status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')} if { var(txn.model) -m found } !{ var(txn.backend) -m found }`);
+  // no model in the body: vLLM serves its one model; with several the client must say which
+  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found }`);
+  else L.push(`    http-request return ${jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`)} if !{ var(txn.backend) -m found }`);
+  // the waker learns the model's backend from this header (set here, so a client's own is replaced)
+  L.push('    http-request set-header X-Sparkctl-Backend %[var(txn.backend)]');
+  // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does
+  L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
+  L.push('    http-request del-header X-Sparkctl-Model');
+  L.push('    http-request set-header X-Sparkctl-Model %[var(txn.real)] if { var(txn.real) -m found }');
+  L.push('    use_backend via_keeper if { var(txn.real) -m found }');
+  L.push('    use_backend %[var(txn.backend)]');
+  L.push('');
+  L.push('backend via_keeper');
+  L.push(`    server keeper ${addr(plan.waker.host, plan.waker.port)}`);
+  L.push('');
+  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs));
+  L.push('frontend stats');
+  L.push(`    bind ${addr(plan.stats.host, plan.stats.port)}`);
+  L.push('    http-request use-service prometheus-exporter if { path /metrics }');
+  L.push('    stats enable');
+  L.push('    stats uri /stats');
+  L.push('    stats refresh 5s');
+  L.push('');
+  return L.join('\n');
+}
+
+/** The variables HAProxy needs in its environment: the gateway's key and each model's own, by value; names only are ever written. */
+export function haproxyEnv(plan: Pick<GatewayPlan, 'apiKeyEnv' | 'models'>, from: NodeJS.ProcessEnv): { env: Record<string, string>; missing: string[] } {
+  const env: Record<string, string> = {};
+  const missing: string[] = [];
+  if (plan.apiKeyEnv) {
+    const v = from[plan.apiKeyEnv];
+    if (v) env[GATEWAY_KEY_VAR] = v;
+    else missing.push(plan.apiKeyEnv);
+    for (const m of plan.models) {
+      if (!m.apiKeyEnv) continue;
+      const k = from[m.apiKeyEnv];
+      if (k) env[keyVar(m)] = k;
+      else missing.push(m.apiKeyEnv);
+    }
+  }
+  return { env, missing };
+}

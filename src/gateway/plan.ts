@@ -1,0 +1,187 @@
+// The gateway's plan, pure: which models this host serves (every running profile of the registry and
+// every multi-node server whose head is here), their servers, the names clients may send (served
+// names and aliases), and where the gateway's own parts listen. A name goes into HAProxy's map file
+// and a JSON list: only names of safe characters are taken, the others are left out and said.
+import { join } from 'node:path';
+import { z } from 'zod';
+import { parseDuration } from '../util/duration.js';
+import { UsageError } from '../errors.js';
+
+/** The gateway's settings: a `gateway:` block in a file (--config) and the verb's flags over it. */
+export const GatewaySettings = z.strictObject({
+  host: z.string().default('127.0.0.1').describe('Where the gateway listens (0.0.0.0: every interface)'),
+  port: z.number().int().min(1).max(65535).default(8080),
+  statsPort: z.number().int().min(1).max(65535).optional().describe("HAProxy's stats page and Prometheus exporter on 127.0.0.1; default port + 1"),
+  wakerPort: z.number().int().min(1).max(65535).optional().describe('The waker (sleeping models are routed to it) on 127.0.0.1; default port + 2'),
+  aliases: z.record(z.string(), z.string()).default({}).describe('NAME: MODEL, a name clients may send for a served model'),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+    .optional()
+    .describe("One key at the gateway: the NAME of the variable that holds it. Unset: each model's own key passes through"),
+  idleSleep: z.string().optional().describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
+  checkIntervalMs: z.number().int().positive().default(2000),
+  bin: z.string().default('haproxy'),
+});
+export type GatewaySettings = z.infer<typeof GatewaySettings>;
+
+/** A name HAProxy's map file and a config line can hold: no space, quote, control or comment character. */
+export const SAFE_NAME = /^[A-Za-z0-9._:/@+-]{1,200}$/;
+
+export interface GatewayServer {
+  /** HAProxy's server name: the instance name */
+  name: string;
+  host: string;
+  port: number;
+}
+
+export interface GatewayModel {
+  /** the served name clients send */
+  name: string;
+  profile: string;
+  /** HAProxy backend name (m_ + a safe form of the profile) */
+  backend: string;
+  servers: GatewayServer[];
+  /** the variable that holds this model's own key (its servers check it) */
+  apiKeyEnv?: string;
+  /** its servers run with sleep mode: checked by /is_sleeping, the waker behind them */
+  sleepMode: boolean;
+  maxModelLen?: number;
+}
+
+/** What a registry entry and a cluster record give the plan (no import of the registry: pure). */
+export interface ServedInstance {
+  name: string;
+  profile: string;
+  servedName: string;
+  host: string;
+  port: number;
+  role?: string;
+  argv: string[];
+  apiKeyEnv?: string;
+  maxModelLen?: number;
+}
+
+export interface GatewayPlan {
+  bind: { host: string; port: number };
+  stats: { host: '127.0.0.1'; port: number };
+  waker: { host: '127.0.0.1'; port: number };
+  models: GatewayModel[];
+  /** client name -> backend (served names and aliases) */
+  routes: Map<string, string>;
+  /** alias -> the served name it stands for (the keeper rewrites the request's model: vLLM answers only to its own name) */
+  aliasOf: Map<string, string>;
+  aliases: Record<string, string>;
+  /** names left out, and why */
+  skipped: string[];
+  apiKeyEnv?: string;
+  idleSleepMs?: number;
+  checkIntervalMs: number;
+  dir: string;
+  files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; pid: string; log: string; state: string };
+}
+
+const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_')}`;
+const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
+
+/** The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway balances the replicas itself). Pure. */
+export function modelsOf(instances: ServedInstance[]): { models: GatewayModel[]; skipped: string[] } {
+  const byProfile = new Map<string, ServedInstance[]>();
+  for (const i of instances) {
+    if (i.role === 'router' || i.role === 'gateway') continue;
+    byProfile.set(i.profile, [...(byProfile.get(i.profile) ?? []), i]);
+  }
+  const models: GatewayModel[] = [];
+  const skipped: string[] = [];
+  const seen = new Map<string, string>();
+  for (const [profile, list] of [...byProfile].sort(([a], [b]) => a.localeCompare(b))) {
+    const name = list[0]!.servedName;
+    if (!SAFE_NAME.test(name)) {
+      skipped.push(`${profile}: served name ${JSON.stringify(name)} has characters a route cannot hold`);
+      continue;
+    }
+    const other = seen.get(name);
+    if (other) {
+      skipped.push(`${profile}: serves ${name}, as ${other} does; requests for it go to ${other}`);
+      continue;
+    }
+    seen.set(name, profile);
+    const sorted = [...list].sort((a, b) => a.port - b.port);
+    models.push({
+      name,
+      profile,
+      backend: backendOf(profile),
+      servers: sorted.map((i) => ({ name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'), host: loopback(i.host), port: i.port })),
+      apiKeyEnv: list[0]!.apiKeyEnv,
+      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode')),
+      maxModelLen: list[0]!.maxModelLen,
+    });
+  }
+  return { models, skipped };
+}
+
+/** `--alias NAME=MODEL` flags over the file's aliases. */
+export function parseAliases(flags: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of flags) {
+    const eq = f.indexOf('=');
+    if (eq < 1 || eq === f.length - 1) throw new UsageError(`--alias ${JSON.stringify(f)}: expected NAME=MODEL`, ['e.g. --alias coder=Qwen/Qwen3.5-9B']);
+    out[f.slice(0, eq)] = f.slice(eq + 1);
+  }
+  return out;
+}
+
+export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string): GatewayPlan {
+  const { models, skipped } = modelsOf(instances);
+  const routes = new Map<string, string>();
+  const aliasOf = new Map<string, string>();
+  for (const m of models) routes.set(m.name, m.backend);
+  const problems: string[] = [];
+  for (const [alias, target] of Object.entries(s.aliases)) {
+    if (!SAFE_NAME.test(alias)) problems.push(`gateway.aliases: ${JSON.stringify(alias)} has characters a route cannot hold (letters, digits, . _ : / @ + -)`);
+    else if (routes.has(alias) && !models.some((m) => m.name === alias && m.name === target)) skipped.push(`alias ${alias}: a served model has that name; the model wins`);
+    else {
+      const m = models.find((x) => x.name === target);
+      // an alias of a model not served now waits for it: the registry is read again at every change
+      if (m) {
+        routes.set(alias, m.backend);
+        if (alias !== m.name) aliasOf.set(alias, m.name);
+      } else skipped.push(`alias ${alias} -> ${target}: ${target} is not served now`);
+    }
+  }
+  const stats = s.statsPort ?? s.port + 1;
+  const waker = s.wakerPort ?? s.port + 2;
+  if (new Set([s.port, stats, waker]).size < 3) problems.push(`gateway ports collide: port ${s.port}, statsPort ${stats}, wakerPort ${waker}`);
+  for (const m of models) for (const sv of m.servers) if ([s.port, stats, waker].includes(sv.port)) problems.push(`gateway port ${sv.port} is ${sv.name}'s port`);
+  if (problems.length) throw new UsageError('the gateway cannot be planned', [...problems, 'choose --port (the stats and waker ports follow it) or set gateway.statsPort / gateway.wakerPort']);
+  const dir = join(stateDir, 'gateway');
+  return {
+    bind: { host: s.host, port: s.port },
+    stats: { host: '127.0.0.1', port: stats },
+    waker: { host: '127.0.0.1', port: waker },
+    models,
+    routes,
+    aliasOf,
+    aliases: s.aliases,
+    skipped,
+    apiKeyEnv: s.apiKeyEnv,
+    idleSleepMs: s.idleSleep ? parseDuration(s.idleSleep, 'gateway.idleSleep') : undefined,
+    checkIntervalMs: s.checkIntervalMs,
+    dir,
+    files: {
+      config: join(dir, 'haproxy.cfg'),
+      models: join(dir, 'models.json'),
+      map: join(dir, 'models.map'),
+      aliasMap: join(dir, 'aliases.map'),
+      unknown: join(dir, 'unknown-model.lf'),
+      socket: join(dir, 'api.sock'),
+      pid: join(dir, 'haproxy.pid'),
+      log: join(stateDir, 'logs', 'gateway.log'),
+      state: join(dir, 'gateway.json'),
+    },
+  };
+}
+
+/** The environment variable HAProxy reads a model's own key from (never its value in a file). */
+export const keyVar = (m: Pick<GatewayModel, 'profile'>) => `SPARKCTL_KEY_${m.profile.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}`;
+export const GATEWAY_KEY_VAR = 'SPARKCTL_GATEWAY_KEY';

@@ -1,0 +1,182 @@
+// gateway up | down | status | config | run: read the settings (a file's gateway: block, the flags
+// over it), then the library (src/gateway/) does the work.
+import { readFileSync, lstatSync } from 'node:fs';
+import yaml from 'js-yaml';
+import { stateDir, sparkctlBin } from '../common.js';
+import { GatewaySettings, parseAliases, planGateway } from '../../gateway/plan.js';
+import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
+import { Keeper, servedInstances } from '../../gateway/keeper.js';
+import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord } from '../../gateway/control.js';
+import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
+import { envelope, table } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ExitWith, ExitCode } from '../../errors.js';
+import { processStartTime } from '../../util/pid.js';
+
+interface SettingsFlags {
+  port?: number;
+  host?: string;
+  config?: string;
+  alias?: string[];
+  apiKeyEnv?: string;
+  idleSleep?: string;
+  json?: boolean;
+}
+
+/** The file's gateway: block (a regular file, at most 1 MiB), the flags over it, checked by the schema (every problem named). */
+export function settingsFrom(o: SettingsFlags): GatewaySettings {
+  let block: Record<string, unknown> = {};
+  if (o.config) {
+    let text: string;
+    try {
+      const st = lstatSync(o.config);
+      if (!st.isFile() || st.size > 1024 * 1024) throw new Error('not a regular file of at most 1 MiB');
+      text = readFileSync(o.config, 'utf8');
+    } catch (e) {
+      throw new UsageError(`--config ${o.config}: ${(e as Error).message}`, ['give a YAML file with a gateway: block']);
+    }
+    const doc = yaml.load(text) as { gateway?: unknown } | undefined;
+    if (!doc || typeof doc !== 'object' || typeof doc.gateway !== 'object' || doc.gateway === null)
+      throw new UsageError(`--config ${o.config}: no gateway: block`, ['gateway:\n  port: 8080\n  aliases: { coder: Qwen/Qwen3.5-9B }']);
+    block = doc.gateway as Record<string, unknown>;
+  }
+  const merged = {
+    ...block,
+    ...(o.port !== undefined ? { port: o.port } : {}),
+    ...(o.host ? { host: o.host } : {}),
+    ...(o.apiKeyEnv ? { apiKeyEnv: o.apiKeyEnv } : {}),
+    ...(o.idleSleep ? { idleSleep: o.idleSleep } : {}),
+    aliases: { ...((block.aliases as Record<string, string>) ?? {}), ...parseAliases(o.alias ?? []) },
+  };
+  const r = GatewaySettings.safeParse(merged);
+  if (!r.success)
+    throw new UsageError(
+      'gateway settings are invalid',
+      r.error.issues.map((i) => `gateway.${i.path.join('.')}: ${i.message}`),
+    );
+  return r.data;
+}
+
+function settingsArgs(o: SettingsFlags): string[] {
+  const a: string[] = [];
+  if (o.config) a.push('--config', o.config);
+  if (o.port !== undefined) a.push('--port', String(o.port));
+  if (o.host) a.push('--host', o.host);
+  for (const x of o.alias ?? []) a.push('--alias', x);
+  if (o.apiKeyEnv) a.push('--api-key-env', o.apiKeyEnv);
+  if (o.idleSleep) a.push('--idle-sleep', o.idleSleep);
+  return a;
+}
+
+function haproxyOf(s: GatewaySettings): string {
+  const h = findHaproxy(s.bin);
+  if (!h) throw new UsageError('the gateway needs HAProxy, and it is not installed here', [INSTALL_FIX]);
+  return h;
+}
+
+export async function up(o: SettingsFlags) {
+  const s = settingsFrom(o);
+  haproxyOf(s);
+  const plan = planGateway(s, servedInstances(stateDir()), stateDir());
+  const { missing } = haproxyEnv(plan, process.env);
+  if (s.apiKeyEnv && missing.includes(s.apiKeyEnv))
+    throw new UsageError(`--api-key-env ${s.apiKeyEnv}: the variable is not set`, [`export ${s.apiKeyEnv}=... (the key never goes into a file or argv)`]);
+  for (const v of missing) note(`gateway: $${v} is not set: requests for its model will carry no key`);
+  const r = await startGateway({ bin: sparkctlBin(), args: settingsArgs(o), stateDir: stateDir() });
+  if (o.json) return say(envelope('gateway', { state: 'running', ...r, url: gatewayUrl(r) }));
+  say(`gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid}): ${r.models.length} model(s)${r.models.length ? `: ${r.models.map((m) => m.name).join(', ')}` : ''}`);
+  for (const [a, m] of Object.entries(r.aliases)) say(`  alias ${a} -> ${m}`);
+  say(`  stats: http://127.0.0.1:${r.statsPort}/stats; log: ${r.logFile}`);
+}
+
+export async function down(o: { json?: boolean }) {
+  const r = await stopGateway(stateDir());
+  if (o.json) say(envelope('gateway-down', { ...r }));
+  else
+    say(
+      r.how === 'not-running' ? 'gateway: not running' : r.how === 'unproven' ? `gateway: pid ${r.pid} could not be proven ours: NOT signalled` : `gateway: ${r.how} in ${(r.ms / 1000).toFixed(1)} s`,
+    );
+  if (r.how === 'unproven') throw new ExitWith(ExitCode.problems);
+}
+
+export async function status(o: { json?: boolean }) {
+  const r = runningGateway(stateDir());
+  if (!r) {
+    if (o.json) say(envelope('gateway-status', { state: 'stopped' }));
+    else say('gateway: not running');
+    throw new ExitWith(ExitCode.problems);
+  }
+  const v = await viewGateway(r);
+  if (o.json) return say(envelope('gateway-status', { state: 'running', url: gatewayUrl(r), pid: r.pid, haproxyPid: r.haproxyPid, aliases: r.aliases, models: v.models }));
+  say(`gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})`);
+  if (!v.models.length) return say('  no models yet (it follows sparkctl serve)');
+  say(
+    table(
+      v.models.map((m) => [
+        m.name,
+        m.profile,
+        m.asleep ? 'asleep' : `${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up`,
+        m.servers.map((x) => `${x.name}:${x.state}`).join(' '),
+      ]),
+      ['MODEL', 'PROFILE', 'STATE', 'SERVERS'],
+    ),
+  );
+}
+
+export async function config(o: SettingsFlags) {
+  const s = settingsFrom(o);
+  const plan = planGateway(s, servedInstances(stateDir()), stateDir());
+  say(renderGatewayConfig(plan));
+  for (const x of plan.skipped) note(`left out: ${x}`);
+}
+
+/** The keeper in the foreground: SIGTERM/SIGINT end it (HAProxy soft-stopped first). */
+export async function runForeground(o: SettingsFlags) {
+  const s = settingsFrom(o);
+  const haproxy = haproxyOf(s);
+  const ac = new AbortController();
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => ac.abort());
+  const dir = stateDir();
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const keeper = new Keeper({
+    settings: s,
+    stateDir: dir,
+    haproxy,
+    log,
+    signal: ac.signal,
+    onReady: ({ haproxyPid, plan }) => {
+      writeRecord(dir, {
+        version: 1,
+        pid: process.pid,
+        pgid: process.pid,
+        startTime: processStartTime(process.pid) ?? 0,
+        launch: process.env.SPARKCTL_GATEWAY_MARKER ?? '',
+        haproxyPid,
+        url: `http://${plan.bind.host}:${plan.bind.port}`,
+        host: plan.bind.host,
+        port: plan.bind.port,
+        statsPort: plan.stats.port,
+        wakerPort: plan.waker.port,
+        socket: plan.files.socket,
+        configFile: plan.files.config,
+        logFile: plan.files.log,
+        apiKeyEnv: plan.apiKeyEnv,
+        startedAt: new Date().toISOString(),
+        models: modelsRecord(plan.models),
+        aliases: plan.aliases,
+      });
+    },
+  });
+  // the record follows the models (gateway status reads it)
+  const refresh = setInterval(() => {
+    const r = readRecord(dir);
+    if (!r || r.pid !== process.pid || !keeper.plan) return;
+    const models = modelsRecord(keeper.plan.models);
+    if (JSON.stringify(models) !== JSON.stringify(r.models)) writeRecord(dir, { ...r, models });
+  }, 1000);
+  try {
+    await keeper.run();
+  } finally {
+    clearInterval(refresh);
+  }
+}

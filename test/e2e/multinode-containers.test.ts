@@ -1,0 +1,110 @@
+// Containers on every node, for real: the native executor over the four network-namespace nodes
+// (real sshd), each node's rank in a podman container (the real podman, host network = that node's
+// namespace) of the simulator's image. Ready only once every rank joined; stop leaves no container;
+// a node whose image differs is refused before anything starts, naming it and both IDs.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, freePort, rmrf } from '../helpers.js';
+import { makeCluster, netnsUnavailable, type Cluster } from '../cluster.js';
+import { PODMAN, podmanIn, podmanUnavailable, buildSimImage, derivedImage } from '../podman.js';
+
+const why = netnsUnavailable() ?? podmanUnavailable();
+if (why) console.warn(`containers over nodes skipped: ${why}`);
+
+describe.skipIf(!!why)('native multi-node in podman containers on the netns nodes', () => {
+  // the nodes mount their own /tmp: what they must see (podman's settings, the mounted folders) lives in /var/tmp
+  const work = mkdtempSync('/var/tmp/sparkctl-mn-containers-');
+  const { env, podman, prepare } = podmanIn(work);
+  const marker = randomUUID();
+  let cl: Cluster;
+  let state: string;
+  let image = '';
+  let other = '';
+  const profiles = join(work, 'profiles');
+  const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...env, ...cl.env }, timeout: 120_000 });
+  const ours = async () => (await podman(['ps', '-a', '--filter', 'label=io.sparkctl.profile=mn-box', '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
+
+  beforeAll(async () => {
+    prepare();
+    image = await buildSimImage(podman, work);
+    other = await derivedImage(podman, work, image, ['LABEL io.sparkctl.test=another-build'], `localhost/sparkctl-mn-other-${process.pid}:1`);
+    state = join(work, 'state');
+    mkdirSync(join(work, 'model'), { recursive: true });
+    mkdirSync(join(work, 'hf'), { recursive: true });
+    mkdirSync(profiles, { recursive: true });
+    const profile = (name: string, img: string) =>
+      writeFileSync(
+        join(profiles, `${name}.yaml`),
+        [
+          `name: ${name}`,
+          'model: { path: ' + join(work, 'model') + ', servedName: mn-box, parameters: 8.0e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 }',
+          'engine: { vllmVersion: "0.17.0", runtime: container, maxModelLen: 4096 }',
+          'parallel: { tensor: 4, pipeline: 1, nodes: 4, gpusPerNode: 1 }',
+          'server: { port: 8000, readyTimeoutSeconds: 120 }',
+          // no --ulimit: inside these test nodes runc is refused any rlimit (podman then sets them all: "error
+          // setting rlimit type 6: operation not permitted"); the nodes have no RDMA, so no memlock is rendered
+          `container: { cli: podman, image: ${img}, cliArgs: [${PODMAN.map((x) => `"${x}"`).join(', ')}], hfCache: ${join(work, 'hf')}, ulimits: {} }`,
+          '',
+        ].join('\n'),
+      );
+    profile('mn-box', image);
+    cl = await makeCluster('netns', marker, { masterPort: await freePort(), env: { CONTAINERS_CONF: env.CONTAINERS_CONF }, cgroups: true });
+    // the nodes file declares one GPU a node (TP 4 over 4 nodes)
+    const nf = join(cl.dir, 'nodes.yaml');
+    const { readFileSync } = await import('node:fs');
+    writeFileSync(nf, readFileSync(nf, 'utf8').replaceAll('gpus: 8', 'gpus: 1'));
+  }, 240_000);
+
+  afterAll(async () => {
+    for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
+    if (other) await podman(['rmi', other]);
+    cl?.teardown();
+    rmrf(work);
+  }, 60_000);
+
+  it('four ranks, one container each, ready once all joined; status per rank; stop removes every container', async (ctx) => {
+    // Inside the test nodes (ip netns exec + unshare) runc may not be allowed to set a container's
+    // rlimits on this machine ("error setting rlimit type N: operation not permitted"): then this
+    // case cannot run here, and says so.
+    const probe = cl.exec(0, `podman ${PODMAN.join(' ')} run --rm --network host ${image} /usr/local/bin/node -e 0 2>&1`, 60_000);
+    if (probe.status !== 0) {
+      console.warn(`podman cannot start a container inside the test nodes here, the launch case is skipped: ${probe.stdout.trim().split('\n').pop()}`);
+      ctx.skip();
+    }
+    const port = await freePort();
+    const r = await run(['serve', 'mn-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${port}`]);
+    expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+    for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`vLLM rank ${i} started on n${i} \\(pid 0, log podman logs [a-f0-9]{12}\\)`));
+    expect(r.stdout).toMatch(/probe: healthy/);
+    expect((await ours()).sort()).toEqual([0, 1, 2, 3].map((i) => `sparkctl-mn-box-rank${i}`));
+    const st = await run(['status']);
+    for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+    const stop = await run(['stop', 'mn-box', '--nodes', cl.nodesFile]);
+    expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+    for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`vLLM rank ${i} on n${i}: stopped (SIGTERM)`);
+    expect(await ours()).toEqual([]);
+  }, 240_000);
+
+  it('an image whose ID differs on one node: refused before anything starts, naming the nodes and both IDs', async () => {
+    // n2's copy of the tag is another build (the nodes share this machine's image store: the tag is moved there for the test)
+    const id = async (i: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', i])).stdout.trim();
+    const [a, b] = [await id(image), await id(other)];
+    const tag = `localhost/sparkctl-mn-pinned-${process.pid}:x`;
+    await podman(['tag', image, tag]);
+    try {
+      // the nodes see one store; what differs per node is what their runtime answers: a wrapper on n2 answers for the other build
+      const n2 = join(cl.dir, 'n2', 'bin', 'podman');
+      writeFileSync(n2, `#!/bin/bash\nargs=(); for a in "$@"; do [ "$a" = ${tag} ] && a=${other}; args+=("$a"); done\nexec /usr/bin/podman "\${args[@]}"\n`, { mode: 0o755 });
+      writeFileSync(join(profiles, 'mn-box.yaml'), (await import('node:fs')).readFileSync(join(profiles, 'mn-box.yaml'), 'utf8').replace(`image: ${image}`, `image: ${tag}`));
+      const r = await run(['serve', 'mn-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      expect(r.exitCode).toBe(4);
+      expect(r.stderr).toContain(`refused: ${tag} differs between the nodes: n0, n1, n3 ${a.slice(0, 12)}; n2 ${b.slice(0, 12)}`);
+      expect(await ours()).toEqual([]);
+    } finally {
+      rmrf(join(cl.dir, 'n2', 'bin', 'podman'));
+      await podman(['rmi', tag]);
+    }
+  }, 120_000);
+});
