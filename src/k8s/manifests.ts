@@ -6,7 +6,7 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { shellQuote, commentValue } from '../output/format.js';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
-import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, type ImageStart } from '../engine/runtime/container.js';
+import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, containerGpuUse, noGpuEnv as containerNoGpuEnv, type ImageStart } from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
 import { versionFromRef } from '../engine/runtime/image-version.js';
 import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.js';
@@ -150,8 +150,11 @@ const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests
  * NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's) would get every GPU of the node, outside the scheduler.
  */
 export function noGpuEnv(p: Profile): { name: string; value: string }[] {
-  return p.container?.gpus === 'none' && p.env.NVIDIA_VISIBLE_DEVICES === undefined ? [{ name: 'NVIDIA_VISIBLE_DEVICES', value: 'void' }] : [];
+  return Object.entries(containerNoGpuEnv(p, p.env)).map(([name, value]) => ({ name, value }));
 }
+
+/** The GPUs a pod asks for: none for container.gpus none (a CPU build), as the container runtime gives it none. */
+export const podGpus = (p: Profile, n: number) => (containerGpuUse(p, 'vllm').gpu ? n : 0);
 const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
 /** Header comment lines: one-line values, each after "# ". */
@@ -214,7 +217,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
 export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[] }): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
   // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
-  const gpus = p.container?.gpus === 'none' ? 0 : opts.perNode;
+  const gpus = podGpus(p, opts.perNode);
   const groups = typeof p.parallel.replicas === 'number' ? p.parallel.replicas : 1;
   const name = k8sName(p);
   const port = p.server.port;

@@ -1,6 +1,7 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
 import { ProbeBlock } from './probe-block.js';
+import { isPep440 } from './versions.js';
 
 const positiveInt = z.number().int().positive();
 const port = z.number().int().min(1).max(65535);
@@ -35,7 +36,8 @@ export const ModelBlock = z
 export const EngineBlock = z.strictObject({
   vllmVersion: z
     .string()
-    .regex(/^(auto|\d+\.\d+(\.\d+)?.*)$/, 'a version such as 0.17.0, or auto')
+    .regex(/^(auto|\d[0-9A-Za-z.+!_-]{0,95})$/, 'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto')
+    .refine((v) => v === 'auto' || isPep440(v), 'a PEP 440 version such as 0.17.0 (0.10.1rc1, 0.27.2.dev0+g6adad0876), or auto')
     .default('auto')
     .describe("The vLLM the flags are rendered for; auto: the installed one (--vllm-bin's), read at plan time"),
   dtype: z.enum(['auto', 'bfloat16', 'float16', 'half', 'float32']).default('auto'),

@@ -1,7 +1,9 @@
 // bench's phases without a server: flags to a plan (every bad value exit 2 before a request), the
 // sweep loop driven by a scripted level runner, and the text report from a result.
 import { describe, it, expect } from 'vitest';
-import { benchPlan, runSweep, sweepPoint, renderText, type BenchOptions } from '../../src/verbs/bench/run.js';
+import { benchPlan, type BenchOptions } from '../../src/bench/plan.js';
+import { runSweep, sweepPoint } from '../../src/bench/sweep-run.js';
+import { renderText } from '../../src/bench/text.js';
 import { buildResult, type BenchResult } from '../../src/bench/report.js';
 import { UsageError } from '../../src/errors.js';
 

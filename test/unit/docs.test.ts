@@ -125,7 +125,7 @@ describe('docs', () => {
         .split('\n## ')[0]!
         .matchAll(/^\| ((?:`[a-z][\w-]*`(?:, )?)+) \|/gm),
     ].flatMap((m) => [...m[1]!.matchAll(/`([a-z][\w-]*)`/g)].map((x) => x[1]!));
-    expect(listed.sort()).toEqual([...new Set(verbs)].sort());
+    expect(listed.sort(), 'each verb once').toEqual([...new Set(verbs)].sort());
   });
 
   it('docs/failure-causes.md and the check table of docs/preflight.md are what the code generates today', () => {

@@ -277,6 +277,16 @@ export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 
   return { gpu: true };
 }
 
+/**
+ * No GPU flag is not no GPU: where nvidia is the default runtime (docker's daemon, a node's
+ * containerd), an image with NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's images) gets every GPU
+ * anyway; void makes the NVIDIA runtime inject nothing. For container.gpus none, unless the profile
+ * sets the variable itself: the one rule for a run line and a pod spec.
+ */
+export function noGpuEnv(p: Pick<Profile, 'container'>, env: Record<string, string | undefined>): Record<string, string> {
+  return !containerGpuUse(p, 'vllm').gpu && env.NVIDIA_VISIBLE_DEVICES === undefined ? { NVIDIA_VISIBLE_DEVICES: 'void' } : {};
+}
+
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */
 export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): string {
   return settingsOf(p).hfCache ?? env.HF_HOME ?? join(env.HOME ?? homedir(), '.cache', 'huggingface');
@@ -341,9 +351,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
-  // no GPU flag is not no GPU: where nvidia is the default runtime, an image with NVIDIA_VISIBLE_DEVICES=all
-  // (NGC's and vLLM's images) gets every GPU anyway; void makes the NVIDIA runtime inject nothing
-  if (p.container?.gpus === 'none' && vars.NVIDIA_VISIBLE_DEVICES === undefined) vars.NVIDIA_VISIBLE_DEVICES = 'void';
+  Object.assign(vars, noGpuEnv(p, vars));
   const envByName = Object.keys(x.replica.envFrom).sort();
   const spec: ContainerSpec = {
     cli: x.cli,

@@ -1,6 +1,6 @@
 import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
-import { clusterVersion, deployment, k8sName, podLimits } from '../../k8s/manifests.js';
+import { clusterVersion, deployment, k8sName, podGpus, podLimits } from '../../k8s/manifests.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
@@ -51,7 +51,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // In a pod vLLM listens on all interfaces of the pod, on the profile's port.
   const argv = rep.argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
   const note = routed ? "# router: not rendered; the Service balances the pods and takes an unready one out of rotation (sparkctl's HAProxy is for one host)\n" : '';
-  const gpus = p.container?.gpus === 'none' ? 0 : p.parallel.tensor * p.parallel.pipeline;
+  const gpus = podGpus(p, p.parallel.tensor * p.parallel.pipeline);
   // parallel.replicas auto: as many TP x PP groups as the platform's node (or --gpus) holds, one pod each
   const replicas = resolveReplicas({ ...p, parallel: { ...p.parallel, firstGpu: 0 } }, r.host);
   say(note + deployment(p, r.platform, { ...pod, namespace: opts.namespace, argv, gpus, servedName: servedName(p), replicas }));
