@@ -13,6 +13,7 @@ import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision,
 import { stateDir } from '../util/paths.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
+import { commandLine } from '../output/format.js';
 
 export interface PlanReadOptions {
   profiles?: string;
@@ -184,7 +185,7 @@ export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
     out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
   } else if (v.mismatch) {
     const msg = `engine.vllmVersion is pinned to ${v.version}, but the installed vLLM is ${v.installed}: the flags would be rendered for a vLLM that is not there`;
-    const fix = [`--set engine.vllmVersion=auto (render for the installed ${v.installed})`, `or install vLLM ${v.version} (pip install vllm==${v.version})`];
+    const fix = [`--set engine.vllmVersion=auto (render for the installed ${v.installed})`, `or install vLLM ${v.version} (${commandLine('pip', 'install', `vllm==${v.version}`)})`];
     if (!dryRun) throw new UsageError(msg, fix);
     out.push(`${msg} (serve refuses this; fix: ${fix.join(', ')})`);
   }

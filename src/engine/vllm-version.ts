@@ -5,9 +5,9 @@
 import { open, readdir, stat } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readJsonCache, writeJsonCache } from '../util/fs.js';
-import { releaseOf } from '../profiles/versions.js';
+import { releaseOf, isPep440 } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 import { UsageError } from '../errors.js';
 import { readText, READ_LIMITS } from '../util/read.js';
@@ -71,24 +71,69 @@ async function fromDistInfo(bin: string, head: string): Promise<string | undefin
       const dist = (await readdir(site).catch(() => [] as string[])).find((d) => /^vllm-\d[^/]*\.dist-info$/.test(d));
       if (!dist) continue;
       const meta = await readText(join(site, dist, 'METADATA'), { maxBytes: READ_LIMITS.config }).catch(() => '');
-      return VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
+      // what the installed package says of itself: a strict PEP 440 version, or nothing
+      const said = VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
+      return isPep440(said) ? said : undefined;
     }
   }
   return undefined;
 }
 
-function fromVersionFlag(bin: string, timeoutMs: number): Promise<string | undefined> {
+/**
+ * `BIN --version` in a process group of its own, bounded: at the deadline (or past 1 MiB of output)
+ * the whole group is killed, so a wrapper that hangs leaves no children behind (killing only the
+ * child, as execFile's timeout does, left whatever it had started running).
+ */
+export function fromVersionFlag(bin: string, timeoutMs: number): Promise<string | undefined> {
   return new Promise((res) => {
-    execFile(bin, ['--version'], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1 << 20 }, (err, stdout) => {
-      if (err) return res(undefined);
-      // the last line that is a version (vLLM may log before it)
-      const v = String(stdout)
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(bin, ['--version'], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch {
+      return res(undefined);
+    }
+    let out = '';
+    let done = false;
+    const killGroup = () => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone already */
+      }
+    };
+    const finish = (v: string | undefined) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      res(v);
+    };
+    const timer = setTimeout(() => {
+      killGroup();
+      finish(undefined);
+    }, timeoutMs);
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString('utf8');
+      if (out.length > 1 << 20) {
+        killGroup();
+        finish(undefined);
+      }
+    });
+    child.on('error', () => finish(undefined));
+    const parse = () =>
+      out
         .trim()
         .split('\n')
         .reverse()
         .map((l) => l.trim())
-        .find((l) => /^\d+\.\d+/.test(l));
-      res(v);
+        .find((l) => isPep440(l));
+    let exitCode: number | null = null;
+    // the last line that is a version (vLLM may log before it), once its output has closed; a
+    // grandchild holding stdout open after the child exited is given a moment, not the deadline
+    child.on('close', () => finish((exitCode ?? child.exitCode) === 0 ? parse() : undefined));
+    child.on('exit', (code) => {
+      exitCode = code;
+      if (code !== 0) return finish(undefined);
+      setTimeout(() => finish(parse()), 250).unref();
     });
   });
 }
@@ -97,7 +142,7 @@ type Cache = Record<string, { mtimeMs: number; version: string }>;
 
 const cacheEntry = (e: unknown): Cache[string] | undefined => {
   const x = e as { mtimeMs?: unknown; version?: unknown } | null;
-  return typeof x?.mtimeMs === 'number' && typeof x.version === 'string' ? { mtimeMs: x.mtimeMs, version: x.version } : undefined;
+  return typeof x?.mtimeMs === 'number' && isPep440(x.version) ? { mtimeMs: x.mtimeMs, version: x.version } : undefined;
 };
 
 export async function installedVllm(binName: string, opts: { cacheFile?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<InstalledVllm> {

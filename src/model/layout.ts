@@ -205,7 +205,34 @@ function layerTypes(c: Json, n: number): Layout | NotModelled {
 
 // Fields that mean a recurrent state or a cache layout the readers above do not follow (Jamba, Bamba,
 // Falcon-H1, Granite 4 hybrids, Zamba, MiniMax, Kimi Linear, encoder-decoder models, ...).
+// Families whose caches vLLM lays out in a way these readers do not follow: DeepSeek-V4's compressed
+// sliding MLA (SlidingWindowMLASpec, packed groups), Gemma 3n's KV sharing across layers, attention-free
+// and short-conv models, and the hybrids with their own state layouts.
+const UNMODELLED_TYPES = [
+  'deepseek_v4',
+  'gemma3n',
+  'gemma3n_text',
+  'falcon_h1',
+  'jamba',
+  'bamba',
+  'granitemoehybrid',
+  'zamba',
+  'zamba2',
+  'plamo2',
+  'mamba',
+  'mamba2',
+  'falcon_mamba',
+  'lfm2',
+  'lfm2_moe',
+  'kimi_linear',
+  'minimax',
+  'minimax_text_01',
+  'rwkv',
+  'rwkv7',
+  'xlstm',
+];
 const UNMODELLED_FIELDS = [
+  'num_kv_shared_layers',
   'attn_layer_period',
   'attn_layer_offset',
   'mamba_d_state',
@@ -228,6 +255,10 @@ const UNMODELLED_FIELDS = [
 export function readLayout(c: Json, n: number): Layout | NotModelled {
   try {
     const type = str(c.model_type) ?? '';
+    if (UNMODELLED_TYPES.includes(type)) {
+      const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
+      return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
+    }
     if (c.is_encoder_decoder === true)
       return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);

@@ -14,6 +14,7 @@ import type { ContainerCheck, ContainerCheckId } from '../engine/runtime/preflig
 
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
+import { commandLine } from '../output/format.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
 export interface CheckResult {
@@ -284,7 +285,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
       return fail(
         'vllm is not installed (no vllm dist-info, no vllm on PATH)',
         target ? `vLLM ${target} (the profile's target)` : 'vLLM',
-        `pip install vllm${target ? `==${target}` : ''}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
+        `${commandLine('pip', 'install', target ? `vllm==${target}` : 'vllm')}, or run it in a container: --set engine.runtime=container (the container: block; NGC's nvcr.io/nvidia/vllm image on a DGX baseline)`,
       );
     const table = f.vllm.version ? tableAtOrBelow(f.vllm.version) : undefined;
     const observed = `vLLM ${f.vllm.version ?? '?'}${f.vllm.bins[0] ? ` (${f.vllm.bins[0]})` : ' (not on PATH)'}${f.vllm.version ? `; flags table ${table ?? `none at or below (oldest ${FACT_VERSIONS[0]})`}` : ''}`;

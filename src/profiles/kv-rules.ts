@@ -341,6 +341,9 @@ export function planKvCache(inp: KvInputs): KvPlan {
   const bs = hyb.bs;
   if (hyb.note) notes.push(hyb.note);
   const all = buildSpecs(inp, rules, bs, mambaMode, inFlight, kvBytes);
+  // The chunked-local metadata builder refuses a chunk that is not a multiple of the block (the first request fails)
+  const badChunk = all.find((sp) => sp.kind === 'chunked' && Number(sp.key.split(':')[1]) % bs !== 0);
+  if (badChunk) notes.push(`vLLM will fail the first request: attn_chunk_size ${badChunk.key.split(':')[1]} is not divisible by block_size ${bs} (set engine.blockSize to a divisor of it)`);
   if (!all.length) throw new KvNotModelled('num_hidden_layers', 'no layer keeps a cache (an attention-free model): vLLM gives it no KV cache figure');
   // Pipeline parallelism: vLLM groups over the whole model, then each stage allocates for its own layers; the smallest num_blocks wins
   const parts = ppPartitions(inp.layout.layers.length, inp.pp);

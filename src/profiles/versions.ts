@@ -24,6 +24,16 @@ function numericCompare(a: string, b: string): number {
 const valid = (v: string) => explain(v.trim()) !== null;
 
 /**
+ * A version that may ENTER sparkctl (a pin, what an installed vLLM or an image says of itself): a
+ * strict PEP 440 version and nothing else, starting with a digit, no space, no shell or YAML
+ * syntax. It goes into printed commands (pip install vllm==V), image tags, generated rules' headers
+ * and a cache; "0.17.0; touch /tmp/x #" is refused, not carried along.
+ */
+export function isPep440(v: unknown): v is string {
+  return typeof v === 'string' && /^\d[0-9A-Za-z.+!_-]{0,95}$/.test(v) && explain(v) !== null;
+}
+
+/**
  * PEP 440 order, with the local label left out ("2.13.0+cpu" is torch 2.13.0 and "+cu121" a build of
  * the same release): a requirement names public versions, and a build must meet it as its release.
  */

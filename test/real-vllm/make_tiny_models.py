@@ -21,8 +21,9 @@ MODELS = {
     "qwen3-next": lambda: T.Qwen3NextForCausalLM(T.Qwen3NextConfig(num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=64, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32, full_attention_interval=4, **tiny)),
     # MLA (DeepSeek-V3): the latent kv_lora_rank + qk_rope_head_dim per token per layer
     "deepseek-mla": lambda: T.DeepseekV3ForCausalLM(T.DeepseekV3Config(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=64, q_lora_rank=None, qk_rope_head_dim=32, qk_nope_head_dim=32, v_head_dim=32, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1, n_group=1, topk_group=1, **tiny)),
-    # chunked local attention (Llama 4 text): three chunked RoPE layers to one global NoPE layer
-    "llama4-chunked": lambda: T.Llama4ForCausalLM(T.Llama4TextConfig(num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=64, no_rope_layers=[1, 1, 1, 0], num_local_experts=2, num_experts_per_tok=1, intermediate_size_mlp=128, interleave_moe_layer_step=1, **tiny)),
+    # chunked local attention (Llama 4 text): three chunked RoPE layers to one global NoPE layer (vLLM needs
+    # the chunk to be a multiple of the block size: 256 with the CPU backend's 128)
+    "llama4-chunked": lambda: T.Llama4ForCausalLM(T.Llama4TextConfig(num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32, attention_chunk_size=256, no_rope_layers=[1, 1, 1, 0], num_local_experts=2, num_experts_per_tok=1, intermediate_size_mlp=128, interleave_moe_layer_step=1, **tiny)),
 }
 torch.manual_seed(0)
 for n in names:

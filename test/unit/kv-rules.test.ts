@@ -178,10 +178,14 @@ describe('gpt-oss-120b (sliding window 128 in every other layer)', () => {
 describe('what is not modelled is said, never guessed', () => {
   it.each([
     [{ model_type: 'jamba', num_hidden_layers: 4, num_attention_heads: 4, attn_layer_period: 8 }, 'attn_layer_period'],
-    [{ model_type: 'granitemoehybrid', num_hidden_layers: 2, num_attention_heads: 4, layer_types: ['mamba', 'attention'] }, 'layer_types'],
+    [{ model_type: 'granitemoehybrid', num_hidden_layers: 2, num_attention_heads: 4, layer_types: ['mamba', 'attention'] }, 'model_type'],
+    [{ model_type: 'some_new_hybrid', num_hidden_layers: 2, num_attention_heads: 4, layer_types: ['mamba', 'attention'] }, 'layer_types'],
     [{ model_type: 'whisper', num_hidden_layers: 2, num_attention_heads: 4, is_encoder_decoder: true }, 'is_encoder_decoder'],
     [{ model_type: 'x', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, layer_types: ['full_attention', 'bidirectional'] }, 'layer_types[1]'],
     [{ model_type: 'nemotron_h', num_hidden_layers: 2, num_attention_heads: 4, hybrid_override_pattern: 'M*' }, 'mamba_num_heads'],
+    // DeepSeek-V4 has kv_lora_rank too, but compresses and slides its MLA: not planned as V3's latent
+    [{ model_type: 'deepseek_v4', num_hidden_layers: 2, num_attention_heads: 4, kv_lora_rank: 512, qk_rope_head_dim: 64 }, 'model_type'],
+    [{ model_type: 'gemma3n_text', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, num_kv_shared_layers: 1 }, 'num_kv_shared_layers'],
   ])('%j -> not modelled: %s', (cfg, field) => {
     expect(readLayout(cfg, 2)).toMatchObject({ notModelled: field });
   });

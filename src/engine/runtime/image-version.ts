@@ -4,11 +4,12 @@
 // vLLM's); other images (vllm/vllm-openai) carry none, so the image is asked once, with no network
 // and no GPU: its python3's package metadata (no import of vLLM or torch), else `vllm --version`.
 // The answer is cached by the image's id (a content id: a re-tagged image is read again) in the state
-// folder, through the one atomic writer. Every answer is hostile text: only a version is taken.
+// folder, through the atomic writer (util/fs.ts). Every answer is hostile text: only a version is taken.
 import { randomBytes } from 'node:crypto';
 import { readJsonCache, writeJsonCache } from '../../util/fs.js';
 import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, failureLine, type CliResult } from './ops.js';
+import { isPep440 } from '../../profiles/versions.js';
 
 /** The label NVIDIA's vLLM images carry. */
 export const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
@@ -54,7 +55,8 @@ export function versionFromRef(ref: string): { version: string; from: 'tag' | 'r
 /** A version, if the text is exactly one (a leading v dropped), else undefined. */
 export function asVersion(text: unknown): string | undefined {
   if (typeof text !== 'string' || text.length > 96) return undefined;
-  return VERSION.exec(text.trim())?.[1];
+  const v = VERSION.exec(text.trim())?.[1];
+  return isPep440(v) ? v : undefined;
 }
 
 export interface ImageFacts {
