@@ -1,5 +1,5 @@
-// The ONE way sparkctl writes a file it owns (registry entries, probe state, the Prometheus
-// textfile, bundles, history): a temp file in the same folder, created exclusively
+// How sparkctl writes a whole file it owns (registry entries, probe state, the Prometheus
+// textfile, bundles, caches; history lines are appended by history/store.ts): a temp file in the same folder, created exclusively
 // (O_CREAT|O_EXCL|O_NOFOLLOW) under a random name, written, fsynced, then renamed over the target.
 // A planted symlink at any temp name cannot redirect the write (O_EXCL fails on an existing name,
 // O_NOFOLLOW on a link), and a reader never sees a half file (rename is atomic in one folder).
@@ -270,7 +270,7 @@ export async function readJsonCache<T>(file: string, entry: (e: unknown) => T | 
 }
 
 /**
- * Writes a cache file through the one writer, its folder made (0700) when missing, keeping the
+ * Writes a cache file through writeFileAtomic, its folder made (0700) when missing, keeping the
  * newest `max` entries (the last ones in insertion order). A cache that cannot be written costs
  * only time: the failure is swallowed.
  */

@@ -1,4 +1,4 @@
-// The one sleep: a wait that an AbortSignal ends early (resolving, not throwing: the caller checks
+// A sleep that an AbortSignal ends early (resolving, not throwing: the caller checks
 // why it woke). No wait at all for ms <= 0 (the simulator's time model asks for zero delays).
 // Its abort listener goes when it ends: loops that wait on one long-lived signal every round
 // (readiness, cluster waits) must not pile listeners onto it.

@@ -1,4 +1,5 @@
-// The ONE way sparkctl reads a file: only a regular file, only up to a size bound.
+// How sparkctl reads a file it is handed or finds (a model's files, a dataset, a bundle, history):
+// only a regular file, only up to a size bound.
 // A FIFO, a device or a socket where a file is expected (a model's config.json, refs/main, a
 // dataset, a history file) would hang an open or a read past every deadline (a FIFO blocks the
 // open until a writer comes; Node's thread pool then keeps the process alive) or fill memory
