@@ -221,7 +221,7 @@ export async function startHub(opts: { pageSize?: number } = {}): Promise<HubHan
     const chunkDelay = knobs.rate > 0;
     (async () => {
       for await (const raw of src) {
-        let chunk = Buffer.from(raw as Buffer);
+        let chunk = raw as Buffer; // not copied: the corrupt knob copies before it flips a byte
         if (knobs.corrupt.has(f.path) && !flipped && start + sent + chunk.length > Math.floor(f.size / 2)) {
           const i = Math.max(0, Math.floor(f.size / 2) - start - sent);
           chunk = Buffer.from(chunk);

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { homedir } from 'node:os';
 import { writeFileAtomic } from '../util/fs.js';
+import { readTextOrNull } from '../util/read.js';
 
 /** The hub cache folder, resolved exactly as huggingface_hub's constants.py does. */
 export function hubCacheDir(env: Record<string, string | undefined>): string {
@@ -183,17 +184,9 @@ export async function writeRef(c: RepoCache, revision: string, commit: string): 
 export async function readRef(c: RepoCache, revision: string): Promise<string | undefined> {
   if (COMMIT.test(revision)) return revision;
   const file = join(c.refs, ...revision.split('/'));
-  const st = await lstatOrNull(file);
-  if (!st?.isFile() || st.size > 100) return undefined;
-  const fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK); // a FIFO swapped in since the lstat cannot block
-  try {
-    const buf = Buffer.alloc(100);
-    const { bytesRead } = await fh.read(buf, 0, 100, 0);
-    const v = buf.subarray(0, bytesRead).toString('utf8').trim();
-    return COMMIT.test(v) ? v : undefined;
-  } finally {
-    await fh.close();
-  }
+  const text = await readTextOrNull(file, { maxBytes: 100, what: 'a refs/ file of the Hugging Face cache' }).catch(() => null);
+  const v = text?.trim();
+  return v && COMMIT.test(v) ? v : undefined;
 }
 
 /** Free bytes where `dir` is (or would be made: the nearest folder that exists). */

@@ -90,8 +90,10 @@ function need(c: Json, field: string, ...alts: string[]): number {
 }
 
 /** The counts the profile-facing fields use: full (and chunked), sliding, and state (Mamba/GDN) or cache-less layers. */
-function kindsOf(l: Layout): ('full' | 'sliding' | 'linear')[] {
-  return l.layers.map((caches) => (caches.some((x) => x.kind === 'attention' && x.window) ? 'sliding' : caches.some((x) => x.kind === 'attention' || x.kind === 'mla') ? 'full' : 'linear'));
+function kindsOf(l: Layout): ('full' | 'sliding' | 'linear' | 'none')[] {
+  return l.layers.map((caches) =>
+    caches.some((x) => x.kind === 'attention' && x.window) ? 'sliding' : caches.some((x) => x.kind === 'attention' || x.kind === 'mla') ? 'full' : caches.length ? 'linear' : 'none',
+  );
 }
 
 /** Per-layer attention kinds from layer_types, or from full_attention_interval (Qwen3-Next's own config). */
@@ -225,14 +227,15 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
   const headDim = mla ? (posInt(c.qk_nope_head_dim) ?? 0) + ropeDim! : (posInt(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim')));
   const maxContext = need(c, 'max_position_embeddings', 'max_sequence_length', 'seq_length', 'n_positions');
   const layout = readLayout(c, layers);
-  const kinds = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
+  const kinds: string[] = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
   const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);
   const qc = isObj(raw.quantization_config) ? raw.quantization_config : isObj(c.quantization_config) ? c.quantization_config : undefined;
   const quantization = qc ? str(qc.quant_method)?.toLowerCase() : undefined;
   const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
   const expertCount = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
   if (expertCount !== undefined && expertCount > 100_000) throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
-  const experts = expertCount;
+  // Nemotron-H's config class always carries n_routed_experts; only its E layers have experts
+  const experts = typeof c.hybrid_override_pattern === 'string' && !c.hybrid_override_pattern.includes('E') ? undefined : expertCount;
   const indexBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
   // exact from the shards' headers, else the index's total_size, else counted from the config
   const weightBytes = weights?.bytes || indexBytes;

@@ -9,6 +9,7 @@ import { constants } from 'node:fs';
 import { lstat, open, readdir, readlink, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { COMMIT, readRef, repoCache } from './cache.js';
+import { readTextOrNull } from '../util/read.js';
 import { indexShards, selectFiles, SAFETENSORS_INDEX, type TreeFile } from './select.js';
 
 export interface SnapshotState {
@@ -27,18 +28,10 @@ export interface SnapshotState {
   why?: string;
 }
 
+/** A small file of the cache, through the one bounded regular-file reader; undefined when absent or refused (a FIFO, too large). */
 async function readSmall(file: string, limit: number): Promise<string | undefined> {
   try {
-    const fh = await open(file, constants.O_RDONLY);
-    try {
-      const st = await fh.stat();
-      if (!st.isFile() || st.size > limit) return undefined;
-      const buf = Buffer.alloc(st.size);
-      await fh.read(buf, 0, st.size, 0);
-      return buf.toString('utf8');
-    } finally {
-      await fh.close();
-    }
+    return (await readTextOrNull(file, { maxBytes: limit, what: 'a file of the Hugging Face cache' })) ?? undefined;
   } catch {
     return undefined;
   }

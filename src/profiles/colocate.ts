@@ -10,7 +10,11 @@
 // many bytes of KV cache and its reserve (activations, CUDA graphs, NCCL).
 //
 // What the GPU has: a discrete GPU its total less what the driver keeps (total - free with nothing
-// running: 615 MiB of 143,771 on the H200 capture); now, what nvidia-smi says is free. DGX Spark's
+// running: 615 MiB of 143,771 on the H200 capture). That is also the total vLLM's share multiplies:
+// torch.cuda.mem_get_info's total on the real H200 was 143,157 MiB, nvidia-smi's 143,771 (measured
+// with scripts/device-colocate.py, test/fixtures/device/colocate-h200). Each process holds about
+// 520 MiB beyond its share there (its CUDA context: nvidia-smi showed 64,940 MiB for a 0.45 share of
+// 64,421), counted per server. What is free now: nvidia-smi's memory.free. DGX Spark's
 // GB10 has no memory of its own: the shares are of the 128 GB the CPU uses too, so the OS and the
 // page cache need room. NVIDIA's Spark playbooks give vLLM 0.4 to 0.8 of it and drop the page cache
 // before a large load; the sum of the servers on a Spark is held to 0.8 of MemTotal (the most
@@ -33,6 +37,13 @@ export interface GpuMemory {
 /** The most of a Spark's unified memory the servers together may take (NVIDIA's playbooks go up to 0.8). */
 export const SPARK_MAX_SHARE = 0.8;
 export const DEFAULT_DRIVER_BYTES = 615 * 2 ** 20;
+/** What one process holds beyond its share (CUDA context), measured on the H200: 64,940 - 64,421 MiB. */
+export const CONTEXT_BYTES = 520 * 2 ** 20;
+
+/** The total a share is of: what CUDA reports (a discrete GPU's memory less the driver's part; a Spark's MemTotal). */
+export function shareBase(gpu: Pick<GpuMemory, 'totalBytes' | 'driverBytes' | 'unified'>): number {
+  return gpu.unified ? gpu.totalBytes : gpu.totalBytes - (gpu.driverBytes ?? DEFAULT_DRIVER_BYTES);
+}
 
 export interface ServerNeed {
   name: string;
@@ -45,9 +56,9 @@ export interface ServerNeed {
   reserveBytes: number;
 }
 
-/** What one server takes of this GPU, bytes. Pure. */
-export function needBytes(s: ServerNeed, gpu: Pick<GpuMemory, 'totalBytes'>): number {
-  return s.kvCacheMemoryBytes !== undefined ? s.weightsBytes + s.kvCacheMemoryBytes + s.reserveBytes : s.share * gpu.totalBytes;
+/** What one server takes of this GPU, bytes (its CUDA context included). Pure. */
+export function needBytes(s: ServerNeed, gpu: Pick<GpuMemory, 'totalBytes' | 'driverBytes' | 'unified'>): number {
+  return (s.kvCacheMemoryBytes !== undefined ? s.weightsBytes + s.kvCacheMemoryBytes + s.reserveBytes : s.share * shareBase(gpu)) + CONTEXT_BYTES;
 }
 
 /** The servers' room on this GPU: its total less the driver's part, or (a Spark) 0.8 of it. */
@@ -86,7 +97,7 @@ export function judgeColocation(gpu: GpuMemory, running: ServerNeed[], newcomer:
   const needs = all.map((s) => ({
     name: s.name,
     bytes: needBytes(s, gpu),
-    how: s.kvCacheMemoryBytes !== undefined ? `weights ${g(s.weightsBytes)} + KV ${g(s.kvCacheMemoryBytes)} + reserve ${g(s.reserveBytes)}` : `${s.share} x ${g(gpu.totalBytes)}`,
+    how: `${s.kvCacheMemoryBytes !== undefined ? `weights ${g(s.weightsBytes)} + KV ${g(s.kvCacheMemoryBytes)} + reserve ${g(s.reserveBytes)}` : `${s.share} x ${g(shareBase(gpu))}`} + context ${g(CONTEXT_BYTES)}`,
   }));
   const sum = needs.reduce((n, x) => n + x.bytes, 0);
   const room = usableBytes(gpu);
@@ -97,14 +108,16 @@ export function judgeColocation(gpu: GpuMemory, running: ServerNeed[], newcomer:
     problems.push(
       `${listed} = ${g(sum)}, more than the ${g(room)} ${gpu.unified ? `the servers may take of this Spark's ${g(gpu.totalBytes)} unified memory (${SPARK_MAX_SHARE} of it: the OS and the page cache need the rest)` : `this GPU has for them (${g(gpu.totalBytes)} less the driver's ${g(gpu.driverBytes ?? DEFAULT_DRIVER_BYTES)})`}`,
     );
-  if (gpu.freeBytes !== undefined && mine.bytes > gpu.freeBytes)
+  // vLLM's own check at its start: free >= share x total (the context it creates comes out of that)
+  const startNeed = mine.bytes - CONTEXT_BYTES;
+  if (gpu.freeBytes !== undefined && startNeed > gpu.freeBytes)
     problems.push(
-      `${mine.name} needs ${g(mine.bytes)} at its start and the GPU has ${g(gpu.freeBytes)} free now: vLLM would refuse ("Free memory on device ... is less than desired GPU memory utilization")`,
+      `${mine.name} needs ${g(startNeed)} at its start and the GPU has ${g(gpu.freeBytes)} free now: vLLM would refuse ("Free memory on device ... is less than desired GPU memory utilization")`,
     );
   // a share too small for its own weights and reserve is the planner's finding, said here too
   for (const s of all)
-    if (s.kvCacheMemoryBytes === undefined && s.share * gpu.totalBytes <= s.weightsBytes + s.reserveBytes)
-      problems.push(`${s.name}: ${s.share} x ${g(gpu.totalBytes)} = ${g(s.share * gpu.totalBytes)} leaves no KV cache after ${g(s.weightsBytes)} of weights and ${g(s.reserveBytes)} of reserve`);
+    if (s.kvCacheMemoryBytes === undefined && s.share * shareBase(gpu) <= s.weightsBytes + s.reserveBytes)
+      problems.push(`${s.name}: ${s.share} x ${g(shareBase(gpu))} = ${g(s.share * shareBase(gpu))} leaves no KV cache after ${g(s.weightsBytes)} of weights and ${g(s.reserveBytes)} of reserve`);
   const summary = `${needs.map((x) => `${x.name} ${g(x.bytes)}`).join(' + ')} = ${g(sum)} of ${g(room)}${gpu.freeBytes !== undefined ? ` (${g(gpu.freeBytes)} free now)` : ''}`;
   return { fits: problems.length === 0, needs, sumBytes: sum, usableBytes: room, freeBytes: gpu.freeBytes, problems, summary };
 }
@@ -112,6 +125,6 @@ export function judgeColocation(gpu: GpuMemory, running: ServerNeed[], newcomer:
 /** The largest share that would still fit next to `running` (for the fix a refusal prints). */
 export function largestShare(gpu: GpuMemory, running: ServerNeed[]): number {
   const left = usableBytes(gpu) - running.reduce((n, s) => n + needBytes(s, gpu), 0);
-  const now = gpu.freeBytes !== undefined ? Math.min(left, gpu.freeBytes) : left;
-  return Math.max(0, Math.floor((now / gpu.totalBytes) * 100) / 100);
+  const now = gpu.freeBytes !== undefined ? Math.min(left - CONTEXT_BYTES, gpu.freeBytes) : left - CONTEXT_BYTES;
+  return Math.max(0, Math.floor((now / shareBase(gpu)) * 100) / 100);
 }

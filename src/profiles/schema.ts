@@ -8,10 +8,30 @@ const port = z.number().int().min(1).max(65535);
 
 /** Variables whose names look like secrets: never written to a profile, argv, a log or a bundle. */
 
+/**
+ * model.id goes into vLLM's positional argument: a Hugging Face repo id as huggingface_hub's
+ * validate_repo_id accepts it (at most one "/", parts of [A-Za-z0-9_.-] up to 96, no "--" or "..",
+ * not ending in .git), or an absolute path. Anything starting with "-" would be read as a flag.
+ */
+export function isModelId(id: string): boolean {
+  if (id.startsWith('/')) return !/[\u0000-\u001f]/.test(id);
+  return /^(?:[A-Za-z0-9_.-]{1,96}\/)?[A-Za-z0-9_.-]{1,96}$/.test(id) && !/^[-.]|[-.]$|\/[-.]|[-.]\/|--|\.\./.test(id) && !id.endsWith('.git');
+}
+
 export const ModelBlock = z
   .strictObject({
-    id: z.string().min(1).optional().describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
-    path: z.string().min(1).optional().describe('Local folder with config.json and the weights; used instead of id when set'),
+    id: z
+      .string()
+      .min(1)
+      .refine(isModelId, 'a Hugging Face repo id (ORG/NAME or NAME: letters, digits, "-", "_", "."; no "--" or "..") or an absolute path; never a flag ("-..." or "--x=y" would reach vLLM as one)')
+      .optional()
+      .describe('Hub id, e.g. Qwen/Qwen3.5-9B'),
+    path: z
+      .string()
+      .min(1)
+      .refine((p) => !p.startsWith('-'), 'a folder, not a flag (a path starting with "-" would reach vLLM as one; write ./-name)')
+      .optional()
+      .describe('Local folder with config.json and the weights; used instead of id when set'),
     revision: z
       .string()
       .regex(/^[\w.-]+(\/[\w.-]+)*$/, 'a branch, tag or commit name (letters, digits, "-", "_", ".", "/")')
@@ -19,7 +39,12 @@ export const ModelBlock = z
       .refine((r) => !r.split('/').some((s) => s === '.' || s === '..'), 'no "." or ".." segment')
       .optional()
       .describe('Hub revision of model.id: a branch, tag or 40-hex commit (pinned by sparkctl pull; serve passes --revision)'),
-    servedName: z.string().min(1).optional().describe('--served-model-name; defaults to the id or path'),
+    servedName: z
+      .string()
+      .min(1)
+      .refine((n) => !n.startsWith('-'), 'a name, not a flag (it must not start with "-")')
+      .optional()
+      .describe('--served-model-name; defaults to the id or path'),
     parameters: z.number().positive().optional().describe('Total parameter count, e.g. 9.0e9 (read from the model; set to override)'),
     layers: positiveInt.optional().describe('Decoder layers (num_hidden_layers; read from config.json, set to override)'),
     kvLayers: positiveInt.optional().describe('Layers that keep a KV cache (hybrid models keep fewer); defaults to layers'),

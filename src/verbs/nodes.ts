@@ -31,9 +31,13 @@ import {
   type ClusterStatus,
   type ServeClusterOutcome,
   type PlannedCluster,
+  type ClusterInputs,
+  imageMismatch,
+  readImageIds,
 } from '../engine/cluster/index.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
+import type { CheckOutcome } from '../preflight/run.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
@@ -230,12 +234,22 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const nf = loadNodesFile(opts.nodes!);
   const r = opts.profile ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: opts.platform === 'auto' ? undefined : opts.platform }, nf) : undefined;
   const modelPath = r?.profile.model.path;
-  const args = ['preflight', '--json', '--platform', opts.platform, ...(opts.profile ? ['--profile', opts.profile] : []), ...(opts.set ?? []).flatMap((s) => ['--set', s])];
+  // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
+  const args = [
+    'preflight',
+    '--json',
+    '--platform',
+    opts.platform,
+    ...(opts.profile ? ['--profile', opts.profile] : []),
+    ...(opts.profiles ? ['--profiles', opts.profiles] : []),
+    ...(opts.set ?? []).flatMap((s) => ['--set', s]),
+  ];
   const started = Date.now();
   const [{ reports, ray }, fabric] = await withCancel((signal) => Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]));
   const cross = [
     ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
+    ...(r?.profile.engine.runtime === 'container' ? [await sameImageCheck(opts.profile!, nf, opts)] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
@@ -273,6 +287,26 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
     say(`\n${Date.now() - started} ms`);
   }
   if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);
+}
+
+/** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
+async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }): Promise<CheckOutcome> {
+  const pc = planCluster(profile, nf, {
+    nodesFile: '',
+    profiles: opts.profiles,
+    set: opts.set ?? [],
+    platform: opts.platform === 'auto' ? undefined : opts.platform,
+    engine: 'vllm',
+    vllmBin: 'vllm',
+    prewarm: false,
+  } as ClusterInputs);
+  const image = pc.steps[0]!.container!.image;
+  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
+  const bad = imageMismatch(image, ids);
+  const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
+  return bad
+    ? { ...base, status: 'fail' as const, observed: bad, fix: `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)` }
+    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes` };
 }
 
 /** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */

@@ -42,10 +42,10 @@ describe('several servers on one GPU when the plan says they fit', () => {
     expect(a.exitCode, a.stderr).toBe(0);
     const b = await serve('qwen-dev', base + 1, 0.45);
     expect(b.exitCode, b.stderr).toBe(0);
-    expect(b.stderr).toMatch(/qwen-dev-0: shares GPU 4 with qwen3\.5-9b-0: qwen3\.5-9b-0 36\.0 GiB \+ qwen-dev-0 36\.0 GiB = 72\.0 GiB of 79\.4 GiB/);
+    expect(b.stderr).toMatch(/qwen-dev-0: shares GPU 4 with qwen3\.5-9b-0: qwen3\.5-9b-0 36\.2 GiB \+ qwen-dev-0 36\.2 GiB = 72\.5 GiB of 79\.4 GiB/);
     const c = await serve('qwen-prod', base + 2, 0.45);
     expect(c.exitCode).toBe(2);
-    expect(c.stderr).toMatch(/= 108\.0 GiB, more than the 79\.4 GiB this GPU has for them/);
-    expect(c.stderr).toMatch(/the largest share that fits: engine\.gpuMemoryUtilization=0\.09/);
+    expect(c.stderr).toMatch(/= 108\.7 GiB, more than the 79\.4 GiB this GPU has for them/);
+    expect(c.stderr).toMatch(/the largest share that fits: engine\.gpuMemoryUtilization=0\.08/);
   }, 90_000);
 });

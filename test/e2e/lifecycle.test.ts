@@ -143,7 +143,7 @@ describe('refusals and crashes', () => {
     expect(dev.exitCode).toBe(2);
     // both at the shipped 0.92: the co-location rule's sum is more than one GPU
     expect(dev.stderr).toMatch(
-      /GPU 4: held by qwen3\.5-9b-2 \(pid \d+\), and qwen-dev-0 does not fit beside it: qwen3\.5-9b-2 [\d.]+ GiB \(0\.92 x [\d.]+ GiB\) \+ qwen-dev-0 [\d.]+ GiB \(0\.92 x [\d.]+ GiB\) = [\d.]+ GiB, more than/,
+      /GPU 4: held by qwen3\.5-9b-2 \(pid \d+\), and qwen-dev-0 does not fit beside it: qwen3\.5-9b-2 [\d.]+ GiB \(0\.92 x [\d.]+ GiB \+ context 0\.5 GiB\) \+ qwen-dev-0 [\d.]+ GiB \(0\.92 x [\d.]+ GiB \+ context 0\.5 GiB\) = [\d.]+ GiB, more than/,
     );
   });
 

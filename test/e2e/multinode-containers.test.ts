@@ -98,6 +98,12 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
       const n2 = join(cl.dir, 'n2', 'bin', 'podman');
       writeFileSync(n2, `#!/bin/bash\nargs=(); for a in "$@"; do [ "$a" = ${tag} ] && a=${other}; args+=("$a"); done\nexec /usr/bin/podman "\${args[@]}"\n`, { mode: 0o755 });
       writeFileSync(join(profiles, 'mn-box.yaml'), (await import('node:fs')).readFileSync(join(profiles, 'mn-box.yaml'), 'utf8').replace(`image: ${image}`, `image: ${tag}`));
+      // preflight names it first
+      const pf = JSON.parse((await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'mn-box', '--profiles', profiles, '--json'])).stdout);
+      expect(pf.cross.find((x: { id: string }) => x.id === 'nodes.same-image')).toMatchObject({
+        status: 'fail',
+        observed: `${tag} differs between the nodes: n0, n1, n3 ${a.slice(0, 12)}; n2 ${b.slice(0, 12)}`,
+      });
       const r = await run(['serve', 'mn-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
       expect(r.exitCode).toBe(4);
       expect(r.stderr).toContain(`refused: ${tag} differs between the nodes: n0, n1, n3 ${a.slice(0, 12)}; n2 ${b.slice(0, 12)}`);
