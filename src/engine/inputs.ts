@@ -11,6 +11,7 @@ import { readModel, type ModelRead } from '../model/read.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, statedOnly } from './vllm-version.js';
 import { stateDir } from '../util/paths.js';
+import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
 
@@ -88,14 +89,15 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const sim = opts.engine === 'sim';
   const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
-  const inContainer = (p?: LoadedProfile['profile']) => (opts.runtime ?? p?.engine.runtime) === 'container';
+  // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
+  const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
   const [modelRead, gpus, installed] = await Promise.all([
     loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
     sim
       ? // The simulator plays the version it is given: a pin is what it runs; auto is its default.
         Promise.resolve({ bin: 'the simulator', version: simVersion(loaded?.profile.engine.vllmVersion), source: 'cache' as const })
-      : inContainer(loaded?.profile)
+      : fromImage(loaded?.profile)
         ? Promise.resolve(undefined)
         : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
@@ -121,7 +123,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   }
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
-  const read = inContainer(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
+  const read = fromImage(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
   const actual = (sim ? installed : read?.installed) ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
   const vllm = decideVersion(lp.profile.engine.vllmVersion, actual);
   const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };

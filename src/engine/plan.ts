@@ -16,7 +16,7 @@ import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import { planRouter, type RouterPlan } from '../profiles/router.js';
-import { detectCli, imageFor, type ContainerCli } from './runtime/container.js';
+import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
 
 export type EngineKind = 'vllm' | 'sim';
@@ -70,7 +70,7 @@ export interface ServePlan {
   router?: RouterPlan;
   runtime: 'host' | 'container';
   /** the container runtime's CLI and how to render each replica's container (runtime container) */
-  container?: { cli: ContainerCli; executableLen: number; pull: boolean; entrypoint?: string[] };
+  container?: RuntimePlanPart;
 }
 
 export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
@@ -121,12 +121,10 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   if (refused.length && !opts.dryRun) throw new UsageError(`profile ${r.profile.name}: vLLM ${r.profile.engine.vllmVersion} would refuse ${refused.length} rendered flag(s)`, refused);
   warnings.push(...refused.map((x) => `serve would refuse: ${x}`), ...flags.filter((p) => p.severity === 'warning').map(formatFlagProblem));
   const dir = opts.stateDir ?? stateDir();
-  const runtime = opts.runtime ?? r.profile.engine.runtime;
-  if (runtime === 'container') {
-    if (r.profile.parallel.nodes > 1) throw new UsageError('engine.runtime container: multi-node (parallel.nodes > 1) runs on the host only', ['--runtime host, or parallel.nodes=1']);
-    imageFor(r.profile, r.platform); // a profile without an image is refused before anything runs
-  }
+  const rt = traitsOfProfile(r.profile, opts.runtime);
   const executable = executableFor(opts);
+  // the runtime refuses what it cannot run before anything is rendered (a container: multi-node, no image)
+  const container = rt.planPart(r.profile, r.platform, { executableLen: executable.length, pull: Boolean(opts.pull), entrypoint: opts.imageEntrypoint });
   const replicas = renderReplicas(r.profile, r.host, {
     executable,
     stateDir: dir,
@@ -151,8 +149,8 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     prewarm: opts.prewarm,
     foreground: Boolean(opts.foreground),
     router: planRouter(r.profile, replicas.length, dir),
-    runtime,
-    container: runtime === 'container' ? { cli: detectCli(r.profile), executableLen: executable.length, pull: Boolean(opts.pull), entrypoint: opts.imageEntrypoint } : undefined,
+    runtime: rt.runtime,
+    container,
   };
 }
 

@@ -1,8 +1,18 @@
 // What a runtime is, apart from what it does: its engine.runtime word, what runs vLLM in a reader's
 // words, and what of the host it leaves unused. Light on purpose: preflight asks it for a profile
 // without loading the implementations (host.ts, container-runtime.ts spread these into the Runtime).
-import { containerGpuUse } from './container.js';
-import type { Profile } from '../../profiles/schema.js';
+import { UsageError } from '../../errors.js';
+import { containerGpuUse, detectCli, imageFor, type ContainerCli } from './container.js';
+import type { Platform, Profile } from '../../profiles/schema.js';
+
+/** The runtime's part of a serve plan (ServePlan.container): its CLI and how each replica's container is rendered. */
+export interface RuntimePlanPart {
+  cli: ContainerCli;
+  /** how many leading argv elements are the host executable (the image's vllm runs instead) */
+  executableLen: number;
+  pull: boolean;
+  entrypoint?: string[];
+}
 
 export interface RuntimeTraits {
   /** engine.runtime's word for it (the plan's envelope; a preflight check's runsOn) */
@@ -11,12 +21,18 @@ export interface RuntimeTraits {
   readonly why: string;
   /** why the host's NVIDIA driver and GPUs are not used by it (undefined: they are) */
   noHostGpu(p: Pick<Profile, 'container'>): string | undefined;
+  /** where the vLLM that runs comes from: the host's install, or the image (read for its version and entrypoint) */
+  readonly vllmFrom: 'host' | 'image';
+  /** its part of the serve plan, refusing first what it cannot run (UsageError); undefined: the host needs none */
+  planPart(p: Profile, platform: Pick<Platform, 'name'>, x: { executableLen: number; pull: boolean; entrypoint?: string[] }): RuntimePlanPart | undefined;
 }
 
 export const HOST_TRAITS: RuntimeTraits = {
   runtime: 'host',
   why: 'the profile runs vLLM on the host (engine.runtime: host)',
   noHostGpu: () => undefined,
+  vllmFrom: 'host',
+  planPart: () => undefined,
 };
 
 export const CONTAINER_TRAITS: RuntimeTraits = {
@@ -25,6 +41,12 @@ export const CONTAINER_TRAITS: RuntimeTraits = {
   why: 'the profile runs vLLM in a container (engine.runtime: container): the image brings vLLM and its libraries (container.image)',
   // a CPU build of vLLM in a container (container.gpus none) uses neither the host's driver nor its GPUs
   noHostGpu: (p) => (containerGpuUse(p, 'vllm').gpu ? undefined : 'container.gpus is none: the container gets no GPU device, so the host needs no NVIDIA driver or GPU'),
+  vllmFrom: 'image',
+  planPart(p, platform, x) {
+    if (p.parallel.nodes > 1) throw new UsageError('engine.runtime container: multi-node (parallel.nodes > 1) runs on the host only', ['--runtime host, or parallel.nodes=1']);
+    imageFor(p, platform); // a profile without an image is refused before anything runs
+    return { cli: detectCli(p), ...x };
+  },
 };
 
 /** The traits of the runtime a profile runs under (engine.runtime, or serve's --runtime). */

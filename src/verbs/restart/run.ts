@@ -5,6 +5,7 @@ import { loadProfile } from '../../profiles/load.js';
 import { resolveLoaded } from '../../profiles/resolve.js';
 import { join } from 'node:path';
 import { buildServePlan, readSecrets, type EngineKind } from '../../engine/plan.js';
+import { traitsOfProfile } from '../../engine/runtime/traits.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
@@ -54,7 +55,8 @@ export async function run(profileName: string, opts: RestartOptions) {
       `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
     ]);
   // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
-  const installed = started.engine === 'vllm' && loaded.profile.engine.runtime === 'host' ? await installedVllmVersion(started.vllmBin) : undefined;
+  const fromHost = traitsOfProfile(loaded.profile).vllmFrom === 'host';
+  const installed = started.engine === 'vllm' && fromHost ? await installedVllmVersion(started.vllmBin) : undefined;
   const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
