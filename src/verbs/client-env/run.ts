@@ -17,8 +17,18 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
     throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
   // Behind a router, clients use the router (the replicas listen on loopback only).
-  const found = new Registry(stateDir()).find(name);
+  // Only what runs counts: a stale entry's port may be another server's by now.
+  const reg = new Registry(stateDir());
+  const found = reg.find(name).filter((e) => e.alive);
   const inst = (found.find((e) => e.inst.role === 'router') ?? found[0])?.inst;
+  const replicas = found.filter((e) => e.inst.role !== 'router').map((e) => e.inst);
+  if (inst && inst.role !== 'router' && replicas.length > 1 && inst.name !== name)
+    note(
+      `note: ${name} runs ${replicas.length} replicas without a router: this points at ${inst.name}; the others: ${replicas
+        .filter((x) => x !== inst)
+        .map((x) => `${x.name} ${x.url}`)
+        .join(', ')} (serve --router puts one endpoint in front of them)`,
+    );
   let port: number, model: string, keyEnv: string | undefined;
   let profile: Profile | undefined;
   if (inst) {
@@ -27,6 +37,10 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   } else {
     profile = loadProfile(name, { profilesDir: opts.profiles }).profile;
     [port, model, keyEnv] = [profile.server.port, servedName(profile), profile.server.apiKeyEnv];
+    const other = reg.list().find((e) => e.alive && e.inst.port === port);
+    note(
+      `warning: ${name} is not running: this points at its own port ${port} and model ${model} (sparkctl serve ${name} starts it)${other ? `; port ${port} is held now by ${other.inst.name}, which serves ${other.inst.servedName}` : ''}`,
+    );
   }
   if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
