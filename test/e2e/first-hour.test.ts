@@ -67,6 +67,12 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
     expect(first.stdout).toMatch(/^ {2}auth warn: no API key configured: .*server\.apiKeyEnv/m);
   });
 
+  it('off a terminal, serve prints one line per replica and phase, says when prewarm starts, and where the time went', () => {
+    expect(first.stderr.match(/loading weights/g)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(first.stderr).toContain(`prewarm ${P}-0: warming up (round 1,`);
+    expect(first.stderr).toMatch(/serve took [\d.]+ m?s: [\d.]+ m?s until every replica was ready, [\d.]+ m?s of prewarm and probe/);
+  });
+
   it('cost over a window of a few tokens warns that its price per 1M tokens is an extrapolation', async () => {
     for (let i = 0; i < 2; i++) expect((await cli(['probe', `${P}-0`, '--quiet'], { env })).exitCode).toBe(0);
     const r = await cli(['cost', `${P}-0`, '--since', '1h', '--gpu-hour-price', '2'], { env });

@@ -38,6 +38,12 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
   const phases = new Map<string, string>();
   const launched: Array<Extract<ServeEvent, { type: 'launched' }>> = [];
   const ready = new Map<string, number>();
+  // Off a terminal, one line per replica and phase (not per percent: four replicas printed 36
+  // "loading weights N%" lines); prewarm says when it starts, since its cold rounds take seconds.
+  const phaseKind = new Map<string, string>();
+  const warming = new Map<string, string>();
+  const started = Date.now();
+  let readyAt: number | undefined;
   const { profile, simulated: sim } = ctx;
   return {
     preflight(pf, simulated) {
@@ -56,12 +62,17 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
         case 'phase':
           phases.set(e.replica, e.phase);
           if (tty) prog.update([...phases].map(([n, p]) => `${n}: ${p}`).join(' | '));
-          else prog.phase(`${e.replica}: ${e.phase}`);
+          else {
+            const kind = e.phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
+            if (phaseKind.get(e.replica) !== kind) prog.phase(`${e.replica}: ${e.phase}`);
+            phaseKind.set(e.replica, kind);
+          }
           break;
         case 'ready': {
           ready.set(e.replica, e.ms);
           if (ready.size < launched.length) break;
           prog.done();
+          readyAt = Date.now();
           const slowest = Math.max(...ready.values());
           say(`${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`);
           say(table(launched.map((l) => [l.replica, `http://127.0.0.1:${l.port}/v1`, `GPUs ${l.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(ready.get(l.replica) ?? 0)])));
@@ -74,7 +85,10 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           break;
         case 'prewarm-request': {
           const q = e.request;
-          prog.update(`prewarm ${e.replica}: round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`);
+          const what = `round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`;
+          if (!warming.has(e.replica) && !tty) note(`prewarm ${e.replica}: warming up (${what}; a cold first token can take seconds)`);
+          warming.set(e.replica, what);
+          if (tty) prog.update([...warming].map(([n, w]) => `prewarm ${n}: ${w}`).join(' | '));
           break;
         }
         case 'exited':
@@ -124,6 +138,13 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           // A step that warned or failed says why (and how to fix it) once, not just "auth warn".
           for (const line of stepDetails(o.replicas.map((r) => r.probe))) say(line);
           if (o.router) say(`clients use ${o.router.url}/v1 (the router); replicas as HAProxy sees them: ${o.router.servers.map((x) => `${x.name} ${x.state}`).join(', ')}`);
+          prog.done();
+          if (readyAt !== undefined)
+            note(
+              c.dim(
+                `serve took ${formatDuration(Date.now() - started)}: ${formatDuration(readyAt - started)} until every replica was ready, ${formatDuration(Date.now() - readyAt)} of prewarm and probe`,
+              ),
+            );
           say(`stop with: sparkctl stop ${o.profile}   (status: sparkctl status, logs: sparkctl logs ${o.replicas[0]?.name ?? o.profile})`);
       }
     },
