@@ -8,6 +8,7 @@ import { hostFromPlatform } from '../../profiles/validate.js';
 import { claudeCodeVerdict, outputBudget, suggestedContexts, toolCallingOn, type ServedFacts } from '../../client/claude-code.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
+import { runningGateway } from '../../gateway/control.js';
 import { shellQuote, commandLine, commentValue } from '../../output/format.js';
 
 export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string }) {
@@ -45,6 +46,22 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
     throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, ['server.apiKeyEnv: letters, digits and _']);
+  // A running gateway that serves this model is the one endpoint clients use (its key, if it has one)
+  const gw = runningGateway(stateDir());
+  if (
+    gw &&
+    Number.isInteger(gw.port) &&
+    gw.port >= 1 &&
+    gw.port <= 65535 &&
+    (gw.apiKeyEnv === undefined || /^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) &&
+    Array.isArray(gw.models) &&
+    gw.models.some((m) => m.name === model) &&
+    (gw.host === '0.0.0.0' || gw.host === opts.host || (/^(127\.0\.0\.1|localhost)$/.test(opts.host) && gw.host === '127.0.0.1'))
+  ) {
+    note(`${name}: through the gateway on port ${gw.port} (sparkctl gateway status)`);
+    port = gw.port;
+    if (gw.apiKeyEnv) keyEnv = gw.apiKeyEnv;
+  }
   const base = `http://${opts.host}:${port}`;
   // The key is referenced, never printed: the client reads it from the same variable.
   const key = keyEnv ? `"$${keyEnv}"` : null;
