@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { rmrf, processesMarked } from '../helpers.js';
+import { cli, ROOT, rmrf, processesMarked } from '../helpers.js';
+import { startHub } from '../hub-server.js';
 import { makeCluster, netnsUnavailable, type Cluster } from '../cluster.js';
 import { PODMAN, podmanUnavailable } from '../podman.js';
 import { loadNodesFile } from '../../src/profiles/load.js';
@@ -99,6 +100,37 @@ describe.skipIf(Boolean(why))('pull --nodes: the image to network-namespace node
         .stdout.trim()
         .replace(/^sha256:/, ''),
     ).toBe(here.id);
+  });
+
+  it('the verb: pull PROFILE --nodes copies the snapshot and the image, per node in --json', async () => {
+    const hub = await startHub();
+    try {
+      hub.addRepo('nodes/img', { files: { 'config.json': Buffer.from('{"model_type": "qwen3"}') } });
+      const profiles = join(work, 'profiles');
+      mkdirSync(profiles, { recursive: true });
+      writeFileSync(
+        join(profiles, 'img-box.yaml'),
+        [
+          'name: img-box',
+          'model: { id: nodes/img }',
+          'engine: { vllmVersion: "0.17.0", runtime: container }',
+          `container: { cli: podman, image: ${image}, cliArgs: [${cliArgs.map((x) => `"${x}"`).join(', ')}] }`,
+          '',
+        ].join('\n'),
+      );
+      expect(cl.exec(1, `podman ${cliArgs.join(' ')} rmi -f ${image}`, 30_000).status).toBe(0);
+      const env = { ...cl.env, HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(T, 'hub'), SPARKCTL_TEST_CASE: marker };
+      const r = await cli(['pull', 'img-box', '--profiles', profiles, '--nodes', cl.nodesFile, '--json'], { cwd: ROOT, env, timeout: 90_000 });
+      expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+      const body = JSON.parse(r.stdout);
+      expect(body.image.ref).toBe(image);
+      expect(body.image.nodes.map((n: { status: string }) => n.status)).toEqual(['matched', 'copied', 'matched', 'matched']);
+      const text = await cli(['pull', 'img-box', '--profiles', profiles, '--nodes', cl.nodesFile], { cwd: ROOT, env, timeout: 90_000 });
+      expect(text.exitCode, text.stderr).toBe(0);
+      expect(text.stderr.match(/image .* already [0-9a-f]{12}, nothing copied/g)?.length).toBe(4);
+    } finally {
+      await hub.close();
+    }
   });
 
   it('refuses a node whose disk is short of the image, before streaming a byte', async () => {
