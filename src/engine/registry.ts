@@ -42,6 +42,8 @@ export interface Instance {
   /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
   role?: 'router';
   router?: RouterRecord;
+  /** a replica behind a router: the router's public address (the profile is down while no live router answers there) */
+  routedAt?: { host: string; port: number };
   /** runtime container: the container that runs it (pid, pgid and startTime are 0: the runtime owns its processes) */
   container?: ContainerRecord;
 }

@@ -1,6 +1,6 @@
 // The router's part of the deep probe: the replicas as HAProxy sees them. A replica HAProxy has
-// marked down is a finding (it takes no traffic, so the capacity is less than the profile says);
-// one an operator (or a rolling restart) took out of rotation is a warning.
+// marked down or left in MAINT is a finding (it takes no traffic, so the capacity is less than the
+// profile says); one draining (a rolling restart under way) is a warning.
 import type { Instance } from '../engine/registry.js';
 import type { ProbeResult, Step } from '../health/probe.js';
 import { showStat, serverState, type ServerStat } from './api.js';
@@ -10,7 +10,7 @@ export interface RouterView {
 }
 
 /** Judge the servers of `show stat` against the ones the router's entry says it balances. Pure. */
-export function judgeRouter(rec: NonNullable<Instance['router']>, stats: ServerStat[]): { step: Omit<Step, 'ms'>; view: RouterView } {
+export function judgeRouter(rec: NonNullable<Instance['router']>, stats: ServerStat[], profile = 'PROFILE'): { step: Omit<Step, 'ms'>; view: RouterView } {
   const servers = rec.servers.map((s) => {
     const st = stats.find((x) => x.backend === rec.backend && x.server === s.name);
     return {
@@ -23,13 +23,21 @@ export function judgeRouter(rec: NonNullable<Instance['router']>, stats: ServerS
     };
   });
   const down = servers.filter((s) => s.state === 'down' || s.state === 'down-checking' || s.state === 'missing' || s.state === 'unknown');
-  const out = servers.filter((s) => s.state === 'maint' || s.state === 'drain');
+  // MAINT: out of rotation until someone puts it back (a rolling restart that failed leaves one there): a finding.
+  const maint = servers.filter((s) => s.state === 'maint');
+  const out = servers.filter((s) => s.state === 'drain');
   const failing = servers.filter((s) => s.state === 'up-checking');
   const up = servers.filter((s) => s.state === 'up');
   const describe = (s: (typeof servers)[number]) => `${s.name} (port ${s.port}) ${s.status}${s.check ? `: ${s.check}` : ''}`;
   let step: Omit<Step, 'ms'>;
   if (down.length) step = { step: 'router', status: 'fail', detail: `HAProxy has marked ${down.length} of ${servers.length} replica(s) down: ${down.map(describe).join('; ')}` };
   else if (!up.length) step = { step: 'router', status: 'fail', detail: `no replica takes traffic: ${servers.map(describe).join('; ')}` };
+  else if (maint.length)
+    step = {
+      step: 'router',
+      status: 'fail',
+      detail: `${maint.length} of ${servers.length} replica(s) in MAINT (out of rotation): ${maint.map(describe).join('; ')}; fix: sparkctl restart ${profile}, or \`set server ${rec.backend}/NAME state ready\` on the router's socket`,
+    };
   else if (out.length || failing.length) step = { step: 'router', status: 'warn', detail: `${up.length}/${servers.length} UP; ${[...out, ...failing].map(describe).join('; ')}` };
   else step = { step: 'router', status: 'pass', detail: `${up.length}/${servers.length} replicas UP in HAProxy` };
   return { step, view: { servers } };
@@ -41,7 +49,7 @@ export async function probeRouter(inst: Instance, r: ProbeResult): Promise<Probe
   const t0 = performance.now();
   let judged: ReturnType<typeof judgeRouter>;
   try {
-    judged = judgeRouter(inst.router, await showStat(inst.router.socket, 3000));
+    judged = judgeRouter(inst.router, await showStat(inst.router.socket, 3000), inst.profile);
   } catch (e) {
     judged = { step: { step: 'router', status: 'fail', detail: (e as Error).message }, view: { servers: [] } };
   }

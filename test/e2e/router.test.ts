@@ -6,6 +6,8 @@ import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { Registry } from '../../src/engine/registry.js';
+import { runtimeCommand } from '../../src/router/api.js';
 import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
@@ -213,6 +215,36 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(res.completed).toBeGreaterThan(60);
   }, 120_000);
 
+  it('a replica left in MAINT, then HAProxy killed -9 and its entry cleaned by status: the profile stays unhealthy, naming the replica, then the router', async () => {
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(2), '--no-prewarm'], { env: env(), timeout: 120_000 });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const probeJson = async () => {
+      const p = await cli(['probe', 'qwen3.5-9b', '--no-history', '--json'], { env: env() });
+      return { code: p.exitCode, results: JSON.parse(String(p.stdout)).results as Array<{ target: string; state: string; steps: Array<{ step: string; status: string; detail: string }> }> };
+    };
+    expect((await probeJson()).code).toBe(0);
+    const router = new Registry(env().SPARKCTL_STATE_DIR).find('qwen3.5-9b-router')[0].inst;
+    // what a rolling restart that failed midway leaves: one server in MAINT (HAProxy's own runtime API)
+    await runtimeCommand(router.router!.socket, `disable server ${router.router!.backend}/qwen3.5-9b-1`);
+    const maint = await probeJson();
+    expect(maint.code).toBe(1);
+    const via = maint.results.find((x) => x.target === 'qwen3.5-9b-router')!;
+    expect(via.state).toBe('unhealthy');
+    expect(via.steps.find((x) => x.step === 'router')!.detail).toMatch(/1 of 2 replica\(s\) in MAINT \(out of rotation\): qwen3\.5-9b-1 \(port \d+\) MAINT.*fix: sparkctl restart qwen3\.5-9b/);
+    process.kill(router.pid, 'SIGKILL');
+    expect(await waitFor(async () => !(await portOpen(base)), 5000, 100), "the profile's port is closed").toBe(true);
+    expect((await status()).find((x) => x.role === 'router')).toMatchObject({ alive: false }); // shown dead, its entry cleaned as stale
+    expect(new Registry(env().SPARKCTL_STATE_DIR).find('qwen3.5-9b-router')).toEqual([]);
+    const down = await probeJson();
+    expect(down.code).toBe(1);
+    const gone = down.results.find((x) => x.target === 'qwen3.5-9b-router')!;
+    expect(gone.state).toBe('unhealthy');
+    expect(gone.steps[0]).toMatchObject({ step: 'router', status: 'fail' });
+    expect(gone.steps[0].detail).toBe(`router down: no live HAProxy for profile qwen3.5-9b and the profile's port ${base} refuses connections; fix: sparkctl restart qwen3.5-9b`);
+    // the replicas themselves still answer
+    expect(down.results.filter((x) => x.target !== 'qwen3.5-9b-router').map((x) => x.state)).toEqual(['healthy', 'healthy']);
+  }, 120_000);
+
   it('with an API key: probe through the router passes auth; the key is nowhere in HAProxy (config, argv, environment, log)', async () => {
     const KEY = `sk-router-${randomUUID()}`;
     const r = await cli(['serve', 'qwen-prod', '--engine', 'sim', '--router', ...at(2), '--no-prewarm'], { env: env({ QWEN_PROD_API_KEY: KEY }), timeout: 120_000 });
@@ -261,8 +293,10 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(served.status).toBe(200);
     const p = await cli(['probe', 'rr-router', '--no-history', '--json'], { env: env() });
     const step = JSON.parse(String(p.stdout)).results[0].steps.find((x: { step: string }) => x.step === 'router');
-    expect(step).toMatchObject({ status: 'warn' });
-    expect(step.detail).toMatch(/1\/2 UP; rr-0 \(port \d+\) MAINT/);
+    // the failed restart left rr-0 out of rotation: a finding (exit 1), not a passing probe
+    expect(p.exitCode).toBe(1);
+    expect(step).toMatchObject({ status: 'fail' });
+    expect(step.detail).toMatch(/1 of 2 replica\(s\) in MAINT \(out of rotation\): rr-0 \(port \d+\) MAINT.*fix: sparkctl restart rr/);
   }, 120_000);
 
   it('router config prints what HAProxy itself accepts; restart --rolling without a router says how', async () => {

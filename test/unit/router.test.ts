@@ -200,7 +200,8 @@ describe('the probe: the backend as HAProxy sees it', () => {
   it.each([
     [['UP', 'UP', 'UP'], 'pass', /3\/3 replicas UP/],
     [['UP', 'DOWN', 'UP'], 'fail', /marked 1 of 3 replica\(s\) down: m-1 \(port 8002\) DOWN: L4CON Connection refused/],
-    [['UP', 'MAINT', 'UP'], 'warn', /2\/3 UP; m-1 \(port 8002\) MAINT/],
+    [['UP', 'MAINT', 'UP'], 'fail', /1 of 3 replica\(s\) in MAINT \(out of rotation\): m-1 \(port 8002\) MAINT: L7OK; fix: sparkctl restart PROFILE/],
+    [['UP', 'UP', 'DRAIN'], 'warn', /2\/3 UP; m-2 \(port 8003\) DRAIN/],
     [['UP', 'UP 1/2', 'DRAIN'], 'warn', /1\/3 UP/],
     [['MAINT', 'MAINT', 'DRAIN'], 'fail', /no replica takes traffic/],
     [['UP', 'UP'], 'fail', /m-2 \(port 8003\) missing/],

@@ -45,6 +45,8 @@ type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
 export interface ProbeTarget {
   t: InstanceTarget;
   s: Settings;
+  /** a profile's router with no live entry: not probed as a server, judged down (its port is checked) */
+  routerDown?: { profile: string; host: string; port: number };
 }
 
 /** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
@@ -128,7 +130,37 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
         });
   for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: probeDefaults() });
   for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...probeDefaults(), ...inst.probe } });
+  // A profile served behind a router is down while its router is, whatever `status` cleaned away.
+  const routed = new Map<string, { host: string; port: number }>();
+  for (const { inst } of insts) if (inst.routedAt && inst.role !== 'router') routed.set(inst.profile, inst.routedAt);
+  for (const [profile, at] of routed) {
+    if (insts.some(({ inst, alive }) => inst.profile === profile && inst.role === 'router' && alive)) continue;
+    const host = at.host === '0.0.0.0' ? '127.0.0.1' : at.host;
+    const t = { ...targetFromUrl(`http://${host.includes(':') ? `[${host}]` : host}:${at.port}`), name: `${profile}-router` };
+    targets.push({ t, s: probeDefaults(), routerDown: { profile, host, port: at.port } });
+  }
   return targets;
+}
+
+/** A router with no live entry: unhealthy, saying whether its port refuses connections (nothing is sent but a TCP connect). */
+export async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: string, name: string, timeoutMs = 2000): Promise<ProbeResult> {
+  const t0 = performance.now();
+  const { connect } = await import('node:net');
+  const answered = await new Promise<string | undefined>((resolve) => {
+    const sock = connect({ host: d.host, port: d.port });
+    const done = (v: string | undefined) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(timeoutMs, () => done(`does not answer within ${timeoutMs} ms`));
+    sock.once('connect', () => done(undefined));
+    sock.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'ECONNREFUSED' ? 'refuses connections' : `cannot be reached (${e.code ?? e.message})`));
+  });
+  const why = answered
+    ? `router down: no live HAProxy for profile ${d.profile} and the profile's port ${d.port} ${answered}`
+    : `router down: no live HAProxy for profile ${d.profile} is registered, yet something else answers on the profile's port ${d.port}`;
+  const ms = Math.round(performance.now() - t0);
+  return { target: name, url, state: 'unhealthy', steps: [{ step: 'router', status: 'fail', detail: `${why}; fix: sparkctl restart ${d.profile}`, ms }], ms };
 }
 
 /**
@@ -140,7 +172,8 @@ export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: Sta
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
   const deadlineMs = opts.deadline ?? longest * STEPS;
   return Promise.all(
-    targets.map(({ t, s }) => {
+    targets.map(({ t, s, routerDown }) => {
+      if (routerDown) return judgeRouterDown(routerDown, t.url, t.name);
       const started = performance.now();
       const stop = new AbortController();
       const work = probe(t, {
