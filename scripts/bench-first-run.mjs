@@ -68,8 +68,9 @@ const serveArgv = ['sparkctl', 'serve', 'qwen3.5-9b', '--engine', 'sim', ...(por
 const env = { ...process.env, SPARKCTL_STATE_DIR: state };
 for (const run of ['first: fresh state', 'steady: same state']) {
   const r = timed('serve', 'npx', serveArgv, { env });
-  const said = [...r.out.matchAll(/ready in ([\d.]+ ?m?s)/g)].map((m) => m[1]);
-  row(`serve qwen3.5-9b --engine sim (${run})`, r.s, said.length ? `ready in ${said.join(', ')}` : '');
+  const ready = /replica\(s\) in ([\d.]+ ?m?s)/.exec(r.out)?.[1];
+  const took = /serve took ([^\n]+)/.exec(r.out)?.[1];
+  row(`serve qwen3.5-9b --engine sim (${run})`, r.s, [ready && `ready in ${ready}`, took && `serve took ${took}`].filter(Boolean).join('; '));
   timed('stop', 'npx', ['sparkctl', 'stop', 'qwen3.5-9b'], { env });
 }
 console.log(`| what | wall | serve said |\n|---|---|---|\n${rows.map((r) => `| ${r.what} | ${r.wall} | ${r.said} |`).join('\n')}`);

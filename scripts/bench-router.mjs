@@ -17,7 +17,7 @@ const N = Number(process.argv[2] ?? 2000);
 const seconds = Number(process.argv[3] ?? 8);
 const connections = Number(process.argv[4] ?? 32);
 const HAPROXY = process.env.HAPROXY ?? '/usr/sbin/haproxy';
-const { planRouter, renderConfig } = await import('../dist/router/config.js');
+const { planRouter, renderConfig } = await import('../dist/profiles/router.js');
 const { Profile } = await import('../dist/profiles/schema.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-router-'));

@@ -4,7 +4,7 @@
 // Run after `npm run build`: node scripts/make-fixture-bundles.mjs [/path/to/shared]
 import { readFileSync, writeFileSync, mkdirSync, rmSync, readdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GPU_FIELDS, parseQueryGpuWithHeader } from '../dist/preflight/parse.js';
+import { GPU_FIELDS, parseQueryGpuWithHeader } from '../dist/nvidia/smi.js';
 import { PY } from '../dist/preflight/facts.js';
 
 const shared = process.argv[2] ?? new URL('../../shared', import.meta.url).pathname;

@@ -149,6 +149,22 @@ export const identityCheck: ProbeCheck = {
 };
 
 /**
+ * A generation counts only when it produced a token and ended for a normal reason: vLLM ends a
+ * request it gave up on (an engine restarting, a preempted request dropped, a client gone) with
+ * finish_reason "abort" (or "error"), often with nothing out, and an answer of 200 with no token
+ * is no proof the engine generates. Why it does not count, or undefined when it does.
+ */
+export function generationEnded(a: { choices: Array<{ text: string; finish_reason?: string | null }>; usage?: { completion_tokens: number } | null }): string | undefined {
+  const c = a.choices[0]!;
+  const reason = c.finish_reason ?? null;
+  const tokens = a.usage ? a.usage.completion_tokens : c.text.length ? 1 : 0;
+  if (reason !== 'length' && reason !== 'stop')
+    return `finish_reason ${reason === null ? 'none (the generation never ended)' : JSON.stringify(String(reason).slice(0, 40))} with ${tokens} token(s) out: not a generation that ran`;
+  if (tokens < 1) return `finish_reason ${reason} with no token out`;
+  return undefined;
+}
+
+/**
  * 3. inference: a real 1-token generation with its own deadline (catches the hung engine). Sampled
  * with the server's defaults, as a client that sets nothing is served: a greedy request takes
  * another path through the sampler (seen: vLLM's CPU image without a C++ compiler answered greedy
@@ -171,6 +187,11 @@ export const inferenceCheck: ProbeCheck = {
     const answer = completionAnswer(gen.json, gen.body);
     if (!answer.ok) {
       add('inference', 'fail', answer.problem, gen.ms);
+      return 'unhealthy';
+    }
+    const ended = generationEnded(answer.value);
+    if (ended) {
+      add('inference', 'fail', `1-token completion: ${ended}`, gen.ms);
       return 'unhealthy';
     }
     found.inferenceMs = Math.round(gen.ms);

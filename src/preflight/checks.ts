@@ -89,6 +89,12 @@ function containerRun(id: ContainerCheckId): (ctx: Ctx) => CheckResult {
     if (!p) return skip('no profile given: the container checks are for a profile with engine.runtime: container');
     const f = ctx.facts.container;
     if (!f) return skip('the container runtime was not asked');
+    if ('error' in f && f.noRuntime) {
+      if (id === 'container.cli') return fail(f.error, 'podman or docker', f.fix);
+      if (id === 'container.toolkit' || id === 'container.toolkit.docker')
+        return fail(`no container runtime for the NVIDIA Container Toolkit to serve (${f.error})`, 'the NVIDIA Container Toolkit', f.fix);
+      return skip(`no container runtime (${f.error})`);
+    }
     if ('error' in f) return id === 'container.image' ? fail(`no image to run: ${f.error}`, 'an image of the target vLLM', f.fix) : skip(`no image to check against (container.image)`);
     const r = ctx.container?.find((x) => x.id === id);
     if (!r) return skip('not judged');

@@ -14,7 +14,7 @@ import type { ContainerAnswers } from '../engine/runtime/preflight.js';
 import type { CliResult } from '../engine/runtime/ops.js';
 
 /** What the container checks judge: the runtime's answers, or why none were asked. */
-export type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string };
+export type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string; noRuntime?: boolean };
 
 export interface Facts {
   host: string;
@@ -631,6 +631,9 @@ export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
   });
 }
 
+export const NO_RUNTIME_FIX =
+  'install podman (apt-get install podman) or docker (apt-get install docker.io), then the NVIDIA Container Toolkit for GPUs (apt-get install nvidia-container-toolkit), or --set engine.runtime=host';
+
 /**
  * The container runtime's answers for a profile that runs vLLM in a container, through the Host (so
  * collect records them and a replay answers them). The image depends on the platform (NGC's on a DGX
@@ -643,6 +646,10 @@ export async function gatherContainerFacts(host: Host, profile: Profile, platfor
     image = imageFor(profile, platform);
   } catch (e) {
     const err = e as Error & { details?: string[] };
+    // no image to ask about, but the runtime itself can still be missing: that is said first
+    const clis = profile.container?.cli ? [profile.container.cli] : ['podman', 'docker'];
+    const found = await Promise.all(clis.map((c) => host.run([c, '--version'], { timeoutMs: Math.max(timeoutMs, 5000) })));
+    if (found.every((r) => r.error === 'not-found')) return { error: `${clis.join(' and ')} ${clis.length > 1 ? 'are' : 'is'} not installed (not on PATH)`, fix: NO_RUNTIME_FIX, noRuntime: true };
     return { error: err.message, fix: err.details?.[0] ?? '--set container.image=REPO:TAG' };
   }
   const run = async (argv: string[], t: number): Promise<CliResult> => {

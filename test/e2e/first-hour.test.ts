@@ -73,6 +73,16 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
     expect(first.stderr).toMatch(/serve took [\d.]+ m?s: [\d.]+ m?s until every replica was ready, [\d.]+ m?s of prewarm and probe/);
   });
 
+  it("client-env of a profile that is not running gives that profile's own address and name, with a warning", async () => {
+    const r = await cli(['client-env', 'qwen-dev', '--openai'], { env });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('export OPENAI_BASE_URL=http://127.0.0.1:8002/v1');
+    expect(r.stderr).toContain('warning: qwen-dev is not running: this points at its own port 8002 and model qwen-dev');
+    const running = await cli(['client-env', P, '--openai'], { env });
+    expect(running.stdout).toContain(`:${port}/v1`);
+    expect(running.stderr).not.toContain('is not running');
+  });
+
   it('cost over a window of a few tokens warns that its price per 1M tokens is an extrapolation', async () => {
     for (let i = 0; i < 2; i++) expect((await cli(['probe', `${P}-0`, '--quiet'], { env })).exitCode).toBe(0);
     const r = await cli(['cost', `${P}-0`, '--since', '1h', '--gpu-hour-price', '2'], { env });

@@ -130,6 +130,11 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     expect(((await (await fetch(`${url9b}/is_sleeping`)).json()) as { is_sleeping: boolean }).is_sleeping).toBe(false);
     expect(readFileSync(join(t.state, 'logs', 'gateway-keeper.log'), 'utf8').match(/Qwen\/Qwen3\.5-9B: woken in/g)).toHaveLength(1);
 
+    // client-env points a client at the gateway while it runs
+    const ce = await cli(['client-env', 'qwen-dev', '--openai'], { env: t.env() });
+    expect(ce.exitCode, ce.stderr).toBe(0);
+    expect(ce.stdout).toContain(`OPENAI_BASE_URL=http://127.0.0.1:${base}/v1`);
+
     const down = await cli(['gateway', 'down'], { env: t.env() });
     expect(down.exitCode, down.stderr).toBe(0);
     expect(down.stdout).toMatch(/gateway: stopped in/);

@@ -12,7 +12,7 @@ import parsePrometheus from 'parse-prometheus-text-format';
 import { cli, tempDir, rmrf, ROOT, BIN, CHROMIUM } from '../helpers.js';
 import { HOSTILE } from '../hostile-values.js';
 import { execWords } from '../systemd-words.js';
-import { writePrometheus } from '../../src/verbs/probe/run.js';
+import { writePrometheus } from '../../src/health/prometheus.js';
 import { renderPage } from '../../src/output/html.js';
 import type { ProbeResult } from '../../src/health/probe.js';
 

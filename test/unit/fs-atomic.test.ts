@@ -5,7 +5,7 @@ import { writeFileAtomic, fsProblem, checkOutputFile } from '../../src/util/fs.j
 import { UsageError } from '../../src/errors.js';
 import { join } from 'node:path';
 import { Registry, type Instance } from '../../src/engine/registry.js';
-import { writePrometheus } from '../../src/verbs/probe/run.js';
+import { writePrometheus } from '../../src/health/prometheus.js';
 import { tempDir, rmrf } from '../helpers.js';
 
 let dir: string;

@@ -2,7 +2,8 @@
 // state, exit code and printed lines follow from the results alone.
 import { describe, it, expect } from 'vitest';
 import { probe, PROBE_CHECKS, type ProbeCheck, type ProbeResult } from '../../src/health/probe.js';
-import { nextState, verdictCode, render, resolveTargets, redactResults } from '../../src/verbs/probe/run.js';
+import { verdictCode, render, resolveTargets, redactResults } from '../../src/verbs/probe/run.js';
+import { nextState } from '../../src/health/alerts.js';
 import { targetFromUrl } from '../../src/health/target.js';
 
 const settings = { timeoutMs: 100, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5 };

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { join, isAbsolute, resolve } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
-import type { ReplicaPlan } from '../../profiles/render.js';
+import { replicaAddress, type ReplicaPlan } from '../../profiles/render.js';
 import { UsageError } from '../../errors.js';
 
 export type ContainerCli = 'docker' | 'podman';
@@ -361,7 +361,9 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     marker: x.marker,
     labels: { [PROFILE_LABEL]: p.name, [STATE_LABEL]: x.stateDir },
     gpus: containerGpuUse(p, x.engine).gpu ? x.replica.gpus : [],
-    network: hostNet ? { mode: 'host' } : { mode: 'publish', host: p.server.host, port: x.replica.port },
+    // published where a host process would listen: behind the router on 127.0.0.1 only, so a
+    // client cannot reach a replica past HAProxy (its auth, its drain during a rolling restart)
+    network: hostNet ? { mode: 'host' } : { mode: 'publish', host: replicaAddress(p, x.replica.index).host, port: x.replica.port },
     mounts,
     ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',
     ulimits: s.ulimits,

@@ -36,7 +36,13 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   const running = new Registry(stateDir()).find(name).filter((x) => x.alive);
   if (running.length) {
     // A profile behind a router is benched through it: the one endpoint its clients use.
-    const t = targetFromInstance((running.find((x) => x.inst.role === 'router') ?? running[0])!.inst);
+    const chosen = (running.find((x) => x.inst.role === 'router') ?? running[0])!.inst;
+    const t = targetFromInstance(chosen);
+    const replicas = running.filter((x) => x.inst.role !== 'router').map((x) => x.inst.name);
+    // Say what is loaded: one replica of several carries the whole load, and its numbers are that replica's.
+    if (chosen.role === 'router') note(`bench ${name}: through its router ${chosen.url}, over ${replicas.length} replica(s): ${replicas.join(', ')}`);
+    else if (replicas.length > 1 && chosen.name !== name)
+      note(`bench ${name}: loads ${chosen.name} only (${replicas.length} replicas run without a router: ${replicas.join(', ')}); bench ${replicas[1]} picks another, serve --router balances them`);
     if (opts.model) t.servedName = opts.model;
     return t;
   }

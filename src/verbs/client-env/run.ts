@@ -8,6 +8,7 @@ import { hostFromPlatform } from '../../profiles/validate.js';
 import { claudeCodeVerdict, outputBudget, suggestedContexts, toolCallingOn, type ServedFacts } from '../../client/claude-code.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
+import { runningGateway } from '../../gateway/control.js';
 import { shellQuote, commandLine, commentValue } from '../../output/format.js';
 
 export async function run(name: string, opts: { claudeCode?: boolean; openai?: boolean; host: string; profiles?: string }) {
@@ -17,8 +18,18 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   if (!/^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:.]+\]$/.test(opts.host))
     throw new UsageError(`--host ${JSON.stringify(opts.host)}: not a host name or address`, ['--host 10.0.0.5, --host gpu-1.lan or --host [::1]']);
   // Behind a router, clients use the router (the replicas listen on loopback only).
-  const found = new Registry(stateDir()).find(name);
+  // Only what runs counts: a stale entry's port may be another server's by now.
+  const reg = new Registry(stateDir());
+  const found = reg.find(name).filter((e) => e.alive);
   const inst = (found.find((e) => e.inst.role === 'router') ?? found[0])?.inst;
+  const replicas = found.filter((e) => e.inst.role !== 'router').map((e) => e.inst);
+  if (inst && inst.role !== 'router' && replicas.length > 1 && inst.name !== name)
+    note(
+      `note: ${name} runs ${replicas.length} replicas without a router: this points at ${inst.name}; the others: ${replicas
+        .filter((x) => x !== inst)
+        .map((x) => `${x.name} ${x.url}`)
+        .join(', ')} (serve --router puts one endpoint in front of them)`,
+    );
   let port: number, model: string, keyEnv: string | undefined;
   let profile: Profile | undefined;
   if (inst) {
@@ -27,10 +38,30 @@ export async function run(name: string, opts: { claudeCode?: boolean; openai?: b
   } else {
     profile = loadProfile(name, { profilesDir: opts.profiles }).profile;
     [port, model, keyEnv] = [profile.server.port, servedName(profile), profile.server.apiKeyEnv];
+    const other = reg.list().find((e) => e.alive && e.inst.port === port);
+    note(
+      `warning: ${name} is not running: this points at its own port ${port} and model ${model} (sparkctl serve ${name} starts it)${other ? `; port ${port} is held now by ${other.inst.name}, which serves ${other.inst.servedName}` : ''}`,
+    );
   }
   if (!(Number.isInteger(port) && port >= 1 && port <= 65535)) throw new UsageError(`${name}: the port ${JSON.stringify(port)} is not a TCP port`, ['sparkctl status; sparkctl serve again']);
   if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
     throw new UsageError(`${name}: the API key variable ${JSON.stringify(keyEnv)} is not a variable name`, ['server.apiKeyEnv: letters, digits and _']);
+  // A running gateway that serves this model is the one endpoint clients use (its key, if it has one)
+  const gw = runningGateway(stateDir());
+  if (
+    gw &&
+    Number.isInteger(gw.port) &&
+    gw.port >= 1 &&
+    gw.port <= 65535 &&
+    (gw.apiKeyEnv === undefined || /^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) &&
+    Array.isArray(gw.models) &&
+    gw.models.some((m) => m.name === model) &&
+    (gw.host === '0.0.0.0' || gw.host === opts.host || (/^(127\.0\.0\.1|localhost)$/.test(opts.host) && gw.host === '127.0.0.1'))
+  ) {
+    note(`${name}: through the gateway on port ${gw.port} (sparkctl gateway status)`);
+    port = gw.port;
+    if (gw.apiKeyEnv) keyEnv = gw.apiKeyEnv;
+  }
   const base = `http://${opts.host}:${port}`;
   // The key is referenced, never printed: the client reads it from the same variable.
   const key = keyEnv ? `"$${keyEnv}"` : null;

@@ -1,7 +1,7 @@
 // A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import type { Registry } from '../../engine/registry.js';
-import { ensureDir, fsProblem, checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { ensureDir, checkOutputFile } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';
@@ -9,14 +9,15 @@ import { probe, PROBE_CHECKS, type ProbeResult } from '../../health/probe.js';
 import { targetFromUrl } from '../../health/target.js';
 import { targetFromInstance, type InstanceTarget } from '../../engine/target.js';
 import { probeDefaults, type ProbeBlockValues } from '../../profiles/probe-defaults.js';
-import { http } from '../../client/http.js';
 import { envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { appendSample, lastSample } from '../../history/store.js';
-import { readProbeState, updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from '../../health/probe-state.js';
+import { readProbeState, type TargetState } from '../../health/probe-state.js';
 import { buildSample } from '../../history/sample.js';
 import type { Host } from '../../host/host.js';
+import { esc, writePrometheus, PROM_FIX } from '../../health/prometheus.js';
+import { saveStateAndAlert, alertGauges } from '../../health/alerts.js';
 
 interface ProbeCli {
   url: string[];
@@ -35,7 +36,6 @@ interface ProbeCli {
 }
 
 const STATE_FIX = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
-const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = PROBE_CHECKS.length;
@@ -208,84 +208,6 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
   }
 }
 
-const observe = (results: ProbeResult[]): Observed[] =>
-  results.map((r) => ({
-    target: r.target,
-    url: r.url,
-    // falling asleep or waking is no alert: both are the server's normal life
-    state: r.state === 'sleeping' ? 'healthy' : r.state,
-    preemptions: r.metrics?.preemptions,
-    failing: r.steps.filter((x) => x.status === 'fail').map((x) => ({ step: x.step, detail: x.detail })),
-  }));
-
-/** Each target's state for the next run (preemption trend), and the targets whose state changed (the webhook's news). */
-export function nextState(prev: State, results: ProbeResult[], at = new Date()): { next: State; changed: ProbeResult[] } {
-  const s = { targets: { ...prev }, pending: [] };
-  const added = recordResults(s, observe(results), at, false);
-  return { next: s.targets, changed: results.filter((r) => added.some((a) => a.url === r.url)) };
-}
-
-interface Delivery {
-  ok: boolean;
-  /** alerts in the attempt */
-  alerts: number;
-  /** alerts still waiting for the webhook after this run */
-  pending: number;
-  why?: string;
-}
-
-/**
- * Remember each target's state (preemption trend, changes) and deliver the alerts, all under the
- * probe-state lock: concurrent probes keep each other's entries, and an alert the webhook did not
- * accept stays pending for the next run instead of being lost. Without a usable state folder, this
- * run's changes (against nothing remembered) are sent once.
- */
-async function saveStateAndAlert(dir: string, results: ProbeResult[], webhook: string | undefined, problem: unknown): Promise<{ delivery?: Delivery; stateProblem: unknown }> {
-  const observed = observe(results);
-  const now = new Date();
-  let stateProblem = problem;
-  let delivery: Delivery | undefined;
-  if (!stateProblem) {
-    try {
-      delivery = await updateProbeState(dir, async (st) => {
-        recordResults(st, observed, now, Boolean(webhook));
-        if (!webhook || !st.pending.length) return undefined;
-        const sent = [...st.pending];
-        const d = await deliver(webhook, sent);
-        if (d.ok) st.pending = st.pending.filter((a) => !sent.includes(a));
-        return { ...d, pending: st.pending.length };
-      });
-    } catch (e) {
-      stateProblem = e instanceof UsageError ? e : fsProblem(e, 'probe state', statePath(dir), 'set SPARKCTL_STATE_DIR to a writable folder');
-    }
-  }
-  if (stateProblem && webhook) {
-    const alerts = recordResults({ targets: {}, pending: [] }, observed, now, false);
-    if (alerts.length) delivery = { ...(await deliver(webhook, alerts)), pending: 0 };
-  }
-  return { delivery, stateProblem };
-}
-
-/** One POST of every alert in `alerts`; delivered only on a 2xx answer. */
-async function deliver(url: string, alerts: Alert[]): Promise<Omit<Delivery, 'pending'>> {
-  const res = await http(url, { body: { source: 'sparkctl', at: new Date().toISOString(), changes: alerts }, timeoutMs: 5000 });
-  if (res.ok && res.status >= 200 && res.status < 300) return { ok: true, alerts: alerts.length };
-  return { ok: false, alerts: alerts.length, why: res.ok ? `HTTP ${res.status}` : res.message };
-}
-
-/** The webhook's health in the textfile: whether the last delivery worked, and what still waits. */
-function alertGauges(d: Delivery | undefined): string[] {
-  if (!d) return [];
-  return [
-    "# HELP sparkctl_probe_alert_delivery_ok 0 when the alert webhook did not accept this run's alerts (they are retried by the next run).",
-    '# TYPE sparkctl_probe_alert_delivery_ok gauge',
-    `sparkctl_probe_alert_delivery_ok ${d.ok ? 1 : 0}`,
-    '# HELP sparkctl_probe_alerts_pending Alerts waiting for the webhook to accept them.',
-    '# TYPE sparkctl_probe_alerts_pending gauge',
-    `sparkctl_probe_alerts_pending ${d.pending}`,
-  ];
-}
-
 /** What the run prints: one envelope (--json), or a line per target (--quiet: the unhealthy only). */
 export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'quiet'>): string[] {
   if (opts.json) return [envelope('probe', { results: results.map(({ vllm: _v, ...r }) => ({ ...r, gpu: r.gpu && { status: r.gpu.status, findings: r.gpu.findings, gpus: r.gpu.samples } })) })];
@@ -339,62 +261,4 @@ export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget;
     '# TYPE sparkctl_cost_tokens_24h gauge',
     ...tokens,
   ];
-}
-
-/**
- * A label value of the exposition format: \\, " and a newline escaped as the format defines; every
- * other control character (which the format does not define, and a scraper may split a line at) as
- * \\u escapes written out, so one sample stays one line.
- */
-export const esc = (v: string) =>
-  v
-    .replace(/\\/g, '\\\\')
-    .replace(/"/g, '\\"')
-    .replace(/\n/g, '\\n')
-    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
-/** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
-export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
-
-/** node_exporter textfile collector format, written atomically (a half file would be scraped). */
-export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
-  const lines = [
-    '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
-    '# TYPE sparkctl_probe_healthy gauge',
-    ...results.map((r) => `sparkctl_probe_healthy{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'healthy' || r.state === 'sleeping' ? 1 : 0}`),
-    '# HELP sparkctl_probe_reachable 0 when the server could not be reached.',
-    '# TYPE sparkctl_probe_reachable gauge',
-    ...results.map((r) => `sparkctl_probe_reachable{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'unreachable' ? 0 : 1}`),
-    '# HELP sparkctl_probe_duration_seconds Wall time of the deep probe.',
-    '# TYPE sparkctl_probe_duration_seconds gauge',
-    ...results.map((r) => `sparkctl_probe_duration_seconds{target="${esc(r.target)}"} ${(r.ms / 1000).toFixed(3)}`),
-    '# HELP sparkctl_probe_step_ok 1 when the step passed or warned, 0 when it failed.',
-    '# TYPE sparkctl_probe_step_ok gauge',
-    ...results.flatMap((r) => r.steps.filter((s) => s.status !== 'skip').map((s) => `sparkctl_probe_step_ok{target="${esc(r.target)}",step="${esc(s.step)}"} ${s.status === 'fail' ? 0 : 1}`)),
-    '# HELP sparkctl_probe_kv_cache_usage KV cache usage (0..1) read from the server.',
-    '# TYPE sparkctl_probe_kv_cache_usage gauge',
-    ...results.filter((r) => r.metrics?.kvCacheUsage !== undefined).map((r) => `sparkctl_probe_kv_cache_usage{target="${esc(r.target)}"} ${promNumber(r.metrics!.kvCacheUsage!)}`),
-    '# HELP sparkctl_probe_gpu_temperature_celsius GPU temperature at the probe.',
-    '# TYPE sparkctl_probe_gpu_temperature_celsius gauge',
-    ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).filter((g) => g.temp !== undefined).map((g) => `sparkctl_probe_gpu_temperature_celsius{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.temp!)}`),
-    ),
-    '# HELP sparkctl_probe_gpu_ok 0 when the probe found an unhealthy or critical condition on this GPU (temperature, ECC, remap, throttle, Xid).',
-    '# TYPE sparkctl_probe_gpu_ok gauge',
-    ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).map((g) => `sparkctl_probe_gpu_ok{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${r.gpu!.findings.some((f) => f.gpu === g.i && f.level !== 'warn') ? 0 : 1}`),
-    ),
-    '# HELP sparkctl_probe_gpu_ecc_uncorrected_errors Uncorrected volatile ECC errors of this GPU (since the driver loaded).',
-    '# TYPE sparkctl_probe_gpu_ecc_uncorrected_errors gauge',
-    ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).filter((g) => g.ecc !== undefined).map((g) => `sparkctl_probe_gpu_ecc_uncorrected_errors{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.ecc!)}`),
-    ),
-    '# HELP sparkctl_probe_gpu_xid_events NVIDIA Xid events of this GPU in the kernel log since the previous probe.',
-    '# TYPE sparkctl_probe_gpu_xid_events gauge',
-    ...results.flatMap((r) =>
-      (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
-    ),
-    ...extra,
-  ];
-  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
 }

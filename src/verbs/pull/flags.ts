@@ -9,7 +9,10 @@ export default createCommand({
     ['--revision <rev>', "branch, tag or commit (default: the profile's model.revision, else main); resolved to a commit once and recorded in refs/"],
     ['--config-only', 'only the config, tokenizer and generation files (what plan, profiles init and serve --dry-run read)'],
     ['--jobs <n>', 'files fetched at once', countArg('--jobs'), 8],
-    ['--nodes <file>', 'then copy the snapshot to every node of this inventory over ssh (rsync where both ends have it), skipping nodes that already match'],
+    [
+      '--nodes <file>',
+      'then copy the snapshot to every node of this inventory over ssh (rsync where both ends have it), and for a profile with engine.runtime: container its image (save | ssh load), skipping nodes that already match',
+    ],
     ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
     ['--json', 'machine-readable result on stdout; no progress'],
   ],

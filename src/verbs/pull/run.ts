@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { hubCacheDir, repoFolderName } from '../../model/cache.js';
 import { pullTarget, pullInto, type PullOptions } from '../pulling.js';
-import { loadNodesFile } from '../../profiles/load.js';
 import { envelope, formatBytes, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { ProblemsFound } from '../../errors.js';
+import { ProblemsFound, UsageError } from '../../errors.js';
+import { checkRepoId } from '../../model/cache.js';
+import { loadNodesFile, loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 
 export type { PullOptions };
 
@@ -28,11 +29,47 @@ export async function run(model: string, opts: PullOptions & { nodes?: string })
       else note(`${c.red('fail')} ${r.node} (${r.address}): ${r.why}`);
     },
   });
-  if (opts.json) say(envelope('pull', { ...result, nodes }));
+  const image = await imageToNodes(model, opts, nf);
+  if (opts.json) say(envelope('pull', { ...result, nodes, ...(image ? { image } : {}) }));
   const failed = nodes.filter((n) => n.status === 'failed');
-  if (failed.length)
+  const imageFailed = image?.nodes.filter((n) => n.status === 'failed') ?? [];
+  if (failed.length || imageFailed.length)
     throw new ProblemsFound(
-      `${failed.length} of ${nodes.length} node(s) do not hold ${repo}@${result.commit}`,
-      failed.map((n) => `${n.node}: ${n.why}`),
+      [
+        failed.length ? `${failed.length} of ${nodes.length} node(s) do not hold ${repo}@${result.commit}` : '',
+        imageFailed.length ? `${imageFailed.length} of ${image!.nodes.length} node(s) do not hold the image ${image!.ref}` : '',
+      ]
+        .filter(Boolean)
+        .join('; '),
+      [...failed.map((n) => `${n.node}: ${n.why}`), ...imageFailed.map((n) => `${n.node} (image): ${n.why}`)],
     );
+}
+
+/** A profile with engine.runtime: container: its image copied to each node too (skipped where the ID matches). */
+async function imageToNodes(model: string, opts: PullOptions, nf: NonNullable<ReturnType<typeof loadNodesFile>>) {
+  if (!checkRepoId(model)) return undefined; // an ORG/NAME, not a profile: no image to speak of
+  const { profile } = loadProfile(model, { profilesDir: opts.profiles });
+  if (profile.engine.runtime !== 'container') return undefined;
+  const { imageFor, detectCli } = await import('../../engine/runtime/container.js');
+  const { localImage, syncImage } = await import('../../engine/cluster/image-sync.js');
+  const ref = imageFor(profile, loadPlatform(profile.platform ?? DEFAULT_PLATFORM));
+  const cli = detectCli(profile);
+  const cliArgs = profile.container?.cliArgs ?? [];
+  const here = await localImage({ cli, cliArgs, image: ref });
+  if ('error' in here)
+    throw new UsageError(`container.image ${ref} is not in ${cli}'s storage here, so it cannot be copied to the nodes: ${here.error}`, [
+      `${cli} pull ${ref} (or build it) here first, then run the pull again`,
+    ]);
+  const nodes = await syncImage(nf, here, {
+    cli,
+    cliArgs,
+    image: ref,
+    onNode: (r) => {
+      if (opts.json) return;
+      if (r.status === 'matched') note(`${c.green('ok')} ${r.node} (${r.address}): image ${ref} already ${r.id.slice(0, 12)}, nothing copied`);
+      else if (r.status === 'copied') note(`${c.green('ok')} ${r.node} (${r.address}): image ${ref} copied (${r.id.slice(0, 12)}), ${formatBytes(r.bytes)}`);
+      else note(`${c.red('fail')} ${r.node} (${r.address}): image ${ref}: ${r.why}`);
+    },
+  });
+  return { ref, id: here.id, size: here.size, nodes };
 }
