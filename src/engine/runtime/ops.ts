@@ -56,7 +56,15 @@ export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; tim
       const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
       // killed at the deadline is a timeout even when the CLI then exits with a code of its own
       // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline
-      const error = !e ? undefined : e.killed ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000) : typeof e.code === 'number' ? undefined : e.code === 'ENOENT' ? cliError(argv, 'not-found', 0) : e.message;
+      const error = !e
+        ? undefined
+        : e.killed
+          ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
+          : typeof e.code === 'number'
+            ? undefined
+            : e.code === 'ENOENT'
+              ? cliError(argv, 'not-found', 0)
+              : e.message;
       resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
     });
   });
