@@ -111,11 +111,20 @@ async function haveLocal(bin: string): Promise<boolean> {
   return r.exitCode === 0;
 }
 
+/**
+ * rsync's argv for one pass. The target's path reaches the node's shell, so `--protect-args` (-s, rsync
+ * 3.0+ on both ends) sends it to the remote rsync out of band instead of on its command line: a cache
+ * folder with spaces, quotes, `$` or `;` (from HF_HOME) is one path, never a command. `--` ends the options.
+ */
+export function rsyncArgv(nf: NodesFile, node: NodeEntry, repoDir: string, shell = rsyncShell(nf, node)): string[] {
+  const target = `${node.sshUser}@${node.address}:${repoDir}/`;
+  return ['-a', '--protect-args', '--from0', '--files-from=-', '-e', shell, '--', `${repoDir}/`, target];
+}
+
 async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, missing: SyncFile[]): Promise<string | undefined> {
-  const target = `${node.sshUser}@${node.address}:${req.repoDir}/`;
   const pass = async (list: string[]) => {
     if (!list.length) return undefined;
-    const r = await execa('rsync', ['-a', '--from0', '--files-from=-', '-e', rsyncShell(nf, node), `${req.repoDir}/`, target], {
+    const r = await execa('rsync', rsyncArgv(nf, node, req.repoDir), {
       input: list.join('\0'),
       reject: false,
       timeout: 24 * 3600_000,
