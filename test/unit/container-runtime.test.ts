@@ -213,6 +213,9 @@ describe('a container CLI that cannot be run, or does not answer: the same words
     expect((await run(['/nonexistent/podman', 'ps'])).error).toBe('/nonexistent/podman is not installed (not on PATH)');
     const slow = await run(['sleep', '5'], { timeoutMs: 1000 });
     expect(slow.error).toBe('sleep 5 did not answer within 1 s');
+    // podman run, sent SIGTERM at the deadline, exits with a code of its own (126): still the deadline, not that exit
+    const trapped = await run(['sh', '-c', 'trap "exit 126" TERM; sleep 5 & wait'], { timeoutMs: 1000 });
+    expect(trapped.error).toBe('sh -c trap "exit 126" TERM; sleep 5 & wait did not answer within 1 s');
     expect((await run(['true'])).error).toBeUndefined();
   });
 });

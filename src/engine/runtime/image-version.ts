@@ -135,6 +135,9 @@ export interface ImageVllm {
   why?: string;
 }
 
+/** Each in-image read's deadline (a container start and an import of vLLM, on a host that may be busy). */
+export const IMAGE_READ_TIMEOUT_MS = 120_000;
+
 type Cache = Record<string, { version: string; source: 'label' | 'image' }>;
 const CACHE_ENTRIES = 64;
 
@@ -161,7 +164,9 @@ export interface ImageVllmInput {
 /** The image's vLLM version: label, else cache by id, else asked in the image. Never throws: a failure is `why`. */
 export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
   const run = x.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }));
-  const timeoutMs = x.timeoutMs ?? 30_000;
+  // the in-image read imports vLLM's CLI (torch with it): 25-35 s for the CPU build on a loaded
+  // 2-core host, so 30 s cut it off there and the plan fell back to the newest flags table
+  const timeoutMs = x.timeoutMs ?? IMAGE_READ_TIMEOUT_MS;
   const ins = await run(withCliArgs([x.cli, 'image', 'inspect', '--format', '{{.Id}} {{json .Config.Labels}} {{json .Config.Entrypoint}}', x.image], x.cliArgs), 20_000);
   if (ins.error) return { why: ins.error };
   if (ins.code !== 0) return { why: `${x.cli} image inspect ${x.image} failed: ${lastLine(ins.stderr) || `exit ${ins.code}`} (not present locally? ${x.cli} pull ${x.image})` };

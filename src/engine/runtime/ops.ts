@@ -54,7 +54,17 @@ export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; tim
     execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
       const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-      const error = !e || typeof e.code === 'number' ? undefined : e.code === 'ENOENT' ? cliError(argv, 'not-found', 0) : e.killed ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000) : e.message;
+      // killed at the deadline is a timeout even when the CLI then exits with a code of its own
+      // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline
+      const error = !e
+        ? undefined
+        : e.killed
+          ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
+          : typeof e.code === 'number'
+            ? undefined
+            : e.code === 'ENOENT'
+              ? cliError(argv, 'not-found', 0)
+              : e.message;
       resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
     });
   });
