@@ -54,6 +54,17 @@ describe('probe', () => {
     }
   });
 
+  it('a long step deadline (24 days, the most a flag takes) runs the probe: the overall deadline, steps x that, is held to what a timer can wait', async () => {
+    const sim = await startSim(fast);
+    try {
+      const r = await run(['probe', '--url', sim.url, '--step-timeout', '2000000', '--json']);
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).results[0].state).toBe('healthy');
+    } finally {
+      await sim.stop();
+    }
+  });
+
   it('a closed port -> exit 3', async () => {
     const port = await freePort();
     const r = await run(['probe', '--url', `http://127.0.0.1:${port}`]);

@@ -1,5 +1,6 @@
 // A probe of --url targets (a cron line's usual form) loads only what it uses: the registry, the
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
+import { MAX_DURATION_MS } from '../../util/duration.js';
 import type { Registry } from '../../engine/registry.js';
 import { ensureDir, checkOutputFile } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
@@ -170,7 +171,9 @@ export async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>,
  */
 export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
-  const deadlineMs = opts.deadline ?? longest * STEPS;
+  // Every step's deadline fits a timer (at most 24 days), but their sum need not: a timer past
+  // 2^31-1 ms fires at once, and the probe would end before it began.
+  const deadlineMs = Math.min(opts.deadline ?? longest * STEPS, MAX_DURATION_MS);
   return Promise.all(
     targets.map(({ t, s, routerDown }) => {
       if (routerDown) return judgeRouterDown(routerDown, t.url, t.name);
