@@ -24,7 +24,7 @@ export function serveReal(name: string, profilesDir: string, port: number, extra
 
 /** Why the real-vLLM suite cannot run here, or undefined when it can. Makes the tiny model when only it is missing. */
 export function realVllmUnavailable(): string | undefined {
-  if (process.env.SPARKCTL_SKIP_REAL_VLLM) return `SPARKCTL_SKIP_REAL_VLLM is set`;
+  if (process.env.SPARKCTL_SKIP_REAL_VLLM) return `SPARKCTL_SKIP_REAL_VLLM: ${process.env.SPARKCTL_SKIP_REAL_VLLM}`;
   if (!existsSync(join(ROOT, VLLM_BIN))) return 'no real vLLM in .venv-vllm (.ci/run installs it from ../shared/real-vllm when that is there)';
   if (!existsSync(join(MODEL_DIR, 'config.json'))) {
     if (!existsSync(MAKE_MODEL)) return 'no tiny model in .cache/tiny-qwen3 and no ../shared/real-vllm/make_tiny_model.py to make it';
