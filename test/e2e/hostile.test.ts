@@ -47,7 +47,7 @@ const fakeVllm =
     if (over[path]) return over[path]!(req, res, body);
     if (path === '/health') return json(res, 200, '');
     if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
-    if (path === '/v1/completions') return json(res, 200, { choices: [{ text: 'x', index: 0 }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+    if (path === '/v1/completions') return json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1 } });
     if (path === '/tokenize') return json(res, 200, { count: Math.max(1, Math.round(JSON.parse(body || '{}').prompt?.length / 4 || 1)) });
     if (path === '/metrics') {
       res.writeHead(200, { 'content-type': 'text/plain' });

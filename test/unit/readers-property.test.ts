@@ -61,6 +61,12 @@ const usable = (j: any, object: string, text: (c: any) => boolean) =>
   j.choices.every((c: any) => !!c && typeof c === 'object' && isCount(c.index) && (c.finish_reason == null || typeof c.finish_reason === 'string') && text(c)) &&
   (j.usage == null || (isCount(j.usage.prompt_tokens) && isCount(j.usage.completion_tokens) && (j.usage.total_tokens === undefined || isCount(j.usage.total_tokens))));
 const completionUsable = (j: any) => usable(j, 'text_completion', (c) => typeof c.text === 'string');
+/** A probe's generation counts only when it ended for a normal reason (length, stop) with a token out (usage's count, else any text). */
+const generationRan = (j: any) => {
+  const c = j.choices[0];
+  const tokens = j.usage ? j.usage.completion_tokens : c.text.length ? 1 : 0;
+  return (c.finish_reason === 'length' || c.finish_reason === 'stop') && tokens >= 1;
+};
 const toolCallsOk = (t: any) =>
   t == null || (Array.isArray(t) && t.every((x) => x?.type === 'function' && typeof x.id === 'string' && typeof x.function?.name === 'string' && typeof x.function?.arguments === 'string'));
 const chatUsable = (j: any) =>
@@ -270,7 +276,7 @@ describe('the probe: a bad answer is a finding, never healthy, never a crash', (
         completion = j;
         const r = await probe(target() as never, { timeoutMs: 2000, kvCacheUsageMax: 0.9, waitingMax: 10, gpuMemoryHeadroomPct: 5, gpus: false });
         const step = r.steps.find((s) => s.step === 'inference');
-        if (!completionUsable(j)) return r.state !== 'healthy' && step?.status === 'fail' && step.detail.length > 0;
+        if (!completionUsable(j) || !generationRan(j)) return r.state !== 'healthy' && step?.status === 'fail' && step.detail.length > 0;
         return step?.status === 'pass';
       }),
       { numRuns: 150 },
