@@ -29,7 +29,8 @@ async function fakeVllm(): Promise<{ url: string; health: { ok: boolean } }> {
       const path = (req.url ?? '').split('?')[0];
       if (path === '/health') return json(res, 200, {});
       if (path === '/v1/models') return json(res, 200, { object: 'list', data: [{ id: 'm', object: 'model', max_model_len: 4096 }] });
-      if (path === '/v1/completions') return health.ok ? json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }) : json(res, 500, { error: 'boom' });
+      if (path === '/v1/completions')
+        return health.ok ? json(res, 200, { choices: [{ text: 'x', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }) : json(res, 500, { error: 'boom' });
       if (path === '/metrics') return res.end('');
       json(res, 404, {});
     });
