@@ -37,7 +37,7 @@ async function liar(claim: number, metrics = ''): Promise<string> {
       }
       if (path === '/v1/completions') {
         const body = JSON.parse(b);
-        if (!body.stream) return json(res, { choices: [{ text: 'ab', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: claim } });
+        if (!body.stream) return json(res, { choices: [{ text: 'ab', index: 0, finish_reason: 'length' }], usage: { prompt_tokens: 8, completion_tokens: claim } });
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write(`data: ${JSON.stringify({ choices: [{ text: 'a', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: 1 } })}\n\n`);
         res.write(`data: ${JSON.stringify({ choices: [{ text: 'b', index: 0 }], usage: { prompt_tokens: 8, completion_tokens: claim } })}\n\n`);
