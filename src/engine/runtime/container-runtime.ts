@@ -68,7 +68,7 @@ export function containerRuntime(cli: ContainerCli): Runtime {
         return { ...base, how: 'unproven', released: false, unproven: { code: 'container-unproven', detail: r.detail ?? 'its identity could not be proven again before stopping it' } };
       // an exited container was removed, not stopped: nothing of it was running
       const how = r.how === 'gone' || !ran ? 'gone' : r.how;
-      return { ...base, how, released: r.removed, exitCode: r.exitCode, settleMs: r.how === 'gone' ? 0 : FOLLOWER_SETTLE_MS };
+      return { ...base, how, released: r.removed, exitCode: r.exitCode, settleMs: FOLLOWER_SETTLE_MS };
     },
 
     async kill(t: RuntimeTarget): Promise<void> {
