@@ -2,7 +2,7 @@
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
 import { loadProfile } from '../../profiles/load.js';
-import { resolveLoaded } from '../../profiles/resolve.js';
+import { resolveWithModel } from '../../profiles/resolve.js';
 import { join } from 'node:path';
 import { buildServePlan, readSecrets, type EngineKind } from '../../engine/plan.js';
 import { traitsOfProfile } from '../../engine/runtime/traits.js';
@@ -57,7 +57,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
   const fromHost = traitsOfProfile(loaded.profile).vllmFrom === 'host';
   const installed = started.engine === 'vllm' && fromHost ? await installedVllmVersion(started.vllmBin) : undefined;
-  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
+  const plan = buildServePlan(await resolveWithModel(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
   const ac = new AbortController();
