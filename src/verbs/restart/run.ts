@@ -2,7 +2,7 @@
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
 import { loadProfile } from '../../profiles/load.js';
-import { resolveLoaded } from '../../profiles/resolve.js';
+import { resolveWithModel } from '../../profiles/resolve.js';
 import { join } from 'node:path';
 import { buildServePlan, readSecrets, type EngineKind } from '../../engine/plan.js';
 import { traitsOfProfile } from '../../engine/runtime/traits.js';
@@ -57,7 +57,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
   const fromHost = traitsOfProfile(loaded.profile).vllmFrom === 'host';
   const installed = started.engine === 'vllm' && fromHost ? await installedVllmVersion(started.vllmBin) : undefined;
-  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
+  const plan = buildServePlan(await resolveWithModel(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
   const ac = new AbortController();
@@ -153,10 +153,11 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
     if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
     const { stopInstance } = await import('../../engine/stop.js');
+    const router = entries.some((e) => e.inst.role === 'router') ? (await import('../../router/stop.js')).stopRouterEntry : undefined;
     // The router first: no request is sent to a replica that is stopping.
     const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
     for (const e of order) {
-      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000 });
+      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000, router });
       if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
       if (!st.removed)
         throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [
