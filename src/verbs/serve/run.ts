@@ -235,6 +235,7 @@ export async function run(profileName: string, opts: ServeOptions) {
       signal: sig.signal,
       force: sig.force,
       secrets,
+      router: plan.router ? (await import('../../router/driver.js')).haproxy : undefined,
       onEvent: (e) => {
         render.event(e);
         // Once every replica is ready (and not --foreground), the servers run on their own: Ctrl-C
