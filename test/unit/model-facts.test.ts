@@ -152,18 +152,18 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
 describe('resolveModelFacts: the profile overrides the file, with a warning', () => {
   const read = { facts: facts('qwen3-gqa'), file: '/m/config.json', dir: '/m', searched: [] };
   it('a differing fact: the warning names field, both values and the file; the profile wins', () => {
-    const { model, problems } = resolveModelFacts({ kvHeads: 4, layers: 2 }, read, 'x/y');
+    const { model, problems } = resolveModelFacts({ kvHeads: 4, layers: 2 }, read, { id: 'x/y', name: 'y' });
     expect(problems).toEqual([expect.objectContaining({ path: 'model.kvHeads', severity: 'warning', message: expect.stringMatching(/profile says 4, \/m\/config\.json says 2/) })]);
     expect(model!.facts.kvHeads).toBe(4);
     expect(model!.sources.kvHeads).toBe('profile');
     expect(model!.sources.layers).toBe('config');
   });
   it('no file: the profile facts, and the plan says so', () => {
-    const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
+    const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, { id: 'x/y', name: 'y' });
     expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the sparkctl pull fix', () => {
-    const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
+    const { model, problems } = resolveModelFacts({}, { searched: [] }, { id: 'Org/M', name: 'm' });
     expect(model).toBeUndefined();
     expect(problems[0]!.fix).toMatch(/sparkctl pull Org\/M/);
   });
