@@ -46,6 +46,25 @@ export interface Instance {
   routedAt?: { host: string; port: number };
   /** runtime container: the container that runs it (pid, pgid and startTime are 0: the runtime owns its processes) */
   container?: ContainerRecord;
+  /** how serve was asked to start it and what it resolved: restart starts it the same way unless the operator changes it */
+  launch?: LaunchRecord;
+}
+
+/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
+export interface LaunchRecord {
+  /** serve's --set overrides, in the order given (restart applies them first, its own after) */
+  sets: string[];
+  /** --profiles: the folder the profile was read from */
+  profilesDir?: string;
+  gpus?: number;
+  platform?: string;
+  runtime?: 'host' | 'container';
+  /** --router: HAProxy in front though the profile has no router: block */
+  router?: boolean;
+  /** engine.vllmVersion as the profile asked (auto or a pin), what it resolved to, and how */
+  vllm: { asked: string; resolved: string; how: 'pinned' | 'installed' | 'unknown' };
+  /** runtime container: the image it ran */
+  image?: string;
 }
 
 /** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
@@ -97,6 +116,23 @@ const InstanceShape = z
     startedAt: z.string(),
   })
   .passthrough();
+
+const LaunchShape = z.object({
+  sets: z.array(z.string().max(4096)).max(256),
+  profilesDir: z.string().max(4096).optional(),
+  gpus: z.number().int().positive().optional(),
+  platform: z.string().max(200).optional(),
+  runtime: z.enum(['host', 'container']).optional(),
+  router: z.boolean().optional(),
+  vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
+  image: z.string().max(1000).optional(),
+});
+
+/** An entry's launch record, when it has one of the right shape (a state file is read as untrusted input). */
+export function launchOf(inst: Pick<Instance, 'launch'>): LaunchRecord | undefined {
+  const r = LaunchShape.safeParse(inst.launch);
+  return r.success ? r.data : undefined;
+}
 
 /** A multi-node server (serve --nodes): its process lives on the head node, so it is kept apart from the per-process entries. */
 export interface ClusterRecord {

@@ -91,6 +91,7 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     const results = await stopInstances(reg, targets, {
       graceMs,
       forceForget: opts.forceForget,
+      router: targets.some((e) => e.inst.role === 'router') ? (await import('../../router/stop.js')).stopRouterEntry : undefined,
       onEvent: (e) => {
         if (e.type === 'signalled' && e.signal === 'SIGUSR1')
           note(
