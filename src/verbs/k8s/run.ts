@@ -4,7 +4,7 @@ import { clusterVersion, deployment, k8sName, podGpus, podLimits } from '../../k
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
-import { requireValid, resolveLoaded } from '../../profiles/resolve.js';
+import { requireValid, resolveWithModel } from '../../profiles/resolve.js';
 import { UsageError } from '../../errors.js';
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
@@ -34,7 +34,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // The router is for one host: on Kubernetes the Service is the one endpoint (its readiness probe on
   // /health takes a pod out of it) and vLLM listens on the pod's port itself, not behind HAProxy.
   const routed = Boolean(pinned.router?.enabled);
-  const r = resolveLoaded({ profile: routed ? { ...pinned, router: undefined } : pinned, file: loaded.file }, { gpus: opts.gpus });
+  const r = await resolveWithModel({ profile: routed ? { ...pinned, router: undefined } : pinned, file: loaded.file }, { gpus: opts.gpus });
   const p = r.profile;
   // Names Kubernetes would reject (or a namespace or image that would break the YAML's meaning) are bad input here, not at kubectl apply.
   const problems = k8sProblems(p, { name: k8sName(p), namespace: opts.namespace, image });
