@@ -96,6 +96,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instan
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
     shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
     ...(plan.router ? { routedAt: { host: plan.router.bind.host, port: plan.router.bind.port } } : {}),
+    ...(plan.launch ? { launch: plan.launch } : {}),
   };
 }
 

@@ -180,8 +180,10 @@ const python: FactSource = {
   probe: 'python',
   async read(x) {
     if (!x.want('python')) return undefined;
+    let recordedMs = 0;
     const v = await x.timed('python', async (): Promise<PythonInfo | undefined> => {
       const r = await x.host.run(['python3', '-c', PY], { timeoutMs: x.t });
+      recordedMs = r.durationMs;
       if (r.exitCode !== 0) return undefined;
       const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
       const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
@@ -194,6 +196,7 @@ const python: FactSource = {
       ]);
       return { version, purelib, dists, torchPy, vllmMeta };
     });
+    if (x.host.kind === 'replay') x.probeMs.python = recordedMs;
     if (!v && x.host.kind === 'replay') x.notCollected.add('python');
     return v;
   },
@@ -519,12 +522,15 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const t = opts.timeoutMs ?? 5000;
   const env = host.env();
   const notCollected = new Set<string>();
+  // A replay's probes took their time where the bundle was collected: this machine's time to read the
+  // recording is no measurement of that host, so a replayed probe counts 0 unless the recording has
+  // its duration (a command's result does; see run below).
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const s = performance.now();
     try {
       return await fn();
     } finally {
-      probeMs[name] = Math.round(performance.now() - s);
+      probeMs[name] = host.kind === 'replay' ? 0 : Math.round(performance.now() - s);
     }
   };
   const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);

@@ -90,6 +90,15 @@ export function checkParentLinks(path: string): void {
   }
 }
 
+/** Writes all of content to fd (a short write goes on where it stopped), syncs it to disk, closes it. */
+function writeAllAndClose(fd: number, content: string | Uint8Array): void {
+  const buf = typeof content === 'string' ? Buffer.from(content) : content;
+  let off = 0;
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+  fsyncSync(fd);
+  closeSync(fd);
+}
+
 /**
  * Write `content` to `path` atomically. A symlink, folder or device AT `path` is refused (ELOOP,
  * EISDIR, ENOTREG); if a link is planted between that check and the rename, rename replaces the
@@ -99,11 +108,7 @@ export function writeFileAtomic(path: string, content: string | Uint8Array, opts
   checkTarget(path);
   const { fd, tmp } = openExclusiveTemp(path, opts.mode);
   try {
-    const buf = typeof content === 'string' ? Buffer.from(content) : content;
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
-    closeSync(fd);
+    writeAllAndClose(fd, content);
     renameSync(tmp, path);
   } catch (e) {
     try {
@@ -322,11 +327,7 @@ export function writeNewFile(path: string, content: string | Uint8Array, what: s
     }
     const { fd, tmp } = openExclusiveTemp(resolve(path), o.mode);
     try {
-      const buf = typeof content === 'string' ? Buffer.from(content) : content;
-      let off = 0;
-      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-      fsyncSync(fd);
-      closeSync(fd);
+      writeAllAndClose(fd, content);
       linkSync(tmp, path);
     } finally {
       try {
