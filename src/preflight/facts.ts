@@ -646,7 +646,11 @@ export const NO_RUNTIME_FIX =
  * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
  */
 export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
-  const [{ askContainer }, { imageFor, cliCandidates }, { cliError }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js'), import('../engine/runtime/ops.js')]);
+  const [{ askContainer }, { imageFor, cliCandidates }, { cliError }] = await Promise.all([
+    import('../engine/runtime/preflight.js'),
+    import('../engine/runtime/container.js'),
+    import('../engine/runtime/ops.js'),
+  ]);
   let image: string;
   try {
     image = imageFor(profile, platform);
