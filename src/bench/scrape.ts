@@ -1,12 +1,9 @@
 // The server's own view during a run: /metrics scraped on an interval (queue, batch, KV cache,
 // preemptions, prefix cache, token counters), so the client's numbers can be checked against it.
-// @ts-expect-error the parser ships no types
-import parsePrometheus from 'parse-prometheus-text-format';
 import { http } from '../client/http.js';
+import { maxOf, parseExposition, sumOf } from '../client/prom.js';
 import { performance } from 'node:perf_hooks';
 import { pause } from '../util/pause.js';
-
-type Family = { name: string; metrics: Array<{ value?: string; labels?: Record<string, string> }> };
 
 export interface ScrapeSample {
   /** perf-clock seconds */
@@ -21,35 +18,15 @@ export interface ScrapeSample {
   prefixQueries?: number;
 }
 
-/** Reads the few families the bench needs; unknown or malformed text yields empty fields, never a throw. */
+/**
+ * Reads the few families the bench needs, never a throw: a metric the server did not write, or wrote
+ * as no finite number, is an empty field (a line that is not Prometheus text is passed over).
+ */
 export function parseSample(text: string, t: number): ScrapeSample {
-  let fams: Family[] = [];
-  try {
-    fams = parsePrometheus(text) as Family[];
-  } catch {
-    return { t };
-  }
-  const by = new Map(fams.map((f) => [f.name, f]));
-  const sum = (...names: string[]) => {
-    for (const n of names) {
-      const f = by.get(n);
-      if (f && Array.isArray(f.metrics)) {
-        const v = f.metrics.reduce((a, m) => a + Number(m.value ?? NaN), 0);
-        return Number.isFinite(v) ? v : undefined;
-      }
-    }
-    return undefined;
-  };
-  const max = (...names: string[]) => {
-    for (const n of names) {
-      const f = by.get(n);
-      if (f && Array.isArray(f.metrics) && f.metrics.length) {
-        const v = Math.max(...f.metrics.map((m) => Number(m.value ?? NaN)));
-        return Number.isFinite(v) ? v : undefined;
-      }
-    }
-    return undefined;
-  };
+  const e = parseExposition(text);
+  const finite = (v: number | undefined) => (v !== undefined && Number.isFinite(v) ? v : undefined);
+  const sum = (...names: string[]) => finite(sumOf(e, ...names));
+  const max = (...names: string[]) => finite(maxOf(e, ...names));
   return {
     t,
     running: sum('vllm:num_requests_running'),
@@ -82,13 +59,9 @@ export class Scraper {
     // leaves finalization work for the next full GC, inside the measured run.
     const r = await http(`${this.url}/metrics`, { timeoutMs, apiKey: this.apiKey, signal: this.ctl.signal });
     if (!r.ok || r.status !== 200) return undefined;
-    try {
-      const s = parseSample(r.body, performance.now() / 1000);
-      this.samples.push(s);
-      return s;
-    } catch {
-      return undefined; // a body that is not Prometheus text: no sample, as a failed read
-    }
+    const s = parseSample(r.body, performance.now() / 1000);
+    this.samples.push(s);
+    return s;
   }
 
   async start() {

@@ -18,6 +18,8 @@ import { RouterBlock } from '../profiles/schema.js';
 import { planRouter, type RouterPlan } from '../profiles/router.js';
 import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
+import type { LaunchRecord } from './registry.js';
+import type { VersionDecision } from './vllm-version.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -71,6 +73,8 @@ export interface ServePlan {
   runtime: 'host' | 'container';
   /** the container runtime's CLI and how to render each replica's container (runtime container) */
   container?: RuntimePlanPart;
+  /** what each replica's registry entry keeps of how it was asked to start (restart reuses it) */
+  launch?: LaunchRecord;
 }
 
 export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
@@ -79,7 +83,23 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSecon
   imageEntrypoint?: string[];
   /** the version of the vLLM that will run, as read (installed or in the image): a CPU build changes its environment */
   installedVllm?: string;
+  /** serve's inputs and what they resolved to, recorded in each replica's entry */
+  launch?: LaunchRecord;
 };
+
+/** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
+export function launchRecord(opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router'>, vllm: Pick<VersionDecision, 'version' | 'how'>, image?: string): LaunchRecord {
+  return {
+    sets: [...opts.set],
+    ...(opts.profiles ? { profilesDir: opts.profiles } : {}),
+    ...(opts.gpus !== undefined ? { gpus: opts.gpus } : {}),
+    ...(opts.platform ? { platform: opts.platform } : {}),
+    ...(opts.runtime ? { runtime: opts.runtime } : {}),
+    ...(opts.router ? { router: true } : {}),
+    vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
+    ...(image ? { image } : {}),
+  };
+}
 
 export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
@@ -151,6 +171,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     router: planRouter(r.profile, replicas.length, dir),
     runtime: rt.runtime,
     container,
+    launch: opts.launch,
   };
 }
 

@@ -7,10 +7,8 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
-import { routerPorts, type RouterPlan } from '../profiles/router.js';
-import { startRouter } from '../router/serve.js';
-import { requireHaproxy, type RouterLaunched } from '../router/process.js';
-import { showStat, serverState } from '../router/api.js';
+import { routerPorts } from '../profiles/router.js';
+import type { RouterDriver, RouterLaunched } from './router-driver.js';
 import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
 import { superviseReady } from './launch.js';
@@ -61,6 +59,15 @@ export interface ServeRun {
   onEvent?: EventSink;
   /** VLLM_API_KEY from the variable the profile names; travels in the environment only */
   secrets: Record<string, string>;
+  /** the router in front of the replicas (HAProxy: src/router/driver.ts); needed when the plan has one */
+  router?: RouterDriver;
+}
+
+/** The driver for a plan with a router; undefined for one without. */
+function routerDriverOf(plan: ServePlan, run: ServeRun): RouterDriver | undefined {
+  if (!plan.router) return undefined;
+  if (!run.router) throw new Error(`${plan.profile.name}: the plan has a router and serve was handed no router driver (ServeRun.router)`);
+  return run.router;
 }
 
 export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instance {
@@ -89,6 +96,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instan
     maxModelLen: e.maxModelLen ?? prof.model.maxContext,
     shutdownTimeoutSeconds: shutdownTimeoutOf(p.argv),
     ...(plan.router ? { routedAt: { host: plan.router.bind.host, port: plan.router.bind.port } } : {}),
+    ...(plan.launch ? { launch: plan.launch } : {}),
   };
 }
 
@@ -155,6 +163,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   const emit: EventSink = (e) => run.onEvent?.(e);
   const registry = new Registry(plan.stateDir);
   const rt = runtimeFor(plan);
+  const driver = routerDriverOf(plan, run);
   const launched: Launched[] = [];
   // the replicas registered by this run: only those are ours to stop and unregister on a failure
   const registered = new Set<string>();
@@ -174,7 +183,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   };
 
   // A router that cannot start must not cost a 15-minute load first.
-  if (plan.router) requireHaproxy(plan.router.settings.bin);
+  if (plan.router) driver!.require(plan.router);
   // 1. refuse what a live registered instance holds; 2. launch every replica, registered at once
   const release = await registry.lock();
   try {
@@ -254,10 +263,10 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
 
   // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
   // replicas are warm, so that no client request meets a cold replica.
-  let router: Awaited<ReturnType<typeof startRouter>> | undefined;
+  let router: Awaited<ReturnType<RouterDriver['start']>> | undefined;
   const routerUp = async (): Promise<ServeOutcome | undefined> => {
-    if (!plan.router) return undefined;
-    router = await startRouter(plan, registry);
+    if (!driver) return undefined;
+    router = await driver.start(plan, registry);
     emit({ type: 'router', router: router.outcome });
     if (!router.outcome.failure) return undefined;
     emit({ type: 'stopping', why: 'failed', replicas: launched.length });
@@ -292,7 +301,7 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
       emit({ type: 'probe', replica: t.name, result });
     }),
   );
-  if (router?.launched) router.outcome.servers = await routerServers(plan.router!, router.outcome.servers);
+  if (router?.launched) router.outcome.servers = await driver!.servers(plan.router!, router.outcome.servers);
   return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
 }
 
@@ -325,10 +334,7 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   const forced = new Promise<void>((res) => run.force?.addEventListener('abort', () => res(), { once: true }));
   // The router goes first (its soft stop: no new request, the open ones finish), so that no
   // request is sent to a replica that is stopping and none it lets finish is cut by one.
-  if (router) {
-    const { softStopRouter } = await import('../router/stop.js');
-    await softStopRouter(router, byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0, { socket: router.plan.socket, port: router.plan.bind.port, signal: run.force });
-  }
+  if (router) await run.router!.softStop(router, byRequest && !run.force?.aborted ? router.plan.drainSeconds * 1000 : 0, run.force);
   const replacements = router ? liveReplacements() : [];
   const stopping = launched.map(stop);
   await Promise.race([
@@ -360,17 +366,4 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
   // A server that ended on its own with a failure is a failure; one we stopped on request is not.
   const failed = !byRequest && (exits.some((e) => e && (e.code !== 0 || e.signal)) || Boolean(router?.exit));
   return { profile: plan.profile.name, engine: plan.engine, replicas, status: failed ? 'server-exited' : 'stopped', stoppedAll: true };
-}
-
-/** Each replica as HAProxy sees it now ("unknown" when its runtime API does not answer). */
-async function routerServers(r: RouterPlan, servers: Array<{ name: string; port: number; state: string }>) {
-  try {
-    const st = await showStat(r.socket, 2000);
-    return servers.map((s) => {
-      const x = st.find((y) => y.backend === r.backend && y.server === s.name);
-      return { ...s, state: x ? serverState(x) : 'missing' };
-    });
-  } catch {
-    return servers.map((s) => ({ ...s, state: 'unknown' }));
-  }
 }

@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import { readTail } from '../util/read.js';
 import type { Entry, Instance, Registry } from './registry.js';
-import { groupMembers, listeningPorts, type UnprovenCode } from './runtime/proc.js';
+import { listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { pause } from '../util/pause.js';
@@ -155,7 +155,12 @@ export interface StopOptions {
   forceForget?: boolean;
   /** which of these pids still hold GPU memory; default: nvidia-smi where there is one (a vLLM server only) */
   gpuHolders?: (pids: number[]) => Promise<number[]>;
+  /** how a router entry stops (HAProxy's soft stop: src/router/stop.ts, a storey above); without it a router entry is refused */
+  router?: RouterStop;
 }
+
+/** Stop a registered router (proven like any entry) and say what became of the requests passing through it. */
+export type RouterStop = (reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions) => Promise<StopOutcome>;
 
 /** How long vLLM takes to tear down after its requests are done (engine, workers, HTTP server). */
 export const TEARDOWN_MARGIN_MS = 15_000;
@@ -240,7 +245,10 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     if (opts.forceForget) reg.remove(inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
-  if (inst.role === 'router') return done(await stopRouterEntry(reg, entry, base, opts));
+  if (inst.role === 'router') {
+    if (!opts.router) throw new Error(`${inst.name} is a router: its stop needs the router's driver (StopOptions.router), and none was handed in`);
+    return done(await opts.router(reg, entry, base, opts));
+  }
   // A replica: its runtime stops it (a host group's signals, a container's stop then rm), proving it first.
   const rt = runtimeOf(inst);
   const before = proof.state === 'alive' ? await inFlight(inst) : undefined;
@@ -276,50 +284,13 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
 }
 
 /** Wait (bounded) until nothing listens on the port any more. */
-async function portFreed(port: number): Promise<boolean> {
+export async function portFreed(port: number): Promise<boolean> {
   let free = !port || !listeningPorts().has(port);
   for (let i = 0; i < 20 && !free; i++) {
     await pause(50);
     free = !listeningPorts().has(port);
   }
   return free;
-}
-
-/** The router: HAProxy's soft stop, the drain, then the hard stop (src/router/stop.ts). It has no vLLM evidence to read. */
-async function stopRouterEntry(reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions): Promise<StopOutcome> {
-  const { inst, proof } = entry;
-  const { softStopRouter } = await import('../router/stop.js');
-  const r = await softStopRouter(inst, base.graceMs, {
-    socket: inst.router?.socket,
-    port: inst.port,
-    signal: opts.signal,
-    onSignal: (sig, at) => {
-      if (sig === 'SIGUSR1') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGUSR1', ...at, graceMs: base.graceMs });
-      else opts.onEvent?.({ type: 'signalled', name: inst.name, signal: sig, graceMs: 3000, hardStop: true });
-    },
-  });
-  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
-  const left = proof.state === 'gone' || proof.state === 'unproven' ? 0 : groupMembers(proof.pgid).length;
-  const portFree = await portFreed(inst.port);
-  const removed = !left && portFree;
-  if (removed) reg.remove(inst.name);
-  return {
-    ...base,
-    result: r.how === 'gone' ? 'not-running' : r.endedBy === 'SIGKILL' ? 'killed' : 'stopped',
-    requests:
-      r.how === 'gone'
-        ? { kind: 'none' }
-        : r.how === 'cut'
-          ? { kind: 'router-cut', cut: r.cut, inFlight: r.inFlight, connections: r.connections }
-          : r.how === 'unknown'
-            ? { kind: 'router-unknown', inFlight: r.inFlight, connections: r.connections }
-            : { kind: 'router-drained', inFlight: r.inFlight, connections: r.connections, idleClosed: r.idleClosed },
-    ...(r.endedBy ? { routerEnd: r.endedBy } : {}),
-    ms: r.ms,
-    portFree,
-    groupLeft: left,
-    removed,
-  };
 }
 
 /** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */

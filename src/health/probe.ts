@@ -4,10 +4,10 @@
 // reads no GPU, and its start-up is most of what a cron probe costs.
 import { http } from '../client/http.js';
 import { servedModels, completionAnswer, errorMessage } from '../client/answers.js';
-import { parseVllmMetrics } from '../client/metrics.js';
+import { parseVllmMetrics, readVllm } from '../client/metrics.js';
 import type { Target } from './target.js';
 import type { GpuVerdict, XidEvent } from './gpu.js';
-import { readVllm, type VllmReading } from '../history/vllm.js';
+import type { VllmReading } from '../history/vllm.js';
 import type { Host } from '../host/host.js';
 
 export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';

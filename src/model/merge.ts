@@ -82,7 +82,7 @@ function fileValue(f: ModelFacts, field: FactField): number | undefined {
  * config facts + profile overrides -> the facts a plan uses, their sources, and the problems:
  * a warning per fact that differs, an error when neither the host nor the profile has the facts.
  */
-export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | undefined, where: string): { model?: ResolvedModel; problems: FactProblem[] } {
+export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | undefined, where: { id?: string; path?: string; name: string }): { model?: ResolvedModel; problems: FactProblem[] } {
   const problems: FactProblem[] = [];
   const fromFile = read?.facts;
   const sources = {} as Record<FactField, FactSource>;
@@ -95,7 +95,7 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
         path: 'model',
         severity: 'error',
         message: `the model's facts are unknown: ${why}, and the profile does not give ${missing.join(', ')}`,
-        fix: `download it first (sparkctl pull ${where} --config-only is enough to plan), set model.path to the folder with its config.json, or write ${missing.join(', ')} into the profile`,
+        fix: unknownFactsFix(where, read, missing),
       });
       return { problems };
     }
@@ -123,6 +123,21 @@ export function resolveModelFacts(profileFacts: ProfileFacts, read: ModelRead | 
   }
   const note = `model facts from ${read!.file}${overridden ? ` (${overridden} overridden by the profile)` : ''}`;
   return { model: { facts, sources, file: read!.file, note }, problems };
+}
+
+/**
+ * The fix for facts nobody gave. A local folder (model.path) is never downloaded: the fix names the
+ * folder and what it lacks (its config.json); only a hub id is something to pull.
+ */
+function unknownFactsFix(where: { id?: string; path?: string; name: string }, read: ModelRead | undefined, missing: string[]): string {
+  const write = `or write ${missing.join(', ')} into the profile`;
+  if (where.path) {
+    const file = read?.file ?? `${where.path.replace(/\/+$/, '')}/config.json`;
+    const pull = where.id ? `; sparkctl pull ${where.id} --config-only puts one in the cache, then point model.path at that snapshot or remove model.path` : '';
+    return `model.path is ${where.path}: it needs the model's config.json (${file}${read?.error ? ', readable and a regular file' : ''})${pull}; put it there, point model.path at the folder that has it, ${write}`;
+  }
+  if (where.id) return `download it first (sparkctl pull ${where.id} --config-only is enough to plan), set model.path to the folder with its config.json, ${write}`;
+  return `set model.id (a Hugging Face id) or model.path (the folder with its config.json), ${write}`;
 }
 
 function applyOverride(f: ModelFacts, k: FactField, v: number): void {

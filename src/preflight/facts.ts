@@ -180,8 +180,10 @@ const python: FactSource = {
   probe: 'python',
   async read(x) {
     if (!x.want('python')) return undefined;
+    let recordedMs = 0;
     const v = await x.timed('python', async (): Promise<PythonInfo | undefined> => {
       const r = await x.host.run(['python3', '-c', PY], { timeoutMs: x.t });
+      recordedMs = r.durationMs;
       if (r.exitCode !== 0) return undefined;
       const purelib = /^purelib (.+)$/m.exec(r.stdout)?.[1];
       const version = /^python (.+)$/m.exec(r.stdout)?.[1] ?? '';
@@ -194,6 +196,7 @@ const python: FactSource = {
       ]);
       return { version, purelib, dists, torchPy, vllmMeta };
     });
+    if (x.host.kind === 'replay') x.probeMs.python = recordedMs;
     if (!v && x.host.kind === 'replay') x.notCollected.add('python');
     return v;
   },
@@ -519,12 +522,15 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const t = opts.timeoutMs ?? 5000;
   const env = host.env();
   const notCollected = new Set<string>();
+  // A replay's probes took their time where the bundle was collected: this machine's time to read the
+  // recording is no measurement of that host, so a replayed probe counts 0 unless the recording has
+  // its duration (a command's result does; see run below).
   const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
     const s = performance.now();
     try {
       return await fn();
     } finally {
-      probeMs[name] = Math.round(performance.now() - s);
+      probeMs[name] = host.kind === 'replay' ? 0 : Math.round(performance.now() - s);
     }
   };
   const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
@@ -640,14 +646,18 @@ export const NO_RUNTIME_FIX =
  * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
  */
 export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
-  const [{ askContainer }, { imageFor }, { cliError }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js'), import('../engine/runtime/ops.js')]);
+  const [{ askContainer }, { imageFor, cliCandidates }, { cliError }] = await Promise.all([
+    import('../engine/runtime/preflight.js'),
+    import('../engine/runtime/container.js'),
+    import('../engine/runtime/ops.js'),
+  ]);
   let image: string;
   try {
     image = imageFor(profile, platform);
   } catch (e) {
     const err = e as Error & { details?: string[] };
     // no image to ask about, but the runtime itself can still be missing: that is said first
-    const clis = profile.container?.cli ? [profile.container.cli] : ['podman', 'docker'];
+    const clis = cliCandidates(profile);
     const found = await Promise.all(clis.map((c) => host.run([c, '--version'], { timeoutMs: Math.max(timeoutMs, 5000) })));
     if (found.every((r) => r.error === 'not-found')) return { error: `${clis.join(' and ')} ${clis.length > 1 ? 'are' : 'is'} not installed (not on PATH)`, fix: NO_RUNTIME_FIX, noRuntime: true };
     return { error: err.message, fix: err.details?.[0] ?? '--set container.image=REPO:TAG' };

@@ -65,7 +65,7 @@ export function resolveLoaded(loaded: LoadedProfile, opts: Pick<ResolveOptions, 
   if (opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const hostNote =
     host.gpusSource === 'platform' ? `GPU count not read from a host: assuming the ${host.gpus} x ${platform.gpu.displayName} of platform ${platform.name} (say --gpus N otherwise)` : undefined;
-  const mf = resolveModelFacts(profile.model, opts.modelRead, profile.model.id ?? profile.model.path ?? profile.name);
+  const mf = resolveModelFacts(profile.model, opts.modelRead, { id: profile.model.id, path: profile.model.path, name: profile.name });
   const problems: Problem[] = [...mf.problems, ...validateProfile(profile, host, mf.model?.facts)];
   return { profile, file, platform, host, problems, hostNote, model: mf.model };
 }
@@ -81,6 +81,15 @@ export function requireValid(r: Resolved): string[] {
     throw new UsageError(`profile ${r.profile.name} cannot run as planned: ${errors.length} problem(s)`, errors.map(formatProblem));
   }
   return r.problems.filter((p) => p.severity === 'warning').map(formatProblem);
+}
+
+/**
+ * resolveLoaded with the profile's model files read first (model.path, or the cache for model.id):
+ * a verb that renders a plan (systemd, k8s, router config, restart) knows the model's facts as serve
+ * and plan do, instead of asking for facts that sit in the folder the profile names.
+ */
+export async function resolveWithModel(loaded: LoadedProfile, opts: Pick<ResolveOptions, 'gpus' | 'platform' | 'gpuMemoryBytes' | 'host'> = {}): Promise<Resolved> {
+  return resolveLoaded(loaded, { ...opts, modelRead: await readModelFor(loaded.profile) });
 }
 
 /** Read the profile's model files (model.path, or the HF cache for model.id): offline, bounded. */

@@ -10,7 +10,8 @@ import { writeFileAtomic } from '../util/fs.js';
 import { UsageError } from '../errors.js';
 import { groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { listenerIsOneOf } from '../engine/runtime/socket-owner.js';
-import { childRecord, openLaunchLog, type ChildRecord } from '../engine/runtime/child.js';
+import { childRecord, openLaunchLog } from '../engine/runtime/child.js';
+import type { RouterLaunched } from '../engine/router-driver.js';
 import { renderConfig, type RouterPlan } from '../profiles/router.js';
 import { showStat, type ServerStat } from './api.js';
 
@@ -62,11 +63,6 @@ export function ensureRouterDir(dir: string): void {
   if (typeof process.getuid === 'function' && st.uid !== process.getuid())
     throw new UsageError(`router folder ${dir}: belongs to uid ${st.uid}, not to this user`, [`remove ${dir}; sparkctl creates it`]);
   if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
-}
-
-export interface RouterLaunched extends ChildRecord {
-  plan: RouterPlan;
-  argv: string[];
 }
 
 /** Write the config, have HAProxy check it, then start it (its own group, the marker, no secret). */

@@ -2,7 +2,7 @@
 // requests), waited on until nothing is in flight (HAProxy's current sessions for it AND its own
 // vllm:num_requests_running/waiting gauges: a client that reaches it directly counts too), put in
 // maintenance, stopped (a drain first), started from the plan (so a profile edited since the last
-// start gives the new argv), waited on until ready, prewarmed, deep-probed, and only then given
+// start gives the new argv, and what changed is said), waited on until ready, prewarmed, deep-probed, and only then given
 // traffic again. The first replica that does not come back healthy ends the restart: it stays out
 // of rotation, the others keep serving, and the outcome says why.
 import type { ServePlan } from '../engine/plan.js';
@@ -12,6 +12,7 @@ import { replicaRun } from '../engine/plan.js';
 import { runtimeFor } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
+import { replicaChanges } from '../engine/relaunch.js';
 import { listeningPorts } from '../engine/runtime/proc.js';
 import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
@@ -28,7 +29,7 @@ export type RollingEvent =
   | { type: 'drain'; replica: string }
   | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number; atStart: number }
   | { type: 'stopped'; replica: string; how: StopResult; requests: RequestsOutcome; ms: number }
-  | { type: 'started'; replica: string; pid: number; argvChanged: boolean }
+  | { type: 'started'; replica: string; pid: number; argvChanged: boolean; changes: string[] }
   | { type: 'ready'; replica: string; ms: number }
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
   | { type: 'probe'; replica: string; result: ProbeResult }
@@ -41,6 +42,8 @@ export interface RollingReplica {
   /** the restart reached this replica */
   restarted: boolean;
   argvChanged?: boolean;
+  /** what its restart changed (the argv's flags, the vLLM version, the image): empty, it started as it ran */
+  changes?: string[];
   drainMs?: number;
   /** requests in flight on it when its drain began (HAProxy's count or vLLM's gauges, the larger) */
   inFlightAtDrain?: number;
@@ -148,6 +151,8 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
   const sim = plan.engine === 'sim';
   const checkMs = plan.router?.settings.checkIntervalMs ?? 2000;
+  // before any replica stops: each one's entry is replaced by its new one as it comes back
+  const changes = replicaChanges(plan, run.entries);
   const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
 
   for (const [i, p] of plan.replicas.entries()) {
@@ -190,8 +195,9 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
       release();
     }
     rep.pid = l.pid;
-    rep.argvChanged = entry ? entry.inst.argv.join('\0') !== p.argv.join('\0') : true;
-    emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged });
+    rep.changes = changes.find((x) => x.name === p.name)?.changes ?? [];
+    rep.argvChanged = rep.changes.length > 0;
+    emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged, changes: rep.changes });
     const ready = await superviseReady(l, {
       url: `http://127.0.0.1:${p.port}`,
       servedName: plan.servedName,

@@ -6,7 +6,8 @@ import type { Registry, Instance } from '../engine/registry.js';
 import type { RouterOutcome } from '../engine/events.js';
 import { stopGroup } from '../engine/runtime/proc.js';
 import { routerMetricsEndpoint, type RouterPlan } from '../profiles/router.js';
-import { launchRouter, waitRouterReady, requireHaproxy, type RouterLaunched } from './process.js';
+import type { RouterLaunched } from '../engine/router-driver.js';
+import { launchRouter, waitRouterReady, requireHaproxy } from './process.js';
 import { serverState } from './api.js';
 
 export function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {

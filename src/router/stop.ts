@@ -15,6 +15,7 @@ import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } f
 import { tcpOf, type TcpView } from '../engine/runtime/socket-owner.js';
 import { showStat } from './api.js';
 import { pause } from '../util/pause.js';
+import { portFreed, type RouterStop, type StopOutcome } from '../engine/stop.js';
 
 export interface RouterStopResult {
   /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were; unknown: the deadline came and its connections could not be read */
@@ -103,3 +104,39 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
   if (!left) return { how: 'unknown', endedBy, inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   return { how: left.cut ? 'cut' : 'drained', endedBy, inFlight, connections, ...left, ms: ms() };
 }
+
+/** A registered router's stop (StopOptions.router): the soft stop, the drain, then the hard stop. It has no vLLM evidence to read. */
+export const stopRouterEntry: RouterStop = async (reg, entry, base, opts): Promise<StopOutcome> => {
+  const { inst, proof } = entry;
+  const r = await softStopRouter(inst, base.graceMs, {
+    socket: inst.router?.socket,
+    port: inst.port,
+    signal: opts.signal,
+    onSignal: (sig, at) => {
+      if (sig === 'SIGUSR1') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGUSR1', ...at, graceMs: base.graceMs });
+      else opts.onEvent?.({ type: 'signalled', name: inst.name, signal: sig, graceMs: 3000, hardStop: true });
+    },
+  });
+  if (r.how === 'unproven') return { ...base, result: 'unproven', unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+  const left = proof.state === 'gone' || proof.state === 'unproven' ? 0 : groupMembers(proof.pgid).length;
+  const portFree = await portFreed(inst.port);
+  const removed = !left && portFree;
+  if (removed) reg.remove(inst.name);
+  return {
+    ...base,
+    result: r.how === 'gone' ? 'not-running' : r.endedBy === 'SIGKILL' ? 'killed' : 'stopped',
+    requests:
+      r.how === 'gone'
+        ? { kind: 'none' }
+        : r.how === 'cut'
+          ? { kind: 'router-cut', cut: r.cut, inFlight: r.inFlight, connections: r.connections }
+          : r.how === 'unknown'
+            ? { kind: 'router-unknown', inFlight: r.inFlight, connections: r.connections }
+            : { kind: 'router-drained', inFlight: r.inFlight, connections: r.connections, idleClosed: r.idleClosed },
+    ...(r.endedBy ? { routerEnd: r.endedBy } : {}),
+    ms: r.ms,
+    portFree,
+    groupLeft: left,
+    removed,
+  };
+};

@@ -78,7 +78,7 @@ describe('bench: usage a server claims is bounded by what the request allowed', 
 describe('/metrics readings a server cannot have', () => {
   it.each([
     ['NaN usage', 'vllm:kv_cache_usage_perc NaN\n', 'KV cache usage NaN'],
-    ['+Inf usage', 'vllm:kv_cache_usage_perc +Inf\n', 'KV cache usage NaN'],
+    ['+Inf usage', 'vllm:kv_cache_usage_perc +Inf\n', 'KV cache usage Infinity'],
     ['usage above 1', 'vllm:kv_cache_usage_perc 7\n', 'KV cache usage 7'],
     ['negative waiting', 'vllm:num_requests_waiting -3\n', 'waiting -3'],
     ['1e400 running', 'vllm:num_requests_running 1e400\n', 'running Infinity'],
@@ -94,7 +94,7 @@ describe('/metrics readings a server cannot have', () => {
     const r = await cli(['probe', '--url', url, '--model', 'm', '--prometheus', prom, '--json', '--no-history'], { env: { SPARKCTL_STATE_DIR: join(dir, 'state') } });
     const metrics = JSON.parse(r.stdout).results[0].steps.find((s: { step: string }) => s.step === 'metrics');
     expect(metrics.status).toBe('warn');
-    expect(metrics.detail).toContain('impossible readings ignored: KV cache usage NaN');
+    expect(metrics.detail).toContain('impossible readings ignored: KV cache usage Infinity');
     expect(readFileSync(prom, 'utf8')).not.toMatch(/Infinity|kv_cache_usage\{/);
   });
 });

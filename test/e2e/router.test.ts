@@ -279,7 +279,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     writeFileSync(file, original.replace(/^engine:$/m, 'engine:\n  maxNumSeqs: 7'));
     const ok = await cli(['restart', 'rr', '--rolling', ...args], { env: env(), timeout: 60_000 });
     expect(ok.exitCode, ok.stderr).toBe(0);
-    expect(ok.stderr.match(/started, pid \d+ \(new argv: the profile changed\)/g)).toHaveLength(2);
+    expect(ok.stderr.match(/started, pid \d+ \(new argv: \+ --max-num-seqs 7\)/g)).toHaveLength(2);
     for (const i of (await status()).filter((x) => !x.role)) expect(read(`/proc/${i.pid}/cmdline`, 'utf8').split('\0').join(' ')).toContain('--max-num-seqs 7');
     // 2. an edit that cannot start (the simulator runs out of GPU memory at start): rr-0 stays out, rr-1 serves
     writeFileSync(file, `${original}\nenv:\n  SPARKCTL_SIM_FAULT: oom-at-start\n`);

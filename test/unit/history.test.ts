@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync, writeFileSync, appendFileSync, readdirSync, utimesSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { counterDelta, seriesIncrease, seriesRate, histDelta, histQuantile } from '../../src/history/delta.js';
-import { readVllm } from '../../src/history/vllm.js';
+import { readVllm } from '../../src/client/metrics.js';
 import { buildSample, sampleLine, LINE_MAX, type Sample } from '../../src/history/sample.js';
 import { appendSample, historyDir, lastSample } from '../../src/history/store.js';
 import { readHistory } from '../../src/history/read.js';

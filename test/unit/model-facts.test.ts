@@ -38,7 +38,7 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
     ['gpt-oss-sliding', 'gqa', 4, 2, 2, 0, 4, 2, 32, 4096],
     ['gemma3-multimodal', 'gqa', 6, 1, 5, 0, 4, 2, 32, 2048],
     ['qwen3-next-hybrid', 'gqa', 8, 2, 0, 6, 4, 2, 32, 2048],
-    ['llama-8b-shape', 'gqa', 32, 32, 0, 0, 32, 8, 128, 131072],
+    ['llama-3.1-8b', 'gqa', 32, 32, 0, 0, 32, 8, 128, 131072],
   ] as const)('%s', (name, attention, layers, full, sliding, linear, heads, kv, hd, ctx) => {
     const f = facts(name);
     expect([f.attention, f.layers, f.kvLayers, f.slidingLayers, f.linearLayers, f.attentionHeads, f.kvHeads, f.headDim, f.maxContext]).toEqual([
@@ -88,7 +88,7 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
   it('quantization_config and the safetensors index size', () => {
     expect(facts('qwen3-fp8').quantization).toBe('fp8');
     expect(facts('gpt-oss-sliding').quantization).toBe('mxfp4');
-    const f = parseModelConfig(cfg('llama-8b-shape'), JSON.parse(readFileSync(join(FIX, 'llama-8b-shape', 'model.safetensors.index.json'), 'utf8')));
+    const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
     expect(f.weightBytes).toBe(16_060_522_496);
     // Llama-3.1-8B has 8.03e9 parameters: the count from the shapes lands within 1 %
     expect(Math.abs(f.parameters - 8.03e9) / 8.03e9).toBeLessThan(0.01);
@@ -152,18 +152,18 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
 describe('resolveModelFacts: the profile overrides the file, with a warning', () => {
   const read = { facts: facts('qwen3-gqa'), file: '/m/config.json', dir: '/m', searched: [] };
   it('a differing fact: the warning names field, both values and the file; the profile wins', () => {
-    const { model, problems } = resolveModelFacts({ kvHeads: 4, layers: 2 }, read, 'x/y');
+    const { model, problems } = resolveModelFacts({ kvHeads: 4, layers: 2 }, read, { id: 'x/y', name: 'y' });
     expect(problems).toEqual([expect.objectContaining({ path: 'model.kvHeads', severity: 'warning', message: expect.stringMatching(/profile says 4, \/m\/config\.json says 2/) })]);
     expect(model!.facts.kvHeads).toBe(4);
     expect(model!.sources.kvHeads).toBe('profile');
     expect(model!.sources.layers).toBe('config');
   });
   it('no file: the profile facts, and the plan says so', () => {
-    const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, 'x/y');
+    const { model } = resolveModelFacts({ parameters: 1e9, layers: 2, attentionHeads: 4, kvHeads: 2, headDim: 32, maxContext: 2048 }, { searched: ['/c/refs/main'] }, { id: 'x/y', name: 'y' });
     expect(model!.note).toMatch(/from the profile \(no config.json on this host \(looked at \/c\/refs\/main\)\)/);
   });
   it('neither: an error with the sparkctl pull fix', () => {
-    const { model, problems } = resolveModelFacts({}, { searched: [] }, 'Org/M');
+    const { model, problems } = resolveModelFacts({}, { searched: [] }, { id: 'Org/M', name: 'm' });
     expect(model).toBeUndefined();
     expect(problems[0]!.fix).toMatch(/sparkctl pull Org\/M/);
   });
@@ -210,7 +210,7 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
 });
 
 describe('profileForModel: TP, replicas, context and name for a model without a profile', () => {
-  const f = parseModelConfig(cfg('llama-8b-shape'), JSON.parse(readFileSync(join(FIX, 'llama-8b-shape', 'model.safetensors.index.json'), 'utf8')));
+  const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
   const host = (gpus: number, gib: number) => ({ gpus, gpusSource: 'detected' as const, gpuMemoryBytes: gib * GIB });
   it('an 8B on 1 x 141 GiB: TP 1, one replica, the whole context', () => {
     const { profile } = profileForModel({ id: 'meta-llama/Llama-3.1-8B' }, f, host(1, 141));

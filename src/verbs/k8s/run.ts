@@ -1,23 +1,24 @@
 import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
-import { clusterVersion, deployment, k8sName, podGpus, podLimits } from '../../k8s/manifests.js';
+import { clusterVersion, deployment, k8sName, podGpus } from '../../k8s/manifests.js';
+import { podLimits } from '../../engine/runtime/container.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
-import { requireValid, resolveLoaded } from '../../profiles/resolve.js';
+import { requireValid, resolveWithModel } from '../../profiles/resolve.js';
 import { UsageError } from '../../errors.js';
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
   const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   // The image a container runtime on one host would run: one image for both, and the same command for it.
-  const { imageFor, imageStart, CONTAINER_DEFAULTS } = await import('../../engine/runtime/container.js');
+  const { imageFor, imageStart, ownImage, CONTAINER_DEFAULTS } = await import('../../engine/runtime/container.js');
   const { versionFromRef } = await import('../../engine/runtime/image-version.js');
   const { imageVersion } = await import('../../engine/inputs.js');
   const p0 = loaded.profile;
   const platformName = loadPlatform(p0.platform ?? DEFAULT_PLATFORM).name;
   // only vLLM's own image is tagged with a version; NGC's tag is its release and a set image is as written
-  const derived = !opts.image && !p0.container?.image && !platformName.startsWith('dgx-');
-  const ref = opts.image ?? p0.container?.image ?? (derived ? undefined : imageFor(p0, { name: platformName }));
+  const derived = !opts.image && !ownImage(p0) && !platformName.startsWith('dgx-');
+  const ref = opts.image ?? ownImage(p0) ?? (derived ? undefined : imageFor(p0, { name: platformName }));
   // Bad names and images are refused before anything about them is printed or read.
   const early = k8sProblems(p0, { name: k8sName(p0), namespace: opts.namespace, image: ref ?? 'vllm/vllm-openai' });
   if (early.length) throw new UsageError(`sparkctl k8s ${p0.name}: ${early.length} problem(s)`, early.map(formatProblem));
@@ -34,7 +35,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // The router is for one host: on Kubernetes the Service is the one endpoint (its readiness probe on
   // /health takes a pod out of it) and vLLM listens on the pod's port itself, not behind HAProxy.
   const routed = Boolean(pinned.router?.enabled);
-  const r = resolveLoaded({ profile: routed ? { ...pinned, router: undefined } : pinned, file: loaded.file }, { gpus: opts.gpus });
+  const r = await resolveWithModel({ profile: routed ? { ...pinned, router: undefined } : pinned, file: loaded.file }, { gpus: opts.gpus });
   const p = r.profile;
   // Names Kubernetes would reject (or a namespace or image that would break the YAML's meaning) are bad input here, not at kubectl apply.
   const problems = k8sProblems(p, { name: k8sName(p), namespace: opts.namespace, image });

@@ -4,7 +4,7 @@ import { durationArg, PROFILE_OPTIONS } from '../args.js';
 
 export default createCommand({
   name: 'restart',
-  args: [['<profile>', 'profile name or YAML file (as it is now: an edited profile gives its new argv)']],
+  args: [['<profile>', "profile name or YAML file (as it is now: an edited profile gives its new argv; serve's --set and flags are kept)"]],
   description: 'restart a profile: everything at once, or --rolling one replica at a time while the router keeps serving',
   options: [
     ['--rolling', 'one replica at a time behind the router: drain, stop, start, ready, prewarm, probe, back in rotation'],
@@ -22,8 +22,14 @@ export default createCommand({
     ...PROFILE_OPTIONS,
   ],
   help: `
+restart starts the profile as serve did: serve's --set, --profiles, --gpus, --platform, --runtime and
+--router are kept in each replica's entry, restart's own --set go on top (and are kept in turn). Before
+anything stops it says what changes, flag by flag, or that nothing does. To drop serve's --set, stop
+the profile and serve it again.
+
 Examples:
   sparkctl restart qwen3.5-9b --rolling       nobody notices: the router sends each request to a serving replica
-  sparkctl restart qwen3.5-9b                 stop everything, serve again`,
+  sparkctl restart qwen3.5-9b                 stop everything, serve again
+  sparkctl restart qwen3.5-9b --set engine.maxNumSeqs=64   the same, with one more override`,
   handler: lazy(() => import('./run.js')),
 });

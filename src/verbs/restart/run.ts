@@ -1,11 +1,11 @@
-// restart: the profile as it is now (an edited profile gives its new argv) -> a plan -> either
+// restart: the profile as it is now (an edited profile gives its new argv), with serve's own --set and
+// flags kept from its launch record -> a plan, and what it changes said before anything stops -> either
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
 import { loadProfile } from '../../profiles/load.js';
-import { resolveLoaded } from '../../profiles/resolve.js';
-import { join } from 'node:path';
-import { buildServePlan, readSecrets, type EngineKind } from '../../engine/plan.js';
-import { traitsOfProfile } from '../../engine/runtime/traits.js';
+import { buildServePlan, launchRecord, readSecrets } from '../../engine/plan.js';
+import { prepare, versionWarnings } from '../../engine/inputs.js';
+import { howStarted, recordOf, servedAs, replicaChanges, changeLines, reusedFlags, type ServedAs } from '../../engine/relaunch.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
@@ -30,34 +30,56 @@ export interface RestartOptions {
   skipPreflight?: boolean;
 }
 
-/** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
-function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
-  const first = entries.find((e) => e.inst.role !== 'router' && !e.recovered)?.inst ?? entries[0]!.inst;
-  const argv = first.argv;
-  const at = argv.indexOf('--sim-load-seconds');
-  return { engine: first.engine, vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm', simLoadSeconds: at >= 0 ? argv[at + 1] : undefined };
+/** The profile's registered servers: by its name as given, else by the name inside the file or folder it names. */
+function serversOf(reg: Registry, profileName: string, opts: RestartOptions): { name: string; entries: Entry[] } {
+  const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
+  const direct = by(profileName);
+  if (direct.length) return { name: profileName, entries: direct };
+  const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
+  const entries = by(name);
+  if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
+  return { name, entries };
 }
 
 export async function run(profileName: string, opts: RestartOptions) {
   const reg = new Registry(stateDir());
-  const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
-  const name = loaded.profile.name;
-  const entries = reg.find(name).filter((e) => e.inst.profile === name);
-  if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
+  const { name, entries } = serversOf(reg, profileName, opts);
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const started = howStarted(entries);
-
-  if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, Boolean(router));
-
-  if (!router?.alive || !router.inst.router)
+  if (opts.rolling && (!router?.alive || !router.inst.router))
     throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
       `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
     ]);
-  // the same environment serve gave them (a CPU build of vLLM changes it: cpuBindEnv)
-  const fromHost = traitsOfProfile(loaded.profile).vllmFrom === 'host';
-  const installed = started.engine === 'vllm' && fromHost ? await installedVllmVersion(started.vllmBin) : undefined;
-  const plan = buildServePlan(resolveLoaded(loaded, { gpus: opts.gpus }), { ...started, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout, router: true, installedVllm: installed });
+  // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
+  const rec = recordOf(replicas);
+  const as = servedAs(rec, opts, Boolean(router));
+  const sim = started.engine === 'sim';
+  const r = await prepare(profileName, {
+    profiles: as.profiles,
+    set: as.set,
+    gpus: sim ? undefined : as.gpus,
+    platform: as.platform,
+    engine: started.engine,
+    vllmBin: started.vllmBin,
+    runtime: as.runtime,
+  });
+  versionWarnings(r.vllm, false);
+  const launch = launchRecord(as, r.vllm, r.image?.ref ?? r.vllm.image);
+  const plan = buildServePlan(r, {
+    ...started,
+    prewarm: opts.prewarm,
+    readyTimeout: opts.readyTimeout,
+    router: as.router,
+    runtime: as.runtime,
+    installedVllm: r.vllm.installed,
+    imageEntrypoint: r.image?.entrypoint,
+    launch,
+  });
+  const changes = replicaChanges(plan, replicas);
+  if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
+
+  if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, as);
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
   const ac = new AbortController();
@@ -68,7 +90,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   try {
     outcome = await rollingRestart({
       plan,
-      router: router.inst,
+      router: router!.inst,
       entries: replicas,
       secrets,
       drainTimeoutMs: opts.drainTimeout,
@@ -106,7 +128,7 @@ function renderEvent(e: RollingEvent) {
       note(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
       break;
     case 'started':
-      note(`${e.replica}: started, pid ${e.pid}${e.argvChanged ? ' (new argv: the profile changed)' : ''}`);
+      note(`${e.replica}: started, pid ${e.pid} ${e.changes.length ? `(new argv: ${e.changes.join('; ')})` : '(argv unchanged)'}`);
       break;
     case 'ready':
       note(`${e.replica}: ready in ${formatDuration(e.ms)}`);
@@ -147,16 +169,17 @@ function requestsLine(r: RequestsOutcome): string {
 }
 
 /** Without --rolling: every server of the profile stops (the router first), then serve starts it again. */
-async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, hadRouter: boolean) {
+async function restartAll(profileName: string, opts: RestartOptions, reg: Registry, entries: Entry[], started: ReturnType<typeof howStarted>, as: ServedAs) {
   const release = await reg.lock((opts.grace ?? 60) * 1000 + 10_000);
   try {
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
     if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
     const { stopInstance } = await import('../../engine/stop.js');
+    const router = entries.some((e) => e.inst.role === 'router') ? (await import('../../router/stop.js')).stopRouterEntry : undefined;
     // The router first: no request is sent to a replica that is stopping.
     const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
     for (const e of order) {
-      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000 });
+      const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000, router });
       if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
       if (!st.removed)
         throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [
@@ -169,9 +192,11 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
   }
   const serve = await import('../serve/run.js');
   await serve.run(profileName, {
-    set: opts.set,
-    profiles: opts.profiles,
-    gpus: opts.gpus,
+    set: as.set,
+    profiles: as.profiles,
+    gpus: as.gpus,
+    platform: as.platform,
+    runtime: as.runtime,
     engine: started.engine,
     vllmBin: started.vllmBin,
     simLoadSeconds: started.simLoadSeconds,
@@ -179,11 +204,6 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     json: opts.json,
     readyTimeout: opts.readyTimeout,
     skipPreflight: opts.skipPreflight,
-    router: hadRouter,
+    router: as.router,
   });
-}
-
-async function installedVllmVersion(bin: string): Promise<string | undefined> {
-  const { installedVllm } = await import('../../engine/vllm-version.js');
-  return (await installedVllm(bin, { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') })).version;
 }

@@ -4,7 +4,7 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
@@ -202,7 +202,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   // 2. the plan: the profile validated once, against the host preflight saw
   const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
   versionWarnings(r.vllm, false);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image) });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
@@ -235,6 +235,7 @@ export async function run(profileName: string, opts: ServeOptions) {
       signal: sig.signal,
       force: sig.force,
       secrets,
+      router: plan.router ? (await import('../../router/driver.js')).haproxy : undefined,
       onEvent: (e) => {
         render.event(e);
         // Once every replica is ready (and not --foreground), the servers run on their own: Ctrl-C

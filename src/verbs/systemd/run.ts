@@ -1,4 +1,6 @@
-import { resolveProfile, requireValid, sparkctlBin, type Resolved } from '../common.js';
+import { requireValid, sparkctlBin, type Resolved } from '../common.js';
+import { loadProfile } from '../../profiles/load.js';
+import { resolveWithModel } from '../../profiles/resolve.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
 import { commentValue } from '../../output/format.js';
@@ -14,7 +16,7 @@ import { routerDrainSeconds } from '../../profiles/router.js';
 const unitValue = (v: string) => v.replace(/%/g, '%%');
 
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; user?: string; environmentFile: string; runtime?: 'host' | 'container'; quadlet?: boolean }) {
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, gpus: opts.gpus });
+  const r = await resolveWithModel(loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }), { gpus: opts.gpus });
   requireValid(r);
   const p = r.profile;
   const inContainer = (opts.runtime ?? p.engine.runtime) === 'container';
@@ -89,7 +91,7 @@ WantedBy=multi-user.target
 async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
   const { imageVersion } = await import('../../engine/inputs.js');
   const { decideVersion, unknownImageVersion } = await import('../../engine/vllm-version.js');
-  const { resolveLoaded } = await import('../../profiles/resolve.js');
+  const { resolveLoaded, readModelFor } = await import('../../profiles/resolve.js');
   const read = await imageVersion(r.profile, r.platform, false);
   const pinned = r.profile.engine.vllmVersion;
   const v = decideVersion(pinned, read.installed);
@@ -103,7 +105,7 @@ async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entr
   if (pinned !== 'auto') return { r, entrypoint: read.image?.entrypoint, note };
   if (v.how === 'unknown') throw unknownImageVersion(read.installed.image ?? 'none', read.installed.why, 'the unit');
   const profile = { ...r.profile, engine: { ...r.profile.engine, vllmVersion: v.version } };
-  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name });
+  const r2 = resolveLoaded({ profile, file: r.file }, { gpus, platform: r.platform.name, modelRead: await readModelFor(profile) });
   requireValid(r2);
   return { r: r2, entrypoint: read.image?.entrypoint, note };
 }

@@ -1,0 +1,87 @@
+// restart starts a profile the way serve started it: the engine and executable its replicas run, the
+// --set overrides, --profiles, --gpus, --platform, --runtime and --router serve was given (from each
+// entry's launch record), then restart's own --set on top. What would differ from what runs is
+// computed before anything stops, so a restart after no edit says so and an edit shows as a diff.
+import type { Entry, LaunchRecord } from './registry.js';
+import { launchOf } from './registry.js';
+import type { EngineKind, ServePlan } from './plan.js';
+import { launchChanges } from './launch-diff.js';
+
+/** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
+export function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
+  const first = entries.find((e) => e.inst.role !== 'router' && !e.recovered)?.inst ?? entries[0]!.inst;
+  const argv = first.argv;
+  const at = argv.indexOf('--sim-load-seconds');
+  return { engine: first.engine, vllmBin: first.engine === 'vllm' ? (argv[0] ?? 'vllm') : 'vllm', simLoadSeconds: at >= 0 ? argv[at + 1] : undefined };
+}
+
+/** The launch record of the profile's replicas (the first one that has one: they were served together). */
+export function recordOf(replicas: Entry[]): LaunchRecord | undefined {
+  for (const e of replicas) {
+    const rec = launchOf(e.inst);
+    if (rec) return rec;
+  }
+  return undefined;
+}
+
+export interface ServedAs {
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  platform?: string;
+  runtime?: 'host' | 'container';
+  router?: boolean;
+}
+
+/**
+ * An assignment given again later is kept once, at its later place (a profile restarted with the same
+ * --set each time keeps a short record): --set only assigns, so the result is the same.
+ */
+export function lastOfEach(sets: string[]): string[] {
+  return sets.filter((s, i) => sets.indexOf(s, i + 1) < 0);
+}
+
+/** serve's recorded inputs with restart's on top: its --set after serve's (a later --set wins), its --profiles and --gpus over serve's. */
+export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; profiles?: string; gpus?: number }, hadRouter: boolean): ServedAs {
+  return {
+    set: lastOfEach([...(rec?.sets ?? []), ...now.set]),
+    profiles: now.profiles ?? rec?.profilesDir,
+    gpus: now.gpus ?? rec?.gpus,
+    platform: rec?.platform,
+    runtime: rec?.runtime,
+    router: hadRouter || rec?.router,
+  };
+}
+
+/** Each replica of the plan against the entry that runs it now: what its restart would change (empty: nothing). */
+export function replicaChanges(plan: Pick<ServePlan, 'replicas' | 'launch'>, replicas: Entry[]): Array<{ name: string; changes: string[] }> {
+  return plan.replicas.map((p) => {
+    const e = replicas.find((x) => x.inst.name === p.name);
+    if (!e) return { name: p.name, changes: ['a new replica (not running now)'] };
+    return { name: p.name, changes: plan.launch ? launchChanges({ argv: e.inst.argv, launch: launchOf(e.inst) }, { argv: p.argv, launch: plan.launch }) : [] };
+  });
+}
+
+/** The lines restart says before it acts: one block when every replica changes alike, else one per replica. */
+export function changeLines(profile: string, changes: Array<{ name: string; changes: string[] }>, reused: string[]): string[] {
+  const out: string[] = [];
+  const from = reused.length ? ` (serve's ${reused.join(' ')} kept)` : '';
+  if (changes.every((c) => !c.changes.length)) return [`${profile}: unchanged since it was served${from}: each replica starts with the argv it runs with now`];
+  const same = changes.every((c) => c.changes.join('\0') === changes[0]!.changes.join('\0'));
+  out.push(`${profile}: changed since it was served${from}:`);
+  if (same) out.push(...changes[0]!.changes.map((l) => `  ${l}`));
+  else for (const c of changes) out.push(`  ${c.name}: ${c.changes.length ? c.changes.join('; ') : 'unchanged'}`);
+  return out;
+}
+
+/** serve's own flags that a restart keeps, as an operator would have typed them. */
+export function reusedFlags(rec: LaunchRecord | undefined): string[] {
+  if (!rec) return [];
+  const out = rec.sets.map((s) => `--set ${s}`);
+  if (rec.profilesDir) out.push(`--profiles ${rec.profilesDir}`);
+  if (rec.gpus !== undefined) out.push(`--gpus ${rec.gpus}`);
+  if (rec.platform) out.push(`--platform ${rec.platform}`);
+  if (rec.runtime) out.push(`--runtime ${rec.runtime}`);
+  if (rec.router) out.push('--router');
+  return out;
+}
