@@ -33,6 +33,8 @@ export interface PlanReadOptions {
   gpuTimeoutMs?: number;
   /** serve --runtime: a container's vLLM is the image's, read from it (the host's is not asked) */
   runtime?: 'host' | 'container';
+  /** a profile already parsed (profiles import: not on disk yet); `name` is then only its label */
+  loaded?: LoadedProfile;
 }
 
 export interface Prepared extends Resolved {
@@ -64,6 +66,7 @@ const isFolder = (p: string) => {
 
 /** A profile name or file, or else a model (a folder with config.json, or a hub id). */
 function loadTarget(name: string, opts: PlanReadOptions): { loaded?: LoadedProfile; target?: ModelTarget } {
+  if (opts.loaded) return { loaded: opts.loaded };
   try {
     return { loaded: loadProfile(name, { profilesDir: opts.profiles, sets: opts.set }) };
   } catch (e) {

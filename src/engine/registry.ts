@@ -2,10 +2,10 @@
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
 import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
-import { join, basename } from 'node:path';
+import { join, basename, dirname } from 'node:path';
 import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';
-import { runtimeOf } from './runtime/index.js';
+import { ledgerMarkerOf, runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
@@ -167,6 +167,44 @@ export interface ClusterRank {
   cli?: string[];
 }
 
+/**
+ * sparkctl's gateway (`gateway up`): the keeper's process group (the keeper leads it and runs HAProxy
+ * under it). What proves it ours is what the launching sparkctl saw of its own child right after the
+ * spawn (its pid, that pid's kernel start time, the marker it put into the child's environment),
+ * never what the keeper writes about itself.
+ */
+export interface GatewayLaunch {
+  version: 1;
+  pid: number;
+  pgid: number;
+  startTime: number;
+  marker: string;
+  logFile: string;
+  launchedAt: string;
+}
+
+export interface GatewayEntry {
+  launch: GatewayLaunch;
+  proof: Proof;
+  /** proven ours and at least one process of its group lives */
+  alive: boolean;
+  /** its launch record was missing or unreadable; found by the marker of its processes and its log */
+  recovered?: boolean;
+}
+
+/** The logs the gateway writes (the keeper's and HAProxy's): how a marked group without its record is known as the gateway. */
+export const GATEWAY_LOGS = ['gateway-keeper.log', 'gateway.log'];
+
+const GatewayLaunchShape = z.object({
+  version: z.literal(1),
+  pid: z.number().int(),
+  pgid: z.number().int(),
+  startTime: z.number().int(),
+  marker: z.string().min(8),
+  logFile: z.string(),
+  launchedAt: z.string(),
+});
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
@@ -194,8 +232,7 @@ export class Registry {
   remove(name: string) {
     let marker: string | undefined;
     try {
-      const v = JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown };
-      if (v.container && typeof v.marker === 'string') marker = v.marker;
+      marker = ledgerMarkerOf(JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
     } catch {
       /* no entry (a recovered orphan): its name is not a file */
     }
@@ -255,8 +292,60 @@ export class Registry {
       this.corrupt.push({ file, keptAs, reason });
     }
     const known = new Set(out.map((e) => e.inst.marker).filter((m): m is string => Boolean(m)));
+    // the gateway is not a server: its group is listed by gateway(), never adopted as one
+    const gw = this.readGatewayLaunch();
+    if (gw) known.add(gw.marker);
     out.push(...this.orphans(known), ...this.containerOrphans(known));
     return out;
+  }
+
+  private gatewayFile() {
+    return join(this.stateDir, 'gateway', 'launch.json');
+  }
+
+  /** Record the gateway's launch (written by the sparkctl that spawned it, from its own child). */
+  writeGateway(rec: GatewayLaunch) {
+    const dir = join(this.stateDir, 'gateway');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    try {
+      writeFileAtomic(this.gatewayFile(), JSON.stringify(rec, null, 2) + '\n', { mode: 0o600 });
+    } catch (e) {
+      throw fsProblem(e, 'gateway record', this.gatewayFile(), 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
+  }
+
+  removeGateway() {
+    rmSync(this.gatewayFile(), { force: true });
+  }
+
+  private readGatewayLaunch(): GatewayLaunch | undefined {
+    try {
+      const r = GatewayLaunchShape.safeParse(JSON.parse(readTextSync(this.gatewayFile(), { maxBytes: READ_LIMITS.record, noFollow: true })));
+      return r.success ? (r.data as GatewayLaunch) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The gateway, if one was launched from this state folder and is not known to be gone: from its
+   * launch record, or (record lost) from the processes that carry a marker and write to its logs.
+   */
+  gateway(): GatewayEntry | undefined {
+    const launch = this.readGatewayLaunch();
+    if (launch) {
+      const proof = proveIdentity(launch);
+      return { launch, proof, alive: proof.state === 'alive' || proof.state === 'degraded' };
+    }
+    for (const [marker, g] of this.markedGroups(new Set())) {
+      if (!GATEWAY_LOGS.includes(basename(g.log)) || dirname(g.log) !== join(this.stateDir, 'logs')) continue;
+      const pgid = processGroup(g.pids[0]!);
+      if (!pgid) continue;
+      const rec: GatewayLaunch = { version: 1, pid: pgid, pgid, startTime: processStartTime(pgid) ?? 0, marker, logFile: g.log, launchedAt: new Date(0).toISOString() };
+      const proof = proveIdentity(rec);
+      if (proof.state === 'alive' || proof.state === 'degraded') return { launch: rec, proof, alive: true, recovered: true };
+    }
+    return undefined;
   }
 
   /**
@@ -298,11 +387,8 @@ export class Registry {
     return out;
   }
 
-  /**
-   * Live processes launched from this state folder (they carry SPARKCTL_INSTANCE and write to a log
-   * under logs/) whose entry is gone or corrupt: still ours, so still stoppable, never hidden.
-   */
-  private orphans(known: Set<string>): Entry[] {
+  /** Live processes that carry a marker not in `known` and write to a log under this state folder's logs/, by marker. */
+  private markedGroups(known: Set<string>): Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }> {
     const logs = join(this.stateDir, 'logs') + '/';
     const byMarker = new Map<string, { pids: number[]; log: string; logDeleted: boolean; haproxy: boolean }>();
     for (const d of readdirSync('/proc')) {
@@ -328,9 +414,19 @@ export class Registry {
       if (isHaproxy(pid)) g.haproxy = true;
       byMarker.set(marker, g);
     }
+    for (const [marker, g] of byMarker) if (!g.log) byMarker.delete(marker); // not launched from this state folder
+    return byMarker;
+  }
+
+  /**
+   * Live processes launched from this state folder (they carry SPARKCTL_INSTANCE and write to a log
+   * under logs/) whose entry is gone or corrupt: still ours, so still stoppable, never hidden.
+   */
+  private orphans(known: Set<string>): Entry[] {
     const out: Entry[] = [];
-    for (const [marker, g] of byMarker) {
-      if (!g.log) continue; // not launched from this state folder
+    for (const [marker, g] of this.markedGroups(known)) {
+      // the gateway's group (its record lost): gateway() finds it; it is not a server
+      if (GATEWAY_LOGS.includes(basename(g.log))) continue;
       const pgid = processGroup(g.pids[0]!);
       if (!pgid) continue;
       const name = basename(g.log).replace(/\.log$/, '');

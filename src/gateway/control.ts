@@ -1,15 +1,20 @@
 // gateway up / down / status: the keeper (`sparkctl gateway run`) started in its own process group
-// with a marker, its record (gateway.json, written by the keeper once HAProxy answers), and a stop
-// that proves the keeper is ours before it signals: SIGTERM to the keeper, which soft-stops HAProxy
-// (the requests in flight finish), then the group is stopped if anything is left.
+// with a marker (SPARKCTL_INSTANCE, which HAProxy under it carries too), in the registry from its
+// launch (Registry.writeGateway: the pid, that pid's start time and the marker, as the launching
+// sparkctl saw its own child), its details (gateway.json, written by the keeper once HAProxy
+// answers: ports, HAProxy's pid, the models), and a stop that proves the group is ours from the
+// launch record before it signals: SIGTERM to the keeper, which soft-stops HAProxy (the requests in
+// flight finish), then the group is stopped if anything is left. A keeper that died leaves HAProxy
+// marked: the same stop ends it (soft stop first).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, lstatSync, openSync, closeSync, mkdirSync } from 'node:fs';
+import { readFileSync, lstatSync, openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
 import { processStartTime } from '../util/pid.js';
-import { proveIdentity, signalProven, stopGroup, groupMembers } from '../engine/runtime/proc.js';
+import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
+import { Registry, type GatewayEntry } from '../engine/registry.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
@@ -57,32 +62,68 @@ export function writeRecord(stateDir: string, r: GatewayRecord) {
 
 export const modelsRecord = (ms: GatewayModel[]) => ms.map((m) => ({ name: m.name, profile: m.profile, backend: m.backend, servers: m.servers.map((s) => s.name), sleepMode: m.sleepMode }));
 
-/** The running gateway, proven ours (pid + start time + marker), or undefined. */
-export function runningGateway(stateDir: string): GatewayRecord | undefined {
+/** A gateway that runs: its details, and whether `gateway up` launched it (in the registry: stop --all and gateway down stop it). */
+export interface RunningGateway extends GatewayRecord {
+  /** launched by gateway up (its identity from the launch record); false: `gateway run` under a service manager, shown but never signalled */
+  managed: boolean;
+}
+
+/**
+ * The running gateway, or undefined. Launched by gateway up: proven from the registry's launch
+ * record, its details from the keeper's record of that launch. Run in the foreground (systemd): its
+ * own record, proven by pid + start time, only to be shown and used, never signalled.
+ */
+export function runningGateway(stateDir: string): RunningGateway | undefined {
   const r = readRecord(stateDir);
-  if (!r) return undefined;
-  const proof = proveIdentity(r);
-  return proof.state === 'alive' ? r : undefined;
+  const e = new Registry(stateDir).gateway();
+  if (e) {
+    if (e.proof.state !== 'alive' || !r || r.launch !== e.launch.marker || r.pid !== e.launch.pid) return undefined;
+    return { ...r, pid: e.launch.pid, pgid: e.launch.pgid, startTime: e.launch.startTime, managed: true };
+  }
+  if (!r || r.launch) return undefined;
+  return proveIdentity(r).state === 'alive' ? { ...r, managed: false } : undefined;
+}
+
+/** The gateway's registry entry and, when its keeper says so, its details (status shows both). */
+export function gatewayEntry(stateDir: string): { entry: GatewayEntry; record?: GatewayRecord } | undefined {
+  const e = new Registry(stateDir).gateway();
+  if (!e) return undefined;
+  const r = readRecord(stateDir);
+  return { entry: e, record: r && r.launch === e.launch.marker && r.pid === e.launch.pid ? r : undefined };
 }
 
 export const gatewayUrl = (r: Pick<GatewayRecord, 'host' | 'port'>) => `http://${r.host === '0.0.0.0' || r.host === '::' ? '127.0.0.1' : r.host}:${r.port}`;
 
 /** Start the keeper and wait until it says HAProxy answers (its record), at most deadlineMs. */
 export async function startGateway(o: { bin: string; args: string[]; stateDir: string; deadlineMs?: number }): Promise<GatewayRecord> {
-  const already = runningGateway(o.stateDir);
-  if (already) throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, ['sparkctl gateway down stops it; sparkctl gateway status shows it']);
+  const reg = new Registry(o.stateDir);
+  const release = await reg.lock();
+  let child: ReturnType<typeof spawn>;
   const marker = randomUUID();
   const log = join(o.stateDir, 'logs', 'gateway-keeper.log');
-  mkdirSync(dirname(log), { recursive: true });
-  const fd = openSync(log, 'a', 0o600);
-  const child = spawn(process.execPath, [o.bin, 'gateway', 'run', ...o.args], {
-    detached: true,
-    stdio: ['ignore', fd, fd],
-    // no SPARKCTL_INSTANCE: that marks a server of the registry, and the registry would adopt the keeper as one
-    env: { ...process.env, SPARKCTL_GATEWAY_MARKER: marker, SPARKCTL_STATE_DIR: o.stateDir },
-  });
-  closeSync(fd);
-  child.unref();
+  try {
+    const prev = reg.gateway();
+    const already = runningGateway(o.stateDir);
+    if (already) throw new UsageError(`a gateway already runs (pid ${already.pid}) on ${gatewayUrl(already)}`, ['sparkctl gateway down stops it; sparkctl gateway status shows it']);
+    if (prev?.alive) throw new UsageError(`the processes of an earlier gateway (group ${prev.launch.pgid}) still run`, ['sparkctl gateway down stops them']);
+    if (prev?.proof.state === 'unproven')
+      throw new UsageError(`the gateway's record names pid ${prev.launch.pid}, which cannot be proven ours: ${prev.proof.reason}`, ['sparkctl gateway down --force-forget drops the record']);
+    mkdirSync(dirname(log), { recursive: true });
+    const fd = openSync(log, 'a', 0o600);
+    child = spawn(process.execPath, [o.bin, 'gateway', 'run', ...o.args], {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      // the marker every process of the gateway carries (HAProxy too): the registry knows it as the gateway's, never as a server's
+      env: { ...process.env, [INSTANCE_ENV]: marker, SPARKCTL_GATEWAY_MARKER: marker, SPARKCTL_STATE_DIR: o.stateDir },
+    });
+    closeSync(fd);
+    child.unref();
+    // our own child, not yet reaped: its pid cannot have been reused, so its start time now is its own
+    const startTime = child.pid ? processStartTime(child.pid) : undefined;
+    if (child.pid && startTime) reg.writeGateway({ version: 1, pid: child.pid, pgid: child.pid, startTime, marker, logFile: log, launchedAt: new Date().toISOString() });
+  } finally {
+    release();
+  }
   const end = Date.now() + (o.deadlineMs ?? 20_000);
   while (Date.now() < end) {
     const r = readRecord(o.stateDir);
@@ -97,35 +138,69 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
       return '';
     }
   })();
-  if (child.pid && child.exitCode === null) {
-    const st = processStartTime(child.pid);
-    if (st) await stopGroup({ pid: child.pid, pgid: child.pid, startTime: st }, 3000);
+  const launched = reg.gateway();
+  if (launched && launched.launch.marker === marker) {
+    if (launched.alive) await stopGroup(launched.launch, 3000);
+    if (!groupMembers(launched.launch.pgid).length) reg.removeGateway();
   }
   throw new LaunchError(`the gateway did not come up${child.exitCode !== null ? ` (the keeper exited with code ${child.exitCode})` : ''}`, [tail || `see ${log}`]);
 }
 
 export interface DownResult {
-  how: 'not-running' | 'stopped' | 'killed' | 'unproven';
+  /** unmanaged: a `gateway run` that gateway up did not launch (a service manager's): never signalled */
+  how: 'not-running' | 'stopped' | 'killed' | 'unproven' | 'unmanaged';
   ms: number;
   pid?: number;
+  /** processes of its group still alive after the stop */
+  left?: number;
+  /** the keeper had died: its HAProxy was found by its marker and stopped */
+  orphaned?: boolean;
+  /** (unproven) why */
+  reason?: string;
+  /** the launch record was dropped without signalling (--force-forget of an unproven one) */
+  forgotten?: boolean;
 }
 
-export async function stopGateway(stateDir: string, graceMs = 35_000): Promise<DownResult> {
-  const r = readRecord(stateDir);
+/**
+ * Stop the gateway gateway up launched, from its launch record: SIGTERM to the keeper (it
+ * soft-stops HAProxy, whose requests in flight finish, and exits), the group after graceMs; a group
+ * whose keeper died (HAProxy left alone, marked) gets HAProxy's soft stop (SIGUSR1), then the same.
+ * The record goes when nothing of the group is left.
+ */
+export async function stopGateway(stateDir: string, graceMs = 35_000, o: { forceForget?: boolean } = {}): Promise<DownResult> {
+  const reg = new Registry(stateDir);
   const t0 = performance.now();
   const ms = () => Math.round(performance.now() - t0);
-  if (!r) return { how: 'not-running', ms: 0 };
-  const proof = proveIdentity(r);
-  if (proof.state === 'gone') return { how: 'not-running', ms: 0 };
-  if (proof.state === 'unproven') return { how: 'unproven', ms: 0, pid: r.pid };
-  // the keeper soft-stops HAProxy itself (its streams finish), then exits
-  if (signalProven(r, 'SIGTERM', 'leader')) {
-    const end = Date.now() + graceMs;
-    while (Date.now() < end && groupMembers(r.pgid).length) await pause(50);
+  const e = reg.gateway();
+  if (!e) {
+    const r = readRecord(stateDir);
+    if (r && !r.launch && proveIdentity(r).state === 'alive') return { how: 'unmanaged', ms: 0, pid: r.pid };
+    return { how: 'not-running', ms: 0 };
   }
-  if (!groupMembers(r.pgid).length) return { how: 'stopped', ms: ms(), pid: r.pid };
-  const how = await stopGroup(r, 3000);
-  return { how: how === 'killed' ? 'killed' : how === 'unproven' ? 'unproven' : 'stopped', ms: ms(), pid: r.pid };
+  const id = e.launch;
+  if (e.proof.state === 'gone') {
+    reg.removeGateway();
+    return { how: 'not-running', ms: 0 };
+  }
+  if (e.proof.state === 'unproven') {
+    if (o.forceForget) reg.removeGateway();
+    return { how: 'unproven', ms: 0, pid: id.pid, reason: e.proof.reason, ...(o.forceForget ? { forgotten: true } : {}) };
+  }
+  const orphaned = e.proof.state === 'degraded';
+  const end = Date.now() + graceMs;
+  // the keeper soft-stops HAProxy itself (its streams finish), then exits; without it, HAProxy's own soft stop
+  if (orphaned ? signalProven(id, 'SIGUSR1', 'group') : signalProven(id, 'SIGTERM', 'leader')) while (Date.now() < end && groupMembers(id.pgid).length) await pause(50);
+  let how: DownResult['how'] = 'stopped';
+  if (groupMembers(id.pgid).length) {
+    const h = await stopGroup(id, 3000);
+    how = h === 'killed' ? 'killed' : h === 'unproven' ? 'unproven' : 'stopped';
+  }
+  const left = groupMembers(id.pgid).length;
+  if (!left) {
+    reg.removeGateway();
+    rmSync(recordPath(stateDir), { force: true });
+  }
+  return { how, ms: ms(), pid: id.pid, left, ...(orphaned ? { orphaned: true } : {}) };
 }
 
 export interface GatewayView {

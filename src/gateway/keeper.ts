@@ -20,6 +20,7 @@ import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
 import { Registry } from '../engine/registry.js';
+import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
 import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
@@ -154,7 +155,7 @@ export class Keeper {
     // the master in the foreground (-db), workers under it (-W): a SIGUSR2 reloads, a SIGUSR1 soft-stops
     this.child = spawn(this.o.haproxy, ['-W', '-db', '-f', p.config, '-p', p.pid], {
       stdio: ['ignore', fd, fd],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...this.env(this.plan) },
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...markers(), ...this.env(this.plan) },
     });
     closeSync(fd);
   }
@@ -354,6 +355,16 @@ export class Keeper {
     while (c.exitCode === null && Date.now() < end2) await pause(50);
     if (c.exitCode === null) c.kill('SIGKILL');
   }
+}
+
+/** The marks HAProxy carries from the keeper: the gateway's marker (what proves the group ours if the keeper dies), a test run's. */
+function markers(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of [INSTANCE_ENV, 'SPARKCTL_TEST_RUN', 'SPARKCTL_TEST_CASE']) {
+    const v = process.env[k];
+    if (v) out[k] = v;
+  }
+  return out;
 }
 
 function sendError(res: ServerResponse, status: number, message: string) {

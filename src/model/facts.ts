@@ -149,12 +149,18 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
   const embeddings = vocab * h * (c.tie_word_embeddings === true ? 1 : 2);
   const attnOf = (x?: LayerCache) => {
     if (f.mla) {
-      return (
-        h * (posInt(c.q_lora_rank) ?? h) +
-        h * (f.mla.kvLoraRank + f.mla.qkRopeHeadDim) +
-        f.mla.kvLoraRank * f.heads * ((posInt(c.qk_nope_head_dim) ?? f.headDim) + (posInt(c.v_head_dim) ?? f.headDim)) +
-        f.heads * (posInt(c.v_head_dim) ?? f.headDim) * h
-      );
+      // deepseek_v2.py DeepseekV2MLAAttention: q_a (h x q_lora) + q_b (q_lora x heads x (nope + rope)), or q_proj (h x heads x
+      // (nope + rope)) without q_lora_rank; kv_a (h x (kv_lora + rope)); kv_b (kv_lora x heads x (nope + v)); o (heads x v x h)
+      const nope = posInt(c.qk_nope_head_dim) ?? f.headDim;
+      const v = posInt(c.v_head_dim) ?? f.headDim;
+      const qLora = posInt(c.q_lora_rank);
+      const qHead = nope + f.mla.qkRopeHeadDim;
+      const q = qLora ? h * qLora + qLora * f.heads * qHead : h * f.heads * qHead;
+      // DeepSeek-V3.2's indexer (deepseek_v2.py Indexer): wq_b (q_lora x index heads x index_head_dim), wk (h x index_head_dim), weights_proj (h x index heads)
+      const ih = posInt(c.index_n_heads);
+      const id = posInt(c.index_head_dim);
+      const indexer = c.index_topk !== undefined && ih && id ? (qLora ?? h) * ih * id + h * id + h * ih : 0;
+      return q + h * (f.mla.kvLoraRank + f.mla.qkRopeHeadDim) + f.mla.kvLoraRank * f.heads * (nope + v) + f.heads * v * h + indexer;
     }
     const kvH = x?.kind === 'attention' ? x.kvHeads : f.kvHeads;
     const hs = x?.kind === 'attention' ? x.headSize : f.headDim;
@@ -194,7 +200,9 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
       parts.ffn += moe ? f.experts * 3 * h * inter + 3 * h * inter + h * f.experts : 3 * h * (posInt(c.intermediate_size_mlp) ?? inter);
       continue;
     }
-    const moeLayer = f.experts !== undefined && i >= firstDense;
+    // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past first_k_dense_replace
+    const freq = Array.isArray(c.moe_layer_freq) && c.moe_layer_freq.length === f.layers ? c.moe_layer_freq : undefined;
+    const moeLayer = f.experts !== undefined && (freq ? freq[i] === 1 || freq[i] === true : i >= firstDense);
     parts.ffn += moeLayer ? moeFfn : mats * h * inter;
   }
   return parts;

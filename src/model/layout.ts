@@ -26,7 +26,7 @@ export interface Layout {
   /** the config field the layout was read from, for the plan's note */
   readFrom: string;
   /** the vLLM model family whose per-model hooks apply (models/config.py) */
-  family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2';
+  family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2' | 'gemma4';
   /** the checkpoint's own recurrent-state dtype, where its config names one (NemotronH mamba_ssm_cache_dtype, Qwen3.5 mamba_ssm_dtype) */
   ssmDtype?: string;
 }
@@ -109,9 +109,12 @@ function nemotronH(c: Json, n: number): Layout | NotModelled {
   // vLLM's NemotronHConfig asserts len(hybrid_override_pattern) == num_hidden_layers
   if (kinds.length !== n) return { notModelled: field, why: `${kinds.length} entries for ${n} layers (vLLM refuses that)` };
   const layers: LayerCache[][] = [];
+  // NemotronHAttention (nemotron_h.py): config.head_dim, whose default in the config class is 128
+  // (transformers' NemotronHConfig head_dim = 128; the published configs may write attention_head_dim instead, which neither reads)
+  const attnCfg = int(c.head_dim) ? c : { ...c, head_dim: 128 };
   for (const [i, k] of kinds.entries()) {
     if (k === 'mamba') layers.push([mamba2(c)]);
-    else if (k === 'attention') layers.push([attention(c)]);
+    else if (k === 'attention') layers.push([attention(attnCfg)]);
     else if (k === 'mlp' || k === 'moe') layers.push([]);
     else return { notModelled: `${field}[${i}]`, why: `layer kind ${JSON.stringify(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)` };
   }
@@ -187,6 +190,34 @@ function llama4(c: Json, n: number): Layout | NotModelled {
   } else return { notModelled: 'no_rope_layers', why: `no_rope_layers must be ${n} entries of 0/1` };
   const layers = rope.map((r) => [attention(c, r ? { chunk } : {})]);
   return { layers, readFrom: 'attention_chunk_size, no_rope_layers', family: 'llama4' };
+}
+
+/**
+ * Gemma 4 (gemma4.py Gemma4DecoderLayer): layer_types; a full-attention layer has head_dim global_head_dim and, with
+ * attention_k_eq_v, num_global_key_value_heads KV heads (K is also written as V: the cache still keeps both); a sliding
+ * layer has head_dim and num_key_value_heads with sliding_window. KV sharing (num_kv_shared_layers > 0: the last layers
+ * read an earlier layer's cache) is not modelled.
+ */
+function gemma4(c: Json, n: number): Layout | NotModelled {
+  const shared = c.num_kv_shared_layers;
+  if (shared !== undefined && shared !== null && shared !== 0)
+    return {
+      notModelled: 'num_kv_shared_layers',
+      why: `${JSON.stringify(shared)}: the last layers share an earlier layer's KV cache (Gemma4Attention kv_sharing_target_layer_name), which this planner does not model`,
+    };
+  const lt = c.layer_types;
+  if (!Array.isArray(lt) || lt.length !== n || !lt.every((x) => typeof x === 'string')) return { notModelled: 'layer_types', why: `a Gemma 4 config needs layer_types (${n} entries)` };
+  const window = int(c.sliding_window);
+  const globalHead = int(c.global_head_dim) ?? need(c, 'head_dim');
+  const globalKv = c.attention_k_eq_v === true ? (int(c.num_global_key_value_heads) ?? need(c, 'num_key_value_heads')) : need(c, 'num_key_value_heads');
+  const layers: LayerCache[][] = [];
+  for (const [i, k] of (lt as string[]).entries()) {
+    if (k === 'full_attention') layers.push([{ kind: 'attention', kvHeads: globalKv, headSize: globalHead, headSizeV: globalHead }]);
+    else if (k === 'sliding_attention' && window) layers.push([attention({ ...c, head_dim: need(c, 'head_dim') }, { window })]);
+    else if (k === 'sliding_attention') return { notModelled: 'sliding_window', why: `layer_types[${i}] is sliding_attention but sliding_window is ${JSON.stringify(c.sliding_window)}` };
+    else return { notModelled: `layer_types[${i}]`, why: `${JSON.stringify(k)} is not a layer kind vLLM's Gemma 4 builds` };
+  }
+  return { layers, readFrom: 'layer_types, global_head_dim', family: 'gemma4' };
 }
 
 /** Generic layer_types (Gemma 3, gpt-oss, Qwen2/3, Cohere2, ...): full_attention or sliding_attention with sliding_window. */
@@ -269,6 +300,7 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     if (c.kv_lora_rank !== undefined && c.kv_lora_rank !== null) return mla(c, n);
     const family = GDN_FAMILIES[type];
     if (family) return gatedDeltaNet(c, n, family);
+    if (type === 'gemma4_text' || type === 'gemma4') return gemma4(c, n);
     if (c.attention_chunk_size !== undefined && c.attention_chunk_size !== null) {
       if (!int(c.attention_chunk_size)) return { notModelled: 'attention_chunk_size', why: `${JSON.stringify(c.attention_chunk_size)} is not a chunk size` };
       return llama4(c, n);

@@ -34,7 +34,7 @@ const mkfifo = (p: string) => execFileSync('mkfifo', [p]);
 describe('a FIFO or device where a file is read: exit 2 at once, naming it', { timeout: 120_000 }, () => {
   it("profiles init of a model folder whose config.json is a FIFO (the model's facts are never read from a pipe)", async () => {
     const d = fresh();
-    cpSync(join(FIXTURES, 'models', 'llama-8b-shape'), join(d, 'm'), { recursive: true });
+    cpSync(join(FIXTURES, 'models', 'llama-3.1-8b'), join(d, 'm'), { recursive: true });
     rmSync(join(d, 'm', 'config.json'));
     mkfifo(join(d, 'm', 'config.json'));
     const r = await cli(['profiles', 'init', join(d, 'm'), ...HOST], QUICK);
@@ -92,7 +92,7 @@ describe('a FIFO or device where a file is read: exit 2 at once, naming it', { t
 });
 
 describe('a file created for a user: never over one without --force, never through a link', { timeout: 120_000 }, () => {
-  const model = join(FIXTURES, 'models', 'llama-8b-shape');
+  const model = join(FIXTURES, 'models', 'llama-3.1-8b');
 
   it('profiles init --out refuses an existing profile (kept as it was); --force replaces it', async () => {
     const d = fresh();

@@ -55,7 +55,7 @@ beforeAll(() => {
   const snap = join(dir, 'hub', 'models--Org--Tiny');
   mkdirSync(join(snap, 'refs'), { recursive: true });
   writeFileSync(join(snap, 'refs', 'main'), '0123456789abcdef\n');
-  cpSync(join(MODELS, 'llama-8b-shape'), join(snap, 'snapshots', '0123456789abcdef'), { recursive: true });
+  cpSync(join(MODELS, 'llama-3.1-8b'), join(snap, 'snapshots', '0123456789abcdef'), { recursive: true });
 });
 afterAll(() => rmrf(dir));
 
@@ -97,13 +97,13 @@ describe("plan and serve --dry-run plan for this host's GPUs", () => {
 });
 
 describe('any model, no profile', () => {
-  const model = join(MODELS, 'llama-8b-shape');
+  const model = join(MODELS, 'llama-3.1-8b');
   it("plan MODEL (a folder): today's --json keys, the facts and their file", async () => {
     const r = await run(['plan', model, '--json']);
     expect(r.exitCode, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(Object.keys(j)).toEqual(expect.arrayContaining(['version', 'kind', 'profile', 'platform', 'gpus', 'gpusSource', 'plan', 'problems']));
-    expect(j).toMatchObject({ kind: 'memory-plan', profile: 'llama-8b-shape', gpus: 1, gpusSource: 'detected' });
+    expect(j).toMatchObject({ kind: 'memory-plan', profile: 'llama-3.1-8b', gpus: 1, gpusSource: 'detected' });
     expect(j.model.file).toBe(join(model, 'config.json'));
     expect(j.plan.weightsTotalBytes).toBe(16_060_522_496);
     expect(j.generated.profile.parallel).toMatchObject({ tensor: 1, replicas: 1 });
@@ -130,7 +130,7 @@ describe('any model, no profile', () => {
     expect(text).toContain('vllmVersion: auto');
     expect(text).toMatch(/tensor: 1 +# TP 1: the smallest/);
     expect(text).toMatch(/replicas: 8 /);
-    expect(text).toMatch(/servedName: "?llama-8b-shape"? /);
+    expect(text).toMatch(/servedName: "?llama-3.1-8b"? /);
     const v = await run(['profiles', 'validate', out]);
     expect(v.exitCode, v.stdout + v.stderr).toBe(0);
     expect(v.stdout).toContain(`${out}: valid`);
@@ -141,10 +141,10 @@ describe('model facts: the profile overrides the file, with a warning', () => {
   it('a differing fact names the field, both values and the file', async () => {
     const profiles = join(dir, 'profiles');
     mkdirSync(profiles, { recursive: true });
-    writeFileSync(join(profiles, 'mine.yaml'), `name: mine\nmodel:\n  path: ${join(MODELS, 'llama-8b-shape')}\n  kvHeads: 4\nparallel:\n  tensor: 1\n`);
+    writeFileSync(join(profiles, 'mine.yaml'), `name: mine\nmodel:\n  path: ${join(MODELS, 'llama-3.1-8b')}\n  kvHeads: 4\nparallel:\n  tensor: 1\n`);
     const r = await run(['plan', 'mine', '--profiles', profiles]);
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toContain(`model.kvHeads: the profile says 4, ${join(MODELS, 'llama-8b-shape', 'config.json')} says 8`);
+    expect(r.stdout).toContain(`model.kvHeads: the profile says 4, ${join(MODELS, 'llama-3.1-8b', 'config.json')} says 8`);
     expect(r.stdout).toContain('4 KV heads');
   });
 });
@@ -176,14 +176,15 @@ describe("the plan in vLLM's numbers, per architecture, through the CLI", () => 
     const r = await run(['plan', model, '--gpus', '1', '--vllm-bin', venvBin, '--json', ...extra]);
     return { r, j: r.stdout ? JSON.parse(r.stdout) : undefined };
   };
-  it('Nemotron-H-4B (bare Infinity in its config): groups, the hybrid block size and the state a request, in the plan', async () => {
-    const { r, j } = await planJson(join(MODELS, 'nemotron-h-4b'), ['--set', 'engine.maxModelLen=8192']);
+  it('Nemotron-H-56B-Base-8K (its published config, a bare Infinity in it): groups, the hybrid block size and the state a request', async () => {
+    const h200 = ['--gpu-memory', '141GiB', '--set', 'engine.maxModelLen=8192'];
+    const { r, j } = await planJson(join(MODELS, 'nemotron-h-56b-base-8k'), h200);
     expect(r.exitCode, r.stderr).toBe(0);
-    // 0.27.2 rules: float32 SSM state, block 912 (test/unit/kv-rules.test.ts works it), 1 attention + 6 Mamba groups
-    expect(j.plan).toMatchObject({ vllmRules: '0.27.2', blockSize: 912, layoutFrom: 'hybrid_override_pattern', notModelled: null });
+    // 0.27.2 rules: float32 SSM state, block 4128 (test/unit/kv-rules.test.ts works it), 1 attention + 6 Mamba groups
+    expect(j.plan).toMatchObject({ vllmRules: '0.27.2', blockSize: 4128, layoutFrom: 'hybrid_override_pattern', notModelled: null });
     expect(j.plan.kvGroups).toHaveLength(7);
-    expect(j.plan.stateBytesPerSeq).toBe(24 * 2 * 912 * 4096);
-    const text = await run(['plan', join(MODELS, 'nemotron-h-4b'), '--gpus', '1', '--vllm-bin', venvBin, '--set', 'engine.maxModelLen=8192']);
+    expect(j.plan.stateBytesPerSeq).toBe(54 * 2 * 4128 * 4096);
+    const text = await run(['plan', join(MODELS, 'nemotron-h-56b-base-8k'), '--gpus', '1', '--vllm-bin', venvBin, ...h200]);
     expect(text.stdout).toContain(
       `vLLM will log: GPU KV cache size: ${j.plan.kvTokens.toLocaleString('en-US')} tokens, Maximum concurrency for 8,192 tokens per request: ${j.plan.maxConcurrency.toFixed(2)}x`,
     );

@@ -25,53 +25,61 @@ const layoutOf = (c: Record<string, unknown>, n?: number) => {
 const kv = (layout: Layout, over: Partial<KvInputs> = {}) =>
   planKvCache({ layout, tp: 1, pp: 1, modelDtype: 'bfloat16', kvCacheDtype: 'auto', maxModelLen: 8192, maxNumBatchedTokens: 8192, availableBytes: 10 * GIB, version: '0.28.0', ...over });
 
-describe('Nemotron-H (Mamba2 hybrid, hybrid_override_pattern)', () => {
-  const cfg = fixture('nemotron-h-4b');
+// Every config below is a published checkpoint's own config.json (test/fixtures/models/<name>/SOURCE.md says where
+// each was retrieved from); the figures are worked from vLLM's source, file and function named beside each.
+
+describe('Nemotron-H-56B-Base-8K (Mamba2 hybrid, hybrid_override_pattern, Infinity in time_step_limit)', () => {
+  const cfg = fixture('nemotron-h-56b-base-8k');
   const layout = layoutOf(cfg);
-  it('reads M / * / - as the model class does: 24 Mamba2, 4 attention, 24 MLP-only layers', () => {
+  it('reads M / * / - as the model class does: 54 Mamba2, 10 attention, 54 MLP-only layers', () => {
+    expect(cfg.time_step_limit).toEqual([0, Number.POSITIVE_INFINITY]);
     expect(layout.readFrom).toBe('hybrid_override_pattern');
-    expect(layout.layers.filter((l) => l[0]?.kind === 'mamba2')).toHaveLength(24);
-    expect(layout.layers.filter((l) => l[0]?.kind === 'attention')).toHaveLength(4);
-    expect(layout.layers.filter((l) => l.length === 0)).toHaveLength(24);
+    expect(layout.layers).toHaveLength(118);
+    expect(layout.layers.filter((l) => l[0]?.kind === 'mamba2')).toHaveLength(54);
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention')).toHaveLength(10);
+    expect(layout.layers.filter((l) => l.length === 0)).toHaveLength(54);
+    // the config writes attention_head_dim, which NemotronHAttention does not read: config.head_dim, default 128
+    expect(layout.layers.find((l) => l[0]?.kind === 'attention')![0]).toMatchObject({ kvHeads: 8, headSize: 128 });
   });
-  it('0.28: float32 SSM state, block 912, 7 groups, 2 states a request (prefix caching on, align)', () => {
+  it('0.28: no mamba_ssm_cache_dtype in the config -> float32 (the 0.25+ hook), block 4128, 7 groups, 2 states a request', () => {
     const p = kv(layout);
-    // mamba2_state_shape: conv (4 - 1) x (112 x 64 + 2 x 8 x 128) x 2 B = 55,296; temporal 112 x 64 x 128 x 4 B (float32) = 3,670,016
-    const mamba = 3 * (112 * 64 + 2 * 8 * 128) * 2 + 112 * 64 * 128 * 4;
-    expect(mamba).toBe(3_725_312);
-    // _align_hybrid_block_size: attention token = 8 KV heads x 2 x 128 x 2 B = 4096; 16 x cdiv(3,725,312, 16 x 4096) = 912
+    // mamba_utils.py mamba2_state_shape: conv (4 - 1) x (256 x 64 + 2 x 8 x 256) x 2 B = 122,880; temporal 256 x 64 x 256 x 4 B = 16,777,216
+    const mamba = 3 * (256 * 64 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4;
+    expect(mamba).toBe(16_900_096);
+    // platforms/interface.py _align_hybrid_block_size: attention token 8 KV heads x 2 x 128 x 2 B = 4096; 16 x cdiv(16,900,096, 16 x 4096) = 4128
     expect(p.blockSize).toBe(16 * cdiv(mamba, 16 * 4096));
-    expect(p.blockSize).toBe(912);
-    // groups: 4 attention, 24 Mamba -> group size 4 (24 >= 1.5 x 4): 1 + 6 groups; page 912 x 4096
+    expect(p.blockSize).toBe(4128);
+    // kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: 10 attention, 54 Mamba -> group size 10 (54 >= 1.5 x 10): 6 Mamba groups + 1
     expect(p.groups).toHaveLength(7);
-    expect(p.pageBytes).toBe(912 * 4096);
-    // num_blocks = 10 GiB // page // 4 = 718; a request: cdiv(8192, 912) = 9 + 6 groups x 2 = 21
-    expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (912 * 4096) / 4));
-    expect(p.blocksPerRequest).toBe(9 + 12);
-    expect(p.maxConcurrency).toBeCloseTo(718 / 21, 10);
-    // get_kv_cache_capacity: int(concurrency x max_model_len)
-    expect(p.kvTokens).toBe(Math.floor((718 / 21) * 8192));
-    // 24 layers x 2 states x the padded page
-    expect(p.stateBytesPerRequest).toBe(24 * 2 * 912 * 4096);
+    expect(p.groupSize).toBe(10);
+    expect(p.pageBytes).toBe(4128 * 4096);
+    // get_num_blocks: 10 GiB // (page x 10) = 63; a request: cdiv(8192, 4128) = 2 + 6 groups x 2 ("align") = 14
+    expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (4128 * 4096 * 10)));
+    expect(p.numBlocks).toBe(63);
+    expect(p.blocksPerRequest).toBe(14);
+    // get_kv_cache_capacity: int(63 / 14 x 8192) = 36,864
+    expect(p.kvTokens).toBe(36_864);
+    // 54 layers x 2 states x the padded page
+    expect(p.stateBytesPerRequest).toBe(54 * 2 * 4128 * 4096);
   });
-  it('0.25: no prefix caching for hybrids yet (one state a request), the old "GPU KV cache size" formula', () => {
+  it('the SSM default per version: float16 by the 0.17 hook (block 2080), the model dtype before 0.13', () => {
+    // float16 temporal state: 122,880 + 256 x 64 x 256 x 2 = 8,511,488 -> 16 x cdiv(., 65,536) = 2080
+    expect(kv(layout, { version: '0.17.0' }).blockSize).toBe(16 * cdiv(122_880 + 256 * 64 * 256 * 2, 65_536));
+    expect(kv(layout, { version: '0.17.0' }).blockSize).toBe(2080);
+    expect(kv(layout, { version: '0.12.0' }).blockSize).toBe(2080);
+  });
+  it('0.25: no prefix caching for hybrids yet (one state a request), and the old "GPU KV cache size" formula at 0.17', () => {
     const p = kv(layout, { version: '0.25.0' });
     expect(p.mambaCacheMode).toBe('none');
-    expect(p.blocksPerRequest).toBe(9 + 6);
-    expect(p.kvTokens).toBe(Math.floor((718 / 15) * 8192));
-    // 0.17: num_blocks // 7 groups x min block size
-    expect(kv(layout, { version: '0.17.0' }).kvTokens).toBe(Math.floor(718 / 7) * 912);
-  });
-  it('a config without mamba_ssm_cache_dtype: float32 by the 0.25 hook, float16 by the 0.17 one, the model dtype before 0.13', () => {
-    const bare = layoutOf({ ...cfg, mamba_ssm_cache_dtype: undefined });
-    expect(kv(bare).blockSize).toBe(912);
-    // float16 temporal state: 3 x 9216 x 2 + 112 x 64 x 128 x 2 = 1,890,304 -> 16 x cdiv(., 65536) = 464
-    expect(kv(bare, { version: '0.17.0' }).blockSize).toBe(16 * cdiv(3 * 9216 * 2 + 112 * 64 * 128 * 2, 65536));
+    expect(p.blocksPerRequest).toBe(2 + 6);
+    expect(p.kvTokens).toBe(Math.floor((63 / 8) * 8192));
+    // 0.17 (before #42206): num_blocks // 7 groups x min block size; float16 state there, block 2080
+    const old = kv(layout, { version: '0.17.0' });
+    expect(old.kvTokens).toBe(Math.floor(old.numBlocks / 7) * 2080);
   });
   it('TP 2 halves the heads of both caches', () => {
-    const p = kv(layout, { tp: 2 });
-    // conv (3, (7168 + 2048) / 2) x 2 B + (56, 64, 128) x 4 B = 1,862,656; attention token 4 heads -> 2048 B
-    expect(p.blockSize).toBe(16 * cdiv(3 * 4608 * 2 + 56 * 64 * 128 * 4, 16 * 2048));
+    // conv (3, (16384 + 4096) / 2) x 2 B = 61,440; temporal (128, 64, 256) x 4 B = 8,388,608; attention token 4 heads -> 2048 B
+    expect(kv(layout, { tp: 2 }).blockSize).toBe(16 * cdiv(3 * 10_240 * 2 + 128 * 64 * 256 * 4, 16 * 2048));
   });
   it('an unknown pattern letter is not modelled, naming the position', () => {
     const l = readLayout({ ...cfg, hybrid_override_pattern: 'M-M*X' }, 5);
@@ -79,15 +87,48 @@ describe('Nemotron-H (Mamba2 hybrid, hybrid_override_pattern)', () => {
   });
 });
 
-describe('Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrid)', () => {
-  it('Qwen3-Next-80B-A3B: recurrent state in the model dtype (no hook), block 544, 12 full + 3 x 12 GDN', () => {
-    const layout = layoutOf(fixture('qwen3-next-80b'));
+describe('NVIDIA-Nemotron-3-Nano-30B-A3B (Mamba2 + MoE hybrid, mamba_ssm_cache_dtype in its config)', () => {
+  const layout = layoutOf(fixture('nemotron-3-nano-30b-a3b'));
+  it('M / E / *: 23 Mamba2, 23 MoE-only, 6 attention layers; the config names float32 for the SSM state', () => {
+    expect(layout.layers.filter((l) => l[0]?.kind === 'mamba2')).toHaveLength(23);
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention')).toHaveLength(6);
+    expect(layout.layers.filter((l) => l.length === 0)).toHaveLength(23);
+    expect(layout.ssmDtype).toBe('float32');
+  });
+  it('block 2096, 5 groups, 833 blocks of 10 GiB, 12 a request', () => {
+    const p = kv(layout);
+    // conv 3 x (64 x 64 + 2 x 8 x 128) x 2 B = 36,864; temporal 64 x 64 x 128 x 4 B = 2,097,152; attention token 2 x 2 x 128 x 2 B = 1024
+    expect(p.blockSize).toBe(16 * cdiv(36_864 + 2_097_152, 16 * 1024));
+    expect(p.blockSize).toBe(2096);
+    // 6 attention, 23 Mamba -> group size 6: cdiv(23, 6) = 4 Mamba groups + 1
+    expect(p.groups.map((g) => [g.kind, g.layers])).toEqual([
+      ['mamba', 6],
+      ['mamba', 6],
+      ['mamba', 6],
+      ['mamba', 5],
+      ['full', 6],
+    ]);
+    expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (2096 * 1024 * 6)));
+    expect(p.numBlocks).toBe(833);
+    // cdiv(8192, 2096) = 4 + 4 groups x 2
+    expect(p.blocksPerRequest).toBe(12);
+    expect(p.kvTokens).toBe(Math.floor((833 / 12) * 8192));
+    // the config's own float32 holds at 0.17 too (the hook reads the config first)
+    expect(kv(layout, { version: '0.17.0' }).blockSize).toBe(2096);
+  });
+});
+
+describe('Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrids)', () => {
+  it('Qwen3-Next-80B-A3B-Thinking: full_attention_interval 4, recurrent state in the model dtype (no hook), block 544', () => {
+    const layout = layoutOf(fixture('qwen3-next-80b-a3b-thinking'));
+    expect(layout.readFrom).toBe('full_attention_interval');
     const p = kv(layout, { maxModelLen: 32768, availableBytes: 20 * GIB });
-    // gated_delta_net_state_shape: conv 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 49,152; temporal 32 x 128 x 128 x 2 B = 1,048,576
+    // mamba_utils.py gated_delta_net_state_shape: conv 3 x (2 x 16 x 128 + 32 x 128) x 2 B = 49,152; temporal 32 x 128 x 128 x 2 B = 1,048,576
     const state = 3 * (2 * 16 * 128 + 32 * 128) * 2 + 32 * 128 * 128 * 2;
     // attention token: 2 KV heads x 2 x 256 x 2 B = 2048 -> block 16 x cdiv(1,097,728, 32,768) = 544
     expect(p.blockSize).toBe(16 * cdiv(state, 16 * 2048));
     expect(p.blockSize).toBe(544);
+    // 12 full, 36 GDN -> group size 12: 3 GDN groups + 1
     expect(p.groups).toHaveLength(4);
     const blocks = Math.floor((20 * GIB) / (544 * 2048) / 12);
     expect(p.numBlocks).toBe(blocks);
@@ -95,30 +136,38 @@ describe('Qwen3-Next / Qwen3.5 (Gated DeltaNet hybrid)', () => {
     expect(p.blocksPerRequest).toBe(61 + 6);
     expect(p.kvTokens).toBe(Math.floor((blocks / 67) * 32768));
   });
-  it('Qwen3.5 (mamba_ssm_dtype float32 in its config, honoured since 0.17): the recurrent state doubles', () => {
-    const cfg = fixture('qwen3.5-9b');
-    const layout = layoutOf(cfg);
+  it('Qwen3.5-27B (mamba_ssm_dtype float32 in its config, honoured since 0.17): block 784; before the hook, half the state', () => {
+    const layout = layoutOf(fixture('qwen3.5-27b'));
     expect(layout.family).toBe('qwen3_5');
     expect(layout.ssmDtype).toBe('float32');
     const p = kv(layout);
-    // 32 layers, every 4th full; GDN 16 K heads, 32 V heads, dims 128: conv 3 x 8192 x 2 + temporal 32 x 128 x 128 x 4 = 2,146,304
-    // attention token: 4 KV heads x 2 x 256 x 2 B = 4096 -> 16 x cdiv(2,146,304, 65,536) = 528
-    expect(p.blockSize).toBe(16 * cdiv(3 * 8192 * 2 + 32 * 128 * 128 * 4, 16 * 4096));
-    // before the hook (0.16): the model dtype, half the state
-    expect(kv(layout, { version: '0.16.0' }).blockSize).toBe(16 * cdiv(3 * 8192 * 2 + 32 * 128 * 128 * 2, 16 * 4096));
+    // 64 layers, every 4th full; GDN 16 K heads, 48 V heads of 128: conv 3 x (4096 + 6144) x 2 = 61,440; temporal 48 x 128 x 128 x 4 = 3,145,728
+    // attention token: 4 KV heads x 2 x 256 x 2 B = 4096 -> 16 x cdiv(3,207,168, 65,536) = 784
+    expect(p.blockSize).toBe(16 * cdiv(61_440 + 48 * 128 * 128 * 4, 16 * 4096));
+    expect(p.blockSize).toBe(784);
+    // 16 full, 48 GDN -> group size 16, 3 GDN groups + 1; 10 GiB // (784 x 4096 x 16) = 208; cdiv(8192, 784) = 11 + 3 x 2
+    expect(p.groups).toHaveLength(4);
+    expect(p.numBlocks).toBe(208);
+    expect(p.blocksPerRequest).toBe(17);
+    // models/config.py Qwen3_5ForConditionalGenerationConfig (#34489) is not in 0.16: the model dtype, 61,440 + 1,572,864 -> 400
+    expect(kv(layout, { version: '0.16.0' }).blockSize).toBe(16 * cdiv(61_440 + 48 * 128 * 128 * 2, 16 * 4096));
+    expect(kv(layout, { version: '0.16.0' }).blockSize).toBe(400);
   });
 });
 
-describe('Llama 4 (chunked local attention)', () => {
-  const layout = layoutOf(fixture('llama4-scout'));
-  it('no_rope_layers: 36 chunked RoPE layers, 12 global NoPE ones', () => {
+describe('Llama-4-Scout-17B-16E-Instruct (chunked local attention)', () => {
+  const layout = layoutOf(fixture('llama-4-scout-17b-16e-instruct'));
+  it('no no_rope_layers in the config: the config class default (every 4th NoPE) gives 36 chunked RoPE layers, 12 global', () => {
     expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && l[0].chunk === 8192)).toHaveLength(36);
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && !l[0].chunk)).toHaveLength(12);
   });
   it('0.28: chunked layers hold chunk + in flight; 0.12: the hybrid manager was off for chunked attention and every layer is full', () => {
     const L = 131072;
     const p = kv(layout, { maxModelLen: L, availableBytes: 40 * GIB });
-    // ChunkedLocalAttentionSpec: cdiv(min(8192 + 2 x 8192 in flight, L), 16) = 1536; 3 chunked groups of 12 + 1 full group
+    // ChunkedLocalAttentionSpec.max_memory_usage_bytes: cdiv(min(8192 + 2 x 8192 in flight, L), 16) = 1536; 3 chunked groups of 12 + 1 full group
     expect(p.blocksPerRequest).toBe(cdiv(L, 16) + 3 * cdiv(8192 + 2 * 8192, 16));
+    // 8 KV heads x 2 x 128 x 2 B = 4096 a token; num_blocks = 40 GiB // (16 x 4096 x 12)
+    expect(p.numBlocks).toBe(Math.floor((40 * GIB) / (16 * 4096 * 12)));
     const old = kv(layout, { maxModelLen: L, availableBytes: 40 * GIB, version: '0.12.0' });
     expect(old.groups).toHaveLength(1);
     expect(old.blocksPerRequest).toBe(cdiv(L, 16));
@@ -128,15 +177,16 @@ describe('Llama 4 (chunked local attention)', () => {
 });
 
 describe('DeepSeek MLA, and V3.2 sparse attention', () => {
-  it('V3.2: the indexer keys are a second cache per layer, one group with the latent (UniformTypeKVCacheSpecs)', () => {
+  it('DeepSeek-V3.2: the indexer keys are a second cache per layer, one group with the latent (UniformTypeKVCacheSpecs)', () => {
     const layout = layoutOf(fixture('deepseek-v3.2'));
+    expect(layout.layers).toHaveLength(61);
     expect(layout.layers[0]!.map((c) => c.kind)).toEqual(['mla', 'indexer']);
     const p = kv(layout, { blockSize: 64 });
-    // latent (512 + 64) x 2 B = 1152; indexer 128 + 128 / 128 x 4 = 132 B (uint8); 61 layers
+    // MLAAttentionSpec: latent (512 + 64) x 2 B = 1152; DeepseekV32IndexerCache: 128 + 128 / 128 x 4 = 132 B (uint8); 61 layers
     expect(p.kvBytesPerToken).toBe(61 * (1152 + 132));
     expect(p.groups).toHaveLength(1);
     expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (61 * (1152 + 132) * 64)));
-    // fp8: FlashMLA sparse's fp8_ds_mla layout is 656 B a token, not 576
+    // fp8: FlashMLA sparse's fp8_ds_mla layout is 656 B a token (512 fp8 + 4 float32 scales + 64 bf16 rope), not 576
     expect(kv(layout, { blockSize: 64, kvCacheDtype: 'fp8' }).kvBytesPerToken).toBe(61 * (656 + 132));
   });
   it('V3 (no indexer): 576 latent values a token per layer, on every TP rank', () => {
@@ -145,18 +195,48 @@ describe('DeepSeek MLA, and V3.2 sparse attention', () => {
   });
 });
 
-describe('hybrid_layer_pattern with its own sliding heads and v_head_dim (MiMo-V2)', () => {
+describe('MiMo-V2-Flash (hybrid_layer_pattern with its own sliding heads, v_head_dim)', () => {
+  const layout = layoutOf(fixture('mimo-v2-flash'));
+  it('9 full, 39 sliding; attention_chunk_size in the config is not read by mimo_v2.py and changes nothing', () => {
+    const full = layout.layers.filter((l) => l[0]?.kind === 'attention' && !l[0].window);
+    expect(full).toHaveLength(9);
+    expect(full[0]![0]).toMatchObject({ kvHeads: 4, headSize: 192, headSizeV: 128 });
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && l[0].window === 128)[0]![0]).toMatchObject({ kvHeads: 8, headSize: 192, headSizeV: 128 });
+    expect(layout.layers.some((l) => l[0]?.kind === 'attention' && l[0].chunk)).toBe(false);
+  });
   it('full pages double their block to match the sliding page; windows hold window - 1 + in flight', () => {
-    const layout = layoutOf(fixture('mimo-v2-shape'));
-    const full = layout.layers.find((l) => l[0]?.kind === 'attention' && !l[0].window)![0]!;
-    expect(full).toMatchObject({ kvHeads: 4, headSize: 192, headSizeV: 128 });
     const p = kv(layout, { maxModelLen: 32768 });
-    // full: 4 x (192 + 128) x 2 B = 2560 a token; sliding: 8 x (192 + 128) x 2 = 5120 -> full block 16 x 2 = 32
+    // FullAttentionSpec with head_size_v: 4 x (192 + 128) x 2 B = 2560 a token; sliding: 8 x (192 + 128) x 2 = 5120 -> full block 16 x 2 = 32
     expect(p.pageBytes).toBe(5120 * 16);
-    const groups = p.groups.map((g) => [g.kind, g.blockSize, g.layers]);
-    expect(groups).toContainEqual(['full', 32, 8]);
-    // 8 full, 40 sliding -> group size 8: 1 + 5 groups; a request: cdiv(32768, 32) + 5 x (cdiv(min(127 + 16384, 32768), 16) + 1)
+    expect(p.groups.map((g) => [g.kind, g.blockSize, g.layers])).toContainEqual(['full', 32, 9]);
+    // group size 9 (39 >= 13.5): cdiv(39, 9) = 5 sliding groups; a request: cdiv(32768, 32) + 5 x (cdiv(min(127 + 16384, 32768), 16) + 1)
+    expect(p.groups).toHaveLength(6);
     expect(p.blocksPerRequest).toBe(cdiv(32768, 32) + 5 * (cdiv(127 + 2 * 8192, 16) + 1));
+  });
+});
+
+describe('gemma-4-26B-A4B (sliding window, full layers with global_head_dim and K = V heads)', () => {
+  const layout = layoutOf(fixture('gemma-4-26b-a4b'));
+  it('25 sliding layers of 8 KV heads x 256, 5 full of num_global_key_value_heads 2 x global_head_dim 512', () => {
+    expect(layout.family).toBe('gemma4');
+    expect(layout.layers.filter((l) => l[0]?.kind === 'attention' && l[0].window === 1024)).toHaveLength(25);
+    const full = layout.layers.filter((l) => l[0]?.kind === 'attention' && !l[0].window);
+    expect(full).toHaveLength(5);
+    // gemma4.py Gemma4DecoderLayer: full -> head_dim = global_head_dim; attention_k_eq_v -> num_global_key_value_heads
+    expect(full[0]![0]).toMatchObject({ kvHeads: 2, headSize: 512, headSizeV: 512 });
+  });
+  it('pages: sliding 16 x 8 x 2 x 256 x 2 B = full 32 x 2 x 2 x 512 x 2 B; 5 sliding groups + 1', () => {
+    const p = kv(layout);
+    expect(p.pageBytes).toBe(16 * 8192);
+    expect(p.groups.map((g) => [g.kind, g.blockSize, g.layers])).toContainEqual(['full', 32, 5]);
+    expect(p.groups).toHaveLength(6);
+    // a request: cdiv(8192, 32) = 256 + 5 x (cdiv(min(1023 + 2 x 8192, 8192), 16) + 1) = 5 x 513
+    expect(p.blocksPerRequest).toBe(256 + 5 * 513);
+    expect(p.numBlocks).toBe(Math.floor((10 * GIB) / (16 * 8192 * 5)));
+  });
+  it('KV sharing (num_kv_shared_layers > 0, as Gemma 3n and the small Gemma 4 have) is not modelled', () => {
+    const t = text(fixture('gemma-4-26b-a4b'));
+    expect(readLayout({ ...t, num_kv_shared_layers: 10 }, 30)).toMatchObject({ notModelled: 'num_kv_shared_layers' });
   });
 });
 

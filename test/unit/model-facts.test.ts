@@ -38,7 +38,7 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
     ['gpt-oss-sliding', 'gqa', 4, 2, 2, 0, 4, 2, 32, 4096],
     ['gemma3-multimodal', 'gqa', 6, 1, 5, 0, 4, 2, 32, 2048],
     ['qwen3-next-hybrid', 'gqa', 8, 2, 0, 6, 4, 2, 32, 2048],
-    ['llama-8b-shape', 'gqa', 32, 32, 0, 0, 32, 8, 128, 131072],
+    ['llama-3.1-8b', 'gqa', 32, 32, 0, 0, 32, 8, 128, 131072],
   ] as const)('%s', (name, attention, layers, full, sliding, linear, heads, kv, hd, ctx) => {
     const f = facts(name);
     expect([f.attention, f.layers, f.kvLayers, f.slidingLayers, f.linearLayers, f.attentionHeads, f.kvHeads, f.headDim, f.maxContext]).toEqual([
@@ -88,7 +88,7 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
   it('quantization_config and the safetensors index size', () => {
     expect(facts('qwen3-fp8').quantization).toBe('fp8');
     expect(facts('gpt-oss-sliding').quantization).toBe('mxfp4');
-    const f = parseModelConfig(cfg('llama-8b-shape'), JSON.parse(readFileSync(join(FIX, 'llama-8b-shape', 'model.safetensors.index.json'), 'utf8')));
+    const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
     expect(f.weightBytes).toBe(16_060_522_496);
     // Llama-3.1-8B has 8.03e9 parameters: the count from the shapes lands within 1 %
     expect(Math.abs(f.parameters - 8.03e9) / 8.03e9).toBeLessThan(0.01);
@@ -210,7 +210,7 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
 });
 
 describe('profileForModel: TP, replicas, context and name for a model without a profile', () => {
-  const f = parseModelConfig(cfg('llama-8b-shape'), JSON.parse(readFileSync(join(FIX, 'llama-8b-shape', 'model.safetensors.index.json'), 'utf8')));
+  const f = parseModelConfig(cfg('llama-3.1-8b'), JSON.parse(readFileSync(join(FIX, 'llama-3.1-8b', 'model.safetensors.index.json'), 'utf8')));
   const host = (gpus: number, gib: number) => ({ gpus, gpusSource: 'detected' as const, gpuMemoryBytes: gib * GIB });
   it('an 8B on 1 x 141 GiB: TP 1, one replica, the whole context', () => {
     const { profile } = profileForModel({ id: 'meta-llama/Llama-3.1-8B' }, f, host(1, 141));

@@ -123,32 +123,69 @@ describe('weights of a checkpoint on disk', () => {
   it('a config.json with a bare Infinity reads as Python reads it', async () => {
     const m = join(dir, 'inf');
     mkdirSync(m);
-    writeFileSync(join(m, 'config.json'), readFileSync(join(FIXTURES, 'models', 'nemotron-h-4b', 'config.json'), 'utf8'));
+    // Nemotron-H-56B-Base-8K's published config.json writes time_step_limit [0.0, Infinity]
+    writeFileSync(join(m, 'config.json'), readFileSync(join(FIXTURES, 'models', 'nemotron-h-56b-base-8k', 'config.json'), 'utf8'));
     const r = await readModel(new RealHost(), { path: m });
     expect(r.error).toBeUndefined();
-    expect(r.facts?.layers).toBe(52);
+    expect(r.facts?.layers).toBe(118);
   });
 });
 
 describe('weights from the config alone', () => {
   const fx = (n: string) => parsePythonJson(readFileSync(join(FIXTURES, 'models', n, 'config.json'), 'utf8')) as Record<string, unknown>;
-  it('Nemotron-H counts a layer as ONE block (M, *, - or E), not attention + MLP in every layer', () => {
-    const f = parseModelConfig(fx('nemotron-h-4b'));
-    // 24 Mamba2 mixers: h (2 x 7168 + 2048 + 112) + (7168 + 2048) x 4 + 7168 h; 4 attention: h 32 128 + h 8 256 + 32 128 h; 24 MLPs: 2 x h x 12288; embeddings 2 x 131072 h
-    const h = 3072;
-    const mamba = h * (2 * 7168 + 2048 + 112) + (7168 + 2048) * 4 + 7168 * h;
-    const attn = h * 32 * 128 + h * 8 * 256 + 32 * 128 * h;
-    expect(f.parameters).toBe(24 * mamba + 4 * attn + 24 * 2 * h * 12288 + 2 * 131072 * h);
+  // The configs are the published checkpoints' own (test/fixtures/models/<name>/SOURCE.md); the totals are checked
+  // against the parameter counts their publishers give.
+  it('Nemotron-H-56B: a layer is ONE block (M, *, - or E), not attention + MLP in every layer = the 56B of its name', () => {
+    const f = parseModelConfig(fx('nemotron-h-56b-base-8k'));
+    // 54 Mamba2 mixers: h (2 x 16384 + 4096 + 256) + (16384 + 4096) x 4 + 16384 h; 10 attention: h 64 128 + h 8 256 + 64 128 h;
+    // 54 MLPs (squared ReLU, up + down): 2 x h x 32768; embeddings and head untied: 2 x 131072 h
+    const h = 8192;
+    const mamba = h * (2 * 16384 + 4096 + 256) + (16384 + 4096) * 4 + 16384 * h;
+    const attn = h * 64 * 128 + h * 8 * 256 + 64 * 128 * h;
+    expect(f.parameters).toBe(54 * mamba + 10 * attn + 54 * 2 * h * 32768 + 2 * 131072 * h);
+    expect(f.parameters / 1e9).toBeCloseTo(56.3, 1);
     expect(f.weightsFrom).toBe('config');
   });
+  it('Nemotron-3-Nano-30B-A3B: 23 MoE layers of 128 routed experts + the shared expert = the 31.6B NVIDIA gives', () => {
+    const f = parseModelConfig(fx('nemotron-3-nano-30b-a3b'));
+    const h = 2688;
+    const mamba = h * (2 * 4096 + 2048 + 64) + (4096 + 2048) * 4 + 4096 * h;
+    const attn = h * 32 * 128 + h * 2 * 256 + 32 * 128 * h;
+    // an E layer: 128 x (up + down) x h x 1856, the shared expert (up + down) x h x 3712, the router h x 128
+    const moe = 128 * 2 * h * 1856 + 2 * h * 3712 + h * 128;
+    expect(f.parameters).toBe(23 * mamba + 6 * attn + 23 * moe + 2 * 131072 * h);
+    expect(f.parameters / 1e9).toBeCloseTo(31.6, 1);
+  });
   it('Llama-4-Scout: every layer MoE (interleave step 1) with one shared expert; 16 experts of 8192', () => {
-    const f = parseModelConfig(fx('llama4-scout'));
+    const f = parseModelConfig(fx('llama-4-scout-17b-16e-instruct'));
     const h = 5120;
     const attn = h * 40 * 128 + h * 8 * 256 + 40 * 128 * h;
     const moe = 16 * 3 * h * 8192 + 3 * h * 8192 + h * 16;
     expect(f.parameters).toBe(48 * (attn + moe) + 2 * 202048 * h);
     // about 108B for the text model (the published 109B total includes the vision tower)
     expect(f.parameters / 1e9).toBeCloseTo(107.8, 1);
+  });
+  it('DeepSeek-V3.2: MLA with q_lora (q_a + q_b), 3 dense + 58 MoE layers with a shared expert, and the indexer', () => {
+    const f = parseModelConfig(fx('deepseek-v3.2'));
+    const h = 7168;
+    // deepseek_v2.py: q_a h x 1536, q_b 1536 x 128 x (128 + 64), kv_a h x (512 + 64), kv_b 512 x 128 x (128 + 128), o 128 x 128 x h
+    const mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h;
+    // Indexer: wq_b 1536 x 64 x 128, wk h x 128, weights_proj h x 64
+    const indexer = 1536 * 64 * 128 + h * 128 + h * 64;
+    const moe = 256 * 3 * h * 2048 + 3 * h * 2048 + h * 256;
+    expect(f.parameters).toBe(61 * (mla + indexer) + 3 * 3 * h * 18432 + 58 * moe + 2 * 129280 * h);
+    // DeepSeek's 671B main model (its 685B counts the 14B MTP module too, which vLLM loads only as a draft) + 0.85B of indexer
+    expect((f.parameters - 61 * indexer) / 1e9).toBeCloseTo(671, 0);
+  });
+  it('MiMo-V2-Flash: moe_layer_freq as a list (layer 0 dense), 256 experts, no shared expert = the 309B Xiaomi gives', () => {
+    const f = parseModelConfig(fx('mimo-v2-flash'));
+    const h = 4096;
+    // 9 full layers: q 64 x 192, KV 4 x (192 + 128), o 64 x 128; 39 sliding: 64 x 192, KV 8 x (192 + 128), o 64 x 128
+    const full = h * 64 * 192 + h * 4 * 320 + 64 * 128 * h;
+    const swa = h * 64 * 192 + h * 8 * 320 + 64 * 128 * h;
+    const moe = 256 * 3 * h * 2048 + h * 256;
+    expect(f.parameters).toBe(9 * full + 39 * swa + 3 * h * 16384 + 47 * moe + 2 * 152576 * h);
+    expect(f.parameters / 1e9).toBeCloseTo(309, 0);
   });
   it('gpt-oss-120b (its published quantization_config): MXFP4 experts, bf16 attention, router and embeddings = the published 65 GB', () => {
     const f = parseModelConfig(fx('gpt-oss-120b'));

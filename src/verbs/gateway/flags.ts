@@ -27,8 +27,11 @@ export default createCommand({
     }),
     createCommand({
       name: 'down',
-      description: 'stop the gateway: HAProxy soft-stops (the requests in flight finish), then the keeper exits',
-      options: [['--json', 'machine-readable output']],
+      description: 'stop the gateway: HAProxy soft-stops (the requests in flight finish), then the keeper exits (stop --all does it too)',
+      options: [
+        ['--force-forget', 'drop a gateway record whose processes cannot be proven ours, without signalling anything'],
+        ['--json', 'machine-readable output'],
+      ],
       handler: lazy(
         () => import('./run.js'),
         (m) => m.down,

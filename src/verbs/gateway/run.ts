@@ -6,12 +6,14 @@ import { stateDir, sparkctlBin } from '../common.js';
 import { GatewaySettings, parseAliases, planGateway } from '../../gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
 import { Keeper, servedInstances } from '../../gateway/keeper.js';
-import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord } from '../../gateway/control.js';
+import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord, gatewayEntry, type DownResult } from '../../gateway/control.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { processStartTime } from '../../util/pid.js';
+import { Registry } from '../../engine/registry.js';
+import { downText } from '../gateway-text.js';
 
 interface SettingsFlags {
   port?: number;
@@ -89,26 +91,43 @@ export async function up(o: SettingsFlags) {
   say(`  stats: http://127.0.0.1:${r.statsPort}/stats; log: ${r.logFile}`);
 }
 
-export async function down(o: { json?: boolean }) {
-  const r = await stopGateway(stateDir());
+export async function down(o: { json?: boolean; forceForget?: boolean }) {
+  const release = await new Registry(stateDir()).lock(60_000);
+  let r: DownResult;
+  try {
+    r = await stopGateway(stateDir(), undefined, { forceForget: o.forceForget });
+  } finally {
+    release();
+  }
   if (o.json) say(envelope('gateway-down', { ...r }));
-  else
-    say(
-      r.how === 'not-running' ? 'gateway: not running' : r.how === 'unproven' ? `gateway: pid ${r.pid} could not be proven ours: NOT signalled` : `gateway: ${r.how} in ${(r.ms / 1000).toFixed(1)} s`,
-    );
-  if (r.how === 'unproven') throw new ExitWith(ExitCode.problems);
+  else say(downText(r));
+  if ((r.how === 'unproven' && !r.forgotten) || r.how === 'unmanaged' || r.left) throw new ExitWith(ExitCode.problems);
 }
 
 export async function status(o: { json?: boolean }) {
   const r = runningGateway(stateDir());
   if (!r) {
-    if (o.json) say(envelope('gateway-status', { state: 'stopped' }));
-    else say('gateway: not running');
+    // launched, but not (or no longer) whole: a keeper that died with HAProxy left, or a record that cannot be proven
+    const e = gatewayEntry(stateDir())?.entry;
+    const state = e?.proof.state === 'degraded' ? 'degraded' : e?.proof.state === 'unproven' ? 'unproven' : e?.alive ? 'starting' : 'stopped';
+    if (o.json) say(envelope('gateway-status', { state, ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}) }));
+    else
+      say(
+        state === 'degraded'
+          ? `gateway: DEGRADED: its keeper (pid ${e!.launch.pid}) is gone, HAProxy still runs: sparkctl gateway down stops it`
+          : state === 'unproven'
+            ? `gateway: pid ${e!.launch.pid} cannot be proven ours (${e!.proof.state === 'unproven' ? e!.proof.reason : ''}): never signalled; sparkctl gateway down --force-forget drops the record`
+            : state === 'starting'
+              ? `gateway: starting (keeper pid ${e!.launch.pid})`
+              : 'gateway: not running',
+      );
     throw new ExitWith(ExitCode.problems);
   }
   const v = await viewGateway(r);
-  if (o.json) return say(envelope('gateway-status', { state: 'running', url: gatewayUrl(r), pid: r.pid, haproxyPid: r.haproxyPid, aliases: r.aliases, models: v.models }));
-  say(`gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})`);
+  if (o.json) return say(envelope('gateway-status', { state: 'running', url: gatewayUrl(r), pid: r.pid, haproxyPid: r.haproxyPid, managed: r.managed, aliases: r.aliases, models: v.models }));
+  say(
+    `gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})${r.managed ? '' : ' in the foreground (not started by gateway up: stop --all leaves it to its service manager)'}`,
+  );
   if (!v.models.length) return say('  no models yet (it follows sparkctl serve)');
   say(
     table(

@@ -7,6 +7,7 @@ import { envelope, table, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { sleepCapable } from '../../engine/sleep.js';
 import { readSleep } from '../../client/sleep.js';
+import { runningGateway, gatewayUrl } from '../../gateway/control.js';
 
 export async function run(opts: { json?: boolean }) {
   const reg = new Registry(stateDir());
@@ -39,9 +40,11 @@ export async function run(opts: { json?: boolean }) {
   // Only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped.
   const stale = rows.filter((r) => r.process === 'dead');
   for (const r of stale) reg.remove(r.inst.name);
+  const gateway = gatewayStatus(reg);
   if (opts.json) {
     say(
       envelope('status', {
+        gateway: gateway ?? null,
         clusters: (await (await import('../nodes.js')).clusterStatuses()).map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes })),
         instances: rows.map((r) => ({
           name: r.inst.name,
@@ -72,6 +75,10 @@ export async function run(opts: { json?: boolean }) {
   // Multi-node servers (serve --nodes) run on other hosts: the head's server and each node's Ray.
   const { clusterStatuses, renderClusterStatus } = await import('../nodes.js');
   const clusters = await clusterStatuses();
+  if (gateway) {
+    say(gatewayLine(gateway));
+    if (gateway.why) note(`gateway: ${gateway.why}`);
+  }
   if (!rows.length && !clusters.length) return say('no servers registered');
   if (clusters.length) {
     say(clusters.map(renderClusterStatus).join('\n\n'));
@@ -110,4 +117,59 @@ async function routerHealth(rec: NonNullable<Instance['router']>): Promise<strin
   } catch {
     return 'runtime API silent';
   }
+}
+
+/** The gateway as status shows it (the `gateway` key of --json): from the registry's launch record and the keeper's details. */
+interface GatewayStatus {
+  state: 'running' | 'starting' | 'degraded' | 'unproven';
+  /** launched by gateway up (stop --all and gateway down stop it); false: a foreground `gateway run` (its service manager's) */
+  managed: boolean;
+  pid: number;
+  haproxyPid?: number;
+  url?: string;
+  port?: number;
+  models?: string[];
+  aliases?: Record<string, string>;
+  startedAt?: string;
+  logFile?: string;
+  why?: string;
+}
+
+function gatewayStatus(reg: Registry): GatewayStatus | undefined {
+  const running = runningGateway(reg.stateDir);
+  if (running)
+    return {
+      state: 'running',
+      managed: running.managed,
+      pid: running.pid,
+      haproxyPid: running.haproxyPid,
+      url: `${gatewayUrl(running)}/v1`,
+      port: running.port,
+      models: Array.isArray(running.models) ? running.models.map((m) => String(m.name)) : [],
+      aliases: running.aliases,
+      startedAt: running.startedAt,
+      logFile: running.logFile,
+    };
+  const e = reg.gateway();
+  if (!e) return undefined;
+  // nothing of it is left: its record goes, as a dead server's entry does
+  if (e.proof.state === 'gone') {
+    reg.removeGateway();
+    return undefined;
+  }
+  const base = { managed: true, pid: e.launch.pid, logFile: e.launch.logFile };
+  if (e.proof.state === 'unproven') return { ...base, state: 'unproven', why: `${e.proof.reason} (never signalled; sparkctl gateway down --force-forget drops the record)` };
+  if (e.proof.state === 'degraded')
+    return {
+      ...base,
+      state: 'degraded',
+      why: `its keeper ${e.launch.pid} is gone; ${e.proof.members.length} process(es) of its group (HAProxy) still run: sparkctl gateway down or stop --all stops them`,
+    };
+  return { ...base, state: 'starting' };
+}
+
+function gatewayLine(g: GatewayStatus): string {
+  if (g.state !== 'running') return `gateway: ${g.state === 'starting' ? c.yellow('starting') : c.red(g.state.toUpperCase())} (keeper pid ${g.pid})`;
+  const n = g.models?.length ?? 0;
+  return `gateway: ${c.green('running')} on ${g.url} (keeper pid ${g.pid}, HAProxy pid ${g.haproxyPid}): ${n} model${n === 1 ? '' : 's'}${n ? ` (${g.models!.join(', ')})` : ''}${g.managed ? '' : ' [foreground: not stopped by stop --all]'}`;
 }

@@ -6,7 +6,7 @@ export default createCommand({
   name: 'stop',
   args: [['[name]', 'instance or profile']],
   options: [
-    ['--all', 'every registered server'],
+    ['--all', 'every registered server, and the gateway (first: its streams finish before their servers stop)'],
     new Option(
       '--grace <duration>',
       "SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once); default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s. A router: its soft stop (SIGUSR1), then the hard stop after this long (default router.drainTimeoutSeconds)",

@@ -4,6 +4,8 @@ import { stopInstances, graceMsOf, type StopOutcome, type RequestsOutcome } from
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ProblemsFound } from '../../errors.js';
+import { stopGateway } from '../../gateway/control.js';
+import { downText } from '../gateway-text.js';
 
 const requestsWord = (n: number) => `${n} in-flight request${n === 1 ? '' : 's'}`;
 
@@ -72,12 +74,18 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
   // another stop may hold the lock through a whole drain
   const release = await reg.lock((graceMs ?? 60_000) + 10_000);
   try {
+    // the gateway first (it is in front of everything): its soft stop lets its streams finish before their servers stop
+    const gateway = opts.all ? await stopGateway(reg.stateDir, graceMs, { forceForget: opts.forceForget }) : undefined;
+    const gw = gateway ? { gateway } : {};
+    if (gateway && gateway.how !== 'not-running' && !opts.json) (gateway.how === 'unmanaged' ? note : say)(downText(gateway));
+    const gatewayBad = gateway && ((gateway.how === 'unproven' && !gateway.forgotten) || gateway.left) ? 'the gateway was not stopped' : '';
     const targets = opts.all ? reg.list() : reg.find(name!);
     for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
     if (!targets.length) {
       // Safe to run twice: nothing registered under that name is not an error.
-      if (opts.json) say(envelope('stop', { stopped: [] }));
-      else say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
+      if (opts.json) say(envelope('stop', { stopped: [], ...gw }));
+      else if (!gateway || gateway.how === 'not-running' || gateway.how === 'unmanaged') say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
+      if (gatewayBad) throw new ProblemsFound(gatewayBad);
       return;
     }
     const results = await stopInstances(reg, targets, {
@@ -94,14 +102,15 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
           note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
       },
     });
-    if (opts.json) say(envelope('stop', { stopped: results }));
+    if (opts.json) say(envelope('stop', { stopped: results, ...gw }));
     else for (const r of results) say(outcomeLine(r));
     const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
     const bad = results.filter((r) => r.result !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
     if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
-    if (bad.length || unproven.length)
+    if (bad.length || unproven.length || gatewayBad)
       throw new ProblemsFound(
         [
+          gatewayBad,
           bad.length ? `${bad.length} server(s) did not release everything` : '',
           unproven.length ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled` : '',
         ]
