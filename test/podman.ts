@@ -270,3 +270,86 @@ async function buildVllmLocked(
   const bytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
   return { image, builtMs: Date.now() - t0, bytes };
 }
+
+// ---- Ray in containers: the simulator image with a stand-in for Ray (this machine's image has no Ray) ----
+
+// `ray` in the image: start [--block] (--head --port P | --address H:P) --node-ip-address IP --num-gpus N,
+// and status, as Ray's CLI answers them; the cluster's state in the folder mounted at /rayfake (one for
+// all nodes, as Ray's GCS is one). --block stays until SIGTERM, and the node leaves Ray then, as
+// `ray start --block` does. A worker whose head is not there fails as Ray's does (no GCS at the address).
+const RAY_IN_IMAGE = String.raw`#!/usr/local/bin/node
+const fs = require('fs');
+const dir = '/rayfake';
+const [cmd, ...rest] = process.argv.slice(2);
+const flag = (f) => { const i = rest.indexOf(f); return i >= 0 ? rest[i + 1] : undefined; };
+const ip = flag('--node-ip-address') ?? 'unknown';
+fs.appendFileSync(dir + '/calls.log', ip + ' ray ' + process.argv.slice(2).join(' ') + '\n');
+if (cmd === 'start') {
+  if (fs.existsSync(dir + '/fail-' + ip)) { console.error('ConnectionError: could not connect to the GCS at the head (simulated)'); process.exit(1); }
+  const head = rest.includes('--head');
+  const gcs = head ? ip + ':' + (flag('--port') ?? '6379') : flag('--address');
+  if (!head) {
+    const end = Date.now() + 10000;
+    while (!fs.existsSync(dir + '/gcs-' + gcs)) {
+      if (Date.now() > end) { console.error('ConnectionError: Failed to connect to GCS at address ' + gcs + ' within 10 seconds'); process.exit(1); }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  let gpus = Number(flag('--num-gpus') ?? 0);
+  if (fs.existsSync(dir + '/gpus-' + ip)) gpus = Number(fs.readFileSync(dir + '/gpus-' + ip, 'utf8'));
+  fs.writeFileSync(dir + '/node-' + ip, JSON.stringify({ ip, gpus }));
+  if (head) fs.writeFileSync(dir + '/gcs-' + gcs, '');
+  console.log('Ray runtime started.');
+  if (!rest.includes('--block')) process.exit(0);
+  console.log('--block: this process stays until it is signalled');
+  process.on('SIGTERM', () => { fs.rmSync(dir + '/node-' + ip, { force: true }); if (head) fs.rmSync(dir + '/gcs-' + gcs, { force: true }); console.log('Ray node stopped'); process.exit(0); });
+  setInterval(() => {}, 1 << 30);
+} else if (cmd === 'status') {
+  const nodes = fs.readdirSync(dir).filter((f) => f.startsWith('node-')).map((f) => JSON.parse(fs.readFileSync(dir + '/' + f, 'utf8')));
+  if (!nodes.length) { console.error('ConnectionError: Could not find any running Ray instance.'); process.exit(1); }
+  const total = nodes.reduce((a, n) => a + n.gpus, 0);
+  console.log(['======== Autoscaler status: 2026-12-02 ========', 'Node status', '-'.repeat(60), 'Active:', ...nodes.map((n) => ' 1 node_' + n.ip), 'Pending:', ' (no pending nodes)', 'Recent failures:', ' (no failures)', '', 'Resources', '-'.repeat(60), 'Usage:', ' 0.0/8.0 CPU', ' 0.0/' + total + '.0 GPU'].join('\n'));
+} else { console.error('ray: unknown command ' + cmd); process.exit(2); }
+`;
+
+// The interpreter beside it: Ray's node list (get_cluster_status) from the same folder; anything else is
+// a Python without Ray (so the simulator's vLLM skips the placement-group reservation, as with the scripted ray).
+const PYTHON_IN_IMAGE = String.raw`#!/usr/local/bin/node
+const fs = require('fs');
+const script = process.argv[3] ?? '';
+if (!script.includes('get_cluster_status')) { console.error("ModuleNotFoundError: No module named 'ray'"); process.exit(1); }
+const nodes = fs.readdirSync('/rayfake').filter((f) => f.startsWith('node-')).map((f) => JSON.parse(fs.readFileSync('/rayfake/' + f, 'utf8')));
+if (!nodes.length) { console.error('ConnectionError: GCS not reachable'); process.exit(1); }
+console.log(JSON.stringify({ nodes: nodes.map((n) => ({ id: 'node_' + n.ip, ip: n.ip, state: 'IDLE', gpus: n.gpus })) }));
+`;
+
+/**
+ * The simulator image plus what Ray in containers needs of an image: /bin/bash (run_cluster.sh's
+ * entrypoint), /bin/sh and the few tools sparkctl's lines in the container use (cat, sleep, dirname),
+ * and the Ray stand-in above. COPY only: no RUN, no network.
+ */
+export async function rayStandInImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, from: string): Promise<string> {
+  const dir = join(work, `build-ray-${process.pid}`);
+  mkdirSync(join(dir, 'files'), { recursive: true });
+  const files: Array<[string, string]> = [
+    ['/usr/bin/bash', '/bin/bash'],
+    ['/usr/bin/dash', '/bin/sh'],
+    ['/usr/bin/cat', '/bin/cat'],
+    ['/usr/bin/sleep', '/bin/sleep'],
+    ['/usr/bin/dirname', '/usr/bin/dirname'],
+    [realpathSync('/lib/x86_64-linux-gnu/libtinfo.so.6'), '/lib/x86_64-linux-gnu/libtinfo.so.6'],
+  ];
+  const lines = [`FROM ${from}`];
+  files.forEach(([src, dest], i) => {
+    cpSync(src, join(dir, 'files', String(i)));
+    lines.push(`COPY files/${i} ${dest}`);
+  });
+  writeFileSync(join(dir, 'files', 'ray'), RAY_IN_IMAGE, { mode: 0o755 });
+  writeFileSync(join(dir, 'files', 'python'), PYTHON_IN_IMAGE, { mode: 0o755 });
+  lines.push('COPY files/ray /usr/local/bin/ray', 'COPY files/python /usr/local/bin/python');
+  writeFileSync(join(dir, 'Containerfile'), `${lines.join('\n')}\n`);
+  const tag = `localhost/sparkctl-sim-ray-${process.pid}:1`;
+  const r = await podman(['build', '-q', '--pull=never', '-t', tag, dir], {}, 120_000);
+  if (r.exitCode !== 0) throw new Error(`podman build ${tag}: ${r.stderr}`);
+  return tag;
+}

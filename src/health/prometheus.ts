@@ -1,6 +1,6 @@
 // The probe's node_exporter textfile: one gauge family per judgement, label values escaped as the
 // exposition format defines, written atomically (a half file would be scraped).
-import { writeOutputFile } from '../util/fs.js';
+import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/fs.js';
 import type { ProbeResult } from './probe.js';
 
 export const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
@@ -21,7 +21,11 @@ export const esc = (v: string) =>
 export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
-export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
+/**
+ * Write the textfile. It replaces the file sparkctl wrote there last (its own record in `own.stateDir`:
+ * cron rewrites it every run), anything else at the name only with --force; never through a link.
+ */
+export function writePrometheus(path: string, results: ProbeResult[], extra: string[], own: { stateDir: string; force?: boolean }) {
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
@@ -66,5 +70,6 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.filter((r) => r.state === 'sleeping' && r.sleepLevel).map((r) => `sparkctl_probe_sleep_level{target="${esc(r.target)}"} ${r.sleepLevel}`),
     ...extra,
   ];
-  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
+  writeNewFile(path, lines.join('\n') + '\n', '--prometheus', { force: own.force || wroteItLast(own.stateDir, path), fix: PROM_FIX });
+  recordOwnWrite(own.stateDir, path);
 }

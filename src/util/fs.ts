@@ -7,7 +7,7 @@
 // must be is bad input (exit 2) that names the path and the fix, never an internal error.
 import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, accessSync, realpathSync, linkSync, constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { readText, READ_LIMITS } from './read.js';
+import { readText, readTextOrNullSync, READ_LIMITS } from './read.js';
 import { dirname, basename, join, resolve, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 
@@ -90,6 +90,15 @@ export function checkParentLinks(path: string): void {
   }
 }
 
+/** Writes all of content to fd (a short write goes on where it stopped), syncs it to disk, closes it. */
+function writeAllAndClose(fd: number, content: string | Uint8Array): void {
+  const buf = typeof content === 'string' ? Buffer.from(content) : content;
+  let off = 0;
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+  fsyncSync(fd);
+  closeSync(fd);
+}
+
 /**
  * Write `content` to `path` atomically. A symlink, folder or device AT `path` is refused (ELOOP,
  * EISDIR, ENOTREG); if a link is planted between that check and the rename, rename replaces the
@@ -99,11 +108,7 @@ export function writeFileAtomic(path: string, content: string | Uint8Array, opts
   checkTarget(path);
   const { fd, tmp } = openExclusiveTemp(path, opts.mode);
   try {
-    const buf = typeof content === 'string' ? Buffer.from(content) : content;
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-    fsyncSync(fd);
-    closeSync(fd);
+    writeAllAndClose(fd, content);
     renameSync(tmp, path);
   } catch (e) {
     try {
@@ -322,11 +327,7 @@ export function writeNewFile(path: string, content: string | Uint8Array, what: s
     }
     const { fd, tmp } = openExclusiveTemp(resolve(path), o.mode);
     try {
-      const buf = typeof content === 'string' ? Buffer.from(content) : content;
-      let off = 0;
-      while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
-      fsyncSync(fd);
-      closeSync(fd);
+      writeAllAndClose(fd, content);
       linkSync(tmp, path);
     } finally {
       try {
@@ -358,4 +359,59 @@ export function ensureNewDir(dir: string, what: string, fix: string): void {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw fsProblem(e, what, dir, fix);
   }
   ensureDir(dir, what, fix);
+}
+
+/**
+ * sparkctl's own record of files it wrote at a user-named path that it rewrites on every run (the
+ * probe's node_exporter textfile, from cron): the file's identity right after the write (device,
+ * inode, size, mtime). The file at that path may be replaced without --force only while it is still
+ * exactly the file sparkctl left there; anything else (a file another tool or person put there,
+ * or one edited since) is an existing file, refused without --force. The proof is sparkctl's own
+ * record in its state folder, never what the file says about itself.
+ */
+const OWN_WRITES = 'own-writes.json';
+interface FileId {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+const fileId = (st: Stats): FileId => ({ dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
+const sameId = (a: FileId, b: FileId) => a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+const isId = (v: unknown): v is FileId => typeof v === 'object' && v !== null && ['dev', 'ino', 'size', 'mtimeMs'].every((k) => typeof (v as Record<string, unknown>)[k] === 'number');
+
+function readOwnWrites(stateDir: string): Record<string, FileId> {
+  try {
+    const text = readTextOrNullSync(join(stateDir, OWN_WRITES), { maxBytes: READ_LIMITS.record, noFollow: true });
+    const v = text === null ? {} : (JSON.parse(text) as unknown);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter((e): e is [string, FileId] => isId(e[1])));
+  } catch {
+    return {};
+  }
+}
+
+/** Whether the regular file at `path` is, byte for byte of its identity, the one sparkctl recorded writing there. */
+export function wroteItLast(stateDir: string, path: string): boolean {
+  let st: Stats | undefined;
+  try {
+    st = lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return false; // a path that cannot be a file (a file on the way): the writer says why
+  }
+  const rec = readOwnWrites(stateDir)[resolve(path)];
+  return Boolean(st?.isFile() && rec && sameId(fileId(st), rec));
+}
+
+/** Record the file now at `path` as sparkctl's own write (after writing it). A record that cannot be written only costs a --force. */
+export function recordOwnWrite(stateDir: string, path: string): void {
+  try {
+    const st = lstatSync(path);
+    const all = { ...readOwnWrites(stateDir), [resolve(path)]: fileId(st) };
+    const kept = Object.fromEntries(Object.entries(all).slice(-64));
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    writeFileAtomic(join(stateDir, OWN_WRITES), `${JSON.stringify(kept, null, 2)}\n`, { mode: 0o600 });
+  } catch {
+    /* the next run asks for --force */
+  }
 }

@@ -44,7 +44,19 @@ describe('containers over nodes, rendered', () => {
     const head: string[][] = j.steps[0].argv;
     expect(head).toHaveLength(2);
     expect(head[0]!.slice(-5)).toEqual(['--entrypoint', '/bin/bash', 'vllm/vllm-openai:v0.17.0', '-c', 'ray start --block --head --port 6379 --node-ip-address 10.0.0.10 --num-gpus 8']);
-    expect(head[1]!.slice(0, 5)).toEqual(['docker', 'exec', '--detach', 'sparkctl-qwen3-200b-rank0', 'vllm']);
+    // exec'd through the image's shell: vLLM's pid kept for the stop, its output into the container's own log
+    expect(head[1]!.slice(0, 10)).toEqual([
+      'docker',
+      'exec',
+      '--detach',
+      'sparkctl-qwen3-200b-rank0',
+      '/bin/sh',
+      '-c',
+      'echo $$ > /tmp/sparkctl-vllm.pid; exec "$@" > /proc/1/fd/1 2>&1',
+      'sh',
+      'vllm',
+      'serve',
+    ]);
     expect(head[1]).toEqual(expect.arrayContaining(['--distributed-executor-backend', 'ray']));
     expect(j.steps[3].argv).toHaveLength(1);
     expect(j.steps[3].argv[0].at(-1)).toBe('ray start --block --address 10.0.0.10:6379 --node-ip-address 10.0.0.13 --num-gpus 8');
@@ -72,30 +84,37 @@ describe.skipIf(!!why)('containers over nodes, against the real podman', () => {
     rmrf(work);
   });
 
-  it("podman's own parser takes every node's line: it stops only at this machine's missing /dev/infiniband; without the node's devices and folders the container is created as rendered", async () => {
-    const j = await plan(['--set', 'parallel.executor=mp', '--set', 'container.cli=podman', '--set', `container.image=${sim}`, '--engine', 'sim']);
-    for (const s of j.steps) {
-      // run -> create (nothing starts), this machine's podman settings before the subcommand
-      const a: string[] = s.argv[0]
-        .slice(1)
-        .filter((x: string) => x !== '--detach')
-        .map((x: string) => x.replace('<marker>', 'test'));
-      a[0] = 'create';
-      const r = await podman(a);
-      expect(r.stderr).toContain('stat /dev/infiniband: no such file or directory');
-      // the same line without what this machine lacks: the RDMA devices, the model and cache folders of a node
-      const drop = new Set(a.flatMap((x, i) => (x === '--device' || x === '--volume' ? [i, i + 1] : [])));
-      const ok = await podman(a.filter((_, i) => !drop.has(i)));
-      expect(ok.exitCode, ok.stderr).toBe(0);
-      made.push(s.container.name);
-      const c = JSON.parse((await podman(['container', 'inspect', s.container.name])).stdout)[0];
-      const hc = c.HostConfig;
-      expect(hc.NetworkMode).toBe('host');
-      // podman 4.3's inspect reports IpcMode "shareable" for a created container whatever was asked; its record of the command holds it
-      expect(c.Config.CreateCommand).toContain('--ipc=host');
-      expect(hc.Ulimits.find((u: { Name: string }) => u.Name === 'RLIMIT_MEMLOCK')).toMatchObject({ Soft: -1, Hard: -1 });
-    }
-  }, 120_000);
+  it.each(['mp', 'ray'])(
+    "podman's own parser takes every node's line (executor %s): it stops only at this machine's missing /dev/infiniband; without the node's devices and folders the container is created as rendered",
+    async (executor) => {
+      const j = await plan(['--set', `parallel.executor=${executor}`, '--set', 'container.cli=podman', '--set', `container.image=${sim}`, '--engine', 'sim']);
+      for (const s of j.steps) {
+        // run -> create (nothing starts), this machine's podman settings before the subcommand
+        const a: string[] = s.argv[0]
+          .slice(1)
+          .filter((x: string) => x !== '--detach')
+          .map((x: string) => x.replace('<marker>', 'test'));
+        a[0] = 'create';
+        const r = await podman(a);
+        expect(r.stderr).toContain('stat /dev/infiniband: no such file or directory');
+        // the same line without what this machine lacks: the RDMA devices, the model and cache folders of a node
+        const drop = new Set(a.flatMap((x, i) => (x === '--device' || x === '--volume' ? [i, i + 1] : [])));
+        const ok = await podman(a.filter((_, i) => !drop.has(i)));
+        expect(ok.exitCode, ok.stderr).toBe(0);
+        made.push(s.container.name);
+        const c = JSON.parse((await podman(['container', 'inspect', s.container.name])).stdout)[0];
+        const hc = c.HostConfig;
+        expect(hc.NetworkMode).toBe('host');
+        // podman 4.3's inspect reports IpcMode "shareable" for a created container whatever was asked; its record of the command holds it
+        expect(c.Config.CreateCommand).toContain('--ipc=host');
+        expect(hc.Ulimits.find((u: { Name: string }) => u.Name === 'RLIMIT_MEMLOCK')).toMatchObject({ Soft: -1, Hard: -1 });
+        // Ray: run_cluster.sh's shape, as podman read it: bash runs `ray start --block` (podman 4.3 reports the entrypoint as one string)
+        if (executor === 'ray') expect([c.Config.Entrypoint, c.Config.Cmd].flat().slice(0, 3)).toEqual(['/bin/bash', '-c', s.argv[0].at(-1)]);
+        await podman(['rm', '-f', s.container.name]);
+      }
+    },
+    120_000,
+  );
 
   it('the same image everywhere, by ID read with the runtime: two real images differ, named by node with both IDs', async () => {
     const id = (image: string) => {

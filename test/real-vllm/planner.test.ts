@@ -6,7 +6,17 @@
 // A 2048-token context with 128 tokens a step makes the window and chunk caps (and the in-flight
 // rule, kv_cache_interface.py max_admission_blocks_per_request) change the figures. Each model is served once, with no profile at all (`sparkctl serve MODEL`), and each launch
 // checks more: the served name, the flags vLLM took, the version `vllmVersion: auto` rendered for.
-// One real vLLM at a time; each start is 20-60 s on 2 cores.
+// One real vLLM at a time; each start is 20-60 s on 2 cores, about 2 min a family with plan, dry-run and stop.
+//
+// CI budget (the whole CI must stay under 40 min on 2 cores): by default only the families that prove a
+// rule of their own are served: Gemma 3 (SlidingWindowSpec and its admission cap, two groups), Nemotron-H
+// (MambaSpec, the hybrid block alignment, "align" states) and Llama 4 (ChunkedLocalAttentionSpec, the
+// chunk cap); every one of them also has full-attention layers, so FullAttentionSpec and the page / block
+// arithmetic are checked on each. The two families that do not load here (Qwen3-Next, MLA) are checked
+// by vLLM's own kv_cache_utils on their specs (kv_spec_check.py, no server). SPARKCTL_REAL_VLLM_PLANNER_ALL=1
+// adds the families whose rule is the full-attention one again with other heads (dense GQA, dense MHA,
+// MoE) and the serve of the two that do not load, to prove vLLM still refuses them for the reason given
+// (docs/development.md says so too).
 import { describe, it, expect, beforeAll } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,10 +48,12 @@ const hostArgs = (blockSize: number) => ['--gpus', '1', '--vllm-bin', VLLM_BIN, 
 // noLoad: the family does not load on this CPU build; the test checks that vLLM refuses it for the reason
 // given (so a build that gains it fails here and the family joins the served ones) and runs vLLM's own
 // KV-cache functions on the specs its model class builds (kv_spec_check.py) instead of serving it.
-const ARCHS: Array<{ name: string; dir: () => string; served: string; blockSize?: number; noLoad?: RegExp }> = [
-  { name: 'dense GQA (Qwen3)', dir: () => MODEL_DIR, served: 'tiny-qwen3' },
-  { name: 'dense MHA (Llama)', dir: () => join(MODELS, 'llama-mha'), served: 'llama-mha' },
-  { name: 'MoE (Qwen3-MoE)', dir: () => join(MODELS, 'qwen3-moe'), served: 'qwen3-moe' },
+// extended: served only under SPARKCTL_REAL_VLLM_PLANNER_ALL=1 (the rule it proves is proved by a default family too)
+const ALL = process.env.SPARKCTL_REAL_VLLM_PLANNER_ALL === '1';
+const ARCHS: Array<{ name: string; dir: () => string; served: string; blockSize?: number; noLoad?: RegExp; extended?: boolean }> = [
+  { name: 'dense GQA (Qwen3)', dir: () => MODEL_DIR, served: 'tiny-qwen3', extended: true },
+  { name: 'dense MHA (Llama)', dir: () => join(MODELS, 'llama-mha'), served: 'llama-mha', extended: true },
+  { name: 'MoE (Qwen3-MoE)', dir: () => join(MODELS, 'qwen3-moe'), served: 'qwen3-moe', extended: true },
   { name: 'sliding window per layer (Gemma 3, 5:1)', dir: () => join(MODELS, 'gemma3-sliding'), served: 'gemma3-sliding' },
   { name: 'Mamba2 hybrid (Nemotron-H, hybrid_override_pattern, a bare Infinity in its config)', dir: () => join(MODELS, 'nemotron-h'), served: 'nemotron-h' },
   // vllm/model_executor/models/qwen3_next.py imports compressed_tensors, which this CPU build lacks
@@ -62,7 +74,7 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
     }
   }, 6 * MIN);
 
-  for (const arch of ARCHS) {
+  for (const arch of ARCHS.filter((a) => ALL || !a.extended)) {
     it(
       `${arch.name}: plan's KV tokens and concurrency are vLLM's; serve MODEL with no profile`,
       async () => {
@@ -85,11 +97,14 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(d.replicas).toHaveLength(1);
 
         if (arch.noLoad) {
-          const refused = await sparkctl(['serve', dir, '--engine', 'vllm', '--skip-preflight', ...host, '--set', `server.port=${port}`, '--no-prewarm'], 6 * MIN);
-          const logName = existsSync(join(t.state, 'logs')) ? readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`)) : undefined;
-          const log = logName ? readFileSync(join(t.state, 'logs', logName), 'utf8') : refused.stderr;
-          expect(refused.exitCode, refused.stdout + refused.stderr).toBe(4);
-          expect(log).toMatch(arch.noLoad);
+          // the refusal takes a vLLM start (its import): only in the full run
+          if (ALL) {
+            const refused = await sparkctl(['serve', dir, '--engine', 'vllm', '--skip-preflight', ...host, '--set', `server.port=${port}`, '--no-prewarm'], 6 * MIN);
+            const logName = existsSync(join(t.state, 'logs')) ? readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`)) : undefined;
+            const log = logName ? readFileSync(join(t.state, 'logs', logName), 'utf8') : refused.stderr;
+            expect(refused.exitCode, refused.stdout + refused.stderr).toBe(4);
+            expect(log).toMatch(arch.noLoad);
+          }
           const args = { config: join(dir, 'config.json'), maxModelLen: 2048, blockSize: arch.blockSize ?? 128, kvBytes: KV_BYTES, maxNumBatchedTokens: 128 };
           const own = await execa(VENV_PYTHON, [join(ROOT, 'test', 'real-vllm', 'kv_spec_check.py'), JSON.stringify(args)], { reject: false, timeout: 3 * MIN, env: { VLLM_NO_USAGE_STATS: '1' } });
           expect(own.exitCode, own.stderr.slice(-2000)).toBe(0);

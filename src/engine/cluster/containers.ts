@@ -17,6 +17,16 @@ export const MARKER_PLACEHOLDER = '<marker>';
 
 export const RDMA_DEVICES = '/dev/infiniband';
 
+/** Where the head container's shell keeps vLLM's pid (inside the container: its own /tmp). */
+export const VLLM_PID_FILE = '/tmp/sparkctl-vllm.pid';
+
+/**
+ * Ray in containers: the `sh -c` script vLLM is exec'd with in the head's container: its pid kept
+ * for the stop, its output into the container's own (PID 1's stdout), so `logs` shows Ray and vLLM
+ * together and keeps them after the container ended. "$@": vllm serve ARGS.
+ */
+export const VLLM_IN_HEAD = `echo $$ > ${VLLM_PID_FILE}; exec "$@" > /proc/1/fd/1 2>&1`;
+
 export interface NodeContainer {
   cli: ContainerCli;
   cliArgs: string[];
@@ -109,7 +119,7 @@ export function containerSteps(x: ContainerInputs, nf: NodesFile, executor: Exec
     const out: string[][] = [argv];
     if (vllm) {
       const key = x.profile.server.apiKeyEnv ? ['--env', 'VLLM_API_KEY'] : [];
-      out.push([container.cli, ...container.cliArgs, 'exec', '--detach', ...key, container.name, 'vllm', 'serve', ...serveArgs(vllm, x.executableLen)]);
+      out.push([container.cli, ...container.cliArgs, 'exec', '--detach', ...key, container.name, '/bin/sh', '-c', VLLM_IN_HEAD, 'sh', 'vllm', 'serve', ...serveArgs(vllm, x.executableLen)]);
     }
     return { ...s, argv: out, container };
   });

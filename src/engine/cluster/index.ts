@@ -4,7 +4,7 @@
 import type { NodesFile } from '../../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
-import { rayExecutor } from './ray.js';
+import { rayExecutor } from './ray-executor.js';
 import { nativeExecutor } from './native.js';
 import type { ClusterExecutor, ClusterPlan, ClusterStatus, ExecutorKind, RunCtx, ServeClusterOutcome, StopClusterOutcome } from './common.js';
 
@@ -36,7 +36,9 @@ export async function stopCluster(nf: NodesFile, stateDir: string, name: string 
   const kind = record ? recordedExecutor(record) : 'ray';
   const out = await executorFor(kind).stop(nf, record, timeoutS, signal);
   const bad = (s: string) => s === 'failed' || s === 'unproven';
-  if (name && record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state))) registry.removeCluster(name);
+  // containers: the record is what names them; it goes only once every one of them is gone
+  const containerLeft = !!record?.ranks?.some((r) => r.containerId) && out.ray.some((x) => !x.ok);
+  if (name && record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) registry.removeCluster(name);
   return { ...out, executor: kind };
 }
 

@@ -17,8 +17,8 @@ import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, type NodeStep } from './ray-plan.js';
-import { MARKER_PLACEHOLDER, imageMismatch, readImageIds } from './containers.js';
-import { MARKER_LABEL } from '../runtime/container.js';
+import { aliveLine as containerAlive, logsLine, refOf, runOnNode } from './node-container.js';
+import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
 import {
   groupStopScript,
   afterReady,
@@ -37,11 +37,18 @@ const LOGS = '$HOME/.local/state/sparkctl/logs';
 const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
 
 /** One rank on its node, in its own session; the API key (head only) through stdin, never argv. */
-async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<{ rank: ClusterRank } | { failure: ClusterFailure }> {
+async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
   const { nf } = plan;
   const n = nodeOf(nf, step.node);
-  const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
   const key = rank === 0 ? plan.apiKey : undefined;
+  if (step.container) {
+    // a rank in a container: the ID its run got back (from --cidfile) is what proves it ours later
+    const c = await runOnNode(nf, n, step, marker, key, signal);
+    if ('error' in c) return c;
+    const { containerId, cli } = c.ref;
+    return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
+  }
+  const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
   const line = [
     `mkdir -p "${LOGS}"`,
     exportLine(step.env),
@@ -50,60 +57,30 @@ async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marke
     `export ${INSTANCE_ENV}=${marker}`,
     launchAndReport(`setsid nohup ${step.argv[0]!.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
   ].join('; ');
-  if (step.container) return launchContainer(plan, step, rank, marker, n, key, signal);
   const r = await ssh(nf, n, line, { input: key ? `${key}\n` : undefined, signal });
   const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
   const pid = Number(pidText);
-  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1)
-    return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
-  return { rank: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
+  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  return { ref: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
 }
 
-/** A rank in a container on its node: `run --detach` prints the container's ID; the key by name from stdin. */
-async function launchContainer(
-  plan: ClusterPlan,
-  step: NodeStep,
-  rank: number,
-  marker: string,
-  n: NodeEntry,
-  key: string | undefined,
-  signal?: AbortSignal,
-): Promise<{ rank: ClusterRank } | { failure: ClusterFailure }> {
-  const c = step.container!;
-  const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
-  const line = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', argv.map(shellQuote).join(' ')].join('; ');
-  const r = await ssh(plan.nf, n, line, { input: key ? `${key}\n` : undefined, timeoutMs: 120_000, signal });
-  const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
-  if (r.exitCode !== 0 || !/^[a-f0-9]{12,64}$/.test(id)) {
-    // a run that fails after create leaves the container behind: removed by name, once its label proves it this launch's
-    await ssh(plan.nf, n, containerStopLine({ node: n.name, rank, pid: 0, marker, logFile: '', containerId: c.name, cli: [c.cli, ...c.cliArgs] }, 0), { timeoutMs: 30_000 });
-    return { failure: { message: `vLLM rank ${rank} did not start on ${n.name} (${n.address}): ${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) } };
-  }
-  return { rank: { node: n.name, rank, pid: 0, marker, logFile: `${c.cli} logs ${id.slice(0, 12)}`, containerId: id, cli: [c.cli, ...c.cliArgs] } };
-}
-
-/** Every rank launched: the record (rank 0 = the head's pid), or the first failure after the launched ones were stopped. */
+/** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
 async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const marker = randomUUID();
-  const head = await launchRank(plan, plan.steps[0]!, 0, marker, ctx.signal);
-  if ('failure' in head) return head;
-  emit({ type: 'engine-started', node: head.rank.node, pid: head.rank.pid, logFile: head.rank.logFile, rank: 0 });
-  const rest = await Promise.all(plan.steps.slice(1).map((s, i) => launchRank(plan, s, i + 1, marker, ctx.signal)));
-  const ranks = [head.rank];
-  const failures: ClusterFailure[] = [];
-  for (const x of rest) {
-    if ('failure' in x) failures.push(x.failure);
-    else {
-      ranks.push(x.rank);
-      emit({ type: 'engine-started', node: x.rank.node, pid: x.rank.pid, logFile: x.rank.logFile, rank: x.rank.rank });
-    }
-  }
-  if (failures.length) {
+  const { refs: ranks, failure } = await startInOrder(
+    plan.steps,
+    (s, i) => launchRank(plan, s, i, marker, ctx.signal),
+    async () => undefined,
+    (s, error) => `vLLM rank ${plan.steps.indexOf(s)} did not start on ${s.node} (${nodeOf(nf, s.node).address}): ${error}`,
+    (r) => emit({ type: 'engine-started', node: r.node, pid: r.pid, logFile: r.logFile, rank: r.rank }),
+  );
+  if (failure) {
     await stopRanks(nf, ranks, 5);
-    return { failure: { message: failures.map((f) => f.message).join('\n'), evidence: failures.flatMap((f) => f.evidence) } };
+    return { failure };
   }
+  const head = ranks[0]!;
   return {
     record: {
       version: 1,
@@ -111,38 +88,24 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: Clus
       profile: plan.profile,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
-      pid: head.rank.pid,
+      pid: head.pid,
       port: plan.replica.port,
       url: `http://${nf.head.address}:${plan.replica.port}`,
       servedName: plan.servedName,
-      logFile: head.rank.logFile,
+      logFile: head.logFile,
       startedAt: new Date().toISOString(),
-      startTime: head.rank.startTime,
+      startTime: head.startTime,
       marker,
       ranks,
     },
   };
 }
 
-const cliLine = (r: ClusterRank, args: string[]) => [...r.cli!, ...args].map(shellQuote).join(' ');
-
 /** 9 from the node: the rank's group leader (or its container) is gone (255 is ssh failing, not an answer). */
-const aliveLine = (r: ClusterRank) =>
-  r.containerId ? `s=$(${cliLine(r, ['inspect', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9` : `kill -0 ${r.pid} 2>/dev/null || exit 9`;
-
-/**
- * A rank's container stopped and removed, once its label proves it ours (the launch's marker); exit
- * 0: gone, 4: not provably ours, left alone. The runtime gives it `graceS` after SIGTERM.
- */
-function containerStopLine(r: ClusterRank, graceS: number): string {
-  const id = r.containerId!;
-  const stop = r.cli![0] === 'docker' ? ['stop', '-t', String(graceS), id] : ['stop', '--time', String(graceS), id];
-  return [
-    `l=$(${cliLine(r, ['inspect', '--format', `{{index .Config.Labels "${MARKER_LABEL}"}}`, id])} 2>/dev/null) || exit 0`,
-    `[ "$l" = ${shellQuote(r.marker ?? '')} ] || { echo "unproven: container ${id.slice(0, 12)} does not carry this launch's label: not stopped" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
-    `${cliLine(r, stop)} >/dev/null 2>&1; ${cliLine(r, ['rm', '-f', id])} >/dev/null 2>&1; exit 0`,
-  ].join('; ');
-}
+const aliveLine = (r: ClusterRank) => {
+  const c = refOf(r);
+  return c ? containerAlive(c) : `kill -0 ${r.pid} 2>/dev/null || exit 9`;
+};
 
 /** The ranks whose process has ended, read on their nodes concurrently. */
 async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRank[]> {
@@ -151,7 +114,8 @@ async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRa
 }
 
 const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
-  const x = await ssh(nf, nodeOf(nf, r.node), r.containerId ? `${cliLine(r, ['logs', '--tail', String(lines), r.containerId])} 2>&1` : `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 });
+  const c = refOf(r);
+  const x = await ssh(nf, nodeOf(nf, r.node), c ? logsLine(c, lines) : `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 });
   return x.stdout + x.stderr;
 };
 
@@ -199,10 +163,15 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, signal?: Abo
   return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
-/** Each rank's group: TERM, `graceS`, KILL; the head first (its API drains), then the workers together. */
+/** Each rank's group (or container): TERM, `graceS`, KILL; the head first (its API drains), then the workers together. */
 async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<NonNullable<StopClusterOutcome['ranks']>> {
+  const inContainers = ranks.map(refOf).filter((c) => !!c);
+  if (inContainers.length === ranks.length && ranks.length) {
+    const out = await stopAllContainers(nf, inContainers, graceS, signal);
+    return out.map((x, i) => ({ node: x.node, rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i, state: x.state, detail: x.detail }));
+  }
   const one = async (r: ClusterRank) => {
-    const x = await ssh(nf, nodeOf(nf, r.node), r.containerId ? containerStopLine(r, graceS) : remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 30) * 1000, signal });
+    const x = await ssh(nf, nodeOf(nf, r.node), remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 30) * 1000, signal });
     return {
       node: r.node,
       rank: r.rank,
@@ -215,27 +184,13 @@ async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, si
   return [...out, ...(await Promise.all(ranks.filter((r) => r.rank !== 0).map(one)))];
 }
 
-/** engine.runtime container: refused before anything starts unless every node holds the same image (by ID). */
-async function sameImage(plan: ClusterPlan, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
-  const c = plan.steps[0]!.container!;
-  const ids = await readImageIds(plan.nf, plan.steps, signal);
-  const bad = imageMismatch(c.image, ids);
-  if (!bad) return undefined;
-  return {
-    refused: true,
-    message: bad,
-    fix: `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load), or pin it by digest (container.image: REPO@sha256:...)`,
-    evidence: ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
-  };
-}
-
 export const nativeExecutor: ClusterExecutor = {
   kind: 'native',
 
   async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
     const started = Date.now();
     const registry = new Registry(plan.stateDir);
-    const refused = refuseRecorded(plan, registry) ?? (plan.steps[0]?.container ? await sameImage(plan, ctx.signal) : undefined);
+    const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal));
     if (refused) return { ok: false, failure: refused };
     const launched = await launchAll(plan, ctx);
     if ('failure' in launched) return { ok: false, failure: launched.failure };

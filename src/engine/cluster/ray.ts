@@ -13,26 +13,14 @@ import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
-import {
-  allNodes,
-  exportLine,
-  fabricAddress,
-  compareCluster,
-  describeShortfall,
-  parseRayStatus,
-  parseRayNodes,
-  rayPython,
-  RAY_NODES_PY,
-  type ClusterView,
-  type NodeStep,
-  type RayNode,
-} from './ray-plan.js';
+import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
+import { readCluster, type RaySeen } from './ray-read.js';
+import type { NodeContainerRef } from './node-container.js';
 import { pause } from '../../util/pause.js';
 import {
   groupStopScript,
   afterReady,
   refuseRecorded,
-  type ClusterExecutor,
   type ClusterEvent,
   type ClusterFailure,
   type ClusterPlan,
@@ -42,18 +30,6 @@ import {
   type ServeClusterOutcome,
   type StopClusterOutcome,
 } from './common.js';
-
-/** Ray's view of the cluster, from the head: its node list (addresses) when Ray's Python API answers, else `ray status`'s counts. */
-export async function readCluster(nf: NodesFile, signal?: AbortSignal): Promise<{ view?: ClusterView; nodes?: RayNode[]; status?: string; error?: string }> {
-  const [st, js] = await Promise.all([
-    ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal }),
-    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal }),
-  ]);
-  const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
-  const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
-  if (!counts && !nodes) return { status: st.stdout, error: remoteWhy(st) };
-  return { view: compareCluster(nf, counts, nodes), nodes, status: st.stdout };
-}
 
 const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
 
@@ -70,7 +46,7 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
 }
 
 /** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
-async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
@@ -82,16 +58,6 @@ async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClust
     return { ok: false, failure };
   };
 
-  if (plan.steps[0]?.container)
-    return {
-      ok: false,
-      failure: {
-        refused: true,
-        message: "Ray in containers over nodes is planned (serve --nodes --dry-run prints each node's run line, as vLLM's run_cluster.sh does it) but sparkctl does not launch it yet",
-        fix: "parallel.executor: mp (vLLM's own multi-node launch, one container per node), or run the printed lines by hand",
-        evidence: [],
-      },
-    };
   const refused = await refuseRunning(plan, registry, signal);
   if (refused) return { ok: false, failure: refused };
   const joined = await startRayCluster(plan, ours, emit, signal);
@@ -105,7 +71,7 @@ async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClust
   const { record } = launched;
   registry.writeCluster(record);
   emit({ type: 'engine-started', node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal);
+  const notReady = await engineReady(plan, record, emit, signal, hostWatch(plan, record));
   if (notReady) {
     await stopEngine(nf, record);
     registry.removeCluster(plan.profile);
@@ -185,7 +151,7 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e
  * 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
  * short is final: name the missing node within seconds, not at the deadline.
  */
-async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal): Promise<{ view: ClusterView } | { failure: ClusterFailure }> {
+export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: ClusterFailure }> {
   const { nf } = plan;
   const deadline = Date.now() + (plan.rayWaitMs ?? 120_000);
   const settleMs = plan.settleMs ?? 10_000;
@@ -193,9 +159,12 @@ async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal): Promise<
   let lastChange = Date.now();
   for (;;) {
     if (signal?.aborted) return { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
-    const seen = await readCluster(nf, signal);
+    const seen = await readCluster(nf, signal, via?.head);
     const v = seen.view;
     if (v?.complete) return { view: v };
+    // Ray in containers: a node's container that ended will not join, whatever the wait
+    const ended = await via?.ended();
+    if (ended) return { failure: ended };
     const key = JSON.stringify(v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error);
     if (key !== last) (last = key), (lastChange = Date.now());
     // Every node listed but the GPUs differ, or a node too many: waiting will not change it.
@@ -265,14 +234,49 @@ async function stopEngine(nf: NodesFile, record: ClusterRecord) {
  * cluster: a node that leaves makes vLLM wait for its placement group forever (as real vLLM does);
  * name it. undefined: ready.
  */
-async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: ClusterEvent) => void, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+/** How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every node's container. */
+export interface EngineWatch {
+  /** the engine's state: gone, or still there (with the first placement-group wait line of its log, if any) */
+  check(): Promise<{ gone: boolean; placement?: string }>;
+  /** the last lines of the engine's log */
+  tail(): Promise<string>;
+  /** Ray in containers: where the head's Ray answers, and a node's container that ended */
+  via?: ClusterVia;
+}
+
+/** Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended. */
+export interface ClusterVia {
+  head: NodeContainerRef;
+  ended(): Promise<ClusterFailure | undefined>;
+}
+
+function hostWatch(plan: ClusterPlan, record: ClusterRecord): EngineWatch {
   const { nf } = plan;
-  const { pid, logFile } = record;
+  return {
+    async check() {
+      // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
+      const alive = await ssh(nf, nf.head, `kill -0 ${record.pid} 2>/dev/null || exit 9; grep -m1 -o '${PLACEMENT_WAIT}' "${record.logFile}" || true`, { timeoutMs: 15_000 });
+      return { gone: alive.exitCode === 9, placement: alive.exitCode === 0 ? alive.stdout.trim() || undefined : undefined };
+    },
+    tail: async () => (await ssh(nf, nf.head, `tail -n 60 "${record.logFile}"`, { timeoutMs: 15_000 })).stdout,
+  };
+}
+
+/** What vLLM's Ray executor logs while it waits for its GPUs (a grep -o pattern). */
+export const PLACEMENT_WAIT = 'Waiting for creating a placement group of specs for [0-9]* seconds';
+
+/**
+ * 4. The same readiness as on one node (waitReady), racing the process, the deadline and the
+ * cluster: a node that leaves makes vLLM wait for its placement group forever (as real vLLM does);
+ * name it. undefined: ready.
+ */
+export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: ClusterEvent) => void, signal: AbortSignal | undefined, watch: EngineWatch): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
   let lastAlive = 0;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
-  let lost: Awaited<ReturnType<typeof readCluster>> | undefined;
-  const tailLog = async () => (await ssh(nf, nf.head, `tail -n 60 "${logFile}"`, { timeoutMs: 15_000 })).stdout;
+  let lost: RaySeen | undefined;
+  let ended: ClusterFailure | undefined;
   const r = await waitReady({
     url: record.url,
     servedName: record.servedName,
@@ -283,21 +287,19 @@ async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: C
     ended: async () => {
       if (Date.now() - lastAlive <= 1500) return undefined;
       lastAlive = Date.now();
-      // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
-      const alive = await ssh(nf, nf.head, `kill -0 ${pid} 2>/dev/null || exit 9; grep -m1 -o 'Waiting for creating a placement group of specs for [0-9]* seconds' "${logFile}" || true`, {
-        timeoutMs: 15_000,
-      });
-      if (alive.exitCode === 9) return { reason: 'exited', detail: 'exited before it was ready' };
-      if (alive.exitCode === 0 && alive.stdout.trim() && !placementLine) {
-        placementLine = alive.stdout.trim();
+      const seen = await watch.check();
+      if (seen.gone) return { reason: 'exited', detail: 'exited before it was ready' };
+      if (seen.placement && !placementLine) {
+        placementLine = seen.placement;
         emit({ type: 'placement-wait', line: placementLine });
       }
-      return undefined;
+      ended = await watch.via?.ended();
+      return ended ? { reason: 'exited', detail: 'a node left' } : undefined;
     },
     hung: async () => {
       if (!(Date.now() - lastCluster > 5000 || placementLine)) return undefined;
       lastCluster = Date.now();
-      const now = await readCluster(nf, signal);
+      const now = await readCluster(nf, signal, watch.via?.head);
       if (!now.view || now.view.complete) return undefined;
       lost = now;
       return 'the Ray cluster lost capacity';
@@ -305,7 +307,8 @@ async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: C
   });
   if (r.ok) return undefined;
   if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
-  const tail = await tailLog();
+  if (ended) return ended;
+  const tail = await watch.tail();
   if (lost?.view) {
     return {
       message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
@@ -326,7 +329,7 @@ async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: C
 }
 
 /** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */
-async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
+export async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
   let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
   if (record) {
     const r = await ssh(
@@ -347,12 +350,12 @@ async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeout
 }
 
 /** A running cluster as the operator sees it: the head's server, and every node's Ray state and GPUs. */
-async function rayStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+export async function rayStatus(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal, head?: NodeContainerRef): Promise<ClusterStatus> {
   const h = await http(`${record.url}/health`, { timeoutMs: 2000 });
   const server = h.ok ? (h.status === 200 ? 'healthy' : 'unhealthy') : 'unreachable';
   const serverDetail = h.ok ? `HTTP ${h.status}` : h.message;
   if (!nf) return { record, server, serverDetail, nodes: [], state: server === 'healthy' ? 'degraded' : 'down', rayError: `nodes file ${record.nodesFile} cannot be read` };
-  const seen = await readCluster(nf, signal);
+  const seen = await readCluster(nf, signal, head);
   const nodes: NodeState[] = allNodes(nf).map((n, i) => {
     const r = seen.nodes?.find((x) => x.ip === fabricAddress(n));
     return { node: n.name, role: i === 0 ? 'head' : 'worker', address: n.address, ray: seen.nodes ? (r ? 'up' : 'missing') : 'unknown', gpus: r?.gpus };
@@ -361,5 +364,3 @@ async function rayStatus(record: ClusterRecord, nf: NodesFile | undefined, signa
   const state = server === 'healthy' && complete ? 'healthy' : server === 'unreachable' && !seen.view ? 'down' : 'degraded';
   return { record, server, serverDetail, nodes, state, rayError: seen.view ? undefined : seen.error };
 }
-
-export const rayExecutor: ClusterExecutor = { kind: 'ray', serve: serveRay, stop: stopRay, status: rayStatus };

@@ -1,0 +1,110 @@
+// A container on a remote node, driven over ssh: the one place that launches, watches, reads and
+// stops the containers of both executors (native: a vLLM rank per node; Ray: `ray start --block`
+// per node, vLLM exec'd in the head's). Identity is sparkctl's own: the full container ID that the
+// runtime wrote into a --cidfile in a folder this launch made on the node (the ID `run --detach`
+// prints is read from there, so a run that fails after create is removed by that ID too), recorded
+// in the cluster record. A label or a name is what a container says about itself: never a proof.
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import type { ClusterRank } from '../registry.js';
+import { shellQuote } from '../../output/format.js';
+import { ssh, remoteWhy, type Remote } from './ssh.js';
+import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { MARKER_PLACEHOLDER } from './containers.js';
+import type { NodeStep } from './ray-plan.js';
+
+/** A full container ID as the runtimes print it: the only thing that names one container for good. */
+export const CONTAINER_ID = /^[a-f0-9]{64}$/;
+
+/** What a launched container is known by: the node, the CLI that runs it and the ID it got back. */
+export interface NodeContainerRef {
+  node: string;
+  containerId: string;
+  /** [cli, ...cliArgs] */
+  cli: string[];
+}
+
+const line = (cli: string[], args: string[]) => [...cli, ...args].map(shellQuote).join(' ');
+
+/**
+ * The shell that runs a node's `run --detach` line with `--cidfile` in a fresh folder: prints the
+ * ID the runtime wrote there (exit 0), or, when the run failed, removes the container that ID names
+ * (a failure after create) and exits with the run's code. `argv`: the planned line, marker in place.
+ */
+export function runLine(argv: string[], cliLen: number, withKey: boolean): string {
+  const at = cliLen + 1;
+  if (argv[at - 1] !== 'run') throw new Error(`internal: a container line without run at ${at - 1}: ${argv.slice(0, at + 1).join(' ')}`);
+  const cli = argv.slice(0, cliLen);
+  const run = [...argv.slice(0, at), '--cidfile', '__CID__', ...argv.slice(at)].map((a) => (a === '__CID__' ? '"$d/cid"' : shellQuote(a))).join(' ');
+  return [
+    withKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
+    'd=$(mktemp -d) || exit 70',
+    `${run} >"$d/out" 2>&1; rc=$?`,
+    'id=$(cat "$d/cid" 2>/dev/null)',
+    `if [ $rc -ne 0 ]; then cat "$d/out" >&2; case "$id" in *[!a-f0-9]*|'') ;; *) ${line(cli, ['rm', '-f'])} "$id" >/dev/null 2>&1;; esac; rm -rf "$d"; exit $rc; fi`,
+    'rm -rf "$d"; echo "$id"',
+  ].join('; ');
+}
+
+/** A container launched on its node: its ID, or the failure in the runtime's words. */
+export async function runOnNode(
+  nf: NodesFile,
+  n: NodeEntry,
+  step: NodeStep,
+  marker: string,
+  key: string | undefined,
+  signal?: AbortSignal,
+): Promise<{ ref: NodeContainerRef } | { error: string; evidence: string[] }> {
+  const c = step.container!;
+  const cli = [c.cli, ...c.cliArgs];
+  const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
+  const r = await ssh(nf, n, runLine(argv, cli.length, !!key), { input: key ? `${key}\n` : undefined, timeoutMs: 180_000, signal });
+  const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
+  if (r.exitCode !== 0 || !CONTAINER_ID.test(id)) return { error: `${c.cli} run: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  return { ref: { node: n.name, containerId: id, cli } };
+}
+
+/**
+ * The guard every later step of a recorded container runs behind: the runtime is asked for the
+ * container of the recorded ID; "no such container" is gone (exit `goneExit`), an answer that is not
+ * that ID is unproven (4), a runtime that does not answer is a failure (5).
+ */
+function provenId(r: NodeContainerRef, goneExit: number): string {
+  const id = CONTAINER_ID.test(r.containerId) ? r.containerId : '';
+  if (!id) return `echo 'unproven: the record holds no full container ID' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
+  return [
+    `s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id])} 2>&1); rc=$?`,
+    `if [ $rc -ne 0 ]; then if printf '%s' "$s" | grep -qi 'no such'; then exit ${goneExit}; fi; printf '%s\\n' "$s" >&2; exit 5; fi`,
+    `[ "$s" = ${id} ] || { echo "unproven: the runtime answers ${id.slice(0, 12)} with another container" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
+  ].join('; ');
+}
+
+/** Exit 9: the container is gone or not running (255 is ssh failing, not an answer). */
+export const aliveLine = (r: NodeContainerRef) =>
+  `${provenId(r, 9)}; s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9`;
+
+/** The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone, 4: not provably ours, left alone. */
+export function stopLine(r: NodeContainerRef, graceS: number): string {
+  const g = String(Math.max(0, Math.round(graceS)));
+  const stop = r.cli[0] === 'docker' ? ['stop', '-t', g, r.containerId] : ['stop', '--time', g, r.containerId];
+  return `${provenId(r, 0)}; ${line(r.cli, stop)} >/dev/null 2>&1; ${line(r.cli, ['rm', '-f', r.containerId])} >/dev/null 2>&1; exit 0`;
+}
+
+/** The container's last lines (its output: the runtime keeps it after the container ended). */
+export const logsLine = (r: NodeContainerRef, lines = 60) => `${provenId(r, 9)}; ${line(r.cli, ['logs', '--tail', String(lines), r.containerId])} 2>&1`;
+
+/** A command inside the proven container (argv, no shell of sparkctl's in between). */
+export const execLine = (r: NodeContainerRef, argv: string[], opts: { detach?: boolean; envByName?: string[] } = {}) =>
+  `${provenId(r, 9)}; ${line(r.cli, ['exec', ...(opts.detach ? ['--detach'] : []), ...(opts.envByName ?? []).flatMap((k) => ['--env', k]), r.containerId, ...argv])}`;
+
+export type ContainerStopState = 'stopped' | 'unproven' | 'failed';
+
+/** One container's stop over ssh, as the stop outcome says it. */
+export async function stopOnNode(nf: NodesFile, n: NodeEntry, r: NodeContainerRef, graceS: number, signal?: AbortSignal): Promise<{ state: ContainerStopState; detail?: string; remote: Remote }> {
+  const x = await ssh(nf, n, stopLine(r, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
+  const state = x.exitCode === 0 ? 'stopped' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed';
+  return { state, detail: state === 'stopped' ? undefined : remoteWhy(x, 1), remote: x };
+}
+
+/** A record's rank as a container reference (undefined: the rank is a host process). */
+export const refOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef | undefined =>
+  r.containerId && r.cli ? { node: r.node, containerId: r.containerId, cli: r.cli } : undefined;

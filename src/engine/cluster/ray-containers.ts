@@ -1,0 +1,233 @@
+// Ray in containers, launched as vLLM's examples/online_serving/run_cluster.sh does it: one
+// container per node on the host's network with that node's GPUs, /dev/infiniband and the memlock
+// limit, running `ray start --block` (--head on the head node, --address HEAD:PORT on the others);
+// vLLM is started inside the head's container with `exec`. Order: the head's container, until its
+// Ray answers `ray status` there; every worker's container, concurrently; until Ray (asked inside the
+// head's container) lists exactly the nodes and GPUs of the file; vLLM exec'd in the head's
+// container; then the same readiness as on the host (engineReady), with every node's container
+// watched too. Stop: vLLM first (its own SIGTERM inside the head's container, so its API drains),
+// then every container on every node, each proven by the ID its `run` got back (node-container.ts).
+import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import { Registry, type ClusterRecord } from '../registry.js';
+import { randomUUID } from 'node:crypto';
+import { diagnose } from '../diagnose.js';
+import { ssh, remoteWhy } from './ssh.js';
+import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { allNodes, fabricAddress, parseRayStatus } from './ray-plan.js';
+import { rayReadLines } from './ray-read.js';
+import { pause } from '../../util/pause.js';
+import { engineReady, rayStatus, waitForCluster, PLACEMENT_WAIT, type ClusterVia, type EngineWatch } from './ray.js';
+import { afterReady, refuseRecorded, type ClusterFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
+import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
+import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
+import { VLLM_PID_FILE } from './containers.js';
+
+const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
+const at = (n: NodeEntry) => `${n.name} (${n.address})`;
+
+/** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */
+async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
+  const deadline = Date.now() + joinS * 1000;
+  const status = rayReadLines(nf, head).status;
+  let last = '';
+  for (;;) {
+    if (signal?.aborted) return { message: 'cancelled while waiting for the Ray head', evidence: [] };
+    const r = await ssh(nf, nf.head, status, { timeoutMs: 30_000, signal });
+    if (r.exitCode === 0 && parseRayStatus(r.stdout)) return undefined;
+    last = remoteWhy(r, 2);
+    const gone = await ssh(nf, nf.head, aliveLine(head), { timeoutMs: 15_000, signal });
+    if (gone.exitCode === 9 || Date.now() > deadline) {
+      const logs = (await ssh(nf, nf.head, logsLine(head, 20), { timeoutMs: 15_000 })).stdout.trim().split('\n');
+      return {
+        message: `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${gone.exitCode === 9 ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
+        fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`,
+        evidence: logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
+      };
+    }
+    await pause(1000, signal);
+  }
+}
+
+/** The containers that ended, each named by node with the last line of its output. undefined: all run. */
+export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<ClusterFailure | undefined> {
+  const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
+  const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
+  if (!gone.length) return undefined;
+  const parts = await Promise.all(
+    gone.map(async (r) => {
+      const text = (await ssh(nf, nodeOf(nf, r.node), logsLine(r, 40), { timeoutMs: 15_000 })).stdout;
+      return { r, d: diagnose({ reason: 'exited', detail: 'exited', ms: 0 }, text), text };
+    }),
+  );
+  return {
+    message: parts
+      .map(
+        ({ r, d, text }) => `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
+      )
+      .join('\n'),
+    fix: parts.find((p) => p.d.fix)?.d.fix ?? `read its output on ${parts[0]!.r.node}: ${parts[0]!.r.cli[0]} logs ${parts[0]!.r.containerId.slice(0, 12)}; sparkctl preflight --nodes ${nf.head.name}`,
+    evidence: parts.flatMap(({ r, text }) =>
+      text
+        .trim()
+        .split('\n')
+        .slice(-6)
+        .map((l) => `${r.node}: ${l}`),
+    ),
+  };
+}
+
+/** The plan's exec line in the head's container, as what follows the container's name: the command exec runs. */
+export function execCommand(plan: ClusterPlan): string[] {
+  const s = plan.steps[0]!;
+  const exec = s.argv[1];
+  const name = s.container!.name;
+  const i = exec ? exec.indexOf(name) : -1;
+  if (!exec || i < 0) throw new Error(`internal: the head's Ray step has no exec line in ${name}`);
+  return exec.slice(i + 1);
+}
+
+/** vLLM started in the head's container, through exec (the key by name from the CLI's environment, read from stdin). */
+async function execVllm(plan: ClusterPlan, head: NodeContainerRef, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+  const { nf } = plan;
+  const key = plan.apiKey;
+  const cmd = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', execLine(head, execCommand(plan), { detach: true, envByName: key ? ['VLLM_API_KEY'] : [] })].join('; ');
+  const r = await ssh(nf, nf.head, cmd, { input: key ? `${key}\n` : undefined, timeoutMs: 60_000, signal });
+  if (r.exitCode !== 0)
+    return { message: `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  return undefined;
+}
+
+/** Readiness watch of vLLM in the head's container: its pid (kept there by VLLM_IN_HEAD), the container's output, every node's container. */
+function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatch {
+  const { nf } = plan;
+  const head = refs[0]!;
+  // the pid file is written by the exec'd shell a moment after exec returns: not there yet is not gone
+  const alive = execLine(head, ['sh', '-c', `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`]);
+  return {
+    async check() {
+      const x = await ssh(nf, nf.head, `${alive} || exit 9; (${logsLine(head, 400)}) | grep -m1 -o '${PLACEMENT_WAIT}' || true`, { timeoutMs: 15_000 });
+      return { gone: x.exitCode === 9, placement: x.exitCode === 0 ? x.stdout.trim() || undefined : undefined };
+    },
+    tail: async () => (await ssh(nf, nf.head, logsLine(head, 60), { timeoutMs: 15_000 })).stdout,
+    via: { head, ended: () => endedContainers(nf, refs, 'the Ray container') } satisfies ClusterVia,
+  };
+}
+
+export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+  const { nf } = plan;
+  const emit = ctx.emit ?? (() => {});
+  const signal = ctx.signal;
+  const started = Date.now();
+  const registry = new Registry(plan.stateDir);
+  const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, signal));
+  if (refused) return { ok: false, failure: refused };
+  const marker = randomUUID();
+  const joinS = plan.joinTimeoutS ?? 90;
+  const refs: NodeContainerRef[] = [];
+  const fail = async (failure: ClusterFailure): Promise<ServeClusterOutcome> => {
+    for (const x of await stopAllContainers(nf, refs, 5)) emit({ type: 'cleanup', node: x.node, what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}` });
+    return { ok: false, failure };
+  };
+  // 1-2. the head's container until its Ray answers, then every worker's, concurrently
+  const launched = await startInOrder(
+    plan.steps,
+    (s) => runOnNode(nf, nodeOf(nf, s.node), s, marker, undefined, signal),
+    async (head) => {
+      const up = await headRayUp(plan, head, joinS, signal);
+      if (!up) emit({ type: 'ray-head', node: nf.head.name });
+      return up;
+    },
+    (s, error) =>
+      s.role === 'head'
+        ? `Ray head container on ${at(nodeOf(nf, s.node))} did not start: ${error}`
+        : `node ${s.node} (${s.address}) failed to join the Ray cluster: its container did not start: ${error}`,
+  );
+  refs.push(...launched.refs);
+  if (launched.failure) return fail(launched.failure);
+  emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
+  // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended is named at once)
+  const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(nf, refs, 'the Ray container') };
+  const cluster = await waitForCluster(plan, signal, via);
+  if ('failure' in cluster) {
+    cluster.failure.fix ??= `check that every node can reach ${fabricAddress(nf.head)}:${nf.rayPort}`;
+    return fail(cluster.failure);
+  }
+  emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
+  // 4. vLLM in the head's container; the record holds every container by the ID its run got back
+  const head = refs[0]!;
+  const logFile = `${head.cli[0]} logs ${head.containerId.slice(0, 12)}`;
+  const record: ClusterRecord = {
+    version: 1,
+    executor: 'ray',
+    profile: plan.profile,
+    nodesFile: plan.nodesFile,
+    head: nf.head.name,
+    pid: 0,
+    port: plan.replica.port,
+    url: `http://${nf.head.address}:${plan.replica.port}`,
+    servedName: plan.servedName,
+    logFile,
+    startedAt: new Date().toISOString(),
+    marker,
+    ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
+  };
+  registry.writeCluster(record);
+  const noExec = await execVllm(plan, head, signal);
+  if (noExec) {
+    registry.removeCluster(plan.profile);
+    return fail(noExec);
+  }
+  emit({ type: 'engine-started', node: nf.head.name, pid: 0, logFile });
+  const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs));
+  if (notReady) {
+    await stopVllmInHead(nf, head, 5);
+    registry.removeCluster(plan.profile);
+    return fail(notReady);
+  }
+  return afterReady(plan, record, cluster.view, Date.now() - started, ctx);
+}
+
+/**
+ * vLLM's own SIGTERM inside the head's container, `graceS` for its drain, then SIGKILL: exit 0 it
+ * ended (or was not running), 3 it was killed, 9 the container is gone, 4 the container is not
+ * provably ours.
+ */
+export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
+  const polls = Math.max(0, Math.round(graceS * 10));
+  return execLine(head, [
+    'sh',
+    '-c',
+    `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -TERM "$p" 2>/dev/null || exit 0; i=0; while kill -0 "$p" 2>/dev/null; do i=$((i+1)); if [ $i -gt ${polls} ]; then kill -KILL "$p" 2>/dev/null; exit 3; fi; sleep 0.1; done; exit 0`,
+  ]);
+}
+
+async function stopVllmInHead(nf: NodesFile, head: NodeContainerRef, graceS: number, signal?: AbortSignal) {
+  return ssh(nf, nf.head, vllmStopLine(head, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
+}
+
+/** A recorded Ray-in-containers cluster: vLLM in the head's container first (it drains), then every node's container. */
+export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
+  const refs = (record.ranks ?? []).map(refOf).filter((r): r is NodeContainerRef => !!r);
+  const head = refs.find((r) => r.node === record.head);
+  let engine: StopClusterOutcome['engine'] = { node: record.head, state: 'not-recorded' };
+  if (head) {
+    const x = await stopVllmInHead(nf, head, timeoutS, signal);
+    engine = {
+      node: record.head,
+      state: x.exitCode === 0 || x.exitCode === 9 ? 'stopped' : x.exitCode === 3 ? 'killed' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
+      detail: x.exitCode === 0 || x.exitCode === 3 || x.exitCode === 9 ? undefined : remoteWhy(x, 1),
+    };
+  }
+  // a head container not provably ours is left alone, and so is the rest of what it names
+  const stops = engine.state === 'unproven' ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
+  return {
+    engine,
+    ray: stops.map((x) => ({ node: x.node, ok: x.state === 'stopped', detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state) })),
+  };
+}
+
+export async function statusRayContainers(record: ClusterRecord, nf: NodesFile | undefined, signal?: AbortSignal): Promise<ClusterStatus> {
+  const head = (record.ranks ?? []).map(refOf).find((r) => r?.node === record.head);
+  return rayStatus(record, nf, signal, head);
+}
