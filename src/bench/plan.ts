@@ -32,6 +32,8 @@ export interface BenchOptions {
   /** ms (--scrape-every, or the old --scrape-interval in bare ms) */
   scrapeEvery: number;
   saveResult?: string;
+  /** --force: replace an existing --save-result / --html file */
+  force?: boolean;
   html?: string;
   json?: boolean;
   sweep?: boolean;

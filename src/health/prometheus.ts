@@ -1,6 +1,6 @@
 // The probe's node_exporter textfile: one gauge family per judgement, label values escaped as the
 // exposition format defines, written atomically (a half file would be scraped).
-import { writeOutputFile } from '../util/fs.js';
+import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/fs.js';
 import type { ProbeResult } from './probe.js';
 
 export const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
@@ -21,7 +21,11 @@ export const esc = (v: string) =>
 export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
-export function writePrometheus(path: string, results: ProbeResult[], extra: string[] = []) {
+/**
+ * Write the textfile. It replaces the file sparkctl wrote there last (its own record in `own.stateDir`:
+ * cron rewrites it every run), anything else at the name only with --force; never through a link.
+ */
+export function writePrometheus(path: string, results: ProbeResult[], extra: string[], own: { stateDir: string; force?: boolean }) {
   const lines = [
     '# HELP sparkctl_probe_healthy 1 when every step of the deep probe passed (warnings allowed).',
     '# TYPE sparkctl_probe_healthy gauge',
@@ -58,7 +62,14 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.flatMap((r) =>
       (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
     ),
+    '# HELP sparkctl_probe_sleeping 1 when the server is in vLLM sleep mode: not probed with a generation, not unhealthy, and no alert of its own.',
+    '# TYPE sparkctl_probe_sleeping gauge',
+    ...results.map((r) => `sparkctl_probe_sleeping{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'sleeping' ? 1 : 0}`),
+    '# HELP sparkctl_probe_sleep_level The sleep level of a sleeping server, from vllm:engine_sleep_state (1 weights offloaded to CPU memory, 2 weights discarded).',
+    '# TYPE sparkctl_probe_sleep_level gauge',
+    ...results.filter((r) => r.state === 'sleeping' && r.sleepLevel).map((r) => `sparkctl_probe_sleep_level{target="${esc(r.target)}"} ${r.sleepLevel}`),
     ...extra,
   ];
-  writeOutputFile(path, lines.join('\n') + '\n', '--prometheus', PROM_FIX);
+  writeNewFile(path, lines.join('\n') + '\n', '--prometheus', { force: own.force || wroteItLast(own.stateDir, path), fix: PROM_FIX });
+  recordOwnWrite(own.stateDir, path);
 }

@@ -7,7 +7,7 @@
 // must be is bad input (exit 2) that names the path and the fix, never an internal error.
 import { openSync, writeSync, fsyncSync, closeSync, renameSync, unlinkSync, mkdirSync, statSync, lstatSync, accessSync, realpathSync, linkSync, constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { readText, READ_LIMITS } from './read.js';
+import { readText, readTextOrNullSync, READ_LIMITS } from './read.js';
 import { dirname, basename, join, resolve, sep } from 'node:path';
 import { UsageError } from '../errors.js';
 
@@ -359,4 +359,59 @@ export function ensureNewDir(dir: string, what: string, fix: string): void {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw fsProblem(e, what, dir, fix);
   }
   ensureDir(dir, what, fix);
+}
+
+/**
+ * sparkctl's own record of files it wrote at a user-named path that it rewrites on every run (the
+ * probe's node_exporter textfile, from cron): the file's identity right after the write (device,
+ * inode, size, mtime). The file at that path may be replaced without --force only while it is still
+ * exactly the file sparkctl left there; anything else (a file another tool or person put there,
+ * or one edited since) is an existing file, refused without --force. The proof is sparkctl's own
+ * record in its state folder, never what the file says about itself.
+ */
+const OWN_WRITES = 'own-writes.json';
+interface FileId {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+}
+const fileId = (st: Stats): FileId => ({ dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs });
+const sameId = (a: FileId, b: FileId) => a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+const isId = (v: unknown): v is FileId => typeof v === 'object' && v !== null && ['dev', 'ino', 'size', 'mtimeMs'].every((k) => typeof (v as Record<string, unknown>)[k] === 'number');
+
+function readOwnWrites(stateDir: string): Record<string, FileId> {
+  try {
+    const text = readTextOrNullSync(join(stateDir, OWN_WRITES), { maxBytes: READ_LIMITS.record, noFollow: true });
+    const v = text === null ? {} : (JSON.parse(text) as unknown);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return {};
+    return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter((e): e is [string, FileId] => isId(e[1])));
+  } catch {
+    return {};
+  }
+}
+
+/** Whether the regular file at `path` is, byte for byte of its identity, the one sparkctl recorded writing there. */
+export function wroteItLast(stateDir: string, path: string): boolean {
+  let st: Stats | undefined;
+  try {
+    st = lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return false; // a path that cannot be a file (a file on the way): the writer says why
+  }
+  const rec = readOwnWrites(stateDir)[resolve(path)];
+  return Boolean(st?.isFile() && rec && sameId(fileId(st), rec));
+}
+
+/** Record the file now at `path` as sparkctl's own write (after writing it). A record that cannot be written only costs a --force. */
+export function recordOwnWrite(stateDir: string, path: string): void {
+  try {
+    const st = lstatSync(path);
+    const all = { ...readOwnWrites(stateDir), [resolve(path)]: fileId(st) };
+    const kept = Object.fromEntries(Object.entries(all).slice(-64));
+    mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    writeFileAtomic(join(stateDir, OWN_WRITES), `${JSON.stringify(kept, null, 2)}\n`, { mode: 0o600 });
+  } catch {
+    /* the next run asks for --force */
+  }
 }

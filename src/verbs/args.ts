@@ -5,6 +5,9 @@ import { parseServerUrl } from '../util/url.js';
 import { parseDuration } from '../util/duration.js';
 import { deprecatedAlias, type OptionTuple } from './define.js';
 
+/** --force: one meaning in every verb that writes a file a user names: replace an existing regular file there (never a link, a folder or a device). */
+export const FORCE_OPTION: OptionTuple = ['--force', 'replace an existing file at the output path (never a link, a folder or a device)'];
+
 export const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export const intArg = (name: string) => (v: string) => {

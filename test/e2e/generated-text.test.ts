@@ -124,7 +124,7 @@ describe.skipIf(!has('/usr/bin/promtool'))('Prometheus textfile: promtool check 
       gpu: { status: 'ok', findings: [], samples: [{ i: 0, temp: [50, -Infinity, 1e300][i] }] } as unknown as ProbeResult['gpu'],
     }));
     const file = join(dir, 'sparkctl.prom');
-    writePrometheus(file, results);
+    writePrometheus(file, results, [], { stateDir: join(dir, 'state') });
     const text = readFileSync(file, 'utf8');
     const check = await execa('promtool', ['check', 'metrics'], { input: text, reject: false });
     expect(check.exitCode, check.stderr + check.stdout).toBe(0);

@@ -54,7 +54,7 @@ describe('atomic writes never follow a planted link', () => {
   it('Prometheus textfile', () => {
     const prom = join(dir, 'sparkctl.prom');
     plant(prom);
-    writePrometheus(prom, []);
+    writePrometheus(prom, [], [], { stateDir: join(dir, 'state') });
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(readFileSync(prom, 'utf8')).toContain('sparkctl_probe_healthy');
   });
@@ -62,7 +62,7 @@ describe('atomic writes never follow a planted link', () => {
   it('a link AT the target name is refused (exit 2), not followed nor replaced; no temp file is left', () => {
     const prom = join(dir, 'linked.prom');
     symlinkSync(victim, prom);
-    expect(() => writePrometheus(prom, [])).toThrow(/symbolic link/);
+    expect(() => writePrometheus(prom, [], [], { stateDir: join(dir, 'state') })).toThrow(/symbolic link/);
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(lstatSync(prom).isSymbolicLink()).toBe(true);
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp') && !lstatSync(join(dir, f)).isSymbolicLink())).toEqual([]);

@@ -45,7 +45,10 @@ export class LogTail {
     if (!buf.length) return '';
     this.lastActivity = Date.now();
     const text = buf.toString('utf8');
-    const lines = (this.partial + text).split('\n');
+    // A progress bar (tqdm, as vLLM's "Loading safetensors checkpoint shards") rewrites its line
+    // with \r: each rewrite is a line of its own here, so the last one (100%) is seen, not only the
+    // first. A \r\n split across two reads gives one empty line, which no reader minds.
+    const lines = (this.partial + text).split(/\r\n|\n|\r/);
     this.partial = lines.pop() ?? '';
     this.pending.push(...lines);
     for (const l of lines) {

@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { createCommand, deprecatedAlias, lazy } from '../define.js';
-import { collect, durationArg, intArg, urlArg } from '../args.js';
+import { collect, durationArg, FORCE_OPTION, intArg, urlArg } from '../args.js';
 
 const load = () => import('./run.js');
 
@@ -36,6 +36,7 @@ export default createCommand({
     deprecatedAlias('--scrape-interval <ms>', '--scrape-every', intArg('--scrape-interval')),
     ['--save-result <file>', 'write the result JSON (vllm bench serve --save-result keys, plus a "sparkctl" block)'],
     ['--html <file>', 'write one self-contained page with the charts'],
+    FORCE_OPTION,
     ['--sweep', 'from 1 request at a time up to saturation'],
     new Option('--sweep-by <what>', 'what the sweep raises').choices(['concurrency', 'rate']).default('concurrency'),
     ['--sweep-max <n>', 'highest level of the sweep (default 256)'],

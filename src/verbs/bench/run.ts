@@ -1,6 +1,6 @@
 // `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
 // same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
-import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/fs.js';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { targetFromUrl, type Target } from '../../health/target.js';
@@ -61,8 +61,9 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
 export async function run(name: string | undefined, opts: BenchOptions) {
   const plan = benchPlan(opts);
   // Where the results go is checked now, not after a run of ten minutes.
-  if (opts.saveResult !== undefined) checkOutputFile(opts.saveResult, '--save-result');
-  if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
+  // An existing file there is a person's, not ours to replace: refused now unless --force.
+  if (opts.saveResult !== undefined) checkNewFile(opts.saveResult, '--save-result', { force: opts.force });
+  if (opts.html !== undefined) checkNewFile(opts.html, '--html', { force: opts.force });
   if (opts.dataset !== undefined) checkDatasetFile(opts.dataset);
   const target = resolveTarget(name, opts);
   const quiet = Boolean(opts.json);
@@ -166,8 +167,8 @@ export async function run(name: string | undefined, opts: BenchOptions) {
       (result as any).sparkctl.sweep = { by, points: sweep.points, slo: plan.slo, best: sweep.best ?? null, stopped: sweep.stoppedAt ?? null };
     }
 
-    if (opts.saveResult) writeOutputFile(opts.saveResult, JSON.stringify(result, null, 2) + '\n', '--save-result');
-    if (opts.html) writeOutputFile(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)), '--html');
+    if (opts.saveResult) writeNewFile(opts.saveResult, JSON.stringify(result, null, 2) + '\n', '--save-result', { force: opts.force });
+    if (opts.html) writeNewFile(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)), '--html', { force: opts.force });
 
     const x = result as Record<string, any>;
     const s = result.sparkctl;

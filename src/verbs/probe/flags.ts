@@ -1,5 +1,5 @@
 import { createCommand, deprecatedAlias, lazy } from '../define.js';
-import { durationArg, urlArg, urlsArg, GPU_HOUR_PRICE } from '../args.js';
+import { durationArg, FORCE_OPTION, urlArg, urlsArg, GPU_HOUR_PRICE } from '../args.js';
 
 export default createCommand({
   name: 'probe',
@@ -11,7 +11,8 @@ export default createCommand({
     ['--step-timeout <duration>', 'deadline of each step (500ms, 10s; a bare number is seconds)', durationArg('--step-timeout', 'ms')],
     deprecatedAlias('--timeout <duration>', '--step-timeout', durationArg('--timeout', 'ms')),
     ['--client <kind>', 'also check what a client needs: claude-code (/v1/messages) or openai'],
-    ['--prometheus <file>', 'write a node_exporter textfile (atomically)'],
+    ['--prometheus <file>', 'write a node_exporter textfile (atomically); it replaces the one it wrote last, any other file there only with --force'],
+    FORCE_OPTION,
     ['--alert-webhook <url>', 'POST JSON when a target changes state; kept and retried by the next run until it answers 2xx', urlArg('--alert-webhook')],
     ['-q, --quiet', 'print only targets that are not healthy (cron mails only what matters)'],
     ['--deadline <duration>', 'deadline of the whole run, so cron never stacks probes (4m, 90s; default: the step deadline x 7)', durationArg('--deadline', 'ms')],

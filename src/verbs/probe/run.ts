@@ -2,7 +2,7 @@
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import { MAX_DURATION_MS } from '../../util/duration.js';
 import type { Registry } from '../../engine/registry.js';
-import { ensureDir, checkOutputFile } from '../../util/fs.js';
+import { ensureDir, checkNewFile, wroteItLast } from '../../util/fs.js';
 import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';
@@ -27,6 +27,7 @@ interface ProbeCli {
   stepTimeout?: number;
   client?: string;
   prometheus?: string;
+  force?: boolean;
   alertWebhook?: string;
   json?: boolean;
   quiet?: boolean;
@@ -90,7 +91,10 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>))]);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>))], {
+      stateDir: dir,
+      force: opts.force,
+    });
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
@@ -111,7 +115,8 @@ export function checkFlags(opts: ProbeCli) {
   // The textfile's place is checked before any target is contacted or any history is written.
   if (opts.prometheus !== undefined) {
     // The folder is not made: node_exporter must be able to read it, so its owner and mode are the operator's to set.
-    checkOutputFile(opts.prometheus, '--prometheus', PROM_FIX);
+    // A file there that is not the one this probe wrote last (by sparkctl's own record) is not ours to replace.
+    checkNewFile(opts.prometheus, '--prometheus', { force: opts.force || wroteItLast(stateDir(), opts.prometheus), fix: PROM_FIX });
   }
 }
 

@@ -1,5 +1,5 @@
 import { createCommand, lazy } from '../define.js';
-import { GPU_HOUR_PRICE, GPU_MONTH_PRICE, GPUS_HELD, GPUS_HELD_OLD, UTILIZATION } from '../args.js';
+import { FORCE_OPTION, GPU_HOUR_PRICE, GPU_MONTH_PRICE, GPUS_HELD, GPUS_HELD_OLD, UTILIZATION } from '../args.js';
 
 export default createCommand({
   name: 'report',
@@ -7,7 +7,8 @@ export default createCommand({
   options: [
     ['--since <window>', 'window: 7d, 24h, 90m or an ISO time', '7d'],
     ['--until <time>', 'end of the window (default now)'],
-    ['--html <file>', 'also write a self-contained HTML page with charts'],
+    ['--html <file>', 'also write a self-contained HTML page with charts (an existing file: --force)'],
+    FORCE_OPTION,
     GPU_HOUR_PRICE('include cost (or probe.gpuHourPriceUsd in the profile)'),
     GPU_MONTH_PRICE,
     GPUS_HELD('GPUs the server holds, when the history does not say'),

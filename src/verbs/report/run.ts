@@ -1,6 +1,6 @@
 // sparkctl report NAME: uptime, incidents, latency, tokens, cost and GPU trends over a window of
 // probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
-import { checkOutputFile, writeOutputFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/fs.js';
 import { stateDir } from '../common.js';
 import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
@@ -14,6 +14,7 @@ import { UsageError } from '../../errors.js';
 
 interface ReportCli extends CostCli {
   html?: string;
+  force?: boolean;
 }
 
 const sec = (v: number | undefined) => (v === undefined ? '-' : v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`);
@@ -23,7 +24,7 @@ const when = (iso: string) => iso.replace('T', ' ').replace(/:\d\d\.\d+Z$/, 'Z')
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export async function run(name: string, opts: ReportCli) {
-  if (opts.html !== undefined) checkOutputFile(opts.html, '--html');
+  if (opts.html !== undefined) checkNewFile(opts.html, '--html', { force: opts.force });
   const dir = stateDir();
   const { from, to, since } = window(opts, '7d');
   const all = readHistory(dir, matches(name), { from, to });
@@ -50,7 +51,7 @@ export async function run(name: string, opts: ReportCli) {
     }
   }
   if (opts.html) {
-    writeOutputFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html');
+    writeNewFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html', { force: opts.force });
     note(`report written to ${opts.html}`);
   }
   if (opts.json) {
