@@ -8,11 +8,13 @@
 // decides whether that makes the whole answer unreadable), a line over MAX_LINE_CHARS is not
 // scanned, a series written twice counts once (the first, as Prometheus keeps it), and a last
 // line without its newline is not read (the format ends every line with one: it may be cut).
-// Written by hand, one pass, no regular expression with nested repetition: a probe loads it.
+// A line is matched by one anchored pattern whose alternatives never overlap (linear, also on a
+// hostile line); labels are unescaped only when a caller asks for them (the probe never does).
 
 export interface PromSample {
   name: string;
-  labels: Record<string, string>;
+  /** label values unescaped; read on first use */
+  readonly labels: Record<string, string>;
   value: number;
 }
 
@@ -30,11 +32,11 @@ export interface Exposition {
 /** A longer line is no sample: vLLM's longest are a few hundred characters. */
 export const MAX_LINE_CHARS = 16 * 1024;
 
-const isNameStart = (c: number) => (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95 || c === 58; // a-z A-Z _ :
-const isNameChar = (c: number) => isNameStart(c) || (c >= 48 && c <= 57);
-const isSpace = (c: number) => c === 32 || c === 9;
+const LABEL_VALUE = String.raw`"(?:[^"\\]|\\.)*"`;
+const LABELS = String.raw`\{[ \t]*(?:[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*${LABEL_VALUE}[ \t]*(?:,[ \t]*|(?=\})))*\}`;
+const SAMPLE = new RegExp(String.raw`^([a-zA-Z_:][a-zA-Z0-9_:]*)(${LABELS})?[ \t]+(\S+)(?:[ \t]+(-?\d+))?$`);
+const LABEL = new RegExp(String.raw`([a-zA-Z_][a-zA-Z0-9_]*)[ \t]*=[ \t]*(${LABEL_VALUE})`, 'g');
 const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
-const TIMESTAMP = /^-?\d+$/;
 
 /** A sample value as the exposition format writes it; anything else (a word, hex) is NaN. */
 export function promValue(s: string): number {
@@ -43,73 +45,26 @@ export function promValue(s: string): number {
   return NUMBER.test(s) ? Number(s) : Number.NaN;
 }
 
-/** One sample line (already trimmed, not a comment) -> its parts, or undefined when it is not one. */
-function sampleOf(line: string): PromSample | undefined {
-  const n = line.length;
-  let i = 0;
-  if (!isNameStart(line.charCodeAt(0))) return undefined;
-  while (i < n && isNameChar(line.charCodeAt(i))) i++;
-  const name = line.slice(0, i);
-  const labels: Record<string, string> = {};
-  if (line.charCodeAt(i) === 123 /* { */) {
-    i++;
-    for (;;) {
-      while (i < n && isSpace(line.charCodeAt(i))) i++;
-      if (line.charCodeAt(i) === 125 /* } */) {
-        i++;
-        break;
-      }
-      const ls = i;
-      if (!isNameStart(line.charCodeAt(i)) || line.charCodeAt(i) === 58) return undefined;
-      while (i < n && isNameChar(line.charCodeAt(i)) && line.charCodeAt(i) !== 58) i++;
-      const label = line.slice(ls, i);
-      while (i < n && isSpace(line.charCodeAt(i))) i++;
-      if (line.charCodeAt(i++) !== 61 /* = */) return undefined;
-      while (i < n && isSpace(line.charCodeAt(i))) i++;
-      if (line.charCodeAt(i++) !== 34 /* " */) return undefined;
-      let value = '';
-      let from = i;
-      for (;;) {
-        if (i >= n) return undefined; // the quote never closes
-        const c = line.charCodeAt(i);
-        if (c === 34) break;
-        if (c === 92 /* \ */) {
-          value += line.slice(from, i);
-          const e = line[i + 1];
-          if (e === undefined) return undefined;
-          value += e === 'n' ? '\n' : e === '\\' || e === '"' ? e : `\\${e}`;
-          i += 2;
-          from = i;
-          continue;
-        }
-        i++;
-      }
-      value += line.slice(from, i);
-      i++; // the closing quote
-      labels[label] = value;
-      while (i < n && isSpace(line.charCodeAt(i))) i++;
-      if (line.charCodeAt(i) === 44 /* , */) i++;
-      else if (line.charCodeAt(i) !== 125) return undefined;
-    }
-  }
-  // the value, then at most an integer timestamp
-  if (!isSpace(line.charCodeAt(i))) return undefined;
-  const rest = line
-    .slice(i)
-    .trim()
-    .split(/[ \t]+/);
-  if (rest.length > 2 || !rest[0] || (rest.length === 2 && !TIMESTAMP.test(rest[1]!))) return undefined;
-  return { name, labels, value: promValue(rest[0]) };
-}
+const unescaped = (quoted: string) => quoted.slice(1, -1).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c === '\\' || c === '"' ? c : `\\${c}`));
 
-const seriesKey = (s: PromSample) => {
-  const keys = Object.keys(s.labels);
-  if (!keys.length) return s.name;
-  return `${s.name}\0${keys
-    .sort()
-    .map((k) => `${k}\0${s.labels[k]}`)
-    .join('\0')}`;
-};
+class Sample implements PromSample {
+  #block: string | undefined;
+  #labels: Record<string, string> | undefined;
+  constructor(
+    public name: string,
+    block: string | undefined,
+    public value: number,
+  ) {
+    this.#block = block;
+  }
+  get labels(): Record<string, string> {
+    if (!this.#labels) {
+      this.#labels = {};
+      if (this.#block) for (const m of this.#block.matchAll(LABEL)) this.#labels[m[1]!] = unescaped(m[2]!);
+    }
+    return this.#labels;
+  }
+}
 
 export function parseExposition(text: string): Exposition {
   const byName = new Map<string, PromSample[]>();
@@ -126,17 +81,19 @@ export function parseExposition(text: string): Exposition {
     }
     const line = raw.trim();
     if (!line || line.charCodeAt(0) === 35 /* # */) continue;
-    const s = sampleOf(line);
-    if (!s) {
+    const m = SAMPLE.exec(line);
+    if (!m) {
       malformed.push({ line: k + 1, text: line.slice(0, 60) });
       continue;
     }
-    const key = seriesKey(s);
+    // the series as written (name and label block): the same one again is not read twice
+    const key = m[2] ? m[1]! + m[2] : m[1]!;
     if (seen.has(key)) {
       duplicates++;
       continue;
     }
     seen.add(key);
+    const s = new Sample(m[1]!, m[2], promValue(m[3]!));
     const a = byName.get(s.name);
     if (a) a.push(s);
     else byName.set(s.name, [s]);
