@@ -3,11 +3,9 @@
 // Present: the server is told HF_HUB_OFFLINE=1, so a 3 a.m. restart never reaches the network.
 // Absent: the exact `sparkctl pull` command (or serve --pull fetches it first). Local folders
 // (model.path) and the simulator need no cache.
-import { join } from 'node:path';
 import type { Profile } from '../profiles/schema.js';
-import { hubCacheDir } from '../model/cache.js';
 import { inspectSnapshot, type SnapshotState } from '../model/snapshot.js';
-import { hfCacheDir } from './runtime/container.js';
+import type { RuntimeTraits } from './runtime/traits.js';
 
 export interface ModelCacheCheck {
   /** the Hub id and revision the server loads, when it loads one */
@@ -20,19 +18,14 @@ export interface ModelCacheCheck {
   pull?: string;
 }
 
-/** The hub cache a container of this profile sees (mounted at /root/.cache/huggingface): its hub/ folder. */
-export function containerHubCache(p: Profile, env: Record<string, string | undefined>): string {
-  if (!p.container?.hfCache && env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
-  return join(hfCacheDir(p, env as NodeJS.ProcessEnv), 'hub');
-}
-
 export function pullCommand(id: string, revision?: string): string {
   return `sparkctl pull ${id}${revision && revision !== 'main' ? ` --revision ${revision}` : ''}`;
 }
 
-export async function checkModelCache(p: Profile, runtime: 'host' | 'container', env: Record<string, string | undefined> = process.env): Promise<ModelCacheCheck> {
+/** The profile's Hub model in the cache its runtime's server reads. */
+export async function checkModelCache(p: Profile, rt: Pick<RuntimeTraits, 'hubCache'>, env: Record<string, string | undefined> = process.env): Promise<ModelCacheCheck> {
   if (!p.model.id || p.model.path) return {};
-  const root = runtime === 'container' ? containerHubCache(p, env) : hubCacheDir(env);
+  const root = rt.hubCache(p, env);
   const revision = p.model.revision ?? 'main';
   const state = await inspectSnapshot(root, p.model.id, revision);
   return { id: p.model.id, revision, root, state, pull: pullCommand(p.model.id, p.model.revision) };

@@ -5,7 +5,7 @@ import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename, dirname } from 'node:path';
 import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';
-import { runtimeOf } from './runtime/index.js';
+import { ledgerMarkerOf, runtimeOf } from './runtime/index.js';
 import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
@@ -232,8 +232,7 @@ export class Registry {
   remove(name: string) {
     let marker: string | undefined;
     try {
-      const v = JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown };
-      if (v.container && typeof v.marker === 'string') marker = v.marker;
+      marker = ledgerMarkerOf(JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
     } catch {
       /* no entry (a recovered orphan): its name is not a file */
     }

@@ -6,7 +6,7 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { shellQuote, commentValue } from '../output/format.js';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from '../engine/stop.js';
-import { CONTAINER_HF_CACHE, NVIDIA_ULIMITS, containerGpuUse, noGpuEnv as containerNoGpuEnv, type ImageStart } from '../engine/runtime/container.js';
+import { CONTAINER_HF_CACHE, containerGpuUse, noGpuEnv as containerNoGpuEnv, type ImageStart } from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
 import { versionFromRef } from '../engine/runtime/image-version.js';
 import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.js';
@@ -91,7 +91,7 @@ export function clusterVersion(profile: string, pinned: string, image: { ref?: s
   if (image.derived || !image.ref)
     return {
       version: newest,
-      note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags (the newest table); ${fix}, or set container.image or --image`,
+      note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags for the newest table, ${newest} (a guess); ${fix}, or set container.image or --image`,
     };
   const stated = versionFromRef(image.ref);
   if (stated)
@@ -105,14 +105,6 @@ export function clusterVersion(profile: string, pinned: string, image: { ref?: s
       note: `engine.vllmVersion is auto: rendered for vLLM ${image.read.version}, read from the image ${image.ref} on this host; the cluster must run the same image`,
     };
   throw unknownImageVersion(image.ref, image.read?.why, 'the manifest');
-}
-
-/** What a pod spec cannot carry of the container settings: said in the header, not dropped silently. */
-export function podLimits(p: Profile): string[] {
-  if (!p.container && p.engine.runtime !== 'container') return [];
-  const ul = p.container?.ulimits ?? NVIDIA_ULIMITS;
-  const list = Object.entries(ul).map(([k, v]) => `${k}=${v}`);
-  return list.length ? [`ulimits ${list.join(' ')}: a pod spec has no ulimit field; they are the node's container runtime's (containerd/CRI-O) defaults`] : [];
 }
 
 /** Kubernetes probes can only GET /health: startup covers the whole load, so liveness never kills a loading server. */

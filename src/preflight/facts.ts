@@ -646,14 +646,18 @@ export const NO_RUNTIME_FIX =
  * baseline), so this runs once the platform is known. The CLI: the profile's, else podman, else docker.
  */
 export async function gatherContainerFacts(host: Host, profile: Profile, platform: { name: string }, timeoutMs: number, notCollected: Set<string>): Promise<ContainerFacts> {
-  const [{ askContainer }, { imageFor }, { cliError }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js'), import('../engine/runtime/ops.js')]);
+  const [{ askContainer }, { imageFor, cliCandidates }, { cliError }] = await Promise.all([
+    import('../engine/runtime/preflight.js'),
+    import('../engine/runtime/container.js'),
+    import('../engine/runtime/ops.js'),
+  ]);
   let image: string;
   try {
     image = imageFor(profile, platform);
   } catch (e) {
     const err = e as Error & { details?: string[] };
     // no image to ask about, but the runtime itself can still be missing: that is said first
-    const clis = profile.container?.cli ? [profile.container.cli] : ['podman', 'docker'];
+    const clis = cliCandidates(profile);
     const found = await Promise.all(clis.map((c) => host.run([c, '--version'], { timeoutMs: Math.max(timeoutMs, 5000) })));
     if (found.every((r) => r.error === 'not-found')) return { error: `${clis.join(' and ')} ${clis.length > 1 ? 'are' : 'is'} not installed (not on PATH)`, fix: NO_RUNTIME_FIX, noRuntime: true };
     return { error: err.message, fix: err.details?.[0] ?? '--set container.image=REPO:TAG' };

@@ -66,16 +66,18 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   const { platform, reason } = detectPlatform(facts, opts.platform, opts.profile);
   // the profile's runtime: the checks of the other one are skipped, its own facts gathered (a container CLI's answers)
   const rt = opts.profile ? (await import('../engine/runtime/traits.js')).traitsOfProfile(opts.profile) : undefined;
-  if (rt && opts.profile && selected.some((c) => c.probes.includes('container') && c.runsOn === rt.runtime)) {
-    const { gatherContainerFacts } = await import('./facts.js');
-    facts.container = await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected);
-  }
+  const probe = rt?.probe;
+  const asked =
+    probe && opts.profile && selected.some((c) => c.probes.includes(probe) && c.runsOn === rt.runtime)
+      ? await (await import('./facts.js')).gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected)
+      : undefined;
+  if (asked) facts.container = asked;
   const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
-  if (facts.container && 'answers' in facts.container) {
+  if (asked && 'answers' in asked) {
     const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
     const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
     const use = containerGpuUse(opts.profile ?? {}, 'vllm');
-    ctx.container = judgeContainer(facts.container.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
+    ctx.container = judgeContainer(asked.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
   }
   if (opts.profile?.model.id && facts.model?.kind === 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
     // A Hub model: its snapshot file by file (and, with --verify, each blob against its name).

@@ -7,6 +7,7 @@ import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
 import { servedName } from '../profiles/render.js';
 import { Registry } from '../engine/registry.js';
+import { traitsOf, traitsOfProfile } from '../engine/runtime/traits.js';
 import {
   allNodes,
   gpusDeclared,
@@ -147,8 +148,9 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
-    if (!s.container) say(exportLine(s.env));
-    for (const a of s.argv) say(a[0] === 'ray' || s.container || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    const inLine = traitsOf(s).carriesEnv;
+    if (!inLine) say(exportLine(s.env));
+    for (const a of s.argv) say(a[0] === 'ray' || inLine || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
     say();
   });
   say(
@@ -249,7 +251,7 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const cross = [
     ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
-    ...(r?.profile.engine.runtime === 'container' ? [await sameImageCheck(opts.profile!, nf, opts)] : []),
+    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts)] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');

@@ -2,7 +2,8 @@
 // image's entrypoint, /dev/shm's size, the version a cluster manifest is rendered for, what a pod
 // cannot carry, and the volumes from the container settings.
 import { describe, it, expect } from 'vitest';
-import { clusterVersion, podCommand, podLimits, shmQuantity, volumes } from '../../src/k8s/manifests.js';
+import { clusterVersion, podCommand, shmQuantity, volumes } from '../../src/k8s/manifests.js';
+import { podLimits } from '../../src/engine/runtime/container.js';
 import { imageStart } from '../../src/engine/runtime/container.js';
 import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
 import { FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';

@@ -199,6 +199,12 @@ export function imageFor(p: Profile, platform: Pick<Platform, 'name'>): string {
   return defaultImage(platform.name, v, NGC_VLLM_TAG);
 }
 
+/** The image the profile names itself (container.image), if it does. */
+export const ownImage = (p: Pick<Profile, 'container'>): string | undefined => p.container?.image;
+
+/** The CLIs to look for: the profile's, else podman and docker (detectCli takes the first on PATH). */
+export const cliCandidates = (p: Pick<Profile, 'container'>): ContainerCli[] => (p.container?.cli ? [p.container.cli] : ['podman', 'docker']);
+
 /** The CLI: the profile's, else podman, else docker, whichever is on PATH. */
 export function detectCli(p: Pick<Profile, 'container'>, onPath: (bin: string) => boolean = binOnPath): ContainerCli {
   if (p.container?.cli) return p.container.cli;
@@ -285,6 +291,14 @@ export function containerGpuUse(p: Pick<Profile, 'container'>, engine: 'vllm' | 
  */
 export function noGpuEnv(p: Pick<Profile, 'container'>, env: Record<string, string | undefined>): Record<string, string> {
   return !containerGpuUse(p, 'vllm').gpu && env.NVIDIA_VISIBLE_DEVICES === undefined ? { NVIDIA_VISIBLE_DEVICES: 'void' } : {};
+}
+
+/** What a pod spec cannot carry of the container settings (k8s's container spec): said in the manifest's header, not dropped silently. */
+export function podLimits(p: Profile): string[] {
+  if (!p.container && p.engine.runtime !== 'container') return [];
+  const ul = p.container?.ulimits ?? NVIDIA_ULIMITS;
+  const list = Object.entries(ul).map(([k, v]) => `${k}=${v}`);
+  return list.length ? [`ulimits ${list.join(' ')}: a pod spec has no ulimit field; they are the node's container runtime's (containerd/CRI-O) defaults`] : [];
 }
 
 /** Where the Hugging Face cache is on this host: the profile's, else $HF_HOME, else ~/.cache/huggingface. */

@@ -25,3 +25,8 @@ export function runtimeFor(plan: { container?: { cli: ContainerCli } }): Runtime
 export function runtimeOf(t: { container?: Pick<ContainerRecord, 'cli'> }): Runtime {
   return t.container ? ofCli(t.container.cli) : hostRuntime;
 }
+
+/** The marker of a container launch's ledger record, read from a registry entry's raw JSON (undefined: a host process keeps none). */
+export function ledgerMarkerOf(v: { container?: unknown; marker?: unknown }): string | undefined {
+  return v.container && typeof v.marker === 'string' ? v.marker : undefined;
+}

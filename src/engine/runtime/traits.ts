@@ -2,8 +2,11 @@
 // words, and what of the host it leaves unused. Light on purpose: preflight asks it for a profile
 // without loading the implementations (host.ts, container-runtime.ts spread these into the Runtime).
 import { UsageError } from '../../errors.js';
-import { containerGpuUse, detectCli, imageFor, type ContainerCli } from './container.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { containerGpuUse, detectCli, hfCacheDir, imageFor, type ContainerCli } from './container.js';
 import type { Platform, Profile } from '../../profiles/schema.js';
+import { hubCacheDir } from '../../model/cache.js';
 
 /** The runtime's part of a serve plan (ServePlan.container): its CLI and how each replica's container is rendered. */
 export interface RuntimePlanPart {
@@ -25,6 +28,18 @@ export interface RuntimeTraits {
   readonly vllmFrom: 'host' | 'image';
   /** its part of the serve plan, refusing first what it cannot run (UsageError); undefined: the host needs none */
   planPart(p: Profile, platform: Pick<Platform, 'name'>, x: { executableLen: number; pull: boolean; entrypoint?: string[] }): RuntimePlanPart | undefined;
+  /** the preflight probe that reads this runtime's own facts (the container CLI's answers); undefined: the host's facts are its */
+  readonly probe?: 'container';
+  /** the Hugging Face hub cache (its hub/ folder) that the server reads, as a path on this host */
+  hubCache(p: Profile, env: Record<string, string | undefined>): string;
+  /** serve's warning when the server gets no Hugging Face cache at all (a container with no cache folder to mount) */
+  noCacheWarning(p: Profile): string | undefined;
+  /** what the `sparkctl pull` fix adds, so that the pull fills the cache the server reads (root: hubCache) */
+  pullNote(root: string): string;
+  /** its launch line carries the server's environment (a container's --env, the key by name): no export line before it */
+  readonly carriesEnv: boolean;
+  /** its replicas run under one systemd unit each (the container, attached); false: one unit per profile runs serve --foreground */
+  readonly unitPerReplica: boolean;
 }
 
 export const HOST_TRAITS: RuntimeTraits = {
@@ -33,6 +48,11 @@ export const HOST_TRAITS: RuntimeTraits = {
   noHostGpu: () => undefined,
   vllmFrom: 'host',
   planPart: () => undefined,
+  hubCache: (_p, env) => hubCacheDir(env),
+  noCacheWarning: () => undefined,
+  pullNote: () => '',
+  carriesEnv: false,
+  unitPerReplica: false,
 };
 
 export const CONTAINER_TRAITS: RuntimeTraits = {
@@ -47,7 +67,25 @@ export const CONTAINER_TRAITS: RuntimeTraits = {
     imageFor(p, platform); // a profile without an image is refused before anything runs
     return { cli: detectCli(p), ...x };
   },
+  probe: 'container',
+  hubCache: containerHubCache,
+  noCacheWarning: (p) =>
+    existsSync(hfCacheDir(p)) ? undefined : `no Hugging Face cache at ${hfCacheDir(p)} on this host: the container gets none mounted (set container.hfCache or HF_HOME to mount one)`,
+  pullNote: (root) => ` (HF_HUB_CACHE=${root}: the cache the container mounts)`,
+  carriesEnv: true,
+  unitPerReplica: true,
 };
+
+/** The hub cache a container of this profile sees (mounted at /root/.cache/huggingface): its hub/ folder. */
+export function containerHubCache(p: Profile, env: Record<string, string | undefined>): string {
+  if (!p.container?.hfCache && env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
+  return join(hfCacheDir(p, env as NodeJS.ProcessEnv), 'hub');
+}
+
+/** The traits of a launch step or record: a container's (it names its CLI), else the host's. */
+export function traitsOf(t: { container?: unknown }): RuntimeTraits {
+  return t.container ? CONTAINER_TRAITS : HOST_TRAITS;
+}
 
 /** The traits of the runtime a profile runs under (engine.runtime, or serve's --runtime). */
 export function traitsOfProfile(p: { engine: { runtime: 'host' | 'container' } }, flag?: 'host' | 'container'): RuntimeTraits {

@@ -1,6 +1,7 @@
 import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
-import { clusterVersion, deployment, k8sName, podGpus, podLimits } from '../../k8s/manifests.js';
+import { clusterVersion, deployment, k8sName, podGpus } from '../../k8s/manifests.js';
+import { podLimits } from '../../engine/runtime/container.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
@@ -10,14 +11,14 @@ import { UsageError } from '../../errors.js';
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
   const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   // The image a container runtime on one host would run: one image for both, and the same command for it.
-  const { imageFor, imageStart, CONTAINER_DEFAULTS } = await import('../../engine/runtime/container.js');
+  const { imageFor, imageStart, ownImage, CONTAINER_DEFAULTS } = await import('../../engine/runtime/container.js');
   const { versionFromRef } = await import('../../engine/runtime/image-version.js');
   const { imageVersion } = await import('../../engine/inputs.js');
   const p0 = loaded.profile;
   const platformName = loadPlatform(p0.platform ?? DEFAULT_PLATFORM).name;
   // only vLLM's own image is tagged with a version; NGC's tag is its release and a set image is as written
-  const derived = !opts.image && !p0.container?.image && !platformName.startsWith('dgx-');
-  const ref = opts.image ?? p0.container?.image ?? (derived ? undefined : imageFor(p0, { name: platformName }));
+  const derived = !opts.image && !ownImage(p0) && !platformName.startsWith('dgx-');
+  const ref = opts.image ?? ownImage(p0) ?? (derived ? undefined : imageFor(p0, { name: platformName }));
   // Bad names and images are refused before anything about them is printed or read.
   const early = k8sProblems(p0, { name: k8sName(p0), namespace: opts.namespace, image: ref ?? 'vllm/vllm-openai' });
   if (early.length) throw new UsageError(`sparkctl k8s ${p0.name}: ${early.length} problem(s)`, early.map(formatProblem));

@@ -5,6 +5,7 @@ import { envelope, formatBytes, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ProblemsFound, UsageError } from '../../errors.js';
 import { checkRepoId } from '../../model/cache.js';
+import { traitsOfProfile } from '../../engine/runtime/traits.js';
 import { loadNodesFile, loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 
 export type { PullOptions };
@@ -49,7 +50,7 @@ export async function run(model: string, opts: PullOptions & { nodes?: string })
 async function imageToNodes(model: string, opts: PullOptions, nf: NonNullable<ReturnType<typeof loadNodesFile>>) {
   if (!checkRepoId(model)) return undefined; // an ORG/NAME, not a profile: no image to speak of
   const { profile } = loadProfile(model, { profilesDir: opts.profiles });
-  if (profile.engine.runtime !== 'container') return undefined;
+  if (traitsOfProfile(profile).vllmFrom !== 'image') return undefined;
   const { imageFor, detectCli } = await import('../../engine/runtime/container.js');
   const { localImage, syncImage } = await import('../../engine/cluster/image-sync.js');
   const ref = imageFor(profile, loadPlatform(profile.platform ?? DEFAULT_PLATFORM));

@@ -3,10 +3,9 @@
 // HF_HUB_OFFLINE=1 for the server when it is; else the `sparkctl pull` command, or with --pull the
 // pull itself, first. --skip-preflight makes an absent model a warning (vLLM would then download it
 // itself); --dry-run shows what serve would do. The simulator loads no files and skips all of it.
-import { existsSync } from 'node:fs';
 import { checkModelCache, missingLine, type ModelCacheCheck } from '../../engine/model-cache.js';
 import type { ServePlan } from '../../engine/plan.js';
-import { hfCacheDir } from '../../engine/runtime/container.js';
+import { traitsOfProfile } from '../../engine/runtime/traits.js';
 import type { Profile } from '../../profiles/schema.js';
 import { UsageError } from '../../errors.js';
 import { checkRepoId } from '../../model/cache.js';
@@ -24,18 +23,17 @@ export async function modelGate(
 ): Promise<GateResult> {
   const out: GateResult = { warnings: [], offline: false };
   if (opts.engine === 'sim') return out;
-  const runtime = opts.runtime ?? profile.engine.runtime;
-  let m = await checkModelCache(profile, runtime);
+  const rt = traitsOfProfile(profile, opts.runtime);
+  let m = await checkModelCache(profile, rt);
   out.check = m;
-  if (runtime === 'container' && !m.state && !existsSync(hfCacheDir(profile))) {
-    // A local model.path: the cache is still mounted when it exists; when it does not, say so (nothing is made).
-    out.warnings.push(`no Hugging Face cache at ${hfCacheDir(profile)} on this host: the container gets none mounted (set container.hfCache or HF_HOME to mount one)`);
-  }
+  // A local model.path: a container's cache is still mounted when it exists; when it does not, say so (nothing is made).
+  const noCache = m.state ? undefined : rt.noCacheWarning(profile);
+  if (noCache) out.warnings.push(noCache);
   if (!m.state) return out;
   if (!m.state.complete && opts.pull && !opts.dryRun) {
     const { pullInto } = await import('../pulling.js');
     await pullInto(m.id!, m.revision!, m.root!, { json: opts.json, step: true });
-    m = await checkModelCache(profile, runtime);
+    m = await checkModelCache(profile, rt);
     out.check = m;
   }
   if (m.state!.complete) {
@@ -43,7 +41,7 @@ export async function modelGate(
     return out;
   }
   const line = missingLine(m);
-  const fix = [`fetch it first: ${m.pull}${runtime === 'container' ? ` (HF_HUB_CACHE=${m.root}: the cache the container mounts)` : ''}`, 'or serve --pull to fetch it before the launch'];
+  const fix = [`fetch it first: ${m.pull}${rt.pullNote(m.root!)}`, 'or serve --pull to fetch it before the launch'];
   if (opts.dryRun) out.warnings.push(`serve would refuse: ${line}; ${fix[0]}`);
   else if (opts.skipPreflight) out.warnings.push(`${line}; with --skip-preflight vLLM will try to download it itself (${fix[0]})`);
   else throw new UsageError(line, fix);
