@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { FIXTURES, tempDir } from '../helpers.js';
 import { NodesFile } from '../../src/profiles/schema.js';
+import { parseShowGids, parseIbdev2netdev, v2IndexOf } from '../../src/nvidia/rdma.js';
 import { fabricScript, parseFabric, fabricEnv, runFabricChecks, ipv4Gid, pingScript, parsePings, type FabricReading, type PingResult } from '../../src/engine/cluster/fabric.js';
 
 const TREE = readFileSync(join(FIXTURES, 'fabric', 'spark-pair.tree'), 'utf8')
@@ -137,5 +138,73 @@ describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)
     expect(parsePings('ping 1.2.3.4 reach ok\nping 1.2.3.4 mtu fail\nping $(x) reach ok junk\n')).toEqual(new Map([['1.2.3.4', { reach: true, mtu: false }]]));
     // every address goes to ping quoted
     expect(pingScript(["1.2.3.4'; reboot"], 1472)).toContain("'1.2.3.4'\\''; reboot'");
+  });
+});
+
+// Real outputs recorded from public sources (test/fixtures/fabric/README.md): the parsers of the tools'
+// own output, and the recorded Spark tree checked against what real Sparks printed.
+const fixture = (f: string) => readFileSync(join(FIXTURES, 'fabric', f), 'utf8');
+
+describe('show_gids and ibdev2netdev, as real hosts printed them', () => {
+  it('show_gids of a two-port ConnectX host (NVIDIA/nccl-tests#192): every row, the RoCE v2 index of each IPv4 address', () => {
+    const rows = parseShowGids(fixture('show_gids.nccl-tests-192.txt'));
+    expect(rows).toHaveLength(8);
+    expect(rows[3]).toEqual({ dev: 'mlx5_0', port: 1, index: 3, gid: '0000:0000:0000:0000:0000:ffff:0b00:0048', ipv4: '11.0.0.72', ver: 'v2', ndev: 'ens3np0' });
+    expect(rows[0]).not.toHaveProperty('ipv4');
+    expect(v2IndexOf(rows, '11.0.0.72')).toEqual({ dev: 'mlx5_0', index: 3 });
+    expect(v2IndexOf(rows, '11.0.0.73', 'ens2np0')).toEqual({ dev: 'mlx5_1', index: 3 });
+    expect(v2IndexOf(rows, '11.0.0.73', 'ens3np0')).toBeUndefined();
+    // the IPv4-mapped GID is the one sparkctl computes from the address
+    expect(rows[3]!.gid).toBe(ipv4Gid('11.0.0.72'));
+  });
+
+  it('show_gids with a RoCE v1-only ConnectX-3 and a VLAN netdev (tensorflow#22077): no v2 index where there is none', () => {
+    const rows = parseShowGids(fixture('show_gids.tensorflow-22077.txt'));
+    expect(rows).toHaveLength(9);
+    expect(rows.filter((r) => r.dev === 'mlx4_0').every((r) => r.ver === 'v1')).toBe(true);
+    expect(rows.find((r) => r.ipv4 === '10.10.10.2')?.ndev).toBe('eth2.10');
+    expect(v2IndexOf(rows, '12.12.12.12')).toBeUndefined();
+    expect(v2IndexOf(rows, '12.12.11.12')).toEqual({ dev: 'mlx5_0', index: 3 });
+  });
+
+  it('hostile show_gids text: only rows of the exact shape', () => {
+    expect(
+      parseShowGids(
+        'mlx5_0 1 3 ::ffff:1.2.3.4 1.2.3.4 v2 eth0\nmlx5_0 x 3 0000:0000:0000:0000:0000:ffff:0102:0304 v2 eth0\nmlx5_0 1 3 0000:0000:0000:0000:0000:ffff:0102:0304 999.1 v2 eth0\n$(rm) 1 3 0000:0000:0000:0000:0000:ffff:0102:0304 v2 eth0',
+      ),
+    ).toEqual([]);
+  });
+
+  it("the fabric read takes a GID's type and netdev from show_gids where sysfs has none (the nccl-tests#192 rows)", () => {
+    // the `ib` line is this test's (a port up on ens3np0); the GIDs are show_gids' rows, recorded
+    const sg = fixture('show_gids.nccl-tests-192.txt')
+      .split('\n')
+      .map((l) => `sg ${l}`)
+      .join('\n');
+    const r = parseFabric('ens3np0', ['net up 9000 200000', 'addr 11.0.0.72/24', 'ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0', sg].join('\n'));
+    expect(r.rdma[0]!.gids.find((g) => g.index === 3)).toEqual({ index: 3, gid: ipv4Gid('11.0.0.72'), type: 'RoCE v2', ndev: 'ens3np0' });
+    const node = NodesFile.parse({ head: { name: 'h', address: '10.1.1.1', interface: 'eno1', gpus: 8, fabric: { address: '11.0.0.72', interface: 'ens3np0' } }, workers: [] }).head;
+    expect(fabricEnv(node, r)).toMatchObject({ NCCL_IB_HCA: 'mlx5_0', NCCL_IB_GID_INDEX: '3' });
+    // a sysfs GID that show_gids contradicts keeps what sysfs said
+    const x = parseFabric('ens3np0', ['ib mlx5_0 1 4:_ACTIVE 5:_LinkUp Ethernet 200_Gb/sec ens3np0', 'gid mlx5_0 1 3 0000:0000:0000:0000:0000:ffff:0b00:0099 RoCE_v2 ens3np0', sg].join('\n'));
+    expect(x.rdma[0]!.gids.find((g) => g.index === 3)?.gid).toBe('0000:0000:0000:0000:0000:ffff:0b00:0099');
+  });
+
+  it("the recorded Spark tree is what a real Spark's ibdev2netdev printed: the same devices, netdevs and link states", () => {
+    const real = parseIbdev2netdev(fixture('spark.ibdev2netdev.txt'));
+    expect(real).toHaveLength(4);
+    const r = read('spark', 'enp1s0f1np1');
+    expect(r.rdma.map((p) => ({ dev: p.dev, port: p.port, netdev: p.netdev, up: p.state === 'ACTIVE' })).sort((a, b) => a.dev.localeCompare(b.dev))).toEqual(
+      real.sort((a, b) => a.dev.localeCompare(b.dev)),
+    );
+  });
+
+  it("sparkctl's NCCL variables for the tree are what NCCL on a real Spark pair used (MiaAI-Lab PR #95)", () => {
+    const log = fixture('spark-pair.nccl-info.txt');
+    const used = /NET\/IB : Using \[0\](\S+):1\/RoCE \[1\](\S+):1\/RoCE \[RO\]; OOB (\S+):/.exec(log)!;
+    const env = fabricEnv(nf.head, read('spark', 'enp1s0f1np1'));
+    expect(env.NCCL_IB_HCA).toBe(`${used[1]},${used[2]}`);
+    expect(nf.head.fabric?.interface).toBe(used[3]);
+    expect(env.NCCL_IB_GID_INDEX).toBe(/NCCL_IB_GID_INDEX set by environment to (\d+)/.exec(log)![1]);
   });
 });

@@ -3,7 +3,9 @@
 // RoCE device (rocep1s0f1) and the twin of the same port (roceP2p1s0f1), RoCE v2, jumbo frames.
 // Read with sysfs only (no rdma-core needed): /sys/class/net/IF/{operstate,mtu,speed}, and under
 // /sys/class/infiniband/DEV/ports/P/: state, phys_state, link_layer, rate, gids/I,
-// gid_attrs/types/I ("RoCE v2"), gid_attrs/ndevs/I (the netdev of that GID); plus `ip -o -4 addr`.
+// gid_attrs/types/I ("RoCE v2"), gid_attrs/ndevs/I (the netdev of that GID); plus `ip -o -4 addr`,
+// and `show_gids` where the node has it (MLNX_OFED / DOCA): its rows fill in a GID whose sysfs type
+// or netdev could not be read (a kernel without gid_attrs, a GID entry sysfs refuses to show).
 // From that: NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (the fabric netdev), NCCL_IB_HCA (the active
 // RoCE devices, the fabric netdev's first), NCCL_IB_GID_INDEX (the RoCE v2 GID of the fabric
 // address: it moves after a reboot or a recable, so it is read each time), UCX_NET_DEVICES (the
@@ -13,6 +15,7 @@ import type { NodeEntry, NodesFile } from '../../profiles/schema.js';
 import type { CheckResult } from '../../preflight/checks.js';
 import { shellQuote } from '../../output/format.js';
 import { allNodes, fabricAddress, fabricInterface } from './ray-plan.js';
+import { parseShowGids } from '../../nvidia/rdma.js';
 
 export interface RdmaPort {
   dev: string;
@@ -60,6 +63,8 @@ export function fabricScript(iface: string): string {
     '  for g in "$p"/gids/*; do i=$(basename "$g"); v=$(rd "$g"); case "$v" in ""|0000:0000:0000:0000:0000:0000:0000:0000) continue;; esac',
     `    echo "gid $d $pn $i $v $(rd "$p/gid_attrs/types/$i" | tr ' ' '_') $(rd "$p/gid_attrs/ndevs/$i")"; done | head -n 64`,
     'done | head -n 512',
+    // show_gids, where installed (a replayed tree carries what it printed beside it)
+    `if [ -n "$R" ]; then if [ -f "$R/show_gids" ]; then head -c 32768 "$R/show_gids" | sed 's/^/sg /'; fi; elif command -v show_gids >/dev/null 2>&1; then show_gids 2>/dev/null | head -c 32768 | sed 's/^/sg /'; fi; true`,
   ].join('\n');
 }
 
@@ -90,6 +95,25 @@ export function parseFabric(iface: string, text: string): FabricReading {
       const p = r.rdma.find((x) => x.dev === f[1] && x.port === Number(f[2]));
       const index = Number(f[3]);
       if (p && Number.isInteger(index) && /^[0-9a-f:]+$/i.test(f[4]!)) p.gids.push({ index, gid: f[4]!.toLowerCase(), type: word(f[5]), ndev: f[6] });
+    }
+  }
+  // show_gids' rows: a GID sysfs gave without its type or netdev (or not at all) takes them from there
+  const sg = parseShowGids(
+    text
+      .split('\n')
+      .filter((l) => l.startsWith('sg '))
+      .map((l) => l.slice(3))
+      .join('\n'),
+  );
+  for (const row of sg) {
+    const p = r.rdma.find((x) => x.dev === row.dev && x.port === row.port);
+    if (!p) continue;
+    const type = row.ver === 'v2' ? 'RoCE v2' : 'IB/RoCE v1';
+    const g = p.gids.find((x) => x.index === row.index);
+    if (!g) p.gids.push({ index: row.index, gid: row.gid, type, ndev: row.ndev });
+    else if (g.gid === row.gid) {
+      if (!g.type) g.type = type;
+      if (!g.ndev) g.ndev = row.ndev;
     }
   }
   return r;
