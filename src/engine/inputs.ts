@@ -9,7 +9,9 @@ import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
 import { readModel, type ModelRead } from '../model/read.js';
 import type { GpuFact } from '../host/gpu-facts.js';
-import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, statedOnly } from './vllm-version.js';
+import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, type VersionGuess, statedOnly } from './vllm-version.js';
+import { versionGuess } from './version-guess.js';
+import { isPep440 } from '../profiles/versions.js';
 import { stateDir } from '../util/paths.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
@@ -31,6 +33,8 @@ export interface PlanReadOptions {
   gpuTimeoutMs?: number;
   /** serve --runtime: a container's vLLM is the image's, read from it (the host's is not asked) */
   runtime?: 'host' | 'container';
+  /** a profile already parsed (profiles import: not on disk yet); `name` is then only its label */
+  loaded?: LoadedProfile;
 }
 
 export interface Prepared extends Resolved {
@@ -62,6 +66,7 @@ const isFolder = (p: string) => {
 
 /** A profile name or file, or else a model (a folder with config.json, or a hub id). */
 function loadTarget(name: string, opts: PlanReadOptions): { loaded?: LoadedProfile; target?: ModelTarget } {
+  if (opts.loaded) return { loaded: opts.loaded };
   try {
     return { loaded: loadProfile(name, { profilesDir: opts.profiles, sets: opts.set }) };
   } catch (e) {
@@ -94,12 +99,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const [modelRead, gpus, installed] = await Promise.all([
     loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
-    sim
-      ? // The simulator plays the version it is given: a pin is what it runs; auto is its default.
-        Promise.resolve({ bin: 'the simulator', version: simVersion(loaded?.profile.engine.vllmVersion), source: 'cache' as const })
-      : fromImage(loaded?.profile)
-        ? Promise.resolve(undefined)
-        : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+    fromImage(loaded?.profile) ? Promise.resolve(undefined) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
@@ -124,8 +124,13 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
   const read = fromImage(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
-  const actual = (sim ? installed : read?.installed) ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
-  const vllm = decideVersion(lp.profile.engine.vllmVersion, actual);
+  // the one guess where no vLLM is read, the same for every verb
+  const guess = versionGuess(lp.profile, platform);
+  const asked = lp.profile.engine.vllmVersion;
+  const found = read?.installed ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
+  const vllm = decideVersion(asked, actual, guess);
+  if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
   const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const r = resolveLoaded(
@@ -192,4 +197,21 @@ export function versionWarnings(v: VersionDecision, dryRun: boolean): string[] {
   return out;
 }
 
-const simVersion = (pinned?: string) => (pinned && pinned !== 'auto' ? pinned : (process.env.SPARKCTL_SIM_VLLM_VERSION ?? '0.17.0'));
+/**
+ * The version the simulator plays: a pin is what it runs; auto, the version SPARKCTL_SIM_VLLM_VERSION
+ * names, else the vLLM serve would run (installed, or the image's), else the one guess every verb makes
+ * where no vLLM is read: its flags and logs are the ones plan, k8s and monitoring render for this profile.
+ */
+function simPlays(pinned: string, found: InstalledVllm, guess: VersionGuess): InstalledVllm {
+  if (pinned !== 'auto') return { bin: 'the simulator', version: pinned, source: 'cache' };
+  const env = process.env.SPARKCTL_SIM_VLLM_VERSION;
+  if (env && isPep440(env)) return { bin: 'the simulator', version: env, source: 'cache', why: 'engine.vllmVersion auto: the version SPARKCTL_SIM_VLLM_VERSION names' };
+  if (found.version)
+    return {
+      bin: 'the simulator',
+      version: found.version,
+      source: 'cache',
+      why: `engine.vllmVersion auto: the version of the vLLM serve would run, ${found.image ? `in the image ${found.image}` : found.bin}`,
+    };
+  return { bin: 'the simulator', version: guess.version, source: 'cache', why: `engine.vllmVersion auto and no vLLM to read: ${guess.basis}, the guess every verb makes without one` };
+}

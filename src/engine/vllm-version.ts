@@ -192,8 +192,33 @@ export interface VersionDecision {
 /** The image's version was not read, only stated by its reference: a tag, or NVIDIA's release notes. */
 export const statedOnly = (s: InstalledVllm['source']) => s === 'tag' || s === 'release-notes';
 
+/**
+ * engine.vllmVersion auto with no vLLM read: the version a profile is rendered for, and what that rests
+ * on. One guess for every verb (plan, serve, monitoring, k8s, a container's plan, the simulator): the
+ * vLLM of the image this profile would run, where its reference states it (vllm/vllm-openai:vX.Y.Z, or
+ * a known NGC release: the DGX baselines' default image), else the newest flags table.
+ */
+export interface VersionGuess {
+  version: string;
+  /** what it rests on, in words ("the newest table", "the vLLM of IMAGE by NVIDIA's release notes for NGC 26.03") */
+  basis: string;
+}
+
+export const NEWEST_GUESS: VersionGuess = { version: FACT_VERSIONS[FACT_VERSIONS.length - 1]!, basis: 'the newest table' };
+
+/** The guess from the image the profile would run (its reference's stated version), else the newest table. */
+export function guessFrom(image: string | undefined, stated: { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined): VersionGuess {
+  if (!image || !stated) return NEWEST_GUESS;
+  return { version: stated.version, basis: `the vLLM of ${image} ${stated.from === 'tag' ? 'as its tag states' : `by NVIDIA's release notes for NGC ${stated.release}`}` };
+}
+
+/** The one way a guessed version is said, by every verb: what was not read, what the flags follow, the fix. */
+export function guessNote(why: string | undefined, guess: VersionGuess, what = 'flags rendered for', fix = 'pin engine.vllmVersion or pass --vllm-bin'): string {
+  return `vLLM version not read (${why ?? 'no answer'}): ${what} ${guess.basis}, ${guess.version} (a guess); ${fix}`;
+}
+
 /** engine.vllmVersion (a pin or auto) + what is installed -> the version the flags are rendered for. Pure. */
-export function decideVersion(pinned: string, installed: InstalledVllm): VersionDecision {
+export function decideVersion(pinned: string, installed: InstalledVllm, guess: VersionGuess = NEWEST_GUESS): VersionDecision {
   const inst = installed.version;
   const img = installed.image;
   const where = img ? `in the image ${img}, ${imageSource(installed.source)}` : `installed, ${installed.bin}`;
@@ -222,15 +247,14 @@ export function decideVersion(pinned: string, installed: InstalledVllm): Version
       note: `vLLM ${inst} (${where}; ${table ? `the nearest table at or below it is ${table}` : `below the oldest table, ${FACT_VERSIONS[0]}`})`,
     };
   }
-  const newest = FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
   return {
-    version: newest,
+    version: guess.version,
     how: 'unknown',
-    table: newest,
+    table: tableAtOrBelow(guess.version),
     image: img,
     note: img
-      ? `the vLLM version of the image ${img} was not read (${installed.why}): flags rendered for the newest table, ${newest}; fix: pin the image's version, --set engine.vllmVersion=X.Y.Z`
-      : `vLLM version not read (${installed.why}): flags rendered for the newest table, ${newest}; pin engine.vllmVersion or pass --vllm-bin`,
+      ? `the vLLM version of the image ${img} was not read (${installed.why}): flags rendered for ${guess.basis}, ${guess.version} (a guess); fix: pin the image's version, --set engine.vllmVersion=X.Y.Z`
+      : guessNote(installed.why, guess),
   };
 }
 

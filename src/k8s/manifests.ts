@@ -91,7 +91,7 @@ export function clusterVersion(profile: string, pinned: string, image: { ref?: s
   if (image.derived || !image.ref)
     return {
       version: newest,
-      note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags (the newest table); ${fix}, or set container.image or --image`,
+      note: `engine.vllmVersion is auto and no image is set: rendered vllm/vllm-openai:v${newest} and its flags for the newest table, ${newest} (a guess); ${fix}, or set container.image or --image`,
     };
   const stated = versionFromRef(image.ref);
   if (stated)

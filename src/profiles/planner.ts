@@ -82,6 +82,46 @@ export function defaultMaxNumBatchedTokens(gpuMemoryBytes: number): number {
   return gpuMemoryBytes >= 70 * GiB ? 8192 : 2048;
 }
 
+/** The value of `--flag V` or `--flag=V` in an argv (the last one wins, as in argparse); true for a bare flag. */
+function argOf(argv: string[], flag: string): string | true | undefined {
+  let v: string | true | undefined;
+  for (const [i, a] of argv.entries()) {
+    if (a === flag) v = argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--') ? argv[i + 1]! : true;
+    else if (a.startsWith(`${flag}=`)) v = a.slice(flag.length + 1);
+  }
+  return v;
+}
+
+// engine.extraArgs flags that change what vLLM allocates for the KV cache. The plan follows --no-async-scheduling and
+// --mamba-cache-mode; for the others it says "not modelled" (exit 2) rather than a figure that ignores them.
+const KV_FLAGS: Array<[flags: string[], why: string]> = [
+  [
+    ['--speculative-config', '--spec-method', '--spec-model', '--spec-tokens'],
+    'speculative decoding: a draft model or MTP layers keep their own KV cache (the proposer layers join the KV cache groups, and Mamba layers keep num_speculative_blocks more states: kv_cache_interface.py MambaSpec), which this planner does not model',
+  ],
+  [['--kv-cache-dtype'], 'the KV cache dtype: set engine.kvCacheDtype (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16) instead; int4/int8 per token-head, nvfp4 and turboquant layouts are not modelled'],
+  [['--block-size'], 'the block size: set engine.blockSize instead'],
+  [['--max-model-len'], 'the context: set engine.maxModelLen instead'],
+  [['--max-num-batched-tokens'], 'the step size (the sliding and chunked caps count it): set engine.maxNumBatchedTokens instead'],
+  [['--enable-prefix-caching', '--no-enable-prefix-caching'], 'prefix caching (the Mamba states a request holds): set engine.enablePrefixCaching instead'],
+  [['--kv-cache-memory-bytes', '--gpu-memory-utilization'], 'the KV budget: set engine.kvCacheMemoryBytes or engine.gpuMemoryUtilization instead'],
+  [['--num-gpu-blocks-override'], 'a fixed number of KV blocks, which this planner does not model'],
+  [['--mamba-cache-dtype', '--mamba-ssm-cache-dtype', '--mamba-block-size'], 'the Mamba state dtype or block, which the plan takes from the config and the per-model hooks of vLLM only'],
+];
+
+/** The first KV-changing flag of engine.extraArgs the plan does not follow, as a "not modelled" field. */
+function unmodelledKvFlag(extra: string[]): { field: string; why: string } | undefined {
+  for (const [i, a] of extra.entries()) {
+    const flag = a.split('=')[0]!;
+    const hit = KV_FLAGS.find(([fs]) => fs.includes(flag));
+    if (hit) return { field: `engine.extraArgs[${i}] (${flag})`, why: hit[1] };
+  }
+  const mode = argOf(extra, '--mamba-cache-mode');
+  if (mode !== undefined && mode !== 'none' && mode !== 'align' && mode !== 'all')
+    return { field: 'engine.extraArgs (--mamba-cache-mode)', why: `${JSON.stringify(mode)} is not a mode vLLM has (none, align, all)` };
+  return undefined;
+}
+
 /** A layout from the counts alone (facts from a profile, or a profile that overrides the layer facts). */
 function layoutFromCounts(m: ModelFacts): Layout {
   const attn = (window?: number): LayerCache => ({ kind: 'attention', kvHeads: m.kvHeads, headSize: m.headDim, headSizeV: m.headDim, window });
@@ -139,6 +179,8 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
     notModelled: { field, why },
   });
   if (m.layout && 'notModelled' in m.layout) return declined(m.layout.notModelled, m.layout.why);
+  const flag = unmodelledKvFlag(p.engine.extraArgs);
+  if (flag) return declined(flag.field, flag.why);
   const layout = m.layout ?? layoutFromCounts(m);
   const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
   // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
@@ -158,6 +200,7 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
       prefixCaching: p.engine.enablePrefixCaching,
       // the flag vLLM reads, where the profile passes it through
       asyncScheduling: p.engine.extraArgs.includes('--no-async-scheduling') ? false : undefined,
+      mambaCacheMode: argOf(p.engine.extraArgs, '--mamba-cache-mode') as 'none' | 'align' | 'all' | undefined,
       availableBytes: availableKv,
       version,
     });

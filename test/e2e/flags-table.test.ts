@@ -114,6 +114,12 @@ const TABLE: Array<[() => string[], string, string[]]> = [
   [() => ['bench', 'compare', aFile, aFile], '--threshold', ['-1', 'abc']],
   [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa'), '--gpus', '1'], '--out', ['/dev/full', MISSING, aFile + '/x.yaml']],
   [() => ['profiles', 'init', join(ROOT, 'test', 'fixtures', 'models', 'qwen3-gqa')], '--gpus', BAD_COUNT],
+  // profiles import: the recipe URL is the counting server, so a flag checked after the fetch shows as a hit
+  [() => ['profiles', 'import', `${url}/r.yaml`], '--out', ['/dev/full', MISSING, aFile, aFile + '/x.yaml']],
+  [() => ['profiles', 'import', `${url}/r.yaml`], '--gpus', BAD_COUNT],
+  [() => ['profiles', 'import', `${url}/r.yaml`], '--gpu-memory', ['abc', '-1', '12XB']],
+  [() => ['profiles', 'import', `${url}/r.yaml`], '--vllm-version', ['abc', '1.2.3; x', '']],
+  [() => ['profiles', 'import', `${url}/r.yaml`], '--name', ['UPPER', 'a/b', '-x', 'a\nb']],
 ];
 
 // the state folder is where a side effect would show: no case may create it

@@ -3,6 +3,9 @@
 // files: the dev-mode gate, levels, the gauge, a request to a sleeping engine, wake_up tags), then
 // sparkctl sleep / wake / status / probe on a served profile.
 import { describe, it, expect, afterAll, beforeAll } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { startSim, cli, isolated, freePort, sleep, type SimHandle } from '../helpers.js';
 
 const sleepState = async (url: string) => {
@@ -130,6 +133,17 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     const res = pr.results[0];
     expect(res.state).toBe('sleeping');
     expect(res.steps.map((x: { step: string }) => x.step)).toEqual(['live', 'sleep']);
+    // the textfile: healthy, and sleeping with its level (promtool-clean where promtool is installed)
+    const prom = join(t.state, 'probe.prom');
+    expect((await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode).toBe(0);
+    const text = readFileSync(prom, 'utf8');
+    expect(text).toMatch(/^sparkctl_probe_sleeping\{target="qwen3\.5-9b-0",url="[^"]+"\} 1$/m);
+    expect(text).toMatch(/^sparkctl_probe_sleep_level\{target="qwen3\.5-9b-0"\} 1$/m);
+    expect(text).toMatch(/^sparkctl_probe_healthy\{target="qwen3\.5-9b-0",[^}]*\} 1$/m);
+    if (existsSync('/usr/bin/promtool')) {
+      const check = await execa('/usr/bin/promtool', ['check', 'metrics'], { input: text, reject: false });
+      expect(check.exitCode, check.stdout + check.stderr).toBe(0);
+    }
     const again = JSON.parse((await cli(['sleep', 'qwen3.5-9b', '--json'], { env: t.env() })).stdout);
     expect(again.servers[0].result).toBe('already');
     const w = await cli(['wake', 'qwen3.5-9b', '--json'], { env: t.env() });
@@ -138,6 +152,10 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     expect(woke).toMatchObject({ result: 'woke', level: 1 });
     console.log(`sleep mode (simulator, qwen3.5-9b, sim load 0.5 s): wake from level 1 in ${woke.ms} ms; serve to ready (cold start, no prewarm) ${coldMs} ms`);
     expect((await cli(['probe', 'qwen3.5-9b-0', '--json', '--no-history'], { env: t.env() })).exitCode).toBe(0);
+    expect((await cli(['probe', 'qwen3.5-9b-0', '--no-history', '--prometheus', prom], { env: t.env() })).exitCode).toBe(0);
+    const awake = readFileSync(prom, 'utf8');
+    expect(awake).toMatch(/^sparkctl_probe_sleeping\{target="qwen3\.5-9b-0",url="[^"]+"\} 0$/m);
+    expect(awake).not.toMatch(/^sparkctl_probe_sleep_level\{/m);
     // a server started without sleep mode: bad input, with the fix
     await cli(['stop', 'qwen3.5-9b'], { env: t.env() });
     expect(

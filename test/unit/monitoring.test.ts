@@ -46,6 +46,20 @@ describe('metric names per vLLM version', () => {
     expect(vllmNames(v)).toMatchObject({ kvCache: kv, itl, preemptions: 'vllm:num_preemptions_total', ttft: 'vllm:time_to_first_token_seconds' });
   });
 
+  it.each([
+    ['0.11.0', undefined],
+    ['0.12.0', 'vllm:engine_sleep_state'],
+    ['0.27.2', 'vllm:engine_sleep_state'],
+  ])('vLLM %s: the sleep gauge is %s', (v, name) => {
+    expect(vllmNames(v).sleepState).toBe(name);
+    const waiting = renderRules(spec(v)).groups[1]!.rules.find((r) => 'alert' in r && r.alert === 'VllmRequestsWaiting')!.expr;
+    if (name)
+      expect(waiting).toMatch(
+        /^sum by \(model_name, instance\) \(vllm:num_requests_waiting\{model_name="qwen-dev"\} unless on \(model_name, instance\) \(vllm:engine_sleep_state\{model_name="qwen-dev", sleep_state="awake"\} == 0\)\) > \d+$/,
+      );
+    else expect(waiting).not.toContain('unless');
+  });
+
   it.each(FACT_VERSIONS)('vLLM %s: every vllm: name in the rules and the dashboard is a family of its table, none deprecated there', (v) => {
     const table = metricsOf(v);
     const { rules, dash } = exprsOf(v);
@@ -287,10 +301,14 @@ describe('sparkctl monitoring (the built CLI)', () => {
       expect(String(old.stdout)).toContain('# sparkctl monitoring rules qwen-dev: vLLM 0.9.1 metric names');
       expect(String(old.stdout)).toContain('vllm:gpu_cache_usage_perc');
       expect(String(old.stderr)).toContain('metric names of the installed vLLM, 0.9.1');
-      const none = await cli([...auto, '--vllm-bin', join(d, 'missing')], { stateDir: d });
+      // none read, off the DGX baselines: the newest table; on one, its NGC image's vLLM (the guess every verb makes)
+      const none = await cli([...auto, '--set', 'platform=hopper-cuda13', '--vllm-bin', join(d, 'missing')], { stateDir: d });
       expect(none.exitCode).toBe(0);
       expect(String(none.stdout)).toContain(`vLLM ${FACT_VERSIONS.at(-1)} metric names`);
-      expect(String(none.stderr)).toMatch(/not read .*metric names of the newest table/);
+      expect(String(none.stderr)).toMatch(/not read .*metric names of the newest table, [\d.]+ \(a guess\)/);
+      const dgx = await cli([...auto, '--vllm-bin', join(d, 'missing')], { stateDir: d });
+      expect(String(dgx.stdout)).toContain('vLLM 0.17.1 metric names');
+      expect(String(dgx.stderr)).toMatch(/not read .*metric names of the vLLM of nvcr\.io\/nvidia\/vllm:26\.03-py3 by NVIDIA's release notes for NGC 26\.03, 0\.17\.1 \(a guess\)/);
       // a pin wins over what is installed
       const pinned = await cli(['monitoring', 'rules', 'qwen-dev', '--set', 'engine.vllmVersion=0.17.0', '--vllm-bin', bin], { stateDir: d });
       expect(String(pinned.stdout)).toContain('vLLM 0.17.0 metric names');

@@ -30,6 +30,8 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
         host: r.hostLine,
         model: r.model ? { note: r.model.note, file: r.model.file ?? null, sources: r.model.sources, facts: r.model.facts } : null,
         vllm: r.vllm,
+        // one verdict: the memory fits AND nothing else refuses the plan on this host (plan.fits is the memory alone)
+        fits: Boolean(plan?.fits) && !errors.length,
         generated: r.generated ? { model: r.generated.target, why: r.generated.why, profile: r.profile } : null,
       }),
     );
@@ -62,7 +64,7 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
               ['KV cache groups', plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; ')],
               ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
               [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
-              ['fits', plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`)],
+              ['fits', fitsLine(plan, errors)],
             ]),
       ]),
     );
@@ -89,6 +91,13 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
   // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget stand)
   if (plan?.notModelled && r.profile.engine.kvCacheMemoryBytes !== undefined && !errors.length) return;
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
+}
+
+/** One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says. */
+function fitsLine(plan: { fits: boolean; largestMaxModelLen: number }, errors: Prepared['problems']): string {
+  if (errors.length)
+    return c.red(`no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : ''}`);
+  return plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`);
 }
 
 function weightsSource(f: NonNullable<Prepared['model']>['facts']): string {

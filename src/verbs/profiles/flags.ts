@@ -5,7 +5,7 @@ const load = () => import('./run.js');
 
 export default createCommand({
   name: 'profiles',
-  description: 'list, show, validate profiles; print their JSON Schema',
+  description: 'list, show, validate, init, import profiles; print their JSON Schema',
   subcommands: [
     createCommand({
       name: 'list',
@@ -51,6 +51,34 @@ export default createCommand({
       description: "write a commented profile for a model from its config.json and this host's GPUs",
       help: '\nExample:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml',
       handler: lazy(load, (m) => m.init),
+    }),
+    createCommand({
+      name: 'import',
+      args: [['<recipe>', 'a sparkrun recipe: a .yaml file, or an https:// URL of one (raw.githubusercontent.com/...)']],
+      options: [
+        ['--out <file>', 'write the profile here (default: stdout, the report on stderr); an existing file is refused'],
+        ['--force', 'with --out: replace an existing file (never a link)'],
+        ['--name <name>', "the profile's name (default: from the recipe's file name)"],
+        ['--vllm-version <version>', "check vLLM options that have no profile field against this version's flag table (default: the newest table)"],
+        ['--gpus <n>', 'plan for this many GPUs (default: read from this host)', countArg('--gpus')],
+        ['--gpu-memory <size>', 'memory of one GPU, e.g. 128GB (default: read from this host)'],
+        ['--platform <name>', "plan for a platform baseline's GPUs instead of this host's"],
+        ['--vllm-bin <path>', 'the vllm whose version renders the flags when engine.vllmVersion is auto', 'vllm'],
+        ['--json', 'machine-readable output'],
+      ],
+      description: 'turn a sparkrun recipe into a profile: every key mapped or reported, then validated and planned for this host',
+      help: `
+Every key of the recipe is either mapped to a profile field (vLLM options without a field go to
+engine.extraArgs when the target vLLM's flag table accepts them) or reported with why and what to
+do: mods, build_args, hooks, benchmark blocks and secrets are never imported.
+Exit codes: 0 imported (the plan fits this host, or waits for the model's config.json);
+1 imported, but this host cannot serve it as planned (more GPUs or nodes, memory);
+2 bad input or an invalid profile (nothing written); 3 the URL did not answer.
+
+Examples:
+  sparkctl profiles import ./qwen3.6-27b-fp8-vllm.yaml --out profiles/qwen3.6-27b.yaml
+  sparkctl profiles import https://raw.githubusercontent.com/spark-arena/recipe-registry/307578001460733fcb9335d0e84f8d3e38e40552/official-recipes/qwen3.6/vllm/qwen3.6-27b-fp8-vllm.yaml`,
+      handler: lazy(() => import('./import.js')),
     }),
     createCommand({
       name: 'schema',

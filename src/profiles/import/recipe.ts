@@ -1,0 +1,714 @@
+// A sparkrun recipe (sparkrun's RECIPES.md; eugr's spark-vllm-docker recipes are its v1) -> the
+// fields of a sparkctl profile. Pure: the caller reads the text and parses the YAML.
+//
+// Every key of the recipe ends in exactly one of two lists: `mapped` (the profile field it became,
+// or what it was read for) or `unmapped` (why it has no place in a profile, and what to do instead).
+// Nothing is dropped without a line. The vLLM arguments of `command:` are mapped one by one: to a
+// typed field where the profile has one (so the planner and validation see it), else to
+// engine.extraArgs when the target vLLM's flag table accepts the option, else reported.
+//
+// A recipe is hostile input: a value with a control character is refused naming its key; a secret
+// (an env entry named like one, an --api-key) is never written or shown, only the NAME of the
+// variable that should hold it; the command is split into words without a shell (command.ts).
+import { UsageError } from '../../errors.js';
+import { isSecretName } from '../../util/redact.js';
+import { isModelId } from '../schema.js';
+import { checkArgv, resolveOption, takesValue, formatFlagProblem } from '../vllm-flags.js';
+import { renderCommand, templateValue } from './command.js';
+
+export interface MappedKey {
+  /** where in the recipe: `defaults.port`, `command --max-model-len`, `container` */
+  key: string;
+  value: string;
+  /** the profile field it became, or what it was read for in parentheses */
+  field: string;
+}
+
+export interface UnmappedKey {
+  key: string;
+  /** the value, shortened; a secret's never */
+  value: string;
+  why: string;
+  fix?: string;
+}
+
+export interface RecipeImport {
+  /** the profile as written: only what the recipe says (defaults are the schema's) */
+  profile: Record<string, unknown>;
+  mapped: MappedKey[];
+  unmapped: UnmappedKey[];
+  notes: string[];
+}
+
+export interface ImportOptions {
+  /** the profile's name */
+  name: string;
+  /** the vLLM whose flag table decides which extra arguments are accepted */
+  vllmVersion: string;
+}
+
+/** The DGX Spark baseline: sparkrun recipes are written for it (one GB10 GPU per node). */
+export const SPARK_PLATFORM = 'dgx-spark-gb10';
+
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+/** A recipe key as a report shows it: one line, no escape sequences, bounded. */
+const oneLine = (k: string) => (k.length > 100 ? `${k.slice(0, 97)}...` : k).replace(CONTROLS, '?');
+const HIDDEN = '(hidden: a secret)';
+const VLLM_RUNTIMES = ['', 'vllm', 'vllm-distributed', 'vllm-ray', 'eugr-vllm'];
+
+/** A value shown in a report: one line, at most 80 characters, and bounded work (an alias bomb is a small graph but a huge string). */
+export function preview(v: unknown, max = 80): string {
+  let budget = max + 1;
+  const walk = (x: unknown, depth: number): string => {
+    if (budget <= 0) return '';
+    let s: string;
+    if (x === null || x === undefined) s = String(x);
+    else if (typeof x === 'string') s = JSON.stringify(x.length > max ? x.slice(0, max) : x);
+    else if (typeof x !== 'object') s = String(x);
+    else if (depth > 3) s = '...';
+    else if (Array.isArray(x)) {
+      const parts: string[] = [];
+      for (const e of x) {
+        if (budget <= 0) break;
+        parts.push(walk(e, depth + 1));
+      }
+      s = `[${parts.join(', ')}]`;
+    } else {
+      const parts: string[] = [];
+      for (const [k, e] of Object.entries(x)) {
+        if (budget <= 0) break;
+        parts.push(`${JSON.stringify(k.slice(0, max))}: ${isSecretName(k) ? HIDDEN : walk(e, depth + 1)}`);
+      }
+      s = `{${parts.join(', ')}}`;
+    }
+    budget -= s.length;
+    return s;
+  };
+  const s = walk(v, 0).replace(CONTROLS, ' ');
+  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Refuse a value that would reach a profile with a control character in it, naming the recipe key. */
+function clean(key: string, v: string): string {
+  const m = CONTROL.exec(v);
+  if (m)
+    throw new UsageError(`recipe ${key}: ${preview(v)} contains the control character U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`, [
+      `keep ${key} to one line of printable text`,
+    ]);
+  return v;
+}
+
+/** A profile name from the recipe's file or URL name: lower-case letters, digits, . _ - */
+export function profileNameFor(source: string): string {
+  const base = source
+    .split(/[\\/]/)
+    .pop()!
+    .split(/[?#]/)[0]!
+    .replace(/\.ya?ml$/i, '');
+  return (
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[^a-z0-9]+/, '')
+      .slice(0, 100) || 'imported'
+  );
+}
+
+/** Top-level keys that are not the serve itself, each with why sparkctl has no place for it. */
+const NOT_A_PROFILE: Record<string, { why: string; fix?: string }> = {
+  runtime_version: { why: "informational in sparkrun; the vLLM the flags are rendered for is the image's own (engine.vllmVersion: auto reads it)", fix: 'pin engine.vllmVersion if you must' },
+  runtime_config: { why: "runtime-specific settings of sparkrun's own runtimes; no vLLM flag or profile field stands for them" },
+  benchmark: { why: "a sparkrun/llama-benchy benchmark definition; sparkctl's benchmark takes its own flags", fix: 'sparkctl bench PROFILE (see sparkctl bench --help)' },
+  pre_exec: { why: 'shell commands or file copies run inside the container before serve; sparkctl runs no commands from a profile', fix: 'bake them into the image and set container.image' },
+  post_exec: {
+    why: 'shell commands run inside the container after it is healthy; sparkctl runs no commands from a profile',
+    fix: 'run them yourself after sparkctl serve (sparkctl probe checks health)',
+  },
+  post_commands: { why: 'shell commands run on the control machine; sparkctl runs no commands from a profile', fix: 'run them yourself after sparkctl serve' },
+  stop_after_post: { why: 'stops the workload after its post hooks; sparkctl has no post hooks', fix: 'sparkctl stop PROFILE' },
+  mods: {
+    why: 'patches sparkrun/eugr apply inside the container before serve; sparkctl never patches an image',
+    fix: 'build an image with the mods applied (eugr/spark-vllm-docker) and set container.image to it',
+  },
+  build_args: { why: "arguments of eugr's image build; sparkctl does not build images", fix: "build the image with eugr/spark-vllm-docker's build-and-copy.sh; container.image then names it" },
+  builder: { why: 'how sparkrun builds the image; sparkctl does not build images', fix: 'build or pull the image first; container.image names it' },
+  builder_config: { why: "settings of sparkrun's image builder; sparkctl does not build images" },
+  distribution_config: { why: 'how sparkrun copies the model and image to the nodes', fix: 'sparkctl pull MODEL on each node (or the model sync of a multi-node serve)' },
+};
+
+/** sparkrun's structured defaults -> the vLLM flag each renders (its VLLM_FLAG_MAP), for a recipe without a command. */
+const DEFAULT_FLAGS: Record<string, string> = {
+  port: '--port',
+  host: '--host',
+  tensor_parallel: '--tensor-parallel-size',
+  pipeline_parallel: '--pipeline-parallel-size',
+  data_parallel: '--data-parallel-size',
+  gpu_memory_utilization: '--gpu-memory-utilization',
+  max_model_len: '--max-model-len',
+  max_num_batched_tokens: '--max-num-batched-tokens',
+  max_num_seqs: '--max-num-seqs',
+  served_model_name: '--served-model-name',
+  dtype: '--dtype',
+  quantization: '--quantization',
+  kv_cache_dtype: '--kv-cache-dtype',
+  distributed_executor_backend: '--distributed-executor-backend',
+  otlp_traces_endpoint: '--otlp-traces-endpoint',
+  api_key: '--api-key',
+  enforce_eager: '--enforce-eager',
+  enable_prefix_caching: '--enable-prefix-caching',
+  trust_remote_code: '--trust-remote-code',
+  enable_auto_tool_choice: '--enable-auto-tool-choice',
+};
+const DEFAULT_SWITCHES = new Set(['enforce_eager', 'enable_prefix_caching', 'trust_remote_code', 'enable_auto_tool_choice']);
+
+/** sets the field; returns why it cannot, or nothing when set */
+type Setter = (value: string) => unknown;
+
+interface Ctx {
+  out: RecipeImport;
+  p: { model: Record<string, unknown>; engine: Record<string, unknown>; parallel: Record<string, unknown>; server: Record<string, unknown> };
+  version: string;
+  extra: string[];
+}
+
+const intOf = (v: string) => (/^\d{1,15}$/.test(v) ? Number(v) : undefined);
+const numOf = (v: string) => (/^\d+(\.\d+)?$/.test(v) ? Number(v) : undefined);
+const secretRef = (v: string) => /^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$/.exec(v)?.[1];
+
+/** The vLLM options that have a typed field, each with its setter. */
+function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
+  const { model, engine, parallel, server } = c.p;
+  const int = (o: Record<string, unknown>, k: string) => (v: string) => {
+    const n = intOf(v);
+    if (n === undefined || n < 1) return 'not a positive whole number';
+    o[k] = n;
+  };
+  const str = (o: Record<string, unknown>, k: string) => (v: string) => {
+    o[k] = v;
+  };
+  const oneOf = (o: Record<string, unknown>, k: string, allowed: string[]) => (v: string) => {
+    if (!allowed.includes(v)) return `not one of the values the profile field takes (${allowed.join(', ')})`;
+    o[k] = v;
+  };
+  return {
+    '--served-model-name': { field: 'model.servedName', set: str(model, 'servedName') },
+    '--revision': { field: 'model.revision', set: str(model, 'revision') },
+    '--tensor-parallel-size': { field: 'parallel.tensor', set: int(parallel, 'tensor') },
+    '--pipeline-parallel-size': { field: 'parallel.pipeline', set: int(parallel, 'pipeline') },
+    '--distributed-executor-backend': { field: 'parallel.executor', set: oneOf(parallel, 'executor', ['mp', 'ray']) },
+    '--dtype': { field: 'engine.dtype', set: oneOf(engine, 'dtype', ['auto', 'bfloat16', 'float16', 'half', 'float32']) },
+    '--quantization': { field: 'engine.quantization', set: str(engine, 'quantization') },
+    '--kv-cache-dtype': { field: 'engine.kvCacheDtype', set: oneOf(engine, 'kvCacheDtype', ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']) },
+    '--max-model-len': { field: 'engine.maxModelLen', set: int(engine, 'maxModelLen') },
+    '--kv-cache-memory-bytes': { field: 'engine.kvCacheMemoryBytes', set: int(engine, 'kvCacheMemoryBytes') },
+    '--gpu-memory-utilization': {
+      field: 'engine.gpuMemoryUtilization',
+      set: (v) => {
+        const n = numOf(v);
+        if (n === undefined) return 'not a number';
+        engine.gpuMemoryUtilization = n;
+      },
+    },
+    '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
+    '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
+    '--block-size': {
+      field: 'engine.blockSize',
+      set: (v) => {
+        const n = intOf(v);
+        if (n === undefined || ![8, 16, 32, 64, 128].includes(n)) return 'not one of 8, 16, 32, 64, 128';
+        engine.blockSize = n;
+      },
+    },
+    '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
+    '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
+    '--port': {
+      field: 'server.port',
+      set: (v) => {
+        const n = intOf(v);
+        if (n === undefined || n < 1 || n > 65535) return 'not a port (1-65535)';
+        server.port = n;
+      },
+    },
+    '--host': { field: 'server.host', set: str(server, 'host') },
+    '--shutdown-timeout': {
+      field: 'server.shutdownTimeoutSeconds',
+      set: (v) => {
+        const n = intOf(v);
+        if (n === undefined || n > 3600) return 'not a whole number of seconds up to 3600';
+        server.shutdownTimeoutSeconds = n;
+      },
+    },
+  };
+}
+
+/** Switches with a typed field: option -> [field, object, key, value]. */
+function typedSwitches(c: Ctx): Record<string, [string, Record<string, unknown>, string, boolean]> {
+  const { engine, server } = c.p;
+  return {
+    '--enforce-eager': ['engine.enforceEager', engine, 'enforceEager', true],
+    '--enable-prefix-caching': ['engine.enablePrefixCaching', engine, 'enablePrefixCaching', true],
+    '--no-enable-prefix-caching': ['engine.enablePrefixCaching', engine, 'enablePrefixCaching', false],
+    '--enable-chunked-prefill': ['engine.enableChunkedPrefill', engine, 'enableChunkedPrefill', true],
+    '--no-enable-chunked-prefill': ['engine.enableChunkedPrefill', engine, 'enableChunkedPrefill', false],
+    '--enable-log-requests': ['engine.logRequests', engine, 'logRequests', true],
+    '--disable-log-requests': ['engine.logRequests', engine, 'logRequests', false],
+    '--enable-sleep-mode': ['server.sleepMode', server, 'sleepMode', true],
+  };
+}
+
+/** Options sparkctl renders itself for each node or replica: a recipe's value would fight it. */
+const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
+
+/** The words of `vllm serve ...` -> fields, extra arguments and report lines. */
+function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeModel: string | undefined): void {
+  const { out } = c;
+  const typed = typedFields(c);
+  const switches = typedSwitches(c);
+  let autoToolChoice: string | undefined;
+  let i = 0;
+  const positional: string[] = [];
+  while (i < words.length) {
+    const tok = words[i]!;
+    const key = where(i);
+    if (!tok.startsWith('-') || tok === '-') {
+      positional.push(tok);
+      i++;
+      continue;
+    }
+    const eq = tok.startsWith('--') ? tok.indexOf('=') : -1;
+    const spelled = eq > 0 ? tok.slice(0, eq) : tok;
+    const r = resolveOption(c.version, spelled);
+    const flag = r.flag ?? spelled;
+    const tv = flag === '--model' ? true : (takesValue(c.version, flag) ?? (r.alias ? true : undefined));
+    let value: string | undefined = eq > 0 ? tok.slice(eq + 1) : undefined;
+    let width = 1;
+    if (value === undefined && tv !== false) {
+      const next = words[i + 1];
+      // an option the tables do not know takes the next word when it is not an option itself (argparse's reading)
+      if (next !== undefined && (!next.startsWith('-') || /^-\d/.test(next))) {
+        value = next;
+        width = 2;
+      }
+    }
+    i += width;
+    const shown = value === undefined ? tok : `${spelled} ${value}`;
+    if (value !== undefined && /\{[A-Za-z_][A-Za-z0-9_]*\}/.test(value)) {
+      out.unmapped.push({
+        key,
+        value: preview(shown),
+        why: `the placeholder in ${preview(value)} has no value in the recipe's defaults`,
+        fix: 'give it a value under defaults: in the recipe, or set the field after import',
+      });
+      continue;
+    }
+    if (value !== undefined) clean(key, value);
+    if (flag === '--model') {
+      positional.unshift(value ?? '');
+      continue;
+    }
+    if (flag === '--api-key') {
+      const ref = value !== undefined ? secretRef(value) : undefined;
+      c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
+      out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
+      out.notes.push(
+        ref
+          ? `the API key is read from the variable ${ref} (server.apiKeyEnv); it never enters the profile`
+          : 'the recipe carries an API key in its command: it was NOT imported (a key in argv is visible to every user in ps); set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)',
+      );
+      continue;
+    }
+    if (RENDERED_PER_NODE.has(flag)) {
+      out.unmapped.push({
+        key,
+        value: preview(shown),
+        why: `${flag} is rendered by sparkctl for each node of a multi-node serve (from the nodes file)`,
+        fix: 'sparkctl serve PROFILE --nodes nodes.yaml',
+      });
+      continue;
+    }
+    if (flag === '--enable-auto-tool-choice' && value === undefined) {
+      autoToolChoice = key;
+      continue;
+    }
+    const sw = switches[flag];
+    if (sw && value === undefined) {
+      sw[1][sw[2]] = sw[3];
+      out.mapped.push({ key, value: tok, field: sw[0] });
+      continue;
+    }
+    const t = typed[flag];
+    if (t && value !== undefined) {
+      const why = t.set(value);
+      if (typeof why === 'string') out.unmapped.push({ key, value: preview(shown), why: `${preview(value)} for ${t.field}: ${why}`, fix: `set ${t.field} after import` });
+      else out.mapped.push({ key, value: preview(value), field: t.field });
+      continue;
+    }
+    // No typed field: the target vLLM's table decides whether it may go verbatim to engine.extraArgs.
+    const argv = value === undefined ? [tok] : eq > 0 ? [tok] : [tok, value];
+    const problems = checkArgv(argv, c.version);
+    const errors = problems.filter((p) => p.severity === 'error');
+    if (errors.length) {
+      // the option's own verdict (a refused option makes its value "unexpected" too: one line says it)
+      const first = errors.find((p) => p.flag === flag || p.flag === spelled) ?? errors[0]!;
+      out.unmapped.push({
+        key,
+        value: preview(shown),
+        why: `${first.message} (its flag table)`,
+        fix: /not (an option|accepted)/.test(first.message)
+          ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself'
+          : first.fix,
+      });
+      continue;
+    }
+    c.extra.push(...argv);
+    out.mapped.push({ key, value: preview(shown), field: 'engine.extraArgs' });
+    for (const w of problems) out.notes.push(`${key}: ${formatFlagProblem(w)}`);
+  }
+  if (autoToolChoice) {
+    if (c.p.engine.toolCallParser !== undefined) out.mapped.push({ key: autoToolChoice, value: '--enable-auto-tool-choice', field: 'engine.toolCallParser (rendered with it)' });
+    else out.unmapped.push({ key: autoToolChoice, value: '--enable-auto-tool-choice', why: 'vLLM needs a --tool-call-parser with it, and the recipe gives none', fix: 'set engine.toolCallParser' });
+  }
+  mapModel(c, positional, recipeModel);
+}
+
+/** The served model: the command's positional (what runs) or else the recipe's model. */
+function mapModel(c: Ctx, positional: string[], recipeModel: string | undefined): void {
+  const [first, ...rest] = positional;
+  for (const r of rest) c.out.unmapped.push({ key: 'command', value: preview(r), why: 'a second positional argument: vllm serve takes the model only' });
+  const id = first ?? recipeModel;
+  if (id === undefined) throw new UsageError('the recipe names no model', ['a sparkrun recipe has model: ORG/NAME (and its command may name it after vllm serve)']);
+  if (first !== undefined && recipeModel !== undefined && first !== recipeModel)
+    c.out.notes.push(`the command serves ${preview(first)} while model: says ${preview(recipeModel)}; the command's is what runs, so model.id is it`);
+  clean('model', id);
+  // the model's source first, then what the flags set (servedName, revision)
+  const rest2 = { ...c.p.model };
+  for (const k of Object.keys(c.p.model)) delete c.p.model[k];
+  if (id.startsWith('/')) c.p.model.path = id;
+  else if (isModelId(id)) c.p.model.id = id;
+  Object.assign(c.p.model, rest2);
+  if (!id.startsWith('/') && !isModelId(id))
+    throw new UsageError(`recipe model: ${preview(id)} is not a Hugging Face repo id`, ['a repo id such as Qwen/Qwen3-8B (a GGUF "repo:quant" is for llama.cpp, which sparkctl does not serve)']);
+  c.out.mapped.push({ key: first !== undefined ? 'command (model)' : 'model', value: preview(id), field: id.startsWith('/') ? 'model.path' : 'model.id' });
+  if (first !== undefined && recipeModel !== undefined)
+    c.out.mapped.push({ key: 'model', value: preview(recipeModel), field: first === recipeModel ? 'model.id (the same)' : '(overridden by the command)' });
+}
+
+/** defaults -> the words sparkrun's runtime would generate when the recipe has no command, each word with its key. */
+function commandFromDefaults(defaults: Record<string, unknown>, out: RecipeImport): { words: string[]; at: string[] } {
+  const words: string[] = [];
+  const at: string[] = [];
+  for (const [k, v] of Object.entries(defaults)) {
+    const flag = DEFAULT_FLAGS[k];
+    const key = `defaults.${k}`;
+    if (!flag) {
+      out.unmapped.push({
+        key,
+        value: preview(v),
+        why: 'without a command, sparkrun renders only the keys of its flag map; this one is used by nothing',
+        fix: 'set the matching profile field or engine.extraArgs',
+      });
+      continue;
+    }
+    if (DEFAULT_SWITCHES.has(k)) {
+      if (v === true) {
+        words.push(flag);
+        at.push(key);
+      } else out.mapped.push({ key, value: preview(v), field: '(off: nothing rendered)' });
+      continue;
+    }
+    const s = templateValue(v);
+    if (s === undefined) {
+      out.unmapped.push({ key, value: preview(v), why: 'not a single value' });
+      continue;
+    }
+    words.push(flag, s);
+    at.push(key, key);
+  }
+  return { words, at };
+}
+
+/** The serve command's words after `vllm serve`, refusing anything that is not a vLLM serve. */
+function serveWords(c: Ctx, raw: Record<string, unknown>, defaults: Record<string, unknown>, model: string | undefined): { words: string[]; where: (i: number) => string } {
+  if (raw.command === undefined || raw.command === null) {
+    const { words, at } = commandFromDefaults(defaults, c.out);
+    return { words, where: (i) => at[i] ?? 'defaults' };
+  }
+  if (typeof raw.command !== 'string') throw new UsageError(`recipe command: ${preview(raw.command)} is not text`, ['command: | followed by the vllm serve command']);
+  const values: Record<string, unknown> = { ...defaults, ...(model !== undefined ? { model } : {}) };
+  const r = renderCommand(raw.command, values);
+  for (const k of Object.keys(defaults)) {
+    if (r.used.includes(k)) c.out.mapped.push({ key: `defaults.${k}`, value: preview(defaults[k]), field: '(filled into the command)' });
+    else
+      c.out.unmapped.push({
+        key: `defaults.${k}`,
+        value: preview(defaults[k]),
+        why: 'the command has no {' + k + '} placeholder, so sparkrun uses it nowhere',
+        fix: 'nothing to do, or add the flag it stands for',
+      });
+  }
+  const [w0, w1, ...rest] = r.words;
+  if (w0 !== 'vllm' || w1 !== 'serve')
+    throw new UsageError(`recipe command: starts with ${preview(r.words.slice(0, 2).join(' '))}, not "vllm serve"`, [
+      'sparkctl imports vLLM recipes only: the command must be vllm serve MODEL --flags (SGLang, llama.cpp, TensorRT-LLM and Atlas recipes have no sparkctl profile)',
+    ]);
+  // each word's recipe key: the option it belongs to
+  let last = 'command';
+  const at = rest.map((w) => (w.startsWith('-') ? (last = `command ${w.split('=')[0]}`) : last === 'command' ? 'command (model)' : last));
+  return { words: rest, where: (i) => at[i] ?? 'command' };
+}
+
+/** Map the parsed YAML of a sparkrun recipe. Throws UsageError (exit 2) where the recipe cannot be a profile at all. */
+export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
+  if (!isMap(raw)) throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, ['a sparkrun recipe is a mapping with model:, container:, defaults: and command:']);
+  const out: RecipeImport = { profile: {}, mapped: [], unmapped: [], notes: [] };
+  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [] };
+  const seen = new Set<string>();
+  const take = <T>(k: string): T | undefined => {
+    seen.add(k);
+    return raw[k] as T | undefined;
+  };
+
+  const runtime = take<unknown>('runtime') ?? '';
+  if (typeof runtime !== 'string' || !VLLM_RUNTIMES.includes(runtime))
+    throw new UsageError(`recipe runtime: ${preview(runtime)} is not vLLM`, [
+      `sparkctl serves vLLM; it imports recipes whose runtime is one of: ${VLLM_RUNTIMES.filter(Boolean).join(', ')} (or none)`,
+    ]);
+  out.mapped.push({ key: 'runtime', value: preview(runtime || '(none)'), field: '(vLLM: sparkctl serves it)' });
+  for (const k of ['recipe_version', 'sparkrun_version']) {
+    const v = take<unknown>(k);
+    if (v !== undefined) out.mapped.push({ key: k, value: preview(v), field: '(the recipe format: read)' });
+  }
+
+  const modelRaw = take<unknown>('model');
+  if (modelRaw !== undefined && typeof modelRaw !== 'string') throw new UsageError(`recipe model: ${preview(modelRaw)} is not text`, ['model: ORG/NAME']);
+  if (raw.defaults === null) out.mapped.push({ key: 'defaults', value: 'null', field: '(empty: nothing to fill in)' });
+  const defaultsRaw = take<unknown>('defaults') ?? {};
+  if (!isMap(defaultsRaw)) throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, ['defaults: a mapping of KEY: value']);
+  take('command');
+  const { words, where } = serveWords(c, raw, defaultsRaw, modelRaw);
+  mapArgs(c, words, where, modelRaw);
+
+  const revision = take<unknown>('model_revision');
+  if (revision === null) out.mapped.push({ key: 'model_revision', value: 'null', field: '(empty: nothing to set)' });
+  if (revision !== undefined && revision !== null) {
+    c.p.model.revision = clean('model_revision', String(revision));
+    out.mapped.push({ key: 'model_revision', value: preview(revision), field: 'model.revision' });
+  }
+
+  mapDescription(c, raw, take);
+  mapContainer(c, take<unknown>('container'), take<unknown>('executor_config'), raw);
+  mapTopology(c, take);
+  mapEnv(c, take<unknown>('env'));
+  mapMetadata(c, take<unknown>('metadata'));
+
+  for (const [k, v] of Object.entries(raw)) {
+    if (seen.has(k)) continue;
+    const known = NOT_A_PROFILE[k];
+    if (known) out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
+    else out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
+  }
+
+  for (const m of [...out.mapped, ...out.unmapped]) m.key = oneLine(m.key);
+  if (c.extra.length) c.p.engine.extraArgs = c.extra;
+  const profile: Record<string, unknown> = { name: o.name };
+  if (out.profile.description !== undefined) profile.description = out.profile.description;
+  profile.platform = SPARK_PLATFORM;
+  profile.model = c.p.model;
+  if (Object.keys(c.p.engine).length) profile.engine = c.p.engine;
+  if (Object.keys(c.p.parallel).length) profile.parallel = c.p.parallel;
+  if (Object.keys(c.p.server).length) profile.server = c.p.server;
+  for (const k of ['container', 'env'] as const) if (out.profile[k] !== undefined) profile[k] = out.profile[k];
+  out.profile = profile;
+  return out;
+}
+
+function mapDescription(c: Ctx, raw: Record<string, unknown>, take: <T>(k: string) => T | undefined): void {
+  const name = take<unknown>('name');
+  const description = take<unknown>('description');
+  const meta = isMap(raw.metadata) ? raw.metadata.description : undefined;
+  const text = [description, meta, name].find((v): v is string => typeof v === 'string' && v.trim() !== '');
+  if (text !== undefined) {
+    // a description may be a YAML block: one line in the profile
+    c.out.profile.description = text.replace(/\s+/g, ' ').trim().replace(CONTROLS, ' ').slice(0, 300);
+  }
+  for (const [k, v] of [
+    ['name', name],
+    ['description', description],
+  ] as const) {
+    if (v === undefined) continue;
+    c.out.mapped.push({ key: k, value: preview(v), field: v === text ? 'description' : '(shown in the report; description is taken from another key)' });
+  }
+}
+
+const IMAGE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+
+function mapContainer(c: Ctx, image: unknown, executor: unknown, raw: Record<string, unknown>): void {
+  const container: Record<string, unknown> = {};
+  if (image !== undefined && image !== null) {
+    if (typeof image !== 'string' || !IMAGE.test(image))
+      throw new UsageError(`recipe container: ${preview(image)} is not an image reference`, ['an image such as ghcr.io/ORG/NAME:TAG or nvcr.io/nvidia/vllm:26.03-py3']);
+    container.image = image;
+    c.out.mapped.push({ key: 'container', value: preview(image), field: 'container.image (engine.runtime: container)' });
+    if (!image.includes('/') || raw.build_args !== undefined)
+      c.out.notes.push(`container ${image} is an image the recipe's tooling builds locally (eugr's build-and-copy.sh); build it on this host before sparkctl serve`);
+  } else {
+    if (image === null) c.out.mapped.push({ key: 'container', value: 'null', field: '(empty: the default image)' });
+    c.out.notes.push('the recipe names no container: sparkctl uses the default image of the DGX Spark baseline (NGC vLLM)');
+  }
+  if (executor === null) c.out.mapped.push({ key: 'executor_config', value: 'null', field: '(empty: nothing to set)' });
+  if (executor !== undefined && executor !== null) {
+    if (!isMap(executor)) c.out.unmapped.push({ key: 'executor_config', value: preview(executor), why: 'not a mapping' });
+    else
+      for (const [k, v] of Object.entries(executor)) {
+        const key = `executor_config.${k}`;
+        if (k === 'shm_size') {
+          const m = typeof v === 'string' ? /^(\d+)\s*([kmg])b?$/i.exec(v) : null;
+          if (m) {
+            container.shmSize = `${m[1]}${m[2]!.toLowerCase()}`;
+            c.out.mapped.push({ key, value: preview(v), field: 'container.shmSize' });
+          } else c.out.unmapped.push({ key, value: preview(v), why: 'not a whole size in k, m or g', fix: 'set container.shmSize, e.g. 16g' });
+        } else if (k === 'network' && v === 'host') {
+          container.network = 'host';
+          c.out.mapped.push({ key, value: preview(v), field: 'container.network' });
+        } else if (k === 'privileged') {
+          c.out.unmapped.push({ key, value: preview(v), why: 'sparkctl never runs a privileged container: the GPUs are passed as devices (container.gpus)' });
+        } else if (k === 'gpus' || k === 'ipc') {
+          c.out.unmapped.push({
+            key,
+            value: preview(v),
+            why: `sparkctl sets ${k === 'gpus' ? 'the GPU devices from the profile (container.gpus, parallel)' : '--ipc=host itself (or --shm-size with container.shmSize)'}`,
+          });
+        } else {
+          c.out.unmapped.push({
+            key,
+            value: preview(v),
+            why: "a container setting sparkctl decides itself (it removes, restarts and names its containers; a unit's restart policy is sparkctl systemd's)",
+          });
+        }
+      }
+  }
+  c.out.profile.container = container;
+  c.p.engine.runtime = 'container';
+}
+
+function mapTopology(c: Ctx, take: <T>(k: string) => T | undefined): void {
+  const tp = (c.p.parallel.tensor as number | undefined) ?? 1;
+  const pp = (c.p.parallel.pipeline as number | undefined) ?? 1;
+  // DGX Spark: one GPU per node, so a replica of TP x PP GPUs spans that many nodes
+  const nodes = tp * pp;
+  if (nodes > 1) {
+    c.p.parallel.nodes = nodes;
+    c.p.parallel.gpusPerNode = 1;
+    c.out.notes.push(`TP ${tp} x PP ${pp} on DGX Sparks (one GPU each) is ${nodes} nodes: parallel.nodes ${nodes}, gpusPerNode 1; serve it with --nodes nodes.yaml`);
+  }
+  const min = take<unknown>('min_nodes');
+  const max = take<unknown>('max_nodes');
+  const soloOnly = take<unknown>('solo_only');
+  const clusterOnly = take<unknown>('cluster_only');
+  const mode = take<unknown>('mode');
+  const check = (key: string, v: unknown, ok: boolean, why: string) => {
+    if (v === undefined || v === null) return;
+    if (ok) c.out.mapped.push({ key, value: preview(v), field: `(checked against parallel.nodes ${nodes})` });
+    else c.out.unmapped.push({ key, value: preview(v), why, fix: 'set parallel.tensor (one GPU per DGX Spark node) to the node count the recipe means' });
+  };
+  check('min_nodes', min, typeof min === 'number' && min <= nodes, `asks for at least ${preview(min)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`);
+  check('max_nodes', max, typeof max === 'number' && max >= nodes, `allows at most ${preview(max)} nodes, but TP ${tp} x PP ${pp} uses ${nodes}`);
+  check('solo_only', soloOnly, soloOnly !== true || nodes === 1, `says one node only, but TP ${tp} x PP ${pp} uses ${nodes}`);
+  check('cluster_only', clusterOnly, clusterOnly !== true || nodes > 1, 'says a cluster only, but the command uses one GPU (one node)');
+  check('mode', mode, mode === 'auto' || (mode === 'solo' && nodes === 1) || (mode === 'cluster' && nodes > 1), `mode ${preview(mode)} does not match the ${nodes} node(s) of the command`);
+}
+
+function mapEnv(c: Ctx, env: unknown): void {
+  if (env === undefined) return;
+  if (env === null) {
+    c.out.mapped.push({ key: 'env', value: 'null', field: '(empty: nothing to set)' });
+    return;
+  }
+  if (!isMap(env)) {
+    c.out.unmapped.push({ key: 'env', value: preview(env), why: 'not a mapping of NAME: value' });
+    return;
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    const key = `env.${k}`;
+    if (isSecretName(k)) {
+      const ref = typeof v === 'string' ? secretRef(v) : undefined;
+      if (k === 'VLLM_API_KEY') {
+        c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
+        c.out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
+        if (!ref) c.out.notes.push('env.VLLM_API_KEY holds a key: it was NOT imported; set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)');
+      } else
+        c.out.unmapped.push({
+          key,
+          value: HIDDEN,
+          why: 'looks like a secret: a profile never holds one (nor is it printed)',
+          fix: `set ${ref ?? k} in the environment sparkctl serve runs in (a systemd EnvironmentFile, or your shell)`,
+        });
+      continue;
+    }
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) {
+      c.out.unmapped.push({ key: preview(key), value: preview(v), why: 'not an environment variable name' });
+      continue;
+    }
+    const s = templateValue(v);
+    if (s === undefined || typeof v === 'boolean') {
+      c.out.unmapped.push({ key, value: preview(v), why: 'not a text or number value', fix: `write env.${k} as a quoted string` });
+      continue;
+    }
+    if (s.includes('$')) {
+      c.out.unmapped.push({ key, value: preview(v), why: "sparkrun expands $VAR from the control machine's environment; a profile's env is literal", fix: `write the value itself under env.${k}` });
+      continue;
+    }
+    out[k] = clean(key, s);
+    c.out.mapped.push({ key, value: preview(v), field: `env.${k}` });
+  }
+  if (Object.keys(out).length) c.out.profile.env = out;
+}
+
+/** sparkrun's metadata: the model facts sparkctl reads from config.json are overrides when given. */
+function mapMetadata(c: Ctx, meta: unknown): void {
+  if (meta === undefined) return;
+  if (meta === null) {
+    c.out.mapped.push({ key: 'metadata', value: 'null', field: '(empty: nothing to set)' });
+    return;
+  }
+  if (!isMap(meta)) {
+    c.out.unmapped.push({ key: 'metadata', value: preview(meta), why: 'not a mapping' });
+    return;
+  }
+  const facts: Record<string, string> = { num_layers: 'layers', num_kv_heads: 'kvHeads', head_dim: 'headDim' };
+  for (const [k, v] of Object.entries(meta)) {
+    const key = `metadata.${k}`;
+    if (k === 'description') {
+      c.out.mapped.push({
+        key,
+        value: preview(v),
+        field: c.out.profile.description === (typeof v === 'string' ? v.replace(/\s+/g, ' ').trim().slice(0, 300) : undefined) ? 'description' : '(a description: another key gave it)',
+      });
+      continue;
+    }
+    if (facts[k] && typeof v === 'number' && Number.isInteger(v) && v > 0) {
+      c.p.model[facts[k]!] = v;
+      c.out.mapped.push({ key, value: preview(v), field: `model.${facts[k]}` });
+      continue;
+    }
+    if (k === 'model_params') {
+      const n = typeof v === 'number' ? v : typeof v === 'string' ? paramsOf(v) : undefined;
+      if (n !== undefined && n > 0) {
+        c.p.model.parameters = n;
+        c.out.mapped.push({ key, value: preview(v), field: 'model.parameters' });
+        continue;
+      }
+    }
+    c.out.unmapped.push({ key, value: preview(v), why: "informational in sparkrun (display, its VRAM estimate); sparkctl reads the model's facts from its config.json and safetensors index" });
+  }
+}
+
+function paramsOf(s: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([KMBT])$/i.exec(s.trim());
+  if (!m) return undefined;
+  return Number(m[1]) * { K: 1e3, M: 1e6, B: 1e9, T: 1e12 }[m[2]!.toUpperCase() as 'K' | 'M' | 'B' | 'T'];
+}
