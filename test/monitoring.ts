@@ -52,6 +52,17 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       { series: sel(`${h}_bucket`, { ...v, le: le(bound) }), values: `0+${good}x${minutes} ${good * minutes + 10}+10x${minutes - 1}` },
     ];
   };
+  // a second server of the model, asleep (vLLM's gauge: awake 0) with the same values: where the version has the gauge it raises none of its metrics' alerts
+  const asleep = { ...v, instance: 'gpu-host:8009' };
+  const sleeping = (name: string, values: string): Case['series'] =>
+    n.sleepState
+      ? [
+          { series: sel(name, asleep), values },
+          { series: sel(n.sleepState, { ...asleep, sleep_state: 'awake' }), values: '0x40' },
+          { series: sel(n.sleepState, { ...asleep, sleep_state: 'weights_offloaded' }), values: '1x40' },
+          { series: sel(n.sleepState, { ...v, sleep_state: 'awake' }), values: '1x40' },
+        ]
+      : [];
   return {
     VllmServerDown: { series: [{ series: sel('up', { instance: v.instance, job: s.job }), values: '1x5 0x10 1x10' }], fire: { at: 10, labels: [{ instance: v.instance, job: s.job }] }, clear: 20 },
     VllmEngineDead: {
@@ -81,12 +92,16 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       clear: 30,
     },
     VllmKvCacheNearFull: {
-      series: [{ series: sel(n.kvCache, v), values: `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10` }],
+      series: [{ series: sel(n.kvCache, v), values: `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10` }, ...sleeping(n.kvCache, `0.5x5 ${Math.min(1, t.kvCacheUsageMax + 0.1)}x10 0.5x10`)],
       fire: { at: 13, labels: [vOut] },
       clear: 20,
     },
-    VllmRequestsWaiting: { series: [{ series: sel(n.waiting, v), values: `0x5 ${t.waitingMax + 10}x10 0x10` }], fire: { at: 13, labels: [vOut] }, clear: 20 },
-    VllmPreemptionsRising: { series: [{ series: sel(n.preemptions, v), values: '0x5 0+3x10 30x20' }], fire: { at: 13, labels: [vOut] }, clear: 30 },
+    VllmRequestsWaiting: {
+      series: [{ series: sel(n.waiting, v), values: `0x5 ${t.waitingMax + 10}x10 0x10` }, ...sleeping(n.waiting, `0x5 ${t.waitingMax + 10}x10 0x10`)],
+      fire: { at: 13, labels: [vOut] },
+      clear: 20,
+    },
+    VllmPreemptionsRising: { series: [{ series: sel(n.preemptions, v), values: '0x5 0+3x10 30x20' }, ...sleeping(n.preemptions, '0x5 0+3x10 30x20')], fire: { at: 13, labels: [vOut] }, clear: 30 },
     VllmTtftSloBurnFast: { series: burn(n.ttft, s.slo.ttftSeconds, 0.5, 30), fire: { at: 20, labels: [{ model_name: s.servedName }] }, clear: 45 },
     VllmTtftSloBurnSlow: { series: burn(n.ttft, s.slo.ttftSeconds, 0.1, 60), fire: { at: 40, labels: [{ model_name: s.servedName }] }, clear: 100, silent: ['VllmTtftSloBurnFast'] },
     VllmItlSloBurnFast: { series: burn(n.itl, s.slo.itlSeconds, 0.5, 30), fire: { at: 20, labels: [{ model_name: s.servedName }] }, clear: 45 },

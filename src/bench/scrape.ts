@@ -3,7 +3,7 @@
 import { http } from '../client/http.js';
 import { maxOf, parseExposition, sumOf } from '../client/prom.js';
 import { performance } from 'node:perf_hooks';
-import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 
 export interface ScrapeSample {
   /** perf-clock seconds */
@@ -79,7 +79,11 @@ export class Scraper {
     if (this.timer) clearInterval(this.timer);
     if (this.intervalMs > 0) {
       // a periodic read still in flight would land after the final one: wait for it
-      for (let i = 0; i < 200 && this.busy; i++) await pause(50);
+      await pollUntil(
+        () => this.busy,
+        (busy) => !busy,
+        { deadlineMs: 10_000, intervalMs: 50 },
+      );
       await this.once(10_000);
     }
     return this.samples;

@@ -4,7 +4,7 @@
 import type { Instance } from './registry.js';
 import { targetFromInstance } from './target.js';
 import { readSleep, requestSleep, requestWake, type SleepLevel, type SleepReading } from '../client/sleep.js';
-import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 
 export const SLEEP_FIX = 'serve the profile with server.sleepMode: true (--set server.sleepMode=true): vLLM then runs with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1';
 
@@ -28,13 +28,12 @@ const urlOf = (inst: Instance) => targetFromInstance(inst).url;
 
 /** Until /is_sleeping reads `want` (the call returned first, but vLLM's FIXME says it may not be done), at most deadlineMs. */
 async function until(url: string, want: 'awake' | 'sleeping', deadlineMs: number): Promise<SleepReading> {
-  const end = Date.now() + deadlineMs;
-  let r = await readSleep(url);
-  while (r.state !== want && Date.now() < end && r.state !== 'unsupported') {
-    await pause(25);
-    r = await readSleep(url);
-  }
-  return r;
+  const r = await pollUntil(
+    () => readSleep(url),
+    (r) => r.state === want || r.state === 'unsupported',
+    { deadlineMs, intervalMs: 25 },
+  );
+  return r.value;
 }
 
 export async function sleepInstance(inst: Instance, level: SleepLevel, o: { timeoutMs: number; abort?: boolean }): Promise<SleepOutcome> {
@@ -63,7 +62,8 @@ export async function wakeInstance(inst: Instance, o: { timeoutMs: number }): Pr
   if (before.state === 'unsupported') return { ...base, result: 'unsupported', ms: before.ms, detail: before.detail };
   if (before.state === 'awake') return { ...base, result: 'already', ms: 0 };
   const t0 = performance.now();
-  const r = await requestWake(url, o.timeoutMs);
+  // level 2 discarded the weights: they are loaded again before the KV cache returns (requestWake)
+  const r = await requestWake(url, o.timeoutMs, before.level);
   if (!r.ok) return { ...base, result: r.status ? 'refused' : 'unreachable', ms: r.ms, detail: r.detail };
   const after = await until(url, 'awake', Math.max(1000, o.timeoutMs - (performance.now() - t0)));
   const ms = Math.round(performance.now() - t0);

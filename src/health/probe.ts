@@ -32,6 +32,8 @@ export interface ProbeResult {
   gpu?: GpuVerdict;
   /** kernel-log time of the newest Xid seen (the next probe's "since") */
   xidT?: number;
+  /** sleeping: the level vLLM's gauge names (1 weights offloaded, 2 discarded); absent when it does not say */
+  sleepLevel?: 1 | 2;
 }
 
 export interface ProbeSettings {
@@ -67,7 +69,7 @@ export interface ProbeContext {
   steps: Step[];
   add: (step: Step['step'], status: StepStatus, detail: string, ms?: number) => void;
   /** what the checks read for the result beyond their steps */
-  found: Pick<ProbeResult, 'inferenceMs' | 'metrics' | 'vllm' | 'gpu' | 'xidT'>;
+  found: Pick<ProbeResult, 'inferenceMs' | 'metrics' | 'vllm' | 'gpu' | 'xidT' | 'sleepLevel'>;
 }
 
 /** A check adds its step(s); it ends the probe by returning the verdict (a later check would only repeat the failure). */
@@ -105,12 +107,13 @@ export const liveCheck: ProbeCheck = {
  */
 export const sleepCheck: ProbeCheck = {
   step: 'sleep',
-  async run({ t, s, add }) {
+  async run({ t, s, add, found }) {
     const r = await http(`${t.url}/is_sleeping`, { timeoutMs: s.timeoutMs, signal: s.signal });
     if (!r.ok || r.status !== 200 || (r.json as { is_sleeping?: unknown } | undefined)?.is_sleeping !== true) return undefined;
     const m = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
     const { sleepLevelFromMetrics } = await import('../client/sleep.js');
     const level = m.ok && m.status === 200 ? sleepLevelFromMetrics(m.body) : undefined;
+    if (level) found.sleepLevel = level;
     add('sleep', 'pass', `sleeping${level ? ` (level ${level})` : ''}: vLLM's sleep mode; not probed with a generation (sparkctl wake wakes it)`, r.ms);
     return 'sleeping';
   },
@@ -332,7 +335,8 @@ export async function probe(t: Target, s: ProbeSettings, checks: readonly ProbeC
     // the run's deadline (probe --deadline) fired: no further step starts
     if (i > 0 && s.signal?.aborted) return done('unreachable');
     const end = await check.run(ctx);
-    if (end) return done(end);
+    // a sleeping server ends the probe early: what the sleep check read (its level) is part of the result
+    if (end) return done(end, end === 'sleeping' ? ctx.found : {});
   }
   const state = steps.some((x) => x.status === 'fail') ? 'unhealthy' : 'healthy';
   return done(state, ctx.found);

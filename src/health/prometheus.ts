@@ -62,6 +62,12 @@ export function writePrometheus(path: string, results: ProbeResult[], extra: str
     ...results.flatMap((r) =>
       (r.gpu?.samples ?? []).filter((g) => g.xid !== undefined).map((g) => `sparkctl_probe_gpu_xid_events{target="${esc(r.target)}",gpu="${esc(String(g.i))}"} ${promNumber(g.xid!)}`),
     ),
+    '# HELP sparkctl_probe_sleeping 1 when the server is in vLLM sleep mode: not probed with a generation, not unhealthy, and no alert of its own.',
+    '# TYPE sparkctl_probe_sleeping gauge',
+    ...results.map((r) => `sparkctl_probe_sleeping{target="${esc(r.target)}",url="${esc(r.url)}"} ${r.state === 'sleeping' ? 1 : 0}`),
+    '# HELP sparkctl_probe_sleep_level The sleep level of a sleeping server, from vllm:engine_sleep_state (1 weights offloaded to CPU memory, 2 weights discarded).',
+    '# TYPE sparkctl_probe_sleep_level gauge',
+    ...results.filter((r) => r.state === 'sleeping' && r.sleepLevel).map((r) => `sparkctl_probe_sleep_level{target="${esc(r.target)}"} ${r.sleepLevel}`),
     ...extra,
   ];
   writeNewFile(path, lines.join('\n') + '\n', '--prometheus', { force: own.force || wroteItLast(own.stateDir, path), fix: PROM_FIX });

@@ -9,6 +9,7 @@ import { constants } from 'node:fs';
 import { listFiles } from '@huggingface/hub';
 import type { TreeFile } from './select.js';
 import { COMMIT, openIncomplete, type RepoCache } from './cache.js';
+import { pause } from '../util/pause.js';
 
 export interface Hub {
   /** the Hub's base URL (HF_ENDPOINT, default https://huggingface.co), no trailing slash */
@@ -269,7 +270,7 @@ export async function downloadFile(
         if (e instanceof HubError && e.kind === 'checksum') throw await fail(e);
         if (!(e instanceof HubError) || (e.kind !== 'network' && e.kind !== 'server')) throw e;
         if (++failures > retries) throw e;
-        await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** failures, 5000)));
+        await pause(Math.min(200 * 2 ** failures, 5000), opts.signal);
         continue;
       }
       if (n < 0) {

@@ -29,6 +29,8 @@ export interface Layout {
   family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2' | 'gemma4';
   /** the checkpoint's own recurrent-state dtype, where its config names one (NemotronH mamba_ssm_cache_dtype, Qwen3.5 mamba_ssm_dtype) */
   ssmDtype?: string;
+  /** ModelConfig.get_mamba_chunk_size(): mamba_chunk_size, else chunk_size, else 2048 (mamba_cache_mode "all" aligns to it) */
+  mambaChunkSize?: number;
 }
 
 export interface NotModelled {
@@ -118,7 +120,7 @@ function nemotronH(c: Json, n: number): Layout | NotModelled {
     else if (k === 'mlp' || k === 'moe') layers.push([]);
     else return { notModelled: `${field}[${i}]`, why: `layer kind ${JSON.stringify(k.replace(/^\?/, ''))} is not one vLLM's NemotronH builds (M * - E)` };
   }
-  return { layers, readFrom: field, family: 'nemotron_h', ssmDtype: str(c.mamba_ssm_cache_dtype) };
+  return { layers, readFrom: field, family: 'nemotron_h', ssmDtype: str(c.mamba_ssm_cache_dtype), mambaChunkSize: int(c.mamba_chunk_size) ?? int(c.chunk_size) ?? 2048 };
 }
 
 /** MiMo-V2 (mimo_v2.py): hybrid_layer_pattern[i] == 1 is a sliding-window layer with its own swa_* heads and sizes. */

@@ -17,13 +17,15 @@ export interface VllmNames {
   ttft: string;
   itl: string;
   e2e: string;
+  /** vLLM's sleep gauge (sleep_state="awake" is 0 while it sleeps), where the version exposes it (0.12 and later) */
+  sleepState?: string;
 }
 
 /**
  * One logical metric: its names, newest first, and the first version of each newer name where the
  * tables cannot tell (the table below the version lacks it, but the version has it).
  */
-const CANDIDATES: Record<keyof VllmNames, Array<{ name: string; since?: string }>> = {
+const CANDIDATES: Record<Exclude<keyof VllmNames, 'sleepState'>, Array<{ name: string; since?: string }>> = {
   running: [{ name: 'vllm:num_requests_running' }],
   waiting: [{ name: 'vllm:num_requests_waiting' }],
   // renamed in 0.9.2 (the V1 engine's name); the old one hidden in 0.11 and gone in 0.12
@@ -42,10 +44,11 @@ export function vllmNames(version: string): VllmNames {
   const { exact, floor, ceil } = tablesFor(version);
   const table = (exact ?? floor ?? ceil)!;
   const out = {} as VllmNames;
-  for (const [key, names] of Object.entries(CANDIDATES) as Array<[keyof VllmNames, (typeof CANDIDATES)[keyof VllmNames]]>) {
+  for (const [key, names] of Object.entries(CANDIDATES) as Array<[keyof typeof CANDIDATES, (typeof CANDIDATES)[keyof typeof CANDIDATES]]>) {
     // a dated rename decides by the version; otherwise the table does
     const pick = names.find((n) => (n.since ? gte(version, n.since) : Boolean(table.metrics[n.name]))) ?? names.find((n) => table.metrics[n.name]) ?? names[0]!;
     out[key] = pick.name;
   }
+  if (table.metrics['vllm:engine_sleep_state']) out.sleepState = 'vllm:engine_sleep_state';
   return out;
 }

@@ -114,6 +114,9 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `More than ${num(b.factor * budget * 100)} % of requests missed ${label} over the last ${b.long} and ${b.short} (objective ${num(s.slo.objective * 100)} %): at this rate the 30-day budget lasts ${num(30 / b.factor)} days.`,
     );
   };
+  // a server in vLLM's sleep mode (its gauge says awake 0) raises none of the alerts read from its own
+  // metrics: a request sent to it straight waits in its queue until it is woken, as sleep mode means
+  const awake = (expr: string) => (n.sleepState ? `${expr} unless on (${by}) (${n.sleepState}{${model}, sleep_state="awake"} == 0)` : expr);
   const textfile = `file=~${str(`(.*/)?${s.textfile.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)}`;
   const t = s.thresholds;
 
@@ -153,7 +156,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
     ),
     alert(
       'VllmKvCacheNearFull',
-      `max by (${by}) (${n.kvCache}{${model}}) > ${num(t.kvCacheUsageMax)}`,
+      `max by (${by}) (${awake(`${n.kvCache}{${model}}`)}) > ${num(t.kvCacheUsageMax)}`,
       '5m',
       'warning',
       `${templateLiteral(s.servedName)}: KV cache above ${num(t.kvCacheUsageMax * 100)} % on {{ $labels.instance }}`,
@@ -161,7 +164,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
     ),
     alert(
       'VllmRequestsWaiting',
-      `sum by (${by}) (${n.waiting}{${model}}) > ${t.waitingMax}`,
+      `sum by (${by}) (${awake(`${n.waiting}{${model}}`)}) > ${t.waitingMax}`,
       '5m',
       'warning',
       `${templateLiteral(s.servedName)}: more than ${t.waitingMax} requests waiting on {{ $labels.instance }}`,
@@ -169,7 +172,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
     ),
     alert(
       'VllmPreemptionsRising',
-      `sum by (${by}) (increase(${n.preemptions}{${model}}[5m])) > 0`,
+      `sum by (${by}) (${awake(`increase(${n.preemptions}{${model}}[5m])`)}) > 0`,
       '5m',
       'warning',
       `${templateLiteral(s.servedName)}: requests preempted on {{ $labels.instance }}`,

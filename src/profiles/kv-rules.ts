@@ -57,11 +57,15 @@ export interface KvInputs {
   maxNumBatchedTokens: number;
   /** --enable-prefix-caching / --no-enable-prefix-caching, when given */
   prefixCaching?: boolean;
+  /** --mamba-cache-mode, when given (vLLM's MambaModelConfig still decides: "all" only for models with Mamba prefix caching) */
+  mambaCacheMode?: 'none' | 'align' | 'all';
   /** async scheduling (vLLM's default on GPUs; --no-async-scheduling, and the CPU platform, turn it off) */
   asyncScheduling?: boolean;
   availableBytes: number;
   version: string;
 }
+
+type MambaMode = 'none' | 'align' | 'all';
 
 /** One cache spec on one layer, as vLLM builds it (sizes per rank). */
 interface Spec {
@@ -104,7 +108,7 @@ export interface KvPlan {
   stateBytesPerRequest: number;
   /** KV bytes one token adds across the per-token caches of this rank (full, sliding, chunked, MLA, indexer) */
   kvBytesPerToken: number;
-  mambaCacheMode: 'none' | 'align';
+  mambaCacheMode: MambaMode;
   notes: string[];
 }
 
@@ -156,87 +160,71 @@ function mambaPage(c: Extract<LayerCache, { kind: 'mamba2' | 'gdn' }>, inp: KvIn
   return (c.convKernel - 1) * convDim * conv + divide(c.vHeads, tp, 'linear_num_value_heads') * c.vDim * c.kDim * st;
 }
 
-/** Every layer's spec on one rank, before page-size unifying. */
-function buildSpecs(inp: KvInputs, rules: VersionRules, bs: number, mambaMode: 'none' | 'align', inFlight: number, kvBytes: number): Spec[] {
-  const specs: Spec[] = [];
-  const ssm = ssmDtype(inp, rules);
-  for (const [layer, caches] of inp.layout.layers.entries()) {
-    for (const c of caches) {
-      if (c.kind === 'attention') {
-        const h = headsPerRank(c.kvHeads, inp.tp);
-        const perToken = h * (c.headSize + c.headSizeV) * kvBytes; // FullAttentionSpec.real_page_size_bytes / block_size
-        if (c.window) {
-          // SlidingWindowSpec.max_admission_blocks_per_request: cdiv(min(window - 1 + in flight, L), bs) + 1
-          const w = c.window;
-          specs.push({
-            layer,
-            kind: 'sliding',
-            key: `sw:${w}:${perToken}`,
-            blockSize: bs,
-            pageBytes: perToken * bs,
-            blocksPerRequest: (L, b) => cdiv(Math.min(w - 1 + inFlight, L), b) + 1,
-            label: `sliding window ${w}`,
-          });
-        } else if (c.chunk && rules.chunkedKeepsHybridManager) {
-          // ChunkedLocalAttentionSpec.max_admission_blocks_per_request: cdiv(min(chunk + in flight, L), bs)
-          const k = c.chunk;
-          specs.push({
-            layer,
-            kind: 'chunked',
-            key: `cl:${k}:${perToken}`,
-            blockSize: bs,
-            pageBytes: perToken * bs,
-            blocksPerRequest: (L, b) => cdiv(Math.min(k + inFlight, L), b),
-            label: `chunked local ${k}`,
-          });
-        } else
-          specs.push({
-            layer,
-            kind: 'full',
-            key: `fa:${perToken}`,
-            blockSize: bs,
-            pageBytes: perToken * bs,
-            blocksPerRequest: (L, b) => cdiv(L, b),
-            label: c.chunk ? `full (chunked ${c.chunk}, allocated as full attention)` : 'full attention',
-          });
-      } else if (c.kind === 'mla') {
-        // MLAAttentionSpec.real_page_size_bytes: one head of kv_lora_rank + rope; V3.2's fp8 cache is fp8_ds_mla, 656 B a token
-        const perToken = c.sparse && kvBytes === 1 ? 656 : c.headSize * kvBytes;
-        specs.push({
-          layer,
-          kind: 'full',
-          key: `mla:${perToken}`,
-          blockSize: bs,
-          pageBytes: perToken * bs,
-          blocksPerRequest: (L, b) => cdiv(L, b),
-          label: c.sparse && kvBytes === 1 ? 'MLA (fp8_ds_mla)' : 'MLA latent',
-        });
-      } else if (c.kind === 'indexer') {
-        specs.push({
-          layer,
-          kind: 'full',
-          key: `idx:${c.bytesPerToken}`,
-          blockSize: bs,
-          pageBytes: c.bytesPerToken * bs,
-          blocksPerRequest: (L, b) => cdiv(L, b),
-          label: 'sparse-attention indexer keys',
-        });
-      } else {
-        const page = mambaPage(c, inp, ssm);
-        // MambaSpec.max_memory_usage_bytes: one state ("none"), two ("align", prefix caching)
-        specs.push({
-          layer,
-          kind: 'mamba',
-          key: `mamba:${c.kind}:${page}`,
-          blockSize: bs,
-          pageBytes: page,
-          blocksPerRequest: () => (mambaMode === 'align' ? 2 : 1),
-          label: c.kind === 'mamba2' ? `Mamba2 state (SSM ${ssm})` : `Gated DeltaNet state (recurrent ${ssm})`,
-        });
-      }
-    }
+interface SpecCtx {
+  inp: KvInputs;
+  bs: number;
+  mambaMode: MambaMode;
+  inFlight: number;
+  kvBytes: number;
+  ssm: string;
+  chunkedKeepsHybridManager: boolean;
+  /** mamba_page_size_padded: the state page padded to the attention page of the hybrid block (platforms/interface.py) */
+  padTo?: number;
+}
+
+/** An attention layer's spec: FullAttentionSpec, SlidingWindowSpec or ChunkedLocalAttentionSpec (kv_cache_interface.py). */
+function attentionSpec(layer: number, c: Extract<LayerCache, { kind: 'attention' }>, x: SpecCtx): Spec {
+  const perToken = headsPerRank(c.kvHeads, x.inp.tp) * (c.headSize + c.headSizeV) * x.kvBytes; // FullAttentionSpec.real_page_size_bytes / block_size
+  const base = { layer, blockSize: x.bs, pageBytes: perToken * x.bs };
+  const { inFlight } = x;
+  if (c.window) {
+    // SlidingWindowSpec.max_admission_blocks_per_request: cdiv(min(window - 1 + in flight, L), bs) + 1
+    const w = c.window;
+    return { ...base, kind: 'sliding', key: `sw:${w}:${perToken}`, blocksPerRequest: (L, b) => cdiv(Math.min(w - 1 + inFlight, L), b) + 1, label: `sliding window ${w}` };
   }
-  return specs;
+  if (c.chunk && x.chunkedKeepsHybridManager) {
+    // ChunkedLocalAttentionSpec.max_admission_blocks_per_request: cdiv(min(chunk + in flight, L), bs)
+    const k = c.chunk;
+    return { ...base, kind: 'chunked', key: `cl:${k}:${perToken}`, blocksPerRequest: (L, b) => cdiv(Math.min(k + inFlight, L), b), label: `chunked local ${k}` };
+  }
+  return {
+    ...base,
+    kind: 'full',
+    key: `fa:${perToken}`,
+    blocksPerRequest: (L, b) => cdiv(L, b),
+    label: c.chunk ? `full (chunked ${c.chunk}, allocated as full attention)` : 'full attention',
+  };
+}
+
+/** MLA's latent (MLAAttentionSpec), V3.2's indexer keys (an MLAAttentionSpec of uint8), a Mamba/GDN state (MambaSpec). */
+function otherSpec(layer: number, c: Exclude<LayerCache, { kind: 'attention' }>, x: SpecCtx): Spec {
+  const full = (L: number, b: number) => cdiv(L, b);
+  if (c.kind === 'mla') {
+    // MLAAttentionSpec.real_page_size_bytes: one head of kv_lora_rank + rope; V3.2's fp8 cache is fp8_ds_mla, 656 B a token
+    const fp8ds = c.sparse && x.kvBytes === 1;
+    const perToken = fp8ds ? 656 : c.headSize * x.kvBytes;
+    return { layer, kind: 'full', key: `mla:${perToken}`, blockSize: x.bs, pageBytes: perToken * x.bs, blocksPerRequest: full, label: fp8ds ? 'MLA (fp8_ds_mla)' : 'MLA latent' };
+  }
+  if (c.kind === 'indexer')
+    return { layer, kind: 'full', key: `idx:${c.bytesPerToken}`, blockSize: x.bs, pageBytes: c.bytesPerToken * x.bs, blocksPerRequest: full, label: 'sparse-attention indexer keys' };
+  const page = Math.max(mambaPage(c, x.inp, x.ssm), x.padTo ?? 0);
+  const mode = x.mambaMode;
+  // MambaSpec.max_memory_usage_bytes: one state ("none"), two ("align"), one a block of the request ("all")
+  return {
+    layer,
+    kind: 'mamba',
+    key: `mamba:${c.kind}:${page}`,
+    blockSize: x.bs,
+    pageBytes: page,
+    blocksPerRequest: (L, b) => (mode === 'all' ? cdiv(L, b) : mode === 'align' ? 2 : 1),
+    label: c.kind === 'mamba2' ? `Mamba2 state (SSM ${x.ssm})` : `Gated DeltaNet state (recurrent ${x.ssm})`,
+  };
+}
+
+/** Every layer's spec on one rank, before page-size unifying. */
+function buildSpecs(inp: KvInputs, rules: VersionRules, bs: number, mambaMode: MambaMode, inFlight: number, kvBytes: number, padTo?: number): Spec[] {
+  const x: SpecCtx = { inp, bs, mambaMode, inFlight, kvBytes, ssm: ssmDtype(inp, rules), chunkedKeepsHybridManager: rules.chunkedKeepsHybridManager, padTo };
+  return inp.layout.layers.flatMap((caches, layer) => caches.map((c) => (c.kind === 'attention' ? attentionSpec(layer, c, x) : otherSpec(layer, c, x))));
 }
 
 /** vLLM's get_pp_indices: layers split evenly, the remainder to the partitions before the last. */
@@ -281,23 +269,41 @@ function group(specs: Spec[]): Grouped | { uniformType: Spec[] } {
   return { groups, page: max };
 }
 
-/** The hybrid block size (platforms/interface.py _align_hybrid_block_size, modes none/align): attention page >= Mamba page. */
-function hybridBlockSize(inp: KvInputs, rules: VersionRules, bs: number, kvBytes: number): { bs: number; note?: string } {
+const gcd = (a: number, b: number): number => (b ? gcd(b, a % b) : a);
+const lcm = (a: number, b: number) => (a / gcd(a, b)) * b;
+
+/**
+ * The hybrid block size (platforms/interface.py _align_hybrid_block_size): the attention block grows until its page holds
+ * a Mamba state, and the state page is padded to that page (mamba_page_size_padded). In mode "all" the block is also a
+ * multiple of the Mamba chunk (lcm(chunk, kernel alignment)).
+ */
+function hybridBlockSize(inp: KvInputs, rules: VersionRules, bs: number, kvBytes: number, mode: MambaMode): { bs: number; note?: string; padTo?: number } {
   const mambas = inp.layout.layers.flat().filter((c): c is Extract<LayerCache, { kind: 'mamba2' | 'gdn' }> => c.kind === 'mamba2' || c.kind === 'gdn');
   if (!mambas.length) return { bs };
   const attn = inp.layout.layers.flat().find((c) => c.kind === 'attention' || c.kind === 'mla');
   if (!attn) return { bs };
-  if (attn.kind === 'mla') throw new KvNotModelled('kv_lora_rank', 'an MLA + Mamba hybrid (its block alignment follows the MLA kernels), which this planner does not model');
-  // attention page of one token from the model config's head size and KV heads (FullAttentionSpec(block_size=1))
-  const page1 = headsPerRank(attn.kvHeads, inp.tp) * 2 * attn.headSize * kvBytes;
+  if (attn.kind === 'mla' && attn.sparse)
+    throw new KvNotModelled('index_topk', 'a sparse-MLA + Mamba hybrid (its fp8_ds_mla and indexer pages next to a Mamba state), which this planner does not model');
+  // attn_page_size_1_token = FullAttentionSpec(block_size=1, get_num_kv_heads, get_head_size): K and V of the KV heads; MLA: 1 head of kv_lora_rank + rope
+  const page1 = attn.kind === 'mla' ? 2 * attn.headSize * kvBytes : headsPerRank(attn.kvHeads, inp.tp) * 2 * attn.headSize * kvBytes;
   const mamba = Math.max(...mambas.map((m) => mambaPage(m, inp, ssmDtype(inp, rules))));
-  // kernel alignment: the backend's smallest kernel block (FlashAttention and the CPU backend: MultipleOf(16)), at least the block size
-  const align = Math.max(16, bs);
-  const attnBs = align * cdiv(mamba, align * page1);
-  if (bs >= attnBs) return { bs };
+  // kernel alignment: the backend's smallest kernel block (FlashAttention and the CPU backend: MultipleOf(16)), at least the block size;
+  // with MLA at least 128 (the TRTLLM / FlashInfer MLA decode kernels' alignment; every MLA backend's smallest block is <= 128)
+  const align = Math.max(16, bs, attn.kind === 'mla' ? 128 : 0);
+  let attnBs: number;
+  if (mode === 'all') {
+    // base chunk: mamba_block_size when given (not modelled: refused in the planner), else ModelConfig.get_mamba_chunk_size()
+    const chunk = lcm(inp.layout.mambaChunkSize ?? 2048, align);
+    attnBs = chunk * cdiv(cdiv(mamba, page1), chunk);
+  } else attnBs = align * cdiv(mamba, align * page1);
+  const out = Math.max(bs, attnBs);
   return {
-    bs: attnBs,
-    note: `Setting attention block size to ${attnBs} tokens to ensure that attention page size is >= mamba page size (vLLM's own line; a Mamba state is ${mamba} B, an attention token ${page1} B)`,
+    bs: out,
+    padTo: out * page1,
+    note:
+      bs >= attnBs
+        ? undefined
+        : `Setting attention block size to ${attnBs} tokens to ensure that attention page size is >= mamba page size (vLLM's own line; a Mamba state is ${mamba} B, an attention token ${page1} B)`,
   };
 }
 
@@ -320,34 +326,37 @@ function capacity(specs: Spec[], inp: KvInputs, L: number, bs: number) {
   return { page: g.page, groupSize, groups: g.groups, perPool: g.page * groupSize, blocksPerRequest, uniform: false };
 }
 
-/** The plan of the KV cache vLLM will build, or KvNotModelled naming what it cannot follow. */
-export function planKvCache(inp: KvInputs): KvPlan {
-  const rules = rulesFor(inp.version);
-  const notes: string[] = [];
-  const kvBytes = inp.kvCacheDtype === 'auto' || inp.kvCacheDtype === 'bfloat16' ? (inp.kvCacheDtype === 'bfloat16' ? 2 : dtypeBytes(inp.modelDtype, 'dtype')) : 1;
-  const hasMamba = inp.layout.layers.some((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn'));
-  // Prefix caching on for a hybrid -> MambaModelConfig sets mamba_cache_mode "align" (two states a request)
-  const prefix = inp.prefixCaching ?? (hasMamba ? rules.hybridPrefixCachingDefault : true);
-  const mambaMode: 'none' | 'align' = hasMamba && prefix ? 'align' : 'none';
-  if (hasMamba && prefix && !rules.hybridPrefixCachingDefault)
+/** The KV bytes of one value: the model dtype for "auto", else the cache dtype's. */
+function kvBytesOf(inp: KvInputs): number {
+  if (inp.kvCacheDtype === 'auto') return dtypeBytes(inp.modelDtype, 'dtype');
+  if (inp.kvCacheDtype === 'bfloat16' || inp.kvCacheDtype === 'float16') return 2;
+  if (inp.kvCacheDtype.startsWith('fp8')) return 1;
+  // int4 / int8 per token-head, nvfp4, turboquant: their own page layouts (TQFullAttentionSpec, kv_quant_mode), not modelled
+  throw new KvNotModelled('engine.kvCacheDtype', `--kv-cache-dtype ${inp.kvCacheDtype}: a quantized KV cache layout this planner does not model`);
+}
+
+/**
+ * mamba_cache_mode as vLLM settles it (models/config.py MambaModelConfig.verify_and_update_config): "none" without prefix
+ * caching; with it, "none" becomes "align", and "all" is kept only where the model class supports Mamba prefix caching
+ * (SupportsMambaPrefixCaching: nemotron_h.py among the families read here; Qwen3-Next / Qwen3.5 fall back to "align").
+ */
+function mambaModeOf(inp: KvInputs, rules: VersionRules, notes: string[]): MambaMode {
+  if (!inp.layout.layers.some((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn'))) return 'none';
+  const prefix = inp.prefixCaching ?? rules.hybridPrefixCachingDefault;
+  if (!prefix) return 'none';
+  if (!rules.hybridPrefixCachingDefault)
     throw new KvNotModelled(
       'engine.enablePrefixCaching',
       `prefix caching on a hybrid model before vLLM 0.26 sets mamba_cache_mode "all" (block size aligned to the Mamba chunk size), which this planner does not model`,
     );
-  // VllmConfig.max_concurrent_batches: 2 with async scheduling (the default on GPUs) at PP 1, else PP
-  const batches = inp.asyncScheduling === false || inp.pp > 1 ? inp.pp : 2;
-  const inFlight = rules.inFlightByBatches ? batches * inp.maxNumBatchedTokens : inp.maxNumBatchedTokens;
-  const hyb = hybridBlockSize(inp, rules, inp.blockSize ?? 16, kvBytes);
-  const bs = hyb.bs;
-  if (hyb.note) notes.push(hyb.note);
-  const all = buildSpecs(inp, rules, bs, mambaMode, inFlight, kvBytes);
-  // The chunked-local metadata builder refuses a chunk that is not a multiple of the block (the first request fails)
-  const badChunk = all.find((sp) => sp.kind === 'chunked' && Number(sp.key.split(':')[1]) % bs !== 0);
-  if (badChunk) notes.push(`vLLM will fail the first request: attn_chunk_size ${badChunk.key.split(':')[1]} is not divisible by block_size ${bs} (set engine.blockSize to a divisor of it)`);
-  if (!all.length) throw new KvNotModelled('num_hidden_layers', 'no layer keeps a cache (an attention-free model): vLLM gives it no KV cache figure');
-  // Pipeline parallelism: vLLM groups over the whole model, then each stage allocates for its own layers; the smallest num_blocks wins
+  if (inp.mambaCacheMode === 'all' && inp.layout.family === 'nemotron_h') return 'all';
+  if (inp.mambaCacheMode === 'all') notes.push(`--mamba-cache-mode all: this model has no Mamba prefix caching, so vLLM falls back to "align" (its own warning)`);
+  return 'align';
+}
+
+/** Pipeline parallelism: vLLM groups over the whole model, then each stage allocates for its own layers; the smallest num_blocks wins. */
+function stages(all: Spec[], whole: ReturnType<typeof capacity>, inp: KvInputs, bs: number) {
   const parts = ppPartitions(inp.layout.layers.length, inp.pp);
-  const whole = capacity(all, inp, inp.maxModelLen, bs);
   let numBlocks = Number.POSITIVE_INFINITY;
   let start = 0;
   let stateBytes = 0;
@@ -361,23 +370,48 @@ export function planKvCache(inp: KvInputs): KvPlan {
     if (stage > 0) numBlocks = Math.min(numBlocks, Math.floor(inp.availableBytes / stage));
     if (stageNo === 0) {
       // a state page is padded to the common page (unify_kv_cache_spec_page_size), and that is what a request holds
-      stateBytes = all.filter((s) => mine.has(s.layer) && s.kind === 'mamba').reduce((a, s) => a + (whole.uniform ? s.pageBytes : whole.page) * s.blocksPerRequest(0, 0), 0);
+      const mamba = all.filter((s) => mine.has(s.layer) && s.kind === 'mamba');
+      stateBytes = mamba.reduce((a, s) => a + (whole.uniform ? s.pageBytes : whole.page) * s.blocksPerRequest(inp.maxModelLen, bs), 0);
       kvPerToken = all.filter((s) => mine.has(s.layer) && s.kind !== 'mamba').reduce((a, s) => a + s.pageBytes / s.blockSize, 0);
     }
   }
-  if (!Number.isFinite(numBlocks)) numBlocks = 0;
-  const concurrency = numBlocks / whole.blocksPerRequest;
-  const minBs = Math.min(...whole.groups.map((g) => g.spec.blockSize));
-  const kvTokens = rules.tokensFromConcurrency ? Math.floor(concurrency * inp.maxModelLen) : Math.floor(numBlocks / whole.groups.length) * minBs;
-  // _check_enough_kv_cache_memory / estimate: the longest max_model_len whose request still fits the blocks
-  const fitsAt = (L: number) => capacity(all, inp, L, bs).blocksPerRequest <= numBlocks;
+  return { numBlocks: Number.isFinite(numBlocks) ? numBlocks : 0, stateBytes, kvPerToken };
+}
+
+/** _check_enough_kv_cache_memory / estimate_max_model_len: the longest max_model_len whose request still fits the blocks. */
+function largestFitting(all: Spec[], inp: KvInputs, bs: number, numBlocks: number): number {
   let lo = 0;
   let hi = inp.maxModelLen;
   while (lo < hi) {
     const mid = Math.floor((lo + hi + 1) / 2);
-    if (fitsAt(mid)) lo = mid;
+    if (capacity(all, inp, mid, bs).blocksPerRequest <= numBlocks) lo = mid;
     else hi = mid - 1;
   }
+  return lo;
+}
+
+/** The plan of the KV cache vLLM will build, or KvNotModelled naming what it cannot follow. */
+export function planKvCache(inp: KvInputs): KvPlan {
+  const rules = rulesFor(inp.version);
+  const notes: string[] = [];
+  const kvBytes = kvBytesOf(inp);
+  const mambaMode = mambaModeOf(inp, rules, notes);
+  // VllmConfig.max_concurrent_batches: 2 with async scheduling (the default on GPUs) at PP 1, else PP
+  const batches = inp.asyncScheduling === false || inp.pp > 1 ? inp.pp : 2;
+  const inFlight = rules.inFlightByBatches ? batches * inp.maxNumBatchedTokens : inp.maxNumBatchedTokens;
+  const hyb = hybridBlockSize(inp, rules, inp.blockSize ?? 16, kvBytes, mambaMode);
+  const bs = hyb.bs;
+  if (hyb.note) notes.push(hyb.note);
+  const all = buildSpecs(inp, rules, bs, mambaMode, inFlight, kvBytes, hyb.padTo);
+  // The chunked-local metadata builder refuses a chunk that is not a multiple of the block (the first request fails)
+  const badChunk = all.find((sp) => sp.kind === 'chunked' && Number(sp.key.split(':')[1]) % bs !== 0);
+  if (badChunk) notes.push(`vLLM will fail the first request: attn_chunk_size ${badChunk.key.split(':')[1]} is not divisible by block_size ${bs} (set engine.blockSize to a divisor of it)`);
+  if (!all.length) throw new KvNotModelled('num_hidden_layers', 'no layer keeps a cache (an attention-free model): vLLM gives it no KV cache figure');
+  const whole = capacity(all, inp, inp.maxModelLen, bs);
+  const { numBlocks, stateBytes, kvPerToken } = stages(all, whole, inp, bs);
+  const concurrency = numBlocks / whole.blocksPerRequest;
+  const minBs = Math.min(...whole.groups.map((g) => g.spec.blockSize));
+  const kvTokens = rules.tokensFromConcurrency ? Math.floor(concurrency * inp.maxModelLen) : Math.floor(numBlocks / whole.groups.length) * minBs;
   return {
     rules,
     blockSize: bs,
@@ -397,7 +431,7 @@ export function planKvCache(inp: KvInputs): KvPlan {
     maxConcurrency: concurrency,
     kvTokens,
     fits: whole.blocksPerRequest <= numBlocks,
-    largestMaxModelLen: lo,
+    largestMaxModelLen: largestFitting(all, inp, bs, numBlocks),
     stateBytesPerRequest: stateBytes,
     kvBytesPerToken: kvPerToken,
     mambaCacheMode: mambaMode,

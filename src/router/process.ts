@@ -14,6 +14,7 @@ import { childRecord, openLaunchLog } from '../engine/runtime/child.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
 import { renderConfig, type RouterPlan } from '../profiles/router.js';
 import { showStat, type ServerStat } from './api.js';
+import { pollUntil } from '../util/poll.js';
 
 export const INSTALL_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path';
 
@@ -85,21 +86,20 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
 
 /** Until HAProxy holds its public port (our own process group) and its runtime API answers. */
 export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): Promise<{ ok: true; servers: ServerStat[] } | { ok: false; detail: string }> {
-  const end = Date.now() + deadlineMs;
-  let last = '';
-  while (Date.now() < end) {
+  type Reading = { ok: true; servers: ServerStat[] } | { ok: false; exited?: true; detail: string };
+  const read = async (): Promise<Reading> => {
     if (l.exit) {
       l.tail.poll();
-      return { ok: false, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${l.tail.text().split('\n').slice(-8).join(' | ')}` };
+      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${l.tail.text().split('\n').slice(-8).join(' | ')}` };
     }
-    if (listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) {
-      try {
-        return { ok: true, servers: await showStat(l.plan.socket, 1000) };
-      } catch (e) {
-        last = (e as Error).message;
-      }
-    } else last = `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet`;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { ok: false, detail: `not ready within ${deadlineMs} ms: ${last}` };
+    if (!listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) return { ok: false, detail: `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet` };
+    try {
+      return { ok: true, servers: await showStat(l.plan.socket, 1000) };
+    } catch (e) {
+      return { ok: false, detail: (e as Error).message };
+    }
+  };
+  const r = await pollUntil(read, (v) => v.ok || !!v.exited, { deadlineMs, intervalMs: 50 });
+  if (r.value.ok) return r.value;
+  return { ok: false, detail: r.value.exited ? r.value.detail : `not ready within ${deadlineMs} ms: ${r.value.detail}` };
 }

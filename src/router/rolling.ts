@@ -23,7 +23,7 @@ import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { setServerState, showStat, serverState, type ServerStat } from './api.js';
 import { UsageError } from '../errors.js';
-import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 
 export type RollingEvent =
   | { type: 'drain'; replica: string }
@@ -105,38 +105,35 @@ async function inFlight(socket: string, backend: string, name: string, url: stri
 
 async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number; atStart: number }> {
   const r = run.router.router!;
-  const started = Date.now();
-  let left = 0;
   let atStart: number | undefined;
-  while (Date.now() - started < run.drainTimeoutMs) {
+  const read = async () => {
     const f = await inFlight(r.socket, r.backend, name, url);
-    left = Math.max(f.router, f.engine ?? 0);
-    atStart ??= left;
-    // The gauge is the engine's word; HAProxy's count covers the moment before vLLM sees a request.
-    if (f.router === 0 && f.engine === 0) return { ms: Date.now() - started, timedOut: false, inFlight: 0, atStart };
-    await pause(100, run.signal);
-    if (run.signal?.aborted) break;
-  }
-  return { ms: Date.now() - started, timedOut: true, inFlight: left, atStart: atStart ?? left };
+    atStart ??= Math.max(f.router, f.engine ?? 0);
+    return f;
+  };
+  // The gauge is the engine's word; HAProxy's count covers the moment before vLLM sees a request.
+  const p = await pollUntil(read, (f) => f.router === 0 && f.engine === 0, { deadlineMs: run.drainTimeoutMs, intervalMs: 100, signal: run.signal });
+  const left = Math.max(p.value.router, p.value.engine ?? 0);
+  return { ms: Math.round(p.ms), timedOut: !p.done, inFlight: p.done ? 0 : left, atStart: atStart ?? left };
 }
 
 /** Until HAProxy has it UP again (its own /health checks passed), or the deadline. */
 async function waitUp(run: RollingRun, name: string, deadlineMs: number): Promise<{ ok: boolean; last?: ServerStat }> {
   const r = run.router.router!;
-  const end = Date.now() + deadlineMs;
-  let last: ServerStat | undefined;
-  while (Date.now() < end) {
-    last = (await showStat(r.socket, 2000)).find((s) => s.backend === r.backend && s.server === name);
-    if (last && serverState(last) === 'up') return { ok: true, last };
-    await pause(50, run.signal);
-    if (run.signal?.aborted) break;
-  }
-  return { ok: false, last };
+  const p = await pollUntil(
+    async () => (await showStat(r.socket, 2000)).find((s) => s.backend === r.backend && s.server === name),
+    (last) => !!last && serverState(last) === 'up',
+    { deadlineMs, intervalMs: 50, signal: run.signal },
+  );
+  return { ok: p.done, last: p.value };
 }
 
 async function portFreed(port: number, ms = 5000) {
-  const end = Date.now() + ms;
-  while (listeningPorts().has(port) && Date.now() < end) await pause(50);
+  await pollUntil(
+    () => listeningPorts().has(port),
+    (held) => !held,
+    { deadlineMs: ms, intervalMs: 50 },
+  );
 }
 
 export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {

@@ -14,7 +14,7 @@
 import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } from '../engine/runtime/proc.js';
 import { tcpOf, type TcpView } from '../engine/runtime/socket-owner.js';
 import { showStat } from './api.js';
-import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 import { portFreed, type RouterStop, type StopOutcome } from '../engine/stop.js';
 
 export interface RouterStopResult {
@@ -87,11 +87,12 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
   const connections = before ? splitConnections(before, listening).clients : undefined;
   const soft = !o.signal?.aborted && signalProven(id, 'SIGUSR1');
   if (soft) o.onSignal?.('SIGUSR1', { inFlight, connections });
-  const deadline = Date.now() + (soft ? drainMs : 0);
-  while (soft && Date.now() < deadline && !o.signal?.aborted) {
-    if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
-    await pause(100);
-  }
+  if (soft)
+    await pollUntil(
+      () => groupMembers(pgid).length,
+      (n) => n === 0,
+      { deadlineMs: drainMs, intervalMs: 100, signal: o.signal },
+    );
   if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   const at = tcpOf(groupMembers(pgid));
   const left = judgeDeadline(at && splitConnections(at, listening));

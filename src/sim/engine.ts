@@ -2,6 +2,7 @@
 // a FIFO of waiting ones, and a timing model derived from the model and the GPU.
 import type { Registry, Gauge, Counter, Histogram } from 'prom-client';
 import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 
 export interface Timing {
   /** prompt tokens per second of prefill for the whole TP group */
@@ -286,9 +287,13 @@ export class Engine {
 
   /** Shutdown with a timeout (vLLM's mode=drain): queued and running requests finish; true when all did in time. */
   async drain(timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    while (this.unfinished > 0 && performance.now() < deadline) await pause(20);
-    return this.unfinished === 0;
+    return (
+      await pollUntil(
+        () => this.unfinished,
+        (n) => n === 0,
+        { deadlineMs: timeoutMs, intervalMs: 20 },
+      )
+    ).done;
   }
 
   /**

@@ -42,6 +42,17 @@ export function knownSecrets(extra: Array<string | undefined> = [], env: NodeJS.
 // and masking them hid what a client was refused for.
 const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_NAME.source})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`, 'gi');
 
+// A field that holds the NAME of a variable (server.apiKeyEnv, a probe's --set hint, API_KEY_ENV) is
+// no secret: the name says where the key is, not what it is. Only a value shaped like a conventional
+// variable name (upper-case words joined by _, as VLLM_API_KEY) is kept there; anything else in such
+// a field (sk-..., a mixed-case or dashed token, one word like an access key id) is masked as a value.
+const VARIABLE_FIELD = /(?:Env|_ENV|EnvVar|_ENV_VAR|EnvName|_ENV_NAME)$/;
+const VARIABLE_NAME = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/;
+const namesAVariable = (field: string, value: string) => {
+  const name = value.replace(/[,;.)\]]+$/, ''); // the sentence's punctuation after it
+  return VARIABLE_FIELD.test(field) && name.length <= 64 && VARIABLE_NAME.test(name);
+};
+
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Free text (a server's error body, a log line, a command output) with every secret masked. */
@@ -50,7 +61,7 @@ export function redactText(text: string, secrets: string[] = knownSecrets()): st
     // userinfo in any URL in the text
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]+@/gi, `$1${MASK}@`)
     // NAME=value of secret-named variables (environments, command lines)
-    .replace(SECRET_ASSIGNMENT, `$1=${MASK}`)
+    .replace(SECRET_ASSIGNMENT, (all, name: string, value: string) => (namesAVariable(name, value) ? all : `${name}=${MASK}`))
     // Authorization: Bearer xxx
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${MASK}`);
   for (const s of secrets) out = out.replace(new RegExp(esc(s), 'g'), MASK);

@@ -65,6 +65,9 @@ describe('the first hour on the simulator', { timeout: 120_000 }, () => {
   it('serve says what an "auth warn" means and how to fix it (server.apiKeyEnv)', () => {
     expect(first.stdout).toMatch(/auth warn/);
     expect(first.stdout).toMatch(/^ {2}auth warn: no API key configured: .*server\.apiKeyEnv/m);
+    // the variable's NAME is no secret: the fix names it (it was redacted to server.apiKeyEnv=<redacted>)
+    expect(first.stdout).toContain('--set server.apiKeyEnv=VLLM_API_KEY)');
+    expect(first.stdout).not.toContain('apiKeyEnv=<redacted>');
   });
 
   it('off a terminal, serve prints one line per replica and phase, says when prewarm starts, and where the time went', () => {

@@ -87,7 +87,7 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     // the KV threshold moved above what the synthetic series reaches
     const rules = yaml.load(text) as RuleFile;
     const spec = specFromProfile(profile, { vllmVersion: '0.17.0', replicas: 1 });
-    const broken = text.replace(/(vllm:kv_cache_usage_perc\{model_name="qwen-dev"\}\)) > 0\.85/, '$1 > 0.99');
+    const broken = text.replace(/(vllm:kv_cache_usage_perc\{model_name="qwen-dev"\}[^\n]*\)) > 0\.85/, '$1 > 0.99');
     expect(broken).not.toBe(text);
     const rulesFile = join(dir, 'broken.rules.yml');
     writeFileSync(rulesFile, broken);

@@ -3,6 +3,7 @@ import { describe, it, expect } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { randomUUID } from 'node:crypto';
 import { cli, freePort, tempDir } from '../helpers.js';
 import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
 import { execWords } from '../systemd-words.js';
@@ -114,42 +115,67 @@ describe.skipIf(Boolean(podmanWhy))(`the podman run unit with the real podman${p
     const [start] = lines(r.stdout, 'ExecStart').map((l) => execWords(fill(l.slice('ExecStart='.length))));
     const [stop] = lines(r.stdout, 'ExecStop').map((l) => execWords(fill(l.slice('ExecStop='.length))));
     const cidfile = join(runtime, 'sparkctl-qwen3.5-9b-0.service.ctr-id');
-    // an unclean end left this unit's container (its id in the unit's file): the next start removes it by that id
-    const leftover = await suite.podman(['run', '-d', '--name', 'systemd-sparkctl-qwen3.5-9b-0', '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)']);
-    expect(leftover.exitCode, leftover.stderr).toBe(0);
-    suite.track('systemd-sparkctl-qwen3.5-9b-0');
-    writeFileSync(cidfile, `${leftover.stdout.trim()}\n`);
-    expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
-    expect((await suite.podman(['container', 'exists', leftover.stdout.trim()])).exitCode).toBe(1);
-    await execa(preFile![0]!, preFile!.slice(1));
-    expect(existsSync(cidfile)).toBe(false);
-    // a stale file naming nothing: the rm is a no-op, not a failure
-    writeFileSync(cidfile, 'stale\n');
-    expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
-    await execa(preFile![0]!, preFile!.slice(1));
-    // serve's name for this replica, held by another container
-    const decoy = await suite.podman(['run', '-d', '--name', 'sparkctl-qwen3.5-9b-0', '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)']);
-    expect(decoy.exitCode, decoy.stderr).toBe(0);
-    suite.track('sparkctl-qwen3.5-9b-0');
-    suite.track('systemd-sparkctl-qwen3.5-9b-0');
-    const unit = execa(start![0]!, start!.slice(1), { env: suite.env, reject: false, timeout: 120_000 });
-    let ended = false;
-    void unit.then(() => {
-      ended = true;
-    });
-    const deadline = Date.now() + 90_000;
-    while (!existsSync(cidfile) || readFileSync(cidfile, 'utf8').trim() === '') {
-      expect(ended, 'the unit ended before its container id was recorded').toBe(false);
-      expect(Date.now(), 'no container id recorded within 90 s').toBeLessThan(deadline);
-      await new Promise((res) => setTimeout(res, 250));
+    // Every container this case makes carries its own label, and is removed by the id it got, in the
+    // finally: a podman run whose client timed out (a loaded host) still makes its container, which a
+    // cleanup by name after a passing expect would never see, and a name is shared with other suites.
+    const label = `io.sparkctl.test=${randomUUID()}`;
+    const ids = new Set<string>();
+    const labelled = async () => (await suite.podman(['ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}`])).stdout.split('\n').filter(Boolean);
+    const runIdle = async (name: string) => {
+      const r = await suite.podman(['run', '-d', '--label', label, '--name', name, '--entrypoint', '/usr/local/bin/node', suite.image(), '-e', 'setInterval(() => {}, 1e6)'], {}, 120_000);
+      if (/^[a-f0-9]{64}$/.test(r.stdout.trim())) ids.add(r.stdout.trim());
+      expect(r.exitCode, r.stderr).toBe(0);
+      return r.stdout.trim();
+    };
+    // the unit's own `podman run`, with this case's label after `run` (nothing else of it changes)
+    const labelledStart = () => {
+      const i = start!.indexOf('run');
+      return [...start!.slice(0, i + 1), '--label', label, ...start!.slice(i + 1)];
+    };
+    let unit: ReturnType<typeof execa> | undefined;
+    try {
+      // an unclean end left this unit's container (its id in the unit's file): the next start removes it by that id
+      const leftover = await runIdle('systemd-sparkctl-qwen3.5-9b-0');
+      writeFileSync(cidfile, `${leftover}\n`);
+      expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
+      expect((await suite.podman(['container', 'exists', leftover])).exitCode).toBe(1);
+      await execa(preFile![0]!, preFile!.slice(1));
+      expect(existsSync(cidfile)).toBe(false);
+      // a stale file naming nothing: the rm is a no-op, not a failure
+      writeFileSync(cidfile, 'stale\n');
+      expect((await execa(preRm![0]!, preRm!.slice(1), { env: suite.env, reject: false, timeout: 90_000 })).exitCode).toBe(0);
+      await execa(preFile![0]!, preFile!.slice(1));
+      // serve's name for this replica, held by another container
+      const decoy = await runIdle('sparkctl-qwen3.5-9b-0');
+      const cmd = labelledStart();
+      const started = execa(cmd[0]!, cmd.slice(1), { env: suite.env, reject: false, timeout: 120_000 });
+      unit = started;
+      let ended = false;
+      void started.then(() => {
+        ended = true;
+      });
+      const deadline = Date.now() + 90_000;
+      while (!existsSync(cidfile) || readFileSync(cidfile, 'utf8').trim() === '') {
+        expect(ended, 'the unit ended before its container id was recorded').toBe(false);
+        expect(Date.now(), 'no container id recorded within 90 s').toBeLessThan(deadline);
+        await new Promise((res) => setTimeout(res, 250));
+      }
+      const id = readFileSync(cidfile, 'utf8').trim();
+      ids.add(id);
+      expect((await suite.podman(['inspect', '--format', '{{.Name}}', id])).stdout.trim()).toBe('systemd-sparkctl-qwen3.5-9b-0');
+      const s = await execa(stop![0]!, stop!.slice(1), { env: suite.env, reject: false, timeout: 90_000 });
+      expect(s.exitCode, s.stderr).toBe(0);
+      await started;
+      expect((await suite.podman(['container', 'exists', id])).exitCode).toBe(1);
+      expect((await suite.podman(['inspect', '--format', '{{.State.Running}}', decoy])).stdout.trim()).toBe('true');
+    } finally {
+      for (const id of [...ids, ...(await labelled())]) await suite.podman(['rm', '-f', '-t', '0', id], {}, 120_000);
+      if (unit && unit.exitCode === null) unit.kill('SIGKILL');
+      await unit;
+      const left = [...(await labelled()), ...ids];
+      const exists = [];
+      for (const id of left) if ((await suite.podman(['container', 'exists', id])).exitCode === 0) exists.push(id);
+      expect(exists, "this case's containers left after it").toEqual([]);
     }
-    const id = readFileSync(cidfile, 'utf8').trim();
-    expect((await suite.podman(['inspect', '--format', '{{.Name}}', id])).stdout.trim()).toBe('systemd-sparkctl-qwen3.5-9b-0');
-    const s = await execa(stop![0]!, stop!.slice(1), { env: suite.env, reject: false, timeout: 90_000 });
-    expect(s.exitCode, s.stderr).toBe(0);
-    await unit;
-    expect((await suite.podman(['container', 'exists', id])).exitCode).toBe(1);
-    expect((await suite.podman(['inspect', '--format', '{{.State.Running}}', 'sparkctl-qwen3.5-9b-0'])).stdout.trim()).toBe('true');
-    await suite.podman(['rm', '-f', '-t', '0', 'sparkctl-qwen3.5-9b-0']);
   });
 });

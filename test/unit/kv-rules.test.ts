@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { planKvCache, rulesFor, ppPartitions, type KvInputs } from '../../src/profiles/kv-rules.js';
+import { planKvCache, rulesFor, ppPartitions, KvNotModelled, type KvInputs } from '../../src/profiles/kv-rules.js';
 import { readLayout, type Layout } from '../../src/model/layout.js';
 import { parseModelConfig } from '../../src/model/facts.js';
 import { parsePythonJson } from '../../src/model/json.js';
@@ -252,6 +252,71 @@ describe('gpt-oss-120b (sliding window 128 in every other layer)', () => {
     // 8 KV heads x (64 + 64) x 2 B = 2048 a token a layer; page 16 x 2048; num_blocks = 40 GiB // page // 18
     expect(p.numBlocks).toBe(Math.floor((40 * GIB) / (16 * 2048) / 18));
     expect(p.blocksPerRequest).toBe(cdiv(L, 16) + cdiv(Math.min(127 + 2 * 8192, L), 16) + 1);
+  });
+});
+
+describe('mamba_cache_mode (models/config.py MambaModelConfig, platforms/interface.py _align_hybrid_block_size)', () => {
+  const nemotron = layoutOf(fixture('nemotron-h-56b-base-8k'));
+  it('"all" (kept for Nemotron-H: SupportsMambaPrefixCaching): the block is a multiple of the Mamba chunk, a state per block of the request', () => {
+    const L = 65536;
+    const p = kv(nemotron, { maxModelLen: L, mambaCacheMode: 'all' });
+    expect(p.mambaCacheMode).toBe('all');
+    // tokens a state takes: cdiv(16,900,096, 4096) = 4126; chunk = lcm(chunk_size 128, kernel alignment 16) = 128; 128 x cdiv(4126, 128) = 4224
+    expect(p.blockSize).toBe(128 * cdiv(cdiv(16_900_096, 4096), 128));
+    expect(p.blockSize).toBe(4224);
+    // MambaSpec.max_memory_usage_bytes in "all": cdiv(L, block) pages a request: 16 full + 6 Mamba groups x 16
+    expect(p.blocksPerRequest).toBe(cdiv(L, 4224) * 7);
+    expect(p.stateBytesPerRequest).toBe(54 * cdiv(L, 4224) * 4224 * 4096);
+    // "align" at the same length: 2 states a group
+    expect(kv(nemotron, { maxModelLen: L }).blocksPerRequest).toBe(cdiv(L, 4128) + 12);
+  });
+  it('"all" on a model without Mamba prefix caching falls back to "align", as vLLM warns; no prefix caching is "none"', () => {
+    const qwen = layoutOf(fixture('qwen3.5-27b'));
+    const p = kv(qwen, { mambaCacheMode: 'all' });
+    expect(p.mambaCacheMode).toBe('align');
+    expect(p.blockSize).toBe(784);
+    expect(p.notes.join('\n')).toMatch(/falls back to "align"/);
+    expect(kv(nemotron, { mambaCacheMode: 'all', prefixCaching: false }).mambaCacheMode).toBe('none');
+  });
+  it('an MLA + Mamba hybrid: the block aligned to 128 (the MLA decode kernels), the state padded to a FullAttentionSpec page of the latent', () => {
+    const layout: Layout = {
+      readFrom: 'test',
+      layers: [[{ kind: 'mla', headSize: 576, sparse: false }], [{ kind: 'mamba2', heads: 8, headDim: 64, groups: 1, stateSize: 128, convKernel: 4 }]],
+    };
+    const p = kv(layout, { blockSize: 64 });
+    // attn_page_size_1_token: FullAttentionSpec(1 head of 576) = 2 x 576 x 2 B = 2304; Mamba 3 x (512 + 256) x 2 + 8 x 64 x 128 x 2 = 135,680
+    // alignment max(16, 64, 128) = 128: 128 x cdiv(135,680, 128 x 2304) = 128; the state padded to 128 x 2304
+    expect(p.blockSize).toBe(128);
+    expect(p.pageBytes).toBe(128 * 2304);
+    // the latent's own page (128 x 576 x 2 B) is half: unify_kv_cache_spec_page_size doubles its block
+    expect(p.groups.find((g) => g.kind === 'full')).toMatchObject({ blockSize: 256, label: 'MLA latent' });
+    const sparse: Layout = { ...layout, layers: [[{ kind: 'mla', headSize: 576, sparse: true }], layout.layers[1]!] };
+    expect(() => kv(sparse)).toThrow(KvNotModelled);
+  });
+});
+
+describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => {
+  const gpt = layoutOf(fixture('gpt-oss-120b'));
+  it.each(['nvfp4', 'int4_per_token_head', 'turboquant_4bit_nc'])('--kv-cache-dtype %s: not modelled (its own page layout), never priced as 1 byte', (d) => {
+    expect(() => kv(gpt, { kvCacheDtype: d })).toThrow(/not model/);
+  });
+  const base = { name: 'x', model: { id: 'x/y' } };
+  const facts = parseModelConfig(fixture('nemotron-h-56b-base-8k'));
+  it.each([
+    [['--speculative-config', '{"method":"mtp","num_speculative_tokens":1}'], 'engine.extraArgs[0] (--speculative-config)'],
+    [['--trust-remote-code', '--kv-cache-dtype=nvfp4'], 'engine.extraArgs[1] (--kv-cache-dtype)'],
+    [['--block-size', '32'], 'engine.extraArgs[0] (--block-size)'],
+    [['--mamba-ssm-cache-dtype', 'float16'], 'engine.extraArgs[0] (--mamba-ssm-cache-dtype)'],
+    [['--mamba-cache-mode', 'most'], 'engine.extraArgs (--mamba-cache-mode)'],
+  ])('%j: the plan declines, naming the flag', (extraArgs, field) => {
+    const p = planMemory(Profile.parse({ ...base, engine: { extraArgs, maxModelLen: 8192 } }), 141 * GIB, facts);
+    expect(p.notModelled).toMatchObject({ field });
+    expect([p.kvTokens, p.maxConcurrency, p.fits]).toEqual([0, 0, false]);
+  });
+  it('--mamba-cache-mode all in extraArgs is followed', () => {
+    const p = planMemory(Profile.parse({ ...base, engine: { extraArgs: ['--mamba-cache-mode', 'all'], maxModelLen: 8192 } }), 141 * GIB, facts);
+    expect(p.notModelled).toBeNull();
+    expect(p.blockSize).toBe(4224);
   });
 });
 

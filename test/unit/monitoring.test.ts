@@ -46,6 +46,20 @@ describe('metric names per vLLM version', () => {
     expect(vllmNames(v)).toMatchObject({ kvCache: kv, itl, preemptions: 'vllm:num_preemptions_total', ttft: 'vllm:time_to_first_token_seconds' });
   });
 
+  it.each([
+    ['0.11.0', undefined],
+    ['0.12.0', 'vllm:engine_sleep_state'],
+    ['0.27.2', 'vllm:engine_sleep_state'],
+  ])('vLLM %s: the sleep gauge is %s', (v, name) => {
+    expect(vllmNames(v).sleepState).toBe(name);
+    const waiting = renderRules(spec(v)).groups[1]!.rules.find((r) => 'alert' in r && r.alert === 'VllmRequestsWaiting')!.expr;
+    if (name)
+      expect(waiting).toMatch(
+        /^sum by \(model_name, instance\) \(vllm:num_requests_waiting\{model_name="qwen-dev"\} unless on \(model_name, instance\) \(vllm:engine_sleep_state\{model_name="qwen-dev", sleep_state="awake"\} == 0\)\) > \d+$/,
+      );
+    else expect(waiting).not.toContain('unless');
+  });
+
   it.each(FACT_VERSIONS)('vLLM %s: every vllm: name in the rules and the dashboard is a family of its table, none deprecated there', (v) => {
     const table = metricsOf(v);
     const { rules, dash } = exprsOf(v);
