@@ -176,6 +176,12 @@ export function vllmImageKey(src: { venv: string; prefix: string; cfg: string })
     .filter((n) => n.endsWith('.dist-info'))
     .sort())
     h.update(`${d} ${statSync(join(site, d)).mtimeMs}\n`);
+  // .pth lines run in every Python of the venv at start-up (.ci/run adds one: the AMX permission vLLM's
+  // CPU kernels need): an image without the venv's current ones is not that venv
+  for (const n of readdirSync(site)
+    .filter((n) => n.endsWith('.pth'))
+    .sort())
+    h.update(`${n} ${readFileSync(join(site, n), 'utf8')}\n`);
   const py = statSync(join(src.prefix, 'bin', 'python3.11'));
   h.update(`${py.size} ${py.mtimeMs}`).update(buildVllmLocked.toString()).update(libClosure.toString()).update(prefixExcludes.toString());
   return h.digest('hex').slice(0, 16);

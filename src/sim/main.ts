@@ -433,7 +433,7 @@ async function listen(s: SimSetup, sim: SimServer, devMode: boolean, engineProc:
   await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
   info(
     'launcher.py:37',
-    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping' : ''}`,
+    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping, /collective_rpc, /reset_prefix_cache' : ''}`,
   );
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
 }

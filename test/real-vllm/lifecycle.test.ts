@@ -500,7 +500,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       const t0 = Date.now();
       const r = await serve([], ['--no-prewarm']);
       timings['second serve'] = Date.now() - t0;
-      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
       const inst = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8'));
       groups.add(inst.pgid);
       const engineCore = ours().filter((p) => comm(p).startsWith('VLLM::EngineCor'));
