@@ -201,6 +201,9 @@ function llama4(c: Json, n: number): Layout | NotModelled {
  * read an earlier layer's cache) is not modelled.
  */
 function gemma4(c: Json, n: number): Layout | NotModelled {
+  // vLLM's transformers_utils/configs/gemma4.py gemma4_layer_config resolves the flat attributes read here; a config
+  // that carries the per-layer form itself (per_layer_config, transformers >= 5.15) is not read by this planner
+  if (c.per_layer_config !== undefined && c.per_layer_config !== null) return { notModelled: 'per_layer_config', why: 'a Gemma 4 config with per-layer sub-configs, which this planner does not read' };
   const shared = c.num_kv_shared_layers;
   if (shared !== undefined && shared !== null && shared !== 0)
     return {
