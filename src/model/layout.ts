@@ -264,6 +264,7 @@ const UNMODELLED_TYPES = [
   'rwkv7',
   'xlstm',
 ];
+const ENCODER_ONLY_TYPES = ['bert', 'roberta', 'xlm-roberta', 'distilbert', 'electra', 'deberta', 'deberta-v2', 'modernbert', 'nomic_bert', 'new', 'camembert', 'albert'];
 const UNMODELLED_FIELDS = [
   'num_kv_shared_layers',
   'attn_layer_period',
@@ -292,6 +293,10 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
       const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
       return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
     }
+    // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
+    // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
+    if (ENCODER_ONLY_TYPES.includes(type))
+      return { notModelled: 'model_type', why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give` };
     if (c.is_encoder_decoder === true)
       return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);
