@@ -7,7 +7,7 @@ import type { Profile, Platform } from '../profiles/schema.js';
 import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
-import { routerPorts } from '../profiles/router.js';
+import { routerPorts, portRoles } from '../profiles/router.js';
 import type { RouterDriver, RouterLaunched } from './router-driver.js';
 import { pause } from '../util/pause.js';
 import { Registry, type Instance } from './registry.js';
@@ -41,13 +41,24 @@ export interface ServePreflight {
  * against the baseline that fits it (auto), as `sparkctl preflight` does: a Qwen profile written for
  * a DGX A100 must not refuse an H200 because its driver is not 535.129.03.
  */
-export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string }): Promise<ServePreflight> {
+/** sparkctl's own live servers by port, in words ("qwen-dev-0 (profile qwen-dev, pid 41)"): what a taken port's finding names. */
+export function holdersByPort(dir: string): Record<number, string> {
+  const out: Record<number, string> = {};
+  try {
+    for (const e of new Registry(dir).list()) if (e.alive) out[e.inst.port] = `${e.inst.name} (profile ${e.inst.profile}${e.inst.pid > 0 ? `, pid ${e.inst.pid}` : ''})`;
+  } catch {
+    /* no readable state folder: the finding names no holder */
+  }
+  return out;
+}
+
+export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string; stateDir: string }): Promise<ServePreflight> {
   const { runPreflight } = await import('../preflight/run.js');
   const sim = opts.engine === 'sim';
   const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
   const host = sim ? new (await import('../sim/host.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
   // Only the checks that block a launch (their own metadata says which), and only their probes.
-  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true });
+  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true, holders: holdersByPort(opts.stateDir) });
   return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };
 }
 
@@ -139,8 +150,14 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed
     ...(plan.router ? routerPorts(plan.router).map((port) => ({ name: '', port, gpus: [] as number[] })) : []),
   ];
   const gpu = gpuMemoryOf(plan);
+  const roles = portRoles(plan.profile, plan.replicas.length);
   for (const p of taken) {
-    for (const inst of live) if (inst.port === p.port) out.push(`port ${p.port}: held by ${inst.name} (pid ${inst.pid})`);
+    const role = roles.find((r) => r.port === p.port);
+    for (const inst of live)
+      if (inst.port === p.port)
+        out.push(
+          `port ${p.port}${role ? `, ${role.what}` : ''}: held by ${inst.name} (profile ${inst.profile}${inst.pid > 0 ? `, pid ${inst.pid}` : ''}); fix: ${role?.fix ?? '--set server.port=N'}, or sparkctl stop ${inst.profile}`,
+        );
     // Simulated GPUs are held like real ones: the same rule, testable without a GPU.
     for (const g of p.gpus) {
       const on = live.filter((inst) => inst.engine === plan.engine && inst.gpus.includes(g) && inst.port !== p.port);
@@ -250,7 +267,10 @@ async function launchAll(s: Session): Promise<void> {
     if (conflicts.length)
       throw new UsageError(`${plan.profile.name} would collide with running servers`, [
         ...conflicts,
-        `sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`,
+        // a port's line has its own fix; a GPU's needs these
+        ...(conflicts.some((x) => x.startsWith('GPU'))
+          ? [`sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`]
+          : []),
       ]);
     for (const c of placed) s.emit({ type: 'colocated', ...c });
     for (const p of plan.replicas) {

@@ -206,7 +206,20 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
 }
 
 /** Leader = Ray head, a wait for every worker pod's node, then vllm serve; workers = ray start --block. */
-export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[] }): string {
+/** A shell word of a pod's command line: LWS's own variables ($(LWS_...)) are left for Kubernetes to expand, everything else is literal. */
+const lwsWord = (a: string) => (/^\$\(LWS_[A-Z_]+\)$/.test(a) ? a : k8sLiteral(shellQuote(a)));
+
+/**
+ * Native multi-node (vLLM's --nnodes) in a LeaderWorkerSet: the leader's and the workers' vllm serve
+ * argv (ranks from LWS: the leader is rank 0, a worker's rank is $(LWS_WORKER_INDEX), the rendezvous
+ * is the leader's $(LWS_LEADER_ADDRESS)). Ray: absent.
+ */
+export interface NativeRanks {
+  leader: string[];
+  worker: string[];
+}
+
+export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[]; native?: NativeRanks }): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
   // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
   const gpus = podGpus(p, opts.perNode);
@@ -222,12 +235,19 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     ...noGpuEnv(p),
     ...apiKeyEnv(p),
   ];
-  const leaderCmd = [
-    `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
-    // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
-    `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
-    `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
-  ].join(' && ');
+  const hostArgs = (argv: string[]) => argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
+  // native: each pod runs its own vllm serve rank (vLLM's rendezvous waits for the whole world itself)
+  const leaderCmd = opts.native
+    ? `exec ${hostArgs(opts.native.leader).map(lwsWord).join(' ')}`
+    : [
+        `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
+        // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
+        `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
+        `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
+      ].join(' && ');
+  const workerCmd = opts.native
+    ? `exec ${hostArgs(opts.native.worker).map(lwsWord).join(' ')}`
+    : `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`;
   const { startupProbe, readinessProbe, livenessProbe } = probes(p);
   const lws = {
     apiVersion: 'leaderworkerset.x-k8s.io/v1',
@@ -267,7 +287,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
               {
                 name: 'vllm-worker',
                 image: opts.image,
-                ...shellCommand(opts.start, `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`),
+                ...shellCommand(opts.start, workerCmd),
                 env,
                 ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
                 volumeMounts: v.mounts,
@@ -286,7 +306,7 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
   };
   return (
-    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
+    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
     dump([lws, service], 400)
   );
 }

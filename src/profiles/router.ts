@@ -67,6 +67,41 @@ export function routerDrainSeconds(p: Pick<Profile, 'server' | 'router'>): numbe
 }
 
 export const routerName = (profile: string) => `${profile}-router`;
+
+/** One port a serve of the profile takes: whose it is, the field it comes from, and the --set that moves it. */
+export interface PortRole {
+  port: number;
+  /** "qwen-prod-0's: with the router qwen-prod-router on 8001, the replicas move to router.replicaPort (default server.port + 1)" */
+  what: string;
+  fix: string;
+}
+
+/**
+ * Every port a serve of the profile takes, each with its role. Behind a router the replicas move:
+ * the router takes server.port and replica i router.replicaPort + i (default server.port + 1 + i), so a
+ * collision there is the router's doing and says so.
+ */
+export function portRoles(p: Profile, replicas: number): PortRole[] {
+  const names = Array.from({ length: replicas }, (_, i) => instanceName(p, i));
+  if (!routed(p)) return names.map((name, i) => ({ port: replicaAddress(p, i).port, what: `${name}'s (server.port${i ? ` + ${i}` : ''})`, fix: '--set server.port=N' }));
+  const own = p.router?.replicaPort !== undefined;
+  const out: PortRole[] = [{ port: p.server.port, what: `the router ${routerName(p.name)}'s (HAProxy, on the profile's server.port)`, fix: '--set server.port=N' }];
+  names.forEach((name, i) =>
+    out.push({
+      port: replicaAddress(p, i).port,
+      what: `${name}'s: with the router ${routerName(p.name)} on ${p.server.port}, the replicas move to router.replicaPort${own ? '' : ' (default server.port + 1)'}${i ? ` + ${i}` : ''}`,
+      fix: "--set router.replicaPort=N (the first of the replicas' loopback ports behind the router)",
+    }),
+  );
+  const last = out.at(-1)!.port;
+  const statsPort = p.router?.statsPort ?? last + 1;
+  out.push({
+    port: statsPort,
+    what: `the router's stats and Prometheus exporter's (router.statsPort${p.router?.statsPort === undefined ? ', default after the last replica' : ''})`,
+    fix: '--set router.statsPort=N',
+  });
+  return out;
+}
 export const BACKEND = 'replicas';
 
 /** The router of a profile, or undefined when it has none. `replicas`: how many the plan runs. */

@@ -4,7 +4,7 @@ import type { SimTrace, RequestLog, RequestRecord } from './trace.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type Engine, EngineDead, type Metrics } from './engine.js';
 import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './tokenizer.js';
-import { SleepRefused, type SimSleep } from './sleep.js';
+import { SleepRefused, collectiveRpc, type SimSleep } from './sleep.js';
 import { naturalLength, pieces, toolCallFor, toolCallTokens, toolResultQuote, type ToolCall } from './answer.js';
 
 export interface ServerConfig {
@@ -138,7 +138,8 @@ export class SimServer {
     let bytes = 0;
     if (log) res.once('finish', () => log.record({ method: req.method ?? '?', url, status: res.statusCode, bytes, userAgent: req.headers['user-agent'], ...seen }));
     const sleep = this.cfg.sleep;
-    if (sleep?.cfg.devMode && (path === '/sleep' || path === '/wake_up' || path === '/is_sleeping')) return this.sleepRoute(path, url, req, res, sleep);
+    if (sleep?.cfg.devMode && (path === '/sleep' || path === '/wake_up' || path === '/is_sleeping' || path === '/collective_rpc' || path === '/reset_prefix_cache'))
+      return this.sleepRoute(path, url, req, res, sleep);
     if (req.method === 'GET') {
       switch (path) {
         case '/health':
@@ -231,6 +232,21 @@ export class SimServer {
     if (req.method !== want) return detail(res, 405);
     const q = new URL(url, 'http://sim').searchParams;
     if (path === '/is_sleeping') return send(res, 200, { is_sleeping: sleep.sleeping });
+    // the prefix cache's blocks: what a sleep already dropped (EngineCore.sleep resets it); nothing is held here
+    if (path === '/reset_prefix_cache') return send(res, 200, { success: true });
+    if (path === '/collective_rpc') {
+      const raw = await readBody(req);
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch (e) {
+        return send(res, 400, { detail: `JSON decode error: ${(e as Error).message}` });
+      }
+      const a = await collectiveRpc(sleep, body);
+      if (a.status === 200) return send(res, 200, a.body);
+      if (a.status === 400) return send(res, 400, { detail: a.message });
+      return openaiError(res, 500, 'InternalServerError', a.message);
+    }
     try {
       if (path === '/sleep') await sleep.sleep(Number(q.get('level') ?? '1'), q.get('mode') ?? 'abort');
       else await sleep.wake(q.getAll('tags'));
@@ -357,7 +373,8 @@ export class SimServer {
     // vLLM's Messages API answers with the id of the chat completion it converted (chatcmpl-...).
     const rid = id(chat || anthropic ? 'chatcmpl' : 'cmpl');
     const model = this.cfg.servedName;
-    const piece = (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i));
+    // woken from level 2 without reload_weights: empty weights make every logit equal, and token 0 ("!") wins each step
+    const piece = this.cfg.sleep?.weightsDiscarded ? () => '!' : (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i));
     const finishReason = ans.finish === 'tool' ? 'tool_calls' : ans.finish;
     const stopReason = ans.finish === 'tool' ? 'tool_use' : ans.finish === 'stop' ? 'end_turn' : 'max_tokens';
     const counted = ans.finish === 'length' ? 'length' : 'stop';

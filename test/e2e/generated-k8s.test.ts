@@ -100,7 +100,8 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
   });
 
   it('LeaderWorkerSet + Service: valid against the LWS CRD (unknown fields refused too); the leader runs exactly the argv', async () => {
-    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--node-count', '2']);
+    // Ray's LWS (executor mp is vLLM's own launch: its own case below)
+    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--node-count', '2', '--set', 'parallel.executor=ray']);
     expect(r.exitCode, r.stderr).toBe(0);
     headerOnlyComments(r.stdout);
     const docs = yaml.loadAll(r.stdout) as any[];
@@ -143,6 +144,41 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     // Nothing else ran: no file named PWNED, no id output, no secret in the argv.
     expect((await execa('ls', ['-A', work])).stdout).toBe('');
     expect(argv.join(' ')).not.toContain('THE-SECRET');
+  });
+
+  it("executor mp: vLLM's own launch in the LWS, valid against the CRD; each pod's line, expanded and run by sh, gives vllm its rank and every hostile value intact", async () => {
+    const r = await cli(['k8s', 'evil.x_1', '--profiles', profiles, '--node-count', '2']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    headerOnlyComments(r.stdout);
+    const lws = (yaml.loadAll(r.stdout) as any[])[0];
+    const validate = lwsValidator();
+    expect(validate({ ...lws, metadata: {} }), JSON.stringify(validate.errors?.slice(0, 5))).toBe(true);
+    const bin = join(dir, 'bin-mp');
+    mkdirSync(bin, { recursive: true });
+    const rec = join(dir, 'ran-mp');
+    writeFileSync(join(bin, 'vllm'), `#!/usr/bin/env node\nrequire('fs').writeFileSync(${JSON.stringify(rec)}, JSON.stringify(process.argv.slice(2)))\n`);
+    chmodSync(join(bin, 'vllm'), 0o755);
+    const work = join(dir, 'cwd-mp');
+    mkdirSync(work, { recursive: true });
+    for (const [tpl, rank] of [
+      [lws.spec.leaderWorkerTemplate.leaderTemplate, '0'],
+      [lws.spec.leaderWorkerTemplate.workerTemplate, '1'],
+    ] as const) {
+      const c = tpl.spec.containers[0];
+      const sh = [...(c.command ?? []), ...(c.args ?? [])];
+      const line = k8sExpand(sh[2], { VLLM_HOST_IP: '10.0.0.7', LWS_LEADER_ADDRESS: 'evil-0.evil.default', LWS_WORKER_INDEX: rank, LWS_GROUP_SIZE: '2', HOME: '/root' });
+      await execa('sh', ['-c', line], { cwd: work, env: { PATH: `${bin}:${process.env.PATH}`, HOME: '/root' }, timeout: 30_000 });
+      const argv = JSON.parse(readFileSync(rec, 'utf8')) as string[];
+      expect(argv[0]).toBe('serve');
+      expect(valueAfter(argv, '--served-model-name')).toBe(HOSTILE);
+      expect(valueAfter(argv, '--chat-template')).toBe(HOSTILE);
+      expect(valueAfter(argv, '--node-rank')).toBe(rank);
+      expect(valueAfter(argv, '--nnodes')).toBe('2');
+      expect(valueAfter(argv, '--master-addr')).toBe('evil-0.evil.default');
+      expect(argv.includes('--headless')).toBe(rank !== '0');
+      expect(argv.join(' ')).not.toContain('ray');
+    }
+    expect((await execa('ls', ['-A', work])).stdout).toBe('');
   });
 
   it.each([
@@ -341,7 +377,20 @@ describe('sparkctl k8s runs the container runtime image, with its command', { ti
     ['auto', 8, undefined],
     ['none', 0, 'void'],
   ] as const)('a LeaderWorkerSet with container.gpus %s: leader and workers ask for %i GPUs, Ray offers as many, NVIDIA_VISIBLE_DEVICES %s', async (gpus, n, vis) => {
-    const r = await runMain(['k8s', 'qwen3.5-9b', '--node-count', '2', '--set', 'engine.vllmVersion="0.25.0"', '--set', `container.gpus=${gpus}`, '--set', 'parallel.replicas=2']);
+    const r = await runMain([
+      'k8s',
+      'qwen3.5-9b',
+      '--node-count',
+      '2',
+      '--set',
+      'engine.vllmVersion="0.25.0"',
+      '--set',
+      `container.gpus=${gpus}`,
+      '--set',
+      'parallel.replicas=2',
+      '--set',
+      'parallel.executor=ray',
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     const doc = (yaml.loadAll(r.stdout) as any[])[0];
     const validate = lwsValidator();

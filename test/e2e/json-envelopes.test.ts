@@ -40,6 +40,7 @@ const ROWS: Array<[string, () => string[], string, number]> = [
   ['profiles list', () => ['profiles', 'list', '--json'], 'profiles', 0],
   ['profiles show', () => ['profiles', 'show', 'qwen3.5-9b', '--json'], 'profile', 0],
   ['profiles validate', () => ['profiles', 'validate', join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), '--json'], 'validation', 0],
+  ['profiles import', () => ['profiles', 'import', join(FIXTURES, 'recipes', 'spark-arena--qwen3.6-27b-fp8-vllm.yaml'), '--json'], 'recipe-import', 0],
   ['preflight of a bundle (it finds problems)', () => ['preflight', '--from', join(FIXTURES, 'bundles', 'h200x1-device-collect'), '--json'], 'preflight', 1],
   ['serve --dry-run', () => ['serve', 'qwen3.5-9b', '--dry-run', '--json'], 'launch-plan', 0],
   ['serve --nodes --dry-run', () => ['serve', 'qwen3-200b', '--nodes', join(FIXTURES, 'nodes-4.yaml'), '--dry-run', '--json'], 'multinode-plan', 0],

@@ -118,8 +118,8 @@ const NOT_WRITTEN = new Set([
   'router config --socket', // a line of the printed HAProxy config
   'systemd --environment-file', // a line of the printed unit
 ]);
-// collect --out DIR is a folder writer: its own cases below.
-const FOLDER_WRITERS = new Set(['collect --out']);
+// collect --out-dir DIR is a folder writer: its own cases below.
+const FOLDER_WRITERS = new Set(['collect --out-dir']);
 
 describe('every option that writes a user-named path is in this table', () => {
   it('no path option of any verb is left out (a new writer must join WRITERS, or NOT_WRITTEN if it only reads)', async () => {
@@ -222,8 +222,8 @@ describe('probe --prometheus rewrites only the textfile it wrote itself', { time
   });
 });
 
-describe('collect --out DIR never writes into an existing bundle or through a link', { timeout: 60_000 }, () => {
-  const collect = (out: string) => cli(['collect', '--out', out, '--probe-timeout', '2s'], { env: { SPARKCTL_STATE_DIR: join(fresh(), 'state') } });
+describe('collect --out-dir DIR never writes into an existing bundle or through a link', { timeout: 60_000 }, () => {
+  const collect = (out: string) => cli(['collect', '--out-dir', out, '--probe-timeout', '2s'], { env: { SPARKCTL_STATE_DIR: join(fresh(), 'state') } });
   it('a folder that is not empty: exit 2, its files untouched', async () => {
     const d = fresh();
     const out = join(d, 'bundle');

@@ -45,7 +45,8 @@ export async function run(source: string, opts: ImportFlags) {
   if (opts.out !== undefined) checkNewFile(opts.out, '--out', { force: opts.force });
   if (opts.vllmVersion !== undefined && !isPep440(opts.vllmVersion))
     throw new UsageError(`--vllm-version ${JSON.stringify(opts.vllmVersion)}: not a vLLM version`, ['a version such as 0.17.0 (the flag tables decide which extra arguments are accepted)']);
-  const name = opts.name ?? profileNameFor(source);
+  // a profile is found by its file name: with --out, the file names it
+  const name = opts.name ?? profileNameFor(opts.out ?? source);
   if (!/^[a-z0-9][a-z0-9._-]*$/.test(name)) throw new UsageError(`--name ${JSON.stringify(name)}: not a profile name`, ['lower-case letters, digits, . _ - (starting with a letter or digit)']);
   const gpuMemoryBytes = opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined;
   const src = await readRecipe(source);

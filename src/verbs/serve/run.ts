@@ -14,6 +14,7 @@ import { ExitWith, exitCodeOf } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
+import { stateDir } from '../common.js';
 
 export type { ServeOptions };
 
@@ -99,7 +100,6 @@ function routerNote(plan: ServePlan) {
  */
 async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<boolean> {
   const { alreadyRunning } = await import('../../engine/already-running.js');
-  const { stateDir } = await import('../common.js');
   const { UsageError } = await import('../../errors.js');
   const running = await alreadyRunning(stateDir(), profile);
   if (!running) return false;
@@ -188,7 +188,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   }
   if (!opts.skipPreflight) {
     // --router is checked like a router: block (HAProxy installed, its ports free).
-    const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform });
+    const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform, stateDir: stateDir() });
     render.preflight(pf, sim);
     if (pf.report.checks.some((x) => x.status === 'fail')) {
       render.preflightFailed(pf, loaded.profile.name);
