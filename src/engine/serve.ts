@@ -116,7 +116,6 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
   return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${p.port}`;
 };
 
-/** What a live registered instance already holds: the plan may not take it. */
 /** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
 export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
   const h = plan.host;
