@@ -316,7 +316,9 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   router?.launched?.child.unref();
   await Promise.all(
     targets.map(async (t, i) => {
-      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+      // without prewarm the probe's generation is the server's first: cold, not hung
+      const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
+      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim, ...cold });
       replicas[i]!.probe = result;
       emit({ type: 'probe', replica: t.name, result });
     }),
