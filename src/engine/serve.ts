@@ -348,7 +348,9 @@ async function probeAll({ plan, emit }: Session, targets: Target[], replicas: Re
   const sim = plan.engine === 'sim';
   await Promise.all(
     targets.map(async (t, i) => {
-      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+      // without prewarm the probe's generation is the server's first: cold, not hung
+      const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
+      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim, ...cold });
       replicas[i]!.probe = result;
       emit({ type: 'probe', replica: t.name, result });
     }),

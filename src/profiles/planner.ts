@@ -221,6 +221,10 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
   // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
   const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
   if (isMla && p.engine.blockSize === undefined) notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
+  // --kv-cache-dtype auto with a ModelOpt checkpoint whose quantization_config names a KV scheme: vLLM uses that
+  // (engine/arg_utils.py create_engine_config, utils/torch_utils.py resolve_kv_cache_dtype_string)
+  const kvDtype = p.engine.kvCacheDtype === 'auto' && m.kvCacheDtype ? m.kvCacheDtype : p.engine.kvCacheDtype;
+  if (kvDtype !== p.engine.kvCacheDtype) notes.push(`KV cache ${kvDtype}: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme, as vLLM does`);
   let kv: KvPlan;
   try {
     kv = planKvCache({
@@ -228,7 +232,7 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
       tp,
       pp,
       modelDtype: modelDtype(p, m),
-      kvCacheDtype: p.engine.kvCacheDtype,
+      kvCacheDtype: kvDtype,
       blockSize,
       maxModelLen,
       maxNumBatchedTokens: p.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(gpuMemoryBytes),
