@@ -26,7 +26,7 @@ const dir = mkdtempSync(join(tmpdir(), 'bench-preflight-'));
 let commands;
 let sysinfoMs = {};
 try {
-  execFileSync(process.execPath, [bin, 'collect', '--out', join(dir, 'b')], { stdio: 'ignore' });
+  execFileSync(process.execPath, [bin, 'collect', '--out-dir', join(dir, 'b')], { stdio: 'ignore' });
   const m = JSON.parse(readFileSync(join(dir, 'b', 'manifest.json'), 'utf8'));
   commands = m.commands.filter((c) => c.error !== 'not-found').map((c) => c.argv);
   if (m.systeminformation && existsSync(join(dir, 'b', m.systeminformation))) {

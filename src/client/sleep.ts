@@ -49,8 +49,8 @@ export async function readSleep(url: string, timeoutMs = 2000): Promise<SleepRea
 
 export type SleepCall = { ok: true; ms: number } | { ok: false; status?: number; detail: string; ms: number };
 
-async function post(url: string, timeoutMs: number): Promise<SleepCall> {
-  const r = await http(url, { method: 'POST', timeoutMs });
+async function post(url: string, timeoutMs: number, body?: unknown): Promise<SleepCall> {
+  const r = await http(url, { method: 'POST', timeoutMs, ...(body !== undefined ? { body } : {}) });
   if (!r.ok) return { ok: false, detail: r.message, ms: r.ms };
   if (r.status !== 200) {
     const msg = (r.json as { error?: { message?: unknown } } | undefined)?.error?.message;
@@ -64,7 +64,34 @@ export function requestSleep(url: string, level: SleepLevel, o: { mode?: 'wait' 
   return post(`${url}/sleep?level=${level}&mode=${o.mode ?? 'wait'}`, o.timeoutMs);
 }
 
-/** POST /wake_up (every tag). vLLM answers once the engine is awake. */
-export function requestWake(url: string, timeoutMs: number): Promise<SleepCall> {
-  return post(`${url}/wake_up`, timeoutMs);
+/**
+ * Wake a server. Level 1: POST /wake_up, every tag; vLLM answers once the engine is awake. Level 2 discarded the weights, and a plain wake_up maps their memory back empty (the engine
+ * then answers "!!!!"): vLLM's docs' sequence instead, each step waited for: wake_up?tags=weights,
+ * POST /collective_rpc {"method":"reload_weights"} (the weights read again in place), then
+ * wake_up?tags=kv_cache (scheduling resumes), and POST /reset_prefix_cache, so no block computed
+ * before the reload is ever reused (vLLM's sleep drops it already; this holds for any version).
+ * A level not known (no gauge before vLLM 0.12) gets the same sequence; a 404 of the two dev routes
+ * is then passed over.
+ */
+export async function requestWake(url: string, timeoutMs: number, level?: SleepLevel): Promise<SleepCall> {
+  // level not known (a vLLM before 0.12 has no sleep gauge): the level-2 sequence, which wakes a level 1 as well
+  if (level === 1) return post(`${url}/wake_up`, timeoutMs);
+  const t0 = performance.now();
+  const left = () => Math.max(1000, timeoutMs - (performance.now() - t0));
+  const steps: Array<[string, () => Promise<SleepCall>]> = [
+    ['POST /wake_up?tags=weights', () => post(`${url}/wake_up?tags=weights`, left())],
+    ['POST /collective_rpc reload_weights', () => post(`${url}/collective_rpc`, left(), { method: 'reload_weights' })],
+    ['POST /wake_up?tags=kv_cache', () => post(`${url}/wake_up?tags=kv_cache`, left())],
+    ['POST /reset_prefix_cache', () => post(`${url}/reset_prefix_cache`, left())],
+  ];
+  for (const [what, step] of steps) {
+    const r = await step();
+    // an older vLLM without the route, asleep at a level it does not say: its weights are (most likely) in CPU memory
+    if (!r.ok && r.status === 404 && level === undefined && !what.includes('tags=')) continue;
+    if (!r.ok) {
+      const hint = what.includes('collective_rpc') && r.status === 404 ? ' (this vLLM has no /collective_rpc route: a level-2 sleep cannot get its weights back; restart the server)' : '';
+      return { ...r, detail: `level-2 wake, ${what}: ${r.detail}${hint}`, ms: Math.round(performance.now() - t0) };
+    }
+  }
+  return { ok: true, ms: Math.round(performance.now() - t0) };
 }

@@ -39,6 +39,9 @@ export interface ServeOptions {
   readyTimeout?: number;
   nodes?: string;
   platform?: string;
+  /** --sim-load: the simulator's model load time, seconds */
+  simLoad?: number;
+  /** the same as the simulator's own argv has it (restart starts again with what the first start had) */
   simLoadSeconds?: string;
   /** --router: HAProxy in front of the replicas even where the profile has no router: block */
   router?: boolean;
@@ -77,7 +80,7 @@ export interface ServePlan {
   launch?: LaunchRecord;
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
+export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
   stateDir?: string;
   /** the image's entrypoint, as read (it decides whether the command repeats `vllm serve`) */
   imageEntrypoint?: string[];
@@ -113,11 +116,12 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
  * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
  * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
  */
-export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoadSeconds'>): string[] {
+export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoad' | 'simLoadSeconds'>): string[] {
   // A profile generated for a model has no file: the simulator reads the model's config.json itself.
   const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
   tail.push('--sim-vllm-version', r.profile.engine.vllmVersion);
-  if (opts.simLoadSeconds !== undefined) tail.push('--sim-load-seconds', opts.simLoadSeconds);
+  const load = opts.simLoad !== undefined ? String(opts.simLoad) : opts.simLoadSeconds;
+  if (load !== undefined) tail.push('--sim-load-seconds', load);
   return tail;
 }
 

@@ -62,7 +62,8 @@ export async function wakeInstance(inst: Instance, o: { timeoutMs: number }): Pr
   if (before.state === 'unsupported') return { ...base, result: 'unsupported', ms: before.ms, detail: before.detail };
   if (before.state === 'awake') return { ...base, result: 'already', ms: 0 };
   const t0 = performance.now();
-  const r = await requestWake(url, o.timeoutMs);
+  // level 2 discarded the weights: they are loaded again before the KV cache returns (requestWake)
+  const r = await requestWake(url, o.timeoutMs, before.level);
   if (!r.ok) return { ...base, result: r.status ? 'refused' : 'unreachable', ms: r.ms, detail: r.detail };
   const after = await until(url, 'awake', Math.max(1000, o.timeoutMs - (performance.now() - t0)));
   const ms = Math.round(performance.now() - t0);

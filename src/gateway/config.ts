@@ -13,13 +13,10 @@
 import type { GatewayPlan, GatewayModel } from './plan.js';
 import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
 import { RouterBlock } from '../profiles/schema.js';
-import { UsageError } from '../errors.js';
+import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection } from '../profiles/haproxy.js';
 
-const addr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
-function safe(v: string, what: string): string {
-  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v)) throw new UsageError(`gateway config: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, ['use plain names and paths']);
-  return v;
-}
+const addr = haproxyAddr;
+const safe = (v: string, what: string) => configValue(v, what, 'gateway config', 'use plain names and paths');
 
 /** GET /v1/models as vLLM answers it, one entry per served model and per alias (root: the model it stands for). */
 export function modelsJson(plan: Pick<GatewayPlan, 'models' | 'aliases' | 'routes'>, created = Math.floor(Date.now() / 1000)): string {
@@ -98,35 +95,9 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   const f = plan.files;
   const L: string[] = [];
   L.push(`# sparkctl gateway: one endpoint for ${plan.models.length} model(s) (${plan.models.map((m) => m.name).join(', ') || 'none yet'}): written by sparkctl`);
-  L.push('global');
-  L.push(o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info');
   // expose-fd listeners: a reload hands the listening sockets to the new worker (no refused connect)
-  L.push(`    stats socket ${safe(f.socket, 'socket')} mode 600 level admin expose-fd listeners`);
-  L.push('    stats timeout 30s');
-  L.push('    maxconn 4096');
-  L.push('    tune.bufsize 262144');
-  L.push('');
-  L.push('defaults');
-  L.push('    mode http');
-  L.push('    log global');
-  L.push('    option httplog');
-  L.push('    option dontlognull');
-  L.push('    option dontlog-normal');
-  L.push('    option log-health-checks');
-  L.push('    option http-keep-alive');
-  L.push('    http-reuse safe');
-  L.push('    option redispatch 1');
-  L.push('    retries 1');
-  L.push('    retry-on conn-failure empty-response');
-  L.push(`    timeout connect ${d.connectTimeoutSeconds}s`);
-  L.push(`    timeout client ${d.clientTimeoutSeconds}s`);
-  L.push(`    timeout server ${d.serverTimeoutSeconds}s`);
-  L.push(`    timeout tunnel ${d.tunnelTimeoutSeconds}s`);
-  L.push(`    timeout queue ${d.queueTimeoutSeconds}s`);
-  L.push('    timeout http-request 60s');
-  L.push('    timeout http-keep-alive 5s');
-  L.push(`    timeout check ${Math.max(1000, Math.min(plan.checkIntervalMs, 5000))}ms`);
-  L.push('');
+  L.push(...globalSection({ logStdout: o.logStdout, socket: safe(f.socket, 'socket'), exposeFd: true }));
+  L.push(...defaultsSection(d, plan.checkIntervalMs));
   L.push('frontend gateway');
   L.push(`    bind ${safe(addr(plan.bind.host, plan.bind.port), 'bind address')}`);
   L.push('    option http-buffer-request');
@@ -157,13 +128,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    server keeper ${addr(plan.waker.host, plan.waker.port)}`);
   L.push('');
   for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs));
-  L.push('frontend stats');
-  L.push(`    bind ${addr(plan.stats.host, plan.stats.port)}`);
-  L.push('    http-request use-service prometheus-exporter if { path /metrics }');
-  L.push('    stats enable');
-  L.push('    stats uri /stats');
-  L.push('    stats refresh 5s');
-  L.push('');
+  L.push(...statsSection(plan.stats));
   return L.join('\n');
 }
 

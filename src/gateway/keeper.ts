@@ -271,7 +271,7 @@ export class Keeper {
           const url = `http://${s.host}:${s.port}`;
           const before = await readSleep(url);
           if (before.state === 'sleeping') {
-            const r = await requestWake(url, 300_000);
+            const r = await requestWake(url, 300_000, before.level);
             if (!r.ok) throw new Error(`${m.name}: ${s.name} could not be woken: ${r.detail}`);
           }
           const end = Date.now() + 300_000;

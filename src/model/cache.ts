@@ -8,7 +8,7 @@
 // Every name we create is checked first: a symlink or a non-regular file where ours must go is refused.
 import { lstat, mkdir, readlink, rename, symlink, unlink, open, statfs } from 'node:fs/promises';
 import { constants, type Stats } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { homedir } from 'node:os';
 import { writeFileAtomic } from '../util/fs.js';
@@ -54,6 +54,8 @@ export function checkRepoPath(p: string): string | undefined {
   if (!p || p.length > 1000) return 'an empty or over-long name';
   if (p.startsWith('/') || /[\\\0]/.test(p) || /^[A-Za-z]:/.test(p)) return 'an absolute or drive path';
   if (p.split('/').some((s) => s === '' || s === '.' || s === '..')) return 'an empty, "." or ".." path segment';
+  // a name is printed (progress, the summary, errors): an escape sequence there would rewrite the terminal
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(p)) return 'a control character in the name';
   return undefined;
 }
 
@@ -114,6 +116,33 @@ export async function blobState(c: RepoCache, etag: string, size: number): Promi
   const st = await lstatOrNull(join(c.blobs, etag));
   if (!st) return 'absent';
   return st.isFile() && st.size === size ? 'present' : 'wrong';
+}
+
+/**
+ * Whether the blob file holds the bytes its name says: the SHA-256 of the content for an LFS file,
+ * git's blob SHA-1 ("blob <size>\0" + content) otherwise. A blob of the right size is not trusted
+ * for its size (anyone who can write the cache could have put it there, or a disk error changed it):
+ * it is read, never through a link, and hashed.
+ */
+export async function blobMatches(c: RepoCache, etag: string, size: number, lfs: boolean): Promise<boolean> {
+  const fh = await open(join(c.blobs, etag), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!fh) return false;
+  try {
+    const st = await fh.stat();
+    if (!st.isFile() || st.size !== size) return false;
+    const h = lfs ? createHash('sha256') : createHash('sha1').update(`blob ${size}\0`);
+    const buf = Buffer.allocUnsafe(8 << 20);
+    let off = 0;
+    while (off < size) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - off), off);
+      if (bytesRead === 0) return false;
+      h.update(buf.subarray(0, bytesRead));
+      off += bytesRead;
+    }
+    return h.digest('hex') === etag;
+  } finally {
+    await fh.close();
+  }
 }
 
 export const incompletePath = (c: RepoCache, etag: string) => join(c.blobs, `${etag}.sparkctl.incomplete`);

@@ -44,6 +44,8 @@ export interface ModelFacts {
   weightBytesPerParam: number;
   /** each layer's caches as vLLM's model class reads them (layout.ts), or the field that could not be read */
   layout?: Layout | NotModelled;
+  /** the KV cache dtype vLLM picks for --kv-cache-dtype auto from the checkpoint's quantization_config (ModelOpt kv_cache_scheme), when not the model dtype */
+  kvCacheDtype?: string;
 }
 
 export class ModelConfigError extends Error {
@@ -126,8 +128,10 @@ interface ParamParts {
   /** embed_tokens and lm_head (once when tied): kept in the model dtype by every quantization vLLM loads */
   embeddings: number;
   attention: number;
-  /** MLPs, routed and shared experts, routers */
+  /** MLPs, routed experts, routers */
   ffn: number;
+  /** shared experts (a quantization may leave them in the model dtype: Qwen3.5's NVFP4 checkpoints do) */
+  shared: number;
   /** Mamba2 / Gated DeltaNet mixers */
   mixers: number;
 }
@@ -169,8 +173,9 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
   };
   const shared = posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter;
   const firstDense = posInt(c.first_k_dense_replace) ?? 0;
-  const moeFfn = (f.experts ?? 0) * mats * h * moeInter + mats * h * shared + h * (f.experts ?? 0);
-  const parts: ParamParts = { embeddings, attention: 0, ffn: 0, mixers: 0 };
+  const moeFfn = (f.experts ?? 0) * mats * h * moeInter + h * (f.experts ?? 0);
+  const sharedFfn = mats * h * shared;
+  const parts: ParamParts = { embeddings, attention: 0, ffn: 0, shared: 0, mixers: 0 };
   const pattern = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern : undefined;
   for (let i = 0; i < f.layers; i++) {
     const caches = f.layout?.layers[i];
@@ -189,7 +194,10 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
       // Nemotron-H: a layer is ONE block: M (mixer), * (attention), - (MLP), E (MoE)
       const ch = pattern?.[i];
       if (ch === '-' || (!pattern && caches?.length === 0 && !f.experts)) parts.ffn += mats * h * inter;
-      else if (ch === 'E') parts.ffn += moeFfn;
+      else if (ch === 'E') {
+        parts.ffn += moeFfn;
+        parts.shared += sharedFfn;
+      }
       continue;
     }
     const step = posInt(c.interleave_moe_layer_step);
@@ -197,24 +205,65 @@ function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: n
       // Llama 4 (transformers Llama4TextConfig): layer i is MoE when i % step == step - 1, with one shared
       // expert of intermediate_size; the dense layers use intermediate_size_mlp
       const moe = i % step === step - 1;
-      parts.ffn += moe ? f.experts * 3 * h * inter + 3 * h * inter + h * f.experts : 3 * h * (posInt(c.intermediate_size_mlp) ?? inter);
+      parts.ffn += moe ? f.experts * 3 * h * inter + h * f.experts : 3 * h * (posInt(c.intermediate_size_mlp) ?? inter);
+      if (moe) parts.shared += 3 * h * inter;
       continue;
     }
     // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past first_k_dense_replace
     const freq = Array.isArray(c.moe_layer_freq) && c.moe_layer_freq.length === f.layers ? c.moe_layer_freq : undefined;
     const moeLayer = f.experts !== undefined && (freq ? freq[i] === 1 || freq[i] === true : i >= firstDense);
     parts.ffn += moeLayer ? moeFfn : mats * h * inter;
+    if (moeLayer) parts.shared += sharedFfn;
   }
   return parts;
 }
 
-const sumParts = (p: ParamParts) => p.embeddings + p.attention + p.ffn + p.mixers;
+const sumParts = (p: ParamParts) => p.embeddings + p.attention + p.ffn + p.shared + p.mixers;
 
-/** Which parts a quantization leaves in the model dtype: embeddings always; attention and lm_head where its config lists them. */
-function unquantizedParts(qc: Json | undefined): { attention: boolean; lmHead: boolean } {
-  const list = [qc?.modules_to_not_convert, qc?.ignore, qc?.ignored_layers, qc?.modules_to_not_quantize].find(Array.isArray) as unknown[] | undefined;
+/**
+ * Which parts a quantization leaves in the model dtype: embeddings always; attention, the Mamba / Gated DeltaNet mixers,
+ * the shared experts and lm_head where its config lists them (modules_to_not_convert, ignore, ...: gpt-oss-120b's
+ * self_attn, Qwen3.5 NVFP4's linear_attn* and shared_expert*).
+ */
+function unquantizedParts(qc: Json | undefined): { attention: boolean; mixers: boolean; shared: boolean; lmHead: boolean } {
+  const list = [qc?.modules_to_not_convert, qc?.ignore, qc?.ignored_layers, qc?.modules_to_not_quantize, qc?.exclude_modules].find(Array.isArray) as unknown[] | undefined;
   const names = (list ?? []).filter((x): x is string => typeof x === 'string');
-  return { attention: names.some((n) => /attn|attention/.test(n)), lmHead: qc?.lm_head !== true };
+  return {
+    attention: names.some((n) => /self_attn|(^|\.)attn\b|(^|\.)attention\b/.test(n)),
+    mixers: names.some((n) => /linear_attn|mixer|mamba/.test(n)),
+    shared: names.some((n) => /shared_expert/.test(n)),
+    lmHead: qc?.lm_head !== true,
+  };
+}
+
+/** Bytes a quantized weight takes: the method's, or ModelOpt's algorithm's (NVFP4: 4 bits + an fp8 scale per 16 = 4.5 bits). */
+function quantBytes(quantization: string, qc: Json, dtypeBytes: number): number {
+  if (quantization.startsWith('modelopt')) {
+    const inner = isObj(qc.quantization) ? qc.quantization : qc;
+    const algo = (str(inner.quant_algo) ?? str(qc.quant_algo) ?? '').toUpperCase();
+    if (algo === 'NVFP4' || quantization === 'modelopt_fp4') return 4.5 / 8;
+    if (algo.startsWith('FP8')) return 1;
+  }
+  return QUANT_BYTES[quantization] ?? dtypeBytes;
+}
+
+/**
+ * The KV cache dtype vLLM uses for --kv-cache-dtype auto with this checkpoint (engine/arg_utils.py create_engine_config ->
+ * utils/torch_utils.py resolve_kv_cache_dtype_string): a ModelOpt kv_cache_scheme / kv_cache_quant_algo of fp8 makes it
+ * fp8_e4m3, of 4-bit float nvfp4; otherwise "auto" (the model dtype).
+ */
+function checkpointKvDtype(qc: Json | undefined): string | undefined {
+  const method = qc ? str(qc.quant_method) : undefined;
+  if (!qc || !method?.startsWith('modelopt')) return undefined;
+  const inner = isObj(qc.quantization) ? qc.quantization : qc;
+  const kv = inner.kv_cache_scheme ?? qc.kv_cache_scheme ?? inner.kv_cache_quant_algo ?? qc.kv_cache_quant_algo;
+  if (isObj(kv)) {
+    if (kv.dynamic === false && kv.num_bits === 8 && kv.type === 'float') return 'fp8_e4m3';
+    if (kv.num_bits === 4 && kv.type === 'float') return 'nvfp4';
+    return undefined;
+  }
+  const k = typeof kv === 'string' ? kv.toLowerCase() : undefined;
+  return k === 'fp8' ? 'fp8_e4m3' : k === 'nvfp4' ? 'nvfp4' : undefined;
 }
 
 /** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
@@ -247,7 +296,7 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
   const indexBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
   // exact from the shards' headers, else the index's total_size, else counted from the config
   const weightBytes = weights?.bytes || indexBytes;
-  const bytesPerParam = quantization ? (QUANT_BYTES[quantization] ?? dtypeBytes) : dtypeBytes;
+  const bytesPerParam = quantization && qc ? quantBytes(quantization, qc, dtypeBytes) : dtypeBytes;
   const parts = countParameters(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined });
   const counted = parts ? sumParts(parts) : undefined;
   const parameters = counted ?? (weightBytes ? weightBytes / bytesPerParam : undefined);
@@ -260,7 +309,9 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
       ? (parts.embeddings - lmHead) * dtypeBytes +
         lmHead * (keep.lmHead ? dtypeBytes : bytesPerParam) +
         parts.attention * (keep.attention ? dtypeBytes : bytesPerParam) +
-        (parts.ffn + parts.mixers) * bytesPerParam
+        parts.mixers * (keep.mixers ? dtypeBytes : bytesPerParam) +
+        parts.shared * (keep.shared ? dtypeBytes : bytesPerParam) +
+        parts.ffn * bytesPerParam
       : sumParts(parts) * dtypeBytes
     : undefined;
   const linearLayers = kinds.filter((k) => k === 'linear').length;
@@ -288,6 +339,7 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
     moe: experts ? { experts, expertsPerToken: posInt(c.num_experts_per_tok) } : undefined,
     dtype,
     quantization,
+    kvCacheDtype: checkpointKvDtype(qc),
     weightBytesPerParam: weightBytes ? weightBytes / parameters : configBytes && parameters ? configBytes / parameters : bytesPerParam,
     weightsFrom: weights?.bytes ? 'shard headers' : indexBytes ? 'index total_size' : parts ? 'config' : 'index total_size',
     weightDtypes: weights ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes])) : undefined,

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { selectFiles, fileSize, SAFETENSORS_INDEX, type Selection, type TreeFile } from './select.js';
 import {
   blobName,
+  blobMatches,
   blobState,
   checkRepoPath,
   commitBlob,
@@ -97,8 +98,10 @@ export async function planFiles(c: RepoCache, sel: Selection): Promise<PlannedFi
     const blob = blobName(f);
     if (!blob) throw new HubError('protocol', `${f.path}: the Hub's listing gives no valid ${f.lfs ? 'SHA-256' : 'git SHA-1'} for it`);
     const size = fileSize(f);
-    const st = await blobState(c, blob, size);
+    let st = await blobState(c, blob, size);
     if (st === 'wrong') throw new CacheRefused(`${join(c.blobs, blob)} is there but is not a regular file of ${size} bytes; remove it and pull again`);
+    // the right size is not the right bytes: a blob that does not hash to its name is fetched again (and replaced by rename)
+    if (st === 'present' && !(await blobMatches(c, blob, size, Boolean(f.lfs)))) st = 'absent';
     let have = st === 'present' ? size : 0;
     if (!have) {
       const inc = await lstat(incompletePath(c, blob)).catch(() => null);

@@ -15,6 +15,7 @@ import type { ContainerCheck, ContainerCheckId } from '../engine/runtime/preflig
 export { gpuEccFindings, gpuThrottleFindings, describeXid };
 import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 import { commandLine } from '../output/format.js';
+import type { PortRole } from '../profiles/router.js';
 
 export type Status = 'pass' | 'warn' | 'fail' | 'skip';
 export interface CheckResult {
@@ -30,6 +31,10 @@ export interface Ctx {
   /** GPU indices of each replica's TP group */
   groups: number[][];
   ports: number[];
+  /** each port's role (a replica, behind the router or not, the router, its stats) and the --set that moves it */
+  portRoles?: PortRole[];
+  /** sparkctl's own running servers by the port they listen on ("qwen-dev-0 (profile qwen-dev, pid 41)"), where serve knows them */
+  holders?: Record<number, string>;
   /** bytes vLLM will reserve on each GPU it uses */
   reservePerGpu?: number;
   weightsBytes?: number;
@@ -42,6 +47,21 @@ export interface Ctx {
 }
 export interface Check extends CheckMeta {
   run(ctx: Ctx): CheckResult;
+}
+
+/** Taken ports, each with whose it would be (a replica moved behind the router says so) and who holds it, and the --set that moves it. */
+function portsTaken(ctx: Ctx, taken: number[]): CheckResult {
+  const role = (port: number) => ctx.portRoles?.find((r) => r.port === port);
+  const lines = taken.flatMap((port) => {
+    const r = role(port);
+    const holder = ctx.holders?.[port];
+    if (!r && !holder) return [];
+    return [`${port} is ${r ? r.what : 'a port of this profile'}${holder ? `, and ${holder} listens there` : ''}`];
+  });
+  const stops = [...new Set(taken.map((p) => ctx.holders?.[p]?.match(/\(profile ([^,)]+)/)?.[1]).filter(Boolean))];
+  const fixes = [...new Set(taken.map((p) => role(p)?.fix ?? '--set server.port=N'))];
+  const who = stops.length ? `sparkctl stop ${stops.join(' ')}` : `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'`;
+  return fail(`port(s) ${taken.join(', ')} already listening${lines.length ? `: ${lines.join('; ')}` : ''}`, `${ctx.ports.join(', ')} free`, `${fixes.join(', or ')}; or ${who}`);
 }
 
 /** The same words as the router's own refusal (src/router/process.ts INSTALL_FIX). */
@@ -535,8 +555,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
   'host.port'(ctx) {
     if (!ctx.ports.length) return skip('no profile given: no ports to check');
     const taken = ctx.ports.filter((p) => ctx.facts.listening.has(p));
-    if (taken.length)
-      return fail(`port(s) ${taken.join(', ')} already listening`, `${ctx.ports.join(', ')} free`, `sparkctl status (a server of ours?) or ss -ltnp 'sport = :${taken[0]}'; or --set server.port=N`);
+    if (taken.length) return portsTaken(ctx, taken);
     return pass(`${ctx.ports.join(', ')} free`);
   },
   'router.haproxy'(ctx) {

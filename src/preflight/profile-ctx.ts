@@ -11,7 +11,7 @@ import { weightsBytes } from '../profiles/planner.js';
 import { factsFromProfile } from '../model/merge.js';
 import { resolveReplicas } from '../profiles/validate.js';
 import { replicaAddress } from '../profiles/render.js';
-import { planRouter } from '../profiles/router.js';
+import { planRouter, portRoles } from '../profiles/router.js';
 import { GIB, mibToBytes } from '../nvidia/units.js';
 import { openRegularFile, readText, READ_LIMITS, FileRefused } from '../util/read.js';
 
@@ -35,6 +35,7 @@ export function buildCtx(f: Facts, platform: Platform, profile: Profile): Ctx {
     profile,
     groups,
     ports: profilePorts(profile, replicas),
+    portRoles: portRoles(profile, replicas),
     reservePerGpu: gpuMem * profile.engine.gpuMemoryUtilization,
     weightsBytes: model ? weightsBytes(profile, model) : undefined,
   };

@@ -45,6 +45,8 @@ export interface PreflightOptions {
   verify?: boolean;
   /** only the checks whose metadata says they block a launch (what serve runs) */
   blocking?: boolean;
+  /** sparkctl's own running servers by port (serve reads its registry): a taken port names its holder */
+  holders?: Record<number, string>;
 }
 
 export async function runPreflight(host: Host, opts: PreflightOptions): Promise<PreflightReport> {
@@ -73,6 +75,7 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
       : undefined;
   if (asked) facts.container = asked;
   const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
+  if (opts.holders) ctx.holders = opts.holders;
   if (asked && 'answers' in asked) {
     const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
     const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);

@@ -5,7 +5,7 @@ import { GIB as GiB } from '../nvidia/units.js';
 import type { ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
 import type { Layout, LayerCache } from '../model/layout.js';
-import { planKvCache, KvNotModelled, type KvGroup } from './kv-rules.js';
+import { planKvCache, KvNotModelled, type KvGroup, type KvPlan } from './kv-rules.js';
 import { parseVersion } from './versions.js';
 import { FACT_VERSIONS } from './vllm-fact-versions.js';
 
@@ -133,35 +133,24 @@ function layoutFromCounts(m: ModelFacts): Layout {
   return { layers, readFrom: 'the profile' };
 }
 
-export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
-  const tp = p.parallel.tensor;
-  const pp = p.parallel.pipeline;
-  const m = facts ?? factsFromProfile(p.model);
-  if (!m) throw new Error(`profile ${p.name}: planMemory needs the model's facts (resolve the profile first)`);
-  const notes: string[] = [];
-  const weightsTotal = weightsBytes(p, m);
-  const weightsPerGpu = weightsTotal / (tp * pp);
-  const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
-  const reserve = reserveBytes(p);
-  const kvHeadsReplicated = !m.mla && tp > m.kvHeads;
-  const kvHeadsPerGpu = m.mla ? 1 : Math.max(1, Math.floor(m.kvHeads / tp));
-  const availableKv = p.engine.kvCacheMemoryBytes ?? Math.max(0, budget - weightsPerGpu - reserve);
-  const maxModelLen = p.engine.maxModelLen ?? m.maxContext;
-  const version = planVersion(p);
-  const base = {
-    gpuMemoryBytes,
-    gpuMemoryUtilization: p.engine.gpuMemoryUtilization,
-    budgetBytes: budget,
-    weightsTotalBytes: weightsTotal,
-    weightsPerGpuBytes: weightsPerGpu,
-    reserveBytes: reserve,
-    kvHeadsPerGpu,
-    kvHeadsReplicated,
-    availableKvBytes: availableKv,
-    maxModelLen,
-    vllmRules: version,
-  };
-  const declined = (field: string, why: string): MemoryPlan => ({
+type PlanBase = Pick<
+  MemoryPlan,
+  | 'gpuMemoryBytes'
+  | 'gpuMemoryUtilization'
+  | 'budgetBytes'
+  | 'weightsTotalBytes'
+  | 'weightsPerGpuBytes'
+  | 'reserveBytes'
+  | 'kvHeadsPerGpu'
+  | 'kvHeadsReplicated'
+  | 'availableKvBytes'
+  | 'maxModelLen'
+  | 'vllmRules'
+>;
+
+/** The plan that states no KV or concurrency figure: a field it does not model (the budget and weights still stand). */
+function declinedPlan(base: PlanBase, p: Profile, field: string, why: string): MemoryPlan {
+  return {
     ...base,
     kvLayersPerGpu: 0,
     kvBytesPerToken: 0,
@@ -177,38 +166,12 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
     blocksPerRequest: 0,
     layoutFrom: field,
     notModelled: { field, why },
-  });
-  if (m.layout && 'notModelled' in m.layout) return declined(m.layout.notModelled, m.layout.why);
-  const flag = unmodelledKvFlag(p.engine.extraArgs);
-  if (flag) return declined(flag.field, flag.why);
-  const layout = m.layout ?? layoutFromCounts(m);
-  const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
-  // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
-  const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
-  if (isMla && p.engine.blockSize === undefined) notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
-  let kv: ReturnType<typeof planKvCache>;
-  try {
-    kv = planKvCache({
-      layout,
-      tp,
-      pp,
-      modelDtype: modelDtype(p, m),
-      kvCacheDtype: p.engine.kvCacheDtype,
-      blockSize,
-      maxModelLen,
-      maxNumBatchedTokens: p.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(gpuMemoryBytes),
-      prefixCaching: p.engine.enablePrefixCaching,
-      // the flag vLLM reads, where the profile passes it through
-      asyncScheduling: p.engine.extraArgs.includes('--no-async-scheduling') ? false : undefined,
-      mambaCacheMode: argOf(p.engine.extraArgs, '--mamba-cache-mode') as 'none' | 'align' | 'all' | undefined,
-      availableBytes: availableKv,
-      version,
-    });
-  } catch (e) {
-    if (e instanceof KvNotModelled) return declined(e.field, e.message);
-    throw e;
-  }
-  notes.push(...kv.notes);
+  };
+}
+
+/** What the figures rest on, said under the plan: hybrid states, local-attention caps, MLA, replicated heads, a fixed KV size. */
+function planNotes(p: Profile, m: ModelFacts, layout: Layout, kv: KvPlan, kvHeadsReplicated: boolean): string[] {
+  const notes: string[] = [];
   const kvLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla')).length;
   const stateLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn')).length;
   if (stateLayers) {
@@ -220,8 +183,71 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
   const local = kv.groups.filter((g) => g.kind === 'sliding' || g.kind === 'chunked');
   if (local.length) notes.push(`${[...new Set(local.map((g) => g.label))].join(', ')}: a request holds at most window + in-flight tokens of those layers`);
   if (m.mla) notes.push(`MLA: ${m.mla.kvLoraRank} + ${m.mla.qkRopeHeadDim} cached values per token per layer (the latent, not heads x head_dim), the same on every TP rank`);
-  if (kvHeadsReplicated) notes.push(`TP ${tp} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
+  if (kvHeadsReplicated) notes.push(`TP ${p.parallel.tensor} is above the ${m.kvHeads} KV heads: each GPU keeps a full copy of one KV head`);
   if (p.engine.kvCacheMemoryBytes !== undefined) notes.push(`the KV cache is engine.kvCacheMemoryBytes (${p.engine.kvCacheMemoryBytes} B), not a share of GPU memory`);
+  return notes;
+}
+
+export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
+  const tp = p.parallel.tensor;
+  const pp = p.parallel.pipeline;
+  const m = facts ?? factsFromProfile(p.model);
+  if (!m) throw new Error(`profile ${p.name}: planMemory needs the model's facts (resolve the profile first)`);
+  const weightsTotal = weightsBytes(p, m);
+  const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
+  const reserve = reserveBytes(p);
+  const kvHeadsReplicated = !m.mla && tp > m.kvHeads;
+  const availableKv = p.engine.kvCacheMemoryBytes ?? Math.max(0, budget - weightsTotal / (tp * pp) - reserve);
+  const maxModelLen = p.engine.maxModelLen ?? m.maxContext;
+  const base: PlanBase = {
+    gpuMemoryBytes,
+    gpuMemoryUtilization: p.engine.gpuMemoryUtilization,
+    budgetBytes: budget,
+    weightsTotalBytes: weightsTotal,
+    weightsPerGpuBytes: weightsTotal / (tp * pp),
+    reserveBytes: reserve,
+    kvHeadsPerGpu: m.mla ? 1 : Math.max(1, Math.floor(m.kvHeads / tp)),
+    kvHeadsReplicated,
+    availableKvBytes: availableKv,
+    maxModelLen,
+    vllmRules: planVersion(p),
+  };
+  if (m.layout && 'notModelled' in m.layout) return declinedPlan(base, p, m.layout.notModelled, m.layout.why);
+  const flag = unmodelledKvFlag(p.engine.extraArgs);
+  if (flag) return declinedPlan(base, p, flag.field, flag.why);
+  const layout = m.layout ?? layoutFromCounts(m);
+  const notes: string[] = [];
+  const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
+  // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
+  const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
+  if (isMla && p.engine.blockSize === undefined) notes.push('MLA: block size 64 (FlashMLA, Hopper); other MLA backends choose their own (engine.blockSize sets it)');
+  // --kv-cache-dtype auto with a ModelOpt checkpoint whose quantization_config names a KV scheme: vLLM uses that
+  // (engine/arg_utils.py create_engine_config, utils/torch_utils.py resolve_kv_cache_dtype_string)
+  const kvDtype = p.engine.kvCacheDtype === 'auto' && m.kvCacheDtype ? m.kvCacheDtype : p.engine.kvCacheDtype;
+  if (kvDtype !== p.engine.kvCacheDtype) notes.push(`KV cache ${kvDtype}: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme, as vLLM does`);
+  let kv: KvPlan;
+  try {
+    kv = planKvCache({
+      layout,
+      tp,
+      pp,
+      modelDtype: modelDtype(p, m),
+      kvCacheDtype: kvDtype,
+      blockSize,
+      maxModelLen,
+      maxNumBatchedTokens: p.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(gpuMemoryBytes),
+      prefixCaching: p.engine.enablePrefixCaching,
+      // the flags vLLM reads, where the profile passes them through
+      asyncScheduling: p.engine.extraArgs.includes('--no-async-scheduling') ? false : undefined,
+      mambaCacheMode: argOf(p.engine.extraArgs, '--mamba-cache-mode') as 'none' | 'align' | 'all' | undefined,
+      availableBytes: availableKv,
+      version: base.vllmRules,
+    });
+  } catch (e) {
+    if (e instanceof KvNotModelled) return declinedPlan(base, p, e.field, e.message);
+    throw e;
+  }
+  const kvLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla')).length;
   return {
     ...base,
     kvLayersPerGpu: Math.ceil(kvLayers / pp),
@@ -232,7 +258,7 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
     largestMaxModelLen: kv.largestMaxModelLen,
     stateBytesPerSeq: kv.stateBytesPerRequest,
     blockSize: kv.blockSize,
-    notes,
+    notes: [...notes, ...kv.notes, ...planNotes(p, m, layout, kv, kvHeadsReplicated)],
     kvGroups: kv.groups,
     numBlocks: kv.numBlocks,
     blocksPerRequest: kv.blocksPerRequest,

@@ -28,6 +28,7 @@ import type { Profile } from './schema.js';
 import { RouterBlock } from './schema.js';
 import { replicaAddress, routed, instanceName } from './render.js';
 import { UsageError } from '../errors.js';
+import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection } from './haproxy.js';
 
 export type RouterSettings = ReturnType<typeof RouterBlock.parse>;
 
@@ -67,6 +68,41 @@ export function routerDrainSeconds(p: Pick<Profile, 'server' | 'router'>): numbe
 }
 
 export const routerName = (profile: string) => `${profile}-router`;
+
+/** One port a serve of the profile takes: whose it is, the field it comes from, and the --set that moves it. */
+export interface PortRole {
+  port: number;
+  /** "qwen-prod-0's: with the router qwen-prod-router on 8001, the replicas move to router.replicaPort (default server.port + 1)" */
+  what: string;
+  fix: string;
+}
+
+/**
+ * Every port a serve of the profile takes, each with its role. Behind a router the replicas move:
+ * the router takes server.port and replica i router.replicaPort + i (default server.port + 1 + i), so a
+ * collision there is the router's doing and says so.
+ */
+export function portRoles(p: Profile, replicas: number): PortRole[] {
+  const names = Array.from({ length: replicas }, (_, i) => instanceName(p, i));
+  if (!routed(p)) return names.map((name, i) => ({ port: replicaAddress(p, i).port, what: `${name}'s (server.port${i ? ` + ${i}` : ''})`, fix: '--set server.port=N' }));
+  const own = p.router?.replicaPort !== undefined;
+  const out: PortRole[] = [{ port: p.server.port, what: `the router ${routerName(p.name)}'s (HAProxy, on the profile's server.port)`, fix: '--set server.port=N' }];
+  names.forEach((name, i) =>
+    out.push({
+      port: replicaAddress(p, i).port,
+      what: `${name}'s: with the router ${routerName(p.name)} on ${p.server.port}, the replicas move to router.replicaPort${own ? '' : ' (default server.port + 1)'}${i ? ` + ${i}` : ''}`,
+      fix: "--set router.replicaPort=N (the first of the replicas' loopback ports behind the router)",
+    }),
+  );
+  const last = out.at(-1)!.port;
+  const statsPort = p.router?.statsPort ?? last + 1;
+  out.push({
+    port: statsPort,
+    what: `the router's stats and Prometheus exporter's (router.statsPort${p.router?.statsPort === undefined ? ', default after the last replica' : ''})`,
+    fix: '--set router.statsPort=N',
+  });
+  return out;
+}
 export const BACKEND = 'replicas';
 
 /** The router of a profile, or undefined when it has none. `replicas`: how many the plan runs. */
@@ -112,13 +148,9 @@ export function routerMetricsEndpoint(r: Pick<RouterPlan, 'stats'>): { url: stri
   return { url: `http://${r.stats.host}:${r.stats.port}/metrics`, host: r.stats.host, port: r.stats.port, path: '/metrics' };
 }
 
-const bindAddr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+const bindAddr = haproxyAddr;
 /** Config lines are written from validated fields only; a newline or a quote could add a directive. */
-function safe(v: string, what: string): string {
-  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v))
-    throw new UsageError(`router config: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, ['use a plain address (server.host), profile name and state folder path']);
-  return v;
-}
+const safe = (v: string, what: string) => configValue(v, what, 'router config', 'use a plain address (server.host), profile name and state folder path');
 
 export interface RenderOptions {
   /** runtime API socket; omitted: no `stats socket` line (an operator's own HAProxy has its own) */
@@ -133,40 +165,8 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const inter = s.checkIntervalMs;
   const L: string[] = [];
   L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
-  L.push('global');
-  if (o.logStdout) L.push('    log stdout format raw local0 info');
-  else L.push('    log /dev/log local0 info');
-  if (o.socket) {
-    L.push(`    stats socket ${safe(o.socket, 'socket')} mode 600 level admin`);
-    L.push('    stats timeout 30s');
-  }
-  L.push('    maxconn 4096');
-  L.push('    tune.bufsize 262144');
-  L.push('');
-  L.push('defaults');
-  L.push('    mode http');
-  L.push('    log global');
-  L.push('    option httplog');
-  L.push('    option dontlognull');
-  // Only errors and server state changes are logged, never every request (a bench would fill the disk).
-  L.push('    option dontlog-normal');
-  L.push('    option log-health-checks');
-  L.push('    option http-keep-alive');
-  L.push('    http-reuse safe');
-  L.push('    option redispatch 1');
-  L.push('    retries 1');
-  L.push('    retry-on conn-failure empty-response');
-  L.push(`    timeout connect ${s.connectTimeoutSeconds}s`);
-  L.push(`    timeout client ${s.clientTimeoutSeconds}s`);
-  L.push(`    timeout server ${s.serverTimeoutSeconds}s`);
-  L.push(`    timeout tunnel ${s.tunnelTimeoutSeconds}s`);
-  L.push(`    timeout queue ${s.queueTimeoutSeconds}s`);
-  L.push('    timeout http-request 60s');
-  // vLLM's own (uvicorn's 5 s): clients see the same as on a direct connection. It also bounds a
-  // stop: a connection whose answer was under way at the soft stop stays open, idle, this long.
-  L.push('    timeout http-keep-alive 5s');
-  L.push(`    timeout check ${Math.max(1000, Math.min(inter, 5000))}ms`);
-  L.push('');
+  L.push(...globalSection({ logStdout: o.logStdout, socket: o.socket && safe(o.socket, 'socket') }));
+  L.push(...defaultsSection(s, inter));
   L.push('frontend public');
   L.push(`    bind ${safe(bindAddr(r.bind.host, r.bind.port), 'bind address')}`);
   L.push('    option http-buffer-request');
@@ -180,13 +180,6 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2${maxconn}`);
   for (const sv of r.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(bindAddr(sv.host, sv.port), 'server address')}`);
   L.push('');
-  // Loopback only: the stats page and the Prometheus exporter show every backend and server.
-  L.push('frontend stats');
-  L.push(`    bind ${bindAddr(r.stats.host, r.stats.port)}`);
-  L.push('    http-request use-service prometheus-exporter if { path /metrics }');
-  L.push('    stats enable');
-  L.push('    stats uri /stats');
-  L.push('    stats refresh 5s');
-  L.push('');
+  L.push(...statsSection(r.stats));
   return L.join('\n');
 }

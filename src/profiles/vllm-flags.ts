@@ -242,6 +242,54 @@ export function resolveOption(version: string, spelled: string): { flag?: string
  * target version's table. Errors: vLLM would refuse it (unrecognized option, invalid choice, missing
  * value) or silently ignore a value it cannot take. Warnings: deprecated, uncertain, or beyond the tables.
  */
+/** The problems of one known option's acceptance by `version`: not accepted, maybe, unknown, deprecated. Returns false when not accepted. */
+function acceptance(out: FlagProblem[], version: string, flag: string, at: string): boolean {
+  const st = optionStatus(version, flag);
+  if (st === 'no') {
+    const first = firstVersionWith(flag);
+    out.push({
+      severity: 'error',
+      flag,
+      message: `${flag} is not accepted by ${at}`,
+      fix:
+        INSTEAD[flag] ?? (first ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed` : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
+    });
+    return false;
+  }
+  if (st === 'maybe')
+    out.push({
+      severity: 'warning',
+      flag,
+      message: `${flag} may not be accepted by ${at} (it changed around that release)`,
+      fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM',
+    });
+  if (st === 'unknown') out.push({ severity: 'warning', flag, message: `${flag} is unknown to the nearest table for ${at}`, fix: 'check `vllm serve --help` of the installed vLLM' });
+  if (isDeprecated(version, flag)) out.push({ severity: 'warning', flag, message: `${flag} is deprecated in ${at}`, fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade' });
+  return true;
+}
+
+/** The problems of an option's value against the choices `version` accepts. */
+function valueProblems(out: FlagProblem[], version: string, flag: string, value: string, at: string): void {
+  const vs = valueStatus(version, flag, value);
+  const choices = allowedValues(version, flag);
+  if (vs === 'no')
+    out.push({
+      severity: 'error',
+      flag,
+      value,
+      message: `${flag} ${value} is not accepted by ${at}`,
+      fix: choices.length ? `one of: ${choices.join(', ')}` : 'use a value this vLLM accepts',
+    });
+  else if (vs === 'maybe' || vs === 'unknown')
+    out.push({
+      severity: 'warning',
+      flag,
+      value,
+      message: `${flag} ${value} may not be accepted by ${at}`,
+      fix: choices.length ? `known values: ${choices.join(', ')}` : 'check the installed vLLM',
+    });
+}
+
 export function checkArgv(args: string[], version: string): FlagProblem[] {
   const out: FlagProblem[] = [];
   const at = describe(version);
@@ -265,12 +313,11 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
       out.push({ severity: 'error', flag: spelled, message: `${spelled} is not an option of ${at}`, fix: 'remove it from engine.extraArgs, or use the long option' });
       continue;
     }
-    const st = optionStatus(version, flag);
     const tv = takesValue(version, flag) ?? (r.alias ? true : undefined);
     if (tv && inline === undefined) {
       const next = args[i + 1];
       if (next === undefined || (next.startsWith('-') && !/^-\d/.test(next))) {
-        if (st !== 'no') out.push({ severity: 'error', flag, message: `${flag} needs a value (${at})`, fix: `give ${flag} a value` });
+        if (optionStatus(version, flag) !== 'no') out.push({ severity: 'error', flag, message: `${flag} needs a value (${at})`, fix: `give ${flag} a value` });
       } else {
         inline = next;
         i++;
@@ -278,48 +325,8 @@ export function checkArgv(args: string[], version: string): FlagProblem[] {
     } else if (tv === false && inline !== undefined) {
       out.push({ severity: 'error', flag, value: inline, message: `${flag} is a switch and takes no value (${at})`, fix: `write ${flag} or its --no- form` });
     }
-    const first = firstVersionWith(flag);
-    if (st === 'no') {
-      out.push({
-        severity: 'error',
-        flag,
-        message: `${flag} is not accepted by ${at}`,
-        fix:
-          INSTEAD[flag] ??
-          (first ? `remove it, or set engine.vllmVersion to ${first} or later if that is what is installed` : 'remove it from engine.extraArgs (no vLLM version in the tables has it)'),
-      });
-      continue;
-    }
-    if (st === 'maybe')
-      out.push({
-        severity: 'warning',
-        flag,
-        message: `${flag} may not be accepted by ${at} (it changed around that release)`,
-        fix: INSTEAD[flag] ?? 'check `vllm serve --help` of the installed vLLM',
-      });
-    if (st === 'unknown') out.push({ severity: 'warning', flag, message: `${flag} is unknown to the nearest table for ${at}`, fix: 'check `vllm serve --help` of the installed vLLM' });
-    if (isDeprecated(version, flag)) out.push({ severity: 'warning', flag, message: `${flag} is deprecated in ${at}`, fix: INSTEAD[flag] ?? 'drop it before the next vLLM upgrade' });
-    if (inline !== undefined && tv) {
-      if (plugins && (flag === '--tool-call-parser' || flag === '--reasoning-parser')) continue;
-      const vs = valueStatus(version, flag, inline);
-      const choices = allowedValues(version, flag);
-      if (vs === 'no')
-        out.push({
-          severity: 'error',
-          flag,
-          value: inline,
-          message: `${flag} ${inline} is not accepted by ${at}`,
-          fix: choices.length ? `one of: ${choices.join(', ')}` : 'use a value this vLLM accepts',
-        });
-      else if (vs === 'maybe' || vs === 'unknown')
-        out.push({
-          severity: 'warning',
-          flag,
-          value: inline,
-          message: `${flag} ${inline} may not be accepted by ${at}`,
-          fix: choices.length ? `known values: ${choices.join(', ')}` : 'check the installed vLLM',
-        });
-    }
+    if (!acceptance(out, version, flag, at)) continue;
+    if (inline !== undefined && tv && !(plugins && (flag === '--tool-call-parser' || flag === '--reasoning-parser'))) valueProblems(out, version, flag, inline, at);
   }
   return out;
 }

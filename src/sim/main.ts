@@ -126,12 +126,65 @@ export async function simServe(argv: string[]): Promise<void> {
 
 let currentEngine: ChildProcess | undefined;
 
+/** The simulator's settings from its argv: vLLM's flags (the same parser), its own --sim-* knobs, the faults. */
+interface SimSetup {
+  version: string;
+  args: ReturnType<typeof parseVllmArgs>;
+  faults: Faults;
+  f: Map<string, string | true>;
+  platform: ReturnType<typeof loadPlatform>;
+  profile: Profile;
+  plan: ReturnType<typeof planMemory>;
+  tp: number;
+  pp: number;
+  maxModelLen: number;
+  servedName: string;
+  host: string;
+  port: number;
+  loadMs: number;
+  factor: number;
+  timing: Timing;
+}
+
 async function simServeInner(argv: string[]): Promise<void> {
+  const s = readSetup(argv);
+  const rdv = checkArgs(s);
+  if (rdv && rdv.nodeRank > 0) return headlessRank(rdv, s.version, s.args.model, s.loadMs);
+  await beforeLoad(s);
+  // The head waits for every rank before it loads (torch.distributed's init comes first).
+  const world = rdv ? await hostStore(rdv, s.version) : undefined;
+  // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
+  let engineProc: ChildProcess | undefined;
+  if (!s.args.sim.has('--sim-no-engine-process')) {
+    engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
+    currentEngine = engineProc;
+  }
+  // A signal during load ends the load, engine process included (vLLM does the same).
+  const duringLoad = () => exitWith(0, engineProc);
+  process.once('SIGTERM', duringLoad);
+  process.once('SIGINT', duringLoad);
+  await loadModel(s, engineProc);
+  const { sim, engine, devMode } = await buildServer(s);
+  // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
+  world?.onLost((rank) => {
+    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly (exit code: None), shutting down executor.`);
+    engine.dead = true;
+  });
+  await listen(s, sim, devMode, engineProc);
+  const shutdown = shutdownOf(s, sim, engine, engineProc);
+  process.off('SIGTERM', duringLoad);
+  process.off('SIGINT', duringLoad);
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */
+function readSetup(argv: string[]): SimSetup {
   const asked = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
   // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
   // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
   const version = asked === 'auto' ? targetVersion('auto') : asked;
-  let args;
+  let args: ReturnType<typeof parseVllmArgs>;
   let faults: Faults;
   try {
     args = parseVllmArgs(argv, version);
@@ -177,6 +230,12 @@ async function simServeInner(argv: string[]): Promise<void> {
     slowMs: faults.slowMs ?? 0,
   };
 
+  return { version, args, faults, f, platform, profile, plan, tp, pp, maxModelLen, servedName, host, port, loadMs, factor, timing };
+}
+
+/** vLLM's first lines and its own checks of its arguments; the rendezvous of a multi-node launch. */
+function checkArgs(s: SimSetup): RendezvousArgs | undefined {
+  const { f, args, version, tp, pp } = s;
   const nonDefault: Record<string, unknown> = { model_tag: args.model };
   for (const [k, v] of f) nonDefault[k.replace(/^--/, '').replace(/-/g, '_')] = v === true ? true : v;
   delete nonDefault.api_key;
@@ -211,8 +270,13 @@ async function simServeInner(argv: string[]): Promise<void> {
       process.exit(1);
     }
   }
-  if (rdv && rdv.nodeRank > 0) return headlessRank(rdv, version, args.model, loadMs);
-  if (!headless && (faults.portInUse || !(await portFree(port, host)))) {
+  return rdv;
+}
+
+/** The port, the max-model-len line, the exit-after fault's timer, and Ray's placement group. */
+async function beforeLoad(s: SimSetup): Promise<void> {
+  const { f, faults, host, port, maxModelLen, tp, pp } = s;
+  if (!f.has('--headless') && (faults.portInUse || !(await portFree(port, host)))) {
     err('Traceback (most recent call last):');
     err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
     err('    sock.bind(sa)');
@@ -228,7 +292,7 @@ async function simServeInner(argv: string[]): Promise<void> {
       );
       err('ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.');
       err('ncclInternalError: Internal check failed.');
-      exitWith(1, engineProc);
+      exitWith(1, currentEngine);
     }, faults.exitAfterS * 1000).unref();
   }
   // With Ray as the executor, ask the cluster for TP x PP GPUs and wait as vLLM does (src/sim/ray.ts).
@@ -248,18 +312,11 @@ async function simServeInner(argv: string[]): Promise<void> {
       await pl.ready;
     }
   }
-  // The head waits for every rank before it loads (torch.distributed's init comes first).
-  const world = rdv ? await hostStore(rdv, version) : undefined;
-  // vLLM runs the engine in a child process (EngineCore): killing only the API server leaves it.
-  let engineProc: ChildProcess | undefined;
-  if (!args.sim.has('--sim-no-engine-process')) {
-    engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
-    currentEngine = engineProc;
-  }
-  // A signal during load ends the load, engine process included (vLLM does the same).
-  const duringLoad = () => exitWith(0, engineProc);
-  process.once('SIGTERM', duringLoad);
-  process.once('SIGINT', duringLoad);
+}
+
+/** The load, logged as vLLM logs it, and the start-up failures it can end in (OOM, a KV cache too small). */
+async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined): Promise<void> {
+  const { args, faults, platform, plan, maxModelLen, loadMs, version, profile } = s;
   const at = (share: number) => pause(loadMs * share);
   info('gpu_model_runner.py:1770', `Starting to load model ${args.model}...`);
   const shards = 4;
@@ -316,7 +373,11 @@ async function simServeInner(argv: string[]): Promise<void> {
     await at(0.2);
   }
   info('core.py:218', `init engine (profile, create kv cache, warmup model) took ${((loadMs * 0.45) / 1000).toFixed(2)} seconds`);
+}
 
+/** The engine, its metrics, sleep mode and the HTTP server, not yet listening. */
+async function buildServer(s: SimSetup) {
+  const { f, args, version, plan, maxModelLen, timing, faults, servedName, loadMs, factor } = s;
   const metrics = await createMetrics(servedName, { sleepGauge: 'vllm:engine_sleep_state' in metricsOf(version) });
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
@@ -358,11 +419,11 @@ async function simServeInner(argv: string[]): Promise<void> {
     engine,
     metrics,
   );
-  // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
-  world?.onLost((rank) => {
-    err(`ERROR ${stamp()} [multiproc_executor.py:297] Worker proc VllmWorker-${rank} died unexpectedly (exit code: None), shutting down executor.`);
-    engine.dead = true;
-  });
+  return { sim, engine, devMode };
+}
+
+async function listen(s: SimSetup, sim: SimServer, devMode: boolean, engineProc: ChildProcess | undefined): Promise<void> {
+  const { version, host, port } = s;
   info(...startingLine(version, host, port));
   sim.server.once('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') err('OSError: [Errno 98] Address already in use');
@@ -372,14 +433,17 @@ async function simServeInner(argv: string[]): Promise<void> {
   await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
   info(
     'launcher.py:37',
-    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping' : ''}`,
+    `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping, /collective_rpc, /reset_prefix_cache' : ''}`,
   );
   process.stdout.write('INFO:     Started server process [' + process.pid + ']\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n');
+}
 
-  // vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
-  // unfinished request unless --shutdown-timeout N > 0, which lets them finish for up to N s; each
-  // step logged under [shutdown]. A version without the flag logs none of it here (its lines are
-  // not known), and aborts.
+// vLLM's shutdown (0.27.2: entrypoints/launcher.py, v1/engine/core.py): SIGTERM aborts every
+// unfinished request unless --shutdown-timeout N > 0, which lets them finish for up to N s; each
+// step logged under [shutdown]. A version without the flag logs none of it here (its lines are
+// not known), and aborts.
+function shutdownOf(s: SimSetup, sim: SimServer, engine: Engine, engineProc: ChildProcess | undefined): (sig: string) => Promise<void> {
+  const { f, version } = s;
   const shutdownS = Number(str(f, '--shutdown-timeout') ?? 0) || 0;
   const logsShutdown = acceptedBy(version, '--shutdown-timeout');
   const sd = (where: string, msg: string) => logsShutdown && info(where, `[shutdown] ${msg}`);
@@ -416,10 +480,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     process.stdout.write('INFO:     Application shutdown complete.\n');
     process.exit(0);
   };
-  process.off('SIGTERM', duringLoad);
-  process.off('SIGINT', duringLoad);
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  return shutdown;
 }
 
 /**

@@ -131,11 +131,11 @@ describe('a file created for a user: never over one without --force, never throu
     expect(hits).toBe(0);
   });
 
-  it('collect --out LINK to a folder: exit 2, nothing written where it points', async () => {
+  it('collect --out-dir LINK to a folder: exit 2, nothing written where it points', async () => {
     const d = fresh();
     mkdirSync(join(d, 'elsewhere'));
     symlinkSync(join(d, 'elsewhere'), join(d, 'bundle'));
-    const r = await cli(['collect', '--out', join(d, 'bundle')], QUICK);
+    const r = await cli(['collect', '--out-dir', join(d, 'bundle')], QUICK);
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toContain('symbolic link');
     expect(readdirSync(join(d, 'elsewhere'))).toEqual([]);

@@ -235,11 +235,11 @@ describe('items 11, 14: unusable folders are exit 2 with a message, and probe st
       expect(p.stderr).toMatch(/--prometheus/);
     }
   });
-  it('collect --out that is a file or a dangling link: exit 2', async () => {
+  it('collect --out-dir that is a file or a dangling link: exit 2', async () => {
     writeFileSync(join(state, 'afile'), 'x');
     symlinkSync(join(state, 'nowhere'), join(state, 'dangling'));
     for (const out of [join(state, 'afile'), join(state, 'dangling')]) {
-      const c = await cli(['collect', '--out', out, '--probe-timeout', '2000'], { env: { SPARKCTL_STATE_DIR: state } });
+      const c = await cli(['collect', '--out-dir', out, '--probe-timeout', '2000'], { env: { SPARKCTL_STATE_DIR: state } });
       expect(c.exitCode, c.stderr).toBe(2);
       expect(c.stderr).toMatch(/--out/);
     }

@@ -134,7 +134,9 @@ describe('refusals and crashes', () => {
     expect((await serve([...at(base), '--no-prewarm'])).exitCode).toBe(0);
     const second = await cli(['serve', 'qwen-dev', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--no-prewarm', '--skip-preflight'], { env: env() });
     expect(second.exitCode).toBe(2);
-    expect(second.stderr).toMatch(new RegExp(`port ${base}: held by qwen3\\.5-9b-0`));
+    expect(second.stderr).toMatch(
+      new RegExp(`port ${base}, qwen-dev-0's \\(server\\.port\\): held by qwen3\\.5-9b-0 \\(profile qwen3\\.5-9b, pid \\d+\\); fix: --set server\\.port=N, or sparkctl stop qwen3\\.5-9b`),
+    );
   });
 
   it('a GPU that a running server holds is refused (simulated GPUs too)', async () => {

@@ -94,7 +94,7 @@ describe('sparkctl preflight through the built CLI', () => {
       const env = { MY_API_KEY: 'sk-leak-me-not-1', HF_TOKEN: 'hf_leak_me_not_2', NCCL_DEBUG: 'WARN' };
       // Generous probe deadlines: on a loaded machine python3 alone can take seconds, and a probe that
       // times out in one run and not the other would differ for a reason that is not the replay's.
-      const c = await cli(['collect', '--out', out, '--probe-timeout', '30000'], { env });
+      const c = await cli(['collect', '--out-dir', out, '--probe-timeout', '30000'], { env });
       expect(c.exitCode).toBe(0);
       const m = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8'));
       expect(m).toMatchObject({ version: 1 });
@@ -110,7 +110,7 @@ describe('sparkctl preflight through the built CLI', () => {
       const replay = await cli(['preflight', '--json', '--from', out]);
       const verdicts = (s: string) => JSON.parse(s).checks.map((x: { id: string; status: string }) => `${x.id}=${x.status}`);
       expect(verdicts(replay.stdout)).toEqual(verdicts(live.stdout));
-      expect((await cli(['collect', '--out', out])).exitCode).toBe(2); // never over another bundle
+      expect((await cli(['collect', '--out-dir', out])).exitCode).toBe(2); // never over another bundle
     } finally {
       rmrf(dir);
     }

@@ -7,7 +7,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa, execaSync } from 'execa';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, statSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { randomBytes, createHash } from 'node:crypto';
 import { cli, tempDirs, ROOT, BIN, RUN_MARK, waitFor } from '../helpers.js';
 import { startHub, folderFiles, type HubHandle, type Source } from '../hub-server.js';
@@ -109,6 +109,32 @@ describe('sparkctl pull, against the Hub stand-in', { timeout: 120_000 }, () => 
     expect(body).toMatchObject({ version: 1, kind: 'pull', repo: 'again/m', revision: 'main', commit, bytesFetched: 0, weights: 'safetensors' });
     expect(body.files.map((f: { status: string }) => f.status)).toEqual(body.files.map(() => 'present'));
     expect(hub.requests.slice(before).filter((q) => q.path.includes('/resolve/') || q.path.startsWith('/cdn/'))).toEqual([]);
+  });
+
+  it('a blob of the right size with other bytes is not trusted: the next pull hashes it, fetches it again, and the snapshot reads the true bytes', async () => {
+    const files = madeRepo();
+    hub.addRepo('sized/m', { files });
+    const cache = join(newDir(), 'hub');
+    expect((await pull(cache, ['sized/m'])).exitCode).toBe(0);
+    const snap = join(cache, 'models--sized--m', 'snapshots');
+    const config = join(snap, readdirSync(snap)[0]!, 'config.json');
+    const blob = join(dirname(config), readlinkSync(config));
+    const truth = readFileSync(blob);
+    // the same length, other bytes (a planted or bit-rotted blob)
+    writeFileSync(
+      blob,
+      Buffer.from(
+        truth.toString('latin1').replace(/[a-z]/, (c) => (c === 'x' ? 'y' : 'x')),
+        'latin1',
+      ),
+    );
+    expect(statSync(blob).size).toBe(truth.length);
+    const r = await pull(cache, ['sized/m', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const body = JSON.parse(r.stdout);
+    expect(body.files.find((f: { path: string }) => f.path === 'config.json').status).toBe('downloaded');
+    expect(body.files.filter((f: { path: string; status: string }) => f.path !== 'config.json' && f.status !== 'present')).toEqual([]);
+    expect(readFileSync(config)).toEqual(truth);
   });
 
   it('corrupt bytes: exit 1 naming the file and both hashes; no blob, no link, no partial file, no ref', async () => {

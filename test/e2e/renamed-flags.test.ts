@@ -2,6 +2,8 @@
 // warning on stderr, the same effect, absent from --help). The CLI's logic only: driven in-process
 // through main(argv), so the machine's load does not make it slow.
 import { describe, it, expect, afterAll } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { runMain, tempDir, rmrf } from '../helpers.js';
 
 const state = tempDir();
@@ -23,6 +25,9 @@ describe('renamed flags', () => {
     ['monitoring', '--router-stats', '--router'],
     // every other time flag takes a duration
     ['bench', '--scrape-every', '--scrape-interval'],
+    ['serve', '--sim-load', '--sim-load-seconds'],
+    // --out is a file (profiles init/import); a folder is --out-dir
+    ['collect', '--out-dir', '--out'],
   ])('%s --help names %s, not the old %s', async (verb, now, old) => {
     const h = await runMain([verb, '--help'], { env: { SPARKCTL_STATE_DIR: state } });
     expect(h.stdout).toContain(now);
@@ -61,6 +66,38 @@ describe('renamed flags', () => {
     const bad = await runMain([...scrape, '--router-stats', 'nope'], env);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toContain('--router-stats');
+  });
+
+  it('serve --sim-load takes a duration; the old --sim-load-seconds the same seconds, with a warning', async () => {
+    const env = { env: { SPARKCTL_STATE_DIR: state } };
+    const dry = ['serve', 'qwen3.5-9b', '--engine', 'sim', '--dry-run', '--json', '--gpus', '2'];
+    const now = await runMain([...dry, '--sim-load', '300ms'], env);
+    const bare = await runMain([...dry, '--sim-load', '0.3'], env);
+    const old = await runMain([...dry, '--sim-load-seconds', '0.3'], env);
+    expect(now.exitCode, now.stderr).toBe(0);
+    const argv = (r: { stdout: string }) => JSON.stringify(JSON.parse(r.stdout)).match(/"--sim-load-seconds","([^"]*)"/)?.[1];
+    expect(argv(now)).toBe('0.3'); // the simulator's own flag, in seconds
+    expect(bare.stdout).toBe(now.stdout);
+    expect(old.stdout).toBe(now.stdout);
+    expect(now.stderr).not.toMatch(/deprecated/);
+    expect(old.stderr).toMatch(/--sim-load-seconds is deprecated here: use --sim-load/);
+  });
+
+  it('collect --out-dir is the folder; the old --out still is, with a warning, and the same checks', async () => {
+    const env = { env: { SPARKCTL_STATE_DIR: state } };
+    const full = tempDir();
+    writeFileSync(join(full, 'x'), 'not a bundle');
+    const now = await runMain(['collect', '--out-dir', full], env);
+    const old = await runMain(['collect', '--out', full], env);
+    expect(now.exitCode).toBe(2);
+    expect(now.stderr).toContain(`--out-dir ${full}: the folder is not empty`);
+    expect(old.exitCode).toBe(2);
+    expect(old.stderr).toMatch(/--out is deprecated here: use --out-dir/);
+    expect(old.stderr).toContain(`--out-dir ${full}: the folder is not empty`);
+    const none = await runMain(['collect'], env);
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toContain('--out-dir is required');
+    rmrf(full);
   });
 
   it('a bad value under the old spelling names the flag as typed', async () => {

@@ -76,6 +76,40 @@ describe('simulator: sleep mode as vLLM serves it', () => {
     expect(s.output()).toContain("wake up the engine with tags: ['weights']");
   });
 
+  it('level 2 discards the weights: a plain wake_up answers "!!!" as vLLM does; wake_up weights, collective_rpc reload_weights, wake_up kv_cache answers right', async () => {
+    const s = await start(['--enable-sleep-mode'], { VLLM_SERVER_DEV_MODE: '1' });
+    const text = async () => {
+      const r = await complete(s.url, 6);
+      expect(r.status).toBe(200);
+      return ((await r.json()) as { choices: Array<{ text: string }> }).choices[0]!.text;
+    };
+    const awake = await text();
+    expect(awake).toMatch(/[a-z]/);
+    // the wrong way: wake_up alone after level 2 (the upstream report: '!!!!!!!!!!!!', no warning)
+    expect((await post(`${s.url}/sleep?level=2`)).status).toBe(200);
+    expect((await post(`${s.url}/wake_up`)).status).toBe(200);
+    expect(await isSleeping(s.url)).toBe(false);
+    expect(await text()).toBe('!!!!!!');
+    // the collective_rpc route as vLLM's: no method is a 400, a method the worker lacks a 500
+    const rpc = (body: unknown) => fetch(`${s.url}/collective_rpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const noMethod = await rpc({});
+    expect(noMethod.status).toBe(400);
+    expect(await noMethod.json()).toEqual({ detail: "Missing 'method' in request body" });
+    expect((await rpc({ method: 'no_such_method' })).status).toBe(500);
+    // the docs' sequence: the weights' memory, the weights read in place, then the KV cache
+    expect((await post(`${s.url}/sleep?level=2`)).status).toBe(200);
+    expect((await rpc({ method: 'reload_weights' })).status).toBe(500); // nowhere to load them yet
+    expect((await post(`${s.url}/wake_up?tags=weights`)).status).toBe(200);
+    const reload = await rpc({ method: 'reload_weights' });
+    expect(reload.status).toBe(200);
+    expect(await reload.json()).toEqual({ results: [null] });
+    expect(await isSleeping(s.url)).toBe(true);
+    expect((await post(`${s.url}/wake_up?tags=kv_cache`)).status).toBe(200);
+    expect(await (await post(`${s.url}/reset_prefix_cache`)).json()).toEqual({ success: true });
+    expect(await text()).toMatch(/[a-z]/);
+    expect(s.output()).toContain('Reloading weights inplace...');
+  });
+
   it("mode=abort (vLLM's default) ends a request in flight; mode=wait lets it finish first", async () => {
     const s = await start(['--enable-sleep-mode', '--sim-decode-ms', '20'], { VLLM_SERVER_DEV_MODE: '1' });
     const cut = complete(s.url, 200);
@@ -156,6 +190,18 @@ describe('sparkctl sleep / wake / status / probe on a served profile', () => {
     const awake = readFileSync(prom, 'utf8');
     expect(awake).toMatch(/^sparkctl_probe_sleeping\{target="qwen3\.5-9b-0",url="[^"]+"\} 0$/m);
     expect(awake).not.toMatch(/^sparkctl_probe_sleep_level\{/m);
+    // level 2: sparkctl wake loads the weights again (wake_up weights, collective_rpc reload_weights, wake_up kv_cache)
+    expect((await cli(['sleep', 'qwen3.5-9b', '--level', '2', '--json'], { env: t.env() })).exitCode).toBe(0);
+    expect(JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout).instances[0]).toMatchObject({ health: 'sleeping', sleep: { level: 2 } });
+    const w2 = await cli(['wake', 'qwen3.5-9b', '--json'], { env: t.env() });
+    expect(w2.exitCode, w2.stderr).toBe(0);
+    expect(JSON.parse(w2.stdout).servers[0]).toMatchObject({ result: 'woke', level: 2 });
+    const after = await complete(`http://127.0.0.1:${port}`, 6);
+    expect(((await after.json()) as { choices: Array<{ text: string }> }).choices[0]!.text).toMatch(/[a-z]/);
+    const served = readFileSync(join(t.state, 'logs', 'qwen3.5-9b-0.log'), 'utf8');
+    expect(served).toContain("wake up the engine with tags: ['weights']");
+    expect(served).toContain('Reloading weights inplace...');
+    expect(served).toContain("wake up the engine with tags: ['kv_cache']");
     // a server started without sleep mode: bad input, with the fix
     await cli(['stop', 'qwen3.5-9b'], { env: t.env() });
     expect(

@@ -313,6 +313,20 @@ describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => 
     expect(p.notModelled).toMatchObject({ field });
     expect([p.kvTokens, p.maxConcurrency, p.fits]).toEqual([0, 0, false]);
   });
+  it("a ModelOpt checkpoint's kv_cache_scheme makes vLLM's --kv-cache-dtype auto fp8_e4m3 (resolve_kv_cache_dtype_string): half the KV a token", () => {
+    const q = parseModelConfig(fixture('qwen3.5-122b-a10b-nvfp4'));
+    expect(q.kvCacheDtype).toBe('fp8_e4m3');
+    const auto = planMemory(Profile.parse({ ...base, engine: { maxModelLen: 8192 } }), 141 * GIB, q);
+    const bf16 = planMemory(Profile.parse({ ...base, engine: { maxModelLen: 8192, kvCacheDtype: 'bfloat16' } }), 141 * GIB, q);
+    // 12 full layers x 2 KV heads x (256 + 256) x 1 B = 12,288; bfloat16 24,576
+    expect(auto.kvBytesPerToken).toBe(12 * 2 * 512);
+    expect(bf16.kvBytesPerToken).toBe(12 * 2 * 512 * 2);
+    expect(auto.notes.join('\n')).toMatch(/KV cache fp8_e4m3: --kv-cache-dtype auto takes the checkpoint's quantization_config kv_cache_scheme/);
+    // the hybrid block from an fp8 attention token (2 x 2 x 256 x 1 B = 1024): GDN conv 3 x (4096 + 8192) x 2 B (the model dtype) + 64 x 128 x 128 x 4 B
+    expect(auto.blockSize).toBe(16 * cdiv(3 * 12_288 * 2 + 64 * 128 * 128 * 4, 16 * 1024));
+    // a checkpoint without a KV scheme keeps the model dtype
+    expect(parseModelConfig(fixture('gpt-oss-120b')).kvCacheDtype).toBeUndefined();
+  });
   it('--mamba-cache-mode all in extraArgs is followed', () => {
     const p = planMemory(Profile.parse({ ...base, engine: { extraArgs: ['--mamba-cache-mode', 'all'], maxModelLen: 8192 } }), 141 * GIB, facts);
     expect(p.notModelled).toBeNull();
@@ -331,6 +345,9 @@ describe('what is not modelled is said, never guessed', () => {
     // DeepSeek-V4 has kv_lora_rank too, but compresses and slides its MLA: not planned as V3's latent
     [{ model_type: 'deepseek_v4', num_hidden_layers: 2, num_attention_heads: 4, kv_lora_rank: 512, qk_rope_head_dim: 64 }, 'model_type'],
     [{ model_type: 'gemma3n_text', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, num_kv_shared_layers: 1 }, 'num_kv_shared_layers'],
+    // encoder-only (EncoderOnlyAttentionSpec: no KV cache at all): never planned as decoder attention
+    [{ model_type: 'bert', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
+    [{ model_type: 'xlm-roberta', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
   ])('%j -> not modelled: %s', (cfg, field) => {
     expect(readLayout(cfg, 2)).toMatchObject({ notModelled: field });
   });

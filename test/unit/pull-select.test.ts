@@ -122,6 +122,11 @@ describe('names from the Hub', () => {
     ['C:evil', false],
     ['a\0b', false],
     ['', false],
+    // printed in progress and errors: an escape sequence would rewrite the terminal
+    ['\u001b]0;owned\u0007config.json', false],
+    ['tok\nenizer.json', false],
+    ['a\u009bb', false],
+    ['a\u2028b', false],
   ])('repo path %j accepted: %s', (p, ok) => {
     expect(checkRepoPath(p) === undefined).toBe(ok);
   });

@@ -271,8 +271,9 @@ describe('real recipes -> profiles (test/fixtures/recipes, verbatim from the pub
       // every top-level key of the recipe is accounted for, in one list or the other
       const accounted = new Set([...r.mapped, ...r.unmapped].map((m) => m.key.split(/[ .]/)[0]));
       for (const k of Object.keys(raw as object)) expect(accounted, `recipe key ${k}`).toContain(k);
-      // each reported key says why
+      // each reported key says why; no real recipe here has a secret, so no value is hidden
       for (const u of r.unmapped) expect(u.why.length).toBeGreaterThan(10);
+      for (const m of [...r.mapped, ...r.unmapped]) expect(m.value, m.key).not.toMatch(/hidden/);
       // the result loads as a profile and renders a vllm serve argv with what the recipe asked for
       const p = parseProfile(JSON.parse(JSON.stringify(r.profile)), t.file);
       const argv = vllmArgs(p);
@@ -358,6 +359,30 @@ describe('hostile and odd recipes', () => {
     const hf = r.unmapped.find((u) => u.key === 'env.HF_TOKEN')!;
     expect(hf.value).toMatch(/hidden/);
     expect(hf.fix).toMatch(/HF_TOKEN in the environment/);
+  });
+
+  it('--hf-token in the command and secret-named defaults are neither kept nor shown; token counts are', () => {
+    const r = cmd('vllm serve Qwen/Qwen3-8B --hf-token {tok} --max-num-batched-tokens {n}', { defaults: { tok: 'hf_zzzzzzzz999', n: 8192, api_key: 'sk-zzzz1234' } });
+    expect(JSON.stringify(r)).not.toMatch(/hf_zzzz|sk-zzzz/);
+    expect(keysOf(r)).toContain('command --hf-token');
+    expect(r.unmapped.find((u) => u.key === 'defaults.api_key')?.value).toMatch(/hidden/);
+    expect(r.mapped.find((m) => m.key === 'defaults.n')?.value).toBe('8192');
+    expect(r.profile.engine).toMatchObject({ maxNumBatchedTokens: 8192 });
+    expect((r.profile.engine as { extraArgs?: string[] }).extraArgs).toBeUndefined();
+  });
+
+  it('a refusal that quotes the command does not quote a secret in it', () => {
+    let msg = '';
+    try {
+      cmd('vllm serve Qwen/Qwen3-8B --hf-token {t}; id', { defaults: { hf_token: 'x', t: 'hf_qqqqqqqq' }, env: { HF_TOKEN: 'hf_qqqqqqqq' } });
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    expect(msg).toMatch(/";"/);
+    expect(msg).not.toContain('hf_qqqq');
+    // a secret is reported hidden before any check that would quote it (a control character in it included)
+    const r = cmd('vllm serve Qwen/Qwen3-8B --hf-token hf_a\u0007bcdef');
+    expect(r.unmapped.map((u) => [u.key, u.value])).toEqual([['command --hf-token', '(hidden: a secret)']]);
   });
 
   it('a literal --api-key is not imported: server.apiKeyEnv names VLLM_API_KEY', () => {

@@ -77,8 +77,15 @@ describe('router plan: ports', () => {
     expect(plan.router?.servers.map((s) => s.port)).toEqual([8001, 8002]);
     expect(plan.replicas.map((p) => p.port)).toEqual([8001, 8002]);
     // a running server on the stats port is a collision, like one on a replica's
-    const live = { name: 'other-0', port: 8003, pid: 5, engine: 'vllm', gpus: [7] } as unknown as Instance;
-    expect(conflictsWith(plan, [live])).toEqual(['port 8003: held by other-0 (pid 5)']);
+    const live = { name: 'other-0', profile: 'other', port: 8003, pid: 5, engine: 'vllm', gpus: [7] } as unknown as Instance;
+    expect(conflictsWith(plan, [live])).toEqual([
+      "port 8003, the router's stats and Prometheus exporter's (router.statsPort, default after the last replica): held by other-0 (profile other, pid 5); fix: --set router.statsPort=N, or sparkctl stop other",
+    ]);
+    // a replica moved behind the router onto a running server's port: the router, the port, the holder and the fix
+    const dev = { name: 'qwen-dev-0', profile: 'qwen-dev', port: 8002, pid: 6, engine: 'vllm', gpus: [7] } as unknown as Instance;
+    expect(conflictsWith(plan, [dev])).toEqual([
+      "port 8002, qwen3.5-9b-1's: with the router qwen3.5-9b-router on 8000, the replicas move to router.replicaPort (default server.port + 1) + 1: held by qwen-dev-0 (profile qwen-dev, pid 6); fix: --set router.replicaPort=N (the first of the replicas' loopback ports behind the router), or sparkctl stop qwen-dev",
+    ]);
   });
 });
 

@@ -187,6 +187,22 @@ describe('weights from the config alone', () => {
     expect(f.parameters).toBe(9 * full + 39 * swa + 3 * h * 16384 + 47 * moe + 2 * 152576 * h);
     expect(f.parameters / 1e9).toBeCloseTo(309, 0);
   });
+  it('nvidia/Qwen3.5-122B-A10B-NVFP4: NVFP4 (4.5 bits) for the routed experts; its ignore list keeps attention, the GDN mixers and the shared experts bf16', () => {
+    const c = fx('qwen3.5-122b-a10b-nvfp4');
+    const f = parseModelConfig(c);
+    expect(f.quantization).toBe('modelopt');
+    const h = 3072;
+    const E = 2 * 248320 * h; // embeddings + lm_head, untied: bf16 under every quantization
+    // 12 full layers: q 32 x 256, k and v 2 x 256, o 32 x 256 (the output gate of q is not counted); 36 GDN mixers; 48 shared experts of 1024
+    const attn = 12 * (h * 32 * 256 + h * 2 * 512 + 32 * 256 * h);
+    const mixers = 36 * (h * (2 * 2048 + 2 * 8192 + 2 * 64) + (2 * 2048 + 8192) * 4 + 8192 * h);
+    const shared = 48 * 3 * h * 1024;
+    const bytes = f.parameters * f.weightBytesPerParam;
+    // no ignore list: everything but the embeddings at 4 bits + an fp8 scale per 16 values
+    const bare = parseModelConfig({ ...c, quantization_config: { ...(c.quantization_config as object), ignore: [] } });
+    expect(bare.parameters * bare.weightBytesPerParam).toBeCloseTo(2 * E + (4.5 / 8) * (f.parameters - E), 0);
+    expect(bytes - bare.parameters * bare.weightBytesPerParam).toBeCloseTo((attn + mixers + shared) * (2 - 4.5 / 8), 0);
+  });
   it('gpt-oss-120b (its published quantization_config): MXFP4 experts, bf16 attention, router and embeddings = the published 65 GB', () => {
     const f = parseModelConfig(fx('gpt-oss-120b'));
     const h = 2880;

@@ -89,6 +89,9 @@ export function preview(v: unknown, max = 80): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
+/** A flag or key that names a secret (--hf-token, api_key), not one that merely contains the letters (--tokenizer-mode). */
+const secretWord = (k: string) => /(token|key|secret|password|passwd|credentials?)s?$/i.test(k);
+
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Refuse a value that would reach a profile with a control character in it, naming the recipe key. */
@@ -172,6 +175,8 @@ interface Ctx {
   p: { model: Record<string, unknown>; engine: Record<string, unknown>; parallel: Record<string, unknown>; server: Record<string, unknown> };
   version: string;
   extra: string[];
+  /** every secret value met (flag values, env, defaults): no report line may show one */
+  secrets: Set<string>;
 }
 
 const intOf = (v: string) => (/^\d{1,15}$/.test(v) ? Number(v) : undefined);
@@ -304,13 +309,13 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
       });
       continue;
     }
-    if (value !== undefined) clean(key, value);
     if (flag === '--model') {
       positional.unshift(value ?? '');
       continue;
     }
     if (flag === '--api-key') {
       const ref = value !== undefined ? secretRef(value) : undefined;
+      if (value !== undefined && !ref) c.secrets.add(value);
       c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
       out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
       out.notes.push(
@@ -320,6 +325,18 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
       );
       continue;
     }
+    if (value !== undefined && secretWord(flag) && !/^\d+$/.test(value)) {
+      c.secrets.add(value);
+      // --hf-token and its kind: a secret in argv is visible to every user in ps; never written, never shown
+      out.unmapped.push({
+        key,
+        value: HIDDEN,
+        why: `${flag} puts a secret in the command line (every user sees it in ps); a profile never holds one`,
+        fix: `set ${flag === '--hf-token' ? 'HF_TOKEN' : 'the variable vLLM reads for it'} in the environment sparkctl serve runs in`,
+      });
+      continue;
+    }
+    if (value !== undefined) clean(key, value);
     if (RENDERED_PER_NODE.has(flag)) {
       out.unmapped.push({
         key,
@@ -356,7 +373,7 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
       out.unmapped.push({
         key,
         value: preview(shown),
-        why: `${first.message} (its flag table)`,
+        why: first.message,
         fix: /not (an option|accepted)/.test(first.message)
           ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself'
           : first.fix,
@@ -464,7 +481,7 @@ function serveWords(c: Ctx, raw: Record<string, unknown>, defaults: Record<strin
 export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   if (!isMap(raw)) throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, ['a sparkrun recipe is a mapping with model:, container:, defaults: and command:']);
   const out: RecipeImport = { profile: {}, mapped: [], unmapped: [], notes: [] };
-  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [] };
+  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [], secrets: new Set() };
   const seen = new Set<string>();
   const take = <T>(k: string): T | undefined => {
     seen.add(k);
@@ -476,7 +493,7 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
     throw new UsageError(`recipe runtime: ${preview(runtime)} is not vLLM`, [
       `sparkctl serves vLLM; it imports recipes whose runtime is one of: ${VLLM_RUNTIMES.filter(Boolean).join(', ')} (or none)`,
     ]);
-  out.mapped.push({ key: 'runtime', value: preview(runtime || '(none)'), field: '(vLLM: sparkctl serves it)' });
+  if (raw.runtime !== undefined) out.mapped.push({ key: 'runtime', value: preview(runtime), field: '(vLLM: sparkctl serves it)' });
   for (const k of ['recipe_version', 'sparkrun_version']) {
     const v = take<unknown>(k);
     if (v !== undefined) out.mapped.push({ key: k, value: preview(v), field: '(the recipe format: read)' });
@@ -488,7 +505,21 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   const defaultsRaw = take<unknown>('defaults') ?? {};
   if (!isMap(defaultsRaw)) throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, ['defaults: a mapping of KEY: value']);
   take('command');
-  const { words, where } = serveWords(c, raw, defaultsRaw, modelRaw);
+  // secrets known before the command is read: a refusal quoting the command must not show them
+  for (const [k, v] of Object.entries(defaultsRaw)) if (secretWord(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
+  if (isMap(raw.env)) for (const [k, v] of Object.entries(raw.env)) if (isSecretName(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
+  let served: ReturnType<typeof serveWords>;
+  try {
+    served = serveWords(c, raw, defaultsRaw, modelRaw);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      let m = e.message;
+      for (const x of c.secrets) if (x.length >= 4) m = m.split(x).join(HIDDEN);
+      if (m !== e.message) throw new UsageError(m, e.details);
+    }
+    throw e;
+  }
+  const { words, where } = served;
   mapArgs(c, words, where, modelRaw);
 
   const revision = take<unknown>('model_revision');
@@ -511,7 +542,15 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
     else out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
   }
 
-  for (const m of [...out.mapped, ...out.unmapped]) m.key = oneLine(m.key);
+  const leaks = (t: string) => [...c.secrets].some((x) => x.length >= 4 && t.includes(x));
+  out.notes = out.notes.map((n) => (leaks(n) ? '(a note that would show a secret, left out)' : n));
+  for (const m of [...out.mapped, ...out.unmapped]) {
+    if (leaks(m.value)) m.value = HIDDEN;
+    // a key named like a secret shows no text value (a count such as max_num_batched_tokens is no secret)
+    const last = m.key.split(/[ .]/).pop()!;
+    if (secretWord(last) && !/^"?-?\d+(\.\d+)?"?$/.test(m.value)) m.value = HIDDEN;
+    m.key = oneLine(m.key);
+  }
   if (c.extra.length) c.p.engine.extraArgs = c.extra;
   const profile: Record<string, unknown> = { name: o.name };
   if (out.profile.description !== undefined) profile.description = out.profile.description;
@@ -522,6 +561,8 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   if (Object.keys(c.p.server).length) profile.server = c.p.server;
   for (const k of ['container', 'env'] as const) if (out.profile[k] !== undefined) profile[k] = out.profile[k];
   out.profile = profile;
+  // by construction no secret reaches the profile; should a mapping ever let one through, nothing is written
+  if (leaks(JSON.stringify(profile))) throw new Error('internal: a secret value reached the imported profile');
   return out;
 }
 
@@ -636,6 +677,7 @@ function mapEnv(c: Ctx, env: unknown): void {
     const key = `env.${k}`;
     if (isSecretName(k)) {
       const ref = typeof v === 'string' ? secretRef(v) : undefined;
+      if (typeof v === 'string' && !ref) c.secrets.add(v);
       if (k === 'VLLM_API_KEY') {
         c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
         c.out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });

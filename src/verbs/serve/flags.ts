@@ -1,5 +1,5 @@
 import { Option } from 'commander';
-import { createCommand, lazy } from '../define.js';
+import { createCommand, deprecatedAlias, lazy } from '../define.js';
 import { durationArg, PROFILE_OPTIONS } from '../args.js';
 
 export default createCommand({
@@ -19,7 +19,8 @@ export default createCommand({
     ['--ready-timeout <duration>', 'give up after this long (90s, 15m; a bare number is seconds); default from the profile', durationArg('--ready-timeout', 'ms')],
     ['--nodes <file>', 'multi-node inventory (YAML): run over Ray on these nodes'],
     ['--platform <name>', "platform baseline (default: the profile's)"],
-    ['--sim-load-seconds <s>', 'simulated load time (engine sim)'],
+    ['--sim-load <duration>', 'simulated model load time (engine sim): 300ms, 2s; a bare number is seconds', durationArg('--sim-load', 's', true)],
+    deprecatedAlias('--sim-load-seconds <s>', '--sim-load', durationArg('--sim-load-seconds', 's', true)),
     ['--router', "HAProxy on the profile's port in front of the replicas (also: router: in the profile)"],
     ...PROFILE_OPTIONS,
   ],

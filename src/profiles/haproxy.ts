@@ -1,0 +1,84 @@
+// What every HAProxy configuration sparkctl writes has in common (the router's, src/profiles/router.ts,
+// and the gateway's, src/gateway/config.ts): the global section (logging, the runtime API socket,
+// the limits), the defaults (HTTP mode, keep-alive on both sides, the retry, the timeouts) and the
+// loopback stats frontend (the stats page and the Prometheus exporter). Pure text from validated
+// fields: a value with a newline or a quote could add a directive, so `configValue` refuses it.
+import { UsageError } from '../errors.js';
+import type { RouterBlock } from './schema.js';
+import type { z } from 'zod';
+
+/** host:port as a config line takes it ([v6]:port). */
+export const haproxyAddr = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
+
+/** A value for a config line, or bad input naming `what` (`who`: "router config", "gateway config"). */
+export function configValue(v: string, what: string, who: string, fix: string): string {
+  if (!/^[A-Za-z0-9._:/@+[\]-]+$/.test(v)) throw new UsageError(`${who}: ${what} ${JSON.stringify(v)} has characters a config line cannot hold`, [fix]);
+  return v;
+}
+
+export interface GlobalOptions {
+  /** log to stdout (HAProxy run by sparkctl in the foreground); otherwise the operator's syslog */
+  logStdout?: boolean;
+  /** the runtime API socket (checked by the caller); omitted: no `stats socket` line */
+  socket?: string;
+  /** the socket hands the listening sockets to a reloaded worker (master-worker reloads: no refused connect) */
+  exposeFd?: boolean;
+}
+
+/** The global section, and a blank line. */
+export function globalSection(o: GlobalOptions): string[] {
+  const L = ['global', o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];
+  if (o.socket) {
+    L.push(`    stats socket ${o.socket} mode 600 level admin${o.exposeFd ? ' expose-fd listeners' : ''}`);
+    L.push('    stats timeout 30s');
+  }
+  L.push('    maxconn 4096', '    tune.bufsize 262144', '');
+  return L;
+}
+
+type Timeouts = Pick<z.infer<typeof RouterBlock>, 'connectTimeoutSeconds' | 'clientTimeoutSeconds' | 'serverTimeoutSeconds' | 'tunnelTimeoutSeconds' | 'queueTimeoutSeconds'>;
+
+/**
+ * The defaults section, and a blank line. Only errors and server state changes are logged, never
+ * every request (a bench would fill the disk). The keep-alive timeout is vLLM's own (uvicorn's 5 s):
+ * clients see the same as on a direct connection; it also bounds a stop (a connection whose answer
+ * was under way at the soft stop stays open, idle, this long).
+ */
+export function defaultsSection(t: Timeouts, checkIntervalMs: number): string[] {
+  return [
+    'defaults',
+    '    mode http',
+    '    log global',
+    '    option httplog',
+    '    option dontlognull',
+    '    option dontlog-normal',
+    '    option log-health-checks',
+    '    option http-keep-alive',
+    '    http-reuse safe',
+    '    option redispatch 1',
+    '    retries 1',
+    '    retry-on conn-failure empty-response',
+    `    timeout connect ${t.connectTimeoutSeconds}s`,
+    `    timeout client ${t.clientTimeoutSeconds}s`,
+    `    timeout server ${t.serverTimeoutSeconds}s`,
+    `    timeout tunnel ${t.tunnelTimeoutSeconds}s`,
+    `    timeout queue ${t.queueTimeoutSeconds}s`,
+    '    timeout http-request 60s',
+    '    timeout http-keep-alive 5s',
+    `    timeout check ${Math.max(1000, Math.min(checkIntervalMs, 5000))}ms`,
+    '',
+  ];
+}
+
+/** The stats frontend (loopback: it shows every backend and server), and a blank line. */
+export function statsSection(stats: { host: string; port: number }): string[] {
+  return [
+    'frontend stats',
+    `    bind ${haproxyAddr(stats.host, stats.port)}`,
+    '    http-request use-service prometheus-exporter if { path /metrics }',
+    '    stats enable',
+    '    stats uri /stats',
+    '    stats refresh 5s',
+    '',
+  ];
+}
