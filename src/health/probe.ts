@@ -56,6 +56,12 @@ export interface ProbeSettings {
   lastXidT?: number;
   /** the run's deadline (probe --deadline): no further step starts once it fired */
   signal?: AbortSignal;
+  /**
+   * The inference step's deadline for a server known to be cold (serve --no-prewarm probes one that
+   * has generated nothing yet): its first token compiles and allocates, seconds to minutes, and is
+   * no hang. timeoutMs still bounds every other step.
+   */
+  firstTokenTimeoutMs?: number;
 }
 
 /** What the checks of one probe share: the target, its settings, the steps so far, what they found. */
@@ -176,9 +182,10 @@ export function generationEnded(a: { choices: Array<{ text: string; finish_reaso
 export const inferenceCheck: ProbeCheck = {
   step: 'inference',
   async run({ t, s, served, add, found }) {
-    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1 }, timeoutMs: s.timeoutMs, signal: s.signal, apiKey: t.apiKey });
+    const timeoutMs = Math.max(s.timeoutMs, s.firstTokenTimeoutMs ?? 0);
+    const gen = await http(`${t.url}/v1/completions`, { body: { model: served, prompt: 'ping', max_tokens: 1 }, timeoutMs, signal: s.signal, apiKey: t.apiKey });
     if (!gen.ok) {
-      add('inference', 'fail', gen.error === 'timeout' ? `no token within ${s.timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
+      add('inference', 'fail', gen.error === 'timeout' ? `no token within ${timeoutMs} ms while /health was 200: the engine is hung` : `1-token completion: ${gen.message}`, gen.ms);
       return 'unhealthy';
     }
     if (gen.status !== 200) {

@@ -201,6 +201,9 @@ function llama4(c: Json, n: number): Layout | NotModelled {
  * read an earlier layer's cache) is not modelled.
  */
 function gemma4(c: Json, n: number): Layout | NotModelled {
+  // vLLM's transformers_utils/configs/gemma4.py gemma4_layer_config resolves the flat attributes read here; a config
+  // that carries the per-layer form itself (per_layer_config, transformers >= 5.15) is not read by this planner
+  if (c.per_layer_config !== undefined && c.per_layer_config !== null) return { notModelled: 'per_layer_config', why: 'a Gemma 4 config with per-layer sub-configs, which this planner does not read' };
   const shared = c.num_kv_shared_layers;
   if (shared !== undefined && shared !== null && shared !== 0)
     return {
@@ -264,6 +267,7 @@ const UNMODELLED_TYPES = [
   'rwkv7',
   'xlstm',
 ];
+const ENCODER_ONLY_TYPES = ['bert', 'roberta', 'xlm-roberta', 'distilbert', 'electra', 'deberta', 'deberta-v2', 'modernbert', 'nomic_bert', 'new', 'camembert', 'albert'];
 const UNMODELLED_FIELDS = [
   'num_kv_shared_layers',
   'attn_layer_period',
@@ -292,6 +296,10 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
       const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
       return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
     }
+    // Encoder-only models (BERT and its kin) run as pooling models: bidirectional attention keeps no KV cache
+    // (EncoderOnlyAttentionSpec.max_memory_usage_bytes is 0; Attention.get_kv_cache_spec returns None for ENCODER_ONLY)
+    if (ENCODER_ONLY_TYPES.includes(type))
+      return { notModelled: 'model_type', why: `${type || 'this model'} is encoder-only: vLLM serves it as a pooling model with no KV cache, so there is no KV or concurrency figure to give` };
     if (c.is_encoder_decoder === true)
       return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);

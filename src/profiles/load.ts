@@ -242,7 +242,7 @@ export function loadNodesFile(file: string): NodesFile {
   const raw = readYaml(file);
   const res = NodesFile.safeParse(raw);
   if (!res.success) {
-    const problems = zodProblems(res.error);
+    const problems = zodProblems(res.error, '', raw);
     throw new UsageError(`nodes file ${file} is invalid: ${problems.length} problem(s)`, problems.map(formatProblem));
   }
   const names = [res.data.head, ...res.data.workers].map((n) => n.name);

@@ -281,20 +281,25 @@ export type Platform = z.infer<typeof Platform>;
 
 // ---- multi-node inventory (nodes.yaml) ----
 
+// A node's address and user reach ssh's argv (a leading '-' would be read as an option, such as
+// -oProxyCommand=..., a command run here), rsync's target (user@host:path) and the nodes' shells.
+const nodeAddress = z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}\]?)$/, 'an IP address or a host name (letters, digits, . -; not starting with -)');
+const ifName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,14}$/, 'a network interface name (at most 15 of letters, digits, . _ @ : -)');
+
 export const NodeEntry = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]+$/),
-  address: z.string().min(1).describe('IP or host name reachable over ssh; also the Ray node address'),
-  sshUser: z.string().default('root'),
+  address: nodeAddress.describe('IP or host name reachable over ssh; also the Ray node address'),
+  sshUser: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9._-]{0,31}$/, 'a user name (letters, digits, _ . -; not starting with - or a digit)')
+    .default('root'),
   sshPort: port.default(22),
-  interface: z.string().min(1).describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)'),
+  interface: ifName.describe('Network interface for NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME (unless fabric.interface names another)'),
   gpus: positiveInt.default(8),
   fabric: z
     .strictObject({
-      address: z.string().min(1).describe("This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it"),
-      interface: z
-        .string()
-        .min(1)
-        .describe('The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node'),
+      address: nodeAddress.describe("This node's address on the fabric (a DGX Spark's ConnectX-7 port, RoCE): vLLM's rendezvous, VLLM_HOST_IP, and model copies go over it"),
+      interface: ifName.describe('The fabric netdev (e.g. enp1s0f1np1): NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, UCX_NET_DEVICES; its RDMA device and RoCE v2 GID index are read from the node'),
     })
     .optional()
     .describe('The high-speed link between the nodes, when it is not the ssh address; without it everything goes over address/interface'),

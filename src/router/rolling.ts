@@ -16,7 +16,7 @@ import { replicaChanges } from '../engine/relaunch.js';
 import { listeningPorts } from '../engine/runtime/proc.js';
 import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
-import { prewarm, gpuMemoryReader, type PrewarmResult } from '../health/prewarm.js';
+import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance } from '../engine/target.js';
 import { http } from '../client/http.js';
@@ -30,11 +30,26 @@ export type RollingEvent =
   | { type: 'drained'; replica: string; ms: number; timedOut: boolean; inFlight: number; atStart: number }
   | { type: 'stopped'; replica: string; how: StopResult; requests: RequestsOutcome; ms: number }
   | { type: 'started'; replica: string; pid: number; argvChanged: boolean; changes: string[] }
+  /** what its log says it is doing while it starts (loading weights, compiling, ...): the same phases serve shows */
+  | { type: 'phase'; replica: string; phase: string }
   | { type: 'ready'; replica: string; ms: number }
+  | { type: 'prewarm-request'; replica: string; request: PrewarmRequest }
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
   | { type: 'probe'; replica: string; result: ProbeResult }
-  | { type: 'back'; replica: string; ms: number }
+  | { type: 'back'; replica: string; ms: number; spent: Spent }
   | { type: 'aborted'; replica: string; cause: string };
+
+/** Where one replica's restart spent its time, ms by step (the steps a person sees named). */
+export interface Spent {
+  drain: number;
+  stop: number;
+  /** started until ready: vLLM's own start (weights, compile, graphs) */
+  start: number;
+  prewarm: number;
+  probe: number;
+  /** ready in HAProxy again: its own health checks passing */
+  rejoin: number;
+}
 
 export interface RollingReplica {
   name: string;
@@ -48,6 +63,7 @@ export interface RollingReplica {
   /** requests in flight on it when its drain began (HAProxy's count or vLLM's gauges, the larger) */
   inFlightAtDrain?: number;
   downMs?: number;
+  spent?: Spent;
   pid?: number;
   failure?: Diagnosis;
   /** how its stop went: what happened to the requests still in flight (vLLM's [shutdown] evidence) */
@@ -173,6 +189,7 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     await setServerState(r.socket, r.backend, p.name, 'maint');
     const down = Date.now();
     const t0 = Date.now();
+    const spent: Spent = { drain: drained.ms, stop: 0, start: 0, prewarm: 0, probe: 0, rejoin: 0 };
     if (entry) {
       // The one stop (engine/stop.ts): proven identity, vLLM's own drain (--shutdown-timeout), SIGKILL after the grace.
       const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
@@ -182,7 +199,9 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
       emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
     } else emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
     await portFreed(p.port);
+    spent.stop = Date.now() - t0;
     registry.remove(p.name);
+    const t1 = Date.now();
     // 5. start it from the plan: a profile edited since gives its new argv
     const release = await registry.lock();
     let l: Launched;
@@ -203,7 +222,9 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
       stallMs: plan.stallTimeoutMs,
       signal: run.signal,
       ours: rt.ours(l),
+      onPhase: (phase) => emit({ type: 'phase', replica: p.name, phase }),
     });
+    spent.start = Date.now() - t1;
     if (!ready.ok) {
       rep.failure = diagnose(ready, l.tail.text());
       await rt.stop(l, 5000);
@@ -216,11 +237,16 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     emit({ type: 'ready', replica: p.name, ms: ready.ms });
     // 6. warm, 7. deep probe, straight at the replica (it gets no traffic yet)
     const t = { ...targetFromInstance(inst ?? instanceOf(plan, p, l)), apiKey: run.secrets.VLLM_API_KEY };
+    const t2 = Date.now();
     if (plan.prewarm) {
-      rep.prewarm = await prewarm(t, plan.profile.prewarm, undefined, sim ? undefined : gpuMemoryReader(t.gpus));
+      const onRequest = (request: PrewarmRequest) => emit({ type: 'prewarm-request', replica: p.name, request });
+      rep.prewarm = await prewarm(t, plan.profile.prewarm, onRequest, sim ? undefined : gpuMemoryReader(t.gpus));
       emit({ type: 'prewarm', replica: p.name, result: rep.prewarm });
     }
+    const t3 = Date.now();
+    spent.prewarm = t3 - t2;
     rep.probe = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+    spent.probe = Date.now() - t3;
     emit({ type: 'probe', replica: p.name, result: rep.probe });
     if (rep.probe.state !== 'healthy') {
       const bad = rep.probe.steps.filter((s) => s.status === 'fail').map((s) => `${s.step}: ${s.detail}`);
@@ -228,7 +254,9 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
     }
     // 8. traffic again, once HAProxy's own checks agree
     await setServerState(r.socket, r.backend, p.name, 'ready');
+    const t4 = Date.now();
     const up = await waitUp(run, p.name, checkMs * 4 + 5000);
+    spent.rejoin = Date.now() - t4;
     if (!up.ok) {
       await setServerState(r.socket, r.backend, p.name, 'maint');
       return abort(
@@ -237,7 +265,8 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
       );
     }
     rep.downMs = Date.now() - down;
-    emit({ type: 'back', replica: p.name, ms: rep.downMs });
+    rep.spent = spent;
+    emit({ type: 'back', replica: p.name, ms: rep.downMs, spent });
   }
   return done('healthy');
 }

@@ -140,47 +140,7 @@ export class SimServer {
     const sleep = this.cfg.sleep;
     if (sleep?.cfg.devMode && (path === '/sleep' || path === '/wake_up' || path === '/is_sleeping' || path === '/collective_rpc' || path === '/reset_prefix_cache'))
       return this.sleepRoute(path, url, req, res, sleep);
-    if (req.method === 'GET') {
-      switch (path) {
-        case '/health':
-          res.writeHead(this.engine.dead ? 503 : 200, { 'content-length': 0 });
-          return void res.end();
-        case '/ping':
-          res.writeHead(200, { 'content-length': 0 });
-          return void res.end();
-        case '/version':
-          return send(res, 200, { version: this.cfg.vllmVersion });
-        case '/metrics': {
-          if (!this.metrics) return send(res, 404, 'metrics disabled');
-          const body = await this.metrics.registry.metrics();
-          res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
-          return void res.end(body);
-        }
-        case '/v1/models': {
-          if (!this.authorized(req, false)) return openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
-          const created = now();
-          const permission = {
-            id: id('modelperm'),
-            object: 'model_permission',
-            created,
-            allow_create_engine: false,
-            allow_sampling: true,
-            allow_logprobs: true,
-            allow_search_indices: false,
-            allow_view: true,
-            allow_fine_tuning: false,
-            organization: '*',
-            group: null,
-            is_blocking: false,
-          };
-          return send(res, 200, {
-            object: 'list',
-            data: [{ id: this.cfg.servedName, object: 'model', created, owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [permission] }],
-          });
-        }
-      }
-      return detail(res, POST_PATHS.has(path) ? 405 : 404);
-    }
+    if (req.method === 'GET') return this.getRoute(path, req, res);
     if (req.method !== 'POST') return detail(res, GET_PATHS.has(path) || POST_PATHS.has(path) ? 405 : 404);
     if (!POST_PATHS.has(path)) return detail(res, GET_PATHS.has(path) ? 405 : 404);
     if (path === '/ping') {
@@ -203,6 +163,53 @@ export class SimServer {
       const pos = Number(/position (\d+)/.exec((e as Error).message)?.[1] ?? raw.length);
       return validationError(res, pos, 'json_invalid', 'JSON decode error');
     }
+    return this.postRoute(path, body, req, res, arrived);
+  }
+
+  private async getRoute(path: string, req: IncomingMessage, res: ServerResponse) {
+    switch (path) {
+      case '/health':
+        res.writeHead(this.engine.dead ? 503 : 200, { 'content-length': 0 });
+        return void res.end();
+      case '/ping':
+        res.writeHead(200, { 'content-length': 0 });
+        return void res.end();
+      case '/version':
+        return send(res, 200, { version: this.cfg.vllmVersion });
+      case '/metrics': {
+        if (!this.metrics) return send(res, 404, 'metrics disabled');
+        const body = await this.metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
+        return void res.end(body);
+      }
+      case '/v1/models': {
+        if (!this.authorized(req, false)) return openaiError(res, 401, 'AuthenticationError', 'Unauthorized');
+        const created = now();
+        const permission = {
+          id: id('modelperm'),
+          object: 'model_permission',
+          created,
+          allow_create_engine: false,
+          allow_sampling: true,
+          allow_logprobs: true,
+          allow_search_indices: false,
+          allow_view: true,
+          allow_fine_tuning: false,
+          organization: '*',
+          group: null,
+          is_blocking: false,
+        };
+        return send(res, 200, {
+          object: 'list',
+          data: [{ id: this.cfg.servedName, object: 'model', created, owned_by: 'vllm', root: this.cfg.model, parent: null, max_model_len: this.cfg.maxModelLen, permission: [permission] }],
+        });
+      }
+    }
+    return detail(res, POST_PATHS.has(path) ? 405 : 404);
+  }
+
+  /** The POST routes, with the request's JSON body read and checked. */
+  private async postRoute(path: string, body: Json, req: IncomingMessage, res: ServerResponse, arrived: number) {
     switch (path) {
       case '/tokenize': {
         if (Array.isArray(body.messages)) {
@@ -352,135 +359,154 @@ export class SimServer {
 
   private async generate(path: string, body: Json, _req: IncomingMessage, res: ServerResponse, arrived: number) {
     const kind: Kind = path === '/v1/messages' ? 'messages' : path === '/v1/chat/completions' ? 'chat' : 'completion';
-    const anthropic = kind === 'messages';
-    const chat = kind === 'chat';
     const admitted = this.admitRequest(kind, body, res);
     if (!admitted) return;
-    const { promptTokens, maxTokens } = admitted;
-    if (this.injected(res, anthropic)) return;
-    const fail = (status: number, otype: string, atype: string, msg: string) => (anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg));
-    const stream = body.stream === true;
-    const seed = (this.cfg.seed + ++this.counter) >>> 0;
-    const ans = this.answerFor(kind, body, seed, promptTokens, maxTokens);
-    const n = ans.n;
-    const abort = new AbortController();
+    if (this.injected(res, kind === 'messages')) return;
+    const r = this.replyFor(kind, body, admitted.promptTokens, admitted.maxTokens, arrived);
     // Only a client that went away aborts: 'close' also follows every finished response, and an
     // abort() builds a DOMException with its stack (about 8 % of the CPU at the throughput limit).
     res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) r.abort.abort();
     });
-    const created = now();
-    // vLLM's Messages API answers with the id of the chat completion it converted (chatcmpl-...).
-    const rid = id(chat || anthropic ? 'chatcmpl' : 'cmpl');
-    const model = this.cfg.servedName;
-    // woken from level 2 without reload_weights: empty weights make every logit equal, and token 0 ("!") wins each step
-    const piece = this.cfg.sleep?.weightsDiscarded ? () => '!' : (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i));
-    const finishReason = ans.finish === 'tool' ? 'tool_calls' : ans.finish;
-    const stopReason = ans.finish === 'tool' ? 'tool_use' : ans.finish === 'stop' ? 'end_turn' : 'max_tokens';
-    const counted = ans.finish === 'length' ? 'length' : 'stop';
-    const toolCall = ans.tool && { id: ans.tool.id, type: 'function', function: { name: ans.tool.name, arguments: JSON.stringify(ans.tool.input) } };
     try {
-      if (!stream) {
-        const r = await this.engine.generate(promptTokens, n, undefined, abort.signal, arrived);
-        let text = '';
-        if (!ans.tool) for (let i = 0; i < r.completionTokens; i++) text += piece(i);
-        this.metrics?.success.inc({ finished_reason: counted });
-        if (anthropic) {
-          const content = ans.tool ? [{ type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: ans.tool.input }] : [{ type: 'text', text }];
-          return send(res, 200, { id: rid, type: 'message', role: 'assistant', content, model, stop_reason: stopReason, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } });
-        }
-        // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
-        const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens, prompt_tokens_details: null };
-        const tail = { service_tier: null, system_fingerprint: this.fingerprint, kv_transfer_params: null, ec_transfer_params: null, metrics: null };
-        if (chat) {
-          const message = {
-            role: 'assistant',
-            content: ans.tool ? null : text,
-            refusal: null,
-            annotations: null,
-            audio: null,
-            function_call: null,
-            ...(toolCall ? { tool_calls: [toolCall] } : {}),
-            reasoning: null,
-          };
-          const choice = { index: 0, message, logprobs: null, finish_reason: finishReason, stop_reason: null, token_ids: null, routed_experts: null };
-          return send(res, 200, { id: rid, object: 'chat.completion', created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
-        }
-        const choice = { index: 0, text, logprobs: null, finish_reason: finishReason, stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
-        return send(res, 200, { id: rid, object: 'text_completion', created, model, choices: [choice], usage, ...tail });
-      }
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
-      const includeUsage = body.stream_options?.include_usage === true;
-      // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
-      const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
-      const usageAt = (k: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: k, total_tokens: promptTokens + k } } : {});
-      // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
-      const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
-      const trace = this.cfg.trace;
-      const sent: number[] = [];
-      const onToken = (i: number) => {
-        if (trace) sent.push(performance.now());
-        const last = i === n - 1;
-        if (anthropic) return this.messagesEvent(sse, i, last, ans, piece, { rid, model, promptTokens });
-        // vLLM sends the role chunk with the first output (after prefill), not before it
-        if (chat && i === 0)
-          sse({
-            id: rid,
-            object: 'chat.completion.chunk',
-            created,
-            model,
-            choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-            prompt_token_ids: null,
-            prompt_text: null,
-            ...usageAt(0),
-          });
-        const fin = last ? { finish_reason: finishReason, ...(chat ? { stop_reason: null } : {}) } : { finish_reason: null };
-        if (chat) {
-          // A parser buffers a tool call until it is whole, then sends it as one delta.
-          if (ans.tool && !last) return;
-          const delta = ans.tool ? { tool_calls: [{ index: 0, ...toolCall }] } : { content: piece(i) };
-          sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
-        } else
-          sse({
-            id: rid,
-            object: 'text_completion',
-            created,
-            model,
-            choices: [{ index: 0, text: piece(i), logprobs: null, ...fin, stop_reason: null, prompt_token_ids: null, token_ids: null }],
-            ...usageAt(i + 1),
-            ...fp(last),
-          });
-      };
-      const r = await this.engine.generate(promptTokens, n, onToken, abort.signal, arrived);
-      this.metrics?.success.inc({ finished_reason: counted });
-      if (trace && sent.length) trace.record({ ttftMs: sent[0]! - arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
-      if (anthropic) {
-        sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
-        sse({ type: 'message_delta', delta: { stop_reason: stopReason }, usage: { input_tokens: promptTokens, output_tokens: r.completionTokens } }, 'message_delta');
-        sse({ type: 'message_stop' }, 'message_stop');
-      } else {
-        if (includeUsage)
-          sse({
-            id: rid,
-            object: chat ? 'chat.completion.chunk' : 'text_completion',
-            created,
-            model,
-            choices: [],
-            usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + r.completionTokens, completion_tokens: r.completionTokens },
-            system_fingerprint: this.fingerprint,
-          });
-        res.write('data: [DONE]\n\n');
-      }
-      res.end();
+      if (body.stream === true) await this.streamed(r, body, res);
+      else await this.whole(r, res);
     } catch (e) {
+      const fail = (status: number, otype: string, atype: string, msg: string) => (r.anthropic ? anthropicError(res, status, atype, msg) : openaiError(res, status, otype, msg));
       if (e instanceof EngineDead) {
         this.cfg.log(`ERROR ${stamp()} [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: ${e.message}`);
         if (!res.headersSent) return fail(500, 'InternalServerError', 'api_error', `EngineDeadError: ${e.message}`);
       }
-      if (!res.headersSent && !abort.signal.aborted) return fail(500, 'InternalServerError', 'api_error', (e as Error).message);
+      if (!res.headersSent && !r.abort.signal.aborted) return fail(500, 'InternalServerError', 'api_error', (e as Error).message);
       res.end();
     }
+  }
+
+  /** What one admitted request is answered with: the answer, its ids and the words each API uses for how it ended. */
+  private replyFor(kind: Kind, body: Json, promptTokens: number, maxTokens: number, arrived: number): Reply {
+    const seed = (this.cfg.seed + ++this.counter) >>> 0;
+    const ans = this.answerFor(kind, body, seed, promptTokens, maxTokens);
+    const anthropic = kind === 'messages';
+    const chat = kind === 'chat';
+    return {
+      anthropic,
+      chat,
+      promptTokens,
+      arrived,
+      ans,
+      abort: new AbortController(),
+      created: now(),
+      // vLLM's Messages API answers with the id of the chat completion it converted (chatcmpl-...).
+      rid: id(chat || anthropic ? 'chatcmpl' : 'cmpl'),
+      model: this.cfg.servedName,
+      // woken from level 2 without reload_weights: empty weights make every logit equal, and token 0 ("!") wins each step
+      piece: this.cfg.sleep?.weightsDiscarded ? () => '!' : (i: number) => (i < ans.quote.length ? ans.quote[i]! : (i ? ' ' : '') + wordFor(seed, i)),
+      finishReason: ans.finish === 'tool' ? 'tool_calls' : ans.finish,
+      stopReason: ans.finish === 'tool' ? 'tool_use' : ans.finish === 'stop' ? 'end_turn' : 'max_tokens',
+      counted: ans.finish === 'length' ? 'length' : 'stop',
+      toolCall: ans.tool && { id: ans.tool.id, type: 'function', function: { name: ans.tool.name, arguments: JSON.stringify(ans.tool.input) } },
+    };
+  }
+
+  /** A non-streamed answer, as each API shapes it. */
+  private async whole(r: Reply, res: ServerResponse) {
+    const { ans, promptTokens, rid, model } = r;
+    const g = await this.engine.generate(promptTokens, ans.n, undefined, r.abort.signal, r.arrived);
+    let text = '';
+    if (!ans.tool) for (let i = 0; i < g.completionTokens; i++) text += r.piece(i);
+    this.metrics?.success.inc({ finished_reason: r.counted });
+    if (r.anthropic) {
+      const content = ans.tool ? [{ type: 'tool_use', id: ans.tool.id, name: ans.tool.name, input: ans.tool.input }] : [{ type: 'text', text }];
+      return send(res, 200, { id: rid, type: 'message', role: 'assistant', content, model, stop_reason: r.stopReason, usage: { input_tokens: promptTokens, output_tokens: g.completionTokens } });
+    }
+    // The fields vLLM sends, nulls included: clients (and sparkctl's shape checks) see the same keys.
+    const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens + g.completionTokens, completion_tokens: g.completionTokens, prompt_tokens_details: null };
+    const tail = { service_tier: null, system_fingerprint: this.fingerprint, kv_transfer_params: null, ec_transfer_params: null, metrics: null };
+    if (r.chat) {
+      const message = {
+        role: 'assistant',
+        content: ans.tool ? null : text,
+        refusal: null,
+        annotations: null,
+        audio: null,
+        function_call: null,
+        ...(r.toolCall ? { tool_calls: [r.toolCall] } : {}),
+        reasoning: null,
+      };
+      const choice = { index: 0, message, logprobs: null, finish_reason: r.finishReason, stop_reason: null, token_ids: null, routed_experts: null };
+      return send(res, 200, { id: rid, object: 'chat.completion', created: r.created, model, choices: [choice], usage, prompt_logprobs: null, prompt_token_ids: null, prompt_text: null, ...tail });
+    }
+    const choice = { index: 0, text, logprobs: null, finish_reason: r.finishReason, stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null };
+    return send(res, 200, { id: rid, object: 'text_completion', created: r.created, model, choices: [choice], usage, ...tail });
+  }
+
+  /** A streamed answer: a chunk (or Messages event) per token as the engine makes it, then the usage chunk and [DONE]. */
+  private async streamed(r: Reply, body: Json, res: ServerResponse) {
+    const { ans, promptTokens, rid, model, created, chat } = r;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const sse = (data: unknown, event?: string) => res.write(`${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`);
+    const includeUsage = body.stream_options?.include_usage === true;
+    // continuous_usage_stats: usage (cumulative) on every chunk, as vLLM sends it
+    const continuous = includeUsage && body.stream_options?.continuous_usage_stats === true;
+    const usageAt = (k: number) => (continuous ? { usage: { prompt_tokens: promptTokens, completion_tokens: k, total_tokens: promptTokens + k } } : {});
+    // vLLM puts system_fingerprint on the last chunk: the usage chunk when asked for, else the last text chunk.
+    const fp = (last: boolean) => (last && !includeUsage ? { system_fingerprint: this.fingerprint } : {});
+    const trace = this.cfg.trace;
+    const sent: number[] = [];
+    const onToken = (i: number) => {
+      if (trace) sent.push(performance.now());
+      const last = i === ans.n - 1;
+      if (r.anthropic) return this.messagesEvent(sse, i, last, ans, r.piece, { rid, model, promptTokens });
+      // vLLM sends the role chunk with the first output (after prefill), not before it
+      if (chat && i === 0)
+        sse({
+          id: rid,
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+          prompt_token_ids: null,
+          prompt_text: null,
+          ...usageAt(0),
+        });
+      const fin = last ? { finish_reason: r.finishReason, ...(chat ? { stop_reason: null } : {}) } : { finish_reason: null };
+      if (chat) {
+        // A parser buffers a tool call until it is whole, then sends it as one delta.
+        if (ans.tool && !last) return;
+        const delta = ans.tool ? { tool_calls: [{ index: 0, ...r.toolCall }] } : { content: r.piece(i) };
+        sse({ id: rid, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, ...fin, token_ids: null }], ...usageAt(i + 1), ...fp(last) });
+      } else
+        sse({
+          id: rid,
+          object: 'text_completion',
+          created,
+          model,
+          choices: [{ index: 0, text: r.piece(i), logprobs: null, ...fin, stop_reason: null, prompt_token_ids: null, token_ids: null }],
+          ...usageAt(i + 1),
+          ...fp(last),
+        });
+    };
+    const g = await this.engine.generate(promptTokens, ans.n, onToken, r.abort.signal, r.arrived);
+    this.metrics?.success.inc({ finished_reason: r.counted });
+    if (trace && sent.length) trace.record({ ttftMs: sent[0]! - r.arrived, itlMs: sent.slice(1).map((t, k) => t - sent[k]!) });
+    if (r.anthropic) {
+      sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop');
+      sse({ type: 'message_delta', delta: { stop_reason: r.stopReason }, usage: { input_tokens: promptTokens, output_tokens: g.completionTokens } }, 'message_delta');
+      sse({ type: 'message_stop' }, 'message_stop');
+    } else {
+      if (includeUsage)
+        sse({
+          id: rid,
+          object: chat ? 'chat.completion.chunk' : 'text_completion',
+          created,
+          model,
+          choices: [],
+          usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + g.completionTokens, completion_tokens: g.completionTokens },
+          system_fingerprint: this.fingerprint,
+        });
+      res.write('data: [DONE]\n\n');
+    }
+    res.end();
   }
 
   /**
@@ -524,6 +550,24 @@ function describe(body: Json): Partial<RequestRecord> {
     toolsChars: body.tools === undefined ? undefined : JSON.stringify(body.tools).length,
     messages: messages?.length,
   };
+}
+
+/** One admitted request's answer and the words it is sent with (built once, read by whole() or streamed()). */
+interface Reply {
+  anthropic: boolean;
+  chat: boolean;
+  promptTokens: number;
+  arrived: number;
+  ans: Answer;
+  abort: AbortController;
+  created: number;
+  rid: string;
+  model: string;
+  piece: (i: number) => string;
+  finishReason: string;
+  stopReason: string;
+  counted: 'length' | 'stop';
+  toolCall: { id: string; type: string; function: { name: string; arguments: string } } | undefined;
 }
 
 interface Answer {

@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { cli, tempDir, rmrf, FIXTURES } from '../helpers.js';
+import { versionFromRef } from '../../src/engine/runtime/image-version.js';
 
 const RECIPES = join(FIXTURES, 'recipes');
 const QWEN = join(RECIPES, 'spark-arena--qwen3.6-27b-fp8-vllm.yaml');
@@ -112,6 +113,22 @@ describe('profiles import FILE', () => {
     expect(r.stdout).toContain('--nodes nodes.yaml');
     expect(r.stdout).toContain('this host cannot serve it as planned');
     expect(yaml.load(readFileSync(out, 'utf8'))).toMatchObject({ parallel: { tensor: 2, nodes: 2, gpusPerNode: 1 } });
+  });
+
+  it("checks the extra options against the vLLM the image's reference states (an NGC release), else the newest table", async () => {
+    const f = join(dir, 'ngc.yaml');
+    writeFileSync(f, 'model: Qwen/Qwen3-8B\ncontainer: nvcr.io/nvidia/vllm:26.03-py3\ncommand: vllm serve Qwen/Qwen3-8B --load-format safetensors\n');
+    const r = await run([f, '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).flagsCheckedFor).toEqual({ version: versionFromRef('nvcr.io/nvidia/vllm:26.03-py3')!.version, why: expect.stringContaining('NGC release') });
+    const q = JSON.parse((await run([QWEN, '--json'])).stdout);
+    expect(q.flagsCheckedFor.why).toMatch(/newest table/);
+  });
+
+  it('a sparkrun registry name is not looked up: exit 2 with the raw-URL fix', async () => {
+    const r = await run(['@official/qwen3.6-27b-fp8-vllm']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain('raw.githubusercontent.com');
   });
 
   it('refuses the SGLang recipe with exit 2 and writes nothing', async () => {

@@ -345,6 +345,9 @@ describe('what is not modelled is said, never guessed', () => {
     // DeepSeek-V4 has kv_lora_rank too, but compresses and slides its MLA: not planned as V3's latent
     [{ model_type: 'deepseek_v4', num_hidden_layers: 2, num_attention_heads: 4, kv_lora_rank: 512, qk_rope_head_dim: 64 }, 'model_type'],
     [{ model_type: 'gemma3n_text', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128, num_kv_shared_layers: 1 }, 'num_kv_shared_layers'],
+    // encoder-only (EncoderOnlyAttentionSpec: no KV cache at all): never planned as decoder attention
+    [{ model_type: 'bert', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
+    [{ model_type: 'xlm-roberta', num_hidden_layers: 2, num_attention_heads: 4, hidden_size: 128 }, 'model_type'],
   ])('%j -> not modelled: %s', (cfg, field) => {
     expect(readLayout(cfg, 2)).toMatchObject({ notModelled: field });
   });

@@ -9,7 +9,7 @@ import { execa } from 'execa';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import type { ContainerCli } from '../runtime/container.js';
 import { shellQuote } from '../../output/format.js';
-import { ssh, sshArgv, remoteWhy, withRemoteDeadline } from './ssh.js';
+import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
 import { allNodes } from './ray-plan.js';
 
@@ -59,7 +59,7 @@ export function parseImageProbe(out: string): { id?: string; freeBytes?: number;
   for (const line of out.split('\n').slice(0, 100)) {
     let m: RegExpExecArray | null;
     if ((m = /^id (.{0,200})$/.exec(line))) h.id = parseImageId(m[1]!);
-    else if ((m = /^free (\d{1,16}) (\/.{0,1000})$/.exec(line))) {
+    else if ((m = /^free (\d{1,16}) (\/[^\u0000-\u001f\u007f-\u009f]{0,1000})$/.exec(line))) {
       h.freeBytes = Number(m[1]) * 1024;
       h.freeAt = m[2];
     }
@@ -108,7 +108,8 @@ async function copyTo(nf: NodesFile, node: NodeEntry, r: ImageSyncRequest, size:
   const res = await p.pipe(argv[0]!, argv.slice(1), { reject: false, cancelSignal: r.signal, timeout: s * 1000 + 15_000 });
   const t = res.pipedFrom[0];
   if (t && t.exitCode !== 0) return { bytes, err: `${r.cli} save here exited ${t.exitCode}: ${String(t.stderr).trim().split('\n').slice(-1)}` };
-  if (res.exitCode !== 0) return { bytes, err: `${r.cli} load on the node exited ${res.exitCode}${res.timedOut ? ' (deadline)' : ''}: ${String(res.stderr).trim().split('\n').slice(-2).join(' | ')}` };
+  if (res.exitCode !== 0)
+    return { bytes, err: `${r.cli} load on the node exited ${res.exitCode}${res.timedOut ? ' (deadline)' : ''}: ${printable(String(res.stderr).trim().split('\n').slice(-2).join(' | '))}` };
   return { bytes };
 }
 

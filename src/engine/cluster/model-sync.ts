@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
-import { ssh, sshArgv, remoteWhy } from './ssh.js';
+import { ssh, sshArgv, remoteWhy, printable } from './ssh.js';
 
 export interface SyncFile {
   path: string;
@@ -57,9 +57,11 @@ export function probeCommand(req: Pick<SyncRequest, 'repoDir' | 'commit' | 'revi
   const links = req.files.map((f) => q(f.path)).join(' ');
   return [
     `R=${R}`,
-    `printf 'ref %s\\n' "$(head -c 100 "$R/refs/${req.revision}" 2>/dev/null)"`,
+    // every value is one quoted word: the revision and commit are checked names, quoted all the same
+    `printf 'ref %s\\n' "$(head -c 100 "$R/refs/"${q(req.revision)} 2>/dev/null)"`,
     `for b in ${blobs}; do [ -f "$R/blobs/$b" ] && [ ! -L "$R/blobs/$b" ] && printf 'blob %s %s\\n' "$b" "$(stat -c %s "$R/blobs/$b")"; done`,
-    `for p in ${links}; do [ -L "$R/snapshots/${req.commit}/$p" ] && [ -e "$R/snapshots/${req.commit}/$p" ] && printf 'link %s\\n' "$p"; done`,
+    `C=${q(req.commit)}`,
+    `for p in ${links}; do [ -L "$R/snapshots/$C/$p" ] && [ -e "$R/snapshots/$C/$p" ] && printf 'link %s\\n' "$p"; done`,
     `d="$R"; while [ ! -d "$d" ]; do d=$(dirname "$d"); done`,
     `printf 'free %s %s\\n' "$(df -Pk "$d" | awk 'NR==2{print $4}')" "$d"`,
     `command -v rsync >/dev/null 2>&1 && echo rsync`,
@@ -75,7 +77,7 @@ export function parseHolding(out: string): NodeHolding {
     if ((m = /^ref ([0-9a-f]{40})$/.exec(line))) h.ref = m[1];
     else if ((m = /^blob ([0-9a-f]{40}|[0-9a-f]{64}) (\d{1,16})$/.exec(line))) h.blobs.set(m[1]!, Number(m[2]));
     else if ((m = /^link (.{1,1000})$/.exec(line))) h.links.add(m[1]!);
-    else if ((m = /^free (\d{1,16}) (\/.{0,1000})$/.exec(line))) {
+    else if ((m = /^free (\d{1,16}) (\/[^\u0000-\u001f\u007f-\u009f]{0,1000})$/.exec(line))) {
       h.freeBytes = Number(m[1]) * 1024;
       h.freeAt = m[2];
     } else if (line === 'rsync') h.rsync = true;
@@ -130,7 +132,7 @@ async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, missi
       timeout: 24 * 3600_000,
       cancelSignal: req.signal,
     });
-    return r.exitCode === 0 ? undefined : `rsync exited ${r.exitCode}: ${String(r.stderr).trim().split('\n').slice(-2).join(' | ')}`;
+    return r.exitCode === 0 ? undefined : `rsync exited ${r.exitCode}: ${printable(String(r.stderr).trim().split('\n').slice(-2).join(' | '))}`;
   };
   // Blobs first (rsync writes each to a temp name and renames it); then what points at them.
   const err = await pass(missing.map((f) => `blobs/${f.blob}`));
@@ -168,8 +170,8 @@ async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, missing
     cancelSignal: req.signal,
   });
   const t = r.pipedFrom[0];
-  if (t && t.exitCode !== 0) return `tar here exited ${t.exitCode}: ${String(t.stderr).trim().split('\n').slice(-1)}`;
-  return r.exitCode === 0 ? undefined : `the copy over ssh exited ${r.exitCode}: ${String(r.stderr).trim().split('\n').slice(-2).join(' | ')}`;
+  if (t && t.exitCode !== 0) return `tar here exited ${t.exitCode}: ${printable(String(t.stderr).trim().split('\n').slice(-1)[0] ?? '')}`;
+  return r.exitCode === 0 ? undefined : `the copy over ssh exited ${r.exitCode}: ${printable(String(r.stderr).trim().split('\n').slice(-2).join(' | '))}`;
 }
 
 /** Every node of the file (head first) made to hold the snapshot; a result per node, never a throw for one node. */

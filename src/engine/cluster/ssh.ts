@@ -53,8 +53,11 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
 }
 
 /** The last lines of what a remote command said, for one-line messages. */
+/** A node's words as one printable line: its control characters (an escape sequence rewrites a terminal) shown as '?'. */
+export const printable = (s: string) => s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+
 export function remoteWhy(r: Remote, lines = 2): string {
-  const text = (r.stderr || r.stdout || '')
+  const text = printable(r.stderr || r.stdout || '')
     .trim()
     .split('\n')
     .filter((l) => l.trim())

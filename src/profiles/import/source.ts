@@ -83,6 +83,11 @@ export async function readRecipeUrl(url: string, o: { timeoutMs?: number } = {})
 }
 
 export function readRecipe(fileOrUrl: string, o: { timeoutMs?: number } = {}): Promise<RecipeSource> {
+  // sparkrun's @registry/name is a lookup in git registries it clones; sparkctl reads only what it is given
+  if (/^@[\w.-]+\//.test(fileOrUrl) && !isUrl(fileOrUrl))
+    throw new UsageError(`recipe ${fileOrUrl}: a sparkrun registry name, which sparkctl does not look up`, [
+      "give the recipe's raw URL, e.g. https://raw.githubusercontent.com/spark-arena/recipe-registry/<commit>/official-recipes/<model>/vllm/<recipe>.yaml, or a downloaded file",
+    ]);
   return isUrl(fileOrUrl) ? readRecipeUrl(fileOrUrl, o) : Promise.resolve(readRecipeFile(fileOrUrl));
 }
 

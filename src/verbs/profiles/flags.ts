@@ -59,7 +59,7 @@ export default createCommand({
         ['--out <file>', 'write the profile here (default: stdout, the report on stderr); an existing file is refused'],
         ['--force', 'with --out: replace an existing file (never a link)'],
         ['--name <name>', "the profile's name (default: the --out file's name, else the recipe's)"],
-        ['--vllm-version <version>', "check vLLM options that have no profile field against this version's flag table (default: the newest table)"],
+        ['--vllm-version <version>', "check vLLM options that have no profile field against this version's flag table (default: what the image's tag states, else the newest table)"],
         ['--gpus <n>', 'plan for this many GPUs (default: read from this host)', countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 128GB (default: read from this host)'],
         ['--platform <name>', "plan for a platform baseline's GPUs instead of this host's"],

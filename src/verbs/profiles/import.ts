@@ -9,6 +9,7 @@ import { planMemory, GIB } from '../../profiles/planner.js';
 import { targetVersion } from '../../profiles/vllm-flags.js';
 import { isPep440 } from '../../profiles/versions.js';
 import { prepare } from '../../engine/inputs.js';
+import { versionFromRef } from '../../engine/runtime/image-version.js';
 import { validateProfile } from '../../profiles/validate.js';
 import { parseSize } from '../common.js';
 import { checkNewFile, writeNewFile } from '../../util/fs.js';
@@ -51,7 +52,15 @@ export async function run(source: string, opts: ImportFlags) {
   const gpuMemoryBytes = opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined;
   const src = await readRecipe(source);
   const raw = parseRecipeYaml(src);
-  const flagsFor = opts.vllmVersion ?? targetVersion('auto');
+  // the vLLM the extra options are checked for: --vllm-version, else what the image's reference states, else the newest table
+  const image = raw !== null && typeof raw === 'object' && typeof (raw as Record<string, unknown>).container === 'string' ? ((raw as Record<string, unknown>).container as string) : undefined;
+  const stated = image ? versionFromRef(image) : undefined;
+  const flagsFor = opts.vllmVersion ?? stated?.version ?? targetVersion('auto');
+  const flagsWhy = opts.vllmVersion
+    ? '--vllm-version'
+    : stated
+      ? `as the image ${image} states by its ${stated.from === 'tag' ? 'tag' : "NGC release (NVIDIA's release notes)"}`
+      : 'the newest table; --vllm-version to choose another';
   const r = importRecipe(raw, { name, vllmVersion: flagsFor });
   const text = profileText(src, r, source);
   const label = opts.out ?? `(imported from ${src.source})`;
@@ -88,7 +97,7 @@ export async function run(source: string, opts: ImportFlags) {
         mapped: r.mapped,
         unmapped: r.unmapped,
         notes: r.notes,
-        flagsCheckedFor: flagsFor,
+        flagsCheckedFor: { version: flagsFor, why: flagsWhy },
         valid: errors.length === 0,
         servesHere: errors.length === 0 && hostErrors.length === 0,
         problems: p.problems.map(formatProblem),
@@ -102,7 +111,7 @@ export async function run(source: string, opts: ImportFlags) {
   } else {
     // With --out the report is the output; without it the profile goes to stdout (to redirect) and the report to stderr.
     const out = opts.out !== undefined ? say : note;
-    report(out, src, r, flagsFor);
+    report(out, src, r, flagsFor, flagsWhy);
     out(c.dim(`planned for ${p.hostLine}; vLLM: ${p.vllm.note}`));
     if (plan && p.model) {
       const g = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
@@ -122,7 +131,7 @@ export async function run(source: string, opts: ImportFlags) {
   if (hostErrors.length) throw new ExitWith(ExitCode.problems);
 }
 
-function report(out: (line: string) => void, src: RecipeSource, r: RecipeImport, flagsFor: string): void {
+function report(out: (line: string) => void, src: RecipeSource, r: RecipeImport, flagsFor: string, flagsWhy: string): void {
   out(`${c.bold('recipe')} ${src.source} (sha256 ${src.sha256.slice(0, 16)}..., ${src.bytes} bytes) -> profile ${String(r.profile.name)}`);
   out(
     table(
@@ -135,5 +144,5 @@ function report(out: (line: string) => void, src: RecipeSource, r: RecipeImport,
     for (const u of r.unmapped) out(`  ${u.key} = ${u.value}: ${u.why}${u.fix ? ` (fix: ${u.fix})` : ''}`);
   }
   for (const n of r.notes) out(c.dim(`note: ${n}`));
-  out(c.dim(`vLLM options without a profile field were checked against vLLM ${flagsFor}'s flag table (--vllm-version to choose another)`));
+  out(c.dim(`vLLM options without a profile field were checked against vLLM ${flagsFor}'s flag table (${flagsWhy})`));
 }

@@ -9,7 +9,7 @@ import { howStarted, recordOf, servedAs, replicaChanges, changeLines, reusedFlag
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
-import { say, note } from '../../output/log.js';
+import { say, note, progress } from '../../output/log.js';
 import { UsageError, ExitWith, exitCodeOf } from '../../errors.js';
 import type { RollingEvent, RollingOutcome } from '../../router/rolling.js';
 import type { RequestsOutcome } from '../../engine/stop.js';
@@ -96,7 +96,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       drainTimeoutMs: opts.drainTimeout,
       stopTimeoutMs: opts.grace === undefined ? undefined : opts.grace * 1000,
       signal: ac.signal,
-      onEvent: opts.json ? undefined : renderEvent,
+      onEvent: opts.json ? undefined : rollingRenderer(),
     });
   } finally {
     process.off('SIGINT', onSignal);
@@ -112,39 +112,72 @@ export async function run(profileName: string, opts: RestartOptions) {
   if (code !== 0) throw new ExitWith(code);
 }
 
-function renderEvent(e: RollingEvent) {
-  switch (e.type) {
-    case 'drain':
-      note(`${e.replica}: draining (HAProxy sends it no new requests)`);
-      break;
-    case 'drained':
-      note(
-        e.timedOut
-          ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)`
-          : `${e.replica}: drained in ${formatDuration(e.ms)}${e.atStart ? ` (${e.atStart} request${e.atStart === 1 ? '' : 's'} in flight when it began)` : ''}`,
-      );
-      break;
-    case 'stopped':
-      note(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
-      break;
-    case 'started':
-      note(`${e.replica}: started, pid ${e.pid} ${e.changes.length ? `(new argv: ${e.changes.join('; ')})` : '(argv unchanged)'}`);
-      break;
-    case 'ready':
-      note(`${e.replica}: ready in ${formatDuration(e.ms)}`);
-      break;
-    case 'prewarm':
-      note(`${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`);
-      break;
-    case 'probe':
-      note(`${e.replica}: probe ${e.result.state}`);
-      break;
-    case 'back':
-      say(`${e.replica}: back in rotation (out of it for ${formatDuration(e.ms)})`);
-      break;
-    case 'aborted':
-      break;
-  }
+/**
+ * The rolling restart as it goes: one line per step, and while a replica starts or warms up a live
+ * line (redrawn on a terminal; off one, a line per phase, not per percent) so no step is silent.
+ */
+export function rollingRenderer(tty = Boolean(process.stderr.isTTY) && !process.env.CI): (e: RollingEvent) => void {
+  const prog = progress();
+  const kinds = new Map<string, string>();
+  const line = (text: string, out: (l: string) => void = note) => {
+    prog.done();
+    out(text);
+  };
+  return (e) => {
+    switch (e.type) {
+      case 'drain':
+        line(`${e.replica}: draining (HAProxy sends it no new requests)`);
+        break;
+      case 'drained':
+        line(
+          e.timedOut
+            ? `${e.replica}: ${e.inFlight} request(s) still in flight after ${formatDuration(e.ms)}: stopping it anyway (its stop drains)`
+            : `${e.replica}: drained in ${formatDuration(e.ms)}${e.atStart ? ` (${e.atStart} request${e.atStart === 1 ? '' : 's'} in flight when it began)` : ''}`,
+        );
+        break;
+      case 'stopped':
+        line(`${e.replica}: ${e.how} in ${formatDuration(e.ms)}; requests in flight: ${requestsLine(e.requests)}`);
+        break;
+      case 'started':
+        line(`${e.replica}: started, pid ${e.pid} ${e.changes.length ? `(new argv: ${e.changes.join('; ')})` : '(argv unchanged)'}; waiting until it is ready`);
+        break;
+      case 'phase': {
+        if (tty) prog.update(`${e.replica}: ${e.phase}`);
+        const kind = e.phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
+        if (!tty && kinds.get(e.replica) !== kind) prog.phase(`${e.replica}: ${e.phase}`);
+        kinds.set(e.replica, kind);
+        break;
+      }
+      case 'ready':
+        line(`${e.replica}: ready in ${formatDuration(e.ms)}`);
+        break;
+      case 'prewarm-request': {
+        const q = e.request;
+        const what = `round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`;
+        if (tty) prog.update(`prewarm ${e.replica}: ${what}`);
+        else if (kinds.get(e.replica) !== 'prewarm') line(`${e.replica}: prewarm: warming up (${what}; a cold first token can take seconds)`);
+        kinds.set(e.replica, 'prewarm');
+        break;
+      }
+      case 'prewarm':
+        line(`${e.replica}: prewarm ${e.result.error ? c.yellow(e.result.error) : `warm after ${e.result.rounds} round(s)`}`);
+        break;
+      case 'probe':
+        line(`${e.replica}: probe ${e.result.state}${e.result.state === 'healthy' ? '; back in rotation once HAProxy sees it UP' : ''}`);
+        break;
+      case 'back': {
+        const s = e.spent;
+        line(
+          `${e.replica}: back in rotation (out of it for ${formatDuration(e.ms)}: stop ${formatDuration(s.stop)}, start ${formatDuration(s.start)}, prewarm ${formatDuration(s.prewarm)}, probe ${formatDuration(s.probe)}, HAProxy's checks ${formatDuration(s.rejoin)}; drained in ${formatDuration(s.drain)} before)`,
+          say,
+        );
+        break;
+      }
+      case 'aborted':
+        prog.done();
+        break;
+    }
+  };
 }
 
 function requestsLine(r: RequestsOutcome): string {
