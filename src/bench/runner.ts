@@ -23,6 +23,8 @@ export interface BenchRequest {
 
 export interface RunConfig {
   url: string;
+  /** where /metrics is read, when not at url (a run through the gateway reads the server's own) */
+  metricsUrl?: string;
   model: string;
   apiKey?: string;
   endpoint: 'completions' | 'chat';
@@ -142,165 +144,213 @@ function watchRunAbort(signal: AbortSignal): Set<() => void> {
  */
 export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTime: number): Promise<RequestOutput> {
   const path = cfg.endpoint === 'chat' ? '/v1/chat/completions' : '/v1/completions';
-  const out: RequestOutput = { success: false, error: '', promptLen: r.promptLen, outputTokens: 0, ttft: 0, itl: [], latency: 0, startTime: 0, scheduledTime };
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (cfg.apiKey) headers.authorization = `Bearer ${cfg.apiKey}`;
   const payload = JSON.stringify(requestBody(cfg, r));
   const limits = usageLimits(r, Buffer.byteLength(payload));
   return new Promise<RequestOutput>((resolve) => {
-    let finished = false;
-    let byDeadline = false;
-    let byRun = false;
-    let ctl: Dispatcher.DispatchController | undefined;
-    let pendingAbort: Error | undefined;
-    const abort = (why: Error) => {
-      if (ctl) ctl.abort(why);
-      else pendingAbort = why;
-    };
-    const timer = setTimeout(() => {
-      byDeadline = true;
-      abort(Object.assign(new Error('request deadline'), { name: 'TimeoutError' }));
-    }, cfg.requestTimeoutMs);
-    const unlisten = onRunAbort(cfg.abort, () => {
-      byRun = true;
-      abort(Object.assign(new Error('aborted'), { name: 'AbortError' }));
-    });
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(timer);
-      unlisten();
-      resolve(out);
-    };
-    const fail = (e: unknown) => {
-      if (finished) return;
-      const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-      const code = err?.code ?? err?.cause?.code;
-      const aborted = byRun && !byDeadline;
-      out.failure = e instanceof SseError || e instanceof SyntaxError ? 'bad_stream' : classifyFailure({ code, name: err?.name, aborted, deadline: byDeadline });
-      out.error = byDeadline ? `no complete answer within the request deadline (${cfg.requestTimeoutMs} ms)` : aborted ? 'aborted (interrupted)' : oneLine(String(err?.message ?? e));
-      out.latency = now() - st;
-      finish();
-    };
-
-    let status = 0;
-    let errBody = '';
-    const raw: Buffer[] = [];
-    let rawLen = 0;
-    const sse = new SseSplitter();
-    let last = 0;
-    let first = false;
-    let text = '';
-    let prevTokens = 0;
-    const perToken: number[] = [];
-    let multi = 0;
-    let sawContinuous = false;
-    const handle = (data: string, ts: number) => {
-      if (data === '[DONE]') return;
-      let j: any;
-      try {
-        j = JSON.parse(data);
-      } catch {
-        throw new SseError(`a stream message is not JSON: ${oneLine(data.slice(0, 80))}`);
-      }
-      if (typeof j !== 'object' || j === null) throw new SseError('a stream message is not an object');
-      if (j.error) throw new SseError(`the server reported an error mid-stream: ${oneLine(JSON.stringify(j.error).slice(0, 200))}`);
-      const choices = j.choices;
-      if (Array.isArray(choices) && choices.length > 0) {
-        const c = choices[0] ?? {};
-        if (!first) {
-          first = true;
-          out.ttft = ts - st;
-        } else out.itl.push(ts - last);
-        const gap = ts - last;
-        last = ts;
-        const piece = c.text ?? c.delta?.content;
-        if (typeof piece === 'string') text += piece;
-        const ct = j.usage?.completion_tokens;
-        if (typeof ct === 'number' && Number.isFinite(ct)) {
-          // Checked before anything is kept per claimed token: a server claiming 3e8 would otherwise fill memory.
-          checkUsage(j.usage, limits);
-          sawContinuous = true;
-          const k = ct - prevTokens;
-          const before = prevTokens;
-          prevTokens = ct;
-          if (k > 1) multi++;
-          // the gap before a chunk of k tokens is k gaps of gap / k; the first token's chunk is TTFT, not ITL
-          if (before > 0 && k > 0) for (let i = 0; i < k; i++) perToken.push(gap / k);
-          applyUsage(out, j.usage, limits);
-        }
-      } else if (j.usage) applyUsage(out, j.usage, limits);
-    };
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        ctl = c;
-        if (pendingAbort) c.abort(pendingAbort);
-      },
-      onResponseStart(_c, statusCode) {
-        status = statusCode;
-      },
-      onResponseData(c, chunk) {
-        if (finished) return;
-        const ts = now();
-        try {
-          if (status !== 200) {
-            if (errBody.length < 500) errBody += chunk.toString('utf8', 0, Math.min(chunk.length, 500));
-          } else if (!cfg.stream) {
-            rawLen += chunk.length;
-            if (rawLen > MAX_BODY_BYTES) throw new SseError(`the answer grew past ${MAX_BODY_BYTES} bytes`);
-            raw.push(chunk);
-          } else for (const data of sse.push(chunk)) handle(data, ts);
-        } catch (e) {
-          fail(e);
-          c.abort(e as Error);
-        }
-      },
-      onResponseEnd() {
-        if (finished) return;
-        try {
-          if (status !== 200) {
-            out.failure = classifyFailure({ status });
-            out.error = `HTTP ${status}: ${oneLine(errBody.slice(0, 500))}`;
-          } else if (!cfg.stream) {
-            const t = now();
-            const j = JSON.parse(Buffer.concat(raw, rawLen).toString('utf8'));
-            const c = Array.isArray(j?.choices) ? j.choices[0] : undefined;
-            if (!c) throw new SseError('the answer has no choices');
-            out.ttft = out.latency = t - st;
-            applyUsage(out, j.usage, limits);
-            out.generatedText = typeof c.text === 'string' ? c.text : String(c.message?.content ?? '');
-            out.success = true;
-          } else {
-            for (const data of sse.end()) handle(data, now());
-            out.generatedText = text;
-            out.latency = last - st;
-            if (sawContinuous) {
-              out.itlPerToken = perToken;
-              out.multiTokenChunks = multi;
-            }
-            if (!first) {
-              out.failure = 'no_token';
-              out.error = 'Never received a valid chunk to calculate TTFT.';
-            } else out.success = true;
-          }
-          finish();
-        } catch (e) {
-          fail(e);
-        }
-      },
-      onResponseError(_c, err) {
-        fail(err);
-      },
-    };
-    const st = now();
-    out.startTime = st;
-    last = st;
+    const send = new Send(cfg, r, scheduledTime, limits, resolve);
     try {
-      pool.dispatch({ path, method: 'POST', headers, body: payload }, handler);
+      pool.dispatch({ path, method: 'POST', headers, body: payload }, send);
     } catch (e) {
-      fail(e);
+      send.fail(e);
     }
   });
+}
+
+/** The times and usage read from a streamed answer, chunk by chunk. */
+class StreamTimes {
+  first = false;
+  last: number;
+  text = '';
+  prevTokens = 0;
+  perToken: number[] = [];
+  multi = 0;
+  sawContinuous = false;
+  constructor(
+    private out: RequestOutput,
+    private limits: UsageLimits,
+    private st: number,
+  ) {
+    this.last = st;
+  }
+
+  /** One SSE message's data, received at `ts`; throws SseError on a message no server should send. */
+  read(data: string, ts: number) {
+    if (data === '[DONE]') return;
+    let j: any;
+    try {
+      j = JSON.parse(data);
+    } catch {
+      throw new SseError(`a stream message is not JSON: ${oneLine(data.slice(0, 80))}`);
+    }
+    if (typeof j !== 'object' || j === null) throw new SseError('a stream message is not an object');
+    if (j.error) throw new SseError(`the server reported an error mid-stream: ${oneLine(JSON.stringify(j.error).slice(0, 200))}`);
+    const choices = j.choices;
+    if (Array.isArray(choices) && choices.length > 0) this.chunk(j, choices[0] ?? {}, ts);
+    else if (j.usage) applyUsage(this.out, j.usage, this.limits);
+  }
+
+  private chunk(j: any, c: any, ts: number) {
+    const out = this.out;
+    if (!this.first) {
+      this.first = true;
+      out.ttft = ts - this.st;
+    } else out.itl.push(ts - this.last);
+    const gap = ts - this.last;
+    this.last = ts;
+    const piece = c.text ?? c.delta?.content;
+    if (typeof piece === 'string') this.text += piece;
+    const ct = j.usage?.completion_tokens;
+    if (typeof ct !== 'number' || !Number.isFinite(ct)) return;
+    // Checked before anything is kept per claimed token: a server claiming 3e8 would otherwise fill memory.
+    checkUsage(j.usage, this.limits);
+    this.sawContinuous = true;
+    const k = ct - this.prevTokens;
+    const before = this.prevTokens;
+    this.prevTokens = ct;
+    if (k > 1) this.multi++;
+    // the gap before a chunk of k tokens is k gaps of gap / k; the first token's chunk is TTFT, not ITL
+    if (before > 0 && k > 0) for (let i = 0; i < k; i++) this.perToken.push(gap / k);
+    applyUsage(out, j.usage, this.limits);
+  }
+}
+
+/** One request in flight: undici's handler, its deadline, the run's abort, and what it measured. */
+class Send implements Dispatcher.DispatchHandler {
+  private out: RequestOutput;
+  private finished = false;
+  private byDeadline = false;
+  private byRun = false;
+  private ctl: Dispatcher.DispatchController | undefined;
+  private pendingAbort: Error | undefined;
+  private timer: NodeJS.Timeout;
+  private unlisten: () => void;
+  private status = 0;
+  private errBody = '';
+  private raw: Buffer[] = [];
+  private rawLen = 0;
+  private sse = new SseSplitter();
+  private times: StreamTimes;
+  private st: number;
+
+  constructor(
+    private cfg: RunConfig,
+    r: BenchRequest,
+    scheduledTime: number,
+    private limits: UsageLimits,
+    private resolve: (o: RequestOutput) => void,
+  ) {
+    this.out = { success: false, error: '', promptLen: r.promptLen, outputTokens: 0, ttft: 0, itl: [], latency: 0, startTime: 0, scheduledTime };
+    this.timer = setTimeout(() => {
+      this.byDeadline = true;
+      this.abort(Object.assign(new Error('request deadline'), { name: 'TimeoutError' }));
+    }, cfg.requestTimeoutMs);
+    this.unlisten = onRunAbort(cfg.abort, () => {
+      this.byRun = true;
+      this.abort(Object.assign(new Error('aborted'), { name: 'AbortError' }));
+    });
+    this.st = now();
+    this.out.startTime = this.st;
+    this.times = new StreamTimes(this.out, limits, this.st);
+  }
+
+  private abort(why: Error) {
+    if (this.ctl) this.ctl.abort(why);
+    else this.pendingAbort = why;
+  }
+
+  private finish() {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    this.unlisten();
+    this.resolve(this.out);
+  }
+
+  fail(e: unknown) {
+    if (this.finished) return;
+    const out = this.out;
+    const err = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+    const code = err?.code ?? err?.cause?.code;
+    const aborted = this.byRun && !this.byDeadline;
+    out.failure = e instanceof SseError || e instanceof SyntaxError ? 'bad_stream' : classifyFailure({ code, name: err?.name, aborted, deadline: this.byDeadline });
+    out.error = this.byDeadline ? `no complete answer within the request deadline (${this.cfg.requestTimeoutMs} ms)` : aborted ? 'aborted (interrupted)' : oneLine(String(err?.message ?? e));
+    out.latency = now() - this.st;
+    this.finish();
+  }
+
+  onRequestStart(c: Dispatcher.DispatchController) {
+    this.ctl = c;
+    if (this.pendingAbort) c.abort(this.pendingAbort);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number) {
+    this.status = statusCode;
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer) {
+    if (this.finished) return;
+    const ts = now();
+    try {
+      if (this.status !== 200) {
+        if (this.errBody.length < 500) this.errBody += chunk.toString('utf8', 0, Math.min(chunk.length, 500));
+      } else if (!this.cfg.stream) {
+        this.rawLen += chunk.length;
+        if (this.rawLen > MAX_BODY_BYTES) throw new SseError(`the answer grew past ${MAX_BODY_BYTES} bytes`);
+        this.raw.push(chunk);
+      } else for (const data of this.sse.push(chunk)) this.times.read(data, ts);
+    } catch (e) {
+      this.fail(e);
+      c.abort(e as Error);
+    }
+  }
+
+  onResponseEnd() {
+    if (this.finished) return;
+    try {
+      if (this.status !== 200) {
+        this.out.failure = classifyFailure({ status: this.status });
+        this.out.error = `HTTP ${this.status}: ${oneLine(this.errBody.slice(0, 500))}`;
+      } else if (!this.cfg.stream) this.endWhole();
+      else this.endStream();
+      this.finish();
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, err: Error) {
+    this.fail(err);
+  }
+
+  private endWhole() {
+    const out = this.out;
+    const t = now();
+    const j = JSON.parse(Buffer.concat(this.raw, this.rawLen).toString('utf8'));
+    const c = Array.isArray(j?.choices) ? j.choices[0] : undefined;
+    if (!c) throw new SseError('the answer has no choices');
+    out.ttft = out.latency = t - this.st;
+    applyUsage(out, j.usage, this.limits);
+    out.generatedText = typeof c.text === 'string' ? c.text : String(c.message?.content ?? '');
+    out.success = true;
+  }
+
+  private endStream() {
+    const out = this.out;
+    const s = this.times;
+    for (const data of this.sse.end()) s.read(data, now());
+    out.generatedText = s.text;
+    out.latency = s.last - this.st;
+    if (s.sawContinuous) {
+      out.itlPerToken = s.perToken;
+      out.multiTokenChunks = s.multi;
+    }
+    if (!s.first) {
+      out.failure = 'no_token';
+      out.error = 'Never received a valid chunk to calculate TTFT.';
+    } else out.success = true;
+  }
 }
 
 /**
@@ -308,7 +358,9 @@ export function sendOne(pool: Pool, cfg: RunConfig, r: BenchRequest, scheduledTi
  * allowed (max_tokens), no more prompt tokens than the bytes the client sent (a byte-level
  * tokenizer's worst case) plus room for a chat template. A claim past either is a bad answer.
  */
-export function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): { completion: number; prompt: number } {
+type UsageLimits = { completion: number; prompt: number };
+
+export function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): UsageLimits {
   return { completion: r.outputLen, prompt: payloadBytes + 16_384 };
 }
 
@@ -470,7 +522,7 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
   if (!cfg.dataset.length) throw new Error('the dataset is empty');
   if (cfg.maxRequests === undefined && cfg.durationS === undefined) throw new Error('a run needs --requests or --duration');
   const pool = makePool(cfg.url, cfg.concurrency);
-  const scraper = new Scraper(cfg.url, cfg.apiKey, cfg.scrapeIntervalMs ?? 1000);
+  const scraper = new Scraper(cfg.metricsUrl ?? cfg.url, cfg.apiKey, cfg.scrapeIntervalMs ?? 1000);
   const loop = monitorEventLoopDelay({ resolution: 5 });
   try {
     // The warm-up: `cfg.warmup` requests at the run's own load shape (its rate and burstiness on a

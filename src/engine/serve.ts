@@ -116,7 +116,6 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
   return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${p.port}`;
 };
 
-/** What a live registered instance already holds: the plan may not take it. */
 /** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
 export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
   const h = plan.host;
@@ -176,45 +175,94 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed
   return [...new Set(out)];
 }
 
-export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
-  const emit: EventSink = (e) => run.onEvent?.(e);
-  const registry = new Registry(plan.stateDir);
-  const rt = runtimeFor(plan);
-  const driver = routerDriverOf(plan, run);
-  const launched: Launched[] = [];
-  // the replicas registered by this run: only those are ours to stop and unregister on a failure
-  const registered = new Set<string>();
-  // Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short.
-  const stopAll = async () => {
-    const onForce = () => emit({ type: 'stopping', why: 'forced', replicas: launched.length });
-    if (run.force?.aborted) onForce();
-    else run.force?.addEventListener('abort', onForce, { once: true });
-    await Promise.all(
-      launched.map(async (l) => {
-        if (!registered.has(l.plan.name)) return;
-        await rt.stop(l, run.force?.aborted ? 0 : 5000, { signal: run.force });
-        registry.remove(l.plan.name);
-      }),
-    );
-    run.force?.removeEventListener('abort', onForce);
-  };
+/** One serve's launches, shared by its phases: what was launched and registered is what a failure stops. */
+interface Session {
+  plan: ServePlan;
+  run: ServeRun;
+  emit: EventSink;
+  registry: Registry;
+  rt: ReturnType<typeof runtimeFor>;
+  driver?: RouterDriver;
+  launched: Launched[];
+  /** the replicas registered by this run: only those are ours to stop and unregister on a failure */
+  registered: Set<string>;
+}
 
+export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
+  const s: Session = {
+    plan,
+    run,
+    emit: (e) => run.onEvent?.(e),
+    registry: new Registry(plan.stateDir),
+    rt: runtimeFor(plan),
+    driver: routerDriverOf(plan, run),
+    launched: [],
+    registered: new Set(),
+  };
   // A router that cannot start must not cost a 15-minute load first.
-  if (plan.router) driver!.require(plan.router);
-  // 1. refuse what a live registered instance holds; 2. launch every replica, registered at once
+  if (plan.router) s.driver!.require(plan.router);
+  await launchAll(s);
+  const replicas = s.launched.map((l): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile }));
+  const base = { profile: plan.profile.name, engine: plan.engine, replicas };
+  const failed = await allReady(s, replicas);
+  if (failed) return { ...base, ...failed };
+
+  // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
+  // replicas are warm, so that no client request meets a cold replica.
+  let router: Awaited<ReturnType<RouterDriver['start']>> | undefined;
+  const routerUp = async (): Promise<ServeOutcome | undefined> => {
+    if (!s.driver) return undefined;
+    router = await s.driver.start(plan, s.registry);
+    s.emit({ type: 'router', router: router.outcome });
+    if (!router.outcome.failure) return undefined;
+    s.emit({ type: 'stopping', why: 'failed', replicas: s.launched.length });
+    await stopAll(s);
+    return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
+  };
+  if (plan.foreground) return (await routerUp()) ?? foreground(plan, s.launched, replicas, s.registry, run, s.emit, router?.launched);
+  for (const l of s.launched) l.child?.unref();
+
+  const targets = s.launched.map((l) => {
+    const t = targetFromInstance(s.registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
+    return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
+  });
+  if (plan.prewarm) await prewarmAll(s, targets, replicas);
+  const failedRouter = await routerUp();
+  if (failedRouter) return failedRouter;
+  router?.launched?.child.unref();
+  await probeAll(s, targets, replicas);
+  if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
+  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
+}
+
+/** Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short. */
+async function stopAll({ launched, registered, rt, registry, run, emit }: Session): Promise<void> {
+  const onForce = () => emit({ type: 'stopping', why: 'forced', replicas: launched.length });
+  if (run.force?.aborted) onForce();
+  else run.force?.addEventListener('abort', onForce, { once: true });
+  await Promise.all(
+    launched.map(async (l) => {
+      if (!registered.has(l.plan.name)) return;
+      await rt.stop(l, run.force?.aborted ? 0 : 5000, { signal: run.force });
+      registry.remove(l.plan.name);
+    }),
+  );
+  run.force?.removeEventListener('abort', onForce);
+}
+
+/** Under the registry's lock: refuse what a live registered instance holds, then launch every replica, registered at once. */
+async function launchAll(s: Session): Promise<void> {
+  const { plan, run, registry } = s;
   const release = await registry.lock();
   try {
     // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
     for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
     const placed: Colocated[] = [];
-    const conflicts = conflictsWith(
-      plan,
-      registry
-        .list()
-        .filter((x) => x.alive)
-        .map((x) => x.inst),
-      placed,
-    );
+    const live = registry
+      .list()
+      .filter((x) => x.alive)
+      .map((x) => x.inst);
+    const conflicts = conflictsWith(plan, live, placed);
     if (conflicts.length)
       throw new UsageError(`${plan.profile.name} would collide with running servers`, [
         ...conflicts,
@@ -223,29 +271,28 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
           ? [`sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`]
           : []),
       ]);
-    for (const c of placed) emit({ type: 'colocated', ...c });
+    for (const c of placed) s.emit({ type: 'colocated', ...c });
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
-      const l = rt.launch(replicaRun(plan, p), run.secrets, (x) => {
+      const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
         registry.write(instanceOf(plan, p, x));
-        registered.add(p.name);
+        s.registered.add(p.name);
       });
-      launched.push(l);
+      s.launched.push(l);
       (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
+      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
     }
   } catch (e) {
-    await stopAll();
+    await stopAll(s);
     release();
     throw e;
   }
   release();
+}
 
-  const outcomeOf = (l: Launched): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile });
-  const replicas = launched.map(outcomeOf);
-  const base = { profile: plan.profile.name, engine: plan.engine, replicas };
-
-  // 3. every replica ready, or every replica stopped
+/** Every replica ready (each marked so in its entry), or every replica stopped: then the outcome's status and the causes. */
+async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<ServeOutcome, 'status' | 'stoppedAll'> | undefined> {
+  const { plan, run, launched } = s;
   const results: ReadyResult[] = await Promise.all(
     launched.map((l) =>
       superviseReady(l, {
@@ -255,65 +302,50 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
         deadlineMs: plan.readyTimeoutMs,
         stallMs: plan.stallTimeoutMs,
         signal: run.signal,
-        onPhase: (phase) => emit({ type: 'phase', replica: l.plan.name, phase }),
-        ours: rt.ours(l),
+        onPhase: (phase) => s.emit({ type: 'phase', replica: l.plan.name, phase }),
+        ours: s.rt.ours(l),
       }),
     ),
   );
   const interrupted = run.signal.aborted || launched.length < plan.replicas.length;
   if (interrupted || results.some((r) => !r.ok)) {
-    emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
+    s.emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
     // Nothing of any group may be left holding a port or a GPU.
-    await stopAll();
+    await stopAll(s);
     results.forEach((res, i) => {
       if (res.ok) replicas[i]!.readyMs = res.ms;
       // Only what this launch wrote is classified: an earlier run's OOM is not today's cause.
       else if (res.reason !== 'interrupted' || !interrupted) replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
     });
-    return { ...base, status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
+    return { status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
   }
-
   for (const [i, l] of launched.entries()) {
     const ms = (results[i] as { ms: number }).ms;
     replicas[i]!.readyMs = ms;
-    const inst = registry.find(l.plan.name)[0]?.inst;
-    if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
-    emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
+    const inst = s.registry.find(l.plan.name)[0]?.inst;
+    if (inst) s.registry.write({ ...inst, readyAt: new Date().toISOString() });
+    s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
   }
+  return undefined;
+}
 
-  // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
-  // replicas are warm, so that no client request meets a cold replica.
-  let router: Awaited<ReturnType<RouterDriver['start']>> | undefined;
-  const routerUp = async (): Promise<ServeOutcome | undefined> => {
-    if (!driver) return undefined;
-    router = await driver.start(plan, registry);
-    emit({ type: 'router', router: router.outcome });
-    if (!router.outcome.failure) return undefined;
-    emit({ type: 'stopping', why: 'failed', replicas: launched.length });
-    await stopAll();
-    return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
-  };
-  if (plan.foreground) return (await routerUp()) ?? foreground(plan, launched, replicas, registry, run, emit, router?.launched);
-  for (const l of launched) l.child?.unref();
+type Target = ReturnType<typeof targetFromInstance>;
 
-  // 4. prewarm, then 5. one deep probe whose verdict is the outcome
+/** Each replica from cold to warm, at once. */
+async function prewarmAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
   const sim = plan.engine === 'sim';
-  const targets = launched.map((l) => {
-    const t = targetFromInstance(registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
-    return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
-  });
-  if (plan.prewarm) {
-    await Promise.all(
-      targets.map(async (t, i) => {
-        const result = await prewarm(t, plan.profile.prewarm, (request) => emit({ type: 'prewarm-request', replica: t.name, request }), sim ? undefined : gpuMemoryReader(t.gpus));
-        replicas[i]!.prewarm = result;
-        emit({ type: 'prewarm', replica: t.name, result });
-      }),
-    );
-  }
-  const failedRouter = await routerUp();
-  if (failedRouter) return failedRouter;
-  router?.launched?.child.unref();
+  await Promise.all(
+    targets.map(async (t, i) => {
+      const result = await prewarm(t, plan.profile.prewarm, (request) => emit({ type: 'prewarm-request', replica: t.name, request }), sim ? undefined : gpuMemoryReader(t.gpus));
+      replicas[i]!.prewarm = result;
+      emit({ type: 'prewarm', replica: t.name, result });
+    }),
+  );
+}
+
+/** One deep probe of each replica: its verdict is the outcome. */
+async function probeAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
+  const sim = plan.engine === 'sim';
   await Promise.all(
     targets.map(async (t, i) => {
       // without prewarm the probe's generation is the server's first: cold, not hung
@@ -323,8 +355,6 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
       emit({ type: 'probe', replica: t.name, result });
     }),
   );
-  if (router?.launched) router.outcome.servers = await driver!.servers(plan.router!, router.outcome.servers);
-  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */

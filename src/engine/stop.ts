@@ -3,7 +3,8 @@
 // Evidence is vLLM's own: the `[shutdown]` lines it logs after the signal (mode=abort|drain and the
 // in-flight counts of its EngineCore) and, before the signal, the running/waiting gauges. Without
 // such evidence the outcome says "unknown", never "drained". Library code: it never prints; the
-// verb renders the outcome, serve --foreground and the router's rolling restart call it too.
+// verb renders the outcome; restart and the router's rolling restart call it too (serve --foreground
+// stops what it launched through the runtime directly: it holds the launch records).
 import { statSync } from 'node:fs';
 import { readTail } from '../util/read.js';
 import type { Entry, Instance, Registry } from './registry.js';

@@ -8,7 +8,8 @@
 // marked: the same stop ends it (soft stop first).
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, lstatSync, openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
+import { openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
+import { readTail, readTextSync } from '../util/read.js';
 import { join, dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
@@ -47,9 +48,7 @@ export const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gatew
 export function readRecord(stateDir: string): GatewayRecord | undefined {
   const p = recordPath(stateDir);
   try {
-    const st = lstatSync(p);
-    if (!st.isFile() || st.size > 1024 * 1024) return undefined;
-    const r = JSON.parse(readFileSync(p, 'utf8')) as GatewayRecord;
+    const r = JSON.parse(readTextSync(p, { maxBytes: 1024 * 1024, noFollow: true })) as GatewayRecord;
     return r && r.version === 1 && Number.isInteger(r.pid) && Number.isInteger(r.startTime) && typeof r.launch === 'string' ? r : undefined;
   } catch {
     return undefined;
@@ -133,7 +132,12 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
   }
   const tail = (() => {
     try {
-      return readFileSync(log, 'utf8').split('\n').slice(-8).join('\n');
+      // the log's last 64 KiB: it may have grown by gigabytes
+      return readTail(log, 0, 64 * 1024, { noFollow: true })
+        .buf.toString('utf8')
+        .split('\n')
+        .slice(-8)
+        .join('\n');
     } catch {
       return '';
     }

@@ -3,6 +3,7 @@
 // names and aliases), and where the gateway's own parts listen. A name goes into HAProxy's map file
 // and a JSON list: only names of safe characters are taken, the others are left out and said.
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
 import { UsageError } from '../errors.js';
@@ -81,7 +82,10 @@ export interface GatewayPlan {
   files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; pid: string; log: string; state: string };
 }
 
-const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_')}`;
+// The exact name's hash is part of the backend: by its '_'-for-'.'/'-' spelling alone, profiles qwen-a
+// and qwen_a were one backend name, and one model's requests could reach the other's servers.
+const nameHash = (profile: string) => createHash('sha256').update(profile).digest('hex').slice(0, 8);
+const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_')}_${nameHash(profile)}`;
 const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 
 /** The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway balances the replicas itself). Pure. */
@@ -183,5 +187,7 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
 }
 
 /** The environment variable HAProxy reads a model's own key from (never its value in a file). */
-export const keyVar = (m: Pick<GatewayModel, 'profile'>) => `SPARKCTL_KEY_${m.profile.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}`;
+// The exact name's hash is part of the variable: by its upper-cased, '_'-for-'-' spelling alone,
+// profiles qwen-a and qwen_a (or Qwen and qwen) shared one variable, and one model's key went to the other's server.
+export const keyVar = (m: Pick<GatewayModel, 'profile'>) => `SPARKCTL_KEY_${m.profile.replace(/[^A-Za-z0-9]/g, '_').toUpperCase()}_${nameHash(m.profile).toUpperCase()}`;
 export const GATEWAY_KEY_VAR = 'SPARKCTL_GATEWAY_KEY';

@@ -135,3 +135,14 @@ export function serverState(st: Pick<ServerStat, 'status'>): 'up' | 'down' | 'dr
   if (s.startsWith('MAINT')) return 'maint';
   return 'unknown';
 }
+
+/** A router's health in status: how many of its replicas HAProxy sends traffic to. */
+export async function routerHealth(rec: { socket: string; backend: string; servers: readonly unknown[] }): Promise<string> {
+  try {
+    const st = (await showStat(rec.socket, 1500)).filter((s) => s.backend === rec.backend);
+    const up = st.filter((s) => serverState(s) === 'up').length;
+    return up === rec.servers.length ? `healthy (${up}/${rec.servers.length} up)` : `${up}/${rec.servers.length} up`;
+  } catch {
+    return 'runtime API silent';
+  }
+}

@@ -1,5 +1,5 @@
 // A server URL given by the operator (--url, --alert-webhook): checked at once, so a typo is exit 2
-// before anything waits (prewarm used to wait out its whole timeout on file:// or port 99999).
+// before anything waits (a wait for file:// or port 99999 would only run out its whole timeout).
 import { UsageError } from '../errors.js';
 import { redactUrl } from './redact.js';
 

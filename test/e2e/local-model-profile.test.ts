@@ -2,7 +2,7 @@
 // verb that writes something to run it: systemd, k8s and router config read the folder's config.json
 // as serve and plan do (bounded, a regular file only). Where the folder lacks it, the fix names the
 // folder and the file it lacks, and never tells anyone to download a local path.
-// The model: test/fixtures/models/llama-8b-shape (see its SOURCE.md), copied into a temp folder.
+// The model: test/fixtures/models/llama-3.1-8b (see its SOURCE.md), copied into a temp folder.
 import { describe, it, expect, beforeAll } from 'vitest';
 import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   model = join(d, 'models', 'llama');
   profiles = join(d, 'profiles');
   mkdirSync(profiles);
-  cpSync(join(FIXTURES, 'models', 'llama-8b-shape'), model, { recursive: true });
+  cpSync(join(FIXTURES, 'models', 'llama-3.1-8b'), model, { recursive: true });
   const init = await cli(['profiles', 'init', model, '--out', join(profiles, 'local.yaml'), '--platform', 'hopper-cuda13', '--gpus', '2'], { env: { SPARKCTL_STATE_DIR: join(d, 'state') } });
   expect(init.exitCode, init.stderr).toBe(0);
 }, 60_000);
@@ -48,7 +48,7 @@ describe('a profile for a local model folder renders in every verb', { timeout: 
       expect(r.stderr).toContain(join(model, 'config.json'));
       expect(r.stderr).not.toMatch(/(pull|download)\s+\//);
     } finally {
-      cpSync(join(FIXTURES, 'models', 'llama-8b-shape', 'config.json'), join(model, 'config.json'));
+      cpSync(join(FIXTURES, 'models', 'llama-3.1-8b', 'config.json'), join(model, 'config.json'));
     }
   });
 
@@ -63,7 +63,7 @@ describe('a profile for a local model folder renders in every verb', { timeout: 
       expect(Date.now() - t0).toBeLessThan(20_000);
     } finally {
       rmSync(join(model, 'config.json'));
-      cpSync(join(FIXTURES, 'models', 'llama-8b-shape', 'config.json'), join(model, 'config.json'));
+      cpSync(join(FIXTURES, 'models', 'llama-3.1-8b', 'config.json'), join(model, 'config.json'));
     }
   });
 });

@@ -39,7 +39,7 @@ beforeAll(async () => {
   mkdirSync(join(history, 'history'), { recursive: true });
   copyFileSync(join(FIXTURES, 'history', 'document-example.jsonl'), join(history, 'history', 'doc-example-0.0a0b0c0d.jsonl'));
   model = join(d, 'model');
-  cpSync(join(FIXTURES, 'models', 'llama-8b-shape'), model, { recursive: true });
+  cpSync(join(FIXTURES, 'models', 'llama-3.1-8b'), model, { recursive: true });
 }, 60_000);
 afterAll(async () => {
   await sim?.stop();
@@ -78,6 +78,25 @@ const WRITERS: Record<string, Writer> = {
     flag: '--prometheus',
     looks: /^# HELP sparkctl_probe_healthy/,
   },
+  'profiles import --out': {
+    argv: (p) => [
+      'profiles',
+      'import',
+      join(FIXTURES, 'recipes', 'spark-arena--qwen3.6-27b-fp8-vllm.yaml'),
+      '--out',
+      p,
+      '--name',
+      'imported',
+      '--gpus',
+      '1',
+      '--gpu-memory',
+      '128GB',
+      '--platform',
+      'dgx-spark-gb10',
+    ],
+    flag: '--out',
+    looks: /^# Imported by/,
+  },
   'profiles init --out': {
     argv: (p) => ['profiles', 'init', model, '--gpus', '1', '--gpu-memory', '80GB', '--out', p],
     flag: '--out',
@@ -105,6 +124,7 @@ const NOT_WRITTEN = new Set([
   'serve --vllm-bin',
   'plan --vllm-bin',
   'monitoring --vllm-bin',
+  'profiles import --vllm-bin',
   'serve --nodes',
   'pull --nodes',
   'preflight --nodes',
@@ -118,8 +138,8 @@ const NOT_WRITTEN = new Set([
   'router config --socket', // a line of the printed HAProxy config
   'systemd --environment-file', // a line of the printed unit
 ]);
-// collect --out-dir DIR is a folder writer: its own cases below.
-const FOLDER_WRITERS = new Set(['collect --out-dir']);
+// collect --out-dir DIR is a folder writer: its own cases below (--out: its old spelling, kept for one release).
+const FOLDER_WRITERS = new Set(['collect --out-dir', 'collect --out']);
 
 describe('every option that writes a user-named path is in this table', () => {
   it('no path option of any verb is left out (a new writer must join WRITERS, or NOT_WRITTEN if it only reads)', async () => {
@@ -231,7 +251,7 @@ describe('collect --out-dir DIR never writes into an existing bundle or through 
     writeFileSync(join(out, 'manifest.json'), PRECIOUS);
     const r = await collect(out);
     expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/--out .*not empty/);
+    expect(r.stderr).toMatch(/--out-dir .*not empty/);
     expect(readdirSync(out)).toEqual(['manifest.json']);
     expect(readFileSync(join(out, 'manifest.json'), 'utf8')).toBe(PRECIOUS);
   });

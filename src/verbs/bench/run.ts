@@ -5,15 +5,17 @@ import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { targetFromUrl, type Target } from '../../health/target.js';
 import { targetFromInstance } from '../../engine/target.js';
+import { runningGateway, gatewayUrl } from '../../gateway/control.js';
 import { loadProfile } from '../../profiles/load.js';
 import { http, closeHttp } from '../../client/http.js';
 import { servedModels } from '../../client/answers.js';
 import { envelope, table, c } from '../../output/format.js';
 import { say, note, progress } from '../../output/log.js';
 import { UsageError, ProblemsFound, UnreachableError, SparkError } from '../../errors.js';
-import { runBench, type BenchRequest, type RunConfig } from '../../bench/runner.js';
+import { runBench, type BenchRequest } from '../../bench/runner.js';
 import { randomDataset, fileDataset, serverTokenizer, DatasetError, checkDatasetFile } from '../../bench/dataset.js';
-import { buildResult, type BenchResult, type RunDescription } from '../../bench/report.js';
+import { buildResult, type BenchResult } from '../../bench/report.js';
+import { runConfig, runDescription, type BenchInputs } from '../../bench/describe.js';
 import { compareResults } from '../../bench/compare.js';
 import { renderPage } from '../../output/html.js';
 import { benchPage } from '../../bench/page.js';
@@ -44,7 +46,7 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
     else if (replicas.length > 1 && chosen.name !== name)
       note(`bench ${name}: loads ${chosen.name} only (${replicas.length} replicas run without a router: ${replicas.join(', ')}); bench ${replicas[1]} picks another, serve --router balances them`);
     if (opts.model) t.servedName = opts.model;
-    return t;
+    return throughGateway(name, t);
   }
   const { profile } = loadProfile(name, { profilesDir: opts.profiles });
   const env = profile.server.apiKeyEnv;
@@ -58,7 +60,23 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
   };
 }
 
+/**
+ * A running gateway that serves the target's model is the endpoint its clients use (as client-env
+ * points them there): the run goes through it, with the gateway's key where it has one, and reads
+ * the server's own /metrics (the gateway answers none). --url benches a server alone.
+ */
+function throughGateway(name: string, t: Target): Target {
+  const gw = runningGateway(stateDir());
+  if (!gw || !t.servedName || !Array.isArray(gw.models) || !gw.models.some((m) => m.name === t.servedName)) return t;
+  if (!Number.isInteger(gw.port) || gw.port < 1 || gw.port > 65535) return t;
+  if (gw.apiKeyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) return t;
+  const url = gatewayUrl(gw);
+  note(`bench ${name}: through the gateway ${url} (sparkctl gateway status); --url ${t.url} benches the server alone`);
+  return { ...t, url, metricsUrl: t.url, ...(gw.apiKeyEnv ? { apiKeyEnv: gw.apiKeyEnv, apiKey: process.env[gw.apiKeyEnv] } : {}) };
+}
+
 export async function run(name: string | undefined, opts: BenchOptions) {
+  // read: the plan from the flags, the target, the model it serves, the prompts
   const plan = benchPlan(opts);
   // Where the results go is checked now, not after a run of ten minutes.
   // An existing file there is a person's, not ours to replace: refused now unless --force.
@@ -66,13 +84,33 @@ export async function run(name: string | undefined, opts: BenchOptions) {
   if (opts.html !== undefined) checkNewFile(opts.html, '--html', { force: opts.force });
   if (opts.dataset !== undefined) checkDatasetFile(opts.dataset);
   const target = resolveTarget(name, opts);
-  const quiet = Boolean(opts.json);
-  const prog = progress({ quiet });
+  const prog = progress({ quiet: Boolean(opts.json) });
   const { model, maxModelLen } = await serverModel(target, name, opts);
   if (!opts.dataset) checkFitsServer(plan, maxModelLen, model);
-  const { dataset, exact, datasetName } = await prepareDataset(target, model, plan, opts, prog);
+  const inputs: BenchInputs = { plan, opts, target, model, ...(await prepareDataset(target, model, plan, opts, prog)) };
+  const signals = ctrlC();
+  try {
+    // act: the run (or the sweep), then its files
+    const { result, sweep } = await measure(inputs, signals, prog, Boolean(opts.json));
+    if (opts.saveResult) writeNewFile(opts.saveResult, JSON.stringify(result, null, 2) + '\n', '--save-result', { force: opts.force });
+    if (opts.html) writeNewFile(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, plan.pcts, sweep)), '--html', { force: opts.force });
+    // render, then the verdict's exit code
+    const x = result as Record<string, any>;
+    if (opts.json) say(envelope('bench', { target: target.name, url: target.url, model, result: stripLists(x), sweep: sweep ?? null }));
+    else
+      for (const [stream, line] of renderText({ model, url: target.url, datasetName: inputs.datasetName, plan, result, sweep, saveResult: opts.saveResult, html: opts.html }))
+        (stream === 'out' ? say : note)(line);
+    if (!result.sparkctl.valid) throw new ProblemsFound('', []);
+    if (x.completed === 0) throw new ProblemsFound('every request failed');
+    if (sweep && Object.keys(plan.slo).length && !sweep.best) throw new ProblemsFound('');
+  } finally {
+    signals.off();
+    await closeHttp();
+  }
+}
 
-  // ---- Ctrl-C: first stops sending, second aborts what is in flight ----
+/** Ctrl-C: the first stops sending, the second aborts what is in flight. */
+function ctrlC(): { stop: AbortSignal; abort: AbortSignal; off: () => void } {
   const stop = new AbortController();
   const abort = new AbortController();
   const onSigint = () => {
@@ -82,105 +120,50 @@ export async function run(name: string | undefined, opts: BenchOptions) {
     } else abort.abort();
   };
   process.on('SIGINT', onSigint);
+  return { stop: stop.signal, abort: abort.signal, off: () => process.off('SIGINT', onSigint) };
+}
 
-  const { endpoint, requests, rate, warmup, warmupS, pcts } = plan;
-  const baseDesc = (): RunDescription => ({
-    date: new Date().toISOString(),
-    target: target.name,
-    url: target.url,
-    model_id: model,
-    endpoint_type: endpoint === 'chat' ? 'openai-chat' : 'openai',
-    dataset: datasetName,
-    num_prompts: requests ?? 0,
-    request_rate: rate,
-    burstiness: plan.burstiness,
-    max_concurrency: plan.concurrency ?? null,
-    seed: plan.seed,
-    warmups: warmup,
-    goodput: plan.goodput,
-    percentiles: pcts,
-    input_len: opts.dataset ? undefined : plan.inputLen,
-    output_len: plan.outputLen ?? (opts.dataset ? undefined : 128),
-    range_ratio: opts.dataset ? undefined : plan.rangeRatio,
-    prefix_len: opts.dataset ? undefined : plan.prefixLen,
-    exact_lengths: exact,
-  });
-  const config = (over: Partial<RunConfig>): RunConfig => ({
-    url: target.url,
-    model,
-    apiKey: target.apiKey,
-    endpoint,
-    stream: opts.stream,
-    dataset,
-    maxRequests: requests,
-    durationS: plan.durationS,
-    rate,
-    burstiness: plan.burstiness,
-    seed: plan.seed,
-    concurrency: plan.concurrency,
-    warmup,
-    warmupS,
-    requestTimeoutMs: plan.requestTimeoutMs,
-    ignoreEos: opts.ignoreEos,
-    continuousUsage: opts.continuousUsage && opts.stream,
-    scrapeIntervalMs: plan.scrapeMs,
-    stop: stop.signal,
-    abort: abort.signal,
-    ...over,
-  });
+/** One run, or a sweep of runs (its last point is the result, the sweep's table rides along in it). */
+async function measure(
+  inputs: BenchInputs,
+  signals: { stop: AbortSignal; abort: AbortSignal },
+  prog: ReturnType<typeof progress>,
+  quiet: boolean,
+): Promise<{ result: BenchResult; sweep?: SweepOutcome }> {
+  const { plan, target, model } = inputs;
+  const { requests, rate, warmup, warmupS } = plan;
   const live = (label: string) => (p: { done: number; failed: number; inFlight: number; elapsedS: number; ttftP50Ms: number; ttftP99Ms: number }) =>
     prog.update(
       `${label}${p.done}${requests ? `/${requests}` : ''} done, ${p.failed} failed, ${p.inFlight} in flight, TTFT p50 ${p.ttftP50Ms.toFixed(0)} ms p99 ${p.ttftP99Ms.toFixed(0)} ms [${p.elapsedS.toFixed(0)} s]`,
     );
-
-  try {
-    let result: BenchResult;
-    let sweep: SweepOutcome | undefined;
-    if (!plan.sweep) {
-      prog.phase(`benchmarking ${model} at ${target.url}`);
-      const r = await runBench(config({ onProgress: quiet ? undefined : live('') }));
-      prog.done();
-      result = buildResult(baseDesc(), r.outputs, r.durationS, r.startedAt, r.client, r.scrape, r.stoppedEarly);
-    } else {
-      const by = plan.sweep.by;
-      const { last, ...sw } = await runSweep(
-        plan,
-        stop.signal,
-        async (level, over, first) => {
-          prog.phase(`sweep: ${by} ${level}`);
-          const r = await runBench(config({ ...over, warmup: first ? warmup : 0, warmupS: first ? warmupS : 0, onProgress: quiet ? undefined : live(`${by} ${level}: `) }));
-          prog.done();
-          return buildResult(
-            { ...baseDesc(), num_prompts: over.maxRequests ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate },
-            r.outputs,
-            r.durationS,
-            r.startedAt,
-            r.client,
-            r.scrape,
-            r.stoppedEarly,
-          );
-        },
-        quiet ? undefined : (line) => note(line),
-      );
-      sweep = sw;
-      result = last;
-      (result as any).sparkctl.sweep = { by, points: sweep.points, slo: plan.slo, best: sweep.best ?? null, stopped: sweep.stoppedAt ?? null };
-    }
-
-    if (opts.saveResult) writeNewFile(opts.saveResult, JSON.stringify(result, null, 2) + '\n', '--save-result', { force: opts.force });
-    if (opts.html) writeNewFile(opts.html, renderPage(benchPage(`sparkctl bench: ${model}`, result, pcts, sweep)), '--html', { force: opts.force });
-
-    const x = result as Record<string, any>;
-    const s = result.sparkctl;
-    if (opts.json) say(envelope('bench', { target: target.name, url: target.url, model, result: stripLists(x), sweep: sweep ?? null }));
-    else for (const [stream, line] of renderText({ model, url: target.url, datasetName, plan, result, sweep, saveResult: opts.saveResult, html: opts.html })) (stream === 'out' ? say : note)(line);
-    if (!s.valid) throw new ProblemsFound('', []);
-    if (x.completed === 0) throw new ProblemsFound('every request failed');
-    if (sweep && Object.keys(plan.slo).length && !sweep.best) throw new ProblemsFound('');
-  } finally {
-    process.off('SIGINT', onSigint);
-    await closeHttp();
+  if (!plan.sweep) {
+    prog.phase(`benchmarking ${model} at ${target.url}`);
+    const r = await runBench(runConfig(inputs, signals, { onProgress: quiet ? undefined : live('') }));
+    prog.done();
+    return { result: buildResult(runDescription(inputs), r.outputs, r.durationS, r.startedAt, r.client, r.scrape, r.stoppedEarly) };
   }
+  const by = plan.sweep.by;
+  const { last, ...sweep } = await runSweep(
+    plan,
+    signals.stop,
+    async (level, over, first) => {
+      prog.phase(`sweep: ${by} ${level}`);
+      const r = await runBench(runConfig(inputs, signals, { ...over, warmup: first ? warmup : 0, warmupS: first ? warmupS : 0, onProgress: quiet ? undefined : live(`${by} ${level}: `) }));
+      prog.done();
+      return buildResult(
+        { ...runDescription(inputs), num_prompts: over.maxRequests ?? 0, max_concurrency: over.concurrency ?? null, request_rate: over.rate ?? rate },
+        r.outputs,
+        r.durationS,
+        r.startedAt,
+        r.client,
+        r.scrape,
+        r.stoppedEarly,
+      );
+    },
+    quiet ? undefined : (line) => note(line),
+  );
+  (last as any).sparkctl.sweep = { by, points: sweep.points, slo: plan.slo, best: sweep.best ?? null, stopped: sweep.stoppedAt ?? null };
+  return { result: last, sweep };
 }
 
 /**

@@ -1,6 +1,6 @@
 // gateway up | down | status | config | run: read the settings (a file's gateway: block, the flags
 // over it), then the library (src/gateway/) does the work.
-import { readFileSync, lstatSync } from 'node:fs';
+import { readTextSync } from '../../util/read.js';
 import yaml from 'js-yaml';
 import { stateDir, sparkctlBin } from '../common.js';
 import { GatewaySettings, parseAliases, planGateway } from '../../gateway/plan.js';
@@ -31,9 +31,8 @@ export function settingsFrom(o: SettingsFlags): GatewaySettings {
   if (o.config) {
     let text: string;
     try {
-      const st = lstatSync(o.config);
-      if (!st.isFile() || st.size > 1024 * 1024) throw new Error('not a regular file of at most 1 MiB');
-      text = readFileSync(o.config, 'utf8');
+      // one open of a regular file, bounded (a check, then a read by name, let a FIFO swapped in between hang the verb)
+      text = readTextSync(o.config, { maxBytes: 1024 * 1024, what: '--config' });
     } catch (e) {
       throw new UsageError(`--config ${o.config}: ${(e as Error).message}`, ['give a YAML file with a gateway: block']);
     }

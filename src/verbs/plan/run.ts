@@ -1,13 +1,14 @@
 import { parseSize } from '../common.js';
-import { planMemory, GIB } from '../../profiles/planner.js';
+import { planMemory } from '../../profiles/planner.js';
 import { formatProblem } from '../../profiles/problem.js';
-import { prepare, type Prepared } from '../../engine/inputs.js';
-import type { FactField } from '../../model/merge.js';
-import { envelope, table, c } from '../../output/format.js';
+import { prepare } from '../../engine/inputs.js';
+import { envelope, c } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { ExitWith, ExitCode } from '../../errors.js';
+import { planJson, printPlan } from './render.js';
 
 export async function run(name: string, opts: { set: string[]; profiles?: string; gpus?: number; gpuMemory?: string; platform?: string; vllmBin?: string; json?: boolean }) {
+  // read: the profile, the host's GPUs, the model's facts and the installed vLLM
   const r = await prepare(name, {
     profiles: opts.profiles,
     set: opts.set,
@@ -16,112 +17,14 @@ export async function run(name: string, opts: { set: string[]; profiles?: string
     gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined,
     vllmBin: opts.vllmBin,
   });
+  // plan
   const errors = r.problems.filter((p) => p.severity === 'error');
   const plan = r.model ? planMemory(r.profile, r.host.gpuMemoryBytes, r.model.facts) : undefined;
-  if (opts.json) {
-    say(
-      envelope('memory-plan', {
-        profile: r.profile.name,
-        platform: r.platform.name,
-        gpus: r.host.gpus,
-        gpusSource: r.host.gpusSource,
-        plan: plan ?? null,
-        problems: r.problems,
-        host: r.hostLine,
-        model: r.model ? { note: r.model.note, file: r.model.file ?? null, sources: r.model.sources, facts: r.model.facts } : null,
-        vllm: r.vllm,
-        // one verdict: the memory fits AND nothing else refuses the plan on this host (plan.fits is the memory alone)
-        fits: Boolean(plan?.fits) && !errors.length,
-        generated: r.generated ? { model: r.generated.target, why: r.generated.why, profile: r.profile } : null,
-      }),
-    );
-  } else if (plan && r.model) {
-    const g = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
-    const p = r.profile;
-    const f = r.model.facts;
-    say(`${c.bold(p.name)}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${g(plan.gpuMemoryBytes)} GPUs (${r.platform.name}), memory share ${plan.gpuMemoryUtilization}`);
-    say(c.dim(`planned for ${r.hostLine}`));
-    const mib = (b: number) => `${(b / 1024 ** 2).toFixed(2)} MiB`;
-    const nm = plan.notModelled;
-    say(
-      table([
-        [
-          'budget per GPU',
-          p.engine.kvCacheMemoryBytes !== undefined ? '(KV cache fixed by engine.kvCacheMemoryBytes)' : `${g(plan.budgetBytes)}  (${plan.gpuMemoryUtilization} x ${g(plan.gpuMemoryBytes)})`,
-        ],
-        [
-          'weights per GPU',
-          `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${r.model.sources.parameters === 'config' ? `, ${weightsSource(f)}` : ''})`,
-        ],
-        ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
-        ['KV cache per GPU', g(plan.availableKvBytes)],
-        ...(nm
-          ? [['KV cache size, concurrency', c.red(`not modelled: ${nm.field}`)]]
-          : [
-              ['KV bytes per token', `${plan.kvBytesPerToken} B  (per GPU, across ${plan.kvLayersPerGpu} layers with a per-token cache)`],
-              ...(plan.stateBytesPerSeq ? [['state per request', `${mib(plan.stateBytesPerSeq)}  (Mamba/Gated-DeltaNet layers, per GPU)`]] : []),
-              ['block size', `${plan.blockSize} tokens`],
-              ['KV cache groups', plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; ')],
-              ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
-              [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
-              ['fits', fitsLine(plan, errors)],
-            ]),
-      ]),
-    );
-    if (!nm) {
-      // the lines vLLM itself will log, in its words
-      say(
-        c.dim(
-          `vLLM will log: GPU KV cache size: ${plan.kvTokens.toLocaleString('en-US')} tokens, Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens per request: ${plan.maxConcurrency.toFixed(2)}x`,
-        ),
-      );
-    } else {
-      say(`${c.red('not modelled')}: ${nm.field}: ${nm.why}`);
-      say(`  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES`);
-    }
-    say(c.dim(`rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`));
-    say(c.dim(`model: ${r.model.note}`));
-    say(c.dim(`  ${factLine(r.model)}`));
-    say(c.dim(`vLLM: ${r.vllm.note}`));
-    for (const w of r.generated?.why ?? []) say(c.dim(`chosen: ${w}`));
-    for (const n of plan.notes) say(c.dim(`note: ${n}`));
-    if (r.hostNote) say(c.dim(`note: ${r.hostNote}`));
-  }
+  // render
+  if (opts.json) say(envelope('memory-plan', planJson(r, plan, errors)));
+  else if (plan && r.model) printPlan({ ...r, model: r.model }, plan, errors);
   if (!opts.json) for (const pr of r.problems) say(`${pr.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(pr)}`);
   // Not modelled: exit 2 with the fix, unless the KV cache size is fixed by the operator (then the weights and budget stand)
   if (plan?.notModelled && r.profile.engine.kvCacheMemoryBytes !== undefined && !errors.length) return;
   if (!plan?.fits || errors.length) throw new ExitWith(ExitCode.badInput);
-}
-
-/** One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says. */
-function fitsLine(plan: { fits: boolean; largestMaxModelLen: number }, errors: Prepared['problems']): string {
-  if (errors.length)
-    return c.red(`no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : ''}`);
-  return plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`);
-}
-
-function weightsSource(f: NonNullable<Prepared['model']>['facts']): string {
-  if (f.weightsFrom === 'shard headers')
-    return `exact, from the safetensors headers: ${Object.entries(f.weightDtypes ?? {})
-      .map(([d, b]) => `${d} ${(b / GIB).toFixed(2)} GiB`)
-      .join(', ')}`;
-  if (f.weightsFrom === 'index total_size') return 'from the safetensors index total_size';
-  return `counted from config.json${f.quantization ? ` (${f.quantization}; embeddings and what the quantization leaves out kept in ${f.dtype ?? 'bf16'})` : ''}`;
-}
-
-/** The facts the plan used, each with its source where the profile gave it. */
-function factLine(m: NonNullable<Prepared['model']>): string {
-  const f = m.facts;
-  const mark = (k: FactField) => (m.sources[k] === 'profile' && m.file ? ' (profile)' : '');
-  const parts = [
-    `${f.layers} layers${mark('layers')}`,
-    `${f.kvLayers} full attention${mark('kvLayers')}${f.slidingLayers ? `, ${f.slidingLayers} sliding (window ${f.slidingWindow})` : ''}${f.linearLayers ? `, ${f.linearLayers} linear` : ''}`,
-    `${f.attentionHeads} heads${mark('attentionHeads')}`,
-    f.mla ? `MLA ${f.mla.kvLoraRank}+${f.mla.qkRopeHeadDim}` : `${f.kvHeads} KV heads${mark('kvHeads')} x ${f.headDim}${mark('headDim')}`,
-    `context ${f.maxContext}${mark('maxContext')}`,
-    `${f.parameters >= 1e9 ? `${(f.parameters / 1e9).toFixed(2)}B` : `${(f.parameters / 1e6).toFixed(2)}M`} parameters${mark('parameters')}`,
-  ];
-  if (f.moe) parts.push(`${f.moe.experts} experts`);
-  if (f.quantization) parts.push(`quantized ${f.quantization}`);
-  return parts.join(', ');
 }

@@ -144,94 +144,121 @@ function wireSignals() {
   };
 }
 
+type Reads = Parameters<typeof prepare>[1];
+
 export async function run(profileName: string, opts: ServeOptions) {
   validateServeInputs(opts);
   if (opts.nodes) {
     const multi = await import('../nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const sim = opts.engine === 'sim';
-  const reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
-  if (opts.dryRun) {
-    // The host serve would see: its GPUs, the model's files and the installed vLLM, all read, bounded.
-    const r = await prepare(profileName, reads);
-    const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
-    plan.warnings.unshift(...versionWarnings(r.vllm, true));
-    applyGate(plan, await modelGate(r.profile, opts));
-    if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
-    else {
-      routerNote(plan);
-      printDryRun(plan, r);
-    }
-    return;
-  }
-  // The profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read.
+  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
+  if (opts.dryRun) return dryRun(profileName, opts, reads);
+  // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
   await pullBeforeReading(profileName, opts);
   const loaded = await prepare(profileName, { ...reads, readHost: false });
   if (await sayAlreadyRunning(loaded.profile.name, opts)) return;
   // The model before the GPUs: absent, serve refuses (or --pull fetches it) before any check or launch.
   const gate = await modelGate(loaded.profile, opts);
-
-  const { servePreflight, serveLocal } = await import('../../engine/serve.js');
   const { textRenderer, jsonRenderer } = await import('./render.js');
-  const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
-  const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: sim });
+  const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
+  const seen = await preflight(loaded, opts, render);
+  // plan: the profile validated once, against the host preflight saw; then the runtime's own checks
+  const plan = await planned(profileName, opts, reads, seen, gate);
+  const secrets = readSecrets(plan.profile);
+  await runtimeChecks(plan, opts);
+  // act; render the outcome; its exit code, from the one table
+  const outcome = await act(plan, secrets, render);
+  render.outcome(outcome);
+  const code = codeOf(outcome);
+  if (code !== 0) throw new ExitWith(code);
+}
 
-  // 1. preflight: the blocking checks; the host's shape comes from its typed GPU facts
-  let platform = opts.platform ?? loaded.profile.platform;
-  let host: HostShape | undefined;
-  let gpuFacts: GpuFact[] | undefined;
+const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
+type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']>;
+
+/** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
+async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
+  const r = await prepare(profileName, reads);
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
+  plan.warnings.unshift(...versionWarnings(r.vllm, true));
+  applyGate(plan, await modelGate(r.profile, opts));
+  if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
+  else {
+    routerNote(plan);
+    printDryRun(plan, r);
+  }
+}
+
+interface Seen {
+  platform?: string;
+  host?: HostShape;
+  gpuFacts?: GpuFact[];
+}
+
+/** The blocking checks (refused: exit from the table); the host's shape comes from its typed GPU facts. */
+async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: ServeOptions, render: Renderer): Promise<Seen> {
+  const sim = opts.engine === 'sim';
+  const seen: Seen = { platform: opts.platform ?? loaded.profile.platform };
   if (sim && !opts.json) {
     const { loadPlatform, DEFAULT_PLATFORM } = await import('../../profiles/load.js');
-    const pl = loadPlatform(platform ?? DEFAULT_PLATFORM);
+    const pl = loadPlatform(seen.platform ?? DEFAULT_PLATFORM);
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
-  if (!opts.skipPreflight) {
-    // --router is checked like a router: block (HAProxy installed, its ports free).
-    const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform, stateDir: stateDir() });
-    render.preflight(pf, sim);
-    if (pf.report.checks.some((x) => x.status === 'fail')) {
-      render.preflightFailed(pf, loaded.profile.name);
-      throw new ExitWith(exitCodeOf('preflight-failed'));
-    }
-    platform = pf.platform.name;
-    if (!sim) host = hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus);
-    gpuFacts = pf.gpus;
+  if (opts.skipPreflight) return seen;
+  const { servePreflight } = await import('../../engine/serve.js');
+  // --router is checked like a router: block (HAProxy installed, its ports free).
+  const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform, stateDir: stateDir() });
+  render.preflight(pf, sim);
+  if (pf.report.checks.some((x) => x.status === 'fail')) {
+    render.preflightFailed(pf, loaded.profile.name);
+    throw new ExitWith(exitCodeOf('preflight-failed'));
   }
+  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus };
+}
 
-  // 2. the plan: the profile validated once, against the host preflight saw
-  const r = await prepare(profileName, { ...reads, gpus: sim ? undefined : opts.gpus, platform: gpuFacts ? platform : opts.platform, gpuFacts: host ? gpuFacts : undefined, readHost: !sim && !host });
+/** The serve plan for the host preflight saw, its warnings said, the model gate applied. */
+async function planned(profileName: string, opts: ServeOptions, reads: Reads, seen: Seen, gate: Awaited<ReturnType<typeof modelGate>>) {
+  const sim = opts.engine === 'sim';
+  const { host, gpuFacts } = seen;
+  const r = await prepare(profileName, {
+    ...reads,
+    gpus: sim ? undefined : opts.gpus,
+    platform: gpuFacts ? seen.platform : opts.platform,
+    gpuFacts: host ? gpuFacts : undefined,
+    readHost: !sim && !host,
+  });
   versionWarnings(r.vllm, false);
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image) });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
-  const secrets = readSecrets(plan.profile);
-  // the runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use
-  const own = opts.skipPreflight
-    ? undefined
-    : await runtimeFor(plan).preflight(
-        replicaRun(plan, plan.replicas[0]!),
-        [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b),
-      );
-  if (own) {
-    const checks = own.checks.filter((x) => x.status !== 'skip');
-    if (!opts.json) note(`preflight (${own.label}): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
-    const failed = checks.filter((x) => x.status === 'fail');
-    if (failed.length) {
-      for (const f of failed) note(`${c.red('fail')} ${f.id}: ${f.detail}${f.fix ? `\n  fix: ${f.fix}` : ''}`);
-      if (opts.json) say(envelope('serve', { profile: plan.profile.name, status: 'preflight-failed', checks }));
-      throw new ExitWith(exitCodeOf('preflight-failed'));
-    }
-  }
+  return plan;
+}
 
-  // 3. act; 4. render the outcome; 5. its exit code, from the one table
+/** The runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use. */
+async function runtimeChecks(plan: ServePlan, opts: ServeOptions): Promise<void> {
+  if (opts.skipPreflight) return;
+  const gpus = [...new Set(plan.replicas.flatMap((x) => x.gpus))].sort((a, b) => a - b);
+  const own = await runtimeFor(plan).preflight(replicaRun(plan, plan.replicas[0]!), gpus);
+  if (!own) return;
+  const checks = own.checks.filter((x) => x.status !== 'skip');
+  if (!opts.json) note(`preflight (${own.label}): ${checks.map((x) => `${x.id} ${x.status}`).join(', ')}`);
+  const failed = checks.filter((x) => x.status === 'fail');
+  if (!failed.length) return;
+  for (const f of failed) note(`${c.red('fail')} ${f.id}: ${f.detail}${f.fix ? `\n  fix: ${f.fix}` : ''}`);
+  if (opts.json) say(envelope('serve', { profile: plan.profile.name, status: 'preflight-failed', checks }));
+  throw new ExitWith(exitCodeOf('preflight-failed'));
+}
+
+/** Launch, supervise, warm and probe, with Ctrl-C wired to the run's cancellation. */
+async function act(plan: ServePlan, secrets: Record<string, string>, render: Renderer): Promise<ServeOutcome> {
+  const { serveLocal } = await import('../../engine/serve.js');
   const sig = wireSignals();
   let readyCount = 0;
-  let outcome: ServeOutcome;
   try {
-    outcome = await serveLocal(plan, {
+    return await serveLocal(plan, {
       signal: sig.signal,
       force: sig.force,
       secrets,
@@ -246,7 +273,4 @@ export async function run(profileName: string, opts: ServeOptions) {
   } finally {
     sig.off();
   }
-  render.outcome(outcome);
-  const code = codeOf(outcome);
-  if (code !== 0) throw new ExitWith(code);
 }
