@@ -8,7 +8,7 @@
 // The one function that renders a node's container is nodeContainer(): the container runtime's run
 // line (src/engine/runtime/container.ts runArgv) plus what only a cluster node needs.
 import type { NodesFile, NodeEntry, Profile, Platform } from '../../profiles/schema.js';
-import { runArgv, imageFor, imageStart, containerName, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount } from '../runtime/container.js';
+import { runArgv, imageFor, imageStart, containerName, containerGpuUse, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import type { ExecutorKind } from './common.js';
 
@@ -72,7 +72,7 @@ export function nodeContainer(
     image,
     name,
     marker: MARKER_PLACEHOLDER,
-    gpus: x.engine === 'sim' || p.container?.gpus === 'none' ? [] : Array.from({ length: role.gpus }, (_, i) => i),
+    gpus: containerGpuUse(p, x.engine).gpu ? Array.from({ length: role.gpus }, (_, i) => i) : [],
     network: { mode: 'host' },
     mounts,
     ipc: 'host',

@@ -7,7 +7,7 @@
 // a deadline; the image reference is one quoted word of the remote shell, never spliced in raw.
 import { execa } from 'execa';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
-import type { ContainerCli } from '../runtime/container.js';
+import { storageRootFormat, type ContainerCli } from '../runtime/container.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
@@ -42,7 +42,7 @@ const words = (c: Pick<ImageSyncRequest, 'cli' | 'cliArgs'>, ...rest: string[]) 
 
 /** The read-only ssh command that prints a node's ID of the image and the free space under its storage. */
 export function imageProbeCommand(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image'>): string {
-  const rootFmt = r.cli === 'podman' ? '{{.Store.GraphRoot}}' : '{{.DockerRootDir}}';
+  const rootFmt = storageRootFormat(r.cli);
   return [
     `printf 'id %s\\n' "$(${imageIdLine(r)} 2>/dev/null | head -c 200)"`,
     `d="$(${words(r, 'info', '--format', rootFmt)} 2>/dev/null | head -c 1000)"`,

@@ -10,6 +10,7 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
+import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
 import type { NodeStep } from './ray-plan.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
@@ -84,9 +85,9 @@ export const aliveLine = (r: NodeContainerRef) =>
 
 /** The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone, 4: not provably ours, left alone. */
 export function stopLine(r: NodeContainerRef, graceS: number): string {
-  const g = String(Math.max(0, Math.round(graceS)));
-  const stop = r.cli[0] === 'docker' ? ['stop', '-t', g, r.containerId] : ['stop', '--time', g, r.containerId];
-  return `${provenId(r, 0)}; ${line(r.cli, stop)} >/dev/null 2>&1; ${line(r.cli, ['rm', '-f', r.containerId])} >/dev/null 2>&1; exit 0`;
+  // the runtime's own stop line (docker's and podman's flags differ)
+  const stop = withCliArgs(stopArgv(r.cli[0] as ContainerCli, r.containerId, Math.max(0, Math.round(graceS))), r.cli.slice(1));
+  return `${provenId(r, 0)}; ${stop.map(shellQuote).join(' ')} >/dev/null 2>&1; ${line(r.cli, ['rm', '-f', r.containerId])} >/dev/null 2>&1; exit 0`;
 }
 
 /** The container's last lines (its output: the runtime keeps it after the container ended). */

@@ -144,6 +144,8 @@ export function inspectArgv(cli: ContainerCli, idOrName: string): string[] {
 // docker 23+ deprecates --time for --timeout (a warning on every stop), which 20.10 does not know: -t is both
 export const stopArgv = (cli: ContainerCli, id: string, timeoutS: number) => [cli, 'stop', cli === 'docker' ? '-t' : '--time', String(timeoutS), id];
 export const removeArgv = (cli: ContainerCli, id: string) => [cli, 'rm', id];
+/** The `info --format` template that prints where the runtime keeps its images (their disk). */
+export const storageRootFormat = (cli: ContainerCli) => (cli === 'podman' ? '{{.Store.GraphRoot}}' : '{{.DockerRootDir}}');
 
 export type ContainerProof =
   | { state: 'alive' | 'exited'; id: string }
