@@ -8,7 +8,8 @@ import type { RunDescription } from './report.js';
 export interface BenchInputs {
   plan: BenchPlan;
   opts: Pick<BenchOptions, 'dataset' | 'stream' | 'ignoreEos' | 'continuousUsage'>;
-  target: { name: string; url: string; apiKey?: string };
+  /** metricsUrl: the server's own /metrics, when url is the gateway in front of it */
+  target: { name: string; url: string; apiKey?: string; metricsUrl?: string };
   model: string;
   dataset: BenchRequest[];
   datasetName: string;
@@ -44,6 +45,7 @@ export function runDescription({ plan, opts, target, model, datasetName, exact }
 export function runConfig({ plan, opts, target, model, dataset }: BenchInputs, signals: { stop: AbortSignal; abort: AbortSignal }, over: Partial<RunConfig> = {}): RunConfig {
   return {
     url: target.url,
+    ...(target.metricsUrl ? { metricsUrl: target.metricsUrl } : {}),
     model,
     apiKey: target.apiKey,
     endpoint: plan.endpoint,

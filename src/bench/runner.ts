@@ -23,6 +23,8 @@ export interface BenchRequest {
 
 export interface RunConfig {
   url: string;
+  /** where /metrics is read, when not at url (a run through the gateway reads the server's own) */
+  metricsUrl?: string;
   model: string;
   apiKey?: string;
   endpoint: 'completions' | 'chat';
@@ -520,7 +522,7 @@ export async function runBench(cfg: RunConfig): Promise<RunResult> {
   if (!cfg.dataset.length) throw new Error('the dataset is empty');
   if (cfg.maxRequests === undefined && cfg.durationS === undefined) throw new Error('a run needs --requests or --duration');
   const pool = makePool(cfg.url, cfg.concurrency);
-  const scraper = new Scraper(cfg.url, cfg.apiKey, cfg.scrapeIntervalMs ?? 1000);
+  const scraper = new Scraper(cfg.metricsUrl ?? cfg.url, cfg.apiKey, cfg.scrapeIntervalMs ?? 1000);
   const loop = monitorEventLoopDelay({ resolution: 5 });
   try {
     // The warm-up: `cfg.warmup` requests at the run's own load shape (its rate and burstiness on a

@@ -205,6 +205,15 @@ const GatewayLaunchShape = z.object({
   launchedAt: z.string(),
 });
 
+/**
+ * The start time a group found by its marker is proven with: its leader's, or, when the leader has
+ * died (a SIGKILLed keeper or API server), a tick no live leader can have, so the proof rests on the
+ * marker its members carry (degraded) instead of failing as 'entry-incomplete' and hiding the group.
+ * A dead leader's pid is not reused while its group lives (the kernel keeps it as the group's id).
+ */
+const LEADER_GONE_START = 2;
+const leaderStartOrGone = (pgid: number) => processStartTime(pgid) ?? LEADER_GONE_START;
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
@@ -341,7 +350,7 @@ export class Registry {
       if (!GATEWAY_LOGS.includes(basename(g.log)) || dirname(g.log) !== join(this.stateDir, 'logs')) continue;
       const pgid = processGroup(g.pids[0]!);
       if (!pgid) continue;
-      const rec: GatewayLaunch = { version: 1, pid: pgid, pgid, startTime: processStartTime(pgid) ?? 0, marker, logFile: g.log, launchedAt: new Date(0).toISOString() };
+      const rec: GatewayLaunch = { version: 1, pid: pgid, pgid, startTime: leaderStartOrGone(pgid), marker, logFile: g.log, launchedAt: new Date(0).toISOString() };
       const proof = proveIdentity(rec);
       if (proof.state === 'alive' || proof.state === 'degraded') return { launch: rec, proof, alive: true, recovered: true };
     }
@@ -439,7 +448,7 @@ export class Registry {
         ...(g.haproxy ? { role: 'router' as const } : {}),
         pid: pgid,
         pgid,
-        startTime: processStartTime(pgid) ?? 0,
+        startTime: leaderStartOrGone(pgid),
         marker,
         host: '127.0.0.1',
         port: 0,

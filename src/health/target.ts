@@ -11,6 +11,8 @@ export interface Target {
   gpus?: number[];
   engine?: 'vllm' | 'sim';
   maxModelLen?: number;
+  /** where its own /metrics is, when url is a proxy in front of it (the gateway answers no /metrics) */
+  metricsUrl?: string;
 }
 
 export function targetFromUrl(url: string, model?: string): Target {

@@ -59,80 +59,126 @@ const ms = (s: Sample) => Date.parse(s.t);
 const latency = (h: Hist | undefined): Latency =>
   h && h.count > 0 ? { count: h.count, mean: h.sum / h.count, p50: histQuantile(h, 0.5), p90: histQuantile(h, 0.9), p99: histQuantile(h, 0.99) } : { count: 0 };
 
+/** What buildReport adds up over every target's samples. */
+interface Totals {
+  upMs: number;
+  totalMs: number;
+  incidents: Incident[];
+  ttft?: Hist;
+  itl?: Hist;
+  tokens: { prompt: number; generation: number };
+  finished: Record<string, number>;
+  preemptions: number;
+  hits: number;
+  queries: number;
+  restarts: number;
+  series: Report['series'];
+}
+
 export function buildReport(all: Sample[]): Report {
   const samples = [...all].sort((a, b) => ms(a) - ms(b));
   const byTarget = new Map<string, Sample[]>();
   for (const s of samples) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);
   const verdicts = { healthy: 0, unhealthy: 0, unreachable: 0 };
   for (const s of samples) verdicts[s.verdict]++;
-  const incidents: Incident[] = [];
-  let upMs = 0;
-  let totalMs = 0;
-  let ttft: Hist | undefined;
-  let itl: Hist | undefined;
-  const tokens = { prompt: 0, generation: 0 };
-  const finished: Record<string, number> = {};
-  let preemptions = 0;
-  let hits = 0;
-  let queries = 0;
-  let restarts = 0;
   const series: Report['series'] = { tokensPerSecond: [], kvCache: [], running: [], waiting: [], gpuTempMax: [], gpuMemPct: [], ttftP50: [], healthy: [] };
+  const t: Totals = { upMs: 0, totalMs: 0, incidents: [], tokens: { prompt: 0, generation: 0 }, finished: {}, preemptions: 0, hits: 0, queries: 0, restarts: 0, series };
   for (const [, ss] of byTarget) {
-    // uptime, time-weighted: each interval counts with the verdict the probe saw at its start
-    for (let k = 1; k < ss.length; k++) {
-      const dt = ms(ss[k]!) - ms(ss[k - 1]!);
-      totalMs += dt;
-      if (ss[k - 1]!.verdict === 'healthy') upMs += dt;
-    }
-    // incidents: state changes, with the cause the failing probe recorded
-    let open: Incident | undefined;
-    ss.forEach((s, k) => {
-      const prev = ss[k - 1];
-      if (prev && prev.verdict === s.verdict) return;
-      if (!prev && s.verdict === 'healthy') return;
-      if (open && s.verdict === 'healthy') {
-        open.until = s.t;
-        open = undefined;
-        return;
-      }
-      const inc: Incident = { target: s.target, at: s.t, from: prev?.verdict ?? null, to: s.verdict, cause: s.why?.find((w) => / fail: /.test(w)) ?? s.why?.[0] };
-      if (open) open.until = s.t;
-      incidents.push(inc);
-      open = inc;
-    });
-    const p = (get: (s: Sample) => number | undefined): Point[] => ss.map((s) => ({ t: ms(s), v: get(s), start: s.start }));
-    const pr = seriesIncrease(p((s) => s.c?.prompt));
-    const ge = seriesIncrease(p((s) => s.c?.generation));
-    tokens.prompt += pr.increase;
-    tokens.generation += ge.increase;
-    restarts += Math.max(pr.resets, ge.resets);
-    preemptions += seriesIncrease(p((s) => s.c?.preemptions)).increase;
-    hits += seriesIncrease(p((s) => s.c?.prefixHits)).increase;
-    queries += seriesIncrease(p((s) => s.c?.prefixQueries)).increase;
-    const reasons = new Set(ss.flatMap((s) => Object.keys(s.c?.finished ?? {})));
-    for (const r of reasons) finished[r] = (finished[r] ?? 0) + seriesIncrease(p((s) => s.c?.finished?.[r])).increase;
-    // latency and rates: deltas between consecutive samples that both read /metrics
-    let prev: Sample | undefined;
-    for (const s of ss) {
-      if (!s.c) continue;
-      if (prev) {
-        const restarted = (prev.start !== undefined && s.start !== undefined && prev.start !== s.start) || (s.c.generation ?? 0) < (prev.c!.generation ?? 0);
-        const a = histOf(s.ttft);
-        if (a) {
-          const d = histDelta(histOf(prev.ttft), a, restarted);
-          ttft = histAdd(ttft, d);
-          const q = histQuantile(d, 0.5);
-          if (q !== undefined) series.ttftP50.push({ t: ms(s), v: q });
-        }
-        const b = histOf(s.itl);
-        if (b) itl = histAdd(itl, histDelta(histOf(prev.itl), b, restarted));
-        const dt = (ms(s) - ms(prev)) / 1000;
-        const dTok = (counterDelta(prev.c!.prompt, s.c.prompt, restarted) ?? 0) + (counterDelta(prev.c!.generation, s.c.generation, restarted) ?? 0);
-        if (dt > 0) series.tokensPerSecond.push({ t: ms(s), v: dTok / dt });
-      }
-      prev = s;
-    }
+    addUptime(t, ss);
+    addIncidents(t, ss);
+    addCounters(t, ss);
+    addLatency(t, ss);
   }
+  addGauges(series, samples);
+  return {
+    from: samples[0]?.t,
+    to: samples[samples.length - 1]?.t,
+    samples: samples.length,
+    targets: [...new Set(samples.map((s) => s.target))],
+    uptime: t.totalMs > 0 ? t.upMs / t.totalMs : undefined,
+    verdicts,
+    incidents: t.incidents,
+    ttft: latency(t.ttft),
+    itl: latency(t.itl),
+    tokens: t.tokens,
+    finished: t.finished,
+    preemptions: t.preemptions,
+    prefixHitRate: t.queries > 0 ? t.hits / t.queries : undefined,
+    restarts: t.restarts,
+    series,
+    gpu: gpuSummary(samples, series),
+  };
+}
+
+/** Uptime, time-weighted: each interval counts with the verdict the probe saw at its start. */
+function addUptime(t: Totals, ss: Sample[]) {
+  for (let k = 1; k < ss.length; k++) {
+    const dt = ms(ss[k]!) - ms(ss[k - 1]!);
+    t.totalMs += dt;
+    if (ss[k - 1]!.verdict === 'healthy') t.upMs += dt;
+  }
+}
+
+/** Incidents: state changes, with the cause the failing probe recorded. */
+function addIncidents(t: Totals, ss: Sample[]) {
+  let open: Incident | undefined;
+  ss.forEach((s, k) => {
+    const prev = ss[k - 1];
+    if (prev && prev.verdict === s.verdict) return;
+    if (!prev && s.verdict === 'healthy') return;
+    if (open && s.verdict === 'healthy') {
+      open.until = s.t;
+      open = undefined;
+      return;
+    }
+    const inc: Incident = { target: s.target, at: s.t, from: prev?.verdict ?? null, to: s.verdict, cause: s.why?.find((w) => / fail: /.test(w)) ?? s.why?.[0] };
+    if (open) open.until = s.t;
+    t.incidents.push(inc);
+    open = inc;
+  });
+}
+
+/** The counters' increase over the window (a server restart resets them: counted as restarts). */
+function addCounters(t: Totals, ss: Sample[]) {
+  const p = (get: (s: Sample) => number | undefined): Point[] => ss.map((s) => ({ t: ms(s), v: get(s), start: s.start }));
+  const pr = seriesIncrease(p((s) => s.c?.prompt));
+  const ge = seriesIncrease(p((s) => s.c?.generation));
+  t.tokens.prompt += pr.increase;
+  t.tokens.generation += ge.increase;
+  t.restarts += Math.max(pr.resets, ge.resets);
+  t.preemptions += seriesIncrease(p((s) => s.c?.preemptions)).increase;
+  t.hits += seriesIncrease(p((s) => s.c?.prefixHits)).increase;
+  t.queries += seriesIncrease(p((s) => s.c?.prefixQueries)).increase;
+  const reasons = new Set(ss.flatMap((s) => Object.keys(s.c?.finished ?? {})));
+  for (const r of reasons) t.finished[r] = (t.finished[r] ?? 0) + seriesIncrease(p((s) => s.c?.finished?.[r])).increase;
+}
+
+/** Latency and rates: deltas between consecutive samples that both read /metrics. */
+function addLatency(t: Totals, ss: Sample[]) {
+  let prev: Sample | undefined;
+  for (const s of ss) {
+    if (!s.c) continue;
+    if (prev) {
+      const restarted = (prev.start !== undefined && s.start !== undefined && prev.start !== s.start) || (s.c.generation ?? 0) < (prev.c!.generation ?? 0);
+      const a = histOf(s.ttft);
+      if (a) {
+        const d = histDelta(histOf(prev.ttft), a, restarted);
+        t.ttft = histAdd(t.ttft, d);
+        const q = histQuantile(d, 0.5);
+        if (q !== undefined) t.series.ttftP50.push({ t: ms(s), v: q });
+      }
+      const b = histOf(s.itl);
+      if (b) t.itl = histAdd(t.itl, histDelta(histOf(prev.itl), b, restarted));
+      const dt = (ms(s) - ms(prev)) / 1000;
+      const dTok = (counterDelta(prev.c!.prompt, s.c.prompt, restarted) ?? 0) + (counterDelta(prev.c!.generation, s.c.generation, restarted) ?? 0);
+      if (dt > 0) t.series.tokensPerSecond.push({ t: ms(s), v: dTok / dt });
+    }
+    prev = s;
+  }
+}
+
+/** The gauges and GPU readings as time series, every target together. */
+function addGauges(series: Report['series'], samples: Sample[]) {
   for (const s of samples) {
     const t = ms(s);
     series.healthy.push({ t, v: s.verdict === 'healthy' ? 1 : 0 });
@@ -144,34 +190,19 @@ export function buildReport(all: Sample[]): Report {
     const mem = (s.gpu ?? []).filter((g) => g.mem !== undefined && g.memTotal).map((g) => (g.mem! / g.memTotal!) * 100);
     if (mem.length) series.gpuMemPct.push({ t, v: Math.max(...mem) });
   }
+}
+
+function gpuSummary(samples: Sample[], series: Report['series']): Report['gpu'] {
   const gs = samples.flatMap((s) => s.gpu ?? []);
+  if (!gs.length) return undefined;
   const temps = series.gpuTempMax.map((x) => x.v);
   const allTemps = gs.map((g) => g.temp).filter((x): x is number => x !== undefined);
   return {
-    from: samples[0]?.t,
-    to: samples[samples.length - 1]?.t,
-    samples: samples.length,
-    targets: [...new Set(samples.map((s) => s.target))],
-    uptime: totalMs > 0 ? upMs / totalMs : undefined,
-    verdicts,
-    incidents,
-    ttft: latency(ttft),
-    itl: latency(itl),
-    tokens,
-    finished,
-    preemptions,
-    prefixHitRate: queries > 0 ? hits / queries : undefined,
-    restarts,
-    series,
-    gpu: gs.length
-      ? {
-          tempMin: allTemps.length ? Math.min(...allTemps) : NaN,
-          tempMax: temps.length ? Math.max(...temps) : NaN,
-          memPctMax: series.gpuMemPct.length ? Math.max(...series.gpuMemPct.map((x) => x.v)) : NaN,
-          ecc: Math.max(0, ...gs.map((g) => g.ecc ?? 0)),
-          xid: gs.reduce((a, g) => a + (g.xid ?? 0), 0),
-        }
-      : undefined,
+    tempMin: allTemps.length ? Math.min(...allTemps) : NaN,
+    tempMax: temps.length ? Math.max(...temps) : NaN,
+    memPctMax: series.gpuMemPct.length ? Math.max(...series.gpuMemPct.map((x) => x.v)) : NaN,
+    ecc: Math.max(0, ...gs.map((g) => g.ecc ?? 0)),
+    xid: gs.reduce((a, g) => a + (g.xid ?? 0), 0),
   };
 }
 

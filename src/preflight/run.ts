@@ -4,7 +4,7 @@ import type { Host } from '../host/host.js';
 import { gatherFacts, gpuFacts, type Facts } from './facts.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import type { Check, CheckResult } from './checks.js';
-import { probesFor, selectChecks } from './catalog.js';
+import { probesFor, selectChecks, type CheckMeta } from './catalog.js';
 import { takeEarlyFacts } from './early.js';
 import type { Profile } from '../profiles/schema.js';
 import { log } from '../output/logger.js';
@@ -76,42 +76,12 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   if (asked) facts.container = asked;
   const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);
   if (opts.holders) ctx.holders = opts.holders;
-  if (asked && 'answers' in asked) {
-    const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
-    const gpus = [...new Set(ctx.groups.flat())].sort((a, b) => a - b);
-    const use = containerGpuUse(opts.profile ?? {}, 'vllm');
-    ctx.container = judgeContainer(asked.answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
-  }
-  if (opts.profile?.model.id && facts.model?.kind === 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
-    // A Hub model: its snapshot file by file (and, with --verify, each blob against its name).
-    const { inspectSnapshot } = await import('../model/snapshot.js');
-    ctx.snapshot = await inspectSnapshot(dirname(facts.model.where), opts.profile.model.id, opts.profile.model.revision ?? 'main', { verify: opts.verify });
-    ctx.snapshotVerified = Boolean(opts.verify);
-  }
-  if (opts.verify && opts.profile && withProfile && facts.model && facts.model.kind !== 'hub' && host.kind === 'real' && selected.some((c) => c.id === 'model.files')) {
-    ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
-  }
+  if (asked && 'answers' in asked) ctx.container = await judgeAnswers(asked.answers, ctx.groups, opts.profile);
+  await modelFiles(host, opts, selected, facts, ctx, withProfile);
   const noDriver = !driverPresent(facts);
   // what the profile's runtime does not use of this host: its GPUs (a CPU build in a container)
   const noHostGpu = opts.profile ? rt?.noHostGpu(opts.profile) : undefined;
-  const byId = new Map(CHECKS.map((c) => [c.id, c]));
-  const checks: CheckOutcome[] = selected.map((m) => {
-    const c = byId.get(m.id) as Check;
-    let r: CheckResult;
-    if (noHostGpu && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area))) r = { status: 'skip', observed: noHostGpu, expected: '' };
-    else if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
-    else if (c.probes.every((p) => facts.notCollected.has(p))) r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
-    else if (rt && c.runsOn && c.runsOn !== rt.runtime) r = { status: 'skip', observed: rt.why, expected: '' };
-    else {
-      try {
-        r = c.run(ctx);
-      } catch (e) {
-        r = { status: 'fail', observed: `check crashed: ${(e as Error).message}`, expected: '', fix: 'report this as a sparkctl bug, with `sparkctl collect --out DIR`' };
-      }
-    }
-    const durationMs = Math.max(0, ...c.probes.map((p) => facts.probeMs[p] ?? 0));
-    return { id: c.id, area: c.area, title: c.title, blocking: Boolean(c.blocking), durationMs, ...r };
-  });
+  const checks = runChecks(selected, CHECKS, ctx, facts, { rt, noHostGpu, noDriver });
   const summary = { pass: 0, warn: 0, fail: 0, skip: 0 };
   for (const c of checks) summary[c.status]++;
   (await log())?.debug({ probeMs: facts.probeMs, factsMs: facts.wallMs, platform: platform.name, reason }, 'preflight facts');
@@ -137,4 +107,49 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
     wallMs: Math.round(performance.now() - started),
     factsMs: facts.wallMs,
   };
+}
+
+type Ctx = ReturnType<Awaited<typeof import('./verdict.js')>['baseCtx']>;
+type Traits = import('../engine/runtime/traits.js').RuntimeTraits;
+
+/** The container CLI's answers judged for the GPUs the profile's groups use. */
+async function judgeAnswers(answers: import('../engine/runtime/preflight.js').ContainerAnswers, groups: number[][], profile: Profile | undefined) {
+  const [{ judgeContainer }, { containerGpuUse }] = await Promise.all([import('../engine/runtime/preflight.js'), import('../engine/runtime/container.js')]);
+  const gpus = [...new Set(groups.flat())].sort((a, b) => a - b);
+  const use = containerGpuUse(profile ?? {}, 'vllm');
+  return judgeContainer(answers, { pull: false, gpu: use.gpu, gpus, noGpu: use.gpu ? undefined : use.why });
+}
+
+/** model.files on a real host: a Hub model's snapshot file by file (with --verify, each blob against its name), or a local folder verified. */
+async function modelFiles(host: Host, opts: PreflightOptions, selected: readonly CheckMeta[], facts: Facts, ctx: Ctx, withProfile: typeof import('./profile-ctx.js') | undefined): Promise<void> {
+  if (host.kind !== 'real' || !opts.profile || !facts.model || !selected.some((c) => c.id === 'model.files')) return;
+  if (opts.profile.model.id && facts.model.kind === 'hub') {
+    const { inspectSnapshot } = await import('../model/snapshot.js');
+    ctx.snapshot = await inspectSnapshot(dirname(facts.model.where), opts.profile.model.id, opts.profile.model.revision ?? 'main', { verify: opts.verify });
+    ctx.snapshotVerified = Boolean(opts.verify);
+  }
+  if (opts.verify && withProfile && facts.model.kind !== 'hub') ctx.verify = await withProfile.verifyModel(opts.profile, facts.model.where);
+}
+
+/** Each selected check run on the context, or skipped with why: a GPU the runtime does not use, no driver, not in the bundle, the other runtime's. */
+function runChecks(selected: readonly CheckMeta[], all: readonly Check[], ctx: Ctx, facts: Facts, o: { rt?: Traits; noHostGpu?: string; noDriver: boolean }): CheckOutcome[] {
+  const { rt, noHostGpu, noDriver } = o;
+  const byId = new Map(all.map((c) => [c.id, c]));
+  return selected.map((m) => {
+    const c = byId.get(m.id) as Check;
+    let r: CheckResult;
+    if (noHostGpu && (c.needsGpu || ['driver', 'gpu', 'cuda', 'firmware'].includes(c.area))) r = { status: 'skip', observed: noHostGpu, expected: '' };
+    else if (c.needsGpu && noDriver) r = { status: 'skip', observed: 'no NVIDIA driver is loaded', expected: '' };
+    else if (c.probes.every((p) => facts.notCollected.has(p))) r = { status: 'skip', observed: `not in the bundle (${c.probes.join(', ')} not collected)`, expected: '' };
+    else if (rt && c.runsOn && c.runsOn !== rt.runtime) r = { status: 'skip', observed: rt.why, expected: '' };
+    else {
+      try {
+        r = c.run(ctx);
+      } catch (e) {
+        r = { status: 'fail', observed: `check crashed: ${(e as Error).message}`, expected: '', fix: 'report this as a sparkctl bug, with `sparkctl collect --out DIR`' };
+      }
+    }
+    const durationMs = Math.max(0, ...c.probes.map((p) => facts.probeMs[p] ?? 0));
+    return { id: c.id, area: c.area, title: c.title, blocking: Boolean(c.blocking), durationMs, ...r };
+  });
 }

@@ -4,7 +4,8 @@
 // record the launching sparkctl wrote (pid + start time + marker), never from the keeper's own
 // record: a gateway.json that names a bystander's pid gets the bystander no signal. A keeper killed
 // with SIGKILL leaves HAProxy running: status says DEGRADED, `gateway up` refuses, `gateway down`
-// ends HAProxy. A lost launch record: found by its marker and log, never adopted as a server.
+// ends HAProxy. A lost launch record: found by its marker and log, never adopted as a server. bench
+// goes through the gateway while it runs (and reads the server's own /metrics).
 import { describe, it, expect, beforeAll } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
@@ -52,6 +53,18 @@ describe.skipIf(!have)('gateway in the registry: status shows it, stop --all and
     expect(st.instances.map((i: { name: string }) => i.name)).toEqual(['qwen-dev-0']);
     const text = await cli(['status'], { env: t.env() });
     expect(text.stdout).toMatch(new RegExp(`gateway: running on http://127\\.0\\.0\\.1:${base}/v1 \\(keeper pid ${g.pid}, HAProxy pid ${g.haproxyPid}\\): 1 model \\(qwen-dev\\)`));
+
+    // bench uses the gateway while it runs (as client-env does), and reads the server's own /metrics
+    const served = async () => Number(/^haproxy_frontend_http_requests_total\{proxy="gateway"\} (\S+)/m.exec(await (await fetch(`http://127.0.0.1:${base + 1}/metrics`)).text())?.[1] ?? NaN);
+    const before = await served();
+    const b = await cli(['bench', 'qwen-dev', '--requests', '20', '--concurrency', '4', '--input-len', '16', '--output-len', '4', '--json'], { env: t.env(), timeout: 60_000 });
+    expect(b.exitCode, `${b.stderr}\n${JSON.stringify(JSON.parse(b.stdout || '{}').result?.sparkctl?.invalid_reasons)}`).toBe(0);
+    expect(b.stderr).toContain(`bench qwen-dev: through the gateway http://127.0.0.1:${base}`);
+    const bj = JSON.parse(b.stdout);
+    expect(bj.url).toBe(`http://127.0.0.1:${base}`);
+    expect(bj.result).toMatchObject({ completed: 20, failed: 0 });
+    expect(bj.result.sparkctl.server.samples).toBeGreaterThan(0);
+    expect((await served()) - before).toBeGreaterThanOrEqual(20);
 
     // the keeper's own record says it is a bystander (pid and start time of another process): no effect on whom the stop signals
     const bystander = spawn('sleep', ['60'], { detached: true, stdio: 'ignore', env: { ...process.env, SPARKCTL_TEST_CASE: t.marker } });

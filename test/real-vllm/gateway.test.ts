@@ -1,6 +1,7 @@
 // Two real vLLMs (the tiny Qwen3 on the CPU build, served twice under two names) behind the gateway's
 // real HAProxy: /v1/models lists both, and a request for each name is answered by its own server
-// (its own vllm:request_success_total moves, the other's does not). One start each.
+// (its own vllm:request_success_total moves, the other's does not); then status shows the gateway and
+// stop --all stops it with both servers, nothing left. One start each.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -8,12 +9,7 @@ import { join } from 'node:path';
 import { cli, tempDir, rmrf, freePortRange, processesMarked, ROOT } from '../helpers.js';
 import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, serveReal } from './real.js';
 
-// Opt-in until it has run here: written at the end of a session whose last minutes another suite's real
-// vLLM held (the one-at-a-time lock); SPARKCTL_REAL_VLLM_GATEWAY=1 runs it.
-const why =
-  (process.env.SPARKCTL_REAL_VLLM_GATEWAY === '1' ? undefined : 'SPARKCTL_REAL_VLLM_GATEWAY=1 runs it (two real vLLMs behind the gateway; not yet run on this host)') ??
-  realVllmUnavailable() ??
-  (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
+const why = realVllmUnavailable() ?? (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
 if (why) console.warn(`real-vLLM gateway suite skipped: ${why}`);
 const MIN = 60_000;
 let state: string;
@@ -41,6 +37,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
   beforeAll(async () => {
     state = tempDir('sparkctl-real-gateway-');
     marker = randomUUID();
+    // the gateway takes base (and base + 1 for its stats, base + 2 for its waker); the servers base + 3 and base + 4
     base = await freePortRange(5);
     profiles = join(state, 'profiles');
     mkdirSync(profiles);
@@ -60,7 +57,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
   it(
     'two tiny models, one endpoint: each name answered by its own server',
     async () => {
-      const [a, b] = await Promise.all([sparkctl(serveReal('tiny', profiles, base + 1, extra), 12 * MIN), sparkctl(serveReal('tiny-b', profiles, base + 2, extra), 12 * MIN)]);
+      const [a, b] = await Promise.all([sparkctl(serveReal('tiny', profiles, base + 3, extra), 12 * MIN), sparkctl(serveReal('tiny-b', profiles, base + 4, extra), 12 * MIN)]);
       expect(a.exitCode, `${a.stdout}\n${a.stderr}`).toBe(0);
       expect(b.exitCode, `${b.stdout}\n${b.stderr}`).toBe(0);
       const up = await sparkctl(['gateway', 'up', '--port', String(base)]);
@@ -68,8 +65,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
       const models = (await (await fetch(`http://127.0.0.1:${base}/v1/models`)).json()) as { data: Array<{ id: string }> };
       expect(models.data.map((m) => m.id).sort()).toEqual(['tiny-b', 'tiny-qwen3']);
       for (const [name, own, other] of [
-        ['tiny-qwen3', base + 1, base + 2],
-        ['tiny-b', base + 2, base + 1],
+        ['tiny-qwen3', base + 3, base + 4],
+        ['tiny-b', base + 4, base + 3],
       ] as const) {
         const [o0, x0] = [await successes(own), await successes(other)];
         const r = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
@@ -85,6 +82,16 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
       }
       const unk = await fetch(`http://127.0.0.1:${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'nope', prompt: 'x' }) });
       expect(unk.status).toBe(404);
+      // the gateway is in the registry: status shows it, stop --all stops it with the servers
+      const st = JSON.parse((await sparkctl(['status', '--json'])).stdout);
+      expect(st.gateway).toMatchObject({ state: 'running', managed: true, port: base });
+      expect([...st.gateway.models].sort()).toEqual(['tiny-b', 'tiny-qwen3']);
+      const stop = await sparkctl(['stop', '--all', '--grace', '20', '--json'], 2 * MIN);
+      expect(stop.exitCode, stop.stderr).toBe(0);
+      const j = JSON.parse(stop.stdout);
+      expect(j.gateway).toMatchObject({ how: 'stopped', left: 0 });
+      expect(j.stopped.map((x: { name: string }) => x.name).sort()).toEqual(['tiny-0', 'tiny-b-0']);
+      expect(processesMarked(marker)).toEqual([]);
     },
     20 * MIN,
   );

@@ -5,7 +5,7 @@
 // characters.
 import { describe, it, expect } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { NodesFile } from '../../src/profiles/schema.js';
 import { parseHolding, probeCommand } from '../../src/engine/cluster/model-sync.js';
@@ -69,6 +69,21 @@ describe("model-sync's probe command: every value one word of a real sh", () => 
     expect(readdirSync(d).filter((f) => !f.startsWith('repo '))).toEqual([]);
     expect(out).toMatch(/^ref \n/);
     expect(out).toMatch(/^free \d+ /m);
+  });
+});
+
+describe('a repository folder that is a link on the node is found, never copied through', () => {
+  it('the probe, run by a real sh, reports blobs/ as a link; a real folder is not reported', () => {
+    const d = fresh();
+    const repoDir = join(d, 'models--o--m');
+    mkdirSync(join(repoDir, 'snapshots'), { recursive: true });
+    mkdirSync(join(d, 'elsewhere'));
+    symlinkSync(join(d, 'elsewhere'), join(repoDir, 'blobs'));
+    const out = execFileSync('sh', ['-c', probeCommand({ repoDir, revision: 'main', commit: 'a'.repeat(40), files: [] })], { encoding: 'utf8' });
+    expect(parseHolding(out).linked).toEqual(['blobs']);
+  });
+  it('only the repository folders are taken from a linked line', () => {
+    expect(parseHolding('linked blobs\nlinked etc\nlinked ../x\n').linked).toEqual(['blobs']);
   });
 });
 

@@ -349,6 +349,15 @@ describe('hostile and odd recipes', () => {
     expect(() => imp({ ...base, env: { A: 'x\ny' } })).toThrow(/recipe env\.A: .* control character U\+000A/);
   });
 
+  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'PATH', 'PYTHONPATH', 'PYTHONSTARTUP', 'NODE_OPTIONS', 'BASH_ENV', 'VLLM_PLUGINS', 'NCCL_NET_PLUGIN', 'GLIBC_TUNABLES'])(
+    'env.%s (it decides what code the server loads, as root) is reported, never imported',
+    (name) => {
+      const r = cmd('vllm serve Qwen/Qwen3-8B', { env: { [name]: '/tmp/evil', VLLM_MARLIN_USE_ATOMIC_ADD: '1' } });
+      expect(r.profile.env).toEqual({ VLLM_MARLIN_USE_ATOMIC_ADD: '1' });
+      expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/what code the server loads/);
+    },
+  );
+
   it('never writes or shows a secret: env tokens are reported hidden, an API key becomes a variable name', () => {
     const r = cmd('vllm serve Qwen/Qwen3-8B --api-key sk-live-123456', { env: { HF_TOKEN: 'hf_abcdefgh123', VLLM_API_KEY: '${MY_KEY}', OK: 'x' } });
     const text = JSON.stringify(r);

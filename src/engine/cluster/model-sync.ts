@@ -46,7 +46,11 @@ export interface NodeHolding {
   freeBytes?: number;
   freeAt?: string;
   rsync: boolean;
+  /** folders of the repository that are symbolic links on the node (a copy would write through them) */
+  linked: string[];
 }
+
+const REPO_FOLDERS = ['blobs', 'snapshots', 'refs', 'trees'];
 
 const q = shellQuote;
 
@@ -62,6 +66,7 @@ export function probeCommand(req: Pick<SyncRequest, 'repoDir' | 'commit' | 'revi
     `for b in ${blobs}; do [ -f "$R/blobs/$b" ] && [ ! -L "$R/blobs/$b" ] && printf 'blob %s %s\\n' "$b" "$(stat -c %s "$R/blobs/$b")"; done`,
     `C=${q(req.commit)}`,
     `for p in ${links}; do [ -L "$R/snapshots/$C/$p" ] && [ -e "$R/snapshots/$C/$p" ] && printf 'link %s\\n' "$p"; done`,
+    `for s in ${REPO_FOLDERS.join(' ')}; do [ -L "$R/$s" ] && printf 'linked %s\\n' "$s"; done`,
     `d="$R"; while [ ! -d "$d" ]; do d=$(dirname "$d"); done`,
     `printf 'free %s %s\\n' "$(df -Pk "$d" | awk 'NR==2{print $4}')" "$d"`,
     `command -v rsync >/dev/null 2>&1 && echo rsync`,
@@ -71,7 +76,7 @@ export function probeCommand(req: Pick<SyncRequest, 'repoDir' | 'commit' | 'revi
 
 /** What the probe printed; every line is the node's word, so only the expected shapes are taken. */
 export function parseHolding(out: string): NodeHolding {
-  const h: NodeHolding = { blobs: new Map(), links: new Set(), rsync: false };
+  const h: NodeHolding = { blobs: new Map(), links: new Set(), rsync: false, linked: [] };
   for (const line of out.split('\n').slice(0, 100_000)) {
     let m: RegExpExecArray | null;
     if ((m = /^ref ([0-9a-f]{40})$/.exec(line))) h.ref = m[1];
@@ -81,6 +86,7 @@ export function parseHolding(out: string): NodeHolding {
       h.freeBytes = Number(m[1]) * 1024;
       h.freeAt = m[2];
     } else if (line === 'rsync') h.rsync = true;
+    else if ((m = /^linked (\w+)$/.exec(line)) && REPO_FOLDERS.includes(m[1]!)) h.linked.push(m[1]!);
   }
   return h;
 }
@@ -151,9 +157,9 @@ function afterBlobs(req: SyncRequest): string[] {
 async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, missing: SyncFile[]): Promise<string | undefined> {
   const R = q(req.repoDir);
   // Into a staging folder of the repository (same filesystem), then renamed into place: blobs first.
-  const stage = `$R/.sparkctl-incoming-$$`;
+  // a fresh, unpredictable staging folder (mktemp -d): a planted link at a guessable name is never followed
   const remote = [
-    `set -e; R=${R}; S="${stage}"; mkdir -p "$S" "$R/blobs"; trap 'rm -rf "$S"' EXIT`,
+    `set -e; R=${R}; mkdir -p "$R/blobs"; S=$(mktemp -d "$R/.sparkctl-incoming-XXXXXXXX"); trap 'rm -rf "$S"' EXIT`,
     'tar -C "$S" -xf -',
     'if [ -d "$S/blobs" ]; then for b in "$S"/blobs/*; do mv -f "$b" "$R/blobs/"; done; fi',
     'cd "$S"; find . -mindepth 1 ! -path "./blobs*" -type d -exec mkdir -p "$R/{}" \\;',
@@ -184,6 +190,13 @@ export async function syncSnapshot(nf: NodesFile, req: SyncRequest): Promise<Nod
     const probe = await ssh(nf, via, probeCommand(req), { timeoutMs: 60_000, signal: req.signal });
     if (probe.exitCode !== 0) return { ...base, status: 'failed', why: `could not read the node: ${remoteWhy(probe)}` };
     const h = parseHolding(probe.stdout);
+    // a folder of the repository that is a link on the node: a copy would write wherever it points
+    if (h.linked.length)
+      return {
+        ...base,
+        status: 'failed',
+        why: `on the node, ${h.linked.map((s) => `${req.repoDir}/${s}`).join(', ')} is a symbolic link sparkctl did not make; remove it (the copy never writes through a link)`,
+      };
     const cmp = compareHolding(req, h);
     if (cmp.matches) return { ...base, status: 'matched' };
     if (h.freeBytes !== undefined && cmp.need > h.freeBytes) return { ...base, status: 'failed', why: `not enough disk space in ${h.freeAt}: ${cmp.need} bytes needed, ${h.freeBytes} free` };

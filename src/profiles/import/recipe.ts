@@ -662,6 +662,12 @@ function mapTopology(c: Ctx, take: <T>(k: string) => T | undefined): void {
   check('mode', mode, mode === 'auto' || (mode === 'solo' && nodes === 1) || (mode === 'cluster' && nodes > 1), `mode ${preview(mode)} does not match the ${nodes} node(s) of the command`);
 }
 
+// Variables that change what code runs in the server's process (the dynamic linker's preload and
+// search paths, Python's and Node's search paths and start-up hooks, shells' start files, vLLM's
+// plugins): imported from a recipe, a served profile would run the recipe author's code as root.
+const CODE_LOADING_ENV =
+  /^(?:LD_[A-Z_]+|DYLD_[A-Z_]+|PATH|PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONUSERBASE|PYTHONINSPECT|PYTHONEXECUTABLE|PYTHONPLATLIBDIR|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PERL5LIB|PERL5OPT|PERLLIB|RUBYOPT|RUBYLIB|VLLM_PLUGINS|VLLM_NCCL_SO_PATH|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|CUDA_INJECTION64_PATH|GCONV_PATH|LOCPATH|HOSTALIASES|MALLOC_[A-Z_]+|GLIBC_TUNABLES)$/;
+
 function mapEnv(c: Ctx, env: unknown): void {
   if (env === undefined) return;
   if (env === null) {
@@ -693,6 +699,15 @@ function mapEnv(c: Ctx, env: unknown): void {
     }
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) {
       c.out.unmapped.push({ key: preview(key), value: preview(v), why: 'not an environment variable name' });
+      continue;
+    }
+    if (CODE_LOADING_ENV.test(k)) {
+      c.out.unmapped.push({
+        key,
+        value: preview(v),
+        why: 'it decides what code the server loads (a library preloaded, a search path, a plugin), as root: a recipe from elsewhere never sets it',
+        fix: `if you need it, set env.${k} in the profile yourself, knowing what it loads`,
+      });
       continue;
     }
     const s = templateValue(v);

@@ -5,6 +5,7 @@ import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { targetFromUrl, type Target } from '../../health/target.js';
 import { targetFromInstance } from '../../engine/target.js';
+import { runningGateway, gatewayUrl } from '../../gateway/control.js';
 import { loadProfile } from '../../profiles/load.js';
 import { http, closeHttp } from '../../client/http.js';
 import { servedModels } from '../../client/answers.js';
@@ -45,7 +46,7 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
     else if (replicas.length > 1 && chosen.name !== name)
       note(`bench ${name}: loads ${chosen.name} only (${replicas.length} replicas run without a router: ${replicas.join(', ')}); bench ${replicas[1]} picks another, serve --router balances them`);
     if (opts.model) t.servedName = opts.model;
-    return t;
+    return throughGateway(name, t);
   }
   const { profile } = loadProfile(name, { profilesDir: opts.profiles });
   const env = profile.server.apiKeyEnv;
@@ -57,6 +58,21 @@ function resolveTarget(name: string | undefined, opts: BenchOptions): Target {
     apiKey: env ? process.env[env] : undefined,
     maxModelLen: profile.engine.maxModelLen,
   };
+}
+
+/**
+ * A running gateway that serves the target's model is the endpoint its clients use (as client-env
+ * points them there): the run goes through it, with the gateway's key where it has one, and reads
+ * the server's own /metrics (the gateway answers none). --url benches a server alone.
+ */
+function throughGateway(name: string, t: Target): Target {
+  const gw = runningGateway(stateDir());
+  if (!gw || !t.servedName || !Array.isArray(gw.models) || !gw.models.some((m) => m.name === t.servedName)) return t;
+  if (!Number.isInteger(gw.port) || gw.port < 1 || gw.port > 65535) return t;
+  if (gw.apiKeyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(gw.apiKeyEnv)) return t;
+  const url = gatewayUrl(gw);
+  note(`bench ${name}: through the gateway ${url} (sparkctl gateway status); --url ${t.url} benches the server alone`);
+  return { ...t, url, metricsUrl: t.url, ...(gw.apiKeyEnv ? { apiKeyEnv: gw.apiKeyEnv, apiKey: process.env[gw.apiKeyEnv] } : {}) };
 }
 
 export async function run(name: string | undefined, opts: BenchOptions) {
