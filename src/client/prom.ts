@@ -21,8 +21,10 @@ export interface PromSample {
 export interface Exposition {
   /** samples by metric name, in the order the server wrote them */
   byName: Map<string, PromSample[]>;
-  /** lines that are neither a comment nor a sample (1-based line number, the first 60 characters) */
+  /** lines that are neither a comment nor a sample (1-based line number, the first 60 characters): the first MAX_MALFORMED of them */
   malformed: Array<{ line: number; text: string }>;
+  /** how many lines were neither a comment nor a sample (all of them, where `malformed` keeps the first MAX_MALFORMED) */
+  malformedLines: number;
   /** samples of a series (name and labels) already read: not counted again */
   duplicates: number;
   /** the text did not end with a newline: its last line was left unread */
@@ -31,6 +33,9 @@ export interface Exposition {
 
 /** A longer line is no sample: vLLM's longest are a few hundred characters. */
 export const MAX_LINE_CHARS = 16 * 1024;
+
+/** Lines that are no sample kept to be named (a hostile answer of millions of them is counted, not kept: no caller names more than one). */
+export const MAX_MALFORMED = 100;
 
 const LABEL_VALUE = String.raw`"(?:[^"\\]|\\.)*"`;
 const LABELS = String.raw`\{[ \t]*(?:[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*${LABEL_VALUE}[ \t]*(?:,[ \t]*|(?=\})))*\}`;
@@ -69,6 +74,10 @@ class Sample implements PromSample {
 export function parseExposition(text: string): Exposition {
   const byName = new Map<string, PromSample[]>();
   const malformed: Exposition['malformed'] = [];
+  let malformedLines = 0;
+  const bad = (line: number, text: () => string) => {
+    if (malformedLines++ < MAX_MALFORMED) malformed.push({ line, text: text() });
+  };
   const seen = new Set<string>();
   let duplicates = 0;
   const lines = text.split('\n');
@@ -76,14 +85,14 @@ export function parseExposition(text: string): Exposition {
   for (let k = 0; k < lines.length; k++) {
     const raw = lines[k]!;
     if (raw.length > MAX_LINE_CHARS) {
-      malformed.push({ line: k + 1, text: `${raw.slice(0, 60)}... (${raw.length} characters)` });
+      bad(k + 1, () => `${raw.slice(0, 60)}... (${raw.length} characters)`);
       continue;
     }
     const line = raw.trim();
     if (!line || line.charCodeAt(0) === 35 /* # */) continue;
     const m = SAMPLE.exec(line);
     if (!m) {
-      malformed.push({ line: k + 1, text: line.slice(0, 60) });
+      bad(k + 1, () => line.slice(0, 60));
       continue;
     }
     // the series as written (name and label block): the same one again is not read twice
@@ -98,7 +107,7 @@ export function parseExposition(text: string): Exposition {
     if (a) a.push(s);
     else byName.set(s.name, [s]);
   }
-  return { byName, malformed, duplicates, unterminated: last.trim() !== '' };
+  return { byName, malformed, malformedLines, duplicates, unterminated: last.trim() !== '' };
 }
 
 /** The samples of the first name that has any (a renamed metric: the new name first, then the old). */

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAX_LINE_CHARS, maxOf, parseExposition, promValue, sumOf } from '../../src/client/prom.js';
+import { MAX_LINE_CHARS, MAX_MALFORMED, maxOf, parseExposition, promValue, sumOf } from '../../src/client/prom.js';
 import { parseVllmMetrics, readVllm } from '../../src/client/metrics.js';
 import { parseSample } from '../../src/bench/scrape.js';
 import { ROOT } from '../helpers.js';
@@ -92,6 +92,16 @@ describe('parseExposition', () => {
     expect(big.malformed.map((m) => m.line)).toEqual([1]);
     expect(big.byName.get('vllm:x')).toHaveLength(20_000);
     expect(Object.keys(big.byName.get('m')![0]!.labels)).toHaveLength(1500);
+  });
+
+  it('an answer of millions of lines that are no sample keeps the first MAX_MALFORMED of them and counts the rest', () => {
+    // 8 MiB (the client's body limit) of one-character lines: 4 Mi lines that are neither comment nor sample
+    const e = parseExposition(`ok 1\n${'x\n'.repeat(4 * 1024 * 1024)}`);
+    expect(e.malformedLines).toBe(4 * 1024 * 1024);
+    expect(e.malformed).toHaveLength(MAX_MALFORMED);
+    expect(e.malformed[0]).toEqual({ line: 2, text: 'x' });
+    expect(e.malformed.at(-1)!.line).toBe(MAX_MALFORMED + 1);
+    expect(e.byName.get('ok')![0]!.value).toBe(1);
   });
 
   it('sumOf/maxOf: undefined for a metric absent or with no sample; the first name that has samples wins', () => {
