@@ -72,28 +72,10 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
   const left = () => Math.max(1, deadline - Date.now());
   const result: PrewarmResult = { target: t.name, url: t.url, servedName: t.servedName ?? '', exactLengths: true, requests: [], rounds: 0, settled: false, cold: {}, warm: {}, totalMs: 0 };
   const finish = (error?: string) => ({ ...result, error, totalMs: Date.now() - started });
-  // After a restart (systemd ExecStartPost) the server may still be loading: wait for it.
-  // A host that does not resolve will not start resolving: that ends the wait at once.
-  let last: string | undefined;
-  let unresolved = false;
-  const up = await waitReady({
-    url: t.url,
-    deadlineMs: Math.max(0, deadline - Date.now()),
-    pollMs: 200,
-    onHealth: (h) => {
-      if (h.ok && h.status === 200) return;
-      last = h.ok ? `/health answered HTTP ${h.status}` : h.message;
-      unresolved = !h.ok && h.error === 'unresolved';
-    },
-    hung: () => (unresolved ? 'the host does not resolve' : undefined),
-  });
-  if (!up.ok) return finish(`${t.url} did not become healthy within ${s.timeoutSeconds} s${last ? ` (${last})` : ''}`);
-  const models = await http(`${t.url}/v1/models`, { timeoutMs: left(), apiKey: t.apiKey });
-  if (!models.ok || models.status !== 200) return finish(`GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`);
-  const listed = servedModels(models.json, models.body);
-  if (!listed.ok) return finish(listed.problem);
-  const entry = listed.models.find((d) => !t.servedName || d.id === t.servedName) ?? listed.models[0];
-  if (!entry) return finish('the server lists no model');
+  const notUp = await untilHealthy(t, deadline, s.timeoutSeconds);
+  if (notUp) return finish(notUp);
+  const entry = await servedEntry(t, left());
+  if (typeof entry === 'string') return finish(entry);
   result.servedName = entry.id;
   t = { ...t, servedName: entry.id };
   const maxLen: number = entry.max_model_len ?? t.maxModelLen ?? 4096;
@@ -104,38 +86,9 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     prompts.set(n, p.prompt);
     if (!p.exact) result.exactLengths = false;
   }
-  const send = async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
-    // Sampled with the server's defaults, as clients send it (and the probe): a greedy request takes another
-    // path through vLLM's sampler, which would leave its first compile to the first client (seen on the
-    // CPU build: tens of seconds, the probe's generation deadline passed on a freshly restarted replica).
-    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens }, timeoutMs: left(), apiKey: t.apiKey });
-    // A 200 that is no completion (no choices, a usage no server can have) warms nothing.
-    const answer = r.ok && r.status === 200 ? completionAnswer(r.json, r.body) : undefined;
-    const req: PrewarmRequest = {
-      round,
-      kind,
-      promptTokens: n,
-      maxTokens,
-      ms: Math.round(r.ms),
-      ok: answer?.ok === true,
-      error: !r.ok ? r.message : r.status !== 200 ? `HTTP ${r.status}: ${errorMessage(r.json, r.body).slice(0, 200)}` : answer && !answer.ok ? answer.problem : undefined,
-    };
-    result.requests.push(req);
-    onRequest?.(req);
-    return req;
-  };
+  const send = sender(t, prompts, result, left, onRequest);
+  const gpuStable = gpuWatch(result, readGpuMemory);
   let prev: Map<number, number> | undefined;
-  // Warm also means GPU memory has stopped moving (the documents watched nvidia-smi for this).
-  const readings: number[][] = [];
-  const gpuStable = async () => {
-    if (!readGpuMemory) return true;
-    const r = await readGpuMemory();
-    if (!r) return true;
-    readings.push(r);
-    const [a, b] = readings.slice(-2);
-    result.gpuMemory = { readings: readings.slice(-2), stable: Boolean(a && b && a.every((x, i) => Math.abs(x - b[i]!) <= Math.max(64, 0.01 * x))) };
-    return result.gpuMemory.stable;
-  };
   for (let round = 1; round <= s.maxRounds; round++) {
     const cur = new Map<number, number>();
     for (const n of lengths) {
@@ -158,4 +111,72 @@ export async function prewarm(t: Target, s: PrewarmSettings, onRequest?: (r: Pre
     if (Date.now() > deadline) return finish(`deadline of ${s.timeoutSeconds} s reached before latency settled`);
   }
   return finish(result.settled ? undefined : `latency did not settle within ${s.maxRounds} rounds`);
+}
+
+/**
+ * After a restart (systemd ExecStartPost) the server may still be loading: wait for it. A host that
+ * does not resolve will not start resolving: that ends the wait at once. Undefined when it is up.
+ */
+async function untilHealthy(t: Target, deadline: number, timeoutSeconds: number): Promise<string | undefined> {
+  let last: string | undefined;
+  let unresolved = false;
+  const up = await waitReady({
+    url: t.url,
+    deadlineMs: Math.max(0, deadline - Date.now()),
+    pollMs: 200,
+    onHealth: (h) => {
+      if (h.ok && h.status === 200) return;
+      last = h.ok ? `/health answered HTTP ${h.status}` : h.message;
+      unresolved = !h.ok && h.error === 'unresolved';
+    },
+    hung: () => (unresolved ? 'the host does not resolve' : undefined),
+  });
+  return up.ok ? undefined : `${t.url} did not become healthy within ${timeoutSeconds} s${last ? ` (${last})` : ''}`;
+}
+
+/** The model entry prewarm warms (the target's served name, else the first listed), or why there is none. */
+async function servedEntry(t: Target, timeoutMs: number) {
+  const models = await http(`${t.url}/v1/models`, { timeoutMs, apiKey: t.apiKey });
+  if (!models.ok || models.status !== 200) return `GET /v1/models: ${models.ok ? `HTTP ${models.status}` : models.message}`;
+  const listed = servedModels(models.json, models.body);
+  if (!listed.ok) return listed.problem;
+  return listed.models.find((d) => !t.servedName || d.id === t.servedName) ?? listed.models[0] ?? 'the server lists no model';
+}
+
+/** One warm-up request, recorded in the result as it ends. */
+function sender(t: Target, prompts: Map<number, string>, result: PrewarmResult, left: () => number, onRequest?: (r: PrewarmRequest) => void) {
+  return async (round: number, kind: 'prefill' | 'decode', n: number, maxTokens: number) => {
+    // Sampled with the server's defaults, as clients send it (and the probe): a greedy request takes another
+    // path through vLLM's sampler, which would leave its first compile to the first client (seen on the
+    // CPU build: tens of seconds, the probe's generation deadline passed on a freshly restarted replica).
+    const r = await http(`${t.url}/v1/completions`, { body: { model: t.servedName, prompt: prompts.get(n), max_tokens: maxTokens }, timeoutMs: left(), apiKey: t.apiKey });
+    // A 200 that is no completion (no choices, a usage no server can have) warms nothing.
+    const answer = r.ok && r.status === 200 ? completionAnswer(r.json, r.body) : undefined;
+    const req: PrewarmRequest = {
+      round,
+      kind,
+      promptTokens: n,
+      maxTokens,
+      ms: Math.round(r.ms),
+      ok: answer?.ok === true,
+      error: !r.ok ? r.message : r.status !== 200 ? `HTTP ${r.status}: ${errorMessage(r.json, r.body).slice(0, 200)}` : answer && !answer.ok ? answer.problem : undefined,
+    };
+    result.requests.push(req);
+    onRequest?.(req);
+    return req;
+  };
+}
+
+/** Warm also means GPU memory has stopped moving (the documents watched nvidia-smi for this). */
+function gpuWatch(result: PrewarmResult, readGpuMemory?: GpuMemoryReader): () => Promise<boolean> {
+  const readings: number[][] = [];
+  return async () => {
+    if (!readGpuMemory) return true;
+    const r = await readGpuMemory();
+    if (!r) return true;
+    readings.push(r);
+    const [a, b] = readings.slice(-2);
+    result.gpuMemory = { readings: readings.slice(-2), stable: Boolean(a && b && a.every((x, i) => Math.abs(x - b[i]!) <= Math.max(64, 0.01 * x))) };
+    return result.gpuMemory.stable;
+  };
 }
