@@ -17,7 +17,7 @@ import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, exportLine, type NodeStep } from './ray-plan.js';
-import { aliveLine as containerAlive, logsLine, refOf, runOnNode } from './node-container.js';
+import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
 import {
   groupStopScript,
@@ -36,18 +36,20 @@ const LOGS = '$HOME/.local/state/sparkctl/logs';
 
 const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
 
-/** One rank on its node, in its own session; the API key (head only) through stdin, never argv. */
-async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
+/** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
+async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
+  const n = nodeOf(plan.nf, step.node);
+  const c = await runOnNode(plan.nf, n, step, marker, rank === 0 ? plan.apiKey : undefined, signal);
+  if ('error' in c) return c;
+  const { containerId, cli } = c.ref;
+  return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
+}
+
+/** One rank on its node's host, in its own session; the API key (head only) through stdin, never argv. */
+async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
   const { nf } = plan;
   const n = nodeOf(nf, step.node);
   const key = rank === 0 ? plan.apiKey : undefined;
-  if (step.container) {
-    // a rank in a container: the ID its run got back (from --cidfile) is what proves it ours later
-    const c = await runOnNode(nf, n, step, marker, key, signal);
-    if ('error' in c) return c;
-    const { containerId, cli } = c.ref;
-    return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
-  }
   const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
   const line = [
     `mkdir -p "${LOGS}"`,
@@ -63,6 +65,10 @@ async function launchRank(plan: ClusterPlan, step: NodeStep, rank: number, marke
   if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
   return { ref: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
 }
+
+/** A rank's launch, by where the Runtime says its step runs. */
+const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
+const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal);
 
 /** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
 async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
@@ -163,13 +169,21 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, signal?: Abo
   return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
-/** Each rank's group (or container): TERM, `graceS`, KILL; the head first (its API drains), then the workers together. */
-async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<NonNullable<StopClusterOutcome['ranks']>> {
-  const inContainers = ranks.map(refOf).filter((c) => !!c);
-  if (inContainers.length === ranks.length && ranks.length) {
-    const out = await stopAllContainers(nf, inContainers, graceS, signal);
-    return out.map((x, i) => ({ node: x.node, rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i, state: x.state, detail: x.detail }));
-  }
+type RankStops = NonNullable<StopClusterOutcome['ranks']>;
+
+/** Every rank's container, stopped and removed by its recorded ID: the head's first. */
+async function stopContainerRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
+  const out = await stopAllContainers(
+    nf,
+    ranks.map(refOf).filter((c): c is NodeContainerRef => !!c),
+    graceS,
+    signal,
+  );
+  return out.map((x, i) => ({ node: x.node, rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i, state: x.state, detail: x.detail }));
+}
+
+/** Each rank's process group: TERM, `graceS`, KILL (proven ours first); the head first (its API drains), then the workers together. */
+async function stopHostRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
   const one = async (r: ClusterRank) => {
     const x = await ssh(nf, nodeOf(nf, r.node), remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 30) * 1000, signal });
     return {
@@ -183,6 +197,10 @@ async function stopRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, si
   const out = await Promise.all(head.map(one));
   return [...out, ...(await Promise.all(ranks.filter((r) => r.rank !== 0).map(one)))];
 }
+
+/** A launch's ranks all run where its plan said: stopped by where the Runtime of the first one's record says. */
+const STOP = { host: stopHostRanks, container: stopContainerRanks } as const;
+const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal) => STOP[ranks[0] ? rankRuns(ranks[0]) : 'host'](nf, ranks, graceS, signal);
 
 export const nativeExecutor: ClusterExecutor = {
   kind: 'native',

@@ -11,6 +11,7 @@ import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
+import { runtimeFor, runtimeOf } from '../runtime/index.js';
 import type { NodeStep } from './ray-plan.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
@@ -109,3 +110,8 @@ export async function stopOnNode(nf: NodesFile, n: NodeEntry, r: NodeContainerRe
 /** A record's rank as a container reference (undefined: the rank is a host process). */
 export const refOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef | undefined =>
   r.containerId && r.cli ? { node: r.node, containerId: r.containerId, cli: r.cli } : undefined;
+
+/** Where a planned step runs, as the Runtime says it ('host' or 'container'): src/engine/runtime is the one place that asks. */
+export const stepRuns = (s: Pick<NodeStep, 'container'>) => runtimeFor(s).runtime;
+/** Where a recorded rank runs, as the Runtime of its record says it (a rank in a container records its CLI). */
+export const rankRuns = (r: Pick<ClusterRank, 'cli'>) => runtimeOf({ container: r.cli && { cli: r.cli[0] as ContainerCli } }).runtime;

@@ -10,6 +10,7 @@ import { UsageError } from '../../errors.js';
 import { allNodes, hostShapeOf, planNodes, type NodeStep } from './ray-plan.js';
 import { nativeProblem, planNative } from './native-plan.js';
 import { containerSteps } from './containers.js';
+import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 
 export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & { nodesFile: string };
@@ -59,18 +60,20 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   })[0]!;
   const warnings = requireValid(r);
   const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
-  // engine.runtime container: the same commands, each in a container on its node
-  const steps =
-    p.engine.runtime === 'container'
-      ? containerSteps(
-          { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length },
-          nf,
-          executor,
-          host,
-          (p.parallel.tensor * p.parallel.pipeline) / allNodes(nf).length,
-          rdmaNodes,
-        )
-      : host;
+  // engine.runtime container: the same commands, each in a container on its node (the runtime's word decides)
+  const onNodes = {
+    host: () => host,
+    container: () =>
+      containerSteps(
+        { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length },
+        nf,
+        executor,
+        host,
+        (p.parallel.tensor * p.parallel.pipeline) / allNodes(nf).length,
+        rdmaNodes,
+      ),
+  } as const;
+  const steps = onNodes[traitsOfProfile(p).runtime]();
   return {
     resolved: r,
     nf,

@@ -5,12 +5,19 @@ import type { ClusterRecord } from '../registry.js';
 import type { ClusterExecutor } from './common.js';
 import { serveRay, stopRay, rayStatus } from './ray.js';
 import { serveRayContainers, stopRayContainers, statusRayContainers } from './ray-containers.js';
+import { rankRuns, stepRuns } from './node-container.js';
 
-const inContainers = (r: ClusterRecord | undefined): r is ClusterRecord => !!r?.ranks?.some((x) => x.containerId);
+// where the cluster's Ray runs, as the Runtime of the plan's head step (or of the record's head rank) says it
+const IMPL = {
+  host: { serve: serveRay, stop: stopRay, status: rayStatus },
+  container: { serve: serveRayContainers, stop: stopRayContainers, status: statusRayContainers },
+} as const;
+const ofRecord = (r: ClusterRecord | undefined) => (r?.ranks?.[0] ? rankRuns(r.ranks[0]) : 'host');
 
 export const rayExecutor: ClusterExecutor = {
   kind: 'ray',
-  serve: (plan, ctx) => (plan.steps[0]?.container ? serveRayContainers(plan, ctx) : serveRay(plan, ctx)),
-  stop: (nf, record, timeoutS, signal) => (inContainers(record) ? stopRayContainers(nf, record, timeoutS, signal) : stopRay(nf, record, timeoutS, signal)),
-  status: (record, nf, signal) => (inContainers(record) ? statusRayContainers(record, nf, signal) : rayStatus(record, nf, signal)),
+  serve: (plan, ctx) => IMPL[stepRuns(plan.steps[0]!)].serve(plan, ctx),
+  // a record of Ray in containers always holds its containers (ranks); a host one none
+  stop: (nf, record, timeoutS, signal) => IMPL[ofRecord(record)].stop(nf, record as ClusterRecord, timeoutS, signal),
+  status: (record, nf, signal) => IMPL[ofRecord(record)].status(record, nf, signal),
 };
