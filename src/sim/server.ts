@@ -208,8 +208,8 @@ export class SimServer {
     return detail(res, POST_PATHS.has(path) ? 405 : 404);
   }
 
-  /** The POST routes, with the request's JSON body read and checked. */
-  private async postRoute(path: string, body: Json, req: IncomingMessage, res: ServerResponse, arrived: number) {
+  /** The POST routes, with the request's JSON body read and checked (not async: the generation is the one promise a request waits on). */
+  private postRoute(path: string, body: Json, req: IncomingMessage, res: ServerResponse, arrived: number) {
     switch (path) {
       case '/tokenize': {
         if (Array.isArray(body.messages)) {
