@@ -170,6 +170,14 @@ describe('the callers on one text', () => {
     expect(readVllm(lines('vllm:time_to_first_token_seconds_sum 1.5')).ttft).toBeUndefined();
   });
 
+  it.each(['NaN', '-5', '+Inf'])('a histogram with a bucket count of %s is no histogram (history would refuse the whole sample for it)', (n) => {
+    const b = (le: string, v: string) => `vllm:time_to_first_token_seconds_bucket{le="${le}"} ${v}`;
+    const text = lines(b('0.1', n), b('1', '2'), b('+Inf', '3'), 'vllm:time_to_first_token_seconds_sum 1', 'vllm:time_to_first_token_seconds_count 3', 'vllm:num_requests_running 1');
+    const r = readVllm(text);
+    expect(r.ttft).toBeUndefined();
+    expect(r.gauges.running).toBe(1);
+  });
+
   it("vLLM 0.27.2's real /metrics: the three agree on what they share", () => {
     const real = readFileSync(join(ROOT, 'test', 'fixtures', 'captures', 'vllm-0.27.2', 'metrics.txt'), 'utf8');
     const e = parseExposition(real);
