@@ -94,31 +94,33 @@ export async function http(
       });
       req.end(payload);
     });
-    const ms = performance.now() - started;
-    let json: any;
-    if (String(resHeaders['content-type'] ?? '').includes('json')) {
-      try {
-        json = JSON.parse(body);
-      } catch {
-        /* not JSON after all */
-      }
-    }
-    return { ok: true, status, body, ms, json };
+    return { ok: true, status, body, ms: performance.now() - started, json: String(resHeaders['content-type'] ?? '').includes('json') ? jsonOf(body) : undefined };
   } catch (e) {
-    const ms = performance.now() - started;
-    const err = (fired ?? e) as NodeJS.ErrnoException;
-    const code = err.code;
-    if (err.name === 'TooLarge') return { ok: false, error: 'too-large', message: err.message, ms };
-    if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
-    if (err.name === 'TimeoutError' || err.name === 'AbortError') return { ok: false, error: 'timeout', message: `no answer within ${opts.timeoutMs} ms`, ms };
-    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
-    if (code === 'ECONNRESET' || code === 'EPIPE') return { ok: false, error: 'reset', message: 'connection reset', ms };
-    return { ok: false, error: 'other', message: err.message, ms };
+    return failureOf((fired ?? e) as NodeJS.ErrnoException, url, opts.timeoutMs, performance.now() - started);
   } finally {
     clearTimeout(timer);
     clearTimeout(connectTimer);
     opts.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+function jsonOf(body: string): any {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined; // not JSON after all
+  }
+}
+
+/** Why a call got no answer, in the words the verbs report. */
+function failureOf(err: NodeJS.ErrnoException, url: string, timeoutMs: number, ms: number): HttpResult {
+  const code = err.code;
+  if (err.name === 'TooLarge') return { ok: false, error: 'too-large', message: err.message, ms };
+  if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
+  if (err.name === 'TimeoutError' || err.name === 'AbortError') return { ok: false, error: 'timeout', message: `no answer within ${timeoutMs} ms`, ms };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
+  if (code === 'ECONNRESET' || code === 'EPIPE') return { ok: false, error: 'reset', message: 'connection reset', ms };
+  return { ok: false, error: 'other', message: err.message, ms };
 }
 
 function hostOf(url: string): string {

@@ -55,6 +55,8 @@ export async function askContainer(x: { cli: ContainerCli; cliArgs: readonly str
 }
 
 const ok = (r?: CliResult): r is CliResult => !!r && !r.error && r.code === 0;
+/** ok() without narrowing: the failure branch still reads the result's error */
+const answered = (r?: CliResult): boolean => ok(r);
 const lastLine = (r: CliResult) => (r.error ?? failureLine(r.stderr) ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200) || `exit ${r.code}`;
 
 /**
@@ -62,93 +64,94 @@ const lastLine = (r: CliResult) => (r.error ?? failureLine(r.stderr) ?? '').repl
  * must resolve as the CDI device nvidia.com/gpu=N. Every id is reported; one that does not apply says why.
  */
 export function judgeContainer(a: ContainerAnswers, o: { pull: boolean; gpu: boolean; gpus?: number[]; noGpu?: string }): ContainerCheck[] {
+  const cli = judgeCli(a);
+  if (cli.status !== 'pass') return [cli, ...CONTAINER_CHECK_IDS.slice(1).map((id) => check(id, 'skip', `${a.cli} does not answer (container.cli)`, ''))];
+  const out = [cli, judgeImage(a, o.pull), judgeOciRuntime(a)];
+  if (!o.gpu) return [...out, ...(['container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const).map((id) => check(id, 'skip', o.noGpu ?? 'the simulator uses no GPU', ''))];
+  return [...out, ...judgeGpuAccess(a, o.gpus ?? [])];
+}
+
+const check = (id: ContainerCheckId, status: ContainerCheck['status'], detail: string, expected: string, fix?: string): ContainerCheck => ({ id, status, detail, expected, ...(fix ? { fix } : {}) });
+
+/** container.cli: the CLI answers (docker: and its daemon). */
+function judgeCli(a: ContainerAnswers): ContainerCheck {
   const cli = a.cli;
-  const out: ContainerCheck[] = [];
-  const add = (id: ContainerCheckId, status: ContainerCheck['status'], detail: string, expected: string, fix?: string) => out.push({ id, status, detail, expected, ...(fix ? { fix } : {}) });
-  const usable = ok(a.version);
-  if (usable) add('container.cli', 'pass', `${cli} ${a.version.stdout.trim().slice(0, 40) || 'answers'}`, `${cli} answers`);
-  else
-    add(
-      'container.cli',
-      'fail',
-      a.version.error ?? `${cli} version failed: ${lastLine(a.version)}`,
-      cli === 'docker' ? 'docker and its daemon answer' : 'podman answers',
-      cli === 'docker' ? 'install docker and start its daemon (systemctl start docker), or --set container.cli=podman' : 'install podman (apt-get install podman runc), or --set container.cli=docker',
-    );
-  const moot = `${cli} does not answer (container.cli)`;
-  if (!usable) {
-    for (const id of CONTAINER_CHECK_IDS.slice(1)) add(id, 'skip', moot, '');
-    return out;
-  }
-  // the image
+  if (answered(a.version)) return check('container.cli', 'pass', `${cli} ${a.version.stdout.trim().slice(0, 40) || 'answers'}`, `${cli} answers`);
+  return check(
+    'container.cli',
+    'fail',
+    a.version.error ?? `${cli} version failed: ${lastLine(a.version)}`,
+    cli === 'docker' ? 'docker and its daemon answer' : 'podman answers',
+    cli === 'docker' ? 'install docker and start its daemon (systemctl start docker), or --set container.cli=podman' : 'install podman (apt-get install podman runc), or --set container.cli=docker',
+  );
+}
+
+/** container.image: present locally (serve never pulls; with --pull, a warning). */
+function judgeImage(a: ContainerAnswers, pull: boolean): ContainerCheck {
+  const cli = a.cli;
   const facts = ok(a.inspect) ? parseImageInspect(a.inspect.stdout) : undefined;
   if (facts && !('error' in facts)) {
     const v = versionFromLabels(facts.labels);
-    add(
+    return check(
       'container.image',
       'pass',
       `${a.image} is present (${facts.id.replace(/^sha256:/, '').slice(0, 12)}${'version' in v ? `, vLLM ${v.version} by its label` : ''})`,
       'the image is present locally',
     );
-  } else if (o.pull) add('container.image', 'warn', `${a.image} is not present: --pull lets ${cli} fetch it at launch`, 'the image is present locally', `${cli} pull ${a.image}`);
-  else
-    add(
-      'container.image',
-      'fail',
-      `${a.image} is not present locally (serve never pulls)${facts && 'error' in facts ? `: ${facts.error}` : ''}`,
-      'the image is present locally',
-      `${cli} pull ${a.image} (or serve --pull; offline: ${cli} load -i FILE)`,
-    );
-  // the OCI runtime under the CLI
-  if (cli === 'podman') {
+  }
+  if (pull) return check('container.image', 'warn', `${a.image} is not present: --pull lets ${cli} fetch it at launch`, 'the image is present locally', `${cli} pull ${a.image}`);
+  return check(
+    'container.image',
+    'fail',
+    `${a.image} is not present locally (serve never pulls)${facts && 'error' in facts ? `: ${facts.error}` : ''}`,
+    'the image is present locally',
+    `${cli} pull ${a.image} (or serve --pull; offline: ${cli} load -i FILE)`,
+  );
+}
+
+/** container.oci-runtime: the OCI runtime under the CLI (podman: runc or crun; docker: its default runtime). */
+function judgeOciRuntime(a: ContainerAnswers): ContainerCheck {
+  if (a.cli === 'podman') {
     const m = ok(a.info) ? /^(\S+) (\/\S+)$/.exec(a.info.stdout.trim()) : null;
-    if (m) add('container.oci-runtime', 'pass', `${m[1]} (${m[2]})`, 'an OCI runtime (runc or crun)');
-    else
-      add(
-        'container.oci-runtime',
-        'fail',
-        a.info ? `podman info names no OCI runtime: ${ok(a.info) ? JSON.stringify(a.info.stdout.trim().slice(0, 80)) : lastLine(a.info)}` : 'podman info was not asked',
-        'an OCI runtime (runc or crun)',
-        'apt-get install runc (or crun); where crun refuses the cgroup layout: --set container.cliArgs=["--runtime","runc"]',
-      );
-  } else {
-    const m = ok(a.info) ? /^(\S+) (\{.*\})$/.exec(a.info.stdout.trim()) : null;
-    if (m) add('container.oci-runtime', 'pass', `default runtime ${m[1]}`, 'an OCI runtime (runc)');
-    else
-      add(
-        'container.oci-runtime',
-        'fail',
-        `docker info: ${a.info ? lastLine(a.info) : 'not asked'}`,
-        'an OCI runtime (runc)',
-        'reinstall docker (its containerd and runc), then systemctl restart docker',
-      );
-  }
-  // the NVIDIA Container Toolkit
-  const noGpu = o.noGpu ?? 'the simulator uses no GPU';
-  if (!o.gpu) {
-    for (const id of ['container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const) add(id, 'skip', noGpu, '');
-    return out;
-  }
-  const ctkOk = ok(a.ctk);
-  if (ctkOk) add('container.toolkit', 'pass', a.ctk!.stdout.trim().split('\n')[0]!.slice(0, 80) || 'nvidia-ctk answers', 'the NVIDIA Container Toolkit (nvidia-ctk)');
-  else
-    add(
-      'container.toolkit',
+    if (m) return check('container.oci-runtime', 'pass', `${m[1]} (${m[2]})`, 'an OCI runtime (runc or crun)');
+    return check(
+      'container.oci-runtime',
       'fail',
-      a.ctk?.error ? 'nvidia-ctk is not installed: the NVIDIA Container Toolkit is missing' : `nvidia-ctk --version failed: ${a.ctk ? lastLine(a.ctk) : 'not asked'}`,
-      'the NVIDIA Container Toolkit (nvidia-ctk)',
-      "install nvidia-container-toolkit (NVIDIA's apt repository)",
+      a.info ? `podman info names no OCI runtime: ${ok(a.info) ? JSON.stringify(a.info.stdout.trim().slice(0, 80)) : lastLine(a.info)}` : 'podman info was not asked',
+      'an OCI runtime (runc or crun)',
+      'apt-get install runc (or crun); where crun refuses the cgroup layout: --set container.cliArgs=["--runtime","runc"]',
     );
-  if (cli === 'podman') {
-    out.push(judgeCdi(a, o.gpus ?? []));
-    add('container.toolkit.docker', 'skip', 'podman reaches the GPUs through CDI (container.cdi)', '');
-  } else {
-    add('container.cdi', 'skip', 'docker reaches the GPUs through its nvidia runtime (container.toolkit.docker)', '');
-    const m = ok(a.info) ? /^\S+ (\{.*\})$/.exec(a.info.stdout.trim()) : null;
-    if (m && /"nvidia"\s*:/.test(m[1]!)) add('container.toolkit.docker', 'pass', 'docker has the nvidia runtime', "docker's nvidia runtime");
-    else add('container.toolkit.docker', 'fail', 'docker info lists no nvidia runtime', "docker's nvidia runtime", 'nvidia-ctk runtime configure --runtime=docker && systemctl restart docker');
   }
-  return out;
+  const m = ok(a.info) ? /^(\S+) (\{.*\})$/.exec(a.info.stdout.trim()) : null;
+  if (m) return check('container.oci-runtime', 'pass', `default runtime ${m[1]}`, 'an OCI runtime (runc)');
+  return check(
+    'container.oci-runtime',
+    'fail',
+    `docker info: ${a.info ? lastLine(a.info) : 'not asked'}`,
+    'an OCI runtime (runc)',
+    'reinstall docker (its containerd and runc), then systemctl restart docker',
+  );
+}
+
+/** The NVIDIA Container Toolkit, then the CLI's own way to the GPUs: podman's CDI devices, docker's nvidia runtime. */
+function judgeGpuAccess(a: ContainerAnswers, gpus: number[]): ContainerCheck[] {
+  const toolkit = answered(a.ctk)
+    ? check('container.toolkit', 'pass', a.ctk!.stdout.trim().split('\n')[0]!.slice(0, 80) || 'nvidia-ctk answers', 'the NVIDIA Container Toolkit (nvidia-ctk)')
+    : check(
+        'container.toolkit',
+        'fail',
+        a.ctk?.error ? 'nvidia-ctk is not installed: the NVIDIA Container Toolkit is missing' : `nvidia-ctk --version failed: ${a.ctk ? lastLine(a.ctk) : 'not asked'}`,
+        'the NVIDIA Container Toolkit (nvidia-ctk)',
+        "install nvidia-container-toolkit (NVIDIA's apt repository)",
+      );
+  if (a.cli === 'podman') return [toolkit, judgeCdi(a, gpus), check('container.toolkit.docker', 'skip', 'podman reaches the GPUs through CDI (container.cdi)', '')];
+  const cdi = check('container.cdi', 'skip', 'docker reaches the GPUs through its nvidia runtime (container.toolkit.docker)', '');
+  const m = ok(a.info) ? /^\S+ (\{.*\})$/.exec(a.info.stdout.trim()) : null;
+  const runtime =
+    m && /"nvidia"\s*:/.test(m[1]!)
+      ? check('container.toolkit.docker', 'pass', 'docker has the nvidia runtime', "docker's nvidia runtime")
+      : check('container.toolkit.docker', 'fail', 'docker info lists no nvidia runtime', "docker's nvidia runtime", 'nvidia-ctk runtime configure --runtime=docker && systemctl restart docker');
+  return [toolkit, cdi, runtime];
 }
 
 const GENERATE = 'nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml';
