@@ -47,12 +47,7 @@ const ROWS: Array<[string, () => string[], string, number]> = [
   ['probe --url', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['probe --url again (history for cost and report)', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['prewarm --url', () => ['prewarm', '--url', sim.url, '--json'], 'prewarm', 0],
-  [
-    'bench --url',
-    () => ['bench', '--url', sim.url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-every', '0', '--save-result', saved, '--json'],
-    'bench',
-    0,
-  ],
+  ['bench --url', () => ['bench', '--url', sim.url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-every', '0', '--save-result', saved, '--json'], 'bench', 0],
   ['bench compare', () => ['bench', 'compare', saved, saved, '--json'], 'bench-compare', 0],
   ['cost of a URL target', () => ['cost', sim.url, '--gpus', '1', '--gpu-hour-price', '2', '--json'], 'cost', 0],
   ['report of a URL target', () => ['report', sim.url, '--json'], 'report', 0],
