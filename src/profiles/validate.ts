@@ -108,6 +108,14 @@ function hostFreeRules(p: Profile, err: Say): void {
   if (p.engine.extraArgs.some((a) => a === '--api-key' || a.startsWith('--api-key='))) {
     err('engine.extraArgs', '--api-key would put the key in argv, visible to every user in ps', 'set server.apiKeyEnv to the name of the variable that holds the key');
   }
+  // vLLM's other secret-valued option: the Hub token would be in argv (ps), the registry entry's argv (state) and restart's diff
+  if (p.engine.extraArgs.some((a) => a === '--hf-token' || a.startsWith('--hf-token='))) {
+    err(
+      'engine.extraArgs',
+      "--hf-token would put the Hub token in argv, visible to every user in ps, and in sparkctl's state",
+      'remove it; set HF_TOKEN in the environment (or a systemd EnvironmentFile): vLLM and huggingface_hub read it there',
+    );
+  }
 }
 
 /** On a host with fewer GPUs than one replica needs, the largest TP that fits it and the heads (pipeline 1). */

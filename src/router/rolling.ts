@@ -19,7 +19,7 @@ import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
 import { targetFromInstance } from '../engine/target.js';
-import { http } from '../client/http.js';
+import { http, type HttpResult } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { setServerState, showStat, serverState, type ServerStat } from './api.js';
 import { UsageError } from '../errors.js';
@@ -110,13 +110,23 @@ export function checkRollable(plan: ServePlan, router: Instance): void {
 /** In flight on one replica: HAProxy's sessions and queue for it, and vLLM's own running + waiting gauges. */
 async function inFlight(socket: string, backend: string, name: string, url: string): Promise<{ router: number; engine: number | undefined; stat?: ServerStat }> {
   const stat = (await showStat(socket, 2000)).find((s) => s.backend === backend && s.server === name);
-  const m = await http(`${url}/metrics`, { timeoutMs: 2000 });
-  let engine: number | undefined;
-  if (m.ok && m.status === 200) {
+  return { router: (stat?.scur ?? 0) + (stat?.qcur ?? 0), engine: engineInFlight(await http(`${url}/metrics`, { timeoutMs: 2000 })), stat };
+}
+
+/**
+ * vLLM's running + waiting from its /metrics answer; undefined (unknown: the drain waits on) when it
+ * cannot be read: no running gauge (a missing one is no 0), or a line that is not Prometheus text
+ * (the server's bytes: no throw out of the rolling restart). Nothing listening is nothing in flight.
+ */
+export function engineInFlight(m: HttpResult): number | undefined {
+  if (!m.ok) return m.error === 'refused' ? 0 : undefined;
+  if (m.status !== 200) return undefined;
+  try {
     const v = parseVllmMetrics(m.body);
-    if (v.running !== undefined || v.waiting !== undefined) engine = (v.running ?? 0) + (v.waiting ?? 0);
-  } else if (!m.ok && m.error === 'refused') engine = 0; // nothing listens: nothing in flight there
-  return { router: (stat?.scur ?? 0) + (stat?.qcur ?? 0), engine, stat };
+    return v.running === undefined ? undefined : v.running + (v.waiting ?? 0);
+  } catch {
+    return undefined;
+  }
 }
 
 async function waitDrained(run: RollingRun, name: string, url: string): Promise<{ ms: number; timedOut: boolean; inFlight: number; atStart: number }> {

@@ -28,7 +28,8 @@ export async function pollUntil<T>(read: () => T | Promise<T>, done: (v: T) => b
     if (done(value)) return { done: true, value, ms: ms(), readings };
     if (o.signal?.aborted) return { done: false, reason: 'aborted', value, ms: ms(), readings };
     const left = o.deadlineMs - ms();
-    if (left <= 0) return { done: false, reason: 'deadline', value, ms: ms(), readings };
+    // a deadline that is no number (NaN, undefined from a caller) is none left, never a wait without end
+    if (!(left > 0)) return { done: false, reason: 'deadline', value, ms: ms(), readings };
     await pause(Math.min(typeof o.intervalMs === 'function' ? o.intervalMs(value) : o.intervalMs, left), o.signal);
     if (o.signal?.aborted) return { done: false, reason: 'aborted', value, ms: ms(), readings };
   }

@@ -47,12 +47,7 @@ const ROWS: Array<[string, () => string[], string, number]> = [
   ['probe --url', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['probe --url again (history for cost and report)', () => ['probe', '--url', sim.url, '--json'], 'probe', 0],
   ['prewarm --url', () => ['prewarm', '--url', sim.url, '--json'], 'prewarm', 0],
-  [
-    'bench --url',
-    () => ['bench', '--url', sim.url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-interval', '0', '--save-result', saved, '--json'],
-    'bench',
-    0,
-  ],
+  ['bench --url', () => ['bench', '--url', sim.url, '--requests', '3', '--warmup', '0', '--input-len', '8', '--output-len', '4', '--scrape-every', '0', '--save-result', saved, '--json'], 'bench', 0],
   ['bench compare', () => ['bench', 'compare', saved, saved, '--json'], 'bench-compare', 0],
   ['cost of a URL target', () => ['cost', sim.url, '--gpus', '1', '--gpu-hour-price', '2', '--json'], 'cost', 0],
   ['report of a URL target', () => ['report', sim.url, '--json'], 'report', 0],
@@ -62,6 +57,17 @@ const ROWS: Array<[string, () => string[], string, number]> = [
 ];
 let port = 0;
 
+/** A bench envelope whose only problem is bench's self-check: the run is marked invalid for the client's own reasons. */
+function clientBottleneckOnly(stdout: string): boolean {
+  try {
+    const s = JSON.stringify(JSON.parse(stdout));
+    const reasons = [...s.matchAll(/"invalid_reasons":\[(.*?)\]/g)].flatMap((m) => JSON.parse(`[${m[1]}]`) as string[]);
+    return reasons.length > 0 && reasons.every((x) => /^(the client|requests left the client late)/.test(x));
+  } catch {
+    return false;
+  }
+}
+
 describe('--json: one envelope on stdout', () => {
   beforeAll(async () => {
     port = await freePort();
@@ -69,7 +75,11 @@ describe('--json: one envelope on stdout', () => {
   for (const [what, argv, kind, code] of ROWS) {
     it(`${what}: ${kind}, exit ${code}`, { timeout: 90_000 }, async () => {
       const r = await cli(argv(), { env: env(), timeout: 80_000 });
-      expect(r.exitCode, r.stderr).toBe(code);
+      // bench marks its own run invalid (exit 1) when this client, not the server, was the bottleneck
+      // (on a loaded CI host: its event loop stalled): that is bench's self-check working, and the
+      // envelope is the same; any other reason for 1 still fails
+      const selfCheck = kind === 'bench' && r.exitCode === 1 && clientBottleneckOnly(r.stdout);
+      if (!selfCheck) expect(r.exitCode, r.stderr).toBe(code);
       oneEnvelope(r.stdout, kind);
     });
   }

@@ -7,7 +7,7 @@
 // node over ssh, the containers' IDs, the order, the readiness and the stop.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, rmrf } from '../helpers.js';
 import { makeCluster, netnsUnavailable, type Cluster } from '../cluster.js';
@@ -18,7 +18,8 @@ if (why) console.warn(`Ray in containers over nodes skipped: ${why}`);
 
 describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
   // the nodes mount their own /tmp: what they must see lives in /var/tmp
-  const work = mkdtempSync('/var/tmp/sparkctl-ray-containers-');
+  // made in beforeAll: a skipped suite leaves no folder behind
+  const work = join('/var/tmp', `sparkctl-ray-containers-${process.pid}-${randomUUID().slice(0, 8)}`);
   const { env, podman, prepare } = podmanIn(work);
   const marker = randomUUID();
   const rayDir = join(work, 'rayfake');
@@ -36,6 +37,7 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
   let canRun: string | undefined;
 
   beforeAll(async () => {
+    mkdirSync(work, { recursive: true });
     prepare();
     image = await rayStandInImage(podman, work, await buildSimImage(podman, work));
     state = join(work, 'state');

@@ -19,14 +19,17 @@ const MIN = 60_000;
 describe.skipIf(!!why)("real vLLM over two netns nodes, vLLM's own --nnodes launch", () => {
   oneRealVllmAtATime('multinode');
   const marker = randomUUID();
-  const work = tempDir('sparkctl-real-mn-');
-  const profiles = join(work, 'profiles');
+  let work = '';
+  let profiles = '';
   let cl: Cluster;
   let nodes2: string;
   let port: number;
   const run = (args: string[], timeout = 60_000) => cli(args, { env: { SPARKCTL_STATE_DIR: join(work, 'state'), SPARKCTL_TEST_CASE: marker, ...cl.env }, cwd: ROOT, timeout });
 
   beforeAll(async () => {
+    // made here: a skipped suite leaves no folder behind
+    work = tempDir('sparkctl-real-mn-');
+    profiles = join(work, 'profiles');
     cl = await makeCluster('netns', marker, { masterPort: await freePort() });
     // the head and one worker of the four test nodes, one "GPU" (one rank) each
     const nf = readFileSync(cl.nodesFile, 'utf8').replaceAll('gpus: 8', 'gpus: 1');
@@ -52,7 +55,7 @@ describe.skipIf(!!why)("real vLLM over two netns nodes, vLLM's own --nnodes laun
   afterAll(async () => {
     if (cl) await run(['stop', 'tiny-2n', '--nodes', nodes2], 3 * MIN);
     cl?.teardown();
-    rmrf(work);
+    if (work) rmrf(work);
   }, 5 * MIN);
 
   it(

@@ -31,6 +31,19 @@ describe('pollUntil', () => {
     for (let k = 1; k < c.at.length; k++) expect(c.at[k]! - c.at[k - 1]!).toBeGreaterThanOrEqual(15);
   });
 
+  it.each([Number.NaN, undefined as unknown as number, -5])('a deadline of %s is no time to wait: one reading, then deadline (never a wait without end)', async (deadlineMs) => {
+    const c = counter([1]);
+    const r = await pollUntil(c.read, (v) => v === 0, { deadlineMs, intervalMs: 10 });
+    expect(r).toMatchObject({ done: false, reason: 'deadline', value: 1, readings: 1 });
+  });
+
+  it('an interval that is no number (a back-off function gone wrong) still ends at the deadline', async () => {
+    const c = counter([1]);
+    const r = await pollUntil(c.read, (v) => v === 0, { deadlineMs: 200, intervalMs: () => Number.NaN });
+    expect(r).toMatchObject({ done: false, reason: 'deadline' });
+    expect(r.ms).toBeLessThan(2000);
+  });
+
   it('an async reading is awaited', async () => {
     let n = 0;
     const r = await pollUntil(

@@ -173,6 +173,20 @@ describe('validation: every problem at once, each naming field, value and fix', 
     expect(errors('qwen3.5-9b', sets).map((e) => e.path)).toContain(path);
   });
 
+  it.each([['engine.extraArgs=["--hf-token=hf_abcdef123456"]'], ['engine.extraArgs=["--hf-token","hf_abcdef123456"]']])(
+    '%j: a Hub token in extraArgs is refused (argv, state and restart diff would hold it), and the error never shows it',
+    (set) => {
+      const e = errors('qwen3.5-9b', [set]).filter((x) => x.path === 'engine.extraArgs');
+      expect(e).toHaveLength(1);
+      expect(e[0]!.message).toContain('--hf-token');
+      expect(JSON.stringify(e)).not.toContain('hf_abcdef123456');
+    },
+  );
+
+  it('an option that only ends in "tokens" is no secret: --max-num-batched-tokens is not refused', () => {
+    expect(errors('qwen3.5-9b', ['engine.extraArgs=["--max-num-batched-tokens=8192"]']).filter((x) => x.path === 'engine.extraArgs')).toEqual([]);
+  });
+
   it('reports several problems together', () => {
     const e = errors('qwen3.5-9b', ['parallel.tensor=3', 'engine.maxModelLen=300000', 'engine.gpuMemoryUtilization=2']);
     expect(e.map((x) => x.path)).toEqual(expect.arrayContaining(['parallel.tensor', 'engine.maxModelLen', 'engine.gpuMemoryUtilization']));

@@ -83,7 +83,9 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
 /** One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says. */
 function fitsLine(plan: { fits: boolean; largestMaxModelLen: number }, errors: Prepared['problems']): string {
   if (errors.length)
-    return c.red(`no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : ''}`);
+    return c.red(
+      `no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : `; largest max model len that fits is ${plan.largestMaxModelLen}`}`,
+    );
   return plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`);
 }
 
