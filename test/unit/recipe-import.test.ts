@@ -37,14 +37,15 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
         kvCacheDtype: 'fp8',
         enablePrefixCaching: true,
         runtime: 'container',
-        extraArgs: ['--trust-remote-code', '--chat-template', 'unsloth.jinja', '--load-format', 'instanttensor', '--attention-backend', 'flashinfer'],
+        // --chat-template unsloth.jinja names a file the recipe's mod puts in the image: reported, as the mod is
+        extraArgs: ['--trust-remote-code', '--load-format', 'instanttensor', '--attention-backend', 'flashinfer'],
       },
       parallel: { tensor: 1, pipeline: 1 },
       server: { host: '0.0.0.0', port: 8000 },
       container: { image: 'ghcr.io/spark-arena/dgx-vllm-eugr-nightly:latest' },
       env: { VLLM_MARLIN_USE_ATOMIC_ADD: '1' },
     },
-    unmapped: ['mods'],
+    unmapped: ['command --chat-template', 'mods'],
   },
   {
     file: 'spark-arena--qwen3.6-35b-a3b-fp8-mtp-vllm.yaml',
@@ -64,8 +65,6 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
         runtime: 'container',
         extraArgs: [
           '--trust-remote-code',
-          '--chat-template',
-          'unsloth.jinja',
           '--load-format',
           'instanttensor',
           '--attention-backend',
@@ -80,7 +79,7 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
       container: { image: 'ghcr.io/spark-arena/dgx-vllm-eugr-nightly:latest' },
       env: { VLLM_MARLIN_USE_ATOMIC_ADD: '1' },
     },
-    unmapped: ['mods'],
+    unmapped: ['command --chat-template', 'mods'],
   },
   {
     file: 'spark-arena--minimax-m2.7-awq4-vllm.yaml',
@@ -251,13 +250,13 @@ const TABLE: Array<{ file: string; profile: Record<string, unknown>; unmapped: s
         enablePrefixCaching: true,
         gpuMemoryUtilization: 0.7,
         runtime: 'container',
-        extraArgs: ['--moe-backend', 'cutlass', '--trust-remote-code', '--reasoning-parser-plugin', 'nano_v3_reasoning_parser.py', '--load-format', 'fastsafetensors'],
+        extraArgs: ['--moe-backend', 'cutlass', '--trust-remote-code', '--load-format', 'fastsafetensors'],
       },
       server: { port: 8000, host: '0.0.0.0' },
       container: { image: 'vllm-node' },
     },
     // the command writes the model and no -tp: defaults.tensor_parallel is used nowhere
-    unmapped: ['defaults.tensor_parallel', 'mods', 'benchmark'],
+    unmapped: ['defaults.tensor_parallel', 'command --reasoning-parser-plugin', 'mods', 'benchmark'],
   },
 ];
 
@@ -357,6 +356,23 @@ describe('hostile and odd recipes', () => {
       expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/what code the server loads/);
     },
   );
+
+  it.each([
+    ['--allowed-local-media-path /', /read files under that folder/],
+    ['--chat-template /etc/shadow', /reads a file named by the recipe/],
+    ['--middleware evil.mw', /runs Python code/],
+    ['--tool-parser-plugin /tmp/p.py', /runs a Python file/],
+    ['--ssl-keyfile /root/.ssh/id_ed25519', /private key/],
+  ])('%s (code or host files a root-run server would open for the recipe) is reported, never imported', (args, why) => {
+    const r = cmd(`vllm serve Qwen/Qwen3-8B ${args} --max-num-seqs 8`);
+    const flag = args.split(' ')[0]!;
+    expect(r.profile.engine?.extraArgs ?? []).not.toContain(flag);
+    expect(JSON.stringify(r.profile)).not.toContain(`"${args.split(' ')[1]!}"`);
+    const u = r.unmapped.find((x) => x.key === `command ${flag}`);
+    expect(u?.why).toMatch(why);
+    expect(u?.fix).toMatch(/engine\.extraArgs yourself/);
+    expect(r.profile.engine?.maxNumSeqs).toBe(8);
+  });
 
   it('never writes or shows a secret: env tokens are reported hidden, an API key becomes a variable name', () => {
     const r = cmd('vllm serve Qwen/Qwen3-8B --api-key sk-live-123456', { env: { HF_TOKEN: 'hf_abcdefgh123', VLLM_API_KEY: '${MY_KEY}', OK: 'x' } });

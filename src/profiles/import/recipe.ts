@@ -265,6 +265,27 @@ function typedSwitches(c: Ctx): Record<string, [string, Record<string, unknown>,
 }
 
 /** Options sparkctl renders itself for each node or replica: a recipe's value would fight it. */
+/**
+ * vLLM options a recipe must not hand a root-run server unreviewed: they load Python code by name or
+ * path (a plugin, a middleware, a worker extension), or open the serving host's files to clients or
+ * to vLLM (a media root API clients may read from, a chat template or TLS key read from a path). The
+ * recipe's author, not the operator, chose the path; each is reported, never imported.
+ */
+const REVIEW_FLAGS: Record<string, string> = {
+  '--allowed-local-media-path': 'lets API clients read files under that folder of the serving host (file:// media URLs)',
+  '--allowed-media-domains': 'decides which hosts the server fetches media from for its clients',
+  '--middleware': 'imports and runs Python code named by the recipe inside the API server',
+  '--tool-parser-plugin': 'imports and runs a Python file named by the recipe',
+  '--reasoning-parser-plugin': 'imports and runs a Python file named by the recipe',
+  '--worker-extension-cls': 'imports and runs a Python class named by the recipe in every worker',
+  '--logits-processors': 'imports and runs Python classes named by the recipe in the engine',
+  '--chat-template': 'reads a file named by the recipe (of the host, or one a mod put in the image) into every prompt, or takes template text the recipe wrote',
+  '--ssl-keyfile': 'reads a private key from a path of the serving host named by the recipe',
+  '--ssl-certfile': 'reads a certificate from a path of the serving host named by the recipe',
+  '--ssl-ca-certs': 'reads a CA bundle from a path of the serving host named by the recipe',
+  '--download-dir': 'writes the model to a folder of the serving host named by the recipe',
+};
+
 const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
 
 /** The words of `vllm serve ...` -> fields, extra arguments and report lines. */
@@ -337,6 +358,15 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
       continue;
     }
     if (value !== undefined) clean(key, value);
+    if (REVIEW_FLAGS[flag]) {
+      out.unmapped.push({
+        key,
+        value: preview(shown),
+        why: `${flag} ${REVIEW_FLAGS[flag]}: sparkctl runs vLLM as root, so a recipe never sets it`,
+        fix: 'if you want it, read what it points at and add it to engine.extraArgs yourself',
+      });
+      continue;
+    }
     if (RENDERED_PER_NODE.has(flag)) {
       out.unmapped.push({
         key,
