@@ -118,7 +118,7 @@ export function buildResult(d: RunDescription, outputs: RequestOutput[], duratio
 
 const f = (x: unknown, digits = 2) => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-');
 
-/** The document's table (mean / P99 TTFT, req/s) and the rest of vLLM's summary, as rows. */
+/** The summary table (mean / P99 TTFT, req/s) and the rest of vLLM's summary, as rows. */
 export function summaryRows(r: Record<string, any>, pcts: number[]): string[][] {
   const p99 = pcts.includes(99) ? 99 : pcts[pcts.length - 1]!;
   const rows: string[][] = [

@@ -9,7 +9,7 @@ import type { Sample } from './sample.js';
 
 /** Hours in a month: a 365-day year / 12 (the usual cloud convention). */
 export const HOURS_PER_MONTH = 730;
-/** The document's reference API price. */
+/** A reference API price to compare the cost per token against. */
 export const REFERENCE_PER_1K = 0.02;
 /** Without prefill/decode time sums, a generated token is assumed to cost this many prompt tokens. */
 export const DEFAULT_GEN_WEIGHT = 4;

@@ -263,7 +263,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
         return warn(
           `${observed}; toolkit CUDA ${f.cuda.nvcc}`,
           'the same CUDA major as the toolkit',
-          "install the PyTorch wheel of the toolkit's CUDA (the documents' trap: a cu121 torch under a cu124 vLLM), or the toolkit of PyTorch's CUDA",
+          "install the PyTorch wheel of the toolkit's CUDA (a common trap: a cu121 torch under a cu124 vLLM), or the toolkit of PyTorch's CUDA",
         );
     }
     const r = rule(ctx, 'torch');
@@ -548,7 +548,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
       return warn(
         observed,
         `< ${limit} % used`,
-        `raise it: sysctl -w net.netfilter.nf_conntrack_max=${max * 4} (persist in /etc/sysctl.d); a full table drops new connections ("nf_conntrack: table full" in dmesg). Unloading the module, as the documents say, also drops any NAT/firewall that needs it`,
+        `raise it: sysctl -w net.netfilter.nf_conntrack_max=${max * 4} (persist in /etc/sysctl.d); a full table drops new connections ("nf_conntrack: table full" in dmesg). Unloading the module, as some guides advise, also drops any NAT/firewall that needs it`,
       );
     return pass(observed, `< ${limit} % used`);
   },

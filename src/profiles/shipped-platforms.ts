@@ -5,7 +5,7 @@ import type { Platform } from './schema.js';
 export const SHIPPED_PLATFORMS: readonly Platform[] = [
   {
     name: 'dgx-a100-os6',
-    description: 'DGX A100 as the source documents describe it (DGX OS 6.2.1, driver 535.129.03, CUDA 12.1)',
+    description: 'DGX A100 on the stack older deployment write-ups give (DGX OS 6.2.1, driver 535.129.03, CUDA 12.1)',
     source: 'documents',
     arch: 'x86_64',
     os: 'DGX OS 6.2.1 (Ubuntu 22.04)',
