@@ -61,7 +61,10 @@ function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
   const serveArgs = ['serve', p.name, ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []), ...opts.set.flatMap((s) => ['--set', s]), '--foreground', '--no-prewarm'];
   const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
   // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
-  const drain = shutdownTimeoutArg(p);
+  // engine.vllmVersion auto: the vLLM found when the service starts decides whether it drains, so the
+  // unit leaves room for the drain the profile asks for and says whose decision it is
+  const auto = p.engine.vllmVersion === 'auto';
+  const drain = auto ? Math.max(0, p.server.shutdownTimeoutSeconds) : shutdownTimeoutArg(p);
   // with a router, its soft stop drains first (then its hard stop, 3 s), then the replicas
   const routerDrain = p.router?.enabled ? routerDrainSeconds(p) + 3 : 0;
   const stopBudget = routerDrain + Math.ceil(graceMsOf({ shutdownTimeoutSeconds: drain }) / 1000) + 15;
@@ -88,7 +91,13 @@ ExecStart=${cmd(...serveArgs)}
 # Once started, take it from cold to warm (waits for readiness itself).
 ExecStartPost=${cmd('prewarm', p.name, '--deadline', `${p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds}s`)}
 TimeoutStartSec=${startBudget}
-# ${drain ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)` : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`}; sparkctl escalates to SIGKILL after its own grace.
+# ${
+    auto
+      ? `engine.vllmVersion auto: the vLLM found when the service starts decides the drain (one with --shutdown-timeout gets ${drain} s for in-flight requests on SIGTERM, an older one aborts them)`
+      : drain
+        ? `vLLM drains in-flight requests for up to ${drain} s on SIGTERM (--shutdown-timeout)`
+        : `this vLLM (${p.engine.vllmVersion}) aborts in-flight requests on SIGTERM (no --shutdown-timeout in its flag table)`
+  }; sparkctl escalates to SIGKILL after its own grace.
 KillMode=mixed
 TimeoutStopSec=${stopBudget}
 Restart=on-failure
