@@ -4,6 +4,8 @@ import { c } from './format.js';
 export interface Progress {
   phase(text: string): void;
   update(text: string): void;
+  /** On a TTY one live line per row (a replica each), redrawn in place; elsewhere nothing (phase() says it). */
+  rows(rows: string[]): void;
   done(): void;
 }
 
@@ -12,6 +14,8 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
   const tty = Boolean(process.stderr.isTTY) && !process.env.CI;
   let last = '';
   let lastPhase = '';
+  // lines drawn by the last rows(): the cursor sits at the end of the last of them
+  let drawn = 0;
   const started = Date.now();
   const elapsed = () => c.dim(`[${((Date.now() - started) / 1000).toFixed(1)}s]`);
   return {
@@ -28,9 +32,21 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
       process.stderr.write(`\r\x1b[2K${elapsed()} ${text}`);
       last = text;
     },
+    rows(rows) {
+      if (opts.quiet || !tty || !rows.length) return;
+      // back to the first line drawn, then every row on its own cleared line (as many as were drawn,
+      // so a row that went away leaves no stale text)
+      const n = Math.max(rows.length, drawn);
+      let out = `${drawn > 1 ? `\x1b[${drawn - 1}A` : ''}\r`;
+      for (let i = 0; i < n; i++) out += `\x1b[2K${rows[i] === undefined ? '' : `${elapsed()} ${rows[i]}`}${i < n - 1 ? '\n' : ''}`;
+      process.stderr.write(out);
+      drawn = n;
+      last = rows.join('\n');
+    },
     done() {
       if (tty && last) process.stderr.write('\n');
       last = '';
+      drawn = 0;
     },
   };
 }

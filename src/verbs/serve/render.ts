@@ -13,6 +13,9 @@ export interface ServeRenderer {
   preflightFailed(pf: ServePreflight, profile: string): void;
 }
 
+/** A map's entries in replica order (name-0, name-1, ... name-10), whatever order their events came in. */
+const byReplica = <T>(m: Map<string, T>): [string, T][] => [...m].sort(([a], [b]) => a.localeCompare(b, undefined, { numeric: true }));
+
 function prewarmLine(r: ReplicaOutcome): string | undefined {
   const w = r.prewarm;
   if (!w) return undefined;
@@ -61,7 +64,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           break;
         case 'phase':
           phases.set(e.replica, e.phase);
-          if (tty) prog.update([...phases].map(([n, p]) => `${n}: ${p}`).join(' | '));
+          if (tty) prog.rows(byReplica(phases).map(([n, p]) => `${n}: ${p}`));
           else {
             const kind = e.phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
             if (phaseKind.get(e.replica) !== kind) prog.phase(`${e.replica}: ${e.phase}`);
@@ -88,7 +91,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           const what = `round ${q.round}, ${q.kind === 'prefill' ? `${q.promptTokens} prompt tokens` : 'decode'}: ${q.ms} ms`;
           if (!warming.has(e.replica) && !tty) note(`prewarm ${e.replica}: warming up (${what}; a cold first token can take seconds)`);
           warming.set(e.replica, what);
-          if (tty) prog.update([...warming].map(([n, w]) => `prewarm ${n}: ${w}`).join(' | '));
+          if (tty) prog.rows(byReplica(warming).map(([n, w]) => `prewarm ${n}: ${w}`));
           break;
         }
         case 'exited':
