@@ -41,8 +41,9 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
   const phases = new Map<string, string>();
   const launched: Array<Extract<ServeEvent, { type: 'launched' }>> = [];
   const ready = new Map<string, number>();
-  // Off a terminal, one line per replica and phase (not per percent: four replicas printed 36
-  // "loading weights N%" lines); prewarm says when it starts, since its cold rounds take seconds.
+  // Off a terminal, one line per replica and phase, and the 100 % that ends a phase counted in
+  // percent (not every percent: four replicas printed 36 "loading weights N%" lines); prewarm says
+  // when it starts, since its cold rounds take seconds.
   const phaseKind = new Map<string, string>();
   const warming = new Map<string, string>();
   const started = Date.now();
@@ -67,7 +68,8 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           if (tty) prog.rows(byReplica(phases).map(([n, p]) => `${n}: ${p}`));
           else {
             const kind = e.phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
-            if (phaseKind.get(e.replica) !== kind) prog.phase(`${e.replica}: ${e.phase}`);
+            // sparse off a terminal: a phase's first line, and its 100 % (its end), not every percent between
+            if (phaseKind.get(e.replica) !== kind || /\b100%$/.test(e.phase)) prog.phase(`${e.replica}: ${e.phase}`);
             phaseKind.set(e.replica, kind);
           }
           break;
