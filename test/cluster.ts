@@ -7,7 +7,7 @@
 // project's .venv-ray (ray: 'real'), and a `sparkctl` wrapper
 // whose preflight answers from that node's bundle (this machine has no GPU).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync, readFileSync, readlinkSync, chmodSync, cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -169,6 +169,42 @@ const cmdline = (pid: number) => {
   }
 };
 
+/** The claim file of netns subnet b: made exclusively, holding the claiming process's pid. */
+const subnetClaim = (b: number) => `/var/tmp/sparkctl-cluster-net-${b}`;
+
+/** Claims the first free netns subnet from `first` on (a claim whose process is gone is taken over). */
+function claimSubnet(first: number): number {
+  for (let i = 0, tries = 0; i < 250 && tries < 500; i++, tries++) {
+    const b = 1 + ((first - 1 + i) % 250);
+    try {
+      writeFileSync(subnetClaim(b), String(process.pid), { flag: 'wx' });
+      return b;
+    } catch {
+      let pid = 0;
+      try {
+        pid = Number(readFileSync(subnetClaim(b), 'utf8').trim());
+      } catch {
+        continue;
+      }
+      // another suite (another process, or another file of this one) holds it
+      let alive = pid === process.pid;
+      if (!alive && pid > 0) {
+        try {
+          process.kill(pid, 0);
+          alive = true;
+        } catch {
+          alive = false;
+        }
+      }
+      if (alive) continue;
+      // its process is gone: take it over (try the same b again)
+      rmSync(subnetClaim(b), { force: true });
+      i--;
+    }
+  }
+  throw new Error('no free netns subnet 10.250.1-250.0/24 for the test cluster');
+}
+
 export async function makeCluster(
   mode: Mode,
   marker: string,
@@ -180,7 +216,9 @@ export async function makeCluster(
   const rayDir = join(dir, 'ray');
   mkdirSync(rayDir);
   const id = randomBytes(2).toString('hex');
-  const b = 1 + (parseInt(id, 16) % 250);
+  // netns nodes: the subnet 10.250.b.0/24 is claimed for this cluster alone (two suites that drew the
+  // same b would reach each other's sshd: "Permission denied (publickey)" on every node, seen in CI)
+  const b = mode === 'netns' ? claimSubnet(1 + (parseInt(id, 16) % 250)) : 1 + (parseInt(id, 16) % 250);
   const n = 4;
   const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`));
   const nsNames = Array.from({ length: n }, (_, i) => `spk${id}n${i}`);
@@ -354,6 +392,7 @@ export async function makeCluster(
       for (const x of inits) while (x.init && pidNs(x.init) && Date.now() < end) spawnSync('sleep', ['0.05']);
       for (const step of teardownSteps.reverse()) step();
       rmrf(dir);
+      if (mode === 'netns') rmSync(subnetClaim(b), { force: true });
     },
   };
 }
