@@ -52,10 +52,25 @@ export function resolvedDiff(before: LaunchRecord | undefined, after: LaunchReco
     out.push(`vLLM ${v0.resolved} -> ${v1.resolved}${why}`);
   }
   if ((before.image ?? '') !== (after.image ?? '')) out.push(`image: ${before.image ?? 'none'} -> ${after.image ?? 'none'}`);
+  out.push(...settingsDiff(before.settings, after.settings));
   return out;
 }
 
 /** One replica's changes: what resolved differently, then its argv's flags. Empty: it starts as it runs. */
 export function launchChanges(before: { argv: string[]; launch?: LaunchRecord }, after: { argv: string[]; launch: LaunchRecord }): string[] {
   return [...resolvedDiff(before.launch, after.launch), ...argvDiff(before.argv, after.argv)];
+}
+
+/** Edits that reach the server but not its argv: env variables (by name; values are never recorded), the API key's variable, the container block. */
+function settingsDiff(before: LaunchRecord['settings'], after: LaunchRecord['settings']): string[] {
+  if (!before || !after) return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(after.env)) {
+    if (!(k in before.env)) out.push(`+ env ${k}`);
+    else if (before.env[k] !== v) out.push(`env ${k}: changed`);
+  }
+  for (const k of Object.keys(before.env)) if (!(k in after.env)) out.push(`- env ${k}`);
+  if ((before.apiKeyEnv ?? '') !== (after.apiKeyEnv ?? '')) out.push(`server.apiKeyEnv: ${before.apiKeyEnv ?? 'none'} -> ${after.apiKeyEnv ?? 'none'}`);
+  if ((before.container ?? '') !== (after.container ?? '')) out.push('container: settings changed');
+  return out;
 }

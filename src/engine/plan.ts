@@ -3,6 +3,7 @@
 // is decided here, before anything is spawned: each replica's argv, environment, port, GPUs and
 // log, the executable, the state folder, and the ready and stall deadlines. Pure, table-tested.
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
@@ -91,8 +92,14 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | '
 };
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
-export function launchRecord(opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router'>, vllm: Pick<VersionDecision, 'version' | 'how'>, image?: string): LaunchRecord {
+export function launchRecord(
+  opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router'>,
+  vllm: Pick<VersionDecision, 'version' | 'how'>,
+  image?: string,
+  profile?: Pick<Profile, 'env' | 'server' | 'container'>,
+): LaunchRecord {
   return {
+    ...(profile ? { settings: settingsOf(profile) } : {}),
     sets: [...opts.set],
     ...(opts.profiles ? { profilesDir: opts.profiles } : {}),
     ...(opts.gpus !== undefined ? { gpus: opts.gpus } : {}),
@@ -101,6 +108,18 @@ export function launchRecord(opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus
     ...(opts.router ? { router: true } : {}),
     vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
     ...(image ? { image } : {}),
+  };
+}
+
+/** A value's fingerprint: enough to tell that it changed, not what it is. */
+const fingerprint = (v: string) => createHash('sha256').update(v).digest('hex').slice(0, 16);
+
+/** What reaches the server but not its argv, fingerprinted for restart's comparison (registry.ts LaunchRecord.settings). */
+export function settingsOf(p: Pick<Profile, 'env' | 'server' | 'container'>): NonNullable<LaunchRecord['settings']> {
+  return {
+    env: Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, fingerprint(String(v))])),
+    ...(p.server.apiKeyEnv ? { apiKeyEnv: p.server.apiKeyEnv } : {}),
+    ...(p.container ? { container: fingerprint(JSON.stringify(p.container)) } : {}),
   };
 }
 

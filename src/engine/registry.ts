@@ -65,6 +65,12 @@ export interface LaunchRecord {
   vllm: { asked: string; resolved: string; how: 'pinned' | 'installed' | 'unknown' };
   /** runtime container: the image it ran */
   image?: string;
+  /**
+   * What reaches the server but not its command line: each profile env variable's name with a
+   * fingerprint of its value (never the value), server.apiKeyEnv (a variable's name), and a
+   * fingerprint of the container block. restart compares them, so such an edit is shown, not "unchanged".
+   */
+  settings?: { env: Record<string, string>; apiKeyEnv?: string; container?: string };
 }
 
 /** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
@@ -126,6 +132,13 @@ const LaunchShape = z.object({
   router: z.boolean().optional(),
   vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
   image: z.string().max(1000).optional(),
+  settings: z
+    .object({
+      env: z.record(z.string().max(256), z.string().max(64)).refine((e) => Object.keys(e).length <= 512),
+      apiKeyEnv: z.string().max(256).optional(),
+      container: z.string().max(64).optional(),
+    })
+    .optional(),
 });
 
 /** An entry's launch record, when it has one of the right shape (a state file is read as untrusted input). */

@@ -26,7 +26,7 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     const served = await cli(['serve', 'rem', '--profiles', dir, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
     expect(served.exitCode, served.stderr).toBe(0);
     // what serve resolved is in the entry: its --set, --profiles, --router and the version `auto` became
-    expect(entry('rem-0').launch).toEqual({ sets: sets.filter((_, i) => i % 2), profilesDir: dir, router: true, vllm: { asked: 'auto', resolved: '0.17.1', how: 'installed' } });
+    expect(entry('rem-0').launch).toEqual({ sets: sets.filter((_, i) => i % 2), profilesDir: dir, router: true, vllm: { asked: 'auto', resolved: '0.17.1', how: 'installed' }, settings: { env: {} } });
 
     // 1. no flags at all (not even --profiles): the ports serve was given are kept, nothing changed
     const same = await cli(['restart', 'rem', '--rolling', '--no-prewarm'], { env: t.env(), timeout: 60_000 });
@@ -62,5 +62,19 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     expect(all.stdout).toContain(`router: http://127.0.0.1:${base}/v1`);
     expect(entry('rem-0')).toMatchObject({ port: base + 1, launch: { profilesDir: dir, router: true } });
     expect(entry('rem-0').argv.join(' ')).toContain('--max-num-seqs 5');
-  }, 150_000);
+
+    // 4. an edit that reaches the server but not its command line (its env) is a change too, shown by
+    // name; the value is never recorded or shown
+    const current = readFileSync(file, 'utf8');
+    writeFileSync(file, `${current}\nenv:\n  VLLM_LOGGING_LEVEL: DEBUG\n`);
+    const envEdit = await cli(['restart', 'rem', '--rolling', '--no-prewarm'], { env: t.env(), timeout: 60_000 });
+    expect(envEdit.exitCode, envEdit.stderr).toBe(0);
+    expect(envEdit.stderr).toMatch(/rem: changed since it was served .*:\n {2}\+ env VLLM_LOGGING_LEVEL\n/);
+    expect(envEdit.stderr).not.toContain('DEBUG');
+    expect(JSON.stringify(entry('rem-0').launch)).not.toContain('DEBUG');
+    writeFileSync(file, `${current}\nenv:\n  VLLM_LOGGING_LEVEL: INFO\n`);
+    const envValue = await cli(['restart', 'rem', '--rolling', '--no-prewarm'], { env: t.env(), timeout: 60_000 });
+    expect(envValue.exitCode, envValue.stderr).toBe(0);
+    expect(envValue.stderr).toMatch(/ {2}env VLLM_LOGGING_LEVEL: changed\n/);
+  }, 200_000);
 });

@@ -65,7 +65,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     runtime: as.runtime,
   });
   versionWarnings(r.vllm, false);
-  const launch = launchRecord(as, r.vllm, r.image?.ref ?? r.vllm.image);
+  const launch = launchRecord(as, r.vllm, r.image?.ref ?? r.vllm.image, r.profile);
   const plan = buildServePlan(r, {
     ...started,
     prewarm: opts.prewarm,

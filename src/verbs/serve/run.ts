@@ -229,7 +229,7 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     readHost: !sim && !host,
   });
   versionWarnings(r.vllm, false);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image) });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile) });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
