@@ -71,6 +71,6 @@ function settingsDiff(before: LaunchRecord['settings'], after: LaunchRecord['set
   }
   for (const k of Object.keys(before.env)) if (!(k in after.env)) out.push(`- env ${k}`);
   if ((before.apiKeyEnv ?? '') !== (after.apiKeyEnv ?? '')) out.push(`server.apiKeyEnv: ${before.apiKeyEnv ?? 'none'} -> ${after.apiKeyEnv ?? 'none'}`);
-  if ((before.container ?? '') !== (after.container ?? '')) out.push('container: settings changed');
+  if ((before.containerBlock ?? '') !== (after.containerBlock ?? '')) out.push('container: settings changed');
   return out;
 }

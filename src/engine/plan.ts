@@ -119,7 +119,8 @@ export function settingsOf(p: Pick<Profile, 'env' | 'server' | 'container'>): No
   return {
     env: Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, fingerprint(String(v))])),
     ...(p.server.apiKeyEnv ? { apiKeyEnv: p.server.apiKeyEnv } : {}),
-    ...(p.container ? { container: fingerprint(JSON.stringify(p.container)) } : {}),
+    // the container block whatever the runtime (absent: the fingerprint of null)
+    containerBlock: fingerprint(JSON.stringify(p.container ?? null)),
   };
 }
 

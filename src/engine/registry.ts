@@ -70,7 +70,7 @@ export interface LaunchRecord {
    * fingerprint of its value (never the value), server.apiKeyEnv (a variable's name), and a
    * fingerprint of the container block. restart compares them, so such an edit is shown, not "unchanged".
    */
-  settings?: { env: Record<string, string>; apiKeyEnv?: string; container?: string };
+  settings?: { env: Record<string, string>; apiKeyEnv?: string; containerBlock?: string };
 }
 
 /** What a router's entry keeps: where its runtime API and config are, and which replicas it balances. */
@@ -136,7 +136,7 @@ const LaunchShape = z.object({
     .object({
       env: z.record(z.string().max(256), z.string().max(64)).refine((e) => Object.keys(e).length <= 512),
       apiKeyEnv: z.string().max(256).optional(),
-      container: z.string().max(64).optional(),
+      containerBlock: z.string().max(64).optional(),
     })
     .optional(),
 });

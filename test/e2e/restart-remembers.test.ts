@@ -26,7 +26,13 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
     const served = await cli(['serve', 'rem', '--profiles', dir, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
     expect(served.exitCode, served.stderr).toBe(0);
     // what serve resolved is in the entry: its --set, --profiles, --router and the version `auto` became
-    expect(entry('rem-0').launch).toEqual({ sets: sets.filter((_, i) => i % 2), profilesDir: dir, router: true, vllm: { asked: 'auto', resolved: '0.17.1', how: 'installed' }, settings: { env: {} } });
+    expect(entry('rem-0').launch).toEqual({
+      sets: sets.filter((_, i) => i % 2),
+      profilesDir: dir,
+      router: true,
+      vllm: { asked: 'auto', resolved: '0.17.1', how: 'installed' },
+      settings: { env: {}, containerBlock: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    });
 
     // 1. no flags at all (not even --profiles): the ports serve was given are kept, nothing changed
     const same = await cli(['restart', 'rem', '--rolling', '--no-prewarm'], { env: t.env(), timeout: 60_000 });
