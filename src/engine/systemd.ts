@@ -148,6 +148,16 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
   return `router.enabled: these units run the replicas only (ports ${ports.join(', ')}), not HAProxy on port ${p.server.port}; for the router in front, one unit that runs serve --foreground: sparkctl systemd ${p.name} --runtime host --set engine.runtime=container`;
 }
 
+/** The container units' common start: the image's own version and entrypoint read, then the serve plan for it. */
+async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
+  const { buildServePlan, replicaRun } = await import('./plan.js');
+  const { runtimeFor } = await import('./runtime/index.js');
+  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
+  if (versionNote) out.note(`note: ${versionNote}`);
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  return { p: r.profile, plan, replicaRun, runtimeFor, versionNote };
+}
+
 /**
  * engine.runtime container: one unit per replica that runs the container itself, attached
  * (`run --rm`), so systemd supervises the CLI and its stop reaches vLLM as SIGTERM with the drain
@@ -156,12 +166,7 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
  * (4.4+); --quadlet writes the .container file instead.
  */
 async function containerUnits(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
-  const { buildServePlan, replicaRun } = await import('./plan.js');
-  const { runtimeFor } = await import('./runtime/index.js');
-  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
-  const p = r.profile;
-  if (versionNote) out.note(`note: ${versionNote}`);
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const { p, plan, replicaRun, runtimeFor, versionNote } = await containerPlan(r0, opts, out);
   const rn = routerNote(
     p,
     plan.replicas.map((x) => x.port),
@@ -217,12 +222,7 @@ async function quadletUnits(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
     throw new UsageError('--user with --quadlet: a Quadlet unit runs as the user whose folder holds it', [
       `save it in ~${opts.user}/.config/containers/systemd/ (rootless podman) instead of /etc/containers/systemd/`,
     ]);
-  const { buildServePlan, replicaRun } = await import('./plan.js');
-  const { runtimeFor } = await import('./runtime/index.js');
-  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
-  const p = r.profile;
-  if (versionNote) out.note(`note: ${versionNote}`);
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  const { p, plan, replicaRun, runtimeFor, versionNote } = await containerPlan(r0, opts, out);
   const secret = `sparkctl-${p.name}-api-key`;
   const rn = routerNote(
     p,
