@@ -87,8 +87,12 @@ export async function waitReady(w: ReadyWatch): Promise<ReadyResult> {
       }
       const mine = await w.ours?.();
       if (mine === false) foreign = `the server answering on ${w.url} is not the process sparkctl started (another process holds the port)`;
-      else if (listed) return { ok: true, ms: elapsed() };
-      else if (answered)
+      else if (listed) {
+        // The log lines written just before the server answered (uvicorn's "Application startup
+        // complete" comes before it serves) are read too, so the last phases are not lost to the race.
+        await w.onPoll?.();
+        return { ok: true, ms: elapsed() };
+      } else if (answered)
         return {
           ok: false,
           reason: 'wrong-model',

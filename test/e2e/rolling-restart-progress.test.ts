@@ -25,7 +25,7 @@ describe.skipIf(!haveHaproxy)('restart --rolling says what each replica is doing
     expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
     expect(r.stderr).not.toContain('\r');
     for (const rep of [`${P}-0`, `${P}-1`]) {
-      const mine = (r.stderr + r.stdout)
+      const mine = `${r.stderr}\n${r.stdout}`
         .split('\n')
         .filter((l) => l.includes(`${rep}:`))
         .map((l) => l.replace(/^\[[\d.]+s\] /, ''));
