@@ -3,8 +3,6 @@
 // signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
-import type { Profile, Platform } from '../profiles/schema.js';
-import { loadPlatform, DEFAULT_PLATFORM } from '../profiles/load.js';
 import type { ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, portRoles } from '../profiles/router.js';
@@ -17,8 +15,6 @@ import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
-import type { PreflightReport } from '../preflight/run.js';
-import type { GpuFact } from '../host/gpu-facts.js';
 import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromInstance } from './target.js';
@@ -27,40 +23,6 @@ import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
-
-export interface ServePreflight {
-  /** the platform baseline the host matched (a real host), or the profile's (the simulator) */
-  platform: Platform;
-  report: PreflightReport;
-  /** the host's GPUs as preflight read them (typed facts, not the checks' text) */
-  gpus: GpuFact[];
-}
-
-/**
- * The blocking preflight checks, on the simulated host for --engine sim. A real host is checked
- * against the baseline that fits it (auto), as `sparkctl preflight` does: a Qwen profile written for
- * a DGX A100 must not refuse an H200 because its driver is not 535.129.03.
- */
-/** sparkctl's own live servers by port, in words ("qwen-dev-0 (profile qwen-dev, pid 41)"): what a taken port's finding names. */
-export function holdersByPort(dir: string): Record<number, string> {
-  const out: Record<number, string> = {};
-  try {
-    for (const e of new Registry(dir).list()) if (e.alive) out[e.inst.port] = `${e.inst.name} (profile ${e.inst.profile}${e.inst.pid > 0 ? `, pid ${e.inst.pid}` : ''})`;
-  } catch {
-    /* no readable state folder: the finding names no holder */
-  }
-  return out;
-}
-
-export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 'sim'; platform?: string; stateDir: string }): Promise<ServePreflight> {
-  const { runPreflight } = await import('../preflight/run.js');
-  const sim = opts.engine === 'sim';
-  const platform = loadPlatform(opts.platform ?? profile.platform ?? DEFAULT_PLATFORM);
-  const host = sim ? new (await import('../sim/host.js')).SimHost(platform) : new (await import('../host/real.js')).RealHost();
-  // Only the checks that block a launch (their own metadata says which), and only their probes.
-  const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true, holders: holdersByPort(opts.stateDir) });
-  return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };
-}
 
 export interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */

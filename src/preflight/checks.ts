@@ -1,6 +1,7 @@
 // Checks are data: an id operators and automation rely on, and a pure function of the facts,
 // the baseline and the profile. Each says what it saw, what it expected, and the fix.
 import type { Facts } from './facts.js';
+import type { CheckResult } from '../output/check.js';
 import type { Gpu } from '../nvidia/smi.js';
 import { CATALOG, type CheckMeta } from './catalog.js';
 import { gpuNum } from '../nvidia/smi.js';
@@ -17,13 +18,6 @@ import { GIB, KIB, MIB, mibToBytes, formatGiB } from '../nvidia/units.js';
 import { commandLine } from '../output/format.js';
 import type { PortRole } from '../profiles/router.js';
 
-export type Status = 'pass' | 'warn' | 'fail' | 'skip';
-export interface CheckResult {
-  status: Status;
-  observed: string;
-  expected: string;
-  fix?: string;
-}
 export interface Ctx {
   facts: Facts;
   platform: Platform;

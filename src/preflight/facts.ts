@@ -1,11 +1,10 @@
 // Facts: everything preflight reads from a Host, gathered concurrently, each probe with a deadline.
 // Never imports torch (4 s, 600 MB): versions come from files.
 import type { Host, CmdResult } from '../host/host.js';
-import type { GpuFact } from '../host/gpu-facts.js';
 import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
-import { gpuNum, type Gpu } from '../nvidia/smi.js';
+import type { Gpu } from '../nvidia/smi.js';
 import { pickEnv } from '../host/bundle.js';
 import { queryGpus } from '../host/gpu-query.js';
 import * as H from '../host/parse.js';
@@ -608,33 +607,6 @@ function why(r: CmdResult, tool: string): string {
 /** The top folder of a model path (/models for /models/qwen3-200b): where its disk space is. */
 function topDir(p: string): string {
   return p.startsWith('/') ? p.split('/').slice(0, 2).join('/') || '/' : '.';
-}
-
-/**
- * The typed per-GPU facts serve's plan reads (not the checks' human text): one per GPU nvidia-smi
- * listed, with the compute processes that hold its memory. A process is placed by its bus id; one
- * without a bus id (an older 3-field query) cannot be placed and is left out rather than guessed.
- */
-export function gpuFacts(f: Pick<Facts, 'gpus' | 'computeApps'>): GpuFact[] {
-  const norm = (b: string | undefined) =>
-    b
-      ?.trim()
-      .toLowerCase()
-      .replace(/^0000(?=[0-9a-f]{4}:)/, '');
-  return f.gpus.map((g, i) => {
-    const index = gpuNum(g, 'index') ?? i;
-    const bus = norm(g['pci.bus_id']);
-    return {
-      index,
-      name: g.name,
-      uuid: g.uuid,
-      busId: g['pci.bus_id'],
-      memoryTotalMiB: gpuNum(g, 'memory.total'),
-      memoryFreeMiB: gpuNum(g, 'memory.free'),
-      computeCapability: g.compute_cap,
-      processes: (f.computeApps ?? []).filter((a) => bus !== undefined && norm(a.busId) === bus).map((a) => ({ pid: a.pid, name: a.name, usedMiB: a.usedMiB })),
-    };
-  });
 }
 
 export const NO_RUNTIME_FIX =

@@ -1,21 +1,14 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
 import { dirname } from 'node:path';
 import type { Host } from '../host/host.js';
-import { gatherFacts, gpuFacts, type Facts } from './facts.js';
-import type { GpuFact } from '../host/gpu-facts.js';
-import type { Check, CheckResult } from './checks.js';
+import { gatherFacts, type Facts } from './facts.js';
+import { gpuFacts, type GpuFact } from '../host/gpu-facts.js';
+import type { Check } from './checks.js';
+import type { CheckResult, CheckOutcome } from '../output/check.js';
 import { probesFor, selectChecks, type CheckMeta } from './catalog.js';
 import { takeEarlyFacts } from './early.js';
 import type { Profile } from '../profiles/schema.js';
 import { log } from '../output/logger.js';
-
-export interface CheckOutcome extends CheckResult {
-  id: string;
-  area: string;
-  title: string;
-  durationMs: number;
-  blocking: boolean;
-}
 
 export interface PreflightReport {
   host: string;

@@ -38,7 +38,7 @@ import {
 } from '../engine/cluster/index.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
-import type { CheckOutcome } from '../preflight/run.js';
+import type { CheckOutcome } from '../output/check.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */

@@ -80,7 +80,10 @@ describe('the floor table', () => {
     expect(mayImport('verbs/restart', 'verbs/serve')).toBe(true); // in SIDEWAYS
     expect(mayImport('router', 'engine')).toBe(true);
     expect(mayImport('engine', 'router')).toBe(false);
-    expect(mayImport('preflight', 'health')).toBe(false); // same storey, not in SIDEWAYS
+    expect(mayImport('health', 'bench')).toBe(false); // same storey, not in SIDEWAYS
+    expect(mayImport('preflight', 'router')).toBe(false); // same storey, not in SIDEWAYS
+    expect(mayImport('engine', 'preflight')).toBe(false); // preflight stands above the engine
+    expect(mayImport('preflight', 'engine/runtime')).toBe(true); // it asks the runtime's checks
     expect(mayImport('model', 'host')).toBe(true); // same storey, in SIDEWAYS
   });
 

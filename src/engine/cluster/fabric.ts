@@ -12,7 +12,7 @@
 // netdev, as the Spark community's launch scripts set it). A wrong or missing value makes NCCL fall
 // back to TCP over whatever it finds, without an error: hence the checks.
 import type { NodeEntry, NodesFile } from '../../profiles/schema.js';
-import type { CheckResult } from '../../preflight/checks.js';
+import type { CheckResult } from '../../output/check.js';
 import { shellQuote } from '../../output/format.js';
 import { allNodes, fabricAddress, fabricInterface } from './ray-plan.js';
 import { parseShowGids } from '../../nvidia/rdma.js';

@@ -2,8 +2,7 @@
 // cross-node checks that are real Checks (id, area, title, a pure run over the per-node reports,
 // each result observed/expected/fix) so they render, count and block like the per-host ones.
 import type { NodesFile } from '../../profiles/schema.js';
-import type { CheckResult, Status } from '../../preflight/checks.js';
-import type { CheckOutcome } from '../../preflight/run.js';
+import type { CheckResult, CheckOutcome, Status } from '../../output/check.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray-plan.js';

@@ -1,7 +1,7 @@
 // Rendering serve: its events as they come (a self-rewriting line on a TTY, one line per phase
 // elsewhere, nothing under --json) and its outcome (text on stdout/stderr, or one JSON envelope).
 import type { ServeEvent, ServeOutcome, ReplicaOutcome } from '../../engine/events.js';
-import type { ServePreflight } from '../../engine/serve.js';
+import type { ServePreflight } from './preflight.js';
 import type { Diagnosis } from '../../engine/diagnose.js';
 import { progress, say, note } from '../../output/log.js';
 import { c, envelope, formatDuration, statusMark, table } from '../../output/format.js';

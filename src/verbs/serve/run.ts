@@ -206,7 +206,7 @@ async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: Serv
     note(c.dim(`engine sim: simulating ${pl.gpu.count} x ${pl.gpu.displayName} (${pl.name}); no GPU is used`));
   }
   if (opts.skipPreflight) return seen;
-  const { servePreflight } = await import('../../engine/serve.js');
+  const { servePreflight } = await import('./preflight.js');
   // --router is checked like a router: block (HAProxy installed, its ports free).
   const pf = await servePreflight(withRouterFlag(loaded, opts.router).profile, { engine: opts.engine, platform: opts.platform, stateDir: stateDir() });
   render.preflight(pf, sim);
