@@ -6,10 +6,10 @@
 // traffic again. The first replica that does not come back healthy ends the restart: it stays out
 // of rotation, the others keep serving, and the outcome says why.
 import type { ServePlan } from '../engine/plan.js';
-import { Registry, type Entry, type Instance } from '../engine/registry.js';
+import { Registry, type Entry, type Instance, type RouterRecord } from '../engine/registry.js';
 import { superviseReady } from '../engine/launch.js';
 import { replicaRun } from '../engine/plan.js';
-import { runtimeFor } from '../engine/runtime/index.js';
+import { runtimeFor, type Runtime } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
 import { replicaChanges } from '../engine/relaunch.js';
@@ -18,7 +18,7 @@ import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome }
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
-import { targetFromInstance } from '../engine/target.js';
+import { targetFromInstance, type InstanceTarget } from '../engine/target.js';
 import { http, type HttpResult } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { setServerState, showStat, serverState, type ServerStat } from './api.js';
@@ -162,121 +162,184 @@ async function portFreed(port: number, ms = 5000) {
   );
 }
 
+type ReplicaPlan = ServePlan['replicas'][number];
+
+/** What every replica's restart works with: the run and its plan, the router's runtime API, the registry, the runtime. */
+interface Rolling {
+  run: RollingRun;
+  plan: ServePlan;
+  router: RouterRecord;
+  registry: Registry;
+  rt: Runtime;
+  /** what the plan changes on each replica, read before any of them stopped */
+  changes: Array<{ name: string; changes: string[] }>;
+  emit: (e: RollingEvent) => void;
+}
+
+/** Why one replica's restart ends the rolling restart, and the outcome's status. */
+interface Failed {
+  cause: string;
+  status: RollingOutcome['status'];
+}
+
+const failed = (cause: string, status: RollingOutcome['status'] = 'launch-failed'): Failed => ({ cause, status });
+
 export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   const { plan } = run;
   const r = run.router.router;
   if (!r) throw new UsageError(`${run.router.name} is not a router entry`);
   checkRollable(plan, run.router);
   const emit = (e: RollingEvent) => run.onEvent?.(e);
-  const registry = new Registry(plan.stateDir);
-  const rt = runtimeFor(plan);
   const started = Date.now();
   const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
-  const sim = plan.engine === 'sim';
-  const checkMs = plan.router?.settings.checkIntervalMs ?? 2000;
   // before any replica stops: each one's entry is replaced by its new one as it comes back
-  const changes = replicaChanges(plan, run.entries);
+  const rolling: Rolling = { run, plan, router: r, registry: new Registry(plan.stateDir), rt: runtimeFor(plan), changes: replicaChanges(plan, run.entries), emit };
   const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
 
   for (const [i, p] of plan.replicas.entries()) {
     if (run.signal?.aborted) return done('interrupted');
-    const rep = out[i]!;
-    const entry = run.entries.find((e) => e.inst.name === p.name);
-    const url = replicaUrl(plan, p);
-    const abort = (cause: string, status: RollingOutcome['status'] = 'launch-failed') => {
-      emit({ type: 'aborted', replica: p.name, cause });
-      return done(status, { replica: p.name, cause });
-    };
-    rep.restarted = true;
-    // 1. no new requests; 2. wait for the ones in flight
-    emit({ type: 'drain', replica: p.name });
-    await setServerState(r.socket, r.backend, p.name, 'drain');
-    const drained = await waitDrained(run, p.name, url);
-    rep.drainMs = drained.ms;
-    rep.inFlightAtDrain = drained.atStart;
-    emit({ type: 'drained', replica: p.name, ...drained });
-    // 3. out of rotation (its checks stop flapping it while it restarts); 4. stop it
-    await setServerState(r.socket, r.backend, p.name, 'maint');
-    const down = Date.now();
-    const t0 = Date.now();
-    const spent: Spent = { drain: drained.ms, stop: 0, start: 0, prewarm: 0, probe: 0, rejoin: 0 };
-    if (entry) {
-      // The one stop (engine/stop.ts): proven identity, vLLM's own drain (--shutdown-timeout), SIGKILL after the grace.
-      const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
-      rep.stop = st;
-      if (st.result === 'unproven') return abort(`its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`);
-      if (!st.portFree || st.groupLeft) return abort(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
-      emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
-    } else emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
-    await portFreed(p.port);
-    spent.stop = Date.now() - t0;
-    registry.remove(p.name);
-    const t1 = Date.now();
-    // 5. start it from the plan: a profile edited since gives its new argv
-    const release = await registry.lock();
-    let l: Launched;
-    try {
-      l = rt.launch(replicaRun(plan, p), run.secrets, (x) => registry.write(instanceOf(plan, p, x)));
-    } finally {
-      release();
+    const f = await restartReplica(rolling, p, out[i]!);
+    if (f) {
+      emit({ type: 'aborted', replica: p.name, cause: f.cause });
+      return done(f.status, { replica: p.name, cause: f.cause });
     }
-    rep.pid = l.pid;
-    rep.changes = changes.find((x) => x.name === p.name)?.changes ?? [];
-    rep.argvChanged = rep.changes.length > 0;
-    emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged, changes: rep.changes });
-    const ready = await superviseReady(l, {
-      url: `http://127.0.0.1:${p.port}`,
-      servedName: plan.servedName,
-      apiKey: run.secrets.VLLM_API_KEY,
-      deadlineMs: plan.readyTimeoutMs,
-      stallMs: plan.stallTimeoutMs,
-      signal: run.signal,
-      ours: rt.ours(l),
-      onPhase: (phase) => emit({ type: 'phase', replica: p.name, phase }),
-    });
-    spent.start = Date.now() - t1;
-    if (!ready.ok) {
-      rep.failure = diagnose(ready, l.tail.text());
-      await rt.stop(l, 5000);
-      registry.remove(p.name);
-      return abort(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
-    }
-    l.child.unref();
-    const inst = registry.find(p.name)[0]?.inst;
-    if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
-    emit({ type: 'ready', replica: p.name, ms: ready.ms });
-    // 6. warm, 7. deep probe, straight at the replica (it gets no traffic yet)
-    const t = { ...targetFromInstance(inst ?? instanceOf(plan, p, l)), apiKey: run.secrets.VLLM_API_KEY };
-    const t2 = Date.now();
-    if (plan.prewarm) {
-      const onRequest = (request: PrewarmRequest) => emit({ type: 'prewarm-request', replica: p.name, request });
-      rep.prewarm = await prewarm(t, plan.profile.prewarm, onRequest, sim ? undefined : gpuMemoryReader(t.gpus));
-      emit({ type: 'prewarm', replica: p.name, result: rep.prewarm });
-    }
-    const t3 = Date.now();
-    spent.prewarm = t3 - t2;
-    rep.probe = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
-    spent.probe = Date.now() - t3;
-    emit({ type: 'probe', replica: p.name, result: rep.probe });
-    if (rep.probe.state !== 'healthy') {
-      const bad = rep.probe.steps.filter((s) => s.status === 'fail').map((s) => `${s.step}: ${s.detail}`);
-      return abort(`${p.name} came back ${rep.probe.state} (${bad.join('; ') || 'see the probe'}): left out of rotation`, 'unhealthy');
-    }
-    // 8. traffic again, once HAProxy's own checks agree
-    await setServerState(r.socket, r.backend, p.name, 'ready');
-    const t4 = Date.now();
-    const up = await waitUp(run, p.name, checkMs * 4 + 5000);
-    spent.rejoin = Date.now() - t4;
-    if (!up.ok) {
-      await setServerState(r.socket, r.backend, p.name, 'maint');
-      return abort(
-        `HAProxy did not see ${p.name} UP again (${up.last ? `${up.last.status}, ${up.last.checkStatus} ${up.last.lastCheck}`.trim() : 'not in show stat'}): left out of rotation`,
-        'unhealthy',
-      );
-    }
-    rep.downMs = Date.now() - down;
-    rep.spent = spent;
-    emit({ type: 'back', replica: p.name, ms: rep.downMs, spent });
   }
   return done('healthy');
+}
+
+/** One replica, drained to back in rotation; what it did goes into `rep`. The first step that fails says why. */
+async function restartReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica): Promise<Failed | undefined> {
+  const { router: r } = x;
+  rep.restarted = true;
+  // 1. no new requests; 2. wait for the ones in flight
+  const drained = await drainReplica(x, p, rep);
+  // 3. out of rotation (its checks stop flapping it while it restarts); 4. stop it
+  await setServerState(r.socket, r.backend, p.name, 'maint');
+  const down = Date.now();
+  const spent: Spent = { drain: drained.ms, stop: 0, start: 0, prewarm: 0, probe: 0, rejoin: 0 };
+  const stopped = await stopReplica(x, p, rep, spent);
+  if (stopped) return stopped;
+  // 5. start it from the plan: a profile edited since gives its new argv
+  const t = await startReplica(x, p, rep, spent);
+  if ('cause' in t) return t;
+  // 6. warm, 7. deep probe, straight at the replica (it gets no traffic yet)
+  const checked = await checkReplica(x, p, t, rep, spent);
+  if (checked) return checked;
+  // 8. traffic again, once HAProxy's own checks agree
+  const back = await rejoinReplica(x, p, spent);
+  if (back) return back;
+  rep.downMs = Date.now() - down;
+  rep.spent = spent;
+  x.emit({ type: 'back', replica: p.name, ms: rep.downMs, spent });
+  return undefined;
+}
+
+/** Drain in HAProxy, then wait until nothing is in flight on it (or the drain's deadline). */
+async function drainReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica) {
+  const { router: r } = x;
+  x.emit({ type: 'drain', replica: p.name });
+  await setServerState(r.socket, r.backend, p.name, 'drain');
+  const drained = await waitDrained(x.run, p.name, replicaUrl(x.plan, p));
+  rep.drainMs = drained.ms;
+  rep.inFlightAtDrain = drained.atStart;
+  x.emit({ type: 'drained', replica: p.name, ...drained });
+  return drained;
+}
+
+/** Stop the running replica (if it is registered), wait for its port, and take its entry out of the registry. */
+async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spent: Spent): Promise<Failed | undefined> {
+  const { run, registry } = x;
+  const entry = run.entries.find((e) => e.inst.name === p.name);
+  const t0 = Date.now();
+  if (entry) {
+    // The one stop (engine/stop.ts): proven identity, vLLM's own drain (--shutdown-timeout), SIGKILL after the grace.
+    const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
+    rep.stop = st;
+    if (st.result === 'unproven') return failed(`its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`);
+    if (!st.portFree || st.groupLeft) return failed(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
+    x.emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
+  } else x.emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
+  await portFreed(p.port);
+  spent.stop = Date.now() - t0;
+  registry.remove(p.name);
+  return undefined;
+}
+
+/** Launch it from the plan and wait until it is ready; the target to warm and probe it at. One that does not get ready is stopped again. */
+async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spent: Spent): Promise<Failed | InstanceTarget> {
+  const { run, plan, registry, rt, emit } = x;
+  const t1 = Date.now();
+  const release = await registry.lock();
+  let l: Launched;
+  try {
+    l = rt.launch(replicaRun(plan, p), run.secrets, (i) => registry.write(instanceOf(plan, p, i)));
+  } finally {
+    release();
+  }
+  rep.pid = l.pid;
+  rep.changes = x.changes.find((c) => c.name === p.name)?.changes ?? [];
+  rep.argvChanged = rep.changes.length > 0;
+  emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged, changes: rep.changes });
+  const ready = await superviseReady(l, {
+    url: `http://127.0.0.1:${p.port}`,
+    servedName: plan.servedName,
+    apiKey: run.secrets.VLLM_API_KEY,
+    deadlineMs: plan.readyTimeoutMs,
+    stallMs: plan.stallTimeoutMs,
+    signal: run.signal,
+    ours: rt.ours(l),
+    onPhase: (phase) => emit({ type: 'phase', replica: p.name, phase }),
+  });
+  spent.start = Date.now() - t1;
+  if (!ready.ok) {
+    rep.failure = diagnose(ready, l.tail.text());
+    await rt.stop(l, 5000);
+    registry.remove(p.name);
+    return failed(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
+  }
+  l.child.unref();
+  const inst = registry.find(p.name)[0]?.inst;
+  if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+  emit({ type: 'ready', replica: p.name, ms: ready.ms });
+  return { ...targetFromInstance(inst ?? instanceOf(plan, p, l)), apiKey: run.secrets.VLLM_API_KEY };
+}
+
+/** Prewarm (when the plan does) and deep-probe it; anything but a healthy probe keeps it out of rotation. */
+async function checkReplica(x: Rolling, p: ReplicaPlan, t: InstanceTarget, rep: RollingReplica, spent: Spent): Promise<Failed | undefined> {
+  const { plan, emit } = x;
+  const sim = plan.engine === 'sim';
+  const t2 = Date.now();
+  if (plan.prewarm) {
+    const onRequest = (request: PrewarmRequest) => emit({ type: 'prewarm-request', replica: p.name, request });
+    rep.prewarm = await prewarm(t, plan.profile.prewarm, onRequest, sim ? undefined : gpuMemoryReader(t.gpus));
+    emit({ type: 'prewarm', replica: p.name, result: rep.prewarm });
+  }
+  const t3 = Date.now();
+  spent.prewarm = t3 - t2;
+  rep.probe = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim });
+  spent.probe = Date.now() - t3;
+  emit({ type: 'probe', replica: p.name, result: rep.probe });
+  if (rep.probe.state !== 'healthy') {
+    const bad = rep.probe.steps.filter((s) => s.status === 'fail').map((s) => `${s.step}: ${s.detail}`);
+    return failed(`${p.name} came back ${rep.probe.state} (${bad.join('; ') || 'see the probe'}): left out of rotation`, 'unhealthy');
+  }
+  return undefined;
+}
+
+/** Ready in HAProxy, then wait until its own checks see it UP; one they never do goes back to maintenance. */
+async function rejoinReplica(x: Rolling, p: ReplicaPlan, spent: Spent): Promise<Failed | undefined> {
+  const { router: r, plan } = x;
+  const checkMs = plan.router?.settings.checkIntervalMs ?? 2000;
+  await setServerState(r.socket, r.backend, p.name, 'ready');
+  const t4 = Date.now();
+  const up = await waitUp(x.run, p.name, checkMs * 4 + 5000);
+  spent.rejoin = Date.now() - t4;
+  if (!up.ok) {
+    await setServerState(r.socket, r.backend, p.name, 'maint');
+    return failed(
+      `HAProxy did not see ${p.name} UP again (${up.last ? `${up.last.status}, ${up.last.checkStatus} ${up.last.lastCheck}`.trim() : 'not in show stat'}): left out of rotation`,
+      'unhealthy',
+    );
+  }
+  return undefined;
 }
