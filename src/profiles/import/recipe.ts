@@ -94,6 +94,12 @@ const secretWord = (k: string) => /(token|key|secret|password|passwd|credentials
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The image a recipe names under `container:` when it is text: read before the recipe is checked, to choose the flag table. */
+export function recipeImage(raw: unknown): string | undefined {
+  const image = isMap(raw) ? raw.container : undefined;
+  return typeof image === 'string' ? image : undefined;
+}
+
 /** Refuse a value that would reach a profile with a control character in it, naming the recipe key. */
 function clean(key: string, v: string): string {
   const m = CONTROL.exec(v);
