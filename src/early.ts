@@ -8,5 +8,7 @@ export function isPlainPreflight(argv: readonly string[]): boolean {
 
 export async function early(argv: readonly string[]): Promise<void> {
   if (!isPlainPreflight(argv)) return;
-  (await import('./preflight/early.js')).startEarlyFacts();
+  // the slowest probe first, then the rest once the fact sources have loaded, on the same host
+  const host = (await import('./preflight/head-start.js')).headStart();
+  (await import('./preflight/early.js')).startEarlyFacts(host);
 }

@@ -7,9 +7,7 @@ import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
 import { gatherFacts, type Facts, type GatherOptions } from './facts.js';
 import { probesFor, selectChecks } from './catalog.js';
-
-/** preflight's --probe-timeout default (verbs/preflight/flags.ts): a run with another deadline gathers its own facts. */
-export const DEFAULT_PROBE_TIMEOUT_MS = 5000;
+import { DEFAULT_PROBE_TIMEOUT_MS } from './head-start.js';
 
 interface Early {
   facts: Promise<Facts>;
