@@ -8,7 +8,5 @@ export function isPlainPreflight(argv: readonly string[]): boolean {
 
 export async function early(argv: readonly string[]): Promise<void> {
   if (!isPlainPreflight(argv)) return;
-  // the slowest probe first, then the rest once the fact sources have loaded, on the same host
-  const host = (await import('./preflight/head-start.js')).headStart();
-  (await import('./preflight/early.js')).startEarlyFacts(host);
+  (await import('./preflight/early.js')).startEarlyFacts();
 }

@@ -11,17 +11,6 @@ export class RealHost implements Host {
   readonly name = hostname();
   constructor(readonly defaultTimeoutMs = 5000) {}
 
-  /** runs started ahead of their caller (ahead()), by argv and deadline: the first run() of the same takes one */
-  private readonly started = new Map<string, Promise<CmdResult>>();
-
-  /**
-   * Start a command now that a caller still loading will run: its run() of the same argv and
-   * deadline answers with this one instead of spawning a second.
-   */
-  ahead(argv: string[], timeoutMs = this.defaultTimeoutMs): void {
-    this.started.set(JSON.stringify([argv, timeoutMs]), this.spawnRun(argv, timeoutMs));
-  }
-
   private envCopy?: NodeJS.ProcessEnv;
   /**
    * The probes' environment, copied once: copying process.env for each of preflight's ~17 spawns
@@ -38,18 +27,8 @@ export class RealHost implements Host {
    * measurable share of `sparkctl preflight`'s start (scripts/bench-preflight.mjs).
    */
   run(argv: string[], opts: { timeoutMs?: number } = {}): Promise<CmdResult> {
-    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
-    const key = JSON.stringify([argv, timeoutMs]);
-    const early = this.started.get(key);
-    if (early) {
-      this.started.delete(key);
-      return early;
-    }
-    return this.spawnRun(argv, timeoutMs);
-  }
-
-  private spawnRun(argv: string[], timeoutMs: number): Promise<CmdResult> {
     const started = performance.now();
+    const timeoutMs = opts.timeoutMs ?? this.defaultTimeoutMs;
     return new Promise<CmdResult>((resolve) => {
       const out: Buffer[] = [];
       const err: Buffer[] = [];

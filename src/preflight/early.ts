@@ -7,7 +7,9 @@ import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
 import { gatherFacts, type Facts, type GatherOptions } from './facts.js';
 import { probesFor, selectChecks } from './catalog.js';
-import { DEFAULT_PROBE_TIMEOUT_MS } from './head-start.js';
+
+/** preflight's --probe-timeout default (verbs/preflight/flags.ts): a run with another deadline gathers its own facts. */
+export const DEFAULT_PROBE_TIMEOUT_MS = 5000;
 
 interface Early {
   facts: Promise<Facts>;

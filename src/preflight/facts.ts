@@ -5,7 +5,6 @@ import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
 import type { Gpu } from '../nvidia/smi.js';
-import { SLOWEST_PROBE } from './head-start.js';
 import { pickEnv } from '../host/bundle.js';
 import { queryGpus } from '../host/gpu-query.js';
 import * as H from '../host/parse.js';
@@ -230,7 +229,7 @@ export const FACT_SOURCES: readonly FactSource[] = [
   // within 80 ms), so it bounds the whole wave; and the first nvidia-smi to start initialises the
   // driver's state for the others (on the H200 host -q took 135 ms started first, 142 ms after the
   // other nvidia-smi calls).
-  cmd('smi.q', [...SLOWEST_PROBE]),
+  cmd('smi.q', ['nvidia-smi', '-q']),
   smiQuery,
   cmd('smi.topo', ['nvidia-smi', 'topo', '-m']),
   cmd('smi.apps', ['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits']),
