@@ -6,10 +6,12 @@
 // no number reads NaN), and each caller decides what such a reading means to it. The text is the
 // server's: a line that is neither a comment nor a sample is listed in `malformed` (the caller
 // decides whether that makes the whole answer unreadable), a line over MAX_LINE_CHARS is not
-// scanned, a series written twice counts once (the first, as Prometheus keeps it), and a last
+// scanned, a series written twice counts once (the first, as Prometheus keeps it; a series is its
+// name and its label set, whatever the order or spacing the labels are written in), and a last
 // line without its newline is not read (the format ends every line with one: it may be cut).
 // A line is matched by one anchored pattern whose alternatives never overlap (linear, also on a
-// hostile line); labels are unescaped only when a caller asks for them (the probe never does).
+// hostile line); labels are unescaped only when a caller asks for them (the probe never does) or
+// when a label block is not written in the one spelling a series key takes (vLLM's are).
 
 export interface PromSample {
   name: string;
@@ -71,6 +73,50 @@ class Sample implements PromSample {
   }
 }
 
+/** A label value written again the one way the format allows: backslash, quote and newline escaped. */
+const escaped = (v: string) => v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
+
+/**
+ * A series' identity: its name and its labels sorted by name, each value in one spelling (the
+ * format's own escapes), written `name{a="1",b="2"}`; a label with an empty value is no label (as
+ * Prometheus reads it), so `m{a=""}` and `m{}` are the series `m`. `block` is a label block the
+ * sample pattern matched. A block already written that way (vLLM's are) is its own key, seen by
+ * one scan that makes no string but the names; any other is read pair by pair.
+ */
+function seriesKey(name: string, block: string | undefined): string {
+  if (!block) return name;
+  if (canonicalBlock(block)) return name + block;
+  const pairs: Array<[string, string]> = [];
+  for (const m of block.matchAll(LABEL)) if (m[2]!.length > 2) pairs.push([m[1]!, escaped(unescaped(m[2]!))]);
+  if (!pairs.length) return name;
+  // by name alone (stable): a name written twice keeps its order, as the labels read keeps the last
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return `${name}{${pairs.map(([k, v]) => `${k}="${v}"`).join(',')}}`;
+}
+
+/** `{a="1",b="2"}`: one pair or more, names ascending, no space, no trailing comma, no empty value, no escape. */
+function canonicalBlock(block: string): boolean {
+  let last = '';
+  let i = 1;
+  for (;;) {
+    const k0 = i;
+    let c = block.charCodeAt(i);
+    while (c !== 61 /* = */) {
+      if (c === 32 || c === 9 || c === 44 || c === 125) return false; // a space, an empty pair, `{}` or a trailing comma
+      c = block.charCodeAt(++i);
+    }
+    const k = block.slice(k0, i);
+    if (k <= last) return false;
+    last = k;
+    if (block.charCodeAt(++i) !== 34 /* " */ || block.charCodeAt(i + 1) === 34) return false; // a space, or ""
+    for (c = block.charCodeAt(++i); c !== 34; c = block.charCodeAt(++i)) if (c === 92 /* \ */) return false;
+    c = block.charCodeAt(++i);
+    if (c === 125) return true;
+    if (c !== 44) return false;
+    i++;
+  }
+}
+
 export function parseExposition(text: string): Exposition {
   const byName = new Map<string, PromSample[]>();
   const malformed: Exposition['malformed'] = [];
@@ -95,8 +141,8 @@ export function parseExposition(text: string): Exposition {
       bad(k + 1, () => line.slice(0, 60));
       continue;
     }
-    // the series as written (name and label block): the same one again is not read twice
-    const key = m[2] ? m[1]! + m[2] : m[1]!;
+    // the series (name and label set): the same one again, in any label order, is not read twice
+    const key = seriesKey(m[1]!, m[2]);
     if (seen.has(key)) {
       duplicates++;
       continue;

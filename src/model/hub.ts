@@ -224,98 +224,125 @@ export interface Download {
 
 const CHUNK = 1 << 20;
 
+type DownloadOpts = { signal?: AbortSignal; onBytes?: (n: number) => void; retries?: number };
+
+/** The partial file while one fetch runs: its handle and path, the bytes it holds, and their hash so far. */
+interface PartFile {
+  fh: import('node:fs/promises').FileHandle;
+  path: string;
+  have: number;
+  h: Hash;
+}
+
 /**
  * Fetch one file into blobs/<etag>.sparkctl.incomplete: resume from what is there (its bytes are
  * hashed again, never trusted), Range for the rest, retry a dropped or stalled connection from where
- * it stopped, and check the digest. Leaves the verified file for commitBlob; on a digest mismatch
- * the partial file is deleted and a 'checksum' HubError names the file.
+ * it stopped, and check the digest. Leaves the verified file, synced to disk, for commitBlob; on a
+ * digest mismatch the partial file is deleted and a 'checksum' HubError names the file.
  */
-export async function downloadFile(
-  hub: Hub,
-  c: RepoCache,
-  repo: string,
-  commit: string,
-  f: TreeFile,
-  etag: string,
-  opts: { signal?: AbortSignal; onBytes?: (n: number) => void; retries?: number } = {},
-): Promise<Download> {
+export async function downloadFile(hub: Hub, c: RepoCache, repo: string, commit: string, f: TreeFile, etag: string, opts: DownloadOpts = {}): Promise<Download> {
   const size = f.lfs?.size ?? f.size;
-  const want = f.lfs?.oid ?? f.oid;
-  const { fh, path, have: had } = await openIncomplete(c, etag);
-  let have = had;
-  let h = hasher(f, size);
-  const fail = async (e: HubError) => {
-    await fh.close().catch(() => {});
-    await unlink(path).catch(() => {});
-    return e;
-  };
+  const { fh, path, have } = await openIncomplete(c, etag);
+  const p: PartFile = { fh, path, have, h: hasher(f, size) };
   try {
-    if (have > size) {
-      await fh.truncate(0);
-      have = 0;
-    }
-    const resumedFrom = have;
-    if (have > 0) await hashPrefix(path, have, h);
-    opts.onBytes?.(have);
-    let fetched = 0;
-    let failures = 0;
-    let restarts = 0;
-    const retries = opts.retries ?? 5;
-    while (have < size) {
-      let n: number;
-      try {
-        n = await fetchRange(hub, repo, commit, f, size, have, fh, h, opts);
-      } catch (e) {
-        if (opts.signal?.aborted) throw e;
-        if (e instanceof HubError && e.kind === 'checksum') throw await fail(e);
-        if (!(e instanceof HubError) || (e.kind !== 'network' && e.kind !== 'server')) throw e;
-        if (++failures > retries) throw e;
-        await pause(Math.min(200 * 2 ** failures, 5000), opts.signal);
-        continue;
-      }
-      if (n < 0) {
-        // The server ignored the Range (a 200 with the whole file) or refused it (416: it holds less
-        // than the Hub lists): start this file over, twice at most.
-        if (++restarts > 2)
-          throw await fail(
-            new HubError(
-              'checksum',
-              `${f.path}: the server holds ${have} bytes or fewer, the Hub lists ${size}; nothing was kept`,
-              'pull again later; if it persists, the mirror (HF_ENDPOINT) serves a truncated file',
-            ),
-          );
-        await fh.truncate(0);
-        opts.onBytes?.(-have);
-        have = 0;
-        h = hasher(f, size);
-        continue;
-      }
-      have += n;
-      fetched += n;
-      if (n > 0) failures = 0;
-      else if (++failures > retries)
-        throw await fail(
-          new HubError(
-            'checksum',
-            `${f.path}: the server ends the file at ${have} of the ${size} bytes the Hub lists; nothing was kept`,
-            'pull again later; if it persists, the mirror (HF_ENDPOINT) serves a truncated file',
-          ),
-        );
-    }
-    const got = h.digest('hex');
-    if (got !== want)
-      throw await fail(
-        new HubError(
-          'checksum',
-          `${f.path}: the bytes received do not match the Hub's ${f.lfs ? 'SHA-256' : 'git SHA-1'}: expected ${want}, got ${got}; nothing was kept`,
-          'pull again; if it persists, the mirror (HF_ENDPOINT) serves other bytes than it lists',
-        ),
-      );
+    const resumedFrom = await resume(p, size, opts.onBytes);
+    const fetched = await fetchRest(hub, repo, commit, f, size, p, opts);
+    await verify(p, f);
     await fh.datasync();
     return { resumedFrom, fetched };
   } finally {
     await fh.close().catch(() => {});
   }
+}
+
+/** A file that cannot be right keeps nothing: the partial file is closed and deleted, and the error handed back to throw. */
+async function discard(p: PartFile, e: HubError): Promise<HubError> {
+  await p.fh.close().catch(() => {});
+  await unlink(p.path).catch(() => {});
+  return e;
+}
+
+/** What an earlier pull left: more than the file's size starts over, less is hashed again and counted as received. Returns the bytes kept. */
+async function resume(p: PartFile, size: number, onBytes: DownloadOpts['onBytes']): Promise<number> {
+  if (p.have > size) {
+    await p.fh.truncate(0);
+    p.have = 0;
+  }
+  if (p.have > 0) await hashPrefix(p.path, p.have, p.h);
+  onBytes?.(p.have);
+  return p.have;
+}
+
+/**
+ * Range requests until the file holds `size` bytes, each written and hashed as it arrives: a dropped
+ * or stalled connection is retried from where it stopped (`retries` in a row, with a growing pause),
+ * a server that ignores or refuses the Range starts the file over (twice at most), one that ends the
+ * file early is a 'checksum' failure. Returns the bytes fetched.
+ */
+async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, size: number, p: PartFile, opts: DownloadOpts): Promise<number> {
+  let fetched = 0;
+  let failures = 0;
+  let restarts = 0;
+  const retries = opts.retries ?? 5;
+  while (p.have < size) {
+    let n: number;
+    try {
+      n = await fetchRange(hub, repo, commit, f, size, p.have, p.fh, p.h, opts);
+    } catch (e) {
+      if (opts.signal?.aborted) throw e;
+      if (e instanceof HubError && e.kind === 'checksum') throw await discard(p, e);
+      if (!(e instanceof HubError) || (e.kind !== 'network' && e.kind !== 'server')) throw e;
+      if (++failures > retries) throw e;
+      await pause(Math.min(200 * 2 ** failures, 5000), opts.signal);
+      continue;
+    }
+    if (n < 0) {
+      // The server ignored the Range (a 200 with the whole file) or refused it (416: it holds less
+      // than the Hub lists): start this file over, twice at most.
+      if (++restarts > 2)
+        throw await discard(
+          p,
+          new HubError(
+            'checksum',
+            `${f.path}: the server holds ${p.have} bytes or fewer, the Hub lists ${size}; nothing was kept`,
+            'pull again later; if it persists, the mirror (HF_ENDPOINT) serves a truncated file',
+          ),
+        );
+      await p.fh.truncate(0);
+      opts.onBytes?.(-p.have);
+      p.have = 0;
+      p.h = hasher(f, size);
+      continue;
+    }
+    p.have += n;
+    fetched += n;
+    if (n > 0) failures = 0;
+    else if (++failures > retries)
+      throw await discard(
+        p,
+        new HubError(
+          'checksum',
+          `${f.path}: the server ends the file at ${p.have} of the ${size} bytes the Hub lists; nothing was kept`,
+          'pull again later; if it persists, the mirror (HF_ENDPOINT) serves a truncated file',
+        ),
+      );
+  }
+  return fetched;
+}
+
+/** The received bytes' digest against the Hub's; a mismatch keeps nothing. */
+async function verify(p: PartFile, f: TreeFile): Promise<void> {
+  const want = f.lfs?.oid ?? f.oid;
+  const got = p.h.digest('hex');
+  if (got !== want)
+    throw await discard(
+      p,
+      new HubError(
+        'checksum',
+        `${f.path}: the bytes received do not match the Hub's ${f.lfs ? 'SHA-256' : 'git SHA-1'}: expected ${want}, got ${got}; nothing was kept`,
+        'pull again; if it persists, the mirror (HF_ENDPOINT) serves other bytes than it lists',
+      ),
+    );
 }
 
 async function hashPrefix(path: string, n: number, h: Hash): Promise<void> {

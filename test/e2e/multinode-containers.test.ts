@@ -4,11 +4,12 @@
 // a node whose image differs is refused before anything starts, naming it and both IDs.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, rmrf } from '../helpers.js';
-import { makeCluster, netnsUnavailable, type Cluster } from '../cluster.js';
+import { netnsUnavailable, type Cluster } from '../cluster.js';
 import { PODMAN, podmanIn, podmanUnavailable, buildSimImage, derivedImage } from '../podman.js';
+import { podmanNodes, writeNodesProfile } from '../podman-nodes.js';
 
 const why = netnsUnavailable() ?? podmanUnavailable();
 if (why) console.warn(`containers over nodes skipped: ${why}`);
@@ -31,30 +32,8 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
     image = await buildSimImage(podman, work);
     other = await derivedImage(podman, work, image, ['LABEL io.sparkctl.test=another-build'], `localhost/sparkctl-mn-other-${process.pid}:1`);
     state = join(work, 'state');
-    mkdirSync(join(work, 'model'), { recursive: true });
-    mkdirSync(join(work, 'hf'), { recursive: true });
-    mkdirSync(profiles, { recursive: true });
-    const profile = (name: string, img: string) =>
-      writeFileSync(
-        join(profiles, `${name}.yaml`),
-        [
-          `name: ${name}`,
-          'model: { path: ' + join(work, 'model') + ', servedName: mn-box, parameters: 8.0e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 }',
-          'engine: { vllmVersion: "0.17.0", runtime: container, maxModelLen: 4096 }',
-          'parallel: { tensor: 4, pipeline: 1, nodes: 4, gpusPerNode: 1 }',
-          'server: { port: 8000, readyTimeoutSeconds: 120 }',
-          // no --ulimit: inside these test nodes runc is refused any rlimit (podman then sets them all: "error
-          // setting rlimit type 6: operation not permitted"); the nodes have no RDMA, so no memlock is rendered
-          `container: { cli: podman, image: ${img}, cliArgs: [${PODMAN.map((x) => `"${x}"`).join(', ')}], hfCache: ${join(work, 'hf')}, ulimits: {} }`,
-          '',
-        ].join('\n'),
-      );
-    profile('mn-box', image);
-    cl = await makeCluster('netns', marker, { masterPort: await freePort(), env: { CONTAINERS_CONF: env.CONTAINERS_CONF }, cgroups: true });
-    // the nodes file declares one GPU a node (TP 4 over 4 nodes)
-    const nf = join(cl.dir, 'nodes.yaml');
-    const { readFileSync } = await import('node:fs');
-    writeFileSync(nf, readFileSync(nf, 'utf8').replaceAll('gpus: 8', 'gpus: 1'));
+    writeNodesProfile(work, 'mn-box', image);
+    cl = await podmanNodes(marker, env.CONTAINERS_CONF, await freePort());
   }, 240_000);
 
   afterAll(async () => {

@@ -10,8 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, rmrf } from '../helpers.js';
-import { makeCluster, netnsUnavailable, type Cluster } from '../cluster.js';
+import { netnsUnavailable, type Cluster } from '../cluster.js';
 import { PODMAN, podmanIn, podmanUnavailable, buildSimImage, rayStandInImage } from '../podman.js';
+import { podmanNodes, writeNodesProfile } from '../podman-nodes.js';
 
 const why = netnsUnavailable() ?? podmanUnavailable();
 if (why) console.warn(`Ray in containers over nodes skipped: ${why}`);
@@ -41,26 +42,13 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     prepare();
     image = await rayStandInImage(podman, work, await buildSimImage(podman, work));
     state = join(work, 'state');
-    mkdirSync(join(work, 'model'), { recursive: true });
-    mkdirSync(join(work, 'hf'), { recursive: true });
-    mkdirSync(profiles, { recursive: true });
     clearRay();
-    writeFileSync(
-      join(profiles, 'rc-box.yaml'),
-      [
-        'name: rc-box',
-        `model: { path: ${join(work, 'model')}, servedName: rc-box, parameters: 8.0e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 }`,
-        'engine: { vllmVersion: "0.17.0", runtime: container, maxModelLen: 4096 }',
-        'parallel: { tensor: 4, pipeline: 1, nodes: 4, gpusPerNode: 1, executor: ray }',
-        'server: { port: 8000, readyTimeoutSeconds: 120, shutdownTimeoutSeconds: 10 }',
-        // no --ulimit: runc inside these test nodes is refused any rlimit; the nodes have no RDMA, so no memlock is rendered
-        `container: { cli: podman, image: ${image}, cliArgs: [${PODMAN.map((x) => `"${x}"`).join(', ')}], hfCache: ${join(work, 'hf')}, ulimits: {}, mounts: [{ source: ${rayDir}, target: /rayfake, readOnly: false }] }`,
-        '',
-      ].join('\n'),
-    );
-    cl = await makeCluster('netns', marker, { env: { CONTAINERS_CONF: env.CONTAINERS_CONF }, cgroups: true });
-    const nf = join(cl.dir, 'nodes.yaml');
-    writeFileSync(nf, readFileSync(nf, 'utf8').replaceAll('gpus: 8', 'gpus: 1'));
+    writeNodesProfile(work, 'rc-box', image, {
+      parallel: 'executor: ray',
+      server: 'shutdownTimeoutSeconds: 10',
+      container: `mounts: [{ source: ${rayDir}, target: /rayfake, readOnly: false }]`,
+    });
+    cl = await podmanNodes(marker, env.CONTAINERS_CONF);
     // runc inside the test nodes may be refused here (rlimits): then the launch cases say so and skip
     const probe = cl.exec(0, `podman ${PODMAN.join(' ')} run --rm --network host ${image} /bin/sh -c 'exit 0' 2>&1`, 60_000);
     if (probe.status !== 0) canRun = probe.stdout.trim().split('\n').pop();

@@ -68,6 +68,24 @@ describe('parseExposition', () => {
     expect(sumOf(e, 'n')).toBe(1);
   });
 
+  // a series is its name and label set: the order and spacing its labels are written in is no part of it
+  it.each([
+    ['labels in another order', ['m{a="1",b="2"} 5', 'm{b="2",a="1"} 9'], 1, 5],
+    ['three labels, every order', ['m{a="1",b="2",c="3"} 1', 'm{c="3",a="1",b="2"} 2', 'm{b="2",c="3",a="1"} 4'], 2, 1],
+    ['other spacing and a trailing comma', ['m{a="1",b="2"} 5', 'm{ b = "2" , a = "1" , } 9'], 1, 5],
+    ['an empty label block is no labels', ['m 5', 'm{} 9'], 1, 5],
+    ['a label with an empty value is no label', ['m{a="1"} 5', 'm{a="1",b=""} 9'], 1, 5],
+    ['the same value escaped two ways', [String.raw`m{p="\\d"} 5`, String.raw`m{p="\d"} 9`], 1, 5],
+    ['a value differs: two series', ['m{a="1",b="2"} 5', 'm{b="3",a="1"} 9'], 0, 14],
+    ['a name and a value swapped: two series', ['m{a="b"} 5', 'm{b="a"} 9'], 0, 14],
+    ['one more label: two series', ['m{a="1"} 5', 'm{a="1",b="2"} 9'], 0, 14],
+  ])('%s', (_, text, duplicates, sum) => {
+    const e = parseExposition(lines(...(text as string[])));
+    expect(e.duplicates).toBe(duplicates);
+    expect(sumOf(e, 'm')).toBe(sum);
+    expect(e.byName.get('m')).toHaveLength((text as string[]).length - (duplicates as number));
+  });
+
   it('a last line without its newline is not read (it may be cut), and is said', () => {
     const e = parseExposition('a 1\nb 0.25');
     expect(e.unterminated).toBe(true);
@@ -168,6 +186,29 @@ describe('the callers on one text', () => {
     expect(readVllm(lines(b('0.1', 3), b('+Inf', 5), 'vllm:time_to_first_token_seconds_count 5')).ttft).toBeUndefined();
     expect(readVllm(lines(b('0.1', 3), b('+Inf', 5), 'vllm:time_to_first_token_seconds_sum 1.5')).ttft).toEqual({ le: [0.1, Infinity], n: [3, 5], sum: 1.5, count: 5 });
     expect(readVllm(lines('vllm:time_to_first_token_seconds_sum 1.5')).ttft).toBeUndefined();
+  });
+
+  it('a series written again with its labels in another order counts once in every caller', () => {
+    const b = (labels: string, n: number) => `vllm:time_to_first_token_seconds_bucket{${labels}} ${n}`;
+    const text = lines(
+      'vllm:num_requests_running{engine="0",model_name="m"} 2',
+      'vllm:num_requests_running{model_name="m",engine="0"} 2',
+      'vllm:request_success_total{finished_reason="stop",model_name="m"} 7',
+      'vllm:request_success_total{model_name="m",finished_reason="stop"} 7',
+      b('le="0.1",model_name="m"', 3),
+      b('model_name="m",le="0.1"', 3),
+      b('le="+Inf",model_name="m"', 5),
+      b('model_name="m",le="+Inf"', 5),
+      'vllm:time_to_first_token_seconds_sum{model_name="m"} 1.5',
+      'vllm:time_to_first_token_seconds_count{model_name="m"} 5',
+    );
+    expect(parseExposition(text).duplicates).toBe(4);
+    expect(parseVllmMetrics(text).running).toBe(2);
+    expect(parseSample(text, 0).running).toBe(2);
+    const h = readVllm(text);
+    expect(h.gauges.running).toBe(2);
+    expect(h.counters.finished).toEqual({ stop: 7 });
+    expect(h.ttft).toEqual({ le: [0.1, Infinity], n: [3, 5], sum: 1.5, count: 5 });
   });
 
   it.each(['NaN', '-5', '+Inf'])('a histogram with a bucket count of %s is no histogram (history would refuse the whole sample for it)', (n) => {

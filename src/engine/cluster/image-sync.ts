@@ -9,9 +9,8 @@ import { execa } from 'execa';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { storageRootFormat, type ContainerCli } from '../runtime/container.js';
 import { shellQuote } from '../../output/format.js';
-import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable } from './ssh.js';
+import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable, onEveryNode } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
-import { allNodes } from './ray-plan.js';
 
 export interface ImageSyncRequest {
   cli: ContainerCli;
@@ -115,9 +114,8 @@ async function copyTo(nf: NodesFile, node: NodeEntry, r: ImageSyncRequest, size:
 
 /** Every node of the file (head first) made to hold the image here; a result per node, never a throw for one node. */
 export async function syncImage(nf: NodesFile, local: LocalImage, r: ImageSyncRequest): Promise<NodeImageSync[]> {
-  const one = async (n: NodeEntry): Promise<NodeImageSync> => {
-    const via = { ...n, address: n.fabric?.address ?? n.address };
-    const base = { node: n.name, address: via.address, id: local.id, bytes: 0 };
+  const one = async (via: NodeEntry): Promise<NodeImageSync> => {
+    const base = { node: via.name, address: via.address, id: local.id, bytes: 0 };
     const probe = await ssh(nf, via, imageProbeCommand(r), { remoteTimeoutS: 60, signal: r.signal });
     if (probe.exitCode !== 0) return { ...base, status: 'failed', why: `could not read the node: ${remoteWhy(probe)}` };
     const h = parseImageProbe(probe.stdout);
@@ -131,14 +129,5 @@ export async function syncImage(nf: NodesFile, local: LocalImage, r: ImageSyncRe
       return { ...base, status: 'failed', bytes: c.bytes, why: `after the load the node's ${r.image} is ${again.id ? again.id.slice(0, 12) : 'missing'}, not ${local.id.slice(0, 12)}` };
     return { ...base, status: 'copied', bytes: c.bytes };
   };
-  const nodes = allNodes(nf);
-  const out = new Map<string, NodeImageSync>();
-  await Promise.all(
-    nodes.map(async (n) => {
-      const x = await one(n);
-      out.set(n.name, x);
-      r.onNode?.(x);
-    }),
-  );
-  return nodes.map((n) => out.get(n.name)!);
+  return onEveryNode(nf, one, r.onNode);
 }

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
-import { ssh, sshArgv, remoteWhy, printable } from './ssh.js';
+import { ssh, sshArgv, remoteWhy, printable, onEveryNode } from './ssh.js';
 
 export interface SyncFile {
   path: string;
@@ -182,11 +182,9 @@ async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, missing
 
 /** Every node of the file (head first) made to hold the snapshot; a result per node, never a throw for one node. */
 export async function syncSnapshot(nf: NodesFile, req: SyncRequest): Promise<NodeSync[]> {
-  const nodes = [nf.head, ...nf.workers];
   const localRsync = await haveLocal('rsync');
-  const one = async (n: NodeEntry): Promise<NodeSync> => {
-    const via = { ...n, address: n.fabric?.address ?? n.address };
-    const base = { node: n.name, address: via.address, bytes: 0, blobs: 0 };
+  const one = async (via: NodeEntry): Promise<NodeSync> => {
+    const base = { node: via.name, address: via.address, bytes: 0, blobs: 0 };
     const probe = await ssh(nf, via, probeCommand(req), { timeoutMs: 60_000, signal: req.signal });
     if (probe.exitCode !== 0) return { ...base, status: 'failed', why: `could not read the node: ${remoteWhy(probe)}` };
     const h = parseHolding(probe.stdout);
@@ -211,13 +209,5 @@ export async function syncSnapshot(nf: NodesFile, req: SyncRequest): Promise<Nod
       return { ...base, status: 'failed', via: method, why: 'after the copy the node still does not hold the snapshot' };
     return { ...base, status: 'copied', via: method, bytes: cmp.need, blobs: cmp.missing.length };
   };
-  const out: NodeSync[] = [];
-  await Promise.all(
-    nodes.map(async (n) => {
-      const r = await one(n);
-      out.push(r);
-      req.onNode?.(r);
-    }),
-  );
-  return nodes.map((n) => out.find((r) => r.node === n.name)!);
+  return onEveryNode(nf, one, req.onNode);
 }

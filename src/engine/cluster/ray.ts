@@ -250,20 +250,31 @@ export interface ClusterVia {
   ended(): Promise<ClusterFailure | undefined>;
 }
 
-function hostWatch(plan: ClusterPlan, record: ClusterRecord): EngineWatch {
-  const { nf } = plan;
+/** What vLLM's Ray executor logs while it waits for its GPUs (a grep -o pattern). */
+const PLACEMENT_WAIT = 'Waiting for creating a placement group of specs for [0-9]* seconds';
+
+/** The first placement-group wait line of what it greps (the file named after it, or its input). */
+export const PLACEMENT_GREP = `grep -m1 -o '${PLACEMENT_WAIT}'`;
+
+/**
+ * How the engine on the head is read over ssh (15 s a read), wherever it runs: `alive` fails when
+ * the engine is gone, `placement` greps its log with PLACEMENT_GREP, `tail` prints its last lines.
+ * Exit 9 from the node is gone (not an ssh hiccup, which is 255); else the wait line, if any.
+ */
+export function headWatch(nf: NodesFile, sh: { alive: string; placement: string; tail: string }, via?: ClusterVia): EngineWatch {
   return {
     async check() {
-      // 9: the engine is gone (not an ssh hiccup, which is 255); else the first placement-group wait line, if any.
-      const alive = await ssh(nf, nf.head, `kill -0 ${record.pid} 2>/dev/null || exit 9; grep -m1 -o '${PLACEMENT_WAIT}' "${record.logFile}" || true`, { timeoutMs: 15_000 });
-      return { gone: alive.exitCode === 9, placement: alive.exitCode === 0 ? alive.stdout.trim() || undefined : undefined };
+      const x = await ssh(nf, nf.head, `${sh.alive} || exit 9; ${sh.placement} || true`, { timeoutMs: 15_000 });
+      return { gone: x.exitCode === 9, placement: x.exitCode === 0 ? x.stdout.trim() || undefined : undefined };
     },
-    tail: async () => (await ssh(nf, nf.head, `tail -n 60 "${record.logFile}"`, { timeoutMs: 15_000 })).stdout,
+    tail: async () => (await ssh(nf, nf.head, sh.tail, { timeoutMs: 15_000 })).stdout,
+    via,
   };
 }
 
-/** What vLLM's Ray executor logs while it waits for its GPUs (a grep -o pattern). */
-export const PLACEMENT_WAIT = 'Waiting for creating a placement group of specs for [0-9]* seconds';
+/** The engine on the head's host: its pid, its log file. */
+const hostWatch = (plan: ClusterPlan, record: ClusterRecord): EngineWatch =>
+  headWatch(plan.nf, { alive: `kill -0 ${record.pid} 2>/dev/null`, placement: `${PLACEMENT_GREP} "${record.logFile}"`, tail: `tail -n 60 "${record.logFile}"` });
 
 /**
  * 4. The same readiness as on one node (waitReady), racing the process, the deadline and the

@@ -6,6 +6,7 @@
 import { execa } from 'execa';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
+import { allNodes, fabricAddress } from './ray-plan.js';
 
 export interface Remote {
   exitCode: number | null;
@@ -65,4 +66,22 @@ export function remoteWhy(r: Remote, lines = 2): string {
     .join(' | ');
   if (r.error === 'timeout') return `timed out${text ? `; last output: ${text}` : ''}`;
   return text || r.error || `exit ${r.exitCode}`;
+}
+
+/**
+ * `one` on every node of the file at once, each reached at its fabric address where the nodes file
+ * names one; `onNode` hears each result as it comes, and the results are in the file's order (head
+ * first). `one` answers for its node: a node's failure is its result, not a throw.
+ */
+export async function onEveryNode<R>(nf: NodesFile, one: (via: NodeEntry) => Promise<R>, onNode?: (r: R) => void): Promise<R[]> {
+  const nodes = allNodes(nf);
+  const out: R[] = new Array(nodes.length);
+  await Promise.all(
+    nodes.map(async (n, i) => {
+      const r = await one({ ...n, address: fabricAddress(n) });
+      out[i] = r;
+      onNode?.(r);
+    }),
+  );
+  return out;
 }

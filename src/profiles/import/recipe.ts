@@ -94,6 +94,12 @@ const secretWord = (k: string) => /(token|key|secret|password|passwd|credentials
 
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The image a recipe names under `container:` when it is text: read before the recipe is checked, to choose the flag table. */
+export function recipeImage(raw: unknown): string | undefined {
+  const image = isMap(raw) ? raw.container : undefined;
+  return typeof image === 'string' ? image : undefined;
+}
+
 /** Refuse a value that would reach a profile with a control character in it, naming the recipe key. */
 function clean(key: string, v: string): string {
   const m = CONTROL.exec(v);
@@ -186,11 +192,13 @@ const secretRef = (v: string) => /^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$/.exec(v)?.[
 /** The vLLM options that have a typed field, each with its setter. */
 function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
   const { model, engine, parallel, server } = c.p;
-  const int = (o: Record<string, unknown>, k: string) => (v: string) => {
-    const n = intOf(v);
-    if (n === undefined || n < 1) return 'not a positive whole number';
+  // a number read from the text, set when the field takes it
+  const num = (o: Record<string, unknown>, k: string, read: (v: string) => number | undefined, takes: (n: number) => boolean, why: string) => (v: string) => {
+    const n = read(v);
+    if (n === undefined || !takes(n)) return why;
     o[k] = n;
   };
+  const int = (o: Record<string, unknown>, k: string) => num(o, k, intOf, (n) => n >= 1, 'not a positive whole number');
   const str = (o: Record<string, unknown>, k: string) => (v: string) => {
     o[k] = v;
   };
@@ -209,43 +217,15 @@ function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
     '--kv-cache-dtype': { field: 'engine.kvCacheDtype', set: oneOf(engine, 'kvCacheDtype', ['auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'bfloat16']) },
     '--max-model-len': { field: 'engine.maxModelLen', set: int(engine, 'maxModelLen') },
     '--kv-cache-memory-bytes': { field: 'engine.kvCacheMemoryBytes', set: int(engine, 'kvCacheMemoryBytes') },
-    '--gpu-memory-utilization': {
-      field: 'engine.gpuMemoryUtilization',
-      set: (v) => {
-        const n = numOf(v);
-        if (n === undefined) return 'not a number';
-        engine.gpuMemoryUtilization = n;
-      },
-    },
+    '--gpu-memory-utilization': { field: 'engine.gpuMemoryUtilization', set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number') },
     '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
     '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
-    '--block-size': {
-      field: 'engine.blockSize',
-      set: (v) => {
-        const n = intOf(v);
-        if (n === undefined || ![8, 16, 32, 64, 128].includes(n)) return 'not one of 8, 16, 32, 64, 128';
-        engine.blockSize = n;
-      },
-    },
+    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => [8, 16, 32, 64, 128].includes(n), 'not one of 8, 16, 32, 64, 128') },
     '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
     '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
-    '--port': {
-      field: 'server.port',
-      set: (v) => {
-        const n = intOf(v);
-        if (n === undefined || n < 1 || n > 65535) return 'not a port (1-65535)';
-        server.port = n;
-      },
-    },
+    '--port': { field: 'server.port', set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)') },
     '--host': { field: 'server.host', set: str(server, 'host') },
-    '--shutdown-timeout': {
-      field: 'server.shutdownTimeoutSeconds',
-      set: (v) => {
-        const n = intOf(v);
-        if (n === undefined || n > 3600) return 'not a whole number of seconds up to 3600';
-        server.shutdownTimeoutSeconds = n;
-      },
-    },
+    '--shutdown-timeout': { field: 'server.shutdownTimeoutSeconds', set: num(server, 'shutdownTimeoutSeconds', intOf, (n) => n <= 3600, 'not a whole number of seconds up to 3600') },
   };
 }
 
@@ -288,11 +268,52 @@ const REVIEW_FLAGS: Record<string, string> = {
 
 const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
 
+/** One option of the command as vLLM's argparse reads it. */
+interface Option {
+  /** the word as written */
+  tok: string;
+  /** the option as spelled, before any `=` */
+  spelled: string;
+  /** the option the target vLLM's table resolves it to (an alias or abbreviation spelled out) */
+  flag: string;
+  value?: string;
+  /** the value is written in the same word (`--flag=value`) */
+  joined: boolean;
+  /** how many words it takes */
+  width: number;
+  /** the option with its value, as a report shows it */
+  shown: string;
+}
+
+interface Fields {
+  typed: ReturnType<typeof typedFields>;
+  switches: ReturnType<typeof typedSwitches>;
+}
+
+/** The option at words[i]: its flag, and its value from `--flag=value` or the next word. */
+function readOption(version: string, words: string[], i: number): Option {
+  const tok = words[i]!;
+  const eq = tok.startsWith('--') ? tok.indexOf('=') : -1;
+  const spelled = eq > 0 ? tok.slice(0, eq) : tok;
+  const r = resolveOption(version, spelled);
+  const flag = r.flag ?? spelled;
+  const tv = flag === '--model' ? true : (takesValue(version, flag) ?? (r.alias ? true : undefined));
+  let value: string | undefined = eq > 0 ? tok.slice(eq + 1) : undefined;
+  let width = 1;
+  if (value === undefined && tv !== false) {
+    const next = words[i + 1];
+    // an option the tables do not know takes the next word when it is not an option itself (argparse's reading)
+    if (next !== undefined && (!next.startsWith('-') || /^-\d/.test(next))) {
+      value = next;
+      width = 2;
+    }
+  }
+  return { tok, spelled, flag, value, joined: eq > 0, width, shown: value === undefined ? tok : `${spelled} ${value}` };
+}
+
 /** The words of `vllm serve ...` -> fields, extra arguments and report lines. */
 function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeModel: string | undefined): void {
-  const { out } = c;
-  const typed = typedFields(c);
-  const switches = typedSwitches(c);
+  const fields: Fields = { typed: typedFields(c), switches: typedSwitches(c) };
   let autoToolChoice: string | undefined;
   let i = 0;
   const positional: string[] = [];
@@ -304,121 +325,126 @@ function mapArgs(c: Ctx, words: string[], where: (i: number) => string, recipeMo
       i++;
       continue;
     }
-    const eq = tok.startsWith('--') ? tok.indexOf('=') : -1;
-    const spelled = eq > 0 ? tok.slice(0, eq) : tok;
-    const r = resolveOption(c.version, spelled);
-    const flag = r.flag ?? spelled;
-    const tv = flag === '--model' ? true : (takesValue(c.version, flag) ?? (r.alias ? true : undefined));
-    let value: string | undefined = eq > 0 ? tok.slice(eq + 1) : undefined;
-    let width = 1;
-    if (value === undefined && tv !== false) {
-      const next = words[i + 1];
-      // an option the tables do not know takes the next word when it is not an option itself (argparse's reading)
-      if (next !== undefined && (!next.startsWith('-') || /^-\d/.test(next))) {
-        value = next;
-        width = 2;
-      }
-    }
-    i += width;
-    const shown = value === undefined ? tok : `${spelled} ${value}`;
-    if (value !== undefined && /\{[A-Za-z_][A-Za-z0-9_]*\}/.test(value)) {
-      out.unmapped.push({
-        key,
-        value: preview(shown),
-        why: `the placeholder in ${preview(value)} has no value in the recipe's defaults`,
-        fix: 'give it a value under defaults: in the recipe, or set the field after import',
-      });
-      continue;
-    }
-    if (flag === '--model') {
-      positional.unshift(value ?? '');
-      continue;
-    }
-    if (flag === '--api-key') {
-      const ref = value !== undefined ? secretRef(value) : undefined;
-      if (value !== undefined && !ref) c.secrets.add(value);
-      c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
-      out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
-      out.notes.push(
-        ref
-          ? `the API key is read from the variable ${ref} (server.apiKeyEnv); it never enters the profile`
-          : 'the recipe carries an API key in its command: it was NOT imported (a key in argv is visible to every user in ps); set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)',
-      );
-      continue;
-    }
-    if (value !== undefined && secretWord(flag) && !/^\d+$/.test(value)) {
-      c.secrets.add(value);
-      // --hf-token and its kind: a secret in argv is visible to every user in ps; never written, never shown
-      out.unmapped.push({
-        key,
-        value: HIDDEN,
-        why: `${flag} puts a secret in the command line (every user sees it in ps); a profile never holds one`,
-        fix: `set ${flag === '--hf-token' ? 'HF_TOKEN' : 'the variable vLLM reads for it'} in the environment sparkctl serve runs in`,
-      });
-      continue;
-    }
-    if (value !== undefined) clean(key, value);
-    if (REVIEW_FLAGS[flag]) {
-      out.unmapped.push({
-        key,
-        value: preview(shown),
-        why: `${flag} ${REVIEW_FLAGS[flag]}: sparkctl runs vLLM as root, so a recipe never sets it`,
-        fix: 'if you want it, read what it points at and add it to engine.extraArgs yourself',
-      });
-      continue;
-    }
-    if (RENDERED_PER_NODE.has(flag)) {
-      out.unmapped.push({
-        key,
-        value: preview(shown),
-        why: `${flag} is rendered by sparkctl for each node of a multi-node serve (from the nodes file)`,
-        fix: 'sparkctl serve PROFILE --nodes nodes.yaml',
-      });
-      continue;
-    }
-    if (flag === '--enable-auto-tool-choice' && value === undefined) {
-      autoToolChoice = key;
-      continue;
-    }
-    const sw = switches[flag];
-    if (sw && value === undefined) {
-      sw[1][sw[2]] = sw[3];
-      out.mapped.push({ key, value: tok, field: sw[0] });
-      continue;
-    }
-    const t = typed[flag];
-    if (t && value !== undefined) {
-      const why = t.set(value);
-      if (typeof why === 'string') out.unmapped.push({ key, value: preview(shown), why: `${preview(value)} for ${t.field}: ${why}`, fix: `set ${t.field} after import` });
-      else out.mapped.push({ key, value: preview(value), field: t.field });
-      continue;
-    }
-    // No typed field: the target vLLM's table decides whether it may go verbatim to engine.extraArgs.
-    const argv = value === undefined ? [tok] : eq > 0 ? [tok] : [tok, value];
-    const problems = checkArgv(argv, c.version);
-    const errors = problems.filter((p) => p.severity === 'error');
-    if (errors.length) {
-      // the option's own verdict (a refused option makes its value "unexpected" too: one line says it)
-      const first = errors.find((p) => p.flag === flag || p.flag === spelled) ?? errors[0]!;
-      out.unmapped.push({
-        key,
-        value: preview(shown),
-        why: first.message,
-        fix: /not (an option|accepted)/.test(first.message)
-          ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself'
-          : first.fix,
-      });
-      continue;
-    }
-    c.extra.push(...argv);
-    out.mapped.push({ key, value: preview(shown), field: 'engine.extraArgs' });
-    for (const w of problems) out.notes.push(`${key}: ${formatFlagProblem(w)}`);
+    const o = readOption(c.version, words, i);
+    i += o.width;
+    if (unfilledPlaceholder(c, o, key)) continue;
+    // --model is the positional model spelled as an option; --enable-auto-tool-choice is judged once every option is read
+    if (o.flag === '--model') positional.unshift(o.value ?? '');
+    else if (o.flag === '--enable-auto-tool-choice' && o.value === undefined) autoToolChoice = key;
+    else mapOption(c, o, key, fields);
   }
-  if (autoToolChoice) {
-    if (c.p.engine.toolCallParser !== undefined) out.mapped.push({ key: autoToolChoice, value: '--enable-auto-tool-choice', field: 'engine.toolCallParser (rendered with it)' });
-    else out.unmapped.push({ key: autoToolChoice, value: '--enable-auto-tool-choice', why: 'vLLM needs a --tool-call-parser with it, and the recipe gives none', fix: 'set engine.toolCallParser' });
-  }
+  if (autoToolChoice) mapAutoToolChoice(c, autoToolChoice);
   mapModel(c, positional, recipeModel);
+}
+
+/** A value with a placeholder the recipe's defaults do not fill: reported, never passed to vLLM as "{x}". */
+function unfilledPlaceholder(c: Ctx, o: Option, key: string): boolean {
+  if (o.value === undefined || !/\{[A-Za-z_][A-Za-z0-9_]*\}/.test(o.value)) return false;
+  c.out.unmapped.push({
+    key,
+    value: preview(o.shown),
+    why: `the placeholder in ${preview(o.value)} has no value in the recipe's defaults`,
+    fix: 'give it a value under defaults: in the recipe, or set the field after import',
+  });
+  return true;
+}
+
+/** One option: a secret (never kept, never shown), one a recipe may not set, a typed field, else engine.extraArgs. */
+function mapOption(c: Ctx, o: Option, key: string, fields: Fields): void {
+  if (o.flag === '--api-key') mapApiKey(c, o.value, key);
+  else if (o.value !== undefined && secretWord(o.flag) && !/^\d+$/.test(o.value)) refuseSecretFlag(c, o.flag, o.value, key);
+  else {
+    if (o.value !== undefined) clean(key, o.value);
+    if (!refusedFlag(c, o, key) && !mapTyped(c, o, key, fields)) mapExtraArg(c, o, key);
+  }
+}
+
+/** --api-key: the variable that holds the key becomes server.apiKeyEnv; a literal key is neither kept nor shown. */
+function mapApiKey(c: Ctx, value: string | undefined, key: string): void {
+  const ref = value !== undefined ? secretRef(value) : undefined;
+  if (value !== undefined && !ref) c.secrets.add(value);
+  c.p.server.apiKeyEnv = ref ?? 'VLLM_API_KEY';
+  c.out.mapped.push({ key, value: HIDDEN, field: 'server.apiKeyEnv' });
+  c.out.notes.push(
+    ref
+      ? `the API key is read from the variable ${ref} (server.apiKeyEnv); it never enters the profile`
+      : 'the recipe carries an API key in its command: it was NOT imported (a key in argv is visible to every user in ps); set VLLM_API_KEY in the environment sparkctl serve runs in (server.apiKeyEnv names it)',
+  );
+}
+
+/** --hf-token and its kind: a secret in argv is visible to every user in ps; never written, never shown. */
+function refuseSecretFlag(c: Ctx, flag: string, value: string, key: string): void {
+  c.secrets.add(value);
+  c.out.unmapped.push({
+    key,
+    value: HIDDEN,
+    why: `${flag} puts a secret in the command line (every user sees it in ps); a profile never holds one`,
+    fix: `set ${flag === '--hf-token' ? 'HF_TOKEN' : 'the variable vLLM reads for it'} in the environment sparkctl serve runs in`,
+  });
+}
+
+/** An option a recipe never sets (code or host files a root-run server would open; what sparkctl renders per node): reported. */
+function refusedFlag(c: Ctx, o: Option, key: string): boolean {
+  const review = REVIEW_FLAGS[o.flag];
+  if (review)
+    c.out.unmapped.push({
+      key,
+      value: preview(o.shown),
+      why: `${o.flag} ${review}: sparkctl runs vLLM as root, so a recipe never sets it`,
+      fix: 'if you want it, read what it points at and add it to engine.extraArgs yourself',
+    });
+  else if (RENDERED_PER_NODE.has(o.flag))
+    c.out.unmapped.push({
+      key,
+      value: preview(o.shown),
+      why: `${o.flag} is rendered by sparkctl for each node of a multi-node serve (from the nodes file)`,
+      fix: 'sparkctl serve PROFILE --nodes nodes.yaml',
+    });
+  else return false;
+  return true;
+}
+
+/** A switch or an option with a typed field -> that field, or the report of a value the field cannot take. */
+function mapTyped(c: Ctx, o: Option, key: string, fields: Fields): boolean {
+  const sw = fields.switches[o.flag];
+  if (sw && o.value === undefined) {
+    sw[1][sw[2]] = sw[3];
+    c.out.mapped.push({ key, value: o.tok, field: sw[0] });
+    return true;
+  }
+  const t = fields.typed[o.flag];
+  if (!t || o.value === undefined) return false;
+  const why = t.set(o.value);
+  if (typeof why === 'string') c.out.unmapped.push({ key, value: preview(o.shown), why: `${preview(o.value)} for ${t.field}: ${why}`, fix: `set ${t.field} after import` });
+  else c.out.mapped.push({ key, value: preview(o.value), field: t.field });
+  return true;
+}
+
+/** No typed field: the target vLLM's table decides whether it may go verbatim to engine.extraArgs. */
+function mapExtraArg(c: Ctx, o: Option, key: string): void {
+  const argv = o.value === undefined || o.joined ? [o.tok] : [o.tok, o.value];
+  const problems = checkArgv(argv, c.version);
+  const errors = problems.filter((p) => p.severity === 'error');
+  if (errors.length) {
+    // the option's own verdict (a refused option makes its value "unexpected" too: one line says it)
+    const first = errors.find((p) => p.flag === o.flag || p.flag === o.spelled) ?? errors[0]!;
+    c.out.unmapped.push({
+      key,
+      value: preview(o.shown),
+      why: first.message,
+      fix: /not (an option|accepted)/.test(first.message) ? 'a mod or a patched image may add it (eugr mods do); once the image you serve accepts it, add it to engine.extraArgs yourself' : first.fix,
+    });
+    return;
+  }
+  c.extra.push(...argv);
+  c.out.mapped.push({ key, value: preview(o.shown), field: 'engine.extraArgs' });
+  for (const w of problems) c.out.notes.push(`${key}: ${formatFlagProblem(w)}`);
+}
+
+/** --enable-auto-tool-choice: rendered with engine.toolCallParser, which vLLM needs beside it. */
+function mapAutoToolChoice(c: Ctx, key: string): void {
+  if (c.p.engine.toolCallParser !== undefined) c.out.mapped.push({ key, value: '--enable-auto-tool-choice', field: 'engine.toolCallParser (rendered with it)' });
+  else c.out.unmapped.push({ key, value: '--enable-auto-tool-choice', why: 'vLLM needs a --tool-call-parser with it, and the recipe gives none', fix: 'set engine.toolCallParser' });
 }
 
 /** The served model: the command's positional (what runs) or else the recipe's model. */
@@ -507,40 +533,68 @@ function serveWords(c: Ctx, raw: Record<string, unknown>, defaults: Record<strin
   return { words: rest, where: (i) => at[i] ?? 'command' };
 }
 
+/** Reads a key of the recipe, marking it accounted for. */
+type Take = <T>(k: string) => T | undefined;
+
 /** Map the parsed YAML of a sparkrun recipe. Throws UsageError (exit 2) where the recipe cannot be a profile at all. */
 export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   if (!isMap(raw)) throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, ['a sparkrun recipe is a mapping with model:, container:, defaults: and command:']);
   const out: RecipeImport = { profile: {}, mapped: [], unmapped: [], notes: [] };
   const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [], secrets: new Set() };
   const seen = new Set<string>();
-  const take = <T>(k: string): T | undefined => {
+  const take: Take = <T>(k: string): T | undefined => {
     seen.add(k);
     return raw[k] as T | undefined;
   };
+  // map each kind of key: the format, the serve command, the profile's other sources, then the rest
+  mapFormat(c, raw, take);
+  mapCommand(c, raw, take);
+  mapRevision(c, take);
+  mapDescription(c, raw, take);
+  mapContainer(c, take<unknown>('container'), take<unknown>('executor_config'), raw);
+  mapTopology(c, take);
+  mapEnv(c, take<unknown>('env'));
+  mapMetadata(c, take<unknown>('metadata'));
+  reportOtherKeys(c, raw, seen);
+  // report no secret, then build the profile
+  hideSecrets(c);
+  out.profile = buildProfile(c, o.name);
+  return out;
+}
 
+/** runtime: (vLLM only) and the recipe format's versions. */
+function mapFormat(c: Ctx, raw: Record<string, unknown>, take: Take): void {
   const runtime = take<unknown>('runtime') ?? '';
   if (typeof runtime !== 'string' || !VLLM_RUNTIMES.includes(runtime))
     throw new UsageError(`recipe runtime: ${preview(runtime)} is not vLLM`, [
       `sparkctl serves vLLM; it imports recipes whose runtime is one of: ${VLLM_RUNTIMES.filter(Boolean).join(', ')} (or none)`,
     ]);
-  if (raw.runtime !== undefined) out.mapped.push({ key: 'runtime', value: preview(runtime), field: '(vLLM: sparkctl serves it)' });
+  if (raw.runtime !== undefined) c.out.mapped.push({ key: 'runtime', value: preview(runtime), field: '(vLLM: sparkctl serves it)' });
   for (const k of ['recipe_version', 'sparkrun_version']) {
     const v = take<unknown>(k);
-    if (v !== undefined) out.mapped.push({ key: k, value: preview(v), field: '(the recipe format: read)' });
+    if (v !== undefined) c.out.mapped.push({ key: k, value: preview(v), field: '(the recipe format: read)' });
   }
+}
 
+/** model:, defaults: and command: -> the words of the serve command, each mapped. */
+function mapCommand(c: Ctx, raw: Record<string, unknown>, take: Take): void {
   const modelRaw = take<unknown>('model');
   if (modelRaw !== undefined && typeof modelRaw !== 'string') throw new UsageError(`recipe model: ${preview(modelRaw)} is not text`, ['model: ORG/NAME']);
-  if (raw.defaults === null) out.mapped.push({ key: 'defaults', value: 'null', field: '(empty: nothing to fill in)' });
+  if (raw.defaults === null) c.out.mapped.push({ key: 'defaults', value: 'null', field: '(empty: nothing to fill in)' });
   const defaultsRaw = take<unknown>('defaults') ?? {};
   if (!isMap(defaultsRaw)) throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, ['defaults: a mapping of KEY: value']);
   take('command');
   // secrets known before the command is read: a refusal quoting the command must not show them
   for (const [k, v] of Object.entries(defaultsRaw)) if (secretWord(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
   if (isMap(raw.env)) for (const [k, v] of Object.entries(raw.env)) if (isSecretName(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
-  let served: ReturnType<typeof serveWords>;
+  const { words, where } = hidingSecrets(c, () => serveWords(c, raw, defaultsRaw, modelRaw));
+  mapArgs(c, words, where, modelRaw);
+}
+
+/** What f returns; a refusal it throws is thrown again with every secret known so far hidden. */
+function hidingSecrets<T>(c: Ctx, f: () => T): T {
   try {
-    served = serveWords(c, raw, defaultsRaw, modelRaw);
+    return f();
   } catch (e) {
     if (e instanceof UsageError) {
       let m = e.message;
@@ -549,54 +603,60 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
     }
     throw e;
   }
-  const { words, where } = served;
-  mapArgs(c, words, where, modelRaw);
+}
 
+/** model_revision -> model.revision. */
+function mapRevision(c: Ctx, take: Take): void {
   const revision = take<unknown>('model_revision');
-  if (revision === null) out.mapped.push({ key: 'model_revision', value: 'null', field: '(empty: nothing to set)' });
+  if (revision === null) c.out.mapped.push({ key: 'model_revision', value: 'null', field: '(empty: nothing to set)' });
   if (revision !== undefined && revision !== null) {
     c.p.model.revision = clean('model_revision', String(revision));
-    out.mapped.push({ key: 'model_revision', value: preview(revision), field: 'model.revision' });
+    c.out.mapped.push({ key: 'model_revision', value: preview(revision), field: 'model.revision' });
   }
+}
 
-  mapDescription(c, raw, take);
-  mapContainer(c, take<unknown>('container'), take<unknown>('executor_config'), raw);
-  mapTopology(c, take);
-  mapEnv(c, take<unknown>('env'));
-  mapMetadata(c, take<unknown>('metadata'));
-
+/** Every top-level key not read above: a sparkrun key with no place in a profile, or no recipe key at all. */
+function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>): void {
   for (const [k, v] of Object.entries(raw)) {
     if (seen.has(k)) continue;
     const known = NOT_A_PROFILE[k];
-    if (known) out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
-    else out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
+    if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
+    else c.out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
   }
+}
 
-  const leaks = (t: string) => [...c.secrets].some((x) => x.length >= 4 && t.includes(x));
-  out.notes = out.notes.map((n) => (leaks(n) ? '(a note that would show a secret, left out)' : n));
-  for (const m of [...out.mapped, ...out.unmapped]) {
-    if (leaks(m.value)) m.value = HIDDEN;
+/** Whether a text shows a secret value met in the recipe. */
+const leaks = (c: Ctx, t: string) => [...c.secrets].some((x) => x.length >= 4 && t.includes(x));
+
+/** The report's notes and lines with no secret in them, and each key on one line. */
+function hideSecrets(c: Ctx): void {
+  c.out.notes = c.out.notes.map((n) => (leaks(c, n) ? '(a note that would show a secret, left out)' : n));
+  for (const m of [...c.out.mapped, ...c.out.unmapped]) {
+    if (leaks(c, m.value)) m.value = HIDDEN;
     // a key named like a secret shows no text value (a count such as max_num_batched_tokens is no secret)
     const last = m.key.split(/[ .]/).pop()!;
     if (secretWord(last) && !/^"?-?\d+(\.\d+)?"?$/.test(m.value)) m.value = HIDDEN;
     m.key = oneLine(m.key);
   }
+}
+
+/** The profile as written: its fields in the schema's order, only the sections the recipe set. */
+function buildProfile(c: Ctx, name: string): Record<string, unknown> {
   if (c.extra.length) c.p.engine.extraArgs = c.extra;
-  const profile: Record<string, unknown> = { name: o.name };
-  if (out.profile.description !== undefined) profile.description = out.profile.description;
+  const profile: Record<string, unknown> = { name };
+  if (c.out.profile.description !== undefined) profile.description = c.out.profile.description;
   profile.platform = SPARK_PLATFORM;
   profile.model = c.p.model;
   if (Object.keys(c.p.engine).length) profile.engine = c.p.engine;
   if (Object.keys(c.p.parallel).length) profile.parallel = c.p.parallel;
   if (Object.keys(c.p.server).length) profile.server = c.p.server;
-  for (const k of ['container', 'env'] as const) if (out.profile[k] !== undefined) profile[k] = out.profile[k];
-  out.profile = profile;
+  for (const k of ['container', 'env'] as const) if (c.out.profile[k] !== undefined) profile[k] = c.out.profile[k];
   // by construction no secret reaches the profile; should a mapping ever let one through, nothing is written
-  if (leaks(JSON.stringify(profile))) throw new Error('internal: a secret value reached the imported profile');
-  return out;
+  if (leaks(c, JSON.stringify(profile))) throw new Error('internal: a secret value reached the imported profile');
+  return profile;
 }
 
-function mapDescription(c: Ctx, raw: Record<string, unknown>, take: <T>(k: string) => T | undefined): void {
+function mapDescription(c: Ctx, raw: Record<string, unknown>, take: Take): void {
   const name = take<unknown>('name');
   const description = take<unknown>('description');
   const meta = isMap(raw.metadata) ? raw.metadata.description : undefined;
@@ -665,7 +725,7 @@ function mapContainer(c: Ctx, image: unknown, executor: unknown, raw: Record<str
   c.p.engine.runtime = 'container';
 }
 
-function mapTopology(c: Ctx, take: <T>(k: string) => T | undefined): void {
+function mapTopology(c: Ctx, take: Take): void {
   const tp = (c.p.parallel.tensor as number | undefined) ?? 1;
   const pp = (c.p.parallel.pipeline as number | undefined) ?? 1;
   // DGX Spark: one GPU per node, so a replica of TP x PP GPUs spans that many nodes
@@ -692,22 +752,23 @@ function mapTopology(c: Ctx, take: <T>(k: string) => T | undefined): void {
   check('mode', mode, mode === 'auto' || (mode === 'solo' && nodes === 1) || (mode === 'cluster' && nodes > 1), `mode ${preview(mode)} does not match the ${nodes} node(s) of the command`);
 }
 
+/** A top-level section that must be a mapping: the mapping, else nothing (absent; null, reported empty; another value, reported). */
+function sectionOf(c: Ctx, key: string, v: unknown, notMapping: string): Record<string, unknown> | undefined {
+  if (isMap(v)) return v;
+  if (v === null) c.out.mapped.push({ key, value: 'null', field: '(empty: nothing to set)' });
+  else if (v !== undefined) c.out.unmapped.push({ key, value: preview(v), why: notMapping });
+  return undefined;
+}
+
 // Variables that change what code runs in the server's process (the dynamic linker's preload and
 // search paths, Python's and Node's search paths and start-up hooks, shells' start files, vLLM's
 // plugins): imported from a recipe, a served profile would run the recipe author's code as root.
 const CODE_LOADING_ENV =
   /^(?:LD_[A-Z_]+|DYLD_[A-Z_]+|PATH|PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONUSERBASE|PYTHONINSPECT|PYTHONEXECUTABLE|PYTHONPLATLIBDIR|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PERL5LIB|PERL5OPT|PERLLIB|RUBYOPT|RUBYLIB|VLLM_PLUGINS|VLLM_NCCL_SO_PATH|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|CUDA_INJECTION64_PATH|GCONV_PATH|LOCPATH|HOSTALIASES|MALLOC_[A-Z_]+|GLIBC_TUNABLES)$/;
 
-function mapEnv(c: Ctx, env: unknown): void {
-  if (env === undefined) return;
-  if (env === null) {
-    c.out.mapped.push({ key: 'env', value: 'null', field: '(empty: nothing to set)' });
-    return;
-  }
-  if (!isMap(env)) {
-    c.out.unmapped.push({ key: 'env', value: preview(env), why: 'not a mapping of NAME: value' });
-    return;
-  }
+function mapEnv(c: Ctx, raw: unknown): void {
+  const env = sectionOf(c, 'env', raw, 'not a mapping of NAME: value');
+  if (!env) return;
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
     const key = `env.${k}`;
@@ -756,16 +817,9 @@ function mapEnv(c: Ctx, env: unknown): void {
 }
 
 /** sparkrun's metadata: the model facts sparkctl reads from config.json are overrides when given. */
-function mapMetadata(c: Ctx, meta: unknown): void {
-  if (meta === undefined) return;
-  if (meta === null) {
-    c.out.mapped.push({ key: 'metadata', value: 'null', field: '(empty: nothing to set)' });
-    return;
-  }
-  if (!isMap(meta)) {
-    c.out.unmapped.push({ key: 'metadata', value: preview(meta), why: 'not a mapping' });
-    return;
-  }
+function mapMetadata(c: Ctx, raw: unknown): void {
+  const meta = sectionOf(c, 'metadata', raw, 'not a mapping');
+  if (!meta) return;
   const facts: Record<string, string> = { num_layers: 'layers', num_kv_heads: 'kvHeads', head_dim: 'headDim' };
   for (const [k, v] of Object.entries(meta)) {
     const key = `metadata.${k}`;
