@@ -515,8 +515,8 @@ const modelFacts = deriver(['model'], (r, { loc }) => {
 /** Every part of the facts; a new fact is a source above and a deriver here. */
 export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
 
-export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
-  const started = performance.now();
+/** What every fact source reads through: the host, the deadline, and the timing and not-run bookkeeping. */
+function gatherContext(host: Host, opts: GatherOptions): GatherContext {
   const probeMs: Record<string, number> = {};
   const t = opts.timeoutMs ?? 5000;
   const env = host.env();
@@ -535,7 +535,7 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
   const want = (name: ProbeName) => !opts.probes || opts.probes.has(name);
   // A probe no selected check reads is not run at all: it reads as absent, and nothing looks at it.
   const notRun = (argv: string[]): CmdResult => ({ argv, stdout: '', stderr: '', exitCode: null, durationMs: 0, error: 'not-run' });
-  const ctx: GatherContext = {
+  return {
     host,
     t,
     env,
@@ -567,6 +567,12 @@ export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise
             return host.readFile(path);
           }),
   };
+}
+
+export async function gatherFacts(host: Host, opts: GatherOptions = {}): Promise<Facts> {
+  const started = performance.now();
+  const ctx = gatherContext(host, opts);
+  const { env, probeMs, notCollected } = ctx;
   const kept = pickEnv(env);
   const read = new Map<string, unknown>();
   const answered = new Map<string, Promise<void>>();
