@@ -12,7 +12,7 @@ import { openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { readTail, readTextSync } from '../util/read.js';
 import { join, dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
-import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { Registry, type GatewayEntry } from '../engine/registry.js';
@@ -123,13 +123,16 @@ export async function startGateway(o: { bin: string; args: string[]; stateDir: s
   } finally {
     release();
   }
-  const end = Date.now() + (o.deadlineMs ?? 20_000);
-  while (Date.now() < end) {
-    const r = readRecord(o.stateDir);
-    if (r && r.launch === marker && r.pid === child.pid) return r;
-    if (child.exitCode !== null) break;
-    await pause(50);
-  }
+  // the keeper's record of this launch, until it is written or the keeper exits
+  const up = await pollUntil(
+    () => {
+      const r = readRecord(o.stateDir);
+      return { record: r && r.launch === marker && r.pid === child.pid ? r : undefined, exited: child.exitCode !== null };
+    },
+    (v) => v.record !== undefined || v.exited,
+    { deadlineMs: o.deadlineMs ?? 20_000, intervalMs: 50 },
+  );
+  if (up.value.record) return up.value.record;
   const tail = (() => {
     try {
       // the log's last 64 KiB: it may have grown by gigabytes
@@ -191,9 +194,13 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
     return { how: 'unproven', ms: 0, pid: id.pid, reason: e.proof.reason, ...(o.forceForget ? { forgotten: true } : {}) };
   }
   const orphaned = e.proof.state === 'degraded';
-  const end = Date.now() + graceMs;
   // the keeper soft-stops HAProxy itself (its streams finish), then exits; without it, HAProxy's own soft stop
-  if (orphaned ? signalProven(id, 'SIGUSR1', 'group') : signalProven(id, 'SIGTERM', 'leader')) while (Date.now() < end && groupMembers(id.pgid).length) await pause(50);
+  if (orphaned ? signalProven(id, 'SIGUSR1', 'group') : signalProven(id, 'SIGTERM', 'leader'))
+    await pollUntil(
+      () => groupMembers(id.pgid).length,
+      (n) => n === 0,
+      { deadlineMs: graceMs, intervalMs: 50 },
+    );
   let how: DownResult['how'] = 'stopped';
   if (groupMembers(id.pgid).length) {
     const h = await stopGroup(id, 3000);
