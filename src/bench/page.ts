@@ -1,6 +1,6 @@
 // The bench's HTML page: latency/throughput curve, TTFT and ITL distributions, server metrics over time.
 import type { Page, Section } from '../output/html.js';
-import type { BenchResult } from './report.js';
+import type { BenchResult, SparkctlExtras } from './report.js';
 import { latencyRows, summaryRows } from './report.js';
 import type { SweepPoint } from './sweep.js';
 
@@ -15,20 +15,37 @@ export function histogram(values: number[], n = 30): { x: number[]; y: number[] 
   return { x: y.map((_, i) => +(lo + i * w).toFixed(3)), y };
 }
 
-export function benchPage(title: string, result: BenchResult, pcts: number[], sweep?: { by: string; points: SweepPoint[] }): Page {
+type Sweep = { by: string; points: SweepPoint[] };
+
+export function benchPage(title: string, result: BenchResult, pcts: number[], sweep?: Sweep): Page {
   const r = result as Record<string, any>;
-  const sections: Section[] = [];
   const s = result.sparkctl;
-  sections.push({
-    heading: 'Summary',
-    text: s.valid ? undefined : `INVALID RUN: ${s.invalid_reasons.join('; ')}`,
-    table: { header: ['metric', 'value'], rows: [...summaryRows(r, pcts), ['Completed / failed', `${r.completed} / ${r.failed}`], ['Duration', `${Number(r.duration).toFixed(2)} s`]] },
-  });
-  const lat = latencyRows(r, pcts);
-  sections.push({ heading: 'Latency', table: lat });
-  if (sweep?.points.length) {
-    const pts = [...sweep.points].sort((a, b) => a.throughput - b.throughput);
-    sections.push({
+  const sections: Section[] = [
+    ...summarySections(r, s, pcts),
+    ...(sweep?.points.length ? sweepSections(sweep) : [runPointSection(r, pcts)]),
+    ...distributionSections(r),
+    ...metricsSections(s.metrics_timeline),
+  ];
+  return { title, subtitle: `${r.model_id} at ${s.server ? (r.sparkctl_config?.url ?? '') : ''} — ${r.date}`, sections };
+}
+
+/** The summary (with why the run is invalid, if it is) and the latency table. */
+function summarySections(r: Record<string, any>, s: SparkctlExtras, pcts: number[]): Section[] {
+  return [
+    {
+      heading: 'Summary',
+      text: s.valid ? undefined : `INVALID RUN: ${s.invalid_reasons.join('; ')}`,
+      table: { header: ['metric', 'value'], rows: [...summaryRows(r, pcts), ['Completed / failed', `${r.completed} / ${r.failed}`], ['Duration', `${Number(r.duration).toFixed(2)} s`]] },
+    },
+    { heading: 'Latency', table: latencyRows(r, pcts) },
+  ];
+}
+
+/** A sweep: p99 latency against throughput, level by level, and the levels' table. */
+function sweepSections(sweep: Sweep): Section[] {
+  const pts = [...sweep.points].sort((a, b) => a.throughput - b.throughput);
+  return [
+    {
       heading: `Latency against throughput (sweep by ${sweep.by})`,
       chart: {
         kind: 'points',
@@ -40,8 +57,8 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
         xLabel: 'throughput (req/s)',
         yLabel: 'ms',
       },
-    });
-    sections.push({
+    },
+    {
       heading: 'Sweep levels',
       table: {
         header: [sweep.by, 'req/s', 'p99 TTFT ms', 'p99 TPOT ms', 'p99 E2EL ms', 'max waiting', 'failed'],
@@ -55,28 +72,42 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
           String(p.failed),
         ]),
       },
-    });
-  } else {
-    sections.push({
-      heading: 'Latency against throughput',
-      chart: {
-        kind: 'points',
-        x: [+Number(r.request_throughput).toFixed(3)],
-        series: [{ label: `p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]} TTFT (ms)`, values: [r[`p${pcts.includes(99) ? 99 : pcts[pcts.length - 1]}_ttft_ms`]] }],
-        xLabel: 'throughput (req/s)',
-        yLabel: 'ms',
-      },
-    });
-  }
+    },
+  ];
+}
+
+/** One run, no sweep: its own point, the highest percentile's TTFT (p99 when asked) against its throughput. */
+function runPointSection(r: Record<string, any>, pcts: number[]): Section {
+  const p = pcts.includes(99) ? 99 : pcts[pcts.length - 1];
+  return {
+    heading: 'Latency against throughput',
+    chart: {
+      kind: 'points',
+      x: [+Number(r.request_throughput).toFixed(3)],
+      series: [{ label: `p${p} TTFT (ms)`, values: [r[`p${p}_ttft_ms`]] }],
+      xLabel: 'throughput (req/s)',
+      yLabel: 'ms',
+    },
+  };
+}
+
+/** TTFT of the requests that succeeded, and every gap between tokens (ITL), as histograms. */
+function distributionSections(r: Record<string, any>): Section[] {
   const ttfts = (r.ttfts as number[]).filter((_, i) => !(r.errors as string[])[i]).map((x) => x * 1000);
   const th = histogram(ttfts);
-  sections.push({ heading: 'TTFT distribution', chart: { kind: 'bars', x: th.x, series: [{ label: 'requests', values: th.y }], xLabel: 'TTFT (ms)', yLabel: 'requests' } });
   const itls = (r.itls as number[][]).flat().map((x) => x * 1000);
   const ih = histogram(itls);
-  sections.push({ heading: 'ITL distribution', chart: { kind: 'bars', x: ih.x, series: [{ label: 'gaps', values: ih.y }], xLabel: 'ITL (ms)', yLabel: 'gaps' } });
-  const tl = s.metrics_timeline;
-  if (tl.length >= 2) {
-    sections.push({
+  return [
+    { heading: 'TTFT distribution', chart: { kind: 'bars', x: th.x, series: [{ label: 'requests', values: th.y }], xLabel: 'TTFT (ms)', yLabel: 'requests' } },
+    { heading: 'ITL distribution', chart: { kind: 'bars', x: ih.x, series: [{ label: 'gaps', values: ih.y }], xLabel: 'ITL (ms)', yLabel: 'gaps' } },
+  ];
+}
+
+/** The server's /metrics over the run (running and waiting, KV-cache use), or a line saying they could not be read. */
+function metricsSections(tl: SparkctlExtras['metrics_timeline']): Section[] {
+  if (tl.length < 2) return [{ heading: 'Server metrics over time', text: "The server's /metrics could not be read during the run." }];
+  return [
+    {
       heading: 'Server metrics over time (/metrics)',
       chart: {
         kind: 'line',
@@ -88,8 +119,8 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
         xLabel: 'seconds',
         yLabel: 'requests',
       },
-    });
-    sections.push({
+    },
+    {
       heading: 'KV-cache usage',
       chart: {
         kind: 'line',
@@ -98,7 +129,6 @@ export function benchPage(title: string, result: BenchResult, pcts: number[], sw
         xLabel: 'seconds',
         yLabel: '%',
       },
-    });
-  } else sections.push({ heading: 'Server metrics over time', text: "The server's /metrics could not be read during the run." });
-  return { title, subtitle: `${r.model_id} at ${s.server ? (r.sparkctl_config?.url ?? '') : ''} — ${r.date}`, sections };
+    },
+  ];
 }

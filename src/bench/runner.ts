@@ -440,32 +440,17 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
   const sem = cfg.concurrency ? new Semaphore(cfg.concurrency) : undefined;
   const live = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
   const t0 = now();
-  const outputs: RequestOutput[] = [];
+  const tally: Tally = { done: 0, failed: 0, inFlight: 0, live, outputs: [], sendLagMs: [], lastStart: t0 };
   const tasks: Promise<void>[] = [];
-  const sendLagMs: number[] = [];
-  let done = 0;
-  let failed = 0;
-  let inFlight = 0;
-  const fixed = spec.maxRequests !== undefined && spec.durationS === undefined && Number.isFinite(cfg.rate) ? schedule(spec.maxRequests, cfg.rate, cfg.burstiness, spec.seed) : undefined;
-  const gap = gapSampler(cfg.rate, cfg.burstiness, spec.seed);
-  const report = () =>
-    spec.onProgress?.({
-      done,
-      failed,
-      inFlight,
-      elapsedS: now() - t0,
-      ttftP50Ms: live.totalCount ? live.getValueAtPercentile(50) / 1000 : 0,
-      ttftP99Ms: live.totalCount ? live.getValueAtPercentile(99) / 1000 : 0,
-    });
+  const offsetOf = offsets(cfg, spec);
+  const report = () => spec.onProgress?.(progressOf(tally, t0));
   const ticker = spec.onProgress ? setInterval(report, cfg.progressIntervalMs ?? 250) : undefined;
   let stoppedEarly = false;
-  let offset = 0;
   let lastScheduled = t0;
-  let lastStart = t0;
   try {
     for (let i = 0; spec.maxRequests === undefined || i < spec.maxRequests; i++) {
       if (spec.minRequests !== undefined && i >= spec.minRequests && now() - t0 >= (spec.minS ?? 0)) break;
-      offset = fixed ? fixed[i]! : offset + gap();
+      const offset = offsetOf(i);
       const scheduled = t0 + offset;
       if (spec.durationS !== undefined && offset >= spec.durationS) break;
       await until(scheduled, cfg.stop);
@@ -490,22 +475,10 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
         break;
       }
       lastScheduled = scheduled;
-      const k = i % cfg.dataset.length;
-      const req = spec.warmup ? warmupRequest(cfg.dataset[k]!, k) : cfg.dataset[k]!;
-      inFlight++;
+      tally.inFlight++;
       // Closed loop with everything due at once (rate inf): the intended send is when a slot frees,
       // as vLLM counts it; with a finite rate the schedule is the intent (coordinated omission).
-      const p = sendOne(pool, cfg, req, Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => {
-        inFlight--;
-        sem?.release();
-        if (o.success) {
-          done++;
-          live.recordValue(Math.max(1, Math.round(o.ttft * 1e6)));
-        } else failed++;
-        outputs[i] = o;
-        sendLagMs.push((o.startTime - ready) * 1000);
-        lastStart = Math.max(lastStart, o.startTime);
-      });
+      const p = sendOne(pool, cfg, requestOf(cfg, spec, i), Number.isFinite(cfg.rate) ? scheduled : ready).then((o) => ended(tally, sem, i, ready, o));
       tasks.push(p);
       // Let the request leave before scheduling the next one when they are due together.
       if (!Number.isFinite(cfg.rate) && !sem && i % 64 === 63) await new Promise((r) => setImmediate(r));
@@ -515,7 +488,66 @@ async function drive(pool: Pool, cfg: RunConfig, spec: DriveSpec): Promise<Drive
     if (ticker) clearInterval(ticker);
   }
   report();
-  return { outputs: outputs.filter(Boolean), t0, durationS: now() - t0, stoppedEarly, sendLagMs, lastScheduled, lastStart, sent: tasks.length };
+  return { outputs: tally.outputs.filter(Boolean), t0, durationS: now() - t0, stoppedEarly, sendLagMs: tally.sendLagMs, lastScheduled, lastStart: tally.lastStart, sent: tasks.length };
+}
+
+/** What the send loop has seen come back: counted as each request ends, read by the progress line. */
+interface Tally {
+  done: number;
+  failed: number;
+  inFlight: number;
+  /** the successes' TTFT (us), for the live p50 and p99 */
+  live: hdr.Histogram;
+  /** by send index: a slot stays empty until its request ends */
+  outputs: RequestOutput[];
+  sendLagMs: number[];
+  lastStart: number;
+}
+
+/** The i-th request ended: its slot under the cap freed, its output in its send's place, how late it left against `ready`, a success's TTFT. */
+function ended(tally: Tally, sem: Semaphore | undefined, i: number, ready: number, o: RequestOutput) {
+  tally.inFlight--;
+  sem?.release();
+  if (o.success) {
+    tally.done++;
+    tally.live.recordValue(Math.max(1, Math.round(o.ttft * 1e6)));
+  } else tally.failed++;
+  tally.outputs[i] = o;
+  tally.sendLagMs.push((o.startTime - ready) * 1000);
+  tally.lastStart = Math.max(tally.lastStart, o.startTime);
+}
+
+/** The progress line's numbers, as of now. */
+function progressOf(tally: Tally, t0: number): Progress {
+  const { done, failed, inFlight, live } = tally;
+  return {
+    done,
+    failed,
+    inFlight,
+    elapsedS: now() - t0,
+    ttftP50Ms: live.totalCount ? live.getValueAtPercentile(50) / 1000 : 0,
+    ttftP99Ms: live.totalCount ? live.getValueAtPercentile(99) / 1000 : 0,
+  };
+}
+
+/**
+ * The i-th send's offset from the start (s), asked in order: a fixed schedule for a set number of
+ * sends at a finite rate, else the gaps drawn one by one.
+ */
+function offsets(cfg: RunConfig, spec: DriveSpec): (i: number) => number {
+  const fixed = spec.maxRequests !== undefined && spec.durationS === undefined && Number.isFinite(cfg.rate) ? schedule(spec.maxRequests, cfg.rate, cfg.burstiness, spec.seed) : undefined;
+  const gap = gapSampler(cfg.rate, cfg.burstiness, spec.seed);
+  let offset = 0;
+  return (i) => {
+    offset = fixed ? fixed[i]! : offset + gap();
+    return offset;
+  };
+}
+
+/** The i-th send's request: the dataset cycled, a warm-up's tagged. */
+function requestOf(cfg: RunConfig, spec: DriveSpec, i: number): BenchRequest {
+  const k = i % cfg.dataset.length;
+  return spec.warmup ? warmupRequest(cfg.dataset[k]!, k) : cfg.dataset[k]!;
 }
 
 export async function runBench(cfg: RunConfig): Promise<RunResult> {

@@ -136,6 +136,9 @@ const shellCommand = (start: ImageStart, line: string) => (start === 'command' ?
 
 const gpuResources = (n: number) => ({ limits: { 'nvidia.com/gpu': n }, requests: { 'nvidia.com/gpu': n } });
 
+/** A container's GPU ask: none for no GPUs. */
+const gpuAsk = (n: number) => (n > 0 ? { resources: gpuResources(n) } : {});
+
 /**
  * container.gpus none (a CPU build of vLLM): no nvidia.com/gpu is asked for, and NVIDIA_VISIBLE_DEVICES
  * is void. Without it, on a node whose containerd runs the NVIDIA runtime by default, an image with
@@ -188,7 +191,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
               ports: [{ name: 'http', containerPort: port }],
               env: [...Object.entries(p.env).map(([k, val]) => ({ name: k, value: k8sLiteral(val) })), ...noGpuEnv(p), ...apiKeyEnv(p)],
               // container.gpus none (a CPU build of vLLM): no GPU asked for, as the container runtime gives it none
-              ...(opts.gpus > 0 ? { resources: gpuResources(opts.gpus) } : {}),
+              ...gpuAsk(opts.gpus),
               ...probes(p),
               // Let the Service stop sending traffic before vLLM gets SIGTERM; vLLM then drains what it holds.
               lifecycle: { preStop: { exec: { command: ['sh', '-c', `sleep ${PRESTOP_S}`] } } },
@@ -205,7 +208,6 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
   return header + dump([dep, service]);
 }
 
-/** Leader = Ray head, a wait for every worker pod's node, then vllm serve; workers = ray start --block. */
 /** A shell word of a pod's command line: LWS's own variables ($(LWS_...)) are left for Kubernetes to expand, everything else is literal. */
 const lwsWord = (a: string) => (/^\$\(LWS_[A-Z_]+\)$/.test(a) ? a : k8sLiteral(shellQuote(a)));
 
@@ -219,36 +221,94 @@ export interface NativeRanks {
   worker: string[];
 }
 
-export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage & { nodes: number; perNode: number; namespace: string; argv: string[]; native?: NativeRanks }): string {
-  const need = p.parallel.tensor * p.parallel.pipeline;
-  // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
-  const gpus = podGpus(p, opts.perNode);
-  const groups = typeof p.parallel.replicas === 'number' ? p.parallel.replicas : 1;
-  const name = k8sName(p);
-  const port = p.server.port;
-  const v = volumes(p, platform);
-  const args = opts.argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
-  const env = [
+type LwsOptions = PodImage & { nodes: number; perNode: number; namespace: string; argv: string[]; native?: NativeRanks };
+
+/** What every pod of the group runs with: the image, its env, its GPUs and its volumes. */
+interface LwsPod {
+  image: string;
+  start: ImageStart;
+  env: object[];
+  gpus: number;
+  v: ReturnType<typeof volumes>;
+}
+
+/** A pod's vllm serve listens on all of its interfaces: the value after --host is 0.0.0.0. */
+const podHostArgs = (argv: string[]) => argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
+
+/** NCCL and Gloo on the pod network, the pod's IP as the node's address, then the GPU and API key pieces. */
+function lwsEnv(p: Profile): object[] {
+  return [
     { name: 'NCCL_SOCKET_IFNAME', value: 'eth0' },
     { name: 'GLOO_SOCKET_IFNAME', value: 'eth0' },
     { name: 'VLLM_HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     ...noGpuEnv(p),
     ...apiKeyEnv(p),
   ];
-  const hostArgs = (argv: string[]) => argv.map((a, i, all) => (all[i - 1] === '--host' ? '0.0.0.0' : a));
+}
+
+/** The leader's and the workers' shell lines. */
+function lwsCommands(opts: LwsOptions, gpus: number): { leader: string; worker: string } {
   // native: each pod runs its own vllm serve rank (vLLM's rendezvous waits for the whole world itself)
-  const leaderCmd = opts.native
-    ? `exec ${hostArgs(opts.native.leader).map(lwsWord).join(' ')}`
-    : [
-        `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
-        // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
-        `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
-        `exec ${args.map((a) => k8sLiteral(shellQuote(a))).join(' ')}`,
-      ].join(' && ');
-  const workerCmd = opts.native
-    ? `exec ${hostArgs(opts.native.worker).map(lwsWord).join(' ')}`
-    : `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`;
+  if (opts.native) return { leader: `exec ${podHostArgs(opts.native.leader).map(lwsWord).join(' ')}`, worker: `exec ${podHostArgs(opts.native.worker).map(lwsWord).join(' ')}` };
+  return {
+    leader: [
+      `ray start --head --port=6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus}`,
+      // Wait for every worker pod before vLLM asks Ray for placement; autoscaler v2 lists idle nodes under Idle:.
+      `until [ "$(ray status 2>/dev/null | grep -c ' node_')" -ge "$LWS_GROUP_SIZE" ]; do echo waiting for ray workers; sleep 5; done`,
+      `exec ${podHostArgs(opts.argv)
+        .map((a) => k8sLiteral(shellQuote(a)))
+        .join(' ')}`,
+    ].join(' && '),
+    worker: `ray start --address=$(LWS_LEADER_ADDRESS):6379 --node-ip-address=$(VLLM_HOST_IP) --num-gpus=${gpus} --block`,
+  };
+}
+
+/** One pod's container: the image running `line` with the pod's env and GPUs, then `extra` (the leader's port and probes), then the mounts. */
+function lwsContainer(name: string, pod: LwsPod, line: string, extra: object = {}) {
+  return { name, image: pod.image, ...shellCommand(pod.start, line), env: pod.env, ...gpuAsk(pod.gpus), ...extra, volumeMounts: pod.v.mounts };
+}
+
+/** The leader's pod: vllm serve on the Service's port, with the probes. */
+function leaderTemplate(p: Profile, pod: LwsPod, line: string) {
   const { startupProbe, readinessProbe, livenessProbe } = probes(p);
+  return {
+    metadata: { labels: { role: 'leader' } },
+    spec: {
+      // the leader runs vllm serve: its drain decides; the workers go with the group
+      terminationGracePeriodSeconds: terminationGraceSeconds(p) - PRESTOP_S,
+      containers: [lwsContainer('vllm-leader', pod, line, { ports: [{ name: 'http', containerPort: p.server.port }], startupProbe, readinessProbe, livenessProbe })],
+      volumes: pod.v.volumes,
+    },
+  };
+}
+
+/** A worker's pod: its rank (native) or ray start --block, no port of its own. */
+const workerTemplate = (pod: LwsPod, line: string) => ({ spec: { containers: [lwsContainer('vllm-worker', pod, line)], volumes: pod.v.volumes } });
+
+/** The Service in front of each group's leader. */
+function leaderService(name: string, namespace: string, port: number) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace },
+    spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
+  };
+}
+
+/** The header: the groups, the GPUs and pods each, how the ranks start, the notes and the secret's hint. */
+function lwsHeader(p: Profile, opts: LwsOptions, groups: number, gpus: number): string {
+  const need = p.parallel.tensor * p.parallel.pipeline;
+  return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+}
+
+/** A LeaderWorkerSet and its Service. Per group: the leader (Ray head, a wait for every worker pod's node, then vllm serve; native: rank 0) and its workers (ray start --block; native: their ranks). */
+export function leaderWorkerSet(p: Profile, platform: Platform, opts: LwsOptions): string {
+  // container.gpus none: a CPU build; no GPU asked for, none injected, and Ray offers none
+  const gpus = podGpus(p, opts.perNode);
+  const groups = typeof p.parallel.replicas === 'number' ? p.parallel.replicas : 1;
+  const name = k8sName(p);
+  const pod: LwsPod = { image: opts.image, start: opts.start, env: lwsEnv(p), gpus, v: volumes(p, platform) };
+  const cmd = lwsCommands(opts, gpus);
   const lws = {
     apiVersion: 'leaderworkerset.x-k8s.io/v1',
     kind: 'LeaderWorkerSet',
@@ -256,57 +316,8 @@ export function leaderWorkerSet(p: Profile, platform: Platform, opts: PodImage &
     spec: {
       // parallel.replicas groups, each a leader and its workers (auto is one group past one node)
       replicas: groups,
-      leaderWorkerTemplate: {
-        size: opts.nodes,
-        restartPolicy: 'RecreateGroupOnPodRestart',
-        leaderTemplate: {
-          metadata: { labels: { role: 'leader' } },
-          spec: {
-            // the leader runs vllm serve: its drain decides; the workers go with the group
-            terminationGracePeriodSeconds: terminationGraceSeconds(p) - PRESTOP_S,
-            containers: [
-              {
-                name: 'vllm-leader',
-                image: opts.image,
-                ...shellCommand(opts.start, leaderCmd),
-                env,
-                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
-                ports: [{ name: 'http', containerPort: port }],
-                startupProbe,
-                readinessProbe,
-                livenessProbe,
-                volumeMounts: v.mounts,
-              },
-            ],
-            volumes: v.volumes,
-          },
-        },
-        workerTemplate: {
-          spec: {
-            containers: [
-              {
-                name: 'vllm-worker',
-                image: opts.image,
-                ...shellCommand(opts.start, workerCmd),
-                env,
-                ...(gpus > 0 ? { resources: gpuResources(gpus) } : {}),
-                volumeMounts: v.mounts,
-              },
-            ],
-            volumes: v.volumes,
-          },
-        },
-      },
+      leaderWorkerTemplate: { size: opts.nodes, restartPolicy: 'RecreateGroupOnPodRestart', leaderTemplate: leaderTemplate(p, pod, cmd.leader), workerTemplate: workerTemplate(pod, cmd.worker) },
     },
   };
-  const service = {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: opts.namespace },
-    spec: { selector: { 'leaderworkerset.sigs.k8s.io/name': name, role: 'leader' }, ports: [{ name: 'http', port, targetPort: port }] },
-  };
-  return (
-    `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}` +
-    dump([lws, service], 400)
-  );
+  return lwsHeader(p, opts, groups, gpus) + dump([lws, leaderService(name, opts.namespace, p.server.port)], 400);
 }
