@@ -19,6 +19,7 @@ import { mkdirSync, openSync, closeSync, chmodSync, lstatSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 import { Registry } from '../engine/registry.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
@@ -161,17 +162,15 @@ export class Keeper {
   }
 
   private async waitListening(deadlineMs = 10_000) {
-    const end = Date.now() + deadlineMs;
-    while (Date.now() < end) {
+    const answers = async () => {
       if (this.child?.exitCode !== null) throw new Error(`haproxy exited with code ${this.child?.exitCode} (see ${this.plan.files.log})`);
-      try {
-        await runtimeCommand(this.plan.files.socket, 'show info', 1000);
-        return;
-      } catch {
-        await pause(50);
-      }
-    }
-    throw new Error(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`);
+      return runtimeCommand(this.plan.files.socket, 'show info', 1000).then(
+        () => true,
+        () => false,
+      );
+    };
+    const r = await pollUntil(answers, (ok) => ok, { deadlineMs, intervalMs: 50 });
+    if (!r.done) throw new Error(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`);
   }
 
   /** Read the registry again; a change of the files is a reload. */
@@ -274,8 +273,11 @@ export class Keeper {
             const r = await requestWake(url, 300_000, before.level);
             if (!r.ok) throw new Error(`${m.name}: ${s.name} could not be woken: ${r.detail}`);
           }
-          const end = Date.now() + 300_000;
-          while ((await readSleep(url)).state === 'sleeping' && Date.now() < end) await pause(25);
+          await pollUntil(
+            () => readSleep(url),
+            (r) => r.state !== 'sleeping',
+            { deadlineMs: 300_000, intervalMs: 25 },
+          );
         }),
       );
       const sock = this.plan.files.socket;
@@ -348,11 +350,15 @@ export class Keeper {
     if (!c || c.exitCode !== null) return;
     // soft stop: the listeners close, the requests in flight finish
     c.kill('SIGUSR1');
-    const end = Date.now() + 30_000;
-    while (c.exitCode === null && Date.now() < end) await pause(50);
+    const exited = (deadlineMs: number) =>
+      pollUntil(
+        () => c.exitCode,
+        (code) => code !== null,
+        { deadlineMs, intervalMs: 50 },
+      );
+    await exited(30_000);
     if (c.exitCode === null) c.kill('SIGTERM');
-    const end2 = Date.now() + 3000;
-    while (c.exitCode === null && Date.now() < end2) await pause(50);
+    await exited(3000);
     if (c.exitCode === null) c.kill('SIGKILL');
   }
 }
