@@ -5,7 +5,7 @@
 // inherited by vLLM's EngineCore). Whatever cannot be proven is reported and left alone.
 import { readdirSync, appendFileSync } from 'node:fs';
 import { parseListeningPorts } from '../../host/parse.js';
-import { pause } from '../../util/pause.js';
+import { pollUntil } from '../../util/poll.js';
 import { readTextSync, readRegularFileSync, READ_LIMITS } from '../../util/read.js';
 import { statFields, processStartTime } from '../../util/pid.js';
 
@@ -180,20 +180,25 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
   let groupTermed = first.state !== 'alive' || !signalProven(id, 'SIGTERM', 'leader');
   if (groupTermed) signalProven(id, 'SIGTERM');
   opts.onTerm?.();
-  const deadline = Date.now() + timeoutMs;
   let leaderGoneAt: number | undefined;
-  // an aborted signal cuts the wait short: SIGKILL now
-  while (Date.now() < deadline && !opts.signal?.aborted) {
-    if (!groupMembers(pgid).length) return 'terminated';
-    if (!groupTermed && processStartTime(id.pid as number) !== id.startTime) {
+  // each reading of a group still alive applies the linger rule: its own SIGTERM once the leader is gone for LINGER_MS
+  const members = () => {
+    const n = groupMembers(pgid).length;
+    if (n && !groupTermed && processStartTime(id.pid as number) !== id.startTime) {
       leaderGoneAt ??= Date.now();
       if (Date.now() - leaderGoneAt >= LINGER_MS) groupTermed = signalProven(id, 'SIGTERM') || true;
     }
-    await pause(50);
-  }
+    return n;
+  };
+  // an aborted signal cuts the wait short: SIGKILL now
+  if ((await pollUntil(members, (n) => n === 0, { deadlineMs: timeoutMs, intervalMs: 50, signal: opts.signal })).done) return 'terminated';
   if (!groupMembers(pgid).length) return 'terminated';
   if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
-  for (let i = 0; i < 40 && groupMembers(pgid).length; i++) await pause(25);
+  await pollUntil(
+    () => groupMembers(pgid).length,
+    (n) => n === 0,
+    { deadlineMs: 1000, intervalMs: 25 },
+  );
   return 'killed';
 }
 
