@@ -12,6 +12,7 @@ import { listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
 import { pause } from '../util/pause.js';
+import { pollUntil } from '../util/poll.js';
 import { readGpus } from '../health/gpu.js';
 import { RealHost } from '../host/real.js';
 import { runtimeOf } from './runtime/index.js';
@@ -286,28 +287,26 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
 
 /** Wait (bounded) until nothing listens on the port any more. */
 export async function portFreed(port: number): Promise<boolean> {
-  let free = !port || !listeningPorts().has(port);
-  for (let i = 0; i < 20 && !free; i++) {
-    await pause(50);
-    free = !listeningPorts().has(port);
-  }
-  return free;
+  if (!port) return true;
+  return (
+    await pollUntil(
+      () => !listeningPorts().has(port),
+      (free) => free,
+      { deadlineMs: 1000, intervalMs: 50 },
+    )
+  ).done;
 }
 
 /** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */
 export async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
   if (!pids.length || !(await readGpus(2000))) return [];
-  const end = Date.now() + boundMs;
   const host = new RealHost(2000);
-  for (;;) {
-    const apps = await host.run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader']);
-    const holding = apps.stdout
+  const holding = async () =>
+    (await host.run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader'])).stdout
       .split('\n')
       .map((l) => Number(l.trim()))
       .filter((p) => Number.isInteger(p) && pids.includes(p));
-    if (!holding.length || Date.now() > end) return holding;
-    await pause(250);
-  }
+  return (await pollUntil(holding, (h) => !h.length, { deadlineMs: boundMs, intervalMs: 250 })).value;
 }
 
 /**
