@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { writeFileAtomic, ensureDir } from '../../util/fs.js';
 import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, type ContainerCli, type ContainerProof } from './container.js';
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
+import { pollUntil } from '../../util/poll.js';
 
 /** What a registry entry keeps about its container. */
 export interface ContainerRecord {
@@ -154,7 +155,11 @@ export async function stopContainer(
     // at once: kill, not stop --time 0 (podman holds the container's lock while an earlier stop waits out its grace)
     const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', id], rec.cliArgs), { timeoutMs: 30_000 });
     if (k.error || k.code !== 0) return { how: 'unproven', removed: false, id, detail: k.error ?? k.stderr.trim().slice(0, 200) };
-    for (let i = 0; i < 100 && proveRecord({ ...rec, id }, marker).state === 'alive'; i++) await new Promise((r) => setTimeout(r, 100));
+    await pollUntil(
+      () => proveRecord({ ...rec, id }, marker).state,
+      (state) => state !== 'alive',
+      { deadlineMs: 10_000, intervalMs: 100 },
+    );
     how = 'killed';
   } else if (p.state === 'alive') {
     // the CLI's own deadline is the grace; ours is that plus the CLI's start-up and the kill
