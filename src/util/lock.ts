@@ -4,7 +4,7 @@ import { rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fsProblem, openExclusiveTemp } from './fs.js';
 import { isAlive, processStartTime } from './pid.js';
-import { pause } from './pause.js';
+import { pollUntil } from './poll.js';
 import { readTextSync, READ_LIMITS } from './read.js';
 
 /**
@@ -12,29 +12,30 @@ import { readTextSync, READ_LIMITS } from './read.js';
  * taken over under a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
  */
 export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error): Promise<() => void> {
-  const deadline = Date.now() + timeoutMs;
   const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
-  for (;;) {
-    if (createComplete(path, me)) {
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        // Only our own lock is removed (never one that replaced it).
-        if (readOr(path) === me) rmSync(path, { force: true });
-      };
-    }
-    const seen = readOr(path);
-    if (seen === undefined) continue; // released meanwhile: try again at once
-    const [pid, start] = seen.trim().split(/\s+/).map(Number);
-    const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
-    if (!holderAlive) {
+  // One attempt: the lock taken, or the pid of its live holder. A lock released meanwhile, or left by
+  // a dead holder (broken here), is tried again at once, within the attempt.
+  const attempt = (): { taken: true } | { taken: false; holder: number } => {
+    for (;;) {
+      if (createComplete(path, me)) return { taken: true };
+      const seen = readOr(path);
+      if (seen === undefined) continue;
+      const [pid, start] = seen.trim().split(/\s+/).map(Number);
+      const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
+      if (holderAlive) return { taken: false, holder: pid! };
       breakStale(path, seen);
-      continue;
     }
-    if (Date.now() > deadline) throw busy(pid!);
-    await pause(20 + Math.random() * 30); // jittered: ten probes waiting do not retry in step
-  }
+  };
+  // jittered: ten probes waiting do not retry in step
+  const r = await pollUntil(attempt, (a) => a.taken, { deadlineMs: timeoutMs, intervalMs: () => 20 + Math.random() * 30 });
+  if (!r.value.taken) throw busy(r.value.holder);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    // Only our own lock is removed (never one that replaced it).
+    if (readOr(path) === me) rmSync(path, { force: true });
+  };
 }
 
 function readOr(path: string): string | undefined {
