@@ -1,7 +1,8 @@
 // Support bundle v1: a folder with manifest.json and one file per output. Never a secret.
 import { mkdir } from 'node:fs/promises';
 import { writeFileAtomic } from '../util/fs.js';
-import { redactText, SECRET_NAME as SECRET_ENV } from '../util/redact.js';
+import { redactText } from '../util/redact.js';
+import { pickEnv } from './env-kept.js';
 import { join } from 'node:path';
 import { hostname, arch } from 'node:os';
 import type { RecordingHost } from './host.js';
@@ -56,14 +57,4 @@ async function sysinfoVersion(): Promise<string> {
   } catch {
     return 'systeminformation ?';
   }
-}
-
-const ENV_KEEP =
-  /^(PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|CUDA_VISIBLE_DEVICES|NVIDIA_VISIBLE_DEVICES|HOME|HF_HOME|HF_HUB_CACHE|HF_HUB_OFFLINE|VLLM_[A-Z_]+|NCCL_[A-Z_]+|GLOO_[A-Z_]+|TORCH_[A-Z_]+|CUDA_[A-Z_]+|PYTORCH_[A-Z_]+)$/;
-
-/** The variables preflight reads; never a secret. */
-export function pickEnv(env: Record<string, string | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && ENV_KEEP.test(k) && !SECRET_ENV.test(k)) out[k] = v;
-  return out;
 }

@@ -5,7 +5,7 @@ import type { SysinfoPart, SysinfoReadings } from '../host/sysinfo.js';
 import type { Profile } from '../profiles/schema.js';
 import * as P from '../nvidia/smi.js';
 import type { Gpu } from '../nvidia/smi.js';
-import { pickEnv } from '../host/bundle.js';
+import { pickEnv } from '../host/env-kept.js';
 import { queryGpus } from '../host/gpu-query.js';
 import * as H from '../host/parse.js';
 import { parseXid } from '../nvidia/xid.js';
