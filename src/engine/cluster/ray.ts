@@ -16,7 +16,7 @@ import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-pr
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
-import { pause } from '../../util/pause.js';
+import { pollUntil } from '../../util/poll.js';
 import {
   groupStopScript,
   afterReady,
@@ -153,37 +153,43 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e
  */
 export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: ClusterFailure }> {
   const { nf } = plan;
-  const deadline = Date.now() + (plan.rayWaitMs ?? 120_000);
+  const cancelled = { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
+  if (signal?.aborted) return cancelled;
   const settleMs = plan.settleMs ?? 10_000;
   let last = '';
   let lastChange = Date.now();
-  for (;;) {
-    if (signal?.aborted) return { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
+  const unchanged = () => Date.now() - lastChange > settleMs;
+  // one reading: what Ray lists, a node's container that ended, or a view that waiting will not change
+  const read = async (): Promise<{ seen: RaySeen; ended?: ClusterFailure; final?: boolean }> => {
     const seen = await readCluster(nf, signal, via?.head);
     const v = seen.view;
-    if (v?.complete) return { view: v };
+    if (v?.complete) return { seen };
     // Ray in containers: a node's container that ended will not join, whatever the wait
     const ended = await via?.ended();
-    if (ended) return { failure: ended };
+    if (ended) return { seen, ended };
     const key = JSON.stringify(v ? [v.nodes, v.gpus, v.missing?.map((n) => n.name), v.extra?.map((n) => n.ip)] : seen.error);
     if (key !== last) (last = key), (lastChange = Date.now());
     // Every node listed but the GPUs differ, or a node too many: waiting will not change it.
-    const final = v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
-    if (Date.now() > deadline || Date.now() - lastChange > settleMs || final) {
-      return {
-        failure: {
-          message: v
-            ? `${describeShortfall(nf, v)}${Date.now() - lastChange > settleMs ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
-            : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
-          fix: v?.missing?.length
-            ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${fabricAddress(nf.head)}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
-            : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
-          evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
-        },
-      };
-    }
-    await pause(1000, signal);
-  }
+    const final = !!v && (v.nodes > allNodes(nf).length || (v.extra?.length ?? 0) > 0 || (v.nodes === allNodes(nf).length && !v.missing?.length));
+    return { seen, final: final || unchanged() };
+  };
+  const r = await pollUntil(read, (x) => !!x.seen.view?.complete || !!x.ended || !!x.final, { deadlineMs: plan.rayWaitMs ?? 120_000, intervalMs: 1000, signal });
+  const { seen, ended } = r.value;
+  const v = seen.view;
+  if (v?.complete) return { view: v };
+  if (ended) return { failure: ended };
+  if (!r.done && r.reason === 'aborted') return cancelled;
+  return {
+    failure: {
+      message: v
+        ? `${describeShortfall(nf, v)}${unchanged() ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
+        : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
+      fix: v?.missing?.length
+        ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${fabricAddress(nf.head)}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
+        : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
+      evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
+    },
+  };
 }
 
 /** 3. vLLM on the head, in its own session; the key goes through stdin, never argv. */
