@@ -15,7 +15,7 @@ import { ssh, remoteWhy } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, fabricAddress, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
-import { pause } from '../../util/pause.js';
+import { pollUntil } from '../../util/poll.js';
 import { engineReady, headWatch, rayStatus, waitForCluster, PLACEMENT_GREP, type ClusterVia, type EngineWatch } from './ray.js';
 import { afterReady, refuseRecorded, type ClusterFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
 import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
@@ -28,25 +28,27 @@ const at = (n: NodeEntry) => `${n.name} (${n.address})`;
 /** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */
 async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
   const { nf } = plan;
-  const deadline = Date.now() + joinS * 1000;
+  const cancelled = { message: 'cancelled while waiting for the Ray head', evidence: [] };
+  if (signal?.aborted) return cancelled;
   const status = rayReadLines(nf, head).status;
   let last = '';
-  for (;;) {
-    if (signal?.aborted) return { message: 'cancelled while waiting for the Ray head', evidence: [] };
+  // one reading: Ray answering, or why not and whether the container ended
+  const read = async () => {
     const r = await ssh(nf, nf.head, status, { timeoutMs: 30_000, signal });
-    if (r.exitCode === 0 && parseRayStatus(r.stdout)) return undefined;
+    if (r.exitCode === 0 && parseRayStatus(r.stdout)) return { up: true, ended: false };
     last = remoteWhy(r, 2);
     const gone = await ssh(nf, nf.head, aliveLine(head), { timeoutMs: 15_000, signal });
-    if (gone.exitCode === 9 || Date.now() > deadline) {
-      const logs = (await ssh(nf, nf.head, logsLine(head, 20), { timeoutMs: 15_000 })).stdout.trim().split('\n');
-      return {
-        message: `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${gone.exitCode === 9 ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
-        fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`,
-        evidence: logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
-      };
-    }
-    await pause(1000, signal);
-  }
+    return { up: false, ended: gone.exitCode === 9 };
+  };
+  const p = await pollUntil(read, (x) => x.up || x.ended, { deadlineMs: joinS * 1000, intervalMs: 1000, signal });
+  if (p.value.up) return undefined;
+  if (!p.done && p.reason === 'aborted') return cancelled;
+  const logs = (await ssh(nf, nf.head, logsLine(head, 20), { timeoutMs: 15_000 })).stdout.trim().split('\n');
+  return {
+    message: `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
+    fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`,
+    evidence: logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
+  };
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
