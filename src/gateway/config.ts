@@ -101,6 +101,11 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push('frontend gateway');
   L.push(`    bind ${safe(addr(plan.bind.host, plan.bind.port), 'bind address')}`);
   L.push('    option http-buffer-request');
+  // A reload soft-stops the old worker, which would close its idle keep-alive connections at once: a
+  // client that sent its next request on one as it closed (the OpenAI SDK and undici reuse them) got
+  // the socket closed under it ("other side closed"), with no answer. With this option (HAProxy 2.6)
+  // the old worker keeps them until their next request, answers it, then closes: a reload is no error.
+  L.push('    option idle-close-on-response');
   L.push('    http-request return status 200 content-type text/plain string ok if { path /health }');
   if (plan.apiKeyEnv) {
     L.push(`    acl key_ok req.hdr(authorization) -m str "Bearer \${${GATEWAY_KEY_VAR}}"`);

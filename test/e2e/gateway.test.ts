@@ -4,8 +4,9 @@
 // reload, not a restart), the idle timer putting a sleep-mode model to sleep, and its wake on demand
 // under 8 concurrent requests (every one answered 200). Sleep mode runs on the simulator (the CPU
 // build of vLLM has none); HAProxy and the processes are real.
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterEach } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { cli, isolated, freePortRange, waitFor, sleep } from '../helpers.js';
 
@@ -51,6 +52,11 @@ async function load(model: string, perSecond: number, ms: number) {
 }
 
 describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () => {
+  // a case that failed with the gateway up must not fail the next one ("a gateway already runs")
+  afterEach(async () => {
+    await cli(['gateway', 'down'], { env: t.env() });
+  });
+
   beforeAll(async () => {
     base = await freePortRange(8);
     const a = await serve('qwen3.5-9b', base + 3, ['--set', 'server.sleepMode=true', '--set', 'parallel.firstGpu=6']);
@@ -100,8 +106,25 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     const haproxyPid = JSON.parse(readFileSync(join(dir, 'gateway.json'), 'utf8')).haproxyPid;
     const longStream = stream('qwen-dev', 400);
     const during = load('qwen-dev', 10, 9000);
+    // an idle keep-alive connection (clients reuse them) across the reload: the old worker keeps it
+    // and answers its next request, never closing it under a request that is being sent
+    const idle = connect(base, '127.0.0.1');
+    let idleText = '';
+    let idleClosedAt: number | undefined;
+    idle.on('data', (d) => (idleText += d.toString()));
+    idle.on('close', () => (idleClosedAt = Date.now()));
+    idle.write('GET /health HTTP/1.1\r\nHost: gw\r\n\r\n');
+    expect(await waitFor(() => /\r\n\r\nok/.test(idleText), 5000, 20)).toBe(true);
     await sleep(500);
     expect((await cli(['stop', 'qwen-prod'], { env: t.env() })).exitCode).toBe(0);
+    const keeperLog = join(t.state, 'logs', 'gateway-keeper.log');
+    expect(await waitFor(() => /reloaded .*1 gone/.test(readFileSync(keeperLog, 'utf8')), 10_000, 50)).toBe(true);
+    await sleep(300);
+    expect(idleClosedAt, 'the reload closed an idle keep-alive connection').toBeUndefined();
+    idleText = '';
+    idle.write('GET /health HTTP/1.1\r\nHost: gw\r\n\r\n');
+    expect(await waitFor(() => /\r\n\r\nok/.test(idleText), 5000, 20), 'the old worker answers the idle connection').toBe(true);
+    idle.destroy();
     expect(await waitFor(async () => (await post({ model: 'qwen-prod', prompt: 'hi' }, PROD_KEY)).status === 404, 10_000, 200)).toBe(true);
     const again = await serve('qwen-prod', base + 5);
     expect(again.exitCode, again.stderr).toBe(0);
