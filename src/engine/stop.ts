@@ -285,14 +285,14 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   });
 }
 
-/** Wait (bounded) until nothing listens on the port any more. */
-export async function portFreed(port: number): Promise<boolean> {
+/** Wait (bounded, 1 s unless told) until nothing listens on the port any more; whether it is free. */
+export async function portFreed(port: number, deadlineMs = 1000): Promise<boolean> {
   if (!port) return true;
   return (
     await pollUntil(
       () => !listeningPorts().has(port),
       (free) => free,
-      { deadlineMs: 1000, intervalMs: 50 },
+      { deadlineMs, intervalMs: 50 },
     )
   ).done;
 }

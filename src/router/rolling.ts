@@ -13,8 +13,7 @@ import { runtimeFor, type Runtime } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
 import { replicaChanges } from '../engine/relaunch.js';
-import { listeningPorts } from '../engine/runtime/proc.js';
-import { stopInstance, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
+import { stopInstance, portFreed, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
@@ -154,14 +153,6 @@ async function waitUp(run: RollingRun, name: string, deadlineMs: number): Promis
   return { ok: p.done, last: p.value };
 }
 
-async function portFreed(port: number, ms = 5000) {
-  await pollUntil(
-    () => listeningPorts().has(port),
-    (held) => !held,
-    { deadlineMs: ms, intervalMs: 50 },
-  );
-}
-
 type ReplicaPlan = ServePlan['replicas'][number];
 
 /** What every replica's restart works with: the run and its plan, the router's runtime API, the registry, the runtime. */
@@ -259,7 +250,7 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
     if (!st.portFree || st.groupLeft) return failed(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
     x.emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
   } else x.emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
-  await portFreed(p.port);
+  await portFreed(p.port, 5000);
   spent.stop = Date.now() - t0;
   registry.remove(p.name);
   return undefined;
