@@ -103,6 +103,38 @@ export function parseHelpQueryGpu(text: string): Set<string> {
   return out;
 }
 
+/**
+ * What preflight reads of `nvidia-smi -q` (the driver's CUDA version, each GPU's GSP firmware and
+ * fabric state), asked narrowly: the GSP section of -q (its header carries the driver and CUDA
+ * versions) and the fabric fields of --query-gpu. The whole -q is the fallback for a driver that
+ * refuses either (and for a bundle recorded before).
+ */
+export const SMI_Q_GSP = ['nvidia-smi', '-q', '-d', 'GSP_FIRMWARE_VERSION'] as const;
+export const SMI_FABRIC = ['nvidia-smi', '--query-gpu=pci.bus_id,fabric.state,fabric.status', '--format=csv,noheader,nounits'] as const;
+export const SMI_Q_FULL = ['nvidia-smi', '-q'] as const;
+
+/** The SMI_FABRIC rows: bus id -> fabric state and status ("N/A" where the GPU has no fabric). */
+export function parseFabricQuery(text: string): Map<string, { state?: string; status?: string }> {
+  const out = new Map<string, { state?: string; status?: string }>();
+  for (const row of parseQueryGpu(text, ['pci.bus_id', 'fabric.state', 'fabric.status'])) {
+    const bus = row['pci.bus_id'];
+    if (!bus || !/^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$/.test(bus)) continue;
+    out.set(bus.toUpperCase(), { state: row['fabric.state'] ?? 'N/A', status: row['fabric.status'] ?? 'N/A' });
+  }
+  return out;
+}
+
+/** The narrow reading put together: the GSP section's header and firmware, each GPU's fabric from the query. */
+export function withFabric(q: SmiQ, fabric: ReadonlyMap<string, { state?: string; status?: string }>): SmiQ {
+  return {
+    ...q,
+    gpus: q.gpus.map((g) => {
+      const f = fabric.get(g.busId.toUpperCase());
+      return f ? { ...g, fabricState: f.state, fabricStatus: f.status } : g;
+    }),
+  };
+}
+
 export interface SmiQ {
   cudaVersion?: string;
   driverVersion?: string;

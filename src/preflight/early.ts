@@ -2,7 +2,8 @@
 // before the CLI's parser and the verbs' tables load (bin/sparkctl.js -> src/early.ts), and
 // runPreflight takes them over: the same gatherFacts with the same probes and deadline, only started
 // sooner. On the H200 host loading commander and the preflight modules took about 30 ms before the
-// first probe spawned, and nvidia-smi -q (the slowest probe) then bounded the whole run.
+// first probe spawned; the slowest probe (python3's package listing, about 75 ms there) then bounds
+// the run, with the CLI's loading beside it.
 import type { Host } from '../host/host.js';
 import { RealHost } from '../host/real.js';
 import { gatherFacts, type Facts, type GatherOptions } from './facts.js';

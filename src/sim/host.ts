@@ -3,7 +3,7 @@
 // because the simulator really listens here.
 import type { Host, CmdResult } from '../host/host.js';
 import type { Platform } from '../profiles/schema.js';
-import { GPU_FIELDS } from '../nvidia/smi.js';
+import { GPU_FIELDS, SMI_FABRIC, SMI_Q_GSP } from '../nvidia/smi.js';
 import { GIB, MIB } from '../nvidia/units.js';
 import { RealHost } from '../host/real.js';
 
@@ -32,12 +32,13 @@ export class SimHost implements Host {
     const drv = versionOf(p.driver);
     const cuda = versionOf(p.cuda);
     const memMiB = Math.round((p.gpu.memoryGiB * GIB) / MIB);
-    const rows = Array.from({ length: p.gpu.count }, (_, i) => {
+    const busIds = Array.from({ length: p.gpu.count }, (_, i) => `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`);
+    const rows = busIds.map((busId, i) => {
       const v: Record<string, string> = {
         index: String(i),
         name: p.gpu.displayName,
         uuid: `GPU-sim-${i}`,
-        'pci.bus_id': `00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
+        'pci.bus_id': busId,
         driver_version: drv,
         vbios_version: '96.00.00.00.01',
         'inforom.img': 'G520.0200.00.01',
@@ -74,16 +75,15 @@ export class SimHost implements Host {
     ].join('\n');
     const smiq = [`Driver Version                            : ${drv}`, `CUDA Version                              : ${cuda}`, ''];
     for (let i = 0; i < n; i++) {
-      smiq.push(
-        `GPU 00000000:${(0x10 + i).toString(16).padStart(2, '0')}:00.0`,
-        `    Product Name                          : ${p.gpu.displayName}`,
-        `    GSP Firmware Version                  : ${drv}`,
-      );
+      smiq.push(`GPU ${busIds[i]}`, `    Product Name                          : ${p.gpu.displayName}`, `    GSP Firmware Version                  : ${drv}`);
       if (p.gpu.nvswitch) smiq.push('    Fabric', '        State                             : Completed', '        Status                            : Success');
     }
     const torchVer = p.torch ? versionOf(p.torch) : '2.9.0';
     const torchCuda = 'exact' in (p.torch ?? {}) && /\+cu(\d+)(\d)$/.test(torchVer) ? torchVer.replace(/.*\+cu(\d+)(\d)$/, '$1.$2') : cuda.split('.').slice(0, 2).join('.');
     const m = new Map<string, string>();
+    // the narrow smi.q pair first: the prefixes below would answer them too
+    m.set(SMI_FABRIC.join(' '), busIds.map((b) => (p.gpu.nvswitch ? `${b}, Completed, Success` : `${b}, [N/A], [N/A]`)).join('\n') + '\n');
+    m.set(SMI_Q_GSP.join(' '), [...smiq.slice(0, 3), ...busIds.flatMap((b) => [`GPU ${b}`, `    GSP Firmware Version                  : ${drv}`])].join('\n') + '\n');
     m.set('nvidia-smi --query-gpu', rows.join('\n') + '\n');
     m.set('nvidia-smi -q', smiq.join('\n') + '\n');
     m.set('nvidia-smi topo', topo + '\n');

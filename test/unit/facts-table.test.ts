@@ -69,11 +69,16 @@ describe('each part of the facts is derived once what it reads has answered', ()
     const value = (p: string) =>
       p === 'smi.query'
         ? { r: ok(['nvidia-smi'], '0, NVIDIA H200'), fields: ['index', 'name'] }
-        : p === 'python'
-          ? { version: '3.12', purelib: '/p', dists: { torch: '2.9.0', vllm: '0.17.0' }, torchPy: null, vllmMeta: 'Requires-Dist: torch==2.9.0' }
-          : FILES.has(p)
-            ? '1\n'
-            : ok([p], '1\n');
+        : p === 'smi.q'
+          ? {
+              r: ok(['nvidia-smi', '-q', '-d', 'GSP_FIRMWARE_VERSION'], 'CUDA Version : 13.0\nGPU 00000000:00:06.0\n    GSP Firmware Version : 580.159.04\n'),
+              fabric: ok(['nvidia-smi'], '00000000:00:06.0, N/A, N/A\n'),
+            }
+          : p === 'python'
+            ? { version: '3.12', purelib: '/p', dists: { torch: '2.9.0', vllm: '0.17.0' }, torchPy: null, vllmMeta: 'Requires-Dist: torch==2.9.0' }
+            : FILES.has(p)
+              ? '1\n'
+              : ok([p], '1\n');
     const m = new Map(PROBES.map((p) => [p, value(p)]));
     return new Readings({ get: (k: string) => (seen.add(k), m.get(k as never)) } as unknown as ReadonlyMap<string, unknown>);
   };
