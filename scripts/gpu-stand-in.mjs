@@ -4,8 +4,9 @@
 // start-up benches can be run on a machine without a GPU:
 //   node scripts/gpu-stand-in.mjs test/fixtures/bundles/h200x1-device-collect /tmp/h200-path
 //   PATH=/tmp/h200-path:$PATH node scripts/bench-preflight.mjs 15
-// Each stand-in answers by its first argument (nvidia-smi -q, --query-gpu=..., topo, ...; nvcc
-// --version; python3 -c), which tells the recorded calls of one tool apart.
+// Each stand-in answers a call by its whole argument list as recorded (nvidia-smi -q -d ...,
+// --query-gpu=<fields>, topo -m, ...; nvcc --version; python3 -c ...), and otherwise by the first
+// recorded call with the same first argument up to its '=' (a --query-gpu retried with fewer fields).
 import { mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 
@@ -31,22 +32,26 @@ for (const c of manifest.commands) {
   if (!cases.has(c.argv?.[0]) || c.exitCode === null) continue;
   if (!Number.isInteger(c.exitCode) || c.exitCode < 0 || c.exitCode > 255 || !Number.isFinite(c.durationMs) || c.durationMs < 0)
     throw new Error(`${bundle}: a recorded ${c.argv[0]} call has exit code ${JSON.stringify(c.exitCode)} and duration ${JSON.stringify(c.durationMs)}`);
+  const args = c.argv.slice(1).join(' ');
   const first = c.argv[1] ?? '';
-  // the shell pattern: the first argument up to its '=' (the field lists are long), or all of it
-  const pattern = first.includes('=') ? `${first.slice(0, first.indexOf('=') + 1)}*` : first;
-  if (cases.get(c.argv[0]).some((x) => x.pattern === pattern)) continue;
+  if (cases.get(c.argv[0]).some((x) => x.args === args)) continue;
   const id = `r${n++}`;
   writeFileSync(join(out, 'data', `${id}.out`), readFileSync(inBundle(c.stdout)));
   writeFileSync(join(out, 'data', `${id}.err`), readFileSync(inBundle(c.stderr)));
-  cases.get(c.argv[0]).push({ pattern, id, exit: c.exitCode, sleep: (c.durationMs / 1000).toFixed(3) });
+  // the fallback: the first argument up to its '=' (the field lists are long)
+  const prefix = first.includes('=') ? first.slice(0, first.indexOf('=') + 1) : undefined;
+  cases.get(c.argv[0]).push({ args, prefix, id, exit: c.exitCode, sleep: (c.durationMs / 1000).toFixed(3) });
 }
 const quote = (s) => `'${s.replace(/'/g, "'\\''")}'`;
 for (const [tool, list] of cases) {
-  const arms = list.map((x) => `  ${quote(x.pattern).replace(/\*'$/, "'*")}) sleep ${x.sleep}; cat "$D/${x.id}.out"; cat "$D/${x.id}.err" >&2; exit ${x.exit};;`);
+  const answer = (x) => `sleep ${x.sleep}; cat "$D/${x.id}.out"; cat "$D/${x.id}.err" >&2; exit ${x.exit};;`;
+  const prefixes = new Set();
+  const fallbacks = list.filter((x) => x.prefix && !prefixes.has(x.prefix) && prefixes.add(x.prefix));
+  const arms = [...list.map((x) => `  ${quote(x.args)}) ${answer(x)}`), ...fallbacks.map((x) => `  ${quote(x.prefix)}*) ${answer(x)}`)];
   const file = join(out, tool);
   writeFileSync(
     file,
-    `#!/bin/sh\n# stand-in for ${tool} on ${host}: its recorded answers\nD=$(dirname "$0")/data\ncase "$1" in\n${arms.join('\n')}\n  *) echo "${tool} stand-in: no recorded answer for $1" >&2; exit 2;;\nesac\n`,
+    `#!/bin/sh\n# stand-in for ${tool} on ${host}: its recorded answers\nD=$(dirname "$0")/data\ncase "$*" in\n${arms.join('\n')}\n  *) echo "${tool} stand-in: no recorded answer for $*" >&2; exit 2;;\nesac\n`,
   );
   chmodSync(file, 0o755);
 }
