@@ -10,11 +10,11 @@
 // Prints one JSON object; the numbers are medians (ms) over the runs, alternating the variants so
 // they share the machine's conditions.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { median, spread } from './lib/stats.mjs';
+import { collected } from './lib/collected.mjs';
 
 const runs = Number(process.argv[2] ?? 15);
 const extra = process.argv.slice(3);
@@ -22,20 +22,7 @@ const root = new URL('..', import.meta.url).pathname;
 const bin = join(root, 'bin', 'sparkctl.js');
 
 // 1. The probe commands a full preflight runs on this host: what `collect` records.
-const dir = mkdtempSync(join(tmpdir(), 'bench-preflight-'));
-let commands;
-let sysinfoMs = {};
-try {
-  execFileSync(process.execPath, [bin, 'collect', '--out-dir', join(dir, 'b')], { stdio: 'ignore' });
-  const m = JSON.parse(readFileSync(join(dir, 'b', 'manifest.json'), 'utf8'));
-  commands = m.commands.filter((c) => c.error !== 'not-found').map((c) => c.argv);
-  if (m.systeminformation && existsSync(join(dir, 'b', m.systeminformation))) {
-    const s = JSON.parse(readFileSync(join(dir, 'b', m.systeminformation), 'utf8'));
-    sysinfoMs = Object.fromEntries(Object.entries(s.readings).map(([k, v]) => [k, v.durationMs]));
-  }
-} finally {
-  rmSync(dir, { recursive: true, force: true });
-}
+const { commands, sysinfoMs } = collected(bin);
 
 const env = { ...process.env, LC_ALL: 'C', NO_COLOR: '1' };
 const floorOnce = async () => {
