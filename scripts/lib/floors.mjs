@@ -24,8 +24,8 @@ export const STOREYS = [
   { storey: 7, rooms: ['engine'], why: 'the vLLM process: plan, launch, supervise, stop, the registry, serve' },
   {
     storey: 8,
-    rooms: ['preflight', 'router', 'gateway', 'k8s', 'monitoring'],
-    why: "facts -> checks -> report (above the engine: it asks the runtime's checks, the engine never asks it; serve's verb runs it); HAProxy in front of replicas; renderers (manifests, dashboards, rules)",
+    rooms: ['preflight', 'router', 'gateway', 'k8s', 'monitoring', 'watch', 'upgrade'],
+    why: "facts -> checks -> report (above the engine: it asks the runtime's checks, the engine never asks it; serve's verb runs it); HAProxy in front of replicas; renderers (manifests, dashboards, rules); the watcher (registry + /metrics -> verdict -> act through the engine); the upgrade (pins, version diff, canary, compare, roll)",
   },
   { storey: 9, rooms: ['verbs'], why: "the verbs' shared flag and handler helpers (src/verbs/*.ts)" },
   { storey: 10, rooms: ['verbs/*'], why: 'one folder per verb: flags.ts and run.ts (read -> plan -> act)' },
@@ -36,6 +36,8 @@ export const STOREYS = [
 export const SIDEWAYS = {
   model: ['host'], // model facts are read through the Host (a file, a command)
   gateway: ['router'], // the gateway drives HAProxy through the router's runtime-API client (router/api.ts), not a second one
+  watch: ['router', 'gateway'], // a wedged replica leaves rotation through the router; a server the gateway is starting or evicting is the gateway's
+  upgrade: ['router', 'gateway', 'preflight'], // the canary joins the router's rotation and the roll is the rolling restart; nodes' digests are preflight facts
   'verbs/restart': ['verbs/serve'], // restart without a router is stop, then serve's own handler with the settings it started with
 };
 
