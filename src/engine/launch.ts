@@ -5,6 +5,7 @@
 import { phaseOf, classifyStall } from './classify.js';
 import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { Launched } from './runtime/child.js';
+import type { StartClock } from './phases.js';
 
 /**
  * How long a log must be quiet at a known hang line before the wait names it. vLLM logs every few
@@ -19,7 +20,7 @@ const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HAN
 /** Supervise a launched replica until ready, through the shared waitReady. */
 export function superviseReady(
   l: Launched,
-  opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal; ours: () => boolean },
+  opts: { url: string; servedName: string; apiKey?: string; deadlineMs: number; stallMs: number; onPhase?: (phase: string) => void; signal?: AbortSignal; ours: () => boolean; clock?: StartClock },
 ): Promise<ReadyResult> {
   let lastPhase = '';
   // The log's verdict while it is quiet: the same text gives the same answer, so it is classified
@@ -44,6 +45,7 @@ export function superviseReady(
     },
     onPoll: () => {
       for (const line of l.tail.poll()) {
+        opts.clock?.line(line);
         const p = phaseOf(line);
         if (p && p !== lastPhase) {
           lastPhase = p;

@@ -21,6 +21,8 @@ import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
+import { imageFor } from './runtime/container.js';
+import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -79,6 +81,8 @@ export interface ServePlan {
   container?: RuntimePlanPart;
   /** what each replica's registry entry keeps of how it was asked to start (restart reuses it) */
   launch?: LaunchRecord;
+  /** vLLM's start caches kept between starts (caches.ts): their folder and variables, in every replica's env */
+  caches?: CachePlan;
 }
 
 export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
@@ -89,6 +93,10 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | '
   installedVllm?: string;
   /** serve's inputs and what they resolved to, recorded in each replica's entry */
   launch?: LaunchRecord;
+  /** the container image's content id, where read: the start caches are kept per image */
+  imageId?: string;
+  /** false: no start caches whatever the profile says (a generated unit, which runs without sparkctl) */
+  startCaches?: false;
 };
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
@@ -175,6 +183,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
     cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
   });
+  const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
   return {
     profile: r.profile,
     file: r.file,
@@ -196,7 +205,24 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     runtime: rt.runtime,
     container,
     launch: opts.launch,
+    ...(caches ? { caches } : {}),
   };
+}
+
+/**
+ * vLLM's start caches for this profile and the vLLM that runs (the installed one as read, else the
+ * profile's), and the image for a container: each replica's env points them into the folder (the
+ * same path inside a container, which mounts it). profile.engine.startCaches: false leaves vLLM's own.
+ */
+function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image: string | undefined): CachePlan | undefined {
+  if (p.engine.startCaches === false || opts.startCaches === false) return undefined;
+  const stateEnv = opts.stateDir ? { ...process.env, SPARKCTL_STATE_DIR: opts.stateDir } : process.env;
+  const plan = planCaches({ profile: p.name, vllm: opts.installedVllm ?? p.engine.vllmVersion, ...(image ? { image: opts.imageId ?? image } : {}) }, p.env, cacheRootFor(stateEnv));
+  for (const x of replicas) {
+    x.env = { ...plan.env, ...x.env };
+    x.cacheDir = plan.dir;
+  }
+  return plan;
 }
 
 /** What the plan's runtime renders and launches one replica from (runtimeFor(plan).render / launch). */

@@ -51,6 +51,8 @@ export function planEnvelope(plan: ServePlan) {
         }
       : null,
     memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
+    // vLLM's start caches (engine/caches.ts): the folder, and the variables the profile sets itself
+    caches: plan.caches ? { dir: plan.caches.dir, key: plan.caches.key, kept: plan.caches.kept } : null,
     warnings: plan.warnings,
   };
 }
