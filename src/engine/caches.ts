@@ -70,6 +70,8 @@ export interface CachePlan {
   env: Record<string, string>;
   /** variables the profile sets itself (kept, said) */
   kept: string[];
+  /** what else was set for the caches' sake, in sentences */
+  notes: string[];
 }
 
 /** The cache plan of a profile: the folder, and the variables not already set by the profile's env. */
@@ -81,7 +83,7 @@ export function planCaches(k: CacheKey, profileEnv: Record<string, unknown> = {}
     if (profileEnv[name] !== undefined) kept.push(name);
     else env[name] = join(dir, sub);
   }
-  return { key: k, dir, env, kept };
+  return { key: k, dir, env, kept, notes: [] };
 }
 
 const mine = (st: Stats) => typeof process.getuid !== 'function' || st.uid === process.getuid();

@@ -48,6 +48,8 @@ export interface StartReport {
   readyMs?: number;
   /** ms from the launch until the first generated token came back (prewarm's or the probe's first request) */
   firstTokenMs?: number;
+  /** sparkctl's start-cache folder (caches.ts) and whether it held entries before this start */
+  caches?: { dir: string; warm: boolean };
   /** the model's files read ahead into the page cache (readahead.ts) */
   readAhead?: { bytes: number; seconds: number; gbps: number } | { skipped: string };
 }
@@ -79,6 +81,7 @@ export function factOf(raw: string): LineFact | undefined {
   if ((m = /Directly load the compiled graph\(s\) for .* from the cache, took ([\d.]+) s/.exec(line))) return { kind: 'compile', cache: 'hit', seconds: Number(m[1]) };
   // the CPU runner (cpu_model_runner.py) says when the compile begins; the AOT path when it ends
   if (/Warming up model for the compilation/.test(line)) return { kind: 'compile', begin: true };
+  if (/Warming up done\./.test(line)) return { kind: 'compile', end: true };
   if ((m = /Dynamo bytecode transform time: ([\d.]+) s/.exec(line))) return { kind: 'compile', begin: true, seconds: Number(m[1]) };
   if (/Directly load AOT compilation from path/.test(line)) return { kind: 'compile', cache: 'hit', end: true };
   if (/saved AOT compiled function to/.test(line)) return { kind: 'compile', cache: 'miss', end: true };
@@ -135,7 +138,7 @@ export class StartClock {
     if (f.begin && this.compileFrom === undefined) this.compileFrom = atMs - (f.seconds ?? 0) * 1000;
     if (f.total) c.seconds = f.seconds;
     // no total from vLLM (the AOT path logs none): the clock's, from its beginning to its end
-    else if (f.end && c.seconds === undefined && this.compileFrom !== undefined) {
+    else if (f.end && c.seconds === undefined && c.clockSeconds === undefined && this.compileFrom !== undefined) {
       c.clockSeconds = Math.round(atMs - this.compileFrom) / 1000;
       this.mark('compile', atMs);
     }
@@ -168,10 +171,15 @@ export class StartClock {
     this.readAhead = r;
   }
 
+  private caches?: StartReport['caches'];
+  cachesWere(c: NonNullable<StartReport['caches']>): void {
+    this.caches = c;
+  }
+
   report(): StartReport {
     const order: PhaseId[] = ['process', 'files', 'weights', 'compile', 'kv-cache', 'cuda-graphs', 'engine', 'api', 'first-token'];
     const phases = [...this.phases.values()].sort((a, b) => a.atMs - b.atMs || order.indexOf(a.id) - order.indexOf(b.id));
-    return defined({ phases, compile: this.compile, weights: this.weights, readyMs: this.readyMs, firstTokenMs: this.firstTokenMs, readAhead: this.readAhead }) as StartReport;
+    return defined({ phases, compile: this.compile, weights: this.weights, readyMs: this.readyMs, firstTokenMs: this.firstTokenMs, caches: this.caches, readAhead: this.readAhead }) as StartReport;
   }
 }
 
@@ -200,7 +208,8 @@ export function startLine(r: StartReport): string {
     let detail: string[] = [p.detail ?? '', p.seconds !== undefined ? `took ${took(p.seconds)}` : ''];
     if (p.id === 'compile') {
       const secs = r.compile?.seconds ?? r.compile?.clockSeconds;
-      detail = [`cache ${r.compile?.cache ?? 'unknown'}`, secs !== undefined ? `took ${took(secs)}` : ''];
+      const cache = r.compile?.cache ? `cache ${r.compile.cache}` : `vLLM logged no cache hit or miss${r.caches ? `; sparkctl's cache folder was ${r.caches.warm ? 'warm' : 'empty'}` : ''}`;
+      detail = [cache, secs !== undefined ? `took ${took(secs)}` : ''];
     }
     const d = detail.filter(Boolean).join(', ');
     return `${LABEL[p.id]} ${s1(p.atMs)}${d ? ` (${d})` : ''}`;

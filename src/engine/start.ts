@@ -16,6 +16,8 @@ export interface StartPrep {
   /** the read-ahead under way (resolves when done or skipped; never rejects) */
   readAhead: Promise<NonNullable<StartReport['readAhead']>>;
   clocks: Map<string, StartClock>;
+  /** the cache folder and whether it held entries before this start */
+  caches?: { dir: string; warm: boolean };
   /** stop reading ahead (the serve ended) */
   stop: () => void;
 }
@@ -45,14 +47,17 @@ async function modelDir(plan: ServePlan): Promise<string | undefined> {
 /** Before the launch: the caches made, the read-ahead started (it runs while the process starts). */
 export async function prepareStart(plan: ServePlan): Promise<StartPrep> {
   const notes: string[] = [];
+  let caches: StartPrep['caches'];
   if (plan.caches) {
     ensureCaches(plan.caches);
     const warm = hasEntries(plan.caches.dir);
+    caches = { dir: plan.caches.dir, warm };
     notes.push(
       `start caches: ${plan.caches.dir} (${warm ? 'kept from an earlier start of this profile and vLLM' : 'empty: this start fills it'}${plan.container ? ', mounted into the container' : ''})${
         plan.caches.kept.length ? `; the profile sets ${plan.caches.kept.join(', ')} itself` : ''
       }`,
     );
+    notes.push(...plan.caches.notes);
   }
   const stopper = new AbortController();
   let files: WeightFile[] = [];
@@ -70,7 +75,8 @@ export async function prepareStart(plan: ServePlan): Promise<StartPrep> {
     ahead = readAhead(files, { signal: stopper.signal }).catch((e: Error) => ({ skipped: `read failed: ${e.message}` }));
   }
   if (!d.read && plan.engine === 'vllm') notes.push(`read-ahead skipped: ${d.why}`);
-  return { notes, readAhead: ahead, clocks: new Map(), stop: () => stopper.abort() };
+  if (plan.loader) notes.push(plan.loader.note);
+  return { notes, readAhead: ahead, clocks: new Map(), caches, stop: () => stopper.abort() };
 }
 
 /** The clock of a replica, started at its launch. */
@@ -95,6 +101,7 @@ export async function startReports(prep: StartPrep | undefined): Promise<Map<str
   const ra = await prep.readAhead;
   for (const [name, c] of prep.clocks) {
     c.readAheadDone(ra);
+    if (prep.caches) c.cachesWere(prep.caches);
     out.set(name, c.report());
   }
   return out;

@@ -26,7 +26,23 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8']);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'runtime', 'replicas', 'router', 'memory', 'caches', 'warnings']);
+    expect(Object.keys(j)).toEqual([
+      'version',
+      'kind',
+      'profile',
+      'engine',
+      'vllmVersion',
+      'servedName',
+      'platform',
+      'host',
+      'runtime',
+      'replicas',
+      'router',
+      'memory',
+      'caches',
+      'loader',
+      'warnings',
+    ]);
     expect(j.runtime).toBe('host');
     // no router: in the profile and no --router: null (with one: its bind, servers, stats, config)
     expect(j.router).toBeNull();

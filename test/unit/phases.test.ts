@@ -122,6 +122,18 @@ describe('StartClock on the real restart of the CPU build (its AOT artifact refu
   });
 });
 
+describe('StartClock on the real restart of the CPU build through the standard compile cache', () => {
+  const c = replay(fixture('cpu-0.27.2-noaot-restart.log'));
+  c.cachesWere({ dir: '/c', warm: true });
+  const r = c.report();
+  it('times the compile by the clock and says vLLM logged no hit or miss, and that the folder was warm', () => {
+    expect(r.compile?.cache).toBeUndefined();
+    expect(r.compile?.clockSeconds).toBe(13);
+    expect(startLine(r)).toContain('compile');
+    expect(startLine(r)).toContain("vLLM logged no cache hit or miss; sparkctl's cache folder was warm, took 13 s");
+  });
+});
+
 describe('StartClock: hit and miss over a GPU start', () => {
   const t0 = 1_000_000;
   const feed = (lines: Array<[number, string]>) => {
