@@ -77,46 +77,57 @@ cpSync(join(ROOT, 'test', 'real-vllm', 'profiles'), profiles, { recursive: true 
 const base = Number(a.port ?? (await freePort()));
 const docsPerRun = n('rounds') * n('docs') * 2;
 const kvBytes = Math.max(256 << 20, docsPerRun * (n('doc-tokens') + 256) * 512 * 2);
+/** serve: exit 1 is a probe's finding after every replica was ready (a reset /health on 2 loaded cores); the bench checks each replica itself. */
+function serve(args) {
+  try {
+    sparkctl(args, 1_800_000);
+  } catch (e) {
+    if (e.status !== 1 || !/^ready: /m.test(String(e.stdout))) throw e;
+    log(
+      `serve found problems after the replicas were ready: ${String(e.stdout)
+        .split('\n')
+        .filter((l) => /fail/.test(l))
+        .join(' | ')}`,
+    );
+  }
+}
 log(`2 replicas of the tiny Qwen3 (context ${CONTEXT}, KV ${Math.round(kvBytes / 2 ** 20)} MiB each, prefix caching on) on ${base}, ${base + 1}`);
-sparkctl(
-  [
-    'serve',
-    'tiny',
-    '--profiles',
-    profiles,
-    '--engine',
-    'vllm',
-    '--vllm-bin',
-    '.venv-vllm/bin/vllm',
-    '--skip-preflight',
-    '--no-prewarm',
-    '--set',
-    `model.path=${model}`,
-    '--set',
-    `model.maxContext=${CONTEXT}`,
-    '--set',
-    `engine.maxModelLen=${CONTEXT}`,
-    '--set',
-    'engine.enablePrefixCaching=true',
-    '--set',
-    `engine.kvCacheMemoryBytes=${kvBytes}`,
-    '--set',
-    `server.port=${base}`,
-    '--set',
-    'parallel.replicas=2',
-    '--set',
-    'router.enabled=false',
-    '--set',
-    'server.readyTimeoutSeconds=900',
-    '--set',
-    'server.stallTimeoutSeconds=900',
-    '--set',
-    'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
-    '--set',
-    'env.TORCHDYNAMO_DISABLE="1"',
-  ],
-  1_800_000,
-);
+serve([
+  'serve',
+  'tiny',
+  '--profiles',
+  profiles,
+  '--engine',
+  'vllm',
+  '--vllm-bin',
+  '.venv-vllm/bin/vllm',
+  '--skip-preflight',
+  '--no-prewarm',
+  '--set',
+  `model.path=${model}`,
+  '--set',
+  `model.maxContext=${CONTEXT}`,
+  '--set',
+  `engine.maxModelLen=${CONTEXT}`,
+  '--set',
+  'engine.enablePrefixCaching=true',
+  '--set',
+  `engine.kvCacheMemoryBytes=${kvBytes}`,
+  '--set',
+  `server.port=${base}`,
+  '--set',
+  'parallel.replicas=2',
+  '--set',
+  'router.enabled=false',
+  '--set',
+  'server.readyTimeoutSeconds=900',
+  '--set',
+  'server.stallTimeoutSeconds=900',
+  '--set',
+  'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
+  '--set',
+  'env.TORCHDYNAMO_DISABLE="1"',
+]);
 const replicas = [base, base + 1];
 
 async function router(balance) {

@@ -67,8 +67,7 @@ export function planRoom(b: Budget, holders: Holder[], newcomer: { profile: stri
   const base = { roomBytes: room, needBytes: newcomer.needBytes };
   if (newcomer.needBytes > room)
     return { ...base, fits: false, evict: [], heldBytes: held, reason: `${newcomer.profile} needs ${g(newcomer.needBytes)}, more than the ${g(room)} the servers may take here at all` };
-  if (held + newcomer.needBytes <= room)
-    return { ...base, fits: true, evict: [], heldBytes: held, reason: `${newcomer.profile} ${g(newcomer.needBytes)} fits beside ${g(held)} held, of ${g(room)}` };
+  if (held + newcomer.needBytes <= room) return { ...base, fits: true, evict: [], heldBytes: held, reason: `${newcomer.profile} ${g(newcomer.needBytes)} fits beside ${g(held)} held, of ${g(room)}` };
   const evict: RoomPlan['evict'] = [];
   const skipped: string[] = [];
   const candidates = [...holders].sort((x, y) => x.lastUsedMs - y.lastUsedMs || x.profile.localeCompare(y.profile));
