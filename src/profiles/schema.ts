@@ -1,6 +1,7 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
 import { ProbeBlock } from './probe-block.js';
+import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
 
 const positiveInt = z.number().int().positive();
@@ -239,6 +240,7 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  watch: WatchBlock.default(WatchBlock.parse({})).describe('How sparkctl watch judges and acts on these servers (its flags override)'),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
