@@ -129,9 +129,15 @@ export interface ClusterExecutor {
   status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;
 }
 
+/**
+ * A record runs on these nodes: the same nodes file, or the same head. The one rule for "the cluster
+ * on these nodes": serve refuses a second one by it, and stop --nodes without a name stops what it finds.
+ */
+export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
+
 /** One cluster per set of nodes: a second serve must not touch the running one. */
 export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): ClusterFailure | undefined {
-  const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === plan.nf.head.name);
+  const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
   return {
     refused: true,

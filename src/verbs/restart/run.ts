@@ -30,13 +30,24 @@ export interface RestartOptions {
   skipPreflight?: boolean;
 }
 
+/** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
+function refuseCluster(reg: Registry, name: string) {
+  const cluster = reg.clusters().find((x) => x.profile === name);
+  if (cluster)
+    throw new UsageError(`${cluster.profile} is served over nodes (${cluster.nodesFile}): restart does not relaunch a multi-node server`, [
+      `sparkctl stop ${cluster.profile}, then sparkctl serve ${cluster.profile} --nodes ${cluster.nodesFile}`,
+    ]);
+}
+
 /** The profile's registered servers: by its name as given, else by the name inside the file or folder it names. */
 function serversOf(reg: Registry, profileName: string, opts: RestartOptions): { name: string; entries: Entry[] } {
   const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
   const direct = by(profileName);
   if (direct.length) return { name: profileName, entries: direct };
+  refuseCluster(reg, profileName);
   const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
   const entries = by(name);
+  if (!entries.length) refuseCluster(reg, name);
   if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
   return { name, entries };
 }
