@@ -7,6 +7,25 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
 import { UsageError } from '../errors.js';
+import { RouterBlock } from '../profiles/schema.js';
+import type { Balance } from '../profiles/haproxy.js';
+
+/** One model's settings under gateway.models (keyed by profile name). */
+export const ModelSettings = z.strictObject({
+  concurrency: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .optional()
+    .describe("Requests in flight per server before the gateway queues; default the server's --max-num-seqs (what vLLM runs at once), else 256"),
+  queue: z.number().int().min(0).max(100_000).optional().describe('Requests that may wait for a slot of this model; past it 429 + Retry-After. Default: as many as the model runs at once'),
+  pinned: z.boolean().default(false).describe('Never evicted to make room for another model'),
+});
+export type ModelSettings = z.infer<typeof ModelSettings>;
+
+/** vLLM's own default --max-num-seqs (SchedulerConfig) where a server's argv sets none. */
+export const VLLM_DEFAULT_MAX_NUM_SEQS = 256;
 
 /** The gateway's settings: a `gateway:` block in a file (--config) and the verb's flags over it. */
 export const GatewaySettings = z.strictObject({
@@ -23,6 +42,14 @@ export const GatewaySettings = z.strictObject({
   idleSleep: z.string().optional().describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
   checkIntervalMs: z.number().int().positive().default(2000),
   bin: z.string().default('haproxy'),
+  models: z
+    .record(z.string(), ModelSettings)
+    .default({})
+    .describe('Per profile: admission (concurrency, queue) and, for on-demand start, pinned; a profile listed here and not running is started when a request names it'),
+  retryAfterSeconds: z.number().int().min(1).max(3600).default(2).describe('The Retry-After of a 429 (queue full) and of a 503 (not started in time)'),
+  balance: RouterBlock.shape.balance.describe("Within a model: prefix (a bounded-load consistent hash of the prompt's first prefixBytes) or leastconn"),
+  prefixBytes: RouterBlock.shape.prefixBytes,
+  hashBalanceFactor: RouterBlock.shape.hashBalanceFactor,
 });
 export type GatewaySettings = z.infer<typeof GatewaySettings>;
 
@@ -48,6 +75,8 @@ export interface GatewayModel {
   /** its servers run with sleep mode: checked by /is_sleeping, the waker behind them */
   sleepMode: boolean;
   maxModelLen?: number;
+  /** admission: requests in flight per server (HAProxy maxconn), and the most that may wait for the model (past it 429) */
+  admission: { perServer: number; queue: number };
 }
 
 /** What a registry entry and a cluster record give the plan (no import of the registry: pure). */
@@ -77,7 +106,10 @@ export interface GatewayPlan {
   skipped: string[];
   apiKeyEnv?: string;
   idleSleepMs?: number;
+  retryAfterSeconds: number;
   checkIntervalMs: number;
+  /** how a model's replicas are picked */
+  balance: Balance;
   dir: string;
   files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; pid: string; log: string; state: string };
 }
@@ -89,7 +121,23 @@ const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_
 const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 
 /** The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway balances the replicas itself). Pure. */
-export function modelsOf(instances: ServedInstance[]): { models: GatewayModel[]; skipped: string[] } {
+/** A server's --max-num-seqs from its argv (both spellings), else undefined. */
+export function maxNumSeqs(argv: string[]): number | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const v = a === '--max-num-seqs' ? argv[i + 1] : a.startsWith('--max-num-seqs=') ? a.slice('--max-num-seqs='.length) : undefined;
+    if (v !== undefined && /^[1-9][0-9]{0,6}$/.test(v)) return Number(v);
+  }
+  return undefined;
+}
+
+/** Admission of a model: its own settings, else what its servers run at once (--max-num-seqs) and a queue of as many. Pure. */
+export function admissionOf(argvs: string[][], own: ModelSettings | undefined): { perServer: number; queue: number } {
+  const perServer = own?.concurrency ?? Math.min(...argvs.map((a) => maxNumSeqs(a) ?? VLLM_DEFAULT_MAX_NUM_SEQS));
+  return { perServer, queue: own?.queue ?? perServer * argvs.length };
+}
+
+export function modelsOf(instances: ServedInstance[], settings: Record<string, ModelSettings> = {}): { models: GatewayModel[]; skipped: string[] } {
   const byProfile = new Map<string, ServedInstance[]>();
   for (const i of instances) {
     if (i.role === 'router' || i.role === 'gateway') continue;
@@ -119,6 +167,10 @@ export function modelsOf(instances: ServedInstance[]): { models: GatewayModel[];
       apiKeyEnv: list[0]!.apiKeyEnv,
       sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode')),
       maxModelLen: list[0]!.maxModelLen,
+      admission: admissionOf(
+        sorted.map((i) => i.argv),
+        settings[profile],
+      ),
     });
   }
   return { models, skipped };
@@ -136,7 +188,7 @@ export function parseAliases(flags: string[]): Record<string, string> {
 }
 
 export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string): GatewayPlan {
-  const { models, skipped } = modelsOf(instances);
+  const { models, skipped } = modelsOf(instances, s.models);
   const routes = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   for (const m of models) routes.set(m.name, m.backend);
@@ -170,7 +222,9 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
     skipped,
     apiKeyEnv: s.apiKeyEnv,
     idleSleepMs: s.idleSleep ? parseDuration(s.idleSleep, 'gateway.idleSleep') : undefined,
+    retryAfterSeconds: s.retryAfterSeconds,
     checkIntervalMs: s.checkIntervalMs,
+    balance: { balance: s.balance, prefixBytes: s.prefixBytes, hashBalanceFactor: s.hashBalanceFactor },
     dir,
     files: {
       config: join(dir, 'haproxy.cfg'),

@@ -66,6 +66,18 @@ const warn = (observed: string, expected: string, fix: string): CheckResult => (
 const fail = (observed: string, expected: string, fix: string): CheckResult => ({ status: 'fail', observed, expected, fix });
 const skip = (why: string, expected = ''): CheckResult => ({ status: 'skip', observed: why, expected });
 
+/**
+ * A SW power cap under load. The query preflight makes has no board maximum (power.max_limit), so the
+ * fix does not name a number: a limit printed without knowing the board's maximum may be the limit
+ * already set, a fix that changes nothing. It names the command that shows the maximum and the one
+ * that sets it, with the limit each GPU has now.
+ */
+export function throttleFix(gpus: Facts['gpus']): string {
+  const now = [...new Set(gpus.map((g) => g['enforced.power.limit'] ?? g['power.limit']).filter((w): w is string => !!w))];
+  const at = now.length ? ` (now ${now.map((w) => `${w} W`).join(', ')})` : '';
+  return `SW power cap under load${at}: nvidia-smi -q -d POWER -i N shows the board's Max Power Limit; if the limit is below it, nvidia-smi -pl MAX -i N raises it; at the maximum already, the cap is the board's (reduce load, or accept the clocks)`;
+}
+
 export const driverPresent = (f: Facts) => f.driver.module !== undefined || f.driver.smi === 'ok';
 
 function rule(ctx: Ctx, name: 'driver' | 'cuda' | 'cudnn' | 'nccl' | 'torch' | 'vllm'): VersionRule | undefined {
@@ -416,7 +428,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     const { fails, warns } = acrossGpus(ctx.facts.gpus, gpuThrottleFindings);
     const expected = 'no thermal, HW slowdown or power-brake throttling';
     if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
-    if (warns.length) return warn(warns.join('; '), expected, 'SW power cap under load: raise the power limit (nvidia-smi -pl) if the baseline allows');
+    if (warns.length) return warn(warns.join('; '), expected, throttleFix(ctx.facts.gpus));
     return pass(`${ctx.facts.gpus.map((g) => `${label(g)} ${g['clocks_event_reasons.active'] ?? '?'}`).join(', ')}`, expected);
   },
   'gpu.power-limit'(ctx) {

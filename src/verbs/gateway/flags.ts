@@ -9,6 +9,7 @@ const SETTINGS: OptionTuple[] = [
   ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
   ['--api-key-env <name>', "one key at the gateway: the NAME of the variable that holds it (default: each model's own key passes through)"],
   ['--idle-sleep <duration>', 'put a model with sleep mode to sleep after this long without a request (15m)'],
+  ['--balance <how>', "within a model: prefix (default: a prompt's first gateway.prefixBytes pick its replica, bounded by load) or leastconn"],
 ];
 
 export default createCommand({

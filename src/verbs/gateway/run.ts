@@ -22,6 +22,7 @@ interface SettingsFlags {
   alias?: string[];
   apiKeyEnv?: string;
   idleSleep?: string;
+  balance?: string;
   json?: boolean;
 }
 
@@ -47,6 +48,7 @@ export function settingsFrom(o: SettingsFlags): GatewaySettings {
     ...(o.host ? { host: o.host } : {}),
     ...(o.apiKeyEnv ? { apiKeyEnv: o.apiKeyEnv } : {}),
     ...(o.idleSleep ? { idleSleep: o.idleSleep } : {}),
+    ...(o.balance ? { balance: o.balance } : {}),
     aliases: { ...((block.aliases as Record<string, string>) ?? {}), ...parseAliases(o.alias ?? []) },
   };
   const r = GatewaySettings.safeParse(merged);
@@ -66,6 +68,7 @@ function settingsArgs(o: SettingsFlags): string[] {
   for (const x of o.alias ?? []) a.push('--alias', x);
   if (o.apiKeyEnv) a.push('--api-key-env', o.apiKeyEnv);
   if (o.idleSleep) a.push('--idle-sleep', o.idleSleep);
+  if (o.balance) a.push('--balance', o.balance);
   return a;
 }
 
