@@ -47,6 +47,7 @@ export function servedInstances(stateDir: string): ServedInstance[] {
       argv: inst.argv,
       apiKeyEnv: inst.apiKeyEnv,
       maxModelLen: inst.maxModelLen,
+      launch: inst.launch,
     }));
   for (const c of reg.clusters()) {
     try {

@@ -9,6 +9,7 @@ import { parseDuration } from '../util/duration.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import type { Balance } from '../profiles/haproxy.js';
+import { unifiedSleepRefusal } from '../engine/sleep.js';
 
 /** One model's settings under gateway.models (keyed by profile name). */
 export const ModelSettings = z.strictObject({
@@ -114,6 +115,8 @@ export interface ServedInstance {
   argv: string[];
   apiKeyEnv?: string;
   maxModelLen?: number;
+  /** where and with which vLLM it was served (a GB10 without the fix has no sleep: engine/sleep.ts) */
+  launch?: { platform?: string; vllm?: { resolved?: string } };
 }
 
 export interface GatewayPlan {
@@ -189,7 +192,8 @@ export function modelsOf(instances: ServedInstance[], settings: Record<string, M
       backend: backendOf(profile),
       servers: sorted.map((i) => ({ name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'), host: loopback(i.host), port: i.port })),
       apiKeyEnv: list[0]!.apiKeyEnv,
-      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode')),
+      // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix (engine/sleep.ts)
+      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
       maxModelLen: list[0]!.maxModelLen,
       admission: admissionOf(
         sorted.map((i) => i.argv),
