@@ -95,7 +95,10 @@ function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string
   L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2 maxconn ${Math.trunc(m.admission.perServer)}`);
   L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', `${m.name}: no server could take the request in time`, plan.retryAfterSeconds)}`);
   for (const sv of m.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
-  if (m.sleepMode) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
+  // an on-demand model with no server: the keeper takes its requests and starts it; with servers,
+  // the keeper stays behind them (a model evicted while a request was on its way still gets it)
+  if (!m.servers.length) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} no-check`);
+  else if (m.sleepMode || m.onDemand) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
   L.push('');
   return L;
 }

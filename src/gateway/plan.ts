@@ -22,6 +22,12 @@ export const ModelSettings = z.strictObject({
     .describe("Requests in flight per server before the gateway queues; default the server's --max-num-seqs (what vLLM runs at once), else 256"),
   queue: z.number().int().min(0).max(100_000).optional().describe('Requests that may wait for a slot of this model; past it 429 + Retry-After. Default: as many as the model runs at once'),
   pinned: z.boolean().default(false).describe('Never evicted to make room for another model'),
+  onDemand: z.boolean().default(true).describe('Started when a request names it and it is not running; evicted (least recently used first) to make room for another'),
+  serve: z
+    .array(z.string().max(4096))
+    .max(64)
+    .default([])
+    .describe('The arguments `sparkctl serve PROFILE` gets when the gateway starts it (--profiles DIR, --engine, --set ...); never a secret: keys travel in variables'),
 });
 export type ModelSettings = z.infer<typeof ModelSettings>;
 
@@ -47,6 +53,14 @@ export const GatewaySettings = z.strictObject({
     .record(z.string(), ModelSettings)
     .default({})
     .describe('Per profile: admission (concurrency, queue) and, for on-demand start, pinned; a profile listed here and not running is started when a request names it'),
+  onDemand: z
+    .strictObject({
+      gpuMemoryBytes: z.number().positive().optional().describe('The memory the on-demand models share (one GPU, or a Spark): --gpu-memory'),
+      unified: z.boolean().default(false).describe('DGX Spark: the memory is unified, the servers may take 0.8 of it'),
+      evict: z.enum(['stop', 'sleep1', 'sleep2']).default('stop').describe('How a model makes room: stopped, or put to sleep (level 1 or 2; its profile needs server.sleepMode)'),
+      startTimeout: z.string().default('10m').describe('How long a request waits for its model to start before a 503 + Retry-After'),
+    })
+    .default({}),
   retryAfterSeconds: z.number().int().min(1).max(3600).default(2).describe('The Retry-After of a 429 (queue full) and of a 503 (not started in time)'),
   balance: RouterBlock.shape.balance.describe("Within a model: prefix (a bounded-load consistent hash of the prompt's first prefixBytes) or leastconn"),
   prefixBytes: RouterBlock.shape.prefixBytes,
@@ -78,6 +92,16 @@ export interface GatewayModel {
   maxModelLen?: number;
   /** admission: requests in flight per server (HAProxy maxconn), and the most that may wait for the model (past it 429) */
   admission: { perServer: number; queue: number };
+  /** in the on-demand set: with no server running its requests go to the keeper, which starts it */
+  onDemand?: boolean;
+}
+
+/** A profile of the on-demand set, as the keeper read it (its served name from the profile). */
+export interface OnDemandEntry {
+  profile: string;
+  servedName: string;
+  sleepMode: boolean;
+  maxModelLen?: number;
 }
 
 /** What a registry entry and a cluster record give the plan (no import of the registry: pure). */
@@ -191,8 +215,46 @@ export function parseAliases(flags: string[]): Record<string, string> {
   return out;
 }
 
-export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string): GatewayPlan {
-  const { models, skipped } = modelsOf(instances, s.models);
+/** The on-demand profiles not running now: a model with no server, whose requests the keeper takes (and starts it). Pure. */
+export function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], settings: Record<string, ModelSettings>): { models: GatewayModel[]; skipped: string[] } {
+  const models: GatewayModel[] = [];
+  const skipped: string[] = [];
+  for (const e of entries) {
+    const on = running.find((m) => m.profile === e.profile);
+    if (on) {
+      on.onDemand = true;
+      continue;
+    }
+    if (!SAFE_NAME.test(e.servedName)) {
+      skipped.push(`${e.profile}: served name ${JSON.stringify(e.servedName)} has characters a route cannot hold`);
+      continue;
+    }
+    const other = [...running, ...models].find((m) => m.name === e.servedName);
+    if (other) {
+      skipped.push(`${e.profile}: serves ${e.servedName}, as ${other.profile} does; requests for it go to ${other.profile}`);
+      continue;
+    }
+    const own = settings[e.profile];
+    const perServer = own?.concurrency ?? VLLM_DEFAULT_MAX_NUM_SEQS;
+    models.push({
+      name: e.servedName,
+      profile: e.profile,
+      backend: backendOf(e.profile),
+      servers: [],
+      sleepMode: e.sleepMode,
+      maxModelLen: e.maxModelLen,
+      admission: { perServer, queue: own?.queue ?? perServer },
+      onDemand: true,
+    });
+  }
+  return { models, skipped };
+}
+
+export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string, onDemand: OnDemandEntry[] = []): GatewayPlan {
+  const found = modelsOf(instances, s.models);
+  const idle = idleOnDemand(found.models, onDemand, s.models);
+  const models = [...found.models, ...idle.models];
+  const skipped = [...found.skipped, ...idle.skipped];
   const routes = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   for (const m of models) routes.set(m.name, m.backend);
