@@ -418,3 +418,13 @@ describe('multimodal wrappers: the vision tower is loaded too', () => {
     expect(plan.notes.join('\n')).toMatch(/vision tower is estimated from vision_config \(0\.8\d GiB\)/);
   });
 });
+
+describe("the module count against a published checkpoint's own byte count", () => {
+  it("meta-llama/Llama-3.1-8B: the config priced module by module is the index's total_size (16,060,522,496 B) less the norms", () => {
+    const c = fx('llama-3.1-8b');
+    const counted = parseModelConfig(c);
+    expect(counted.weightsFrom).toBe('config');
+    // RMSNorm weights (2 a layer + the final one, 4096 each) are the only tensors the count leaves out: (2 x 32 + 1) x 4096 x 2 B
+    expect(16_060_522_496 - bytesOf(counted)).toBe((2 * 32 + 1) * 4096 * 2);
+  });
+});
