@@ -4,7 +4,7 @@
 // sliding-window layers, and linear-attention layers (Gated DeltaNet) that hold a per-sequence state.
 import { readLayout, type Layout, type NotModelled, type LayerCache } from './layout.js';
 import type { WeightSummary } from './safetensors.js';
-import { textModules, moduleParams, mtpLayers, isMtpTensor, type WeightModule, type ModuleRole } from './modules.js';
+import { textModules, visionModules, moduleParams, mtpLayers, isMtpTensor, type WeightModule, type ModuleRole } from './modules.js';
 import { readQuantScheme, onlineScheme, resolvedMethod, type QuantScheme } from './quant.js';
 
 export type AttentionKind = 'mha' | 'gqa' | 'mla';
@@ -54,6 +54,8 @@ export interface ModelFacts {
   weightParts?: WeightPart[];
   /** a quantization scheme this planner does not price, with no weight files to size it: no weight figure is stated */
   weightsNotModelled?: { field: string; why: string };
+  /** a multimodal checkpoint's vision tower: counted from vision_config (an estimate), or not counted (its config too sparse) */
+  visionFrom?: 'vision_config (estimated)' | 'not counted';
   /** MTP / next-n layers in the checkpoint (not loaded without speculative decoding), and what they take */
   mtpLayers?: number;
   mtpBytes?: number;
@@ -239,7 +241,10 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
   if (expertCount !== undefined && expertCount > 100_000) throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
   // Nemotron-H's config class always carries n_routed_experts; only its E layers have experts
   const experts = typeof c.hybrid_override_pattern === 'string' && !c.hybrid_override_pattern.includes('E') ? undefined : expertCount;
-  const modules = textModules(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined, nested: c !== raw });
+  const text = textModules(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined, nested: c !== raw });
+  // a multimodal checkpoint's vision tower is loaded too (estimated from vision_config: modules.ts visionModules)
+  const vision = c !== raw ? visionModules(raw) : undefined;
+  const modules = text && vision ? [...text, ...vision] : text;
   const counted = modules?.reduce((a, m) => a + moduleParams(m), 0);
   const scheme = qc ? readQuantScheme(qc, dtypeBytes) : undefined;
   const schemeOk = scheme && !('notModelled' in scheme) ? scheme : undefined;
@@ -294,6 +299,7 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
     weightParts,
     weightsNotModelled,
     mtpLayers: mtp || undefined,
+    visionFrom: vision ? 'vision_config (estimated)' : c !== raw && isObj(raw.vision_config) ? 'not counted' : undefined,
     mtpBytes: mtpCounted || undefined,
     onlineFp8Bytes,
     weightDtypes: weights ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes])) : undefined,

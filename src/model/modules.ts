@@ -56,7 +56,10 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
   add(nemotron ? `${root}.embeddings` : `${root}.embed_tokens`, 'embed', vocab, h);
   if (c.tie_word_embeddings !== true) add('lm_head', 'lm_head', h, vocab);
   const experts = f.experts ?? 0;
-  const shared = posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter;
+  // NemotronH (nemotron_h.py NemotronHMoE): moe_shared_expert_intermediate_size x n_shared_experts
+  const shared = nemotron
+    ? (posInt(c.moe_shared_expert_intermediate_size) ?? moeInter) * (posInt(c.n_shared_experts) ?? 0)
+    : (posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter);
   const firstDense = posInt(c.first_k_dense_replace) ?? 0;
   const pattern = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern : undefined;
   // NemotronH latent MoE (nemotron_h.py NemotronHMoE): experts run in moe_latent_size, behind fc1/fc2 latent projections
@@ -94,6 +97,15 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
       add(`${mlp}.gate`, 'router', h, experts, 1, i);
       if (sharedWidth) for (const n of mats) add(`${mlp}.shared_expert.${n}`, 'shared', n === 'down_proj' ? sharedWidth : h, n === 'down_proj' ? h : sharedWidth, 1, i);
     };
+    if (f.layout?.family === 'decilm') {
+      // nemotron_nas.py: no FFN where ffn.no_op; else intermediate_size, or _ffn_mult_to_intermediate_size(ffn_mult, h)
+      const ffn = (c.block_configs as Json[])[i]?.ffn as Json | undefined;
+      if (ffn?.no_op === true) continue;
+      const mult = typeof ffn?.ffn_mult === 'number' && ffn.ffn_mult > 0 ? ffn.ffn_mult : undefined;
+      const width = mult !== undefined ? ffnMultToIntermediate(mult, h) : (posInt(ffn?.intermediate_size) ?? inter);
+      dense(width);
+      continue;
+    }
     if (nemotron) {
       // Nemotron-H: a layer is ONE block: M (mixer), * (attention), - (MLP), E (MoE)
       const ch = pattern?.[i];
@@ -116,6 +128,12 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
     else dense(inter);
   }
   return out;
+}
+
+/** nemotron_nas.py _ffn_mult_to_intermediate_size: int(2 x ffn_mult x h / 3), rounded up to a multiple of 256. */
+export function ffnMultToIntermediate(mult: number, h: number): number {
+  const n = Math.trunc((2 * mult * h) / 3);
+  return n % 256 === 0 ? n : n + 256 - (n % 256);
 }
 
 type Add = (name: string, role: ModuleRole, inF: number, outF: number, count?: number, layer?: number) => void;
@@ -168,4 +186,40 @@ export function isMtpTensor(name: string, layers: number): boolean {
   if (/(^|\.)mtp\./.test(name)) return true;
   const m = /(?:^|\.)layers\.(\d+)\./.exec(name);
   return !!m && Number(m[1]) >= layers && !/vision|visual|vit\b|audio/.test(name);
+}
+
+/**
+ * The vision tower of a multimodal checkpoint, from its vision_config: transformer blocks (q, k, v, o of hidden x hidden;
+ * an MLP of up + down, gated with a third matrix where the activation is silu), the patch embedding, learned position
+ * embeddings and, where the config names them (Qwen-VL: spatial_merge_size, out_hidden_size), the patch merger. An
+ * estimate: each family adds its own small parts (norms, extra mergers), and the plan says so. Undefined when the config
+ * has no vision_config or not enough of it.
+ */
+export function visionModules(raw: Json): WeightModule[] | undefined {
+  const v = raw.vision_config;
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+  const c = v as Json;
+  const depth = posInt(c.depth) ?? posInt(c.num_hidden_layers);
+  const h = posInt(c.hidden_size) ?? posInt(c.embed_dim);
+  const inter = posInt(c.intermediate_size) ?? (h ? 4 * h : undefined);
+  if (!depth || !h || !inter) return undefined;
+  const mats = typeof c.hidden_act === 'string' && /silu|swiglu/.test(c.hidden_act) ? 3 : 2;
+  const out: WeightModule[] = [];
+  const add = (name: string, inF: number, outF: number, count = 1) => out.push({ name, role: 'vision', in: inF, out: outF, count });
+  add('visual.blocks.0.attn.qkv', h, 3 * h, depth);
+  add('visual.blocks.0.attn.proj', h, h, depth);
+  add('visual.blocks.0.mlp.fc', h, inter * (mats - 1), depth);
+  add('visual.blocks.0.mlp.down', inter, h, depth);
+  const patch = posInt(c.patch_size) ?? 14;
+  add('visual.patch_embed', (posInt(c.in_channels) ?? posInt(c.num_channels) ?? 3) * (posInt(c.temporal_patch_size) ?? 1) * patch * patch, h);
+  const img = posInt(c.image_size);
+  const positions = posInt(c.num_position_embeddings) ?? (img ? (img / patch) ** 2 : 0);
+  if (positions) add('visual.pos_embed', positions, h);
+  const merge = posInt(c.spatial_merge_size);
+  const outH = posInt(c.out_hidden_size);
+  if (merge && outH) {
+    add('visual.merger.fc1', h * merge * merge, h * merge * merge);
+    add('visual.merger.fc2', h * merge * merge, outH);
+  }
+  return out;
 }

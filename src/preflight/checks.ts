@@ -383,13 +383,16 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     if (!ctx.reservePerGpu) return skip('no profile given (--profile NAME): nothing to compare against');
     const short: string[] = [];
     const seen: string[] = [];
+    let unified = false;
     for (const g of usedGpus(ctx)) {
       let total = gpuNum(g, 'memory.total');
       let free = gpuNum(g, 'memory.free');
       if (total === undefined && ctx.facts.memTotalBytes) {
-        // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory.
+        // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory, and vLLM takes
+        // MemAvailable as its free memory on an integrated GPU (utils/mem_utils.py MemorySnapshot.measure, psutil)
+        unified = true;
         total = ctx.facts.memTotalBytes / MIB;
-        free = total;
+        free = (ctx.facts.memAvailableBytes ?? ctx.facts.memTotalBytes) / MIB;
       }
       if (total === undefined || free === undefined) continue;
       const need = ctx.profile!.engine.gpuMemoryUtilization * mibToBytes(total);
@@ -403,7 +406,23 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     }
     if (!seen.length) return skip('GPU memory not reported');
     const expected = `free >= ${ctx.profile!.engine.gpuMemoryUtilization} x total on each GPU the profile uses`;
-    if (short.length) return fail(short.join('; '), expected, 'stop what holds the memory (see gpu.processes), or lower engine.gpuMemoryUtilization');
+    if (short.length)
+      return fail(
+        short.join('; '),
+        expected,
+        unified
+          ? 'on unified memory the OS, other processes and the page cache share it: stop what holds memory, free the page cache (sync; echo 3 > /proc/sys/vm/drop_caches), or lower engine.gpuMemoryUtilization'
+          : 'stop what holds the memory (see gpu.processes), or lower engine.gpuMemoryUtilization',
+      );
+    const cache = ctx.facts.pageCacheBytes;
+    // vLLM's profiling on unified memory counts what the OS takes meanwhile (page cache of the weights it reads, the
+    // compiler's heap) as non-torch memory and subtracts it from the KV cache for good (eugr/spark-vllm-docker PR #286)
+    if (unified && cache !== undefined && ctx.facts.memTotalBytes && cache > 0.1 * ctx.facts.memTotalBytes && ctx.profile!.engine.kvCacheMemoryBytes === undefined)
+      return warn(
+        `${seen.join(', ')}; page cache ${formatGiB(cache)}`,
+        `${expected}, and a KV cache that vLLM's profiling cannot starve`,
+        `on a DGX Spark vLLM sizes the KV cache from what MemAvailable does during its profiling: page cache and compiler memory taken then are subtracted from the KV cache (eugr/spark-vllm-docker PR #286). Free the page cache before serving (sync; echo 3 > /proc/sys/vm/drop_caches), or fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES (sparkctl plan prints the figure)`,
+      );
     return pass(seen.join(', '), expected);
   },
   'gpu.processes'(ctx) {

@@ -150,7 +150,7 @@ function declinedPlan(base: PlanBase, p: Profile, field: string, why: string): M
     largestMaxModelLen: 0,
     stateBytesPerSeq: 0,
     blockSize: p.engine.blockSize ?? 16,
-    notes: [`not modelled: ${field} (${why}); no KV cache or concurrency figure is stated`],
+    notes: [`not modelled: ${field} (${why}); no ${base.weightsTotalBytes === 0 ? 'weight, ' : ''}KV cache or concurrency figure is stated`, ...base.weightNotes],
     kvGroups: [],
     numBlocks: 0,
     blocksPerRequest: 0,
@@ -343,6 +343,12 @@ export function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSettin
     notes.push(`${m.mtpLayers} MTP layer(s) loaded for ${spec.method} speculative decoding: ${(m.mtpBytes / GiB).toFixed(2)} GiB`);
   } else if (m.mtpLayers && m.weightsFrom !== 'config' && m.weightsFrom !== undefined)
     notes.push(`the checkpoint's ${m.mtpLayers} MTP layer(s) are not loaded without speculative decoding (left out of the weights)`);
+  if (m.visionFrom && m.weightsFrom === 'config')
+    notes.push(
+      m.visionFrom === 'not counted'
+        ? "the vision tower is not counted: its vision_config lacks depth, hidden_size or intermediate_size (the weights are short by it; sparkctl pull MODEL reads the files' own sizes)"
+        : `the vision tower is estimated from vision_config (${((m.weightParts?.find((x) => x.part === 'vision')?.bytes ?? 0) / GiB).toFixed(2)} GiB): its blocks, patch embedding and merger, not each family's small extras`,
+    );
   if (m.quantScheme) notes.push(`weights: ${m.quantScheme}${m.quantizationFrom === 'hf_quant_config.json' ? ' (from hf_quant_config.json)' : ''}, priced per module as vLLM loads it`);
   return { bytes, notes };
 }

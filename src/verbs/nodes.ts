@@ -60,8 +60,21 @@ async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T
   }
 }
 
-function renderEvent(e: ClusterEvent, profile: string) {
+/** A phase line per node as serve's own renderer says them off a terminal: a phase's first line and its 100 %, not every percent between. */
+function phaseLines() {
+  const kinds = new Map<string, string>();
+  return (node: string, phase: string) => {
+    const kind = phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
+    if (kinds.get(node) === kind && !/\b100%$/.test(phase)) return;
+    kinds.set(node, kind);
+    note(c.dim(`${node}: ${phase}`));
+  };
+}
+
+function renderEvent(e: ClusterEvent, profile: string, phase: (node: string, phase: string) => void) {
   switch (e.type) {
+    case 'phase':
+      return phase(e.node, e.phase);
     case 'ray-head':
       return note(`ray head started on ${e.node}`);
     case 'ray-workers':
@@ -119,7 +132,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
   const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
   // --json: nothing while it runs, one envelope at the end (as one-node serve)
-  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name), signal }));
+  const phase = phaseLines();
+  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name, phase), signal }));
   const healthy = out.ok && out.probe?.state === 'healthy';
   if (opts.json) say(clusterServeEnvelope(r.profile.name, opts, out, out.ok ? (healthy ? ExitCode.ok : ExitCode.problems) : ExitCode.launchFailed));
   if (!out.ok) {

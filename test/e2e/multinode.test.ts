@@ -223,6 +223,49 @@ describe.each<[Mode, boolean]>([
   );
 
   it.skipIf(!available)(
+    "the one after-launch watch on every path: a head whose log stops (the simulator hangs at load) is named stalled by the profile's stall timer, not the ready timeout; its phases are shown; every rank is stopped",
+    async () => {
+      const fault = join(cl.dir, 'sim-fault');
+      writeFileSync(fault, 'hang-at-load');
+      try {
+        for (const executor of ['mp', 'ray']) {
+          const started = Date.now();
+          const r = await run([
+            'serve',
+            'qwen3-200b',
+            '--engine',
+            'sim',
+            '--nodes',
+            cl.nodesFile,
+            '--no-prewarm',
+            '--ready-timeout',
+            '120s',
+            '--set',
+            `parallel.executor=${executor}`,
+            '--set',
+            'server.stallTimeoutSeconds=6',
+            '--set',
+            `server.port=${await freePort()}`,
+          ]);
+          expect(r.exitCode, r.stderr).toBe(4);
+          expect(r.stderr).toMatch(/launch failed: vLLM on n0 no log output for \d+ s \(stall timeout\)/);
+          // the phases the head's log showed before it stopped
+          expect(r.stderr).toMatch(/n0: loading weights \d+%/);
+          // the stall timer (6 s of quiet), long before the 120 s ready timeout
+          expect(Date.now() - started).toBeLessThan(90_000);
+          await waitFor(() => processesMarked(marker).length === 0, 15_000);
+          expect(processesMarked(marker)).toEqual([]);
+          expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
+          clearRay(cl);
+        }
+      } finally {
+        rmrf(fault);
+      }
+    },
+    300_000,
+  );
+
+  it.skipIf(!available)(
     'native: a worker rank killed while the cluster loads is named by node and cause; every other rank is stopped',
     async () => {
       const port = await freePort();

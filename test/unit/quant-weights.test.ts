@@ -351,3 +351,70 @@ describe('issue 48 item 2: every memory flag reaches the plan, from every source
     expect(pl.kvBytesPerToken).toBeLessThan(plan({}).kvBytesPerToken);
   });
 });
+
+describe('architectures read per layer as vLLM builds them', () => {
+  // A DeciLM / Nemotron-NAS shape (the form of nvidia/Llama-3_3-Nemotron-Super-49B-v1's block_configs, numbers small):
+  // nemotron_nas.py DeciLMDecoderLayer
+  const h = 256;
+  const nas = {
+    architectures: ['DeciLMForCausalLM'],
+    model_type: 'nemotron-nas',
+    hidden_size: h,
+    num_attention_heads: 8,
+    num_hidden_layers: 4,
+    max_position_embeddings: 4096,
+    vocab_size: 1000,
+    tie_word_embeddings: false,
+    dtype: 'bfloat16',
+    block_configs: [
+      { attention: { n_heads_in_group: 4, no_op: false, replace_with_linear: false }, ffn: { ffn_mult: 2.625, no_op: false, replace_with_linear: false } },
+      { attention: { n_heads_in_group: null, no_op: true, replace_with_linear: false }, ffn: { ffn_mult: 1.0, no_op: false, replace_with_linear: false } },
+      { attention: { n_heads_in_group: 8, no_op: false, replace_with_linear: false }, ffn: { ffn_mult: 1.3125, no_op: false, replace_with_linear: false } },
+      { attention: { n_heads_in_group: 2, no_op: false, replace_with_linear: false }, ffn: { no_op: true, replace_with_linear: false } },
+    ],
+  };
+  it('DeciLM block_configs: no-op attention keeps no KV cache, KV heads per layer, FFN widths from ffn_mult (_ffn_mult_to_intermediate_size)', () => {
+    const f = parseModelConfig(nas);
+    // KV heads: 8 / 4 = 2, none, 8 / 8 = 1, 8 / 2 = 4; head_dim 256 / 8 = 32; bf16: 2 x heads x 32 x 2 B a layer
+    const plan = planMemory(Profile.parse({ name: 'nas', model: { id: 'x/nas' }, engine: { maxModelLen: 1024 } }), 80 * GIB, f);
+    expect(plan.notModelled).toBeNull();
+    expect(plan.kvLayersPerGpu).toBe(3);
+    expect(plan.kvBytesPerToken).toBe((2 + 1 + 4) * 2 * 32 * 2);
+    // int(2 x 2.625 x 256 / 3) = 448 -> 512; int(2 x 1.0 x 256 / 3) = 170 -> 256; int(2 x 1.3125 x 256 / 3) = 224 -> 256; none
+    const attn = (kv: number) => h * 8 * 32 + 2 * h * kv * 32 + 8 * 32 * h;
+    const mlp = (w: number) => 3 * h * w;
+    expect(f.parameters).toBe(2 * 1000 * h + attn(2) + mlp(512) + mlp(256) + attn(1) + mlp(256) + attn(4));
+  });
+  it.each<[string, Record<string, unknown>, string]>([
+    ['replace_with_linear', { attention: { n_heads_in_group: 8, no_op: false, replace_with_linear: true }, ffn: { ffn_mult: 1 } }, 'block_configs[0].attention.replace_with_linear'],
+    ['a group that does not divide the heads', { attention: { n_heads_in_group: 3, no_op: false }, ffn: { ffn_mult: 1 } }, 'block_configs[0].attention.n_heads_in_group'],
+  ])('DeciLM %s: not modelled, naming the block', (_n, block, field) => {
+    const f = parseModelConfig({ ...nas, block_configs: [block, ...nas.block_configs.slice(1)] });
+    expect(f.layout).toMatchObject({ notModelled: field });
+  });
+  it('NemotronH latent MoE (nemotron_h.py NemotronHMoE): experts in moe_latent_size behind fc1/fc2_latent_proj', () => {
+    const c = fx('nemotron-3-nano-30b-a3b');
+    const plain = parseModelConfig(c);
+    const latent = parseModelConfig({ ...c, moe_latent_size: 1024 });
+    const H = 2688;
+    // per E layer: 128 experts x (up + down) x 1856 x (1024 instead of H), + fc1 (H x 1024) + fc2 (1024 x H)
+    expect(plain.parameters - latent.parameters).toBe(23 * (128 * 2 * 1856 * (H - 1024) - 2 * H * 1024));
+  });
+});
+
+describe('multimodal wrappers: the vision tower is loaded too', () => {
+  it("Qwen/Qwen3.5-27B's published config: its vision_config blocks, patch embedding, position embeddings and merger join the weights", () => {
+    const c = fx('qwen3.5-27b');
+    const f = parseModelConfig(c);
+    const vh = 1152;
+    // depth 27; q, k, v, o of 1152; MLP up + down of 4304 (gelu_pytorch_tanh: not gated); patch 3 x 2 x 16 x 16; 2304
+    // positions; merger (1152 x 2 x 2) -> (1152 x 4) -> 5120
+    const vision = 27 * (4 * vh * vh + 2 * vh * 4304) + 3 * 2 * 16 * 16 * vh + 2304 * vh + (4 * vh) ** 2 + 4 * vh * 5120;
+    expect(f.weightParts?.find((p) => p.part === 'vision')?.params).toBe(vision);
+    expect(f.visionFrom).toBe('vision_config (estimated)');
+    const text = parseModelConfig(c.text_config as Record<string, unknown>);
+    expect(f.parameters - text.parameters).toBe(vision);
+    const plan = planMemory(Profile.parse({ name: 'q', model: { id: 'Qwen/Qwen3.5-27B' }, engine: { maxModelLen: 4096 } }), 80 * GIB, f);
+    expect(plan.notes.join('\n')).toMatch(/vision tower is estimated from vision_config \(0\.8\d GiB\)/);
+  });
+});
