@@ -24,6 +24,7 @@ import bench from './verbs/bench/flags.js';
 import monitoring from './verbs/monitoring/flags.js';
 import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
+import watch from './verbs/watch/flags.js';
 import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
@@ -43,6 +44,7 @@ const VERBS: VerbDef[] = [
   logs,
   stop,
   restart,
+  watch,
   router,
   gateway,
   sleep,
