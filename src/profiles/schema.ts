@@ -314,7 +314,15 @@ export type Platform = z.infer<typeof Platform>;
 
 // A node's address and user reach ssh's argv (a leading '-' would be read as an option, such as
 // -oProxyCommand=..., a command run here), rsync's target (user@host:path) and the nodes' shells.
-const nodeAddress = z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}\]?)$/, 'an IP address or a host name (letters, digits, . -; not starting with -)');
+// An IPv6 literal is refused here, with the fix: it needs brackets in rsync's user@[addr]:path and in
+// URLs, none in ssh's user@addr, a zone (%iface) when link-local, and vLLM's and Ray's rendezvous
+// are IPv4 in every recipe; a host name that resolves to it (an /etc/hosts line) goes through all.
+const nodeAddress = z
+  .string()
+  .refine((v) => !v.includes(':'), {
+    message: 'an IPv6 literal is not accepted (rsync, ssh and the rendezvous each want it written differently): give an IPv4 address, or a host name that resolves to it (e.g. a line in /etc/hosts)',
+  })
+  .pipe(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/, 'an IPv4 address or a host name (letters, digits, . -; not starting with -)'));
 const ifName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,14}$/, 'a network interface name (at most 15 of letters, digits, . _ @ : -)');
 
 export const NodeEntry = z.strictObject({
