@@ -35,6 +35,8 @@ export interface PlanReadOptions {
   runtime?: 'host' | 'container';
   /** a profile already parsed (profiles import: not on disk yet); `name` is then only its label */
   loaded?: LoadedProfile;
+  /** what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read twice but the GPUs */
+  prior?: Prepared['read'];
 }
 
 export interface Prepared extends Resolved {
@@ -46,6 +48,8 @@ export interface Prepared extends Resolved {
   hostLine: string;
   /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
   image?: { ref: string; entrypoint?: string[] };
+  /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
+  read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>> };
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
@@ -90,16 +94,18 @@ function hostLine(host: HostShape, platformName: string): string {
 
 /** Read everything a plan needs, then resolve (pure) against it. */
 export async function prepare(name: string, opts: PlanReadOptions): Promise<Prepared> {
-  const { loaded, target } = loadTarget(name, opts);
+  const prior = opts.prior;
+  const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
   const sim = opts.engine === 'sim';
   const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
   const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
   const [modelRead, gpus, installed] = await Promise.all([
-    loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
+    // a model not read before (serve --pull fetches it between the two plans) is read now
+    prior?.modelRead.facts ? prior.modelRead : loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
-    fromImage(loaded?.profile) ? Promise.resolve(undefined) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+    prior || fromImage(loaded?.profile) ? Promise.resolve(prior?.installed) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
   let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
@@ -123,11 +129,13 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   }
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
-  const read = fromImage(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
+  // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
+  const read = fromImage(lp.profile) ? (prior?.image && !generated ? prior.image : await imageVersion(lp.profile, platform, sim)) : undefined;
   // the one guess where no vLLM is read, the same for every verb
   const guess = versionGuess(lp.profile, platform);
   const asked = lp.profile.engine.vllmVersion;
-  const found = read?.installed ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const ownVllm = installed ?? (read ? undefined : await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const found = read?.installed ?? ownVllm!;
   const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
   const vllm = decideVersion(asked, actual, guess);
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
@@ -137,7 +145,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
-  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image };
+  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image, read: { loaded, target, modelRead, installed: ownVllm, image: read } };
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */

@@ -37,6 +37,8 @@ import { runtimeCommand, setServerState, showStat, type ServerStat } from '../ro
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv } from './config.js';
+import { OnDemand, readOnDemand } from './ondemand.js';
+import { parseDuration } from '../util/duration.js';
 
 export type Log = (line: string) => void;
 
@@ -56,6 +58,7 @@ export function servedInstances(stateDir: string): ServedInstance[] {
       argv: inst.argv,
       apiKeyEnv: inst.apiKeyEnv,
       maxModelLen: inst.maxModelLen,
+      launch: inst.launch,
     }));
   for (const c of reg.clusters()) {
     try {
@@ -111,6 +114,8 @@ export interface KeeperOptions {
   signal: AbortSignal;
   /** how often the registry is read again */
   followMs?: number;
+  /** the sparkctl entry point (bin/sparkctl.js) the keeper runs serve and stop with, for on-demand starts */
+  sparkctl?: string;
   /** called once HAProxy holds its port and the keeper listens on its socket */
   onReady?: (info: { haproxyPid: number; plan: GatewayPlan }) => void;
 }
@@ -119,12 +124,14 @@ export class Keeper {
   plan!: GatewayPlan;
   private files!: Files;
   private child?: ChildProcess;
-  private listener?: Server;
+  private listeners: Server[] = [];
   private waking = new Map<string, Promise<void>>();
   /** models the keeper put to sleep (their servers in maint until the keeper wakes them) */
   private slept = new Set<string>();
   private rr = 0;
   reloads = 0;
+  /** the on-demand set (gateway.models): started when a request names it, evicted to make room */
+  od?: OnDemand;
 
   constructor(readonly o: KeeperOptions) {}
 
@@ -134,7 +141,8 @@ export class Keeper {
 
   async run(): Promise<void> {
     const o = this.o;
-    this.plan = planGateway(o.settings, servedInstances(o.stateDir), o.stateDir);
+    this.startOnDemand();
+    this.plan = planGateway(o.settings, servedInstances(o.stateDir), o.stateDir, this.od?.entries());
     ensureGatewayDir(this.plan.dir);
     this.files = renderFiles(this.plan);
     writeFiles(this.plan, this.files);
@@ -197,9 +205,50 @@ export class Keeper {
     if (!r.done) throw new LaunchError(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`, [...logTail(this.plan.files.log, this.logFrom), `see ${this.plan.files.log}`]);
   }
 
+  private startOnDemand() {
+    const o = this.o;
+    const { profiles, problems } = readOnDemand(o.settings);
+    for (const p of problems) o.log(`gateway: on demand: left out: ${p}`);
+    if (!profiles.length) return;
+    if (!o.sparkctl) throw new Error('the keeper needs the sparkctl entry point to start models on demand');
+    const busy = async () => {
+      const inFlight = new Map<string, number>();
+      let stats: ServerStat[] = [];
+      try {
+        stats = await showStat(this.plan.files.socket, 2000);
+      } catch {
+        /* no answer: only the keeper's own count */
+      }
+      for (const m of this.plan.models) {
+        const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
+        inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0));
+      }
+      const idleS = await this.lastSessions().catch(() => new Map<string, number>());
+      return { inFlight, idleS };
+    };
+    this.od = new OnDemand(
+      o.settings,
+      profiles,
+      {
+        model: (profile) => this.plan.models.find((m) => m.profile === profile),
+        running: () => this.plan.models.filter((m) => m.servers.length > 0),
+        load: busy,
+        rotation: async (m, out) => {
+          for (const sv of m.servers) await setServerState(this.plan.files.socket, m.backend, sv.name, out ? 'maint' : 'ready').catch(() => undefined);
+        },
+        follow: () => this.follow(),
+        asleep: (m) => this.slept.has(m.name),
+        markSlept: (m) => this.slept.add(m.name),
+        log: o.log,
+      },
+      { stateDir: o.stateDir, sparkctl: o.sparkctl, startTimeoutMs: parseDuration(o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout') },
+    );
+    o.log(`gateway: on demand: ${profiles.map((p) => `${p.profile}${p.pinned ? ' (pinned)' : ''}`).join(', ')}; evict by ${o.settings.onDemand.evict}`);
+  }
+
   /** Read the registry again; a change of the files is a reload. */
   async follow(): Promise<boolean> {
-    const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir);
+    const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
     const files = renderFiles(plan);
     if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
       return false;
@@ -317,27 +366,33 @@ export class Keeper {
   }
 
   /**
-   * The keeper's listener: a Unix socket in the gateway's folder (0700, checked ours), never a port.
-   * A socket file left by a keeper that died is removed (nothing answers on it); one that answers is
-   * another keeper's, and this one does not start.
+   * The keeper's listeners: two Unix sockets in the gateway's folder (0700, checked ours), never a
+   * port: keeper.sock for the frontend's via_keeper (the client's own headers), backup.sock for the
+   * backends' waker. A socket file left by a keeper that died is removed (nothing answers on it); one
+   * that answers is another keeper's, and this one does not start.
    */
   private async startListener(): Promise<void> {
-    const path = this.plan.keeper.socket;
-    await clearStaleSocket(path);
-    this.listener = createServer((req, res) => {
-      this.onRequest(req, res).catch((e) => {
-        if (!res.headersSent) sendError(res, 503, `the gateway could not pass the request on: ${(e as Error).message}`);
-        else res.destroy();
+    for (const [door, path] of [
+      ['front', this.plan.keeper.socket],
+      ['backup', this.plan.keeper.backupSocket],
+    ] as const) {
+      await clearStaleSocket(path);
+      const server = createServer((req, res) => {
+        this.onRequest(req, res, door).catch((e) => {
+          if (!res.headersSent) sendError(res, 503, `the gateway could not pass the request on: ${(e as Error).message}`);
+          else res.destroy();
+        });
       });
-    });
-    this.listener.keepAliveTimeout = 5000;
-    await new Promise<void>((resolve, reject) => {
-      this.listener!.once('error', (e: NodeJS.ErrnoException) =>
-        reject(new LaunchError(`the keeper could not listen on ${path}: ${e.code ?? e.message}`, [`remove ${path} if no gateway runs (sparkctl gateway status)`])),
-      );
-      this.listener!.listen(path, () => resolve());
-    });
-    chmodSync(path, 0o600);
+      server.keepAliveTimeout = 5000;
+      this.listeners.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', (e: NodeJS.ErrnoException) =>
+          reject(new LaunchError(`the keeper could not listen on ${path}: ${e.code ?? e.message}`, [`remove ${path} if no gateway runs (sparkctl gateway status)`])),
+        );
+        server.listen(path, () => resolve());
+      });
+      chmodSync(path, 0o600);
+    }
   }
 
   /** Bytes of request bodies the keeper holds now (each at most MAX_BODY; all together at most MAX_HELD). */
@@ -348,14 +403,16 @@ export class Keeper {
    * too large for HAProxy to read its model. The caller shows the gateway's key (when there is one)
    * before anything is added; the model comes from the body, never from a header.
    */
-  private async onRequest(req: IncomingMessage, res: ServerResponse) {
+  private async onRequest(req: IncomingMessage, res: ServerResponse, door: 'front' | 'backup') {
     const plan = this.plan;
     const gatewayKey = plan.apiKeyEnv ? process.env[plan.apiKeyEnv] : undefined;
-    if (plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey)) return sendError(res, 401, 'Unauthorized', 'AuthenticationError');
+    // the front door (the client's own headers): the gateway's key, or nothing is added. The backup
+    // door is a backend's waker: HAProxy checked the key at its frontend and set the model's own
+    if (door === 'front' && plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey)) return sendError(res, 401, 'Unauthorized', undefined, 'AuthenticationError');
     const announced = Number(req.headers['content-length']);
     const want = Number.isFinite(announced) && announced > 0 ? announced : MAX_BODY;
     if (this.held + Math.min(want, MAX_BODY) > MAX_HELD)
-      return sendError(res, 503, `the gateway holds ${Math.round(this.held / 2 ** 20)} MiB of request bodies now (at most ${MAX_HELD / 2 ** 20} MiB at once): retry shortly`);
+      return sendError(res, 503, `the gateway holds ${Math.round(this.held / 2 ** 20)} MiB of request bodies now (at most ${MAX_HELD / 2 ** 20} MiB at once): retry shortly`, 2);
     const reserved = Math.min(want, MAX_BODY);
     this.held += reserved;
     let body: Buffer;
@@ -363,17 +420,17 @@ export class Keeper {
       body = await readBounded(req, MAX_BODY);
     } catch (e) {
       this.held -= reserved;
-      return sendError(res, 413, (e as Error).message, 'BadRequestError');
+      return sendError(res, 413, (e as Error).message, undefined, 'BadRequestError');
     }
     try {
       const route = routeBody(plan, body);
-      if (!route.ok) return sendError(res, route.status, route.message, route.type, route.param);
-      const m = route.model;
+      if (!route.ok) return sendError(res, route.status, route.message, undefined, route.type, route.param);
+      let m = route.model;
       if (route.rename) body = renamed(body, route.rename);
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
       // one key at the gateway (checked above): the model's own key replaces the client's, as HAProxy does for the other routes
-      if (plan.apiKeyEnv) {
+      if (door === 'front' && plan.apiKeyEnv) {
         delete headers['x-api-key'];
         const k = m.apiKeyEnv ? process.env[m.apiKeyEnv] : undefined;
         if (k) headers.authorization = `Bearer ${k}`;
@@ -381,6 +438,9 @@ export class Keeper {
       }
       this.passing.set(m.name, (this.passing.get(m.name) ?? 0) + 1);
       try {
+        const ready = await this.onDemandReady(m, res);
+        if (!ready) return;
+        m = ready;
         const s = this.pick(m);
         if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
         this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
@@ -406,6 +466,40 @@ export class Keeper {
 
   private inFlight = new Map<string, number>();
 
+  /**
+   * An on-demand model: started (room made by the plan first) when it has no server, room made
+   * before a sleeping one wakes; the model as the plan has it then, or undefined when the request
+   * was answered here (503 + Retry-After: it could not start in time, or no room can be made).
+   */
+  private async onDemandReady(m: GatewayModel, res: ServerResponse): Promise<GatewayModel | undefined> {
+    const od = this.od;
+    if (!od || !m.onDemand || !od.byProfile.has(m.profile)) return m;
+    od.used(m.profile);
+    const retry = this.o.settings.retryAfterSeconds;
+    const limitMs = parseDuration(this.o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout');
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not started within ${this.o.settings.onDemand.startTimeout}`)), limitMs);
+      });
+      try {
+        if (!m.servers.length || od.state(m.profile) === 'evicting') await Promise.race([od.ensure(m.profile), late]);
+        else if (m.sleepMode && this.slept.has(m.name)) await Promise.race([od.roomFor(m.profile), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (e) {
+      sendError(res, 503, `${m.name}: ${(e as Error).message}`, retry);
+      return undefined;
+    }
+    const now = this.plan.models.find((x) => x.profile === m.profile);
+    if (!now?.servers.length) {
+      sendError(res, 503, `${m.name}: not running`, retry);
+      return undefined;
+    }
+    return now;
+  }
+
   /** The server with the fewest requests the keeper passes on (leastconn, as HAProxy balances the rest). */
   private pick(m: GatewayModel) {
     let best = m.servers[this.rr++ % m.servers.length]!;
@@ -414,8 +508,10 @@ export class Keeper {
   }
 
   async stop(): Promise<void> {
-    this.listener?.close();
-    this.listener?.closeAllConnections();
+    for (const l of this.listeners) {
+      l.close();
+      l.closeAllConnections();
+    }
     const c = this.child;
     if (!c || c.exitCode !== null) return;
     // soft stop: the listeners close, the requests in flight finish
@@ -456,9 +552,9 @@ function logTail(path: string, from: number): string[] {
   }
 }
 
-function sendError(res: ServerResponse, status: number, message: string, type = 'ServiceUnavailableError', param: string | null = null) {
+function sendError(res: ServerResponse, status: number, message: string, retryAfterS?: number, type = 'ServiceUnavailableError', param: string | null = null) {
   const text = JSON.stringify({ error: { message, type, param, code: status } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(retryAfterS ? { 'retry-after': String(retryAfterS) } : {}) });
   res.end(text);
 }
 

@@ -1,6 +1,7 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
 import { ProbeBlock } from './probe-block.js';
+import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
 
 const positiveInt = z.number().int().positive();
@@ -165,6 +166,18 @@ export const RouterBlock = z.strictObject({
   tunnelTimeoutSeconds: positiveInt.default(3600),
   queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+  balance: z
+    .enum(['prefix', 'leastconn'])
+    .default('prefix')
+    .describe(
+      "prefix: a request goes to the replica its prompt's first router.prefixBytes hash to (HAProxy's bounded-load consistent hash), so a shared system prompt, document or conversation meets the replica whose prefix cache holds it; leastconn: the replica with the fewest requests",
+    ),
+  prefixBytes: positiveInt.min(16).max(65536).default(1024).describe('balance prefix: how many bytes of the prompt (from "messages", "prompt" or "input" on) are hashed'),
+  hashBalanceFactor: positiveInt
+    .min(101)
+    .max(1000)
+    .default(150)
+    .describe('balance prefix: a replica takes at most this % of the average load before its prefixes spill to the next one (HAProxy hash-balance-factor)'),
   drainTimeoutSeconds: positiveInt
     .max(3600)
     .optional()
@@ -227,6 +240,7 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  watch: WatchBlock.default(WatchBlock.parse({})).describe('How sparkctl watch judges and acts on these servers (its flags override)'),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),

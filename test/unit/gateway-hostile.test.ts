@@ -141,8 +141,10 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
     expect(cfg).not.toContain(':18082');
     const keeper = cfg.slice(cfg.indexOf('\nbackend via_keeper') + 1).split('\n\n')[0]!;
     expect(keeper).toMatch(/http-error status 503 content-type application\/json string '\{"error":\{"message":"the gateway\\u0027s keeper .*is not running/);
-    // a sleeping model's requests go to the keeper (no usable server), never a backup server on a port
-    expect(front).toContain(`use_backend via_keeper if { var(txn.backend) -m str ${plan.models[0]!.backend} } { nbsrv(${plan.models[0]!.backend}) -m int 0 }`);
+    // a sleeping model's backup is the keeper's second socket, never a port
+    const sleeper = cfg.slice(cfg.indexOf(`\nbackend ${plan.models[0]!.backend}\n`) + 1).split('\n\n')[0]!;
+    expect(sleeper).toContain('    server waker unix@/state/gateway/backup.sock backup no-check');
+    expect(plan.keeper.backupSocket).toBe('/state/gateway/backup.sock');
     expect(front).toContain('use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
     expect(plan.keeper.socket).toBe('/state/gateway/keeper.sock');
   });

@@ -103,6 +103,7 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey
     apiKey: opts.apiKey,
     apiKeyEnv: p.server.apiKeyEnv,
     readyMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
+    stallMs: p.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm ? p.prewarm : undefined,
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,
