@@ -157,7 +157,16 @@ export const incompletePath = (c: RepoCache, etag: string) => join(c.blobs, `${e
  */
 export async function openIncomplete(c: RepoCache, etag: string) {
   const p = incompletePath(c, etag);
-  const fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
+  let fh: import('node:fs/promises').FileHandle;
+  try {
+    fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
+  } catch (e) {
+    // what an earlier run or someone else left there is a finding, never an internal error
+    const code = (e as NodeJS.ErrnoException).code;
+    const what = code === 'ELOOP' ? 'a symbolic link sparkctl did not make' : code === 'EISDIR' ? 'a folder' : code === 'EACCES' || code === 'EPERM' ? 'not writable' : undefined;
+    if (what) throw new CacheRefused(`${p} (a partial download) is ${what}; remove it and pull again`);
+    throw e;
+  }
   const st = await fh.stat();
   if (!st.isFile()) {
     await fh.close();

@@ -23,7 +23,7 @@ export default createCommand({
       name: 'up',
       description: 'start the gateway (it follows serve, stop and restart of every profile by reloading HAProxy)',
       options: [...SETTINGS, ['--json', 'machine-readable output']],
-      help: '\nExamples:\n  sparkctl gateway up --port 8080\n  sparkctl gateway up --alias coder=Qwen/Qwen3.5-9B --idle-sleep 15m\n  QWEN_GATEWAY_KEY=... sparkctl gateway up --api-key-env QWEN_GATEWAY_KEY',
+      help: '\nExamples:\n  sparkctl gateway up --port 8080\n  sparkctl gateway up --alias coder=Qwen/Qwen3.5-9B --idle-sleep 15m\n  QWEN_GATEWAY_KEY=... sparkctl gateway up --api-key-env QWEN_GATEWAY_KEY\n  sparkctl gateway up --on-demand qwen3.5-9b-code --on-demand qwen-dev --gpu-memory 128GB --evict stop\n  sparkctl gateway up --config gateway.yaml   (gateway.models: per profile pinned, serve arguments, concurrency, queue)',
       handler: lazy(
         () => import('./run.js'),
         (m) => m.up,
