@@ -24,11 +24,13 @@ import bench from './verbs/bench/flags.js';
 import monitoring from './verbs/monitoring/flags.js';
 import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
+import watch from './verbs/watch/flags.js';
 import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
+import cache from './verbs/cache/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 import { closeNames, nearestNames } from './util/near.js';
 
@@ -43,6 +45,8 @@ const VERBS: VerbDef[] = [
   logs,
   stop,
   restart,
+  watch,
+  cache,
   router,
   gateway,
   sleep,

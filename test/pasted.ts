@@ -22,7 +22,7 @@ export function sparkctlCommands(text: string): string[][] {
   for (const m of text.matchAll(/(?:^|[\s`'"(:])sparkctl((?: +[^\s;,)`'"]+)+)/g)) {
     let words = m[1]!.trim().split(/ +/);
     // a pipe, a redirect or && ends the command (what follows is another program)
-    const end = words.findIndex((w) => /^(\||>|>>|&&|\|\|)$/.test(w));
+    const end = words.findIndex((w) => /^(\||>|>>|&&|\|\||\(?sparkctl)$/.test(w));
     if (end >= 0) words = words.slice(0, end);
     // "sparkctl stop X, then ..." / "(status: ...)": the command ends at the first prose word after a comma
     const cut = words.findIndex((w) => /^(or|and|then|first|again|to|if|when|with|for|before|after|is|lists|says|shows)$/.test(w));

@@ -35,6 +35,8 @@ export interface PlanReadOptions {
   runtime?: 'host' | 'container';
   /** a profile already parsed (profiles import: not on disk yet); `name` is then only its label */
   loaded?: LoadedProfile;
+  /** the shape to plan for, given (plan --nodes: the nodes file's GPUs): no GPU of this host is read */
+  host?: HostShape;
   /** what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read twice but the GPUs */
   prior?: Prepared['read'];
 }
@@ -88,6 +90,7 @@ function hostLine(host: HostShape, platformName: string): string {
   const name = host.gpuName ?? 'GPU';
   if (host.gpusSource === 'detected')
     return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
+  if (host.multiNode) return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
   if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
@@ -97,7 +100,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const prior = opts.prior;
   const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
   const sim = opts.engine === 'sim';
-  const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
+  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
   const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
@@ -108,7 +111,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     prior || fromImage(loaded?.profile) ? Promise.resolve(prior?.installed) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
-  let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
+  let host = opts.host ?? (gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined);
   let generated: Prepared['generated'];
   let lp = loaded;
   if (!lp) {
@@ -122,7 +125,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     }
     let shape = host ?? hostFromPlatform(platform, opts.gpus);
     if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
-    const choice = profileForModel(target!, modelRead.facts, shape);
+    const choice = profileForModel(target!, modelRead.facts, shape, { unified: platform.gpu.unifiedMemory });
     generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
@@ -222,4 +225,49 @@ function simPlays(pinned: string, found: InstalledVllm, guess: VersionGuess): In
       why: `engine.vllmVersion auto: the version of the vLLM serve would run, ${found.image ? `in the image ${found.image}` : found.bin}`,
     };
   return { bin: 'the simulator', version: guess.version, source: 'cache', why: `engine.vllmVersion auto and no vLLM to read: ${guess.basis}, the guess every verb makes without one` };
+}
+
+export interface ClusterTarget {
+  loaded: LoadedProfile;
+  modelRead: ModelRead;
+  /** a model id's profile, generated for the cluster's shape: why each number */
+  generated?: { target: ModelTarget; why: string[] };
+  /** the platform the nodes are planned as, when it was not said (--platform) */
+  platformNote?: string;
+  platform?: string;
+}
+
+/**
+ * What serve --nodes (and plan, preflight --nodes) reads before it plans: a profile, or a model id or
+ * folder with no profile, whose config.json pull already put in the Hugging Face cache; the model's
+ * files feed the plan either way (a --nodes dry-run planned without them). A model id gets a profile
+ * generated for every GPU of the nodes (clusterProfileForModel), as one-node serve generates one
+ * for the host.
+ */
+export async function readForNodes(name: string, shape: { nodes: number; gpusPerNode: number }, opts: Pick<PlanReadOptions, 'profiles' | 'set' | 'platform'>): Promise<ClusterTarget> {
+  const { loaded, target } = loadTarget(name, { profiles: opts.profiles, set: opts.set });
+  if (loaded) return { loaded, modelRead: await readModelFor(loaded.profile) };
+  const modelRead = await readModel({ readFile: readText, env: () => process.env }, target!, { timeoutMs: 2000 });
+  if (!modelRead.facts)
+    throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
+      target!.id
+        ? `download it first: sparkctl pull ${target!.id} --nodes FILE (the weights to every node; --config-only is enough to plan), then run this again`
+        : 'give the folder that holds config.json',
+      modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
+    ]);
+  // one GPU per node is the Spark's shape (GB10); say which platform the plan assumed
+  const platformName = opts.platform ?? (shape.gpusPerNode === 1 ? 'dgx-spark-gb10' : DEFAULT_PLATFORM);
+  const platformNote = opts.platform ? undefined : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
+  const platform = loadPlatform(platformName);
+  const { clusterProfileForModel } = await import('../profiles/from-model.js');
+  const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
+  const withPlatform = { ...JSON.parse(JSON.stringify(choice.profile)), platform: platformName };
+  const file = `(generated for ${name} over ${shape.nodes} nodes)`;
+  return {
+    loaded: { profile: parseProfile(withPlatform, file, opts.set ?? []), file },
+    modelRead,
+    generated: { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why },
+    platformNote,
+    platform: platformName,
+  };
 }

@@ -302,6 +302,30 @@ const UNMODELLED_TYPES = [
   'rwkv',
   'rwkv7',
   'xlstm',
+  // found in vLLM's model registry (models/registry.py) among the IsHybrid classes or with caches of their own:
+  // Ling/Bailing linear hybrids (bailing_moe_linear.py, bailing_moe_v3.py), OLMo hybrid (olmo_hybrid.py), LongCat-Flash
+  // (longcat_flash.py: two MLA attentions a layer, zero-compute experts)
+  'olmo_hybrid',
+  'bailing_moe_linear',
+  'bailing_moe_v2_5',
+  'bailing_moe_v3',
+  'longcat_flash',
+];
+// The same families by architecture (models/registry.py), for configs whose model_type is spelled otherwise
+const UNMODELLED_ARCHS = [
+  'BailingMoeV2_5ForCausalLM',
+  'BailingMoeV3ForCausalLM',
+  'OlmoHybridForCausalLM',
+  'LongcatFlashForCausalLM',
+  'LongcatFlashNgramForCausalLM',
+  'KimiLinearForCausalLM',
+  'MiniMaxText01ForCausalLM',
+  'JambaForCausalLM',
+  'FalconH1ForCausalLM',
+  'GraniteMoeHybridForCausalLM',
+  'Zamba2ForCausalLM',
+  'Lfm2ForCausalLM',
+  'Lfm2MoeForCausalLM',
 ];
 const ENCODER_ONLY_TYPES = ['bert', 'roberta', 'xlm-roberta', 'distilbert', 'electra', 'deberta', 'deberta-v2', 'modernbert', 'nomic_bert', 'new', 'camembert', 'albert'];
 const UNMODELLED_FIELDS = [
@@ -319,6 +343,8 @@ const UNMODELLED_FIELDS = [
   'hybrid_layer_pattern',
   'attention_chunk_size',
   'cross_attention_layers',
+  // HunYuan's cross-layer attention (hunyuan_v1.py: use_cla, a layer reads the KV cache of the one before)
+  'use_cla',
 ];
 
 /**
@@ -328,6 +354,9 @@ const UNMODELLED_FIELDS = [
 export function readLayout(c: Json, n: number): Layout | NotModelled {
   try {
     const type = str(c.model_type) ?? '';
+    const arch = Array.isArray(c.architectures) ? str(c.architectures[0]) : undefined;
+    if (arch && UNMODELLED_ARCHS.includes(arch) && !UNMODELLED_TYPES.includes(type))
+      return { notModelled: 'architectures', why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here` };
     if (UNMODELLED_TYPES.includes(type)) {
       const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
       return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };

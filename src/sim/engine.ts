@@ -1,6 +1,7 @@
 // The simulator's engine: a batch of running requests bounded by max num seqs and KV capacity,
 // a FIFO of waiting ones, and a timing model derived from the model and the GPU.
 import type { Registry, Gauge, Counter, Histogram } from 'prom-client';
+import { existsSync } from 'node:fs';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 
@@ -110,7 +111,7 @@ export class Engine {
     readonly cap: Capacity,
     readonly timing: Timing,
     readonly metrics: Metrics | undefined,
-    readonly faults: { deadAfter?: number; zombieAfter?: number; longPrefillS?: number; crashMidStream?: number; saturateAt?: number },
+    readonly faults: { deadAfter?: number; zombieAfter?: number; zombieIf?: string; longPrefillS?: number; crashMidStream?: number; saturateAt?: number },
   ) {}
 
   private gauges() {
@@ -260,7 +261,7 @@ export class Engine {
     const wait = this.admit(need, signal);
     if (wait) await wait;
     // the request that wedges it was scheduled (counted as running), then the engine stopped stepping
-    if (this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) this.zombie = true;
+    if ((this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) || (this.faults.zombieIf && existsSync(this.faults.zombieIf))) this.zombie = true;
     const queued = performance.now() - t0;
     // Admitted at once: the model's clock started when the request reached the server (reading
     // and checking its body is not prefill time: up to a few ms on a busy simulator). Held in the

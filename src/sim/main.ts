@@ -26,6 +26,8 @@ export interface Faults {
   hangAtLoad?: boolean;
   engineDeadAfter?: number;
   zombieAfter?: number;
+  /** wedge when this file exists as a request is scheduled (a test's switch, one server at a time) */
+  zombieIf?: string;
   longPrefillS?: number;
   crashMidStream?: number;
   saturateAt?: number;
@@ -64,6 +66,10 @@ export function parseFaults(spec: string): Faults {
       case 'zombie-after':
         f.zombieAfter = n();
         break;
+      case 'zombie-if':
+        if (!arg?.startsWith('/')) throw new ArgError('fault zombie-if needs an absolute path: zombie-if:/path/to/switch');
+        f.zombieIf = arg;
+        break;
       case 'long-prefill':
         f.longPrefillS = n();
         break;
@@ -81,7 +87,7 @@ export function parseFaults(spec: string): Faults {
         break;
       default:
         throw new ArgError(
-          `unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, long-prefill:S, crash-mid-stream:N, saturate:N, slow:MS, exit-after:S`,
+          `unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, zombie-if:PATH, long-prefill:S, crash-mid-stream:N, saturate:N, slow:MS, exit-after:S`,
         );
     }
   }
@@ -396,6 +402,7 @@ async function buildServer(s: SimSetup) {
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
+    zombieIf: faults.zombieIf,
     longPrefillS: faults.longPrefillS,
     crashMidStream: faults.crashMidStream,
     saturateAt: faults.saturateAt,

@@ -111,7 +111,14 @@ function renderEvent(e: ClusterEvent, profile: string, phase: (node: string, pha
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
   // the record names the file by its whole path: stop without --nodes reads it from any folder
-  const inputs = { ...opts, nodesFile: resolve(opts.nodes!) };
+  // --runtime is the profile's engine.runtime for this run, with --nodes as without
+  const sets = [...(opts.set ?? []), ...(opts.runtime ? [`engine.runtime=${opts.runtime}`] : [])];
+  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
+  const { readForNodes } = await import('../engine/inputs.js');
+  const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
+  if (target.platformNote && !opts.json) note(target.platformNote);
+  if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
   // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
   const planned = planCluster(profileName, nf, inputs);

@@ -122,6 +122,13 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     for (const x of s.filter((y) => y.what === 'evict')) expect(x.reason).toMatch(/to make room for/);
 
     st = await status();
+    // the envelope gateway status --json gives, pinned: its keys and each model's
+    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'url', 'version']);
+    expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running' });
+    for (const m of st.models) {
+      expect(Object.keys(m).sort()).toEqual(['asleep', 'name', 'onDemand', 'profile', 'queued', 'servers', 'sleepMode', 'state']);
+      expect(Object.keys(m.onDemand).sort()).toEqual(expect.arrayContaining(['evictions', 'pinned', 'starts']));
+    }
     const byProfile = Object.fromEntries(st.models.map((m: { profile: string }) => [m.profile, m]));
     expect(byProfile['qwen3.5-9b']).toMatchObject({ state: 'running', onDemand: { pinned: true, evictions: 0, starts: 1 } });
     expect(byProfile['qwen3.5-9b-code']).toMatchObject({ state: 'running', onDemand: { starts: 2, evictions: 1 } });
@@ -149,5 +156,38 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     expect(four.every((r) => r.done)).toBe(true);
     expect(swaps().filter((x) => x.what === 'start' && x.profile === 'qwen-dev').length).toBe(before + 1);
     expect(swaps().filter((x) => x.what === 'evict' && x.profile === 'qwen3.5-9b')).toEqual([]);
+  }, 300_000);
+
+  it('evict by sleep (level 2, the simulator: the CPU build of vLLM has none): the least recently used is put to sleep, not stopped, and woken (room made first) when asked for again', async () => {
+    expect((await cli(['gateway', 'down'], { env: t.env() })).exitCode).toBe(0);
+    expect((await cli(['stop', '--all'], { env: t.env(), timeout: 60_000 })).exitCode).toBe(0);
+    const cfg = join(t.state, 'gateway-sleep.yaml');
+    const sleepy = ['--set', 'server.sleepMode=true'];
+    const models = {
+      'qwen-dev': { serve: serveArgs(base + 4, 0.6, 0, sleepy) },
+      'qwen3.5-9b-code': { serve: serveArgs(base + 5, 0.6, 2, [...sleepy, '--set', 'model.servedName=coder-b']) },
+    };
+    writeFileSync(cfg, JSON.stringify({ gateway: { port: base, checkIntervalMs: 500, models, onDemand: { gpuMemory: '80GiB', evict: 'sleep2', startTimeout: '90s' } } }));
+    const up = await cli(['gateway', 'up', '--config', cfg], { env: t.env() });
+    expect(up.exitCode, up.stderr + up.stdout).toBe(0);
+    const before = swaps().length;
+    const answers = [];
+    for (const m of ['qwen-dev', 'coder-b', 'qwen-dev', 'coder-b']) answers.push(await ask(m, { stream: true }));
+    expect(answers.map((a) => [a.status, a.done])).toEqual(Array.from({ length: 4 }, () => [200, true]));
+    const s = swaps().slice(before);
+    // each started once (by serve); after that each is put to sleep and woken, never stopped
+    expect(s.filter((x) => x.what === 'start').map((x) => x.profile)).toEqual(['qwen-dev', 'qwen3.5-9b-code']);
+    expect(s.filter((x) => x.what === 'evict').map((x) => [x.profile, (x as Swap & { how: string }).how])).toEqual([
+      ['qwen-dev', 'sleep2'],
+      ['qwen3.5-9b-code', 'sleep2'],
+      ['qwen-dev', 'sleep2'],
+    ]);
+    const st = await status();
+    const byProfile = Object.fromEntries(st.models.map((m: { profile: string }) => [m.profile, m]));
+    expect(byProfile['qwen-dev'].state).toBe('sleeping');
+    expect(byProfile['qwen3.5-9b-code'].state).toBe('running');
+    // both processes still registered: sleep frees the memory, not the process
+    const inst = JSON.parse(String((await cli(['status', '--json'], { env: t.env() })).stdout)).instances as Array<{ profile: string }>;
+    expect(inst.map((i) => i.profile).sort()).toEqual(['qwen-dev', 'qwen3.5-9b-code']);
   }, 300_000);
 });

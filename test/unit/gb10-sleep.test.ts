@@ -6,6 +6,15 @@ import { createServer } from 'node:net';
 import { unifiedSleepRefusal, sleepInstance, wakeInstance, GB10_SLEEP } from '../../src/engine/sleep.js';
 import { modelsOf, type ServedInstance } from '../../src/gateway/plan.js';
 import type { Instance } from '../../src/engine/registry.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { unifiedKvBytes } from '../../src/profiles/unified-kv.js';
+import { loadPlatform } from '../../src/profiles/platforms.js';
+import { Profile } from '../../src/profiles/schema.js';
+import { planMemory, GIB } from '../../src/profiles/planner.js';
+import { parseModelConfig } from '../../src/model/facts.js';
+import { parsePythonJson } from '../../src/model/json.js';
+import { FIXTURES } from '../helpers.js';
 
 const spark = { platform: 'dgx-spark-gb10', vllm: { asked: 'auto', resolved: '0.28.0', how: 'installed' as const } };
 
@@ -45,5 +54,27 @@ describe('sleep mode on a DGX Spark', () => {
     const base: ServedInstance = { name: 'q-0', profile: 'q', servedName: 'q', host: '127.0.0.1', port: 8000, argv: ['--enable-sleep-mode'] };
     expect(modelsOf([{ ...base, launch: spark }]).models[0]!.sleepMode).toBe(false);
     expect(modelsOf([{ ...base, launch: { platform: 'hopper-cuda13' } }]).models[0]!.sleepMode).toBe(true);
+  });
+});
+
+describe("serve on a DGX Spark fixes the KV cache in bytes (vLLM's profiling on unified memory counts the page cache against it)", () => {
+  const sparkPlatform = loadPlatform('dgx-spark-gb10');
+  const gpt = parseModelConfig(parsePythonJson(readFileSync(join(FIXTURES, 'models', 'gpt-oss-120b', 'config.json'), 'utf8')));
+  const profile = (engine: Record<string, unknown>) => Profile.parse({ name: 'gpt', model: { id: 'openai/gpt-oss-120b' }, engine: { maxModelLen: 65536, gpuMemoryUtilization: 0.8, ...engine } });
+  it('the planned KV bytes, where the target vLLM takes --kv-cache-memory-bytes (0.11 on)', () => {
+    const p = profile({ vllmVersion: '0.28.0' });
+    const u = unifiedKvBytes(p, sparkPlatform, 121.7 * GIB, gpt);
+    expect(u?.bytes).toBe(Math.floor(planMemory(p, 121.7 * GIB, gpt).availableKvBytes));
+    // 0.8 x 121.7 GiB less 60.7 GiB of weights less the 2 GiB reserve
+    expect(u!.bytes / GIB).toBeCloseTo(0.8 * 121.7 - 60.69 - 2, 1);
+    expect(u?.note).toMatch(/PR #286/);
+  });
+  it.each<[string, Profile, typeof sparkPlatform]>([
+    ['a vLLM without the flag (0.10)', profile({ vllmVersion: '0.10.0' }), sparkPlatform],
+    ['a version not resolved', profile({}), sparkPlatform],
+    ['a profile that sets it', profile({ vllmVersion: '0.28.0', kvCacheMemoryBytes: 1 << 30 }), sparkPlatform],
+    ['an H200 (memory of its own)', profile({ vllmVersion: '0.28.0' }), loadPlatform('hopper-cuda13')],
+  ])('none for %s', (_n, p, platform) => {
+    expect(unifiedKvBytes(p, platform, 121.7 * GIB, gpt)).toBeUndefined();
   });
 });

@@ -418,3 +418,27 @@ describe('multimodal wrappers: the vision tower is loaded too', () => {
     expect(plan.notes.join('\n')).toMatch(/vision tower is estimated from vision_config \(0\.8\d GiB\)/);
   });
 });
+
+describe("the module count against a published checkpoint's own byte count", () => {
+  it("meta-llama/Llama-3.1-8B: the config priced module by module is the index's total_size (16,060,522,496 B) less the norms", () => {
+    const c = fx('llama-3.1-8b');
+    const counted = parseModelConfig(c);
+    expect(counted.weightsFrom).toBe('config');
+    // RMSNorm weights (2 a layer + the final one, 4096 each) are the only tensors the count leaves out: (2 x 32 + 1) x 4096 x 2 B
+    expect(16_060_522_496 - bytesOf(counted)).toBe((2 * 32 + 1) * 4096 * 2);
+  });
+});
+
+describe("families in vLLM's model registry whose caches the plan does not follow: not modelled, naming the field", () => {
+  it.each<[string, Record<string, unknown>, string]>([
+    ['LongCat-Flash (two MLA attentions a layer)', { model_type: 'longcat_flash', architectures: ['LongcatFlashForCausalLM'] }, 'model_type'],
+    ['OLMo hybrid', { model_type: 'olmo_hybrid' }, 'model_type'],
+    ['Ling 2.5 linear hybrid by its architecture', { model_type: 'bailing_moe', architectures: ['BailingMoeV2_5ForCausalLM'] }, 'architectures'],
+    ['HunYuan with cross-layer attention', { model_type: 'hunyuan_v1_dense', use_cla: true, cla_share_factor: 2 }, 'use_cla'],
+  ])('%s', (_n, extra, field) => {
+    const f = parseModelConfig({ ...qwen, ...extra });
+    expect(f.layout).toMatchObject({ notModelled: field });
+    // HunYuan without CLA is a plain dense model
+    if (field === 'use_cla') expect(parseModelConfig({ ...qwen, ...extra, use_cla: false }).layout).not.toHaveProperty('notModelled');
+  });
+});

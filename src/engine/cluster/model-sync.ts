@@ -146,6 +146,9 @@ function afterBlobs(req: SyncRequest): string[] {
 
 const STAGE_PREFIX = '.sparkctl-incoming-';
 
+/** A copy to a node has a deadline a slow node cannot stretch: 10 minutes plus the bytes at 10 MB/s (as the image copy). */
+export const copyDeadlineMs = (bytes: number) => Math.round((600 + bytes / 10e6) * 1000);
+
 // Every path a copy writes on the node is made by sparkctl, in a folder it made, or checked not to be a
 // link at every component, as ensureDirUnder does here. The bytes land first in a fresh 0700 staging
 // folder (mktemp -d: nobody else can plant anything in it); `place` then walks each file's folders from
@@ -207,13 +210,13 @@ async function placeIn(nf: NodesFile, node: NodeEntry, req: SyncRequest, staging
   return refusedWhy(r) ?? `moving the copy into place on the node failed: ${remoteWhy(r)}`;
 }
 
-async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[]): Promise<string | undefined> {
+async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[], bytes: number): Promise<string | undefined> {
   const st = await makeStaging(nf, node, req);
   if (!st.staging) return st.err;
   const r = await execa('rsync', rsyncArgv(nf, node, req.repoDir, undefined, st.staging), {
     input: paths.join('\0'),
     reject: false,
-    timeout: 24 * 3600_000,
+    timeout: copyDeadlineMs(bytes),
     cancelSignal: req.signal,
   });
   if (r.exitCode !== 0) {
@@ -223,7 +226,7 @@ async function copyRsync(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths
   return placeIn(nf, node, req, st.staging, paths);
 }
 
-async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[]): Promise<string | undefined> {
+async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: string[], bytes: number): Promise<string | undefined> {
   // One ssh: the checked repository folder, a fresh staging folder, tar into it, then placed (blobs first).
   const remote = [stageCommand(req.repoDir, false), 'tar -C "$S" -xf -', ...paths.map((p) => `place ${q(p)}`), 'exit 0'].join('\n');
   const argv = sshArgv(nf, node, remote);
@@ -233,7 +236,7 @@ async function copyTar(nf: NodesFile, node: NodeEntry, req: SyncRequest, paths: 
     buffer: { stdout: false },
   }).pipe(argv[0]!, argv.slice(1), {
     reject: false,
-    timeout: 24 * 3600_000,
+    timeout: copyDeadlineMs(bytes),
     cancelSignal: req.signal,
   });
   const t = r.pipedFrom[0];
@@ -266,7 +269,7 @@ export async function syncSnapshot(nf: NodesFile, req: SyncRequest): Promise<Nod
     const method = localRsync && h.rsync ? 'rsync' : 'tar';
     // blobs first: `place` moves them in before anything that points at them
     const paths = [...cmp.missing.map((f) => `blobs/${f.blob}`), ...afterBlobs(req)];
-    const err = method === 'rsync' ? await copyRsync(nf, via, req, paths) : await copyTar(nf, via, req, paths);
+    const err = method === 'rsync' ? await copyRsync(nf, via, req, paths, cmp.need) : await copyTar(nf, via, req, paths, cmp.need);
     if (err) return { ...base, status: 'failed', via: method, why: err };
     // Read back: the node must now hold exactly what is here.
     const again = await ssh(nf, via, probeCommand(req), { timeoutMs: 60_000, signal: req.signal });

@@ -16,6 +16,8 @@ import type { RequestsOutcome } from '../../engine/stop.js';
 
 export interface RestartOptions {
   rolling?: boolean;
+  /** with --rolling: only these replicas (sparkctl watch restarts one wedged replica) */
+  replica?: string[];
   set: string[];
   profiles?: string;
   gpus?: number;
@@ -58,6 +60,10 @@ export async function run(profileName: string, opts: RestartOptions) {
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const started = howStarted(entries);
+  const only = opts.replica?.length ? opts.replica : undefined;
+  if (only && !opts.rolling) throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [`sparkctl restart ${name} --rolling --replica ${only[0]}`]);
+  for (const r of only ?? [])
+    if (!replicas.some((e) => e.inst.name === r)) throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [`its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`]);
   if (opts.rolling && (!router?.alive || !router.inst.router))
     throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
       `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
@@ -105,6 +111,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       entries: replicas,
       secrets,
       drainTimeoutMs: opts.drainTimeout,
+      only,
       stopTimeoutMs: opts.grace === undefined ? undefined : opts.grace * 1000,
       signal: ac.signal,
       onEvent: opts.json ? undefined : rollingRenderer(),
@@ -118,7 +125,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
     const kept = outcome.replicas.filter((x) => x.name !== outcome.aborted!.replica).map((x) => x.name);
     note(`the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`);
-  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
+  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.filter((x) => x.restarted).length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
   const code = exitCodeOf(outcome.status);
   if (code !== 0) throw new ExitWith(code);
 }
