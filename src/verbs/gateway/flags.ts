@@ -3,7 +3,7 @@ import { collect, intArg } from '../args.js';
 import type { OptionTuple } from '../define.js';
 
 const SETTINGS: OptionTuple[] = [
-  ['--port <port>', 'where the gateway listens (default 8080; stats on port+1, the waker on port+2, both 127.0.0.1)', intArg('--port')],
+  ['--port <port>', "where the gateway listens (default 8080; stats on port+1 on 127.0.0.1; the keeper on a Unix socket in the gateway's folder)", intArg('--port')],
   ['--host <addr>', 'the address it binds (default 127.0.0.1; 0.0.0.0 for every interface)'],
   ['--config <file>', 'a YAML file with a gateway: block (port, host, aliases, apiKeyEnv, idleSleep, ...)'],
   ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
