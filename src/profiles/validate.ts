@@ -1,4 +1,5 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
+import { CONTROL } from '../util/control.js';
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
@@ -234,8 +235,6 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
     }
   }
 }
-
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /**
  * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC, NEL,

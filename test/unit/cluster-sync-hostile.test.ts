@@ -20,8 +20,6 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
   it.each([
     ['address', '10.0.0.10'],
     ['address', 'node-1.example.com'],
-    ['address', 'fe80::1'],
-    ['address', '[2001:db8::2]'],
     ['sshUser', 'ubuntu'],
     ['sshUser', 'svc_llm'],
     ['interface', 'enp1s0f1np1'],
@@ -36,6 +34,10 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
     ['address', 'host:/path'],
     ['address', 'user@host'],
     ['address', '$(id)'],
+    // IPv6 literals: refused with the fix (issue 42, item 9), not half-carried into rsync's host:path
+    ['address', 'fe80::1'],
+    ['address', '[2001:db8::2]'],
+    ['address', '2001:db8::2'],
     ['sshUser', '-oProxyCommand=touch /tmp/x'],
     ['sshUser', 'a b'],
     ['sshUser', 'root@evil'],
@@ -45,6 +47,12 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
     ['interface', 'a'.repeat(16)],
   ])('%s %j is refused', (field, value) => {
     expect(NodesFile.safeParse(node({ [field]: value })).success).toBe(false);
+  });
+  it('an IPv6 literal is refused naming the fix (a host name that resolves to it)', () => {
+    const r = NodesFile.safeParse(node({ address: '2001:db8::2' }));
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toContain('give an IPv4 address, or a host name that resolves to it');
+    expect(NodesFile.safeParse(node({ fabric: { address: 'fe80::2', interface: 'enp1s0f1np1' } })).success).toBe(false);
   });
   it('a fabric address and interface are checked the same', () => {
     expect(NodesFile.safeParse(node({ fabric: { address: '-oProxyCommand=x', interface: 'enp1s0f1np1' } })).success).toBe(false);
@@ -94,8 +102,8 @@ describe("a node's answer is hostile", () => {
     expect(parseImageProbe(`free 100 /var/lib/containers${ESC}\n`).freeAt).toBeUndefined();
     expect(parseHolding('free 100 /data/hf\n')).toMatchObject({ freeAt: '/data/hf', freeBytes: 102400 });
   });
-  it("the node's error text is shown without its control characters", () => {
-    expect(printable(`no${ESC}pe`)).toBe('no?]0;owned??[2Jpe');
+  it("the node's error text is shown with its control characters escaped, never raw (util/control.ts: the one rule)", () => {
+    expect(printable(`no${ESC}pe`)).toBe('no\\x1b]0;owned\\x07\\x1b[2Jpe');
     const why = remoteWhy({ exitCode: 1, stdout: '', stderr: `rsync: error${ESC}\n` });
     expect(why).not.toMatch(/[\u0000-\u001f]/);
     expect(why).toContain('rsync: error');
