@@ -5,6 +5,8 @@ import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
 import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
+// the memory rules read the flags of extraArgs too (the share, the KV bytes), as the plan and vLLM do
+import { memorySettings } from './serve-args.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
@@ -49,7 +51,7 @@ export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts
   hostFreeRules(p, err);
   hostRules(p, host, err, warn, m);
   // Memory: only meaningful for a parallel layout that is valid.
-  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err, warn);
+  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(memorySettings(p).profile, host, m, err, warn);
   return out;
 }
 
