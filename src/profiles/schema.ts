@@ -1,5 +1,6 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
+import { hasControl } from '../util/control.js';
 import { ProbeBlock } from './probe-block.js';
 import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
@@ -15,7 +16,7 @@ const port = z.number().int().min(1).max(65535);
  * not ending in .git), or an absolute path. Anything starting with "-" would be read as a flag.
  */
 export function isModelId(id: string): boolean {
-  if (id.startsWith('/')) return !/[\u0000-\u001f]/.test(id);
+  if (id.startsWith('/')) return !hasControl(id);
   return /^(?:[A-Za-z0-9_.-]{1,96}\/)?[A-Za-z0-9_.-]{1,96}$/.test(id) && !/^[-.]|[-.]$|\/[-.]|[-.]\/|--|\.\./.test(id) && !id.endsWith('.git');
 }
 

@@ -135,6 +135,8 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
     const front = cfg.slice(cfg.indexOf('frontend gateway'), cfg.indexOf('\nbackend via_keeper'));
     const rules = front.split('\n').filter((l) => /^\s+http-request /.test(l));
     expect(rules[0]).toBe('    http-request del-header x-sparkctl- -m beg');
+    // a stream's chunks go out as they come (item 15): the defaults every proxy of the gateway inherits
+    expect(cfg.slice(cfg.indexOf('\ndefaults\n'), cfg.indexOf('\nfrontend gateway'))).toContain('\n    option http-no-delay\n');
     expect(cfg).not.toMatch(/set-header X-Sparkctl/i);
     expect(cfg).toContain('    server keeper unix@/state/gateway/keeper.sock\n');
     expect(cfg).not.toMatch(/server (waker|keeper) 127\.0\.0\.1:/);
