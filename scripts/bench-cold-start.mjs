@@ -138,11 +138,11 @@ async function main() {
       n,
       r.readyS?.toFixed(1) ?? '?',
       r.firstTokenS?.toFixed(1) ?? '?',
-      r.compile ? `${r.compile.cache ?? 'no hit/miss line'} ${r.compile.clockSeconds ?? r.compile.seconds ?? '?'} s` : '-',
+      r.compile ? `${r.compile.cache ?? 'no hit/miss line'}, ${(r.compile.seconds ?? r.compile.clockSeconds)?.toFixed(1) ?? '?'} s` : '-',
     ]),
   ];
   console.log(`vLLM ${execFileSync(VLLM, ['--version']).toString().trim().split('\n').pop()} (CPU build), ${cores} cores, ${new Date().toISOString()}`);
-  for (const r of table) console.log(r.map((c, i) => (i ? c.padStart(16) : c.padEnd(22))).join(''));
+  for (const r of table) console.log(r.map((c, i) => (i === 3 ? `  ${c}` : i ? c.padStart(16) : c.padEnd(22))).join(''));
   if (outFile) writeFileSync(outFile, JSON.stringify(rows, null, 2));
   rmSync(tmp, { recursive: true, force: true });
 }
