@@ -334,7 +334,18 @@ export function nodeMatrix(reports: NodeReport[]): string {
 
 export async function preflightNodes(opts: { nodes?: string; profile?: string; platform: string; json?: boolean; strict?: boolean; set?: string[]; profiles?: string }): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
-  const r = opts.profile ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: opts.platform === 'auto' ? undefined : opts.platform }, nf) : undefined;
+  // a profile, or a model id whose config.json pull fetched (the profile serve --nodes would generate)
+  const platform = opts.platform === 'auto' ? undefined : opts.platform;
+  const target = opts.profile
+    ? await (await import('../engine/inputs.js')).readForNodes(
+        opts.profile,
+        { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) },
+        { profiles: opts.profiles, set: opts.set, platform },
+      )
+    : undefined;
+  const r = opts.profile
+    ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: platform ?? target?.platform, loaded: target?.loaded, modelRead: target?.modelRead }, nf)
+    : undefined;
   const modelPath = r?.profile.model.path;
   // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
   const args = [

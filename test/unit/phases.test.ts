@@ -3,7 +3,7 @@
 // string in vLLM's source (the file named beside it).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { factOf, StartClock, startLine } from '../../src/engine/phases.js';
+import { factOf, StartClock, startLine, startOf } from '../../src/engine/phases.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/vllm-start/${name}`, import.meta.url), 'utf8');
 
@@ -165,4 +165,17 @@ describe('StartClock: hit and miss over a GPU start', () => {
     expect(r.phases.map((p) => p.id)).toEqual(['process']);
     expect(startLine(r)).toContain('compile: off');
   });
+});
+
+describe('startOf: a report read back from a registry entry is checked', () => {
+  const good = { phases: [{ id: 'api', atMs: 3000 }], compile: { cache: 'hit', seconds: 2 }, readyMs: 3000, readAhead: { skipped: 'unified memory' } };
+  it.each([
+    ['a report', good, good],
+    ['absent', undefined, null],
+    ['a phase sparkctl never writes', { phases: [{ id: 'rm -rf', atMs: 1 }] }, null],
+    ['a negative time', { phases: [{ id: 'api', atMs: -5 }] }, null],
+    ['a string too long to show', { phases: [{ id: 'api', atMs: 1, detail: 'x'.repeat(10_000) }] }, null],
+    ['not a number', { phases: [], readyMs: 'soon' }, null],
+    ['NaN smuggled as Infinity', { phases: [], firstTokenMs: Number.POSITIVE_INFINITY }, null],
+  ])('%s', (_n, v, want) => expect(startOf(v)).toEqual(want));
 });
