@@ -92,6 +92,8 @@ export interface RollingRun {
   stopTimeoutMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: RollingEvent) => void;
+  /** only these replicas, in the plan's order (an upgrade's canary is one; the rest roll after it passed); default every one */
+  only?: readonly string[];
 }
 
 /** The plan must balance exactly the servers the running router knows: a rolling restart cannot change them. */
@@ -188,6 +190,7 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
 
   for (const [i, p] of plan.replicas.entries()) {
+    if (run.only && !run.only.includes(p.name)) continue;
     if (run.signal?.aborted) return done('interrupted');
     const f = await restartReplica(rolling, p, out[i]!);
     if (f) {
