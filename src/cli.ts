@@ -29,6 +29,7 @@ import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
+import upgrade from './verbs/upgrade/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 
 const VERBS: VerbDef[] = [
@@ -42,6 +43,7 @@ const VERBS: VerbDef[] = [
   logs,
   stop,
   restart,
+  upgrade,
   router,
   gateway,
   sleep,
