@@ -7,7 +7,8 @@
 // still buffered): the difference is what reading the model costs. HAProxy (1 thread) and the load on
 // core 1, the simulator on core 0, where taskset exists. Several rounds (a shared 2-core host drifts):
 // each round measures everything again on the same processes; the report gives every figure as
-// min / median / max over the rounds, and the rounds themselves.
+// min / median / max over the rounds, and the rounds themselves. A third configuration, the gateway
+// without admission and prefix routing (no 429 rule, no maxconn, leastconn), gives what those cost.
 // Usage: node scripts/bench-gateway.mjs [latencyRequests=2000] [seconds=8] [connections=32] [rounds=3]
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,9 +29,9 @@ process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const sim = await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 });
 const MODEL = 'Qwen/Qwen3.5-9B';
 
-async function startGateway(routing) {
+async function startGateway(routing, admission = true) {
   const port = await freePort();
-  const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort() });
+  const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort(), balance: admission ? 'prefix' : 'leastconn' });
   const other = { name: 'other-0', profile: 'other', servedName: 'other-model', host: '127.0.0.1', port: 1, argv: [] };
   const plan = planGateway(s, [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: sim.port, argv: [] }, other], join(dir, String(port)));
   mkdirSync(plan.dir, { recursive: true });
@@ -44,6 +45,16 @@ async function startGateway(routing) {
       .replace('frontend gateway\n', `frontend gateway\n    default_backend ${plan.models.find((m) => m.name === MODEL).backend}\n`);
     if (cfg === before || cfg.includes('json_query')) throw new Error('the routing lines this variant removes are no longer there');
   }
+  if (!admission) {
+    // the gateway as it was before admission and prefix routing (issue 46): no 429 rule, no maxconn, no http-error, leastconn
+    const before = cfg;
+    cfg = cfg
+      .split('\n')
+      .filter((l) => !/status 429|http-error/.test(l))
+      .map((l) => l.replace(/ maxconn \d+$/, ''))
+      .join('\n');
+    if (cfg === before) throw new Error('the admission lines this variant removes are no longer there');
+  }
   writeFileSync(plan.files.models, modelsJson(plan));
   writeFileSync(plan.files.map, modelsMap(plan));
   writeFileSync(plan.files.aliasMap, aliasesMap(plan));
@@ -53,12 +64,14 @@ async function startGateway(routing) {
 
 const body = completionBody(MODEL);
 
-async function latency(routed, plain) {
-  const [d, g, p] = (await interleaved([sim.port, routed, plain], N, body)).map(p50p99);
+async function latency(routed, plain, bare) {
+  const [d, g, p, b] = (await interleaved([sim.port, routed, plain, bare], N, body)).map(p50p99);
   return {
     direct: d,
     gateway: g,
     gatewayWithoutRouting: p,
+    gatewayWithoutAdmission: b,
+    admissionAndPrefixMs: { p50: +(g.p50 - b.p50).toFixed(3), p99: +(g.p99 - b.p99).toFixed(3) },
     addedByGatewayMs: { p50: +(g.p50 - d.p50).toFixed(3), p99: +(g.p99 - d.p99).toFixed(3) },
     jsonQueryAndMapMs: { p50: +(g.p50 - p.p50).toFixed(3), p99: +(g.p99 - p.p99).toFixed(3) },
   };
@@ -68,14 +81,18 @@ const ceiling = (port) => ceilingOf(port, body, connections, seconds);
 
 const routed = await startGateway(true);
 const plain = await startGateway(false);
+const bare = await startGateway(true, false);
 const all = [];
 for (let i = 0; i < rounds; i++) {
-  const lat = await latency(routed.port, plain.port);
+  const lat = await latency(routed.port, plain.port, bare.port);
   all.push({ latency: lat, throughput: { direct: await ceiling(sim.port), gateway: await ceiling(routed.port), gatewayWithoutRouting: await ceiling(plain.port) } });
-  process.stderr.write(`round ${i + 1}/${rounds}: +${lat.addedByGatewayMs.p50} ms p50 through the gateway, json_query ${lat.jsonQueryAndMapMs.p50} ms\n`);
+  process.stderr.write(
+    `round ${i + 1}/${rounds}: +${lat.addedByGatewayMs.p50} ms p50 through the gateway, json_query ${lat.jsonQueryAndMapMs.p50} ms, admission + prefix hash ${lat.admissionAndPrefixMs.p50} ms\n`,
+  );
 }
 routed.stop();
 plain.stop();
+bare.stop();
 sim.stop();
 const over = (f) => spread(all.map(f), 3);
 console.log(
@@ -90,6 +107,7 @@ console.log(
         p99: { direct: over((r) => r.latency.direct.p99), gateway: over((r) => r.latency.gateway.p99), gatewayWithoutRouting: over((r) => r.latency.gatewayWithoutRouting.p99) },
         addedByGatewayMs: { p50: over((r) => r.latency.addedByGatewayMs.p50), p99: over((r) => r.latency.addedByGatewayMs.p99) },
         jsonQueryAndMapMs: { p50: over((r) => r.latency.jsonQueryAndMapMs.p50), p99: over((r) => r.latency.jsonQueryAndMapMs.p99) },
+        admissionAndPrefixMs: { p50: over((r) => r.latency.admissionAndPrefixMs.p50), p99: over((r) => r.latency.admissionAndPrefixMs.p99) },
         reqPerSec: {
           connections,
           seconds,

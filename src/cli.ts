@@ -3,7 +3,7 @@
 // never load zod, the HTTP client, pino or systeminformation.
 import { Command, CommanderError } from 'commander';
 import { fileURLToPath } from 'node:url';
-import { SparkError, ExitCode } from './errors.js';
+import { SparkError, ExitCode, UsageError } from './errors.js';
 import { register, type VerbDef } from './verbs/define.js';
 import serve from './verbs/serve/flags.js';
 import plan from './verbs/plan/flags.js';
@@ -24,6 +24,7 @@ import bench from './verbs/bench/flags.js';
 import monitoring from './verbs/monitoring/flags.js';
 import sim from './verbs/sim/flags.js';
 import restart from './verbs/restart/flags.js';
+import watch from './verbs/watch/flags.js';
 import router from './verbs/router/flags.js';
 import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
@@ -31,6 +32,7 @@ import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
 import upgrade from './verbs/upgrade/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
+import { closeNames, nearestNames } from './util/near.js';
 
 const VERBS: VerbDef[] = [
   serve,
@@ -44,6 +46,7 @@ const VERBS: VerbDef[] = [
   stop,
   restart,
   upgrade,
+  watch,
   router,
   gateway,
   sleep,
@@ -102,6 +105,54 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
   return program;
 }
 
+/**
+ * A verb (or a verb's sub-verb) that does not exist is bad input wherever it is typed, --help or not:
+ * commander prints the parent's help and exits 0 for `sparkctl NOSUCHVERB --help`, so a script could
+ * not tell a typo from a verb. Walks argv down the command tree as commander will, skipping options
+ * (and the value of one that takes a value), and refuses the first word that names no command.
+ */
+export function checkVerbs(program: Command, argv: readonly string[]): void {
+  let cmd = program;
+  const chain = [program];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return;
+    if (a.startsWith('-') && a.length > 1) {
+      const flag = a.split('=')[0]!;
+      const o = chain.flatMap((c) => c.options).find((opt) => opt.long === flag || opt.short === flag);
+      if (o?.required && !a.includes('=')) i++;
+      continue;
+    }
+    // A command that takes its own arguments (sim serve MODEL, profiles show NAME) reads the rest.
+    if (!cmd.commands.length || cmd.registeredArguments.length) return;
+    if (a === 'help' && cmd === program) {
+      const next = argv.slice(i + 1).find((w) => !w.startsWith('-'));
+      if (next) checkVerbs(program, [next, '--help']);
+      return;
+    }
+    const sub = cmd.commands.find((c) => c.name() === a || c.aliases().includes(a));
+    if (!sub) throw unknownVerb(cmd, a);
+    cmd = sub;
+    chain.push(sub);
+  }
+}
+
+function unknownVerb(parent: Command, word: string): UsageError {
+  const names = parent.commands.map((c) => c.name()).filter((n) => n !== 'help');
+  const near = closeNames(word, names);
+  const nearest = near.length ? near : nearestNames(word, names);
+  const path = parent.parent ? `sparkctl ${parent.name()}` : 'sparkctl';
+  const what = parent.parent ? `${parent.name()} has no sub-verb` : 'unknown verb';
+  const named = nearest
+    .slice(0, 2)
+    .map((n) => `"${n}"`)
+    .join(' or ');
+  return new UsageError(`${what} "${word}"${near.length ? `: did you mean ${named}?` : ` (the nearest: ${named})`}`, [
+    `${parent.parent ? 'its sub-verbs' : 'the verbs'}: ${names.join(', ')}`,
+    `${path} --help lists them with what each does`,
+  ]);
+}
+
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'sim' && argv[1] === 'serve' && argv[2] && !argv[2].startsWith('-')) {
     // vLLM's argv goes to the simulator untouched: commander must not read its flags.
@@ -112,6 +163,7 @@ export async function main(argv: string[]): Promise<number> {
   const program = buildProgram(argv);
   const verbose = argv.includes('--verbose');
   try {
+    checkVerbs(program, argv);
     await program.parseAsync(argv, { from: 'user' });
     return process.exitCode === undefined ? 0 : Number(process.exitCode);
   } catch (e) {

@@ -242,7 +242,8 @@ export async function makeCluster(
     nodeBundle(join(nd, 'bundle'), opts.mismatchNode === i ? '580.95.05' : undefined);
     writeFileSync(
       join(nd, 'bin', 'sparkctl'),
-      `#!/bin/bash\n# node n${i}: sparkctl, with preflight answered from this node's bundle\nif [ "$1" = preflight ]; then exec ${process.execPath} ${BIN} "$@" --from ${join(nd, 'bundle')}; fi\nexec ${process.execPath} ${BIN} "$@"\n`,
+      // a test's simulator fault for every node: the file sim-fault in the cluster's folder (the nodes' env is fixed at creation)
+      `#!/bin/bash\n# node n${i}: sparkctl, with preflight answered from this node's bundle\nif [ "$1" = preflight ]; then exec ${process.execPath} ${BIN} "$@" --from ${join(nd, 'bundle')}; fi\n[ -s ${join(dir, 'sim-fault')} ] && export SPARKCTL_SIM_FAULT="$(cat ${join(dir, 'sim-fault')})"\nexec ${process.execPath} ${BIN} "$@"\n`,
       { mode: 0o755 },
     );
     nodeEnv.push([

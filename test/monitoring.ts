@@ -137,6 +137,24 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
       fire: { at: 35, labels: [{ ...node, file: s.textfile.name }] },
       clear: 45,
     },
+    // sparkctl watch's textfile: it ticks every minute, then stops for 20 minutes, then again
+    SparkctlWatcherStopped: {
+      series: [
+        { series: sel('sparkctl_watch_last_tick_timestamp_seconds', node), values: '0+60x10 600x20 1860+60x10' },
+        { series: sel('sparkctl_watch_interval_seconds', node), values: '5x40' },
+      ],
+      fire: { at: 15, labels: [node] },
+      clear: 33,
+    },
+    SparkctlWatchCircuitOpen: { series: [{ series: sel('sparkctl_watch_circuit_open', t0), values: '0x5 1x10 0x10' }], fire: { at: 7, labels: [t0] }, clear: 20 },
+    SparkctlServerWedgedOrDead: {
+      series: [
+        { series: sel('sparkctl_watch_verdict', { ...t0, verdict: 'wedged' }), values: '0x5 1x10 0x10' },
+        { series: sel('sparkctl_watch_verdict', { ...t0, verdict: 'healthy' }), values: '1x5 0x10 1x10' },
+      ],
+      fire: { at: 11, labels: [{ instance: node.instance, target: t0.target }] },
+      clear: 20,
+    },
     SparkctlProbeMissing: {
       series: [{ series: sel('sparkctl_probe_healthy', { ...t0, url: 'http://gpu-host:8000' }), values: '1x5 _x30 1x20' }],
       fire: { at: 30, labels: [{}] },

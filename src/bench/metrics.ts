@@ -30,6 +30,20 @@ export interface RequestOutput {
   generatedText?: string;
 }
 
+/**
+ * The output tokens of one request. vLLM's bench takes usage.completion_tokens, else the generated
+ * text's tokens through the model's tokenizer; sparkctl loads no tokenizer, so without usage it
+ * counts the stream's content chunks (vLLM streams one token per chunk at its default
+ * stream interval; each chunk is a gap in `itl` after the first), and 1 only for a non-streamed
+ * answer without usage. Counting 1 per request for a stream without usage made a 256-token answer
+ * look like 1 token and divided every throughput by its length.
+ */
+export function outputTokenCount(o: Pick<RequestOutput, 'outputTokens' | 'itl' | 'generatedText' | 'ttft'>): number {
+  if (o.outputTokens > 0) return o.outputTokens;
+  if (o.itl.length > 0) return o.itl.length + 1;
+  return 1;
+}
+
 export type Goodput = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
 
 export interface SummaryStats {
@@ -83,8 +97,7 @@ export function calculateMetrics(outputs: readonly RequestOutput[], durS: number
       actualOutputLens.push(0);
       continue;
     }
-    // vLLM falls back to 1 when the server gave no usage and no tokenizer is at hand.
-    const outLen = o.outputTokens || 1;
+    const outLen = outputTokenCount(o);
     actualOutputLens.push(outLen);
     totalInput += o.promptLen;
     let tpot = 0;

@@ -66,6 +66,8 @@ export interface RouterOutcome {
   /** HAProxy's stats page and Prometheus exporter (loopback) */
   statsUrl: string;
   metricsUrl: string;
+  /** how HAProxy picks a replica: "prefix-hash (1024 B, factor 150 %)" or "leastconn" */
+  balance: string;
   configFile: string;
   logFile: string;
   /** each replica as HAProxy sees it once it started */

@@ -35,6 +35,10 @@ export interface PlanReadOptions {
   runtime?: 'host' | 'container';
   /** a profile already parsed (profiles import: not on disk yet); `name` is then only its label */
   loaded?: LoadedProfile;
+  /** the shape to plan for, given (plan --nodes: the nodes file's GPUs): no GPU of this host is read */
+  host?: HostShape;
+  /** what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read twice but the GPUs */
+  prior?: Prepared['read'];
 }
 
 export interface Prepared extends Resolved {
@@ -46,6 +50,8 @@ export interface Prepared extends Resolved {
   hostLine: string;
   /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
   image?: { ref: string; entrypoint?: string[] };
+  /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
+  read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>> };
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
@@ -84,25 +90,28 @@ function hostLine(host: HostShape, platformName: string): string {
   const name = host.gpuName ?? 'GPU';
   if (host.gpusSource === 'detected')
     return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
+  if (host.multiNode) return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
   if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
 
 /** Read everything a plan needs, then resolve (pure) against it. */
 export async function prepare(name: string, opts: PlanReadOptions): Promise<Prepared> {
-  const { loaded, target } = loadTarget(name, opts);
+  const prior = opts.prior;
+  const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
   const sim = opts.engine === 'sim';
-  const askHost = opts.readHost !== false && !sim && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
+  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
   const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
   const [modelRead, gpus, installed] = await Promise.all([
-    loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
+    // a model not read before (serve --pull fetches it between the two plans) is read now
+    prior?.modelRead.facts ? prior.modelRead : loaded ? readModelFor(loaded.profile) : readModel({ readFile: readText, env: () => process.env }, where, { timeoutMs: 2000 }),
     opts.gpuFacts ? Promise.resolve(opts.gpuFacts) : askHost ? readHostGpus(opts.gpuTimeoutMs) : Promise.resolve(undefined),
-    fromImage(loaded?.profile) ? Promise.resolve(undefined) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
+    prior || fromImage(loaded?.profile) ? Promise.resolve(prior?.installed) : installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }),
   ]);
   const platform = loadPlatform(opts.platform ?? loaded?.profile.platform ?? DEFAULT_PLATFORM);
-  let host = gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined;
+  let host = opts.host ?? (gpus?.length ? hostShapeFromGpus(gpus, platform, opts.gpus) : undefined);
   let generated: Prepared['generated'];
   let lp = loaded;
   if (!lp) {
@@ -116,18 +125,20 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     }
     let shape = host ?? hostFromPlatform(platform, opts.gpus);
     if (opts.gpuMemoryBytes) shape = { ...shape, gpuMemoryBytes: opts.gpuMemoryBytes };
-    const choice = profileForModel(target!, modelRead.facts, shape);
+    const choice = profileForModel(target!, modelRead.facts, shape, { unified: platform.gpu.unifiedMemory });
     generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
   }
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
-  const read = fromImage(lp.profile) ? await imageVersion(lp.profile, platform, sim) : undefined;
+  // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
+  const read = fromImage(lp.profile) ? (prior?.image && !generated ? prior.image : await imageVersion(lp.profile, platform, sim)) : undefined;
   // the one guess where no vLLM is read, the same for every verb
   const guess = versionGuess(lp.profile, platform);
   const asked = lp.profile.engine.vllmVersion;
-  const found = read?.installed ?? installed ?? (await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const ownVllm = installed ?? (read ? undefined : await installedVllm(opts.vllmBin ?? 'vllm', { cacheFile: join(stateDir(), 'cache', 'vllm-versions.json') }));
+  const found = read?.installed ?? ownVllm!;
   const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
   const vllm = decideVersion(asked, actual, guess);
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
@@ -137,7 +148,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
-  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image };
+  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image, read: { loaded, target, modelRead, installed: ownVllm, image: read } };
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
@@ -214,4 +225,49 @@ function simPlays(pinned: string, found: InstalledVllm, guess: VersionGuess): In
       why: `engine.vllmVersion auto: the version of the vLLM serve would run, ${found.image ? `in the image ${found.image}` : found.bin}`,
     };
   return { bin: 'the simulator', version: guess.version, source: 'cache', why: `engine.vllmVersion auto and no vLLM to read: ${guess.basis}, the guess every verb makes without one` };
+}
+
+export interface ClusterTarget {
+  loaded: LoadedProfile;
+  modelRead: ModelRead;
+  /** a model id's profile, generated for the cluster's shape: why each number */
+  generated?: { target: ModelTarget; why: string[] };
+  /** the platform the nodes are planned as, when it was not said (--platform) */
+  platformNote?: string;
+  platform?: string;
+}
+
+/**
+ * What serve --nodes (and plan, preflight --nodes) reads before it plans: a profile, or a model id or
+ * folder with no profile, whose config.json pull already put in the Hugging Face cache; the model's
+ * files feed the plan either way (a --nodes dry-run planned without them). A model id gets a profile
+ * generated for every GPU of the nodes (clusterProfileForModel), as one-node serve generates one
+ * for the host.
+ */
+export async function readForNodes(name: string, shape: { nodes: number; gpusPerNode: number }, opts: Pick<PlanReadOptions, 'profiles' | 'set' | 'platform'>): Promise<ClusterTarget> {
+  const { loaded, target } = loadTarget(name, { profiles: opts.profiles, set: opts.set });
+  if (loaded) return { loaded, modelRead: await readModelFor(loaded.profile) };
+  const modelRead = await readModel({ readFile: readText, env: () => process.env }, target!, { timeoutMs: 2000 });
+  if (!modelRead.facts)
+    throw new UsageError(`${name}: not a profile, and the model's config.json is not on this host${modelRead.error ? ` (${modelRead.error})` : ''}`, [
+      target!.id
+        ? `download it first: sparkctl pull ${target!.id} --nodes FILE (the weights to every node; --config-only is enough to plan), then run this again`
+        : 'give the folder that holds config.json',
+      modelRead.searched.length ? `looked at: ${modelRead.searched.join(', ')}` : 'or name a profile: sparkctl profiles list',
+    ]);
+  // one GPU per node is the Spark's shape (GB10); say which platform the plan assumed
+  const platformName = opts.platform ?? (shape.gpusPerNode === 1 ? 'dgx-spark-gb10' : DEFAULT_PLATFORM);
+  const platformNote = opts.platform ? undefined : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
+  const platform = loadPlatform(platformName);
+  const { clusterProfileForModel } = await import('../profiles/from-model.js');
+  const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
+  const withPlatform = { ...JSON.parse(JSON.stringify(choice.profile)), platform: platformName };
+  const file = `(generated for ${name} over ${shape.nodes} nodes)`;
+  return {
+    loaded: { profile: parseProfile(withPlatform, file, opts.set ?? []), file },
+    modelRead,
+    generated: { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why },
+    platformNote,
+    platform: platformName,
+  };
 }

@@ -12,6 +12,7 @@ import type { HostShape } from '../profiles/validate.js';
 import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, cpuBuild, type ReplicaPlan } from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
 import { formatFlagProblem } from '../profiles/vllm-flags.js';
+import { unifiedKvBytes } from '../profiles/unified-kv.js';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { stateDir } from '../util/paths.js';
 import { UsageError } from '../errors.js';
@@ -156,8 +157,12 @@ export function validateServeInputs(opts: Pick<ServeOptions, 'simLoadSeconds' | 
 /** Resolved profile + validated flags -> the plan. Throws UsageError (exit 2) on any profile error. */
 export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   validateServeInputs(opts);
-  const r = withRouterFlag(r0, opts.router);
+  const r1 = withRouterFlag(r0, opts.router);
+  // a DGX Spark: the planned KV cache in bytes, so vLLM's profiling on unified memory cannot starve it (profiles/unified-kv.ts)
+  const ukv = opts.engine === 'vllm' ? unifiedKvBytes(r1.profile, r1.platform, r1.host?.gpuMemoryBytes, r1.model?.facts) : undefined;
+  const r = ukv ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } } : r1;
   const warnings = requireValid(r);
+  if (ukv) warnings.push(ukv.note);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);

@@ -21,7 +21,7 @@ import { targetFromInstance } from './target.js';
 import type { ReadyResult } from '../client/ready.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
-import { judgeColocation, serverNeed, largestShare, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
+import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 
 export interface ServeRun {
@@ -130,11 +130,28 @@ export function conflictsWith(plan: ServePlan, live: readonly Instance[], placed
       if (v.fits) placed.push({ replica: p.name, gpu: g, with: [...on.map((i) => i.name), ...mine.map((q) => q.name)], summary: v.summary });
       else
         out.push(
-          `GPU ${g}: held by ${on.map((i) => `${i.name} (pid ${i.pid})`).join(', ') || mine.map((q) => q.name).join(', ')}, and ${p.name} does not fit beside it: ${v.problems.join('; ')}; the largest share that fits: engine.gpuMemoryUtilization=${largestShare(gpu, running)}`,
+          `GPU ${g}: held by ${on.map((i) => `${i.name} (pid ${i.pid})`).join(', ') || mine.map((q) => q.name).join(', ')}, and ${p.name} does not fit beside it: ${v.problems.join('; ')}; ${colocationFix(
+            gpu,
+            running,
+            serverNeed(p.name, plan.profile, gpu.totalBytes, plan.modelFacts),
+            on.map((i) => i.profile),
+          )}`,
         );
     }
   }
   return [...new Set(out)];
+}
+
+/**
+ * The fix a colocation refusal prints: a share only when one exists that still holds the newcomer's
+ * weights and reserve with room for a KV cache (a share of 0, or one below its own weights, is a fix
+ * that changes nothing); otherwise what to stop.
+ */
+export function colocationFix(gpu: GpuMemory, running: ServerNeed[], mine: ServerNeed, runningProfiles: string[]): string {
+  const share = largestShare(gpu, running);
+  if (share > 0 && share * shareBase(gpu) > mine.weightsBytes + mine.reserveBytes) return `fix: --set engine.gpuMemoryUtilization=${share} (the largest share that fits beside them)`;
+  const stops = [...new Set(runningProfiles)];
+  return `no share of this GPU holds ${mine.name}'s weights beside them; fix: ${stops.length ? stops.map((n) => `sparkctl stop ${n}`).join(', then ') : 'stop what holds it'}, or serve it on a GPU that is free`;
 }
 
 /** One serve's launches, shared by its phases: what was launched and registered is what a failure stops. */

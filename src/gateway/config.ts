@@ -6,14 +6,15 @@
 // tune.bufsize) so `req.body,json_query('$.model')` can read its model; the map turns the name (a
 // served name or an alias) into the model's backend; a name the map lacks gets the OpenAI-shaped 404
 // that lists what is served (an lf-file: the name the client sent is inserted JSON-escaped). Within a
-// model, leastconn over its replicas with active checks, as the router does. A model started with
+// model, its replicas are balanced as the router balances them (gateway.balance: by prompt prefix, a
+// bounded-load consistent hash, or leastconn), with active checks. A model started with
 // sleep mode is checked by GET /is_sleeping (a sleeping vLLM still answers /health 200 and would
 // queue the request): a sleeping server is DOWN to HAProxy, and its backend's backup server, the
 // waker, takes the request, wakes the model and answers it.
 import type { GatewayPlan, GatewayModel } from './plan.js';
 import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
 import { RouterBlock } from '../profiles/schema.js';
-import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection } from '../profiles/haproxy.js';
+import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from '../profiles/haproxy.js';
 
 const addr = haproxyAddr;
 const safe = (v: string, what: string) => configValue(v, what, 'gateway config', 'use plain names and paths');
@@ -57,14 +58,27 @@ export function unknownModelBody(plan: Pick<GatewayPlan, 'routes'>): string {
   return `{"error":{"message":"The model \`%[var(txn.model),json(utf8s)]\` does not exist. ${list}","type":"NotFoundError","param":"model","code":404}}\n`;
 }
 
-function jsonError(status: number, type: string, message: string): string {
+function jsonError(status: number, type: string, message: string, retryAfter?: number): string {
   // an HAProxy 'string' argument in single quotes: no quote of that kind inside
   const body = JSON.stringify({ error: { message, type, param: null, code: status } }).replace(/'/g, '\\u0027');
-  return `status ${status} content-type application/json string '${body}'`;
+  return `status ${status} content-type application/json${retryAfter ? ` hdr Retry-After ${Math.trunc(retryAfter)}` : ''} string '${body}'`;
+}
+
+/**
+ * Admission, per model: each server takes admission.perServer requests at once (maxconn), the rest
+ * wait in the backend's queue, and a request that finds admission.queue already waiting is answered
+ * 429 with Retry-After at once (never an unbounded pile-up in vLLM's own queue). One that waits past
+ * timeout queue gets a JSON 503 with Retry-After (http-error), as does a model with no server up.
+ */
+function admissionLines(plan: GatewayPlan): string[] {
+  return plan.models.map(
+    (m) =>
+      `    http-request return ${jsonError(429, 'RateLimitError', `${m.name}: ${m.admission.queue} request(s) already wait for its ${m.admission.perServer * m.servers.length} slot(s); retry later`, plan.retryAfterSeconds)} if { var(txn.backend) -m str ${safe(m.backend, 'backend')} } { queue(${m.backend}) ge ${Math.max(0, Math.trunc(m.admission.queue))} }`,
+  );
 }
 
 function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string[] {
-  const L = [`backend ${safe(m.backend, 'backend')}`, '    balance leastconn'];
+  const L = [`backend ${safe(m.backend, 'backend')}`, ...balanceLines(plan.balance)];
   if (m.sleepMode) {
     L.push('    option httpchk GET /is_sleeping');
     L.push(`    http-check expect string '"is_sleeping":false'`);
@@ -78,9 +92,13 @@ function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string
     else L.push('    http-request del-header Authorization');
     L.push('    http-request del-header x-api-key');
   }
-  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2`);
+  L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2 maxconn ${Math.trunc(m.admission.perServer)}`);
+  L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', `${m.name}: no server could take the request in time`, plan.retryAfterSeconds)}`);
   for (const sv of m.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
-  if (m.sleepMode) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
+  // an on-demand model with no server: the keeper takes its requests and starts it; with servers,
+  // the keeper stays behind them (a model evicted while a request was on its way still gets it)
+  if (!m.servers.length) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} no-check`);
+  else if (m.sleepMode || m.onDemand) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
   L.push('');
   return L;
 }
@@ -120,6 +138,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   // no model in the body: vLLM serves its one model; with several the client must say which
   if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found }`);
   else L.push(`    http-request return ${jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`)} if !{ var(txn.backend) -m found }`);
+  L.push(...admissionLines(plan));
   // the waker learns the model's backend from this header (set here, so a client's own is replaced)
   L.push('    http-request set-header X-Sparkctl-Backend %[var(txn.backend)]');
   // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does

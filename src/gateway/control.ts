@@ -16,7 +16,7 @@ import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { Registry, type GatewayEntry } from '../engine/registry.js';
-import { showStat, serverState, type ServerStat } from '../router/api.js';
+import { showStat, serverState, runtimeCommand, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
 
@@ -40,6 +40,8 @@ export interface GatewayRecord {
   startedAt: string;
   models: Array<{ name: string; profile: string; backend: string; servers: string[]; sleepMode: boolean }>;
   aliases: Record<string, string>;
+  /** the on-demand set as the keeper sees it: state, last start and eviction times (ms) */
+  onDemand?: Array<{ profile: string; name: string; state: string; pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number }>;
 }
 
 export const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gateway.json');
@@ -216,14 +218,41 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
 
 export interface GatewayView {
   record: GatewayRecord;
-  models: Array<{ name: string; profile: string; sleepMode: boolean; servers: Array<{ name: string; state: string; check: string; inFlight: number }>; asleep: boolean }>;
+  models: Array<{
+    name: string;
+    profile: string;
+    sleepMode: boolean;
+    servers: Array<{ name: string; state: string; check: string; inFlight: number }>;
+    asleep: boolean;
+    /** running, sleeping, stopped, starting, evicting (the keeper's word for an on-demand model; else from HAProxy) */
+    state: string;
+    /** requests waiting in HAProxy's queue for the model (admission) */
+    queued: number;
+    onDemand?: { pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number };
+  }>;
 }
 
-/** The gateway's models as HAProxy sees them now (its runtime API). */
+/** The backends' waiting requests (qcur of the BACKEND rows of `show stat`). */
+async function backendQueues(socket: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const text = await runtimeCommand(socket, 'show stat', 2000);
+  const lines = text.split('\n');
+  const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
+  const at = cols.indexOf('qcur');
+  for (const l of lines.slice(1)) {
+    const f = l.split(',');
+    if (f[1] === 'BACKEND' && at >= 0 && /^\d+$/.test(f[at] ?? '')) out.set(f[0]!, Number(f[at]));
+  }
+  return out;
+}
+
+/** The gateway's models as HAProxy sees them now (its runtime API), with the keeper's on-demand states. */
 export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
   let stats: ServerStat[] = [];
+  let queues = new Map<string, number>();
   try {
     stats = await showStat(r.socket, 2000);
+    queues = await backendQueues(r.socket);
   } catch {
     /* silent runtime API: every server reads missing */
   }
@@ -235,7 +264,18 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
         return { name, state: st ? serverState(st) : 'missing', check: st ? `${st.checkStatus} ${st.lastCheck}`.trim() : '', inFlight: st ? st.scur + st.qcur : 0 };
       });
       const asleep = m.sleepMode && servers.length > 0 && servers.every((s) => s.state === 'maint' || (s.state === 'down' && s.check.startsWith('L7RSP')));
-      return { name: m.name, profile: m.profile, sleepMode: m.sleepMode, servers, asleep };
+      const od = r.onDemand?.find((x) => x.profile === m.profile);
+      const state = od?.state ?? (asleep ? 'sleeping' : servers.length ? 'running' : 'stopped');
+      return {
+        name: m.name,
+        profile: m.profile,
+        sleepMode: m.sleepMode,
+        servers,
+        asleep,
+        state,
+        queued: queues.get(m.backend) ?? 0,
+        ...(od ? { onDemand: { pinned: od.pinned, lastStartMs: od.lastStartMs, lastEvictMs: od.lastEvictMs, starts: od.starts, evictions: od.evictions } } : {}),
+      };
     }),
   };
 }

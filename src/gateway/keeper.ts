@@ -26,6 +26,8 @@ import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
 import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv } from './config.js';
+import { OnDemand, readOnDemand } from './ondemand.js';
+import { parseDuration } from '../util/duration.js';
 
 export type Log = (line: string) => void;
 
@@ -45,6 +47,7 @@ export function servedInstances(stateDir: string): ServedInstance[] {
       argv: inst.argv,
       apiKeyEnv: inst.apiKeyEnv,
       maxModelLen: inst.maxModelLen,
+      launch: inst.launch,
     }));
   for (const c of reg.clusters()) {
     try {
@@ -99,6 +102,8 @@ export interface KeeperOptions {
   signal: AbortSignal;
   /** how often the registry is read again */
   followMs?: number;
+  /** the sparkctl entry point (bin/sparkctl.js) the keeper runs serve and stop with, for on-demand starts */
+  sparkctl?: string;
   /** called once HAProxy holds its port and the waker listens */
   onReady?: (info: { haproxyPid: number; plan: GatewayPlan }) => void;
 }
@@ -113,6 +118,8 @@ export class Keeper {
   private slept = new Set<string>();
   private rr = 0;
   reloads = 0;
+  /** the on-demand set (gateway.models): started when a request names it, evicted to make room */
+  od?: OnDemand;
 
   constructor(readonly o: KeeperOptions) {}
 
@@ -122,7 +129,8 @@ export class Keeper {
 
   async run(): Promise<void> {
     const o = this.o;
-    this.plan = planGateway(o.settings, servedInstances(o.stateDir), o.stateDir);
+    this.startOnDemand();
+    this.plan = planGateway(o.settings, servedInstances(o.stateDir), o.stateDir, this.od?.entries());
     ensureGatewayDir(this.plan.dir);
     this.files = renderFiles(this.plan);
     writeFiles(this.plan, this.files);
@@ -173,9 +181,50 @@ export class Keeper {
     if (!r.done) throw new Error(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`);
   }
 
+  private startOnDemand() {
+    const o = this.o;
+    const { profiles, problems } = readOnDemand(o.settings);
+    for (const p of problems) o.log(`gateway: on demand: left out: ${p}`);
+    if (!profiles.length) return;
+    if (!o.sparkctl) throw new Error('the keeper needs the sparkctl entry point to start models on demand');
+    const busy = async () => {
+      const inFlight = new Map<string, number>();
+      let stats: ServerStat[] = [];
+      try {
+        stats = await showStat(this.plan.files.socket, 2000);
+      } catch {
+        /* no answer: only the keeper's own count */
+      }
+      for (const m of this.plan.models) {
+        const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
+        inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0));
+      }
+      const idleS = await this.lastSessions().catch(() => new Map<string, number>());
+      return { inFlight, idleS };
+    };
+    this.od = new OnDemand(
+      o.settings,
+      profiles,
+      {
+        model: (profile) => this.plan.models.find((m) => m.profile === profile),
+        running: () => this.plan.models.filter((m) => m.servers.length > 0),
+        load: busy,
+        rotation: async (m, out) => {
+          for (const sv of m.servers) await setServerState(this.plan.files.socket, m.backend, sv.name, out ? 'maint' : 'ready').catch(() => undefined);
+        },
+        follow: () => this.follow(),
+        asleep: (m) => this.slept.has(m.name),
+        markSlept: (m) => this.slept.add(m.name),
+        log: o.log,
+      },
+      { stateDir: o.stateDir, sparkctl: o.sparkctl, startTimeoutMs: parseDuration(o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout') },
+    );
+    o.log(`gateway: on demand: ${profiles.map((p) => `${p.profile}${p.pinned ? ' (pinned)' : ''}`).join(', ')}; evict by ${o.settings.onDemand.evict}`);
+  }
+
   /** Read the registry again; a change of the files is a reload. */
   async follow(): Promise<boolean> {
-    const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir);
+    const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
     const files = renderFiles(plan);
     if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
       return false;
@@ -309,7 +358,7 @@ export class Keeper {
   private async onWaker(req: IncomingMessage, res: ServerResponse) {
     const real = req.headers['x-sparkctl-model'];
     const backend = String(req.headers['x-sparkctl-backend'] ?? '');
-    const m = typeof real === 'string' ? this.plan.models.find((x) => x.name === real) : this.plan.models.find((x) => x.backend === backend);
+    let m = typeof real === 'string' ? this.plan.models.find((x) => x.name === real) : this.plan.models.find((x) => x.backend === backend);
     if (!m) return sendError(res, 503, `no model behind ${JSON.stringify(String(real ?? backend).slice(0, 80))} now`);
     let body = await readBounded(req, 64 * 1024 * 1024);
     const headers: Record<string, string | string[]> = {};
@@ -324,6 +373,9 @@ export class Keeper {
         else delete headers.authorization;
       }
     }
+    const ready = await this.onDemandReady(m, res);
+    if (!ready) return;
+    m = ready;
     const s = this.pick(m);
     if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
     this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
@@ -335,6 +387,40 @@ export class Keeper {
   }
 
   private inFlight = new Map<string, number>();
+
+  /**
+   * An on-demand model: started (room made by the plan first) when it has no server, room made
+   * before a sleeping one wakes; the model as the plan has it then, or undefined when the request
+   * was answered here (503 + Retry-After: it could not start in time, or no room can be made).
+   */
+  private async onDemandReady(m: GatewayModel, res: ServerResponse): Promise<GatewayModel | undefined> {
+    const od = this.od;
+    if (!od || !m.onDemand || !od.byProfile.has(m.profile)) return m;
+    od.used(m.profile);
+    const retry = this.o.settings.retryAfterSeconds;
+    const limitMs = parseDuration(this.o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout');
+    try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`not started within ${this.o.settings.onDemand.startTimeout}`)), limitMs);
+      });
+      try {
+        if (!m.servers.length || od.state(m.profile) === 'evicting') await Promise.race([od.ensure(m.profile), late]);
+        else if (m.sleepMode && this.slept.has(m.name)) await Promise.race([od.roomFor(m.profile), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (e) {
+      sendError(res, 503, `${m.name}: ${(e as Error).message}`, retry);
+      return undefined;
+    }
+    const now = this.plan.models.find((x) => x.profile === m.profile);
+    if (!now?.servers.length) {
+      sendError(res, 503, `${m.name}: not running`, retry);
+      return undefined;
+    }
+    return now;
+  }
 
   /** The server with the fewest requests the keeper passes on (leastconn, as HAProxy balances the rest). */
   private pick(m: GatewayModel) {
@@ -373,9 +459,9 @@ function markers(): Record<string, string> {
   return out;
 }
 
-function sendError(res: ServerResponse, status: number, message: string) {
+function sendError(res: ServerResponse, status: number, message: string, retryAfterS?: number) {
   const text = JSON.stringify({ error: { message, type: 'ServiceUnavailableError', param: null, code: status } });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(retryAfterS ? { 'retry-after': String(retryAfterS) } : {}) });
   res.end(text);
 }
 

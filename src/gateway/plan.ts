@@ -7,6 +7,32 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
 import { UsageError } from '../errors.js';
+import { RouterBlock } from '../profiles/schema.js';
+import type { Balance } from '../profiles/haproxy.js';
+import { unifiedSleepRefusal } from '../engine/sleep.js';
+
+/** One model's settings under gateway.models (keyed by profile name). */
+export const ModelSettings = z.strictObject({
+  concurrency: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .optional()
+    .describe("Requests in flight per server before the gateway queues; default the server's --max-num-seqs (what vLLM runs at once), else 256"),
+  queue: z.number().int().min(0).max(100_000).optional().describe('Requests that may wait for a slot of this model; past it 429 + Retry-After. Default: as many as the model runs at once'),
+  pinned: z.boolean().default(false).describe('Never evicted to make room for another model'),
+  onDemand: z.boolean().default(true).describe('Started when a request names it and it is not running; evicted (least recently used first) to make room for another'),
+  serve: z
+    .array(z.string().max(4096))
+    .max(64)
+    .default([])
+    .describe('The arguments `sparkctl serve PROFILE` gets when the gateway starts it (--profiles DIR, --engine, --set ...); never a secret: keys travel in variables'),
+});
+export type ModelSettings = z.infer<typeof ModelSettings>;
+
+/** vLLM's own default --max-num-seqs (SchedulerConfig) where a server's argv sets none. */
+export const VLLM_DEFAULT_MAX_NUM_SEQS = 256;
 
 /** The gateway's settings: a `gateway:` block in a file (--config) and the verb's flags over it. */
 export const GatewaySettings = z.strictObject({
@@ -23,6 +49,22 @@ export const GatewaySettings = z.strictObject({
   idleSleep: z.string().optional().describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
   checkIntervalMs: z.number().int().positive().default(2000),
   bin: z.string().default('haproxy'),
+  models: z
+    .record(z.string(), ModelSettings)
+    .default({})
+    .describe('Per profile: admission (concurrency, queue) and, for on-demand start, pinned; a profile listed here and not running is started when a request names it'),
+  onDemand: z
+    .strictObject({
+      gpuMemoryBytes: z.number().positive().optional().describe('The memory the on-demand models share (one GPU, or a Spark): --gpu-memory'),
+      unified: z.boolean().default(false).describe('DGX Spark: the memory is unified, the servers may take 0.8 of it'),
+      evict: z.enum(['stop', 'sleep1', 'sleep2']).default('stop').describe('How a model makes room: stopped, or put to sleep (level 1 or 2; its profile needs server.sleepMode)'),
+      startTimeout: z.string().default('10m').describe('How long a request waits for its model to start before a 503 + Retry-After'),
+    })
+    .default({}),
+  retryAfterSeconds: z.number().int().min(1).max(3600).default(2).describe('The Retry-After of a 429 (queue full) and of a 503 (not started in time)'),
+  balance: RouterBlock.shape.balance.describe("Within a model: prefix (a bounded-load consistent hash of the prompt's first prefixBytes) or leastconn"),
+  prefixBytes: RouterBlock.shape.prefixBytes,
+  hashBalanceFactor: RouterBlock.shape.hashBalanceFactor,
 });
 export type GatewaySettings = z.infer<typeof GatewaySettings>;
 
@@ -48,6 +90,18 @@ export interface GatewayModel {
   /** its servers run with sleep mode: checked by /is_sleeping, the waker behind them */
   sleepMode: boolean;
   maxModelLen?: number;
+  /** admission: requests in flight per server (HAProxy maxconn), and the most that may wait for the model (past it 429) */
+  admission: { perServer: number; queue: number };
+  /** in the on-demand set: with no server running its requests go to the keeper, which starts it */
+  onDemand?: boolean;
+}
+
+/** A profile of the on-demand set, as the keeper read it (its served name from the profile). */
+export interface OnDemandEntry {
+  profile: string;
+  servedName: string;
+  sleepMode: boolean;
+  maxModelLen?: number;
 }
 
 /** What a registry entry and a cluster record give the plan (no import of the registry: pure). */
@@ -61,6 +115,8 @@ export interface ServedInstance {
   argv: string[];
   apiKeyEnv?: string;
   maxModelLen?: number;
+  /** where and with which vLLM it was served (a GB10 without the fix has no sleep: engine/sleep.ts) */
+  launch?: { platform?: string; vllm?: { resolved?: string } };
 }
 
 export interface GatewayPlan {
@@ -77,7 +133,10 @@ export interface GatewayPlan {
   skipped: string[];
   apiKeyEnv?: string;
   idleSleepMs?: number;
+  retryAfterSeconds: number;
   checkIntervalMs: number;
+  /** how a model's replicas are picked */
+  balance: Balance;
   dir: string;
   files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; pid: string; log: string; state: string };
 }
@@ -89,7 +148,23 @@ const backendOf = (profile: string) => `m_${profile.replace(/[^A-Za-z0-9_]/g, '_
 const loopback = (h: string) => (h === '0.0.0.0' || h === '::' ? '127.0.0.1' : h);
 
 /** The models of the running instances: one per profile (its replicas its servers; a router of it left out: the gateway balances the replicas itself). Pure. */
-export function modelsOf(instances: ServedInstance[]): { models: GatewayModel[]; skipped: string[] } {
+/** A server's --max-num-seqs from its argv (both spellings), else undefined. */
+export function maxNumSeqs(argv: string[]): number | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const v = a === '--max-num-seqs' ? argv[i + 1] : a.startsWith('--max-num-seqs=') ? a.slice('--max-num-seqs='.length) : undefined;
+    if (v !== undefined && /^[1-9][0-9]{0,6}$/.test(v)) return Number(v);
+  }
+  return undefined;
+}
+
+/** Admission of a model: its own settings, else what its servers run at once (--max-num-seqs) and a queue of as many. Pure. */
+export function admissionOf(argvs: string[][], own: ModelSettings | undefined): { perServer: number; queue: number } {
+  const perServer = own?.concurrency ?? Math.min(...argvs.map((a) => maxNumSeqs(a) ?? VLLM_DEFAULT_MAX_NUM_SEQS));
+  return { perServer, queue: own?.queue ?? perServer * argvs.length };
+}
+
+export function modelsOf(instances: ServedInstance[], settings: Record<string, ModelSettings> = {}): { models: GatewayModel[]; skipped: string[] } {
   const byProfile = new Map<string, ServedInstance[]>();
   for (const i of instances) {
     if (i.role === 'router' || i.role === 'gateway') continue;
@@ -117,8 +192,13 @@ export function modelsOf(instances: ServedInstance[]): { models: GatewayModel[];
       backend: backendOf(profile),
       servers: sorted.map((i) => ({ name: i.name.replace(/[^A-Za-z0-9._-]/g, '_'), host: loopback(i.host), port: i.port })),
       apiKeyEnv: list[0]!.apiKeyEnv,
-      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode')),
+      // no sleep (idle sleep, the waker, eviction by sleep) where vLLM's wake crashes: GB10 without the fix (engine/sleep.ts)
+      sleepMode: list.every((i) => i.argv.includes('--enable-sleep-mode') && !unifiedSleepRefusal(i)),
       maxModelLen: list[0]!.maxModelLen,
+      admission: admissionOf(
+        sorted.map((i) => i.argv),
+        settings[profile],
+      ),
     });
   }
   return { models, skipped };
@@ -135,8 +215,46 @@ export function parseAliases(flags: string[]): Record<string, string> {
   return out;
 }
 
-export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string): GatewayPlan {
-  const { models, skipped } = modelsOf(instances);
+/** The on-demand profiles not running now: a model with no server, whose requests the keeper takes (and starts it). Pure. */
+export function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], settings: Record<string, ModelSettings>): { models: GatewayModel[]; skipped: string[] } {
+  const models: GatewayModel[] = [];
+  const skipped: string[] = [];
+  for (const e of entries) {
+    const on = running.find((m) => m.profile === e.profile);
+    if (on) {
+      on.onDemand = true;
+      continue;
+    }
+    if (!SAFE_NAME.test(e.servedName)) {
+      skipped.push(`${e.profile}: served name ${JSON.stringify(e.servedName)} has characters a route cannot hold`);
+      continue;
+    }
+    const other = [...running, ...models].find((m) => m.name === e.servedName);
+    if (other) {
+      skipped.push(`${e.profile}: serves ${e.servedName}, as ${other.profile} does; requests for it go to ${other.profile}`);
+      continue;
+    }
+    const own = settings[e.profile];
+    const perServer = own?.concurrency ?? VLLM_DEFAULT_MAX_NUM_SEQS;
+    models.push({
+      name: e.servedName,
+      profile: e.profile,
+      backend: backendOf(e.profile),
+      servers: [],
+      sleepMode: e.sleepMode,
+      maxModelLen: e.maxModelLen,
+      admission: { perServer, queue: own?.queue ?? perServer },
+      onDemand: true,
+    });
+  }
+  return { models, skipped };
+}
+
+export function planGateway(s: GatewaySettings, instances: ServedInstance[], stateDir: string, onDemand: OnDemandEntry[] = []): GatewayPlan {
+  const found = modelsOf(instances, s.models);
+  const idle = idleOnDemand(found.models, onDemand, s.models);
+  const models = [...found.models, ...idle.models];
+  const skipped = [...found.skipped, ...idle.skipped];
   const routes = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   for (const m of models) routes.set(m.name, m.backend);
@@ -170,7 +288,9 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
     skipped,
     apiKeyEnv: s.apiKeyEnv,
     idleSleepMs: s.idleSleep ? parseDuration(s.idleSleep, 'gateway.idleSleep') : undefined,
+    retryAfterSeconds: s.retryAfterSeconds,
     checkIntervalMs: s.checkIntervalMs,
+    balance: { balance: s.balance, prefixBytes: s.prefixBytes, hashBalanceFactor: s.hashBalanceFactor },
     dir,
     files: {
       config: join(dir, 'haproxy.cfg'),

@@ -48,7 +48,9 @@ export async function claudeCodeCheck(t: Target, model: string, maxModelLen: num
     return {
       status: 'fail',
       detail:
-        r.error === 'timeout' ? `no complete answer to ${shape} within ${o.timeoutMs} ms: Claude Code would wait as long (raise --timeout for a slow prefill)` : `POST /v1/messages: ${r.message}`,
+        r.error === 'timeout'
+          ? `no complete answer to ${shape} within ${o.timeoutMs} ms: Claude Code would wait as long (raise it with probe --step-timeout 5m for a slow prefill)`
+          : `POST /v1/messages: ${r.message}`,
       ms: r.ms,
     };
   if (r.status !== 200) return { status: 'fail', detail: `${shape}: ${refusal(r.status, errorMessage(r.json, r.body), maxModelLen, 'Claude Code')}`, ms: r.ms };

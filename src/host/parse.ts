@@ -32,6 +32,12 @@ export function parseListeningPorts(text: string | null): Set<number> {
   return out;
 }
 
+/** A /proc/meminfo line in bytes (MemAvailable, Cached, ...). */
+export function meminfoBytes(text: string | null, key: string): number | undefined {
+  const m = text ? new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text) : null;
+  return m ? Number(m[1]) * KIB : undefined;
+}
+
 /** /proc/meminfo MemTotal in bytes (DGX Spark: the GPU's memory too). */
 export function memTotalBytes(text: string | null): number | undefined {
   const m = text ? /^MemTotal:\s+(\d+) kB/m.exec(text) : null;

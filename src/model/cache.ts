@@ -50,12 +50,16 @@ export function checkRevision(rev: string): string | undefined {
  * relative, '/'-separated, no empty, '.' or '..' segment, no backslash or NUL (the rules of
  * huggingface_hub's _validate_relative_filename, stricter). Returns a reason when refused.
  */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function checkRepoPath(p: string): string | undefined {
   if (!p || p.length > 1000) return 'an empty or over-long name';
   if (p.startsWith('/') || /[\\\0]/.test(p) || /^[A-Za-z]:/.test(p)) return 'an absolute or drive path';
   if (p.split('/').some((s) => s === '' || s === '.' || s === '..')) return 'an empty, "." or ".." path segment';
   // a name is printed (progress, the summary, errors): an escape sequence there would rewrite the terminal
   if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(p)) return 'a control character in the name';
+  // legal in JSON (an escaped \ud800), not in a file name nor a URL: encodeURIComponent throws on it
+  if (LONE_SURROGATE.test(p)) return 'a lone UTF-16 surrogate in the name (not a valid Unicode string, so no file name)';
   return undefined;
 }
 
@@ -153,7 +157,16 @@ export const incompletePath = (c: RepoCache, etag: string) => join(c.blobs, `${e
  */
 export async function openIncomplete(c: RepoCache, etag: string) {
   const p = incompletePath(c, etag);
-  const fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
+  let fh: import('node:fs/promises').FileHandle;
+  try {
+    fh = await open(p, constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_APPEND | constants.O_NONBLOCK, 0o644);
+  } catch (e) {
+    // what an earlier run or someone else left there is a finding, never an internal error
+    const code = (e as NodeJS.ErrnoException).code;
+    const what = code === 'ELOOP' ? 'a symbolic link sparkctl did not make' : code === 'EISDIR' ? 'a folder' : code === 'EACCES' || code === 'EPERM' ? 'not writable' : undefined;
+    if (what) throw new CacheRefused(`${p} (a partial download) is ${what}; remove it and pull again`);
+    throw e;
+  }
   const st = await fh.stat();
   if (!st.isFile()) {
     await fh.close();

@@ -4,6 +4,8 @@
 // sliding-window layers, and linear-attention layers (Gated DeltaNet) that hold a per-sequence state.
 import { readLayout, type Layout, type NotModelled, type LayerCache } from './layout.js';
 import type { WeightSummary } from './safetensors.js';
+import { textModules, visionModules, moduleParams, mtpLayers, isMtpTensor, type WeightModule, type ModuleRole } from './modules.js';
+import { readQuantScheme, onlineScheme, resolvedMethod, type QuantScheme } from './quant.js';
 
 export type AttentionKind = 'mha' | 'gqa' | 'mla';
 
@@ -44,8 +46,37 @@ export interface ModelFacts {
   weightBytesPerParam: number;
   /** each layer's caches as vLLM's model class reads them (layout.ts), or the field that could not be read */
   layout?: Layout | NotModelled;
+  /** where the quantization config was read: config.json's quantization_config, or hf_quant_config.json beside it */
+  quantizationFrom?: 'config.json' | 'hf_quant_config.json';
+  /** the scheme as priced per module ("modelopt NVFP4", "compressed-tensors pack-quantized", ...) */
+  quantScheme?: string;
+  /** the weights per kind of module as vLLM loads them (from the config), parameters and bytes */
+  weightParts?: WeightPart[];
+  /** a quantization scheme this planner does not price, with no weight files to size it: no weight figure is stated */
+  weightsNotModelled?: { field: string; why: string };
+  /** a multimodal checkpoint's vision tower: counted from vision_config (an estimate), or not counted (its config too sparse) */
+  visionFrom?: 'vision_config (estimated)' | 'not counted';
+  /** MTP / next-n layers in the checkpoint (not loaded without speculative decoding), and what they take */
+  mtpLayers?: number;
+  mtpBytes?: number;
+  /** an unquantized checkpoint's weights under vLLM's online --quantization fp8 (each linear to fp8, embeddings kept) */
+  onlineFp8Bytes?: number;
   /** the KV cache dtype vLLM picks for --kv-cache-dtype auto from the checkpoint's quantization_config (ModelOpt kv_cache_scheme), when not the model dtype */
   kvCacheDtype?: string;
+}
+
+export interface WeightPart {
+  part: ModuleRole;
+  params: number;
+  bytes: number;
+}
+
+/** The files beside config.json that change what vLLM loads. */
+export interface CheckpointFiles {
+  /** hf_quant_config.json (ModelOpt <= 0.29 writes its config there), parsed */
+  hfQuantConfig?: unknown;
+  /** every tensor name of model.safetensors.index.json's weight_map */
+  weightNames?: string[];
 }
 
 export class ModelConfigError extends Error {
@@ -63,8 +94,6 @@ const posInt = (v: unknown): number | undefined => (typeof v === 'number' && Num
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v : undefined);
 
 const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, float8_e4m3fn: 1, fp8: 1 };
-// mxfp4: 32 four-bit values share one 8-bit E8M0 scale, (32 x 4 + 8) / 32 = 4.25 bits
-const QUANT_BYTES: Record<string, number> = { fp8: 1, fbgemm_fp8: 1, modelopt: 1, mxfp4: 0.53125, awq: 0.5, gptq: 0.5, bitsandbytes: 0.5, 'compressed-tensors': 1 };
 
 /** The language model's part of a config: multimodal checkpoints nest it under text_config (or llm_config). */
 export function textConfig(cfg: Json): Json {
@@ -124,129 +153,6 @@ function linearStatePerLayer(c: Json, dtypeBytes: number): number | undefined {
   return ((conv - 1) * convDim + vh * kd * vd) * dtypeBytes;
 }
 
-interface ParamParts {
-  /** embed_tokens and lm_head (once when tied): kept in the model dtype by every quantization vLLM loads */
-  embeddings: number;
-  attention: number;
-  /** MLPs, routed experts, routers */
-  ffn: number;
-  /** shared experts (a quantization may leave them in the model dtype: Qwen3.5's NVFP4 checkpoints do) */
-  shared: number;
-  /** Mamba2 / Gated DeltaNet mixers */
-  mixers: number;
-}
-
-/**
- * Parameters from the shapes, layer by layer as the layout says (an attention layer, a Mamba2 or Gated
- * DeltaNet mixer, an MLP-only layer), with MoE experts (routed + shared + router) where the config has
- * them. Norms and biases are left out (well under 1 %).
- */
-function countParameters(c: Json, f: { layers: number; heads: number; kvHeads: number; headDim: number; mla?: ModelFacts['mla']; experts?: number; layout?: Layout }): ParamParts | undefined {
-  const h = posInt(c.hidden_size);
-  const vocab = posInt(c.vocab_size);
-  if (!h || !vocab) return undefined;
-  const inter = posInt(c.intermediate_size) ?? 4 * h;
-  const moeInter = posInt(c.moe_intermediate_size) ?? inter;
-  const nemotron = f.layout?.family === 'nemotron_h';
-  // Nemotron-H's MLPs and experts are up + down (squared ReLU); the others gate (up, gate, down)
-  const mats = nemotron ? 2 : 3;
-  const embeddings = vocab * h * (c.tie_word_embeddings === true ? 1 : 2);
-  const attnOf = (x?: LayerCache) => {
-    if (f.mla) {
-      // deepseek_v2.py DeepseekV2MLAAttention: q_a (h x q_lora) + q_b (q_lora x heads x (nope + rope)), or q_proj (h x heads x
-      // (nope + rope)) without q_lora_rank; kv_a (h x (kv_lora + rope)); kv_b (kv_lora x heads x (nope + v)); o (heads x v x h)
-      const nope = posInt(c.qk_nope_head_dim) ?? f.headDim;
-      const v = posInt(c.v_head_dim) ?? f.headDim;
-      const qLora = posInt(c.q_lora_rank);
-      const qHead = nope + f.mla.qkRopeHeadDim;
-      const q = qLora ? h * qLora + qLora * f.heads * qHead : h * f.heads * qHead;
-      // DeepSeek-V3.2's indexer (deepseek_v2.py Indexer): wq_b (q_lora x index heads x index_head_dim), wk (h x index_head_dim), weights_proj (h x index heads)
-      const ih = posInt(c.index_n_heads);
-      const id = posInt(c.index_head_dim);
-      const indexer = c.index_topk !== undefined && ih && id ? (qLora ?? h) * ih * id + h * id + h * ih : 0;
-      return q + h * (f.mla.kvLoraRank + f.mla.qkRopeHeadDim) + f.mla.kvLoraRank * f.heads * (nope + v) + f.heads * v * h + indexer;
-    }
-    const kvH = x?.kind === 'attention' ? x.kvHeads : f.kvHeads;
-    const hs = x?.kind === 'attention' ? x.headSize : f.headDim;
-    const hv = x?.kind === 'attention' ? x.headSizeV : f.headDim;
-    return h * f.heads * hs + h * kvH * (hs + hv) + f.heads * hv * h;
-  };
-  const shared = posInt(c.shared_expert_intermediate_size) ?? posInt(c.moe_shared_expert_intermediate_size) ?? (posInt(c.n_shared_experts) ?? 0) * moeInter;
-  const firstDense = posInt(c.first_k_dense_replace) ?? 0;
-  const moeFfn = (f.experts ?? 0) * mats * h * moeInter + h * (f.experts ?? 0);
-  const sharedFfn = mats * h * shared;
-  const parts: ParamParts = { embeddings, attention: 0, ffn: 0, shared: 0, mixers: 0 };
-  const pattern = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern : undefined;
-  for (let i = 0; i < f.layers; i++) {
-    const caches = f.layout?.layers[i];
-    const mixer = caches?.find((x) => x.kind === 'mamba2' || x.kind === 'gdn');
-    const attn = caches?.find((x) => x.kind === 'attention' || x.kind === 'mla');
-    if (mixer?.kind === 'mamba2') {
-      const inner = mixer.heads * mixer.headDim;
-      const gs = 2 * mixer.groups * mixer.stateSize;
-      parts.mixers += h * (2 * inner + gs + mixer.heads) + (inner + gs) * mixer.convKernel + inner * h;
-    } else if (mixer?.kind === 'gdn') {
-      const qk = mixer.kHeads * mixer.kDim;
-      const v = mixer.vHeads * mixer.vDim;
-      parts.mixers += h * (2 * qk + 2 * v + 2 * mixer.vHeads) + (2 * qk + v) * mixer.convKernel + v * h;
-    } else if (attn || !caches) parts.attention += attnOf(attn);
-    if (nemotron) {
-      // Nemotron-H: a layer is ONE block: M (mixer), * (attention), - (MLP), E (MoE)
-      const ch = pattern?.[i];
-      if (ch === '-' || (!pattern && caches?.length === 0 && !f.experts)) parts.ffn += mats * h * inter;
-      else if (ch === 'E') {
-        parts.ffn += moeFfn;
-        parts.shared += sharedFfn;
-      }
-      continue;
-    }
-    const step = posInt(c.interleave_moe_layer_step);
-    if (step && f.experts !== undefined) {
-      // Llama 4 (transformers Llama4TextConfig): layer i is MoE when i % step == step - 1, with one shared
-      // expert of intermediate_size; the dense layers use intermediate_size_mlp
-      const moe = i % step === step - 1;
-      parts.ffn += moe ? f.experts * 3 * h * inter + h * f.experts : 3 * h * (posInt(c.intermediate_size_mlp) ?? inter);
-      if (moe) parts.shared += 3 * h * inter;
-      continue;
-    }
-    // moe_layer_freq as a list (MiMo-V2, mimo_v2.py: layer i is MoE when moe_layer_freq[i] is 1); else every layer past first_k_dense_replace
-    const freq = Array.isArray(c.moe_layer_freq) && c.moe_layer_freq.length === f.layers ? c.moe_layer_freq : undefined;
-    const moeLayer = f.experts !== undefined && (freq ? freq[i] === 1 || freq[i] === true : i >= firstDense);
-    parts.ffn += moeLayer ? moeFfn : mats * h * inter;
-    if (moeLayer) parts.shared += sharedFfn;
-  }
-  return parts;
-}
-
-const sumParts = (p: ParamParts) => p.embeddings + p.attention + p.ffn + p.shared + p.mixers;
-
-/**
- * Which parts a quantization leaves in the model dtype: embeddings always; attention, the Mamba / Gated DeltaNet mixers,
- * the shared experts and lm_head where its config lists them (modules_to_not_convert, ignore, ...: gpt-oss-120b's
- * self_attn, Qwen3.5 NVFP4's linear_attn* and shared_expert*).
- */
-function unquantizedParts(qc: Json | undefined): { attention: boolean; mixers: boolean; shared: boolean; lmHead: boolean } {
-  const list = [qc?.modules_to_not_convert, qc?.ignore, qc?.ignored_layers, qc?.modules_to_not_quantize, qc?.exclude_modules].find(Array.isArray) as unknown[] | undefined;
-  const names = (list ?? []).filter((x): x is string => typeof x === 'string');
-  return {
-    attention: names.some((n) => /self_attn|(^|\.)attn\b|(^|\.)attention\b/.test(n)),
-    mixers: names.some((n) => /linear_attn|mixer|mamba/.test(n)),
-    shared: names.some((n) => /shared_expert/.test(n)),
-    lmHead: qc?.lm_head !== true,
-  };
-}
-
-/** Bytes a quantized weight takes: the method's, or ModelOpt's algorithm's (NVFP4: 4 bits + an fp8 scale per 16 = 4.5 bits). */
-function quantBytes(quantization: string, qc: Json, dtypeBytes: number): number {
-  if (quantization.startsWith('modelopt')) {
-    const inner = isObj(qc.quantization) ? qc.quantization : qc;
-    const algo = (str(inner.quant_algo) ?? str(qc.quant_algo) ?? '').toUpperCase();
-    if (algo === 'NVFP4' || quantization === 'modelopt_fp4') return 4.5 / 8;
-    if (algo.startsWith('FP8')) return 1;
-  }
-  return QUANT_BYTES[quantization] ?? dtypeBytes;
-}
-
 /**
  * The KV cache dtype vLLM uses for --kv-cache-dtype auto with this checkpoint (engine/arg_utils.py create_engine_config ->
  * utils/torch_utils.py resolve_kv_cache_dtype_string): a ModelOpt kv_cache_scheme / kv_cache_quant_algo of fp8 makes it
@@ -266,8 +172,49 @@ function checkpointKvDtype(qc: Json | undefined): string | undefined {
   return k === 'fp8' ? 'fp8_e4m3' : k === 'nvfp4' ? 'nvfp4' : undefined;
 }
 
+/**
+ * The quantization config vLLM reads (transformers_utils/config.py get_config): config.json's quantization_config (or
+ * compression_config), else hf_quant_config.json beside it, never both; normalized as model_arch_config_convertor.py
+ * _normalize_quantization_config does (a ModelOpt producer block gets quant_method modelopt / modelopt_fp4). A
+ * MIXED_PRECISION config.json without quantized_layers takes them from hf_quant_config.json (weight_utils.py get_quant_config).
+ */
+function checkpointQuant(raw: Json, c: Json, hfQuant: unknown): { config?: Json; method?: string; from?: 'config.json' | 'hf_quant_config.json' } {
+  const inFile = [raw.quantization_config, c.quantization_config, raw.compression_config].find(isObj) as Json | undefined;
+  let config = inFile ?? (isObj(hfQuant) ? hfQuant : undefined);
+  if (!config) return {};
+  config = { ...config };
+  const producer = isObj(config.producer) ? str(config.producer.name) : undefined;
+  if (producer === 'modelopt' && !str(config.quant_method)) config.quant_method = 'modelopt';
+  if (typeof config.quant_method === 'string') config.quant_method = config.quant_method.toLowerCase().replace('compressed_tensors', 'compressed-tensors');
+  if (inFile && isObj(hfQuant) && str(config.quant_algo)?.toUpperCase() === 'MIXED_PRECISION' && !isObj(config.quantized_layers)) {
+    const legacy = isObj(hfQuant.quantization) ? hfQuant.quantization : hfQuant;
+    if (isObj(legacy.quantized_layers)) config.quantized_layers = legacy.quantized_layers;
+  }
+  return { config, method: resolvedMethod(config) ?? str(config.quant_method), from: inFile ? 'config.json' : 'hf_quant_config.json' };
+}
+
+/** Parameters and bytes per kind of module. */
+function partsOf(modules: WeightModule[], bytes: (m: WeightModule) => number): WeightPart[] {
+  const by = new Map<ModuleRole, WeightPart>();
+  for (const m of modules) {
+    const p = by.get(m.role) ?? { part: m.role, params: 0, bytes: 0 };
+    p.params += moduleParams(m);
+    p.bytes += bytes(m);
+    by.set(m.role, p);
+  }
+  return [...by.values()];
+}
+
+/** The MTP layers as priced: each like the last decoder layer, plus its eh_proj (2h -> h) in the model dtype. */
+function mtpBytes(modules: WeightModule[], n: number, c: Json, dtypeBytes: number, scheme?: QuantScheme): number {
+  const last = Math.max(...modules.map((m) => m.layer ?? -1));
+  const layer = modules.filter((m) => m.layer === last).reduce((a, m) => a + (scheme ? scheme.bytes(m, dtypeBytes) : moduleParams(m) * dtypeBytes), 0);
+  const h = posInt(c.hidden_size) ?? 0;
+  return n * (layer + 2 * h * h * dtypeBytes);
+}
+
 /** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
-export function parseModelConfig(raw: unknown, index?: unknown, weights?: WeightSummary): ModelFacts {
+export function parseModelConfig(raw: unknown, index?: unknown, weights?: WeightSummary & { mtpBytes?: number }, files?: CheckpointFiles): ModelFacts {
   if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
   const c = textConfig(raw);
   // Nemotron-H may give its layers only as a pattern (transformers 5 derives num_hidden_layers from it)
@@ -286,34 +233,39 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
   const layout = readLayout(c, layers);
   const kinds: string[] = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
   const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);
-  const qc = isObj(raw.quantization_config) ? raw.quantization_config : isObj(c.quantization_config) ? c.quantization_config : undefined;
-  const quantization = qc ? str(qc.quant_method)?.toLowerCase() : undefined;
+  const quant = checkpointQuant(raw, c, files?.hfQuantConfig);
+  const qc = quant.config;
+  const quantization = quant.method;
   const dtypeBytes = DTYPE_BYTES[dtype ?? 'bfloat16'] ?? 2;
   const expertCount = posInt(c.num_experts) ?? posInt(c.n_routed_experts) ?? posInt(c.num_local_experts);
   if (expertCount !== undefined && expertCount > 100_000) throw new ModelConfigError('num_experts', `num_experts: ${expertCount} is beyond any model (at most 100000)`);
   // Nemotron-H's config class always carries n_routed_experts; only its E layers have experts
   const experts = typeof c.hybrid_override_pattern === 'string' && !c.hybrid_override_pattern.includes('E') ? undefined : expertCount;
+  const text = textModules(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined, nested: c !== raw });
+  // a multimodal checkpoint's vision tower is loaded too (estimated from vision_config: modules.ts visionModules)
+  const vision = c !== raw ? visionModules(raw) : undefined;
+  const modules = text && vision ? [...text, ...vision] : text;
+  const counted = modules?.reduce((a, m) => a + moduleParams(m), 0);
+  const scheme = qc ? readQuantScheme(qc, dtypeBytes) : undefined;
+  const schemeOk = scheme && !('notModelled' in scheme) ? scheme : undefined;
+  // Priced from the config, module by module as vLLM loads it (quant.ts)
+  const configBytes = modules && (!qc || schemeOk) ? modules.reduce((a, m) => a + (schemeOk ? schemeOk.bytes(m, dtypeBytes) : moduleParams(m) * dtypeBytes), 0) : undefined;
+  const weightParts = modules && (!qc || schemeOk) ? partsOf(modules, (m) => (schemeOk ? schemeOk.bytes(m, dtypeBytes) : moduleParams(m) * dtypeBytes)) : undefined;
+  // MTP / next-n layers the checkpoint carries: vLLM's main model skips them (loaded only as a speculative proposer)
+  const mtp = mtpLayers(c);
+  const mtpInFiles = files?.weightNames ? files.weightNames.some((n) => isMtpTensor(n, layers)) : mtp > 0;
+  const mtpCounted = mtp && modules ? mtpBytes(modules, mtp, c, dtypeBytes, schemeOk) : 0;
   const indexBytes = isObj(index) && isObj(index.metadata) ? posInt(index.metadata.total_size) : undefined;
-  // exact from the shards' headers, else the index's total_size, else counted from the config
-  const weightBytes = weights?.bytes || indexBytes;
-  const bytesPerParam = quantization && qc ? quantBytes(quantization, qc, dtypeBytes) : dtypeBytes;
-  const parts = countParameters(c, { layers, heads, kvHeads, headDim, mla, experts, layout: 'layers' in layout ? layout : undefined });
-  const counted = parts ? sumParts(parts) : undefined;
-  const parameters = counted ?? (weightBytes ? weightBytes / bytesPerParam : undefined);
+  // exact from the shards' headers (less the MTP tensors), else the index's total_size (less the MTP layers as priced), else counted from the config
+  const fromShards = weights?.bytes ? weights.bytes - (weights.mtpBytes ?? 0) : undefined;
+  const fromIndex = indexBytes && mtpInFiles && mtpCounted && mtpCounted < indexBytes ? indexBytes - mtpCounted : indexBytes;
+  const weightBytes = fromShards || fromIndex;
+  const parameters = counted ?? (weightBytes ? weightBytes / (schemeOk ? 1 : dtypeBytes) : undefined);
   if (!parameters) throw new ModelConfigError('hidden_size', 'hidden_size or vocab_size missing, and no model.safetensors.index.json to size the weights');
-  // Priced from the config: a quantization leaves embeddings (and attention / lm_head where its config lists them) in the model dtype
-  const keep = unquantizedParts(qc);
-  const lmHead = parts && c.tie_word_embeddings !== true ? (posInt(c.vocab_size) ?? 0) * (posInt(c.hidden_size) ?? 0) : 0;
-  const configBytes = parts
-    ? quantization
-      ? (parts.embeddings - lmHead) * dtypeBytes +
-        lmHead * (keep.lmHead ? dtypeBytes : bytesPerParam) +
-        parts.attention * (keep.attention ? dtypeBytes : bytesPerParam) +
-        parts.mixers * (keep.mixers ? dtypeBytes : bytesPerParam) +
-        parts.shared * (keep.shared ? dtypeBytes : bytesPerParam) +
-        parts.ffn * bytesPerParam
-      : sumParts(parts) * dtypeBytes
-    : undefined;
+  // a scheme not modelled leaves no config figure: the files' bytes stand where there are files, else no weight figure at all
+  const weightsNotModelled = scheme && 'notModelled' in scheme && !weightBytes ? { field: scheme.notModelled, why: scheme.why } : undefined;
+  // what an unquantized checkpoint takes under vLLM's online fp8 (--quantization fp8)
+  const onlineFp8Bytes = modules && !qc ? modules.reduce((a, m) => a + onlineScheme('fp8')!.bytes(m, dtypeBytes), 0) : undefined;
   const linearLayers = kinds.filter((k) => k === 'linear').length;
   const perLayerState = linearLayers ? linearStatePerLayer(c, dtypeBytes) : undefined;
   const slidingLayers = kinds.filter((k) => k === 'sliding').length;
@@ -339,9 +291,17 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
     moe: experts ? { experts, expertsPerToken: posInt(c.num_experts_per_tok) } : undefined,
     dtype,
     quantization,
+    quantizationFrom: quant.from,
+    quantScheme: schemeOk?.label,
     kvCacheDtype: checkpointKvDtype(qc),
-    weightBytesPerParam: weightBytes ? weightBytes / parameters : configBytes && parameters ? configBytes / parameters : bytesPerParam,
-    weightsFrom: weights?.bytes ? 'shard headers' : indexBytes ? 'index total_size' : parts ? 'config' : 'index total_size',
+    weightBytesPerParam: weightBytes ? weightBytes / parameters : configBytes && parameters ? configBytes / parameters : dtypeBytes,
+    weightsFrom: fromShards ? 'shard headers' : fromIndex ? 'index total_size' : 'config',
+    weightParts,
+    weightsNotModelled,
+    mtpLayers: mtp || undefined,
+    visionFrom: vision ? 'vision_config (estimated)' : c !== raw && isObj(raw.vision_config) ? 'not counted' : undefined,
+    mtpBytes: mtpCounted || undefined,
+    onlineFp8Bytes,
     weightDtypes: weights ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes])) : undefined,
     layout,
   };

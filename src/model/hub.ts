@@ -19,7 +19,22 @@ export interface Hub {
   /** deadline of one API call, and the longest a download may go without a byte */
   timeoutMs: number;
   stallMs: number;
+  /**
+   * The slowest a file's body may come: at least `bytes` in every `windowMs` once the headers are in
+   * (less only where less of the file is left). A mirror that sends a byte every few seconds resets
+   * a stall timer forever; it cannot pass this, so a file's time is bounded by its size.
+   */
+  minRate?: { bytes: number; windowMs: number };
+  /** the whole tree listing, every page (default 10 minutes) */
+  listMs?: number;
 }
+
+/** The default floor: 1 MiB in every 60 s (about 17 KiB/s). */
+export const DEFAULT_MIN_RATE = { bytes: 1 << 20, windowMs: 60_000 };
+/** Pages of one tree listing: the Hub sends 1000 entries a page, so 200,000 files are 200 pages. */
+export const MAX_TREE_PAGES = 2000;
+/** fetch's own redirect bound (undici: 20), named in the error. */
+export const MAX_REDIRECTS = 20;
 
 export type HubErrorKind = 'unauthorized' | 'forbidden' | 'not-found' | 'revision' | 'server' | 'network' | 'protocol' | 'checksum';
 
@@ -127,6 +142,7 @@ async function get(hub: Hub, url: string, init: { headers?: Record<string, strin
     return await fetch(url, { headers: headers(hub, url, init.headers), signal, redirect: init.redirect ?? 'follow' });
   } catch (e) {
     if (init.signal?.aborted) throw e;
+    if (isRedirectLoop(e)) throw new HubError('protocol', `${new URL(url).origin}: ${networkCause(e)}`, 'the server (HF_ENDPOINT) redirects in a loop: check the mirror');
     throw new HubError('network', `${new URL(url).origin}: ${networkCause(e)}`, 'check the network or HF_ENDPOINT; an interrupted pull resumes where it stopped');
   }
 }
@@ -134,8 +150,12 @@ async function get(hub: Hub, url: string, init: { headers?: Record<string, strin
 function networkCause(e: unknown): string {
   const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err.name === 'TimeoutError') return 'no answer before the deadline';
+  if (isRedirectLoop(e)) return `more than ${MAX_REDIRECTS} redirects (the bound on redirects a download follows)`;
   return err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
 }
+
+/** undici's fetch stops after 20 redirects with "redirect count exceeded": a server's loop, never worth a retry. */
+const isRedirectLoop = (e: unknown) => /redirect count exceeded/.test(String((e as { cause?: { message?: string } }).cause?.message ?? ''));
 
 const api = (hub: Hub, repo: string, tail: string) => `${hub.endpoint}/api/models/${repo}/${tail}`;
 
@@ -157,15 +177,28 @@ export async function resolveCommit(hub: Hub, repo: string, revision: string, si
 
 const MAX_TREE_ENTRIES = 200_000;
 
-/** Every file of the repository at a commit (the recursive tree listing, every page). */
+/**
+ * Every file of the repository at a commit (the recursive tree listing, every page). A listing is
+ * bounded by what the server cannot move: entries (200,000), pages (2000), a page that points at a
+ * page already read, an empty page that points at another, and one deadline for the whole listing.
+ */
 export async function listTree(hub: Hub, repo: string, commit: string, signal?: AbortSignal): Promise<TreeFile[]> {
+  const whole = AbortSignal.timeout(hub.listMs ?? 600_000);
+  const all = signal ? AbortSignal.any([signal, whole]) : whole;
+  const seen = new Set<string>();
+  const what = `tree listing of ${repo}@${commit}`;
   // listFiles follows the Link header for the next page: this fetch keeps it (and the token) on the endpoint.
   const bounded: typeof fetch = async (input) => {
     const url = String(input instanceof Request ? input.url : input);
     if (!sameOrigin(url, hub.endpoint)) throw new HubError('protocol', `the tree listing pointed at another origin (${new URL(url).origin})`);
-    const res = await get(hub, url, { signal, headers: { accept: 'application/json' } });
-    if (!res.ok) throw await refusal(hub, repo, res, `tree listing of ${repo}@${commit}`);
+    if (seen.has(url)) throw new HubError('protocol', `${what}: a page points at a page already read (${seen.size} pages in); the server's pagination loops`, 'check the mirror (HF_ENDPOINT)');
+    if (seen.size >= MAX_TREE_PAGES) throw new HubError('protocol', `${what}: more than ${MAX_TREE_PAGES} pages (the bound on pages a listing may have)`, 'check the mirror (HF_ENDPOINT)');
+    seen.add(url);
+    const res = await get(hub, url, { signal: all, headers: { accept: 'application/json' } });
+    if (!res.ok) throw await refusal(hub, repo, res, what);
     const body = await readBounded(res, 64 * 1024 * 1024, 'tree listing');
+    if (/rel="?next"?/.test(res.headers.get('link') ?? '') && /^\s*\[\s*\]\s*$/.test(body.toString('utf8')))
+      throw new HubError('protocol', `${what}: an empty page that points at another (page ${seen.size}); the server's pagination never ends`, 'check the mirror (HF_ENDPOINT)');
     return new Response(new Uint8Array(body), { status: res.status, headers: res.headers });
   };
   const out: TreeFile[] = [];
@@ -179,7 +212,10 @@ export async function listTree(hub: Hub, repo: string, commit: string, signal?: 
       out.push({ path: e.path, size: e.size, oid: e.oid, ...(e.lfs ? { lfs: { oid: e.lfs.oid, size: e.lfs.size } } : {}) });
     }
   } catch (e) {
-    if (e instanceof HubError || signal?.aborted) throw e;
+    if (signal?.aborted) throw e;
+    if (whole.aborted)
+      throw new HubError('network', `${what}: not done within ${Math.round((hub.listMs ?? 600_000) / 1000)} s (the deadline of a whole listing)`, 'try again later; check the mirror (HF_ENDPOINT)');
+    if (e instanceof HubError) throw e;
     throw new HubError('protocol', `tree listing of ${repo}: ${(e as Error).message}`);
   }
   return out;
@@ -283,14 +319,33 @@ async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, si
   let fetched = 0;
   let failures = 0;
   let restarts = 0;
+  let slow = 0;
+  let connections = 0;
   const retries = opts.retries ?? 5;
+  // A server that drops every connection after a byte makes progress each time: the connections one
+  // file may take are bounded by its size, whatever the server does.
+  const maxConnections = maxConnectionsFor(size, retries);
   while (p.have < size) {
+    if (++connections > maxConnections)
+      throw new HubError(
+        'network',
+        `${f.path}: more than ${maxConnections} connections for one file of ${size} bytes (the bound on reconnections); ${p.have} bytes are kept`,
+        'pull again later (it resumes); if it persists, the mirror (HF_ENDPOINT) keeps dropping the connection',
+      );
     let n: number;
     try {
       n = await fetchRange(hub, repo, commit, f, size, p.have, p.fh, p.h, opts);
     } catch (e) {
       if (opts.signal?.aborted) throw e;
       if (e instanceof HubError && e.kind === 'checksum') throw await discard(p, e);
+      if (e instanceof TooSlow) {
+        // what came is written and hashed: counted, then one more try (a slow mirror is slow again)
+        p.have += e.written;
+        fetched += e.written;
+        if (++slow > 1) throw e;
+        await pause(Math.min(200 * 2 ** slow, 5000), opts.signal);
+        continue;
+      }
       if (!(e instanceof HubError) || (e.kind !== 'network' && e.kind !== 'server')) throw e;
       if (++failures > retries) throw e;
       await pause(Math.min(200 * 2 ** failures, 5000), opts.signal);
@@ -328,6 +383,19 @@ async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, si
       );
   }
   return fetched;
+}
+
+/** Connections one file may take: its retries, two restarts, and one more per 256 MiB (a long download over a flaky link). */
+export const maxConnectionsFor = (size: number, retries = 5) => retries + 3 + Math.ceil(size / (256 << 20)) * 2;
+
+/** A body that came slower than the floor: the bytes written before it was cut off travel with it. */
+export class TooSlow extends HubError {
+  constructor(
+    message: string,
+    readonly written: number,
+  ) {
+    super('network', message, 'try again later or use a faster mirror (HF_ENDPOINT); an interrupted pull resumes where it stopped');
+  }
 }
 
 /** The received bytes' digest against the Hub's; a mismatch keeps nothing. */
@@ -383,6 +451,7 @@ async function fetchRange(
   } catch (e) {
     clearTimeout(timer);
     if (opts.signal?.aborted) throw e;
+    if (isRedirectLoop(e)) throw new HubError('protocol', `${f.path}: ${networkCause(e)}`, 'the server (HF_ENDPOINT) redirects in a loop: check the mirror');
     throw new HubError('network', `${f.path}: ${stall.signal.aborted ? 'no answer before the deadline' : networkCause(e)}`);
   }
   if (from > 0 && res.status === 200) {
@@ -408,6 +477,20 @@ async function fetchRange(
     }
   }
   let n = 0;
+  // The floor: at least `bytes` in every window (less where less of the file is left), checked by a
+  // timer the server cannot reset. The stall timer still ends a body that stops outright sooner.
+  const floor = hub.minRate ?? DEFAULT_MIN_RATE;
+  let windowFrom = 0;
+  let tooSlow: string | undefined;
+  const window = setInterval(() => {
+    const got = n - windowFrom;
+    const need = Math.min(floor.bytes, size - from - windowFrom);
+    if (got < need) {
+      tooSlow = `${f.path}: ${got} bytes in ${floor.windowMs / 1000} s from ${new URL(url).origin}, less than the ${need} a window must bring (the floor is ${floor.bytes} bytes per ${floor.windowMs / 1000} s)`;
+      stall.abort();
+    }
+    windowFrom = n;
+  }, floor.windowMs);
   try {
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       clearTimeout(timer);
@@ -416,15 +499,19 @@ async function fetchRange(
       h.update(chunk);
       n += chunk.byteLength;
       opts.onBytes?.(chunk.byteLength);
+      if (tooSlow) break;
       timer = setTimeout(() => stall.abort(), hub.stallMs);
     }
+    if (tooSlow) throw new TooSlow(tooSlow, n);
   } catch (e) {
     if (e instanceof HubError || opts.signal?.aborted) throw e;
+    if (tooSlow) throw new TooSlow(tooSlow, n);
     // A dropped or stalled connection: what was written stays; the caller asks for the rest.
     if (n > 0) return n;
     throw new HubError('network', `${f.path}: ${stall.signal.aborted ? `no bytes for ${hub.stallMs} ms` : networkCause(e)}`);
   } finally {
     clearTimeout(timer);
+    clearInterval(window);
   }
   return n;
 }

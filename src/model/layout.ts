@@ -26,7 +26,7 @@ export interface Layout {
   /** the config field the layout was read from, for the plan's note */
   readFrom: string;
   /** the vLLM model family whose per-model hooks apply (models/config.py) */
-  family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2' | 'gemma4';
+  family?: 'nemotron_h' | 'qwen3_5' | 'qwen3_next' | 'deepseek_v32' | 'llama4' | 'mimo_v2' | 'gemma4' | 'decilm';
   /** the checkpoint's own recurrent-state dtype, where its config names one (NemotronH mamba_ssm_cache_dtype, Qwen3.5 mamba_ssm_dtype) */
   ssmDtype?: string;
   /** ModelConfig.get_mamba_chunk_size(): mamba_chunk_size, else chunk_size, else 2048 (mamba_cache_mode "all" aligns to it) */
@@ -225,6 +225,42 @@ function gemma4(c: Json, n: number): Layout | NotModelled {
   return { layers, readFrom: 'layer_types, global_head_dim', family: 'gemma4' };
 }
 
+/**
+ * DeciLM / Nemotron-NAS (nemotron_nas.py DeciLMDecoderLayer): block_configs[i].attention.no_op builds no attention (no
+ * KV cache on that layer); otherwise num_attention_heads // n_heads_in_group KV heads. replace_with_linear (a linear in
+ * place of attention or the FFN) is not built by vLLM's class, and a window in a block is not read: both not modelled.
+ */
+function decilm(c: Json, n: number): Layout | NotModelled {
+  const blocks = c.block_configs as unknown[];
+  if (blocks.length !== n) return { notModelled: 'block_configs', why: `${blocks.length} block configs for ${n} layers` };
+  const heads = need(c, 'num_attention_heads', 'n_head');
+  const hidden = int(c.hidden_size);
+  const headSize = int(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim'));
+  const layers: LayerCache[][] = [];
+  for (const [i, b] of blocks.entries()) {
+    const a = isObj(b) && isObj(b.attention) ? b.attention : undefined;
+    const f = isObj(b) && isObj(b.ffn) ? b.ffn : undefined;
+    if (!a || !f) return { notModelled: `block_configs[${i}]`, why: 'a block config needs attention and ffn' };
+    for (const [part, x] of [
+      ['attention', a],
+      ['ffn', f],
+    ] as const) {
+      if (x.replace_with_linear === true)
+        return { notModelled: `block_configs[${i}].${part}.replace_with_linear`, why: "a linear layer in place of the block, which vLLM's DeciLM class does not build" };
+      if (x.sparsify !== undefined && x.sparsify !== null) return { notModelled: `block_configs[${i}].${part}.sparsify`, why: 'a sparsified block, which this planner does not model' };
+    }
+    if (a.window_length !== undefined && a.window_length !== null) return { notModelled: `block_configs[${i}].attention.window_length`, why: 'a windowed attention block, which vLLM does not read' };
+    if (a.no_op === true) {
+      layers.push([]);
+      continue;
+    }
+    const g = int(a.n_heads_in_group);
+    if (!g || heads % g) return { notModelled: `block_configs[${i}].attention.n_heads_in_group`, why: `${JSON.stringify(a.n_heads_in_group)} does not divide the ${heads} attention heads` };
+    layers.push([{ kind: 'attention', kvHeads: heads / g, headSize, headSizeV: headSize }]);
+  }
+  return { layers, readFrom: 'block_configs', family: 'decilm' };
+}
+
 /** Generic layer_types (Gemma 3, gpt-oss, Qwen2/3, Cohere2, ...): full_attention or sliding_attention with sliding_window. */
 function layerTypes(c: Json, n: number): Layout | NotModelled {
   const lt = c.layer_types as string[];
@@ -266,6 +302,30 @@ const UNMODELLED_TYPES = [
   'rwkv',
   'rwkv7',
   'xlstm',
+  // found in vLLM's model registry (models/registry.py) among the IsHybrid classes or with caches of their own:
+  // Ling/Bailing linear hybrids (bailing_moe_linear.py, bailing_moe_v3.py), OLMo hybrid (olmo_hybrid.py), LongCat-Flash
+  // (longcat_flash.py: two MLA attentions a layer, zero-compute experts)
+  'olmo_hybrid',
+  'bailing_moe_linear',
+  'bailing_moe_v2_5',
+  'bailing_moe_v3',
+  'longcat_flash',
+];
+// The same families by architecture (models/registry.py), for configs whose model_type is spelled otherwise
+const UNMODELLED_ARCHS = [
+  'BailingMoeV2_5ForCausalLM',
+  'BailingMoeV3ForCausalLM',
+  'OlmoHybridForCausalLM',
+  'LongcatFlashForCausalLM',
+  'LongcatFlashNgramForCausalLM',
+  'KimiLinearForCausalLM',
+  'MiniMaxText01ForCausalLM',
+  'JambaForCausalLM',
+  'FalconH1ForCausalLM',
+  'GraniteMoeHybridForCausalLM',
+  'Zamba2ForCausalLM',
+  'Lfm2ForCausalLM',
+  'Lfm2MoeForCausalLM',
 ];
 const ENCODER_ONLY_TYPES = ['bert', 'roberta', 'xlm-roberta', 'distilbert', 'electra', 'deberta', 'deberta-v2', 'modernbert', 'nomic_bert', 'new', 'camembert', 'albert'];
 const UNMODELLED_FIELDS = [
@@ -283,6 +343,8 @@ const UNMODELLED_FIELDS = [
   'hybrid_layer_pattern',
   'attention_chunk_size',
   'cross_attention_layers',
+  // HunYuan's cross-layer attention (hunyuan_v1.py: use_cla, a layer reads the KV cache of the one before)
+  'use_cla',
 ];
 
 /**
@@ -292,6 +354,9 @@ const UNMODELLED_FIELDS = [
 export function readLayout(c: Json, n: number): Layout | NotModelled {
   try {
     const type = str(c.model_type) ?? '';
+    const arch = Array.isArray(c.architectures) ? str(c.architectures[0]) : undefined;
+    if (arch && UNMODELLED_ARCHS.includes(arch) && !UNMODELLED_TYPES.includes(type))
+      return { notModelled: 'architectures', why: `${arch}: its cache layout (vLLM's own spec for it, models/registry.py) is not modelled here` };
     if (UNMODELLED_TYPES.includes(type)) {
       const field = UNMODELLED_FIELDS.find((k) => c[k] !== undefined && c[k] !== null && c[k] !== false) ?? 'model_type';
       return { notModelled: field, why: `${type}: its cache layout (vLLM's own spec for it) is not modelled here` };
@@ -303,6 +368,8 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
     if (c.is_encoder_decoder === true)
       return { notModelled: 'is_encoder_decoder', why: 'encoder-decoder models keep a cross-attention cache (CrossAttentionSpec) sized by the encoder, which this planner does not model' };
     if (type.startsWith('nemotron_h') || c.hybrid_override_pattern !== undefined) return nemotronH(c, n);
+    if (Array.isArray(c.block_configs)) return decilm(c, n);
+    if (c.block_configs !== undefined && c.block_configs !== null) return { notModelled: 'block_configs', why: 'block_configs is not a list of per-layer blocks' };
     if (Array.isArray(c.hybrid_layer_pattern)) {
       if ((c.hybrid_layer_pattern as unknown[]).length !== n) return { notModelled: 'hybrid_layer_pattern', why: `${(c.hybrid_layer_pattern as unknown[]).length} entries for ${n} layers` };
       return mimoV2(c);

@@ -6,7 +6,7 @@ import { open, unlink, lstat } from 'node:fs/promises';
 import { readText } from '../util/read.js';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
-import { selectFiles, fileSize, SAFETENSORS_INDEX, type Selection, type TreeFile } from './select.js';
+import { selectFiles, checkListing, fileSize, SAFETENSORS_INDEX, type Selection, type TreeFile } from './select.js';
 import {
   blobName,
   blobMatches,
@@ -127,6 +127,8 @@ export async function pull(req: PullRequest): Promise<PullResult> {
   const commit = COMMIT.test(req.revision) ? req.revision : await resolveCommit(hub, repo, req.revision, signal);
   emit({ type: 'resolved', revision: req.revision, commit });
   const tree = await listTree(hub, repo, commit, signal);
+  const bad = checkListing(tree);
+  if (bad) throw new HubError('protocol', `${repo}@${commit}: the tree listing is inconsistent: ${bad}; nothing was written`, 'check the mirror (HF_ENDPOINT); the Hub never lists a file twice');
   const sel = await selectWithIndex(hub, repo, commit, tree, req.configOnly, signal);
   if (sel.missing.length)
     throw new HubError('protocol', `${repo}@${commit}: ${SAFETENSORS_INDEX} names ${sel.missing.length} file(s) the repository does not hold (${sel.missing.slice(0, 3).join(', ')})`);

@@ -7,6 +7,7 @@ import type { Host } from '../host/host.js';
 import { parseModelConfig, ModelConfigError, type ModelFacts } from './facts.js';
 import { FileRefused, READ_LIMITS } from '../util/read.js';
 import { parsePythonJson } from './json.js';
+import { isMtpTensor } from './modules.js';
 import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, type SafetensorsHeader, type WeightSummary } from './safetensors.js';
 
 /** The host reads text with a bound (util/read.ts); a real host's shard headers are read here, bounded, from regular files only. */
@@ -59,8 +60,17 @@ async function shardHeader(path: string): Promise<SafetensorsHeader | { error: s
   }
 }
 
-/** The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes. */
-async function readWeights(host: ModelReader, dir: string, index: unknown): Promise<WeightSummary | undefined> {
+/** num_hidden_layers of the text model (for telling MTP layers apart in the tensor names). */
+function numLayers(cfg: Record<string, unknown>): number | undefined {
+  for (const c of [cfg.text_config, cfg.llm_config, cfg.language_config, cfg]) {
+    const n = typeof c === 'object' && c !== null ? (c as Record<string, unknown>).num_hidden_layers : undefined;
+    if (typeof n === 'number' && Number.isSafeInteger(n) && n > 0) return n;
+  }
+  return undefined;
+}
+
+/** The shards' headers (the index's weight_map, or model.safetensors alone): exact weight bytes and dtypes, and what the MTP tensors take. */
+async function readWeights(host: ModelReader, dir: string, index: unknown, layers?: number): Promise<(WeightSummary & { mtpBytes?: number }) | undefined> {
   if (host.kind !== 'real') return undefined;
   const map = typeof index === 'object' && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
   const files =
@@ -77,7 +87,10 @@ async function readWeights(host: ModelReader, dir: string, index: unknown): Prom
     if (!h || 'error' in h) return undefined; // a shard not downloaded, or unreadable: the index's total_size stands
     headers.push(h);
   }
-  return summarizeWeights(headers);
+  // vLLM's main model does not load MTP / next-n layers (deepseek_v2.py, qwen3_5.py load_weights skip them)
+  let mtpBytes = 0;
+  if (layers) for (const h of headers) for (const [n, t] of Object.entries(h.tensors)) if (isMtpTensor(n, layers)) mtpBytes += t.bytes;
+  return { ...summarizeWeights(headers), mtpBytes };
 }
 
 export interface ModelRead {
@@ -154,9 +167,26 @@ async function readDir(host: ModelReader, dir: string, out: ModelRead): Promise<
       index = undefined; // a bad index only loses the weight size; the config still counts
     }
   }
-  const weights = await readWeights(host, dir, indexText !== null ? (index ?? null) : undefined);
+  // hf_quant_config.json (ModelOpt <= 0.29): vLLM reads it only when config.json has no quantization_config (transformers_utils/config.py)
+  const hasQc = typeof cfg === 'object' && cfg !== null && ('quantization_config' in cfg || 'compression_config' in cfg);
+  let hfQuantConfig: unknown;
+  if (!hasQc) {
+    const q = (await readOr(host, join(dir, 'hf_quant_config.json'), CONFIG_MAX)).text;
+    if (q !== null && q.length < CONFIG_MAX) {
+      try {
+        hfQuantConfig = parsePythonJson(q);
+      } catch (e) {
+        out.error = `${join(dir, 'hf_quant_config.json')}: not valid JSON (${(e as Error).message}); vLLM would refuse it too`;
+        return true;
+      }
+    }
+  }
+  const map = typeof index === 'object' && index !== null ? (index as { weight_map?: unknown }).weight_map : undefined;
+  const weightNames = typeof map === 'object' && map !== null ? Object.keys(map) : undefined;
+  const layers = typeof cfg === 'object' && cfg !== null ? numLayers(cfg as Record<string, unknown>) : undefined;
+  const weights = await readWeights(host, dir, indexText !== null ? (index ?? null) : undefined, layers);
   try {
-    out.facts = parseModelConfig(cfg, index, weights);
+    out.facts = parseModelConfig(cfg, index, weights, { hfQuantConfig, weightNames });
   } catch (e) {
     if (!(e instanceof ModelConfigError)) throw e;
     out.error = `${file}: ${e.message}`;

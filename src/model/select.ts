@@ -105,3 +105,23 @@ const sortFiles = (fs: TreeFile[]) => fs.sort((a, b) => (a.path < b.path ? -1 : 
 
 /** The size on disk of a tree entry (an LFS file's listed size is its real size on the Hub's tree API). */
 export const fileSize = (f: TreeFile) => f.lfs?.size ?? f.size;
+
+/**
+ * A listing checked whole before any byte is written: one path listed twice (two entries would race
+ * for one snapshot link, or write one blob from two answers), or one blob name listed with two sizes
+ * (the file could match neither), is the server's error. Returns the reason, or undefined. Pure.
+ */
+export function checkListing(tree: TreeFile[]): string | undefined {
+  const paths = new Set<string>();
+  const sizes = new Map<string, number>();
+  for (const f of tree) {
+    if (paths.has(f.path)) return `${JSON.stringify(f.path).slice(0, 200)} is listed twice`;
+    paths.add(f.path);
+    const blob = f.lfs?.oid ?? f.oid;
+    const size = fileSize(f);
+    const had = sizes.get(blob);
+    if (had !== undefined && had !== size) return `the blob ${blob} is listed with two sizes (${had} and ${size} bytes)`;
+    sizes.set(blob, size);
+  }
+  return undefined;
+}

@@ -140,7 +140,10 @@ export async function inspectSnapshot(cacheRoot: string, repo: string, revision 
     if (opts.verify) {
       const name = b.blob.slice(c.blobs.length + 1);
       const lfs = /^[0-9a-f]{64}$/.test(name);
-      if ((lfs || /^[0-9a-f]{40}$/.test(name)) && (await hashFile(b.blob, lfs, b.size)) !== name) out.corrupt.push(w.path);
+      if (!lfs && !/^[0-9a-f]{40}$/.test(name)) continue;
+      // a blob that cannot be read (no permission, gone meanwhile) is a finding about that file, never a crash
+      const got = await hashFile(b.blob, lfs, b.size).catch((e: NodeJS.ErrnoException) => `unreadable (${e.code ?? e.message})`);
+      if (got !== name) out.corrupt.push(got.startsWith('unreadable') ? `${w.path}: ${got}` : w.path);
     }
   }
   out.complete = out.missing.length === 0 && out.corrupt.length === 0;

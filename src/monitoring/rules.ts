@@ -43,6 +43,38 @@ export const RECORDED = {
 
 type AlertOf = (name: string, expr: string, forDur: string, severity: 'critical' | 'warning', summary: string, description: string) => AlertingRule;
 
+/** sparkctl watch's own textfile: the watcher stopped ticking, gave up on a replica, or a replica stays dead or wedged. */
+function watcherAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
+  // the profile's replicas are PROFILE-N (a profile name is [a-z0-9._-]: a dot is the only regex character)
+  const target = `target=~${str(`${s.profile.replace(/\./g, '\\.')}-[0-9]+`)}`;
+  return [
+    alert(
+      'SparkctlWatcherStopped',
+      'time() - sparkctl_watch_last_tick_timestamp_seconds > 3 * sparkctl_watch_interval_seconds + 60',
+      '2m',
+      'critical',
+      'sparkctl watch on {{ $labels.instance }} stopped ticking',
+      'The watcher has not read its servers for more than three intervals and a minute: nothing restarts a wedged or dead server on this host (systemctl status sparkctl-watch).',
+    ),
+    alert(
+      'SparkctlWatchCircuitOpen',
+      `sparkctl_watch_circuit_open{${target}} == 1`,
+      '0s',
+      'critical',
+      `${templateLiteral(s.servedName)}: sparkctl watch gave up restarting {{ $labels.target }}`,
+      'It was restarted watch.circuitRestarts times within watch.circuitWindowMinutes and is dead or wedged again: restarting does not fix it (sparkctl logs, sparkctl report).',
+    ),
+    alert(
+      'SparkctlServerWedgedOrDead',
+      `max by (instance, target) (sparkctl_watch_verdict{${target},verdict=~"wedged|dead"}) == 1`,
+      '3m',
+      'critical',
+      `${templateLiteral(s.servedName)}: {{ $labels.target }} stays wedged or dead`,
+      'sparkctl watch has judged it wedged or dead for 3 minutes: its restart did not bring it back, or watch.action is alert or none.',
+    ),
+  ];
+}
+
 /** The profile's own HAProxy: down, or holding fewer replicas in rotation than the profile runs. */
 function routerAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
   if (!s.router) return [];
@@ -230,6 +262,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       "sparkctl's textfile on {{ $labels.instance }} is stale",
       `${s.textfile.name} has not been rewritten for more than ${dur(s.textfile.maxAgeSeconds)}: the probe's cron job or timer stopped, so the probe's alerts see old values.`,
     ),
+    ...watcherAlerts(s, alert),
     alert(
       'SparkctlProbeMissing',
       `absent(sparkctl_probe_healthy{${probe}})`,

@@ -66,6 +66,18 @@ const warn = (observed: string, expected: string, fix: string): CheckResult => (
 const fail = (observed: string, expected: string, fix: string): CheckResult => ({ status: 'fail', observed, expected, fix });
 const skip = (why: string, expected = ''): CheckResult => ({ status: 'skip', observed: why, expected });
 
+/**
+ * A SW power cap under load. The query preflight makes has no board maximum (power.max_limit), so the
+ * fix does not name a number: a limit printed without knowing the board's maximum may be the limit
+ * already set, a fix that changes nothing. It names the command that shows the maximum and the one
+ * that sets it, with the limit each GPU has now.
+ */
+export function throttleFix(gpus: Facts['gpus']): string {
+  const now = [...new Set(gpus.map((g) => g['enforced.power.limit'] ?? g['power.limit']).filter((w): w is string => !!w))];
+  const at = now.length ? ` (now ${now.map((w) => `${w} W`).join(', ')})` : '';
+  return `SW power cap under load${at}: nvidia-smi -q -d POWER -i N shows the board's Max Power Limit; if the limit is below it, nvidia-smi -pl MAX -i N raises it; at the maximum already, the cap is the board's (reduce load, or accept the clocks)`;
+}
+
 export const driverPresent = (f: Facts) => f.driver.module !== undefined || f.driver.smi === 'ok';
 
 function rule(ctx: Ctx, name: 'driver' | 'cuda' | 'cudnn' | 'nccl' | 'torch' | 'vllm'): VersionRule | undefined {
@@ -371,13 +383,16 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     if (!ctx.reservePerGpu) return skip('no profile given (--profile NAME): nothing to compare against');
     const short: string[] = [];
     const seen: string[] = [];
+    let unified = false;
     for (const g of usedGpus(ctx)) {
       let total = gpuNum(g, 'memory.total');
       let free = gpuNum(g, 'memory.free');
       if (total === undefined && ctx.facts.memTotalBytes) {
-        // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory.
+        // GB10 (DGX Spark): nvidia-smi says "Not Supported"; memory is the unified system memory, and vLLM takes
+        // MemAvailable as its free memory on an integrated GPU (utils/mem_utils.py MemorySnapshot.measure, psutil)
+        unified = true;
         total = ctx.facts.memTotalBytes / MIB;
-        free = total;
+        free = (ctx.facts.memAvailableBytes ?? ctx.facts.memTotalBytes) / MIB;
       }
       if (total === undefined || free === undefined) continue;
       const need = ctx.profile!.engine.gpuMemoryUtilization * mibToBytes(total);
@@ -391,7 +406,23 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     }
     if (!seen.length) return skip('GPU memory not reported');
     const expected = `free >= ${ctx.profile!.engine.gpuMemoryUtilization} x total on each GPU the profile uses`;
-    if (short.length) return fail(short.join('; '), expected, 'stop what holds the memory (see gpu.processes), or lower engine.gpuMemoryUtilization');
+    if (short.length)
+      return fail(
+        short.join('; '),
+        expected,
+        unified
+          ? 'on unified memory the OS, other processes and the page cache share it: stop what holds memory, free the page cache (sync; echo 3 > /proc/sys/vm/drop_caches), or lower engine.gpuMemoryUtilization'
+          : 'stop what holds the memory (see gpu.processes), or lower engine.gpuMemoryUtilization',
+      );
+    const cache = ctx.facts.pageCacheBytes;
+    // vLLM's profiling on unified memory counts what the OS takes meanwhile (page cache of the weights it reads, the
+    // compiler's heap) as non-torch memory and subtracts it from the KV cache for good (eugr/spark-vllm-docker PR #286)
+    if (unified && cache !== undefined && ctx.facts.memTotalBytes && cache > 0.1 * ctx.facts.memTotalBytes && ctx.profile!.engine.kvCacheMemoryBytes === undefined)
+      return warn(
+        `${seen.join(', ')}; page cache ${formatGiB(cache)}`,
+        `${expected}, and a KV cache that vLLM's profiling cannot starve`,
+        `on a DGX Spark vLLM sizes the KV cache from what MemAvailable does during its profiling: page cache and compiler memory taken then are subtracted from the KV cache (eugr/spark-vllm-docker PR #286). Free the page cache before serving (sync; echo 3 > /proc/sys/vm/drop_caches), or fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES (sparkctl plan prints the figure)`,
+      );
     return pass(seen.join(', '), expected);
   },
   'gpu.processes'(ctx) {
@@ -416,7 +447,7 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
     const { fails, warns } = acrossGpus(ctx.facts.gpus, gpuThrottleFindings);
     const expected = 'no thermal, HW slowdown or power-brake throttling';
     if (fails.length) return fail(fails.join('; '), expected, 'check cooling and power (nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER); HW power brake means the PSU or BMC asked for it');
-    if (warns.length) return warn(warns.join('; '), expected, 'SW power cap under load: raise the power limit (nvidia-smi -pl) if the baseline allows');
+    if (warns.length) return warn(warns.join('; '), expected, throttleFix(ctx.facts.gpus));
     return pass(`${ctx.facts.gpus.map((g) => `${label(g)} ${g['clocks_event_reasons.active'] ?? '?'}`).join(', ')}`, expected);
   },
   'gpu.power-limit'(ctx) {

@@ -48,6 +48,9 @@ export interface Facts {
   fabricManager: { state?: string; why?: string };
   bmc: { firmware?: string; why?: string };
   memTotalBytes?: number;
+  /** MemAvailable and the page cache (Cached): on GB10 vLLM takes MemAvailable as the GPU's free memory (mem_utils.py) */
+  memAvailableBytes?: number;
+  pageCacheBytes?: number;
   model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
   /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
   system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
@@ -384,6 +387,8 @@ const osFacts = deriver(['uname', 'os-release', 'dgx-release', 'meminfo'], (r) =
     osRelease: osRel ? /^PRETTY_NAME="?([^"\n]+)"?/m.exec(osRel)?.[1] : undefined,
     dgxRelease: dgxRel ? (/DGX_PRETTY_NAME="?([^"\n]+)"?/.exec(dgxRel)?.[1] ?? dgxRel.split('\n')[0]) : undefined,
     memTotalBytes: H.memTotalBytes(r.file('meminfo')),
+    memAvailableBytes: H.meminfoBytes(r.file('meminfo'), 'MemAvailable'),
+    pageCacheBytes: H.meminfoBytes(r.file('meminfo'), 'Cached'),
   };
 });
 

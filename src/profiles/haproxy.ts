@@ -82,3 +82,34 @@ export function statsSection(stats: { host: string; port: number }): string[] {
     '',
   ];
 }
+
+/** How a backend picks a replica: the fields of router:/gateway: that say it. */
+export interface Balance {
+  balance: 'prefix' | 'leastconn';
+  prefixBytes: number;
+  hashBalanceFactor: number;
+}
+
+/**
+ * The sample a prefix-balanced backend hashes: the request body from its "messages", "prompt" or
+ * "input" key on (chat, completions, embeddings; whatever comes before it, the model and the
+ * sampling fields, is left out), its first `bytes` bytes. A body without those keys is hashed whole.
+ * The regex sits in a double-quoted converter argument: HAProxy's argument parser ends an unquoted
+ * argument at a parenthesis and strips a bare double quote (measured on 2.6.12: `"(a|b)"` unquoted
+ * matched without its quotes); inside the quoted argument \" is a literal quote.
+ */
+export const prefixSample = (bytes: number) => `req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,${Math.trunc(bytes)})`;
+
+/**
+ * A backend's balance lines. prefix: bounded-load consistent hashing (Mirrokni et al., HAProxy's
+ * hash-balance-factor): one prefix goes to one replica while that replica carries at most the
+ * factor times the average load, then to the next replica on the ring; a replica added or removed
+ * moves only its share of the prefixes. A request without a body is balanced round robin.
+ */
+export function balanceLines(b: Balance): string[] {
+  if (b.balance === 'leastconn') return ['    balance leastconn'];
+  return [`    balance hash ${prefixSample(b.prefixBytes)}`, '    hash-type consistent', `    hash-balance-factor ${Math.trunc(b.hashBalanceFactor)}`];
+}
+
+/** The balance in words, as serve and status say it. */
+export const balanceWords = (b: Balance) => (b.balance === 'leastconn' ? 'leastconn' : `prefix-hash (${b.prefixBytes} B, factor ${b.hashBalanceFactor} %)`);

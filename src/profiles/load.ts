@@ -1,4 +1,5 @@
 // Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
+import { closeNames } from '../util/near.js';
 import { isDir } from '../util/fs.js';
 import { readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
@@ -186,24 +187,7 @@ export function loadProfileFile(file: string, sets: string[] = []): LoadedProfil
   return { profile: parseProfile(readYaml(file), file, sets), file };
 }
 
-/** Names a typo away from `name`: the same but for case, or at most 2 edits (a third of the name at most). */
-export function closeNames(name: string, names: readonly string[]): string[] {
-  const lower = name.toLowerCase();
-  const same = names.filter((n) => n.toLowerCase() === lower);
-  if (same.length) return same;
-  const limit = Math.min(2, Math.floor(name.length / 3));
-  return names.filter((n) => editDistance(lower, n.toLowerCase()) <= limit);
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
+export { closeNames };
 
 export function loadProfile(nameOrFile: string, opts: { profilesDir?: string; sets?: string[] } = {}): LoadedProfile {
   if (/\.ya?ml$/.test(nameOrFile) && existsSync(nameOrFile)) return loadProfileFile(nameOrFile, opts.sets);

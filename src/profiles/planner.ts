@@ -8,14 +8,8 @@ import type { Layout, LayerCache } from '../model/layout.js';
 import { planKvCache, KvNotModelled, type KvGroup, type KvPlan } from './kv-rules.js';
 import { parseVersion } from './versions.js';
 import { FACT_VERSIONS } from './vllm-fact-versions.js';
-
-export function weightBytesPerParam(p: Profile): number {
-  const q = p.engine.quantization?.toLowerCase();
-  if (q === 'fp8' || q === 'fbgemm_fp8' || q === 'modelopt') return 1;
-  if (q && /awq|gptq|bitsandbytes|int4|marlin/.test(q)) return 0.5;
-  if (p.engine.dtype === 'float32') return 4;
-  return p.model.weightBytesPerParam ?? 2;
-}
+import { memorySettings, isMtpMethod, isFreeMethod, type SpecSetting } from './serve-args.js';
+import { flagAgrees, onlineScheme, NOMINAL_BYTES } from '../model/quant.js';
 
 export function kvDtypeBytes(p: Profile): number {
   if (p.engine.kvCacheDtype.startsWith('fp8')) return 1;
@@ -65,6 +59,8 @@ export interface MemoryPlan {
   blocksPerRequest: number;
   /** where the layout was read (a config field), or 'the profile' */
   layoutFrom: string;
+  /** how the weight figure was reached (scheme, MTP layers, an estimate from a flag) */
+  weightNotes: string[];
   /** a config field the planner does not model: no KV or concurrency figure is stated */
   notModelled: { field: string; why: string } | null;
 }
@@ -92,21 +88,14 @@ function argOf(argv: string[], flag: string): string | true | undefined {
   return v;
 }
 
-// engine.extraArgs flags that change what vLLM allocates for the KV cache. The plan follows --no-async-scheduling and
-// --mamba-cache-mode; for the others it says "not modelled" (exit 2) rather than a figure that ignores them.
+// engine.extraArgs flags that change what vLLM allocates for the KV cache and that the plan does not follow (the others
+// are folded into the profile by serve-args.ts, as vLLM would read them): it says "not modelled" (exit 2) rather than
+// a figure that ignores them.
 const KV_FLAGS: Array<[flags: string[], why: string]> = [
-  [
-    ['--speculative-config', '--spec-method', '--spec-model', '--spec-tokens'],
-    'speculative decoding: a draft model or MTP layers keep their own KV cache (the proposer layers join the KV cache groups, and Mamba layers keep num_speculative_blocks more states: kv_cache_interface.py MambaSpec), which this planner does not model',
-  ],
-  [['--kv-cache-dtype'], 'the KV cache dtype: set engine.kvCacheDtype (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16) instead; int4/int8 per token-head, nvfp4 and turboquant layouts are not modelled'],
-  [['--block-size'], 'the block size: set engine.blockSize instead'],
-  [['--max-model-len'], 'the context: set engine.maxModelLen instead'],
-  [['--max-num-batched-tokens'], 'the step size (the sliding and chunked caps count it): set engine.maxNumBatchedTokens instead'],
-  [['--enable-prefix-caching', '--no-enable-prefix-caching'], 'prefix caching (the Mamba states a request holds): set engine.enablePrefixCaching instead'],
-  [['--kv-cache-memory-bytes', '--gpu-memory-utilization'], 'the KV budget: set engine.kvCacheMemoryBytes or engine.gpuMemoryUtilization instead'],
   [['--num-gpu-blocks-override'], 'a fixed number of KV blocks, which this planner does not model'],
   [['--mamba-cache-dtype', '--mamba-ssm-cache-dtype', '--mamba-block-size'], 'the Mamba state dtype or block, which the plan takes from the config and the per-model hooks of vLLM only'],
+  [['--kv-cache-dtype-skip-layers'], 'layers kept out of the quantized KV cache, which this planner does not model'],
+  [['--cpu-offload-gb', '--kv-offloading-size', '--kv-offloading-backend'], 'weights or KV offloaded to CPU memory, which this planner does not model'],
 ];
 
 /** The first KV-changing flag of engine.extraArgs the plan does not follow, as a "not modelled" field. */
@@ -146,6 +135,7 @@ type PlanBase = Pick<
   | 'availableKvBytes'
   | 'maxModelLen'
   | 'vllmRules'
+  | 'weightNotes'
 >;
 
 /** The plan that states no KV or concurrency figure: a field it does not model (the budget and weights still stand). */
@@ -160,7 +150,7 @@ function declinedPlan(base: PlanBase, p: Profile, field: string, why: string): M
     largestMaxModelLen: 0,
     stateBytesPerSeq: 0,
     blockSize: p.engine.blockSize ?? 16,
-    notes: [`not modelled: ${field} (${why}); no KV cache or concurrency figure is stated`],
+    notes: [`not modelled: ${field} (${why}); no ${base.weightsTotalBytes === 0 ? 'weight, ' : ''}KV cache or concurrency figure is stated`, ...base.weightNotes],
     kvGroups: [],
     numBlocks: 0,
     blocksPerRequest: 0,
@@ -188,12 +178,16 @@ function planNotes(p: Profile, m: ModelFacts, layout: Layout, kv: KvPlan, kvHead
   return notes;
 }
 
-export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
+export function planMemory(profile: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
+  // every memory flag, wherever it was written (engine fields, or vLLM flags in extraArgs, which win): serve-args.ts
+  const settings = memorySettings(profile);
+  const p = settings.profile;
   const tp = p.parallel.tensor;
   const pp = p.parallel.pipeline;
   const m = facts ?? factsFromProfile(p.model);
   if (!m) throw new Error(`profile ${p.name}: planMemory needs the model's facts (resolve the profile first)`);
-  const weightsTotal = weightsBytes(p, m);
+  const w = weightsFigure(p, m, settings.spec);
+  const weightsTotal = w.bytes;
   const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
   const reserve = reserveBytes(p);
   const kvHeadsReplicated = !m.mla && tp > m.kvHeads;
@@ -211,12 +205,18 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
     availableKvBytes: availableKv,
     maxModelLen,
     vllmRules: planVersion(p),
+    weightNotes: w.notes,
   };
+  if (settings.unreadable) return declinedPlan(base, p, settings.unreadable.field, settings.unreadable.why);
+  if (w.notModelled) return declinedPlan(base, p, w.notModelled.field, w.notModelled.why);
   if (m.layout && 'notModelled' in m.layout) return declinedPlan(base, p, m.layout.notModelled, m.layout.why);
   const flag = unmodelledKvFlag(p.engine.extraArgs);
   if (flag) return declinedPlan(base, p, flag.field, flag.why);
-  const layout = m.layout ?? layoutFromCounts(m);
-  const notes: string[] = [];
+  const spec = specLayers(settings.spec, m);
+  if (spec && 'why' in spec) return declinedPlan(base, p, spec.field, spec.why);
+  const layout = withDraftLayers(m.layout ?? layoutFromCounts(m), spec?.layers ?? 0);
+  const notes: string[] = [...w.notes];
+  if (spec?.note) notes.push(spec.note);
   const isMla = layout.layers.some((l) => l.some((c) => c.kind === 'mla'));
   // MLA backends pick their own block: FlashMLA (Hopper) supports only 64 (v1/attention/backends/mla/flashmla.py)
   const blockSize = p.engine.blockSize ?? (isMla ? 64 : undefined);
@@ -244,7 +244,7 @@ export function planMemory(p: Profile, gpuMemoryBytes: number, facts?: ModelFact
       version: base.vllmRules,
     });
   } catch (e) {
-    if (e instanceof KvNotModelled) return declinedPlan(base, p, e.field, e.message);
+    if (e instanceof KvNotModelled) return declinedPlan(base, p, settings.setBy[e.field] ?? e.field, e.message);
     throw e;
   }
   const kvLayers = layout.layers.filter((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla')).length;
@@ -273,12 +273,114 @@ function modelDtype(p: Profile, m: ModelFacts): string {
   return d === 'half' ? 'float16' : d === 'float' ? 'float32' : d;
 }
 
-/** Bytes the checkpoint's weights take: the safetensors index's size, unless the engine quantizes them differently. */
+export interface WeightsFigure {
+  bytes: number;
+  /** how the figure was reached, said under the plan */
+  notes: string[];
+  /** no weight figure can be stated (a scheme not priced, a flag vLLM refuses with this checkpoint) */
+  notModelled?: { field: string; why: string };
+}
+
+/**
+ * The weights as vLLM loads them: the checkpoint's files (less the MTP layers it skips) or its config priced per module
+ * (model/quant.ts), under the --quantization the profile names wherever it was written (serve-args.ts). A flag that
+ * disagrees with the checkpoint is refused by vLLM (model.py _verify_quantization); one on an unquantized checkpoint
+ * quantizes online (fp8 and its shorthands) or cannot load.
+ */
+export function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): WeightsFigure {
+  const p = profile;
+  const q = p.engine.quantization?.toLowerCase() || undefined;
+  const notes: string[] = [];
+  const fromProfile = m.weightsFrom === undefined;
+  const files = m.weightBytes ?? m.parameters * m.weightBytesPerParam;
+  let bytes = files;
+  if (m.weightsNotModelled) return { bytes: 0, notes, notModelled: m.weightsNotModelled };
+  if (q && m.quantization) {
+    if (!flagAgrees(q, m.quantization))
+      return {
+        bytes: 0,
+        notes,
+        notModelled: {
+          field: 'engine.quantization',
+          why: `--quantization ${q}, but the checkpoint's quantization_config${m.quantizationFrom === 'hf_quant_config.json' ? ' (hf_quant_config.json)' : ''} is ${m.quantization}: vLLM refuses to start ("Quantization method specified in the model config ... does not match"); drop the flag or set it to ${m.quantization}`,
+        },
+      };
+  } else if (q && !fromProfile) {
+    // an unquantized checkpoint: vLLM quantizes it as it loads only for the online methods
+    if (onlineScheme(q) && m.onlineFp8Bytes !== undefined) {
+      bytes = m.onlineFp8Bytes;
+      notes.push(`--quantization ${q} on an unquantized checkpoint: each linear layer to fp8 as it loads (embeddings kept in ${m.dtype ?? 'the model dtype'})`);
+    } else
+      return {
+        bytes: 0,
+        notes,
+        notModelled: {
+          field: 'engine.quantization',
+          why: onlineScheme(q)
+            ? `--quantization ${q} on a checkpoint whose modules the config does not list`
+            : `--quantization ${q} needs a checkpoint quantized with it (its quantization_config); this one has none, so vLLM cannot load it`,
+        },
+      };
+  } else if (q && fromProfile) {
+    // nothing but a parameter count: the scheme's nominal width, said to be an estimate
+    const per = NOMINAL_BYTES[q];
+    if (per === undefined)
+      return {
+        bytes: 0,
+        notes,
+        notModelled: {
+          field: 'engine.quantization',
+          why: `--quantization ${q} with the model's facts from the profile: its width depends on the checkpoint's own config (sparkctl pull MODEL --config-only)`,
+        },
+      };
+    bytes = m.parameters * per;
+    notes.push(
+      `weights estimated: ${m.parameters.toExponential(2)} parameters at ${q}'s ${(per * 8).toFixed(2)} bits (scales included); the modules it leaves in bf16 are not known without the model's config.json (sparkctl pull MODEL --config-only)`,
+    );
+  } else if (p.engine.dtype === 'float32' && !m.quantization) bytes = m.parameters * 4;
+  if (m.mtpBytes && spec && isMtpMethod(spec.method)) {
+    bytes += m.mtpBytes;
+    notes.push(`${m.mtpLayers} MTP layer(s) loaded for ${spec.method} speculative decoding: ${(m.mtpBytes / GiB).toFixed(2)} GiB`);
+  } else if (m.mtpLayers && m.weightsFrom !== 'config' && m.weightsFrom !== undefined)
+    notes.push(`the checkpoint's ${m.mtpLayers} MTP layer(s) are not loaded without speculative decoding (left out of the weights)`);
+  if (m.visionFrom && m.weightsFrom === 'config')
+    notes.push(
+      m.visionFrom === 'not counted'
+        ? "the vision tower is not counted: its vision_config lacks depth, hidden_size or intermediate_size (the weights are short by it; sparkctl pull MODEL reads the files' own sizes)"
+        : `the vision tower is estimated from vision_config (${((m.weightParts?.find((x) => x.part === 'vision')?.bytes ?? 0) / GiB).toFixed(2)} GiB): its blocks, patch embedding and merger, not each family's small extras`,
+    );
+  if (m.quantScheme) notes.push(`weights: ${m.quantScheme}${m.quantizationFrom === 'hf_quant_config.json' ? ' (from hf_quant_config.json)' : ''}, priced per module as vLLM loads it`);
+  return { bytes, notes };
+}
+
+/** Bytes the weights take (0 when not modelled: the plan then says so). */
 export function weightsBytes(p: Profile, m: ModelFacts): number {
-  const q = p.engine.quantization?.toLowerCase();
-  const online = (q && q !== m.quantization) || p.engine.dtype === 'float32';
-  if (m.weightBytes && !online) return m.weightBytes;
-  return m.parameters * (q || p.engine.dtype === 'float32' ? weightBytesPerParam(p) : m.weightBytesPerParam);
+  const s = memorySettings(p);
+  return weightsFigure(s.profile, m, s.spec).bytes;
+}
+
+/** The layers a speculative method adds to the KV cache: MTP layers join the KV cache groups; n-gram adds nothing. */
+function specLayers(spec: SpecSetting | undefined, m: ModelFacts): { layers: number; note?: string } | { field: string; why: string } | undefined {
+  if (!spec) return undefined;
+  if (isFreeMethod(spec.method)) return { layers: 0, note: `${spec.method} speculative decoding keeps no weights or KV cache of its own` };
+  if (isMtpMethod(spec.method)) {
+    if (!m.mtpLayers) return { field: spec.from, why: `${spec.method}: the checkpoint's config names no MTP layers (num_nextn_predict_layers, mtp_num_hidden_layers)` };
+    const layout = m.layout && !('notModelled' in m.layout) ? m.layout : undefined;
+    if (layout?.layers.some((l) => l.some((c) => c.kind === 'mamba2' || c.kind === 'gdn')))
+      return {
+        field: spec.from,
+        why: `${spec.method} on a hybrid model: the Mamba/GDN layers keep num_speculative_tokens more states (kv_cache_interface.py MambaSpec num_speculative_blocks), which this planner does not model`,
+      };
+    return { layers: m.mtpLayers, note: `${spec.method}: the ${m.mtpLayers} MTP layer(s) keep a KV cache like the last decoder layer` };
+  }
+  return { field: spec.from, why: `${spec.method} speculative decoding: a draft model keeps its own weights and KV cache, which this planner does not model` };
+}
+
+/** The layout with `n` draft layers (copies of the last layer's attention caches) appended. */
+function withDraftLayers(layout: Layout, n: number): Layout {
+  if (!n) return layout;
+  const last = [...layout.layers].reverse().find((l) => l.some((c) => c.kind === 'attention' || c.kind === 'mla'));
+  return last ? { ...layout, layers: [...layout.layers, ...Array.from({ length: n }, () => last)] } : layout;
 }
 
 /** re-exported for the planner's callers; the definition is src/nvidia/units.ts */

@@ -2,7 +2,12 @@
 // configuration text. Pure: a profile (and where sparkctl keeps state) in, a plan and a config out.
 //
 // Choices, and why:
-// - leastconn: a generation holds its connection for seconds to minutes and requests differ wildly
+// - prefix (router.balance, the default): a bounded-load consistent hash of the prompt's first
+//   router.prefixBytes (src/profiles/haproxy.ts, balanceLines): requests that share a system prompt,
+//   a document or a conversation meet the replica whose prefix cache holds it, unless that replica
+//   already carries router.hashBalanceFactor % of the average load. Measured by
+//   scripts/bench-prefix.mjs against leastconn on real vLLM CPU replicas (docs/router-and-gateway.md).
+// - leastconn (router.balance: leastconn, and what the prefix hash spills by): a generation holds its connection for seconds to minutes and requests differ wildly
 //   in length, so round robin piles long ones onto one replica; the fewest open requests is the
 //   best cheap proxy for the least loaded vLLM.
 // - keep-alive on both sides (HAProxy's default mode, said here) with http-reuse safe: an idle
@@ -28,7 +33,7 @@ import type { Profile } from './schema.js';
 import { RouterBlock } from './schema.js';
 import { replicaAddress, routed, instanceName } from './render.js';
 import { UsageError } from '../errors.js';
-import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection } from './haproxy.js';
+import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from './haproxy.js';
 
 export type RouterSettings = ReturnType<typeof RouterBlock.parse>;
 
@@ -173,7 +178,7 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   L.push(`    default_backend ${r.backend}`);
   L.push('');
   L.push(`backend ${r.backend}`);
-  L.push('    balance leastconn');
+  L.push(...balanceLines(s));
   L.push('    option httpchk GET /health');
   L.push('    http-check expect status 200');
   const maxconn = s.maxConnPerReplica ? ` maxconn ${s.maxConnPerReplica}` : '';

@@ -1,6 +1,7 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
 import { ProbeBlock } from './probe-block.js';
+import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
 
 const positiveInt = z.number().int().positive();
@@ -165,6 +166,18 @@ export const RouterBlock = z.strictObject({
   tunnelTimeoutSeconds: positiveInt.default(3600),
   queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
+  balance: z
+    .enum(['prefix', 'leastconn'])
+    .default('prefix')
+    .describe(
+      "prefix: a request goes to the replica its prompt's first router.prefixBytes hash to (HAProxy's bounded-load consistent hash), so a shared system prompt, document or conversation meets the replica whose prefix cache holds it; leastconn: the replica with the fewest requests",
+    ),
+  prefixBytes: positiveInt.min(16).max(65536).default(1024).describe('balance prefix: how many bytes of the prompt (from "messages", "prompt" or "input" on) are hashed'),
+  hashBalanceFactor: positiveInt
+    .min(101)
+    .max(1000)
+    .default(150)
+    .describe('balance prefix: a replica takes at most this % of the average load before its prefixes spill to the next one (HAProxy hash-balance-factor)'),
   drainTimeoutSeconds: positiveInt
     .max(3600)
     .optional()
@@ -248,6 +261,7 @@ export const Profile = z.strictObject({
   platform: z.string().optional().describe('The baseline this profile expects (profiles/platforms/NAME.yaml)'),
   prewarm: PrewarmBlock.default(PrewarmBlock.parse({})),
   probe: ProbeBlock.default(ProbeBlock.parse({})),
+  watch: WatchBlock.default(WatchBlock.parse({})).describe('How sparkctl watch judges and acts on these servers (its flags override)'),
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
@@ -305,7 +319,15 @@ export type Platform = z.infer<typeof Platform>;
 
 // A node's address and user reach ssh's argv (a leading '-' would be read as an option, such as
 // -oProxyCommand=..., a command run here), rsync's target (user@host:path) and the nodes' shells.
-const nodeAddress = z.string().regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]{2,45}\]?)$/, 'an IP address or a host name (letters, digits, . -; not starting with -)');
+// An IPv6 literal is refused here, with the fix: it needs brackets in rsync's user@[addr]:path and in
+// URLs, none in ssh's user@addr, a zone (%iface) when link-local, and vLLM's and Ray's rendezvous
+// are IPv4 in every recipe; a host name that resolves to it (an /etc/hosts line) goes through all.
+const nodeAddress = z
+  .string()
+  .refine((v) => !v.includes(':'), {
+    message: 'an IPv6 literal is not accepted (rsync, ssh and the rendezvous each want it written differently): give an IPv4 address, or a host name that resolves to it (e.g. a line in /etc/hosts)',
+  })
+  .pipe(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})$/, 'an IPv4 address or a host name (letters, digits, . -; not starting with -)'));
 const ifName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._@:-]{0,14}$/, 'a network interface name (at most 15 of letters, digits, . _ @ : -)');
 
 export const NodeEntry = z.strictObject({

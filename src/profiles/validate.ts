@@ -124,7 +124,7 @@ function smallerTp(p: Profile, gpus: number, m?: ModelFacts): string | undefined
   const tp = divisors(m.attentionHeads)
     .filter((d) => d <= gpus && (m.mla || m.kvHeads % d === 0 || d % m.kvHeads === 0))
     .pop();
-  return tp ? `--set parallel.tensor=${tp} (or run it over nodes with Ray: parallel.executor: ray)` : undefined;
+  return tp ? `--set parallel.tensor=${tp}, or keep TP ${p.parallel.tensor} over nodes: sparkctl plan ${p.name} --nodes FILE` : undefined;
 }
 
 function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say, m?: ModelFacts): void {
@@ -156,8 +156,8 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
       const nodesNeeded = Math.ceil(perReplica / host.gpus);
       err(
         'parallel',
-        `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`,
-        `${commandLine('sparkctl', 'serve', p.name, '--nodes', 'nodes.yaml')} (see \`sparkctl serve --help\`)`,
+        `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`,
+        `${commandLine('sparkctl', 'serve', p.name, '--nodes', 'FILE')} (FILE lists the nodes: docs/two-sparks.md, docs/multi-node.md)`,
       );
     }
   } else if (host) {
@@ -169,7 +169,7 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
       err(
         perReplica > host.gpus ? 'parallel' : 'parallel.replicas',
         perReplica > host.gpus
-          ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; run it over ${nodesNeeded} nodes with Ray`
+          ? `needs ${perReplica} GPUs (TP ${tp} x PP ${pp}); this host has ${host.gpus}; it runs over ${nodesNeeded} nodes (a nodes file: sparkctl plan ${p.name} --nodes FILE plans it there)`
           : `${replicas} replica(s) x ${perReplica} GPUs${p.parallel.firstGpu ? ` from GPU ${p.parallel.firstGpu}` : ''} need ${need} GPUs; this host has ${host.gpus}`,
         perReplica > host.gpus
           ? (smallerTp(p, host.gpus, m) ?? `set parallel.executor: ray and parallel.nodes: ${nodesNeeded}, then serve with --nodes nodes.yaml`)

@@ -92,8 +92,8 @@ export interface RollingRun {
   stopTimeoutMs?: number;
   signal?: AbortSignal;
   onEvent?: (e: RollingEvent) => void;
-  /** only these replicas, in the plan's order (an upgrade's canary is one; the rest roll after it passed); default every one */
-  only?: readonly string[];
+  /** restart only these replicas (by name); the others are left as they run */
+  only?: string[];
 }
 
 /** The plan must balance exactly the servers the running router knows: a rolling restart cannot change them. */
@@ -185,13 +185,14 @@ export async function rollingRestart(run: RollingRun): Promise<RollingOutcome> {
   const emit = (e: RollingEvent) => run.onEvent?.(e);
   const started = Date.now();
   const out: RollingReplica[] = plan.replicas.map((p) => ({ name: p.name, port: p.port, restarted: false }));
+  const chosen = (name: string) => !run.only || run.only.includes(name);
   // before any replica stops: each one's entry is replaced by its new one as it comes back
   const rolling: Rolling = { run, plan, router: r, registry: new Registry(plan.stateDir), rt: runtimeFor(plan), changes: replicaChanges(plan, run.entries), emit };
   const done = (status: RollingOutcome['status'], aborted?: RollingOutcome['aborted']): RollingOutcome => ({ status, profile: plan.profile.name, replicas: out, aborted, ms: Date.now() - started });
 
   for (const [i, p] of plan.replicas.entries()) {
-    if (run.only && !run.only.includes(p.name)) continue;
     if (run.signal?.aborted) return done('interrupted');
+    if (!chosen(p.name)) continue;
     const f = await restartReplica(rolling, p, out[i]!);
     if (f) {
       emit({ type: 'aborted', replica: p.name, cause: f.cause });

@@ -6,6 +6,7 @@ import type { Registry, Instance } from '../engine/registry.js';
 import type { RouterOutcome } from '../engine/events.js';
 import { stopGroup } from '../engine/runtime/proc.js';
 import { routerMetricsEndpoint, type RouterPlan } from '../profiles/router.js';
+import { balanceWords } from '../profiles/haproxy.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
 import { launchRouter, waitRouterReady, requireHaproxy } from './process.js';
 import { serverState } from './api.js';
@@ -50,6 +51,7 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
     pid,
     statsUrl: `http://${r.stats.host}:${r.stats.port}/stats`,
     metricsUrl: routerMetricsEndpoint(r).url,
+    balance: balanceWords(r.settings),
     configFile: r.configFile,
     logFile: r.logFile,
     servers: r.servers.map((s) => ({ name: s.name, port: s.port, state: 'unknown' })),

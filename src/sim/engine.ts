@@ -1,6 +1,7 @@
 // The simulator's engine: a batch of running requests bounded by max num seqs and KV capacity,
 // a FIFO of waiting ones, and a timing model derived from the model and the GPU.
 import type { Registry, Gauge, Counter, Histogram } from 'prom-client';
+import { existsSync } from 'node:fs';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 
@@ -84,7 +85,17 @@ export class Engine {
   warmBuckets = new Set<number>();
   generations = 0;
   dead = false;
+  /**
+   * Wedged (fault zombie-after:N): the engine core stops stepping while the API server stays up, as a
+   * SIGSTOPped EngineCore or a hung collective does. Requests it held stay counted in /metrics, every
+   * gauge freezes at its last value (vLLM's API server re-sets them only when the engine core
+   * reports), no counter moves, and a request that arrives after is never scheduled or counted.
+   */
   zombie = false;
+  /** called when fault crash-mid-stream:N fires: the simulator exits as vLLM does when its engine core dies */
+  onCrash?: () => void;
+  /** prompt tokens of prefills in progress whose KV blocks are not yet allocated (chunked prefill: they fill chunk by chunk) */
+  private kvPending = 0;
   /** aborted on a shutdown in abort mode: ends every request, queued or running */
   /** every request's own signal, so abortAll() ends them all */
   private readonly live = new Set<AbortController>();
@@ -100,18 +111,46 @@ export class Engine {
     readonly cap: Capacity,
     readonly timing: Timing,
     readonly metrics: Metrics | undefined,
-    readonly faults: { deadAfter?: number; zombieAfter?: number },
+    readonly faults: { deadAfter?: number; zombieAfter?: number; zombieIf?: string; longPrefillS?: number; crashMidStream?: number; saturateAt?: number },
   ) {}
 
   private gauges() {
-    if (!this.metrics) return;
+    if (!this.metrics || this.zombie) return;
     this.metrics.running.set(this.running);
     this.metrics.waiting.set(this.waiting.length);
-    this.metrics.kvUsage.set(this.cap.kvTokens ? this.kvUsed / this.cap.kvTokens : 0);
+    this.metrics.kvUsage.set(this.cap.kvTokens ? (this.kvUsed - this.kvPending) / this.cap.kvTokens : 0);
   }
 
   private fits(need: number) {
-    return !this.paused && this.running < this.cap.maxNumSeqs && this.kvUsed + need <= this.cap.kvTokens;
+    const seqs = Math.min(this.cap.maxNumSeqs, this.faults.saturateAt ?? Number.POSITIVE_INFINITY);
+    return !this.paused && this.running < seqs && this.kvUsed + need <= this.cap.kvTokens;
+  }
+
+  /** A wedged engine never returns from here; only the client's going away ends the request (its slot stays counted). */
+  private async frozen(signal?: AbortSignal): Promise<void> {
+    if (!this.zombie) return;
+    await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new RequestAborted()), { once: true }));
+  }
+
+  /** Fault long-prefill:S: the prefill takes S s of wall time in ten chunks, each allocating its KV blocks (the gauge rises); prompt tokens are counted when it ends, as V1 counts them. */
+  private async longPrefill(promptTokens: number, signal: AbortSignal): Promise<void> {
+    const chunks = 10;
+    const per = Math.ceil(promptTokens / chunks);
+    let left = promptTokens;
+    this.kvPending += left;
+    this.gauges();
+    try {
+      for (let i = 0; i < chunks; i++) {
+        await abortable((this.faults.longPrefillS! * 1000) / chunks, signal);
+        await this.frozen(signal);
+        const n = Math.min(per, left);
+        left -= n;
+        this.kvPending -= n;
+        this.gauges();
+      }
+    } finally {
+      this.kvPending -= left;
+    }
   }
 
   /** Admits the request at once (undefined) or queues it (a promise of its admission). */
@@ -215,15 +254,14 @@ export class Engine {
       this.dead = true;
       throw new EngineDead('EngineCore encountered an issue. See stack trace (above) for the root cause.');
     }
-    if (this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) this.zombie = true;
-    if (this.zombie) {
-      // The hung engine: accepted, never finishes. Only the client's deadline ends it.
-      await new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new RequestAborted()), { once: true }));
-    }
+    // A wedged engine schedules nothing more: the request is never counted (the gauges are frozen).
+    await this.frozen(signal);
     const need = promptTokens + maxTokens;
     const t0 = performance.now();
     const wait = this.admit(need, signal);
     if (wait) await wait;
+    // the request that wedges it was scheduled (counted as running), then the engine stopped stepping
+    if ((this.faults.zombieAfter !== undefined && n > this.faults.zombieAfter) || (this.faults.zombieIf && existsSync(this.faults.zombieIf))) this.zombie = true;
     const queued = performance.now() - t0;
     // Admitted at once: the model's clock started when the request reached the server (reading
     // and checking its body is not prefill time: up to a few ms on a busy simulator). Held in the
@@ -237,7 +275,9 @@ export class Engine {
         this.warmBuckets.add(bucket);
         prefill += t.coldMs * t.timeFactor;
       }
+      if (this.faults.longPrefillS) await this.longPrefill(promptTokens, signal);
       await abortable(base + prefill + t.slowMs * t.timeFactor - performance.now(), signal);
+      await this.frozen(signal);
       // vLLM counts tokens as the engine processes them (per step), not when a request finishes.
       this.metrics?.promptTokens.inc(promptTokens);
       this.metrics?.generationTokens.inc(1);
@@ -255,6 +295,8 @@ export class Engine {
           const step = this.decodeStepMs();
           due += step;
           await abortable(due - performance.now(), signal);
+          await this.frozen(signal);
+          if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream && i === Math.min(3, maxTokens - 1)) this.onCrash?.();
           this.metrics?.itl.observe(step / 1000);
           this.metrics?.generationTokens.inc(1);
           await onToken(i);
@@ -265,6 +307,8 @@ export class Engine {
         const d0 = performance.now();
         try {
           await abortable(step * (maxTokens - 1), signal);
+          await this.frozen(signal);
+          if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream) this.onCrash?.();
         } catch (e) {
           const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
           this.metrics?.generationTokens.inc(made);
@@ -276,7 +320,8 @@ export class Engine {
       this.metrics?.e2e.observe((performance.now() - t0) / 1000);
       return { completionTokens: maxTokens, ttftMs };
     } finally {
-      this.release(need);
+      // a wedged engine frees nothing: an abandoned request's slot stays counted, as vLLM's frozen gauges keep it
+      if (!this.zombie) this.release(need);
     }
   }
 

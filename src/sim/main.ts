@@ -26,6 +26,11 @@ export interface Faults {
   hangAtLoad?: boolean;
   engineDeadAfter?: number;
   zombieAfter?: number;
+  /** wedge when this file exists as a request is scheduled (a test's switch, one server at a time) */
+  zombieIf?: string;
+  longPrefillS?: number;
+  crashMidStream?: number;
+  saturateAt?: number;
   slowMs?: number;
   exitAfterS?: number;
 }
@@ -61,6 +66,19 @@ export function parseFaults(spec: string): Faults {
       case 'zombie-after':
         f.zombieAfter = n();
         break;
+      case 'zombie-if':
+        if (!arg?.startsWith('/')) throw new ArgError('fault zombie-if needs an absolute path: zombie-if:/path/to/switch');
+        f.zombieIf = arg;
+        break;
+      case 'long-prefill':
+        f.longPrefillS = n();
+        break;
+      case 'crash-mid-stream':
+        f.crashMidStream = n();
+        break;
+      case 'saturate':
+        f.saturateAt = Math.max(1, n());
+        break;
       case 'slow':
         f.slowMs = n();
         break;
@@ -68,7 +86,9 @@ export function parseFaults(spec: string): Faults {
         f.exitAfterS = n();
         break;
       default:
-        throw new ArgError(`unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, slow:MS, exit-after:S`);
+        throw new ArgError(
+          `unknown fault "${name}"; known: oom-at-start, kv-too-small, port-in-use, hang-at-load, engine-dead-after:N, zombie-after:N, zombie-if:PATH, long-prefill:S, crash-mid-stream:N, saturate:N, slow:MS, exit-after:S`,
+        );
     }
   }
   return f;
@@ -382,7 +402,17 @@ async function buildServer(s: SimSetup) {
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
+    zombieIf: faults.zombieIf,
+    longPrefillS: faults.longPrefillS,
+    crashMidStream: faults.crashMidStream,
+    saturateAt: faults.saturateAt,
   });
+  // crash-mid-stream: the engine core dies while a stream is open; vLLM's API server then exits
+  engine.onCrash = () => {
+    err(`ERROR ${stamp()} [core.py:708] EngineCore encountered a fatal error.`);
+    err('RuntimeError: CUDA error: an illegal memory access was encountered');
+    exitWith(1, currentEngine);
+  };
   // vllm/envs.py: VLLM_SERVER_DEV_MODE is bool(int(os.getenv("VLLM_SERVER_DEV_MODE", "0")))
   const devMode = /^\d+$/.test(process.env.VLLM_SERVER_DEV_MODE ?? '0') && Number(process.env.VLLM_SERVER_DEV_MODE ?? '0') !== 0;
   const sleep = new SimSleep(

@@ -6,7 +6,8 @@ import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
 import { servedName } from '../profiles/render.js';
-import { Registry } from '../engine/registry.js';
+import { Registry, type ClusterRecord } from '../engine/registry.js';
+import { resolve } from 'node:path';
 import { traitsOf, traitsOfProfile } from '../engine/runtime/traits.js';
 import {
   allNodes,
@@ -15,6 +16,8 @@ import {
   fabricAddress,
   serveCluster,
   stopCluster,
+  recordsFor,
+  nodesMissing,
   clusterStatus,
   planCluster,
   toClusterPlan,
@@ -31,6 +34,8 @@ import {
   type ClusterEvent,
   type ClusterStatus,
   type ServeClusterOutcome,
+  type StopClusterOutcome,
+  type ExecutorKind,
   type PlannedCluster,
   type ClusterInputs,
   imageMismatch,
@@ -55,8 +60,21 @@ async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T
   }
 }
 
-function renderEvent(e: ClusterEvent, profile: string) {
+/** A phase line per node as serve's own renderer says them off a terminal: a phase's first line and its 100 %, not every percent between. */
+function phaseLines() {
+  const kinds = new Map<string, string>();
+  return (node: string, phase: string) => {
+    const kind = phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
+    if (kinds.get(node) === kind && !/\b100%$/.test(phase)) return;
+    kinds.set(node, kind);
+    note(c.dim(`${node}: ${phase}`));
+  };
+}
+
+function renderEvent(e: ClusterEvent, profile: string, phase: (node: string, phase: string) => void) {
   switch (e.type) {
+    case 'phase':
+      return phase(e.node, e.phase);
     case 'ray-head':
       return note(`ray head started on ${e.node}`);
     case 'ray-workers':
@@ -88,7 +106,15 @@ function renderEvent(e: ClusterEvent, profile: string) {
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
-  const inputs = { ...opts, nodesFile: opts.nodes! };
+  // the record names the file by its whole path: stop without --nodes reads it from any folder
+  // --runtime is the profile's engine.runtime for this run, with --nodes as without
+  const sets = [...(opts.set ?? []), ...(opts.runtime ? [`engine.runtime=${opts.runtime}`] : [])];
+  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
+  const { readForNodes } = await import('../engine/inputs.js');
+  const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
+  if (target.platformNote && !opts.json) note(target.platformNote);
+  if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
   // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
   const planned = planCluster(profileName, nf, inputs);
@@ -106,7 +132,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
   const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
   // --json: nothing while it runs, one envelope at the end (as one-node serve)
-  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name), signal }));
+  const phase = phaseLines();
+  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name, phase), signal }));
   const healthy = out.ok && out.probe?.state === 'healthy';
   if (opts.json) say(clusterServeEnvelope(r.profile.name, opts, out, out.ok ? (healthy ? ExitCode.ok : ExitCode.problems) : ExitCode.launchFailed));
   if (!out.ok) {
@@ -182,16 +209,24 @@ export function clusterServeEnvelope(profile: string, opts: Pick<ServeOptions, '
   });
 }
 
-export async function stopNodes(name: string | undefined, opts: { timeout: number; nodes?: string; json?: boolean; all?: boolean }): Promise<void> {
-  const nf = loadNodesFile(opts.nodes!);
-  const out = await withCancel((signal) => stopCluster(nf, stateDir(), name, opts.timeout, signal));
+/** One cluster's stop as said to the operator: a line per rank or node, and what went wrong, if anything. */
+export interface ClusterStopped {
+  profile?: string;
+  lines: string[];
+  problem?: string;
+  out: StopClusterOutcome & { executor: ExecutorKind };
+}
+
+/** Stops one recorded cluster (undefined: nothing recorded on these nodes, Ray's stop on each node) and says how it went. */
+async function stopOne(nf: NodesFile, rec: ClusterRecord | undefined, name: string | undefined, timeoutS: number): Promise<ClusterStopped> {
+  const out = await withCancel((signal) => stopCluster(nf, stateDir(), rec, timeoutS, signal));
   const lines: string[] = [];
   const e = out.engine;
   const said = (st: string, detail: string | undefined, where: string) =>
     st === 'stopped'
       ? 'stopped (SIGTERM)'
       : st === 'killed'
-        ? `killed after ${opts.timeout} s`
+        ? `killed after ${timeoutS} s`
         : st === 'unproven'
           ? `left alone: ${detail} (the record is kept; check ${where} by hand)`
           : `could not be signalled (${detail})`;
@@ -199,18 +234,79 @@ export async function stopNodes(name: string | undefined, opts: { timeout: numbe
   else if (out.executor === 'native') for (const x of out.ranks ?? []) lines.push(`vLLM rank ${x.rank} on ${x.node}: ${said(x.state, x.detail, x.node)}`);
   else lines.push(`vLLM on ${e.node}: ${said(e.state, e.detail, 'the head')}`);
   for (const x of out.ray) lines.push(`ray on ${x.node}: ${x.ok ? 'stopped' : `ray stop failed (${x.detail})`}`);
-  if (opts.json) say(envelope('stop-nodes', { steps: lines, executor: out.executor, engine: out.engine, ray: out.ray, ranks: out.ranks ?? [] }));
-  else for (const l of lines) say(l);
   const bad = (st: string) => st === 'failed' || st === 'unproven';
   const badRank = (out.ranks ?? []).find((x) => bad(x.state));
-  if (out.ray.some((x) => !x.ok) || bad(e.state) || badRank)
-    throw new ProblemsFound(
-      e.state === 'unproven' || badRank?.state === 'unproven'
+  const problem =
+    out.ray.some((x) => !x.ok) || bad(e.state) || badRank
+      ? e.state === 'unproven' || badRank?.state === 'unproven'
         ? `the recorded vLLM process on ${badRank?.node ?? 'the head'} is not provably ours: not signalled`
         : badRank
           ? `vLLM rank ${badRank.rank} on ${badRank.node} could not be stopped`
-          : 'Ray did not stop on every node',
+          : 'Ray did not stop on every node'
+      : undefined;
+  return { profile: rec?.profile, lines, problem, out };
+}
+
+/** A record is stopped only over the nodes it names: a nodes file without them is bad input, before anything is signalled. */
+function checkNodes(rec: ClusterRecord, nf: NodesFile, file: string) {
+  const missing = nodesMissing(rec, nf);
+  if (missing.length)
+    throw new UsageError(`${rec.profile} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec.nodesFile})`, [`sparkctl stop ${rec.profile} --nodes ${rec.nodesFile}`]);
+}
+
+/**
+ * The clusters the registry records, stopped one after another over the nodes file each record
+ * names (the one-host form: stop NAME, stop --all). A record whose nodes file cannot be read is bad
+ * input naming it, before anything is signalled.
+ */
+export async function stopRecordedClusters(records: ClusterRecord[], timeoutS: number): Promise<ClusterStopped[]> {
+  const withNodes = records.map((rec) => {
+    let nf: NodesFile;
+    try {
+      nf = loadNodesFile(rec.nodesFile);
+    } catch (e) {
+      throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [
+        `sparkctl stop ${rec.profile} --nodes FILE (the nodes it runs on)`,
+      ]);
+    }
+    checkNodes(rec, nf, rec.nodesFile);
+    return { rec, nf };
+  });
+  const done: ClusterStopped[] = [];
+  for (const { rec, nf } of withNodes) done.push(await stopOne(nf, rec, rec.profile, timeoutS));
+  return done;
+}
+
+/** The --json form of a cluster's stop (stop-nodes, and stop's clusters). */
+export const clusterStopJson = (x: ClusterStopped) => ({ profile: x.profile ?? null, executor: x.out.executor, engine: x.out.engine, ray: x.out.ray, ranks: x.out.ranks ?? [] });
+
+/**
+ * stop --nodes FILE [NAME]: what the registry records on these nodes (NAME: that profile's record),
+ * each with the executor that started it; nothing recorded: Ray's stop on each node.
+ */
+export async function stopNodes(name: string | undefined, opts: { timeout: number; nodes?: string; json?: boolean; all?: boolean }): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  const records = recordsFor(new Registry(stateDir()).clusters(), { name, nodes: { file: resolve(opts.nodes!), nf } });
+  for (const rec of records) checkNodes(rec, nf, opts.nodes!);
+  const done: ClusterStopped[] = [];
+  if (!records.length) done.push(await stopOne(nf, undefined, name, opts.timeout));
+  for (const rec of records) done.push(await stopOne(nf, rec, rec.profile, opts.timeout));
+  const lines = done.flatMap((x) => x.lines);
+  const first = done[0]!.out;
+  if (opts.json)
+    say(
+      envelope('stop-nodes', {
+        steps: lines,
+        executor: first.executor,
+        engine: first.engine,
+        ray: first.ray,
+        ranks: first.ranks ?? [],
+        stopped: done.filter((x) => x.profile).map(clusterStopJson),
+      }),
     );
+  else for (const l of lines) say(l);
+  const problem = done.find((x) => x.problem)?.problem;
+  if (problem) throw new ProblemsFound(problem);
 }
 
 /** The node x check matrix: one column per node, so the odd node stands out. */

@@ -1,7 +1,7 @@
 // What pull and serve --pull share: the target (an id or a profile), the pull with its progress, and
 // the library's failures mapped to the exit-code table.
 import { pull, DiskFull, PullRefused, type PullResult } from '../model/pull.js';
-import { HubError, hubEndpoint } from '../model/hub.js';
+import { HubError, hubEndpoint, DEFAULT_MIN_RATE } from '../model/hub.js';
 import { checkRepoId, checkRevision, CacheRefused } from '../model/cache.js';
 import { loadProfile } from '../profiles/load.js';
 import { pullProgress } from './pull-progress.js';
@@ -58,7 +58,7 @@ export function pullError(e: unknown, cmd: string): unknown {
 /** Pull `repo`@`revision` into the hub cache `cacheRoot`, with progress on stderr (none under --json). */
 export async function pullInto(repo: string, revision: string, cacheRoot: string, opts: Pick<PullOptions, 'configOnly' | 'jobs' | 'json'> & { step?: boolean } = {}): Promise<PullResult> {
   const env = process.env;
-  const hub = { endpoint: hubEndpointOrExit(env), token: env.HF_TOKEN || undefined, timeoutMs: 30_000, stallMs: 60_000 };
+  const hub = { endpoint: hubEndpointOrExit(env), token: env.HF_TOKEN || undefined, timeoutMs: 30_000, stallMs: 60_000, minRate: minRateOf(env) };
   const again = `sparkctl pull ${repo}${revision !== 'main' ? ` --revision ${revision}` : ''}${opts.configOnly ? ' --config-only' : ''}`;
   const ac = new AbortController();
   const abort = () => ac.abort(new Error('interrupted'));
@@ -95,4 +95,19 @@ function hubEndpointOrExit(env: Record<string, string | undefined>): string {
     if (e instanceof HubError) throw new UsageError(e.message, e.fix ? [e.fix] : []);
     throw e;
   }
+}
+
+/**
+ * The floor a download must keep: SPARKCTL_PULL_MIN_BYTES in every SPARKCTL_PULL_WINDOW_S (default
+ * 1 MiB in 60 s). A slower body is cut off and tried once more, then the pull fails (it resumes).
+ */
+export function minRateOf(env: Record<string, string | undefined>): { bytes: number; windowMs: number } {
+  const num = (name: string, dflt: number, max: number) => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return dflt;
+    const v = Number(raw);
+    if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(v > 0) || v > max) throw new UsageError(`${name}=${raw}: not a number from 1 to ${max}`, [`unset ${name} (default ${dflt}), or set a positive number`]);
+    return v;
+  };
+  return { bytes: Math.ceil(num('SPARKCTL_PULL_MIN_BYTES', DEFAULT_MIN_RATE.bytes, 1 << 30)), windowMs: Math.round(num('SPARKCTL_PULL_WINDOW_S', DEFAULT_MIN_RATE.windowMs / 1000, 3600) * 1000) };
 }

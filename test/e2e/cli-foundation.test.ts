@@ -74,7 +74,7 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
   it('the 200B profile on one host is refused with the multi-node plan', async () => {
     const r = await cli(['serve', 'qwen3-200b', '--dry-run']);
     expect(r.exitCode).toBe(2);
-    expect(r.stderr).toContain('needs 32 GPUs (TP 8 x PP 4); this host has 8; run it over 4 nodes with Ray');
+    expect(r.stderr).toContain('needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)');
   });
 
   it('plan: fits and the vLLM numbers; too long a context exits 2 with the largest that fits', async () => {

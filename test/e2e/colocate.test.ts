@@ -46,6 +46,8 @@ describe('several servers on one GPU when the plan says they fit', () => {
     const c = await serve('qwen-prod', base + 2, 0.45);
     expect(c.exitCode).toBe(2);
     expect(c.stderr).toMatch(/= 108\.7 GiB, more than the 79\.4 GiB this GPU has for them/);
-    expect(c.stderr).toMatch(/the largest share that fits: engine\.gpuMemoryUtilization=0\.08/);
+    // 0.08 x 79.4 GiB would not hold qwen-prod's own weights and reserve: that share was a fix that changed nothing
+    expect(c.stderr).toMatch(/no share of this GPU holds qwen-prod-0.s weights beside them; fix: sparkctl stop qwen-dev, then sparkctl stop qwen3\.5-9b/);
+    expect(c.stderr).not.toMatch(/gpuMemoryUtilization=0\.0/);
   }, 90_000);
 });

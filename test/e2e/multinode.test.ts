@@ -187,6 +187,85 @@ describe.each<[Mode, boolean]>([
   );
 
   it.skipIf(!available)(
+    'stop acts on what the registry records: stop --nodes FILE without a name stops every native rank (no Ray); stop NAME without --nodes reads the record; restart says it is multi-node',
+    async () => {
+      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${await freePort()}`];
+      const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      // restart of a server over nodes: bad input that says so (not "nothing registered")
+      const re = await run(['restart', 'qwen3-200b']);
+      expect(re.exitCode).toBe(2);
+      expect(re.stderr).toContain(`qwen3-200b is served over nodes (${cl.nodesFile}): restart does not relaunch a multi-node server`);
+      // the form without a name: what the record on these nodes names, every rank; no Ray was started, none is stopped
+      const stop = await run(['stop', '--nodes', cl.nodesFile, '--json']);
+      expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
+      const j = JSON.parse(stop.stdout);
+      expect(j).toMatchObject({ version: 1, kind: 'stop-nodes', executor: 'native', ray: [], stopped: [{ profile: 'qwen3-200b', executor: 'native' }] });
+      expect(j.steps).toEqual([0, 1, 2, 3].map((i) => `vLLM rank ${i} on n${i}: stopped (SIGTERM)`));
+      expect(cl.calls().filter((x) => x.endsWith(' stop'))).toEqual([]);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      if (mode === 'netns') for (const i of [0, 1, 2, 3]) expect(cl.processes(i)).toEqual([]);
+      expect(readdirSync(join(state, 'clusters'))).toEqual([]);
+      // Ray's path, stopped by name from the one-host form: the record names its nodes file
+      const ray = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      expect(ray.exitCode, ray.stderr).toBe(0);
+      const byName = await run(['stop', 'qwen3-200b']);
+      expect(byName.exitCode, byName.stdout + byName.stderr).toBe(0);
+      expect(byName.stdout).toContain('vLLM on n0: stopped (SIGTERM)');
+      for (const i of [0, 1, 2, 3]) expect(byName.stdout).toContain(`ray on n${i}: stopped`);
+      await waitFor(() => processesMarked(marker).length === 0, 15_000);
+      expect(processesMarked(marker)).toEqual([]);
+      const st = await run(['status', '--json']);
+      expect(JSON.parse(st.stdout).clusters).toEqual([]);
+    },
+    240_000,
+  );
+
+  it.skipIf(!available)(
+    "the one after-launch watch on every path: a head whose log stops (the simulator hangs at load) is named stalled by the profile's stall timer, not the ready timeout; its phases are shown; every rank is stopped",
+    async () => {
+      const fault = join(cl.dir, 'sim-fault');
+      writeFileSync(fault, 'hang-at-load');
+      try {
+        for (const executor of ['mp', 'ray']) {
+          const started = Date.now();
+          const r = await run([
+            'serve',
+            'qwen3-200b',
+            '--engine',
+            'sim',
+            '--nodes',
+            cl.nodesFile,
+            '--no-prewarm',
+            '--ready-timeout',
+            '120s',
+            '--set',
+            `parallel.executor=${executor}`,
+            '--set',
+            'server.stallTimeoutSeconds=6',
+            '--set',
+            `server.port=${await freePort()}`,
+          ]);
+          expect(r.exitCode, r.stderr).toBe(4);
+          expect(r.stderr).toMatch(/launch failed: vLLM on n0 no log output for \d+ s \(stall timeout\)/);
+          // the phases the head's log showed before it stopped
+          expect(r.stderr).toMatch(/n0: loading weights \d+%/);
+          // the stall timer (6 s of quiet), long before the 120 s ready timeout
+          expect(Date.now() - started).toBeLessThan(90_000);
+          await waitFor(() => processesMarked(marker).length === 0, 15_000);
+          expect(processesMarked(marker)).toEqual([]);
+          expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
+          clearRay(cl);
+        }
+      } finally {
+        rmrf(fault);
+      }
+    },
+    300_000,
+  );
+
+  it.skipIf(!available)(
     'native: a worker rank killed while the cluster loads is named by node and cause; every other rank is stopped',
     async () => {
       const port = await freePort();

@@ -72,7 +72,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
   it('serve --router: one endpoint, HAProxy registered with its identity; rolling restart of 4 under a fixed-rate bench: zero failures', async () => {
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), ...fastPrewarm], { env: env(), timeout: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`router: http://127.0.0.1:${base}/v1 \\(HAProxy pid \\d+, leastconn over 4 replica`));
+    expect(r.stdout).toMatch(new RegExp(`router: http://127.0.0.1:${base}/v1 \\(HAProxy pid \\d+, prefix-hash \\(1024 B, factor 150 %\\) over 4 replica`));
     // the replicas listen on loopback ports behind it; the router holds the public port
     for (let i = 1; i <= 4; i++) expect(await portOpen(base + i)).toBe(true);
     const before = await status();
@@ -307,7 +307,7 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     writeFileSync(file, String(cfg.stdout));
     const checked = await execa(HAPROXY, ['-c', '-f', file], { reject: false });
     expect(checked.exitCode, `${checked.stdout}${checked.stderr}`).toBe(0);
-    expect(String(cfg.stdout)).toContain('balance leastconn');
+    expect(String(cfg.stdout)).toContain('hash-balance-factor 150');
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--set', `server.port=${base}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=2', '--no-prewarm'], {
       env: env(),
       timeout: 60_000,

@@ -46,6 +46,10 @@ const at = () => [
   'parallel.replicas=2',
   '--set',
   'router.checkIntervalMs=3000',
+  // the drain cases need streams on both replicas: the clients' prompts share their prefix, which
+  // the default prefix balance keeps on one replica (bounded by the factor); leastconn spreads them
+  '--set',
+  'router.balance=leastconn',
   '--set',
   'server.readyTimeoutSeconds=900',
   '--set',

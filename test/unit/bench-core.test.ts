@@ -121,6 +121,13 @@ describe('calculateMetrics: vLLM definitions', () => {
     expect(m.max_concurrent_requests).toBe(2); // [0,1) and [0.5,1.5): the third starts as the first ends
     expect(m.max_output_tokens_per_s).toBe(8);
   });
+  it('a stream without usage counts its content chunks, not 1 per request (vLLM counts the text; one token per chunk)', () => {
+    const outs = [ok({ outputTokens: 0, itl: [0.02, 0.02, 0.02, 0.02, 0.02], latency: 0.2, generatedText: 'a b c d e f' }), ok({ outputTokens: 0, itl: [], latency: 0.1 })];
+    const m = calculateMetrics(outs, 1, [99]);
+    expect(m.actualOutputLens).toEqual([6, 1]);
+    expect(m.total_output).toBe(7);
+    expect(m.tpot.mean).toBeCloseTo(((0.2 - 0.1) / 5) * 1000, 9);
+  });
   it('no success: zeros, not NaN', () => {
     const m = calculateMetrics([{ ...ok({}), success: false }], 1, [99]);
     expect(m.ttft.mean).toBe(0);

@@ -20,8 +20,6 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
   it.each([
     ['address', '10.0.0.10'],
     ['address', 'node-1.example.com'],
-    ['address', 'fe80::1'],
-    ['address', '[2001:db8::2]'],
     ['sshUser', 'ubuntu'],
     ['sshUser', 'svc_llm'],
     ['interface', 'enp1s0f1np1'],
@@ -36,6 +34,10 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
     ['address', 'host:/path'],
     ['address', 'user@host'],
     ['address', '$(id)'],
+    // IPv6 literals: refused with the fix (issue 42, item 9), not half-carried into rsync's host:path
+    ['address', 'fe80::1'],
+    ['address', '[2001:db8::2]'],
+    ['address', '2001:db8::2'],
     ['sshUser', '-oProxyCommand=touch /tmp/x'],
     ['sshUser', 'a b'],
     ['sshUser', 'root@evil'],
@@ -45,6 +47,12 @@ describe('a nodes file: what reaches ssh is a checked name', () => {
     ['interface', 'a'.repeat(16)],
   ])('%s %j is refused', (field, value) => {
     expect(NodesFile.safeParse(node({ [field]: value })).success).toBe(false);
+  });
+  it('an IPv6 literal is refused naming the fix (a host name that resolves to it)', () => {
+    const r = NodesFile.safeParse(node({ address: '2001:db8::2' }));
+    expect(r.success).toBe(false);
+    expect(JSON.stringify(r.error?.issues)).toContain('give an IPv4 address, or a host name that resolves to it');
+    expect(NodesFile.safeParse(node({ fabric: { address: 'fe80::2', interface: 'enp1s0f1np1' } })).success).toBe(false);
   });
   it('a fabric address and interface are checked the same', () => {
     expect(NodesFile.safeParse(node({ fabric: { address: '-oProxyCommand=x', interface: 'enp1s0f1np1' } })).success).toBe(false);

@@ -305,7 +305,7 @@ describe('KV cache dtypes and engine.extraArgs that change the KV cache', () => 
   it.each([
     [['--speculative-config', '{"method":"mtp","num_speculative_tokens":1}'], 'engine.extraArgs[0] (--speculative-config)'],
     [['--trust-remote-code', '--kv-cache-dtype=nvfp4'], 'engine.extraArgs[1] (--kv-cache-dtype)'],
-    [['--block-size', '32'], 'engine.extraArgs[0] (--block-size)'],
+    [['--num-gpu-blocks-override', '512'], 'engine.extraArgs[0] (--num-gpu-blocks-override)'],
     [['--mamba-ssm-cache-dtype', 'float16'], 'engine.extraArgs[0] (--mamba-ssm-cache-dtype)'],
     [['--mamba-cache-mode', 'most'], 'engine.extraArgs (--mamba-cache-mode)'],
   ])('%j: the plan declines, naming the flag', (extraArgs, field) => {

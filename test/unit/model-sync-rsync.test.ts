@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, chmodS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { rsyncArgv } from '../../src/engine/cluster/model-sync.js';
+import { rsyncArgv, rsyncShell, rsyncWord } from '../../src/engine/cluster/model-sync.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 
 const nf = NodesFile.parse({ head: { name: 'n0', address: '10.0.0.10', interface: 'eth0' } });
@@ -48,5 +48,45 @@ describe('rsync argv for the model copy', () => {
     expect(r.status).toBe(0);
     expect(readFileSync(join(dst, 'blobs', 'abc'), 'utf8')).toBe('weights');
     expect(existsSync(pwned)).toBe(false);
+  });
+});
+
+describe("rsync's -e: each ssh word stays one argument, as rsync splits it (issue 42, item 9)", () => {
+  it.each([
+    ['plain', '/root/.ssh/id'],
+    ['a space', '/root/my keys/id'],
+    ['a single quote', "/root/it's/id"],
+    ['a double quote', '/root/"q"/id'],
+    ['a backslash and a dollar', '/root/a\\b$HOME/id'],
+  ])('an identity file with %s', (_what, key) => {
+    expect(rsyncWord(key)).toBe(/^[\w@%+=:,./-]+$/.test(key) ? key : `'${key.replace(/'/g, "''")}'`);
+  });
+
+  it.skipIf(!hasRsync)('real rsync hands the stand-in ssh the key path and an option with spaces and quotes as one argument each', () => {
+    const dir = join(root, "ssh dir 'x'");
+    mkdirSync(dir, { recursive: true });
+    const log = join(root, 'argv.log');
+    const fake = join(dir, 'fake ssh');
+    // records each argument on its own line, then fails (no rsync server needed to read the argv)
+    writeFileSync(fake, `#!/bin/sh\nfor a in "$@"; do printf '%s\\n' "$a"; done > '${log}'\nexit 255\n`);
+    chmodSync(fake, 0o755);
+    const key = join(root, `my key's "id"`);
+    const nf2 = NodesFile.parse({ head: { name: 'n0', address: '10.0.0.10', interface: 'eth0' }, ssh: { identityFile: key, options: ['SetEnv=A="b c"'] } });
+    const before = process.env.SPARKCTL_SSH;
+    process.env.SPARKCTL_SSH = fake;
+    let shell: string;
+    try {
+      shell = rsyncShell(nf2, nf2.head);
+    } finally {
+      if (before === undefined) delete process.env.SPARKCTL_SSH;
+      else process.env.SPARKCTL_SSH = before;
+    }
+    const src = join(root, 'src2');
+    mkdirSync(src, { recursive: true });
+    spawnSync('rsync', rsyncArgv(nf2, nf2.head, src, shell), { input: '', encoding: 'utf8', timeout: 30_000 });
+    const argv = readFileSync(log, 'utf8').split('\n');
+    expect(argv[argv.indexOf('-i') + 1]).toBe(key);
+    expect(argv).toContain('SetEnv=A="b c"');
+    expect(argv).toContain('10.0.0.10');
   });
 });

@@ -225,6 +225,39 @@ describe('checks over edited copies of the real capture', () => {
     const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b-spark').profile, only: 'gpu.memory' });
     expect(rep.checks[0]!.observed).toMatch(/GPU0 118\.8 GiB free/);
   });
+  // vLLM on an integrated GPU takes psutil's MemAvailable as free memory (utils/mem_utils.py MemorySnapshot.measure)
+  const gb10 = (meminfo: string) =>
+    edited({
+      run: (a, r) => {
+        let x = setColumn('memory.total', '[Not Supported]')(a, r);
+        if (x) x = setColumn('memory.free', '[Not Supported]')(a, x);
+        if (x) x = setColumn('name', 'NVIDIA GB10')(a, x);
+        return x;
+      },
+      files: { '/proc/meminfo': meminfo },
+    });
+  it('GB10: free is MemAvailable, as vLLM reads it; short of the share, the fix names the page cache', async () => {
+    // 121.7 GiB total, 60 GiB available: the profile's 0.6 x 121.7 = 73.0 GiB is more than that
+    const h = gb10('MemTotal:       127611904 kB\nMemAvailable:    62914560 kB\nCached:          31457280 kB\n');
+    const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b-spark').profile, only: 'gpu.memory' });
+    const c = rep.checks[0]!;
+    expect(c.status).toBe('fail');
+    expect(c.observed).toMatch(/60\.0 GiB free of 121\.7 GiB/);
+    expect(c.fix).toMatch(/drop_caches/);
+  });
+  it("GB10: enough available but a large page cache: a warning that vLLM's profiling can starve the KV cache, fixed by a KV size in bytes", async () => {
+    const h = gb10('MemTotal:       127611904 kB\nMemAvailable:   115343360 kB\nCached:          31457280 kB\n');
+    const rep = await runPreflight(h, { profile: loadProfile('qwen3.5-9b-spark').profile, only: 'gpu.memory' });
+    const c = rep.checks[0]!;
+    expect(c.status).toBe('warn');
+    expect(c.observed).toMatch(/page cache 30\.0 GiB/);
+    expect(c.fix).toMatch(/PR #286.*engine\.kvCacheMemoryBytes/);
+    const fixed = await runPreflight(h, {
+      profile: { ...loadProfile('qwen3.5-9b-spark').profile, engine: { ...loadProfile('qwen3.5-9b-spark').profile.engine, kvCacheMemoryBytes: 20 * 2 ** 30 } },
+      only: 'gpu.memory',
+    });
+    expect(fixed.checks[0]!.status).toBe('pass');
+  });
 });
 
 describe('facts', () => {

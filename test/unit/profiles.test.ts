@@ -195,8 +195,8 @@ describe('validation: every problem at once, each naming field, value and fix', 
   it('the 200B profile on one 8-GPU host: needs 32 GPUs, run it over 4 nodes with Ray', () => {
     const e = errors('qwen3-200b', [], hostFromPlatform(loadPlatform('hopper-cuda13')));
     expect(e).toHaveLength(1);
-    expect(e[0]!.message).toBe('needs 32 GPUs (TP 8 x PP 4); this host has 8; run it over 4 nodes with Ray');
-    expect(e[0]!.fix).toContain('--nodes nodes.yaml');
+    expect(e[0]!.message).toBe('needs 32 GPUs (TP 8 x PP 4); this host has 8; it runs over 4 nodes (a nodes file: sparkctl plan qwen3-200b --nodes FILE plans it there)');
+    expect(e[0]!.fix).toContain('--nodes FILE');
   });
 
   it('fp8 on A100 warns with the real story, not on H200', () => {

@@ -85,6 +85,14 @@ describe('selectFiles', () => {
       weights: 'none',
     },
     {
+      // vLLM reads hf_quant_config.json (ModelOpt) beside config.json, and generation_config.json: the plan needs both
+      name: '--config-only: a ModelOpt checkpoint keeps hf_quant_config.json and generation_config.json',
+      tree: [...COMMON, small('hf_quant_config.json'), small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors')],
+      opts: { configOnly: true },
+      files: ['README.md', 'config.json', 'generation_config.json', 'hf_quant_config.json', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json'],
+      weights: 'none',
+    },
+    {
       name: 'an index naming a shard the tree lacks: missing',
       tree: [...COMMON, small('model.safetensors.index.json'), big('model-00001-of-00002.safetensors')],
       opts: { index: INDEX },

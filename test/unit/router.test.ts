@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, writeFileSync, rmSync, readFileSync } from 'no
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Profile } from '../../src/profiles/schema.js';
+import { Profile, RouterBlock } from '../../src/profiles/schema.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { resolveLoaded } from '../../src/profiles/resolve.js';
 import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/profiles/router.js';
@@ -93,7 +93,9 @@ describe('router config text', () => {
   const plan = planRouter(base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64 }), 2, '/state')!;
   const text = renderConfig(plan, { socket: plan.socket, logStdout: true });
   it.each([
-    ['balance leastconn'],
+    [`balance hash req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,1024)`],
+    ['hash-type consistent'],
+    ['hash-balance-factor 150'],
     ['option httpchk GET /health'],
     ['http-check expect status 200'],
     ['option http-keep-alive'],
@@ -111,6 +113,16 @@ describe('router config text', () => {
     ['stats socket /state/router/m/api.sock mode 600 level admin'],
     ['retry-on conn-failure empty-response'],
   ])('has %s', (line) => expect(text.split('\n').map((l) => l.trim())).toContain(line));
+
+  it('router.balance leastconn: no hash; prefixBytes and hashBalanceFactor reach the lines; out-of-range values are refused', () => {
+    const lc = renderConfig(planRouter(base({ balance: 'leastconn' }), 2, '/state')!).split('\n');
+    expect(lc).toContain('    balance leastconn');
+    expect(lc.join('\n')).not.toMatch(/hash/);
+    const tuned = renderConfig(planRouter(base({ prefixBytes: 4096, hashBalanceFactor: 125 }), 2, '/state')!);
+    expect(tuned).toContain(',bytes(0,4096)');
+    expect(tuned).toContain('hash-balance-factor 125');
+    for (const bad of [{ hashBalanceFactor: 100 }, { prefixBytes: 8 }, { balance: 'random' }]) expect(() => RouterBlock.parse(bad)).toThrow();
+  });
 
   it('nothing that buffers or rewrites a stream, and no key or Authorization anywhere', () => {
     expect(text).not.toMatch(/compression|http-buffer-response|Authorization|api[-_]?key|Bearer/i);

@@ -190,7 +190,8 @@ describe('weights from the config alone', () => {
   it('nvidia/Qwen3.5-122B-A10B-NVFP4: NVFP4 (4.5 bits) for the routed experts; its ignore list keeps attention, the GDN mixers and the shared experts bf16', () => {
     const c = fx('qwen3.5-122b-a10b-nvfp4');
     const f = parseModelConfig(c);
-    expect(f.quantization).toBe('modelopt');
+    // quant_method modelopt + quant_algo NVFP4: vLLM resolves it to modelopt_fp4 (modelopt.py ModelOptNvFp4Config.override_quantization_method)
+    expect(f.quantization).toBe('modelopt_fp4');
     const h = 3072;
     const E = 2 * 248320 * h; // embeddings + lm_head, untied: bf16 under every quantization
     // 12 full layers: q 32 x 256, k and v 2 x 256, o 32 x 256 (the output gate of q is not counted); 36 GDN mixers; 48 shared experts of 1024
@@ -198,37 +199,63 @@ describe('weights from the config alone', () => {
     const mixers = 36 * (h * (2 * 2048 + 2 * 8192 + 2 * 64) + (2 * 2048 + 8192) * 4 + 8192 * h);
     const shared = 48 * 3 * h * 1024;
     const bytes = f.parameters * f.weightBytesPerParam;
-    // no ignore list: everything but the embeddings at 4 bits + an fp8 scale per 16 values
+    // modelopt.py ModelOptNvFp4LinearMethod / the NVFP4 MoE method: uint8 [out, in/2] + an fp8 scale per 16 [out, in/16] +
+    // fp32 weight_scale_2 and input_scale; an expert's gate/up (3072 -> 1024) and down (1024 -> 3072) are 3,145,728 values each
+    const expertLinear = (3072 * 1024) / 2 + (3072 * 1024) / 16 + 8;
+    const experts = 48 * 256 * 3 * expertLinear;
+    const expertParams = 48 * 256 * 3 * 3072 * 1024;
+    // its ignore list names every layer's linear_attn*, self_attn*, shared_expert* and lm_head: all of them bf16, as are
+    // the embeddings, the routers and the GDN conv1d (built with quant_config=None)
+    expect(bytes).toBe(experts + 2 * (f.parameters - expertParams));
+    expect(f.weightParts?.find((p) => p.part === 'attn')?.bytes).toBe(2 * attn);
+    expect(f.weightParts?.find((p) => p.part === 'shared')?.bytes).toBe(2 * shared);
+    expect(f.weightParts?.find((p) => p.part === 'mixer')?.bytes).toBe(2 * (mixers - 36 * (2 * 2048 + 8192) * 4));
+    // no ignore list: attention, mixers, shared experts and lm_head go NVFP4 too
     const bare = parseModelConfig({ ...c, quantization_config: { ...(c.quantization_config as object), ignore: [] } });
-    expect(bare.parameters * bare.weightBytesPerParam).toBeCloseTo(2 * E + (4.5 / 8) * (f.parameters - E), 0);
-    expect(bytes - bare.parameters * bare.weightBytesPerParam).toBeCloseTo((attn + mixers + shared) * (2 - 4.5 / 8), 0);
+    const lmHead = 248320 * h;
+    expect(bytes - bare.parameters * bare.weightBytesPerParam).toBeCloseTo((attn + mixers - 36 * (2 * 2048 + 8192) * 4 + shared + lmHead) * (2 - 4.5 / 8), -6);
+    expect(E).toBe(2 * lmHead);
   });
   it('gpt-oss-120b (its published quantization_config): MXFP4 experts, bf16 attention, router and embeddings = the published 65 GB', () => {
     const f = parseModelConfig(fx('gpt-oss-120b'));
     const h = 2880;
     // OpenAI's model card: MoE 114.71B, attention 0.96B, embeddings + head 1.16B
-    const experts = 36 * (128 * 3 * h * 2880 + h * 128);
+    const experts = 36 * 128 * 3 * h * 2880;
+    const router = 36 * h * 128;
     const attn = 36 * (h * 64 * 64 + h * 8 * 128 + 64 * 64 * h);
     const embed = 2 * 201088 * h;
-    expect(f.parameters).toBe(experts + attn + embed);
-    expect(experts / 1e9).toBeCloseTo(114.7, 0);
+    expect(f.parameters).toBe(experts + router + attn + embed);
+    expect((experts + router) / 1e9).toBeCloseTo(114.7, 0);
     expect(attn / 1e9).toBeCloseTo(0.96, 2);
     expect(embed / 1e9).toBeCloseTo(1.16, 2);
-    // 4.25 bits an expert weight (the 13M router parameters priced with them) + 2 B for the rest: 65.0 GB, the size of the published files
+    // mxfp4.py Mxfp4Config.get_quant_method: a LinearBase falls back to UnquantizedLinearMethod, only RoutedExperts get
+    // Mxfp4MoEMethod (uint8 blocks [out, in/2] + a uint8 E8M0 scale per 32: 4.25 bits); the router is built with
+    // quant_config=None (gpt_oss.py): 65.1 GB, the size of the published files
     const bytes = f.parameters * f.weightBytesPerParam;
-    expect(bytes).toBeCloseTo(experts * (4.25 / 8) + (attn + embed) * 2, 0);
-    expect(bytes / 1e9).toBeCloseTo(65.0, 0);
+    expect(bytes).toBeCloseTo(experts * (4.25 / 8) + (router + attn + embed) * 2, 0);
+    expect(bytes / 1e9).toBeCloseTo(65.2, 1);
+    expect(f.weightParts?.find((p) => p.part === 'expert')?.bytes).toBe(experts * (4.25 / 8));
   });
-  it('a quantization with modules_to_not_convert keeps attention, embeddings and lm_head in bf16', () => {
+  it("fp8's ignored_layers / modules_to_not_convert match exact names (quant_utils.py is_layer_skipped, match_mode exact); ModelOpt's exclude_modules are wildcards", () => {
     const c = fx('qwen3-gqa');
-    const plain = parseModelConfig(c);
-    const q = parseModelConfig({ ...c, quantization_config: { quant_method: 'fp8', modules_to_not_convert: ['model.layers.*.self_attn', 'lm_head'] } });
-    const allFp8 = parseModelConfig({ ...c, quantization_config: { quant_method: 'fp8' } });
-    // same parameters; bf16 bytes for embeddings (+ attention when listed), 1 B for the rest
-    expect(q.parameters).toBe(plain.parameters);
-    expect(q.parameters * q.weightBytesPerParam).toBeGreaterThan(allFp8.parameters * allFp8.weightBytesPerParam);
     const h = 64;
-    const attn = 2 * (h * 4 * 32 + h * 2 * 64 + 4 * 32 * h);
-    expect(q.parameters * q.weightBytesPerParam - allFp8.parameters * allFp8.weightBytesPerParam).toBeCloseTo(attn * (2 - 1), 6);
+    const attn = h * 4 * 32 + h * 2 * 64 + 4 * 32 * h; // one layer's q, k, v, o
+    const allFp8 = parseModelConfig({ ...c, quantization_config: { quant_method: 'fp8' } });
+    const price = (f: ReturnType<typeof parseModelConfig>) => f.parameters * f.weightBytesPerParam;
+    // the exact names of layer 0's attention: kept bf16 (2 B instead of 1 B + the fp32 per-tensor scale)
+    const exact = parseModelConfig({
+      ...c,
+      quantization_config: {
+        quant_method: 'fp8',
+        modules_to_not_convert: ['model.layers.0.self_attn.q_proj', 'model.layers.0.self_attn.k_proj', 'model.layers.0.self_attn.v_proj', 'model.layers.0.self_attn.o_proj'],
+      },
+    });
+    expect(price(exact) - price(allFp8)).toBeCloseTo(attn - 4 * 4, 6);
+    // a wildcard is not a name to fp8: nothing is kept
+    const wild = parseModelConfig({ ...c, quantization_config: { quant_method: 'fp8', modules_to_not_convert: ['model.layers.*.self_attn'] } });
+    expect(price(wild)).toBe(price(allFp8));
+    // ... but it is to ModelOpt (modelopt.py is_layer_excluded: fnmatch): both layers' attention kept
+    const mo = (ignore: string[]) => price(parseModelConfig({ ...c, quantization_config: { quant_method: 'modelopt', quant_algo: 'FP8', ignore } }));
+    expect(mo(['model.layers.*.self_attn*']) - mo([])).toBeCloseTo(2 * (attn - 4 * 8), 6);
   });
 });

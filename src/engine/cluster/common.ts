@@ -9,6 +9,8 @@ import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.
 import { targetFromUrl } from '../../health/target.js';
 import type { Registry } from '../registry.js';
 import { LINGER_MS } from '../runtime/proc.js';
+import { diagnose } from '../diagnose.js';
+import type { NotReady } from '../../client/ready.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 
 export type ExecutorKind = 'ray' | 'native';
@@ -28,6 +30,8 @@ export interface ClusterPlan {
   apiKey?: string;
   apiKeyEnv?: string;
   readyMs: number;
+  /** no log output on the head for this long ends the wait as stalled (server.stallTimeoutSeconds, as on one host) */
+  stallMs: number;
   prewarm?: PrewarmSettings;
   probe: ProbeSettings;
   stateDir: string;
@@ -99,6 +103,8 @@ export type ClusterEvent =
   | { type: 'engine-started'; node: string; pid: number; logFile: string; rank?: number }
   | { type: 'ranks-joined'; nodes: number; gpus: number }
   | { type: 'placement-wait'; line: string }
+  /** a start-up phase the head's log shows (the one watch's phases: loading weights, KV cache, API up) */
+  | { type: 'phase'; node: string; phase: string }
   | { type: 'ready'; ms: number; url: string; nodes: number; gpus: number }
   | { type: 'prewarm'; result: PrewarmResult }
   | { type: 'probe'; result: ProbeResult }
@@ -129,9 +135,15 @@ export interface ClusterExecutor {
   status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;
 }
 
+/**
+ * A record runs on these nodes: the same nodes file, or the same head. The one rule for "the cluster
+ * on these nodes": serve refuses a second one by it, and stop --nodes without a name stops what it finds.
+ */
+export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
+
 /** One cluster per set of nodes: a second serve must not touch the running one. */
 export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): ClusterFailure | undefined {
-  const running = registry.clusters().find((c) => c.nodesFile === plan.nodesFile || c.head === plan.nf.head.name);
+  const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
   return {
     refused: true,
@@ -139,6 +151,19 @@ export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, regi
     fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
     evidence: [],
   };
+}
+
+/** Not ready, and no node to blame: the same diagnosis as on one host, from the head's log (written fresh by this launch). */
+export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): ClusterFailure {
+  const d = diagnose(
+    r.reason === 'exited'
+      ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
+      : r.reason === 'timeout'
+        ? { reason: 'timeout', detail: `was not ready after ${Math.round(r.ms / 1000)} s`, ms: r.ms }
+        : r,
+    tail,
+  );
+  return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
 /** Ready: the same prewarm and deep probe as on one node, against the head. */

@@ -6,7 +6,8 @@ import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
 import { rayExecutor } from './ray-executor.js';
 import { nativeExecutor } from './native.js';
-import type { ClusterExecutor, ClusterPlan, ClusterStatus, ExecutorKind, RunCtx, ServeClusterOutcome, StopClusterOutcome } from './common.js';
+import { runsOn, type ClusterExecutor, type ClusterPlan, type ClusterStatus, type ExecutorKind, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
+import { allNodes } from './ray-plan.js';
 
 export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
@@ -26,19 +27,40 @@ export function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Serve
 }
 
 /**
- * Stops the recorded cluster of `name` with the executor that started it. Nothing recorded: Ray's
+ * The cluster records a verb acts on, from what the registry holds: a name picks its profile's
+ * record; without one, every record that runs on these nodes (runsOn: the rule serve refuses a
+ * second cluster by). The --nodes form and the one-host form read the same records this way.
+ */
+export function recordsFor(records: ClusterRecord[], sel: { name?: string; nodes?: { file: string; nf: NodesFile } }): ClusterRecord[] {
+  if (sel.name !== undefined) return records.filter((r) => r.profile === sel.name);
+  const on = sel.nodes;
+  return on ? records.filter((r) => runsOn(r, on.file, on.nf)) : records;
+}
+
+/** Every node a record names (its head and each rank's node) is a node of this file, by name. */
+export function nodesMissing(record: ClusterRecord, nf: NodesFile): string[] {
+  const names = new Set(allNodes(nf).map((n) => n.name));
+  return [...new Set([record.head, ...(record.ranks ?? []).map((r) => r.node)])].filter((n) => !names.has(n));
+}
+
+/**
+ * Stops a recorded cluster with the executor that started it. Nothing recorded (undefined): Ray's
  * stop on every node (a Ray this file's nodes run; native ranks are only ever stopped from a record).
  * The record goes once nothing of it is left unproven or unsignalled.
  */
-export async function stopCluster(nf: NodesFile, stateDir: string, name: string | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome & { executor: ExecutorKind }> {
-  const registry = new Registry(stateDir);
-  const record = name ? registry.clusters().find((x) => x.profile === name) : undefined;
+export async function stopCluster(
+  nf: NodesFile,
+  stateDir: string,
+  record: ClusterRecord | undefined,
+  timeoutS: number,
+  signal?: AbortSignal,
+): Promise<StopClusterOutcome & { executor: ExecutorKind }> {
   const kind = record ? recordedExecutor(record) : 'ray';
   const out = await executorFor(kind).stop(nf, record, timeoutS, signal);
   const bad = (s: string) => s === 'failed' || s === 'unproven';
   // containers: the record is what names them; it goes only once every one of them is gone
   const containerLeft = !!record?.ranks?.some((r) => r.containerId) && out.ray.some((x) => !x.ok);
-  if (name && record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) registry.removeCluster(name);
+  if (record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) new Registry(stateDir).removeCluster(record.profile);
   return { ...out, executor: kind };
 }
 

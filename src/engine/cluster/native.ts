@@ -10,7 +10,8 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
-import { waitReady } from '../../client/ready.js';
+import { watchReady } from '../launch.js';
+import { RemoteView } from './remote-view.js';
 import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
@@ -23,6 +24,7 @@ import {
   groupStopScript,
   afterReady,
   refuseRecorded,
+  headFailure,
   type ClusterExecutor,
   type ClusterFailure,
   type ClusterPlan,
@@ -141,32 +143,46 @@ async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<Clus
   };
 }
 
-/** The head's readiness, raced against every rank's process (checked every 1.5 s). undefined: ready. */
-async function ranksReady(plan: ClusterPlan, record: ClusterRecord, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
-  const ranks = record.ranks ?? [];
-  let last = 0;
-  let gone: ClusterRank[] = [];
-  const r = await waitReady({
-    url: record.url,
-    servedName: record.servedName,
-    apiKey: plan.apiKey,
-    deadlineMs: plan.readyMs,
-    signal,
-    pollMs: 250,
-    ended: async () => {
-      if (Date.now() - last <= 1500) return undefined;
-      last = Date.now();
-      gone = await goneRanks(plan.nf, ranks);
-      return gone.length ? { reason: 'exited', detail: 'a rank exited' } : undefined;
+/** The head's log as the after-launch watch reads it, and every rank's process as its end (any rank gone ends the wait). */
+const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank[]) => void) => {
+  const head = ranks[0]!;
+  const c = refOf(head);
+  return new RemoteView(
+    plan.nf,
+    nodeOf(plan.nf, head.node),
+    (n) => (c ? logsLine(c, n) : `tail -n ${n} "${head.logFile}"`),
+    async () => {
+      const g = await goneRanks(plan.nf, ranks);
+      gone(g);
+      return g.length ? { reason: 'exited', detail: 'a rank exited' } : undefined;
     },
-  });
+  );
+};
+
+/** The head's readiness through the one after-launch watch (stall, known hang, phases), raced against every rank's process. undefined: ready. */
+async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx): Promise<ClusterFailure | undefined> {
+  const ranks = record.ranks ?? [];
+  let gone: ClusterRank[] = [];
+  const r = await watchReady(
+    headView(plan, ranks, (g) => {
+      gone = g;
+    }),
+    {
+      url: record.url,
+      servedName: record.servedName,
+      apiKey: plan.apiKey,
+      deadlineMs: plan.readyMs,
+      stallMs: plan.stallMs,
+      signal: ctx.signal,
+      pollMs: 250,
+      onPhase: (phase) => ctx.emit?.({ type: 'phase', node: plan.nf.head.name, phase }),
+    },
+  );
   if (r.ok) return undefined;
   if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
   if (gone.length) return rankFailure(plan, gone);
-  // Every rank runs but the head never served: the head's own log says why (a rank that never joined).
-  const tail = await tailOf(plan.nf, ranks[0]!);
-  const d = diagnose(r.reason === 'timeout' ? { reason: 'timeout', detail: `was not ready after ${Math.round(r.ms / 1000)} s`, ms: r.ms } : r, tail);
-  return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
+  // Every rank runs but the head never served: the head's own log says why (a rank that never joined, a stall, a known hang).
+  return headFailure(plan, r, await tailOf(plan.nf, ranks[0]!));
 }
 
 type RankStops = NonNullable<StopClusterOutcome['ranks']>;
@@ -214,7 +230,7 @@ export const nativeExecutor: ClusterExecutor = {
     if ('failure' in launched) return { ok: false, failure: launched.failure };
     const { record } = launched;
     registry.writeCluster(record);
-    const notReady = await ranksReady(plan, record, ctx.signal);
+    const notReady = await ranksReady(plan, record, ctx);
     if (notReady) {
       await stopRanks(plan.nf, record.ranks ?? [], 5);
       registry.removeCluster(plan.profile);

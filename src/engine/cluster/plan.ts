@@ -2,7 +2,9 @@
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
 import { executableFor, simTail, type ServeOptions } from '../plan.js';
-import { resolveProfile, requireValid, type Resolved } from '../../profiles/resolve.js';
+import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
+import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
+import type { ModelRead } from '../../model/read.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { servedName, renderReplicas, clusterExecutor } from '../../profiles/render.js';
 import { GIB } from '../../profiles/planner.js';
@@ -13,7 +15,13 @@ import { containerSteps } from './containers.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 
-export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & { nodesFile: string };
+export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
+  nodesFile: string;
+  /** the profile already read (a model id's generated cluster profile, or a profile file), instead of loading by name */
+  loaded?: LoadedProfile;
+  /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
+  modelRead?: ModelRead;
+};
 
 export interface PlannedCluster {
   resolved: Resolved;
@@ -27,12 +35,13 @@ export interface PlannedCluster {
 }
 
 /** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
-export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'>, nf: NodesFile): Resolved {
+export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'> & Pick<ClusterInputs, 'loaded' | 'modelRead'>, nf: NodesFile): Resolved {
   const shape = hostShapeOf(nf);
-  const r = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host: shape });
+  const loaded = opts.loaded ?? loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
+  const r = resolveLoaded(loaded, { platform: opts.platform, host: shape, modelRead: opts.modelRead });
   // The memory budget is per GPU of the platform the nodes are.
   const host = { ...r.host, gpuMemoryBytes: r.platform.gpu.memoryGiB * GIB, computeCapability: r.platform.gpu.computeCapability, gpuName: r.platform.gpu.displayName };
-  const again = resolveProfile(profileName, { profilesDir: opts.profiles, sets: opts.set, platform: opts.platform, host });
+  const again = resolveLoaded(loaded, { platform: opts.platform, host, modelRead: opts.modelRead });
   if (!clusterExecutor(again.profile)) {
     throw new UsageError(`${again.profile.name} is a single-host profile`, ['--nodes is for profiles with parallel.nodes > 1 or parallel.executor: ray (e.g. qwen3-200b); serve it without --nodes']);
   }
@@ -103,6 +112,7 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey
     apiKey: opts.apiKey,
     apiKeyEnv: p.server.apiKeyEnv,
     readyMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
+    stallMs: p.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm ? p.prewarm : undefined,
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,

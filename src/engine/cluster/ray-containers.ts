@@ -16,7 +16,7 @@ import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
 import { allNodes, fabricAddress, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
-import { engineReady, headWatch, rayStatus, waitForCluster, PLACEMENT_GREP, type ClusterVia, type EngineWatch } from './ray.js';
+import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWatch } from './ray.js';
 import { afterReady, refuseRecorded, type ClusterFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
 import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
@@ -106,7 +106,7 @@ function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatc
   const head = refs[0]!;
   // the pid file is written by the exec'd shell a moment after exec returns: not there yet is not gone
   const alive = execLine(head, ['sh', '-c', `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`]);
-  return headWatch(nf, { alive, placement: `(${logsLine(head, 400)}) | ${PLACEMENT_GREP}`, tail: logsLine(head, 60) }, { head, ended: () => endedContainers(nf, refs, 'the Ray container') });
+  return { alive, tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(nf, refs, 'the Ray container') } };
 }
 
 export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {

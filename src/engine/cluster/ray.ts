@@ -4,10 +4,10 @@
 // events and returns an outcome; it never prints, exits or installs signal handlers (cancellation
 // is the AbortSignal). Ray is only ever stopped on nodes where this run started it.
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
-import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
-import { waitReady } from '../../client/ready.js';
+import { watchReady } from '../launch.js';
+import { RemoteView } from './remote-view.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
@@ -21,6 +21,7 @@ import {
   groupStopScript,
   afterReady,
   refuseRecorded,
+  headFailure,
   type ClusterEvent,
   type ClusterFailure,
   type ClusterPlan,
@@ -71,7 +72,7 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   const { record } = launched;
   registry.writeCluster(record);
   emit({ type: 'engine-started', node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal, hostWatch(plan, record));
+  const notReady = await engineReady(plan, record, emit, signal, hostWatch(record));
   if (notReady) {
     await stopEngine(nf, record);
     registry.removeCluster(plan.profile);
@@ -235,17 +236,12 @@ async function stopEngine(nf: NodesFile, record: ClusterRecord) {
   await ssh(nf, nf.head, remoteProven(record, groupStopScript(record.pid, 5)), { timeoutMs: 30_000 });
 }
 
-/**
- * 4. The same readiness as on one node (waitReady), racing the process, the deadline and the
- * cluster: a node that leaves makes vLLM wait for its placement group forever (as real vLLM does);
- * name it. undefined: ready.
- */
 /** How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every node's container. */
 export interface EngineWatch {
-  /** the engine's state: gone, or still there (with the first placement-group wait line of its log, if any) */
-  check(): Promise<{ gone: boolean; placement?: string }>;
-  /** the last lines of the engine's log */
-  tail(): Promise<string>;
+  /** a shell line on the head that fails when the engine is gone */
+  alive: string;
+  /** the shell line that prints the last n lines of the engine's log on the head */
+  tail: (lines: number) => string;
   /** Ray in containers: where the head's Ray answers, and a node's container that ended */
   via?: ClusterVia;
 }
@@ -256,63 +252,51 @@ export interface ClusterVia {
   ended(): Promise<ClusterFailure | undefined>;
 }
 
-/** What vLLM's Ray executor logs while it waits for its GPUs (a grep -o pattern). */
-const PLACEMENT_WAIT = 'Waiting for creating a placement group of specs for [0-9]* seconds';
-
-/** The first placement-group wait line of what it greps (the file named after it, or its input). */
-export const PLACEMENT_GREP = `grep -m1 -o '${PLACEMENT_WAIT}'`;
-
-/**
- * How the engine on the head is read over ssh (15 s a read), wherever it runs: `alive` fails when
- * the engine is gone, `placement` greps its log with PLACEMENT_GREP, `tail` prints its last lines.
- * Exit 9 from the node is gone (not an ssh hiccup, which is 255); else the wait line, if any.
- */
-export function headWatch(nf: NodesFile, sh: { alive: string; placement: string; tail: string }, via?: ClusterVia): EngineWatch {
-  return {
-    async check() {
-      const x = await ssh(nf, nf.head, `${sh.alive} || exit 9; ${sh.placement} || true`, { timeoutMs: 15_000 });
-      return { gone: x.exitCode === 9, placement: x.exitCode === 0 ? x.stdout.trim() || undefined : undefined };
-    },
-    tail: async () => (await ssh(nf, nf.head, sh.tail, { timeoutMs: 15_000 })).stdout,
-    via,
-  };
-}
+/** What vLLM's Ray executor logs while it waits for its GPUs. */
+const PLACEMENT_WAIT = /Waiting for creating a placement group of specs for \d+ seconds/;
 
 /** The engine on the head's host: its pid, its log file. */
-const hostWatch = (plan: ClusterPlan, record: ClusterRecord): EngineWatch =>
-  headWatch(plan.nf, { alive: `kill -0 ${record.pid} 2>/dev/null`, placement: `${PLACEMENT_GREP} "${record.logFile}"`, tail: `tail -n 60 "${record.logFile}"` });
+const hostWatch = (record: ClusterRecord): EngineWatch => ({ alive: `kill -0 ${record.pid} 2>/dev/null`, tail: (n) => `tail -n ${n} "${record.logFile}"` });
 
 /**
- * 4. The same readiness as on one node (waitReady), racing the process, the deadline and the
- * cluster: a node that leaves makes vLLM wait for its placement group forever (as real vLLM does);
- * name it. undefined: ready.
+ * 4. The one after-launch watch (engine/launch.ts: the stall timer, a known hang named from the
+ * head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
+ * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it. undefined: ready.
  */
 export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: ClusterEvent) => void, signal: AbortSignal | undefined, watch: EngineWatch): Promise<ClusterFailure | undefined> {
   const { nf } = plan;
-  let lastAlive = 0;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
   let lost: RaySeen | undefined;
   let ended: ClusterFailure | undefined;
-  const r = await waitReady({
+  const view = new RemoteView(
+    nf,
+    nf.head,
+    watch.tail,
+    async () => {
+      // exit 9 from the node is gone (not an ssh hiccup, which is 255)
+      const x = await ssh(nf, nf.head, `${watch.alive} || exit 9`, { timeoutMs: 15_000 });
+      if (x.exitCode === 9) return { reason: 'exited', detail: 'exited before it was ready' };
+      ended = await watch.via?.ended();
+      return ended ? { reason: 'exited', detail: 'a node left' } : undefined;
+    },
+    (lines) => {
+      const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
+      if (!m) return;
+      placementLine = m;
+      emit({ type: 'placement-wait', line: m });
+    },
+  );
+  const r = await watchReady(view, {
     url: record.url,
     servedName: record.servedName,
     apiKey: plan.apiKey,
     deadlineMs: plan.readyMs,
+    stallMs: plan.stallMs,
     signal,
     pollMs: 250,
-    ended: async () => {
-      if (Date.now() - lastAlive <= 1500) return undefined;
-      lastAlive = Date.now();
-      const seen = await watch.check();
-      if (seen.gone) return { reason: 'exited', detail: 'exited before it was ready' };
-      if (seen.placement && !placementLine) {
-        placementLine = seen.placement;
-        emit({ type: 'placement-wait', line: placementLine });
-      }
-      ended = await watch.via?.ended();
-      return ended ? { reason: 'exited', detail: 'a node left' } : undefined;
-    },
+    onPhase: (phase) => emit({ type: 'phase', node: nf.head.name, phase }),
+    // Ray's own view first: a placement-group wait because a node left is named as that, not as a hang
     hung: async () => {
       if (!(Date.now() - lastCluster > 5000 || placementLine)) return undefined;
       lastCluster = Date.now();
@@ -325,7 +309,7 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
   if (r.ok) return undefined;
   if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
   if (ended) return ended;
-  const tail = await watch.tail();
+  const tail = (await ssh(nf, nf.head, watch.tail(60), { timeoutMs: 15_000 })).stdout;
   if (lost?.view) {
     return {
       message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
@@ -334,15 +318,7 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
     };
   }
   // The same diagnosis as on one node (the head's log is written fresh by this launch).
-  const d = diagnose(
-    r.reason === 'exited'
-      ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
-      : r.reason === 'timeout'
-        ? { reason: 'timeout', detail: `was not ready after ${Math.round(r.ms / 1000)} s`, ms: r.ms }
-        : r,
-    tail,
-  );
-  return { message: `vLLM on ${nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
+  return headFailure(plan, r, tail);
 }
 
 /** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */

@@ -9,6 +9,10 @@ const SETTINGS: OptionTuple[] = [
   ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
   ['--api-key-env <name>', "one key at the gateway: the NAME of the variable that holds it (default: each model's own key passes through)"],
   ['--idle-sleep <duration>', 'put a model with sleep mode to sleep after this long without a request (15m)'],
+  ['--on-demand <profile>', 'a profile started when a request names it and it is not running (repeatable; gateway.models in the file says more: pinned, serve arguments, admission)', collect, []],
+  ['--gpu-memory <size>', 'the memory the on-demand models share (one GPU, e.g. 80GiB; a Spark 128GB with gateway.onDemand.unified): the plan decides what to evict before a start'],
+  ['--evict <how>', 'how a model makes room: stop (default), sleep1 or sleep2 (its profile needs server.sleepMode)'],
+  ['--balance <how>', "within a model: prefix (default: a prompt's first gateway.prefixBytes pick its replica, bounded by load) or leastconn"],
 ];
 
 export default createCommand({

@@ -2,7 +2,7 @@
 // over it), then the library (src/gateway/) does the work.
 import { readTextSync } from '../../util/read.js';
 import yaml from 'js-yaml';
-import { stateDir, sparkctlBin } from '../common.js';
+import { stateDir, sparkctlBin, parseSize } from '../common.js';
 import { GatewaySettings, parseAliases, planGateway } from '../../gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
 import { Keeper, servedInstances } from '../../gateway/keeper.js';
@@ -22,6 +22,10 @@ interface SettingsFlags {
   alias?: string[];
   apiKeyEnv?: string;
   idleSleep?: string;
+  balance?: string;
+  onDemand?: string[];
+  gpuMemory?: string;
+  evict?: string;
   json?: boolean;
 }
 
@@ -41,12 +45,24 @@ export function settingsFrom(o: SettingsFlags): GatewaySettings {
       throw new UsageError(`--config ${o.config}: no gateway: block`, ['gateway:\n  port: 8080\n  aliases: { coder: Qwen/Qwen3.5-9B }']);
     block = doc.gateway as Record<string, unknown>;
   }
+  // gateway.models from the file, each --on-demand PROFILE added to the set
+  const models: Record<string, unknown> = { ...((block.models as Record<string, unknown>) ?? {}) };
+  for (const p of o.onDemand ?? []) models[p] = { ...((models[p] as Record<string, unknown>) ?? {}), onDemand: true };
+  // gateway.onDemand.gpuMemory ("80GiB") and --gpu-memory become bytes
+  const od: Record<string, unknown> = { ...((block.onDemand as Record<string, unknown>) ?? {}) };
+  const mem = o.gpuMemory ?? (typeof od.gpuMemory === 'string' ? od.gpuMemory : undefined);
+  delete od.gpuMemory;
+  if (mem) od.gpuMemoryBytes = parseSize(mem, o.gpuMemory ? '--gpu-memory' : 'gateway.onDemand.gpuMemory');
+  if (o.evict) od.evict = o.evict;
   const merged = {
     ...block,
+    models,
+    onDemand: od,
     ...(o.port !== undefined ? { port: o.port } : {}),
     ...(o.host ? { host: o.host } : {}),
     ...(o.apiKeyEnv ? { apiKeyEnv: o.apiKeyEnv } : {}),
     ...(o.idleSleep ? { idleSleep: o.idleSleep } : {}),
+    ...(o.balance ? { balance: o.balance } : {}),
     aliases: { ...((block.aliases as Record<string, string>) ?? {}), ...parseAliases(o.alias ?? []) },
   };
   const r = GatewaySettings.safeParse(merged);
@@ -66,6 +82,10 @@ function settingsArgs(o: SettingsFlags): string[] {
   for (const x of o.alias ?? []) a.push('--alias', x);
   if (o.apiKeyEnv) a.push('--api-key-env', o.apiKeyEnv);
   if (o.idleSleep) a.push('--idle-sleep', o.idleSleep);
+  if (o.balance) a.push('--balance', o.balance);
+  for (const p of o.onDemand ?? []) a.push('--on-demand', p);
+  if (o.gpuMemory) a.push('--gpu-memory', o.gpuMemory);
+  if (o.evict) a.push('--evict', o.evict);
   return a;
 }
 
@@ -124,6 +144,7 @@ export async function status(o: { json?: boolean }) {
   }
   const v = await viewGateway(r);
   if (o.json) return say(envelope('gateway-status', { state: 'running', url: gatewayUrl(r), pid: r.pid, haproxyPid: r.haproxyPid, managed: r.managed, aliases: r.aliases, models: v.models }));
+  // (each model: name, profile, state, queued, servers, asleep, sleepMode, onDemand when in the set)
   say(
     `gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})${r.managed ? '' : ' in the foreground (not started by gateway up: stop --all leaves it to its service manager)'}`,
   );
@@ -133,10 +154,12 @@ export async function status(o: { json?: boolean }) {
       v.models.map((m) => [
         m.name,
         m.profile,
-        m.asleep ? 'asleep' : `${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up`,
-        m.servers.map((x) => `${x.name}:${x.state}`).join(' '),
+        m.state === 'running' ? `running (${m.servers.filter((x) => x.state === 'up').length}/${m.servers.length} up)` : m.state,
+        String(m.queued),
+        m.onDemand ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})` : '-',
+        m.servers.map((x) => `${x.name}:${x.state}`).join(' ') || '-',
       ]),
-      ['MODEL', 'PROFILE', 'STATE', 'SERVERS'],
+      ['MODEL', 'PROFILE', 'STATE', 'QUEUED', 'ON DEMAND (last swap; starts/evictions)', 'SERVERS'],
     ),
   );
 }
@@ -160,6 +183,7 @@ export async function runForeground(o: SettingsFlags) {
     settings: s,
     stateDir: dir,
     haproxy,
+    sparkctl: sparkctlBin(),
     log,
     signal: ac.signal,
     onReady: ({ haproxyPid, plan }) => {
@@ -190,7 +214,8 @@ export async function runForeground(o: SettingsFlags) {
     const r = readRecord(dir);
     if (!r || r.pid !== process.pid || !keeper.plan) return;
     const models = modelsRecord(keeper.plan.models);
-    if (JSON.stringify(models) !== JSON.stringify(r.models)) writeRecord(dir, { ...r, models });
+    const onDemand = keeper.od?.view();
+    if (JSON.stringify(models) !== JSON.stringify(r.models) || JSON.stringify(onDemand) !== JSON.stringify(r.onDemand)) writeRecord(dir, { ...r, models, ...(onDemand ? { onDemand } : {}) });
   }, 1000);
   try {
     await keeper.run();

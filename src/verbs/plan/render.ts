@@ -43,7 +43,9 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
       ],
       [
         'weights per GPU',
-        `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${r.model.sources.parameters === 'config' ? `, ${weightsSource(f)}` : ''})`,
+        nm && plan.weightsTotalBytes === 0
+          ? c.red(`not modelled: ${nm.field}`)
+          : `${g(plan.weightsPerGpuBytes)}  (${g(plan.weightsTotalBytes)} / ${p.parallel.tensor * p.parallel.pipeline} GPUs${r.model.sources.parameters === 'config' ? `, ${weightsSource(f)}` : ''})`,
       ],
       ['reserve', `${g(plan.reserveBytes)}  (activations, ${p.engine.enforceEager ? 'no CUDA graphs (eager)' : 'CUDA graphs'}, NCCL, allocator)`],
       ['KV cache per GPU', g(plan.availableKvBytes)],
@@ -69,7 +71,11 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
     );
   } else {
     say(`${c.red('not modelled')}: ${nm.field}: ${nm.why}`);
-    say(`  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES`);
+    say(
+      plan.weightsTotalBytes === 0
+        ? '  no weight, KV cache or concurrency figure is stated rather than one that may be wrong'
+        : '  no KV cache or concurrency figure is stated rather than one that may be wrong; to plan around it, fix the KV cache size: --set engine.kvCacheMemoryBytes=BYTES',
+    );
   }
   say(c.dim(`rules: vLLM ${plan.vllmRules}'s (kv_cache_interface.py, kv_cache_utils.py, models/config.py); layout read from ${plan.layoutFrom}`));
   say(c.dim(`model: ${r.model.note}`));
@@ -95,7 +101,8 @@ function weightsSource(f: NonNullable<Prepared['model']>['facts']): string {
       .map(([d, b]) => `${d} ${(b / GIB).toFixed(2)} GiB`)
       .join(', ')}`;
   if (f.weightsFrom === 'index total_size') return 'from the safetensors index total_size';
-  return `counted from config.json${f.quantization ? ` (${f.quantization}; embeddings and what the quantization leaves out kept in ${f.dtype ?? 'bf16'})` : ''}`;
+  const parts = (f.weightParts ?? []).filter((x) => x.bytes > 0).map((x) => `${x.part} ${(x.bytes / GIB).toFixed(2)}`);
+  return `counted from config.json per module${f.quantScheme ? ` as ${f.quantScheme} loads` : ''}${parts.length ? `: ${parts.join(', ')} GiB` : ''}`;
 }
 
 /** The facts the plan used, each with its source where the profile gave it. */

@@ -7,13 +7,17 @@ import { say } from '../../output/log.js';
 import { ExitWith, ExitCode } from '../../errors.js';
 import { planJson, printPlan } from './render.js';
 
-export async function run(name: string, opts: { set: string[]; profiles?: string; gpus?: number; gpuMemory?: string; platform?: string; vllmBin?: string; json?: boolean }) {
+export async function run(name: string, opts: { set: string[]; profiles?: string; gpus?: number; gpuMemory?: string; platform?: string; vllmBin?: string; json?: boolean; nodes?: string }) {
+  // --nodes: the nodes file's shape (every GPU of every node), a model id's profile generated for it
+  const cluster = opts.nodes ? await (await import('../cluster-inputs.js')).clusterInputs(name, { ...opts, nodes: opts.nodes }) : undefined;
   // read: the profile, the host's GPUs, the model's facts and the installed vLLM
   const r = await prepare(name, {
     profiles: opts.profiles,
-    set: opts.set,
+    set: cluster ? [] : opts.set,
     gpus: opts.gpus,
-    platform: opts.platform,
+    platform: opts.platform ?? cluster?.platform,
+    loaded: cluster?.loaded,
+    host: cluster?.host,
     gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined,
     vllmBin: opts.vllmBin,
   });

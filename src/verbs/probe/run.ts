@@ -257,10 +257,17 @@ export function render(results: ProbeResult[], opts: Pick<ProbeCli, 'json' | 'qu
     if (opts.quiet && (r.state === 'healthy' || r.state === 'sleeping')) continue;
     const bad = r.steps.filter((s) => s.status === 'fail' || s.status === 'warn');
     const mark = r.state === 'healthy' ? c.green('healthy') : r.state === 'sleeping' ? c.bold('sleeping') : r.state === 'unhealthy' ? c.red('UNHEALTHY') : c.red('UNREACHABLE');
-    const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; 1 token in ${r.inferenceMs} ms`;
+    const detail = bad.length ? bad.map((s) => `${s.step} ${s.status}: ${s.detail}`).join('; ') : `${r.steps.map((s) => s.step).join(', ')} ok; ${generationWords(r)}`;
     lines.push(`${r.target} ${mark} ${r.ms} ms: ${detail}`);
   }
   return lines;
+}
+
+/** The generation's part of a line: its time, or why none was asked (a sleeping server is never woken by a probe). */
+function generationWords(r: ProbeResult): string {
+  if (typeof r.inferenceMs === 'number' && Number.isFinite(r.inferenceMs)) return `1 token in ${r.inferenceMs} ms`;
+  if (r.state === 'sleeping') return `asleep, so no generation was asked (sparkctl wake ${r.target} wakes it)`;
+  return 'no generation was asked';
 }
 
 /** 3 when any target is unreachable, else 1 when any is unhealthy, else 0. */

@@ -47,9 +47,10 @@ export default createCommand({
         ['--gpus <n>', "the host's GPU count (default: read from this host)", countArg('--gpus')],
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 141GB (default: read from this host)'],
         ['--platform <name>', "a platform baseline's GPUs instead of this host's"],
+        ['--nodes <file>', 'one server over every GPU of the nodes in FILE (two Sparks: TP 2 over both), as serve --nodes runs it'],
       ],
-      description: "write a commented profile for a model from its config.json and this host's GPUs",
-      help: '\nExample:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml',
+      description: "write a commented profile for a model from its config.json and this host's GPUs (or a nodes file's)",
+      help: '\nExamples:\n  sparkctl profiles init Qwen/Qwen3-8B --out profiles/qwen3-8b.yaml\n  sparkctl profiles init openai/gpt-oss-120b --nodes sparks.yaml --out profiles/gpt-oss-2x.yaml   two Sparks',
       handler: lazy(load, (m) => m.init),
     }),
     createCommand({

@@ -86,16 +86,24 @@ export function initYaml(r: Prepared, model: string): string {
     '# Any of them written under model: (layers, kvHeads, maxContext, ...) overrides the file, with a warning.',
     `name: ${JSON.stringify(p.name)}`,
     `description: ${JSON.stringify(p.description)}`,
+    ...(p.platform ? [`platform: ${p.platform}`] : []),
     'model:',
     ...(p.model.id ? [`  id: ${JSON.stringify(p.model.id)}`] : [`  path: ${JSON.stringify(p.model.path)}`]),
     `  servedName: ${JSON.stringify(p.model.servedName)}     # what clients send as "model" (no "/")`,
     'engine:',
     '  vllmVersion: auto            # the installed vLLM (--vllm-bin) decides the flags; pin a version to refuse any other',
     `  maxModelLen: ${p.engine.maxModelLen}          # ${r.generated!.why.find((w) => w.startsWith('max model len')) ?? ''}`,
-    `  gpuMemoryUtilization: ${p.engine.gpuMemoryUtilization}    # vLLM pre-allocates this share of every GPU it uses`,
+    `  gpuMemoryUtilization: ${p.engine.gpuMemoryUtilization}    # ${r.generated!.why.find((w) => w.startsWith('memory share')) ?? 'vLLM pre-allocates this share of every GPU it uses'}`,
     'parallel:',
     `  tensor: ${p.parallel.tensor}                    # ${r.generated!.why.find((w) => w.startsWith('TP')) ?? ''}`,
-    `  replicas: ${p.parallel.replicas}                  # ${r.generated!.why.find((w) => w.includes('replica')) ?? ''}; replica i listens on port + i`,
+    ...(p.parallel.nodes > 1
+      ? [
+          `  pipeline: ${p.parallel.pipeline}`,
+          `  nodes: ${p.parallel.nodes}                     # one server over ${p.parallel.nodes} nodes: sparkctl serve ${p.name} --nodes FILE`,
+          `  executor: ${p.parallel.executor}                 # mp: vLLM's own multi-node launch (--nnodes); ray: a Ray cluster`,
+          '  replicas: 1',
+        ]
+      : [`  replicas: ${p.parallel.replicas}                  # ${r.generated!.why.find((w) => w.includes('replica')) ?? ''}; replica i listens on port + i`]),
     'server:',
     `  port: ${p.server.port}`,
     '',
@@ -103,9 +111,19 @@ export function initYaml(r: Prepared, model: string): string {
   return lines.join('\n');
 }
 
-export async function init(model: string, opts: { out?: string; force?: boolean; gpus?: number; gpuMemory?: string; platform?: string; json?: boolean }) {
+export async function init(model: string, opts: { out?: string; force?: boolean; gpus?: number; gpuMemory?: string; platform?: string; json?: boolean; nodes?: string }) {
   if (opts.out !== undefined) checkNewFile(opts.out, '--out', { force: opts.force });
-  const r = await prepare(model, { gpus: opts.gpus, platform: opts.platform, gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined, engine: 'vllm' });
+  // --nodes: one server over every GPU of the nodes (two Sparks: TP 2), as serve MODEL --nodes runs it
+  const cluster = opts.nodes ? await (await import('../cluster-inputs.js')).clusterInputs(model, { platform: opts.platform, nodes: opts.nodes }) : undefined;
+  const read = await prepare(model, {
+    gpus: opts.gpus,
+    platform: opts.platform ?? cluster?.platform,
+    gpuMemoryBytes: opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined,
+    engine: 'vllm',
+    loaded: cluster?.loaded,
+    host: cluster?.host,
+  });
+  const r = cluster?.generated ? { ...read, generated: cluster.generated } : read;
   if (!r.generated || !r.model) throw new UsageError(`${model} is already a profile`, ['give a model: a Hugging Face id or a folder with config.json']);
   const text = initYaml(r, model);
   // What is written must load and validate as any profile does.

@@ -26,6 +26,8 @@ Only the files vLLM loads: config, tokenizer and generation files, and the safet
 index names (no *.bin, *.pth or original/ duplicates when safetensors exist). Disk space is checked
 before the first byte; every file is checked against the Hub's SHA-256 before it enters the
 snapshot; an interrupted pull (Ctrl-C, kill, a dropped connection) resumes where it stopped.
+A file must arrive at 1 MiB per 60 s at least (SPARKCTL_PULL_MIN_BYTES per SPARKCTL_PULL_WINDOW_S):
+a slower mirror is cut off (exit 3, the bytes kept for the next pull).
 
 Examples:
   sparkctl pull Qwen/Qwen3.5-9B

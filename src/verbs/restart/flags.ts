@@ -1,6 +1,6 @@
 import { Option } from 'commander';
 import { createCommand, deprecatedAlias, lazy } from '../define.js';
-import { durationArg, PROFILE_OPTIONS } from '../args.js';
+import { collect, durationArg, PROFILE_OPTIONS } from '../args.js';
 
 export default createCommand({
   name: 'restart',
@@ -8,6 +8,7 @@ export default createCommand({
   description: 'restart a profile: everything at once, or --rolling one replica at a time while the router keeps serving',
   options: [
     ['--rolling', 'one replica at a time behind the router: drain, stop, start, ready, prewarm, probe, back in rotation'],
+    ['--replica <name>', 'with --rolling: restart only this replica (repeatable); the others keep serving untouched', collect, []],
     ['--no-prewarm', 'skip prewarm after each start'],
     new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
       .argParser(durationArg('--drain-timeout', 'ms', true))

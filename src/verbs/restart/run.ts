@@ -16,6 +16,8 @@ import type { RequestsOutcome } from '../../engine/stop.js';
 
 export interface RestartOptions {
   rolling?: boolean;
+  /** with --rolling: only these replicas (sparkctl watch restarts one wedged replica) */
+  replica?: string[];
   set: string[];
   profiles?: string;
   gpus?: number;
@@ -30,13 +32,24 @@ export interface RestartOptions {
   skipPreflight?: boolean;
 }
 
+/** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
+function refuseCluster(reg: Registry, name: string) {
+  const cluster = reg.clusters().find((x) => x.profile === name);
+  if (cluster)
+    throw new UsageError(`${cluster.profile} is served over nodes (${cluster.nodesFile}): restart does not relaunch a multi-node server`, [
+      `sparkctl stop ${cluster.profile}, then sparkctl serve ${cluster.profile} --nodes ${cluster.nodesFile}`,
+    ]);
+}
+
 /** The profile's registered servers: by its name as given, else by the name inside the file or folder it names. */
 function serversOf(reg: Registry, profileName: string, opts: RestartOptions): { name: string; entries: Entry[] } {
   const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
   const direct = by(profileName);
   if (direct.length) return { name: profileName, entries: direct };
+  refuseCluster(reg, profileName);
   const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
   const entries = by(name);
+  if (!entries.length) refuseCluster(reg, name);
   if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
   return { name, entries };
 }
@@ -46,6 +59,10 @@ export async function run(profileName: string, opts: RestartOptions) {
   const { name, entries } = serversOf(reg, profileName, opts);
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
+  const only = opts.replica?.length ? opts.replica : undefined;
+  if (only && !opts.rolling) throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [`sparkctl restart ${name} --rolling --replica ${only[0]}`]);
+  for (const r of only ?? [])
+    if (!replicas.some((e) => e.inst.name === r)) throw new UsageError(`--replica: ${r} is not a replica of ${name}`, [`its replicas: ${replicas.map((e) => e.inst.name).join(', ') || 'none'}`]);
   if (opts.rolling && (!router?.alive || !router.inst.router))
     throw new UsageError(`restart --rolling needs the router in front of ${name}'s replicas, and ${router ? `${router.inst.name} is not running` : 'it has none'}`, [
       `sparkctl restart ${name} (without --rolling) restarts everything at once; serve with --router (or router: in the profile) for rolling restarts`,
@@ -71,6 +88,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       entries: replicas,
       secrets,
       drainTimeoutMs: opts.drainTimeout,
+      only,
       stopTimeoutMs: opts.grace === undefined ? undefined : opts.grace * 1000,
       signal: ac.signal,
       onEvent: opts.json ? undefined : rollingRenderer(),
@@ -84,7 +102,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     note(`${c.red('rolling restart stopped')} at ${outcome.aborted.replica}: ${outcome.aborted.cause}`);
     const kept = outcome.replicas.filter((x) => x.name !== outcome.aborted!.replica).map((x) => x.name);
     note(`the other replicas keep serving through the router: ${kept.join(', ') || 'none'}; ${outcome.aborted.replica} is out of rotation (sparkctl logs ${outcome.aborted.replica})`);
-  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
+  } else say(`${c.green('restarted')} ${name}: ${outcome.replicas.filter((x) => x.restarted).length} replica(s), one at a time, in ${formatDuration(outcome.ms)}; the router served throughout`);
   const code = exitCodeOf(outcome.status);
   if (code !== 0) throw new ExitWith(code);
 }

@@ -108,7 +108,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
           if (r.failure) note(`${c.red('router failed')}: ${r.failure}`);
           else
             say(
-              `${c.green('router')}: ${r.url}/v1 (HAProxy pid ${r.pid}, leastconn over ${r.servers.length} replica(s): ${r.servers.map((x) => `${x.name} ${x.state}`).join(', ')}; stats ${r.statsUrl}, Prometheus ${r.metricsUrl})`,
+              `${c.green('router')}: ${r.url}/v1 (HAProxy pid ${r.pid}, ${r.balance} over ${r.servers.length} replica(s): ${r.servers.map((x) => `${x.name} ${x.state}`).join(', ')}; stats ${r.statsUrl}, Prometheus ${r.metricsUrl})`,
             );
           break;
         }

@@ -1,5 +1,6 @@
-// serve: flags (validated by cli.ts) -> profile parsed once -> preflight (typed GPU facts) -> the
-// plan -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+// serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the
+// installed vLLM or the image) -> preflight (typed GPU facts) -> the plan, made again from what was
+// read against the GPUs preflight saw -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
 import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
@@ -164,7 +165,7 @@ export async function run(profileName: string, opts: ServeOptions) {
   const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
   const seen = await preflight(loaded, opts, render);
   // plan: the profile validated once, against the host preflight saw; then the runtime's own checks
-  const plan = await planned(profileName, opts, reads, seen, gate);
+  const plan = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
   const secrets = readSecrets(plan.profile);
   await runtimeChecks(plan, opts);
   // act; render the outcome; its exit code, from the one table

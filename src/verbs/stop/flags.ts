@@ -12,7 +12,10 @@ export default createCommand({
       "SIGTERM, then SIGKILL after this long (30s, 2m; a bare number is seconds; 0: at once); default: the server's drain (server.shutdownTimeoutSeconds) + 15 s, at least 30 s. A router: its soft stop (SIGUSR1), then the hard stop after this long (default router.drainTimeoutSeconds)",
     ).argParser(durationArg('--grace', 's', true)),
     deprecatedAlias('--timeout <duration>', '--grace', durationArg('--timeout', 's', true)),
-    ['--nodes <file>', 'multi-node: stop vLLM, then ray stop on each node'],
+    [
+      '--nodes <file>',
+      'multi-node: stop what the registry records on these nodes (every vLLM rank, then Ray on each node where Ray ran it); nothing recorded: ray stop on each node. Without --nodes, stop NAME and --all stop a multi-node server over the nodes file its record names',
+    ],
     ['--force-forget', 'drop entries whose processes cannot be proven ours, without signalling anything'],
     ['--json', 'machine-readable output'],
   ],

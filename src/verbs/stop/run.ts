@@ -63,6 +63,18 @@ export function outcomeLine(r: StopOutcome): string {
   return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
 }
 
+/** The registry's records of servers over nodes that NAME (or --all) names, stopped and said; the nodes code loads only when there is one. */
+async function stopClusters(reg: Registry, name: string | undefined, opts: { all?: boolean; grace?: number }): Promise<Array<{ lines: string[]; problem?: string; json: unknown }>> {
+  const all = reg.clusters();
+  if (!all.length) return [];
+  const { recordsFor } = await import('../../engine/cluster/index.js');
+  const records = opts.all ? all : recordsFor(all, { name });
+  if (!records.length) return [];
+  const nodes = await import('../nodes.js');
+  const done = await nodes.stopRecordedClusters(records, opts.grace ?? graceMsOf({}) / 1000);
+  return done.map((x) => ({ lines: x.lines, problem: x.problem, json: nodes.clusterStopJson(x) }));
+}
+
 export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
   if (opts.nodes) {
     const { stopNodes } = await import('../nodes.js');
@@ -81,11 +93,17 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     const gatewayBad = gateway && ((gateway.how === 'unproven' && !gateway.forgotten) || gateway.left) ? 'the gateway was not stopped' : '';
     const targets = opts.all ? reg.list() : reg.find(name!);
     for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
+    // a server over nodes is a record of the same registry: stop NAME and --all stop it as serve --nodes recorded it
+    const clusters = await stopClusters(reg, name, opts);
+    const cl = clusters.length ? { clusters: clusters.map((x) => x.json) } : {};
+    if (!opts.json) for (const l of clusters.flatMap((x) => x.lines)) say(l);
+    const clusterBad = clusters.find((x) => x.problem)?.problem ?? '';
     if (!targets.length) {
       // Safe to run twice: nothing registered under that name is not an error.
-      if (opts.json) say(envelope('stop', { stopped: [], ...gw }));
-      else if (!gateway || gateway.how === 'not-running' || gateway.how === 'unmanaged') say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
-      if (gatewayBad) throw new ProblemsFound(gatewayBad);
+      if (opts.json) say(envelope('stop', { stopped: [], ...cl, ...gw }));
+      else if (!clusters.length && (!gateway || gateway.how === 'not-running' || gateway.how === 'unmanaged'))
+        say(opts.all ? 'nothing to stop' : `nothing to stop: no server named "${name}" is registered`);
+      if (gatewayBad || clusterBad) throw new ProblemsFound([gatewayBad, clusterBad].filter(Boolean).join('; '));
       return;
     }
     const results = await stopInstances(reg, targets, {
@@ -102,15 +120,16 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
           note(`${e.name}: SIGTERM${e.inFlight ? ` with ${requestsWord(e.inFlight)}` : ''}; SIGKILL after ${Math.round(e.graceMs / 1000)} s if it has not ended`);
       },
     });
-    if (opts.json) say(envelope('stop', { stopped: results, ...gw }));
+    if (opts.json) say(envelope('stop', { stopped: results, ...cl, ...gw }));
     else for (const r of results) say(outcomeLine(r));
     const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
     const bad = results.filter((r) => r.result !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
     if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
-    if (bad.length || unproven.length || gatewayBad)
+    if (bad.length || unproven.length || gatewayBad || clusterBad)
       throw new ProblemsFound(
         [
           gatewayBad,
+          clusterBad,
           bad.length ? `${bad.length} server(s) did not release everything` : '',
           unproven.length ? `${unproven.length} entr${unproven.length === 1 ? 'y' : 'ies'} could not be proven ours and were not signalled` : '',
         ]

@@ -1,0 +1,86 @@
+// One reading of one registered server, the cheap way: its processes (from the registry's identity
+// proof, and /proc for a stopped member), GET /health and GET /metrics, each with a deadline and a
+// size bound; and who else owns it right now (its router's or the gateway's HAProxy). Every byte a
+// server or HAProxy returns is hostile: an answer that cannot be read is a finding, never "healthy".
+import { readTextSync, READ_LIMITS } from '../util/read.js';
+import { statFields } from '../util/pid.js';
+import { http } from '../client/http.js';
+import { groupMembers } from '../engine/runtime/proc.js';
+import { targetFromInstance } from '../engine/target.js';
+import type { Entry } from '../engine/registry.js';
+import { showStat, serverState, type ServerStat } from '../router/api.js';
+import { engineNumbers } from './signals.js';
+import type { Owner, Reading } from './verdict.js';
+
+/** /metrics of a big server is ~100 KB; more than this is no answer a watcher needs */
+export const METRICS_MAX_BYTES = 2 * 1024 * 1024;
+
+/** A member of the group stopped by a signal (state T, t: SIGSTOP, a debugger), by pid and name. */
+export function stoppedMember(pgid: number): string | undefined {
+  if (!pgid) return undefined;
+  for (const pid of groupMembers(pgid)) {
+    const f = statFields(pid);
+    if (f?.[0] !== 'T' && f?.[0] !== 't') continue;
+    let name = '';
+    try {
+      name = readTextSync(`/proc/${pid}/comm`, { maxBytes: READ_LIMITS.proc })
+        .trim()
+        .replace(/[^\x20-\x7e]/g, '?');
+    } catch {
+      /* gone meanwhile */
+    }
+    return `${name || 'process'} pid ${pid}`;
+  }
+  return undefined;
+}
+
+/** Servers held by a HAProxy in drain or maint, by server name (the instance name). */
+export async function heldBy(socket: string, timeoutMs = 1000): Promise<Map<string, 'drain' | 'maint'>> {
+  const out = new Map<string, 'drain' | 'maint'>();
+  let stats: ServerStat[];
+  try {
+    stats = await showStat(socket, timeoutMs);
+  } catch {
+    return out;
+  }
+  for (const s of stats) {
+    const st = serverState(s);
+    if (st === 'drain' || st === 'maint') out.set(s.server, st);
+  }
+  return out;
+}
+
+export interface ReadOptions {
+  timeoutMs: number;
+  /** servers the profile's router holds out of rotation (not by this watcher) */
+  router?: Map<string, 'drain' | 'maint'>;
+  /** servers the gateway holds (asleep or waking) */
+  gateway?: Map<string, 'drain' | 'maint'>;
+  now?: () => number;
+}
+
+function ownerOf(e: Entry, o: ReadOptions): Owner | undefined {
+  const g = o.gateway?.get(e.inst.name);
+  if (g) return { by: 'gateway', state: g === 'maint' ? 'sleeping' : 'stopping' };
+  const r = o.router?.get(e.inst.name);
+  if (r) return { by: 'router', state: r };
+  if (!e.inst.readyAt) return { by: 'serve', state: 'loading' };
+  return undefined;
+}
+
+/** The cheap reading: processes, /health, /metrics. */
+export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
+  const at = (o.now ?? Date.now)();
+  const owner = ownerOf(e, o);
+  const proof = e.proof.state;
+  const stopped = proof === 'alive' || proof === 'degraded' ? stoppedMember(e.inst.pgid) : undefined;
+  const process: Reading['process'] = proof === 'gone' ? 'gone' : stopped ? 'stopped' : proof === 'alive' || proof === 'degraded' ? 'alive' : 'unknown';
+  const base: Reading = { at, process, processDetail: stopped ?? (proof === 'degraded' ? 'some members of its group are gone' : undefined), health: 'unreachable', owner };
+  if (process === 'gone') return base;
+  const url = targetFromInstance(e.inst).url;
+  const [h, m] = await Promise.all([http(`${url}/health`, { timeoutMs: o.timeoutMs, maxBytes: 4096 }), http(`${url}/metrics`, { timeoutMs: o.timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
+  const health: Reading['health'] = !h.ok ? 'unreachable' : h.status === 200 ? 'ok' : 'fail';
+  const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
+  const metrics = m.ok && m.status === 200 ? engineNumbers(m.body) : undefined;
+  return { ...base, health, healthDetail, metrics };
+}

@@ -1,0 +1,264 @@
+// The watcher's loop: the registry (followed every tick: whoever served, stopped or restarted a
+// server) -> one cheap reading per server -> the verdict (the deep probe only when the cheap signals
+// disagree) -> the policy's decision -> the act, through hands the verb gives it (the restart is
+// `sparkctl restart`'s own code path, so it proves identity, stops and serves again exactly as a
+// person's restart would). It never acts on a server not proven sparkctl's, on one its router or the
+// gateway holds, or on one it is restarting already; restarts run one at a time.
+import { join } from 'node:path';
+import type { Entry, Registry } from '../engine/registry.js';
+import { WatchBlock } from '../profiles/watch-block.js';
+import { decide, type RestartMemory } from './policy.js';
+import { heldBy, readServer } from './read.js';
+import { judge, type Judgement, type Reading, type Verdict } from './verdict.js';
+
+export type WatchEvent =
+  | { kind: 'start'; stateDir: string; intervalS: number; dryRun: boolean; watching: string }
+  | { kind: 'verdict'; target: string; profile: string; verdict: Verdict; from?: Verdict; why: string; evidence: Judgement['evidence']; windowS: number; stalledS: number }
+  | { kind: 'probe'; target: string; ok: boolean; ms: number; detail: string }
+  | { kind: 'skip'; target: string; why: string }
+  | { kind: 'action'; target: string; action: 'restart' | 'would-restart' | 'alert' | 'wait' | 'circuit-open' | 'restarted' | 'restart-failed'; why: string; attempt?: number; ms?: number }
+  | { kind: 'incident'; target: string; profile: string; verdict: Verdict; seen: string; done: string[]; back?: string; unavailableS?: number }
+  | { kind: 'forget'; target: string; why: string }
+  | { kind: 'tick'; servers: number; ms: number };
+
+export interface RestartHow {
+  entry: Entry;
+  verdict: 'dead' | 'wedged';
+  policy: WatchBlock;
+  /** it sits behind a live router of its profile: restart it alone, the others serving */
+  routed: boolean;
+}
+
+export interface Hands {
+  restart: (h: RestartHow) => Promise<{ ok: boolean; detail: string }>;
+  probe: (e: Entry, timeoutMs: number) => Promise<{ ok: boolean; ms: number; detail: string }>;
+  /** the profile's watch: block with the flags over it (defaults when the profile cannot be read) */
+  policyOf: (profile: string, e: Entry) => WatchBlock;
+  /** an incident opened or closed: history, webhook */
+  incident?: (i: Incident, phase: 'open' | 'close') => Promise<void>;
+  emit: (e: WatchEvent) => void;
+}
+
+export interface Incident {
+  target: string;
+  profile: string;
+  url: string;
+  verdict: Verdict;
+  why: string;
+  /** when the server stopped serving, as the evidence dates it, ms */
+  seenMs: number;
+  done: string[];
+  backMs?: number;
+}
+
+interface Server {
+  key: string;
+  readings: Reading[];
+  verdict?: Verdict;
+  incident?: Incident;
+  unprovenSaid?: boolean;
+}
+
+export interface WatcherOptions {
+  registry: Registry;
+  /** profile or instance names; empty: every server (--all) */
+  names: string[];
+  intervalMs: number;
+  dryRun: boolean;
+  readTimeoutMs?: number;
+  hands: Hands;
+  now?: () => number;
+}
+
+const SERVING: ReadonlySet<Verdict> = new Set(['healthy', 'busy', 'saturated', 'preempting']);
+const identityKey = (e: Entry) => `${e.inst.pid}:${e.inst.startTime}:${e.inst.container?.id ?? ''}:${e.inst.startedAt}`;
+
+export class Watcher {
+  private servers = new Map<string, Server>();
+  /** per server name, across its restarts: the circuit breaker's memory */
+  private memory = new Map<string, RestartMemory>();
+  private restarting = new Map<string, Promise<void>>();
+  private queue: Promise<void> = Promise.resolve();
+  lastTick = 0;
+  constructor(readonly o: WatcherOptions) {}
+
+  private now() {
+    return (this.o.now ?? Date.now)();
+  }
+
+  /** Circuit and restart counts, for the textfile. */
+  state(): Array<{ target: string; verdict?: Verdict; restarts: number; circuitOpen: boolean; incident: boolean }> {
+    return [...this.servers.entries()].map(([name, s]) => {
+      const m = this.memory.get(name);
+      return { target: name, verdict: s.verdict, restarts: m?.restarts.length ?? 0, circuitOpen: m?.circuitOpenSince !== undefined, incident: Boolean(s.incident) };
+    });
+  }
+
+  private wanted(e: Entry): boolean {
+    if (e.inst.role === 'router') return false;
+    return !this.o.names.length || this.o.names.includes(e.inst.profile) || this.o.names.includes(e.inst.name);
+  }
+
+  /** Who holds which server out of rotation: each live router of a watched profile, and the gateway. */
+  private async held(entries: Entry[]): Promise<{ router: Map<string, Map<string, 'drain' | 'maint'>>; gateway?: Map<string, 'drain' | 'maint'> }> {
+    const router = new Map<string, Map<string, 'drain' | 'maint'>>();
+    for (const r of entries.filter((e) => e.inst.role === 'router' && e.alive && e.inst.router)) router.set(r.inst.profile, await heldBy(r.inst.router!.socket));
+    const gw = this.o.registry.gateway();
+    const gateway = gw?.alive ? await heldBy(join(this.o.registry.stateDir, 'gateway', 'api.sock')) : undefined;
+    return { router, gateway };
+  }
+
+  async tick(): Promise<void> {
+    const t0 = performance.now();
+    const all = this.o.registry.list();
+    const entries = all.filter((e) => this.wanted(e));
+    const held = await this.held(all);
+    const names = new Set(entries.map((e) => e.inst.name));
+    for (const name of [...this.servers.keys()])
+      if (!names.has(name) && !this.restarting.has(name)) {
+        this.servers.delete(name);
+        this.o.hands.emit({ kind: 'forget', target: name, why: 'its registry entry is gone (stopped by sparkctl stop, or by another sparkctl)' });
+      }
+    await Promise.all(entries.map((e) => this.watchOne(e, held.router.get(e.inst.profile), held.gateway)));
+    this.lastTick = this.now();
+    this.o.hands.emit({ kind: 'tick', servers: entries.length, ms: Math.round(performance.now() - t0) });
+  }
+
+  private async watchOne(e: Entry, router: Map<string, 'drain' | 'maint'> | undefined, gateway: Map<string, 'drain' | 'maint'> | undefined) {
+    const name = e.inst.name;
+    let s = this.servers.get(name);
+    if (e.proof.state === 'unproven') {
+      if (!s?.unprovenSaid) this.o.hands.emit({ kind: 'skip', target: name, why: `not proven sparkctl's (${e.proof.reason}): never acted on` });
+      this.servers.set(name, { ...(s ?? { key: '', readings: [] }), unprovenSaid: true });
+      return;
+    }
+    // its restart (ours) is under way: the restart owns it
+    if (this.restarting.has(name)) return;
+    const key = identityKey(e);
+    if (!s || s.key !== key) {
+      // a new server under this name (served again by anyone): new readings, the incident carries over
+      s = { key, readings: [], verdict: undefined, incident: s?.incident };
+      this.servers.set(name, s);
+    }
+    const policy = this.o.hands.policyOf(e.inst.profile, e);
+    const p = { windowS: policy.windowSeconds, maxWindowS: policy.maxWindowSeconds, deadAfterS: policy.deadAfterSeconds, kvSaturated: 0.95 };
+    const r = await readServer(e, { timeoutMs: this.o.readTimeoutMs ?? 3000, router, gateway, now: this.o.now });
+    s.readings.push(r);
+    // enough history for the longest window and the quiet spells that set it
+    const keepMs = p.maxWindowS * 2000 + this.o.intervalMs * 4;
+    while (s.readings.length > 2 && r.at - s.readings[0]!.at > keepMs) s.readings.shift();
+    let jd = judge(s.readings, p);
+    if (jd.wantProbe) {
+      r.probe = await this.o.hands.probe(e, policy.probeTimeoutSeconds * 1000);
+      this.o.hands.emit({ kind: 'probe', target: name, ...r.probe });
+      jd = judge(s.readings, p);
+    }
+    if (jd.verdict !== s.verdict)
+      this.o.hands.emit({
+        kind: 'verdict',
+        target: name,
+        profile: e.inst.profile,
+        verdict: jd.verdict,
+        from: s.verdict,
+        why: jd.why,
+        evidence: jd.evidence,
+        windowS: jd.windowS,
+        stalledS: jd.stalledS,
+      });
+    s.verdict = jd.verdict;
+    await this.incidents(e, s, jd);
+    this.act(e, s, jd, policy, Boolean(router && e.inst.routedAt));
+  }
+
+  private async incidents(e: Entry, s: Server, jd: Judgement) {
+    const now = this.now();
+    if ((jd.verdict === 'dead' || jd.verdict === 'wedged') && !s.incident) {
+      const frozen = jd.evidence.find((x) => x.signal === 'frozen' || x.signal === '/health')?.at;
+      const seenMs = frozen ? Date.parse(frozen) : now;
+      s.incident = { target: e.inst.name, profile: e.inst.profile, url: e.inst.url, verdict: jd.verdict, why: jd.why, seenMs, done: [] };
+      await this.o.hands.incident?.(s.incident, 'open');
+    } else if (s.incident && SERVING.has(jd.verdict)) {
+      const i = s.incident;
+      i.backMs = now;
+      s.incident = undefined;
+      this.o.hands.emit({
+        kind: 'incident',
+        target: i.target,
+        profile: i.profile,
+        verdict: i.verdict,
+        seen: new Date(i.seenMs).toISOString(),
+        done: i.done,
+        back: new Date(now).toISOString(),
+        unavailableS: Math.round((now - i.seenMs) / 100) / 10,
+      });
+      await this.o.hands.incident?.(i, 'close');
+    }
+  }
+
+  private act(e: Entry, s: Server, jd: Judgement, policy: WatchBlock, routed: boolean) {
+    const name = e.inst.name;
+    const mem = this.memory.get(name) ?? { restarts: [] };
+    this.memory.set(name, mem);
+    const d = decide(jd.verdict, mem, policy, this.now());
+    const emit = this.o.hands.emit;
+    switch (d.do) {
+      case 'nothing':
+        return;
+      case 'alert':
+        if (s.incident && !s.incident.done.includes('alerted')) {
+          s.incident.done.push('alerted');
+          emit({ kind: 'action', target: name, action: 'alert', why: d.why });
+        }
+        return;
+      case 'wait':
+        emit({ kind: 'action', target: name, action: 'wait', why: d.why });
+        return;
+      case 'open-circuit':
+        mem.circuitOpenSince = this.now();
+        s.incident?.done.push(`circuit open: ${d.why}`);
+        emit({ kind: 'action', target: name, action: 'circuit-open', why: d.why });
+        if (s.incident) void this.o.hands.incident?.(s.incident, 'open');
+        return;
+      case 'restart': {
+        const how = routed
+          ? `drain it in its router (${policy.drainSeconds} s), stop it as sparkctl stop does, serve it again as it was served; the other replicas keep serving`
+          : 'stop it as sparkctl stop does, serve it again as it was served (sparkctl restart)';
+        if (this.o.dryRun) {
+          if (!s.incident?.done.includes('would restart')) {
+            s.incident?.done.push('would restart');
+            emit({ kind: 'action', target: name, action: 'would-restart', why: `${jd.verdict}: would ${how}`, attempt: d.attempt });
+          }
+          return;
+        }
+        mem.restarts.push(this.now());
+        s.incident?.done.push(`restart ${d.attempt}`);
+        emit({ kind: 'action', target: name, action: 'restart', why: `${jd.verdict}: ${how}`, attempt: d.attempt });
+        const verdict = jd.verdict as 'dead' | 'wedged';
+        const run = this.queue.then(async () => {
+          const t0 = Date.now();
+          const r = await this.o.hands.restart({ entry: e, verdict, policy, routed }).catch((err: Error) => ({ ok: false, detail: err.message }));
+          emit({ kind: 'action', target: name, action: r.ok ? 'restarted' : 'restart-failed', why: r.detail, attempt: d.attempt, ms: Date.now() - t0 });
+          if (!r.ok) s.incident?.done.push(`restart ${d.attempt} failed: ${r.detail.slice(0, 200)}`);
+        });
+        this.queue = run;
+        this.restarting.set(
+          name,
+          run.finally(() => this.restarting.delete(name)),
+        );
+        return;
+      }
+    }
+  }
+
+  /** Restarts still under way (the loop's end waits for them: nothing it launched is left half done). */
+  async settle(): Promise<void> {
+    await Promise.all(this.restarts());
+  }
+
+  private restarts() {
+    return [...this.restarting.values()];
+  }
+}
+
+/** The policy without a profile: the block's defaults. */
+export const DEFAULT_WATCH = WatchBlock.parse({});

@@ -1,0 +1,70 @@
+// Admission at the gateway, pure: each model's concurrency (per server, HAProxy maxconn) and queue
+// (past it a 429 with Retry-After), from gateway.models or the servers' own --max-num-seqs. The burst
+// through the real HAProxy is test/e2e/gateway-admission.test.ts.
+import { describe, it, expect } from 'vitest';
+import { GatewaySettings, planGateway, maxNumSeqs, admissionOf, VLLM_DEFAULT_MAX_NUM_SEQS, type ServedInstance } from '../../src/gateway/plan.js';
+import { renderGatewayConfig } from '../../src/gateway/config.js';
+
+const inst = (profile: string, port: number, argv: string[] = [], i = 0): ServedInstance => ({ name: `${profile}-${i}`, profile, servedName: `m-${profile}`, host: '127.0.0.1', port, argv });
+
+describe('--max-num-seqs from a server argv', () => {
+  it.each<[string[], number | undefined]>([
+    [['--max-num-seqs', '8'], 8],
+    [['--model', 'x', '--max-num-seqs=16'], 16],
+    [[], undefined],
+    [['--max-num-seqs'], undefined],
+    [['--max-num-seqs', '0'], undefined],
+    [['--max-num-seqs', '-3'], undefined],
+    [['--max-num-seqs', '1e9'], undefined],
+    [['--max-num-seqs', '99999999'], undefined],
+  ])('%j -> %s', (argv, want) => expect(maxNumSeqs(argv)).toBe(want));
+});
+
+describe('admission of a model', () => {
+  it.each<[string, string[][], Parameters<typeof admissionOf>[1], { perServer: number; queue: number }]>([
+    [
+      'the servers own max-num-seqs, a queue of as many as run at once',
+      [
+        ['--max-num-seqs', '8'],
+        ['--max-num-seqs', '8'],
+      ],
+      undefined,
+      { perServer: 8, queue: 16 },
+    ],
+    [
+      'servers that differ: the smallest',
+      [
+        ['--max-num-seqs', '8'],
+        ['--max-num-seqs', '4'],
+      ],
+      undefined,
+      { perServer: 4, queue: 8 },
+    ],
+    ["none said: vLLM's default", [[]], undefined, { perServer: VLLM_DEFAULT_MAX_NUM_SEQS, queue: VLLM_DEFAULT_MAX_NUM_SEQS }],
+    ['the operator says both', [['--max-num-seqs', '8']], { concurrency: 2, queue: 3, pinned: false }, { perServer: 2, queue: 3 }],
+    ['queue 0: nothing waits, a full model is a 429 at once', [['--max-num-seqs', '8']], { queue: 0, pinned: false }, { perServer: 8, queue: 0 }],
+  ])('%s', (_, argvs, own, want) => expect(admissionOf(argvs, own)).toEqual(want));
+
+  it('gateway.models reaches the config: maxconn per server, the 429 rule with Retry-After on its queue, a JSON 503 for a queue timeout', () => {
+    const s = GatewaySettings.parse({ port: 18080, retryAfterSeconds: 7, models: { a: { concurrency: 3, queue: 5 } } });
+    const plan = planGateway(s, [inst('a', 18100), inst('a', 18101, [], 1), inst('b', 18102, ['--max-num-seqs', '12'])], '/state');
+    const cfg = renderGatewayConfig(plan);
+    const [a, b] = plan.models;
+    const section = (m: typeof a) => cfg.slice(cfg.indexOf(`backend ${m!.backend}\n`)).split('\n\n')[0]!;
+    expect(section(a)).toMatch(/default-server .* maxconn 3$/m);
+    expect(section(b)).toMatch(/default-server .* maxconn 12$/m);
+    expect(section(a)).toContain('http-error status 503 content-type application/json hdr Retry-After 7');
+    const rule = cfg.split('\n').find((l) => l.includes('status 429') && l.includes(a!.backend))!;
+    expect(rule).toContain(`if { var(txn.backend) -m str ${a!.backend} } { queue(${a!.backend}) ge 5 }`);
+    expect(rule).toContain('hdr Retry-After 7');
+    const body = JSON.parse(/string '(.*)' if/.exec(rule)![1]!);
+    expect(body).toEqual({ error: { message: 'm-a: 5 request(s) already wait for its 6 slot(s); retry later', type: 'RateLimitError', param: null, code: 429 } });
+    // the 429 rules come before any use_backend: a full model's request never reaches a backend
+    const lines = cfg.split('\n');
+    expect(lines.findIndex((l) => l.includes('status 429'))).toBeLessThan(lines.findIndex((l) => l.includes('use_backend')));
+  });
+
+  it.each([{ concurrency: 0 }, { queue: -1 }, { concurrency: 1.5 }, { pinned: 'yes' }, { other: 1 }])('gateway.models.a %j is refused', (bad) => {
+    expect(() => GatewaySettings.parse({ models: { a: bad } })).toThrow();
+  });
+});
