@@ -10,14 +10,18 @@
 // min / median / max over the rounds, and the rounds themselves. A third configuration, the gateway
 // without admission and prefix routing (no 429 rule, no maxconn, leastconn), gives what those cost.
 // Usage: node scripts/bench-gateway.mjs [latencyRequests=2000] [seconds=8] [connections=32] [rounds=3]
+//        node scripts/bench-gateway.mjs ttft [streams=300]: the time to first token of a stream (the
+//        simulator's time model on) direct, through the gateway as sparkctl configures it, and through
+//        the same config without `option http-no-delay`.
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, hasTaskset, startSim } from './lib/sim.mjs';
-import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf } from './lib/proxy-bench.mjs';
+import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf, streamBody, interleavedTtft } from './lib/proxy-bench.mjs';
 import { spread } from './lib/stats.mjs';
 
-const N = Number(process.argv[2] ?? 2000);
+const TTFT = process.argv[2] === 'ttft';
+const N = Number(TTFT ? (process.argv[3] ?? 300) : (process.argv[2] ?? 2000));
 const seconds = Number(process.argv[3] ?? 8);
 const connections = Number(process.argv[4] ?? 32);
 const rounds = Number(process.argv[5] ?? 3);
@@ -26,10 +30,10 @@ const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-const sim = await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 });
+const sim = await startSim(TTFT ? ['--max-model-len', '4096'] : ['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 });
 const MODEL = 'Qwen/Qwen3.5-9B';
 
-async function startGateway(routing, admission = true) {
+async function startGateway(routing, admission = true, noDelay = true) {
   const port = await freePort();
   const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort(), balance: admission ? 'prefix' : 'leastconn' });
   const other = { name: 'other-0', profile: 'other', servedName: 'other-model', host: '127.0.0.1', port: 1, argv: [] };
@@ -55,6 +59,10 @@ async function startGateway(routing, admission = true) {
       .join('\n');
     if (cfg === before) throw new Error('the admission lines this variant removes are no longer there');
   }
+  if (!noDelay) {
+    if (!cfg.includes('    option http-no-delay\n')) throw new Error('the config no longer has the http-no-delay line this variant removes');
+    cfg = cfg.replace('    option http-no-delay\n', '');
+  }
   writeFileSync(plan.files.models, modelsJson(plan));
   writeFileSync(plan.files.map, modelsMap(plan));
   writeFileSync(plan.files.aliasMap, aliasesMap(plan));
@@ -78,6 +86,18 @@ async function latency(routed, plain, bare) {
 }
 
 const ceiling = (port) => ceilingOf(port, body, connections, seconds);
+
+if (TTFT) {
+  const withIt = await startGateway(true, true, true);
+  const without = await startGateway(true, true, false);
+  const [d, g, w] = (await interleavedTtft([sim.port, withIt.port, without.port], N, streamBody(MODEL))).map(p50p99);
+  const added = (x) => ({ p50: +(x.p50 - d.p50).toFixed(3), p99: +(x.p99 - d.p99).toFixed(3) });
+  console.log(JSON.stringify({ ttftMs: { streams: N, direct: d, gateway: g, gatewayWithoutHttpNoDelay: w, addedByGateway: added(g), addedWithoutHttpNoDelay: added(w) } }, null, 2));
+  withIt.stop();
+  without.stop();
+  sim.stop();
+  process.exit(0);
+}
 
 const routed = await startGateway(true);
 const plain = await startGateway(false);

@@ -6,13 +6,17 @@
 // sparkctl runs (src/profiles/router.ts: keep-alive to the replicas), plus an `option http-server-close`
 // variant (a new connection to the replica per request), the alternative the config comments price.
 // Usage: node scripts/bench-router.mjs [latencyRequests=2000] [seconds=8] [connections=32]
+//        node scripts/bench-router.mjs ttft [streams=300]: the time to first token of a stream (the
+//        simulator's time model on: tokens come one by one, as from vLLM) direct, through the router
+//        as sparkctl configures it, and through the same config without `option http-no-delay`.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, hasTaskset, startSim } from './lib/sim.mjs';
-import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf } from './lib/proxy-bench.mjs';
+import { startHaproxy, completionBody, interleaved, p50p99, ceiling as ceilingOf, streamBody, interleavedTtft } from './lib/proxy-bench.mjs';
 
-const N = Number(process.argv[2] ?? 2000);
+const TTFT = process.argv[2] === 'ttft';
+const N = Number(TTFT ? (process.argv[3] ?? 300) : (process.argv[2] ?? 2000));
 const seconds = Number(process.argv[3] ?? 8);
 const connections = Number(process.argv[4] ?? 32);
 const { planRouter, renderConfig } = await import('../dist/profiles/router.js');
@@ -21,9 +25,11 @@ const { Profile } = await import('../dist/profiles/schema.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-router-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
-const sims = [await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }), await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 })];
+const sims = TTFT
+  ? [await startSim(['--max-model-len', '4096'], { core: 0 })]
+  : [await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 }), await startSim(['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 })];
 
-async function startRouter(servers, serverClose) {
+async function startRouter(servers, serverClose, noDelay = true) {
   const port = await freePort();
   const stats = await freePort();
   const profile = Profile.parse({
@@ -37,6 +43,10 @@ async function startRouter(servers, serverClose) {
   let cfg = renderConfig(plan, { logStdout: true });
   if (serverClose) cfg = cfg.replace('option http-keep-alive\n    http-reuse safe', 'option http-server-close');
   if (serverClose && !cfg.includes('http-server-close')) throw new Error('the config no longer has the keep-alive lines this variant replaces');
+  if (!noDelay) {
+    if (!cfg.includes('    option http-no-delay\n')) throw new Error('the config no longer has the http-no-delay line this variant removes');
+    cfg = cfg.replace('    option http-no-delay\n', '');
+  }
   return startHaproxy(cfg, join(dir, `haproxy-${port}.cfg`), port);
 }
 
@@ -50,6 +60,18 @@ async function latency(routerPort) {
 }
 
 const ceiling = (port) => ceilingOf(port, body, connections, seconds);
+
+if (TTFT) {
+  const withIt = await startRouter(sims, false, true);
+  const without = await startRouter(sims, false, false);
+  const [d, r, w] = (await interleavedTtft([sims[0].port, withIt.port, without.port], N, streamBody('Qwen/Qwen3.5-9B'))).map(p50p99);
+  const added = (x) => ({ p50: +(x.p50 - d.p50).toFixed(3), p99: +(x.p99 - d.p99).toFixed(3) });
+  console.log(JSON.stringify({ ttftMs: { streams: N, direct: d, router: r, routerWithoutHttpNoDelay: w, addedByRouter: added(r), addedWithoutHttpNoDelay: added(w) } }, null, 2));
+  withIt.stop();
+  without.stop();
+  for (const s of sims) s.stop();
+  process.exit(0);
+}
 
 const r1 = await startRouter([sims[0]], false);
 const lat = await latency(r1.port);

@@ -31,6 +31,7 @@ import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
 import upgrade from './verbs/upgrade/flags.js';
+import cache from './verbs/cache/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 import { closeNames, nearestNames } from './util/near.js';
 
@@ -47,6 +48,7 @@ const VERBS: VerbDef[] = [
   restart,
   upgrade,
   watch,
+  cache,
   router,
   gateway,
   sleep,

@@ -31,7 +31,8 @@ export function sparkctlCommands(text: string): string[][] {
   return out;
 }
 
-const PROSE = /^(says|said|runs|does|writes|wrote|creates|supervises|sim\)|uses|speaks|started|to|that|itself|can|will|would|never|may|keeps|reads|has|is|knows|checks|asks|prints|records)$/;
+const PROSE =
+  /^(generates|adds|plans|says|said|runs|does|writes|wrote|creates|supervises|sim\)|uses|speaks|started|to|that|itself|can|will|would|never|may|keeps|reads|has|is|knows|checks|asks|prints|records)$/;
 
 /** What is wrong with one printed command, as words; [] when it would parse. */
 export async function commandProblems(words: string[]): Promise<string[]> {

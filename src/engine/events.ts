@@ -5,11 +5,16 @@ import type { PrewarmRequest, PrewarmResult } from '../health/prewarm.js';
 import type { ProbeResult } from '../health/probe.js';
 import type { Diagnosis } from './diagnose.js';
 import type { Outcome } from '../errors.js';
+import type { StartReport } from './phases.js';
 
 export type ServeEvent =
   | { type: 'launched'; replica: string; pid: number; port: number; gpus: number[]; logFile: string }
   | { type: 'phase'; replica: string; phase: string }
   | { type: 'ready'; replica: string; url: string; ms: number }
+  /** where the start's time went (phases.ts), once the first token came back (or the start failed) */
+  | { type: 'start'; replica: string; report: StartReport }
+  /** what was done to make the start fast: caches, read-ahead, the loader (each a sentence) */
+  | { type: 'cold-start'; notes: string[] }
   | { type: 'stopping'; why: 'failed' | 'interrupted' | 'forced' | 'signal'; replicas: number }
   | { type: 'prewarm-request'; replica: string; request: PrewarmRequest }
   | { type: 'prewarm'; replica: string; result: PrewarmResult }
@@ -30,6 +35,8 @@ export interface ReplicaOutcome {
   logFile: string;
   /** ms from launch to ready; absent when it never became ready */
   readyMs?: number;
+  /** the start phase by phase (phases.ts) */
+  start?: StartReport;
   /** why it never became ready: the reason, the classified cause with its evidence, the log's tail */
   failure?: Diagnosis;
   prewarm?: PrewarmResult;

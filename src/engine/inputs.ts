@@ -8,6 +8,9 @@ import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
 import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
 import { readModel, type ModelRead } from '../model/read.js';
+import type { ModelFacts } from '../model/facts.js';
+import { familySettings } from '../profiles/families.js';
+import { valueStatus } from '../profiles/vllm-flags.js';
 import type { GpuFact } from '../host/gpu-facts.js';
 import { installedVllm, decideVersion, type InstalledVllm, type VersionDecision, type VersionGuess, statedOnly } from './vllm-version.js';
 import { versionGuess } from './version-guess.js';
@@ -142,13 +145,42 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const actual = sim ? simPlays(asked, read ? { bin: 'the simulator' } : found, guess) : found;
   const vllm = decideVersion(asked, actual, guess);
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
-  const profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
+  let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
+  // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
+  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? []);
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const r = resolveLoaded(
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
   return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image, read: { loaded, target, modelRead, installed: ownVllm, image: read } };
+}
+
+/**
+ * The family's tool-call and reasoning parsers on a generated profile (familySettings), each only
+ * where the target vLLM's registry has it (a name it lacks would stop vLLM at its start) and the
+ * operator did not --set it; `why` says what was added, from where, and what was left out.
+ */
+export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[]): P {
+  const fam = familySettings(facts);
+  if (!fam) return p;
+  const engine = { ...p.engine };
+  const added: string[] = [];
+  for (const [key, flag, value] of [
+    ['toolCallParser', '--tool-call-parser', fam.toolCallParser],
+    ['reasoningParser', '--reasoning-parser', fam.reasoningParser],
+  ] as const) {
+    if (!value || sets.some((x) => x.startsWith(`engine.${key}=`)) || engine[key]) continue;
+    if (valueStatus(version, flag, value) === 'no') {
+      why.push(`${fam.family}: its recipes use ${flag} ${value}, which vLLM ${version} does not have: left out (a newer vLLM has it)`);
+      continue;
+    }
+    engine[key] = value;
+    added.push(`${flag} ${value}`);
+  }
+  if (added.length) why.push(`${fam.family}: ${added.join(', ')} (as its recipes serve it: ${fam.source})`);
+  if (fam.note) why.push(`${fam.family}: ${fam.note}`);
+  return { ...p, engine };
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
@@ -261,12 +293,15 @@ export async function readForNodes(name: string, shape: { nodes: number; gpusPer
   const platform = loadPlatform(platformName);
   const { clusterProfileForModel } = await import('../profiles/from-model.js');
   const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
-  const withPlatform = { ...JSON.parse(JSON.stringify(choice.profile)), platform: platformName };
+  const why = [...choice.why];
+  // the family's parsers, judged against the vLLM the nodes' platform is guessed to run (the nodes are not asked here)
+  const fam = withFamily(choice.profile, modelRead.facts, versionGuess(choice.profile, platform).version, why, opts.set ?? []);
+  const withPlatform = { ...JSON.parse(JSON.stringify(fam)), platform: platformName };
   const file = `(generated for ${name} over ${shape.nodes} nodes)`;
   return {
     loaded: { profile: parseProfile(withPlatform, file, opts.set ?? []), file },
     modelRead,
-    generated: { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why },
+    generated: { target: target!, why: opts.set?.length ? [...why, `then --set ${opts.set.join(' ')} (over these choices)`] : why },
     platformNote,
     platform: platformName,
   };

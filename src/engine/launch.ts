@@ -7,6 +7,7 @@
 import { phaseOf, classifyStall } from './classify.js';
 import { waitReady, type ReadyResult } from '../client/ready.js';
 import type { Launched } from './runtime/child.js';
+import type { StartClock } from './phases.js';
 
 /**
  * How long a log must be quiet at a known hang line before the wait names it. vLLM logs every few
@@ -49,6 +50,8 @@ export interface WatchOptions {
   /** a hang only the caller can see (Ray's cluster losing capacity), asked before the log's */
   hung?: () => Promise<string | undefined> | string | undefined;
   pollMs?: number;
+  /** the start's phase clock (phases.ts), fed every log line as it is read */
+  clock?: StartClock;
 }
 
 /**
@@ -83,6 +86,7 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
     hung: async () => (await opts.hung?.()) ?? logHung(),
     onPoll: async () => {
       for (const line of await v.poll()) {
+        opts.clock?.line(line);
         const p = phaseOf(line);
         if (p && p !== lastPhase) {
           lastPhase = p;

@@ -22,6 +22,9 @@ import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
+import { imageFor } from './runtime/container.js';
+import { chooseLoader, type LoaderChoice } from './loader.js';
+import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
 
 export type EngineKind = 'vllm' | 'sim';
 
@@ -80,6 +83,10 @@ export interface ServePlan {
   container?: RuntimePlanPart;
   /** what each replica's registry entry keeps of how it was asked to start (restart reuses it) */
   launch?: LaunchRecord;
+  /** vLLM's start caches kept between starts (caches.ts): their folder and variables, in every replica's env */
+  caches?: CachePlan;
+  /** the weights' loader (--load-format) and the sentence that says why */
+  loader?: LoaderChoice;
 }
 
 export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
@@ -90,6 +97,12 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | '
   installedVllm?: string;
   /** serve's inputs and what they resolved to, recorded in each replica's entry */
   launch?: LaunchRecord;
+  /** the container image's content id, where read: the start caches are kept per image */
+  imageId?: string;
+  /** false: no start caches whatever the profile says (a generated unit, which runs without sparkctl) */
+  startCaches?: false;
+  /** the load formats whose packages are installed beside the vLLM that runs (loader.ts), where read */
+  installedLoaders?: string[];
 };
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
@@ -180,6 +193,8 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
     cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
   });
+  const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
+  const loader = withLoader(r.profile, replicas, opts, rt.runtime);
   return {
     profile: r.profile,
     file: r.file,
@@ -201,7 +216,47 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     runtime: rt.runtime,
     container,
     launch: opts.launch,
+    ...(caches ? { caches } : {}),
+    loader,
   };
+}
+
+/** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */
+function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, runtime: 'host' | 'container'): LoaderChoice {
+  const choice = chooseLoader({
+    pinned: p.engine.loadFormat,
+    installed: opts.installedLoaders,
+    gpu: !cpuBuild(opts.installedVllm),
+    runtime,
+    extraArgs: p.engine.extraArgs,
+    engine: opts.engine,
+  });
+  if (choice.format) for (const x of replicas) x.argv.splice(x.argv.indexOf('serve') + 2, 0, '--load-format', choice.format);
+  return choice;
+}
+
+/**
+ * vLLM's start caches for this profile and the vLLM that runs (the installed one as read, else the
+ * profile's), and the image for a container: each replica's env points them into the folder (the
+ * same path inside a container, which mounts it). profile.engine.startCaches: false leaves vLLM's own.
+ */
+function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image: string | undefined): CachePlan | undefined {
+  if (p.engine.startCaches === false || opts.startCaches === false) return undefined;
+  const stateEnv = opts.stateDir ? { ...process.env, SPARKCTL_STATE_DIR: opts.stateDir } : process.env;
+  const plan = planCaches({ profile: p.name, vllm: opts.installedVllm ?? p.engine.vllmVersion, ...(image ? { image: opts.imageId ?? image } : {}) }, p.env, cacheRootFor(stateEnv));
+  // This CPU build cannot load the AOT artifact it saved itself ("Compiling model again due to a load
+  // failure ... 'function' object has no attribute 'finalize_loading'", test/fixtures/vllm-start): its
+  // restart compiled again (75 s), while the standard compile cache (VLLM_USE_AOT_COMPILE=0, vllm/envs.py)
+  // brought a restart's compile from 108 s to 13 s on the same host. A GPU build keeps vLLM's default.
+  if (cpuBuild(opts.installedVllm) && opts.engine === 'vllm' && p.env.VLLM_USE_AOT_COMPILE === undefined) {
+    plan.env.VLLM_USE_AOT_COMPILE = '0';
+    plan.notes.push('VLLM_USE_AOT_COMPILE=0: a CPU build of vLLM cannot load its own AOT compile artifact, so the restart reuses the standard compile cache instead');
+  }
+  for (const x of replicas) {
+    x.env = { ...plan.env, ...x.env };
+    x.cacheDir = plan.dir;
+  }
+  return plan;
 }
 
 /** What the plan's runtime renders and launches one replica from (runtimeFor(plan).render / launch). */

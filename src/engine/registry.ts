@@ -1,5 +1,6 @@
 // The instance registry: one JSON file per server under the state folder, written atomically
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
+import type { StartReport } from './phases.js';
 import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
 import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
 import { join, basename, dirname } from 'node:path';
@@ -48,6 +49,8 @@ export interface Instance {
   container?: ContainerRecord;
   /** how serve was asked to start it and what it resolved: restart starts it the same way unless the operator changes it */
   launch?: LaunchRecord;
+  /** where its start's time went, phase by phase (engine/phases.ts) */
+  start?: StartReport;
 }
 
 /** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */

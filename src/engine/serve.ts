@@ -23,6 +23,7 @@ import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
+import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
 
 export interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
@@ -165,13 +166,18 @@ interface Session {
   launched: Launched[];
   /** the replicas registered by this run: only those are ours to stop and unregister on a failure */
   registered: Set<string>;
+  /** the start's caches, read-ahead and clocks (start.ts) */
+  start?: StartPrep;
 }
 
 export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
   const s: Session = {
     plan,
     run,
-    emit: (e) => run.onEvent?.(e),
+    emit: (e) => {
+      observeStart(s.start, e);
+      run.onEvent?.(e);
+    },
     registry: new Registry(plan.stateDir),
     rt: runtimeFor(plan),
     driver: routerDriverOf(plan, run),
@@ -180,6 +186,32 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   };
   // A router that cannot start must not cost a 15-minute load first.
   if (plan.router) s.driver!.require(plan.router);
+  s.start = await prepareStart(plan);
+  if (s.start.notes.length) s.emit({ type: 'cold-start', notes: s.start.notes });
+  try {
+    return await served(s);
+  } finally {
+    s.start.stop();
+  }
+}
+
+/** launch -> ready -> prewarm -> probe, each replica's start report on its outcome. */
+async function served(s: Session): Promise<ServeOutcome> {
+  const out = await servedPhases(s);
+  const reports = await startReports(s.start);
+  for (const r of out.replicas) {
+    const rep = reports.get(r.name);
+    if (!rep) continue;
+    r.start = rep;
+    s.emit({ type: 'start', replica: r.name, report: rep });
+    const inst = out.stoppedAll ? undefined : s.registry.find(r.name)[0]?.inst;
+    if (inst) s.registry.write({ ...inst, start: rep });
+  }
+  return out;
+}
+
+async function servedPhases(s: Session): Promise<ServeOutcome> {
+  const { plan, run } = s;
   await launchAll(s);
   const replicas = s.launched.map((l): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile }));
   const base = { profile: plan.profile.name, engine: plan.engine, replicas };
@@ -253,6 +285,7 @@ async function launchAll(s: Session): Promise<void> {
     for (const c of placed) s.emit({ type: 'colocated', ...c });
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
+      clockFor(s.start, p.name);
       const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
         registry.write(instanceOf(plan, p, x));
         s.registered.add(p.name);
@@ -283,6 +316,7 @@ async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<Se
         signal: run.signal,
         onPhase: (phase) => s.emit({ type: 'phase', replica: l.plan.name, phase }),
         ours: s.rt.ours(l),
+        clock: s.start?.clocks.get(l.plan.name),
       }),
     ),
   );
@@ -301,6 +335,7 @@ async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<Se
   for (const [i, l] of launched.entries()) {
     const ms = (results[i] as { ms: number }).ms;
     replicas[i]!.readyMs = ms;
+    s.start?.clocks.get(l.plan.name)?.ready();
     const inst = s.registry.find(l.plan.name)[0]?.inst;
     if (inst) s.registry.write({ ...inst, readyAt: new Date().toISOString() });
     s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });

@@ -154,7 +154,8 @@ async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) 
   const { runtimeFor } = await import('./runtime/index.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   if (versionNote) out.note(`note: ${versionNote}`);
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint });
+  // no start caches in a unit (yet): its folder would be this user's, not the unit's, and nothing made it before podman mounts it
+  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint, startCaches: false });
   return { p: r.profile, plan, replicaRun, runtimeFor, versionNote };
 }
 

@@ -10,9 +10,20 @@
 // bounded-load consistent hash, or leastconn), with active checks. A model started with
 // sleep mode is checked by GET /is_sleeping (a sleeping vLLM still answers /health 200 and would
 // queue the request): a sleeping server is DOWN to HAProxy, and its backend's backup server, the
-// waker, takes the request, wakes the model and answers it.
+// keeper, takes the request, wakes the model and answers it.
+//
+// The keeper is reached over two Unix sockets in the gateway's folder (0700, sparkctl's): keeper.sock
+// for what the frontend sends it with the client's own headers (aliases, bodies past the window: the
+// keeper checks the gateway's key and adds the model's), backup.sock for a backend's waker (HAProxy
+// has checked the key and set the model's in that backend: the keeper adds nothing). No other user
+// can open them, nor bind them when the keeper is gone (a port could be taken by anyone, and HAProxy
+// would hand it the clients' keys); a keeper that is gone is a 503 in OpenAI's shape. No header
+// the gateway could set for itself (x-sparkctl-*) is believed from a client: the frontend removes
+// every one before any rule runs, and the keeper reads the model from the body and checks the
+// gateway's key itself before it adds a model's key (src/gateway/route.ts).
 import type { GatewayPlan, GatewayModel } from './plan.js';
 import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
+import { INTERNAL_HEADER_PREFIX } from './route.js';
 import { RouterBlock } from '../profiles/schema.js';
 import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from '../profiles/haproxy.js';
 
@@ -58,6 +69,10 @@ export function unknownModelBody(plan: Pick<GatewayPlan, 'routes'>): string {
   return `{"error":{"message":"The model \`%[var(txn.model),json(utf8s)]\` does not exist. ${list}","type":"NotFoundError","param":"model","code":404}}\n`;
 }
 
+/** The 503 a client gets when the keeper is not there to take its request: never a forward to anything else. */
+export const KEEPER_GONE =
+  "the gateway's keeper (which wakes sleeping models, renames aliases and reads bodies past 256 KiB) is not running: sparkctl gateway status says why; sparkctl gateway down, then gateway up, starts it again";
+
 function jsonError(status: number, type: string, message: string, retryAfter?: number): string {
   // an HAProxy 'string' argument in single quotes: no quote of that kind inside
   const body = JSON.stringify({ error: { message, type, param: null, code: status } }).replace(/'/g, '\\u0027');
@@ -95,10 +110,12 @@ function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string
   L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2 maxconn ${Math.trunc(m.admission.perServer)}`);
   L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', `${m.name}: no server could take the request in time`, plan.retryAfterSeconds)}`);
   for (const sv of m.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(addr(sv.host, sv.port), 'server address')}`);
-  // an on-demand model with no server: the keeper takes its requests and starts it; with servers,
-  // the keeper stays behind them (a model evicted while a request was on its way still gets it)
-  if (!m.servers.length) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} no-check`);
-  else if (m.sleepMode || m.onDemand) L.push(`    server waker ${addr(plan.waker.host, plan.waker.port)} backup no-check`);
+  // an on-demand model with no server: the keeper takes its requests and starts it; with servers (sleep
+  // mode, on demand), the keeper stays behind them as a backup (a sleeping model, or one evicted while a
+  // request waited in its queue). Over the keeper's second Unix socket: HAProxy has checked the gateway's
+  // key and set the model's own key in this backend, so the keeper adds nothing on that path.
+  if (!m.servers.length) L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} no-check`);
+  else if (m.sleepMode || m.onDemand) L.push(`    server waker ${safe(`unix@${plan.keeper.backupSocket}`, 'keeper socket')} backup no-check`);
   L.push('');
   return L;
 }
@@ -124,6 +141,8 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   // the socket closed under it ("other side closed"), with no answer. With this option (HAProxy 2.6)
   // the old worker keeps them until their next request, answers it, then closes: a reload is no error.
   L.push('    option idle-close-on-response');
+  // no header the gateway could set for itself is ever believed from a client: each is removed before any rule runs
+  L.push(`    http-request del-header ${INTERNAL_HEADER_PREFIX} -m beg`);
   L.push('    http-request return status 200 content-type text/plain string ok if { path /health }');
   if (plan.apiKeyEnv) {
     L.push(`    acl key_ok req.hdr(authorization) -m str "Bearer \${${GATEWAY_KEY_VAR}}"`);
@@ -134,22 +153,24 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    http-request return ${jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health')} if !METH_POST`);
   L.push("    http-request set-var(txn.model) req.body,json_query('$.model')");
   L.push(`    http-request set-var(txn.backend) var(txn.model),map(${safe(f.map, 'map file')})`);
+  // a body past what HAProxy holds (tune.bufsize): the part it holds may end before the model; the keeper reads it whole
+  L.push('    http-request set-var(txn.held) req.body_len');
+  L.push('    http-request set-var(txn.cut) req.body_size,sub(txn.held)');
+  L.push('    acl body_cut var(txn.cut) -m int gt 0');
   L.push(`    http-request return status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')} if { var(txn.model) -m found } !{ var(txn.backend) -m found }`);
   // no model in the body: vLLM serves its one model; with several the client must say which
-  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found }`);
-  else L.push(`    http-request return ${jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`)} if !{ var(txn.backend) -m found }`);
+  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut`);
+  else L.push(`    http-request return ${jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`)} if !{ var(txn.backend) -m found } !body_cut`);
   L.push(...admissionLines(plan));
-  // the waker learns the model's backend from this header (set here, so a client's own is replaced)
-  L.push('    http-request set-header X-Sparkctl-Backend %[var(txn.backend)]');
   // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does
   L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
-  L.push('    http-request del-header X-Sparkctl-Model');
-  L.push('    http-request set-header X-Sparkctl-Model %[var(txn.real)] if { var(txn.real) -m found }');
+  L.push('    use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
   L.push('    use_backend via_keeper if { var(txn.real) -m found }');
   L.push('    use_backend %[var(txn.backend)]');
   L.push('');
   L.push('backend via_keeper');
-  L.push(`    server keeper ${addr(plan.waker.host, plan.waker.port)}`);
+  L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', KEEPER_GONE)}`);
+  L.push(`    server keeper ${safe(`unix@${plan.keeper.socket}`, 'keeper socket')}`);
   L.push('');
   for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs));
   L.push(...statsSection(plan.stats));

@@ -32,7 +32,8 @@ export interface GatewayRecord {
   host: string;
   port: number;
   statsPort: number;
-  wakerPort: number;
+  /** the keeper's Unix socket (HAProxy hands it sleeping models' requests, aliases' and bodies past 256 KiB) */
+  keeperSocket: string;
   socket: string;
   configFile: string;
   logFile: string;

@@ -5,26 +5,37 @@
 //   (a profile served, stopped, restarted on other ports) it writes them, has HAProxy check them
 //   (`haproxy -c`) and reloads: SIGUSR2 to the master, which starts a new worker on the new config
 //   and lets the old one finish the requests it holds (no restart: other models' streams go on).
-// - Wake on demand: HAProxy cannot call /wake_up. A model with sleep mode has the waker as its
-//   backup server; its servers are checked by /is_sleeping, so while it sleeps HAProxy sends its
-//   requests here. The waker wakes every server of the model (once, however many requests wait),
+// - Wake on demand: HAProxy cannot call /wake_up. A model with sleep mode has its servers checked
+//   by /is_sleeping, so while it sleeps none is usable and HAProxy's frontend sends its requests to
+//   the keeper (via_keeper: a Unix socket in the gateway's 0700 folder, which no other user can open
+//   or bind). The keeper wakes every server of the model (once, however many requests wait),
 //   puts them back in rotation through the runtime API, and answers each waiting request itself by
 //   passing it to a woken server (streams included): the client gets its answer, not a 5xx.
 // - Idle sleep (gateway.idleSleep): a model with sleep mode that had no request for that long (the
 //   backend's `lastsess` in `show stat`, nothing in flight) is taken out of rotation (maint), put to
-//   sleep (level 1, mode wait), and left to the waker.
+//   sleep (level 1, mode wait), and left to the keeper to wake.
+// - The keeper also takes an alias's requests (it rewrites the body's model) and a body too large for
+//   HAProxy to read its model (past tune.bufsize). It believes no header: the caller shows the
+//   gateway's key (constant-time compare) before the keeper adds a model's key, and the model is
+//   read from the body (src/gateway/route.ts).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import { mkdirSync, openSync, closeSync, chmodSync, lstatSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync } from 'node:fs';
+import { connect, createServer as createNetServer } from 'node:net';
+import { portHolders } from '../engine/runtime/socket-owner.js';
+import { haproxyAddr } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/fs.js';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 import { Registry } from '../engine/registry.js';
+import { LaunchError, UsageError } from '../errors.js';
+import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
 import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
+import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv } from './config.js';
 import { OnDemand, readOnDemand } from './ondemand.js';
 import { parseDuration } from '../util/duration.js';
@@ -83,8 +94,9 @@ function writeFiles(plan: GatewayPlan, f: Files) {
 export function ensureGatewayDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new Error(`gateway folder ${dir}: is not a plain folder (a link?)`);
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new Error(`gateway folder ${dir}: belongs to uid ${st.uid}, not to this user`);
+  if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`gateway folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid())
+    throw new UsageError(`gateway folder ${dir}: belongs to uid ${st.uid}, not to this user`, [`remove ${dir}; sparkctl creates it`]);
   if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
 }
 
@@ -104,7 +116,7 @@ export interface KeeperOptions {
   followMs?: number;
   /** the sparkctl entry point (bin/sparkctl.js) the keeper runs serve and stop with, for on-demand starts */
   sparkctl?: string;
-  /** called once HAProxy holds its port and the waker listens */
+  /** called once HAProxy holds its port and the keeper listens on its socket */
   onReady?: (info: { haproxyPid: number; plan: GatewayPlan }) => void;
 }
 
@@ -112,9 +124,9 @@ export class Keeper {
   plan!: GatewayPlan;
   private files!: Files;
   private child?: ChildProcess;
-  private waker?: Server;
+  private listeners: Server[] = [];
   private waking = new Map<string, Promise<void>>();
-  /** models the keeper put to sleep (their servers in maint until the waker brings them back) */
+  /** models the keeper put to sleep (their servers in maint until the keeper wakes them) */
   private slept = new Set<string>();
   private rr = 0;
   reloads = 0;
@@ -135,8 +147,15 @@ export class Keeper {
     this.files = renderFiles(this.plan);
     writeFiles(this.plan, this.files);
     const checked = await check(o.haproxy, this.plan.files.config, this.env(this.plan));
-    if (!checked.ok) throw new Error(`haproxy -c refused the gateway's config:\n${checked.output}`);
-    await this.startWaker();
+    if (!checked.ok)
+      throw new LaunchError(`haproxy -c refused the gateway's config (${this.plan.files.config})`, [
+        ...checked.output.split('\n').slice(-6),
+        'HAProxy 2.6 or later is needed; sparkctl gateway config prints what it would run',
+      ]);
+    // each port HAProxy will bind, tried first: one another process holds is named with its holder (not "haproxy exited with code 1")
+    await portFree(this.plan.bind.host, this.plan.bind.port, 'the gateway port', '--port N (the stats port follows it: N + 1), or gateway.port in --config');
+    await portFree(this.plan.stats.host, this.plan.stats.port, "the gateway's stats port", '--port N (the stats port is N + 1), or gateway.statsPort in --config');
+    await this.startListener();
     this.startHaproxy();
     await this.waitListening();
     o.onReady?.({ haproxyPid: this.child!.pid!, plan: this.plan });
@@ -161,6 +180,7 @@ export class Keeper {
     const p = this.plan.files;
     mkdirSync(dirname(p.log), { recursive: true });
     const fd = openSync(p.log, 'a', 0o600);
+    this.logFrom = fstatSync(fd).size;
     // the master in the foreground (-db), workers under it (-W): a SIGUSR2 reloads, a SIGUSR1 soft-stops
     this.child = spawn(this.o.haproxy, ['-W', '-db', '-f', p.config, '-p', p.pid], {
       stdio: ['ignore', fd, fd],
@@ -169,16 +189,20 @@ export class Keeper {
     closeSync(fd);
   }
 
+  /** HAProxy's log size when this keeper started it: a failed start shows only what came after */
+  private logFrom = 0;
+
   private async waitListening(deadlineMs = 10_000) {
     const answers = async () => {
-      if (this.child?.exitCode !== null) throw new Error(`haproxy exited with code ${this.child?.exitCode} (see ${this.plan.files.log})`);
+      if (this.child?.exitCode !== null)
+        throw new LaunchError(`haproxy exited with code ${this.child?.exitCode} as it started`, [...logTail(this.plan.files.log, this.logFrom), `see ${this.plan.files.log}`]);
       return runtimeCommand(this.plan.files.socket, 'show info', 1000).then(
         () => true,
         () => false,
       );
     };
     const r = await pollUntil(answers, (ok) => ok, { deadlineMs, intervalMs: 50 });
-    if (!r.done) throw new Error(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`);
+    if (!r.done) throw new LaunchError(`haproxy did not answer on ${this.plan.files.socket} within ${deadlineMs} ms`, [...logTail(this.plan.files.log, this.logFrom), `see ${this.plan.files.log}`]);
   }
 
   private startOnDemand() {
@@ -264,8 +288,8 @@ export class Keeper {
     }
     const lastsess = await this.lastSessions();
     for (const m of sleepers) {
-      const rows = stats.filter((s) => s.backend === m.backend && s.server !== 'waker');
-      const busy = rows.reduce((n, s) => n + s.scur + s.qcur, 0) + (stats.find((s) => s.backend === m.backend && s.server === 'waker')?.scur ?? 0);
+      const rows = stats.filter((s) => s.backend === m.backend);
+      const busy = rows.reduce((n, s) => n + s.scur + s.qcur, 0) + (this.passing.get(m.name) ?? 0);
       // a request reached a sleeping server before the checks took it out: it waits there until woken
       if (rows.some((s) => s.checkStatus === 'L7RSP' && s.scur > 0) && !this.waking.has(m.backend)) void this.wake(m).catch((e) => this.o.log(`gateway: ${(e as Error).message}`));
       const idle = lastsess.get(m.backend);
@@ -341,49 +365,103 @@ export class Keeper {
     return p;
   }
 
-  private startWaker(): Promise<void> {
-    this.waker = createServer((req, res) => {
-      this.onWaker(req, res).catch((e) => {
-        if (!res.headersSent) sendError(res, 503, `the gateway could not wake the model: ${(e as Error).message}`);
-        else res.destroy();
+  /**
+   * The keeper's listeners: two Unix sockets in the gateway's folder (0700, checked ours), never a
+   * port: keeper.sock for the frontend's via_keeper (the client's own headers), backup.sock for the
+   * backends' waker. A socket file left by a keeper that died is removed (nothing answers on it); one
+   * that answers is another keeper's, and this one does not start.
+   */
+  private async startListener(): Promise<void> {
+    for (const [door, path] of [
+      ['front', this.plan.keeper.socket],
+      ['backup', this.plan.keeper.backupSocket],
+    ] as const) {
+      await clearStaleSocket(path);
+      const server = createServer((req, res) => {
+        this.onRequest(req, res, door).catch((e) => {
+          if (!res.headersSent) sendError(res, 503, `the gateway could not pass the request on: ${(e as Error).message}`);
+          else res.destroy();
+        });
       });
-    });
-    this.waker.keepAliveTimeout = 5000;
-    return new Promise((resolve, reject) => {
-      this.waker!.once('error', reject);
-      this.waker!.listen(this.plan.waker.port, this.plan.waker.host, () => resolve());
-    });
+      server.keepAliveTimeout = 5000;
+      this.listeners.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', (e: NodeJS.ErrnoException) =>
+          reject(new LaunchError(`the keeper could not listen on ${path}: ${e.code ?? e.message}`, [`remove ${path} if no gateway runs (sparkctl gateway status)`])),
+        );
+        server.listen(path, () => resolve());
+      });
+      chmodSync(path, 0o600);
+    }
   }
 
-  private async onWaker(req: IncomingMessage, res: ServerResponse) {
-    const real = req.headers['x-sparkctl-model'];
-    const backend = String(req.headers['x-sparkctl-backend'] ?? '');
-    let m = typeof real === 'string' ? this.plan.models.find((x) => x.name === real) : this.plan.models.find((x) => x.backend === backend);
-    if (!m) return sendError(res, 503, `no model behind ${JSON.stringify(String(real ?? backend).slice(0, 80))} now`);
-    let body = await readBounded(req, 64 * 1024 * 1024);
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && k !== 'x-sparkctl-model') headers[k] = v;
-    if (typeof real === 'string') {
-      body = renamed(body, real);
-      // one key at the gateway: the model's own key replaces the client's (HAProxy does it for the other routes)
-      if (this.plan.apiKeyEnv) {
+  /** Bytes of request bodies the keeper holds now (each at most MAX_BODY; all together at most MAX_HELD). */
+  private held = 0;
+
+  /**
+   * A request HAProxy passed to the keeper: a sleeping model's, an alias's, or one whose body was
+   * too large for HAProxy to read its model. The caller shows the gateway's key (when there is one)
+   * before anything is added; the model comes from the body, never from a header.
+   */
+  private async onRequest(req: IncomingMessage, res: ServerResponse, door: 'front' | 'backup') {
+    const plan = this.plan;
+    const gatewayKey = plan.apiKeyEnv ? process.env[plan.apiKeyEnv] : undefined;
+    // the front door (the client's own headers): the gateway's key, or nothing is added. The backup
+    // door is a backend's waker: HAProxy checked the key at its frontend and set the model's own
+    if (door === 'front' && plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey)) return sendError(res, 401, 'Unauthorized', undefined, 'AuthenticationError');
+    const announced = Number(req.headers['content-length']);
+    const want = Number.isFinite(announced) && announced > 0 ? announced : MAX_BODY;
+    if (this.held + Math.min(want, MAX_BODY) > MAX_HELD)
+      return sendError(res, 503, `the gateway holds ${Math.round(this.held / 2 ** 20)} MiB of request bodies now (at most ${MAX_HELD / 2 ** 20} MiB at once): retry shortly`, 2);
+    const reserved = Math.min(want, MAX_BODY);
+    this.held += reserved;
+    let body: Buffer;
+    try {
+      body = await readBounded(req, MAX_BODY);
+    } catch (e) {
+      this.held -= reserved;
+      return sendError(res, 413, (e as Error).message, undefined, 'BadRequestError');
+    }
+    try {
+      const route = routeBody(plan, body);
+      if (!route.ok) return sendError(res, route.status, route.message, undefined, route.type, route.param);
+      let m = route.model;
+      if (route.rename) body = renamed(body, route.rename);
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP.has(k) && !k.startsWith(INTERNAL_HEADER_PREFIX)) headers[k] = v;
+      // one key at the gateway (checked above): the model's own key replaces the client's, as HAProxy does for the other routes
+      if (door === 'front' && plan.apiKeyEnv) {
         delete headers['x-api-key'];
         const k = m.apiKeyEnv ? process.env[m.apiKeyEnv] : undefined;
         if (k) headers.authorization = `Bearer ${k}`;
         else delete headers.authorization;
       }
-    }
-    const ready = await this.onDemandReady(m, res);
-    if (!ready) return;
-    m = ready;
-    const s = this.pick(m);
-    if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
-    this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
-    try {
-      await passOn(req.method ?? 'POST', req.url ?? '/', headers, body, res, s.host, s.port);
+      this.passing.set(m.name, (this.passing.get(m.name) ?? 0) + 1);
+      try {
+        const ready = await this.onDemandReady(m, res);
+        if (!ready) return;
+        m = ready;
+        const s = this.pick(m);
+        if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
+        this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
+        try {
+          await passOn(req.method ?? 'POST', req.url ?? '/', headers, body, res, s.host, s.port);
+        } finally {
+          this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 1) - 1);
+        }
+      } finally {
+        this.donePassing(m.name);
+      }
     } finally {
-      this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 1) - 1);
+      this.held -= reserved;
     }
+  }
+
+  /** Requests the keeper is passing on (or holding for a wake), by model: a model with one is not idle. */
+  private passing = new Map<string, number>();
+
+  private donePassing(name: string) {
+    this.passing.set(name, (this.passing.get(name) ?? 1) - 1);
   }
 
   private inFlight = new Map<string, number>();
@@ -430,8 +508,10 @@ export class Keeper {
   }
 
   async stop(): Promise<void> {
-    this.waker?.close();
-    this.waker?.closeAllConnections();
+    for (const l of this.listeners) {
+      l.close();
+      l.closeAllConnections();
+    }
     const c = this.child;
     if (!c || c.exitCode !== null) return;
     // soft stop: the listeners close, the requests in flight finish
@@ -459,43 +539,113 @@ function markers(): Record<string, string> {
   return out;
 }
 
-function sendError(res: ServerResponse, status: number, message: string, retryAfterS?: number) {
-  const text = JSON.stringify({ error: { message, type: 'ServiceUnavailableError', param: null, code: status } });
+/** The last lines of HAProxy's log (its last 16 KiB: it may be large), for a start that failed. */
+function logTail(path: string, from: number): string[] {
+  try {
+    return readTail(path, from, 16 * 1024, { noFollow: true })
+      .buf.toString('utf8')
+      .split('\n')
+      .filter((l) => l.trim())
+      .slice(-4);
+  } catch {
+    return [];
+  }
+}
+
+function sendError(res: ServerResponse, status: number, message: string, retryAfterS?: number, type = 'ServiceUnavailableError', param: string | null = null) {
+  const text = JSON.stringify({ error: { message, type, param, code: status } });
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(retryAfterS ? { 'retry-after': String(retryAfterS) } : {}) });
   res.end(text);
 }
 
+/**
+ * The bound on a body the keeper holds whole to read its model (HAProxy reads only the first
+ * tune.bufsize, 256 KiB): 64 MiB each, 256 MiB all together; past them the client is told so.
+ */
+export const MAX_BODY = 64 * 1024 * 1024;
+export const MAX_HELD = 256 * 1024 * 1024;
+const bodyTooLarge = (n: number) =>
+  `the request body (${n} bytes) is over the ${MAX_BODY / 2 ** 20} MiB the gateway reads to find its model; send the model first in the JSON (the gateway reads the first 256 KiB itself), or send it to the model's server directly`;
+
+/** Bind host:port for a moment: taken (or not ours to take) is a launch failure naming the port, its holder and the fix. */
+async function portFree(host: string, port: number, what: string, fix: string): Promise<void> {
+  const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    const s = createNetServer();
+    s.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(undefined)));
+  });
+  if (!err) return;
+  const at = haproxyAddr(host, port);
+  if (err.code === 'EADDRINUSE') {
+    const holders = portHolders(port);
+    const who = holders.length ? holders.map((h) => `pid ${h.pid} (${JSON.stringify(h.comm)})`).join(', ') : 'another process (its owner cannot be read here)';
+    throw new LaunchError(`${what} ${at} is taken by ${who}`, [`choose a free port: ${fix}`, ...(holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${port}' shows it)`] : [])]);
+  }
+  throw new LaunchError(`${what} ${at} cannot be bound: ${err.code ?? err.message}`, [
+    err.code === 'EACCES' ? `a port below 1024 needs root; ${fix}` : err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this host: --host` : fix,
+  ]);
+}
+
+/**
+ * A socket file left at `path` by a keeper that died is removed; one that answers belongs to a
+ * running keeper (a `gateway run` under a service manager, say) and is an error naming it.
+ */
+async function clearStaleSocket(path: string): Promise<void> {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return;
+  }
+  if (!st.isSocket()) throw new LaunchError(`${path} is not a socket (a ${st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'folder' : 'file'})`, [`remove ${path}; sparkctl creates it`]);
+  const answers = await new Promise<boolean>((resolve) => {
+    const c = connect(path);
+    const t = setTimeout(() => {
+      c.destroy();
+      resolve(true);
+    }, 1000);
+    c.once('connect', () => {
+      clearTimeout(t);
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => {
+      clearTimeout(t);
+      resolve(false);
+    });
+  });
+  if (answers) throw new LaunchError(`another gateway keeper listens on ${path}`, ['sparkctl gateway status shows it; sparkctl gateway down stops one that gateway up started']);
+  unlinkSync(path);
+}
+
+/**
+ * The body, at most `max` bytes. Past it, the rest is read and dropped (up to 4 x max more, so that
+ * the client, still sending, can read the 413 instead of a reset), then refused naming the bound.
+ */
 function readBounded(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
+    let over = false;
     req.on('data', (c: Buffer) => {
       n += c.length;
       if (n > max) {
-        req.destroy();
-        reject(new Error(`request body over ${max} bytes`));
+        over = true;
+        chunks.length = 0;
+        if (n > 5 * max) {
+          req.destroy();
+          reject(new Error(bodyTooLarge(n)));
+        }
         return;
       }
       chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('end', () => (over ? reject(new Error(bodyTooLarge(n))) : resolve(Buffer.concat(chunks))));
     req.on('error', reject);
   });
 }
 
-const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'x-sparkctl-backend', 'content-length']);
-
-/** The request's body with its model renamed (an alias to the served name); a body that is not a JSON object passes as it is. */
-export function renamed(body: Buffer, name: string): Buffer {
-  try {
-    const j = JSON.parse(body.toString('utf8'));
-    if (!j || typeof j !== 'object' || Array.isArray(j)) return body;
-    j.model = name;
-    return Buffer.from(JSON.stringify(j));
-  } catch {
-    return body;
-  }
-}
+const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'content-length']);
 
 /** The request to a (woken) server, its answer streamed back as it comes (an SSE stream included). */
 function passOn(method: string, path: string, headers: Record<string, string | string[]>, body: Buffer, res: ServerResponse, host: string, port: number): Promise<void> {

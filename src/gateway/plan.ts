@@ -39,7 +39,13 @@ export const GatewaySettings = z.strictObject({
   host: z.string().default('127.0.0.1').describe('Where the gateway listens (0.0.0.0: every interface)'),
   port: z.number().int().min(1).max(65535).default(8080),
   statsPort: z.number().int().min(1).max(65535).optional().describe("HAProxy's stats page and Prometheus exporter on 127.0.0.1; default port + 1"),
-  wakerPort: z.number().int().min(1).max(65535).optional().describe('The waker (sleeping models are routed to it) on 127.0.0.1; default port + 2'),
+  wakerPort: z
+    .number()
+    .int()
+    .min(1)
+    .max(65535)
+    .optional()
+    .describe("No longer used (kept so that older files still load): the keeper listens on a Unix socket in the gateway's 0700 folder, never on a port"),
   aliases: z.record(z.string(), z.string()).default({}).describe('NAME: MODEL, a name clients may send for a served model'),
   apiKeyEnv: z
     .string()
@@ -122,7 +128,12 @@ export interface ServedInstance {
 export interface GatewayPlan {
   bind: { host: string; port: number };
   stats: { host: '127.0.0.1'; port: number };
-  waker: { host: '127.0.0.1'; port: number };
+  /**
+   * The keeper's own listener (the waker, aliases, bodies HAProxy cannot read): a Unix socket in the
+   * gateway's folder (0700, sparkctl's), so only sparkctl's own processes can open it or bind it; a
+   * port next to the gateway could be taken by any local user the moment the keeper died.
+   */
+  keeper: { socket: string /** a backend's waker (backup or, for an on-demand model with no server, its one server) */; backupSocket: string };
   models: GatewayModel[];
   /** client name -> backend (served names and aliases) */
   routes: Map<string, string>;
@@ -272,15 +283,19 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
     }
   }
   const stats = s.statsPort ?? s.port + 1;
-  const waker = s.wakerPort ?? s.port + 2;
-  if (new Set([s.port, stats, waker]).size < 3) problems.push(`gateway ports collide: port ${s.port}, statsPort ${stats}, wakerPort ${waker}`);
-  for (const m of models) for (const sv of m.servers) if ([s.port, stats, waker].includes(sv.port)) problems.push(`gateway port ${sv.port} is ${sv.name}'s port`);
-  if (problems.length) throw new UsageError('the gateway cannot be planned', [...problems, 'choose --port (the stats and waker ports follow it) or set gateway.statsPort / gateway.wakerPort']);
+  if (s.port === stats) problems.push(`gateway ports collide: port ${s.port}, statsPort ${stats}`);
+  for (const m of models) for (const sv of m.servers) if ([s.port, stats].includes(sv.port)) problems.push(`gateway port ${sv.port} is ${sv.name}'s port`);
   const dir = join(stateDir, 'gateway');
+  const keeperSocket = join(dir, 'keeper.sock');
+  const backupSocket = join(dir, 'backup.sock');
+  // a Unix socket's path holds at most 107 bytes (sun_path), for Node and HAProxy alike
+  if (Buffer.byteLength(keeperSocket) > 107)
+    problems.push(`the keeper's socket ${keeperSocket} is ${Buffer.byteLength(keeperSocket)} bytes long; a Unix socket's path holds at most 107 (set SPARKCTL_STATE_DIR to a shorter folder)`);
+  if (problems.length) throw new UsageError('the gateway cannot be planned', [...problems, 'choose --port (the stats port follows it) or set gateway.statsPort']);
   return {
     bind: { host: s.host, port: s.port },
     stats: { host: '127.0.0.1', port: stats },
-    waker: { host: '127.0.0.1', port: waker },
+    keeper: { socket: keeperSocket, backupSocket },
     models,
     routes,
     aliasOf,

@@ -6,6 +6,7 @@
 // A blob is written under blobs/<etag>.sparkctl.incomplete (never inside snapshots/), verified, then
 // renamed to its name; only then does a snapshot link point at it. Nothing half-written is visible.
 // Every name we create is checked first: a symlink or a non-regular file where ours must go is refused.
+import { hasControl } from '../util/control.js';
 import { lstat, mkdir, readlink, rename, symlink, unlink, open, statfs } from 'node:fs/promises';
 import { constants, type Stats } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
@@ -57,7 +58,7 @@ export function checkRepoPath(p: string): string | undefined {
   if (p.startsWith('/') || /[\\\0]/.test(p) || /^[A-Za-z]:/.test(p)) return 'an absolute or drive path';
   if (p.split('/').some((s) => s === '' || s === '.' || s === '..')) return 'an empty, "." or ".." path segment';
   // a name is printed (progress, the summary, errors): an escape sequence there would rewrite the terminal
-  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(p)) return 'a control character in the name';
+  if (hasControl(p)) return 'a control character in the name';
   // legal in JSON (an escaped \ud800), not in a file name nor a URL: encodeURIComponent throws on it
   if (LONE_SURROGATE.test(p)) return 'a lone UTF-16 surrogate in the name (not a valid Unicode string, so no file name)';
   return undefined;

@@ -1,4 +1,5 @@
 // Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
+import { shownEscaped } from '../util/control.js';
 const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
 const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -19,7 +20,8 @@ export function statusMark(status: string): string {
     case 'fail':
       return c.red('FAIL');
     default:
-      return c.dim(status.toUpperCase());
+      // a status no check of ours gives came from outside (a node's report): shown escaped
+      return c.dim(shownEscaped(status.toUpperCase()));
   }
 }
 

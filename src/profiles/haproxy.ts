@@ -54,6 +54,9 @@ export function defaultsSection(t: Timeouts, checkIntervalMs: number): string[] 
     '    option dontlog-normal',
     '    option log-health-checks',
     '    option http-keep-alive',
+    // each chunk of a stream (an SSE token) is sent the moment it arrives, never held for a fuller
+    // packet: scripts/bench-router.mjs ttft and bench-gateway.mjs ttft measure the difference
+    '    option http-no-delay',
     '    http-reuse safe',
     '    option redispatch 1',
     '    retries 1',

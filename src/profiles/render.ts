@@ -173,6 +173,8 @@ export interface ReplicaPlan {
   port: number;
   gpus: number[];
   logFile: string;
+  /** the folder of vLLM's start caches its env points into (engine/caches.ts); a container mounts it at the same path */
+  cacheDir?: string;
 }
 
 export interface RenderOptions {

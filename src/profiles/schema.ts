@@ -1,5 +1,6 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
+import { hasControl } from '../util/control.js';
 import { ProbeBlock } from './probe-block.js';
 import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
@@ -15,7 +16,7 @@ const port = z.number().int().min(1).max(65535);
  * not ending in .git), or an absolute path. Anything starting with "-" would be read as a flag.
  */
 export function isModelId(id: string): boolean {
-  if (id.startsWith('/')) return !/[\u0000-\u001f]/.test(id);
+  if (id.startsWith('/')) return !hasControl(id);
   return /^(?:[A-Za-z0-9_.-]{1,96}\/)?[A-Za-z0-9_.-]{1,96}$/.test(id) && !/^[-.]|[-.]$|\/[-.]|[-.]\/|--|\.\./.test(id) && !id.endsWith('.git');
 }
 
@@ -87,6 +88,23 @@ export const EngineBlock = z.strictObject({
   toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),
   extraArgs: z.array(z.string()).default([]).describe('Appended verbatim after the rendered flags'),
   runtime: z.enum(['host', 'container']).default('host').describe('host: the vllm executable on this machine; container: vLLM in an image run by docker or podman (container: block)'),
+  startCaches: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Keep vLLM's start caches (torch.compile, P2P, Triton, FlashInfer, CUDA JIT) in sparkctl's folder per profile and vLLM version (and image), mounted into containers; false: vLLM's own defaults (a container then starts cold every time). sparkctl cache ls|rm",
+    ),
+  loadFormat: z
+    .string()
+    .regex(/^(auto|[a-z][a-z0-9_]{0,40})$/, 'a vLLM --load-format name such as safetensors, fastsafetensors, runai_streamer, or auto')
+    .default('auto')
+    .describe("--load-format: auto picks from what is installed (fastsafetensors on a GPU where its package is there, else vLLM's default) and says the choice; a name pins it"),
+  readAhead: z
+    .enum(['auto', 'off'])
+    .default('auto')
+    .describe(
+      "Read the model's weight files into the page cache while vLLM starts (auto: where the free memory holds them; never on unified memory, a DGX Spark, where the page cache takes from the GPU's share)",
+    ),
 });
 
 export const ParallelBlock = z.strictObject({

@@ -1,9 +1,12 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
+import { CONTROL } from '../util/control.js';
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
 import { SECRET_NAME } from '../util/redact.js';
 import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
+// the memory rules read the flags of extraArgs too (the share, the KV bytes), as the plan and vLLM do
+import { memorySettings } from './serve-args.js';
 import { compareVersions } from './versions.js';
 import type { ModelFacts } from '../model/facts.js';
 import { factsFromProfile } from '../model/merge.js';
@@ -48,7 +51,7 @@ export function validateProfile(p: Profile, host?: HostShape, facts?: ModelFacts
   hostFreeRules(p, err);
   hostRules(p, host, err, warn, m);
   // Memory: only meaningful for a parallel layout that is valid.
-  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(p, host, m, err, warn);
+  if (m && host && !out.some((x) => x.severity === 'error' && (x.path.startsWith('parallel') || x.path === 'engine.gpuMemoryUtilization'))) memoryRules(memorySettings(p).profile, host, m, err, warn);
   return out;
 }
 
@@ -232,8 +235,6 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
     }
   }
 }
-
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /**
  * Every number of a profile is finite, and every string is one line of plain text: a control character (a newline, ESC, NEL,

@@ -43,6 +43,10 @@ import {
 } from '../engine/cluster/index.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
+import { shownEscaped } from '../util/control.js';
+
+/** A node's or a server's words, one line: control characters shown escaped. */
+const shown = (s: string) => shownEscaped(s);
 import type { CheckOutcome } from '../output/check.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
@@ -318,7 +322,7 @@ export function nodeMatrix(reports: NodeReport[]): string {
   const interesting = (id: string) => new Set(reports.map((r) => cell(r, id))).size > 1 || reports.some((r) => ['fail', 'warn'].includes(cell(r, id)));
   const sorted = [...ids.filter(interesting), ...ids.filter((id) => !interesting(id))];
   const rows = sorted.map((id) => [
-    id,
+    shown(id),
     ...reports.map((r) => {
       const s = cell(r, id);
       return s === '-' ? c.dim('-') : statusMark(s);
@@ -330,7 +334,18 @@ export function nodeMatrix(reports: NodeReport[]): string {
 
 export async function preflightNodes(opts: { nodes?: string; profile?: string; platform: string; json?: boolean; strict?: boolean; set?: string[]; profiles?: string }): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
-  const r = opts.profile ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: opts.platform === 'auto' ? undefined : opts.platform }, nf) : undefined;
+  // a profile, or a model id whose config.json pull fetched (the profile serve --nodes would generate)
+  const platform = opts.platform === 'auto' ? undefined : opts.platform;
+  const target = opts.profile
+    ? await (await import('../engine/inputs.js')).readForNodes(
+        opts.profile,
+        { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) },
+        { profiles: opts.profiles, set: opts.set, platform },
+      )
+    : undefined;
+  const r = opts.profile
+    ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: platform ?? target?.platform, loaded: target?.loaded, modelRead: target?.modelRead }, nf)
+    : undefined;
   const modelPath = r?.profile.model.path;
   // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
   const args = [
@@ -373,12 +388,14 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   } else {
     say(c.bold(`preflight over ${allNodes(nf).length} nodes (${opts.nodes})`));
     say(nodeMatrix(reports));
-    for (const x of reports.filter((x) => !x.reached)) say(c.red(`${x.node} unreachable: ${x.error}`));
+    // a node's words (its error, its checks' observed values and fixes) are shown escaped: never an escape sequence to the terminal
+    for (const x of reports.filter((x) => !x.reached)) say(c.red(`${x.node} unreachable: ${shown(x.error ?? '')}`));
     for (const x of reports.filter((x) => x.reached))
-      for (const k of (x.checks ?? []).filter((k) => k.status === 'fail')) say(`  ${statusMark('fail')}  ${x.node}  ${k.id}  ${k.observed}${k.fix ? `\n        fix: ${k.fix}` : ''}`);
+      for (const k of (x.checks ?? []).filter((k) => k.status === 'fail'))
+        say(`  ${statusMark('fail')}  ${x.node}  ${shown(k.id)}  ${shown(k.observed)}${k.fix ? `\n        fix: ${shown(k.fix)}` : ''}`);
     say('');
     say(c.bold('across nodes'));
-    for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${x.observed}${x.fix && x.status !== 'pass' ? `\n        fix: ${x.fix}` : ''}`);
+    for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${shown(x.observed)}${x.fix && x.status !== 'pass' ? `\n        fix: ${shown(x.fix)}` : ''}`);
     say('');
     say(c.bold('fabric variables, as serve --nodes renders them from what each node shows now'));
     for (const n of allNodes(nf)) say(`  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`);
@@ -426,7 +443,7 @@ export async function clusterStatuses(): Promise<ClusterStatus[]> {
 export function renderClusterStatus(s: ClusterStatus): string {
   const state = s.state === 'healthy' ? c.green('healthy') : s.state === 'degraded' ? c.yellow('degraded') : c.red('down');
   const lines = [
-    `${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${s.serverDetail})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`,
+    `${c.bold(s.record.profile)}  cluster ${state}  head ${s.record.head}  server ${s.server === 'healthy' ? c.green('healthy') : c.red(`${s.server} (${shown(s.serverDetail ?? '')})`)}  ${s.record.url}  pid ${s.record.pid}  --nodes ${s.record.nodesFile}`,
   ];
   if (s.nodes.length)
     lines.push(
@@ -451,6 +468,6 @@ export function renderClusterStatus(s: ClusterStatus): string {
         ['  NODE', 'ROLE', 'ADDRESS', s.record.executor === 'native' ? 'VLLM' : 'RAY', 'GPUS'],
       ),
     );
-  if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${s.rayError}`));
+  if (s.rayError) lines.push(c.yellow(`  Ray did not answer on ${s.record.head}: ${shown(s.rayError)}`));
   return lines.join('\n');
 }

@@ -26,14 +26,34 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
     const r = await cli(['serve', 'qwen-prod', '--dry-run', '--json', '--gpus', '8']);
     expect(r.exitCode).toBe(0);
     const j = JSON.parse(r.stdout);
-    expect(Object.keys(j)).toEqual(['version', 'kind', 'profile', 'engine', 'vllmVersion', 'servedName', 'platform', 'host', 'runtime', 'replicas', 'router', 'memory', 'warnings']);
+    expect(Object.keys(j)).toEqual([
+      'version',
+      'kind',
+      'profile',
+      'engine',
+      'vllmVersion',
+      'servedName',
+      'platform',
+      'host',
+      'runtime',
+      'replicas',
+      'router',
+      'memory',
+      'caches',
+      'loader',
+      'warnings',
+    ]);
     expect(j.runtime).toBe('host');
     // no router: in the profile and no --router: null (with one: its bind, servers, stats, config)
     expect(j.router).toBeNull();
     expect(j).toMatchObject({ version: 1, kind: 'launch-plan', profile: 'qwen-prod', host: { gpus: 8, source: 'flag' } });
     expect(Object.keys(j.replicas[0])).toEqual(['name', 'argv', 'env', 'port', 'gpus', 'logFile']);
     expect(j.replicas[0].argv[0]).toBe('vllm');
-    expect(j.replicas[0].env).toEqual({ CUDA_VISIBLE_DEVICES: '0,1,2,3', VLLM_API_KEY: '$QWEN_PROD_API_KEY' });
+    // vLLM's start caches point into sparkctl's folder for this profile and vLLM version (engine/caches.ts)
+    const { VLLM_CACHE_ROOT, TRITON_CACHE_DIR, FLASHINFER_WORKSPACE_BASE, CUDA_CACHE_PATH, TORCHINDUCTOR_CACHE_DIR, ...rest } = j.replicas[0].env;
+    expect(rest).toEqual({ CUDA_VISIBLE_DEVICES: '0,1,2,3', VLLM_API_KEY: '$QWEN_PROD_API_KEY' });
+    for (const v of [VLLM_CACHE_ROOT, TRITON_CACHE_DIR, FLASHINFER_WORKSPACE_BASE, CUDA_CACHE_PATH, TORCHINDUCTOR_CACHE_DIR]) expect(v.startsWith(`${j.caches.dir}/`)).toBe(true);
+    expect(j.caches.dir).toMatch(/\/vllm\/qwen-prod\/[^/]+$/);
   });
 
   it('serve --dry-run --json --runtime container: each replica carries its container run argv, the key by name', async () => {

@@ -41,7 +41,7 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
           active--;
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end('{"choices":[{"text":"ok"}]}');
-        }, 800),
+        }, 2000),
       );
     });
     servers.push(srv);
@@ -71,18 +71,18 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
     // the server UP by its checks before the burst
     await new Promise((r) => setTimeout(r, 1500));
 
-    const t0 = Date.now();
     const burst = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
         // one at a time into HAProxy, so that the queue has filled when the later ones arrive
         await new Promise((r) => setTimeout(r, i * 30));
+        const sent = Date.now();
         const r = await fetch(`http://127.0.0.1:${gwPort}/v1/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ model: 'model-a', prompt: `p${i}` }),
           signal: AbortSignal.timeout(20_000),
         });
-        return { status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text(), ms: Date.now() - t0 };
+        return { status: r.status, retryAfter: r.headers.get('retry-after'), body: await r.text(), ms: Date.now() - sent };
       }),
     );
     const ok = burst.filter((b) => b.status === 200);
@@ -94,8 +94,8 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
     for (const l of limited) {
       expect(l.retryAfter).toBe('3');
       expect(JSON.parse(l.body)).toMatchObject({ error: { type: 'RateLimitError', code: 429 } });
-      // refused at once, not after waiting for a slot
-      expect(l.ms).toBeLessThan(700);
+      // refused without waiting for a slot: a slot frees only when an answer held 2 s ends
+      expect(l.ms).toBeLessThan(1500);
     }
     expect(peak).toBe(2);
   }, 60_000);

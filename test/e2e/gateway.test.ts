@@ -116,9 +116,13 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     idle.write('GET /health HTTP/1.1\r\nHost: gw\r\n\r\n');
     expect(await waitFor(() => /\r\n\r\nok/.test(idleText), 5000, 20)).toBe(true);
     await sleep(500);
+    // one request on it every 2 s until the reload: HAProxy's keep-alive timeout (5 s) would close it
+    // otherwise when the stop and the reload take longer than that (a loaded host); between two, it is idle
+    const keepUp = setInterval(() => idle.write('GET /health HTTP/1.1\r\nHost: gw\r\n\r\n'), 2000);
     expect((await cli(['stop', 'qwen-prod'], { env: t.env() })).exitCode).toBe(0);
     const keeperLog = join(t.state, 'logs', 'gateway-keeper.log');
     expect(await waitFor(() => /reloaded .*1 gone/.test(readFileSync(keeperLog, 'utf8')), 10_000, 50)).toBe(true);
+    clearInterval(keepUp);
     await sleep(300);
     expect(idleClosedAt, 'the reload closed an idle keep-alive connection').toBeUndefined();
     idleText = '';

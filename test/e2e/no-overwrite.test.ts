@@ -129,6 +129,8 @@ const NOT_WRITTEN = new Set([
   'pull --nodes',
   'preflight --nodes',
   'stop --nodes',
+  'plan --nodes',
+  'profiles init --nodes',
   'preflight --from',
   'probe --gpu-from',
   'bench --dataset',

@@ -58,14 +58,14 @@ describe('every printed fix parses; no undefined or NaN', { timeout: 300_000 }, 
     expect(problems).toEqual([]);
   });
 
-  it('preflight of every captured host, and the failure-cause table', async () => {
+  it('preflight of every captured host, the failure-cause table, the README and the two-Spark page', async () => {
     const problems: string[] = [];
     const bundles = join(ROOT, 'test', 'fixtures', 'bundles');
     for (const b of readdirSync(bundles, { withFileTypes: true }).filter((d) => d.isDirectory())) {
       const text = await run(['preflight', '--from', join(bundles, b.name), '--profile', 'qwen3.5-9b']);
       for (const p of await printedProblems(text)) problems.push(`preflight --from ${b.name}: ${p}`);
     }
-    for (const p of await printedProblems(readFileSync(join(ROOT, 'docs', 'failure-causes.md'), 'utf8'))) problems.push(`failure-causes.md: ${p}`);
+    for (const doc of ['failure-causes.md', 'two-sparks.md', '../README.md']) for (const p of await printedProblems(readFileSync(join(ROOT, 'docs', doc), 'utf8'))) problems.push(`${doc}: ${p}`);
     expect(problems).toEqual([]);
   });
 

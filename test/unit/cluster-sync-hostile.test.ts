@@ -102,8 +102,8 @@ describe("a node's answer is hostile", () => {
     expect(parseImageProbe(`free 100 /var/lib/containers${ESC}\n`).freeAt).toBeUndefined();
     expect(parseHolding('free 100 /data/hf\n')).toMatchObject({ freeAt: '/data/hf', freeBytes: 102400 });
   });
-  it("the node's error text is shown without its control characters", () => {
-    expect(printable(`no${ESC}pe`)).toBe('no?]0;owned??[2Jpe');
+  it("the node's error text is shown with its control characters escaped, never raw (util/control.ts: the one rule)", () => {
+    expect(printable(`no${ESC}pe`)).toBe('no\\x1b]0;owned\\x07\\x1b[2Jpe');
     const why = remoteWhy({ exitCode: 1, stdout: '', stderr: `rsync: error${ESC}\n` });
     expect(why).not.toMatch(/[\u0000-\u001f]/);
     expect(why).toContain('rsync: error');

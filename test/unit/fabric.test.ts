@@ -208,3 +208,59 @@ describe('show_gids and ibdev2netdev, as real hosts printed them', () => {
     expect(env.NCCL_IB_GID_INDEX).toBe(/NCCL_IB_GID_INDEX set by environment to (\d+)/.exec(log)![1]);
   });
 });
+
+describe('a check that did not run does not pass (issue 42, item 7)', () => {
+  const a = () => read('spark', 'enp1s0f1np1');
+  const b = () => read('spark2', 'enp1s0f1np1', (f) => f.set('ip-o-4-addr', (f.get('ip-o-4-addr') ?? '').replaceAll('192.168.177.11', '192.168.177.12')));
+  const run = (ra: FabricReading | undefined, rb: FabricReading | undefined, pings: Map<string, Map<string, PingResult>>, why: Map<string, string>) =>
+    Object.fromEntries(
+      runFabricChecks({
+        nf,
+        readings: new Map([
+          ['spark', ra],
+          ['spark2', rb],
+        ]),
+        pings,
+        pingSize: 8972,
+        why,
+      }).map((c) => [c.id, c]),
+    );
+  it.each<[string, () => Parameters<typeof run>, string[], RegExp]>([
+    [
+      'the ping step over ssh failed on both nodes (no verdicts): MTU and reachability are not passed',
+      () => [
+        a(),
+        b(),
+        new Map(),
+        new Map([
+          ['spark', 'the ping step over ssh failed: timed out'],
+          ['spark2', 'the ping step over ssh failed: timed out'],
+        ]),
+      ],
+      ['fabric.mtu', 'fabric.reachable'],
+      /could not check: .*no ping verdict spark -> spark2 \(the ping step over ssh failed: timed out\)/,
+    ],
+    [
+      'one node answered its pings, the other did not',
+      () => [a(), b(), new Map([['spark', new Map([['192.168.177.12', { reach: true, mtu: true }]])]]), new Map([['spark2', 'the ping step over ssh failed: exit 255']])],
+      ['fabric.mtu', 'fabric.reachable'],
+      /could not check: no ping verdict spark2 -> spark/,
+    ],
+    [
+      "one node's fabric was not read at all",
+      () => [a(), undefined, allOk(), new Map([['spark2', 'reading its fabric over ssh failed: Connection refused']])],
+      ['fabric.link', 'fabric.address', 'fabric.mtu', 'fabric.reachable', 'fabric.rdma', 'fabric.gid'],
+      /could not check: spark2: reading its fabric over ssh failed: Connection refused/,
+    ],
+  ])('%s', (_what, args, ids, why) => {
+    const c = run(...args());
+    for (const id of ids) {
+      expect(c[id].status, `${id}: ${c[id].observed}`).toBe('fail');
+      expect(c[id].observed, id).toMatch(why);
+    }
+  });
+  it('with every verdict in, the same readings pass (the could-not-check is about the evidence only)', () => {
+    const c = run(a(), b(), allOk(), new Map());
+    for (const id of ['fabric.mtu', 'fabric.reachable']) expect(c[id].status, `${id}: ${c[id].observed}`).toBe('pass');
+  });
+});

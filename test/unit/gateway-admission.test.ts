@@ -4,6 +4,13 @@
 import { describe, it, expect } from 'vitest';
 import { GatewaySettings, planGateway, maxNumSeqs, admissionOf, VLLM_DEFAULT_MAX_NUM_SEQS, type ServedInstance } from '../../src/gateway/plan.js';
 import { renderGatewayConfig } from '../../src/gateway/config.js';
+import { settingsFrom } from '../../src/verbs/gateway/run.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDirs } from '../helpers.js';
+import { UsageError } from '../../src/errors.js';
+
+const fresh = tempDirs('sparkctl-gwadmission-');
 
 const inst = (profile: string, port: number, argv: string[] = [], i = 0): ServedInstance => ({ name: `${profile}-${i}`, profile, servedName: `m-${profile}`, host: '127.0.0.1', port, argv });
 
@@ -66,5 +73,35 @@ describe('admission of a model', () => {
 
   it.each([{ concurrency: 0 }, { queue: -1 }, { concurrency: 1.5 }, { pinned: 'yes' }, { other: 1 }])('gateway.models.a %j is refused', (bad) => {
     expect(() => GatewaySettings.parse({ models: { a: bad } })).toThrow();
+  });
+});
+
+describe('the on-demand settings as docs/router-and-gateway.md gives them', () => {
+  it('the example gateway: block parses: the memory in bytes, the set, pinned, serve arguments, admission; --on-demand and --gpu-memory add to it', () => {
+    const doc = readFileSync(new URL('../../docs/router-and-gateway.md', import.meta.url), 'utf8');
+    const yaml = /```yaml\n([\s\S]*?) *```/.exec(doc)![1]!.replace(/^ {2}/gm, '');
+    const file = join(fresh(), 'gw.yaml');
+    writeFileSync(file, yaml);
+    const s = settingsFrom({ config: file });
+    expect(s.onDemand).toMatchObject({ gpuMemoryBytes: 128e9, unified: true, evict: 'stop', startTimeout: '10m' });
+    expect(Object.keys(s.models).sort()).toEqual(['my-embed', 'my-vision', 'qwen-dev', 'qwen3.5-9b-code']);
+    expect(s.models['qwen3.5-9b-code']).toMatchObject({ pinned: true, onDemand: true, serve: ['--set', 'engine.gpuMemoryUtilization=0.3'] });
+    expect(s.models['qwen-dev']).toMatchObject({ concurrency: 8, queue: 16, pinned: false });
+    const flags = settingsFrom({ config: file, onDemand: ['other'], gpuMemory: '80GiB', evict: 'sleep1' });
+    expect(flags.models.other).toMatchObject({ onDemand: true, pinned: false, serve: [] });
+    expect(flags.onDemand).toMatchObject({ gpuMemoryBytes: 80 * 2 ** 30, evict: 'sleep1' });
+  });
+  it.each([
+    [{ gpuMemory: 'lots' }, /--gpu-memory: "lots" is not a size/],
+    [{ evict: 'delete' }, /gateway.onDemand.evict/],
+  ])('bad input %j is exit 2 naming the field', (o, re) => {
+    let err: { message: string; details?: string[]; exitCode?: number } | undefined;
+    try {
+      settingsFrom(o);
+    } catch (e) {
+      err = e as typeof err;
+    }
+    expect(err).toBeInstanceOf(UsageError);
+    expect([err!.message, ...(err!.details ?? [])].join('\n')).toMatch(re);
   });
 });

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { GatewaySettings, planGateway, keyVar, type ServedInstance } from '../../src/gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../src/gateway/config.js';
+import { routeBody, carriesKey } from '../../src/gateway/route.js';
 import { settingsFrom } from '../../src/verbs/gateway/run.js';
 import { tempDirs } from '../helpers.js';
 
@@ -70,5 +71,88 @@ describe('--config is one bounded read of a regular file', () => {
     const t0 = Date.now();
     expect(() => settingsFrom({ config: fifo, alias: [] } as never)).toThrow(/--config .*(pipe|FIFO|regular)/i);
     expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});
+
+describe("the keeper's door: it believes the body and the gateway's key, never a header", () => {
+  const two = () =>
+    planGateway(
+      GatewaySettings.parse({ port: 18080, apiKeyEnv: 'GW_KEY', aliases: { coder: 'fine/model' } }),
+      [inst('ok', 'fine/model', 18101, 'KEY_ONE'), inst('other', 'other/model', 18102)],
+      '/state',
+    );
+  const body = (o: unknown) => Buffer.from(typeof o === 'string' ? o : JSON.stringify(o));
+  it.each([
+    ['a served name', { model: 'fine/model', prompt: 'x' }, 'fine/model', undefined],
+    ['an alias: renamed to the served name', { model: 'coder' }, 'fine/model', 'fine/model'],
+    ['the model after a long prompt', { prompt: 'y'.repeat(300_000), model: 'other/model' }, 'other/model', undefined],
+  ])('%s', (_l, b, model, rename) => {
+    const r = routeBody(two(), body(b));
+    expect(r.ok && r.model.name).toBe(model);
+    expect(r.ok && r.rename).toBe(rename);
+  });
+  it.each([
+    ['an unknown name: vLLM 404 listing the served ones', { model: 'evil' }, 404, /The model `evil` does not exist\. Models served here: fine\/model, other\/model, coder/],
+    ['no model among several: 400 naming them', { prompt: 'x' }, 400, /names no model; this gateway serves: fine\/model, other\/model, coder/],
+    ['not JSON', 'not json {', 400, /names no model/],
+    ['a model that is not a string', { model: ['fine/model'] }, 400, /names no model/],
+    ['an array', [{ model: 'fine/model' }], 400, /names no model/],
+  ])('%s', (_l, b, status, message) => {
+    const r = routeBody(two(), body(b));
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.status).toBe(status);
+      expect(r.message).toMatch(message);
+    }
+  });
+  it('one model served and none named: that one', () => {
+    const plan = planGateway(GatewaySettings.parse({ port: 18080 }), [inst('ok', 'fine/model', 18101)], '/state');
+    const r = routeBody(plan, body({ prompt: 'x' }));
+    expect(r.ok && r.model.name).toBe('fine/model');
+  });
+  it.each([
+    [{ authorization: 'Bearer gw-secret' }, true],
+    [{ 'x-api-key': 'gw-secret' }, true],
+    [{ authorization: 'Bearer gw-secret ' }, false],
+    [{ authorization: 'bearer gw-secret' }, false],
+    [{ authorization: 'Bearer gw-secre' }, false],
+    [{ authorization: 'gw-secret' }, false],
+    [{ 'x-api-key': 'Bearer gw-secret' }, false],
+    [{ 'x-sparkctl-model': 'fine/model' }, false],
+    [{}, false],
+  ])('key %j: %s', (headers, ok) => {
+    expect(carriesKey(headers, 'gw-secret')).toBe(ok);
+    // no key configured (an unset variable) is never matched, not even by an empty one
+    expect(carriesKey({ ...headers, authorization: 'Bearer ' }, '')).toBe(false);
+  });
+  it('the config: every internal header removed before any rule, the keeper a Unix socket in the folder (no port), its absence a JSON 503, a body past the window to the keeper', () => {
+    const plan = planGateway(
+      GatewaySettings.parse({ port: 18080, apiKeyEnv: 'GW_KEY', aliases: { coder: 'fine/model' } }),
+      [{ ...inst('ok', 'fine/model', 18101), argv: ['--enable-sleep-mode'] }, inst('other', 'other/model', 18102)],
+      '/state',
+    );
+    const cfg = renderGatewayConfig(plan);
+    const front = cfg.slice(cfg.indexOf('frontend gateway'), cfg.indexOf('\nbackend via_keeper'));
+    const rules = front.split('\n').filter((l) => /^\s+http-request /.test(l));
+    expect(rules[0]).toBe('    http-request del-header x-sparkctl- -m beg');
+    // a stream's chunks go out as they come (item 15): the defaults every proxy of the gateway inherits
+    expect(cfg.slice(cfg.indexOf('\ndefaults\n'), cfg.indexOf('\nfrontend gateway'))).toContain('\n    option http-no-delay\n');
+    expect(cfg).not.toMatch(/set-header X-Sparkctl/i);
+    expect(cfg).toContain('    server keeper unix@/state/gateway/keeper.sock\n');
+    expect(cfg).not.toMatch(/server (waker|keeper) 127\.0\.0\.1:/);
+    expect(cfg).not.toContain(':18082');
+    const keeper = cfg.slice(cfg.indexOf('\nbackend via_keeper') + 1).split('\n\n')[0]!;
+    expect(keeper).toMatch(/http-error status 503 content-type application\/json string '\{"error":\{"message":"the gateway\\u0027s keeper .*is not running/);
+    // a sleeping model's backup is the keeper's second socket, never a port
+    const sleeper = cfg.slice(cfg.indexOf(`\nbackend ${plan.models[0]!.backend}\n`) + 1).split('\n\n')[0]!;
+    expect(sleeper).toContain('    server waker unix@/state/gateway/backup.sock backup no-check');
+    expect(plan.keeper.backupSocket).toBe('/state/gateway/backup.sock');
+    expect(front).toContain('use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
+    expect(plan.keeper.socket).toBe('/state/gateway/keeper.sock');
+  });
+  it('a state folder too deep for a Unix socket path: refused at plan time, naming the path and the fix', () => {
+    expect(() => planGateway(GatewaySettings.parse({ port: 18080 }), [], `/${'d'.repeat(100)}`)).toThrow(
+      expect.objectContaining({ details: expect.arrayContaining([expect.stringMatching(/keeper's socket .* at most 107 \(set SPARKCTL_STATE_DIR/)]) }),
+    );
   });
 });

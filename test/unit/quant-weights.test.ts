@@ -17,6 +17,7 @@ import { Profile } from '../../src/profiles/schema.js';
 import { applySet } from '../../src/profiles/load.js';
 import { importRecipe } from '../../src/profiles/import/recipe.js';
 import { memorySettings } from '../../src/profiles/serve-args.js';
+import { validateProfile } from '../../src/profiles/validate.js';
 import { FIXTURES } from '../helpers.js';
 
 const fx = (n: string) => parsePythonJson(readFileSync(join(FIXTURES, 'models', n, 'config.json'), 'utf8')) as Record<string, unknown>;
@@ -330,6 +331,14 @@ describe('issue 48 item 2: every memory flag reaches the plan, from every source
   it('-tp 2 in extraArgs halves the weights each GPU holds, as parallel.tensor does; extraArgs win over the engine field (argparse: the last value)', () => {
     expect(plan({ extraArgs: ['-tp', '2'] }).weightsPerGpuBytes).toBe(plan({}).weightsPerGpuBytes / 2);
     expect(plan({ maxModelLen: 2048, extraArgs: ['--max-model-len', '4096'] }).maxModelLen).toBe(4096);
+  });
+  it("validation reads the share in extraArgs too: vLLM's start-up check against free memory uses the flag it was given", () => {
+    const host = { gpus: 1, gpuMemoryBytes: spark, gpuMemoryFreeBytes: 80 * GIB };
+    const at = (engine: Record<string, unknown>) =>
+      validateProfile(Profile.parse({ ...base, engine: { ...base.engine, gpuMemoryUtilization: 0.6, ...engine } }), host, gpt).filter((x) => x.path === 'engine.gpuMemoryUtilization');
+    expect(at({})).toEqual([]);
+    // 0.8 x 121.7 = 97.4 GiB > 80 GiB free: the flag in extraArgs is what vLLM checks
+    expect(at({ extraArgs: ['--gpu-memory-utilization', '0.8'] })[0]?.message).toMatch(/0\.8 x 121\.7 GiB = 97\.4 GiB/);
   });
   it('a flag value vLLM would refuse is named, and no figure is stated', () => {
     const p = plan({ extraArgs: ['--trust-remote-code', '--max-model-len', 'lots'] });

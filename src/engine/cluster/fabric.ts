@@ -192,6 +192,8 @@ export interface FabricCtx {
   pings: Map<string, Map<string, PingResult>>;
   /** the payload size pinged (the common MTU minus 28) */
   pingSize?: number;
+  /** per node name: why its fabric or its pings could not be read (the ssh step's own words) */
+  why?: Map<string, string>;
 }
 
 export interface FabricCheck {
@@ -199,6 +201,36 @@ export interface FabricCheck {
   title: string;
   blocking: boolean;
   run(ctx: FabricCtx): CheckResult;
+}
+
+/**
+ * Evidence a check needs and does not have: nodes whose fabric was not read, and (for the ping
+ * checks) pairs with no ping verdict. A check that lacks it never passes: it says it could not check.
+ */
+function unread(ctx: FabricCtx): string[] {
+  return allNodes(ctx.nf)
+    .filter((n) => !ctx.readings.get(n.name))
+    .map((n) => `${n.name}: ${ctx.why?.get(n.name) ?? 'its fabric was not read'}`);
+}
+
+function unpinged(ctx: FabricCtx): string[] {
+  const out: string[] = [];
+  const s = seen(ctx);
+  for (const { n } of s) {
+    const lacking = allNodes(ctx.nf).filter((o) => o !== n && ctx.pings.get(n.name)?.get(fabricAddress(o))?.reach === undefined);
+    if (lacking.length) out.push(`${n.name} -> ${lacking.map((o) => o.name).join(', ')}${ctx.why?.get(n.name) ? ` (${ctx.why.get(n.name)})` : ''}`);
+  }
+  return out;
+}
+
+/** "could not check", with the reason: a blocking check's gate stays closed (fail), another's warns. */
+export function couldNotCheck(blocking: boolean, missing: string[], expected: string): CheckResult {
+  return {
+    status: blocking ? 'fail' : 'warn',
+    observed: `could not check: ${missing.join('; ')}`,
+    expected,
+    fix: 'the evidence is missing, not known to be good: make the ssh step work on those nodes (ssh NODE true; the nodes file ssh: block), then run preflight --nodes again',
+  };
 }
 
 const seen = (ctx: FabricCtx) => allNodes(ctx.nf).flatMap((n) => (ctx.readings.get(n.name) ? [{ n, r: ctx.readings.get(n.name)! }] : []));
@@ -218,7 +250,7 @@ export const FABRIC_CHECKS: FabricCheck[] = [
     blocking: true,
     run(ctx) {
       const s = seen(ctx);
-      if (!s.length) return { status: 'skip', observed: 'no node reached', expected: 'up' };
+      if (!s.length) return couldNotCheck(true, unread(ctx), 'up');
       const bad = s.filter(({ r }) => r.operstate !== 'up');
       const slow = s.filter(({ r }) => r.speedMbps !== undefined && r.speedMbps < 100_000);
       if (bad.length)
@@ -228,6 +260,7 @@ export const FABRIC_CHECKS: FabricCheck[] = [
           expected: 'up',
           fix: 'check the cable and the port (ip -br link; on a Spark: ibdev2netdev); fabric.interface in the nodes file must be the netdev that carries the fabric',
         };
+      if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'up');
       return {
         status: 'pass',
         observed: s.map(({ n, r }) => `${n.name} ${r.iface} up${r.speedMbps ? ` ${r.speedMbps / 1000} Gb/s` : ''}`).join(', ') + (slow.length ? ` (under 100 Gb/s: ${names(slow)})` : ''),
@@ -250,7 +283,9 @@ export const FABRIC_CHECKS: FabricCheck[] = [
             expected: 'the address of the nodes file on that interface',
             fix: 'fix fabric.address / fabric.interface in the nodes file (ip -br addr); sparkctl never changes the network configuration',
           }
-        : { status: 'pass', observed: s.map(({ n, r }) => `${n.name} ${fabricAddress(n)} on ${r.iface}`).join(', '), expected: '' };
+        : unread(ctx).length
+          ? couldNotCheck(true, unread(ctx), 'the address of the nodes file on that interface')
+          : { status: 'pass', observed: s.map(({ n, r }) => `${n.name} ${fabricAddress(n)} on ${r.iface}`).join(', '), expected: '' };
     },
   },
   {
@@ -259,7 +294,7 @@ export const FABRIC_CHECKS: FabricCheck[] = [
     blocking: true,
     run(ctx) {
       const s = seen(ctx).filter(({ r }) => r.mtu);
-      if (!s.length) return { status: 'skip', observed: 'no MTU read', expected: '' };
+      if (!s.length) return couldNotCheck(true, unread(ctx).length ? unread(ctx) : ['no node showed an MTU'], 'one MTU end to end');
       const m = commonMtu(ctx)!;
       const odd = s.filter(({ r }) => r.mtu !== m);
       const failed: string[] = [];
@@ -282,6 +317,14 @@ export const FABRIC_CHECKS: FabricCheck[] = [
           expected: `MTU ${m} end to end`,
           fix: `set the same MTU on every node's fabric interface and on the switch ports between them (a Spark fabric runs 9000; e.g. nmcli connection modify ... mtu ${m}); check with ping -M do -s ${m - 28} PEER`,
         };
+      const lacking = [
+        ...unread(ctx),
+        ...seen(ctx)
+          .filter(({ r }) => !r.mtu)
+          .map(({ n }) => `${n.name}: no MTU shown`),
+        ...unpinged(ctx).map((x) => `no ping verdict ${x}`),
+      ];
+      if (lacking.length) return couldNotCheck(true, lacking, `MTU ${m} end to end`);
       return {
         status: 'pass',
         observed: `MTU ${m} on ${s.length} nodes${ctx.pingSize !== undefined ? `; ping -M do -s ${ctx.pingSize} passes between every pair` : ''}`,
@@ -295,7 +338,8 @@ export const FABRIC_CHECKS: FabricCheck[] = [
     blocking: true,
     run(ctx) {
       const s = seen(ctx);
-      if (s.length < 2) return { status: 'skip', observed: 'fewer than two nodes read', expected: '' };
+      if (allNodes(ctx.nf).length < 2) return { status: 'skip', observed: 'one node: no fabric between nodes', expected: '' };
+      if (s.length < 2) return couldNotCheck(true, unread(ctx), 'every pair');
       const unreached = allNodes(ctx.nf).flatMap((o) => {
         const from = s.filter(({ n }) => n !== o && ctx.pings.get(n.name)?.get(fabricAddress(o))?.reach === false);
         return from.length ? [`${o.name}'s fabric address ${fabricAddress(o)} from ${names(from)}`] : [];
@@ -308,7 +352,9 @@ export const FABRIC_CHECKS: FabricCheck[] = [
             expected: 'every pair',
             fix: 'check the cable, the addresses (one subnet on the fabric) and the routes: ip route get ADDR on the node that cannot reach it; firewalls between the nodes',
           }
-        : { status: 'pass', observed: `${s.length} nodes reach each other over the fabric`, expected: 'every pair' };
+        : unread(ctx).length || unpinged(ctx).length
+          ? couldNotCheck(true, [...unread(ctx), ...unpinged(ctx).map((x) => `no ping verdict ${x}`)], 'every pair')
+          : { status: 'pass', observed: `${s.length} nodes reach each other over the fabric`, expected: 'every pair' };
     },
   },
   {
@@ -340,6 +386,7 @@ export const FABRIC_CHECKS: FabricCheck[] = [
           expected: 'ACTIVE on every node',
           fix: 'NCCL would mix RDMA and sockets, or fall back to TCP silently: check the cable and ibdev2netdev on those nodes (the mlx5_ib module, the port up)',
         };
+      if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'ACTIVE on every node');
       return { status: 'pass', observed: withDev.map(({ n, r }) => `${n.name} ${fabricPort(r)!.dev} ACTIVE`).join(', '), expected: 'ACTIVE on every node' };
     },
   },
@@ -363,6 +410,7 @@ export const FABRIC_CHECKS: FabricCheck[] = [
           expected: 'RoCE v2',
           fix: 'the address must be on the RoCE netdev itself (not a bridge or VLAN above it); show_gids lists the table; RoCE v2 needs the rdma_cm default (cma_roce_mode)',
         };
+      if (unread(ctx).length) return couldNotCheck(true, unread(ctx), 'RoCE v2');
       const idx = new Set(rows.map((x) => x.g!.index));
       return { status: 'pass', observed: rows.map(({ n, g }) => `${n.name} index ${g!.index}`).join(', ') + (idx.size > 1 ? ' (it differs between nodes: set per node)' : ''), expected: 'RoCE v2' };
     },
@@ -378,9 +426,10 @@ export function runFabricChecks(ctx: FabricCtx) {
  * address: plainly, and non-fragmenting at the common MTU. Over ssh, read-only.
  */
 export async function gatherFabric(nf: NodesFile, signal?: AbortSignal): Promise<FabricCtx> {
-  const { ssh } = await import('./ssh.js');
+  const { ssh, remoteWhy } = await import('./ssh.js');
   const nodes = allNodes(nf);
-  const ctx: FabricCtx = { nf, readings: await readFabric(nf, signal), pings: new Map() };
+  const why = new Map<string, string>();
+  const ctx: FabricCtx = { nf, readings: await readFabric(nf, signal, why), pings: new Map(), why };
   const mtu = commonMtu(ctx);
   ctx.pingSize = mtu ? mtu - 28 : 1472;
   await Promise.all(
@@ -389,17 +438,20 @@ export async function gatherFabric(nf: NodesFile, signal?: AbortSignal): Promise
       const targets = nodes.filter((o) => o !== n).map(fabricAddress);
       const r = await ssh(nf, n, pingScript(targets, ctx.pingSize!), { timeoutMs: 15_000 + targets.length * 9_000, signal });
       ctx.pings.set(n.name, parsePings(r.stdout));
+      // the verdicts printed before a failure stand; the ones missing are "could not check", with this reason
+      if (r.exitCode !== 0) why.set(n.name, `the ping step over ssh failed: ${remoteWhy(r, 1)}`);
     }),
   );
   return ctx;
 }
 
 /** Every node's fabric, read over ssh concurrently (undefined: that node did not answer). */
-export async function readFabric(nf: NodesFile, signal?: AbortSignal): Promise<Map<string, FabricReading | undefined>> {
-  const { ssh } = await import('./ssh.js');
+export async function readFabric(nf: NodesFile, signal?: AbortSignal, why?: Map<string, string>): Promise<Map<string, FabricReading | undefined>> {
+  const { ssh, remoteWhy } = await import('./ssh.js');
   const read = await Promise.all(
     allNodes(nf).map(async (n) => {
       const r = await ssh(nf, n, fabricScript(fabricInterface(n)), { timeoutMs: 30_000, signal });
+      if (r.exitCode !== 0) why?.set(n.name, `reading its fabric over ssh failed: ${remoteWhy(r, 1)}`);
       return [n.name, r.exitCode === 0 ? parseFabric(fabricInterface(n), r.stdout) : undefined] as const;
     }),
   );

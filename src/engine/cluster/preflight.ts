@@ -5,6 +5,7 @@ import type { NodesFile } from '../../profiles/schema.js';
 import type { CheckResult, CheckOutcome, Status } from '../../output/check.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy } from './ssh.js';
+import { couldNotCheck } from './fabric.js';
 import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
@@ -20,6 +21,9 @@ export interface NodeReport {
   iface?: string;
   ifaceName: string;
   model?: 'present' | 'missing';
+  /** why the NIC or the model folder could not be read (the ssh step failed): "could not check", never "missing" */
+  ifaceWhy?: string;
+  modelWhy?: string;
 }
 
 export interface NodesCtx {
@@ -60,6 +64,8 @@ export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'su
 }
 
 const reached = (ctx: NodesCtx) => ctx.reports.filter((r) => r.reached);
+/** Nodes whose report is missing: a cross-node check cannot say "on every node" past them. */
+const unreachedWhy = (ctx: NodesCtx) => ctx.reports.filter((r) => !r.reached).map((r) => `${r.node} not reached (${r.error ?? 'no report'})`);
 
 function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesCheck {
   return {
@@ -69,13 +75,17 @@ function sameVersion(key: 'driver' | 'cuda' | 'nccl' | 'torch' | 'vllm'): NodesC
     blocking: true,
     run(ctx) {
       const r = reached(ctx);
-      if (!r.length) return { status: 'skip', observed: 'no node reached', expected: 'the same on every node' };
+      if (!r.length) return couldNotCheck(true, unreachedWhy(ctx), 'the same on every node');
       const vals = new Map<string, string[]>();
       for (const x of r) {
         const v = String(x.versions?.[key] ?? 'none');
         vals.set(v, [...(vals.get(v) ?? []), x.node]);
       }
-      if (vals.size <= 1) return { status: 'pass', observed: `${[...vals.keys()][0]} on every node`, expected: 'the same on every node' };
+      if (vals.size <= 1) {
+        const missing = unreachedWhy(ctx);
+        if (missing.length) return couldNotCheck(true, [`${[...vals.keys()][0]} on ${r.map((x) => x.node).join(', ')}`, ...missing], 'the same on every node');
+        return { status: 'pass', observed: `${[...vals.keys()][0]} on every node`, expected: 'the same on every node' };
+      }
       const majority = [...vals.entries()].sort((a, b) => b[1].length - a[1].length)[0]!;
       const odd = [...vals.entries()].filter(([v]) => v !== majority[0]).map(([v, ns]) => `${ns.join(', ')} has ${v}`);
       return {
@@ -144,7 +154,9 @@ export const NODES_CHECKS: NodesCheck[] = [
     run(ctx) {
       const r = reached(ctx);
       if (!r.length) return { status: 'skip', observed: 'no node reached', expected: 'up' };
-      const bad = r.filter((x) => x.iface !== 'up' && x.iface !== 'unknown');
+      const bad = r.filter((x) => !x.ifaceWhy && x.iface !== 'up' && x.iface !== 'unknown');
+      const unknown = [...r.filter((x) => x.ifaceWhy).map((x) => `${x.node}: ${x.ifaceWhy}`), ...unreachedWhy(ctx)];
+      if (!bad.length && unknown.length) return couldNotCheck(true, unknown, 'up');
       return bad.length
         ? {
             status: 'fail',
@@ -162,7 +174,14 @@ export const NODES_CHECKS: NodesCheck[] = [
     blocking: true,
     run(ctx) {
       if (!ctx.modelPath) return { status: 'skip', observed: 'no profile with model.path', expected: '' };
-      const missing = reached(ctx).filter((x) => x.model !== 'present');
+      const unknown = reached(ctx).filter((x) => x.modelWhy);
+      const missing = reached(ctx).filter((x) => !x.modelWhy && x.model !== 'present');
+      if (!missing.length && unknown.length)
+        return couldNotCheck(
+          true,
+          unknown.map((x) => `${x.node}: ${x.modelWhy}`),
+          'present on every node',
+        );
       return missing.length
         ? {
             status: 'fail',
@@ -229,7 +248,17 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
       const rep = parseNodeReport(pf.stdout);
       if (!rep) return { ...base, reached: false, error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}` };
       const m = model?.stdout.trim();
-      return { ...base, reached: true, ...rep, iface: iface.exitCode === 0 ? iface.stdout.trim() : undefined, model: m === 'present' ? 'present' : model ? 'missing' : undefined };
+      // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
+      const failed = (x: { exitCode: number | null } | undefined) => x !== undefined && (x.exitCode === null || x.exitCode === 255);
+      return {
+        ...base,
+        reached: true,
+        ...rep,
+        iface: iface.exitCode === 0 ? iface.stdout.trim() : undefined,
+        model: m === 'present' ? 'present' : model && !failed(model) ? 'missing' : undefined,
+        ...(failed(iface) ? { ifaceWhy: `reading /sys/class/net/${n.interface}/operstate over ssh failed: ${remoteWhy(iface, 1)}` } : {}),
+        ...(failed(model) ? { modelWhy: `looking for ${opts.modelPath}/config.json over ssh failed: ${remoteWhy(model!, 1)}` } : {}),
+      };
     }),
   );
   const [st, js] = await Promise.all([

@@ -3,6 +3,7 @@
 // coreutils `timeout` on the node, which puts it in its own process group and signals the whole
 // group when the deadline passes: ending our ssh alone would leave e.g. a `ray start` that keeps
 // trying to join, and joins minutes later.
+import { shownEscaped } from '../../util/control.js';
 import { execa } from 'execa';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
@@ -54,8 +55,8 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
 }
 
 /** The last lines of what a remote command said, for one-line messages. */
-/** A node's words as one printable line: its control characters (an escape sequence rewrites a terminal) shown as '?'. */
-export const printable = (s: string) => s.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, '?');
+/** A node's words as they may be printed: its control characters (an escape sequence rewrites a terminal) shown escaped, its lines kept. */
+export const printable = (s: string) => shownEscaped(s, { lines: true });
 
 export function remoteWhy(r: Remote, lines = 2): string {
   const text = printable(r.stderr || r.stdout || '')

@@ -364,6 +364,8 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   if (modelPath) mounts.push(mountOf(modelPath, modelPath, true));
   if (x.engine === 'sim' && x.profileFile && isAbsolute(x.profileFile) && existsSync(x.profileFile)) mounts.push(mountOf(x.profileFile, x.profileFile, true));
   for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
+  // vLLM's start caches (engine/caches.ts): read-write at the same path, where the env points
+  if (x.replica.cacheDir) mounts.push(mountOf(x.replica.cacheDir, x.replica.cacheDir, false));
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;

@@ -5,6 +5,7 @@
 // DGX OS 7 ship podman 4.9), the setting goes through PodmanArgs= instead: several Ulimit= lines
 // are read only from 5.0 (before, the last one wins), StopTimeout= and Entrypoint= are 5.0 keys.
 // Pure: the text from the spec, every value escaped for quadlet's parser and then systemd's.
+import { CONTROL } from '../../util/control.js';
 import { MARKER_LABEL, NAME_LABEL, STATE_LABEL, NVIDIA_ULIMITS, type ContainerSpec } from './container.js';
 import { UsageError } from '../../errors.js';
 
@@ -25,8 +26,6 @@ export const QUADLET_KEY_SINCE: Record<string, string> = {
   ShmSize: '4.7',
   GlobalArgs: '4.8',
 };
-
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function refuse(what: string, v: string): never {
   throw new UsageError(`${what} ${JSON.stringify(v)}: cannot be written into a Quadlet unit`, ['remove newlines, control characters and backslashes from it']);

@@ -95,3 +95,35 @@ export function tcpOf(pids: readonly number[], read: (f: string) => string | nul
   if (texts.every((t) => t === null)) return undefined;
   return parseTcp(texts, new Set(pids.flatMap((p) => socketInodesOf(p))));
 }
+
+/**
+ * The processes that hold a socket listening on this port, with their command names (as the kernel
+ * keeps them, at most 15 bytes; hostile text: the caller prints it escaped). Empty when nobody does
+ * or when the holder's files cannot be read (another user's, without root). Bounded: one pass over
+ * /proc, at most 4096 processes.
+ */
+export function portHolders(port: number): Array<{ pid: number; comm: string }> {
+  const inodes = listeningInodes(port);
+  if (!inodes?.size) return [];
+  let pids: number[];
+  try {
+    pids = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number)
+      .slice(0, 4096);
+  } catch {
+    return [];
+  }
+  const out: Array<{ pid: number; comm: string }> = [];
+  for (const pid of pids) {
+    if (!socketInodesOf(pid).some((i) => inodes.has(i))) continue;
+    let comm = '?';
+    try {
+      comm = readTextSync(`/proc/${pid}/comm`, { maxBytes: 64 }).trim();
+    } catch {
+      /* gone meanwhile */
+    }
+    out.push({ pid, comm });
+  }
+  return out;
+}

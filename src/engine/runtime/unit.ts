@@ -1,12 +1,12 @@
 // The systemd lines a runtime runs one replica under: the command lines of a unit's Exec*= keys,
 // quoted per systemd.service(5) "Command lines". A container runs attached (`run --rm`), so systemd
 // supervises the CLI and its stop reaches vLLM as SIGTERM with the drain (--stop-timeout).
+import { CONTROL } from '../../util/control.js';
 import { UsageError } from '../../errors.js';
 import { STATE_LABEL, runArgv, type ContainerPlan } from './container.js';
 
 // systemd unit syntax: one setting a line, so a newline (or any control character) in a value
 // would start a new setting ([Service], ExecStartPre=...). Such values are refused.
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function refuseControl(what: string, v: string) {
   if (CONTROL.test(v)) throw new UsageError(`${what}: contains a newline or another control character, which would inject lines into the systemd unit`, ['remove it']);

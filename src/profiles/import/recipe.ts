@@ -10,6 +10,7 @@
 // A recipe is hostile input: a value with a control character is refused naming its key; a secret
 // (an env entry named like one, an --api-key) is never written or shown, only the NAME of the
 // variable that should hold it; the command is split into words without a shell (command.ts).
+import { CONTROL } from '../../util/control.js';
 import { UsageError } from '../../errors.js';
 import { isSecretName } from '../../util/redact.js';
 import { isModelId } from '../schema.js';
@@ -50,8 +51,7 @@ export interface ImportOptions {
 /** The DGX Spark baseline: sparkrun recipes are written for it (one GB10 GPU per node). */
 export const SPARK_PLATFORM = 'dgx-spark-gb10';
 
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+const CONTROLS = new RegExp(CONTROL.source, 'g');
 /** A recipe key as a report shows it: one line, no escape sequences, bounded. */
 const oneLine = (k: string) => (k.length > 100 ? `${k.slice(0, 97)}...` : k).replace(CONTROLS, '?');
 const HIDDEN = '(hidden: a secret)';

@@ -3,7 +3,7 @@ import { collect, intArg } from '../args.js';
 import type { OptionTuple } from '../define.js';
 
 const SETTINGS: OptionTuple[] = [
-  ['--port <port>', 'where the gateway listens (default 8080; stats on port+1, the waker on port+2, both 127.0.0.1)', intArg('--port')],
+  ['--port <port>', "where the gateway listens (default 8080; stats on port+1 on 127.0.0.1; the keeper on a Unix socket in the gateway's folder)", intArg('--port')],
   ['--host <addr>', 'the address it binds (default 127.0.0.1; 0.0.0.0 for every interface)'],
   ['--config <file>', 'a YAML file with a gateway: block (port, host, aliases, apiKeyEnv, idleSleep, ...)'],
   ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
@@ -23,7 +23,7 @@ export default createCommand({
       name: 'up',
       description: 'start the gateway (it follows serve, stop and restart of every profile by reloading HAProxy)',
       options: [...SETTINGS, ['--json', 'machine-readable output']],
-      help: '\nExamples:\n  sparkctl gateway up --port 8080\n  sparkctl gateway up --alias coder=Qwen/Qwen3.5-9B --idle-sleep 15m\n  QWEN_GATEWAY_KEY=... sparkctl gateway up --api-key-env QWEN_GATEWAY_KEY',
+      help: '\nExamples:\n  sparkctl gateway up --port 8080\n  sparkctl gateway up --alias coder=Qwen/Qwen3.5-9B --idle-sleep 15m\n  QWEN_GATEWAY_KEY=... sparkctl gateway up --api-key-env QWEN_GATEWAY_KEY\n  sparkctl gateway up --on-demand qwen3.5-9b-code --on-demand qwen-dev --gpu-memory 128GB --evict stop\n  sparkctl gateway up --config gateway.yaml   (gateway.models: per profile pinned, serve arguments, concurrency, queue)',
       handler: lazy(
         () => import('./run.js'),
         (m) => m.up,

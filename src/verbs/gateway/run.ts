@@ -198,7 +198,7 @@ export async function runForeground(o: SettingsFlags) {
         host: plan.bind.host,
         port: plan.bind.port,
         statsPort: plan.stats.port,
-        wakerPort: plan.waker.port,
+        keeperSocket: plan.keeper.socket,
         socket: plan.files.socket,
         configFile: plan.files.config,
         logFile: plan.files.log,

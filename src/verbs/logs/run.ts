@@ -1,3 +1,4 @@
+import { shownEscaped } from '../../util/control.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { readTail } from '../../util/read.js';
 import { LogTail } from '../../engine/runtime/logtail.js';
@@ -28,13 +29,14 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
   }
   if (!files.length) throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
   const prefix = files.length > 1;
-  for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${l}\n`);
+  for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
   if (!opts.follow) return;
   const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       for (const f of tails) {
-        const text = f.tail.read();
+        // a log's bytes are the server's: an escape sequence in them is shown, never sent to the terminal raw
+        const text = shownEscaped(f.tail.read(), { lines: true });
         if (!text) continue;
         process.stdout.write(
           prefix

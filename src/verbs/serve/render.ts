@@ -1,5 +1,6 @@
 // Rendering serve: its events as they come (a self-rewriting line on a TTY, one line per phase
 // elsewhere, nothing under --json) and its outcome (text on stdout/stderr, or one JSON envelope).
+import { startLine } from '../../engine/phases.js';
 import type { ServeEvent, ServeOutcome, ReplicaOutcome } from '../../engine/events.js';
 import type { ServePreflight } from './preflight.js';
 import type { Diagnosis } from '../../engine/diagnose.js';
@@ -102,6 +103,13 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
         case 'colocated':
           note(`${e.replica}: shares GPU ${e.gpu} with ${e.with.join(', ')}: ${e.summary}`);
           break;
+        case 'cold-start':
+          for (const n of e.notes) note(c.dim(n));
+          break;
+        case 'start':
+          prog.done();
+          note(`start ${e.replica}: ${startLine(e.report)}`);
+          break;
         case 'router': {
           const r = e.router;
           prog.done();
@@ -187,6 +195,7 @@ export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
       pid: r.pid,
       logFile: r.logFile,
       readyMs: r.readyMs ?? null,
+      start: r.start ?? null,
       failure: r.failure
         ? {
             reason: r.failure.reason,

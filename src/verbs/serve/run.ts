@@ -16,6 +16,7 @@ import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
+import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
 
@@ -52,6 +53,10 @@ export function planEnvelope(plan: ServePlan) {
         }
       : null,
     memory: planMemory(plan.profile, plan.host.gpuMemoryBytes, plan.modelFacts),
+    // vLLM's start caches (engine/caches.ts): the folder, and the variables the profile sets itself
+    caches: plan.caches ? { dir: plan.caches.dir, key: plan.caches.key, kept: plan.caches.kept } : null,
+    // the weights' loader (engine/loader.ts): the --load-format rendered (null: vLLM's default) and why
+    loader: plan.loader ? { format: plan.loader.format ?? null, note: plan.loader.note } : null,
     warnings: plan.warnings,
   };
 }
@@ -62,6 +67,8 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   note(c.dim(`planned for ${r.hostLine}`));
   note(c.dim(`vLLM: ${r.vllm.note}`));
   if (r.model) note(c.dim(`model: ${r.model.note}`));
+  if (plan.loader) note(c.dim(plan.loader.note));
+  if (plan.caches) note(c.dim(`start caches: ${plan.caches.dir}`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
@@ -181,7 +188,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 /** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
   if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
@@ -189,6 +196,11 @@ async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Pr
     routerNote(plan);
     printDryRun(plan, r);
   }
+}
+
+/** The loaders installed beside the host's vLLM (a container's image is not read for them). */
+function loadersOf(opts: ServeOptions): string[] | undefined {
+  return opts.engine === 'vllm' && (opts.runtime ?? 'host') === 'host' ? installedLoaders(opts.vllmBin) : undefined;
 }
 
 interface Seen {
@@ -230,7 +242,13 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     readHost: !sim && !host,
   });
   versionWarnings(r.vllm, false);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile) });
+  const plan = buildServePlan(r, {
+    ...opts,
+    imageEntrypoint: r.image?.entrypoint,
+    installedVllm: r.vllm.installed,
+    installedLoaders: loadersOf(opts),
+    launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+  });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);

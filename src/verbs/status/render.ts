@@ -1,4 +1,5 @@
 // status's two renderings of the same rows: the --json envelope's instances, and the table.
+import { startOf } from '../../engine/phases.js';
 import { runtimeOf } from '../../engine/runtime/index.js';
 import { targetFromInstance } from '../../engine/target.js';
 import type { InstanceStatus } from '../../engine/status.js';
@@ -24,6 +25,8 @@ export function instanceJson(r: InstanceStatus) {
     engine: r.inst.engine,
     uptimeSeconds: Math.round(r.uptimeMs / 1000),
     logFile: r.inst.logFile,
+    // where its start's time went (engine/phases.ts), as its entry kept it, checked: null when absent or malformed
+    start: startOf(r.inst.start),
     ...(r.inst.role ? { role: r.inst.role } : {}),
     removed: r.process === 'dead',
   };

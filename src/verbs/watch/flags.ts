@@ -18,7 +18,7 @@ export default createCommand({
     ['--restart-window <duration>', "the circuit breaker's window (over watch.circuitWindowMinutes)", durationArg('--restart-window', 's')],
     ['--prometheus <file>', "write the watcher's own textfile every tick (last tick, servers, verdicts, restarts, circuit state)"],
     FORCE_OPTION,
-    ['--alert-webhook <url>', 'POST JSON when a server turns dead or wedged, and when it is back (retried until it answers 2xx)', urlArg('--alert-webhook')],
+    ['--alert-webhook <url>', 'POST JSON when a server turns dead or wedged, and when it is back (retried until it answers 2xx); default $SPARKCTL_ALERT_WEBHOOK', urlArg('--alert-webhook')],
     ['--no-history', 'do not record incidents in the history (sparkctl report reads it)'],
     ['--json', 'one JSON object per event, a line each'],
   ],

@@ -19,6 +19,7 @@ import { lockFile } from '../../util/lock.js';
 import { ensureDir, checkNewFile, writeNewFile, wroteItLast, recordOwnWrite } from '../../util/fs.js';
 import { pause } from '../../util/pause.js';
 import { redactText } from '../../util/redact.js';
+import { parseServerUrl } from '../../util/url.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { Watcher, type Hands, type Incident, type RestartHow, type WatchEvent } from '../../watch/supervisor.js';
@@ -178,6 +179,8 @@ export async function run(names: string[], o: WatchOptions) {
   if (names.length && o.all) throw new UsageError('give profiles or --all, not both');
   if (o.interval < 500) throw new UsageError(`--interval: ${o.interval} ms is below 500 ms`, ['one reading a second or slower: --interval 5s']);
   policyWith({}, o);
+  // the webhook from the environment (the unit's EnvironmentFile): a URL with a token stays out of argv
+  if (!o.alertWebhook && process.env.SPARKCTL_ALERT_WEBHOOK) o.alertWebhook = parseServerUrl(process.env.SPARKCTL_ALERT_WEBHOOK, 'SPARKCTL_ALERT_WEBHOOK');
   if (o.prometheus) checkNewFile(o.prometheus, '--prometheus', { force: o.force, fix: PROM_FIX });
   const dir = stateDir();
   const registry = new Registry(dir);

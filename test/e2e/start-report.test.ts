@@ -1,0 +1,38 @@
+// Every start is measured phase by phase and made in sparkctl's cache folder (src/engine/phases.ts,
+// caches.ts): serve --json carries each replica's start report, status --json the same report from
+// the registry, and cache ls the folder the start made. Simulator (it logs vLLM's load lines).
+import { statSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { cli, freePort, isolated } from '../helpers.js';
+
+const t = isolated({ prefix: 'sparkctl-start-report-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.5' } });
+
+describe('the start report', () => {
+  it('serve --json, status --json and cache ls agree on one start', async () => {
+    const port = await freePort();
+    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'];
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--skip-preflight', ...sets, '--json'], { env: t.env(), timeout: 90_000 });
+    try {
+      expect(r.exitCode, r.stdout + r.stderr).toBe(0);
+      const start = JSON.parse(r.stdout).replicas[0].start;
+      const ids = start.phases.map((p: { id: string }) => p.id);
+      // the simulator logs the load, the KV cache, the engine and the API lines as vLLM does
+      for (const id of ['process', 'files', 'weights', 'kv-cache', 'engine', 'api', 'first-token']) expect(ids).toContain(id);
+      const at = Object.fromEntries(start.phases.map((p: { id: string; atMs: number }) => [p.id, p.atMs]));
+      expect(at.process).toBeLessThanOrEqual(at.weights);
+      expect(at.weights).toBeLessThanOrEqual(at.api);
+      expect(at.api).toBeLessThanOrEqual(at['first-token']);
+      expect(start.firstTokenMs).toBe(at['first-token']);
+      expect(start.readAhead).toEqual({ skipped: 'the simulator reads no weights' });
+      expect(start.caches.warm).toBe(false);
+      expect(statSync(start.caches.dir).mode & 0o777).toBe(0o700);
+      const st = JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout);
+      expect(st.instances[0].start).toEqual(start);
+      const ls = JSON.parse((await cli(['cache', 'ls', '--json'], { env: t.env() })).stdout);
+      expect(ls.entries.map((e: { dir: string }) => e.dir)).toEqual([start.caches.dir]);
+      expect(ls.entries[0].profile).toBe('qwen3.5-9b');
+    } finally {
+      await cli(['stop', '--all'], { env: t.env(), timeout: 60_000 });
+    }
+  }, 120_000);
+});

@@ -1,0 +1,107 @@
+// vLLM's start caches (src/engine/caches.ts): one folder per profile and vLLM version (and image),
+// made 0700 by sparkctl, never through a link, never shared across versions or images.
+import { mkdtempSync, mkdirSync, symlinkSync, statSync, writeFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cacheDirOf, cacheRoot, ensureCaches, listCaches, planCaches, removeCaches, hasEntries, CACHE_VARS } from '../../src/engine/caches.js';
+import { UsageError } from '../../src/errors.js';
+
+const tmp = mkdtempSync(join(tmpdir(), 'sparkctl-caches-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('where the caches live', () => {
+  it.each([
+    [{ SPARKCTL_CACHE_DIR: '/srv/c', SPARKCTL_STATE_DIR: '/s', XDG_CACHE_HOME: '/x', HOME: '/h' }, '/srv/c'],
+    [{ SPARKCTL_STATE_DIR: '/s', XDG_CACHE_HOME: '/x', HOME: '/h' }, '/s/cache'],
+    [{ XDG_CACHE_HOME: '/x', HOME: '/h' }, '/x/sparkctl'],
+    [{ HOME: '/h' }, '/h/.cache/sparkctl'],
+  ])('%j -> %s', (env, want) => expect(cacheRoot(env)).toBe(want));
+});
+
+describe('one folder per profile, vLLM version and image', () => {
+  const dir = (k: Parameters<typeof cacheDirOf>[1]) => cacheDirOf('/r', k);
+  it('never shares a folder across versions, images or profiles', () => {
+    const all = [
+      dir({ profile: 'a', vllm: '0.11.0' }),
+      dir({ profile: 'a', vllm: '0.12.0' }),
+      dir({ profile: 'a', vllm: '0.11.0', image: 'sha256:1111' }),
+      dir({ profile: 'a', vllm: '0.11.0', image: 'sha256:2222' }),
+      dir({ profile: 'b', vllm: '0.11.0' }),
+    ];
+    expect(new Set(all).size).toBe(all.length);
+    expect(all[0]).toBe('/r/vllm/a/0.11.0');
+    expect(all[2]).toMatch(/^\/r\/vllm\/a\/0\.11\.0@[0-9a-f]{12}$/);
+  });
+  it('keeps a hostile name to one path component, and two names that clean alike apart', () => {
+    const a = dir({ profile: '../../etc', vllm: '0.1/../../x' });
+    expect(a.startsWith('/r/vllm/')).toBe(true);
+    expect(a.split('/').length).toBe(5);
+    expect(dir({ profile: 'a/b', vllm: '1' })).not.toBe(dir({ profile: 'a_b', vllm: '1' }));
+  });
+  it('points every variable into the folder, leaving the ones the profile sets', () => {
+    const p = planCaches({ profile: 'p', vllm: '0.27.2' }, { TRITON_CACHE_DIR: '/mine' }, '/r');
+    expect(p.env.VLLM_CACHE_ROOT).toBe('/r/vllm/p/0.27.2/vllm');
+    expect(p.env.FLASHINFER_WORKSPACE_BASE).toBe('/r/vllm/p/0.27.2/flashinfer');
+    expect(p.env).not.toHaveProperty('TRITON_CACHE_DIR');
+    expect(p.kept).toEqual(['TRITON_CACHE_DIR']);
+    expect(Object.keys(p.env).length).toBe(CACHE_VARS.length - 1);
+  });
+});
+
+describe('made by sparkctl, 0700, never through a link', () => {
+  it('creates the chain 0700 and lists it with its size', () => {
+    const root = join(tmp, 'ok');
+    const p = planCaches({ profile: 'p', vllm: '0.27.2' }, {}, root);
+    ensureCaches(p, root);
+    for (const d of [root, join(root, 'vllm'), p.dir, p.env.VLLM_CACHE_ROOT!]) expect(statSync(d).mode & 0o777).toBe(0o700);
+    expect(hasEntries(p.dir)).toBe(false);
+    writeFileSync(join(p.env.VLLM_CACHE_ROOT!, 'x.bin'), Buffer.alloc(1000));
+    expect(hasEntries(p.dir)).toBe(true);
+    const [e] = listCaches(root);
+    expect(e).toMatchObject({ profile: 'p', version: '0.27.2', bytes: 1000, files: 1, parts: { vllm: 1000 } });
+    // again: nothing to do, nothing refused
+    ensureCaches(p, root);
+  });
+  it('refuses a link planted anywhere on the way, and writes nothing through it', () => {
+    const root = join(tmp, 'link');
+    const elsewhere = join(tmp, 'elsewhere');
+    mkdirSync(join(root, 'vllm'), { recursive: true, mode: 0o700 });
+    mkdirSync(elsewhere, { mode: 0o700 });
+    symlinkSync(elsewhere, join(root, 'vllm', 'p'));
+    const p = planCaches({ profile: 'p', vllm: '1' }, {}, root);
+    expect(() => ensureCaches(p, root)).toThrow(UsageError);
+    expect(() => ensureCaches(p, root)).toThrow(/symbolic link/);
+    expect(existsSync(join(elsewhere, '1'))).toBe(false);
+  });
+  it('refuses a folder others can write', () => {
+    const root = join(tmp, 'open');
+    mkdirSync(join(root, 'vllm'), { recursive: true });
+    chmodSync(join(root, 'vllm'), 0o777);
+    expect(() => ensureCaches(planCaches({ profile: 'p', vllm: '1' }, {}, root), root)).toThrow(/writable by others/);
+  });
+});
+
+describe('cache rm', () => {
+  it("removes one version or all of a profile's, not another profile's, and not a link's target", () => {
+    const root = join(tmp, 'rm');
+    for (const [profile, vllm] of [
+      ['a', '1'],
+      ['a', '2'],
+      ['b', '1'],
+    ])
+      ensureCaches(planCaches({ profile: profile!, vllm: vllm! }, {}, root), root);
+    const target = join(tmp, 'target');
+    mkdirSync(target);
+    writeFileSync(join(target, 'keep'), 'x');
+    symlinkSync(target, join(root, 'vllm', 'a', '1', 'vllm', 'link'));
+    removeCaches(
+      listCaches(root, 'a').filter((e) => e.version === '1'),
+      root,
+    );
+    expect(listCaches(root).map((e) => `${e.profile}/${e.version}`)).toEqual(['a/2', 'b/1']);
+    expect(existsSync(join(target, 'keep'))).toBe(true);
+    removeCaches(listCaches(root, 'a'), root);
+    expect(listCaches(root).map((e) => e.profile)).toEqual(['b']);
+  });
+});
