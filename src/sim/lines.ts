@@ -41,3 +41,21 @@ export function kvCacheLines(version: string, tokens: number, maxModelLen: numbe
 export function startingLine(version: string, host: string, port: number): Line {
   return since(version, '0.18.0') ? ['api_server.py:682', `Starting vLLM server on http://${host}:${port}`] : ['api_server.py:1912', `Starting vLLM API server 0 on http://${host}:${port}`];
 }
+
+/**
+ * The compile's lines as vLLM logs them (compilation/backends.py, monitor.py): a hit loads the graph
+ * from VLLM_CACHE_ROOT's torch_compile_cache, a miss compiles and stores it. "dynamic shape" and
+ * "takes ... in total" to 0.11 (seen in 2025 logs), "compile range" and "took" after (0.27.2's source).
+ */
+export function compileLines(version: string, hit: boolean, seconds: number, dir: string): Line[] {
+  const what = since(version, '0.12.0') ? 'compile range (1, 8192)' : 'dynamic shape';
+  const total = since(version, '0.12.0') ? 'took' : 'takes';
+  return [
+    ['backends.py:1094', `Using cache directory: ${dir} for vLLM's torch.compile`],
+    ['backends.py:1155', `Dynamo bytecode transform time: ${(seconds * 0.3).toFixed(2)} s`],
+    hit
+      ? ['backends.py:292', `Directly load the compiled graph(s) for ${what} from the cache, took ${(seconds * 0.2).toFixed(3)} s`]
+      : ['backends.py:394', `Compiling a graph for ${what} takes ${(seconds * 0.7).toFixed(2)} s`],
+    ['monitor.py:53', `torch.compile ${total} ${(hit ? seconds * 0.5 : seconds).toFixed(2)} s in total`],
+  ];
+}

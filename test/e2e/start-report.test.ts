@@ -10,7 +10,7 @@ const t = isolated({ prefix: 'sparkctl-start-report-', per: 'suite', env: { SPAR
 describe('the start report', () => {
   it('serve --json, status --json and cache ls agree on one start', async () => {
     const port = await freePort();
-    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'];
+    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1', '--set', 'engine.enforceEager=false'];
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--no-prewarm', '--skip-preflight', ...sets, '--json'], { env: t.env(), timeout: 90_000 });
     try {
       expect(r.exitCode, r.stdout + r.stderr).toBe(0);
@@ -31,6 +31,14 @@ describe('the start report', () => {
       const ls = JSON.parse((await cli(['cache', 'ls', '--json'], { env: t.env() })).stdout);
       expect(ls.entries.map((e: { dir: string }) => e.dir)).toEqual([start.caches.dir]);
       expect(ls.entries[0].profile).toBe('qwen3.5-9b');
+      // the simulator compiles as vLLM does (VLLM_CACHE_ROOT in sparkctl's folder): a miss, then the restart's hit
+      expect(start.compile.cache).toBe('miss');
+      const again = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], { env: t.env(), timeout: 90_000 });
+      expect(again.exitCode, again.stdout + again.stderr).toBe(0);
+      const second = JSON.parse(again.stdout).replicas[0].start;
+      expect(second.compile.cache).toBe('hit');
+      expect(second.compile.evidence).toMatch(/^Directly load the compiled graph\(s\) for compile range/);
+      expect(second.caches).toEqual({ dir: start.caches.dir, warm: true });
     } finally {
       await cli(['stop', '--all'], { env: t.env(), timeout: 60_000 });
     }
