@@ -1,6 +1,19 @@
 #!/usr/bin/env node
 // The only place that sets the exit code: the CLI throws typed errors, main() maps them.
 
+// DGX OS ships Node 18: an old Node fails later with a syntax or API error that names nothing. Say
+// what is needed and how to get it, before anything loads (package.json's engines: >=20.18).
+{
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 20 || (major === 20 && minor < 18)) {
+    process.stderr.write(
+      `sparkctl: needs Node.js 20.18 or newer; this is ${process.versions.node} (${process.execPath})\n` +
+        '  - fix: install Node 20 LTS or newer (for example: curl -fsSL https://deb.nodesource.com/setup_22.x | sudo bash - && sudo apt-get install -y nodejs, or nvm install 22), then run sparkctl again\n',
+    );
+    process.exit(2);
+  }
+}
+
 // `sparkctl --version` (what install scripts and health checks call most) is answered from
 // package.json before the CLI loads: commander and every verb's table were a quarter of its time.
 const argv = process.argv.slice(2);

@@ -30,6 +30,7 @@ import pull from './verbs/pull/flags.js';
 import sleep from './verbs/sleep/flags.js';
 import wake from './verbs/wake/flags.js';
 import gateway from './verbs/gateway/flags.js';
+import upgrade from './verbs/upgrade/flags.js';
 import cache from './verbs/cache/flags.js';
 import { readTextSync, READ_LIMITS } from './util/read.js';
 import { closeNames, nearestNames } from './util/near.js';
@@ -45,6 +46,7 @@ const VERBS: VerbDef[] = [
   logs,
   stop,
   restart,
+  upgrade,
   watch,
   cache,
   router,

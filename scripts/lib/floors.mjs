@@ -37,7 +37,7 @@ export const SIDEWAYS = {
   model: ['host'], // model facts are read through the Host (a file, a command)
   gateway: ['router'], // the gateway drives HAProxy through the router's runtime-API client (router/api.ts), not a second one
   watch: ['router', 'gateway'], // a wedged replica leaves rotation through the router; a server the gateway is starting or evicting is the gateway's
-  upgrade: ['router', 'gateway', 'preflight'], // the canary joins the router's rotation and the roll is the rolling restart; nodes' digests are preflight facts
+  upgrade: ['router', 'gateway', 'preflight', 'monitoring'], // the canary joins the router's rotation and the roll is the rolling restart; nodes' digests are preflight facts
   'verbs/restart': ['verbs/serve'], // restart without a router is stop, then serve's own handler with the settings it started with
 };
 

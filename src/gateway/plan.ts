@@ -74,6 +74,26 @@ export const GatewaySettings = z.strictObject({
 });
 export type GatewaySettings = z.infer<typeof GatewaySettings>;
 
+/** 127.0.0.0/8, ::1 and localhost: an address only this host reaches. */
+export const isLoopback = (h: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::1' || h === 'localhost';
+
+/**
+ * A gateway bound beyond loopback without its own key hands every model to whoever reaches the
+ * address: refused (exit 2) unless --allow-unauthenticated, which then gets a warning at every start.
+ * Returns the warning to print, if any.
+ */
+export function exposure(s: Pick<GatewaySettings, 'host' | 'apiKeyEnv'>, allowUnauthenticated: boolean): string | undefined {
+  if (isLoopback(s.host) || s.apiKeyEnv) return undefined;
+  const what = `the gateway listens on ${s.host} (beyond this host) without a key of its own: anyone who reaches it reaches every model it serves (those with their own key still ask for it)`;
+  if (!allowUnauthenticated)
+    throw new UsageError(`gateway --host ${s.host}: ${what}`, [
+      '--api-key-env NAME (one key at the gateway; export NAME=...)',
+      'or --host 127.0.0.1',
+      'or --allow-unauthenticated to expose it knowingly (warned at every start)',
+    ]);
+  return `WARNING: ${what} (--allow-unauthenticated)`;
+}
+
 /** A name HAProxy's map file and a config line can hold: no space, quote, control or comment character. */
 export const SAFE_NAME = /^[A-Za-z0-9._:/@+-]{1,200}$/;
 

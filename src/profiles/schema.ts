@@ -248,6 +248,27 @@ export const ContainerBlock = z.strictObject({
 });
 export type ContainerBlock = z.infer<typeof ContainerBlock>;
 
+export const UpgradeBlock = z.strictObject({
+  ttftRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's TTFT p50 may be at most this many times the current replica's"),
+  tpotRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's time per output token (after the first) p50, at most this many times the current's"),
+  throughputRatio: z.number().min(0).max(1).default(0.67).describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
+  goldenSameVersion: z.number().min(0).max(1).default(1).describe('upgrade within one vLLM version (another image or environment): greedy answers match at least this well (1: identical)'),
+  goldenOtherVersion: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.6)
+    .describe('upgrade to another vLLM version: greedy answers may legitimately differ (kernels, scheduling); word-level similarity at least this'),
+  goldenPrompts: z
+    .array(z.strictObject({ name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), prompt: z.string().min(1).max(65536), maxTokens: z.number().int().min(1).max(4096).default(32) }))
+    .max(32)
+    .optional()
+    .describe('Prompts answered greedily (temperature 0) by current and canary and compared; default: three short built-in ones'),
+  benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
+  benchOutputTokens: z.number().int().min(1).max(4096).default(32),
+});
+export type UpgradeBlock = z.infer<typeof UpgradeBlock>;
+
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
@@ -262,6 +283,7 @@ export const Profile = z.strictObject({
   slo: SloBlock.default(SloBlock.parse({})).describe('Latency objectives the monitoring rules alert on (sparkctl monitoring rules)'),
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
+  upgrade: UpgradeBlock.default(UpgradeBlock.parse({})).describe('How sparkctl upgrade judges a canary against the current replicas'),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

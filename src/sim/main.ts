@@ -466,6 +466,7 @@ async function buildServer(s: SimSetup) {
       autoToolChoice: f.has('--enable-auto-tool-choice'),
       toolCallParser: str(f, '--tool-call-parser'),
       sleep,
+      numerics: process.env.SPARKCTL_SIM_NUMERICS,
     },
     engine,
     metrics,

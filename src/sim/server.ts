@@ -27,6 +27,18 @@ export interface ServerConfig {
   requestLog?: RequestLog;
   /** sleep mode (src/sim/sleep.ts); its routes exist only in dev mode (VLLM_SERVER_DEV_MODE=1) */
   sleep?: SimSleep;
+  /**
+   * SPARKCTL_SIM_NUMERICS: the stand-in for what makes one build's greedy answers differ from another's
+   * (kernels, a chat template): it enters the seed of every temperature-0 answer. Unset: ''.
+   */
+  numerics?: string;
+}
+
+/** FNV-1a of a string: a greedy request's seed from what it asks (the same prompt, the same answer). */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h >>> 0;
 }
 
 type Json = Record<string, any>;
@@ -384,7 +396,11 @@ export class SimServer {
 
   /** What one admitted request is answered with: the answer, its ids and the words each API uses for how it ended. */
   private replyFor(kind: Kind, body: Json, promptTokens: number, maxTokens: number, arrived: number): Reply {
-    const seed = (this.cfg.seed + ++this.counter) >>> 0;
+    ++this.counter;
+    // Greedy decoding (temperature 0) answers the same prompt the same way every time, on every
+    // replica of one build, as vLLM does; sampled answers vary from request to request.
+    const greedy = body.temperature === 0;
+    const seed = greedy ? fnv1a(`${this.cfg.numerics ?? ''}\0${JSON.stringify(body.prompt ?? body.messages ?? '')}`) : (this.cfg.seed + this.counter) >>> 0;
     const ans = this.answerFor(kind, body, seed, promptTokens, maxTokens);
     const anthropic = kind === 'messages';
     const chat = kind === 'chat';

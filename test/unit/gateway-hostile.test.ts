@@ -5,7 +5,7 @@
 import { describe, it, expect } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { GatewaySettings, planGateway, keyVar, type ServedInstance } from '../../src/gateway/plan.js';
+import { GatewaySettings, planGateway, keyVar, exposure, type ServedInstance } from '../../src/gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../src/gateway/config.js';
 import { routeBody, carriesKey } from '../../src/gateway/route.js';
 import { settingsFrom } from '../../src/verbs/gateway/run.js';
@@ -154,5 +154,31 @@ describe("the keeper's door: it believes the body and the gateway's key, never a
     expect(() => planGateway(GatewaySettings.parse({ port: 18080 }), [], `/${'d'.repeat(100)}`)).toThrow(
       expect.objectContaining({ details: expect.arrayContaining([expect.stringMatching(/keeper's socket .* at most 107 \(set SPARKCTL_STATE_DIR/)]) }),
     );
+  });
+});
+
+describe('a gateway beyond loopback without its own key (item 14)', () => {
+  it.each([
+    ['127.0.0.1', undefined, false, 'ok'],
+    ['127.0.0.2', undefined, false, 'ok'],
+    ['::1', undefined, false, 'ok'],
+    ['localhost', undefined, false, 'ok'],
+    ['0.0.0.0', 'GW_KEY', false, 'ok'],
+    ['0.0.0.0', undefined, false, 'refused'],
+    ['::', undefined, false, 'refused'],
+    ['10.0.0.5', undefined, false, 'refused'],
+    ['0.0.0.0', undefined, true, 'warned'],
+  ] as const)('--host %s key %s allow %s: %s', (host, apiKeyEnv, allow, want) => {
+    let got: string;
+    try {
+      const w = exposure({ host, apiKeyEnv }, allow);
+      got = w ? 'warned' : 'ok';
+      if (w) expect(w).toMatch(/^WARNING: the gateway listens on .* without a key of its own/);
+    } catch (e) {
+      got = 'refused';
+      expect((e as { exitCode: number }).exitCode).toBe(2);
+      expect((e as { details: string[] }).details.join('\n')).toMatch(/--api-key-env NAME[\s\S]*--allow-unauthenticated/);
+    }
+    expect(got).toBe(want);
   });
 });

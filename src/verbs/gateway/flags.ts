@@ -8,6 +8,7 @@ const SETTINGS: OptionTuple[] = [
   ['--config <file>', 'a YAML file with a gateway: block (port, host, aliases, apiKeyEnv, idleSleep, ...)'],
   ['--alias <name=model>', "a name clients may send for a served model (repeatable; over the file's gateway.aliases)", collect, []],
   ['--api-key-env <name>', "one key at the gateway: the NAME of the variable that holds it (default: each model's own key passes through)"],
+  ['--allow-unauthenticated', 'let a gateway bound beyond loopback (--host 0.0.0.0) run without --api-key-env (warned at every start); refused otherwise'],
   ['--idle-sleep <duration>', 'put a model with sleep mode to sleep after this long without a request (15m)'],
   ['--on-demand <profile>', 'a profile started when a request names it and it is not running (repeatable; gateway.models in the file says more: pinned, serve arguments, admission)', collect, []],
   ['--gpu-memory <size>', 'the memory the on-demand models share (one GPU, e.g. 80GiB; a Spark 128GB with gateway.onDemand.unified): the plan decides what to evict before a start'],

@@ -3,7 +3,7 @@
 import { readTextSync } from '../../util/read.js';
 import yaml from 'js-yaml';
 import { stateDir, sparkctlBin, parseSize } from '../common.js';
-import { GatewaySettings, parseAliases, planGateway } from '../../gateway/plan.js';
+import { GatewaySettings, parseAliases, planGateway, exposure } from '../../gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
 import { Keeper, servedInstances } from '../../gateway/keeper.js';
 import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord, gatewayEntry, type DownResult } from '../../gateway/control.js';
@@ -26,6 +26,7 @@ interface SettingsFlags {
   onDemand?: string[];
   gpuMemory?: string;
   evict?: string;
+  allowUnauthenticated?: boolean;
   json?: boolean;
 }
 
@@ -82,6 +83,7 @@ function settingsArgs(o: SettingsFlags): string[] {
   for (const x of o.alias ?? []) a.push('--alias', x);
   if (o.apiKeyEnv) a.push('--api-key-env', o.apiKeyEnv);
   if (o.idleSleep) a.push('--idle-sleep', o.idleSleep);
+  if (o.allowUnauthenticated) a.push('--allow-unauthenticated');
   if (o.balance) a.push('--balance', o.balance);
   for (const p of o.onDemand ?? []) a.push('--on-demand', p);
   if (o.gpuMemory) a.push('--gpu-memory', o.gpuMemory);
@@ -97,6 +99,8 @@ function haproxyOf(s: GatewaySettings): string {
 
 export async function up(o: SettingsFlags) {
   const s = settingsFrom(o);
+  const warn = exposure(s, !!o.allowUnauthenticated);
+  if (warn) note(warn);
   haproxyOf(s);
   const plan = planGateway(s, servedInstances(stateDir()), stateDir());
   const { missing } = haproxyEnv(plan, process.env);
@@ -174,6 +178,9 @@ export async function config(o: SettingsFlags) {
 /** The keeper in the foreground: SIGTERM/SIGINT end it (HAProxy soft-stopped first). */
 export async function runForeground(o: SettingsFlags) {
   const s = settingsFrom(o);
+  // every start says it (gateway up's keeper, a service manager's restart), into the keeper's log
+  const warn = exposure(s, !!o.allowUnauthenticated);
+  if (warn) process.stderr.write(`${new Date().toISOString()} gateway: ${warn}\n`);
   const haproxy = haproxyOf(s);
   const ac = new AbortController();
   for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => ac.abort());

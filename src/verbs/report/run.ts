@@ -11,6 +11,7 @@ import { renderPage, type Section } from '../../output/html.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError } from '../../errors.js';
+import { readUpgrades, type UpgradeRecord } from '../../upgrade/record.js';
 
 interface ReportCli extends CostCli {
   html?: string;
@@ -29,6 +30,8 @@ export async function run(name: string, opts: ReportCli) {
   const { from, to, since } = window(opts, '7d');
   const all = readHistory(dir, matches(name), { from, to });
   const samples = all.samples; // readHistory keeps only the window
+  const ups = upgradesOf(dir, name, from, to);
+  if (!samples.length && ups.length) return upgradesOnly(name, since, ups, opts.json);
   if (!samples.length) noHistory(name, dir, all.files.length > 0);
   if (all.skipped.length) note(`history: ${all.skipped.length} unreadable line(s) skipped (torn or edited)`);
   const r = buildReport(samples);
@@ -55,7 +58,7 @@ export async function run(name: string, opts: ReportCli) {
     note(`report written to ${opts.html}`);
   }
   if (opts.json) {
-    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined }));
+    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}) }));
     return;
   }
   const a = Date.parse(r.from!);
@@ -93,6 +96,34 @@ export async function run(name: string, opts: ReportCli) {
   line('GPU temp', r.series.gpuTempMax, (v) => `${v} C`);
   line('GPU memory', r.series.gpuMemPct, (v) => `${v.toFixed(0)} %`, 0, 100);
   if (r.gpu) say(`  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`);
+  for (const l of upgradeLines(ups)) say(l);
+}
+
+/** The profile's upgrades and rollbacks in the window (upgrade/record.ts), oldest first. */
+function upgradesOf(dir: string, name: string, from: number | undefined, to: number | undefined): UpgradeRecord[] {
+  return readUpgrades(dir).records.filter((u) => {
+    const t = Date.parse(u.at);
+    return u.profile === name && (from === undefined || t >= from) && (to === undefined || t <= to);
+  });
+}
+
+function upgradeLines(ups: UpgradeRecord[]): string[] {
+  if (!ups.length) return [];
+  const side = (s: UpgradeRecord['from']) => s.vllmVersion + (s.image ? ` (${s.image})` : '');
+  return [
+    `  upgrades     ${ups.length}`,
+    ...ups.map(
+      (u) =>
+        `    ${when(u.at)}  ${u.kind} ${side(u.from)} -> ${side(u.to)}: ${u.status}${u.failed.length ? ` (${u.failed[0]}${u.failed.length > 1 ? `; ${u.failed.length - 1} more` : ''})` : ''}, by ${u.by}`,
+    ),
+  ];
+}
+
+/** No probe history in the window, but upgrades: those, and no made-up numbers. */
+function upgradesOnly(name: string, since: string, ups: UpgradeRecord[], json: boolean | undefined) {
+  if (json) return say(envelope('report', { target: name, since, samples: 0, upgrades: ups }));
+  say(`report of ${name} over ${since}: no probe history (sparkctl probe ${name} writes it)`);
+  for (const l of upgradeLines(ups)) say(l);
 }
 
 function page(name: string, since: string, r: Report, cost: CostResult | undefined, priceHow: string | undefined) {

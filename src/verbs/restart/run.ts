@@ -3,9 +3,9 @@
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
 import { loadProfile } from '../../profiles/load.js';
-import { buildServePlan, launchRecord, readSecrets } from '../../engine/plan.js';
-import { prepare, versionWarnings } from '../../engine/inputs.js';
-import { howStarted, recordOf, servedAs, replicaChanges, changeLines, reusedFlags, type ServedAs } from '../../engine/relaunch.js';
+import { readSecrets } from '../../engine/plan.js';
+import { relaunchPlan } from '../../engine/relaunch-plan.js';
+import { recordOf, replicaChanges, changeLines, reusedFlags, type howStarted, type ServedAs } from '../../engine/relaunch.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
@@ -59,7 +59,6 @@ export async function run(profileName: string, opts: RestartOptions) {
   const { name, entries } = serversOf(reg, profileName, opts);
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
-  const started = howStarted(entries);
   const only = opts.replica?.length ? opts.replica : undefined;
   if (only && !opts.rolling) throw new UsageError('--replica needs --rolling (a replica restarts alone only behind its router)', [`sparkctl restart ${name} --rolling --replica ${only[0]}`]);
   for (const r of only ?? [])
@@ -70,29 +69,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     ]);
   // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
   const rec = recordOf(replicas);
-  const as = servedAs(rec, opts, Boolean(router));
-  const sim = started.engine === 'sim';
-  const r = await prepare(profileName, {
-    profiles: as.profiles,
-    set: as.set,
-    gpus: sim ? undefined : as.gpus,
-    platform: as.platform,
-    engine: started.engine,
-    vllmBin: started.vllmBin,
-    runtime: as.runtime,
-  });
-  versionWarnings(r.vllm, false);
-  const launch = launchRecord(as, r.vllm, r.image?.ref ?? r.vllm.image, r.profile);
-  const plan = buildServePlan(r, {
-    ...started,
-    prewarm: opts.prewarm,
-    readyTimeout: opts.readyTimeout,
-    router: as.router,
-    runtime: as.runtime,
-    installedVllm: r.vllm.installed,
-    imageEntrypoint: r.image?.entrypoint,
-    launch,
-  });
+  const { plan, as, started } = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout });
   const changes = replicaChanges(plan, replicas);
   if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
 

@@ -1,0 +1,61 @@
+// The plan a running profile starts again from: the way serve started it (each replica's launch record:
+// its --set, --profiles, --gpus, --platform, --runtime, --router; the engine and executable it runs),
+// with more --set on top. restart plans from it, and so does upgrade (its candidate is the same plan
+// with the candidate's image or vLLM version set on top, and its rollback the previous pin's).
+import { buildServePlan, launchRecord, type ServePlan } from './plan.js';
+import { prepare, versionWarnings, type Prepared } from './inputs.js';
+import { howStarted, recordOf, servedAs, type ServedAs } from './relaunch.js';
+import type { Entry } from './registry.js';
+
+export interface RelaunchInputs {
+  /** --set on top of serve's (kept in the new launch record) */
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  prewarm: boolean;
+  /** ms */
+  readyTimeout?: number;
+  /** another vllm executable than the one the replicas run (an upgrade's candidate install) */
+  vllmBin?: string;
+}
+
+export interface Relaunch {
+  plan: ServePlan;
+  prepared: Prepared;
+  as: ServedAs;
+  started: ReturnType<typeof howStarted>;
+  /** what the version decision warns of (a pin the installed vLLM does not match, ...) */
+  warnings: string[];
+}
+
+/** The profile's replicas planned again as serve planned them, with `x.set` on top. */
+export async function relaunchPlan(profileName: string, entries: Entry[], x: RelaunchInputs): Promise<Relaunch> {
+  const replicas = entries.filter((e) => e.inst.role !== 'router');
+  const hadRouter = entries.some((e) => e.inst.role === 'router');
+  const started0 = howStarted(entries);
+  const started = x.vllmBin ? { ...started0, vllmBin: x.vllmBin } : started0;
+  const as = servedAs(recordOf(replicas), x, hadRouter);
+  const sim = started.engine === 'sim';
+  const prepared = await prepare(profileName, {
+    profiles: as.profiles,
+    set: as.set,
+    gpus: sim ? undefined : as.gpus,
+    platform: as.platform,
+    engine: started.engine,
+    vllmBin: started.vllmBin,
+    runtime: as.runtime,
+  });
+  const warnings = versionWarnings(prepared.vllm, false);
+  const launch = launchRecord(as, prepared.vllm, prepared.image?.ref ?? prepared.vllm.image, prepared.profile);
+  const plan = buildServePlan(prepared, {
+    ...started,
+    prewarm: x.prewarm,
+    readyTimeout: x.readyTimeout,
+    router: as.router,
+    runtime: as.runtime,
+    installedVllm: prepared.vllm.installed,
+    imageEntrypoint: prepared.image?.entrypoint,
+    launch,
+  });
+  return { plan, prepared, as, started, warnings };
+}

@@ -1,0 +1,135 @@
+// Canary against current: the same requests sent to both, and every difference judged against the
+// profile's thresholds. Pure: what was measured in, a verdict with each comparison out (nothing is
+// left unsaid: a check that could not be measured on either side is a failure, never a pass).
+
+/** What one server answered to the comparison's requests. */
+export interface Measured {
+  url: string;
+  vllmVersion: string;
+  /** the deep probe's verdict and its failed steps */
+  probe: { state: string; failed: string[] };
+  /** the short bench: medians, ms; tokens per second over the run; how many requests failed */
+  bench?: { requests: number; failed: number; ttftP50Ms: number; tpotP50Ms: number; outputTokensPerS: number };
+  /** why the bench did not run */
+  benchError?: string;
+  /** each golden prompt's greedy answer (temperature 0), or why there is none */
+  golden: Array<{ name: string; text?: string; error?: string }>;
+}
+
+export interface Thresholds {
+  /** the canary's TTFT p50 may be at most this many times the current's */
+  ttftRatio: number;
+  /** time per output token after the first (TPOT) */
+  tpotRatio: number;
+  /** the canary's output throughput must be at least this share of the current's */
+  throughputRatio: number;
+  /** same vLLM version: greedy answers must match at least this well (1 = exactly) */
+  goldenSameVersion: number;
+  /** another vLLM version: greedy answers may legitimately differ; at least this word-level similarity */
+  goldenOtherVersion: number;
+}
+
+export const DEFAULT_THRESHOLDS: Thresholds = { ttftRatio: 1.5, tpotRatio: 1.5, throughputRatio: 0.67, goldenSameVersion: 1, goldenOtherVersion: 0.6 };
+
+export interface Comparison {
+  check: string;
+  current: string;
+  canary: string;
+  limit: string;
+  ok: boolean;
+}
+
+export interface Verdict {
+  pass: boolean;
+  comparisons: Comparison[];
+  /** one line per failed comparison */
+  why: string[];
+}
+
+/** Word-level similarity in [0, 1]: 2 x the longest common subsequence of words / the words of both. */
+export function similarity(a: string, b: string): number {
+  if (a === b) return 1;
+  const x = a.split(/\s+/).filter(Boolean).slice(0, 2000);
+  const y = b.split(/\s+/).filter(Boolean).slice(0, 2000);
+  if (!x.length && !y.length) return 1;
+  if (!x.length || !y.length) return 0;
+  let prev = new Array<number>(y.length + 1).fill(0);
+  for (let i = 1; i <= x.length; i++) {
+    const row = new Array<number>(y.length + 1).fill(0);
+    for (let j = 1; j <= y.length; j++) row[j] = x[i - 1] === y[j - 1] ? prev[j - 1]! + 1 : Math.max(prev[j]!, row[j - 1]!);
+    prev = row;
+  }
+  return (2 * prev[y.length]!) / (x.length + y.length);
+}
+
+const ms = (v: number) => `${v.toFixed(1)} ms`;
+const finite = (v: number | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
+
+function benchComparisons(cur: Measured, can: Measured, t: Thresholds): Comparison[] {
+  const a = cur.bench;
+  const b = can.bench;
+  if (!a || !b)
+    return [
+      {
+        check: 'bench',
+        current: a ? 'measured' : `not measured (${cur.benchError ?? 'no result'})`,
+        canary: b ? 'measured' : `not measured (${can.benchError ?? 'no result'})`,
+        limit: 'both measured',
+        ok: false,
+      },
+    ];
+  const out: Comparison[] = [{ check: 'bench failed requests', current: String(a.failed), canary: String(b.failed), limit: `<= ${a.failed}`, ok: b.failed <= a.failed }];
+  const ratio = (check: string, x: number, y: number, limit: number, higherIsWorse: boolean, fmt: (v: number) => string) => {
+    if (!finite(x) || !finite(y) || x <= 0) return out.push({ check, current: finite(x) ? fmt(x) : 'none', canary: finite(y) ? fmt(y) : 'none', limit: 'a number on both', ok: false });
+    const r = y / x;
+    out.push({
+      check,
+      current: fmt(x),
+      canary: `${fmt(y)} (${r.toFixed(2)}x)`,
+      limit: higherIsWorse ? `<= ${limit}x` : `>= ${limit}x`,
+      ok: higherIsWorse ? r <= limit : r >= limit,
+    });
+  };
+  ratio('TTFT p50', a.ttftP50Ms, b.ttftP50Ms, t.ttftRatio, true, ms);
+  ratio('TPOT p50', a.tpotP50Ms, b.tpotP50Ms, t.tpotRatio, true, ms);
+  ratio('output tokens/s', a.outputTokensPerS, b.outputTokensPerS, t.throughputRatio, false, (v) => `${v.toFixed(1)} tok/s`);
+  return out;
+}
+
+function goldenComparisons(cur: Measured, can: Measured, t: Thresholds, sameVersion: boolean): Comparison[] {
+  const need = sameVersion ? t.goldenSameVersion : t.goldenOtherVersion;
+  const limit = need >= 1 ? 'identical' : `similarity >= ${need}`;
+  return cur.golden.map((g) => {
+    const c = can.golden.find((x) => x.name === g.name);
+    const check = `golden "${g.name}"`;
+    if (g.text === undefined || c?.text === undefined)
+      return {
+        check,
+        current: g.text === undefined ? `no answer (${g.error ?? 'none'})` : 'answered',
+        canary: c?.text === undefined ? `no answer (${c?.error ?? 'none'})` : 'answered',
+        limit,
+        ok: false,
+      };
+    const s = similarity(g.text, c.text);
+    const shown = (x: string) => JSON.stringify(x.length > 60 ? `${x.slice(0, 60)}...` : x);
+    return { check, current: shown(g.text), canary: s === 1 ? 'identical' : `${shown(c.text)} (similarity ${s.toFixed(2)})`, limit, ok: s >= need };
+  });
+}
+
+/** Every comparison of canary against current, and whether the canary passes them all. */
+export function judge(cur: Measured, can: Measured, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
+  const sameVersion = cur.vllmVersion === can.vllmVersion;
+  const comparisons: Comparison[] = [
+    {
+      check: 'deep probe',
+      current: cur.probe.state,
+      canary: can.probe.failed.length ? `${can.probe.state}: ${can.probe.failed.join('; ')}` : can.probe.state,
+      limit: 'healthy',
+      ok: can.probe.state === 'healthy',
+    },
+    ...benchComparisons(cur, can, t),
+    ...goldenComparisons(cur, can, t, sameVersion),
+  ];
+  const why = comparisons.filter((c) => !c.ok).map((c) => `${c.check}: canary ${c.canary}, current ${c.current} (limit ${c.limit})`);
+  return { pass: why.length === 0, comparisons, why };
+}

@@ -1,0 +1,44 @@
+import { Option } from 'commander';
+import { createCommand, lazy } from '../define.js';
+import { collect, durationArg, PROFILE_OPTIONS } from '../args.js';
+
+export default createCommand({
+  name: 'upgrade',
+  args: [['<profile>', 'a running profile (its replicas, and its router when it has one)']],
+  description: 'try a new image or vLLM on a canary, compare it with the running replicas on the same requests, then roll it out one replica at a time, or roll back',
+  options: [
+    ['--image <ref>', 'the candidate image (engine.runtime container): pinned to its digest (or image ID) before anything starts'],
+    ['--vllm <version>', 'the candidate vLLM version (the simulator plays it; on the host, the vllm of --vllm-bin must be it)'],
+    ['--vllm-bin <path>', "the candidate's vllm executable (another environment); its version is read from it"],
+    ['--candidate-set <field=value>', 'a profile override for the candidate only, kept with its pin (a flag the new vLLM needs, a chat-template file); repeatable', collect, []],
+    ['--rollback', 'back to the pin before the current one, the same way (canary, compare, roll)'],
+    ['--no-roll', 'compare only: the canary is undone whatever the verdict'],
+    ['--dry-run', 'show what changes (options, metrics, the memory plan), where the canary would run and the thresholds; start nothing'],
+    new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
+      .argParser(durationArg('--drain-timeout', 'ms', true))
+      .default(600_000, '10m'),
+    ['--json', 'machine-readable output'],
+    ...PROFILE_OPTIONS,
+  ],
+  help: `
+The candidate is resolved first (an image to its digest, a vLLM to its version) and what changes
+between the two vLLMs is shown: options removed, added or deprecated (from vLLM's own tables),
+profile flags the candidate refuses (refused: exit 2, nothing starts), metric names that change.
+With a router and two or more replicas the canary replaces the last replica (drained first, the
+others serving); otherwise it runs beside them as PROFILE-canary on a free port where the GPUs
+allow. Canary and current get the same requests: the deep probe, the profile's golden prompts
+(greedy: identical within one vLLM, a stated similarity across versions) and a short bench (TTFT,
+time per output token, throughput), judged by the profile's upgrade: thresholds. A pass rolls the rest one replica
+at a time; a failure puts the canary back and changes nothing else. Every upgrade is recorded
+(sparkctl report shows it) and pinned in the state folder, so --rollback knows where to go.
+
+Exit codes: 0 rolled (or compared with --no-roll and passed), 1 the canary failed its comparison
+(everything as it was), 2 bad input (a refused flag, no previous pin), 4 a replica did not come back.
+
+Examples:
+  sparkctl upgrade qwen-prod --image nvcr.io/nvidia/vllm:26.05-py3 --dry-run
+  sparkctl upgrade qwen-prod --image nvcr.io/nvidia/vllm:26.05-py3
+  sparkctl upgrade qwen-dev --vllm-bin /opt/vllm-0.28/bin/vllm --no-roll
+  sparkctl upgrade qwen-prod --rollback`,
+  handler: lazy(() => import('./run.js')),
+});

@@ -1,0 +1,321 @@
+// upgrade: read (the running replicas and how they were served, the pin, the candidate resolved: an
+// image to its digest, a vLLM to its version) -> plan (the current and candidate serve plans, the
+// version diff, where the canary goes; refused flags are exit 2 before anything starts) -> act (the
+// canary, the comparison, the roll or the undo: upgrade/upgrade.ts) -> pin, record, render.
+import { Registry, type Entry } from '../../engine/registry.js';
+import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
+import { recordOf } from '../../engine/relaunch.js';
+import { readSecrets } from '../../engine/plan.js';
+import { loadProfile } from '../../profiles/load.js';
+import { planMemory } from '../../profiles/planner.js';
+import { stateDir } from '../common.js';
+import { envelope, c, formatDuration } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ExitWith, ExitCode } from '../../errors.js';
+import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
+import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../upgrade/pins.js';
+import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
+import { DEFAULT_GOLDEN } from '../../upgrade/measure.js';
+import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
+import type { Thresholds } from '../../upgrade/judge.js';
+
+export interface UpgradeOptions {
+  image?: string;
+  vllm?: string;
+  vllmBin?: string;
+  rollback?: boolean;
+  /** overrides for the candidate only (kept with its pin) */
+  candidateSet: string[];
+  roll: boolean;
+  dryRun?: boolean;
+  drainTimeout: number;
+  json?: boolean;
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+}
+
+/** The profile's registered servers (as restart finds them): by the name given, else the name inside the file it names. */
+function serversOf(reg: Registry, profileName: string, opts: UpgradeOptions): { name: string; entries: Entry[] } {
+  const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
+  const direct = by(profileName);
+  if (direct.length) return { name: profileName, entries: direct };
+  const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
+  const entries = by(name);
+  if (!entries.length)
+    throw new UsageError(`nothing to upgrade: no server of profile "${name}" is registered`, [
+      `sparkctl serve ${name} with the new image or version (--set container.image=REF or --set engine.vllmVersion=V) starts it as it should be`,
+    ]);
+  return { name, entries };
+}
+
+function checkInputs(opts: UpgradeOptions): void {
+  const given = [opts.image && '--image', opts.vllm && '--vllm', opts.rollback && '--rollback'].filter(Boolean);
+  if (given.length > 1 || (opts.rollback && opts.vllmBin))
+    throw new UsageError(`${[...given, opts.vllmBin && '--vllm-bin'].filter(Boolean).join(' and ')}: one candidate at a time`, [
+      '--image REF, or --vllm VERSION (with --vllm-bin PATH on a host), or --vllm-bin PATH, or --rollback',
+    ]);
+  if (!given.length && !opts.vllmBin) throw new UsageError('upgrade: no candidate given', ['--image REF (a container), --vllm VERSION, --vllm-bin PATH (another vllm install), or --rollback']);
+}
+
+/** What the replicas run now, as a pin: explicit --set, so returning to it undoes whatever came after. */
+async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
+  const rec = recordOf(entries.filter((e) => e.inst.role !== 'router'));
+  const p = cur.plan.profile;
+  const sets = [`engine.vllmVersion=${rec?.vllm.asked ?? p.engine.vllmVersion}`];
+  let imagePinned: string | undefined;
+  const image = rec?.image;
+  if (cur.plan.runtime === 'container' && image && cur.plan.container) {
+    imagePinned = (await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], image)).pinned;
+    sets.push(`container.image=${imagePinned}`);
+  }
+  return {
+    at: new Date().toISOString(),
+    vllmVersion: rec?.vllm.resolved ?? p.engine.vllmVersion,
+    image,
+    imagePinned,
+    vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
+    sets,
+  };
+}
+
+interface Candidate {
+  sets: string[];
+  vllmBin?: string;
+  image?: string;
+  imagePinned?: string;
+  /** --rollback: the pin file as it will be once the rollback is done */
+  rollback?: ReturnType<typeof rollbackPins>;
+}
+
+async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, dir: string): Promise<Candidate> {
+  if (opts.rollback) {
+    const pins = readPins(dir, name);
+    const back = pins ? rollbackPins(pins) : undefined;
+    if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
+    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, rollback: back };
+  }
+  if (opts.image) {
+    if (cur.plan.runtime !== 'container' || !cur.plan.container)
+      throw new UsageError(`--image: ${name} runs on the host (engine.runtime host), not in a container`, [
+        `--vllm-bin PATH for another vLLM install on the host, or serve it with --runtime container`,
+      ]);
+    const pin = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], opts.image);
+    // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
+    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned };
+  }
+  return { sets: [`engine.vllmVersion=${opts.vllm ?? 'auto'}`, ...opts.candidateSet], vllmBin: opts.vllmBin };
+}
+
+function thresholdsOf(r: Relaunch): Thresholds {
+  const u = r.plan.profile.upgrade;
+  return { ttftRatio: u.ttftRatio, tpotRatio: u.tpotRatio, throughputRatio: u.throughputRatio, goldenSameVersion: u.goldenSameVersion, goldenOtherVersion: u.goldenOtherVersion };
+}
+
+function memoryLine(r: Relaunch): string {
+  try {
+    const m = planMemory(r.plan.profile, r.plan.host.gpuMemoryBytes, r.plan.modelFacts);
+    return `${m.fits ? 'fits' : 'DOES NOT FIT'}: KV cache ${m.kvTokens.toLocaleString('en-US')} tokens, max concurrency ${m.maxConcurrency.toFixed(1)}x at ${m.maxModelLen} tokens (vLLM ${m.vllmRules} rules)`;
+  } catch (e) {
+    return `not planned: ${(e as Error).message}`;
+  }
+}
+
+function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunch, where: string, c0: Candidate): string[] {
+  const out = [`${name}: ${c0.rollback ? 'rollback' : 'upgrade'} plan`];
+  if (c0.image || c0.imagePinned) out.push(`  image: ${c0.image ?? '(pinned)'} -> ${c0.imagePinned} (pinned: serve and every restart use this, never a moved tag)`);
+  if (c0.vllmBin) out.push(`  vllm: ${cur.started.vllmBin} -> ${c0.vllmBin}`);
+  out.push(...diffLines(diff).map((l) => `  ${l}`));
+  out.push(`  memory now: ${memoryLine(cur)}`, `  memory on the candidate: ${memoryLine(cand)}`);
+  out.push(`  canary: ${where}`);
+  const t = thresholdsOf(cand);
+  out.push(
+    `  passes when: probe healthy; TTFT p50 <= ${t.ttftRatio}x, TPOT p50 <= ${t.tpotRatio}x, output tokens/s >= ${t.throughputRatio}x the current's; golden prompts ${diff.sameVersion ? (t.goldenSameVersion >= 1 ? 'identical' : `similarity >= ${t.goldenSameVersion}`) : `similarity >= ${t.goldenOtherVersion} (another vLLM version)`}`,
+  );
+  return out;
+}
+
+function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
+  if (json) return () => {};
+  return (e) => {
+    switch (e.type) {
+      case 'canary':
+        note(
+          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}`}`,
+        );
+        break;
+      case 'rolling':
+        if (e.event.type === 'ready') note(`  ${e.event.replica}: ready in ${formatDuration(e.event.ms)}`);
+        else if (e.event.type === 'back') note(`  ${e.event.replica}: back in rotation`);
+        else if (e.event.type === 'aborted') note(`  ${e.event.replica}: ${c.red('stopped')}: ${e.event.cause}`);
+        else if (e.event.type === 'started') note(`  ${e.event.replica}: started${e.event.changes.length ? ` (${e.event.changes.join('; ')})` : ''}`);
+        break;
+      case 'measuring':
+        note(`comparing: ${e.side} at ${e.url} (probe, golden prompts, short bench)`);
+        break;
+      case 'verdict':
+        for (const x of e.verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+        break;
+      case 'roll':
+        note(`rolling the candidate to ${e.replicas.join(', ')}, one at a time`);
+        break;
+      case 'undo':
+        note(`canary ${e.replica}: back to what it ran`);
+        break;
+    }
+  };
+}
+
+const EXIT: Record<UpgradeStatus, ExitCode> = {
+  rolled: ExitCode.ok,
+  compared: ExitCode.ok,
+  'canary-failed': ExitCode.problems,
+  'roll-failed': ExitCode.launchFailed,
+  interrupted: ExitCode.launchFailed,
+};
+
+export async function run(profileName: string, opts: UpgradeOptions) {
+  checkInputs(opts);
+  const dir = stateDir();
+  const reg = new Registry(dir);
+  const { name, entries } = serversOf(reg, profileName, opts);
+  const replicas = entries.filter((e) => e.inst.role !== 'router');
+  const router = entries.find((e) => e.inst.role === 'router' && e.alive)?.inst;
+  // read: the plan as it runs now (serve's inputs kept), and the candidate's on top of it
+  const cur = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: true });
+  const cand0 = await candidateOf(name, opts, cur, dir);
+  const cand = await relaunchPlan(profileName, entries, { set: [...opts.set, ...cand0.sets], profiles: opts.profiles, gpus: opts.gpus, prewarm: true, vllmBin: cand0.vllmBin });
+  const from = recordOf(replicas)?.vllm.resolved ?? cur.prepared.vllm.version;
+  const to = cand.prepared.vllm.version;
+  const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
+  const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
+  const where = routed
+    ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
+    : `beside the replicas as ${name}-canary on a free port (no router: a passing canary is followed by a restart of every replica at once)`;
+  if (opts.dryRun) {
+    if (opts.json)
+      say(
+        envelope('upgrade-plan', {
+          profile: name,
+          from,
+          to,
+          image: cand0.imagePinned ?? null,
+          vllmBin: cand0.vllmBin ?? null,
+          sets: cand0.sets,
+          canary: routed ? 'in-place' : 'beside',
+          diff,
+          thresholds: thresholdsOf(cand),
+        }),
+      );
+    else for (const l of planLines(name, diff, cur, cand, where, cand0)) say(l);
+    return;
+  }
+  if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0)) note(l);
+  const pinsBefore = readPins(dir, name);
+  const first = pinsBefore ? undefined : await currentPin(cur, entries);
+  const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to);
+  // pin: what runs now is what the pin says (the first upgrade also keeps what ran before it)
+  const candPin: Pin = { at: new Date().toISOString(), vllmVersion: to, image: cand0.image, imagePinned: cand0.imagePinned, vllmBin: cand0.vllmBin, sets: cand0.sets };
+  if (outcome.status === 'rolled') {
+    if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
+    else {
+      if (first) writePin(dir, name, first);
+      writePin(dir, name, candPin);
+    }
+  }
+  appendUpgrade(dir, {
+    at: new Date().toISOString(),
+    profile: name,
+    kind: opts.rollback ? 'rollback' : 'upgrade',
+    from: { vllmVersion: from, image: recordOf(replicas)?.image, vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined },
+    to: { vllmVersion: to, image: cand0.imagePinned ?? cand0.image, vllmBin: cand0.vllmBin },
+    status: outcome.status,
+    failed: outcome.verdict?.why ?? (outcome.canary.failure ? [outcome.canary.failure] : []),
+    where: outcome.where,
+    ms: outcome.ms,
+    by: whoAmI(),
+  });
+  render(name, opts, outcome, from, to);
+  const code = EXIT[outcome.status];
+  if (code !== 0) throw new ExitWith(code);
+}
+
+async function act(
+  name: string,
+  dir: string,
+  opts: UpgradeOptions,
+  cur: Relaunch,
+  cand: Relaunch,
+  entries: Entry[],
+  router: Entry['inst'] | undefined,
+  from: string,
+  to: string,
+): Promise<UpgradeOutcome> {
+  const { upgrade } = await import('../../upgrade/upgrade.js');
+  const secrets = readSecrets(cand.plan.profile);
+  const u = cand.plan.profile.upgrade;
+  const probe = cand.plan.profile.probe;
+  const ac = new AbortController();
+  const onSignal = () => ac.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await upgrade({
+      profile: name,
+      stateDir: dir,
+      current: { plan: cur.plan, version: from, entries, router },
+      candidate: { plan: cand.plan, version: to },
+      besidePlan: async (port) => {
+        const canary = await relaunchPlan(name, entries, {
+          set: [...opts.set, ...cand.as.set.slice(cur.as.set.length), `name=${name}-canary`, `server.port=${port}`, 'parallel.replicas=1'],
+          profiles: opts.profiles,
+          gpus: opts.gpus,
+          prewarm: true,
+          vllmBin: cand.started.vllmBin,
+        });
+        return { ...canary.plan, router: undefined };
+      },
+      secrets,
+      thresholds: thresholdsOf(cand),
+      measure: {
+        probe: { ...probe, gpuMemoryUtilization: cand.plan.profile.engine.gpuMemoryUtilization, gpus: cand.plan.engine !== 'sim' },
+        golden: u.goldenPrompts ?? DEFAULT_GOLDEN,
+        bench: { requests: u.benchRequests, outputTokens: u.benchOutputTokens, concurrency: 2 },
+        timeoutMs: Math.max(probe.timeoutMs, 60_000),
+      },
+      noRoll: !opts.roll,
+      drainTimeoutMs: opts.drainTimeout,
+      signal: ac.signal,
+      onEvent: renderer(opts.json),
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function render(name: string, opts: UpgradeOptions, o: UpgradeOutcome, from: string, to: string) {
+  if (opts.json) {
+    say(envelope('upgrade', { profile: name, action: opts.rollback ? 'rollback' : 'upgrade', from, to, ...o, exitCode: EXIT[o.status] }));
+    return;
+  }
+  const what = opts.rollback ? 'rolled back' : 'upgraded';
+  switch (o.status) {
+    case 'rolled':
+      say(`${c.green(what)} ${name}: vLLM ${from} -> ${to} on ${o.onCandidate.join(', ')} in ${formatDuration(o.ms)}; the canary passed every comparison`);
+      break;
+    case 'compared':
+      say(`${name}: the canary passed every comparison (--no-roll: it is back on vLLM ${from}; nothing else changed)`);
+      break;
+    case 'canary-failed':
+      say(`${c.red('not ' + what)} ${name}: ${o.canary.failure ?? 'the canary failed its comparison'}${o.verdict ? `\n  ${o.verdict.why.join('\n  ')}` : ''}`);
+      say(o.onCandidate.length ? `${o.onCandidate.join(', ')} did not return to what it ran: sparkctl restart ${name} --rolling` : `everything runs as it did before (vLLM ${from})`);
+      break;
+    case 'roll-failed':
+      say(`${c.red('roll stopped')} ${name}: on the candidate ${o.onCandidate.join(', ') || 'none'}; the rest as before (sparkctl status ${name}; sparkctl upgrade ${name} --rollback)`);
+      break;
+    case 'interrupted':
+      say(`${name}: upgrade interrupted; on the candidate: ${o.onCandidate.join(', ') || 'none'} (sparkctl status ${name})`);
+      break;
+  }
+}
