@@ -67,6 +67,11 @@ const WRITERS: Record<string, Writer> = {
     flag: '--html',
     looks: /^<!doctype html>/i,
   },
+  'watch --prometheus': {
+    argv: (p) => ['watch', '--all', '--once', '--prometheus', p],
+    flag: '--prometheus',
+    looks: /^# HELP sparkctl_watch_last_tick_timestamp_seconds/,
+  },
   'report --html': {
     argv: (p) => ['report', 'doc-example', '--since', '2026-10-01T00:00:00Z', '--html', p],
     flag: '--html',
@@ -139,6 +144,8 @@ const NOT_WRITTEN = new Set([
   'gateway run --config',
   'router config --socket', // a line of the printed HAProxy config
   'systemd --environment-file', // a line of the printed unit
+  'systemd --prometheus', // the watcher unit's argv: written by the watcher, which is in WRITERS
+  'upgrade --vllm-bin', // the candidate's executable, read
 ]);
 // collect --out-dir DIR is a folder writer: its own cases below (--out: its old spelling, kept for one release).
 const FOLDER_WRITERS = new Set(['collect --out-dir', 'collect --out']);

@@ -181,8 +181,9 @@ export async function run(names: string[], o: WatchOptions) {
   policyWith({}, o);
   // the webhook from the environment (the unit's EnvironmentFile): a URL with a token stays out of argv
   if (!o.alertWebhook && process.env.SPARKCTL_ALERT_WEBHOOK) o.alertWebhook = parseServerUrl(process.env.SPARKCTL_ALERT_WEBHOOK, 'SPARKCTL_ALERT_WEBHOOK');
-  if (o.prometheus) checkNewFile(o.prometheus, '--prometheus', { force: o.force, fix: PROM_FIX });
   const dir = stateDir();
+  // the textfile it wrote last time (a restarted watcher, its systemd unit) is its own to replace
+  if (o.prometheus) checkNewFile(o.prometheus, '--prometheus', { force: o.force || wroteItLast(dir, o.prometheus), fix: PROM_FIX });
   const registry = new Registry(dir);
   ensureDir(join(dir, 'watch'), 'state folder', 'set SPARKCTL_STATE_DIR to a writable folder');
   const release = await lockFile(
