@@ -19,6 +19,7 @@ import { stateDir } from '../util/paths.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
+import { readTextOrNullSync } from '../util/read.js';
 
 export interface PlanReadOptions {
   profiles?: string;
@@ -147,7 +148,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
-  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? []);
+  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir));
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const r = resolveLoaded(
     { profile, file: lp.file },
@@ -161,7 +162,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
  * where the target vLLM's registry has it (a name it lacks would stop vLLM at its start) and the
  * operator did not --set it; `why` says what was added, from where, and what was left out.
  */
-export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[]): P {
+export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[], think?: boolean): P {
   const fam = familySettings(facts);
   if (!fam) return p;
   const engine = { ...p.engine };
@@ -175,12 +176,37 @@ export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: Mode
       why.push(`${fam.family}: its recipes use ${flag} ${value}, which vLLM ${version} does not have: left out (a newer vLLM has it)`);
       continue;
     }
+    // vLLM's <think>-splitting parsers refuse a tokenizer without those tokens (BaseThinkingReasoningParser)
+    if (key === 'reasoningParser' && THINK_PARSERS.has(value) && think === false) {
+      why.push(`${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <think> and </think> tokens, which that parser splits on: left out`);
+      continue;
+    }
     engine[key] = value;
     added.push(`${flag} ${value}`);
   }
   if (added.length) why.push(`${fam.family}: ${added.join(', ')} (as its recipes serve it: ${fam.source})`);
   if (fam.note) why.push(`${fam.family}: ${fam.note}`);
   return { ...p, engine };
+}
+
+/** The reasoning parsers that split on <think> ... </think> (vLLM's BaseThinkingReasoningParser subclasses). */
+const THINK_PARSERS = new Set(['qwen3', 'nemotron_v3', 'deepseek_r1', 'minimax_m2']);
+
+/**
+ * Whether the checkpoint's tokenizer.json has both <think> and </think> (as vocabulary or added
+ * tokens): true or false when it was read, undefined where there is none to read (a config-only pull).
+ */
+export function thinkTokensIn(dir: string | undefined): boolean | undefined {
+  if (!dir) return undefined;
+  let text: string | null;
+  try {
+    text = readTextOrNullSync(join(dir, 'tokenizer.json'), { maxBytes: 64 * 1024 * 1024 });
+  } catch {
+    return undefined; // not a regular file, too large, unreadable: not known, and the parser stays
+  }
+  if (text === null) return undefined;
+  // the tokens appear as JSON strings, in the vocabulary or the added tokens
+  return text.includes('"<think>"') && text.includes('"</think>"');
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
