@@ -121,7 +121,14 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     expect(s.every((x) => x.ok)).toBe(true);
     for (const x of s.filter((y) => y.what === 'evict')) expect(x.reason).toMatch(/to make room for/);
 
-    st = await status();
+    // the keeper records a start as done just after the request it started for is answered: status
+    // settles within a few seconds (bounded), it is not read in that gap
+    const settled = (x: any) => x.models?.find((m: { profile: string; state: string }) => m.profile === 'qwen3.5-9b-code')?.state === 'running';
+    for (const end = Date.now() + 15_000; ; ) {
+      st = await status();
+      if (settled(st) || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     // the envelope gateway status --json gives, pinned: its keys and each model's
     expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'url', 'version']);
     expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running' });
