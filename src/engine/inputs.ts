@@ -148,7 +148,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   if (sim && asked === 'auto') vllm.note = `the simulator plays vLLM ${vllm.version} (${actual.why})`;
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
-  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir));
+  if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir), toolCallTokensIn(modelRead.dir));
   if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
   const r = resolveLoaded(
     { profile, file: lp.file },
@@ -162,7 +162,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
  * where the target vLLM's registry has it (a name it lacks would stop vLLM at its start) and the
  * operator did not --set it; `why` says what was added, from where, and what was left out.
  */
-export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[], think?: boolean): P {
+export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: ModelFacts, version: string, why: string[], sets: string[], think?: boolean, toolCall?: boolean): P {
   const fam = familySettings(facts);
   if (!fam) return p;
   const engine = { ...p.engine };
@@ -181,6 +181,11 @@ export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: Mode
       why.push(`${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <think> and </think> tokens, which that parser splits on: left out`);
       continue;
     }
+    // the <tool_call> parsers (hermes, qwen3_coder) refuse at vLLM's start a tokenizer without those tokens
+    if (key === 'toolCallParser' && TOOL_CALL_PARSERS.has(value) && toolCall === false) {
+      why.push(`${fam.family}: its recipes use ${flag} ${value}, but this checkpoint's tokenizer has no <tool_call> and </tool_call> tokens, which that parser needs: left out`);
+      continue;
+    }
     engine[key] = value;
     added.push(`${flag} ${value}`);
   }
@@ -192,11 +197,19 @@ export function withFamily<P extends LoadedProfile['profile']>(p: P, facts: Mode
 /** The reasoning parsers that split on <think> ... </think> (vLLM's BaseThinkingReasoningParser subclasses). */
 const THINK_PARSERS = new Set(['qwen3', 'nemotron_v3', 'deepseek_r1', 'minimax_m2']);
 
+/** The tool-call parsers that look for <tool_call> ... </tool_call> tokens (vLLM refuses to start them without). */
+const TOOL_CALL_PARSERS = new Set(['hermes', 'qwen3_coder', 'qwen3_xml']);
+
+/** Whether the checkpoint's tokenizer.json has both <tool_call> and </tool_call>; undefined where none can be read. */
+export const toolCallTokensIn = (dir: string | undefined): boolean | undefined => tokensIn(dir, ['<tool_call>', '</tool_call>']);
+
 /**
  * Whether the checkpoint's tokenizer.json has both <think> and </think> (as vocabulary or added
  * tokens): true or false when it was read, undefined where there is none to read (a config-only pull).
  */
-export function thinkTokensIn(dir: string | undefined): boolean | undefined {
+export const thinkTokensIn = (dir: string | undefined): boolean | undefined => tokensIn(dir, ['<think>', '</think>']);
+
+function tokensIn(dir: string | undefined, tokens: string[]): boolean | undefined {
   if (!dir) return undefined;
   let text: string | null;
   try {
@@ -206,7 +219,7 @@ export function thinkTokensIn(dir: string | undefined): boolean | undefined {
   }
   if (text === null) return undefined;
   // the tokens appear as JSON strings, in the vocabulary or the added tokens
-  return text.includes('"<think>"') && text.includes('"</think>"');
+  return tokens.every((t) => text!.includes(JSON.stringify(t)));
 }
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */

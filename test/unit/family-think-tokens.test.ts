@@ -5,7 +5,7 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { thinkTokensIn, withFamily } from '../../src/engine/inputs.js';
+import { thinkTokensIn, toolCallTokensIn, withFamily } from '../../src/engine/inputs.js';
 import { Profile } from '../../src/profiles/schema.js';
 import { tempDir, rmrf } from '../helpers.js';
 
@@ -41,5 +41,22 @@ describe('the family reasoning parser needs the think tokens', () => {
     expect(why.join('\n')).toMatch(/no <think> and <\/think> tokens.*left out/);
     expect(withFamily(base, facts, '0.28.0', [], [], true).engine.reasoningParser).toBe('nemotron_v3');
     expect(withFamily(base, facts, '0.28.0', [], [], undefined).engine.reasoningParser).toBe('nemotron_v3');
+  });
+});
+
+describe('the family tool-call parser needs the <tool_call> tokens', () => {
+  it('read from the tokenizer, as the think tokens are', () => {
+    expect(toolCallTokensIn(folder('tc-yes', JSON.stringify({ added_tokens: [{ content: '<tool_call>' }, { content: '</tool_call>' }] })))).toBe(true);
+    expect(toolCallTokensIn(folder('tc-no', JSON.stringify({ added_tokens: [{ content: '<|im_end|>' }] })))).toBe(false);
+    expect(toolCallTokensIn(folder('tc-none'))).toBeUndefined();
+  });
+
+  it('qwen3_coder is left out, and said, where the tokenizer lacks them (vLLM would not start)', () => {
+    const why: string[] = [];
+    const p = withFamily(base, facts, '0.28.0', why, [], true, false);
+    expect(p.engine.toolCallParser).toBeUndefined();
+    expect(p.engine.reasoningParser).toBe('nemotron_v3');
+    expect(why.join('\n')).toMatch(/no <tool_call> and <\/tool_call> tokens.*left out/);
+    expect(withFamily(base, facts, '0.28.0', [], [], true, true).engine.toolCallParser).toBe('qwen3_coder');
   });
 });
