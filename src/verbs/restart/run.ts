@@ -2,9 +2,9 @@
 // flags kept from its launch record -> a plan, and what it changes said before anything stops -> either
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
-import { loadProfile } from '../../profiles/load.js';
 import { readSecrets } from '../../engine/plan.js';
 import { relaunchPlan } from '../../engine/relaunch-plan.js';
+import { registeredServers } from '../registered.js';
 import { recordOf, replicaChanges, changeLines, reusedFlags, type howStarted, type ServedAs } from '../../engine/relaunch.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
@@ -33,30 +33,9 @@ export interface RestartOptions {
 }
 
 /** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
-function refuseCluster(reg: Registry, name: string) {
-  const cluster = reg.clusters().find((x) => x.profile === name);
-  if (cluster)
-    throw new UsageError(`${cluster.profile} is served over nodes (${cluster.nodesFile}): restart does not relaunch a multi-node server`, [
-      `sparkctl stop ${cluster.profile}, then sparkctl serve ${cluster.profile} --nodes ${cluster.nodesFile}`,
-    ]);
-}
-
-/** The profile's registered servers: by its name as given, else by the name inside the file or folder it names. */
-function serversOf(reg: Registry, profileName: string, opts: RestartOptions): { name: string; entries: Entry[] } {
-  const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
-  const direct = by(profileName);
-  if (direct.length) return { name: profileName, entries: direct };
-  refuseCluster(reg, profileName);
-  const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
-  const entries = by(name);
-  if (!entries.length) refuseCluster(reg, name);
-  if (!entries.length) throw new UsageError(`nothing to restart: no server of profile "${name}" is registered`, [`sparkctl serve ${name} starts it`]);
-  return { name, entries };
-}
-
 export async function run(profileName: string, opts: RestartOptions) {
   const reg = new Registry(stateDir());
-  const { name, entries } = serversOf(reg, profileName, opts);
+  const { name, entries } = registeredServers(reg, profileName, opts, 'restart', (n) => `sparkctl serve ${n} starts it`);
   const router = entries.find((e) => e.inst.role === 'router');
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const only = opts.replica?.length ? opts.replica : undefined;

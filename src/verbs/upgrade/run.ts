@@ -4,9 +4,9 @@
 // canary, the comparison, the roll or the undo: upgrade/upgrade.ts) -> pin, record, render.
 import { Registry, type Entry } from '../../engine/registry.js';
 import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
+import { registeredServers } from '../registered.js';
 import { recordOf } from '../../engine/relaunch.js';
 import { readSecrets } from '../../engine/plan.js';
-import { loadProfile } from '../../profiles/load.js';
 import { planMemory } from '../../profiles/planner.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
@@ -33,20 +33,6 @@ export interface UpgradeOptions {
   set: string[];
   profiles?: string;
   gpus?: number;
-}
-
-/** The profile's registered servers (as restart finds them): by the name given, else the name inside the file it names. */
-function serversOf(reg: Registry, profileName: string, opts: UpgradeOptions): { name: string; entries: Entry[] } {
-  const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
-  const direct = by(profileName);
-  if (direct.length) return { name: profileName, entries: direct };
-  const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
-  const entries = by(name);
-  if (!entries.length)
-    throw new UsageError(`nothing to upgrade: no server of profile "${name}" is registered`, [
-      `sparkctl serve ${name} with the new image or version (--set container.image=REF or --set engine.vllmVersion=V) starts it as it should be`,
-    ]);
-  return { name, entries };
 }
 
 function checkInputs(opts: UpgradeOptions): void {
@@ -178,7 +164,13 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
   const reg = new Registry(dir);
-  const { name, entries } = serversOf(reg, profileName, opts);
+  const { name, entries } = registeredServers(
+    reg,
+    profileName,
+    opts,
+    'upgrade',
+    (n) => `sparkctl serve ${n} with the new image or version (--set container.image=REF or --set engine.vllmVersion=V) starts it as it should be`,
+  );
   const replicas = entries.filter((e) => e.inst.role !== 'router');
   const router = entries.find((e) => e.inst.role === 'router' && e.alive)?.inst;
   // read: the plan as it runs now (serve's inputs kept), and the candidate's on top of it
