@@ -191,7 +191,14 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
     const probe = stoppedProbe(rs);
     if (probe && !probe.ok) return stoppedWedge(r, windowS, stalledMs, [{ signal: 'probe', value: 'no answer', at, note: `${probe.detail} (${probe.ms} ms)` }, ...numbers]);
     if (!probe)
-      return j('unknown', `${holds(m) ? 'requests held' : 'idle'}, but ${r.processDetail ?? 'an engine process'} is stopped: probing`, [{ signal: 'process', value: 'stopped', at, note: r.processDetail }], windowS, 0, true);
+      return j(
+        'unknown',
+        `${holds(m) ? 'requests held' : 'idle'}, but ${r.processDetail ?? 'an engine process'} is stopped: probing`,
+        [{ signal: 'process', value: 'stopped', at, note: r.processDetail }],
+        windowS,
+        0,
+        true,
+      );
   }
   return loadVerdict(rs, p, windowS, stalledMs, numbers);
 }

@@ -110,7 +110,9 @@ const metrics = async () => engineNumbers(await (await fetch(`${url()}/metrics`,
 async function promptOf(n: number): Promise<string> {
   let text = 'near the limit '.repeat(Math.ceil(n / 3));
   for (let i = 0; i < 6; i++) {
-    const r = (await (await fetch(`${url()}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', prompt: text }) })).json()) as { count: number };
+    const r = (await (await fetch(`${url()}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', prompt: text }) })).json()) as {
+      count: number;
+    };
     if (r.count === n) return text;
     text = text.slice(0, Math.floor((text.length * n) / r.count));
   }
@@ -187,17 +189,17 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
           answeredN++;
         }
       };
-      await Promise.all([
-        ...Array.from({ length: 4 }, (_, i) => loop({ prompt: `soak ${i}`, max_tokens: 200, ignore_eos: true })),
-        loop({ prompt, max_tokens: 4 }),
-      ]);
+      await Promise.all([...Array.from({ length: 4 }, (_, i) => loop({ prompt: `soak ${i}`, max_tokens: 200, ignore_eos: true })), loop({ prompt, max_tokens: 4 })]);
       timings.soak = Date.now() - t0;
       await sleep(2000);
       const evs = w.events.slice(from);
       const verdicts = evs.filter((e) => e.event === 'verdict').map((e) => e.verdict);
       console.info(`[real-vllm watch] soak ${(timings.soak / 1000).toFixed(0)} s: ${answeredN} answered; verdicts ${verdicts.join(', ')}`);
       expect(verdicts, 'requests waited: the soak saturated it').toContain('saturated');
-      expect(verdicts.filter((v) => v === 'wedged' || v === 'dead'), summary(evs)).toEqual([]);
+      expect(
+        verdicts.filter((v) => v === 'wedged' || v === 'dead'),
+        summary(evs),
+      ).toEqual([]);
       expect(
         evs.filter((e) => e.event === 'action'),
         summary(evs),

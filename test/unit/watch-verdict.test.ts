@@ -135,7 +135,14 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
   },
   {
     name: 'engine stopped while it decodes, before the window: probe first',
-    rs: [...seq(4, decoding), ...seq(2, () => decoding(3), () => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42' })).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 }))],
+    rs: [
+      ...seq(4, decoding),
+      ...seq(
+        2,
+        () => decoding(3),
+        () => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42' }),
+      ).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 })),
+    ],
     verdict: 'unknown',
     wantProbe: true,
   },
@@ -143,7 +150,11 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     name: 'engine stopped while it decodes, its probe unanswered a reading ago: wedged, and no second probe',
     rs: [
       ...seq(4, decoding),
-      ...seq(3, () => decoding(3), (i) => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42', ...(i === 0 ? { probe: failed } : {}) })).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 })),
+      ...seq(
+        3,
+        () => decoding(3),
+        (i) => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42', ...(i === 0 ? { probe: failed } : {}) }),
+      ).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 })),
     ],
     verdict: 'wedged',
     wantProbe: false,
