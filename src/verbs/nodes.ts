@@ -1,6 +1,6 @@
 // The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
-// and validate every input, build the plan, hand it to the library (src/engine/cluster.ts and
-// nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
+// and validate every input, build the plan, hand it to the library (src/engine/cluster/ and
+// src/preflight/nodes.ts, fabric.ts), render its events and outcome, and pick the exit code from errors.ts.
 import { readSecrets, type ServeOptions } from '../engine/plan.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
@@ -22,15 +22,10 @@ import {
   planCluster,
   toClusterPlan,
   resolveForNodes,
-  gatherNodes,
-  runNodesChecks,
-  gatherFabric,
   readFabric,
   fabricEnvs,
   rdmaNodes,
   nodeEnvOf,
-  runFabricChecks,
-  type NodeReport,
   type ClusterEvent,
   type ClusterStatus,
   type ServeClusterOutcome,
@@ -41,6 +36,8 @@ import {
   imageMismatch,
   readImageIds,
 } from '../engine/cluster/index.js';
+import { gatherNodes, runNodesChecks, type NodeReport } from '../preflight/nodes.js';
+import { gatherFabric, runFabricChecks } from '../preflight/fabric.js';
 import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
 import { say, note } from '../output/log.js';
 import { shownEscaped } from '../util/control.js';
