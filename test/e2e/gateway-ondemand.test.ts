@@ -148,8 +148,7 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
       await new Promise((r) => setTimeout(r, 300));
       st = await status();
     }
-    for (const [p, u] of Object.entries(usageOf(st)))
-      expect(u, p).toMatchObject({ requests: 2, withUsage: 1, completion: 4, streamsWithoutUsage: 1, otherWithoutUsage: 0 });
+    for (const [p, u] of Object.entries(usageOf(st))) expect(u, p).toMatchObject({ requests: 2, withUsage: 1, completion: 4, streamsWithoutUsage: 1, otherWithoutUsage: 0 });
   }, 300_000);
 
   it('no room while the only evictable model streams: 503 + Retry-After at once, the stream finishes; after it the same request starts its model; four at once start it once', async () => {
