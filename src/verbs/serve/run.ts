@@ -144,7 +144,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('../nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
+  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
   // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
   await pullBeforeReading(profileName, opts);
@@ -234,6 +234,8 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
   });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
+  if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
