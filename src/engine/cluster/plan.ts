@@ -100,6 +100,7 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey
   const p = pc.resolved.profile;
   return {
     executor: pc.executor,
+    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
     joinTimeoutS: opts.joinTimeoutS,
     nodesFile: opts.nodesFile,
     nf: pc.nf,

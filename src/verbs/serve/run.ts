@@ -157,7 +157,7 @@ type Reads = Parameters<typeof prepare>[1];
 export async function run(profileName: string, opts: ServeOptions) {
   validateServeInputs(opts);
   if (opts.nodes) {
-    const multi = await import('../nodes.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
