@@ -25,7 +25,8 @@ const record: ClusterRecord = {
   startedAt: '2026-12-04T00:00:00.000Z',
   marker: 'm',
 };
-const probe = (state: 'healthy' | 'unhealthy') => ({ state, target: 'big (n0)', ms: 12, steps: [{ step: 'health', status: state === 'healthy' ? 'pass' : 'fail', detail: 'x' }] }) as unknown as ProbeResult;
+const probe = (state: 'healthy' | 'unhealthy') =>
+  ({ state, target: 'big (n0)', ms: 12, steps: [{ step: 'health', status: state === 'healthy' ? 'pass' : 'fail', detail: 'x' }] }) as unknown as ProbeResult;
 const view = { nodes: 2, gpus: 16, complete: true };
 
 const named = 'nodes.yaml';
@@ -47,16 +48,39 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
         stop: 'sparkctl stop big --nodes nodes.yaml',
       },
     ],
-    ['unhealthy: exit 1, still the stop command', nodesOutcome(plan, { record, view, readyMs: 900, probe: probe('unhealthy') }), { status: 'unhealthy', exitCode: 1, stop: 'sparkctl stop big --nodes nodes.yaml' }],
+    [
+      'unhealthy: exit 1, still the stop command',
+      nodesOutcome(plan, { record, view, readyMs: 900, probe: probe('unhealthy') }),
+      { status: 'unhealthy', exitCode: 1, stop: 'sparkctl stop big --nodes nodes.yaml' },
+    ],
     [
       'refused before anything started: exit 4, nothing of a head',
       nodesOutcome(plan, { failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [], refused: true } }),
-      { status: 'refused', exitCode: 4, failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [] }, url: null, head: null, cluster: null, readyMs: null, probe: null, stop: null },
+      {
+        status: 'refused',
+        exitCode: 4,
+        failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [] },
+        url: null,
+        head: null,
+        cluster: null,
+        readyMs: null,
+        probe: null,
+        stop: null,
+      },
     ],
     [
       'a rank left before ready: exit 4, the head it had (native keeps the record in its failure)',
       nodesOutcome(plan, { failure: { message: 'vLLM rank 1 on n1 exited', evidence: ['| boom'] }, record }),
-      { status: 'launch-failed', exitCode: 4, failure: { message: 'vLLM rank 1 on n1 exited', fix: null, evidence: ['| boom'] }, url: record.url, head: { node: 'n0', pid: 4242, logFile: '/var/log/big.log' }, cluster: null, readyMs: null, stop: null },
+      {
+        status: 'launch-failed',
+        exitCode: 4,
+        failure: { message: 'vLLM rank 1 on n1 exited', fix: null, evidence: ['| boom'] },
+        url: record.url,
+        head: { node: 'n0', pid: 4242, logFile: '/var/log/big.log' },
+        cluster: null,
+        readyMs: null,
+        stop: null,
+      },
     ],
   ])('%s', (_, outcome, want) => {
     const env = envelopeOf(outcome);

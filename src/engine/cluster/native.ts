@@ -13,6 +13,7 @@ import { http } from '../../client/http.js';
 import { watchReady } from '../launch.js';
 import type { ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
+import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
@@ -177,6 +178,9 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx)
       signal: ctx.signal,
       pollMs: 250,
       onPhase: (phase) => ctx.emit?.({ type: 'phase', replica: plan.replica.name, node: plan.nf.head.name, phase }),
+      // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
+      // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
+      ours: refOf(ranks[0]!) ? undefined : () => remoteListenerOurs(plan.nf, nodeOf(plan.nf, ranks[0]!.node), plan.replica.port, ranks[0]!.pid, ctx.signal),
     },
   );
   if (r.ok) return undefined;

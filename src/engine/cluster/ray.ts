@@ -9,6 +9,7 @@ import { http } from '../../client/http.js';
 import { watchReady } from '../launch.js';
 import type { EventSink, ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
+import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
@@ -72,7 +73,7 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   const { record } = launched;
   registry.writeCluster(record);
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal, hostWatch(record));
+  const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal));
   if (notReady) {
     await stopEngine(nf, record);
     registry.removeCluster(plan.profile);
@@ -244,6 +245,8 @@ export interface EngineWatch {
   tail: (lines: number) => string;
   /** Ray in containers: where the head's Ray answers, and a node's container that ended */
   via?: ClusterVia;
+  /** the head's listening socket is held by the engine's own group (the one-host path's socket-owner proof); absent: cannot tell */
+  ours?: () => Promise<boolean | undefined>;
 }
 
 /** Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended. */
@@ -256,7 +259,11 @@ export interface ClusterVia {
 const PLACEMENT_WAIT = /Waiting for creating a placement group of specs for \d+ seconds/;
 
 /** The engine on the head's host: its pid, its log file. */
-const hostWatch = (record: ClusterRecord): EngineWatch => ({ alive: `kill -0 ${record.pid} 2>/dev/null`, tail: (n) => `tail -n ${n} "${record.logFile}"` });
+const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): EngineWatch => ({
+  alive: `kill -0 ${record.pid} 2>/dev/null`,
+  tail: (n) => `tail -n ${n} "${record.logFile}"`,
+  ours: () => remoteListenerOurs(nf, nf.head, record.port, record.pid, signal),
+});
 
 /**
  * 4. The one after-launch watch (engine/launch.ts: the stall timer, a known hang named from the
@@ -296,6 +303,8 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
     signal,
     pollMs: 250,
     onPhase: (phase) => emit({ type: 'phase', replica: plan.replica.name, node: nf.head.name, phase }),
+    // what answers on the head's port is the engine's own group, not a server that held the port first
+    ours: watch.ours,
     // Ray's own view first: a placement-group wait because a node left is named as that, not as a hang
     hung: async () => {
       if (!(Date.now() - lastCluster > 5000 || placementLine)) return undefined;
