@@ -28,7 +28,13 @@ describe("a multi-node server's log: where the record says", () => {
     ['Ray on the host: the head and its log file', { ...base, executor: 'ray' }, 'n0', /^tail -n 7 "\$HOME\/\.local\/state\/sparkctl\/logs\/big-0-rank0\.log"$/],
     [
       'native: rank 0, wherever the ranks list puts it',
-      { ...base, ranks: [{ node: 'n1', rank: 1, pid: 2, marker: 'm', logFile: '/r1.log' }, { node: 'n0', rank: 0, pid: 1, marker: 'm', logFile: '/r0.log' }] },
+      {
+        ...base,
+        ranks: [
+          { node: 'n1', rank: 1, pid: 2, marker: 'm', logFile: '/r1.log' },
+          { node: 'n0', rank: 0, pid: 1, marker: 'm', logFile: '/r0.log' },
+        ],
+      },
       'n0',
       /^tail -n 7 "\/r0\.log"$/,
     ],

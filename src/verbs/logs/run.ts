@@ -75,9 +75,7 @@ async function clusterLogs(rec: ClusterRecord, opts: { follow?: boolean; lines: 
   try {
     nf = loadNodesFile(rec.nodesFile);
   } catch (e) {
-    throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [
-      `its log is on ${rec.head}: ${rec.logFile}`,
-    ]);
+    throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [`its log is on ${rec.head}: ${rec.logFile}`]);
   }
   const read = await readHeadLog(rec, nf, opts.lines);
   if ('why' in read) throw new UnreachableError(`the log of ${rec.profile} on ${rec.head} could not be read: ${shownEscaped(read.why)}`, [`ssh to ${rec.head} and read ${rec.logFile}`]);

@@ -2,7 +2,8 @@
 // to the engine's executor, render its events and outcome with serve's one renderer (render.ts),
 // and pick the exit code from errors.ts.
 import { resolve } from 'node:path';
-import { readSecrets, type ServeOptions } from '../../engine/plan.js';
+import { readSecrets } from '../../engine/plan.js';
+import type { ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { stateDir } from '../../util/paths.js';
 import { loadNodesFile } from '../../profiles/load.js';

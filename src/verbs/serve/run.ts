@@ -5,7 +5,8 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
@@ -155,7 +156,7 @@ function wireSignals() {
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
-  validateServeInputs(opts);
+  validateServeFlags(opts);
   if (opts.nodes) {
     const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
