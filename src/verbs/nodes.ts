@@ -1,6 +1,7 @@
 // The multi-node verbs' shared part (stop/preflight --nodes, status of clusters; serve --nodes is
 // serve's own: verbs/serve/nodes.ts): read and validate every input, hand it to the library
 // (src/engine/cluster/), render what comes back, and pick the exit code from errors.ts.
+import { withInterrupts } from '../util/interrupt.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
@@ -16,13 +17,8 @@ import {
   clusterStatus,
   planCluster,
   resolveForNodes,
-  gatherNodes,
-  runNodesChecks,
-  gatherFabric,
   fabricEnvs,
   nodeEnvOf,
-  runFabricChecks,
-  type NodeReport,
   type ClusterStatus,
   type StopClusterOutcome,
   type ExecutorKind,
@@ -30,6 +26,8 @@ import {
   imageMismatch,
   readImageIds,
 } from '../engine/cluster/index.js';
+import { gatherNodes, runNodesChecks, type NodeReport } from '../preflight/nodes.js';
+import { gatherFabric, runFabricChecks } from '../preflight/fabric.js';
 import { envelope, c, table, statusMark } from '../output/format.js';
 import { say } from '../output/log.js';
 import { shownEscaped } from '../util/control.js';
@@ -40,18 +38,7 @@ import type { CheckOutcome } from '../output/check.js';
 import { UsageError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
-export async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const ac = new AbortController();
-  const abort = () => ac.abort();
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
-  try {
-    return await fn(ac.signal);
-  } finally {
-    process.off('SIGINT', abort);
-    process.off('SIGTERM', abort);
-  }
-}
+const withCancel = withInterrupts;
 
 /** One cluster's stop as said to the operator: a line per rank or node, and what went wrong, if anything. */
 export interface ClusterStopped {

@@ -1,5 +1,6 @@
 // gateway up | down | status | config | run: read the settings (a file's gateway: block, the flags
 // over it), then the library (src/gateway/) does the work.
+import { interrupts } from '../../util/interrupt.js';
 import { readTextSync } from '../../util/read.js';
 import yaml from 'js-yaml';
 import { stateDir, sparkctlBin, parseSize } from '../common.js';
@@ -182,8 +183,8 @@ export async function runForeground(o: SettingsFlags) {
   const warn = exposure(s, !!o.allowUnauthenticated);
   if (warn) process.stderr.write(`${new Date().toISOString()} gateway: ${warn}\n`);
   const haproxy = haproxyOf(s);
-  const ac = new AbortController();
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => ac.abort());
+  // for the keeper's whole life: the first ends it (HAProxy soft-stopped first), a second at once
+  const ac = interrupts();
   const dir = stateDir();
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const keeper = new Keeper({

@@ -1,4 +1,5 @@
 import { shownEscaped } from '../../util/control.js';
+import { interrupts } from '../../util/interrupt.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { readTail } from '../../util/read.js';
 import { LogTail } from '../../engine/runtime/logtail.js';
@@ -38,6 +39,7 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
   for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
   if (!opts.follow) return;
   const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
+  const stopped = interrupts();
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       for (const f of tails) {
@@ -54,12 +56,10 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
         );
       }
     }, 200);
-    const stop = () => {
+    stopped.signal.addEventListener('abort', () => {
       clearInterval(timer);
       resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    });
   });
 }
 
@@ -83,17 +83,13 @@ async function clusterLogs(rec: ClusterRecord, opts: { follow?: boolean; lines: 
   if (!opts.follow) return;
   const view = followHeadLog(rec, nf)!;
   await view.poll(); // what was printed already: only what comes after it is new
-  const ac = new AbortController();
-  const stop = () => ac.abort();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const stopped = interrupts();
   try {
-    while (!ac.signal.aborted) {
+    while (!stopped.signal.aborted) {
       printLines(await view.poll());
       await new Promise((r) => setTimeout(r, 500));
     }
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
+    stopped.off();
   }
 }

@@ -13,7 +13,7 @@ import { allNodes, gpusDeclared, exportLine, fabricAddress, serveCluster, planCl
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
-import { withCancel } from '../nodes.js';
+import { withInterrupts as withCancel } from '../../util/interrupt.js';
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);

@@ -1,6 +1,7 @@
 // serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the
 // installed vLLM or the image) -> preflight (typed GPU facts) -> the plan, made again from what was
 // read against the GPUs preflight saw -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+import { interrupts } from '../../util/interrupt.js';
 import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
@@ -136,23 +137,6 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
   return true;
 }
 
-/** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
-function wireSignals() {
-  const graceful = new AbortController();
-  const force = new AbortController();
-  const on = () => (graceful.signal.aborted ? force.abort() : graceful.abort());
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  return {
-    signal: graceful.signal,
-    force: force.signal,
-    off: () => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-    },
-  };
-}
-
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
@@ -275,7 +259,8 @@ async function runtimeChecks(plan: ServePlan, opts: ServeOptions): Promise<void>
 /** Launch, supervise, warm and probe, with Ctrl-C wired to the run's cancellation. */
 async function act(plan: ServePlan, secrets: Record<string, string>, render: Renderer): Promise<ServeOutcome> {
   const { serveLocal } = await import('../../engine/serve.js');
-  const sig = wireSignals();
+  // Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed.
+  const sig = interrupts({ second: 'force' });
   let readyCount = 0;
   try {
     return await serveLocal(plan, {
