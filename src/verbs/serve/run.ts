@@ -61,8 +61,11 @@ export function planEnvelope(plan: ServePlan) {
   };
 }
 
+/** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
+const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
+
 function printDryRun(plan: ServePlan, r: Prepared) {
-  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  for (const w of plan.warnings) note(warningLine(w));
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
   note(c.dim(`planned for ${r.hostLine}`));
   note(c.dim(`vLLM: ${r.vllm.note}`));
@@ -249,7 +252,9 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     installedLoaders: loadersOf(opts),
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
   });
-  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
+  // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
+  else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
