@@ -423,7 +423,8 @@ async function buildServer(s: SimSetup) {
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
-    zombieIf: faults.zombieIf,
+    // {port} in the path: each replica of a profile its own switch (one wedged, the others serving)
+    zombieIf: faults.zombieIf?.replaceAll('{port}', String(num(f, '--port', 8000))),
     longPrefillS: faults.longPrefillS,
     crashMidStream: faults.crashMidStream,
     saturateAt: faults.saturateAt,

@@ -15,6 +15,31 @@ import type { Owner, Reading } from './verdict.js';
 /** /metrics of a big server is ~100 KB; more than this is no answer a watcher needs */
 export const METRICS_MAX_BYTES = 2 * 1024 * 1024;
 
+/**
+ * The engine-core process of a vLLM server, by proof rather than by its name alone: a child of the
+ * API server (whose pid the registry proved by its start time), in the same process group, started
+ * after it, and named VLLM::EngineCore by vLLM's setproctitle (its comm is cut to 15 bytes). A pid
+ * reused by anything else fails the parent, group or start-time test. Undefined when there is none
+ * (not a vLLM, not started yet, or gone).
+ */
+export function engineCoreOf(apiPid: number, pgid: number): { pid: number; startTime: number } | undefined {
+  const api = statFields(apiPid);
+  if (!api || Number(api[2]) !== pgid) return undefined;
+  const apiStart = Number(api[19]);
+  for (const pid of groupMembers(pgid)) {
+    const f = statFields(pid);
+    if (!f || Number(f[1]) !== apiPid || Number(f[2]) !== pgid || !(Number(f[19]) >= apiStart)) continue;
+    let name = '';
+    try {
+      name = readTextSync(`/proc/${pid}/comm`, { maxBytes: READ_LIMITS.proc }).trim();
+    } catch {
+      continue;
+    }
+    if (name === 'VLLM::EngineCor' || name.startsWith('VLLM::EngineCore')) return { pid, startTime: Number(f[19]) };
+  }
+  return undefined;
+}
+
 /** A member of the group stopped by a signal (state T, t: SIGSTOP, a debugger), by pid and name. */
 export function stoppedMember(pgid: number): string | undefined {
   if (!pgid) return undefined;

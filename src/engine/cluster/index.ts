@@ -12,8 +12,7 @@ import { allNodes } from './ray-plan.js';
 export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
 export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
-export { gatherNodes, runNodesChecks, type NodeReport } from './preflight.js';
-export { gatherFabric, readFabric, fabricEnvs, rdmaNodes, runFabricChecks, fabricEnv, type FabricCtx, type FabricReading } from './fabric.js';
+export { readFabric, fabricEnvs, rdmaNodes, fabricEnv, type FabricReading } from './fabric.js';
 
 export function executorFor(kind: ExecutorKind): ClusterExecutor {
   return kind === 'native' ? nativeExecutor : rayExecutor;
