@@ -240,6 +240,9 @@ function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, runti
  * profile's), and the image for a container: each replica's env points them into the folder (the
  * same path inside a container, which mounts it). profile.engine.startCaches: false leaves vLLM's own.
  */
+/** torch's loggers that say whether a compile came from its caches (codecache.py, autograd_cache.py). */
+export const TORCH_CACHE_LOGS = 'torch._inductor.codecache,torch._functorch._aot_autograd.autograd_cache';
+
 function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image: string | undefined): CachePlan | undefined {
   if (p.engine.startCaches === false || opts.startCaches === false) return undefined;
   const stateEnv = opts.stateDir ? { ...process.env, SPARKCTL_STATE_DIR: opts.stateDir } : process.env;
@@ -251,6 +254,15 @@ function withCaches(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, image
   if (cpuBuild(opts.installedVllm) && opts.engine === 'vllm' && p.env.VLLM_USE_AOT_COMPILE === undefined) {
     plan.env.VLLM_USE_AOT_COMPILE = '0';
     plan.notes.push('VLLM_USE_AOT_COMPILE=0: a CPU build of vLLM cannot load its own AOT compile artifact, so the restart reuses the standard compile cache instead');
+  }
+  // A CPU build never uses vLLM's own compile cache: vllm/platforms/cpu.py turns VLLM_COMPILE into
+  // DYNAMO_TRACE_ONCE with the inductor backend, so vLLM's CompilerManager (and its "Directly load the
+  // compiled graph(s) ... from the cache" line) is not on its path. What a restart reuses there is
+  // torch's own caches in TORCHINDUCTOR_CACHE_DIR (AOTAutograd and the FX graph cache), and torch says
+  // hit or miss only at INFO on these two loggers: enabled, so the start report can say which it was.
+  if (cpuBuild(opts.installedVllm) && opts.engine === 'vllm' && p.env.TORCH_LOGS === undefined) {
+    plan.env.TORCH_LOGS = TORCH_CACHE_LOGS;
+    plan.notes.push(`TORCH_LOGS=${TORCH_CACHE_LOGS}: a CPU build compiles through torch's caches, not vLLM's, and torch logs their hit or miss only with these loggers on`);
   }
   for (const x of replicas) {
     x.env = { ...plan.env, ...x.env };

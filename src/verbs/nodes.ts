@@ -1,6 +1,7 @@
 // The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
 // and validate every input, build the plan, hand it to the library (src/engine/cluster/ and
 // src/preflight/nodes.ts, fabric.ts), render its events and outcome, and pick the exit code from errors.ts.
+import { withInterrupts } from '../util/interrupt.js';
 import { readSecrets, type ServeOptions } from '../engine/plan.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
@@ -48,18 +49,7 @@ import type { CheckOutcome } from '../output/check.js';
 import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
-async function withCancel<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const ac = new AbortController();
-  const abort = () => ac.abort();
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
-  try {
-    return await fn(ac.signal);
-  } finally {
-    process.off('SIGINT', abort);
-    process.off('SIGTERM', abort);
-  }
-}
+const withCancel = withInterrupts;
 
 /** A phase line per node as serve's own renderer says them off a terminal: a phase's first line and its 100 %, not every percent between. */
 function phaseLines() {

@@ -1,4 +1,5 @@
 import { shownEscaped } from '../../util/control.js';
+import { interrupts } from '../../util/interrupt.js';
 import { existsSync, readdirSync } from 'node:fs';
 import { readTail } from '../../util/read.js';
 import { LogTail } from '../../engine/runtime/logtail.js';
@@ -32,6 +33,7 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
   for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
   if (!opts.follow) return;
   const tails = files.map((f) => ({ ...f, tail: new LogTail(f.path, 0, { fromEnd: true }) }));
+  const stopped = interrupts();
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       for (const f of tails) {
@@ -48,11 +50,9 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
         );
       }
     }, 200);
-    const stop = () => {
+    stopped.signal.addEventListener('abort', () => {
       clearInterval(timer);
       resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    });
   });
 }

@@ -2,6 +2,7 @@
 // flags kept from its launch record -> a plan, and what it changes said before anything stops -> either
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
+import { interrupts } from '../../util/interrupt.js';
 import { readSecrets } from '../../engine/plan.js';
 import { relaunchPlan } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
@@ -55,10 +56,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, as);
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
-  const ac = new AbortController();
-  const onSignal = () => ac.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const ac = interrupts();
   let outcome: RollingOutcome;
   try {
     outcome = await rollingRestart({
@@ -73,8 +71,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       onEvent: opts.json ? undefined : rollingRenderer(),
     });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    ac.off();
   }
   if (opts.json) say(envelope('restart', { rolling: true, ...outcome, exitCode: exitCodeOf(outcome.status) }));
   else if (outcome.aborted) {

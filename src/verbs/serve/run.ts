@@ -1,6 +1,7 @@
 // serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the
 // installed vLLM or the image) -> preflight (typed GPU facts) -> the plan, made again from what was
 // read against the GPUs preflight saw -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+import { interrupts } from '../../util/interrupt.js';
 import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
@@ -135,23 +136,6 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
   return true;
 }
 
-/** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
-function wireSignals() {
-  const graceful = new AbortController();
-  const force = new AbortController();
-  const on = () => (graceful.signal.aborted ? force.abort() : graceful.abort());
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  return {
-    signal: graceful.signal,
-    force: force.signal,
-    off: () => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-    },
-  };
-}
-
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
@@ -160,7 +144,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('../nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime };
+  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
   // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
   await pullBeforeReading(profileName, opts);
@@ -250,6 +234,8 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
   });
   if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
+  if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
@@ -274,7 +260,8 @@ async function runtimeChecks(plan: ServePlan, opts: ServeOptions): Promise<void>
 /** Launch, supervise, warm and probe, with Ctrl-C wired to the run's cancellation. */
 async function act(plan: ServePlan, secrets: Record<string, string>, render: Renderer): Promise<ServeOutcome> {
   const { serveLocal } = await import('../../engine/serve.js');
-  const sig = wireSignals();
+  // Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed.
+  const sig = interrupts({ second: 'force' });
   let readyCount = 0;
   try {
     return await serveLocal(plan, {

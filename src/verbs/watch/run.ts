@@ -3,6 +3,7 @@
 // person's restart takes: identity proof, the one stop, serve with the settings it was served with;
 // --rolling --replica for a replica behind its router), the deep probe is the probe's own identity
 // and 1-token checks, incidents go to the history `report` reads and to the probe's webhook.
+import { interrupts } from '../../util/interrupt.js';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { stateDir } from '../common.js';
@@ -219,10 +220,7 @@ export async function run(names: string[], o: WatchOptions) {
     0,
     (pid) => new UsageError(`another sparkctl watch (pid ${pid}) already watches ${dir}`, [`one watcher per state folder: stop it first, or check it with ps -p ${pid}`]),
   );
-  const ac = new AbortController();
-  const onSignal = () => ac.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const ac = interrupts();
   const emit = (e: WatchEvent) => {
     if (o.json) {
       if (e.kind !== 'tick' || o.once) say(JSON.stringify({ version: 1, at: new Date().toISOString(), event: e.kind, ...e, kind: 'watch-event' }));
@@ -261,8 +259,7 @@ export async function run(names: string[], o: WatchOptions) {
     }
     await w.settle();
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    ac.off();
     release();
   }
   if (o.once && w.state().some((s) => s.verdict === 'dead' || s.verdict === 'wedged')) throw new ExitWith(ExitCode.problems);
