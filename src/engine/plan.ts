@@ -23,6 +23,7 @@ import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
 import { imageFor } from './runtime/container.js';
+import { checkExposure } from '../util/exposure.js';
 import { chooseLoader, type LoaderChoice } from './loader.js';
 import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
 
@@ -81,6 +82,8 @@ export interface RunInputs {
   runtime?: 'host' | 'container';
   /** let the container CLI pull a missing image */
   pull?: boolean;
+  /** listen beyond loopback without a key (warned at every start; util/exposure.ts) */
+  allowUnauthenticated?: boolean;
 }
 
 /** What the profile was read with (restart reads it again with the same). */
@@ -91,6 +94,7 @@ export interface ReadInputs {
   platform?: string;
   runtime?: 'host' | 'container';
   router?: boolean;
+  allowUnauthenticated?: boolean;
 }
 
 export type PlanInputs = RunInputs & {
@@ -119,6 +123,7 @@ export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'vers
     ...(opts.platform ? { platform: opts.platform } : {}),
     ...(opts.runtime ? { runtime: opts.runtime } : {}),
     ...(opts.router ? { router: true } : {}),
+    ...(opts.allowUnauthenticated ? { allowUnauthenticated: true } : {}),
     vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
     ...(image ? { image } : {}),
   };
@@ -166,6 +171,9 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const r = ukv ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } } : r1;
   const warnings = requireValid(r);
   if (ukv) warnings.push(ukv.note);
+  // beyond loopback without a key: refused unless allowed (a dry-run says so), allowed: warned first
+  const exposed = serveExposure(r.profile, Boolean(opts.allowUnauthenticated || opts.launch?.allowUnauthenticated), Boolean(opts.dryRun));
+  if (exposed) warnings.unshift(exposed);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
@@ -209,6 +217,34 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     ...(caches ? { caches } : {}),
     loader,
   };
+}
+
+/**
+ * The address clients reach (the router's, or each replica's without one) against util/exposure.ts's
+ * rule: no key (server.apiKeyEnv), or vLLM's sleep mode, whose development routes (/sleep, /wake_up,
+ * /collective_rpc...) vLLM guards with no key at all (its AuthenticationMiddleware guards /v1, /v2,
+ * /inference and /cohere only: vllm/entrypoints/serve/utils/server_utils.py GUARDED_PREFIX).
+ * A dry-run shows the refusal as a warning, as it does vLLM's refusals.
+ */
+export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolean, dryRun: boolean): string | undefined {
+  const e = {
+    who: `${p.name}'s server`,
+    field: 'server.host',
+    host: p.server.host,
+    keyed: Boolean(p.server.apiKeyEnv),
+    openRoutes: p.server.sleepMode ? "vLLM's sleep mode (server.sleepMode: /sleep, /wake_up and vLLM's other development routes)" : undefined,
+    fixes: [
+      '--set server.host=127.0.0.1 (the default; a router or the gateway in front for other hosts)',
+      ...(p.server.apiKeyEnv ? [] : ['server.apiKeyEnv: NAME in the profile (export NAME=...): vLLM asks every client for that key']),
+      ...(p.server.sleepMode ? ['--set server.sleepMode=false'] : []),
+    ],
+  };
+  try {
+    return checkExposure(e, allow);
+  } catch (err) {
+    if (!dryRun || !(err instanceof UsageError)) throw err;
+    return `serve would refuse: ${err.message} (${err.details.join('; ')})`;
+  }
 }
 
 /** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */
