@@ -23,6 +23,7 @@ import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
 import { imageFor } from './runtime/container.js';
+import { checkExposure } from '../util/exposure.js';
 import { chooseLoader, type LoaderChoice } from './loader.js';
 import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
 
@@ -54,6 +55,8 @@ export interface ServeOptions {
   runtime?: 'host' | 'container';
   /** --pull: let the container CLI pull a missing image (otherwise serve never pulls) */
   pull?: boolean;
+  /** --allow-unauthenticated: listen beyond loopback without a key (warned at every start; util/exposure.ts) */
+  allowUnauthenticated?: boolean;
 }
 
 export interface ServePlan {
@@ -91,7 +94,10 @@ export interface ServePlan {
   p2p?: { skip: boolean; note: string };
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
+export type PlanInputs = Pick<
+  ServeOptions,
+  'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull' | 'allowUnauthenticated'
+> & {
   stateDir?: string;
   /** the image's entrypoint, as read (it decides whether the command repeats `vllm serve`) */
   imageEntrypoint?: string[];
@@ -114,7 +120,7 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | '
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
 export function launchRecord(
-  opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router'>,
+  opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router' | 'allowUnauthenticated'>,
   vllm: Pick<VersionDecision, 'version' | 'how'>,
   image?: string,
   profile?: Pick<Profile, 'env' | 'server' | 'container'>,
@@ -127,6 +133,7 @@ export function launchRecord(
     ...(opts.platform ? { platform: opts.platform } : {}),
     ...(opts.runtime ? { runtime: opts.runtime } : {}),
     ...(opts.router ? { router: true } : {}),
+    ...(opts.allowUnauthenticated ? { allowUnauthenticated: true } : {}),
     vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
     ...(image ? { image } : {}),
   };
@@ -183,6 +190,9 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const r = ukv ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } } : r1;
   const warnings = requireValid(r);
   if (ukv) warnings.push(ukv.note);
+  // beyond loopback without a key: refused unless allowed (a dry-run says so), allowed: warned first
+  const exposed = serveExposure(r.profile, Boolean(opts.allowUnauthenticated || opts.launch?.allowUnauthenticated), Boolean(opts.dryRun));
+  if (exposed) warnings.unshift(exposed);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
@@ -249,6 +259,34 @@ export function withP2p(p: Profile, replicas: ReplicaPlan[], opts: Pick<PlanInpu
   }
   for (const x of replicas) x.env = { ...x.env, VLLM_SKIP_P2P_CHECK: '1' };
   return { skip: true, note: `P2P check skipped (VLLM_SKIP_P2P_CHECK=1): preflight read the topology, every TP pair on NVLink (${t.observed})` };
+}
+
+/**
+ * The address clients reach (the router's, or each replica's without one) against util/exposure.ts's
+ * rule: no key (server.apiKeyEnv), or vLLM's sleep mode, whose development routes (/sleep, /wake_up,
+ * /collective_rpc...) vLLM guards with no key at all (its AuthenticationMiddleware guards /v1, /v2,
+ * /inference and /cohere only: vllm/entrypoints/serve/utils/server_utils.py GUARDED_PREFIX).
+ * A dry-run shows the refusal as a warning, as it does vLLM's refusals.
+ */
+export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolean, dryRun: boolean): string | undefined {
+  const e = {
+    who: `${p.name}'s server`,
+    field: 'server.host',
+    host: p.server.host,
+    keyed: Boolean(p.server.apiKeyEnv),
+    openRoutes: p.server.sleepMode ? "vLLM's sleep mode (server.sleepMode: /sleep, /wake_up and vLLM's other development routes)" : undefined,
+    fixes: [
+      '--set server.host=127.0.0.1 (the default; a router or the gateway in front for other hosts)',
+      ...(p.server.apiKeyEnv ? [] : ['server.apiKeyEnv: NAME in the profile (export NAME=...): vLLM asks every client for that key']),
+      ...(p.server.sleepMode ? ['--set server.sleepMode=false'] : []),
+    ],
+  };
+  try {
+    return checkExposure(e, allow);
+  } catch (err) {
+    if (!dryRun || !(err instanceof UsageError)) throw err;
+    return `serve would refuse: ${err.message} (${err.details.join('; ')})`;
+  }
 }
 
 /** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */

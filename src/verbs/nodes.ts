@@ -113,6 +113,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
   const fabric = await withCancel((signal) => readFabric(nf, signal));
   const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
+  // the head reached beyond loopback without a key: said at every start, --json or not (stderr)
+  for (const w of pc.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
   const r = pc.resolved;
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
   const key = readSecrets(r.profile).VLLM_API_KEY;

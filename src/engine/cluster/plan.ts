@@ -1,6 +1,7 @@
 // serve --nodes, planned: the profile resolved for the cluster's shape, the executor picked (Ray, or
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
+import { exposedWhat, isLoopback } from '../../util/exposure.js';
 import { executableFor, simTail, type ServeOptions } from '../plan.js';
 import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
 import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
@@ -68,6 +69,13 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
     tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
   })[0]!;
   const warnings = requireValid(r);
+  // sparkctl reaches the head at the nodes file's address, so a loopback server.host (the default)
+  // binds that one address, never every interface; without a key that network reaches the model: said
+  // at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
+  const hostAt = rep.argv.indexOf('--host');
+  if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = nf.head.address;
+  const open = exposedWhat({ who: `${p.name}'s head`, field: 'server.host', host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host, keyed: Boolean(p.server.apiKeyEnv), fixes: [] });
+  if (open) warnings.unshift(`WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`);
   const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
   // engine.runtime container: the same commands, each in a container on its node (the runtime's word decides)
   const onNodes = {

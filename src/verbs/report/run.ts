@@ -6,7 +6,7 @@ import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
 import { computeCost, sumCosts, type CostResult } from '../../history/cost.js';
 import type { Sample } from '../../history/sample.js';
-import { matches, window, noHistory, resolvePrice, type CostCli } from '../history.js';
+import { matches, window, noHistory, resolvePrice, gatewayUsageFor, gatewayUsageLine, type CostCli } from '../history.js';
 import { renderPage, type Section } from '../../output/html.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -57,8 +57,9 @@ export async function run(name: string, opts: ReportCli) {
     writeNewFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html', { force: opts.force });
     note(`report written to ${opts.html}`);
   }
+  const gateway = gatewayUsageFor(name, from ?? 0, to ?? Date.now());
   if (opts.json) {
-    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}) }));
+    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}), ...(gateway ? { gateway } : {}) }));
     return;
   }
   const a = Date.parse(r.from!);
@@ -83,6 +84,7 @@ export async function run(name: string, opts: ReportCli) {
   say(
     `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
   );
+  if (gateway) say(`  gateway      ${gatewayUsageLine(gateway).replace(/^through the gateway: /, '')}`);
   if (cost?.allocation)
     say(
       `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,

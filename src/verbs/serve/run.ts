@@ -62,8 +62,11 @@ export function planEnvelope(plan: ServePlan) {
   };
 }
 
+/** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
+const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
+
 function printDryRun(plan: ServePlan, r: Prepared) {
-  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  for (const w of plan.warnings) note(warningLine(w));
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
   note(c.dim(`planned for ${r.hostLine}`));
   note(c.dim(`vLLM: ${r.vllm.note}`));
@@ -236,7 +239,9 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
     ...(seen.topology ? { topology: seen.topology } : {}),
   });
-  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
+  // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
+  else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
   // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
   if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
