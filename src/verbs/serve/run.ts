@@ -6,7 +6,8 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
@@ -142,9 +143,9 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
-  validateServeInputs(opts);
+  validateServeFlags(opts);
   if (opts.nodes) {
-    const multi = await import('../nodes.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
