@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
 import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
-import { profileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
+import { profileForModel, clusterProfileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
 import { parseListeningPorts } from '../host/parse.js';
 import { Registry } from './registry.js';
 import { readModel, type ModelRead } from '../model/read.js';
@@ -376,7 +376,6 @@ export async function readForNodes(name: string, shape: { nodes: number; gpusPer
   const platformName = opts.platform ?? (shape.gpusPerNode === 1 ? 'dgx-spark-gb10' : DEFAULT_PLATFORM);
   const platformNote = opts.platform ? undefined : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
   const platform = loadPlatform(platformName);
-  const { clusterProfileForModel } = await import('../profiles/from-model.js');
   const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
   const why = [...choice.why];
   // the family's parsers, judged against the vLLM the nodes' platform is guessed to run (the nodes are not asked here)

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import type { ServePlan } from '../engine/plan.js';
 import { Registry, type Entry, type Instance } from '../engine/registry.js';
 import { targetFromInstance } from '../engine/target.js';
-import { replicaUrl } from '../engine/serve.js';
+import { replicaUrl, serveLocal } from '../engine/serve.js';
 import { stopInstance } from '../engine/stop.js';
 import type { ServeOutcome } from '../engine/events.js';
 import type { RollingEvent, RollingOutcome } from '../router/rolling.js';
@@ -164,7 +164,6 @@ async function stopProfile(stateDir: string, profile: string, signal: AbortSigna
 
 /** No router: the canary runs beside the replicas as PROFILE-canary; a passing one is followed by a restart of every replica on the candidate. */
 async function beside(run: UpgradeRun, started: number): Promise<UpgradeOutcome> {
-  const { serveLocal } = await import('../engine/serve.js');
   const port = await freePort();
   const plan = await run.besidePlan!(port);
   const name = plan.replicas[0]?.name ?? `${run.profile}-canary`;

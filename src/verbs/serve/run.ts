@@ -13,7 +13,7 @@ import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { ExitWith, exitCodeOf } from '../../errors.js';
+import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
@@ -113,7 +113,6 @@ function routerNote(plan: ServePlan) {
  */
 async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<boolean> {
   const { alreadyRunning } = await import('../../engine/already-running.js');
-  const { UsageError } = await import('../../errors.js');
   const running = await alreadyRunning(stateDir(), profile);
   if (!running) return false;
   const names = running.replicas.map((x) => `${x.name} (port ${x.port}, pid ${x.pid})`).join(', ');
