@@ -54,6 +54,8 @@ export interface ServeOptions {
   runtime?: 'host' | 'container';
   /** --pull: let the container CLI pull a missing image (otherwise serve never pulls) */
   pull?: boolean;
+  /** --repin: the image reference pinned anew, as it is now */
+  repin?: boolean;
 }
 
 export interface ServePlan {
@@ -123,6 +125,11 @@ export function launchRecord(
     vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
     ...(image ? { image } : {}),
   };
+}
+
+/** The launch record with the host install's fingerprint (undefined: none to take, a container or the simulator). */
+export function withFingerprint(rec: LaunchRecord, fp: { version: string; packages: string; count: number } | undefined): LaunchRecord {
+  return fp ? { ...rec, fingerprint: { version: fp.version, packages: fp.packages, count: fp.count } } : rec;
 }
 
 /** A value's fingerprint: enough to tell that it changed, not what it is. */

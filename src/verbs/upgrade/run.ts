@@ -13,7 +13,7 @@ import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
-import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../upgrade/pins.js';
+import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../engine/pins.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import { DEFAULT_GOLDEN } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
@@ -50,9 +50,13 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   const p = cur.plan.profile;
   const sets = [`engine.vllmVersion=${rec?.vllm.asked ?? p.engine.vllmVersion}`];
   let imagePinned: string | undefined;
-  const image = rec?.image;
-  if (cur.plan.runtime === 'container' && image && cur.plan.container) {
-    imagePinned = (await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], image)).pinned;
+  let imageId: string | undefined;
+  // the reference the profile names (serve's pin decision keeps it), else what the record ran
+  const image = cur.prepared.imagePin?.ref ?? rec?.image;
+  if (cur.plan.runtime === 'container' && rec?.image && cur.plan.container) {
+    const r = await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], rec.image);
+    imagePinned = r.pinned;
+    imageId = r.id;
     sets.push(`container.image=${imagePinned}`);
   }
   return {
@@ -60,7 +64,9 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
     vllmVersion: rec?.vllm.resolved ?? p.engine.vllmVersion,
     image,
     imagePinned,
+    imageId,
     vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
+    ...(rec?.fingerprint ? { fingerprint: rec.fingerprint } : {}),
     sets,
   };
 }
@@ -70,6 +76,7 @@ interface Candidate {
   vllmBin?: string;
   image?: string;
   imagePinned?: string;
+  imageId?: string;
   /** --rollback: the pin file as it will be once the rollback is done */
   rollback?: ReturnType<typeof rollbackPins>;
 }
@@ -79,7 +86,7 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
     const pins = readPins(dir, name);
     const back = pins ? rollbackPins(pins) : undefined;
     if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
-    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, rollback: back };
+    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back };
   }
   if (opts.image) {
     if (cur.plan.runtime !== 'container' || !cur.plan.container)
@@ -88,7 +95,7 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
       ]);
     const pin = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
-    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned };
+    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id };
   }
   return { sets: [`engine.vllmVersion=${opts.vllm ?? 'auto'}`, ...opts.candidateSet], vllmBin: opts.vllmBin };
 }
@@ -207,7 +214,17 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to);
   // pin: what runs now is what the pin says (the first upgrade also keeps what ran before it)
-  const candPin: Pin = { at: new Date().toISOString(), vllmVersion: to, image: cand0.image, imagePinned: cand0.imagePinned, vllmBin: cand0.vllmBin, sets: cand0.sets };
+  const fp = cand.plan.launch?.fingerprint;
+  const candPin: Pin = {
+    at: new Date().toISOString(),
+    vllmVersion: to,
+    image: cand0.image,
+    imagePinned: cand0.imagePinned,
+    imageId: cand0.imageId,
+    vllmBin: cand0.vllmBin,
+    ...(fp ? { fingerprint: fp } : {}),
+    sets: cand0.sets,
+  };
   if (outcome.status === 'rolled') {
     if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
     else {
