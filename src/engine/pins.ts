@@ -218,3 +218,15 @@ export async function inspectForPin(
   if (r.error || r.code !== 0) return { error: `${cli} image inspect ${ref}: ${r.error ?? (failureLine(r.stderr) ?? `exit ${r.code}`).slice(0, 200)}` };
   return pinFromInspect(ref, r.stdout);
 }
+
+/**
+ * Multi-node: what every node runs for the reference a profile names. Where the pin was taken from
+ * that reference (or an upgrade moved on from it), every node runs the pin's image ID: a node that
+ * does not hold that very image is refused before anything starts (the same-image check reads it on
+ * each node), whatever its copy of the tag names now. Undefined: the reference runs (no pin yet: the
+ * first healthy serve --nodes pins the ID every node agreed on).
+ */
+export function nodesImagePin(ref: string | undefined, file: PinFile | undefined): { run: string; pin: Pin } | undefined {
+  if (!ref || isPinnedRef(ref) || !file?.current.imageId || !knownRefs(file).has(ref)) return undefined;
+  return { run: file.current.imageId, pin: file.current };
+}

@@ -3,6 +3,7 @@
 // nodes-preflight.ts), render its events and outcome, and pick the exit code from errors.ts.
 import { readSecrets, type ServeOptions } from '../engine/plan.js';
 import { stateDir } from '../util/paths.js';
+import { isPinnedRef, nodesImagePin, readPins, writePin } from '../engine/pins.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
 import { servedName } from '../profiles/render.js';
@@ -116,7 +117,16 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
   const { readForNodes } = await import('../engine/inputs.js');
   const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
-  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
+  // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
+  const pin = imagePinOfNodes(target.loaded);
+  const loaded = pin.pinned ? withImage(target.loaded, pin.pinned.run) : target.loaded;
+  if (pin.pinned && !opts.json)
+    note(
+      c.dim(
+        `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
+      ),
+    );
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead };
   if (target.platformNote && !opts.json) note(target.platformNote);
   if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
@@ -150,7 +160,33 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
     throw new LaunchError('', []);
   }
   if (!opts.json) say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
+  // the first healthy serve over the nodes pins the image ID every node agreed on (checked before the start)
+  if (healthy && pin.ref && !pin.pinned) await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
   if (!healthy) throw new ProblemsFound('the deep probe failed');
+}
+
+/** runtime container over nodes: the profile's image reference, and the pin every node runs where there is one. */
+function imagePinOfNodes(loaded: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } }): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
+  if (loaded.profile.engine.runtime !== 'container') return {};
+  const ref = loaded.profile.container?.image;
+  if (!ref || isPinnedRef(ref)) return {};
+  return { ref, pinned: nodesImagePin(ref, readPins(stateDir(), loaded.profile.name)) };
+}
+
+function withImage<T extends { profile: { container?: object } }>(loaded: T, image: string): T {
+  return { ...loaded, profile: { ...loaded.profile, container: { ...loaded.profile.container, image } } };
+}
+
+async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+  if (!pc.steps[0]?.container) return;
+  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
+  const one = [...new Set(ids.map((x) => x.id))];
+  if (one.length !== 1 || !one[0]) {
+    if (!json) note(`${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`);
+    return;
+  }
+  writePin(stateDir(), pc.resolved.profile.name, { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] });
+  if (!json) note(c.dim(`image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`));
 }
 
 /** serve --nodes --dry-run: every node's command, in start order (--json: the multinode-plan envelope). */
@@ -362,7 +398,7 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const cross = [
     ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
-    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts)] : []),
+    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile })] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
@@ -405,11 +441,18 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
 }
 
 /** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
-async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }): Promise<CheckOutcome> {
+async function sameImageCheck(
+  profile: string,
+  nf: NodesFile,
+  opts: { profiles?: string; set?: string[]; platform: string },
+  loaded?: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } },
+): Promise<CheckOutcome> {
+  // where the profile's image is pinned, every node must hold the pin's very image (by ID)
+  const pin = loaded ? imagePinOfNodes(loaded) : {};
   const pc = planCluster(profile, nf, {
     nodesFile: '',
     profiles: opts.profiles,
-    set: opts.set ?? [],
+    set: [...(opts.set ?? []), ...(pin.pinned ? [`container.image=${pin.pinned.run}`] : [])],
     platform: opts.platform === 'auto' ? undefined : opts.platform,
     engine: 'vllm',
     vllmBin: 'vllm',
@@ -419,9 +462,17 @@ async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?:
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const bad = imageMismatch(image, ids);
   const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
+  const asPinned = pin.pinned ? ` (the pin of ${pin.ref}, ${pin.pinned.pin.at})` : '';
   return bad
-    ? { ...base, status: 'fail' as const, observed: bad, fix: `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)` }
-    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes` };
+    ? {
+        ...base,
+        status: 'fail' as const,
+        observed: `${bad}${asPinned}`,
+        fix: pin.pinned
+          ? `load the pinned image on those nodes (podman save ${image} | ssh NODE podman load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
+          : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
+      }
+    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
 }
 
 /** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */

@@ -6,7 +6,7 @@ import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
-import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, type Pin, type PinFile } from '../../src/engine/pins.js';
+import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
 import { driftOf, imageDrift } from '../../src/engine/drift.js';
 import type { Entry } from '../../src/engine/registry.js';
@@ -248,6 +248,15 @@ describe('pinned by default: what serve runs for the reference a profile names',
     ['not pulled and no pin: unpinned, said', TAG, undefined, gone, false, { state: 'unpinned', run: TAG }],
     ['a host pin (no image) does not pin an image', TAG, file(pin({ image: undefined, imagePinned: undefined, imageId: undefined })), here(ID), false, { state: 'new', run: PINNED }],
   ])('%s', (_, ref, f, inspected, repin, want) => expect(decideImagePin(ref, f, inspected, repin)).toMatchObject(want));
+
+  it.each([
+    ['a reference the pin was taken from: every node runs the pin ID', TAG, file(pin()), ID],
+    ['an older reference an upgrade moved on from: the current pin ID', TAG, file(pin({ image: 'localhost/vllm:new', imageId: ID2 }), [pin()]), ID2],
+    ['no pin yet: the reference runs (the first healthy serve pins it)', TAG, undefined, undefined],
+    ['a digest named: runs as named', PINNED, file(pin()), undefined],
+    ['a pin without an image ID (written before IDs were kept): the reference runs', TAG, file(pin({ imageId: undefined })), undefined],
+    ['another reference than the pin: the reference runs', 'localhost/vllm:other', file(pin()), undefined],
+  ])('nodes: %s', (_, ref, f, run) => expect(nodesImagePin(ref, f)?.run).toBe(run));
 
   it('a moved tag is one warning naming both images and the two fixes; nothing else warns', () => {
     const d = decideImagePin(TAG, file(pin()), here(ID2));
