@@ -118,7 +118,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const { readForNodes } = await import('../engine/inputs.js');
   const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
   // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
-  const pin = imagePinOfNodes(target.loaded);
+  const pin = imagePinOfNodes(target.loaded, opts.repin);
   const loaded = pin.pinned ? withImage(target.loaded, pin.pinned.run) : target.loaded;
   if (pin.pinned && !opts.json)
     note(
@@ -166,11 +166,15 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
 }
 
 /** runtime container over nodes: the profile's image reference, and the pin every node runs where there is one. */
-function imagePinOfNodes(loaded: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } }): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
+function imagePinOfNodes(
+  loaded: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } },
+  repin?: boolean,
+): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
   if (loaded.profile.engine.runtime !== 'container') return {};
   const ref = loaded.profile.container?.image;
   if (!ref || isPinnedRef(ref)) return {};
-  return { ref, pinned: nodesImagePin(ref, readPins(stateDir(), loaded.profile.name)) };
+  // --repin: the reference as every node holds it now, pinned anew once healthy
+  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir(), loaded.profile.name)) };
 }
 
 function withImage<T extends { profile: { container?: object } }>(loaded: T, image: string): T {
