@@ -33,6 +33,18 @@ export interface UpgradeOptions {
   set: string[];
   profiles?: string;
   gpus?: number;
+  /** the canary beside the replicas on these GPUs */
+  canaryGpus?: string;
+}
+
+/** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
+export function canaryGpusOf(text: string | undefined): number[] | undefined {
+  if (text === undefined) return undefined;
+  const ids = /^\d{1,3}(,\d{1,3})*$/.test(text.trim()) ? text.trim().split(',').map(Number) : undefined;
+  if (!ids) throw new UsageError(`--canary-gpus: "${text.slice(0, 40)}" is not a list of GPU indices`, ['a comma list such as 4,5 (the GPUs the canary runs on)']);
+  if (ids.some((g, i) => i > 0 && g !== ids[i - 1]! + 1))
+    throw new UsageError(`--canary-gpus: ${text} is not a contiguous run of GPUs`, [`a replica runs on consecutive GPUs from its first: e.g. ${ids[0]},${ids[0]! + 1}`]);
+  return ids;
 }
 
 function checkInputs(opts: UpgradeOptions): void {
@@ -134,7 +146,7 @@ function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
     switch (e.type) {
       case 'canary':
         note(
-          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}`}`,
+          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}${e.gpus?.length ? ` on GPU ${e.gpus.join(',')}` : ''}`}`,
         );
         break;
       case 'rolling':
@@ -188,9 +200,19 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
+  const canaryGpus = canaryGpusOf(opts.canaryGpus);
+  if (canaryGpus && routed)
+    throw new UsageError(`--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`, [
+      `leave --canary-gpus out (the other replicas serve while it is the canary)`,
+    ]);
+  const perReplica = cand.plan.replicas[0]?.gpus.length ?? 0;
+  if (canaryGpus && canaryGpus.length !== perReplica)
+    throw new UsageError(`--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`, [
+      `--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`,
+    ]);
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
-    : `beside the replicas as ${name}-canary on a free port (no router: a passing canary is followed by a restart of every replica at once)`;
+    : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
   if (opts.dryRun) {
     if (opts.json)
       say(
@@ -212,7 +234,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0)) note(l);
   const pinsBefore = readPins(dir, name);
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
-  const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to);
+  const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
   // pin: what runs now is what the pin says (the first upgrade also keeps what ran before it)
   const fp = cand.plan.launch?.fingerprint;
   const candPin: Pin = {
@@ -259,6 +281,7 @@ async function act(
   router: Entry['inst'] | undefined,
   from: string,
   to: string,
+  canaryGpus?: number[],
 ): Promise<UpgradeOutcome> {
   const { upgrade } = await import('../../upgrade/upgrade.js');
   const secrets = readSecrets(cand.plan.profile);
@@ -276,7 +299,14 @@ async function act(
       candidate: { plan: cand.plan, version: to },
       besidePlan: async (port) => {
         const canary = await relaunchPlan(name, entries, {
-          set: [...opts.set, ...cand.as.set.slice(cur.as.set.length), `name=${name}-canary`, `server.port=${port}`, 'parallel.replicas=1'],
+          set: [
+            ...opts.set,
+            ...cand.as.set.slice(cur.as.set.length),
+            `name=${name}-canary`,
+            `server.port=${port}`,
+            'parallel.replicas=1',
+            ...(canaryGpus ? [`parallel.firstGpu=${canaryGpus[0]}`] : []),
+          ],
           profiles: opts.profiles,
           gpus: opts.gpus,
           prewarm: true,
