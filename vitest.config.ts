@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongFirst from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -9,5 +10,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     globalSetup: ['test/global-setup.ts'],
+    // The long files first (test/sequencer.ts); the real-vLLM suites are one file (test/real-vllm/all.test.ts).
+    sequence: { sequencer: LongFirst },
   },
 });

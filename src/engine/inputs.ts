@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
 import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
-import { profileForModel, modelTarget, type ModelTarget } from '../profiles/from-model.js';
+import { profileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
+import { parseListeningPorts } from '../host/parse.js';
+import { Registry } from './registry.js';
 import { readModel, type ModelRead } from '../model/read.js';
 import type { ModelFacts } from '../model/facts.js';
 import { familySettings } from '../profiles/families.js';
@@ -50,6 +52,8 @@ export interface PlanReadOptions {
    * file; only read here (serve writes a new pin once it has served). --repin: the reference pinned anew.
    */
   pin?: { stateDir: string; repin?: boolean };
+  /** serve MODEL: a generated profile takes the first free port from 8000 up (pickModelPort), not always 8000 */
+  pickPort?: boolean;
 }
 
 export interface Prepared extends Resolved {
@@ -102,8 +106,10 @@ function hostLine(host: HostShape, platformName: string): string {
   const gib = (host.gpuMemoryBytes / 1024 ** 3).toFixed(1);
   const name = host.gpuName ?? 'GPU';
   if (host.gpusSource === 'detected')
-    return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
+    return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''})${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
   if (host.multiNode) return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
+  if (host.gpusSource === 'flag' && host.read)
+    return `this host's ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''}), counted as ${host.gpus} (--gpus)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
   if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
@@ -113,7 +119,9 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const prior = opts.prior;
   const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
   const sim = opts.engine === 'sim';
-  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
+  // --gpus and --gpu-memory override the count and the memory only: the GPU model, its memory and
+  // compute capability are still read where this host has GPUs (--platform plans for another host)
+  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
   const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
@@ -142,6 +150,14 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     generated = { target: target!, why: opts.set?.length ? [...choice.why, `then --set ${opts.set.join(' ')} (over these choices)`] : choice.why };
     const file = `(generated for ${name})`;
     lp = { profile: parseProfile(JSON.parse(JSON.stringify(choice.profile)), file, opts.set ?? []), file };
+    if (opts.pickPort && !(opts.set ?? []).some((x) => x.startsWith('server.port='))) {
+      const replicas = typeof lp.profile.parallel.replicas === 'number' ? lp.profile.parallel.replicas : 1;
+      const picked = pickModelPort(replicas, portsTaken(lp.profile.name));
+      if (picked) {
+        lp = { ...lp, profile: { ...lp.profile, server: { ...lp.profile.server, port: picked.port } } };
+        generated.why.push(picked.why);
+      }
+    }
   }
   // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
   const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, platform, opts.pin))) : undefined;
@@ -161,7 +177,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
   if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir), toolCallTokensIn(modelRead.dir));
-  if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
+  if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes, memoryFlag: true };
   const r = resolveLoaded(
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
@@ -192,6 +208,36 @@ async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string
   const file = readPins(x.stateDir, p.name);
   const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(cli, p.container?.cliArgs ?? [], ref);
   return decideImagePin(ref, file, inspected, x.repin);
+}
+
+/**
+ * The ports another server holds, with who holds each: every port of a live sparkctl server of another
+ * profile (its replicas, the router's address) and every TCP port this host listens on (/proc/net/tcp
+ * and tcp6, bounded). A server of the same profile is left out: serve says it already runs.
+ */
+function portsTaken(profile: string): Map<number, string> {
+  const out = new Map<number, string>();
+  const own = new Set<number>();
+  try {
+    for (const e of new Registry(stateDir()).list()) {
+      if (!e.alive) continue;
+      const ports = [e.inst.port, ...(e.inst.routedAt ? [e.inst.routedAt.port] : [])];
+      if (e.inst.profile === profile) for (const p of ports) own.add(p);
+      else for (const p of ports) out.set(p, `held by ${e.inst.name} of profile ${e.inst.profile} (sparkctl status)`);
+    }
+  } catch {
+    /* no readable state folder: the host's sockets still say what is taken */
+  }
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string | null = null;
+    try {
+      text = readTextOrNullSync(f, { maxBytes: 8 * 1024 * 1024 });
+    } catch {
+      /* refused (past the bound): what was read from the registry stands */
+    }
+    for (const p of parseListeningPorts(text)) if (!out.has(p) && !own.has(p)) out.set(p, 'listened on by another process');
+  }
+  return out;
 }
 
 /**

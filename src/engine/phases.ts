@@ -17,6 +17,9 @@
 //    "Compiling model again due to a load failure" (the cache could not be used: a miss);
 //    compilation/monitor.py "torch.compile takes %.2f s in total" (to 0.11) / "torch.compile took %.2f s
 //    in total" (later) / "torch.compile and initial profiling/warmup run together took %.2f s in total".
+//  - torch (a CPU build, where vllm/platforms/cpu.py compiles with DYNAMO_TRACE_ONCE and vLLM's own
+//    cache is not used): "AOTAutograd cache hit|miss for key %s", "fx graph cache hit|miss for key %s",
+//    "Bypassing FX Graph Cache because ...", at INFO with TORCH_LOGS naming their loggers.
 //  - config "Enforce eager set, disabling torch.compile and CUDAGraphs" (0.27.2; compile off).
 //  - worker "Available KV cache memory: %.2f GiB", kv_cache_utils.py "GPU KV cache size: %s tokens".
 //  - gpu_model_runner.py "Capturing CUDA graphs (...): N%", "Graph capturing finished in %.0f secs, took
@@ -59,7 +62,10 @@ export interface StartReport {
 export const messageOf = (raw: string) =>
   stripPrefixes(raw)
     .trim()
-    .replace(/^(?:INFO|WARNING|DEBUG|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*/, '');
+    .replace(/^(?:INFO|WARNING|DEBUG|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*/, '')
+    // torch's own format (TORCH_LOGS), in a worker "[rank0]:" first:
+    // "[rank0]:I1204 17:36:45.144000 29031 torch/_inductor/codecache.py:2316] [0/0] "
+    .replace(/^(?:\[rank\d+\]:)?[IWEDC]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+:\d+\]\s*(?:\[[^\]]*\]\s*)?/, '');
 
 const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
 
@@ -88,6 +94,10 @@ export function factOf(raw: string): LineFact | undefined {
   if (/saved AOT compiled function to/.test(line)) return { kind: 'compile', cache: 'miss', end: true };
   if (/Compiling model again due to a load failure/.test(line)) return { kind: 'compile', cache: 'miss' };
   if (/Compiling a graph for .* takes [\d.]+ s|Cache the graph of .* for later use/.test(line)) return { kind: 'compile', cache: 'miss' };
+  // torch's own caches (a CPU build's only compile cache: plan.ts sets TORCH_LOGS for these lines),
+  // torch/_inductor/codecache.py and torch/_functorch/_aot_autograd/autograd_cache.py
+  if (/\b(?:fx graph|AOTAutograd) cache hit for key/.test(line)) return { kind: 'compile', cache: 'hit' };
+  if (/\b(?:fx graph|AOTAutograd) cache miss for key|Bypassing (?:FX Graph Cache|autograd cache)/.test(line)) return { kind: 'compile', cache: 'miss' };
   if ((m = /torch\.compile (?:takes|took|and initial profiling\/warmup run together took) ([\d.]+) s in total/.exec(line))) return { kind: 'compile', seconds: num(m[1]), total: true };
   if ((m = /GPU KV cache size: ([\d,]+) tokens/.exec(line))) return { kind: 'phase', id: 'kv-cache', detail: `${m[1]} tokens` };
   if ((m = /Graph capturing finished in ([\d.]+) secs?/.exec(line))) return { kind: 'phase', id: 'cuda-graphs', seconds: Number(m[1]) };
@@ -95,6 +105,9 @@ export function factOf(raw: string): LineFact | undefined {
   if (/Application startup complete/.test(line)) return { kind: 'phase', id: 'api' };
   return undefined;
 }
+
+/** The line sparkctl writes into a replica's log before each launch (engine/runtime: "=== sparkctl ISO launch: ..."). */
+const SPARKCTL_MARK = /^=== sparkctl /;
 
 /**
  * A start's record, built as its lines come. `line(text, atMs)` for each log line with the ms after
@@ -113,6 +126,8 @@ export class StartClock {
   /** A log line, read at `now` (ms since the epoch). */
   line(text: string, now = Date.now()): void {
     const atMs = now - this.t0;
+    // sparkctl's own marker in the log ("=== sparkctl <time> launch: ...") is not the process's output
+    if (SPARKCTL_MARK.test(text)) return;
     // the process started: its first line of output (Python's imports are done)
     if (!this.phases.has('process') && text.trim()) this.phases.set('process', { id: 'process', atMs });
     const f = factOf(text);

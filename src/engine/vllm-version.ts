@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
-import { readJsonCache, writeJsonCache } from '../util/fs.js';
+import { readJsonCache, writeJsonCache } from '../util/json-cache.js';
 import { releaseOf, isPep440 } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 import { UsageError } from '../errors.js';

@@ -25,7 +25,7 @@ import type { GatewayPlan, GatewayModel } from './plan.js';
 import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
 import { INTERNAL_HEADER_PREFIX } from './route.js';
 import { RouterBlock } from '../profiles/schema.js';
-import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from '../profiles/haproxy.js';
+import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines, prefixSample } from '../profiles/haproxy.js';
 
 const addr = haproxyAddr;
 const safe = (v: string, what: string) => configValue(v, what, 'gateway config', 'use plain names and paths');
@@ -92,8 +92,10 @@ function admissionLines(plan: GatewayPlan): string[] {
   );
 }
 
-function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string[] {
+function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number, usage: boolean): string[] {
   const L = [`backend ${safe(m.backend, 'backend')}`, ...balanceLines(plan.balance)];
+  // the usage filter's prefix key: the sample the hash balances on, as a crc32 (src/gateway/usage.ts)
+  if (usage) L.push(`    http-request set-var(txn.pkey) ${prefixSample(plan.balance.prefixBytes)},crc32`);
   if (m.sleepMode) {
     L.push('    option httpchk GET /is_sleeping');
     L.push(`    http-check expect string '"is_sleeping":false'`);
@@ -123,6 +125,11 @@ function backendLines(m: GatewayModel, plan: GatewayPlan, inter: number): string
 export interface RenderOptions {
   /** log to stdout (HAProxy run by sparkctl in the foreground) */
   logStdout?: boolean;
+  /**
+   * token usage and prefix hits per answer (src/gateway/usage.ts): the Lua filter's file, and the
+   * descriptor of the keeper's pipe every log line then goes to (the keeper writes the rest to the log)
+   */
+  usage?: { lua: string; logFd: number };
 }
 
 export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): string {
@@ -131,10 +138,18 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   const L: string[] = [];
   L.push(`# sparkctl gateway: one endpoint for ${plan.models.length} model(s) (${plan.models.map((m) => m.name).join(', ') || 'none yet'}): written by sparkctl`);
   // expose-fd listeners: a reload hands the listening sockets to the new worker (no refused connect)
-  L.push(...globalSection({ logStdout: o.logStdout, socket: safe(f.socket, 'socket'), exposeFd: true }));
+  L.push(
+    ...globalSection({
+      logStdout: o.logStdout,
+      socket: safe(f.socket, 'socket'),
+      exposeFd: true,
+      ...(o.usage ? { logFd: o.usage.logFd, luaLoad: safe(o.usage.lua, 'usage filter file') } : {}),
+    }),
+  );
   L.push(...defaultsSection(d, plan.checkIntervalMs));
   L.push('frontend gateway');
   L.push(`    bind ${safe(addr(plan.bind.host, plan.bind.port), 'bind address')}`);
+  if (o.usage) L.push('    filter lua.sparkctl_usage');
   L.push('    option http-buffer-request');
   // A reload soft-stops the old worker, which would close its idle keep-alive connections at once: a
   // client that sent its next request on one as it closed (the OpenAI SDK and undici reuse them) got
@@ -172,7 +187,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', KEEPER_GONE)}`);
   L.push(`    server keeper ${safe(`unix@${plan.keeper.socket}`, 'keeper socket')}`);
   L.push('');
-  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs));
+  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs, !!o.usage));
   L.push(...statsSection(plan.stats));
   return L.join('\n');
 }

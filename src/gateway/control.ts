@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { readTail, readTextSync } from '../util/read.js';
 import { join, dirname } from 'node:path';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
@@ -19,6 +19,7 @@ import { Registry, type GatewayEntry } from '../engine/registry.js';
 import { showStat, serverState, runtimeCommand, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
+import { emptyCounts, type UsageCounts } from './usage.js';
 
 export interface GatewayRecord {
   version: 1;
@@ -43,6 +44,8 @@ export interface GatewayRecord {
   aliases: Record<string, string>;
   /** the on-demand set as the keeper sees it: state, last start and eviction times (ms) */
   onDemand?: Array<{ profile: string; name: string; state: string; pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number }>;
+  /** answers counted by the usage filter since the keeper started, by model name (absent: this HAProxy has no Lua) */
+  usage?: { models: Record<string, UsageCounts>; unattributed: number };
 }
 
 export const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gateway.json');
@@ -230,7 +233,11 @@ export interface GatewayView {
     /** requests waiting in HAProxy's queue for the model (admission) */
     queued: number;
     onDemand?: { pinned: boolean; lastStartMs?: number; lastEvictMs?: number; starts: number; evictions: number };
+    /** tokens and prefix-routing hits of its answers since the keeper started (src/gateway/usage.ts); absent when not recorded */
+    usage?: UsageCounts;
   }>;
+  /** false: this HAProxy has no Lua, so no usage or prefix hits are counted */
+  usageRecorded: boolean;
 }
 
 /** The backends' waiting requests (qcur of the BACKEND rows of `show stat`). */
@@ -257,8 +264,10 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
   } catch {
     /* silent runtime API: every server reads missing */
   }
+  const usage = r.usage && typeof r.usage === 'object' && r.usage.models && typeof r.usage.models === 'object' ? r.usage.models : undefined;
   return {
     record: r,
+    usageRecorded: !!usage,
     models: r.models.map((m) => {
       const servers = m.servers.map((name) => {
         const st = stats.find((s) => s.backend === m.backend && s.server === name);
@@ -276,6 +285,7 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
         state,
         queued: queues.get(m.backend) ?? 0,
         ...(od ? { onDemand: { pinned: od.pinned, lastStartMs: od.lastStartMs, lastEvictMs: od.lastEvictMs, starts: od.starts, evictions: od.evictions } } : {}),
+        ...(usage ? { usage: { ...emptyCounts(), ...(usage[m.name] ?? {}) } } : {}),
       };
     }),
   };

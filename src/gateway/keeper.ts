@@ -20,12 +20,12 @@
 //   read from the body (src/gateway/route.ts).
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync, writeSync } from 'node:fs';
 import { connect, createServer as createNetServer } from 'node:net';
 import { portHolders } from '../engine/runtime/socket-owner.js';
 import { haproxyAddr } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 import { Registry } from '../engine/registry.js';
@@ -36,11 +36,17 @@ import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
 import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
-import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv } from './config.js';
+import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, type RenderOptions } from './config.js';
+import { USAGE_LUA, UsageBook, parseUsageLine } from './usage.js';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { OnDemand, readOnDemand } from './ondemand.js';
 import { parseDuration } from '../util/duration.js';
 
 export type Log = (line: string) => void;
+
+/** How often the keeper appends the models' usage to usage.jsonl. */
+export const USAGE_FLUSH_MS = 60_000;
 
 /** Every running server of this host's registry (and the heads of multi-node servers), as the plan reads them. */
 export function servedInstances(stateDir: string): ServedInstance[] {
@@ -79,8 +85,8 @@ interface Files {
   unknown: string;
 }
 
-export function renderFiles(plan: GatewayPlan): Files {
-  return { config: renderGatewayConfig(plan, { logStdout: true }), models: modelsJson(plan, 0), map: modelsMap(plan), aliases: aliasesMap(plan), unknown: unknownModelBody(plan) };
+export function renderFiles(plan: GatewayPlan, usage?: RenderOptions['usage']): Files {
+  return { config: renderGatewayConfig(plan, { logStdout: true, usage }), models: modelsJson(plan, 0), map: modelsMap(plan), aliases: aliasesMap(plan), unknown: unknownModelBody(plan) };
 }
 
 function writeFiles(plan: GatewayPlan, f: Files) {
@@ -132,6 +138,9 @@ export class Keeper {
   reloads = 0;
   /** the on-demand set (gateway.models): started when a request names it, evicted to make room */
   od?: OnDemand;
+  /** token usage and prefix hits per model (HAProxy's Lua filter; undefined when this HAProxy has no Lua) */
+  usage?: UsageBook;
+  private usageOpts?: RenderOptions['usage'];
 
   constructor(readonly o: KeeperOptions) {}
 
@@ -144,7 +153,8 @@ export class Keeper {
     this.startOnDemand();
     this.plan = planGateway(o.settings, servedInstances(o.stateDir), o.stateDir, this.od?.entries());
     ensureGatewayDir(this.plan.dir);
-    this.files = renderFiles(this.plan);
+    await this.startUsage();
+    this.files = renderFiles(this.plan, this.usageOpts);
     writeFiles(this.plan, this.files);
     const checked = await check(o.haproxy, this.plan.files.config, this.env(this.plan));
     if (!checked.ok)
@@ -167,6 +177,10 @@ export class Keeper {
       if (o.signal.aborted) break;
       if (this.child?.exitCode !== null && this.child?.exitCode !== undefined) throw new Error(`haproxy exited with code ${this.child.exitCode}`);
       try {
+        if (this.usage && Date.now() - this.flushedAt >= USAGE_FLUSH_MS) {
+          this.flushedAt = Date.now();
+          this.usage.flush();
+        }
         await this.follow();
         await this.tend();
       } catch (e) {
@@ -174,6 +188,33 @@ export class Keeper {
       }
     }
     await this.stop();
+    this.usage?.flush();
+  }
+
+  private flushedAt = Date.now();
+
+  /**
+   * Usage per model needs HAProxy's Lua (the filter reads each answer as it passes): with it, the
+   * filter's file is written in the gateway's folder and HAProxy's log comes to the keeper over a
+   * pipe (fd 3); without it, the gateway runs as before and says what it does not count.
+   */
+  private async startUsage() {
+    const vv = await new Promise<string>((resolve) => execFile(this.o.haproxy, ['-vv'], { timeout: 15_000, maxBuffer: 1 << 20 }, (_e, so) => resolve(String(so ?? ''))));
+    if (!/Built with Lua version/.test(vv)) {
+      this.o.log('gateway: token usage per model is not recorded: this HAProxy is built without Lua (haproxy -vv: USE_LUA)');
+      return;
+    }
+    const lua = join(this.plan.dir, 'usage.lua');
+    writeFileAtomic(lua, USAGE_LUA, { mode: 0o600 });
+    this.usageOpts = { lua, logFd: 3 };
+    this.usage = new UsageBook(
+      this.o.stateDir,
+      (backend) => {
+        const m = this.plan.models.find((x) => x.backend === backend);
+        return m && { name: m.name, profile: m.profile };
+      },
+      this.o.log,
+    );
   }
 
   private startHaproxy() {
@@ -181,11 +222,31 @@ export class Keeper {
     mkdirSync(dirname(p.log), { recursive: true });
     const fd = openSync(p.log, 'a', 0o600);
     this.logFrom = fstatSync(fd).size;
-    // the master in the foreground (-db), workers under it (-W): a SIGUSR2 reloads, a SIGUSR1 soft-stops
-    this.child = spawn(this.o.haproxy, ['-W', '-db', '-f', p.config, '-p', p.pid], {
-      stdio: ['ignore', fd, fd],
+    // the master in the foreground (-db), workers under it (-W): a SIGUSR2 reloads, a SIGUSR1 soft-stops.
+    // With the usage filter, HAProxy logs to fd 3 (a pipe the keeper reads: usage lines counted, the rest
+    // written to the log) and runs quiet (-q): a Lua log line is not also printed to stderr
+    this.child = spawn(this.o.haproxy, ['-W', '-db', ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid], {
+      stdio: this.usage ? ['ignore', fd, fd, 'pipe'] : ['ignore', fd, fd],
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...markers(), ...this.env(this.plan) },
     });
+    const pipe = this.child.stdio[3] as NodeJS.ReadableStream | null | undefined;
+    if (this.usage && pipe) {
+      const book = this.usage;
+      const lines = createInterface({ input: pipe, crlfDelay: Number.POSITIVE_INFINITY });
+      const logOut = openSync(p.log, 'a', 0o600);
+      lines.on('line', (line) => {
+        const u = parseUsageLine(line);
+        if (u) book.add(u);
+        else if (line.trim()) {
+          try {
+            writeSync(logOut, `${line.slice(0, 4096)}\n`);
+          } catch {
+            /* the log cannot be written: the line is dropped, HAProxy is not held */
+          }
+        }
+      });
+      lines.on('close', () => closeSync(logOut));
+    }
     closeSync(fd);
   }
 
@@ -249,7 +310,7 @@ export class Keeper {
   /** Read the registry again; a change of the files is a reload. */
   async follow(): Promise<boolean> {
     const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
-    const files = renderFiles(plan);
+    const files = renderFiles(plan, this.usageOpts);
     if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
       return false;
     writeFiles(plan, files);

@@ -53,6 +53,18 @@ export interface Report {
     healthy: SeriesPoint[];
   };
   gpu?: { tempMin: number; tempMax: number; memPctMax: number; ecc: number; xid: number };
+  /** each start the probes saw (by its launch time), oldest first: where its time went */
+  starts: StartSeen[];
+}
+
+/** One start of one target, as its probes recorded it (Sample['boot']). */
+export interface StartSeen {
+  target: string;
+  at: string;
+  ready?: number;
+  first?: number;
+  compile?: 'hit' | 'miss' | 'off';
+  phases: Partial<Record<string, number>>;
 }
 
 const ms = (s: Sample) => Date.parse(s.t);
@@ -107,7 +119,21 @@ export function buildReport(all: Sample[]): Report {
     restarts: t.restarts,
     series,
     gpu: gpuSummary(samples, series),
+    starts: startsOf(samples),
   };
+}
+
+/** The distinct starts in the samples (a target and its launch time), oldest launch first. */
+function startsOf(samples: Sample[]): StartSeen[] {
+  const seen = new Map<string, StartSeen>();
+  for (const s of samples) {
+    const b = s.boot;
+    if (!b) continue;
+    const k = `${s.url}\u0000${b.at}`;
+    if (seen.has(k)) continue;
+    seen.set(k, { target: s.target, at: b.at, ready: b.ready, first: b.first, compile: b.compile, phases: { ...b.ph } });
+  }
+  return [...seen.values()].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
 /** Uptime, time-weighted: each interval counts with the verdict the probe saw at its start. */

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { SAMPLE_VERSION } from './sample-version.js';
 
 const num = z.number().finite().nonnegative();
+/** A start's phases, as engine/phases.ts names them (history sits below the engine: the names are repeated, tested equal). */
+export const BOOT_PHASES = ['process', 'files', 'weights', 'compile', 'kv-cache', 'cuda-graphs', 'engine', 'api', 'first-token'] as const;
 const HistLine = z.object({ le: z.array(z.number().finite()), n: z.array(num), sum: num, count: num }).refine((h) => h.n.length === h.le.length + 1, 'n has one count per bound plus +Inf');
 
 export const GpuSample = z.object({
@@ -51,6 +53,21 @@ export const Sample = z.object({
   gpu: z.array(GpuSample).optional(),
   /** kernel-log time (s since boot) of the newest Xid seen: "Xid since the last probe" */
   xidT: num.optional(),
+  /**
+   * The server's last start as sparkctl measured it (engine/phases.ts, kept in its registry entry):
+   * when it was launched, seconds after the launch to the API answering and to the first token, the
+   * compile cache's verdict, and when each phase ended (s after the launch). One per start: the
+   * report takes the starts over time from the distinct launch times.
+   */
+  boot: z
+    .object({
+      at: z.string().datetime({ offset: true }),
+      ready: num.max(1e7).optional(),
+      first: num.max(1e7).optional(),
+      compile: z.enum(['hit', 'miss', 'off']).optional(),
+      ph: z.record(z.enum(BOOT_PHASES), num.max(1e7)).optional(),
+    })
+    .optional(),
   /** parts dropped to keep the line one atomic write */
   trunc: z.boolean().optional(),
 });

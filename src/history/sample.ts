@@ -33,6 +33,7 @@ export interface SampleInput {
   vllm?: VllmReading;
   gpus?: GpuSample[];
   xidT?: number;
+  boot?: Sample['boot'];
 }
 
 export function buildSample(x: SampleInput): Sample {
@@ -58,6 +59,7 @@ export function buildSample(x: SampleInput): Sample {
   }
   if (x.gpus?.length) s.gpu = x.gpus.map((g) => stripUndef(g) as GpuSample);
   if (x.xidT !== undefined) s.xidT = x.xidT;
+  if (x.boot) s.boot = x.boot;
   return s;
 }
 

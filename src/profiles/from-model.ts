@@ -125,3 +125,28 @@ export function clusterProfileForModel(t: ModelTarget, f: ModelFacts, nodes: num
   );
   return { profile: base(maxModelLen), why };
 }
+
+/** The port a model id's server takes when nothing says which: where the first model's server listens. */
+export const MODEL_FIRST_PORT = 8000;
+
+/**
+ * The port rule of `serve MODEL` (issue 48 item 4): the first port from 8000 up where this server's
+ * `count` consecutive ports (one a replica) are all free: held by no live sparkctl server of another
+ * profile and listened on by nothing on this host. The first model keeps 8000; a second gets the
+ * next free one instead of a refusal. `holders` names what holds a port (for the chosen line).
+ */
+export function pickModelPort(count: number, taken: Map<number, string>): { port: number; why: string } | undefined {
+  const n = Math.max(1, count);
+  for (let p = MODEL_FIRST_PORT; p + n - 1 <= 65535; p++) {
+    const busy = Array.from({ length: n }, (_, i) => p + i).find((q) => taken.has(q));
+    if (busy !== undefined) {
+      p = busy; // the loop's p++ steps past it
+      continue;
+    }
+    if (p === MODEL_FIRST_PORT) return { port: p, why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: free (a model's server starts at ${MODEL_FIRST_PORT}; --set server.port=N chooses)` };
+    const held = [...taken.entries()].filter(([q]) => q >= MODEL_FIRST_PORT && q < p).map(([q, who]) => `${q} ${who}`);
+    const shown = held.length > 3 ? [...held.slice(0, 3), `${held.length - 3} more`] : held;
+    return { port: p, why: `port ${p}${n > 1 ? `-${p + n - 1}` : ''}: the first free from ${MODEL_FIRST_PORT} up; passed over: ${shown.join('; ')}; --set server.port=N chooses` };
+  }
+  return undefined;
+}

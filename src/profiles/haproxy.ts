@@ -23,11 +23,16 @@ export interface GlobalOptions {
   socket?: string;
   /** the socket hands the listening sockets to a reloaded worker (master-worker reloads: no refused connect) */
   exposeFd?: boolean;
+  /** log to this inherited file descriptor (a pipe the keeper reads) instead */
+  logFd?: number;
+  /** a Lua file to load (the gateway's usage filter) */
+  luaLoad?: string;
 }
 
 /** The global section, and a blank line. */
 export function globalSection(o: GlobalOptions): string[] {
-  const L = ['global', o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];
+  const L = ['global', o.logFd !== undefined ? `    log fd@${Math.trunc(o.logFd)} format raw local0 info` : o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];
+  if (o.luaLoad) L.push(`    lua-load ${o.luaLoad}`);
   if (o.socket) {
     L.push(`    stats socket ${o.socket} mode 600 level admin${o.exposeFd ? ' expose-fd listeners' : ''}`);
     L.push('    stats timeout 30s');

@@ -2,7 +2,7 @@
 import { CONTROL } from '../util/control.js';
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
-import { SECRET_NAME } from '../util/redact.js';
+import { isSecretName } from '../util/redact.js';
 import type { Problem } from './problem.js';
 import { planMemory, GIB } from './planner.js';
 // the memory rules read the flags of extraArgs too (the share, the KV bytes), as the plan and vLLM do
@@ -21,6 +21,10 @@ export interface HostShape {
   gpuMemoryFreeBytes?: number;
   computeCapability?: string;
   gpuName?: string;
+  /** the GPUs' model and memory were read from this host (nvidia-smi), whatever --gpus says of the count */
+  read?: boolean;
+  /** the per-GPU memory is --gpu-memory's, not the one read */
+  memoryFlag?: boolean;
   /** true when a nodes file drives a multi-node launch */
   multiNode?: boolean;
   nodes?: number;
@@ -89,7 +93,7 @@ function hostFreeRules(p: Profile, err: Say): void {
   if (!(u > 0 && u <= 1)) err('engine.gpuMemoryUtilization', `${u} is not in (0, 1]`, 'a share such as 0.9');
 
   for (const k of Object.keys(p.env)) {
-    if (SECRET_NAME.test(k))
+    if (isSecretName(k))
       err(
         `env.${k}`,
         'looks like a secret; a profile is not the place for one',

@@ -12,6 +12,7 @@ import { planMemory, GIB } from '../profiles/planner.js';
 import { acceptedBy, metricsOf, targetVersion } from '../profiles/vllm-flags.js';
 import { SimSleep } from './sleep.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
+import { hfCacheRoots, hubFolder, isHubId } from '../model/read.js';
 import { factsFromProfile } from '../model/merge.js';
 import { join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine, compileLines } from './lines.js';
@@ -99,27 +100,61 @@ const out = (level: string, where: string, msg: string) => process.stdout.write(
 const info = (where: string, msg: string) => out('INFO', where, msg);
 const err = (line: string) => process.stderr.write(line + '\n');
 
-function modelFacts(model: string, profileFile?: string): Profile {
-  if (profileFile) return loadProfileFile(profileFile).profile;
+/** The generic decoder the simulator plays when nothing tells the model's size (said in its log as a guess). */
+const GENERIC = { parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 };
+
+function modelFacts(model: string, profileFile?: string): { profile: Profile; known: boolean } {
+  if (profileFile) return { profile: loadProfileFile(profileFile).profile, known: true };
   for (const s of listProfiles()) {
     try {
       const p = loadProfileFile(s.file).profile;
-      if (p.model.id === model || p.model.path === model) return p;
+      if (p.model.id === model || p.model.path === model) return { profile: p, known: true };
     } catch {
       /* skip invalid user profiles */
     }
   }
-  // An unknown model: a generic 8B dense decoder.
-  return Profile.parse({ name: 'sim-generic', model: { id: model, parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 } });
+  // An unknown model: a generic 8B dense decoder, unless its config.json is found (archOf).
+  return { profile: Profile.parse({ name: 'sim-generic', model: { id: model, ...GENERIC } }), known: false };
 }
 
-/** The architecture the simulator plays: the model folder's config.json when there is one, else the profile's facts. */
-function archOf(model: string, profile: Profile): ModelFacts {
-  try {
-    return parseModelConfig(JSON.parse(readTextSync(join(model, 'config.json'), { maxBytes: READ_LIMITS.config })));
-  } catch {
-    return factsFromProfile(profile.model) ?? factsFromProfile({ parameters: 8e9, layers: 32, attentionHeads: 32, kvHeads: 8, headDim: 128, maxContext: 32768 })!;
+/**
+ * Where a model id's config.json sits in the Hugging Face cache (refs/main -> snapshots/COMMIT), as
+ * vLLM itself would find it offline; undefined when it is not there. Bounded reads; a ref that is not
+ * a commit id is not followed.
+ */
+function cachedConfig(model: string): string | undefined {
+  if (!isHubId(model)) return undefined;
+  for (const root of hfCacheRoots(process.env)) {
+    const repo = join(root, hubFolder(model));
+    try {
+      const ref = readTextSync(join(repo, 'refs', 'main'), { maxBytes: 256 }).trim();
+      if (!/^[0-9a-f]{40}$/.test(ref)) continue;
+      const file = join(repo, 'snapshots', ref, 'config.json');
+      if (existsSync(file)) return file;
+    } catch {
+      /* not in this root */
+    }
   }
+  return undefined;
+}
+
+/**
+ * The architecture the simulator plays, and where it came from: the model folder's config.json, the
+ * Hugging Face cache's for a model id (what vLLM loads), the profile's facts, else a generic 8B, said
+ * to be a guess. Its timings follow from it and from the platform it plays (one machine's numbers).
+ */
+function archOf(model: string, base: { profile: Profile; known: boolean }): { facts: ModelFacts; from: string; guessed: boolean } {
+  for (const file of [join(model, 'config.json'), cachedConfig(model)]) {
+    if (!file) continue;
+    try {
+      return { facts: parseModelConfig(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.config }))), from: file, guessed: false };
+    } catch {
+      /* not there, or not a config: the next source */
+    }
+  }
+  const own = base.known ? factsFromProfile(base.profile.model) : undefined;
+  if (own) return { facts: own, from: `profile ${base.profile.name}`, guessed: false };
+  return { facts: factsFromProfile(GENERIC)!, from: 'no config.json in the model folder or the Hugging Face cache, and no profile names it', guessed: true };
 }
 
 function portFree(port: number, host: string): Promise<boolean> {
@@ -165,6 +200,8 @@ interface SimSetup {
   loadMs: number;
   factor: number;
   timing: Timing;
+  /** where the played architecture came from; guessed: nothing told the model's size */
+  played: { from: string; guessed: boolean; parameters: number };
 }
 
 async function simServeInner(argv: string[]): Promise<void> {
@@ -217,8 +254,10 @@ function readSetup(argv: string[]): SimSetup {
     process.exit(2);
   }
   const f = args.flags;
-  const base = modelFacts(args.model, str(args.sim, '--sim-profile'));
-  const arch = archOf(args.model, base);
+  const known = modelFacts(args.model, str(args.sim, '--sim-profile'));
+  const base = known.profile;
+  const played = archOf(args.model, known);
+  const arch = played.facts;
   const platform = loadPlatform(str(args.sim, '--sim-platform') ?? DEFAULT_PLATFORM);
   const tp = num(f, '--tensor-parallel-size', 1);
   const pp = num(f, '--pipeline-parallel-size', 1);
@@ -251,7 +290,25 @@ function readSetup(argv: string[]): SimSetup {
     slowMs: faults.slowMs ?? 0,
   };
 
-  return { version, args, faults, f, platform, profile, plan, tp, pp, maxModelLen, servedName, host, port, loadMs, factor, timing };
+  return {
+    version,
+    args,
+    faults,
+    f,
+    platform,
+    profile,
+    plan,
+    tp,
+    pp,
+    maxModelLen,
+    servedName,
+    host,
+    port,
+    loadMs,
+    factor,
+    timing,
+    played: { from: played.from, guessed: played.guessed, parameters: arch.parameters },
+  };
 }
 
 /** vLLM's first lines and its own checks of its arguments; the rendezvous of a multi-node launch. */
@@ -262,6 +319,15 @@ function checkArgs(s: SimSetup): RendezvousArgs | undefined {
   delete nonDefault.api_key;
   for (const [where, msg] of versionLines(version, args.model)) info(where, msg);
   info('utils.py:328', `non-default args: ${JSON.stringify(nonDefault)}`);
+  // not a vLLM line: which model and which machine the simulator's timings come from (one of each)
+  const gpu = `${s.platform.gpu.displayName} (${s.platform.name}: ${s.platform.gpu.hbmBandwidthGBs} GB/s, ${s.platform.gpu.bf16Tflops} bf16 TFLOPS)`;
+  if (s.played.guessed)
+    out(
+      'WARNING',
+      'sparkctl-sim',
+      `the size of ${args.model} is not known (${s.played.from}): playing a generic 8B dense decoder on ${gpu}; its timings are a guess (sparkctl pull ${args.model} --config-only gives the simulator the model's own size)`,
+    );
+  else out('INFO', 'sparkctl-sim', `playing ${(s.played.parameters / 1e9).toFixed(1)}B parameters from ${s.played.from} on ${gpu}`);
   if (f.has('--enable-auto-tool-choice') && !str(f, '--tool-call-parser')) {
     // vLLM's own check of its arguments (entrypoints/openai/cli_args.py), before anything loads.
     err('Traceback (most recent call last):');
@@ -423,7 +489,8 @@ async function buildServer(s: SimSetup) {
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
-    zombieIf: faults.zombieIf,
+    // {port} in the path: each replica of a profile its own switch (one wedged, the others serving)
+    zombieIf: faults.zombieIf?.replaceAll('{port}', String(num(f, '--port', 8000))),
     longPrefillS: faults.longPrefillS,
     crashMidStream: faults.crashMidStream,
     saturateAt: faults.saturateAt,

@@ -3,10 +3,24 @@
 // (http://user:pass@host, ?api_key=...), bearer tokens, and the values of known secrets (an API
 // key a server echoes back in its error body).
 
-/** Variable (or field) names that look like secrets: never written to a profile, argv, a log, a bundle or a label. */
-export const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+// The one secret-name rule. A name (a variable, a field, a flag) looks secret when one of its
+// words ends in a secret word: HF_TOKEN, apiKey, --hf-token, SSH_KEY_FILE, DB_PASSWORD2, hubTokens,
+// APIKEY. Words are split at anything not a letter or digit and where lower case turns upper
+// (apiKeyEnv: api, Key, Env). A word that merely holds the letters is no secret: --tokenizer-mode,
+// TOKENIZERS_PARALLELISM, KEYCLOAK_URL.
+const SECRET_WORDS = 'KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL';
+const SECRET_WORD = new RegExp(`(?:${SECRET_WORDS})S?\\d*$`, 'i');
+const wordsOf = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').split(/[^A-Za-z0-9]+/);
 
-export const isSecretName = (name: string) => SECRET_NAME.test(name);
+/**
+ * Variable (or field, or flag) names that look like secrets: never written to a profile, argv, a
+ * log, a bundle or a label. `lastWord`: a command-line flag or a recipe key, which names what it
+ * takes by its last word (--hf-token, hf_token; not --return-tokens-as-token-ids, a switch).
+ */
+export function isSecretName(name: string, opts: { lastWord?: boolean } = {}): boolean {
+  const words = wordsOf(name).filter(Boolean);
+  return (opts.lastWord ? words.slice(-1) : words).some((w) => SECRET_WORD.test(w));
+}
 
 const MASK = '<redacted>';
 
@@ -18,7 +32,7 @@ export function redactUrl(url: string): string {
   } catch {
     return redactText(url);
   }
-  if (!u.username && !u.password && ![...u.searchParams.keys()].some(isSecretName)) return url;
+  if (!u.username && !u.password && ![...u.searchParams.keys()].some((k) => isSecretName(k))) return url;
   if (u.username || u.password) {
     u.username = '';
     u.password = '';
@@ -40,7 +54,8 @@ export function knownSecrets(extra: Array<string | undefined> = [], env: NodeJS.
 
 // A count is no secret: vLLM's own errors say max_completion_tokens=32000 and max_total_tokens=16384,
 // and masking them hid what a client was refused for.
-const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_NAME.source})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`, 'gi');
+// (a candidate: a NAME=value whose name holds a secret word; isSecretName decides)
+const SECRET_ASSIGNMENT = new RegExp(`\\b([A-Za-z0-9_]*(?:${SECRET_WORDS})[A-Za-z0-9_]*)=(?!\\d{1,12}(?![^\\s&'",;.)]))([^\\s&'"]+)`, 'gi');
 
 // A field that holds the NAME of a variable (server.apiKeyEnv, a probe's --set hint, API_KEY_ENV) is
 // no secret: the name says where the key is, not what it is. Only a value shaped like a conventional
@@ -61,7 +76,7 @@ export function redactText(text: string, secrets: string[] = knownSecrets()): st
     // userinfo in any URL in the text
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^/\s@'"]+@/gi, `$1${MASK}@`)
     // NAME=value of secret-named variables (environments, command lines)
-    .replace(SECRET_ASSIGNMENT, (all, name: string, value: string) => (namesAVariable(name, value) ? all : `${name}=${MASK}`))
+    .replace(SECRET_ASSIGNMENT, (all, name: string, value: string) => (!isSecretName(name) || namesAVariable(name, value) ? all : `${name}=${MASK}`))
     // Authorization: Bearer xxx
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{4,}/g, `$1 ${MASK}`);
   for (const s of secrets) out = out.replace(new RegExp(esc(s), 'g'), MASK);

@@ -1,5 +1,6 @@
 // The probe history as the cost and report verbs read it: the window (--since, --until), the GPU
 // price (flags or the profile), the cost over the window, and what a missing history tells the operator.
+import { readUsage, usageByProfile, type UsageCounts } from '../gateway/usage.js';
 import { stateDir } from './common.js';
 import { Registry } from '../engine/registry.js';
 import { historyDir } from '../history/store.js';
@@ -80,7 +81,22 @@ export function noHistory(name: string, dir: string, any: boolean): never {
   ]);
 }
 
-export function costFor(name: string, opts: CostCli, now = Date.now()): { result: CostResult; price: Price; compare: number; skipped: number; since: string } {
+/**
+ * The profile's answers through the gateway in the window (<state>/gateway/usage.jsonl: tokens as the
+ * answers said them, streams without usage apart), or undefined when the gateway counted none.
+ */
+export function gatewayUsageFor(name: string, from: number, to: number): UsageCounts | undefined {
+  const { records } = readUsage(stateDir(), { from, to });
+  return usageByProfile(records).get(name);
+}
+
+/** The gateway's part in words (cost and report print it the same way). */
+export function gatewayUsageLine(u: UsageCounts): string {
+  const n = (v: number) => Math.round(v).toLocaleString('en-US');
+  return `through the gateway: ${n(u.requests)} request(s), prompt ${n(u.prompt)}, completion ${n(u.completion)} token(s) (as ${n(u.withUsage)} answer(s) said them)${u.streamsWithoutUsage ? `; ${n(u.streamsWithoutUsage)} stream(s) without usage (the client did not ask for it), ~${n(u.chunksWithoutUsage)} chunk(s), not counted as tokens` : ''}`;
+}
+
+export function costFor(name: string, opts: CostCli, now = Date.now()): { result: CostResult; price: Price; compare: number; skipped: number; since: string; from: number; to: number } {
   const dir = stateDir();
   const { from, to, since } = window(opts, '24h', now);
   const compare = positive('--compare-price', opts.comparePrice) ?? REFERENCE_PER_1K;
@@ -96,5 +112,5 @@ export function costFor(name: string, opts: CostCli, now = Date.now()): { result
   for (const s of inWindow) byTarget.set(s.url, [...(byTarget.get(s.url) ?? []), s]);
   const parts = [...byTarget.values()].map((samples) => computeCost({ samples, pricePerGpuHour: price.perHour, gpus, utilization, genWeight }));
   if (parts.some((p) => p.gpus === undefined)) throw new UsageError(`how many GPUs does ${name} hold? The history does not say (a --url target)`, ['pass --gpus-held N']);
-  return { result: sumCosts(parts, price.perHour), price, compare, skipped: all.skipped.length, since };
+  return { result: sumCosts(parts, price.perHour), price, compare, skipped: all.skipped.length, since, from, to };
 }

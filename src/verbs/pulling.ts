@@ -1,5 +1,6 @@
 // What pull and serve --pull share: the target (an id or a profile), the pull with its progress, and
 // the library's failures mapped to the exit-code table.
+import { interrupts } from '../util/interrupt.js';
 import { pull, DiskFull, PullRefused, type PullResult } from '../model/pull.js';
 import { HubError, hubEndpoint, DEFAULT_MIN_RATE } from '../model/hub.js';
 import { checkRepoId, checkRevision, CacheRefused } from '../model/cache.js';
@@ -60,10 +61,7 @@ export async function pullInto(repo: string, revision: string, cacheRoot: string
   const env = process.env;
   const hub = { endpoint: hubEndpointOrExit(env), token: env.HF_TOKEN || undefined, timeoutMs: 30_000, stallMs: 60_000, minRate: minRateOf(env) };
   const again = `sparkctl pull ${repo}${revision !== 'main' ? ` --revision ${revision}` : ''}${opts.configOnly ? ' --config-only' : ''}`;
-  const ac = new AbortController();
-  const abort = () => ac.abort(new Error('interrupted'));
-  process.once('SIGINT', abort);
-  process.once('SIGTERM', abort);
+  const ac = interrupts({ reason: () => new Error('interrupted') });
   let result: PullResult;
   try {
     result = await pull({ repo, revision, configOnly: opts.configOnly, cacheRoot, hub, jobs: opts.jobs, signal: ac.signal, onEvent: pullProgress({ quiet: opts.json }) });
@@ -71,8 +69,7 @@ export async function pullInto(repo: string, revision: string, cacheRoot: string
     if (ac.signal.aborted) throw new SparkError(`interrupted: what was fetched is kept under ${cacheRoot} (not in the snapshot)`, ExitCode.problems, [`resume with: ${again}`]);
     throw pullError(e, again);
   } finally {
-    process.off('SIGINT', abort);
-    process.off('SIGTERM', abort);
+    ac.off();
   }
   // A step of another verb (serve --pull): its summary goes to stderr, the verb's own result to stdout.
   const out = opts.step ? note : say;

@@ -171,7 +171,7 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
   const m = r.metrics;
   if (!m) {
     const stopped = r.process === 'stopped';
-    const probe = r.probe;
+    const probe = stopped ? stoppedProbe(rs) : r.probe;
     if (stopped && probe && !probe.ok) return stoppedWedge(r, windowS, 0, [{ signal: 'probe', value: probe.detail, at }]);
     return j('unknown', '/metrics unreadable', [{ signal: '/metrics', value: 'unreadable', at }], windowS, 0, stopped && !probe);
   }
@@ -184,13 +184,30 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
     { signal: 'vllm:kv_cache_usage_perc', value: m.kv ?? 'absent', at },
   ];
   if (stalledMs >= windowS * 1000) return stalled(rs, spell.sinceIndex!, stalledMs, windowS, [...numbers, ...because]);
-  // idle, but the engine process is stopped: the next request would hang; the probe decides
+  // an engine process is stopped (before the window is out, or idle): the next request would hang; the
+  // probe sent since it stopped decides (one probe per stop, not one per reading: each unanswered
+  // probe is one more request held by a stuck server)
   if (r.process === 'stopped') {
-    if (r.probe && !r.probe.ok) return stoppedWedge(r, windowS, 0, numbers);
-    if (!r.probe)
-      return j('unknown', `idle, but ${r.processDetail ?? 'an engine process'} is stopped: probing`, [{ signal: 'process', value: 'stopped', at, note: r.processDetail }], windowS, 0, true);
+    const probe = stoppedProbe(rs);
+    if (probe && !probe.ok) return stoppedWedge(r, windowS, stalledMs, [{ signal: 'probe', value: 'no answer', at, note: `${probe.detail} (${probe.ms} ms)` }, ...numbers]);
+    if (!probe)
+      return j(
+        'unknown',
+        `${holds(m) ? 'requests held' : 'idle'}, but ${r.processDetail ?? 'an engine process'} is stopped: probing`,
+        [{ signal: 'process', value: 'stopped', at, note: r.processDetail }],
+        windowS,
+        0,
+        true,
+      );
   }
   return loadVerdict(rs, p, windowS, stalledMs, numbers);
+}
+
+/** The latest probe sent while the same member has been stopped (the run of stopped readings at the end). */
+function stoppedProbe(rs: readonly Reading[]): Reading['probe'] {
+  const last = rs[rs.length - 1]!;
+  for (let i = rs.length - 1; i >= 0 && rs[i]!.process === 'stopped' && rs[i]!.processDetail === last.processDetail; i--) if (rs[i]!.probe) return rs[i]!.probe;
+  return undefined;
 }
 
 function stoppedWedge(r: Reading, windowS: number, stalledMs: number, more: Evidence[]): Judgement {

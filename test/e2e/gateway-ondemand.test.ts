@@ -130,10 +130,10 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
       await new Promise((r) => setTimeout(r, 250));
     }
     // the envelope gateway status --json gives, pinned: its keys and each model's
-    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'url', 'version']);
-    expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running' });
+    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'url', 'usageRecorded', 'version']);
+    expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running', usageRecorded: true });
     for (const m of st.models) {
-      expect(Object.keys(m).sort()).toEqual(['asleep', 'name', 'onDemand', 'profile', 'queued', 'servers', 'sleepMode', 'state']);
+      expect(Object.keys(m).sort()).toEqual(['asleep', 'name', 'onDemand', 'profile', 'queued', 'servers', 'sleepMode', 'state', 'usage']);
       expect(Object.keys(m.onDemand).sort()).toEqual(expect.arrayContaining(['evictions', 'pinned', 'starts']));
     }
     const byProfile = Object.fromEntries(st.models.map((m: { profile: string }) => [m.profile, m]));
@@ -141,6 +141,14 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     expect(byProfile['qwen3.5-9b-code']).toMatchObject({ state: 'running', onDemand: { starts: 2, evictions: 1 } });
     expect(byProfile['qwen-dev']).toMatchObject({ state: 'stopped', onDemand: { starts: 2, evictions: 2 } });
     expect(byProfile['qwen-dev'].onDemand.lastStartMs).toBeGreaterThan(0);
+    // each model's two answers counted as its own, those that waited for a start included: one JSON
+    // answer with its usage (4 tokens), one stream that asked none (counted apart, not as tokens)
+    const usageOf = (x: any) => Object.fromEntries(x.models.map((m: any) => [m.profile, m.usage]));
+    for (const end = Date.now() + 10_000; Object.values(usageOf(st)).some((u: any) => u.requests < 2) && Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 300));
+      st = await status();
+    }
+    for (const [p, u] of Object.entries(usageOf(st))) expect(u, p).toMatchObject({ requests: 2, withUsage: 1, completion: 4, streamsWithoutUsage: 1, otherWithoutUsage: 0 });
   }, 300_000);
 
   it('no room while the only evictable model streams: 503 + Retry-After at once, the stream finishes; after it the same request starts its model; four at once start it once', async () => {

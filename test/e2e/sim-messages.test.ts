@@ -1,5 +1,5 @@
 // The simulator's Anthropic path as vLLM 0.27.2 answers it (checked against the real CPU build in
-// test/real-vllm/claude-code.test.ts): refusals in vLLM's status, shape and words; answers that
+// test/real-vllm/claude-code.real.ts): refusals in vLLM's status, shape and words; answers that
 // stop on their own; tool calls where the server parses them; the stream's event order.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';

@@ -1,7 +1,9 @@
 // Every start is measured phase by phase and made in sparkctl's cache folder (src/engine/phases.ts,
 // caches.ts): serve --json carries each replica's start report, status --json the same report from
 // the registry, and cache ls the folder the start made. Simulator (it logs vLLM's load lines).
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { cli, freePort, isolated } from '../helpers.js';
 
@@ -39,8 +41,36 @@ describe('the start report', () => {
       expect(second.compile.cache).toBe('hit');
       expect(second.compile.evidence).toMatch(/^Directly load the compiled graph\(s\) for compile range/);
       expect(second.caches).toEqual({ dir: start.caches.dir, warm: true });
+      // the probe: the last start in its history line and, as gauges, in its textfile (promtool-checked)
+      const prom = join(t.state, 'probe.prom');
+      expect((await cli(['probe', 'qwen3.5-9b', '--prometheus', prom], { env: t.env(), timeout: 60_000 })).exitCode).toBe(0);
+      const text = readFileSync(prom, 'utf8');
+      const check = await execa('promtool', ['check', 'metrics'], { input: text, reject: false });
+      expect(check.exitCode, check.stdout + check.stderr).toBe(0);
+      const inst = JSON.parse((await cli(['status', '--json'], { env: t.env() })).stdout).instances[0];
+      const gauge = (name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1]);
+      const target = `target="${inst.name}"`;
+      for (const p of second.phases) expect(gauge('sparkctl_start_phase_seconds', `${target},phase="${p.id}"`), p.id).toBe(Math.round(p.atMs) / 1000);
+      expect(gauge('sparkctl_start_ready_seconds', target)).toBe(Math.round(second.readyMs) / 1000);
+      expect(gauge('sparkctl_start_first_token_seconds', target)).toBe(Math.round(second.firstTokenMs) / 1000);
+      expect(gauge('sparkctl_start_compile_cache', `${target},cache="hit"`)).toBe(1);
+      expect(gauge('sparkctl_start_compile_cache', `${target},cache="miss"`)).toBe(0);
+      // launched when status says it came up (its uptime, whole seconds)
+      expect(Math.abs(gauge('sparkctl_start_launch_timestamp_seconds', target) - (Date.now() / 1000 - inst.uptimeSeconds))).toBeLessThan(5);
+      // report: the starts over time from the history the probes wrote (one probe before, one after a restart)
+      const third = await cli(['restart', 'qwen3.5-9b', '--no-prewarm', '--skip-preflight', '--json'], { env: t.env(), timeout: 90_000 });
+      expect(third.exitCode, third.stderr).toBe(0);
+      expect((await cli(['probe', 'qwen3.5-9b'], { env: t.env(), timeout: 60_000 })).exitCode).toBe(0);
+      const rep = JSON.parse((await cli(['report', 'qwen3.5-9b', '--json'], { env: t.env() })).stdout);
+      expect(rep.starts).toHaveLength(2);
+      expect(rep.starts.map((x: { compile: string }) => x.compile)).toEqual(['hit', 'hit']);
+      expect(rep.starts[0].ready).toBe(Math.round(second.readyMs) / 1000);
+      expect(Date.parse(rep.starts[1].at)).toBeGreaterThan(Date.parse(rep.starts[0].at));
+      const human = (await cli(['report', 'qwen3.5-9b'], { env: t.env() })).stdout;
+      expect(human).toMatch(/starts {7}2; ready /);
+      expect(human).toMatch(/ready [\d.]+ (?:s|ms), first token [\d.]+ (?:s|ms), compile cache hit/);
     } finally {
       await cli(['stop', '--all'], { env: t.env(), timeout: 60_000 });
     }
-  }, 120_000);
+  }, 240_000);
 });

@@ -105,3 +105,32 @@ describe('cache rm', () => {
     expect(listCaches(root).map((e) => e.profile)).toEqual(['b']);
   });
 });
+
+describe("a CPU build's compile: torch's caches, their hit or miss made visible", async () => {
+  const { loadProfile } = await import('../../src/profiles/load.js');
+  const { resolveLoaded } = await import('../../src/profiles/resolve.js');
+  const { buildServePlan, TORCH_CACHE_LOGS } = await import('../../src/engine/plan.js');
+  const { ROOT } = await import('../helpers.js');
+  const plan = (installedVllm: string | undefined, sets: string[] = [], engine: 'vllm' | 'sim' = 'vllm') => {
+    const r = resolveLoaded(loadProfile('tiny', { profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'), sets }), { gpus: 1 });
+    const p = buildServePlan(r, { engine, vllmBin: 'vllm', prewarm: false, installedVllm, stateDir: '/tmp/sparkctl-caches-test' });
+    return { env: p.replicas[0]!.env, notes: p.caches?.notes ?? [] };
+  };
+  it.each([
+    // installed vLLM, sets, engine -> VLLM_USE_AOT_COMPILE, TORCH_LOGS
+    ['0.27.2.dev0+g6adad0876.cpu', [], 'vllm', '0', TORCH_CACHE_LOGS],
+    ['0.27.2.dev0+g6adad0876', [], 'vllm', undefined, undefined],
+    [undefined, [], 'vllm', undefined, undefined],
+    ['0.27.2.dev0+g6adad0876.cpu', [], 'sim', undefined, undefined],
+    // the profile's own wins
+    ['0.27.2.dev0+g6adad0876.cpu', ['env.TORCH_LOGS=+dynamo'], 'vllm', '0', '+dynamo'],
+    ['0.27.2.dev0+g6adad0876.cpu', ['env.VLLM_USE_AOT_COMPILE="1"'], 'vllm', '1', TORCH_CACHE_LOGS],
+    // no start caches: nothing set for them
+    ['0.27.2.dev0+g6adad0876.cpu', ['engine.startCaches=false'], 'vllm', undefined, undefined],
+  ] as const)('%s %j %s -> AOT %s, TORCH_LOGS %s', (v, sets, engine, aot, logs) => {
+    const { env, notes } = plan(v, [...sets], engine);
+    expect(env.VLLM_USE_AOT_COMPILE).toBe(aot);
+    expect(env.TORCH_LOGS).toBe(logs);
+    expect(notes.some((n) => n.startsWith('TORCH_LOGS='))).toBe(logs === TORCH_CACHE_LOGS);
+  });
+});

@@ -9,7 +9,8 @@ import { dirname, join } from 'node:path';
 import { FIXTURES, tempDir } from '../helpers.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 import { parseShowGids, parseIbdev2netdev, v2IndexOf } from '../../src/nvidia/rdma.js';
-import { fabricScript, parseFabric, fabricEnv, runFabricChecks, ipv4Gid, pingScript, parsePings, type FabricReading, type PingResult } from '../../src/engine/cluster/fabric.js';
+import { fabricScript, parseFabric, fabricEnv, ipv4Gid, type FabricReading } from '../../src/engine/cluster/fabric.js';
+import { runFabricChecks, pingScript, parsePings, type PingResult } from '../../src/preflight/fabric.js';
 
 const TREE = readFileSync(join(FIXTURES, 'fabric', 'spark-pair.tree'), 'utf8')
   .split('\n')

@@ -1,7 +1,7 @@
 // preflight --nodes: a cross-node check whose evidence is missing (a node not reached, an ssh step
 // that failed) says "could not check" with the reason, never "on every node" (issue 42, item 7). Pure.
 import { describe, it, expect } from 'vitest';
-import { runNodesChecks, type NodeReport } from '../../src/engine/cluster/preflight.js';
+import { runNodesChecks, type NodeReport } from '../../src/preflight/nodes.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 
 const nf = NodesFile.parse({

@@ -69,6 +69,22 @@ describe('factOf: one vLLM line -> what it says about the start', () => {
     ],
     ['gpu_model_runner.py to 0.11', 'INFO 05-01 10:00:10 [gpu_model_runner.py:1802] Model loading took 8.3819 GiB and 12.5 seconds', { kind: 'weights', gib: 8.3819, seconds: 12.5 }],
     ['graphs', 'INFO 08-14 10:00:50 [gpu_model_runner.py:7033] Graph capturing finished in 9 secs, took 0.52 GiB', { kind: 'phase', id: 'cuda-graphs', seconds: 9 }],
+    // torch's own cache lines (a CPU build compiles through them; TORCH_LOGS on their loggers), as torch
+    // 2.13 printed them here (torch/_inductor/codecache.py:2299/2316, _aot_autograd/autograd_cache.py:1028/1055)
+    [
+      'codecache.py hit',
+      'I1204 17:27:46.182000 9453 /root/.cache/sparkctl-ci/venv-vllm/lib/python3.11/site-packages/torch/_inductor/codecache.py:2299] [0/0] fx graph cache hit for key fsih7257tnyyzjlb6zoy2q2t',
+      { kind: 'compile', cache: 'hit' },
+    ],
+    [
+      'autograd_cache.py hit',
+      '(Worker pid=8260) I1204 17:27:46.194000 9453 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1028] [0/0] AOTAutograd cache hit for key a4',
+      { kind: 'compile', cache: 'hit' },
+    ],
+    ['codecache.py miss', 'I1204 17:25:06.120000 6198 /x/torch/_inductor/codecache.py:2316] [0/0] fx graph cache miss for key fsih7257tnyyzjlb6zoy2q2', { kind: 'compile', cache: 'miss' }],
+    ['autograd_cache.py miss', 'I1204 17:25:04.604000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1055] [0/0] AOTAutograd cache miss for key ', { kind: 'compile', cache: 'miss' }],
+    ['codecache.py bypass', "I1204 17:25:04.604000 6198 /x/torch/_inductor/codecache.py:2247] [0/0] Bypassing FX Graph Cache because 'unsupported op'", { kind: 'compile', cache: 'miss' }],
+    ['autograd_cache.py writing (not a verdict)', 'I1204 17:26:54.775000 6198 /x/torch/_functorch/_aot_autograd/autograd_cache.py:1284] [0/0] Writing AOTAutograd cache entry to /c', undefined],
     ['noise', '(APIServer pid=14329) INFO 12-04 14:04:23 [model.py:1975] Using max model len 512', undefined],
   ];
   it.each(cases)('%s', (_where, line, want) => expect(factOf(line)).toEqual(want));
@@ -131,6 +147,29 @@ describe('StartClock on the real restart of the CPU build through the standard c
     expect(r.compile?.clockSeconds).toBe(13);
     expect(startLine(r)).toContain('compile');
     expect(startLine(r)).toContain("vLLM logged no cache hit or miss; sparkctl's cache folder was warm, took 13 s");
+  });
+});
+
+describe("StartClock on a real first start and restart by sparkctl (torch's cache lines on)", () => {
+  const cold = replay(fixture('cpu-0.27.2-torchlogs-cold.log'), 1).report();
+  const warm = replay(fixture('cpu-0.27.2-torchlogs-restart.log'), 1).report();
+  it("the first start: a miss in torch's words, its compile timed by the clock", () => {
+    expect(cold.compile?.cache).toBe('miss');
+    expect(cold.compile?.evidence).toMatch(/^AOTAutograd cache miss for key a/);
+    expect(cold.compile?.clockSeconds).toBe(263);
+    expect(cold.phases.map((p) => p.id)).toEqual(['process', 'files', 'compile', 'kv-cache', 'engine', 'api']);
+  });
+  it('the restart: a hit (every graph, the same keys), the compile a tenth of the first', () => {
+    expect(warm.compile?.cache).toBe('hit');
+    expect(warm.compile?.evidence).toMatch(/^fx graph cache hit for key fpnliwud27p7/);
+    expect(warm.compile?.clockSeconds).toBe(28);
+    expect(warm.phases.find((p) => p.id === 'engine')?.seconds).toBe(28.02);
+  });
+  it("sparkctl's own launch line is not the process starting: that is vLLM's first line", () => {
+    const c = new StartClock(0);
+    c.line('=== sparkctl 2026-12-04T17:41:41.813Z launch: vllm serve m', 5);
+    c.line('INFO 12-04 17:42:37 [importing.py:88] Triton not installed', 55_000);
+    expect(c.report().phases).toEqual([{ id: 'process', atMs: 55_000 }]);
   });
 });
 

@@ -208,7 +208,7 @@ describe('model.revision', () => {
 
 describe('preflight --nodes: one model revision on every node', () => {
   it('names the node and both commits; a node with an incomplete snapshot is a value of its own; folders are left out', async () => {
-    const { NODES_CHECKS } = await import('../../src/engine/cluster/preflight.js');
+    const { NODES_CHECKS } = await import('../../src/preflight/nodes.js');
     const check = NODES_CHECKS.find((c) => c.id === 'nodes.same-model')!;
     const A = 'a'.repeat(40);
     const B = 'b'.repeat(40);

@@ -2,7 +2,7 @@
 // secrets (a fix that says --set server.apiKeyEnv=VLLM_API_KEY must say which variable), and no
 // secret value gets through a field that usually holds a name.
 import { describe, it, expect } from 'vitest';
-import { redactText, redactUrl, knownSecrets } from '../../src/util/redact.js';
+import { redactText, redactUrl, knownSecrets, isSecretName } from '../../src/util/redact.js';
 
 const NO_ENV: string[] = [];
 
@@ -54,5 +54,41 @@ describe('redactText: secret values are masked, also in a field that usually hol
 
   it('redactUrl masks secret-named query values, keeps the rest', () => {
     expect(redactUrl('http://h:1/x?api_key=abc&model=m')).toBe('http://h:1/x?api_key=%3Credacted%3E&model=m');
+  });
+});
+
+// The one secret-name rule (util/redact.ts isSecretName): the profile check, the kept environment,
+// the recipe import and the text redaction all ask it.
+describe('isSecretName: a word of the name ends in a secret word', () => {
+  it.each([
+    ['HF_TOKEN', true],
+    ['VLLM_API_KEY', true],
+    ['apiKey', true],
+    ['AWS_SECRET_ACCESS_KEY', true],
+    ['SECRET_KEY_BASE', true],
+    ['SSH_KEY_FILE', true],
+    ['DB_PASSWORD2', true],
+    ['HFTOKEN', true],
+    ['hub-credentials', true],
+    ['max_tokens', true], // a count: the callers keep digits (a count is no secret)
+    ['--tokenizer-mode', false],
+    ['TOKENIZERS_PARALLELISM', false],
+    ['KEYCLOAK_URL', false],
+    ['VLLM_WORKER_MULTIPROC_METHOD', false],
+    ['', false],
+  ])('%s -> %s', (name, secret) => expect(isSecretName(name)).toBe(secret));
+
+  it.each([
+    ['--hf-token', true],
+    ['hf_token', true],
+    ['--api-key', true],
+    ['--return-tokens-as-token-ids', false],
+    ['--enable-prompt-tokens-details', false],
+    ['--ssl-keyfile', false],
+    ['--tokenizer', false],
+  ])('a flag or recipe key names what it takes by its last word: %s -> %s', (name, secret) => expect(isSecretName(name, { lastWord: true })).toBe(secret));
+
+  it('redactText masks NAME=value only where the name is secret by the rule', () => {
+    expect(redactText('HF_TOKEN=hf_abcdefgh TOKENIZERS_PARALLELISM=false', [])).toBe('HF_TOKEN=<redacted> TOKENIZERS_PARALLELISM=false');
   });
 });

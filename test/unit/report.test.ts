@@ -64,3 +64,37 @@ it('sparkline leaves gaps blank', () => {
     ),
   ).toBe('▁  █');
 });
+
+describe("the starts over time (Sample.boot, the probe copies each server's last start report)", async () => {
+  const { Sample: Shape, BOOT_PHASES } = await import('../../src/history/sample-schema.js');
+  const { StartReportShape } = await import('../../src/engine/phases.js');
+  const base = { v: samples[0]!.v, target: 'a', url: 'http://127.0.0.1:1', verdict: 'healthy' as const, ms: 5, steps: {} };
+  const boot = (at: string, ready: number, compile: 'hit' | 'miss') => ({ at, ready, first: ready + 1, compile, ph: { process: 1, compile: ready / 2, api: ready } });
+  it('one start per launch time, oldest first, whatever the number of probes that saw it', () => {
+    const r = buildReport([
+      { ...base, t: '2026-12-04T10:05:00.000Z', boot: boot('2026-12-04T10:00:00.000Z', 260, 'miss') },
+      { ...base, t: '2026-12-04T10:10:00.000Z', boot: boot('2026-12-04T10:00:00.000Z', 260, 'miss') },
+      { ...base, t: '2026-12-04T11:05:00.000Z', boot: boot('2026-12-04T11:00:00.000Z', 30, 'hit') },
+      { ...base, t: '2026-12-04T11:06:00.000Z' },
+    ]);
+    expect(r.starts.map((s) => [s.at, s.ready, s.compile, s.phases.compile])).toEqual([
+      ['2026-12-04T10:00:00.000Z', 260, 'miss', 130],
+      ['2026-12-04T11:00:00.000Z', 30, 'hit', 15],
+    ]);
+  });
+  it('a history line read back: a boot that does not check is refused (the line is skipped)', () => {
+    const ok = { ...base, t: '2026-12-04T10:05:00.000Z' };
+    expect(Shape.safeParse({ ...ok, boot: boot('2026-12-04T10:00:00.000Z', 30, 'hit') }).success).toBe(true);
+    for (const bad of [
+      { at: 'yesterday' },
+      { at: '2026-12-04T10:00:00.000Z', ready: -1 },
+      { at: '2026-12-04T10:00:00.000Z', compile: 'maybe' },
+      { at: '2026-12-04T10:00:00.000Z', ph: { 'rm -rf': 1 } },
+      { at: '2026-12-04T10:00:00.000Z', ph: { api: Number.POSITIVE_INFINITY } },
+    ])
+      expect(Shape.safeParse({ ...ok, boot: bad }).success, JSON.stringify(bad)).toBe(false);
+  });
+  it("names the phases as the engine's start report does", () => {
+    expect([...BOOT_PHASES]).toEqual(StartReportShape.shape.phases.element.shape.id.options);
+  });
+});

@@ -134,6 +134,43 @@ const cases: Array<{ name: string; rs: Reading[]; verdict: Verdict; wantProbe?: 
     verdict: 'wedged',
   },
   {
+    name: 'engine stopped while it decodes, before the window: probe first',
+    rs: [
+      ...seq(4, decoding),
+      ...seq(
+        2,
+        () => decoding(3),
+        () => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42' }),
+      ).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 })),
+    ],
+    verdict: 'unknown',
+    wantProbe: true,
+  },
+  {
+    name: 'engine stopped while it decodes, its probe unanswered a reading ago: wedged, and no second probe',
+    rs: [
+      ...seq(4, decoding),
+      ...seq(
+        3,
+        () => decoding(3),
+        (i) => ({ process: 'stopped', processDetail: 'VLLM::EngineCor pid 42', ...(i === 0 ? { probe: failed } : {}) }),
+      ).map((r, i) => ({ ...r, at: T0 + (4 + i) * 5000 })),
+    ],
+    verdict: 'wedged',
+    wantProbe: false,
+    evidence: ['process', 'probe', 'vllm:num_requests_running'],
+  },
+  {
+    name: 'another member stopped later (a new stop): probed again',
+    rs: [
+      ...seq(4, decoding),
+      { ...seq(1, () => decoding(3))[0]!, at: T0 + 20_000, process: 'stopped', processDetail: 'VLLM::Worker pid 43', probe: answered },
+      { ...seq(1, () => decoding(3))[0]!, at: T0 + 25_000, process: 'stopped', processDetail: 'VLLM::EngineCor pid 42' },
+    ],
+    verdict: 'unknown',
+    wantProbe: true,
+  },
+  {
     name: 'idle, engine process stopped, probe answered: healthy',
     rs: last(
       seq(

@@ -6,14 +6,14 @@ import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
 import { rayExecutor } from './ray-executor.js';
 import { nativeExecutor } from './native.js';
-import { runsOn, type ClusterExecutor, type ClusterPlan, type ClusterStatus, type ExecutorKind, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
+import { runsOn, type ClusterExecutor, type ClusterPlan, type ClusterStatus, type ExecutorKind, type RunCtx, type StopClusterOutcome } from './common.js';
+import type { ServeOutcome } from '../events.js';
 import { allNodes } from './ray-plan.js';
 
 export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
 export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
-export { gatherNodes, runNodesChecks, type NodeReport } from './preflight.js';
-export { gatherFabric, readFabric, fabricEnvs, rdmaNodes, runFabricChecks, fabricEnv, type FabricCtx, type FabricReading } from './fabric.js';
+export { readFabric, fabricEnvs, rdmaNodes, fabricEnv, type FabricReading } from './fabric.js';
 
 export function executorFor(kind: ExecutorKind): ClusterExecutor {
   return kind === 'native' ? nativeExecutor : rayExecutor;
@@ -22,7 +22,7 @@ export function executorFor(kind: ExecutorKind): ClusterExecutor {
 /** Records written before native multi-node existed are Ray's. */
 export const recordedExecutor = (r: ClusterRecord): ExecutorKind => r.executor ?? 'ray';
 
-export function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+export function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
   return executorFor(plan.executor).serve(plan, ctx);
 }
 

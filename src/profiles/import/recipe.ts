@@ -89,9 +89,6 @@ export function preview(v: unknown, max = 80): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
-/** A flag or key that names a secret (--hf-token, api_key), not one that merely contains the letters (--tokenizer-mode). */
-const secretWord = (k: string) => /(token|key|secret|password|passwd|credentials?)s?$/i.test(k);
-
 const isMap = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The image a recipe names under `container:` when it is text: read before the recipe is checked, to choose the flag table. */
@@ -352,7 +349,7 @@ function unfilledPlaceholder(c: Ctx, o: Option, key: string): boolean {
 /** One option: a secret (never kept, never shown), one a recipe may not set, a typed field, else engine.extraArgs. */
 function mapOption(c: Ctx, o: Option, key: string, fields: Fields): void {
   if (o.flag === '--api-key') mapApiKey(c, o.value, key);
-  else if (o.value !== undefined && secretWord(o.flag) && !/^\d+$/.test(o.value)) refuseSecretFlag(c, o.flag, o.value, key);
+  else if (o.value !== undefined && isSecretName(o.flag, { lastWord: true }) && !/^\d+$/.test(o.value)) refuseSecretFlag(c, o.flag, o.value, key);
   else {
     if (o.value !== undefined) clean(key, o.value);
     if (!refusedFlag(c, o, key) && !mapTyped(c, o, key, fields)) mapExtraArg(c, o, key);
@@ -585,7 +582,7 @@ function mapCommand(c: Ctx, raw: Record<string, unknown>, take: Take): void {
   if (!isMap(defaultsRaw)) throw new UsageError(`recipe defaults: ${preview(defaultsRaw)} is not a mapping`, ['defaults: a mapping of KEY: value']);
   take('command');
   // secrets known before the command is read: a refusal quoting the command must not show them
-  for (const [k, v] of Object.entries(defaultsRaw)) if (secretWord(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
+  for (const [k, v] of Object.entries(defaultsRaw)) if (isSecretName(k, { lastWord: true }) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
   if (isMap(raw.env)) for (const [k, v] of Object.entries(raw.env)) if (isSecretName(k) && typeof v === 'string' && !secretRef(v)) c.secrets.add(v);
   const { words, where } = hidingSecrets(c, () => serveWords(c, raw, defaultsRaw, modelRaw));
   mapArgs(c, words, where, modelRaw);
@@ -635,7 +632,7 @@ function hideSecrets(c: Ctx): void {
     if (leaks(c, m.value)) m.value = HIDDEN;
     // a key named like a secret shows no text value (a count such as max_num_batched_tokens is no secret)
     const last = m.key.split(/[ .]/).pop()!;
-    if (secretWord(last) && !/^"?-?\d+(\.\d+)?"?$/.test(m.value)) m.value = HIDDEN;
+    if (isSecretName(last, { lastWord: true }) && !/^"?-?\d+(\.\d+)?"?$/.test(m.value)) m.value = HIDDEN;
     m.key = oneLine(m.key);
   }
 }

@@ -1,6 +1,7 @@
 // `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
 // same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { interrupts } from '../../util/interrupt.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { targetFromUrl, type Target } from '../../health/target.js';
@@ -111,16 +112,8 @@ export async function run(name: string | undefined, opts: BenchOptions) {
 
 /** Ctrl-C: the first stops sending, the second aborts what is in flight. */
 function ctrlC(): { stop: AbortSignal; abort: AbortSignal; off: () => void } {
-  const stop = new AbortController();
-  const abort = new AbortController();
-  const onSigint = () => {
-    if (!stop.signal.aborted) {
-      stop.abort();
-      note('\ninterrupted: no new requests; waiting for those in flight (Ctrl-C again to abort them)');
-    } else abort.abort();
-  };
-  process.on('SIGINT', onSigint);
-  return { stop: stop.signal, abort: abort.signal, off: () => process.off('SIGINT', onSigint) };
+  const i = interrupts({ second: 'force', signals: ['SIGINT'], onFirst: () => note('\ninterrupted: no new requests; waiting for those in flight (Ctrl-C again to abort them)') });
+  return { stop: i.signal, abort: i.force, off: i.off };
 }
 
 /** One run, or a sweep of runs (its last point is the result, the sweep's table rides along in it). */

@@ -1,5 +1,5 @@
 // sparkctl cost NAME: what the service cost per token over a window, from the cron probe's history.
-import { costFor, type CostCli } from '../history.js';
+import { costFor, gatewayUsageFor, gatewayUsageLine, type CostCli } from '../history.js';
 import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 
@@ -9,10 +9,11 @@ const FEW_TOKENS = 10_000;
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export async function run(name: string, opts: CostCli) {
-  const { result: r, price, compare, skipped, since } = costFor(name, opts);
+  const { result: r, price, compare, skipped, since, from, to } = costFor(name, opts);
   if (skipped) note(`history: ${skipped} unreadable line(s) skipped (torn or edited)`);
+  const gateway = gatewayUsageFor(name, from, to);
   if (opts.json) {
-    say(envelope('cost', { target: name, since, price: { perGpuHour: price.perHour, source: price.how }, comparePer1K: compare, ...r }));
+    say(envelope('cost', { target: name, since, price: { perGpuHour: price.perHour, source: price.how }, comparePer1K: compare, ...r, ...(gateway ? { gateway } : {}) }));
     return;
   }
   say(`cost of ${name} over ${since}: ${r.from} -> ${r.to} (${r.samples} samples${r.restarts ? `, ${r.restarts} restart(s): counters taken from zero after each` : ''})`);
@@ -20,7 +21,8 @@ export async function run(name: string, opts: CostCli) {
   say(
     `  GPU-hours    ${r.gpus} GPU(s) x ${r.hours.toFixed(2)} h = ${r.allocation!.gpuHours.toFixed(2)} held${r.utilization ? `; utilisation ${(r.utilization.value * 100).toFixed(1)} % (${r.utilization.source}) -> ${r.usage!.gpuHours.toFixed(2)} used` : '; utilisation not measured (no GPU readings: pass --utilization 0..1 for the usage basis)'}`,
   );
-  say(`  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)})`);
+  say(`  tokens       ${int(r.tokens.total)} (prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}), as the server counted them`);
+  if (gateway) say(`               ${gatewayUsageLine(gateway)}`);
   if (r.tokens.total > 0 && r.tokens.total < FEW_TOKENS)
     note(
       `warning: only ${int(r.tokens.total)} token(s) in this window: the price per 1M tokens multiplies their cost by ${int(1_000_000 / r.tokens.total)}, so it says little about real traffic (widen --since, or price a window with real load)`,

@@ -1,5 +1,6 @@
 // gateway up | down | status | config | run: read the settings (a file's gateway: block, the flags
 // over it), then the library (src/gateway/) does the work.
+import { interrupts } from '../../util/interrupt.js';
 import { readTextSync } from '../../util/read.js';
 import yaml from 'js-yaml';
 import { stateDir, sparkctlBin, parseSize } from '../common.js';
@@ -14,6 +15,7 @@ import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { processStartTime } from '../../util/pid.js';
 import { Registry } from '../../engine/registry.js';
 import { downText } from '../gateway-text.js';
+import type { UsageCounts } from '../../gateway/usage.js';
 
 interface SettingsFlags {
   port?: number;
@@ -147,7 +149,19 @@ export async function status(o: { json?: boolean }) {
     throw new ExitWith(ExitCode.problems);
   }
   const v = await viewGateway(r);
-  if (o.json) return say(envelope('gateway-status', { state: 'running', url: gatewayUrl(r), pid: r.pid, haproxyPid: r.haproxyPid, managed: r.managed, aliases: r.aliases, models: v.models }));
+  if (o.json)
+    return say(
+      envelope('gateway-status', {
+        state: 'running',
+        url: gatewayUrl(r),
+        pid: r.pid,
+        haproxyPid: r.haproxyPid,
+        managed: r.managed,
+        aliases: r.aliases,
+        usageRecorded: v.usageRecorded,
+        models: v.models,
+      }),
+    );
   // (each model: name, profile, state, queued, servers, asleep, sleepMode, onDemand when in the set)
   say(
     `gateway: ${gatewayUrl(r)}/v1 (keeper pid ${r.pid}, HAProxy pid ${r.haproxyPid})${r.managed ? '' : ' in the foreground (not started by gateway up: stop --all leaves it to its service manager)'}`,
@@ -162,10 +176,29 @@ export async function status(o: { json?: boolean }) {
         String(m.queued),
         m.onDemand ? `${m.onDemand.pinned ? 'pinned; ' : ''}start ${m.onDemand.lastStartMs ?? '-'} ms, evict ${m.onDemand.lastEvictMs ?? '-'} ms (${m.onDemand.starts}/${m.onDemand.evictions})` : '-',
         m.servers.map((x) => `${x.name}:${x.state}`).join(' ') || '-',
+        m.usage ? usageCell(m.usage) : '-',
+        m.usage ? prefixCell(m.usage) : '-',
       ]),
-      ['MODEL', 'PROFILE', 'STATE', 'QUEUED', 'ON DEMAND (last swap; starts/evictions)', 'SERVERS'],
+      ['MODEL', 'PROFILE', 'STATE', 'QUEUED', 'ON DEMAND (last swap; starts/evictions)', 'SERVERS', 'TOKENS (prompt/completion)', 'PREFIX (hit/spill/new)'],
     ),
   );
+  if (!v.usageRecorded) say('  tokens and prefix hits are not counted: this HAProxy is built without Lua');
+  else if (v.models.some((m) => m.usage?.streamsWithoutUsage))
+    say('  ~N: streams whose client did not ask for usage (stream_options.include_usage), counted by their chunks (about a token each), not in the tokens');
+}
+
+const n = (v: number) => Math.round(v).toLocaleString('en-US');
+
+/** Tokens the answers said, and the streams that said none (their chunks, an estimate, apart). */
+function usageCell(u: UsageCounts): string {
+  const est = u.streamsWithoutUsage ? `; ${n(u.streamsWithoutUsage)} stream(s) ~${n(u.chunksWithoutUsage)}` : '';
+  return `${n(u.prompt)}/${n(u.completion)} (${n(u.withUsage)} of ${n(u.requests)} req${est})`;
+}
+
+function prefixCell(u: UsageCounts): string {
+  const { hit, spill, new: fresh } = u.prefix;
+  const seen = hit + spill;
+  return `${n(hit)}/${n(spill)}/${n(fresh)}${seen ? ` (${Math.round((100 * hit) / seen)} % hit)` : ''}`;
 }
 
 export async function config(o: SettingsFlags) {
@@ -182,8 +215,8 @@ export async function runForeground(o: SettingsFlags) {
   const warn = exposure(s, !!o.allowUnauthenticated);
   if (warn) process.stderr.write(`${new Date().toISOString()} gateway: ${warn}\n`);
   const haproxy = haproxyOf(s);
-  const ac = new AbortController();
-  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => ac.abort());
+  // for the keeper's whole life: the first ends it (HAProxy soft-stopped first), a second at once
+  const ac = interrupts();
   const dir = stateDir();
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   const keeper = new Keeper({
@@ -222,7 +255,9 @@ export async function runForeground(o: SettingsFlags) {
     if (!r || r.pid !== process.pid || !keeper.plan) return;
     const models = modelsRecord(keeper.plan.models);
     const onDemand = keeper.od?.view();
-    if (JSON.stringify(models) !== JSON.stringify(r.models) || JSON.stringify(onDemand) !== JSON.stringify(r.onDemand)) writeRecord(dir, { ...r, models, ...(onDemand ? { onDemand } : {}) });
+    const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
+    if (JSON.stringify(models) !== JSON.stringify(r.models) || JSON.stringify(onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(usage) !== JSON.stringify(r.usage))
+      writeRecord(dir, { ...r, models, ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) });
   }, 1000);
   try {
     await keeper.run();

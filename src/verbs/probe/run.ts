@@ -2,7 +2,8 @@
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import { MAX_DURATION_MS } from '../../util/duration.js';
 import type { Registry } from '../../engine/registry.js';
-import { ensureDir, checkNewFile, wroteItLast } from '../../util/fs.js';
+import { ensureDir } from '../../util/dirs.js';
+import { checkNewFile, wroteItLast } from '../../util/new-file.js';
 import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';
@@ -19,6 +20,8 @@ import { buildSample } from '../../history/sample.js';
 import type { Host } from '../../host/host.js';
 import { esc, writePrometheus, PROM_FIX } from '../../health/prometheus.js';
 import { saveStateAndAlert, alertGauges } from '../../health/alerts.js';
+import { phaseSeconds, startOf } from '../../engine/phases.js';
+import type { Sample } from '../../history/sample.js';
 
 interface ProbeCli {
   url: string[];
@@ -91,7 +94,8 @@ export async function run(names: string[], opts: ProbeCli) {
     const flagPrice = opts.gpuHourPrice;
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...(opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>))], {
+    const costs = opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>);
+    writePrometheus(opts.prometheus, results, [...alertLines, ...costs, ...startGauges(targets.map(({ t }) => t))], {
       stateDir: dir,
       force: opts.force,
     });
@@ -240,6 +244,7 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       vllm: r.vllm,
       gpus: r.gpu?.samples,
       xidT: r.xidT ?? last.get(r.url)?.xidT,
+      boot: bootOf(t),
     });
     try {
       appendSample(dir, sample);
@@ -308,5 +313,51 @@ export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget;
     '# HELP sparkctl_cost_tokens_24h Tokens served over the last 24 h (counter deltas, restarts counted from zero).',
     '# TYPE sparkctl_cost_tokens_24h gauge',
     ...tokens,
+  ];
+}
+
+/**
+ * The server's last start as serve or restart measured it (its registry entry's start report,
+ * engine/phases.ts), for its history line: the launch time, the seconds to ready and to the first
+ * token, the compile cache's verdict and each phase's end. A --url target or a multi-node server
+ * (serve --nodes: its ranks' starts are not measured yet) has none.
+ */
+export function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }): Sample['boot'] {
+  const r = startOf(t.instance?.start);
+  const at = t.instance?.startedAt;
+  if (!r || !at || Number.isNaN(Date.parse(at))) return undefined;
+  const s = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms) / 1000);
+  const boot: NonNullable<Sample['boot']> = { at: new Date(Date.parse(at)).toISOString(), ph: phaseSeconds(r) };
+  if (r.readyMs !== undefined) boot.ready = s(r.readyMs);
+  if (r.firstTokenMs !== undefined) boot.first = s(r.firstTokenMs);
+  if (r.compile?.cache) boot.compile = r.compile.cache;
+  return boot;
+}
+
+/**
+ * The last start of each registered server, for the textfile: when it was launched, when each phase
+ * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
+ * the compile cache's verdict. Nothing for a target without a measured start.
+ */
+export function startGauges(targets: Array<{ name: string; instance?: { startedAt?: string; start?: unknown } }>): string[] {
+  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
+  if (!boots.length) return [];
+  const tl = (n: string) => `target="${esc(n)}"`;
+  return [
+    "# HELP sparkctl_start_launch_timestamp_seconds When sparkctl launched the server's current process or container.",
+    '# TYPE sparkctl_start_launch_timestamp_seconds gauge',
+    ...boots.map(({ name, b }) => `sparkctl_start_launch_timestamp_seconds{${tl(name)}} ${(Date.parse(b.at) / 1000).toFixed(3)}`),
+    '# HELP sparkctl_start_phase_seconds Seconds after the launch when each phase of the last start ended (process, files, weights, compile, kv-cache, cuda-graphs, engine, api, first-token).',
+    '# TYPE sparkctl_start_phase_seconds gauge',
+    ...boots.flatMap(({ name, b }) => Object.entries(b.ph ?? {}).map(([phase, v]) => `sparkctl_start_phase_seconds{${tl(name)},phase="${esc(phase)}"} ${v}`)),
+    "# HELP sparkctl_start_ready_seconds Seconds from the launch until the API answered (sparkctl's clock).",
+    '# TYPE sparkctl_start_ready_seconds gauge',
+    ...boots.filter(({ b }) => b.ready !== undefined).map(({ name, b }) => `sparkctl_start_ready_seconds{${tl(name)}} ${b.ready}`),
+    '# HELP sparkctl_start_first_token_seconds Seconds from the launch until the first generated token came back.',
+    '# TYPE sparkctl_start_first_token_seconds gauge',
+    ...boots.filter(({ b }) => b.first !== undefined).map(({ name, b }) => `sparkctl_start_first_token_seconds{${tl(name)}} ${b.first}`),
+    '# HELP sparkctl_start_compile_cache 1 for the compile cache verdict of the last start (hit, miss, off), as vLLM or torch logged it.',
+    '# TYPE sparkctl_start_compile_cache gauge',
+    ...boots.filter(({ b }) => b.compile).flatMap(({ name, b }) => (['hit', 'miss', 'off'] as const).map((c) => `sparkctl_start_compile_cache{${tl(name)},cache="${c}"} ${b.compile === c ? 1 : 0}`)),
   ];
 }

@@ -29,13 +29,14 @@ export default createCommand({
     }),
     createCommand({
       name: 'validate',
-      args: [['<file>']],
+      args: [['<file>', 'a profile file (.yaml) or a profile name']],
       options: [
         ['--gpus <n>', "the host's GPU count", countArg('--gpus')],
+        ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
         ['--json', 'machine-readable output'],
       ],
-      description: 'check a profile file: schema, cross-field rules, memory; every problem at once',
-      help: '\nExample:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8',
+      description: 'check a profile (a file or a name): schema, cross-field rules, memory; every problem at once; a multi-node profile against the nodes it declares',
+      help: '\nExamples:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8\n  sparkctl profiles validate gpt-oss-120b-2spark     a shipped two-Spark profile',
       handler: lazy(load, (m) => m.validate),
     }),
     createCommand({

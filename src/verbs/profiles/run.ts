@@ -1,11 +1,12 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
-import { listProfiles, loadProfile, loadProfileFile, parseProfile } from '../../profiles/load.js';
+import { listProfiles, loadProfile, loadProfileFile, parseProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
+import { hostFromPlatform, type HostShape } from '../../profiles/validate.js';
 import { formatProblem } from '../../profiles/problem.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
 import { Profile } from '../../profiles/schema.js';
 import { parseSize } from '../common.js';
 import { resolveLoaded, readModelFor } from '../../profiles/resolve.js';
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { envelope, table, c, commentValue, commandLine } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';
@@ -36,12 +37,19 @@ export async function show(name: string, opts: { profiles?: string; set: string[
   process.stdout.write(yaml.dump(profile, { lineWidth: 120 }));
 }
 
-export async function validate(file: string, opts: { gpus?: number; json?: boolean }) {
-  if (!/\.ya?ml$/.test(file)) throw new UsageError(`${file}: expected a .yaml file`);
+export async function validate(file: string, opts: { gpus?: number; json?: boolean; profiles?: string }) {
+  // A file, or a profile's name (a shipped one, or one in --profiles): what `profiles list` shows.
+  if (!/\.ya?ml$/.test(file) && !listProfiles(opts.profiles).some((s) => s.name === file))
+    throw new UsageError(`${file}: neither a .yaml file nor a profile name (sparkctl profiles list shows the names)`);
   let r;
+  let nodesNote: string | undefined;
   try {
-    const loaded = loadProfile(file);
-    r = resolveLoaded(loaded, { gpus: opts.gpus, modelRead: await readModelFor(loaded.profile) });
+    const loaded = loadProfile(file, { profilesDir: opts.profiles });
+    // A profile written for several nodes (two Sparks) is checked against the nodes it declares,
+    // not against this one host: a file is valid or not wherever it is read.
+    const host = opts.gpus === undefined ? declaredNodes(loaded.profile) : undefined;
+    if (host) nodesNote = `checked for the ${host.nodes} nodes x ${host.gpusPerNode} GPU(s) the profile declares (parallel.nodes); sparkctl plan ${loaded.profile.name} --nodes FILE checks real nodes`;
+    r = resolveLoaded(loaded, { gpus: opts.gpus, host, modelRead: await readModelFor(loaded.profile) });
   } catch (e) {
     // Schema problems (with the cross-field ones that need no host) in the same report and format.
     if (e instanceof UsageError && e.details.length) {
@@ -58,10 +66,19 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
   if (opts.json) say(envelope('validation', { file, valid: errors.length === 0, problems: r.problems.map(formatProblem) }));
   else {
     for (const p of r.problems) say(`${p.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(p)}`);
-    if (r.hostNote) say(c.dim(`note: ${r.hostNote}`));
+    const note = nodesNote ?? r.hostNote;
+    if (note) say(c.dim(`note: ${note}`));
     say(errors.length ? `${file}: ${errors.length} error(s)` : `${file}: valid`);
   }
   if (errors.length) throw new ExitWith(ExitCode.badInput);
+}
+
+/** The host shape of the nodes a multi-node profile declares (parallel.nodes x gpusPerNode, the platform's GPUs); undefined for one node. */
+function declaredNodes(p: Profile): HostShape | undefined {
+  if (p.parallel.nodes <= 1) return undefined;
+  const base = hostFromPlatform(loadPlatform(p.platform ?? DEFAULT_PLATFORM));
+  const gpusPerNode = p.parallel.gpusPerNode ?? base.gpus;
+  return { ...base, gpus: gpusPerNode, gpusSource: 'nodes', multiNode: true, nodes: p.parallel.nodes, gpusPerNode };
 }
 
 export function profileJsonSchema(): unknown {

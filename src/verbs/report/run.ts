@@ -1,12 +1,12 @@
 // sparkctl report NAME: uptime, incidents, latency, tokens, cost and GPU trends over a window of
 // probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { stateDir } from '../common.js';
 import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';
 import { computeCost, sumCosts, type CostResult } from '../../history/cost.js';
 import type { Sample } from '../../history/sample.js';
-import { matches, window, noHistory, resolvePrice, type CostCli } from '../history.js';
+import { matches, window, noHistory, resolvePrice, gatewayUsageFor, gatewayUsageLine, type CostCli } from '../history.js';
 import { renderPage, type Section } from '../../output/html.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -57,8 +57,9 @@ export async function run(name: string, opts: ReportCli) {
     writeNewFile(opts.html, renderPage(page(name, since, r, cost, priceHow)), '--html', { force: opts.force });
     note(`report written to ${opts.html}`);
   }
+  const gateway = gatewayUsageFor(name, from ?? 0, to ?? Date.now());
   if (opts.json) {
-    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}) }));
+    say(envelope('report', { target: name, since, ...r, cost: cost ? { price: priceHow, ...cost } : undefined, ...(ups.length ? { upgrades: ups } : {}), ...(gateway ? { gateway } : {}) }));
     return;
   }
   const a = Date.parse(r.from!);
@@ -83,6 +84,7 @@ export async function run(name: string, opts: ReportCli) {
   say(
     `  tokens       prompt ${int(r.tokens.prompt)}, generation ${int(r.tokens.generation)}${r.restarts ? ` (${r.restarts} restart(s))` : ''}; requests ${fin.length ? fin.map(([k, v]) => `${k} ${int(v)}`).join(', ') : 'none'}; preemptions ${int(r.preemptions)}${r.prefixHitRate !== undefined ? `; prefix cache hits ${(r.prefixHitRate * 100).toFixed(1)} %` : ''}`,
   );
+  if (gateway) say(`  gateway      ${gatewayUsageLine(gateway).replace(/^through the gateway: /, '')}`);
   if (cost?.allocation)
     say(
       `  cost         ${priceHow}: $${cost.allocation.dollars.toFixed(2)} held${cost.allocation.per1K !== undefined ? `, $${cost.allocation.per1K.toFixed(4)} per 1K tokens` : ''}${cost.usage?.per1K !== undefined ? `; usage basis $${cost.usage.per1K.toFixed(4)} per 1K` : ''}`,
@@ -95,8 +97,37 @@ export async function run(name: string, opts: ReportCli) {
   line('waiting', r.series.waiting, (v) => String(v));
   line('GPU temp', r.series.gpuTempMax, (v) => `${v} C`);
   line('GPU memory', r.series.gpuMemPct, (v) => `${v.toFixed(0)} %`, 0, 100);
+  for (const l of startLines(r.starts)) say(l);
   if (r.gpu) say(`  GPUs         ${r.gpu.tempMin}..${r.gpu.tempMax} C; memory up to ${r.gpu.memPctMax.toFixed(0)} %; uncorrected ECC ${r.gpu.ecc}; Xid events ${r.gpu.xid}`);
   for (const l of upgradeLines(ups)) say(l);
+}
+
+/** The starts over time: a sparkline of the seconds to ready, then the last starts one a line, each with its compile verdict. */
+function startLines(starts: Report['starts']): string[] {
+  if (!starts.length) return [];
+  const ready = starts.filter((x) => x.ready !== undefined);
+  const out = [
+    `  starts       ${starts.length}${
+      ready.length > 1
+        ? `; ready ${sparkline(
+            ready.map((x) => ({ t: Date.parse(x.at), v: x.ready! })),
+            Date.parse(starts[0]!.at),
+            Date.parse(starts[starts.length - 1]!.at) + 1,
+            24,
+          )} ${sec(Math.min(...ready.map((x) => x.ready!)))} .. ${sec(Math.max(...ready.map((x) => x.ready!)))}`
+        : ''
+    }`,
+  ];
+  for (const x of starts.slice(-10)) {
+    const parts = [
+      x.ready !== undefined ? `ready ${sec(x.ready)}` : '',
+      x.first !== undefined ? `first token ${sec(x.first)}` : '',
+      x.phases.compile !== undefined || x.compile ? `compile ${x.compile ? `cache ${x.compile}` : 'cache unknown'}${x.phases.compile !== undefined ? ` (ended ${sec(x.phases.compile)})` : ''}` : '',
+    ];
+    out.push(`    ${when(x.at)}  ${x.target} ${parts.filter(Boolean).join(', ')}`);
+  }
+  if (starts.length > 10) out.push(`    (${starts.length - 10} earlier start(s): --json lists all)`);
+  return out;
 }
 
 /** The profile's upgrades and rollbacks in the window (upgrade/record.ts), oldest first. */

@@ -2,6 +2,7 @@
 // flags kept from its launch record -> a plan, and what it changes said before anything stops -> either
 // everything stopped and served again (as stop + serve), or --rolling: one replica at a time behind
 // the router, the others serving.
+import { interrupts } from '../../util/interrupt.js';
 import { readSecrets } from '../../engine/plan.js';
 import { relaunchPlan } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
@@ -31,6 +32,8 @@ export interface RestartOptions {
   /** ms */
   readyTimeout?: number;
   skipPreflight?: boolean;
+  /** beyond loopback without a key (serve's, recorded, is kept) */
+  allowUnauthenticated?: boolean;
 }
 
 /** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
@@ -55,6 +58,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     gpus: opts.gpus,
     prewarm: opts.prewarm,
     readyTimeout: opts.readyTimeout,
+    allowUnauthenticated: opts.allowUnauthenticated,
   });
   // the image as pinned: a tag that moved since is said, never followed
   const moved = prepared.imagePin && movedLine(prepared.imagePin, name);
@@ -75,10 +79,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   if (!opts.rolling) return restartAll(profileName, opts, reg, entries, started, as);
   const secrets = readSecrets(plan.profile);
   const { rollingRestart } = await import('../../router/rolling.js');
-  const ac = new AbortController();
-  const onSignal = () => ac.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const ac = interrupts();
   let outcome: RollingOutcome;
   try {
     outcome = await rollingRestart({
@@ -93,8 +94,7 @@ export async function run(profileName: string, opts: RestartOptions) {
       onEvent: opts.json ? undefined : rollingRenderer(),
     });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    ac.off();
   }
   if (opts.json) say(envelope('restart', { rolling: true, ...outcome, exitCode: exitCodeOf(outcome.status) }));
   else if (outcome.aborted) {
@@ -232,5 +232,6 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     readyTimeout: opts.readyTimeout,
     skipPreflight: opts.skipPreflight,
     router: as.router,
+    allowUnauthenticated: as.allowUnauthenticated,
   });
 }

@@ -1,11 +1,13 @@
 // serve: flags (validated by cli.ts) -> profile read once (the profile file, the model's files, the
 // installed vLLM or the image) -> preflight (typed GPU facts) -> the plan, made again from what was
 // read against the GPUs preflight saw -> the engine, which returns an outcome and reports events -> render -> exit code (errors.ts).
+import { interrupts } from '../../util/interrupt.js';
 import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, withFingerprint, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, withFingerprint, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
@@ -62,8 +64,11 @@ export function planEnvelope(plan: ServePlan) {
   };
 }
 
+/** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
+const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
+
 function printDryRun(plan: ServePlan, r: Prepared) {
-  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  for (const w of plan.warnings) note(warningLine(w));
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
   note(c.dim(`planned for ${r.hostLine}`));
   note(c.dim(`vLLM: ${r.vllm.note}`));
@@ -136,29 +141,12 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
   return true;
 }
 
-/** Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed. */
-function wireSignals() {
-  const graceful = new AbortController();
-  const force = new AbortController();
-  const on = () => (graceful.signal.aborted ? force.abort() : graceful.abort());
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  return {
-    signal: graceful.signal,
-    force: force.signal,
-    off: () => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-    },
-  };
-}
-
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
-  validateServeInputs(opts);
+  validateServeFlags(opts);
   if (opts.nodes) {
-    const multi = await import('../nodes.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   const reads: Reads = {
@@ -169,6 +157,7 @@ export async function run(profileName: string, opts: ServeOptions) {
     vllmBin: opts.vllmBin,
     engine: opts.engine,
     runtime: opts.runtime,
+    pickPort: true,
     pin: { stateDir: stateDir(), repin: opts.repin },
   };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
@@ -220,6 +209,8 @@ interface Seen {
   platform?: string;
   host?: HostShape;
   gpuFacts?: GpuFact[];
+  /** preflight's gpu.topology: the evidence on which vLLM's P2P check is skipped */
+  topology?: { status: string; observed: string };
 }
 
 /** The blocking checks (refused: exit from the table); the host's shape comes from its typed GPU facts. */
@@ -240,7 +231,7 @@ async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: Serv
     render.preflightFailed(pf, loaded.profile.name);
     throw new ExitWith(exitCodeOf('preflight-failed'));
   }
-  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus };
+  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus, ...(pf.topology ? { topology: pf.topology } : {}) };
 }
 
 /** The serve plan for the host preflight saw, its warnings said, the model gate applied. */
@@ -261,9 +252,14 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
+    ...(seen.topology ? { topology: seen.topology } : {}),
   });
   pinNotes(plan, r.imagePin, opts.json);
-  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
+  // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
+  else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
+  // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
+  if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
@@ -316,7 +312,8 @@ async function runtimeChecks(plan: ServePlan, opts: ServeOptions): Promise<void>
 /** Launch, supervise, warm and probe, with Ctrl-C wired to the run's cancellation. */
 async function act(plan: ServePlan, secrets: Record<string, string>, render: Renderer): Promise<ServeOutcome> {
   const { serveLocal } = await import('../../engine/serve.js');
-  const sig = wireSignals();
+  // Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed.
+  const sig = interrupts({ second: 'force' });
   let readyCount = 0;
   try {
     return await serveLocal(plan, {

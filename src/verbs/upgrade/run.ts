@@ -2,6 +2,7 @@
 // image to its digest, a vLLM to its version) -> plan (the current and candidate serve plans, the
 // version diff, where the canary goes; refused flags are exit 2 before anything starts) -> act (the
 // canary, the comparison, the roll or the undo: upgrade/upgrade.ts) -> pin, record, render.
+import { interrupts } from '../../util/interrupt.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
@@ -287,10 +288,7 @@ async function act(
   const secrets = readSecrets(cand.plan.profile);
   const u = cand.plan.profile.upgrade;
   const probe = cand.plan.profile.probe;
-  const ac = new AbortController();
-  const onSignal = () => ac.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const ac = interrupts();
   try {
     return await upgrade({
       profile: name,
@@ -328,8 +326,7 @@ async function act(
       onEvent: renderer(opts.json),
     });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    ac.off();
   }
 }
 

@@ -1,12 +1,12 @@
 // Preflight across nodes: every node's own preflight (`sparkctl preflight --json` over ssh), then
 // cross-node checks that are real Checks (id, area, title, a pure run over the per-node reports,
 // each result observed/expected/fix) so they render, count and block like the per-host ones.
-import type { NodesFile } from '../../profiles/schema.js';
-import type { CheckResult, CheckOutcome, Status } from '../../output/check.js';
-import { shellQuote } from '../../output/format.js';
-import { ssh, remoteWhy } from './ssh.js';
+import type { NodesFile } from '../profiles/schema.js';
+import type { CheckResult, CheckOutcome, Status } from '../output/check.js';
+import { shellQuote } from '../output/format.js';
+import { ssh, remoteWhy } from '../engine/cluster/ssh.js';
 import { couldNotCheck } from './fabric.js';
-import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from './ray-plan.js';
+import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from '../engine/cluster/ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
 export interface NodeReport {

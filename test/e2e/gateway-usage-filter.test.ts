@@ -1,0 +1,113 @@
+// The usage filter (src/gateway/usage.ts) in the real HAProxy, on the config the gateway writes
+// (renderFiles with usage on), against real vLLM answers: the bytes of the 0.27.2 CPU build's
+// captures (test/fixtures/captures/vllm-0.27.2, SOURCE.md there) replayed by a plain server, cut
+// into small pieces so that a usage object falls across two of them. Each answer must give one
+// filter line with the usage the answer carried, a stream without usage (the same capture with its
+// usage chunk taken out, as vLLM sends it when the client does not ask) none, but its chunks; and the
+// answer must reach the client byte for byte (the filter reads, never changes or holds).
+import { describe, it, expect, afterAll } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GatewaySettings, planGateway } from '../../src/gateway/plan.js';
+import { renderFiles } from '../../src/gateway/keeper.js';
+import { USAGE_LUA, parseUsageLine, type UsageLine } from '../../src/gateway/usage.js';
+import { freePort, waitFor, portOpen } from '../helpers.js';
+
+const HAPROXY = '/usr/sbin/haproxy';
+const have = existsSync(HAPROXY);
+if (!have) console.warn(`gateway usage filter e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
+
+const CAP = join(__dirname, '..', 'fixtures', 'captures', 'vllm-0.27.2');
+const cap = (f: string) => readFileSync(join(CAP, f), 'utf8');
+const chatStream = cap('chat-stream.sse');
+// as vLLM streams when the client did not ask for usage: no `choices: []` usage chunk. Its 3 events
+// (the role, then two with text) for 3 completion tokens: the chunk count is an estimate, said so
+const chatStreamBare = chatStream
+  .split('\n\n')
+  .filter((e) => !e.includes('"choices":[],"usage"'))
+  .join('\n\n');
+
+const dirs: string[] = [];
+const procs: ChildProcess[] = [];
+const servers: Server[] = [];
+afterAll(() => {
+  for (const p of procs) p.kill('SIGKILL');
+  for (const s of servers) s.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const cases: Array<{ name: string; body: string; sse: boolean; want: Partial<UsageLine> }> = [
+  { name: 'completion.json', body: cap('completion.json'), sse: false, want: { prompt: 141, completion: 3, stream: false } },
+  { name: 'chat.json', body: cap('chat.json'), sse: false, want: { prompt: 14, completion: 3, stream: false } },
+  { name: 'chat-stream.sse (include_usage)', body: chatStream, sse: true, want: { prompt: 14, completion: 3, stream: true } },
+  { name: 'chat-stream.sse without its usage chunk', body: chatStreamBare, sse: true, want: { prompt: undefined, completion: undefined, stream: true, chunks: 3 } },
+  { name: 'messages.json', body: cap('messages.json'), sse: false, want: { prompt: 14, completion: 2, stream: false } },
+  { name: 'messages-stream.sse', body: cap('messages-stream.sse'), sse: true, want: { prompt: 14, completion: 2, stream: true } },
+  { name: 'a 500 (no usage)', body: cap('messages-error-500.json'), sse: false, want: { prompt: undefined, stream: false, status: 500 } },
+];
+
+describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answers', () => {
+  it('each answer: one line with the usage it carried (none where it carried none), the answer unchanged', async () => {
+    let current = cases[0]!;
+    const port = await freePort();
+    const srv = createServer((req, res) => {
+      if (req.url === '/health') return res.end('ok');
+      req.resume();
+      req.on('end', async () => {
+        const c = current;
+        res.writeHead(c.name.includes('500') ? 500 : 200, { 'content-type': c.sse ? 'text/event-stream' : 'application/json' });
+        // 37-byte pieces, each written on its own: a usage object is cut between two of them
+        const b = Buffer.from(c.body);
+        for (let i = 0; i < b.length; i += 37) {
+          res.write(b.subarray(i, i + 37));
+          await new Promise((r) => setImmediate(r));
+        }
+        res.end();
+      });
+    });
+    servers.push(srv);
+    await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
+    const gwPort = await freePort();
+    const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-filter-'));
+    dirs.push(state);
+    const s = GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500 });
+    const plan = planGateway(s, [{ name: 'a-0', profile: 'a', servedName: 'tiny/qwen3-code', host: '127.0.0.1', port, argv: [] }], state);
+    mkdirSync(plan.dir, { recursive: true });
+    const lua = join(plan.dir, 'usage.lua');
+    writeFileSync(lua, USAGE_LUA);
+    const f = renderFiles(plan, { lua, logFd: 3 });
+    writeFileSync(plan.files.config, f.config);
+    writeFileSync(plan.files.models, f.models);
+    writeFileSync(plan.files.map, f.map);
+    writeFileSync(plan.files.aliasMap, f.aliases);
+    writeFileSync(plan.files.unknown, f.unknown);
+    const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'] });
+    procs.push(h);
+    const lines: UsageLine[] = [];
+    createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
+      const u = parseUsageLine(l);
+      if (u) lines.push(u);
+    });
+    expect(await waitFor(() => portOpen(gwPort), 10_000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1200));
+    for (const c of cases) {
+      current = c;
+      const n = lines.length;
+      const r = await fetch(`http://127.0.0.1:${gwPort}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny/qwen3-code', messages: [{ role: 'user', content: 'hi' }] }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(await r.text(), c.name).toBe(c.body);
+      expect(await waitFor(async () => lines.length > n, 5000), `${c.name}: no filter line`).toBe(true);
+      const u = lines[n]!;
+      expect(u, c.name).toMatchObject({ backend: plan.models[0]!.backend, server: 'a-0', status: c.want.status ?? 200, ...c.want });
+    }
+    expect(lines.length).toBe(cases.length);
+  }, 60_000);
+});

@@ -1,0 +1,198 @@
+// Token usage per model and prefix-routing hits, counted at the gateway (HAProxy's Lua filter,
+// src/gateway/usage.ts), with the real HAProxy and the simulator (its answers carry usage as vLLM's
+// do: a JSON answer always, a stream only when the client asks with stream_options.include_usage,
+// src/sim/server.ts). Two models, one of them on two replicas balanced by prefix. The counts the
+// gateway shows must equal what the clients were told, per model; a stream that carried no usage is
+// counted apart (its chunks, an estimate), never as tokens; a reload (a profile served while the
+// gateway runs) loses nothing; `gateway down` writes usage.jsonl, which `cost` and `report` read.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, isolated, freePortRange } from '../helpers.js';
+
+const HAPROXY = '/usr/sbin/haproxy';
+const have = existsSync(HAPROXY);
+if (!have) console.warn(`gateway usage e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
+
+const t = isolated({ prefix: 'sparkctl-usage-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
+let base: number;
+const gw = () => `http://127.0.0.1:${base}`;
+
+const serve = (profile: string, port: number, replicas: number, gpu: number) =>
+  cli(
+    [
+      'serve',
+      profile,
+      '--engine',
+      'sim',
+      '--no-prewarm',
+      '--set',
+      `server.port=${port}`,
+      '--set',
+      'server.host=127.0.0.1',
+      '--set',
+      `parallel.replicas=${replicas}`,
+      '--set',
+      'parallel.tensor=1',
+      '--set',
+      `parallel.firstGpu=${gpu}`,
+    ],
+    { env: t.env(), timeout: 90_000 },
+  );
+
+interface Told {
+  prompt: number;
+  completion: number;
+}
+
+/** A request through the gateway; what usage the client itself was told (or undefined), and a stream's data chunks. */
+async function ask(model: string, o: { path?: string; stream?: boolean; includeUsage?: boolean; prompt?: string; maxTokens?: number } = {}) {
+  const path = o.path ?? '/v1/completions';
+  const body: Record<string, unknown> =
+    path === '/v1/chat/completions'
+      ? { model, messages: [{ role: 'user', content: o.prompt ?? 'hello there' }] }
+      : path === '/v1/messages'
+        ? { model, messages: [{ role: 'user', content: o.prompt ?? 'hello there' }] }
+        : { model, prompt: o.prompt ?? 'hello there' };
+  Object.assign(body, { max_tokens: o.maxTokens ?? 5, ignore_eos: true, stream: Boolean(o.stream) });
+  if (o.includeUsage) body.stream_options = { include_usage: true };
+  const r = await fetch(`${gw()}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
+  const text = await r.text();
+  expect(r.status, text).toBe(200);
+  let told: Told | undefined;
+  let chunks = 0;
+  if (o.stream) {
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('data:') || line.includes('[DONE]')) continue;
+      chunks++;
+      const j = JSON.parse(line.slice(5));
+      if (j.message?.usage) j.usage = j.message.usage;
+      if (j.usage?.prompt_tokens !== undefined) told = { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens };
+      if (j.usage?.input_tokens !== undefined) told = { prompt: j.usage.input_tokens, completion: told?.completion ?? 0 };
+      if (j.usage?.output_tokens !== undefined && told) told.completion = j.usage.output_tokens;
+    }
+  } else {
+    const j = JSON.parse(text);
+    told = j.usage.prompt_tokens !== undefined ? { prompt: j.usage.prompt_tokens, completion: j.usage.completion_tokens } : { prompt: j.usage.input_tokens, completion: j.usage.output_tokens };
+  }
+  return { told, chunks };
+}
+
+interface Counts {
+  requests: number;
+  withUsage: number;
+  prompt: number;
+  completion: number;
+  streamsWithoutUsage: number;
+  chunksWithoutUsage: number;
+  otherWithoutUsage: number;
+  prefix: { hit: number; spill: number; new: number };
+}
+const status = async () => {
+  const r = await cli(['gateway', 'status', '--json'], { env: t.env() });
+  expect(r.exitCode, r.stderr).toBe(0);
+  return JSON.parse(String(r.stdout)) as { usageRecorded: boolean; models: Array<{ name: string; profile: string; usage?: Counts }> };
+};
+/** the model's counts once the gateway has seen `n` answers (the keeper's record follows each second) */
+async function countsOnce(name: string, n: number): Promise<Counts> {
+  const until = Date.now() + 15_000;
+  let last: Counts | undefined;
+  while (Date.now() < until) {
+    last = (await status()).models.find((m) => m.name === name)?.usage;
+    if (last && last.requests >= n) return last;
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`${name}: ${JSON.stringify(last)} after 15 s, wanted ${n} requests`);
+}
+
+describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the answers', () => {
+  beforeAll(async () => {
+    base = await freePortRange(8);
+    const a = await serve('qwen-dev', base + 3, 2, 0);
+    expect(a.exitCode, a.stderr + a.stdout).toBe(0);
+    const up = await cli(['gateway', 'up', '--port', String(base), '--json'], { env: t.env() });
+    expect(up.exitCode, up.stderr + up.stdout).toBe(0);
+  }, 120_000);
+  afterAll(async () => {
+    await cli(['gateway', 'down'], { env: t.env() });
+    await cli(['stop', '--all'], { env: t.env(), timeout: 60_000 });
+  }, 90_000);
+
+  it('counts per model equal what the clients were told; a stream without usage is counted apart by its chunks; prefix repeats are hits', async () => {
+    const st0 = await status();
+    expect(st0.usageRecorded).toBe(true);
+    const model = st0.models[0]!.name;
+    const told: Told[] = [];
+    const add = (x: { told?: Told }) => x.told && told.push(x.told);
+    add(await ask(model));
+    add(await ask(model, { path: '/v1/chat/completions', maxTokens: 7 }));
+    add(await ask(model, { stream: true, includeUsage: true, maxTokens: 6 }));
+    add(await ask(model, { path: '/v1/chat/completions', stream: true, includeUsage: true, maxTokens: 3 }));
+    add(await ask(model, { path: '/v1/messages', maxTokens: 4 }));
+    add(await ask(model, { path: '/v1/messages', stream: true, maxTokens: 4 }));
+    // a stream the client asked no usage for: the gateway must not invent tokens for it
+    const bare = await ask(model, { stream: true, maxTokens: 9 });
+    expect(bare.told).toBeUndefined();
+    // one long shared prefix, four times in a row (one at a time: the bounded load never spills), then two others
+    const doc = `${'The same long document. '.repeat(80)}Question`;
+    for (let i = 0; i < 4; i++) add(await ask(model, { prompt: `${doc} ${i}` }));
+    add(await ask(model, { prompt: `another document ${'x'.repeat(2000)}` }));
+    add(await ask(model, { prompt: `a third document ${'y'.repeat(2000)}` }));
+    const n = told.length + 1;
+    const c = await countsOnce(model, n);
+    expect(c.requests).toBe(n);
+    expect(c.withUsage).toBe(told.length);
+    expect(c.prompt).toBe(told.reduce((s, x) => s + x.prompt, 0));
+    expect(c.completion).toBe(told.reduce((s, x) => s + x.completion, 0));
+    expect(c.streamsWithoutUsage).toBe(1);
+    expect(c.chunksWithoutUsage).toBe(bare.chunks);
+    expect(c.otherWithoutUsage).toBe(0);
+    // every answer came from one of the two replicas; the repeats of the shared prefix all hit
+    expect(c.prefix.hit + c.prefix.spill + c.prefix.new).toBe(n);
+    expect(c.prefix.hit).toBeGreaterThanOrEqual(3);
+    expect(c.prefix.spill).toBe(0);
+  }, 120_000);
+
+  it('a reload (a second model served while the gateway runs) loses no count; each model is counted apart; gateway down writes usage.jsonl; cost and report show it per model', async () => {
+    const before = (await status()).models[0]!;
+    const b = await serve('qwen3.5-9b', base + 6, 1, 4);
+    expect(b.exitCode, b.stderr + b.stdout).toBe(0);
+    // the gateway follows the registry: the second model appears after a reload
+    let second: string | undefined;
+    const until = Date.now() + 20_000;
+    while (!second && Date.now() < until) {
+      second = (await status()).models.find((m) => m.profile === 'qwen3.5-9b')?.name;
+      if (!second) await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(second).toBeDefined();
+    const x = await ask(before.name, { maxTokens: 2 });
+    const y = await ask(second!, { maxTokens: 3 });
+    const c1 = await countsOnce(before.name, before.usage!.requests + 1);
+    expect(c1.prompt).toBe(before.usage!.prompt + x.told!.prompt);
+    expect(c1.completion).toBe(before.usage!.completion + 2);
+    const c2 = await countsOnce(second!, 1);
+    expect({ requests: c2.requests, prompt: c2.prompt, completion: c2.completion }).toEqual({ requests: 1, prompt: y.told!.prompt, completion: 3 });
+
+    const down = await cli(['gateway', 'down'], { env: t.env() });
+    expect(down.exitCode, down.stderr).toBe(0);
+    const file = join(t.state, 'gateway', 'usage.jsonl');
+    const rows = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Counts & { profile: string; model: string });
+    const sum = (p: string, k: 'prompt' | 'completion' | 'requests') => rows.filter((r) => r.profile === p).reduce((s, r) => s + r[k], 0);
+    expect(sum('qwen-dev', 'prompt')).toBe(c1.prompt);
+    expect(sum('qwen-dev', 'completion')).toBe(c1.completion);
+    expect(sum('qwen-dev', 'requests')).toBe(c1.requests);
+    expect(sum('qwen3.5-9b', 'completion')).toBe(3);
+
+    // cost and report read the probe's history (two probes) and add the gateway's part
+    for (let i = 0; i < 2; i++) expect((await cli(['probe', 'qwen-dev'], { env: t.env() })).exitCode).toBe(0);
+    for (const verb of ['report', 'cost']) {
+      const r = await cli([verb, 'qwen-dev', '--json', '--gpu-hour-price', '2'], { env: t.env() });
+      const j = JSON.parse(String(r.stdout));
+      expect(j.gateway, `${verb}: ${r.stdout}${r.stderr}`).toMatchObject({ requests: c1.requests, prompt: c1.prompt, completion: c1.completion, streamsWithoutUsage: 1 });
+    }
+    expect(existsSync(file)).toBe(true);
+  }, 120_000);
+});

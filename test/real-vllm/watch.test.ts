@@ -1,0 +1,276 @@
+// sparkctl watch against the real vLLM CPU build (.venv-vllm, the tiny Qwen3), through the built CLI
+// as an operator runs it. One server for the whole file, started once and restarted only by the
+// watcher itself (each start costs 30-60 s of both cores):
+//  1. a near-limit prompt prefilled in many small chunks, and a saturation soak (more concurrent
+//     streams than max_num_seqs, so requests wait): never wedged or dead, zero restarts; and what
+//     the real engine reports during a chunked prefill (the watcher's progress signal) is checked;
+//  2. a real wedge: the engine-core process (found by proof: a child of the proven API server, in its
+//     process group, started after it) is stopped with SIGSTOP while streams run; the API server keeps
+//     answering /health 200; the watcher calls it wedged within the window, with that pid as evidence,
+//     restarts it, and the next request is answered;
+//  3. a killed engine core (SIGKILL, again by proof): dead, restarted, answered.
+// SPARKCTL_WATCH_SOAK_S sets the soak's length (default 20 s here; scripts/bench-watch.mjs --real
+// runs it for minutes).
+import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, sleep, ROOT, BIN } from '../helpers.js';
+import { realVllmUnavailable, serveReal, PROFILES, oneRealVllmAtATime } from './real.js';
+import { groupMembers } from '../../src/engine/runtime/proc.js';
+import { engineCoreOf } from '../../src/watch/read.js';
+import { engineNumbers } from '../../src/watch/signals.js';
+
+const why = realVllmUnavailable();
+if (why) console.warn(`real-vLLM watch suite skipped: ${why}`);
+const MIN = 60_000;
+const SOAK_MS = (Number(process.env.SPARKCTL_WATCH_SOAK_S) || 20) * 1000;
+/** The window the watcher runs with here (the policy's floor is 20 s; 10 s keeps the file short and is still 10 readings). */
+const WINDOW_S = 10;
+/** The settings the server runs with: 2 sequences at a time, prompts up to 2048 tokens, prefilled 16 tokens a step. */
+const SETS = ['engine.maxNumSeqs=2', 'engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=16'];
+
+let state: string;
+let marker: string;
+let port: number;
+const started = Date.now();
+const timings: Record<string, number> = {};
+const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker });
+const sparkctl = (args: string[], timeout = MIN) => cli(args, { env: env(), cwd: ROOT, timeout });
+const url = () => `http://127.0.0.1:${port}`;
+const instance = () => JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')) as { pid: number; pgid: number; startTime: number };
+const groups = new Set<number>();
+const ours = () => [...new Set([...processesMarked(marker), ...[...groups].flatMap((g) => groupMembers(g))])].sort();
+
+interface Ev {
+  event: string;
+  target?: string;
+  verdict?: string;
+  action?: string;
+  evidence?: Array<{ signal: string; value: unknown; note?: string }>;
+  at: string;
+  seenAt: number;
+  [k: string]: unknown;
+}
+
+let w: { proc: ChildProcess; events: Ev[]; err: () => string; stop: () => Promise<number | null> };
+function watcher(args: string[]) {
+  const proc = spawn(process.execPath, [BIN, 'watch', '--json', ...args], { env: { ...process.env, ...env() }, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const events: Ev[] = [];
+  let buf = '';
+  let err = '';
+  proc.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    const lines = buf.split('\n');
+    buf = lines.pop()!;
+    for (const l of lines) if (l.trim()) events.push({ ...JSON.parse(l), seenAt: Date.now() });
+  });
+  proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
+  return {
+    proc,
+    events,
+    err: () => err,
+    stop: () =>
+      new Promise<number | null>((resolve) => {
+        if (proc.exitCode !== null) return resolve(proc.exitCode);
+        proc.once('exit', (code) => resolve(code));
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+const summary = (evs: Ev[]) => JSON.stringify(evs.filter((e) => e.event !== 'probe').map((e) => ({ e: e.event, v: e.verdict, a: e.action, why: String(e.why ?? '').slice(0, 160) })));
+
+const complete = (body: object, signal: AbortSignal) =>
+  fetch(`${url()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', temperature: 0, ...body }), signal });
+async function answered(): Promise<boolean> {
+  try {
+    const r = await complete({ prompt: 'hello', max_tokens: 2 }, AbortSignal.timeout(10_000));
+    return r.status === 200 && ((await r.json()) as { choices?: unknown[] }).choices?.length === 1;
+  } catch {
+    return false;
+  }
+}
+/** A stream that runs until aborted: its first chunk read, then drained in the background. */
+async function stream(signal: AbortSignal, prompt = 'stream', tokens = 1500): Promise<void> {
+  const r = await complete({ prompt, max_tokens: tokens, ignore_eos: true, stream: true }, signal);
+  expect(r.status).toBe(200);
+  const reader = r.body!.getReader();
+  await reader.read();
+  void (async () => {
+    try {
+      while (!(await reader.read()).done);
+    } catch {
+      /* aborted or the server went away */
+    }
+  })();
+}
+const metrics = async () => engineNumbers(await (await fetch(`${url()}/metrics`, { signal: AbortSignal.timeout(10_000) })).text());
+/** A prompt of `n` tokens exactly, by the server's own tokenizer. */
+async function promptOf(n: number): Promise<string> {
+  let text = 'near the limit '.repeat(Math.ceil(n / 3));
+  for (let i = 0; i < 6; i++) {
+    const r = (await (await fetch(`${url()}/tokenize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny-qwen3', prompt: text }) })).json()) as {
+      count: number;
+    };
+    if (r.count === n) return text;
+    text = text.slice(0, Math.floor((text.length * n) / r.count));
+  }
+  return text;
+}
+
+async function serve(): Promise<void> {
+  const t0 = Date.now();
+  const r = await sparkctl(serveReal('tiny', PROFILES, port, [...SETS.flatMap((s) => ['--set', s]), '--no-prewarm']), 12 * MIN);
+  timings.serve = Date.now() - t0;
+  expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+  groups.add(instance().pgid);
+}
+
+describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () => {
+  oneRealVllmAtATime('real-vLLM watch');
+  beforeAll(async () => {
+    state = tempDir('sparkctl-real-watch-');
+    marker = randomUUID();
+    port = await freePort();
+    await serve();
+    w = watcher(['--all', '--interval', '1s', '--window', `${WINDOW_S}s`, '--probe-timeout', '3s']);
+    expect(await waitFor(() => w.events.some((e) => e.event === 'verdict' && e.verdict === 'healthy'), 30_000), w.err()).toBe(true);
+  }, 14 * MIN);
+  beforeEach((ctx) => console.info(`[real-vllm watch ${((Date.now() - started) / 1000).toFixed(0)} s] ${ctx.task.name}`));
+  afterAll(async () => {
+    const code = await w?.stop();
+    await sparkctl(['stop', '--all', '--grace', '10']);
+    const left = ours();
+    for (const p of left) process.kill(p, 'SIGKILL');
+    rmrf(state);
+    console.info(
+      `real-vLLM watch suite: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(timings)
+        .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`)
+        .join(', ')}`,
+    );
+    expect(code, 'the watcher ends cleanly on SIGTERM').toBe(0);
+    expect(left, 'vLLM processes left by the suite').toEqual([]);
+    // a restart the watcher began is finished before it ends (a start is 30-60 s on CI, minutes on a loaded host)
+  }, 12 * MIN);
+
+  it(
+    'a near-limit prompt prefilled in 16-token chunks, then more streams than max_num_seqs for the soak: never wedged or dead, zero restarts',
+    async () => {
+      const from = w.events.length;
+      // the chunked prefill, sampled: the KV cache usage rises chunk by chunk before the prompt is counted
+      const prompt = await promptOf(2040);
+      const before = await metrics();
+      const samples: Array<{ kv?: number; prompt?: number; running?: number }> = [];
+      let done = false;
+      const req = complete({ prompt, max_tokens: 1 }, AbortSignal.timeout(5 * MIN)).then(async (r) => {
+        done = true;
+        return { status: r.status, usage: ((await r.json()) as { usage?: { prompt_tokens?: number } }).usage };
+      });
+      while (!done) {
+        const m = await metrics();
+        samples.push({ kv: m.kv, prompt: m.prompt, running: m.running });
+      }
+      const res = await req;
+      expect(res.status).toBe(200);
+      const mid = samples.filter((s) => s.prompt === before.prompt && (s.running ?? 0) > 0);
+      console.info(`[real-vllm watch] chunked prefill of 2040 tokens: ${samples.length} /metrics reads, ${mid.length} mid-prefill, KV ${[...new Set(mid.map((s) => s.kv))].join(' -> ')}`);
+      expect(new Set(mid.map((s) => s.kv)).size, 'KV cache usage moved during the prefill while prompt_tokens_total stood still').toBeGreaterThan(1);
+      // counted once, at the prefill's end: the prompt as the server tokenized it for the request
+      expect(res.usage?.prompt_tokens).toBeGreaterThanOrEqual(2040);
+      expect((await metrics()).prompt).toBe((before.prompt ?? 0) + res.usage!.prompt_tokens!);
+
+      // the soak: 5 streams on a server that runs 2 at a time, plus near-limit prompts, for SOAK_MS
+      const end = Date.now() + SOAK_MS;
+      const t0 = Date.now();
+      let answeredN = 0;
+      const loop = async (body: object) => {
+        while (Date.now() < end) {
+          const r = await complete(body, AbortSignal.timeout(3 * MIN));
+          await r.text();
+          expect(r.status).toBe(200);
+          answeredN++;
+        }
+      };
+      await Promise.all([...Array.from({ length: 4 }, (_, i) => loop({ prompt: `soak ${i}`, max_tokens: 200, ignore_eos: true })), loop({ prompt, max_tokens: 4 })]);
+      timings.soak = Date.now() - t0;
+      await sleep(2000);
+      const evs = w.events.slice(from);
+      const verdicts = evs.filter((e) => e.event === 'verdict').map((e) => e.verdict);
+      console.info(`[real-vllm watch] soak ${(timings.soak / 1000).toFixed(0)} s: ${answeredN} answered; verdicts ${verdicts.join(', ')}`);
+      expect(verdicts, 'requests waited: the soak saturated it').toContain('saturated');
+      expect(
+        verdicts.filter((v) => v === 'wedged' || v === 'dead'),
+        summary(evs),
+      ).toEqual([]);
+      expect(
+        evs.filter((e) => e.event === 'action'),
+        summary(evs),
+      ).toEqual([]);
+    },
+    6 * MIN,
+  );
+
+  it(
+    'SIGSTOP of the engine core while streams run: /health stays 200; wedged within the window, with the stopped pid as evidence; restarted; the next request answered',
+    async () => {
+      const inst = instance();
+      const core = engineCoreOf(inst.pid, inst.pgid);
+      expect(core, `no engine core found under API server ${inst.pid}`).toBeDefined();
+      const ac = new AbortController();
+      const from = w.events.length;
+      try {
+        await Promise.all([stream(ac.signal, 'one'), stream(ac.signal, 'two')]);
+        process.kill(core!.pid, 'SIGSTOP');
+        const stuckAt = Date.now();
+        // the API server still answers its health check: the watcher must not trust it
+        const h = await fetch(`${url()}/health`, { signal: AbortSignal.timeout(10_000) });
+        expect(h.status).toBe(200);
+        expect(await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'wedged'), 3 * MIN, 200), summary(w.events.slice(from)) + w.err()).toBe(true);
+        const v = w.events.slice(from).find((e) => e.verdict === 'wedged')!;
+        timings['stuck -> wedged'] = v.seenAt - stuckAt;
+        const process_ = v.evidence!.find((x) => x.signal === 'process')!;
+        expect(process_).toMatchObject({ value: 'stopped' });
+        expect(process_.note).toContain(`pid ${core!.pid}`);
+        expect(timings['stuck -> wedged'], 'the verdict within the window (and a reading or two)').toBeLessThan((WINDOW_S + 5) * 1000);
+        expect(await waitFor(() => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 10 * MIN, 500), w.err()).toBe(true);
+        const done = w.events.slice(from).find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
+        expect(done.action, String(done.why)).toBe('restarted');
+        timings['stuck -> restarted'] = done.seenAt - stuckAt;
+        expect(instance().pid).not.toBe(inst.pid);
+        groups.add(instance().pgid);
+        expect(await answered()).toBe(true);
+        timings['stuck -> answered'] = Date.now() - stuckAt;
+        // nothing of the stopped server is left (restart's stop killed the stopped group too)
+        expect(groupMembers(inst.pgid)).toEqual([]);
+        expect(await waitFor(() => w.events.slice(from).some((e) => e.event === 'incident'), 30_000)).toBe(true);
+        expect(w.events.slice(from).find((e) => e.event === 'incident')).toMatchObject({ target: 'tiny-0', verdict: 'wedged', done: ['restart 1'] });
+      } finally {
+        ac.abort();
+      }
+    },
+    12 * MIN,
+  );
+
+  it(
+    'a killed engine core: dead, restarted, the next request answered',
+    async () => {
+      const inst = instance();
+      const core = engineCoreOf(inst.pid, inst.pgid);
+      expect(core).toBeDefined();
+      const from = w.events.length;
+      process.kill(core!.pid, 'SIGKILL');
+      const killedAt = Date.now();
+      expect(await waitFor(() => w.events.slice(from).some((e) => e.verdict === 'dead'), 2 * MIN, 200), summary(w.events.slice(from)) + w.err()).toBe(true);
+      timings['killed -> dead'] = w.events.slice(from).find((e) => e.verdict === 'dead')!.seenAt - killedAt;
+      expect(await waitFor(() => w.events.slice(from).some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 10 * MIN, 500), w.err()).toBe(true);
+      const done = w.events.slice(from).find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
+      expect(done.action, String(done.why)).toBe('restarted');
+      groups.add(instance().pgid);
+      expect(await answered()).toBe(true);
+      timings['killed -> answered'] = Date.now() - killedAt;
+      expect(groupMembers(inst.pgid)).toEqual([]);
+    },
+    12 * MIN,
+  );
+});
