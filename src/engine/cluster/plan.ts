@@ -2,7 +2,7 @@
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
 import { exposedWhat, isLoopback } from '../../util/exposure.js';
-import { executableFor, simTail, type ServeOptions } from '../plan.js';
+import { executableFor, simTail, type ReadInputs, type RunInputs } from '../plan.js';
 import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
 import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
 import type { ModelRead } from '../../model/read.js';
@@ -16,13 +16,14 @@ import { containerSteps } from './containers.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 
-export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
-  nodesFile: string;
-  /** the profile already read (a model id's generated cluster profile, or a profile file), instead of loading by name */
-  loaded?: LoadedProfile;
-  /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
-  modelRead?: ModelRead;
-};
+export type ClusterInputs = Pick<ReadInputs, 'profiles' | 'set' | 'platform'> &
+  Pick<RunInputs, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
+    nodesFile: string;
+    /** the profile already read (a model id's generated cluster profile, or a profile file), instead of loading by name */
+    loaded?: LoadedProfile;
+    /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
+    modelRead?: ModelRead;
+  };
 
 export interface PlannedCluster {
   resolved: Resolved;
@@ -36,7 +37,7 @@ export interface PlannedCluster {
 }
 
 /** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
-export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'> & Pick<ClusterInputs, 'loaded' | 'modelRead'>, nf: NodesFile): Resolved {
+export function resolveForNodes(profileName: string, opts: Pick<ReadInputs, 'profiles' | 'set' | 'platform'> & Pick<ClusterInputs, 'loaded' | 'modelRead'>, nf: NodesFile): Resolved {
   const shape = hostShapeOf(nf);
   const loaded = opts.loaded ?? loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   const r = resolveLoaded(loaded, { platform: opts.platform, host: shape, modelRead: opts.modelRead });
@@ -62,7 +63,7 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
       ]);
   }
   // On every node vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
-  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts as ServeOptions);
+  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
   const rep = renderReplicas(p, r.host, {
     executable: exe,
     stateDir: '$HOME/.local/state/sparkctl',
@@ -108,6 +109,7 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey
   const p = pc.resolved.profile;
   return {
     executor: pc.executor,
+    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
     joinTimeoutS: opts.joinTimeoutS,
     nodesFile: opts.nodesFile,
     nf: pc.nf,
