@@ -69,7 +69,9 @@ describe('profiles import FILE', () => {
     expect(r.stdout).toMatch(/command --max-model-len\s+"262144"\s+engine\.maxModelLen/);
     // --chat-template names a file the recipe's mod adds to the image: reported with the mod
     // --trust-remote-code runs the repository's code: named, imported only with --allow (issue 42 item 10)
-    expect(r.stdout).toMatch(/not imported \(3\):\n {2}command --trust-remote-code = [^\n]*--allow trust-remote-code\)\n {2}command --chat-template = "--chat-template unsloth\.jinja"[^\n]*\n {2}mods = /);
+    expect(r.stdout).toMatch(
+      /not imported \(3\):\n {2}command --trust-remote-code = [^\n]*--allow trust-remote-code\)\n {2}command --chat-template = "--chat-template unsloth\.jinja"[^\n]*\n {2}mods = /,
+    );
     expect(r.stdout).toContain(`wrote ${out}: profile qwen36`);
     // the model's config.json is not here: the plan waits for it, and says how
     expect(r.stdout).toContain('plan: not made');
