@@ -30,11 +30,27 @@ async function client(https: boolean) {
 
 const named = (name: string, message: string, code?: string) => Object.assign(new Error(message), { name, code });
 
-export async function http(
-  url: string,
-  opts: { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number },
-): Promise<HttpResult> {
+type HttpOptions = { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number };
+
+/**
+ * One request with one deadline. A GET whose kept-alive socket the server had just closed (it closes
+ * an idle one after its keep-alive timeout: 5 s in Node and uvicorn) fails with a reset before any
+ * answer; that GET is sent once more on a fresh socket, as Node's documentation advises
+ * (request.reusedSocket). Seen: a server probed a few seconds after its readiness poll on a loaded
+ * host answered "connection reset" though it was up. A POST is never sent twice.
+ */
+export async function http(url: string, opts: HttpOptions): Promise<HttpResult> {
+  const first = await attempt(url, opts);
+  if (!first.staleSocket || (opts.method ?? (opts.body !== undefined ? 'POST' : 'GET')) !== 'GET' || opts.signal?.aborted) return strip(first);
+  const again = await attempt(url, { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - first.ms) });
+  return strip({ ...again, ms: again.ms + first.ms });
+}
+
+const strip = ({ staleSocket: _, ...r }: HttpResult & { staleSocket?: boolean }): HttpResult => r;
+
+async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { staleSocket?: boolean }> {
   const started = performance.now();
+  let staleSocket = false;
   const headers: Record<string, string> = { ...opts.headers };
   const payload = opts.body !== undefined ? Buffer.from(JSON.stringify(opts.body)) : undefined;
   if (payload) {
@@ -69,8 +85,14 @@ export async function http(
         connectTimer = setTimeout(() => end(named('TimeoutError', 'connect timeout')), CONNECT_TIMEOUT_MS);
         sock.once('connect', () => clearTimeout(connectTimer));
       });
-      req.on('error', reject);
+      let answered = false;
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        // a kept-alive socket the server closed while it sat idle: nothing was answered on it
+        if (req!.reusedSocket && !answered && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) staleSocket = true;
+        reject(e);
+      });
       req.on('response', (res) => {
+        answered = true;
         const declared = Number(res.headers['content-length']);
         const tooLarge = (message: string) => {
           const e = named('TooLarge', message);
@@ -96,7 +118,8 @@ export async function http(
     });
     return { ok: true, status, body, ms: performance.now() - started, json: String(resHeaders['content-type'] ?? '').includes('json') ? jsonOf(body) : undefined };
   } catch (e) {
-    return failureOf((fired ?? e) as NodeJS.ErrnoException, url, opts.timeoutMs, performance.now() - started);
+    const f = failureOf((fired ?? e) as NodeJS.ErrnoException, url, opts.timeoutMs, performance.now() - started);
+    return staleSocket && !fired ? { ...f, staleSocket } : f;
   } finally {
     clearTimeout(timer);
     clearTimeout(connectTimer);

@@ -1,28 +1,42 @@
 // What the engine reports while it serves (events) and what it returns (the outcome). Library code
 // never prints: the command renders these (text, a TTY progress line, --json) and maps the outcome
-// to an exit code through the one table in src/errors.ts.
+// to an exit code through the one table in src/errors.ts. One union and one outcome for every
+// placement: a server on this host and one over nodes report the same events (an event that happened
+// on a node names it: `node`) and return the same outcome (`nodes` says what only nodes have).
 import type { PrewarmRequest, PrewarmResult } from '../health/prewarm.js';
 import type { ProbeResult } from '../health/probe.js';
 import type { Diagnosis } from './diagnose.js';
 import type { Outcome } from '../errors.js';
 import type { StartReport } from './phases.js';
 
+/** `node`: where it happened, for a server over nodes (absent: this host). */
 export type ServeEvent =
-  | { type: 'launched'; replica: string; pid: number; port: number; gpus: number[]; logFile: string }
-  | { type: 'phase'; replica: string; phase: string }
-  | { type: 'ready'; replica: string; url: string; ms: number }
+  /** a server's process started (over nodes: a rank, or Ray's vLLM on the head) */
+  | { type: 'launched'; replica: string; pid: number; port: number; gpus: number[]; logFile: string; node?: string; rank?: number }
+  | { type: 'phase'; replica: string; phase: string; node?: string }
+  /** over nodes, `cluster` is what served: the nodes and GPUs the ranks or Ray joined */
+  | { type: 'ready'; replica: string; url: string; ms: number; node?: string; cluster?: { nodes: number; gpus: number } }
   /** where the start's time went (phases.ts), once the first token came back (or the start failed) */
   | { type: 'start'; replica: string; report: StartReport }
   /** what was done to make the start fast: caches, read-ahead, the loader (each a sentence) */
   | { type: 'cold-start'; notes: string[] }
   | { type: 'stopping'; why: 'failed' | 'interrupted' | 'forced' | 'signal'; replicas: number }
   | { type: 'prewarm-request'; replica: string; request: PrewarmRequest }
-  | { type: 'prewarm'; replica: string; result: PrewarmResult }
-  | { type: 'probe'; replica: string; result: ProbeResult }
+  | { type: 'prewarm'; replica: string; result: PrewarmResult; node?: string }
+  | { type: 'probe'; replica: string; result: ProbeResult; node?: string }
   | { type: 'exited'; replica: string; code: number | null; signal: string | null }
   | { type: 'router'; router: RouterOutcome }
   /** a replica placed on a GPU another server uses: the co-location rule's sum said they fit */
-  | { type: 'colocated'; replica: string; gpu: number; with: string[]; summary: string };
+  | { type: 'colocated'; replica: string; gpu: number; with: string[]; summary: string }
+  // over nodes: the steps before and around the server's start
+  | { type: 'ray-head'; node: string }
+  | { type: 'ray-workers'; nodes: string[] }
+  | { type: 'ray-cluster'; nodes: number; gpus: number }
+  | { type: 'ranks-joined'; nodes: number; gpus: number }
+  /** vLLM on the head waits for Ray's placement group (its log's line) */
+  | { type: 'placement-wait'; node: string; line: string }
+  /** what a failed start stopped on a node */
+  | { type: 'cleanup'; node: string; what: string };
 
 export type EventSink = (e: ServeEvent) => void;
 
@@ -43,6 +57,8 @@ export interface ReplicaOutcome {
   probe?: ProbeResult;
   /** --foreground: how the server ended */
   exit?: { code: number | null; signal: string | null };
+  /** over nodes: the head's node, where the endpoint and its log are */
+  node?: string;
 }
 
 /**
@@ -63,6 +79,28 @@ export interface ServeOutcome {
   stoppedAll: boolean;
   /** HAProxy in front of the replicas, when the plan has one */
   router?: RouterOutcome;
+  /** served over nodes: the replica is the head's endpoint (once one was recorded); these are the rest */
+  nodes?: NodesOutcome;
+}
+
+/** What failed over nodes, naming the node: a line of its log, `ray status`, the rank that left. */
+export interface NodeFailure {
+  message: string;
+  fix?: string;
+  /** lines that show it: a log tail, `ray status` */
+  evidence: string[];
+  /** refused before anything was started */
+  refused?: boolean;
+}
+
+/** What only a serve over nodes has. */
+export interface NodesOutcome {
+  /** the nodes file, its whole path */
+  file: string;
+  executor: 'ray' | 'native';
+  /** what served: the nodes and GPUs that joined (once they did) */
+  cluster?: { nodes: number; gpus: number };
+  failure?: NodeFailure;
 }
 
 export interface RouterOutcome {

@@ -97,8 +97,10 @@ function hostLine(host: HostShape, platformName: string): string {
   const gib = (host.gpuMemoryBytes / 1024 ** 3).toFixed(1);
   const name = host.gpuName ?? 'GPU';
   if (host.gpusSource === 'detected')
-    return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
+    return `this host: ${host.gpus} x ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''})${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
   if (host.multiNode) return `${host.nodes} nodes x ${host.gpusPerNode ?? host.gpus} x ${name}, ${gib} GiB each (the nodes file; platform ${platformName})`;
+  if (host.gpusSource === 'flag' && host.read)
+    return `this host's ${name}, ${gib} GiB each (read from nvidia-smi${host.memoryFlag ? '; the memory from --gpu-memory' : ''}), counted as ${host.gpus} (--gpus)${host.computeCapability ? `, compute capability ${host.computeCapability}` : ''}`;
   if (host.gpusSource === 'flag') return `${host.gpus} x ${gib} GiB GPUs (--gpus${platformName ? `, platform ${platformName}` : ''})`;
   return `platform ${platformName}: ${host.gpus} x ${name}, ${gib} GiB each (not read from this host)`;
 }
@@ -108,7 +110,9 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   const prior = opts.prior;
   const { loaded, target } = prior ? { loaded: prior.loaded, target: prior.target } : loadTarget(name, opts);
   const sim = opts.engine === 'sim';
-  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined && opts.gpus === undefined && opts.gpuMemoryBytes === undefined;
+  // --gpus and --gpu-memory override the count and the memory only: the GPU model, its memory and
+  // compute capability are still read where this host has GPUs (--platform plans for another host)
+  const askHost = opts.readHost !== false && !sim && !opts.host && opts.platform === undefined;
   const where = target ?? { id: loaded!.profile.model.id, path: loaded!.profile.model.path };
   // where the vLLM that will run comes from, by the profile's runtime: the host's install or the image
   const fromImage = (p?: LoadedProfile['profile']) => traitsOfProfile(p ?? { engine: { runtime: 'host' } }, opts.runtime).vllmFrom === 'image';
@@ -161,7 +165,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   let profile = { ...lp.profile, engine: { ...lp.profile.engine, vllmVersion: vllm.version } };
   // a model id gets its family's parsers, as its recipes give them, where this vLLM has them
   if (generated && modelRead.facts) profile = withFamily(profile, modelRead.facts, vllm.version, generated.why, opts.set ?? [], thinkTokensIn(modelRead.dir), toolCallTokensIn(modelRead.dir));
-  if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes };
+  if (host && opts.gpuMemoryBytes) host = { ...host, gpuMemoryBytes: opts.gpuMemoryBytes, memoryFlag: true };
   const r = resolveLoaded(
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },

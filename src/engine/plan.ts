@@ -23,38 +23,11 @@ import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
 import { imageFor } from './runtime/container.js';
+import { checkExposure } from '../util/exposure.js';
 import { chooseLoader, type LoaderChoice } from './loader.js';
 import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
 
 export type EngineKind = 'vllm' | 'sim';
-
-/** serve's flags, as commander hands them over (durations already parsed to ms). */
-export interface ServeOptions {
-  set: string[];
-  profiles?: string;
-  gpus?: number;
-  engine: EngineKind;
-  vllmBin: string;
-  dryRun?: boolean;
-  json?: boolean;
-  prewarm: boolean;
-  skipPreflight?: boolean;
-  foreground?: boolean;
-  /** ms, parsed by cli.ts's duration parser before anything runs */
-  readyTimeout?: number;
-  nodes?: string;
-  platform?: string;
-  /** --sim-load: the simulator's model load time, seconds */
-  simLoad?: number;
-  /** the same as the simulator's own argv has it (restart starts again with what the first start had) */
-  simLoadSeconds?: string;
-  /** --router: HAProxy in front of the replicas even where the profile has no router: block */
-  router?: boolean;
-  /** --runtime: host (the vllm executable here) or container (docker/podman); default the profile's engine.runtime */
-  runtime?: 'host' | 'container';
-  /** --pull: let the container CLI pull a missing image (otherwise serve never pulls) */
-  pull?: boolean;
-}
 
 export interface ServePlan {
   profile: Profile;
@@ -87,9 +60,46 @@ export interface ServePlan {
   caches?: CachePlan;
   /** the weights' loader (--load-format) and the sentence that says why */
   loader?: LoaderChoice;
+  /** vLLM's P2P check: skipped on preflight's evidence, or left to vLLM, and the sentence that says which (TP > 1 only) */
+  p2p?: { skip: boolean; note: string };
 }
 
-export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | 'simLoadSeconds' | 'readyTimeout' | 'prewarm' | 'foreground' | 'dryRun' | 'router' | 'runtime' | 'pull'> & {
+/** What runs the servers, as the caller settled it (serve's verb from its flags, restart from a record). */
+export interface RunInputs {
+  engine: EngineKind;
+  /** the vllm executable (engine vllm) */
+  vllmBin: string;
+  /** the simulator's model load time, seconds */
+  simLoad?: number;
+  /** the same as the simulator's own argv has it (restart starts again with what the first start had) */
+  simLoadSeconds?: string;
+  /** ms */
+  readyTimeout?: number;
+  prewarm: boolean;
+  foreground?: boolean;
+  dryRun?: boolean;
+  /** HAProxy in front of the replicas even where the profile has no router: block */
+  router?: boolean;
+  /** host (the vllm executable here) or container (docker/podman); default the profile's engine.runtime */
+  runtime?: 'host' | 'container';
+  /** let the container CLI pull a missing image */
+  pull?: boolean;
+  /** listen beyond loopback without a key (warned at every start; util/exposure.ts) */
+  allowUnauthenticated?: boolean;
+}
+
+/** What the profile was read with (restart reads it again with the same). */
+export interface ReadInputs {
+  set: string[];
+  profiles?: string;
+  gpus?: number;
+  platform?: string;
+  runtime?: 'host' | 'container';
+  router?: boolean;
+  allowUnauthenticated?: boolean;
+}
+
+export type PlanInputs = RunInputs & {
   stateDir?: string;
   /** the image's entrypoint, as read (it decides whether the command repeats `vllm serve`) */
   imageEntrypoint?: string[];
@@ -103,15 +113,15 @@ export type PlanInputs = Pick<ServeOptions, 'engine' | 'vllmBin' | 'simLoad' | '
   startCaches?: false;
   /** the load formats whose packages are installed beside the vLLM that runs (loader.ts), where read */
   installedLoaders?: string[];
+  /**
+   * What serve's preflight read of the GPU topology (its gpu.topology check): pass (every pair of each
+   * TP group on NVLink) lets vLLM's P2P check be skipped; absent, the preflight did not run or read it.
+   */
+  topology?: { status: string; observed: string };
 };
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
-export function launchRecord(
-  opts: Pick<ServeOptions, 'set' | 'profiles' | 'gpus' | 'platform' | 'runtime' | 'router'>,
-  vllm: Pick<VersionDecision, 'version' | 'how'>,
-  image?: string,
-  profile?: Pick<Profile, 'env' | 'server' | 'container'>,
-): LaunchRecord {
+export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'version' | 'how'>, image?: string, profile?: Pick<Profile, 'env' | 'server' | 'container'>): LaunchRecord {
   return {
     ...(profile ? { settings: settingsOf(profile) } : {}),
     sets: [...opts.set],
@@ -120,6 +130,7 @@ export function launchRecord(
     ...(opts.platform ? { platform: opts.platform } : {}),
     ...(opts.runtime ? { runtime: opts.runtime } : {}),
     ...(opts.router ? { router: true } : {}),
+    ...(opts.allowUnauthenticated ? { allowUnauthenticated: true } : {}),
     vllm: { asked: vllm.how === 'pinned' ? vllm.version : 'auto', resolved: vllm.version, how: vllm.how },
     ...(image ? { image } : {}),
   };
@@ -142,7 +153,7 @@ export function sparkctlBin(): string {
   return join(BUILTIN_DIR, '..', 'bin', 'sparkctl.js');
 }
 
-export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): string[] {
+export function executableFor(opts: Pick<RunInputs, 'engine' | 'vllmBin'>): string[] {
   return opts.engine === 'sim' ? [process.execPath, sparkctlBin(), 'sim'] : [opts.vllmBin];
 }
 
@@ -150,7 +161,7 @@ export function executableFor(opts: Pick<ServeOptions, 'engine' | 'vllmBin'>): s
  * The simulator's own knobs: the profile (architecture facts), the platform it pretends to be, and
  * the vLLM version it parses flags and logs as (the profile's, --set included: the file alone may say another).
  */
-export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<ServeOptions, 'simLoad' | 'simLoadSeconds'>): string[] {
+export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts: Pick<RunInputs, 'simLoad' | 'simLoadSeconds'>): string[] {
   // A profile generated for a model has no file: the simulator reads the model's config.json itself.
   const tail = existsSync(r.file) ? ['--sim-profile', r.file, '--sim-platform', r.platform.name] : ['--sim-platform', r.platform.name];
   tail.push('--sim-vllm-version', r.profile.engine.vllmVersion);
@@ -159,23 +170,17 @@ export function simTail(r: Pick<Resolved, 'file' | 'platform' | 'profile'>, opts
   return tail;
 }
 
-/** Every serve input that is not a profile field, checked before a plan exists. */
-export function validateServeInputs(opts: Pick<ServeOptions, 'simLoadSeconds' | 'engine' | 'vllmBin'>): void {
-  if (opts.simLoadSeconds !== undefined && !/^\d+(\.\d+)?$/.test(opts.simLoadSeconds)) {
-    throw new UsageError(`--sim-load-seconds: "${opts.simLoadSeconds}" is not a number of seconds`, ['write it like 0.5 or 30']);
-  }
-  if (opts.engine === 'vllm' && !opts.vllmBin.trim()) throw new UsageError('--vllm-bin: "" is not an executable', ['--vllm-bin /path/to/vllm, or leave it out for vllm on PATH']);
-}
-
-/** Resolved profile + validated flags -> the plan. Throws UsageError (exit 2) on any profile error. */
+/** Resolved profile + the caller's settled inputs (serve's verb checked its flags) -> the plan. Throws UsageError (exit 2) on any profile error. */
 export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
-  validateServeInputs(opts);
   const r1 = withRouterFlag(r0, opts.router);
   // a DGX Spark: the planned KV cache in bytes, so vLLM's profiling on unified memory cannot starve it (profiles/unified-kv.ts)
   const ukv = opts.engine === 'vllm' ? unifiedKvBytes(r1.profile, r1.platform, r1.host?.gpuMemoryBytes, r1.model?.facts) : undefined;
   const r = ukv ? { ...r1, profile: { ...r1.profile, engine: { ...r1.profile.engine, kvCacheMemoryBytes: ukv.bytes } } } : r1;
   const warnings = requireValid(r);
   if (ukv) warnings.push(ukv.note);
+  // beyond loopback without a key: refused unless allowed (a dry-run says so), allowed: warned first
+  const exposed = serveExposure(r.profile, Boolean(opts.allowUnauthenticated || opts.launch?.allowUnauthenticated), Boolean(opts.dryRun));
+  if (exposed) warnings.unshift(exposed);
   // Every rendered flag and value against the target vLLM's table: serve refuses what that
   // vLLM would refuse, --dry-run shows it as a warning.
   const flags = checkRendered(r.profile);
@@ -195,6 +200,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   });
   const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
   const loader = withLoader(r.profile, replicas, opts, rt.runtime);
+  const p2p = withP2p(r.profile, replicas, opts);
   return {
     profile: r.profile,
     file: r.file,
@@ -218,7 +224,57 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     launch: opts.launch,
     ...(caches ? { caches } : {}),
     loader,
+    ...(p2p ? { p2p } : {}),
   };
+}
+
+/**
+ * vLLM's GPU peer-to-peer check (custom all-reduce at TP > 1: about 60 s at TP 8, vllm #19824) is
+ * skipped (VLLM_SKIP_P2P_CHECK=1, vllm/envs.py) only where serve's preflight has read this host's
+ * topology and found every pair of each TP group on NVLink (its gpu.topology check passed): the
+ * answer is then already known. Otherwise vLLM checks as it would (newer vLLM skips by default and
+ * trusts the driver; older ones test and cache the answer under VLLM_CACHE_ROOT). Said either way.
+ */
+export function withP2p(p: Profile, replicas: ReplicaPlan[], opts: Pick<PlanInputs, 'engine' | 'topology'>): { skip: boolean; note: string } | undefined {
+  // the simulator stands for vLLM here too: the same plan, the variable ignored by it
+  if (p.parallel.tensor < 2) return undefined;
+  if (p.env.VLLM_SKIP_P2P_CHECK !== undefined)
+    return { skip: String(p.env.VLLM_SKIP_P2P_CHECK) === '1', note: `P2P check: the profile sets VLLM_SKIP_P2P_CHECK=${String(p.env.VLLM_SKIP_P2P_CHECK)} itself` };
+  const t = opts.topology;
+  if (t?.status !== 'pass') {
+    const why = !t ? 'preflight did not read the topology (--skip-preflight, or no GPU)' : `preflight's gpu.topology was ${t.status}: ${t.observed}`;
+    return { skip: false, note: `P2P check left to vLLM: ${why}` };
+  }
+  for (const x of replicas) x.env = { ...x.env, VLLM_SKIP_P2P_CHECK: '1' };
+  return { skip: true, note: `P2P check skipped (VLLM_SKIP_P2P_CHECK=1): preflight read the topology, every TP pair on NVLink (${t.observed})` };
+}
+
+/**
+ * The address clients reach (the router's, or each replica's without one) against util/exposure.ts's
+ * rule: no key (server.apiKeyEnv), or vLLM's sleep mode, whose development routes (/sleep, /wake_up,
+ * /collective_rpc...) vLLM guards with no key at all (its AuthenticationMiddleware guards /v1, /v2,
+ * /inference and /cohere only: vllm/entrypoints/serve/utils/server_utils.py GUARDED_PREFIX).
+ * A dry-run shows the refusal as a warning, as it does vLLM's refusals.
+ */
+export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolean, dryRun: boolean): string | undefined {
+  const e = {
+    who: `${p.name}'s server`,
+    field: 'server.host',
+    host: p.server.host,
+    keyed: Boolean(p.server.apiKeyEnv),
+    openRoutes: p.server.sleepMode ? "vLLM's sleep mode (server.sleepMode: /sleep, /wake_up and vLLM's other development routes)" : undefined,
+    fixes: [
+      '--set server.host=127.0.0.1 (the default; a router or the gateway in front for other hosts)',
+      ...(p.server.apiKeyEnv ? [] : ['server.apiKeyEnv: NAME in the profile (export NAME=...): vLLM asks every client for that key']),
+      ...(p.server.sleepMode ? ['--set server.sleepMode=false'] : []),
+    ],
+  };
+  try {
+    return checkExposure(e, allow);
+  } catch (err) {
+    if (!dryRun || !(err instanceof UsageError)) throw err;
+    return `serve would refuse: ${err.message} (${err.details.join('; ')})`;
+  }
 }
 
 /** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */

@@ -2,7 +2,8 @@
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
 import type { StartReport } from './phases.js';
 import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
-import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
+import { fsProblem, ensureDir } from '../util/dirs.js';
 import { join, basename, dirname } from 'node:path';
 import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';
@@ -64,6 +65,8 @@ export interface LaunchRecord {
   runtime?: 'host' | 'container';
   /** --router: HAProxy in front though the profile has no router: block */
   router?: boolean;
+  /** --allow-unauthenticated: beyond loopback without a key, as the operator allowed (restart, upgrade and watch start it so again, warned) */
+  allowUnauthenticated?: boolean;
   /** engine.vllmVersion as the profile asked (auto or a pin), what it resolved to, and how */
   vllm: { asked: string; resolved: string; how: 'pinned' | 'installed' | 'unknown' };
   /** runtime container: the image it ran */
@@ -133,6 +136,7 @@ const LaunchShape = z.object({
   platform: z.string().max(200).optional(),
   runtime: z.enum(['host', 'container']).optional(),
   router: z.boolean().optional(),
+  allowUnauthenticated: z.boolean().optional(),
   vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
   image: z.string().max(1000).optional(),
   settings: z

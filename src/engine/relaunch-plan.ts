@@ -17,6 +17,8 @@ export interface RelaunchInputs {
   readyTimeout?: number;
   /** another vllm executable than the one the replicas run (an upgrade's candidate install) */
   vllmBin?: string;
+  /** --allow-unauthenticated (restart): beyond loopback without a key, warned (serve's own, recorded, is kept) */
+  allowUnauthenticated?: boolean;
 }
 
 export interface Relaunch {
@@ -53,6 +55,7 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
     readyTimeout: x.readyTimeout,
     router: as.router,
     runtime: as.runtime,
+    allowUnauthenticated: as.allowUnauthenticated,
     installedVllm: prepared.vllm.installed,
     imageEntrypoint: prepared.image?.entrypoint,
     launch,

@@ -31,6 +31,7 @@ export interface ServedAs {
   platform?: string;
   runtime?: 'host' | 'container';
   router?: boolean;
+  allowUnauthenticated?: boolean;
 }
 
 /**
@@ -42,7 +43,7 @@ export function lastOfEach(sets: string[]): string[] {
 }
 
 /** serve's recorded inputs with restart's on top: its --set after serve's (a later --set wins), its --profiles and --gpus over serve's. */
-export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; profiles?: string; gpus?: number }, hadRouter: boolean): ServedAs {
+export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; profiles?: string; gpus?: number; allowUnauthenticated?: boolean }, hadRouter: boolean): ServedAs {
   return {
     set: lastOfEach([...(rec?.sets ?? []), ...now.set]),
     profiles: now.profiles ?? rec?.profilesDir,
@@ -50,6 +51,7 @@ export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; pr
     platform: rec?.platform,
     runtime: rec?.runtime,
     router: hadRouter || rec?.router,
+    ...(now.allowUnauthenticated || rec?.allowUnauthenticated ? { allowUnauthenticated: true } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
 // Quadlet file. Every ExecStart= argument is quoted and every value with a control character refused
 // (runtime/unit.ts): a newline would start a new setting. Library code: the units and the notes go
 // to the caller's sink, which prints them.
+import { serveExposure } from './plan.js';
 import { resolve } from 'node:path';
 import { requireValid, type Resolved } from '../profiles/resolve.js';
 import { UsageError } from '../errors.js';
@@ -23,6 +24,8 @@ export interface SystemdOptions {
   environmentFile: string;
   runtime?: 'host' | 'container';
   quadlet?: boolean;
+  /** --allow-unauthenticated: a unit listening beyond loopback without a key (its serve --foreground carries the flag and warns at every start) */
+  allowUnauthenticated?: boolean;
 }
 
 /** Where the units and the notes about them go: stdout and stderr, for the verb. */
@@ -58,7 +61,18 @@ function serveUnit(r: Resolved, opts: SystemdOptions, out: UnitSink): void {
     throw new UsageError(`--user ${JSON.stringify(opts.user)}: not a user name`, ['a user name like vllm or svc_llm (letters, digits, _ . -)']);
   if (!/^[A-Za-z0-9._-]+$/.test(p.name)) throw new UsageError(`profile name ${JSON.stringify(p.name)}: only letters, digits, . _ - can name a unit`);
   const cmd = (...args: string[]) => [process.execPath, sparkctlBin(), ...args].map(execArg).join(' ');
-  const serveArgs = ['serve', p.name, ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []), ...opts.set.flatMap((s) => ['--set', s]), '--foreground', '--no-prewarm'];
+  // refused here as serve --foreground would refuse it at each start; allowed, the unit carries the flag
+  const exposed = serveExposure(p, Boolean(opts.allowUnauthenticated), false);
+  if (exposed) out.note(exposed);
+  const serveArgs = [
+    'serve',
+    p.name,
+    ...(opts.profiles ? ['--profiles', resolve(opts.profiles)] : []),
+    ...opts.set.flatMap((s) => ['--set', s]),
+    '--foreground',
+    '--no-prewarm',
+    ...(exposed ? ['--allow-unauthenticated'] : []),
+  ];
   const startBudget = p.server.readyTimeoutSeconds + p.prewarm.timeoutSeconds + 60;
   // serve --foreground gives vLLM its drain + teardown before SIGKILL; systemd waits that and a margin
   // engine.vllmVersion auto: the vLLM found when the service starts decides whether it drains, so the
@@ -155,7 +169,17 @@ async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) 
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   if (versionNote) out.note(`note: ${versionNote}`);
   // no start caches in a unit (yet): its folder would be this user's, not the unit's, and nothing made it before podman mounts it
-  const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, runtime: 'container', imageEntrypoint: entrypoint, startCaches: false });
+  const plan = buildServePlan(r, {
+    engine: 'vllm',
+    vllmBin: 'vllm',
+    prewarm: false,
+    runtime: 'container',
+    imageEntrypoint: entrypoint,
+    startCaches: false,
+    allowUnauthenticated: opts.allowUnauthenticated,
+  });
+  // a unit runs without sparkctl: the exposure is said now, when it is written (its comment says it too)
+  for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) out.note(w);
   return { p: r.profile, plan, replicaRun, runtimeFor, versionNote };
 }
 

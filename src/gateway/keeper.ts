@@ -25,7 +25,7 @@ import { connect, createServer as createNetServer } from 'node:net';
 import { portHolders } from '../engine/runtime/socket-owner.js';
 import { haproxyAddr } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 import { Registry } from '../engine/registry.js';

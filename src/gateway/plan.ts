@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { parseDuration } from '../util/duration.js';
+import { checkExposure, isLoopback } from '../util/exposure.js';
 import { UsageError } from '../errors.js';
 import { RouterBlock } from '../profiles/schema.js';
 import type { Balance } from '../profiles/haproxy.js';
@@ -74,24 +75,24 @@ export const GatewaySettings = z.strictObject({
 });
 export type GatewaySettings = z.infer<typeof GatewaySettings>;
 
-/** 127.0.0.0/8, ::1 and localhost: an address only this host reaches. */
-export const isLoopback = (h: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::1' || h === 'localhost';
+export { isLoopback };
 
 /**
  * A gateway bound beyond loopback without its own key hands every model to whoever reaches the
- * address: refused (exit 2) unless --allow-unauthenticated, which then gets a warning at every start.
- * Returns the warning to print, if any.
+ * address: refused (exit 2) unless --allow-unauthenticated, which then gets a warning at every start
+ * (the rule of util/exposure.ts, shared with serve and the router). Returns the warning to print, if any.
  */
 export function exposure(s: Pick<GatewaySettings, 'host' | 'apiKeyEnv'>, allowUnauthenticated: boolean): string | undefined {
-  if (isLoopback(s.host) || s.apiKeyEnv) return undefined;
-  const what = `the gateway listens on ${s.host} (beyond this host) without a key of its own: anyone who reaches it reaches every model it serves (those with their own key still ask for it)`;
-  if (!allowUnauthenticated)
-    throw new UsageError(`gateway --host ${s.host}: ${what}`, [
-      '--api-key-env NAME (one key at the gateway; export NAME=...)',
-      'or --host 127.0.0.1',
-      'or --allow-unauthenticated to expose it knowingly (warned at every start)',
-    ]);
-  return `WARNING: ${what} (--allow-unauthenticated)`;
+  return checkExposure(
+    {
+      who: 'the gateway',
+      field: 'gateway --host',
+      host: s.host,
+      keyed: Boolean(s.apiKeyEnv),
+      fixes: ['--api-key-env NAME (one key at the gateway; export NAME=...)', 'or --host 127.0.0.1'],
+    },
+    allowUnauthenticated,
+  );
 }
 
 /** A name HAProxy's map file and a config line can hold: no space, quote, control or comment character. */

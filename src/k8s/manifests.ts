@@ -152,6 +152,14 @@ export function noGpuEnv(p: Profile): { name: string; value: string }[] {
 export const podGpus = (p: Profile, n: number) => (containerGpuUse(p, 'vllm').gpu ? n : 0);
 const dump = (docs: object[], width = 200) => docs.map((d) => yaml.dump(d, { lineWidth: width, noRefs: true })).join('---\n');
 
+/**
+ * Why a pod's vLLM listens on 0.0.0.0 where serve's default is 127.0.0.1 (issue 42 item 14): the kubelet's
+ * probes and the Service reach the pod on its own address, and the pod's network (its Service, a
+ * NetworkPolicy) is the boundary, not the host's loopback.
+ */
+const PUBLIC_NOTE =
+  '# vllm listens on 0.0.0.0 in the pod: the probes and the Service reach it on the pod address; the boundary is the pod network (the Service, a NetworkPolicy) and the API key (server.apiKeyEnv), not loopback as on a host\n';
+
 /** Header comment lines: one-line values, each after "# ". */
 const noteLines = (notes: readonly string[]) => notes.map((n) => `# ${commentValue(n)}\n`).join('');
 
@@ -204,7 +212,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
@@ -298,7 +306,7 @@ function leaderService(name: string, namespace: string, port: number) {
 /** The header: the groups, the GPUs and pods each, how the ranks start, the notes and the secret's hint. */
 function lwsHeader(p: Profile, opts: LwsOptions, groups: number, gpus: number): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
-  return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
 }
 
 /** A LeaderWorkerSet and its Service. Per group: the leader (Ray head, a wait for every worker pod's node, then vllm serve; native: rank 0) and its workers (ray start --block; native: their ranks). */

@@ -2,9 +2,8 @@
 // files, what is already here, the disk it needs) -> act (download in parallel, verify, commit each
 // blob, link it into the snapshot, and only at the end write refs/<revision>). Reports progress as
 // events; never prints, exits or installs a signal handler (cancellation is the AbortSignal).
-import { open, unlink, lstat } from 'node:fs/promises';
-import { readText } from '../util/read.js';
-import { constants } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { lockFile } from '../util/lock.js';
 import { join } from 'node:path';
 import { selectFiles, checkListing, fileSize, SAFETENSORS_INDEX, type Selection, type TreeFile } from './select.js';
 import {
@@ -25,7 +24,7 @@ import {
   repoFolderName,
 } from './cache.js';
 import { downloadFile, fetchSmall, HubError, listTree, resolveCommit, type Hub } from './hub.js';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 
 export interface PullRequest {
   repo: string;
@@ -145,7 +144,7 @@ export async function pull(req: PullRequest): Promise<PullResult> {
   await ensureDirUnder(c.root, c.blobs);
   await ensureDirUnder(c.root, join(c.snapshots, commit));
   tagCache(c.root);
-  const unlock = await lock(c, repo);
+  const unlock = await lockRepo(c, repo);
   try {
     const status = new Map<string, FileStatus>();
     let fetched = 0;
@@ -197,7 +196,7 @@ export async function pull(req: PullRequest): Promise<PullResult> {
       ms: Date.now() - t0,
     };
   } finally {
-    await unlock();
+    unlock();
   }
 }
 
@@ -260,39 +259,18 @@ function tagCache(root: string): void {
 
 /**
  * One pull of a repository at a time on this cache: two would write the same .incomplete file.
- * The lock is a file created exclusively under .locks/ (where huggingface_hub keeps its own), holding
- * our pid; a lock whose pid is gone is stale (a kill -9) and is taken over.
+ * The lock is a file under .locks/ (where huggingface_hub keeps its own), taken with the shared lock
+ * (util/lock.ts): it holds our pid and its start time, so a lock left by a kill -9, or one whose pid
+ * the kernel has since given to another process, is taken over; a live holder refuses at once.
  */
-async function lock(c: RepoCache, repo: string): Promise<() => Promise<void>> {
+export async function lockRepo(c: RepoCache, repo: string): Promise<() => void> {
   const dir = join(c.root, '.locks', repoFolderName(repo));
   await ensureDirUnder(c.root, dir);
   const file = join(dir, 'sparkctl-pull.lock');
-  for (let i = 0; i < 3; i++) {
-    try {
-      const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
-      await fh.write(String(process.pid));
-      await fh.close();
-      return async () => {
-        await unlink(file).catch(() => {});
-      };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    const st = await lstat(file).catch(() => null);
-    if (st && (!st.isFile() || st.size > 32)) throw new CacheRefused(`${file} is not a sparkctl lock; remove it`);
-    const pid = Number((await readText(file, { maxBytes: 32, noFollow: true }).catch(() => '')).trim());
-    if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid))
-      throw new PullRefused(`another sparkctl pull of this repository is running (pid ${pid}, lock ${file})`, 'wait for it to finish, or stop it; an interrupted pull resumes');
-    await unlink(file).catch(() => {});
-  }
-  throw new PullRefused(`could not take the lock ${file}`, 'remove it if no pull is running');
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return lockFile(
+    file,
+    0,
+    (pid) => new PullRefused(`another sparkctl pull of this repository is running (pid ${pid}, lock ${file})`, 'wait for it to finish, or stop it; an interrupted pull resumes'),
+    { what: 'model cache', fix: 'make the model cache writable (HF_HUB_CACHE, HF_HOME)', notALock: (p) => new CacheRefused(`${p} is not a sparkctl lock; remove it`) },
+  );
 }

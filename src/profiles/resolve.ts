@@ -50,6 +50,7 @@ export function hostShapeFromGpus(gpus: readonly GpuFact[], platform: Platform, 
   return {
     gpus: gpusFlag ?? gpus.length,
     gpusSource: gpusFlag !== undefined ? 'flag' : 'detected',
+    read: true,
     gpuMemoryBytes: totals.length ? Math.min(...totals) * MIB : platform.gpu.memoryGiB * GIB,
     computeCapability: cc ?? platform.gpu.computeCapability,
     gpuName: gpus[0]!.name ?? platform.gpu.displayName,

@@ -21,6 +21,10 @@ export interface HostShape {
   gpuMemoryFreeBytes?: number;
   computeCapability?: string;
   gpuName?: string;
+  /** the GPUs' model and memory were read from this host (nvidia-smi), whatever --gpus says of the count */
+  read?: boolean;
+  /** the per-GPU memory is --gpu-memory's, not the one read */
+  memoryFlag?: boolean;
   /** true when a nodes file drives a multi-node launch */
   multiNode?: boolean;
   nodes?: number;

@@ -1,25 +1,41 @@
-// The lock discipline of every file several sparkctl runs update (the registry, the probe state),
-// on its own so that a probe, which takes the probe-state lock, does not load the registry.
-import { rmSync, closeSync, writeSync, linkSync, statSync } from 'node:fs';
+// The lock discipline of every file several sparkctl runs update (the registry, the probe state,
+// the watcher's folder, a pull's repository in the model cache), on its own so that a probe, which takes the probe-state lock, does not load the registry.
+import { rmSync, closeSync, writeSync, linkSync, statSync, lstatSync } from 'node:fs';
+import { UsageError } from '../errors.js';
 import { dirname } from 'node:path';
-import { fsProblem, openExclusiveTemp } from './fs.js';
+import { fsProblem } from './dirs.js';
+import { openExclusiveTemp } from './atomic.js';
 import { isAlive, processStartTime } from './pid.js';
 import { pollUntil } from './poll.js';
 import { readTextSync, READ_LIMITS } from './read.js';
 
+export interface LockPlace {
+  /** what the folder is, and how to mend it, for an error creating the lock (default: the state folder) */
+  what: string;
+  fix: string;
+  /** the error for something at `path` that is no lock (a link, a folder, a large file): never read through or removed */
+  notALock?: (path: string) => Error;
+}
+
+const STATE: LockPlace = { what: 'state folder', fix: 'set SPARKCTL_STATE_DIR to a writable folder' };
+
 /**
- * An exclusive lock on `path`, which holds "PID STARTTIME" of its holder; a dead holder's lock is
- * taken over under a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
+ * An exclusive lock on `path`, which holds "PID STARTTIME" of its holder; a dead holder's lock, or
+ * one whose pid now names another process (a reused pid: its start time differs), is taken over
+ * under a break lock. Waits at most `timeoutMs`, then throws `busy(pid)`.
  */
-export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error): Promise<() => void> {
+export async function lockFile(path: string, timeoutMs: number, busy: (pid: number) => Error, place: LockPlace = STATE): Promise<() => void> {
   const me = `${process.pid} ${processStartTime(process.pid) ?? 0}\n`;
   // One attempt: the lock taken, or the pid of its live holder. A lock released meanwhile, or left by
   // a dead holder (broken here), is tried again at once, within the attempt.
   const attempt = (): { taken: true } | { taken: false; holder: number } => {
     for (;;) {
-      if (createComplete(path, me)) return { taken: true };
+      if (createComplete(path, me, place)) return { taken: true };
       const seen = readOr(path);
-      if (seen === undefined) continue;
+      if (seen === undefined) {
+        if (notALock(path)) throw place.notALock?.(path) ?? new UsageError(`${path} is not a sparkctl lock`, [`remove it: ${path}`]);
+        continue; // released meanwhile
+      }
       const [pid, start] = seen.trim().split(/\s+/).map(Number);
       const holderAlive = Number.isInteger(pid) && pid! > 0 && isAlive(pid!, start ? start : undefined);
       if (holderAlive) return { taken: false, holder: pid! };
@@ -46,8 +62,18 @@ function readOr(path: string): string | undefined {
   }
 }
 
+/** Something is there that a lock's read refused: a link, a folder, a file over the record limit. */
+function notALock(path: string): boolean {
+  try {
+    const st = lstatSync(path);
+    return !st.isFile() || st.size > READ_LIMITS.record;
+  } catch {
+    return false;
+  }
+}
+
 /** Create `path` holding `content`, complete or not at all; false if it exists. */
-function createComplete(path: string, content: string): boolean {
+function createComplete(path: string, content: string, place: LockPlace = STATE): boolean {
   const { fd, tmp } = openExclusiveTemp(path, 0o600);
   try {
     writeSync(fd, content);
@@ -56,7 +82,7 @@ function createComplete(path: string, content: string): boolean {
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw fsProblem(e, 'state folder', dirname(path), 'set SPARKCTL_STATE_DIR to a writable folder');
+    throw fsProblem(e, place.what, dirname(path), place.fix);
   } finally {
     rmSync(tmp, { force: true });
   }

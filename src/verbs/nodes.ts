@@ -1,204 +1,44 @@
-// The multi-node verbs (serve/stop/preflight --nodes, status of clusters, k8s past one node): read
-// and validate every input, build the plan, hand it to the library (src/engine/cluster/ and
-// src/preflight/nodes.ts, fabric.ts), render its events and outcome, and pick the exit code from errors.ts.
+// The multi-node verbs' shared part (stop/preflight --nodes, status of clusters; serve --nodes is
+// serve's own: verbs/serve/nodes.ts): read and validate every input, hand it to the library
+// (src/engine/cluster/), render what comes back, and pick the exit code from errors.ts.
 import { withInterrupts } from '../util/interrupt.js';
-import { readSecrets, type ServeOptions } from '../engine/plan.js';
 import { stateDir } from '../util/paths.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
-import { servedName } from '../profiles/render.js';
 import { Registry, type ClusterRecord } from '../engine/registry.js';
 import { resolve } from 'node:path';
-import { traitsOf, traitsOfProfile } from '../engine/runtime/traits.js';
+import { traitsOfProfile } from '../engine/runtime/traits.js';
 import {
   allNodes,
-  gpusDeclared,
   exportLine,
-  fabricAddress,
-  serveCluster,
   stopCluster,
   recordsFor,
   nodesMissing,
   clusterStatus,
   planCluster,
-  toClusterPlan,
   resolveForNodes,
-  readFabric,
   fabricEnvs,
-  rdmaNodes,
   nodeEnvOf,
-  type ClusterEvent,
   type ClusterStatus,
-  type ServeClusterOutcome,
   type StopClusterOutcome,
   type ExecutorKind,
-  type PlannedCluster,
   type ClusterInputs,
   imageMismatch,
   readImageIds,
 } from '../engine/cluster/index.js';
 import { gatherNodes, runNodesChecks, type NodeReport } from '../preflight/nodes.js';
 import { gatherFabric, runFabricChecks } from '../preflight/fabric.js';
-import { shellQuote, envelope, c, table, statusMark, formatDuration } from '../output/format.js';
-import { say, note } from '../output/log.js';
+import { envelope, c, table, statusMark } from '../output/format.js';
+import { say } from '../output/log.js';
 import { shownEscaped } from '../util/control.js';
 
 /** A node's or a server's words, one line: control characters shown escaped. */
 const shown = (s: string) => shownEscaped(s);
 import type { CheckOutcome } from '../output/check.js';
-import { UsageError, LaunchError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
+import { UsageError, ProblemsFound, ExitWith, ExitCode } from '../errors.js';
 
 /** Ctrl-C / SIGTERM cancel the library's work through an AbortSignal; removed when done. */
 const withCancel = withInterrupts;
-
-/** A phase line per node as serve's own renderer says them off a terminal: a phase's first line and its 100 %, not every percent between. */
-function phaseLines() {
-  const kinds = new Map<string, string>();
-  return (node: string, phase: string) => {
-    const kind = phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
-    if (kinds.get(node) === kind && !/\b100%$/.test(phase)) return;
-    kinds.set(node, kind);
-    note(c.dim(`${node}: ${phase}`));
-  };
-}
-
-function renderEvent(e: ClusterEvent, profile: string, phase: (node: string, phase: string) => void) {
-  switch (e.type) {
-    case 'phase':
-      return phase(e.node, e.phase);
-    case 'ray-head':
-      return note(`ray head started on ${e.node}`);
-    case 'ray-workers':
-      return note(`ray workers joined: ${e.nodes.join(', ') || '(none)'}`);
-    case 'ray-cluster':
-      return note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
-    case 'engine-started':
-      return note(`vLLM ${e.rank === undefined ? '' : `rank ${e.rank} `}started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
-    case 'ranks-joined':
-      return note(`all ${e.nodes} ranks joined (${e.gpus} GPUs)`);
-    case 'placement-wait':
-      return note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
-    case 'ready':
-      return say(`${c.green('ready')}: ${profile} over ${e.nodes} nodes (${e.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
-    case 'prewarm': {
-      const w = e.result;
-      return say(
-        `prewarm: ${w.error ?? `warm after ${w.rounds} round(s)`}; ${Object.keys(w.cold)
-          .map((n) => `${n} tok ${w.cold[Number(n)]} -> ${w.warm[Number(n)]} ms`)
-          .join(', ')}`,
-      );
-    }
-    case 'probe':
-      return say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
-    case 'cleanup':
-      return note(c.dim(`cleanup: ${e.node}: ${e.what}`));
-  }
-}
-
-export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
-  const nf = loadNodesFile(opts.nodes!);
-  // the record names the file by its whole path: stop without --nodes reads it from any folder
-  // --runtime is the profile's engine.runtime for this run, with --nodes as without
-  const sets = [...(opts.set ?? []), ...(opts.runtime ? [`engine.runtime=${opts.runtime}`] : [])];
-  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
-  const { readForNodes } = await import('../engine/inputs.js');
-  const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
-  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
-  if (target.platformNote && !opts.json) note(target.platformNote);
-  if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
-  // Every input is read before anything starts.
-  // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
-  const planned = planCluster(profileName, nf, inputs);
-  if (opts.dryRun) return printClusterPlan(planned, opts.json);
-  // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
-  const fabric = await withCancel((signal) => readFabric(nf, signal));
-  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
-  const r = pc.resolved;
-  // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
-  const key = readSecrets(r.profile).VLLM_API_KEY;
-  // How long each node's `ray start` may take before its process group is ended (a worker that
-  // cannot reach the head otherwise retries for minutes and joins late).
-  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
-  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
-  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
-  const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
-  // --json: nothing while it runs, one envelope at the end (as one-node serve)
-  const phase = phaseLines();
-  const out = await withCancel((signal) => serveCluster(plan, { emit: opts.json ? () => {} : (e) => renderEvent(e, r.profile.name, phase), signal }));
-  const healthy = out.ok && out.probe?.state === 'healthy';
-  if (opts.json) say(clusterServeEnvelope(r.profile.name, opts, out, out.ok ? (healthy ? ExitCode.ok : ExitCode.problems) : ExitCode.launchFailed));
-  if (!out.ok) {
-    const f = out.failure!;
-    if (!opts.json) {
-      note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
-      if (f.fix) note(`fix: ${f.fix}`);
-      for (const x of f.evidence) note(c.dim(`  | ${x}`));
-    }
-    throw new LaunchError('', []);
-  }
-  if (!opts.json) say(`stop with: sparkctl stop ${r.profile.name} --nodes ${opts.nodes}`);
-  if (!healthy) throw new ProblemsFound('the deep probe failed');
-}
-
-/** serve --nodes --dry-run: every node's command, in start order (--json: the multinode-plan envelope). */
-function printClusterPlan(pc: PlannedCluster, json?: boolean) {
-  const { nf, steps, resolved: r } = pc;
-  const p = r.profile;
-  if (json) {
-    say(
-      envelope('multinode-plan', {
-        profile: p.name,
-        servedName: servedName(p),
-        executor: pc.executor,
-        gpusNeeded: pc.gpusNeeded,
-        gpusInCluster: gpusDeclared(nf),
-        url: pc.url,
-        steps,
-        warnings: pc.warnings,
-      }),
-    );
-    return;
-  }
-  for (const w of pc.warnings) note(`${c.yellow('warning')}: ${w}`);
-  const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
-  say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
-  say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
-  const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
-  steps.forEach((s, i) => {
-    say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
-    const inLine = traitsOf(s).carriesEnv;
-    if (!inLine) say(exportLine(s.env));
-    for (const a of s.argv) say(a[0] === 'ray' || inLine || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
-    say();
-  });
-  say(
-    c.dim(
-      pc.executor === 'ray'
-        ? `# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at ${pc.url}`
-        : `# the head serves only once all ${steps.length} ranks have joined; readiness at ${pc.url}, every rank's process watched on its node`,
-    ),
-  );
-}
-
-/** serve --nodes --json: the outcome as one envelope (kind serve, like one node's), with the stop command. */
-export function clusterServeEnvelope(profile: string, opts: Pick<ServeOptions, 'nodes' | 'engine'>, out: ServeClusterOutcome, exitCode: number): string {
-  const f = out.failure;
-  return envelope('serve', {
-    status: !out.ok ? (f?.refused ? 'refused' : 'launch-failed') : out.probe?.state === 'healthy' ? 'healthy' : 'unhealthy',
-    exitCode,
-    profile,
-    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
-    nodesFile: opts.nodes,
-    failure: f ? { message: f.message, fix: f.fix ?? null, evidence: f.evidence } : null,
-    url: out.record?.url ?? null,
-    head: out.record ? { node: out.record.head, pid: out.record.pid, logFile: out.record.logFile } : null,
-    cluster: out.view ? { nodes: out.view.nodes, gpus: out.view.gpus } : null,
-    readyMs: out.readyMs ?? null,
-    prewarm: out.prewarm ?? null,
-    probe: out.probe ?? null,
-    stop: out.ok ? `sparkctl stop ${profile} --nodes ${opts.nodes}` : null,
-  });
-}
 
 /** One cluster's stop as said to the operator: a line per rank or node, and what went wrong, if anything. */
 export interface ClusterStopped {

@@ -7,7 +7,7 @@ import { statFields } from '../util/pid.js';
 import { http } from '../client/http.js';
 import { groupMembers } from '../engine/runtime/proc.js';
 import { targetFromInstance } from '../engine/target.js';
-import type { Entry } from '../engine/registry.js';
+import type { ClusterRecord, Entry } from '../engine/registry.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
 import { engineNumbers } from './signals.js';
 import type { Owner, Reading } from './verdict.js';
@@ -81,10 +81,20 @@ export interface ReadOptions {
   router?: Map<string, 'drain' | 'maint'>;
   /** servers the gateway holds (asleep or waking) */
   gateway?: Map<string, 'drain' | 'maint'>;
+  /** the gateway keeper's own word for each on-demand profile (its record): starting, evicting, sleeping, running, stopped */
+  gatewayStates?: Map<string, string>;
   now?: () => number;
 }
 
-function ownerOf(e: Entry, o: ReadOptions): Owner | undefined {
+/**
+ * Who owns the server's life now, if not the watcher. The gateway first: its keeper's record says
+ * when it is starting or evicting a profile (on demand), its HAProxy when it holds a server asleep
+ * (maint) or on its way out (drain). Then the profile's router (a rolling restart or an operator),
+ * then serve (not ready yet).
+ */
+export function ownerOf(e: Pick<Entry, 'inst'>, o: Pick<ReadOptions, 'router' | 'gateway' | 'gatewayStates'>): Owner | undefined {
+  const word = o.gatewayStates?.get(e.inst.profile);
+  if (word === 'starting' || word === 'evicting' || word === 'sleeping') return { by: 'gateway', state: word };
   const g = o.gateway?.get(e.inst.name);
   if (g) return { by: 'gateway', state: g === 'maint' ? 'sleeping' : 'stopping' };
   const r = o.router?.get(e.inst.name);
@@ -108,4 +118,32 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
   const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
   const metrics = m.ok && m.status === 200 ? engineNumbers(m.body) : undefined;
   return { ...base, health, healthDetail, metrics };
+}
+
+/** A multi-node server's ranks, as its record's executor reads them on their nodes (undefined: not known this time). */
+export type RankReading = { alive: number; total: number; detail?: string } | undefined;
+
+/**
+ * The cheap reading of a multi-node server (a cluster record): every rank's process (read on its
+ * node by the hand the verb gives, through the record: pid, start time, container), and the head's
+ * /health and /metrics. Its processes are not this host's to read from /proc: a rank gone is the
+ * process signal; the API answering with nothing moving, the progress one.
+ */
+export async function readCluster(rec: ClusterRecord, ranks: RankReading, o: ReadOptions): Promise<Reading> {
+  const at = (o.now ?? Date.now)();
+  const word = o.gatewayStates?.get(rec.profile);
+  const owner: Owner | undefined = word === 'starting' || word === 'evicting' || word === 'sleeping' ? { by: 'gateway', state: word } : undefined;
+  const base: Reading = {
+    at,
+    process: ranks ? (ranks.alive === 0 ? 'gone' : 'alive') : 'unknown',
+    processDetail: ranks?.detail,
+    ...(ranks ? { ranks: { alive: ranks.alive, total: ranks.total } } : {}),
+    health: 'unreachable',
+    owner,
+  };
+  if (base.process === 'gone') return base;
+  const [h, m] = await Promise.all([http(`${rec.url}/health`, { timeoutMs: o.timeoutMs, maxBytes: 4096 }), http(`${rec.url}/metrics`, { timeoutMs: o.timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
+  const health: Reading['health'] = !h.ok ? 'unreachable' : h.status === 200 ? 'ok' : 'fail';
+  const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
+  return { ...base, health, healthDetail, metrics: m.ok && m.status === 200 ? engineNumbers(m.body) : undefined };
 }

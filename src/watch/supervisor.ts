@@ -5,10 +5,15 @@
 // person's restart would). It never acts on a server not proven sparkctl's, on one its router or the
 // gateway holds, or on one it is restarting already; restarts run one at a time.
 import { join } from 'node:path';
-import type { Entry, Registry } from '../engine/registry.js';
+import type { ClusterRecord, Entry, Registry } from '../engine/registry.js';
+import { targetFromInstance, type InstanceTarget } from '../engine/target.js';
+import { targetFromUrl } from '../health/target.js';
 import { WatchBlock } from '../profiles/watch-block.js';
 import { decide, type RestartMemory } from './policy.js';
-import { heldBy, readServer } from './read.js';
+import { heldBy, readCluster, readServer, type RankReading } from './read.js';
+import { gpuFindings, restartHelps, type GpuFacts, type GpuFinding } from './gpu.js';
+import { groupMembers } from '../engine/runtime/proc.js';
+import { readRecord } from '../gateway/control.js';
 import { judge, type Judgement, type Reading, type Verdict } from './verdict.js';
 
 export type WatchEvent =
@@ -19,6 +24,8 @@ export type WatchEvent =
   | { kind: 'action'; target: string; action: 'restart' | 'would-restart' | 'alert' | 'wait' | 'circuit-open' | 'restarted' | 'restart-failed'; why: string; attempt?: number; ms?: number }
   | { kind: 'incident'; target: string; profile: string; verdict: Verdict; seen: string; done: string[]; back?: string; unavailableS?: number }
   | { kind: 'forget'; target: string; why: string }
+  /** what its GPUs say now (evidence and an alert; never a restart on its own), when it changes */
+  | { kind: 'gpu'; target: string; findings: GpuFinding[] }
   | { kind: 'tick'; servers: number; ms: number };
 
 export interface RestartHow {
@@ -31,7 +38,11 @@ export interface RestartHow {
 
 export interface Hands {
   restart: (h: RestartHow) => Promise<{ ok: boolean; detail: string }>;
-  probe: (e: Entry, timeoutMs: number) => Promise<{ ok: boolean; ms: number; detail: string }>;
+  probe: (t: InstanceTarget, timeoutMs: number) => Promise<{ ok: boolean; ms: number; detail: string }>;
+  /** a multi-node server's ranks, read on their nodes through its cluster record (absent: clusters are not watched) */
+  ranks?: (rec: ClusterRecord) => Promise<RankReading>;
+  /** the host's GPU facts (one nvidia-smi query, compute apps, new Xid lines, meminfo); undefined: no GPU here */
+  gpus?: () => Promise<GpuFacts | undefined>;
   /** the profile's watch: block with the flags over it (defaults when the profile cannot be read) */
   policyOf: (profile: string, e: Entry) => WatchBlock;
   /** an incident opened or closed: history, webhook */
@@ -53,6 +64,11 @@ export interface Incident {
 
 interface Server {
   key: string;
+  /** a multi-node server: when its ranks were last read on their nodes, and what was read */
+  ranksAt?: number;
+  ranks?: RankReading;
+  /** its GPU findings as last said */
+  gpu?: GpuFinding[];
   readings: Reading[];
   verdict?: Verdict;
   incident?: Incident;
@@ -68,6 +84,10 @@ export interface WatcherOptions {
   readTimeoutMs?: number;
   hands: Hands;
   now?: () => number;
+  /** a multi-node server's ranks are read on their nodes at most this often (default RANKS_EVERY_MS) */
+  ranksEveryMs?: number;
+  /** the host's GPUs are read at most this often (default GPU_EVERY_MS) */
+  gpuEveryMs?: number;
 }
 
 const SERVING: ReadonlySet<Verdict> = new Set(['healthy', 'busy', 'saturated', 'preempting']);
@@ -79,6 +99,8 @@ export class Watcher {
   private memory = new Map<string, RestartMemory>();
   private restarting = new Map<string, Promise<void>>();
   private queue: Promise<void> = Promise.resolve();
+  private gpuAt?: number;
+  private gpuFacts?: GpuFacts;
   lastTick = 0;
   constructor(readonly o: WatcherOptions) {}
 
@@ -100,12 +122,16 @@ export class Watcher {
   }
 
   /** Who holds which server out of rotation: each live router of a watched profile, and the gateway. */
-  private async held(entries: Entry[]): Promise<{ router: Map<string, Map<string, 'drain' | 'maint'>>; gateway?: Map<string, 'drain' | 'maint'> }> {
+  private async held(entries: Entry[]): Promise<{ router: Map<string, Map<string, 'drain' | 'maint'>>; gateway?: Map<string, 'drain' | 'maint'>; gatewayStates?: Map<string, string> }> {
     const router = new Map<string, Map<string, 'drain' | 'maint'>>();
     for (const r of entries.filter((e) => e.inst.role === 'router' && e.alive && e.inst.router)) router.set(r.inst.profile, await heldBy(r.inst.router!.socket));
     const gw = this.o.registry.gateway();
-    const gateway = gw?.alive ? await heldBy(join(this.o.registry.stateDir, 'gateway', 'api.sock')) : undefined;
-    return { router, gateway };
+    if (!gw?.alive) return { router };
+    const gateway = await heldBy(join(this.o.registry.stateDir, 'gateway', 'api.sock'));
+    // the keeper's record: which on-demand profiles it is starting, evicting or holds asleep (a file: hostile, bounded)
+    const gatewayStates = new Map<string, string>();
+    for (const m of readRecord(this.o.registry.stateDir)?.onDemand ?? []) if (typeof m?.profile === 'string' && typeof m.state === 'string') gatewayStates.set(m.profile, m.state);
+    return { router, gateway, gatewayStates };
   }
 
   async tick(): Promise<void> {
@@ -113,18 +139,27 @@ export class Watcher {
     const all = this.o.registry.list();
     const entries = all.filter((e) => this.wanted(e));
     const held = await this.held(all);
+    const now0 = this.now();
+    if (this.o.hands.gpus && (this.gpuAt === undefined || now0 - this.gpuAt >= (this.o.gpuEveryMs ?? GPU_EVERY_MS))) {
+      this.gpuAt = now0;
+      this.gpuFacts = await this.o.hands.gpus().catch(() => undefined);
+    }
     const names = new Set(entries.map((e) => e.inst.name));
+    const clusters = this.o.hands.ranks
+      ? this.o.registry.clusters().filter((c) => typeof c?.profile === 'string' && typeof c.url === 'string' && (!this.o.names.length || this.o.names.includes(c.profile)))
+      : [];
+    for (const c of clusters) names.add(clusterKey(c));
     for (const name of [...this.servers.keys()])
       if (!names.has(name) && !this.restarting.has(name)) {
         this.servers.delete(name);
         this.o.hands.emit({ kind: 'forget', target: name, why: 'its registry entry is gone (stopped by sparkctl stop, or by another sparkctl)' });
       }
-    await Promise.all(entries.map((e) => this.watchOne(e, held.router.get(e.inst.profile), held.gateway)));
+    await Promise.all([...entries.map((e) => this.watchOne(e, held.router.get(e.inst.profile), held.gateway, held.gatewayStates)), ...clusters.map((c) => this.watchCluster(c, held.gatewayStates))]);
     this.lastTick = this.now();
-    this.o.hands.emit({ kind: 'tick', servers: entries.length, ms: Math.round(performance.now() - t0) });
+    this.o.hands.emit({ kind: 'tick', servers: entries.length + clusters.length, ms: Math.round(performance.now() - t0) });
   }
 
-  private async watchOne(e: Entry, router: Map<string, 'drain' | 'maint'> | undefined, gateway: Map<string, 'drain' | 'maint'> | undefined) {
+  private async watchOne(e: Entry, router: Map<string, 'drain' | 'maint'> | undefined, gateway: Map<string, 'drain' | 'maint'> | undefined, gatewayStates?: Map<string, string>) {
     const name = e.inst.name;
     let s = this.servers.get(name);
     if (e.proof.state === 'unproven') {
@@ -142,14 +177,14 @@ export class Watcher {
     }
     const policy = this.o.hands.policyOf(e.inst.profile, e);
     const p = { windowS: policy.windowSeconds, maxWindowS: policy.maxWindowSeconds, deadAfterS: policy.deadAfterSeconds, kvSaturated: 0.95 };
-    const r = await readServer(e, { timeoutMs: this.o.readTimeoutMs ?? 3000, router, gateway, now: this.o.now });
+    const r = await readServer(e, { timeoutMs: this.o.readTimeoutMs ?? 3000, router, gateway, gatewayStates, now: this.o.now });
     s.readings.push(r);
     // enough history for the longest window and the quiet spells that set it
     const keepMs = p.maxWindowS * 2000 + this.o.intervalMs * 4;
     while (s.readings.length > 2 && r.at - s.readings[0]!.at > keepMs) s.readings.shift();
     let jd = judge(s.readings, p);
     if (jd.wantProbe) {
-      r.probe = await this.o.hands.probe(e, policy.probeTimeoutSeconds * 1000);
+      r.probe = await this.o.hands.probe(targetFromInstance(e.inst), policy.probeTimeoutSeconds * 1000);
       this.o.hands.emit({ kind: 'probe', target: name, ...r.probe });
       jd = judge(s.readings, p);
     }
@@ -166,8 +201,60 @@ export class Watcher {
         stalledS: jd.stalledS,
       });
     s.verdict = jd.verdict;
+    if (this.gpuFacts) {
+      const f = gpuFindings(this.gpuFacts, { gpus: e.inst.gpus ?? [], ownPids: new Set(groupMembers(e.inst.pgid)) });
+      if (JSON.stringify(f.map((x) => x.note)) !== JSON.stringify((s.gpu ?? []).map((x) => x.note))) this.o.hands.emit({ kind: 'gpu', target: name, findings: f });
+      s.gpu = f;
+    }
     await this.incidents(e, s, jd);
     this.act(e, s, jd, policy, Boolean(router && e.inst.routedAt));
+  }
+
+  /**
+   * A multi-node server, by its cluster record: every rank's process read on its node (at most every
+   * RANKS_EVERY_MS: an ssh per node), the head's API read every tick. A dead or wedged one is alerted,
+   * never restarted here: sparkctl restart refuses a multi-node server (its ranks are relaunched
+   * together, by serve --nodes), so the watcher says how instead.
+   */
+  private async watchCluster(c: ClusterRecord, gatewayStates?: Map<string, string>) {
+    const name = clusterKey(c);
+    const key = `${c.pid}:${c.startTime ?? ''}:${c.startedAt}`;
+    let s = this.servers.get(name);
+    if (!s || s.key !== key) {
+      s = { key, readings: [], incident: s?.incident };
+      this.servers.set(name, s);
+    }
+    const now = this.now();
+    if (s.ranksAt === undefined || now - s.ranksAt >= (this.o.ranksEveryMs ?? RANKS_EVERY_MS)) {
+      s.ranks = await this.o.hands.ranks!(c).catch(() => undefined);
+      s.ranksAt = now;
+    }
+    const e = clusterEntry(c);
+    const policy = this.o.hands.policyOf(c.profile, e);
+    const p = { windowS: policy.windowSeconds, maxWindowS: policy.maxWindowSeconds, deadAfterS: policy.deadAfterSeconds, kvSaturated: 0.95 };
+    const r = await readCluster(c, s.ranks, { timeoutMs: this.o.readTimeoutMs ?? 3000, gatewayStates, now: this.o.now });
+    s.readings.push(r);
+    const keepMs = p.maxWindowS * 2000 + this.o.intervalMs * 4;
+    while (s.readings.length > 2 && r.at - s.readings[0]!.at > keepMs) s.readings.shift();
+    let jd = judge(s.readings, p);
+    if (jd.wantProbe) {
+      r.probe = await this.o.hands.probe({ ...targetFromUrl(c.url, c.servedName), name }, policy.probeTimeoutSeconds * 1000);
+      this.o.hands.emit({ kind: 'probe', target: name, ...r.probe });
+      jd = judge(s.readings, p);
+    }
+    if (jd.verdict !== s.verdict)
+      this.o.hands.emit({ kind: 'verdict', target: name, profile: c.profile, verdict: jd.verdict, from: s.verdict, why: jd.why, evidence: jd.evidence, windowS: jd.windowS, stalledS: jd.stalledS });
+    s.verdict = jd.verdict;
+    await this.incidents(e, s, jd);
+    if ((jd.verdict === 'dead' || jd.verdict === 'wedged') && policy.action !== 'none' && s.incident && !s.incident.done.includes('alerted')) {
+      s.incident.done.push('alerted');
+      this.o.hands.emit({
+        kind: 'action',
+        target: name,
+        action: 'alert',
+        why: `${jd.verdict}: a multi-node server is not restarted by the watcher (sparkctl restart refuses one: its ranks start together); relaunch it: sparkctl stop ${c.profile} && sparkctl serve ${c.profile} --nodes ${c.nodesFile}`,
+      });
+    }
   }
 
   private async incidents(e: Entry, s: Server, jd: Judgement) {
@@ -220,6 +307,15 @@ export class Watcher {
         if (s.incident) void this.o.hands.incident?.(s.incident, 'open');
         return;
       case 'restart': {
+        // a GPU fault only a reset clears: a restart would fail or wedge again
+        const gpu = restartHelps(s.gpu ?? []);
+        if (!gpu.ok) {
+          if (s.incident && !s.incident.done.includes('alerted')) {
+            s.incident.done.push('alerted');
+            emit({ kind: 'action', target: name, action: 'alert', why: `${jd.verdict}, not restarted: ${gpu.why}` });
+          }
+          return;
+        }
         const how = routed
           ? `drain it in its router (${policy.drainSeconds} s), stop it as sparkctl stop does, serve it again as it was served; the other replicas keep serving`
           : 'stop it as sparkctl stop does, serve it again as it was served (sparkctl restart)';
@@ -258,6 +354,39 @@ export class Watcher {
   private restarts() {
     return [...this.restarting.values()];
   }
+}
+
+/** How often the host's GPUs are read (nvidia-smi takes 0.1-1 s and wakes the driver): at most this often. */
+export const GPU_EVERY_MS = 15_000;
+/** How often a multi-node server's ranks are read on their nodes (an ssh each): at most this often, whatever the interval. */
+export const RANKS_EVERY_MS = 10_000;
+const clusterKey = (c: ClusterRecord) => `${c.profile} (multi-node)`;
+/** A cluster record as the incident and policy code reads an entry: the head's address, the profile. */
+function clusterEntry(c: ClusterRecord): Entry {
+  const u = new URL(c.url);
+  return {
+    inst: {
+      version: 1,
+      name: clusterKey(c),
+      profile: c.profile,
+      replica: 0,
+      pid: c.pid,
+      pgid: c.pid,
+      startTime: c.startTime ?? 0,
+      host: u.hostname,
+      port: Number(u.port),
+      url: c.url,
+      servedName: c.servedName,
+      gpus: [],
+      logFile: c.logFile,
+      engine: 'vllm',
+      argv: [],
+      startedAt: c.startedAt,
+      readyTimeoutSeconds: 0,
+    },
+    alive: true,
+    proof: { state: 'unproven', reason: 'a multi-node server: its ranks are read on their nodes' },
+  } as unknown as Entry;
 }
 
 /** The policy without a profile: the block's defaults. */

@@ -79,7 +79,24 @@ describe("plan and serve --dry-run plan for this host's GPUs", () => {
     expect(ok.stdout).not.toContain('# replica 1');
   });
 
-  it('--platform, --gpus and --gpu-memory plan for another host and do not read this one', async () => {
+  it('--gpus N on a host whose GPUs are read overrides the count only: the GPU model and memory read stay (issue 42 item 14)', async () => {
+    // main planned 4 x the profile platform's A100-80GB here (--gpus skipped the host read)
+    const r = await run(['plan', 'qwen3.5-9b', '--gpus', '4', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j).toMatchObject({ gpus: 4, gpusSource: 'flag' });
+    expect(j.plan.gpuMemoryBytes).toBe(143771 * 1024 ** 2);
+    expect(j.host).toContain('NVIDIA H200');
+    const t = await run(['plan', 'qwen3.5-9b', '--gpus', '4']);
+    expect(t.stdout).toContain('on 140.40 GiB GPUs');
+    expect(t.stdout).toContain("planned for this host's NVIDIA H200, 140.4 GiB each (read from nvidia-smi), counted as 4 (--gpus), compute capability 9.0");
+    const s = await run(['serve', 'qwen3.5-9b', '--dry-run', '--gpus', '4']);
+    expect(s.exitCode, s.stderr).toBe(0);
+    expect(s.stdout.match(/# replica \d/g)).toHaveLength(2);
+    expect(s.stderr).toContain('counted as 4 (--gpus)');
+  });
+
+  it('--platform plans for another host and does not read this one; --gpu-memory overrides the memory only', async () => {
     const r = await run(['serve', 'qwen3.5-9b', '--dry-run', '--platform', 'dgx-a100-os6']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout.match(/# replica \d/g)).toHaveLength(4);

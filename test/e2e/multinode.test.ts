@@ -176,6 +176,11 @@ describe.each<[Mode, boolean]>([
       expect(w).toContain('world_size=32 rank=16 ');
       const st = await run(['status']);
       for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+      // logs of a server over nodes: the head's log, read on the head through the record (was "no server or log named")
+      const lg = await run(['logs', 'qwen3-200b', '-n', '400']);
+      expect(lg.exitCode, lg.stderr).toBe(0);
+      expect(lg.stdout).toMatch(/world_size=32 rank=0 .*distributed_init_method=tcp:/);
+      expect(lg.stdout).not.toContain('headless multiproc executor');
       const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile]);
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`vLLM rank ${i} on n${i}: stopped (SIGTERM)`);
@@ -302,6 +307,35 @@ describe.each<[Mode, boolean]>([
       expect(recFile()).toEqual([]);
     },
     180_000,
+  );
+
+  it.skipIf(!available)(
+    "a foreign server already holding the head's port is not taken as ours, nor signalled (the one-host socket-owner proof, over ssh): exit 4 on both executors",
+    async () => {
+      const port = await freePort();
+      // On the head node, before serve: a server that answers /health and lists the model, as a stale vLLM would.
+      const foreign = `require('http').createServer((q,s)=>{s.setHeader('content-type','application/json');s.end(q.url.startsWith('/v1/models')?JSON.stringify({object:'list',data:[{id:'qwen3-200b',object:'model'}]}):'{}')}).listen(${port},'0.0.0.0')`;
+      const pid = cl.exec(0, `setsid nohup ${process.execPath} -e "${foreign}" > /dev/null 2>&1 < /dev/null & echo $!`).stdout.trim();
+      expect(pid).toMatch(/^\d+$/);
+      try {
+        await waitFor(() => cl.exec(0, `(exec 3<>/dev/tcp/${cl.addresses[0]}/${port}) 2>/dev/null`).status === 0, 15_000);
+        for (const executor of ['mp', 'ray']) {
+          const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `parallel.executor=${executor}`, '--set', `server.port=${port}`, '--json']);
+          // without the proof the foreign answer is "ready" and serve goes on to probe it (exit 0 or 1)
+          expect(r.exitCode, `${executor}: ${r.stdout}${r.stderr}`).toBe(4);
+          const out = JSON.parse(r.stdout);
+          expect(out).toMatchObject({ kind: 'serve', status: 'launch-failed', readyMs: null, probe: null, stop: null });
+          expect(out.failure.message).toMatch(/n0/);
+          // the foreign server: still there, still answering; no record of it
+          expect(cl.exec(0, `kill -0 ${pid}`).status, executor).toBe(0);
+          expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
+          clearRay(cl);
+        }
+      } finally {
+        cl.exec(0, `kill -KILL ${pid}`);
+      }
+    },
+    240_000,
   );
 
   it.skipIf(!available)(

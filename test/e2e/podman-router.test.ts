@@ -59,7 +59,7 @@ describe.skipIf(Boolean(why))('container replicas behind the router: real podman
     const dir = join(work, 'profiles');
     mkdirSync(dir, { recursive: true });
     profile(dir, base);
-    const served = await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3'], 180_000);
+    const served = await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', '--allow-unauthenticated'], 180_000);
     expect(served.exitCode, served.stderr + served.stdout).toBe(0);
     try {
       const entries = await status();

@@ -74,8 +74,9 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     expect(values(u1, 'AddDevice')).toEqual(['nvidia.com/gpu=2', 'nvidia.com/gpu=3']);
     expect(values(u0, 'Secret')).toEqual(['sparkctl-qwen3.5-9b-api-key,type=env,target=VLLM_API_KEY']);
     expect(values(u0, 'Pull')).toEqual(['never']);
-    expect(values(u0, 'PublishPort')).toEqual(['8000:8000']);
-    expect(values(u1, 'PublishPort')).toEqual(['8001:8001']);
+    // on loopback: server.host's default (issue 42 item 14; it was 0.0.0.0, every interface)
+    expect(values(u0, 'PublishPort')).toEqual(['127.0.0.1:8000:8000']);
+    expect(values(u1, 'PublishPort')).toEqual(['127.0.0.1:8001:8001']);
     expect(values(u0, 'PodmanArgs')).toEqual(['--ipc=host', '--ulimit memlock=-1 --ulimit stack=67108864', '--stop-timeout=45']);
     // NGC's wrapper stays the entrypoint: vllm serve is the command
     expect(values(u0, 'Exec')[0]).toMatch(/^vllm serve Qwen\/Qwen3\.5-9B .*--port 8000 --host 0\.0\.0\.0 --shutdown-timeout 30$/);
@@ -93,7 +94,7 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     ['container.shmSize: ShmSize= (4.7), no --ipc=host', ['container.shmSize="16g"'], { ShmSize: ['16g'], PodmanArgs: ['--ulimit memlock=-1 --ulimit stack=67108864', '--stop-timeout=45'] }, '4.7'],
     ['container.cliArgs: GlobalArgs= (4.8)', ['container.cliArgs=["--runtime","runc","--cgroup-manager=cgroupfs"]'], { GlobalArgs: ['--runtime runc --cgroup-manager=cgroupfs'] }, '4.8'],
     ['host network', ['container.network=host'], { Network: ['host'], PublishPort: [] }, '4.6'],
-    ['published on one address', ['server.host=127.0.0.1'], { PublishPort: ['127.0.0.1:8000:8000'] }, '4.6'],
+    ['published on one address', ['server.host=127.0.0.2'], { PublishPort: ['127.0.0.2:8000:8000'] }, '4.6'],
     ['no ulimits', ['container.ulimits={}'], { PodmanArgs: ['--ipc=host', '--stop-timeout=45'] }, '4.6'],
     ['container.gpus none: no GPU device', ['container.gpus=none'], { AddDevice: [] }, '4.6'],
     ['no key: no secret', [], { Secret: [] }, '4.6'],

@@ -151,7 +151,8 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
     );
     expect(code, 'the watcher ends cleanly on SIGTERM').toBe(0);
     expect(left, 'vLLM processes left by the suite').toEqual([]);
-  }, 2 * MIN);
+    // a restart the watcher began is finished before it ends (a start is 30-60 s on CI, minutes on a loaded host)
+  }, 12 * MIN);
 
   it(
     'a near-limit prompt prefilled in 16-token chunks, then more streams than max_num_seqs for the soak: never wedged or dead, zero restarts',
@@ -164,18 +165,20 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
       let done = false;
       const req = complete({ prompt, max_tokens: 1 }, AbortSignal.timeout(5 * MIN)).then(async (r) => {
         done = true;
-        return r.status;
+        return { status: r.status, usage: ((await r.json()) as { usage?: { prompt_tokens?: number } }).usage };
       });
       while (!done) {
         const m = await metrics();
         samples.push({ kv: m.kv, prompt: m.prompt, running: m.running });
       }
-      expect(await req).toBe(200);
+      const res = await req;
+      expect(res.status).toBe(200);
       const mid = samples.filter((s) => s.prompt === before.prompt && (s.running ?? 0) > 0);
-      timings['near-limit prefill'] = 0;
       console.info(`[real-vllm watch] chunked prefill of 2040 tokens: ${samples.length} /metrics reads, ${mid.length} mid-prefill, KV ${[...new Set(mid.map((s) => s.kv))].join(' -> ')}`);
       expect(new Set(mid.map((s) => s.kv)).size, 'KV cache usage moved during the prefill while prompt_tokens_total stood still').toBeGreaterThan(1);
-      expect((await metrics()).prompt).toBe((before.prompt ?? 0) + 2040);
+      // counted once, at the prefill's end: the prompt as the server tokenized it for the request
+      expect(res.usage?.prompt_tokens).toBeGreaterThanOrEqual(2040);
+      expect((await metrics()).prompt).toBe((before.prompt ?? 0) + res.usage!.prompt_tokens!);
 
       // the soak: 5 streams on a server that runs 2 at a time, plus near-limit prompts, for SOAK_MS
       const end = Date.now() + SOAK_MS;

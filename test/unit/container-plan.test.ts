@@ -95,7 +95,7 @@ describe('container argv', () => {
   it('replica 1 gets its own GPUs and port; the host indices are not passed as CUDA_VISIBLE_DEVICES (the container sees 0..n-1)', () => {
     const { c } = render(['parallel.tensor=2'], 'podman', { replica: 1 });
     expect(valuesOf(c.argv, '--device')).toEqual(['nvidia.com/gpu=2', 'nvidia.com/gpu=3']);
-    expect(valuesOf(c.argv, '--publish')).toEqual(['8001:8001']);
+    expect(valuesOf(c.argv, '--publish')).toEqual(['127.0.0.1:8001:8001']);
     expect(c.argv.join(' ')).not.toContain('CUDA_VISIBLE_DEVICES');
     expect(c.name).toBe('sparkctl-qwen3.5-9b-1');
   });
@@ -157,7 +157,9 @@ describe('container argv', () => {
   it('the image comes just before the vllm command, which is the host argv with the image`s vllm in front', () => {
     const { c, replica } = render([], 'podman');
     const i = c.argv.indexOf(c.image);
-    expect(c.argv.slice(i + 1)).toEqual(['vllm', ...replica.argv.slice(1)]);
+    // inside the container vLLM listens on 0.0.0.0 of the container (published on server.host, 127.0.0.1 by default)
+    const inContainer = replica.argv.map((a, k, all) => (all[k - 1] === '--host' ? '0.0.0.0' : a));
+    expect(c.argv.slice(i + 1)).toEqual(['vllm', ...inContainer.slice(1)]);
     expect(valuesOf(c.argv, '--stop-timeout')).toEqual(['45']);
     expect(c.argv.slice(i + 1, i + 3)).toEqual(['vllm', 'serve']);
   });

@@ -6,6 +6,7 @@ import { resolveLoaded, hostShapeFromGpus } from '../../src/profiles/resolve.js'
 import { buildServePlan, readSecrets, type PlanInputs } from '../../src/engine/plan.js';
 import type { GpuFact } from '../../src/host/gpu-facts.js';
 import { UsageError } from '../../src/errors.js';
+import { validateServeFlags } from '../../src/verbs/serve/options.js';
 import { runPreflight } from '../../src/preflight/run.js';
 import { ReplayHost } from '../../src/host/replay.js';
 import { FIXTURES } from '../helpers.js';
@@ -94,9 +95,19 @@ describe('buildServePlan', () => {
     expect(p.host.gpus).toBe(2);
   });
 
-  it('a profile error is exit 2 before any plan exists; a bad --sim-load-seconds too', () => {
+  it('a profile error is exit 2 before any plan exists', () => {
     expect(() => plan('qwen3.5-9b', ['parallel.tensor=3'], { gpus: 8 })).toThrow(UsageError);
-    expect(() => plan('qwen3.5-9b', [], { gpus: 8 }, { engine: 'sim', simLoadSeconds: 'soon' })).toThrow(/--sim-load-seconds: "soon"/);
+  });
+
+  // issue 41 item 3: the flags' spelling is the verb's (verbs/serve/options.ts); the engine takes settled inputs
+  it.each<[string, { engine: 'vllm' | 'sim'; vllmBin: string; simLoadSeconds?: string }, RegExp | undefined]>([
+    ['a bad --sim-load-seconds', { engine: 'sim', vllmBin: 'vllm', simLoadSeconds: 'soon' }, /--sim-load-seconds: "soon" is not a number of seconds/],
+    ['an empty --vllm-bin', { engine: 'vllm', vllmBin: '  ' }, /--vllm-bin: "" is not an executable/],
+    ['an empty --vllm-bin with the simulator: not used, fine', { engine: 'sim', vllmBin: '' }, undefined],
+    ['0.5 seconds', { engine: 'sim', vllmBin: 'vllm', simLoadSeconds: '0.5' }, undefined],
+  ])("serve's flags, checked by the verb: %s", (_, flags, err) => {
+    if (err) expect(() => validateServeFlags(flags)).toThrow(err);
+    else expect(() => validateServeFlags(flags)).not.toThrow();
   });
 
   it('the API key comes from the variable the profile names, or the plan is refused', () => {

@@ -78,7 +78,7 @@ describe('rendering', () => {
       '--port',
       '8000',
       '--host',
-      '0.0.0.0',
+      '127.0.0.1', // the write-up says 0.0.0.0; sparkctl's default is loopback (issue 42 item 14)
     ]);
     expect(reps.map((r) => r.port)).toEqual([8000, 8001, 8002, 8003]);
     expect(reps.map((r) => r.env.CUDA_VISIBLE_DEVICES)).toEqual(['0,1', '2,3', '4,5', '6,7']);

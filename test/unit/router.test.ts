@@ -34,7 +34,7 @@ describe('router plan: ports', () => {
     [{}, 1, 8000, [8001], 8002],
   ])('%j x %i replicas', (router, n, pub, ports, stats) => {
     const r = planRouter(base(router), n, '/state')!;
-    expect(r.bind).toEqual({ host: '0.0.0.0', port: pub });
+    expect(r.bind).toEqual({ host: '127.0.0.1', port: pub });
     expect(r.servers.map((s) => s.port)).toEqual(ports);
     expect(r.servers.every((s) => s.host === '127.0.0.1')).toBe(true);
     expect(r.stats.port).toBe(stats);
@@ -46,7 +46,7 @@ describe('router plan: ports', () => {
   it('no router: block, or enabled: false -> no router, replicas keep server.port + i on server.host', () => {
     expect(planRouter(base(undefined), 2, '/s')).toBeUndefined();
     expect(planRouter(base({ enabled: false }), 2, '/s')).toBeUndefined();
-    expect(vllmArgs(base(undefined), 1)).toEqual(expect.arrayContaining(['--port', '8001', '--host', '0.0.0.0']));
+    expect(vllmArgs(base(undefined), 1)).toEqual(expect.arrayContaining(['--port', '8001', '--host', '127.0.0.1']));
     // behind the router, the replica listens on loopback only
     const a = vllmArgs(base({}), 1);
     expect(a.slice(a.indexOf('--port'), a.indexOf('--port') + 4)).toEqual(['--port', '8002', '--host', '127.0.0.1']);
@@ -109,7 +109,7 @@ describe('router config text', () => {
     ['default-server check inter 1000ms fastinter 250ms downinter 1000ms fall 2 rise 2 maxconn 64'],
     ['server m-0 127.0.0.1:8001'],
     ['server m-1 127.0.0.1:8002'],
-    ['bind 0.0.0.0:8000'],
+    ['bind 127.0.0.1:8000'],
     ['bind 127.0.0.1:8003'],
     ['http-request use-service prometheus-exporter if { path /metrics }'],
     ['stats socket /state/router/m/api.sock mode 600 level admin'],

@@ -12,6 +12,9 @@ import { LINGER_MS } from '../runtime/proc.js';
 import { diagnose } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
+import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
+
+export type { NodeFailure };
 
 export type ExecutorKind = 'ray' | 'native';
 
@@ -19,6 +22,7 @@ export type PrewarmSettings = Parameters<typeof prewarm>[1];
 
 export interface ClusterPlan {
   executor: ExecutorKind;
+  engine: 'vllm' | 'sim';
   nodesFile: string;
   nf: NodesFile;
   profile: string;
@@ -43,28 +47,8 @@ export interface ClusterPlan {
   settleMs?: number;
 }
 
-export interface ClusterFailure {
-  /** what failed, naming the node */
-  message: string;
-  fix?: string;
-  /** lines that show it: a log tail, `ray status` */
-  evidence: string[];
-  /** refused before anything was started */
-  refused?: boolean;
-}
-
-export interface ServeClusterOutcome {
-  ok: boolean;
-  failure?: ClusterFailure;
-  record?: ClusterRecord;
-  view?: ClusterView;
-  readyMs?: number;
-  prewarm?: PrewarmResult;
-  probe?: ProbeResult;
-}
-
 export interface RunCtx {
-  emit?: (e: ClusterEvent) => void;
+  emit?: EventSink;
   signal?: AbortSignal;
 }
 
@@ -96,20 +80,6 @@ export interface ClusterStatus {
   rayError?: string;
 }
 
-export type ClusterEvent =
-  | { type: 'ray-head'; node: string }
-  | { type: 'ray-workers'; nodes: string[] }
-  | { type: 'ray-cluster'; nodes: number; gpus: number }
-  | { type: 'engine-started'; node: string; pid: number; logFile: string; rank?: number }
-  | { type: 'ranks-joined'; nodes: number; gpus: number }
-  | { type: 'placement-wait'; line: string }
-  /** a start-up phase the head's log shows (the one watch's phases: loading weights, KV cache, API up) */
-  | { type: 'phase'; node: string; phase: string }
-  | { type: 'ready'; ms: number; url: string; nodes: number; gpus: number }
-  | { type: 'prewarm'; result: PrewarmResult }
-  | { type: 'probe'; result: ProbeResult }
-  | { type: 'cleanup'; node: string; what: string };
-
 /**
  * The group stop on a remote node, as a shell line, with the local rule (stopGroup in proc.ts):
  * TERM to the leader alone (vLLM's API server drains, then stops its engine and workers; a TERM to
@@ -129,7 +99,7 @@ export function groupStopScript(pid: number, graceS: number): string {
 }
 export interface ClusterExecutor {
   kind: ExecutorKind;
-  serve(plan: ClusterPlan, ctx: RunCtx): Promise<ServeClusterOutcome>;
+  serve(plan: ClusterPlan, ctx: RunCtx): Promise<ServeOutcome>;
   /** the recorded cluster (record undefined: nothing recorded, clean what this executor can prove ours) */
   stop(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome>;
   status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;
@@ -142,7 +112,7 @@ export interface ClusterExecutor {
 export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
 
 /** One cluster per set of nodes: a second serve must not touch the running one. */
-export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): ClusterFailure | undefined {
+export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): NodeFailure | undefined {
   const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
   return {
@@ -154,7 +124,7 @@ export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, regi
 }
 
 /** Not ready, and no node to blame: the same diagnosis as on one host, from the head's log (written fresh by this launch). */
-export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): ClusterFailure {
+export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): NodeFailure {
   const d = diagnose(
     r.reason === 'exited'
       ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
@@ -166,17 +136,40 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
   return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
 }
 
+/**
+ * The one serve outcome, for a server over nodes: its head's endpoint is the one replica (once a
+ * record named it); the nodes file, what joined and a failure naming a node are its `nodes`.
+ */
+export function nodesOutcome(
+  plan: Pick<ClusterPlan, 'executor' | 'engine' | 'nodesFile' | 'profile' | 'replica'>,
+  r: { failure?: NodeFailure; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult },
+): ServeOutcome {
+  const { record: rec } = r;
+  return {
+    status: r.failure ? 'launch-failed' : r.probe?.state === 'healthy' ? 'healthy' : 'unhealthy',
+    profile: plan.profile,
+    engine: plan.engine,
+    replicas: rec
+      ? [{ name: plan.replica.name, url: rec.url, port: rec.port, gpus: [], pid: rec.pid, logFile: rec.logFile, node: rec.head, readyMs: r.readyMs, prewarm: r.prewarm, probe: r.probe }]
+      : [],
+    stoppedAll: !!r.failure,
+    nodes: { file: plan.nodesFile, executor: plan.executor, cluster: r.view ? { nodes: r.view.nodes, gpus: r.view.gpus } : undefined, failure: r.failure },
+  };
+}
+
 /** Ready: the same prewarm and deep probe as on one node, against the head. */
-export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx): Promise<ServeClusterOutcome> {
+export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx): Promise<ServeOutcome> {
   const emit = ctx.emit ?? (() => {});
-  emit({ type: 'ready', ms: readyMs, url: record.url, nodes: view.nodes, gpus: view.gpus });
+  const node = record.head;
+  const replica = plan.replica.name;
+  emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
   const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
   let w: PrewarmResult | undefined;
   if (plan.prewarm) {
     w = await prewarm(target, plan.prewarm);
-    emit({ type: 'prewarm', result: w });
+    emit({ type: 'prewarm', replica, node, result: w });
   }
   const p = await probe(target, plan.probe);
-  emit({ type: 'probe', result: p });
-  return { ok: true, record, view, readyMs, prewarm: w, probe: p };
+  emit({ type: 'probe', replica, node, result: p });
+  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p });
 }

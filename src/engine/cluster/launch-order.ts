@@ -6,10 +6,10 @@ import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import { imageMismatch, readImageIds } from './containers.js';
 import { stopOnNode, type ContainerStopState, type NodeContainerRef } from './node-container.js';
-import type { ClusterFailure, ClusterPlan } from './common.js';
+import type { NodeFailure, ClusterPlan } from './common.js';
 
 /** engine.runtime container: refused before anything starts unless every node holds the same image (by ID). */
-export async function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+export async function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const c = plan.steps[0]?.container;
   if (!c) return undefined;
   const ids = await readImageIds(plan.nf, plan.steps, signal);
@@ -33,10 +33,10 @@ export type Started<T> = { ref: T } | { error: string; evidence: string[] };
 export async function startInOrder<T>(
   steps: NodeStep[],
   launch: (s: NodeStep, index: number) => Promise<Started<T>>,
-  afterHead: (head: T) => Promise<ClusterFailure | undefined>,
+  afterHead: (head: T) => Promise<NodeFailure | undefined>,
   named: (s: NodeStep, error: string) => string,
   started: (ref: T, index: number) => void = () => {},
-): Promise<{ refs: T[]; failure?: ClusterFailure }> {
+): Promise<{ refs: T[]; failure?: NodeFailure }> {
   const head = await launch(steps[0]!, 0);
   if ('error' in head) return { refs: [], failure: { message: named(steps[0]!, head.error), evidence: head.evidence } };
   started(head.ref, 0);

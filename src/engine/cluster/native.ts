@@ -11,7 +11,9 @@ import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
 import { watchReady } from '../launch.js';
+import type { ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
+import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
@@ -23,13 +25,13 @@ import { sameImage, startInOrder, stopAllContainers, type Started } from './laun
 import {
   groupStopScript,
   afterReady,
+  nodesOutcome,
   refuseRecorded,
   headFailure,
   type ClusterExecutor,
-  type ClusterFailure,
+  type NodeFailure,
   type ClusterPlan,
   type RunCtx,
-  type ServeClusterOutcome,
   type StopClusterOutcome,
   type ClusterStatus,
 } from './common.js';
@@ -73,7 +75,7 @@ const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
 const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal);
 
 /** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
-async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
+async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const marker = randomUUID();
@@ -82,7 +84,7 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: Clus
     (s, i) => launchRank(plan, s, i, marker, ctx.signal),
     async () => undefined,
     (s, error) => `vLLM rank ${plan.steps.indexOf(s)} did not start on ${s.node} (${nodeOf(nf, s.node).address}): ${error}`,
-    (r) => emit({ type: 'engine-started', node: r.node, pid: r.pid, logFile: r.logFile, rank: r.rank }),
+    (r) => emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: r.node, pid: r.pid, logFile: r.logFile, rank: r.rank }),
   );
   if (failure) {
     await stopRanks(nf, ranks, 5);
@@ -128,7 +130,7 @@ const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
 };
 
 /** A rank that ended, named by node and rank, with the cause its own log gives. */
-async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<ClusterFailure> {
+async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<NodeFailure> {
   const parts = await Promise.all(
     gone.map(async (r) => {
       const n = nodeOf(plan.nf, r.node);
@@ -160,7 +162,7 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
 };
 
 /** The head's readiness through the one after-launch watch (stall, known hang, phases), raced against every rank's process. undefined: ready. */
-async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx): Promise<ClusterFailure | undefined> {
+async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx): Promise<NodeFailure | undefined> {
   const ranks = record.ranks ?? [];
   let gone: ClusterRank[] = [];
   const r = await watchReady(
@@ -175,7 +177,10 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx)
       stallMs: plan.stallMs,
       signal: ctx.signal,
       pollMs: 250,
-      onPhase: (phase) => ctx.emit?.({ type: 'phase', node: plan.nf.head.name, phase }),
+      onPhase: (phase) => ctx.emit?.({ type: 'phase', replica: plan.replica.name, node: plan.nf.head.name, phase }),
+      // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
+      // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
+      ours: refOf(ranks[0]!) ? undefined : () => remoteListenerOurs(plan.nf, nodeOf(plan.nf, ranks[0]!.node), plan.replica.port, ranks[0]!.pid, ctx.signal),
     },
   );
   if (r.ok) return undefined;
@@ -221,20 +226,20 @@ const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?:
 export const nativeExecutor: ClusterExecutor = {
   kind: 'native',
 
-  async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+  async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
     const started = Date.now();
     const registry = new Registry(plan.stateDir);
     const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal));
-    if (refused) return { ok: false, failure: refused };
+    if (refused) return nodesOutcome(plan, { failure: refused });
     const launched = await launchAll(plan, ctx);
-    if ('failure' in launched) return { ok: false, failure: launched.failure };
+    if ('failure' in launched) return nodesOutcome(plan, { failure: launched.failure });
     const { record } = launched;
     registry.writeCluster(record);
     const notReady = await ranksReady(plan, record, ctx);
     if (notReady) {
       await stopRanks(plan.nf, record.ranks ?? [], 5);
       registry.removeCluster(plan.profile);
-      return { ok: false, failure: notReady, record };
+      return nodesOutcome(plan, { failure: notReady, record });
     }
     const gpus = plan.tensor * plan.pipeline;
     ctx.emit?.({ type: 'ranks-joined', nodes: record.ranks!.length, gpus });

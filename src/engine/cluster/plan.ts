@@ -1,7 +1,8 @@
 // serve --nodes, planned: the profile resolved for the cluster's shape, the executor picked (Ray, or
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
-import { executableFor, simTail, type ServeOptions } from '../plan.js';
+import { exposedWhat, isLoopback } from '../../util/exposure.js';
+import { executableFor, simTail, type ReadInputs, type RunInputs } from '../plan.js';
 import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
 import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
 import type { ModelRead } from '../../model/read.js';
@@ -15,13 +16,14 @@ import { containerSteps } from './containers.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 
-export type ClusterInputs = Pick<ServeOptions, 'profiles' | 'set' | 'platform' | 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
-  nodesFile: string;
-  /** the profile already read (a model id's generated cluster profile, or a profile file), instead of loading by name */
-  loaded?: LoadedProfile;
-  /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
-  modelRead?: ModelRead;
-};
+export type ClusterInputs = Pick<ReadInputs, 'profiles' | 'set' | 'platform'> &
+  Pick<RunInputs, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
+    nodesFile: string;
+    /** the profile already read (a model id's generated cluster profile, or a profile file), instead of loading by name */
+    loaded?: LoadedProfile;
+    /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
+    modelRead?: ModelRead;
+  };
 
 export interface PlannedCluster {
   resolved: Resolved;
@@ -35,7 +37,7 @@ export interface PlannedCluster {
 }
 
 /** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
-export function resolveForNodes(profileName: string, opts: Pick<ServeOptions, 'profiles' | 'set' | 'platform'> & Pick<ClusterInputs, 'loaded' | 'modelRead'>, nf: NodesFile): Resolved {
+export function resolveForNodes(profileName: string, opts: Pick<ReadInputs, 'profiles' | 'set' | 'platform'> & Pick<ClusterInputs, 'loaded' | 'modelRead'>, nf: NodesFile): Resolved {
   const shape = hostShapeOf(nf);
   const loaded = opts.loaded ?? loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   const r = resolveLoaded(loaded, { platform: opts.platform, host: shape, modelRead: opts.modelRead });
@@ -61,13 +63,20 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
       ]);
   }
   // On every node vLLM runs under the name the nodes file gives sparkctl/vllm: the same rendering as one node.
-  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts as ServeOptions);
+  const exe = opts.engine === 'sim' ? [...nf.sparkctl.split(/\s+/), 'sim'] : executableFor(opts);
   const rep = renderReplicas(p, r.host, {
     executable: exe,
     stateDir: '$HOME/.local/state/sparkctl',
     tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
   })[0]!;
   const warnings = requireValid(r);
+  // sparkctl reaches the head at the nodes file's address, so a loopback server.host (the default)
+  // binds that one address, never every interface; without a key that network reaches the model: said
+  // at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
+  const hostAt = rep.argv.indexOf('--host');
+  if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = nf.head.address;
+  const open = exposedWhat({ who: `${p.name}'s head`, field: 'server.host', host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host, keyed: Boolean(p.server.apiKeyEnv), fixes: [] });
+  if (open) warnings.unshift(`WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`);
   const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
   // engine.runtime container: the same commands, each in a container on its node (the runtime's word decides)
   const onNodes = {
@@ -100,6 +109,7 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey
   const p = pc.resolved.profile;
   return {
     executor: pc.executor,
+    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
     joinTimeoutS: opts.joinTimeoutS,
     nodesFile: opts.nodesFile,
     nf: pc.nf,

@@ -17,7 +17,8 @@ import { allNodes, fabricAddress, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWatch } from './ray.js';
-import { afterReady, refuseRecorded, type ClusterFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type ServeClusterOutcome, type StopClusterOutcome } from './common.js';
+import { afterReady, refuseRecorded, type NodeFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome, nodesOutcome } from './common.js';
+import type { ServeOutcome } from '../events.js';
 import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
 import { VLLM_PID_FILE } from './containers.js';
@@ -26,7 +27,7 @@ const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n)
 const at = (n: NodeEntry) => `${n.name} (${n.address})`;
 
 /** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */
-async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   const cancelled = { message: 'cancelled while waiting for the Ray head', evidence: [] };
   if (signal?.aborted) return cancelled;
@@ -52,7 +53,7 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<ClusterFailure | undefined> {
+export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
   const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
@@ -90,7 +91,7 @@ export function execCommand(plan: ClusterPlan): string[] {
 }
 
 /** vLLM started in the head's container, through exec (the key by name from the CLI's environment, read from stdin). */
-async function execVllm(plan: ClusterPlan, head: NodeContainerRef, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+async function execVllm(plan: ClusterPlan, head: NodeContainerRef, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   const key = plan.apiKey;
   const cmd = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', execLine(head, execCommand(plan), { detach: true, envByName: key ? ['VLLM_API_KEY'] : [] })].join('; ');
@@ -109,20 +110,20 @@ function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatc
   return { alive, tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(nf, refs, 'the Ray container') } };
 }
 
-export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
   const started = Date.now();
   const registry = new Registry(plan.stateDir);
   const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, signal));
-  if (refused) return { ok: false, failure: refused };
+  if (refused) return nodesOutcome(plan, { failure: refused });
   const marker = randomUUID();
   const joinS = plan.joinTimeoutS ?? 90;
   const refs: NodeContainerRef[] = [];
-  const fail = async (failure: ClusterFailure): Promise<ServeClusterOutcome> => {
+  const fail = async (failure: NodeFailure): Promise<ServeOutcome> => {
     for (const x of await stopAllContainers(nf, refs, 5)) emit({ type: 'cleanup', node: x.node, what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}` });
-    return { ok: false, failure };
+    return nodesOutcome(plan, { failure });
   };
   // 1-2. the head's container until its Ray answers, then every worker's, concurrently
   const launched = await startInOrder(
@@ -173,7 +174,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
     registry.removeCluster(plan.profile);
     return fail(noExec);
   }
-  emit({ type: 'engine-started', node: nf.head.name, pid: 0, logFile });
+  emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
   const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs));
   if (notReady) {
     await stopVllmInHead(nf, head, 5);

@@ -7,7 +7,9 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
 import { watchReady } from '../launch.js';
+import type { EventSink, ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
+import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
@@ -20,15 +22,14 @@ import { pollUntil } from '../../util/poll.js';
 import {
   groupStopScript,
   afterReady,
+  nodesOutcome,
   refuseRecorded,
   headFailure,
-  type ClusterEvent,
-  type ClusterFailure,
+  type NodeFailure,
   type ClusterPlan,
   type ClusterStatus,
   type NodeState,
   type RunCtx,
-  type ServeClusterOutcome,
   type StopClusterOutcome,
 } from './common.js';
 
@@ -47,20 +48,20 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
 }
 
 /** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
-export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeClusterOutcome> {
+export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
   const started = Date.now();
   const registry = new Registry(plan.stateDir);
   const ours = new Set<NodeEntry>();
-  const fail = async (failure: ClusterFailure, stop = true): Promise<ServeClusterOutcome> => {
+  const fail = async (failure: NodeFailure, stop = true): Promise<ServeOutcome> => {
     if (stop) await stopOurRay(nf, ours, emit);
-    return { ok: false, failure };
+    return nodesOutcome(plan, { failure });
   };
 
   const refused = await refuseRunning(plan, registry, signal);
-  if (refused) return { ok: false, failure: refused };
+  if (refused) return nodesOutcome(plan, { failure: refused });
   const joined = await startRayCluster(plan, ours, emit, signal);
   if (joined) return fail(joined);
   const cluster = await waitForCluster(plan, signal);
@@ -71,8 +72,8 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   if ('failure' in launched) return fail(launched.failure);
   const { record } = launched;
   registry.writeCluster(record);
-  emit({ type: 'engine-started', node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal, hostWatch(record));
+  emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: record.pid, logFile: record.logFile });
+  const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal));
   if (notReady) {
     await stopEngine(nf, record);
     registry.removeCluster(plan.profile);
@@ -82,7 +83,7 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
 }
 
 /** Ray is only ever stopped on nodes where this run started it. */
-async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: (e: ClusterEvent) => void) {
+async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: EventSink) {
   await Promise.all(
     [...ours].map(async (n) => {
       const r = await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000 });
@@ -92,7 +93,7 @@ async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: (e: Cluster
 }
 
 /** 0. One cluster per set of nodes: a second serve must not touch the running one, nor a Ray sparkctl did not start. */
-async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   const running = refuseRecorded(plan, registry);
   if (running) return running;
@@ -109,7 +110,7 @@ async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: Abo
 }
 
 /** 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node. */
-async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e: ClusterEvent) => void, signal?: AbortSignal): Promise<ClusterFailure | undefined> {
+async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: EventSink, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   const joinS = plan.joinTimeoutS ?? 90;
   ours.add(nf.head);
@@ -152,7 +153,7 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: (e
  * 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
  * short is final: name the missing node within seconds, not at the deadline.
  */
-export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: ClusterFailure }> {
+export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: NodeFailure }> {
   const { nf } = plan;
   const cancelled = { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
   if (signal?.aborted) return cancelled;
@@ -161,7 +162,7 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
   let lastChange = Date.now();
   const unchanged = () => Date.now() - lastChange > settleMs;
   // one reading: what Ray lists, a node's container that ended, or a view that waiting will not change
-  const read = async (): Promise<{ seen: RaySeen; ended?: ClusterFailure; final?: boolean }> => {
+  const read = async (): Promise<{ seen: RaySeen; ended?: NodeFailure; final?: boolean }> => {
     const seen = await readCluster(nf, signal, via?.head);
     const v = seen.view;
     if (v?.complete) return { seen };
@@ -194,7 +195,7 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
 }
 
 /** 3. vLLM on the head, in its own session; the key goes through stdin, never argv. */
-async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ record: ClusterRecord } | { failure: ClusterFailure }> {
+async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
   const { nf } = plan;
   const rep = plan.replica;
   const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
@@ -244,31 +245,37 @@ export interface EngineWatch {
   tail: (lines: number) => string;
   /** Ray in containers: where the head's Ray answers, and a node's container that ended */
   via?: ClusterVia;
+  /** the head's listening socket is held by the engine's own group (the one-host path's socket-owner proof); absent: cannot tell */
+  ours?: () => Promise<boolean | undefined>;
 }
 
 /** Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended. */
 export interface ClusterVia {
   head: NodeContainerRef;
-  ended(): Promise<ClusterFailure | undefined>;
+  ended(): Promise<NodeFailure | undefined>;
 }
 
 /** What vLLM's Ray executor logs while it waits for its GPUs. */
 const PLACEMENT_WAIT = /Waiting for creating a placement group of specs for \d+ seconds/;
 
 /** The engine on the head's host: its pid, its log file. */
-const hostWatch = (record: ClusterRecord): EngineWatch => ({ alive: `kill -0 ${record.pid} 2>/dev/null`, tail: (n) => `tail -n ${n} "${record.logFile}"` });
+const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): EngineWatch => ({
+  alive: `kill -0 ${record.pid} 2>/dev/null`,
+  tail: (n) => `tail -n ${n} "${record.logFile}"`,
+  ours: () => remoteListenerOurs(nf, nf.head, record.port, record.pid, signal),
+});
 
 /**
  * 4. The one after-launch watch (engine/launch.ts: the stall timer, a known hang named from the
  * head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
  * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it. undefined: ready.
  */
-export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: (e: ClusterEvent) => void, signal: AbortSignal | undefined, watch: EngineWatch): Promise<ClusterFailure | undefined> {
+export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
   let lost: RaySeen | undefined;
-  let ended: ClusterFailure | undefined;
+  let ended: NodeFailure | undefined;
   const view = new RemoteView(
     nf,
     nf.head,
@@ -284,7 +291,7 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
       const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
       if (!m) return;
       placementLine = m;
-      emit({ type: 'placement-wait', line: m });
+      emit({ type: 'placement-wait', node: nf.head.name, line: m });
     },
   );
   const r = await watchReady(view, {
@@ -295,7 +302,9 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
     stallMs: plan.stallMs,
     signal,
     pollMs: 250,
-    onPhase: (phase) => emit({ type: 'phase', node: nf.head.name, phase }),
+    onPhase: (phase) => emit({ type: 'phase', replica: plan.replica.name, node: nf.head.name, phase }),
+    // what answers on the head's port is the engine's own group, not a server that held the port first
+    ours: watch.ours,
     // Ray's own view first: a placement-group wait because a node left is named as that, not as a hang
     hung: async () => {
       if (!(Date.now() - lastCluster > 5000 || placementLine)) return undefined;

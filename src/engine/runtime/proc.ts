@@ -177,6 +177,10 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
   if (first.state === 'gone') return 'gone';
   if (first.state === 'unproven') return 'unproven';
   const pgid = first.pgid;
+  // the members seen while the proven leader lived, by pid and start time: ours by that membership
+  // even after the leader is gone (an EngineCore and its Worker, whose environ setproctitle blanked,
+  // cannot show the marker; a SIGSTOPped EngineCore outlives its API server that way)
+  const known = first.state === 'alive' ? first.members.map((pid) => ({ pid, start: processStartTime(pid) })).filter((m) => m.start !== undefined && m.pid !== id.pid) : [];
   let groupTermed = first.state !== 'alive' || !signalProven(id, 'SIGTERM', 'leader');
   if (groupTermed) signalProven(id, 'SIGTERM');
   opts.onTerm?.();
@@ -193,13 +197,29 @@ export async function stopGroup(id: Identity, timeoutMs: number, opts: { signal?
   // an aborted signal cuts the wait short: SIGKILL now
   if ((await pollUntil(members, (n) => n === 0, { deadlineMs: timeoutMs, intervalMs: 50, signal: opts.signal })).done) return 'terminated';
   if (!groupMembers(pgid).length) return 'terminated';
-  if (!signalProven(id, 'SIGKILL')) return groupMembers(pgid).length ? 'unproven' : 'terminated';
+  if (!signalProven(id, 'SIGKILL') && !killKnown(pgid, known)) return groupMembers(pgid).length ? 'unproven' : 'terminated';
   await pollUntil(
     () => groupMembers(pgid).length,
     (n) => n === 0,
     { deadlineMs: 1000, intervalMs: 25 },
   );
   return 'killed';
+}
+
+/** SIGKILL each member seen under the proven leader that is still that process (same start time, same group); whether any was. */
+function killKnown(pgid: number, known: Array<{ pid: number; start?: number }>): boolean {
+  let any = false;
+  for (const m of known) {
+    if (processStartTime(m.pid) !== m.start || processGroup(m.pid) !== pgid) continue;
+    recordSignal(m.pid, 'SIGKILL', [m.pid]);
+    try {
+      process.kill(m.pid, 'SIGKILL');
+      any = true;
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return any;
 }
 
 /** Listening TCP ports of this machine (from /proc/net/tcp{,6}, read as preflight reads them). */

@@ -49,15 +49,30 @@ export function socketInodesOf(pid: number): string[] {
 }
 
 /**
- * true: one of these processes holds a socket listening on the port; false: someone else does (or
- * nobody); undefined: cannot tell (no /proc).
+ * What the socket-owner proof reads of a node's /proc: a file's text (null: unreadable), and a
+ * process's socket inodes. This host reads them itself (LOCAL_PROC); a node over ssh sends them in one
+ * read (engine/cluster/remote-socket.ts). The rule that judges them is one: holdsListener.
  */
-export function listenerIsOneOf(port: number, pids: readonly number[]): boolean | undefined {
-  const inodes = listeningInodes(port);
+export interface ProcReader {
+  read(file: string): string | null;
+  socketsOf(pid: number): string[];
+}
+
+export const LOCAL_PROC: ProcReader = { read: readOrNull, socketsOf: socketInodesOf };
+
+/**
+ * true: one of these processes holds a socket listening on the port; false: someone else does (or
+ * nobody); undefined: cannot tell (no /proc). One rule for this host and a node over ssh.
+ */
+export function holdsListener(port: number, pids: readonly number[], proc: ProcReader = LOCAL_PROC): boolean | undefined {
+  const inodes = listeningInodes(port, proc.read);
   if (!inodes) return undefined;
   if (!inodes.size) return false;
-  return pids.some((pid) => socketInodesOf(pid).some((i) => inodes.has(i)));
+  return pids.some((pid) => proc.socketsOf(pid).some((i) => inodes.has(i)));
 }
+
+/** This host: one of these processes holds the port's listening socket (holdsListener over this host's /proc). */
+export const listenerIsOneOf = (port: number, pids: readonly number[]): boolean | undefined => holdsListener(port, pids, LOCAL_PROC);
 
 /** The TCP sockets of a set of inodes, split by state: listening ports, and established connections by local and remote port. */
 export interface TcpView {

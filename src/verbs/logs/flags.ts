@@ -3,7 +3,7 @@ import { intArg } from '../args.js';
 
 export default createCommand({
   name: 'logs',
-  args: [['<name>', 'instance (qwen3.5-9b-0) or profile (all its replicas)']],
+  args: [['<name>', "instance (qwen3.5-9b-0) or profile (all its replicas); over nodes, the head's log over ssh"]],
   options: [
     ['-f, --follow', 'keep printing as the log grows'],
     ['-n, --lines <n>', 'last N lines', intArg('--lines'), 50],

@@ -6,7 +6,8 @@ import { LogTail } from '../../engine/runtime/logtail.js';
 import { join } from 'node:path';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
-import { UsageError } from '../../errors.js';
+import { UsageError, UnreachableError } from '../../errors.js';
+import type { ClusterRecord } from '../../engine/registry.js';
 
 /** The last `n` lines, from at most the last 16 MiB of the log (a regular file only: a FIFO or device is refused). */
 function lastLines(path: string, n: number): string[] {
@@ -28,7 +29,12 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
       .filter((f) => f === `${name}.log` || new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-\\d+\\.log$`).test(f))
       .map((f) => ({ name: f.replace(/\.log$/, ''), path: join(logDir, f) }));
   }
-  if (!files.length) throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
+  if (!files.length) {
+    // a server over nodes: its head's log, on the head, through what its record names
+    const rec = reg.clusters().find((r) => r.profile === name || `${r.profile}-0` === name);
+    if (rec) return clusterLogs(rec, opts);
+    throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
+  }
   const prefix = files.length > 1;
   for (const f of files) for (const l of lastLines(f.path, opts.lines)) process.stdout.write(`${prefix ? `[${f.name}] ` : ''}${shownEscaped(l, { lines: true })}\n`);
   if (!opts.follow) return;
@@ -55,4 +61,35 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
       resolve();
     });
   });
+}
+
+const printLines = (lines: string[]) => {
+  for (const l of lines) process.stdout.write(`${shownEscaped(l, { lines: true })}\n`);
+};
+
+/** A server over nodes: the head's log read over ssh (-f: its new lines every 1.5 s until Ctrl-C). The node's bytes are shown escaped. */
+async function clusterLogs(rec: ClusterRecord, opts: { follow?: boolean; lines: number }) {
+  const { loadNodesFile } = await import('../../profiles/load.js');
+  const { readHeadLog, followHeadLog } = await import('../../engine/cluster/logs.js');
+  let nf: ReturnType<typeof loadNodesFile>;
+  try {
+    nf = loadNodesFile(rec.nodesFile);
+  } catch (e) {
+    throw new UsageError(`${rec.profile} is served over nodes, and the nodes file its record names cannot be read: ${(e as Error).message}`, [`its log is on ${rec.head}: ${rec.logFile}`]);
+  }
+  const read = await readHeadLog(rec, nf, opts.lines);
+  if ('why' in read) throw new UnreachableError(`the log of ${rec.profile} on ${rec.head} could not be read: ${shownEscaped(read.why)}`, [`ssh to ${rec.head} and read ${rec.logFile}`]);
+  printLines(read.lines);
+  if (!opts.follow) return;
+  const view = followHeadLog(rec, nf)!;
+  await view.poll(); // what was printed already: only what comes after it is new
+  const stopped = interrupts();
+  try {
+    while (!stopped.signal.aborted) {
+      printLines(await view.poll());
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  } finally {
+    stopped.off();
+  }
 }

@@ -19,6 +19,7 @@ export default createCommand({
     deprecatedAlias('--timeout <duration>', '--grace', durationArg('--timeout', 's', true)),
     ['--ready-timeout <duration>', 'give up on a replica after this long; default from the profile', durationArg('--ready-timeout', 'ms')],
     ['--skip-preflight', 'without --rolling: do not run the blocking preflight checks before serving again'],
+    ['--allow-unauthenticated', "as serve's: beyond loopback without a key, warned (kept from serve where it was given there)"],
     ['--json', 'machine-readable output'],
     ...PROFILE_OPTIONS,
   ],

@@ -31,6 +31,8 @@ export interface RestartOptions {
   /** ms */
   readyTimeout?: number;
   skipPreflight?: boolean;
+  /** beyond loopback without a key (serve's, recorded, is kept) */
+  allowUnauthenticated?: boolean;
 }
 
 /** A server over nodes is a record of the same registry: restart says so, and how to relaunch it, instead of "nothing registered". */
@@ -49,7 +51,14 @@ export async function run(profileName: string, opts: RestartOptions) {
     ]);
   // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
   const rec = recordOf(replicas);
-  const { plan, as, started } = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: opts.prewarm, readyTimeout: opts.readyTimeout });
+  const { plan, as, started } = await relaunchPlan(profileName, entries, {
+    set: opts.set,
+    profiles: opts.profiles,
+    gpus: opts.gpus,
+    prewarm: opts.prewarm,
+    readyTimeout: opts.readyTimeout,
+    allowUnauthenticated: opts.allowUnauthenticated,
+  });
   const changes = replicaChanges(plan, replicas);
   if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
 
@@ -209,5 +218,6 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
     readyTimeout: opts.readyTimeout,
     skipPreflight: opts.skipPreflight,
     router: as.router,
+    allowUnauthenticated: as.allowUnauthenticated,
   });
 }

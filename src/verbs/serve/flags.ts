@@ -21,6 +21,7 @@ export default createCommand({
     ['--platform <name>', "platform baseline (default: the profile's)"],
     ['--sim-load <duration>', 'simulated model load time (engine sim): 300ms, 2s; a bare number is seconds', durationArg('--sim-load', 's', true)],
     deprecatedAlias('--sim-load-seconds <s>', '--sim-load', durationArg('--sim-load-seconds', 's', true)),
+    ['--allow-unauthenticated', 'let a server (or its router) listen beyond loopback (server.host 0.0.0.0) without server.apiKeyEnv, or with sleep mode; warned at every start; refused otherwise'],
     ['--router', "HAProxy on the profile's port in front of the replicas (also: router: in the profile)"],
     ...PROFILE_OPTIONS,
   ],

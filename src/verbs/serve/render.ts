@@ -1,5 +1,7 @@
 // Rendering serve: its events as they come (a self-rewriting line on a TTY, one line per phase
 // elsewhere, nothing under --json) and its outcome (text on stdout/stderr, or one JSON envelope).
+// One renderer for every placement: an event that names a node, and an outcome with `nodes`, are a
+// server over nodes (said as the multi-node serve always said it; its own envelope fields).
 import { startLine } from '../../engine/phases.js';
 import type { ServeEvent, ServeOutcome, ReplicaOutcome } from '../../engine/events.js';
 import type { ServePreflight } from './preflight.js';
@@ -36,7 +38,86 @@ function failureLines(r: ReplicaOutcome, d: Diagnosis): string[] {
   return out;
 }
 
-export function textRenderer(ctx: { profile: string; simulated: boolean }): ServeRenderer {
+/** serve's renderer context: the profile, and for a serve over nodes the nodes file as the operator named it (the stop line repeats it). */
+export interface RenderCtx {
+  profile: string;
+  simulated: boolean;
+  nodes?: string;
+}
+
+/** Over nodes: a phase line per node, sparse as off a terminal (a phase's first line and its 100 %, not every percent between). */
+function nodePhases() {
+  const kinds = new Map<string, string>();
+  return (node: string, phase: string) => {
+    const kind = phase.replace(/\s*\d+(?:\.\d+)?%$/, '');
+    if (kinds.get(node) === kind && !/\b100%$/.test(phase)) return;
+    kinds.set(node, kind);
+    note(c.dim(`${node}: ${phase}`));
+  };
+}
+
+/** An event over nodes, said as it happens (a server on a node is one endpoint: its launch, ready, prewarm and probe each a line). */
+function nodeEvent(e: ServeEvent, profile: string, phase: (node: string, phase: string) => void): boolean {
+  switch (e.type) {
+    case 'phase':
+      if (e.node === undefined) return false;
+      phase(e.node, e.phase);
+      return true;
+    case 'launched':
+      if (e.node === undefined) return false;
+      note(`vLLM ${e.rank === undefined ? '' : `rank ${e.rank} `}started on ${e.node} (pid ${e.pid}, log ${e.logFile})`);
+      return true;
+    case 'ready':
+      if (!e.cluster) return false;
+      say(`${c.green('ready')}: ${profile} over ${e.cluster.nodes} nodes (${e.cluster.gpus} GPUs) in ${formatDuration(e.ms)}: ${e.url}/v1`);
+      return true;
+    case 'prewarm': {
+      if (e.node === undefined) return false;
+      const w = e.result;
+      say(
+        `prewarm: ${w.error ?? `warm after ${w.rounds} round(s)`}; ${Object.keys(w.cold)
+          .map((n) => `${n} tok ${w.cold[Number(n)]} -> ${w.warm[Number(n)]} ms`)
+          .join(', ')}`,
+      );
+      return true;
+    }
+    case 'probe':
+      if (e.node === undefined) return false;
+      say(`probe: ${e.result.state === 'healthy' ? c.green('healthy') : c.red(e.result.state)} (${e.result.steps.map((s) => `${s.step} ${s.status}`).join(', ')})`);
+      return true;
+    case 'ray-head':
+      note(`ray head started on ${e.node}`);
+      return true;
+    case 'ray-workers':
+      note(`ray workers joined: ${e.nodes.join(', ') || '(none)'}`);
+      return true;
+    case 'ray-cluster':
+      note(`ray cluster: ${e.nodes} nodes, ${e.gpus} GPUs`);
+      return true;
+    case 'ranks-joined':
+      note(`all ${e.nodes} ranks joined (${e.gpus} GPUs)`);
+      return true;
+    case 'placement-wait':
+      note(`${c.yellow('vLLM waits for Ray')}: ${e.line}`);
+      return true;
+    case 'cleanup':
+      note(c.dim(`cleanup: ${e.node}: ${e.what}`));
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The outcome over nodes: the failure naming its node, or how to stop it (the nodes file as the operator named it). */
+function nodesOutcomeText(o: ServeOutcome, named: string | undefined) {
+  const f = o.nodes?.failure;
+  if (!f) return say(`stop with: sparkctl stop ${o.profile} --nodes ${named}`);
+  note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
+  if (f.fix) note(`fix: ${f.fix}`);
+  for (const x of f.evidence) note(c.dim(`  | ${x}`));
+}
+
+export function textRenderer(ctx: RenderCtx): ServeRenderer {
   const prog = progress();
   const tty = Boolean(process.stderr.isTTY) && !process.env.CI;
   const phases = new Map<string, string>();
@@ -50,6 +131,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
   const started = Date.now();
   let readyAt: number | undefined;
   const { profile, simulated: sim } = ctx;
+  const nodePhase = nodePhases();
   return {
     preflight(pf, simulated) {
       const rep = pf.report;
@@ -60,6 +142,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
       note(`preflight failed: not launching ${name} (sparkctl preflight --profile ${name} shows every check; --skip-preflight launches anyway)`);
     },
     event(e) {
+      if (nodeEvent(e, profile, nodePhase)) return;
       switch (e.type) {
         case 'launched':
           launched.push(e);
@@ -126,6 +209,7 @@ export function textRenderer(ctx: { profile: string; simulated: boolean }): Serv
     },
     outcome(o) {
       prog.done();
+      if (o.nodes) return nodesOutcomeText(o, ctx.nodes);
       switch (o.status) {
         case 'interrupted':
           note(`interrupted: stopped ${o.replicas.length} replica(s) of ${o.profile}; nothing is left running`);
@@ -215,8 +299,29 @@ export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
   });
 }
 
-/** --json: nothing while it runs; one envelope at the end (a failure envelope names cause, evidence, fix). */
-export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number): ServeRenderer {
+/** serve --nodes --json: the outcome as one envelope (kind serve, like one node's: its head, the cluster, the stop command). */
+export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string | undefined): string {
+  const f = o.nodes?.failure;
+  const head = o.replicas[0];
+  return envelope('serve', {
+    status: f?.refused ? 'refused' : o.status,
+    exitCode,
+    profile: o.profile,
+    engine: o.engine,
+    nodesFile: named,
+    failure: f ? { message: f.message, fix: f.fix ?? null, evidence: f.evidence } : null,
+    url: head?.url ?? null,
+    head: head ? { node: head.node, pid: head.pid, logFile: head.logFile } : null,
+    cluster: o.nodes?.cluster ?? null,
+    readyMs: head?.readyMs ?? null,
+    prewarm: head?.prewarm ?? null,
+    probe: head?.probe ?? null,
+    stop: f ? null : `sparkctl stop ${o.profile} --nodes ${named}`,
+  });
+}
+
+/** --json: nothing while it runs; one envelope at the end (a failure envelope names cause, evidence, fix). `nodes`: the nodes file as named, for a serve over nodes. */
+export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number, nodes?: string): ServeRenderer {
   return {
     preflight() {},
     event() {},
@@ -232,7 +337,7 @@ export function jsonRenderer(exitCodeOf: (o: ServeOutcome) => number): ServeRend
       );
     },
     outcome(o) {
-      say(serveEnvelope(o, exitCodeOf(o)));
+      say(o.nodes ? nodesEnvelope(o, exitCodeOf(o), nodes) : serveEnvelope(o, exitCodeOf(o)));
     },
   };
 }

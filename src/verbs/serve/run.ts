@@ -6,7 +6,8 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, readSecrets, replicaRun, validateServeInputs, withRouterFlag, type ServeOptions, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
@@ -71,8 +72,11 @@ export function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): str
   return `unified memory: vLLM takes ${share} x ${gib(total)} = ${gib(share * total)}; ${gib((1 - share) * total)} is left to the OS, the page cache and every other process (sparkctl preflight --only host.memory-pressure checks swap and an OOM daemon)`;
 }
 
+/** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
+const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
+
 function printDryRun(plan: ServePlan, r: Prepared) {
-  for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  for (const w of plan.warnings) note(warningLine(w));
   if (plan.hostNote) note(c.dim(`note: ${plan.hostNote}`));
   note(c.dim(`planned for ${r.hostLine}`));
   note(c.dim(`vLLM: ${r.vllm.note}`));
@@ -150,9 +154,9 @@ async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<b
 type Reads = Parameters<typeof prepare>[1];
 
 export async function run(profileName: string, opts: ServeOptions) {
-  validateServeInputs(opts);
+  validateServeFlags(opts);
   if (opts.nodes) {
-    const multi = await import('../nodes.js');
+    const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
   const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
@@ -202,6 +206,8 @@ interface Seen {
   platform?: string;
   host?: HostShape;
   gpuFacts?: GpuFact[];
+  /** preflight's gpu.topology: the evidence on which vLLM's P2P check is skipped */
+  topology?: { status: string; observed: string };
 }
 
 /** The blocking checks (refused: exit from the table); the host's shape comes from its typed GPU facts. */
@@ -222,7 +228,7 @@ async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: Serv
     render.preflightFailed(pf, loaded.profile.name);
     throw new ExitWith(exitCodeOf('preflight-failed'));
   }
-  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus };
+  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus, ...(pf.topology ? { topology: pf.topology } : {}) };
 }
 
 /** The serve plan for the host preflight saw, its warnings said, the model gate applied. */
@@ -243,8 +249,11 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+    ...(seen.topology ? { topology: seen.topology } : {}),
   });
-  if (!opts.json) for (const w of plan.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
+  // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
+  else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
   const os = osShare(r);
   if (!opts.json && os) note(c.dim(os));
   // a model id's port is chosen by a rule (the first free from 8000 up): say which and why

@@ -1,0 +1,96 @@
+// serve --nodes: read and validate every input, plan the cluster over the nodes file, hand the plan
+// to the engine's executor, render its events and outcome with serve's one renderer (render.ts),
+// and pick the exit code from errors.ts.
+import { resolve } from 'node:path';
+import { readSecrets } from '../../engine/plan.js';
+import type { ServeOptions } from './options.js';
+import type { ServeOutcome } from '../../engine/events.js';
+import { stateDir } from '../../util/paths.js';
+import { loadNodesFile } from '../../profiles/load.js';
+import { servedName } from '../../profiles/render.js';
+import { traitsOf } from '../../engine/runtime/traits.js';
+import { allNodes, gpusDeclared, exportLine, fabricAddress, serveCluster, planCluster, toClusterPlan, readFabric, fabricEnvs, rdmaNodes, type PlannedCluster } from '../../engine/cluster/index.js';
+import { shellQuote, envelope, c } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
+import { withInterrupts as withCancel } from '../../util/interrupt.js';
+
+export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
+  const nf = loadNodesFile(opts.nodes!);
+  // the record names the file by its whole path: stop without --nodes reads it from any folder
+  // --runtime is the profile's engine.runtime for this run, with --nodes as without
+  const sets = [...(opts.set ?? []), ...(opts.runtime ? [`engine.runtime=${opts.runtime}`] : [])];
+  // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
+  const { readForNodes } = await import('../../engine/inputs.js');
+  const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
+  if (target.platformNote && !opts.json) note(target.platformNote);
+  if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
+  // Every input is read before anything starts.
+  // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
+  const planned = planCluster(profileName, nf, inputs);
+  if (opts.dryRun) return printClusterPlan(planned, opts.json);
+  // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
+  const fabric = await withCancel((signal) => readFabric(nf, signal));
+  const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
+  // the head reached beyond loopback without a key: said at every start, --json or not (stderr)
+  for (const w of pc.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
+  const r = pc.resolved;
+  // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
+  const key = readSecrets(r.profile).VLLM_API_KEY;
+  // How long each node's `ray start` may take before its process group is ended (a worker that
+  // cannot reach the head otherwise retries for minutes and joins late).
+  const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
+  const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
+  if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
+  const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
+  // the one renderer as on one host (--json: nothing while it runs, one envelope at the end)
+  const { textRenderer, jsonRenderer } = await import('./render.js');
+  const render = opts.json ? jsonRenderer(codeOf, opts.nodes) : textRenderer({ profile: r.profile.name, simulated: opts.engine === 'sim', nodes: opts.nodes });
+  const out = await withCancel((signal) => serveCluster(plan, { emit: (e) => render.event(e), signal }));
+  render.outcome(out);
+  if (out.status === 'launch-failed') throw new LaunchError('', []);
+  if (out.status !== 'healthy') throw new ProblemsFound('the deep probe failed');
+}
+
+const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
+
+/** serve --nodes --dry-run: every node's command, in start order (--json: the multinode-plan envelope). */
+function printClusterPlan(pc: PlannedCluster, json?: boolean) {
+  const { nf, steps, resolved: r } = pc;
+  const p = r.profile;
+  if (json) {
+    say(
+      envelope('multinode-plan', {
+        profile: p.name,
+        servedName: servedName(p),
+        executor: pc.executor,
+        gpusNeeded: pc.gpusNeeded,
+        gpusInCluster: gpusDeclared(nf),
+        url: pc.url,
+        steps,
+        warnings: pc.warnings,
+      }),
+    );
+    return;
+  }
+  for (const w of pc.warnings) note(`${c.yellow('warning')}: ${w}`);
+  const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
+  say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
+  say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
+  const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
+  steps.forEach((s, i) => {
+    say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
+    const inLine = traitsOf(s).carriesEnv;
+    if (!inLine) say(exportLine(s.env));
+    for (const a of s.argv) say(a[0] === 'ray' || inLine || (pc.executor === 'native' && i > 0) ? a.map(shellQuote).join(' ') : keyed(a));
+    say();
+  });
+  say(
+    c.dim(
+      pc.executor === 'ray'
+        ? `# then: wait until Ray on ${nf.head.name} lists exactly these ${allNodes(nf).length} nodes and ${gpusDeclared(nf)} GPUs; readiness at ${pc.url}`
+        : `# the head serves only once all ${steps.length} ranks have joined; readiness at ${pc.url}, every rank's process watched on its node`,
+    ),
+  );
+}
