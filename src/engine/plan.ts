@@ -60,6 +60,8 @@ export interface ServePlan {
   caches?: CachePlan;
   /** the weights' loader (--load-format) and the sentence that says why */
   loader?: LoaderChoice;
+  /** vLLM's P2P check: skipped on preflight's evidence, or left to vLLM, and the sentence that says which (TP > 1 only) */
+  p2p?: { skip: boolean; note: string };
 }
 
 /** What runs the servers, as the caller settled it (serve's verb from its flags, restart from a record). */
@@ -111,6 +113,11 @@ export type PlanInputs = RunInputs & {
   startCaches?: false;
   /** the load formats whose packages are installed beside the vLLM that runs (loader.ts), where read */
   installedLoaders?: string[];
+  /**
+   * What serve's preflight read of the GPU topology (its gpu.topology check): pass (every pair of each
+   * TP group on NVLink) lets vLLM's P2P check be skipped; absent, the preflight did not run or read it.
+   */
+  topology?: { status: string; observed: string };
 };
 
 /** serve's inputs beyond the profile file and what they resolved to (the version, the image): what restart starts from again. */
@@ -193,6 +200,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   });
   const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
   const loader = withLoader(r.profile, replicas, opts, rt.runtime);
+  const p2p = withP2p(r.profile, replicas, opts);
   return {
     profile: r.profile,
     file: r.file,
@@ -216,7 +224,29 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     launch: opts.launch,
     ...(caches ? { caches } : {}),
     loader,
+    ...(p2p ? { p2p } : {}),
   };
+}
+
+/**
+ * vLLM's GPU peer-to-peer check (custom all-reduce at TP > 1: about 60 s at TP 8, vllm #19824) is
+ * skipped (VLLM_SKIP_P2P_CHECK=1, vllm/envs.py) only where serve's preflight has read this host's
+ * topology and found every pair of each TP group on NVLink (its gpu.topology check passed): the
+ * answer is then already known. Otherwise vLLM checks as it would (newer vLLM skips by default and
+ * trusts the driver; older ones test and cache the answer under VLLM_CACHE_ROOT). Said either way.
+ */
+export function withP2p(p: Profile, replicas: ReplicaPlan[], opts: Pick<PlanInputs, 'engine' | 'topology'>): { skip: boolean; note: string } | undefined {
+  // the simulator stands for vLLM here too: the same plan, the variable ignored by it
+  if (p.parallel.tensor < 2) return undefined;
+  if (p.env.VLLM_SKIP_P2P_CHECK !== undefined)
+    return { skip: String(p.env.VLLM_SKIP_P2P_CHECK) === '1', note: `P2P check: the profile sets VLLM_SKIP_P2P_CHECK=${String(p.env.VLLM_SKIP_P2P_CHECK)} itself` };
+  const t = opts.topology;
+  if (t?.status !== 'pass') {
+    const why = !t ? 'preflight did not read the topology (--skip-preflight, or no GPU)' : `preflight's gpu.topology was ${t.status}: ${t.observed}`;
+    return { skip: false, note: `P2P check left to vLLM: ${why}` };
+  }
+  for (const x of replicas) x.env = { ...x.env, VLLM_SKIP_P2P_CHECK: '1' };
+  return { skip: true, note: `P2P check skipped (VLLM_SKIP_P2P_CHECK=1): preflight read the topology, every TP pair on NVLink (${t.observed})` };
 }
 
 /**

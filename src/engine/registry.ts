@@ -2,7 +2,8 @@
 // (temp file + rename), guarded by a lock file against concurrent sparkctl runs. Never a secret.
 import type { StartReport } from './phases.js';
 import { existsSync, mkdirSync, readdirSync, rmSync, renameSync, readlinkSync } from 'node:fs';
-import { writeFileAtomic, fsProblem, ensureDir } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
+import { fsProblem, ensureDir } from '../util/dirs.js';
 import { join, basename, dirname } from 'node:path';
 import { proveIdentity, processEnv, processGroup, INSTANCE_ENV, type Proof } from './runtime/proc.js';
 import { processStartTime } from '../util/pid.js';

@@ -76,6 +76,7 @@ export async function prepareStart(plan: ServePlan): Promise<StartPrep> {
   }
   if (!d.read && plan.engine === 'vllm') notes.push(`read-ahead skipped: ${d.why}`);
   if (plan.loader) notes.push(plan.loader.note);
+  if (plan.p2p) notes.push(plan.p2p.note);
   return { notes, readAhead: ahead, clocks: new Map(), caches, stop: () => stopper.abort() };
 }
 

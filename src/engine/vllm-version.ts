@@ -6,7 +6,7 @@ import { open, readdir, stat } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
-import { readJsonCache, writeJsonCache } from '../util/fs.js';
+import { readJsonCache, writeJsonCache } from '../util/json-cache.js';
 import { releaseOf, isPep440 } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 import { UsageError } from '../errors.js';

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { openSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { readTail, readTextSync } from '../util/read.js';
 import { join, dirname } from 'node:path';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';

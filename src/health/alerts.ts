@@ -2,7 +2,7 @@
 // what changed), the webhook delivery of the changes under the probe-state lock, and the
 // webhook's own health as textfile gauges.
 import { http } from '../client/http.js';
-import { fsProblem } from '../util/fs.js';
+import { fsProblem } from '../util/dirs.js';
 import { UsageError } from '../errors.js';
 import type { ProbeResult } from './probe.js';
 import { updateProbeState, recordResults, statePath, type Alert, type Observed, type TargetState } from './probe-state.js';

@@ -6,7 +6,7 @@
 // the same alert.
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { lockFile } from '../util/lock.js';
 import { UsageError } from '../errors.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';

@@ -1,6 +1,6 @@
 // The probe's node_exporter textfile: one gauge family per judgement, label values escaped as the
 // exposition format defines, written atomically (a half file would be scraped).
-import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/fs.js';
+import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/new-file.js';
 import type { ProbeResult } from './probe.js';
 
 export const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';

@@ -1,6 +1,6 @@
 // Support bundle v1: a folder with manifest.json and one file per output. Never a secret.
 import { mkdir } from 'node:fs/promises';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { redactText } from '../util/redact.js';
 import { pickEnv } from './env-kept.js';
 import { join } from 'node:path';

@@ -12,7 +12,7 @@ import { constants, type Stats } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { homedir } from 'node:os';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { readTextOrNull } from '../util/read.js';
 
 /** The hub cache folder, resolved exactly as huggingface_hub's constants.py does. */

@@ -24,7 +24,7 @@ import {
   repoFolderName,
 } from './cache.js';
 import { downloadFile, fetchSmall, HubError, listTree, resolveCommit, type Hub } from './hub.js';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 
 export interface PullRequest {
   repo: string;

@@ -17,6 +17,8 @@ export interface CheckMeta {
   blocking?: boolean;
   /** not in the default set (why): runs only when --only names it; its probes are slow or rarely matter */
   onRequest?: string;
+  /** serve runs it too, not blocking (why): serve's plan acts on its answer */
+  forServe?: string;
   /** it reads what only one runtime uses (the host's Python stack; the container CLI): skipped, saying why, for a profile that runs on the other */
   runsOn?: 'host' | 'container';
 }
@@ -42,7 +44,14 @@ export const CATALOG: readonly CheckMeta[] = [
   { id: 'gpu.power-limit', area: 'gpu', title: 'enforced power limit', probes: ['smi.query'], needsGpu: true },
   { id: 'gpu.persistence', area: 'gpu', title: 'persistence', probes: ['smi.query'], needsGpu: true },
   { id: 'gpu.mig', area: 'gpu', title: 'MIG', probes: ['smi.query'], needsGpu: true },
-  { id: 'gpu.topology', area: 'gpu', title: 'each TP group on NVLink, not across NUMA nodes', probes: ['smi.topo'], needsGpu: true },
+  {
+    id: 'gpu.topology',
+    area: 'gpu',
+    title: 'each TP group on NVLink, not across NUMA nodes',
+    probes: ['smi.topo'],
+    needsGpu: true,
+    forServe: "serve's plan skips vLLM's P2P check only where this passed",
+  },
   { id: 'gpu.fabric', area: 'gpu', title: 'NVSwitch fabric', probes: ['smi.q', 'fabricmanager'], needsGpu: true },
   { id: 'gpu.xid', area: 'gpu', title: 'recent Xid errors', probes: ['dmesg'], needsGpu: true },
   { id: 'host.shm', area: 'host', title: '/dev/shm size', probes: ['df'] },
@@ -98,5 +107,5 @@ export function selectChecks(only?: string, skipIds?: string, opts: { blocking?:
   if (unknown.length) throw new UsageError(`unknown check id(s): ${unknown.join(', ')}`, [`known: ${CATALOG.map((c) => c.id).join(', ')}`]);
   const match = (c: CheckMeta, p: string) => c.id === p || c.id.startsWith(p.endsWith('.') ? p : `${p}.`);
   // On-request checks (slow probes) run only when --only names them, by id or prefix.
-  return CATALOG.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking));
+  return CATALOG.filter((c) => (o.length ? o.some((p) => match(c, p)) : !c.onRequest) && !s.some((p) => match(c, p)) && (!opts.blocking || c.blocking || c.forServe));
 }

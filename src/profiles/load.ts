@@ -1,6 +1,6 @@
 // Finding, reading and parsing profiles and baselines; --set overrides; every zod problem at once.
 import { closeNames } from '../util/near.js';
-import { isDir } from '../util/fs.js';
+import { isDir } from '../util/dirs.js';
 import { readdirSync, existsSync } from 'node:fs';
 import { join, resolve, basename } from 'node:path';
 import { fileURLToPath } from 'node:url';

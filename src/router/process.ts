@@ -6,7 +6,7 @@ import { spawn, execFile } from 'node:child_process';
 import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { writeFileAtomic } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
 import { UsageError } from '../errors.js';
 import { groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { listenerIsOneOf } from '../engine/runtime/socket-owner.js';

@@ -5,7 +5,8 @@
 // knows where to go back to. Every field read back is checked: a pin file is hostile bytes too.
 import { join } from 'node:path';
 import { z } from 'zod';
-import { writeFileAtomic, ensureDir } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
+import { ensureDir } from '../util/dirs.js';
 import { readTextOrNullSync, READ_LIMITS } from '../util/read.js';
 import { UsageError } from '../errors.js';
 import { withCliArgs, type ContainerCli } from '../engine/runtime/container.js';

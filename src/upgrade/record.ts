@@ -4,7 +4,8 @@
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { z } from 'zod';
-import { writeFileAtomic, ensureDir } from '../util/fs.js';
+import { writeFileAtomic } from '../util/atomic.js';
+import { ensureDir } from '../util/dirs.js';
 import { readTextOrNullSync } from '../util/read.js';
 import { historyDir } from '../history/store.js';
 

@@ -3,7 +3,8 @@
 import { rmSync, closeSync, writeSync, linkSync, statSync, lstatSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { dirname } from 'node:path';
-import { fsProblem, openExclusiveTemp } from './fs.js';
+import { fsProblem } from './dirs.js';
+import { openExclusiveTemp } from './atomic.js';
 import { isAlive, processStartTime } from './pid.js';
 import { pollUntil } from './poll.js';
 import { readTextSync, READ_LIMITS } from './read.js';

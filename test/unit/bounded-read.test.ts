@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync, readFileSync, symlinkSync, mkdirSync, lchownSync, existsSync, readdirSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextSync, readText, readTail, checkRegularFile, FileRefused } from '../../src/util/read.js';
-import { writeNewFile, checkNewFile, checkOutputFile, ensureNewDir } from '../../src/util/fs.js';
+import { writeNewFile, checkNewFile, checkOutputFile, ensureNewDir } from '../../src/util/new-file.js';
 import { UsageError } from '../../src/errors.js';
 import { tempDir, rmrf } from '../helpers.js';
 

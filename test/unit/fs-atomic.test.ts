@@ -1,7 +1,9 @@
 // A planted symlink at a predictable temp name must not redirect a write; one at the target is refused.
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
 import { symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync, mkdirSync, existsSync } from 'node:fs';
-import { writeFileAtomic, fsProblem, checkOutputFile } from '../../src/util/fs.js';
+import { writeFileAtomic } from '../../src/util/atomic.js';
+import { fsProblem } from '../../src/util/dirs.js';
+import { checkOutputFile } from '../../src/util/new-file.js';
 import { UsageError } from '../../src/errors.js';
 import { join } from 'node:path';
 import { Registry, type Instance } from '../../src/engine/registry.js';

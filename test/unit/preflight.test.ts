@@ -402,17 +402,26 @@ describe('only the probes the selected checks need are run', () => {
     expect(f(one.rep, 'gpu.topology')).toMatchObject({ status: f(all.rep, 'gpu.topology').status, observed: f(all.rep, 'gpu.topology').observed });
   });
 
-  it("serve's blocking set is the checks' own metadata, and runs 3 nvidia-smi/uname commands plus file reads", async () => {
-    expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id)).toEqual(CHECKS.filter((c) => c.blocking).map((c) => c.id));
+  it("serve's set is the checks' own metadata (blocking, and gpu.topology read for its plan's P2P skip), and runs nvidia-smi/uname commands plus file reads", async () => {
+    // changed on purpose (issue 44): gpu.topology runs for serve too, as evidence (never a refusal: verbs/serve/preflight.ts takes it out of the gate)
+    expect(selectChecks(undefined, undefined, { blocking: true }).map((c) => c.id)).toEqual(CHECKS.filter((c) => c.blocking || c.forServe).map((c) => c.id));
     expect(
       selectChecks(undefined, undefined, { blocking: true })
         .map((c) => c.id)
         .sort(),
-    ).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'host.port', 'router.haproxy']);
+    ).toEqual(['driver.version', 'gpu.count', 'gpu.memory', 'gpu.topology', 'host.port', 'router.haproxy']);
+    expect(CHECKS.filter((c) => c.forServe && c.blocking)).toEqual([]);
     const { rep, argv } = await seen({ profile: profile(), blocking: true });
-    // router.haproxy skips a profile without a router, without looking for HAProxy
-    expect(rep.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'skip']);
-    expect(argv.every((a) => /^(nvidia-smi --query-|uname)/.test(a))).toBe(true);
+    // router.haproxy skips a profile without a router, without looking for HAProxy; the TP group is on NVLink
+    expect(rep.checks.map((c) => [c.id, c.status])).toEqual([
+      ['driver.version', 'pass'],
+      ['gpu.count', 'pass'],
+      ['gpu.memory', 'pass'],
+      ['gpu.topology', 'pass'],
+      ['host.port', 'pass'],
+      ['router.haproxy', 'skip'],
+    ]);
+    expect(argv.every((a) => /^(nvidia-smi --query-|nvidia-smi topo$|uname)/.test(a))).toBe(true);
   });
 
   it('every check names probes gatherFacts knows; GPU checks bring the driver probes', () => {

@@ -5,7 +5,7 @@ import type { ChildProcess } from 'node:child_process';
 import { openSync, closeSync, writeSync, mkdirSync, fstatSync, constants } from 'node:fs';
 import { dirname } from 'node:path';
 import type { ReplicaPlan } from '../../profiles/render.js';
-import { fsProblem } from '../../util/fs.js';
+import { fsProblem } from '../../util/dirs.js';
 import { LogTail } from './logtail.js';
 import { processStartTime } from '../../util/pid.js';
 import type { ContainerRecord } from './ops.js';

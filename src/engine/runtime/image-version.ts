@@ -4,9 +4,9 @@
 // vLLM's); other images (vllm/vllm-openai) carry none, so the image is asked once, with no network
 // and no GPU: its python3's package metadata (no import of vLLM or torch), else `vllm --version`.
 // The answer is cached by the image's id (a content id: a re-tagged image is read again) in the state
-// folder, through the atomic writer (util/fs.ts). Every answer is hostile text: only a version is taken.
+// folder, through the atomic writer (util/atomic.ts). Every answer is hostile text: only a version is taken.
 import { randomBytes } from 'node:crypto';
-import { readJsonCache, writeJsonCache } from '../../util/fs.js';
+import { readJsonCache, writeJsonCache } from '../../util/json-cache.js';
 import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { isPep440 } from '../../profiles/versions.js';

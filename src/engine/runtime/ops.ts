@@ -7,7 +7,8 @@
 import { spawnSync, execFile } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic, ensureDir } from '../../util/fs.js';
+import { writeFileAtomic } from '../../util/atomic.js';
+import { ensureDir } from '../../util/dirs.js';
 import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, type ContainerCli, type ContainerProof } from './container.js';
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
 import { pollUntil } from '../../util/poll.js';

@@ -1,7 +1,7 @@
 // `sparkctl bench NAME | --url URL`: load a server the way `vllm bench serve` does and report the
 // same numbers, plus what those tools leave out (see src/bench/*). `bench compare A B`: verdicts.
 import { interrupts } from '../../util/interrupt.js';
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { targetFromUrl, type Target } from '../../health/target.js';

@@ -4,7 +4,7 @@ import { gatherFacts } from '../../preflight/facts.js';
 import { writeBundle } from '../../host/bundle.js';
 import { note } from '../../output/log.js';
 import { readdirSync } from 'node:fs';
-import { ensureNewDir } from '../../util/fs.js';
+import { ensureNewDir } from '../../util/new-file.js';
 import { UsageError } from '../../errors.js';
 
 export async function run(opts: { outDir?: string; probeTimeout: number }) {

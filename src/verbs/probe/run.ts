@@ -2,7 +2,8 @@
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import { MAX_DURATION_MS } from '../../util/duration.js';
 import type { Registry } from '../../engine/registry.js';
-import { ensureDir, checkNewFile, wroteItLast } from '../../util/fs.js';
+import { ensureDir } from '../../util/dirs.js';
+import { checkNewFile, wroteItLast } from '../../util/new-file.js';
 import { parseServerUrl } from '../../util/url.js';
 import { redactUrl, redactText, knownSecrets } from '../../util/redact.js';
 import { stateDir } from '../../util/paths.js';

@@ -12,7 +12,7 @@ import { isPep440 } from '../../profiles/versions.js';
 import { prepare, type Prepared } from '../../engine/inputs.js';
 import { versionFromRef } from '../../engine/runtime/image-version.js';
 import { parseSize } from '../common.js';
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { envelope, table, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';

@@ -6,7 +6,7 @@ import { prepare, type Prepared } from '../../engine/inputs.js';
 import { Profile } from '../../profiles/schema.js';
 import { parseSize } from '../common.js';
 import { resolveLoaded, readModelFor } from '../../profiles/resolve.js';
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { envelope, table, c, commentValue, commandLine } from '../../output/format.js';
 import { say } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';

@@ -1,6 +1,6 @@
 // sparkctl report NAME: uptime, incidents, latency, tokens, cost and GPU trends over a window of
 // probe history, in the terminal (sparklines) and as a self-contained HTML page (--html).
-import { checkNewFile, writeNewFile } from '../../util/fs.js';
+import { checkNewFile, writeNewFile } from '../../util/new-file.js';
 import { stateDir } from '../common.js';
 import { readHistory } from '../../history/read.js';
 import { buildReport, sparkline, type Report, type SeriesPoint, type Latency } from '../../history/report.js';

@@ -23,6 +23,8 @@ export interface ServePreflight {
   report: PreflightReport;
   /** the host's GPUs as preflight read them (typed facts, not the checks' text) */
   gpus: GpuFact[];
+  /** what the non-blocking gpu.topology check read (serve's plan skips vLLM's P2P check on a pass); not in report.checks, so it never refuses a launch */
+  topology?: { status: string; observed: string };
 }
 
 /**
@@ -37,5 +39,13 @@ export async function servePreflight(profile: Profile, opts: { engine: 'vllm' | 
   const host = sim ? new (await import('../../sim/host.js')).SimHost(platform) : new (await import('../../host/real.js')).RealHost();
   // Only the checks that block a launch (their own metadata says which), and only their probes.
   const report = await runPreflight(host, { profile, platform: sim ? platform.name : (opts.platform ?? 'auto'), blocking: true, holders: holdersByPort(opts.stateDir) });
-  return { platform: sim ? platform : loadPlatform(report.platform), report, gpus: report.gpus };
+  // the checks serve reads for its plan (catalog forServe) are evidence, never a refusal: taken out of the gate's list
+  const { CATALOG } = await import('../../preflight/catalog.js');
+  const evidence = new Set(CATALOG.filter((c) => c.forServe).map((c) => c.id));
+  const topo = report.checks.find((c) => c.id === 'gpu.topology');
+  const checks = report.checks.filter((c) => !evidence.has(c.id));
+  const summary = { pass: 0, warn: 0, fail: 0, skip: 0 };
+  for (const c of checks) summary[c.status]++;
+  const gate = { ...report, checks, summary };
+  return { platform: sim ? platform : loadPlatform(gate.platform), report: gate, gpus: report.gpus, ...(topo ? { topology: { status: topo.status, observed: topo.observed } } : {}) };
 }

@@ -195,6 +195,8 @@ interface Seen {
   platform?: string;
   host?: HostShape;
   gpuFacts?: GpuFact[];
+  /** preflight's gpu.topology: the evidence on which vLLM's P2P check is skipped */
+  topology?: { status: string; observed: string };
 }
 
 /** The blocking checks (refused: exit from the table); the host's shape comes from its typed GPU facts. */
@@ -215,7 +217,7 @@ async function preflight(loaded: Awaited<ReturnType<typeof prepare>>, opts: Serv
     render.preflightFailed(pf, loaded.profile.name);
     throw new ExitWith(exitCodeOf('preflight-failed'));
   }
-  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus };
+  return { platform: pf.platform.name, host: sim ? undefined : hostShapeFromGpus(pf.gpus, pf.platform, opts.gpus), gpuFacts: pf.gpus, ...(pf.topology ? { topology: pf.topology } : {}) };
 }
 
 /** The serve plan for the host preflight saw, its warnings said, the model gate applied. */
@@ -236,6 +238,7 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+    ...(seen.topology ? { topology: seen.topology } : {}),
   });
   if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
   // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
