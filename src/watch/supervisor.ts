@@ -11,6 +11,8 @@ import { targetFromUrl } from '../health/target.js';
 import { WatchBlock } from '../profiles/watch-block.js';
 import { decide, type RestartMemory } from './policy.js';
 import { heldBy, readCluster, readServer, type RankReading } from './read.js';
+import { gpuFindings, restartHelps, type GpuFacts, type GpuFinding } from './gpu.js';
+import { groupMembers } from '../engine/runtime/proc.js';
 import { readRecord } from '../gateway/control.js';
 import { judge, type Judgement, type Reading, type Verdict } from './verdict.js';
 
@@ -22,6 +24,8 @@ export type WatchEvent =
   | { kind: 'action'; target: string; action: 'restart' | 'would-restart' | 'alert' | 'wait' | 'circuit-open' | 'restarted' | 'restart-failed'; why: string; attempt?: number; ms?: number }
   | { kind: 'incident'; target: string; profile: string; verdict: Verdict; seen: string; done: string[]; back?: string; unavailableS?: number }
   | { kind: 'forget'; target: string; why: string }
+  /** what its GPUs say now (evidence and an alert; never a restart on its own), when it changes */
+  | { kind: 'gpu'; target: string; findings: GpuFinding[] }
   | { kind: 'tick'; servers: number; ms: number };
 
 export interface RestartHow {
@@ -37,6 +41,8 @@ export interface Hands {
   probe: (t: InstanceTarget, timeoutMs: number) => Promise<{ ok: boolean; ms: number; detail: string }>;
   /** a multi-node server's ranks, read on their nodes through its cluster record (absent: clusters are not watched) */
   ranks?: (rec: ClusterRecord) => Promise<RankReading>;
+  /** the host's GPU facts (one nvidia-smi query, compute apps, new Xid lines, meminfo); undefined: no GPU here */
+  gpus?: () => Promise<GpuFacts | undefined>;
   /** the profile's watch: block with the flags over it (defaults when the profile cannot be read) */
   policyOf: (profile: string, e: Entry) => WatchBlock;
   /** an incident opened or closed: history, webhook */
@@ -61,6 +67,8 @@ interface Server {
   /** a multi-node server: when its ranks were last read on their nodes, and what was read */
   ranksAt?: number;
   ranks?: RankReading;
+  /** its GPU findings as last said */
+  gpu?: GpuFinding[];
   readings: Reading[];
   verdict?: Verdict;
   incident?: Incident;
@@ -78,6 +86,8 @@ export interface WatcherOptions {
   now?: () => number;
   /** a multi-node server's ranks are read on their nodes at most this often (default RANKS_EVERY_MS) */
   ranksEveryMs?: number;
+  /** the host's GPUs are read at most this often (default GPU_EVERY_MS) */
+  gpuEveryMs?: number;
 }
 
 const SERVING: ReadonlySet<Verdict> = new Set(['healthy', 'busy', 'saturated', 'preempting']);
@@ -89,6 +99,8 @@ export class Watcher {
   private memory = new Map<string, RestartMemory>();
   private restarting = new Map<string, Promise<void>>();
   private queue: Promise<void> = Promise.resolve();
+  private gpuAt?: number;
+  private gpuFacts?: GpuFacts;
   lastTick = 0;
   constructor(readonly o: WatcherOptions) {}
 
@@ -127,6 +139,11 @@ export class Watcher {
     const all = this.o.registry.list();
     const entries = all.filter((e) => this.wanted(e));
     const held = await this.held(all);
+    const now0 = this.now();
+    if (this.o.hands.gpus && (this.gpuAt === undefined || now0 - this.gpuAt >= (this.o.gpuEveryMs ?? GPU_EVERY_MS))) {
+      this.gpuAt = now0;
+      this.gpuFacts = await this.o.hands.gpus().catch(() => undefined);
+    }
     const names = new Set(entries.map((e) => e.inst.name));
     const clusters = this.o.hands.ranks
       ? this.o.registry.clusters().filter((c) => typeof c?.profile === 'string' && typeof c.url === 'string' && (!this.o.names.length || this.o.names.includes(c.profile)))
@@ -184,6 +201,11 @@ export class Watcher {
         stalledS: jd.stalledS,
       });
     s.verdict = jd.verdict;
+    if (this.gpuFacts) {
+      const f = gpuFindings(this.gpuFacts, { gpus: e.inst.gpus ?? [], ownPids: new Set(groupMembers(e.inst.pgid)) });
+      if (JSON.stringify(f.map((x) => x.note)) !== JSON.stringify((s.gpu ?? []).map((x) => x.note))) this.o.hands.emit({ kind: 'gpu', target: name, findings: f });
+      s.gpu = f;
+    }
     await this.incidents(e, s, jd);
     this.act(e, s, jd, policy, Boolean(router && e.inst.routedAt));
   }
@@ -285,6 +307,15 @@ export class Watcher {
         if (s.incident) void this.o.hands.incident?.(s.incident, 'open');
         return;
       case 'restart': {
+        // a GPU fault only a reset clears: a restart would fail or wedge again
+        const gpu = restartHelps(s.gpu ?? []);
+        if (!gpu.ok) {
+          if (s.incident && !s.incident.done.includes('alerted')) {
+            s.incident.done.push('alerted');
+            emit({ kind: 'action', target: name, action: 'alert', why: `${jd.verdict}, not restarted: ${gpu.why}` });
+          }
+          return;
+        }
         const how = routed
           ? `drain it in its router (${policy.drainSeconds} s), stop it as sparkctl stop does, serve it again as it was served; the other replicas keep serving`
           : 'stop it as sparkctl stop does, serve it again as it was served (sparkctl restart)';
@@ -325,6 +356,8 @@ export class Watcher {
   }
 }
 
+/** How often the host's GPUs are read (nvidia-smi takes 0.1-1 s and wakes the driver): at most this often. */
+export const GPU_EVERY_MS = 15_000;
 /** How often a multi-node server's ranks are read on their nodes (an ssh each): at most this often, whatever the interval. */
 export const RANKS_EVERY_MS = 10_000;
 const clusterKey = (c: ClusterRecord) => `${c.profile} (multi-node)`;

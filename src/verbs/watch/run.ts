@@ -11,6 +11,10 @@ import { sparkctlBin } from '../../engine/plan.js';
 import { launchOf, Registry, type Entry } from '../../engine/registry.js';
 import type { InstanceTarget } from '../../engine/target.js';
 import { clusterStatus } from '../../engine/cluster/index.js';
+import { readGpuRows, readXid } from '../../health/gpu.js';
+import { RealHost } from '../../host/real.js';
+import { readTextSync } from '../../util/read.js';
+import { parseComputeApps, parseMeminfo, type GpuFacts } from '../../watch/gpu.js';
 import type { ClusterRecord } from '../../engine/registry.js';
 import { identityCheck, inferenceCheck, probe, type ProbeResult } from '../../health/probe.js';
 import { saveStateAndAlert } from '../../health/alerts.js';
@@ -79,6 +83,8 @@ function line(e: WatchEvent): string {
       return `${t} ${e.target}: ${e.action}${e.attempt ? ` #${e.attempt}` : ''}${e.ms !== undefined ? ` in ${(e.ms / 1000).toFixed(1)} s` : ''}: ${e.why}`;
     case 'incident':
       return `${t} ${e.target}: incident over: ${e.verdict} seen ${e.seen}, back ${e.back}, unavailable ${e.unavailableS} s; done: ${e.done.join(', ') || 'nothing'}`;
+    case 'gpu':
+      return `${t} ${e.target}: GPUs: ${e.findings.map((f) => f.note).join('; ') || 'nothing found'}`;
     case 'forget':
       return `${t} ${e.target}: no longer watched: ${e.why}`;
     case 'tick':
@@ -146,6 +152,37 @@ async function ranksOf(rec: ClusterRecord): Promise<{ alive: number; total: numb
   if (st.nodes.some((n) => n.ray === 'unknown')) return undefined;
   const missing = st.nodes.filter((n) => n.ray === 'missing');
   return { alive: st.nodes.length - missing.length, total: st.nodes.length, detail: missing.length ? `not in Ray: ${missing.map((n) => n.node).join(', ')}` : undefined };
+}
+
+/**
+ * The host's GPU facts for the watcher: nvidia-smi --query-gpu (preflight's fields and retry), the
+ * compute apps, the kernel log's Xid lines newer than the watcher's start, /proc/meminfo. Undefined
+ * where nvidia-smi does not answer (no GPU): nothing is judged then.
+ */
+function gpuReader(): () => Promise<GpuFacts | undefined> {
+  const host = new RealHost(5000);
+  let since: number | undefined;
+  return async () => {
+    const rows = await readGpuRows(host, 5000);
+    if (!rows) return undefined;
+    const [apps, xid] = await Promise.all([
+      host.run(['nvidia-smi', '--query-compute-apps=pid,process_name,used_memory,gpu_bus_id', '--format=csv,noheader,nounits'], { timeoutMs: 5000 }),
+      readXid(host, 5000),
+    ]);
+    let newXid: GpuFacts['xid'];
+    if (xid.readable) {
+      const newest = Math.max(0, ...xid.events.map((x) => x.ts ?? 0));
+      newXid = since === undefined ? [] : xid.events.filter((x) => (x.ts ?? 0) > since!);
+      since = Math.max(since ?? 0, newest);
+    }
+    let mem: ReturnType<typeof parseMeminfo> = {};
+    try {
+      mem = parseMeminfo(readTextSync('/proc/meminfo', { maxBytes: 64 * 1024 }));
+    } catch {
+      /* not Linux */
+    }
+    return { rows, apps: apps.exitCode === 0 ? parseComputeApps(apps.stdout) : undefined, xid: newXid, ...mem };
+  };
 }
 
 /** The profile's watch: block (read again at most once a minute: an edit applies without a restart of the watcher), the flags over it. */
@@ -235,7 +272,7 @@ export async function run(names: string[], o: WatchOptions) {
     names,
     intervalMs: o.interval,
     dryRun: Boolean(o.dryRun || o.once),
-    hands: { restart: restartChild, probe: deepProbe, ranks: ranksOf, policyOf: policies(o, emit), incident: incidents(dir, o, emit), emit },
+    hands: { restart: restartChild, probe: deepProbe, ranks: ranksOf, gpus: gpuReader(), policyOf: policies(o, emit), incident: incidents(dir, o, emit), emit },
   });
   emit({ kind: 'start', stateDir: dir, intervalS: o.interval / 1000, dryRun: Boolean(o.dryRun), watching: names.length ? names.join(', ') : 'every registered server' });
   try {
