@@ -24,6 +24,11 @@
 import type { GatewayPlan, GatewayModel } from './plan.js';
 import { keyVar, GATEWAY_KEY_VAR, SAFE_NAME } from './plan.js';
 import { INTERNAL_HEADER_PREFIX } from './route.js';
+
+/** The keeper names the model of a request it passes back into HAProxy (its served name, as the map has it). */
+export const RETURN_ROUTE_HEADER = `${INTERNAL_HEADER_PREFIX}route`;
+/** The keeper's own random token on what it passes back: the waker, seeing it, passes it straight to a server. */
+export const RETURNED_HEADER = `${INTERNAL_HEADER_PREFIX}returned`;
 import { RouterBlock } from '../profiles/schema.js';
 import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines, prefixSample } from '../profiles/haproxy.js';
 
@@ -181,6 +186,21 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
   L.push('    use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
   L.push('    use_backend via_keeper if { var(txn.real) -m found }');
+  L.push('    use_backend %[var(txn.backend)]');
+  L.push('');
+  // what the keeper passes on comes back in here (a Unix socket in the 0700 folder, mode 600: only
+  // sparkctl's processes reach it, so its route header is believed; the client-facing frontend
+  // removes every x-sparkctl-* header): to the model's backend, under the same admission limit, by
+  // the same prefix hash. The keeper marks it with its own per-process token (RETURNED_HEADER): if
+  // that backend has no usable server the request reaches the keeper's waker, which, seeing its own
+  // token, passes it straight to a server (never around again). HAProxy sets no such header itself.
+  L.push('frontend keeper_return');
+  L.push(`    bind ${safe(`unix@${plan.keeper.returnSocket}`, 'keeper return socket')} mode 600`);
+  L.push('    option http-buffer-request');
+  L.push(`    http-request set-var(txn.backend) req.hdr(${RETURN_ROUTE_HEADER}),map(${safe(f.map, 'map file')})`);
+  L.push(`    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`);
+  L.push(...admissionLines(plan));
+  L.push(`    http-request del-header ${RETURN_ROUTE_HEADER}`);
   L.push('    use_backend %[var(txn.backend)]');
   L.push('');
   L.push('backend via_keeper');

@@ -36,9 +36,10 @@ import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
 import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
-import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, type RenderOptions } from './config.js';
+import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
 import { USAGE_LUA, UsageBook, parseUsageLine } from './usage.js';
 import { createInterface } from 'node:readline';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { OnDemand, readOnDemand } from './ondemand.js';
 import { parseDuration } from '../util/duration.js';
@@ -282,7 +283,8 @@ export class Keeper {
       }
       for (const m of this.plan.models) {
         const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
-        inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0));
+        // HAProxy's count, the keeper's own (what it passes straight to a server), and what it holds or passes back for the model
+        inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0) + (this.passing.get(m.name) ?? 0));
       }
       const idleS = await this.lastSessions().catch(() => new Map<string, number>());
       return { inFlight, idleS };
@@ -470,6 +472,8 @@ export class Keeper {
     // the front door (the client's own headers): the gateway's key, or nothing is added. The backup
     // door is a backend's waker: HAProxy checked the key at its frontend and set the model's own
     if (door === 'front' && plan.apiKeyEnv && !carriesKey(req.headers, gatewayKey)) return sendError(res, 401, 'Unauthorized', undefined, 'AuthenticationError');
+    // came back from HAProxy's keeper_return and still found no usable server: straight to a server now (never around again)
+    const returned = door === 'backup' && req.headers[RETURNED_HEADER] === this.hop;
     const announced = Number(req.headers['content-length']);
     const want = Number.isFinite(announced) && announced > 0 ? announced : MAX_BODY;
     if (this.held + Math.min(want, MAX_BODY) > MAX_HELD)
@@ -504,9 +508,16 @@ export class Keeper {
         m = ready;
         const s = this.pick(m);
         if (m.sleepMode && (this.slept.has(m.name) || this.waking.has(m.backend) || (await readSleep(`http://${s.host}:${s.port}`)).state === 'sleeping')) await this.wake(m);
+        if (!returned) {
+          // back into HAProxy, to the model's backend: the prefix hash and the admission limit hold for it too
+          await passOn(req.method ?? 'POST', req.url ?? '/', { ...headers, [RETURN_ROUTE_HEADER]: m.name, [RETURNED_HEADER]: this.hop }, body, res, {
+            socketPath: this.plan.keeper.returnSocket,
+          });
+          return;
+        }
         this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 0) + 1);
         try {
-          await passOn(req.method ?? 'POST', req.url ?? '/', headers, body, res, s.host, s.port);
+          await passOn(req.method ?? 'POST', req.url ?? '/', headers, body, res, { host: s.host, port: s.port });
         } finally {
           this.inFlight.set(s.name, (this.inFlight.get(s.name) ?? 1) - 1);
         }
@@ -517,6 +528,9 @@ export class Keeper {
       this.held -= reserved;
     }
   }
+
+  /** This keeper's token on what it passes back into HAProxy (believed only as its own: no client can set an x-sparkctl-* header) */
+  private readonly hop = randomBytes(16).toString('hex');
 
   /** Requests the keeper is passing on (or holding for a wake), by model: a model with one is not idle. */
   private passing = new Map<string, number>();
@@ -709,10 +723,17 @@ function readBounded(req: IncomingMessage, max: number): Promise<Buffer> {
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection', 'te', 'trailer', 'content-length']);
 
 /** The request to a (woken) server, its answer streamed back as it comes (an SSE stream included). */
-function passOn(method: string, path: string, headers: Record<string, string | string[]>, body: Buffer, res: ServerResponse, host: string, port: number): Promise<void> {
+function passOn(
+  method: string,
+  path: string,
+  headers: Record<string, string | string[]>,
+  body: Buffer,
+  res: ServerResponse,
+  to: { host: string; port: number } | { socketPath: string },
+): Promise<void> {
   return new Promise((resolve, reject) => {
     headers['content-length'] = String(body.length);
-    const up = httpRequest({ host, port, method, path, headers, timeout: 1_800_000 }, (r) => {
+    const up = httpRequest({ ...to, method, path, headers, timeout: 1_800_000 }, (r) => {
       const out: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(r.headers)) if (v !== undefined && !HOP.has(k)) out[k] = v;
       res.writeHead(r.statusCode ?? 502, out);

@@ -154,7 +154,17 @@ export interface GatewayPlan {
    * gateway's folder (0700, sparkctl's), so only sparkctl's own processes can open it or bind it; a
    * port next to the gateway could be taken by any local user the moment the keeper died.
    */
-  keeper: { socket: string /** a backend's waker (backup or, for an on-demand model with no server, its one server) */; backupSocket: string };
+  keeper: {
+    socket: string;
+    /** a backend's waker (backup or, for an on-demand model with no server, its one server) */
+    backupSocket: string;
+    /**
+     * HAProxy's own door for what the keeper passes on (a started or woken model's waiting requests,
+     * an alias's, a body past the window): back into the model's backend, so that the prefix hash and
+     * the admission limit hold for them as for every other request. HAProxy binds it, mode 600.
+     */
+    returnSocket: string;
+  };
   models: GatewayModel[];
   /** client name -> backend (served names and aliases) */
   routes: Map<string, string>;
@@ -316,7 +326,7 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
   return {
     bind: { host: s.host, port: s.port },
     stats: { host: '127.0.0.1', port: stats },
-    keeper: { socket: keeperSocket, backupSocket },
+    keeper: { socket: keeperSocket, backupSocket, returnSocket: join(dir, 'return.sock') },
     models,
     routes,
     aliasOf,

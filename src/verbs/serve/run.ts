@@ -64,6 +64,15 @@ export function planEnvelope(plan: ServePlan) {
   };
 }
 
+/** On unified memory (a DGX Spark) what the server leaves to the OS, the page cache and everything else: one line, or undefined on a GPU with its own memory. */
+export function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): string | undefined {
+  if (!r.platform.gpu.unifiedMemory || !r.host.gpuMemoryBytes) return undefined;
+  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  const share = r.profile.engine.gpuMemoryUtilization;
+  const total = r.host.gpuMemoryBytes;
+  return `unified memory: vLLM takes ${share} x ${gib(total)} = ${gib(share * total)}; ${gib((1 - share) * total)} is left to the OS, the page cache and every other process (sparkctl preflight --only host.memory-pressure checks swap and an OOM daemon)`;
+}
+
 /** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
 const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
 
@@ -76,6 +85,8 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (plan.loader) note(c.dim(plan.loader.note));
   if (plan.caches) note(c.dim(`start caches: ${plan.caches.dir}`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
+  const os = osShare(r);
+  if (os) note(c.dim(os));
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
@@ -258,6 +269,8 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
   // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
   else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
+  const os = osShare(r);
+  if (!opts.json && os) note(c.dim(os));
   // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
   if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
