@@ -57,7 +57,7 @@ export class ExitWith extends SparkError {
  * What a command that acts (serve) ended with: the one place such an outcome becomes an exit code.
  * A child's own exit status never escapes this table.
  */
-export const OUTCOME_EXIT = {
+const OUTCOME_EXIT = {
   healthy: ExitCode.ok,
   /** --foreground: the servers were stopped on request (SIGTERM/SIGINT), or ended cleanly */
   stopped: ExitCode.ok,

@@ -38,7 +38,7 @@ export interface RequestOutput {
  * answer without usage. Counting 1 per request for a stream without usage made a 256-token answer
  * look like 1 token and divided every throughput by its length.
  */
-export function outputTokenCount(o: Pick<RequestOutput, 'outputTokens' | 'itl' | 'generatedText' | 'ttft'>): number {
+function outputTokenCount(o: Pick<RequestOutput, 'outputTokens' | 'itl' | 'generatedText' | 'ttft'>): number {
   if (o.outputTokens > 0) return o.outputTokens;
   if (o.itl.length > 0) return o.itl.length + 1;
   return 1;

@@ -47,7 +47,7 @@ export interface BenchOptions {
  * length or a count past these is memory the process runs out of (V8 aborts at about 2 GB of
  * string), or a warm-up that never ends. 2^20 tokens is past every served context length today.
  */
-export const BENCH_LIMITS = { tokens: 1_048_576, requests: 100_000, warmup: 10_000 } as const;
+const BENCH_LIMITS = { tokens: 1_048_576, requests: 100_000, warmup: 10_000 } as const;
 
 /** A number flag as bench reads it: plain decimal (or inf where allowed), checked against its bounds; exit 2 naming the flag. */
 export function num(v: string | undefined, flag: string, o: { int?: boolean; min?: number; max?: number; inf?: boolean; gt0?: boolean } = {}): number | undefined {

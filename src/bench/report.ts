@@ -5,7 +5,7 @@ import { pWord } from './stats.js';
 import type { ClientCheck } from './selfcheck.js';
 import { serverCheck, type ScrapeSample, type ServerCheck } from './scrape.js';
 
-export const METRIC_NAMES = ['ttft', 'tpot', 'itl', 'e2el'] as const;
+const METRIC_NAMES = ['ttft', 'tpot', 'itl', 'e2el'] as const;
 
 export interface RunDescription {
   date: string;

@@ -95,7 +95,7 @@ async function until(t: number, stop?: AbortSignal) {
   }
 }
 
-export function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream' | 'ignoreEos' | 'continuousUsage'>, r: BenchRequest): Record<string, unknown> {
+function requestBody(cfg: Pick<RunConfig, 'model' | 'endpoint' | 'stream' | 'ignoreEos' | 'continuousUsage'>, r: BenchRequest): Record<string, unknown> {
   const body: Record<string, unknown> = { model: cfg.model, stream: cfg.stream };
   if (cfg.endpoint === 'chat') {
     body.messages = r.messages ?? [{ role: 'user', content: r.prompt }];
@@ -360,7 +360,7 @@ class Send implements Dispatcher.DispatchHandler {
  */
 type UsageLimits = { completion: number; prompt: number };
 
-export function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): UsageLimits {
+function usageLimits(r: Pick<BenchRequest, 'outputLen'>, payloadBytes: number): UsageLimits {
   return { completion: r.outputLen, prompt: payloadBytes + 16_384 };
 }
 

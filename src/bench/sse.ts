@@ -4,7 +4,7 @@
 // or a buffer that grows without a message boundary, is an error, never a crash.
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 
-export const MAX_SSE_MESSAGE = 4 * 1024 * 1024;
+const MAX_SSE_MESSAGE = 4 * 1024 * 1024;
 
 export class SseError extends Error {}
 

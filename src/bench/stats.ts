@@ -11,7 +11,7 @@ export function percentile(values: readonly number[], p: number): number {
   return percentileSorted(a, p);
 }
 
-export function percentileSorted(a: readonly number[], p: number): number {
+function percentileSorted(a: readonly number[], p: number): number {
   if (a.length === 0) return 0;
   return quantileSorted(a as number[], p / 100);
 }

@@ -19,7 +19,7 @@ export interface SweepPoint {
 export type Slo = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
 
 /** The rule, documented in docs/bench.md: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew. */
-export const SATURATION = { minThroughputGain: 0.05, minLatencyRise: 0.2 };
+const SATURATION = { minThroughputGain: 0.05, minLatencyRise: 0.2 };
 
 export function saturated(prev: SweepPoint, cur: SweepPoint): boolean {
   const gain = prev.throughput > 0 ? cur.throughput / prev.throughput - 1 : 1;
@@ -29,7 +29,7 @@ export function saturated(prev: SweepPoint, cur: SweepPoint): boolean {
   return rose(prev.ttftP99Ms, cur.ttftP99Ms) || rose(prev.e2elP99Ms, cur.e2elP99Ms) || queued;
 }
 
-export function meetsSlo(p: SweepPoint, slo: Slo): boolean {
+function meetsSlo(p: SweepPoint, slo: Slo): boolean {
   if (p.failed > 0 || !p.valid || p.completed === 0) return false;
   return (slo.ttft === undefined || p.ttftP99Ms <= slo.ttft) && (slo.tpot === undefined || p.tpotP99Ms <= slo.tpot) && (slo.e2el === undefined || p.e2elP99Ms <= slo.e2el);
 }

@@ -64,9 +64,9 @@ export const CLAUDE_CODE = {
 } as const;
 
 /** Room for the turns after the first (tool results, files read) before a session must compact. */
-export const CONVERSATION_HEADROOM = 16_384;
+const CONVERSATION_HEADROOM = 16_384;
 /** Fewest output tokens worth running Claude Code with (one file written through a tool call). */
-export const MIN_OUTPUT_TOKENS = 8_192;
+const MIN_OUTPUT_TOKENS = 8_192;
 /** Input a Claude Code turn is planned for: its first request (Qwen's count) and the headroom. */
 export const INPUT_RESERVE = CLAUDE_CODE.firstRequest.tokens.qwen + CONVERSATION_HEADROOM;
 /** The least context that holds a Claude Code turn. */

@@ -54,7 +54,7 @@ const Delta = z.discriminatedUnion('type', [
   z.object({ type: z.literal('input_json_delta'), partial_json: z.string() }).passthrough(),
 ]);
 const index = z.number().int().nonnegative();
-export const MessagesEvent = z.discriminatedUnion('type', [
+const MessagesEvent = z.discriminatedUnion('type', [
   z
     .object({
       type: z.literal('message_start'),
@@ -76,7 +76,7 @@ export type MessagesEvent = z.infer<typeof MessagesEvent>;
  * The WHATWG event-stream grammar (eventsource-parser), as the SDKs read it: CR LF, LF or CR end a
  * line, a comment-only message is no event, the last message needs no blank line after it.
  */
-export function sseEvents(text: string): Array<{ event?: string; data: string; json?: unknown }> {
+function sseEvents(text: string): Array<{ event?: string; data: string; json?: unknown }> {
   const out: Array<{ event?: string; data: string; json?: unknown }> = [];
   const parser = createParser({
     onEvent: ({ event, data }) => {

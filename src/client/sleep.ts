@@ -13,7 +13,7 @@ export type SleepReading =
   | { state: 'unreachable'; detail: string; ms: number };
 
 /** {"is_sleeping": true|false} -> the flag; anything else -> undefined. Pure. */
-export function parseIsSleeping(json: unknown): boolean | undefined {
+function parseIsSleeping(json: unknown): boolean | undefined {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
   const v = (json as Record<string, unknown>).is_sleeping;
   return typeof v === 'boolean' ? v : undefined;

@@ -34,7 +34,7 @@ const num = (re: RegExp, s: string): string | undefined => re.exec(s)?.[1];
  * One of vLLM's GiB figures (rounded to 2 decimals) in a unit that keeps its digits: MiB below
  * 1 GiB, and a bound where it rounded to zero (under 0.005 GiB, about 5 MiB).
  */
-export function gibFigure(text: string): string {
+function gibFigure(text: string): string {
   const g = Number(text);
   if (!(g > 0)) return 'under 5 MiB';
   if (g < 1) return `${Math.round(g * 1024)} MiB`;

@@ -23,7 +23,7 @@ export interface Drift {
 const HEX64 = /^(?:sha256:)?([a-f0-9]{64})$/;
 
 /** The image a container was created from, as its CLI answers (`inspect --format {{.Image}}`): 64 hex, or undefined. */
-export async function containerImageId(c: ContainerRecord, run: (argv: string[], ms: number) => Promise<CliResult> = (a, ms) => cliRunAsync(a, { timeoutMs: ms })): Promise<string | undefined> {
+async function containerImageId(c: ContainerRecord, run: (argv: string[], ms: number) => Promise<CliResult> = (a, ms) => cliRunAsync(a, { timeoutMs: ms })): Promise<string | undefined> {
   if (!c.id) return undefined;
   const r = await run(withCliArgs([c.cli, 'inspect', '--type', 'container', '--format', '{{.Image}}', c.id], c.cliArgs), 15_000);
   if (r.error || r.code !== 0) return undefined;

@@ -72,7 +72,7 @@ export interface Prepared extends Resolved {
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
-export async function readHostGpus(timeoutMs = 1500): Promise<GpuFact[] | undefined> {
+async function readHostGpus(timeoutMs = 1500): Promise<GpuFact[] | undefined> {
   const [{ readGpuRows }, { gpuFacts }, { RealHost }] = await Promise.all([import('../health/gpu.js'), import('../host/gpu-facts.js'), import('../host/real.js')]);
   const rows = await readGpuRows(new RealHost(timeoutMs), timeoutMs);
   if (!rows?.length) return undefined;

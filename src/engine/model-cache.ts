@@ -18,7 +18,7 @@ export interface ModelCacheCheck {
   pull?: string;
 }
 
-export function pullCommand(id: string, revision?: string): string {
+function pullCommand(id: string, revision?: string): string {
   return `sparkctl pull ${id}${revision && revision !== 'main' ? ` --revision ${revision}` : ''}`;
 }
 

@@ -59,7 +59,7 @@ export interface StartReport {
 }
 
 /** The message of a log line: process prefixes, level, time and source location taken off. */
-export const messageOf = (raw: string) =>
+const messageOf = (raw: string) =>
   stripPrefixes(raw)
     .trim()
     .replace(/^(?:INFO|WARNING|DEBUG|ERROR)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*/, '')

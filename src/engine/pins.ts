@@ -39,7 +39,7 @@ export type Pin = z.infer<typeof Pin>;
 export const PinFile = z.strictObject({ version: z.literal(1), profile: z.string(), current: Pin, previous: z.array(Pin).max(20) });
 export type PinFile = z.infer<typeof PinFile>;
 
-export const pinsDir = (stateDir: string) => join(stateDir, 'pins');
+const pinsDir = (stateDir: string) => join(stateDir, 'pins');
 const pinPath = (stateDir: string, profile: string) => join(pinsDir(stateDir), `${profile}.json`);
 
 /** The profile's pin file, or undefined where none was written; a file that is not one is bad input with the fix. */
@@ -138,7 +138,7 @@ export async function resolveImagePin(
 export const isPinnedRef = (ref: string): boolean => DIGEST_REF.test(ref) || HEX64.test(ref);
 
 /** Every image reference a pin file was taken from or pins (a profile naming one of them runs the current pin). */
-export function knownRefs(file: PinFile): Set<string> {
+function knownRefs(file: PinFile): Set<string> {
   const out = new Set<string>();
   for (const p of [file.current, ...file.previous]) {
     if (p.image) out.add(p.image);

@@ -216,7 +216,7 @@ export interface GatewayEntry {
 }
 
 /** The logs the gateway writes (the keeper's and HAProxy's): how a marked group without its record is known as the gateway. */
-export const GATEWAY_LOGS = ['gateway-keeper.log', 'gateway.log'];
+const GATEWAY_LOGS = ['gateway-keeper.log', 'gateway.log'];
 
 const GatewayLaunchShape = z.object({
   version: z.literal(1),

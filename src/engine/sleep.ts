@@ -7,7 +7,7 @@ import { readSleep, requestSleep, requestWake, type SleepLevel, type SleepReadin
 import { pollUntil } from '../util/poll.js';
 import { compareVersions } from '../profiles/versions.js';
 
-export const SLEEP_FIX = 'serve the profile with server.sleepMode: true (--set server.sleepMode=true): vLLM then runs with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1';
+const SLEEP_FIX = 'serve the profile with server.sleepMode: true (--set server.sleepMode=true): vLLM then runs with --enable-sleep-mode and VLLM_SERVER_DEV_MODE=1';
 
 /**
  * vLLM's sleep mode on GB10 (DGX Spark, unified memory): level 1 sleeps, but wake_up kills the EngineCore and has taken

@@ -21,7 +21,7 @@ export interface InstanceStatus {
 }
 
 /** The process column from the proof: dead (gone), UNPROVEN, DEGRADED or alive, and why when it is not plain. Pure. */
-export function processOf({ inst, proof }: Pick<Entry, 'inst' | 'proof'>): { process: string; why?: string } {
+function processOf({ inst, proof }: Pick<Entry, 'inst' | 'proof'>): { process: string; why?: string } {
   if (proof.state === 'gone') return { process: 'dead' };
   if (proof.state === 'unproven') return { process: 'UNPROVEN', why: proof.reason };
   if (proof.state === 'degraded') return { process: 'DEGRADED', why: `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` };

@@ -165,9 +165,9 @@ export interface StopOptions {
 export type RouterStop = (reg: Registry, entry: Entry, base: StopOutcome, opts: StopOptions) => Promise<StopOutcome>;
 
 /** How long vLLM takes to tear down after its requests are done (engine, workers, HTTP server). */
-export const TEARDOWN_MARGIN_MS = 15_000;
+const TEARDOWN_MARGIN_MS = 15_000;
 /** The wait for a server that was launched without a drain (or before sparkctl recorded one). */
-export const DEFAULT_GRACE_MS = 30_000;
+const DEFAULT_GRACE_MS = 30_000;
 
 /** The wait before SIGKILL this server is owed: its drain timeout plus the teardown margin. */
 export function graceMsOf(inst: Pick<Instance, 'shutdownTimeoutSeconds'>): number {
@@ -298,7 +298,7 @@ export async function portFreed(port: number, deadlineMs = 1000): Promise<boolea
 }
 
 /** On a real host: wait (bounded) until none of `pids` holds GPU memory; the ones still holding. */
-export async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
+async function nvidiaGpuHolders(pids: number[], boundMs = 5000): Promise<number[]> {
   if (!pids.length || !(await readGpus(2000))) return [];
   const host = new RealHost(2000);
   const holding = async () =>

@@ -251,7 +251,7 @@ export interface VersionGuess {
   basis: string;
 }
 
-export const NEWEST_GUESS: VersionGuess = { version: FACT_VERSIONS[FACT_VERSIONS.length - 1]!, basis: 'the newest table' };
+const NEWEST_GUESS: VersionGuess = { version: FACT_VERSIONS[FACT_VERSIONS.length - 1]!, basis: 'the newest table' };
 
 /** The guess from the image the profile would run (its reference's stated version), else the newest table. */
 export function guessFrom(image: string | undefined, stated: { version: string; from: 'tag' | 'release-notes'; release?: string } | undefined): VersionGuess {
@@ -260,7 +260,7 @@ export function guessFrom(image: string | undefined, stated: { version: string; 
 }
 
 /** The one way a guessed version is said, by every verb: what was not read, what the flags follow, the fix. */
-export function guessNote(why: string | undefined, guess: VersionGuess, what = 'flags rendered for', fix = 'pin engine.vllmVersion or pass --vllm-bin'): string {
+function guessNote(why: string | undefined, guess: VersionGuess, what = 'flags rendered for', fix = 'pin engine.vllmVersion or pass --vllm-bin'): string {
   return `vLLM version not read (${why ?? 'no answer'}): ${what} ${guess.basis}, ${guess.version} (a guess); ${fix}`;
 }
 

@@ -75,7 +75,7 @@ export function unknownModelBody(plan: Pick<GatewayPlan, 'routes'>): string {
 }
 
 /** The 503 a client gets when the keeper is not there to take its request: never a forward to anything else. */
-export const KEEPER_GONE =
+const KEEPER_GONE =
   "the gateway's keeper (which wakes sleeping models, renames aliases and reads bodies past 256 KiB) is not running: sparkctl gateway status says why; sparkctl gateway down, then gateway up, starts it again";
 
 function jsonError(status: number, type: string, message: string, retryAfter?: number): string {

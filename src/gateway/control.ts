@@ -48,7 +48,7 @@ export interface GatewayRecord {
   usage?: { models: Record<string, UsageCounts>; unattributed: number };
 }
 
-export const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gateway.json');
+const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gateway.json');
 
 /** The record, if there is one (a regular file, at most 1 MiB, of the right shape); hostile like any file. */
 export function readRecord(stateDir: string): GatewayRecord | undefined {

@@ -47,7 +47,7 @@ import { parseDuration } from '../util/duration.js';
 export type Log = (line: string) => void;
 
 /** How often the keeper appends the models' usage to usage.jsonl. */
-export const USAGE_FLUSH_MS = 60_000;
+const USAGE_FLUSH_MS = 60_000;
 
 /** Every running server of this host's registry (and the heads of multi-node servers), as the plan reads them. */
 export function servedInstances(stateDir: string): ServedInstance[] {
@@ -98,7 +98,7 @@ function writeFiles(plan: GatewayPlan, f: Files) {
   writeFileAtomic(plan.files.unknown, f.unknown, { mode: 0o600 });
 }
 
-export function ensureGatewayDir(dir: string): void {
+function ensureGatewayDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
   if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`gateway folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);
@@ -637,8 +637,8 @@ function sendError(res: ServerResponse, status: number, message: string, retryAf
  * The bound on a body the keeper holds whole to read its model (HAProxy reads only the first
  * tune.bufsize, 256 KiB): 64 MiB each, 256 MiB all together; past them the client is told so.
  */
-export const MAX_BODY = 64 * 1024 * 1024;
-export const MAX_HELD = 256 * 1024 * 1024;
+const MAX_BODY = 64 * 1024 * 1024;
+const MAX_HELD = 256 * 1024 * 1024;
 const bodyTooLarge = (n: number) =>
   `the request body (${n} bytes) is over the ${MAX_BODY / 2 ** 20} MiB the gateway reads to find its model; send the model first in the JSON (the gateway reads the first 256 KiB itself), or send it to the model's server directly`;
 

@@ -13,7 +13,7 @@ import type { Balance } from '../profiles/haproxy.js';
 import { unifiedSleepRefusal } from '../engine/sleep.js';
 
 /** One model's settings under gateway.models (keyed by profile name). */
-export const ModelSettings = z.strictObject({
+const ModelSettings = z.strictObject({
   concurrency: z
     .number()
     .int()
@@ -258,7 +258,7 @@ export function parseAliases(flags: string[]): Record<string, string> {
 }
 
 /** The on-demand profiles not running now: a model with no server, whose requests the keeper takes (and starts it). Pure. */
-export function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], settings: Record<string, ModelSettings>): { models: GatewayModel[]; skipped: string[] } {
+function idleOnDemand(running: GatewayModel[], entries: OnDemandEntry[], settings: Record<string, ModelSettings>): { models: GatewayModel[]; skipped: string[] } {
   const models: GatewayModel[] = [];
   const skipped: string[] = [];
   for (const e of entries) {

@@ -19,7 +19,7 @@ export const INTERNAL_HEADER_PREFIX = 'x-sparkctl-';
 const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
 
 /** Constant-time equality of two secrets (their SHA-256 digests, so that the length leaks nothing either). */
-export function sameSecret(a: string, b: string): boolean {
+function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 

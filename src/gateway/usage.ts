@@ -26,8 +26,8 @@ import { appendFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { readTextSync } from '../util/read.js';
 
-export const USAGE_PREFIX = 'sparkctl-usage';
-export const PREFIX_KEYS = 50_000;
+const USAGE_PREFIX = 'sparkctl-usage';
+const PREFIX_KEYS = 50_000;
 
 /**
  * The filter. Scans each piece of the answer joined to the last 512 bytes of the one before (a usage
@@ -176,7 +176,7 @@ export function addLine(c: UsageCounts, u: UsageLine): void {
   if (u.route !== '-') c.prefix[u.route]++;
 }
 
-export function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
+function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
   return {
     requests: a.requests + b.requests,
     withUsage: a.withUsage + b.withUsage,
@@ -249,7 +249,7 @@ export class UsageBook {
   }
 }
 
-export const USAGE_ROTATE_BYTES = 8 * 1024 * 1024;
+const USAGE_ROTATE_BYTES = 8 * 1024 * 1024;
 export const usageFile = (stateDir: string) => join(stateDir, 'gateway', 'usage.jsonl');
 
 const isCounts = (x: Record<string, unknown>): boolean =>

@@ -31,7 +31,7 @@ export async function readGpus(timeoutMs = 3000, host: Host = new RealHost(timeo
   return rows?.map(toReading);
 }
 
-export function toReading(g: Gpu): GpuReading {
+function toReading(g: Gpu): GpuReading {
   return { index: Number(g.index), usedMiB: gpuNum(g, 'memory.used') ?? NaN, totalMiB: gpuNum(g, 'memory.total') ?? NaN, throttle: decodeThrottle(g['clocks_event_reasons.active']), raw: g };
 }
 

@@ -36,7 +36,7 @@ export interface ProbeState {
 }
 
 /** Older undelivered alerts beyond this many are dropped (a webhook gone for weeks must not grow the file without end). */
-export const MAX_PENDING = 500;
+const MAX_PENDING = 500;
 const STATES = new Set(['healthy', 'unhealthy', 'unreachable']);
 
 export const statePath = (dir: string) => join(dir, 'probe-state.json');

@@ -85,7 +85,7 @@ export interface ProbeCheck {
 }
 
 /** 1. live: /health 200 (503 is vLLM's EngineDeadError). */
-export const liveCheck: ProbeCheck = {
+const liveCheck: ProbeCheck = {
   step: 'live',
   async run({ t, s, add }) {
     const h = await http(`${t.url}/health`, { timeoutMs: s.timeoutMs, signal: s.signal });
@@ -111,7 +111,7 @@ export const liveCheck: ProbeCheck = {
  * woken, so it is asked (GET /is_sleeping, a route only dev mode has: a 404 is an ordinary server)
  * and a sleeping one ends the probe as `sleeping`: not unhealthy, and never woken by a probe.
  */
-export const sleepCheck: ProbeCheck = {
+const sleepCheck: ProbeCheck = {
   step: 'sleep',
   async run({ t, s, add, found }) {
     const r = await http(`${t.url}/is_sleeping`, { timeoutMs: s.timeoutMs, signal: s.signal });
@@ -163,7 +163,7 @@ export const identityCheck: ProbeCheck = {
  * finish_reason "abort" (or "error"), often with nothing out, and an answer of 200 with no token
  * is no proof the engine generates. Why it does not count, or undefined when it does.
  */
-export function generationEnded(a: { choices: Array<{ text: string; finish_reason?: string | null }>; usage?: { completion_tokens: number } | null }): string | undefined {
+function generationEnded(a: { choices: Array<{ text: string; finish_reason?: string | null }>; usage?: { completion_tokens: number } | null }): string | undefined {
   const c = a.choices[0]!;
   const reason = c.finish_reason ?? null;
   const tokens = a.usage ? a.usage.completion_tokens : c.text.length ? 1 : 0;
@@ -211,7 +211,7 @@ export const inferenceCheck: ProbeCheck = {
 };
 
 /** 4. metrics: KV cache, queue and preemptions against the profile's limits (warnings only). */
-export const metricsCheck: ProbeCheck = {
+const metricsCheck: ProbeCheck = {
   step: 'metrics',
   async run({ t, s, add, found }) {
     const mt = await http(`${t.url}/metrics`, { timeoutMs: s.timeoutMs, signal: s.signal });
@@ -254,7 +254,7 @@ export const metricsCheck: ProbeCheck = {
  * 5. GPUs: preflight's rules, temperature, memory relative to what the profile reserves (a healthy
  * server holds ~92 % of each GPU), Xid since the last probe.
  */
-export const gpuCheck: ProbeCheck = {
+const gpuCheck: ProbeCheck = {
   step: 'gpu',
   async run({ t, s, add, found }) {
     if (!s.gpuHost && (s.gpus === false || !t.gpus?.length)) {
@@ -293,7 +293,7 @@ export const gpuCheck: ProbeCheck = {
 };
 
 /** 6. auth: with a key configured, /v1 without it must be refused. */
-export const authCheck: ProbeCheck = {
+const authCheck: ProbeCheck = {
   step: 'auth',
   async run({ t, s, add }) {
     const open = await http(`${t.url}/v1/models`, { timeoutMs: s.timeoutMs, signal: s.signal });
@@ -313,7 +313,7 @@ export const authCheck: ProbeCheck = {
 };
 
 /** 7. what a client needs (probe --client): a request shaped like the client's own, read as that client reads it. */
-export const clientCheck: ProbeCheck = {
+const clientCheck: ProbeCheck = {
   step: 'client',
   async run({ t, s, served, maxModelLen, add }) {
     if (s.client !== 'claude-code' && s.client !== 'openai') return undefined;

@@ -18,7 +18,7 @@ export const esc = (v: string) =>
     .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
-export const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
+const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 /** node_exporter textfile collector format, written atomically (a half file would be scraped). */
 /**

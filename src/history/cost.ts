@@ -12,7 +12,7 @@ export const HOURS_PER_MONTH = 730;
 /** A reference API price to compare the cost per token against. */
 export const REFERENCE_PER_1K = 0.02;
 /** Without prefill/decode time sums, a generated token is assumed to cost this many prompt tokens. */
-export const DEFAULT_GEN_WEIGHT = 4;
+const DEFAULT_GEN_WEIGHT = 4;
 
 export interface CostInput {
   samples: Sample[];

@@ -18,12 +18,12 @@ export interface Rotation {
   /** at most this many archives per target */
   maxArchives: number;
 }
-export const DEFAULT_ROTATION: Rotation = { maxBytes: 4 * 1024 * 1024, maxAgeMs: 35 * 86_400_000, maxArchives: 8 };
+const DEFAULT_ROTATION: Rotation = { maxBytes: 4 * 1024 * 1024, maxAgeMs: 35 * 86_400_000, maxArchives: 8 };
 
 export const historyDir = (stateDir: string) => join(stateDir, 'history');
 
 /** A file name that is safe whatever the target is called, and unique per URL. */
-export function historyBase(target: string, url: string): string {
+function historyBase(target: string, url: string): string {
   const safe =
     target
       .replace(/^https?:\/\//, '')

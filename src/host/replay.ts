@@ -8,7 +8,7 @@ import { key } from './host.js';
 import { UsageError } from '../errors.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 
-export const BundleManifest = z.object({
+const BundleManifest = z.object({
   version: z.literal(1),
   host: z.string(),
   collectedAt: z.string(),
@@ -31,7 +31,7 @@ export const BundleManifest = z.object({
 });
 
 /** The systeminformation section of a bundle: the library's version and each part's reading or error. */
-export const SysinfoSection = z.object({
+const SysinfoSection = z.object({
   library: z.string(),
   readings: z.record(
     z.enum(SYSINFO_PARTS),

@@ -12,13 +12,13 @@ import { withoutPerNode } from '../engine/cluster/native-plan.js';
 import { UsageError } from '../errors.js';
 
 /** vLLM's default rendezvous port (--master-port), the nodes file's masterPort default too. */
-export const LWS_MASTER_PORT = 29501;
+const LWS_MASTER_PORT = 29501;
 
 /**
  * Each pod's argv for vLLM's native launch over `nodes` pods (pure): the same flags as serve --nodes
  * renders per node (planNative), with LWS's variables for what only the pod knows.
  */
-export function lwsNativeRanks(argv: string[], nodes: number): NativeRanks {
+function lwsNativeRanks(argv: string[], nodes: number): NativeRanks {
   const base = [...withoutPerNode(argv), '--distributed-executor-backend', 'mp', '--nnodes', String(nodes)];
   const master = ['--master-addr', '$(LWS_LEADER_ADDRESS)', '--master-port', String(LWS_MASTER_PORT)];
   return {

@@ -16,7 +16,7 @@ import { unknownImageVersion, type InstalledVllm } from '../engine/vllm-version.
  * a served name or variable of "$(VLLM_API_KEY)" would otherwise become the key itself. Every $
  * of a value sparkctl did not write is doubled, so the container gets exactly the profile's text.
  */
-export const k8sLiteral = (v: string) => v.replace(/\$/g, '$$$$');
+const k8sLiteral = (v: string) => v.replace(/\$/g, '$$$$');
 
 /** The Service's endpoints update while the pod still serves; then vLLM gets SIGTERM. */
 const PRESTOP_S = 10;
@@ -26,7 +26,7 @@ const PRESTOP_S = 10;
  * hold the preStop wait, vLLM's drain (--shutdown-timeout, as rendered for the target vLLM) and its
  * teardown, the same grace sparkctl stop gives.
  */
-export function terminationGraceSeconds(p: Profile): number {
+function terminationGraceSeconds(p: Profile): number {
   return PRESTOP_S + Math.ceil(graceMsOf({ shutdownTimeoutSeconds: shutdownTimeoutArg(p) }) / 1000);
 }
 
@@ -122,7 +122,7 @@ export function apiKeyEnv(p: Profile) {
   return p.server.apiKeyEnv ? [{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: `${k8sName(p)}-api-key`, key: 'key' } } }] : [];
 }
 
-export function secretHint(p: Profile, namespace: string) {
+function secretHint(p: Profile, namespace: string) {
   // the key by stdin, never on kubectl's argv (visible in ps and kept in shell history); key= is what apiKeyEnv's secretKeyRef reads
   return p.server.apiKeyEnv
     ? `# printf '%s' "$${commentValue(p.server.apiKeyEnv)}" | kubectl -n ${commentValue(namespace)} create secret generic ${commentValue(k8sName(p))}-api-key --from-file=key=/dev/stdin\n`

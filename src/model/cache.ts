@@ -32,7 +32,7 @@ export const COMMIT = /^[0-9a-f]{40}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 const SHA1 = /^[0-9a-f]{40}$/;
 /** A repo id as the Hub allows it: ORG/NAME, no path tricks. */
-export const REPO_ID = /^[A-Za-z0-9][\w.-]{0,95}\/[\w.-]{1,96}$/;
+const REPO_ID = /^[A-Za-z0-9][\w.-]{0,95}\/[\w.-]{1,96}$/;
 /** A branch or tag name: what may stand under refs/ (huggingface_hub writes refs/<revision>, slashes included). */
 const REF = /^[\w.-]+(\/[\w.-]+)*$/;
 
@@ -204,16 +204,6 @@ export async function linkSnapshot(c: RepoCache, commit: string, path: string, e
     await unlink(tmp).catch(() => {});
     throw e;
   }
-}
-
-/** What a snapshot link resolves to now: the blob name when it is one of ours and that blob is complete. */
-export async function linkedBlob(c: RepoCache, commit: string, path: string): Promise<string | undefined> {
-  const link = join(c.snapshots, commit, ...path.split('/'));
-  const st = await lstatOrNull(link);
-  if (!st?.isSymbolicLink()) return undefined;
-  const target = await readlink(link);
-  const m = /(?:^|\/)blobs\/([0-9a-f]{40}|[0-9a-f]{64})$/.exec(target);
-  return m?.[1];
 }
 
 /** refs/<revision> = commit (atomic; huggingface_hub writes the bare hash, no newline). */

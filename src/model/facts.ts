@@ -96,7 +96,7 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v ? v 
 const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, float8_e4m3fn: 1, fp8: 1 };
 
 /** The language model's part of a config: multimodal checkpoints nest it under text_config (or llm_config). */
-export function textConfig(cfg: Json): Json {
+function textConfig(cfg: Json): Json {
   for (const k of ['text_config', 'llm_config', 'language_config']) {
     const inner = cfg[k];
     if (isObj(inner) && (posInt(inner.num_hidden_layers) || posInt(inner.num_layers))) return inner;
@@ -305,11 +305,4 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
     weightDtypes: weights ? Object.fromEntries(Object.entries(weights.byDtype).map(([d, v]) => [d, v.bytes])) : undefined,
     layout,
   };
-}
-
-/** KV-cache bytes per token for one full-attention layer at TP 1, before the KV dtype: values per token. */
-export function kvValuesPerTokenPerLayer(f: Pick<ModelFacts, 'mla' | 'kvHeads' | 'headDim'>, tp = 1): number {
-  // MLA's latent is shared by all heads and not split across TP ranks (each rank keeps it whole).
-  if (f.mla) return f.mla.kvLoraRank + f.mla.qkRopeHeadDim;
-  return 2 * Math.max(1, Math.floor(f.kvHeads / tp)) * f.headDim;
 }

@@ -32,9 +32,9 @@ export interface Hub {
 /** The default floor: 1 MiB in every 60 s (about 17 KiB/s). */
 export const DEFAULT_MIN_RATE = { bytes: 1 << 20, windowMs: 60_000 };
 /** Pages of one tree listing: the Hub sends 1000 entries a page, so 200,000 files are 200 pages. */
-export const MAX_TREE_PAGES = 2000;
+const MAX_TREE_PAGES = 2000;
 /** fetch's own redirect bound (undici: 20), named in the error. */
-export const MAX_REDIRECTS = 20;
+const MAX_REDIRECTS = 20;
 
 export type HubErrorKind = 'unauthorized' | 'forbidden' | 'not-found' | 'revision' | 'server' | 'network' | 'protocol' | 'checksum';
 
@@ -221,7 +221,7 @@ export async function listTree(hub: Hub, repo: string, commit: string, signal?: 
   return out;
 }
 
-export const resolveUrl = (hub: Hub, repo: string, commit: string, path: string) => `${hub.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`;
+const resolveUrl = (hub: Hub, repo: string, commit: string, path: string) => `${hub.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`;
 
 /** A small file's bytes (the safetensors index, read before the plan), checked against its blob id. */
 export async function fetchSmall(hub: Hub, repo: string, commit: string, f: TreeFile, limit: number, signal?: AbortSignal): Promise<Buffer> {
@@ -389,7 +389,7 @@ async function fetchRest(hub: Hub, repo: string, commit: string, f: TreeFile, si
 export const maxConnectionsFor = (size: number, retries = 5) => retries + 3 + Math.ceil(size / (256 << 20)) * 2;
 
 /** A body that came slower than the floor: the bytes written before it was cut off travel with it. */
-export class TooSlow extends HubError {
+class TooSlow extends HubError {
   constructor(
     message: string,
     readonly written: number,

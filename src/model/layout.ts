@@ -406,5 +406,4 @@ export function readLayout(c: Json, n: number): Layout | NotModelled {
   }
 }
 
-export const isNotModelled = (l: Layout | NotModelled): l is NotModelled => 'notModelled' in l;
 export { isObj as isJsonObject };

@@ -6,7 +6,7 @@ import type { ModelFacts } from './facts.js';
 import type { ModelRead } from './read.js';
 
 /** The profile fields that are model facts (schema.ts ModelBlock), and the config.json key each mirrors. */
-export const FACT_FIELDS = {
+const FACT_FIELDS = {
   parameters: 'parameter count',
   layers: 'num_hidden_layers',
   kvLayers: 'full-attention layers (layer_types)',

@@ -131,7 +131,7 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
 }
 
 /** nemotron_nas.py _ffn_mult_to_intermediate_size: int(2 x ffn_mult x h / 3), rounded up to a multiple of 256. */
-export function ffnMultToIntermediate(mult: number, h: number): number {
+function ffnMultToIntermediate(mult: number, h: number): number {
   const n = Math.trunc((2 * mult * h) / 3);
   return n % 256 === 0 ? n : n + 256 - (n % 256);
 }

@@ -87,7 +87,7 @@ const awq =
 // ---- which modules a scheme leaves alone ----
 
 /** The names a module goes by: the checkpoint's, and the prefixes vLLM's hf_to_vllm_mapper moves it between (language_model, backbone). */
-export function nameVariants(name: string): string[] {
+function nameVariants(name: string): string[] {
   const tail = name.replace(/^(model\.language_model\.|language_model\.model\.|model\.|backbone\.)/, '');
   const roots = ['model.', 'model.language_model.', 'language_model.model.', 'backbone.', ''];
   const out = new Set<string>([name]);

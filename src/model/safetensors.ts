@@ -5,10 +5,10 @@
 // header). The bytes are hostile: every length, shape and offset is checked before it is used.
 
 /** The format's own cap on a header (safetensors refuses larger ones: MAX_HEADER_SIZE, 100 MB). */
-export const MAX_HEADER_BYTES = 100_000_000;
+const MAX_HEADER_BYTES = 100_000_000;
 
 /** Bytes of one element per safetensors dtype (the format's list; F8/F4 variants are 1 byte or less). */
-export const SAFETENSORS_DTYPE_BITS: Record<string, number> = {
+const SAFETENSORS_DTYPE_BITS: Record<string, number> = {
   BOOL: 8,
   U8: 8,
   I8: 8,

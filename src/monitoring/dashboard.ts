@@ -27,7 +27,7 @@ export interface Panel {
 }
 
 /** A USD price per GPU-hour when the profile has none: $1200 per GPU-month / 730 h, a common list price. */
-export const DEFAULT_GPU_HOUR_PRICE = 1.64;
+const DEFAULT_GPU_HOUR_PRICE = 1.64;
 
 export function renderDashboard(s: MonitoringSpec) {
   const n = s.names;

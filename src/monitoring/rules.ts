@@ -21,14 +21,14 @@ export interface RuleFile {
 }
 
 /** The burn-rate windows (Google SRE workbook, multiwindow multi-burn-rate alerts): long, short, rate, for. */
-export const BURN = {
+const BURN = {
   fast: { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'critical' },
   slow: { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'warning' },
 } as const;
 const WINDOWS = ['5m', '30m', '1h', '6h'] as const;
 
 /** Version-independent names of what the rules record (an operator's own panels can read these across vLLM upgrades). */
-export const RECORDED = {
+const RECORDED = {
   running: 'sparkctl:vllm_requests_running:sum',
   waiting: 'sparkctl:vllm_requests_waiting:sum',
   kvCache: 'sparkctl:vllm_kv_cache_usage:max',

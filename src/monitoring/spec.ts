@@ -38,7 +38,7 @@ export interface SpecOptions {
 }
 
 /** A regular expression matching `s` literally (RE2, as Prometheus reads it). */
-export const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
   const ports = Array.from({ length: o.replicas }, (_, i) => replicaAddress(p, i).port);

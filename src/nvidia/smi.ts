@@ -14,7 +14,7 @@ export function parseProcDriverVersion(text: string | null): { version: string; 
 }
 
 const PLACEHOLDER = /^\[?(N\/A|Not Supported|Requested functionality has been deprecated|Unknown Error|Insufficient Permissions|GPU requires reset)\]?$/i;
-export const isPlaceholder = (v: string | undefined) => v === undefined || v === '' || PLACEHOLDER.test(v.trim());
+const isPlaceholder = (v: string | undefined) => v === undefined || v === '' || PLACEHOLDER.test(v.trim());
 
 /** The fields preflight asks for, in order (the same list as the real 2 x H200 capture). */
 export const GPU_FIELDS = [
@@ -211,7 +211,7 @@ export function parseTopo(text: string): Topology | undefined {
   };
 }
 
-export const THROTTLE_BITS: Array<[number, string, 'ok' | 'warn' | 'fail']> = [
+const THROTTLE_BITS: Array<[number, string, 'ok' | 'warn' | 'fail']> = [
   [0x1, 'GPU idle', 'ok'],
   [0x2, 'application clocks setting', 'ok'],
   [0x4, 'SW power cap', 'warn'],

@@ -63,7 +63,7 @@ export function shellCommand(argv: string[], env: Record<string, string> = {}, m
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;]*m/g;
-export const visibleLength = (s: string) => s.replace(ANSI, '').length;
+const visibleLength = (s: string) => s.replace(ANSI, '').length;
 
 export function table(rows: string[][], header?: string[]): string {
   const all = header ? [header, ...rows] : rows;

@@ -72,7 +72,7 @@ const skip = (why: string, expected = ''): CheckResult => ({ status: 'skip', obs
  * already set, a fix that changes nothing. It names the command that shows the maximum and the one
  * that sets it, with the limit each GPU has now.
  */
-export function throttleFix(gpus: Facts['gpus']): string {
+function throttleFix(gpus: Facts['gpus']): string {
   const now = [...new Set(gpus.map((g) => g['enforced.power.limit'] ?? g['power.limit']).filter((w): w is string => !!w))];
   const at = now.length ? ` (now ${now.map((w) => `${w} W`).join(', ')})` : '';
   return `SW power cap under load${at}: nvidia-smi -q -d POWER -i N shows the board's Max Power Limit; if the limit is below it, nvidia-smi -pl MAX -i N raises it; at the maximum already, the cap is the board's (reduce load, or accept the clocks)`;

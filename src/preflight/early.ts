@@ -10,7 +10,7 @@ import { gatherFacts, type Facts, type GatherOptions } from './facts.js';
 import { probesFor, selectChecks } from './catalog.js';
 
 /** preflight's --probe-timeout default (verbs/preflight/flags.ts): a run with another deadline gathers its own facts. */
-export const DEFAULT_PROBE_TIMEOUT_MS = 5000;
+const DEFAULT_PROBE_TIMEOUT_MS = 5000;
 
 interface Early {
   facts: Promise<Facts>;

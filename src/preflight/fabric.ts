@@ -92,13 +92,13 @@ const seen = (ctx: FabricCtx) => allNodes(ctx.nf).flatMap((n) => (ctx.readings.g
 const names = (xs: Array<{ n: NodeEntry }>) => xs.map((x) => x.n.name).join(', ');
 
 /** The MTU most nodes have (ties: the larger), the one the fabric is meant to run. */
-export function commonMtu(ctx: FabricCtx): number | undefined {
+function commonMtu(ctx: FabricCtx): number | undefined {
   const counts = new Map<number, number>();
   for (const { r } of seen(ctx)) if (r.mtu) counts.set(r.mtu, (counts.get(r.mtu) ?? 0) + 1);
   return [...counts.entries()].sort((a, b) => b[1] - a[1] || b[0] - a[0])[0]?.[0];
 }
 
-export const FABRIC_CHECKS: FabricCheck[] = [
+const FABRIC_CHECKS: FabricCheck[] = [
   {
     id: 'fabric.link',
     title: 'the fabric interface exists and is up on every node',

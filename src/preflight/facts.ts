@@ -74,7 +74,7 @@ export const PY = [
   "  [print('dist',os.path.basename(d)) for d in glob.glob(os.path.join(p,pat))]",
 ].join('\n');
 
-export function modelLocation(profile: Profile | undefined, env: Record<string, string | undefined>): { where: string; kind: 'path' | 'hub' } | undefined {
+function modelLocation(profile: Profile | undefined, env: Record<string, string | undefined>): { where: string; kind: 'path' | 'hub' } | undefined {
   if (!profile) return undefined;
   if (profile.model.path) return { where: profile.model.path, kind: 'path' };
   const hf = env.HF_HUB_CACHE ?? (env.HF_HOME ? `${env.HF_HOME}/hub` : `${env.HOME ?? '/root'}/.cache/huggingface/hub`);
@@ -682,7 +682,7 @@ function topDir(p: string): string {
   return p.startsWith('/') ? p.split('/').slice(0, 2).join('/') || '/' : '.';
 }
 
-export const NO_RUNTIME_FIX =
+const NO_RUNTIME_FIX =
   'install podman (apt-get install podman) or docker (apt-get install docker.io), then the NVIDIA Container Toolkit for GPUs (apt-get install nvidia-container-toolkit), or --set engine.runtime=host';
 
 /**

@@ -46,7 +46,7 @@ export interface NodesCheck {
 const STATUSES: Status[] = ['pass', 'warn', 'fail', 'skip'];
 
 /** A node's JSON answer is hostile: keep only what has the expected shape. */
-export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
+function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
   let j: any;
   try {
     j = JSON.parse(text);

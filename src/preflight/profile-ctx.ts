@@ -77,7 +77,7 @@ export async function verifyModel(profile: Profile, where: string): Promise<{ ok
 }
 
 /** Every port a serve of this profile takes: each replica's, and behind a router its public and stats ports. */
-export function profilePorts(profile: Profile, replicas: number): number[] {
+function profilePorts(profile: Profile, replicas: number): number[] {
   const ports = Array.from({ length: replicas }, (_, i) => replicaAddress(profile, i).port);
   const r = profile.router?.enabled ? planRouter(profile, replicas, '') : undefined;
   return r ? [r.bind.port, ...ports, r.stats.port] : ports;

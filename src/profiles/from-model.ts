@@ -22,7 +22,7 @@ export function modelTarget(arg: string, isFolder: boolean): ModelTarget | undef
   return undefined;
 }
 
-export function servedNameFor(t: ModelTarget): string {
+function servedNameFor(t: ModelTarget): string {
   const raw = t.id ? t.id.split('/').pop()! : basename(t.path!);
   return raw.replace(/[^A-Za-z0-9._-]/g, '-') || 'model';
 }

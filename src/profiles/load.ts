@@ -27,7 +27,7 @@ function findBuiltin(): string {
 }
 export const BUILTIN_DIR = findBuiltin() + '/';
 
-export function profileDirs(extra?: string): string[] {
+function profileDirs(extra?: string): string[] {
   const dirs: string[] = [];
   if (extra) {
     // A --profiles folder that is missing or not a folder is a mistake to say, not to ignore.
@@ -117,7 +117,7 @@ function shown(v: unknown): string {
  * `engine.dtype: "fp9" is not one of auto, half, ... (fix: ...)`. `input` is what was parsed, so
  * the value can be quoted.
  */
-export function zodProblems(error: z.ZodError, prefix = '', input?: unknown): Problem[] {
+function zodProblems(error: z.ZodError, prefix = '', input?: unknown): Problem[] {
   const out: Problem[] = [];
   const SCHEMA_FIX = 'see `sparkctl profiles schema`';
   for (const issue of error.issues) {

@@ -11,12 +11,6 @@ import { FACT_VERSIONS } from './vllm-fact-versions.js';
 import { memorySettings, isMtpMethod, isFreeMethod, type SpecSetting } from './serve-args.js';
 import { flagAgrees, onlineScheme, NOMINAL_BYTES } from '../model/quant.js';
 
-export function kvDtypeBytes(p: Profile): number {
-  if (p.engine.kvCacheDtype.startsWith('fp8')) return 1;
-  if (p.engine.dtype === 'float32') return 4;
-  return 2;
-}
-
 /** Memory vLLM needs beyond weights and KV cache: activations, CUDA graphs, NCCL buffers, allocator slack. */
 export function reserveBytes(p: Profile): number {
   const base = 1.5 * GiB;
@@ -66,13 +60,13 @@ export interface MemoryPlan {
 }
 
 /** The target vLLM whose rules the plan follows: the profile's resolved version, else the newest table. */
-export function planVersion(p: Profile): string {
+function planVersion(p: Profile): string {
   const v = p.engine.vllmVersion;
   return v && v !== 'auto' && parseVersion(v) ? v : FACT_VERSIONS[FACT_VERSIONS.length - 1]!;
 }
 
 /** vLLM's default --max-num-batched-tokens for the API server (arg_utils.py _get_default_max_num_batched_tokens, 0.28 table). */
-export function defaultMaxNumBatchedTokens(gpuMemoryBytes: number): number {
+function defaultMaxNumBatchedTokens(gpuMemoryBytes: number): number {
   if (gpuMemoryBytes >= 160 * GiB) return 16384;
   // >= 70 GiB and not an A100: 8192; the planner does not know the GPU's name, and an A100-80GB gets 2048
   return gpuMemoryBytes >= 70 * GiB ? 8192 : 2048;
@@ -287,7 +281,7 @@ export interface WeightsFigure {
  * disagrees with the checkpoint is refused by vLLM (model.py _verify_quantization); one on an unquantized checkpoint
  * quantizes online (fp8 and its shorthands) or cannot load.
  */
-export function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): WeightsFigure {
+function weightsFigure(profile: Profile, m: ModelFacts, spec?: SpecSetting): WeightsFigure {
   const p = profile;
   const q = p.engine.quantization?.toLowerCase() || undefined;
   const notes: string[] = [];

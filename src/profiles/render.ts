@@ -7,7 +7,7 @@ import { checkArgv, optionStatus, targetVersion, type FlagProblem } from './vllm
 
 const atLeast = (v: string, min: string) => compareVersions(v, min) >= 0;
 
-export function modelArg(p: Profile): string {
+function modelArg(p: Profile): string {
   return p.model.path ?? p.model.id!;
 }
 
@@ -36,7 +36,7 @@ export function clusterExecutor(p: Profile): 'ray' | 'native' | undefined {
   return nativeMultiNode(p.engine.vllmVersion) ? 'native' : 'ray';
 }
 
-export const nativeMultiNode = (vllmVersion: string) => optionStatus(targetVersion(vllmVersion), '--nnodes') === 'yes';
+const nativeMultiNode = (vllmVersion: string) => optionStatus(targetVersion(vllmVersion), '--nnodes') === 'yes';
 
 export function parallelArgs(p: Profile): string[] {
   const out = ['--tensor-parallel-size', String(p.parallel.tensor), '--pipeline-parallel-size', String(p.parallel.pipeline)];
@@ -94,7 +94,7 @@ export function engineArgs(p: Profile): string[] {
  * win over --kv-cache-memory-bytes without a word (vllm/platforms/cpu.py). With the size in the
  * profile, the variable an operator's shell or a CI image exports must not reach the server.
  */
-export function cpuKvOverride(p: Profile): string[] {
+function cpuKvOverride(p: Profile): string[] {
   return p.engine.kvCacheMemoryBytes !== undefined ? ['VLLM_CPU_KVCACHE_SPACE'] : [];
 }
 
@@ -109,7 +109,7 @@ export function replicaAddress(p: Profile, replica: number): { host: string; por
   return { host: '127.0.0.1', port: (p.router!.replicaPort ?? p.server.port + 1) + replica };
 }
 
-export function serverArgs(p: Profile, replica: number): string[] {
+function serverArgs(p: Profile, replica: number): string[] {
   const a = replicaAddress(p, replica);
   const drain = shutdownTimeoutArg(p);
   return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : []), ...sleepModeArgs(p)];
@@ -119,14 +119,14 @@ export function serverArgs(p: Profile, replica: number): string[] {
  * server.sleepMode: --enable-sleep-mode where the target vLLM's table has it (every table from 0.9;
  * validation refuses the setting elsewhere, so an unknown flag never stops a start).
  */
-export function sleepModeArgs(p: Profile): string[] {
+function sleepModeArgs(p: Profile): string[] {
   if (!p.server.sleepMode) return [];
   const st = optionStatus(p.engine.vllmVersion, '--enable-sleep-mode');
   return st === 'yes' || st === 'maybe' ? ['--enable-sleep-mode'] : [];
 }
 
 /** The routes /sleep, /wake_up and /is_sleeping exist only with VLLM_SERVER_DEV_MODE=1 (vllm/entrypoints/serve/sleep/api_router.py, attach_router). */
-export function sleepModeEnv(p: Profile): Record<string, string> {
+function sleepModeEnv(p: Profile): Record<string, string> {
   return sleepModeArgs(p).length ? { VLLM_SERVER_DEV_MODE: '1' } : {};
 }
 
@@ -199,7 +199,7 @@ export function cpuBuild(version: string | undefined): boolean {
  * ran 1.4 s in 53 s). Several CPU replicas on one host share the cores by the kernel's scheduler
  * instead (nobind), unless the profile sets the binding itself.
  */
-export function cpuBindEnv(p: Profile, replicas: number, cpu: boolean | undefined): Record<string, string> {
+function cpuBindEnv(p: Profile, replicas: number, cpu: boolean | undefined): Record<string, string> {
   if (!cpu || replicas < 2 || p.parallel.nodes > 1 || 'VLLM_CPU_OMP_THREADS_BIND' in p.env) return {};
   return { VLLM_CPU_OMP_THREADS_BIND: 'nobind' };
 }

@@ -72,7 +72,7 @@ export function routerDrainSeconds(p: Pick<Profile, 'server' | 'router'>): numbe
   return replicas > 0 ? replicas : 30;
 }
 
-export const routerName = (profile: string) => `${profile}-router`;
+const routerName = (profile: string) => `${profile}-router`;
 
 /** One port a serve of the profile takes: whose it is, the field it comes from, and the --set that moves it. */
 export interface PortRole {

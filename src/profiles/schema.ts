@@ -107,7 +107,7 @@ export const EngineBlock = z.strictObject({
     ),
 });
 
-export const ParallelBlock = z.strictObject({
+const ParallelBlock = z.strictObject({
   tensor: positiveInt.default(1),
   pipeline: positiveInt.default(1),
   replicas: z
@@ -120,7 +120,7 @@ export const ParallelBlock = z.strictObject({
   gpusPerNode: positiveInt.optional(),
 });
 
-export const ServerBlock = z.strictObject({
+const ServerBlock = z.strictObject({
   host: z
     .string()
     .default('127.0.0.1')
@@ -163,15 +163,15 @@ export const PrewarmBlock = z.strictObject({
 export { ProbeBlock };
 
 /** vLLM's latency histogram bounds (v1/metrics/loggers.py): an SLO target must be one, or its burn rate cannot be read from the buckets. */
-export const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
-export const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
 const sloBound = (what: string, bounds: number[]) =>
   z
     .number()
     .positive()
     .refine((v) => bounds.includes(v), { message: `must be a bucket bound of vLLM's ${what} histogram: ${bounds.join(', ')}` });
 
-export const SloBlock = z.strictObject({
+const SloBlock = z.strictObject({
   objective: z.number().gt(0).lt(1).default(0.99).describe('Share of requests that must meet each latency target (monitoring rules: burn rates)'),
   ttftSeconds: sloBound('time-to-first-token', TTFT_BUCKETS).default(2.5).describe('Time to first token target, seconds'),
   itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
@@ -253,7 +253,7 @@ export const ContainerBlock = z.strictObject({
 });
 export type ContainerBlock = z.infer<typeof ContainerBlock>;
 
-export const UpgradeBlock = z.strictObject({
+const UpgradeBlock = z.strictObject({
   ttftRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's TTFT p50 may be at most this many times the current replica's"),
   tpotRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's time per output token (after the first) p50, at most this many times the current's"),
   throughputRatio: z.number().min(0).max(1).default(0.67).describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
@@ -295,7 +295,7 @@ export type Profile = z.infer<typeof Profile>;
 
 // ---- platform baselines ----
 
-export const VersionRuleSchema = z.union([
+const VersionRuleSchema = z.union([
   z.strictObject({ exact: z.string() }),
   z.strictObject({ min: z.string(), max: z.string().optional() }),
   z.strictObject({ oneOf: z.array(z.string()).min(1) }),

@@ -270,8 +270,8 @@ export function textProblems(p: unknown): Problem[] {
 }
 
 /** RFC 1123 label (namespaces) and RFC 1035 label (Service names): what Kubernetes accepts as a name. */
-export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-export const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /**
  * What Kubernetes needs of the names `sparkctl k8s` derives: the Deployment/Service/LeaderWorkerSet

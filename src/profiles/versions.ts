@@ -55,7 +55,7 @@ export function releaseOf(v: string): string {
 export const gte = (a: string, b: string) => compareVersions(a, b) >= 0;
 
 /** "2.1.2+cu121" has the same version as "2.1.2" plus a build; prefix match on dotted parts. */
-export function versionMatchesPrefix(actual: string, wanted: string): boolean {
+function versionMatchesPrefix(actual: string, wanted: string): boolean {
   const pa = parseVersion(actual);
   const pw = parseVersion(wanted);
   if (!pa || !pw) return false;
@@ -85,7 +85,7 @@ export function satisfies(actual: string, rule: VersionRule): boolean {
 }
 
 /** Minimum Linux driver for a CUDA toolkit (CUDA release notes, table 3). */
-export const CUDA_MIN_DRIVER: Array<[string, string]> = [
+const CUDA_MIN_DRIVER: Array<[string, string]> = [
   ['13.0', '580.65.06'],
   ['12.9', '575.51.03'],
   ['12.8', '570.26'],

@@ -192,7 +192,7 @@ function allowedValues(version: string, flag: string): string[] {
 }
 
 /** The first table version that has the option (for "first seen in"). */
-export function firstVersionWith(flag: string): string | undefined {
+function firstVersionWith(flag: string): string | undefined {
   return ADDED[flag] ?? VLLM_FACTS.find((t) => has(t, flag))?.version;
 }
 

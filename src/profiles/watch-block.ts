@@ -3,7 +3,7 @@
 // the whole profile schema to read its defaults.
 import { z } from 'zod';
 
-export const WATCH_ACTIONS = ['restart', 'alert', 'none'] as const;
+const WATCH_ACTIONS = ['restart', 'alert', 'none'] as const;
 
 export const WatchBlock = z.strictObject({
   action: z.enum(WATCH_ACTIONS).default('restart').describe('what a dead or wedged server gets: restart (and alert), alert only, or none (the verdict is logged)'),

@@ -3,7 +3,7 @@
 // `show stat` is parsed by its own header and a row without the fields we need is dropped.
 import { connect } from 'node:net';
 
-export class RouterApiError extends Error {}
+class RouterApiError extends Error {}
 
 /** Send one command; resolves with HAProxy's answer. Every call has a deadline. */
 export function runtimeCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {

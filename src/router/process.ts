@@ -45,7 +45,7 @@ export function requireHaproxy(bin?: string): string {
 }
 
 /** `haproxy -c -f FILE`: HAProxy's own verdict on a config. */
-export function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): Promise<{ ok: boolean; output: string }> {
+function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
     execFile(haproxy, ['-c', '-f', file], { timeout: timeoutMs, env: { PATH: process.env.PATH ?? '' } }, (err, stdout, stderr) => {
       resolve({ ok: !err, output: `${stdout}${stderr}`.trim() });
@@ -57,7 +57,7 @@ export function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): 
  * The router's folder: created 0700, and refused if it is a link or someone else's (the runtime
  * API socket in it has admin level: whoever can connect can take every replica out).
  */
-export function ensureRouterDir(dir: string): void {
+function ensureRouterDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
   if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`router folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);

@@ -11,7 +11,7 @@ import type { RouterLaunched } from '../engine/router-driver.js';
 import { launchRouter, waitRouterReady, requireHaproxy } from './process.js';
 import { serverState } from './api.js';
 
-export function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
+function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
   const prof = plan.profile;
   return {
     version: 1,
@@ -42,7 +42,7 @@ export function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLau
   };
 }
 
-export const routerUrl = (r: Pick<RouterPlan, 'bind'>) => `http://${r.bind.host === '0.0.0.0' || r.bind.host === '::' ? '127.0.0.1' : r.bind.host}:${r.bind.port}`;
+const routerUrl = (r: Pick<RouterPlan, 'bind'>) => `http://${r.bind.host === '0.0.0.0' || r.bind.host === '::' ? '127.0.0.1' : r.bind.host}:${r.bind.port}`;
 
 function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
   return {

@@ -28,7 +28,7 @@ export interface Capacity {
 
 export class EngineDead extends Error {}
 /** The client went away: vLLM aborts the request (frees its slot and KV blocks, queued or running). */
-export class RequestAborted extends Error {
+class RequestAborted extends Error {
   constructor() {
     super('request aborted: the client disconnected');
   }

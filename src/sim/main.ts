@@ -37,7 +37,7 @@ export interface Faults {
   exitAfterS?: number;
 }
 
-export function parseFaults(spec: string): Faults {
+function parseFaults(spec: string): Faults {
   const f: Faults = {};
   for (const item of spec
     .split(',')

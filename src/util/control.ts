@@ -13,7 +13,7 @@ const CONTROLS_BUT_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029
 export const hasControl = (s: string): boolean => CONTROL.test(s);
 
 /** One control character as it is shown: \x1b, \x7f, \u009b, \u2028. */
-export const escapedChar = (ch: string): string => {
+const escapedChar = (ch: string): string => {
   const n = ch.charCodeAt(0);
   return n <= 0xff && n < 0x80 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
 };

@@ -25,7 +25,7 @@ export function nearestNames(name: string, names: readonly string[]): string[] {
   return out;
 }
 
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];

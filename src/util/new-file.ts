@@ -36,18 +36,6 @@ export function checkOutputFile(path: string, what: string, fix = 'give a file n
   }
 }
 
-/**
- * Write a file a user named on the command line (--html, --save-result, --out FILE): the atomic
- * writer, with every fs error as bad input (exit 2) naming the flag, the path and the fix.
- */
-export function writeOutputFile(path: string, content: string | Uint8Array, what: string, fix = 'give a file name in an existing, writable folder'): void {
-  try {
-    writeFileAtomic(path, content);
-  } catch (e) {
-    throw fsProblem(e, what, path, fix);
-  }
-}
-
 export interface NewFileOptions {
   /** replace an existing regular file (never a link, folder or device) */
   force?: boolean;

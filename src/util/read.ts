@@ -134,7 +134,7 @@ export function readTextSync(path: string, o: ReadOptions): string {
 }
 
 /** The async twin of readRegularFileSync (the model reader and the Host read through it). */
-export async function readRegularFile(path: string, o: ReadOptions): Promise<Buffer> {
+async function readRegularFile(path: string, o: ReadOptions): Promise<Buffer> {
   const before = o.noFollow ? await lstat(path) : await stat(path);
   checkStat(path, before, o);
   const fh = await open(path, flags(o));

@@ -51,7 +51,7 @@ export const usdArg =
   };
 
 /** A share in (0, max] (--utilization). */
-export const shareArg =
+const shareArg =
   (flag: string, max = 1, example = '0.78') =>
   (v: string) => {
     const n = decimal(flag, v, `a share such as ${flag} ${example}`);

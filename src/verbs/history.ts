@@ -23,7 +23,7 @@ export interface CostCli {
   profiles?: string;
 }
 
-export const CRON_LINE = '*/5 * * * * sparkctl probe --all --quiet --deadline 4m --prometheus /var/lib/node_exporter/textfile_collector/sparkctl.prom';
+const CRON_LINE = '*/5 * * * * sparkctl probe --all --quiet --deadline 4m --prometheus /var/lib/node_exporter/textfile_collector/sparkctl.prom';
 
 const positive = (flag: string, v: string | undefined, max = Infinity): number | undefined => {
   if (v === undefined) return undefined;

@@ -40,7 +40,7 @@ export function pullTarget(arg: string, opts: Pick<PullOptions, 'revision' | 'pr
 }
 
 /** The library's failures, each to its row of the exit-code table, with the fix. */
-export function pullError(e: unknown, cmd: string): unknown {
+function pullError(e: unknown, cmd: string): unknown {
   if (e instanceof DiskFull)
     return new UsageError(`not enough disk space in ${e.folder}: the pull needs ${formatBytes(e.need)} more, ${formatBytes(e.free)} are free`, [
       'free space there, or point HF_HUB_CACHE (or HF_HOME) at a larger disk',

@@ -8,14 +8,14 @@ import { say } from '../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../errors.js';
 
 /** The replicas a name stands for (routers left out: they have nothing to put to sleep). */
-export function targetsOf(name: string) {
+function targetsOf(name: string) {
   const found = new Registry(stateDir()).find(name).filter((e) => e.alive && e.inst.role !== 'router');
   if (!found.length) throw new UsageError(`no running server named ${name}`, ['sparkctl status lists them']);
   return found.map((e) => e.inst);
 }
 
 /** unreachable (3) before not started with sleep mode (2) before refused (1). */
-export function sleepExitCode(rs: Pick<SleepOutcome, 'result'>[]): ExitCode {
+function sleepExitCode(rs: Pick<SleepOutcome, 'result'>[]): ExitCode {
   if (rs.some((r) => r.result === 'unreachable')) return ExitCode.unreachable;
   if (rs.some((r) => r.result === 'unsupported')) return ExitCode.badInput;
   if (rs.some((r) => r.result === 'refused')) return ExitCode.problems;

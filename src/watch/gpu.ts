@@ -40,8 +40,8 @@ export interface GpuFinding {
 }
 
 /** A Spark keeps at least this much of its unified memory for the OS, or this share of it, the larger (below: a finding). */
-export const SPARK_OS_MIN_BYTES = 4 * 1024 ** 3;
-export const SPARK_OS_MIN_SHARE = 0.05;
+const SPARK_OS_MIN_BYTES = 4 * 1024 ** 3;
+const SPARK_OS_MIN_SHARE = 0.05;
 
 const busKey = (b: string | undefined) =>
   (b ?? '')

@@ -13,7 +13,7 @@ import { engineNumbers } from './signals.js';
 import type { Owner, Reading } from './verdict.js';
 
 /** /metrics of a big server is ~100 KB; more than this is no answer a watcher needs */
-export const METRICS_MAX_BYTES = 2 * 1024 * 1024;
+const METRICS_MAX_BYTES = 2 * 1024 * 1024;
 
 /**
  * The engine-core process of a vLLM server, by proof rather than by its name alone: a child of the
@@ -41,7 +41,7 @@ export function engineCoreOf(apiPid: number, pgid: number): { pid: number; start
 }
 
 /** A member of the group stopped by a signal (state T, t: SIGSTOP, a debugger), by pid and name. */
-export function stoppedMember(pgid: number): string | undefined {
+function stoppedMember(pgid: number): string | undefined {
   if (!pgid) return undefined;
   for (const pid of groupMembers(pgid)) {
     const f = statFields(pid);

@@ -42,7 +42,7 @@ export interface EngineNumbers {
 }
 
 /** The keys compared between two readings to see whether the engine did anything. */
-export const PROGRESS_KEYS = ['generation', 'prompt', 'iterations', 'prefills', 'finished', 'preemptions', 'kv', 'running', 'waiting'] as const;
+const PROGRESS_KEYS = ['generation', 'prompt', 'iterations', 'prefills', 'finished', 'preemptions', 'kv', 'running', 'waiting'] as const;
 
 const ok = (v: number | undefined, max = Number.MAX_SAFE_INTEGER) => (v !== undefined && Number.isFinite(v) && v >= 0 && v <= max ? v : undefined);
 

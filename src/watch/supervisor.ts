@@ -357,9 +357,9 @@ export class Watcher {
 }
 
 /** How often the host's GPUs are read (nvidia-smi takes 0.1-1 s and wakes the driver): at most this often. */
-export const GPU_EVERY_MS = 15_000;
+const GPU_EVERY_MS = 15_000;
 /** How often a multi-node server's ranks are read on their nodes (an ssh each): at most this often, whatever the interval. */
-export const RANKS_EVERY_MS = 10_000;
+const RANKS_EVERY_MS = 10_000;
 const clusterKey = (c: ClusterRecord) => `${c.profile} (multi-node)`;
 /** A cluster record as the incident and policy code reads an entry: the head's address, the profile. */
 function clusterEntry(c: ClusterRecord): Entry {

@@ -81,7 +81,7 @@ function metricReadings(rs: readonly Reading[]): Array<{ at: number; m: EngineNu
 }
 
 /** When the current quiet spell began (the first reading of the run of unchanged values at the end), and the longest earlier spell that ended in progress while the engine held requests. */
-export function quietSpells(rs: readonly Reading[]): { since?: number; sinceIndex?: number; longestEndedMs: number } {
+function quietSpells(rs: readonly Reading[]): { since?: number; sinceIndex?: number; longestEndedMs: number } {
   const ms = metricReadings(rs);
   if (!ms.length) return { longestEndedMs: 0 };
   let start = 0;

@@ -78,7 +78,7 @@ export type ChildExit = { code: number | null; signal: NodeJS.Signals | null; er
  * How a supervised child ended, on its launch record: `exit` is set and `exited` resolves once it
  * failed to start (errorText says why) or exited (exitCode maps its status, e.g. a log follower's).
  */
-export function watchExit(
+function watchExit(
   l: { exit: ChildExit | undefined; exited: Promise<void> },
   child: ChildProcess,
   errorText: (e: NodeJS.ErrnoException) => string,

@@ -175,7 +175,7 @@ export function proveContainer(record: { containerId?: string; marker?: string }
 
 /** The state folder that launched it: orphans are looked for among this folder's containers only. */
 export const STATE_LABEL = 'io.sparkctl.state';
-export const PROFILE_LABEL = 'io.sparkctl.profile';
+const PROFILE_LABEL = 'io.sparkctl.profile';
 /** What the Hugging Face cache is mounted as inside the image (both images run as root). */
 export const CONTAINER_HF_CACHE = '/root/.cache/huggingface';
 /**
@@ -215,7 +215,7 @@ export function detectCli(p: Pick<Profile, 'container'>, onPath: (bin: string) =
   throw new UsageError('engine.runtime container: neither podman nor docker is on PATH', ['install podman (apt-get install podman) or docker, or --set engine.runtime=host']);
 }
 
-export function binOnPath(bin: string, path = process.env.PATH ?? ''): boolean {
+function binOnPath(bin: string, path = process.env.PATH ?? ''): boolean {
   return path.split(':').some((d) => {
     if (!d) return false;
     try {
@@ -309,7 +309,7 @@ export function hfCacheDir(p: Profile, env: NodeJS.ProcessEnv = process.env): st
 }
 
 /** Ray places workers over the host network: a published port cannot carry it. */
-export function usesHostNetwork(p: Profile): boolean {
+function usesHostNetwork(p: Profile): boolean {
   return settingsOf(p).network === 'host' || p.parallel.executor === 'ray' || p.parallel.nodes > 1;
 }
 
@@ -330,7 +330,7 @@ export function containerVllmArgs(r: Pick<ReplicaPlan, 'argv'>, executableLen: n
  * The model argument (first after `serve`) by its absolute path when the profile gave a relative one;
  * the name clients use stays what it was (vLLM would otherwise serve it under the absolute path).
  */
-export function withModelPath(args: string[], given: string | undefined, abs: string | undefined): string[] {
+function withModelPath(args: string[], given: string | undefined, abs: string | undefined): string[] {
   if (!given || !abs || given === abs || args[0] !== given) return args;
   const named = args.includes('--served-model-name');
   return [abs, ...(named ? [] : ['--served-model-name', given]), ...args.slice(1)];

@@ -12,7 +12,7 @@ import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { isPep440 } from '../../profiles/versions.js';
 
 /** The label NVIDIA's vLLM images carry. */
-export const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
+const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
 /** Marks the short-lived container that reads the version (so one that outlived its deadline can be found and removed). */
 export const PROBE_LABEL = 'io.sparkctl.version-probe';
 
@@ -118,7 +118,7 @@ export function versionFromOutput(stdout: string): string | undefined {
 }
 
 /** What the image's own vLLM is asked, in order; each run with no network, no GPU, never pulling, removed after. */
-export function probeArgvs(cli: ContainerCli, cliArgs: readonly string[], image: string, probeId: string): string[][] {
+function probeArgvs(cli: ContainerCli, cliArgs: readonly string[], image: string, probeId: string): string[][] {
   const base = [cli, 'run', '--rm', '--network=none', '--pull=never', '--label', `${PROBE_LABEL}=${probeId}`];
   return [
     [...base, '--entrypoint', 'python3', image, '-c', 'import importlib.metadata as m; print(m.version("vllm"))'],
@@ -136,7 +136,7 @@ export interface ImageVllm {
 }
 
 /** Each in-image read's deadline (a container start and an import of vLLM, on a host that may be busy). */
-export const IMAGE_READ_TIMEOUT_MS = 120_000;
+const IMAGE_READ_TIMEOUT_MS = 120_000;
 
 type Cache = Record<string, { version: string; source: 'label' | 'image' }>;
 const CACHE_ENTRIES = 64;

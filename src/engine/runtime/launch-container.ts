@@ -13,7 +13,7 @@ import { cliRun, failureLine, proveRecord, rememberCli, writeLedger, type Contai
 import type { ReplicaRun } from './runtime.js';
 
 /** The fix for a container of our name that is already there. */
-export function leftoverFix(cli: string, name: string): string[] {
+function leftoverFix(cli: string, name: string): string[] {
   return [`check it is not in use (${cli} ps -a --filter name=^${name}$; ${cli} logs ${name}), then remove it: ${cli} rm ${name}`, 'sparkctl never replaces a container it cannot prove it launched'];
 }
 

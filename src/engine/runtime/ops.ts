@@ -87,7 +87,7 @@ export function failureLine(stderr: string): string | undefined {
 const NOT_FOUND = /no such (object|container)|no container with name or id|not found/i;
 
 /** The ids of containers carrying label=value (running or not). */
-export function idsByLabel(cli: ContainerCli, cliArgs: readonly string[], label: string, value: string): string[] | undefined {
+function idsByLabel(cli: ContainerCli, cliArgs: readonly string[], label: string, value: string): string[] | undefined {
   const r = cliRun(withCliArgs([cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${label}=${value}`], cliArgs), { timeoutMs: 15_000 });
   if (r.error || r.code !== 0) return undefined;
   return r.stdout
@@ -189,7 +189,7 @@ export async function killContainer(rec: ContainerRecord): Promise<boolean> {
 }
 
 /** The CLIs a state folder has launched containers with (so status looks for orphans there, and only there). */
-export function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string[] }> {
+function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string[] }> {
   const f = join(stateDir, 'containers.json');
   if (!existsSync(f)) return [];
   try {
@@ -232,7 +232,7 @@ const ledgerDir = (stateDir: string) => join(stateDir, 'containers');
 const MARKER = /^[0-9a-f-]{36}$/;
 
 /** The ledger record's file and the cid file of one launch (the marker is sparkctl's random UUID). */
-export function ledgerPaths(stateDir: string, marker: string): { record: string; cidFile: string } {
+function ledgerPaths(stateDir: string, marker: string): { record: string; cidFile: string } {
   if (!MARKER.test(marker)) throw new Error(`not a launch marker: ${JSON.stringify(marker)}`);
   return { record: join(ledgerDir(stateDir), `${marker}.json`), cidFile: join(ledgerDir(stateDir), `${marker}.cid`) };
 }

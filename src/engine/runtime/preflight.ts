@@ -16,7 +16,7 @@ export interface ContainerCheck {
   fix?: string;
 }
 
-export const CONTAINER_CHECK_IDS = ['container.cli', 'container.image', 'container.oci-runtime', 'container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const;
+const CONTAINER_CHECK_IDS = ['container.cli', 'container.image', 'container.oci-runtime', 'container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const;
 export type ContainerCheckId = (typeof CONTAINER_CHECK_IDS)[number];
 
 export type Runner = (argv: string[], timeoutMs: number) => Promise<CliResult>;

@@ -10,7 +10,7 @@ import { MARKER_LABEL, NAME_LABEL, STATE_LABEL, NVIDIA_ULIMITS, type ContainerSp
 import { UsageError } from '../../errors.js';
 
 /** The [Container] keys rendered here and the podman release whose quadlet first reads each. */
-export const QUADLET_KEY_SINCE: Record<string, string> = {
+const QUADLET_KEY_SINCE: Record<string, string> = {
   Image: '4.4',
   ContainerName: '4.4',
   Label: '4.4',
@@ -32,7 +32,7 @@ function refuse(what: string, v: string): never {
 }
 
 /** A raw value (quadlet reads Image=, ContainerName=, Volume=, ... as is and copies it into ExecStart=): specifiers and variables escaped. */
-export function rawValue(what: string, v: string): string {
+function rawValue(what: string, v: string): string {
   if (CONTROL.test(v) || v.includes('\\') || /^\s|\s$/.test(v) || v === '') refuse(what, v);
   return v.replace(/%/g, '%%').replace(/\$/g, '$$$$');
 }

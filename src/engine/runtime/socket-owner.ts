@@ -29,7 +29,7 @@ function readOrNull(f: string): string | null {
 }
 
 /** Socket inodes among a process's open files ([] when gone or not ours to read). */
-export function socketInodesOf(pid: number): string[] {
+function socketInodesOf(pid: number): string[] {
   let fds: string[];
   try {
     fds = readdirSync(`/proc/${pid}/fd`);
@@ -58,7 +58,7 @@ export interface ProcReader {
   socketsOf(pid: number): string[];
 }
 
-export const LOCAL_PROC: ProcReader = { read: readOrNull, socketsOf: socketInodesOf };
+const LOCAL_PROC: ProcReader = { read: readOrNull, socketsOf: socketInodesOf };
 
 /**
  * true: one of these processes holds a socket listening on the port; false: someone else does (or

@@ -77,7 +77,7 @@ export const CONTAINER_TRAITS: RuntimeTraits = {
 };
 
 /** The hub cache a container of this profile sees (mounted at /root/.cache/huggingface): its hub/ folder. */
-export function containerHubCache(p: Profile, env: Record<string, string | undefined>): string {
+function containerHubCache(p: Profile, env: Record<string, string | undefined>): string {
   if (!p.container?.hfCache && env.HF_HUB_CACHE) return env.HF_HUB_CACHE;
   return join(hfCacheDir(p, env as NodeJS.ProcessEnv), 'hub');
 }

@@ -20,7 +20,7 @@ export function execArg(a: string): string {
 }
 
 /** Where a podman run unit keeps its container's id: %t is systemd's runtime folder, %n the unit's name (written as is, not escaped). */
-export const CIDFILE = '%t/%n.ctr-id';
+const CIDFILE = '%t/%n.ctr-id';
 
 export interface UnitExec {
   /** systemd's name for the unit (<name>.service) */

@@ -52,7 +52,7 @@ export interface ImportOptions {
 }
 
 /** The DGX Spark baseline: sparkrun recipes are written for it (one GB10 GPU per node). */
-export const SPARK_PLATFORM = 'dgx-spark-gb10';
+const SPARK_PLATFORM = 'dgx-spark-gb10';
 
 const CONTROLS = new RegExp(CONTROL.source, 'g');
 /** A recipe key as a report shows it: one line, no escape sequences, bounded. */

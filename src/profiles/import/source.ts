@@ -9,8 +9,8 @@ import { redactUrl } from '../../util/redact.js';
 import { http } from '../../client/http.js';
 
 /** A recipe is a few KiB; the largest in the public registries is under 4 KiB. */
-export const RECIPE_MAX_BYTES = 1024 * 1024;
-export const RECIPE_TIMEOUT_MS = 15_000;
+const RECIPE_MAX_BYTES = 1024 * 1024;
+const RECIPE_TIMEOUT_MS = 15_000;
 
 export interface RecipeSource {
   /** the file or URL as given (a URL with its credentials masked) */
@@ -23,7 +23,7 @@ export interface RecipeSource {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
-export const isUrl = (s: string) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(s);
+const isUrl = (s: string) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(s);
 
 function checkText(text: string, where: string): void {
   if (text.includes('\u0000')) throw new UsageError(`${where}: has NUL bytes, not a YAML text`, ['give a sparkrun recipe (a .yaml text file)']);
@@ -38,7 +38,7 @@ const done = (source: string, kind: RecipeSource['kind'], text: string): RecipeS
   bytes: Buffer.byteLength(text),
 });
 
-export function readRecipeFile(file: string): RecipeSource {
+function readRecipeFile(file: string): RecipeSource {
   let text: string;
   try {
     text = readTextSync(file, { maxBytes: RECIPE_MAX_BYTES, what: 'recipe' });
@@ -57,7 +57,7 @@ function rawHint(u: URL): string | undefined {
   return m ? `the raw file: https://raw.githubusercontent.com/${m[1]}/${m[2]}/${m[3]}` : undefined;
 }
 
-export async function readRecipeUrl(url: string, o: { timeoutMs?: number } = {}): Promise<RecipeSource> {
+async function readRecipeUrl(url: string, o: { timeoutMs?: number } = {}): Promise<RecipeSource> {
   let u: URL;
   try {
     u = new URL(url);

@@ -163,7 +163,7 @@ async function measure(
  * Random prompts the server could never take are refused before one is built (exit 2): prefix +
  * input (+ output) past the max model len /v1/models states for the model (vLLM lists it).
  */
-export function checkFitsServer(plan: Pick<BenchPlan, 'inputLen' | 'prefixLen' | 'outputLen' | 'rangeRatio'>, maxModelLen: number | undefined, model: string): void {
+function checkFitsServer(plan: Pick<BenchPlan, 'inputLen' | 'prefixLen' | 'outputLen' | 'rangeRatio'>, maxModelLen: number | undefined, model: string): void {
   if (maxModelLen === undefined) return;
   const longest = plan.prefixLen + Math.floor(plan.inputLen * (1 + plan.rangeRatio));
   const total = longest + (plan.outputLen ?? 128);

@@ -153,7 +153,7 @@ export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'al
 }
 
 /** A router with no live entry: unhealthy, saying whether its port refuses connections (nothing is sent but a TCP connect). */
-export async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: string, name: string, timeoutMs = 2000): Promise<ProbeResult> {
+async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: string, name: string, timeoutMs = 2000): Promise<ProbeResult> {
   const t0 = performance.now();
   const { connect } = await import('node:net');
   const answered = await new Promise<string | undefined>((resolve) => {
@@ -281,7 +281,7 @@ export function verdictCode(results: Pick<ProbeResult, 'state'>[]): ExitCode {
 }
 
 /** The running cost over the last 24 h of history, for the textfile (targets with a known price). */
-export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price: number }>, now = Date.now()): Promise<string[]> {
+async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price: number }>, now = Date.now()): Promise<string[]> {
   if (!priced.length) return [];
   const [{ computeCost }, { readHistory }] = await Promise.all([import('../../history/cost.js'), import('../../history/read.js')]);
   // one group per family: the exposition format wants a family's samples together
@@ -322,7 +322,7 @@ export async function costGauges(dir: string, priced: Array<{ t: InstanceTarget;
  * token, the compile cache's verdict and each phase's end. A --url target or a multi-node server
  * (serve --nodes: its ranks' starts are not measured yet) has none.
  */
-export function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }): Sample['boot'] {
+function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }): Sample['boot'] {
   const r = startOf(t.instance?.start);
   const at = t.instance?.startedAt;
   if (!r || !at || Number.isNaN(Date.parse(at))) return undefined;
@@ -339,7 +339,7 @@ export function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }
  * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
  * the compile cache's verdict. Nothing for a target without a measured start.
  */
-export function startGauges(targets: Array<{ name: string; instance?: { startedAt?: string; start?: unknown } }>): string[] {
+function startGauges(targets: Array<{ name: string; instance?: { startedAt?: string; start?: unknown } }>): string[] {
   const boots = targets.map((t) => ({ name: t.name, b: bootOf(t) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
   if (!boots.length) return [];
   const tl = (n: string) => `target="${esc(n)}"`;

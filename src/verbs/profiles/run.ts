@@ -90,7 +90,7 @@ export async function schema() {
 }
 
 /** The profile `profiles init` writes: every choice commented with why, the model's facts left to its config.json. */
-export function initYaml(r: Prepared, model: string): string {
+function initYaml(r: Prepared, model: string): string {
   const p = r.profile;
   const f = r.model!.facts;
   const lines = [

@@ -110,7 +110,7 @@ export async function run(profileName: string, opts: RestartOptions) {
  * The rolling restart as it goes: one line per step, and while a replica starts or warms up a live
  * line (redrawn on a terminal; off one, a line per phase, not per percent) so no step is silent.
  */
-export function rollingRenderer(tty = Boolean(process.stderr.isTTY) && !process.env.CI): (e: RollingEvent) => void {
+function rollingRenderer(tty = Boolean(process.stderr.isTTY) && !process.env.CI): (e: RollingEvent) => void {
   const prog = progress();
   const kinds = new Map<string, string>();
   const line = (text: string, out: (l: string) => void = note) => {

@@ -7,7 +7,7 @@ import type { GpuFact } from '../../host/gpu-facts.js';
 import { Registry } from '../../engine/registry.js';
 
 /** sparkctl's own live servers by port, in words ("qwen-dev-0 (profile qwen-dev, pid 41)"): what a taken port's finding names. */
-export function holdersByPort(dir: string): Record<number, string> {
+function holdersByPort(dir: string): Record<number, string> {
   const out: Record<number, string> = {};
   try {
     for (const e of new Registry(dir).list()) if (e.alive) out[e.inst.port] = `${e.inst.name} (profile ${e.inst.profile}${e.inst.pid > 0 ? `, pid ${e.inst.pid}` : ''})`;

@@ -249,7 +249,7 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
 }
 
 /** One line per distinct warning or failure among the replicas' probe steps, with how many replicas had it. */
-export function stepDetails(probes: Array<{ steps: Array<{ step: string; status: string; detail: string }> } | undefined>): string[] {
+function stepDetails(probes: Array<{ steps: Array<{ step: string; status: string; detail: string }> } | undefined>): string[] {
   const seen = new Map<string, number>();
   for (const p of probes)
     for (const s of p?.steps ?? []) if (s.status === 'warn' || s.status === 'fail') seen.set(`${s.step} ${s.status}: ${s.detail}`, (seen.get(`${s.step} ${s.status}: ${s.detail}`) ?? 0) + 1);
@@ -264,7 +264,7 @@ function headlineFailure(o: ServeOutcome) {
   return { replica: r.name, reason: d.reason, cause: d.causeId, text: d.cause ?? d.detail, evidence: d.evidence ?? null, fix: d.fix ?? null };
 }
 
-export function serveEnvelope(o: ServeOutcome, exitCode: number): string {
+function serveEnvelope(o: ServeOutcome, exitCode: number): string {
   return envelope('serve', {
     status: o.status,
     exitCode,

@@ -23,7 +23,7 @@ import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
 
-export function planEnvelope(plan: ServePlan) {
+function planEnvelope(plan: ServePlan) {
   const rt = runtimeFor(plan);
   return {
     profile: plan.profile.name,
@@ -65,7 +65,7 @@ export function planEnvelope(plan: ServePlan) {
 }
 
 /** On unified memory (a DGX Spark) what the server leaves to the OS, the page cache and everything else: one line, or undefined on a GPU with its own memory. */
-export function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): string | undefined {
+function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): string | undefined {
   if (!r.platform.gpu.unifiedMemory || !r.host.gpuMemoryBytes) return undefined;
   const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
   const share = r.profile.engine.gpuMemoryUtilization;

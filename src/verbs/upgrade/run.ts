@@ -39,7 +39,7 @@ export interface UpgradeOptions {
 }
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
-export function canaryGpusOf(text: string | undefined): number[] | undefined {
+function canaryGpusOf(text: string | undefined): number[] | undefined {
   if (text === undefined) return undefined;
   const ids = /^\d{1,3}(,\d{1,3})*$/.test(text.trim()) ? text.trim().split(',').map(Number) : undefined;
   if (!ids) throw new UsageError(`--canary-gpus: "${text.slice(0, 40)}" is not a list of GPU indices`, ['a comma list such as 4,5 (the GPUs the canary runs on)']);
