@@ -104,12 +104,18 @@ function cpuSeconds(pid) {
   return (Number(x[11]) + Number(x[12])) / CLK;
 }
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
-const engineCore = (pgid) => {
+// the engine core by proof, as src/watch/read.ts engineCoreOf: a child of the API server (the
+// registry's proven pid), in its group, started after it, named VLLM::EngineCore by setproctitle
+const statOf = (pid) => {
+  const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return st.slice(st.lastIndexOf(')') + 2).split(' ');
+};
+const engineCore = (apiPid, pgid) => {
+  const apiStart = Number(statOf(apiPid)[19]);
   for (const d of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
-      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const pg = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[2]);
-      if (pg === pgid && /EngineCore/.test(readFileSync(`/proc/${d}/comm`, 'utf8') + readFileSync(`/proc/${d}/cmdline`, 'utf8'))) return Number(d);
+      const f = statOf(d);
+      if (Number(f[1]) === apiPid && Number(f[2]) === pgid && Number(f[19]) >= apiStart && readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'VLLM::EngineCor') return Number(d);
     } catch {}
   }
   return undefined;
@@ -132,7 +138,7 @@ async function wedgeCase() {
     const reader = res.body.getReader();
     await reader.read();
     const inst = JSON.parse(readFileSync(join(state, 'instances', readdirSync(join(state, 'instances'))[0]), 'utf8'));
-    stopped = engineCore(inst.pgid);
+    stopped = engineCore(inst.pid, inst.pgid);
     if (!stopped) throw new Error('no EngineCore process found in the server group');
     process.kill(stopped, 'SIGSTOP');
     t0 = Date.now();

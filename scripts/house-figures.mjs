@@ -85,7 +85,7 @@ if (json) {
   for (const f of long) out.push(`  ${String(f.lines).padStart(4)}  ${f.name}  src/${f.file}:${f.line}`);
   if (branches.sites?.length) {
     out.push('', 'branch sites:');
-    for (const b of branches.sites) out.push(`  src/${b.file}:${b.line}${b.text ? `  ${b.text}` : ''}`);
+    for (const b of branches.sites) out.push(`  ${b.file}:${b.line}${b.text ? `  ${b.text}` : ''}`);
   }
   console.log(out.join('\n'));
 }

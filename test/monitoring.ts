@@ -64,6 +64,15 @@ export function scenarios(s: MonitoringSpec): Record<string, Case> {
         ]
       : [];
   return {
+    // unified memory (a Spark profile): MemAvailable 2 of 100 GB for 10 minutes, then 40
+    SparkMemoryPressure: {
+      series: [
+        { series: sel('node_memory_MemAvailable_bytes', node), values: '40e9x3 2e9x10 40e9x10' },
+        { series: sel('node_memory_MemTotal_bytes', node), values: '100e9x25' },
+      ],
+      fire: { at: 12, labels: [node] },
+      clear: 20,
+    },
     VllmServerDown: { series: [{ series: sel('up', { instance: v.instance, job: s.job }), values: '1x5 0x10 1x10' }], fire: { at: 10, labels: [{ instance: v.instance, job: s.job }] }, clear: 20 },
     VllmEngineDead: {
       series: [

@@ -1,5 +1,5 @@
 // Readiness: /health answers 200 and /v1/models lists the served name. Serve waits on it after a
-// launch (engine/launch.ts, the Ray head in engine/cluster.ts) and prewarm before its first request;
+// launch (engine/launch.ts, one host and nodes alike; engine/cluster/common.ts) and prewarm before its first request;
 // what only the launcher knows (the process ended, the log went quiet, who holds the port) comes in
 // as callbacks, so the wait itself is HTTP only and sits with the client.
 import { http, type HttpResult } from './http.js';

@@ -76,6 +76,25 @@ function watcherAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
 }
 
 /** The profile's own HAProxy: down, or holding fewer replicas in rotation than the profile runs. */
+/**
+ * A DGX Spark's unified memory under pressure (issue 48 item 10), from node_exporter's meminfo and
+ * PSI collectors: MemAvailable under 5 % of MemTotal, or tasks stalled on memory more than 10 % of
+ * the time. The page cache, the KV cache and the OS share one pool there; the OOM killer comes next.
+ */
+function memoryPressureAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
+  if (!s.unifiedMemory) return [];
+  return [
+    alert(
+      'SparkMemoryPressure',
+      '(node_memory_MemAvailable_bytes / node_memory_MemTotal_bytes < 0.05) or (rate(node_pressure_memory_stalled_seconds_total[5m]) > 0.1)',
+      '5m',
+      'warning',
+      `${templateLiteral(s.servedName)}: memory pressure on the Spark {{ $labels.instance }}`,
+      'Under 5 % of the unified memory is available, or tasks stall on memory over 10 % of the time: the page cache, the KV cache and the OS compete for one pool and the OOM killer is next. Free the page cache (sync; echo 3 | sudo tee /proc/sys/vm/drop_caches), lower engine.gpuMemoryUtilization, and check swap and an OOM daemon: sparkctl preflight --only host.memory-pressure.',
+    ),
+  ];
+}
+
 function routerAlerts(s: MonitoringSpec, alert: AlertOf): AlertingRule[] {
   if (!s.router) return [];
   const job = str(`${s.job}-router`);
@@ -162,6 +181,7 @@ export function renderRules(s: MonitoringSpec): RuleFile {
       `Prometheus cannot scrape /metrics of {{ $labels.instance }} (job ${s.job}): the server is not running or not reachable.`,
     ),
     ...routerAlerts(s, alert),
+    ...memoryPressureAlerts(s, alert),
     alert(
       'VllmEngineDead',
       `sparkctl_probe_step_ok{${probe}, step=~"live|inference"} == 0 unless on (instance, job, target) sparkctl_probe_reachable{${probe}} == 0`,

@@ -4,6 +4,7 @@ import type { Profile } from '../profiles/schema.js';
 import { servedName, replicaAddress, routed } from '../profiles/render.js';
 import { planRouter, routerMetricsEndpoint } from '../profiles/router.js';
 import { vllmNames, type VllmNames } from './names.js';
+import { SHIPPED_PLATFORMS } from '../profiles/shipped-platforms.js';
 
 export interface MonitoringSpec {
   profile: string;
@@ -25,6 +26,8 @@ export interface MonitoringSpec {
   textfile: { name: string; maxAgeSeconds: number };
   gpusPerReplica: number;
   gpuHourPriceUsd?: number;
+  /** the profile's platform shares one memory between CPU and GPU (DGX Spark): the rules watch the host's memory pressure */
+  unifiedMemory?: boolean;
 }
 
 export interface SpecOptions {
@@ -58,5 +61,6 @@ export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
     textfile: { name: o.textfileName ?? 'sparkctl.prom', maxAgeSeconds: o.textfileMaxAgeSeconds ?? 900 },
     gpusPerReplica: p.parallel.tensor * p.parallel.pipeline,
     gpuHourPriceUsd: p.probe.gpuHourPriceUsd,
+    unifiedMemory: SHIPPED_PLATFORMS.find((x) => x.name === p.platform)?.gpu.unifiedMemory ?? false,
   };
 }

@@ -63,6 +63,7 @@ export const CATALOG: readonly CheckMeta[] = [
   { id: 'host.disk', area: 'host', title: 'disk room for the weights', probes: ['df', 'model'] },
   { id: 'host.cpu', area: 'host', title: 'CPU cores for the GPU workers', probes: ['si.cpu'] },
   { id: 'host.memory', area: 'host', title: 'system memory for loading the weights', probes: ['si.mem'] },
+  { id: 'host.memory-pressure', area: 'host', title: 'unified memory under pressure (DGX Spark): swap, an OOM daemon, the page cache', probes: ['meminfo', 'oomd', 'smi.query'] },
   { id: 'host.os', area: 'host', title: 'operating system and kernel', probes: ['si.os'], onRequest: "systeminformation's OS reading spawns several shells (~100 ms or more)" },
   {
     id: 'host.network',

@@ -635,6 +635,34 @@ const RUNS: Record<string, (ctx: Ctx) => CheckResult> = {
       );
     return pass(observed, `>= ${formatGiB(w)} available for the weights`);
   },
+  'host.memory-pressure'(ctx) {
+    // Only where the GPU's memory is the system's (GB10: nvidia-smi says "Not Supported", or the platform says so)
+    const unified = ctx.platform.gpu.unifiedMemory || ctx.facts.gpus.some((g) => /GB10/i.test(g.name ?? '') || /not supported/i.test(g['memory.total'] ?? ''));
+    if (!unified) return skip("the GPUs' memory is their own (not a unified-memory box such as a DGX Spark)");
+    const total = ctx.facts.memTotalBytes;
+    if (!total) return skip('/proc/meminfo gave no MemTotal');
+    const swap = ctx.facts.swapTotalBytes;
+    const daemons = ctx.facts.oomDaemons;
+    const cache = ctx.facts.pageCacheBytes;
+    const observed = [
+      swap === undefined ? 'swap not read' : swap > 0 ? `swap ${formatGiB(swap)} (${formatGiB(swap - (ctx.facts.swapFreeBytes ?? swap))} used)` : 'no swap',
+      daemons === undefined ? 'OOM daemon not read (no systemctl answer)' : daemons.length ? `OOM daemon ${daemons.join(', ')}` : 'no OOM daemon (systemd-oomd, earlyoom inactive)',
+      cache === undefined ? 'page cache not read' : `page cache ${formatGiB(cache)} of ${formatGiB(total)}`,
+    ].join('; ');
+    const expected = 'swap, and a user-space OOM daemon, so that memory pressure ends one process instead of stalling the box';
+    const fixes: string[] = [];
+    if (swap === 0)
+      fixes.push(
+        'no swap: the KV cache, the weights in the page cache and the OS share one pool, and at its end the kernel stalls reclaiming before its OOM killer acts; a swap file gives it room (sudo fallocate -l 16G /swapfile && sudo chmod 600 /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile, and a line in /etc/fstab)',
+      );
+    if (daemons && !daemons.length)
+      fixes.push('no OOM daemon: one ends the largest process early instead of letting the box freeze (sudo systemctl enable --now systemd-oomd, or sudo apt install earlyoom)');
+    if (cache !== undefined && cache > 0.1 * total)
+      fixes.push(
+        "the page cache holds the files read last (a model's weights among them) and competes with vLLM's KV cache: free it before a large load (sync; echo 3 | sudo tee /proc/sys/vm/drop_caches); serve fixes the KV size in bytes so vLLM's profiling cannot shrink it",
+      );
+    return fixes.length ? warn(observed, expected, fixes.join('; ')) : pass(observed, expected);
+  },
   'host.os'(ctx) {
     const o = ctx.facts.system.os;
     if (!o) return skip(`no OS reading: ${ctx.facts.system.why.os ?? 'systeminformation gave nothing'}`);

@@ -51,6 +51,11 @@ export interface Facts {
   /** MemAvailable and the page cache (Cached): on GB10 vLLM takes MemAvailable as the GPU's free memory (mem_utils.py) */
   memAvailableBytes?: number;
   pageCacheBytes?: number;
+  /** SwapTotal and SwapFree of /proc/meminfo */
+  swapTotalBytes?: number;
+  swapFreeBytes?: number;
+  /** the user-space OOM daemons active (systemd-oomd, earlyoom); undefined when not read */
+  oomDaemons?: string[];
   model?: { where: string; kind: 'path' | 'hub'; files: Array<{ path: string; size: number }>; configFound: boolean; why?: string };
   /** systeminformation's readings (CPU, memory, OS, disks, network); `why` says why a part is missing */
   system: Partial<SysinfoReadings> & { why: Partial<Record<SysinfoPart, string>> };
@@ -101,6 +106,7 @@ export const PROBES = [
   'tcp6',
   'dmesg',
   'fabricmanager',
+  'oomd',
   'ipmitool',
   'uname',
   'os-release',
@@ -296,6 +302,8 @@ export const FACT_SOURCES: readonly FactSource[] = [
   file('tcp6', '/proc/net/tcp6'),
   cmd('dmesg', ['dmesg']),
   cmd('fabricmanager', ['systemctl', 'is-active', 'nvidia-fabricmanager']),
+  // the user-space OOM daemons a unified-memory box (DGX Spark) leans on: one line each, in this order
+  cmd('oomd', ['systemctl', 'is-active', 'systemd-oomd', 'earlyoom']),
   cmd('ipmitool', ['ipmitool', 'mc', 'info'], (t) => Math.min(t, 2000)),
   cmd('uname', ['uname', '-m']),
   file('os-release', '/etc/os-release'),
@@ -389,7 +397,20 @@ const osFacts = deriver(['uname', 'os-release', 'dgx-release', 'meminfo'], (r) =
     memTotalBytes: H.memTotalBytes(r.file('meminfo')),
     memAvailableBytes: H.meminfoBytes(r.file('meminfo'), 'MemAvailable'),
     pageCacheBytes: H.meminfoBytes(r.file('meminfo'), 'Cached'),
+    swapTotalBytes: H.meminfoBytes(r.file('meminfo'), 'SwapTotal'),
+    swapFreeBytes: H.meminfoBytes(r.file('meminfo'), 'SwapFree'),
   };
+});
+
+/** Which user-space OOM daemons are active (systemctl is-active prints one state a unit, in order); undefined: not asked or no systemd. */
+const oomFacts = deriver(['oomd'], (r) => {
+  const x = r.cmd('oomd');
+  const states = x.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  if (states.length !== 2 || !states.every((st) => /^[a-z-]+$/.test(st))) return { oomDaemons: undefined };
+  return { oomDaemons: ['systemd-oomd', 'earlyoom'].filter((_, i) => states[i] === 'active') };
 });
 
 /** Driver: the kernel module, and whether user space (nvidia-smi / NVML) agrees with it; the GPUs it lists. */
@@ -559,7 +580,7 @@ const modelFacts = deriver(['model'], (r, { loc }) => {
 });
 
 /** Every part of the facts; a new fact is a source above and a deriver here. */
-export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
+export const FACT_DERIVERS: readonly FactDeriver[] = [osFacts, oomFacts, driverFacts, cudaFacts, libraryFacts, hostFacts, serviceFacts, modelFacts];
 
 /** What every fact source reads through: the host, the deadline, and the timing and not-run bookkeeping. */
 function gatherContext(host: Host, opts: GatherOptions): GatherContext {

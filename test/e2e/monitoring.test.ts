@@ -67,6 +67,21 @@ describe.skipIf(Boolean(why))('monitoring rules with promtool', () => {
     );
   }, 60_000);
 
+  it('a Spark profile: SparkMemoryPressure (unified memory) is rendered, promtool-checked, fires and clears; a data-centre profile has none', async () => {
+    const r = await cli(['monitoring', 'rules', 'qwen3.5-9b-spark', '--vllm-version', '0.17.0']);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    const rulesFile = join(dir, 'spark.rules.yml');
+    writeFileSync(rulesFile, String(r.stdout));
+    const check = await execa(PROMTOOL, ['check', 'rules', rulesFile], { reject: false });
+    expect(check.exitCode, check.stdout + check.stderr).toBe(0);
+    const spec = specFromProfile(loadProfile('qwen3.5-9b-spark').profile, { vllmVersion: '0.17.0', replicas: 1 });
+    expect(spec.unifiedMemory).toBe(true);
+    writeFileSync(join(dir, 'spark.test.yml'), promtoolTests(yaml.load(String(r.stdout)) as RuleFile, spec, rulesFile, ['SparkMemoryPressure']));
+    const t = await execa(PROMTOOL, ['test', 'rules', join(dir, 'spark.test.yml')], { reject: false });
+    expect(t.exitCode, t.stdout + t.stderr).toBe(0);
+    expect(await render('rules', ['--vllm-version', '0.17.0'])).not.toContain('SparkMemoryPressure');
+  });
+
   it('a served name with quotes and template braces: the rules load, the alert carries the name as written', async () => {
     const sets = ['model.servedName=we"ird{{ .x }}\\name'];
     const text = await render('rules', ['--vllm-version', '0.17.0', ...sets.flatMap((x) => ['--set', x])]);

@@ -110,6 +110,8 @@ describe('the Spark profiles shipped', { timeout: 120_000 }, () => {
       const oneLine = dry.stdout.replace(/\\\n\s*/g, '');
       expect(oneLine).toContain(`vllm serve`);
       for (const a of c.argv) expect(oneLine, a).toContain(a);
+      // serve says what a Spark's unified memory leaves to the OS (issue 48 item 10)
+      if (c.nodes === 1) expect(dry.stderr).toMatch(/unified memory: vLLM takes 0\.\d+ x 119\.0 GiB = [\d.]+ GiB; [\d.]+ GiB is left to the OS/);
     });
   }
 

@@ -1,11 +1,31 @@
 // Every start is measured phase by phase and made in sparkctl's cache folder (src/engine/phases.ts,
 // caches.ts): serve --json carries each replica's start report, status --json the same report from
 // the registry, and cache ls the folder the start made. Simulator (it logs vLLM's load lines).
+// Checked against the real vLLM: the phases and cache verdicts of a real first start and restart by
+// sparkctl (recorded logs in test/fixtures/vllm-start) in the same order as the simulator's.
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { cli, freePort, isolated } from '../helpers.js';
+import { cli, freePort, isolated, ROOT } from '../helpers.js';
+import { StartClock } from '../../src/engine/phases.js';
+
+/** A real start's report, replayed from its recorded log with vLLM's own timestamps as the clock. */
+function realStart(file: string) {
+  const lines = readFileSync(join(ROOT, 'test', 'fixtures', 'vllm-start', file), 'utf8').split('\n');
+  const at = (l: string) => {
+    const m = / (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d) /.exec(l);
+    return m ? Date.UTC(2026, Number(m[1]) - 1, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) : undefined;
+  };
+  const first = at(lines.find((l) => at(l) !== undefined)!)!;
+  const clock = new StartClock(first - 1000);
+  let last = first;
+  for (const l of lines) {
+    last = at(l) ?? last;
+    clock.line(l, last);
+  }
+  return clock.report();
+}
 
 const t = isolated({ prefix: 'sparkctl-start-report-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.5' } });
 
@@ -39,6 +59,23 @@ describe('the start report', () => {
       expect(again.exitCode, again.stdout + again.stderr).toBe(0);
       const second = JSON.parse(again.stdout).replicas[0].start;
       expect(second.compile.cache).toBe('hit');
+      // against the real vLLM's first start and restart by sparkctl (test/fixtures/vllm-start, SOURCE.md):
+      // the phases they share end in the same order, the verdicts go miss -> hit, and the restart's
+      // compile is well under the first's in both (real: 264 s -> 28 s)
+      const real = [realStart('cpu-0.27.2-torchlogs-cold.log'), realStart('cpu-0.27.2-torchlogs-restart.log')];
+      for (const [sim, r] of [
+        [start, real[0]!],
+        [second, real[1]!],
+      ] as const) {
+        const ids = (x: { phases: Array<{ id: string }> }) => x.phases.map((p) => p.id);
+        const shared = ids(r).filter((id) => ids(sim).includes(id));
+        expect(shared).toEqual(['process', 'files', 'compile', 'kv-cache', 'engine', 'api']);
+        expect(ids(sim).filter((id) => shared.includes(id))).toEqual(shared);
+        expect(sim.compile.cache).toBe(r.compile?.cache);
+      }
+      const took = (x: { compile?: { seconds?: number; clockSeconds?: number } }) => x.compile?.seconds ?? x.compile?.clockSeconds ?? NaN;
+      expect(took(real[1]!) / took(real[0]!)).toBeLessThan(0.6);
+      expect(took(second) / took(start)).toBeLessThan(0.6);
       expect(second.compile.evidence).toMatch(/^Directly load the compiled graph\(s\) for compile range/);
       expect(second.caches).toEqual({ dir: start.caches.dir, warm: true });
       // the probe: the last start in its history line and, as gauges, in its textfile (promtool-checked)

@@ -486,3 +486,52 @@ describe('the bundle sparkctl collected on a real 2 x H200 (device machine)', ()
     expect(rep.versions).toMatchObject({ driver: '580.159.04', cuda: '13.0.88', nccl: '2.28.9', torch: '2.11.0+cu130', gpus: 2 });
   });
 });
+
+// issue 48 item 10: a Spark's unified memory under pressure. The GB10 is made from the H200 capture
+// (name GB10, memory "Not Supported" as nvidia-smi prints it on a Spark); /proc/meminfo and
+// `systemctl is-active systemd-oomd earlyoom` are set per case.
+describe('host.memory-pressure (DGX Spark)', () => {
+  const spark = (meminfo: string, oomd: string | null) =>
+    edited({
+      run: (a, r) => {
+        if (a[0] === 'systemctl' && a[2] === 'systemd-oomd')
+          return oomd === null ? { ...r, exitCode: 127, stdout: '', stderr: 'systemctl: not found' } : { ...r, exitCode: oomd.includes('inactive') ? 3 : 0, stdout: oomd, stderr: '' };
+        let x = setColumn('memory.total', '[Not Supported]')(a, r);
+        if (x) x = setColumn('memory.free', '[Not Supported]')(a, x);
+        if (x) x = setColumn('name', 'NVIDIA GB10')(a, x);
+        return x;
+      },
+      files: { '/proc/meminfo': meminfo },
+    });
+  const mem = (swapKb: number, cachedKb: number) =>
+    `MemTotal:       127611904 kB\nMemAvailable:   115343360 kB\nCached:          ${cachedKb} kB\nSwapTotal:       ${swapKb} kB\nSwapFree:        ${swapKb} kB\n`;
+  const check = async (h: Host) => (await runPreflight(h, { profile: loadProfile('qwen3.5-9b-spark').profile, only: 'host.memory-pressure' })).checks[0]!;
+
+  it('swap, systemd-oomd active, a small page cache: pass, each said', async () => {
+    const c = await check(spark(mem(16 * 1024 * 1024, 1024 * 1024), 'active\ninactive\n'));
+    expect(c.status).toBe('pass');
+    expect(c.observed).toBe('swap 16.0 GiB (0.0 GiB used); OOM daemon systemd-oomd; page cache 1.0 GiB of 121.7 GiB');
+  });
+
+  it('no swap, no OOM daemon, a 30 GiB page cache: a warning with the fix for each', async () => {
+    const c = await check(spark(mem(0, 30 * 1024 * 1024), 'inactive\ninactive\n'));
+    expect(c.status).toBe('warn');
+    expect(c.observed).toBe('no swap; no OOM daemon (systemd-oomd, earlyoom inactive); page cache 30.0 GiB of 121.7 GiB');
+    expect(c.fix).toMatch(/no swap: .*sudo mkswap \/swapfile && sudo swapon \/swapfile/);
+    expect(c.fix).toMatch(/no OOM daemon: .*sudo systemctl enable --now systemd-oomd, or sudo apt install earlyoom/);
+    expect(c.fix).toMatch(/page cache .*competes with vLLM's KV cache: .*drop_caches/);
+  });
+
+  it('earlyoom counts as the OOM daemon; no systemctl answer is said, not judged', async () => {
+    expect((await check(spark(mem(8 * 1024 * 1024, 0), 'inactive\nactive\n'))).observed).toContain('OOM daemon earlyoom');
+    const c = await check(spark(mem(8 * 1024 * 1024, 0), null));
+    expect(c.status).toBe('pass');
+    expect(c.observed).toContain('OOM daemon not read (no systemctl answer)');
+  });
+
+  it('a data-centre GPU (its own memory): skipped, saying why', async () => {
+    const rep = await runPreflight(edited({}), { profile: loadProfile('qwen3.5-9b').profile, only: 'host.memory-pressure' });
+    expect(rep.checks[0]!.status).toBe('skip');
+    expect(rep.checks[0]!.observed).toMatch(/memory is their own/);
+  });
+});

@@ -3,7 +3,7 @@
 // back, proven first). `sparkctl logs NAME` reads a server over nodes as it reads one on this host.
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import type { ClusterRecord } from '../registry.js';
-import { allNodes } from './ray-plan.js';
+import { nodeNamed } from './ray-plan.js';
 import { logsLine, refOf } from './node-container.js';
 import { RemoteView } from './remote-view.js';
 import { remoteWhy, ssh } from './ssh.js';
@@ -14,7 +14,7 @@ const MAX_BYTES = 16 * 1024 * 1024;
 /** The head's node and the shell that prints the last n lines of its log there (undefined: the nodes file does not name the head). */
 export function headLog(record: ClusterRecord, nf: NodesFile): { node: NodeEntry; tail: (n: number) => string } | undefined {
   const head = record.ranks?.find((r) => r.rank === 0) ?? { node: record.head, logFile: record.logFile };
-  const node = allNodes(nf).find((n) => n.name === head.node);
+  const node = nodeNamed(nf, head.node);
   if (!node) return undefined;
   const c = refOf(head);
   // as the launch wrote it (`> "$LOG"`: $HOME expands on the node), and as the watch reads it

@@ -6,7 +6,7 @@
 // the cause read from its own log. Stop: every rank's process group (proven ours first), the head
 // first so its API drains. Nothing is launched without being recorded, and a failed launch stops
 // every rank it started.
-import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
+import type { NodesFile } from '../../profiles/schema.js';
 import { diagnose } from '../diagnose.js';
 import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
-import { allNodes, exportLine, type NodeStep } from './ray-plan.js';
+import { allNodes, exportLine, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
 import {
@@ -37,8 +37,6 @@ import {
 } from './common.js';
 
 const LOGS = '$HOME/.local/state/sparkctl/logs';
-
-const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
 
 /** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
 async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {

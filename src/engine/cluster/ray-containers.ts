@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { diagnose } from '../diagnose.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
-import { allNodes, fabricAddress, parseRayStatus } from './ray-plan.js';
+import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWatch } from './ray.js';
@@ -23,7 +23,6 @@ import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef 
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
 import { VLLM_PID_FILE } from './containers.js';
 
-const nodeOf = (nf: NodesFile, name: string): NodeEntry => allNodes(nf).find((n) => n.name === name)!;
 const at = (n: NodeEntry) => `${n.name} (${n.address})`;
 
 /** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */

@@ -6,6 +6,10 @@ import type { HostShape } from '../../profiles/validate.js';
 import { shellQuote } from '../../output/format.js';
 
 export const allNodes = (nf: NodesFile): NodeEntry[] => [nf.head, ...nf.workers];
+/** The node of this name (undefined: the file does not name it). */
+export const nodeNamed = (nf: NodesFile, name: string): NodeEntry | undefined => allNodes(nf).find((n) => n.name === name);
+/** A recorded or planned node, which the file names (checked before anything runs: nodesMissing, planCluster). */
+export const nodeOf = (nf: NodesFile, name: string): NodeEntry => nodeNamed(nf, name)!;
 export const gpusDeclared = (nf: NodesFile) => allNodes(nf).reduce((a, n) => a + n.gpus, 0);
 
 /** The address the node's ranks talk over: its fabric address when the nodes file names one, else its ssh address. */

@@ -6,18 +6,19 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, withFingerprint, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
 import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { ExitWith, exitCodeOf } from '../../errors.js';
+import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
+import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, writePin, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
@@ -63,6 +64,15 @@ export function planEnvelope(plan: ServePlan) {
   };
 }
 
+/** On unified memory (a DGX Spark) what the server leaves to the OS, the page cache and everything else: one line, or undefined on a GPU with its own memory. */
+export function osShare(r: Pick<Prepared, 'platform' | 'host' | 'profile'>): string | undefined {
+  if (!r.platform.gpu.unifiedMemory || !r.host.gpuMemoryBytes) return undefined;
+  const gib = (b: number) => `${(b / 1024 ** 3).toFixed(1)} GiB`;
+  const share = r.profile.engine.gpuMemoryUtilization;
+  const total = r.host.gpuMemoryBytes;
+  return `unified memory: vLLM takes ${share} x ${gib(total)} = ${gib(share * total)}; ${gib((1 - share) * total)} is left to the OS, the page cache and every other process (sparkctl preflight --only host.memory-pressure checks swap and an OOM daemon)`;
+}
+
 /** A plan's warning; the exposure rule's own (util/exposure.ts) already starts with WARNING. */
 const warningLine = (w: string) => (w.startsWith('WARNING: ') ? c.yellow(w) : `${c.yellow('warning')}: ${w}`);
 
@@ -75,6 +85,8 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (plan.loader) note(c.dim(plan.loader.note));
   if (plan.caches) note(c.dim(`start caches: ${plan.caches.dir}`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
+  const os = osShare(r);
+  if (os) note(c.dim(os));
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
@@ -113,7 +125,6 @@ function routerNote(plan: ServePlan) {
  */
 async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<boolean> {
   const { alreadyRunning } = await import('../../engine/already-running.js');
-  const { UsageError } = await import('../../errors.js');
   const running = await alreadyRunning(stateDir(), profile);
   if (!running) return false;
   const names = running.replicas.map((x) => `${x.name} (port ${x.port}, pid ${x.pid})`).join(', ');
@@ -148,7 +159,17 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
+  const reads: Reads = {
+    profiles: opts.profiles,
+    set: opts.set,
+    gpus: opts.gpus,
+    platform: opts.platform,
+    vllmBin: opts.vllmBin,
+    engine: opts.engine,
+    runtime: opts.runtime,
+    pickPort: true,
+    pin: { stateDir: stateDir(), repin: opts.repin },
+  };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
   // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
   await pullBeforeReading(profileName, opts);
@@ -160,13 +181,15 @@ export async function run(profileName: string, opts: ServeOptions) {
   const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
   const seen = await preflight(loaded, opts, render);
   // plan: the profile validated once, against the host preflight saw; then the runtime's own checks
-  const plan = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
+  const { plan, pin } = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
   const secrets = readSecrets(plan.profile);
   await runtimeChecks(plan, opts);
   // act; render the outcome; its exit code, from the one table
   const outcome = await act(plan, secrets, render);
   render.outcome(outcome);
   const code = codeOf(outcome);
+  // the image served is pinned: from now on serve, restart and upgrade run it, never the tag
+  if (code === 0 && pin) await recordPin(plan, pin, opts.json);
   if (code !== 0) throw new ExitWith(code);
 }
 
@@ -177,6 +200,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
   if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
@@ -237,18 +261,49 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     imageEntrypoint: r.image?.entrypoint,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
-    launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+    launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
     ...(seen.topology ? { topology: seen.topology } : {}),
   });
+  pinNotes(plan, r.imagePin, opts.json);
   if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
   // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
   else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
+  const os = osShare(r);
+  if (!opts.json && os) note(c.dim(os));
   // a model id's port is chosen by a rule (the first free from 8000 up): say which and why
   if (!opts.json) for (const w of r.generated?.why ?? []) if (w.startsWith('port ')) note(c.dim(`chosen: ${w}`));
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
-  return plan;
+  return { plan, pin: r.imagePin };
+}
+
+/** The host install this serve starts (engine vllm, runtime host): its version and its environment's packages, or undefined. */
+async function hostFingerprint(opts: ServeOptions, image: string | undefined) {
+  if (opts.engine !== 'vllm' || image) return undefined;
+  const { vllmFingerprint } = await import('../../engine/vllm-version.js');
+  return vllmFingerprint(opts.vllmBin ?? 'vllm');
+}
+
+/** What the image runs as: one line, and a tag that moved under its pin as a warning. */
+function pinNotes(plan: ServePlan, pin: ImagePinDecision | undefined, json?: boolean): void {
+  if (!pin) return;
+  const moved = movedLine(pin, plan.profile.name);
+  if (moved) plan.warnings.unshift(moved);
+  if (!json) note(c.dim(pinLine(pin)));
+}
+
+/** Write the pin a serve took (first serve, --repin, an edited reference; a tag pulled at launch is read now). */
+async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean): Promise<void> {
+  let d = pin;
+  if (d.state === 'unpinned' && plan.container) {
+    const { readPins } = await import('../../engine/pins.js');
+    const inspected = await inspectForPin(plan.container.cli, plan.profile.container?.cliArgs ?? [], d.ref);
+    d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
+    if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
+  }
+  const p = pinOfDecision(d, plan.profile.engine.vllmVersion);
+  if (p) writePin(stateDir(), plan.profile.name, p);
 }
 
 /** The runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use. */
