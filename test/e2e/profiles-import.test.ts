@@ -68,7 +68,10 @@ describe('profiles import FILE', () => {
     expect(r.exitCode, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/command --max-model-len\s+"262144"\s+engine\.maxModelLen/);
     // --chat-template names a file the recipe's mod adds to the image: reported with the mod
-    expect(r.stdout).toMatch(/not imported \(2\):\n {2}command --chat-template = "--chat-template unsloth\.jinja"[^\n]*\n {2}mods = /);
+    // --trust-remote-code runs the repository's code: named, imported only with --allow (issue 42 item 10)
+    expect(r.stdout).toMatch(
+      /not imported \(3\):\n {2}command --trust-remote-code = [^\n]*--allow trust-remote-code\)\n {2}command --chat-template = "--chat-template unsloth\.jinja"[^\n]*\n {2}mods = /,
+    );
     expect(r.stdout).toContain(`wrote ${out}: profile qwen36`);
     // the model's config.json is not here: the plan waits for it, and says how
     expect(r.stdout).toContain('plan: not made');
@@ -76,7 +79,7 @@ describe('profiles import FILE', () => {
     const text = readFileSync(out, 'utf8');
     const sha = execFileSync('sha256sum', [QWEN], { encoding: 'utf8' }).split(' ')[0];
     expect(text).toContain(`(sha256 ${sha}, 1222 bytes)`);
-    expect(text).toMatch(/# Not imported \(2; .*\n# {3}command --chat-template\n# {3}mods\n/);
+    expect(text).toMatch(/# Not imported \(3; .*\n# {3}command --trust-remote-code\n# {3}command --chat-template\n# {3}mods\n/);
     expect(yaml.load(text)).toMatchObject({ name: 'qwen36', model: { id: 'Qwen/Qwen3.6-27B-FP8' }, engine: { maxModelLen: 262144, runtime: 'container' } });
     // the written file is a profile every verb reads
     const show = await cli(['profiles', 'show', out, '--json']);

@@ -264,7 +264,8 @@ describe('real recipes -> profiles (test/fixtures/recipes, verbatim from the pub
   for (const t of TABLE) {
     it(t.file, () => {
       const raw = load(t.file);
-      const r = imp(raw);
+      // as the owner imports it after reading the model's code (--allow trust-remote-code): without it, see 'a stranger's code'
+      const r = importRecipe(raw, { name: 'r', vllmVersion: V, allow: ['trust-remote-code'] });
       expect(r.profile).toEqual(t.profile);
       expect(keysOf(r)).toEqual(t.unmapped);
       // every top-level key of the recipe is accounted for, in one list or the other
@@ -317,9 +318,10 @@ describe('a recipe without a command: sparkrun generates it from defaults', () =
     expect(r.profile.model).toEqual({ id: 'Qwen/Qwen3-1.7B', servedName: 'qwen' });
     expect(r.profile.server).toEqual({ port: 9000 });
     expect(r.profile.parallel).toEqual({ tensor: 1 });
-    expect((r.profile.engine as { extraArgs: string[] }).extraArgs).toEqual(['--trust-remote-code']);
+    // --trust-remote-code runs the repository's code: not imported without --allow (issue 42 item 10)
+    expect((r.profile.engine as { extraArgs?: string[] }).extraArgs).toBeUndefined();
     // not in sparkrun's flag map: without a command nothing uses it
-    expect(keysOf(r)).toEqual(['defaults.tool_call_parser']);
+    expect(keysOf(r)).toEqual(['defaults.tool_call_parser', 'defaults.trust_remote_code']);
   });
 });
 
@@ -370,8 +372,93 @@ describe('hostile and odd recipes', () => {
     expect(JSON.stringify(r.profile)).not.toContain(`"${args.split(' ')[1]!}"`);
     const u = r.unmapped.find((x) => x.key === `command ${flag}`);
     expect(u?.why).toMatch(why);
-    expect(u?.fix).toMatch(/engine\.extraArgs yourself/);
+    expect(u?.fix).toMatch(/--allow /);
     expect(r.profile.engine?.maxNumSeqs).toBe(8);
+  });
+
+  // issue 42 item 10: each setting that runs code or moves trust is named and needs --allow NAME; the rest imports
+  it.each([
+    ['--trust-remote-code', 'trust-remote-code', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--trust-remote-code')],
+    ['--tokenizer evil/tok', 'tokenizer', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('evil/tok')],
+    ['--chat-template /srv/t.jinja', 'chat-template', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('/srv/t.jinja')],
+    [
+      `--kv-transfer-config '{"kv_connector":"X","kv_role":"kv_both","kv_connector_module_path":"evil.mod"}'`,
+      'kv_connector_module_path',
+      (r: RecipeImport) => JSON.stringify(r.profile).includes('evil.mod'),
+    ],
+    [`--speculative-config '{"model": "evil/draft", "num_speculative_tokens": 2}'`, 'speculative-config', (r: RecipeImport) => JSON.stringify(r.profile).includes('evil/draft')],
+    ['--otlp-traces-endpoint http://collector.example:4317', 'otlp-traces-endpoint', (r: RecipeImport) => JSON.stringify(r.profile).includes('collector.example')],
+    ['--allowed-origins ["*"]', 'allowed-origins', (r: RecipeImport) => r.profile.engine?.extraArgs?.includes('--allowed-origins')],
+  ] as const)('%s: named, imported only with --allow %s', (args, name, present) => {
+    const command = `vllm serve Qwen/Qwen3-8B ${args} --max-num-seqs 8`;
+    const r = imp({ ...base, command });
+    expect(present(r)).toBeFalsy();
+    const u = r.unmapped.find((x) => x.fix?.includes(`--allow ${name}`));
+    expect(u, JSON.stringify(r.unmapped)).toBeDefined();
+    expect(r.mapped.some((m) => m.key === u!.key)).toBe(false);
+    expect(r.profile.engine?.maxNumSeqs).toBe(8);
+    const ok = importRecipe({ ...base, command }, { name: 'r', vllmVersion: V, allow: [name] });
+    expect(present(ok)).toBe(true);
+    expect(ok.notes.join('\n')).toContain(`--allow ${name} was given`);
+  });
+
+  it('a tokenizer of the same repository is no stranger: imported without --allow', () => {
+    const r = cmd('vllm serve Qwen/Qwen3-8B --tokenizer Qwen/Qwen3-8B', { model: 'Qwen/Qwen3-8B' });
+    expect(r.profile.engine?.extraArgs).toEqual(['--tokenizer', 'Qwen/Qwen3-8B']);
+  });
+
+  it.each([
+    ['VLLM_LOGGING_CONFIG_PATH', '/tmp/log.json', /logging\.config\.dictConfig/],
+    ['PYTHONWARNINGS', 'error::evil.Warning', /imports the module/],
+    ['HF_ENDPOINT', 'https://mirror.example', /instead of the Hub/],
+    ['HTTPS_PROXY', 'http://proxy.example:3128', /proxy/],
+    ['no_proxy', '*', /proxy/],
+    ['REQUESTS_CA_BUNDLE', '/tmp/ca.pem', /certificate authorities/],
+    ['SSL_CERT_FILE', '/tmp/ca.pem', /certificate authorities/],
+    ['HF_HOME', '/tmp/hf', /folder the recipe names/],
+    ['VLLM_SERVER_DEV_MODE', '1', /development routes/],
+    ['VLLM_ALLOW_INSECURE_SERIALIZATION', '1', /unpickle/],
+    ['VLLM_PLUGINS', 'evil', /what code the server loads/],
+    ['LD_PRELOAD', '/tmp/x.so', /what code the server loads/],
+  ])('env.%s=%s: named, imported only with --allow', (name, value, why) => {
+    const r = cmd('vllm serve Qwen/Qwen3-8B', { env: { [name]: value, VLLM_MARLIN_USE_ATOMIC_ADD: '1' } });
+    expect(r.profile.env).toEqual({ VLLM_MARLIN_USE_ATOMIC_ADD: '1' });
+    const u = r.unmapped.find((x) => x.key === `env.${name}`);
+    expect(u?.why).toMatch(why);
+    expect(u?.fix).toContain(`--allow ${name}`);
+    const ok = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B', env: { [name]: value } }, { name: 'r', vllmVersion: V, allow: [name] });
+    expect(ok.profile.env).toEqual({ [name]: value });
+  });
+
+  it('sleep mode beyond loopback (its /sleep and /wake_up take no key) needs --allow enable-sleep-mode; on loopback it imports', () => {
+    const r = cmd('vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 0.0.0.0');
+    expect(r.profile.server).toEqual({ host: '0.0.0.0' });
+    expect(r.unmapped.find((u) => u.key === 'command --enable-sleep-mode')?.fix).toContain('--allow enable-sleep-mode');
+    expect(r.notes.join('\n')).toContain('--allow-unauthenticated');
+    const lo = cmd('vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 127.0.0.1');
+    expect(lo.profile.server).toEqual({ host: '127.0.0.1', sleepMode: true });
+    const ok = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B --enable-sleep-mode --host 0.0.0.0' }, { name: 'r', vllmVersion: V, allow: ['enable-sleep-mode'] });
+    expect(ok.profile.server).toEqual({ host: '0.0.0.0', sleepMode: true });
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])('env.%s is refused, and the report never says it was mapped', (name) => {
+    const raw = yaml.load(`model: Qwen/Qwen3-8B\nruntime: vllm\ncontainer: ghcr.io/x/y:1\ncommand: vllm serve Qwen/Qwen3-8B\nenv:\n  ${name}: "x"\n  OK: "1"\n`);
+    const r = imp(raw);
+    expect(r.profile.env).toEqual({ OK: '1' });
+    expect(Object.getPrototypeOf(r.profile.env)).toBeNull();
+    expect(r.mapped.map((m) => m.key)).not.toContain(`env.${name}`);
+    expect(r.unmapped.find((u) => u.key === `env.${name}`)?.why).toMatch(/reserve/);
+  });
+
+  it('a real recipe with --trust-remote-code, imported without --allow: reported, the rest imported', () => {
+    const r = imp(load('spark-arena--qwen3.6-27b-fp8-vllm.yaml'));
+    expect((r.profile.engine as { extraArgs: string[] }).extraArgs).toEqual(['--load-format', 'instanttensor', '--attention-backend', 'flashinfer']);
+    expect(keysOf(r)).toContain('command --trust-remote-code');
+  });
+
+  it('--allow of a setting the recipe does not have: said, nothing more imported', () => {
+    const r = importRecipe({ ...base, command: 'vllm serve Qwen/Qwen3-8B' }, { name: 'r', vllmVersion: V, allow: ['HF_ENDPOINT'] });
+    expect(r.notes.join('\n')).toContain('--allow HF_ENDPOINT: the recipe has no such setting');
   });
 
   it('never writes or shows a secret: env tokens are reported hidden, an API key becomes a variable name', () => {

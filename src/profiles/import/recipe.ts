@@ -11,6 +11,7 @@
 // (an env entry named like one, an --api-key) is never written or shown, only the NAME of the
 // variable that should hold it; the command is split into words without a shell (command.ts).
 import { CONTROL } from '../../util/control.js';
+import { isLoopback } from '../../util/exposure.js';
 import { UsageError } from '../../errors.js';
 import { isSecretName } from '../../util/redact.js';
 import { isModelId } from '../schema.js';
@@ -46,6 +47,8 @@ export interface ImportOptions {
   name: string;
   /** the vLLM whose flag table decides which extra arguments are accepted */
   vllmVersion: string;
+  /** --allow NAME: settings that run code or move trust, imported because the operator read them (a flag, a variable, a JSON key) */
+  allow?: string[];
 }
 
 /** The DGX Spark baseline: sparkrun recipes are written for it (one GB10 GPU per node). */
@@ -136,8 +139,8 @@ const NOT_A_PROFILE: Record<string, { why: string; fix?: string }> = {
   post_commands: { why: 'shell commands run on the control machine; sparkctl runs no commands from a profile', fix: 'run them yourself after sparkctl serve' },
   stop_after_post: { why: 'stops the workload after its post hooks; sparkctl has no post hooks', fix: 'sparkctl stop PROFILE' },
   mods: {
-    why: 'patches sparkrun/eugr apply inside the container before serve; sparkctl never patches an image',
-    fix: 'build an image with the mods applied (eugr/spark-vllm-docker) and set container.image to it',
+    why: 'patches sparkrun/eugr apply inside the container before serve (most replace a chat template or patch a tool/reasoning parser); sparkctl never patches an image',
+    fix: 'a chat-template fix: put the template file on this host and add --chat-template FILE to engine.extraArgs (a file you read); a patched parser or vLLM: build the image with the mods applied (eugr/spark-vllm-docker) and pin it by digest in container.image (sparkctl serve never pulls it)',
   },
   build_args: { why: "arguments of eugr's image build; sparkctl does not build images", fix: "build the image with eugr/spark-vllm-docker's build-and-copy.sh; container.image then names it" },
   builder: { why: 'how sparkrun builds the image; sparkctl does not build images', fix: 'build or pull the image first; container.image names it' },
@@ -180,6 +183,12 @@ interface Ctx {
   extra: string[];
   /** every secret value met (flag values, env, defaults): no report line may show one */
   secrets: Set<string>;
+  /** --allow's names, without leading dashes */
+  allow: Set<string>;
+  /** the names --allow let through */
+  allowed: Set<string>;
+  /** the model the recipe names (model:), to tell a tokenizer of another repository */
+  model?: string;
 }
 
 const intOf = (v: string) => (/^\d{1,15}$/.test(v) ? Number(v) : undefined);
@@ -262,6 +271,50 @@ const REVIEW_FLAGS: Record<string, string> = {
   '--ssl-ca-certs': 'reads a CA bundle from a path of the serving host named by the recipe',
   '--download-dir': 'writes the model to a folder of the serving host named by the recipe',
 };
+
+/**
+ * Options beyond REVIEW_FLAGS that run code or move trust (issue 42 item 10): each is imported only
+ * with --allow NAME. A function decides from the value where only some values do.
+ */
+const TRUST_FLAGS: Record<string, string | ((v: string | undefined, c: Ctx) => string | undefined)> = {
+  '--trust-remote-code': "runs the Python files of the model's repository (its modeling and tokenizer code) inside the server",
+  '--tokenizer': (v, c) => (v !== undefined && v !== c.model ? `loads the tokenizer from ${preview(v, 60)}, not the model's repository (its files, and with --trust-remote-code its code)` : undefined),
+  '--hf-config-path': "reads the model's configuration from another repository or path the recipe names",
+  '--speculative-config': (v) =>
+    v !== undefined && /(^|[{,\s])["']?model["']?\s*:/.test(v) ? 'loads a draft model from the repository or path the recipe names (its code too with --trust-remote-code)' : undefined,
+  '--kv-transfer-config': (v) => (v !== undefined && /kv_connector_module_path/.test(v) ? 'imports a Python module named by the recipe (kv_connector_module_path) as the KV connector' : undefined),
+  '--hf-overrides': (v) => (v !== undefined && /auto_map|architectures/.test(v) ? 'changes which model class (and with --trust-remote-code whose code) loads' : undefined),
+  '--lora-modules': 'loads LoRA adapters from the repositories or paths the recipe names',
+  '--model-loader-extra-config': 'configures the weight loader with paths or URLs the recipe wrote',
+  '--otlp-traces-endpoint': "sends every request's traces to a host the recipe names",
+  '--allowed-origins': "lets web pages of the origins the recipe names call the server from a user's browser (CORS)",
+  '--allow-credentials': "lets other origins' pages call the server with the user's credentials (CORS)",
+};
+
+/** The --allow name of a JSON key inside an option's value, where the key (not the option) is the risk. */
+const TRUST_KEY_NAMES: Record<string, string> = { '--kv-transfer-config': 'kv_connector_module_path' };
+
+// Variables that move trust: where models and code come from (a mirror, a cache, a proxy, the CAs that
+// vouch for them), Python code run at start (a logging config's factories, a warnings filter imports
+// its category's module), and vLLM's switches that open development or unsafe routes.
+const TRUST_ENV: Array<[RegExp, string]> = [
+  [/^VLLM_LOGGING_CONFIG_PATH$/, "vLLM's logging config: logging.config.dictConfig builds the objects it names ('()' factories), so it runs Python code chosen by the recipe"],
+  [/^PYTHONWARNINGS$/, "a warnings filter imports the module of the category it names, at Python's start"],
+  [/^(HF_ENDPOINT|HF_MIRROR|HUGGINGFACE_CO_URL_HOME|VLLM_USE_MODELSCOPE|MODELSCOPE_[A-Z_]+)$/, 'downloads the model (its weights, config and code) from a host the recipe names instead of the Hub'],
+  [
+    /^(HF_HOME|HF_HUB_CACHE|HUGGINGFACE_HUB_CACHE|TRANSFORMERS_CACHE|HF_MODULES_CACHE|VLLM_CACHE_ROOT|VLLM_CONFIG_ROOT|TORCHINDUCTOR_CACHE_DIR|TRITON_CACHE_DIR|VLLM_RPC_BASE_PATH)$/,
+    'reads models, compiled kernels or code from (and writes them to) a folder the recipe names',
+  ],
+  [/^(https?_proxy|HTTPS?_PROXY|all_proxy|ALL_PROXY|no_proxy|NO_PROXY|ftp_proxy|FTP_PROXY)$/, "sends the server's downloads through (or around) a proxy the recipe names"],
+  [
+    /^(REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|SSL_CERT_FILE|SSL_CERT_DIR|NODE_EXTRA_CA_CERTS|GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)$/,
+    'replaces the certificate authorities that vouch for every host the server downloads from',
+  ],
+  [/^VLLM_SERVER_DEV_MODE$/, "opens vLLM's development routes (/sleep, /wake_up, /collective_rpc, /reset_prefix_cache...), which take no API key"],
+  [/^VLLM_ALLOW_INSECURE_SERIALIZATION$/, 'lets vLLM unpickle messages, which runs code they carry'],
+  [/^VLLM_ALLOW_RUNTIME_LORA_UPDATING$/, 'lets any client load a LoRA adapter from a path or repository it names'],
+  [/^(TRANSFORMERS_TRUST_REMOTE_CODE|HF_HUB_TRUST_REMOTE_CODE)$/, "runs the Python files of a model's repository"],
+];
 
 const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
 
@@ -380,17 +433,39 @@ function refuseSecretFlag(c: Ctx, flag: string, value: string, key: string): voi
   });
 }
 
-/** An option a recipe never sets (code or host files a root-run server would open; what sparkctl renders per node): reported. */
-function refusedFlag(c: Ctx, o: Option, key: string): boolean {
+/**
+ * A setting that runs code or moves trust: imported only when --allow names it (said in the notes);
+ * otherwise reported with the --allow that would import it. true: not imported.
+ */
+function gated(c: Ctx, name: string, key: string, shown: string, why: string): boolean {
+  if (c.allow.has(name.replace(/^--/, ''))) {
+    c.allowed.add(name.replace(/^--/, ''));
+    c.out.notes.push(`${oneLine(key)}: imported because --allow ${name.replace(/^--/, '')} was given: it ${why}`);
+    return false;
+  }
+  c.out.unmapped.push({
+    key,
+    value: preview(shown),
+    why: `it ${why}: a stranger's recipe does not get that without your say`,
+    fix: `read what it does; to import it, run the import again with --allow ${name.replace(/^--/, '')}`,
+  });
+  return true;
+}
+
+/** The --allow name and the reason, where an option runs code or moves trust. */
+function trustOfOption(c: Ctx, o: Option): { name: string; why: string } | undefined {
   const review = REVIEW_FLAGS[o.flag];
-  if (review)
-    c.out.unmapped.push({
-      key,
-      value: preview(o.shown),
-      why: `${o.flag} ${review}: sparkctl runs vLLM as root, so a recipe never sets it`,
-      fix: 'if you want it, read what it points at and add it to engine.extraArgs yourself',
-    });
-  else if (RENDERED_PER_NODE.has(o.flag))
+  if (review) return { name: o.flag, why: review };
+  const t = TRUST_FLAGS[o.flag];
+  const why = typeof t === 'function' ? t(o.value, c) : t;
+  return why ? { name: TRUST_KEY_NAMES[o.flag] ?? o.flag, why } : undefined;
+}
+
+/** An option a recipe never sets (what sparkctl renders per node): reported. */
+function refusedFlag(c: Ctx, o: Option, key: string): boolean {
+  const trust = trustOfOption(c, o);
+  if (trust) return gated(c, trust.name, key, o.shown, trust.why);
+  if (RENDERED_PER_NODE.has(o.flag))
     c.out.unmapped.push({
       key,
       value: preview(o.shown),
@@ -537,7 +612,9 @@ type Take = <T>(k: string) => T | undefined;
 export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   if (!isMap(raw)) throw new UsageError(`the recipe is ${preview(raw)}, not a YAML mapping`, ['a sparkrun recipe is a mapping with model:, container:, defaults: and command:']);
   const out: RecipeImport = { profile: {}, mapped: [], unmapped: [], notes: [] };
-  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [], secrets: new Set() };
+  const allow = new Set((o.allow ?? []).map((a) => a.replace(/^--/, '')));
+  const model = typeof raw.model === 'string' ? raw.model : undefined;
+  const c: Ctx = { out, p: { model: {}, engine: {}, parallel: {}, server: {} }, version: o.vllmVersion, extra: [], secrets: new Set(), allow, allowed: new Set(), model };
   const seen = new Set<string>();
   const take: Take = <T>(k: string): T | undefined => {
     seen.add(k);
@@ -553,10 +630,59 @@ export function importRecipe(raw: unknown, o: ImportOptions): RecipeImport {
   mapEnv(c, take<unknown>('env'));
   mapMetadata(c, take<unknown>('metadata'));
   reportOtherKeys(c, raw, seen);
+  gateSleepBeyondLoopback(c);
+  for (const a of allow) if (!c.allowed.has(a)) c.out.notes.push(`--allow ${oneLine(a)}: the recipe has no such setting that needs it (nothing more imported)`);
   // report no secret, then build the profile
   hideSecrets(c);
   out.profile = buildProfile(c, o.name);
+  onlyWhatWasCarried(out);
   return out;
+}
+
+/**
+ * vLLM's sleep mode on an address beyond loopback: its /sleep and /wake_up answer without the key
+ * (vLLM guards /v1, /v2, /inference and /cohere only). Imported only with --allow enable-sleep-mode.
+ */
+function gateSleepBeyondLoopback(c: Ctx): void {
+  const host = c.p.server.host;
+  if (typeof host === 'string' && !isLoopback(host) && !c.p.server.apiKeyEnv)
+    c.out.notes.push(
+      `server.host ${oneLine(host)} (beyond this host) without a key: sparkctl serve refuses it unless the profile names server.apiKeyEnv or you pass --allow-unauthenticated (then warned at every start); --set server.host=127.0.0.1 keeps it on this host`,
+    );
+  if (c.p.server.sleepMode !== true || typeof host !== 'string' || isLoopback(host)) return;
+  const at = c.out.mapped.findIndex((m) => m.field === 'server.sleepMode');
+  const key = at >= 0 ? c.out.mapped[at]!.key : 'command --enable-sleep-mode';
+  if (
+    !gated(c, '--enable-sleep-mode', key, `--enable-sleep-mode with --host ${host}`, `opens /sleep, /wake_up and vLLM's other development routes, which take no API key, on ${host} (beyond this host)`)
+  )
+    return;
+  delete c.p.server.sleepMode;
+  if (at >= 0) c.out.mapped.splice(at, 1);
+}
+
+/** The profile's value at a field path such as env.X or engine.maxModelLen (own keys only). */
+function fieldIn(profile: Record<string, unknown>, field: string): boolean {
+  const parts = field.split('.');
+  let o: unknown = profile;
+  for (const p of parts) {
+    if (!isMap(o) || !Object.hasOwn(o, p)) return false;
+    o = o[p];
+  }
+  return o !== undefined;
+}
+
+/**
+ * The report never claims what the profile does not carry: a line that names a profile field
+ * (`env.X`, `engine.maxModelLen`, ...) whose field is not in the built profile moves to "not imported".
+ */
+function onlyWhatWasCarried(out: RecipeImport): void {
+  const kept: MappedKey[] = [];
+  for (const m of out.mapped) {
+    const field = /^((?:model|engine|parallel|server|env|container)\.[A-Za-z0-9_]+)/.exec(m.field)?.[1];
+    if (field && !fieldIn(out.profile, field)) out.unmapped.push({ key: m.key, value: m.value, why: `it was read for ${field}, which the profile does not carry` });
+    else kept.push(m);
+  }
+  out.mapped = kept;
 }
 
 /** runtime: (vLLM only) and the recipe format's versions. */
@@ -763,10 +889,12 @@ function sectionOf(c: Ctx, key: string, v: unknown, notMapping: string): Record<
 const CODE_LOADING_ENV =
   /^(?:LD_[A-Z_]+|DYLD_[A-Z_]+|PATH|PYTHONPATH|PYTHONHOME|PYTHONSTARTUP|PYTHONUSERBASE|PYTHONINSPECT|PYTHONEXECUTABLE|PYTHONPLATLIBDIR|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PERL5LIB|PERL5OPT|PERLLIB|RUBYOPT|RUBYLIB|VLLM_PLUGINS|VLLM_NCCL_SO_PATH|NCCL_NET_PLUGIN|NCCL_TUNER_PLUGIN|NCCL_PROFILER_PLUGIN|CUDA_INJECTION64_PATH|GCONV_PATH|LOCPATH|HOSTALIASES|MALLOC_[A-Z_]+|GLIBC_TUNABLES)$/;
 
+const RESERVED_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
 function mapEnv(c: Ctx, raw: unknown): void {
   const env = sectionOf(c, 'env', raw, 'not a mapping of NAME: value');
   if (!env) return;
-  const out: Record<string, string> = {};
+  const out: Record<string, string> = Object.create(null);
   for (const [k, v] of Object.entries(env)) {
     const key = `env.${k}`;
     if (isSecretName(k)) {
@@ -789,15 +917,13 @@ function mapEnv(c: Ctx, raw: unknown): void {
       c.out.unmapped.push({ key: preview(key), value: preview(v), why: 'not an environment variable name' });
       continue;
     }
-    if (CODE_LOADING_ENV.test(k)) {
-      c.out.unmapped.push({
-        key,
-        value: preview(v),
-        why: 'it decides what code the server loads (a library preloaded, a search path, a plugin), as root: a recipe from elsewhere never sets it',
-        fix: `if you need it, set env.${k} in the profile yourself, knowing what it loads`,
-      });
+    // a name JavaScript objects reserve: `out.__proto__ = v` would set no variable (and say it did)
+    if (RESERVED_KEYS.has(k)) {
+      c.out.unmapped.push({ key, value: preview(v), why: 'a name JavaScript objects reserve (__proto__, constructor, prototype): refused, never a variable', fix: 'remove it from the recipe' });
       continue;
     }
+    const trust = CODE_LOADING_ENV.test(k) ? 'decides what code the server loads (a library preloaded, a search path, a plugin), as root' : TRUST_ENV.find(([re]) => re.test(k))?.[1];
+    if (trust && gated(c, k, key, String(preview(v)), trust)) continue;
     const s = templateValue(v);
     if (s === undefined || typeof v === 'boolean') {
       c.out.unmapped.push({ key, value: preview(v), why: 'not a text or number value', fix: `write env.${k} as a quoted string` });

@@ -66,19 +66,30 @@ export default createCommand({
         ['--gpu-memory <size>', 'memory of one GPU, e.g. 128GB (default: read from this host)'],
         ['--platform <name>', "plan for a platform baseline's GPUs instead of this host's"],
         ['--vllm-bin <path>', 'the vllm whose version renders the flags when engine.vllmVersion is auto', 'vllm'],
+        [
+          '--allow <name>',
+          'import a setting that runs code or moves trust, which the report names (--trust-remote-code, HF_ENDPOINT, kv_connector_module_path, enable-sleep-mode on 0.0.0.0, ...); repeatable; read what it does first',
+          collect,
+          [],
+        ],
         ['--json', 'machine-readable output'],
       ],
       description: 'turn a sparkrun recipe into a profile: every key mapped or reported, then validated and planned for this host',
       help: `
 Every key of the recipe is either mapped to a profile field (vLLM options without a field go to
 engine.extraArgs when the target vLLM's flag table accepts them) or reported with why and what to
-do: mods, build_args, hooks, benchmark blocks and secrets are never imported.
+do: mods, build_args, hooks, benchmark blocks and secrets are never imported. A recipe is a
+stranger's code: a setting that runs code or moves trust (--trust-remote-code, --chat-template, a
+tokenizer from another repository, kv_connector_module_path, VLLM_LOGGING_CONFIG_PATH, PYTHONWARNINGS,
+HF_ENDPOINT, proxy and CA-bundle variables, VLLM_PLUGINS, LD_PRELOAD, PYTHONPATH, sleep mode beyond
+loopback...) is named in the report and imported only with --allow NAME; the rest still imports.
 Exit codes: 0 imported (the plan fits this host, or waits for the model's config.json);
 1 imported, but this host cannot serve it as planned (more GPUs or nodes, memory);
 2 bad input or an invalid profile (nothing written); 3 the URL did not answer.
 
 Examples:
   sparkctl profiles import ./qwen3.6-27b-fp8-vllm.yaml --out profiles/qwen3.6-27b.yaml
+  sparkctl profiles import ./recipe.yaml --allow trust-remote-code   after reading the model's code
   sparkctl profiles import https://raw.githubusercontent.com/spark-arena/recipe-registry/307578001460733fcb9335d0e84f8d3e38e40552/official-recipes/qwen3.6/vllm/qwen3.6-27b-fp8-vllm.yaml`,
       handler: lazy(() => import('./import.js')),
     }),

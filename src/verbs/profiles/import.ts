@@ -27,6 +27,8 @@ export interface ImportFlags {
   platform?: string;
   vllmBin?: string;
   json?: boolean;
+  /** --allow NAME (repeatable): settings that run code or move trust, imported knowingly */
+  allow?: string[];
 }
 
 /** What one import read, made and decided: what the report shows. */
@@ -51,7 +53,7 @@ export async function run(source: string, opts: ImportFlags) {
   // map: the extra options are checked for the vLLM --vllm-version or the image's reference names
   const image = recipeImage(raw);
   const flags = flagTableFor(opts.vllmVersion, image, image ? versionFromRef(image) : undefined);
-  const r = importRecipe(raw, { name, vllmVersion: flags.version });
+  const r = importRecipe(raw, { name, vllmVersion: flags.version, allow: opts.allow ?? [] });
   const text = profileText(src, r, source);
   const label = opts.out ?? `(imported from ${src.source})`;
   // plan: what is written must load as any profile does (the same parse, every problem at once), then plan here
