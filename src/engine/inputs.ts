@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadProfile, parseProfile, loadPlatform, DEFAULT_PLATFORM, type LoadedProfile } from '../profiles/load.js';
 import { resolveLoaded, hostShapeFromGpus, readModelFor, readText, type Resolved } from '../profiles/resolve.js';
 import { hostFromPlatform, type HostShape } from '../profiles/validate.js';
-import { profileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
+import { profileForModel, clusterProfileForModel, modelTarget, pickModelPort, type ModelTarget } from '../profiles/from-model.js';
 import { parseListeningPorts } from '../host/parse.js';
 import { Registry } from './registry.js';
 import { readModel, type ModelRead } from '../model/read.js';
@@ -22,6 +22,8 @@ import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
 import { readTextOrNullSync } from '../util/read.js';
+import { ContainerBlock } from '../profiles/schema.js';
+import { decideImagePin, inspectForPin, isPinnedRef, readPins, type ImagePinDecision } from './pins.js';
 
 export interface PlanReadOptions {
   profiles?: string;
@@ -45,6 +47,11 @@ export interface PlanReadOptions {
   host?: HostShape;
   /** what an earlier prepare of the same name read (serve: before its preflight): planned again from it, nothing read twice but the GPUs */
   prior?: Prepared['read'];
+  /**
+   * runtime container: the image runs as pinned (pins.ts decideImagePin) from this state folder's pin
+   * file; only read here (serve writes a new pin once it has served). --repin: the reference pinned anew.
+   */
+  pin?: { stateDir: string; repin?: boolean };
   /** serve MODEL: a generated profile takes the first free port from 8000 up (pickModelPort), not always 8000 */
   pickPort?: boolean;
 }
@@ -59,7 +66,9 @@ export interface Prepared extends Resolved {
   /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
   image?: { ref: string; entrypoint?: string[] };
   /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
-  read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>> };
+  read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>>; pin?: ImagePinDecision };
+  /** runtime container with `pin`: what the profile's image reference runs as, and why */
+  imagePin?: ImagePinDecision;
 }
 
 /** The host's GPUs through the typed GpuFact path (nvidia-smi --query-gpu, bounded); undefined when none answer. */
@@ -150,6 +159,9 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
       }
     }
   }
+  // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
+  const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, platform, opts.pin))) : undefined;
+  if (pin && pin.run !== pin.ref) lp = { ...lp, profile: { ...lp.profile, container: { ...(lp.profile.container ?? ContainerBlock.parse({})), image: pin.run } } };
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
   // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
@@ -170,7 +182,32 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     { profile, file: lp.file },
     { gpus: opts.gpus, platform: opts.platform ?? (generated ? undefined : lp.profile.platform), gpuMemoryBytes: opts.gpuMemoryBytes, host, modelRead },
   );
-  return { ...r, modelRead, vllm, generated, hostLine: hostLine(r.host, r.platform.name), image: read?.image, read: { loaded, target, modelRead, installed: ownVllm, image: read } };
+  return {
+    ...r,
+    modelRead,
+    vllm,
+    generated,
+    hostLine: hostLine(r.host, r.platform.name),
+    image: read?.image,
+    imagePin: pin,
+    read: { loaded, target, modelRead, installed: ownVllm, image: read, pin },
+  };
+}
+
+/** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
+async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
+  const { imageFor, detectCli } = await import('./runtime/container.js');
+  let ref: string;
+  let cli: ReturnType<typeof detectCli>;
+  try {
+    ref = imageFor(p, platform);
+    cli = detectCli(p);
+  } catch {
+    return undefined;
+  }
+  const file = readPins(x.stateDir, p.name);
+  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(cli, p.container?.cliArgs ?? [], ref);
+  return decideImagePin(ref, file, inspected, x.repin);
 }
 
 /**
@@ -376,7 +413,6 @@ export async function readForNodes(name: string, shape: { nodes: number; gpusPer
   const platformName = opts.platform ?? (shape.gpusPerNode === 1 ? 'dgx-spark-gb10' : DEFAULT_PLATFORM);
   const platformNote = opts.platform ? undefined : `planned as platform ${platformName} (${shape.gpusPerNode} GPU per node in the nodes file; say --platform NAME otherwise)`;
   const platform = loadPlatform(platformName);
-  const { clusterProfileForModel } = await import('../profiles/from-model.js');
   const choice = clusterProfileForModel(target!, modelRead.facts, shape.nodes, shape.gpusPerNode, platform.gpu.memoryGiB * 1024 ** 3, { unified: platform.gpu.unifiedMemory });
   const why = [...choice.why];
   // the family's parsers, judged against the vLLM the nodes' platform is guessed to run (the nodes are not asked here)

@@ -136,6 +136,11 @@ export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'vers
   };
 }
 
+/** The launch record with the host install's fingerprint (undefined: none to take, a container or the simulator). */
+export function withFingerprint(rec: LaunchRecord, fp: { version: string; packages: string; count: number } | undefined): LaunchRecord {
+  return fp ? { ...rec, fingerprint: { version: fp.version, packages: fp.packages, count: fp.count } } : rec;
+}
+
 /** A value's fingerprint: enough to tell that it changed, not what it is. */
 const fingerprint = (v: string) => createHash('sha256').update(v).digest('hex').slice(0, 16);
 

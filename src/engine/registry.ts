@@ -71,6 +71,8 @@ export interface LaunchRecord {
   vllm: { asked: string; resolved: string; how: 'pinned' | 'installed' | 'unknown' };
   /** runtime container: the image it ran */
   image?: string;
+  /** runtime host: the vLLM it started on, fingerprinted (its version and its environment's packages: vllm-version.ts) */
+  fingerprint?: { version: string; packages: string; count: number };
   /**
    * What reaches the server but not its command line: each profile env variable's name with a
    * fingerprint of its value (never the value), server.apiKeyEnv (a variable's name), and a
@@ -139,6 +141,7 @@ const LaunchShape = z.object({
   allowUnauthenticated: z.boolean().optional(),
   vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
   image: z.string().max(1000).optional(),
+  fingerprint: z.object({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
   settings: z
     .object({
       env: z.record(z.string().max(256), z.string().max(64)).refine((e) => Object.keys(e).length <= 512),

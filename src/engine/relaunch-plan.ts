@@ -2,10 +2,12 @@
 // its --set, --profiles, --gpus, --platform, --runtime, --router; the engine and executable it runs),
 // with more --set on top. restart plans from it, and so does upgrade (its candidate is the same plan
 // with the candidate's image or vLLM version set on top, and its rollback the previous pin's).
-import { buildServePlan, launchRecord, type ServePlan } from './plan.js';
+import { buildServePlan, launchRecord, withFingerprint, type ServePlan } from './plan.js';
+import { fingerprintChange, vllmFingerprint } from './vllm-version.js';
 import { prepare, versionWarnings, type Prepared } from './inputs.js';
 import { howStarted, recordOf, servedAs, type ServedAs } from './relaunch.js';
 import type { Entry } from './registry.js';
+import { stateDir } from '../util/paths.js';
 
 export interface RelaunchInputs {
   /** --set on top of serve's (kept in the new launch record) */
@@ -28,6 +30,8 @@ export interface Relaunch {
   started: ReturnType<typeof howStarted>;
   /** what the version decision warns of (a pin the installed vLLM does not match, ...) */
   warnings: string[];
+  /** a host install: how the vLLM under the replicas changed since they started (undefined: the same, or not fingerprinted) */
+  vllmChange?: ReturnType<typeof fingerprintChange>;
 }
 
 /** The profile's replicas planned again as serve planned them, with `x.set` on top. */
@@ -46,9 +50,16 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
     engine: started.engine,
     vllmBin: started.vllmBin,
     runtime: as.runtime,
+    // the image as pinned (a moved tag is never followed by a restart)
+    pin: { stateDir: stateDir() },
   });
   const warnings = versionWarnings(prepared.vllm, false);
-  const launch = launchRecord(as, prepared.vllm, prepared.image?.ref ?? prepared.vllm.image, prepared.profile);
+  // a host install is fingerprinted again: what it is now, against what the replicas started on
+  const hostVllm = started.engine === 'vllm' && !prepared.vllm.image;
+  const fingerprint = hostVllm ? await vllmFingerprint(started.vllmBin) : undefined;
+  const was = recordOf(replicas)?.fingerprint;
+  const vllmChange = hostVllm && was ? fingerprintChange(was, fingerprint) : undefined;
+  const launch = withFingerprint(launchRecord(as, prepared.vllm, prepared.image?.ref ?? prepared.vllm.image, prepared.profile), fingerprint);
   const plan = buildServePlan(prepared, {
     ...started,
     prewarm: x.prewarm,
@@ -60,5 +71,5 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
     imageEntrypoint: prepared.image?.entrypoint,
     launch,
   });
-  return { plan, prepared, as, started, warnings };
+  return { plan, prepared, as, started, warnings, vllmChange };
 }

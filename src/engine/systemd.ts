@@ -4,14 +4,13 @@
 // Quadlet file. Every ExecStart= argument is quoted and every value with a control character refused
 // (runtime/unit.ts): a newline would start a new setting. Library code: the units and the notes go
 // to the caller's sink, which prints them.
-import { serveExposure } from './plan.js';
 import { resolve } from 'node:path';
-import { requireValid, type Resolved } from '../profiles/resolve.js';
+import { requireValid, resolveLoaded, readModelFor, type Resolved } from '../profiles/resolve.js';
 import { UsageError } from '../errors.js';
 import { commentValue } from '../output/format.js';
 import { shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
-import { sparkctlBin } from './plan.js';
+import { serveExposure, sparkctlBin, buildServePlan, replicaRun } from './plan.js';
 import { execArg, refuseControl } from './runtime/unit.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import { routerDrainSeconds } from '../profiles/router.js';
@@ -137,7 +136,6 @@ WantedBy=multi-user.target
 async function forImage(r: Resolved, gpus?: number): Promise<{ r: Resolved; entrypoint?: string[]; note?: string }> {
   const { imageVersion } = await import('./inputs.js');
   const { decideVersion, unknownImageVersion } = await import('./vllm-version.js');
-  const { resolveLoaded, readModelFor } = await import('../profiles/resolve.js');
   const read = await imageVersion(r.profile, r.platform, false);
   const pinned = r.profile.engine.vllmVersion;
   const v = decideVersion(pinned, read.installed);
@@ -164,7 +162,6 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
 
 /** The container units' common start: the image's own version and entrypoint read, then the serve plan for it. */
 async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
-  const { buildServePlan, replicaRun } = await import('./plan.js');
   const { runtimeFor } = await import('./runtime/index.js');
   const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   if (versionNote) out.note(`note: ${versionNote}`);

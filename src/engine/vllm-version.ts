@@ -2,7 +2,8 @@
 // site-packages (vllm-*.dist-info/METADATA, a few file reads), else `vllm --version` (imports vLLM:
 // seconds) with a deadline. Cached by the binary's path and mtime in the state folder, through the
 // one atomic writer, so the slow path runs once per installed vLLM.
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -58,8 +59,8 @@ async function headOf(bin: string): Promise<string> {
   }
 }
 
-/** vllm-X.dist-info in the site-packages next to the script's interpreter (its #! line). */
-async function fromDistInfo(bin: string, head: string): Promise<string | undefined> {
+/** The site-packages folder that holds vllm-X.dist-info, next to the script's interpreter (its #! line), with its entries. */
+async function vllmSite(bin: string, head: string): Promise<{ site: string; names: string[]; dist: string } | undefined> {
   const shebang = /^#!\s*(\S+)/.exec(head)?.[1];
   const prefixes = [dirname(dirname(bin))];
   if (shebang?.startsWith('/')) prefixes.unshift(dirname(dirname(shebang)));
@@ -68,14 +69,60 @@ async function fromDistInfo(bin: string, head: string): Promise<string | undefin
     const pys = (await readdir(lib).catch(() => [] as string[])).filter((d) => /^python3/.test(d));
     for (const py of pys) {
       const site = join(lib, py, 'site-packages');
-      const dist = (await readdir(site).catch(() => [] as string[])).find((d) => /^vllm-\d[^/]*\.dist-info$/.test(d));
-      if (!dist) continue;
-      const meta = await readText(join(site, dist, 'METADATA'), { maxBytes: READ_LIMITS.config }).catch(() => '');
-      // what the installed package says of itself: a strict PEP 440 version, or nothing
-      const said = VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
-      return isPep440(said) ? said : undefined;
+      const names = await readdir(site).catch(() => [] as string[]);
+      const dist = names.find((d) => /^vllm-\d[^/]*\.dist-info$/.test(d));
+      if (dist) return { site, names, dist };
     }
   }
+  return undefined;
+}
+
+/** vllm-X.dist-info in the site-packages next to the script's interpreter (its #! line). */
+async function fromDistInfo(bin: string, head: string): Promise<string | undefined> {
+  const found = await vllmSite(bin, head);
+  if (!found) return undefined;
+  const { site, dist } = found;
+  const meta = await readText(join(site, dist, 'METADATA'), { maxBytes: READ_LIMITS.config }).catch(() => '');
+  // what the installed package says of itself: a strict PEP 440 version, or nothing
+  const said = VERSION_LINE.exec(meta)?.[1] ?? dist.replace(/^vllm-/, '').replace(/\.dist-info$/, '');
+  return isPep440(said) ? said : undefined;
+}
+
+/**
+ * A host install's fingerprint: the vLLM version and a hash of every distribution installed beside it
+ * (the sorted *.dist-info names of its site-packages: name and version each, as pip writes them), so
+ * a `pip install` into the environment, or another `vllm` on PATH, is a changed server. A readdir and
+ * one small read; undefined where the executable is not a Python environment's (nothing to hash).
+ */
+export interface VllmFingerprint {
+  version: string;
+  packages: string;
+  count: number;
+}
+
+export async function vllmFingerprint(binName: string, env: NodeJS.ProcessEnv = process.env): Promise<(VllmFingerprint & { bin: string }) | undefined> {
+  const found0 = await which(binName, env);
+  if (!found0) return undefined;
+  const bin = await realpath(found0).catch(() => found0);
+  const head = await headOf(bin);
+  const site = (await vllmSite(bin, head)) ?? (bin !== found0 ? await vllmSite(found0, await headOf(found0)) : undefined);
+  if (!site) return undefined;
+  const version = await fromDistInfo(bin, head).then((v) => v ?? fromDistInfo(found0, head));
+  if (!version) return undefined;
+  const dists = site.names.filter((n) => n.endsWith('.dist-info')).sort();
+  return { bin: found0, version, packages: createHash('sha256').update(dists.join('\n')).digest('hex').slice(0, 16), count: dists.length };
+}
+
+/**
+ * How a host install changed since a server started on it (undefined: the same). The stated rule:
+ * another vLLM version is a different server (restart refuses it: an upgrade compares it first);
+ * the same version with other packages is warned (restart goes on, and says so).
+ */
+export function fingerprintChange(was: VllmFingerprint, now: VllmFingerprint | undefined): { kind: 'version' | 'packages' | 'gone'; line: string } | undefined {
+  if (!now) return { kind: 'gone', line: `its vLLM (${was.version}) is no longer there to read` };
+  if (now.version !== was.version) return { kind: 'version', line: `its vLLM is now ${now.version}, not the ${was.version} it started on` };
+  if (now.packages !== was.packages)
+    return { kind: 'packages', line: `its Python environment changed (${was.count} -> ${now.count} packages, hash ${was.packages} -> ${now.packages}; vLLM still ${now.version})` };
   return undefined;
 }
 

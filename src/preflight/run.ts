@@ -1,7 +1,7 @@
 // Preflight: facts (concurrently, from a Host) -> checks (pure) -> a report.
 import { dirname } from 'node:path';
 import type { Host } from '../host/host.js';
-import { gatherFacts, type Facts } from './facts.js';
+import { gatherFacts, gatherContainerFacts, type Facts } from './facts.js';
 import { gpuFacts, type GpuFact } from '../host/gpu-facts.js';
 import type { Check } from './checks.js';
 import type { CheckResult, CheckOutcome } from '../output/check.js';
@@ -64,7 +64,7 @@ export async function runPreflight(host: Host, opts: PreflightOptions): Promise<
   const probe = rt?.probe;
   const asked =
     probe && opts.profile && selected.some((c) => c.probes.includes(probe) && c.runsOn === rt.runtime)
-      ? await (await import('./facts.js')).gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected)
+      ? await gatherContainerFacts(host, opts.profile, platform, opts.timeoutMs ?? 20_000, facts.notCollected)
       : undefined;
   if (asked) facts.container = asked;
   const ctx = opts.profile && withProfile ? withProfile.buildCtx(facts, platform, opts.profile) : baseCtx(facts, platform);

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import type { ServePlan } from '../engine/plan.js';
 import { Registry, type Entry, type Instance } from '../engine/registry.js';
 import { targetFromInstance } from '../engine/target.js';
-import { replicaUrl } from '../engine/serve.js';
+import { replicaUrl, serveLocal } from '../engine/serve.js';
 import { stopInstance } from '../engine/stop.js';
 import type { ServeOutcome } from '../engine/events.js';
 import type { RollingEvent, RollingOutcome } from '../router/rolling.js';
@@ -21,7 +21,7 @@ import { measure, type MeasureSettings } from './measure.js';
 import { UsageError } from '../errors.js';
 
 export type UpgradeEvent =
-  | { type: 'canary'; where: 'in-place' | 'beside'; replica: string; url?: string }
+  | { type: 'canary'; where: 'in-place' | 'beside'; replica: string; url?: string; gpus?: number[] }
   | { type: 'rolling'; event: RollingEvent }
   | { type: 'canary-ready'; replica: string; url: string }
   | { type: 'measuring'; side: 'current' | 'canary'; url: string }
@@ -51,7 +51,7 @@ export type UpgradeStatus = 'rolled' | 'canary-failed' | 'compared' | 'roll-fail
 export interface UpgradeOutcome {
   status: UpgradeStatus;
   where: 'in-place' | 'beside';
-  canary: { replica: string; url?: string; failure?: string };
+  canary: { replica: string; url?: string; failure?: string; gpus?: number[] };
   current?: Measured;
   candidate?: Measured;
   verdict?: Verdict;
@@ -164,13 +164,13 @@ async function stopProfile(stateDir: string, profile: string, signal: AbortSigna
 
 /** No router: the canary runs beside the replicas as PROFILE-canary; a passing one is followed by a restart of every replica on the candidate. */
 async function beside(run: UpgradeRun, started: number): Promise<UpgradeOutcome> {
-  const { serveLocal } = await import('../engine/serve.js');
   const port = await freePort();
   const plan = await run.besidePlan!(port);
   const name = plan.replicas[0]?.name ?? `${run.profile}-canary`;
-  const out: UpgradeOutcome = { status: 'canary-failed', where: 'beside', canary: { replica: name }, rolls: [], onCandidate: [], ms: 0 };
+  const gpus = plan.replicas[0]?.gpus;
+  const out: UpgradeOutcome = { status: 'canary-failed', where: 'beside', canary: { replica: name, gpus }, rolls: [], onCandidate: [], ms: 0 };
   const done = (status: UpgradeStatus) => ({ ...out, status, ms: Date.now() - started });
-  run.onEvent?.({ type: 'canary', where: 'beside', replica: name, url: replicaUrl(plan, plan.replicas[0]!) });
+  run.onEvent?.({ type: 'canary', where: 'beside', replica: name, url: replicaUrl(plan, plan.replicas[0]!), gpus });
   let served: ServeOutcome;
   try {
     served = await serveLocal(plan, { signal: run.signal, secrets: run.secrets });

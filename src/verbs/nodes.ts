@@ -3,6 +3,7 @@
 // (src/engine/cluster/), render what comes back, and pick the exit code from errors.ts.
 import { withInterrupts } from '../util/interrupt.js';
 import { stateDir } from '../util/paths.js';
+import { isPinnedRef, nodesImagePin, readPins, writePin } from '../engine/pins.js';
 import { loadNodesFile } from '../profiles/load.js';
 import type { NodesFile } from '../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../engine/registry.js';
@@ -23,13 +24,14 @@ import {
   type StopClusterOutcome,
   type ExecutorKind,
   type ClusterInputs,
+  type PlannedCluster,
   imageMismatch,
   readImageIds,
 } from '../engine/cluster/index.js';
 import { gatherNodes, runNodesChecks, type NodeReport } from '../preflight/nodes.js';
 import { gatherFabric, runFabricChecks } from '../preflight/fabric.js';
 import { envelope, c, table, statusMark } from '../output/format.js';
-import { say } from '../output/log.js';
+import { say, note } from '../output/log.js';
 import { shownEscaped } from '../util/control.js';
 
 /** A node's or a server's words, one line: control characters shown escaped. */
@@ -189,7 +191,7 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const cross = [
     ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
-    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts)] : []),
+    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile })] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
@@ -232,11 +234,13 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
 }
 
 /** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
-async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }): Promise<CheckOutcome> {
+async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }, loaded?: PinnableProfile): Promise<CheckOutcome> {
+  // where the profile's image is pinned, every node must hold the pin's very image (by ID)
+  const pin = loaded ? imagePinOfNodes(loaded) : {};
   const pc = planCluster(profile, nf, {
     nodesFile: '',
     profiles: opts.profiles,
-    set: opts.set ?? [],
+    set: [...(opts.set ?? []), ...(pin.pinned ? [`container.image=${pin.pinned.run}`] : [])],
     platform: opts.platform === 'auto' ? undefined : opts.platform,
     engine: 'vllm',
     vllmBin: 'vllm',
@@ -246,9 +250,40 @@ async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?:
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const bad = imageMismatch(image, ids);
   const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
+  const asPinned = pin.pinned ? ` (the pin of ${pin.ref}, ${pin.pinned.pin.at})` : '';
   return bad
-    ? { ...base, status: 'fail' as const, observed: bad, fix: `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)` }
-    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes` };
+    ? {
+        ...base,
+        status: 'fail' as const,
+        observed: `${bad}${asPinned}`,
+        fix: pin.pinned
+          ? `load the pinned image on those nodes (podman save ${image} | ssh NODE podman load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
+          : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
+      }
+    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
+}
+
+type PinnableProfile = { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } };
+
+/** runtime container over nodes: the profile's image reference, and the pin every node runs where there is one (--repin: none, pinned anew once healthy). */
+export function imagePinOfNodes(loaded: PinnableProfile, repin?: boolean): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
+  if (loaded.profile.engine.runtime !== 'container') return {};
+  const ref = loaded.profile.container?.image;
+  if (!ref || isPinnedRef(ref)) return {};
+  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir(), loaded.profile.name)) };
+}
+
+/** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
+export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+  if (!pc.steps[0]?.container) return;
+  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
+  const one = [...new Set(ids.map((x) => x.id))];
+  if (one.length !== 1 || !one[0]) {
+    if (!json) note(`${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`);
+    return;
+  }
+  writePin(stateDir(), pc.resolved.profile.name, { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] });
+  if (!json) note(c.dim(`image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`));
 }
 
 /** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */

@@ -7,10 +7,17 @@ import { UsageError } from '../errors.js';
 
 function refuseCluster(reg: Registry, name: string, verb: string) {
   const cluster = reg.clusters().find((x) => x.profile === name);
-  if (cluster)
-    throw new UsageError(`${cluster.profile} is served over nodes (${cluster.nodesFile}): ${verb} does not relaunch a multi-node server`, [
-      `sparkctl stop ${cluster.profile}, then sparkctl serve ${cluster.profile} --nodes ${cluster.nodesFile}`,
+  if (!cluster) return;
+  const [p, f] = [cluster.profile, cluster.nodesFile];
+  if (verb === 'upgrade')
+    // no canary over nodes (the whole cluster is one server): the upgrade by hand, each step checked, the pin kept
+    throw new UsageError(`${p} is served over nodes (${f}): upgrade does not drive a multi-node server (no canary: every node is one server)`, [
+      `by hand: the candidate image NEW on every node (NEW as the profile's container.image, then sparkctl pull ${p} --nodes ${f}: save | ssh load, skipping nodes that match)`,
+      `sparkctl preflight --nodes ${f} --profile ${p} --set container.image=NEW (the same image ID on every node)`,
+      `sparkctl stop ${p} --nodes ${f}, then sparkctl serve ${p} --nodes ${f} --set container.image=NEW (every node runs it; once healthy it is pinned)`,
+      `back: the same with --set container.image=<the previous pin's imagePinned in the state folder's pins/${p}.json>`,
     ]);
+  throw new UsageError(`${p} is served over nodes (${f}): ${verb} does not relaunch a multi-node server`, [`sparkctl stop ${p}, then sparkctl serve ${p} --nodes ${f}`]);
 }
 
 export function registeredServers(reg: Registry, profileName: string, opts: { profiles?: string; set: string[] }, verb: string, fix: (name: string) => string): { name: string; entries: Entry[] } {

@@ -40,6 +40,8 @@ async function dryRun() {
 }
 const tagAs = async (image: string) => expect((await podman(['tag', image, TAG])).exitCode).toBe(0);
 const cache = () => JSON.parse(readFileSync(cacheFile, 'utf8'));
+// what serve runs for TAG: its pin (pinned by default: the repository digest, or the image ID where it has none)
+const PINNED = `(?:localhost/sparkctl-ver-\\d+@sha256:[a-f0-9]{64}|[a-f0-9]{64})`;
 
 describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { timeout: 240_000 }, () => {
   beforeAll(async () => {
@@ -67,7 +69,9 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     expect(p.version).toBe('0.25.0');
     expect(p.argv.join(' ')).toMatch(/ vllm serve Qwen\/Qwen3\.5-9B .*--shutdown-timeout 10/);
     const text = await run(['--dry-run']);
-    expect(text.stderr).toMatch(/vLLM: vLLM 0\.25\.0 \(in the image localhost\/sparkctl-ver-\d+:serve, read from its label; the nearest table at or below it is 0\.25\.0\)/);
+    expect(text.stderr).toMatch(new RegExp(`vLLM: vLLM 0\\.25\\.0 \\(in the image ${PINNED}, read from its label; the nearest table at or below it is 0\\.25\\.0\\)`));
+    // pinned by default: what runs is the tag's image as it is now, by content, and that is said
+    expect(text.stderr).toMatch(new RegExp(`image ${TAG}: pinned to ${PINNED}`));
   });
 
   it('a re-tagged image is read again (the cache is by content id): vllm --version in the image says 0.16.0, which has no --shutdown-timeout', async () => {
@@ -100,7 +104,7 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     await tagAs(`${REPO}:label25`);
     const r = await run(['--skip-preflight', '--set', 'engine.vllmVersion=0.28.0']);
     expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/pinned to 0\.28\.0, but the image localhost\/sparkctl-ver-\d+:serve has vLLM 0\.25\.0/);
+    expect(r.stderr).toMatch(new RegExp(`pinned to 0\\.28\\.0, but the image ${PINNED} has vLLM 0\\.25\\.0`));
     expect(r.stderr).toMatch(/--set engine\.vllmVersion=auto \(render for the image's 0\.25\.0\)/);
     expect((await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.trim()).toBe('');
   });
@@ -109,7 +113,8 @@ describe.skipIf(Boolean(why))("the image's vLLM version, on the real podman", { 
     await tagAs(`${REPO}:ep`);
     const p = await dryRun();
     const after = p.argv.slice(p.argv.indexOf('--stop-timeout') + 2);
-    expect(after.slice(0, 2)).toEqual([TAG, 'Qwen/Qwen3.5-9B']);
+    expect(after[0]).toMatch(new RegExp(`^${PINNED}$`));
+    expect(after[1]).toBe('Qwen/Qwen3.5-9B');
     expect(after).not.toContain('serve');
     // the simulator in that image, for real: ready, probe healthy, then stopped and removed
     const port = await freePort();

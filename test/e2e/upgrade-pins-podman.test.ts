@@ -2,13 +2,13 @@
 // image imported under a tag is pinned by resolveImagePin to its repository digest; the tag is then
 // moved to another image, and the pin still names the first image, while the tag names the second.
 import { describe, it, expect, afterAll } from 'vitest';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
-import { podmanUnavailable, PODMAN } from '../podman.js';
-import { resolveImagePin } from '../../src/upgrade/pins.js';
-import { tempDir, rmrf } from '../helpers.js';
+import { podmanUnavailable, podmanSuite, derivedImage, PODMAN } from '../podman.js';
+import { resolveImagePin } from '../../src/engine/pins.js';
+import { tempDir, rmrf, cli, freePort } from '../helpers.js';
 import { UsageError } from '../../src/errors.js';
 
 const why = podmanUnavailable();
@@ -59,4 +59,79 @@ describe.skipIf(why !== undefined)('upgrade pins on the real podman', () => {
     expect(e.message).toMatch(/image not known/);
     expect(e.details.join('\n')).toMatch(/podman pull .*:absent/);
   }, 60_000);
+});
+
+// Pinned by default: serve pins the image the profile names (its repository digest) the first time it
+// serves it; the tag is then moved to another image (podman build, a LABEL apart), and a restart keeps
+// the pinned image, proven by the running container's own image ID, and says the tag moved; --repin
+// takes the tag as it is now, and keeps the pin before it for a rollback.
+const suite = podmanSuite('sparkctl-pin-serve-');
+const serveRepo = `localhost/sparkctl-pinserve-${randomBytes(4).toString('hex')}`;
+
+describe.skipIf(why !== undefined)('serve pins the image by default (real podman, the simulator image)', { timeout: 300_000 }, () => {
+  suite.hooks();
+  afterAll(async () => {
+    const ls = await suite.podman(['images', '--format', '{{.ID}}', '--filter', `reference=${serveRepo}`]);
+    for (const id of new Set(ls.stdout.split('\n').filter(Boolean))) await suite.podman(['rmi', '-f', id]);
+  });
+  const run = (args: string[]) => cli(args, { stateDir: suite.stateDir, env: suite.env, timeout: 120_000 });
+  /** the image ID the running replica's container was created from (podman's own answer) */
+  const runningImage = async (name: string) => {
+    const st = JSON.parse((await run(['status', '--json'])).stdout);
+    const inst = st.instances.find((i: { name: string }) => i.name === `${name}-0`);
+    expect(inst?.alive, JSON.stringify(st)).toBe(true);
+    return (await suite.podman(['inspect', '--format', '{{.Image}}', inst.container.id])).stdout.trim().replace(/^sha256:/, '');
+  };
+
+  it('first serve pins the tag; the tag moves; restart keeps the pinned image and says so; --repin takes the new one', async () => {
+    const tag = `${serveRepo}:prod`;
+    const idA = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=a'], tag)).replace(/^sha256:/, '');
+    const port = await freePort();
+    const name = `pin-${process.pid}`;
+    const dir = join(suite.work, 'profiles');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, `${name}.yaml`),
+      JSON.stringify({
+        name,
+        model: { id: 'Qwen/Qwen3.5-9B', parameters: 9e9, layers: 32, kvHeads: 4, headDim: 256, attentionHeads: 16, hiddenSize: 4096, weightBytesPerParam: 2, maxContext: 32768 },
+        engine: { vllmVersion: '0.25.0', runtime: 'container', maxModelLen: 4096 },
+        server: { host: '127.0.0.1', port, shutdownTimeoutSeconds: 5 },
+        container: { cli: 'podman', image: tag, cliArgs: PODMAN, network: 'host', ulimits: {}, hfCache: join(suite.work, 'no-hf-cache') },
+      }),
+    );
+    const serve = (extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
+    const pins = () => JSON.parse(readFileSync(join(suite.stateDir, 'pins', `${name}.json`), 'utf8'));
+
+    const first = await serve();
+    expect(first.exitCode, first.stderr + first.stdout).toBe(0);
+    expect(first.stderr).toMatch(new RegExp(`image ${tag}: pinned to ${serveRepo}@sha256:[a-f0-9]{64} \\(its repository digest\\)`));
+    expect(pins().current).toMatchObject({ image: tag, imageId: idA, imagePinned: expect.stringMatching(/@sha256:/) });
+    expect(await runningImage(name)).toBe(idA);
+
+    // the tag moves to another image
+    const idB = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=b'], tag)).replace(/^sha256:/, '');
+    expect(idB).not.toBe(idA);
+    const dry = await run(['serve', name, '--profiles', dir, '--engine', 'sim', '--dry-run', '--json']);
+    const plan = JSON.parse(dry.stdout);
+    expect(plan.replicas[0].container.argv).toContain(pins().current.imagePinned);
+    expect(plan.replicas[0].container.argv).not.toContain(tag);
+    expect(plan.warnings.join('\n')).toMatch(new RegExp(`the tag ${tag} moved: it now names image ${idB.slice(0, 12)}, not the pinned ${idA.slice(0, 12)}`));
+
+    const again = await run(['restart', name]);
+    expect(again.exitCode, again.stderr + again.stdout).toBe(0);
+    expect(again.stderr).toMatch(/the tag \S+:prod moved/);
+    expect(await runningImage(name)).toBe(idA);
+    expect(pins().current.imageId).toBe(idA);
+
+    // --repin: the tag as it is now; the pin before it is kept (upgrade --rollback returns to it)
+    expect((await run(['stop', name])).exitCode).toBe(0);
+    const repin = await serve(['--repin']);
+    expect(repin.exitCode, repin.stderr + repin.stdout).toBe(0);
+    expect(repin.stderr).toMatch(/pinned anew \(--repin\)/);
+    expect(await runningImage(name)).toBe(idB);
+    expect(pins().current.imageId).toBe(idB);
+    expect(pins().previous[0].imageId).toBe(idA);
+    expect((await run(['stop', name])).exitCode).toBe(0);
+  });
 });

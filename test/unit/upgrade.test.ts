@@ -2,11 +2,14 @@
 // source, src/profiles/vllm-facts.ts), how a canary is judged against current, and the pin file
 // (digest resolution from `image inspect`, rollback, a hostile file refused).
 import { describe, it, expect, afterAll } from 'vitest';
-import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync } from 'node:fs';
+import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
-import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, type Pin } from '../../src/upgrade/pins.js';
+import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
+import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
+import { driftOf, imageDrift } from '../../src/engine/drift.js';
+import type { Entry } from '../../src/engine/registry.js';
 import { appendUpgrade, readUpgrades } from '../../src/upgrade/record.js';
 import { UsageError } from '../../src/errors.js';
 import { tempDir, rmrf } from '../helpers.js';
@@ -150,12 +153,17 @@ const ID = 'c'.repeat(64);
 
 describe('pins: a tag moves, a digest does not', () => {
   it.each([
-    ['a repository digest of the same repository', 'nvcr.io/nvidia/vllm:26.03-py3', `sha256:${ID} ["nvcr.io/nvidia/vllm@sha256:${D1}"]`, { pinned: `nvcr.io/nvidia/vllm@sha256:${D1}`, how: 'digest' }],
-    ["another repository's digest is not this one's", 'nvcr.io/nvidia/vllm:26.03-py3', `${ID} ["docker.io/someone/vllm@sha256:${D2}"]`, { pinned: ID, how: 'image-id' }],
-    ['docker hub short names', 'vllm/vllm-openai:v0.17.0', `sha256:${ID} ["vllm/vllm-openai@sha256:${D2}"]`, { pinned: `vllm/vllm-openai@sha256:${D2}`, how: 'digest' }],
-    ['an image built or loaded here has none: its ID', 'localhost/sparkctl-vllm:test', `${ID} []`, { pinned: ID, how: 'image-id' }],
-    ['null RepoDigests (docker)', 'localhost/x:1', `${ID} null`, { pinned: ID, how: 'image-id' }],
-    ['a reference that is a digest already', `nvcr.io/nvidia/vllm@sha256:${D1}`, `${ID} []`, { pinned: `nvcr.io/nvidia/vllm@sha256:${D1}`, how: 'digest' }],
+    [
+      'a repository digest of the same repository',
+      'nvcr.io/nvidia/vllm:26.03-py3',
+      `sha256:${ID} ["nvcr.io/nvidia/vllm@sha256:${D1}"]`,
+      { pinned: `nvcr.io/nvidia/vllm@sha256:${D1}`, how: 'digest', id: ID },
+    ],
+    ["another repository's digest is not this one's", 'nvcr.io/nvidia/vllm:26.03-py3', `${ID} ["docker.io/someone/vllm@sha256:${D2}"]`, { pinned: ID, how: 'image-id', id: ID }],
+    ['docker hub short names', 'vllm/vllm-openai:v0.17.0', `sha256:${ID} ["vllm/vllm-openai@sha256:${D2}"]`, { pinned: `vllm/vllm-openai@sha256:${D2}`, how: 'digest', id: ID }],
+    ['an image built or loaded here has none: its ID', 'localhost/sparkctl-vllm:test', `${ID} []`, { pinned: ID, how: 'image-id', id: ID }],
+    ['null RepoDigests (docker)', 'localhost/x:1', `${ID} null`, { pinned: ID, how: 'image-id', id: ID }],
+    ['a reference that is a digest already', `nvcr.io/nvidia/vllm@sha256:${D1}`, `${ID} []`, { pinned: `nvcr.io/nvidia/vllm@sha256:${D1}`, how: 'digest', id: ID }],
   ])('%s', (_, ref, out, want) => expect(pinFromInspect(ref, out)).toEqual(want));
 
   it.each([
@@ -166,7 +174,7 @@ describe('pins: a tag moves, a digest does not', () => {
   ])('%s: an error or the image ID, never a hostile string', (_, out) => {
     const p = pinFromInspect('localhost/x:1', out);
     if ('error' in p) expect(p.error).toBeTruthy();
-    else expect(p).toEqual({ pinned: ID, how: 'image-id' });
+    else expect(p).toEqual({ pinned: ID, how: 'image-id', id: ID });
   });
 
   it('repositoryOf keeps a registry port', () => expect(repositoryOf('localhost:5000/vllm:1')).toBe('localhost:5000/vllm'));
@@ -208,6 +216,167 @@ describe('pins: a tag moves, a digest does not', () => {
     symlinkSync(victim, join(dir, 'pins', 'prof.json'));
     expect(() => writePin(dir, 'prof', { at: 't', vllmVersion: '1', sets: [] })).toThrow();
     expect(readFileSync(victim, 'utf8')).toBe('keep');
+  });
+});
+
+describe('pinned by default: what serve runs for the reference a profile names', () => {
+  const ID2 = 'd'.repeat(64);
+  const TAG = 'localhost/vllm:prod';
+  const PINNED = `localhost/vllm@sha256:${D1}`;
+  const pin = (over: Partial<Pin> = {}): Pin => ({ at: 't1', vllmVersion: '0.17.0', image: TAG, imagePinned: PINNED, imageId: ID, sets: [`container.image=${PINNED}`], ...over });
+  const file = (current: Pin, previous: Pin[] = []): PinFile => ({ version: 1, profile: 'p', current, previous });
+  const here = (id: string, pinned = `localhost/vllm@sha256:${id === ID ? D1 : D2}`) => ({ pinned, how: 'digest' as const, id });
+  const gone = { error: 'podman image inspect localhost/vllm:prod: image not known' };
+  it.each([
+    ['a digest named runs as named', PINNED, undefined, gone, false, { state: 'given', run: PINNED }],
+    ['an image ID named runs as named', ID, file(pin()), gone, false, { state: 'given', run: ID }],
+    ['no pin yet: pinned now to its digest', TAG, undefined, here(ID), false, { state: 'new', run: PINNED, id: ID }],
+    ['no pin, no digest (built here): its image ID', TAG, undefined, { pinned: ID, how: 'image-id' as const, id: ID }, false, { state: 'new', run: ID, how: 'image-id' }],
+    ['the pin runs while the tag still names it', TAG, file(pin()), here(ID), false, { state: 'kept', run: PINNED }],
+    ['a tag that moved: the pin runs, the move is named', TAG, file(pin()), here(ID2), false, { state: 'kept', run: PINNED, movedTo: ID2 }],
+    ['the tag gone from this host: the pin still runs', TAG, file(pin()), gone, false, { state: 'kept', run: PINNED }],
+    ['--repin: the tag as it is now', TAG, file(pin()), here(ID2), true, { state: 'repinned', run: `localhost/vllm@sha256:${D2}`, id: ID2 }],
+    ['the profile edited to another reference: pinned anew, said', 'localhost/vllm:next', file(pin()), here(ID2), false, { state: 'edited', run: `localhost/vllm@sha256:${D2}` }],
+    [
+      'after an upgrade the profile still names the old tag: the current (upgraded) pin runs',
+      TAG,
+      file(pin({ image: 'localhost/vllm:new', imagePinned: `localhost/vllm@sha256:${D2}`, imageId: ID2 }), [pin()]),
+      here(ID),
+      false,
+      { state: 'kept', run: `localhost/vllm@sha256:${D2}`, older: true },
+    ],
+    ['not pulled and no pin: unpinned, said', TAG, undefined, gone, false, { state: 'unpinned', run: TAG }],
+    ['a host pin (no image) does not pin an image', TAG, file(pin({ image: undefined, imagePinned: undefined, imageId: undefined })), here(ID), false, { state: 'new', run: PINNED }],
+  ])('%s', (_, ref, f, inspected, repin, want) => expect(decideImagePin(ref, f, inspected, repin)).toMatchObject(want));
+
+  it.each([
+    ['a reference the pin was taken from: every node runs the pin ID', TAG, file(pin()), ID],
+    ['an older reference an upgrade moved on from: the current pin ID', TAG, file(pin({ image: 'localhost/vllm:new', imageId: ID2 }), [pin()]), ID2],
+    ['no pin yet: the reference runs (the first healthy serve pins it)', TAG, undefined, undefined],
+    ['a digest named: runs as named', PINNED, file(pin()), undefined],
+    ['a pin without an image ID (written before IDs were kept): the reference runs', TAG, file(pin({ imageId: undefined })), undefined],
+    ['another reference than the pin: the reference runs', 'localhost/vllm:other', file(pin()), undefined],
+  ])('nodes: %s', (_, ref, f, run) => expect(nodesImagePin(ref, f)?.run).toBe(run));
+
+  it('a moved tag is one warning naming both images and the two fixes; nothing else warns', () => {
+    const d = decideImagePin(TAG, file(pin()), here(ID2));
+    const w = movedLine(d, 'prof')!;
+    expect(w).toContain(`the tag ${TAG} moved`);
+    expect(w).toContain(ID2.slice(0, 12));
+    expect(w).toContain(ID.slice(0, 12));
+    expect(w).toContain(`sparkctl upgrade prof --image ${TAG}`);
+    expect(w).toContain('--repin');
+    expect(movedLine(decideImagePin(TAG, file(pin()), here(ID)), 'prof')).toBeUndefined();
+  });
+
+  it('serve writes a pin only for a new, re-pinned or edited reference; the pin written reads back', () => {
+    const dir = fresh();
+    expect(pinOfDecision(decideImagePin(TAG, file(pin()), here(ID)), '0.17.0')).toBeUndefined();
+    expect(pinOfDecision(decideImagePin(PINNED, undefined, gone), '0.17.0')).toBeUndefined();
+    const p = pinOfDecision(decideImagePin(TAG, undefined, here(ID)), '0.17.0', 't0')!;
+    expect(p).toEqual({ at: 't0', vllmVersion: '0.17.0', image: TAG, imagePinned: PINNED, imageId: ID, sets: [`container.image=${PINNED}`] });
+    writePin(dir, 'p', p);
+    expect(decideImagePin(TAG, readPins(dir, 'p'), here(ID2))).toMatchObject({ state: 'kept', run: PINNED, movedTo: ID2 });
+  });
+});
+
+describe("a host install's fingerprint: the vLLM version and its environment's packages", () => {
+  /** a venv: bin/vllm (#! its python), lib/python3.11/site-packages/<dists> */
+  function venv(dists: string[]): string {
+    const root = fresh();
+    mkdirSync(join(root, 'bin'), { recursive: true });
+    const site = join(root, 'lib', 'python3.11', 'site-packages');
+    for (const d of dists) mkdirSync(join(site, d), { recursive: true });
+    const v = dists.find((d) => d.startsWith('vllm-'));
+    if (v) writeFileSync(join(site, v, 'METADATA'), `Name: vllm\nVersion: ${v.replace(/^vllm-/, '').replace(/\.dist-info$/, '')}\n`);
+    writeFileSync(join(root, 'bin', 'vllm'), `#!${join(root, 'bin', 'python3')}\nimport vllm\n`, { mode: 0o755 });
+    return root;
+  }
+  it('reads the version and hashes the distributions; a pip install changes the hash, not the version', async () => {
+    const root = venv(['vllm-0.17.1.dist-info', 'torch-2.9.0.dist-info', 'transformers-4.57.0.dist-info']);
+    const a = (await vllmFingerprint(join(root, 'bin', 'vllm')))!;
+    expect(a).toMatchObject({ version: '0.17.1', count: 3 });
+    expect(a.packages).toMatch(/^[a-f0-9]{16}$/);
+    mkdirSync(join(root, 'lib', 'python3.11', 'site-packages', 'transformers-4.58.0.dist-info'));
+    rmSync(join(root, 'lib', 'python3.11', 'site-packages', 'transformers-4.57.0.dist-info'), { recursive: true });
+    const b = (await vllmFingerprint(join(root, 'bin', 'vllm')))!;
+    expect(b.version).toBe('0.17.1');
+    expect(b.packages).not.toBe(a.packages);
+    expect(fingerprintChange(a, b)).toMatchObject({ kind: 'packages' });
+    expect(fingerprintChange(a, a)).toBeUndefined();
+  });
+  it('another vllm on PATH is another version: kind version; none to read: gone; a non-Python executable: no fingerprint', async () => {
+    const one = (await vllmFingerprint(join(venv(['vllm-0.17.1.dist-info']), 'bin', 'vllm')))!;
+    const two = (await vllmFingerprint('vllm', { PATH: join(venv(['vllm-0.28.0.dist-info']), 'bin') }))!;
+    expect(two.version).toBe('0.28.0');
+    expect(fingerprintChange(one, two)).toMatchObject({ kind: 'version', line: expect.stringContaining('now 0.28.0, not the 0.17.1') });
+    expect(fingerprintChange(one, undefined)).toMatchObject({ kind: 'gone' });
+    expect(await vllmFingerprint('vllm', { PATH: fresh() })).toBeUndefined();
+    const sh = fresh();
+    writeFileSync(join(sh, 'vllm'), '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    expect(await vllmFingerprint(join(sh, 'vllm'))).toBeUndefined();
+  });
+});
+
+describe('drift: a server on another image than its pin, or on a vLLM that changed under it', () => {
+  const ID2 = 'd'.repeat(64);
+  const pinned = `localhost/vllm@sha256:${D1}`;
+  const pins: PinFile = { version: 1, profile: 'p', current: { at: 't1', vllmVersion: '0.17.0', image: 'localhost/vllm:prod', imagePinned: pinned, imageId: ID, sets: [] }, previous: [] };
+  it.each([
+    ['the container runs the pinned image', ID, pinned, pins, undefined],
+    ['the container runs another image: named with both', ID2, pinned, pins, `p-0 runs image ${ID2.slice(0, 12)}, not the pin ${pinned} (from localhost/vllm:prod, t1) (image ${ID.slice(0, 12)})`],
+    [
+      "the container's image unreadable: the record's reference is compared",
+      undefined,
+      'localhost/vllm:prod',
+      pins,
+      `p-0 was started from localhost/vllm:prod, not the pin ${pinned} (from localhost/vllm:prod, t1)`,
+    ],
+    ['no pin: nothing to compare', ID2, 'x', undefined, undefined],
+  ])('%s', (_, running, recImage, f, line) => {
+    const d = imageDrift('p-0', 'p', running, recImage, f);
+    if (line === undefined) expect(d).toBeUndefined();
+    else expect(d?.line).toBe(line);
+  });
+
+  const entry = (over: Record<string, unknown>) =>
+    ({ alive: true, proof: { state: 'proven' }, inst: { name: 'h-0', profile: 'h', engine: 'vllm', argv: ['/opt/v/bin/vllm', 'serve'], ...over } }) as unknown as Entry;
+  const fp = { version: '0.17.1', packages: 'a'.repeat(16), count: 3 };
+  it('a host install: another version, other packages, or gone is named; the same is not; a dead one is not read', async () => {
+    const rec = { sets: [], vllm: { asked: 'auto', resolved: '0.17.1', how: 'installed' }, fingerprint: fp };
+    const dir = fresh();
+    const seen: string[] = [];
+    const run = (now: typeof fp | undefined, e = entry({ launch: rec })) =>
+      driftOf([e], dir, {
+        fingerprint: async (bin) => {
+          seen.push(bin);
+          return now;
+        },
+      });
+    expect((await run(fp)).drift).toEqual([]);
+    expect((await run({ ...fp, version: '0.28.0' })).drift[0]?.line).toMatch(/h-0: its vLLM is now 0\.28\.0, not the 0\.17\.1 it started on \(\/opt\/v\/bin\/vllm\)/);
+    expect((await run({ ...fp, packages: 'b'.repeat(16), count: 4 })).drift[0]?.line).toMatch(/Python environment changed \(3 -> 4 packages/);
+    expect((await run(undefined)).drift[0]?.line).toMatch(/no longer there/);
+    expect(seen).toEqual(Array(4).fill('/opt/v/bin/vllm'));
+    expect((await run(undefined, { ...entry({ launch: rec }), alive: false } as Entry)).drift).toEqual([]);
+    expect(seen.length).toBe(4);
+  });
+
+  it('a container: its own image ID against the pin file; a hostile pin file is named, never a crash', async () => {
+    const dir = fresh();
+    writePin(dir, 'c', { ...pins.current });
+    const e = entry({
+      name: 'c-0',
+      profile: 'c',
+      container: { cli: 'podman', cliArgs: [], name: 'x', image: pinned, id: 'f'.repeat(64) },
+      launch: { sets: [], vllm: { asked: 'auto', resolved: '1', how: 'installed' }, image: pinned },
+    });
+    expect((await driftOf([e], dir, { imageId: async () => ID })).drift).toEqual([]);
+    expect((await driftOf([e], dir, { imageId: async () => ID2 })).drift.map((d) => d.kind)).toEqual(['image']);
+    writeFileSync(join(dir, 'pins', 'c.json'), '{');
+    const bad = await driftOf([e], dir, { imageId: async () => ID2 });
+    expect(bad.drift).toEqual([]);
+    expect(bad.unreadable[0]).toMatch(/pins\/c\.json: not JSON/);
   });
 });
 

@@ -1,7 +1,7 @@
 import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
 import { clusterVersion, deployment, k8sName, podGpus } from '../../k8s/manifests.js';
-import { podLimits } from '../../engine/runtime/container.js';
+import { podLimits, imageFor, imageStart, ownImage, CONTAINER_DEFAULTS } from '../../engine/runtime/container.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
@@ -11,7 +11,6 @@ import { UsageError } from '../../errors.js';
 export async function run(profileName: string, opts: { set: string[]; profiles?: string; gpus?: number; image?: string; nodeCount?: number; namespace: string }) {
   const loaded = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set });
   // The image a container runtime on one host would run: one image for both, and the same command for it.
-  const { imageFor, imageStart, ownImage, CONTAINER_DEFAULTS } = await import('../../engine/runtime/container.js');
   const { versionFromRef } = await import('../../engine/runtime/image-version.js');
   const { imageVersion } = await import('../../engine/inputs.js');
   const p0 = loaded.profile;

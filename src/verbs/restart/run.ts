@@ -9,6 +9,7 @@ import { registeredServers } from '../registered.js';
 import { recordOf, replicaChanges, changeLines, reusedFlags, type howStarted, type ServedAs } from '../../engine/relaunch.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
+import { movedLine, pinLine } from '../../engine/pins.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note, progress } from '../../output/log.js';
 import { UsageError, ExitWith, exitCodeOf } from '../../errors.js';
@@ -51,7 +52,7 @@ export async function run(profileName: string, opts: RestartOptions) {
     ]);
   // serve's own inputs (its --set, --profiles, ...) with restart's on top, resolved as serve resolves them
   const rec = recordOf(replicas);
-  const { plan, as, started } = await relaunchPlan(profileName, entries, {
+  const { plan, as, started, prepared, vllmChange } = await relaunchPlan(profileName, entries, {
     set: opts.set,
     profiles: opts.profiles,
     gpus: opts.gpus,
@@ -59,6 +60,19 @@ export async function run(profileName: string, opts: RestartOptions) {
     readyTimeout: opts.readyTimeout,
     allowUnauthenticated: opts.allowUnauthenticated,
   });
+  // the image as pinned: a tag that moved since is said, never followed
+  const moved = prepared.imagePin && movedLine(prepared.imagePin, name);
+  if (!opts.json && prepared.imagePin) note(c.dim(pinLine(prepared.imagePin)));
+  if (!opts.json && moved && opts.rolling) note(`${c.yellow('warning')}: ${moved}`);
+  // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
+  // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
+  if (vllmChange && vllmChange.kind !== 'packages')
+    throw new UsageError(`${name}: ${vllmChange.line} (${started.vllmBin}): a restart would start another server than the one running`, [
+      `sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} (a canary on it, compared with the running replicas, then rolled)`,
+      `or take it without a comparison: sparkctl stop ${name}, then sparkctl serve ${name}`,
+    ]);
+  if (vllmChange && !opts.json)
+    note(`${c.yellow('warning')}: ${name}: ${vllmChange.line}: restarting on it (the same vLLM version; sparkctl upgrade ${name} --vllm-bin ${started.vllmBin} --no-roll compares it first)`);
   const changes = replicaChanges(plan, replicas);
   if (!opts.json) for (const l of changeLines(name, changes, reusedFlags(rec))) note(l);
 

@@ -11,6 +11,7 @@ export default createCommand({
     ['--vllm-bin <path>', 'the vllm executable', 'vllm'],
     new Option('--runtime <runtime>', "host (vllm on this machine) or container (docker/podman; the container: block); default the profile's engine.runtime").choices(['host', 'container']),
     ['--pull', 'fetch what is missing first: the model into the Hugging Face cache (sparkctl pull), and with runtime container the image (serve never downloads otherwise)'],
+    ['--repin', "runtime container: pin the profile's image reference anew, as it is now (a tag that moved since its pin); the pin before it is kept for upgrade --rollback"],
     ['--dry-run', 'print the launch plan and stop (never spawns)'],
     ['--json', 'machine-readable output: the plan (--dry-run) or one outcome envelope at the end'],
     ['--no-prewarm', 'skip prewarm after ready'],

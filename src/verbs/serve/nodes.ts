@@ -14,6 +14,7 @@ import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
+import { imagePinOfNodes, pinNodesImage } from '../nodes.js';
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
@@ -23,7 +24,16 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // a profile, or a model id whose config.json pull fetched (its profile generated for these nodes); the model's files feed the plan
   const { readForNodes } = await import('../../engine/inputs.js');
   const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
-  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded: target.loaded, modelRead: target.modelRead };
+  // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
+  const pin = imagePinOfNodes(target.loaded, opts.repin);
+  const loaded = pin.pinned ? { ...target.loaded, profile: { ...target.loaded.profile, container: { ...target.loaded.profile.container!, image: pin.pinned.run } } } : target.loaded;
+  if (pin.pinned && !opts.json)
+    note(
+      c.dim(
+        `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
+      ),
+    );
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead };
   if (target.platformNote && !opts.json) note(target.platformNote);
   if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
@@ -50,6 +60,8 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const out = await withCancel((signal) => serveCluster(plan, { emit: (e) => render.event(e), signal }));
   render.outcome(out);
   if (out.status === 'launch-failed') throw new LaunchError('', []);
+  // the first healthy serve over the nodes pins the image ID every node agreed on (checked before the start)
+  if (out.status === 'healthy' && pin.ref && !pin.pinned) await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
   if (out.status !== 'healthy') throw new ProblemsFound('the deep probe failed');
 }
 

@@ -10,6 +10,8 @@ export interface ServeOptions extends RunInputs, ReadInputs {
   skipPreflight?: boolean;
   /** --nodes: the nodes file, as named */
   nodes?: string;
+  /** --repin: the image reference pinned anew, as it is now */
+  repin?: boolean;
 }
 
 /** Every serve flag that is not a profile field, its spelling checked before anything is read or planned (exit 2 naming the flag). */

@@ -6,18 +6,19 @@ import { hostShapeFromGpus } from '../../profiles/resolve.js';
 import { prepare, versionWarnings, type Prepared } from '../../engine/inputs.js';
 import type { GpuFact } from '../../host/gpu-facts.js';
 import type { HostShape } from '../../profiles/validate.js';
-import { buildServePlan, launchRecord, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
+import { buildServePlan, launchRecord, withFingerprint, readSecrets, replicaRun, withRouterFlag, type ServePlan } from '../../engine/plan.js';
 import { validateServeFlags, type ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { ExitWith, exitCodeOf } from '../../errors.js';
+import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
+import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, writePin, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
@@ -124,7 +125,6 @@ function routerNote(plan: ServePlan) {
  */
 async function sayAlreadyRunning(profile: string, opts: ServeOptions): Promise<boolean> {
   const { alreadyRunning } = await import('../../engine/already-running.js');
-  const { UsageError } = await import('../../errors.js');
   const running = await alreadyRunning(stateDir(), profile);
   if (!running) return false;
   const names = running.replicas.map((x) => `${x.name} (port ${x.port}, pid ${x.pid})`).join(', ');
@@ -159,7 +159,17 @@ export async function run(profileName: string, opts: ServeOptions) {
     const multi = await import('./nodes.js');
     return multi.serveNodes(profileName, opts);
   }
-  const reads: Reads = { profiles: opts.profiles, set: opts.set, gpus: opts.gpus, platform: opts.platform, vllmBin: opts.vllmBin, engine: opts.engine, runtime: opts.runtime, pickPort: true };
+  const reads: Reads = {
+    profiles: opts.profiles,
+    set: opts.set,
+    gpus: opts.gpus,
+    platform: opts.platform,
+    vllmBin: opts.vllmBin,
+    engine: opts.engine,
+    runtime: opts.runtime,
+    pickPort: true,
+    pin: { stateDir: stateDir(), repin: opts.repin },
+  };
   if (opts.dryRun) return dryRun(profileName, opts, reads);
   // read: the profile (or the one generated for a model) that preflight checks; planned again below against the GPUs it read
   await pullBeforeReading(profileName, opts);
@@ -171,13 +181,15 @@ export async function run(profileName: string, opts: ServeOptions) {
   const render = opts.json ? jsonRenderer(codeOf) : textRenderer({ profile: loaded.profile.name, simulated: opts.engine === 'sim' });
   const seen = await preflight(loaded, opts, render);
   // plan: the profile validated once, against the host preflight saw; then the runtime's own checks
-  const plan = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
+  const { plan, pin } = await planned(profileName, opts, { ...reads, prior: loaded.read }, seen, gate);
   const secrets = readSecrets(plan.profile);
   await runtimeChecks(plan, opts);
   // act; render the outcome; its exit code, from the one table
   const outcome = await act(plan, secrets, render);
   render.outcome(outcome);
   const code = codeOf(outcome);
+  // the image served is pinned: from now on serve, restart and upgrade run it, never the tag
+  if (code === 0 && pin) await recordPin(plan, pin, opts.json);
   if (code !== 0) throw new ExitWith(code);
 }
 
@@ -188,6 +200,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
   const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
   if (opts.json) say(envelope('launch-plan', planEnvelope(plan)));
@@ -248,9 +261,10 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
     imageEntrypoint: r.image?.entrypoint,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
-    launch: launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile),
+    launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
     ...(seen.topology ? { topology: seen.topology } : {}),
   });
+  pinNotes(plan, r.imagePin, opts.json);
   if (!opts.json) for (const w of plan.warnings) note(warningLine(w));
   // the exposure warning (--allow-unauthenticated) at every start, --json or not: on stderr, the envelope stays whole
   else for (const w of plan.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
@@ -261,7 +275,35 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   if (!opts.json) routerNote(plan);
   applyGate(plan, gate);
   if (!opts.json) for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
-  return plan;
+  return { plan, pin: r.imagePin };
+}
+
+/** The host install this serve starts (engine vllm, runtime host): its version and its environment's packages, or undefined. */
+async function hostFingerprint(opts: ServeOptions, image: string | undefined) {
+  if (opts.engine !== 'vllm' || image) return undefined;
+  const { vllmFingerprint } = await import('../../engine/vllm-version.js');
+  return vllmFingerprint(opts.vllmBin ?? 'vllm');
+}
+
+/** What the image runs as: one line, and a tag that moved under its pin as a warning. */
+function pinNotes(plan: ServePlan, pin: ImagePinDecision | undefined, json?: boolean): void {
+  if (!pin) return;
+  const moved = movedLine(pin, plan.profile.name);
+  if (moved) plan.warnings.unshift(moved);
+  if (!json) note(c.dim(pinLine(pin)));
+}
+
+/** Write the pin a serve took (first serve, --repin, an edited reference; a tag pulled at launch is read now). */
+async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean): Promise<void> {
+  let d = pin;
+  if (d.state === 'unpinned' && plan.container) {
+    const { readPins } = await import('../../engine/pins.js');
+    const inspected = await inspectForPin(plan.container.cli, plan.profile.container?.cliArgs ?? [], d.ref);
+    d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
+    if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
+  }
+  const p = pinOfDecision(d, plan.profile.engine.vllmVersion);
+  if (p) writePin(stateDir(), plan.profile.name, p);
 }
 
 /** The runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use. */

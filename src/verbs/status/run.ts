@@ -1,7 +1,7 @@
 import { Registry } from '../../engine/registry.js';
 import { statusOf } from '../../engine/status.js';
 import { stateDir } from '../common.js';
-import { envelope } from '../../output/format.js';
+import { envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { gatewayStatus, gatewayLine } from './gateway.js';
 import { instanceJson, instanceTable, whyNote } from './render.js';
@@ -18,10 +18,18 @@ export async function run(opts: { json?: boolean }) {
   const gateway = gatewayStatus(reg);
   const { clusterStatuses, renderClusterStatus } = await import('../nodes.js');
   const clusters = await clusterStatuses();
+  // a server on another image than its pin, or on a host vLLM that changed under it (engine/drift.ts)
+  const { driftOf } = await import('../../engine/drift.js');
+  const { drift, unreadable } = await driftOf(
+    all.filter((e) => !stale.some((r) => r.inst.name === e.inst.name)),
+    stateDir(),
+  );
   // render
   if (opts.json) {
     const cl = clusters.map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes }));
-    return say(envelope('status', { gateway: gateway ?? null, clusters: cl, instances: rows.map(instanceJson), corrupt: reg.corrupt }));
+    return say(
+      envelope('status', { gateway: gateway ?? null, clusters: cl, instances: rows.map(instanceJson), corrupt: reg.corrupt, drift, ...(unreadable.length ? { pinsUnreadable: unreadable } : {}) }),
+    );
   }
   if (gateway) {
     say(gatewayLine(gateway));
@@ -35,5 +43,7 @@ export async function run(opts: { json?: boolean }) {
   }
   say(instanceTable(rows));
   for (const r of rows.filter((x) => x.why)) note(whyNote(r));
+  for (const d of drift) note(`${c.yellow(d.kind === 'image' ? 'not on its pin' : 'vLLM changed')}: ${d.line}`);
+  for (const u of unreadable) note(`${c.yellow('pins unreadable')}: ${u}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
 }

@@ -11,6 +11,7 @@ export default createCommand({
     ['--vllm <version>', 'the candidate vLLM version (the simulator plays it; on the host, the vllm of --vllm-bin must be it)'],
     ['--vllm-bin <path>', "the candidate's vllm executable (another environment); its version is read from it"],
     ['--candidate-set <field=value>', 'a profile override for the candidate only, kept with its pin (a flag the new vLLM needs, a chat-template file); repeatable', collect, []],
+    ['--canary-gpus <list>', "without a router: the canary beside the replicas on these GPUs (a comma list, contiguous, as many as one replica uses: 4,5); serve's co-location rule still decides"],
     ['--rollback', 'back to the pin before the current one, the same way (canary, compare, roll)'],
     ['--no-roll', 'compare only: the canary is undone whatever the verdict'],
     ['--dry-run', 'show what changes (options, metrics, the memory plan), where the canary would run and the thresholds; start nothing'],

@@ -14,7 +14,7 @@ import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
-import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../upgrade/pins.js';
+import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../engine/pins.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import { DEFAULT_GOLDEN } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
@@ -34,6 +34,18 @@ export interface UpgradeOptions {
   set: string[];
   profiles?: string;
   gpus?: number;
+  /** the canary beside the replicas on these GPUs */
+  canaryGpus?: string;
+}
+
+/** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
+export function canaryGpusOf(text: string | undefined): number[] | undefined {
+  if (text === undefined) return undefined;
+  const ids = /^\d{1,3}(,\d{1,3})*$/.test(text.trim()) ? text.trim().split(',').map(Number) : undefined;
+  if (!ids) throw new UsageError(`--canary-gpus: "${text.slice(0, 40)}" is not a list of GPU indices`, ['a comma list such as 4,5 (the GPUs the canary runs on)']);
+  if (ids.some((g, i) => i > 0 && g !== ids[i - 1]! + 1))
+    throw new UsageError(`--canary-gpus: ${text} is not a contiguous run of GPUs`, [`a replica runs on consecutive GPUs from its first: e.g. ${ids[0]},${ids[0]! + 1}`]);
+  return ids;
 }
 
 function checkInputs(opts: UpgradeOptions): void {
@@ -51,9 +63,13 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   const p = cur.plan.profile;
   const sets = [`engine.vllmVersion=${rec?.vllm.asked ?? p.engine.vllmVersion}`];
   let imagePinned: string | undefined;
-  const image = rec?.image;
-  if (cur.plan.runtime === 'container' && image && cur.plan.container) {
-    imagePinned = (await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], image)).pinned;
+  let imageId: string | undefined;
+  // the reference the profile names (serve's pin decision keeps it), else what the record ran
+  const image = cur.prepared.imagePin?.ref ?? rec?.image;
+  if (cur.plan.runtime === 'container' && rec?.image && cur.plan.container) {
+    const r = await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], rec.image);
+    imagePinned = r.pinned;
+    imageId = r.id;
     sets.push(`container.image=${imagePinned}`);
   }
   return {
@@ -61,7 +77,9 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
     vllmVersion: rec?.vllm.resolved ?? p.engine.vllmVersion,
     image,
     imagePinned,
+    imageId,
     vllmBin: cur.plan.engine === 'vllm' ? cur.started.vllmBin : undefined,
+    ...(rec?.fingerprint ? { fingerprint: rec.fingerprint } : {}),
     sets,
   };
 }
@@ -71,6 +89,7 @@ interface Candidate {
   vllmBin?: string;
   image?: string;
   imagePinned?: string;
+  imageId?: string;
   /** --rollback: the pin file as it will be once the rollback is done */
   rollback?: ReturnType<typeof rollbackPins>;
 }
@@ -80,7 +99,7 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
     const pins = readPins(dir, name);
     const back = pins ? rollbackPins(pins) : undefined;
     if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
-    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, rollback: back };
+    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back };
   }
   if (opts.image) {
     if (cur.plan.runtime !== 'container' || !cur.plan.container)
@@ -89,7 +108,7 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
       ]);
     const pin = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
-    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned };
+    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id };
   }
   return { sets: [`engine.vllmVersion=${opts.vllm ?? 'auto'}`, ...opts.candidateSet], vllmBin: opts.vllmBin };
 }
@@ -128,7 +147,7 @@ function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
     switch (e.type) {
       case 'canary':
         note(
-          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}`}`,
+          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}${e.gpus?.length ? ` on GPU ${e.gpus.join(',')}` : ''}`}`,
         );
         break;
       case 'rolling':
@@ -182,9 +201,19 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
+  const canaryGpus = canaryGpusOf(opts.canaryGpus);
+  if (canaryGpus && routed)
+    throw new UsageError(`--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`, [
+      `leave --canary-gpus out (the other replicas serve while it is the canary)`,
+    ]);
+  const perReplica = cand.plan.replicas[0]?.gpus.length ?? 0;
+  if (canaryGpus && canaryGpus.length !== perReplica)
+    throw new UsageError(`--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`, [
+      `--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`,
+    ]);
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
-    : `beside the replicas as ${name}-canary on a free port (no router: a passing canary is followed by a restart of every replica at once)`;
+    : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
   if (opts.dryRun) {
     if (opts.json)
       say(
@@ -206,9 +235,19 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0)) note(l);
   const pinsBefore = readPins(dir, name);
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
-  const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to);
+  const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
   // pin: what runs now is what the pin says (the first upgrade also keeps what ran before it)
-  const candPin: Pin = { at: new Date().toISOString(), vllmVersion: to, image: cand0.image, imagePinned: cand0.imagePinned, vllmBin: cand0.vllmBin, sets: cand0.sets };
+  const fp = cand.plan.launch?.fingerprint;
+  const candPin: Pin = {
+    at: new Date().toISOString(),
+    vllmVersion: to,
+    image: cand0.image,
+    imagePinned: cand0.imagePinned,
+    imageId: cand0.imageId,
+    vllmBin: cand0.vllmBin,
+    ...(fp ? { fingerprint: fp } : {}),
+    sets: cand0.sets,
+  };
   if (outcome.status === 'rolled') {
     if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
     else {
@@ -243,6 +282,7 @@ async function act(
   router: Entry['inst'] | undefined,
   from: string,
   to: string,
+  canaryGpus?: number[],
 ): Promise<UpgradeOutcome> {
   const { upgrade } = await import('../../upgrade/upgrade.js');
   const secrets = readSecrets(cand.plan.profile);
@@ -257,7 +297,14 @@ async function act(
       candidate: { plan: cand.plan, version: to },
       besidePlan: async (port) => {
         const canary = await relaunchPlan(name, entries, {
-          set: [...opts.set, ...cand.as.set.slice(cur.as.set.length), `name=${name}-canary`, `server.port=${port}`, 'parallel.replicas=1'],
+          set: [
+            ...opts.set,
+            ...cand.as.set.slice(cur.as.set.length),
+            `name=${name}-canary`,
+            `server.port=${port}`,
+            'parallel.replicas=1',
+            ...(canaryGpus ? [`parallel.firstGpu=${canaryGpus[0]}`] : []),
+          ],
           profiles: opts.profiles,
           gpus: opts.gpus,
           prewarm: true,

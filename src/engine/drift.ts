@@ -1,0 +1,93 @@
+// A running server on something else than what its profile is pinned to: a container created from
+// another image than the pin (its own image ID, as the container CLI answers for the container, not
+// what the record says), or a host install whose vLLM changed under it since it started (another
+// version, or other packages in its Python environment: vllm-version.ts vllmFingerprint). status
+// names each; restart applies the stated rule (fingerprintChange). Every answer read is hostile.
+import type { Entry } from './registry.js';
+import { launchOf } from './registry.js';
+import { readPins, type PinFile } from './pins.js';
+import { withCliArgs } from './runtime/container.js';
+import { cliRunAsync, type CliResult, type ContainerRecord } from './runtime/ops.js';
+import { fingerprintChange, vllmFingerprint, type VllmFingerprint } from './vllm-version.js';
+
+export interface Drift {
+  name: string;
+  profile: string;
+  kind: 'image' | 'vllm';
+  /** what it runs, and what the pin (or its start) says */
+  runs: string;
+  pinned: string;
+  line: string;
+}
+
+const HEX64 = /^(?:sha256:)?([a-f0-9]{64})$/;
+
+/** The image a container was created from, as its CLI answers (`inspect --format {{.Image}}`): 64 hex, or undefined. */
+export async function containerImageId(c: ContainerRecord, run: (argv: string[], ms: number) => Promise<CliResult> = (a, ms) => cliRunAsync(a, { timeoutMs: ms })): Promise<string | undefined> {
+  if (!c.id) return undefined;
+  const r = await run(withCliArgs([c.cli, 'inspect', '--type', 'container', '--format', '{{.Image}}', c.id], c.cliArgs), 15_000);
+  if (r.error || r.code !== 0) return undefined;
+  return HEX64.exec(r.stdout.trim())?.[1];
+}
+
+/** Pure: a container on another image than its profile's pin (undefined: the same, or nothing to compare). */
+export function imageDrift(name: string, profile: string, runningId: string | undefined, recordImage: string | undefined, pins: PinFile | undefined): Drift | undefined {
+  const pin = pins?.current;
+  if (!pin?.imagePinned) return undefined;
+  const where = `the pin ${pin.imagePinned}${pin.image && pin.image !== pin.imagePinned ? ` (from ${pin.image}, ${pin.at})` : ''}`;
+  if (runningId && pin.imageId) {
+    if (runningId === pin.imageId) return undefined;
+    return { name, profile, kind: 'image', runs: runningId, pinned: pin.imageId, line: `${name} runs image ${runningId.slice(0, 12)}, not ${where} (image ${pin.imageId.slice(0, 12)})` };
+  }
+  if (recordImage && recordImage !== pin.imagePinned)
+    return { name, profile, kind: 'image', runs: recordImage, pinned: pin.imagePinned, line: `${name} was started from ${recordImage}, not ${where}` };
+  return undefined;
+}
+
+/** Every live server of `entries` on something else than its pin or its start (bounded: one inspect per container, one readdir per install). */
+export async function driftOf(
+  entries: readonly Entry[],
+  stateDir: string,
+  deps: { imageId?: typeof containerImageId; fingerprint?: (bin: string) => Promise<VllmFingerprint | undefined> } = {},
+): Promise<{ drift: Drift[]; unreadable: string[] }> {
+  const imageId = deps.imageId ?? containerImageId;
+  const fingerprint = deps.fingerprint ?? ((bin: string) => vllmFingerprint(bin));
+  const pinsOf = new Map<string, PinFile | undefined>();
+  const unreadable: string[] = [];
+  const fps = new Map<string, Promise<VllmFingerprint | undefined>>();
+  const out = await Promise.all(
+    entries
+      .filter((e) => e.alive && e.inst.role !== 'router')
+      .map(async (e): Promise<Drift | undefined> => {
+        const { inst } = e;
+        const rec = launchOf(inst);
+        if (inst.container) {
+          if (!pinsOf.has(inst.profile)) {
+            try {
+              pinsOf.set(inst.profile, readPins(stateDir, inst.profile));
+            } catch (x) {
+              pinsOf.set(inst.profile, undefined);
+              unreadable.push((x as Error).message);
+            }
+          }
+          const pins = pinsOf.get(inst.profile);
+          if (!pins?.current.imagePinned) return undefined;
+          return imageDrift(inst.name, inst.profile, await imageId(inst.container), rec?.image, pins);
+        }
+        if (inst.engine !== 'vllm' || !rec?.fingerprint) return undefined;
+        const bin = inst.argv[0] ?? 'vllm';
+        if (!fps.has(bin)) fps.set(bin, fingerprint(bin));
+        const change = fingerprintChange(rec.fingerprint, await fps.get(bin));
+        if (!change) return undefined;
+        return {
+          name: inst.name,
+          profile: inst.profile,
+          kind: 'vllm',
+          runs: rec.fingerprint.version,
+          pinned: bin,
+          line: `${inst.name}: ${change.line} (${bin}): a restart would start another server`,
+        };
+      }),
+  );
+  return { drift: out.filter((d): d is Drift => d !== undefined), unreadable: [...new Set(unreadable)] };
+}

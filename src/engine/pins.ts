@@ -1,0 +1,233 @@
+// What a profile runs, pinned: the image by its content (a repository digest, or the image ID of an
+// image built or loaded here, which has none), the vLLM version, the executable, and the --set that
+// express them. A tag moves; a digest does not. The pin is the state folder's (pins/PROFILE.json,
+// written atomically, never through a link), with the pins before it, newest first, so a rollback
+// knows where to go back to. Every field read back is checked: a pin file is hostile bytes too.
+import { join } from 'node:path';
+import { z } from 'zod';
+import { writeFileAtomic } from '../util/atomic.js';
+import { ensureDir } from '../util/dirs.js';
+import { readTextOrNullSync, READ_LIMITS } from '../util/read.js';
+import { UsageError } from '../errors.js';
+import { withCliArgs, type ContainerCli } from './runtime/container.js';
+import { cliRunAsync, failureLine, type CliResult } from './runtime/ops.js';
+
+const HEX64 = /^[a-f0-9]{64}$/;
+const DIGEST_REF = /^[a-z0-9][a-z0-9._/:-]*@sha256:[a-f0-9]{64}$/;
+
+export const Pin = z.strictObject({
+  at: z.string(),
+  vllmVersion: z.string().max(96),
+  /** the reference the operator gave (a tag may move) */
+  image: z.string().max(512).optional(),
+  /** what serve runs: REPO@sha256:DIGEST, or the 64-hex image ID (no repository digest) */
+  imagePinned: z
+    .string()
+    .max(600)
+    .refine((s) => DIGEST_REF.test(s) || HEX64.test(s), 'REPO@sha256:<64 hex> or a 64-hex image ID')
+    .optional(),
+  /** the image's content ID (64 hex) where it was read: a tag that now names another ID has moved */
+  imageId: z.string().regex(HEX64).optional(),
+  vllmBin: z.string().max(4096).optional(),
+  /** a host install: the vLLM version and a hash of its Python environment's packages (vllm-version.ts vllmFingerprint) */
+  fingerprint: z.strictObject({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
+  /** the --set that express this pin (upgrade and rollback start from them) */
+  sets: z.array(z.string().max(4096)).max(64),
+});
+export type Pin = z.infer<typeof Pin>;
+
+export const PinFile = z.strictObject({ version: z.literal(1), profile: z.string(), current: Pin, previous: z.array(Pin).max(20) });
+export type PinFile = z.infer<typeof PinFile>;
+
+export const pinsDir = (stateDir: string) => join(stateDir, 'pins');
+const pinPath = (stateDir: string, profile: string) => join(pinsDir(stateDir), `${profile}.json`);
+
+/** The profile's pin file, or undefined where none was written; a file that is not one is bad input with the fix. */
+export function readPins(stateDir: string, profile: string): PinFile | undefined {
+  const path = pinPath(stateDir, profile);
+  const text = readTextOrNullSync(path, { maxBytes: READ_LIMITS.record });
+  if (text === null) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new UsageError(`${path}: not JSON`, [`remove it (the next upgrade of ${profile} writes it again)`]);
+  }
+  const p = PinFile.safeParse(json);
+  if (!p.success)
+    throw new UsageError(`${path}: not a pin file (${p.error.issues.map((i) => `${i.path.join('.') || 'file'}: ${i.message}`).join('; ')})`, [
+      `remove it (the next upgrade of ${profile} writes it again)`,
+    ]);
+  if (p.data.profile !== profile) throw new UsageError(`${path} pins profile "${p.data.profile}", not ${profile}`, [`remove it`]);
+  return p.data;
+}
+
+/** The new pin becomes current; the one before it goes first in `previous` (at most 20 kept). */
+export function writePin(stateDir: string, profile: string, pin: Pin): PinFile {
+  const before = readPins(stateDir, profile);
+  const file: PinFile = { version: 1, profile, current: pin, previous: before ? [before.current, ...before.previous].slice(0, 20) : [] };
+  ensureDir(pinsDir(stateDir), 'the pins folder', 'sparkctl keeps what each profile runs there: check the state folder (SPARKCTL_STATE_DIR)');
+  writeFileAtomic(pinPath(stateDir, profile), `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+  return file;
+}
+
+/** A rollback: the previous pin becomes current again (and the one rolled back from goes first in previous). */
+export function rollbackPins(file: PinFile): { to: Pin; next: PinFile } | undefined {
+  const [to, ...rest] = file.previous;
+  if (!to) return undefined;
+  return { to, next: { ...file, current: to, previous: [file.current, ...rest].slice(0, 20) } };
+}
+
+export function writePinFile(stateDir: string, file: PinFile): void {
+  ensureDir(pinsDir(stateDir), 'the pins folder', 'check the state folder (SPARKCTL_STATE_DIR)');
+  writeFileAtomic(pinPath(stateDir, file.profile), `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+}
+
+/** The repository of a reference, as RepoDigests write it (docker.io/library/ for bare names). */
+export function repositoryOf(ref: string): string {
+  const noDigest = ref.split('@')[0]!;
+  const slash = noDigest.lastIndexOf('/');
+  const colon = noDigest.lastIndexOf(':');
+  const repo = colon > slash ? noDigest.slice(0, colon) : noDigest;
+  return repo;
+}
+
+const sameRepo = (a: string, b: string) => {
+  const norm = (r: string) => (r.includes('/') ? r : `library/${r}`).replace(/^docker\.io\//, '');
+  return norm(a) === norm(b);
+};
+
+/**
+ * `image inspect --format '{{.Id}} {{json .RepoDigests}}'`: the pinned reference for `ref`. A repository
+ * digest of the same repository wins (the pin then pulls on another node); an image with none (built
+ * or loaded here) is pinned by its ID. Hostile text in, a checked reference or an error out.
+ */
+export function pinFromInspect(ref: string, stdout: string): { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string } {
+  const line = stdout.trim().split('\n')[0] ?? '';
+  const m = /^(?:sha256:)?([a-f0-9]{64}) (.*)$/.exec(line);
+  if (!m) return { error: `not an image id: ${JSON.stringify(line.slice(0, 80))}` };
+  let digests: unknown;
+  try {
+    digests = JSON.parse(m[2]!);
+  } catch {
+    return { error: `RepoDigests not readable: ${JSON.stringify(m[2]!.slice(0, 80))}` };
+  }
+  if (digests === null) digests = [];
+  if (!Array.isArray(digests)) return { error: 'RepoDigests is not a list' };
+  const id = m[1]!;
+  if (DIGEST_REF.test(ref)) return { pinned: ref, how: 'digest', id };
+  const repo = repositoryOf(ref);
+  const own = digests.filter((d): d is string => typeof d === 'string' && DIGEST_REF.test(d)).find((d) => sameRepo(repositoryOf(d), repo));
+  if (own) return { pinned: `${repo}@${own.split('@')[1]}`, how: 'digest', id };
+  return { pinned: id, how: 'image-id', id };
+}
+
+/** Resolve an image reference to what a pin keeps, through the container CLI (20 s); not readable: bad input with the pull. */
+export async function resolveImagePin(
+  cli: ContainerCli,
+  cliArgs: readonly string[],
+  ref: string,
+  run?: (argv: string[], timeoutMs: number) => Promise<CliResult>,
+): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
+  const p = await inspectForPin(cli, cliArgs, ref, run);
+  if ('error' in p) throw new UsageError(p.error, [`${cli} pull ${ref} (or sparkctl pull --image), then upgrade again`]);
+  return p;
+}
+
+/** A reference that cannot move: REPO@sha256:DIGEST, or a 64-hex image ID. */
+export const isPinnedRef = (ref: string): boolean => DIGEST_REF.test(ref) || HEX64.test(ref);
+
+/** Every image reference a pin file was taken from or pins (a profile naming one of them runs the current pin). */
+export function knownRefs(file: PinFile): Set<string> {
+  const out = new Set<string>();
+  for (const p of [file.current, ...file.previous]) {
+    if (p.image) out.add(p.image);
+    if (p.imagePinned) out.add(p.imagePinned);
+  }
+  return out;
+}
+
+/**
+ * What serve runs for the image reference a profile names, given its pin file and the reference as
+ * read here (`image inspect`). The rule, stated once (docs/upgrades.md "Pinned by default"):
+ * - a digest or image ID named: runs as named (it cannot move); the pin follows it;
+ * - no pin yet: the reference is pinned now (its repository digest, else its image ID) and that runs;
+ * - a pin, and the profile names a reference the pin was taken from (this tag, or one an upgrade
+ *   moved on from): the CURRENT pin runs, whatever the tag names now; a tag that now names another
+ *   image is said (moved), never followed;
+ * - `--repin`: the reference is pinned anew, as it is now (the pin before it kept for a rollback);
+ * - the profile names a reference the pin file never saw (the operator edited the image): pinned
+ *   anew, and said;
+ * - not readable here (not pulled): runs unpinned, and said (serve pins it the next time it is here).
+ */
+export type ImagePinDecision =
+  | { state: 'given'; ref: string; run: string }
+  | { state: 'new' | 'repinned' | 'edited'; ref: string; run: string; how: 'digest' | 'image-id'; id: string; before?: Pin }
+  | { state: 'kept'; ref: string; run: string; pin: Pin; movedTo?: string; older?: boolean }
+  | { state: 'unpinned'; ref: string; run: string; why: string };
+
+export function decideImagePin(ref: string, file: PinFile | undefined, inspected: { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }, repin = false): ImagePinDecision {
+  if (isPinnedRef(ref)) return { state: 'given', ref, run: ref };
+  const cur = file?.current.imagePinned ? file.current : undefined;
+  if (cur && !repin && file && knownRefs(file).has(ref)) {
+    const movedTo = 'id' in inspected && cur.imageId && inspected.id !== cur.imageId ? inspected.id : undefined;
+    return { state: 'kept', ref, run: cur.imagePinned!, pin: cur, ...(movedTo ? { movedTo } : {}), ...(cur.image !== ref ? { older: true } : {}) };
+  }
+  if ('error' in inspected) return { state: 'unpinned', ref, run: ref, why: inspected.error };
+  const state = !cur ? 'new' : repin ? 'repinned' : 'edited';
+  return { state, ref, run: inspected.pinned, how: inspected.how, id: inspected.id, ...(cur ? { before: cur } : {}) };
+}
+
+/** One line for the operator: what runs and why. */
+export function pinLine(d: ImagePinDecision): string {
+  switch (d.state) {
+    case 'given':
+      return `image ${d.ref}: pinned by the profile itself`;
+    case 'new':
+      return `image ${d.ref}: pinned to ${d.run} (${d.how === 'digest' ? 'its repository digest' : 'its image ID: no repository digest'}); serve and every restart run this, never the tag`;
+    case 'repinned':
+      return `image ${d.ref}: pinned anew (--repin) to ${d.run}; before: ${d.before?.imagePinned} (sparkctl upgrade --rollback returns to it)`;
+    case 'edited':
+      return `image ${d.ref}: the profile names another image than the pin (${d.before?.imagePinned}, from ${d.before?.image ?? 'an earlier serve'}): pinned anew to ${d.run}`;
+    case 'kept':
+      return `image ${d.ref}: runs the pin ${d.run}${d.older ? ` (pinned at ${d.pin.at} from ${d.pin.image}: the profile's reference is an older one)` : ''}`;
+    case 'unpinned':
+      return `image ${d.ref}: not pinned (${d.why}); serve pins it once it is on this host`;
+  }
+}
+
+/** The warning for a tag that moved under its pin (undefined when it did not). */
+export function movedLine(d: ImagePinDecision, profile: string): string | undefined {
+  if (d.state !== 'kept' || !d.movedTo) return undefined;
+  return `the tag ${d.ref} moved: it now names image ${d.movedTo.slice(0, 12)}, not the pinned ${d.pin.imageId?.slice(0, 12)} (${d.run}); the pin runs. To take the new image: sparkctl upgrade ${profile} --image ${d.ref} (canary, compare, roll), or serve it with --repin`;
+}
+
+/** The pin a serve writes for its decision (undefined: nothing to write). */
+export function pinOfDecision(d: ImagePinDecision, vllmVersion: string, at = new Date().toISOString()): Pin | undefined {
+  if (d.state === 'new' || d.state === 'repinned' || d.state === 'edited') return { at, vllmVersion, image: d.ref, imagePinned: d.run, imageId: d.id, sets: [`container.image=${d.run}`] };
+  return undefined;
+}
+
+/** The inspect serve's pin decision reads (the reference's ID and digests), its failure an error, never a throw. */
+export async function inspectForPin(
+  cli: ContainerCli,
+  cliArgs: readonly string[],
+  ref: string,
+  run: (argv: string[], timeoutMs: number) => Promise<CliResult> = (argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }),
+): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }> {
+  const r = await run(withCliArgs([cli, 'image', 'inspect', '--format', '{{.Id}} {{json .RepoDigests}}', ref], cliArgs), 20_000);
+  if (r.error || r.code !== 0) return { error: `${cli} image inspect ${ref}: ${r.error ?? (failureLine(r.stderr) ?? `exit ${r.code}`).slice(0, 200)}` };
+  return pinFromInspect(ref, r.stdout);
+}
+
+/**
+ * Multi-node: what every node runs for the reference a profile names. Where the pin was taken from
+ * that reference (or an upgrade moved on from it), every node runs the pin's image ID: a node that
+ * does not hold that very image is refused before anything starts (the same-image check reads it on
+ * each node), whatever its copy of the tag names now. Undefined: the reference runs (no pin yet: the
+ * first healthy serve --nodes pins the ID every node agreed on).
+ */
+export function nodesImagePin(ref: string | undefined, file: PinFile | undefined): { run: string; pin: Pin } | undefined {
+  if (!ref || isPinnedRef(ref) || !file?.current.imageId || !knownRefs(file).has(ref)) return undefined;
+  return { run: file.current.imageId, pin: file.current };
+}
