@@ -8,7 +8,9 @@
 // core 1, the simulator on core 0, where taskset exists. Several rounds (a shared 2-core host drifts):
 // each round measures everything again on the same processes; the report gives every figure as
 // min / median / max over the rounds, and the rounds themselves. A third configuration, the gateway
-// without admission and prefix routing (no 429 rule, no maxconn, leastconn), gives what those cost.
+// without admission and prefix routing (no 429 rule, no maxconn, leastconn), gives what those cost
+// (with the usage filter, which that one lacks); a fourth, sparkctl's config without the usage filter,
+// gives what the filter costs alone.
 // Usage: node scripts/bench-gateway.mjs [latencyRequests=2000] [seconds=8] [connections=32] [rounds=3]
 //        node scripts/bench-gateway.mjs ttft [streams=300]: the time to first token of a stream (the
 //        simulator's time model on) direct, through the gateway as sparkctl configures it, and through
@@ -27,19 +29,27 @@ const connections = Number(process.argv[4] ?? 32);
 const rounds = Number(process.argv[5] ?? 3);
 const { GatewaySettings, planGateway } = await import('../dist/gateway/plan.js');
 const { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody } = await import('../dist/gateway/config.js');
+const { USAGE_LUA } = await import('../dist/gateway/usage.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const sim = await startSim(TTFT ? ['--max-model-len', '4096'] : ['--sim-time-factor', '0', '--max-model-len', '4096'], { core: 0 });
 const MODEL = 'Qwen/Qwen3.5-9B';
 
-async function startGateway(routing, admission = true, noDelay = true) {
+async function startGateway(routing, admission = true, noDelay = true, usage = true) {
   const port = await freePort();
   const s = GatewaySettings.parse({ port, statsPort: await freePort(), wakerPort: await freePort(), balance: admission ? 'prefix' : 'leastconn' });
   const other = { name: 'other-0', profile: 'other', servedName: 'other-model', host: '127.0.0.1', port: 1, argv: [] };
   const plan = planGateway(s, [{ name: 'bench-0', profile: 'bench', servedName: MODEL, host: '127.0.0.1', port: sim.port, argv: [] }, other], join(dir, String(port)));
   mkdirSync(plan.dir, { recursive: true });
-  let cfg = renderGatewayConfig(plan, { logStdout: true });
+  // the usage filter as the keeper runs it when HAProxy has Lua (src/gateway/usage.ts); its log lines
+  // go to stderr here (the keeper reads them from a pipe): one write per request either way
+  let lua;
+  if (usage && admission) {
+    lua = join(plan.dir, 'usage.lua');
+    writeFileSync(lua, USAGE_LUA);
+  }
+  let cfg = renderGatewayConfig(plan, { logStdout: true, ...(lua ? { usage: { lua, logFd: 2 } } : {}) });
   if (!routing) {
     const before = cfg;
     cfg = cfg
@@ -72,14 +82,17 @@ async function startGateway(routing, admission = true, noDelay = true) {
 
 const body = completionBody(MODEL);
 
-async function latency(routed, plain, bare) {
-  const [d, g, p, b] = (await interleaved([sim.port, routed, plain, bare], N, body)).map(p50p99);
+async function latency(routed, plain, bare, noUsage) {
+  const [d, g, p, b, u] = (await interleaved([sim.port, routed, plain, bare, noUsage], N, body)).map(p50p99);
   return {
     direct: d,
     gateway: g,
     gatewayWithoutRouting: p,
     gatewayWithoutAdmission: b,
+    gatewayWithoutUsageFilter: u,
+    // admission, prefix hash and the usage filter together; then the filter alone
     admissionAndPrefixMs: { p50: +(g.p50 - b.p50).toFixed(3), p99: +(g.p99 - b.p99).toFixed(3) },
+    usageFilterMs: { p50: +(g.p50 - u.p50).toFixed(3), p99: +(g.p99 - u.p99).toFixed(3) },
     addedByGatewayMs: { p50: +(g.p50 - d.p50).toFixed(3), p99: +(g.p99 - d.p99).toFixed(3) },
     jsonQueryAndMapMs: { p50: +(g.p50 - p.p50).toFixed(3), p99: +(g.p99 - p.p99).toFixed(3) },
   };
@@ -102,17 +115,19 @@ if (TTFT) {
 const routed = await startGateway(true);
 const plain = await startGateway(false);
 const bare = await startGateway(true, false);
+const noUsage = await startGateway(true, true, true, false);
 const all = [];
 for (let i = 0; i < rounds; i++) {
-  const lat = await latency(routed.port, plain.port, bare.port);
+  const lat = await latency(routed.port, plain.port, bare.port, noUsage.port);
   all.push({ latency: lat, throughput: { direct: await ceiling(sim.port), gateway: await ceiling(routed.port), gatewayWithoutRouting: await ceiling(plain.port) } });
   process.stderr.write(
-    `round ${i + 1}/${rounds}: +${lat.addedByGatewayMs.p50} ms p50 through the gateway, json_query ${lat.jsonQueryAndMapMs.p50} ms, admission + prefix hash ${lat.admissionAndPrefixMs.p50} ms\n`,
+    `round ${i + 1}/${rounds}: +${lat.addedByGatewayMs.p50} ms p50 through the gateway, json_query ${lat.jsonQueryAndMapMs.p50} ms, admission + prefix hash + usage ${lat.admissionAndPrefixMs.p50} ms, usage filter ${lat.usageFilterMs.p50} ms\n`,
   );
 }
 routed.stop();
 plain.stop();
 bare.stop();
+noUsage.stop();
 sim.stop();
 const over = (f) => spread(all.map(f), 3);
 console.log(
@@ -128,6 +143,7 @@ console.log(
         addedByGatewayMs: { p50: over((r) => r.latency.addedByGatewayMs.p50), p99: over((r) => r.latency.addedByGatewayMs.p99) },
         jsonQueryAndMapMs: { p50: over((r) => r.latency.jsonQueryAndMapMs.p50), p99: over((r) => r.latency.jsonQueryAndMapMs.p99) },
         admissionAndPrefixMs: { p50: over((r) => r.latency.admissionAndPrefixMs.p50), p99: over((r) => r.latency.admissionAndPrefixMs.p99) },
+        usageFilterMs: { p50: over((r) => r.latency.usageFilterMs.p50), p99: over((r) => r.latency.usageFilterMs.p99) },
         reqPerSec: {
           connections,
           seconds,

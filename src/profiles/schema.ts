@@ -125,7 +125,7 @@ const ServerBlock = z.strictObject({
     .string()
     .default('127.0.0.1')
     .describe(
-      'Where clients reach the server (or its router): 127.0.0.1 by default, this host only. Beyond loopback (0.0.0.0) needs server.apiKeyEnv or serve --allow-unauthenticated (warned at every start); multi-node: the head binds its nodes-file address; k8s pods listen on 0.0.0.0 (the pod network is the boundary)',
+      'Where clients reach the server (or its router): 127.0.0.1 by default, this host only. Beyond loopback (0.0.0.0) needs server.apiKeyEnv or serve --allow-unauthenticated (warned at every start); multi-node: the head listens on 0.0.0.0 (reached over the nodes network; warned without a key); k8s pods listen on 0.0.0.0 (the pod network is the boundary)',
     ),
   port: port.default(8000).describe('Replica i listens on port + i'),
   apiKeyEnv: z

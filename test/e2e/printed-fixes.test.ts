@@ -65,7 +65,8 @@ describe('every printed fix parses; no undefined or NaN', { timeout: 300_000 }, 
       const text = await run(['preflight', '--from', join(bundles, b.name), '--profile', 'qwen3.5-9b']);
       for (const p of await printedProblems(text)) problems.push(`preflight --from ${b.name}: ${p}`);
     }
-    for (const doc of ['failure-causes.md', 'two-sparks.md', '../README.md']) for (const p of await printedProblems(readFileSync(join(ROOT, 'docs', doc), 'utf8'))) problems.push(`${doc}: ${p}`);
+    for (const doc of ['failure-causes.md', 'two-sparks.md', 'one-spark.md', 'h100-h200.md', '../README.md'])
+      for (const p of await printedProblems(readFileSync(join(ROOT, 'docs', doc), 'utf8'))) problems.push(`${doc}: ${p}`);
     expect(problems).toEqual([]);
   });
 

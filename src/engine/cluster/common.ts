@@ -1,5 +1,6 @@
-// What every multi-node executor shares: the plan it is given, the events it reports, the outcome
-// it returns, and the one remote stop rule. Two executors implement ClusterExecutor: Ray (ray.ts:
+// What every multi-node executor shares: the plan it is given, the outcome it returns (serve's one
+// ServeOutcome, built by nodesOutcome; its events are serve's one union, engine/events.ts), and the
+// one remote stop rule. Two executors implement ClusterExecutor: Ray (ray.ts:
 // a Ray cluster, vLLM on the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per
 // node). index.ts picks one from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';

@@ -70,11 +70,12 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
     tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
   })[0]!;
   const warnings = requireValid(r);
-  // sparkctl reaches the head at the nodes file's address, so a loopback server.host (the default)
-  // binds that one address, never every interface; without a key that network reaches the model: said
-  // at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
+  // sparkctl reaches the head over the nodes' network (the nodes file's address, which may be a name
+  // or an address of another namespace), so a loopback server.host (the default) listens on every
+  // interface of the head, as before the loopback default; without a key that network reaches the
+  // model: said at every start (one-host serve refuses it without --allow-unauthenticated; util/exposure.ts)
   const hostAt = rep.argv.indexOf('--host');
-  if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = nf.head.address;
+  if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = '0.0.0.0';
   const open = exposedWhat({ who: `${p.name}'s head`, field: 'server.host', host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host, keyed: Boolean(p.server.apiKeyEnv), fixes: [] });
   if (open) warnings.unshift(`WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`);
   const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
