@@ -81,11 +81,13 @@ export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape, 
     why.push(`no TP up to ${host.gpus} GPUs leaves room for ${want} tokens; TP ${tp} is the largest that divides the ${f.attentionHeads} heads`);
   } else why.push(`TP ${tp}: the smallest that divides the ${f.attentionHeads} attention heads and fits ${(host.gpuMemoryBytes / 1024 ** 3).toFixed(0)} GiB GPUs`);
   const plan = planMemory(base(tp), host.gpuMemoryBytes, f);
-  const maxModelLen = Math.max(1, Math.min(f.maxContext, plan.fits || plan.notModelled ? f.maxContext : plan.largestMaxModelLen));
+  const maxModelLen = chosenMaxModelLen(plan, f.maxContext);
   why.push(
-    maxModelLen < f.maxContext
-      ? `max model len ${maxModelLen}: the KV cache holds that much of one request (the model's context is ${f.maxContext})`
-      : `max model len ${maxModelLen}: the model's own context`,
+    plan.availableKvBytes <= 0 && !plan.notModelled
+      ? `max model len left at the model's context (${f.maxContext}): no KV cache fits at all, so none would (the plan's error says what can)`
+      : maxModelLen < f.maxContext
+        ? `max model len ${maxModelLen}: the KV cache holds that much of one request (the model's context is ${f.maxContext})`
+        : `max model len ${maxModelLen}: the model's own context`,
   );
   const profile = base(tp, maxModelLen);
   why.push(`${profile.parallel.replicas} replica(s) of TP ${tp} fill the ${host.gpus} GPU(s)`);
@@ -117,13 +119,25 @@ export function clusterProfileForModel(t: ModelTarget, f: ModelFacts, nodes: num
       parallel: { tensor, pipeline, replicas: 1, nodes, executor: 'mp' },
     });
   const plan = planMemory(base(), gpuMemoryBytes, f);
-  const maxModelLen = Math.max(1, Math.min(f.maxContext, plan.fits || plan.notModelled ? f.maxContext : plan.largestMaxModelLen));
+  const maxModelLen = chosenMaxModelLen(plan, f.maxContext);
   why.push(
-    maxModelLen < f.maxContext
-      ? `max model len ${maxModelLen}: the KV cache over ${world} GPUs holds that much of one request (the model's context is ${f.maxContext})`
-      : `max model len ${maxModelLen}: the model's own context`,
+    plan.availableKvBytes <= 0 && !plan.notModelled
+      ? `max model len left at the model's context (${f.maxContext}): no KV cache fits over ${world} GPUs at all (the plan's error says what can)`
+      : maxModelLen < f.maxContext
+        ? `max model len ${maxModelLen}: the KV cache over ${world} GPUs holds that much of one request (the model's context is ${f.maxContext})`
+        : `max model len ${maxModelLen}: the model's own context`,
   );
   return { profile: base(maxModelLen), why };
+}
+
+/**
+ * The max model len a generated profile asks for: the model's context where it fits (or the KV cache
+ * is not modelled), the largest that fits where some does, and the context again where none does: a
+ * max model len of 1 was a number no one can serve, printed as if chosen.
+ */
+function chosenMaxModelLen(plan: { fits: boolean; notModelled?: unknown; largestMaxModelLen: number; availableKvBytes: number }, maxContext: number): number {
+  if (plan.fits || plan.notModelled || plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1) return maxContext;
+  return Math.min(maxContext, plan.largestMaxModelLen);
 }
 
 /** The port a model id's server takes when nothing says which: where the first model's server listens. */

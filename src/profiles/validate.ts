@@ -1,4 +1,5 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
+import { SPARK_MAX_SHARE } from './colocate.js';
 import { CONTROL } from '../util/control.js';
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
@@ -208,6 +209,33 @@ function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say,
   }
 }
 
+/**
+ * What can make room for a KV cache when the weights leave none, and only what can: a higher share
+ * only where weights and reserve fit under the most a GPU may give (a Spark's servers: 0.8 of its
+ * unified memory; elsewhere 0.95, the driver and CUDA context keep the rest); more GPUs per replica
+ * where the host has them, else over nodes; a quantized checkpoint. "Raise the share" to a share that
+ * cannot hold the weights was a fix that fixes nothing (issue 48 item 7).
+ */
+export function noRoomFixes(p: Profile, host: HostShape, needBytesPerGpu: number): string {
+  const maxShare = /GB10/i.test(host.gpuName ?? '') ? SPARK_MAX_SHARE : 0.95;
+  const fixes: string[] = [];
+  const needShare = needBytesPerGpu / host.gpuMemoryBytes;
+  // room for the weights and the reserve, and some KV cache (at least 2 % of the GPU)
+  const share = Math.min(maxShare, Math.ceil((needShare + 0.02) * 100) / 100);
+  if (needShare < maxShare) {
+    if (share > p.engine.gpuMemoryUtilization) fixes.push(`--set engine.gpuMemoryUtilization=${share}`);
+  } else fixes.push(`a higher share cannot help: weights and reserve need ${(needBytesPerGpu / GIB).toFixed(1)} GiB per GPU, more than ${maxShare} x ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB`);
+  const world = p.parallel.tensor * p.parallel.pipeline;
+  const gpus = host.multiNode && host.gpusPerNode && host.nodes ? host.gpusPerNode * host.nodes : host.gpus;
+  fixes.push(
+    gpus > world
+      ? `more GPUs per replica: parallel.tensor x parallel.pipeline (now ${world}; this host has ${gpus})`
+      : `more GPUs than ${host.multiNode ? 'these nodes have' : 'this host has'}: serve over nodes (parallel.nodes, --nodes nodes.yaml)`,
+  );
+  fixes.push('or a quantized checkpoint of the model (FP8, NVFP4, MXFP4)');
+  return fixes.join('; ');
+}
+
 function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn: Say): void {
   const u = p.engine.gpuMemoryUtilization;
   // vLLM budgets u x total and refuses to start when less than that is free ("Free memory on device ...").
@@ -228,7 +256,7 @@ function memoryRules(p: Profile, host: HostShape, m: ModelFacts, err: Say, warn:
       err(
         'engine.gpuMemoryUtilization',
         `${u} of ${(host.gpuMemoryBytes / GIB).toFixed(0)} GiB leaves no room for the KV cache after ${(plan.weightsPerGpuBytes / GIB).toFixed(1)} GiB of weights per GPU`,
-        'raise the share, raise TP x PP, or quantize',
+        noRoomFixes(p, host, plan.weightsPerGpuBytes + plan.reserveBytes),
       );
     } else if (!plan.fits) {
       err(

@@ -35,6 +35,8 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
   say(c.dim(`planned for ${r.hostLine}`));
   const mib = (b: number) => `${(b / 1024 ** 2).toFixed(2)} MiB`;
   const nm = plan.notModelled;
+  // the weights (and the reserve) leave nothing for the KV cache: no size or concurrency to state
+  const noRoom = !nm && plan.availableKvBytes <= 0;
   say(
     table([
       [
@@ -56,13 +58,20 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
             ...(plan.stateBytesPerSeq ? [['state per request', `${mib(plan.stateBytesPerSeq)}  (Mamba/Gated-DeltaNet layers, per GPU)`]] : []),
             ['block size', `${plan.blockSize} tokens`],
             ['KV cache groups', plan.kvGroups.map((k) => `${k.layers} x ${k.label} (${k.blocksPerRequest} blocks/request)`).join('; ')],
-            ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
-            [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
+            ...(noRoom
+              ? [['GPU KV cache size', c.red('none: the weights and the reserve leave no room for it')]]
+              : [
+                  ['GPU KV cache size', `${plan.kvTokens.toLocaleString('en-US')} tokens`],
+                  [`Maximum concurrency for ${plan.maxModelLen.toLocaleString('en-US')} tokens`, `${plan.maxConcurrency.toFixed(2)}x`],
+                ]),
             ['fits', fitsLine(plan, errors)],
           ]),
     ]),
   );
-  if (!nm) {
+  if (!nm && noRoom) {
+    // vLLM stops at its KV-cache check (v1/core/kv_cache_utils.py): it logs no size or concurrency line
+    say(c.dim('vLLM would not start: "No available memory for the cache blocks" (its KV-cache check)'));
+  } else if (!nm) {
     // the lines vLLM itself will log, in its words
     say(
       c.dim(
@@ -87,12 +96,12 @@ export function printPlan(r: Prepared & { model: NonNullable<Prepared['model']> 
 }
 
 /** One verdict: a plan that another problem refuses (too few GPUs for TP x PP) does not fit, whatever its memory says. */
-function fitsLine(plan: { fits: boolean; largestMaxModelLen: number }, errors: Prepared['problems']): string {
+function fitsLine(plan: { fits: boolean; largestMaxModelLen: number; availableKvBytes: number }, errors: Prepared['problems']): string {
+  // no KV cache at all: no max model len fits, and "the largest that fits is 0" says nothing
+  const largest = plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1 ? 'no max model len fits' : `largest max model len that fits is ${plan.largestMaxModelLen}`;
   if (errors.length)
-    return c.red(
-      `no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : `; largest max model len that fits is ${plan.largestMaxModelLen}`}`,
-    );
-  return plan.fits ? c.green('yes') : c.red(`no: largest max model len that fits is ${plan.largestMaxModelLen}`);
+    return c.red(`no: ${formatProblem(errors[0]!)}${errors.length > 1 ? ` (and ${errors.length - 1} more below)` : ''}${plan.fits ? '; the memory of each GPU would hold its share' : `; ${largest}`}`);
+  return plan.fits ? c.green('yes') : c.red(`no: ${largest}`);
 }
 
 function weightsSource(f: NonNullable<Prepared['model']>['facts']): string {
