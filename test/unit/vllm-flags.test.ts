@@ -4,6 +4,7 @@ import { loadProfile, listProfiles } from '../../src/profiles/load.js';
 import { checkRendered, vllmArgs } from '../../src/profiles/render.js';
 import { checkArgv, optionStatus, valueStatus, resolveOption, FACT_VERSIONS } from '../../src/profiles/vllm-flags.js';
 import { VLLM_FACTS } from '../../src/profiles/vllm-facts.js';
+import { isLoopback } from '../../src/util/exposure.js';
 
 const errs = (args: string[], v: string) => checkArgv(args, v).filter((p) => p.severity === 'error');
 const warns = (args: string[], v: string) => checkArgv(args, v).filter((p) => p.severity === 'warning');
@@ -89,9 +90,30 @@ describe('every shipped profile rendered at every version in the facts', () => {
     // every option the renderer emits is one this version has
     for (const a of args.filter((x) => x.startsWith('--'))) expect([`${a} at ${v}`, optionStatus(v, a.split('=')[0]!)]).not.toContain('no');
     const errors = checkRendered(p).filter((x) => x.severity === 'error');
-    // the one thing a shipped profile asks that an old vLLM lacks: the qwen3_coder tool parser before 0.10
-    const expected = p.engine.toolCallParser === 'qwen3_coder' && v === '0.9.0' ? ['--tool-call-parser qwen3_coder'] : [];
-    expect(errors.map((e) => `${e.flag} ${e.value ?? ''}`.trim())).toEqual(expected);
+    // What a shipped profile asks that an older vLLM lacks, by the version tables: the qwen3_coder tool
+    // parser before 0.10; the Spark profiles' models need newer ones (gpt-oss's MXFP4 and its parsers
+    // from 0.10.1, NVFP4 from 0.10, the nemotron_v3 reasoning parser from 0.25 in the tables): rendered
+    // for an older vLLM, the check names exactly those, and nothing else.
+    const expected = [...(OLDER_VLLM_LACKS[name]?.[v] ?? []), ...(p.engine.toolCallParser === 'qwen3_coder' && v === '0.9.0' ? ['--tool-call-parser qwen3_coder'] : [])];
+    expect(errors.map((e) => `${e.flag} ${e.value ?? ''}`.trim()).sort()).toEqual(expected.sort());
+  });
+});
+
+const GPT_OSS_LACKS = ['--quantization mxfp4', '--reasoning-parser openai_gptoss', '--tool-call-parser openai'];
+const OLDER_VLLM_LACKS: Record<string, Record<string, string[]>> = {
+  'gpt-oss-120b-spark': { '0.9.0': GPT_OSS_LACKS, '0.10.0': GPT_OSS_LACKS },
+  'gpt-oss-120b-2spark': { '0.9.0': GPT_OSS_LACKS, '0.10.0': GPT_OSS_LACKS },
+  'nemotron-3-nano-spark': {
+    '0.9.0': ['--quantization modelopt_fp4', '--reasoning-parser nemotron_v3'],
+    ...Object.fromEntries(['0.10.0', '0.11.0', '0.12.0', '0.16.0', '0.17.0'].map((v) => [v, ['--reasoning-parser nemotron_v3']])),
+  },
+  'qwen3.5-122b-nvfp4-spark': { '0.9.0': ['--quantization modelopt_fp4'] },
+};
+
+describe('every shipped profile: nothing exposed by default (never-harm part 4, item 14)', () => {
+  it.each(listProfiles().map((x) => x.name))('%s listens on loopback, or asks for a key', (name) => {
+    const p = loadProfile(name).profile;
+    expect(isLoopback(p.server.host) || !!p.server.apiKeyEnv, `${name}: server.host ${p.server.host} without server.apiKeyEnv: serve refuses it`).toBe(true);
   });
 });
 
