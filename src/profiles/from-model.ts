@@ -81,14 +81,8 @@ export function profileForModel(t: ModelTarget, f: ModelFacts, host: HostShape, 
     why.push(`no TP up to ${host.gpus} GPUs leaves room for ${want} tokens; TP ${tp} is the largest that divides the ${f.attentionHeads} heads`);
   } else why.push(`TP ${tp}: the smallest that divides the ${f.attentionHeads} attention heads and fits ${(host.gpuMemoryBytes / 1024 ** 3).toFixed(0)} GiB GPUs`);
   const plan = planMemory(base(tp), host.gpuMemoryBytes, f);
-  const maxModelLen = chosenMaxModelLen(plan, f.maxContext);
-  why.push(
-    plan.availableKvBytes <= 0 && !plan.notModelled
-      ? `max model len left at the model's context (${f.maxContext}): no KV cache fits at all, so none would (the plan's error says what can)`
-      : maxModelLen < f.maxContext
-        ? `max model len ${maxModelLen}: the KV cache holds that much of one request (the model's context is ${f.maxContext})`
-        : `max model len ${maxModelLen}: the model's own context`,
-  );
+  const { maxModelLen, why: lenWhy } = chosenMaxModelLen(plan, f.maxContext, '');
+  why.push(lenWhy);
   const profile = base(tp, maxModelLen);
   why.push(`${profile.parallel.replicas} replica(s) of TP ${tp} fill the ${host.gpus} GPU(s)`);
   return { profile, why };
@@ -119,25 +113,32 @@ export function clusterProfileForModel(t: ModelTarget, f: ModelFacts, nodes: num
       parallel: { tensor, pipeline, replicas: 1, nodes, executor: 'mp' },
     });
   const plan = planMemory(base(), gpuMemoryBytes, f);
-  const maxModelLen = chosenMaxModelLen(plan, f.maxContext);
-  why.push(
-    plan.availableKvBytes <= 0 && !plan.notModelled
-      ? `max model len left at the model's context (${f.maxContext}): no KV cache fits over ${world} GPUs at all (the plan's error says what can)`
-      : maxModelLen < f.maxContext
-        ? `max model len ${maxModelLen}: the KV cache over ${world} GPUs holds that much of one request (the model's context is ${f.maxContext})`
-        : `max model len ${maxModelLen}: the model's own context`,
-  );
+  const { maxModelLen, why: lenWhy } = chosenMaxModelLen(plan, f.maxContext, ` over ${world} GPUs`);
+  why.push(lenWhy);
   return { profile: base(maxModelLen), why };
 }
 
 /**
- * The max model len a generated profile asks for: the model's context where it fits (or the KV cache
- * is not modelled), the largest that fits where some does, and the context again where none does: a
- * max model len of 1 was a number no one can serve, printed as if chosen.
+ * The max model len a generated profile asks for, and why: the model's context where it fits (or the
+ * KV cache is not modelled), the largest that fits where some does, and the context again where none
+ * does: a max model len of 1 was a number no one can serve, printed as if chosen. `over` names the
+ * GPUs of a cluster (" over 8 GPUs"), empty on one host.
  */
-function chosenMaxModelLen(plan: { fits: boolean; notModelled?: unknown; largestMaxModelLen: number; availableKvBytes: number }, maxContext: number): number {
-  if (plan.fits || plan.notModelled || plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1) return maxContext;
-  return Math.min(maxContext, plan.largestMaxModelLen);
+function chosenMaxModelLen(
+  plan: { fits: boolean; notModelled?: unknown; largestMaxModelLen: number; availableKvBytes: number },
+  maxContext: number,
+  over: string,
+): { maxModelLen: number; why: string } {
+  if (!plan.notModelled && (plan.availableKvBytes <= 0 || plan.largestMaxModelLen < 1) && !plan.fits)
+    return { maxModelLen: maxContext, why: `max model len left at the model's context (${maxContext}): no KV cache fits${over} at all (the plan's error says what can)` };
+  const maxModelLen = plan.fits || plan.notModelled ? maxContext : Math.min(maxContext, plan.largestMaxModelLen);
+  return {
+    maxModelLen,
+    why:
+      maxModelLen < maxContext
+        ? `max model len ${maxModelLen}: the KV cache${over} holds that much of one request (the model's context is ${maxContext})`
+        : `max model len ${maxModelLen}: the model's own context`,
+  };
 }
 
 /** The port a model id's server takes when nothing says which: where the first model's server listens. */
