@@ -90,7 +90,10 @@ export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): P
   const read = async (): Promise<Reading> => {
     if (l.exit) {
       l.tail.poll();
-      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${l.tail.text().split('\n').slice(-8).join(' | ')}` };
+      // its ALERT lines say why (a bind, a config line); the rest of the tail is its banner
+      const lines = l.tail.text().split('\n');
+      const alerts = lines.filter((x) => x.includes('[ALERT]'));
+      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${(alerts.length ? alerts : lines.slice(-8)).join(' | ')}` };
     }
     if (!listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) return { ok: false, detail: `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet` };
     try {

@@ -10,6 +10,8 @@ import { balanceWords } from '../profiles/haproxy.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
 import { launchRouter, waitRouterReady, requireHaproxy } from './process.js';
 import { serverState } from './api.js';
+import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
+import { haproxyAddr } from '../profiles/haproxy.js';
 
 function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
   const prof = plan.profile;
@@ -58,9 +60,31 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
   };
 }
 
+/**
+ * Each port HAProxy is about to bind, tried first: one held by another process is a failure naming
+ * the port, its holder and the fix (HAProxy itself only exits 1 with an ALERT line in its log).
+ */
+export async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<string | undefined> {
+  const binds = [
+    { host: r.bind.host, port: r.bind.port, what: "the router's port (the profile's server.port)", fix: '--set server.port=N (the replicas take the ports after it)' },
+    { host: r.stats.host, port: r.stats.port, what: "the router's stats port", fix: '--set router.statsPort=N' },
+  ];
+  for (const b of binds) {
+    const taken = await bindTrial(b.host, b.port);
+    if (!taken) continue;
+    const at = haproxyAddr(b.host, b.port);
+    if (taken.code === 'EADDRINUSE')
+      return `${b.what} ${at} is taken by ${holdersInWords(taken.holders)}; fix: choose a free port, ${b.fix}${taken.holders.length ? `, or stop what holds it (ss -ltnp 'sport = :${b.port}' shows it)` : ''}`;
+    return `${b.what} ${at} cannot be bound (${taken.code}); fix: ${taken.code === 'EACCES' ? `a port below 1024 needs root, or ${b.fix}` : taken.code === 'EADDRNOTAVAIL' ? `${b.host} is not an address of this host: --set server.host=127.0.0.1` : b.fix}`;
+  }
+  return undefined;
+}
+
 /** Start the plan's router; registered the moment it is spawned. Never throws for a router that fails: it says why. */
 export async function startRouter(plan: ServePlan, registry: Registry): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }> {
   const r = plan.router!;
+  const taken = await routerPortsTaken(r);
+  if (taken) return { outcome: { ...outcomeOf(r, -1), failure: taken } };
   let l: RouterLaunched;
   try {
     l = await launchRouter(r, requireHaproxy(r.settings.bin));
