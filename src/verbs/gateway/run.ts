@@ -244,20 +244,26 @@ export async function runForeground(o: SettingsFlags) {
         logFile: plan.files.log,
         apiKeyEnv: plan.apiKeyEnv,
         startedAt: new Date().toISOString(),
-        models: modelsRecord(plan.models),
         aliases: plan.aliases,
+        // the first record already says all the keeper knows (usage counted or not, the on-demand set):
+        // gateway up returns once it is written, and a status read at once must not say "not counted"
+        ...live(),
       });
     },
   });
+  // what the keeper knows that changes as it runs: its models, the on-demand set, the usage counts
+  function live() {
+    const onDemand = keeper.od?.view();
+    const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
+    return { models: modelsRecord(keeper.plan.models), ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) };
+  }
   // the record follows the models (gateway status reads it)
   const refresh = setInterval(() => {
     const r = readRecord(dir);
     if (!r || r.pid !== process.pid || !keeper.plan) return;
-    const models = modelsRecord(keeper.plan.models);
-    const onDemand = keeper.od?.view();
-    const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
-    if (JSON.stringify(models) !== JSON.stringify(r.models) || JSON.stringify(onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(usage) !== JSON.stringify(r.usage))
-      writeRecord(dir, { ...r, models, ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) });
+    const now = live();
+    if (JSON.stringify(now.models) !== JSON.stringify(r.models) || JSON.stringify(now.onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(now.usage) !== JSON.stringify(r.usage))
+      writeRecord(dir, { ...r, ...now });
   }, 1000);
   try {
     await keeper.run();
