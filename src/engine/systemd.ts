@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { requireValid, resolveLoaded, readModelFor, type Resolved } from '../profiles/resolve.js';
 import { UsageError } from '../errors.js';
 import { commentValue } from '../output/format.js';
-import { shutdownTimeoutArg } from '../profiles/render.js';
+import { servedName, shutdownTimeoutArg } from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
 import { serveExposure, sparkctlBin, buildServePlan, replicaRun } from './plan.js';
 import { execArg, refuseControl } from './runtime/unit.js';
@@ -254,7 +254,14 @@ async function quadletUnits(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
   let min = '4.4';
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
-    const q = rt.quadlet(replicaRun(plan, x), `systemd-${x.name}`, { description: `vLLM server ${x.name} in podman (sparkctl)`, secret, startTimeoutS: p.server.readyTimeoutSeconds + 60 })!;
+    // the watcher's verdict as the container's health check: a Quadlet unit's server is in no registry, so sparkctl watch never sees it
+    const w = p.watch;
+    const liveness = {
+      check: { port: x.port, model: servedName(p), windowS: w.windowSeconds, maxWindowS: w.maxWindowSeconds, probeTimeoutS: w.probeTimeoutSeconds },
+      startPeriodS: p.server.readyTimeoutSeconds,
+      restart: w.action === 'restart',
+    };
+    const q = rt.quadlet(replicaRun(plan, x), `systemd-${x.name}`, { description: `vLLM server ${x.name} in podman (sparkctl)`, secret, startTimeoutS: p.server.readyTimeoutSeconds + 60, liveness })!;
     min = q.minPodman;
     out.unit(
       `# sparkctl systemd ${p.name} --quadlet (replica ${x.index}): ${commentValue(p.description ?? '')}\n${versionNote ? `# ${commentValue(versionNote)}\n` : ''}${rn ? `# ${commentValue(rn)}\n` : ''}${q.text}`,

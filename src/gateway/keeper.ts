@@ -125,6 +125,11 @@ export interface KeeperOptions {
   sparkctl?: string;
   /** called once HAProxy holds its port and the keeper listens on its socket */
   onReady?: (info: { haproxyPid: number; plan: GatewayPlan }) => void;
+  /**
+   * called as soon as what gateway status shows changed: the models (a reload), an on-demand model's
+   * state (starting, evicting, started, stopped, asleep), and (`usage` true) the usage counts
+   */
+  onChange?: (usage?: boolean) => void;
 }
 
 export class Keeper {
@@ -237,8 +242,10 @@ export class Keeper {
       const logOut = openSync(p.log, 'a', 0o600);
       lines.on('line', (line) => {
         const u = parseUsageLine(line);
-        if (u) book.add(u);
-        else if (line.trim()) {
+        if (u) {
+          book.add(u);
+          this.o.onChange?.(true);
+        } else if (line.trim()) {
           try {
             writeSync(logOut, `${line.slice(0, 4096)}\n`);
           } catch {
@@ -302,6 +309,7 @@ export class Keeper {
         follow: () => this.follow(),
         asleep: (m) => this.slept.has(m.name),
         markSlept: (m) => this.slept.add(m.name),
+        changed: () => o.onChange?.(),
         log: o.log,
       },
       { stateDir: o.stateDir, sparkctl: o.sparkctl, startTimeoutMs: parseDuration(o.settings.onDemand.startTimeout, 'gateway.onDemand.startTimeout') },
@@ -327,6 +335,7 @@ export class Keeper {
     this.files = files;
     this.child?.kill('SIGUSR2');
     this.reloads++;
+    this.o.onChange?.();
     const now = plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`);
     this.o.log(`gateway: reloaded (${now.filter((x) => !was.has(x)).length} new, ${[...was].filter((x) => !now.includes(x)).length} gone): ${plan.models.map((m) => m.name).join(', ') || 'none'}`);
     // a reloaded worker starts its servers from the checks: the ones the keeper put to sleep stay in maint
@@ -383,6 +392,7 @@ export class Keeper {
   private async sleepModel(m: GatewayModel, idleS: number) {
     const sock = this.plan.files.socket;
     this.slept.add(m.name);
+    this.o.onChange?.();
     for (const s of m.servers) await setServerState(sock, m.backend, s.name, 'maint');
     const results = await Promise.all(m.servers.map((s) => requestSleep(`http://${s.host}:${s.port}`, 1, { mode: 'wait', timeoutMs: 300_000 })));
     const bad = results.filter((r) => !r.ok);
@@ -391,6 +401,7 @@ export class Keeper {
     );
     if (bad.length) {
       this.slept.delete(m.name);
+      this.o.onChange?.();
       for (const s of m.servers) await setServerState(sock, m.backend, s.name, 'ready').catch(() => undefined);
     }
   }
@@ -422,6 +433,7 @@ export class Keeper {
         await runtimeCommand(sock, `set server ${m.backend}/${s.name} health up`, 2000).catch(() => undefined);
       }
       this.slept.delete(m.name);
+      this.o.onChange?.();
       this.o.log(`gateway: ${m.name}: woken in ${Math.round(performance.now() - t0)} ms`);
     })().finally(() => this.waking.delete(m.backend));
     this.waking.set(m.backend, p);

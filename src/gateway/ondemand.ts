@@ -109,6 +109,8 @@ export interface OnDemandHost {
   /** the model is asleep now (its servers answer is_sleeping true, or the keeper put it to sleep) */
   asleep(m: GatewayModel): boolean;
   markSlept(m: GatewayModel): void;
+  /** what view() shows changed (a state, a start or eviction recorded): gateway status is written at once */
+  changed?(): void;
   log(line: string): void;
 }
 
@@ -150,8 +152,12 @@ export class OnDemand {
   ensure(profile: string): Promise<void> {
     const going = this.starting.get(profile);
     if (going) return going;
-    const p = (this.queue = this.queue.catch(() => undefined).then(() => this.start(profile))).finally(() => this.starting.delete(profile));
+    const p = (this.queue = this.queue.catch(() => undefined).then(() => this.start(profile))).finally(() => {
+      this.starting.delete(profile);
+      this.host.changed?.();
+    });
     this.starting.set(profile, p as Promise<void>);
+    this.host.changed?.();
     return p as Promise<void>;
   }
 
@@ -268,6 +274,7 @@ export class OnDemand {
     if (!m) return;
     const t0 = performance.now();
     this.evicting.add(profile);
+    this.host.changed?.();
     try {
       await this.host.rotation(m, true);
       const drained = Date.now() + 30_000;
@@ -301,6 +308,7 @@ export class OnDemand {
       if (how === 'stop') await this.host.follow();
     } finally {
       this.evicting.delete(profile);
+      this.host.changed?.();
     }
   }
 
@@ -326,6 +334,7 @@ export class OnDemand {
     const s: Swap = { at: new Date().toISOString(), ...x };
     this.swaps.push(s);
     if (this.swaps.length > 200) this.swaps.shift();
+    this.host.changed?.();
     const file = join(this.o.stateDir, 'gateway', 'swaps.jsonl');
     try {
       // bounded: past 1 MiB the file becomes swaps.jsonl.1 (the one before it goes)

@@ -118,7 +118,7 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     expect(r.exitCode, r.stderr).toBe(4);
     expect(r.stderr).toMatch(/launch failed: the Ray container on n2 \([\d.]+\) ended \(container [a-f0-9]{12}\): ConnectionError: could not connect to the GCS/);
     expect(r.stderr).toMatch(/cleanup: n0: container removed/);
-    expect(await ours()).toEqual([]);
+    expect(await ours(), r.stderr).toEqual([]);
   }, 200_000);
 });
 

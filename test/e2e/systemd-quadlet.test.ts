@@ -10,7 +10,7 @@ import { writeFileSync, readFileSync, mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
-import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
+import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES, freePort } from '../helpers.js';
 import { PODMAN, podmanIn, podmanUnavailable } from '../podman.js';
 import { HOSTILE } from '../hostile-values.js';
 import { execWords } from '../systemd-words.js';
@@ -88,6 +88,42 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     // the unit is rootful (/etc/containers/systemd): its secret is root's, made with sudo; the rootless path named
     expect(stderr).toContain(`printf '%s' "$MY_KEY" | sudo podman secret create sparkctl-qwen3.5-9b-api-key -`);
     expect(stderr).toContain('~/.config/containers/systemd/');
+  });
+
+  it("the watcher's verdict as the container's health check: podman runs it, kills on failure for systemd's restart; the profile's watch: block is its config", async () => {
+    const { units } = await quadlet([KEY, 'parallel.replicas=2', 'watch.windowSeconds=45', 'watch.probeTimeoutSeconds=7', 'model.servedName="qwen-$(x) 100%"']);
+    const [u0, u1] = units as [string, string];
+    expect(values(u0, 'HealthInterval')).toEqual(['10s']);
+    expect(values(u0, 'HealthTimeout')).toEqual(['17s']);
+    expect(values(u0, 'HealthRetries')).toEqual(['3']);
+    // failures while vLLM loads do not count: the start period is serve's own ready timeout
+    expect(values(u0, 'HealthStartPeriod')).toEqual(['900s']);
+    expect(values(u0, 'HealthOnFailure')).toEqual(['kill']);
+    expect(ini(u0).find((l) => l.key === 'Restart')?.value).toBe('on-failure');
+    const decode = (u: string) => {
+      const [cmd] = values(u, 'HealthCmd');
+      const m = /^python3 -c "import base64;exec\(base64\.b64decode\('([A-Za-z0-9+/=]+)'\)\)"$/.exec(cmd!);
+      expect(m, cmd).not.toBeNull();
+      return Buffer.from(m![1]!, 'base64').toString('utf8');
+    };
+    // each replica checks its own port; the served name, window and probe timeout are the profile's
+    expect(decode(u0).split('\n')[0]).toBe('C = {"port":8000,"model":"qwen-\\u0024(x) 100\\u0025","window":45,"maxWindow":600,"probeTimeout":7}');
+    expect(decode(u1).split('\n')[0]).toContain('"port":8001');
+    // never the key: the check reads VLLM_API_KEY inside the container
+    expect(decode(u0)).toContain("os.environ.get('VLLM_API_KEY')");
+    expect(decode(u0)).not.toContain(SECRET_VALUES.MY_KEY);
+    const alert = await quadlet(['watch.action=alert']);
+    expect(values(alert.units[0]!, 'HealthOnFailure')).toEqual(['none']);
+    expect(alert.units[0]).toMatch(/nothing is killed/);
+  });
+
+  it('the HealthCmd value, run as podman runs it (/bin/sh -c), is the check: nothing answering on its port fails it as dead', async () => {
+    const port = await freePort();
+    const { units } = await quadlet([`server.port=${port}`]);
+    const [cmd] = values(units[0]!, 'HealthCmd');
+    const r = await execa('/bin/sh', ['-c', cmd!], { reject: false, timeout: 30_000 });
+    expect(r.exitCode, r.stderr).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'dead' });
   });
 
   it.each([
@@ -207,6 +243,9 @@ describe('systemd --quadlet: read back', { timeout: 120_000 }, () => {
     for (const o of ['--ulimit', 'memlock=-1', 'stack=67108864', '--stop-timeout=45', '--secret', 'sparkctl-evil-api-key,type=env,target=VLLM_API_KEY', '--shm-size=8g', '--pull', 'never'])
       expect(opts, o).toContain(o);
     expect(opts).toContain('--name=systemd-sparkctl-evil-0');
+    // the health check reaches podman as one --health-cmd word, exactly as written, and podman kills on failure
+    expect(opts[opts.indexOf('--health-cmd') + 1]).toBe(values(units[0]!, 'HealthCmd')[0]);
+    expect(opts[opts.indexOf('--health-on-failure') + 1]).toBe('kill');
     expect(opts.filter((o) => o.startsWith('--device='))).toEqual(['--device=nvidia.com/gpu=0', '--device=nvidia.com/gpu=1']);
     if (ANALYZE) {
       const file = join(unitDir, 'sparkctl-evil-0.service');

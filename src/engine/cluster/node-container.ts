@@ -8,7 +8,7 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import type { ClusterRank } from '../registry.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
-import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
 import { runtimeFor, runtimeOf } from '../runtime/index.js';
@@ -42,7 +42,7 @@ export function runLine(argv: string[], cliLen: number, withKey: boolean): strin
     'd=$(mktemp -d) || exit 70',
     `${run} >"$d/out" 2>&1; rc=$?`,
     'id=$(cat "$d/cid" 2>/dev/null)',
-    `if [ $rc -ne 0 ]; then cat "$d/out" >&2; case "$id" in *[!a-f0-9]*|'') ;; *) ${line(cli, ['rm', '-f'])} "$id" >/dev/null 2>&1;; esac; rm -rf "$d"; exit $rc; fi`,
+    `if [ $rc -ne 0 ]; then cat "$d/out" >&2; case "$id" in *[!a-f0-9]*|'') ;; *) ${removeLoop(cli, '"$id"')}; [ $gone = 1 ] || printf 'container %s left after the failed run: %s\n' "$id" "$(printf '%s' "$out" | tail -n 1)" >&2;; esac; rm -rf "$d"; exit $rc; fi`,
     'rm -rf "$d"; echo "$id"',
   ].join('; ');
 }
@@ -84,11 +84,34 @@ function provenId(r: NodeContainerRef, goneExit: number): string {
 export const aliveLine = (r: NodeContainerRef) =>
   `${provenId(r, 9)}; s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9`;
 
-/** The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone, 4: not provably ours, left alone. */
+/**
+ * The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone (the
+ * runtime's `rm` succeeded, or it no longer knows the ID), 4: not provably ours, left alone, 5: still
+ * there after three `rm -f` a second apart (what the last one said on stderr). "Removed" is never
+ * said on the word of a command whose exit was not read: a busy runtime's `rm` can fail.
+ */
 export function stopLine(r: NodeContainerRef, graceS: number): string {
   // the runtime's own stop line (docker's and podman's flags differ)
   const stop = withCliArgs(stopArgv(r.cli[0] as ContainerCli, r.containerId, Math.max(0, Math.round(graceS))), r.cli.slice(1));
-  return `${provenId(r, 0)}; ${stop.map(shellQuote).join(' ')} >/dev/null 2>&1; ${line(r.cli, ['rm', '-f', r.containerId])} >/dev/null 2>&1; exit 0`;
+  return [
+    provenId(r, 0),
+    `${stop.map(shellQuote).join(' ')} >/dev/null 2>&1`,
+    removeLoop(r.cli, r.containerId),
+    `[ $gone = 1 ] && exit 0`,
+    `printf 'still there after rm -f: %s\n' "$(printf '%s' "$out" | tail -n 1)" >&2; exit 5`,
+  ].join('; ');
+}
+
+/**
+ * Shell that removes a container and sets gone=1 once the runtime removed it or no longer knows it
+ * (three `rm -f`, a second apart; `out` keeps what the last said). `id`: a checked full ID, or "$id"
+ * for the shell's own variable.
+ */
+function removeLoop(cli: string[], id: string): string {
+  const idArg = id === '"$id"' ? id : shellQuote(id);
+  const rm = `${line(cli, ['rm', '-f'])} ${idArg}`;
+  const inspect = `${line(cli, ['inspect', '--type', 'container', '--format', '{{.Id}}'])} ${idArg}`;
+  return `gone=0; out=; for i in 1 2 3; do out=$(${rm} 2>&1) && { gone=1; break; }; s=$(${inspect} 2>&1) || { printf '%s' "$s" | grep -qi 'no such' && { gone=1; break; }; }; sleep 1; done`;
 }
 
 /** The container's last lines (its output: the runtime keeps it after the container ended). */

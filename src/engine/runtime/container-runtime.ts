@@ -97,6 +97,7 @@ export function containerRuntime(cli: ContainerCli): Runtime {
         secrets: Object.fromEntries(cp.envByName.map((k) => [k, u.secret])),
         startTimeoutS: u.startTimeoutS,
         stopTimeoutS: cp.stopTimeoutS + 30,
+        liveness: u.liveness,
       });
     },
 

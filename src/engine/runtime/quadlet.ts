@@ -8,6 +8,7 @@
 import { CONTROL } from '../../util/control.js';
 import { MARKER_LABEL, NAME_LABEL, STATE_LABEL, NVIDIA_ULIMITS, type ContainerSpec } from './container.js';
 import { UsageError } from '../../errors.js';
+import { LIVENESS_PERIOD_S, LIVENESS_RETRIES, livenessShell, livenessTimeoutS, type LivenessConfig } from './liveness.js';
 
 /** The [Container] keys rendered here and the podman release whose quadlet first reads each. */
 const QUADLET_KEY_SINCE: Record<string, string> = {
@@ -22,6 +23,12 @@ const QUADLET_KEY_SINCE: Record<string, string> = {
   PublishPort: '4.4',
   Network: '4.4',
   Secret: '4.5',
+  HealthCmd: '4.5',
+  HealthInterval: '4.5',
+  HealthTimeout: '4.5',
+  HealthRetries: '4.5',
+  HealthStartPeriod: '4.5',
+  HealthOnFailure: '4.5',
   Pull: '4.6',
   ShmSize: '4.7',
   GlobalArgs: '4.8',
@@ -60,6 +67,12 @@ export interface QuadletInput {
   secrets: Record<string, string>;
   startTimeoutS: number;
   stopTimeoutS: number;
+  /**
+   * The watcher's verdict as the container's health check (liveness.ts): podman runs it every
+   * LIVENESS_PERIOD_S; LIVENESS_RETRIES failures in a row after the start period make it unhealthy,
+   * and with restart (the profile's watch.action) podman kills it, for systemd's Restart=on-failure.
+   */
+  liveness?: { check: LivenessConfig; startPeriodS: number; restart: boolean };
 }
 
 export interface QuadletUnit {
@@ -113,12 +126,36 @@ function containerLines(x: QuadletInput, name: string): Array<[string, string]> 
     ]);
   // the drain: podman rm -f (quadlet's ExecStop) waits the container's stop timeout before SIGKILL
   out.push(['PodmanArgs', `--stop-timeout=${s.stopTimeoutS}`]);
+  if (x.liveness) {
+    const l = x.liveness;
+    out.push(['HealthCmd', livenessShell(l.check)]);
+    out.push(['HealthInterval', `${LIVENESS_PERIOD_S}s`]);
+    out.push(['HealthTimeout', `${livenessTimeoutS(l.check)}s`]);
+    out.push(['HealthRetries', String(LIVENESS_RETRIES)]);
+    out.push(['HealthStartPeriod', `${Math.ceil(l.startPeriodS)}s`]);
+    out.push(['HealthOnFailure', l.restart ? 'kill' : 'none']);
+  }
   if (s.start === 'args') out.push(['Exec', words('a vLLM argument', s.vllmArgs)]);
   else if (s.start === 'entrypoint-vllm') {
     out.push(['PodmanArgs', '--entrypoint=vllm']);
     out.push(['Exec', words('a vLLM argument', ['serve', ...s.vllmArgs])]);
   } else out.push(['Exec', words('a vLLM argument', ['vllm', 'serve', ...s.vllmArgs])]);
   return out;
+}
+
+/** What the health check is and does, for the header. */
+function healthComment(l: NonNullable<QuadletInput['liveness']>): string {
+  const c = l.check;
+  return `# Health (sparkctl watch's verdict, run inside the container by python3; decode: the base64 word | base64 -d):
+# it fails only when /health does not answer 200, or requests are held and nothing the engine reports has moved
+# for the window (${c.windowS} s, raised by the server's slowest first token and longest quiet spell, at most ${c.maxWindowS} s)
+# and an engine process is stopped or a 1-token probe is not answered in ${c.probeTimeoutS} s; never on a timeout alone.
+# ${LIVENESS_RETRIES} failures ${LIVENESS_PERIOD_S} s apart after the start period: ${
+    l.restart
+      ? 'podman kills the container and systemd restarts it (Restart=on-failure; StartLimitBurst is the circuit breaker)'
+      : 'unhealthy in podman ps and its events (watch.action is not restart: nothing is killed)'
+  }.
+`;
 }
 
 export function renderQuadlet(x: QuadletInput): QuadletUnit {
@@ -128,13 +165,16 @@ export function renderQuadlet(x: QuadletInput): QuadletUnit {
   const lines = containerLines(x, name);
   const keys = [...new Set(lines.map(([k]) => k))];
   const minPodman = maxVersion(keys.map((k) => QUADLET_KEY_SINCE[k] ?? '99.0'));
-  const since = keys.filter((k) => QUADLET_KEY_SINCE[k] !== '4.4').map((k) => `${k}= ${QUADLET_KEY_SINCE[k]}`);
+  // the health keys said once, as Health*=
+  const since = [...new Set(keys.filter((k) => QUADLET_KEY_SINCE[k] !== '4.4').map((k) => (k.startsWith('Health') ? 'Health*' : k)))].map(
+    (k) => `${k}= ${QUADLET_KEY_SINCE[k === 'Health*' ? 'HealthCmd' : k]}`,
+  );
   const text = `# Needs podman >= ${minPodman} (Quadlet came in 4.4${since.length ? `; ${since.join(', ')}` : ''}).
 # Install: save as /etc/containers/systemd/${x.unit}.container, then
 #   systemctl daemon-reload && systemctl start ${x.unit}
 # Quadlet runs the container as ${name} with --replace (a leftover of this unit is replaced) and
 # stops it with podman rm -f, which waits the --stop-timeout below (vLLM's drain) before SIGKILL.
-[Unit]
+${x.liveness ? healthComment(x.liveness) : ''}[Unit]
 Description=${rawValue('the description', x.description)}
 After=network-online.target nvidia-persistenced.service
 Wants=network-online.target

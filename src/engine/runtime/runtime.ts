@@ -11,7 +11,7 @@ import type { ChildExit, Launched } from './child.js';
 import type { ContainerCli, ContainerPlan } from './container.js';
 import type { ContainerRecord } from './ops.js';
 import type { ContainerCheck } from './preflight.js';
-import type { QuadletUnit } from './quadlet.js';
+import type { QuadletInput, QuadletUnit } from './quadlet.js';
 import type { UnitExec } from './unit.js';
 import type { RuntimeTraits } from './traits.js';
 
@@ -129,5 +129,5 @@ export interface Runtime extends RuntimeTraits {
    */
   systemd(x: ReplicaRun, marker: string): UnitExec | undefined;
   /** A Podman Quadlet .container file of one replica (undefined: not a container) */
-  quadlet(x: ReplicaRun, marker: string, u: { description: string; secret: string; startTimeoutS: number }): QuadletUnit | undefined;
+  quadlet(x: ReplicaRun, marker: string, u: { description: string; secret: string; startTimeoutS: number; liveness?: QuadletInput['liveness'] }): QuadletUnit | undefined;
 }

@@ -7,7 +7,7 @@ import { stateDir, sparkctlBin, parseSize } from '../common.js';
 import { GatewaySettings, parseAliases, planGateway, exposure } from '../../gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
 import { Keeper, servedInstances } from '../../gateway/keeper.js';
-import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord, gatewayEntry, type DownResult } from '../../gateway/control.js';
+import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord, gatewayEntry, type DownResult, type GatewayRecord } from '../../gateway/control.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -208,6 +208,13 @@ export async function config(o: SettingsFlags) {
   for (const x of plan.skipped) note(`left out: ${x}`);
 }
 
+/** What gateway status shows of the keeper now: its models, the on-demand set, the usage counts. */
+function views(keeper: Keeper): Pick<GatewayRecord, 'models' | 'onDemand' | 'usage'> {
+  const onDemand = keeper.od?.view();
+  const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
+  return { models: modelsRecord(keeper.plan.models), ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) };
+}
+
 /** The keeper in the foreground: SIGTERM/SIGINT end it (HAProxy soft-stopped first). */
 export async function runForeground(o: SettingsFlags) {
   const s = settingsFrom(o);
@@ -219,6 +226,8 @@ export async function runForeground(o: SettingsFlags) {
   const ac = interrupts();
   const dir = stateDir();
   const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  // set once the record exists (a change before it is in the first record)
+  let changed: (usage?: boolean) => void = () => {};
   const keeper = new Keeper({
     settings: s,
     stateDir: dir,
@@ -226,6 +235,7 @@ export async function runForeground(o: SettingsFlags) {
     sparkctl: sparkctlBin(),
     log,
     signal: ac.signal,
+    onChange: (usage) => changed(usage),
     onReady: ({ haproxyPid, plan }) => {
       writeRecord(dir, {
         version: 1,
@@ -244,24 +254,35 @@ export async function runForeground(o: SettingsFlags) {
         logFile: plan.files.log,
         apiKeyEnv: plan.apiKeyEnv,
         startedAt: new Date().toISOString(),
-        models: modelsRecord(plan.models),
         aliases: plan.aliases,
+        // the models, the on-demand set and whether usage is counted: from the first record on
+        ...views(keeper),
       });
     },
   });
-  // the record follows the models (gateway status reads it)
-  const refresh = setInterval(() => {
+  // the record follows the models (gateway status reads it): written as soon as the keeper says what
+  // status shows changed (a reload, an on-demand start or eviction, a sleep), the usage counts at most
+  // every 250 ms, and checked every second as well
+  let usageTimer: NodeJS.Timeout | undefined;
+  const refresh = () => {
     const r = readRecord(dir);
     if (!r || r.pid !== process.pid || !keeper.plan) return;
-    const models = modelsRecord(keeper.plan.models);
-    const onDemand = keeper.od?.view();
-    const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
-    if (JSON.stringify(models) !== JSON.stringify(r.models) || JSON.stringify(onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(usage) !== JSON.stringify(r.usage))
-      writeRecord(dir, { ...r, models, ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) });
-  }, 1000);
+    const v = views(keeper);
+    if (JSON.stringify(v.models) !== JSON.stringify(r.models) || JSON.stringify(v.onDemand) !== JSON.stringify(r.onDemand) || JSON.stringify(v.usage) !== JSON.stringify(r.usage))
+      writeRecord(dir, { ...r, ...v });
+  };
+  changed = (usage) => {
+    if (!usage) return refresh();
+    usageTimer ??= setTimeout(() => {
+      usageTimer = undefined;
+      refresh();
+    }, 250);
+  };
+  const every = setInterval(refresh, 1000);
   try {
     await keeper.run();
   } finally {
-    clearInterval(refresh);
+    clearInterval(every);
+    clearTimeout(usageTimer);
   }
 }

@@ -8,8 +8,9 @@ export default createCommand({
       name: 'serve',
       args: [['<model>'], ['[args...]']],
       description: 'serve like `vllm serve MODEL [flags]`, on no GPU',
-      // vLLM's flags are the simulator's: commander passes them through.
-      setup: (cmd) => cmd.allowUnknownOption().helpOption(false),
+      // vLLM's flags are the simulator's: commander passes them through (`sim serve MODEL ...` never reaches
+      // commander: main() hands it to the simulator); `sim serve --help` is this help, as for every verb.
+      setup: (cmd) => cmd.allowUnknownOption(),
       handler: lazy(() => import('./run.js')),
     }),
   ],
