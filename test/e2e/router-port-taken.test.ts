@@ -57,7 +57,10 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
       const port = which === 'public' ? base : base + 6;
       const h = await holdPort(port);
       const sets = ['--set', `server.port=${base}`, '--set', `router.statsPort=${base + 6}`];
-      const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', ...(which === 'stats' ? ['--json'] : []), ...sets], { stateDir: state, timeout: 60_000 });
+      const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', ...(which === 'stats' ? ['--json'] : []), ...sets], {
+        stateDir: state,
+        timeout: 60_000,
+      });
       const out = `${r.stdout}\n${r.stderr}`;
       expect(r.exitCode, out).toBe(4);
       expect(r.stderr).toContain(`127.0.0.1:${port} is taken by pid ${h.pid} ("node")`);
@@ -81,7 +84,10 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
     writeFileSync(extra, 'global\n    tune.sparkctl-test-unknown-keyword 1\n');
     const bin = join(state, 'haproxy-refuses');
     writeFileSync(bin, `#!/bin/sh\nexec /usr/sbin/haproxy "$@" -f ${extra}\n`, { mode: 0o755 });
-    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', '--set', `server.port=${base}`, '--set', `router.bin=${bin}`], { stateDir: state, timeout: 60_000 });
+    const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', '--skip-preflight', '--no-prewarm', '--set', `server.port=${base}`, '--set', `router.bin=${bin}`], {
+      stateDir: state,
+      timeout: 60_000,
+    });
     const out = `${r.stdout}\n${r.stderr}`;
     expect(r.exitCode, out).toBe(4);
     expect(r.stderr).toContain("-c refused the router's config");
@@ -97,7 +103,7 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
     const tail = [
       '[NOTICE]   (3657) : haproxy version is 2.6.12-1+deb12u3',
       '[NOTICE]   (3657) : path to executable is /usr/sbin/haproxy',
-      "[ALERT]    (3657) : Binding [/tmp/x/haproxy.cfg:30] for frontend router: cannot bind socket (Address already in use) for [127.0.0.1:23460]",
+      '[ALERT]    (3657) : Binding [/tmp/x/haproxy.cfg:30] for frontend router: cannot bind socket (Address already in use) for [127.0.0.1:23460]',
       '[ALERT]    (3657) : [/usr/sbin/haproxy.main()] Some protocols failed to start their listeners! Exiting.',
     ].join('\n');
     expect(haproxyWhy(tail)).toEqual([
