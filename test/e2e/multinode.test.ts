@@ -292,7 +292,12 @@ describe.each<[Mode, boolean]>([
       // The record lists every rank (and its pid on its node) before readiness is awaited.
       const recFile = () => {
         const d = join(state, 'clusters');
-        return existsSync(d) ? readdirSync(d).map((f) => JSON.parse(readFileSync(join(d, f), 'utf8'))) : [];
+        // the record is written to a hidden temporary name and renamed: read only the records themselves
+        return existsSync(d)
+          ? readdirSync(d)
+              .filter((f) => !f.startsWith('.'))
+              .map((f) => JSON.parse(readFileSync(join(d, f), 'utf8')))
+          : [];
       };
       await waitFor(() => recFile()[0]?.ranks?.length === 4, 30_000);
       const rank2 = recFile()[0].ranks.find((x: { rank: number }) => x.rank === 2);
