@@ -4,7 +4,8 @@
 import yaml from 'js-yaml';
 import type { Profile, Platform } from '../profiles/schema.js';
 import { shellQuote, commentValue } from '../output/format.js';
-import { shutdownTimeoutArg } from '../profiles/render.js';
+import { servedName, shutdownTimeoutArg } from '../profiles/render.js';
+import { LIVENESS_PERIOD_S, LIVENESS_RETRIES, livenessArgv, livenessTimeoutS } from '../engine/runtime/liveness.js';
 import { graceMsOf } from '../engine/stop.js';
 import { CONTAINER_HF_CACHE, containerGpuUse, noGpuEnv as containerNoGpuEnv, type ImageStart } from '../engine/runtime/container.js';
 import { FACT_VERSIONS } from '../profiles/vllm-flags.js';
@@ -107,14 +108,41 @@ export function clusterVersion(profile: string, pinned: string, image: { ref?: s
   throw unknownImageVersion(image.ref, image.read?.why, 'the manifest');
 }
 
-/** Kubernetes probes can only GET /health: startup covers the whole load, so liveness never kills a loading server. */
+/**
+ * startup and readiness GET /health: startup covers the whole load, so liveness never judges a
+ * loading server; readiness takes a pod out of the Service while /health fails.
+ *
+ * Liveness is `sparkctl watch`'s verdict, run by the kubelet inside the vLLM container (liveness.ts:
+ * python3, the one program every vLLM image has): it fails only on evidence (/health not 200, or
+ * requests held with nothing the engine reports moving for the evidence's window and a stopped
+ * engine process or an unanswered 1-token probe), never on a slow answer alone, which is how a
+ * GET /health liveness probe restarts servers that are merely busy and misses the wedged one
+ * whose /health answers 200. A watcher sidecar would be the wrong shape: the kubelet already
+ * restarts containers (with its own back-off), a sidecar cannot restart another container without
+ * a shared process namespace and a kill it should not hold, and it would be a second owner of every
+ * restart; a sidecar that died would also take the evidence with it. watch.action other than
+ * restart: liveness stays GET /health (a dead API only), the wedge is left to the alerts.
+ */
 export function probes(p: Profile, period = 10) {
   const probe = (extra: Record<string, number>) => ({ httpGet: { path: '/health', port: 'http' }, periodSeconds: period, timeoutSeconds: 5, ...extra });
+  const w = p.watch;
+  const check = { port: p.server.port, model: servedName(p), windowS: w.windowSeconds, maxWindowS: w.maxWindowSeconds, probeTimeoutS: w.probeTimeoutSeconds };
   return {
     startupProbe: probe({ failureThreshold: Math.ceil(p.server.readyTimeoutSeconds / period) }),
     readinessProbe: probe({ failureThreshold: 3 }),
-    livenessProbe: probe({ failureThreshold: 6 }),
+    livenessProbe:
+      w.action === 'restart'
+        ? { exec: { command: livenessArgv(check) }, periodSeconds: LIVENESS_PERIOD_S, timeoutSeconds: livenessTimeoutS(check), failureThreshold: LIVENESS_RETRIES }
+        : probe({ failureThreshold: 6 }),
   };
+}
+
+/** What the header says of the liveness probe. */
+function livenessNote(p: Profile): string {
+  const w = p.watch;
+  return w.action === 'restart'
+    ? `# liveness: sparkctl watch's verdict (python3 in the vLLM container): restarts only on evidence (/health not 200, or requests held, nothing moving for ${w.windowSeconds}-${w.maxWindowSeconds} s and an engine process stopped or a 1-token probe unanswered in ${w.probeTimeoutSeconds} s), never a busy server\n`
+    : `# liveness: GET /health only (watch.action ${w.action}: a wedged server is not restarted); run \`sparkctl probe --url\` from a CronJob for the deep check\n`;
 }
 
 /** The API key from a Secret (never a literal in the manifest). */
@@ -212,7 +240,7 @@ export function deployment(p: Profile, platform: Platform, opts: PodImage & { na
     },
   };
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: opts.namespace, labels }, spec: { selector: labels, ports: [{ name: 'http', port, targetPort: 'http' }] } };
-  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n# kubernetes probes can only GET /health; run \`sparkctl probe --url\` from a CronJob for the deep check.\n${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  const header = `# sparkctl k8s ${commentValue(p.name)}: ${commentValue(opts.servedName)}, ${opts.replicas} pod(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} on ${opts.gpus} GPU(s)\n${livenessNote(p)}${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
   return header + dump([dep, service]);
 }
 
@@ -306,7 +334,7 @@ function leaderService(name: string, namespace: string, port: number) {
 /** The header: the groups, the GPUs and pods each, how the ranks start, the notes and the secret's hint. */
 function lwsHeader(p: Profile, opts: LwsOptions, groups: number, gpus: number): string {
   const need = p.parallel.tensor * p.parallel.pipeline;
-  return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
+  return `# sparkctl k8s ${commentValue(p.name)} --nodes ${opts.nodes}: ${groups} group(s), each TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${need} GPUs, ${opts.nodes} pods of ${gpus} GPUs, ${opts.native ? "vLLM's own multi-node launch (--nnodes, rank from LWS_WORKER_INDEX)" : 'Ray'} (needs the LeaderWorkerSet controller)\n${livenessNote(p)}${PUBLIC_NOTE}${noteLines(opts.notes ?? [])}${secretHint(p, opts.namespace)}`;
 }
 
 /** A LeaderWorkerSet and its Service. Per group: the leader (Ray head, a wait for every worker pod's node, then vllm serve; native: rank 0) and its workers (ray start --block; native: their ranks). */

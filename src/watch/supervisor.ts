@@ -41,8 +41,12 @@ export interface Hands {
   probe: (t: InstanceTarget, timeoutMs: number) => Promise<{ ok: boolean; ms: number; detail: string }>;
   /** a multi-node server's ranks, read on their nodes through its cluster record (absent: clusters are not watched) */
   ranks?: (rec: ClusterRecord) => Promise<RankReading>;
-  /** the host's GPU facts (one nvidia-smi query, compute apps, new Xid lines, meminfo); undefined: no GPU here */
-  gpus?: () => Promise<GpuFacts | undefined>;
+  /**
+   * the GPU facts of the host a server of this engine runs on (one nvidia-smi query, compute apps,
+   * new Xid lines, meminfo); undefined: no GPU there. A simulated server uses none of this host's GPUs:
+   * the real host's facts are never judged against its (simulated) GPU indices.
+   */
+  gpus?: (engine: 'vllm' | 'sim') => Promise<GpuFacts | undefined>;
   /** the profile's watch: block with the flags over it (defaults when the profile cannot be read) */
   policyOf: (profile: string, e: Entry) => WatchBlock;
   /** an incident opened or closed: history, webhook */
@@ -100,7 +104,7 @@ export class Watcher {
   private restarting = new Map<string, Promise<void>>();
   private queue: Promise<void> = Promise.resolve();
   private gpuAt?: number;
-  private gpuFacts?: GpuFacts;
+  private gpuFacts = new Map<'vllm' | 'sim', GpuFacts | undefined>();
   lastTick = 0;
   constructor(readonly o: WatcherOptions) {}
 
@@ -142,7 +146,9 @@ export class Watcher {
     const now0 = this.now();
     if (this.o.hands.gpus && (this.gpuAt === undefined || now0 - this.gpuAt >= (this.o.gpuEveryMs ?? GPU_EVERY_MS))) {
       this.gpuAt = now0;
-      this.gpuFacts = await this.o.hands.gpus().catch(() => undefined);
+      const gpus = this.o.hands.gpus;
+      const engines = [...new Set(entries.map((e) => e.inst.engine))];
+      this.gpuFacts = new Map(await Promise.all(engines.map(async (k) => [k, await gpus(k).catch(() => undefined)] as const)));
     }
     const names = new Set(entries.map((e) => e.inst.name));
     const clusters = this.o.hands.ranks
@@ -201,8 +207,9 @@ export class Watcher {
         stalledS: jd.stalledS,
       });
     s.verdict = jd.verdict;
-    if (this.gpuFacts) {
-      const f = gpuFindings(this.gpuFacts, { gpus: e.inst.gpus ?? [], ownPids: new Set(groupMembers(e.inst.pgid)) });
+    const facts = this.gpuFacts.get(e.inst.engine);
+    if (facts) {
+      const f = gpuFindings(facts, { gpus: e.inst.gpus ?? [], ownPids: new Set(groupMembers(e.inst.pgid)) });
       if (JSON.stringify(f.map((x) => x.note)) !== JSON.stringify((s.gpu ?? []).map((x) => x.note))) this.o.hands.emit({ kind: 'gpu', target: name, findings: f });
       s.gpu = f;
     }

@@ -11,7 +11,7 @@ import yaml from 'js-yaml';
 import Ajv from 'ajv';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Service } from 'kubernetes-models/v1/Service';
-import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES } from '../helpers.js';
+import { cli, runMain, tempDir, rmrf, ROOT, FIXTURES, freePort } from '../helpers.js';
 import { HOSTILE } from '../hostile-values.js';
 
 const dir = tempDir('sparkctl-k8s-');
@@ -97,6 +97,39 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     expect(args.join(' ')).not.toContain('THE-SECRET');
     expect(k8sExpand(c.env.find((e: any) => e.name === 'FOO').value, env)).toBe(HOSTILE);
     expect(docs[0].metadata.namespace).toBe('llm-prod');
+    // liveness is the watcher's verdict run in the container (startup and readiness stay GET /health)
+    expect(c.startupProbe.httpGet.path).toBe('/health');
+    expect(c.readinessProbe.httpGet.path).toBe('/health');
+    const live = c.livenessProbe;
+    expect(live.httpGet).toBeUndefined();
+    expect(live).toMatchObject({ periodSeconds: 10, timeoutSeconds: 20, failureThreshold: 3 });
+    expect(live.exec.command.slice(0, 2)).toEqual(['python3', '-c']);
+    // the kubelet expands $(VAR) in a probe's command: the program holds no $, so the expansion changes nothing
+    for (const a of live.exec.command) expect(k8sExpand(a, env)).toBe(a);
+    // the hostile served name reaches the program as written, the port is vLLM's in the pod, the key is never in it
+    const cfg = join(dir, 'liveness-config.py');
+    writeFileSync(cfg, `${live.exec.command[2].split('\n')[0]}\nimport json; print(json.dumps(C))\n`);
+    expect(JSON.parse((await execa('python3', [cfg])).stdout)).toEqual({ port: 8000, model: HOSTILE, window: 20, maxWindow: 600, probeTimeout: 10 });
+    expect(live.exec.command[2]).not.toContain('THE-SECRET');
+    expect(r.stdout).toMatch(/^# liveness: sparkctl watch's verdict/m);
+  });
+
+  it('the liveness command, run as the kubelet runs it (argv, no shell): with nothing answering on its port it fails, naming /health', async () => {
+    const port = await freePort();
+    const r = await cli(['k8s', 'qwen3.5-9b', '--set', `server.port=${port}`, '--set', 'engine.vllmVersion="0.25.0"']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const cmd = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0].livenessProbe.exec.command as string[];
+    const ran = await execa(cmd[0]!, cmd.slice(1), { reject: false, timeout: 30_000 });
+    expect(ran.exitCode, ran.stderr).toBe(1);
+    expect(JSON.parse(ran.stdout)).toMatchObject({ verdict: 'dead', why: '/health did not answer 200' });
+  });
+
+  it('watch.action alert: liveness stays GET /health (a dead API only), said in the header', async () => {
+    const r = await cli(['k8s', 'qwen3.5-9b', '--set', 'watch.action=alert', '--set', 'engine.vllmVersion="0.25.0"']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const c = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0];
+    expect(c.livenessProbe).toEqual({ httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 });
+    expect(r.stdout).toMatch(/^# liveness: GET \/health only \(watch\.action alert/m);
   });
 
   it('LeaderWorkerSet + Service: valid against the LWS CRD (unknown fields refused too); the leader runs exactly the argv', async () => {
@@ -119,6 +152,9 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
 
     // The leader's command after Kubernetes' expansion, run by bash with ray and vllm recorded.
     const leader = lws.spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0];
+    // the leader serves the API: its liveness is the watcher's verdict; a worker has no probe (the group restarts with its leader)
+    expect(leader.livenessProbe.exec.command.slice(0, 2)).toEqual(['python3', '-c']);
+    expect(lws.spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].livenessProbe).toBeUndefined();
     // NGC's image (a DGX baseline): its entrypoint wraps the shell line, so only args are given
     expect(leader.command).toBeUndefined();
     expect(leader.args.slice(0, 2)).toEqual(['sh', '-c']);

@@ -3,6 +3,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
+import { execa } from 'execa';
 import { cli, startSim, freePort, webhookReceiver, tempDir, rmrf, ROOT, type SimHandle } from '../helpers.js';
 
 const state = tempDir('sparkctl-health-');
@@ -245,9 +246,15 @@ describe('client-env, k8s, systemd', () => {
     expect(c.resources.limits['nvidia.com/gpu']).toBe(4);
     const sim: SimHandle = await startSim(fast);
     try {
-      for (const p of [c.startupProbe, c.readinessProbe, c.livenessProbe]) {
+      for (const p of [c.startupProbe, c.readinessProbe]) {
         expect((await fetch(`${sim.url}${p.httpGet.path}`)).status).toBe(200);
       }
+      // liveness is the watcher's verdict (an exec in the container): run against the simulator (its port for the pod's 8001), a serving server passes
+      const [py, flag, program] = c.livenessProbe.exec.command as string[];
+      expect(program).toContain('"port":8001,');
+      const live = await execa(py!, [flag!, program!.replace('"port":8001,', `"port":${sim.port},`)], { reject: false, env: { VLLM_API_KEY: '' }, timeout: 30_000 });
+      expect(live.exitCode, live.stdout + live.stderr).toBe(0);
+      expect(JSON.parse(live.stdout).verdict).toBe('healthy');
     } finally {
       await sim.stop();
     }

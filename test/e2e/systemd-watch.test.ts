@@ -33,5 +33,10 @@ describe('sparkctl systemd --watch', { timeout: 60_000 }, () => {
     expect(nl.exitCode).toBe(2);
     expect(nl.stdout).toBe('');
     expect((await cli(['systemd', 'qwen3.5-9b', '--prometheus', '/tmp/x.prom'])).exitCode).toBe(2);
+    // a Quadlet server is the runtime's to supervise: the refusal names where its watcher is
+    const q = await cli(['systemd', '--watch', '--quadlet']);
+    expect(q.exitCode).toBe(2);
+    expect(q.stderr).toMatch(/--watch: the watcher runs on the host/);
+    expect(q.stderr).toMatch(/sparkctl systemd PROFILE --runtime container --quadlet/);
   });
 });

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { Registry } from '../../src/engine/registry.js';
 import { GPU_FIELDS, parseQueryGpu } from '../../src/nvidia/smi.js';
 import { parseXid } from '../../src/nvidia/xid.js';
-import { DEFAULT_WATCH, Watcher, type WatchEvent } from '../../src/watch/supervisor.js';
+import { DEFAULT_WATCH, Watcher, type Hands, type WatchEvent } from '../../src/watch/supervisor.js';
+import { hostGpus } from '../../src/verbs/watch/run.js';
 import { cli, FIXTURES, freePort, isolated } from '../helpers.js';
 
 const t = isolated({ prefix: 'sparkctl-watch-gpu-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
@@ -28,7 +29,7 @@ async function deadServer() {
   return reg;
 }
 
-async function watchOnce(reg: Registry, facts: typeof hot) {
+async function watchOnce(reg: Registry, facts: typeof hot | Hands['gpus']) {
   const events: WatchEvent[] = [];
   const restarts: string[] = [];
   const w = new Watcher({
@@ -42,7 +43,7 @@ async function watchOnce(reg: Registry, facts: typeof hot) {
         return { ok: true, detail: 'restarted' };
       },
       probe: async () => ({ ok: false, ms: 1, detail: 'no answer' }),
-      gpus: async () => facts,
+      gpus: typeof facts === 'function' ? facts : async () => facts,
       policyOf: () => ({ ...DEFAULT_WATCH }),
       emit: (e) => events.push(e),
     },
@@ -67,5 +68,21 @@ describe('watch: GPU findings are evidence; a fault only a reset clears stops a 
     expect(quietRun.restarts).toEqual(['qwen3.5-9b-0']);
     // nothing found is nothing said (a gpu event comes when the findings change)
     expect(quietRun.events.filter((e) => e.kind === 'gpu')).toEqual([]);
+    await cli(['stop', '--all'], { env: t.env() });
+
+    // the CLI's own reader: a simulated server uses none of the host's GPUs, so the host's facts (here
+    // the hot capture) are never read or judged for it. Seen on a real H200: a sim server's 'GPU0' was
+    // named as holding a foreign torch process's 21090 MiB of the real GPU 0
+    let read = 0;
+    const simRun = await watchOnce(
+      await deadServer(),
+      hostGpus(async () => {
+        read++;
+        return hot;
+      }),
+    );
+    expect(read).toBe(0);
+    expect(simRun.events.filter((e) => e.kind === 'gpu')).toEqual([]);
+    expect(simRun.restarts).toEqual(['qwen3.5-9b-0']);
   }, 120_000);
 });

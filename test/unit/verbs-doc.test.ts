@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
+import type { Command } from 'commander';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const GEN = join(ROOT, 'scripts/gen-verbs-doc.mjs');
@@ -58,6 +59,18 @@ describe('docs/verbs.md', () => {
   it.each([[[]], [['serve']], [['profiles', 'import']], [['gateway', 'up']], [['sim', 'serve']]])('the block for sparkctl %j --help is byte for byte what the real CLI prints', (words) => {
     const real = execFileSync(process.execPath, [BIN, ...words, '--help'], { encoding: 'utf8' });
     expect(block(words)).toBe(real.trimEnd());
+  });
+
+  it('a duration flag shows its default in the duration syntax: a bare number there is seconds, so "5000" (ms) read as 5000 s', async () => {
+    const { buildProgram } = (await import(join(ROOT, 'dist/cli.js'))) as { buildProgram: () => Command };
+    const bad: string[] = [];
+    const walk = (c: Command, path: string): void => {
+      for (const o of c.options)
+        if (/<(duration|d)>/.test(o.flags) && typeof o.defaultValue === 'number' && o.defaultValueDescription === undefined) bad.push(`${path} ${o.flags} (default: ${o.defaultValue})`);
+      for (const s of c.commands) walk(s, `${path} ${s.name()}`);
+    };
+    walk(buildProgram(), 'sparkctl');
+    expect(bad).toEqual([]);
   });
 
   it('every verb and sub-verb of the CLI has a reference block, and the summary table lists each verb once', () => {

@@ -9,7 +9,6 @@ import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
 import { targetFromUrl } from '../../health/target.js';
 import type { Registry } from '../registry.js';
-import { LINGER_MS } from '../runtime/proc.js';
 import { diagnose } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
@@ -81,23 +80,6 @@ export interface ClusterStatus {
   rayError?: string;
 }
 
-/**
- * The group stop on a remote node, as a shell line, with the local rule (stopGroup in proc.ts):
- * TERM to the leader alone (vLLM's API server drains, then stops its engine and workers; a TERM to
- * the whole group kills the workers under the requests), to the group only when the leader is gone
- * or the rest outlives it by LINGER_MS; poll every 0.1 s for `graceS`, then KILL the group. Exit 0:
- * it ended within the grace; 3: it had to be killed. Only ever run inside remoteProven (never a
- * signal to a group not proven ours).
- */
-export function groupStopScript(pid: number, graceS: number): string {
-  const polls = Math.max(0, Math.round(graceS * 10));
-  const linger = Math.round(LINGER_MS / 100);
-  return [
-    `g=; l=0; kill -TERM ${pid} 2>/dev/null || { kill -TERM -${pid} 2>/dev/null; g=1; }`,
-    `for i in $(seq 1 ${polls}); do kill -0 -${pid} 2>/dev/null || exit 0; if [ -z "$g" ] && ! kill -0 ${pid} 2>/dev/null; then l=$((l+1)); if [ $l -ge ${linger} ]; then kill -TERM -${pid} 2>/dev/null; g=1; fi; fi; sleep 0.1; done`,
-    `kill -KILL -${pid} 2>/dev/null; exit 3`,
-  ].join('; ');
-}
 export interface ClusterExecutor {
   kind: ExecutorKind;
   serve(plan: ClusterPlan, ctx: RunCtx): Promise<ServeOutcome>;

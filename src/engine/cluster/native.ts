@@ -18,23 +18,11 @@ import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
 import { ssh, remoteWhy } from './ssh.js';
-import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
-import {
-  groupStopScript,
-  afterReady,
-  nodesOutcome,
-  refuseRecorded,
-  headFailure,
-  type ClusterExecutor,
-  type NodeFailure,
-  type ClusterPlan,
-  type RunCtx,
-  type StopClusterOutcome,
-  type ClusterStatus,
-} from './common.js';
+import { afterReady, nodesOutcome, refuseRecorded, headFailure, type ClusterExecutor, type NodeFailure, type ClusterPlan, type RunCtx, type StopClusterOutcome, type ClusterStatus } from './common.js';
 
 const LOGS = '$HOME/.local/state/sparkctl/logs';
 
@@ -204,13 +192,8 @@ async function stopContainerRanks(nf: NodesFile, ranks: ClusterRank[], graceS: n
 /** Each rank's process group: TERM, `graceS`, KILL (proven ours first); the head first (its API drains), then the workers together. */
 async function stopHostRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
   const one = async (r: ClusterRank) => {
-    const x = await ssh(nf, nodeOf(nf, r.node), remoteProven(r, groupStopScript(r.pid, graceS)), { timeoutMs: (graceS + 30) * 1000, signal });
-    return {
-      node: r.node,
-      rank: r.rank,
-      state: x.exitCode === 0 ? ('stopped' as const) : x.exitCode === 3 ? ('killed' as const) : x.exitCode === REMOTE_UNPROVEN_EXIT ? ('unproven' as const) : ('failed' as const),
-      detail: x.exitCode === 0 || x.exitCode === 3 ? undefined : remoteWhy(x, 1),
-    };
+    const x = await stopOnNode(sshShell(nf, nodeOf(nf, r.node)), r, graceS, signal);
+    return { node: r.node, rank: r.rank, ...x };
   };
   const head = ranks.filter((r) => r.rank === 0);
   const out = await Promise.all(head.map(one));

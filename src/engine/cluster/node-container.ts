@@ -8,7 +8,7 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import type { ClusterRank } from '../registry.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
-import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
 import { runtimeFor, runtimeOf } from '../runtime/index.js';

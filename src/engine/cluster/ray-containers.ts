@@ -12,7 +12,7 @@ import { Registry, type ClusterRecord } from '../registry.js';
 import { randomUUID } from 'node:crypto';
 import { diagnose } from '../diagnose.js';
 import { ssh, remoteWhy } from './ssh.js';
-import { REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';

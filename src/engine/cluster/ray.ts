@@ -14,24 +14,12 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV } from '../runtime/proc.js';
-import { remoteProven, launchAndReport, REMOTE_UNPROVEN_EXIT } from './remote-proof.js';
+import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
-import {
-  groupStopScript,
-  afterReady,
-  nodesOutcome,
-  refuseRecorded,
-  headFailure,
-  type NodeFailure,
-  type ClusterPlan,
-  type ClusterStatus,
-  type NodeState,
-  type RunCtx,
-  type StopClusterOutcome,
-} from './common.js';
+import { afterReady, nodesOutcome, refuseRecorded, headFailure, type NodeFailure, type ClusterPlan, type ClusterStatus, type NodeState, type RunCtx, type StopClusterOutcome } from './common.js';
 
 const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
 
@@ -234,7 +222,7 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ 
 
 /** The engine on the head, stopped by its group after it failed to become ready (5 s grace). */
 async function stopEngine(nf: NodesFile, record: ClusterRecord) {
-  await ssh(nf, nf.head, remoteProven(record, groupStopScript(record.pid, 5)), { timeoutMs: 30_000 });
+  await stopOnNode(sshShell(nf, nf.head), record, 5);
 }
 
 /** How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every node's container. */
@@ -334,18 +322,8 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
 export async function stopRay(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome> {
   let engine: StopClusterOutcome['engine'] = { node: nf.head.name, state: 'not-recorded' };
   if (record) {
-    const r = await ssh(
-      nf,
-      nf.head,
-      // Never a signal to a group not proven ours (a reused pid on the head): exit 4, reported.
-      remoteProven(record, groupStopScript(record.pid, timeoutS)),
-      { timeoutMs: (timeoutS + 15) * 1000, signal },
-    );
-    engine = {
-      node: nf.head.name,
-      state: r.exitCode === 0 ? 'stopped' : r.exitCode === 3 ? 'killed' : r.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
-      detail: r.exitCode === 0 || r.exitCode === 3 ? undefined : remoteWhy(r, 1),
-    };
+    // Never a signal to a group not proven ours (a reused pid on the head): 'unproven', reported.
+    engine = { node: nf.head.name, ...(await stopOnNode(sshShell(nf, nf.head), record, timeoutS, signal)) };
   }
   const stops = await Promise.all(allNodes(nf).map(async (n) => ({ n, r: await ssh(nf, n, 'ray stop', { timeoutMs: 90_000, signal }) })));
   return { engine, ray: stops.map(({ n, r }) => ({ node: n.name, ok: r.exitCode === 0, detail: r.exitCode === 0 ? 'stopped' : remoteWhy(r, 1) })) };

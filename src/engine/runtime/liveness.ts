@@ -39,11 +39,13 @@ export const LIVENESS_RETRIES = 3;
 /** The check's own deadline: /health (3 s) and /metrics (5 s) in turn, then the probe's. */
 export const livenessTimeoutS = (c: Pick<LivenessConfig, 'probeTimeoutS'>) => c.probeTimeoutS + 10;
 
-const SCRIPT = String.raw`import json, os, re, sys, time, urllib.request
+const SCRIPT = String.raw`import json, os, re, sys, time, urllib.error, urllib.request
 B = 'http://127.0.0.1:' + str(C['port'])
 KEY = os.environ.get('VLLM_API_KEY')
 SF = '/tmp/sparkctl-liveness-' + str(C['port']) + '.json'
-KEYS = ['vllm:generation_tokens_total', 'vllm:prompt_tokens_total', 'vllm:iteration_tokens_total_count', 'vllm:time_to_first_token_seconds_count', 'vllm:request_success_total', 'vllm:num_preemptions_total', 'KV', 'vllm:num_requests_running', 'vllm:num_requests_waiting']
+KEYS = ['vllm:generation_tokens_total', 'vllm:prompt_tokens_total', 'vllm:iteration_tokens_total_count',
+        'vllm:time_to_first_token_seconds_count', 'vllm:request_success_total', 'vllm:num_preemptions_total', 'KV',
+        'vllm:num_requests_running', 'vllm:num_requests_waiting']
 def say(v, why, code, **ev):
     print(json.dumps(dict(verdict=v, why=why, **ev))[:2000]); sys.exit(code)
 def req(path, t, body=None, limit=4 << 20):
@@ -113,7 +115,8 @@ stop = stopped()
 if stop != st.get('stop'): st.update(stop=stop, probed=None, probeOk=None)
 window = min(max(C['window'], 2 * ttft, 2 * st.get('quiet', 0)), C['maxWindow'])
 stalled = now - st['since'] if held else 0
-ev = dict(held=held, stalled=round(stalled, 1), window=round(window, 1), generation=nums.get('vllm:generation_tokens_total'), kv=nums.get('KV'), stopped=stop)
+ev = dict(held=held, stalled=round(stalled, 1), window=round(window, 1),
+          generation=nums.get('vllm:generation_tokens_total'), kv=nums.get('KV'), stopped=stop)
 if awake == 0 and not stop: save(st); say('sleeping', 'asleep (vLLM sleep mode): not wedged', 0, **ev)
 if not stop and stalled < window: save(st); say('busy' if held else 'healthy', 'moving' if held else 'idle', 0, **ev)
 if stop and stalled >= window: save(st); say('wedged', stop + ' is stopped and nothing moved for the window', 1, **ev)
@@ -128,7 +131,8 @@ ev['probeMs'] = round((time.time() - t0) * 1000)
 st['probed'] = now
 st['probeOk'] = pc is not None and pc < 500
 save(st)
-if pc is None: say('wedged', ('requests held, nothing moved for the window, ' if stalled >= window else stop + ' is stopped, ') + 'and the 1-token probe was not answered: ' + err, 1, **ev)
+what = 'requests held, nothing moved for the window, ' if stalled >= window else stop + ' is stopped, '
+if pc is None: say('wedged', what + 'and the 1-token probe was not answered: ' + err, 1, **ev)
 if pc >= 500: say('wedged', 'the 1-token probe failed with HTTP ' + str(pc), 1, **ev)
 say('busy', 'the 1-token probe was answered (HTTP ' + str(pc) + '): not a wedge', 0, **ev)
 `;

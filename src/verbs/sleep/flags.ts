@@ -14,7 +14,7 @@ export default createCommand({
   options: [
     new Option('--level <n>', "vLLM's sleep level: 1 copies the weights to CPU memory and drops the KV cache; 2 drops both").default(1).argParser(levelArg),
     ['--abort', 'end the requests in flight (vLLM mode=abort); default: they finish first (mode=wait)'],
-    new Option('--deadline <duration>', 'how long the sleep may take (a wait for requests in flight included)').default(120_000).argParser(durationArg('--deadline', 'ms')),
+    new Option('--deadline <duration>', 'how long the sleep may take (a wait for requests in flight included)').default(120_000, '2m').argParser(durationArg('--deadline', 'ms')),
     ['--json', 'machine-readable output'],
   ],
   description: "put servers to sleep through vLLM's sleep mode: their GPU memory is freed, the process and port stay (needs server.sleepMode: true)",

@@ -8,7 +8,7 @@ export default createCommand({
   description: 'supervise servers: find a wedged or dead one and bring it back, never restarting a busy one (foreground; one per state folder)',
   options: [
     ['--all', 'every registered server, followed as servers are served and stopped'],
-    ['--interval <duration>', 'one cheap reading per server this often (/metrics, /health, its processes)', durationArg('--interval', 'ms'), 5000],
+    new Option('--interval <duration>', 'one cheap reading per server this often (/metrics, /health, its processes)').argParser(durationArg('--interval', 'ms')).default(5000, '5s'),
     ['--dry-run', 'judge and say what it would do; never stop or start anything'],
     ['--once', 'one reading of every server, the verdicts, then exit (nothing is restarted: a verdict needs a window)'],
     new Option('--action <action>', "what a dead or wedged server gets (over each profile's watch.action)").choices(['restart', 'alert', 'none']),

@@ -185,6 +185,11 @@ function gpuReader(): () => Promise<GpuFacts | undefined> {
   };
 }
 
+/** The real host's GPUs for a vLLM server; none for a simulated one (`serve --engine sim` uses no GPU of this host). */
+export function hostGpus(real: () => Promise<GpuFacts | undefined> = gpuReader()): (engine: 'vllm' | 'sim') => Promise<GpuFacts | undefined> {
+  return (engine) => (engine === 'sim' ? Promise.resolve(undefined) : real());
+}
+
 /** The profile's watch: block (read again at most once a minute: an edit applies without a restart of the watcher), the flags over it. */
 function policies(o: WatchOptions, emit: (e: WatchEvent) => void): (profile: string, e: Entry) => WatchBlock {
   const cache = new Map<string, { at: number; block: Partial<WatchBlock> }>();
@@ -272,7 +277,7 @@ export async function run(names: string[], o: WatchOptions) {
     names,
     intervalMs: o.interval,
     dryRun: Boolean(o.dryRun || o.once),
-    hands: { restart: restartChild, probe: deepProbe, ranks: ranksOf, gpus: gpuReader(), policyOf: policies(o, emit), incident: incidents(dir, o, emit), emit },
+    hands: { restart: restartChild, probe: deepProbe, ranks: ranksOf, gpus: hostGpus(), policyOf: policies(o, emit), incident: incidents(dir, o, emit), emit },
   });
   emit({ kind: 'start', stateDir: dir, intervalS: o.interval / 1000, dryRun: Boolean(o.dryRun), watching: names.length ? names.join(', ') : 'every registered server' });
   try {
