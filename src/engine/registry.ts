@@ -14,26 +14,37 @@ import { lockFile } from '../util/lock.js';
 import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 
-export interface Instance {
+/**
+ * What the registry keeps of any server sparkctl started, wherever it runs: what it serves, where it
+ * answers, its log, and what proves its process ours before a signal (pid, kernel start time, the
+ * launch's marker; proveIdentity judges them here or on a node). A server on this host (Instance)
+ * and one over nodes (ClusterRecord) are each this plus their placement.
+ */
+export interface ServerRecord {
   version: 1;
-  name: string;
   profile: string;
-  replica: number;
   pid: number;
-  pgid: number;
-  startTime: number;
-  /** SPARKCTL_INSTANCE=<marker> is in the environment of every process of this instance (proves a group member is ours) */
+  startTime?: number;
+  /** SPARKCTL_INSTANCE=<marker> is in the environment of every process of this server (proves a group member is ours) */
   marker?: string;
-  host: string;
   port: number;
   url: string;
   servedName: string;
-  gpus: number[];
   logFile: string;
+  startedAt: string;
+}
+
+/** A server on this host: a ServerRecord placed here (a replica, or the router), its process group, GPUs and launch. */
+export interface Instance extends ServerRecord {
+  name: string;
+  replica: number;
+  pgid: number;
+  startTime: number;
+  host: string;
+  gpus: number[];
   engine: 'vllm' | 'sim';
   argv: string[];
   apiKeyEnv?: string;
-  startedAt: string;
   readyAt?: string;
   readyTimeoutSeconds: number;
   probe?: { timeoutMs: number; kvCacheUsageMax: number; waitingMax: number; gpuMemoryHeadroomPct: number; gpuMemoryUtilization: number };
@@ -157,21 +168,13 @@ export function launchOf(inst: Pick<Instance, 'launch'>): LaunchRecord | undefin
   return r.success ? r.data : undefined;
 }
 
-/** A multi-node server (serve --nodes): its process lives on the head node, so it is kept apart from the per-process entries. */
-export interface ClusterRecord {
-  version: 1;
-  profile: string;
+/**
+ * A multi-node server (serve --nodes): a ServerRecord placed over nodes (its process lives on the head
+ * node, so it is kept apart from the per-process entries).
+ */
+export interface ClusterRecord extends ServerRecord {
   nodesFile: string;
   head: string;
-  pid: number;
-  port: number;
-  url: string;
-  servedName: string;
-  logFile: string;
-  startedAt: string;
-  /** the head process's kernel start time and the launch's SPARKCTL_INSTANCE marker: what proves it ours before a signal */
-  startTime?: number;
-  marker?: string;
   /** how it spreads over the nodes (absent: ray, as records written before native multi-node) */
   executor?: 'ray' | 'native';
   /** native: one vLLM per node, each with what proves it ours (rank 0 is the head's pid above) */
