@@ -283,6 +283,8 @@ async function launchAll(s: Session): Promise<void> {
           : []),
       ]);
     for (const c of placed) s.emit({ type: 'colocated', ...c });
+    // after the collisions (a port our own router holds is said as that), before any model load
+    if (plan.router) await s.driver!.precheck(plan.router);
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
       clockFor(s.start, p.name);

@@ -21,8 +21,8 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync, writeSync } from 'node:fs';
-import { connect, createServer as createNetServer } from 'node:net';
-import { portHolders } from '../engine/runtime/socket-owner.js';
+import { connect } from 'node:net';
+import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
 import { haproxyAddr } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -656,20 +656,17 @@ const bodyTooLarge = (n: number) =>
 
 /** Bind host:port for a moment: taken (or not ours to take) is a launch failure naming the port, its holder and the fix. */
 async function portFree(host: string, port: number, what: string, fix: string): Promise<void> {
-  const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-    const s = createNetServer();
-    s.once('error', (e: NodeJS.ErrnoException) => resolve(e));
-    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(undefined)));
-  });
-  if (!err) return;
+  const taken = await bindTrial(host, port);
+  if (!taken) return;
   const at = haproxyAddr(host, port);
-  if (err.code === 'EADDRINUSE') {
-    const holders = portHolders(port);
-    const who = holders.length ? holders.map((h) => `pid ${h.pid} (${JSON.stringify(h.comm)})`).join(', ') : 'another process (its owner cannot be read here)';
-    throw new LaunchError(`${what} ${at} is taken by ${who}`, [`choose a free port: ${fix}`, ...(holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${port}' shows it)`] : [])]);
+  if (taken.code === 'EADDRINUSE') {
+    throw new LaunchError(`${what} ${at} is taken by ${holdersInWords(taken.holders)}`, [
+      `choose a free port: ${fix}`,
+      ...(taken.holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${port}' shows it)`] : []),
+    ]);
   }
-  throw new LaunchError(`${what} ${at} cannot be bound: ${err.code ?? err.message}`, [
-    err.code === 'EACCES' ? `a port below 1024 needs root; ${fix}` : err.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this host: --host` : fix,
+  throw new LaunchError(`${what} ${at} cannot be bound: ${taken.code}`, [
+    taken.code === 'EACCES' ? `a port below 1024 needs root; ${fix}` : taken.code === 'EADDRNOTAVAIL' ? `${host} is not an address of this host: --host` : fix,
   ]);
 }
 

@@ -54,7 +54,7 @@ export const GatewaySettings = z.strictObject({
     .optional()
     .describe("One key at the gateway: the NAME of the variable that holds it. Unset: each model's own key passes through"),
   idleSleep: z.string().optional().describe('Put a model with sleep mode to sleep after this long without a request (15m); unset: never'),
-  checkIntervalMs: z.number().int().positive().default(2000),
+  checkIntervalMs: RouterBlock.shape.checkIntervalMs,
   bin: z.string().default('haproxy'),
   models: z
     .record(z.string(), ModelSettings)

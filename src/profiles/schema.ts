@@ -177,17 +177,21 @@ const SloBlock = z.strictObject({
   itlSeconds: sloBound('inter-token latency', ITL_BUCKETS).default(0.1).describe('Inter-token latency target, seconds'),
 });
 
+// HAProxy refuses a timer past 2147483647 ms (~24.8 days: "timer overflow"); bounded here so that
+// such a value is bad input naming the field, not a router that cannot start after the model loaded.
+const haproxySeconds = positiveInt.max(2_147_483);
+
 export const RouterBlock = z.strictObject({
   enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
   replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
   statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
   bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
-  checkIntervalMs: positiveInt.default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
-  connectTimeoutSeconds: positiveInt.default(5),
-  clientTimeoutSeconds: positiveInt.default(300).describe('Client inactivity (a client that stops reading a stream)'),
-  serverTimeoutSeconds: positiveInt.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
-  tunnelTimeoutSeconds: positiveInt.default(3600),
-  queueTimeoutSeconds: positiveInt.default(60).describe('How long a request may wait for a free replica slot before a 503'),
+  checkIntervalMs: positiveInt.max(2_147_483_647).default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
+  connectTimeoutSeconds: haproxySeconds.default(5),
+  clientTimeoutSeconds: haproxySeconds.default(300).describe('Client inactivity (a client that stops reading a stream)'),
+  serverTimeoutSeconds: haproxySeconds.default(1800).describe('Server inactivity: a non-streamed generation sends nothing until it is done, so this bounds the longest answer'),
+  tunnelTimeoutSeconds: haproxySeconds.default(3600),
+  queueTimeoutSeconds: haproxySeconds.default(60).describe('How long a request may wait for a free replica slot before a 503'),
   maxConnPerReplica: positiveInt.optional().describe('Requests in flight per replica before HAProxy queues (default: no limit, vLLM queues itself)'),
   balance: z
     .enum(['prefix', 'leastconn'])
@@ -377,7 +381,7 @@ export const NodesFile = z.strictObject({
   ssh: z
     .strictObject({
       identityFile: z.string().optional(),
-      connectTimeoutSeconds: positiveInt.default(5),
+      connectTimeoutSeconds: haproxySeconds.default(5),
       options: z.array(z.string()).default([]),
     })
     .default({ connectTimeoutSeconds: 5, options: [] }),

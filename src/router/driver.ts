@@ -3,7 +3,7 @@
 import type { RouterDriver } from '../engine/router-driver.js';
 import type { RouterPlan } from '../profiles/router.js';
 import { requireHaproxy } from './process.js';
-import { startRouter } from './serve.js';
+import { startRouter, precheckRouter } from './serve.js';
 import { softStopRouter } from './stop.js';
 import { showStat, serverState } from './api.js';
 
@@ -22,6 +22,7 @@ async function routerServers(r: RouterPlan, servers: Array<{ name: string; port:
 
 export const haproxy: RouterDriver = {
   require: (r) => void requireHaproxy(r.settings.bin),
+  precheck: precheckRouter,
   start: startRouter,
   servers: routerServers,
   softStop: async (l, drainMs, signal) => {

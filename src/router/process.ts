@@ -7,7 +7,7 @@ import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, stat
 import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/atomic.js';
-import { UsageError } from '../errors.js';
+import { LaunchError, UsageError } from '../errors.js';
 import { groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { listenerIsOneOf } from '../engine/runtime/socket-owner.js';
 import { childRecord, openLaunchLog } from '../engine/runtime/child.js';
@@ -66,12 +66,28 @@ function ensureRouterDir(dir: string): void {
   if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
 }
 
-/** Write the config, have HAProxy check it, then start it (its own group, the marker, no secret). */
-export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<RouterLaunched> {
+/** HAProxy's own lines that say why (its ALERTs), else the last few: never its whole banner. */
+export function haproxyWhy(output: string, last = 6): string[] {
+  const lines = output.split('\n').filter((x) => x.trim());
+  const alerts = lines.filter((x) => x.includes('[ALERT]'));
+  return (alerts.length ? alerts : lines.slice(-last)).map((x) => x.replace(/^\[ALERT\]\s*\(\d+\)\s*:\s*/, ''));
+}
+
+/** Write the config and have HAProxy check it: a refusal is a launch failure (exit 4) with HAProxy's reasons and the fix. */
+export async function checkRouterConfig(plan: RouterPlan, haproxy: string): Promise<void> {
   ensureRouterDir(plan.dir);
   writeFileAtomic(plan.configFile, renderConfig(plan, { socket: plan.socket, logStdout: true }), { mode: 0o600 });
   const checked = await checkConfig(haproxy, plan.configFile);
-  if (!checked.ok) throw new Error(`haproxy -c -f ${plan.configFile} refused sparkctl's config:\n${checked.output}`);
+  if (!checked.ok)
+    throw new LaunchError(`${haproxy} -c refused the router's config (${plan.configFile})`, [
+      ...haproxyWhy(checked.output),
+      'HAProxy 2.6 or later is needed (haproxy -v); sparkctl router config <profile> prints the config it would run',
+    ]);
+}
+
+/** Write the config, have HAProxy check it, then start it (its own group, the marker, no secret). */
+export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<RouterLaunched> {
+  await checkRouterConfig(plan, haproxy);
   const argv = [haproxy, '-db', '-f', plan.configFile];
   const { fd, tail } = openLaunchLog(plan.logFile, 'router log', argv);
   const marker = randomUUID();
@@ -90,7 +106,8 @@ export async function waitRouterReady(l: RouterLaunched, deadlineMs = 10_000): P
   const read = async (): Promise<Reading> => {
     if (l.exit) {
       l.tail.poll();
-      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${l.tail.text().split('\n').slice(-8).join(' | ')}` };
+      // its ALERT lines say why (a bind, a config line); the rest of the tail is its banner
+      return { ok: false, exited: true, detail: `haproxy exited with ${l.exit.error ?? l.exit.signal ?? `code ${l.exit.code}`}: ${haproxyWhy(l.tail.text(), 8).join(' | ')}` };
     }
     if (!listenerIsOneOf(l.plan.bind.port, [l.pid, ...groupMembers(l.pid)])) return { ok: false, detail: `port ${l.plan.bind.port} is not held by haproxy (pid ${l.pid}) yet` };
     try {

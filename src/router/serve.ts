@@ -8,8 +8,11 @@ import { stopGroup } from '../engine/runtime/proc.js';
 import { routerMetricsEndpoint, type RouterPlan } from '../profiles/router.js';
 import { balanceWords } from '../profiles/haproxy.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
-import { launchRouter, waitRouterReady, requireHaproxy } from './process.js';
+import { launchRouter, waitRouterReady, requireHaproxy, checkRouterConfig } from './process.js';
+import { LaunchError } from '../errors.js';
 import { serverState } from './api.js';
+import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
+import { haproxyAddr } from '../profiles/haproxy.js';
 
 function routerInstance(plan: ServePlan, r: RouterPlan, l: Pick<RouterLaunched, 'pid' | 'startTime' | 'marker' | 'argv'>): Instance {
   const prof = plan.profile;
@@ -58,14 +61,54 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
   };
 }
 
+/**
+ * Each port HAProxy is about to bind, tried first: one held by another process is a failure naming
+ * the port, its holder and the fix (HAProxy itself only exits 1 with an ALERT line in its log).
+ */
+export async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<{ message: string; fixes: string[] } | undefined> {
+  const binds = [
+    { host: r.bind.host, port: r.bind.port, what: "the router's port (the profile's server.port)", fix: '--set server.port=N (the replicas take the ports after it)' },
+    { host: r.stats.host, port: r.stats.port, what: "the router's stats port", fix: '--set router.statsPort=N' },
+  ];
+  for (const b of binds) {
+    const taken = await bindTrial(b.host, b.port);
+    if (!taken) continue;
+    const at = haproxyAddr(b.host, b.port);
+    if (taken.code === 'EADDRINUSE')
+      return {
+        message: `${b.what} ${at} is taken by ${holdersInWords(taken.holders)}`,
+        fixes: [`choose a free port: ${b.fix}`, ...(taken.holders.length ? [`or stop what holds it (ss -ltnp 'sport = :${b.port}' shows it)`] : [])],
+      };
+    return {
+      message: `${b.what} ${at} cannot be bound (${taken.code})`,
+      fixes: [taken.code === 'EACCES' ? `a port below 1024 needs root, or ${b.fix}` : taken.code === 'EADDRNOTAVAIL' ? `${b.host} is not an address of this host: --set server.host=127.0.0.1` : b.fix],
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Before any replica is launched: a config HAProxy refuses or a router port another process holds
+ * is a launch failure (exit 4) that costs no model load. startRouter tries both again at its turn.
+ */
+export async function precheckRouter(r: RouterPlan): Promise<void> {
+  await checkRouterConfig(r, requireHaproxy(r.settings.bin));
+  const taken = await routerPortsTaken(r);
+  if (taken) throw new LaunchError(taken.message, taken.fixes);
+}
+
 /** Start the plan's router; registered the moment it is spawned. Never throws for a router that fails: it says why. */
 export async function startRouter(plan: ServePlan, registry: Registry): Promise<{ launched?: RouterLaunched; outcome: RouterOutcome }> {
   const r = plan.router!;
+  // tried again here: the port can be taken while the replicas load
+  const taken = await routerPortsTaken(r);
+  if (taken) return { outcome: { ...outcomeOf(r, -1), failure: `${taken.message}; fix: ${taken.fixes.join(', ')}` } };
   let l: RouterLaunched;
   try {
     l = await launchRouter(r, requireHaproxy(r.settings.bin));
   } catch (e) {
-    return { outcome: { ...outcomeOf(r, -1), failure: (e as Error).message } };
+    const x = e as Error & { details?: string[] };
+    return { outcome: { ...outcomeOf(r, -1), failure: x.details?.length ? `${x.message}: ${x.details.join('; ')}` : x.message } };
   }
   if (l.pid > 0) registry.write(routerInstance(plan, r, l));
   const ready = await waitRouterReady(l);

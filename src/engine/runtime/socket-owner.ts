@@ -1,6 +1,7 @@
 // Who holds a listening TCP socket: the proof that the server answering on a port is the process
 // we started, not one that held the port first (our own then died with EADDRINUSE). Linux /proc.
 import { readdirSync, readlinkSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { readTextSync } from '../../util/read.js';
 
 /** Inodes of the sockets listening on this port (IPv4 and IPv6), from /proc/net/tcp{,6}; undefined without /proc. */
@@ -142,3 +143,23 @@ export function portHolders(port: number): Array<{ pid: number; comm: string }> 
   }
   return out;
 }
+
+/**
+ * Bind host:port for a moment, as the server about to start would: undefined when it is free, else
+ * why not (the errno) and, for a port in use, the processes holding it where /proc shows them. The
+ * one check before HAProxy binds (router and gateway): "haproxy exited with code 1" names nobody.
+ */
+export async function bindTrial(host: string, port: number): Promise<{ code: string; holders: Array<{ pid: number; comm: string }> } | undefined> {
+  const err = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    const s = createServer();
+    s.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(undefined)));
+  });
+  if (!err) return undefined;
+  const code = err.code ?? err.message;
+  return { code, holders: code === 'EADDRINUSE' ? portHolders(port) : [] };
+}
+
+/** The holders of a port in words: pid 12 ("python3"), or that they cannot be read here. */
+export const holdersInWords = (holders: Array<{ pid: number; comm: string }>): string =>
+  holders.length ? holders.map((h) => `pid ${h.pid} (${JSON.stringify(h.comm)})`).join(', ') : 'another process (its owner cannot be read here)';
