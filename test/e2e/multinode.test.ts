@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { cli, freePort, processesMarked, tempDir, rmrf, waitFor, FIXTURES } from '../helpers.js';
 import { makeCluster, netnsUnavailable, clearRay, type Cluster, type Mode } from '../cluster.js';
+import { printedProblems } from '../pasted.js';
 
 const why = netnsUnavailable();
 if (why) console.warn(`multi-node over real ssh skipped: ${why}; the fake-ssh suite covers the same paths`);
@@ -201,6 +202,18 @@ describe.each<[Mode, boolean]>([
       const re = await run(['restart', 'qwen3-200b']);
       expect(re.exitCode).toBe(2);
       expect(re.stderr).toContain(`qwen3-200b is served over nodes (${cl.nodesFile}): restart does not relaunch a multi-node server`);
+      // upgrade of it: refused (no canary: the cluster is one server), with the upgrade by hand, each step a command that exists
+      const up = await run(['upgrade', 'qwen3-200b', '--image', 'vllm/vllm-openai:v0.11.1']);
+      expect(up.exitCode, up.stderr).toBe(2);
+      expect(up.stderr).toContain(`qwen3-200b is served over nodes (${cl.nodesFile}): upgrade does not drive a multi-node server (no canary: every node is one server)`);
+      for (const step of [
+        /sparkctl pull qwen3-200b --nodes /,
+        /sparkctl preflight --nodes \S+ --profile qwen3-200b --set container.image=NEW/,
+        /sparkctl stop qwen3-200b --nodes \S+, then sparkctl serve qwen3-200b --nodes \S+ --set container.image=NEW/,
+        /^.*back: the same with --set container.image=/m,
+      ])
+        expect(up.stderr).toMatch(step);
+      expect(await printedProblems(up.stderr)).toEqual([]);
       // the form without a name: what the record on these nodes names, every rank; no Ray was started, none is stopped
       const stop = await run(['stop', '--nodes', cl.nodesFile, '--json']);
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);

@@ -21,6 +21,25 @@ const own = new Set([4121, 4122]);
 const APPS = '4121, VLLM::Worker_TP0, 130020, 00000000:00:06.0\n9999, python3, 8192, 00000000:00:07.0\n';
 const GB10 = (g: Record<string, string | undefined>) => ({ ...g, name: 'NVIDIA GB10', 'memory.total': '[N/A]' });
 
+// the real H200 (test/fixtures/device/watch-gpu-h200/SOURCE.md): its --query-gpu row, and the compute apps while a
+// foreign torch process (509) and the server's own torch child (564, group 563) held memory on GPU 0
+const h200x1 = JSON.parse(readFileSync(join(FIXTURES, 'bundles', 'h200x1-device-collect', 'manifest.json'), 'utf8')) as { commands: Array<{ argv: string[] }> };
+const h200Fields = h200x1.commands[2]!.argv[1]!.replace('--query-gpu=', '').split(',');
+const h200 = {
+  rows: parseQueryGpu(out('h200x1-device-collect', 2), h200Fields),
+  apps: parseComputeApps(readFileSync(join(FIXTURES, 'device', 'watch-gpu-h200', 'compute-apps.txt'), 'utf8')),
+};
+const h200After = { ...h200, apps: parseComputeApps(readFileSync(join(FIXTURES, 'device', 'watch-gpu-h200', 'compute-apps-after.txt'), 'utf8')) };
+
+describe('watch on the real H200 capture', () => {
+  it('names the foreign holder (509, 21090 MiB) and never the server own torch child (564); nothing once both ended', () => {
+    expect(h200.apps.map((a) => a.pid)).toEqual([509, 564]);
+    const f = gpuFindings(h200, { gpus: [0], ownPids: new Set([563, 564]) });
+    expect(f).toEqual([{ signal: 'foreign-memory', gpu: 0, value: 21090, note: "GPU0: pid 509 (python3), not this server's, holds 21090 MiB" }]);
+    expect(gpuFindings(h200After, { gpus: [0], ownPids: new Set([563, 564]) })).toEqual([]);
+  });
+});
+
 const cases: Array<{ name: string; facts: GpuFacts; gpus: number[]; signals: string[]; restart: boolean }> = [
   { name: 'the real quiet host: nothing on either GPU', facts: quiet, gpus: [0, 1], signals: [], restart: true },
   { name: 'the hot host, the server on GPU0: nothing of GPU1 is its', facts: hot, gpus: [0], signals: [], restart: true },
