@@ -210,6 +210,31 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     expect(w.stdout).not.toContain('clone-');
     expect(w.stdout).not.toContain('forged-');
     for (const id of ids) expect(await running(id)).toBe('true');
+    // the watcher itself (not --once): restarts it through sparkctl restart, a new container proven ours that answers
+    const live = execa(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '1s'], { reject: false, env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env } });
+    let restarted = false;
+    try {
+      restarted = await waitFor(
+        async () =>
+          /"action":"restarted"/.test(String(live.stdout ?? '')) ||
+          (await fetch(`http://127.0.0.1:${port}/health`).then(
+            (x) => x.status === 200,
+            () => false,
+          )),
+        90_000,
+        500,
+      );
+    } finally {
+      live.kill('SIGTERM');
+    }
+    const out = await live;
+    expect(restarted, String(out.stdout) + String(out.stderr)).toBe(true);
+    expect(String(out.stdout)).toMatch(/"event":"action","kind":"watch-event","target":"ctr-c-[^"]+-0","action":"restart"/);
+    const again = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    expect(again).toMatchObject({ alive: true });
+    expect(again.container.id).not.toBe(inst.container.id);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    for (const id of ids) expect(await running(id)).toBe('true');
     // ours goes; then neither copy is shown, adopted, or stopped by the profile or by --all
     expect((await run(['stop', name])).exitCode).toBe(0);
     for (const args of [
