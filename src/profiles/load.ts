@@ -13,6 +13,8 @@ import { isSecretName } from '../util/redact.js';
 import { validateProfile, textProblems } from './validate.js';
 import { readTextSync, READ_LIMITS, FileRefused } from '../util/read.js';
 import { formatProblem, type Problem } from './problem.js';
+import { SHIPPED_PLATFORMS } from './shipped-platforms.js';
+import { SPARK_MAX_SHARE } from './colocate.js';
 
 export { listPlatforms, loadPlatform, DEFAULT_PLATFORM } from './platforms.js';
 
@@ -159,12 +161,31 @@ export interface LoadedProfile {
   file: string;
 }
 
+/**
+ * The schema's memory share default, 0.9, is a data-centre GPU's: on unified memory (a DGX Spark) sparkctl lets
+ * its servers take at most SPARK_MAX_SHARE (0.8) of the pool, the OS and the page cache needing the rest, so a
+ * profile that names a unified-memory platform and no share gets 0.8 (issue 48 item 4: a default that fails
+ * the project's own rule is a defect). A share the profile, --set or extraArgs gives is left alone (validation
+ * judges it); a profile that names no platform is judged against the host it meets (validate.ts).
+ */
+function unifiedShareDefault(obj: Record<string, unknown>): void {
+  if (typeof obj.platform !== 'string' || !SHIPPED_PLATFORMS.find((pl) => pl.name === obj.platform)?.gpu.unifiedMemory) return;
+  const engine = obj.engine;
+  if (engine !== undefined && (typeof engine !== 'object' || engine === null || Array.isArray(engine))) return; // zod says what is wrong
+  const e = (engine ?? {}) as Record<string, unknown>;
+  if (e.gpuMemoryUtilization !== undefined) return;
+  const extra = Array.isArray(e.extraArgs) ? e.extraArgs : [];
+  if (extra.some((a) => typeof a === 'string' && /^--gpu-memory-utilization(=|$)/.test(a))) return;
+  obj.engine = { ...e, gpuMemoryUtilization: SPARK_MAX_SHARE };
+}
+
 /** Parse phase: YAML -> --set -> zod (defaults, types, unknown keys). Throws with every problem. */
 export function parseProfile(raw: unknown, file: string, sets: string[] = []): Profile {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UsageError(`${file}: a profile is a YAML mapping`);
   const obj = structuredClone(raw) as Record<string, unknown>;
   for (const s of sets) applySet(obj, s);
   if (obj.name === undefined) obj.name = basename(file).replace(/\.ya?ml$/, '');
+  unifiedShareDefault(obj);
   const res = Profile.safeParse(obj);
   if (!res.success) {
     // Every problem at once: with what zod rejected set aside, the rest still goes through the

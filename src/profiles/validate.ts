@@ -1,5 +1,6 @@
 // Cross-field rules over a parsed profile and the host it is meant for. Every problem at once.
 import { SPARK_MAX_SHARE } from './colocate.js';
+import { SHIPPED_PLATFORMS } from './shipped-platforms.js';
 import { CONTROL } from '../util/control.js';
 import { optionStatus } from './vllm-flags.js';
 import type { Platform, Profile } from './schema.js';
@@ -135,7 +136,30 @@ function smallerTp(p: Profile, gpus: number, m?: ModelFacts): string | undefined
   return tp ? `--set parallel.tensor=${tp}, or keep TP ${p.parallel.tensor} over nodes: sparkctl plan ${p.name} --nodes FILE` : undefined;
 }
 
+/**
+ * On unified memory (a DGX Spark: the profile's platform says so, or the host's GPU is a GB10) the servers
+ * together may take at most SPARK_MAX_SHARE of the pool: the OS, the page cache holding the model's files and
+ * every other process live in the rest. One server asking more is refused here, before anything starts,
+ * instead of passing alone and then refusing every neighbour (the co-location rule) or stalling the box.
+ */
+function unifiedShareRule(p: Profile, host: HostShape | undefined, err: Say): void {
+  const byPlatform = p.platform !== undefined && SHIPPED_PLATFORMS.find((pl) => pl.name === p.platform)?.gpu.unifiedMemory === true;
+  const byHost = /GB10/i.test(host?.gpuName ?? '');
+  if (!byPlatform && !byHost) return;
+  const mem = memorySettings(p);
+  const u = mem.profile.engine.gpuMemoryUtilization;
+  if (!(u > SPARK_MAX_SHARE && u <= 1)) return;
+  const where = mem.setBy['engine.gpuMemoryUtilization'];
+  const why = byPlatform ? `platform ${p.platform}` : host?.read ? `this host's ${host.gpuName}` : `the ${host?.gpuName} planned for`;
+  err(
+    where ?? 'engine.gpuMemoryUtilization',
+    `${u} is more than the ${SPARK_MAX_SHARE} of unified memory (${why}) sparkctl lets its servers take: the OS, the page cache and every other process share the same memory${p.platform === undefined && byHost ? " (the schema's default 0.9 is a data-centre GPU's)" : ''}`,
+    `--set engine.gpuMemoryUtilization=${SPARK_MAX_SHARE} (or lower), or write engine.gpuMemoryUtilization: ${SPARK_MAX_SHARE} in the profile${p.platform === undefined ? ` (platform: dgx-spark-gb10 there makes ${SPARK_MAX_SHARE} its default)` : ''}`,
+  );
+}
+
 function hostRules(p: Profile, host: HostShape | undefined, err: Say, warn: Say, m?: ModelFacts): void {
+  unifiedShareRule(p, host, err);
   const { tensor: tp, pipeline: pp } = p.parallel;
   // Where it runs: one host, or several with Ray.
   const perReplica = tp * pp;

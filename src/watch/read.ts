@@ -108,9 +108,17 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
   const at = (o.now ?? Date.now)();
   const owner = ownerOf(e, o);
   const proof = e.proof.state;
-  const stopped = proof === 'alive' || proof === 'degraded' ? stoppedMember(e.inst.pgid) : undefined;
-  const process: Reading['process'] = proof === 'gone' ? 'gone' : stopped ? 'stopped' : proof === 'alive' || proof === 'degraded' ? 'alive' : 'unknown';
-  const base: Reading = { at, process, processDetail: stopped ?? (proof === 'degraded' ? 'some members of its group are gone' : undefined), health: 'unreachable', owner };
+  // a container's proof is the runtime's word on the recorded id and marker: degraded there is a container
+  // that exited (still there, to be removed), which is the server gone, not some members of a group
+  const exited = proof === 'degraded' && Boolean(e.inst.container);
+  const stopped = (proof === 'alive' || proof === 'degraded') && !exited ? stoppedMember(e.inst.pgid) : undefined;
+  const process: Reading['process'] = proof === 'gone' || exited ? 'gone' : stopped ? 'stopped' : proof === 'alive' || proof === 'degraded' ? 'alive' : 'unknown';
+  const detail = exited
+    ? `its container ${e.inst.container!.id?.slice(0, 12) ?? e.inst.container!.name} exited (${e.inst.container!.cli} inspect)`
+    : proof === 'degraded'
+      ? 'some members of its group are gone'
+      : undefined;
+  const base: Reading = { at, process, processDetail: stopped ?? detail, health: 'unreachable', owner };
   if (process === 'gone') return base;
   const url = targetFromInstance(e.inst).url;
   const [h, m] = await Promise.all([http(`${url}/health`, { timeoutMs: o.timeoutMs, maxBytes: 4096 }), http(`${url}/metrics`, { timeoutMs: o.timeoutMs, maxBytes: METRICS_MAX_BYTES })]);

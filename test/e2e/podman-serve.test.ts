@@ -44,6 +44,16 @@ function profileDir(name: string, port: number, over: Record<string, unknown> = 
 const run = (args: string[], extra: Record<string, string> = {}) => cli(args, { stateDir, env: { ...env, ...extra }, timeout: 90_000 });
 const serve = (name: string, dir: string, extra: string[] = []) => run(['serve', name, '--profiles', dir, '--engine', 'sim', '--no-prewarm', '--sim-load-seconds', '0.3', ...extra]);
 
+/** sparkctl watch --once --json: one reading of each server (nothing is restarted), its events. */
+async function watchOnce(args: string[]) {
+  const r = await run(['watch', '--once', '--json', ...args]);
+  const events = r.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { event: string; target?: string; verdict?: string; action?: string });
+  return { ...r, events };
+}
+
 describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { timeout: 180_000 }, () => {
   // whatever a failed case left goes: ours by the state label, the foreign ones tracked by name
   suite.hooks();
@@ -62,6 +72,11 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     // the id recorded is the running container's, and it carries the entry's marker
     const labels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', inst.container.id])).stdout);
     expect(labels['io.sparkctl.instance']).toBe(inst.container.marker);
+    // the watcher proves it from the runtime as stop does (id and marker label), and reads it: healthy, nothing skipped
+    const w = await watchOnce([name]);
+    expect(w.exitCode, w.stderr).toBe(0);
+    expect(w.events.filter((e) => e.event === 'skip')).toEqual([]);
+    expect(w.events.find((e) => e.event === 'verdict' && e.target === `${name}-0`)).toMatchObject({ verdict: 'healthy' });
 
     const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
       method: 'POST',
@@ -130,6 +145,13 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
       expect(stop.exitCode).not.toBe(0);
       expect(stop.stdout + stop.stderr).toMatch(i === 0 ? /no io\.sparkctl\.instance label/ : /another instance's marker/);
       expect((await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim()).toBe('true');
+      // the watcher neither judges nor acts on it: skipped, said why
+      const w = await watchOnce([name]);
+      expect(
+        w.events.find((e) => e.event === 'skip' && e.target === `${name}-${i}`),
+        w.stdout,
+      ).toBeDefined();
+      expect(w.events.filter((e) => e.event === 'verdict' || e.event === 'action')).toEqual([]);
       await run(['stop', `${name}-${i}`, '--force-forget']);
     }
   });
@@ -175,6 +197,44 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     const cloneLabels = JSON.parse((await podman(['inspect', '--format', '{{json .Config.Labels}}', ids[0]!])).stdout);
     expect(cloneLabels['io.sparkctl.instance'], 'the copy carries our marker').toBe(inst.container.marker);
     const running = async (id: string) => (await podman(['inspect', '--format', '{{.State.Running}}', id])).stdout.trim();
+    // ours killed in the runtime: the watcher calls it dead from podman's word on the recorded id (the clone,
+    // running with our very marker, proves nothing), says it would restart it, and never judges either copy
+    expect((await podman(['kill', inst.container.id])).exitCode).toBe(0);
+    const w = await watchOnce(['--all']);
+    expect(w.exitCode, w.stdout + w.stderr).toBe(1);
+    expect(
+      w.events.find((e) => e.event === 'verdict' && e.target === `${name}-0`),
+      w.stdout,
+    ).toMatchObject({ verdict: 'dead' });
+    expect(w.events.find((e) => e.event === 'action' && e.target === `${name}-0`)).toMatchObject({ action: 'would-restart' });
+    expect(w.stdout).not.toContain('clone-');
+    expect(w.stdout).not.toContain('forged-');
+    for (const id of ids) expect(await running(id)).toBe('true');
+    // the watcher itself (not --once): restarts it through sparkctl restart, a new container proven ours that answers
+    const live = execa(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '1s'], { reject: false, env: { NO_COLOR: '1', SPARKCTL_STATE_DIR: stateDir, ...env } });
+    let restarted = false;
+    try {
+      restarted = await waitFor(
+        async () =>
+          /"action":"restarted"/.test(String(live.stdout ?? '')) ||
+          (await fetch(`http://127.0.0.1:${port}/health`).then(
+            (x) => x.status === 200,
+            () => false,
+          )),
+        90_000,
+        500,
+      );
+    } finally {
+      live.kill('SIGTERM');
+    }
+    const out = await live;
+    expect(restarted, String(out.stdout) + String(out.stderr)).toBe(true);
+    expect(String(out.stdout)).toMatch(/"event":"action","kind":"watch-event","target":"ctr-c-[^"]+-0","action":"restart"/);
+    const again = JSON.parse((await run(['status', '--json'])).stdout).instances.find((i: { name: string }) => i.name === `${name}-0`);
+    expect(again).toMatchObject({ alive: true });
+    expect(again.container.id).not.toBe(inst.container.id);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    for (const id of ids) expect(await running(id)).toBe('true');
     // ours goes; then neither copy is shown, adopted, or stopped by the profile or by --all
     expect((await run(['stop', name])).exitCode).toBe(0);
     for (const args of [

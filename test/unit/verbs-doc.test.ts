@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import type { Command } from 'commander';
+import { printedProblems } from '../pasted.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const GEN = join(ROOT, 'scripts/gen-verbs-doc.mjs');
@@ -71,6 +72,15 @@ describe('docs/verbs.md', () => {
     };
     walk(buildProgram(), 'sparkctl');
     expect(bad).toEqual([]);
+  });
+
+  it("every verb's --help, as the CLI builds it now: its examples are commands that parse, no undefined or NaN", async () => {
+    // (was a walk in test/e2e/printed-fixes.test.ts that started the CLI once per verb: 44 starts, ~23 s)
+    const { generated } = (await import(GEN)) as { generated: () => string };
+    const text = generated();
+    expect(text).toContain('sparkctl serve qwen3.5-9b --dry-run');
+    expect(await printedProblems(text)).toEqual([]);
+    expect(await printedProblems(`${text}\n  sparkctl serve x --no-such-flag`)).toEqual([expect.stringContaining('no flag --no-such-flag')]);
   });
 
   it('every verb and sub-verb of the CLI has a reference block, and the summary table lists each verb once', () => {
