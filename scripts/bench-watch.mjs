@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sets, simServe } from './lib/serve-args.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin', 'sparkctl.js');
@@ -40,21 +41,7 @@ const cli = (a) => execFileSync(process.execPath, [BIN, ...a], { env, cwd: ROOT,
 
 // one profile at a time (restart serves a profile again by its file's name, so no --set name=)
 function serveSim(replicas, port, fault) {
-  cli([
-    'serve',
-    'qwen3.5-9b',
-    '--engine',
-    'sim',
-    '--no-prewarm',
-    '--set',
-    `parallel.replicas=${replicas}`,
-    '--set',
-    `server.port=${port}`,
-    '--set',
-    'server.host=127.0.0.1',
-    '--set',
-    `env.SPARKCTL_SIM_FAULT=${fault}`,
-  ]);
+  cli(['serve', 'qwen3.5-9b', ...simServe({ port, replicas }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault })]);
 }
 function serveReal(port) {
   cli(['serve', 'tiny', '--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', '.venv-vllm/bin/vllm', '--skip-preflight', '--no-prewarm', '--set', `server.port=${port}`]);
