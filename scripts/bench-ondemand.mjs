@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { freePort } from './lib/sim.mjs';
+import { CPU_VLLM, copyTinyPair, simServe } from './lib/serve-args.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values: a } = parseArgs({ options: { engine: { type: 'string', default: 'sim' }, swaps: { type: 'string', default: '4' }, json: { type: 'boolean', default: false } } });
@@ -58,27 +59,8 @@ function modelsFor(engine, sleep) {
     // the suite's tiny profile twice: tiny-b its copy with its own name and served name
     const dir = join(work, 'profiles');
     mkdirSync(dir, { recursive: true });
-    const tiny = readFileSync(join(ROOT, 'test', 'real-vllm', 'profiles', 'tiny.yaml'), 'utf8');
-    writeFileSync(join(dir, 'tiny.yaml'), tiny);
-    writeFileSync(join(dir, 'tiny-b.yaml'), tiny.replace(/^name: tiny$/m, 'name: tiny-b').replace(/^ {2}servedName: tiny-qwen3$/m, '  servedName: tiny-b'));
-    const common = [
-      '--profiles',
-      dir,
-      '--engine',
-      'vllm',
-      '--vllm-bin',
-      '.venv-vllm/bin/vllm',
-      '--skip-preflight',
-      '--no-prewarm',
-      '--set',
-      'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
-      '--set',
-      'env.TORCHDYNAMO_DISABLE="1"',
-      '--set',
-      'server.readyTimeoutSeconds=900',
-      '--set',
-      'server.stallTimeoutSeconds=900',
-    ];
+    copyTinyPair(join(ROOT, 'test', 'real-vllm', 'profiles'), dir);
+    const common = ['--profiles', dir, '--engine', 'vllm', '--vllm-bin', '.venv-vllm/bin/vllm', '--skip-preflight', '--no-prewarm', ...CPU_VLLM];
     // the same tiny model twice: a second served name and port make it a second model
     return {
       names: ['tiny-qwen3', 'tiny-b'],
@@ -89,25 +71,7 @@ function modelsFor(engine, sleep) {
       gpuMemory: '3GiB',
     };
   }
-  const s = (p, share, gpu, extra = []) => [
-    '--engine',
-    'sim',
-    '--no-prewarm',
-    '--set',
-    `server.port=${p}`,
-    '--set',
-    'server.host=127.0.0.1',
-    '--set',
-    'parallel.replicas=1',
-    '--set',
-    'parallel.tensor=1',
-    '--set',
-    `parallel.firstGpu=${gpu}`,
-    '--set',
-    `engine.gpuMemoryUtilization=${share}`,
-    ...(sleep ? ['--set', 'server.sleepMode=true'] : []),
-    ...extra,
-  ];
+  const s = (p, share, gpu, extra = []) => [...simServe({ port: p, gpu, share, replicas: 1, tensor: 1 }), ...(sleep ? ['--set', 'server.sleepMode=true'] : []), ...extra];
   return {
     names: ['qwen-dev', 'coder-b'],
     models: { 'qwen-dev': { serve: s(base + 10, 0.6, 0) }, 'qwen3.5-9b-code': { serve: s(base + 11, 0.6, 2, ['--set', 'model.servedName=coder-b']) } },

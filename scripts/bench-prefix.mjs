@@ -22,6 +22,7 @@ import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { startHaproxy, pct } from './lib/proxy-bench.mjs';
 import { freePort } from './lib/sim.mjs';
+import { CPU_VLLM } from './lib/serve-args.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values: a } = parseArgs({
@@ -119,14 +120,7 @@ serve([
   'parallel.replicas=2',
   '--set',
   'router.enabled=false',
-  '--set',
-  'server.readyTimeoutSeconds=900',
-  '--set',
-  'server.stallTimeoutSeconds=900',
-  '--set',
-  'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
-  '--set',
-  'env.TORCHDYNAMO_DISABLE="1"',
+  ...CPU_VLLM,
 ]);
 const replicas = [base, base + 1];
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // Start-up cost: `sparkctl --version` and `serve qwen3.5-9b --dry-run` against `node -e 0`.
-// Usage: node scripts/bench-startup.mjs [runs=20]
+// Usage: node scripts/bench-startup.mjs [runs=20] [--npx]   (--npx: also `npx sparkctl --version` from this checkout)
 import { execFileSync } from 'node:child_process';
-const runs = Number(process.argv[2] ?? 20);
+const runs = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 20);
+const withNpx = process.argv.includes('--npx');
 const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
-const time = (args) => {
+const time = (args, cmd = process.execPath) => {
   const t = [];
   for (let i = 0; i < runs + 2; i++) {
     const s = performance.now();
     try {
-      execFileSync(process.execPath, args, { stdio: 'ignore' });
+      execFileSync(cmd, args, { stdio: 'ignore', cwd: new URL('..', import.meta.url).pathname });
     } catch {}
     if (i >= 2) t.push(performance.now() - s); // two warm-up runs (page cache)
   }
@@ -21,11 +22,19 @@ const version = time([bin, '--version']);
 const help = time([bin, '--help']);
 const dry = time([bin, 'serve', 'qwen3.5-9b', '--dry-run']);
 const dryJson = time([bin, 'serve', 'qwen3.5-9b', '--dry-run', '--json']);
+const npx = withNpx ? time(['sparkctl', '--version'], 'npx') : undefined;
 console.log(
   JSON.stringify(
     {
       runs,
-      medianMs: { 'node -e 0': node, 'sparkctl --version': version, 'sparkctl --help': help, 'serve --dry-run': dry, 'serve --dry-run --json': dryJson },
+      medianMs: {
+        'node -e 0': node,
+        'sparkctl --version': version,
+        'sparkctl --help': help,
+        'serve --dry-run': dry,
+        'serve --dry-run --json': dryJson,
+        ...(npx ? { 'npx sparkctl --version': npx } : {}),
+      },
       ratioToNode: { version: +(version / node).toFixed(2), dryRun: +(dry / node).toFixed(2) },
     },
     null,

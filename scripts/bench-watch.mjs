@@ -6,7 +6,8 @@
 //   the simulator wedges by its zombie-if switch; --real serves the real vLLM CPU build
 //   (test/real-vllm/profiles/tiny.yaml) and wedges it by SIGSTOP of its EngineCore process while a
 //   stream runs (the API keeps answering /health);
-// - the watcher's CPU and memory per watched server (N simulator replicas, 30 s of steady ticks);
+// - the watcher's CPU and memory per watched server (N simulator replicas, 30 s of steady ticks;
+//   --real: the one real server, busy with a request loop, before it is wedged);
 // - false verdicts in a soak: a saturated simulator with 15 s prefills and slow decode under load for --soak s:
 //   every wedged or dead verdict there is a false one (must be 0).
 // Uses the built CLI (npm run build first). Everything it serves is stopped at the end.
@@ -15,6 +16,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sets, simServe } from './lib/serve-args.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin', 'sparkctl.js');
@@ -39,21 +41,7 @@ const cli = (a) => execFileSync(process.execPath, [BIN, ...a], { env, cwd: ROOT,
 
 // one profile at a time (restart serves a profile again by its file's name, so no --set name=)
 function serveSim(replicas, port, fault) {
-  cli([
-    'serve',
-    'qwen3.5-9b',
-    '--engine',
-    'sim',
-    '--no-prewarm',
-    '--set',
-    `parallel.replicas=${replicas}`,
-    '--set',
-    `server.port=${port}`,
-    '--set',
-    'server.host=127.0.0.1',
-    '--set',
-    `env.SPARKCTL_SIM_FAULT=${fault}`,
-  ]);
+  cli(['serve', 'qwen3.5-9b', ...simServe({ port, replicas }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault })]);
 }
 function serveReal(port) {
   cli(['serve', 'tiny', '--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', '.venv-vllm/bin/vllm', '--skip-preflight', '--no-prewarm', '--set', `server.port=${port}`]);
@@ -132,6 +120,20 @@ async function wedgeCase() {
   const ac = new AbortController();
   let t0;
   let stopped;
+  // --real: the watcher's own cost watching the real server (its /metrics is vLLM's, not the simulator's), busy with a request loop
+  if (REAL)
+    await measureCost(
+      w,
+      1,
+      30_000,
+      async (end) => {
+        while (Date.now() < end)
+          await post(port, { model, prompt: 'hello', max_tokens: 32 }, AbortSignal.timeout(120_000))
+            .then((r) => r.text())
+            .catch(() => {});
+      },
+      port,
+    );
   if (REAL) {
     // a stream running, then its engine core stopped: the API keeps answering /health
     const res = await post(port, { model, prompt: 'hello', max_tokens: 400, stream: true, ignore_eos: true }, ac.signal);
@@ -164,21 +166,31 @@ async function wedgeCase() {
   cli(['stop', '--all', '--grace', '5']);
 }
 
+/** The watcher's CPU (utime + stime from /proc) and RSS over `ms` of steady ticks, while `load` runs, said per server. */
+async function measureCost(w, servers, ms, load, port) {
+  const end = Date.now() + ms;
+  const loading = load ? load(end) : undefined;
+  await sleep(2000);
+  const c0 = cpuSeconds(w.p.pid);
+  const t0 = Date.now();
+  await sleep(Math.max(0, end - Date.now()));
+  const cpu = cpuSeconds(w.p.pid) - c0;
+  const wall = (Date.now() - t0) / 1000;
+  const rss = rssMiB(w.p.pid);
+  await loading;
+  const metricsKiB = port ? (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).length / 1024 : undefined;
+  console.log(
+    `cost (${REAL ? 'real vLLM, busy' : 'simulator'}): ${servers} server(s), interval 2 s, ${wall.toFixed(0)} s: watcher CPU ${((cpu / wall) * 100).toFixed(2)} % of a core (${(((cpu / wall) * 100) / servers).toFixed(2)} % per server), RSS ${rss.toFixed(0)} MiB (${(rss / servers).toFixed(1)} MiB per server, node's own ~40 MiB included)${metricsKiB ? `; /metrics ${metricsKiB.toFixed(0)} KiB a read` : ''}`,
+  );
+}
+
 async function costCase() {
   serveSim(SERVERS, await freePort(), 'slow:0');
   const w = watcher();
   await until(() => w.events.filter((e) => e.event === 'verdict').length >= SERVERS, 30_000);
-  await sleep(5000);
-  const c0 = cpuSeconds(w.p.pid);
-  const t0 = Date.now();
-  await sleep(30_000);
-  const cpu = cpuSeconds(w.p.pid) - c0;
-  const wall = (Date.now() - t0) / 1000;
-  const rss = rssMiB(w.p.pid);
+  await sleep(3000);
+  await measureCost(w, SERVERS, 32_000);
   await w.stop();
-  console.log(
-    `cost: ${SERVERS} servers, interval 2 s, ${wall.toFixed(0)} s: watcher CPU ${((cpu / wall) * 100).toFixed(2)} % of a core (${(((cpu / wall) * 100) / SERVERS).toFixed(2)} % per server), RSS ${rss.toFixed(0)} MiB (${(rss / SERVERS).toFixed(1)} MiB per server, node's own ~40 MiB included)`,
-  );
   cli(['stop', '--all', '--grace', '5']);
 }
 

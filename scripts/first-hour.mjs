@@ -97,7 +97,7 @@ try {
     summary: (o) => o.split('\n').find((l) => /^serve took|^ready:/.test(l)) ?? '',
   });
   await step('is it right: the deep probe', ['probe', P]);
-  await step('a Claude Code-sized turn', ['probe', P, '--client', 'claude-code', '--step-timeout', '2m']);
+  await step('a Claude Code-sized turn', ['probe', P, '--client', 'claude-code']);
   await step('what Claude Code needs', ['client-env', P, '--claude-code'], { summary: (o) => o.split('\n').find((l) => /CLAUDE_CODE_MAX_OUTPUT_TOKENS/.test(l)) ?? '' });
   const oa = await step('what an OpenAI client needs', ['client-env', P, '--openai'], { summary: (o) => o.split('\n').find((l) => /OPENAI_BASE_URL/.test(l)) ?? '' });
   // The environment client-env printed, used as a client would: one chat completion.

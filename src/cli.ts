@@ -4,6 +4,7 @@
 import { Command, CommanderError } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { SparkError, ExitCode, UsageError } from './errors.js';
+import { terminalText } from './util/control.js';
 import { register, type VerbDef } from './verbs/define.js';
 import serve from './verbs/serve/flags.js';
 import plan from './verbs/plan/flags.js';
@@ -174,14 +175,14 @@ export async function main(argv: string[]): Promise<number> {
       return e.exitCode === 0 ? 0 : ExitCode.badInput;
     }
     if (e instanceof SparkError) {
-      if (e.message) process.stderr.write(`sparkctl: ${e.message}\n`);
-      for (const d of e.details) process.stderr.write(`  - ${d}\n`);
+      if (e.message) process.stderr.write(`sparkctl: ${terminalText(e.message)}\n`);
+      for (const d of e.details) process.stderr.write(`  - ${terminalText(d)}\n`);
       // An ordinary outcome (exit 1-4) is not a bug: no stack trace, --verbose or not.
       return e.exitCode;
     }
     const err = e as Error;
-    process.stderr.write(`sparkctl: internal error: ${err?.message ?? String(e)}\n`);
-    if (verbose) process.stderr.write(`${err?.stack ?? ''}\n`);
+    process.stderr.write(`sparkctl: internal error: ${terminalText(err?.message ?? String(e))}\n`);
+    if (verbose) process.stderr.write(`${terminalText(err?.stack ?? '')}\n`);
     else process.stderr.write('  (run again with --verbose for the stack trace)\n');
     return ExitCode.internal;
   }

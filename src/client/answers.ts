@@ -15,7 +15,7 @@ type Check = (v: unknown, path: Array<string | number>) => Wrong | undefined;
 const kind = (v: unknown): string => {
   if (v === undefined) return 'nothing';
   if (v === null) return 'null';
-  if (typeof v === 'number' && Number.isNaN(v)) return 'NaN';
+  if (typeof v === 'number' && Number.isNaN(v)) return 'not a number';
   const k = Array.isArray(v) ? 'array' : v instanceof Date ? 'date' : typeof v;
   return `${/^[aeiou]/.test(k) ? 'an' : 'a'} ${k}`;
 };
@@ -33,6 +33,7 @@ const int =
   (min: number, max = Number.POSITIVE_INFINITY): Check =>
   (v, p) => {
     if (typeof v !== 'number' || Number.isNaN(v)) return wrong(p, `expected a number, got ${kind(v)}`);
+    if (!Number.isFinite(v)) return wrong(p, `expected a whole number, got one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`);
     if (!Number.isInteger(v)) return wrong(p, `expected a whole number, got ${v}`);
     if (v < min) return wrong(p, `expected at least ${min}, got ${v}`);
     if (v > max) return wrong(p, `expected at most ${max}, got ${v}`);

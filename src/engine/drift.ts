@@ -3,7 +3,8 @@
 // what the record says), or a host install whose vLLM changed under it since it started (another
 // version, or other packages in its Python environment: vllm-version.ts vllmFingerprint). status
 // names each; restart applies the stated rule (fingerprintChange). Every answer read is hostile.
-import type { Entry } from './registry.js';
+import type { ClusterRecord, Entry } from './registry.js';
+import { refOf, type NodeContainerRef } from './cluster/node-container.js';
 import { launchOf } from './registry.js';
 import { readPins, type PinFile } from './pins.js';
 import { withCliArgs } from './runtime/container.js';
@@ -90,4 +91,51 @@ export async function driftOf(
       }),
   );
   return { drift: out.filter((d): d is Drift => d !== undefined), unreadable: [...new Set(unreadable)] };
+}
+
+/** Pure: each rank of a cluster on another image than the profile's pin, as its node's runtime answered (undefined: not read). */
+export function clusterImageDrift(profile: string, ranks: Array<{ node: string; rank: number; imageId: string | undefined }>, pins: PinFile | undefined): Drift[] {
+  const pin = pins?.current;
+  if (!pin?.imageId) return [];
+  const where = `the pin ${pin.imagePinned ?? pin.imageId}${pin.image && pin.image !== pin.imagePinned ? ` (from ${pin.image}, ${pin.at})` : ''}`;
+  return ranks
+    .filter((r) => r.imageId && r.imageId !== pin.imageId)
+    .map((r) => ({
+      name: `${profile} on ${r.node}`,
+      profile,
+      kind: 'image' as const,
+      runs: r.imageId!,
+      pinned: pin.imageId!,
+      line: `${profile}: node ${r.node} (rank ${r.rank}) runs image ${r.imageId!.slice(0, 12)}, not ${where} (image ${pin.imageId!.slice(0, 12)})`,
+    }));
+}
+
+/**
+ * Every multi-node server in containers whose ranks run another image than the profile's pin: each
+ * rank's container asked on its node, by the ID its launch got back (one ssh per rank, bounded), its
+ * answer taken only as 64 hex. A node that does not answer is passed over (status shows it unknown).
+ */
+export async function clustersDrift(
+  records: readonly ClusterRecord[],
+  stateDir: string,
+  imageOf: (rec: ClusterRecord, ref: NodeContainerRef) => Promise<string | undefined>,
+): Promise<{ drift: Drift[]; unreadable: string[] }> {
+  const unreadable: string[] = [];
+  const out = await Promise.all(
+    records.map(async (rec) => {
+      const refs = (rec.ranks ?? []).map((r) => ({ r, ref: refOf(r) })).filter((x): x is { r: (typeof x)['r']; ref: NodeContainerRef } => x.ref !== undefined);
+      if (!refs.length) return [];
+      let pins: PinFile | undefined;
+      try {
+        pins = readPins(stateDir, rec.profile);
+      } catch (x) {
+        unreadable.push((x as Error).message);
+        return [];
+      }
+      if (!pins?.current.imageId) return [];
+      const ranks = await Promise.all(refs.map(async ({ r, ref }) => ({ node: r.node, rank: r.rank, imageId: await imageOf(rec, ref).catch(() => undefined) })));
+      return clusterImageDrift(rec.profile, ranks, pins);
+    }),
+  );
+  return { drift: out.flat(), unreadable };
 }

@@ -16,6 +16,8 @@ export interface ClientCheck {
 
 interface Opts {
   timeoutMs: number;
+  /** this step's own deadline (ProbeSettings.clientTimeoutMs); timeoutMs when unset */
+  clientTimeoutMs?: number;
   signal?: AbortSignal;
 }
 
@@ -38,7 +40,7 @@ export async function claudeCodeCheck(t: Target, model: string, maxModelLen: num
   const maxTokens = budget?.fits ? budget.maxOutputTokens : CLAUDE_CODE.defaultMaxTokens;
   const r = await http(`${t.url}/v1/messages?beta=true`, {
     body: claudeCodeRequest(model, maxTokens),
-    timeoutMs: o.timeoutMs,
+    timeoutMs: o.clientTimeoutMs ?? o.timeoutMs,
     signal: o.signal,
     apiKey: t.apiKey,
     headers: { 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219' },
@@ -49,7 +51,7 @@ export async function claudeCodeCheck(t: Target, model: string, maxModelLen: num
       status: 'fail',
       detail:
         r.error === 'timeout'
-          ? `no complete answer to ${shape} within ${o.timeoutMs} ms: Claude Code would wait as long (raise it with probe --step-timeout 5m for a slow prefill)`
+          ? `no complete answer to ${shape} within ${o.clientTimeoutMs ?? o.timeoutMs} ms (raise it with probe --step-timeout 5m for a slow prefill)`
           : `POST /v1/messages: ${r.message}`,
       ms: r.ms,
     };
@@ -91,11 +93,12 @@ export async function openaiCheck(t: Target, model: string, o: Opts): Promise<Cl
   ];
   const r = await http(`${t.url}/v1/chat/completions`, {
     body: { model, messages, tools, stream: true, stream_options: { include_usage: true } },
-    timeoutMs: o.timeoutMs,
+    timeoutMs: o.clientTimeoutMs ?? o.timeoutMs,
     signal: o.signal,
     apiKey: t.apiKey,
   });
-  if (!r.ok) return { status: 'fail', detail: r.error === 'timeout' ? `no complete streamed chat answer within ${o.timeoutMs} ms` : `POST /v1/chat/completions: ${r.message}`, ms: r.ms };
+  if (!r.ok)
+    return { status: 'fail', detail: r.error === 'timeout' ? `no complete streamed chat answer within ${o.clientTimeoutMs ?? o.timeoutMs} ms` : `POST /v1/chat/completions: ${r.message}`, ms: r.ms };
   if (r.status !== 200) return { status: 'fail', detail: `streamed chat with ${tools.length} tools: ${refusal(r.status, errorMessage(r.json, r.body), undefined, 'an OpenAI client')}`, ms: r.ms };
   const s = readChatStream(r.body, true);
   if (!s.ok) return { status: 'fail', detail: `the stream an OpenAI client reads is broken: ${s.problem}`, ms: r.ms };
@@ -104,7 +107,7 @@ export async function openaiCheck(t: Target, model: string, o: Opts): Promise<Cl
   // JSON mode, which some clients ask for (vLLM honours response_format)
   const j = await http(`${t.url}/v1/chat/completions`, {
     body: { model, max_tokens: 1, messages: [{ role: 'user', content: 'ping' }], response_format: { type: 'json_object' } },
-    timeoutMs: o.timeoutMs,
+    timeoutMs: o.clientTimeoutMs ?? o.timeoutMs,
     signal: o.signal,
     apiKey: t.apiKey,
   });

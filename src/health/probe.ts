@@ -62,6 +62,11 @@ export interface ProbeSettings {
    * no hang. timeoutMs still bounds every other step.
    */
   firstTokenTimeoutMs?: number;
+  /**
+   * The client step's deadline (probe --client): a client's first request is a long prompt (Claude Code's about
+   * 20,500 tokens), whose prefill on one DGX Spark alone outlasts the 5 s other steps get. timeoutMs when unset.
+   */
+  clientTimeoutMs?: number;
 }
 
 /** What the checks of one probe share: the target, its settings, the steps so far, what they found. */

@@ -1,6 +1,6 @@
 // Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
-import { shownEscaped } from '../util/control.js';
-const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
+import { shownEscaped, terminalText } from '../util/control.js';
+export const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
 const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
 export const c = {
@@ -65,7 +65,10 @@ export function shellCommand(argv: string[], env: Record<string, string> = {}, m
 const ANSI = /\x1b\[[0-9;]*m/g;
 const visibleLength = (s: string) => s.replace(ANSI, '').length;
 
-export function table(rows: string[][], header?: string[]): string {
+export function table(cells: string[][], header?: string[]): string {
+  // each cell as the terminal will show it, so that an escaped hostile cell keeps the columns aligned
+  const colour = useColor();
+  const rows = cells.map((r) => r.map((x) => terminalText(x, colour)));
   const all = header ? [header, ...rows] : rows;
   const widths: number[] = [];
   for (const r of all) r.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, visibleLength(cell))));

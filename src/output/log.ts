@@ -1,5 +1,6 @@
 // Progress and logs go to stderr; stdout carries only results.
-import { c } from './format.js';
+import { c, useColor } from './format.js';
+import { terminalText } from '../util/control.js';
 
 export interface Progress {
   phase(text: string): void;
@@ -19,7 +20,8 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
   const started = Date.now();
   const elapsed = () => c.dim(`[${((Date.now() - started) / 1000).toFixed(1)}s]`);
   return {
-    phase(text) {
+    phase(raw) {
+      const text = terminalText(raw, useColor());
       if (opts.quiet || text === lastPhase) return;
       lastPhase = text;
       if (tty) {
@@ -27,13 +29,15 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
         last = text;
       } else process.stderr.write(`${elapsed()} ${text}\n`);
     },
-    update(text) {
+    update(raw) {
       if (opts.quiet || !tty) return;
+      const text = terminalText(raw, useColor());
       process.stderr.write(`\r\x1b[2K${elapsed()} ${text}`);
       last = text;
     },
-    rows(rows) {
-      if (opts.quiet || !tty || !rows.length) return;
+    rows(raw) {
+      if (opts.quiet || !tty || !raw.length) return;
+      const rows = raw.map((r) => terminalText(r, useColor()));
       // back to the first line drawn, then every row on its own cleared line (as many as were drawn,
       // so a row that went away leaves no stale text)
       const n = Math.max(rows.length, drawn);
@@ -51,5 +55,7 @@ export function progress(opts: { quiet?: boolean } = {}): Progress {
   };
 }
 
-export const say = (line = '') => process.stdout.write(line + '\n');
-export const note = (line: string) => process.stderr.write(line + '\n');
+/** A result line on stdout; text from outside in it is shown escaped (util/control.ts terminalText). */
+export const say = (line = '') => process.stdout.write(`${terminalText(line, useColor())}\n`);
+/** A line on stderr (progress, warnings, notes), escaped the same way. */
+export const note = (line: string) => process.stderr.write(`${terminalText(line, useColor())}\n`);

@@ -23,3 +23,21 @@ const escapedChar = (ch: string): string => {
  * never the character. `lines`: newlines and tabs pass (a log's lines, a node's several-line answer).
  */
 export const shownEscaped = (s: string, opts: { lines?: boolean } = {}): string => s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, escapedChar);
+
+// What reaches the operator's terminal: every line sparkctl prints (say, note, the error lines,
+// progress text, the gateway's log lines, table cells) goes through terminalText, so text from
+// outside that a printer forgot to escape is still shown as data. Kept: a newline and a tab, and,
+// when sparkctl colours its own output, exactly the colour codes it writes (output/format.ts `c`:
+// reset, bold, dim, red, green, yellow), which move no cursor, clear nothing, retitle no window and
+// open no link. Everything else is escaped; a character past ASCII as \uXXXX, so that JSON printed
+// with it (JSON.stringify leaves DEL, C1 and U+2028/9 raw) stays valid JSON with the same value.
+const OWN_COLOURS = '\\x1b\\[(?:0|1|2|31|32|33)m';
+const TERMINAL = new RegExp(`${OWN_COLOURS}|[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u2028\\u2029]`, 'g');
+const TERMINAL_NO_COLOUR = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g;
+const terminalChar = (ch: string): string => {
+  const n = ch.charCodeAt(0);
+  return n < 0x7f ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+};
+
+/** A line as sparkctl may write it to a terminal (see above); `colour`: its own colour codes pass. */
+export const terminalText = (s: string, colour = false): string => (colour ? s.replace(TERMINAL, (m) => (m.length > 1 ? m : terminalChar(m))) : s.replace(TERMINAL_NO_COLOUR, terminalChar));

@@ -1,11 +1,14 @@
 // Progress of a pull on stderr: per file and in total, rate and time left. On a TTY one line
 // redrawn at most 5 times a second, plus a line per finished file; elsewhere (logs, CI) a line per
 // finished file and one per tenth of the total, so a log of a 100 GB pull stays short.
-import { c, formatBytes, formatDuration } from '../output/format.js';
+import { c, formatBytes, formatDuration, useColor } from '../output/format.js';
+import { terminalText } from '../util/control.js';
 import type { PullEvent } from '../model/pull.js';
 
 export function pullProgress(opts: { quiet?: boolean; tty?: boolean; write?: (s: string) => void; now?: () => number } = {}) {
-  const write = opts.write ?? ((s: string) => process.stderr.write(s));
+  const out = opts.write ?? ((s: string) => process.stderr.write(s));
+  // the one escape sequence of its own (redraw the line) kept, the rest as terminalText shows it: a path or a revision is the Hub's
+  const write = (s: string) => out(s.startsWith('\r\x1b[2K') ? `\r\x1b[2K${terminalText(s.slice(5), useColor())}` : terminalText(s, useColor()));
   const tty = opts.tty ?? (Boolean(process.stderr.isTTY) && !process.env.CI);
   const now = opts.now ?? Date.now;
   let total = 0;

@@ -2,36 +2,15 @@
 // and says so; refuses a third with the sum (simulated GPUs: the dgx-a100-os6 baseline's 80 GB A100s).
 import { describe, it, expect, beforeAll } from 'vitest';
 import { cli, isolated, freePortRange } from '../helpers.js';
+import { simServe } from '../../scripts/lib/serve-args.mjs';
 
 const t = isolated({ prefix: 'sparkctl-colocate-', per: 'suite', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', QWEN_PROD_API_KEY: 'sk-colocate-test' } });
 let base: number;
 const serve = (profile: string, port: number, share: number) =>
-  cli(
-    [
-      'serve',
-      profile,
-      '--engine',
-      'sim',
-      '--no-prewarm',
-      '--skip-preflight',
-      '--set',
-      `server.port=${port}`,
-      '--set',
-      'server.host=127.0.0.1',
-      '--set',
-      'parallel.replicas=1',
-      '--set',
-      'parallel.firstGpu=4',
-      '--set',
-      'parallel.tensor=2',
-      '--set',
-      `engine.gpuMemoryUtilization=${share}`,
-    ],
-    {
-      env: t.env(),
-      timeout: 60_000,
-    },
-  );
+  cli(['serve', profile, '--skip-preflight', ...simServe({ port, replicas: 1, gpu: 4, tensor: 2, share })], {
+    env: t.env(),
+    timeout: 60_000,
+  });
 
 describe('several servers on one GPU when the plan says they fit', () => {
   beforeAll(async () => {

@@ -9,6 +9,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, isolated, freePortRange } from '../helpers.js';
+import { simServe } from '../../scripts/lib/serve-args.mjs';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
@@ -18,24 +19,7 @@ const t = isolated({ prefix: 'sparkctl-ondemand-', per: 'suite', env: { SPARKCTL
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 
-const serveArgs = (port: number, share: number, gpu: number, extra: string[] = []) => [
-  '--engine',
-  'sim',
-  '--no-prewarm',
-  '--set',
-  `server.port=${port}`,
-  '--set',
-  'server.host=127.0.0.1',
-  '--set',
-  'parallel.replicas=1',
-  '--set',
-  'parallel.tensor=1',
-  '--set',
-  `parallel.firstGpu=${gpu}`,
-  '--set',
-  `engine.gpuMemoryUtilization=${share}`,
-  ...extra,
-];
+const serveArgs = (port: number, share: number, gpu: number, extra: string[] = []) => [...simServe({ port, gpu, share, replicas: 1, tensor: 1 }), ...extra];
 
 async function ask(model: string, o: { stream?: boolean; maxTokens?: number } = {}) {
   const r = await fetch(`${gw()}/v1/completions`, {

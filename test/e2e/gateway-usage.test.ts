@@ -9,6 +9,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, fetch as oneFetch } from 'undici';
+import { simServe } from '../../scripts/lib/serve-args.mjs';
 import { cli, isolated, freePortRange } from '../helpers.js';
 
 // Every request goes over one connection: HAProxy reads the next request of a connection only once
@@ -25,27 +26,7 @@ const t = isolated({ prefix: 'sparkctl-usage-', per: 'suite', env: { SPARKCTL_SI
 let base: number;
 const gw = () => `http://127.0.0.1:${base}`;
 
-const serve = (profile: string, port: number, replicas: number, gpu: number) =>
-  cli(
-    [
-      'serve',
-      profile,
-      '--engine',
-      'sim',
-      '--no-prewarm',
-      '--set',
-      `server.port=${port}`,
-      '--set',
-      'server.host=127.0.0.1',
-      '--set',
-      `parallel.replicas=${replicas}`,
-      '--set',
-      'parallel.tensor=1',
-      '--set',
-      `parallel.firstGpu=${gpu}`,
-    ],
-    { env: t.env(), timeout: 90_000 },
-  );
+const serve = (profile: string, port: number, replicas: number, gpu: number) => cli(['serve', profile, ...simServe({ port, replicas, tensor: 1, gpu })], { env: t.env(), timeout: 90_000 });
 
 interface Told {
   prompt: number;

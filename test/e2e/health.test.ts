@@ -119,6 +119,40 @@ describe('probe', () => {
     }
   });
 
+  it("--client: the client's long first prompt gets its own deadline (2m), not the 5 s step: a slow prefill is no fault; --step-timeout still bounds it", async () => {
+    // Claude Code's first request is about 20,500 tokens: at 3,000 tokens/s of prefill (a Spark's order) it takes
+    // about 7 s, past the 5 s every other step gets; it called a healthy Spark unhealthy (issue 48 item 4's class).
+    const sim = await startSim([
+      '--sim-time-factor',
+      '1',
+      '--sim-cold-ms',
+      '0',
+      '--sim-decode-ms',
+      '1',
+      '--sim-prefill-tps',
+      '3000',
+      '--served-model-name',
+      'q',
+      '--max-model-len',
+      '65536',
+      '--enable-auto-tool-choice',
+      '--tool-call-parser',
+      'qwen3_coder',
+    ]);
+    try {
+      const ok = await run(['probe', '--url', sim.url, '--json', '--client', 'claude-code', '--no-history']);
+      const client = JSON.parse(ok.stdout).results[0].steps.find((s: { step: string }) => s.step === 'client');
+      expect(client, ok.stdout).toMatchObject({ status: 'pass' });
+      expect(client.ms).toBeGreaterThan(5000);
+      expect(ok.exitCode).toBe(0);
+      const short = await run(['probe', '--url', sim.url, '--client', 'claude-code', '--step-timeout', '2s', '--no-history']);
+      expect(short.exitCode).toBe(1);
+      expect(short.stdout).toContain('within 2000 ms (raise it with probe --step-timeout 5m for a slow prefill)');
+    } finally {
+      await sim.stop();
+    }
+  });
+
   it('auth: with a key configured, /v1 without it must be refused; claude-code client check', async () => {
     const sim = await startSim([...fast, '--served-model-name', 'qwen-prod', '--max-model-len', '65536', '--enable-auto-tool-choice', '--tool-call-parser', 'qwen3_coder'], {
       env: { VLLM_API_KEY: 'k-123' },

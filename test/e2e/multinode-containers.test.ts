@@ -4,7 +4,7 @@
 // a node whose image differs is refused before anything starts, naming it and both IDs.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, rmrf } from '../helpers.js';
 import { netnsUnavailable, type Cluster } from '../cluster.js';
@@ -29,6 +29,8 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
 
   beforeAll(async () => {
     prepare();
+    // what a killed or failed earlier run left (its containers keep the names this run needs)
+    for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     image = await buildSimImage(podman, work);
     other = await derivedImage(podman, work, image, ['LABEL io.sparkctl.test=another-build'], `localhost/sparkctl-mn-other-${process.pid}:1`);
     state = join(work, 'state');
@@ -37,6 +39,8 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
   }, 240_000);
 
   afterAll(async () => {
+    // a container is removed inside the node that runs it (from outside, podman cannot end what lives in the node's namespaces)
+    if (cl) for (const i of [0, 1, 2, 3]) cl.exec(i, `podman ${PODMAN.join(' ')} rm -f -t 0 sparkctl-mn-box-rank${i} >/dev/null 2>&1`, 60_000);
     for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     if (other) await podman(['rmi', other]);
     cl?.teardown();
@@ -60,6 +64,20 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
     expect((await ours()).sort()).toEqual([0, 1, 2, 3].map((i) => `sparkctl-mn-box-rank${i}`));
     const st = await run(['status']);
     for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+rank ${i} running`));
+    expect(st.stderr).not.toContain('not on its pin');
+    // the pin moves on while this server runs (a later serve --repin or upgrade pinned another build):
+    // status names every rank on another image, each read on its node from its own container
+    const pinFile = join(state, 'pins', 'mn-box.json');
+    const pin = JSON.parse(readFileSync(pinFile, 'utf8'));
+    const a = pin.current.imageId as string;
+    expect(a).toMatch(/^[a-f0-9]{64}$/);
+    const b = (await podman(['image', 'inspect', '--format', '{{.Id}}', other])).stdout.trim();
+    writeFileSync(pinFile, JSON.stringify({ ...pin, current: { ...pin.current, imageId: b, imagePinned: b, sets: [`container.image=${b}`] } }));
+    const moved = await run(['status']);
+    for (const i of [0, 1, 2, 3])
+      expect(moved.stderr).toMatch(new RegExp(`not on its pin: mn-box: node n${i} \\(rank ${i}\\) runs image ${a.slice(0, 12)}, not the pin ${b} \\(from [^)]+\\) \\(image ${b.slice(0, 12)}\\)`));
+    const mj = JSON.parse((await run(['status', '--json'])).stdout);
+    expect(mj.drift.map((d: { name: string; runs: string; pinned: string }) => [d.name, d.runs, d.pinned]).sort()).toEqual([0, 1, 2, 3].map((i) => [`mn-box on n${i}`, a, b]));
     const stop = await run(['stop', 'mn-box', '--nodes', cl.nodesFile]);
     expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
     for (const i of [0, 1, 2, 3]) expect(stop.stdout).toContain(`vLLM rank ${i} on n${i}: stopped (SIGTERM)`);

@@ -40,6 +40,8 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
   beforeAll(async () => {
     mkdirSync(work, { recursive: true });
     prepare();
+    // what a killed or failed earlier run left (its containers keep the names this run needs)
+    for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     image = await rayStandInImage(podman, work, await buildSimImage(podman, work));
     state = join(work, 'state');
     clearRay();

@@ -5,13 +5,13 @@
 // rotation) before its process is stopped, the other two replicas serve throughout, and every client
 // failure is one HAProxy logged against the wedged replica (clients of the other replicas: 0).
 import { describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Registry } from '../../src/engine/registry.js';
 import { showStat, serverState } from '../../src/router/api.js';
 import { isAlive } from '../../src/util/pid.js';
-import { BIN, cli, freePortRange, isolated, sleep, waitFor } from '../helpers.js';
+import { cli, freePortRange, isolated, sleep, waitFor } from '../helpers.js';
+import { watcher, type WatchEvent } from '../watcher.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
@@ -19,13 +19,8 @@ if (!haveHaproxy) console.warn(`watch-router e2e skipped: ${HAPROXY} is not inst
 
 const t = isolated({ prefix: 'sparkctl-watch-router-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
 
-interface Ev {
-  event: string;
-  target?: string;
-  verdict?: string;
-  action?: string;
+interface Ev extends WatchEvent {
   why?: string;
-  seenAt: number;
 }
 
 describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, simulator replicas)', () => {
@@ -59,20 +54,8 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
     const victim = reg.list().find((e) => e.inst.name === 'qwen3.5-9b-1')!.inst;
     const others = ['qwen3.5-9b-0', 'qwen3.5-9b-2'];
 
-    const proc = spawn(process.execPath, [BIN, 'watch', '--all', '--json', '--interval', '1s', '--window', '5s', '--probe-timeout', '2s'], {
-      env: { ...process.env, ...t.env() },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const events: Ev[] = [];
-    let buf = '';
-    let err = '';
-    proc.stdout!.on('data', (d: Buffer) => {
-      buf += d.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop()!;
-      for (const l of lines) if (l.trim()) events.push({ ...JSON.parse(l), seenAt: Date.now() });
-    });
-    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    const w = watcher<Ev>(['--all', '--interval', '1s', '--window', '5s', '--probe-timeout', '2s'], { env: t.env() });
+    const { events } = w;
 
     // the router's view of the victim and the victim's process, every 50 ms: which came first
     let drainedAt: number | undefined;
@@ -111,13 +94,13 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
       }
     };
     try {
-      expect(await waitFor(() => events.filter((e) => e.verdict === 'healthy').length >= 3, 20_000), err).toBe(true);
+      expect(await waitFor(() => events.filter((e) => e.verdict === 'healthy').length >= 3, 20_000), w.err()).toBe(true);
       const clients = Array.from({ length: 6 }, (_, i) => client(i));
       await sleep(1500);
       writeFileSync(wedge.replace('{port}', String(victim.port)), '');
-      expect(await waitFor(() => events.some((e) => e.target === victim.name && e.verdict === 'wedged'), 30_000), JSON.stringify(events) + err).toBe(true);
+      expect(await waitFor(() => events.some((e) => e.target === victim.name && e.verdict === 'wedged'), 30_000), JSON.stringify(events) + w.err()).toBe(true);
       rmSync(wedge.replace('{port}', String(victim.port)));
-      expect(await waitFor(() => events.some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 90_000), JSON.stringify(events) + err).toBe(true);
+      expect(await waitFor(() => events.some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 90_000), JSON.stringify(events) + w.err()).toBe(true);
       const done = events.find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
       expect(done.action, done.why).toBe('restarted');
       expect(done.why).toContain(`--rolling --replica ${victim.name}`);
@@ -132,7 +115,7 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
       load = false;
       watching = false;
       await observer;
-      await new Promise((res) => (proc.exitCode !== null ? res(null) : (proc.once('exit', res), proc.kill('SIGTERM'))));
+      await w.stop();
     }
     // only the wedged replica was restarted, and it was out of rotation before its process ended
     expect(events.filter((e) => e.action === 'restart').map((e) => e.target)).toEqual([victim.name]);

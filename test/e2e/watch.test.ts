@@ -4,67 +4,21 @@
 // history and at the webhook; busy, saturated and long-prefill servers -> no restart; a killed server
 // -> dead -> restarted (and --dry-run only says so); the circuit breaker; one watcher per state folder.
 import { describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, cli, freePort, isolated, sleep, waitFor, webhookReceiver } from '../helpers.js';
+import { cli, freePort, isolated, sleep, waitFor, webhookReceiver } from '../helpers.js';
+import { sets, simServe } from '../../scripts/lib/serve-args.mjs';
+import { watcher as watch, type WatchEvent } from '../watcher.js';
 
 const t = isolated({ prefix: 'sparkctl-watch-', env: { SPARKCTL_SIM_LOAD_SECONDS: '0.2', SPARKCTL_SIM_COLD_MS: '20' } });
 
-interface Ev {
-  event: string;
-  target?: string;
-  verdict?: string;
-  action?: string;
-  [k: string]: unknown;
-}
+type Ev = WatchEvent;
 
 /** A watcher as a child, its JSON lines parsed as they come. */
-function watcher(args: string[]): { proc: ChildProcess; events: Ev[]; err: () => string; stop: () => Promise<number | null> } {
-  const proc = spawn(process.execPath, [BIN, 'watch', '--json', ...args], { env: { ...process.env, ...t.env() }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const events: Ev[] = [];
-  let buf = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const lines = buf.split('\n');
-    buf = lines.pop()!;
-    for (const l of lines) if (l.trim()) events.push(JSON.parse(l));
-  });
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  return {
-    proc,
-    events,
-    err: () => err,
-    stop: () =>
-      new Promise((resolve) => {
-        if (proc.exitCode !== null) return resolve(proc.exitCode);
-        proc.once('exit', (code) => resolve(code));
-        proc.kill('SIGTERM');
-      }),
-  };
-}
+const watcher = (args: string[]) => watch<Ev>(args, { env: t.env() });
 
 async function serve(port: number, fault: string, extra: string[] = []) {
-  const r = await cli(
-    [
-      'serve',
-      'qwen3.5-9b',
-      '--engine',
-      'sim',
-      '--no-prewarm',
-      '--set',
-      'parallel.replicas=1',
-      '--set',
-      `server.port=${port}`,
-      '--set',
-      'server.host=127.0.0.1',
-      '--set',
-      `env.SPARKCTL_SIM_FAULT=${fault}`,
-      ...extra,
-    ],
-    { env: t.env(), timeout: 60_000 },
-  );
+  const r = await cli(['serve', 'qwen3.5-9b', ...simServe({ port, replicas: 1 }), ...sets({ 'env.SPARKCTL_SIM_FAULT': fault }), ...extra], { env: t.env(), timeout: 60_000 });
   expect(r.exitCode, r.stderr).toBe(0);
 }
 

@@ -4,10 +4,10 @@
 // stop --all stops it with both servers, nothing left. One start each.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, ROOT } from '../helpers.js';
-import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, serveReal } from './real.js';
+import { cli, tempDir, freePortRange, processesMarked, ROOT } from '../helpers.js';
+import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, serveReal, CPU_VLLM, copyTinyPair, endGatewaySuite } from './real.js';
 
 const why = realVllmUnavailable() ?? (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
 if (why) console.warn(`real-vLLM gateway suite skipped: ${why}`);
@@ -18,17 +18,7 @@ let base: number;
 let profiles: string;
 const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker });
 const sparkctl = (args: string[], timeout = 60_000) => cli(args, { env: env(), cwd: ROOT, timeout });
-const extra = [
-  '--no-prewarm',
-  '--set',
-  'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
-  '--set',
-  'env.TORCHDYNAMO_DISABLE="1"',
-  '--set',
-  'server.readyTimeoutSeconds=900',
-  '--set',
-  'server.stallTimeoutSeconds=900',
-];
+const extra = ['--no-prewarm', ...CPU_VLLM];
 const successes = async (port: number) =>
   [...(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).matchAll(/^vllm:request_success_total\{[^}]*\} (\S+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
 
@@ -41,18 +31,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM behind the gateway', () => {
     base = await freePortRange(5);
     profiles = join(state, 'profiles');
     mkdirSync(profiles);
-    const tiny = readFileSync(join(PROFILES, 'tiny.yaml'), 'utf8');
-    writeFileSync(join(profiles, 'tiny.yaml'), tiny);
-    writeFileSync(join(profiles, 'tiny-b.yaml'), tiny.replace(/^name: tiny$/m, 'name: tiny-b').replace(/servedName: tiny-qwen3/, 'servedName: tiny-b'));
+    copyTinyPair(PROFILES, profiles);
   });
-  afterAll(async () => {
-    await sparkctl(['gateway', 'down']);
-    await sparkctl(['stop', '--all', '--grace', '20'], 2 * MIN);
-    const left = processesMarked(marker);
-    for (const p of left) process.kill(p, 'SIGKILL');
-    rmrf(state);
-    expect(left, 'processes left by the suite').toEqual([]);
-  }, 3 * MIN);
+  afterAll(() => endGatewaySuite(sparkctl, state, marker), 3 * MIN);
 
   it(
     'two tiny models, one endpoint: each name answered by its own server',

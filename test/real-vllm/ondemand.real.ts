@@ -12,8 +12,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePortRange, processesMarked, ROOT } from '../helpers.js';
-import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, VLLM_BIN } from './real.js';
+import { cli, tempDir, freePortRange, ROOT } from '../helpers.js';
+import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, VLLM_BIN, CPU_VLLM, copyTinyPair, endGatewaySuite } from './real.js';
 
 const why = realVllmUnavailable() ?? (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
 if (why) console.warn(`real-vLLM on-demand suite skipped: ${why}`);
@@ -58,27 +58,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
     base = await freePortRange(8);
     const dir = join(state, 'profiles');
     mkdirSync(dir);
-    const tiny = readFileSync(join(PROFILES, 'tiny.yaml'), 'utf8');
-    writeFileSync(join(dir, 'tiny.yaml'), tiny);
-    writeFileSync(join(dir, 'tiny-b.yaml'), tiny.replace(/^name: tiny$/m, 'name: tiny-b').replace(/^ {2}servedName: tiny-qwen3$/m, '  servedName: tiny-b'));
-    const common = [
-      '--profiles',
-      dir,
-      '--engine',
-      'vllm',
-      '--vllm-bin',
-      VLLM_BIN,
-      '--skip-preflight',
-      '--no-prewarm',
-      '--set',
-      'env.VLLM_CPU_OMP_THREADS_BIND=nobind',
-      '--set',
-      'env.TORCHDYNAMO_DISABLE="1"',
-      '--set',
-      'server.readyTimeoutSeconds=900',
-      '--set',
-      'server.stallTimeoutSeconds=900',
-    ];
+    copyTinyPair(PROFILES, dir);
+    const common = ['--profiles', dir, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--no-prewarm', ...CPU_VLLM];
     const cfg = join(state, 'gateway.yaml');
     writeFileSync(
       cfg,
@@ -94,14 +75,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
     const up = await sparkctl(['gateway', 'up', '--config', cfg, '--json']);
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
   });
-  afterAll(async () => {
-    await sparkctl(['gateway', 'down']);
-    await sparkctl(['stop', '--all', '--grace', '20'], 2 * MIN);
-    const left = processesMarked(marker);
-    for (const p of left) process.kill(p, 'SIGKILL');
-    rmrf(state);
-    expect(left, 'processes left by the suite').toEqual([]);
-  }, 3 * MIN);
+  afterAll(() => endGatewaySuite(sparkctl, state, marker), 3 * MIN);
 
   it(
     'alternating requests: tiny started; tiny-b while tiny streams is refused at once (tiny not stopped); tiny-b again swaps them; every other request answered',

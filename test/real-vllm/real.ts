@@ -4,14 +4,16 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execaSync } from 'execa';
-import { afterAll, beforeAll } from 'vitest';
-import { lockDir, ROOT } from '../helpers.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { lockDir, processesMarked, rmrf, ROOT } from '../helpers.js';
 
 /** As an operator passes it: relative to the repository root, where the tests run sparkctl. */
 export const VLLM_BIN = '.venv-vllm/bin/vllm';
 export const VENV_PYTHON = join(ROOT, '.venv-vllm', 'bin', 'python');
 export const MODEL_DIR = join(ROOT, '.cache', 'tiny-qwen3');
 export const PROFILES = join(ROOT, 'test', 'real-vllm', 'profiles');
+/** The CPU build's overrides (threads unbound, no sampler compile, 15 min to start) and the tiny pair of profiles: shared with scripts/ */
+export { CPU_VLLM, copyTinyPair } from '../../scripts/lib/serve-args.mjs';
 const MAKE_MODEL = join(ROOT, '..', 'shared', 'real-vllm', 'make_tiny_model.py');
 
 /**
@@ -53,4 +55,17 @@ export function oneRealVllmAtATime(label: string): void {
     if (waited > 2000) console.info(`[${label}] waited ${(waited / 1000).toFixed(0)} s for the real-vLLM lock`);
   }, REAL_VLLM_LOCK_WAIT_MS + 60_000);
   afterAll(() => release?.());
+}
+
+/**
+ * The end of a real-vLLM suite that ran a gateway: the gateway down, every server stopped (20 s to
+ * drain), the state folder gone; a process of the run still there is killed and fails the suite.
+ */
+export async function endGatewaySuite(sparkctl: (args: string[], timeout?: number) => Promise<unknown>, state: string, marker: string): Promise<void> {
+  await sparkctl(['gateway', 'down']);
+  await sparkctl(['stop', '--all', '--grace', '20'], 2 * 60_000);
+  const left = processesMarked(marker);
+  for (const p of left) process.kill(p, 'SIGKILL');
+  rmrf(state);
+  expect(left, 'processes left by the suite').toEqual([]);
 }

@@ -13,12 +13,12 @@
 // runs it for minutes).
 import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, sleep, ROOT, BIN } from '../helpers.js';
+import { cli, tempDir, rmrf, freePort, processesMarked, waitFor, sleep, ROOT } from '../helpers.js';
 import { realVllmUnavailable, serveReal, PROFILES, oneRealVllmAtATime } from './real.js';
+import { watcher as watch, type Watcher, type WatchEvent } from '../watcher.js';
 import { groupMembers } from '../../src/engine/runtime/proc.js';
 import { engineCoreOf } from '../../src/watch/read.js';
 import { engineNumbers } from '../../src/watch/signals.js';
@@ -44,42 +44,13 @@ const instance = () => JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.
 const groups = new Set<number>();
 const ours = () => [...new Set([...processesMarked(marker), ...[...groups].flatMap((g) => groupMembers(g))])].sort();
 
-interface Ev {
-  event: string;
-  target?: string;
-  verdict?: string;
-  action?: string;
+interface Ev extends WatchEvent {
   evidence?: Array<{ signal: string; value: unknown; note?: string }>;
   at: string;
-  seenAt: number;
-  [k: string]: unknown;
 }
 
-let w: { proc: ChildProcess; events: Ev[]; err: () => string; stop: () => Promise<number | null> };
-function watcher(args: string[]) {
-  const proc = spawn(process.execPath, [BIN, 'watch', '--json', ...args], { env: { ...process.env, ...env() }, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  const events: Ev[] = [];
-  let buf = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    const lines = buf.split('\n');
-    buf = lines.pop()!;
-    for (const l of lines) if (l.trim()) events.push({ ...JSON.parse(l), seenAt: Date.now() });
-  });
-  proc.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-8000)));
-  return {
-    proc,
-    events,
-    err: () => err,
-    stop: () =>
-      new Promise<number | null>((resolve) => {
-        if (proc.exitCode !== null) return resolve(proc.exitCode);
-        proc.once('exit', (code) => resolve(code));
-        proc.kill('SIGTERM');
-      }),
-  };
-}
+let w: Watcher<Ev>;
+const watcher = (args: string[]) => watch<Ev>(args, { env: env(), cwd: ROOT });
 const summary = (evs: Ev[]) => JSON.stringify(evs.filter((e) => e.event !== 'probe').map((e) => ({ e: e.event, v: e.verdict, a: e.action, why: String(e.why ?? '').slice(0, 160) })));
 
 const complete = (body: object, signal: AbortSignal) =>

@@ -8,7 +8,7 @@ import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../
 import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
-import { driftOf, imageDrift } from '../../src/engine/drift.js';
+import { clusterImageDrift, driftOf, imageDrift } from '../../src/engine/drift.js';
 import type { Entry } from '../../src/engine/registry.js';
 import { appendUpgrade, readUpgrades } from '../../src/upgrade/record.js';
 import { UsageError } from '../../src/errors.js';
@@ -337,6 +337,20 @@ describe('drift: a server on another image than its pin, or on a vLLM that chang
     const d = imageDrift('p-0', 'p', running, recImage, f);
     if (line === undefined) expect(d).toBeUndefined();
     else expect(d?.line).toBe(line);
+  });
+
+  it.each([
+    ['every rank on the pin', [ID, ID], []],
+    [
+      'one node on another image: that node named, with its rank',
+      [ID, ID2],
+      [`p: node n1 (rank 1) runs image ${ID2.slice(0, 12)}, not the pin ${pinned} (from localhost/vllm:prod, t1) (image ${ID.slice(0, 12)})`],
+    ],
+    ['a node whose runtime did not answer: passed over (status shows it unknown)', [undefined, ID], []],
+  ] as const)('a cluster: %s', (_, ids, lines) => {
+    const ranks = ids.map((imageId, rank) => ({ node: `n${rank}`, rank, imageId }));
+    expect(clusterImageDrift('p', ranks, pins).map((d) => d.line)).toEqual(lines);
+    expect(clusterImageDrift('p', ranks, undefined)).toEqual([]);
   });
 
   const entry = (over: Record<string, unknown>) =>

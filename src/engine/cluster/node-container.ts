@@ -114,6 +114,9 @@ function removeLoop(cli: string[], id: string): string {
   return `gone=0; out=; for i in 1 2 3; do out=$(${rm} 2>&1) && { gone=1; break; }; s=$(${inspect} 2>&1) || { printf '%s' "$s" | grep -qi 'no such' && { gone=1; break; }; }; sleep 1; done`;
 }
 
+/** The image the proven container was created from (`inspect --format {{.Image}}`); exit 9: gone. */
+export const imageLine = (r: NodeContainerRef) => `${provenId(r, 9)}; ${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Image}}', r.containerId])}`;
+
 /** The container's last lines (its output: the runtime keeps it after the container ended). */
 export const logsLine = (r: NodeContainerRef, lines = 60) => `${provenId(r, 9)}; ${line(r.cli, ['logs', '--tail', String(lines), r.containerId])} 2>&1`;
 

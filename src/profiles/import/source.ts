@@ -7,6 +7,7 @@ import { UsageError, UnreachableError } from '../../errors.js';
 import { readTextSync, FileRefused } from '../../util/read.js';
 import { redactUrl } from '../../util/redact.js';
 import { http } from '../../client/http.js';
+import { findInRegistry } from './registry.js';
 
 /** A recipe is a few KiB; the largest in the public registries is under 4 KiB. */
 const RECIPE_MAX_BYTES = 1024 * 1024;
@@ -82,12 +83,13 @@ async function readRecipeUrl(url: string, o: { timeoutMs?: number } = {}): Promi
   return done(shown, 'url', r.body);
 }
 
-export function readRecipe(fileOrUrl: string, o: { timeoutMs?: number } = {}): Promise<RecipeSource> {
-  // sparkrun's @registry/name is a lookup in git registries it clones; sparkctl reads only what it is given
-  if (/^@[\w.-]+\//.test(fileOrUrl) && !isUrl(fileOrUrl))
-    throw new UsageError(`recipe ${fileOrUrl}: a sparkrun registry name, which sparkctl does not look up`, [
-      "give the recipe's raw URL, e.g. https://raw.githubusercontent.com/spark-arena/recipe-registry/<commit>/official-recipes/<model>/vllm/<recipe>.yaml, or a downloaded file",
-    ]);
+export function readRecipe(fileOrUrl: string, o: { timeoutMs?: number; registry?: string } = {}): Promise<RecipeSource> {
+  // sparkrun's @registry/name: looked up only in a registry checkout the owner gives (--registry DIR)
+  if (/^@/.test(fileOrUrl) && !isUrl(fileOrUrl)) {
+    const hit = findInRegistry(fileOrUrl, o.registry);
+    const src = readRecipeFile(hit.file);
+    return Promise.resolve({ ...src, source: `${fileOrUrl} (${hit.file}${hit.commit ? `, commit ${hit.commit}` : ', not a git checkout: no commit to pin'})` });
+  }
   return isUrl(fileOrUrl) ? readRecipeUrl(fileOrUrl, o) : Promise.resolve(readRecipeFile(fileOrUrl));
 }
 

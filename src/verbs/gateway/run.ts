@@ -16,6 +16,7 @@ import { processStartTime } from '../../util/pid.js';
 import { Registry } from '../../engine/registry.js';
 import { downText } from '../gateway-text.js';
 import type { UsageCounts } from '../../gateway/usage.js';
+import { terminalText } from '../../util/control.js';
 
 interface SettingsFlags {
   port?: number;
@@ -220,12 +221,12 @@ export async function runForeground(o: SettingsFlags) {
   const s = settingsFrom(o);
   // every start says it (gateway up's keeper, a service manager's restart), into the keeper's log
   const warn = exposure(s, !!o.allowUnauthenticated);
-  if (warn) process.stderr.write(`${new Date().toISOString()} gateway: ${warn}\n`);
+  if (warn) process.stderr.write(`${new Date().toISOString()} gateway: ${terminalText(warn)}\n`);
   const haproxy = haproxyOf(s);
   // for the keeper's whole life: the first ends it (HAProxy soft-stopped first), a second at once
   const ac = interrupts();
   const dir = stateDir();
-  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+  const log = (line: string) => process.stderr.write(`${new Date().toISOString()} ${terminalText(line)}\n`);
   // set once the record exists (a change before it is in the first record)
   let changed: (usage?: boolean) => void = () => {};
   const keeper = new Keeper({

@@ -44,6 +44,12 @@ const STATE_FIX = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable fold
 
 /** Steps with their own deadline: live, identity, inference, metrics, gpu, auth, client. */
 const STEPS = PROBE_CHECKS.length;
+/**
+ * The client step's deadline when --step-timeout is not given: a client's first request is a long prompt (Claude
+ * Code's about 20,500 tokens), whose prefill on one DGX Spark takes about 9 s in the simulator playing a GB10; the
+ * 5 s every other step gets called a healthy Spark unhealthy. Claude Code itself waits minutes for an answer.
+ */
+export const CLIENT_STEP_MS = 120_000;
 
 type State = Record<string, TargetState>;
 type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
@@ -180,9 +186,12 @@ async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: s
  */
 export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
+  // --client without --step-timeout: the client's request gets its own, longer deadline (a long prefill
+  // is no fault), and the run's default deadline makes room for it.
+  const clientMs = opts.client ? (opts.stepTimeout ?? CLIENT_STEP_MS) : undefined;
   // Every step's deadline fits a timer (at most 24 days), but their sum need not: a timer past
   // 2^31-1 ms fires at once, and the probe would end before it began.
-  const deadlineMs = Math.min(opts.deadline ?? longest * STEPS, MAX_DURATION_MS);
+  const deadlineMs = Math.min(opts.deadline ?? longest * STEPS + (clientMs !== undefined && opts.stepTimeout === undefined ? clientMs : 0), MAX_DURATION_MS);
   return Promise.all(
     targets.map(({ t, s, routerDown }) => {
       if (routerDown) return judgeRouterDown(routerDown, t.url, t.name);
@@ -192,6 +201,7 @@ export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: Sta
         signal: stop.signal,
         ...s,
         timeoutMs: opts.stepTimeout ?? s.timeoutMs,
+        clientTimeoutMs: clientMs,
         client: opts.client as 'claude-code' | 'openai' | undefined,
         lastPreemptions: prev[redactUrl(t.url)]?.preemptions,
         gpus: t.engine === 'vllm' && t.instance?.role !== 'router',

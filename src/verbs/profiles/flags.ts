@@ -56,7 +56,7 @@ export default createCommand({
     }),
     createCommand({
       name: 'import',
-      args: [['<recipe>', 'a sparkrun recipe: a .yaml file, or an https:// URL of one (raw.githubusercontent.com/...)']],
+      args: [['<recipe>', 'a sparkrun recipe: a .yaml file, an https:// URL of one (raw.githubusercontent.com/...), or @registry/name with --registry DIR']],
       options: [
         ['--out <file>', 'write the profile here (default: stdout, the report on stderr); an existing file is refused'],
         ['--force', 'with --out: replace an existing file (never a link)'],
@@ -72,6 +72,7 @@ export default createCommand({
           collect,
           [],
         ],
+        ['--registry <dir>', 'where an @registry/name recipe is looked up: a checkout of a sparkrun registry (git clone https://github.com/spark-arena/recipe-registry); nothing is fetched'],
         ['--json', 'machine-readable output'],
       ],
       description: 'turn a sparkrun recipe into a profile: every key mapped or reported, then validated and planned for this host',
@@ -90,6 +91,7 @@ Exit codes: 0 imported (the plan fits this host, or waits for the model's config
 Examples:
   sparkctl profiles import ./qwen3.6-27b-fp8-vllm.yaml --out profiles/qwen3.6-27b.yaml
   sparkctl profiles import ./recipe.yaml --allow trust-remote-code   after reading the model's code
+  sparkctl profiles import @official/qwen3.6-27b-fp8-vllm --registry ~/src/recipe-registry
   sparkctl profiles import https://raw.githubusercontent.com/spark-arena/recipe-registry/307578001460733fcb9335d0e84f8d3e38e40552/official-recipes/qwen3.6/vllm/qwen3.6-27b-fp8-vllm.yaml`,
       handler: lazy(() => import('./import.js')),
     }),

@@ -29,6 +29,8 @@ export interface ImportFlags {
   json?: boolean;
   /** --allow NAME (repeatable): settings that run code or move trust, imported knowingly */
   allow?: string[];
+  /** --registry DIR: a sparkrun registry checkout, where an @registry/name recipe is looked up */
+  registry?: string;
 }
 
 /** What one import read, made and decided: what the report shows. */
@@ -48,7 +50,7 @@ export async function run(source: string, opts: ImportFlags) {
   // read: the flags, the recipe
   const name = checkFlags(source, opts);
   const gpuMemoryBytes = opts.gpuMemory ? parseSize(opts.gpuMemory, '--gpu-memory') : undefined;
-  const src = await readRecipe(source);
+  const src = await readRecipe(source, { registry: opts.registry });
   const raw = parseRecipeYaml(src);
   // map: the extra options are checked for the vLLM --vllm-version or the image's reference names
   const image = recipeImage(raw);

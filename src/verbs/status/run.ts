@@ -1,4 +1,4 @@
-import { Registry } from '../../engine/registry.js';
+import { Registry, type ClusterRecord } from '../../engine/registry.js';
 import { statusOf } from '../../engine/status.js';
 import { stateDir } from '../common.js';
 import { envelope, c } from '../../output/format.js';
@@ -24,6 +24,10 @@ export async function run(opts: { json?: boolean }) {
     all.filter((e) => !stale.some((r) => r.inst.name === e.inst.name)),
     stateDir(),
   );
+  // and each rank of a multi-node server in containers, asked on its node (its container by the ID its launch got back)
+  const nodesDrift = await clusterDrift(clusters.map((x) => x.record));
+  drift.push(...nodesDrift.drift);
+  unreadable.push(...nodesDrift.unreadable);
   // render
   if (opts.json) {
     const cl = clusters.map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes }));
@@ -38,12 +42,28 @@ export async function run(opts: { json?: boolean }) {
   if (!rows.length && !clusters.length) return say('no servers registered');
   if (clusters.length) {
     say(clusters.map(renderClusterStatus).join('\n\n'));
-    if (!rows.length) return;
-    say('');
+    if (rows.length) say('');
   }
-  say(instanceTable(rows));
+  if (rows.length) say(instanceTable(rows));
   for (const r of rows.filter((x) => x.why)) note(whyNote(r));
   for (const d of drift) note(`${c.yellow(d.kind === 'image' ? 'not on its pin' : 'vLLM changed')}: ${d.line}`);
   for (const u of unreadable) note(`${c.yellow('pins unreadable')}: ${u}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
+}
+
+/** The ranks of each multi-node server in containers on another image than its pin (engine/drift.ts clustersDrift), read over ssh. */
+async function clusterDrift(records: ClusterRecord[]) {
+  const { clustersDrift } = await import('../../engine/drift.js');
+  if (!records.some((r) => r.ranks?.some((k) => k.containerId))) return { drift: [], unreadable: [] };
+  const { ssh } = await import('../../engine/cluster/ssh.js');
+  const { imageLine } = await import('../../engine/cluster/node-container.js');
+  const { nodeNamed } = await import('../../engine/cluster/ray-plan.js');
+  const { loadNodesFile } = await import('../../profiles/load.js');
+  return clustersDrift(records, stateDir(), async (rec, ref) => {
+    const nf = loadNodesFile(rec.nodesFile);
+    const node = nodeNamed(nf, ref.node);
+    if (!node) return undefined;
+    const r = await ssh(nf, node, imageLine(ref), { timeoutMs: 15_000 });
+    return r.exitCode === 0 ? /^(?:sha256:)?([a-f0-9]{64})$/.exec(r.stdout.trim())?.[1] : undefined;
+  });
 }
