@@ -213,10 +213,8 @@ function mtpBytes(modules: WeightModule[], n: number, c: Json, dtypeBytes: numbe
   return n * (layer + 2 * h * h * dtypeBytes);
 }
 
-/** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
-export function parseModelConfig(raw: unknown, index?: unknown, weights?: WeightSummary & { mtpBytes?: number }, files?: CheckpointFiles): ModelFacts {
-  if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
-  const c = textConfig(raw);
+/** The text model's shape: layers, attention heads (KV heads, MLA), hidden size, head size, context. Throws ModelConfigError naming the field. */
+function textShape(c: Json) {
   // Nemotron-H may give its layers only as a pattern (transformers 5 derives num_hidden_layers from it)
   const patternLength = typeof c.hybrid_override_pattern === 'string' ? c.hybrid_override_pattern.length : Array.isArray(c.layers_block_type) ? c.layers_block_type.length : 0;
   if (patternLength > LIMITS.num_hidden_layers!)
@@ -230,6 +228,14 @@ export function parseModelConfig(raw: unknown, index?: unknown, weights?: Weight
   const mla = mlaRank && ropeDim ? { kvLoraRank: mlaRank, qkRopeHeadDim: ropeDim } : undefined;
   const headDim = mla ? (posInt(c.qk_nope_head_dim) ?? 0) + ropeDim! : (posInt(c.head_dim) ?? (hidden ? Math.floor(hidden / heads) : need(c, 'head_dim')));
   const maxContext = need(c, 'max_position_embeddings', 'max_sequence_length', 'seq_length', 'n_positions');
+  return { layers, heads, kvHeads, hidden, mla, headDim, maxContext };
+}
+
+/** config.json (+ the safetensors index's total_size) -> facts. Throws ModelConfigError naming the field. */
+export function parseModelConfig(raw: unknown, index?: unknown, weights?: WeightSummary & { mtpBytes?: number }, files?: CheckpointFiles): ModelFacts {
+  if (!isObj(raw)) throw new ModelConfigError('(root)', 'config.json is not a JSON object');
+  const c = textConfig(raw);
+  const { layers, heads, kvHeads, hidden, mla, headDim, maxContext } = textShape(c);
   const layout = readLayout(c, layers);
   const kinds: string[] = layout && !('notModelled' in layout) ? kindsOf(layout) : layerKinds(c, layers);
   const dtype = str(c.dtype) ?? str(c.torch_dtype) ?? str(raw.dtype) ?? str(raw.torch_dtype);

@@ -429,6 +429,27 @@ async function hashPrefix(path: string, n: number, h: Hash): Promise<void> {
   }
 }
 
+/**
+ * What a range request was answered with: its body to read ('body': 200 from the start, or 206 from
+ * exactly `from`), or 'whole' (200 to a range, or 416: the caller starts the file again; the body is
+ * dropped). Anything else throws: the Hub's refusal, or a 206 from another offset.
+ */
+async function rangeAnswer(hub: Hub, repo: string, res: Response, path: string, from: number): Promise<'body' | 'whole'> {
+  if ((from > 0 && res.status === 200) || res.status === 416) {
+    await res.body?.cancel();
+    return 'whole';
+  }
+  if (!(res.status === 200 || res.status === 206)) throw await refusal(hub, repo, res, path);
+  if (res.status === 206) {
+    const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
+    if (!m || Number(m[1]) !== from) {
+      await res.body?.cancel();
+      throw new HubError('protocol', `${path}: asked for bytes from ${from}, got "${res.headers.get('content-range')}"`);
+    }
+  }
+  return 'body';
+}
+
 /** One request from `from`; returns the bytes written, or -1 when the server sent the whole file instead of the range. */
 async function fetchRange(
   hub: Hub,
@@ -454,27 +475,13 @@ async function fetchRange(
     if (isRedirectLoop(e)) throw new HubError('protocol', `${f.path}: ${networkCause(e)}`, 'the server (HF_ENDPOINT) redirects in a loop: check the mirror');
     throw new HubError('network', `${f.path}: ${stall.signal.aborted ? 'no answer before the deadline' : networkCause(e)}`);
   }
-  if (from > 0 && res.status === 200) {
+  const answer = await rangeAnswer(hub, repo, res, f.path, from).catch((e) => {
     clearTimeout(timer);
-    await res.body?.cancel();
+    throw e;
+  });
+  if (answer === 'whole') {
+    clearTimeout(timer);
     return -1;
-  }
-  if (res.status === 416) {
-    clearTimeout(timer);
-    await res.body?.cancel();
-    return -1;
-  }
-  if (!(res.status === 200 || res.status === 206)) {
-    clearTimeout(timer);
-    throw await refusal(hub, repo, res, f.path);
-  }
-  if (res.status === 206) {
-    const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.headers.get('content-range') ?? '');
-    if (!m || Number(m[1]) !== from) {
-      clearTimeout(timer);
-      await res.body?.cancel();
-      throw new HubError('protocol', `${f.path}: asked for bytes from ${from}, got "${res.headers.get('content-range')}"`);
-    }
   }
   let n = 0;
   // The floor: at least `bytes` in every window (less where less of the file is left), checked by a

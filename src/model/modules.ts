@@ -69,20 +69,8 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
     const caches = f.layout?.layers[i];
     const mixer = caches?.find((x) => x.kind === 'mamba2' || x.kind === 'gdn');
     const attn = caches?.find((x) => x.kind === 'attention' || x.kind === 'mla');
-    if (mixer?.kind === 'mamba2') {
-      const inner = mixer.heads * mixer.headDim;
-      const gs = 2 * mixer.groups * mixer.stateSize;
-      add(`${L}.mixer.in_proj`, 'mixer', h, 2 * inner + gs + mixer.heads, 1, i);
-      add(`${L}.mixer.conv1d`, 'conv', mixer.convKernel, inner + gs, 1, i);
-      add(`${L}.mixer.out_proj`, 'mixer', inner, h, 1, i);
-    } else if (mixer?.kind === 'gdn') {
-      const qk = mixer.kHeads * mixer.kDim;
-      const v = mixer.vHeads * mixer.vDim;
-      add(`${L}.linear_attn.in_proj_qkvz`, 'mixer', h, 2 * qk + 2 * v, 1, i);
-      add(`${L}.linear_attn.in_proj_ba`, 'mixer', h, 2 * mixer.vHeads, 1, i);
-      add(`${L}.linear_attn.conv1d`, 'conv', mixer.convKernel, 2 * qk + v, 1, i);
-      add(`${L}.linear_attn.out_proj`, 'mixer', v, h, 1, i);
-    } else if (attn || !caches) attentionModules(c, f, h, `${L}.${nemotron ? 'mixer' : 'self_attn'}`, i, attn, add);
+    if (mixer) mixerModules(mixer, L, h, i, add);
+    else if (attn || !caches) attentionModules(c, f, h, `${L}.${nemotron ? 'mixer' : 'self_attn'}`, i, attn, add);
     const mlp = `${L}.${nemotron ? 'mixer' : 'mlp'}`;
     const dense = (width: number, names = nemotron ? ['up_proj', 'down_proj'] : ['gate_proj', 'up_proj', 'down_proj']) => {
       for (const n of names) add(`${mlp}.${n}`, 'mlp', n === 'down_proj' ? width : h, n === 'down_proj' ? h : width, 1, i);
@@ -128,6 +116,24 @@ export function textModules(c: Json, f: ModuleShape): WeightModule[] | undefined
     else dense(inter);
   }
   return out;
+}
+
+/** A Mamba2 mixer's (in_proj, conv1d, out_proj) or a Gated DeltaNet's (linear_attn: in_proj_qkvz, in_proj_ba, conv1d, out_proj) modules of layer `i`. */
+function mixerModules(mixer: Extract<LayerCache, { kind: 'mamba2' | 'gdn' }>, L: string, h: number, i: number, add: Add) {
+  if (mixer.kind === 'mamba2') {
+    const inner = mixer.heads * mixer.headDim;
+    const gs = 2 * mixer.groups * mixer.stateSize;
+    add(`${L}.mixer.in_proj`, 'mixer', h, 2 * inner + gs + mixer.heads, 1, i);
+    add(`${L}.mixer.conv1d`, 'conv', mixer.convKernel, inner + gs, 1, i);
+    add(`${L}.mixer.out_proj`, 'mixer', inner, h, 1, i);
+    return;
+  }
+  const qk = mixer.kHeads * mixer.kDim;
+  const v = mixer.vHeads * mixer.vDim;
+  add(`${L}.linear_attn.in_proj_qkvz`, 'mixer', h, 2 * qk + 2 * v, 1, i);
+  add(`${L}.linear_attn.in_proj_ba`, 'mixer', h, 2 * mixer.vHeads, 1, i);
+  add(`${L}.linear_attn.conv1d`, 'conv', mixer.convKernel, 2 * qk + v, 1, i);
+  add(`${L}.linear_attn.out_proj`, 'mixer', v, h, 1, i);
 }
 
 /** nemotron_nas.py _ffn_mult_to_intermediate_size: int(2 x ffn_mult x h / 3), rounded up to a multiple of 256. */

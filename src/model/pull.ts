@@ -118,6 +118,18 @@ const needBytes = (files: PlannedFile[]) => {
   return [...seen.values()].reduce((a, b) => a + b, 0);
 };
 
+/** The commit's listing (checked: a file listed twice is a bad mirror) and the files vLLM loads from it; throws before anything is written. */
+async function listAndSelect(hub: Hub, repo: string, commit: string, configOnly: boolean | undefined, signal?: AbortSignal): Promise<{ tree: TreeFile[]; sel: Selection }> {
+  const tree = await listTree(hub, repo, commit, signal);
+  const bad = checkListing(tree);
+  if (bad) throw new HubError('protocol', `${repo}@${commit}: the tree listing is inconsistent: ${bad}; nothing was written`, 'check the mirror (HF_ENDPOINT); the Hub never lists a file twice');
+  const sel = await selectWithIndex(hub, repo, commit, tree, configOnly, signal);
+  if (sel.missing.length)
+    throw new HubError('protocol', `${repo}@${commit}: ${SAFETENSORS_INDEX} names ${sel.missing.length} file(s) the repository does not hold (${sel.missing.slice(0, 3).join(', ')})`);
+  if (!sel.files.length) throw new HubError('not-found', `${repo}@${commit}: no files vLLM loads (config, tokenizer, weights)`, 'check the model id');
+  return { tree, sel };
+}
+
 export async function pull(req: PullRequest): Promise<PullResult> {
   const t0 = Date.now();
   const { hub, repo, signal } = req;
@@ -125,13 +137,7 @@ export async function pull(req: PullRequest): Promise<PullResult> {
   const c = repoCache(req.cacheRoot, repo);
   const commit = COMMIT.test(req.revision) ? req.revision : await resolveCommit(hub, repo, req.revision, signal);
   emit({ type: 'resolved', revision: req.revision, commit });
-  const tree = await listTree(hub, repo, commit, signal);
-  const bad = checkListing(tree);
-  if (bad) throw new HubError('protocol', `${repo}@${commit}: the tree listing is inconsistent: ${bad}; nothing was written`, 'check the mirror (HF_ENDPOINT); the Hub never lists a file twice');
-  const sel = await selectWithIndex(hub, repo, commit, tree, req.configOnly, signal);
-  if (sel.missing.length)
-    throw new HubError('protocol', `${repo}@${commit}: ${SAFETENSORS_INDEX} names ${sel.missing.length} file(s) the repository does not hold (${sel.missing.slice(0, 3).join(', ')})`);
-  if (!sel.files.length) throw new HubError('not-found', `${repo}@${commit}: no files vLLM loads (config, tokenizer, weights)`, 'check the model id');
+  const { tree, sel } = await listAndSelect(hub, repo, commit, req.configOnly, signal);
   const files = await planFiles(c, sel);
   const totalBytes = files.reduce((a, f) => a + f.size, 0);
   emit({ type: 'planned', files, totalBytes, haveBytes: files.reduce((a, f) => a + f.have, 0), skipped: sel.skipped });

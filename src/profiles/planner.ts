@@ -172,6 +172,28 @@ function planNotes(p: Profile, m: ModelFacts, layout: Layout, kv: KvPlan, kvHead
   return notes;
 }
 
+/** The budget of one GPU: its share for vLLM, the weights on it, the reserve, and what is left for the KV cache. */
+function planBase(p: Profile, m: ModelFacts, w: WeightsFigure, gpuMemoryBytes: number): PlanBase {
+  const tp = p.parallel.tensor;
+  const pp = p.parallel.pipeline;
+  const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
+  const reserve = reserveBytes(p);
+  return {
+    gpuMemoryBytes,
+    gpuMemoryUtilization: p.engine.gpuMemoryUtilization,
+    budgetBytes: budget,
+    weightsTotalBytes: w.bytes,
+    weightsPerGpuBytes: w.bytes / (tp * pp),
+    reserveBytes: reserve,
+    kvHeadsPerGpu: m.mla ? 1 : Math.max(1, Math.floor(m.kvHeads / tp)),
+    kvHeadsReplicated: !m.mla && tp > m.kvHeads,
+    availableKvBytes: p.engine.kvCacheMemoryBytes ?? Math.max(0, budget - w.bytes / (tp * pp) - reserve),
+    maxModelLen: p.engine.maxModelLen ?? m.maxContext,
+    vllmRules: planVersion(p),
+    weightNotes: w.notes,
+  };
+}
+
 export function planMemory(profile: Profile, gpuMemoryBytes: number, facts?: ModelFacts): MemoryPlan {
   // every memory flag, wherever it was written (engine fields, or vLLM flags in extraArgs, which win): serve-args.ts
   const settings = memorySettings(profile);
@@ -181,26 +203,8 @@ export function planMemory(profile: Profile, gpuMemoryBytes: number, facts?: Mod
   const m = facts ?? factsFromProfile(p.model);
   if (!m) throw new Error(`profile ${p.name}: planMemory needs the model's facts (resolve the profile first)`);
   const w = weightsFigure(p, m, settings.spec);
-  const weightsTotal = w.bytes;
-  const budget = gpuMemoryBytes * p.engine.gpuMemoryUtilization;
-  const reserve = reserveBytes(p);
-  const kvHeadsReplicated = !m.mla && tp > m.kvHeads;
-  const availableKv = p.engine.kvCacheMemoryBytes ?? Math.max(0, budget - weightsTotal / (tp * pp) - reserve);
-  const maxModelLen = p.engine.maxModelLen ?? m.maxContext;
-  const base: PlanBase = {
-    gpuMemoryBytes,
-    gpuMemoryUtilization: p.engine.gpuMemoryUtilization,
-    budgetBytes: budget,
-    weightsTotalBytes: weightsTotal,
-    weightsPerGpuBytes: weightsTotal / (tp * pp),
-    reserveBytes: reserve,
-    kvHeadsPerGpu: m.mla ? 1 : Math.max(1, Math.floor(m.kvHeads / tp)),
-    kvHeadsReplicated,
-    availableKvBytes: availableKv,
-    maxModelLen,
-    vllmRules: planVersion(p),
-    weightNotes: w.notes,
-  };
+  const base = planBase(p, m, w, gpuMemoryBytes);
+  const { kvHeadsReplicated, availableKvBytes: availableKv, maxModelLen } = base;
   if (settings.unreadable) return declinedPlan(base, p, settings.unreadable.field, settings.unreadable.why);
   if (w.notModelled) return declinedPlan(base, p, w.notModelled.field, w.notModelled.why);
   if (m.layout && 'notModelled' in m.layout) return declinedPlan(base, p, m.layout.notModelled, m.layout.why);

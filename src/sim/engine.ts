@@ -287,41 +287,49 @@ export class Engine {
       // Each token is due one step after the one before it was DUE, not after it was sent: a late
       // timer then delays one token, not every one after it, and the gaps keep the time model's
       // mean (measured at 200 streams/s: p99 ITL 2.3 ms over the model with relative sleeps).
-      let due = t0 + ttftMs;
-      if (onToken) await onToken(0);
-      if (onToken) {
-        for (let i = 1; i < maxTokens; i++) {
-          if (signal?.aborted) throw new RequestAborted();
-          const step = this.decodeStepMs();
-          due += step;
-          await abortable(due - performance.now(), signal);
-          await this.frozen(signal);
-          if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream && i === Math.min(3, maxTokens - 1)) this.onCrash?.();
-          this.metrics?.itl.observe(step / 1000);
-          this.metrics?.generationTokens.inc(1);
-          await onToken(i);
-        }
-      } else if (maxTokens > 1) {
-        // One timer for the whole decode (timers have a 1 ms floor); an abort counts what was made.
-        const step = this.decodeStepMs();
-        const d0 = performance.now();
-        try {
-          await abortable(step * (maxTokens - 1), signal);
-          await this.frozen(signal);
-          if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream) this.onCrash?.();
-        } catch (e) {
-          const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
-          this.metrics?.generationTokens.inc(made);
-          throw e;
-        }
-        this.metrics?.itl.observe(step / 1000);
-        this.metrics?.generationTokens.inc(maxTokens - 1);
-      }
+      await this.decode(n, maxTokens, onToken, signal, t0 + ttftMs);
       this.metrics?.e2e.observe((performance.now() - t0) / 1000);
       return { completionTokens: maxTokens, ttftMs };
     } finally {
       // a wedged engine frees nothing: an abandoned request's slot stays counted, as vLLM's frozen gauges keep it
       if (!this.zombie) this.release(need);
+    }
+  }
+
+  /**
+   * The tokens after the first: streamed one step apart (each due one step after the one before it was
+   * due), or, without a listener, one timer for the whole decode.
+   */
+  private async decode(n: number, maxTokens: number, onToken: ((i: number) => void | Promise<void>) | undefined, signal: AbortSignal, firstDue: number): Promise<void> {
+    let due = firstDue;
+    if (onToken) await onToken(0);
+    if (onToken) {
+      for (let i = 1; i < maxTokens; i++) {
+        if (signal?.aborted) throw new RequestAborted();
+        const step = this.decodeStepMs();
+        due += step;
+        await abortable(due - performance.now(), signal);
+        await this.frozen(signal);
+        if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream && i === Math.min(3, maxTokens - 1)) this.onCrash?.();
+        this.metrics?.itl.observe(step / 1000);
+        this.metrics?.generationTokens.inc(1);
+        await onToken(i);
+      }
+    } else if (maxTokens > 1) {
+      // One timer for the whole decode (timers have a 1 ms floor); an abort counts what was made.
+      const step = this.decodeStepMs();
+      const d0 = performance.now();
+      try {
+        await abortable(step * (maxTokens - 1), signal);
+        await this.frozen(signal);
+        if (this.faults.crashMidStream !== undefined && n === this.faults.crashMidStream) this.onCrash?.();
+      } catch (e) {
+        const made = step > 0 ? Math.min(maxTokens - 1, Math.floor((performance.now() - d0) / step)) : 0;
+        this.metrics?.generationTokens.inc(made);
+        throw e;
+      }
+      this.metrics?.itl.observe(step / 1000);
+      this.metrics?.generationTokens.inc(maxTokens - 1);
     }
   }
 

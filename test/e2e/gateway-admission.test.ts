@@ -3,28 +3,22 @@
 // and are answered, the rest get a 429 with Retry-After and an OpenAI-shaped body at once, and
 // nothing hangs. The server is a plain Node one that holds each answer (admission is HAProxy's
 // doing; a simulator behind it would decide nothing here).
-import { describe, it, expect, afterAll } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GatewaySettings, planGateway } from '../../src/gateway/plan.js';
 import { renderFiles } from '../../src/gateway/keeper.js';
 import { freePort, waitFor, portOpen } from '../helpers.js';
+import { endedAfterAll } from '../gateway-harness.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
 if (!have) console.warn(`gateway admission e2e skipped: ${HAPROXY} is not installed (apt-get install haproxy)`);
 
-const dirs: string[] = [];
-const procs: ChildProcess[] = [];
-const servers: Server[] = [];
-afterAll(() => {
-  for (const p of procs) p.kill('SIGKILL');
-  for (const s of servers) s.close();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const { dirs, procs, servers } = endedAfterAll();
 
 describe.skipIf(!have)('admission through the real HAProxy', () => {
   it('a burst past concurrency + queue: the excess gets 429 + Retry-After at once, the admitted ones are all answered, the server never holds more than its limit', async () => {

@@ -5,10 +5,10 @@
 // filter line with the usage the answer carried, a stream without usage (the same capture with its
 // usage chunk taken out, as vLLM sends it when the client does not ask) none, but its chunks; and the
 // answer must reach the client byte for byte (the filter reads, never changes or holds).
-import { describe, it, expect, afterAll } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { describe, it, expect } from 'vitest';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ import { GatewaySettings, planGateway } from '../../src/gateway/plan.js';
 import { renderFiles } from '../../src/gateway/keeper.js';
 import { USAGE_LUA, parseUsageLine, type UsageLine } from '../../src/gateway/usage.js';
 import { freePort, waitFor, portOpen } from '../helpers.js';
+import { endedAfterAll } from '../gateway-harness.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
@@ -31,14 +32,7 @@ const chatStreamBare = chatStream
   .filter((e) => !e.includes('"choices":[],"usage"'))
   .join('\n\n');
 
-const dirs: string[] = [];
-const procs: ChildProcess[] = [];
-const servers: Server[] = [];
-afterAll(() => {
-  for (const p of procs) p.kill('SIGKILL');
-  for (const s of servers) s.close();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const { dirs, procs, servers } = endedAfterAll();
 
 const cases: Array<{ name: string; body: string; sse: boolean; want: Partial<UsageLine> }> = [
   { name: 'completion.json', body: cap('completion.json'), sse: false, want: { prompt: 141, completion: 3, stream: false } },

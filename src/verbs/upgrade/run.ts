@@ -180,6 +180,39 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
   interrupted: ExitCode.launchFailed,
 };
 
+/** --canary-gpus, checked against where the canary runs (behind the router: in a replica's place, on its GPUs) and one replica's GPU count. */
+function canaryGpusFor(opts: UpgradeOptions, name: string, routed: boolean, cur: Relaunch, cand: Relaunch): number[] | undefined {
+  const canaryGpus = canaryGpusOf(opts.canaryGpus);
+  if (canaryGpus && routed)
+    throw new UsageError(`--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`, [
+      `leave --canary-gpus out (the other replicas serve while it is the canary)`,
+    ]);
+  const perReplica = cand.plan.replicas[0]?.gpus.length ?? 0;
+  if (canaryGpus && canaryGpus.length !== perReplica)
+    throw new UsageError(`--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`, [
+      `--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`,
+    ]);
+  return canaryGpus;
+}
+
+/** After a roll: what runs now is what the pin says (the first upgrade also keeps what ran before it; a rollback restores the pin it names). */
+function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined) {
+  if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next);
+  const fp = cand.plan.launch?.fingerprint;
+  const candPin: Pin = {
+    at: new Date().toISOString(),
+    vllmVersion: to,
+    image: cand0.image,
+    imagePinned: cand0.imagePinned,
+    imageId: cand0.imageId,
+    vllmBin: cand0.vllmBin,
+    ...(fp ? { fingerprint: fp } : {}),
+    sets: cand0.sets,
+  };
+  if (first) writePin(dir, name, first);
+  writePin(dir, name, candPin);
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
@@ -201,16 +234,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
-  const canaryGpus = canaryGpusOf(opts.canaryGpus);
-  if (canaryGpus && routed)
-    throw new UsageError(`--canary-gpus: behind the router the canary runs in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name}, on its GPUs`, [
-      `leave --canary-gpus out (the other replicas serve while it is the canary)`,
-    ]);
-  const perReplica = cand.plan.replicas[0]?.gpus.length ?? 0;
-  if (canaryGpus && canaryGpus.length !== perReplica)
-    throw new UsageError(`--canary-gpus: ${canaryGpus.join(',')} is ${canaryGpus.length} GPU(s); one replica of ${name} uses ${perReplica}`, [
-      `--canary-gpus ${Array.from({ length: perReplica }, (_, i) => canaryGpus[0]! + i).join(',')}`,
-    ]);
+  const canaryGpus = canaryGpusFor(opts, name, routed, cur, cand);
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
     : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
@@ -236,25 +260,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const pinsBefore = readPins(dir, name);
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
-  // pin: what runs now is what the pin says (the first upgrade also keeps what ran before it)
-  const fp = cand.plan.launch?.fingerprint;
-  const candPin: Pin = {
-    at: new Date().toISOString(),
-    vllmVersion: to,
-    image: cand0.image,
-    imagePinned: cand0.imagePinned,
-    imageId: cand0.imageId,
-    vllmBin: cand0.vllmBin,
-    ...(fp ? { fingerprint: fp } : {}),
-    sets: cand0.sets,
-  };
-  if (outcome.status === 'rolled') {
-    if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
-    else {
-      if (first) writePin(dir, name, first);
-      writePin(dir, name, candPin);
-    }
-  }
+  if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first);
   appendUpgrade(dir, {
     at: new Date().toISOString(),
     profile: name,
