@@ -96,6 +96,15 @@ function parseFaults(spec: string): Faults {
   return f;
 }
 
+/** A rate from the environment (a positive number), or undefined when unset; anything else is bad input naming it. */
+function envRate(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!(Number.isFinite(n) && n > 0)) throw new ArgError(`${name}: "${v}" is not a positive number (tokens per second)`);
+  return n;
+}
+
 const out = (level: string, where: string, msg: string) => process.stdout.write(`${level} ${stamp()} [${where}] ${msg}\n`);
 const info = (where: string, msg: string) => out('INFO', where, msg);
 const err = (line: string) => process.stderr.write(line + '\n');
@@ -244,9 +253,11 @@ function readSetup(argv: string[]): SimSetup {
   const version = asked === 'auto' ? targetVersion('auto') : asked;
   let args: ReturnType<typeof parseVllmArgs>;
   let faults: Faults;
+  let prefillFromEnv: number | undefined;
   try {
     args = parseVllmArgs(argv, version);
     faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
+    prefillFromEnv = envRate('SPARKCTL_SIM_PREFILL_TPS');
   } catch (e) {
     if (!(e instanceof ArgError)) throw e;
     err('usage: vllm serve [model_tag] [options]');
@@ -282,7 +293,9 @@ function readSetup(argv: string[]): SimSetup {
   const loadMs = num(args.sim, '--sim-load-seconds', Number(process.env.SPARKCTL_SIM_LOAD_SECONDS ?? 2)) * 1000;
   const factor = num(args.sim, '--sim-time-factor', Number(process.env.SPARKCTL_SIM_TIME_FACTOR ?? 1));
   const timing: Timing = {
-    prefillTps: num(args.sim, '--sim-prefill-tps', (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * arch.parameters)),
+    // SPARKCTL_SIM_PREFILL_TPS: the whole suite's servers share one (a test whose comparisons must stand
+    // above a loaded host's scheduling noise), and a candidate's env can give one server a slower prefill
+    prefillTps: num(args.sim, '--sim-prefill-tps', prefillFromEnv ?? (platform.gpu.bf16Tflops * 1e12 * tp * 0.4) / (2 * arch.parameters)),
     decodeMs: num(args.sim, '--sim-decode-ms', (plan.weightsPerGpuBytes / (platform.gpu.hbmBandwidthGBs * 1e9 * 0.7)) * 1000 * (profile.engine.enforceEager ? 1.3 : 1)),
     batchSlowdown: 0.01,
     coldMs: num(args.sim, '--sim-cold-ms', Number(process.env.SPARKCTL_SIM_COLD_MS ?? 3000)),
