@@ -63,7 +63,10 @@ async function group(body: string, env: Record<string, string> = {}): Promise<nu
   // async (never spawnSync): the cases run at once, and a synchronous spawn would stall every other case's timers
   const out = await execa(
     'sh',
-    ['-c', `setsid sh -c '${body}' < /dev/null > /dev/null 2>&1 & p=$!; for i in $(seq 1 100); do [ -d /proc/$p ] || break; [ "$(ps -o pgid= -p $p | tr -d " ")" = "$p" ] && break; sleep 0.05; done; echo $p`],
+    [
+      '-c',
+      `setsid sh -c '${body}' < /dev/null > /dev/null 2>&1 & p=$!; for i in $(seq 1 100); do [ -d /proc/$p ] || break; [ "$(ps -o pgid= -p $p | tr -d " ")" = "$p" ] && break; sleep 0.05; done; echo $p`,
+    ],
     { timeout: 20_000, env: { ...process.env, ...env } },
   );
   const pid = Number(String(out.stdout).trim());
