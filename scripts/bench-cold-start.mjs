@@ -81,13 +81,16 @@ async function plain() {
     await completion(port);
     return { readyS, firstTokenS: (performance.now() - t0) / 1000 };
   } finally {
-    try {
-      process.kill(-child.pid, 'SIGTERM');
-    } catch {}
+    if (child.exitCode === null && child.signalCode === null)
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {}
     await sleep(5000);
-    try {
-      process.kill(-child.pid, 'SIGKILL');
-    } catch {}
+    // only while its leader runs: an ended leader's group number may belong to another program by now
+    if (child.exitCode === null && child.signalCode === null)
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
   }
 }
 

@@ -172,11 +172,8 @@ export async function startSim(args: string[], opts: { env?: Record<string, stri
         }
       }
       await proc;
-      try {
-        if (proc.pid) process.kill(-proc.pid, 'SIGKILL');
-      } catch {
-        /* group empty */
-      }
+      // the leader has ended: what is left of its group, never a group that took its number since
+      killGroupLeft(proc.pid);
     },
   };
   if (opts.waitReady !== false) {
@@ -447,4 +444,60 @@ export function writeForeignEntry(
     container: e.container,
   };
   writeFileSync(join(stateDir, 'instances', `${e.name}-${e.replica}.json`), JSON.stringify(entry));
+}
+
+/**
+ * SIGKILL what is left of a process group this test started, never a group that took its number
+ * since. The kernel frees a group's number once its last member ends, and this host reuses numbers
+ * within minutes (pid_max 32768, thousands of processes a minute in a full run): `kill(-pgid)` after
+ * the leader ended may reach a new group — another test's server, or the test runner itself (seen:
+ * a vitest run killed twice by another suite's after-hook). So: the whole group only while its
+ * leader is still the process started then (`start`, its /proc start time, when known); once the
+ * leader is gone, each remaining member one by one, and nothing when a process with pid = pgid exists
+ * that is not that leader (a new group under the old number).
+ */
+export function killGroupLeft(pgid: number | undefined, start?: number): void {
+  if (!pgid || !Number.isInteger(pgid) || pgid <= 1) return;
+  const now = startTimeOf(pgid);
+  if (now !== undefined) {
+    if (start !== undefined && now === start) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        /* ended meanwhile */
+      }
+    }
+    return;
+  }
+  for (const d of readdirSyncP('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const stat = (() => {
+      try {
+        return readFileSyncP(`/proc/${d}/stat`, 'utf8');
+      } catch {
+        return '';
+      }
+    })();
+    // fields after the command's closing parenthesis: state ppid pgrp ...
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[2]) === pgid && Number(d) !== pgid) {
+      try {
+        process.kill(Number(d), 'SIGKILL');
+      } catch {
+        /* ended meanwhile */
+      }
+    }
+  }
+}
+
+/** A process's start time (field 22 of /proc/PID/stat, clock ticks since boot), or undefined when there is none. */
+export function startTimeOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSyncP(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const v = Number(f[19]);
+    return Number.isFinite(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
 }

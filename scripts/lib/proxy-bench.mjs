@@ -5,7 +5,7 @@
 import autocannon from 'autocannon';
 import { writeFileSync } from 'node:fs';
 import { request, Agent } from 'undici';
-import { pin, spawnKept, untilHealthy } from './sim.mjs';
+import { killIfRunning, pin, spawnKept, untilHealthy } from './sim.mjs';
 
 const HAPROXY = process.env.HAPROXY ?? '/usr/sbin/haproxy';
 
@@ -15,7 +15,7 @@ export async function startHaproxy(cfg, file, port) {
   const [cmd, argv] = pin(1, [HAPROXY, '-db', '-f', file]);
   const child = spawnKept(cmd, argv);
   await untilHealthy(port, 'haproxy', 200);
-  return { port, stop: () => process.kill(-child.pid, 'SIGKILL') };
+  return { port, stop: () => killIfRunning(child) };
 }
 
 /** A completion request the benchmarks send (one token, the simulator's time model off). */

@@ -35,11 +35,20 @@ export function spawnKept(cmd, argv, opts = {}) {
   return child;
 }
 process.on('exit', () => {
-  for (const c of children)
-    try {
-      process.kill(-c.pid, 'SIGKILL');
-    } catch {}
+  for (const c of children) killIfRunning(c);
 });
+
+/**
+ * SIGKILL a child's process group while its leader still runs (as Node sees it): once the leader has
+ * ended its group's number may be free, and this host reuses numbers within minutes, so `kill(-pid)`
+ * then could reach another program's group.
+ */
+export function killIfRunning(c) {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  try {
+    process.kill(-c.pid, 'SIGKILL');
+  } catch {}
+}
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130)); // the exit handler kills the simulators
 
 /** Until http://127.0.0.1:PORT/health answers 200, polled every 50 ms, at most `tries` times; then it throws "WHAT did not start". */
@@ -76,17 +85,11 @@ export async function startSim(args = [], { core = 0, env = {} } = {}) {
           r();
         }
         setTimeout(() => {
-          try {
-            process.kill(-child.pid, 'SIGKILL');
-          } catch {}
+          killIfRunning(child);
           r();
         }, 15_000).unref();
       }),
-    stop: () => {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {}
-    },
+    stop: () => killIfRunning(child),
   };
 }
 

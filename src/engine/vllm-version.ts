@@ -12,6 +12,7 @@ import { releaseOf, isPep440 } from '../profiles/versions.js';
 import { FACT_VERSIONS, tableAtOrBelow } from '../profiles/vllm-flags.js';
 import { UsageError } from '../errors.js';
 import { readText, READ_LIMITS } from '../util/read.js';
+import { groupMembers, processGroup } from './runtime/proc.js';
 
 export interface InstalledVllm {
   /** the PEP 440 version ("0.27.2.dev0+g6adad0876.cpu"), when it was read */
@@ -141,9 +142,15 @@ export function fromVersionFlag(bin: string, timeoutMs: number): Promise<string 
     }
     let out = '';
     let done = false;
+    // the group while its leader runs, or while it still has members (the kernel keeps a group's number
+    // while any member lives); an empty group's number may already be another program's: never signalled
     const killGroup = () => {
+      const pid = child.pid;
+      if (!pid) return;
+      const running = child.exitCode === null && child.signalCode === null;
+      if (!running && (groupMembers(pid).length === 0 || processGroup(pid) === pid)) return;
       try {
-        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        process.kill(-pid, 'SIGKILL');
       } catch {
         /* gone already */
       }

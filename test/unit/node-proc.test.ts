@@ -13,7 +13,7 @@ import { execa } from 'execa';
 import { INSTANCE_ENV, LOCAL_FACTS, LOCAL_PROC, groupMembers, proveIdentity, provenSignal, stopGroupOver, type Identity, type ProcTransport } from '../../src/engine/runtime/proc.js';
 import { factsFrom, factsScript, launchAndReport, nodeProc, signalScript, stopOnNode, waitScript, type NodeShell } from '../../src/engine/cluster/node-proc.js';
 import { processStartTime } from '../../src/util/pid.js';
-import { sleep, waitFor } from '../helpers.js';
+import { killGroupLeft, sleep, startTimeOf, waitFor } from '../helpers.js';
 
 /** The node's shell, here: the same scripts ssh would carry, run by sh on this host. */
 const localShell: NodeShell = async (script, o) => {
@@ -27,22 +27,13 @@ const TRANSPORTS: Array<[string, ProcTransport]> = [
   ["a node's shell", NODE],
 ];
 
-const leaders: number[] = [];
-const children: ChildProcess[] = [];
-// after the whole file, not each test: the cases run at once (describe.concurrent), each on its own processes
+const leaders: Array<{ pid: number; start?: number }> = [];
+const children: Array<{ c: ChildProcess; start?: number }> = [];
+// after the whole file, not each test: the cases run at once (describe.concurrent), each on its own
+// processes; a group whose leader ended meanwhile is never signalled by its number (killGroupLeft)
 afterAll(() => {
-  for (const pid of leaders.splice(0))
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-  for (const c of children.splice(0))
-    try {
-      process.kill(-c.pid!, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
+  for (const { pid, start } of leaders.splice(0)) killGroupLeft(pid, start);
+  for (const { c, start } of children.splice(0)) killGroupLeft(c.pid, start);
 });
 
 // a zombie (killed, not yet reaped by whatever adopted it) counts as gone
@@ -70,7 +61,7 @@ async function group(body: string, env: Record<string, string> = {}): Promise<nu
     { timeout: 20_000, env: { ...process.env, ...env } },
   );
   const pid = Number(String(out.stdout).trim());
-  leaders.push(pid);
+  leaders.push({ pid, start: startTimeOf(pid) });
   return pid;
 }
 
@@ -277,7 +268,7 @@ describe.concurrent('a signal rests on its anchor: sent only while the anchor is
 /** A group of its own that is our child (reaped here, so no zombie lingers); `body` runs under sh. */
 function child(body: string, env: Record<string, string> = {}): ChildProcess {
   const c = spawn('sh', ['-c', body], { detached: true, stdio: 'ignore', env: { ...process.env, ...env } });
-  children.push(c);
+  children.push({ c, start: c.pid ? startTimeOf(c.pid) : undefined });
   return c;
 }
 const idOf = (c: ChildProcess, m?: string) => ({ pid: c.pid!, pgid: c.pid!, startTime: processStartTime(c.pid!), marker: m });
@@ -332,7 +323,7 @@ describe.concurrent('stopGroupOver, one stop over both transports', () => {
         env: { ...process.env, [INSTANCE_ENV]: m },
         stdio: ['ignore', 'pipe', 'ignore'],
       });
-      children.push(c);
+      children.push({ c, start: c.pid ? startTimeOf(c.pid) : undefined });
       const member = Number(await new Promise<string>((r) => c.stdout!.once('data', (d: Buffer) => r(d.toString().trim()))));
       expect(await waitFor(() => groupMembers(c.pid!).includes(member), 5000)).toBe(true);
       await sleep(200);
@@ -369,7 +360,7 @@ describe('stopOnNode: what stop --nodes reports for a rank', () => {
   it('launchAndReport prints the pid and its kernel start time', () => {
     const r = spawnSync('sh', ['-c', launchAndReport('setsid sleep 30 < /dev/null > /dev/null 2>&1')], { encoding: 'utf8' });
     const [pid, st] = r.stdout.trim().split(' ').map(Number);
-    leaders.push(pid!);
+    leaders.push({ pid: pid!, start: startTimeOf(pid!) });
     expect(pid).toBeGreaterThan(1);
     expect(st).toBe(processStartTime(pid!));
   });
