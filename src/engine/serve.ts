@@ -22,7 +22,7 @@ import type { ReadyResult } from '../client/ready.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
-import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
+import type { EventSink, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
 
 export interface ServeRun {
@@ -168,6 +168,8 @@ interface Session {
   registered: Set<string>;
   /** the start's caches, read-ahead and clocks (start.ts) */
   start?: StartPrep;
+  /** the router could not start (precheck): nothing was launched */
+  routerRefused?: RouterOutcome;
 }
 
 export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
@@ -213,6 +215,10 @@ async function served(s: Session): Promise<ServeOutcome> {
 async function servedPhases(s: Session): Promise<ServeOutcome> {
   const { plan, run } = s;
   await launchAll(s);
+  if (s.routerRefused) {
+    s.emit({ type: 'router', router: s.routerRefused });
+    return { profile: plan.profile.name, engine: plan.engine, replicas: [], status: 'launch-failed', stoppedAll: true, router: s.routerRefused };
+  }
   const replicas = s.launched.map((l): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile }));
   const base = { profile: plan.profile.name, engine: plan.engine, replicas };
   const failed = await allReady(s, replicas);
@@ -284,7 +290,8 @@ async function launchAll(s: Session): Promise<void> {
       ]);
     for (const c of placed) s.emit({ type: 'colocated', ...c });
     // after the collisions (a port our own router holds is said as that), before any model load
-    if (plan.router) await s.driver!.precheck(plan.router);
+    s.routerRefused = plan.router ? await s.driver!.precheck(plan.router) : undefined;
+    if (s.routerRefused) return;
     for (const p of plan.replicas) {
       if (run.signal.aborted) break;
       clockFor(s.start, p.name);

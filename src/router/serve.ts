@@ -89,12 +89,19 @@ export async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): P
 
 /**
  * Before any replica is launched: a config HAProxy refuses or a router port another process holds
- * is a launch failure (exit 4) that costs no model load. startRouter tries both again at its turn.
+ * is the router's failure (serve: launch-failed, exit 4) that costs no model load; undefined when
+ * it can start. startRouter tries both again at its turn (the port can be taken while replicas load).
  */
-export async function precheckRouter(r: RouterPlan): Promise<void> {
-  await checkRouterConfig(r, requireHaproxy(r.settings.bin));
+export async function precheckRouter(r: RouterPlan): Promise<RouterOutcome | undefined> {
+  const failed = (message: string, fixes: string[]) => ({ ...outcomeOf(r, -1), failure: `${message}; fix: ${fixes.join('; ')}` });
+  try {
+    await checkRouterConfig(r, requireHaproxy(r.settings.bin));
+  } catch (e) {
+    if (e instanceof LaunchError) return failed(e.message, e.details);
+    throw e;
+  }
   const taken = await routerPortsTaken(r);
-  if (taken) throw new LaunchError(taken.message, taken.fixes);
+  return taken ? failed(taken.message, taken.fixes) : undefined;
 }
 
 /** Start the plan's router; registered the moment it is spawned. Never throws for a router that fails: it says why. */
@@ -102,7 +109,7 @@ export async function startRouter(plan: ServePlan, registry: Registry): Promise<
   const r = plan.router!;
   // tried again here: the port can be taken while the replicas load
   const taken = await routerPortsTaken(r);
-  if (taken) return { outcome: { ...outcomeOf(r, -1), failure: `${taken.message}; fix: ${taken.fixes.join(', ')}` } };
+  if (taken) return { outcome: { ...outcomeOf(r, -1), failure: `${taken.message}; fix: ${taken.fixes.join('; ')}` } };
   let l: RouterLaunched;
   try {
     l = await launchRouter(r, requireHaproxy(r.settings.bin));

@@ -63,12 +63,16 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
       });
       const out = `${r.stdout}\n${r.stderr}`;
       expect(r.exitCode, out).toBe(4);
-      expect(r.stderr).toContain(`127.0.0.1:${port} is taken by pid ${h.pid} ("node")`);
-      expect(r.stderr).toMatch(which === 'public' ? /--set server\.port=N/ : /--set router\.statsPort=N/);
-      expect(r.stderr).toContain(`ss -ltnp 'sport = :${port}'`);
+      // text: said on stderr; --json: the serve envelope, launch-failed, with the router's failure
+      const said = which === 'stats' ? JSON.parse(r.stdout) : undefined;
+      if (said) expect(said).toMatchObject({ kind: 'serve', status: 'launch-failed', exitCode: 4, replicas: [] });
+      const failure = said ? String(said.router?.failure) : r.stderr;
+      expect(failure).toContain(`127.0.0.1:${port} is taken by pid ${h.pid} ("node")`);
+      expect(failure).toMatch(which === 'public' ? /--set server\.port=N/ : /--set router\.statsPort=N/);
+      expect(failure).toContain(`ss -ltnp 'sport = :${port}'`);
       expect(out).not.toMatch(/\[NOTICE\]|internal error/);
       // no model load was spent on a router that could not start: no replica was launched
-      expect(out).not.toMatch(/qwen3\.5-9b-\d|\bready\b/);
+      expect(r.stderr).not.toMatch(/qwen3\.5-9b-\d: |\bready\b/);
       const st = await cli(['status', '--json'], { stateDir: state });
       expect(JSON.parse(st.stdout).instances ?? []).toEqual([]);
       expect(h.alive()).toBe(true);
@@ -93,7 +97,7 @@ describe.skipIf(!!why)("the router's ports, tried before HAProxy binds them", ()
     expect(r.stderr).toContain("-c refused the router's config");
     expect(r.stderr).toMatch(/unknown keyword 'tune\.sparkctl-test-unknown-keyword'/);
     expect(r.stderr).toMatch(/sparkctl router config <profile> prints the config/);
-    expect(out).not.toMatch(/\[NOTICE\]|internal error|qwen3\.5-9b-\d|\bready\b/);
+    expect(out).not.toMatch(/\[NOTICE\]|internal error|qwen3\.5-9b-\d: |\bready\b/);
     const st = await cli(['status', '--json'], { stateDir: state });
     expect(JSON.parse(st.stdout).instances ?? []).toEqual([]);
   });

@@ -3,7 +3,7 @@
 // against real process groups). Every case is run over both, and both must judge alike: the rule
 // "never signal a process whose identity was proven only from what it says about itself" is
 // proveIdentity alone (engine/runtime/proc.ts), whichever machine the processes are on.
-import { describe, it, expect, afterEach } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -29,7 +29,8 @@ const TRANSPORTS: Array<[string, ProcTransport]> = [
 
 const leaders: number[] = [];
 const children: ChildProcess[] = [];
-afterEach(() => {
+// after the whole file, not each test: the cases run at once (describe.concurrent), each on its own processes
+afterAll(() => {
   for (const pid of leaders.splice(0))
     try {
       process.kill(-pid, 'SIGKILL');
@@ -58,13 +59,17 @@ const groupAlive = (pgid: number) => groupMembers(pgid).length > 0;
  * A group leader that is not our child (reparented, as the head's server is after ssh exits), running
  * `body` under sh in its own session with `env`; waits until setsid() has run.
  */
-function group(body: string, env: Record<string, string> = {}): number {
-  const out = spawnSync(
+async function group(body: string, env: Record<string, string> = {}): Promise<number> {
+  // async (never spawnSync): the cases run at once, and a synchronous spawn would stall every other case's timers
+  const out = await execa(
     'sh',
-    ['-c', `setsid sh -c '${body}' < /dev/null > /dev/null 2>&1 & p=$!; for i in $(seq 1 100); do [ "$(ps -o pgid= -p $p | tr -d " ")" = "$p" ] && break; sleep 0.05; done; echo $p`],
-    { encoding: 'utf8', timeout: 20_000, env: { ...process.env, ...env } },
+    [
+      '-c',
+      `setsid sh -c '${body}' < /dev/null > /dev/null 2>&1 & p=$!; for i in $(seq 1 100); do [ -d /proc/$p ] || break; [ "$(ps -o pgid= -p $p | tr -d " ")" = "$p" ] && break; sleep 0.05; done; echo $p`,
+    ],
+    { timeout: 20_000, env: { ...process.env, ...env } },
   );
-  const pid = Number(out.stdout.trim());
+  const pid = Number(String(out.stdout).trim());
   leaders.push(pid);
   return pid;
 }
@@ -83,7 +88,7 @@ const CASES: Case[] = [
     name: 'the recorded start time and marker: alive',
     async make() {
       const m = marker();
-      const pid = group('sleep 60', { [INSTANCE_ENV]: m });
+      const pid = await group('sleep 60', { [INSTANCE_ENV]: m });
       return { pid, id: { pid, pgid: pid, startTime: processStartTime(pid), marker: m } };
     },
     state: 'alive',
@@ -91,7 +96,7 @@ const CASES: Case[] = [
   {
     name: 'an entry from before markers, start time matches: alive',
     async make() {
-      const pid = group('sleep 60');
+      const pid = await group('sleep 60');
       return { pid, id: { pid, pgid: pid, startTime: processStartTime(pid) } };
     },
     state: 'alive',
@@ -99,7 +104,7 @@ const CASES: Case[] = [
   {
     name: 'a reused pid (another start time), no marker: unproven, pid-reused',
     async make() {
-      const pid = group('sleep 60');
+      const pid = await group('sleep 60');
       return { pid, id: { pid, pgid: pid, startTime: processStartTime(pid)! - 1 } };
     },
     state: 'unproven',
@@ -109,7 +114,7 @@ const CASES: Case[] = [
     name: 'no start time in the entry: unproven, entry-incomplete',
     async make() {
       const m = marker();
-      const pid = group('sleep 60', { [INSTANCE_ENV]: m });
+      const pid = await group('sleep 60', { [INSTANCE_ENV]: m });
       return { pid, id: { pid, pgid: pid, marker: m } };
     },
     state: 'unproven',
@@ -118,7 +123,7 @@ const CASES: Case[] = [
   {
     name: "the start time matches but the leader carries another launch's marker: unproven",
     async make() {
-      const pid = group('sleep 60', { [INSTANCE_ENV]: marker() });
+      const pid = await group('sleep 60', { [INSTANCE_ENV]: marker() });
       return { pid, id: { pid, pgid: pid, startTime: processStartTime(pid), marker: marker() } };
     },
     state: 'unproven',
@@ -127,7 +132,7 @@ const CASES: Case[] = [
   {
     name: 'another start time, a marker that nobody carries (what a process says of itself proves nothing): unproven',
     async make() {
-      const pid = group('sleep 60', { [INSTANCE_ENV]: 'not-the-marker-of-this-launch' });
+      const pid = await group('sleep 60', { [INSTANCE_ENV]: 'not-the-marker-of-this-launch' });
       return { pid, id: { pid, pgid: pid, startTime: 2, marker: marker() } };
     },
     state: 'unproven',
@@ -137,7 +142,7 @@ const CASES: Case[] = [
     name: 'the leader gone, a member carrying the marker lives on (an orphaned EngineCore): degraded',
     async make() {
       const m = marker();
-      const pid = group('sleep 60 & exit 0', { [INSTANCE_ENV]: m });
+      const pid = await group('sleep 60 & exit 0', { [INSTANCE_ENV]: m });
       await waitFor(() => !alive(pid), 5000);
       return { pid, id: { pid, pgid: pid, startTime: 12345, marker: m } };
     },
@@ -147,7 +152,7 @@ const CASES: Case[] = [
     name: 'the leader gone, the member left carries no marker: unproven, group-unmarked',
     async make() {
       const m = marker();
-      const pid = group(`env -u ${INSTANCE_ENV} sleep 60 & exit 0`, { [INSTANCE_ENV]: m });
+      const pid = await group(`env -u ${INSTANCE_ENV} sleep 60 & exit 0`, { [INSTANCE_ENV]: m });
       await waitFor(() => !alive(pid), 5000);
       return { pid, id: { pid, pgid: pid, startTime: 12345, marker: m } };
     },
@@ -157,7 +162,7 @@ const CASES: Case[] = [
   {
     name: 'nothing left of the group: gone',
     async make() {
-      const pid = group('sleep 60');
+      const pid = await group('sleep 60');
       process.kill(-pid, 'SIGKILL');
       await waitFor(() => !alive(pid), 5000);
       return { pid, id: { pid, pgid: pid, startTime: 12345, marker: marker() } };
@@ -167,7 +172,7 @@ const CASES: Case[] = [
   {
     name: 'an entry whose group is not its pid (sparkctl always launches a group leader): unproven',
     async make() {
-      const pid = group('sleep 60');
+      const pid = await group('sleep 60');
       return { pid, id: { pid, pgid: process.pid, startTime: processStartTime(pid) } };
     },
     state: 'unproven',
@@ -175,7 +180,7 @@ const CASES: Case[] = [
   },
 ];
 
-describe('proveIdentity over both transports: one rule', () => {
+describe.concurrent('proveIdentity over both transports: one rule', () => {
   for (const c of CASES)
     it(c.name, async () => {
       const { id, pid } = await c.make();
@@ -231,7 +236,7 @@ describe("the node's facts are hostile: a line that does not parse proves less, 
 
   it('the node sends only the marker of an environment, never the rest (its secrets stay on the node)', async () => {
     const m = marker();
-    const pid = group('sleep 60', { [INSTANCE_ENV]: m, HF_TOKEN: 'hf_secretsecretsecret' });
+    const pid = await group('sleep 60', { [INSTANCE_ENV]: m, HF_TOKEN: 'hf_secretsecretsecret' });
     const r = await localShell(factsScript(pid, pid), { timeoutMs: 10_000 });
     expect(r.stdout).toContain(`@env ${pid} ${m}`);
     expect(r.stdout).not.toContain('hf_secret');
@@ -244,11 +249,11 @@ describe("the node's facts are hostile: a line that does not parse proves less, 
   });
 });
 
-describe('a signal rests on its anchor: sent only while the anchor is still that process in that group', () => {
+describe.concurrent('a signal rests on its anchor: sent only while the anchor is still that process in that group', () => {
   for (const [name, t] of TRANSPORTS) {
     it(`${name}: the proven group is signalled; a stale anchor (another start time) sends nothing`, async () => {
       const m = marker();
-      const pid = group('sleep 60', { [INSTANCE_ENV]: m });
+      const pid = await group('sleep 60', { [INSTANCE_ENV]: m });
       const id = { pid, pgid: pid, startTime: processStartTime(pid), marker: m };
       const s = provenSignal(id, LOCAL_FACTS)!;
       expect(s.anchor).toEqual({ pid, start: processStartTime(pid), pgid: pid });
@@ -260,7 +265,7 @@ describe('a signal rests on its anchor: sent only while the anchor is still that
   }
   it('a degraded group rests on a member that carries the marker', async () => {
     const m = marker();
-    const pid = group('sleep 60 & exit 0', { [INSTANCE_ENV]: m });
+    const pid = await group('sleep 60 & exit 0', { [INSTANCE_ENV]: m });
     await waitFor(() => !alive(pid), 5000);
     const s = provenSignal({ pid, pgid: pid, startTime: 5, marker: m }, LOCAL_FACTS)!;
     expect(s.target).toBe(-pid);
@@ -277,14 +282,15 @@ function child(body: string, env: Record<string, string> = {}): ChildProcess {
 }
 const idOf = (c: ChildProcess, m?: string) => ({ pid: c.pid!, pgid: c.pid!, startTime: processStartTime(c.pid!), marker: m });
 
-describe('stopGroupOver, one stop over both transports', () => {
+describe.concurrent('stopGroupOver, one stop over both transports', () => {
   for (const [name, t] of TRANSPORTS) {
     it(`${name}: a group that ends on TERM is terminated within the grace`, async () => {
       const c = child('exec sleep 30');
       await sleep(100);
       const t0 = performance.now();
-      expect(await stopGroupOver(t, idOf(c), 5000)).toBe('terminated');
-      expect(performance.now() - t0).toBeLessThan(4000);
+      // ended by the TERM, well before the grace (the cases run at once: the bound leaves room for a busy host)
+      expect(await stopGroupOver(t, idOf(c), 20_000)).toBe('terminated');
+      expect(performance.now() - t0).toBeLessThan(12_000);
       expect(groupAlive(c.pid!)).toBe(false);
     });
 
@@ -314,7 +320,8 @@ describe('stopGroupOver, one stop over both transports', () => {
       expect(await stopGroupOver(t, idOf(c, m), 20_000)).toBe('terminated');
       const took = performance.now() - t0;
       expect(took).toBeGreaterThanOrEqual(4500);
-      expect(took).toBeLessThan(10_000);
+      // the member's own TERM came after the linger, not the grace's KILL at 20 s
+      expect(took).toBeLessThan(16_000);
       expect(groupAlive(c.pid!)).toBe(false);
     });
 
@@ -340,7 +347,7 @@ describe('stopGroupOver, one stop over both transports', () => {
     const t0 = performance.now();
     expect(await stopGroupOver(NODE, idOf(c), 0)).toBe('killed');
     // no grace waited: the reads and the two signals only (a few sh calls)
-    expect(performance.now() - t0).toBeLessThan(6000);
+    expect(performance.now() - t0).toBeLessThan(10_000);
   });
 });
 

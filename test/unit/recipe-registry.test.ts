@@ -6,7 +6,7 @@
 // official-recipes/<model>/vllm/<name>.yaml), holding the spark-arena qwen3.6-27b recipe of
 // test/fixtures/recipes. The checkout is a stranger's files: links, escapes and doubles are refused.
 import { describe, it, expect, beforeAll } from 'vitest';
-import { mkdirSync, copyFileSync, writeFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, copyFileSync, writeFileSync, symlinkSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { runMain, tempDirs, FIXTURES } from '../helpers.js';
@@ -116,6 +116,27 @@ describe('@registry/name in a registry checkout', () => {
     expect(r.exitCode, r.stderr).toBe(2);
     expect(r.stderr).toMatch(want);
     expect(r.stdout).toBe('');
+  });
+
+  it('profiles validate of the imported profile, before its model is pulled: valid, saying what it could not check and how to fetch it', async () => {
+    const out = join(dirs(), 'q.yaml');
+    const env = { HF_HOME: dirs() };
+    const imp = await runMain(['profiles', 'import', `@official/${NAME}`, '--registry', reg.dir, '--platform', 'dgx-spark-gb10', '--out', out], { env });
+    expect(imp.exitCode, imp.stderr).toBe(0);
+    const v = await runMain(['profiles', 'validate', out, '--gpus', '1'], { env });
+    expect(v.exitCode, v.stdout).toBe(0);
+    expect(v.stdout).toMatch(/could not check: the plan \(weights, KV cache and max model len[^\n]*pull Qwen\/Qwen3\.6-27B-FP8 --config-only/);
+    expect(v.stdout).toMatch(/valid as far as it could be checked/);
+    expect(v.stdout).not.toMatch(/^error:/m);
+    const j = await runMain(['profiles', 'validate', out, '--gpus', '1', '--json'], { env });
+    expect(j.exitCode).toBe(0);
+    const env2 = JSON.parse(j.stdout);
+    expect(env2).toMatchObject({ kind: 'validation', valid: true, problems: [] });
+    expect(env2.couldNotCheck).toHaveLength(1);
+    // a real fault of the file is still an error beside it (exit 2)
+    writeFileSync(out, `${readFileSync(out, 'utf8')}\n# broken on purpose\n`.replace(/gpuMemoryUtilization: [0-9.]+/, 'gpuMemoryUtilization: 1.5'));
+    const bad = await runMain(['profiles', 'validate', out, '--gpus', '1'], { env });
+    expect(bad.exitCode, bad.stdout).toBe(2);
   });
 
   it('findInRegistry: a flat recipe at the folder top wins over the walk (sparkrun looks there first)', () => {

@@ -55,8 +55,10 @@ export interface ImportVerdict {
   planBlocked?: Problem;
 }
 
+/** The problem that says the model is not downloaded here (no config.json, no facts in the profile): what blocks the plan, not a fault of the file. */
+export const factsUnknown = (x: Problem): boolean => x.path === 'model' && x.message.startsWith("the model's facts are unknown");
+
 export function importVerdict(profile: Profile, problems: Problem[]): ImportVerdict {
-  const factsUnknown = (x: Problem) => x.path === 'model' && x.message.startsWith("the model's facts are unknown");
   const own = new Set(
     validateProfile(profile)
       .filter((x) => x.severity === 'error')

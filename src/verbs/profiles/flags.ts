@@ -35,7 +35,8 @@ export default createCommand({
         ['--profiles <dir>', 'also read profiles from DIR (or SPARKCTL_PROFILES)'],
         ['--json', 'machine-readable output'],
       ],
-      description: 'check a profile (a file or a name): schema, cross-field rules, memory; every problem at once; a multi-node profile against the nodes it declares',
+      description:
+        "check a profile (a file or a name): schema, cross-field rules, memory; every problem at once; a multi-node profile against the nodes it declares; a model not downloaded here is 'could not check' with the fix (pull --config-only), not an error",
       help: '\nExamples:\n  sparkctl profiles validate ./my-profile.yaml --gpus 8\n  sparkctl profiles validate gpt-oss-120b-2spark     a shipped two-Spark profile',
       handler: lazy(load, (m) => m.validate),
     }),

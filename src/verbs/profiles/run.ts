@@ -1,3 +1,4 @@
+import { factsUnknown } from '../../profiles/import/result.js';
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import { listProfiles, loadProfile, loadProfileFile, parseProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { hostFromPlatform, type HostShape } from '../../profiles/validate.js';
@@ -62,13 +63,20 @@ export async function validate(file: string, opts: { gpus?: number; json?: boole
     }
     throw e;
   }
-  const errors = r.problems.filter((p) => p.severity === 'error');
-  if (opts.json) say(envelope('validation', { file, valid: errors.length === 0, problems: r.problems.map(formatProblem) }));
+  // A model not downloaded here is not a fault of the file: what needs its facts (weights, KV cache,
+  // max model len against its context) could not be checked yet, and the report says so and how to
+  // fetch them (issue 48 item 5: a freshly imported recipe validates before its model is pulled).
+  const unchecked = r.problems.filter(factsUnknown);
+  const problems = r.problems.filter((p) => !factsUnknown(p));
+  const errors = problems.filter((p) => p.severity === 'error');
+  const couldNotCheck = unchecked.map((p) => `the plan (weights, KV cache and max model len against this host's GPUs): ${formatProblem(p)}`);
+  if (opts.json) say(envelope('validation', { file, valid: errors.length === 0, problems: problems.map(formatProblem), couldNotCheck }));
   else {
-    for (const p of r.problems) say(`${p.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(p)}`);
+    for (const p of problems) say(`${p.severity === 'error' ? c.red('error') : c.yellow('warning')}: ${formatProblem(p)}`);
+    for (const x of couldNotCheck) say(`${c.yellow('could not check')}: ${x}`);
     const note = nodesNote ?? r.hostNote;
     if (note) say(c.dim(`note: ${note}`));
-    say(errors.length ? `${file}: ${errors.length} error(s)` : `${file}: valid`);
+    say(errors.length ? `${file}: ${errors.length} error(s)` : `${file}: valid${couldNotCheck.length ? ' as far as it could be checked (above: what could not be, and how to fetch it)' : ''}`);
   }
   if (errors.length) throw new ExitWith(ExitCode.badInput);
 }

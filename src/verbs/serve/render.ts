@@ -217,7 +217,7 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
         case 'launch-failed':
           for (const r of o.replicas) if (r.failure) for (const l of failureLines(r, r.failure)) note(l);
           if (o.router?.failure) note(`${c.red('launch failed')}: router ${o.router.name}: ${o.router.failure}`);
-          note(`stopped every replica of ${o.profile}; nothing is left holding a port or a GPU`);
+          note(o.replicas.length ? `stopped every replica of ${o.profile}; nothing is left holding a port or a GPU` : `nothing of ${o.profile} was launched`);
           return;
         case 'stopped':
         case 'server-exited':
