@@ -339,7 +339,14 @@ describe('router: where HAProxy is missing, and the outputs for other supervisor
     expect(k.exitCode, k.stderr).toBe(0);
     expect(String(k.stdout)).toMatch(/^# router: not rendered/);
     expect(String(k.stdout)).toContain("- '8000'");
-    expect(String(k.stdout)).not.toContain('127.0.0.1');
+    // vLLM listens on the pod's address (the Service reaches it there); the one loopback URL is the
+    // liveness program's, which runs inside the container (src/engine/runtime/liveness.ts)
+    expect(String(k.stdout)).toMatch(/- '--host'\n\s+- 0\.0\.0\.0\n/);
+    expect(
+      String(k.stdout)
+        .split('\n')
+        .filter((l) => l.includes('127.0.0.1')),
+    ).toEqual([expect.stringMatching(/^\s+B = 'http:\/\/127\.0\.0\.1:' \+ str\(C\['port'\]\)$/)]);
     const u = await cli(['systemd', 'qwen3.5-9b', '--set', 'router.enabled=true'], { env: env() });
     expect(u.exitCode, u.stderr).toBe(0);
     expect(String(u.stdout)).toMatch(/The router \(HAProxy on port 8000\) runs inside this service/);
