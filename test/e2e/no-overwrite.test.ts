@@ -130,6 +130,8 @@ const NOT_WRITTEN = new Set([
   'plan --vllm-bin',
   'monitoring --vllm-bin',
   'profiles import --vllm-bin',
+  // a registry checkout, read (never written: sparkctl clones and fetches nothing)
+  'profiles import --registry',
   'serve --nodes',
   'pull --nodes',
   'preflight --nodes',
