@@ -7,6 +7,8 @@ import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { processStartTime } from '../src/util/pid.js';
+import { groupMembers } from '../src/engine/runtime/proc.js';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
 export const BIN = join(ROOT, 'bin', 'sparkctl.js');
@@ -469,35 +471,15 @@ export function killGroupLeft(pgid: number | undefined, start?: number): void {
     }
     return;
   }
-  for (const d of readdirSyncP('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    const stat = (() => {
-      try {
-        return readFileSyncP(`/proc/${d}/stat`, 'utf8');
-      } catch {
-        return '';
-      }
-    })();
-    // fields after the command's closing parenthesis: state ppid pgrp ...
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(f[2]) === pgid && Number(d) !== pgid) {
-      try {
-        process.kill(Number(d), 'SIGKILL');
-      } catch {
-        /* ended meanwhile */
-      }
+  for (const m of groupMembers(pgid)) {
+    if (m === pgid) continue;
+    try {
+      process.kill(m, 'SIGKILL');
+    } catch {
+      /* ended meanwhile */
     }
   }
 }
 
-/** A process's start time (field 22 of /proc/PID/stat, clock ticks since boot), or undefined when there is none. */
-export function startTimeOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSyncP(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const v = Number(f[19]);
-    return Number.isFinite(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** A process's start time (/proc, clock ticks since boot), or undefined when there is none: the product's own reader. */
+export const startTimeOf = processStartTime;
