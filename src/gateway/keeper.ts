@@ -283,10 +283,17 @@ export class Keeper {
     const busy = async () => {
       const inFlight = new Map<string, number>();
       let stats: ServerStat[] = [];
-      try {
-        stats = await showStat(this.plan.files.socket, 2000);
-      } catch {
-        /* no answer: only the keeper's own count */
+      let unread: string | undefined;
+      // a loaded host can hold HAProxy's answer (or this process) past 2 s: once more, longer; still
+      // no answer is an unknown count, never none in flight (a stream running on a model it would evict)
+      for (const ms of [2000, 5000]) {
+        try {
+          stats = await showStat(this.plan.files.socket, ms);
+          unread = undefined;
+          break;
+        } catch (e) {
+          unread = `HAProxy's stat socket: ${(e as Error).message}`;
+        }
       }
       for (const m of this.plan.models) {
         const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
@@ -294,7 +301,7 @@ export class Keeper {
         inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0) + (this.passing.get(m.name) ?? 0));
       }
       const idleS = await this.lastSessions().catch(() => new Map<string, number>());
-      return { inFlight, idleS };
+      return { inFlight, idleS, unread };
     };
     this.od = new OnDemand(
       o.settings,

@@ -100,8 +100,11 @@ export interface OnDemandHost {
   model(profile: string): GatewayModel | undefined;
   /** every model with a server now */
   running(): GatewayModel[];
-  /** requests in flight (HAProxy's and the keeper's) per backend, and seconds since each backend's last request */
-  load(): Promise<{ inFlight: Map<string, number>; idleS: Map<string, number> }>;
+  /**
+   * requests in flight (HAProxy's and the keeper's) per backend, and seconds since each backend's last
+   * request; `unread`: why HAProxy's count could not be read (then no count is zero: nothing is evicted)
+   */
+  load(): Promise<{ inFlight: Map<string, number>; idleS: Map<string, number>; unread?: string }>;
   /** take the model's servers out of rotation (true) or put them back (false) */
   rotation(m: GatewayModel, out: boolean): Promise<void>;
   /** read the registry again and reload HAProxy when it changed */
@@ -173,7 +176,7 @@ export class OnDemand {
 
   private async plan(od: OnDemandProfile): Promise<RoomPlan> {
     const budget = { totalBytes: this.settings.onDemand.gpuMemoryBytes!, unified: this.settings.onDemand.unified };
-    const { inFlight, idleS } = await this.host.load();
+    const { inFlight, idleS, unread } = await this.host.load();
     const now = Date.now();
     const holders: Holder[] = [];
     for (const m of this.host.running()) {
@@ -187,7 +190,7 @@ export class OnDemand {
         weightsBytes: need.weightsBytes,
         state: this.host.asleep(m) ? 'sleeping2' : 'running',
         pinned: mine?.pinned ?? true,
-        inFlight: inFlight.get(m.backend) ?? 0,
+        inFlight: unread ? 'unknown' : (inFlight.get(m.backend) ?? 0),
         lastUsedMs: seen,
         onDemand: Boolean(mine),
       });
@@ -279,11 +282,12 @@ export class OnDemand {
       await this.host.rotation(m, true);
       const drained = Date.now() + 30_000;
       for (;;) {
-        const { inFlight } = await this.host.load();
-        if (!(inFlight.get(m.backend) ?? 0)) break;
+        const { inFlight, unread } = await this.host.load();
+        // an unread count is not zero: keep waiting (a request may be streaming on it)
+        if (!unread && !(inFlight.get(m.backend) ?? 0)) break;
         if (Date.now() > drained) {
           await this.host.rotation(m, false);
-          throw new Error(`${profile}: requests still in flight after 30 s: not evicted`);
+          throw new Error(`${profile}: ${unread ? `its requests in flight could not be read for 30 s (${unread})` : 'requests still in flight after 30 s'}: not evicted`);
         }
         await new Promise((r) => setTimeout(r, 100));
       }

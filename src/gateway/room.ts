@@ -25,8 +25,8 @@ export interface Holder {
   /** running, or asleep (level 1 or 2) */
   state: 'running' | 'sleeping1' | 'sleeping2';
   pinned: boolean;
-  /** requests in flight now (HAProxy's and the keeper's) */
-  inFlight: number;
+  /** requests in flight now (HAProxy's and the keeper's); 'unknown' when they could not be read, never taken as none */
+  inFlight: number | 'unknown';
   /** when it last got a request (ms since the epoch; 0: never) */
   lastUsedMs: number;
   /** whether the gateway may start it again on demand (one outside the on-demand set is never evicted: nothing would bring it back) */
@@ -80,6 +80,10 @@ export function planRoom(b: Budget, holders: Holder[], newcomer: { profile: stri
     }
     if (!h.onDemand) {
       skipped.push(`${h.profile} not in the on-demand set`);
+      continue;
+    }
+    if (h.inFlight === 'unknown') {
+      skipped.push(`${h.profile}'s requests in flight could not be read`);
       continue;
     }
     if (h.inFlight > 0) {

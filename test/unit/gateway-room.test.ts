@@ -51,6 +51,16 @@ describe('planRoom', () => {
       'stop',
       { fits: true, evict: ['b'] },
     ],
+    // CI: a loaded host held HAProxy's `show stat` past its deadline; the count read as 0 stopped a model mid-stream
+    [
+      'one whose requests in flight could not be read is passed over (unknown is not none)',
+      gpu,
+      [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000, inFlight: 'unknown' })],
+      30,
+      'stop',
+      { fits: true, evict: ['a'] },
+    ],
+    ['every count unread: nothing is evicted', gpu, [h('a', 30, { inFlight: 'unknown' }), h('b', 30, { inFlight: 'unknown' })], 30, 'stop', { fits: false, evict: [] }],
     ['all pinned or busy: it does not fit, nothing is evicted', gpu, [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })], 30, 'stop', { fits: false, evict: [] }],
     ['bigger than the room at all: refused without evicting', gpu, [h('a', 10)], 90, 'stop', { fits: false, evict: [] }],
     ['sleep (level 2) frees all but the context', gpu, [h('a', 30, { lastUsedMs: 5000 }), h('b', 30, { lastUsedMs: 2000 })], 30, 'sleep2', { fits: true, evict: ['b'] }],
@@ -89,5 +99,7 @@ describe('planRoom', () => {
   it('says why it cannot: the numbers and each holder passed over', () => {
     const r = planRoom(gpu, [h('a', 40, { pinned: true }), h('b', 30, { inFlight: 2 })], { profile: 'n', needBytes: 30 * GiB }, 'stop', now);
     expect(r.reason).toMatch(/n needs 30\.0 GiB and only .* can be freed now \(a pinned, b has 2 request\(s\) in flight\)/);
+    const u = planRoom(gpu, [h('b', 60, { inFlight: 'unknown' })], { profile: 'n', needBytes: 30 * GiB }, 'stop', now);
+    expect(u.reason).toContain("b's requests in flight could not be read");
   });
 });

@@ -73,10 +73,12 @@ export async function runOnNode(
 function provenId(r: NodeContainerRef, goneExit: number): string {
   const id = CONTAINER_ID.test(r.containerId) ? r.containerId : '';
   if (!id) return `echo 'unproven: the record holds no full container ID' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
+  const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id]);
+  // the answer is its stdout alone: a busy runtime's warnings on stderr (CI: podman under load) are not another container
   return [
-    `s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id])} 2>&1); rc=$?`,
-    `if [ $rc -ne 0 ]; then if printf '%s' "$s" | grep -qi 'no such'; then exit ${goneExit}; fi; printf '%s\\n' "$s" >&2; exit 5; fi`,
-    `[ "$s" = ${id} ] || { echo "unproven: the runtime answers ${id.slice(0, 12)} with another container" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
+    `s=$(${inspect} 2>/dev/null); rc=$?`,
+    `if [ $rc -ne 0 ]; then s=$(${inspect} 2>&1); if printf '%s' "$s" | grep -qi 'no such'; then exit ${goneExit}; fi; printf '%s\\n' "$s" >&2; exit 5; fi`,
+    `[ "$s" = ${id} ] || { printf 'unproven: the runtime answers %s with another container (%s)\\n' ${id.slice(0, 12)} "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:]._:-' ' ')" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
   ].join('; ');
 }
 
