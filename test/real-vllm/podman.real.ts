@@ -84,6 +84,9 @@ function writeProfile() {
 const CANDIDATE_LABEL = 'io.sparkctl.test.upgrade-candidate';
 const REBUILD = `localhost/sparkctl-vllm-rebuild:${process.pid}`;
 const TEMPLATED = `localhost/sparkctl-vllm-template:${process.pid}`;
+/** Another tag of the very image the replica runs (the same image ID) */
+const ALIAS_REPO = 'localhost/sparkctl-vllm-alias';
+const ALIAS = `${ALIAS_REPO}:${process.pid}`;
 const imageId = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
 
 // The tiny model's own template (tokenizer_config.json) with one change a template release makes: a
@@ -121,6 +124,9 @@ async function templatedImage(from: string, venv: string): Promise<string> {
 async function removeCandidates() {
   const ids = (await podman(['images', '-q', '--filter', `label=${CANDIDATE_LABEL}`])).stdout.split('\n').filter(Boolean);
   for (const id of new Set(ids)) await podman(['rmi', '-f', id]);
+  // the alias tags (the base image's own ID: only the name goes)
+  const aliases = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', ALIAS_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${ALIAS_REPO}:`));
+  for (const a of aliases) await podman(['untag', a, a]);
 }
 
 type Comparison = { check: string; ok: boolean; canary: string; current: string };
@@ -271,6 +277,12 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
     'upgrade to a rebuild of the same image under another tag: greedy answers and the chat template exact, rolled forward; the replica runs the new image, pinned',
     async () => {
       const before = await replicaContainer();
+      // first, another tag of the very image it runs: nothing would change, nothing starts
+      expect((await podman(['tag', image, ALIAS])).exitCode).toBe(0);
+      const same = await upgradeRun(['--image', ALIAS]);
+      expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
+      expect(JSON.parse(same.stdout)).toMatchObject({ kind: 'upgrade', status: 'unchanged', exitCode: 0 });
+      expect(await replicaContainer()).toEqual(before);
       const rebuilt = await derivedImage(podman, work, image, [`LABEL ${CANDIDATE_LABEL}=rebuild`], REBUILD);
       expect(rebuilt, 'another image (its own ID), the same content').not.toBe(before.image);
       const t0 = Date.now();
