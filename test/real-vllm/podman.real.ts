@@ -108,7 +108,14 @@ async function templatedImage(from: string, venv: string): Promise<string> {
   writeFileSync(join(dir, 'chat-template.jinja'), CHANGED_TEMPLATE);
   writeFileSync(
     join(dir, 'vllm'),
-    ['#!/bin/sh', `if [ "$1" = serve ]; then exec ${venv}/bin/vllm "$@" --chat-template /opt/sparkctl-test/chat-template.jinja; fi`, `exec ${venv}/bin/vllm "$@"`, ''].join('\n'),
+    // vLLM's CLI by its module (not the venv's bin/vllm, which /usr/local/bin/vllm linked to: the wrapper
+    // replaces that link, and whether a COPY onto a link writes through it is the builder's business)
+    [
+      '#!/bin/sh',
+      `if [ "$1" = serve ]; then exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@" --chat-template /opt/sparkctl-test/chat-template.jinja; fi`,
+      `exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@"`,
+      '',
+    ].join('\n'),
   );
   chmodSync(join(dir, 'vllm'), 0o755);
   writeFileSync(
