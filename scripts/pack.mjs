@@ -11,7 +11,9 @@
 // Why not a Node single executable application: Node 20's SEA runs one CommonJS script only (no ESM,
 // no dynamic import of the bundle's per-verb chunks), needs postject, and must be built per
 // architecture from that architecture's node binary (a DGX Spark is arm64); the simulator and the
-// watcher's units also run `node bin/sparkctl.js` as a second process.
+// watcher's units also run `node bin/sparkctl.js` as a second process. (Node 20's docs: "currently only
+// supports running a single embedded script using the CommonJS module system",
+// nodejs.org/docs/latest-v20.x/api/single-executable-applications.html; ESM came in later majors.)
 // Builds first when dist/ is not built from these sources (scripts/prepare.mjs decides).
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
