@@ -81,7 +81,7 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: Clus
     record: {
       version: 1,
       executor: 'native',
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid: head.pid,
@@ -159,8 +159,8 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx)
       url: record.url,
       servedName: record.servedName,
       apiKey: plan.apiKey,
-      deadlineMs: plan.readyMs,
-      stallMs: plan.stallMs,
+      deadlineMs: plan.readyTimeoutMs,
+      stallMs: plan.stallTimeoutMs,
       signal: ctx.signal,
       pollMs: 250,
       onPhase: (phase) => ctx.emit?.({ type: 'phase', replica: plan.replica.name, node: plan.nf.head.name, phase }),
@@ -219,7 +219,7 @@ export const nativeExecutor: ClusterExecutor = {
     const notReady = await ranksReady(plan, record, ctx);
     if (notReady) {
       await stopRanks(plan.nf, record.ranks ?? [], 5);
-      registry.removeCluster(plan.profile);
+      registry.removeCluster(plan.profile.name);
       return nodesOutcome(plan, { failure: notReady, record });
     }
     const gpus = plan.tensor * plan.pipeline;

@@ -64,7 +64,7 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal));
   if (notReady) {
     await stopEngine(nf, record);
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
   return afterReady(plan, record, view, Date.now() - started, ctx);
@@ -205,7 +205,7 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ 
   return {
     record: {
       version: 1,
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid,
@@ -286,8 +286,8 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
     url: record.url,
     servedName: record.servedName,
     apiKey: plan.apiKey,
-    deadlineMs: plan.readyMs,
-    stallMs: plan.stallMs,
+    deadlineMs: plan.readyTimeoutMs,
+    stallMs: plan.stallTimeoutMs,
     signal,
     pollMs: 250,
     onPhase: (phase) => emit({ type: 'phase', replica: plan.replica.name, node: nf.head.name, phase }),
