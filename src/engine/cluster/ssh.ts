@@ -24,6 +24,8 @@ export interface SshOptions {
   remoteTimeoutS?: number;
   input?: string;
   signal?: AbortSignal;
+  /** the output exactly as the node wrote it: a log's tail must keep its last newline, or its last complete line reads as one still being written */
+  keepFinalNewline?: boolean;
 }
 
 export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
@@ -44,7 +46,14 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
   // Locally a little longer than the node's own deadline, so the node ends its group first.
   const timeout = opts.remoteTimeoutS ? opts.remoteTimeoutS * 1000 + 15_000 : (opts.timeoutMs ?? 30_000);
   const argv = sshArgv(nf, node, remote);
-  const r = await execa(argv[0]!, argv.slice(1), { reject: false, timeout, cancelSignal: opts.signal, input: opts.input, stdin: opts.input === undefined ? 'ignore' : undefined });
+  const r = await execa(argv[0]!, argv.slice(1), {
+    reject: false,
+    timeout,
+    cancelSignal: opts.signal,
+    input: opts.input,
+    stdin: opts.input === undefined ? 'ignore' : undefined,
+    stripFinalNewline: !opts.keepFinalNewline,
+  });
   const stdout = String(r.stdout ?? '');
   const stderr = String(r.stderr ?? '');
   if (r.timedOut) return { exitCode: null, stdout, stderr, error: 'timeout' };
