@@ -4,6 +4,7 @@
 // a Ray cluster, vLLM on the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per
 // node). index.ts picks one from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
+import type { PlanCore } from '../plan.js';
 import type { ClusterRecord } from '../registry.js';
 import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
@@ -21,25 +22,23 @@ export type ExecutorKind = 'ray' | 'native';
 
 export type PrewarmSettings = Parameters<typeof prewarm>[1];
 
-export interface ClusterPlan {
+/** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
+export interface ClusterPlan extends PlanCore {
+  placement: 'nodes';
   executor: ExecutorKind;
-  engine: 'vllm' | 'sim';
   nodesFile: string;
   nf: NodesFile;
-  profile: string;
-  servedName: string;
   tensor: number;
   pipeline: number;
+  /** the server groups, in start order, each on the node it names */
   steps: NodeStep[];
+  /** the one endpoint the head serves */
   replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
   apiKey?: string;
   apiKeyEnv?: string;
-  readyMs: number;
-  /** no log output on the head for this long ends the wait as stalled (server.stallTimeoutSeconds, as on one host) */
-  stallMs: number;
   prewarm?: PrewarmSettings;
   probe: ProbeSettings;
-  stateDir: string;
   /** each `ray start` (seconds, enforced on the node) */
   joinTimeoutS?: number;
   /** the whole wait for Ray to list every node */
@@ -132,7 +131,7 @@ export function nodesOutcome(
   const head = r.starts?.find((x) => x.rank === 0)?.start;
   return {
     status: r.failure ? 'launch-failed' : r.probe?.state === 'healthy' ? 'healthy' : 'unhealthy',
-    profile: plan.profile,
+    profile: plan.profile.name,
     engine: plan.engine,
     replicas: rec
       ? [{ name: plan.replica.name, url: rec.url, port: rec.port, gpus: [], pid: rec.pid, logFile: rec.logFile, node: rec.head, readyMs: r.readyMs, start: head, prewarm: r.prewarm, probe: r.probe }]
@@ -171,7 +170,7 @@ export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view:
   const node = record.head;
   const replica = plan.replica.name;
   emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
   let w: PrewarmResult | undefined;
   if (plan.prewarm) {
     w = await prewarm(target, plan.prewarm, (request) => start?.observe({ type: 'prewarm-request', replica, request }));

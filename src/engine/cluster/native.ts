@@ -98,7 +98,7 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): P
     record: {
       version: 1,
       executor: 'native',
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid: head.pid,
@@ -180,8 +180,8 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx,
       url: record.url,
       servedName: record.servedName,
       apiKey: plan.apiKey,
-      deadlineMs: plan.readyMs,
-      stallMs: plan.stallMs,
+      deadlineMs: plan.readyTimeoutMs,
+      stallMs: plan.stallTimeoutMs,
       signal: ctx.signal,
       pollMs: 250,
       clock: start.head,
@@ -247,7 +247,7 @@ export const nativeExecutor: ClusterExecutor = {
       // where each rank got to before it failed, then every rank stopped
       const starts = await finishStarts(plan, start, ctx.emit ?? (() => {}));
       await stopRanks(plan.nf, record.ranks ?? [], 5);
-      registry.removeCluster(plan.profile);
+      registry.removeCluster(plan.profile.name);
       return nodesOutcome(plan, { failure: notReady, record, starts });
     }
     const gpus = plan.tensor * plan.pipeline;

@@ -156,7 +156,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
   const record: ClusterRecord = {
     version: 1,
     executor: 'ray',
-    profile: plan.profile,
+    profile: plan.profile.name,
     nodesFile: plan.nodesFile,
     head: nf.head.name,
     pid: 0,
@@ -174,7 +174,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
   start.launched(0, nf.head.name);
   const noExec = await execVllm(plan, head, signal);
   if (noExec) {
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(noExec);
   }
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
@@ -182,7 +182,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
   if (notReady) {
     await finishStarts(plan, start, emit);
     await stopVllmInHead(nf, head, 5);
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
   return afterReady(plan, record, cluster.view, Date.now() - started, ctx, start);

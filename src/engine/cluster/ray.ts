@@ -81,7 +81,7 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   if (notReady) {
     await finishStarts(plan, start, emit);
     await stopEngine(nf, record);
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
   return afterReady(plan, record, view, Date.now() - started, ctx, start);
@@ -222,7 +222,7 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ 
   return {
     record: {
       version: 1,
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid,
@@ -312,8 +312,8 @@ export async function engineReady(
     url: record.url,
     servedName: record.servedName,
     apiKey: plan.apiKey,
-    deadlineMs: plan.readyMs,
-    stallMs: plan.stallMs,
+    deadlineMs: plan.readyTimeoutMs,
+    stallMs: plan.stallTimeoutMs,
     signal,
     pollMs: 250,
     clock: start?.head,

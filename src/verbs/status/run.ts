@@ -66,6 +66,7 @@ async function clusterDrift(records: ClusterRecord[]) {
     const node = nodeNamed(nf, ref.node);
     if (!node) return undefined;
     const r = await ssh(nf, node, imageLine(ref), { timeoutMs: 15_000 });
-    return r.exitCode === 0 ? /^(?:sha256:)?([a-f0-9]{64})$/.exec(r.stdout.trim())?.[1] : undefined;
+    // the runtime's answer as it came: clustersDrift reads it (one rule for an image ID)
+    return r.exitCode === 0 ? r.stdout : undefined;
   });
 }
