@@ -24,6 +24,8 @@ export interface SshOptions {
   remoteTimeoutS?: number;
   input?: string;
   signal?: AbortSignal;
+  /** the output exactly as the node wrote it: a log's tail must keep its last newline, or its last complete line reads as one still being written */
+  keepFinalNewline?: boolean;
   /** the most characters read of stdout (and of stderr): past it ssh is ended and the answer is 'too-large', never read (default SSH_MAX_ANSWER) */
   maxBytes?: number;
 }
@@ -50,7 +52,15 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
   const timeout = opts.remoteTimeoutS ? opts.remoteTimeoutS * 1000 + 15_000 : (opts.timeoutMs ?? 30_000);
   const argv = sshArgv(nf, node, remote);
   const maxBuffer = opts.maxBytes ?? SSH_MAX_ANSWER;
-  const r = await execa(argv[0]!, argv.slice(1), { reject: false, timeout, maxBuffer, cancelSignal: opts.signal, input: opts.input, stdin: opts.input === undefined ? 'ignore' : undefined });
+  const r = await execa(argv[0]!, argv.slice(1), {
+    reject: false,
+    timeout,
+    maxBuffer,
+    cancelSignal: opts.signal,
+    input: opts.input,
+    stdin: opts.input === undefined ? 'ignore' : undefined,
+    stripFinalNewline: !opts.keepFinalNewline,
+  });
   const stdout = String(r.stdout ?? '');
   const stderr = String(r.stderr ?? '');
   // a node that answers past the bound (a flood, an endless stream) is ended there: what it sent is not read
