@@ -9,6 +9,10 @@ import { probe, type ProbeSettings } from '../health/probe.js';
 import type { Target } from '../health/target.js';
 import { runBench } from '../bench/runner.js';
 import type { Measured } from './judge.js';
+import { shownEscaped } from '../util/control.js';
+
+/** A server's words as the comparison keeps them (in the verdict, the upgrade's record and history): short, each control character escaped. */
+const said = (s: string, max = 300) => shownEscaped(s.length > max ? `${s.slice(0, max)}...` : s);
 
 export interface GoldenPrompt {
   name: string;
@@ -75,14 +79,14 @@ async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{
   const common = { model: t.servedName, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
   const body = g.chat ? { ...common, messages: [{ role: 'user', content: g.prompt }] } : { ...common, prompt: g.prompt };
   const r = await http(`${t.url}/v1/${g.chat ? 'chat/completions' : 'completions'}`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
-  if (!r.ok) return { name: g.name, error: `${r.error}: ${r.message}` };
-  if (r.status !== 200) return { name: g.name, error: `HTTP ${r.status}: ${errorMessage(r.json, r.body)}` };
+  if (!r.ok) return { name: g.name, error: said(`${r.error}: ${r.message}`) };
+  if (r.status !== 200) return { name: g.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
   if (g.chat) {
     const a = chatText(r.json, r.body);
-    return 'problem' in a ? { name: g.name, error: a.problem } : { name: g.name, text: a.text };
+    return 'problem' in a ? { name: g.name, error: said(a.problem) } : { name: g.name, text: a.text };
   }
   const a = completionAnswer(r.json, r.body);
-  if (!a.ok) return { name: g.name, error: a.problem };
+  if (!a.ok) return { name: g.name, error: said(a.problem) };
   return { name: g.name, text: a.value.choices[0].text };
 }
 
@@ -100,10 +104,10 @@ export function templateTokens(json: unknown, body: string): { tokens: number[] 
 async function rendered(t: Target, conv: (typeof TEMPLATE_CONVERSATIONS)[number], s: MeasureSettings): Promise<{ name: string; tokens?: number[]; error?: string }> {
   const body = { model: t.servedName, messages: conv.messages, add_generation_prompt: true };
   const r = await http(`${t.url}/tokenize`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal, maxBytes: 1024 * 1024 });
-  if (!r.ok) return { name: conv.name, error: `${r.error}: ${r.message}` };
-  if (r.status !== 200) return { name: conv.name, error: `HTTP ${r.status}: ${errorMessage(r.json, r.body)}` };
+  if (!r.ok) return { name: conv.name, error: said(`${r.error}: ${r.message}`) };
+  if (r.status !== 200) return { name: conv.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
   const a = templateTokens(r.json, r.body);
-  return 'problem' in a ? { name: conv.name, error: a.problem } : { name: conv.name, tokens: a.tokens };
+  return 'problem' in a ? { name: conv.name, error: said(a.problem) } : { name: conv.name, tokens: a.tokens };
 }
 
 const median = (xs: number[]) => {
@@ -158,12 +162,12 @@ export async function measure(t: Target, vllmVersion: string, s: MeasureSettings
   try {
     bench = await shortBench(t, s);
   } catch (e) {
-    benchError = (e as Error).message.slice(0, 300);
+    benchError = said((e as Error).message);
   }
   return {
     url: t.url,
     vllmVersion,
-    probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => `${x.step}: ${x.detail}`) },
+    probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => said(`${x.step}: ${x.detail}`)) },
     bench,
     benchError,
     golden,
