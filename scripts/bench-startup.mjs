@@ -1,9 +1,19 @@
 #!/usr/bin/env node
 // Start-up cost: `sparkctl --version` and `serve qwen3.5-9b --dry-run` against `node -e 0`.
-// Usage: node scripts/bench-startup.mjs [runs=20] [--npx]   (--npx: also `npx sparkctl --version` from this checkout)
+// Usage: node scripts/bench-startup.mjs [runs=20] [--npx] [--installed BIN]
+//   --npx: also `npx sparkctl --version` from this checkout (what the README's first line runs)
+//   --installed BIN: also the `sparkctl` that `npm install -g sparkctl-VERSION.tgz` put on PATH
+//   (scripts/pack.mjs; BIN is the link npm made, e.g. /usr/local/bin/sparkctl), run as a shell runs it
 import { execFileSync } from 'node:child_process';
-const runs = Number(process.argv.slice(2).find((a) => !a.startsWith('--')) ?? 20);
-const withNpx = process.argv.includes('--npx');
+const argv = process.argv.slice(2);
+const installedAt = argv.indexOf('--installed');
+const installed = installedAt >= 0 ? argv[installedAt + 1] : undefined;
+if (installedAt >= 0 && !installed) {
+  console.error('bench-startup: --installed needs the installed sparkctl (for example: --installed /usr/local/bin/sparkctl)');
+  process.exit(2);
+}
+const runs = Number(argv.find((a, i) => !a.startsWith('--') && i !== installedAt + 1) ?? 20);
+const withNpx = argv.includes('--npx');
 const bin = new URL('../bin/sparkctl.js', import.meta.url).pathname;
 const time = (args, cmd = process.execPath) => {
   const t = [];
@@ -23,6 +33,7 @@ const help = time([bin, '--help']);
 const dry = time([bin, 'serve', 'qwen3.5-9b', '--dry-run']);
 const dryJson = time([bin, 'serve', 'qwen3.5-9b', '--dry-run', '--json']);
 const npx = withNpx ? time(['sparkctl', '--version'], 'npx') : undefined;
+const inst = installed ? { version: time(['--version'], installed), dry: time(['serve', 'qwen3.5-9b', '--dry-run'], installed) } : undefined;
 console.log(
   JSON.stringify(
     {
@@ -34,6 +45,7 @@ console.log(
         'serve --dry-run': dry,
         'serve --dry-run --json': dryJson,
         ...(npx ? { 'npx sparkctl --version': npx } : {}),
+        ...(inst ? { 'installed sparkctl --version': inst.version, 'installed serve --dry-run': inst.dry } : {}),
       },
       ratioToNode: { version: +(version / node).toFixed(2), dryRun: +(dry / node).toFixed(2) },
     },

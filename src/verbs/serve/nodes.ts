@@ -9,7 +9,7 @@ import { stateDir } from '../../util/paths.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import { servedName } from '../../profiles/render.js';
 import { traitsOf } from '../../engine/runtime/traits.js';
-import { allNodes, gpusDeclared, exportLine, fabricAddress, serveCluster, planCluster, toClusterPlan, readFabric, fabricEnvs, rdmaNodes, type PlannedCluster } from '../../engine/cluster/index.js';
+import { allNodes, gpusDeclared, exportLine, fabricAddress, planCluster, toClusterPlan, readFabric, fabricEnvs, rdmaNodes, type PlannedCluster } from '../../engine/cluster/index.js';
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
@@ -47,17 +47,18 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   for (const w of pc.warnings.filter((x) => x.startsWith('WARNING: '))) note(w);
   const r = pc.resolved;
   // The same lookup (and fix line) as one-node serve: the key from the variable the profile names.
-  const key = readSecrets(r.profile).VLLM_API_KEY;
+  const secrets = readSecrets(r.profile);
   // How long each node's `ray start` may take before its process group is ended (a worker that
   // cannot reach the head otherwise retries for minutes and joins late).
   const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
   const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
   if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
-  const plan = toClusterPlan(pc, { ...inputs, apiKey: key, stateDir: stateDir(), joinTimeoutS });
+  const plan = toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS });
   // the one renderer as on one host (--json: nothing while it runs, one envelope at the end)
   const { textRenderer, jsonRenderer } = await import('./render.js');
   const render = opts.json ? jsonRenderer(codeOf, opts.nodes) : textRenderer({ profile: r.profile.name, simulated: opts.engine === 'sim', nodes: opts.nodes });
-  const out = await withCancel((signal) => serveCluster(plan, { emit: (e) => render.event(e), signal }));
+  const { serve } = await import('../../engine/serve.js');
+  const out = await withCancel((signal) => serve(plan, { onEvent: (e) => render.event(e), signal, secrets }));
   render.outcome(out);
   if (out.status === 'launch-failed') throw new LaunchError('', []);
   // the first healthy serve over the nodes pins the image ID every node agreed on (checked before the start)

@@ -30,7 +30,9 @@ export async function run(opts: { json?: boolean }) {
   unreadable.push(...nodesDrift.unreadable);
   // render
   if (opts.json) {
-    const cl = clusters.map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes }));
+    const { startOf, rankStartsOf } = await import('../../engine/phases.js');
+    // the starts as the record kept them, checked (a state file is hostile): null / [] when absent or malformed
+    const cl = clusters.map((x) => ({ ...x.record, start: startOf(x.record.start), starts: rankStartsOf(x.record.starts), state: x.state, server: x.server, nodes: x.nodes }));
     return say(
       envelope('status', { gateway: gateway ?? null, clusters: cl, instances: rows.map(instanceJson), corrupt: reg.corrupt, drift, ...(unreadable.length ? { pinsUnreadable: unreadable } : {}) }),
     );
@@ -64,6 +66,7 @@ async function clusterDrift(records: ClusterRecord[]) {
     const node = nodeNamed(nf, ref.node);
     if (!node) return undefined;
     const r = await ssh(nf, node, imageLine(ref), { timeoutMs: 15_000 });
-    return r.exitCode === 0 ? /^(?:sha256:)?([a-f0-9]{64})$/.exec(r.stdout.trim())?.[1] : undefined;
+    // the runtime's answer as it came: clustersDrift reads it (one rule for an image ID)
+    return r.exitCode === 0 ? r.stdout : undefined;
   });
 }
