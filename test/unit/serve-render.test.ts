@@ -87,7 +87,25 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
     const env = envelopeOf(outcome);
     expect(env).toMatchObject({ version: 1, kind: 'serve', profile: 'big', engine: 'sim', nodesFile: named, ...want });
     // the keys scripts read, in the order serve --nodes --json always wrote them
-    expect(Object.keys(env)).toEqual(['version', 'kind', 'status', 'exitCode', 'profile', 'engine', 'nodesFile', 'failure', 'url', 'head', 'cluster', 'readyMs', 'prewarm', 'probe', 'stop']);
+    expect(Object.keys(env)).toEqual([
+      'version',
+      'kind',
+      'status',
+      'exitCode',
+      'profile',
+      'engine',
+      'nodesFile',
+      'failure',
+      'url',
+      'head',
+      'cluster',
+      'readyMs',
+      'start',
+      'ranks',
+      'prewarm',
+      'probe',
+      'stop',
+    ]);
   });
 
   it('the one-host envelope is untouched by the union: no nodes, the replicas form', () => {

@@ -30,7 +30,9 @@ export async function run(opts: { json?: boolean }) {
   unreadable.push(...nodesDrift.unreadable);
   // render
   if (opts.json) {
-    const cl = clusters.map((x) => ({ ...x.record, state: x.state, server: x.server, nodes: x.nodes }));
+    const { startOf, rankStartsOf } = await import('../../engine/phases.js');
+    // the starts as the record kept them, checked (a state file is hostile): null / [] when absent or malformed
+    const cl = clusters.map((x) => ({ ...x.record, start: startOf(x.record.start), starts: rankStartsOf(x.record.starts), state: x.state, server: x.server, nodes: x.nodes }));
     return say(
       envelope('status', { gateway: gateway ?? null, clusters: cl, instances: rows.map(instanceJson), corrupt: reg.corrupt, drift, ...(unreadable.length ? { pinsUnreadable: unreadable } : {}) }),
     );
