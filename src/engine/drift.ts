@@ -112,14 +112,20 @@ export function clusterImageDrift(profile: string, ranks: Array<{ node: string; 
 
 /**
  * Every multi-node server in containers whose ranks run another image than the profile's pin: each
- * rank's container asked on its node, by the ID its launch got back (one ssh per rank, bounded), its
- * answer taken only as 64 hex. A node that does not answer is passed over (status shows it unknown).
+ * rank's container asked on its node, by the ID its launch got back (one ssh per rank, bounded).
+ * `answerOf` returns what the node's runtime printed, as it came (undefined: no answer); it is read
+ * here, by the one rule for an image ID (HEX64, as for a container on this host): anything but 64 hex
+ * is no answer. A node that does not answer is passed over (status shows it unknown).
  */
 export async function clustersDrift(
   records: readonly ClusterRecord[],
   stateDir: string,
-  imageOf: (rec: ClusterRecord, ref: NodeContainerRef) => Promise<string | undefined>,
+  answerOf: (rec: ClusterRecord, ref: NodeContainerRef) => Promise<string | undefined>,
 ): Promise<{ drift: Drift[]; unreadable: string[] }> {
+  const imageOf = async (rec: ClusterRecord, ref: NodeContainerRef) => {
+    const answer = await answerOf(rec, ref);
+    return answer === undefined ? undefined : HEX64.exec(answer.trim())?.[1];
+  };
   const unreadable: string[] = [];
   const out = await Promise.all(
     records.map(async (rec) => {

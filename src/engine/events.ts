@@ -17,7 +17,8 @@ export type ServeEvent =
   /** over nodes, `cluster` is what served: the nodes and GPUs the ranks or Ray joined */
   | { type: 'ready'; replica: string; url: string; ms: number; node?: string; cluster?: { nodes: number; gpus: number } }
   /** where the start's time went (phases.ts), once the first token came back (or the start failed) */
-  | { type: 'start'; replica: string; report: StartReport }
+  /** over nodes: one per rank (native) or per node whose lines Ray forwarded (Ray), `rank` and `node` naming it; rank 0 is the server's */
+  | { type: 'start'; replica: string; report: StartReport; rank?: number; node?: string }
   /** what was done to make the start fast: caches, read-ahead, the loader (each a sentence) */
   | { type: 'cold-start'; notes: string[] }
   | { type: 'stopping'; why: 'failed' | 'interrupted' | 'forced' | 'signal'; replicas: number }
@@ -101,6 +102,8 @@ export interface NodesOutcome {
   /** what served: the nodes and GPUs that joined (once they did) */
   cluster?: { nodes: number; gpus: number };
   failure?: NodeFailure;
+  /** each rank's start, phase by phase (cluster/rank-start.ts); rank 0's is also the replica's `start` */
+  ranks?: Array<{ rank: number; node: string; start: StartReport }>;
 }
 
 export interface RouterOutcome {

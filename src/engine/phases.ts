@@ -276,3 +276,14 @@ export function startOf(v: unknown): StartReport | null {
   const r = StartReportShape.safeParse(v);
   return r.success ? (r.data as StartReport) : null;
 }
+
+const RankStartShape = z.object({ rank: z.number().int().min(0).max(4096), node: z.string().max(200), start: z.unknown() });
+/** A server over nodes' per-rank starts as its record kept them (a file: hostile until checked); an entry that does not check is dropped, none: []. */
+export function rankStartsOf(v: unknown): Array<{ rank: number; node: string; start: StartReport }> {
+  if (!Array.isArray(v)) return [];
+  return v.slice(0, 4096).flatMap((x) => {
+    const r = RankStartShape.safeParse(x);
+    const start = r.success ? startOf(r.data.start) : null;
+    return r.success && start ? [{ rank: r.data.rank, node: r.data.node, start }] : [];
+  });
+}

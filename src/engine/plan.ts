@@ -29,24 +29,40 @@ import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.
 
 export type EngineKind = 'vllm' | 'sim';
 
-export interface ServePlan {
+/**
+ * What every serve plan has, wherever its server groups run. A plan is a list of server groups, each
+ * placed on a node and run by a Runtime: `placement` says which. On this host (ServePlan, 'local')
+ * each replica is one group on the local node; over nodes (cluster/common.ts ClusterPlan, 'nodes')
+ * the groups are the ranks (native) or Ray's per-node starts before the head's vLLM, each on the node
+ * its step names. engine/serve.ts `serve` runs either from here.
+ */
+export interface PlanCore {
+  placement: 'local' | 'nodes';
+  /** the profile as resolved for this placement (the host's shape, or the nodes') */
   profile: Profile;
+  engine: EngineKind;
+  stateDir: string;
+  servedName: string;
+  /** the wait for ready (server.readyTimeoutSeconds, or --ready-timeout) */
+  readyTimeoutMs: number;
+  /** no log output for this long ends the wait as stalled (server.stallTimeoutSeconds) */
+  stallTimeoutMs: number;
+}
+
+/** A plan on this host: every group (a replica) on the local node. */
+export interface ServePlan extends PlanCore {
+  placement: 'local';
   /** the profile's file (the simulator reads the architecture facts from it) */
   file: string;
   platform: Platform;
   host: HostShape;
   hostNote?: string;
-  engine: EngineKind;
   executable: string[];
-  stateDir: string;
-  servedName: string;
   /** the model facts the memory plan uses (config.json with the profile's overrides) */
   modelFacts?: ModelFacts;
   replicas: ReplicaPlan[];
   /** cross-field warnings (errors never reach a plan: they are exit 2) */
   warnings: string[];
-  readyTimeoutMs: number;
-  stallTimeoutMs: number;
   prewarm: boolean;
   foreground: boolean;
   /** HAProxy in front of the replicas (router: in the profile, or --router) */
@@ -207,6 +223,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
   const loader = withLoader(r.profile, replicas, opts, rt.runtime);
   const p2p = withP2p(r.profile, replicas, opts);
   return {
+    placement: 'local',
     profile: r.profile,
     file: r.file,
     platform: r.platform,

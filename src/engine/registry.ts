@@ -179,6 +179,10 @@ export interface ClusterRecord extends ServerRecord {
   executor?: 'ray' | 'native';
   /** native: one vLLM per node, each with what proves it ours (rank 0 is the head's pid above) */
   ranks?: ClusterRank[];
+  /** the server's start, phase by phase (rank 0's: the head's vLLM, its API, the first token; engine/phases.ts) */
+  start?: StartReport;
+  /** each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through startOf */
+  starts?: Array<{ rank: number; node: string; start: StartReport }>;
 }
 
 export interface ClusterRank {

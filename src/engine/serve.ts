@@ -1,6 +1,8 @@
-// serve on one host: (command: flags -> plan) -> launch every replica -> ready -> prewarm -> deep
-// probe, returning an outcome and reporting progress as events. It never prints, exits, installs
-// signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
+// serve: (command: flags -> plan) -> launch every group -> ready -> prewarm -> deep probe, returning
+// the one outcome and reporting the one event union. `serve` takes any plan (plan.ts PlanCore): a
+// plan on this host (its replicas, each a group on the local node: serveLocal below) or over nodes
+// (its groups on the nodes file's nodes: the executor the plan names, cluster/). It never prints,
+// exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
 import type { ServePlan } from './plan.js';
@@ -24,6 +26,7 @@ import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
+import { executorFor, type ClusterPlan } from './cluster/index.js';
 
 export interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
@@ -35,6 +38,18 @@ export interface ServeRun {
   secrets: Record<string, string>;
   /** the router in front of the replicas (HAProxy: src/router/driver.ts); needed when the plan has one */
   router?: RouterDriver;
+}
+
+/** Any serve plan: its groups on this host, or on nodes. */
+export type Plan = ServePlan | ClusterPlan;
+
+/**
+ * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
+ * ServeRun.secrets on either placement, never in the plan as built).
+ */
+export function serve(plan: Plan, run: ServeRun): Promise<ServeOutcome> {
+  if (plan.placement === 'local') return serveLocal(plan, run);
+  return executorFor(plan.executor).serve({ ...plan, apiKey: run.secrets.VLLM_API_KEY }, { emit: run.onEvent, signal: run.signal });
 }
 
 /** The driver for a plan with a router; undefined for one without. */

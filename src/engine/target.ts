@@ -5,6 +5,8 @@ import type { Target } from '../health/target.js';
 /** A target that may be a running instance of the registry (a router's own checks need it). */
 export interface InstanceTarget extends Target {
   instance?: Instance;
+  /** a server over nodes (serve --nodes): its record's launch time and its start report (rank 0's), for the probe's history */
+  cluster?: { profile: string; startedAt?: string; start?: unknown };
 }
 
 export function targetFromInstance(inst: Instance): InstanceTarget {

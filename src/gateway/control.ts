@@ -20,6 +20,7 @@ import { showStat, serverState, runtimeCommand, type ServerStat } from '../route
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
 import { emptyCounts, type UsageCounts } from './usage.js';
+import { z } from 'zod';
 
 export interface GatewayRecord {
   version: 1;
@@ -50,12 +51,85 @@ export interface GatewayRecord {
 
 const recordPath = (stateDir: string) => join(stateDir, 'gateway', 'gateway.json');
 
-/** The record, if there is one (a regular file, at most 1 MiB, of the right shape); hostile like any file. */
+const text = (max: number) => z.string().max(max);
+const count = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const ms = z.number().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const port = z.number().int().min(1).max(65535);
+const pid = z.number().int().positive();
+const counts = z.object({
+  requests: count,
+  withUsage: count,
+  prompt: count,
+  completion: count,
+  cached: count.optional(),
+  streamsWithoutUsage: count,
+  chunksWithoutUsage: count,
+  otherWithoutUsage: count.optional(),
+  prefix: z.object({ hit: count, spill: count, new: count }),
+});
+
+/**
+ * The record's shape, every field bounded: the file is the keeper's, but a file is hostile like any
+ * (an older or newer keeper, a hand that edited it). A record that does not fit is no record: status
+ * says so (recordProblem), never prints a field of the wrong type or a number that is none.
+ */
+const GatewayRecordSchema = z.object({
+  version: z.literal(1),
+  pid,
+  pgid: pid,
+  startTime: z.number().int().nonnegative(),
+  launch: text(200),
+  haproxyPid: pid,
+  url: text(300),
+  host: text(255),
+  port,
+  statsPort: port,
+  keeperSocket: text(4096).optional(),
+  socket: text(4096),
+  configFile: text(4096),
+  logFile: text(4096),
+  apiKeyEnv: text(200).optional(),
+  startedAt: text(64),
+  models: z.array(z.object({ name: text(200), profile: text(200), backend: text(200), servers: z.array(text(200)).max(1024), sleepMode: z.boolean() })).max(10_000),
+  aliases: z.record(text(200), text(200)).refine((a) => Object.keys(a).length <= 10_000, 'at most 10000 aliases'),
+  onDemand: z
+    .array(z.object({ profile: text(200), name: text(200), state: text(64), pinned: z.boolean(), lastStartMs: ms.optional(), lastEvictMs: ms.optional(), starts: count, evictions: count }))
+    .max(10_000)
+    .optional(),
+  usage: z.object({ models: z.record(text(200), counts), unattributed: count }).optional(),
+});
+
+/** Why the record that is there cannot be read (undefined: none there, or it reads). */
+export function recordProblem(stateDir: string): string | undefined {
+  const p = recordPath(stateDir);
+  let raw: string;
+  try {
+    raw = readTextSync(p, { maxBytes: RECORD_MAX, noFollow: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? undefined : (e as Error).message.includes(p) ? (e as Error).message : `${p}: ${(e as Error).message}`;
+  }
+  let j: unknown;
+  try {
+    j = JSON.parse(raw);
+  } catch {
+    return `${p} is not JSON`;
+  }
+  const r = GatewayRecordSchema.safeParse(j);
+  if (r.success) return undefined;
+  const i = r.error.issues[0]!;
+  return `${p} is not a record the keeper writes: ${i.path.join('.') || '(top)'}: ${i.message}`;
+}
+
+/** The record is the keeper's own few KiB (10,000 models fit). */
+const RECORD_MAX = 4 * 1024 * 1024;
+
+/** The record, if there is one (a regular file, bounded, of the right shape, every field checked); hostile like any file. */
 export function readRecord(stateDir: string): GatewayRecord | undefined {
   const p = recordPath(stateDir);
   try {
-    const r = JSON.parse(readTextSync(p, { maxBytes: 1024 * 1024, noFollow: true })) as GatewayRecord;
-    return r && r.version === 1 && Number.isInteger(r.pid) && Number.isInteger(r.startTime) && typeof r.launch === 'string' ? r : undefined;
+    const r = GatewayRecordSchema.safeParse(JSON.parse(readTextSync(p, { maxBytes: RECORD_MAX, noFollow: true })));
+    return r.success ? (r.data as GatewayRecord) : undefined;
   } catch {
     return undefined;
   }

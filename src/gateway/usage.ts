@@ -33,47 +33,60 @@ const PREFIX_KEYS = 50_000;
  * The filter. Scans each piece of the answer joined to the last 512 bytes of the one before (a usage
  * object cut between two pieces is still found); keeps the last match. `"usage":{` cannot occur inside
  * a JSON string (its quotes would be escaped), so only the answer's own field matches.
+ *
+ * What it costs is set by how often HAProxy calls into Lua, not by what the Lua does: each callback
+ * builds a fresh `txn` object (hlua_txn_new: about ten tables, each grown key by key) and costs about
+ * 37,000 instructions whatever its body (scripts/profile-usage-filter.mjs, callgrind, HAProxy 2.6.12).
+ * So it has the fewest callbacks a data filter can have: start_analyze (twice: HAProxy calls it for the
+ * request too), one http_payload per piece of the answer, and http_end (called only for a data
+ * filter). The status and whether the answer is a stream are read at the end from variables HAProxy's
+ * own rules set (`http-after-response set-var`, src/gateway/config.ts), not from an http_headers
+ * callback (two more calls). `data:` events are counted in every answer: a JSON answer has no raw
+ * newline, so it counts none, and the count is used only for a stream.
  */
 export const USAGE_LUA = `-- written by sparkctl gateway: token usage and prefix hits per answer (src/gateway/usage.ts)
 local KEYS = ${PREFIX_KEYS}
 local seen, nseen = {}, 0
+local find, match, sub = string.find, string.match, string.sub
 SparkctlUsage = {}
 SparkctlUsage.id = "sparkctl_usage"
 SparkctlUsage.flags = filter.FLT_CFG_FL_HTX
 SparkctlUsage.__index = SparkctlUsage
 function SparkctlUsage:new()
-  return setmetatable({ carry = "\\n", chunks = 0, stream = false, p = nil, c = nil, ct = nil }, SparkctlUsage)
+  return setmetatable({ carry = "\\n", chunks = 0, done = 0 }, SparkctlUsage)
 end
 function SparkctlUsage:start_analyze(txn, chn)
   if chn:is_resp() then filter.register_data_filter(self, chn) end
 end
-function SparkctlUsage:http_headers(txn, msg)
-  if msg:is_resp() then
-    self.status = txn.f:status()
-    local ct = msg:get_headers()["content-type"]
-    if ct and ct[0] and string.find(ct[0], "text/event-stream", 1, true) then self.stream = true end
-  end
-end
 function SparkctlUsage:http_payload(txn, msg)
   local b = msg:body()
   if not b or #b == 0 then return end
-  if self.stream then
-    -- an event starts a line (JSON inside one cannot hold a raw newline); the carry's last bytes join
-    -- a "data:" cut between two pieces, and are too short to hold a whole one already counted
-    local _, n = string.gsub(string.sub(self.carry, -5) .. b, "\\ndata:", "")
-    local _, d = string.gsub(string.sub(self.carry, -12) .. b, "\\ndata: %[DONE%]", "")
-    self.chunks = self.chunks + n - d
-  end
   local s = self.carry .. b
-  for u in string.gmatch(s, '"usage"%s*:%s*(%b{})') do
-    local p = string.match(u, '"prompt_tokens"%s*:%s*(%d+)') or string.match(u, '"input_tokens"%s*:%s*(%d+)')
-    local c = string.match(u, '"completion_tokens"%s*:%s*(%d+)') or string.match(u, '"output_tokens"%s*:%s*(%d+)')
-    local ct = string.match(u, '"cached_tokens"%s*:%s*(%d+)')
-    if p then self.p = p end
-    if c then self.c = c end
-    if ct then self.ct = ct end
+  local m = #self.carry
+  -- plain finds only (memchr, then a compare where the first byte matches): a pattern or a gsub walks
+  -- every byte of the answer in Lua's matcher, and cost twice what the rest of the filter does.
+  -- An event starts a line (JSON inside one cannot hold a raw newline); the carry's last 5 bytes join a
+  -- "data:" cut between two pieces, and are too short to hold a whole one already counted
+  local i = find(s, "\\ndata:", m > 5 and m - 4 or 1, true)
+  while i do
+    self.chunks = self.chunks + 1
+    i = find(s, "\\ndata:", i + 6, true)
   end
-  self.carry = string.sub(s, -512)
+  if self.done == 0 and find(s, "\\ndata: [DONE]", m > 12 and m - 11 or 1, true) then self.done = 1 end
+  local at = find(s, '"usage"', 1, true)
+  while at do
+    local u = match(s, '^"usage"%s*:%s*(%b{})', at)
+    if u then
+      local p = match(u, '"prompt_tokens"%s*:%s*(%d+)') or match(u, '"input_tokens"%s*:%s*(%d+)')
+      local c = match(u, '"completion_tokens"%s*:%s*(%d+)') or match(u, '"output_tokens"%s*:%s*(%d+)')
+      local ct = match(u, '"cached_tokens"%s*:%s*(%d+)')
+      if p then self.p = p end
+      if c then self.c = c end
+      if ct then self.ct = ct end
+    end
+    at = find(s, '"usage"', at + 7, true)
+  end
+  self.carry = sub(s, -512)
 end
 function SparkctlUsage:http_end(txn, msg)
   if not msg:is_resp() then return filter.CONTINUE end
@@ -81,7 +94,7 @@ function SparkctlUsage:http_end(txn, msg)
   local sv = txn.f:srv_name() or "-"
   local key = txn:get_var("txn.pkey")
   local route = "-"
-  if key and sv ~= "-" and sv ~= "waker" then
+  if key and sv ~= "-" and sv ~= "waker" and sv ~= "keeper" then
     local k = be .. " " .. tostring(key)
     local last = seen[k]
     if last == nil then
@@ -91,8 +104,9 @@ function SparkctlUsage:http_end(txn, msg)
     elseif last == sv then route = "hit" else route = "spill" end
     seen[k] = sv
   end
-  local st = self.status or txn.f:status() or 0
-  txn:log(core.info, "${USAGE_PREFIX} 1 " .. be .. " " .. sv .. " " .. tostring(st) .. " " .. (self.p or "-") .. " " .. (self.c or "-") .. " " .. (self.ct or "-") .. " " .. (self.stream and "1" or "0") .. " " .. self.chunks .. " " .. route)
+  local st = txn:get_var("txn.ust") or 0
+  local stream = txn:get_var("txn.usse") and "1" or "0"
+  txn:log(core.info, "${USAGE_PREFIX} 1 " .. be .. " " .. sv .. " " .. tostring(st) .. " " .. (self.p or "-") .. " " .. (self.c or "-") .. " " .. (self.ct or "-") .. " " .. stream .. " " .. (self.chunks - self.done) .. " " .. route)
   return filter.CONTINUE
 end
 core.register_filter("sparkctl_usage", SparkctlUsage, function(f, args) return f end)

@@ -291,7 +291,7 @@ export async function gatherFabric(nf: NodesFile, signal?: AbortSignal): Promise
     nodes.map(async (n) => {
       if (!ctx.readings.get(n.name)) return;
       const targets = nodes.filter((o) => o !== n).map(fabricAddress);
-      const r = await ssh(nf, n, pingScript(targets, ctx.pingSize!), { timeoutMs: 15_000 + targets.length * 9_000, signal });
+      const r = await ssh(nf, n, pingScript(targets, ctx.pingSize!), { timeoutMs: 15_000 + targets.length * 9_000, signal, maxBytes: 256 * 1024 });
       ctx.pings.set(n.name, parsePings(r.stdout));
       // the verdicts printed before a failure stand; the ones missing are "could not check", with this reason
       if (r.exitCode !== 0) why.set(n.name, `the ping step over ssh failed: ${remoteWhy(r, 1)}`);

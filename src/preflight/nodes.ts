@@ -5,6 +5,7 @@ import type { NodesFile } from '../profiles/schema.js';
 import type { CheckResult, CheckOutcome, Status } from '../output/check.js';
 import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, printable } from '../engine/cluster/ssh.js';
+import { shownEscaped } from '../util/control.js';
 import { couldNotCheck } from './fabric.js';
 import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from '../engine/cluster/ray-plan.js';
 
@@ -45,8 +46,42 @@ export interface NodesCheck {
 
 const STATUSES: Status[] = ['pass', 'warn', 'fail', 'skip'];
 
-/** A node's JSON answer is hostile: keep only what has the expected shape. */
-function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
+/** A node's `preflight --json` is 30-60 KiB; an answer past this is no report (ssh is ended there). */
+export const NODE_REPORT_MAX = 4 * 1024 * 1024;
+/** The catalog has a few dozen checks: a node that lists more is not answering (and every printer of the matrix is quadratic in them). */
+export const NODE_CHECKS_MAX = 500;
+/** One observed value or fix, as kept: longer is cut and says so. */
+const NODE_TEXT_MAX = 2000;
+const CHECK_ID = /^[A-Za-z0-9_.-]{1,100}$/;
+/** The versions a cross-node check compares, each a short string (or the GPU count, a small integer). */
+const VERSION_KEYS = ['driver', 'cuda', 'nccl', 'torch', 'vllm', 'gpu'] as const;
+const VERSION_MAX = 200;
+const GPUS_MAX = 1024;
+/** The check that stands for a node's answer itself: what of it could not be read is a failure, never passed over. */
+export const NODE_ANSWER_CHECK = 'node.answer';
+
+const cut = (s: string, n = NODE_TEXT_MAX) => (s.length > n ? `${s.slice(0, n)}... (${s.length} characters)` : s);
+/** A node's value as it is quoted in a finding: short, its control characters escaped, a number that is none said in words. */
+const quoted = (v: unknown): string => {
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : Number.isNaN(v) ? 'not a number' : `one past the largest a double holds (${v > 0 ? '' : '-'}1.8e308)`;
+  if (typeof v === 'string') return `"${shownEscaped(v.slice(0, 60))}${v.length > 60 ? '...' : ''}"`;
+  let t: string;
+  try {
+    t = JSON.stringify(v) ?? String(v);
+  } catch {
+    t = String(v);
+  }
+  return printable(t.slice(0, 60));
+};
+
+/**
+ * A node's JSON answer is hostile: keep only what has the expected shape, bounded; the summary is
+ * counted from the checks kept (never the node's own counts); whatever could not be read (an entry
+ * of no known shape, checks past the bound, a version that is no version, a GPU count that is no
+ * count, an answer with no check at all) becomes one failing check of its own, node.answer, so a
+ * bad answer is a finding, never a pass.
+ */
+export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' | 'versions' | 'checks'> | undefined {
   let j: any;
   try {
     j = JSON.parse(text);
@@ -54,13 +89,47 @@ function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'summary' 
     return undefined;
   }
   if (!j || typeof j !== 'object' || !Array.isArray(j.checks) || typeof j.summary !== 'object' || !j.summary) return undefined;
-  const checks = j.checks
-    .filter((k: any) => typeof k?.id === 'string' && STATUSES.includes(k.status))
-    .map((k: any) => ({ id: k.id, status: k.status as Status, observed: String(k.observed ?? ''), fix: typeof k.fix === 'string' ? k.fix : null }));
-  const summary = Object.fromEntries(STATUSES.map((s) => [s, Number(j.summary[s]) || 0])) as Record<Status, number>;
+  const problems: string[] = [];
+  const checks: NonNullable<NodeReport['checks']> = [];
+  let unreadable = 0;
+  for (const k of j.checks.slice(0, NODE_CHECKS_MAX)) {
+    const ok = k && typeof k === 'object' && typeof k.id === 'string' && CHECK_ID.test(k.id) && k.id !== NODE_ANSWER_CHECK && STATUSES.includes(k.status);
+    if (!ok || (k.observed != null && typeof k.observed !== 'string') || (k.fix != null && typeof k.fix !== 'string')) {
+      unreadable++;
+      continue;
+    }
+    checks.push({ id: k.id, status: k.status as Status, observed: cut(k.observed ?? ''), fix: typeof k.fix === 'string' ? cut(k.fix) : null });
+  }
+  if (unreadable) problems.push(`${unreadable} check(s) of no known shape (an id of letters, digits, . _ -; a status pass/warn/fail/skip; text observed and fix)`);
+  if (j.checks.length > NODE_CHECKS_MAX) problems.push(`${j.checks.length} checks listed, past the ${NODE_CHECKS_MAX} read (the catalog has a few dozen)`);
+  if (!checks.length) problems.push('no check it ran could be read');
+  const said = j.summary as Record<string, unknown>;
+  const counted = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<Status, number>;
+  const disagree = STATUSES.filter((s) => said[s] !== counted[s]);
+  if (!unreadable && j.checks.length <= NODE_CHECKS_MAX && disagree.length)
+    problems.push(`its summary says ${disagree.map((s) => `${s} ${quoted(said[s])}`).join(', ')} where its checks count ${disagree.map((s) => `${s} ${counted[s]}`).join(', ')}`);
   const versions: Record<string, string | number | undefined> = {};
-  for (const [k, v] of Object.entries(j.versions ?? {})) if (typeof v === 'string' || typeof v === 'number') versions[k] = v;
-  return { platform: typeof j.platform === 'string' ? j.platform : undefined, summary, versions, checks };
+  const v = j.versions && typeof j.versions === 'object' ? (j.versions as Record<string, unknown>) : {};
+  for (const key of VERSION_KEYS) {
+    const x = v[key];
+    if (x === undefined || x === null) continue;
+    if ((typeof x === 'string' && x.length <= VERSION_MAX && x.trim()) || (typeof x === 'number' && Number.isFinite(x))) versions[key] = x;
+    else problems.push(`versions.${key} ${quoted(x)} is no version`);
+  }
+  if (v.gpus !== undefined) {
+    if (typeof v.gpus === 'number' && Number.isInteger(v.gpus) && v.gpus >= 0 && v.gpus <= GPUS_MAX) versions.gpus = v.gpus;
+    else problems.push(`versions.gpus ${quoted(v.gpus)} is no GPU count (a whole number 0-${GPUS_MAX})`);
+  }
+  if (problems.length)
+    checks.unshift({
+      id: NODE_ANSWER_CHECK,
+      status: 'fail',
+      observed: `its preflight answer was not all readable: ${problems.join('; ')}`,
+      fix: 'run sparkctl preflight --json on that node and read its output; install the same sparkctl on every node (nodes file: sparkctl)',
+    });
+  const summary = Object.fromEntries(STATUSES.map((s) => [s, checks.filter((k) => k.status === s).length])) as Record<Status, number>;
+  const platform = typeof j.platform === 'string' && j.platform.length <= VERSION_MAX ? j.platform : undefined;
+  return { platform, summary, versions, checks };
 }
 
 const reached = (ctx: NodesCtx) => ctx.reports.filter((r) => r.reached);
@@ -200,12 +269,14 @@ export const NODES_CHECKS: NodesCheck[] = [
     run(ctx) {
       if (!ctx.gpusNeeded) return { status: 'skip', observed: 'no profile', expected: '' };
       const r = reached(ctx);
-      const total = r.reduce((a, x) => a + Number(x.versions?.gpus ?? 0), 0);
-      const short = r.filter((x) => Number(x.versions?.gpus ?? 0) !== allNodes(ctx.nf).find((n) => n.name === x.node)!.gpus);
+      // parseNodeReport kept only a whole count: a node without one counts none, and says so
+      const count = (x: NodeReport) => (typeof x.versions?.gpus === 'number' ? x.versions.gpus : undefined);
+      const total = r.reduce((a, x) => a + (count(x) ?? 0), 0);
+      const short = r.filter((x) => count(x) !== allNodes(ctx.nf).find((n) => n.name === x.node)!.gpus);
       if (total < ctx.gpusNeeded)
         return {
           status: 'fail',
-          observed: `${total} GPUs over ${r.length} reachable nodes${short.length ? ` (${short.map((x) => `${x.node} has ${x.versions?.gpus ?? 0}`).join(', ')})` : ''}`,
+          observed: `${total} GPUs over ${r.length} reachable nodes${short.length ? ` (${short.map((x) => (count(x) === undefined ? `${x.node}'s count was not read` : `${x.node} has ${count(x)}`)).join(', ')})` : ''}`,
           expected: `${ctx.gpusNeeded}`,
           fix: 'add nodes, or fix the ones whose GPUs are missing',
         };
@@ -234,15 +305,22 @@ export function runNodesChecks(ctx: NodesCtx): CheckOutcome[] {
   });
 }
 
+/** operstate's words (Documentation/ABI/testing/sysfs-class-net): up, down, unknown, dormant, lowerlayerdown, notpresent, testing */
+const OPERSTATE = /^[a-z]{1,20}$/;
+/** a one-word answer (an operstate, present/missing) */
+const SHORT_ANSWER_MAX = 4096;
+
 /** Gathers every node's report over ssh, concurrently, and Ray's view from the head. */
 export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[]; modelPath?: string; signal?: AbortSignal }): Promise<{ reports: NodeReport[]; ray?: ClusterView }> {
   const reports = await Promise.all(
     allNodes(nf).map(async (n): Promise<NodeReport> => {
       const base = { node: n.name, address: n.address, ifaceName: n.interface };
       const [pf, iface, model] = await Promise.all([
-        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, { timeoutMs: 60_000, signal: opts.signal }),
-        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, { timeoutMs: 30_000, signal: opts.signal }),
-        opts.modelPath ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, { timeoutMs: 30_000, signal: opts.signal }) : Promise.resolve(undefined),
+        ssh(nf, n, `${nf.sparkctl} ${opts.sparkctlArgs.map(shellQuote).join(' ')}`, { timeoutMs: 60_000, signal: opts.signal, maxBytes: NODE_REPORT_MAX }),
+        ssh(nf, n, `cat /sys/class/net/${shellQuote(n.interface)}/operstate`, { timeoutMs: 30_000, signal: opts.signal, maxBytes: SHORT_ANSWER_MAX }),
+        opts.modelPath
+          ? ssh(nf, n, `test -f ${shellQuote(opts.modelPath + '/config.json')} && echo present || echo missing`, { timeoutMs: 30_000, signal: opts.signal, maxBytes: SHORT_ANSWER_MAX })
+          : Promise.resolve(undefined),
       ]);
       if (pf.exitCode === null || pf.exitCode === 255) return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
       const rep = parseNodeReport(pf.stdout);
@@ -257,20 +335,34 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
       const m = model?.stdout.trim();
       // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
       const failed = (x: { exitCode: number | null } | undefined) => x !== undefined && (x.exitCode === null || x.exitCode === 255);
+      // what the node said is hostile: only an operstate word is an operstate, only present/missing an answer
+      const state = iface.exitCode === 0 ? iface.stdout.trim() : undefined;
+      const stateOk = state === undefined || OPERSTATE.test(state);
+      const modelOk = m === undefined || m === 'present' || m === 'missing';
+      const ifaceWhy = failed(iface)
+        ? `reading /sys/class/net/${n.interface}/operstate over ssh failed: ${remoteWhy(iface, 1)}`
+        : !stateOk
+          ? `its answer for /sys/class/net/${n.interface}/operstate is no operstate: ${quoted(state)}`
+          : undefined;
+      const modelWhy = failed(model)
+        ? `looking for ${opts.modelPath}/config.json over ssh failed: ${remoteWhy(model!, 1)}`
+        : !modelOk
+          ? `its answer to a test -f of ${opts.modelPath}/config.json is neither present nor missing: ${quoted(m)}`
+          : undefined;
       return {
         ...base,
         reached: true,
         ...rep,
-        iface: iface.exitCode === 0 ? iface.stdout.trim() : undefined,
-        model: m === 'present' ? 'present' : model && !failed(model) ? 'missing' : undefined,
-        ...(failed(iface) ? { ifaceWhy: `reading /sys/class/net/${n.interface}/operstate over ssh failed: ${remoteWhy(iface, 1)}` } : {}),
-        ...(failed(model) ? { modelWhy: `looking for ${opts.modelPath}/config.json over ssh failed: ${remoteWhy(model!, 1)}` } : {}),
+        iface: stateOk ? state : undefined,
+        model: m === 'present' ? 'present' : m === 'missing' ? 'missing' : undefined,
+        ...(ifaceWhy ? { ifaceWhy } : {}),
+        ...(modelWhy ? { modelWhy } : {}),
       };
     }),
   );
   const [st, js] = await Promise.all([
-    ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal }),
-    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal }),
+    ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal: opts.signal, maxBytes: 1024 * 1024 }),
+    ssh(nf, nf.head, rayPython(RAY_NODES_PY, [`${fabricAddress(nf.head)}:${nf.rayPort}`]), { timeoutMs: 30_000, signal: opts.signal, maxBytes: 1024 * 1024 }),
   ]);
   const counts = st.exitCode === 0 ? parseRayStatus(st.stdout) : undefined;
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;

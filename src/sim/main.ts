@@ -19,7 +19,7 @@ import { versionLines, modelLoadingLine, kvCacheLines, startingLine, compileLine
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { pause } from '../util/pause.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
-import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type RendezvousArgs } from './rendezvous.js';
+import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type Joined, type RendezvousArgs } from './rendezvous.js';
 
 export interface Faults {
   oomAtStart?: boolean;
@@ -216,7 +216,7 @@ interface SimSetup {
 async function simServeInner(argv: string[]): Promise<void> {
   const s = readSetup(argv);
   const rdv = checkArgs(s);
-  if (rdv && rdv.nodeRank > 0) return headlessRank(rdv, s.version, s.args.model, s.loadMs);
+  if (rdv && rdv.nodeRank > 0) return headlessRank(rdv, s);
   await beforeLoad(s);
   // The head waits for every rank before it loads (torch.distributed's init comes first).
   const world = rdv ? await hostStore(rdv, s.version) : undefined;
@@ -230,7 +230,7 @@ async function simServeInner(argv: string[]): Promise<void> {
   const duringLoad = () => exitWith(0, engineProc);
   process.once('SIGTERM', duringLoad);
   process.once('SIGINT', duringLoad);
-  await loadModel(s, engineProc);
+  await loadModel(s, engineProc, world);
   const { sim, engine, devMode } = await buildServer(s);
   // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
   world?.onLost((rank) => {
@@ -415,7 +415,7 @@ async function beforeLoad(s: SimSetup): Promise<void> {
 }
 
 /** The load, logged as vLLM logs it, and the start-up failures it can end in (OOM, a KV cache too small). */
-async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined): Promise<void> {
+async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined, world?: Joined): Promise<void> {
   const { args, faults, platform, plan, maxModelLen, loadMs, version, profile } = s;
   const at = (share: number) => pause(loadMs * share);
   info('gpu_model_runner.py:1770', `Starting to load model ${args.model}...`);
@@ -462,6 +462,8 @@ async function loadModel(s: SimSetup, engineProc: ChildProcess | undefined): Pro
     exitWith(1, engineProc);
   }
   if (!profile.engine.enforceEager) await simCompile(s);
+  // over nodes: the KV profile is a collective over every node's workers
+  await world?.allLoaded();
   info('gpu_worker.py:276', `Available KV cache memory: ${(plan.availableKvBytes / GIB).toFixed(2)} GiB`);
   for (const [where, msg] of kvCacheLines(version, plan.kvTokens, maxModelLen, plan.maxConcurrency)) info(where, msg);
   if (!profile.engine.enforceEager) {
@@ -617,9 +619,13 @@ function shutdownOf(s: SimSetup, sim: SimServer, engine: Engine, engineProc: Chi
 
 /**
  * A headless rank (vLLM's run_headless, node_rank > 0): no API server; join the head's store, load
- * this node's share of the model, then run the workers until a signal (or the head goes away).
+ * this node's share of the model, then run the workers until a signal (or the head goes away). Its
+ * workers log what a worker logs (gpu_model_runner.py, gpu_worker.py, compilation/): the shards,
+ * "Model loading took", their own compile, the KV memory they profiled, their CUDA graphs; the engine's
+ * "GPU KV cache size" and "init engine" lines are the head's (EngineCore runs there).
  */
-async function headlessRank(rdv: RendezvousArgs, version: string, model: string, loadMs: number): Promise<void> {
+async function headlessRank(rdv: RendezvousArgs, s: SimSetup): Promise<void> {
+  const { version, loadMs, plan, profile } = s;
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -629,10 +635,21 @@ async function headlessRank(rdv: RendezvousArgs, version: string, model: string,
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  await joinStore(rdv, version);
-  info('gpu_model_runner.py:1770', `Starting to load model ${model}...`);
-  await pause(loadMs * 0.5);
-  info('gpu_model_runner.py:1833', `Model loading took ${(loadMs / 2000).toFixed(4)} seconds`);
+  const joined = await joinStore(rdv, version);
+  info('gpu_model_runner.py:1770', `Starting to load model ${s.args.model}...`);
+  const shards = 4;
+  for (let i = 0; i <= shards; i++) {
+    info('default_loader.py:262', `Loading safetensors checkpoint shards: ${String(Math.round((i / shards) * 100)).padStart(3)}% Completed | ${i}/${shards}`);
+    if (i < shards) await pause((loadMs * 0.5) / shards);
+  }
+  info(...modelLoadingLine(version, plan.weightsPerGpuBytes / GIB, (loadMs * 0.5) / 1000));
+  if (!profile.engine.enforceEager) await simCompile(s);
+  joined.loaded();
+  info('gpu_worker.py:276', `Available KV cache memory: ${(plan.availableKvBytes / GIB).toFixed(2)} GiB`);
+  if (!profile.engine.enforceEager) {
+    await pause(loadMs * 0.1);
+    info('gpu_model_runner.py:2625', `Graph capturing finished in ${((loadMs * 0.25) / 1000).toFixed(0)} secs, took 0.52 GiB`);
+  }
   // alive until a signal: the executor's workers wait for the head's next step
   setInterval(() => {}, 1 << 30);
 }

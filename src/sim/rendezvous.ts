@@ -48,6 +48,13 @@ export function rendezvousProblem(a: Pick<RendezvousArgs, 'nnodes' | 'nodeRank' 
 export interface Joined {
   /** called when a worker node's connection ends after the world had joined */
   onLost(cb: (rank: number) => void): void;
+  /**
+   * Every worker node's workers have loaded their share and compiled (each sent LOADED): the
+   * engine's KV profile is a collective over every worker, so the head's "GPU KV cache size" and
+   * "init engine" come after every node's load, as in vLLM (v1/executor/multiproc_executor.py
+   * collective_rpc determine_available_memory).
+   */
+  allLoaded(): Promise<void>;
   close(): void;
 }
 
@@ -69,11 +76,23 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
     const nodes = new Map<Socket, { rank: number; ranks: number }>();
     let complete = false;
     const lost: Array<(rank: number) => void> = [];
+    const loaded = new Set<number>();
+    let onLoaded = () => {};
+    const allLoaded = new Promise<void>((res) => {
+      onLoaded = () => {
+        if (loaded.size >= a.nnodes - 1) res();
+      };
+    });
     const server = createServer((s) => {
       let buf = '';
       s.setEncoding('utf8');
       s.on('data', (d: string) => {
         buf += d;
+        const done = /^LOADED (\d+)$/m.exec(buf);
+        if (done) {
+          loaded.add(Number(done[1]));
+          onLoaded();
+        }
         const m = /^JOIN (\d+) (\d+)\n/.exec(buf);
         if (!m || nodes.has(s)) return;
         const info = { rank: Number(m[1]), ranks: Number(m[2]) };
@@ -83,7 +102,8 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
           complete = true;
           clearTimeout(timer);
           for (const x of nodes.keys()) x.write('GO\n');
-          resolve({ onLost: (cb) => lost.push(cb), close: () => server.close() });
+          onLoaded();
+          resolve({ onLost: (cb) => lost.push(cb), allLoaded: () => allLoaded, close: () => server.close() });
         } else if (complete) s.write('GO\n');
       });
       s.on('error', () => {});
@@ -122,7 +142,7 @@ export function hostStore(a: RendezvousArgs, version: string): Promise<Joined> {
  * resolves once the whole world has joined. A head that goes away afterwards ends this node (its
  * collectives fail), as gloo reports it.
  */
-export function joinStore(a: RendezvousArgs, version: string): Promise<void> {
+export function joinStore(a: RendezvousArgs, version: string): Promise<{ loaded(): void }> {
   const local = a.world / a.nnodes;
   out('INFO', 'serve.py:216', `Launching vLLM (v${version}) headless multiproc executor, with head node address ${a.masterAddr}:${a.masterPort} for torch.distributed process group.`);
   out('INFO', 'parallel_state.py:1640', `world_size=${a.world} rank=${a.nodeRank * local} local_rank=0 distributed_init_method=tcp://${a.masterAddr}:${a.masterPort} backend=nccl`);
@@ -154,7 +174,7 @@ export function joinStore(a: RendezvousArgs, version: string): Promise<void> {
       s.on('data', (d: string) => {
         if (!go && d.includes('GO')) {
           go = true;
-          resolve();
+          resolve({ loaded: () => s.write(`LOADED ${a.nodeRank}\n`) });
         }
       });
       s.on('error', () => {});

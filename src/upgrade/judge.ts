@@ -1,6 +1,7 @@
 // Canary against current: the same requests sent to both, and every difference judged against the
 // profile's thresholds. Pure: what was measured in, a verdict with each comparison out (nothing is
 // left unsaid: a check that could not be measured on either side is a failure, never a pass).
+import { terminalText } from '../util/control.js';
 
 /** What one server answered to the comparison's requests. */
 export interface Measured {
@@ -111,7 +112,8 @@ function goldenComparisons(cur: Measured, can: Measured, t: Thresholds, sameVers
         ok: false,
       };
     const s = similarity(g.text, c.text);
-    const shown = (x: string) => JSON.stringify(x.length > 60 ? `${x.slice(0, 60)}...` : x);
+    // JSON.stringify escapes C0 but leaves DEL, C1 (8-bit CSI) and U+2028/9: those are escaped too
+    const shown = (x: string) => terminalText(JSON.stringify(x.length > 60 ? `${x.slice(0, 60)}...` : x));
     return { check, current: shown(g.text), canary: s === 1 ? 'identical' : `${shown(c.text)} (similarity ${s.toFixed(2)})`, limit, ok: s >= need };
   });
 }

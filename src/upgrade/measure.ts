@@ -8,6 +8,10 @@ import { probe, type ProbeSettings } from '../health/probe.js';
 import type { Target } from '../health/target.js';
 import { runBench } from '../bench/runner.js';
 import type { Measured } from './judge.js';
+import { shownEscaped } from '../util/control.js';
+
+/** A server's words as the comparison keeps them (in the verdict, the upgrade's record and history): short, each control character escaped. */
+const said = (s: string, max = 300) => shownEscaped(s.length > max ? `${s.slice(0, max)}...` : s);
 
 export interface GoldenPrompt {
   name: string;
@@ -34,10 +38,10 @@ export interface MeasureSettings {
 async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{ name: string; text?: string; error?: string }> {
   const body = { model: t.servedName, prompt: g.prompt, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
   const r = await http(`${t.url}/v1/completions`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
-  if (!r.ok) return { name: g.name, error: `${r.error}: ${r.message}` };
-  if (r.status !== 200) return { name: g.name, error: `HTTP ${r.status}: ${errorMessage(r.json, r.body)}` };
+  if (!r.ok) return { name: g.name, error: said(`${r.error}: ${r.message}`) };
+  if (r.status !== 200) return { name: g.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
   const a = completionAnswer(r.json, r.body);
-  if (!a.ok) return { name: g.name, error: a.problem };
+  if (!a.ok) return { name: g.name, error: said(a.problem) };
   return { name: g.name, text: a.value.choices[0].text };
 }
 
@@ -91,12 +95,12 @@ export async function measure(t: Target, vllmVersion: string, s: MeasureSettings
   try {
     bench = await shortBench(t, s);
   } catch (e) {
-    benchError = (e as Error).message.slice(0, 300);
+    benchError = said((e as Error).message);
   }
   return {
     url: t.url,
     vllmVersion,
-    probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => `${x.step}: ${x.detail}`) },
+    probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => said(`${x.step}: ${x.detail}`)) },
     bench,
     benchError,
     golden,

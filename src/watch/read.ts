@@ -9,7 +9,7 @@ import { groupMembers } from '../engine/runtime/proc.js';
 import { targetFromInstance } from '../engine/target.js';
 import type { ClusterRecord, Entry } from '../engine/registry.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
-import { engineNumbers } from './signals.js';
+import { readMetrics } from './signals.js';
 import type { Owner, Reading } from './verdict.js';
 
 /** /metrics of a big server is ~100 KB; more than this is no answer a watcher needs */
@@ -120,12 +120,21 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
       : undefined;
   const base: Reading = { at, process, processDetail: stopped ?? detail, health: 'unreachable', owner };
   if (process === 'gone') return base;
-  const url = targetFromInstance(e.inst).url;
-  const [h, m] = await Promise.all([http(`${url}/health`, { timeoutMs: o.timeoutMs, maxBytes: 4096 }), http(`${url}/metrics`, { timeoutMs: o.timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
+  return { ...base, ...(await readApi(targetFromInstance(e.inst).url, o.timeoutMs)) };
+}
+
+/**
+ * GET /health and GET /metrics of one server, each with the deadline and a size bound. The answers
+ * are hostile: a /metrics that cannot be read, or that says what no server has, is no numbers (with
+ * why), so the verdict is unknown, never healthy on numbers that were never readings.
+ */
+export async function readApi(url: string, timeoutMs: number): Promise<Pick<Reading, 'health' | 'healthDetail' | 'metrics' | 'metricsDetail'>> {
+  const [h, m] = await Promise.all([http(`${url}/health`, { timeoutMs, maxBytes: 4096 }), http(`${url}/metrics`, { timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
   const health: Reading['health'] = !h.ok ? 'unreachable' : h.status === 200 ? 'ok' : 'fail';
   const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
-  const metrics = m.ok && m.status === 200 ? engineNumbers(m.body) : undefined;
-  return { ...base, health, healthDetail, metrics };
+  const read = m.ok && m.status === 200 ? readMetrics(m.body) : undefined;
+  const metricsDetail = !m.ok ? m.message.slice(0, 200) : m.status !== 200 ? `HTTP ${m.status}` : read?.problem;
+  return { health, healthDetail, metrics: read?.numbers, ...(metricsDetail ? { metricsDetail } : {}) };
 }
 
 /** A multi-node server's ranks, as its record's executor reads them on their nodes (undefined: not known this time). */
@@ -150,8 +159,5 @@ export async function readCluster(rec: ClusterRecord, ranks: RankReading, o: Rea
     owner,
   };
   if (base.process === 'gone') return base;
-  const [h, m] = await Promise.all([http(`${rec.url}/health`, { timeoutMs: o.timeoutMs, maxBytes: 4096 }), http(`${rec.url}/metrics`, { timeoutMs: o.timeoutMs, maxBytes: METRICS_MAX_BYTES })]);
-  const health: Reading['health'] = !h.ok ? 'unreachable' : h.status === 200 ? 'ok' : 'fail';
-  const healthDetail = !h.ok ? h.message.slice(0, 200) : h.status === 200 ? undefined : `HTTP ${h.status}`;
-  return { ...base, health, healthDetail, metrics: m.ok && m.status === 200 ? engineNumbers(m.body) : undefined };
+  return { ...base, ...(await readApi(rec.url, o.timeoutMs)) };
 }

@@ -65,7 +65,10 @@ function ttftBound(e: Exposition): { maxS?: number; atLeastS?: number } {
 
 /** The numbers of one /metrics text; a line that is not a sample is passed over (the answer is hostile: only readings a server can have are kept). */
 export function engineNumbers(text: string): EngineNumbers {
-  const e = parseExposition(text);
+  return numbersOf(parseExposition(text));
+}
+
+function numbersOf(e: Exposition): EngineNumbers {
   const sum = (...n: string[]) => ok(sumOf(e, ...n));
   const awake = e.byName.get('vllm:engine_sleep_state')?.find((s) => s.labels.sleep_state === 'awake')?.value;
   const t = ttftBound(e);
@@ -83,6 +86,43 @@ export function engineNumbers(text: string): EngineNumbers {
     ttftAtLeastS: t.atLeastS,
     awake: ok(awake),
   };
+}
+
+/** The families the verdict reads, and the largest value each can have (a share of the KV cache is at most 1). */
+const READ_FAMILIES: Array<[string, number]> = [
+  ['vllm:num_requests_running', Number.MAX_SAFE_INTEGER],
+  ['vllm:num_requests_waiting', Number.MAX_SAFE_INTEGER],
+  ['vllm:kv_cache_usage_perc', 1],
+  ['vllm:gpu_cache_usage_perc', 1],
+  ['vllm:generation_tokens_total', Number.MAX_SAFE_INTEGER],
+  ['vllm:prompt_tokens_total', Number.MAX_SAFE_INTEGER],
+  ['vllm:num_preemptions_total', Number.MAX_SAFE_INTEGER],
+  ['vllm:iteration_tokens_total_count', Number.MAX_SAFE_INTEGER],
+  ['vllm:time_to_first_token_seconds_count', Number.MAX_SAFE_INTEGER],
+  ['vllm:request_success_total', Number.MAX_SAFE_INTEGER],
+  ['vllm:engine_sleep_state', 1],
+];
+
+const said = (v: number) => `"${Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v)}"`;
+
+/**
+ * One /metrics answer as the watcher takes it: the numbers, or why the answer is no reading. An
+ * answer is no reading when a family the verdict reads holds a value no server has (NaN, an
+ * infinity, a negative count, a KV share past 1: a lie or a broken exporter, and either way the
+ * numbers cannot say "idle"), or when it holds no vLLM metric at all (a page of HTML, another
+ * program on the port). A family that is absent is only unknown (an older vLLM, a fresh server).
+ */
+export function readMetrics(text: string): { numbers: EngineNumbers; problem?: undefined } | { numbers?: undefined; problem: string } {
+  const e = parseExposition(text);
+  const bad: string[] = [];
+  for (const [name, max] of READ_FAMILIES) {
+    const v = e.byName.get(name)?.find((x) => !(Number.isFinite(x.value) && x.value >= 0 && x.value <= max))?.value;
+    if (v !== undefined) bad.push(`${name} ${said(v)}`);
+  }
+  if (bad.length) return { problem: `it says what no server has: ${bad.slice(0, 4).join(', ')}${bad.length > 4 ? ` and ${bad.length - 4} more` : ''}` };
+  if (![...e.byName.keys()].some((n) => n.startsWith('vllm:')) && !/^# (?:TYPE|HELP) vllm:/m.test(text.slice(0, 1024 * 1024)))
+    return { problem: `no vLLM metric in it (${e.malformedLines ? `${e.malformedLines} line(s) that are no sample` : `${e.byName.size} other metric(s)`})` };
+  return { numbers: numbersOf(e) };
 }
 
 /** The progress keys whose value differs between two readings (a key one of them lacks is no change). */

@@ -30,6 +30,8 @@ export interface Reading {
   healthDetail?: string;
   /** GET /metrics read (undefined: unreadable or not asked) */
   metrics?: EngineNumbers;
+  /** why /metrics gave no numbers (no answer, a status, an answer no server gives) */
+  metricsDetail?: string;
   /** GET /is_sleeping said true */
   asleep?: boolean;
   owner?: Owner;
@@ -173,7 +175,7 @@ export function judge(rs: readonly Reading[], p: Policy = DEFAULT_POLICY): Judge
     const stopped = r.process === 'stopped';
     const probe = stopped ? stoppedProbe(rs) : r.probe;
     if (stopped && probe && !probe.ok) return stoppedWedge(r, windowS, 0, [{ signal: 'probe', value: probe.detail, at }]);
-    return j('unknown', '/metrics unreadable', [{ signal: '/metrics', value: 'unreadable', at }], windowS, 0, stopped && !probe);
+    return j('unknown', `/metrics unreadable${r.metricsDetail ? `: ${r.metricsDetail}` : ''}`, [{ signal: '/metrics', value: 'unreadable', at, note: r.metricsDetail }], windowS, 0, stopped && !probe);
   }
   const spell = quietSpells(rs);
   const stalledMs = holds(m) ? r.at - (spell.since ?? r.at) : 0;

@@ -161,12 +161,38 @@ describe.each<[Mode, boolean]>([
     "native (vLLM's --nnodes, the simulator as the engine): four ranks, the head serves once all joined; status per rank; stop leaves nothing on any node",
     async () => {
       const port = await freePort();
-      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${port}`];
+      // compile on (the profile runs eager): each rank compiles and captures its own graphs
+      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${port}`, '--set', 'engine.enforceEager=false'];
       const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
       expect(r.exitCode, r.stderr).toBe(0);
       for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`vLLM rank ${i} started on n${i} \\(pid \\d+`));
       expect(r.stderr).toContain('all 4 ranks joined (32 GPUs)');
       expect(r.stdout).toMatch(/probe: healthy/);
+      // where each rank's start went, from its own log read on its node (cluster/rank-start.ts), in the serve output
+      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`start qwen3-200b-0 rank ${i} on n${i}: process up [\\d.]+ s .*weights loaded [\\d.]+ s .*compile [\\d.]+ s \\(cache miss`));
+      expect(r.stderr).toMatch(/start qwen3-200b-0 rank 0 on n0: .*KV cache .*API up [\d.]+ s .*first token [\d.]+ s/);
+      // status --json: the same reports, kept in the cluster's record; rank 0's is the server's
+      const sj = JSON.parse((await run(['status', '--json'])).stdout).clusters[0];
+      expect(sj.starts.map((x: { rank: number; node: string }) => `${x.rank}:${x.node}`)).toEqual(['0:n0', '1:n1', '2:n2', '3:n3']);
+      expect(sj.start).toEqual(sj.starts[0].start);
+      const h0 = sj.start;
+      expect(h0.readyMs).toBeGreaterThan(0);
+      expect(h0.firstTokenMs).toBeGreaterThanOrEqual(h0.readyMs);
+      for (const w of sj.starts.slice(1)) {
+        const ids = w.start.phases.map((p: { id: string }) => p.id);
+        expect(ids).toEqual(expect.arrayContaining(['process', 'files', 'weights', 'compile', 'cuda-graphs']));
+        // the engine's KV cache, its API and the first token are the head's alone
+        expect(ids).not.toContain('api');
+        expect(w.start.compile.cache).toBe('miss');
+        // a worker loads before the head profiles the KV cache (a collective over every worker)
+        const weights = w.start.phases.find((p: { id: string }) => p.id === 'weights');
+        expect(weights.atMs).toBeLessThanOrEqual(h0.readyMs);
+      }
+      // the probe's history keeps the server's start; report reads it back
+      expect((await run(['probe', 'qwen3-200b'])).exitCode).toBe(0);
+      const rep = JSON.parse((await run(['report', 'qwen3-200b', '--json'])).stdout);
+      expect(rep.starts).toHaveLength(1);
+      expect(rep.starts[0].ready).toBe(Math.round(h0.readyMs) / 1000);
       // No Ray anywhere on this path.
       expect(cl.calls().filter((x) => / start /.test(x))).toEqual([]);
       // The head's log: the store waited for the whole world before the model loaded.

@@ -3,6 +3,7 @@
 // envelope with the same keys, in the same order, and the same values as before the union (stage b
 // of issue 41); the text renderer says the node events as the multi-node serve always said them.
 import { describe, it, expect, vi, afterEach } from 'vitest';
+import type { Profile } from '../../src/profiles/schema.js';
 import { nodesOutcome } from '../../src/engine/cluster/common.js';
 import { jsonRenderer, nodesEnvelope, textRenderer } from '../../src/verbs/serve/render.js';
 import { exitCodeOf } from '../../src/errors.js';
@@ -10,7 +11,7 @@ import type { ClusterRecord } from '../../src/engine/registry.js';
 import type { ProbeResult } from '../../src/health/probe.js';
 import type { ServeEvent } from '../../src/engine/events.js';
 
-const plan = { executor: 'native' as const, engine: 'sim' as const, nodesFile: '/abs/nodes.yaml', profile: 'big', replica: { name: 'big-0', argv: [], env: {}, port: 8000 } };
+const plan = { executor: 'native' as const, engine: 'sim' as const, nodesFile: '/abs/nodes.yaml', profile: { name: 'big' } as Profile, replica: { name: 'big-0', argv: [], env: {}, port: 8000 } };
 const record: ClusterRecord = {
   version: 1,
   executor: 'native',
@@ -86,7 +87,25 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
     const env = envelopeOf(outcome);
     expect(env).toMatchObject({ version: 1, kind: 'serve', profile: 'big', engine: 'sim', nodesFile: named, ...want });
     // the keys scripts read, in the order serve --nodes --json always wrote them
-    expect(Object.keys(env)).toEqual(['version', 'kind', 'status', 'exitCode', 'profile', 'engine', 'nodesFile', 'failure', 'url', 'head', 'cluster', 'readyMs', 'prewarm', 'probe', 'stop']);
+    expect(Object.keys(env)).toEqual([
+      'version',
+      'kind',
+      'status',
+      'exitCode',
+      'profile',
+      'engine',
+      'nodesFile',
+      'failure',
+      'url',
+      'head',
+      'cluster',
+      'readyMs',
+      'start',
+      'ranks',
+      'prewarm',
+      'probe',
+      'stop',
+    ]);
   });
 
   it('the one-host envelope is untouched by the union: no nodes, the replicas form', () => {

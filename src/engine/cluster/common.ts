@@ -4,15 +4,17 @@
 // a Ray cluster, vLLM on the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per
 // node). index.ts picks one from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
+import type { PlanCore } from '../plan.js';
 import type { ClusterRecord } from '../registry.js';
 import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
 import { targetFromUrl } from '../../health/target.js';
-import type { Registry } from '../registry.js';
+import { Registry } from '../registry.js';
 import { diagnose } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
+import type { ClusterStart, RankStart } from './rank-start.js';
 
 export type { NodeFailure };
 
@@ -20,25 +22,23 @@ export type ExecutorKind = 'ray' | 'native';
 
 export type PrewarmSettings = Parameters<typeof prewarm>[1];
 
-export interface ClusterPlan {
+/** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
+export interface ClusterPlan extends PlanCore {
+  placement: 'nodes';
   executor: ExecutorKind;
-  engine: 'vllm' | 'sim';
   nodesFile: string;
   nf: NodesFile;
-  profile: string;
-  servedName: string;
   tensor: number;
   pipeline: number;
+  /** the server groups, in start order, each on the node it names */
   steps: NodeStep[];
+  /** the one endpoint the head serves */
   replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
   apiKey?: string;
   apiKeyEnv?: string;
-  readyMs: number;
-  /** no log output on the head for this long ends the wait as stalled (server.stallTimeoutSeconds, as on one host) */
-  stallMs: number;
   prewarm?: PrewarmSettings;
   probe: ProbeSettings;
-  stateDir: string;
   /** each `ray start` (seconds, enforced on the node) */
   joinTimeoutS?: number;
   /** the whole wait for Ray to list every node */
@@ -125,34 +125,59 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
  */
 export function nodesOutcome(
   plan: Pick<ClusterPlan, 'executor' | 'engine' | 'nodesFile' | 'profile' | 'replica'>,
-  r: { failure?: NodeFailure; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult },
+  r: { failure?: NodeFailure; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
 ): ServeOutcome {
   const { record: rec } = r;
+  const head = r.starts?.find((x) => x.rank === 0)?.start;
   return {
     status: r.failure ? 'launch-failed' : r.probe?.state === 'healthy' ? 'healthy' : 'unhealthy',
-    profile: plan.profile,
+    profile: plan.profile.name,
     engine: plan.engine,
     replicas: rec
-      ? [{ name: plan.replica.name, url: rec.url, port: rec.port, gpus: [], pid: rec.pid, logFile: rec.logFile, node: rec.head, readyMs: r.readyMs, prewarm: r.prewarm, probe: r.probe }]
+      ? [{ name: plan.replica.name, url: rec.url, port: rec.port, gpus: [], pid: rec.pid, logFile: rec.logFile, node: rec.head, readyMs: r.readyMs, start: head, prewarm: r.prewarm, probe: r.probe }]
       : [],
     stoppedAll: !!r.failure,
-    nodes: { file: plan.nodesFile, executor: plan.executor, cluster: r.view ? { nodes: r.view.nodes, gpus: r.view.gpus } : undefined, failure: r.failure },
+    nodes: { file: plan.nodesFile, executor: plan.executor, cluster: r.view ? { nodes: r.view.nodes, gpus: r.view.gpus } : undefined, failure: r.failure, ranks: r.starts },
   };
 }
 
+/**
+ * The start over nodes is over (served, or failed): stop following the ranks' logs, say each rank's
+ * report, and keep them in the cluster's record when it stays (status --json and the probe's history
+ * read them there). undefined when nothing was measured.
+ */
+export async function finishStarts(plan: Pick<ClusterPlan, 'replica' | 'stateDir'>, start: ClusterStart | undefined, emit: EventSink, record?: ClusterRecord): Promise<RankStart[] | undefined> {
+  if (!start) return undefined;
+  await start.stop();
+  const starts = start.reports();
+  for (const s of starts) emit({ type: 'start', replica: plan.replica.name, report: s.start, rank: s.rank, node: s.node });
+  if (record) {
+    record.start = starts.find((s) => s.rank === 0)?.start;
+    record.starts = starts;
+    new Registry(plan.stateDir).writeCluster(record);
+  }
+  return starts;
+}
+
 /** Ready: the same prewarm and deep probe as on one node, against the head. */
-export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx): Promise<ServeOutcome> {
-  const emit = ctx.emit ?? (() => {});
+export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx, start?: ClusterStart): Promise<ServeOutcome> {
+  const sink = ctx.emit ?? (() => {});
+  const emit: EventSink = (e) => {
+    start?.observe(e);
+    sink(e);
+  };
+  start?.head?.ready();
   const node = record.head;
   const replica = plan.replica.name;
   emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
   let w: PrewarmResult | undefined;
   if (plan.prewarm) {
-    w = await prewarm(target, plan.prewarm);
+    w = await prewarm(target, plan.prewarm, (request) => start?.observe({ type: 'prewarm-request', replica, request }));
     emit({ type: 'prewarm', replica, node, result: w });
   }
   const p = await probe(target, plan.probe);
   emit({ type: 'probe', replica, node, result: p });
-  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p });
+  const starts = await finishStarts(plan, start, sink, record);
+  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts });
 }

@@ -157,7 +157,7 @@ export async function readFabric(nf: NodesFile, signal?: AbortSignal, why?: Map<
   const { ssh, remoteWhy } = await import('./ssh.js');
   const read = await Promise.all(
     allNodes(nf).map(async (n) => {
-      const r = await ssh(nf, n, fabricScript(fabricInterface(n)), { timeoutMs: 30_000, signal });
+      const r = await ssh(nf, n, fabricScript(fabricInterface(n)), { timeoutMs: 30_000, signal, maxBytes: 1024 * 1024 });
       if (r.exitCode !== 0) why?.set(n.name, `reading its fabric over ssh failed: ${remoteWhy(r, 1)}`);
       return [n.name, r.exitCode === 0 ? parseFabric(fabricInterface(n), r.stdout) : undefined] as const;
     }),

@@ -6,8 +6,7 @@ import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
 import { rayExecutor } from './ray-executor.js';
 import { nativeExecutor } from './native.js';
-import { runsOn, type ClusterExecutor, type ClusterPlan, type ClusterStatus, type ExecutorKind, type RunCtx, type StopClusterOutcome } from './common.js';
-import type { ServeOutcome } from '../events.js';
+import { runsOn, type ClusterExecutor, type ClusterStatus, type ExecutorKind, type StopClusterOutcome } from './common.js';
 import { allNodes } from './ray-plan.js';
 
 export * from './common.js';
@@ -21,10 +20,6 @@ export function executorFor(kind: ExecutorKind): ClusterExecutor {
 
 /** Records written before native multi-node existed are Ray's. */
 export const recordedExecutor = (r: ClusterRecord): ExecutorKind => r.executor ?? 'ray';
-
-export function serveCluster(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
-  return executorFor(plan.executor).serve(plan, ctx);
-}
 
 /**
  * The cluster records a verb acts on, from what the registry holds: a name picks its profile's

@@ -22,7 +22,20 @@ import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
-import { afterReady, nodesOutcome, refuseRecorded, headFailure, type ClusterExecutor, type NodeFailure, type ClusterPlan, type RunCtx, type StopClusterOutcome, type ClusterStatus } from './common.js';
+import { ClusterStart } from './rank-start.js';
+import {
+  afterReady,
+  finishStarts,
+  nodesOutcome,
+  refuseRecorded,
+  headFailure,
+  type ClusterExecutor,
+  type NodeFailure,
+  type ClusterPlan,
+  type RunCtx,
+  type StopClusterOutcome,
+  type ClusterStatus,
+} from './common.js';
 
 const LOGS = '$HOME/.local/state/sparkctl/logs';
 
@@ -61,13 +74,17 @@ const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
 const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal);
 
 /** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
-async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
+async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const marker = randomUUID();
   const { refs: ranks, failure } = await startInOrder(
     plan.steps,
-    (s, i) => launchRank(plan, s, i, marker, ctx.signal),
+    (s, i) => {
+      // each rank's start is timed from its own launch
+      start.launched(i, s.node);
+      return launchRank(plan, s, i, marker, ctx.signal);
+    },
     async () => undefined,
     (s, error) => `vLLM rank ${plan.steps.indexOf(s)} did not start on ${s.node} (${nodeOf(nf, s.node).address}): ${error}`,
     (r) => emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: r.node, pid: r.pid, logFile: r.logFile, rank: r.rank }),
@@ -81,7 +98,7 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx): Promise<{ record: Clus
     record: {
       version: 1,
       executor: 'native',
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid: head.pid,
@@ -109,9 +126,14 @@ async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRa
   return seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
 }
 
-const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
+/** The shell that prints a rank's last n log lines on its node: its file's tail, or its container's logs by the recorded ID. */
+const rankTail = (r: ClusterRank, lines: number) => {
   const c = refOf(r);
-  const x = await ssh(nf, nodeOf(nf, r.node), c ? logsLine(c, lines) : `tail -n ${lines} "${r.logFile}"`, { timeoutMs: 15_000 });
+  return c ? logsLine(c, lines) : `tail -n ${lines} "${r.logFile}"`;
+};
+
+const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
+  const x = await ssh(nf, nodeOf(nf, r.node), rankTail(r, lines), { timeoutMs: 15_000 });
   return x.stdout + x.stderr;
 };
 
@@ -134,11 +156,10 @@ async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<Node
 /** The head's log as the after-launch watch reads it, and every rank's process as its end (any rank gone ends the wait). */
 const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank[]) => void) => {
   const head = ranks[0]!;
-  const c = refOf(head);
   return new RemoteView(
     plan.nf,
     nodeOf(plan.nf, head.node),
-    (n) => (c ? logsLine(c, n) : `tail -n ${n} "${head.logFile}"`),
+    (n) => rankTail(head, n),
     async () => {
       const g = await goneRanks(plan.nf, ranks);
       gone(g);
@@ -148,7 +169,7 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
 };
 
 /** The head's readiness through the one after-launch watch (stall, known hang, phases), raced against every rank's process. undefined: ready. */
-async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx): Promise<NodeFailure | undefined> {
+async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx, start: ClusterStart): Promise<NodeFailure | undefined> {
   const ranks = record.ranks ?? [];
   let gone: ClusterRank[] = [];
   const r = await watchReady(
@@ -159,10 +180,11 @@ async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx)
       url: record.url,
       servedName: record.servedName,
       apiKey: plan.apiKey,
-      deadlineMs: plan.readyMs,
-      stallMs: plan.stallMs,
+      deadlineMs: plan.readyTimeoutMs,
+      stallMs: plan.stallTimeoutMs,
       signal: ctx.signal,
       pollMs: 250,
+      clock: start.head,
       onPhase: (phase) => ctx.emit?.({ type: 'phase', replica: plan.replica.name, node: plan.nf.head.name, phase }),
       // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
       // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
@@ -212,19 +234,25 @@ export const nativeExecutor: ClusterExecutor = {
     const registry = new Registry(plan.stateDir);
     const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal));
     if (refused) return nodesOutcome(plan, { failure: refused });
-    const launched = await launchAll(plan, ctx);
+    const start = new ClusterStart();
+    const launched = await launchAll(plan, ctx, start);
     if ('failure' in launched) return nodesOutcome(plan, { failure: launched.failure });
     const { record } = launched;
     registry.writeCluster(record);
-    const notReady = await ranksReady(plan, record, ctx);
+    // every worker rank's log followed on its node while the head starts (the head's is the watch's)
+    for (const r of record.ranks ?? []) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
+    start.start();
+    const notReady = await ranksReady(plan, record, ctx, start);
     if (notReady) {
+      // where each rank got to before it failed, then every rank stopped
+      const starts = await finishStarts(plan, start, ctx.emit ?? (() => {}));
       await stopRanks(plan.nf, record.ranks ?? [], 5);
-      registry.removeCluster(plan.profile);
-      return nodesOutcome(plan, { failure: notReady, record });
+      registry.removeCluster(plan.profile.name);
+      return nodesOutcome(plan, { failure: notReady, record, starts });
     }
     const gpus = plan.tensor * plan.pipeline;
     ctx.emit?.({ type: 'ranks-joined', nodes: record.ranks!.length, gpus });
-    return afterReady(plan, record, { nodes: record.ranks!.length, gpus, complete: true }, Date.now() - started, ctx);
+    return afterReady(plan, record, { nodes: record.ranks!.length, gpus, complete: true }, Date.now() - started, ctx, start);
   },
 
   async stop(nf, record, timeoutS, signal) {

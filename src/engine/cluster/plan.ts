@@ -106,24 +106,24 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
 }
 
 /** The plan the executor runs: the planned commands plus readiness, prewarm, probe and the key. */
-export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { apiKey?: string; stateDir: string; joinTimeoutS?: number }): ClusterPlan {
+export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { stateDir: string; joinTimeoutS?: number }): ClusterPlan {
   const p = pc.resolved.profile;
   return {
+    placement: 'nodes',
     executor: pc.executor,
     engine: opts.engine === 'sim' ? 'sim' : 'vllm',
     joinTimeoutS: opts.joinTimeoutS,
     nodesFile: opts.nodesFile,
     nf: pc.nf,
-    profile: p.name,
+    profile: p,
     servedName: servedName(p),
     tensor: p.parallel.tensor,
     pipeline: p.parallel.pipeline,
     steps: pc.steps,
     replica: pc.replica,
-    apiKey: opts.apiKey,
     apiKeyEnv: p.server.apiKeyEnv,
-    readyMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
-    stallMs: p.server.stallTimeoutSeconds * 1000,
+    readyTimeoutMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
+    stallTimeoutMs: p.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm ? p.prewarm : undefined,
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,

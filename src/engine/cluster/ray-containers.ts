@@ -17,7 +17,8 @@ import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWatch } from './ray.js';
-import { afterReady, refuseRecorded, type NodeFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome, nodesOutcome } from './common.js';
+import { ClusterStart } from './rank-start.js';
+import { afterReady, finishStarts, refuseRecorded, type NodeFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome, nodesOutcome } from './common.js';
 import type { ServeOutcome } from '../events.js';
 import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
@@ -155,7 +156,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
   const record: ClusterRecord = {
     version: 1,
     executor: 'ray',
-    profile: plan.profile,
+    profile: plan.profile.name,
     nodesFile: plan.nodesFile,
     head: nf.head.name,
     pid: 0,
@@ -168,19 +169,23 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
     ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
   };
   registry.writeCluster(record);
+  // the engine's start, timed from its exec in the head's container; Ray's workers' lines per node
+  const start = new ClusterStart();
+  start.launched(0, nf.head.name);
   const noExec = await execVllm(plan, head, signal);
   if (noExec) {
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(noExec);
   }
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
-  const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs));
+  const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs), start);
   if (notReady) {
+    await finishStarts(plan, start, emit);
     await stopVllmInHead(nf, head, 5);
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
-  return afterReady(plan, record, cluster.view, Date.now() - started, ctx);
+  return afterReady(plan, record, cluster.view, Date.now() - started, ctx, start);
 }
 
 /**

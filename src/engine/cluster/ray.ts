@@ -19,7 +19,20 @@ import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus,
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
-import { afterReady, nodesOutcome, refuseRecorded, headFailure, type NodeFailure, type ClusterPlan, type ClusterStatus, type NodeState, type RunCtx, type StopClusterOutcome } from './common.js';
+import { ClusterStart } from './rank-start.js';
+import {
+  afterReady,
+  finishStarts,
+  nodesOutcome,
+  refuseRecorded,
+  headFailure,
+  type NodeFailure,
+  type ClusterPlan,
+  type ClusterStatus,
+  type NodeState,
+  type RunCtx,
+  type StopClusterOutcome,
+} from './common.js';
 
 const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
 
@@ -56,18 +69,22 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   if ('failure' in cluster) return fail(cluster.failure);
   const view = cluster.view;
   emit({ type: 'ray-cluster', nodes: view.nodes, gpus: view.gpus });
+  // the engine's start, timed from its launch on the head; Ray's workers' lines per node (rank-start.ts)
+  const start = new ClusterStart();
+  start.launched(0, nf.head.name);
   const launched = await launchEngine(plan, signal);
   if ('failure' in launched) return fail(launched.failure);
   const { record } = launched;
   registry.writeCluster(record);
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal));
+  const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal), start);
   if (notReady) {
+    await finishStarts(plan, start, emit);
     await stopEngine(nf, record);
-    registry.removeCluster(plan.profile);
+    registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
-  return afterReady(plan, record, view, Date.now() - started, ctx);
+  return afterReady(plan, record, view, Date.now() - started, ctx, start);
 }
 
 /** Ray is only ever stopped on nodes where this run started it. */
@@ -205,7 +222,7 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ 
   return {
     record: {
       version: 1,
-      profile: plan.profile,
+      profile: plan.profile.name,
       nodesFile: plan.nodesFile,
       head: nf.head.name,
       pid,
@@ -258,7 +275,14 @@ const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): 
  * head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
  * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it. undefined: ready.
  */
-export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch): Promise<NodeFailure | undefined> {
+export async function engineReady(
+  plan: ClusterPlan,
+  record: ClusterRecord,
+  emit: EventSink,
+  signal: AbortSignal | undefined,
+  watch: EngineWatch,
+  start?: ClusterStart,
+): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
@@ -276,6 +300,8 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
       return ended ? { reason: 'exited', detail: 'a node left' } : undefined;
     },
     (lines) => {
+      // a worker actor's forwarded line (ip=...) is its node's too
+      for (const l of lines) start?.rayLine(nf, l);
       const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
       if (!m) return;
       placementLine = m;
@@ -286,10 +312,11 @@ export async function engineReady(plan: ClusterPlan, record: ClusterRecord, emit
     url: record.url,
     servedName: record.servedName,
     apiKey: plan.apiKey,
-    deadlineMs: plan.readyMs,
-    stallMs: plan.stallMs,
+    deadlineMs: plan.readyTimeoutMs,
+    stallMs: plan.stallTimeoutMs,
     signal,
     pollMs: 250,
+    clock: start?.head,
     onPhase: (phase) => emit({ type: 'phase', replica: plan.replica.name, node: nf.head.name, phase }),
     // what answers on the head's port is the engine's own group, not a server that held the port first
     ours: watch.ours,

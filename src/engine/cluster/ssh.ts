@@ -24,7 +24,14 @@ export interface SshOptions {
   remoteTimeoutS?: number;
   input?: string;
   signal?: AbortSignal;
+  /** the output exactly as the node wrote it: a log's tail must keep its last newline, or its last complete line reads as one still being written */
+  keepFinalNewline?: boolean;
+  /** the most characters read of stdout (and of stderr): past it ssh is ended and the answer is 'too-large', never read (default SSH_MAX_ANSWER) */
+  maxBytes?: number;
 }
+
+/** What a node may answer one command by default: a file listing of a large model is a few MiB; a node that sends more is not answering. */
+export const SSH_MAX_ANSWER = 16 * 1024 * 1024;
 
 export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
   const argv = [process.env.SPARKCTL_SSH ?? 'ssh', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`, '-o', 'StrictHostKeyChecking=accept-new', '-p', String(node.sshPort)];
@@ -44,9 +51,20 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
   // Locally a little longer than the node's own deadline, so the node ends its group first.
   const timeout = opts.remoteTimeoutS ? opts.remoteTimeoutS * 1000 + 15_000 : (opts.timeoutMs ?? 30_000);
   const argv = sshArgv(nf, node, remote);
-  const r = await execa(argv[0]!, argv.slice(1), { reject: false, timeout, cancelSignal: opts.signal, input: opts.input, stdin: opts.input === undefined ? 'ignore' : undefined });
+  const maxBuffer = opts.maxBytes ?? SSH_MAX_ANSWER;
+  const r = await execa(argv[0]!, argv.slice(1), {
+    reject: false,
+    timeout,
+    maxBuffer,
+    cancelSignal: opts.signal,
+    input: opts.input,
+    stdin: opts.input === undefined ? 'ignore' : undefined,
+    stripFinalNewline: !opts.keepFinalNewline,
+  });
   const stdout = String(r.stdout ?? '');
   const stderr = String(r.stderr ?? '');
+  // a node that answers past the bound (a flood, an endless stream) is ended there: what it sent is not read
+  if (r.isMaxBuffer) return { exitCode: null, stdout: '', stderr: '', error: `answered more than ${maxBuffer} characters (the bound for this step): not read` };
   if (r.timedOut) return { exitCode: null, stdout, stderr, error: 'timeout' };
   if (r.isCanceled) return { exitCode: null, stdout, stderr, error: 'cancelled' };
   if (r.exitCode === undefined) return { exitCode: null, stdout: '', stderr, error: (r as { shortMessage?: string }).shortMessage ?? 'ssh failed' };
@@ -58,12 +76,16 @@ export async function ssh(nf: NodesFile, node: NodeEntry, command: string, opts:
 /** A node's words as they may be printed: its control characters (an escape sequence rewrites a terminal) shown escaped, its lines kept. */
 export const printable = (s: string) => shownEscaped(s, { lines: true });
 
+const WHY_LINE_MAX = 300;
+
 export function remoteWhy(r: Remote, lines = 2): string {
-  const text = printable(r.stderr || r.stdout || '')
+  // the node's last words, bounded: the tail of what it said, each line cut (one line of a flood is no message)
+  const text = printable((r.stderr || r.stdout || '').slice(-64 * 1024))
     .trim()
     .split('\n')
     .filter((l) => l.trim())
     .slice(-lines)
+    .map((l) => (l.length > WHY_LINE_MAX ? `${l.slice(0, WHY_LINE_MAX)}... (${l.length} characters)` : l))
     .join(' | ');
   if (r.error === 'timeout') return `timed out${text ? `; last output: ${text}` : ''}`;
   return text || r.error || `exit ${r.exitCode}`;

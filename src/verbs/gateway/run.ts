@@ -7,7 +7,20 @@ import { stateDir, sparkctlBin, parseSize } from '../common.js';
 import { GatewaySettings, parseAliases, planGateway, exposure } from '../../gateway/plan.js';
 import { renderGatewayConfig, haproxyEnv } from '../../gateway/config.js';
 import { Keeper, servedInstances } from '../../gateway/keeper.js';
-import { startGateway, stopGateway, runningGateway, readRecord, writeRecord, viewGateway, gatewayUrl, modelsRecord, gatewayEntry, type DownResult, type GatewayRecord } from '../../gateway/control.js';
+import {
+  startGateway,
+  stopGateway,
+  runningGateway,
+  readRecord,
+  recordProblem,
+  writeRecord,
+  viewGateway,
+  gatewayUrl,
+  modelsRecord,
+  gatewayEntry,
+  type DownResult,
+  type GatewayRecord,
+} from '../../gateway/control.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { envelope, table } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -136,7 +149,13 @@ export async function status(o: { json?: boolean }) {
     // launched, but not (or no longer) whole: a keeper that died with HAProxy left, or a record that cannot be proven
     const e = gatewayEntry(stateDir())?.entry;
     const state = e?.proof.state === 'degraded' ? 'degraded' : e?.proof.state === 'unproven' ? 'unproven' : e?.alive ? 'starting' : 'stopped';
-    if (o.json) say(envelope('gateway-status', { state, ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}) }));
+    // a record that is there but cannot be read is said, never taken for "not running"
+    const unreadable = recordProblem(stateDir());
+    if (o.json) say(envelope('gateway-status', { state, ...(e && state !== 'stopped' ? { pid: e.launch.pid } : {}), ...(unreadable ? { recordUnreadable: unreadable } : {}) }));
+    else if (unreadable)
+      say(
+        `gateway: ${state === 'stopped' ? 'state unknown' : state}: its record cannot be read (${unreadable}); sparkctl gateway down stops a gateway it launched, and gateway up writes the record again`,
+      );
     else
       say(
         state === 'degraded'

@@ -134,7 +134,11 @@ export function checkFlags(opts: ProbeCli) {
 export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
-  const clusters: InstanceTarget[] = (reg?.clusters() ?? []).map((c) => ({ ...targetFromUrl(c.url, c.servedName), name: c.profile }));
+  const clusters: InstanceTarget[] = (reg?.clusters() ?? []).map((c) => ({
+    ...targetFromUrl(c.url, c.servedName),
+    name: c.profile,
+    cluster: { profile: c.profile, startedAt: c.startedAt, start: c.start },
+  }));
   const insts = !reg
     ? []
     : opts.all
@@ -245,7 +249,7 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       at,
       target: r.target,
       url: r.url,
-      profile: t.instance?.profile,
+      profile: t.instance?.profile ?? t.cluster?.profile,
       // a sleeping server is up (it wakes on demand): history's verdicts, and their report, stay as they were
       verdict: r.state === 'sleeping' ? 'healthy' : r.state,
       ms: r.ms,
@@ -329,12 +333,13 @@ async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price:
 /**
  * The server's last start as serve or restart measured it (its registry entry's start report,
  * engine/phases.ts), for its history line: the launch time, the seconds to ready and to the first
- * token, the compile cache's verdict and each phase's end. A --url target or a multi-node server
- * (serve --nodes: its ranks' starts are not measured yet) has none.
+ * token, the compile cache's verdict and each phase's end. A server over nodes: its record's
+ * (rank 0's report: the head's vLLM, its API, the first token). A --url target has none.
  */
-function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }): Sample['boot'] {
-  const r = startOf(t.instance?.start);
-  const at = t.instance?.startedAt;
+function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>): Sample['boot'] {
+  const from = t.instance ?? t.cluster;
+  const r = startOf(from?.start);
+  const at = from?.startedAt;
   if (!r || !at || Number.isNaN(Date.parse(at))) return undefined;
   const s = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms) / 1000);
   const boot: NonNullable<Sample['boot']> = { at: new Date(Date.parse(at)).toISOString(), ph: phaseSeconds(r) };
@@ -349,7 +354,7 @@ function bootOf(t: { instance?: { startedAt?: string; start?: unknown } }): Samp
  * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
  * the compile cache's verdict. Nothing for a target without a measured start.
  */
-function startGauges(targets: Array<{ name: string; instance?: { startedAt?: string; start?: unknown } }>): string[] {
+function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>): string[] {
   const boots = targets.map((t) => ({ name: t.name, b: bootOf(t) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
   if (!boots.length) return [];
   const tl = (n: string) => `target="${esc(n)}"`;

@@ -191,7 +191,7 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
           break;
         case 'start':
           prog.done();
-          note(`start ${e.replica}: ${startLine(e.report)}`);
+          note(`start ${e.replica}${e.rank !== undefined ? ` rank ${e.rank} on ${e.node}` : ''}: ${startLine(e.report)}`);
           break;
         case 'router': {
           const r = e.router;
@@ -314,6 +314,9 @@ export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string |
     head: head ? { node: head.node, pid: head.pid, logFile: head.logFile } : null,
     cluster: o.nodes?.cluster ?? null,
     readyMs: head?.readyMs ?? null,
+    // the server's start phase by phase (rank 0's), and every rank's (native) or node's (Ray) own
+    start: head?.start ?? null,
+    ranks: o.nodes?.ranks ?? null,
     prewarm: head?.prewarm ?? null,
     probe: head?.probe ?? null,
     stop: f ? null : `sparkctl stop ${o.profile} --nodes ${named}`,

@@ -323,12 +323,12 @@ async function runtimeChecks(plan: ServePlan, opts: ServeOptions): Promise<void>
 
 /** Launch, supervise, warm and probe, with Ctrl-C wired to the run's cancellation. */
 async function act(plan: ServePlan, secrets: Record<string, string>, render: Renderer): Promise<ServeOutcome> {
-  const { serveLocal } = await import('../../engine/serve.js');
+  const { serve } = await import('../../engine/serve.js');
   // Ctrl-C / SIGTERM: the first stops what was started (drain); a second stops it at once. Never swallowed.
   const sig = interrupts({ second: 'force' });
   let readyCount = 0;
   try {
-    return await serveLocal(plan, {
+    return await serve(plan, {
       signal: sig.signal,
       force: sig.force,
       secrets,
