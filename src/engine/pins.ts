@@ -231,3 +231,18 @@ export function nodesImagePin(ref: string | undefined, file: PinFile | undefined
   if (!ref || isPinnedRef(ref) || !file?.current.imageId || !knownRefs(file).has(ref)) return undefined;
   return { run: file.current.imageId, pin: file.current };
 }
+
+/**
+ * runtime container over nodes: the profile's image reference, and the pin every node runs where
+ * there is one (repin: none, pinned anew once healthy). serve --nodes and preflight --nodes read it alike.
+ */
+export function imagePinOfNodes(
+  loaded: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } },
+  stateDir: string,
+  repin?: boolean,
+): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
+  if (loaded.profile.engine.runtime !== 'container') return {};
+  const ref = loaded.profile.container?.image;
+  if (!ref || isPinnedRef(ref)) return {};
+  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir, loaded.profile.name)) };
+}

@@ -4,7 +4,7 @@
 import { describe, it, expect } from 'vitest';
 import { CONTROL, hasControl, shownEscaped } from '../../src/util/control.js';
 import { printable, remoteWhy } from '../../src/engine/cluster/ssh.js';
-import { nodeMatrix } from '../../src/verbs/nodes.js';
+import { nodeMatrix } from '../../src/verbs/preflight/nodes.js';
 
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
 

@@ -21,7 +21,7 @@ export interface PreflightCliOptions {
 
 export async function run(opts: PreflightCliOptions, cmd?: { parent?: { opts(): { verbose?: boolean } } }) {
   if (opts.nodes) {
-    const { preflightNodes } = await import('../nodes.js');
+    const { preflightNodes } = await import('./nodes.js');
     return preflightNodes(opts);
   }
   // A named profile is validated before anything is spawned (YAML and zod load only then).

@@ -9,12 +9,26 @@ import { stateDir } from '../../util/paths.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import { servedName } from '../../profiles/render.js';
 import { traitsOf } from '../../engine/runtime/traits.js';
-import { allNodes, gpusDeclared, exportLine, fabricAddress, planCluster, toClusterPlan, readFabric, fabricEnvs, rdmaNodes, type PlannedCluster } from '../../engine/cluster/index.js';
+import {
+  allNodes,
+  gpusDeclared,
+  exportLine,
+  fabricAddress,
+  planCluster,
+  toClusterPlan,
+  readFabric,
+  fabricEnvs,
+  rdmaNodes,
+  type PlannedCluster,
+  imageMismatch,
+  readImageIds,
+} from '../../engine/cluster/index.js';
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
-import { imagePinOfNodes, pinNodesImage } from '../nodes.js';
+import { imagePinOfNodes, writePin } from '../../engine/pins.js';
+import type { NodesFile } from '../../profiles/schema.js';
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
@@ -25,7 +39,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const { readForNodes } = await import('../../engine/inputs.js');
   const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
   // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
-  const pin = imagePinOfNodes(target.loaded, opts.repin);
+  const pin = imagePinOfNodes(target.loaded, stateDir(), opts.repin);
   const loaded = pin.pinned ? { ...target.loaded, profile: { ...target.loaded.profile, container: { ...target.loaded.profile.container!, image: pin.pinned.run } } } : target.loaded;
   if (pin.pinned && !opts.json)
     note(
@@ -106,4 +120,17 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         : `# the head serves only once all ${steps.length} ranks have joined; readiness at ${pc.url}, every rank's process watched on its node`,
     ),
   );
+}
+
+/** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
+export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+  if (!pc.steps[0]?.container) return;
+  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
+  const one = [...new Set(ids.map((x) => x.id))];
+  if (one.length !== 1 || !one[0]) {
+    if (!json) note(`${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`);
+    return;
+  }
+  writePin(stateDir(), pc.resolved.profile.name, { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] });
+  if (!json) note(c.dim(`image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`));
 }

@@ -1,4 +1,4 @@
-import { Registry, type ClusterRecord } from '../../engine/registry.js';
+import { Registry } from '../../engine/registry.js';
 import { statusOf } from '../../engine/status.js';
 import { stateDir } from '../common.js';
 import { envelope, c } from '../../output/format.js';
@@ -16,7 +16,7 @@ export async function run(opts: { json?: boolean }) {
   const stale = rows.filter((r) => r.process === 'dead');
   for (const r of stale) reg.remove(r.inst.name);
   const gateway = gatewayStatus(reg);
-  const { clusterStatuses, renderClusterStatus } = await import('../nodes.js');
+  const { clusterStatuses, renderClusterStatus, clusterDrift } = await import('./clusters.js');
   const clusters = await clusterStatuses();
   // a server on another image than its pin, or on a host vLLM that changed under it (engine/drift.ts)
   const { driftOf } = await import('../../engine/drift.js');
@@ -51,22 +51,4 @@ export async function run(opts: { json?: boolean }) {
   for (const d of drift) note(`${c.yellow(d.kind === 'image' ? 'not on its pin' : 'vLLM changed')}: ${d.line}`);
   for (const u of unreadable) note(`${c.yellow('pins unreadable')}: ${u}`);
   if (stale.length) note(`removed ${stale.length} stale entr${stale.length === 1 ? 'y' : 'ies'} (process gone or pid reused): ${stale.map((r) => r.inst.name).join(', ')}`);
-}
-
-/** The ranks of each multi-node server in containers on another image than its pin (engine/drift.ts clustersDrift), read over ssh. */
-async function clusterDrift(records: ClusterRecord[]) {
-  const { clustersDrift } = await import('../../engine/drift.js');
-  if (!records.some((r) => r.ranks?.some((k) => k.containerId))) return { drift: [], unreadable: [] };
-  const { ssh } = await import('../../engine/cluster/ssh.js');
-  const { imageLine } = await import('../../engine/cluster/node-container.js');
-  const { nodeNamed } = await import('../../engine/cluster/ray-plan.js');
-  const { loadNodesFile } = await import('../../profiles/load.js');
-  return clustersDrift(records, stateDir(), async (rec, ref) => {
-    const nf = loadNodesFile(rec.nodesFile);
-    const node = nodeNamed(nf, ref.node);
-    if (!node) return undefined;
-    const r = await ssh(nf, node, imageLine(ref), { timeoutMs: 15_000 });
-    // the runtime's answer as it came: clustersDrift reads it (one rule for an image ID)
-    return r.exitCode === 0 ? r.stdout : undefined;
-  });
 }

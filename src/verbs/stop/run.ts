@@ -63,23 +63,23 @@ export function outcomeLine(r: StopOutcome): string {
   return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
 }
 
-/** The registry's records of servers over nodes that NAME (or --all) names, stopped and said; the nodes code loads only when there is one. */
-async function stopClusters(reg: Registry, name: string | undefined, opts: { all?: boolean; grace?: number }): Promise<Array<{ lines: string[]; problem?: string; json: unknown }>> {
-  const all = reg.clusters();
-  if (!all.length) return [];
-  const { recordsFor } = await import('../../engine/cluster/index.js');
-  const records = opts.all ? all : recordsFor(all, { name });
-  if (!records.length) return [];
-  const nodes = await import('../nodes.js');
-  const done = await nodes.stopRecordedClusters(records, opts.grace ?? graceMsOf({}) / 1000);
-  return done.map((x) => ({ lines: x.lines, problem: x.problem, json: nodes.clusterStopJson(x) }));
+/**
+ * The registry's servers over nodes this stop acts on (clusters.ts selects them: NAME, --all,
+ * or --nodes FILE), stopped and said; the nodes code loads only when there is one to stop.
+ */
+async function stopClusters(reg: () => Registry, name: string | undefined, opts: { all?: boolean; nodes?: string }, timeoutS: number) {
+  let records: ReturnType<Registry['clusters']> | undefined;
+  const recorded = () => (records ??= reg().clusters());
+  if (!opts.nodes && !recorded().length) return [];
+  const cl = await import('./clusters.js');
+  const done = await cl.stopClusters(cl.clusterTargets(recorded, name, opts), timeoutS);
+  return done.map((x) => ({ ...x, json: cl.clusterStopJson(x) }));
 }
 
 export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
-  if (opts.nodes) {
-    const { stopNodes } = await import('../nodes.js');
-    return stopNodes(name, { ...opts, timeout: opts.grace ?? graceMsOf({}) / 1000 });
-  }
+  const timeoutS = opts.grace ?? graceMsOf({}) / 1000;
+  // stop --nodes FILE [NAME]: what runs on those nodes, said as the stop-nodes envelope (the same selection and stop as below)
+  if (opts.nodes) return (await import('./clusters.js')).sayNodesStop(await stopClusters(() => new Registry(stateDir()), name, opts, timeoutS), opts.json);
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');
   const reg = new Registry(stateDir());
   const graceMs = opts.grace === undefined ? undefined : opts.grace * 1000;
@@ -94,7 +94,7 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     const targets = opts.all ? reg.list() : reg.find(name!);
     for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
     // a server over nodes is a record of the same registry: stop NAME and --all stop it as serve --nodes recorded it
-    const clusters = await stopClusters(reg, name, opts);
+    const clusters = await stopClusters(() => reg, name, opts, timeoutS);
     const cl = clusters.length ? { clusters: clusters.map((x) => x.json) } : {};
     if (!opts.json) for (const l of clusters.flatMap((x) => x.lines)) say(l);
     const clusterBad = clusters.find((x) => x.problem)?.problem ?? '';
