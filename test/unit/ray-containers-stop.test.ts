@@ -89,44 +89,19 @@ describe.concurrent('vLLM in the head container: pid and start time, read inside
     expect(await readInHead(nf, head, undefined, shellOf('other', pidFile))).toBeUndefined();
   });
 
-  it('stop: the recorded process ends on TERM: stopped', async () => {
-    const { c, pidFile } = leader('exec sleep 30');
-    await sleep(100);
-    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! }, 10, undefined, shellOf('ours', pidFile));
-    expect(x?.state).toBe('stopped');
-    expect(alive(c.pid!)).toBe(false);
-  });
-
-  it('stop: a process that ignores TERM is killed after the grace', async () => {
-    const { c, pidFile } = leader(`trap '' TERM; while :; do sleep 0.1; done`);
+  it.each<[string, string, Container, number, number, 'stopped' | 'killed' | 'unproven' | undefined, boolean]>([
+    // name, the process's body, the container's answer, the recorded start time's offset, the grace (s), the state, alive after
+    ['the recorded process ends on TERM: stopped', 'exec sleep 30', 'ours', 0, 10, 'stopped', false],
+    ['a process that ignores TERM is killed after the grace', `trap '' TERM; while :; do sleep 0.1; done`, 'ours', 0, 1, 'killed', false],
+    ['another start time (the pid reused in the container): not signalled, left to the container stop', 'exec sleep 30', 'ours', -7, 1, undefined, true],
+    ['the container answers another ID: unproven, nothing signalled', 'exec sleep 30', 'other', 0, 1, 'unproven', true],
+    ['the container gone: vLLM gone with it, nothing signalled', 'exec sleep 30', 'gone', 0, 1, 'stopped', true],
+  ])('stop: %s', async (_, body, container, offset, graceS, state, after) => {
+    const { c, pidFile } = leader(body);
     await sleep(200);
-    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! }, 1, undefined, shellOf('ours', pidFile));
-    expect(x?.state).toBe('killed');
-    expect(alive(c.pid!)).toBe(false);
-  });
-
-  it('stop: another start time (the pid reused in the container): not signalled, left to the container stop', async () => {
-    const { c, pidFile } = leader('exec sleep 30');
-    await sleep(100);
-    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! - 7 }, 1, undefined, shellOf('ours', pidFile));
-    expect(x).toBeUndefined();
-    expect(alive(c.pid!)).toBe(true);
-  });
-
-  it('stop: the container answers another ID: unproven, nothing signalled', async () => {
-    const { c, pidFile } = leader('exec sleep 30');
-    await sleep(100);
-    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! }, 1, undefined, shellOf('other', pidFile));
-    expect(x?.state).toBe('unproven');
-    expect(alive(c.pid!)).toBe(true);
-  });
-
-  it('stop: the container gone: vLLM gone with it, nothing signalled', async () => {
-    const { c, pidFile } = leader('exec sleep 30');
-    await sleep(100);
-    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! }, 1, undefined, shellOf('gone', pidFile));
-    expect(x?.state).toBe('stopped');
-    expect(alive(c.pid!)).toBe(true);
+    const x = await stopVllmInHead(nf, head, { pid: c.pid!, startTime: processStartTime(c.pid!)! + offset }, graceS, undefined, shellOf(container, pidFile));
+    expect(x?.state).toBe(state);
+    expect(alive(c.pid!)).toBe(after);
   });
 
   it('stop: nothing recorded (a record from before): nothing signalled here', async () => {
