@@ -4,8 +4,11 @@
 // a node's log would show); the server is a port nothing listens on (never ready).
 import { describe, it, expect } from 'vitest';
 import { watchReady, type LaunchView } from '../../src/engine/launch.js';
-import { grownBy } from '../../src/engine/cluster/remote-view.js';
-import { freePort } from '../helpers.js';
+import { grownBy, RemoteView } from '../../src/engine/cluster/remote-view.js';
+import { freePort, tempDir, rmrf } from '../helpers.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NodesFile, NodeEntry } from '../../src/profiles/schema.js';
 
 describe('grownBy: the lines a later tail of the same log adds', () => {
   it.each<[string, string[], string[], string[]]>([
@@ -75,5 +78,37 @@ describe('watchReady: one watch for every launch', () => {
     );
     expect(r).toMatchObject({ ok: false, reason: 'exited', detail: 'a rank exited' });
     expect(calls).toBe(4);
+  });
+});
+
+describe('RemoteView over a real ssh call (a stand-in ssh that runs the command here)', () => {
+  // execa strips a final newline by default: the log's last complete line then read as one still
+  // being written, and a log that stopped growing never gave its last line (a worker rank's CUDA-graph line)
+  it.each<[string, string, string[]]>([
+    ['a log that ends with a complete line gives every line', 'a\nb\nGraph capturing finished in 4 secs\n', ['a', 'b', 'Graph capturing finished in 4 secs']],
+    ['a line still being written waits for the next read', 'a\nb\npart', ['a', 'b']],
+  ])('%s', async (_, log, want) => {
+    const dir = tempDir('sparkctl-remote-view-');
+    const was = process.env.SPARKCTL_SSH;
+    try {
+      const ssh = join(dir, 'ssh');
+      // the command is ssh's last argument, run by a shell here
+      writeFileSync(ssh, '#!/bin/sh\nfor a; do last="$a"; done\nexec sh -c "$last"\n', { mode: 0o755 });
+      writeFileSync(join(dir, 'rank1.log'), log);
+      process.env.SPARKCTL_SSH = ssh;
+      const node = { name: 'n1', address: '127.0.0.1', sshUser: 'root', sshPort: 22 } as NodeEntry;
+      const nf = { head: node, workers: [], ssh: { connectTimeoutSeconds: 5, options: [] } } as unknown as NodesFile;
+      const v = new RemoteView(
+        nf,
+        node,
+        (n) => `tail -n ${n} "${join(dir, 'rank1.log')}"`,
+        async () => undefined,
+      );
+      expect(await v.poll()).toEqual(want);
+    } finally {
+      if (was === undefined) delete process.env.SPARKCTL_SSH;
+      else process.env.SPARKCTL_SSH = was;
+      rmrf(dir);
+    }
   });
 });
