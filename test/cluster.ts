@@ -208,7 +208,21 @@ function claimSubnet(first: number): number {
 export async function makeCluster(
   mode: Mode,
   marker: string,
-  opts: { mismatchNode?: number; ray?: RayKind; masterPort?: number; env?: Record<string, string>; cgroups?: boolean } = {},
+  opts: {
+    mismatchNode?: number;
+    ray?: RayKind;
+    masterPort?: number;
+    env?: Record<string, string>;
+    cgroups?: boolean;
+    /** how many nodes (default 4) */
+    nodes?: number;
+    /** GPUs per node in the nodes file (default 8) */
+    gpusPerNode?: number;
+    /** a support bundle every node's preflight answers from (default: the 8-GPU H200 one) */
+    bundle?: string;
+    /** what each node's `sparkctl` runs (default: this checkout's bin/sparkctl.js under this node) */
+    sparkctl?: string;
+  } = {},
 ): Promise<Cluster> {
   const ray: RayKind = opts.ray ?? 'scripted';
   // Netns nodes mount their own /tmp: the cluster's files live outside it.
@@ -219,7 +233,7 @@ export async function makeCluster(
   // netns nodes: the subnet 10.250.b.0/24 is claimed for this cluster alone (two suites that drew the
   // same b would reach each other's sshd: "Permission denied (publickey)" on every node, seen in CI)
   const b = mode === 'netns' ? claimSubnet(1 + (parseInt(id, 16) % 250)) : 1 + (parseInt(id, 16) % 250);
-  const n = 4;
+  const n = opts.nodes ?? 4;
   const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`));
   const nsNames = Array.from({ length: n }, (_, i) => `spk${id}n${i}`);
   const interfaces = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `vn${id}${i}` : 'lo'));
@@ -239,11 +253,13 @@ export async function makeCluster(
       writeFileSync(join(nd, 'bin', 'ray'), RAY, { mode: 0o755 });
       writeFileSync(join(nd, 'bin', 'python'), PYTHON, { mode: 0o755 });
     }
-    nodeBundle(join(nd, 'bundle'), opts.mismatchNode === i ? '580.95.05' : undefined);
+    if (opts.bundle) cpSync(opts.bundle, join(nd, 'bundle'), { recursive: true });
+    else nodeBundle(join(nd, 'bundle'), opts.mismatchNode === i ? '580.95.05' : undefined);
+    const sparkctl = opts.sparkctl ?? `${process.execPath} ${BIN}`;
     writeFileSync(
       join(nd, 'bin', 'sparkctl'),
       // a test's simulator fault for every node: the file sim-fault in the cluster's folder (the nodes' env is fixed at creation)
-      `#!/bin/bash\n# node n${i}: sparkctl, with preflight answered from this node's bundle\nif [ "$1" = preflight ]; then exec ${process.execPath} ${BIN} "$@" --from ${join(nd, 'bundle')}; fi\n[ -s ${join(dir, 'sim-fault')} ] && export SPARKCTL_SIM_FAULT="$(cat ${join(dir, 'sim-fault')})"\nexec ${process.execPath} ${BIN} "$@"\n`,
+      `#!/bin/bash\n# node n${i}: sparkctl, with preflight answered from this node's bundle\nif [ "$1" = preflight ]; then exec ${sparkctl} "$@" --from ${join(nd, 'bundle')}; fi\n[ -s ${join(dir, 'sim-fault')} ] && export SPARKCTL_SIM_FAULT="$(cat ${join(dir, 'sim-fault')})"\nexec ${sparkctl} "$@"\n`,
       { mode: 0o755 },
     );
     nodeEnv.push([
@@ -344,10 +360,15 @@ export async function makeCluster(
     env.SPARKCTL_SSH = join(dir, 'fake-ssh');
     sshOptions = [];
   }
-  const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: 8 }`;
+  const node = (i: number) => `{ name: n${i}, address: ${addresses[i]}, sshUser: root, interface: ${interfaces[i]}, gpus: ${opts.gpusPerNode ?? 8} }`;
   writeFileSync(
     join(dir, 'nodes.yaml'),
-    `head: ${node(0)}\nworkers:\n${[1, 2, 3].map((i) => `  - ${node(i)}`).join('\n')}\n${opts.masterPort ? `masterPort: ${opts.masterPort}\n` : ''}ssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
+    `head: ${node(0)}\nworkers:\n${addresses
+      .slice(1)
+      .map((_, i) => `  - ${node(i + 1)}`)
+      .join(
+        '\n',
+      )}\n${opts.masterPort ? `masterPort: ${opts.masterPort}\n` : ''}ssh:\n  identityFile: ${join(dir, 'id')}\n  connectTimeoutSeconds: 5\n  options: [${sshOptions.map((o) => `"${o}"`).join(', ')}]\nsparkctl: sparkctl\n`,
   );
   const exec = (i: number, command: string, timeoutMs = 60_000) => {
     const argv = mode === 'netns' ? ['nsenter', '-t', String(inits[i]!.init), '-a', 'env', '-i', ...nodeEnv[i]!, 'bash', '-c', command] : ['env', '-i', ...nodeEnv[i]!, 'bash', '-c', command];

@@ -324,7 +324,14 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
       ]);
       if (pf.exitCode === null || pf.exitCode === 255) return { ...base, reached: false, error: `ssh ${n.sshUser}@${n.address}: ${remoteWhy(pf, 1)}` };
       const rep = parseNodeReport(pf.stdout);
-      if (!rep) return { ...base, reached: false, error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}` };
+      if (!rep) {
+        // exit 2 is sparkctl's own "bad input": it runs there and said why (its first line), not "is it installed?"
+        const first = printable(pf.stderr ?? '')
+          .split('\n')
+          .find((l) => l.trim());
+        if (pf.exitCode === 2 && first) return { ...base, reached: false, error: `sparkctl on ${n.name} refused the preflight (exit 2): ${first.trim()}` };
+        return { ...base, reached: false, error: `sparkctl on ${n.name} did not answer a preflight report (is it installed there? nodes file: sparkctl: ${nf.sparkctl}): ${remoteWhy(pf, 1)}` };
+      }
       const m = model?.stdout.trim();
       // an ssh that failed (no exit code, or ssh's own 255) read nothing: could not check, never "missing"
       const failed = (x: { exitCode: number | null } | undefined) => x !== undefined && (x.exitCode === null || x.exitCode === 255);

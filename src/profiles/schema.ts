@@ -269,10 +269,19 @@ const UpgradeBlock = z.strictObject({
     .default(0.6)
     .describe('upgrade to another vLLM version: greedy answers may legitimately differ (kernels, scheduling); word-level similarity at least this'),
   goldenPrompts: z
-    .array(z.strictObject({ name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/), prompt: z.string().min(1).max(65536), maxTokens: z.number().int().min(1).max(4096).default(32) }))
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/),
+        prompt: z.string().min(1).max(65536),
+        maxTokens: z.number().int().min(1).max(4096).default(32),
+        chat: z.boolean().default(false).describe('sent as one user message to /v1/chat/completions, through the chat template (else a raw completion)'),
+      }),
+    )
     .max(32)
     .optional()
-    .describe('Prompts answered greedily (temperature 0) by current and canary and compared; default: three short built-in ones'),
+    .describe(
+      'Prompts answered greedily (temperature 0) by current and canary and compared; default: three short completions and one chat turn. The chat template is also compared on its own, token for token',
+    ),
   benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),
 });

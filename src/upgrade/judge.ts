@@ -15,6 +15,8 @@ export interface Measured {
   benchError?: string;
   /** each golden prompt's greedy answer (temperature 0), or why there is none */
   golden: Array<{ name: string; text?: string; error?: string }>;
+  /** fixed conversations rendered by the server's chat template (/tokenize with messages): token IDs, or why there are none */
+  chatTemplate?: Array<{ name: string; tokens?: number[]; error?: string }>;
 }
 
 export interface Thresholds {
@@ -118,6 +120,39 @@ function goldenComparisons(cur: Measured, can: Measured, t: Thresholds, sameVers
   });
 }
 
+/** The chat template's output, token for token: identical within one vLLM version; across versions, the stated similarity over the token sequence. */
+function templateComparisons(cur: Measured, can: Measured, t: Thresholds, sameVersion: boolean): Comparison[] {
+  const need = sameVersion ? 1 : t.goldenOtherVersion;
+  const limit = need >= 1 ? 'identical tokens' : `token similarity >= ${need}`;
+  // nothing rendered on the current side either (a measurement from before this check): not measured is a failure, said
+  const convs = cur.chatTemplate ?? [{ name: 'chat template', error: 'not measured' }];
+  return convs.map((g) => {
+    const c = can.chatTemplate?.find((x) => x.name === g.name);
+    const check = `chat template (${g.name})`;
+    if (!g.tokens || !c?.tokens)
+      return {
+        check,
+        current: g.tokens ? `${g.tokens.length} tokens` : `not rendered (${g.error ?? 'none'})`,
+        canary: c?.tokens ? `${c.tokens.length} tokens` : `not rendered (${c?.error ?? 'none'})`,
+        limit,
+        ok: false,
+      };
+    const a = g.tokens;
+    const b = c.tokens;
+    const at = a.findIndex((x, i) => x !== b[i]);
+    const first = at >= 0 ? at : a.length === b.length ? -1 : Math.min(a.length, b.length);
+    if (first < 0) return { check, current: `${a.length} tokens`, canary: 'identical', limit, ok: true };
+    const s = similarity(a.join(' '), b.join(' '));
+    return {
+      check,
+      current: `${a.length} tokens`,
+      canary: `${b.length} tokens, differs from token ${first} (current ${a[first] ?? 'ends'}, canary ${b[first] ?? 'ends'}; similarity ${s.toFixed(2)})`,
+      limit,
+      ok: s >= need,
+    };
+  });
+}
+
 /** Every comparison of canary against current, and whether the canary passes them all. */
 export function judge(cur: Measured, can: Measured, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
   const sameVersion = cur.vllmVersion === can.vllmVersion;
@@ -131,6 +166,7 @@ export function judge(cur: Measured, can: Measured, t: Thresholds = DEFAULT_THRE
     },
     ...benchComparisons(cur, can, t),
     ...goldenComparisons(cur, can, t, sameVersion),
+    ...templateComparisons(cur, can, t, sameVersion),
   ];
   const why = comparisons.filter((c) => !c.ok).map((c) => `${c.check}: canary ${c.canary}, current ${c.current} (limit ${c.limit})`);
   return { pass: why.length === 0, comparisons, why };

@@ -1,5 +1,6 @@
 // What the comparison sends one server: the deep probe, each golden prompt greedily (temperature 0,
-// a fixed seed: the same answer every time on one vLLM), and a short closed-loop bench. The same
+// a fixed seed: the same answer every time on one vLLM; a chat prompt through the chat template), the
+// chat template's own output for fixed conversations (/tokenize), and a short closed-loop bench. The same
 // requests, in the same order, to current and canary; every answer read through the same bounded,
 // shape-checked client as the probe (a bad answer is a failed check, never a pass).
 import { http } from '../client/http.js';
@@ -17,14 +18,41 @@ export interface GoldenPrompt {
   name: string;
   prompt: string;
   maxTokens: number;
+  /** sent as one user message to /v1/chat/completions: the server's chat template shapes what the model sees */
+  chat?: boolean;
 }
 
-/** When the profile names none: plain prompts a chat or code model answers in a few dozen tokens. */
+/**
+ * When the profile names none: plain prompts a chat or code model answers in a few dozen tokens, and one
+ * chat turn (a raw completion never goes through the chat template: an image whose template changed
+ * answers every completion exactly as before, found by a real run with a changed template).
+ */
 export const DEFAULT_GOLDEN: GoldenPrompt[] = [
   { name: 'arithmetic', prompt: 'Question: what is 17 times 23? Answer:', maxTokens: 24 },
   { name: 'list', prompt: 'The three primary colours are', maxTokens: 24 },
   { name: 'code', prompt: 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n', maxTokens: 48 },
+  { name: 'chat', prompt: 'Name the three primary colours, one per line.', maxTokens: 24, chat: true },
 ];
+
+/**
+ * The chat template's own output: these conversations rendered by the server (POST /tokenize with
+ * messages and the generation prompt, as vLLM renders a chat request) and compared token for token.
+ * One user turn alone (where a template adds a default system prompt), and a whole conversation.
+ */
+export const TEMPLATE_CONVERSATIONS: Array<{ name: string; messages: Array<{ role: string; content: string }> }> = [
+  { name: 'one user turn', messages: [{ role: 'user', content: 'What is the capital of France?' }] },
+  {
+    name: 'a conversation',
+    messages: [
+      { role: 'system', content: 'You answer in one short sentence.' },
+      { role: 'user', content: 'What is the capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+      { role: 'user', content: 'And of Italy?' },
+    ],
+  },
+];
+/** More tokens than a rendered template of these conversations can have: a longer list is a bad answer. */
+const MAX_TEMPLATE_TOKENS = 16_384;
 
 export interface MeasureSettings {
   probe: ProbeSettings;
@@ -35,14 +63,51 @@ export interface MeasureSettings {
   signal?: AbortSignal;
 }
 
+/** The text of a /v1/chat/completions answer's first choice, or what is wrong with the answer. */
+export function chatText(json: unknown, body: string): { text: string } | { problem: string } {
+  const bad = (what: string) => ({ problem: `/v1/chat/completions answered a body of the wrong shape (${what}): ${JSON.stringify(body.slice(0, 80))}` });
+  const choices = (json as { choices?: unknown } | null)?.choices;
+  if (typeof json !== 'object' || json === null || !Array.isArray(choices) || !choices.length) return bad('choices: expected a non-empty array');
+  const msg = (choices[0] as { message?: unknown } | null)?.message as { content?: unknown } | undefined;
+  if (typeof msg !== 'object' || msg === null) return bad('choices.0.message: expected an object');
+  // a reply of only tool calls or only reasoning has content null: compared as empty text
+  if (msg.content !== null && msg.content !== undefined && typeof msg.content !== 'string') return bad('choices.0.message.content: expected a string or null');
+  return { text: typeof msg.content === 'string' ? msg.content : '' };
+}
+
 async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{ name: string; text?: string; error?: string }> {
-  const body = { model: t.servedName, prompt: g.prompt, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
-  const r = await http(`${t.url}/v1/completions`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
+  const common = { model: t.servedName, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
+  const body = g.chat ? { ...common, messages: [{ role: 'user', content: g.prompt }] } : { ...common, prompt: g.prompt };
+  const r = await http(`${t.url}/v1/${g.chat ? 'chat/completions' : 'completions'}`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
   if (!r.ok) return { name: g.name, error: said(`${r.error}: ${r.message}`) };
   if (r.status !== 200) return { name: g.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
+  if (g.chat) {
+    const a = chatText(r.json, r.body);
+    return 'problem' in a ? { name: g.name, error: said(a.problem) } : { name: g.name, text: a.text };
+  }
   const a = completionAnswer(r.json, r.body);
   if (!a.ok) return { name: g.name, error: said(a.problem) };
   return { name: g.name, text: a.value.choices[0].text };
+}
+
+/** The token IDs of a /tokenize answer, or what is wrong with it (a bounded list of whole, non-negative numbers). */
+export function templateTokens(json: unknown, body: string): { tokens: number[] } | { problem: string } {
+  const tokens = (json as { tokens?: unknown } | null)?.tokens;
+  const bad = (what: string) => ({ problem: `/tokenize answered a body of the wrong shape (tokens: ${what}): ${JSON.stringify(body.slice(0, 80))}` });
+  if (typeof json !== 'object' || json === null || !Array.isArray(tokens)) return bad('expected an array');
+  if (!tokens.length || tokens.length > MAX_TEMPLATE_TOKENS) return bad(`expected 1 to ${MAX_TEMPLATE_TOKENS} token IDs, got ${tokens.length}`);
+  if (!tokens.every((x) => typeof x === 'number' && Number.isInteger(x) && x >= 0 && x < 2 ** 31)) return bad('expected whole, non-negative token IDs');
+  return { tokens: tokens as number[] };
+}
+
+/** One conversation rendered by the server's chat template, as token IDs. */
+async function rendered(t: Target, conv: (typeof TEMPLATE_CONVERSATIONS)[number], s: MeasureSettings): Promise<{ name: string; tokens?: number[]; error?: string }> {
+  const body = { model: t.servedName, messages: conv.messages, add_generation_prompt: true };
+  const r = await http(`${t.url}/tokenize`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal, maxBytes: 1024 * 1024 });
+  if (!r.ok) return { name: conv.name, error: said(`${r.error}: ${r.message}`) };
+  if (r.status !== 200) return { name: conv.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
+  const a = templateTokens(r.json, r.body);
+  return 'problem' in a ? { name: conv.name, error: said(a.problem) } : { name: conv.name, tokens: a.tokens };
 }
 
 const median = (xs: number[]) => {
@@ -90,6 +155,8 @@ export async function measure(t: Target, vllmVersion: string, s: MeasureSettings
   const p = await probe(t, s.probe);
   const golden = [];
   for (const g of s.golden) golden.push(await greedy(t, g, s));
+  const chatTemplate = [];
+  for (const conv of TEMPLATE_CONVERSATIONS) chatTemplate.push(await rendered(t, conv, s));
   let bench: Measured['bench'];
   let benchError: string | undefined;
   try {
@@ -104,5 +171,6 @@ export async function measure(t: Target, vllmVersion: string, s: MeasureSettings
     bench,
     benchError,
     golden,
+    chatTemplate,
   };
 }

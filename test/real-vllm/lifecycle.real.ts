@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { request } from 'node:http';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
@@ -340,6 +340,70 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       expect(seen, 'five tries all finished before the hang-up reached vLLM').toBe(true);
     },
     3 * MIN,
+  );
+
+  // sparkctl upgrade against this server on the host (opt-in: two more real vLLM starts, the canaries).
+  // The candidates: the same vLLM through another path (a link to the venv's vllm: greedy answers exact,
+  // passes) and the same with a changed chat template (--chat-template FILE for the candidate only: fails).
+  // --no-roll both times: the replica this suite goes on with is never restarted.
+  it.skipIf(!process.env.SPARKCTL_REAL_UPGRADE_HOST)(
+    'upgrade on the host (SPARKCTL_REAL_UPGRADE_HOST=1): a canary beside on the same vLLM passes exactly; one with a changed chat template fails; the replica untouched',
+    async () => {
+      const dir = tempDir('sparkctl-real-upgrade-');
+      try {
+        const bin = join(dir, 'vllm');
+        symlinkSync(join(ROOT, VLLM_BIN), bin);
+        const template = join(dir, 'chat-template.jinja');
+        // the tiny model's own template with a default system turn where the conversation has none
+        writeFileSync(
+          template,
+          "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}" +
+            "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}" +
+            "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
+        );
+        const wide = [
+          '--set',
+          'upgrade.ttftRatio=10',
+          '--set',
+          'upgrade.tpotRatio=10',
+          '--set',
+          'upgrade.throughputRatio=0.1',
+          '--set',
+          'upgrade.benchRequests=4',
+          '--set',
+          'upgrade.benchOutputTokens=16',
+        ];
+        const upgrade = (extra: string[]) => sparkctl(['upgrade', 'tiny', '--profiles', PROFILES, '--vllm-bin', bin, '--no-roll', '--json', ...wide, ...extra], { timeout: 15 * MIN });
+        const pidBefore = JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')).pid;
+        const verdictLines = (o: { verdict?: { comparisons: Array<{ ok: boolean; check: string; canary: string; current: string }> } }) =>
+          (o.verdict?.comparisons ?? []).map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n');
+        let t0 = Date.now();
+        const same = await upgrade([]);
+        timings['upgrade on the host: same vLLM (canary, passes)'] = Date.now() - t0;
+        const a = JSON.parse(same.stdout);
+        console.info(`host upgrade, the same vLLM by another path (${timings['upgrade on the host: same vLLM (canary, passes)']} ms):\n${verdictLines(a)}`);
+        expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
+        expect(a).toMatchObject({ status: 'compared', where: 'beside', verdict: { pass: true } });
+        const exact = a.verdict.comparisons.filter((c: { check: string }) => /^(golden|chat template)/.test(c.check));
+        expect(exact.length).toBe(6);
+        expect(exact.every((c: { canary: string }) => c.canary === 'identical')).toBe(true);
+        t0 = Date.now();
+        const changed = await upgrade(['--candidate-set', `engine.extraArgs=["--chat-template","${template}"]`]);
+        timings['upgrade on the host: changed template (canary, fails)'] = Date.now() - t0;
+        const b = JSON.parse(changed.stdout);
+        console.info(`host upgrade, a changed chat template (${timings['upgrade on the host: changed template (canary, fails)']} ms):\n${verdictLines(b)}`);
+        expect(changed.exitCode, `${changed.stdout}\n${changed.stderr}`).toBe(1);
+        expect(b).toMatchObject({ status: 'canary-failed', where: 'beside' });
+        expect(b.verdict.why.join('\n')).toMatch(/^chat template \(one user turn\): canary \d+ tokens, differs/m);
+        // the replica untouched: the same process serving; no canary left registered
+        expect(JSON.parse(readFileSync(join(state, 'instances', 'tiny-0.json'), 'utf8')).pid).toBe(pidBefore);
+        expect(instances()).toEqual(['tiny-0.json']);
+        expect((await fetch(`${url()}/health`, { signal: AbortSignal.timeout(30_000) })).status).toBe(200);
+      } finally {
+        rmrf(dir);
+      }
+    },
+    32 * MIN,
   );
 
   it(

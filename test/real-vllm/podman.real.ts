@@ -2,15 +2,20 @@
 // operator runs their own image: the image is built here offline from the venv (test/podman.ts),
 // carries no version label, and sparkctl reads the version from the image's own vLLM. Against it:
 // serve, status (the container proven by id and marker), probe, prewarm, a short bench, then stop
-// with a stream in flight, which vLLM drains. One vLLM start for the whole file.
+// with a stream in flight, which vLLM drains. One vLLM start for the served replica; between bench and
+// stop, `sparkctl upgrade` against it (the "current") with real images: another tag of the very image it
+// runs (nothing starts), one whose chat template changed (the canary fails its comparison and everything
+// stays as it was: one canary start) and a rebuild of the same image under another tag (greedy answers
+// and the chat template exact: one canary start, --no-roll). Rolling that rebuild forward and rolling it
+// back again costs four more starts (about 500 s here on a loaded host): opt-in, SPARKCTL_REAL_UPGRADE_ROLL=1.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa } from 'execa';
-import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { BIN, ROOT, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
-import { PODMAN, buildVllmImage, podmanIn, podmanUnavailable, vllmSources } from '../podman.js';
+import { PODMAN, buildVllmImage, derivedImage, podmanIn, podmanUnavailable, vllmSources } from '../podman.js';
 import { MODEL_DIR, PROFILES, oneRealVllmAtATime, realVllmUnavailable } from './real.js';
 
 const MIN = 60_000;
@@ -65,9 +70,90 @@ function writeProfile() {
       ulimits: {},
       hfCache: join(work, 'no-hf-cache'),
     },
+    // upgrade's comparison: the canary and this replica share two busy cores (the other helpers' load on
+    // top), so latency ratios are noise here: the bench must be measured on both sides and judged with
+    // wide limits; the greedy answers and the chat template are what these cases decide on
+    upgrade: { ttftRatio: 10, tpotRatio: 10, throughputRatio: 0.1, benchRequests: 4, benchOutputTokens: 16 },
   };
   writeFileSync(join(profiles, `${NAME}.yaml`), yaml.dump(p));
 }
+
+// ---- the upgrade candidates: two more images of the same vLLM ----
+
+/** Marks the candidate images, so that one a killed earlier run left is removed before the next builds. */
+const CANDIDATE_LABEL = 'io.sparkctl.test.upgrade-candidate';
+const REBUILD = `localhost/sparkctl-vllm-rebuild:${process.pid}`;
+const TEMPLATED = `localhost/sparkctl-vllm-template:${process.pid}`;
+/** Another tag of the very image the replica runs (the same image ID) */
+const ALIAS_REPO = 'localhost/sparkctl-vllm-alias';
+const ALIAS = `${ALIAS_REPO}:${process.pid}`;
+/** Roll the passing rebuild forward, then roll it back (four more vLLM starts): opt-in for CI's time. */
+const ROLL = Boolean(process.env.SPARKCTL_REAL_UPGRADE_ROLL);
+const imageId = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
+
+// The tiny model's own template (tokenizer_config.json) with one change a template release makes: a
+// default system prompt when the conversation has none (as Qwen2.5's template does). The rest is as it was.
+// (newlines inside the quoted strings, as in the original)
+const CHANGED_TEMPLATE =
+  "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}" +
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/**
+ * The image with a changed chat template, as an operator's image that patches one gets it (eugr's
+ * spark-vllm-docker mods): the template file in the image and its `vllm` a wrapper that serves with it.
+ * Same vLLM, same weights (mounted): only what the chat template renders changes. COPY only: no RUN, no network.
+ */
+async function templatedImage(from: string, venv: string): Promise<string> {
+  const dir = join(work, 'build-templated');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'chat-template.jinja'), CHANGED_TEMPLATE);
+  writeFileSync(
+    join(dir, 'vllm'),
+    // vLLM's CLI by its module (not the venv's bin/vllm, which /usr/local/bin/vllm linked to: the wrapper
+    // replaces that link, and whether a COPY onto a link writes through it is the builder's business)
+    [
+      '#!/bin/sh',
+      `if [ "$1" = serve ]; then exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@" --chat-template /opt/sparkctl-test/chat-template.jinja; fi`,
+      `exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@"`,
+      '',
+    ].join('\n'),
+  );
+  chmodSync(join(dir, 'vllm'), 0o755);
+  writeFileSync(
+    join(dir, 'Containerfile'),
+    [`FROM ${from}`, 'COPY chat-template.jinja /opt/sparkctl-test/chat-template.jinja', 'COPY vllm /usr/local/bin/vllm', `LABEL ${CANDIDATE_LABEL}=template`, ''].join('\n'),
+  );
+  const r = await podman(['build', '-q', '--pull=never', '-t', TEMPLATED, dir], {}, 5 * MIN);
+  if (r.exitCode !== 0) throw new Error(`podman build ${TEMPLATED}: ${r.stderr}`);
+  return imageId(TEMPLATED);
+}
+
+/** Images of the candidate label: a killed earlier run's go before this one builds, this run's at the end (one still in use stays: rmi refuses). */
+async function removeCandidates() {
+  const ids = (await podman(['images', '-q', '--filter', `label=${CANDIDATE_LABEL}`])).stdout.split('\n').filter(Boolean);
+  for (const id of new Set(ids)) await podman(['rmi', '-f', id]);
+  // the alias tags (the base image's own ID: only the name goes)
+  const aliases = (await podman(['images', '--format', '{{.Repository}}:{{.Tag}}', ALIAS_REPO])).stdout.split('\n').filter((x) => x.startsWith(`${ALIAS_REPO}:`));
+  for (const a of aliases) await podman(['untag', a, a]);
+}
+
+type Comparison = { check: string; ok: boolean; canary: string; current: string };
+const pinsOf = () => JSON.parse(readFileSync(join(state, 'pins', `${NAME}.json`), 'utf8')) as { current: { imageId?: string; imagePinned?: string }; previous: Array<{ imageId?: string }> };
+const history = () =>
+  readFileSync(join(state, 'history', 'upgrades.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { kind: string; status: string; failed: string[] });
+/** The replica's container as podman sees it: its id and the image it runs (its own, not what the record says). */
+async function replicaContainer(): Promise<{ id: string; image: string; running: boolean }> {
+  const r = await podman(['inspect', '--format', '{{.Id}} {{.Image}} {{.State.Running}}', `sparkctl-${NAME}-0`]);
+  const [id = '', img = '', running = ''] = r.stdout.trim().split(' ');
+  return { id, image: img, running: running === 'true' };
+}
+const upgradeRun = (args: string[]) => sparkctl(['upgrade', NAME, '--profiles', profiles, '--json', ...args], 15 * MIN);
+const showVerdict = (label: string, comparisons: Comparison[]) =>
+  console.info(`${label}:\n${comparisons.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n')}`);
 
 describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', () => {
   oneRealVllmAtATime('real vLLM in podman');
@@ -78,6 +164,7 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
     const built = await buildVllmImage(podman, work);
     image = built.image;
     took['image (build or reuse)'] = Date.now() - t0;
+    await removeCandidates();
     if (built.builtMs) console.info(`real vLLM image ${image} built in ${(built.builtMs / 1000).toFixed(0)} s, ${((built.bytes ?? 0) / 1e9).toFixed(2)} GB`);
     writeProfile();
   }, 12 * MIN);
@@ -86,6 +173,7 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
     // whatever a failed case left: ours by the state label
     for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     const left = await ours();
+    await removeCandidates();
     rmrf(work);
     console.info(
       `real vLLM in podman: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(took)
@@ -154,6 +242,113 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
       expect(JSON.parse(bench.stdout).result).toMatchObject({ completed: 4, failed: 0, total_input_tokens: 4 * 48, total_output_tokens: 4 * 8 });
     },
     12 * MIN,
+  );
+
+  it(
+    'upgrade to an image whose chat template changed: the canary beside fails its comparison (the template renders another prompt), everything stays as it was',
+    async () => {
+      const before = await replicaContainer();
+      const pinBefore = pinsOf().current;
+      expect(before.running).toBe(true);
+      expect(pinBefore.imageId, 'serve pinned the image it ran').toBe(before.image);
+      const t0 = Date.now();
+      const candidate = await templatedImage(image, 'why' in src ? '' : src.venv);
+      took['candidate images (build)'] = Date.now() - t0;
+      const t1 = Date.now();
+      const r = await upgradeRun(['--image', TEMPLATED]);
+      took['upgrade: changed template (canary, fails)'] = Date.now() - t1;
+      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(1);
+      const o = JSON.parse(r.stdout);
+      showVerdict(`changed chat template, ${took['upgrade: changed template (canary, fails)']} ms`, o.verdict?.comparisons ?? []);
+      expect(o).toMatchObject({ kind: 'upgrade', status: 'canary-failed', where: 'beside', from: o.to, canary: { replica: `${NAME}-canary-0` }, onCandidate: [] });
+      const by = (check: string) => (o.verdict.comparisons as Comparison[]).find((c) => c.check === check);
+      // the same vLLM and weights: every raw completion answers exactly as before (these alone would have passed it)
+      for (const g of ['arithmetic', 'list', 'code']) expect(by(`golden "${g}"`), g).toMatchObject({ ok: true, canary: 'identical' });
+      // the template adds a system turn where there is none: the one-turn rendering differs, the conversation with its own system turn does not
+      expect(by('chat template (one user turn)')).toMatchObject({ ok: false, canary: expect.stringMatching(/tokens, differs from token \d+/) });
+      expect(by('chat template (a conversation)')).toMatchObject({ ok: true, canary: 'identical' });
+      expect(o.verdict.why.join('\n')).toMatch(/^chat template \(one user turn\)/m);
+      // the chat golden prompt's greedy answer goes through the changed template: shown whichever way it came out
+      console.info(`golden "chat" on the changed template: ${JSON.stringify(by('golden "chat"'))}`);
+      // as it was: the same container, still running the pinned image; no canary left; the pin untouched
+      expect(await replicaContainer()).toEqual(before);
+      expect(await ours()).toEqual([`sparkctl-${NAME}-0`]);
+      expect(pinsOf().current).toEqual(pinBefore);
+      expect(candidate).not.toBe(before.image);
+      expect(history().at(-1)).toMatchObject({ kind: 'upgrade', status: 'canary-failed', failed: [expect.stringMatching(/^chat template \(one user turn\)/)] });
+      const probe = await sparkctl(['probe', `${NAME}-0`, '--json'], 4 * MIN);
+      expect(probe.exitCode, probe.stdout).toBe(0);
+    },
+    16 * MIN,
+  );
+
+  it(
+    `upgrade to a rebuild of the same image under another tag: greedy answers and the chat template exact; ${ROLL ? 'rolled forward: the replica runs the new image, pinned' : '--no-roll: compared, nothing changed (SPARKCTL_REAL_UPGRADE_ROLL=1 rolls it)'}`,
+    async () => {
+      const before = await replicaContainer();
+      // first, another tag of the very image it runs: nothing would change, nothing starts
+      expect((await podman(['tag', image, ALIAS])).exitCode).toBe(0);
+      const same = await upgradeRun(['--image', ALIAS]);
+      expect(same.exitCode, `${same.stdout}\n${same.stderr}`).toBe(0);
+      expect(JSON.parse(same.stdout)).toMatchObject({ kind: 'upgrade', status: 'unchanged', exitCode: 0 });
+      expect(await replicaContainer()).toEqual(before);
+      const rebuilt = await derivedImage(podman, work, image, [`LABEL ${CANDIDATE_LABEL}=rebuild`], REBUILD);
+      expect(rebuilt, 'another image (its own ID), the same content').not.toBe(before.image);
+      const t0 = Date.now();
+      const r = await upgradeRun(['--image', REBUILD, ...(ROLL ? [] : ['--no-roll'])]);
+      const label = ROLL ? 'upgrade: rebuild (canary, passes, rolled)' : 'upgrade: rebuild (canary, passes, --no-roll)';
+      took[label] = Date.now() - t0;
+      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+      const o = JSON.parse(r.stdout);
+      showVerdict(`rebuild under another tag, ${took[label]} ms`, o.verdict.comparisons);
+      expect(o).toMatchObject({ kind: 'upgrade', status: ROLL ? 'rolled' : 'compared', where: 'beside', onCandidate: ROLL ? [`${NAME}-0`] : [], verdict: { pass: true, why: [] } });
+      const exact = (o.verdict.comparisons as Comparison[]).filter((c) => c.check.startsWith('golden') || c.check.startsWith('chat template'));
+      expect(exact.map((c) => c.check)).toEqual(['golden "arithmetic"', 'golden "list"', 'golden "code"', 'golden "chat"', 'chat template (one user turn)', 'chat template (a conversation)']);
+      expect(exact.every((c) => c.canary === 'identical')).toBe(true);
+      // the bench measured on both sides (numbers, not judged tightly here: see the profile)
+      expect(o.candidate.bench).toMatchObject({ requests: 4, failed: 0 });
+      expect(o.current.bench).toMatchObject({ requests: 4, failed: 0 });
+      expect(await ours()).toEqual([`sparkctl-${NAME}-0`]);
+      const pins = pinsOf();
+      if (ROLL) {
+        const after = await replicaContainer();
+        expect(after).toMatchObject({ image: rebuilt, running: true });
+        expect(after.id).not.toBe(before.id);
+        // podman gives a locally built image a repository digest: the pin is that (else its image ID)
+        expect(pins.current.imageId).toBe(rebuilt);
+        expect(pins.current.imagePinned).toMatch(new RegExp(`^(localhost/sparkctl-vllm-rebuild@sha256:[a-f0-9]{64}|${rebuilt})$`));
+        expect(pins.previous[0]?.imageId).toBe(before.image);
+      } else {
+        // compared only: the same container on the same image, the pin as it was
+        expect(await replicaContainer()).toEqual(before);
+        expect(pins.current.imageId).toBe(before.image);
+      }
+      const st = JSON.parse((await sparkctl(['status', '--json'])).stdout);
+      expect(st.drift, 'status: the replica runs its pin').toEqual([]);
+      expect(history().at(-1)).toMatchObject({ kind: 'upgrade', status: ROLL ? 'rolled' : 'compared', failed: [] });
+      const rep = await sparkctl(['report', NAME]);
+      expect(rep.stdout).toMatch(/upgrade/);
+      expect(rep.stdout).toMatch(/canary-failed/);
+    },
+    16 * MIN,
+  );
+
+  it.skipIf(!ROLL)(
+    '--rollback (SPARKCTL_REAL_UPGRADE_ROLL=1): the canary on the image before, compared, rolled back; the replica runs the first image',
+    async () => {
+      const pinned = pinsOf();
+      const t0 = Date.now();
+      const r = await upgradeRun(['--rollback']);
+      took['upgrade --rollback (canary, rolled)'] = Date.now() - t0;
+      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+      const o = JSON.parse(r.stdout);
+      showVerdict(`rollback, ${took['upgrade --rollback (canary, rolled)']} ms`, o.verdict.comparisons);
+      expect(o).toMatchObject({ kind: 'upgrade', action: 'rollback', status: 'rolled' });
+      expect(await replicaContainer()).toMatchObject({ image: pinned.previous[0]!.imageId, running: true });
+      expect(pinsOf().current.imageId).toBe(pinned.previous[0]!.imageId);
+      expect(history().at(-1)).toMatchObject({ kind: 'rollback', status: 'rolled' });
+    },
+    16 * MIN,
   );
 
   it(

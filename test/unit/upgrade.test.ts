@@ -6,6 +6,7 @@ import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
+import { chatText, templateTokens } from '../../src/upgrade/measure.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
 import { clusterImageDrift, driftOf, imageDrift } from '../../src/engine/drift.js';
@@ -71,14 +72,59 @@ const side = (over: Partial<Measured> = {}): Measured => ({
     { name: 'a', text: 'one two three four five' },
     { name: 'b', text: 'six seven eight' },
   ],
+  chatTemplate: [
+    { name: 'one user turn', tokens: [151644, 872, 198, 3838, 151645, 198, 151644, 77091, 198] },
+    { name: 'a conversation', tokens: [151644, 8948, 198, 2610, 151645, 198, 151644, 872, 198] },
+  ],
   ...over,
+});
+
+describe("the comparison's readers: every byte a server returns is hostile", () => {
+  it.each([
+    ['a reply', { choices: [{ message: { role: 'assistant', content: 'Red\nBlue' } }] }, { text: 'Red\nBlue' }],
+    ['only tool calls (content null): empty text', { choices: [{ message: { role: 'assistant', content: null, tool_calls: [] } }] }, { text: '' }],
+    ['no choices', { choices: [] }, /choices: expected a non-empty array/],
+    ['not an object', [1, 2], /choices: expected a non-empty array/],
+    ['null', null, /choices: expected a non-empty array/],
+    ['a message that is text', { choices: [{ message: 'hi' }] }, /choices\.0\.message: expected an object/],
+    ['content a number', { choices: [{ message: { content: 7 } }] }, /content: expected a string or null/],
+  ])('chat answer: %s', (_, json, want) => {
+    const r = chatText(json, JSON.stringify(json));
+    if (want instanceof RegExp) expect('problem' in r && r.problem).toMatch(want);
+    else expect(r).toEqual(want);
+  });
+
+  it.each([
+    ['token IDs', { count: 3, tokens: [151644, 872, 0] }, { tokens: [151644, 872, 0] }],
+    ['no tokens field (an older server answering count only)', { count: 3 }, /tokens: expected an array/],
+    ['an empty list', { tokens: [] }, /expected 1 to 16384 token IDs, got 0/],
+    ['too many', { tokens: new Array(16_385).fill(1) }, /got 16385/],
+    ['a negative ID', { tokens: [1, -2] }, /whole, non-negative/],
+    ['a fraction', { tokens: [1, 2.5] }, /whole, non-negative/],
+    ['strings', { tokens: ['1'] }, /whole, non-negative/],
+    ['null', null, /expected an array/],
+  ])('/tokenize answer: %s', (_, json, want) => {
+    const r = templateTokens(json, JSON.stringify(json));
+    if (want instanceof RegExp) expect('problem' in r && r.problem).toMatch(want);
+    else expect(r).toEqual(want);
+  });
 });
 
 describe('judge: the canary against current', () => {
   it('identical answers and numbers within the limits pass', () => {
     const v = judge(side(), side({ bench: { requests: 8, failed: 0, ttftP50Ms: 29, tpotP50Ms: 11.9, outputTokensPerS: 140 } }));
     expect(v.pass, v.why.join('\n')).toBe(true);
-    expect(v.comparisons.map((c) => c.check)).toEqual(['deep probe', 'bench failed requests', 'TTFT p50', 'TPOT p50', 'output tokens/s', 'golden "a"', 'golden "b"']);
+    expect(v.comparisons.map((c) => c.check)).toEqual([
+      'deep probe',
+      'bench failed requests',
+      'TTFT p50',
+      'TPOT p50',
+      'output tokens/s',
+      'golden "a"',
+      'golden "b"',
+      'chat template (one user turn)',
+      'chat template (a conversation)',
+    ]);
   });
 
   it.each([
@@ -109,6 +155,33 @@ describe('judge: the canary against current', () => {
       },
       /^golden "a": canary no answer \(HTTP 500\)/,
     ],
+    [
+      // a template that adds a default system prompt when none is given (what the real podman run's changed image does)
+      'the chat template renders one user turn otherwise',
+      {
+        chatTemplate: [
+          { name: 'one user turn', tokens: [151644, 8948, 198, 2610, 525, 151645, 198, 151644, 872, 198, 3838, 151645, 198, 151644, 77091, 198] },
+          { name: 'a conversation', tokens: [151644, 8948, 198, 2610, 151645, 198, 151644, 872, 198] },
+        ],
+      },
+      /^chat template \(one user turn\): canary 16 tokens, differs from token 1 \(current 872, canary 8948; similarity 0\.\d\d\)/,
+    ],
+    [
+      'the chat template renders a conversation shorter (a turn dropped at the end)',
+      {
+        chatTemplate: [
+          { name: 'one user turn', tokens: [151644, 872, 198, 3838, 151645, 198, 151644, 77091, 198] },
+          { name: 'a conversation', tokens: [151644, 8948, 198, 2610, 151645, 198] },
+        ],
+      },
+      /^chat template \(a conversation\): canary 6 tokens, differs from token 6 \(current 151644, canary ends/,
+    ],
+    [
+      'the canary cannot render the chat template',
+      { chatTemplate: [{ name: 'one user turn', error: 'HTTP 400: no chat template' }] },
+      /^chat template \(one user turn\): canary not rendered \(HTTP 400: no chat template\)/,
+    ],
+    ['nothing rendered on the canary at all', { chatTemplate: undefined }, /^chat template \(a conversation\): canary not rendered \(none\)/],
   ])('%s fails, and says so', (_, over, why) => {
     const v = judge(side(), side(over as Partial<Measured>));
     expect(v.pass).toBe(false);
@@ -116,6 +189,23 @@ describe('judge: the canary against current', () => {
       v.why.some((w) => why.test(w)),
       v.why.join('\n'),
     ).toBe(true);
+  });
+
+  it('across vLLM versions the chat template may render within the stated similarity (token level), not beyond it', () => {
+    const base = side();
+    const t = base.chatTemplate!;
+    const oneMore = side({ vllmVersion: '0.28.0', chatTemplate: [{ ...t[0]!, tokens: [...t[0]!.tokens!, 271] }, t[1]!] });
+    expect(judge(base, oneMore).pass, judge(base, oneMore).why.join('\n')).toBe(true);
+    // within one version, the same change is a failure: identical tokens required
+    expect(judge(base, { ...oneMore, vllmVersion: '0.17.0' }).pass).toBe(false);
+    const other = side({ vllmVersion: '0.28.0', chatTemplate: [{ ...t[0]!, tokens: [1, 2, 3, 4, 5, 6, 7, 8, 9] }, t[1]!] });
+    expect(judge(base, other).why).toEqual([expect.stringMatching(/^chat template \(one user turn\).*similarity 0\.00.*token similarity >= 0\.6/)]);
+  });
+
+  it('the current side rendering nothing is a failure too, never a pass', () => {
+    const v = judge(side({ chatTemplate: undefined }), side());
+    expect(v.pass).toBe(false);
+    expect(v.why).toEqual([expect.stringMatching(/^chat template \(chat template\): canary not rendered \(none\), current not rendered \(not measured\)/)]);
   });
 
   it('across vLLM versions greedy answers may differ within the stated similarity, not beyond it', () => {

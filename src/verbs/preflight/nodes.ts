@@ -11,7 +11,7 @@ import { allNodes, exportLine, planCluster, resolveForNodes, fabricEnvs, nodeEnv
 import { gatherNodes, runNodesChecks, type NodeReport } from '../../preflight/nodes.js';
 import { gatherFabric, runFabricChecks } from '../../preflight/fabric.js';
 import { envelope, c, table, statusMark } from '../../output/format.js';
-import { say } from '../../output/log.js';
+import { say, note } from '../../output/log.js';
 import { shownEscaped as shown } from '../../util/control.js';
 import type { CheckOutcome } from '../../output/check.js';
 import { ExitWith, ExitCode } from '../../errors.js';
@@ -50,15 +50,24 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
     ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: platform ?? target?.platform, loaded: target?.loaded, modelRead: target?.modelRead }, nf)
     : undefined;
   const modelPath = r?.profile.model.path;
+  // A model id's profile is generated here, from the config.json in this host's cache: a node's own
+  // preflight knows profiles by name only (given the id, every node answered "unknown profile", exit 2,
+  // shown as unreachable). The nodes check themselves against the platform the plan assumed; the
+  // generated profile's GPUs and model files are judged across the nodes below.
+  const generated = Boolean(target?.generated);
+  if (generated && !opts.json)
+    note(
+      `each node's own preflight runs for platform ${target!.platform ?? opts.platform}, without a profile: ${opts.profile} has none of its own (its profile is generated here; its GPUs and model files are checked across the nodes)`,
+    );
   // a profiles folder of one's own is named to the nodes too (the same path on every node, as the model's)
   const args = [
     'preflight',
     '--json',
     '--platform',
-    opts.platform,
-    ...(opts.profile ? ['--profile', opts.profile] : []),
+    generated ? (target!.platform ?? opts.platform) : opts.platform,
+    ...(opts.profile && !generated ? ['--profile', opts.profile] : []),
     ...(opts.profiles ? ['--profiles', opts.profiles] : []),
-    ...(opts.set ?? []).flatMap((s) => ['--set', s]),
+    ...(generated ? [] : (opts.set ?? []).flatMap((s) => ['--set', s])),
   ];
   const started = Date.now();
   const [{ reports, ray }, fabric] = await withCancel((signal) => Promise.all([gatherNodes(nf, { sparkctlArgs: args, modelPath, signal }), gatherFabric(nf, signal)]));

@@ -213,6 +213,23 @@ function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<Ret
   writePin(dir, name, candPin);
 }
 
+/**
+ * --image naming the very image the replicas run (another tag of it, or the tag they were served from):
+ * nothing would change, so nothing starts (a canary and a restart of every replica for nothing). Said,
+ * exit 0, nothing recorded. With --candidate-set the candidate differs, and it goes on as any other.
+ */
+async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, cand0: Candidate, replicas: Entry[]): Promise<boolean> {
+  if (!opts.image || opts.candidateSet.length || !cand0.imageId || !cur.plan.container) return false;
+  const ran = recordOf(replicas)?.image;
+  if (!ran) return false;
+  const now = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined);
+  if (now?.id !== cand0.imageId) return false;
+  const version = recordOf(replicas)?.vllm.resolved ?? cur.prepared.vllm.version;
+  if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', from: version, to: version, image: cand0.imagePinned ?? null, exitCode: 0 }));
+  else say(`${name}: already runs ${opts.image} (image ${cand0.imageId.slice(0, 12)}, what ${ran} names): nothing to upgrade, nothing started`);
+  return true;
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
@@ -229,6 +246,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   // read: the plan as it runs now (serve's inputs kept), and the candidate's on top of it
   const cur = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: true });
   const cand0 = await candidateOf(name, opts, cur, dir);
+  if (await alreadyRuns(name, opts, cur, cand0, replicas)) return;
   const cand = await relaunchPlan(profileName, entries, { set: [...opts.set, ...cand0.sets], profiles: opts.profiles, gpus: opts.gpus, prewarm: true, vllmBin: cand0.vllmBin });
   const from = recordOf(replicas)?.vllm.resolved ?? cur.prepared.vllm.version;
   const to = cand.prepared.vllm.version;

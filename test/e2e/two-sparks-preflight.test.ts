@@ -1,0 +1,50 @@
+// `sparkctl preflight --nodes sparks.yaml --profile openai/gpt-oss-120b`, as docs/two-sparks.md gives
+// it: a model id has no profile on the nodes (its profile is generated on the head from the config.json
+// pull fetched). Before, each node was handed `--profile openai/gpt-oss-120b`, answered "unknown
+// profile" (exit 2), and both Sparks were shown as unreachable with "is it installed there?". Two nodes
+// over the harness's fake ssh (test/cluster.ts; no root needed), each answering preflight from a
+// support bundle of the simulator's GB10 host (test/sim-bundle.ts: no GB10 capture exists here).
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli, tempDir, rmrf, ROOT, processesMarked } from '../helpers.js';
+import { makeCluster, type Cluster } from '../cluster.js';
+import { simBundle } from '../sim-bundle.js';
+
+const dir = tempDir('sparkctl-2sparks-pf-');
+const hub = join(dir, 'hub');
+const commit = '0123456789abcdef0123456789abcdef01234567';
+const repo = join(hub, 'models--openai--gpt-oss-120b');
+mkdirSync(join(repo, 'refs'), { recursive: true });
+mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
+writeFileSync(join(repo, 'refs', 'main'), commit);
+copyFileSync(join(ROOT, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+const marker = randomUUID();
+let cl: Cluster;
+
+describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, () => {
+  beforeAll(async () => {
+    await simBundle('dgx-spark-gb10', join(dir, 'gb10'));
+    cl = await makeCluster('fake-ssh', marker, { nodes: 2, gpusPerNode: 1, bundle: join(dir, 'gb10'), env: { HF_HUB_CACHE: hub } });
+  }, 60_000);
+  afterAll(() => {
+    for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
+    cl?.teardown();
+    rmrf(dir);
+  });
+
+  it('every node answers its own preflight, for the Spark platform, and the cross-node checks use the generated profile', async () => {
+    const env = { ...cl.env, HF_HUB_CACHE: hub, SPARKCTL_STATE_DIR: join(dir, 'state'), SPARKCTL_TEST_CASE: marker };
+    const r = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'openai/gpt-oss-120b', '--json'], { env });
+    const j = JSON.parse(r.stdout);
+    expect(j.nodes.map((n: { node: string; reached: boolean; error?: string }) => `${n.node}:${n.reached}${n.error ? ` ${n.error}` : ''}`)).toEqual(['n0:true', 'n1:true']);
+    expect(j.nodes.map((n: { report?: { platform?: string } }) => JSON.stringify(n).includes('dgx-spark-gb10'))).toEqual([true, true]);
+    const cross = Object.fromEntries(j.cross.map((x: { id: string }) => [x.id, x]));
+    // TP 2 over one GB10 each: the generated profile's GPUs, counted across the nodes
+    expect(cross['nodes.gpus']).toMatchObject({ status: 'pass', observed: '2 GPUs over 2 nodes (needs 2)' });
+    const text = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'openai/gpt-oss-120b'], { env });
+    expect(text.stderr).toContain("each node's own preflight runs for platform dgx-spark-gb10, without a profile: openai/gpt-oss-120b has none of its own");
+    expect(text.stdout).not.toContain('unreachable');
+  });
+});
