@@ -35,8 +35,10 @@ if (!existsSync(join(ROOT, 'dist', 'bundle', 'cli.js'))) {
   process.exit(2);
 }
 
-// test/cluster.ts and test/hub-server.ts are TypeScript: bundled to temp modules with esbuild, then imported.
-const work = mkdtempSync(join(tmpdir(), 'sparkctl-bench-pull-nodes-'));
+// test/cluster.ts and test/hub-server.ts are TypeScript: bundled to temp modules with esbuild, then
+// imported; one folder below the repository root (ignored by git), so that their packages resolve from
+// its node_modules and test/helpers.ts's ROOT (new URL('..', import.meta.url)) is the root.
+const work = mkdtempSync(join(ROOT, '.bench-pull-nodes-'));
 const bundle = (name) => {
   const out = join(work, `${name}.mjs`);
   execFileSync(

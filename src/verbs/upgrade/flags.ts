@@ -28,12 +28,14 @@ profile flags the candidate refuses (refused: exit 2, nothing starts), metric na
 With a router and two or more replicas the canary replaces the last replica (drained first, the
 others serving); otherwise it runs beside them as PROFILE-canary on a free port where the GPUs
 allow. Canary and current get the same requests: the deep probe, the profile's golden prompts
-(greedy: identical within one vLLM, a stated similarity across versions) and a short bench (TTFT,
-time per output token, throughput), judged by the profile's upgrade: thresholds. A pass rolls the rest one replica
+(greedy: identical within one vLLM, a stated similarity across versions; completions and a chat
+turn), the chat template's output for fixed conversations (/tokenize, token for token) and a short
+bench (TTFT, time per output token, throughput), judged by the profile's upgrade: thresholds. A pass rolls the rest one replica
 at a time; a failure puts the canary back and changes nothing else. Every upgrade is recorded
-(sparkctl report shows it) and pinned in the state folder, so --rollback knows where to go.
+(sparkctl report shows it) and pinned in the state folder, so --rollback knows where to go. An
+--image that is the very image the replicas run (another tag of it) starts nothing: said, exit 0.
 
-Exit codes: 0 rolled (or compared with --no-roll and passed), 1 the canary failed its comparison
+Exit codes: 0 rolled (or compared with --no-roll and passed, or nothing to do), 1 the canary failed its comparison
 (everything as it was), 2 bad input (a refused flag, no previous pin), 4 a replica did not come back.
 
 Examples:
