@@ -9,8 +9,8 @@
 //
 //   flock /tmp/heavy.lock node scripts/bench-cold-start.mjs [--out FILE.json]
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, existsSync, openSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 
@@ -59,6 +59,7 @@ async function plain() {
   delete env.VLLM_CPU_KVCACHE_SPACE;
   const log = openSync(join(tmp, 'plain.log'), 'w');
   const t0 = performance.now();
+  const launchedAt = Date.now();
   const child = spawn(
     VLLM,
     ['serve', MODEL, '--served-model-name', 'tiny-qwen3', '--max-model-len', '512', '--dtype', 'bfloat16', '--kv-cache-memory-bytes', '33554432', '--host', '127.0.0.1', '--port', String(port)],
@@ -79,7 +80,8 @@ async function plain() {
     }
     if (readyS === undefined) throw new Error('plain vllm: not ready in 900 s');
     await completion(port);
-    return { readyS, firstTokenS: (performance.now() - t0) / 1000 };
+    const firstTokenS = (performance.now() - t0) / 1000;
+    return { readyS, firstTokenS, ...(await plainPhases(join(tmp, 'plain.log'), launchedAt, readyS, firstTokenS)) };
   } finally {
     if (child.exitCode === null && child.signalCode === null)
       try {
@@ -92,6 +94,27 @@ async function plain() {
         process.kill(-child.pid, 'SIGKILL');
       } catch {}
   }
+}
+
+/**
+ * Plain vLLM's own phases: its log replayed through sparkctl's parser (dist/engine/phases.js), each
+ * line timed by vLLM's own timestamp ("INFO 12-05 00:18:01 [...]", whole seconds, this host's local
+ * time) against the launch; ready and first token from this script's clock.
+ */
+async function plainPhases(file, launchedAt, readyS, firstTokenS) {
+  const { StartClock } = await import(join(ROOT, 'dist', 'engine', 'phases.js'));
+  const clock = new StartClock(launchedAt);
+  const year = new Date(launchedAt).getFullYear();
+  let at = launchedAt;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /(?:INFO|WARNING|DEBUG|ERROR) (\d\d)-(\d\d) (\d\d:\d\d:\d\d)/.exec(line);
+    if (m) at = Math.max(at, new Date(`${year}-${m[1]}-${m[2]}T${m[3]}`).getTime());
+    clock.line(line, at);
+  }
+  clock.ready(launchedAt + readyS * 1000);
+  clock.firstToken(launchedAt + firstTokenS * 1000);
+  const r = clock.report();
+  return { compile: r.compile, phases: r.phases };
 }
 
 function sparkctl(args, env) {
@@ -118,13 +141,15 @@ async function main() {
   const env = { ...process.env, SPARKCTL_STATE_DIR: join(tmp, 'state'), SPARKCTL_CACHE_DIR: join(tmp, 'sparkctl-caches') };
   const common = ['--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', VLLM, '--skip-preflight', '--set', `server.port=${port}`, '--set', 'engine.enforceEager=false', '--json'];
   const rows = {};
-  console.error('plain vllm serve (empty caches) ...');
+  // the host's load beside each start: on shared cores it moves these figures more than anything measured
+  const load = () => loadavg()[0].toFixed(1);
+  console.error(`plain vllm serve (empty caches) ..., load ${load()}`);
   rows.plain = await plain();
   console.error(JSON.stringify(rows.plain));
-  console.error('sparkctl serve (first start, empty cache folder) ...');
+  console.error(`sparkctl serve (first start, empty cache folder) ..., load ${load()}`);
   rows.first = figures(sparkctl(['serve', 'tiny', ...common], env).j);
   console.error(JSON.stringify(rows.first));
-  console.error('sparkctl restart (cache folder kept) ...');
+  console.error(`sparkctl restart (cache folder kept) ..., load ${load()}`);
   rows.restart = figures(sparkctl(['restart', 'tiny', '--skip-preflight', '--json'], env).j);
   console.error(JSON.stringify(rows.restart));
   try {
@@ -133,7 +158,12 @@ async function main() {
   const cores = execFileSync('nproc').toString().trim();
   const table = [
     ['start', 'API up (s)', 'first token (s)', 'compile'],
-    ['plain vllm serve', rows.plain.readyS.toFixed(1), rows.plain.firstTokenS.toFixed(1), '-'],
+    [
+      'plain vllm serve',
+      rows.plain.readyS.toFixed(1),
+      rows.plain.firstTokenS.toFixed(1),
+      rows.plain.compile ? `${rows.plain.compile.cache ?? 'no hit/miss line'}, ${(rows.plain.compile.seconds ?? rows.plain.compile.clockSeconds)?.toFixed(1) ?? '?'} s (its log)` : '-',
+    ],
     ...[
       ['sparkctl first start', rows.first],
       ['sparkctl restart', rows.restart],
@@ -146,6 +176,7 @@ async function main() {
   ];
   console.log(`vLLM ${execFileSync(VLLM, ['--version']).toString().trim().split('\n').pop()} (CPU build), ${cores} cores, ${new Date().toISOString()}`);
   for (const r of table) console.log(r.map((c, i) => (i === 3 ? `  ${c}` : i ? c.padStart(16) : c.padEnd(22))).join(''));
+  for (const [n, r] of Object.entries(rows)) if (r.phases) console.log(`${n.padEnd(8)} phases: ${r.phases.map((p) => `${p.id} ${(p.atMs / 1000).toFixed(1)}`).join(', ')}`);
   if (outFile) writeFileSync(outFile, JSON.stringify(rows, null, 2));
   rmSync(tmp, { recursive: true, force: true });
 }

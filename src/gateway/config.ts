@@ -204,6 +204,9 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   // token, passes it straight to a server (never around again). HAProxy sets no such header itself.
   L.push('frontend keeper_return');
   L.push(`    bind ${safe(`unix@${plan.keeper.returnSocket}`, 'keeper return socket')} mode 600`);
+  // the route of what comes back this way (the prefix hash picks the replica here, not in the client's
+  // frontend, where the keeper is the server): src/gateway/usage.ts, sparkctl_route
+  if (o.usage) L.push('    filter lua.sparkctl_route');
   L.push('    option http-buffer-request');
   L.push(`    http-request set-var(txn.backend) req.hdr(${RETURN_ROUTE_HEADER}),map(${safe(f.map, 'map file')})`);
   L.push(`    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`);

@@ -37,7 +37,7 @@ import { runtimeCommand, setServerState, showStat, type ServerStat } from '../ro
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
-import { USAGE_LUA, UsageBook, parseUsageLine } from './usage.js';
+import { USAGE_LUA, UsageBook, parseRouteLine, parseUsageLine } from './usage.js';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -252,8 +252,12 @@ export class Keeper {
       const logOut = openSync(p.log, 'a', 0o600);
       lines.on('line', (line) => {
         const u = parseUsageLine(line);
+        const r = u ? undefined : parseRouteLine(line);
         if (u) {
           book.add(u);
+          this.o.onChange?.(true);
+        } else if (r) {
+          book.addRoute(r);
           this.o.onChange?.(true);
         } else if (line.trim()) {
           try {

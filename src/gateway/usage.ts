@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { readTextSync } from '../util/read.js';
 
 const USAGE_PREFIX = 'sparkctl-usage';
+const ROUTE_PREFIX = 'sparkctl-route';
 const PREFIX_KEYS = 50_000;
 
 /**
@@ -88,8 +89,10 @@ function SparkctlUsage:http_payload(txn, msg)
   end
   self.carry = sub(s, -512)
 end
-function SparkctlUsage:http_end(txn, msg)
-  if not msg:is_resp() then return filter.CONTINUE end
+-- the prefix routing's verdict for this answer: the server that served the prefix's last request is
+-- this one (hit), another (spill), or none yet (new); "-" with no prefix key, or when the keeper took
+-- the request (its own line from keeper_return, the sparkctl_route filter, says where it went)
+local function routeOf(txn)
   local be = txn:get_var("txn.backend") or txn.f:be_name() or "-"
   local sv = txn.f:srv_name() or "-"
   local key = txn:get_var("txn.pkey")
@@ -104,12 +107,34 @@ function SparkctlUsage:http_end(txn, msg)
     elseif last == sv then route = "hit" else route = "spill" end
     seen[k] = sv
   end
+  return be, sv, route
+end
+function SparkctlUsage:http_end(txn, msg)
+  if not msg:is_resp() then return filter.CONTINUE end
+  local be, sv, route = routeOf(txn)
   local st = txn:get_var("txn.ust") or 0
   local stream = txn:get_var("txn.usse") and "1" or "0"
   txn:log(core.info, "${USAGE_PREFIX} 1 " .. be .. " " .. sv .. " " .. tostring(st) .. " " .. (self.p or "-") .. " " .. (self.c or "-") .. " " .. (self.ct or "-") .. " " .. stream .. " " .. (self.chunks - self.done) .. " " .. route)
   return filter.CONTINUE
 end
 core.register_filter("sparkctl_usage", SparkctlUsage, function(f, args) return f end)
+-- on keeper_return: what the keeper passed back (an alias's request, one that waited for a start or a
+-- wake), routed there by the prefix hash: its route alone (its tokens are counted once, on the
+-- client's side, where the same answer passes on its way out)
+SparkctlRoute = {}
+SparkctlRoute.id = "sparkctl_route"
+SparkctlRoute.flags = filter.FLT_CFG_FL_HTX
+SparkctlRoute.__index = SparkctlRoute
+function SparkctlRoute:new() return setmetatable({}, SparkctlRoute) end
+SparkctlRoute.start_analyze = SparkctlUsage.start_analyze
+function SparkctlRoute:http_payload(txn, msg) end
+function SparkctlRoute:http_end(txn, msg)
+  if not msg:is_resp() then return filter.CONTINUE end
+  local be, sv, route = routeOf(txn)
+  txn:log(core.info, "${ROUTE_PREFIX} 1 " .. be .. " " .. sv .. " " .. route)
+  return filter.CONTINUE
+end
+core.register_filter("sparkctl_route", SparkctlRoute, function(f, args) return f end)
 `;
 
 export interface UsageLine {
@@ -144,6 +169,27 @@ export function parseUsageLine(line: string): UsageLine | undefined {
   const st = num(status);
   if (n === undefined || st === undefined) return undefined;
   return { backend, server, status: st, prompt: num(p), completion: num(c), cached: num(ct), stream: stream === '1', chunks: n, route: route as UsageLine['route'] };
+}
+
+export interface RouteLine {
+  backend: string;
+  server: string;
+  route: 'hit' | 'spill' | 'new' | '-';
+}
+
+/** One route line (keeper_return's filter: where a request the keeper passed back went), or undefined for any other line. */
+export function parseRouteLine(line: string): RouteLine | undefined {
+  const at = line.indexOf(`${ROUTE_PREFIX} 1 `);
+  if (at < 0) return undefined;
+  const f = line
+    .slice(at + ROUTE_PREFIX.length + 3)
+    .trim()
+    .split(' ');
+  if (f.length !== 3) return undefined;
+  const [backend, server, route] = f as [string, string, string];
+  if (!/^[A-Za-z0-9._:-]{1,200}$/.test(backend) || !/^[A-Za-z0-9._:-]{1,200}$/.test(server)) return undefined;
+  if (!['hit', 'spill', 'new', '-'].includes(route)) return undefined;
+  return { backend, server, route: route as RouteLine['route'] };
 }
 
 /** What one model's answers added up to. */
@@ -238,6 +284,22 @@ export class UsageBook {
     this.total.set(m.name, t);
     const p = this.pending.get(m.name) ?? { profile: m.profile, c: emptyCounts() };
     addLine(p.c, u);
+    this.pending.set(m.name, p);
+  }
+
+  /** A request the keeper passed back: its route only (its answer's tokens come in its client-side line). */
+  addRoute(r: RouteLine): void {
+    if (r.route === '-') return;
+    const m = this.modelOf(r.backend);
+    if (!m) {
+      this.unattributed++;
+      return;
+    }
+    const t = this.total.get(m.name) ?? emptyCounts();
+    t.prefix[r.route]++;
+    this.total.set(m.name, t);
+    const p = this.pending.get(m.name) ?? { profile: m.profile, c: emptyCounts() };
+    p.c.prefix[r.route]++;
     this.pending.set(m.name, p);
   }
 

@@ -38,8 +38,9 @@ export function kvCacheLines(version: string, tokens: number, maxModelLen: numbe
   ];
 }
 
-export function startingLine(version: string, host: string, port: number): Line {
-  return since(version, '0.18.0') ? ['api_server.py:682', `Starting vLLM server on http://${host}:${port}`] : ['api_server.py:1912', `Starting vLLM API server 0 on http://${host}:${port}`];
+export function startingLine(version: string, host: string, port: number, uds?: string): Line {
+  const at = uds ? `unix:${uds}` : `http://${host}:${port}`;
+  return since(version, '0.18.0') ? ['api_server.py:682', `Starting vLLM server on ${at}`] : ['api_server.py:1912', `Starting vLLM API server 0 on ${at}`];
 }
 
 /**

@@ -206,6 +206,8 @@ interface SimSetup {
   servedName: string;
   host: string;
   port: number;
+  /** --uds PATH (vLLM 0.11 and later): the API listens on this Unix socket only, no TCP port (api_server.py setup_server) */
+  uds?: string;
   loadMs: number;
   factor: number;
   timing: Timing;
@@ -281,7 +283,11 @@ function readSetup(argv: string[]): SimSetup {
       gpuMemoryUtilization: num(f, '--gpu-memory-utilization', 0.9),
       enforceEager: f.has('--enforce-eager'),
       kvCacheDtype: (str(f, '--kv-cache-dtype') ?? 'auto') as Profile['engine']['kvCacheDtype'],
-      quantization: str(f, '--quantization') ?? null,
+      // without --quantization vLLM takes the checkpoint's own scheme: from config.json when the played
+      // facts are read from it; from the profile that records the model (engine.quantization) when they
+      // come from there (a gpt-oss rank with no config.json on its node played bf16: 108.8 GiB per GPU at TP 2
+      // for an MXFP4 model of about 61 GiB, and refused to start on a Spark that the plan said fits)
+      quantization: str(f, '--quantization') ?? (played.from.startsWith('profile ') ? (base.engine.quantization ?? null) : null),
       dtype: (str(f, '--dtype') ?? base.engine.dtype) as Profile['engine']['dtype'],
     },
     parallel: { ...base.parallel, tensor: tp, pipeline: pp },
@@ -317,6 +323,7 @@ function readSetup(argv: string[]): SimSetup {
     servedName,
     host,
     port,
+    uds: str(f, '--uds'),
     loadMs,
     factor,
     timing,
@@ -376,7 +383,9 @@ function checkArgs(s: SimSetup): RendezvousArgs | undefined {
 /** The port, the max-model-len line, the exit-after fault's timer, and Ray's placement group. */
 async function beforeLoad(s: SimSetup): Promise<void> {
   const { f, faults, host, port, maxModelLen, tp, pp } = s;
-  if (!f.has('--headless') && (faults.portInUse || !(await portFree(port, host)))) {
+  // --uds: vLLM binds the socket's path, and a path that exists (a stale socket, a file) is Errno 98 too
+  const taken = async () => (s.uds ? existsSync(s.uds) : !(await portFree(port, host)));
+  if (!f.has('--headless') && (faults.portInUse || (await taken()))) {
     err('Traceback (most recent call last):');
     err('  File "/usr/lib/python3.12/asyncio/base_events.py", line 1572, in create_server');
     err('    sock.bind(sa)');
@@ -557,14 +566,15 @@ async function buildServer(s: SimSetup) {
 }
 
 async function listen(s: SimSetup, sim: SimServer, devMode: boolean, engineProc: ChildProcess | undefined): Promise<void> {
-  const { version, host, port } = s;
-  info(...startingLine(version, host, port));
+  const { version, host, port, uds } = s;
+  // as vLLM: `Starting vLLM server on unix:PATH`, the socket bound where it is named (a path that exists: Errno 98)
+  info(...startingLine(version, host, port, uds));
   sim.server.once('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EADDRINUSE') err('OSError: [Errno 98] Address already in use');
     else err(`OSError: ${e.message}`);
     exitWith(1, engineProc);
   });
-  await new Promise<void>((resolve) => sim.server.listen(port, host, resolve));
+  await new Promise<void>((resolve) => (uds ? sim.server.listen(uds, resolve) : sim.server.listen(port, host, resolve)));
   info(
     'launcher.py:37',
     `Available routes are: /health, /ping, /version, /metrics, /tokenize, /v1/models, /v1/completions, /v1/chat/completions, /v1/messages${devMode ? ', /sleep, /wake_up, /is_sleeping, /collective_rpc, /reset_prefix_cache' : ''}`,

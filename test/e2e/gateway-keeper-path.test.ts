@@ -66,6 +66,21 @@ describe.skipIf(!have)('gateway: what the keeper passes on gets the prefix hash 
     const after = await served();
     const added = after.map((n, i) => n - before[i]!).sort();
     expect(added).toEqual([0, 6]);
+    // and gateway status counts them: six answers with their tokens (the client's side, where the keeper
+    // was their server), and where each went (keeper_return's route line): 1 new, then 5 hits. Before,
+    // the client-side line took the keeper for a replica (its "hits" were the keeper's), and no line said
+    // which replica the keeper's requests reached
+    type U = { requests: number; withUsage: number; completion: number; prefix: { hit: number; spill: number; new: number } };
+    let u: U | undefined;
+    const until = Date.now() + 15_000;
+    while (Date.now() < until) {
+      const st = await cli(['gateway', 'status', '--json'], { env: t.env() });
+      expect(st.exitCode, st.stderr).toBe(0);
+      u = (JSON.parse(String(st.stdout)) as { models: Array<{ profile: string; usage?: U }> }).models.find((m) => m.profile === 'qwen-dev')?.usage;
+      if (u && u.requests >= 6 && u.prefix.hit + u.prefix.new + u.prefix.spill >= 6) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(u).toMatchObject({ requests: 6, withUsage: 6, completion: 12, prefix: { new: 1, hit: 5, spill: 0 } });
   }, 60_000);
 
   it('a burst by the alias past 2 running + 1 waiting: the rest get 429 with Retry-After, the admitted ones are answered', async () => {

@@ -12,7 +12,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, freePortRange, ROOT } from '../helpers.js';
+import { cli, tempDir, freePortRange, ROOT, waitFor } from '../helpers.js';
 import { realVllmUnavailable, PROFILES, oneRealVllmAtATime, VLLM_BIN, CPU_VLLM, copyTinyPair, endGatewaySuite } from './real.js';
 
 const why = realVllmUnavailable() ?? (existsSync('/usr/sbin/haproxy') ? undefined : 'no /usr/sbin/haproxy (apt-get install haproxy)');
@@ -24,7 +24,7 @@ let base: number;
 const env = () => ({ SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker });
 const sparkctl = (args: string[], timeout = 60_000) => cli(args, { env: env(), cwd: ROOT, timeout });
 
-async function ask(model: string, o: { stream?: boolean; maxTokens?: number; onFirst?: () => void } = {}) {
+async function ask(model: string, o: { stream?: boolean; maxTokens?: number; onFirst?: () => void; until?: (text: string) => boolean } = {}) {
   const r = await fetch(`http://127.0.0.1:${base}/v1/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -34,12 +34,20 @@ async function ask(model: string, o: { stream?: boolean; maxTokens?: number; onF
   let text = '';
   if (o.stream && r.body) {
     const dec = new TextDecoder();
-    for await (const c of r.body as unknown as AsyncIterable<Uint8Array>) {
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
       if (!text) o.onFirst?.();
-      text += dec.decode(c, { stream: true });
+      text += dec.decode(value, { stream: true });
+      // the client leaves (the real server aborts its request on a disconnect)
+      if (o.until?.(text)) {
+        await reader.cancel();
+        break;
+      }
     }
   } else text = await r.text();
-  return { status: r.status, retryAfter: r.headers.get('retry-after'), text, done: o.stream ? text.includes('data: [DONE]') : r.status === 200 };
+  return { status: r.status, retryAfter: r.headers.get('retry-after'), text, done: o.stream ? text.includes('data: [DONE]') : r.status === 200, endedAt: Date.now() };
 }
 
 interface Swap {
@@ -59,7 +67,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
     const dir = join(state, 'profiles');
     mkdirSync(dir);
     copyTinyPair(PROFILES, dir);
-    const common = ['--profiles', dir, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--no-prewarm', ...CPU_VLLM];
+    // the model's whole 2048 tokens: the stream below must outlive a loaded host's delays (CI: 400 tokens may have ended first)
+    const common = ['--profiles', dir, '--engine', 'vllm', '--vllm-bin', VLLM_BIN, '--skip-preflight', '--no-prewarm', ...CPU_VLLM, '--set', 'engine.maxModelLen=2048'];
     const cfg = join(state, 'gateway.yaml');
     writeFileSync(
       cfg,
@@ -90,22 +99,51 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
       const firstChunk = new Promise<void>((r) => {
         first = r;
       });
-      const stream = ask('tiny-qwen3', { stream: true, maxTokens: 400, onFirst: () => first() });
+      // 2000 tokens: the stream outlives a loaded host's delays (CI: a 400-token one may have ended before tiny-b's
+      // plan read the count); once it has gone on 40 tokens past the refusal, the client leaves (no 80 s wait for the rest)
+      let answered = false;
+      let atRefusal = 0;
+      const tokens = (t: string) => (t.match(/^data: \{/gm) ?? []).length;
+      const stream = ask('tiny-qwen3', {
+        stream: true,
+        maxTokens: 2000,
+        onFirst: () => first(),
+        until: (t) => {
+          if (answered && !atRefusal) atRefusal = tokens(t);
+          return answered && tokens(t) >= atRefusal + 40;
+        },
+      });
       await firstChunk;
       const t1 = Date.now();
       const refused = await ask('tiny-b');
       const refusedMs = Date.now() - t1;
+      answered = true;
       const s = await stream;
-      expect(refused.status, refused.text).toBe(503);
+      const streamedMs = s.endedAt - t1;
+      expect(refused.status, `${refused.text} (the stream ended ${streamedMs} ms after tiny-b was asked for, done: ${s.done})`).toBe(503);
       expect(Number(refused.retryAfter)).toBeGreaterThan(0);
       expect(JSON.parse(refused.text).error.message).toMatch(/room|in flight|busy/i);
-      // the stream was not cut: tiny was not stopped under it
+      // the stream was not cut: tiny was not stopped under it (it went on past the refusal, and ended only when the client left)
       expect(s.status).toBe(200);
-      expect(s.done, s.text.slice(-300)).toBe(true);
+      expect(s.done, s.text.slice(-300)).toBe(false);
+      expect(s.text).not.toMatch(/"error"/);
+      expect(tokens(s.text) - atRefusal, s.text.slice(-300)).toBeGreaterThanOrEqual(40);
 
-      // tiny idle now: tiny-b again stops tiny and starts tiny-b
+      // the client left: the real vLLM aborts the request (and HAProxy ends the session) a moment later; until then
+      // tiny still has it in flight, and the gateway rightly says so with a 503 and Retry-After
+      const running = async () => {
+        const m = await (await fetch(`http://127.0.0.1:${base + 3}/metrics`, { signal: AbortSignal.timeout(10_000) })).text().catch(() => '');
+        return Number(/^vllm:num_requests_running\{[^}]*\} (\S+)$/m.exec(m)?.[1] ?? Number.NaN);
+      };
+      expect(await waitFor(async () => (await running()) === 0, 30_000, 250), 'tiny aborted the stream its client left').toBe(true);
+
+      // tiny idle now: tiny-b again stops tiny and starts tiny-b (a refusal while HAProxy still counts the left stream is retried after its Retry-After)
       const t2 = Date.now();
-      const b = await ask('tiny-b');
+      let b = await ask('tiny-b');
+      if (b.status === 503 && /in flight/.test(b.text)) {
+        await new Promise((r) => setTimeout(r, Number(b.retryAfter ?? 1) * 1000));
+        b = await ask('tiny-b');
+      }
       expect(b.status, b.text).toBe(200);
       const swapB = Date.now() - t2;
 
@@ -122,7 +160,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
       // the answers' own usage, per model: tiny's JSON answer (3 tokens) and its stream (no usage asked: counted apart)
       expect(byProfile.tiny.usage).toMatchObject({ withUsage: 1, completion: 3, streamsWithoutUsage: 1 });
       console.log(
-        `real on-demand: tiny cold start to answer ${Math.round(startA / 1000)} s; tiny-b refused in ${refusedMs} ms while tiny streamed; tiny stopped + tiny-b started to answer ${Math.round(swapB / 1000)} s (${swaps
+        `real on-demand: tiny cold start to answer ${Math.round(startA / 1000)} s; tiny-b refused in ${refusedMs} ms while tiny streamed (${streamedMs} ms more); tiny stopped + tiny-b started to answer ${Math.round(swapB / 1000)} s (${swaps
           .map((x) => `${x.what} ${x.profile} ${x.ms} ms`)
           .join(', ')})`,
       );

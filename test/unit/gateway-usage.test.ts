@@ -4,7 +4,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, appendFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseUsageLine, UsageBook, readUsage, usageByProfile, emptyCounts, addLine, usageFile } from '../../src/gateway/usage.js';
+import { parseUsageLine, parseRouteLine, UsageBook, readUsage, usageByProfile, emptyCounts, addLine, usageFile } from '../../src/gateway/usage.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -46,6 +46,28 @@ describe('parseUsageLine', () => {
     const c = emptyCounts();
     addLine(c, parseUsageLine('sparkctl-usage 1 m a 200 7 - - 0 0 -')!);
     expect(c).toMatchObject({ withUsage: 1, prompt: 7, completion: 0 });
+  });
+});
+
+describe('parseRouteLine (keeper_return: where a request the keeper passed back went)', () => {
+  const ok: Array<[string, Record<string, unknown>]> = [
+    ['sparkctl-route 1 m_a a-1 hit', { backend: 'm_a', server: 'a-1', route: 'hit' }],
+    ['<134>Dec  5 01:00:00 haproxy[9]: sparkctl-route 1 m_a a-0 new', { backend: 'm_a', server: 'a-0', route: 'new' }],
+    ['sparkctl-route 1 m_a waker -', { server: 'waker', route: '-' }],
+  ];
+  it.each(ok)('%s', (line, want) => expect(parseRouteLine(line)).toMatchObject(want));
+  const bad = [
+    'sparkctl-route 1 m_a a-1',
+    'sparkctl-route 1 m_a a-1 hit extra',
+    'sparkctl-route 1 m_a a-1 maybe',
+    'sparkctl-route 2 m_a a-1 hit',
+    'sparkctl-route 1 m;a a-1 hit',
+    'sparkctl-usage 1 m_a a-0 200 10 2 - 0 0 new',
+    '',
+  ];
+  it.each(bad)('refused: %j', (line) => expect(parseRouteLine(line)).toBeUndefined());
+  it('a usage line is never read as a route line, nor a route line as a usage line', () => {
+    expect(parseUsageLine('sparkctl-route 1 m_a a-1 hit')).toBeUndefined();
   });
 });
 
@@ -97,6 +119,28 @@ describe('UsageBook', () => {
     expect(usageByProfile(back.records).get('b')).toMatchObject({ requests: 2, prompt: 5, completion: 5 });
     expect(usageByProfile(readUsage(d, { from: Date.parse('2026-12-04T10:02:30Z') }).records).get('b')).toMatchObject({ requests: 1, prompt: 4 });
     expect(usageByProfile(readUsage(d, { to: Date.parse('2026-12-04T10:02:30Z') }).records).get('a')).toMatchObject({ requests: 4 });
+  });
+  it('the keeper path: the client-side line counts the answer (its route "-": the keeper was its server), keeper_return\'s line its route; nothing twice', () => {
+    const book = new UsageBook(
+      tmp(),
+      (be) => (be === 'm_a' ? { name: 'A', profile: 'a' } : undefined),
+      () => undefined,
+    );
+    // six requests by an alias: each passes the keeper, comes back through keeper_return to one replica
+    for (let i = 0; i < 6; i++) {
+      book.add(parseUsageLine('sparkctl-usage 1 m_a keeper 200 12 2 - 0 0 -')!);
+      book.addRoute(parseRouteLine(`sparkctl-route 1 m_a a-1 ${i ? 'hit' : 'new'}`)!);
+    }
+    // one that waited for a start and went to the other replica; one the keeper answered itself (no route line)
+    book.add(parseUsageLine('sparkctl-usage 1 m_a waker 200 3 1 - 0 0 -')!);
+    book.addRoute(parseRouteLine('sparkctl-route 1 m_a a-0 spill')!);
+    book.add(parseUsageLine('sparkctl-usage 1 m_a waker 503 - - - 0 0 -')!);
+    // a route of no model this gateway routes, and one with no prefix key: not counted as a route
+    book.addRoute(parseRouteLine('sparkctl-route 1 m_x x-0 hit')!);
+    book.addRoute(parseRouteLine('sparkctl-route 1 m_a a-0 -')!);
+    expect(book.view().A).toMatchObject({ requests: 8, withUsage: 7, prompt: 75, completion: 13, otherWithoutUsage: 1, prefix: { hit: 5, spill: 1, new: 1 } });
+    expect(book.unattributed).toBe(1);
+    expect(book.flush(new Date('2026-12-05T01:00:00Z'))[0]).toMatchObject({ model: 'A', requests: 8, prefix: { hit: 5, spill: 1, new: 1 } });
   });
 
   it('usage.jsonl read back as hostile: torn, wrong-typed and negative lines are counted and skipped; .1 is read too', () => {
