@@ -6,6 +6,7 @@ import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { statFields } from '../util/pid.js';
 import { http } from '../client/http.js';
 import { groupMembers } from '../engine/runtime/proc.js';
+import { runtimeOf } from '../engine/runtime/index.js';
 import { targetFromInstance } from '../engine/target.js';
 import type { ClusterRecord, Entry } from '../engine/registry.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
@@ -108,16 +109,12 @@ export async function readServer(e: Entry, o: ReadOptions): Promise<Reading> {
   const at = (o.now ?? Date.now)();
   const owner = ownerOf(e, o);
   const proof = e.proof.state;
-  // a container's proof is the runtime's word on the recorded id and marker: degraded there is a container
-  // that exited (still there, to be removed), which is the server gone, not some members of a group
-  const exited = proof === 'degraded' && Boolean(e.inst.container);
+  // what degraded means is the runtime's word (engine/runtime: a container that exited is the server gone; a group with members gone is not)
+  const degraded = proof === 'degraded' ? runtimeOf(e.inst).degraded(e.inst) : undefined;
+  const exited = Boolean(degraded?.gone);
   const stopped = (proof === 'alive' || proof === 'degraded') && !exited ? stoppedMember(e.inst.pgid) : undefined;
   const process: Reading['process'] = proof === 'gone' || exited ? 'gone' : stopped ? 'stopped' : proof === 'alive' || proof === 'degraded' ? 'alive' : 'unknown';
-  const detail = exited
-    ? `its container ${e.inst.container!.id?.slice(0, 12) ?? e.inst.container!.name} exited (${e.inst.container!.cli} inspect)`
-    : proof === 'degraded'
-      ? 'some members of its group are gone'
-      : undefined;
+  const detail = degraded?.detail;
   const base: Reading = { at, process, processDetail: stopped ?? detail, health: 'unreachable', owner };
   if (process === 'gone') return base;
   return { ...base, ...(await readApi(targetFromInstance(e.inst).url, o.timeoutMs)) };

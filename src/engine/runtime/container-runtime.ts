@@ -105,5 +105,8 @@ export function containerRuntime(cli: ContainerCli): Runtime {
       shown: `${cli}:${t.container?.id?.slice(0, 12) ?? '?'}`,
       envelope: t.container ? { container: { cli: t.container.cli, id: t.container.id ?? null, name: t.container.name, image: t.container.image, marker: t.marker ?? null } } : {},
     }),
+
+    // its proof is the runtime's word on the recorded id and marker: degraded is a container that exited
+    degraded: (t) => ({ gone: true, detail: `its container ${t.container?.id?.slice(0, 12) ?? t.container?.name} exited (${t.container?.cli ?? cli} inspect)` }),
   };
 }

@@ -68,6 +68,8 @@ export const hostRuntime: Runtime = {
 
   describe: (t) => ({ shown: String(t.pid), envelope: {} }),
 
+  degraded: () => ({ gone: false, detail: 'some members of its group are gone' }),
+
   // sparkctl supervises a host process: the unit runs serve --foreground for the whole profile
   systemd: () => undefined,
   quadlet: () => undefined,

@@ -124,6 +124,12 @@ export interface Runtime extends RuntimeTraits {
   logs(t: RuntimeTarget & { logFile: string }): { file: string; argv?: string[] };
   describe(t: RuntimeTarget & { marker?: string }): Described;
   /**
+   * What a degraded proof (prove: 'degraded') means for this runtime: the host, some members of the
+   * group are gone and the server may still run; a container, the container exited (still there, to
+   * be removed), which is the server gone. `detail` says it, for status and the watcher.
+   */
+  degraded(t: RuntimeTarget): { gone: boolean; detail: string };
+  /**
    * The unit one replica runs under, systemd's Exec*= lines (marker: the unit's, it has no registry
    * entry). undefined: this runtime's replicas run under `sparkctl serve --foreground`, one unit per profile.
    */
