@@ -34,6 +34,26 @@ const dry = time([bin, 'serve', 'qwen3.5-9b', '--dry-run']);
 const dryJson = time([bin, 'serve', 'qwen3.5-9b', '--dry-run', '--json']);
 const npx = withNpx ? time(['sparkctl', '--version'], 'npx') : undefined;
 const inst = installed ? { version: time(['--version'], installed), dry: time(['serve', 'qwen3.5-9b', '--dry-run'], installed) } : undefined;
+// ... and in alternating pairs with the checkout's (a loaded host drifts between two blocks of runs)
+const pairs = (() => {
+  if (!installed) return undefined;
+  const one = (cmd, args) => {
+    const s = performance.now();
+    try {
+      execFileSync(cmd, args, { stdio: 'ignore' });
+    } catch {}
+    return performance.now() - s;
+  };
+  const a = [];
+  const b = [];
+  for (let i = 0; i < runs + 2; i++) {
+    const x = one(installed, ['--version']);
+    const y = one(process.execPath, [bin, '--version']);
+    if (i >= 2) a.push(x), b.push(y);
+  }
+  const med = (t) => +t.sort((p, q) => p - q)[Math.floor(t.length / 2)].toFixed(1);
+  return { 'installed --version': med(a), 'checkout --version': med(b) };
+})();
 console.log(
   JSON.stringify(
     {
@@ -47,6 +67,7 @@ console.log(
         ...(npx ? { 'npx sparkctl --version': npx } : {}),
         ...(inst ? { 'installed sparkctl --version': inst.version, 'installed serve --dry-run': inst.dry } : {}),
       },
+      ...(pairs ? { alternatingPairsMedianMs: pairs } : {}),
       ratioToNode: { version: +(version / node).toFixed(2), dryRun: +(dry / node).toFixed(2) },
     },
     null,

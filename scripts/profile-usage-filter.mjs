@@ -148,6 +148,8 @@ async function startGateway(v, origin) {
     writeFileSync(usage.lua, LUA[v]);
   }
   let cfg = renderGatewayConfig(plan, usage ? { usage } : { logStdout: true });
+  // keeper_return's route filter (no request here takes that door) is registered by USAGE_LUA alone
+  if (v !== 'current') cfg = cfg.replace('    filter lua.sparkctl_route\n', '');
   if (THREADS !== 'default') cfg = cfg.replace('global\n', `global\n    nbthread ${Number(THREADS)}\n`);
   if (BUFSIZE) cfg = cfg.replace(/tune\.bufsize \d+/, `tune.bufsize ${Number(BUFSIZE)}`);
   writeFileSync(plan.files.config, cfg);

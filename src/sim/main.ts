@@ -283,7 +283,11 @@ function readSetup(argv: string[]): SimSetup {
       gpuMemoryUtilization: num(f, '--gpu-memory-utilization', 0.9),
       enforceEager: f.has('--enforce-eager'),
       kvCacheDtype: (str(f, '--kv-cache-dtype') ?? 'auto') as Profile['engine']['kvCacheDtype'],
-      quantization: str(f, '--quantization') ?? null,
+      // without --quantization vLLM takes the checkpoint's own scheme: from config.json when the played
+      // facts are read from it; from the profile that records the model (engine.quantization) when they
+      // come from there (a gpt-oss rank with no config.json on its node played bf16: 108.8 GiB per GPU at TP 2
+      // for an MXFP4 model of about 61 GiB, and refused to start on a Spark that the plan said fits)
+      quantization: str(f, '--quantization') ?? (played.from.startsWith('profile ') ? (base.engine.quantization ?? null) : null),
       dtype: (str(f, '--dtype') ?? base.engine.dtype) as Profile['engine']['dtype'],
     },
     parallel: { ...base.parallel, tensor: tp, pipeline: pp },

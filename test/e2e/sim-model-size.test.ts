@@ -19,10 +19,10 @@ copyFileSync(join(ROOT, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.js
 afterAll(() => rmrf(dir));
 
 /** The simulator's log up to the KV cache line (its size follows from the model), then it is stopped. */
-async function simLog(model: string, platform: string): Promise<string> {
+async function simLog(model: string, platform: string, extra: string[] = [], cache = hub): Promise<string> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'sim', 'serve', model, '--port', String(port), '--host', '127.0.0.1', '--sim-platform', platform, '--sim-load-seconds', '0'], {
-    env: { ...process.env, HF_HUB_CACHE: hub, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') },
+  const child = spawn(process.execPath, [BIN, 'sim', 'serve', model, '--port', String(port), '--host', '127.0.0.1', '--sim-platform', platform, '--sim-load-seconds', '0', ...extra], {
+    env: { ...process.env, HF_HUB_CACHE: cache, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
@@ -54,6 +54,16 @@ describe('the simulator plays the model it is given', { timeout: 150_000 }, () =
       /\[sparkctl-sim\] playing 116\.8B parameters from .*models--openai--gpt-oss-120b\/snapshots\/0123456789abcdef0123456789abcdef01234567\/config\.json on NVIDIA GB10 \(dgx-spark-gb10: 273 GB\/s/,
     );
     expect(log).not.toMatch(/WARNING .*sparkctl-sim/);
+  });
+
+  it("a model id with no config.json, played from the shipped profile that records it: the profile's quantization (MXFP4), not bf16", async () => {
+    // no cache at all: the facts come from gpt-oss-120b's shipped profile, which records engine.quantization mxfp4
+    const log = await simLog('openai/gpt-oss-120b', 'dgx-spark-gb10', ['--gpu-memory-utilization', '0.8'], join(dir, 'empty-hub'));
+    expect(log).toMatch(/playing 116\.8B parameters from profile gpt-oss-120b/);
+    const gib = Number(/Model loading took ([\d.]+) GiB/.exec(log)?.[1]);
+    // about 61 GiB of MXFP4 weights on one GB10 (bf16 would be 217.5 GiB, and no room for the KV cache)
+    expect(gib).toBeGreaterThan(50);
+    expect(gib).toBeLessThan(75);
   });
 
   it('a model nothing tells the size of: the generic 8B, said to be a guess, with the command that fixes it', async () => {

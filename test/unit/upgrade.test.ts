@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
 import { chatText, templateTokens } from '../../src/upgrade/measure.js';
+import { runningVersion } from '../../src/verbs/upgrade/run.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
 import { clusterImageDrift, driftOf, imageDrift } from '../../src/engine/drift.js';
@@ -107,6 +108,26 @@ describe("the comparison's readers: every byte a server returns is hostile", () 
     const r = templateTokens(json, JSON.stringify(json));
     if (want instanceof RegExp) expect('problem' in r && r.problem).toMatch(want);
     else expect(r).toEqual(want);
+  });
+});
+
+describe('the version the replicas run, as the comparison judges it', () => {
+  it.each([
+    // the real host run: the profile states 0.27.2, the install says more; the candidate (the same install) is read
+    ['a host install: what its fingerprint read, not what the profile states', { vllm: { resolved: '0.27.2' }, fingerprint: { version: '0.27.2.dev0+g6adad0876.cpu' } }, '0.27.2.dev0+g6adad0876.cpu'],
+    ['a container (no fingerprint): what the launch resolved', { vllm: { resolved: '0.17.1' } }, '0.17.1'],
+    ['no record', undefined, undefined],
+  ])('%s', (_, rec, want) => {
+    expect(runningVersion(rec)).toBe(want);
+    // and so the same install is judged as one version: a changed chat template is a failure, not a similarity
+    if (want) {
+      const cur = side({ vllmVersion: want });
+      const can = side({
+        vllmVersion: '0.27.2.dev0+g6adad0876.cpu',
+        chatTemplate: [{ name: 'one user turn', tokens: [151644, 872, 198, 3838, 151645, 198, 151644, 77091, 198, 1] }, side().chatTemplate![1]!],
+      });
+      expect(judge(cur, can).pass).toBe(want !== '0.27.2.dev0+g6adad0876.cpu');
+    }
   });
 });
 
