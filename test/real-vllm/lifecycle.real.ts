@@ -363,11 +363,11 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
         );
         const wide = [
           '--set',
-          'upgrade.ttftRatio=10',
+          'upgrade.ttftRatio=100',
           '--set',
-          'upgrade.tpotRatio=10',
+          'upgrade.tpotRatio=100',
           '--set',
-          'upgrade.throughputRatio=0.1',
+          'upgrade.throughputRatio=0',
           '--set',
           'upgrade.benchRequests=4',
           '--set',

@@ -71,9 +71,11 @@ function writeProfile() {
       hfCache: join(work, 'no-hf-cache'),
     },
     // upgrade's comparison: the canary and this replica share two busy cores (the other helpers' load on
-    // top), so latency ratios are noise here: the bench must be measured on both sides and judged with
-    // wide limits; the greedy answers and the chat template are what these cases decide on
-    upgrade: { ttftRatio: 10, tpotRatio: 10, throughputRatio: 0.1, benchRequests: 4, benchOutputTokens: 16 },
+    // top), so latency ratios are noise here (seen: TPOT 4.49x, then 137x against 0.02 ms; throughput
+    // 0.06x, all for the same vLLM): the bench must be measured on both sides (asserted) and is not
+    // judged (the widest limits the schema takes); the greedy answers and the chat template decide here.
+    // The ratios' judgement is the simulator's e2e (test/e2e/upgrade.test.ts: a canary 3x slower fails)
+    upgrade: { ttftRatio: 100, tpotRatio: 100, throughputRatio: 0, benchRequests: 4, benchOutputTokens: 16 },
   };
   writeFileSync(join(profiles, `${NAME}.yaml`), yaml.dump(p));
 }
