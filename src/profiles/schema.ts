@@ -259,7 +259,12 @@ export type ContainerBlock = z.infer<typeof ContainerBlock>;
 
 const UpgradeBlock = z.strictObject({
   ttftRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's TTFT p50 may be at most this many times the current replica's"),
-  tpotRatio: z.number().min(1).max(100).default(1.5).describe("upgrade: the canary's time per output token p50 (each request's whole time over its output tokens), at most this many times the current's"),
+  tpotRatio: z
+    .number()
+    .min(1)
+    .max(100)
+    .default(1.5)
+    .describe("upgrade: the canary's time per output token p50 (each request's whole time over its output tokens), at most this many times the current's"),
   throughputRatio: z.number().min(0).max(1).default(0.67).describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
   goldenSameVersion: z.number().min(0).max(1).default(1).describe('upgrade within one vLLM version (another image or environment): greedy answers match at least this well (1: identical)'),
   goldenOtherVersion: z
