@@ -264,7 +264,7 @@ const UpgradeBlock = z.strictObject({
     .min(1)
     .max(100)
     .default(1.5)
-    .describe("upgrade: the canary's time per output token p50 (each request's whole time over its output tokens), at most this many times the current's"),
+    .describe("upgrade: the canary's time per output token (after the first) p50, at most this many times the current's (a current below 0.5 ms is judged against 0.5 ms)"),
   throughputRatio: z.number().min(0).max(1).default(0.67).describe("upgrade: the canary's output tokens/s, at least this share of the current's"),
   goldenSameVersion: z.number().min(0).max(1).default(1).describe('upgrade within one vLLM version (another image or environment): greedy answers match at least this well (1: identical)'),
   goldenOtherVersion: z

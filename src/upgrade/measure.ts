@@ -143,11 +143,10 @@ async function shortBench(t: Target, s: MeasureSettings): Promise<Measured['benc
     requests: r.outputs.length,
     failed: r.outputs.length - ok.length,
     ttftP50Ms: median(ok.map((o) => o.ttft * 1000)),
-    // per request, the whole request's time per output token (latency / tokens). Not (last - first) /
-    // (tokens - 1): a server whose API process lags its engine sends many tokens in its first event, and
-    // that measured 0.018 ms a token on the real CPU build (its canary then "137x slower" on 2.5 ms);
-    // nor the gap between SSE events, which changes when a version streams several tokens per event
-    tpotP50Ms: median(ok.filter((o) => o.outputTokens > 0).map((o) => (o.latency * 1000) / o.outputTokens)),
+    // per request, (last token - first token) / (tokens - 1): unlike the gap between SSE events, it does
+    // not change when a version streams several tokens per event (near zero when a server sends nearly
+    // all of them in its first event: the judge's TPOT floor)
+    tpotP50Ms: median(ok.filter((o) => o.outputTokens > 1).map((o) => ((o.latency - o.ttft) * 1000) / (o.outputTokens - 1))),
     outputTokensPerS: r.durationS > 0 ? out / r.durationS : Number.NaN,
   };
 }

@@ -228,6 +228,19 @@ describe('judge: the canary against current', () => {
     ).toBe(true);
   });
 
+  it('a current TPOT below the floor (tokens delivered together) is judged against the floor, and said', () => {
+    const cur = side({ bench: { requests: 4, failed: 0, ttftP50Ms: 50, tpotP50Ms: 0.018, outputTokensPerS: 300 } });
+    const at = (tpot: number) => judge(cur, side({ bench: { requests: 4, failed: 0, ttftP50Ms: 50, tpotP50Ms: tpot, outputTokensPerS: 300 } })).comparisons.find((c) => c.check === 'TPOT p50')!;
+    expect(at(0.7)).toMatchObject({ ok: true, canary: '0.7 ms (1.40x)', current: expect.stringMatching(/^0\.0 ms \(tokens arrived together: judged against 0\.5 ms\)/) });
+    expect(at(4.1)).toMatchObject({ ok: false, canary: '4.1 ms (8.20x)' });
+    // at or above the floor, the ratio is the measured one
+    const real = judge(
+      side({ bench: { requests: 4, failed: 0, ttftP50Ms: 50, tpotP50Ms: 2, outputTokensPerS: 300 } }),
+      side({ bench: { requests: 4, failed: 0, ttftP50Ms: 50, tpotP50Ms: 4.1, outputTokensPerS: 300 } }),
+    );
+    expect(real.comparisons.find((c) => c.check === 'TPOT p50')).toMatchObject({ ok: false, canary: '4.1 ms (2.05x)', current: '2.0 ms' });
+  });
+
   it('across vLLM versions the chat template may render within the stated similarity (token level), not beyond it', () => {
     const base = side();
     const t = base.chatTemplate!;
