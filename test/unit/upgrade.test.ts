@@ -5,8 +5,9 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
-import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
+import { judge, similarity, sameVllmVersion, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
 import { chatText, templateTokens } from '../../src/upgrade/measure.js';
+import { runningVersion } from '../../src/verbs/upgrade/run.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
 import { clusterImageDrift, driftOf, imageDrift } from '../../src/engine/drift.js';
@@ -107,6 +108,42 @@ describe("the comparison's readers: every byte a server returns is hostile", () 
     const r = templateTokens(json, JSON.stringify(json));
     if (want instanceof RegExp) expect('problem' in r && r.problem).toMatch(want);
     else expect(r).toEqual(want);
+  });
+});
+
+describe('the version the replicas run, as the comparison judges it', () => {
+  it.each([
+    // the real host run: the profile states 0.27.2, the install says more; the candidate (the same install) is read
+    ['a host install: what its fingerprint read, not what the profile states', { vllm: { resolved: '0.27.2' }, fingerprint: { version: '0.27.2.dev0+g6adad0876.cpu' } }, '0.27.2.dev0+g6adad0876.cpu'],
+    ['a container (no fingerprint): what the launch resolved', { vllm: { resolved: '0.17.1' } }, '0.17.1'],
+    ['no record', undefined, undefined],
+  ])('%s', (_, rec, want) => {
+    expect(runningVersion(rec)).toBe(want);
+    // and so the same install is judged as one version: a changed chat template is a failure, not a similarity
+    if (want) {
+      const cur = side({ vllmVersion: want });
+      const can = side({
+        vllmVersion: '0.27.2.dev0+g6adad0876.cpu',
+        chatTemplate: [{ name: 'one user turn', tokens: [151644, 872, 198, 3838, 151645, 198, 151644, 77091, 198, 1] }, side().chatTemplate![1]!],
+      });
+      expect(judge(cur, can).pass).toBe(want !== '0.27.2.dev0+g6adad0876.cpu');
+    }
+  });
+});
+
+describe('one vLLM version or two, for the exact checks (when unsure: the stricter judgement)', () => {
+  it.each([
+    ['0.27.2', '0.27.2', true],
+    ['0.27.2', '0.27.2.dev0+g6adad0876.cpu', true], // a stated release and what the install says
+    ['0.27.2.dev0+g6adad0876.cpu', '0.27.2', true],
+    ['0.10.2', '0.10.2+9dd9ca32', true], // NGC's label
+    ['v0.11.0', '0.11.0.post1', true],
+    ['0.27.2.dev0+g6adad0876.cpu', '0.27.2.dev1+gabc.cpu', false], // two builds, both read
+    ['0.27.2', '0.27.3', false],
+    ['0.27', '0.27.2', false],
+    ['0.17.1', '0.28.0', false],
+  ])('%s and %s: %s', (a, b, same) => {
+    expect(sameVllmVersion(a, b)).toBe(same);
   });
 });
 

@@ -55,33 +55,39 @@ export class ClusterStart {
     if (c) c.view = new RemoteView(nf, node, tail, async () => undefined);
   }
 
+  private wake?: () => void;
+
   /** Until stop(): every followed rank's log read every 1.5 s, concurrently; each new line timed on its rank's clock. */
   start(): void {
     if (this.following) return;
     const loop = async () => {
       while (!this.stopped) {
         await this.readAll();
-        await new Promise((r) => setTimeout(r, REMOTE_READ_MS + 50));
+        await new Promise<void>((r) => {
+          this.wake = r;
+          setTimeout(r, REMOTE_READ_MS + 50);
+        });
       }
     };
     this.following = loop();
   }
 
-  private async readAll(): Promise<void> {
+  private async readAll(now = false): Promise<void> {
     await Promise.all(
       [...this.clocks.values()].map(async (c) => {
         if (!c.view) return;
-        for (const line of await c.view.poll()) c.clock.line(line);
+        for (const line of await c.view.poll(now)) c.clock.line(line);
       }),
     );
   }
 
-  /** Stop following; one last read of every rank's log (bounded like every read) so what it logged before now counts. */
+  /** Stop following; one last read of every rank's log, now (bounded like every read), so what it logged before now counts. */
   async stop(): Promise<void> {
     this.stopped = true;
-    // the loop ends after its pause, so the last read is older than RemoteView's 1.5 s and this one reads
+    // the loop ends at once if it waits, or after the read it is in (never two reads of one log at a time)
+    this.wake?.();
     await this.following;
-    await this.readAll();
+    await this.readAll(true);
   }
 
   /**

@@ -62,8 +62,9 @@ export class RemoteView implements LaunchView {
     return this.lines.join('\n');
   }
 
-  async poll(): Promise<string[]> {
-    if (Date.now() - this.readAt <= REMOTE_READ_MS) return [];
+  /** `now`: read even if the last read is younger than 1.5 s (a last read when the watch is over) */
+  async poll(now = false): Promise<string[]> {
+    if (!now && Date.now() - this.readAt <= REMOTE_READ_MS) return [];
     this.readAt = Date.now();
     const x = await ssh(this.nf, this.node, `${this.tail(TAIL_LINES)} | tail -c ${TAIL_BYTES}`, { timeoutMs: 15_000, keepFinalNewline: true });
     // an ssh that failed says nothing about the log: neither growth nor quiet is learnt from it

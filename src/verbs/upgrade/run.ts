@@ -57,6 +57,17 @@ function checkInputs(opts: UpgradeOptions): void {
   if (!given.length && !opts.vllmBin) throw new UsageError('upgrade: no candidate given', ['--image REF (a container), --vllm VERSION, --vllm-bin PATH (another vllm install), or --rollback']);
 }
 
+/**
+ * The vLLM version the replicas run, as the comparison judges it: on a host, the version read from the
+ * install they started on (the launch's fingerprint), not the one the profile states. A profile saying
+ * 0.27.2 over an install whose dist-info says 0.27.2.dev0+g6adad0876.cpu made the same install, offered
+ * as the candidate (read: the long form), "another vLLM version": greedy answers and the chat template
+ * were then judged by similarity, and a changed chat template passed (found by the real host run).
+ */
+export function runningVersion(rec: { vllm: { resolved: string }; fingerprint?: { version: string } } | undefined): string | undefined {
+  return rec?.fingerprint?.version ?? rec?.vllm.resolved;
+}
+
 /** What the replicas run now, as a pin: explicit --set, so returning to it undoes whatever came after. */
 async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   const rec = recordOf(entries.filter((e) => e.inst.role !== 'router'));
@@ -74,7 +85,7 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   }
   return {
     at: new Date().toISOString(),
-    vllmVersion: rec?.vllm.resolved ?? p.engine.vllmVersion,
+    vllmVersion: runningVersion(rec) ?? p.engine.vllmVersion,
     image,
     imagePinned,
     imageId,
@@ -224,7 +235,7 @@ async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, ca
   if (!ran) return false;
   const now = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined);
   if (now?.id !== cand0.imageId) return false;
-  const version = recordOf(replicas)?.vllm.resolved ?? cur.prepared.vllm.version;
+  const version = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', from: version, to: version, image: cand0.imagePinned ?? null, exitCode: 0 }));
   else say(`${name}: already runs ${opts.image} (image ${cand0.imageId.slice(0, 12)}, what ${ran} names): nothing to upgrade, nothing started`);
   return true;
@@ -248,7 +259,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const cand0 = await candidateOf(name, opts, cur, dir);
   if (await alreadyRuns(name, opts, cur, cand0, replicas)) return;
   const cand = await relaunchPlan(profileName, entries, { set: [...opts.set, ...cand0.sets], profiles: opts.profiles, gpus: opts.gpus, prewarm: true, vllmBin: cand0.vllmBin });
-  const from = recordOf(replicas)?.vllm.resolved ?? cur.prepared.vllm.version;
+  const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
