@@ -183,12 +183,6 @@ export interface ClusterRecord extends ServerRecord {
   start?: StartReport;
   /** each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through startOf */
   starts?: Array<{ rank: number; node: string; start: StartReport }>;
-  /**
-   * Ray in containers: vLLM's process inside the head's container (that container's pid namespace),
-   * as read there right after sparkctl exec'd it: its pid and kernel start time, what its stop proves
-   * inside the container proven by ID (absent: not read at launch; the containers' own stop ends it)
-   */
-  inHead?: { pid: number; startTime: number };
 }
 
 export interface ClusterRank {

@@ -153,9 +153,23 @@ function templateComparisons(cur: Measured, can: Measured, t: Thresholds, sameVe
   });
 }
 
+/**
+ * Whether two sides run one vLLM version, as the golden prompts and the chat template are judged
+ * (identical required) rather than by similarity. Equal, or one side a bare release (X.Y.Z, as a
+ * profile states it) and the other that release with a dev, post or local part (as an install or
+ * image says it: 0.27.2.dev0+g6adad0876.cpu): when unsure, the stricter judgement, which can only show
+ * a difference, never pass one silently. Two long forms that differ are two builds.
+ */
+export function sameVllmVersion(a: string, b: string): boolean {
+  if (a === b) return true;
+  const release = (v: string) => /^v?(\d+(?:\.\d+)*)/.exec(v)?.[1];
+  const bare = (v: string) => /^v?\d+(?:\.\d+)*$/.test(v);
+  return (bare(a) && release(b) === a.replace(/^v/, '')) || (bare(b) && release(a) === b.replace(/^v/, ''));
+}
+
 /** Every comparison of canary against current, and whether the canary passes them all. */
 export function judge(cur: Measured, can: Measured, t: Thresholds = DEFAULT_THRESHOLDS): Verdict {
-  const sameVersion = cur.vllmVersion === can.vllmVersion;
+  const sameVersion = sameVllmVersion(cur.vllmVersion, can.vllmVersion);
   const comparisons: Comparison[] = [
     {
       check: 'deep probe',

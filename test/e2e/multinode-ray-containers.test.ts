@@ -89,9 +89,6 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     expect(headLog.stdout + headLog.stderr).toMatch(/Ray runtime started[\s\S]*Application startup complete/);
     const st = await run(['status']);
     for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+1 GPUs`));
-    // the record keeps what proves vLLM ours inside the head's container (status --json shows the record): its pid and start time there
-    const sj = JSON.parse((await run(['status', '--json'])).stdout);
-    expect(sj.clusters.find((x: { profile: string }) => x.profile === 'rc-box').inHead).toEqual({ pid: expect.any(Number), startTime: expect.any(Number) });
 
     // n3's container ends, and another container takes its name and labels: not the recorded ID, so never stopped
     const real3 = (await podman(['inspect', '--format', '{{.Id}}', 'sparkctl-rc-box-rank3'])).stdout.trim();

@@ -5,7 +5,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
-import { judge, similarity, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
+import { judge, similarity, sameVllmVersion, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
 import { chatText, templateTokens } from '../../src/upgrade/measure.js';
 import { runningVersion } from '../../src/verbs/upgrade/run.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
@@ -128,6 +128,22 @@ describe('the version the replicas run, as the comparison judges it', () => {
       });
       expect(judge(cur, can).pass).toBe(want !== '0.27.2.dev0+g6adad0876.cpu');
     }
+  });
+});
+
+describe('one vLLM version or two, for the exact checks (when unsure: the stricter judgement)', () => {
+  it.each([
+    ['0.27.2', '0.27.2', true],
+    ['0.27.2', '0.27.2.dev0+g6adad0876.cpu', true], // a stated release and what the install says
+    ['0.27.2.dev0+g6adad0876.cpu', '0.27.2', true],
+    ['0.10.2', '0.10.2+9dd9ca32', true], // NGC's label
+    ['v0.11.0', '0.11.0.post1', true],
+    ['0.27.2.dev0+g6adad0876.cpu', '0.27.2.dev1+gabc.cpu', false], // two builds, both read
+    ['0.27.2', '0.27.3', false],
+    ['0.27', '0.27.2', false],
+    ['0.17.1', '0.28.0', false],
+  ])('%s and %s: %s', (a, b, same) => {
+    expect(sameVllmVersion(a, b)).toBe(same);
   });
 });
 

@@ -5,16 +5,14 @@
 // Ray answers `ray status` there; every worker's container, concurrently; until Ray (asked inside the
 // head's container) lists exactly the nodes and GPUs of the file; vLLM exec'd in the head's
 // container; then the same readiness as on the host (engineReady), with every node's container
-// watched too; vLLM's pid and start time, read in the head's container right after the exec, go in
-// the record. Stop: vLLM first (the one stop, proven by that pid and start time inside the container
-// proven by ID, so its API drains), then every container on every node, each proven by the ID its
-// `run` got back (node-container.ts).
+// watched too. Stop: vLLM first (its own SIGTERM inside the head's container, so its API drains),
+// then every container on every node, each proven by the ID its `run` got back (node-container.ts).
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { randomUUID } from 'node:crypto';
 import { diagnose } from '../diagnose.js';
-import { ssh, remoteWhy, type Remote } from './ssh.js';
-import { REMOTE_UNPROVEN_EXIT, nodeProc, stopOnNode, NodeUnreachable, type NodeShell, type NodeStop } from './node-proc.js';
+import { ssh, remoteWhy } from './ssh.js';
+import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
@@ -179,14 +177,11 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
     registry.removeCluster(plan.profile.name);
     return fail(noExec);
   }
-  // what proves vLLM ours inside the head's container from now on: its pid and start time, read there at once
-  const inHead = await readInHead(nf, head, signal);
-  if (inHead) registry.writeCluster(Object.assign(record, { inHead }));
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
   const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs), start);
   if (notReady) {
     await finishStarts(plan, start, emit);
-    await stopVllmInHead(nf, head, record.inHead, 5);
+    await stopVllmInHead(nf, head, 5);
     registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
@@ -194,70 +189,21 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
 }
 
 /**
- * The head container's processes, reached inside it: every script runs through `exec` behind the
- * container's proof by ID (node-container.ts provenId), so the one proof and the one stop
- * (node-proc.ts over engine/runtime/proc.ts) read and signal only inside the container sparkctl
- * started. `seen` keeps the guard's own answer: 9, the container is gone; 4, it is not provably ours.
+ * vLLM's own SIGTERM inside the head's container, `graceS` for its drain, then SIGKILL: exit 0 it
+ * ended (or was not running), 3 it was killed, 9 the container is gone, 4 the container is not
+ * provably ours.
  */
-export function inContainerShell(
-  nf: NodesFile,
-  head: NodeContainerRef,
-  seen: { guard?: 'gone' | 'unproven' },
-  shell: (cmd: string, o: { timeoutMs: number; signal?: AbortSignal }) => Promise<Remote> = (cmd, o) => ssh(nf, nf.head, cmd, o),
-): NodeShell {
-  return async (script, o) => {
-    const r = await shell(execLine(head, ['sh', '-c', script]), o);
-    if (r.exitCode === 9) seen.guard ??= 'gone';
-    if (r.exitCode === REMOTE_UNPROVEN_EXIT) seen.guard ??= 'unproven';
-    return r;
-  };
+export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
+  const polls = Math.max(0, Math.round(graceS * 10));
+  return execLine(head, [
+    'sh',
+    '-c',
+    `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -TERM "$p" 2>/dev/null || exit 0; i=0; while kill -0 "$p" 2>/dev/null; do i=$((i+1)); if [ $i -gt ${polls} ]; then kill -KILL "$p" 2>/dev/null; exit 3; fi; sleep 0.1; done; exit 0`,
+  ]);
 }
 
-/** vLLM's pid in the head's container (its pid file, written by the exec'd shell that became vLLM) and that process's start time there. */
-export async function readInHead(nf: NodesFile, head: NodeContainerRef, signal?: AbortSignal, shell?: Parameters<typeof inContainerShell>[3]): Promise<ClusterRecord['inHead']> {
-  const sh = inContainerShell(nf, head, {}, shell);
-  // the pid file is written a moment after exec returns: a few tries, bounded
-  for (let i = 0; i < 20 && !signal?.aborted; i++) {
-    const r = await sh(`[ -s ${VLLM_PID_FILE} ] || exit 7; head -c 24 ${VLLM_PID_FILE}`, { timeoutMs: 15_000, signal });
-    const pid = r.exitCode === 0 ? /^\s*(\d{1,9})\s*$/.exec(r.stdout)?.[1] : undefined;
-    if (pid && Number(pid) > 1) {
-      try {
-        const facts = await nodeProc(sh).facts({ pid: Number(pid), pgid: Number(pid) });
-        const startTime = facts.startTime(Number(pid));
-        // the one proof wants a group leader (as every launch of sparkctl's is): one that is not has nothing recorded
-        return startTime && facts.groupMembers(Number(pid)).includes(Number(pid)) ? { pid: Number(pid), startTime } : undefined;
-      } catch (e) {
-        if (e instanceof NodeUnreachable) return undefined;
-        throw e;
-      }
-    }
-    if (r.exitCode !== 7) return undefined;
-    await new Promise((res) => setTimeout(res, 250));
-  }
-  return undefined;
-}
-
-/**
- * vLLM in the head's container stopped by the one stop (SIGTERM, `graceS` for its drain, SIGKILL),
- * proven there by its pid and start time; the container gone is vLLM gone; the container not
- * provably ours is unproven (and nothing of the cluster is stopped). undefined, nothing signalled
- * here: nothing recorded (a record from before, or a pid not read at launch), or a process there
- * that is not the one recorded; the containers' own stop (proven by ID) then ends what runs in them.
- */
-export async function stopVllmInHead(
-  nf: NodesFile,
-  head: NodeContainerRef,
-  inHead: ClusterRecord['inHead'],
-  graceS: number,
-  signal?: AbortSignal,
-  shell?: Parameters<typeof inContainerShell>[3],
-): Promise<NodeStop | undefined> {
-  if (!inHead) return undefined;
-  const seen: { guard?: 'gone' | 'unproven' } = {};
-  const x = await stopOnNode(inContainerShell(nf, head, seen, shell), { pid: inHead.pid, startTime: inHead.startTime }, graceS, signal);
-  if (seen.guard === 'gone') return { state: 'stopped' };
-  if (seen.guard === 'unproven') return { state: 'unproven', detail: `the head's container ${head.containerId.slice(0, 12)} is not provably the one sparkctl started` };
-  return x.state === 'unproven' ? undefined : x;
+async function stopVllmInHead(nf: NodesFile, head: NodeContainerRef, graceS: number, signal?: AbortSignal) {
+  return ssh(nf, nf.head, vllmStopLine(head, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
 }
 
 /** A recorded Ray-in-containers cluster: vLLM in the head's container first (it drains), then every node's container. */
@@ -265,25 +211,16 @@ export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, ti
   const refs = (record.ranks ?? []).map(refOf).filter((r): r is NodeContainerRef => !!r);
   const head = refs.find((r) => r.node === record.head);
   let engine: StopClusterOutcome['engine'] = { node: record.head, state: 'not-recorded' };
-  const x = head ? await stopVllmInHead(nf, head, record.inHead, timeoutS, signal) : undefined;
-  if (x) engine = { node: record.head, ...x };
-  let stops: Awaited<ReturnType<typeof stopAllContainers>> = [];
-  if (head && !x) {
-    // nothing proven of vLLM itself: the head's container first (proven by ID; its stop ends vLLM in it), as vLLM's own stop would be
-    const h = (await stopAllContainers(nf, [head], timeoutS, signal))[0]!;
-    engine = { node: record.head, state: h.state, ...(h.state === 'stopped' ? {} : { detail: h.detail }) };
-    if (h.state !== 'unproven')
-      stops = [
-        h,
-        ...(await stopAllContainers(
-          nf,
-          refs.filter((r) => r !== head),
-          timeoutS,
-          signal,
-        )),
-      ];
-  } else if (engine.state !== 'unproven') stops = await stopAllContainers(nf, refs, timeoutS, signal);
+  if (head) {
+    const x = await stopVllmInHead(nf, head, timeoutS, signal);
+    engine = {
+      node: record.head,
+      state: x.exitCode === 0 || x.exitCode === 9 ? 'stopped' : x.exitCode === 3 ? 'killed' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
+      detail: x.exitCode === 0 || x.exitCode === 3 || x.exitCode === 9 ? undefined : remoteWhy(x, 1),
+    };
+  }
   // a head container not provably ours is left alone, and so is the rest of what it names
+  const stops = engine.state === 'unproven' ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
   return {
     engine,
     ray: stops.map((x) => ({ node: x.node, ok: x.state === 'stopped', detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state) })),
