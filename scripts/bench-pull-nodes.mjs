@@ -9,7 +9,7 @@
 // read-backs included), GB/s = bytes / seconds over all four nodes.
 //
 //   as root (network namespaces):  flock /tmp/heavy.lock node scripts/bench-pull-nodes.mjs [--shards 2] [--mib 512] [--rounds 2]
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readdirSync, rmSync, symlinkSync, statfsSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -112,15 +112,26 @@ process.on('SIGINT', () => {
 });
 
 const env = { ...process.env, ...cl.env, HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, SPARKCTL_TEST_CASE: marker, NO_COLOR: '1' };
-const sparkctl = (args, extra = {}) => {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], { env: { ...env, ...extra }, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000 });
-  return { wall: (performance.now() - t0) / 1000, r };
-};
+// async: the Hub stand-in answers from this process's event loop (a synchronous spawn would deadlock it)
+const sparkctl = (args, extra = {}) =>
+  new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const p = spawn(process.execPath, [join(ROOT, 'bin', 'sparkctl.js'), ...args], { env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr = (stderr + d).slice(-20_000)));
+    const timer = setTimeout(() => p.kill('SIGTERM'), 900_000);
+    p.on('error', reject);
+    p.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ wall: (performance.now() - t0) / 1000, r: { status, stdout, stderr } });
+    });
+  });
 
 try {
   process.stderr.write(`pulling ${shards} x ${values.mib} MiB here first ...\n`);
-  const here = sparkctl(['pull', 'bench/nodes', '--json']);
+  const here = await sparkctl(['pull', 'bench/nodes', '--json']);
   if (here.r.status !== 0) throw new Error(`pull here failed: ${here.r.stderr.slice(-1500)}`);
   const paths = {
     rsync: {},
@@ -131,7 +142,7 @@ try {
     const order = round % 2 ? ['tar', 'rsync'] : ['rsync', 'tar'];
     for (const path of order) {
       for (let i = 0; i < 4; i++) cl.exec(i, `rm -rf ${cache}`);
-      const { wall, r } = sparkctl(['pull', 'bench/nodes', '--nodes', cl.nodesFile, '--json'], paths[path]);
+      const { wall, r } = await sparkctl(['pull', 'bench/nodes', '--nodes', cl.nodesFile, '--json'], paths[path]);
       if (r.status !== 0) throw new Error(`pull --nodes (${path}) exited ${r.status}: ${r.stderr.slice(-1500)}`);
       const nodes = JSON.parse(r.stdout).nodes;
       const via = [...new Set(nodes.map((n) => n.via))].join(',');

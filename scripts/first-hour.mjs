@@ -14,7 +14,7 @@
 // preflight answers from a support bundle of the simulator's GB10 host (test/sim-bundle.ts: no GB10
 // capture exists here); serve runs the simulator's ranks on the nodes (--engine sim; native launch,
 // TP 2 over both). Run it under `flock /tmp/heavy.lock` on a shared machine. The harness is TypeScript,
-// bundled by esbuild (a devDependency) into dist/first-hour-harness.mjs and imported.
+// bundled by esbuild (a devDependency) into a module under dist (a build output) and imported.
 // --fast: the simulator's clock at 0 (SPARKCTL_SIM_TIME_FACTOR=0: load, prewarm and generation take no
 // simulated time), so what is left is sparkctl's own cost; without it the simulator plays a GB10's speed
 // and the times are what an owner waits for on the simulator. --keep leaves the temp folder.

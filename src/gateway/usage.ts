@@ -39,8 +39,9 @@ const PREFIX_KEYS = 50_000;
  * builds a fresh `txn` object (hlua_txn_new: about ten tables, each grown key by key) and costs about
  * 37,000 instructions whatever its body (scripts/profile-usage-filter.mjs, callgrind, HAProxy 2.6.12).
  * So it has the fewest callbacks a data filter can have: start_analyze (twice: HAProxy calls it for the
- * request too), one http_payload per piece of the answer, and http_end (called only for a data
- * filter). The status and whether the answer is a stream are read at the end from variables HAProxy's
+ * request too), one http_payload per piece of the answer, http_end (called only for a data filter),
+ * and end_analyze (twice), which counts an answer that never reached its end: a client that left
+ * mid-stream gets no http_end, and without it the request was not counted at all. The status and whether the answer is a stream are read at the end from variables HAProxy's
  * own rules set (`http-after-response set-var`, src/gateway/config.ts), not from an http_headers
  * callback (two more calls). `data:` events are counted in every answer: a JSON answer has no raw
  * newline, so it counts none, and the count is used only for a stream.
@@ -54,7 +55,7 @@ SparkctlUsage.id = "sparkctl_usage"
 SparkctlUsage.flags = filter.FLT_CFG_FL_HTX
 SparkctlUsage.__index = SparkctlUsage
 function SparkctlUsage:new()
-  return setmetatable({ carry = "\\n", chunks = 0, done = 0 }, SparkctlUsage)
+  return setmetatable({ carry = "\\n", chunks = 0, done = 0, logged = false }, SparkctlUsage)
 end
 function SparkctlUsage:start_analyze(txn, chn)
   if chn:is_resp() then filter.register_data_filter(self, chn) end
@@ -109,13 +110,21 @@ local function routeOf(txn)
   end
   return be, sv, route
 end
-function SparkctlUsage:http_end(txn, msg)
-  if not msg:is_resp() then return filter.CONTINUE end
+local function logUsage(self, txn)
+  self.logged = true
   local be, sv, route = routeOf(txn)
   local st = txn:get_var("txn.ust") or 0
   local stream = txn:get_var("txn.usse") and "1" or "0"
   txn:log(core.info, "${USAGE_PREFIX} 1 " .. be .. " " .. sv .. " " .. tostring(st) .. " " .. (self.p or "-") .. " " .. (self.c or "-") .. " " .. (self.ct or "-") .. " " .. stream .. " " .. (self.chunks - self.done) .. " " .. route)
+end
+function SparkctlUsage:http_end(txn, msg)
+  if msg:is_resp() then logUsage(self, txn) end
   return filter.CONTINUE
+end
+-- an answer that never reached its end (the client left mid-stream: an editor's Esc, a closed tab) gets
+-- no http_end; HAProxy still ends the analysis, and the request is counted with what passed
+function SparkctlUsage:end_analyze(txn, chn)
+  if chn:is_resp() and not self.logged then logUsage(self, txn) end
 end
 core.register_filter("sparkctl_usage", SparkctlUsage, function(f, args) return f end)
 -- on keeper_return: what the keeper passed back (an alias's request, one that waited for a start or a

@@ -144,6 +144,28 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     expect(c.prefix.hit + c.prefix.spill + c.prefix.new).toBe(n);
     expect(c.prefix.hit).toBeGreaterThanOrEqual(3);
     expect(c.prefix.spill).toBe(0);
+
+    // a stream whose client leaves after three chunks (an editor's Esc): HAProxy never reaches the answer's
+    // end (no http_end), and it is still one request, a stream without usage, with the chunks that passed
+    const r = await fetch(`${gw()}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, prompt: 'left mid-stream', max_tokens: 2000, ignore_eos: true, stream: true }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const reader = (r.body as ReadableStream<Uint8Array>).getReader();
+    let got = '';
+    while ((got.match(/^data: \{/gm) ?? []).length < 3) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      got += new TextDecoder().decode(value);
+    }
+    await reader.cancel();
+    expect(got, 'the client left before the end').not.toContain('[DONE]');
+    const cut = await countsOnce(model, n + 1);
+    expect({ requests: cut.requests, withUsage: cut.withUsage, streamsWithoutUsage: cut.streamsWithoutUsage }).toEqual({ requests: n + 1, withUsage: told.length, streamsWithoutUsage: 2 });
+    expect(cut.chunksWithoutUsage).toBeGreaterThanOrEqual(bare.chunks + 3);
+    expect(cut.prompt).toBe(c.prompt);
   }, 120_000);
 
   it('a reload (a second model served while the gateway runs) loses no count; each model is counted apart; gateway down writes usage.jsonl; cost and report show it per model', async () => {
