@@ -126,7 +126,11 @@ export function proveRecord(rec: ContainerRecord, marker: string | undefined): C
       reason: `no container id was recorded for this entry; ${ids.length} container(s) carry its marker label (${ids.map((i) => i.slice(0, 12)).join(', ')}), which any copy of the image (docker/podman commit) carries too`,
     };
   }
-  const r = cliRun(withCliArgs(inspectArgv(rec.cli, id), rec.cliArgs), { timeoutMs: 15_000 });
+  const argv = withCliArgs(inspectArgv(rec.cli, id), rec.cliArgs);
+  let r = cliRun(argv, { timeoutMs: 15_000 });
+  // a runtime busy with another client (podman's storage lock held by a build or an rm on a loaded
+  // host: seen past 15 s) is asked once more, longer, before the container is called unproven
+  if (r.error && !/not installed/.test(r.error)) r = cliRun(argv, { timeoutMs: 60_000 });
   if (r.error) return { state: 'unproven', code: 'unreadable', reason: r.error };
   const notFound = r.code !== 0 && NOT_FOUND.test(r.stderr);
   if (r.code !== 0 && !notFound) return { state: 'unproven', code: 'unreadable', reason: `${rec.cli} inspect failed: ${r.stderr.trim().slice(0, 200)}` };
