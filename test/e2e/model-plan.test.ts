@@ -138,6 +138,22 @@ describe('any model, no profile', () => {
     expect(miss.stderr).toContain('sparkctl pull Org/Missing');
   });
 
+  it('preflight --profile MODEL_ID checks against the profile plan and serve generate (it was "unknown profile", exit 2); a model not there says sparkctl pull', async () => {
+    const r = await run(['preflight', '--profile', 'Org/Tiny', '--only', 'gpu.', '--json']);
+    expect(r.exitCode, r.stderr).not.toBe(2);
+    expect(r.stderr).toBe('');
+    const checks = JSON.parse(String(r.stdout)).checks as Array<{ id: string }>;
+    expect(checks.length).toBeGreaterThan(0);
+    const text = await run(['preflight', '--profile', 'Org/Tiny', '--only', 'gpu.']);
+    expect(text.stderr).toContain('Org/Tiny has no profile of its own: checked against the profile plan and serve generate for it (this host: 1 x NVIDIA H200');
+    const miss = await run(['preflight', '--profile', 'Org/Missing']);
+    expect(miss.exitCode).toBe(2);
+    expect(miss.stderr).toContain('sparkctl pull Org/Missing');
+    const typo = await run(['preflight', '--profile', 'no-such-profile']);
+    expect(typo.exitCode).toBe(2);
+    expect(typo.stderr).toMatch(/unknown profile/);
+  });
+
   it('8 GPUs: replicas fill them; profiles init writes a commented profile that validates', async () => {
     const out = join(dir, 'init.yaml');
     const r = await run(['profiles', 'init', model, '--out', out], { GPUS: '8' });

@@ -6,7 +6,7 @@ export default createCommand({
   name: 'preflight',
   description: 'check this host (or a support bundle) before serving: driver, CUDA, NCCL, GPUs, host limits',
   options: [
-    ['--profile <name>', 'check against this profile (GPUs, memory, ports, model files)'],
+    ['--profile <name>', 'check against this profile, or for a model id or folder the profile plan and serve generate (GPUs, memory, ports, model files)'],
     ['--set <field=value>', 'override a field of --profile (repeatable)', collect, []],
     ['--platform <name>', 'auto, or a baseline name', 'auto'],
     ['--from <dir>', 'replay a support bundle instead of reading this host'],
