@@ -196,6 +196,16 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push('    use_backend via_keeper if { var(txn.real) -m found }');
   L.push('    use_backend %[var(txn.backend)]');
   L.push('');
+  L.push(...keeperSections(plan, !!o.usage));
+  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs, !!o.usage));
+  L.push(...statsSection(plan.stats));
+  return L.join('\n');
+}
+
+/** The keeper's two hops inside HAProxy: what it passes back (keeper_return) and the way to it (via_keeper). */
+function keeperSections(plan: GatewayPlan, usage: boolean): string[] {
+  const f = plan.files;
+  const L: string[] = [];
   // what the keeper passes on comes back in here (a Unix socket in the 0700 folder, mode 600: only
   // sparkctl's processes reach it, so its route header is believed; the client-facing frontend
   // removes every x-sparkctl-* header): to the model's backend, under the same admission limit, by
@@ -206,7 +216,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    bind ${safe(`unix@${plan.keeper.returnSocket}`, 'keeper return socket')} mode 600`);
   // the route of what comes back this way (the prefix hash picks the replica here, not in the client's
   // frontend, where the keeper is the server): src/gateway/usage.ts, sparkctl_route
-  if (o.usage) L.push('    filter lua.sparkctl_route');
+  if (usage) L.push('    filter lua.sparkctl_route');
   L.push('    option http-buffer-request');
   L.push(`    http-request set-var(txn.backend) req.hdr(${RETURN_ROUTE_HEADER}),map(${safe(f.map, 'map file')})`);
   L.push(`    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`);
@@ -218,9 +228,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push(`    http-error ${jsonError(503, 'ServiceUnavailableError', KEEPER_GONE)}`);
   L.push(`    server keeper ${safe(`unix@${plan.keeper.socket}`, 'keeper socket')}`);
   L.push('');
-  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs, !!o.usage));
-  L.push(...statsSection(plan.stats));
-  return L.join('\n');
+  return L;
 }
 
 /** The variables HAProxy needs in its environment: the gateway's key and each model's own, by value; names only are ever written. */

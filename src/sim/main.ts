@@ -248,24 +248,26 @@ async function simServeInner(argv: string[]): Promise<void> {
 }
 
 /** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */
-function readSetup(argv: string[]): SimSetup {
+/** The version played, the arguments and faults as vLLM's parser takes them; a bad one exits 2 as vLLM's argparse does. */
+function parseOrExit(argv: string[]): { version: string; args: ReturnType<typeof parseVllmArgs>; faults: Faults; prefillFromEnv?: number } {
   const asked = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (argv.includes('--sim-vllm-version') ? argv[argv.indexOf('--sim-vllm-version') + 1]! : '0.17.0');
   // 'auto' (a profile that lets the installed vLLM decide): the simulator is that vLLM, and plays the
   // version sparkctl renders for 'auto' (the newest table), so what was rendered is what it accepts.
   const version = asked === 'auto' ? targetVersion('auto') : asked;
-  let args: ReturnType<typeof parseVllmArgs>;
-  let faults: Faults;
-  let prefillFromEnv: number | undefined;
   try {
-    args = parseVllmArgs(argv, version);
-    faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
-    prefillFromEnv = envRate('SPARKCTL_SIM_PREFILL_TPS');
+    const args = parseVllmArgs(argv, version);
+    const faults = parseFaults([process.env.SPARKCTL_SIM_FAULT, str(args.sim, '--sim-fault')].filter(Boolean).join(','));
+    return { version, args, faults, prefillFromEnv: envRate('SPARKCTL_SIM_PREFILL_TPS') };
   } catch (e) {
     if (!(e instanceof ArgError)) throw e;
     err('usage: vllm serve [model_tag] [options]');
     err(`vllm serve: error: ${e.message}`);
     process.exit(2);
   }
+}
+
+function readSetup(argv: string[]): SimSetup {
+  const { version, args, faults, prefillFromEnv } = parseOrExit(argv);
   const f = args.flags;
   const known = modelFacts(args.model, str(args.sim, '--sim-profile'));
   const base = known.profile;
