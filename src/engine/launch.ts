@@ -31,8 +31,8 @@ export interface LaunchView {
   lastActivity(): number;
   /** its log's recent text: where a known hang is named from */
   text(): string;
-  /** the lines its log completed since the last call */
-  poll(): string[] | Promise<string[]>;
+  /** the lines its log completed since the last call (`now`: read at once, past any rate limit of the view) */
+  poll(now?: boolean): string[] | Promise<string[]>;
   /** why it ended, or undefined while it runs */
   ended(): Ended | Promise<Ended>;
 }
@@ -73,6 +73,23 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
     if (!h?.stall || quiet < Math.min(HANG_QUIET_MS[h.id] ?? DEFAULT_HANG_QUIET_MS, opts.stallMs)) return undefined;
     return `no log output for ${Math.round(quiet / 1000)} s, stopped at a known hang: ${h.cause}`;
   };
+  const read = async (now?: boolean) => {
+    for (const line of await v.poll(now)) {
+      opts.clock?.line(line);
+      const p = phaseOf(line);
+      if (p && p !== lastPhase) {
+        lastPhase = p;
+        opts.onPhase?.(p);
+      }
+    }
+  };
+  // ready: the log is read once more first, so the lines written since the last read are timed before
+  // the API's answer, not after it (a node's log is read every 1.5 s: CI's quick start over nodes showed
+  // the head's weights, compile and KV cache missing from its report, or read after "API up")
+  const drained = async (r: ReadyResult) => {
+    if (r.ok) await read(true).catch(() => undefined);
+    return r;
+  };
   return waitReady({
     url: opts.url,
     servedName: opts.servedName,
@@ -84,21 +101,12 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
     quietMs: () => Date.now() - v.lastActivity(),
     // A log that stopped at a known hang is named after a short quiet spell, not the stall timeout.
     hung: async () => (await opts.hung?.()) ?? logHung(),
-    onPoll: async () => {
-      for (const line of await v.poll()) {
-        opts.clock?.line(line);
-        const p = phaseOf(line);
-        if (p && p !== lastPhase) {
-          lastPhase = p;
-          opts.onPhase?.(p);
-        }
-      }
-    },
+    onPoll: () => read(),
     ended: () => v.ended(),
     // Ready only if what we launched holds the listening socket: a server that held the port first
     // answers /health too, while ours dies with EADDRINUSE. The runtime says what "ours" is.
     ours: opts.ours,
-  });
+  }).then(drained);
 }
 
 /** A replica launched here: its log tail and its child's exit, as the watch reads them. */

@@ -239,7 +239,7 @@ export const nativeExecutor: ClusterExecutor = {
     if ('failure' in launched) return nodesOutcome(plan, { failure: launched.failure });
     const { record } = launched;
     registry.writeCluster(record);
-    // every worker rank's log followed on its node while the head starts (the head's is the watch's)
+    // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
     for (const r of record.ranks ?? []) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
     start.start();
     const notReady = await ranksReady(plan, record, ctx, start);
