@@ -1,6 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -36,6 +36,19 @@ export function rmrf(dir: string) {
 }
 
 /** A maker of fresh temp folders (PREFIX...), every one removed after the tests of the file or describe that calls it. */
+/**
+ * A Hugging Face cache under `hub` holding only `repoId`'s config.json (from test/fixtures/models/MODEL)
+ * at one snapshot, as `pull --config-only` leaves it: what plan, serve and preflight read offline.
+ */
+export function cachedConfig(hub: string, repoId: string, model: string, commit = '0123456789abcdef0123456789abcdef01234567'): string {
+  const repo = join(hub, `models--${repoId.replace('/', '--')}`);
+  mkdirSync(join(repo, 'refs'), { recursive: true });
+  mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
+  writeFileSync(join(repo, 'refs', 'main'), commit);
+  copyFileSync(join(ROOT, 'test', 'fixtures', 'models', model, 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+  return repo;
+}
+
 export function tempDirs(prefix: string): () => string {
   const dirs: string[] = [];
   afterAll(() => dirs.forEach(rmrf));

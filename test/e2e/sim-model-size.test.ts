@@ -4,18 +4,12 @@
 // a model id (not a folder, not a shipped profile) was always the generic 8B, silently.
 import { describe, it, expect, afterAll } from 'vitest';
 import { spawn } from 'node:child_process';
-import { mkdirSync, copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir, rmrf, ROOT, BIN, freePort } from '../helpers.js';
+import { tempDir, rmrf, BIN, freePort, cachedConfig } from '../helpers.js';
 
 const dir = tempDir('sparkctl-sim-size-');
 const hub = join(dir, 'hub');
-const commit = '0123456789abcdef0123456789abcdef01234567';
-const repo = join(hub, 'models--openai--gpt-oss-120b');
-mkdirSync(join(repo, 'refs'), { recursive: true });
-mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
-writeFileSync(join(repo, 'refs', 'main'), commit);
-copyFileSync(join(ROOT, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
 afterAll(() => rmrf(dir));
 
 /** The simulator's log up to the KV cache line (its size follows from the model), then it is stopped. */

@@ -6,20 +6,14 @@
 // support bundle of the simulator's GB10 host (test/sim-bundle.ts: no GB10 capture exists here).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, ROOT, processesMarked } from '../helpers.js';
+import { cli, tempDir, rmrf, processesMarked, cachedConfig } from '../helpers.js';
 import { makeCluster, type Cluster } from '../cluster.js';
 import { simBundle } from '../sim-bundle.js';
 
 const dir = tempDir('sparkctl-2sparks-pf-');
 const hub = join(dir, 'hub');
-const commit = '0123456789abcdef0123456789abcdef01234567';
-const repo = join(hub, 'models--openai--gpt-oss-120b');
-mkdirSync(join(repo, 'refs'), { recursive: true });
-mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
-writeFileSync(join(repo, 'refs', 'main'), commit);
-copyFileSync(join(ROOT, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
 const marker = randomUUID();
 let cl: Cluster;
 

@@ -6,19 +6,14 @@
 // nothing connects to the (made-up) nodes. The Hugging Face cache is a temporary one laid out as
 // huggingface_hub writes it, with the published config.json of openai/gpt-oss-120b (fixtures).
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdirSync, copyFileSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { cli, tempDir, rmrf, ROOT } from '../helpers.js';
+import { cli, tempDir, rmrf, cachedConfig } from '../helpers.js';
 
 const dir = tempDir('sparkctl-2sparks-');
 const hub = join(dir, 'hub');
-const commit = '0123456789abcdef0123456789abcdef01234567';
-const repo = join(hub, 'models--openai--gpt-oss-120b');
-mkdirSync(join(repo, 'refs'), { recursive: true });
-mkdirSync(join(repo, 'snapshots', commit), { recursive: true });
-writeFileSync(join(repo, 'refs', 'main'), commit);
-copyFileSync(join(ROOT, 'test', 'fixtures', 'models', 'gpt-oss-120b', 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
+cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
 const nodes = join(dir, 'sparks.yaml');
 writeFileSync(nodes, 'head: { name: spark1, address: 10.0.0.1, gpus: 1, interface: enp1s0f0np0 }\nworkers:\n  - { name: spark2, address: 10.0.0.2, gpus: 1, interface: enp1s0f0np0 }\n');
 const env = { HF_HUB_CACHE: hub, HF_HOME: join(dir, 'hf-home'), SPARKCTL_STATE_DIR: join(dir, 'state') };
