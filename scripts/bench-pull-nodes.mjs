@@ -15,6 +15,7 @@ import { mkdtempSync, mkdirSync, readdirSync, rmSync, symlinkSync, statfsSync, e
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { stamped } from './lib/stamped.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values } = parseArgs({ options: { shards: { type: 'string', default: '2' }, mib: { type: 'string', default: '512' }, rounds: { type: 'string', default: '2' } } });
@@ -59,23 +60,7 @@ const { startHub } = await import(bundle('hub-server'));
 // Generated shards: a 1 MiB block, each MiB stamped with its shard and offset (no two MiB alike: rsync and tar get no help from repeats within a file).
 const base = Buffer.alloc(1 << 20);
 for (let i = 0; i < base.length; i += 32) createHash('sha256').update(String(i)).digest().copy(base, i);
-const gen = (shard) => (offset, len) => {
-  const out = Buffer.allocUnsafe(len);
-  for (let o = 0; o < len; ) {
-    const abs = offset + o;
-    const inMiB = abs % (1 << 20);
-    const n = Math.min(len - o, (1 << 20) - inMiB);
-    base.copy(out, o, inMiB, inMiB + n);
-    if (inMiB < 16 && n >= 16 - inMiB) {
-      const stamp = Buffer.alloc(16);
-      stamp.writeUInt32LE(shard, 0);
-      stamp.writeDoubleLE(abs - inMiB, 8);
-      stamp.copy(out, o, inMiB, 16);
-    }
-    o += n;
-  }
-  return out;
-};
+const gen = stamped(base);
 const files = { 'config.json': Buffer.from(JSON.stringify({ architectures: ['Qwen3ForCausalLM'], model_type: 'qwen3' })) };
 for (let s = 0; s < shards; s++) {
   const g = gen(s);

@@ -14,6 +14,7 @@ import { existsSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { stamped } from './lib/stamped.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const { values } = parseArgs({
@@ -57,23 +58,7 @@ const { startHub } = await import(hubModule);
 const block = createHash('sha256').update('seed').digest();
 const base = Buffer.alloc(1 << 20);
 for (let i = 0; i < base.length; i += 32) block.copy(base, i);
-const gen = (shard) => (offset, len) => {
-  const out = Buffer.allocUnsafe(len);
-  for (let o = 0; o < len; ) {
-    const abs = offset + o;
-    const inMiB = abs % (1 << 20);
-    const n = Math.min(len - o, (1 << 20) - inMiB);
-    base.copy(out, o, inMiB, inMiB + n);
-    if (inMiB < 16 && n >= 16 - inMiB) {
-      const stamp = Buffer.alloc(16);
-      stamp.writeUInt32LE(shard, 0);
-      stamp.writeDoubleLE(abs - inMiB, 8);
-      stamp.copy(out, o, inMiB, 16);
-    }
-    o += n;
-  }
-  return out;
-};
+const gen = stamped(base);
 const files = {};
 const index = { metadata: { total_size: total }, weight_map: {} };
 process.stderr.write(`hashing ${shards} generated shards of ${GiB(shardBytes)} (the stand-in lists their SHA-256)...\n`);
