@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { processStartTime } from '../src/util/pid.js';
 import { groupMembers } from '../src/engine/runtime/proc.js';
@@ -47,6 +48,19 @@ export function cachedConfig(hub: string, repoId: string, model: string, commit 
   writeFileSync(join(repo, 'refs', 'main'), commit);
   copyFileSync(join(ROOT, 'test', 'fixtures', 'models', model, 'config.json'), join(repo, 'snapshots', commit, 'config.json'));
   return repo;
+}
+
+/** Root with setpriv, so a test can act as another user (uid/gid 65534, no groups): what a local user without root can reach. Asked once, on first use. */
+let nobody: boolean | undefined;
+export function canSwitchToNobody(): boolean {
+  if (nobody === undefined) {
+    try {
+      nobody = process.getuid?.() === 0 && execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'id', '-u'], { encoding: 'utf8' }).trim() === '65534';
+    } catch {
+      nobody = false;
+    }
+  }
+  return nobody;
 }
 
 export function tempDirs(prefix: string): () => string {

@@ -11,23 +11,16 @@
 // - a body past HAProxy's 256 KiB window whose model comes after the prompt is routed (item 11);
 // - a socket or a port the gateway needs that another process holds is named, with its holder.
 import { describe, it, expect, beforeAll, afterEach, afterAll } from 'vitest';
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, isolated, freePortRange, waitFor } from '../helpers.js';
+import { cli, isolated, freePortRange, waitFor, canSwitchToNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
-const canSwitchUid = (() => {
-  try {
-    return process.getuid?.() === 0 && execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'id', '-u'], { encoding: 'utf8' }).trim() === '65534';
-  } catch {
-    return false;
-  }
-})();
-const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchUid ? 'needs root and setpriv to run the attacker as uid 65534' : '';
+const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to run the attacker as uid 65534' : '';
 if (skip) console.warn(`gateway door e2e skipped: ${skip}`);
 
 const PROD_KEY = 'sk-prod-door-4242';

@@ -12,17 +12,10 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { BIN, RUN_MARK, freePort, tempDirs, killGroupLeft } from '../helpers.js';
+import { BIN, RUN_MARK, freePort, tempDirs, killGroupLeft, canSwitchToNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
-const canSwitchUid = (() => {
-  try {
-    return process.getuid?.() === 0 && execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'id', '-u'], { encoding: 'utf8' }).trim() === '65534';
-  } catch {
-    return false;
-  }
-})();
-const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchUid ? 'needs root and setpriv to try the socket as uid 65534' : '';
+const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to try the socket as uid 65534' : '';
 if (skip) console.warn(`sim --uds e2e skipped: ${skip}`);
 
 const dirs = tempDirs('sparkctl-uds-');
