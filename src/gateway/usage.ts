@@ -160,18 +160,30 @@ export interface UsageLine {
 
 const num = (v: string | undefined) => (v !== undefined && /^\d{1,15}$/.test(v) ? Number(v) : undefined);
 
-/** One filter line (the part after the syslog header, if any), or undefined for any other line. Hostile-safe: every field checked. */
-export function parseUsageLine(line: string): UsageLine | undefined {
-  const at = line.indexOf(`${USAGE_PREFIX} 1 `);
+const NAME = /^[A-Za-z0-9._:-]{1,200}$/;
+const ROUTES = ['hit', 'spill', 'new', '-'];
+
+/**
+ * A filter's line (version 1 of `prefix`, after the syslog header, if any): its `n` fields, the first two a
+ * backend and a server name, the last a route; undefined for any other line.
+ */
+function fieldsOf(line: string, prefix: string, n: number): string[] | undefined {
+  const at = line.indexOf(`${prefix} 1 `);
   if (at < 0) return undefined;
   const f = line
-    .slice(at + USAGE_PREFIX.length + 3)
+    .slice(at + prefix.length + 3)
     .trim()
     .split(' ');
-  if (f.length !== 9) return undefined;
+  if (f.length !== n || !NAME.test(f[0]!) || !NAME.test(f[1]!) || !ROUTES.includes(f[n - 1]!)) return undefined;
+  return f;
+}
+
+/** One filter line (the part after the syslog header, if any), or undefined for any other line. Hostile-safe: every field checked. */
+export function parseUsageLine(line: string): UsageLine | undefined {
+  const f = fieldsOf(line, USAGE_PREFIX, 9);
+  if (!f) return undefined;
   const [backend, server, status, p, c, ct, stream, chunks, route] = f as [string, string, string, string, string, string, string, string, string];
-  if (!/^[A-Za-z0-9._:-]{1,200}$/.test(backend) || !/^[A-Za-z0-9._:-]{1,200}$/.test(server)) return undefined;
-  if (!['hit', 'spill', 'new', '-'].includes(route) || !['0', '1'].includes(stream)) return undefined;
+  if (!['0', '1'].includes(stream)) return undefined;
   // a token field is a count or '-' (the answer carried none): anything else is not the filter's line
   if (![p, c, ct].every((v) => v === '-' || num(v) !== undefined)) return undefined;
   const n = num(chunks);
@@ -188,16 +200,9 @@ export interface RouteLine {
 
 /** One route line (keeper_return's filter: where a request the keeper passed back went), or undefined for any other line. */
 export function parseRouteLine(line: string): RouteLine | undefined {
-  const at = line.indexOf(`${ROUTE_PREFIX} 1 `);
-  if (at < 0) return undefined;
-  const f = line
-    .slice(at + ROUTE_PREFIX.length + 3)
-    .trim()
-    .split(' ');
-  if (f.length !== 3) return undefined;
+  const f = fieldsOf(line, ROUTE_PREFIX, 3);
+  if (!f) return undefined;
   const [backend, server, route] = f as [string, string, string];
-  if (!/^[A-Za-z0-9._:-]{1,200}$/.test(backend) || !/^[A-Za-z0-9._:-]{1,200}$/.test(server)) return undefined;
-  if (!['hit', 'spill', 'new', '-'].includes(route)) return undefined;
   return { backend, server, route: route as RouteLine['route'] };
 }
 
