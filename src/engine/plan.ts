@@ -218,6 +218,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     stateDir: dir,
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
     cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
+    runtime: rt.runtime,
   });
   const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
   const loader = withLoader(r.profile, replicas, opts, rt.runtime);
@@ -240,7 +241,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     stallTimeoutMs: r.profile.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm,
     foreground: Boolean(opts.foreground),
-    router: planRouter(r.profile, replicas.length, dir),
+    router: planRouter(r.profile, replicas.length, dir, rt.runtime),
     runtime: rt.runtime,
     container,
     launch: opts.launch,
