@@ -48,7 +48,8 @@ const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
   const ports = Array.from({ length: o.replicas }, (_, i) => replicaAddress(p, i).port);
-  const plan = routed(p) ? planRouter(p, o.replicas, '/') : undefined;
+  // the version scraped decides whether the replicas are on sockets (vLLM --uds from 0.11) or ports
+  const plan = routed(p) ? planRouter({ ...p, engine: { ...p.engine, vllmVersion: o.vllmVersion } }, o.replicas, '/') : undefined;
   const router = plan && { port: plan.bind.port, metricsPort: routerMetricsEndpoint(plan).port };
   const name = reEscape(p.name);
   // instances are PROFILE-i and PROFILE-router, a multi-node server is PROFILE, a --url probe is its URL

@@ -278,7 +278,8 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
   rep.argvChanged = rep.changes.length > 0;
   emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged, changes: rep.changes });
   const ready = await superviseReady(l, {
-    url: `http://127.0.0.1:${p.port}`,
+    // the replica's own address: its socket on vLLM's --uds (a port then answers nothing), else its loopback port
+    url: replicaUrl(plan, p),
     servedName: plan.servedName,
     apiKey: run.secrets.VLLM_API_KEY,
     deadlineMs: plan.readyTimeoutMs,
