@@ -199,7 +199,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 /** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, imageId: r.image?.id, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
   pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
@@ -259,6 +259,7 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   const plan = buildServePlan(r, {
     ...opts,
     imageEntrypoint: r.image?.entrypoint,
+    imageId: r.image?.id,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
