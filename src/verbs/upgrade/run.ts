@@ -17,7 +17,7 @@ import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
 import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../engine/pins.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
-import { DEFAULT_GOLDEN } from '../../upgrade/measure.js';
+import { defaultGolden } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { Thresholds } from '../../upgrade/judge.js';
 
@@ -355,7 +355,8 @@ async function act(
       thresholds: thresholdsOf(cand),
       measure: {
         probe: { ...probe, gpuMemoryUtilization: cand.plan.profile.engine.gpuMemoryUtilization, gpus: cand.plan.engine !== 'sim' },
-        golden: u.goldenPrompts ?? DEFAULT_GOLDEN,
+        // the current's profile decides the default tool call: its running server must parse tool calls
+        golden: u.goldenPrompts ?? defaultGolden(cur.plan.profile),
         bench: { requests: u.benchRequests, outputTokens: u.benchOutputTokens, concurrency: 2 },
         timeoutMs: Math.max(probe.timeoutMs, 60_000),
       },
