@@ -297,9 +297,10 @@ function pinNotes(plan: ServePlan, pin: ImagePinDecision | undefined, json?: boo
 /** Write the pin a serve took (first serve, --repin, an edited reference; a tag pulled at launch is read now). */
 async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean): Promise<void> {
   let d = pin;
-  if (d.state === 'unpinned' && plan.container) {
+  const images = runtimeFor(plan).images;
+  if (d.state === 'unpinned' && images) {
     const { readPins } = await import('../../engine/pins.js');
-    const inspected = await inspectForPin(plan.container.cli, plan.profile.container?.cliArgs ?? [], d.ref);
+    const inspected = await inspectForPin(images, plan.profile.container?.cliArgs ?? [], d.ref);
     d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
   }
