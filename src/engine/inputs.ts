@@ -202,16 +202,18 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 /** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
 async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
+  const { ofCli } = await import('./runtime/index.js');
   let ref: string;
-  let cli: ReturnType<typeof detectCli>;
+  let images: ReturnType<typeof ofCli>['images'];
   try {
     ref = imageFor(p, platform);
-    cli = detectCli(p);
+    images = ofCli(detectCli(p)).images;
   } catch {
     return undefined;
   }
+  if (!images) return undefined;
   const file = readPins(x.stateDir, p.name);
-  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(cli, p.container?.cliArgs ?? [], ref);
+  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, p.container?.cliArgs ?? [], ref);
   return decideImagePin(ref, file, inspected, x.repin);
 }
 

@@ -133,7 +133,9 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
 export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
-  if (!pc.steps[0]?.container) return;
+  // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
+  const first = pc.steps[0];
+  if (!first || traitsOf(first).vllmFrom !== 'image') return;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const one = [...new Set(ids.map((x) => x.id))];
   if (one.length !== 1 || !one[0]) {
