@@ -164,12 +164,23 @@ export const NODE_LOGS = '$HOME/.local/state/sparkctl/logs';
 export async function launchOnNodeHost(
   nf: NodesFile,
   node: NodeEntry,
-  o: { argv: string[]; stepEnv: Record<string, string>; env: Record<string, string>; key?: string; marker: string; logFile: string; signal?: AbortSignal },
-): Promise<{ pid: number; startTime?: number } | { error: string; evidence: string[] }> {
+  o: {
+    argv: string[];
+    stepEnv: Record<string, string>;
+    env: Record<string, string>;
+    /** a line run before it (the start caches' folder: node-caches.ts), its output read back by the caller */
+    setup?: string;
+    key?: string;
+    marker: string;
+    logFile: string;
+    signal?: AbortSignal;
+  },
+): Promise<{ pid: number; startTime?: number; stdout: string } | { error: string; evidence: string[] }> {
   const line = [
     `mkdir -p "${NODE_LOGS}"`,
     exportLine(o.stepEnv),
     ...Object.entries(o.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+    ...(o.setup ? [o.setup] : []),
     o.key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
     `export ${INSTANCE_ENV}=${o.marker}`,
     launchAndReport(`setsid nohup ${o.argv.map(shellQuote).join(' ')} > "${o.logFile}" 2>&1 < /dev/null`),
@@ -178,5 +189,5 @@ export async function launchOnNodeHost(
   const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
   const pid = Number(pidText);
   if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
-  return { pid, startTime: Number(startText) || undefined };
+  return { pid, startTime: Number(startText) || undefined, stdout: r.stdout };
 }
