@@ -39,10 +39,29 @@ type Case = {
 const SPARKS = nodes(1, 2);
 const RAY4 = nodes(8, 4);
 const cases: Case[] = [
-  { name: 'native, host, a Hub id: the head-resolved HF_HUB_CACHE and offline on both ranks', profile: 'gpt-oss-120b-2spark', nf: SPARKS, offline: true, env_has: { HF_HUB_CACHE: '/srv/hf/hub', HF_HUB_OFFLINE: '1' } },
-  { name: 'native, host, not whole here: the cache path, no offline', profile: 'gpt-oss-120b-2spark', nf: SPARKS, offline: false, env_has: { HF_HUB_CACHE: '/srv/hf/hub' }, env_lacks: ['HF_HUB_OFFLINE'] },
+  {
+    name: 'native, host, a Hub id: the head-resolved HF_HUB_CACHE and offline on both ranks',
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    offline: true,
+    env_has: { HF_HUB_CACHE: '/srv/hf/hub', HF_HUB_OFFLINE: '1' },
+  },
+  {
+    name: 'native, host, not whole here: the cache path, no offline',
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    offline: false,
+    env_has: { HF_HUB_CACHE: '/srv/hf/hub' },
+    env_lacks: ['HF_HUB_OFFLINE'],
+  },
   { name: 'native, HF_HOME only here: its hub/ folder', profile: 'gpt-oss-120b-2spark', nf: SPARKS, env: { HOME: '/home/op', HF_HOME: '/data/hf' }, env_has: { HF_HUB_CACHE: '/data/hf/hub' } },
-  { name: 'native, no variable here: the operator\'s own ~/.cache (not the ssh login\'s)', profile: 'gpt-oss-120b-2spark', nf: SPARKS, env: { HOME: '/home/op' }, env_has: { HF_HUB_CACHE: '/home/op/.cache/huggingface/hub' } },
+  {
+    name: "native, no variable here: the operator's own ~/.cache (not the ssh login's)",
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    env: { HOME: '/home/op' },
+    env_has: { HF_HUB_CACHE: '/home/op/.cache/huggingface/hub' },
+  },
   { name: 'native, XDG_CACHE_HOME here', profile: 'gpt-oss-120b-2spark', nf: SPARKS, env: { HOME: '/home/op', XDG_CACHE_HOME: '/xdg' }, env_has: { HF_HUB_CACHE: '/xdg/huggingface/hub' } },
   {
     name: 'native, container: the cache mounted at the same path, --env on each run line',
@@ -64,7 +83,7 @@ const cases: Case[] = [
   },
   { name: "the profile's own HF_HUB_CACHE wins over this host's", profile: 'gpt-oss-120b-2spark', nf: SPARKS, sets: ['env.HF_HUB_CACHE=/models/hub'], env_has: { HF_HUB_CACHE: '/models/hub' } },
   {
-    name: 'container.hfCache: the node\'s own folder is the container\'s cache, no HF_HUB_CACHE',
+    name: "container.hfCache: the node's own folder is the container's cache, no HF_HUB_CACHE",
     profile: 'gpt-oss-120b-2spark',
     nf: SPARKS,
     runtime: 'container',
@@ -82,9 +101,16 @@ const cases: Case[] = [
     env_lacks: ['HF_HUB_CACHE'],
     model: ['/work/models/weights/oss', 'gpt-oss-120b'],
   },
-  { name: 'Ray, host, a Hub id: every `ray start` (workers inherit the raylet\'s env)', profile: 'gpt-oss-120b-2spark', nf: SPARKS, sets: ['parallel.executor=ray'], offline: true, env_has: { HF_HUB_CACHE: '/srv/hf/hub', HF_HUB_OFFLINE: '1' } },
   {
-    name: 'Ray, container: every node\'s container mounts the cache and carries the env',
+    name: "Ray, host, a Hub id: every `ray start` (workers inherit the raylet's env)",
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    sets: ['parallel.executor=ray'],
+    offline: true,
+    env_has: { HF_HUB_CACHE: '/srv/hf/hub', HF_HUB_OFFLINE: '1' },
+  },
+  {
+    name: "Ray, container: every node's container mounts the cache and carries the env",
     profile: 'gpt-oss-120b-2spark',
     nf: SPARKS,
     runtime: 'container',
@@ -92,8 +118,25 @@ const cases: Case[] = [
     env_has: { HF_HUB_CACHE: '/srv/hf/hub', TORCHINDUCTOR_CACHE_DIR: '/var/cache/inductor' },
     mounts: ['/srv/hf/hub:/srv/hf/hub:ro', '/var/cache/inductor:/var/cache/inductor:rw'],
   },
-  { name: 'Ray, container, model.path: mounted at its path on every node', profile: 'qwen3-200b', nf: RAY4, runtime: 'container', sets: ['engine.vllmVersion=0.11.0'], env_has: {}, env_lacks: ['HF_HUB_CACHE'], mounts: ['/models/qwen3-200b:/models/qwen3-200b:ro'] },
-  { name: 'the simulator reads the same cache (never offline: it loads no weights)', profile: 'gpt-oss-120b-2spark', nf: SPARKS, engine: 'sim', offline: true, env_has: { HF_HUB_CACHE: '/srv/hf/hub' }, env_lacks: ['HF_HUB_OFFLINE'] },
+  {
+    name: 'Ray, container, model.path: mounted at its path on every node',
+    profile: 'qwen3-200b',
+    nf: RAY4,
+    runtime: 'container',
+    sets: ['engine.vllmVersion=0.11.0'],
+    env_has: {},
+    env_lacks: ['HF_HUB_CACHE'],
+    mounts: ['/models/qwen3-200b:/models/qwen3-200b:ro'],
+  },
+  {
+    name: 'the simulator reads the same cache (never offline: it loads no weights)',
+    profile: 'gpt-oss-120b-2spark',
+    nf: SPARKS,
+    engine: 'sim',
+    offline: true,
+    env_has: { HF_HUB_CACHE: '/srv/hf/hub' },
+    env_lacks: ['HF_HUB_OFFLINE'],
+  },
 ];
 
 /** A step's rank environment: its export line on the host, its --env flags in a container. */
@@ -114,7 +157,15 @@ const mountsOf = (s: NodeStep) => s.argv[0]!.flatMap((a, i, all) => (a === '--vo
 describe('serve --nodes: where the model is, on every node', () => {
   it.each(cases)('$name', (c) => {
     const sets = [...(c.sets ?? []), ...(c.runtime ? [`engine.runtime=${c.runtime}`] : [])];
-    const opts: ClusterInputs = { nodesFile: '/abs/nodes.yaml', set: sets, engine: c.engine ?? 'vllm', vllmBin: 'vllm', prewarm: false, offline: c.offline, here: { env: c.env ?? HEAD_ENV, cwd: '/work/models' } };
+    const opts: ClusterInputs = {
+      nodesFile: '/abs/nodes.yaml',
+      set: sets,
+      engine: c.engine ?? 'vllm',
+      vllmBin: 'vllm',
+      prewarm: false,
+      offline: c.offline,
+      here: { env: c.env ?? HEAD_ENV, cwd: '/work/models' },
+    };
     const pc = planCluster(c.profile, c.nf, opts);
     expect(pc.steps.length).toBe(c.nf.workers.length + 1);
     for (const s of pc.steps) {
