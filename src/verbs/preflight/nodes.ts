@@ -146,4 +146,4 @@ async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?:
     : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
 }
 
-type PinnableProfile = { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } };
+type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } };

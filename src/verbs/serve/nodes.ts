@@ -22,6 +22,7 @@ import {
   type PlannedCluster,
   imageMismatch,
   readImageIds,
+  NODE_CACHE_ROOT,
 } from '../../engine/cluster/index.js';
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -119,6 +120,8 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         url: pc.url,
         model: { env: pc.model.env, modelPath: pc.model.modelPath, mounts: pc.model.mounts, notes: pc.model.notes },
         steps,
+        // vLLM's start caches on each node: the folder under the node user's cache root, the variables pointed there
+        caches: pc.caches ? { root: NODE_CACHE_ROOT, dir: pc.caches.rel, key: pc.caches.key, vars: pc.caches.vars.map(([n]) => n), kept: pc.caches.kept } : null,
         warnings: pc.warnings,
       }),
     );
@@ -129,6 +132,12 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
   say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
   for (const m of pc.model.notes) say(c.dim(`# ${m}`));
+  if (pc.caches)
+    say(
+      c.dim(
+        `# start caches on each node: ${NODE_CACHE_ROOT}/${pc.caches.rel} (made 0700 by the launch, ${pc.caches.vars.map(([n]) => n).join(', ')} pointed there${pc.caches.kept.length ? `; the profile sets ${pc.caches.kept.join(', ')} itself` : ''})`,
+      ),
+    );
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
@@ -148,7 +157,9 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
 export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
-  if (!pc.steps[0]?.container) return;
+  // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
+  const first = pc.steps[0];
+  if (!first || traitsOf(first).vllmFrom !== 'image') return;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const one = [...new Set(ids.map((x) => x.id))];
   if (one.length !== 1 || !one[0]) {
