@@ -64,7 +64,12 @@ export interface Prepared extends Resolved {
   /** one line: which host the plan is for */
   hostLine: string;
   /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
-  image?: { ref: string; entrypoint?: string[] };
+  image?: {
+    ref: string;
+    entrypoint?: string[];
+    /** its content id, as read (the start caches are kept per image by it) */
+    id?: string;
+  };
   /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
   read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>>; pin?: ImagePinDecision };
   /** runtime container with `pin`: what the profile's image reference runs as, and why */
@@ -333,7 +338,7 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
   const installed: InstalledVllm = stated
     ? { bin: `${cli} image ${image}`, image, version: stated.version, source: stated.from, why: r.why }
     : { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why };
-  return { installed, image: { ref: image, entrypoint: r.entrypoint } };
+  return { installed, image: { ref: image, entrypoint: r.entrypoint, ...(r.id ? { id: r.id } : {}) } };
 }
 
 /**

@@ -15,6 +15,7 @@ import { nativeProblem, planNative } from './native-plan.js';
 import { containerSteps } from './containers.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
+import { planNodeCaches, type NodeCaches } from './node-caches.js';
 
 export type ClusterInputs = Pick<ReadInputs, 'profiles' | 'set' | 'platform'> &
   Pick<RunInputs, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
@@ -34,6 +35,8 @@ export interface PlannedCluster {
   warnings: string[];
   gpusNeeded: number;
   url: string;
+  /** vLLM's start caches on each node that runs vLLM on its host (node-caches.ts); none for containers on nodes, nor where the profile turns them off */
+  caches?: NodeCaches;
 }
 
 /** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
@@ -92,7 +95,12 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
         rdmaNodes,
       ),
   } as const;
-  const steps = onNodes[traitsOfProfile(p).runtime]();
+  const runtime = traitsOfProfile(p).runtime;
+  const steps = onNodes[runtime]();
+  // The start caches on every node, keyed as on one host (the profile, the vLLM version it names for
+  // these nodes). Ranks in containers on nodes get none: the folder would have to be mounted into each
+  // node's container, which the node container plan does not do yet (docs/cold-start.md says so).
+  const caches = runtime === 'host' && p.engine.startCaches !== false ? planNodeCaches({ profile: p.name, vllm: p.engine.vllmVersion }, rep.env) : undefined;
   return {
     resolved: r,
     nf,
@@ -102,6 +110,7 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
     warnings,
     gpusNeeded: p.parallel.tensor * p.parallel.pipeline,
     url: `http://${nf.head.address}:${rep.port}`,
+    ...(caches ? { caches } : {}),
   };
 }
 
@@ -127,5 +136,6 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { stateD
     prewarm: opts.prewarm ? p.prewarm : undefined,
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,
+    ...(pc.caches ? { caches: pc.caches } : {}),
   };
 }

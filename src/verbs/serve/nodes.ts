@@ -22,6 +22,7 @@ import {
   type PlannedCluster,
   imageMismatch,
   readImageIds,
+  NODE_CACHE_ROOT,
 } from '../../engine/cluster/index.js';
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
@@ -96,6 +97,8 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         gpusInCluster: gpusDeclared(nf),
         url: pc.url,
         steps,
+        // vLLM's start caches on each node: the folder under the node user's cache root, the variables pointed there
+        caches: pc.caches ? { root: NODE_CACHE_ROOT, dir: pc.caches.rel, key: pc.caches.key, vars: pc.caches.vars.map(([n]) => n), kept: pc.caches.kept } : null,
         warnings: pc.warnings,
       }),
     );
@@ -105,6 +108,12 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
   say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
   say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
+  if (pc.caches)
+    say(
+      c.dim(
+        `# start caches on each node: ${NODE_CACHE_ROOT}/${pc.caches.rel} (made 0700 by the launch, ${pc.caches.vars.map(([n]) => n).join(', ')} pointed there${pc.caches.kept.length ? `; the profile sets ${pc.caches.kept.join(', ')} itself` : ''})`,
+      ),
+    );
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));

@@ -15,6 +15,7 @@ import { envelope, shellCommand, commentValue, c } from '../../output/format.js'
 import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
+import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
@@ -101,7 +102,7 @@ function printDryRun(plan: ServePlan, r: Prepared) {
     const rt = plan.router;
     say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
     say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
-    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], { ...HAPROXY_MALLOC_ENV }));
     say();
   }
 }
@@ -199,7 +200,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 /** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, imageId: r.image?.id, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
   pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
@@ -259,6 +260,7 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   const plan = buildServePlan(r, {
     ...opts,
     imageEntrypoint: r.image?.entrypoint,
+    imageId: r.image?.id,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
