@@ -4,9 +4,10 @@
 // own (the default network, so --publish works): with --bridge=none a published port is silently
 // not published.
 import { execa } from 'execa';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, waitFor } from './helpers.js';
+import { lockDir, ROOT, waitFor } from './helpers.js';
 import { simImageName, simRootfsTar } from './podman.js';
 
 export const DOCKERD = '/usr/sbin/dockerd';
@@ -150,4 +151,52 @@ export async function importSimImage(d: Dockerd, work: string): Promise<string> 
     rmSync(join(work, `rootfs-${process.pid}`), { recursive: true, force: true });
   }
   return image;
+}
+
+/**
+ * Where the real-vLLM image's docker archive is kept between runs: outside the clone (CI clones afresh),
+ * beside .ci/run's venvs, one archive, named by the image ID it holds.
+ */
+export const archiveCache = () => join(process.env.SPARKCTL_CI_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sparkctl-ci'), 'docker-archives');
+
+/**
+ * The real-vLLM image podman built (test/podman.ts buildVllmImage) loaded into this daemon under the
+ * same name and the same image ID: `podman save` to a docker archive (about 2 GB, 30 s here) kept in
+ * archiveCache() by image ID (written to a temporary name, then renamed; another image's archive is
+ * removed), then `docker load` (about 30 s here). Returns the times.
+ */
+export async function loadVllmImage(
+  d: Dockerd,
+  podman: (args: string[], extra?: Record<string, string>, timeout?: number) => ReturnType<typeof execa>,
+  image: string,
+): Promise<{ id: string; savedMs?: number; loadedMs: number }> {
+  const id = ((await podman(['image', 'inspect', '--format', '{{.Id}}', image])).stdout as string).trim();
+  if (!/^[a-f0-9]{64}$/.test(id)) throw new Error(`podman image inspect ${image}: no image ID (${id.slice(0, 80)})`);
+  const dir = archiveCache();
+  mkdirSync(dir, { recursive: true });
+  const archive = join(dir, `${id}.tar`);
+  let savedMs: number | undefined;
+  const release = await lockDir(join(tmpdir(), 'sparkctl-test-docker-archive.lock'), 10 * 60_000);
+  try {
+    if (!existsSync(archive)) {
+      for (const f of readdirSync(dir)) rmSync(join(dir, f), { force: true });
+      const part = join(dir, `.${id}.${process.pid}.part`);
+      const t0 = Date.now();
+      const r = await podman(['save', '--format', 'docker-archive', '-o', part, image], {}, 10 * 60_000);
+      if (r.exitCode !== 0) {
+        rmSync(part, { force: true });
+        throw new Error(`podman save ${image}: ${r.stderr}`);
+      }
+      renameSync(part, archive);
+      savedMs = Date.now() - t0;
+    }
+  } finally {
+    release();
+  }
+  const t1 = Date.now();
+  const r = await d.docker(['load', '-q', '-i', archive], 10 * 60_000);
+  if (r.exitCode !== 0) throw new Error(`docker load ${archive}: ${r.stderr}`);
+  const loaded = ((await d.docker(['image', 'inspect', '--format', '{{.Id}}', image])).stdout as string).trim();
+  if (loaded !== `sha256:${id}`) throw new Error(`docker load ${archive}: ${image} is ${loaded}, not the archive's sha256:${id}`);
+  return { id, savedMs, loadedMs: Date.now() - t1 };
 }

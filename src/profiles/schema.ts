@@ -286,12 +286,16 @@ const UpgradeBlock = z.strictObject({
         prompt: z.string().min(1).max(65536),
         maxTokens: z.number().int().min(1).max(4096).default(32),
         chat: z.boolean().default(false).describe('sent as one user message to /v1/chat/completions, through the chat template (else a raw completion)'),
+        tools: z
+          .boolean()
+          .default(false)
+          .describe('sent to /v1/chat/completions with one tool (read_file, a path), tool_choice auto: the tool calls the server parses are compared with the text (needs engine.toolCallParser)'),
       }),
     )
     .max(32)
     .optional()
     .describe(
-      'Prompts answered greedily (temperature 0) by current and canary and compared; default: three short completions and one chat turn. The chat template is also compared on its own, token for token',
+      'Prompts answered greedily (temperature 0) by current and canary and compared; default: three short completions and one chat turn, and a tool call where engine.toolCallParser is set. The chat template is also compared on its own, token for token',
     ),
   benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),

@@ -20,6 +20,8 @@ export interface GoldenPrompt {
   maxTokens: number;
   /** sent as one user message to /v1/chat/completions: the server's chat template shapes what the model sees */
   chat?: boolean;
+  /** sent to /v1/chat/completions with GOLDEN_TOOLS (tool_choice auto): the tool calls the server's parser reads out of the answer are compared with its text */
+  tools?: boolean;
 }
 
 /**
@@ -33,6 +35,30 @@ export const DEFAULT_GOLDEN: GoldenPrompt[] = [
   { name: 'code', prompt: 'def fibonacci(n):\n    """Return the n-th Fibonacci number."""\n', maxTokens: 48 },
   { name: 'chat', prompt: 'Name the three primary colours, one per line.', maxTokens: 24, chat: true },
 ];
+
+/**
+ * The tool a tool-call golden prompt offers (OpenAI's shape, as vLLM takes it): reading a file, the
+ * call agents make most. What is compared is the call the server's tool-call parser reads out of the
+ * greedy answer: a parser or template change that breaks tool calling (no call, another name, other
+ * arguments) is a difference, where the text alone would show an empty reply on both sides.
+ */
+export const GOLDEN_TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'read_file',
+      description: 'Read a text file and return its contents.',
+      parameters: { type: 'object', properties: { path: { type: 'string', description: 'absolute path of the file' } }, required: ['path'] },
+    },
+  },
+];
+/** The default tool-call golden prompt: added where the profile turns tool calling on (engine.toolCallParser). */
+export const TOOL_GOLDEN: GoldenPrompt = { name: 'tool-call', prompt: 'Read the file /etc/hostname and tell me what it says.', maxTokens: 64, tools: true };
+
+/** The golden prompts when the profile names none: DEFAULT_GOLDEN, and a tool call where the server parses them (a server without a parser refuses tools). */
+export function defaultGolden(profile: { engine: { toolCallParser?: string } }): GoldenPrompt[] {
+  return profile.engine.toolCallParser ? [...DEFAULT_GOLDEN, TOOL_GOLDEN] : DEFAULT_GOLDEN;
+}
 
 /**
  * The chat template's own output: these conversations rendered by the server (POST /tokenize with
@@ -63,25 +89,67 @@ export interface MeasureSettings {
   signal?: AbortSignal;
 }
 
-/** The text of a /v1/chat/completions answer's first choice, or what is wrong with the answer. */
+/** More tool calls than one answer to one question makes; a longer list is a bad answer. */
+const MAX_TOOL_CALLS = 16;
+const MAX_TOOL_ARGS = 64 * 1024;
+
+/** Arguments as compared: JSON (as a parser writes it) with its keys sorted and no spacing, so only what the call says counts; other text as it came. */
+function canonicalArgs(args: string): string {
+  const sortKeys = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sortKeys)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v as object)
+              .sort()
+              .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  try {
+    return JSON.stringify(sortKeys(JSON.parse(args)));
+  } catch {
+    return args;
+  }
+}
+
+/**
+ * The text of a /v1/chat/completions answer's first choice, or what is wrong with the answer. Tool calls
+ * the server parsed out of the answer follow the text, one `[tool call NAME ARGUMENTS]` each (their IDs,
+ * random per request, left out): a reply of only tool calls has content null, and would otherwise compare
+ * as empty text on both sides whatever the calls said.
+ */
 export function chatText(json: unknown, body: string): { text: string } | { problem: string } {
   const bad = (what: string) => ({ problem: `/v1/chat/completions answered a body of the wrong shape (${what}): ${JSON.stringify(body.slice(0, 80))}` });
   const choices = (json as { choices?: unknown } | null)?.choices;
   if (typeof json !== 'object' || json === null || !Array.isArray(choices) || !choices.length) return bad('choices: expected a non-empty array');
-  const msg = (choices[0] as { message?: unknown } | null)?.message as { content?: unknown } | undefined;
+  const msg = (choices[0] as { message?: unknown } | null)?.message as { content?: unknown; tool_calls?: unknown } | undefined;
   if (typeof msg !== 'object' || msg === null) return bad('choices.0.message: expected an object');
-  // a reply of only tool calls or only reasoning has content null: compared as empty text
+  // a reply of only tool calls or only reasoning has content null
   if (msg.content !== null && msg.content !== undefined && typeof msg.content !== 'string') return bad('choices.0.message.content: expected a string or null');
-  return { text: typeof msg.content === 'string' ? msg.content : '' };
+  const text = typeof msg.content === 'string' ? msg.content : '';
+  const calls = msg.tool_calls;
+  if (calls === undefined || calls === null) return { text };
+  if (!Array.isArray(calls) || calls.length > MAX_TOOL_CALLS) return bad(`choices.0.message.tool_calls: expected a list of at most ${MAX_TOOL_CALLS}`);
+  const shown: string[] = [];
+  for (const [i, c] of calls.entries()) {
+    const f = (c as { function?: unknown } | null)?.function as { name?: unknown; arguments?: unknown } | undefined;
+    if (typeof f !== 'object' || f === null || typeof f.name !== 'string' || !f.name || f.name.length > 256) return bad(`choices.0.message.tool_calls.${i}.function.name: expected a name`);
+    if (typeof f.arguments !== 'string' || f.arguments.length > MAX_TOOL_ARGS)
+      return bad(`choices.0.message.tool_calls.${i}.function.arguments: expected a string of at most ${MAX_TOOL_ARGS} characters`);
+    shown.push(`[tool call ${f.name} ${canonicalArgs(f.arguments)}]`);
+  }
+  return { text: [text, ...shown].filter(Boolean).join('\n') };
 }
 
 async function greedy(t: Target, g: GoldenPrompt, s: MeasureSettings): Promise<{ name: string; text?: string; error?: string }> {
   const common = { model: t.servedName, max_tokens: g.maxTokens, temperature: 0, seed: 0, stream: false };
-  const body = g.chat ? { ...common, messages: [{ role: 'user', content: g.prompt }] } : { ...common, prompt: g.prompt };
-  const r = await http(`${t.url}/v1/${g.chat ? 'chat/completions' : 'completions'}`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
+  const chat = g.chat || g.tools;
+  const messages = [{ role: 'user', content: g.prompt }];
+  const body = g.tools ? { ...common, messages, tools: GOLDEN_TOOLS, tool_choice: 'auto' } : chat ? { ...common, messages } : { ...common, prompt: g.prompt };
+  const r = await http(`${t.url}/v1/${chat ? 'chat/completions' : 'completions'}`, { body, timeoutMs: s.timeoutMs, apiKey: t.apiKey, signal: s.signal });
   if (!r.ok) return { name: g.name, error: said(`${r.error}: ${r.message}`) };
   if (r.status !== 200) return { name: g.name, error: said(`HTTP ${r.status}: ${errorMessage(r.json, r.body)}`) };
-  if (g.chat) {
+  if (chat) {
     const a = chatText(r.json, r.body);
     return 'problem' in a ? { name: g.name, error: said(a.problem) } : { name: g.name, text: a.text };
   }

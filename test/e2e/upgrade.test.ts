@@ -87,6 +87,9 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
       'prewarm.maxRounds=2',
       '--set',
       'prewarm.promptTokens=[64]',
+      // tool calling on: the comparison's default golden prompts then include a tool call
+      '--set',
+      'engine.toolCallParser=qwen3_coder',
     ];
     const served = await cli(['serve', P, '--engine', 'sim', '--router', '--no-prewarm', ...sets], { env: t.env(), timeout: 60_000 });
     expect(served.exitCode, served.stderr).toBe(0);
@@ -117,6 +120,12 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     expect(j).toMatchObject({ kind: 'upgrade', action: 'upgrade', status: 'rolled', where: 'in-place', from: '0.17.1', to: '0.28.0' });
     expect(j.verdict.pass).toBe(true);
     expect(j.verdict.comparisons.map((c: any) => c.check)).toContain('golden "arithmetic"');
+    // the tool call each server's parser read out of the greedy answer, compared (not the empty text of a tool-call reply)
+    expect(j.verdict.comparisons.find((c: { check: string }) => c.check === 'golden "tool-call"')).toMatchObject({
+      ok: true,
+      canary: 'identical',
+      current: JSON.stringify('[tool call read_file {"path":"/etc/hostname"}]'),
+    });
     expect(versions()).toEqual({ [`${P}-0`]: '0.28.0', [`${P}-1`]: '0.28.0' });
     expect(seen.failures).toEqual([]);
     expect(seen.ok).toBeGreaterThan(10);

@@ -10,13 +10,14 @@
 // back again costs four more starts (about 500 s here on a loaded host): opt-in, SPARKCTL_REAL_UPGRADE_ROLL=1.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execa } from 'execa';
-import { chmodSync, readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { BIN, ROOT, cli, freePort, tempDir, rmrf, waitFor } from '../helpers.js';
 import { PODMAN, buildVllmImage, derivedImage, podmanIn, podmanUnavailable, vllmSources } from '../podman.js';
 import { MODEL_DIR, PROFILES, oneRealVllmAtATime, realVllmUnavailable } from './real.js';
+import { CANDIDATE_LABEL, EXACT_CHECKS, UPGRADE_SETTINGS, showVerdict, templatedContext, type Comparison } from './upgrade-candidates.js';
 
 const MIN = 60_000;
 const work = tempDir('sparkctl-real-podman-');
@@ -70,20 +71,14 @@ function writeProfile() {
       ulimits: {},
       hfCache: join(work, 'no-hf-cache'),
     },
-    // upgrade's comparison: the canary and this replica share two busy cores (the other helpers' load on
-    // top), so latency ratios are noise here (seen: TPOT 4.49x, then 137x against 0.02 ms; throughput
-    // 0.06x, all for the same vLLM): the bench must be measured on both sides (asserted) and is not
-    // judged (the widest limits the schema takes); the greedy answers and the chat template decide here.
-    // The ratios' judgement is the simulator's e2e (test/e2e/upgrade.test.ts: a canary 3x slower fails)
-    upgrade: { ttftRatio: 100, tpotRatio: 100, throughputRatio: 0, benchRequests: 4, benchOutputTokens: 16 },
+    // upgrade's comparison: greedy answers and the chat template judged, latency ratios not (see UPGRADE_SETTINGS)
+    upgrade: UPGRADE_SETTINGS,
   };
   writeFileSync(join(profiles, `${NAME}.yaml`), yaml.dump(p));
 }
 
 // ---- the upgrade candidates: two more images of the same vLLM ----
 
-/** Marks the candidate images, so that one a killed earlier run left is removed before the next builds. */
-const CANDIDATE_LABEL = 'io.sparkctl.test.upgrade-candidate';
 const REBUILD = `localhost/sparkctl-vllm-rebuild:${process.pid}`;
 const TEMPLATED = `localhost/sparkctl-vllm-template:${process.pid}`;
 /** Another tag of the very image the replica runs (the same image ID) */
@@ -93,39 +88,9 @@ const ALIAS = `${ALIAS_REPO}:${process.pid}`;
 const ROLL = Boolean(process.env.SPARKCTL_REAL_UPGRADE_ROLL);
 const imageId = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
 
-// The tiny model's own template (tokenizer_config.json) with one change a template release makes: a
-// default system prompt when the conversation has none (as Qwen2.5's template does). The rest is as it was.
-// (newlines inside the quoted strings, as in the original)
-const CHANGED_TEMPLATE =
-  "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}" +
-  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}{% endfor %}" +
-  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
-
-/**
- * The image with a changed chat template, as an operator's image that patches one gets it (eugr's
- * spark-vllm-docker mods): the template file in the image and its `vllm` a wrapper that serves with it.
- * Same vLLM, same weights (mounted): only what the chat template renders changes. COPY only: no RUN, no network.
- */
+/** The image with a changed chat template (upgrade-candidates.ts templatedContext), built by podman. */
 async function templatedImage(from: string, venv: string): Promise<string> {
-  const dir = join(work, 'build-templated');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'chat-template.jinja'), CHANGED_TEMPLATE);
-  writeFileSync(
-    join(dir, 'vllm'),
-    // vLLM's CLI by its module (not the venv's bin/vllm, which /usr/local/bin/vllm linked to: the wrapper
-    // replaces that link, and whether a COPY onto a link writes through it is the builder's business)
-    [
-      '#!/bin/sh',
-      `if [ "$1" = serve ]; then exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@" --chat-template /opt/sparkctl-test/chat-template.jinja; fi`,
-      `exec ${venv}/bin/python -m vllm.entrypoints.cli.main "$@"`,
-      '',
-    ].join('\n'),
-  );
-  chmodSync(join(dir, 'vllm'), 0o755);
-  writeFileSync(
-    join(dir, 'Containerfile'),
-    [`FROM ${from}`, 'COPY chat-template.jinja /opt/sparkctl-test/chat-template.jinja', 'COPY vllm /usr/local/bin/vllm', `LABEL ${CANDIDATE_LABEL}=template`, ''].join('\n'),
-  );
+  const dir = templatedContext(join(work, 'build-templated'), from, venv);
   const r = await podman(['build', '-q', '--pull=never', '-t', TEMPLATED, dir], {}, 5 * MIN);
   if (r.exitCode !== 0) throw new Error(`podman build ${TEMPLATED}: ${r.stderr}`);
   return imageId(TEMPLATED);
@@ -140,7 +105,6 @@ async function removeCandidates() {
   for (const a of aliases) await podman(['untag', a, a]);
 }
 
-type Comparison = { check: string; ok: boolean; canary: string; current: string };
 const pinsOf = () => JSON.parse(readFileSync(join(state, 'pins', `${NAME}.json`), 'utf8')) as { current: { imageId?: string; imagePinned?: string }; previous: Array<{ imageId?: string }> };
 const history = () =>
   readFileSync(join(state, 'history', 'upgrades.jsonl'), 'utf8')
@@ -154,8 +118,6 @@ async function replicaContainer(): Promise<{ id: string; image: string; running:
   return { id, image: img, running: running === 'true' };
 }
 const upgradeRun = (args: string[]) => sparkctl(['upgrade', NAME, '--profiles', profiles, '--json', ...args], 15 * MIN);
-const showVerdict = (label: string, comparisons: Comparison[]) =>
-  console.info(`${label}:\n${comparisons.map((c) => `  ${c.ok ? 'ok  ' : 'FAIL'} ${c.check}: canary ${c.canary}; current ${c.current}`).join('\n')}`);
 
 describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', () => {
   oneRealVllmAtATime('real vLLM in podman');
@@ -305,7 +267,7 @@ describe.skipIf(Boolean(why)).sequential('the real vLLM in a podman container', 
       showVerdict(`rebuild under another tag, ${took[label]} ms`, o.verdict.comparisons);
       expect(o).toMatchObject({ kind: 'upgrade', status: ROLL ? 'rolled' : 'compared', where: 'beside', onCandidate: ROLL ? [`${NAME}-0`] : [], verdict: { pass: true, why: [] } });
       const exact = (o.verdict.comparisons as Comparison[]).filter((c) => c.check.startsWith('golden') || c.check.startsWith('chat template'));
-      expect(exact.map((c) => c.check)).toEqual(['golden "arithmetic"', 'golden "list"', 'golden "code"', 'golden "chat"', 'chat template (one user turn)', 'chat template (a conversation)']);
+      expect(exact.map((c) => c.check)).toEqual(EXACT_CHECKS);
       expect(exact.every((c) => c.canary === 'identical')).toBe(true);
       // the bench measured on both sides (numbers, not judged tightly here: see the profile)
       expect(o.candidate.bench).toMatchObject({ requests: 4, failed: 0 });

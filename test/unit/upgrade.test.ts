@@ -6,7 +6,7 @@ import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync
 import { join } from 'node:path';
 import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, sameVllmVersion, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
-import { chatText, templateTokens } from '../../src/upgrade/measure.js';
+import { chatText, templateTokens, defaultGolden, DEFAULT_GOLDEN, TOOL_GOLDEN } from '../../src/upgrade/measure.js';
 import { runningVersion } from '../../src/verbs/upgrade/run.js';
 import { pinFromInspect, readPins, writePin, rollbackPins, repositoryOf, decideImagePin, movedLine, pinOfDecision, nodesImagePin, type Pin, type PinFile } from '../../src/engine/pins.js';
 import { fingerprintChange, vllmFingerprint } from '../../src/engine/vllm-version.js';
@@ -89,6 +89,46 @@ describe("the comparison's readers: every byte a server returns is hostile", () 
     ['null', null, /choices: expected a non-empty array/],
     ['a message that is text', { choices: [{ message: 'hi' }] }, /choices\.0\.message: expected an object/],
     ['content a number', { choices: [{ message: { content: 7 } }] }, /content: expected a string or null/],
+    // tool calls: what the server's parser read out of the answer follows the text (the random id left out)
+    [
+      'a tool call (content null)',
+      { choices: [{ message: { content: null, tool_calls: [{ id: 'chatcmpl-tool-1', type: 'function', function: { name: 'read_file', arguments: '{"path": "/etc/hostname"}' } }] } }] },
+      { text: '[tool call read_file {"path":"/etc/hostname"}]' },
+    ],
+    [
+      'text, then two calls; keys sorted, spacing dropped',
+      {
+        choices: [
+          {
+            message: {
+              content: 'Reading both.',
+              tool_calls: [
+                { id: 'a', type: 'function', function: { name: 'read_file', arguments: '{"path":"/a","limit":{"z":1,"b":2}}' } },
+                { id: 'b', type: 'function', function: { name: 'read_file', arguments: '{ "path" : "/b" }' } },
+              ],
+            },
+          },
+        ],
+      },
+      { text: 'Reading both.\n[tool call read_file {"limit":{"b":2,"z":1},"path":"/a"}]\n[tool call read_file {"path":"/b"}]' },
+    ],
+    [
+      'arguments that are not JSON: as they came',
+      { choices: [{ message: { content: null, tool_calls: [{ function: { name: 'f', arguments: '<path>/x</path>' } }] } }] },
+      { text: '[tool call f <path>/x</path>]' },
+    ],
+    ['tool_calls null', { choices: [{ message: { content: 'hi', tool_calls: null } }] }, { text: 'hi' }],
+    ['tool_calls not a list', { choices: [{ message: { content: null, tool_calls: { function: { name: 'f', arguments: '{}' } } } }] }, /tool_calls: expected a list of at most 16/],
+    ['too many tool calls', { choices: [{ message: { content: null, tool_calls: new Array(17).fill({ function: { name: 'f', arguments: '{}' } }) } }] }, /tool_calls: expected a list of at most 16/],
+    ['a call without a name', { choices: [{ message: { content: null, tool_calls: [{ function: { arguments: '{}' } }] } }] }, /tool_calls\.0\.function\.name: expected a name/],
+    ['a call whose name is not text', { choices: [{ message: { content: null, tool_calls: [{ function: { name: 7, arguments: '{}' } }] } }] }, /tool_calls\.0\.function\.name/],
+    [
+      'arguments an object (not the string vLLM sends)',
+      { choices: [{ message: { content: null, tool_calls: [{ function: { name: 'f', arguments: { path: '/x' } } }] } }] },
+      /tool_calls\.0\.function\.arguments: expected a string/,
+    ],
+    ['arguments too long', { choices: [{ message: { content: null, tool_calls: [{ function: { name: 'f', arguments: 'x'.repeat(65_537) } }] } }] }, /arguments: expected a string of at most 65536/],
+    ['a call that is null', { choices: [{ message: { content: null, tool_calls: [null] } }] }, /tool_calls\.0\.function\.name: expected a name/],
   ])('chat answer: %s', (_, json, want) => {
     const r = chatText(json, JSON.stringify(json));
     if (want instanceof RegExp) expect('problem' in r && r.problem).toMatch(want);
@@ -250,6 +290,28 @@ describe('judge: the canary against current', () => {
     expect(judge(base, { ...oneMore, vllmVersion: '0.17.0' }).pass).toBe(false);
     const other = side({ vllmVersion: '0.28.0', chatTemplate: [{ ...t[0]!, tokens: [1, 2, 3, 4, 5, 6, 7, 8, 9] }, t[1]!] });
     expect(judge(base, other).why).toEqual([expect.stringMatching(/^chat template \(one user turn\).*similarity 0\.00.*token similarity >= 0\.6/)]);
+  });
+
+  it('tool calls: another call, other arguments or none at all fail within one version; the same call passes', () => {
+    const call = '[tool call read_file {"path":"/etc/hostname"}]';
+    const base = side({ golden: [{ name: 'tool-call', text: call }] });
+    expect(judge(base, side({ golden: [{ name: 'tool-call', text: call }] })).pass).toBe(true);
+    for (const other of ['[tool call read_file {"path":"/etc/hosts"}]', '[tool call cat {"path":"/etc/hostname"}]', '', 'I cannot read files.']) {
+      const v = judge(base, side({ golden: [{ name: 'tool-call', text: other }] }));
+      expect(v.pass, other).toBe(false);
+      expect(v.why, other).toEqual([expect.stringMatching(/^golden "tool-call"/)]);
+    }
+    // the server refused the tools (no parser on the candidate): no answer, a failure
+    expect(judge(base, side({ golden: [{ name: 'tool-call', error: 'HTTP 400: "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set' }] })).why).toEqual([
+      expect.stringMatching(/^golden "tool-call": canary no answer \(HTTP 400/),
+    ]);
+  });
+
+  it.each([
+    ['no tool-call parser: the defaults alone (a server without one refuses tools)', {}, DEFAULT_GOLDEN],
+    ['a tool-call parser: the defaults and the tool call', { toolCallParser: 'qwen3_coder' }, [...DEFAULT_GOLDEN, TOOL_GOLDEN]],
+  ])('the default golden prompts: %s', (_, engine, want) => {
+    expect(defaultGolden({ engine })).toEqual(want);
   });
 
   it('the current side rendering nothing is a failure too, never a pass', () => {

@@ -28,8 +28,8 @@ profile flags the candidate refuses (refused: exit 2, nothing starts), metric na
 With a router and two or more replicas the canary replaces the last replica (drained first, the
 others serving); otherwise it runs beside them as PROFILE-canary on a free port where the GPUs
 allow. Canary and current get the same requests: the deep probe, the profile's golden prompts
-(greedy: identical within one vLLM, a stated similarity across versions; completions and a chat
-turn), the chat template's output for fixed conversations (/tokenize, token for token) and a short
+(greedy: identical within one vLLM, a stated similarity across versions; completions, a chat turn,
+and a tool call where engine.toolCallParser is set), the chat template's output for fixed conversations (/tokenize, token for token) and a short
 bench (TTFT, time per output token, throughput), judged by the profile's upgrade: thresholds. A pass rolls the rest one replica
 at a time; a failure puts the canary back and changes nothing else. Every upgrade is recorded
 (sparkctl report shows it) and pinned in the state folder, so --rollback knows where to go. An
