@@ -43,7 +43,7 @@ export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): 
 }
 
 /** The plan, node by node: rank 0 on the head (serves the API), then every worker with --headless. */
-export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}): NodeStep[] {
+export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}, shared: Record<string, string> = {}): NodeStep[] {
   const nodes = allNodes(nf);
   const base = withoutPerNode(vllmArgv);
   const master = fabricAddress(nf.head);
@@ -51,7 +51,7 @@ export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<
     node: n.name,
     role: rank === 0 ? 'head' : 'worker',
     address: n.address,
-    env: nodeEnv(n, fabricEnv[n.name]),
+    env: nodeEnv(n, fabricEnv[n.name], shared),
     argv: [
       [
         ...base,
