@@ -19,7 +19,7 @@ import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
-import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, writePin, type ImagePinDecision } from '../../engine/pins.js';
+import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, readPins, writePin, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
@@ -305,7 +305,6 @@ async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean)
   let d = pin;
   const images = runtimeFor(plan).images;
   if (d.state === 'unpinned' && images) {
-    const { readPins } = await import('../../engine/pins.js');
     const inspected = await inspectForPin(images, plan.profile.container?.cliArgs ?? [], d.ref);
     d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
