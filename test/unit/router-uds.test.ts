@@ -139,6 +139,8 @@ describe('what is rendered: vLLM argv, HAProxy servers, the stats routes', () =>
     expect(text).not.toContain('unix@');
     expect(text).not.toContain('/replica/');
     expect(hopInWords(plan)).toMatch(/vLLM 0\.10\.0 has no --uds/);
+    // router config (and the file serve writes) says why in a comment
+    expect(text.split('\n')[1]).toMatch(/^# the replicas listen on loopback ports .*vLLM 0\.10\.0 has no --uds \(added in 0\.11\)/);
   });
 
   it('a socket path that a config line cannot hold is refused, not written', () => {
