@@ -19,7 +19,7 @@ import { planRouter, renderConfig, hopInWords } from '../../src/profiles/router.
 import { renderContainerRun } from '../../src/engine/runtime/container.js';
 import { http, closeHttp } from '../../src/client/http.js';
 import { unixUrl, socketPathOf, requestPathOf, shownAddress } from '../../src/util/socket-url.js';
-import { unixListeners, unixListenerIsOneOf, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
+import { unixListeners, unixListenerIsOneOf, unixClientEnds, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
 import { targetFromInstance } from '../../src/engine/target.js';
 import type { Instance } from '../../src/engine/registry.js';
 
@@ -248,6 +248,18 @@ describe('who listens on a socket: /proc/net/unix and our group', () => {
     ['/s/m-1.sock', []],
   ])('listeners at %s: %j (a connected socket with the same name is no listener)', (path, inodes) => {
     expect([...unixListeners(text, path)]).toEqual(inodes);
+  });
+  it("HAProxy's connections to socket replicas: its connected stream ends without a path (a stop's cut/drained judgement counts them)", () => {
+    const t = [
+      'Num       RefCount Protocol Flags    Type St Inode Path',
+      '0000000000000000: 00000003 00000000 00000000 0001 03 201', // a client end: counted
+      '0000000000000000: 00000003 00000000 00000000 0001 03 202 /s/api.sock', // an end it accepted on its own socket: not
+      '0000000000000000: 00000002 00000000 00010000 0001 01 203 /s/api.sock', // its listener: not
+      '0000000000000000: 00000003 00000000 00000000 0002 03 204', // a datagram socket: not
+      '0000000000000000: 00000003 00000000 00000000 0001 03 205', // someone else's: not
+    ].join('\n');
+    expect(unixClientEnds(t, new Set(['201', '202', '203', '204']))).toBe(1);
+    expect(unixClientEnds(t, new Set())).toBe(0);
   });
   it('ours only when one of our processes holds the listening inode; no /proc: cannot tell', () => {
     expect(
