@@ -14,14 +14,12 @@ import { watchReady } from '../launch.js';
 import type { ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
 import { remoteListenerOurs } from './remote-socket.js';
-import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../runtime/proc.js';
-import { ssh, remoteWhy } from './ssh.js';
-import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
+import { ssh } from './ssh.js';
+import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
 import { cachesFrom, nodeCacheScript } from './node-caches.js';
 import type { StartClock } from '../phases.js';
-import { allNodes, exportLine, nodeOf, type NodeStep } from './ray-plan.js';
+import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
 import { ClusterStart } from './rank-start.js';
@@ -39,8 +37,6 @@ import {
   type ClusterStatus,
 } from './common.js';
 
-const LOGS = '$HOME/.local/state/sparkctl/logs';
-
 /** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
 async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
   const n = nodeOf(plan.nf, step.node);
@@ -51,30 +47,19 @@ async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number
 }
 
 /**
- * One rank on its node's host, in its own session; the API key (head only) through stdin, never argv.
+ * One rank on its node's host, in its own session (the one launch on a node's host: node-proc.ts); the
+ * API key (head only) through stdin, never argv.
  * The start caches' folder is made on the node first (node-caches.ts): its state goes on the rank's clock.
  */
 async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock): Promise<Started<ClusterRank>> {
-  const { nf } = plan;
-  const n = nodeOf(nf, step.node);
-  const key = rank === 0 ? plan.apiKey : undefined;
-  const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
-  const line = [
-    `mkdir -p "${LOGS}"`,
-    exportLine(step.env),
-    ...Object.entries(plan.replica.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-    ...(plan.caches ? [nodeCacheScript(plan.caches)] : []),
-    key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
-    `export ${INSTANCE_ENV}=${marker}`,
-    launchAndReport(`setsid nohup ${step.argv[0]!.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
-  ].join('; ');
-  const r = await ssh(nf, n, line, { input: key ? `${key}\n` : undefined, signal });
-  const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
-  const pid = Number(pidText);
-  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  const n = nodeOf(plan.nf, step.node);
+  const logFile = `${NODE_LOGS}/${plan.replica.name}-rank${rank}.log`;
+  const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
+  const r = await launchOnNodeHost(plan.nf, n, { argv: step.argv[0]!, stepEnv: step.env, env: plan.replica.env, setup, key: rank === 0 ? plan.apiKey : undefined, marker, logFile, signal });
+  if ('error' in r) return r;
   const caches = plan.caches ? cachesFrom(r.stdout, plan.caches) : undefined;
   if (caches) clock?.cachesWere(caches);
-  return { ref: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
+  return { ref: { node: n.name, rank, pid: r.pid, startTime: r.startTime, marker, logFile } };
 }
 
 /** A rank's launch, by where the Runtime says its step runs. */

@@ -13,8 +13,7 @@ import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../runtime/proc.js';
-import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
+import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
@@ -203,27 +202,17 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
   };
 }
 
-/** 3. vLLM on the head, in its own session; the key goes through stdin, never argv. */
+/** 3. vLLM on the head, in its own session (the one launch on a node's host: node-proc.ts); the key goes through stdin, never argv. */
 async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: StartClock): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
   const { nf } = plan;
   const rep = plan.replica;
-  const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
+  const logFile = `${NODE_LOGS}/${rep.name}.log`;
   // What proves, before any signal, that the group on the head is the one this launch started.
   const marker = randomUUID();
-  const launch = [
-    'mkdir -p "$HOME/.local/state/sparkctl/logs"',
-    exportLine(plan.steps[0]!.env),
-    ...Object.entries(rep.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-    ...(plan.caches ? [nodeCacheScript(plan.caches)] : []),
-    plan.apiKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
-    `export ${INSTANCE_ENV}=${marker}`,
-    launchAndReport(`setsid nohup ${rep.argv.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
-  ].join('; ');
-  const l = await ssh(nf, nf.head, launch, { input: plan.apiKey ? `${plan.apiKey}\n` : undefined, signal });
-  const [pidText, startText] = (l.stdout.trim().split('\n').pop() ?? '').split(' ');
-  const pid = Number(pidText);
-  const startTime = Number(startText) || undefined;
-  if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] } };
+  const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
+  const l = await launchOnNodeHost(nf, nf.head, { argv: rep.argv, stepEnv: plan.steps[0]!.env, env: rep.env, setup, key: plan.apiKey, marker, logFile, signal });
+  if ('error' in l) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${l.error}`, evidence: [] } };
+  const { pid, startTime } = l;
   const caches = plan.caches ? cachesFrom(l.stdout, plan.caches) : undefined;
   if (caches) clock?.cachesWere(caches);
   return {

@@ -226,7 +226,8 @@ function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
     '--gpu-memory-utilization': { field: 'engine.gpuMemoryUtilization', set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number') },
     '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
     '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
-    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => [8, 16, 32, 64, 128].includes(n), 'not one of 8, 16, 32, 64, 128') },
+    // the sizes the target vLLM takes are its flag table's: checked with the rendered flags (checkRendered)
+    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => n >= 1, 'not a positive integer') },
     '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
     '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
     '--port': { field: 'server.port', set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)') },
@@ -756,7 +757,10 @@ function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>
   for (const [k, v] of Object.entries(raw)) {
     if (seen.has(k)) continue;
     const known = NOT_A_PROFILE[k];
-    if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
+    // an empty list or block (eugr's `mods: []`) asks for nothing: said so, not reported as lost
+    if (known && (v === null || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0)))
+      c.out.mapped.push({ key: k, value: preview(v), field: '(empty: nothing to carry)' });
+    else if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
     else c.out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
   }
 }
