@@ -304,8 +304,13 @@ export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, ti
   const head = refs.find((r) => r.node === record.head);
   let engine: StopClusterOutcome['engine'] = { node: record.head, state: 'not-recorded' };
   if (head) engine = await stopVllmInHead(nf, head, record, timeoutS, signal);
+  // the recorded process is not vLLM any more (vLLM ended; its pid reused): nothing was signalled; vLLM's
+  // container, proven by its ID, is still stopped below, and ends whatever of it is left inside
+  const processGone = !!record.inHead && engine.state === 'unproven';
   // a head container not provably ours is left alone, and so is the rest of what it names
-  const stops = engine.state === 'unproven' ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
+  const stops = engine.state === 'unproven' && !processGone ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
+  const headStop = stops.find((x) => x.node === record.head);
+  if (processGone && headStop) engine = headStop.state === 'stopped' ? { node: record.head, state: 'stopped' } : { node: record.head, state: headStop.state, detail: headStop.detail };
   return {
     engine,
     ray: stops.map((x) => ({ node: x.node, ok: x.state === 'stopped', detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state) })),
