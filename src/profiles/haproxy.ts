@@ -36,7 +36,7 @@ export interface GlobalOptions {
  * retry) went back to the system when the request ended and came back as 17 page faults on the next: half
  * of HAProxy's CPU per request (scripts/profile-usage-filter.mjs: 17.4 -> 0 faults and about 540 -> 260 us
  * a request on this host). Setting one threshold turns glibc's tuning of both off, so both are set. An
- * operator's own HAProxy (`sparkctl router config`) gets them from its unit (docs/router.md).
+ * operator's own HAProxy (`sparkctl router config`) gets them from its unit (docs/router-and-gateway.md).
  */
 export const HAPROXY_MALLOC_ENV = { MALLOC_TRIM_THRESHOLD_: String(64 << 20), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } as const;
 

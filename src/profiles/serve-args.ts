@@ -48,8 +48,7 @@ const FOLDS: Record<string, Fold> = {
     field: 'engine.blockSize',
     apply: (p, v) =>
       set(v, (n) => {
-        if (![8, 16, 32, 64, 128].includes(n)) return 'one of 8, 16, 32, 64, 128';
-        p.engine.blockSize = n as Profile['engine']['blockSize'];
+        p.engine.blockSize = n;
       }),
   },
   '--gpu-memory-utilization': {

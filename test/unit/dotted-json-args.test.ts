@@ -14,6 +14,7 @@ import yaml from 'js-yaml';
 import { checkArgv, dottedOption } from '../../src/profiles/vllm-flags.js';
 import { importRecipe } from '../../src/profiles/import/recipe.js';
 import { memorySettings } from '../../src/profiles/serve-args.js';
+import { checkRendered } from '../../src/profiles/render.js';
 import { Profile } from '../../src/profiles/schema.js';
 import { FIXTURES } from '../helpers.js';
 
@@ -96,5 +97,71 @@ describe('the memory plan reads a speculative setting given key by key', () => {
     [['--speculative-config', '{"method": "mtp", "num_speculative_tokens": 1}', '--speculative-config.num_speculative_tokens', '4'], { method: 'mtp', tokens: 4 }],
   ])('%j', (args, want) => {
     expect(memorySettings(p(args)).spec).toMatchObject(want);
+  });
+});
+
+// The KV block size a vLLM takes is its version's: 8-128 up to 0.11, 256 too from 0.12 (its
+// --block-size choices), any integer in the 0.25+ tables. The profile field, the importer and the
+// extraArgs fold each allowed 8-128 only, so eugr's DeepSeek-V4-Flash recipe
+// (eugr/spark-vllm-docker recipes/deepseek-v4-flash.yaml at 1ae0165c58db9cd42c1a9ac9e1bb7c3df199f183:
+// `block_size: 256`, `--block-size {block_size}`) lost its block size on import, with a fix ("set
+// engine.blockSize after import") that the schema then refused too. Now the field takes a positive
+// integer and the target version's table decides.
+describe('engine.blockSize: what the target vLLM takes', () => {
+  const eugrDeepseek = {
+    recipe_version: '1',
+    model: 'deepseek-ai/DeepSeek-V4-Flash',
+    container: 'vllm-node-dsv4',
+    defaults: { block_size: 256, tensor_parallel: 2 },
+    command: 'vllm serve deepseek-ai/DeepSeek-V4-Flash --tensor-parallel-size {tensor_parallel} --block-size {block_size} --kv-cache-dtype fp8',
+  };
+  it('the recipe block_size 256 becomes engine.blockSize 256', () => {
+    const r = importRecipe(eugrDeepseek, { name: 'ds', vllmVersion: '0.28.0' });
+    expect((r.profile.engine as { blockSize?: number }).blockSize).toBe(256);
+    expect(r.unmapped.map((u) => u.key)).not.toContain('command --block-size');
+  });
+  it.each<[number, string, boolean]>([
+    [256, '0.11.0', false],
+    [256, '0.12.0', true],
+    [256, '0.17.0', true],
+    [256, '0.28.0', true],
+    [128, '0.11.0', true],
+    [48, '0.17.0', false],
+  ])('--block-size %d on vLLM %s: accepted %s (its flag table)', (n, v, ok) => {
+    const p = Profile.parse({ name: 'b', model: { id: 'org/m' }, engine: { vllmVersion: v, blockSize: n } });
+    const e = checkRendered(p).filter((x) => x.severity === 'error' && x.flag === '--block-size');
+    expect(e.length > 0, JSON.stringify(e)).toBe(!ok);
+  });
+  it('a block size that is no positive integer is refused by the profile, naming the field', () => {
+    expect(Profile.safeParse({ name: 'b', model: { id: 'org/m' }, engine: { blockSize: 0 } }).success).toBe(false);
+    expect(Profile.safeParse({ name: 'b', model: { id: 'org/m' }, engine: { blockSize: 12.5 } }).success).toBe(false);
+  });
+  it('--block-size 256 in engine.extraArgs reaches the plan', () => {
+    const p = Profile.parse({ name: 'b', model: { id: 'org/m' }, engine: { extraArgs: ['--block-size', '256'] } });
+    expect(memorySettings(p).profile.engine.blockSize).toBe(256);
+  });
+});
+
+describe('an empty sparkrun/eugr block', () => {
+  it('`mods: []` (eugr deepseek-v4-flash.yaml) is read as asking for nothing, not reported as lost', () => {
+    const r = importRecipe({ model: 'org/m', mods: [], build_args: null, command: 'vllm serve org/m' }, { name: 'e', vllmVersion: '0.28.0' });
+    expect(r.unmapped.map((u) => u.key)).toEqual([]);
+    expect(r.mapped).toContainEqual(expect.objectContaining({ key: 'mods', field: '(empty: nothing to carry)' }));
+    // a list that asks for something is still reported with its fix
+    const m = importRecipe({ model: 'org/m', mods: ['mods/fix-x'], command: 'vllm serve org/m' }, { name: 'e', vllmVersion: '0.28.0' });
+    expect(m.unmapped.find((u) => u.key === 'mods')?.fix).toMatch(/chat-template/);
+  });
+});
+
+describe('a recipe variable that names a program the server runs', () => {
+  it.each(['DG_JIT_NVCC_COMPILER', 'TRITON_PTXAS_PATH', 'CXX'])('%s needs --allow (eugr deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER)', (k) => {
+    const raw = { model: 'org/m', env: { [k]: '/usr/local/cuda/bin/nvcc', NCCL_IB_DISABLE: 0 }, command: 'vllm serve org/m' };
+    const r = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0' });
+    expect(r.unmapped.find((u) => u.key === `env.${k}`)?.fix).toContain(`--allow ${k}`);
+    expect((r.profile.env as Record<string, string>)[k]).toBeUndefined();
+    // the ordinary variable beside it is imported
+    expect((r.profile.env as Record<string, string>).NCCL_IB_DISABLE).toBe('0');
+    const ok = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0', allow: [k] });
+    expect((ok.profile.env as Record<string, string>)[k]).toBe('/usr/local/cuda/bin/nvcc');
   });
 });

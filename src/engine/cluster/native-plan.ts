@@ -30,12 +30,6 @@ export function withoutPerNode(argv: string[]): string[] {
   return out;
 }
 
-export interface NativeShape {
-  world: number;
-  nodes: number;
-  perNode: number;
-}
-
 /** Why TP x PP cannot run natively over these nodes (undefined: it can), naming the node. */
 export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): string | undefined {
   const nodes = allNodes(nf);
@@ -46,11 +40,6 @@ export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): 
   const short = nodes.filter((n) => n.gpus < perNode);
   if (short.length) return `each node runs ${perNode} of the ${world} ranks; ${short.map((n) => `${n.name} has ${n.gpus} GPUs`).join(', ')} in the nodes file`;
   return undefined;
-}
-
-export function nativeShape(nf: NodesFile, tensor: number, pipeline: number): NativeShape {
-  const nodes = allNodes(nf).length;
-  return { world: tensor * pipeline, nodes, perNode: (tensor * pipeline) / nodes };
 }
 
 /** The plan, node by node: rank 0 on the head (serves the API), then every worker with --headless. */

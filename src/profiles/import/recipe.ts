@@ -226,7 +226,8 @@ function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
     '--gpu-memory-utilization': { field: 'engine.gpuMemoryUtilization', set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number') },
     '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
     '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
-    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => [8, 16, 32, 64, 128].includes(n), 'not one of 8, 16, 32, 64, 128') },
+    // the sizes the target vLLM takes are its flag table's: checked with the rendered flags (checkRendered)
+    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => n >= 1, 'not a positive integer') },
     '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
     '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
     '--port': { field: 'server.port', set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)') },
@@ -314,6 +315,9 @@ const TRUST_ENV: Array<[RegExp, string]> = [
   [/^VLLM_ALLOW_INSECURE_SERIALIZATION$/, 'lets vLLM unpickle messages, which runs code they carry'],
   [/^VLLM_ALLOW_RUNTIME_LORA_UPDATING$/, 'lets any client load a LoRA adapter from a path or repository it names'],
   [/^(TRANSFORMERS_TRUST_REMOTE_CODE|HF_HUB_TRUST_REMOTE_CODE)$/, "runs the Python files of a model's repository"],
+  // a program the server executes to build kernels at run time: DeepGEMM's JIT compiler (eugr's
+  // deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER), Triton's CUDA tools, torch's and inductor's C/C++ compilers
+  [/^(DG_JIT_NVCC_COMPILER|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|CC|CXX|NVCC|CUDAHOSTCXX)$/, 'names a program (a compiler or CUDA tool) the server runs to build kernels'],
 ];
 
 const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);
@@ -756,7 +760,10 @@ function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>
   for (const [k, v] of Object.entries(raw)) {
     if (seen.has(k)) continue;
     const known = NOT_A_PROFILE[k];
-    if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
+    // an empty list or block (eugr's `mods: []`) asks for nothing: said so, not reported as lost
+    if (known && (v === null || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0)))
+      c.out.mapped.push({ key: k, value: preview(v), field: '(empty: nothing to carry)' });
+    else if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
     else c.out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
   }
 }
