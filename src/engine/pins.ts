@@ -130,7 +130,7 @@ export async function resolveImagePin(
   run?: (argv: string[], timeoutMs: number) => Promise<CliResult>,
 ): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
   const p = await inspectForPin(cli, cliArgs, ref, run);
-  if ('error' in p) throw new UsageError(p.error, [`${cli} pull ${ref} (or sparkctl pull --image), then upgrade again`]);
+  if ('error' in p) throw new UsageError(p.error, [`${cli} pull ${ref} (upgrade and serve never download an image unasked), then upgrade again`]);
   return p;
 }
 
