@@ -7,9 +7,14 @@
 // dies on a short first request), and sparkctl's own phase report. torch.compile on (no
 // --enforce-eager), as a GPU profile runs.
 //
-//   flock /tmp/heavy.lock node scripts/bench-cold-start.mjs [--out FILE.json]
+// --rounds N runs N rounds, interleaved: odd rounds plain first, even rounds sparkctl first (its first
+// start and restart, then plain), each round with empty caches of its own, so a host whose load
+// drifts (other jobs on shared cores) weighs on both sides alike. --logs DIR keeps every start's vLLM
+// log (plain's included) for a look afterwards.
+//
+//   flock /tmp/heavy.lock node scripts/bench-cold-start.mjs [--rounds N] [--out FILE.json] [--logs DIR]
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
@@ -22,7 +27,14 @@ if (!existsSync(VLLM) || !existsSync(MODEL)) {
   console.error(`needs ${VLLM} and ${MODEL} (.ci/run installs them)`);
   process.exit(2);
 }
-const outFile = process.argv.includes('--out') ? process.argv[process.argv.indexOf('--out') + 1] : undefined;
+const arg = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const outFile = arg('--out');
+const logsDir = arg('--logs');
+const rounds = Number(arg('--rounds') ?? 1);
+if (!Number.isInteger(rounds) || rounds < 1 || rounds > 10) {
+  console.error(`--rounds ${arg('--rounds')}: a whole number from 1 to 10`);
+  process.exit(2);
+}
 const tmp = mkdtempSync(join(tmpdir(), 'bench-cold-start-'));
 const freePort = () =>
   new Promise((res) => {
@@ -44,10 +56,10 @@ async function completion(port) {
   return r.ok;
 }
 
-/** Plain vllm serve, its caches in empty folders of its own. */
-async function plain() {
+/** Plain vllm serve, its caches in empty folders of its own (one per round). */
+async function plain(round) {
   const port = await freePort();
-  const caches = join(tmp, 'plain-caches');
+  const caches = join(tmp, `plain-caches-${round}`);
   const env = {
     ...process.env,
     HF_HUB_OFFLINE: '1',
@@ -57,7 +69,8 @@ async function plain() {
     TRITON_CACHE_DIR: join(caches, 'triton'),
   };
   delete env.VLLM_CPU_KVCACHE_SPACE;
-  const log = openSync(join(tmp, 'plain.log'), 'w');
+  const logFile = join(tmp, `plain-${round}.log`);
+  const log = openSync(logFile, 'w');
   const t0 = performance.now();
   const launchedAt = Date.now();
   const child = spawn(
@@ -68,7 +81,7 @@ async function plain() {
   let readyS;
   try {
     for (const deadline = Date.now() + 900_000; Date.now() < deadline; await sleep(250)) {
-      if (child.exitCode !== null) throw new Error(`plain vllm exited ${child.exitCode} (${join(tmp, 'plain.log')})`);
+      if (child.exitCode !== null) throw new Error(`plain vllm exited ${child.exitCode} (${logFile})`);
       const ok = await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(2000) }).then(
         (r) => r.ok,
         () => false,
@@ -81,7 +94,7 @@ async function plain() {
     if (readyS === undefined) throw new Error('plain vllm: not ready in 900 s');
     await completion(port);
     const firstTokenS = (performance.now() - t0) / 1000;
-    return { readyS, firstTokenS, ...(await plainPhases(join(tmp, 'plain.log'), launchedAt, readyS, firstTokenS)) };
+    return { readyS, firstTokenS, ...(await plainPhases(logFile, launchedAt, readyS, firstTokenS)) };
   } finally {
     if (child.exitCode === null && child.signalCode === null)
       try {
@@ -93,6 +106,7 @@ async function plain() {
       try {
         process.kill(-child.pid, 'SIGKILL');
       } catch {}
+    if (logsDir) cpSync(logFile, join(logsDir, `plain-${round}.log`));
   }
 }
 
@@ -136,48 +150,80 @@ const figures = (j) => {
   return { status: j.status, readyS: s?.readyMs / 1000, firstTokenS: s?.firstTokenMs / 1000, compile: s?.compile, phases: s?.phases };
 };
 
-async function main() {
+/** sparkctl's first start (its own empty cache folder and state for this round) and its restart. */
+async function sparkctlPair(round, load) {
   const port = await freePort();
-  const env = { ...process.env, SPARKCTL_STATE_DIR: join(tmp, 'state'), SPARKCTL_CACHE_DIR: join(tmp, 'sparkctl-caches') };
+  const state = join(tmp, `state-${round}`);
+  const env = { ...process.env, SPARKCTL_STATE_DIR: state, SPARKCTL_CACHE_DIR: join(tmp, `sparkctl-caches-${round}`) };
   const common = ['--profiles', 'test/real-vllm/profiles', '--engine', 'vllm', '--vllm-bin', VLLM, '--skip-preflight', '--set', `server.port=${port}`, '--set', 'engine.enforceEager=false', '--json'];
-  const rows = {};
+  const out = {};
+  try {
+    console.error(`round ${round}: sparkctl serve (first start, empty cache folder) ..., load ${load()}`);
+    out.first = { load: load(), ...figures(sparkctl(['serve', 'tiny', ...common], env).j) };
+    console.error(JSON.stringify(out.first));
+    console.error(`round ${round}: sparkctl restart (cache folder kept) ..., load ${load()}`);
+    out.restart = { load: load(), ...figures(sparkctl(['restart', 'tiny', '--skip-preflight', '--json'], env).j) };
+    console.error(JSON.stringify(out.restart));
+  } finally {
+    try {
+      execFileSync(process.execPath, [BIN, 'stop', 'tiny'], { env, cwd: ROOT, stdio: 'ignore', timeout: 120_000 });
+    } catch {}
+    if (logsDir) {
+      const logs = join(state, 'logs');
+      for (const f of existsSync(logs) ? readdirSync(logs) : []) cpSync(join(logs, f), join(logsDir, `sparkctl-${round}-${f}`));
+    }
+  }
+  return out;
+}
+
+const cell = (r) => [
+  r.readyS?.toFixed(1) ?? '?',
+  r.firstTokenS?.toFixed(1) ?? '?',
+  r.compile ? `${r.compile.cache ?? 'no hit/miss line'}, ${(r.compile.seconds ?? r.compile.clockSeconds)?.toFixed(1) ?? '?'} s` : '-',
+  r.load ?? '?',
+];
+
+async function main() {
+  if (logsDir) mkdirSync(logsDir, { recursive: true });
   // the host's load beside each start: on shared cores it moves these figures more than anything measured
   const load = () => loadavg()[0].toFixed(1);
-  console.error(`plain vllm serve (empty caches) ..., load ${load()}`);
-  rows.plain = await plain();
-  console.error(JSON.stringify(rows.plain));
-  console.error(`sparkctl serve (first start, empty cache folder) ..., load ${load()}`);
-  rows.first = figures(sparkctl(['serve', 'tiny', ...common], env).j);
-  console.error(JSON.stringify(rows.first));
-  console.error(`sparkctl restart (cache folder kept) ..., load ${load()}`);
-  rows.restart = figures(sparkctl(['restart', 'tiny', '--skip-preflight', '--json'], env).j);
-  console.error(JSON.stringify(rows.restart));
-  try {
-    execFileSync(process.execPath, [BIN, 'stop', 'tiny'], { env, cwd: ROOT, stdio: 'ignore', timeout: 120_000 });
-  } catch {}
+  const all = [];
+  for (let round = 1; round <= rounds; round++) {
+    const row = { round, order: round % 2 ? 'plain first' : 'sparkctl first' };
+    const doPlain = async () => {
+      console.error(`round ${round}: plain vllm serve (empty caches) ..., load ${load()}`);
+      row.plain = { load: load(), ...(await plain(round)) };
+      console.error(JSON.stringify(row.plain));
+    };
+    if (round % 2) {
+      await doPlain();
+      Object.assign(row, await sparkctlPair(round, load));
+    } else {
+      Object.assign(row, await sparkctlPair(round, load));
+      await doPlain();
+    }
+    all.push(row);
+  }
   const cores = execFileSync('nproc').toString().trim();
-  const table = [
-    ['start', 'API up (s)', 'first token (s)', 'compile'],
-    [
-      'plain vllm serve',
-      rows.plain.readyS.toFixed(1),
-      rows.plain.firstTokenS.toFixed(1),
-      rows.plain.compile ? `${rows.plain.compile.cache ?? 'no hit/miss line'}, ${(rows.plain.compile.seconds ?? rows.plain.compile.clockSeconds)?.toFixed(1) ?? '?'} s (its log)` : '-',
-    ],
-    ...[
-      ['sparkctl first start', rows.first],
-      ['sparkctl restart', rows.restart],
-    ].map(([n, r]) => [
-      n,
-      r.readyS?.toFixed(1) ?? '?',
-      r.firstTokenS?.toFixed(1) ?? '?',
-      r.compile ? `${r.compile.cache ?? 'no hit/miss line'}, ${(r.compile.seconds ?? r.compile.clockSeconds)?.toFixed(1) ?? '?'} s` : '-',
-    ]),
-  ];
   console.log(`vLLM ${execFileSync(VLLM, ['--version']).toString().trim().split('\n').pop()} (CPU build), ${cores} cores, ${new Date().toISOString()}`);
-  for (const r of table) console.log(r.map((c, i) => (i === 3 ? `  ${c}` : i ? c.padStart(16) : c.padEnd(22))).join(''));
-  for (const [n, r] of Object.entries(rows)) if (r.phases) console.log(`${n.padEnd(8)} phases: ${r.phases.map((p) => `${p.id} ${(p.atMs / 1000).toFixed(1)}`).join(', ')}`);
-  if (outFile) writeFileSync(outFile, JSON.stringify(rows, null, 2));
+  const table = [['round', 'start', 'API up (s)', 'first token (s)', 'compile', 'load']];
+  for (const row of all)
+    for (const [n, r] of [
+      ['plain vllm serve', row.plain],
+      ['sparkctl first start', row.first],
+      ['sparkctl restart', row.restart],
+    ])
+      table.push([`${row.round} (${row.order})`, n, ...cell(r)]);
+  for (const r of table) console.log(r.map((c, i) => (i === 0 ? c.padEnd(22) : i === 1 ? c.padEnd(22) : i === 4 ? `  ${c.padEnd(22)}` : c.padStart(16))).join(''));
+  const mean = (k, f) => all.reduce((a, row) => a + (row[k][f] ?? Number.NaN), 0) / all.length;
+  if (all.length > 1)
+    console.log(
+      `mean over ${all.length} rounds, first token: plain ${mean('plain', 'firstTokenS').toFixed(1)} s, sparkctl first ${mean('first', 'firstTokenS').toFixed(1)} s, restart ${mean('restart', 'firstTokenS').toFixed(1)} s`,
+    );
+  for (const row of all)
+    for (const n of ['plain', 'first', 'restart'])
+      if (row[n].phases) console.log(`${row.round} ${n.padEnd(8)} phases: ${row[n].phases.map((p) => `${p.id} ${(p.atMs / 1000).toFixed(1)}`).join(', ')}`);
+  if (outFile) writeFileSync(outFile, JSON.stringify(all, null, 2));
   rmSync(tmp, { recursive: true, force: true });
 }
 

@@ -260,9 +260,9 @@ async function twoSparksPart() {
         gpusPerNode: 1,
         bundle,
         sparkctl: sparkctlCmd.join(' '),
-        // the cache at the same path on both Sparks, as an owner's default ~/.cache/huggingface is (the same
-        // user): pull --nodes copies to the head's path, and serve --nodes does not tell the ranks that path
-        env: { HF_HUB_CACHE: hf.HF_HUB_CACHE, ...(fast ? { SPARKCTL_SIM_TIME_FACTOR: '0' } : {}) },
+        // no HF_HUB_CACHE of the nodes' own: pull --nodes copies to this host's cache path and serve
+        // --nodes tells every rank that path (each node's HOME is its own folder, as another login's is)
+        env: { ...(fast ? { SPARKCTL_SIM_TIME_FACTOR: '0' } : {}) },
       });
       return `${cl.addresses.join(', ')} (nodes file ${cl.nodesFile})`;
     });

@@ -22,7 +22,7 @@
 // The deterministic figure is --callgrind VARIANT: that HAProxy under valgrind, instructions per
 // request (callgrind_annotate, or any reader of the callgrind format, on callgrind-VARIANT.out.1).
 // Usage: node scripts/profile-usage-filter.mjs [--requests N=2000] [--answer completion|stream]
-//        [--threads N|default] [--variants none,frame,...] [--bufsize BYTES] [--malloc-trim BYTES]
+//        [--threads N|default] [--variants none,frame,...] [--bufsize BYTES] [--malloc-trim BYTES] [--retry-on 'conn-failure']
 //        [--perf VARIANT (perf record of that variant's HAProxy)] [--callgrind VARIANT]
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -41,6 +41,9 @@ const ANSWER = arg('answer', 'completion');
 const THREADS = arg('threads', '1');
 const PERF = arg('perf', undefined);
 const BUFSIZE = arg('bufsize', undefined);
+// the gateway's `retry-on` (conn-failure empty-response) replaced: `empty-response` is an L7 retry, for which
+// HAProxy 2.6 keeps a copy of each request's buffer (tune.bufsize); `conn-failure` alone is not
+const RETRY_ON = arg('retry-on', undefined);
 // a variant's HAProxy under valgrind's callgrind, counting only the measured requests: instructions per
 // request, a figure no other load on the host can move, and where they go (callgrind_annotate)
 const CALLGRIND = arg('callgrind', undefined);
@@ -150,6 +153,9 @@ async function startGateway(v, origin) {
   let cfg = renderGatewayConfig(plan, usage ? { usage } : { logStdout: true });
   // keeper_return's route filter (no request here takes that door) is registered by USAGE_LUA alone
   if (v !== 'current') cfg = cfg.replace('    filter lua.sparkctl_route\n', '');
+  // HAProxy's own refusals' action (a refused request only; none is refused here) is registered by USAGE_LUA alone
+  if (v !== 'current') cfg = cfg.replace(/^ {4}http-request lua\.sparkctl_own .*\n/gm, '');
+  if (RETRY_ON) cfg = cfg.replace(/retry-on .*/, `retry-on ${RETRY_ON}`);
   if (THREADS !== 'default') cfg = cfg.replace('global\n', `global\n    nbthread ${Number(THREADS)}\n`);
   if (BUFSIZE) cfg = cfg.replace(/tune\.bufsize \d+/, `tune.bufsize ${Number(BUFSIZE)}`);
   writeFileSync(plan.files.config, cfg);
@@ -245,6 +251,7 @@ const out = {
   answer: ANSWER,
   threads: THREADS,
   mallocTrimThreshold: TRIM ?? 'glibc default',
+  retryOn: RETRY_ON ?? 'as the gateway writes it',
   load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
   variants: Object.fromEntries(gws.map((g) => [g.v, row(g)])),
 };

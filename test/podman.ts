@@ -3,7 +3,7 @@
 // a `vllm` that is the simulator given vLLM's argv as it is.
 import { execa } from 'execa';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -358,4 +358,125 @@ export async function rayStandInImage(podman: ReturnType<typeof podmanIn>['podma
   const r = await podman(['build', '-q', '--pull=never', '-t', tag, dir], {}, 120_000);
   if (r.exitCode !== 0) throw new Error(`podman build ${tag}: ${r.stderr}`);
   return tag;
+}
+
+// ---- the real vLLM image with a C/C++ toolchain: torch.compile (inductor's C++ backend) in a container ----
+
+/** Debian packages whose files make a working g++ (their Depends closure, as installed here, is added). */
+const TOOLCHAIN_ROOTS = ['g++', 'gcc', 'cpp'];
+/** Already in the real vLLM image (the ldd closure copied the host's own files); overwriting its loader with the package's link gains nothing. */
+const TOOLCHAIN_SKIP = new Set(['libc6']);
+/** Not needed to compile: documentation, manuals, translations. */
+const TOOLCHAIN_DROP = /^\/usr\/share\/(?:doc|man|info|locale|lintian|bug)\//;
+export const VLLM_CC_IMAGE_REPO = 'localhost/sparkctl-vllm-cc';
+
+/** The installed Debian packages a working g++ needs: the Depends/Pre-Depends closure of TOOLCHAIN_ROOTS, with their versions; or why not. */
+export async function toolchainPackages(): Promise<{ packages: Array<{ name: string; version: string }> } | { why: string }> {
+  const q = async (fmt: string, names: string[]) => (await execa('dpkg-query', ['-W', `-f=${fmt}`, ...names], { reject: false, timeout: 30_000 })).stdout;
+  const installed = async (n: string) => (await q('${Status}', [n])).includes('ok installed');
+  for (const r of TOOLCHAIN_ROOTS) if (!(await installed(r))) return { why: `Debian's ${r} is not installed here (apt-get install g++): the image's toolchain is copied from it` };
+  const seen = new Map<string, string>();
+  const todo = [...TOOLCHAIN_ROOTS];
+  while (todo.length) {
+    const p = todo.pop()!;
+    if (seen.has(p)) continue;
+    const [version = '', deps = ''] = (await q('${Version}\t${Depends}, ${Pre-Depends}', [p])).split('\t');
+    seen.set(p, version);
+    // an alternative (a | b): the first one installed here
+    for (const alt of deps
+      .split(',')
+      .map((d) => d.trim())
+      .filter(Boolean)) {
+      for (const name of alt.split('|').map(
+        (a) =>
+          a
+            .replace(/\(.*\)/, '')
+            .trim()
+            .split(':')[0]!,
+      )) {
+        if (await installed(name)) {
+          todo.push(name);
+          break;
+        }
+      }
+    }
+  }
+  return {
+    packages: [...seen]
+      .filter(([n]) => !TOOLCHAIN_SKIP.has(n))
+      .map(([name, version]) => ({ name, version }))
+      .sort((a, b) => a.name.localeCompare(b.name)),
+  };
+}
+
+/**
+ * The real vLLM image plus Debian's g++ (the files of the packages toolchainPackages names, as this
+ * host installed them from Debian's archive), so inductor can compile in it; built offline (an ADD
+ * of a tarball: no RUN, no network) unless this base and these package versions' image is here.
+ * Paths are written by their real folder (/lib is usr/lib in the image). Earlier builds from the
+ * same venv go, and their bases with them where nothing else uses them.
+ */
+export async function buildToolchainImage(podman: ReturnType<typeof podmanIn>['podman'], work: string, base: string): Promise<{ image: string; builtMs?: number; bytes?: number }> {
+  const pk = await toolchainPackages();
+  if ('why' in pk) throw new Error(pk.why);
+  const key = createHash('sha256')
+    .update(base)
+    .update(pk.packages.map((p) => `${p.name} ${p.version}`).join('\n'))
+    .update(buildToolchainImage.toString())
+    .digest('hex')
+    .slice(0, 16);
+  const image = `${VLLM_CC_IMAGE_REPO}:${key}`;
+  const release = await lockDir(join(tmpdir(), 'sparkctl-test-vllm-image.lock'), 10 * 60_000);
+  try {
+    if ((await podman(['image', 'exists', image])).exitCode === 0) return { image };
+    const t0 = Date.now();
+    const files = new Set<string>();
+    for (const p of pk.packages) {
+      const list = (await execa('dpkg', ['-L', p.name], { timeout: 30_000 })).stdout.split('\n');
+      for (const f of list) {
+        if (!f.startsWith('/') || TOOLCHAIN_DROP.test(f)) continue;
+        const st = existsSync(dirname(f)) ? statSync(dirname(f)) : undefined;
+        if (!st?.isDirectory()) continue;
+        const real = join(realpathSync(dirname(f)), basename(f));
+        let l: ReturnType<typeof statSync> | undefined;
+        try {
+          l = lstatSync(real);
+        } catch {
+          continue; // listed, not present (a diversion, a removed conffile)
+        }
+        if (!l.isDirectory()) files.add(real.slice(1));
+      }
+    }
+    const dir = join(work, `build-cc-${process.pid}`);
+    mkdirSync(dir, { recursive: true });
+    const list = join(dir, 'files.txt');
+    writeFileSync(list, `${[...files].sort().join('\n')}\n`);
+    try {
+      await execa('tar', ['-C', '/', '--no-recursion', '-cf', join(dir, 'toolchain.tar'), '-T', list], { timeout: 5 * 60_000 });
+      writeFileSync(
+        join(dir, 'Containerfile'),
+        [`FROM ${base}`, 'ADD toolchain.tar /', `LABEL io.sparkctl.test.toolchain=${pk.packages.find((p) => p.name === 'g++')?.version ?? '?'}`, ''].join('\n'),
+      );
+      const r = await podman(['build', '-q', '--pull=never', '-t', image, dir], {}, 10 * 60_000);
+      if (r.exitCode !== 0) throw new Error(`podman build ${image}: ${r.stderr}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    // earlier toolchain images of this venv (the label is the base's), then the bases only they kept
+    const venv = (await podman(['image', 'inspect', '--format', `{{index .Config.Labels "${VENV_LABEL}"}}`, base])).stdout.trim();
+    if (venv) {
+      const old = (await podman(['images', '--filter', `label=${VENV_LABEL}=${venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_CC_IMAGE_REPO])).stdout
+        .split('\n')
+        .filter((x) => x.startsWith(`${VLLM_CC_IMAGE_REPO}:`) && x !== image);
+      for (const o of old) await podman(['rmi', o]);
+      const bases = (await podman(['images', '--filter', `label=${VENV_LABEL}=${venv}`, '--format', '{{.Repository}}:{{.Tag}}', VLLM_IMAGE_REPO])).stdout
+        .split('\n')
+        .filter((x) => x.startsWith(`${VLLM_IMAGE_REPO}:`) && x !== base);
+      for (const b of bases) await podman(['rmi', b]);
+    }
+    const bytes = Number((await podman(['image', 'inspect', '--format', '{{.Size}}', image])).stdout.trim()) || undefined;
+    return { image, builtMs: Date.now() - t0, bytes };
+  } finally {
+    release();
+  }
 }

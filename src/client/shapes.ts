@@ -35,7 +35,6 @@ function checked<T>(schema: z.ZodType<T>, json: unknown, body: string, what: str
   return { ok: false, problem: `${what} answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'unexpected'}): ${JSON.stringify(body.slice(0, 80))}` };
 }
 
-export type ChatAnswer = z.infer<typeof ChatCompletion>;
 /** A /v1/chat/completions answer: a non-empty list of assistant messages, tool calls well formed. */
 export const chatAnswer = (json: unknown, body: string) => checked(ChatCompletion, json, body, '/v1/chat/completions');
 

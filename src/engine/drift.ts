@@ -7,8 +7,8 @@ import type { ClusterRecord, Entry } from './registry.js';
 import { refOf, type NodeContainerRef } from './cluster/node-container.js';
 import { launchOf } from './registry.js';
 import { readPins, type PinFile } from './pins.js';
-import { withCliArgs } from './runtime/container.js';
-import { cliRunAsync, type CliResult, type ContainerRecord } from './runtime/ops.js';
+import { imageIdOf } from './runtime/ops.js';
+import { runtimeOf, type RuntimeTarget } from './runtime/index.js';
 import { fingerprintChange, vllmFingerprint, type VllmFingerprint } from './vllm-version.js';
 
 export interface Drift {
@@ -19,16 +19,6 @@ export interface Drift {
   runs: string;
   pinned: string;
   line: string;
-}
-
-const HEX64 = /^(?:sha256:)?([a-f0-9]{64})$/;
-
-/** The image a container was created from, as its CLI answers (`inspect --format {{.Image}}`): 64 hex, or undefined. */
-async function containerImageId(c: ContainerRecord, run: (argv: string[], ms: number) => Promise<CliResult> = (a, ms) => cliRunAsync(a, { timeoutMs: ms })): Promise<string | undefined> {
-  if (!c.id) return undefined;
-  const r = await run(withCliArgs([c.cli, 'inspect', '--type', 'container', '--format', '{{.Image}}', c.id], c.cliArgs), 15_000);
-  if (r.error || r.code !== 0) return undefined;
-  return HEX64.exec(r.stdout.trim())?.[1];
 }
 
 /** Pure: a container on another image than its profile's pin (undefined: the same, or nothing to compare). */
@@ -45,13 +35,16 @@ export function imageDrift(name: string, profile: string, runningId: string | un
   return undefined;
 }
 
-/** Every live server of `entries` on something else than its pin or its start (bounded: one inspect per container, one readdir per install). */
+/**
+ * Every live server of `entries` on something else than its pin or its start (bounded: one inspect per
+ * container, one readdir per install). Which check is the runtime's: one whose vLLM comes from an image
+ * (Runtime.images) is compared by the image it runs; the host's install by its fingerprint.
+ */
 export async function driftOf(
   entries: readonly Entry[],
   stateDir: string,
-  deps: { imageId?: typeof containerImageId; fingerprint?: (bin: string) => Promise<VllmFingerprint | undefined> } = {},
+  deps: { imageId?: (t: RuntimeTarget) => Promise<string | undefined>; fingerprint?: (bin: string) => Promise<VllmFingerprint | undefined> } = {},
 ): Promise<{ drift: Drift[]; unreadable: string[] }> {
-  const imageId = deps.imageId ?? containerImageId;
   const fingerprint = deps.fingerprint ?? ((bin: string) => vllmFingerprint(bin));
   const pinsOf = new Map<string, PinFile | undefined>();
   const unreadable: string[] = [];
@@ -62,7 +55,8 @@ export async function driftOf(
       .map(async (e): Promise<Drift | undefined> => {
         const { inst } = e;
         const rec = launchOf(inst);
-        if (inst.container) {
+        const images = runtimeOf(inst).images;
+        if (images) {
           if (!pinsOf.has(inst.profile)) {
             try {
               pinsOf.set(inst.profile, readPins(stateDir, inst.profile));
@@ -73,7 +67,7 @@ export async function driftOf(
           }
           const pins = pinsOf.get(inst.profile);
           if (!pins?.current.imagePinned) return undefined;
-          return imageDrift(inst.name, inst.profile, await imageId(inst.container), rec?.image, pins);
+          return imageDrift(inst.name, inst.profile, await (deps.imageId ?? images.runningId)(inst), rec?.image, pins);
         }
         if (inst.engine !== 'vllm' || !rec?.fingerprint) return undefined;
         const bin = inst.argv[0] ?? 'vllm';
@@ -114,7 +108,7 @@ export function clusterImageDrift(profile: string, ranks: Array<{ node: string; 
  * Every multi-node server in containers whose ranks run another image than the profile's pin: each
  * rank's container asked on its node, by the ID its launch got back (one ssh per rank, bounded).
  * `answerOf` returns what the node's runtime printed, as it came (undefined: no answer); it is read
- * here, by the one rule for an image ID (HEX64, as for a container on this host): anything but 64 hex
+ * here, by the one rule for an image ID (runtime/ops.ts imageIdOf, as for a container on this host): anything but 64 hex
  * is no answer. A node that does not answer is passed over (status shows it unknown).
  */
 export async function clustersDrift(
@@ -124,7 +118,7 @@ export async function clustersDrift(
 ): Promise<{ drift: Drift[]; unreadable: string[] }> {
   const imageOf = async (rec: ClusterRecord, ref: NodeContainerRef) => {
     const answer = await answerOf(rec, ref);
-    return answer === undefined ? undefined : HEX64.exec(answer.trim())?.[1];
+    return answer === undefined ? undefined : imageIdOf(answer);
   };
   const unreadable: string[] = [];
   const out = await Promise.all(

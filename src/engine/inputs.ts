@@ -64,7 +64,12 @@ export interface Prepared extends Resolved {
   /** one line: which host the plan is for */
   hostLine: string;
   /** runtime container: the image as read (its entrypoint decides how the command starts vLLM) */
-  image?: { ref: string; entrypoint?: string[] };
+  image?: {
+    ref: string;
+    entrypoint?: string[];
+    /** its content id, as read (the start caches are kept per image by it) */
+    id?: string;
+  };
   /** what was read to plan it (the profile file, the model's files, the installed vLLM, the image): a second plan starts from here */
   read: { loaded?: LoadedProfile; target?: ModelTarget; modelRead: ModelRead; installed?: InstalledVllm; image?: Awaited<ReturnType<typeof imageVersion>>; pin?: ImagePinDecision };
   /** runtime container with `pin`: what the profile's image reference runs as, and why */
@@ -197,16 +202,18 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 /** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
 async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
+  const { ofCli } = await import('./runtime/index.js');
   let ref: string;
-  let cli: ReturnType<typeof detectCli>;
+  let images: ReturnType<typeof ofCli>['images'];
   try {
     ref = imageFor(p, platform);
-    cli = detectCli(p);
+    images = ofCli(detectCli(p)).images;
   } catch {
     return undefined;
   }
+  if (!images) return undefined;
   const file = readPins(x.stateDir, p.name);
-  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(cli, p.container?.cliArgs ?? [], ref);
+  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, p.container?.cliArgs ?? [], ref);
   return decideImagePin(ref, file, inspected, x.repin);
 }
 
@@ -331,7 +338,7 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
   const installed: InstalledVllm = stated
     ? { bin: `${cli} image ${image}`, image, version: stated.version, source: stated.from, why: r.why }
     : { bin: `${cli} image ${image}`, image, version: r.version, source: r.source, why: r.why };
-  return { installed, image: { ref: image, entrypoint: r.entrypoint } };
+  return { installed, image: { ref: image, entrypoint: r.entrypoint, ...(r.id ? { id: r.id } : {}) } };
 }
 
 /**

@@ -52,11 +52,12 @@ export interface LoaderChoice {
   note: string;
 }
 
-export function chooseLoader(x: { pinned: string; installed?: string[]; gpu: boolean; runtime: 'host' | 'container'; extraArgs: string[]; engine: 'vllm' | 'sim' }): LoaderChoice {
+/** packagesUnread: the runtime's reason the packages beside its vLLM are not read (RuntimeTraits.packagesUnread; a container: the image's) */
+export function chooseLoader(x: { pinned: string; installed?: string[]; gpu: boolean; packagesUnread?: string; extraArgs: string[]; engine: 'vllm' | 'sim' }): LoaderChoice {
   if (x.extraArgs.some((a) => a === '--load-format' || a.startsWith('--load-format='))) return { note: 'loader: as engine.extraArgs says (--load-format there)' };
   if (x.pinned !== 'auto') return { format: x.pinned, note: `loader: ${x.pinned} (engine.loadFormat pins it)` };
   if (x.engine === 'sim') return { note: "loader: vLLM's default (the simulator reads no weights)" };
-  if (x.runtime === 'container') return { note: "loader: vLLM's default; the image's packages are not read (engine.loadFormat pins one, e.g. fastsafetensors)" };
+  if (x.packagesUnread) return { note: `loader: vLLM's default; ${x.packagesUnread} (engine.loadFormat pins one, e.g. fastsafetensors)` };
   const have = x.installed ?? [];
   const said =
     x.installed === undefined

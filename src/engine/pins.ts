@@ -9,8 +9,8 @@ import { writeFileAtomic } from '../util/atomic.js';
 import { ensureDir } from '../util/dirs.js';
 import { readTextOrNullSync, READ_LIMITS } from '../util/read.js';
 import { UsageError } from '../errors.js';
-import { withCliArgs, type ContainerCli } from './runtime/container.js';
-import { cliRunAsync, failureLine, type CliResult } from './runtime/ops.js';
+import { traitsOfProfile } from './runtime/traits.js';
+import type { RuntimeImages } from './runtime/runtime.js';
 
 const HEX64 = /^[a-f0-9]{64}$/;
 const DIGEST_REF = /^[a-z0-9][a-z0-9._/:-]*@sha256:[a-f0-9]{64}$/;
@@ -122,15 +122,10 @@ export function pinFromInspect(ref: string, stdout: string): { pinned: string; h
   return { pinned: id, how: 'image-id', id };
 }
 
-/** Resolve an image reference to what a pin keeps, through the container CLI (20 s); not readable: bad input with the pull. */
-export async function resolveImagePin(
-  cli: ContainerCli,
-  cliArgs: readonly string[],
-  ref: string,
-  run?: (argv: string[], timeoutMs: number) => Promise<CliResult>,
-): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
-  const p = await inspectForPin(cli, cliArgs, ref, run);
-  if ('error' in p) throw new UsageError(p.error, [`${cli} pull ${ref} (upgrade and serve never download an image unasked), then upgrade again`]);
+/** Resolve an image reference to what a pin keeps, through the runtime's images (20 s); not readable: bad input with the pull. */
+export async function resolveImagePin(images: RuntimeImages, cliArgs: readonly string[], ref: string): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
+  const p = await inspectForPin(images, cliArgs, ref);
+  if ('error' in p) throw new UsageError(p.error, [`${images.pullCommand(ref)} (upgrade and serve never download an image unasked), then upgrade again`]);
   return p;
 }
 
@@ -208,16 +203,10 @@ export function pinOfDecision(d: ImagePinDecision, vllmVersion: string, at = new
   return undefined;
 }
 
-/** The inspect serve's pin decision reads (the reference's ID and digests), its failure an error, never a throw. */
-export async function inspectForPin(
-  cli: ContainerCli,
-  cliArgs: readonly string[],
-  ref: string,
-  run: (argv: string[], timeoutMs: number) => Promise<CliResult> = (argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }),
-): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }> {
-  const r = await run(withCliArgs([cli, 'image', 'inspect', '--format', '{{.Id}} {{json .RepoDigests}}', ref], cliArgs), 20_000);
-  if (r.error || r.code !== 0) return { error: `${cli} image inspect ${ref}: ${r.error ?? (failureLine(r.stderr) ?? `exit ${r.code}`).slice(0, 200)}` };
-  return pinFromInspect(ref, r.stdout);
+/** The inspect serve's pin decision reads (the reference's ID and digests, as the runtime reads them), its failure an error, never a throw. */
+export async function inspectForPin(images: RuntimeImages, cliArgs: readonly string[], ref: string): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }> {
+  const r = await images.inspect(ref, cliArgs);
+  return 'error' in r ? r : pinFromInspect(ref, r.stdout);
 }
 
 /**
@@ -237,11 +226,12 @@ export function nodesImagePin(ref: string | undefined, file: PinFile | undefined
  * there is one (repin: none, pinned anew once healthy). serve --nodes and preflight --nodes read it alike.
  */
 export function imagePinOfNodes(
-  loaded: { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } },
+  loaded: { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } },
   stateDir: string,
   repin?: boolean,
 ): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
-  if (loaded.profile.engine.runtime !== 'container') return {};
+  // only where the nodes' vLLM comes from an image (the host's install has no reference to pin)
+  if (traitsOfProfile(loaded.profile).vllmFrom !== 'image') return {};
   const ref = loaded.profile.container?.image;
   if (!ref || isPinnedRef(ref)) return {};
   return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir, loaded.profile.name)) };

@@ -22,7 +22,6 @@ import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
 import type { LaunchRecord } from './registry.js';
 import type { VersionDecision } from './vllm-version.js';
-import { imageFor } from './runtime/container.js';
 import { checkExposure } from '../util/exposure.js';
 import { chooseLoader, type LoaderChoice } from './loader.js';
 import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.js';
@@ -219,8 +218,8 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
     cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
   });
-  const caches = withCaches(r.profile, replicas, opts, container ? imageFor(r.profile, r.platform) : undefined);
-  const loader = withLoader(r.profile, replicas, opts, rt.runtime);
+  const caches = withCaches(r.profile, replicas, opts, rt.image(r.profile, r.platform));
+  const loader = withLoader(r.profile, replicas, opts, rt.packagesUnread);
   const p2p = withP2p(r.profile, replicas, opts);
   return {
     placement: 'local',
@@ -300,12 +299,12 @@ export function serveExposure(p: Pick<Profile, 'name' | 'server'>, allow: boolea
 }
 
 /** The loader chosen (loader.ts), rendered right after the model in each replica's argv. */
-function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, runtime: 'host' | 'container'): LoaderChoice {
+function withLoader(p: Profile, replicas: ReplicaPlan[], opts: PlanInputs, packagesUnread: string | undefined): LoaderChoice {
   const choice = chooseLoader({
     pinned: p.engine.loadFormat,
     installed: opts.installedLoaders,
     gpu: !cpuBuild(opts.installedVllm),
-    runtime,
+    packagesUnread,
     extraArgs: p.engine.extraArgs,
     engine: opts.engine,
   });

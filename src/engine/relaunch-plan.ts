@@ -69,6 +69,7 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
     allowUnauthenticated: as.allowUnauthenticated,
     installedVllm: prepared.vllm.installed,
     imageEntrypoint: prepared.image?.entrypoint,
+    imageId: prepared.image?.id,
     launch,
   });
   return { plan, prepared, as, started, warnings, vllmChange };

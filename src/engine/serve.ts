@@ -27,6 +27,7 @@ import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, t
 import type { EventSink, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
 import { executorFor, type ClusterPlan } from './cluster/index.js';
+import { groupsOf } from './groups.js';
 
 export interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
@@ -307,8 +308,11 @@ async function launchAll(s: Session): Promise<void> {
     // after the collisions (a port our own router holds is said as that), before any model load
     s.routerRefused = plan.router ? await s.driver!.precheck(plan.router) : undefined;
     if (s.routerRefused) return;
-    for (const p of plan.replicas) {
+    // the plan's groups in their start order: here each is a replica on the local node, launched after the one before it
+    for (const g of groupsOf(plan)) {
       if (run.signal.aborted) break;
+      if (!('replica' in g.of)) throw new Error(`internal: a group on ${g.node.kind} in a plan on this host`);
+      const p = g.of.replica;
       clockFor(s.start, p.name);
       const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
         registry.write(instanceOf(plan, p, x));
@@ -344,7 +348,7 @@ async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<Se
       }),
     ),
   );
-  const interrupted = run.signal.aborted || launched.length < plan.replicas.length;
+  const interrupted = run.signal.aborted || launched.length < groupsOf(plan).length;
   if (interrupted || results.some((r) => !r.ok)) {
     s.emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
     // Nothing of any group may be left holding a port or a GPU.

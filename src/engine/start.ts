@@ -52,8 +52,9 @@ export async function prepareStart(plan: ServePlan): Promise<StartPrep> {
     ensureCaches(plan.caches);
     const warm = hasEntries(plan.caches.dir);
     caches = { dir: plan.caches.dir, warm };
+    const { traitsOfProfile } = await import('./runtime/traits.js');
     notes.push(
-      `start caches: ${plan.caches.dir} (${warm ? 'kept from an earlier start of this profile and vLLM' : 'empty: this start fills it'}${plan.container ? ', mounted into the container' : ''})${
+      `start caches: ${plan.caches.dir} (${warm ? 'kept from an earlier start of this profile and vLLM' : 'empty: this start fills it'}${traitsOfProfile(plan.profile, plan.runtime).cachesNote})${
         plan.caches.kept.length ? `; the profile sets ${plan.caches.kept.join(', ')} itself` : ''
       }`,
     );

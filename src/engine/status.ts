@@ -7,6 +7,7 @@ import { http } from '../client/http.js';
 import { readSleep } from '../client/sleep.js';
 import { targetFromInstance } from './target.js';
 import { sleepCapable } from './sleep.js';
+import { runtimeOf } from './runtime/index.js';
 
 export interface InstanceStatus {
   inst: Instance;
@@ -24,7 +25,8 @@ export interface InstanceStatus {
 function processOf({ inst, proof }: Pick<Entry, 'inst' | 'proof'>): { process: string; why?: string } {
   if (proof.state === 'gone') return { process: 'dead' };
   if (proof.state === 'unproven') return { process: 'UNPROVEN', why: proof.reason };
-  if (proof.state === 'degraded') return { process: 'DEGRADED', why: `its API server ${inst.pid} is gone; ${proof.members.length} process(es) of its group still run` };
+  // what a degraded proof means is the runtime's sentence (the host: members of the group gone; a container: it exited)
+  if (proof.state === 'degraded') return { process: 'DEGRADED', why: runtimeOf(inst).degraded(inst, proof.members).why };
   return { process: 'alive' };
 }
 

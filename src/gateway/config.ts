@@ -85,15 +85,28 @@ function jsonError(status: number, type: string, message: string, retryAfter?: n
 }
 
 /**
+ * One of HAProxy's own refusals (`http-request return`): with the usage filter on, preceded by the
+ * `sparkctl_own` action under the same condition (src/gateway/usage.ts), so the refusal is counted: a
+ * return passes no filter. The condition is evaluated twice on a refused request only.
+ */
+function refusal(status: number, answer: string, cond: string, usage: boolean): string[] {
+  return [...(usage ? [`    http-request lua.sparkctl_own ${Math.trunc(status)} ${cond}`] : []), `    http-request return ${answer} ${cond}`];
+}
+
+/**
  * Admission, per model: each server takes admission.perServer requests at once (maxconn), the rest
  * wait in the backend's queue, and a request that finds admission.queue already waiting is answered
  * 429 with Retry-After at once (never an unbounded pile-up in vLLM's own queue). One that waits past
  * timeout queue gets a JSON 503 with Retry-After (http-error), as does a model with no server up.
  */
-function admissionLines(plan: GatewayPlan): string[] {
-  return plan.models.map(
-    (m) =>
-      `    http-request return ${jsonError(429, 'RateLimitError', `${m.name}: ${m.admission.queue} request(s) already wait for its ${m.admission.perServer * m.servers.length} slot(s); retry later`, plan.retryAfterSeconds)} if { var(txn.backend) -m str ${safe(m.backend, 'backend')} } { queue(${m.backend}) ge ${Math.max(0, Math.trunc(m.admission.queue))} }`,
+function admissionLines(plan: GatewayPlan, usage: boolean): string[] {
+  return plan.models.flatMap((m) =>
+    refusal(
+      429,
+      jsonError(429, 'RateLimitError', `${m.name}: ${m.admission.queue} request(s) already wait for its ${m.admission.perServer * m.servers.length} slot(s); retry later`, plan.retryAfterSeconds),
+      `if { var(txn.backend) -m str ${safe(m.backend, 'backend')} } { queue(${m.backend}) ge ${Math.max(0, Math.trunc(m.admission.queue))} }`,
+      usage,
+    ),
   );
 }
 
@@ -159,7 +172,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
     L.push('    filter lua.sparkctl_usage');
     // what the filter reads at the answer's end (src/gateway/usage.ts): set by HAProxy's own rules, for
     // every answer from a server, at no Lua call's cost (HAProxy's own answers, a 404 or a 429, never
-    // reach a data filter: no line for them, as before)
+    // reach a data filter: each refusal rule below writes its line itself, refusal())
     L.push('    http-after-response set-var(txn.ust) status');
     L.push('    http-after-response set-var(txn.usse) bool(1) if { res.hdr(content-type) -m sub text/event-stream }');
   }
@@ -175,21 +188,21 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   if (plan.apiKeyEnv) {
     L.push(`    acl key_ok req.hdr(authorization) -m str "Bearer \${${GATEWAY_KEY_VAR}}"`);
     L.push(`    acl key_ok req.hdr(x-api-key) -m str "\${${GATEWAY_KEY_VAR}}"`);
-    L.push(`    http-request return ${jsonError(401, 'AuthenticationError', 'Unauthorized')} if !key_ok`);
+    L.push(...refusal(401, jsonError(401, 'AuthenticationError', 'Unauthorized'), 'if !key_ok', !!o.usage));
   }
   L.push(`    http-request return status 200 content-type application/json file ${safe(f.models, 'models file')} if METH_GET { path /v1/models }`);
-  L.push(`    http-request return ${jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health')} if !METH_POST`);
+  L.push(...refusal(404, jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health'), 'if !METH_POST', !!o.usage));
   L.push("    http-request set-var(txn.model) req.body,json_query('$.model')");
   L.push(`    http-request set-var(txn.backend) var(txn.model),map(${safe(f.map, 'map file')})`);
   // a body past what HAProxy holds (tune.bufsize): the part it holds may end before the model; the keeper reads it whole
   L.push('    http-request set-var(txn.held) req.body_len');
   L.push('    http-request set-var(txn.cut) req.body_size,sub(txn.held)');
   L.push('    acl body_cut var(txn.cut) -m int gt 0');
-  L.push(`    http-request return status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')} if { var(txn.model) -m found } !{ var(txn.backend) -m found }`);
+  L.push(...refusal(404, `status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')}`, 'if { var(txn.model) -m found } !{ var(txn.backend) -m found }', !!o.usage));
   // no model in the body: vLLM serves its one model; with several the client must say which
   if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut`);
-  else L.push(`    http-request return ${jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`)} if !{ var(txn.backend) -m found } !body_cut`);
-  L.push(...admissionLines(plan));
+  else L.push(...refusal(400, jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`), 'if !{ var(txn.backend) -m found } !body_cut', !!o.usage));
+  L.push(...admissionLines(plan, !!o.usage));
   // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does
   L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
   L.push('    use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
@@ -220,7 +233,8 @@ function keeperSections(plan: GatewayPlan, usage: boolean): string[] {
   L.push('    option http-buffer-request');
   L.push(`    http-request set-var(txn.backend) req.hdr(${RETURN_ROUTE_HEADER}),map(${safe(f.map, 'map file')})`);
   L.push(`    http-request return ${jsonError(503, 'ServiceUnavailableError', 'the keeper passed on a request for a model this gateway no longer routes')} if !{ var(txn.backend) -m found }`);
-  L.push(...admissionLines(plan));
+  // a refusal here reaches the client through the keeper and the client's frontend, whose filter counts it: none here
+  L.push(...admissionLines(plan, false));
   L.push(`    http-request del-header ${RETURN_ROUTE_HEADER}`);
   L.push('    use_backend %[var(txn.backend)]');
   L.push('');

@@ -296,6 +296,8 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
 
 export interface GatewayView {
   record: GatewayRecord;
+  /** requests for no model this gateway routes (HAProxy's own 401, 404 and 400, a body it could not read): counted by the usage filter */
+  unattributed?: number;
   models: Array<{
     name: string;
     profile: string;
@@ -339,9 +341,11 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
     /* silent runtime API: every server reads missing */
   }
   const usage = r.usage && typeof r.usage === 'object' && r.usage.models && typeof r.usage.models === 'object' ? r.usage.models : undefined;
+  const unattributed = usage && Number.isSafeInteger(r.usage?.unattributed) && r.usage!.unattributed >= 0 ? r.usage!.unattributed : undefined;
   return {
     record: r,
     usageRecorded: !!usage,
+    ...(unattributed !== undefined ? { unattributed } : {}),
     models: r.models.map((m) => {
       const servers = m.servers.map((name) => {
         const st = stats.find((s) => s.backend === m.backend && s.server === name);

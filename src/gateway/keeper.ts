@@ -23,7 +23,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
 import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
-import { haproxyAddr } from '../profiles/haproxy.js';
+import { haproxyAddr, HAPROXY_MALLOC_ENV } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
 import { pause } from '../util/pause.js';
@@ -45,16 +45,6 @@ import { OnDemand, readOnDemand } from './ondemand.js';
 import { parseDuration } from '../util/duration.js';
 
 export type Log = (line: string) => void;
-
-/**
- * glibc's malloc in HAProxy: keep what is freed at the heap's top (up to 64 MiB) and take buffers under
- * 4 MiB from the heap. With glibc's own tuning, each request's 256 KiB buffers (tune.bufsize: the
- * request body HAProxy reads for the model, and the copy it keeps for a retry) went back to the system
- * when the request ended and came back as 17 page faults on the next: half of HAProxy's CPU per request
- * (scripts/profile-usage-filter.mjs: 17.4 -> 0 faults and about 540 -> 260 us a request on this host).
- * Setting one threshold turns glibc's tuning of both off, so both are set.
- */
-export const MALLOC_KEEP = { MALLOC_TRIM_THRESHOLD_: String(64 << 20), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } as const;
 
 /** How often the keeper appends the models' usage to usage.jsonl. */
 const USAGE_FLUSH_MS = 60_000;
@@ -243,7 +233,7 @@ export class Keeper {
     // written to the log) and runs quiet (-q): a Lua log line is not also printed to stderr
     this.child = spawn(this.o.haproxy, ['-W', '-db', ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid], {
       stdio: this.usage ? ['ignore', fd, fd, 'pipe'] : ['ignore', fd, fd],
-      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...MALLOC_KEEP, ...markers(), ...this.env(this.plan) },
+      env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...HAPROXY_MALLOC_ENV, ...markers(), ...this.env(this.plan) },
     });
     const pipe = this.child.stdio[3] as NodeJS.ReadableStream | null | undefined;
     if (this.usage && pipe) {

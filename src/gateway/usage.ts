@@ -144,6 +144,12 @@ function SparkctlRoute:http_end(txn, msg)
   return filter.CONTINUE
 end
 core.register_filter("sparkctl_route", SparkctlRoute, function(f, args) return f end)
+-- HAProxy's own answers (a missing key's 401, an unknown model's 404, a 400 naming no model, a full
+-- queue's 429) pass no filter: the rule that answers is preceded by this action, under the same
+-- condition, which writes the line the filter would (no server, no usage). Called only for them.
+core.register_action("sparkctl_own", { "http-req" }, function(txn, st)
+  txn:log(core.info, "${USAGE_PREFIX} 1 " .. (txn:get_var("txn.backend") or "-") .. " - " .. st .. " - - - 0 0 -")
+end, 1)
 `;
 
 export interface UsageLine {

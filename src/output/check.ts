@@ -17,4 +17,13 @@ export interface CheckOutcome extends CheckResult {
   title: string;
   durationMs: number;
   blocking: boolean;
+  /** preflight --nodes: the node it was checked on (none: this host's check, or one across the nodes) */
+  node?: string;
+}
+
+/** What every preflight report holds, one host's or the nodes': its checks (a node's with its node), their count, its time. */
+export interface ChecksReport {
+  checks: CheckOutcome[];
+  summary: Record<Status, number>;
+  wallMs: number;
 }

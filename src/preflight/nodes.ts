@@ -7,6 +7,10 @@ import { shellQuote } from '../output/format.js';
 import { ssh, remoteWhy, printable } from '../engine/cluster/ssh.js';
 import { shownEscaped } from '../util/control.js';
 import { couldNotCheck } from './fabric.js';
+import { withInterrupts as withCancel } from '../util/interrupt.js';
+import { stateDir } from '../util/paths.js';
+import { imagePinOfNodes } from '../engine/pins.js';
+import { planCluster, imageMismatch, readImageIds, type ClusterInputs } from '../engine/cluster/index.js';
 import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from '../engine/cluster/ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
@@ -18,7 +22,7 @@ export interface NodeReport {
   platform?: string;
   summary?: Record<Status, number>;
   versions?: Record<string, string | number | undefined>;
-  checks?: Array<{ id: string; status: Status; observed: string; fix?: string | null }>;
+  checks?: Array<{ id: string; status: Status; observed: string; expected?: string; fix?: string | null }>;
   iface?: string;
   ifaceName: string;
   model?: 'present' | 'missing';
@@ -94,13 +98,19 @@ export function parseNodeReport(text: string): Pick<NodeReport, 'platform' | 'su
   let unreadable = 0;
   for (const k of j.checks.slice(0, NODE_CHECKS_MAX)) {
     const ok = k && typeof k === 'object' && typeof k.id === 'string' && CHECK_ID.test(k.id) && k.id !== NODE_ANSWER_CHECK && STATUSES.includes(k.status);
-    if (!ok || (k.observed != null && typeof k.observed !== 'string') || (k.fix != null && typeof k.fix !== 'string')) {
+    if (!ok || (k.observed != null && typeof k.observed !== 'string') || (k.expected != null && typeof k.expected !== 'string') || (k.fix != null && typeof k.fix !== 'string')) {
       unreadable++;
       continue;
     }
-    checks.push({ id: k.id, status: k.status as Status, observed: cut(k.observed ?? ''), fix: typeof k.fix === 'string' ? cut(k.fix) : null });
+    checks.push({
+      id: k.id,
+      status: k.status as Status,
+      observed: cut(k.observed ?? ''),
+      ...(typeof k.expected === 'string' ? { expected: cut(k.expected) } : {}),
+      fix: typeof k.fix === 'string' ? cut(k.fix) : null,
+    });
   }
-  if (unreadable) problems.push(`${unreadable} check(s) of no known shape (an id of letters, digits, . _ -; a status pass/warn/fail/skip; text observed and fix)`);
+  if (unreadable) problems.push(`${unreadable} check(s) of no known shape (an id of letters, digits, . _ -; a status pass/warn/fail/skip; text observed, expected and fix)`);
   if (j.checks.length > NODE_CHECKS_MAX) problems.push(`${j.checks.length} checks listed, past the ${NODE_CHECKS_MAX} read (the catalog has a few dozen)`);
   if (!checks.length) problems.push('no check it ran could be read');
   const said = j.summary as Record<string, unknown>;
@@ -368,3 +378,35 @@ export async function gatherNodes(nf: NodesFile, opts: { sparkctlArgs: string[];
   const nodes = js.exitCode === 0 ? parseRayNodes(js.stdout) : undefined;
   return { reports, ray: counts || nodes ? compareCluster(nf, counts, nodes) : undefined };
 }
+
+/** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
+export async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }, loaded?: PinnableProfile): Promise<CheckOutcome> {
+  // where the profile's image is pinned, every node must hold the pin's very image (by ID)
+  const pin = loaded ? imagePinOfNodes(loaded, stateDir()) : {};
+  const pc = planCluster(profile, nf, {
+    nodesFile: '',
+    profiles: opts.profiles,
+    set: [...(opts.set ?? []), ...(pin.pinned ? [`container.image=${pin.pinned.run}`] : [])],
+    platform: opts.platform === 'auto' ? undefined : opts.platform,
+    engine: 'vllm',
+    vllmBin: 'vllm',
+    prewarm: false,
+  } as ClusterInputs);
+  const image = pc.steps[0]!.container!.image;
+  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
+  const bad = imageMismatch(image, ids);
+  const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
+  const asPinned = pin.pinned ? ` (the pin of ${pin.ref}, ${pin.pinned.pin.at})` : '';
+  return bad
+    ? {
+        ...base,
+        status: 'fail' as const,
+        observed: `${bad}${asPinned}`,
+        fix: pin.pinned
+          ? `load the pinned image on those nodes (podman save ${image} | ssh NODE podman load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
+          : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
+      }
+    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
+}
+
+type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } };

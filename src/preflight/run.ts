@@ -4,13 +4,14 @@ import type { Host } from '../host/host.js';
 import { gatherFacts, gatherContainerFacts, type Facts } from './facts.js';
 import { gpuFacts, type GpuFact } from '../host/gpu-facts.js';
 import type { Check } from './checks.js';
-import type { CheckResult, CheckOutcome } from '../output/check.js';
+import type { CheckResult, CheckOutcome, ChecksReport } from '../output/check.js';
 import { probesFor, selectChecks, type CheckMeta } from './catalog.js';
 import { takeEarlyFacts } from './early.js';
 import type { Profile } from '../profiles/schema.js';
 import { log } from '../output/logger.js';
 
-export interface PreflightReport {
+/** One host's report: the checks every preflight report holds (output/check.ts ChecksReport), with what this host is. */
+export interface PreflightReport extends ChecksReport {
   host: string;
   hostKind: string;
   platform: string;

@@ -29,6 +29,17 @@ export interface GlobalOptions {
   luaLoad?: string;
 }
 
+/**
+ * glibc's malloc in every HAProxy sparkctl starts (router and gateway): keep what is freed at the heap's
+ * top (up to 64 MiB) and take buffers under 4 MiB from the heap. With glibc's own tuning, each request's
+ * 256 KiB buffers (tune.bufsize below: the request body HAProxy reads, and the copy it keeps for an L7
+ * retry) went back to the system when the request ended and came back as 17 page faults on the next: half
+ * of HAProxy's CPU per request (scripts/profile-usage-filter.mjs: 17.4 -> 0 faults and about 540 -> 260 us
+ * a request on this host). Setting one threshold turns glibc's tuning of both off, so both are set. An
+ * operator's own HAProxy (`sparkctl router config`) gets them from its unit (docs/router-and-gateway.md).
+ */
+export const HAPROXY_MALLOC_ENV = { MALLOC_TRIM_THRESHOLD_: String(64 << 20), MALLOC_MMAP_THRESHOLD_: String(4 << 20) } as const;
+
 /** The global section, and a blank line. */
 export function globalSection(o: GlobalOptions): string[] {
   const L = ['global', o.logFd !== undefined ? `    log fd@${Math.trunc(o.logFd)} format raw local0 info` : o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];

@@ -82,7 +82,9 @@ export const EngineBlock = z.strictObject({
   enablePrefixCaching: z.boolean().optional(),
   maxNumSeqs: positiveInt.optional(),
   maxNumBatchedTokens: positiveInt.optional(),
-  blockSize: z.union([z.literal(8), z.literal(16), z.literal(32), z.literal(64), z.literal(128)]).optional(),
+  // which sizes a vLLM takes is its version's (8-128 to 0.11, 256 too from 0.12, any integer in the
+  // 0.25+ tables): the rendered --block-size is checked against the target version's table (checkRendered)
+  blockSize: positiveInt.optional().describe("KV cache block size in tokens; the target vLLM's flag table decides which it takes"),
   logRequests: z.boolean().default(false).describe('Per-request logging; rendered for the target vLLM version'),
   reasoningParser: z.string().optional(),
   toolCallParser: z.string().optional().describe('Enables --enable-auto-tool-choice (needed by Claude Code)'),

@@ -48,8 +48,7 @@ const FOLDS: Record<string, Fold> = {
     field: 'engine.blockSize',
     apply: (p, v) =>
       set(v, (n) => {
-        if (![8, 16, 32, 64, 128].includes(n)) return 'one of 8, 16, 32, 64, 128';
-        p.engine.blockSize = n as Profile['engine']['blockSize'];
+        p.engine.blockSize = n;
       }),
   },
   '--gpu-memory-utilization': {
@@ -86,6 +85,7 @@ export function memorySettings(p: Profile): MemorySettings {
   const args = p.engine.extraArgs;
   let specJson: { at: string; text: string } | undefined;
   const specFlags: Record<string, { at: string; v: string }> = {};
+  let specKeys: { at: string; obj: Record<string, unknown> } | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (!a.startsWith('-')) continue;
@@ -101,6 +101,13 @@ export function memorySettings(p: Profile): MemorySettings {
       specJson = { at, text: value === true ? '' : value };
       continue;
     }
+    // one key at a time (vLLM's "JSON keys passed individually"): --speculative-config.num_speculative_tokens 3
+    const key = /^(?:--speculative-config|-sc)\.([A-Za-z_]\w*)$/.exec(flag)?.[1];
+    if (key) {
+      specKeys ??= { at, obj: {} };
+      specKeys.obj[key] = value === true ? true : /^-?\d+$/.test(value) ? Number(value) : value;
+      continue;
+    }
     if (flag === '--spec-method' || flag === '--spec-tokens' || flag === '--spec-model') {
       specFlags[flag] = { at, v: value === true ? '' : value };
       continue;
@@ -110,6 +117,17 @@ export function memorySettings(p: Profile): MemorySettings {
     const bad = fold.apply(profile, value);
     if (bad && !out.unreadable) out.unreadable = { field: at, why: `${JSON.stringify(value === true ? '' : value)} is not ${bad}` };
     setBy[fold.field] = at;
+  }
+  // vLLM merges the keys given one by one into the JSON given whole (later wins)
+  if (specKeys) {
+    let base: Record<string, unknown> = {};
+    try {
+      const j: unknown = specJson ? JSON.parse(specJson.text) : {};
+      if (typeof j === 'object' && j !== null && !Array.isArray(j)) base = j as Record<string, unknown>;
+    } catch {
+      /* the whole JSON is unreadable: said below */
+    }
+    if (!specJson || Object.keys(base).length || specJson.text.trim() === '{}') specJson = { at: specJson?.at ?? specKeys.at, text: JSON.stringify({ ...base, ...specKeys.obj }) };
   }
   if (specJson) {
     const spec = parseSpec(specJson.text, specJson.at);

@@ -212,10 +212,45 @@ function describe(version: string): string {
 }
 
 /**
+ * vLLM's JSON options (a config dataclass or a dict) also take their keys one by one: "--json-arg.key1
+ * value1 --json-arg.key2.key3 value2" equals --json-arg '{"key1": "value1", "key2": {"key3": "value2"}}',
+ * and `key+` appends to a list (vllm-project/vllm docs/cli/json_tip.inc.md; FlexibleArgumentParser;
+ * help "Should either be a valid JSON string or JSON keys passed individually"). Community recipes
+ * write --compilation-config.cudagraph_mode none (spark-arena/recipe-registry
+ * experimental-recipes/eugr-vllm/qwen3.5-397b-a17b-fp8-4x-vllm.yaml). The tables do not record an
+ * option's type, so the JSON options are named here: the config options (their names end in -config,
+ * but --config (a YAML file) and --generation-config (a path or a word)), and the dict options.
+ * Accepted from the 0.10 table on (the oldest here whose parser is known to take them).
+ */
+const DICT_OPTIONS = new Set([
+  '--hf-overrides',
+  '--rope-scaling',
+  '--limit-mm-per-prompt',
+  '--media-io-kwargs',
+  '--mm-processor-kwargs',
+  '--default-chat-template-kwargs',
+  '--override-generation-config',
+]);
+const NOT_JSON = new Set(['--config', '--generation-config']);
+export const isJsonOption = (flag: string) => DICT_OPTIONS.has(flag) || (flag.endsWith('-config') && !NOT_JSON.has(flag));
+
+/** `--json-opt.key.sub[+]` (or a short alias `-cc.key`): the option and the key path, when the version's parser takes it. */
+export function dottedOption(version: string, spelled: string): { flag: string; path: string } | undefined {
+  const m = /^(--?[A-Za-z][\w-]*)\.([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*\+?)$/.exec(spelled);
+  if (!m) return undefined;
+  if (compareVersions(version, '0.10.0') < 0) return undefined;
+  const base = resolveOption(version, m[1]!);
+  if (!base.flag || base.dotted || !isJsonOption(base.flag) || optionStatus(version, base.flag) === 'no') return undefined;
+  return { flag: base.flag, path: m[2]! };
+}
+
+/**
  * Resolve a spelling the way vLLM's parser does: underscores become dashes (FlexibleArgumentParser),
  * a short alias maps to its long option, an unambiguous prefix stands for the option (argparse).
  */
-export function resolveOption(version: string, spelled: string): { flag?: string; ambiguous?: string[]; alias?: boolean } {
+export function resolveOption(version: string, spelled: string): { flag?: string; ambiguous?: string[]; alias?: boolean; dotted?: string } {
+  const dot = dottedOption(version, spelled);
+  if (dot) return { flag: dot.flag, dotted: dot.path };
   if (/^-[A-Za-z]/.test(spelled) && !spelled.startsWith('--')) {
     const { exact, floor, ceil } = tablesFor(version);
     const t = exact ?? floor ?? ceil;

@@ -13,6 +13,7 @@ import { listenerIsOneOf } from '../engine/runtime/socket-owner.js';
 import { childRecord, openLaunchLog } from '../engine/runtime/child.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
 import { renderConfig, type RouterPlan } from '../profiles/router.js';
+import { HAPROXY_MALLOC_ENV } from '../profiles/haproxy.js';
 import { showStat, type ServerStat } from './api.js';
 import { pollUntil } from '../util/poll.js';
 
@@ -91,8 +92,9 @@ export async function launchRouter(plan: RouterPlan, haproxy: string): Promise<R
   const argv = [haproxy, '-db', '-f', plan.configFile];
   const { fd, tail } = openLaunchLog(plan.logFile, 'router log', argv);
   const marker = randomUUID();
-  // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable.
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', [INSTANCE_ENV]: marker };
+  // A bare environment: HAProxy needs none of ours, and so never holds the API key's variable; glibc's
+  // malloc told to keep its 256 KiB buffers (HAPROXY_MALLOC_ENV), as the gateway's HAProxy is.
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...HAPROXY_MALLOC_ENV, [INSTANCE_ENV]: marker };
   if (process.env.SPARKCTL_TEST_RUN) env.SPARKCTL_TEST_RUN = process.env.SPARKCTL_TEST_RUN;
   if (process.env.SPARKCTL_TEST_CASE) env.SPARKCTL_TEST_CASE = process.env.SPARKCTL_TEST_CASE;
   const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', fd, fd], env });

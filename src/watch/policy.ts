@@ -3,8 +3,6 @@
 import type { WatchBlock } from '../profiles/watch-block.js';
 import type { Verdict } from './verdict.js';
 
-export type Action = 'restart' | 'alert' | 'none';
-
 export interface RestartMemory {
   /** when each restart began, ms since the epoch (the ones inside the circuit window matter) */
   restarts: number[];

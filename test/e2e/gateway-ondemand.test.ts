@@ -115,7 +115,7 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     // passed on: read once, right after the last answer, with no wait
     st = await status();
     // the envelope gateway status --json gives, pinned: its keys and each model's
-    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'url', 'usageRecorded', 'version']);
+    expect(Object.keys(st).sort()).toEqual(['aliases', 'haproxyPid', 'kind', 'managed', 'models', 'pid', 'state', 'unattributed', 'url', 'usageRecorded', 'version']);
     expect(st).toMatchObject({ version: 1, kind: 'gateway-status', state: 'running', usageRecorded: true });
     for (const m of st.models) {
       expect(Object.keys(m).sort()).toEqual(['asleep', 'name', 'onDemand', 'profile', 'queued', 'servers', 'sleepMode', 'state', 'usage']);

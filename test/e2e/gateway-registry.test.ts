@@ -51,6 +51,8 @@ describe.skipIf(!have)('gateway in the registry: status shows it, stop --all and
     expect(launch).toMatchObject({ version: 1, pid: g.pid, pgid: g.pid });
     expect(launch.startTime).toBe(startTimeOf(g.pid));
     expect(readFileSync(`/proc/${g.haproxyPid}/environ`, 'latin1')).toContain(`SPARKCTL_INSTANCE=${launch.marker}\0`);
+    // glibc told to keep its 256 KiB buffers (HAPROXY_MALLOC_ENV), as the router's HAProxy is
+    expect(readFileSync(`/proc/${g.haproxyPid}/environ`, 'latin1')).toContain('\0MALLOC_TRIM_THRESHOLD_=67108864\0');
 
     const st = await statusJson();
     expect(st.gateway).toMatchObject({ state: 'running', managed: true, pid: g.pid, haproxyPid: g.haproxyPid, port: base, url: `http://127.0.0.1:${base}/v1`, models: ['qwen-dev'] });

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GatewaySettings, planGateway } from '../../src/gateway/plan.js';
+import { GatewaySettings, planGateway, GATEWAY_KEY_VAR } from '../../src/gateway/plan.js';
 import { renderFiles } from '../../src/gateway/keeper.js';
 import { USAGE_LUA, parseUsageLine, type UsageLine } from '../../src/gateway/usage.js';
 import { freePort, waitFor, portOpen } from '../helpers.js';
@@ -103,5 +103,85 @@ describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answe
       expect(u, c.name).toMatchObject({ backend: plan.models[0]!.backend, server: 'a-0', status: c.want.status ?? 200, ...c.want });
     }
     expect(lines.length).toBe(cases.length);
+  }, 60_000);
+});
+
+// HAProxy's own answers (an unknown model's 404, the 429 of a full queue, a missing key's 401, a
+// request naming no model's 400) pass no data filter: before they were in no count, so a gateway that
+// refused half its requests showed only the half it passed. Each now gives one line (server "-", no
+// usage); the 429's carries its model's backend, so `gateway status`, `cost` and `report` count it.
+describe.skipIf(!have)("HAProxy's own answers in the real HAProxy", () => {
+  it('a 401, a 404 of an unknown model, a 400 naming no model and a 429 each give one line, none from the server', async () => {
+    let served = 0;
+    const ports = [await freePort(), await freePort()];
+    for (const port of ports) {
+      const srv = createServer((req, res) => {
+        if (req.url === '/health') return res.end('ok');
+        served++;
+        req.resume();
+        req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(cap('completion.json')));
+      });
+      servers.push(srv);
+      await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
+    }
+    const gwPort = await freePort();
+    const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-own-'));
+    dirs.push(state);
+    // model b takes no waiting request: a queue of 0, so `queue(b) ge 0` refuses every request with 429
+    const s = GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, apiKeyEnv: 'GW_KEY', models: { b: { queue: 0 } } });
+    const plan = planGateway(
+      s,
+      [
+        { name: 'a-0', profile: 'a', servedName: 'model-a', host: '127.0.0.1', port: ports[0]!, argv: [] },
+        { name: 'b-0', profile: 'b', servedName: 'model-b', host: '127.0.0.1', port: ports[1]!, argv: [] },
+      ],
+      state,
+    );
+    mkdirSync(plan.dir, { recursive: true });
+    const lua = join(plan.dir, 'usage.lua');
+    writeFileSync(lua, USAGE_LUA);
+    const f = renderFiles(plan, { lua, logFd: 3 });
+    writeFileSync(plan.files.config, f.config);
+    writeFileSync(plan.files.models, f.models);
+    writeFileSync(plan.files.map, f.map);
+    writeFileSync(plan.files.aliasMap, f.aliases);
+    writeFileSync(plan.files.unknown, f.unknown);
+    const KEY = 'k-own-answers';
+    const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'], env: { ...process.env, [GATEWAY_KEY_VAR]: KEY } });
+    procs.push(h);
+    const lines: UsageLine[] = [];
+    createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
+      const u = parseUsageLine(l);
+      if (u) lines.push(u);
+    });
+    expect(await waitFor(() => portOpen(gwPort), 10_000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1200));
+    const post = (body: object, key: string | null = KEY) =>
+      fetch(`http://127.0.0.1:${gwPort}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      });
+    const bA = plan.models.find((m) => m.name === 'model-a')!.backend;
+    const bB = plan.models.find((m) => m.name === 'model-b')!.backend;
+    const steps: Array<{ name: string; send: () => Promise<Response>; status: number; line: Partial<UsageLine> }> = [
+      { name: 'no key: 401', send: () => post({ model: 'model-a', prompt: 'x' }, null), status: 401, line: { backend: '-', server: '-', status: 401 } },
+      { name: 'unknown model: 404', send: () => post({ model: 'nope', prompt: 'x' }), status: 404, line: { backend: '-', server: '-', status: 404 } },
+      { name: 'no model named: 400', send: () => post({ prompt: 'x' }), status: 400, line: { backend: '-', server: '-', status: 400 } },
+      { name: "model b's queue is full: 429", send: () => post({ model: 'model-b', prompt: 'x' }), status: 429, line: { backend: bB, server: '-', status: 429 } },
+      { name: 'model a answers: 200', send: () => post({ model: 'model-a', prompt: 'x' }), status: 200, line: { backend: bA, server: 'a-0', status: 200, prompt: 141 } },
+    ];
+    for (const st of steps) {
+      const n = lines.length;
+      const r = await st.send();
+      await r.text();
+      expect(r.status, st.name).toBe(st.status);
+      expect(await waitFor(async () => lines.length > n, 5000), `${st.name}: no line`).toBe(true);
+      expect(lines[n], st.name).toMatchObject({ stream: false, ...st.line, ...(st.status === 200 ? {} : { route: '-', prompt: undefined, completion: undefined }) });
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lines.length, JSON.stringify(lines)).toBe(steps.length);
+    expect(served).toBe(1);
   }, 60_000);
 });

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, fetch as oneFetch } from 'undici';
 import { simServe } from '../../scripts/lib/serve-args.mjs';
-import { cli, isolated, freePortRange } from '../helpers.js';
+import { cli, isolated, freePortRange, waitFor } from '../helpers.js';
 
 // Every request goes over one connection: HAProxy reads the next request of a connection only once
 // the stream before it has ended. Over a pool the next could reach HAProxy while the last was still
@@ -79,7 +79,7 @@ interface Counts {
 const status = async () => {
   const r = await cli(['gateway', 'status', '--json'], { env: t.env() });
   expect(r.exitCode, r.stderr).toBe(0);
-  return JSON.parse(String(r.stdout)) as { usageRecorded: boolean; models: Array<{ name: string; profile: string; usage?: Counts }> };
+  return JSON.parse(String(r.stdout)) as { usageRecorded: boolean; unattributed?: number; models: Array<{ name: string; profile: string; usage?: Counts }> };
 };
 /** the model's counts once the gateway has seen `n` answers (the keeper's record follows each second) */
 async function countsOnce(name: string, n: number): Promise<Counts> {
@@ -166,6 +166,20 @@ describe.skipIf(!have)('gateway: token usage per model and prefix hits, from the
     expect({ requests: cut.requests, withUsage: cut.withUsage, streamsWithoutUsage: cut.streamsWithoutUsage }).toEqual({ requests: n + 1, withUsage: told.length, streamsWithoutUsage: 2 });
     expect(cut.chunksWithoutUsage).toBeGreaterThanOrEqual(bare.chunks + 3);
     expect(cut.prompt).toBe(c.prompt);
+
+    // HAProxy's own answer (an unknown model's 404) passes no filter: the rule's own line counts it, for no model
+    const u0 = (await status()).unattributed;
+    expect(u0).toBeTypeOf('number');
+    const nf = await fetch(`${gw()}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'no-such-model', prompt: 'x' }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    expect(nf.status).toBe(404);
+    await nf.text();
+    expect(await waitFor(async () => (await status()).unattributed === u0! + 1, 15_000), 'the 404 is counted').toBe(true);
+    expect((await countsOnce(model, n + 1)).requests).toBe(n + 1);
   }, 120_000);
 
   it('a reload (a second model served while the gateway runs) loses no count; each model is counted apart; gateway down writes usage.jsonl; cost and report show it per model', async () => {

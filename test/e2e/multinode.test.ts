@@ -20,6 +20,14 @@ describe.each<[Mode, boolean]>([
   let cl: Cluster;
   let state: string;
   const marker = randomUUID();
+  /** the native case filled every node's start-cache folder (its nodes keep their homes for the whole file) */
+  let cachesFilled = false;
+  /** A node's start-cache folder for qwen3-200b (node-caches.ts: under its own ~/.cache/sparkctl), and whether it holds a file. */
+  const nodeCache = (i: number) => {
+    const r = cl.exec(i, 'd=$(ls -d "$HOME"/.cache/sparkctl/vllm/qwen3-200b/* 2>/dev/null | head -n 1); printf "%s\\n%s" "$d" "$(find "$d" -type f 2>/dev/null | head -n 1)"');
+    const [dir = '', file = ''] = r.stdout.split('\n');
+    return { dir, warm: Boolean(dir && file) };
+  };
   const run = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 90_000 });
   beforeAll(async () => {
     if (!available) return;
@@ -199,6 +207,15 @@ describe.each<[Mode, boolean]>([
         expect(at('process')).toBeLessThanOrEqual(at('weights'));
         expect(at('weights')).toBeLessThanOrEqual(at('cuda-graphs'));
       }
+      // every rank's start caches on its own node (node-caches.ts), keyed as on one host, empty before this
+      // start; vLLM's compile cache (the simulator keeps it under VLLM_CACHE_ROOT, as vLLM does) written there
+      for (const x of sj.starts as Array<{ rank: number; start: { caches?: { dir: string; warm: boolean } } }>) {
+        const home = cl.exec(x.rank, 'printf %s "$HOME"').stdout;
+        expect(x.start.caches, `rank ${x.rank}`).toEqual({ dir: expect.stringMatching(new RegExp(`^${home}/\\.cache/sparkctl/vllm/qwen3-200b/[^/@]+$`)), warm: false });
+        expect(nodeCache(x.rank)).toEqual({ dir: x.start.caches!.dir, warm: true });
+        expect(cl.exec(x.rank, `stat -c %a "${x.start.caches!.dir}"`).stdout.trim()).toBe('700');
+      }
+      cachesFilled = true;
       // the probe's history keeps the server's start; report reads it back
       expect((await run(['probe', 'qwen3-200b'])).exitCode).toBe(0);
       const rep = JSON.parse((await run(['report', 'qwen3-200b', '--json'])).stdout);
@@ -232,9 +249,16 @@ describe.each<[Mode, boolean]>([
   it.skipIf(!available)(
     'stop acts on what the registry records: stop --nodes FILE without a name stops every native rank (no Ray); stop NAME without --nodes reads the record; restart says it is multi-node',
     async () => {
-      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${await freePort()}`];
+      // compile on: a rank whose node kept its start caches (the native case above filled them) loads its compile from there
+      const native = ['--set', 'parallel.executor=mp', '--set', `server.port=${await freePort()}`, '--set', 'engine.enforceEager=false'];
+      const warm = [0, 1, 2, 3].map((i) => nodeCache(i).warm);
+      if (cachesFilled) expect(warm).toEqual([true, true, true, true]);
       const r = await run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...native]);
       expect(r.exitCode, r.stderr).toBe(0);
+      // the per-rank start line says each rank's compile verdict, from its own log: a hit exactly where its node's folder was warm
+      for (const i of [0, 1, 2, 3]) expect(r.stderr).toMatch(new RegExp(`start qwen3-200b-0 rank ${i} on n${i}: .*compile [\\d.]+ s \\(cache ${warm[i] ? 'hit' : 'miss'}`));
+      const starts = JSON.parse((await run(['status', '--json'])).stdout).clusters[0].starts as Array<{ rank: number; start: { caches?: { warm: boolean }; compile?: { cache?: string } } }>;
+      expect(starts.map((x) => [x.rank, x.start.caches?.warm, x.start.compile?.cache])).toEqual(warm.map((w, i) => [i, w, w ? 'hit' : 'miss']));
       // restart of a server over nodes: bad input that says so (not "nothing registered")
       const re = await run(['restart', 'qwen3-200b']);
       expect(re.exitCode).toBe(2);

@@ -8,7 +8,8 @@ import { mkdirSync, writeFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { BIN, cli, freePort, waitFor, writeForeignEntry } from '../helpers.js';
-import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
+import { PODMAN, derivedImage, podmanSuite, podmanUnavailable } from '../podman.js';
+import { cacheDirOf } from '../../src/engine/caches.js';
 
 const suite = podmanSuite('sparkctl-podman-serve-');
 const { work, env, podman, stateDir, ours } = suite;
@@ -265,6 +266,37 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     expect(r.stderr).toContain(`a container named ${cname} already exists`);
     expect(r.stderr).toContain(`podman rm ${cname}`);
     expect((await podman(['inspect', '--format', '{{.Id}} {{.State.Running}}', cname])).stdout.trim()).toBe(`${f.stdout.trim()} true`);
+  });
+
+  it("the start caches' folder is keyed by the image's content id as podman reads it: another tag of the image shares it, a rebuild under its own tag gets its own; the container mounts it", async () => {
+    const port = await freePort();
+    const name = `ctr-k-${tag}`;
+    const alias = `localhost/sparkctl-sim-alias:${tag}`;
+    const rebuilt = `localhost/sparkctl-sim-rebuilt:${tag}`;
+    const idOf = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
+    const planned = async (image: string) => {
+      const r = await run(['serve', name, '--profiles', profileDir(name, port, { image }), '--engine', 'sim', '--dry-run', '--json']);
+      expect(r.exitCode, r.stderr).toBe(0);
+      const plan = JSON.parse(r.stdout);
+      return { caches: plan.caches as { dir: string; key: { image?: string } }, argv: plan.replicas[0].container.argv as string[] };
+    };
+    try {
+      expect((await podman(['tag', suite.image(), alias])).exitCode).toBe(0);
+      const rebuiltId = await derivedImage(podman, work, suite.image(), [`LABEL io.sparkctl.test.rebuild=${tag}`], rebuilt);
+      const id = await idOf(suite.image());
+      expect(id).toMatch(/^[a-f0-9]{64}$/);
+      const [byTag, byAlias, byRebuild] = [await planned(suite.image()), await planned(alias), await planned(rebuilt)];
+      // the key is the id podman reported, never the reference (the pin would make that a digest of each name)
+      expect(byTag.caches.key.image).toBe(id);
+      expect(byTag.caches.dir).toBe(cacheDirOf(join(stateDir, 'cache'), { profile: name, vllm: '0.25.0', image: id }));
+      expect(byAlias.caches.dir).toBe(byTag.caches.dir);
+      expect(byRebuild.caches.key.image).toBe(rebuiltId);
+      expect(byRebuild.caches.dir).not.toBe(byTag.caches.dir);
+      for (const p of [byTag, byRebuild]) expect(p.argv.join(' ')).toContain(`--volume ${p.caches.dir}:${p.caches.dir} `);
+    } finally {
+      await podman(['untag', alias, alias]);
+      await podman(['rmi', '-f', rebuilt]);
+    }
   });
 
   it('a missing image fails the launch with its cause and fix; nothing is left', async () => {

@@ -253,6 +253,9 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     expect(readFileSync(`/proc/${router.pid}/cmdline`, 'utf8')).not.toContain(KEY);
     expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain(KEY);
     expect(readFileSync(`/proc/${router.pid}/environ`, 'utf8')).not.toContain('QWEN_PROD_API_KEY');
+    // glibc told to keep HAProxy's 256 KiB buffers, as the gateway's HAProxy is (HAPROXY_MALLOC_ENV, src/profiles/haproxy.ts)
+    const environ = readFileSync(`/proc/${router.pid}/environ`, 'utf8').split('\0');
+    expect(environ).toEqual(expect.arrayContaining(['MALLOC_TRIM_THRESHOLD_=67108864', 'MALLOC_MMAP_THRESHOLD_=4194304']));
     const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : e.isFile() ? [join(d, e.name)] : []));
     for (const f of walk(t.state)) expect(readFileSync(f, 'utf8'), f).not.toContain(KEY);
     // HAProxy's health checks pass without the key (/health is not under /v1); the API still needs it

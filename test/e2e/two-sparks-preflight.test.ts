@@ -4,23 +4,29 @@
 // profile" (exit 2), and both Sparks were shown as unreachable with "is it installed there?". Two nodes
 // over the harness's fake ssh (test/cluster.ts; no root needed), each answering preflight from a
 // support bundle of the simulator's GB10 host (test/sim-bundle.ts: no GB10 capture exists here).
+// The same two nodes then serve the model id (simulator ranks): their logins have no HF_HUB_CACHE of
+// their own (each node's HOME is its own folder), so a rank finds the model only where serve --nodes
+// says this host's cache is (src/engine/cluster/model-env.ts). Before, a rank's env held only its
+// address and NIC: each rank looked in its login's ~/.cache and played the profile's numbers instead.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { cli, tempDir, rmrf, processesMarked, cachedConfig } from '../helpers.js';
+import { readFileSync, readdirSync } from 'node:fs';
+import { cli, tempDir, rmrf, processesMarked, cachedConfig, freePort } from '../helpers.js';
 import { makeCluster, type Cluster } from '../cluster.js';
 import { simBundle } from '../sim-bundle.js';
 
 const dir = tempDir('sparkctl-2sparks-pf-');
 const hub = join(dir, 'hub');
-cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
+const repo = cachedConfig(hub, 'openai/gpt-oss-120b', 'gpt-oss-120b');
 const marker = randomUUID();
 let cl: Cluster;
 
 describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     await simBundle('dgx-spark-gb10', join(dir, 'gb10'));
-    cl = await makeCluster('fake-ssh', marker, { nodes: 2, gpusPerNode: 1, bundle: join(dir, 'gb10'), env: { HF_HUB_CACHE: hub } });
+    // the nodes' logins know nothing of this host's cache: only what serve --nodes sends tells them
+    cl = await makeCluster('fake-ssh', marker, { nodes: 2, gpusPerNode: 1, bundle: join(dir, 'gb10') });
   }, 60_000);
   afterAll(() => {
     for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
@@ -41,4 +47,24 @@ describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, (
     expect(text.stderr).toContain("each node's own preflight runs for platform dgx-spark-gb10, without a profile: openai/gpt-oss-120b has none of its own");
     expect(text.stdout).not.toContain('unreachable');
   });
+
+  it("serve MODEL --nodes: every rank reads the model from this host's cache path (HF_HUB_CACHE sent to each node)", async () => {
+    const env = { ...cl.env, HF_HUB_CACHE: hub, SPARKCTL_STATE_DIR: join(dir, 'state'), SPARKCTL_TEST_CASE: marker };
+    const port = await freePort();
+    const r = await cli(['serve', 'openai/gpt-oss-120b', '--nodes', cl.nodesFile, '--engine', 'sim', '--no-prewarm', '--set', `server.port=${port}`], { env, timeout: 90_000 });
+    try {
+      expect(r.exitCode, r.stderr + r.stdout).toBe(0);
+      for (const rank of [0, 1]) {
+        // each node's own home (test/cluster.ts): where the rank's log is
+        const logs = join(cl.dir, `n${rank}`, 'home', '.local', 'state', 'sparkctl', 'logs');
+        const file = readdirSync(logs).find((f) => f.endsWith(`-rank${rank}.log`));
+        expect(file, readdirSync(logs).join(' ')).toBeDefined();
+        const log = readFileSync(join(logs, file!), 'utf8');
+        expect(log, `rank ${rank}`).toContain(`from ${join(repo, 'snapshots')}`);
+      }
+    } finally {
+      const s = await cli(['stop', 'gpt-oss-120b', '--nodes', cl.nodesFile], { env, timeout: 60_000 });
+      expect(s.exitCode, s.stderr).toBe(0);
+    }
+  }, 120_000);
 });

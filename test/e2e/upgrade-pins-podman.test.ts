@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { execa } from 'execa';
 import { podmanUnavailable, podmanSuite, derivedImage, PODMAN } from '../podman.js';
 import { resolveImagePin } from '../../src/engine/pins.js';
+import { ofCli } from '../../src/engine/runtime/index.js';
 import { tempDir, rmrf, cli, freePort } from '../helpers.js';
 import { UsageError } from '../../src/errors.js';
 
@@ -16,6 +17,8 @@ if (why) console.warn(`upgrade pins (podman) skipped: ${why}`);
 
 const work = tempDir('sparkctl-pin-podman-');
 const repo = `localhost/sparkctl-pin-${randomBytes(4).toString('hex')}`;
+// podman's runtime reads the images (Runtime.images), as serve and upgrade ask it
+const images = ofCli('podman').images!;
 const podman = (args: string[]) => execa('podman', [...PODMAN, ...args], { reject: false, timeout: 60_000 });
 
 /** An image of one file, imported under TAG: its content differs by `text`. */
@@ -41,7 +44,7 @@ afterAll(async () => {
 describe.skipIf(why !== undefined)('upgrade pins on the real podman', () => {
   it('pins a tag to its digest; moving the tag later does not move the pin', async () => {
     const firstId = await imageWith('first', `${repo}:latest`);
-    const pin = await resolveImagePin('podman', PODMAN, `${repo}:latest`);
+    const pin = await resolveImagePin(images, PODMAN, `${repo}:latest`);
     expect(pin.how).toBe('digest');
     expect(pin.pinned).toMatch(new RegExp(`^${repo}@sha256:[a-f0-9]{64}$`));
     // the tag moves to another image
@@ -49,12 +52,12 @@ describe.skipIf(why !== undefined)('upgrade pins on the real podman', () => {
     expect(secondId).not.toBe(firstId);
     const byPin = await podman(['image', 'inspect', '--format', '{{.Id}}', pin.pinned]);
     expect(byPin.stdout.trim().replace(/^sha256:/, '')).toBe(firstId);
-    const again = await resolveImagePin('podman', PODMAN, `${repo}:latest`);
+    const again = await resolveImagePin(images, PODMAN, `${repo}:latest`);
     expect(again.pinned).not.toBe(pin.pinned);
   }, 120_000);
 
   it('an image that is not here is bad input naming the pull', async () => {
-    const e = await resolveImagePin('podman', PODMAN, `${repo}:absent`).catch((x) => x);
+    const e = await resolveImagePin(images, PODMAN, `${repo}:absent`).catch((x) => x);
     expect(e).toBeInstanceOf(UsageError);
     expect(e.message).toMatch(/image not known/);
     expect(e.details.join('\n')).toMatch(/podman pull .*:absent/);

@@ -12,8 +12,9 @@
 // this build (test/fixtures/vllm-start/SOURCE.md), so sparkctl turns it off there.
 //
 // Podman is not exercised here: the real-vLLM test image has no C++ compiler, so inductor cannot
-// compile in it at all (test/real-vllm/podman.test.ts runs it with TORCHDYNAMO_DISABLE=1); the mount
-// of the folder into a container is shown by the plan below.
+// compile in it (podman.real.ts runs it with TORCHDYNAMO_DISABLE=1). The compile and its reuse in a
+// container, through the mount, are compile-container.real.ts's (an image with Debian's g++ added;
+// opt-in: SPARKCTL_REAL_COMPILE_CONTAINER=1); the folders planned per image are shown below.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';

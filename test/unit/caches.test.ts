@@ -134,3 +134,55 @@ describe("a CPU build's compile: torch's caches, their hit or miss made visible"
     expect(notes.some((n) => n.startsWith('TORCH_LOGS='))).toBe(logs === TORCH_CACHE_LOGS);
   });
 });
+
+// A container's start caches are keyed by the image's content id, read from the image, never by the
+// reference the profile names: the same image under a tag, a digest or another tag is one folder (a
+// restart through the pin still finds its compile cache), and a tag rebuilt to another image is
+// another folder (a stale kernel of another image's torch is never loaded). Where the id could not be
+// read the reference keys it. The folder is what the container argv mounts, read-write, at its own path.
+describe("a container's caches: the folder keyed by the image's content id, mounted", async () => {
+  const { loadProfile } = await import('../../src/profiles/load.js');
+  const { resolveLoaded } = await import('../../src/profiles/resolve.js');
+  const { buildServePlan, replicaRun } = await import('../../src/engine/plan.js');
+  const { renderContainerRun } = await import('../../src/engine/runtime/container.js');
+  const { ROOT } = await import('../helpers.js');
+  const ID_A = 'a'.repeat(64);
+  const ID_B = 'b'.repeat(64);
+  const root = join(tmp, 'ctr-state');
+  const planFor = (image: string, imageId: string | undefined, runtime: 'container' | 'host' = 'container') => {
+    const sets = ['engine.runtime=container', `container.image=${image}`, 'container.cli=podman', 'container.gpus=none'];
+    const r = resolveLoaded(loadProfile('tiny', { profilesDir: join(ROOT, 'test', 'real-vllm', 'profiles'), sets: runtime === 'container' ? sets : [] }), { gpus: 1 });
+    const plan = buildServePlan(r, { engine: 'vllm', vllmBin: 'vllm', prewarm: false, installedVllm: '0.27.2.dev0+g6adad0876.cpu', stateDir: root, runtime, ...(imageId ? { imageId } : {}) });
+    const x = replicaRun(plan, plan.replicas[0]!);
+    const argv = runtime === 'container' ? renderContainerRun({ ...x, marker: 'm-1', cli: 'podman', env: { HOME: '/nonexistent' }, stopTimeoutS: 30, cwd: ROOT }).argv : [];
+    return { plan, argv, dir: plan.caches!.dir };
+  };
+  const TAG = 'localhost/vllm-cpu:latest';
+  const DIGEST = `localhost/vllm-cpu@sha256:${'c'.repeat(64)}`;
+  it.each([
+    // [image reference, content id read] x 2 -> the same folder?
+    [[TAG, ID_A], [DIGEST, ID_A], true, 'a tag and its pinned digest: one image, one folder'],
+    [[TAG, ID_A], ['localhost/other:1', ID_A], true, 'another tag of the same image'],
+    [[TAG, ID_A], [TAG, ID_B], false, 'the tag rebuilt to another image'],
+    [[TAG, ID_A], [TAG, undefined], false, 'the id not read: keyed by the reference, not shared with the id'],
+  ] as const)('%j and %j: same folder %s (%s)', (a, b, same) => {
+    const one = planFor(a[0], a[1]);
+    const two = planFor(b[0], b[1]);
+    expect(one.dir === two.dir).toBe(same);
+    for (const p of [one, two]) {
+      // keyed by the id where read: the key names it, the folder ends in its hash
+      expect(p.plan.caches!.key.image).toBe(p === one ? (a[1] ?? a[0]) : (b[1] ?? b[0]));
+      expect(p.dir).toMatch(/\/vllm\/tiny\/0\.27\.2\.dev0\+g6adad0876\.cpu@[0-9a-f]{12}$/);
+      // the container mounts that folder read-write at its own path, and every cache variable points inside it
+      expect(p.argv.join(' ')).toContain(`--volume ${p.dir}:${p.dir}`);
+      expect(p.argv.join(' ')).not.toContain(`--volume ${p.dir}:${p.dir}:ro`);
+      for (const [name] of CACHE_VARS) expect(p.argv, name).toContain(`${name}=${join(p.dir, CACHE_VARS.find(([n]) => n === name)![1])}`);
+    }
+  });
+  it("the host's vLLM: no image in the key, never the folder of a container of the same version", () => {
+    const host = planFor(TAG, undefined, 'host');
+    expect(host.dir).toMatch(/\/vllm\/tiny\/0\.27\.2\.dev0\+g6adad0876\.cpu$/);
+    expect(host.plan.caches!.key.image).toBeUndefined();
+    expect(host.dir).not.toBe(planFor(TAG, ID_A).dir);
+  });
+});

@@ -105,3 +105,31 @@ describe('the on-demand settings as docs/router-and-gateway.md gives them', () =
     expect([err!.message, ...(err!.details ?? [])].join('\n')).toMatch(re);
   });
 });
+
+// HAProxy's own refusals pass no filter: with usage on, each is preceded by the action that writes its
+// usage line, under the very same condition (a condition that differed would count what was not refused);
+// keeper_return's refusals are counted on the client's side, so none there; with usage off, no action.
+describe("HAProxy's own refusals are counted (usage filter on)", () => {
+  const plan = () => planGateway(GatewaySettings.parse({ port: 18080, statsPort: 18081, apiKeyEnv: 'K', models: { a: { queue: 3 } } }), [inst('a', 18100), inst('b', 18101)], '/tmp/state-x');
+  const usage = { lua: '/tmp/state-x/gateway/usage.lua', logFd: 3 };
+  it('each return of 400, 401, 404 and 429 in the client frontend follows its sparkctl_own line with the same condition', () => {
+    const L = renderGatewayConfig(plan(), { usage }).split('\n');
+    const front = L.slice(L.indexOf('frontend gateway'), L.indexOf('frontend keeper_return'));
+    const refusals = front
+      .map((l, i) => [l, i] as const)
+      .filter(([l]) => /http-request return status (400|401|404|429)\b|http-request return .*"code":(400|401|404|429)/.test(l) || /http-request return status 4\d\d/.test(l));
+    const statuses = refusals.map(([l]) => Number(/status (\d{3})/.exec(l)![1]));
+    expect(statuses.sort()).toEqual([400, 401, 404, 404, 429, 429]);
+    for (const [l, i] of refusals) {
+      const st = /status (\d{3})/.exec(l)![1];
+      const cond = l.slice(l.lastIndexOf(' if ') + 1);
+      expect(front[i - 1], l).toBe(`    http-request lua.sparkctl_own ${st} ${cond}`);
+    }
+    const back = L.slice(L.indexOf('frontend keeper_return'));
+    expect(back.filter((l) => l.includes('sparkctl_own'))).toEqual([]);
+    expect(back.filter((l) => /http-request return status 429/.test(l))).toHaveLength(2);
+  });
+  it('without the usage filter: no action line (the action is registered only by its Lua file)', () => {
+    expect(renderGatewayConfig(plan()).includes('sparkctl_own')).toBe(false);
+  });
+});

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseLoader, installedLoaders } from '../../src/engine/loader.js';
+import { CONTAINER_TRAITS, HOST_TRAITS } from '../../src/engine/runtime/traits.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'sparkctl-loader-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('chooseLoader', () => {
-  const base = { pinned: 'auto', installed: [] as string[] | undefined, gpu: true, runtime: 'host' as const, extraArgs: [] as string[], engine: 'vllm' as const };
+  const base = { pinned: 'auto', installed: [] as string[] | undefined, gpu: true, packagesUnread: HOST_TRAITS.packagesUnread, extraArgs: [] as string[], engine: 'vllm' as const };
   it.each([
     ['fastsafetensors installed on a GPU build: chosen', { installed: ['fastsafetensors'] }, 'fastsafetensors', /fastsafetensors \(installed/],
     ['installed on a CPU build: vLLM default, said', { installed: ['fastsafetensors'], gpu: false }, undefined, /CPU build/],
@@ -18,7 +19,13 @@ describe('chooseLoader', () => {
     ['runai only: never auto-chosen', { installed: ['runai_streamer'] }, undefined, /installed: runai_streamer/],
     ['pinned: rendered whatever is installed', { pinned: 'runai_streamer' }, 'runai_streamer', /pins it/],
     ['extraArgs carries one: left to it', { pinned: 'fastsafetensors', extraArgs: ['--load-format=dummy'] }, undefined, /extraArgs/],
-    ['a container: the image is not read', { installed: ['fastsafetensors'], runtime: 'container' as const }, undefined, /image's packages are not read/],
+    // the runtime says why its packages are not read (a container: the image's), and the loader says so
+    [
+      'a container: the image is not read',
+      { installed: ['fastsafetensors'], packagesUnread: CONTAINER_TRAITS.packagesUnread },
+      undefined,
+      /^loader: vLLM's default; the image's packages are not read \(engine\.loadFormat pins one/,
+    ],
     ['the simulator', { engine: 'sim' as const, installed: ['fastsafetensors'] }, undefined, /simulator/],
   ])('%s', (_n, over, format, note) => {
     const c = chooseLoader({ ...base, ...over });

@@ -3,7 +3,8 @@
 // string in vLLM's source (the file named beside it).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { factOf, StartClock, startLine, startOf } from '../../src/engine/phases.js';
+import { factOf, StartClock, startLine } from '../../src/engine/phases.js';
+import { startOf } from '../../src/engine/start-shape.js';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/vllm-start/${name}`, import.meta.url), 'utf8');
 

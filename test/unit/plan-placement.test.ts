@@ -7,6 +7,7 @@ import { resolveLoaded } from '../../src/profiles/resolve.js';
 import { buildServePlan, type PlanCore } from '../../src/engine/plan.js';
 import { planCluster, toClusterPlan } from '../../src/engine/cluster/plan.js';
 import { NodesFile } from '../../src/profiles/schema.js';
+import { groupsOf, endpointsOf, type ServerGroup } from '../../src/engine/groups.js';
 
 const nodes = (gpus: number, n: number) =>
   NodesFile.parse({
@@ -21,11 +22,11 @@ type Row = [string, () => PlanCore & { groups: number }, { placement: 'local' | 
 const cluster = (profile: string, nf: ReturnType<typeof nodes>, sets: string[], readyTimeout?: number) => {
   const opts = { nodesFile: '/abs/nodes.yaml', set: sets, engine: 'sim' as const, vllmBin: 'vllm', prewarm: false, readyTimeout };
   const plan = toClusterPlan(planCluster(profile, nf, opts), { ...opts, stateDir: '/state' });
-  return { ...plan, groups: plan.steps.length };
+  return { ...plan, groups: groupsOf(plan).length };
 };
 const local = (profile: string, sets: string[], readyTimeout?: number) => {
   const plan = buildServePlan(resolveLoaded(loadProfile(profile, { sets })), { engine: 'sim', vllmBin: 'vllm', prewarm: false, stateDir: '/state', readyTimeout });
-  return { ...plan, groups: plan.replicas.length };
+  return { ...plan, groups: groupsOf(plan).length };
 };
 
 describe('placement: one plan type for one host and for nodes', () => {
@@ -48,5 +49,73 @@ describe('placement: one plan type for one host and for nodes', () => {
     expect(plan.stallTimeoutMs).toBe(plan.profile.server.stallTimeoutSeconds * 1000);
     // the key is never in a plan as built: serve takes it from the run's secrets on either placement
     expect(JSON.stringify(plan)).not.toMatch(/apiKey"/);
+  });
+});
+
+// The one view serve walks: every group of a plan, placed on a node and run by a Runtime, with what
+// differs between the placements as data (when it starts, what runs before it, whether it serves).
+type G = Pick<ServerGroup, 'server' | 'role' | 'runtime' | 'starts' | 'vllm' | 'ready'> & { node: string; before?: string; port?: boolean };
+const clusterPlan = (profile: string, nf: ReturnType<typeof nodes>, sets: string[]) => {
+  const opts = { nodesFile: '/abs/nodes.yaml', set: sets, engine: 'sim' as const, vllmBin: 'vllm', prewarm: false };
+  return toClusterPlan(planCluster(profile, nf, opts), { ...opts, stateDir: '/state' });
+};
+const localPlan = (profile: string, sets: string[]) => buildServePlan(resolveLoaded(loadProfile(profile, { sets })), { engine: 'sim', vllmBin: 'vllm', prewarm: false, stateDir: '/state' });
+const seen = (g: ServerGroup): G => ({
+  server: g.server,
+  node: g.node.kind === 'local' ? 'local' : g.node.name,
+  role: g.role,
+  runtime: g.runtime,
+  starts: g.starts,
+  vllm: g.vllm,
+  ready: g.ready,
+  ...(g.before ? { before: g.before } : {}),
+  port: g.port !== undefined,
+});
+const replica = (server: string, starts: G['starts'], runtime: G['runtime'] = 'host'): G => ({ server, node: 'local', role: 'replica', runtime, starts, vllm: true, ready: true, port: true });
+const rank = (server: string, node: string, head: boolean, o: { ray?: boolean; runtime?: G['runtime'] } = {}): G => ({
+  server,
+  node,
+  role: head ? 'head' : 'worker',
+  runtime: o.runtime ?? 'host',
+  starts: head ? 'first' : 'after-head',
+  vllm: head || !o.ray,
+  ready: head,
+  ...(o.ray ? { before: 'ray-start' } : {}),
+  port: head,
+});
+
+describe('groupsOf: a plan is its server groups, each placed on a node', () => {
+  it.each<[string, () => Parameters<typeof groupsOf>[0], G[]]>([
+    ['one replica on this host', () => localPlan('qwen-dev', []), [replica('qwen-dev-0', 'first')]],
+    [
+      'two replicas on this host: the second after the first',
+      () => localPlan('qwen-dev', ['parallel.replicas=2', 'parallel.firstGpu=0']),
+      [replica('qwen-dev-0', 'first'), replica('qwen-dev-1', 'after-previous')],
+    ],
+    ['a replica in a container', () => localPlan('qwen-dev', ['engine.runtime=container', 'engine.vllmVersion=0.11.0']), [replica('qwen-dev-0', 'first', 'container')]],
+    [
+      "native over 2 nodes: a vLLM rank per node, the workers after the head; only the head's API serves",
+      () => clusterPlan('gpt-oss-120b-2spark', nodes(1, 2), []),
+      [rank('gpt-oss-120b-2spark-0', 'n0', true), rank('gpt-oss-120b-2spark-0', 'n1', false)],
+    ],
+    [
+      "Ray over 4 nodes: ray start before every group, vLLM in the head's alone",
+      () => clusterPlan('qwen3-200b', nodes(8, 4), []),
+      [rank('qwen3-200b-0', 'n0', true, { ray: true }), ...['n1', 'n2', 'n3'].map((n) => rank('qwen3-200b-0', n, false, { ray: true }))],
+    ],
+    [
+      'Ray in containers over 2 nodes',
+      () => clusterPlan('qwen3-200b', nodes(16, 2), ['engine.runtime=container', 'engine.vllmVersion=0.11.0']),
+      [rank('qwen3-200b-0', 'n0', true, { ray: true, runtime: 'container' }), rank('qwen3-200b-0', 'n1', false, { ray: true, runtime: 'container' })],
+    ],
+  ])('%s', (_, make, want) => {
+    const plan = make();
+    const groups = groupsOf(plan);
+    expect(groups.map(seen)).toEqual(want);
+    // every group is the plan's own, in its start order (a view, not a copy)
+    if (plan.placement === 'local') expect(groups.map((g) => 'replica' in g.of && g.of.replica)).toEqual(plan.replicas);
+    else expect(groups.map((g) => 'step' in g.of && g.of.step)).toEqual(plan.steps);
+    // the endpoints are the groups that answer: one per replica here, the head's alone over nodes
+    expect(endpointsOf(plan).map((g) => g.port)).toEqual(plan.placement === 'local' ? plan.replicas.map((r) => r.port) : [plan.replica.port]);
   });
 });

@@ -5,7 +5,7 @@
 // "[repeated 4x across cluster]"); the phase lines are the format strings phases.ts names.
 import { describe, it, expect } from 'vitest';
 import { ClusterStart } from '../../src/engine/cluster/rank-start.js';
-import { rankStartsOf } from '../../src/engine/phases.js';
+import { rankStartsOf } from '../../src/engine/start-shape.js';
 import type { NodesFile } from '../../src/profiles/schema.js';
 
 const node = (name: string, address: string, fabric?: string) => ({ name, address, sshUser: 'root', gpus: 8, ...(fabric ? { fabric: { address: fabric, interface: 'ib0' } } : {}) });

@@ -15,6 +15,7 @@ import type { NotReady } from '../../client/ready.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
 import type { ClusterStart, RankStart } from './rank-start.js';
+import type { NodeCaches } from './node-caches.js';
 
 export type { NodeFailure };
 
@@ -39,6 +40,8 @@ export interface ClusterPlan extends PlanCore {
   apiKeyEnv?: string;
   prewarm?: PrewarmSettings;
   probe: ProbeSettings;
+  /** vLLM's start caches on each node (node-caches.ts): made and pointed at by each launch line on a node's host */
+  caches?: NodeCaches;
   /** each `ray start` (seconds, enforced on the node) */
   joinTimeoutS?: number;
   /** the whole wait for Ray to list every node */

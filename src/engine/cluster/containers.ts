@@ -41,6 +41,8 @@ export interface ContainerInputs {
   engine: 'vllm' | 'sim';
   /** how many leading argv elements are the host executable (vllm, or sparkctl sim) */
   executableLen: number;
+  /** folders every rank reads at the same path as here (the model, its cache, the profile's env folders: model-env.ts) */
+  mounts?: Array<{ path: string; readOnly: boolean }>;
 }
 
 /** Where the Hugging Face cache is on a node: the profile's container.hfCache, else the ssh user's home. */
@@ -63,8 +65,10 @@ export function nodeContainer(
   const image = imageFor(p, x.platform);
   const name = containerName(`${p.name}-rank${role.rank}`);
   const mounts: Mount[] = [{ host: nodeHfCache(p, n), container: CONTAINER_HF_CACHE, readOnly: true }];
-  if (p.model.path?.startsWith('/')) mounts.push({ host: p.model.path, container: p.model.path, readOnly: true });
+  const same = x.mounts ?? (p.model.path?.startsWith('/') ? [{ path: p.model.path, readOnly: true }] : []);
   for (const m of p.container?.mounts ?? []) mounts.push({ host: m.source, container: m.target, readOnly: m.readOnly });
+  // at the same path as here, unless the profile's own mounts already put something there
+  for (const m of same) if (!mounts.some((o) => o.container === m.path)) mounts.push({ host: m.path, container: m.path, readOnly: m.readOnly });
   const isShell = 'shell' in command;
   const argv = runArgv({
     cli,

@@ -13,6 +13,7 @@ export * from './common.js';
 export { planCluster, toClusterPlan, resolveForNodes, type ClusterInputs, type PlannedCluster } from './plan.js';
 export { allNodes, gpusDeclared, hostShapeOf, exportLine, fabricAddress, fabricInterface, nodeEnv as nodeEnvOf, type NodeStep } from './ray-plan.js';
 export { readFabric, fabricEnvs, rdmaNodes, fabricEnv, type FabricReading } from './fabric.js';
+export { NODE_CACHE_ROOT, type NodeCaches } from './node-caches.js';
 
 export function executorFor(kind: ExecutorKind): ClusterExecutor {
   return kind === 'native' ? nativeExecutor : rayExecutor;

@@ -30,12 +30,6 @@ export function withoutPerNode(argv: string[]): string[] {
   return out;
 }
 
-export interface NativeShape {
-  world: number;
-  nodes: number;
-  perNode: number;
-}
-
 /** Why TP x PP cannot run natively over these nodes (undefined: it can), naming the node. */
 export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): string | undefined {
   const nodes = allNodes(nf);
@@ -48,13 +42,8 @@ export function nativeProblem(nf: NodesFile, tensor: number, pipeline: number): 
   return undefined;
 }
 
-export function nativeShape(nf: NodesFile, tensor: number, pipeline: number): NativeShape {
-  const nodes = allNodes(nf).length;
-  return { world: tensor * pipeline, nodes, perNode: (tensor * pipeline) / nodes };
-}
-
 /** The plan, node by node: rank 0 on the head (serves the API), then every worker with --headless. */
-export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}): NodeStep[] {
+export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}, shared: Record<string, string> = {}): NodeStep[] {
   const nodes = allNodes(nf);
   const base = withoutPerNode(vllmArgv);
   const master = fabricAddress(nf.head);
@@ -62,7 +51,7 @@ export function planNative(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<
     node: n.name,
     role: rank === 0 ? 'head' : 'worker',
     address: n.address,
-    env: nodeEnv(n, fabricEnv[n.name]),
+    env: nodeEnv(n, fabricEnv[n.name], shared),
     argv: [
       [
         ...base,

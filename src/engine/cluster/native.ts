@@ -14,12 +14,12 @@ import { watchReady } from '../launch.js';
 import type { ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
 import { remoteListenerOurs } from './remote-socket.js';
-import { shellQuote } from '../../output/format.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../runtime/proc.js';
-import { ssh, remoteWhy } from './ssh.js';
-import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
-import { allNodes, exportLine, nodeOf, type NodeStep } from './ray-plan.js';
+import { ssh } from './ssh.js';
+import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
+import { cachesFrom, nodeCacheScript } from './node-caches.js';
+import type { StartClock } from '../phases.js';
+import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
 import { ClusterStart } from './rank-start.js';
@@ -37,8 +37,6 @@ import {
   type ClusterStatus,
 } from './common.js';
 
-const LOGS = '$HOME/.local/state/sparkctl/logs';
-
 /** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
 async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
   const n = nodeOf(plan.nf, step.node);
@@ -48,30 +46,25 @@ async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number
   return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
 }
 
-/** One rank on its node's host, in its own session; the API key (head only) through stdin, never argv. */
-async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
-  const { nf } = plan;
-  const n = nodeOf(nf, step.node);
-  const key = rank === 0 ? plan.apiKey : undefined;
-  const logFile = `${LOGS}/${plan.replica.name}-rank${rank}.log`;
-  const line = [
-    `mkdir -p "${LOGS}"`,
-    exportLine(step.env),
-    ...Object.entries(plan.replica.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-    key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
-    `export ${INSTANCE_ENV}=${marker}`,
-    launchAndReport(`setsid nohup ${step.argv[0]!.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
-  ].join('; ');
-  const r = await ssh(nf, n, line, { input: key ? `${key}\n` : undefined, signal });
-  const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
-  const pid = Number(pidText);
-  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
-  return { ref: { node: n.name, rank, pid, startTime: Number(startText) || undefined, marker, logFile } };
+/**
+ * One rank on its node's host, in its own session (the one launch on a node's host: node-proc.ts); the
+ * API key (head only) through stdin, never argv.
+ * The start caches' folder is made on the node first (node-caches.ts): its state goes on the rank's clock.
+ */
+async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock): Promise<Started<ClusterRank>> {
+  const n = nodeOf(plan.nf, step.node);
+  const logFile = `${NODE_LOGS}/${plan.replica.name}-rank${rank}.log`;
+  const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
+  const r = await launchOnNodeHost(plan.nf, n, { argv: step.argv[0]!, stepEnv: step.env, env: plan.replica.env, setup, key: rank === 0 ? plan.apiKey : undefined, marker, logFile, signal });
+  if ('error' in r) return r;
+  const caches = plan.caches ? cachesFrom(r.stdout, plan.caches) : undefined;
+  if (caches) clock?.cachesWere(caches);
+  return { ref: { node: n.name, rank, pid: r.pid, startTime: r.startTime, marker, logFile } };
 }
 
 /** A rank's launch, by where the Runtime says its step runs. */
 const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
-const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal);
+const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal, clock);
 
 /** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
 async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
@@ -82,8 +75,8 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): P
     plan.steps,
     (s, i) => {
       // each rank's start is timed from its own launch
-      start.launched(i, s.node);
-      return launchRank(plan, s, i, marker, ctx.signal);
+      const clock = start.launched(i, s.node);
+      return launchRank(plan, s, i, marker, ctx.signal, clock);
     },
     async () => undefined,
     (s, error) => `vLLM rank ${plan.steps.indexOf(s)} did not start on ${s.node} (${nodeOf(nf, s.node).address}): ${error}`,

@@ -7,6 +7,8 @@
 import { INSTANCE_ENV, stopGroupOver, type ProcFacts, type ProcTransport, type ProvenSignal, type StopHow } from '../runtime/proc.js';
 import type { NodeEntry, NodesFile } from '../../profiles/schema.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
+import { shellQuote } from '../../output/format.js';
+import { exportLine } from './ray-plan.js';
 
 /** A container's proof on a node (node-container.ts) that fails: exit 4, and nothing is signalled. */
 export const REMOTE_UNPROVEN_EXIT = 4;
@@ -149,3 +151,43 @@ export async function stopOnNode(shell: NodeShell, id: { pid: number; startTime?
 
 /** The launch's tail: start the server in its own session and print "PID STARTTIME". */
 export const launchAndReport = (cmd: string) => `${cmd} & p=$!; echo "$p $(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -d' ' -f20)"`;
+
+/** Where a server launched on a node's host writes its log (the ssh user's state folder there). */
+export const NODE_LOGS = '$HOME/.local/state/sparkctl/logs';
+
+/**
+ * A vLLM group on a node's host, in its own session (the leader of its group, as on this host): the
+ * step's and the server's environment, the instance marker, the API key through stdin (never argv);
+ * its output into `logFile`. What proves it ours later: the pid and start time it printed, the marker.
+ * The one launch on a node's host, for a native rank and for Ray's vLLM on the head alike.
+ */
+export async function launchOnNodeHost(
+  nf: NodesFile,
+  node: NodeEntry,
+  o: {
+    argv: string[];
+    stepEnv: Record<string, string>;
+    env: Record<string, string>;
+    /** a line run before it (the start caches' folder: node-caches.ts), its output read back by the caller */
+    setup?: string;
+    key?: string;
+    marker: string;
+    logFile: string;
+    signal?: AbortSignal;
+  },
+): Promise<{ pid: number; startTime?: number; stdout: string } | { error: string; evidence: string[] }> {
+  const line = [
+    `mkdir -p "${NODE_LOGS}"`,
+    exportLine(o.stepEnv),
+    ...Object.entries(o.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+    ...(o.setup ? [o.setup] : []),
+    o.key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
+    `export ${INSTANCE_ENV}=${o.marker}`,
+    launchAndReport(`setsid nohup ${o.argv.map(shellQuote).join(' ')} > "${o.logFile}" 2>&1 < /dev/null`),
+  ].join('; ');
+  const r = await ssh(nf, node, line, { input: o.key ? `${o.key}\n` : undefined, signal: o.signal });
+  const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');
+  const pid = Number(pidText);
+  if (r.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { error: remoteWhy(r), evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+  return { pid, startTime: Number(startText) || undefined, stdout: r.stdout };
+}

@@ -15,6 +15,8 @@ import { nativeProblem, planNative } from './native-plan.js';
 import { containerSteps } from './containers.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
+import { nodeModel, withAbsoluteModel, type NodeModel } from './model-env.js';
+import { planNodeCaches, type NodeCaches } from './node-caches.js';
 
 export type ClusterInputs = Pick<ReadInputs, 'profiles' | 'set' | 'platform'> &
   Pick<RunInputs, 'engine' | 'vllmBin' | 'simLoadSeconds' | 'prewarm' | 'readyTimeout'> & {
@@ -23,6 +25,10 @@ export type ClusterInputs = Pick<ReadInputs, 'profiles' | 'set' | 'platform'> &
     loaded?: LoadedProfile;
     /** the model's files as read on this host (the Hugging Face cache pull filled): the plan's facts */
     modelRead?: ModelRead;
+    /** the model is whole in this host's Hugging Face cache (serve's gate): HF_HUB_OFFLINE=1 on every node */
+    offline?: boolean;
+    /** sparkctl's environment and folder here (where the model is: model-env.ts); default process.env, process.cwd() */
+    here?: { env: Record<string, string | undefined>; cwd: string };
   };
 
 export interface PlannedCluster {
@@ -31,9 +37,13 @@ export interface PlannedCluster {
   executor: ExecutorKind;
   steps: NodeStep[];
   replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  /** where every node's ranks read the model (rendered into each node's launch) */
+  model: NodeModel;
   warnings: string[];
   gpusNeeded: number;
   url: string;
+  /** vLLM's start caches on each node that runs vLLM on its host (node-caches.ts); none for containers on nodes, nor where the profile turns them off */
+  caches?: NodeCaches;
 }
 
 /** The profile resolved against the nodes' shape and the platform's GPU; a one-host profile is bad input. */
@@ -70,6 +80,12 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
     tail: opts.engine === 'sim' ? simTail(r, opts).filter((x, i, a) => !(x === '--sim-profile' || a[i - 1] === '--sim-profile')) : [],
   })[0]!;
   const warnings = requireValid(r);
+  // every rank starts from an ssh login: where the model is (and the profile's env) goes to each node
+  const runtime = traitsOfProfile(p).runtime;
+  const here = opts.here ?? { env: process.env, cwd: process.cwd() };
+  const model = nodeModel(p, { ...here, offline: opts.offline && opts.engine !== 'sim', containerHfCache: runtime === 'container' && Boolean(p.container?.hfCache) });
+  rep.argv = withAbsoluteModel(rep.argv, exe.length + 1, p.model.path, model.modelPath);
+  const shared = { ...rep.env, ...model.env };
   // sparkctl reaches the head over the nodes' network (the nodes file's address, which may be a name
   // or an address of another namespace), so a loopback server.host (the default) listens on every
   // interface of the head, as before the loopback default; without a key that network reaches the
@@ -78,13 +94,13 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   if (hostAt >= 0 && isLoopback(rep.argv[hostAt + 1]!)) rep.argv[hostAt + 1] = '0.0.0.0';
   const open = exposedWhat({ who: `${p.name}'s head`, field: 'server.host', host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host, keyed: Boolean(p.server.apiKeyEnv), fixes: [] });
   if (open) warnings.unshift(`WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`);
-  const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv) : planNodes(nf, rep.argv, fabricEnv);
+  const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv, shared) : planNodes(nf, rep.argv, fabricEnv, shared);
   // engine.runtime container: the same commands, each in a container on its node (the runtime's word decides)
   const onNodes = {
     host: () => host,
     container: () =>
       containerSteps(
-        { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length },
+        { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length, mounts: model.mounts },
         nf,
         executor,
         host,
@@ -92,16 +108,22 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
         rdmaNodes,
       ),
   } as const;
-  const steps = onNodes[traitsOfProfile(p).runtime]();
+  const steps = onNodes[runtime]();
+  // The start caches on every node, keyed as on one host (the profile, the vLLM version it names for
+  // these nodes). Ranks in containers on nodes get none: the folder would have to be mounted into each
+  // node's container, which the node container plan does not do yet (docs/cold-start.md says so).
+  const caches = runtime === 'host' && p.engine.startCaches !== false ? planNodeCaches({ profile: p.name, vllm: p.engine.vllmVersion }, rep.env) : undefined;
   return {
     resolved: r,
     nf,
     executor,
     steps,
     replica: { name: rep.name, argv: rep.argv, env: rep.env, port: rep.port },
+    model,
     warnings,
     gpusNeeded: p.parallel.tensor * p.parallel.pipeline,
     url: `http://${nf.head.address}:${rep.port}`,
+    ...(caches ? { caches } : {}),
   };
 }
 
@@ -127,5 +149,6 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { stateD
     prewarm: opts.prewarm ? p.prewarm : undefined,
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,
+    ...(pc.caches ? { caches: pc.caches } : {}),
   };
 }

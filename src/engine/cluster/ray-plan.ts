@@ -19,11 +19,12 @@ export const fabricInterface = (n: NodeEntry) => n.fabric?.interface ?? n.interf
 
 /**
  * What vLLM and NCCL need to know on each node: its own address and the NIC that carries traffic;
- * `read` adds what was read from the node's fabric (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES).
+ * `read` adds what was read from the node's fabric (NCCL_IB_HCA, NCCL_IB_GID_INDEX, UCX_NET_DEVICES);
+ * `shared`: what every rank needs alike (the profile's env, where the model is: model-env.ts).
  */
-export function nodeEnv(node: NodeEntry, read: Record<string, string> = {}): Record<string, string> {
+export function nodeEnv(node: NodeEntry, read: Record<string, string> = {}, shared: Record<string, string> = {}): Record<string, string> {
   const ifname = fabricInterface(node);
-  return { VLLM_HOST_IP: fabricAddress(node), NCCL_SOCKET_IFNAME: ifname, GLOO_SOCKET_IFNAME: ifname, ...read };
+  return { ...shared, VLLM_HOST_IP: fabricAddress(node), NCCL_SOCKET_IFNAME: ifname, GLOO_SOCKET_IFNAME: ifname, ...read };
 }
 export const exportLine = (env: Record<string, string>) =>
   `export ${Object.entries(env)
@@ -44,8 +45,12 @@ export function hostShapeOf(nf: NodesFile): HostShape {
   return { gpus: nf.head.gpus, gpusSource: 'nodes', gpuMemoryBytes: 0, multiNode: true, nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) };
 }
 
-/** The plan, node by node, in the order it runs: Ray head, Ray workers, then vLLM on the head. */
-export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}): NodeStep[] {
+/**
+ * The plan, node by node, in the order it runs: Ray head, Ray workers, then vLLM on the head. `shared`
+ * goes to every node's `ray start`: Ray's workers inherit the raylet's environment, and vLLM copies
+ * from the driver to them only the variables of its own list (vllm/ray/ray_env.py, get_env_vars_to_copy).
+ */
+export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<string, Record<string, string>> = {}, shared: Record<string, string> = {}): NodeStep[] {
   const head = nf.head;
   const headIp = fabricAddress(head);
   const steps: NodeStep[] = [
@@ -53,7 +58,7 @@ export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<s
       node: head.name,
       role: 'head',
       address: head.address,
-      env: nodeEnv(head, fabricEnv[head.name]),
+      env: nodeEnv(head, fabricEnv[head.name], shared),
       argv: [['ray', 'start', '--head', '--port', String(nf.rayPort), '--node-ip-address', headIp, '--num-gpus', String(head.gpus)]],
     },
   ];
@@ -62,7 +67,7 @@ export function planNodes(nf: NodesFile, vllmArgv: string[], fabricEnv: Record<s
       node: w.name,
       role: 'worker',
       address: w.address,
-      env: nodeEnv(w, fabricEnv[w.name]),
+      env: nodeEnv(w, fabricEnv[w.name], shared),
       argv: [['ray', 'start', '--address', `${headIp}:${nf.rayPort}`, '--node-ip-address', fabricAddress(w), '--num-gpus', String(w.gpus)]],
     });
   }

@@ -13,13 +13,14 @@ import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { INSTANCE_ENV } from '../runtime/proc.js';
-import { launchAndReport, stopOnNode, sshShell } from './node-proc.js';
+import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
 import { ClusterStart } from './rank-start.js';
+import { cachesFrom, nodeCacheScript, type NodeCaches } from './node-caches.js';
+import type { StartClock } from '../phases.js';
 import {
   afterReady,
   finishStarts,
@@ -34,18 +35,20 @@ import {
   type StopClusterOutcome,
 } from './common.js';
 
-const rayStart = (s: NodeStep) => `${exportLine(s.env)}; ${s.argv[0]!.map(shellQuote).join(' ')}`;
+// the start caches' folder made on the node before Ray starts there: Ray's workers (vLLM's ranks) are
+// the raylet's children and take its environment (node-caches.ts)
+const rayStart = (s: NodeStep, caches?: NodeCaches) => [exportLine(s.env), ...(caches ? [nodeCacheScript(caches)] : []), s.argv[0]!.map(shellQuote).join(' ')].join('; ');
 
 /**
  * One node's `ray start` under its deadline. Ray gives a raylet a fixed 30 s to register with the
  * GCS ("The current node timed out during startup"); a busy machine can miss that once. Transient:
  * clean that node and try once more, as an operator would.
  */
-async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number, signal?: AbortSignal): Promise<Remote> {
-  const r = await ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number, signal?: AbortSignal, caches?: NodeCaches): Promise<Remote> {
+  const r = await ssh(nf, n, rayStart(s, caches), { remoteTimeoutS: joinS, signal });
   if (r.exitCode === 0 || !/timed out during startup/.test(r.stderr + r.stdout)) return r;
   await ssh(nf, n, 'ray stop --force', { timeoutMs: 60_000, signal });
-  return ssh(nf, n, rayStart(s), { remoteTimeoutS: joinS, signal });
+  return ssh(nf, n, rayStart(s, caches), { remoteTimeoutS: joinS, signal });
 }
 
 /** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
@@ -71,8 +74,8 @@ export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<Ser
   emit({ type: 'ray-cluster', nodes: view.nodes, gpus: view.gpus });
   // the engine's start, timed from its launch on the head; Ray's workers' lines per node (rank-start.ts)
   const start = new ClusterStart();
-  start.launched(0, nf.head.name);
-  const launched = await launchEngine(plan, signal);
+  const headClock = start.launched(0, nf.head.name);
+  const launched = await launchEngine(plan, signal, headClock);
   if ('failure' in launched) return fail(launched.failure);
   const { record } = launched;
   registry.writeCluster(record);
@@ -119,7 +122,7 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: Ev
   const { nf } = plan;
   const joinS = plan.joinTimeoutS ?? 90;
   ours.add(nf.head);
-  const h = await startRay(nf, nf.head, plan.steps[0]!, joinS, signal);
+  const h = await startRay(nf, nf.head, plan.steps[0]!, joinS, signal, plan.caches);
   if (h.exitCode !== 0)
     return {
       message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`,
@@ -131,7 +134,7 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: Ev
     plan.steps.slice(1).map(async (s) => {
       const n = allNodes(nf).find((x) => x.name === s.node)!;
       ours.add(n);
-      return { s, r: await startRay(nf, n, s, joinS, signal) };
+      return { s, r: await startRay(nf, n, s, joinS, signal, plan.caches) };
     }),
   );
   const failedJoins = joins.filter((j) => j.r.exitCode !== 0);
@@ -199,26 +202,19 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
   };
 }
 
-/** 3. vLLM on the head, in its own session; the key goes through stdin, never argv. */
-async function launchEngine(plan: ClusterPlan, signal?: AbortSignal): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
+/** 3. vLLM on the head, in its own session (the one launch on a node's host: node-proc.ts); the key goes through stdin, never argv. */
+async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: StartClock): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
   const { nf } = plan;
   const rep = plan.replica;
-  const logFile = `$HOME/.local/state/sparkctl/logs/${rep.name}.log`;
+  const logFile = `${NODE_LOGS}/${rep.name}.log`;
   // What proves, before any signal, that the group on the head is the one this launch started.
   const marker = randomUUID();
-  const launch = [
-    'mkdir -p "$HOME/.local/state/sparkctl/logs"',
-    exportLine(plan.steps[0]!.env),
-    ...Object.entries(rep.env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-    plan.apiKey ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
-    `export ${INSTANCE_ENV}=${marker}`,
-    launchAndReport(`setsid nohup ${rep.argv.map(shellQuote).join(' ')} > "${logFile}" 2>&1 < /dev/null`),
-  ].join('; ');
-  const l = await ssh(nf, nf.head, launch, { input: plan.apiKey ? `${plan.apiKey}\n` : undefined, signal });
-  const [pidText, startText] = (l.stdout.trim().split('\n').pop() ?? '').split(' ');
-  const pid = Number(pidText);
-  const startTime = Number(startText) || undefined;
-  if (l.exitCode !== 0 || !Number.isInteger(pid) || pid <= 1) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${remoteWhy(l)}`, evidence: [] } };
+  const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
+  const l = await launchOnNodeHost(nf, nf.head, { argv: rep.argv, stepEnv: plan.steps[0]!.env, env: rep.env, setup, key: plan.apiKey, marker, logFile, signal });
+  if ('error' in l) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${l.error}`, evidence: [] } };
+  const { pid, startTime } = l;
+  const caches = plan.caches ? cachesFrom(l.stdout, plan.caches) : undefined;
+  if (caches) clock?.cachesWere(caches);
   return {
     record: {
       version: 1,

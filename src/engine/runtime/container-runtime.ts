@@ -4,11 +4,11 @@
 // never by a name; stopped by the runtime (stop --time, then rm), proven right before each step.
 import type { Proof } from './proc.js';
 import type { Launched } from './child.js';
-import { containerGpuUse, type ContainerCli } from './container.js';
+import { containerGpuUse, withCliArgs, type ContainerCli } from './container.js';
 import { containerOurs, launchContainer, renderContainer } from './launch-container.js';
-import { killContainer, proveRecord, stopContainer } from './ops.js';
+import { cliRunAsync, failureLine, imageIdOf, killContainer, proveRecord, stopContainer } from './ops.js';
 import { CONTAINER_TRAITS } from './traits.js';
-import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
+import type { LaunchLine, ReplicaRun, Runtime, RuntimeImages, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 import { renderQuadlet } from './quadlet.js';
 import { containerUnitExec } from './unit.js';
 
@@ -20,6 +20,26 @@ const FOLLOWER_SETTLE_MS = 300;
 
 function unprovenTarget(why: string): Proof {
   return { state: 'unproven', code: 'container-unproven', reason: why };
+}
+
+/** The CLI's reading of images: a reference's ID and digests (serve's pin, upgrade), a container's image (drift). */
+function cliImages(cli: ContainerCli): RuntimeImages {
+  return {
+    async inspect(ref, cliArgs) {
+      const r = await cliRunAsync(withCliArgs([cli, 'image', 'inspect', '--format', '{{.Id}} {{json .RepoDigests}}', ref], cliArgs), { timeoutMs: 20_000 });
+      if (r.error || r.code !== 0) return { error: `${cli} image inspect ${ref}: ${r.error ?? (failureLine(r.stderr) ?? `exit ${r.code}`).slice(0, 200)}` };
+      return { stdout: r.stdout };
+    },
+    pullCommand: (ref) => `${cli} pull ${ref}`,
+    // the image the container was created from, as its CLI answers now (not what the record says)
+    async runningId(t) {
+      const c = t.container;
+      if (!c?.id) return undefined;
+      const r = await cliRunAsync(withCliArgs([c.cli, 'inspect', '--type', 'container', '--format', '{{.Image}}', c.id], c.cliArgs), { timeoutMs: 15_000 });
+      if (r.error || r.code !== 0) return undefined;
+      return imageIdOf(r.stdout);
+    },
+  };
 }
 
 export function containerRuntime(cli: ContainerCli): Runtime {
@@ -107,6 +127,11 @@ export function containerRuntime(cli: ContainerCli): Runtime {
     }),
 
     // its proof is the runtime's word on the recorded id and marker: degraded is a container that exited
-    degraded: (t) => ({ gone: true, detail: `its container ${t.container?.id?.slice(0, 12) ?? t.container?.name} exited (${t.container?.cli ?? cli} inspect)` }),
+    degraded(t) {
+      const detail = `its container ${t.container?.id?.slice(0, 12) ?? t.container?.name} exited (${t.container?.cli ?? cli} inspect)`;
+      return { gone: true, detail, why: detail };
+    },
+
+    images: cliImages(cli),
   };
 }

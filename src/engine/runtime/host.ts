@@ -68,7 +68,11 @@ export const hostRuntime: Runtime = {
 
   describe: (t) => ({ shown: String(t.pid), envelope: {} }),
 
-  degraded: () => ({ gone: false, detail: 'some members of its group are gone' }),
+  degraded: (t, members = []) => ({
+    gone: false,
+    detail: 'some members of its group are gone',
+    why: `its API server ${t.pid} is gone; ${members.length} process(es) of its group still run`,
+  }),
 
   // sparkctl supervises a host process: the unit runs serve --foreground for the whole profile
   systemd: () => undefined,

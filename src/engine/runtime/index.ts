@@ -6,12 +6,13 @@ import { containerRuntime } from './container-runtime.js';
 import { hostRuntime } from './host.js';
 import type { Runtime } from './runtime.js';
 
-export type { Runtime, RuntimeKind, ReplicaRun, LaunchLine, RuntimeTarget, Stopped, StopOpts, Described } from './runtime.js';
+export type { Runtime, RuntimeKind, RuntimeImages, ReplicaRun, LaunchLine, RuntimeTarget, Stopped, StopOpts, Described } from './runtime.js';
 export { hostRuntime } from './host.js';
 export { traitsOfProfile, type RuntimeTraits } from './traits.js';
 
 const byCli: Partial<Record<ContainerCli, Runtime>> = {};
-function ofCli(cli: ContainerCli): Runtime {
+/** The runtime of a container CLI (found as serve finds it: container.ts detectCli). */
+export function ofCli(cli: ContainerCli): Runtime {
   byCli[cli] ??= containerRuntime(cli);
   return byCli[cli]!;
 }

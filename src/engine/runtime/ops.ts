@@ -72,6 +72,13 @@ export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; tim
   });
 }
 
+const IMAGE_ID = /^(?:sha256:)?([a-f0-9]{64})$/;
+
+/** The one rule for an image ID a container CLI answers (`inspect --format {{.Image}}`, here or on a node): 64 hex, bare or sha256:, or undefined. */
+export function imageIdOf(answer: string): string | undefined {
+  return IMAGE_ID.exec(answer.trim())?.[1];
+}
+
 /**
  * The line of a CLI's stderr that says why it failed: the last one that is not the usage hint docker
  * prints after its error ("Run 'docker run --help' for more information"; 20.10: "See 'docker run --help'.").

@@ -90,6 +90,20 @@ export interface Described {
   envelope: Record<string, unknown>;
 }
 
+/**
+ * What a runtime whose vLLM comes from an image reads of images: serve's pin, upgrade's candidate and
+ * roll, and status's drift ask it (a runtime without one, the host, runs an install: no image to pin).
+ * Every answer is the runtime's own text, read by the caller as hostile.
+ */
+export interface RuntimeImages {
+  /** a reference as this runtime reads it (`image inspect`: "<ID> <RepoDigests as JSON>"), or why it could not be read */
+  inspect(ref: string, cliArgs: readonly string[]): Promise<{ stdout: string } | { error: string }>;
+  /** the command that fetches a reference this runtime could not read */
+  pullCommand(ref: string): string;
+  /** the image a launched server runs, as the runtime answers for it now (64 hex; undefined: not read) */
+  runningId(t: RuntimeTarget): Promise<string | undefined>;
+}
+
 /** runtime, why, noHostGpu: its traits (traits.ts) */
 export interface Runtime extends RuntimeTraits {
   readonly kind: RuntimeKind;
@@ -126,9 +140,12 @@ export interface Runtime extends RuntimeTraits {
   /**
    * What a degraded proof (prove: 'degraded') means for this runtime: the host, some members of the
    * group are gone and the server may still run; a container, the container exited (still there, to
-   * be removed), which is the server gone. `detail` says it, for status and the watcher.
+   * be removed), which is the server gone. `detail` says it for the watcher, `why` for status's
+   * process column (members: the group's members still alive, as the proof found them).
    */
-  degraded(t: RuntimeTarget): { gone: boolean; detail: string };
+  degraded(t: RuntimeTarget, members?: readonly number[]): { gone: boolean; detail: string; why: string };
+  /** its images, where its vLLM comes from one (undefined: the host's install, nothing to pin or compare by image) */
+  readonly images?: RuntimeImages;
   /**
    * The unit one replica runs under, systemd's Exec*= lines (marker: the unit's, it has no registry
    * entry). undefined: this runtime's replicas run under `sparkctl serve --foreground`, one unit per profile.

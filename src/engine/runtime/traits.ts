@@ -40,6 +40,12 @@ export interface RuntimeTraits {
   readonly carriesEnv: boolean;
   /** its replicas run under one systemd unit each (the container, attached); false: one unit per profile runs serve --foreground */
   readonly unitPerReplica: boolean;
+  /** the image its vLLM comes from (container.image, else the platform's), refused where none can be named; undefined: the host's install */
+  image(p: Profile, platform: Pick<Platform, 'name'>): string | undefined;
+  /** what start caches are to its server, after the folder's line ('' : the host's own folder) */
+  readonly cachesNote: string;
+  /** why the Python packages beside vLLM are not read for the loader choice (undefined: they are, from the host's install) */
+  readonly packagesUnread?: string;
 }
 
 export const HOST_TRAITS: RuntimeTraits = {
@@ -53,6 +59,8 @@ export const HOST_TRAITS: RuntimeTraits = {
   pullNote: () => '',
   carriesEnv: false,
   unitPerReplica: false,
+  image: () => undefined,
+  cachesNote: '',
 };
 
 export const CONTAINER_TRAITS: RuntimeTraits = {
@@ -74,6 +82,9 @@ export const CONTAINER_TRAITS: RuntimeTraits = {
   pullNote: (root) => ` (HF_HUB_CACHE=${root}: the cache the container mounts)`,
   carriesEnv: true,
   unitPerReplica: true,
+  image: imageFor,
+  cachesNote: ', mounted into the container',
+  packagesUnread: "the image's packages are not read",
 };
 
 /** The hub cache a container of this profile sees (mounted at /root/.cache/huggingface): its hub/ folder. */

@@ -226,7 +226,8 @@ function typedFields(c: Ctx): Record<string, { field: string; set: Setter }> {
     '--gpu-memory-utilization': { field: 'engine.gpuMemoryUtilization', set: num(engine, 'gpuMemoryUtilization', numOf, () => true, 'not a number') },
     '--max-num-seqs': { field: 'engine.maxNumSeqs', set: int(engine, 'maxNumSeqs') },
     '--max-num-batched-tokens': { field: 'engine.maxNumBatchedTokens', set: int(engine, 'maxNumBatchedTokens') },
-    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => [8, 16, 32, 64, 128].includes(n), 'not one of 8, 16, 32, 64, 128') },
+    // the sizes the target vLLM takes are its flag table's: checked with the rendered flags (checkRendered)
+    '--block-size': { field: 'engine.blockSize', set: num(engine, 'blockSize', intOf, (n) => n >= 1, 'not a positive integer') },
     '--reasoning-parser': { field: 'engine.reasoningParser', set: str(engine, 'reasoningParser') },
     '--tool-call-parser': { field: 'engine.toolCallParser', set: str(engine, 'toolCallParser') },
     '--port': { field: 'server.port', set: num(server, 'port', intOf, (n) => n >= 1 && n <= 65535, 'not a port (1-65535)') },
@@ -333,6 +334,8 @@ interface Option {
   width: number;
   /** the option with its value, as a report shows it */
   shown: string;
+  /** `--json-opt.key value`: one key of a JSON option (vllm-flags.ts dottedOption), and the JSON it stands for */
+  dotted?: { path: string; json: string };
 }
 
 interface Fields {
@@ -358,7 +361,16 @@ function readOption(version: string, words: string[], i: number): Option {
       width = 2;
     }
   }
-  return { tok, spelled, flag, value, joined: eq > 0, width, shown: value === undefined ? tok : `${spelled} ${value}` };
+  const dotted = r.dotted !== undefined ? { path: r.dotted, json: dottedJson(r.dotted, value) } : undefined;
+  return { tok, spelled, flag, value, joined: eq > 0, width, shown: value === undefined ? tok : `${spelled} ${value}`, dotted };
+}
+
+/** `key.sub value` as the JSON object vLLM builds from it: what a trust rule reads (a key is the risk, not its spelling). */
+function dottedJson(path: string, value: string | undefined): string {
+  const keys = path.replace(/\+$/, '').split('.');
+  let v: unknown = value ?? true;
+  for (const k of keys.reverse()) v = { [k]: v };
+  return JSON.stringify(v);
 }
 
 /** The words of `vllm serve ...` -> fields, extra arguments and report lines. */
@@ -457,7 +469,8 @@ function trustOfOption(c: Ctx, o: Option): { name: string; why: string } | undef
   const review = REVIEW_FLAGS[o.flag];
   if (review) return { name: o.flag, why: review };
   const t = TRUST_FLAGS[o.flag];
-  const why = typeof t === 'function' ? t(o.value, c) : t;
+  // one key of a JSON option is judged as the JSON it stands for (--speculative-config.model X loads X)
+  const why = typeof t === 'function' ? t(o.dotted?.json ?? o.value, c) : t;
   return why ? { name: TRUST_KEY_NAMES[o.flag] ?? o.flag, why } : undefined;
 }
 
@@ -485,7 +498,8 @@ function mapTyped(c: Ctx, o: Option, key: string, fields: Fields): boolean {
     return true;
   }
   const t = fields.typed[o.flag];
-  if (!t || o.value === undefined) return false;
+  // one key of a JSON option is not the whole value a typed field reads: it stays an extra argument as written
+  if (!t || o.value === undefined || o.dotted) return false;
   const why = t.set(o.value);
   if (typeof why === 'string') c.out.unmapped.push({ key, value: preview(o.shown), why: `${preview(o.value)} for ${t.field}: ${why}`, fix: `set ${t.field} after import` });
   else c.out.mapped.push({ key, value: preview(o.value), field: t.field });
@@ -743,7 +757,10 @@ function reportOtherKeys(c: Ctx, raw: Record<string, unknown>, seen: Set<string>
   for (const [k, v] of Object.entries(raw)) {
     if (seen.has(k)) continue;
     const known = NOT_A_PROFILE[k];
-    if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
+    // an empty list or block (eugr's `mods: []`) asks for nothing: said so, not reported as lost
+    if (known && (v === null || (Array.isArray(v) && v.length === 0) || (isMap(v) && Object.keys(v).length === 0)))
+      c.out.mapped.push({ key: k, value: preview(v), field: '(empty: nothing to carry)' });
+    else if (known) c.out.unmapped.push({ key: k, value: preview(v), why: known.why, fix: known.fix });
     else c.out.unmapped.push({ key: k, value: preview(v), why: 'not a key of the sparkrun recipe format (sparkrun sweeps it into runtime_config, where no vLLM runtime reads it)' });
   }
 }

@@ -179,6 +179,7 @@ export async function status(o: { json?: boolean }) {
         managed: r.managed,
         aliases: r.aliases,
         usageRecorded: v.usageRecorded,
+        ...(v.unattributed !== undefined ? { unattributed: v.unattributed } : {}),
         models: v.models,
       }),
     );
@@ -203,6 +204,7 @@ export async function status(o: { json?: boolean }) {
     ),
   );
   if (!v.usageRecorded) say('  tokens and prefix hits are not counted: this HAProxy is built without Lua');
+  if (v.unattributed) say(`  ${n(v.unattributed)} request(s) for no model it routes (no key, an unknown model, none named), answered by the gateway itself`);
   else if (v.models.some((m) => m.usage?.streamsWithoutUsage))
     say('  ~N: streams whose client did not ask for usage (stream_options.include_usage), counted by their chunks (about a token each), not in the tokens');
 }

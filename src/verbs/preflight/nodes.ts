@@ -1,20 +1,78 @@
 // preflight --nodes: every node's own preflight over ssh (sparkctl preflight --json there), the
-// checks across nodes (engine/cluster's facts: GPUs, Ray, the model path, the fabric, one image by
-// ID), rendered as a node x check matrix or the preflight-nodes envelope.
+// checks across nodes (preflight/nodes.ts: GPUs, Ray, the model path, one image by ID; preflight/
+// fabric.ts), as one preflight report (output/check.ts ChecksReport: each check what it saw, what it
+// expected, the fix, a node's with its node), rendered by the one-host report's renderer
+// (preflight/report.ts renderChecks, summaryLine) around a node x check matrix, or the
+// preflight-nodes envelope (its checks in the preflight envelope's shape).
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
-import { stateDir } from '../../util/paths.js';
-import { imagePinOfNodes } from '../../engine/pins.js';
 import { loadNodesFile } from '../../profiles/load.js';
-import type { NodesFile } from '../../profiles/schema.js';
 import { traitsOfProfile } from '../../engine/runtime/traits.js';
-import { allNodes, exportLine, planCluster, resolveForNodes, fabricEnvs, nodeEnvOf, type ClusterInputs, imageMismatch, readImageIds } from '../../engine/cluster/index.js';
-import { gatherNodes, runNodesChecks, type NodeReport } from '../../preflight/nodes.js';
+import { allNodes, exportLine, resolveForNodes, fabricEnvs, nodeEnvOf } from '../../engine/cluster/index.js';
+import { gatherNodes, runNodesChecks, sameImageCheck, type NodeReport } from '../../preflight/nodes.js';
 import { gatherFabric, runFabricChecks } from '../../preflight/fabric.js';
+import { checkJson, countChecks, renderChecks, summaryLine } from '../../preflight/report.js';
 import { envelope, c, table, statusMark } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { shownEscaped as shown } from '../../util/control.js';
-import type { CheckOutcome } from '../../output/check.js';
+import type { CheckOutcome, ChecksReport } from '../../output/check.js';
 import { ExitWith, ExitCode } from '../../errors.js';
+
+/** The nodes' report: the checks (each node's, with its node, then those across the nodes) and what only nodes have. */
+export interface NodesPreflightReport extends ChecksReport {
+  nodes: NodeReport[];
+  /** the checks across the nodes (also in checks, without a node) */
+  cross: CheckOutcome[];
+  /** each node's fabric reading and the variables serve --nodes renders from it */
+  fabric: Record<string, { reading: unknown; env: Record<string, string> | null }>;
+}
+
+/** A node's own checks as report checks: its name on each (its answer is kept as read: no area, no time of its own). */
+export function nodeChecks(r: NodeReport): CheckOutcome[] {
+  return (r.checks ?? []).map((k) => ({
+    id: k.id,
+    area: 'each node',
+    title: k.id,
+    status: k.status,
+    observed: k.observed,
+    expected: k.expected ?? '',
+    ...(k.fix ? { fix: k.fix } : {}),
+    // a node's answer does not say whether a check blocks: its failures fail the nodes' preflight all the same
+    blocking: false,
+    durationMs: 0,
+    node: r.node,
+  }));
+}
+
+/** The report of the nodes' answers and the checks across them (pure). */
+export function nodesReport(reports: NodeReport[], cross: CheckOutcome[], fabric: NodesPreflightReport['fabric'], wallMs: number): NodesPreflightReport {
+  const checks = [...reports.flatMap(nodeChecks), ...cross];
+  return { checks, summary: countChecks(checks), wallMs, nodes: reports, cross, fabric };
+}
+
+/** Text from the nodes, as the terminal shows it: every field escaped (a node's answer is hostile). */
+const escaped = (x: CheckOutcome): CheckOutcome => ({
+  ...x,
+  id: shown(x.id),
+  observed: shown(x.observed),
+  expected: shown(x.expected),
+  ...(x.fix ? { fix: shown(x.fix) } : {}),
+  ...(x.node !== undefined ? { node: shown(x.node) } : {}),
+});
+
+/**
+ * The nodes' report as text: the matrix, the nodes not reached, then the one renderer of preflight's
+ * checks over each node's failures and warnings (the matrix shows the rest) and the checks across
+ * the nodes, the fabric variables, and the summary line of every preflight.
+ */
+export function renderNodesReport(r: NodesPreflightReport, title: string, fabricLines: string[]): string {
+  const lines = [c.bold(title), nodeMatrix(r.nodes)];
+  for (const x of r.nodes.filter((x) => !x.reached)) lines.push(c.red(`${x.node} unreachable: ${shown(x.error ?? '')}`));
+  const shownChecks = r.checks.filter((x) => x.node === undefined || x.status === 'fail' || x.status === 'warn').map(escaped);
+  lines.push(...renderChecks(shownChecks));
+  lines.push('', c.bold('fabric variables, as serve --nodes renders them from what each node shows now'), ...fabricLines);
+  lines.push('', summaryLine(r));
+  return lines.join('\n');
+}
 
 /** The node x check matrix: one column per node, so the odd node stands out. */
 export function nodeMatrix(reports: NodeReport[]): string {
@@ -77,73 +135,42 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
     ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile })] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
+  const report = nodesReport(reports, cross, Object.fromEntries(allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }])), Date.now() - started);
   const anyFail = reports.some((x) => !x.reached || (x.summary?.fail ?? 0) > 0) || cross.some((x) => x.status === 'fail');
   const anyWarn = reports.some((x) => x.reached && (x.summary?.warn ?? 0) > 0) || cross.some((x) => x.status === 'warn');
-  if (opts.json) {
+  if (opts.json) say(nodesJson(report));
+  else
     say(
-      envelope('preflight-nodes', {
-        nodes: reports.map((x) => ({
-          node: x.node,
-          reached: x.reached,
-          error: x.error ?? null,
-          platform: x.platform ?? null,
-          summary: x.summary ?? null,
-          versions: x.versions ?? null,
-          checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])),
-          failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
-        })),
-        cross: cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
-        fabric: Object.fromEntries(allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }])),
-        wallMs: Date.now() - started,
-      }),
+      renderNodesReport(
+        report,
+        `preflight over ${allNodes(nf).length} nodes (${opts.nodes})`,
+        allNodes(nf).map((n) => `  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`),
+      ),
     );
-  } else {
-    say(c.bold(`preflight over ${allNodes(nf).length} nodes (${opts.nodes})`));
-    say(nodeMatrix(reports));
-    // a node's words (its error, its checks' observed values and fixes) are shown escaped: never an escape sequence to the terminal
-    for (const x of reports.filter((x) => !x.reached)) say(c.red(`${x.node} unreachable: ${shown(x.error ?? '')}`));
-    for (const x of reports.filter((x) => x.reached))
-      for (const k of (x.checks ?? []).filter((k) => k.status === 'fail'))
-        say(`  ${statusMark('fail')}  ${x.node}  ${shown(k.id)}  ${shown(k.observed)}${k.fix ? `\n        fix: ${shown(k.fix)}` : ''}`);
-    say('');
-    say(c.bold('across nodes'));
-    for (const x of cross) say(`  ${statusMark(x.status)}  ${x.id}  ${shown(x.observed)}${x.fix && x.status !== 'pass' ? `\n        fix: ${shown(x.fix)}` : ''}`);
-    say('');
-    say(c.bold('fabric variables, as serve --nodes renders them from what each node shows now'));
-    for (const n of allNodes(nf)) say(`  ${n.name}  ${envs[n.name] ? exportLine({ ...nodeEnvOf(n), ...envs[n.name] }) : c.dim('not read')}`);
-    say(`\n${Date.now() - started} ms`);
-  }
   if (anyFail || (opts.strict && anyWarn)) throw new ExitWith(ExitCode.problems);
 }
 
-/** engine.runtime container: the image each node's runtime holds under the profile's name, by ID. */
-async function sameImageCheck(profile: string, nf: NodesFile, opts: { profiles?: string; set?: string[]; platform: string }, loaded?: PinnableProfile): Promise<CheckOutcome> {
-  // where the profile's image is pinned, every node must hold the pin's very image (by ID)
-  const pin = loaded ? imagePinOfNodes(loaded, stateDir()) : {};
-  const pc = planCluster(profile, nf, {
-    nodesFile: '',
-    profiles: opts.profiles,
-    set: [...(opts.set ?? []), ...(pin.pinned ? [`container.image=${pin.pinned.run}`] : [])],
-    platform: opts.platform === 'auto' ? undefined : opts.platform,
-    engine: 'vllm',
-    vllmBin: 'vllm',
-    prewarm: false,
-  } as ClusterInputs);
-  const image = pc.steps[0]!.container!.image;
-  const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
-  const bad = imageMismatch(image, ids);
-  const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
-  const asPinned = pin.pinned ? ` (the pin of ${pin.ref}, ${pin.pinned.pin.at})` : '';
-  return bad
-    ? {
-        ...base,
-        status: 'fail' as const,
-        observed: `${bad}${asPinned}`,
-        fix: pin.pinned
-          ? `load the pinned image on those nodes (podman save ${image} | ssh NODE podman load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
-          : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
-      }
-    : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
+/**
+ * The preflight-nodes envelope: each node's answer and the checks across the nodes as before
+ * (nodes, cross, fabric), and, as the preflight envelope has them, every check (a node's with its
+ * node) and their summary.
+ */
+export function nodesJson(r: NodesPreflightReport): string {
+  return envelope('preflight-nodes', {
+    nodes: r.nodes.map((x) => ({
+      node: x.node,
+      reached: x.reached,
+      error: x.error ?? null,
+      platform: x.platform ?? null,
+      summary: x.summary ?? null,
+      versions: x.versions ?? null,
+      checks: Object.fromEntries((x.checks ?? []).map((k) => [k.id, k.status])),
+      failed: (x.checks ?? []).filter((k) => k.status === 'fail').map((k) => ({ id: k.id, observed: k.observed, fix: k.fix })),
+    })),
+    cross: r.cross.map((x) => ({ id: x.id, status: x.status, observed: x.observed, expected: x.expected, fix: x.fix ?? null, blocking: x.blocking })),
+    fabric: r.fabric,
+    checks: r.checks.map(checkJson),
+    summary: r.summary,
+    wallMs: r.wallMs,
+  });
 }
-
-type PinnableProfile = { profile: { name: string; engine: { runtime: string }; container?: { image?: string } } };

@@ -20,7 +20,7 @@ import { buildSample } from '../../history/sample.js';
 import type { Host } from '../../host/host.js';
 import { esc, writePrometheus, PROM_FIX } from '../../health/prometheus.js';
 import { saveStateAndAlert, alertGauges } from '../../health/alerts.js';
-import { phaseSeconds, startOf } from '../../engine/phases.js';
+import { phaseSeconds, type StartReport } from '../../engine/phases.js';
 import type { Sample } from '../../history/sample.js';
 
 interface ProbeCli {
@@ -60,6 +60,9 @@ export interface ProbeTarget {
   routerDown?: { profile: string; host: string; port: number };
 }
 
+/** A registry entry's start report, checked (engine/start-shape.ts), or null. */
+type ReadStart = (v: unknown) => StartReport | null;
+
 /** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
 export async function run(names: string[], opts: ProbeCli) {
   checkFlags(opts);
@@ -67,8 +70,12 @@ export async function run(names: string[], opts: ProbeCli) {
   // A probe of --url targets needs no state folder: an unusable one is reported after the verdict.
   let stateProblem: unknown;
   let reg: Registry | undefined;
-  if (names.length || opts.all) reg = new (await import('../../engine/registry.js')).Registry(dir);
-  else {
+  // a registered server's start report is read (zod, as the registry) only where the registry is
+  let readStart: ReadStart = () => null;
+  if (names.length || opts.all) {
+    reg = new (await import('../../engine/registry.js')).Registry(dir);
+    readStart = (await import('../../engine/start-shape.js')).startOf;
+  } else {
     try {
       ensureDir(dir, 'state folder', STATE_FIX);
     } catch (e) {
@@ -89,7 +96,7 @@ export async function run(names: string[], opts: ProbeCli) {
   const gpuHost: Host | undefined = opts.gpuFrom ? new (await import('../../host/replay.js')).ReplayHost(opts.gpuFrom) : undefined;
   const raw = await probeAll(targets, opts, prev, last, gpuHost);
   const results = redactResults(raw, targets);
-  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last);
+  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last, readStart);
   const saved = await saveStateAndAlert(dir, results, opts.alertWebhook, stateProblem);
   stateProblem = saved.stateProblem;
   const delivery = saved.delivery;
@@ -101,10 +108,22 @@ export async function run(names: string[], opts: ProbeCli) {
     const priced = targets.map(({ t, s }) => ({ t, price: flagPrice ?? (s as { gpuHourPriceUsd?: number }).gpuHourPriceUsd })).filter((x) => x.price);
     const alertLines = alertGauges(opts.alertWebhook ? (delivery ?? { ok: true, alerts: 0, pending: 0 }) : undefined);
     const costs = opts.history === false ? [] : await costGauges(dir, priced as Array<{ t: InstanceTarget; price: number }>);
-    writePrometheus(opts.prometheus, results, [...alertLines, ...costs, ...startGauges(targets.map(({ t }) => t))], {
-      stateDir: dir,
-      force: opts.force,
-    });
+    writePrometheus(
+      opts.prometheus,
+      results,
+      [
+        ...alertLines,
+        ...costs,
+        ...startGauges(
+          targets.map(({ t }) => t),
+          readStart,
+        ),
+      ],
+      {
+        stateDir: dir,
+        force: opts.force,
+      },
+    );
   }
   // An alert that did not arrive is a problem someone must see, even when every target is healthy.
   const code = verdictCode(results) || (delivery && !delivery.ok ? ExitCode.problems : ExitCode.ok);
@@ -241,7 +260,7 @@ export function redactResults(raw: ProbeResult[], targets: ProbeTarget[]): Probe
 }
 
 /** One history sample per target per run (cost and report read it); a failed append is said, never fatal. */
-function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>) {
+function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>, readStart: ReadStart) {
   const at = new Date();
   for (const [k, r] of results.entries()) {
     const t = targets[k]!.t;
@@ -258,7 +277,7 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       vllm: r.vllm,
       gpus: r.gpu?.samples,
       xidT: r.xidT ?? last.get(r.url)?.xidT,
-      boot: bootOf(t),
+      boot: bootOf(t, readStart),
     });
     try {
       appendSample(dir, sample);
@@ -336,9 +355,9 @@ async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price:
  * token, the compile cache's verdict and each phase's end. A server over nodes: its record's
  * (rank 0's report: the head's vLLM, its API, the first token). A --url target has none.
  */
-function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>): Sample['boot'] {
+function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>, readStart: ReadStart): Sample['boot'] {
   const from = t.instance ?? t.cluster;
-  const r = startOf(from?.start);
+  const r = readStart(from?.start);
   const at = from?.startedAt;
   if (!r || !at || Number.isNaN(Date.parse(at))) return undefined;
   const s = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms) / 1000);
@@ -354,8 +373,8 @@ function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>): Sample['boot']
  * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
  * the compile cache's verdict. Nothing for a target without a measured start.
  */
-function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>): string[] {
-  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
+function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>, readStart: ReadStart): string[] {
+  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t, readStart) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
   if (!boots.length) return [];
   const tl = (n: string) => `target="${esc(n)}"`;
   return [

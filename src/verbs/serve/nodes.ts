@@ -22,13 +22,14 @@ import {
   type PlannedCluster,
   imageMismatch,
   readImageIds,
+  NODE_CACHE_ROOT,
 } from '../../engine/cluster/index.js';
 import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
 import { imagePinOfNodes, writePin } from '../../engine/pins.js';
-import type { NodesFile } from '../../profiles/schema.js';
+import type { NodesFile, Profile } from '../../profiles/schema.js';
 
 export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
   const nf = loadNodesFile(opts.nodes!);
@@ -47,13 +48,17 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
         `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
       ),
     );
-  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead };
+  // the model whole in this host's cache (where pull --nodes copies it from, to the same path on every node): the ranks run offline
+  const gate = await nodesModelGate(loaded.profile, opts);
+  const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead, offline: gate.offline };
   if (target.platformNote && !opts.json) note(target.platformNote);
   if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
   // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
   const planned = planCluster(profileName, nf, inputs);
+  planned.warnings.push(...gate.warnings);
   if (opts.dryRun) return printClusterPlan(planned, opts.json);
+  for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
   // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
   const fabric = await withCancel((signal) => readFabric(nf, signal));
   const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
@@ -82,6 +87,24 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
 
 const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
 
+/**
+ * serve's model gate over nodes: the Hub model whole in this host's cache (the one `pull --nodes`
+ * copies to every node, at the same path) before anything starts, else the pull commands; whole:
+ * every rank runs with HF_HUB_OFFLINE=1. --skip-preflight makes it a warning, --dry-run says it.
+ */
+async function nodesModelGate(p: Profile, opts: ServeOptions): Promise<{ offline: boolean; warnings: string[] }> {
+  if (opts.engine === 'sim' || !p.model.id || p.model.path) return { offline: false, warnings: [] };
+  const { checkModelCache, missingLine } = await import('../../engine/model-cache.js');
+  const { HOST_TRAITS } = await import('../../engine/runtime/traits.js');
+  const m = await checkModelCache(p, HOST_TRAITS);
+  if (m.state?.complete) return { offline: true, warnings: [] };
+  const line = missingLine(m);
+  const fix = `fetch it here and copy it to every node first: ${m.pull} --nodes ${opts.nodes}`;
+  if (opts.dryRun) return { offline: false, warnings: [`serve would refuse: ${line}; ${fix}`] };
+  if (opts.skipPreflight) return { offline: false, warnings: [`${line}; with --skip-preflight each node's vLLM will try to download it itself (${fix})`] };
+  throw new UsageError(line, [fix]);
+}
+
 /** serve --nodes --dry-run: every node's command, in start order (--json: the multinode-plan envelope). */
 function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const { nf, steps, resolved: r } = pc;
@@ -95,7 +118,10 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
         gpusNeeded: pc.gpusNeeded,
         gpusInCluster: gpusDeclared(nf),
         url: pc.url,
+        model: { env: pc.model.env, modelPath: pc.model.modelPath, mounts: pc.model.mounts, notes: pc.model.notes },
         steps,
+        // vLLM's start caches on each node: the folder under the node user's cache root, the variables pointed there
+        caches: pc.caches ? { root: NODE_CACHE_ROOT, dir: pc.caches.rel, key: pc.caches.key, vars: pc.caches.vars.map(([n]) => n), kept: pc.caches.kept } : null,
         warnings: pc.warnings,
       }),
     );
@@ -105,6 +131,13 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
   const how = pc.executor === 'ray' ? 'with Ray' : `with vLLM's own multi-node launch (--nnodes ${steps.length}, rendezvous ${fabricAddress(nf.head)}:${nf.masterPort})`;
   say(c.dim(`# ${p.name}: TP ${p.parallel.tensor} x PP ${p.parallel.pipeline} = ${pc.gpusNeeded} GPUs over ${allNodes(nf).length} nodes ${how}`));
   say(c.dim('# NCCL_IB_HCA, NCCL_IB_GID_INDEX and UCX_NET_DEVICES are read from each node at launch (sparkctl preflight --nodes shows them)'));
+  for (const m of pc.model.notes) say(c.dim(`# ${m}`));
+  if (pc.caches)
+    say(
+      c.dim(
+        `# start caches on each node: ${NODE_CACHE_ROOT}/${pc.caches.rel} (made 0700 by the launch, ${pc.caches.vars.map(([n]) => n).join(', ')} pointed there${pc.caches.kept.length ? `; the profile sets ${pc.caches.kept.join(', ')} itself` : ''})`,
+      ),
+    );
   const keyed = (a: string[]) => `${p.server.apiKeyEnv ? `VLLM_API_KEY="$${p.server.apiKeyEnv}" ` : ''}${a.map(shellQuote).join(' ')}`;
   steps.forEach((s, i) => {
     say(c.dim(`# ${i + 1}. ${s.node} (${s.role}${pc.executor === 'native' ? `, rank ${i}` : ''}, ${s.address}) over ssh`));
@@ -124,7 +157,9 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
 export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
-  if (!pc.steps[0]?.container) return;
+  // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
+  const first = pc.steps[0];
+  if (!first || traitsOf(first).vllmFrom !== 'image') return;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const one = [...new Set(ids.map((x) => x.id))];
   if (one.length !== 1 || !one[0]) {

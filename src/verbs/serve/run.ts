@@ -15,10 +15,11 @@ import { envelope, shellCommand, commentValue, c } from '../../output/format.js'
 import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
 import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
+import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
-import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, writePin, type ImagePinDecision } from '../../engine/pins.js';
+import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, readPins, writePin, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
@@ -101,7 +102,7 @@ function printDryRun(plan: ServePlan, r: Prepared) {
     const rt = plan.router;
     say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
     say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
-    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], {}));
+    say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], { ...HAPROXY_MALLOC_ENV }));
     say();
   }
 }
@@ -199,7 +200,7 @@ type Renderer = ReturnType<Awaited<typeof import('./render.js')>['textRenderer']
 /** --dry-run: the host serve would see (its GPUs, the model's files and the installed vLLM, all read, bounded), and the plan; nothing spawned. */
 async function dryRun(profileName: string, opts: ServeOptions, reads: Reads): Promise<void> {
   const r = await prepare(profileName, reads);
-  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
+  const plan = buildServePlan(r, { ...opts, imageEntrypoint: r.image?.entrypoint, imageId: r.image?.id, installedVllm: r.vllm.installed, installedLoaders: loadersOf(opts) });
   pinNotes(plan, r.imagePin, opts.json);
   plan.warnings.unshift(...versionWarnings(r.vllm, true));
   applyGate(plan, await modelGate(r.profile, opts));
@@ -259,6 +260,7 @@ async function planned(profileName: string, opts: ServeOptions, reads: Reads, se
   const plan = buildServePlan(r, {
     ...opts,
     imageEntrypoint: r.image?.entrypoint,
+    imageId: r.image?.id,
     installedVllm: r.vllm.installed,
     installedLoaders: loadersOf(opts),
     launch: withFingerprint(launchRecord(opts, r.vllm, r.image?.ref ?? r.vllm.image, r.profile), await hostFingerprint(opts, r.vllm.image)),
@@ -296,9 +298,9 @@ function pinNotes(plan: ServePlan, pin: ImagePinDecision | undefined, json?: boo
 /** Write the pin a serve took (first serve, --repin, an edited reference; a tag pulled at launch is read now). */
 async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean): Promise<void> {
   let d = pin;
-  if (d.state === 'unpinned' && plan.container) {
-    const { readPins } = await import('../../engine/pins.js');
-    const inspected = await inspectForPin(plan.container.cli, plan.profile.container?.cliArgs ?? [], d.ref);
+  const images = runtimeFor(plan).images;
+  if (d.state === 'unpinned' && images) {
+    const inspected = await inspectForPin(images, plan.profile.container?.cliArgs ?? [], d.ref);
     d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
   }

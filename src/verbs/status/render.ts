@@ -1,5 +1,5 @@
 // status's two renderings of the same rows: the --json envelope's instances, and the table.
-import { startOf } from '../../engine/phases.js';
+import { startOf } from '../../engine/start-shape.js';
 import { runtimeOf } from '../../engine/runtime/index.js';
 import { targetFromInstance } from '../../engine/target.js';
 import type { InstanceStatus } from '../../engine/status.js';

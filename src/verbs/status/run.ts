@@ -30,7 +30,7 @@ export async function run(opts: { json?: boolean }) {
   unreadable.push(...nodesDrift.unreadable);
   // render
   if (opts.json) {
-    const { startOf, rankStartsOf } = await import('../../engine/phases.js');
+    const { startOf, rankStartsOf } = await import('../../engine/start-shape.js');
     // the starts as the record kept them, checked (a state file is hostile): null / [] when absent or malformed
     const cl = clusters.map((x) => ({ ...x.record, start: startOf(x.record.start), starts: rankStartsOf(x.record.starts), state: x.state, server: x.server, nodes: x.nodes }));
     return say(

@@ -8,6 +8,7 @@ import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
 import { registeredServers } from '../registered.js';
 import { recordOf } from '../../engine/relaunch.js';
 import { readSecrets } from '../../engine/plan.js';
+import { runtimeFor } from '../../engine/runtime/index.js';
 import { planMemory } from '../../profiles/planner.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
@@ -77,8 +78,9 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   let imageId: string | undefined;
   // the reference the profile names (serve's pin decision keeps it), else what the record ran
   const image = cur.prepared.imagePin?.ref ?? rec?.image;
-  if (cur.plan.runtime === 'container' && rec?.image && cur.plan.container) {
-    const r = await resolveImagePin(cur.plan.container.cli, p.container?.cliArgs ?? [], rec.image);
+  const images = runtimeFor(cur.plan).images;
+  if (images && rec?.image) {
+    const r = await resolveImagePin(images, p.container?.cliArgs ?? [], rec.image);
     imagePinned = r.pinned;
     imageId = r.id;
     sets.push(`container.image=${imagePinned}`);
@@ -113,11 +115,12 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
     return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back };
   }
   if (opts.image) {
-    if (cur.plan.runtime !== 'container' || !cur.plan.container)
+    const images = runtimeFor(cur.plan).images;
+    if (!images)
       throw new UsageError(`--image: ${name} runs on the host (engine.runtime host), not in a container`, [
         `--vllm-bin PATH for another vLLM install on the host, or serve it with --runtime container`,
       ]);
-    const pin = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], opts.image);
+    const pin = await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
     return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id };
   }
@@ -230,10 +233,11 @@ function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<Ret
  * exit 0, nothing recorded. With --candidate-set the candidate differs, and it goes on as any other.
  */
 async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, cand0: Candidate, replicas: Entry[]): Promise<boolean> {
-  if (!opts.image || opts.candidateSet.length || !cand0.imageId || !cur.plan.container) return false;
+  const images = runtimeFor(cur.plan).images;
+  if (!opts.image || opts.candidateSet.length || !cand0.imageId || !images) return false;
   const ran = recordOf(replicas)?.image;
   if (!ran) return false;
-  const now = await resolveImagePin(cur.plan.container.cli, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined);
+  const now = await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined);
   if (now?.id !== cand0.imageId) return false;
   const version = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', from: version, to: version, image: cand0.imagePinned ?? null, exitCode: 0 }));

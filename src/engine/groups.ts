@@ -1,0 +1,82 @@
+// A serve plan as a list of server groups, whatever its placement: each group is placed on a node
+// (this host, or a node of the nodes file) and run by a Runtime (on the host, or in a container).
+// A replica is one group on the local node; a native cluster (vLLM's --nnodes) is one endpoint whose
+// groups are its ranks, one per node; Ray is the same with its per-node `ray start` before the
+// head's group. The plans keep their own shapes (ServePlan.replicas is read in ~40 places: router,
+// co-location, systemd, upgrade); this is the one view serve.ts walks over both (`groupsOf`), so a
+// difference between the placements is a field of a group here, not a second path. Pure.
+import type { ServePlan } from './plan.js';
+import type { ClusterPlan } from './cluster/common.js';
+import type { ReplicaPlan } from '../profiles/render.js';
+import type { NodeStep } from './cluster/ray-plan.js';
+import { runtimeFor } from './runtime/index.js';
+
+/** Where a group runs: this host ('local'), or the node of the nodes file it names. */
+export type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
+
+export interface ServerGroup {
+  /** its place in the plan's start order (a replica's index; a node's rank) */
+  index: number;
+  /** the endpoint it serves, or helps serve (a replica's name; a cluster's one replica) */
+  server: string;
+  node: GroupNode;
+  /** replica: serves its own endpoint; head: serves the cluster's, for every rank; worker: joins the head */
+  role: 'replica' | 'head' | 'worker';
+  /** where its processes run, as the Runtime says it */
+  runtime: 'host' | 'container';
+  /**
+   * when it is launched: 'first' (the start), 'after-previous' (a replica: one by one, each
+   * registered before the next), 'after-head' (a worker: together, once the head is up)
+   */
+  starts: 'first' | 'after-previous' | 'after-head';
+  /** what runs on its node before the group's vLLM: Ray's `ray start` (the head's must answer before any worker starts) */
+  before?: 'ray-start';
+  /** whether a vLLM of its own runs in the group (a Ray worker's GPUs are the head's vLLM's, through Ray) */
+  vllm: boolean;
+  /** the port its API answers on (a replica, a head); a worker serves none */
+  port?: number;
+  /** readiness is asked of this group's API; every group's end is raced against it */
+  ready: boolean;
+  /** what the group was planned from (the loop launches from it; a view, not a copy) */
+  of: { replica: ReplicaPlan } | { step: NodeStep };
+}
+
+/** Every server group of a plan, in start order. */
+export function groupsOf(plan: ServePlan | ClusterPlan): ServerGroup[] {
+  if (plan.placement === 'local') {
+    const runtime = runtimeFor(plan).runtime;
+    return plan.replicas.map((r, i) => ({
+      index: r.index,
+      server: r.name,
+      node: { kind: 'local' },
+      role: 'replica',
+      runtime,
+      starts: i === 0 ? 'first' : 'after-previous',
+      vllm: true,
+      port: r.port,
+      ready: true,
+      of: { replica: r },
+    }));
+  }
+  const ray = plan.executor === 'ray';
+  return plan.steps.map((s, i) => {
+    const head = s.role === 'head';
+    return {
+      index: i,
+      server: plan.replica.name,
+      node: { kind: 'node', name: s.node, address: s.address },
+      role: s.role,
+      runtime: runtimeFor(s).runtime,
+      starts: head ? 'first' : 'after-head',
+      ...(ray ? { before: 'ray-start' as const } : {}),
+      // native: a vLLM per rank (workers --headless); Ray: the head's alone
+      vllm: !ray || head,
+      ...(head ? { port: plan.replica.port } : {}),
+      ready: head,
+      of: { step: s },
+    };
+  });
+}
+
+/** The groups that serve an endpoint of the plan (readiness, prewarm and the probe are asked of them). */
+export const endpointsOf = (plan: ServePlan | ClusterPlan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
