@@ -364,8 +364,6 @@ export async function rayStandInImage(podman: ReturnType<typeof podmanIn>['podma
 
 /** Debian packages whose files make a working g++ (their Depends closure, as installed here, is added). */
 const TOOLCHAIN_ROOTS = ['g++', 'gcc', 'cpp'];
-/** Already in the real vLLM image (the ldd closure copied the host's own files); overwriting its loader with the package's link gains nothing. */
-const TOOLCHAIN_SKIP = new Set(['libc6']);
 /** Not needed to compile: documentation, manuals, translations. */
 const TOOLCHAIN_DROP = /^\/usr\/share\/(?:doc|man|info|locale|lintian|bug)\//;
 export const VLLM_CC_IMAGE_REPO = 'localhost/sparkctl-vllm-cc';
@@ -401,11 +399,11 @@ export async function toolchainPackages(): Promise<{ packages: Array<{ name: str
       }
     }
   }
+  // libc6 too, though the image has the host's copies of its libraries: the linker scripts of
+  // libc6-dev name its other files (libm.so: /lib/x86_64-linux-gnu/libmvec.so.1, which nothing the
+  // image runs had linked), so without it every link of inductor's kernels failed
   return {
-    packages: [...seen]
-      .filter(([n]) => !TOOLCHAIN_SKIP.has(n))
-      .map(([name, version]) => ({ name, version }))
-      .sort((a, b) => a.name.localeCompare(b.name)),
+    packages: [...seen].map(([name, version]) => ({ name, version })).sort((a, b) => a.name.localeCompare(b.name)),
   };
 }
 

@@ -5,6 +5,7 @@
 // that compiles its HTTP parser from WebAssembly at start-up (most of a short probe's CPU time).
 // node:https (and with it TLS) is loaded by the first https: call: most servers probed are http:.
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest, type Agent } from 'node:http';
+import { socketPathOf, requestPathOf } from '../util/socket-url.js';
 
 export type HttpResult =
   | { ok: true; status: number; body: string; ms: number; json?: any }
@@ -71,12 +72,17 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
   };
   const onAbort = () => end(named('AbortError', 'aborted'));
   try {
-    const u = new URL(url);
-    const https = u.protocol === 'https:';
-    if (!https && u.protocol !== 'http:') return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
+    // a server on a Unix socket (a router's replica on vLLM's --uds: util/socket-url.ts): the same request over the socket
+    const socketPath = socketPathOf(url);
+    if (url.startsWith('http+unix:') && !socketPath) return { ok: false, error: 'other', message: `${url.slice(0, 200)} names no socket (an absolute path)`, ms: 0 };
+    const u = socketPath ? undefined : new URL(url);
+    const https = u?.protocol === 'https:';
+    if (u && !https && u.protocol !== 'http:') return { ok: false, error: 'other', message: `${u.protocol} is not http: or https:`, ms: 0 };
     const { request, agent } = await client(https);
+    const method = opts.method ?? (payload ? 'POST' : 'GET');
     const { status, resHeaders, body } = await new Promise<{ status: number; resHeaders: IncomingMessage['headers']; body: string } | never>((resolve, reject) => {
-      req = request(u, { method: opts.method ?? (payload ? 'POST' : 'GET'), headers, agent });
+      // the agent keys its pool by socketPath too: a socket's kept-alive connections are its own
+      req = socketPath ? request({ socketPath, path: requestPathOf(url), host: 'localhost', method, headers, agent }) : request(u!, { method, headers, agent });
       timer = setTimeout(() => end(named('TimeoutError', 'deadline')), opts.timeoutMs);
       if (opts.signal?.aborted) onAbort();
       else opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -140,6 +146,9 @@ function failureOf(err: NodeJS.ErrnoException, url: string, timeoutMs: number, m
   const code = err.code;
   if (err.name === 'TooLarge') return { ok: false, error: 'too-large', message: err.message, ms };
   if (code === 'ECONNREFUSED') return { ok: false, error: 'refused', message: 'connection refused', ms };
+  // a Unix socket that is not there (its server never bound it, or removed it): nothing listens, as a refused port
+  if (code === 'ENOENT' && socketPathOf(url)) return { ok: false, error: 'refused', message: `no socket at ${socketPathOf(url)}`, ms };
+  if (code === 'EACCES' && socketPathOf(url)) return { ok: false, error: 'other', message: `permission denied on the socket ${socketPathOf(url)}`, ms };
   if (err.name === 'TimeoutError' || err.name === 'AbortError') return { ok: false, error: 'timeout', message: `no answer within ${timeoutMs} ms`, ms };
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return { ok: false, error: 'unresolved', message: `host ${hostOf(url)} does not resolve`, ms };
   if (code === 'ECONNRESET' || code === 'EPIPE') return { ok: false, error: 'reset', message: 'connection reset', ms };
@@ -147,6 +156,8 @@ function failureOf(err: NodeJS.ErrnoException, url: string, timeoutMs: number, m
 }
 
 function hostOf(url: string): string {
+  const sock = socketPathOf(url);
+  if (sock) return `unix:${sock}`;
   try {
     return new URL(url).hostname;
   } catch {

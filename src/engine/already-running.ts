@@ -3,6 +3,8 @@
 // preflight on its own ports.
 import { Registry } from './registry.js';
 import type { Instance } from './registry.js';
+import { http } from '../client/http.js';
+import { targetFromInstance } from './target.js';
 
 export interface AlreadyRunning {
   replicas: Instance[];
@@ -12,15 +14,9 @@ export interface AlreadyRunning {
 }
 
 async function healthy(inst: Instance, timeoutMs: number): Promise<boolean> {
-  try {
-    const u = new URL(inst.url);
-    const host = u.hostname === '0.0.0.0' ? '127.0.0.1' : u.hostname;
-    const r = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${inst.port}/health`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
-    await r.body?.cancel();
-    return r.status === 200;
-  } catch {
-    return false;
-  }
+  // the one client (bounded, no redirects), which speaks a replica's Unix socket too (targetFromInstance's url)
+  const r = await http(`${targetFromInstance(inst).url}/health`, { timeoutMs, maxBytes: 64 * 1024 });
+  return r.ok && r.status === 200;
 }
 
 /** The live, proven instances of `profile` in this state folder, or undefined when none runs. */

@@ -12,7 +12,7 @@ import type { StartReport } from './phases.js';
 /** `node`: where it happened, for a server over nodes (absent: this host). */
 export type ServeEvent =
   /** a server's process started (over nodes: a rank, or Ray's vLLM on the head) */
-  | { type: 'launched'; replica: string; pid: number; port: number; gpus: number[]; logFile: string; node?: string; rank?: number }
+  | { type: 'launched'; replica: string; pid: number; port: number; uds?: string; gpus: number[]; logFile: string; node?: string; rank?: number }
   | { type: 'phase'; replica: string; phase: string; node?: string }
   /** over nodes, `cluster` is what served: the nodes and GPUs the ranks or Ray joined */
   | { type: 'ready'; replica: string; url: string; ms: number; node?: string; cluster?: { nodes: number; gpus: number } }
@@ -120,6 +120,8 @@ export interface RouterOutcome {
   logFile: string;
   /** each replica as HAProxy sees it once it started */
   servers: Array<{ name: string; port: number; state: string }>;
+  /** how HAProxy reaches the replicas: Unix sockets in a 0700 folder, or loopback ports and why (profiles/router.ts hopInWords) */
+  hop?: string;
   /** why it did not start */
   failure?: string;
 }

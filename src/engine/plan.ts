@@ -217,6 +217,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     stateDir: dir,
     tail: opts.engine === 'sim' ? simTail(r, opts) : [],
     cpuBuild: opts.engine === 'vllm' && cpuBuild(opts.installedVllm),
+    runtime: rt.runtime,
   });
   const caches = withCaches(r.profile, replicas, opts, rt.image(r.profile, r.platform));
   const loader = withLoader(r.profile, replicas, opts, rt.packagesUnread);
@@ -239,7 +240,7 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     stallTimeoutMs: r.profile.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm,
     foreground: Boolean(opts.foreground),
-    router: planRouter(r.profile, replicas.length, dir),
+    router: planRouter(r.profile, replicas.length, dir, rt.runtime),
     runtime: rt.runtime,
     container,
     launch: opts.launch,

@@ -55,6 +55,8 @@ export interface Instance extends ServerRecord {
   /** 'router': the HAProxy in front of this profile's replicas (absent: a vLLM replica) */
   role?: 'router';
   router?: RouterRecord;
+  /** a replica behind a router on vLLM's --uds: the Unix socket it listens on (url is then util/socket-url.ts's unixUrl of it; port is not listened on) */
+  uds?: string;
   /** a replica behind a router: the router's public address (the profile is down while no live router answers there) */
   routedAt?: { host: string; port: number };
   /** runtime container: the container that runs it (pid, pgid and startTime are 0: the runtime owns its processes) */
@@ -98,7 +100,8 @@ export interface RouterRecord {
   configFile: string;
   backend: string;
   statsPort: number;
-  servers: Array<{ name: string; host: string; port: number }>;
+  /** uds: the replica's Unix socket (vLLM --uds), HAProxy's unix@PATH */
+  servers: Array<{ name: string; host: string; port: number; uds?: string }>;
 }
 
 export interface Entry {
@@ -183,6 +186,13 @@ export interface ClusterRecord extends ServerRecord {
   start?: StartReport;
   /** each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through startOf */
   starts?: Array<{ rank: number; node: string; start: StartReport }>;
+  /**
+   * Ray in containers: vLLM's process in the head's container, as the head's host sees it (its pid
+   * there and its kernel start time), found and proven right after sparkctl exec'd it: what its stop
+   * proves (with the marker) before any signal (absent: a record from before, or a launch whose vLLM
+   * was not found; the stop then uses the pid file in the container proven by ID)
+   */
+  inHead?: { pid: number; startTime: number };
 }
 
 export interface ClusterRank {

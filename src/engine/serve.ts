@@ -10,6 +10,7 @@ import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles
 import { routerPorts, portRoles } from '../profiles/router.js';
 import type { RouterDriver, RouterLaunched } from './router-driver.js';
 import { pause } from '../util/pause.js';
+import { unixUrl } from '../util/socket-url.js';
 import { Registry, type Instance } from './registry.js';
 import { superviseReady } from './launch.js';
 import type { Launched } from './runtime/child.js';
@@ -72,6 +73,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instan
     ...runtimeOf(l).recordOf(l),
     host: replicaAddress(prof, p.index).host,
     port: p.port,
+    ...(p.uds ? { uds: p.uds } : {}),
     url: replicaUrl(plan, p),
     servedName: plan.servedName,
     gpus: p.gpus,
@@ -91,6 +93,7 @@ export function instanceOf(plan: ServePlan, p: ReplicaPlan, l: Launched): Instan
 }
 
 export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
+  if (p.uds) return unixUrl(p.uds);
   const host = replicaAddress(plan.profile, p.index).host;
   return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${p.port}`;
 };
@@ -320,7 +323,7 @@ async function launchAll(s: Session): Promise<void> {
       });
       s.launched.push(l);
       (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, logFile: p.logFile });
+      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, ...(p.uds ? { uds: p.uds } : {}), gpus: p.gpus, logFile: p.logFile });
     }
   } catch (e) {
     await stopAll(s);
@@ -336,7 +339,7 @@ async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<Se
   const results: ReadyResult[] = await Promise.all(
     launched.map((l) =>
       superviseReady(l, {
-        url: `http://127.0.0.1:${l.plan.port}`,
+        url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
         servedName: plan.servedName,
         apiKey: run.secrets.VLLM_API_KEY,
         deadlineMs: plan.readyTimeoutMs,

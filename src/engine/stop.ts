@@ -16,6 +16,7 @@ import { pollUntil } from '../util/poll.js';
 import { readGpus } from '../health/gpu.js';
 import { RealHost } from '../host/real.js';
 import { runtimeOf } from './runtime/index.js';
+import { removeStaleSocket, unixListening } from './runtime/replica-socket.js';
 
 /** What vLLM logged about its shutdown after the signal (all engines of the server together). */
 export interface ShutdownEvidence {
@@ -127,7 +128,10 @@ export interface StopOutcome {
   graceMs: number;
   /** SIGTERM to the end of the group */
   ms: number;
+  /** nothing listens on its port any more (on --uds: on its socket, which is then removed) */
   portFree: boolean;
+  /** a replica on vLLM's --uds: its socket (portFree is the socket's) */
+  uds?: string;
   groupLeft: number;
   /** pids of the group still holding GPU memory */
   gpuHolders: number[];
@@ -236,6 +240,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     graceMs,
     ms: 0,
     portFree: true,
+    ...(inst.uds ? { uds: inst.uds } : {}),
     groupLeft: 0,
     gpuHolders: [],
     removed: false,
@@ -267,7 +272,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   if (st.settleMs) await pause(st.settleMs);
   const ended = st.how === 'killed' ? 'killed' : 'terminated';
   const ev = readShutdownLines(linesSince(inst.logFile, from));
-  const portFree = await portFreed(inst.port);
+  const portFree = await portFreed(inst);
   const holders = inst.engine === 'vllm' && st.members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(st.members) : [];
   const removed = st.released && portFree && !holders.length;
   if (removed) reg.remove(inst.name);
@@ -285,8 +290,24 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   });
 }
 
-/** Wait (bounded, 1 s unless told) until nothing listens on the port any more; whether it is free. */
-export async function portFreed(port: number, deadlineMs = 1000): Promise<boolean> {
+/**
+ * Wait (bounded, 1 s unless told) until nothing listens on the port any more; whether it is free. A
+ * replica on vLLM's --uds: until nothing listens on its socket, which is then removed (the next start
+ * would have to; vLLM refuses a path that exists).
+ */
+export async function portFreed(at: number | { port: number; uds?: string }, deadlineMs = 1000): Promise<boolean> {
+  const { port, uds } = typeof at === 'number' ? { port: at, uds: undefined } : at;
+  if (uds) {
+    const free = (
+      await pollUntil(
+        () => unixListening(uds) === false,
+        (f) => f,
+        { deadlineMs, intervalMs: 50 },
+      )
+    ).done;
+    if (free) removeStaleSocket(uds);
+    return free;
+  }
   if (!port) return true;
   return (
     await pollUntil(

@@ -2,6 +2,7 @@
 // its own deadline and its own line; /health 200 alone proves nothing (vLLM issues 39863, 16259).
 // The GPU and client checks load their modules when they run: a probe of a URL or a simulator
 // reads no GPU, and its start-up is most of what a cron probe costs.
+import { socketPathOf } from '../util/socket-url.js';
 import { http } from '../client/http.js';
 import { servedModels, completionAnswer, errorMessage } from '../client/answers.js';
 import { parseVllmMetrics, readVllm } from '../client/metrics.js';
@@ -309,7 +310,7 @@ const authCheck: ProbeCheck = {
       add(
         'auth',
         'warn',
-        'no API key configured: anyone who reaches the port can use the server (fix: put the key in a variable and name it in the profile, server.apiKeyEnv: VLLM_API_KEY, or --set server.apiKeyEnv=VLLM_API_KEY)',
+        `no API key configured: ${socketPathOf(t.url) ? "on its Unix socket only sparkctl's user reaches this server, but anyone who reaches the router's port can use it" : 'anyone who reaches the port can use the server'} (fix: put the key in a variable and name it in the profile, server.apiKeyEnv: VLLM_API_KEY, or --set server.apiKeyEnv=VLLM_API_KEY)`,
         open.ms,
       );
     } else add('auth', 'pass', `/v1 answers HTTP ${open.ok ? open.status : open.message} without a key`, open.ms);

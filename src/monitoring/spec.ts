@@ -2,7 +2,7 @@
 // its replicas' ports, its thresholds and SLO, and the vLLM version whose metric names apply. Pure.
 import type { Profile } from '../profiles/schema.js';
 import { servedName, replicaAddress, routed } from '../profiles/render.js';
-import { planRouter, routerMetricsEndpoint } from '../profiles/router.js';
+import { planRouter, routerMetricsEndpoint, replicaMetricsPath } from '../profiles/router.js';
 import { vllmNames, type VllmNames } from './names.js';
 import { SHIPPED_PLATFORMS } from '../profiles/shipped-platforms.js';
 
@@ -16,6 +16,12 @@ export interface MonitoringSpec {
   ports: number[];
   /** the profile's own router (HAProxy): its public port and its Prometheus exporter; replicas and exporter on loopback */
   router?: { port: number; metricsPort: number };
+  /**
+   * Replicas on Unix sockets (vLLM --uds behind the router): Prometheus cannot scrape a socket, so each
+   * replica's /metrics is scraped through the router's stats listener at this path (profiles/router.ts
+   * replicaMetricsPath), one target per replica, its instance label the replica's name.
+   */
+  viaRouter?: Array<{ name: string; path: string }>;
   /** Prometheus job of the replicas (the scrape config's; `up` is read from it) */
   job: string;
   /** names the probe writes in the textfile's target label for this profile's servers */
@@ -42,7 +48,8 @@ const reEscape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
   const ports = Array.from({ length: o.replicas }, (_, i) => replicaAddress(p, i).port);
-  const plan = routed(p) ? planRouter(p, o.replicas, '/') : undefined;
+  // the version scraped decides whether the replicas are on sockets (vLLM --uds from 0.11) or ports
+  const plan = routed(p) ? planRouter({ ...p, engine: { ...p.engine, vllmVersion: o.vllmVersion } }, o.replicas, '/') : undefined;
   const router = plan && { port: plan.bind.port, metricsPort: routerMetricsEndpoint(plan).port };
   const name = reEscape(p.name);
   // instances are PROFILE-i and PROFILE-router, a multi-node server is PROFILE, a --url probe is its URL
@@ -53,6 +60,7 @@ export function specFromProfile(p: Profile, o: SpecOptions): MonitoringSpec {
     vllmVersion: o.vllmVersion,
     names: vllmNames(o.vllmVersion),
     ports,
+    ...(plan?.hop.uds ? { viaRouter: plan.servers.map((sv) => ({ name: sv.name, path: replicaMetricsPath(sv.name) })) } : {}),
     job: `sparkctl-${p.name}`,
     probeTargets: `${name}(-[0-9]+|-router)?|${urls}`,
     router,

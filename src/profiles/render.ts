@@ -109,10 +109,44 @@ export function replicaAddress(p: Profile, replica: number): { host: string; por
   return { host: '127.0.0.1', port: (p.router!.replicaPort ?? p.server.port + 1) + replica };
 }
 
-function serverArgs(p: Profile, replica: number): string[] {
+/** A Unix socket's path holds at most 107 bytes (sun_path is 108 with its NUL): a longer one cannot be bound. */
+export const MAX_SOCKET_PATH = 107;
+
+/**
+ * How the router reaches its replicas. On a Unix socket (vLLM's --uds) where it can: the socket is in
+ * the router's folder (<state>/router/<profile>, 0700, made and checked by sparkctl before a replica
+ * starts: engine/runtime/replica-socket.ts), so only sparkctl's user can connect to a replica, where a
+ * loopback port can be reached by any local user past the router's key and admission, and bound by
+ * one when a replica dies and frees it. vLLM 0.11 added --uds (vllm-source-facts: absent in 0.9 and
+ * 0.10; api_server.py binds the socket INSTEAD of the TCP port). Otherwise loopback TCP, with why.
+ */
+export type ReplicaHop = { uds: true; dir: string } | { uds: false; why: string };
+
+export function replicaHop(p: Profile, stateDir: string, replicas: number, _runtime?: 'host' | 'container'): ReplicaHop {
+  if (!routed(p)) return { uds: false, why: 'no router: the server listens on server.host:server.port for its clients' };
+  const tcp = (why: string): ReplicaHop => ({ uds: false, why: `the replicas listen on loopback ports (router.replicaPort), which any local user can connect to, past the router's key: ${why}` });
+  if (p.router?.replicaSocket === false) return tcp('router.replicaSocket is false in the profile');
+  if (p.parallel.nodes > 1 || p.parallel.executor === 'ray') return tcp("a replica over nodes is reached on its head node's address");
+  const v = targetVersion(p.engine.vllmVersion);
+  if (optionStatus(v, '--uds') !== 'yes') return tcp(`vLLM ${v} has no --uds (added in 0.11); a newer vLLM listens on a Unix socket only sparkctl's user can open`);
+  const dir = join(stateDir, 'router', p.name);
+  const longest = replicaSocketPath(stateDir, p, Math.max(0, replicas - 1));
+  if (Buffer.byteLength(longest) > MAX_SOCKET_PATH)
+    return tcp(`the socket's path (${longest}) is longer than the ${MAX_SOCKET_PATH} bytes a Unix socket's path holds: a shorter state folder (SPARKCTL_STATE_DIR) or profile name`);
+  return { uds: true, dir };
+}
+
+/** Replica i's socket behind the router: <state>/router/<profile>/<replica name>.sock. */
+export function replicaSocketPath(stateDir: string, p: Pick<Profile, 'name'>, replica: number): string {
+  return join(stateDir, 'router', p.name, `${p.name}-${replica}.sock`);
+}
+
+function serverArgs(p: Profile, replica: number, uds?: string): string[] {
   const a = replicaAddress(p, replica);
   const drain = shutdownTimeoutArg(p);
-  return ['--port', String(a.port), '--host', a.host, ...(drain ? ['--shutdown-timeout', String(drain)] : []), ...sleepModeArgs(p)];
+  // --uds: vLLM binds the socket and no TCP port (--host/--port would be ignored, so they are not written)
+  const listen = uds ? ['--uds', uds] : ['--port', String(a.port), '--host', a.host];
+  return [...listen, ...(drain ? ['--shutdown-timeout', String(drain)] : []), ...sleepModeArgs(p)];
 }
 
 /**
@@ -152,8 +186,8 @@ export function shutdownTimeoutArg(p: Profile): number {
 }
 
 /** The vLLM arguments of one replica (after `serve MODEL`), extraArgs included. */
-export function vllmArgs(p: Profile, replica = 0): string[] {
-  return [...modelArgs(p), ...parallelArgs(p), ...engineArgs(p), ...serverArgs(p, replica), ...p.engine.extraArgs];
+export function vllmArgs(p: Profile, replica = 0, uds?: string): string[] {
+  return [...modelArgs(p), ...parallelArgs(p), ...engineArgs(p), ...serverArgs(p, replica, uds), ...p.engine.extraArgs];
 }
 
 /** Every rendered flag and value checked against the target vLLM's table (vllm-flags.ts). */
@@ -170,7 +204,10 @@ export interface ReplicaPlan {
   envFrom: Record<string, string>;
   /** Variables removed from the inherited environment (one that would silently override a rendered flag). */
   unsetEnv: string[];
+  /** loopback/host port; behind a router on a socket (uds), the port it would have had, not listened on */
   port: number;
+  /** behind a router where vLLM has --uds: the Unix socket it listens on instead of a port (replicaHop) */
+  uds?: string;
   gpus: number[];
   logFile: string;
   /** the folder of vLLM's start caches its env points into (engine/caches.ts); a container mounts it at the same path */
@@ -185,6 +222,8 @@ export interface RenderOptions {
   tail?: string[];
   /** the vLLM that runs is a CPU build (cpuBuild of its version) */
   cpuBuild?: boolean;
+  /** how the replicas run (host process or container): decides with the version whether they listen on a socket */
+  runtime?: 'host' | 'container';
 }
 
 /** A CPU build of vLLM, by its version's local label: 0.27.2.dev0+g6adad0876.cpu, 0.11.0+cpu. */
@@ -213,6 +252,7 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
   const perReplica = p.parallel.tensor * p.parallel.pipeline;
   const multiNode = p.parallel.nodes > 1 || p.parallel.executor === 'ray';
   const plans: ReplicaPlan[] = [];
+  const hop = replicaHop(p, opts.stateDir, replicas, opts.runtime);
   for (let i = 0; i < replicas; i++) {
     const first = p.parallel.firstGpu + i * perReplica;
     // Multi-node: Ray places the workers; the head sees only its own GPUs.
@@ -223,14 +263,16 @@ export function renderReplicas(p: Profile, host: HostShape, opts: RenderOptions)
     const unsetEnv = cpuKvOverride(p);
     if (p.server.apiKeyEnv) envFrom.VLLM_API_KEY = p.server.apiKeyEnv;
     const name = instanceName(p, i);
+    const uds = hop.uds ? replicaSocketPath(opts.stateDir, p, i) : undefined;
     plans.push({
       index: i,
       name,
-      argv: [...opts.executable, 'serve', modelArg(p), ...vllmArgs(p, i), ...(opts.tail ?? [])],
+      argv: [...opts.executable, 'serve', modelArg(p), ...vllmArgs(p, i, uds), ...(opts.tail ?? [])],
       env,
       envFrom,
       unsetEnv,
       port: replicaAddress(p, i).port,
+      ...(uds ? { uds } : {}),
       gpus,
       logFile: join(opts.stateDir, 'logs', `${name}.log`),
     });

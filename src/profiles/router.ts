@@ -31,7 +31,7 @@
 import { join } from 'node:path';
 import type { Profile } from './schema.js';
 import { RouterBlock } from './schema.js';
-import { replicaAddress, routed, instanceName } from './render.js';
+import { replicaAddress, routed, instanceName, replicaHop, replicaSocketPath, type ReplicaHop } from './render.js';
 import { UsageError } from '../errors.js';
 import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from './haproxy.js';
 
@@ -41,7 +41,10 @@ export interface RouterServer {
   /** HAProxy's server name = the replica's instance name */
   name: string;
   host: string;
+  /** the loopback port; on a socket (uds) the port it would have had, not listened on */
   port: number;
+  /** the replica's Unix socket (vLLM --uds): HAProxy reaches it as unix@PATH */
+  uds?: string;
 }
 
 export interface RouterPlan {
@@ -62,6 +65,13 @@ export interface RouterPlan {
   settings: RouterSettings;
   /** stop: the soft stop's drain before the hard stop, seconds */
   drainSeconds: number;
+  /** how HAProxy reaches the replicas: a Unix socket each in `dir`, or loopback ports and why (render.ts replicaHop) */
+  hop: ReplicaHop;
+}
+
+/** The router's hop to its replicas in words, for serve, the dry-run and router config. */
+export function hopInWords(r: Pick<RouterPlan, 'hop' | 'dir'>): string {
+  return r.hop.uds ? `replicas on Unix sockets in ${r.dir} (0700, sparkctl's user only; vLLM --uds): no TCP port reaches a replica past the router` : r.hop.why;
 }
 
 /** The router's drain on stop: router.drainTimeoutSeconds, else the replicas' own drain (server.shutdownTimeoutSeconds), else 30 s. */
@@ -110,11 +120,19 @@ export function portRoles(p: Profile, replicas: number): PortRole[] {
 }
 export const BACKEND = 'replicas';
 
-/** The router of a profile, or undefined when it has none. `replicas`: how many the plan runs. */
-export function planRouter(p: Profile, replicas: number, stateDir: string): RouterPlan | undefined {
+/**
+ * The router of a profile, or undefined when it has none. `replicas`: how many the plan runs; `runtime`:
+ * how they run (a container on the host network keeps ports: replicaHop).
+ */
+export function planRouter(p: Profile, replicas: number, stateDir: string, runtime?: 'host' | 'container'): RouterPlan | undefined {
   if (!routed(p)) return undefined;
   const settings = RouterBlock.parse(p.router);
-  const servers = Array.from({ length: replicas }, (_, i) => ({ name: instanceName(p, i), ...replicaAddress(p, i) }));
+  const hop = replicaHop(p, stateDir, replicas, runtime);
+  const servers: RouterServer[] = Array.from({ length: replicas }, (_, i) => ({
+    name: instanceName(p, i),
+    ...replicaAddress(p, i),
+    ...(hop.uds ? { uds: replicaSocketPath(stateDir, p, i) } : {}),
+  }));
   const last = servers.at(-1)?.port ?? p.server.port;
   const dir = join(stateDir, 'router', p.name);
   const statsPort = settings.statsPort ?? last + 1;
@@ -140,12 +158,21 @@ export function planRouter(p: Profile, replicas: number, stateDir: string): Rout
     logFile: join(stateDir, 'logs', `${routerName(p.name)}.log`),
     settings,
     drainSeconds: routerDrainSeconds(p),
+    hop,
   };
 }
 
 /** Every port the router itself takes (public and stats): a serve must not collide with them. */
 export function routerPorts(r: RouterPlan): number[] {
   return [r.bind.port, r.stats.port];
+}
+
+const serverAddr = (sv: RouterServer) => (sv.uds ? `unix@${sv.uds}` : bindAddr(sv.host, sv.port));
+const metricsBackend = (name: string) => `metrics_${name}`;
+
+/** Where the router's stats listener serves a socket replica's /metrics (Prometheus cannot scrape a Unix socket). */
+export function replicaMetricsPath(name: string): string {
+  return `/replica/${name}/metrics`;
 }
 
 /** Where a monitoring scrape finds the router's own metrics (HAProxy's Prometheus exporter). */
@@ -170,6 +197,8 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const inter = s.checkIntervalMs;
   const L: string[] = [];
   L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
+  // how it reaches them, and why on ports where they are (a comment: one line, no control characters)
+  L.push(`# ${hopInWords(r).replace(/[\u0000-\u001f\u007f]/g, ' ')}`);
   L.push(...globalSection({ logStdout: o.logStdout, socket: o.socket && safe(o.socket, 'socket') }));
   L.push(...defaultsSection(s, inter));
   L.push('frontend public');
@@ -183,8 +212,24 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   L.push('    http-check expect status 200');
   const maxconn = s.maxConnPerReplica ? ` maxconn ${s.maxConnPerReplica}` : '';
   L.push(`    default-server check inter ${inter}ms fastinter ${Math.max(250, Math.round(inter / 4))}ms downinter ${inter}ms fall 2 rise 2${maxconn}`);
-  for (const sv of r.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(bindAddr(sv.host, sv.port), 'server address')}`);
+  // unix@PATH: a replica on vLLM's --uds (the same check and options as a port)
+  for (const sv of r.servers) L.push(`    server ${safe(sv.name, 'server name')} ${safe(serverAddr(sv), 'server address')}`);
   L.push('');
   L.push(...statsSection(r.stats));
+  // Prometheus cannot scrape a Unix socket: each socket replica's /metrics (and nothing else of it) is
+  // served on the stats listener (127.0.0.1 only) at /replica/NAME/metrics. vLLM asks no key for
+  // /metrics, so this exposes what a replica's loopback port exposed to local users, and no more.
+  const onSocket = r.servers.filter((sv) => sv.uds);
+  if (onSocket.length) {
+    L.pop(); // statsSection ends with an empty line: the metrics routes belong to its frontend
+    for (const sv of onSocket) L.push(`    use_backend ${metricsBackend(sv.name)} if { path ${safe(replicaMetricsPath(sv.name), 'metrics path')} }`);
+    L.push('');
+    for (const sv of onSocket) {
+      L.push(`backend ${metricsBackend(sv.name)}`);
+      L.push('    http-request set-path /metrics');
+      L.push(`    server ${safe(sv.name, 'server name')} ${safe(serverAddr(sv), 'server address')}`);
+      L.push('');
+    }
+  }
   return L.join('\n');
 }

@@ -187,6 +187,12 @@ export const RouterBlock = z.strictObject({
   enabled: z.boolean().default(true).describe('serve starts HAProxy on server.port, with the replicas on loopback ports behind it'),
   replicaPort: port.optional().describe('Loopback port of replica 0 behind the router (replica i on replicaPort + i); default server.port + 1'),
   statsPort: port.optional().describe("HAProxy's stats page and Prometheus exporter (/metrics), on 127.0.0.1 only; default the port after the last replica's"),
+  replicaSocket: z
+    .boolean()
+    .default(true)
+    .describe(
+      "The replicas listen on a Unix socket (vLLM --uds, 0.11 and later) in a 0700 folder of the state folder, which only sparkctl's user can open, instead of a loopback port any local user can reach past the router's key; false: loopback ports (router.replicaPort). Older vLLM, containers on the host network and multi-node replicas keep ports, said by serve",
+    ),
   bin: z.string().min(1).default('haproxy').describe('The haproxy executable (found on PATH, then /usr/sbin)'),
   checkIntervalMs: positiveInt.max(2_147_483_647).default(2000).describe('Active /health check every this many ms (fall 2 / rise 2)'),
   connectTimeoutSeconds: haproxySeconds.default(5),

@@ -99,11 +99,13 @@ export interface RollingRun {
 /** The plan must balance exactly the servers the running router knows: a rolling restart cannot change them. */
 export function checkRollable(plan: ServePlan, router: Instance): void {
   const known = router.router?.servers ?? [];
-  const want = plan.replicas.map((p) => ({ name: p.name, port: p.port }));
-  const same = known.length === want.length && want.every((w, i) => known[i]?.name === w.name && known[i]?.port === w.port);
+  // a replica on a socket (vLLM --uds) is HAProxy's unix@PATH: moving between a port and a socket changes the router's servers too
+  const at = (x: { port: number; uds?: string }) => (x.uds ? `unix:${x.uds}` : String(x.port));
+  const want = plan.replicas.map((p) => ({ name: p.name, port: p.port, uds: p.uds }));
+  const same = known.length === want.length && want.every((w, i) => known[i]?.name === w.name && at(known[i]!) === at(w));
   if (!same)
     throw new UsageError(
-      `${plan.profile.name}: the profile now has ${want.length} replica(s) on ports ${want.map((w) => w.port).join(',')}, the running router balances ${known.map((k) => `${k.name}:${k.port}`).join(', ') || 'none'}`,
+      `${plan.profile.name}: the profile now has ${want.length} replica(s) on ${want.map(at).join(',')}, the running router balances ${known.map((k) => `${k.name}:${at(k)}`).join(', ') || 'none'}`,
       [`a rolling restart keeps the router's servers; sparkctl restart ${plan.profile.name} (without --rolling) restarts everything with the new layout`],
     );
 }
@@ -254,7 +256,7 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
     if (!st.portFree || st.groupLeft) return failed(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
     x.emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
   } else x.emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
-  await portFreed(p.port, 5000);
+  await portFreed(p, 5000);
   spent.stop = Date.now() - t0;
   registry.remove(p.name);
   return undefined;
@@ -276,7 +278,8 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
   rep.argvChanged = rep.changes.length > 0;
   emit({ type: 'started', replica: p.name, pid: l.pid, argvChanged: rep.argvChanged, changes: rep.changes });
   const ready = await superviseReady(l, {
-    url: `http://127.0.0.1:${p.port}`,
+    // the replica's own address: its socket on vLLM's --uds (a port then answers nothing), else its loopback port
+    url: replicaUrl(plan, p),
     servedName: plan.servedName,
     apiKey: run.secrets.VLLM_API_KEY,
     deadlineMs: plan.readyTimeoutMs,

@@ -5,7 +5,7 @@ import type { ServePlan } from '../engine/plan.js';
 import type { Registry, Instance } from '../engine/registry.js';
 import type { RouterOutcome } from '../engine/events.js';
 import { stopGroup } from '../engine/runtime/proc.js';
-import { routerMetricsEndpoint, type RouterPlan } from '../profiles/router.js';
+import { routerMetricsEndpoint, hopInWords, type RouterPlan } from '../profiles/router.js';
 import { balanceWords } from '../profiles/haproxy.js';
 import type { RouterLaunched } from '../engine/router-driver.js';
 import { launchRouter, waitRouterReady, requireHaproxy, checkRouterConfig } from './process.js';
@@ -58,6 +58,7 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
     configFile: r.configFile,
     logFile: r.logFile,
     servers: r.servers.map((s) => ({ name: s.name, port: s.port, state: 'unknown' })),
+    hop: hopInWords(r),
   };
 }
 

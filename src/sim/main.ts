@@ -14,7 +14,7 @@ import { SimSleep } from './sleep.js';
 import { parseModelConfig, type ModelFacts } from '../model/facts.js';
 import { hfCacheRoots, hubFolder, isHubId } from '../model/read.js';
 import { factsFromProfile } from '../model/merge.js';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine, compileLines } from './lines.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { pause } from '../util/pause.js';
@@ -515,8 +515,9 @@ async function buildServer(s: SimSetup) {
   const engine = new Engine({ maxNumSeqs: num(f, '--max-num-seqs', 256), kvTokens: plan.kvTokens, maxModelLen }, timing, metrics, {
     deadAfter: faults.engineDeadAfter,
     zombieAfter: faults.zombieAfter,
-    // {port} in the path: each replica of a profile its own switch (one wedged, the others serving)
-    zombieIf: faults.zombieIf?.replaceAll('{port}', String(num(f, '--port', 8000))),
+    // {port} in the path: each replica of a profile its own switch (one wedged, the others serving); on
+    // --uds (no port) the socket's file name without .sock (a router's replica: its instance name)
+    zombieIf: faults.zombieIf?.replaceAll('{port}', str(f, '--uds') ? basename(str(f, '--uds')!, '.sock') : String(num(f, '--port', 8000))),
     longPrefillS: faults.longPrefillS,
     crashMidStream: faults.crashMidStream,
     saturateAt: faults.saturateAt,

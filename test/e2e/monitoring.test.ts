@@ -308,6 +308,15 @@ describe.skipIf(Boolean(why) || !existsSync('/usr/sbin/haproxy'))('behind the pr
   it("HAProxy's exporter holds both replicas; one killed -9 leaves the rotation and VllmReplicasOutOfRotation fires", async () => {
     const active = async () => (await query(prom!.url, 'haproxy_backend_active_servers{job="sparkctl-qwen-dev-router", proxy="replicas"}'))[0]?.value[1];
     expect(await waitFor(async () => (await active()) === '2', 15_000, 200), `active servers: ${await active()}`).toBe(true);
+    // issue 42: the replicas are on Unix sockets (vLLM --uds, the simulator playing 0.17), which Prometheus
+    // cannot scrape: each is scraped through the router's stats listener, named by its own instance label
+    const up = async () =>
+      (await query(prom!.url, 'up{job="sparkctl-qwen-dev"}'))
+        .map((r) => `${r.metric.instance}=${r.value[1]}`)
+        .sort()
+        .join(' ');
+    expect(await waitFor(async () => (await up()) === 'qwen-dev-0=1 qwen-dev-1=1', 15_000, 200), `up: ${await up()}`).toBe(true);
+    expect((await query(prom!.url, 'vllm:num_requests_running{job="sparkctl-qwen-dev", instance="qwen-dev-1"}')).length).toBeGreaterThan(0);
     const st = JSON.parse(String((await cli(['status', '--json'], { env: env() })).stdout)) as { instances: Array<{ name: string; pid: number }> };
     const victim = st.instances.find((i) => i.name === 'qwen-dev-1')!;
     expect(victim.pid).toBeGreaterThan(1);

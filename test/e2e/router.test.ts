@@ -4,11 +4,12 @@
 import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Registry } from '../../src/engine/registry.js';
 import { runtimeCommand } from '../../src/router/api.js';
-import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion, canSwitchToNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
@@ -73,21 +74,56 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     const r = await cli(['serve', 'qwen3.5-9b', '--engine', 'sim', '--router', ...at(4), ...fastPrewarm], { env: env(), timeout: 120_000 });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`router: http://127.0.0.1:${base}/v1 \\(HAProxy pid \\d+, prefix-hash \\(1024 B, factor 150 %\\) over 4 replica`));
-    // the replicas listen on loopback ports behind it; the router holds the public port
-    for (let i = 1; i <= 4; i++) expect(await portOpen(base + i)).toBe(true);
+    const dir = join(t.state, 'router', 'qwen3.5-9b');
+    // issue 42: by default (the simulator plays vLLM 0.17.1, which has --uds) the replicas listen on
+    // Unix sockets in the router's 0700 folder and on no TCP port at all; the router holds the public port
+    expect(r.stdout).toContain(`replicas on Unix sockets in ${dir} (0700`);
+    for (let i = 1; i <= 4; i++) expect(await portOpen(base + i)).toBe(false);
     const before = await status();
     const router = before.find((x) => x.role === 'router')!;
     expect(router).toMatchObject({ name: 'qwen3.5-9b-router', port: base, health: 'healthy (4/4 up)' });
     expect(readFileSync(`/proc/${router.pid}/cmdline`, 'utf8').split('\0')[0]).toMatch(/haproxy$/);
-    // its runtime API socket is in a folder only we can enter
-    const dir = join(t.state, 'router', 'qwen3.5-9b');
+    for (const [i, x] of before.filter((y) => !y.role).entries()) {
+      const sock = join(dir, `qwen3.5-9b-${i}.sock`);
+      expect(x).toMatchObject({ name: `qwen3.5-9b-${i}`, health: 'healthy', socket: sock, url: `http+unix://${encodeURIComponent(sock)}` });
+      expect(readFileSync(`/proc/${x.pid}/cmdline`, 'utf8').split('\0').join(' ')).toContain(`--uds ${sock}`);
+      expect(statSync(sock).isSocket()).toBe(true);
+    }
+    // its runtime API socket and the replicas' sockets are in a folder only we can enter
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, 'api.sock')).mode & 0o777).toBe(0o600);
+    // a second local user (uid 65534) cannot connect to a replica: no port, and the socket's folder is
+    // the guard (the state folder and router/ opened to everyone here, so that nothing else stops it)
+    if (canSwitchToNobody()) {
+      chmodSync(t.state, 0o755);
+      chmodSync(join(t.state, 'router'), 0o755);
+      const tryAs = (target: string) =>
+        execFileSync(
+          'setpriv',
+          [
+            '--reuid=65534',
+            '--regid=65534',
+            '--clear-groups',
+            process.execPath,
+            '-e',
+            `require('net').connect(${target}).on('connect',()=>{console.log('OPEN');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)})`,
+          ],
+          { encoding: 'utf8' },
+        ).trim();
+      expect(tryAs(JSON.stringify(join(dir, 'qwen3.5-9b-0.sock')))).toBe('EACCES');
+      expect(tryAs(`${base + 1}, '127.0.0.1'`)).toBe('ECONNREFUSED');
+      // while the router's own port is open to it (its key and admission are the router's)
+      expect(tryAs(`${base}, '127.0.0.1'`)).toBe('OPEN');
+    } else console.warn('router e2e: the uid-65534 check skipped (needs root and setpriv)');
+    // the deep probe of every replica over its socket, and of the router
+    const pr = await cli(['probe', 'qwen3.5-9b', '--json'], { env: env() });
+    expect(pr.exitCode, pr.stdout).toBe(0);
     // the Prometheus exporter on the stats port (loopback)
     const prom = await (await fetch(`http://127.0.0.1:${base + 5}/metrics`)).text();
     expect(prom).toMatch(/haproxy_server_status\{proxy="replicas",server="qwen3.5-9b-0"/);
-    // each replica's /metrics stays reachable directly
-    expect(await (await fetch(`http://127.0.0.1:${base + 2}/metrics`)).text()).toContain('vllm:num_requests_running');
+    // each replica's /metrics (and nothing else of it) through the stats listener: Prometheus cannot scrape a socket
+    expect(await (await fetch(`http://127.0.0.1:${base + 5}/replica/qwen3.5-9b-2/metrics`)).text()).toContain('vllm:num_requests_running');
+    expect((await fetch(`http://127.0.0.1:${base + 5}/replica/qwen3.5-9b-2/v1/models`)).status).toBe(503);
 
     const quiet = await bench(6);
     expect(quiet.failed).toBe(0);
@@ -115,6 +151,9 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     // the router first (its soft stop), then the replicas
     expect(stop.stdout.split('\n')[0]).toMatch(/^qwen3\.5-9b-router: soft-stopped \(SIGUSR1\) in [\d.]+ s: drained: /);
     expect(await portOpen(base)).toBe(false);
+    // each replica's socket freed (nothing listens) and removed
+    for (let i = 0; i < 4; i++) expect(stop.stdout).toMatch(new RegExp(`^qwen3\\.5-9b-${i}: stopped .*; socket free`, 'm'));
+    for (let i = 0; i < 4; i++) expect(existsSync(join(dir, `qwen3.5-9b-${i}.sock`))).toBe(false);
   }, 180_000);
 
   // The replicas abort on SIGTERM (server.shutdownTimeoutSeconds 0): the stream lives only if the

@@ -6,7 +6,7 @@
 // failure is one HAProxy logged against the wedged replica (clients of the other replicas: 0).
 import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Registry } from '../../src/engine/registry.js';
 import { showStat, serverState } from '../../src/router/api.js';
 import { isAlive } from '../../src/util/pid.js';
@@ -97,9 +97,11 @@ describe.skipIf(!haveHaproxy)('sparkctl watch behind the router (real HAProxy, s
       expect(await waitFor(() => events.filter((e) => e.verdict === 'healthy').length >= 3, 20_000), w.err()).toBe(true);
       const clients = Array.from({ length: 6 }, (_, i) => client(i));
       await sleep(1500);
-      writeFileSync(wedge.replace('{port}', String(victim.port)), '');
+      // the simulator's {port}: on a socket (vLLM --uds behind the router, the default) the socket's name
+      const own = victim.uds ? basename(victim.uds, '.sock') : String(victim.port);
+      writeFileSync(wedge.replace('{port}', own), '');
       expect(await waitFor(() => events.some((e) => e.target === victim.name && e.verdict === 'wedged'), 30_000), JSON.stringify(events) + w.err()).toBe(true);
-      rmSync(wedge.replace('{port}', String(victim.port)));
+      rmSync(wedge.replace('{port}', own));
       expect(await waitFor(() => events.some((e) => e.action === 'restarted' || e.action === 'restart-failed'), 90_000), JSON.stringify(events) + w.err()).toBe(true);
       const done = events.find((e) => e.action === 'restarted' || e.action === 'restart-failed')!;
       expect(done.action, done.why).toBe('restarted');

@@ -13,7 +13,7 @@
 //   SPARKCTL_REAL_COMPILE_CONTAINER=1 SPARKCTL_REAL_VLLM_ONLY=compile-container \
 //     flock /tmp/heavy.lock npx vitest run test/real-vllm/all.test.ts
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -119,6 +119,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM compiling in a podman contai
     for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
     const left = await ours();
     await podman(['rmi', '-f', REBUILD]);
+    // COMPILE_CONTAINER_KEEP_LOG=DIR: the replica's logs (every start's, as sparkctl kept them) copied there first
+    const keep = process.env.COMPILE_CONTAINER_KEEP_LOG;
+    if (keep && existsSync(join(state, 'logs'))) cpSync(join(state, 'logs'), keep, { recursive: true });
     rmrf(work);
     console.info(
       `real vLLM compile in a container: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(took)

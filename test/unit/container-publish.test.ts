@@ -24,8 +24,9 @@ function published(sets: string[], cli: ContainerCli): string[] {
 
 describe('where a container replica is published', () => {
   for (const cli of ['docker', 'podman'] as const) {
+    // on loopback ports (router.replicaSocket false, or a vLLM without --uds); on sockets nothing is published (router-uds.test.ts)
     it(`${cli}: behind the router, on 127.0.0.1 only (every replica), whatever server.host says`, () => {
-      const pubs = published(['parallel.replicas=4', 'router.enabled=true', 'server.host=0.0.0.0'], cli);
+      const pubs = published(['parallel.replicas=4', 'router.enabled=true', 'router.replicaSocket=false', 'server.host=0.0.0.0'], cli);
       expect(pubs).toHaveLength(4);
       for (const p of pubs) expect(p).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
     });

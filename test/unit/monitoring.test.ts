@@ -244,7 +244,8 @@ describe('scrape config', () => {
   });
 
   it("a profile with its own router: the replicas' loopback ports and HAProxy's exporter; the probe's router target", async () => {
-    const s = spec('0.17.0', ['server.port=8000', 'router.enabled=true'], 4);
+    // replicas on loopback ports (router.replicaSocket false; a vLLM before 0.11): scraped at their ports
+    const s = spec('0.17.0', ['server.port=8000', 'router.enabled=true', 'router.replicaSocket=false'], 4);
     expect(s.ports).toEqual([8001, 8002, 8003, 8004]);
     const c = renderScrape(s, { host: 'localhost', nodeExporter: 'localhost:9100' });
     expect(c.scrape_configs.map((j) => [j.job_name, j.static_configs[0]!.targets])).toEqual([
@@ -257,9 +258,30 @@ describe('scrape config', () => {
     const re = new RegExp(`^(?:${s.probeTargets})$`);
     for (const yes of ['qwen-dev-router', 'http://127.0.0.1:8000', 'http://127.0.0.1:8004']) expect(re.test(yes), yes).toBe(true);
     expect(re.test('qwen-dev-routerx')).toBe(false);
-    const r = await cli(['monitoring', 'scrape', 'qwen-dev', '--set', 'router.enabled=true', '--set', 'router.statsPort=9901']);
+    const r = await cli(['monitoring', 'scrape', 'qwen-dev', '--set', 'router.enabled=true', '--set', 'router.replicaSocket=false', '--set', 'router.statsPort=9901']);
     expect(String(r.stdout)).toContain('listen on 127.0.0.1');
     expect((yaml.load(String(r.stdout)) as ReturnType<typeof renderScrape>).scrape_configs[1]!.static_configs[0]!.targets).toEqual(['localhost:9901']);
+  });
+
+  // issue 42: replicas on vLLM's --uds (0.11 on, the default behind a router) cannot be scraped by
+  // Prometheus (no Unix sockets): each through the router's stats listener at its own path, its own instance
+  it.each([
+    ['0.17.0', true],
+    ['0.11.0', true],
+    ['0.10.0', false],
+    ['0.9.0', false],
+  ])('vLLM %s behind the router: replicas scraped through the router (%s), else at their ports', async (version, viaRouter) => {
+    const s = spec(version, ['server.port=8000', 'router.enabled=true'], 2);
+    const c = renderScrape(s, { host: 'localhost', nodeExporter: 'localhost:9100', router: 'lb:8404' });
+    const replicas = c.scrape_configs[0]!;
+    if (viaRouter)
+      expect(replicas.static_configs).toEqual([
+        { targets: ['localhost:8003'], labels: { profile: 'qwen-dev', instance: 'qwen-dev-0', __metrics_path__: '/replica/qwen-dev-0/metrics' } },
+        { targets: ['localhost:8003'], labels: { profile: 'qwen-dev', instance: 'qwen-dev-1', __metrics_path__: '/replica/qwen-dev-1/metrics' } },
+      ]);
+    else expect(replicas.static_configs).toEqual([{ targets: ['localhost:8001', 'localhost:8002'], labels: { profile: 'qwen-dev' } }]);
+    // the operator's own HAProxy still gets the router job; the replicas stay with the profile's own router
+    expect(c.scrape_configs[1]!.static_configs[0]!.targets).toEqual(['lb:8404']);
   });
 
   it('the job whose up the VllmServerDown rule reads', () => {

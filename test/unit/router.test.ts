@@ -90,7 +90,8 @@ describe('router plan: ports', () => {
 });
 
 describe('router config text', () => {
-  const plan = planRouter(base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64 }), 2, '/state')!;
+  // replicas on loopback ports (router.replicaSocket false); on vLLM's --uds: router-uds.test.ts
+  const plan = planRouter(base({ checkIntervalMs: 1000, serverTimeoutSeconds: 3600, maxConnPerReplica: 64, replicaSocket: false }), 2, '/state')!;
   const text = renderConfig(plan, { socket: plan.socket, logStdout: true });
   it.each([
     [`balance hash req.body,regsub('"(?s)^.*?\\"(messages|prompt|input)\\"\\s*:\\s*"',''),bytes(0,1024)`],
@@ -237,9 +238,37 @@ describe('the probe: the backend as HAProxy sees it', () => {
 describe('rolling restart: what it refuses', () => {
   const loaded = loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2'] });
   const plan = buildServePlan(resolveLoaded(loaded), { engine: 'sim', vllmBin: 'vllm', prewarm: false, router: true, stateDir: '/tmp/x' });
-  const router = (servers: Array<{ name: string; port: number }>) =>
+  const tcp = buildServePlan(resolveLoaded(loadProfile('qwen3.5-9b', { sets: ['parallel.replicas=2', 'router.replicaSocket=false'] })), {
+    engine: 'sim',
+    vllmBin: 'vllm',
+    prewarm: false,
+    router: true,
+    stateDir: '/tmp/x',
+  });
+  const sock = (i: number) => `/tmp/x/router/qwen3.5-9b/qwen3.5-9b-${i}.sock`;
+  const router = (servers: Array<{ name: string; port: number; uds?: string }>) =>
     ({ name: 'qwen3.5-9b-router', router: { socket: '/s', configFile: '/c', backend: 'replicas', statsPort: 1, servers: servers.map((s) => ({ ...s, host: '127.0.0.1' })) } }) as unknown as Instance;
   it('the same servers: fine', () => {
+    expect(() =>
+      checkRollable(
+        tcp,
+        router([
+          { name: 'qwen3.5-9b-0', port: 8001 },
+          { name: 'qwen3.5-9b-1', port: 8002 },
+        ]),
+      ),
+    ).not.toThrow();
+    expect(() =>
+      checkRollable(
+        plan,
+        router([
+          { name: 'qwen3.5-9b-0', port: 8001, uds: sock(0) },
+          { name: 'qwen3.5-9b-1', port: 8002, uds: sock(1) },
+        ]),
+      ),
+    ).not.toThrow();
+  });
+  it('a router on ports and a plan on sockets (or back): the servers change, so no rolling restart', () => {
     expect(() =>
       checkRollable(
         plan,
@@ -248,7 +277,16 @@ describe('rolling restart: what it refuses', () => {
           { name: 'qwen3.5-9b-1', port: 8002 },
         ]),
       ),
-    ).not.toThrow();
+    ).toThrow(/now has 2 replica\(s\) on unix:\/tmp\/x\/router\/qwen3\.5-9b\/qwen3\.5-9b-0\.sock,.*the running router balances qwen3\.5-9b-0:8001/);
+    expect(() =>
+      checkRollable(
+        tcp,
+        router([
+          { name: 'qwen3.5-9b-0', port: 8001, uds: sock(0) },
+          { name: 'qwen3.5-9b-1', port: 8002, uds: sock(1) },
+        ]),
+      ),
+    ).toThrow(/the running router balances/);
   });
   it.each([
     [[{ name: 'qwen3.5-9b-0', port: 8001 }]],
@@ -260,6 +298,6 @@ describe('rolling restart: what it refuses', () => {
     ],
     [[]],
   ])('a profile edited to another layout: bad input with the way out (%j)', (servers) => {
-    expect(() => checkRollable(plan, router(servers))).toThrow(/the running router balances/);
+    expect(() => checkRollable(tcp, router(servers))).toThrow(/the running router balances/);
   });
 });

@@ -34,7 +34,7 @@ const answer = (a: string, code = 0, err = '') => {
   process.env.ERR = err;
 };
 
-describe('a runtime has images exactly where its vLLM comes from one', () => {
+describe('a runtime has images exactly where its vLLM comes from one; what else it says of itself', () => {
   const p = { container: { image: 'localhost/vllm:1' }, engine: { vllmVersion: '0.11.0' } } as unknown as Profile;
   it.each([
     ['the host', hostRuntime, false],
@@ -47,6 +47,9 @@ describe('a runtime has images exactly where its vLLM comes from one', () => {
     // what the start caches are to it, and why the loader does not read its packages
     expect(rt.cachesNote).toBe(image ? ', mounted into the container' : '');
     expect(rt.packagesUnread !== undefined).toBe(image);
+    // over nodes: a container's cache folder is the profile's container.hfCache, and its ranks get no start caches yet
+    expect(rt.nodeHfCache({ container: { hfCache: '/srv/hf' } } as Profile)).toBe(image ? '/srv/hf' : undefined);
+    expect(rt.nodeStartCaches).toBe(!image);
   });
 });
 

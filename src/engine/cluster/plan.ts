@@ -81,9 +81,10 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   })[0]!;
   const warnings = requireValid(r);
   // every rank starts from an ssh login: where the model is (and the profile's env) goes to each node
-  const runtime = traitsOfProfile(p).runtime;
+  const rt = traitsOfProfile(p);
+  const runtime = rt.runtime;
   const here = opts.here ?? { env: process.env, cwd: process.cwd() };
-  const model = nodeModel(p, { ...here, offline: opts.offline && opts.engine !== 'sim', containerHfCache: runtime === 'container' && Boolean(p.container?.hfCache) });
+  const model = nodeModel(p, { ...here, offline: opts.offline && opts.engine !== 'sim', containerHfCache: Boolean(rt.nodeHfCache(p)) });
   rep.argv = withAbsoluteModel(rep.argv, exe.length + 1, p.model.path, model.modelPath);
   const shared = { ...rep.env, ...model.env };
   // sparkctl reaches the head over the nodes' network (the nodes file's address, which may be a name
@@ -112,7 +113,7 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   // The start caches on every node, keyed as on one host (the profile, the vLLM version it names for
   // these nodes). Ranks in containers on nodes get none: the folder would have to be mounted into each
   // node's container, which the node container plan does not do yet (docs/cold-start.md says so).
-  const caches = runtime === 'host' && p.engine.startCaches !== false ? planNodeCaches({ profile: p.name, vllm: p.engine.vllmVersion }, rep.env) : undefined;
+  const caches = rt.nodeStartCaches && p.engine.startCaches !== false ? planNodeCaches({ profile: p.name, vllm: p.engine.vllmVersion }, rep.env) : undefined;
   return {
     resolved: r,
     nf,

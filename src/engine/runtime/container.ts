@@ -4,7 +4,7 @@
 // CDI devices). Secrets travel by name (-e VLLM_API_KEY): the value only in the environment.
 
 import { homedir } from 'node:os';
-import { join, isAbsolute, resolve } from 'node:path';
+import { join, isAbsolute, resolve, dirname } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
 import type { ContainerBlock, Platform, Profile } from '../../profiles/schema.js';
 import { replicaAddress, type ReplicaPlan } from '../../profiles/render.js';
@@ -31,7 +31,7 @@ export interface ContainerSpec {
   /** the replica's GPUs */
   gpus: number[];
   /** publish the port on the profile's host address, or share the host's network (Ray) */
-  network: { mode: 'publish'; host: string; port: number } | { mode: 'host' };
+  network: { mode: 'publish'; host: string; port: number } | { mode: 'host' } | { mode: 'private' };
   mounts: Mount[];
   /** --ipc=host (vLLM's docs) or a /dev/shm of this size (NVIDIA's run_cluster.sh: 10.24g) */
   ipc: 'host' | { shmSize: string };
@@ -125,7 +125,10 @@ export function runArgv(s: ContainerSpec): string[] {
   // the ulimits NVIDIA's DGX instructions use
   for (const [k, v] of Object.entries(s.ulimits ?? NVIDIA_ULIMITS)) out.push('--ulimit', `${k}=${v}`);
   if (s.network.mode === 'host') out.push('--network', 'host');
-  else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
+  // a replica on vLLM's --uds: reached through its socket's bind-mounted folder, no port published
+  else if (s.network.mode === 'private') {
+    /* the runtime's own network, nothing published */
+  } else out.push('--publish', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`);
   for (const m of s.mounts) out.push('--volume', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`);
   for (const k of s.envByName) out.push('--env', k);
   for (const [k, v] of Object.entries(s.env)) out.push('--env', `${k}=${v}`);
@@ -366,6 +369,9 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
   for (const m of s.mounts) mounts.push(mountOf(m.source, m.target, m.readOnly));
   // vLLM's start caches (engine/caches.ts): read-write at the same path, where the env points
   if (x.replica.cacheDir) mounts.push(mountOf(x.replica.cacheDir, x.replica.cacheDir, false));
+  // a replica on vLLM's --uds: its socket's folder (0700, sparkctl's) at the same path, so HAProxy and
+  // sparkctl's readers reach the socket the container binds (rootless podman maps the folder's owner to the container's root)
+  if (x.replica.uds) mounts.push(mountOf(dirname(x.replica.uds), dirname(x.replica.uds), false));
   const vars = { ...x.replica.env };
   // the container sees its GPUs as 0..n-1: the host's indices would select the wrong ones (the simulator has none, it pretends them)
   if (x.engine === 'vllm') delete vars.CUDA_VISIBLE_DEVICES;
@@ -381,7 +387,7 @@ export function renderContainerRun(x: ContainerRenderInput): ContainerPlan {
     gpus: containerGpuUse(p, x.engine).gpu ? x.replica.gpus : [],
     // published where a host process would listen: behind the router on 127.0.0.1 only, so a
     // client cannot reach a replica past HAProxy (its auth, its drain during a rolling restart)
-    network: hostNet ? { mode: 'host' } : { mode: 'publish', host: replicaAddress(p, x.replica.index).host, port: x.replica.port },
+    network: hostNet ? { mode: 'host' } : x.replica.uds ? { mode: 'private' } : { mode: 'publish', host: replicaAddress(p, x.replica.index).host, port: x.replica.port },
     mounts,
     ipc: s.shmSize ? { shmSize: s.shmSize } : 'host',
     ulimits: s.ulimits,

@@ -6,6 +6,7 @@ import { closeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { INSTANCE_ENV, groupMembers, proveIdentity, stopGroup } from './proc.js';
 import { listenerIsOneOf } from './socket-owner.js';
+import { prepareReplicaSocket, unixListenerIsOneOf } from './replica-socket.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { HOST_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
@@ -20,6 +21,8 @@ export const hostRuntime: Runtime = {
 
   launch(x: ReplicaRun, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
     const plan = x.replica;
+    // a replica on --uds: its folder checked ours, a socket a gone replica left removed (vLLM refuses a path that exists)
+    if (plan.uds) prepareReplicaSocket(plan.uds);
     // argv never holds a secret (the key travels in the environment), so it may be logged.
     const { fd, tail } = openLaunchLog(plan.logFile, 'server log', plan.argv);
     const marker = randomUUID();
@@ -38,8 +41,13 @@ export const hostRuntime: Runtime = {
 
   preflight: async () => undefined,
 
-  // our own group holds the listening socket (a server that held the port first answers /health too)
-  ours: (l: Launched) => () => (l.exit || l.pid <= 0 ? false : Boolean(listenerIsOneOf(l.plan.port, [l.pid, ...groupMembers(l.pid)]))),
+  // our own group holds the listening socket (a server that held the port first answers /health too);
+  // on --uds the socket at the replica's path (the folder is ours and 0700: nobody else can bind there, checked all the same)
+  ours: (l: Launched) => () => {
+    if (l.exit || l.pid <= 0) return false;
+    const pids = [l.pid, ...groupMembers(l.pid)];
+    return Boolean(l.plan.uds ? unixListenerIsOneOf(l.plan.uds, pids) : listenerIsOneOf(l.plan.port, pids));
+  },
 
   recordOf: (l: Launched): RuntimeTarget => ({ pid: l.pid, pgid: l.pid, startTime: l.startTime, marker: l.marker }),
 

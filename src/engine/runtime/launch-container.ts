@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
+import { prepareReplicaSocket } from './replica-socket.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { UsageError } from '../../errors.js';
 import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
@@ -25,6 +26,8 @@ export function renderContainer(x: ReplicaRun, cli: ContainerCli, marker: string
 export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
   const p = x.replica;
   const marker = randomUUID();
+  // a replica on --uds: its folder made and checked ours before the mount is checked, a stale socket removed
+  if (p.uds) prepareReplicaSocket(p.uds);
   const cp = renderContainer(x, cli, marker);
   // docker creates a missing bind source as an empty root-owned folder (podman refuses it): a typo in
   // model.path or container.mounts would leave a folder sparkctl did not mean to make, and serve nothing

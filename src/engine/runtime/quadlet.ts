@@ -105,7 +105,9 @@ function containerLines(x: QuadletInput, name: string): Array<[string, string]> 
   if (s.cliArgs?.length) out.push(['GlobalArgs', words('container.cliArgs', s.cliArgs)]);
   for (const g of s.gpus) out.push(['AddDevice', `nvidia.com/gpu=${g}`]);
   if (s.network.mode === 'host') out.push(['Network', 'host']);
-  else out.push(['PublishPort', rawValue('server.host', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`)]);
+  else if (s.network.mode === 'private') {
+    /* a replica on --uds: its socket's folder is a Volume, no port published */
+  } else out.push(['PublishPort', rawValue('server.host', `${s.network.host === '0.0.0.0' ? '' : `${s.network.host}:`}${s.network.port}:${s.network.port}`)]);
   for (const m of s.mounts) out.push(['Volume', rawValue('a mount', `${m.host}:${m.container}${m.readOnly ? ':ro' : ''}`)]);
   for (const [k, v] of Object.entries(s.env)) out.push(['Environment', word(`env.${k}`, `${k}=${v}`)]);
   for (const k of s.envByName) {

@@ -30,6 +30,7 @@ function readOrNull(f: string): string | null {
 }
 
 /** Socket inodes among a process's open files ([] when gone or not ours to read). */
+export const socketInodesOfPid = (pid: number): string[] => socketInodesOf(pid);
 function socketInodesOf(pid: number): string[] {
   let fds: string[];
   try {

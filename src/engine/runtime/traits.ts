@@ -46,6 +46,10 @@ export interface RuntimeTraits {
   readonly cachesNote: string;
   /** why the Python packages beside vLLM are not read for the loader choice (undefined: they are, from the host's install) */
   readonly packagesUnread?: string;
+  /** over nodes: the cache folder the profile names for this runtime's server on each node (a container's container.hfCache; undefined: the hub cache as this host resolves it) */
+  nodeHfCache(p: Pick<Profile, 'container'>): string | undefined;
+  /** over nodes: each rank gets start caches on its node (a container on a node: not yet, the node container plan mounts no cache folder) */
+  readonly nodeStartCaches: boolean;
 }
 
 export const HOST_TRAITS: RuntimeTraits = {
@@ -61,6 +65,8 @@ export const HOST_TRAITS: RuntimeTraits = {
   unitPerReplica: false,
   image: () => undefined,
   cachesNote: '',
+  nodeHfCache: () => undefined,
+  nodeStartCaches: true,
 };
 
 export const CONTAINER_TRAITS: RuntimeTraits = {
@@ -85,6 +91,8 @@ export const CONTAINER_TRAITS: RuntimeTraits = {
   image: imageFor,
   cachesNote: ', mounted into the container',
   packagesUnread: "the image's packages are not read",
+  nodeHfCache: (p) => p.container?.hfCache,
+  nodeStartCaches: false,
 };
 
 /** The hub cache a container of this profile sees (mounted at /root/.cache/huggingface): its hub/ folder. */

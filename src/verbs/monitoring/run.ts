@@ -44,5 +44,8 @@ export async function run(kind: string, profileName: string, opts: MonitoringCli
   const router = opts.routerStats; // checked by its flag's parser
   // behind its router a profile's replicas and HAProxy's exporter listen on 127.0.0.1 only
   const local = spec.router && !opts.routerStats ? '# the replicas and the router exporter listen on 127.0.0.1: run this Prometheus (or an agent) on the serving host\n' : '';
-  say(head + local + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
+  const sockets = spec.viaRouter
+    ? `# the replicas listen on Unix sockets (vLLM --uds), which Prometheus cannot scrape: each is scraped through the router's stats listener at /replica/NAME/metrics (its instance label the replica's name)\n`
+    : '';
+  say(head + local + sockets + dump(renderScrape(spec, { host: opts.host, nodeExporter: hostPort('--node-exporter', opts.nodeExporter), router })));
 }

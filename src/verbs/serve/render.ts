@@ -164,7 +164,9 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
           readyAt = Date.now();
           const slowest = Math.max(...ready.values());
           say(`${c.green('ready')}: ${profile}, ${launched.length} replica(s) in ${formatDuration(slowest)}${sim ? ' (simulated engine)' : ''}`);
-          say(table(launched.map((l) => [l.replica, `http://127.0.0.1:${l.port}/v1`, `GPUs ${l.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(ready.get(l.replica) ?? 0)])));
+          say(
+            table(launched.map((l) => [l.replica, l.uds ? `unix:${l.uds}` : `http://127.0.0.1:${l.port}/v1`, `GPUs ${l.gpus.join(',')}`, `pid ${l.pid}`, formatDuration(ready.get(l.replica) ?? 0)])),
+          );
           break;
         }
         case 'stopping':
@@ -201,6 +203,7 @@ export function textRenderer(ctx: RenderCtx): ServeRenderer {
             say(
               `${c.green('router')}: ${r.url}/v1 (HAProxy pid ${r.pid}, ${r.balance} over ${r.servers.length} replica(s): ${r.servers.map((x) => `${x.name} ${x.state}`).join(', ')}; stats ${r.statsUrl}, Prometheus ${r.metricsUrl})`,
             );
+          if (!r.failure && r.hop) say(c.dim(`  ${r.hop}`));
           break;
         }
         default:

@@ -14,7 +14,7 @@ import { planMemory } from '../../profiles/planner.js';
 import { envelope, shellCommand, commentValue, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, exitCodeOf, UsageError } from '../../errors.js';
-import { renderConfig, routerMetricsEndpoint } from '../../profiles/router.js';
+import { renderConfig, routerMetricsEndpoint, hopInWords } from '../../profiles/router.js';
 import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
@@ -90,7 +90,7 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (os) note(c.dim(os));
   const rt = runtimeFor(plan);
   for (const x of plan.replicas) {
-    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, port ${x.port}, log ${commentValue(x.logFile)}`));
+    say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, ${x.uds ? `socket ${commentValue(x.uds)}` : `port ${x.port}`}, log ${commentValue(x.logFile)}`));
     const line = rt.render(replicaRun(plan, x), '<marker>');
     // the key is named, never written: its value is read from the variable the profile names
     const refs = Object.entries(line.envFrom).map(([k, v]) => `${k}="$${v}"`);
@@ -100,7 +100,12 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   }
   if (plan.router) {
     const rt = plan.router;
-    say(c.dim(`# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) on loopback, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`));
+    say(
+      c.dim(
+        `# router: HAProxy on port ${rt.bind.port} over ${rt.servers.length} replica(s) ${rt.hop.uds ? 'on Unix sockets' : 'on loopback'}, stats 127.0.0.1:${rt.stats.port}; config ${commentValue(rt.configFile)}`,
+      ),
+    );
+    say(c.dim(`# ${commentValue(hopInWords(rt))}`));
     say(c.dim(`# (sparkctl router config ${commentValue(plan.profile.name)} prints it)`));
     say(shellCommand([rt.settings.bin, '-db', '-f', rt.configFile], { ...HAPROXY_MALLOC_ENV }));
     say();

@@ -20,6 +20,8 @@ export function instanceJson(r: InstanceStatus) {
     health: r.health,
     ...(r.health === 'sleeping' ? { sleep: { level: r.sleepLevel ?? null } } : {}),
     port: r.inst.port,
+    // a replica on vLLM's --uds: its socket (url is then http+unix://, which sparkctl's readers take); its port is not listened on
+    ...(r.inst.uds ? { socket: r.inst.uds } : {}),
     url: targetFromInstance(r.inst).url,
     gpus: r.inst.gpus,
     engine: r.inst.engine,
@@ -41,7 +43,7 @@ export function instanceTable(rows: readonly InstanceStatus[]): string {
       runtimeOf(r.inst).describe(r.inst).shown,
       r.process === 'alive' ? c.green('alive') : c.red(r.process),
       r.health.startsWith('healthy') ? c.green(r.health) : r.health === 'sleeping' ? c.bold(`sleeping${r.sleepLevel ? ` (level ${r.sleepLevel})` : ''}`) : c.yellow(r.health),
-      String(r.inst.port),
+      r.inst.uds ? 'socket' : String(r.inst.port),
       r.alive ? formatDuration(r.uptimeMs) : '-',
       r.inst.gpus.join(',') + (r.inst.engine === 'sim' ? ' (sim)' : ''),
     ]),

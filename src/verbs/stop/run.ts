@@ -60,7 +60,7 @@ export function outcomeLine(r: StopOutcome): string {
     return `${r.name}: NOT SIGNALLED: ${r.unproven?.detail}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`;
   const req = requestsText(r.requests);
   const log = r.logDeleted ? '; its log was deleted while it ran (rotated away?): its shutdown lines are lost' : '';
-  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; port ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
+  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; ${r.uds ? 'socket' : 'port'} ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
 }
 
 /**

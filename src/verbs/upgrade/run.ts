@@ -2,6 +2,7 @@
 // image to its digest, a vLLM to its version) -> plan (the current and candidate serve plans, the
 // version diff, where the canary goes; refused flags are exit 2 before anything starts) -> act (the
 // canary, the comparison, the roll or the undo: upgrade/upgrade.ts) -> pin, record, render.
+import { shownAddress } from '../../util/socket-url.js';
 import { interrupts } from '../../util/interrupt.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
@@ -161,7 +162,7 @@ function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
     switch (e.type) {
       case 'canary':
         note(
-          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${e.url}` : ''}${e.gpus?.length ? ` on GPU ${e.gpus.join(',')}` : ''}`}`,
+          `canary: ${e.where === 'in-place' ? `${e.replica} (drained and restarted on the candidate; the other replicas serve)` : `${e.replica} beside the replicas${e.url ? ` at ${shownAddress(e.url)}` : ''}${e.gpus?.length ? ` on GPU ${e.gpus.join(',')}` : ''}`}`,
         );
         break;
       case 'rolling':
@@ -171,7 +172,7 @@ function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
         else if (e.event.type === 'started') note(`  ${e.event.replica}: started${e.event.changes.length ? ` (${e.event.changes.join('; ')})` : ''}`);
         break;
       case 'measuring':
-        note(`comparing: ${e.side} at ${e.url} (probe, golden prompts, short bench)`);
+        note(`comparing: ${e.side} at ${shownAddress(e.url)} (probe, golden prompts, short bench)`);
         break;
       case 'verdict':
         for (const x of e.verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
