@@ -18,6 +18,7 @@ import { replicaHop, renderReplicas, MAX_SOCKET_PATH } from '../../src/profiles/
 import { planRouter, renderConfig, hopInWords } from '../../src/profiles/router.js';
 import { renderContainerRun } from '../../src/engine/runtime/container.js';
 import { http, closeHttp } from '../../src/client/http.js';
+import { makePool } from '../../src/bench/runner.js';
 import { unixUrl, socketPathOf, requestPathOf, shownAddress } from '../../src/util/socket-url.js';
 import { unixListeners, unixListenerIsOneOf, unixClientEnds, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
 import { targetFromInstance } from '../../src/engine/target.js';
@@ -223,9 +224,19 @@ describe('one client over a socket: every reader of a replica takes its URL', ()
       expect(p.ok && p.json).toEqual({ method: 'POST', url: '/v1/completions', auth: null, body: '{"a":1}' });
       const big = await http(`${unixUrl(sock)}/big`, { timeoutMs: 2000, maxBytes: 100 });
       expect(big).toMatchObject({ ok: false, error: 'too-large' });
-    } finally {
-      await new Promise((r) => srv.close(r));
+    } catch (e) {
+      srv.close();
+      throw e;
     }
+    // the bench's pool (upgrade's canary comparison benches a replica) over the same socket
+    const pool = makePool(unixUrl(sock), 1);
+    try {
+      const b = await pool.request({ path: '/v1/completions', method: 'POST', body: '{}' });
+      expect(JSON.parse(await b.body.text())).toMatchObject({ method: 'POST', url: '/v1/completions' });
+    } finally {
+      await pool.close();
+    }
+    await new Promise((r) => srv.close(r));
     const gone = await http(`${unixUrl(sock)}/health`, { timeoutMs: 2000 });
     expect(gone).toMatchObject({ ok: false, error: 'refused' });
     expect(await http('http+unix://relative/health', { timeoutMs: 500 })).toMatchObject({ ok: false, error: 'other' });
