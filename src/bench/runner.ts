@@ -1,5 +1,6 @@
 // The load generator: sends the dataset's requests on a schedule (open loop), under a concurrency
 // cap (closed loop), or both, streams each answer and times it as `vllm bench serve` does.
+import { socketPathOf } from '../util/socket-url.js';
 import { Pool, type Dispatcher } from 'undici';
 import { MAX_BODY_BYTES } from '../client/http.js';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -381,8 +382,10 @@ function applyUsage(out: RequestOutput, u: any, lim: { completion: number; promp
 const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 export function makePool(url: string, concurrency?: number): Pool {
-  const u = new URL(url);
-  return new Pool(u.origin, {
+  // a server on a Unix socket (a router's replica on vLLM's --uds: util/socket-url.ts): the same pool over the socket
+  const socketPath = socketPathOf(url);
+  return new Pool(socketPath ? 'http://localhost' : new URL(url).origin, {
+    ...(socketPath ? { socketPath } : {}),
     // Sized to the load: one connection per allowed request in flight, unbounded in open loop.
     connections: concurrency ?? null,
     pipelining: 1,

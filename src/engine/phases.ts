@@ -235,8 +235,3 @@ export function startLine(r: StartReport): string {
 }
 
 const gib = (b: number) => (b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`);
-
-/** Seconds per phase for a metric or a history sample: each phase's end after the launch. */
-export function phaseSeconds(r: StartReport): Partial<Record<PhaseId, number>> {
-  return Object.fromEntries(r.phases.map((p) => [p.id, Math.round(p.atMs) / 1000]));
-}

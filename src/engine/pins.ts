@@ -125,7 +125,7 @@ export function pinFromInspect(ref: string, stdout: string): { pinned: string; h
 /** Resolve an image reference to what a pin keeps, through the runtime's images (20 s); not readable: bad input with the pull. */
 export async function resolveImagePin(images: RuntimeImages, cliArgs: readonly string[], ref: string): Promise<{ pinned: string; how: 'digest' | 'image-id'; id: string }> {
   const p = await inspectForPin(images, cliArgs, ref);
-  if ('error' in p) throw new UsageError(p.error, [`${images.pullCommand(ref)} (or sparkctl pull --image), then upgrade again`]);
+  if ('error' in p) throw new UsageError(p.error, [`${images.pullCommand(ref)} (upgrade and serve never download an image unasked), then upgrade again`]);
   return p;
 }
 

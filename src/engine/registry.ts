@@ -186,6 +186,13 @@ export interface ClusterRecord extends ServerRecord {
   start?: StartReport;
   /** each rank's start (native) or each node's whose lines Ray forwarded (cluster/rank-start.ts); read back through startOf */
   starts?: Array<{ rank: number; node: string; start: StartReport }>;
+  /**
+   * Ray in containers: vLLM's process in the head's container, as the head's host sees it (its pid
+   * there and its kernel start time), found and proven right after sparkctl exec'd it: what its stop
+   * proves (with the marker) before any signal (absent: a record from before, or a launch whose vLLM
+   * was not found; the stop then uses the pid file in the container proven by ID)
+   */
+  inHead?: { pid: number; startTime: number };
 }
 
 export interface ClusterRank {

@@ -1,8 +1,9 @@
 // A start report as read back from a registry entry (a file: hostile until checked), by zod. Apart from
 // engine/phases.ts so that what only measures or prints a start (a probe of --url targets, a cron line's
-// usual form) does not load zod: the probe imports this only where it read the registry.
+// usual form) does not load zod, nor engine/phases.ts's log readers: the probe imports this only where it read
+// the registry.
 import { z } from 'zod';
-import type { StartReport } from './phases.js';
+import type { PhaseId, StartReport } from './phases.js';
 
 const secs = z.number().finite().min(0).max(1e7);
 /** A report as read back from a registry entry (a file: hostile until checked); what does not fit is dropped. */
@@ -48,4 +49,9 @@ export function rankStartsOf(v: unknown): Array<{ rank: number; node: string; st
     const start = r.success ? startOf(r.data.start) : null;
     return r.success && start ? [{ rank: r.data.rank, node: r.data.node, start }] : [];
   });
+}
+
+/** Seconds per phase for a metric or a history sample: each phase's end after the launch. */
+export function phaseSeconds(r: StartReport): Partial<Record<PhaseId, number>> {
+  return Object.fromEntries(r.phases.map((p) => [p.id, Math.round(p.atMs) / 1000]));
 }

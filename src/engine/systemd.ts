@@ -163,8 +163,12 @@ function routerNote(p: Resolved['profile'], ports: number[]): string | undefined
 /** The container units' common start: the image's own version and entrypoint read, then the serve plan for it. */
 async function containerPlan(r0: Resolved, opts: SystemdOptions, out: UnitSink) {
   const { runtimeFor } = await import('./runtime/index.js');
-  const { r, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
+  const { r: r1, entrypoint, note: versionNote } = await forImage(r0, opts.gpus);
   if (versionNote) out.note(`note: ${versionNote}`);
+  // the replicas keep loopback ports in units (router.replicaSocket false): a unit runs without sparkctl,
+  // so nothing makes and checks the socket folder before podman mounts it, and the operator's own
+  // router in front (routerNote) reaches them by port
+  const r = r1.profile.router ? { ...r1, profile: { ...r1.profile, router: { ...r1.profile.router, replicaSocket: false } } } : r1;
   // no start caches in a unit (yet): its folder would be this user's, not the unit's, and nothing made it before podman mounts it
   const plan = buildServePlan(r, {
     engine: 'vllm',

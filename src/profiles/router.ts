@@ -197,6 +197,8 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const inter = s.checkIntervalMs;
   const L: string[] = [];
   L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
+  // how it reaches them, and why on ports where they are (a comment: one line, no control characters)
+  L.push(`# ${hopInWords(r).replace(/[\u0000-\u001f\u007f]/g, ' ')}`);
   L.push(...globalSection({ logStdout: o.logStdout, socket: o.socket && safe(o.socket, 'socket') }));
   L.push(...defaultsSection(s, inter));
   L.push('frontend public');

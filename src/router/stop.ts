@@ -13,6 +13,7 @@
 // request to lose.
 import { proveIdentity, groupMembers, signalProven, stopGroup, type Identity } from '../engine/runtime/proc.js';
 import { tcpOf, type TcpView } from '../engine/runtime/socket-owner.js';
+import { unixClientEndsOf } from '../engine/runtime/replica-socket.js';
 import { showStat } from './api.js';
 import { pollUntil } from '../util/poll.js';
 import { portFreed, type RouterStop, type StopOutcome } from '../engine/stop.js';
@@ -94,8 +95,12 @@ export async function softStopRouter(id: Identity, drainMs: number, o: RouterSto
       { deadlineMs: drainMs, intervalMs: 100, signal: o.signal },
     );
   if (!groupMembers(pgid).length) return { how: 'drained', endedBy: 'soft-stop', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
-  const at = tcpOf(groupMembers(pgid));
-  const left = judgeDeadline(at && splitConnections(at, listening));
+  const members = groupMembers(pgid);
+  const at = tcpOf(members);
+  // HAProxy's connections to replicas on Unix sockets (vLLM --uds) are no TCP: counted from /proc/net/unix
+  const viaSockets = unixClientEndsOf(members) ?? 0;
+  const split = at && splitConnections(at, listening);
+  const left = judgeDeadline(split && { clients: split.clients, servers: split.servers + viaSockets });
   const how = await stopGroup(id, 3000, { onTerm: () => o.onSignal?.('SIGTERM', {}) });
   if (how === 'unproven') return { how: 'unproven', inFlight, connections, cut: 0, idleClosed: 0, ms: ms() };
   if (how === 'killed') o.onSignal?.('SIGKILL', {});

@@ -4,7 +4,7 @@
 // a node whose image differs is refused before anything starts, naming it and both IDs.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, freePort, rmrf } from '../helpers.js';
 import { netnsUnavailable, type Cluster } from '../cluster.js';
@@ -107,6 +107,52 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
       expect(await ours()).toEqual([]);
     } finally {
       rmrf(join(cl.dir, 'n2', 'bin', 'podman'));
+      await podman(['rmi', tag]);
+    }
+  }, 120_000);
+
+  it('pinned: every node runs the pin, never its copy of the tag; one node left on another build (it lacks the pinned image) is named by preflight --nodes as the pin and refused at serve', async () => {
+    const id = async (i: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', i])).stdout.trim();
+    const [a, b] = [await id(image), await id(other)];
+    const tag = `localhost/sparkctl-mn-pin-${process.pid}:x`;
+    await podman(['tag', image, tag]);
+    const profileFile = join(profiles, 'mn-box.yaml');
+    const profileBefore = readFileSync(profileFile, 'utf8');
+    const pinFile = join(state, 'pins', 'mn-box.json');
+    const n2 = join(cl.dir, 'n2', 'bin', 'podman');
+    try {
+      writeFileSync(profileFile, profileBefore.replace(/image: \S+,/, `image: ${tag},`));
+      // the pin a healthy serve --nodes wrote for this tag (case 1 shows serve writing it): image a, by ID
+      mkdirSync(join(state, 'pins'), { recursive: true });
+      const pin = { at: '2026-12-01T00:00:00.000Z', vllmVersion: '0.17.0', image: tag, imagePinned: a, imageId: a, sets: [`container.image=${a}`] };
+      writeFileSync(pinFile, JSON.stringify({ version: 1, profile: 'mn-box', current: pin, previous: [] }));
+      // n2 was left behind: its copy of the tag is another build, and it does not hold the pinned image (the nodes share one
+      // store here: n2's podman answers as such a node's would, for these two names only)
+      writeFileSync(
+        n2,
+        `#!/bin/bash\nargs=(); for x in "$@"; do\n  [ "$x" = ${a} ] && { echo "Error: ${a}: image not known" >&2; exit 125; }\n  [ "$x" = ${tag} ] && x=${other}; args+=("$x"); done\nexec /usr/bin/podman "\${args[@]}"\n`,
+        { mode: 0o755 },
+      );
+      const pf = await run(['preflight', '--nodes', cl.nodesFile, '--profile', 'mn-box', '--profiles', profiles, '--json']);
+      const same = JSON.parse(pf.stdout).cross.find((x: { id: string }) => x.id === 'nodes.same-image');
+      // the pin's ID was asked on every node (not the tag, which n2 would have answered with b)
+      expect(same).toMatchObject({ status: 'fail', observed: expect.stringMatching(new RegExp(`^${a} is not on n2 \\(.*image not known.*\\) \\(the pin of ${tag}, 2026-12-01T00:00:00.000Z\\)$`)) });
+      expect(same.observed).not.toContain(b.slice(0, 12));
+      expect(same.fix).toContain(`load the pinned image on those nodes (podman save ${a} | ssh NODE podman load)`);
+      expect(pf.exitCode).toBe(1);
+      const r = await run(['serve', 'mn-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
+      expect(r.exitCode, r.stderr).toBe(4);
+      expect(r.stderr).toContain(`image ${tag}: every node runs the pin ${a}`);
+      expect(r.stderr).toMatch(new RegExp(`refused: ${a} is not on n2 \\(`));
+      // already pinned: the fix is to load that image there, not to pin it by digest
+      expect(r.stderr).toContain(`load that very image on those nodes (podman save ${a} | ssh NODE podman load, or sparkctl pull --nodes)`);
+      expect(await ours()).toEqual([]);
+      // the pin is as it was: a refused serve pins nothing
+      expect(JSON.parse(readFileSync(pinFile, 'utf8')).current).toEqual(pin);
+    } finally {
+      rmrf(n2);
+      writeFileSync(profileFile, profileBefore);
+      rmrf(pinFile);
       await podman(['rmi', tag]);
     }
   }, 120_000);

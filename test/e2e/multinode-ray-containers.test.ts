@@ -89,6 +89,14 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     expect(headLog.stdout + headLog.stderr).toMatch(/Ray runtime started[\s\S]*Application startup complete/);
     const st = await run(['status']);
     for (const i of [0, 1, 2, 3]) expect(st.stdout).toMatch(new RegExp(`n${i}\\s+${i ? 'worker' : 'head'}\\s+\\S+\\s+ray up\\s+1 GPUs`));
+    // the record keeps what proves vLLM ours (status --json shows the record): its process on the head's host, found through
+    // the container's pid namespace right after the exec, by its pid and start time there; that process is vLLM, leading its group
+    const sj = JSON.parse((await run(['status', '--json'])).stdout);
+    const inHead = sj.clusters.find((x: { profile: string }) => x.profile === 'rc-box').inHead;
+    expect(inHead).toEqual({ pid: expect.any(Number), startTime: expect.any(Number) });
+    const seen = cl.exec(0, `tr '\\0' ' ' < /proc/${inHead.pid}/cmdline; echo; cut -d' ' -f5 /proc/${inHead.pid}/stat`, 15_000);
+    expect(seen.stdout).toMatch(/vllm serve [\s\S]*\n(\d+)\s*$/);
+    expect(Number(/(\d+)\s*$/.exec(seen.stdout)![1])).toBe(inHead.pid);
 
     // n3's container ends, and another container takes its name and labels: not the recorded ID, so never stopped
     const real3 = (await podman(['inspect', '--format', '{{.Id}}', 'sparkctl-rc-box-rank3'])).stdout.trim();

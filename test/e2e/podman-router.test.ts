@@ -1,13 +1,15 @@
 // Container replicas behind the router, on the real podman (Debian's 4.3, as root, runc) and the real
 // HAProxy (Debian's 2.6): one start of a routed container profile, then
-//   - each replica's published port is on 127.0.0.1 only (podman port, and the host's listening
-//     sockets), so no client reaches a replica past HAProxy, its auth and its drain;
+//   - each replica is on vLLM's --uds in the router's 0700 folder, bind-mounted into its container:
+//     podman publishes no port, so no client reaches a replica past HAProxy, its auth and its drain
+//     (issue 42; before, a port published on 127.0.0.1 only, which any local user could reach);
 //   - a rolling restart that fails leaves that replica in MAINT, and probe PROFILE is not 0;
 //   - after kill -9 of HAProxy and a `status` that cleans its entry, probe PROFILE is still unhealthy.
 // The replicas are the simulator in the suites' image (test/podman.ts).
 import { describe, it, expect } from 'vitest';
-import { execa } from 'execa';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { http, closeHttp } from '../../src/client/http.js';
+import { unixUrl } from '../../src/util/socket-url.js';
 import { join } from 'node:path';
 import { cli, freePortRange, portOpen, waitFor } from '../helpers.js';
 import { PODMAN, podmanSuite, podmanUnavailable } from '../podman.js';
@@ -43,6 +45,7 @@ interface Entry {
   alive: boolean;
   pid?: number;
   port?: number;
+  socket?: string;
   container?: { id: string };
 }
 const status = async (): Promise<Entry[]> => JSON.parse((await run(['status', '--json'])).stdout).instances;
@@ -54,7 +57,7 @@ const probe = async () => {
 describe.skipIf(Boolean(why))('container replicas behind the router: real podman and real HAProxy', { timeout: 300_000 }, () => {
   suite.hooks();
 
-  it('replicas published on 127.0.0.1 only; a failed rolling restart leaves MAINT and probe exits 1; kill -9 of HAProxy then status: probe still unhealthy', async () => {
+  it('replicas on Unix sockets, nothing published; a failed rolling restart leaves MAINT and probe exits 1; kill -9 of HAProxy then status: probe still unhealthy', async () => {
     const base = await freePortRange(5);
     const dir = join(work, 'profiles');
     mkdirSync(dir, { recursive: true });
@@ -67,20 +70,15 @@ describe.skipIf(Boolean(why))('container replicas behind the router: real podman
       expect(replicas).toHaveLength(2);
       for (const r of replicas) {
         expect(r.container?.id).toMatch(/^[a-f0-9]{64}$/);
-        // podman's own view of what it published: 127.0.0.1 and nothing else
-        const ports = (await podman(['port', r.container!.id])).stdout.trim().split('\n').filter(Boolean);
-        expect(ports.length, `podman port ${r.container!.id}`).toBeGreaterThan(0);
-        for (const line of ports) expect(line, `podman port: ${line}`).toMatch(/-> 127\.0\.0\.1:\d+$/);
-        const port = Number(ports[0]!.split(':').pop());
-        // the host's listening sockets on that port (podman holds the published port): loopback only
-        const ss = await execa('ss', ['-Hltn', `sport = :${port}`], { reject: false });
-        const locals = ss.stdout
-          .split('\n')
-          .filter(Boolean)
-          .map((l) => l.trim().split(/\s+/)[3]!);
-        expect(locals.length, `ss: nothing listens on ${port}`).toBeGreaterThan(0);
-        for (const a of locals) expect(a, `ss: something listens on ${a}`).toBe(`127.0.0.1:${port}`);
-        expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+        // issue 42: behind the router each replica is on vLLM's --uds (0.25 has it) in the router's 0700
+        // folder, bind-mounted into its container: podman publishes nothing, nothing listens for it on TCP
+        const ports = (await podman(['port', r.container!.id])).stdout.trim();
+        expect(ports, `podman port ${r.container!.id}`).toBe('');
+        expect(r.socket).toBe(join(stateDir, 'router', name, `${r.name}.sock`));
+        expect(statSync(r.socket!).isSocket()).toBe(true);
+        expect(statSync(join(stateDir, 'router', name)).mode & 0o777).toBe(0o700);
+        const health = await http(`${unixUrl(r.socket!)}/health`, { timeoutMs: 5000 });
+        expect(health.ok && health.status, JSON.stringify(health)).toBe(200);
       }
       expect((await fetch(`http://127.0.0.1:${base}/v1/models`)).status, 'the router serves').toBe(200);
       expect((await probe()).code).toBe(0);
@@ -113,5 +111,6 @@ describe.skipIf(Boolean(why))('container replicas behind the router: real podman
       expect(stop.exitCode, stop.stderr).toBe(0);
     }
     expect(await suite.ours(), 'containers left after stop').toEqual([]);
+    await closeHttp();
   });
 });

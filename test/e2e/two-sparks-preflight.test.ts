@@ -11,7 +11,7 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { cli, tempDir, rmrf, processesMarked, cachedConfig, freePort } from '../helpers.js';
 import { makeCluster, type Cluster } from '../cluster.js';
 import { simBundle } from '../sim-bundle.js';
@@ -46,6 +46,19 @@ describe('preflight --nodes of a model id on two Sparks', { timeout: 60_000 }, (
     const text = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'openai/gpt-oss-120b'], { env });
     expect(text.stderr).toContain("each node's own preflight runs for platform dgx-spark-gb10, without a profile: openai/gpt-oss-120b has none of its own");
     expect(text.stdout).not.toContain('unreachable');
+  });
+
+  it('a relative model.path is checked on every node at the absolute path the ranks are given', async () => {
+    const env = { ...cl.env, SPARKCTL_STATE_DIR: join(dir, 'state'), SPARKCTL_TEST_CASE: marker };
+    const pdir = join(dir, 'rel-profiles');
+    mkdirSync(pdir, { recursive: true });
+    writeFileSync(
+      join(pdir, 'oss-rel.yaml'),
+      'name: oss-rel\nplatform: dgx-spark-gb10\nmodel: { path: weights/oss, parameters: 1.2e11, layers: 36, attentionHeads: 64, kvHeads: 8, headDim: 64, maxContext: 131072 }\nengine: { gpuMemoryUtilization: 0.8 }\nparallel: { tensor: 2, nodes: 2 }\n',
+    );
+    const r = await cli(['preflight', '--nodes', cl.nodesFile, '--profile', 'oss-rel', '--profiles', pdir, '--json'], { env, cwd: dir });
+    const cross = Object.fromEntries(JSON.parse(r.stdout).cross.map((x: { id: string }) => [x.id, x]));
+    expect(cross['nodes.model-path']).toMatchObject({ status: 'fail', observed: `${join(dir, 'weights', 'oss')}/config.json missing on n0, n1` });
   });
 
   it("serve MODEL --nodes: every rank reads the model from this host's cache path (HF_HUB_CACHE sent to each node)", async () => {

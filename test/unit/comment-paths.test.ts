@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 const ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..');
 const FOREIGN: Record<string, string> = {
   'docs/features/tool_calling.md': 'vllm-project/vllm', // profiles/families.ts: vLLM's tool-calling docs
+  'docs/cli/json_tip.inc.md': 'vllm-project/vllm', // profiles/vllm-flags.ts: vLLM's JSON-arguments tip
 };
 
 const walk = (d: string): string[] =>

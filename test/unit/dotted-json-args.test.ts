@@ -152,3 +152,16 @@ describe('an empty sparkrun/eugr block', () => {
     expect(m.unmapped.find((u) => u.key === 'mods')?.fix).toMatch(/chat-template/);
   });
 });
+
+describe('a recipe variable that names a program the server runs', () => {
+  it.each(['DG_JIT_NVCC_COMPILER', 'TRITON_PTXAS_PATH', 'CXX'])('%s needs --allow (eugr deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER)', (k) => {
+    const raw = { model: 'org/m', env: { [k]: '/usr/local/cuda/bin/nvcc', NCCL_IB_DISABLE: 0 }, command: 'vllm serve org/m' };
+    const r = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0' });
+    expect(r.unmapped.find((u) => u.key === `env.${k}`)?.fix).toContain(`--allow ${k}`);
+    expect((r.profile.env as Record<string, string>)[k]).toBeUndefined();
+    // the ordinary variable beside it is imported
+    expect((r.profile.env as Record<string, string>).NCCL_IB_DISABLE).toBe('0');
+    const ok = importRecipe(raw, { name: 'e', vllmVersion: '0.28.0', allow: [k] });
+    expect((ok.profile.env as Record<string, string>)[k]).toBe('/usr/local/cuda/bin/nvcc');
+  });
+});

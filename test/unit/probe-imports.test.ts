@@ -40,6 +40,11 @@ describe('what a probe loads at start', () => {
     expect(g.size).toBeGreaterThan(5);
     expect(g.has('pkg:zod') ? chain(g, 'pkg:zod') : 'no zod').toBe('no zod');
   });
+  it("src/verbs/probe/run.ts: no static import reaches engine/phases.ts (vLLM's log readers and their cause tables)", () => {
+    const g = staticGraph(join(root, 'src/verbs/probe/run.ts'));
+    const phases = join(root, 'src/engine/phases.ts');
+    expect(g.has(phases) ? chain(g, phases) : 'not loaded').toBe('not loaded');
+  });
   it('the walker finds zod where it is imported (so the test above can fail)', () => {
     const g = staticGraph(join(root, 'src/engine/start-shape.ts'));
     expect(chain(g, 'pkg:zod')).toBe('src/engine/start-shape.ts -> pkg:zod');

@@ -18,8 +18,9 @@ import { replicaHop, renderReplicas, MAX_SOCKET_PATH } from '../../src/profiles/
 import { planRouter, renderConfig, hopInWords } from '../../src/profiles/router.js';
 import { renderContainerRun } from '../../src/engine/runtime/container.js';
 import { http, closeHttp } from '../../src/client/http.js';
+import { makePool } from '../../src/bench/runner.js';
 import { unixUrl, socketPathOf, requestPathOf, shownAddress } from '../../src/util/socket-url.js';
-import { unixListeners, unixListenerIsOneOf, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
+import { unixListeners, unixListenerIsOneOf, unixClientEnds, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
 import { targetFromInstance } from '../../src/engine/target.js';
 import type { Instance } from '../../src/engine/registry.js';
 
@@ -139,6 +140,8 @@ describe('what is rendered: vLLM argv, HAProxy servers, the stats routes', () =>
     expect(text).not.toContain('unix@');
     expect(text).not.toContain('/replica/');
     expect(hopInWords(plan)).toMatch(/vLLM 0\.10\.0 has no --uds/);
+    // router config (and the file serve writes) says why in a comment
+    expect(text.split('\n')[1]).toMatch(/^# the replicas listen on loopback ports .*vLLM 0\.10\.0 has no --uds \(added in 0\.11\)/);
   });
 
   it('a socket path that a config line cannot hold is refused, not written', () => {
@@ -221,9 +224,19 @@ describe('one client over a socket: every reader of a replica takes its URL', ()
       expect(p.ok && p.json).toEqual({ method: 'POST', url: '/v1/completions', auth: null, body: '{"a":1}' });
       const big = await http(`${unixUrl(sock)}/big`, { timeoutMs: 2000, maxBytes: 100 });
       expect(big).toMatchObject({ ok: false, error: 'too-large' });
-    } finally {
-      await new Promise((r) => srv.close(r));
+    } catch (e) {
+      srv.close();
+      throw e;
     }
+    // the bench's pool (upgrade's canary comparison benches a replica) over the same socket
+    const pool = makePool(unixUrl(sock), 1);
+    try {
+      const b = await pool.request({ path: '/v1/completions', method: 'POST', body: '{}' });
+      expect(JSON.parse(await b.body.text())).toMatchObject({ method: 'POST', url: '/v1/completions' });
+    } finally {
+      await pool.close();
+    }
+    await new Promise((r) => srv.close(r));
     const gone = await http(`${unixUrl(sock)}/health`, { timeoutMs: 2000 });
     expect(gone).toMatchObject({ ok: false, error: 'refused' });
     expect(await http('http+unix://relative/health', { timeoutMs: 500 })).toMatchObject({ ok: false, error: 'other' });
@@ -246,6 +259,18 @@ describe('who listens on a socket: /proc/net/unix and our group', () => {
     ['/s/m-1.sock', []],
   ])('listeners at %s: %j (a connected socket with the same name is no listener)', (path, inodes) => {
     expect([...unixListeners(text, path)]).toEqual(inodes);
+  });
+  it("HAProxy's connections to socket replicas: its connected stream ends without a path (a stop's cut/drained judgement counts them)", () => {
+    const t = [
+      'Num       RefCount Protocol Flags    Type St Inode Path',
+      '0000000000000000: 00000003 00000000 00000000 0001 03 201', // a client end: counted
+      '0000000000000000: 00000003 00000000 00000000 0001 03 202 /s/api.sock', // an end it accepted on its own socket: not
+      '0000000000000000: 00000002 00000000 00010000 0001 01 203 /s/api.sock', // its listener: not
+      '0000000000000000: 00000003 00000000 00000000 0002 03 204', // a datagram socket: not
+      '0000000000000000: 00000003 00000000 00000000 0001 03 205', // someone else's: not
+    ].join('\n');
+    expect(unixClientEnds(t, new Set(['201', '202', '203', '204']))).toBe(1);
+    expect(unixClientEnds(t, new Set())).toBe(0);
   });
   it('ours only when one of our processes holds the listening inode; no /proc: cannot tell', () => {
     expect(

@@ -82,7 +82,7 @@ describe("a reference read through the runtime's images: the pin serve and upgra
     const e = await resolveImagePin(ofCli('docker').images!, [], 'r:2').catch((x) => x);
     expect(e).toBeInstanceOf(UsageError);
     expect(e.message).toBe('docker image inspect r:2: Error: no such image');
-    expect(e.details).toEqual(['docker pull r:2 (or sparkctl pull --image), then upgrade again']);
+    expect(e.details).toEqual(['docker pull r:2 (upgrade and serve never download an image unasked), then upgrade again']);
   });
 });
 

@@ -5,6 +5,7 @@
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import { imageMismatch, readImageIds } from './containers.js';
+import { isPinnedRef } from '../pins.js';
 import { stopOnNode, type ContainerStopState, type NodeContainerRef } from './node-container.js';
 import type { NodeFailure, ClusterPlan } from './common.js';
 
@@ -18,7 +19,10 @@ export async function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?
   return {
     refused: true,
     message: bad,
-    fix: `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
+    // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading it helps
+    fix: isPinnedRef(c.image)
+      ? `load that very image on those nodes (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes); it is what every node runs (the profile's pin, or its container.image)`
+      : `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
     evidence: ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
   };
 }

@@ -82,6 +82,12 @@ function provenId(r: NodeContainerRef, goneExit: number): string {
   ].join('; ');
 }
 
+/** The guard a script on the node's host runs first: exit 9 the container is gone, 4 not provably ours, 5 the runtime did not answer. */
+export const provenGuard = (r: NodeContainerRef) => provenId(r, 9);
+
+/** The runtime's own command line for the recorded container (no guard: put provenGuard before it). */
+export const cliLine = (r: NodeContainerRef, args: string[]) => line(r.cli, args);
+
 /** Exit 9: the container is gone or not running (255 is ssh failing, not an answer). */
 export const aliveLine = (r: NodeContainerRef) =>
   `${provenId(r, 9)}; s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9`;

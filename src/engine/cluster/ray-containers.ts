@@ -5,14 +5,22 @@
 // Ray answers `ray status` there; every worker's container, concurrently; until Ray (asked inside the
 // head's container) lists exactly the nodes and GPUs of the file; vLLM exec'd in the head's
 // container; then the same readiness as on the host (engineReady), with every node's container
-// watched too. Stop: vLLM first (its own SIGTERM inside the head's container, so its API drains),
-// then every container on every node, each proven by the ID its `run` got back (node-container.ts).
+// watched too. Right after the exec, vLLM's process is found on the head's host (the pid its shell
+// wrote in the container, mapped through the container's pid namespace: hostPidLine) and proven
+// there by the one proof (its group, its start time, the instance marker the exec gave it); its pid
+// and start time go in the record (inHead). Stop: vLLM first, by the one stop over the head's shell
+// (node-proc.ts: SIGTERM, its API drains, SIGKILL after the grace), then every container on every
+// node, each proven by the ID its `run` got back (node-container.ts). The proof reads on the node's
+// host, never with the image's tools: an image need not have ps, awk, sed or head (this suite's has
+// none of them, which is why reading inside the container recorded nothing: s5 note).
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { randomUUID } from 'node:crypto';
 import { diagnose } from '../diagnose.js';
 import { ssh, remoteWhy } from './ssh.js';
-import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
+import { REMOTE_UNPROVEN_EXIT, nodeProc, stopOnNode, sshShell, NodeUnreachable, type NodeShell } from './node-proc.js';
+import { INSTANCE_ENV } from '../runtime/proc.js';
+import { shellQuote } from '../../output/format.js';
 import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
@@ -20,7 +28,7 @@ import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWat
 import { ClusterStart } from './rank-start.js';
 import { afterReady, finishStarts, refuseRecorded, type NodeFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome, nodesOutcome } from './common.js';
 import type { ServeOutcome } from '../events.js';
-import { aliveLine, execLine, logsLine, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
+import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
 import { VLLM_PID_FILE } from './containers.js';
 
@@ -91,10 +99,15 @@ export function execCommand(plan: ClusterPlan): string[] {
 }
 
 /** vLLM started in the head's container, through exec (the key by name from the CLI's environment, read from stdin). */
-async function execVllm(plan: ClusterPlan, head: NodeContainerRef, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: string, signal?: AbortSignal): Promise<NodeFailure | undefined> {
   const { nf } = plan;
   const key = plan.apiKey;
-  const cmd = [key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':', execLine(head, execCommand(plan), { detach: true, envByName: key ? ['VLLM_API_KEY'] : [] })].join('; ');
+  // the instance marker in vLLM's own environment (by name, as the key): what the one proof reads on the host
+  const cmd = [
+    key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
+    `${INSTANCE_ENV}=${shellQuote(marker)}; export ${INSTANCE_ENV}`,
+    execLine(head, execCommand(plan), { detach: true, envByName: [...(key ? ['VLLM_API_KEY'] : []), INSTANCE_ENV] }),
+  ].join('; ');
   const r = await ssh(nf, nf.head, cmd, { input: key ? `${key}\n` : undefined, timeoutMs: 60_000, signal });
   if (r.exitCode !== 0)
     return { message: `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
@@ -172,16 +185,19 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
   // the engine's start, timed from its exec in the head's container; Ray's workers' lines per node
   const start = new ClusterStart();
   start.launched(0, nf.head.name);
-  const noExec = await execVllm(plan, head, signal);
+  const noExec = await execVllm(plan, head, marker, signal);
   if (noExec) {
     registry.removeCluster(plan.profile.name);
     return fail(noExec);
   }
+  // what proves vLLM ours from now on: its process on the head's host, proven there at once
+  const inHead = await readInHead(sshShell(nf, nf.head), head, marker, signal);
+  if (inHead) registry.writeCluster(Object.assign(record, { inHead }));
   emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
   const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs), start);
   if (notReady) {
     await finishStarts(plan, start, emit);
-    await stopVllmInHead(nf, head, 5);
+    await stopVllmInHead(nf, head, record, 5);
     registry.removeCluster(plan.profile.name);
     return fail(notReady);
   }
@@ -202,8 +218,84 @@ export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
   ]);
 }
 
-async function stopVllmInHead(nf: NodesFile, head: NodeContainerRef, graceS: number, signal?: AbortSignal) {
-  return ssh(nf, nf.head, vllmStopLine(head, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
+/**
+ * The shell, on the head's host, that names vLLM's process there: the pid its shell wrote in the head's
+ * container (read through the runtime's exec behind the container's proof by ID, at most 24 bytes,
+ * digits only) is a pid in the container's pid namespace; the host process whose NSpid ends with it,
+ * in that same namespace (the container's init's, from inspect), is it. Prints `@host PID`; exit 7:
+ * not (yet) there; 8: the pid file holds no pid; 9: the container is gone; 4: the container is not
+ * provably ours.
+ */
+export function hostPidLine(head: NodeContainerRef): string {
+  const inspect = cliLine(head, ['inspect', '--type', 'container', '--format', '{{.State.Pid}}', head.containerId]);
+  const cat = cliLine(head, ['exec', head.containerId, 'cat', VLLM_PID_FILE]);
+  return [
+    provenGuard(head),
+    `c=$(${inspect} 2>/dev/null); case "$c" in ''|0|*[!0-9]*) exit 7;; esac`,
+    `i=$(${cat} 2>/dev/null | head -c 24 | tr -d ' \\n'); case "$i" in '') exit 7;; *[!0-9]*) exit 8;; esac`,
+    'ns=$(readlink /proc/$c/ns/pid) || exit 7',
+    // only a process in a nested pid namespace (NSpid has two fields or more) whose innermost pid is $i, then the one in the container's
+    `for d in $(grep -H '^NSpid:' /proc/[0-9]*/status 2>/dev/null | awk -v i="$i" 'NF > 2 && $NF == i { sub(/[/]status:.*/, "", $1); print $1 }'); do [ "$(readlink $d/ns/pid 2>/dev/null)" = "$ns" ] && { echo "@host \${d#/proc/}"; exit 0; }; done`,
+    'exit 7',
+  ].join('\n');
+}
+
+/** The pid hostPidLine printed (the last line, as hostile as any node's answer). */
+export function hostPidFrom(stdout: string): number | undefined {
+  const m = /^@host (\d{1,9})$/.exec(stdout.trim().split('\n').pop()?.trim() ?? '');
+  return m && Number(m[1]) > 1 ? Number(m[1]) : undefined;
+}
+
+/**
+ * vLLM's process on the head's host, proven by the one proof's facts right after the exec: the leader
+ * of its own group (podman/runc exec starts it so: pid = pgid = sid, checked in a real container), with
+ * the marker its exec gave it; its pid and start time then prove it at every stop. undefined: not found
+ * within 5 s, or not proven (nothing is recorded, and the stop falls back: stopVllmInHead).
+ */
+export async function readInHead(shell: NodeShell, head: NodeContainerRef, marker: string, signal?: AbortSignal, tries = 20): Promise<ClusterRecord['inHead']> {
+  // the pid file is written a moment after exec returns: a few tries, bounded
+  for (let i = 0; i < tries && !signal?.aborted; i++) {
+    const r = await shell(hostPidLine(head), { timeoutMs: 15_000, signal });
+    const pid = r.exitCode === 0 ? hostPidFrom(r.stdout) : undefined;
+    if (pid) {
+      try {
+        const facts = await nodeProc(shell).facts({ pid, pgid: pid });
+        const startTime = facts.startTime(pid);
+        return startTime && facts.groupMembers(pid).includes(pid) && facts.marker(pid) === marker ? { pid, startTime } : undefined;
+      } catch (e) {
+        if (e instanceof NodeUnreachable) return undefined;
+        throw e;
+      }
+    }
+    if (r.exitCode !== 7) return undefined;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  return undefined;
+}
+
+/**
+ * vLLM in the head's container stopped. Recorded at launch (inHead): the one stop over the head's
+ * shell, proven by its pid, start time and marker (a process that is not it is never signalled:
+ * 'unproven'). A record without it (written before, or a launch whose vLLM was not found): vLLM's
+ * SIGTERM from its pid file inside the head's container, proven by ID, as before.
+ */
+async function stopVllmInHead(
+  nf: NodesFile,
+  head: NodeContainerRef,
+  record: Pick<ClusterRecord, 'inHead' | 'marker' | 'head'>,
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<StopClusterOutcome['engine']> {
+  if (record.inHead) {
+    const x = await stopOnNode(sshShell(nf, nf.head), { ...record.inHead, marker: record.marker }, graceS, signal);
+    return { node: record.head, ...x };
+  }
+  const x = await ssh(nf, nf.head, vllmStopLine(head, graceS), { timeoutMs: (graceS + 30) * 1000, signal });
+  return {
+    node: record.head,
+    state: x.exitCode === 0 || x.exitCode === 9 ? 'stopped' : x.exitCode === 3 ? 'killed' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
+    detail: x.exitCode === 0 || x.exitCode === 3 || x.exitCode === 9 ? undefined : remoteWhy(x, 1),
+  };
 }
 
 /** A recorded Ray-in-containers cluster: vLLM in the head's container first (it drains), then every node's container. */
@@ -211,16 +303,14 @@ export async function stopRayContainers(nf: NodesFile, record: ClusterRecord, ti
   const refs = (record.ranks ?? []).map(refOf).filter((r): r is NodeContainerRef => !!r);
   const head = refs.find((r) => r.node === record.head);
   let engine: StopClusterOutcome['engine'] = { node: record.head, state: 'not-recorded' };
-  if (head) {
-    const x = await stopVllmInHead(nf, head, timeoutS, signal);
-    engine = {
-      node: record.head,
-      state: x.exitCode === 0 || x.exitCode === 9 ? 'stopped' : x.exitCode === 3 ? 'killed' : x.exitCode === REMOTE_UNPROVEN_EXIT ? 'unproven' : 'failed',
-      detail: x.exitCode === 0 || x.exitCode === 3 || x.exitCode === 9 ? undefined : remoteWhy(x, 1),
-    };
-  }
+  if (head) engine = await stopVllmInHead(nf, head, record, timeoutS, signal);
+  // the recorded process is not vLLM any more (vLLM ended; its pid reused): nothing was signalled; vLLM's
+  // container, proven by its ID, is still stopped below, and ends whatever of it is left inside
+  const processGone = !!record.inHead && engine.state === 'unproven';
   // a head container not provably ours is left alone, and so is the rest of what it names
-  const stops = engine.state === 'unproven' ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
+  const stops = engine.state === 'unproven' && !processGone ? [] : await stopAllContainers(nf, refs, timeoutS, signal);
+  const headStop = stops.find((x) => x.node === record.head);
+  if (processGone && headStop) engine = headStop.state === 'stopped' ? { node: record.head, state: 'stopped' } : { node: record.head, state: headStop.state, detail: headStop.detail };
   return {
     engine,
     ray: stops.map((x) => ({ node: x.node, ok: x.state === 'stopped', detail: x.state === 'stopped' ? `container ${x.id.slice(0, 12)} removed` : (x.detail ?? x.state) })),

@@ -42,6 +42,28 @@ export function unixListeners(text: string, path: string): Set<string> {
   return out;
 }
 
+/**
+ * /proc/net/unix text -> how many of these socket inodes are connected stream sockets with no path of
+ * their own: a client's end, as HAProxy's connections to replicas on Unix sockets are (the ends it
+ * accepted on its own named sockets carry their path). Pure; a line that does not parse is skipped.
+ */
+export function unixClientEnds(text: string, inodes: ReadonlySet<string>): number {
+  let n = 0;
+  for (const line of text.split('\n').slice(1)) {
+    const m = /^\s*[0-9a-fA-F]+:\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s+(\d+)\s*(.*)$/.exec(line);
+    if (!m || m[1] !== '0001' || m[2] !== '03' || m[4] || !inodes.has(m[3]!)) continue;
+    n++;
+  }
+  return n;
+}
+
+/** This host: the connected client ends over Unix sockets of these processes (undefined without /proc). */
+export function unixClientEndsOf(pids: readonly number[], read: () => string | null = netUnix): number | undefined {
+  const text = read();
+  if (text === null) return undefined;
+  return unixClientEnds(text, new Set(pids.flatMap((p) => socketInodesOfPid(p))));
+}
+
 const netUnix = () => readTextOrNullSync('/proc/net/unix', { maxBytes: 64 * 1024 * 1024 }); // ~100 bytes a socket
 
 /** true: one of these processes listens at the socket's path; false: someone else does, or nobody; undefined: no /proc. */

@@ -315,6 +315,9 @@ const TRUST_ENV: Array<[RegExp, string]> = [
   [/^VLLM_ALLOW_INSECURE_SERIALIZATION$/, 'lets vLLM unpickle messages, which runs code they carry'],
   [/^VLLM_ALLOW_RUNTIME_LORA_UPDATING$/, 'lets any client load a LoRA adapter from a path or repository it names'],
   [/^(TRANSFORMERS_TRUST_REMOTE_CODE|HF_HUB_TRUST_REMOTE_CODE)$/, "runs the Python files of a model's repository"],
+  // a program the server executes to build kernels at run time: DeepGEMM's JIT compiler (eugr's
+  // deepseek-v4-flash.yaml sets DG_JIT_NVCC_COMPILER), Triton's CUDA tools, torch's and inductor's C/C++ compilers
+  [/^(DG_JIT_NVCC_COMPILER|TRITON_PTXAS_PATH|TRITON_CUOBJDUMP_PATH|TRITON_NVDISASM_PATH|CC|CXX|NVCC|CUDAHOSTCXX)$/, 'names a program (a compiler or CUDA tool) the server runs to build kernels'],
 ];
 
 const RENDERED_PER_NODE = new Set(['--nnodes', '--node-rank', '--master-addr', '--master-port', '--headless', '--data-parallel-address', '--data-parallel-rpc-port', '--data-parallel-start-rank']);

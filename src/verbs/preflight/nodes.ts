@@ -4,6 +4,7 @@
 // expected, the fix, a node's with its node), rendered by the one-host report's renderer
 // (preflight/report.ts renderChecks, summaryLine) around a node x check matrix, or the
 // preflight-nodes envelope (its checks in the preflight envelope's shape).
+import { resolve } from 'node:path';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import { traitsOfProfile } from '../../engine/runtime/traits.js';
@@ -107,7 +108,8 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const r = opts.profile
     ? resolveForNodes(opts.profile, { profiles: opts.profiles, set: opts.set ?? [], platform: platform ?? target?.platform, loaded: target?.loaded, modelRead: target?.modelRead }, nf)
     : undefined;
-  const modelPath = r?.profile.model.path;
+  // the folder as serve --nodes renders it for every rank: by its absolute path here (engine/cluster/model-env.ts)
+  const modelPath = r?.profile.model.path !== undefined ? resolve(r.profile.model.path) : undefined;
   // A model id's profile is generated here, from the config.json in this host's cache: a node's own
   // preflight knows profiles by name only (given the id, every node answered "unknown profile", exit 2,
   // shown as unreachable). The nodes check themselves against the platform the plan assumed; the

@@ -20,7 +20,6 @@ import { buildSample } from '../../history/sample.js';
 import type { Host } from '../../host/host.js';
 import { esc, writePrometheus, PROM_FIX } from '../../health/prometheus.js';
 import { saveStateAndAlert, alertGauges } from '../../health/alerts.js';
-import { phaseSeconds, type StartReport } from '../../engine/phases.js';
 import type { Sample } from '../../history/sample.js';
 
 interface ProbeCli {
@@ -60,8 +59,8 @@ export interface ProbeTarget {
   routerDown?: { profile: string; host: string; port: number };
 }
 
-/** A registry entry's start report, checked (engine/start-shape.ts), or null. */
-type ReadStart = (v: unknown) => StartReport | null;
+/** A registry entry's start report, read and checked (engine/start-shape.ts): loaded where the registry is. */
+type StartShape = typeof import('../../engine/start-shape.js');
 
 /** The phases of one probe run, each its own step: flags, targets, probes, history and state, output, webhook, exit code. */
 export async function run(names: string[], opts: ProbeCli) {
@@ -71,10 +70,10 @@ export async function run(names: string[], opts: ProbeCli) {
   let stateProblem: unknown;
   let reg: Registry | undefined;
   // a registered server's start report is read (zod, as the registry) only where the registry is
-  let readStart: ReadStart = () => null;
+  let starts: StartShape | undefined;
   if (names.length || opts.all) {
     reg = new (await import('../../engine/registry.js')).Registry(dir);
-    readStart = (await import('../../engine/start-shape.js')).startOf;
+    starts = await import('../../engine/start-shape.js');
   } else {
     try {
       ensureDir(dir, 'state folder', STATE_FIX);
@@ -96,7 +95,7 @@ export async function run(names: string[], opts: ProbeCli) {
   const gpuHost: Host | undefined = opts.gpuFrom ? new (await import('../../host/replay.js')).ReplayHost(opts.gpuFrom) : undefined;
   const raw = await probeAll(targets, opts, prev, last, gpuHost);
   const results = redactResults(raw, targets);
-  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last, readStart);
+  if (opts.history !== false && !stateProblem) recordHistory(dir, results, targets, last, starts);
   const saved = await saveStateAndAlert(dir, results, opts.alertWebhook, stateProblem);
   stateProblem = saved.stateProblem;
   const delivery = saved.delivery;
@@ -116,7 +115,7 @@ export async function run(names: string[], opts: ProbeCli) {
         ...costs,
         ...startGauges(
           targets.map(({ t }) => t),
-          readStart,
+          starts,
         ),
       ],
       {
@@ -260,7 +259,7 @@ export function redactResults(raw: ProbeResult[], targets: ProbeTarget[]): Probe
 }
 
 /** One history sample per target per run (cost and report read it); a failed append is said, never fatal. */
-function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>, readStart: ReadStart) {
+function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget[], last: Map<string, { xidT?: number } | undefined>, starts: StartShape | undefined) {
   const at = new Date();
   for (const [k, r] of results.entries()) {
     const t = targets[k]!.t;
@@ -277,7 +276,7 @@ function recordHistory(dir: string, results: ProbeResult[], targets: ProbeTarget
       vllm: r.vllm,
       gpus: r.gpu?.samples,
       xidT: r.xidT ?? last.get(r.url)?.xidT,
-      boot: bootOf(t, readStart),
+      boot: bootOf(t, starts),
     });
     try {
       appendSample(dir, sample);
@@ -355,13 +354,14 @@ async function costGauges(dir: string, priced: Array<{ t: InstanceTarget; price:
  * token, the compile cache's verdict and each phase's end. A server over nodes: its record's
  * (rank 0's report: the head's vLLM, its API, the first token). A --url target has none.
  */
-function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>, readStart: ReadStart): Sample['boot'] {
+function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>, starts: StartShape | undefined): Sample['boot'] {
   const from = t.instance ?? t.cluster;
-  const r = readStart(from?.start);
+  if (!starts) return undefined;
+  const r = starts.startOf(from?.start);
   const at = from?.startedAt;
   if (!r || !at || Number.isNaN(Date.parse(at))) return undefined;
   const s = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms) / 1000);
-  const boot: NonNullable<Sample['boot']> = { at: new Date(Date.parse(at)).toISOString(), ph: phaseSeconds(r) };
+  const boot: NonNullable<Sample['boot']> = { at: new Date(Date.parse(at)).toISOString(), ph: starts.phaseSeconds(r) };
   if (r.readyMs !== undefined) boot.ready = s(r.readyMs);
   if (r.firstTokenMs !== undefined) boot.first = s(r.firstTokenMs);
   if (r.compile?.cache) boot.compile = r.compile.cache;
@@ -373,8 +373,8 @@ function bootOf(t: Pick<InstanceTarget, 'instance' | 'cluster'>, readStart: Read
  * ended after the launch (s), the seconds to ready and to the first token by sparkctl's clock, and
  * the compile cache's verdict. Nothing for a target without a measured start.
  */
-function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>, readStart: ReadStart): string[] {
-  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t, readStart) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
+function startGauges(targets: Array<Pick<InstanceTarget, 'name' | 'instance' | 'cluster'>>, starts: StartShape | undefined): string[] {
+  const boots = targets.map((t) => ({ name: t.name, b: bootOf(t, starts) })).filter((x): x is { name: string; b: NonNullable<Sample['boot']> } => x.b !== undefined);
   if (!boots.length) return [];
   const tl = (n: string) => `target="${esc(n)}"`;
   return [

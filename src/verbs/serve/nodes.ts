@@ -8,7 +8,7 @@ import type { ServeOutcome } from '../../engine/events.js';
 import { stateDir } from '../../util/paths.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import { servedName } from '../../profiles/render.js';
-import { traitsOf } from '../../engine/runtime/traits.js';
+import { HOST_TRAITS, traitsOf } from '../../engine/runtime/traits.js';
 import {
   allNodes,
   gpusDeclared,
@@ -95,7 +95,7 @@ const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);
 async function nodesModelGate(p: Profile, opts: ServeOptions): Promise<{ offline: boolean; warnings: string[] }> {
   if (opts.engine === 'sim' || !p.model.id || p.model.path) return { offline: false, warnings: [] };
   const { checkModelCache, missingLine } = await import('../../engine/model-cache.js');
-  const { HOST_TRAITS } = await import('../../engine/runtime/traits.js');
+
   const m = await checkModelCache(p, HOST_TRAITS);
   if (m.state?.complete) return { offline: true, warnings: [] };
   const line = missingLine(m);
