@@ -363,7 +363,9 @@ export async function rayStandInImage(podman: ReturnType<typeof podmanIn>['podma
 // ---- the real vLLM image with a C/C++ toolchain: torch.compile (inductor's C++ backend) in a container ----
 
 /** Debian packages whose files make a working g++ (their Depends closure, as installed here, is added). */
-const TOOLCHAIN_ROOTS = ['g++', 'gcc', 'cpp'];
+// openssl: inductor runs the `openssl` binary while it builds a kernel (the second real run died of
+// "FileNotFoundError: ... 'openssl'" in the worker, after the compile and link passed)
+const TOOLCHAIN_ROOTS = ['g++', 'gcc', 'cpp', 'openssl'];
 /** Not needed to compile: documentation, manuals, translations. */
 const TOOLCHAIN_DROP = /^\/usr\/share\/(?:doc|man|info|locale|lintian|bug)\//;
 export const VLLM_CC_IMAGE_REPO = 'localhost/sparkctl-vllm-cc';
@@ -372,7 +374,7 @@ export const VLLM_CC_IMAGE_REPO = 'localhost/sparkctl-vllm-cc';
 export async function toolchainPackages(): Promise<{ packages: Array<{ name: string; version: string }> } | { why: string }> {
   const q = async (fmt: string, names: string[]) => (await execa('dpkg-query', ['-W', `-f=${fmt}`, ...names], { reject: false, timeout: 30_000 })).stdout;
   const installed = async (n: string) => (await q('${Status}', [n])).includes('ok installed');
-  for (const r of TOOLCHAIN_ROOTS) if (!(await installed(r))) return { why: `Debian's ${r} is not installed here (apt-get install g++): the image's toolchain is copied from it` };
+  for (const r of TOOLCHAIN_ROOTS) if (!(await installed(r))) return { why: `Debian's ${r} is not installed here (apt-get install ${r}): the image's toolchain is copied from it` };
   const seen = new Map<string, string>();
   const todo = [...TOOLCHAIN_ROOTS];
   while (todo.length) {
