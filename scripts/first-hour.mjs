@@ -2,7 +2,7 @@
 // A DGX Spark owner's first hour, replayed on the simulator and timed: the commands the task pages
 // (docs/one-spark.md, check-it-works.md, connect-a-client.md, any-model.md, two-sparks.md) give, in a
 // fresh HOME and state folder, each step's wall time, exit code and what it said, then the totals.
-//   node scripts/first-hour.mjs [--fast] [--keep] [--json] [--checkout] [--two-sparks | --only-two-sparks] [--fake-ssh]
+//   node scripts/first-hour.mjs [--fast] [--keep] [--json] [--checkout] [--two-sparks | --only-two-sparks] [--fake-ssh] [--real-vllm]
 // Install first, as the owner would: the tarball `npm run pack` makes (scripts/pack.mjs), installed with
 // `npm install -g` into a temp prefix with the registry on a closed port; every step then runs that
 // installed `sparkctl`. --checkout runs this checkout's bin/sparkctl.js instead (no install steps).
@@ -18,13 +18,16 @@
 // --fast: the simulator's clock at 0 (SPARKCTL_SIM_TIME_FACTOR=0: load, prewarm and generation take no
 // simulated time), so what is left is sparkctl's own cost; without it the simulator plays a GB10's speed
 // and the times are what an owner waits for on the simulator. --keep leaves the temp folder.
+// --real-vllm adds the real vLLM CPU build (.venv-vllm and the tiny Qwen3 in .cache/tiny-qwen3, both
+// installed by .ci/run): serve, the deep probe, a chat through client-env's variables, stop (minutes on
+// 2 cores; under flock /tmp/heavy.lock on a shared machine).
 // The server listens on a free port of 127.0.0.1 (not 8000, which another server of this machine may hold);
 // the model id step puts gpt-oss-120b's published config.json (test/fixtures/models) in the temp HF
 // cache, as `sparkctl pull openai/gpt-oss-120b --config-only` would. The host's own preflight runs for
 // real: on a machine without an NVIDIA driver its GPU checks fail or skip (exit 1), which is the truth.
 // Reads the built CLI (bin/sparkctl.js; run `npm run build` first). Stops everything it started.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -38,6 +41,7 @@ const asJson = args.includes('--json');
 const fromCheckout = args.includes('--checkout');
 const onlyTwo = args.includes('--only-two-sparks');
 const twoSparks = onlyTwo || args.includes('--two-sparks');
+const realVllm = args.includes('--real-vllm');
 // The network-namespace nodes mount their own /tmp: what they run (the installed prefix) lives outside it.
 const work = mkdtempSync(join(twoSparks ? '/var/tmp' : tmpdir(), 'sparkctl-first-hour-'));
 /** the command that runs sparkctl: the installed one once the install step ran */
@@ -235,6 +239,39 @@ async function oneSpark() {
   await step('nothing left', ['status'], { summary: (o) => o.trim().split('\n').at(-1) });
 }
 
+/** The real vLLM CPU build serving the tiny Qwen3 (test/real-vllm/profiles/tiny.yaml), as the one-Spark steps serve the simulator. */
+async function realVllmPart() {
+  const bin = join(root, '.venv-vllm', 'bin', 'vllm');
+  const model = join(root, '.cache', 'tiny-qwen3');
+  const missing = [bin, model].find((f) => !existsSync(f));
+  if (missing) {
+    record({ step: 'real vLLM (CPU build)', command: '-', exit: 0, ok: true, seconds: 0, said: `skipped: ${missing} is missing (.ci/run installs it)` });
+    return;
+  }
+  const { CPU_VLLM } = await import('./lib/serve-args.mjs');
+  const rport = await freePort();
+  const profiles = ['--profiles', join(root, 'test', 'real-vllm', 'profiles')];
+  await step('real vLLM (CPU build): serve the tiny model', ['serve', 'tiny', ...profiles, '--engine', 'vllm', '--vllm-bin', bin, '--skip-preflight', '--set', `server.port=${rport}`, '--set', `model.path=${model}`, ...CPU_VLLM], {
+    timeoutMs: 900_000,
+    summary: (o) => o.split('\n').find((l) => /^ready:/.test(l)) ?? '',
+  });
+  await step('real vLLM: the deep probe', ['probe', 'tiny'], { timeoutMs: 120_000 });
+  const envOut = await sparkctl(['client-env', 'tiny', '--openai']);
+  const base = /OPENAI_BASE_URL=(\S+)/.exec(envOut.out)?.[1];
+  await task('real vLLM: a chat completion through that environment', `POST ${base}/chat/completions`, async () => {
+    const r = await fetch(`${base}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny-qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+      signal: AbortSignal.timeout(120_000),
+    });
+    const j = await r.json();
+    if (!r.ok || typeof j?.choices?.[0]?.message?.content !== 'string') throw new Error(`HTTP ${r.status}: ${JSON.stringify(j).slice(0, 300)}`);
+    return `HTTP ${r.status}, ${j?.usage?.completion_tokens ?? '?'} tokens`;
+  });
+  await step('real vLLM: stop', ['stop', 'tiny'], { timeoutMs: 120_000 });
+}
+
 /** Two Sparks on network-namespace nodes: docs/two-sparks.md, top to bottom. */
 async function twoSparksPart() {
   // directly under dist/: the harness finds the checkout one folder up, as it does from test/
@@ -344,6 +381,7 @@ try {
   if (!fromCheckout) await install();
   await step('install check', ['--version']);
   if (!onlyTwo) await oneSpark();
+  if (realVllm) await realVllmPart();
   if (twoSparks) await twoSparksPart();
 } finally {
   await sparkctl(['stop', '--all'], { timeoutMs: 60_000 });
