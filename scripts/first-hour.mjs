@@ -206,6 +206,31 @@ async function oneSpark() {
       summary: (o) => o.split('\n').find((l) => /^chosen: port/.test(l)) ?? '',
     });
   }
+  // Community recipes, as docs/any-model.md gives them: real sparkrun recipes (test/fixtures/recipes,
+  // SOURCE.md there: spark-arena/recipe-registry and eugr's spark-vllm-docker, verbatim), imported for a
+  // Spark; the one whose model's config.json is in the cache (gpt-oss-120b, above) planned and its serve
+  // shown: it runs in the recipe's own image, which is not on this host (the dry-run names the pull).
+  // The recipe listens on 0.0.0.0 with no key: the docs' fix, --set server.host=127.0.0.1, is given.
+  {
+    const my = join(work, 'my');
+    mkdirSync(my, { recursive: true });
+    const recipes = ['spark-arena--openai-gpt-oss-120b-vllm', 'eugr--nemotron-3-nano-nvfp4', 'spark-arena--qwen3.6-27b-fp8-vllm'];
+    for (const r of recipes)
+      await step(`a community recipe: import ${r}`, ['profiles', 'import', join(root, 'test', 'fixtures', 'recipes', `${r}.yaml`), '--out', join(my, `${r}.yaml`), '--platform', 'dgx-spark-gb10'], {
+        summary: (o) => o.split('\n').find((l) => l.startsWith('wrote ')) ?? '',
+        check: (o) => (o.includes('wrote ') ? undefined : 'no profile written'),
+        shown: `sparkctl profiles import ${r}.yaml --out my/${r}.yaml`,
+      });
+    const g = recipes[0];
+    await step('a community recipe: plan', ['plan', join(my, `${g}.yaml`), '--platform', 'dgx-spark-gb10'], {
+      summary: (o) => o.split('\n').find((l) => /^fits\s/.test(l)) ?? '',
+      check: (o) => (/^fits\s+yes/m.test(o) ? undefined : 'the plan does not say it fits one Spark'),
+    });
+    await step('a community recipe: serve --dry-run', ['serve', g, '--profiles', my, '--dry-run', '--platform', 'dgx-spark-gb10', '--set', 'server.host=127.0.0.1'], {
+      summary: (o) => o.split('\n').find((l) => /podman (run|pull)/.test(l)) ?? '',
+      check: (o) => (/podman run/.test(o) ? undefined : 'no container command shown'),
+    });
+  }
   await step('stop it', ['stop', P]);
   await step('nothing left', ['status'], { summary: (o) => o.trim().split('\n').at(-1) });
 }
