@@ -251,10 +251,14 @@ async function realVllmPart() {
   const { CPU_VLLM } = await import('./lib/serve-args.mjs');
   const rport = await freePort();
   const profiles = ['--profiles', join(root, 'test', 'real-vllm', 'profiles')];
-  await step('real vLLM (CPU build): serve the tiny model', ['serve', 'tiny', ...profiles, '--engine', 'vllm', '--vllm-bin', bin, '--skip-preflight', '--set', `server.port=${rport}`, '--set', `model.path=${model}`, ...CPU_VLLM], {
-    timeoutMs: 900_000,
-    summary: (o) => o.split('\n').find((l) => /^ready:/.test(l)) ?? '',
-  });
+  await step(
+    'real vLLM (CPU build): serve the tiny model',
+    ['serve', 'tiny', ...profiles, '--engine', 'vllm', '--vllm-bin', bin, '--skip-preflight', '--set', `server.port=${rport}`, '--set', `model.path=${model}`, ...CPU_VLLM],
+    {
+      timeoutMs: 900_000,
+      summary: (o) => o.split('\n').find((l) => /^ready:/.test(l)) ?? '',
+    },
+  );
   await step('real vLLM: the deep probe', ['probe', 'tiny'], { timeoutMs: 120_000 });
   const envOut = await sparkctl(['client-env', 'tiny', '--openai']);
   const base = /OPENAI_BASE_URL=(\S+)/.exec(envOut.out)?.[1];
