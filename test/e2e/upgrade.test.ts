@@ -24,6 +24,12 @@ const t = isolated({
   env: { SPARKCTL_SIM_LOAD_SECONDS: '0.5', SPARKCTL_SIM_COLD_MS: '50', SPARKCTL_SIM_PREFILL_TPS: String(PREFILL_TPS) },
 });
 const P = 'qwen3.5-9b';
+// The rollback case pins the mechanics (back to the pin before, the pins, the history, report); the latency
+// judgement is pinned by the 3x-slower case and the unit tables. On a 2-core CI host with the real-vLLM
+// suites beside it, an identical canary's ratios still passed 1.5x: a full run (2026-12-05) saw the
+// rollback's canary fail its comparison (exit 1). It allows 4x. (A --set is remembered by the replicas it
+// starts, as restart remembers it, so it goes on the last comparing case only.)
+const LOOSE = ['--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25'];
 
 /** The --sim-vllm-version each registered replica runs (its argv, as the registry keeps it). */
 function versions(): Record<string, string> {
@@ -115,7 +121,7 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     const load = clients(port);
     const r = await cli(['upgrade', P, '--vllm', '0.28.0', '--json'], { env: t.env(), timeout: 180_000 });
     const seen = await load.end();
-    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.exitCode, `${r.stderr}${r.stdout.slice(0, 3000)}`).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j).toMatchObject({ kind: 'upgrade', action: 'upgrade', status: 'rolled', where: 'in-place', from: '0.17.1', to: '0.28.0' });
     expect(j.verdict.pass).toBe(true);
@@ -168,8 +174,9 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
   }, 240_000);
 
   it('--rollback returns to the pin before, the same way, and report lists every upgrade', async () => {
-    const r = await cli(['upgrade', P, '--rollback', '--json'], { env: t.env(), timeout: 180_000 });
-    expect(r.exitCode, r.stderr).toBe(0);
+    const r = await cli(['upgrade', P, '--rollback', ...LOOSE, '--json'], { env: t.env(), timeout: 180_000 });
+    // a failed comparison says why in its JSON (stdout), not on stderr
+    expect(r.exitCode, `${r.stderr}${r.stdout.slice(0, 3000)}`).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'upgrade', action: 'rollback', status: 'rolled', from: '0.28.0', to: '0.17.1' });
     expect(versions()).toEqual({ [`${P}-0`]: '0.17.1', [`${P}-1`]: '0.17.1' });
     const pins = JSON.parse(readFileSync(join(t.state, 'pins', `${P}.json`), 'utf8'));
