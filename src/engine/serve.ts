@@ -19,8 +19,9 @@ import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
-import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
-import { probe } from '../health/probe.js';
+import { prewarm, gpuMemoryReader, type GpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
+import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
+import { targetFromUrl, type Target } from '../health/target.js';
 import { targetFromInstance } from './target.js';
 import type { ReadyResult } from '../client/ready.js';
 import type { ClusterRecord } from './registry.js';
@@ -29,7 +30,7 @@ import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, NodeFailure, ReplicaOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
-import { afterReady, executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch, type NodeWatch } from './cluster/index.js';
+import { executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch, type NodeWatch } from './cluster/index.js';
 import type { ClusterView } from './cluster/ray-plan.js';
 import { ClusterStart } from './cluster/rank-start.js';
 import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from './groups.js';
@@ -199,7 +200,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     },
     failed,
     notReady: async (hs, [r]) => failed(!r || r.ok || r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await watch!.failure(r), hs),
-    ready: () => afterReady(plan, record!, place.joined(record!, view), Date.now() - started, ctx, start),
+    ready: () => afterNodesReady(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
     abandon: async () => {},
   };
   return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
@@ -521,11 +522,12 @@ async function afterLocalReady(s: Session, replicas: ReplicaOutcome[]): Promise<
     const t = targetFromInstance(s.registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
     return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
   });
-  if (plan.prewarm) await prewarmAll(s, targets, replicas);
+  const warmed = localWarmed(s, targets);
+  if (plan.prewarm) for (const [i, r] of (await prewarmEach(warmed, plan.profile.prewarm, s.emit)).entries()) replicas[i]!.prewarm = r;
   const failedRouter = await routerUp();
   if (failedRouter) return failedRouter;
   router?.launched?.child.unref();
-  await probeAll(s, targets, replicas);
+  for (const [i, r] of (await probeEach(warmed, localProbe(plan), s.emit)).entries()) replicas[i]!.probe = r;
   if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
   return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
 }
@@ -545,32 +547,78 @@ async function stopAll({ launched, registered, rt, registry, run, emit }: Sessio
   run.force?.removeEventListener('abort', onForce);
 }
 
-type Target = ReturnType<typeof targetFromInstance>;
+/** A ready endpoint as prewarm and the deep probe ask it, wherever it runs, and how their events name it. */
+interface Warmed {
+  target: Target;
+  replica: string;
+  /** over nodes: the head's node */
+  node?: string;
+  /** each prewarm request (this host: said as an event; over nodes: only the first token's time) */
+  onRequest: (request: PrewarmRequest) => void;
+  /** this host's GPUs, read between prewarm's rounds (absent: the simulator, or a node's GPUs) */
+  gpuMemory?: GpuMemoryReader;
+}
 
-/** Each replica from cold to warm, at once. */
-async function prewarmAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
-  const sim = plan.engine === 'sim';
-  await Promise.all(
-    targets.map(async (t, i) => {
-      const result = await prewarm(t, plan.profile.prewarm, (request) => emit({ type: 'prewarm-request', replica: t.name, request }), sim ? undefined : gpuMemoryReader(t.gpus));
-      replicas[i]!.prewarm = result;
-      emit({ type: 'prewarm', replica: t.name, result });
+const at = (w: Warmed) => (w.node === undefined ? {} : { node: w.node });
+
+/** Each endpoint from cold to warm, at once. */
+function prewarmEach(ws: Warmed[], settings: PrewarmSettings, emit: EventSink): Promise<PrewarmResult[]> {
+  return Promise.all(
+    ws.map(async (w) => {
+      const result = await prewarm(w.target, settings, w.onRequest, w.gpuMemory);
+      emit({ type: 'prewarm', replica: w.replica, ...at(w), result });
+      return result;
     }),
   );
 }
 
-/** One deep probe of each replica: its verdict is the outcome. */
-async function probeAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
-  const sim = plan.engine === 'sim';
-  await Promise.all(
-    targets.map(async (t, i) => {
-      // without prewarm the probe's generation is the server's first: cold, not hung
-      const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
-      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim, ...cold });
-      replicas[i]!.probe = result;
-      emit({ type: 'probe', replica: t.name, result });
+/** One deep probe of each endpoint: its verdict is the outcome's. */
+function probeEach(ws: Warmed[], settings: ProbeSettings, emit: EventSink): Promise<ProbeResult[]> {
+  return Promise.all(
+    ws.map(async (w) => {
+      const result = await probe(w.target, settings);
+      emit({ type: 'probe', replica: w.replica, ...at(w), result });
+      return result;
     }),
   );
+}
+
+/** This host's replicas, as prewarm and the probe ask them. */
+function localWarmed({ plan, emit }: Session, targets: Target[]): Warmed[] {
+  const sim = plan.engine === 'sim';
+  return targets.map((t) => ({
+    target: t,
+    replica: t.name,
+    onRequest: (request) => emit({ type: 'prewarm-request', replica: t.name, request }),
+    gpuMemory: sim ? undefined : gpuMemoryReader(t.gpus),
+  }));
+}
+
+/** The probe's settings on this host: without prewarm the probe's generation is the server's first (cold, not hung). */
+function localProbe(plan: ServePlan): ProbeSettings {
+  const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
+  return { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: plan.engine !== 'sim', ...cold };
+}
+
+/**
+ * Over nodes, ready: the same prewarm and deep probe as on one host against the head's endpoint
+ * (prewarm's requests time the first token, they are not said), then every rank's start report.
+ */
+async function afterNodesReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, emit: EventSink, start: ClusterStart): Promise<ServeOutcome> {
+  const observed: EventSink = (e) => {
+    start.observe(e);
+    emit(e);
+  };
+  start.head?.ready();
+  const node = record.head;
+  const replica = plan.replica.name;
+  observed({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  const head: Warmed = { target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) };
+  const [w] = plan.prewarm ? await prewarmEach([head], plan.prewarm, observed) : [];
+  const [p] = await probeEach([head], plan.probe, observed);
+  const starts = await finishStarts(plan, start, emit, record);
+  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts });
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */
