@@ -1,7 +1,8 @@
 // serve: (command: flags -> plan) -> launch every group -> ready -> prewarm -> deep probe, returning
-// the one outcome and reporting the one event union. `serve` takes any plan (plan.ts PlanCore): a
-// plan on this host (its replicas, each a group on the local node: serveLocal below) or over nodes
-// (its groups on the nodes file's nodes: the executor the plan names, cluster/). It never prints,
+// the one outcome and reporting the one event union. `serve` takes any plan (plan.ts PlanCore) and
+// runs it through one loop (servePlaced): a plan on this host (its replicas, each a group on the
+// local node: localPlaced) or over nodes (its groups on the nodes file's nodes: serveOnNodes, over
+// the placement of the executor the plan names, cluster/). It never prints,
 // exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
