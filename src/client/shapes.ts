@@ -68,7 +68,7 @@ const MessagesEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ping') }).passthrough(),
   z.object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }).passthrough() }).passthrough(),
 ]);
-export type MessagesEvent = z.infer<typeof MessagesEvent>;
+type MessagesEvent = z.infer<typeof MessagesEvent>;
 
 /**
  * SSE text -> its events (`event:` and `data:` fields), each data parsed as JSON or kept as text.
@@ -93,7 +93,7 @@ function sseEvents(text: string): Array<{ event?: string; data: string; json?: u
   return out;
 }
 
-export interface MessagesStream {
+interface MessagesStream {
   stopReason: string | null;
   outputTokens: number;
   blocks: Array<{ type: string; text: string; name?: string; input?: unknown }>;
@@ -168,7 +168,7 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
   return { ok: true, value: { stopReason: stopReason ?? null, outputTokens, blocks: blocks.map(({ open: _o, ...b }) => b) } };
 }
 
-export interface ChatStream {
+interface ChatStream {
   finishReason: string | null;
   content: string;
   toolCalls: Array<{ id?: string; name?: string; arguments: string }>;

@@ -3,7 +3,7 @@
 // rank wins, and within a rank the first line in the log (the echoes of the other ranks come later).
 import { SIGNATURES, STALL_SIGNATURES, stripPrefixes, type Rank, type Signature } from './causes.js';
 
-export interface Cause {
+interface Cause {
   /** stable id (docs/failure-causes.md) */
   id: string;
   cause: string;

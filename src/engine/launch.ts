@@ -14,7 +14,7 @@ import type { StartClock } from './phases.js';
  * seconds while it works; a Ray placement-group line already means 10 s of waiting, but building the
  * P2P access cache of 8 GPUs can legitimately be quiet for tens of seconds, so that one waits longer.
  */
-export const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
+const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
 const DEFAULT_HANG_QUIET_MS = 60_000;
 /** No hang is named before the log has been quiet this long. */
 const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HANG_QUIET_MS));
@@ -37,7 +37,7 @@ export interface LaunchView {
   ended(): Ended | Promise<Ended>;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   url: string;
   servedName: string;
   apiKey?: string;
@@ -110,7 +110,7 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
 }
 
 /** A replica launched here: its log tail and its child's exit, as the watch reads them. */
-export function localView(l: Launched): LaunchView {
+function localView(l: Launched): LaunchView {
   return {
     lastActivity: () => l.tail.lastActivity,
     text: () => l.tail.text(),

@@ -302,7 +302,7 @@ const UpgradeBlock = z.strictObject({
   benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),
 });
-export type UpgradeBlock = z.infer<typeof UpgradeBlock>;
+type UpgradeBlock = z.infer<typeof UpgradeBlock>;
 
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),

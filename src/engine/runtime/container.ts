@@ -245,7 +245,7 @@ export interface ContainerPlan {
   spec: ContainerSpec;
 }
 
-export interface ContainerRenderInput {
+interface ContainerRenderInput {
   profile: Profile;
   platform: Pick<Platform, 'name'>;
   replica: ReplicaPlan;
