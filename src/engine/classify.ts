@@ -83,12 +83,6 @@ export function classifyLog(text: string): Cause | undefined {
   return { id: sig.id, cause: sig.cause(m, flat), fix: sig.fix(m, flat), evidence: lines[line]!.trim().slice(0, 400) };
 }
 
-/** True for a line some failure signature matches: keep it even when the tail window rolls past it. */
-export function isEvidenceLine(line: string): boolean {
-  const l = stripPrefixes(line);
-  return SIGNATURES.some((s) => s.re.test(l));
-}
-
 /**
  * For a launch that has stopped logging: what it hangs on, read from the log so far. A real error
  * in the log wins (classifyLog); otherwise the last meaningful line names the hang (a Ray placement

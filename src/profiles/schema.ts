@@ -219,7 +219,7 @@ export const RouterBlock = z.strictObject({
     .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
 });
 
-// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
 const imageRef = z
   .string()
   .max(512)
