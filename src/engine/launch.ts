@@ -37,7 +37,7 @@ export interface LaunchView {
   ended(): Ended | Promise<Ended>;
 }
 
-interface WatchOptions {
+export interface WatchOptions {
   url: string;
   servedName: string;
   apiKey?: string;
@@ -110,7 +110,7 @@ export function watchReady(v: LaunchView, opts: WatchOptions): Promise<ReadyResu
 }
 
 /** A replica launched here: its log tail and its child's exit, as the watch reads them. */
-function localView(l: Launched): LaunchView {
+export function localView(l: Launched): LaunchView {
   return {
     lastActivity: () => l.tail.lastActivity,
     text: () => l.tail.text(),
