@@ -20,7 +20,7 @@ import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
-import { prewarm, gpuMemoryReader, type GpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
+import { prewarm, gpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
 import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
 import { targetFromUrl, type Target } from '../health/target.js';
 import { targetFromInstance } from './target.js';
@@ -557,7 +557,7 @@ interface Warmed {
   /** each prewarm request (this host: said as an event; over nodes: only the first token's time) */
   onRequest: (request: PrewarmRequest) => void;
   /** this host's GPUs, read between prewarm's rounds (absent: the simulator, or a node's GPUs) */
-  gpuMemory?: GpuMemoryReader;
+  gpuMemory?: ReturnType<typeof gpuMemoryReader>;
 }
 
 const at = (w: Warmed) => (w.node === undefined ? {} : { node: w.node });
