@@ -11,6 +11,7 @@ import { resolveImagePin } from '../../src/engine/pins.js';
 import { ofCli } from '../../src/engine/runtime/index.js';
 import { tempDir, rmrf, cli, freePort } from '../helpers.js';
 import { UsageError } from '../../src/errors.js';
+import { registryUnavailable, startRegistry } from '../registry.js';
 
 const why = podmanUnavailable();
 if (why) console.warn(`upgrade pins (podman) skipped: ${why}`);
@@ -70,12 +71,18 @@ describe.skipIf(why !== undefined)('upgrade pins on the real podman', () => {
 // takes the tag as it is now, and keeps the pin before it for a rollback.
 const suite = podmanSuite('sparkctl-pin-serve-');
 const serveRepo = `localhost/sparkctl-pinserve-${randomBytes(4).toString('hex')}`;
+const regWhy = registryUnavailable();
+if (regWhy && !why) console.warn(`upgrade pulls the candidate from a registry: skipped (${regWhy})`);
+/** the candidate's repository in the suite's registry (host:port set once it runs) */
+let remoteRepo = '';
 
-describe.skipIf(why !== undefined)('serve pins the image by default (real podman, the simulator image)', { timeout: 300_000 }, () => {
+describe.skipIf(why !== undefined)('serve pins the image by default (real podman, the simulator image)', { timeout: 480_000 }, () => {
   suite.hooks();
   afterAll(async () => {
-    const ls = await suite.podman(['images', '--format', '{{.ID}}', '--filter', `reference=${serveRepo}`]);
-    for (const id of new Set(ls.stdout.split('\n').filter(Boolean))) await suite.podman(['rmi', '-f', id]);
+    for (const ref of [serveRepo, remoteRepo].filter(Boolean)) {
+      const ls = await suite.podman(['images', '--format', '{{.ID}}', '--filter', `reference=${ref}`]);
+      for (const id of new Set(ls.stdout.split('\n').filter(Boolean))) await suite.podman(['rmi', '-f', id]);
+    }
   });
   const run = (args: string[]) => cli(args, { stateDir: suite.stateDir, env: suite.env, timeout: 120_000 });
   /** the image ID the running replica's container was created from (podman's own answer) */
@@ -135,6 +142,73 @@ describe.skipIf(why !== undefined)('serve pins the image by default (real podman
     expect(await runningImage(name)).toBe(idB);
     expect(pins().current.imageId).toBe(idB);
     expect(pins().previous[0].imageId).toBe(idA);
+
+    if (!regWhy) await upgradePulls(name, dir, idB, pins, runningImage);
     expect((await run(['stop', name])).exitCode).toBe(0);
   });
 });
+
+/**
+ * upgrade pulls a candidate that is not here (the issue: "resolves and pulls the candidate"): a real
+ * registry (test/registry.ts) holds image C, which this host does not; the replica runs B (pinned).
+ * --dry-run says it would pull and pulls nothing; --no-pull refuses naming the pull (exit 2); a tag
+ * the registry lacks is exit 2, a registry nothing listens at exit 3; then the upgrade pulls C with
+ * podman's own pull (its progress on stderr), pins it to the registry's digest, runs the canary and
+ * rolls: the replica's container runs C (podman's own inspect).
+ */
+async function upgradePulls(
+  name: string,
+  dir: string,
+  idB: string,
+  pins: () => { current: { imagePinned: string; imageId: string }; previous: Array<{ imageId: string }> },
+  runningImage: (n: string) => Promise<string>,
+) {
+  const reg = await startRegistry(suite.work);
+  try {
+    const podmanR = (args: string[]) => suite.podman(args, reg.env);
+    const up = (args: string[]) => cli(['upgrade', name, '--profiles', dir, ...args], { stateDir: suite.stateDir, env: { ...suite.env, ...reg.env }, timeout: 240_000 });
+    remoteRepo = `${reg.addr}/sparkctl-up/sim`;
+    const cand = `${remoteRepo}:cand`;
+    const idC = (await derivedImage(suite.podman, suite.work, suite.image(), ['LABEL io.sparkctl.test.side=c'], cand)).replace(/^sha256:/, '');
+    const push = await podmanR(['push', cand]);
+    expect(push.exitCode, push.stderr).toBe(0);
+    expect((await podmanR(['rmi', '-f', idC])).exitCode).toBe(0);
+    const isHere = async () => (await podmanR(['image', 'exists', cand])).exitCode === 0;
+    expect(await isHere()).toBe(false);
+
+    const dry = await up(['--image', cand, '--dry-run']);
+    expect(dry.exitCode, dry.stderr + dry.stdout).toBe(0);
+    expect(dry.stdout).toContain(`image: ${cand} is not here: the upgrade would pull it (podman pull ${cand})`);
+    expect(await isHere()).toBe(false);
+
+    const noPull = await up(['--image', cand, '--no-pull']);
+    expect(noPull.exitCode, noPull.stderr).toBe(2);
+    expect(noPull.stderr).toMatch(new RegExp(`--image ${cand.replace(/[.]/g, '\\.')}: not here`));
+    expect(noPull.stderr).toContain(`podman pull ${cand}, then upgrade again`);
+
+    const unknown = await up(['--image', `${remoteRepo}:nope`]);
+    expect(unknown.exitCode, unknown.stderr).toBe(2);
+    expect(unknown.stderr).toMatch(/has no such image \(podman pull: Error: .*manifest unknown/);
+
+    const closed = `127.0.0.1:${await freePort()}/sparkctl-up/sim:cand`;
+    const down = await up(['--image', closed]);
+    expect(down.exitCode, down.stderr).toBe(3);
+    expect(down.stderr).toMatch(/could not be pulled from 127\.0\.0\.1:\d+ \(podman pull: .*connection refused/);
+    expect(pins().current.imageId).toBe(idB);
+    expect(await runningImage(name)).toBe(idB);
+
+    const t0 = Date.now();
+    const pulled = await up(['--image', cand, '--canary-gpus', '1', '--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25']);
+    console.log(`upgrade with the pull from the registry: ${Date.now() - t0} ms`);
+    expect(pulled.exitCode, pulled.stderr + pulled.stdout).toBe(0);
+    expect(pulled.stderr).toContain(`${cand}: not here; podman pull ${cand} (deadline 30m00s)`);
+    expect(pulled.stderr).toMatch(/ {2}Copying (blob|config) /);
+    expect(await isHere()).toBe(true);
+    expect(pins().current.imagePinned).toMatch(new RegExp(`^${remoteRepo.replace(/[.]/g, '\\.')}@sha256:[a-f0-9]{64}$`));
+    expect(pins().current.imageId).toBe(idC);
+    expect(pins().previous[0].imageId).toBe(idB);
+    expect(await runningImage(name)).toBe(idC);
+  } finally {
+    await reg.stop();
+  }
+}
