@@ -16,7 +16,7 @@ import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
-import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, isPinnedRef, type Pin } from '../../engine/pins.js';
+import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, type Pin } from '../../engine/pins.js';
 import { candidateImage, type CandidateImage } from '../../upgrade/candidate-image.js';
 import type { RuntimeImages } from '../../engine/runtime/runtime.js';
 import type { ContainerCli } from '../../engine/runtime/container.js';
@@ -135,9 +135,12 @@ async function fetchCandidate(opts: UpgradeOptions, cur: Relaunch, images: Runti
   }
 }
 
+/** The lock file beside the profile where the operator keeps the pin there (pinnedIn: lockfile). */
+const lockOf = (r: Relaunch) => lockFileOf(r.plan.profile, r.plan.file);
+
 async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, dir: string): Promise<Candidate> {
   if (opts.rollback) {
-    const pins = readPins(dir, name);
+    const pins = readPins(dir, name, lockOf(cur));
     const back = pins ? rollbackPins(pins) : undefined;
     if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
     const images = runtimeFor(cur.plan).images;
@@ -245,8 +248,8 @@ function canaryGpusFor(opts: UpgradeOptions, name: string, routed: boolean, cur:
 }
 
 /** After a roll: what runs now is what the pin says (the first upgrade also keeps what ran before it; a rollback restores the pin it names). */
-function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined) {
-  if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next);
+function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined, lock: string | undefined) {
+  if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next, lock);
   const fp = cand.plan.launch?.fingerprint;
   const candPin: Pin = {
     at: new Date().toISOString(),
@@ -258,8 +261,8 @@ function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<Ret
     ...(fp ? { fingerprint: fp } : {}),
     sets: cand0.sets,
   };
-  if (first) writePin(dir, name, first);
-  writePin(dir, name, candPin);
+  if (first) writePin(dir, name, first, lock);
+  writePin(dir, name, candPin, lock);
 }
 
 /**
@@ -344,10 +347,14 @@ export async function run(profileName: string, opts: UpgradeOptions) {
     return;
   }
   if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0)) note(l);
-  const pinsBefore = readPins(dir, name);
+  const lock = lockOf(cur);
+  // a lock file sparkctl may not write over: refused before the canary, not after the roll
+  const notOurs = lockNotWritable(dir, lock);
+  if (notOurs) throw new UsageError(notOurs, [lockFix(lock!)]);
+  const pinsBefore = readPins(dir, name, lock);
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
-  if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first);
+  if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first, lock);
   appendUpgrade(dir, {
     at: new Date().toISOString(),
     profile: name,
