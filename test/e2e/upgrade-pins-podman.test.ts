@@ -141,7 +141,8 @@ describe.skipIf(why !== undefined)('serve pins the image by default (real podman
     expect(pins().current.imageId).toBe(idA);
 
     // --repin: the tag as it is now; the pin before it is kept (upgrade --rollback returns to it)
-    expect((await run(['stop', name])).exitCode).toBe(0);
+    const stopped = await run(['stop', name]);
+    expect(stopped.exitCode, stopped.stderr + stopped.stdout).toBe(0);
     const repin = await serve(['--repin']);
     expect(repin.exitCode, repin.stderr + repin.stdout).toBe(0);
     expect(repin.stderr).toMatch(/pinned anew \(--repin\)/);

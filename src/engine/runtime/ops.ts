@@ -23,6 +23,11 @@ export interface ContainerRecord {
   id?: string;
   /** where `run --cidfile` wrote the id: sparkctl's own record of it when `run` never returned */
   cidFile?: string;
+  /**
+   * its `logs -f` follower, as launched (pid, start time; it carries the launch's marker): ended by
+   * the stop if it outlives the container (podman's can miss the container's end under load)
+   */
+  follower?: { pid: number; startTime: number };
 }
 
 export interface CliResult {

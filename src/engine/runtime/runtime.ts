@@ -71,10 +71,10 @@ export interface Stopped {
   members: number[];
   /** the server's exit code, where the runtime reports it (a container's: 137 after the runtime's SIGKILL) */
   exitCode?: number;
-  /** how long its last log lines take to reach the log after it ended (a container's log follower) */
-  settleMs: number;
   /** how: unproven */
   unproven?: { code: UnprovenCode; detail: string };
+  /** what it still holds that the runtime could not release, in the runtime's words (a container it could not remove) */
+  held?: string;
 }
 
 export interface StopOpts {
