@@ -12,7 +12,7 @@ import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
 
 /** Where a group runs: this host ('local'), or the node of the nodes file it names. */
-export type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
+type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
 
 export interface ServerGroup {
   /** its place in the plan's start order (a replica's index; a node's rank) */

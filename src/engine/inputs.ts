@@ -25,7 +25,7 @@ import { readTextOrNullSync } from '../util/read.js';
 import { ContainerBlock } from '../profiles/schema.js';
 import { decideImagePin, inspectForPin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, pinsAt, type ImagePinDecision } from './pins.js';
 
-export interface PlanReadOptions {
+interface PlanReadOptions {
   profiles?: string;
   set?: string[];
   gpus?: number;

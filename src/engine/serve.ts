@@ -33,7 +33,7 @@ import { afterReady, executorFor, finishStarts, nodesOutcome, type ClusterPlan, 
 import { ClusterStart } from './cluster/rank-start.js';
 import { groupsOf, launchInOrder, nodeName, stepOf } from './groups.js';
 
-export interface ServeRun {
+interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
   signal: AbortSignal;
   /** a second Ctrl-C: stop at once (SIGKILL), do not wait for a drain */
@@ -46,7 +46,7 @@ export interface ServeRun {
 }
 
 /** Any serve plan: its groups on this host, or on nodes. */
-export type Plan = ServePlan | ClusterPlan;
+type Plan = ServePlan | ClusterPlan;
 
 /**
  * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
@@ -179,7 +179,7 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
 };
 
 /** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
-export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
+function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
   const h = plan.host;
   return { totalBytes: h.gpuMemoryBytes, freeBytes: h.gpuMemoryFreeBytes, unified: /GB10/i.test(h.gpuName ?? '') };
 }
@@ -191,7 +191,7 @@ function runningNeed(inst: Instance): ServerNeed {
   return { name: inst.name, share: inst.probe?.gpuMemoryUtilization ?? 0.9, kvCacheMemoryBytes: kv, weightsBytes: 0, reserveBytes: 0 };
 }
 
-export interface Colocated {
+interface Colocated {
   replica: string;
   gpu: number;
   with: string[];

@@ -18,7 +18,7 @@ import { runtimeOf } from './runtime/index.js';
 import { removeStaleSocket, unixListening } from './runtime/replica-socket.js';
 
 /** What vLLM logged about its shutdown after the signal (all engines of the server together). */
-export interface ShutdownEvidence {
+interface ShutdownEvidence {
   /** mode=abort (vLLM's default, --shutdown-timeout 0) or mode=drain */
   mode?: 'abort' | 'drain';
   /** the timeout vLLM announced with its mode, seconds */
@@ -161,14 +161,14 @@ export function heldText(o: StopOutcome): string | undefined {
   return held.length ? held.join('; ') : undefined;
 }
 
-export type StopEvent =
+type StopEvent =
   /** hardStop: a router's SIGTERM at its drain deadline (HAProxy closes every connection) */
   | { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number; hardStop?: boolean }
   /** a router's soft stop: it stops listening and lets what is open finish, for up to graceMs */
   | { type: 'signalled'; name: string; signal: 'SIGUSR1'; connections?: number; inFlight?: number; graceMs: number }
   | { type: 'stopped'; outcome: StopOutcome };
 
-export interface StopOptions {
+interface StopOptions {
   /** wait between SIGTERM and SIGKILL (a router: its drain after the soft stop); default: the server's own grace (graceMsOf, routerDrainMsOf) */
   graceMs?: number;
   /** aborting it cuts the grace short: SIGKILL at once */

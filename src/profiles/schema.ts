@@ -219,7 +219,7 @@ export const RouterBlock = z.strictObject({
     .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
 });
 
-// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
 const imageRef = z
   .string()
   .max(512)
@@ -302,7 +302,7 @@ const UpgradeBlock = z.strictObject({
   benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),
 });
-export type UpgradeBlock = z.infer<typeof UpgradeBlock>;
+type UpgradeBlock = z.infer<typeof UpgradeBlock>;
 
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),

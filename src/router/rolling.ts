@@ -39,7 +39,7 @@ export type RollingEvent =
   | { type: 'aborted'; replica: string; cause: string };
 
 /** Where one replica's restart spent its time, ms by step (the steps a person sees named). */
-export interface Spent {
+interface Spent {
   drain: number;
   stop: number;
   /** started until ready: vLLM's own start (weights, compile, graphs) */
@@ -50,7 +50,7 @@ export interface Spent {
   rejoin: number;
 }
 
-export interface RollingReplica {
+interface RollingReplica {
   name: string;
   port: number;
   /** the restart reached this replica */
@@ -80,7 +80,7 @@ export interface RollingOutcome {
   ms: number;
 }
 
-export interface RollingRun {
+interface RollingRun {
   plan: ServePlan;
   router: Instance;
   /** the registered replicas of the profile, as they run now */

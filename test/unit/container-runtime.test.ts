@@ -1,8 +1,9 @@
 // One container spec renders both CLIs; identity is proven by recorded id and marker label only.
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
-import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
 import { cliRun, cliRunAsync, failureLine } from '../../src/engine/runtime/ops.js';
+import { ContainerBlock } from '../../src/profiles/schema.js';
 import { endFollower } from '../../src/engine/runtime/launch-container.js';
 import { processStartTime } from '../../src/util/pid.js';
 import { spawn } from 'node:child_process';
@@ -141,7 +142,7 @@ describe('images and names', () => {
     ['vllm/vllm-openai:v0.27.2; rm -rf /', false],
     ['Upper/case', false],
     [`x@sha256:${'a'.repeat(63)}`, false],
-  ])('%s valid: %s', (ref, ok) => expect(validImageRef(ref)).toBe(ok));
+  ])('%s valid: %s (the profile schema: container.image)', (ref, ok) => expect(ContainerBlock.safeParse({ image: ref }).success).toBe(ok));
 
   it('names come from the instance', () => expect(containerName('qwen3.5-9b-0')).toBe('sparkctl-qwen3.5-9b-0'));
 });

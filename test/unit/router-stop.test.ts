@@ -144,10 +144,7 @@ describe('stop output for a router: HAProxy words, never vLLM', () => {
     [{ portFree: false }, 'port still in use'],
     [{ portFree: false, uds: '/run/x.sock' }, 'socket still in use'],
     [{ groupLeft: 2, gpuHolders: [7, 9] }, '2 process(es) of its group left; GPU still held by 7,9'],
-    [
-      { held: 'its container 0123456789ab was not removed (podman rm: Error: container is in use)' },
-      'its container 0123456789ab was not removed (podman rm: Error: container is in use)',
-    ],
+    [{ held: 'its container 0123456789ab was not removed (podman rm: Error: container is in use)' }, 'its container 0123456789ab was not removed (podman rm: Error: container is in use)'],
   ] as const)('heldText %#', (o, want) => {
     const r = { ...base, ...(o as Partial<StopOutcome>) };
     expect(heldText(r)).toBe(want);

@@ -25,7 +25,7 @@ export type { NodeFailure };
 
 export type ExecutorKind = 'ray' | 'native';
 
-export type PrewarmSettings = Parameters<typeof prewarm>[1];
+type PrewarmSettings = Parameters<typeof prewarm>[1];
 
 /** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
 export interface ClusterPlan extends PlanCore {

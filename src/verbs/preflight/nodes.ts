@@ -19,7 +19,7 @@ import type { CheckOutcome, ChecksReport } from '../../output/check.js';
 import { ExitWith, ExitCode } from '../../errors.js';
 
 /** The nodes' report: the checks (each node's, with its node, then those across the nodes) and what only nodes have. */
-export interface NodesPreflightReport extends ChecksReport {
+interface NodesPreflightReport extends ChecksReport {
   nodes: NodeReport[];
   /** the checks across the nodes (also in checks, without a node) */
   cross: CheckOutcome[];

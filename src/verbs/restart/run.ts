@@ -16,7 +16,7 @@ import { UsageError, ExitWith, exitCodeOf } from '../../errors.js';
 import type { RollingEvent, RollingOutcome } from '../../router/rolling.js';
 import type { RequestsOutcome } from '../../engine/stop.js';
 
-export interface RestartOptions {
+interface RestartOptions {
   rolling?: boolean;
   /** with --rolling: only these replicas (sparkctl watch restarts one wedged replica) */
   replica?: string[];

@@ -156,7 +156,7 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 }
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
-export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
   // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
   const first = pc.steps[0];
   if (!first || traitsOf(first).vllmFrom !== 'image') return;

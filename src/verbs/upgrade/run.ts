@@ -25,7 +25,7 @@ import { defaultGolden } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { Thresholds } from '../../upgrade/judge.js';
 
-export interface UpgradeOptions {
+interface UpgradeOptions {
   image?: string;
   vllm?: string;
   vllmBin?: string;
