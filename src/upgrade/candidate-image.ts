@@ -53,7 +53,7 @@ export function nodesFailure(ref: string, failed: NodeImageSync[], of: number): 
   return failed.every((n) => /^could not read the node/.test(n.why ?? '')) ? new UnreachableError(msg, details) : new LaunchError(msg, details);
 }
 
-export interface CandidateImageRequest {
+interface CandidateImageRequest {
   cli: ContainerCli;
   cliArgs: readonly string[];
   images: RuntimeImages;
