@@ -409,4 +409,4 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
     : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
 }
 
-type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } };
+type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string }; pinnedIn?: 'state' | 'lockfile' }; file?: string };

@@ -319,6 +319,12 @@ export const Profile = z.strictObject({
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
   upgrade: UpgradeBlock.default(UpgradeBlock.parse({})).describe('How sparkctl upgrade judges a canary against the current replicas'),
+  pinnedIn: z
+    .enum(['state', 'lockfile'])
+    .default('state')
+    .describe(
+      "Where the digest (image) and vLLM this profile runs are recorded: state = sparkctl's state folder only (pins/NAME.json); lockfile = also NAME.lock.json beside this profile's file (commit it, copy it to the next host: serve, restart and serve --nodes run what it pins; one that disagrees with the state folder is said, with the fix)",
+    ),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

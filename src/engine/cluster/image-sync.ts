@@ -20,7 +20,7 @@ interface ImageSyncRequest {
   onNode?: (r: NodeImageSync) => void;
 }
 
-interface NodeImageSync {
+export interface NodeImageSync {
   node: string;
   address: string;
   status: 'matched' | 'copied' | 'failed';

@@ -10,6 +10,7 @@ import { cliRunAsync, failureLine, imageIdOf, killContainer, proveRecord, stopCo
 import { CONTAINER_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeImages, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 import { renderQuadlet } from './quadlet.js';
+import { pullImage } from './image-pull.js';
 import { containerUnitExec } from './unit.js';
 
 /** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
@@ -31,6 +32,7 @@ function cliImages(cli: ContainerCli): RuntimeImages {
       return { stdout: r.stdout };
     },
     pullCommand: (ref) => `${cli} pull ${ref}`,
+    pull: (ref, cliArgs, opts) => pullImage({ cli, cliArgs, ref, ...opts }),
     // the image the container was created from, as its CLI answers now (not what the record says)
     async runningId(t) {
       const c = t.container;

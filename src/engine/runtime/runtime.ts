@@ -14,6 +14,7 @@ import type { ContainerCheck } from './preflight.js';
 import type { QuadletInput, QuadletUnit } from './quadlet.js';
 import type { UnitExec } from './unit.js';
 import type { RuntimeTraits } from './traits.js';
+import type { PullRequest, PullResult } from './image-pull.js';
 
 export type RuntimeKind = 'host' | ContainerCli;
 
@@ -100,6 +101,8 @@ export interface RuntimeImages {
   inspect(ref: string, cliArgs: readonly string[]): Promise<{ stdout: string } | { error: string }>;
   /** the command that fetches a reference this runtime could not read */
   pullCommand(ref: string): string;
+  /** the runtime's own pull of a reference (image-pull.ts: a deadline, progress lines, a failure read into its kind); never throws */
+  pull(ref: string, cliArgs: readonly string[], opts: Pick<PullRequest, 'timeoutMs' | 'signal' | 'onLine'>): Promise<PullResult>;
   /** the image a launched server runs, as the runtime answers for it now (64 hex; undefined: not read) */
   runningId(t: RuntimeTarget): Promise<string | undefined>;
 }

@@ -64,6 +64,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   const moved = prepared.imagePin && movedLine(prepared.imagePin, name);
   if (!opts.json && prepared.imagePin) note(c.dim(pinLine(prepared.imagePin)));
   if (!opts.json && moved && opts.rolling) note(`${c.yellow('warning')}: ${moved}`);
+  if (!opts.json && prepared.imagePin?.finding) note(`${c.yellow('warning')}: ${prepared.imagePin.finding}`);
   // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
   // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
   if (vllmChange && vllmChange.kind !== 'packages')
