@@ -99,12 +99,15 @@ export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] }
  * order: `refs` is everything that started (the caller stops it), `failure` every group that did not,
  * a concurrent group's evidence named by its node. `started` is told of each start, in group order.
  * `cancel`: once aborted, no further group is launched (`refs` then holds fewer than `groups`).
+ * `afterFirst`: what must hold once the first group started and before the rest start (Ray in
+ * containers: the head's Ray answering); its failure ends the order.
  */
 export async function launchInOrder<H>(
   groups: ServerGroup[],
   launch: (g: ServerGroup) => Promise<GroupStarted<H>>,
   started: (h: H, g: ServerGroup) => void = () => {},
   cancel?: AbortSignal,
+  afterFirst?: (first: H) => Promise<{ message: string; evidence: string[] } | undefined>,
 ): Promise<{ refs: H[]; failure?: { message: string; evidence: string[] } }> {
   const refs: H[] = [];
   for (const g of groups.filter((x) => x.starts !== 'after-head')) {
@@ -113,6 +116,8 @@ export async function launchInOrder<H>(
     if ('error' in r) return { refs, failure: { message: r.error, evidence: r.evidence } };
     refs.push(r.ref);
     started(r.ref, g);
+    const wait = refs.length === 1 ? await afterFirst?.(r.ref) : undefined;
+    if (wait) return { refs, failure: wait };
   }
   const together = groups.filter((x) => x.starts === 'after-head');
   if (cancel?.aborted) return { refs };

@@ -122,6 +122,22 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(out2).toEqual({ refs: ['h0'] });
   });
 
+  it("afterFirst (Ray in containers: the head's Ray answering) runs once, after the first group and before the rest; its failure ends the order", async () => {
+    const r = recorder();
+    const out = await launchInOrder(ray4(), r.launch, r.onStarted, undefined, async (first) => {
+      r.log.push(`after ${first}`);
+      return undefined;
+    });
+    expect(r.log.slice(0, 3)).toEqual(['begin 0', 'end 0', 'after h0']);
+    expect(r.log.filter((l) => l.startsWith('after'))).toEqual(['after h0']);
+    expect(out).toEqual({ refs: ['h0', 'h1', 'h2', 'h3'] });
+    const r2 = recorder();
+    const no = { message: 'Ray head on n0 did not start in its container', fix: 'read its output', evidence: ['n0: x'] };
+    const out2 = await launchInOrder(ray4(), r2.launch, r2.onStarted, undefined, async () => no);
+    expect(out2).toEqual({ refs: ['h0'], failure: no });
+    expect(r2.log).toEqual(['begin 0', 'end 0']);
+  });
+
   it('stepOf: a group over nodes is its node step; a replica on this host has none', () => {
     const g = native4();
     expect(stepOf(g[2]!).node).toBe('n2');

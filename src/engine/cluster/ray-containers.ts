@@ -21,13 +21,14 @@ import { ssh, remoteWhy } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT, nodeProc, stopOnNode, sshShell, NodeUnreachable, type NodeShell } from './node-proc.js';
 import { INSTANCE_ENV } from '../runtime/proc.js';
 import { shellQuote } from '../../output/format.js';
-import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
+import { fabricAddress, nodeOf, parseRayStatus, type NodeStep } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
 import { refuseRecorded, type NodeFailure, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
 import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
-import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
+import { sameImage, stopAllContainers } from './launch-order.js';
+import { groupsOf, launchInOrder, stepOf } from '../groups.js';
 import { VLLM_PID_FILE } from './containers.js';
 
 const at = (n: NodeEntry) => `${n.name} (${n.address})`;
@@ -140,18 +141,24 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
     refuse: async (r) => refuseRecorded(plan, r) ?? (await sameImage(plan, signal)),
     before: async () => {
       // 1-2. the head's container until its Ray answers, then every worker's, concurrently
-      const launched = await startInOrder(
-        plan.steps,
-        (s) => runOnNode(nf, nodeOf(nf, s.node), s, marker, undefined, signal),
+      const named = (s: NodeStep, error: string) =>
+        s.role === 'head'
+          ? `Ray head container on ${at(nodeOf(nf, s.node))} did not start: ${error}`
+          : `node ${s.node} (${s.address}) failed to join the Ray cluster: its container did not start: ${error}`;
+      const launched = await launchInOrder(
+        groupsOf(plan),
+        async (g) => {
+          const s = stepOf(g);
+          const r = await runOnNode(nf, nodeOf(nf, s.node), s, marker, undefined, signal);
+          return 'error' in r ? { error: named(s, r.error), evidence: r.evidence } : r;
+        },
+        undefined,
+        undefined,
         async (head) => {
           const up = await headRayUp(plan, head, joinS, signal);
           if (!up) emit({ type: 'ray-head', node: nf.head.name });
           return up;
         },
-        (s, error) =>
-          s.role === 'head'
-            ? `Ray head container on ${at(nodeOf(nf, s.node))} did not start: ${error}`
-            : `node ${s.node} (${s.address}) failed to join the Ray cluster: its container did not start: ${error}`,
       );
       refs.push(...launched.refs);
       if (launched.failure) return { failure: launched.failure };
