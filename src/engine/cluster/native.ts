@@ -100,6 +100,7 @@ async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): P
       servedName: plan.servedName,
       logFile: head.logFile,
       startedAt: new Date().toISOString(),
+      ...(plan.launch ? { launch: plan.launch } : {}),
       startTime: head.startTime,
       marker,
       ranks,

@@ -178,6 +178,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
     servedName: plan.servedName,
     logFile,
     startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
     marker,
     ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
   };
