@@ -8,7 +8,7 @@
 // the plan says so before anything starts. The verb (verbs/upgrade/nodes.ts) acts; this says what
 // comes next and what the end was, never prints.
 import type { UpgradeStatus } from './upgrade.js';
-import type { Thresholds } from './judge.js';
+import type { Measured, Thresholds } from './judge.js';
 
 /** What serving over the nodes came to (serve --nodes' outcome, or its refusal/throw). */
 export type NodesServed = 'healthy' | 'unhealthy' | 'launch-failed' | 'refused' | 'interrupted';
@@ -136,4 +136,19 @@ export function versionAnswer(json: unknown): string | undefined {
 /** The version a side runs, as judged: the one its server says it runs where the profile leaves it to the install (auto), else the stated one. */
 export function sideVersion(stated: string, answered: string | undefined): string {
   return stated === 'auto' ? (answered ?? 'auto') : stated;
+}
+
+/**
+ * The running cluster's own measurement, before it is stopped: a current that is not healthy, or whose
+ * golden prompts, chat template or bench could not be measured, leaves nothing to compare against
+ * (every candidate would fail), so nothing is stopped. Undefined: fit to compare against.
+ */
+export function currentUnfit(m: Pick<Measured, 'probe' | 'bench' | 'benchError' | 'golden' | 'chatTemplate'>): string | undefined {
+  if (m.probe.state !== 'healthy') return `its deep probe is ${m.probe.state}${m.probe.failed.length ? ` (${m.probe.failed.join(', ')})` : ''}`;
+  const g = m.golden.find((x) => x.text === undefined);
+  if (g) return `golden prompt "${g.name}" was not answered (${g.error ?? 'no answer'})`;
+  const t = (m.chatTemplate ?? []).find((x) => !x.tokens);
+  if (t) return `the chat template (${t.name}) was not rendered (${t.error ?? 'no answer'})`;
+  if (!m.bench || m.bench.failed > 0) return `the short bench ${m.bench ? `had ${m.bench.failed} failed request(s)` : `did not run (${m.benchError ?? 'no result'})`}`;
+  return undefined;
 }

@@ -15,6 +15,7 @@ function refuseCluster(reg: Registry, name: string, verb: string) {
 /** The cluster record of a profile served over nodes (by the name given, else the name inside the profile it names), or undefined. */
 export function registeredCluster(reg: Registry, profileName: string, opts: { profiles?: string; set: string[] }): ClusterRecord | undefined {
   const clusters = reg.clusters();
+  if (!clusters.length) return undefined;
   const direct = clusters.find((x) => x.profile === profileName);
   if (direct) return direct;
   let name: string;

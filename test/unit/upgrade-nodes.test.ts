@@ -2,7 +2,7 @@
 // end of every path is (what serves, the status, the loud line where nothing healthy serves), the
 // plan's words, the /version answer read as hostile; and the --set merge the record keeps.
 import { describe, it, expect } from 'vitest';
-import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
+import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, currentUnfit, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
 import { lastOfEach } from '../../src/verbs/upgrade/nodes.js';
 import { DEFAULT_THRESHOLDS } from '../../src/upgrade/judge.js';
 
@@ -157,4 +157,26 @@ describe('lastOfEach: an upgrade --set on top of serve --set keeps one per field
     [['container.image=x', 'container.image=y=z'], ['container.image=y=z']],
     [[], []],
   ])('%j -> %j', (sets, want) => expect(lastOfEach(sets)).toEqual(want));
+});
+
+describe('currentUnfit: a running cluster that cannot be compared against is not stopped', () => {
+  const fit = {
+    probe: { state: 'healthy', failed: [] as string[] },
+    bench: { requests: 8, failed: 0, ttftP50Ms: 20, tpotP50Ms: 5, outputTokensPerS: 100 },
+    golden: [{ name: 'arithmetic', text: '4' }],
+    chatTemplate: [{ name: 'one user turn', tokens: [1, 2] }],
+  };
+  it.each([
+    ['fit', fit, undefined],
+    ['probe unhealthy', { ...fit, probe: { state: 'unhealthy', failed: ['kv-cache'] } }, /deep probe is unhealthy \(kv-cache\)/],
+    ['a golden prompt unanswered', { ...fit, golden: [{ name: 'arithmetic', error: 'HTTP 500' }] }, /golden prompt "arithmetic" was not answered \(HTTP 500\)/],
+    ['an empty answer is an answer', { ...fit, golden: [{ name: 'arithmetic', text: '' }] }, undefined],
+    ['template not rendered', { ...fit, chatTemplate: [{ name: 'one user turn', error: 'HTTP 404' }] }, /chat template \(one user turn\) was not rendered \(HTTP 404\)/],
+    ['no bench', { ...fit, bench: undefined, benchError: 'timed out' }, /did not run \(timed out\)/],
+    ['bench requests failed', { ...fit, bench: { ...fit.bench, failed: 2 } }, /had 2 failed request/],
+  ])('%s', (_, m, want) => {
+    const r = currentUnfit(m);
+    if (want) expect(r).toMatch(want);
+    else expect(r).toBeUndefined();
+  });
 });

@@ -25,7 +25,7 @@ import { versionDiff, diffLines } from '../../upgrade/diff.js';
 import { measure } from '../../upgrade/measure.js';
 import { defaultGolden } from '../../upgrade/measure.js';
 import { judge, sameVllmVersion, type Measured, type Thresholds, type Verdict } from '../../upgrade/judge.js';
-import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
+import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, currentUnfit, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
 import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import type { UpgradeStatus } from '../../upgrade/upgrade.js';
@@ -184,7 +184,8 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[]): Promi
   } catch (e) {
     if (e instanceof UsageError) return { served: 'refused', why: e.message };
     if (e instanceof LaunchError || e instanceof ProblemsFound) return { served: 'launch-failed', why: (e as Error).message };
-    throw e;
+    // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70 with the nodes empty
+    return { served: 'launch-failed', why: `serve --nodes failed: ${(e as Error).message ?? String(e)}` };
   }
 }
 
@@ -336,6 +337,11 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
   try {
     say2(`measuring the running cluster at ${rec0.url} (probe, golden prompts, chat template, short bench)`);
     current = await measure(targetOf(rec0, secrets), from, { ...settings, signal: ac.signal });
+    const unfit = ac.signal.aborted ? undefined : currentUnfit(current);
+    if (unfit)
+      throw new ProblemsFound(
+        `${name}: the running cluster cannot be compared against: ${unfit}; nothing was stopped (sparkctl probe ${name}; an upgrade without a comparison: sparkctl stop ${name} --nodes ${file}, then serve --nodes with the candidate)`,
+      );
     if (!ac.signal.aborted) {
       say2(`stopping ${name} on ${nodes.join(', ')}: ${c.yellow('no service until the candidate is ready')}`);
       run.stopCurrent = await stopSide(dir, name, nf, ac.signal);
