@@ -152,3 +152,16 @@ export function currentUnfit(m: Pick<Measured, 'probe' | 'bench' | 'benchError' 
   if (!m.bench || m.bench.failed > 0) return `the short bench ${m.bench ? `had ${m.bench.failed} failed request(s)` : `did not run (${m.benchError ?? 'no result'})`}`;
   return undefined;
 }
+
+/**
+ * The window without service of an in-place upgrade, ms: from the running cluster's stop to the
+ * candidate's readiness, plus, where it went back, from the candidate's stop to the previous pin's
+ * readiness (a candidate that never served: one window, stop to the previous pin's readiness).
+ * Undefined where the nodes were left without a healthy server (then there is no end to measure).
+ */
+export function noService(t: { stoppedAt?: number; candReadyAt?: number; stopCandAt?: number; prevReadyAt?: number }): number | undefined {
+  if (t.stoppedAt === undefined) return 0;
+  if (t.stopCandAt === undefined) return t.candReadyAt === undefined ? undefined : t.candReadyAt - t.stoppedAt;
+  if (t.prevReadyAt === undefined) return undefined;
+  return t.candReadyAt === undefined ? t.prevReadyAt - t.stoppedAt : t.candReadyAt - t.stoppedAt + (t.prevReadyAt - t.stopCandAt);
+}

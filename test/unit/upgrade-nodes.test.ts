@@ -2,7 +2,7 @@
 // end of every path is (what serves, the status, the loud line where nothing healthy serves), the
 // plan's words, the /version answer read as hostile; and the --set merge the record keeps.
 import { describe, it, expect } from 'vitest';
-import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, currentUnfit, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
+import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
 import { lastOfEach } from '../../src/verbs/upgrade/nodes.js';
 import { DEFAULT_THRESHOLDS } from '../../src/upgrade/judge.js';
 
@@ -179,4 +179,15 @@ describe('currentUnfit: a running cluster that cannot be compared against is not
     if (want) expect(r).toMatch(want);
     else expect(r).toBeUndefined();
   });
+});
+
+describe('noService: the window without a healthy server, both windows on a way back', () => {
+  it.each([
+    ['nothing stopped', {}, 0],
+    ['kept: stop to candidate ready', { stoppedAt: 100, candReadyAt: 1100 }, 1000],
+    ['candidate never ready, previous back: one window', { stoppedAt: 100, stopCandAt: 900, prevReadyAt: 2100 }, 2000],
+    ['candidate served, then back: two windows', { stoppedAt: 100, candReadyAt: 1100, stopCandAt: 5000, prevReadyAt: 5500 }, 1500],
+    ['candidate never ready and nothing came back: no end', { stoppedAt: 100 }, undefined],
+    ['back, previous never ready: no end', { stoppedAt: 100, candReadyAt: 1100, stopCandAt: 5000 }, undefined],
+  ])('%s', (_, t, want) => expect(noService(t)).toBe(want));
 });

@@ -25,7 +25,7 @@ import { versionDiff, diffLines } from '../../upgrade/diff.js';
 import { measure } from '../../upgrade/measure.js';
 import { defaultGolden } from '../../upgrade/measure.js';
 import { judge, sameVllmVersion, type Measured, type Thresholds, type Verdict } from '../../upgrade/judge.js';
-import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, currentUnfit, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
+import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
 import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import type { UpgradeStatus } from '../../upgrade/upgrade.js';
@@ -331,12 +331,26 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
   let candidate: Measured | undefined;
   let verdict: Verdict | undefined;
   const why: string[] = [];
+  // each step's time, and the window without service (the stop of one cluster to the readiness of the next: both windows on a failure)
+  const timings: Record<string, number> = {};
+  const timed = async <T>(step: string, f: () => Promise<T>): Promise<T> => {
+    const t = Date.now();
+    try {
+      return await f();
+    } finally {
+      timings[step] = Date.now() - t;
+    }
+  };
+  let stoppedAt: number | undefined;
+  let candReadyAt: number | undefined;
+  let stopCandAt: number | undefined;
+  let prevReadyAt: number | undefined;
   const say2 = (s: string) => {
     if (!opts.json) note(s);
   };
   try {
     say2(`measuring the running cluster at ${rec0.url} (probe, golden prompts, chat template, short bench)`);
-    current = await measure(targetOf(rec0, secrets), from, { ...settings, signal: ac.signal });
+    current = await timed('measureCurrent', () => measure(targetOf(rec0, secrets), from, { ...settings, signal: ac.signal }));
     const unfit = ac.signal.aborted ? undefined : currentUnfit(current);
     if (unfit)
       throw new ProblemsFound(
@@ -344,19 +358,21 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
       );
     if (!ac.signal.aborted) {
       say2(`stopping ${name} on ${nodes.join(', ')}: ${c.yellow('no service until the candidate is ready')}`);
-      run.stopCurrent = await stopSide(dir, name, nf, ac.signal);
+      stoppedAt = Date.now();
+      run.stopCurrent = await timed('stopCurrent', () => stopSide(dir, name, nf, ac.signal));
     } else run.interrupted = true;
     if (run.stopCurrent && run.stopCurrent.left === undefined && !ac.signal.aborted) {
       say2(`serving the candidate over ${nodes.length} nodes`);
       const t0 = Date.now();
-      const s = await serveSide(l, file, [...opts.set, ...cand0.sets]);
+      const s = await timed('serveCandidate', () => serveSide(l, file, [...opts.set, ...cand0.sets]));
+      if (s.served === 'healthy') candReadyAt = Date.now();
       run.candidate = s.served;
       if (s.why) why.push(`the candidate did not serve healthy: ${s.why}`);
       const crec = new Registry(dir).clusters().find((x) => x.profile === name);
       if (s.served === 'healthy' && crec) {
         say2(`  candidate ready over ${nodes.length} nodes in ${formatDuration(Date.now() - t0)}; comparing at ${crec.url}`);
         to = sideVersion(to, await versionAt(crec, secrets));
-        candidate = await measure(targetOf(crec, secrets), to, { ...settings, signal: ac.signal });
+        candidate = await timed('measureCandidate', () => measure(targetOf(crec, secrets), to, { ...settings, signal: ac.signal }));
         verdict = judge(current, candidate, thresholds);
         run.pass = verdict.pass;
         why.push(...verdict.why);
@@ -365,10 +381,12 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
       if (ac.signal.aborted) run.interrupted = true;
       if (afterCandidate(run.candidate, run.pass, run.noRoll) === 'back') {
         say2(`back to the previous pin: stopping the candidate, serving the previous over ${nodes.length} nodes`);
-        run.stopCandidate = await stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000));
+        stopCandAt = Date.now();
+        run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
         // the previous pin is served again even after Ctrl-C: never leave the nodes without a server unasked
         if (run.stopCandidate.left === undefined) {
-          const b = await serveSide(l, file, previousSets);
+          const b = await timed('servePrevious', () => serveSide(l, file, previousSets));
+          if (b.served === 'healthy') prevReadyAt = Date.now();
           run.previous = b.served;
           if (b.why) why.push(`the previous pin did not serve again: ${b.why}`);
         }
@@ -378,6 +396,7 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
     ac.off();
   }
   const end = nodesEnd(run, name, file);
+  const noServiceMs = noService({ stoppedAt, candReadyAt, stopCandAt, prevReadyAt });
   if (end.status === 'rolled') {
     if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
     else {
@@ -419,6 +438,8 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
         previousImage: currentId ?? null,
         serving: end.serving,
         steps: run,
+        timings,
+        noServiceMs: noServiceMs ?? null,
         failed: why,
         current: current ?? null,
         candidate: candidate ?? null,
@@ -434,6 +455,12 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
       say(`${c.green(what)} ${name}: vLLM ${from} -> ${to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
     else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
     else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
+    if (noServiceMs !== undefined && noServiceMs > 0)
+      say(
+        `no service over the nodes for ${formatDuration(noServiceMs)} in all (in place: ${Object.entries(timings)
+          .map(([k, v]) => `${k} ${formatDuration(v)}`)
+          .join(', ')})`,
+      );
     if (end.loud) note(`${c.red('WARNING')}: ${end.loud}${why.length ? `\n  ${why.join('\n  ')}` : ''}`);
   }
   if (code !== 0) throw new ExitWith(code);
