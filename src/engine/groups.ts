@@ -12,7 +12,7 @@ import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
 
 /** Where a group runs: this host ('local'), or the node of the nodes file it names. */
-export type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
+type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
 
 export interface ServerGroup {
   /** its place in the plan's start order (a replica's index; a node's rank) */
@@ -78,5 +78,55 @@ export function groupsOf(plan: ServePlan | ClusterPlan): ServerGroup[] {
   });
 }
 
+/** The node step a group over nodes was planned from (a replica on this host has none). */
+export function stepOf(g: ServerGroup): NodeStep {
+  if (!('step' in g.of)) throw new Error(`internal: replica ${g.server} on this host in a plan over nodes`);
+  return g.of.step;
+}
+
+/** The node a group runs on, by name ('local': this host). */
+export const nodeName = (g: ServerGroup): string => (g.node.kind === 'node' ? g.node.name : 'local');
+
 /** The groups that serve an endpoint of the plan (readiness, prewarm and the probe are asked of them). */
 export const endpointsOf = (plan: ServePlan | ClusterPlan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
+
+/** A group's launch: what it got back (its handle), or why not (the message names the group's node). */
+export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] };
+
+/**
+ * Groups launched in their `starts` order: the first alone; an 'after-previous' group once the one
+ * before it started; every 'after-head' group together, once the first started. A failure ends the
+ * order: `refs` is everything that started (the caller stops it), `failure` every group that did not,
+ * a concurrent group's evidence named by its node. `started` is told of each start, in group order.
+ */
+export async function launchInOrder<H>(
+  groups: ServerGroup[],
+  launch: (g: ServerGroup) => Promise<GroupStarted<H>>,
+  started: (h: H, g: ServerGroup) => void = () => {},
+): Promise<{ refs: H[]; failure?: { message: string; evidence: string[] } }> {
+  const refs: H[] = [];
+  for (const g of groups.filter((x) => x.starts !== 'after-head')) {
+    const r = await launch(g);
+    if ('error' in r) return { refs, failure: { message: r.error, evidence: r.evidence } };
+    refs.push(r.ref);
+    started(r.ref, g);
+  }
+  const together = groups.filter((x) => x.starts === 'after-head');
+  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g) })));
+  const failed: Array<{ g: ServerGroup; error: string; evidence: string[] }> = [];
+  for (const { g, r } of rest) {
+    if ('error' in r) failed.push({ g, ...r });
+    else {
+      refs.push(r.ref);
+      started(r.ref, g);
+    }
+  }
+  if (!failed.length) return { refs };
+  return {
+    refs,
+    failure: {
+      message: failed.map((f) => f.error).join('\n'),
+      evidence: failed.flatMap((f) => f.evidence.map((l) => `${nodeName(f.g)}: ${l}`)),
+    },
+  };
+}

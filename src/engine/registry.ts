@@ -20,7 +20,7 @@ import { readTextSync, READ_LIMITS } from '../util/read.js';
  * launch's marker; proveIdentity judges them here or on a node). A server on this host (Instance)
  * and one over nodes (ClusterRecord) are each this plus their placement.
  */
-export interface ServerRecord {
+interface ServerRecord {
   version: 1;
   profile: string;
   pid: number;
@@ -115,7 +115,7 @@ export interface Entry {
   logDeleted?: boolean;
 }
 
-export interface CorruptEntry {
+interface CorruptEntry {
   file: string;
   keptAs: string;
   reason: string;
@@ -231,7 +231,7 @@ export interface ClusterRank {
  * spawn (its pid, that pid's kernel start time, the marker it put into the child's environment),
  * never what the keeper writes about itself.
  */
-export interface GatewayLaunch {
+interface GatewayLaunch {
   version: 1;
   pid: number;
   pgid: number;
@@ -578,7 +578,7 @@ export class Registry {
   }
 }
 
-export interface LogTarget {
+interface LogTarget {
   /** the log's path, without the kernel's " (deleted)" */
   file: string;
   /** the file was unlinked while the process held it open (a log rotated away) */

@@ -5,14 +5,15 @@
 // exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
-import type { ServePlan } from './plan.js';
+import type { PlanCore, ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, portRoles } from '../profiles/router.js';
 import type { RouterDriver, RouterLaunched } from './router-driver.js';
 import { pause } from '../util/pause.js';
 import { unixUrl } from '../util/socket-url.js';
 import { Registry, type Instance } from './registry.js';
-import { superviseReady } from './launch.js';
+import { localView, watchReady, type LaunchView, type WatchOptions } from './launch.js';
+import type { StartClock } from './phases.js';
 import type { Launched } from './runtime/child.js';
 import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
@@ -22,15 +23,17 @@ import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
 import { probe } from '../health/probe.js';
 import { targetFromInstance } from './target.js';
 import type { ReadyResult } from '../client/ready.js';
+import type { ClusterRecord } from './registry.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
-import type { EventSink, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
+import type { EventSink, NodeFailure, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
-import { executorFor, type ClusterPlan } from './cluster/index.js';
-import { groupsOf } from './groups.js';
+import { afterReady, executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch } from './cluster/index.js';
+import { ClusterStart } from './cluster/rank-start.js';
+import { groupsOf, launchInOrder, nodeName, stepOf } from './groups.js';
 
-export interface ServeRun {
+interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
   signal: AbortSignal;
   /** a second Ctrl-C: stop at once (SIGKILL), do not wait for a drain */
@@ -43,7 +46,7 @@ export interface ServeRun {
 }
 
 /** Any serve plan: its groups on this host, or on nodes. */
-export type Plan = ServePlan | ClusterPlan;
+type Plan = ServePlan | ClusterPlan;
 
 /**
  * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
@@ -51,7 +54,84 @@ export type Plan = ServePlan | ClusterPlan;
  */
 export function serve(plan: Plan, run: ServeRun): Promise<ServeOutcome> {
   if (plan.placement === 'local') return serveLocal(plan, run);
-  return executorFor(plan.executor).serve({ ...plan, apiKey: run.secrets.VLLM_API_KEY }, { emit: run.onEvent, signal: run.signal });
+  return serveOnNodes({ ...plan, apiKey: run.secrets.VLLM_API_KEY }, run);
+}
+
+/** What the one readiness watch needs of an endpoint, wherever its groups run. */
+interface Endpoint {
+  replica: string;
+  /** over nodes: the head's node (its phases are said per node) */
+  node?: string;
+  url: string;
+  /** its log and the end of every group raced against it (launch.ts LaunchView) */
+  view: LaunchView;
+  ours?: WatchOptions['ours'];
+  hung?: WatchOptions['hung'];
+  clock?: StartClock;
+  /** a node is asked over ssh: its readiness every 250 ms (its log and liveness are rate-limited by the view) */
+  pollMs?: number;
+}
+
+/** One endpoint's readiness (launch.ts watchReady) under the plan's deadline and stall timer, its phases said as events. */
+function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ReadyResult> {
+  return watchReady(e.view, {
+    url: e.url,
+    servedName: plan.servedName,
+    apiKey: run.apiKey,
+    deadlineMs: plan.readyTimeoutMs,
+    stallMs: plan.stallTimeoutMs,
+    signal: run.signal,
+    pollMs: e.pollMs,
+    clock: e.clock,
+    onPhase: (phase) => emit({ type: 'phase', replica: e.replica, ...(e.node === undefined ? {} : { node: e.node }), phase }),
+    ours: e.ours,
+    hung: e.hung,
+  });
+}
+
+/**
+ * A plan over nodes, through its executor's placement (cluster/: native, Ray on the hosts, Ray in
+ * containers): refused, or what runs before (Ray) started; every group that runs a vLLM launched in
+ * its `starts` order (the head first, then the rest together); the record; the one watch on the
+ * head's endpoint raced against every group's end; on a failure every group's start said and what
+ * started stopped; then the same prewarm, probe and start reports as on one host.
+ */
+async function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
+  const ctx = { emit: run.onEvent, signal: run.signal };
+  const emit = run.onEvent ?? (() => {});
+  const place = executorFor(plan.executor).placement(plan, ctx);
+  const started = Date.now();
+  const registry = new Registry(plan.stateDir);
+  const refused = await place.refuse(registry);
+  if (refused) return nodesOutcome(plan, { failure: refused });
+  const failed = async (failure: NodeFailure, launched: GroupLaunch[], record?: ClusterRecord, start?: ClusterStart) => {
+    const starts = await finishStarts(plan, start, emit);
+    await place.stop(launched, record);
+    if (record) registry.removeCluster(plan.profile.name);
+    return nodesOutcome(plan, { failure, record, starts });
+  };
+  const before = await place.before();
+  if (before.failure) return failed(before.failure, []);
+  // each group's start timed from its own launch
+  const start = new ClusterStart();
+  const groups = groupsOf(plan).filter((g) => g.vllm);
+  const launched = await launchInOrder(
+    groups,
+    (g) => place.launch(stepOf(g), g.index, start.launched(g.index, nodeName(g))),
+    (h) => emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) }),
+  );
+  if (launched.failure) return failed(launched.failure, launched.refs);
+  const record = place.record(launched.refs);
+  registry.writeCluster(record);
+  const w = place.watch(record, start);
+  const r = await watchEndpoint(
+    plan,
+    { replica: plan.replica.name, node: plan.nf.head.name, url: record.url, pollMs: 250, clock: start.head, ...w },
+    { apiKey: plan.apiKey, signal: run.signal },
+    emit,
+  );
+  if (!r.ok) return failed(r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await w.failure(r), launched.refs, record, start);
+  return afterReady(plan, record, place.joined(record, before.view), Date.now() - started, ctx, start);
 }
 
 /** The driver for a plan with a router; undefined for one without. */
@@ -99,7 +179,7 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
 };
 
 /** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
-export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
+function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
   const h = plan.host;
   return { totalBytes: h.gpuMemoryBytes, freeBytes: h.gpuMemoryFreeBytes, unified: /GB10/i.test(h.gpuName ?? '') };
 }
@@ -111,7 +191,7 @@ function runningNeed(inst: Instance): ServerNeed {
   return { name: inst.name, share: inst.probe?.gpuMemoryUtilization ?? 0.9, kvCacheMemoryBytes: kv, weightsBytes: 0, reserveBytes: 0 };
 }
 
-export interface Colocated {
+interface Colocated {
   replica: string;
   gpu: number;
   with: string[];
@@ -338,17 +418,18 @@ async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<Se
   const { plan, run, launched } = s;
   const results: ReadyResult[] = await Promise.all(
     launched.map((l) =>
-      superviseReady(l, {
-        url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
-        servedName: plan.servedName,
-        apiKey: run.secrets.VLLM_API_KEY,
-        deadlineMs: plan.readyTimeoutMs,
-        stallMs: plan.stallTimeoutMs,
-        signal: run.signal,
-        onPhase: (phase) => s.emit({ type: 'phase', replica: l.plan.name, phase }),
-        ours: s.rt.ours(l),
-        clock: s.start?.clocks.get(l.plan.name),
-      }),
+      watchEndpoint(
+        plan,
+        {
+          replica: l.plan.name,
+          url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
+          view: localView(l),
+          ours: s.rt.ours(l),
+          clock: s.start?.clocks.get(l.plan.name),
+        },
+        { apiKey: run.secrets.VLLM_API_KEY, signal: run.signal },
+        s.emit,
+      ),
     ),
   );
   const interrupted = run.signal.aborted || launched.length < groupsOf(plan).length;

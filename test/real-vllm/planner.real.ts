@@ -4,19 +4,27 @@
 // Llama 4's chunked local attention), `sparkctl plan MODEL` must print the "GPU KV cache size" tokens,
 // the "Maximum concurrency" and the block size that vLLM itself logs for the same KV-cache bytes.
 // A 2048-token context with 128 tokens a step makes the window and chunk caps (and the in-flight
-// rule, kv_cache_interface.py max_admission_blocks_per_request) change the figures. Each model is served once, with no profile at all (`sparkctl serve MODEL`), and each launch
-// checks more: the served name, the flags vLLM took, the version `vllmVersion: auto` rendered for.
-// One real vLLM at a time; each start is 20-60 s on 2 cores, about 2 min a family with plan, dry-run and stop.
+// rule, kv_cache_interface.py max_admission_blocks_per_request) change the figures.
 //
-// CI budget (the whole CI must stay under 40 min on 2 cores): by default only the families that prove a
-// rule of their own are served: Gemma 3 (SlidingWindowSpec and its admission cap, two groups), Nemotron-H
-// (MambaSpec, the hybrid block alignment, "align" states) and Llama 4 (ChunkedLocalAttentionSpec, the
-// chunk cap); every one of them also has full-attention layers, so FullAttentionSpec and the page / block
-// arithmetic are checked on each. The two families that do not load here (Qwen3-Next, MLA) are checked
-// by vLLM's own kv_cache_utils on their specs (kv_spec_check.py, no server). SPARKCTL_REAL_VLLM_PLANNER_ALL=1
-// adds the families whose rule is the full-attention one again with other heads (dense GQA, dense MHA,
-// MoE) and the serve of the two that do not load, to prove vLLM still refuses them for the reason given
-// (docs/development.md says so too).
+// vLLM's figures come from vLLM's own engine, built from the very argv `sparkctl serve MODEL` (no
+// profile) renders for the family: kv_engine.py parses it with vLLM's serve parser, logs its
+// non-default args as `vllm serve` does, and builds the engine (model load, the layers' KV specs,
+// kv_cache_utils' grouping and capacity: the "GPU KV cache size" line) with the engine core and worker
+// in one Python process, one model after another. A served start of the same argv costs three imports
+// of vLLM (API server, engine core, worker: about 70 s a family on 2 loaded cores, under 1 s of it the
+// engine's own work); one process for every family costs one. The checks of the served name and the
+// flags vLLM took stay: the name in the dry run, the flags in vLLM's own non-default-args line.
+// SPARKCTL_REAL_VLLM_PLANNER_ALL=1 also serves each family for real (`sparkctl serve MODEL`, no
+// profile: /v1/models answers the served name) and checks that the server logs the same KV line as
+// the in-process engine, and adds the families whose rule is the full-attention one again with other
+// heads (dense GQA, dense MHA, MoE) and the serve of the two that do not load, to prove vLLM still
+// refuses them for the reason given (docs/development.md says so too).
+//
+// By default the families that prove a rule of their own: Gemma 3 (SlidingWindowSpec and its admission
+// cap, two groups), Nemotron-H (MambaSpec, the hybrid block alignment, "align" states) and Llama 4
+// (ChunkedLocalAttentionSpec, the chunk cap); every one of them also has full-attention layers, so
+// FullAttentionSpec and the page / block arithmetic are checked on each. The two families that do not
+// load here (Qwen3-Next, MLA) are checked by vLLM's own kv_cache_utils on their specs (kv_spec_check.py).
 import { describe, it, expect, beforeAll } from 'vitest';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,20 +71,62 @@ const ARCHS: Array<{ name: string; dir: () => string; served: string; blockSize?
   { name: 'chunked local attention (Llama 4, 3:1)', dir: () => join(MODELS, 'llama4-chunked'), served: 'llama4-chunked' },
 ];
 
-describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one launch per architecture', () => {
+describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM: its own engine for each architecture', () => {
   oneRealVllmAtATime('real-vLLM planner');
   const t = isolated({ prefix: 'sparkctl-real-planner-', stopArgs: ['--grace', '20'], per: 'suite', hookTimeoutMs: 2 * MIN });
   const sparkctl = (args: string[], timeout = 60_000) => cli(args, { cwd: ROOT, timeout, env: t.env({ HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_KVCACHE_SPACE: '1' }) });
+  const families = ARCHS.filter((a) => ALL || !a.extended);
+  /** Each family's `serve MODEL --dry-run --json`, planned before the engines are built from its argv. */
+  const dryRuns = new Map<string, { port: number; json: any; exitCode: number | undefined; stderr: string }>();
+  /** What vLLM's engine logged for each loading family (kv_engine.py, one process): its lines between the markers. */
+  const engineLogs = new Map<string, string>();
+  let engineRun = '';
   beforeAll(async () => {
     if (!ARCHS.every((a) => existsSync(join(a.dir(), 'model.safetensors')))) {
       const r = await execa(VENV_PYTHON, [join(ROOT, 'test', 'real-vllm', 'make_tiny_models.py'), MODELS, MODEL_DIR], { reject: false, timeout: 5 * MIN });
       if (r.exitCode !== 0) why = `making the tiny models failed: ${r.stderr.split('\n').slice(-3).join(' | ')}`;
     }
-  }, 6 * MIN);
+    if (why) return;
+    for (const arch of families) {
+      const port = await freePort();
+      const dry = await sparkctl(['serve', arch.dir(), '--engine', 'vllm', '--dry-run', '--json', ...hostArgs(arch.blockSize ?? 128), '--set', `server.port=${port}`]);
+      dryRuns.set(arch.served, { port, json: dry.exitCode === 0 ? JSON.parse(dry.stdout) : undefined, exitCode: dry.exitCode, stderr: dry.stderr });
+    }
+    const jobs = families.filter((a) => !a.noLoad && dryRuns.get(a.served)?.json).map((a) => ({ name: a.served, argv: dryRuns.get(a.served)!.json.replicas[0].argv as string[] }));
+    // vLLM's environment as serve gives it: the legacy VLLM_CPU_KVCACHE_SPACE (which would override the bytes) left out
+    const { VLLM_CPU_KVCACHE_SPACE: _legacy, ...inherited } = process.env;
+    const t0 = Date.now();
+    const r = await execa(VENV_PYTHON, [join(ROOT, 'test', 'real-vllm', 'kv_engine.py'), JSON.stringify(jobs)], {
+      cwd: ROOT,
+      reject: false,
+      all: true,
+      timeout: 8 * MIN,
+      extendEnv: false,
+      env: { ...inherited, ...t.env({ HF_HUB_OFFLINE: '1', VLLM_NO_USAGE_STATS: '1', VLLM_CPU_OMP_THREADS_BIND: 'nobind', VLLM_CACHE_ROOT: join(t.state, 'kv-engine-cache') }) },
+    });
+    engineRun = `kv_engine.py exit ${r.exitCode} after ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${String(r.all).slice(-3000)}`;
+    console.info(`[real-vLLM planner] vLLM's engine for ${jobs.map((j) => j.name).join(', ')} in one process: ${((Date.now() - t0) / 1000).toFixed(0)} s (exit ${r.exitCode})`);
+    for (const m of String(r.all).matchAll(/^=== begin (\S+)\n([\s\S]*?)^=== end \1$/gm)) engineLogs.set(m[1]!, m[2]!);
+  }, 12 * MIN);
 
-  for (const arch of ARCHS.filter((a) => ALL || !a.extended)) {
+  /** vLLM's own figures in a log (kv_cache_utils.py: one line since 2026; the hybrid alignment's block line when it raised it; the non-default args). */
+  const figures = (log: string) => {
+    const m = /GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/.exec(log);
+    return m
+      ? {
+          line: m[0],
+          tokens: Number(m[1]!.replace(/,/g, '')),
+          perRequest: Number(m[2]!.replace(/,/g, '')),
+          concurrency: m[3],
+          raised: /Setting attention block size to (\d+) tokens/.exec(log)?.[1],
+          nonDefault: /non-default args: (\{.*\})/.exec(log)?.[1] ?? '',
+        }
+      : undefined;
+  };
+
+  for (const arch of families) {
     it(
-      `${arch.name}: plan's KV tokens and concurrency are vLLM's; serve MODEL with no profile`,
+      `${arch.name}: plan's KV tokens and concurrency are vLLM's own, its engine built from the argv serve MODEL (no profile) renders${ALL && !arch.noLoad ? '; served for real' : ''}`,
       async () => {
         if (why) return console.warn(`skipped: ${why}`);
         const dir = arch.dir();
@@ -88,13 +138,14 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
         expect(j.vllm).toMatchObject({ how: 'installed', version: expect.stringMatching(/^0\.27\.2\.dev0\+g6adad0876/), table: '0.25.0' });
         expect(j.model.file).toBe(join(dir, 'config.json'));
 
-        const port = await freePort();
-        const dry = await sparkctl(['serve', dir, '--engine', 'vllm', '--dry-run', '--json', ...host, '--set', `server.port=${port}`]);
+        const dry = dryRuns.get(arch.served)!;
         expect(dry.exitCode, dry.stderr).toBe(0);
-        const d = JSON.parse(dry.stdout);
+        const d = dry.json;
+        const port = dry.port;
         expect(d.vllmVersion).toMatch(/^0\.27\.2\.dev0/);
         expect(d.servedName).toBe(arch.served);
         expect(d.replicas).toHaveLength(1);
+        expect(d.replicas[0].argv.slice(0, 3)).toEqual([VLLM_BIN, 'serve', dir]);
 
         if (arch.noLoad) {
           // the refusal takes a vLLM start (its import): only in the full run
@@ -118,6 +169,25 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
           expect(v.groups).toBe(j.plan.kvGroups.length);
           return;
         }
+
+        // vLLM's engine, built in kv_engine.py from the argv above
+        const own = figures(engineLogs.get(arch.served) ?? '');
+        expect(own, engineRun).toBeDefined();
+        console.info(
+          `[real-vLLM planner] ${arch.name}: vLLM's engine "${own!.line}"${own!.raised ? ` (block ${own!.raised})` : ''}; plan ${j.plan.kvTokens.toLocaleString('en-US')} tokens, ${j.plan.maxConcurrency.toFixed(2)}x, block ${j.plan.blockSize}`,
+        );
+        expect(own!.tokens).toBe(j.plan.kvTokens);
+        expect(own!.perRequest).toBe(j.plan.maxModelLen);
+        expect(own!.concurrency).toBe(j.plan.maxConcurrency.toFixed(2));
+        // the block size vLLM settled on: its hybrid alignment line when it raised it, else the one given
+        expect(own!.raised ? Number(own!.raised) : (arch.blockSize ?? 128)).toBe(j.plan.blockSize);
+        // The flags vLLM took from the rendered argv (its own parser and its own non-default-args line)
+        expect(own!.nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
+        expect(own!.nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
+        expect(own!.nonDefault).toContain(`'served_model_name': ['${arch.served}']`);
+        if (!ALL) return;
+
+        // SPARKCTL_REAL_VLLM_PLANNER_ALL=1: the same argv served for real gives the same line
         const serve = await sparkctl(
           [
             'serve',
@@ -142,22 +212,12 @@ describe.skipIf(Boolean(why)).sequential('the planner against the real vLLM, one
           const logName = existsSync(join(t.state, 'logs')) ? readdirSync(join(t.state, 'logs')).find((f) => f.startsWith(`${arch.served.toLowerCase()}-0`)) : undefined;
           const log = logName ? readFileSync(join(t.state, 'logs', logName), 'utf8') : '';
           expect(serve.exitCode, `${serve.stdout}\n${serve.stderr}\n${log.slice(-3000)}`).toBe(0);
-          // vLLM's own numbers for the same bytes (kv_cache_utils.py: one line since 2026)
-          const m = /GPU KV cache size: ([\d,]+) tokens, Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x/.exec(log);
-          expect(m, log.slice(-2000)).not.toBeNull();
-          const raised = /Setting attention block size to (\d+) tokens/.exec(log);
-          console.info(
-            `[real-vLLM planner] ${arch.name}: vLLM "${m![0]}"${raised ? ` (block ${raised[1]})` : ''}; plan ${j.plan.kvTokens.toLocaleString('en-US')} tokens, ${j.plan.maxConcurrency.toFixed(2)}x, block ${j.plan.blockSize}`,
-          );
-          expect(Number(m![1]!.replace(/,/g, ''))).toBe(j.plan.kvTokens);
-          expect(Number(m![2]!.replace(/,/g, ''))).toBe(j.plan.maxModelLen);
-          expect(m![3]).toBe(j.plan.maxConcurrency.toFixed(2));
-          // the block size vLLM settled on: its hybrid alignment line when it raised it, else the one given
-          expect(raised ? Number(raised[1]) : (arch.blockSize ?? 128)).toBe(j.plan.blockSize);
-          // The flags vLLM took, and the served name without "/"
-          const nonDefault = /non-default args: (\{.*\})/.exec(log)?.[1] ?? '';
-          expect(nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
-          expect(nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
+          const served = figures(log);
+          expect(served, log.slice(-2000)).toBeDefined();
+          console.info(`[real-vLLM planner] ${arch.name}: served "${served!.line}"${served!.raised ? ` (block ${served!.raised})` : ''}`);
+          expect({ line: served!.line, raised: served!.raised }).toEqual({ line: own!.line, raised: own!.raised });
+          expect(served!.nonDefault).toContain(`'kv_cache_memory_bytes': ${KV_BYTES}`);
+          expect(served!.nonDefault).toContain(`'block_size': ${arch.blockSize ?? 128}`);
           const models = (await (await fetch(`http://127.0.0.1:${port}/v1/models`, { signal: AbortSignal.timeout(10_000) })).json()) as { data: Array<{ id: string }> };
           expect(models.data.map((x) => x.id)).toEqual([arch.served]);
         } finally {

@@ -1,8 +1,10 @@
-// What every multi-node executor shares: the plan it is given, the outcome it returns (serve's one
-// ServeOutcome, built by nodesOutcome; its events are serve's one union, engine/events.ts), and the
-// one remote stop rule. Two executors implement ClusterExecutor: Ray (ray.ts:
-// a Ray cluster, vLLM on the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per
-// node). index.ts picks one from the plan (or from the record, to stop or read a running cluster).
+// What every multi-node executor shares: the plan it is given, the placement it gives serve's one
+// loop (NodesPlacement: what differs between the executors, as strategy; the order is
+// engine/serve.ts's), the outcome (serve's one ServeOutcome, built by nodesOutcome; its events are
+// serve's one union, engine/events.ts), and the one remote stop rule. Two executors implement
+// ClusterExecutor: Ray (ray.ts on the hosts, ray-containers.ts in containers: a Ray cluster, vLLM on
+// the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per node). index.ts picks one
+// from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
 import type { PlanCore } from '../plan.js';
 import type { ClusterRecord, ClusterLaunch } from '../registry.js';
@@ -12,6 +14,8 @@ import { targetFromUrl } from '../../health/target.js';
 import { Registry } from '../registry.js';
 import { diagnose } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
+import type { LaunchView } from '../launch.js';
+import type { StartClock } from '../phases.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
 import type { ClusterStart, RankStart } from './rank-start.js';
@@ -21,7 +25,7 @@ export type { NodeFailure };
 
 export type ExecutorKind = 'ray' | 'native';
 
-export type PrewarmSettings = Parameters<typeof prewarm>[1];
+type PrewarmSettings = Parameters<typeof prewarm>[1];
 
 /** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
 export interface ClusterPlan extends PlanCore {
@@ -85,9 +89,56 @@ export interface ClusterStatus {
   rayError?: string;
 }
 
+/** A group's vLLM as its launch got it back: what the `launched` event names (rank: native's --node-rank). */
+export interface GroupLaunch {
+  node: string;
+  pid: number;
+  logFile: string;
+  rank?: number;
+}
+
+/** A launch that started (its handle), or why not: the message already names the node. */
+export type Launched<H> = { ref: H } | { error: string; evidence: string[] };
+
+/** The one watch's inputs for the endpoint on the head, and the failure it names when it was not ready. */
+export interface NodeWatch {
+  /** the head's log and the end of every group (any one gone ends the wait) */
+  view: LaunchView;
+  /** the head's listening socket held by what was launched (absent: cannot tell) */
+  ours?: () => Promise<boolean | undefined>;
+  /** a hang only the executor sees (Ray's cluster losing capacity) */
+  hung?: () => Promise<string | undefined>;
+  /** not ready (and not cancelled): the failure, naming the node */
+  failure(r: NotReady): Promise<NodeFailure>;
+}
+
+/**
+ * How one executor places a plan's groups on the nodes: what differs between native, Ray on the
+ * hosts and Ray in containers. The order is serve's one loop (engine/serve.ts): refuse; before; each
+ * group that runs a vLLM launched in its `starts` order; the record; the one watch on the endpoint;
+ * on a failure, stop what started; then prewarm, probe and every rank's start report.
+ */
+export interface NodesPlacement<H extends GroupLaunch = GroupLaunch> {
+  /** refused before anything starts (a cluster recorded on these nodes, a Ray sparkctl did not start, another image) */
+  refuse(registry: Registry): Promise<NodeFailure | undefined>;
+  /** what runs on the nodes before any group's vLLM (Ray: every node's start, then until Ray lists the whole cluster) */
+  before(): Promise<{ view?: ClusterView; failure?: NodeFailure }>;
+  /** one group's vLLM on its node (`clock`: its start, timed from now) */
+  launch(step: NodeStep, index: number, clock: StartClock): Promise<Launched<H>>;
+  /** the record of the launch, written before the watch (what stop --nodes and status read) */
+  record(launched: H[]): ClusterRecord;
+  /** the watch on the head's endpoint (native: every worker rank's log followed on `start` too) */
+  watch(record: ClusterRecord, start: ClusterStart): NodeWatch;
+  /** ready: what served (native: every rank joined; Ray: the view `before` waited for) */
+  joined(record: ClusterRecord, view: ClusterView | undefined): ClusterView;
+  /** a failure: stop what this serve started (the groups launched, then what `before` started), 5 s of grace */
+  stop(launched: H[], record?: ClusterRecord): Promise<void>;
+}
+
 export interface ClusterExecutor {
   kind: ExecutorKind;
-  serve(plan: ClusterPlan, ctx: RunCtx): Promise<ServeOutcome>;
+  /** the placement serve's one loop runs this plan with */
+  placement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement;
   /** the recorded cluster (record undefined: nothing recorded, clean what this executor can prove ours) */
   stop(nf: NodesFile, record: ClusterRecord | undefined, timeoutS: number, signal?: AbortSignal): Promise<StopClusterOutcome>;
   status(record: ClusterRecord, nf: NodesFile, signal?: AbortSignal): Promise<ClusterStatus>;

@@ -1,30 +1,17 @@
-// What both executors share when they start and stop the nodes: the same image everywhere (by ID,
-// refused before anything starts), the start order (the head first and whatever it must be before
+// What both executors share when they start and stop the nodes: the runtime's refusal before
+// anything starts (a container's: the same image everywhere, by ID; node-runtime.ts), the start order (the head first and whatever it must be before
 // the others start, then every worker concurrently, each failure named by node), and the stop of
 // every container a launch got back (the head first, then the rest together).
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
-import { imageMismatch, readImageIds } from './containers.js';
-import { isPinnedRef } from '../pins.js';
+import { onNodes } from './node-runtime.js';
+import { traitsOf } from '../runtime/traits.js';
 import { stopOnNode, type ContainerStopState, type NodeContainerRef } from './node-container.js';
 import type { NodeFailure, ClusterPlan } from './common.js';
 
-/** engine.runtime container: refused before anything starts unless every node holds the same image (by ID). */
-export async function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?: AbortSignal): Promise<NodeFailure | undefined> {
-  const c = plan.steps[0]?.container;
-  if (!c) return undefined;
-  const ids = await readImageIds(plan.nf, plan.steps, signal);
-  const bad = imageMismatch(c.image, ids);
-  if (!bad) return undefined;
-  return {
-    refused: true,
-    message: bad,
-    // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading it helps
-    fix: isPinnedRef(c.image)
-      ? `load that very image on those nodes (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes); it is what every node runs (the profile's pin, or its container.image)`
-      : `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
-    evidence: ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
-  };
+/** Refused before anything starts, as the nodes' runtime says (a container: unless every node holds the same image, by ID). */
+export function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+  return onNodes(traitsOf(plan.steps[0] ?? {})).refuse(plan, signal);
 }
 
 export type Started<T> = { ref: T } | { error: string; evidence: string[] };

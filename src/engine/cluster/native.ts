@@ -5,13 +5,11 @@
 // /health and /v1/models, raced against every node's process: a rank that ends is named by node, with
 // the cause read from its own log. Stop: every rank's process group (proven ours first), the head
 // first so its API drains. Nothing is launched without being recorded, and a failed launch stops
-// every rank it started.
+// every rank it started. The order is serve's one loop (engine/serve.ts); this file is its placement.
 import type { NodesFile } from '../../profiles/schema.js';
 import { diagnose } from '../diagnose.js';
-import { Registry, type ClusterRecord, type ClusterRank } from '../registry.js';
+import type { ClusterRecord, ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
-import { watchReady } from '../launch.js';
-import type { ServeOutcome } from '../events.js';
 import { RemoteView } from './remote-view.js';
 import { remoteListenerOurs } from './remote-socket.js';
 import { randomUUID } from 'node:crypto';
@@ -21,15 +19,14 @@ import { cachesFrom, nodeCacheScript } from './node-caches.js';
 import type { StartClock } from '../phases.js';
 import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
-import { sameImage, startInOrder, stopAllContainers, type Started } from './launch-order.js';
-import { ClusterStart } from './rank-start.js';
+import { sameImage, stopAllContainers, type Started } from './launch-order.js';
+import type { ClusterStart } from './rank-start.js';
 import {
-  afterReady,
-  finishStarts,
-  nodesOutcome,
   refuseRecorded,
   headFailure,
   type ClusterExecutor,
+  type NodesPlacement,
+  type NodeWatch,
   type NodeFailure,
   type ClusterPlan,
   type RunCtx,
@@ -66,45 +63,26 @@ async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, mar
 const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
 const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal, clock);
 
-/** Every rank launched (the head's first): the record (rank 0 = the head's pid), or the failure after the launched ones were stopped. */
-async function launchAll(plan: ClusterPlan, ctx: RunCtx, start: ClusterStart): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
+/** The record of every rank launched (rank 0 = the head's pid): what stop --nodes and status read. */
+function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
   const { nf } = plan;
-  const emit = ctx.emit ?? (() => {});
-  const marker = randomUUID();
-  const { refs: ranks, failure } = await startInOrder(
-    plan.steps,
-    (s, i) => {
-      // each rank's start is timed from its own launch
-      const clock = start.launched(i, s.node);
-      return launchRank(plan, s, i, marker, ctx.signal, clock);
-    },
-    async () => undefined,
-    (s, error) => `vLLM rank ${plan.steps.indexOf(s)} did not start on ${s.node} (${nodeOf(nf, s.node).address}): ${error}`,
-    (r) => emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: r.node, pid: r.pid, logFile: r.logFile, rank: r.rank }),
-  );
-  if (failure) {
-    await stopRanks(nf, ranks, 5);
-    return { failure };
-  }
   const head = ranks[0]!;
   return {
-    record: {
-      version: 1,
-      executor: 'native',
-      profile: plan.profile.name,
-      nodesFile: plan.nodesFile,
-      head: nf.head.name,
-      pid: head.pid,
-      port: plan.replica.port,
-      url: `http://${nf.head.address}:${plan.replica.port}`,
-      servedName: plan.servedName,
-      logFile: head.logFile,
-      startedAt: new Date().toISOString(),
-      ...(plan.launch ? { launch: plan.launch } : {}),
-      startTime: head.startTime,
-      marker,
-      ranks,
-    },
+    version: 1,
+    executor: 'native',
+    profile: plan.profile.name,
+    nodesFile: plan.nodesFile,
+    head: nf.head.name,
+    pid: head.pid,
+    port: plan.replica.port,
+    url: `http://${nf.head.address}:${plan.replica.port}`,
+    servedName: plan.servedName,
+    logFile: head.logFile,
+    startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
+    startTime: head.startTime,
+    marker: head.marker,
+    ranks,
   };
 }
 
@@ -162,34 +140,26 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
   );
 };
 
-/** The head's readiness through the one after-launch watch (stall, known hang, phases), raced against every rank's process. undefined: ready. */
-async function ranksReady(plan: ClusterPlan, record: ClusterRecord, ctx: RunCtx, start: ClusterStart): Promise<NodeFailure | undefined> {
+/**
+ * The watch on the head's endpoint, raced against every rank's process (a rank that ends is named by
+ * node, with the cause its own log gives); every worker rank's log followed on its node meanwhile.
+ */
+function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: ClusterStart, signal?: AbortSignal): NodeWatch {
   const ranks = record.ranks ?? [];
+  // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
+  for (const r of ranks) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
+  start.start();
   let gone: ClusterRank[] = [];
-  const r = await watchReady(
-    headView(plan, ranks, (g) => {
+  return {
+    view: headView(plan, ranks, (g) => {
       gone = g;
     }),
-    {
-      url: record.url,
-      servedName: record.servedName,
-      apiKey: plan.apiKey,
-      deadlineMs: plan.readyTimeoutMs,
-      stallMs: plan.stallTimeoutMs,
-      signal: ctx.signal,
-      pollMs: 250,
-      clock: start.head,
-      onPhase: (phase) => ctx.emit?.({ type: 'phase', replica: plan.replica.name, node: plan.nf.head.name, phase }),
-      // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
-      // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
-      ours: refOf(ranks[0]!) ? undefined : () => remoteListenerOurs(plan.nf, nodeOf(plan.nf, ranks[0]!.node), plan.replica.port, ranks[0]!.pid, ctx.signal),
-    },
-  );
-  if (r.ok) return undefined;
-  if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
-  if (gone.length) return rankFailure(plan, gone);
-  // Every rank runs but the head never served: the head's own log says why (a rank that never joined, a stall, a known hang).
-  return headFailure(plan, r, await tailOf(plan.nf, ranks[0]!));
+    // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
+    // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
+    ours: refOf(ranks[0]!) ? undefined : () => remoteListenerOurs(plan.nf, nodeOf(plan.nf, ranks[0]!.node), plan.replica.port, ranks[0]!.pid, signal),
+    // Every rank runs but the head never served: the head's own log says why (a rank that never joined, a stall, a known hang).
+    failure: async (r) => (gone.length ? rankFailure(plan, gone) : headFailure(plan, r, await tailOf(plan.nf, ranks[0]!))),
+  };
 }
 
 type RankStops = NonNullable<StopClusterOutcome['ranks']>;
@@ -220,34 +190,36 @@ async function stopHostRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number
 const STOP = { host: stopHostRanks, container: stopContainerRanks } as const;
 const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal) => STOP[ranks[0] ? rankRuns(ranks[0]) : 'host'](nf, ranks, graceS, signal);
 
+/**
+ * vLLM's own launch as a placement for serve's one loop: nothing before; each rank a vLLM (the head's
+ * rank 0 first, then every worker --headless, together), on its host or in its container; the watch
+ * races every rank; a failure stops every rank launched.
+ */
+function nativePlacement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement<ClusterRank> {
+  const marker = randomUUID();
+  return {
+    refuse: async (registry) => refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal)),
+    before: async () => ({}),
+    launch: async (step, rank, clock) => {
+      const r = await launchRank(plan, step, rank, marker, ctx.signal, clock);
+      return 'error' in r ? { error: `vLLM rank ${rank} did not start on ${step.node} (${nodeOf(plan.nf, step.node).address}): ${r.error}`, evidence: r.evidence } : r;
+    },
+    record: (ranks) => nativeRecord(plan, ranks),
+    watch: (record, start) => nativeWatch(plan, record, start, ctx.signal),
+    joined: (record) => {
+      const view = { nodes: record.ranks!.length, gpus: plan.tensor * plan.pipeline, complete: true };
+      ctx.emit?.({ type: 'ranks-joined', nodes: view.nodes, gpus: view.gpus });
+      return view;
+    },
+    stop: async (ranks) => {
+      await stopRanks(plan.nf, ranks, 5);
+    },
+  };
+}
+
 export const nativeExecutor: ClusterExecutor = {
   kind: 'native',
-
-  async serve(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
-    const started = Date.now();
-    const registry = new Registry(plan.stateDir);
-    const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal));
-    if (refused) return nodesOutcome(plan, { failure: refused });
-    const start = new ClusterStart();
-    const launched = await launchAll(plan, ctx, start);
-    if ('failure' in launched) return nodesOutcome(plan, { failure: launched.failure });
-    const { record } = launched;
-    registry.writeCluster(record);
-    // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
-    for (const r of record.ranks ?? []) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
-    start.start();
-    const notReady = await ranksReady(plan, record, ctx, start);
-    if (notReady) {
-      // where each rank got to before it failed, then every rank stopped
-      const starts = await finishStarts(plan, start, ctx.emit ?? (() => {}));
-      await stopRanks(plan.nf, record.ranks ?? [], 5);
-      registry.removeCluster(plan.profile.name);
-      return nodesOutcome(plan, { failure: notReady, record, starts });
-    }
-    const gpus = plan.tensor * plan.pipeline;
-    ctx.emit?.({ type: 'ranks-joined', nodes: record.ranks!.length, gpus });
-    return afterReady(plan, record, { nodes: record.ranks!.length, gpus, complete: true }, Date.now() - started, ctx, start);
-  },
+  placement: nativePlacement,
 
   async stop(nf, record, timeoutS, signal) {
     if (!record) return { engine: { node: nf.head.name, state: 'not-recorded' }, ray: [], ranks: [] };

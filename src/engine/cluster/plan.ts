@@ -12,7 +12,7 @@ import { GIB } from '../../profiles/planner.js';
 import { UsageError } from '../../errors.js';
 import { allNodes, hostShapeOf, planNodes, type NodeStep } from './ray-plan.js';
 import { nativeProblem, planNative } from './native-plan.js';
-import { containerSteps } from './containers.js';
+import { onNodes } from './node-runtime.js';
 import { traitsOfProfile } from '../runtime/traits.js';
 import type { ClusterPlan, ExecutorKind } from './common.js';
 import { nodeModel, withAbsoluteModel, type NodeModel } from './model-env.js';
@@ -82,7 +82,6 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   const warnings = requireValid(r);
   // every rank starts from an ssh login: where the model is (and the profile's env) goes to each node
   const rt = traitsOfProfile(p);
-  const runtime = rt.runtime;
   const here = opts.here ?? { env: process.env, cwd: process.cwd() };
   const model = nodeModel(p, { ...here, offline: opts.offline && opts.engine !== 'sim', containerHfCache: Boolean(rt.nodeHfCache(p)) });
   rep.argv = withAbsoluteModel(rep.argv, exe.length + 1, p.model.path, model.modelPath);
@@ -96,20 +95,9 @@ export function planCluster(profileName: string, nf: NodesFile, opts: ClusterInp
   const open = exposedWhat({ who: `${p.name}'s head`, field: 'server.host', host: hostAt >= 0 ? rep.argv[hostAt + 1]! : p.server.host, keyed: Boolean(p.server.apiKeyEnv), fixes: [] });
   if (open) warnings.unshift(`WARNING: ${open}; server.apiKeyEnv: NAME in the profile (export NAME=...) asks every client for a key`);
   const host = executor === 'native' ? planNative(nf, rep.argv, fabricEnv, shared) : planNodes(nf, rep.argv, fabricEnv, shared);
-  // engine.runtime container: the same commands, each in a container on its node (the runtime's word decides)
-  const onNodes = {
-    host: () => host,
-    container: () =>
-      containerSteps(
-        { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length, mounts: model.mounts },
-        nf,
-        executor,
-        host,
-        (p.parallel.tensor * p.parallel.pipeline) / allNodes(nf).length,
-        rdmaNodes,
-      ),
-  } as const;
-  const steps = onNodes[runtime]();
+  // the same commands, as the runtime runs them on each node (as they are, or each in a container: node-runtime.ts)
+  const place = { profile: p, platform: r.platform, engine: opts.engine === 'sim' ? 'sim' : 'vllm', executableLen: exe.length, mounts: model.mounts } as const;
+  const steps = onNodes(rt).place({ ...place, executor, perNode: (p.parallel.tensor * p.parallel.pipeline) / allNodes(nf).length, rdmaNodes }, nf, host);
   // The start caches on every node, keyed as on one host (the profile, the vLLM version it names for
   // these nodes). Ranks in containers on nodes get none: the folder would have to be mounted into each
   // node's container, which the node container plan does not do yet (docs/cold-start.md says so).

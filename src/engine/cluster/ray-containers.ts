@@ -4,7 +4,7 @@
 // vLLM is started inside the head's container with `exec`. Order: the head's container, until its
 // Ray answers `ray status` there; every worker's container, concurrently; until Ray (asked inside the
 // head's container) lists exactly the nodes and GPUs of the file; vLLM exec'd in the head's
-// container; then the same readiness as on the host (engineReady), with every node's container
+// container; then the same readiness as on the host (rayWatch), with every node's container
 // watched too. Right after the exec, vLLM's process is found on the head's host (the pid its shell
 // wrote in the container, mapped through the container's pid namespace: hostPidLine) and proven
 // there by the one proof (its group, its start time, the instance marker the exec gave it); its pid
@@ -24,10 +24,8 @@ import { shellQuote } from '../../output/format.js';
 import { fabricAddress, nodeOf, parseRayStatus } from './ray-plan.js';
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
-import { engineReady, rayStatus, waitForCluster, type ClusterVia, type EngineWatch } from './ray.js';
-import { ClusterStart } from './rank-start.js';
-import { afterReady, finishStarts, refuseRecorded, type NodeFailure, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome, nodesOutcome } from './common.js';
-import type { ServeOutcome } from '../events.js';
+import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
+import { refuseRecorded, type NodeFailure, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
 import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, startInOrder, stopAllContainers } from './launch-order.js';
 import { VLLM_PID_FILE } from './containers.js';
@@ -61,7 +59,7 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
+async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
   const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
@@ -89,7 +87,7 @@ export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], w
 }
 
 /** The plan's exec line in the head's container, as what follows the container's name: the command exec runs. */
-export function execCommand(plan: ClusterPlan): string[] {
+function execCommand(plan: ClusterPlan): string[] {
   const s = plan.steps[0]!;
   const exec = s.argv[1];
   const name = s.container!.name;
@@ -123,86 +121,95 @@ function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatc
   return { alive, tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(nf, refs, 'the Ray container') } };
 }
 
-export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
+/**
+ * Ray in containers as a placement for serve's one loop: before, the head's container until its Ray
+ * answers, every worker's container (together), then until Ray (asked in the head's container) lists
+ * the whole cluster; the head's group's vLLM is exec'd into its container, the record (every
+ * container by the ID its run got back) written first; the watch adds every node's container; a
+ * failure stops vLLM, then every container.
+ */
+export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement<HeadLaunch> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
-  const started = Date.now();
-  const registry = new Registry(plan.stateDir);
-  const refused = refuseRecorded(plan, registry) ?? (await sameImage(plan, signal));
-  if (refused) return nodesOutcome(plan, { failure: refused });
   const marker = randomUUID();
   const joinS = plan.joinTimeoutS ?? 90;
   const refs: NodeContainerRef[] = [];
-  const fail = async (failure: NodeFailure): Promise<ServeOutcome> => {
-    for (const x of await stopAllContainers(nf, refs, 5)) emit({ type: 'cleanup', node: x.node, what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}` });
-    return nodesOutcome(plan, { failure });
-  };
-  // 1-2. the head's container until its Ray answers, then every worker's, concurrently
-  const launched = await startInOrder(
-    plan.steps,
-    (s) => runOnNode(nf, nodeOf(nf, s.node), s, marker, undefined, signal),
-    async (head) => {
-      const up = await headRayUp(plan, head, joinS, signal);
-      if (!up) emit({ type: 'ray-head', node: nf.head.name });
-      return up;
+  const registry = new Registry(plan.stateDir);
+  return {
+    refuse: async (r) => refuseRecorded(plan, r) ?? (await sameImage(plan, signal)),
+    before: async () => {
+      // 1-2. the head's container until its Ray answers, then every worker's, concurrently
+      const launched = await startInOrder(
+        plan.steps,
+        (s) => runOnNode(nf, nodeOf(nf, s.node), s, marker, undefined, signal),
+        async (head) => {
+          const up = await headRayUp(plan, head, joinS, signal);
+          if (!up) emit({ type: 'ray-head', node: nf.head.name });
+          return up;
+        },
+        (s, error) =>
+          s.role === 'head'
+            ? `Ray head container on ${at(nodeOf(nf, s.node))} did not start: ${error}`
+            : `node ${s.node} (${s.address}) failed to join the Ray cluster: its container did not start: ${error}`,
+      );
+      refs.push(...launched.refs);
+      if (launched.failure) return { failure: launched.failure };
+      emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
+      // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended is named at once)
+      const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(nf, refs, 'the Ray container') };
+      const cluster = await waitForCluster(plan, signal, via);
+      if ('failure' in cluster) {
+        cluster.failure.fix ??= `check that every node can reach ${fabricAddress(nf.head)}:${nf.rayPort}`;
+        return cluster;
+      }
+      emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
+      return cluster;
     },
-    (s, error) =>
-      s.role === 'head'
-        ? `Ray head container on ${at(nodeOf(nf, s.node))} did not start: ${error}`
-        : `node ${s.node} (${s.address}) failed to join the Ray cluster: its container did not start: ${error}`,
-  );
-  refs.push(...launched.refs);
-  if (launched.failure) return fail(launched.failure);
-  emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
-  // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended is named at once)
-  const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(nf, refs, 'the Ray container') };
-  const cluster = await waitForCluster(plan, signal, via);
-  if ('failure' in cluster) {
-    cluster.failure.fix ??= `check that every node can reach ${fabricAddress(nf.head)}:${nf.rayPort}`;
-    return fail(cluster.failure);
-  }
-  emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
-  // 4. vLLM in the head's container; the record holds every container by the ID its run got back
+    // 4. vLLM in the head's container; the record holds every container by the ID its run got back, written before the exec
+    launch: async () => {
+      const head = refs[0]!;
+      const record = containersRecord(plan, refs, marker);
+      registry.writeCluster(record);
+      const noExec = await execVllm(plan, head, marker, signal);
+      if (noExec) {
+        registry.removeCluster(plan.profile.name);
+        return { error: noExec.message, evidence: noExec.evidence };
+      }
+      // what proves vLLM ours from now on: its process on the head's host, proven there at once
+      const inHead = await readInHead(sshShell(nf, nf.head), head, marker, signal);
+      if (inHead) Object.assign(record, { inHead });
+      return { ref: { node: nf.head.name, pid: 0, logFile: record.logFile, record } };
+    },
+    record: ([head]) => head!.record,
+    watch: (_record, start) => rayWatch(plan, emit, signal, containerWatch(plan, refs), start),
+    joined: (_record, view) => view!,
+    stop: async (_launched, record) => {
+      if (record) await stopVllmInHead(nf, refs[0]!, record, 5);
+      for (const x of await stopAllContainers(nf, refs, 5)) emit({ type: 'cleanup', node: x.node, what: x.state === 'stopped' ? 'container removed' : `container left: ${x.detail}` });
+    },
+  };
+}
+
+/** The record of Ray in containers: every node's container by the ID its run got back (vLLM's log is the head container's output). */
+function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: string): ClusterRecord {
   const head = refs[0]!;
-  const logFile = `${head.cli[0]} logs ${head.containerId.slice(0, 12)}`;
-  const record: ClusterRecord = {
+  return {
     version: 1,
     executor: 'ray',
     profile: plan.profile.name,
     nodesFile: plan.nodesFile,
-    head: nf.head.name,
+    head: plan.nf.head.name,
     pid: 0,
     port: plan.replica.port,
-    url: `http://${nf.head.address}:${plan.replica.port}`,
+    url: `http://${plan.nf.head.address}:${plan.replica.port}`,
     servedName: plan.servedName,
-    logFile,
+    logFile: `${head.cli[0]} logs ${head.containerId.slice(0, 12)}`,
     startedAt: new Date().toISOString(),
     ...(plan.launch ? { launch: plan.launch } : {}),
     marker,
     ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
   };
-  registry.writeCluster(record);
-  // the engine's start, timed from its exec in the head's container; Ray's workers' lines per node
-  const start = new ClusterStart();
-  start.launched(0, nf.head.name);
-  const noExec = await execVllm(plan, head, marker, signal);
-  if (noExec) {
-    registry.removeCluster(plan.profile.name);
-    return fail(noExec);
-  }
-  // what proves vLLM ours from now on: its process on the head's host, proven there at once
-  const inHead = await readInHead(sshShell(nf, nf.head), head, marker, signal);
-  if (inHead) registry.writeCluster(Object.assign(record, { inHead }));
-  emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: 0, logFile });
-  const notReady = await engineReady(plan, record, emit, signal, containerWatch(plan, refs), start);
-  if (notReady) {
-    await finishStarts(plan, start, emit);
-    await stopVllmInHead(nf, head, record, 5);
-    registry.removeCluster(plan.profile.name);
-    return fail(notReady);
-  }
-  return afterReady(plan, record, cluster.view, Date.now() - started, ctx, start);
 }
 
 /**
@@ -210,7 +217,7 @@ export async function serveRayContainers(plan: ClusterPlan, ctx: RunCtx = {}): P
  * ended (or was not running), 3 it was killed, 9 the container is gone, 4 the container is not
  * provably ours.
  */
-export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
+function vllmStopLine(head: NodeContainerRef, graceS: number): string {
   const polls = Math.max(0, Math.round(graceS * 10));
   return execLine(head, [
     'sh',
@@ -227,7 +234,7 @@ export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
  * not (yet) there; 8: the pid file holds no pid; 9: the container is gone; 4: the container is not
  * provably ours.
  */
-export function hostPidLine(head: NodeContainerRef): string {
+function hostPidLine(head: NodeContainerRef): string {
   const inspect = cliLine(head, ['inspect', '--type', 'container', '--format', '{{.State.Pid}}', head.containerId]);
   const cat = cliLine(head, ['exec', head.containerId, 'cat', VLLM_PID_FILE]);
   return [

@@ -1,13 +1,13 @@
 // The Ray executor: vLLM's multi-node engine through Ray, driven over ssh. Ray head, workers, a
 // wait for exactly the nodes and GPUs the nodes file declares (read from Ray), vLLM on the head,
-// then the same readiness, prewarm and probe as on one node. Library code: it reports progress as
+// then the same readiness, prewarm and probe as on one node (the order is serve's one loop,
+// engine/serve.ts; rayPlacement is what Ray adds to it). Library code: it reports progress as
 // events and returns an outcome; it never prints, exits or installs signal handlers (cancellation
 // is the AbortSignal). Ray is only ever stopped on nodes where this run started it.
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
-import { Registry, type ClusterRecord } from '../registry.js';
+import type { Registry, ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
-import { watchReady } from '../launch.js';
-import type { EventSink, ServeOutcome } from '../events.js';
+import type { EventSink } from '../events.js';
 import { RemoteView } from './remote-view.js';
 import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
@@ -18,15 +18,16 @@ import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus,
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
-import { ClusterStart } from './rank-start.js';
+import type { ClusterStart } from './rank-start.js';
 import { cachesFrom, nodeCacheScript, type NodeCaches } from './node-caches.js';
 import type { StartClock } from '../phases.js';
 import {
-  afterReady,
-  finishStarts,
-  nodesOutcome,
   refuseRecorded,
   headFailure,
+  type GroupLaunch,
+  type Launched,
+  type NodesPlacement,
+  type NodeWatch,
   type NodeFailure,
   type ClusterPlan,
   type ClusterStatus,
@@ -51,43 +52,42 @@ async function startRay(nf: NodesFile, n: NodeEntry, s: NodeStep, joinS: number,
   return ssh(nf, n, rayStart(s, caches), { remoteTimeoutS: joinS, signal });
 }
 
-/** The phases of a multi-node serve, in order; each returns a failure or what the next needs. */
-export async function serveRay(plan: ClusterPlan, ctx: RunCtx = {}): Promise<ServeOutcome> {
+/**
+ * Ray on the hosts as a placement for serve's one loop: before, Ray's head then every worker (each
+ * node's `ray start`), then until Ray lists exactly the file's nodes and GPUs; the one group that runs
+ * a vLLM is the head's; the watch adds Ray's own view; a failure stops vLLM, then Ray on every node
+ * where this run started it.
+ */
+export function rayPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement<HeadLaunch> {
   const { nf } = plan;
   const emit = ctx.emit ?? (() => {});
   const signal = ctx.signal;
-  const started = Date.now();
-  const registry = new Registry(plan.stateDir);
   const ours = new Set<NodeEntry>();
-  const fail = async (failure: NodeFailure, stop = true): Promise<ServeOutcome> => {
-    if (stop) await stopOurRay(nf, ours, emit);
-    return nodesOutcome(plan, { failure });
+  return {
+    refuse: (registry) => refuseRunning(plan, registry, signal),
+    before: async () => {
+      const joined = await startRayCluster(plan, ours, emit, signal);
+      if (joined) return { failure: joined };
+      const cluster = await waitForCluster(plan, signal);
+      if ('failure' in cluster) return cluster;
+      emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
+      return cluster;
+    },
+    launch: (_step, _index, clock) => launchEngine(plan, signal, clock),
+    record: ([head]) => head!.record,
+    watch: (record, start) => rayWatch(plan, emit, signal, hostWatch(nf, record, signal), start),
+    joined: (_record, view) => view!,
+    stop: async (launched, record) => {
+      const engine = record ?? launched[0]?.record;
+      if (engine) await stopEngine(nf, engine);
+      await stopOurRay(nf, ours, emit);
+    },
   };
+}
 
-  const refused = await refuseRunning(plan, registry, signal);
-  if (refused) return nodesOutcome(plan, { failure: refused });
-  const joined = await startRayCluster(plan, ours, emit, signal);
-  if (joined) return fail(joined);
-  const cluster = await waitForCluster(plan, signal);
-  if ('failure' in cluster) return fail(cluster.failure);
-  const view = cluster.view;
-  emit({ type: 'ray-cluster', nodes: view.nodes, gpus: view.gpus });
-  // the engine's start, timed from its launch on the head; Ray's workers' lines per node (rank-start.ts)
-  const start = new ClusterStart();
-  const headClock = start.launched(0, nf.head.name);
-  const launched = await launchEngine(plan, signal, headClock);
-  if ('failure' in launched) return fail(launched.failure);
-  const { record } = launched;
-  registry.writeCluster(record);
-  emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: nf.head.name, pid: record.pid, logFile: record.logFile });
-  const notReady = await engineReady(plan, record, emit, signal, hostWatch(nf, record, signal), start);
-  if (notReady) {
-    await finishStarts(plan, start, emit);
-    await stopEngine(nf, record);
-    registry.removeCluster(plan.profile.name);
-    return fail(notReady);
-  }
-  return afterReady(plan, record, view, Date.now() - started, ctx, start);
+/** vLLM launched on the head by Ray's executor: the record it starts (Ray's groups are the head's vLLM's). */
+export interface HeadLaunch extends GroupLaunch {
+  record: ClusterRecord;
 }
 
 /** Ray is only ever stopped on nodes where this run started it. */
@@ -203,7 +203,7 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
 }
 
 /** 3. vLLM on the head, in its own session (the one launch on a node's host: node-proc.ts); the key goes through stdin, never argv. */
-async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: StartClock): Promise<{ record: ClusterRecord } | { failure: NodeFailure }> {
+async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: StartClock): Promise<Launched<HeadLaunch>> {
   const { nf } = plan;
   const rep = plan.replica;
   const logFile = `${NODE_LOGS}/${rep.name}.log`;
@@ -211,27 +211,26 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: Sta
   const marker = randomUUID();
   const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
   const l = await launchOnNodeHost(nf, nf.head, { argv: rep.argv, stepEnv: plan.steps[0]!.env, env: rep.env, setup, key: plan.apiKey, marker, logFile, signal });
-  if ('error' in l) return { failure: { message: `vLLM did not start on ${nf.head.name}: ${l.error}`, evidence: [] } };
+  if ('error' in l) return { error: `vLLM did not start on ${nf.head.name}: ${l.error}`, evidence: [] };
   const { pid, startTime } = l;
   const caches = plan.caches ? cachesFrom(l.stdout, plan.caches) : undefined;
   if (caches) clock?.cachesWere(caches);
-  return {
-    record: {
-      version: 1,
-      profile: plan.profile.name,
-      nodesFile: plan.nodesFile,
-      head: nf.head.name,
-      pid,
-      port: rep.port,
-      url: `http://${nf.head.address}:${rep.port}`,
-      servedName: plan.servedName,
-      logFile,
-      startedAt: new Date().toISOString(),
-      ...(plan.launch ? { launch: plan.launch } : {}),
-      startTime,
-      marker,
-    },
+  const record: ClusterRecord = {
+    version: 1,
+    profile: plan.profile.name,
+    nodesFile: plan.nodesFile,
+    head: nf.head.name,
+    pid,
+    port: rep.port,
+    url: `http://${nf.head.address}:${rep.port}`,
+    servedName: plan.servedName,
+    logFile,
+    startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
+    startTime,
+    marker,
   };
+  return { ref: { node: nf.head.name, pid, logFile, record } };
 }
 
 /** The engine on the head, stopped by its group after it failed to become ready (5 s grace). */
@@ -268,18 +267,11 @@ const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): 
 });
 
 /**
- * 4. The one after-launch watch (engine/launch.ts: the stall timer, a known hang named from the
- * head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
- * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it. undefined: ready.
+ * 4. The one after-launch watch's inputs (engine/launch.ts: the stall timer, a known hang named from
+ * the head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
+ * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
  */
-export async function engineReady(
-  plan: ClusterPlan,
-  record: ClusterRecord,
-  emit: EventSink,
-  signal: AbortSignal | undefined,
-  watch: EngineWatch,
-  start?: ClusterStart,
-): Promise<NodeFailure | undefined> {
+export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: ClusterStart): NodeWatch {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
@@ -298,23 +290,15 @@ export async function engineReady(
     },
     (lines) => {
       // a worker actor's forwarded line (ip=...) is its node's too
-      for (const l of lines) start?.rayLine(nf, l);
+      for (const l of lines) start.rayLine(nf, l);
       const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
       if (!m) return;
       placementLine = m;
       emit({ type: 'placement-wait', node: nf.head.name, line: m });
     },
   );
-  const r = await watchReady(view, {
-    url: record.url,
-    servedName: record.servedName,
-    apiKey: plan.apiKey,
-    deadlineMs: plan.readyTimeoutMs,
-    stallMs: plan.stallTimeoutMs,
-    signal,
-    pollMs: 250,
-    clock: start?.head,
-    onPhase: (phase) => emit({ type: 'phase', replica: plan.replica.name, node: nf.head.name, phase }),
+  return {
+    view,
     // what answers on the head's port is the engine's own group, not a server that held the port first
     ours: watch.ours,
     // Ray's own view first: a placement-group wait because a node left is named as that, not as a hang
@@ -326,20 +310,20 @@ export async function engineReady(
       lost = now;
       return 'the Ray cluster lost capacity';
     },
-  });
-  if (r.ok) return undefined;
-  if (r.reason === 'interrupted') return { message: 'cancelled while waiting for vLLM to be ready', evidence: [] };
-  if (ended) return ended;
-  const tail = (await ssh(nf, nf.head, watch.tail(60), { timeoutMs: 15_000 })).stdout;
-  if (lost?.view) {
-    return {
-      message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
-      fix: `bring ${lost.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
-      evidence: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
-    };
-  }
-  // The same diagnosis as on one node (the head's log is written fresh by this launch).
-  return headFailure(plan, r, tail);
+    failure: async (r) => {
+      if (ended) return ended;
+      const tail = (await ssh(nf, nf.head, watch.tail(60), { timeoutMs: 15_000 })).stdout;
+      if (lost?.view) {
+        return {
+          message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
+          fix: `bring ${lost.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
+          evidence: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+        };
+      }
+      // The same diagnosis as on one node (the head's log is written fresh by this launch).
+      return headFailure(plan, r, tail);
+    },
+  };
 }
 
 /** Ends the recorded vLLM on the head (its process group: TERM, wait, KILL), then Ray on every node of the file. */

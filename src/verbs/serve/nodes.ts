@@ -30,7 +30,7 @@ import { shellQuote, envelope, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors.js';
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
-import { imagePinOfNodes, writePin } from '../../engine/pins.js';
+import { imagePinOfNodes, lockFileOf, writePin } from '../../engine/pins.js';
 import type { NodesFile, Profile } from '../../profiles/schema.js';
 
 /**
@@ -190,7 +190,7 @@ function printClusterPlan(pc: PlannedCluster, json?: boolean) {
 }
 
 /** The first healthy serve over the nodes pins the image ID every node agreed on (read again on each node). */
-export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
+async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: string, vllmVersion: string, json?: boolean): Promise<void> {
   // only where the nodes' vLLM comes from an image (the host's install has no image to pin)
   const first = pc.steps[0];
   if (!first || traitsOf(first).vllmFrom !== 'image') return;
@@ -200,6 +200,7 @@ export async function pinNodesImage(nf: NodesFile, pc: PlannedCluster, ref: stri
     if (!json) note(`${c.yellow('warning')}: image ${ref} not pinned: ${imageMismatch(ref, ids) ?? 'its ID was not read on every node'}`);
     return;
   }
-  writePin(stateDir(), pc.resolved.profile.name, { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] });
+  const pin = { at: new Date().toISOString(), vllmVersion, image: ref, imagePinned: one[0], imageId: one[0], sets: [`container.image=${one[0]}`] };
+  writePin(stateDir(), pc.resolved.profile.name, pin, lockFileOf(pc.resolved.profile, pc.resolved.file));
   if (!json) note(c.dim(`image ${ref}: pinned to its image ID ${one[0]} (the same on every node); serve --nodes runs it from now on, never the tag`));
 }
