@@ -153,7 +153,7 @@ async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLa
     const id = await imageOnEveryNode(
       pc,
       `--image ${opts.image}`,
-      `the candidate on every node first: sparkctl pull ${name} --nodes ${file} --set container.image=${opts.image} (or ${c0.cli} save ${opts.image} | ssh NODE ${c0.cli} load)`,
+      `the very image on every node first: ${c0.cli} save ${opts.image} | ssh NODE ${c0.cli} load, for each node named (or with ${opts.image} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`,
     );
     return { sets: [`container.image=${id}`, ...opts.candidateSet], image: { ref: opts.image, id: id! } };
   }
@@ -249,7 +249,13 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
   const cand0 = await candidateOf(name, opts, l, nf, file, dir);
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
   if (!cand0.image && cand.steps[0]?.container)
-    cand0.image = { id: (await imageOnEveryNode(cand, `the candidate's image ${cand.steps[0].container.image}`, 'load it on every node (sparkctl pull --nodes)'))! };
+    cand0.image = {
+      id: (await imageOnEveryNode(
+        cand,
+        `the candidate's image ${cand.steps[0].container.image}`,
+        `load it on every node (${cand.steps[0].container.cli} save IMAGE | ssh NODE ${cand.steps[0].container.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
+      ))!,
+    };
   else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
