@@ -48,7 +48,7 @@ function fromJson(j) {
   return { files, wall };
 }
 
-// The default reporter: " ✓ test/x.test.ts (N tests) 1234ms" then indented "✓ name  1234ms" lines.
+// The default reporter: " ✓ test/unit/layering.test.ts (N tests) 1234ms" then indented "✓ name  1234ms" lines.
 // A log has no describe names: the suite is left empty.
 function fromLog(text) {
   const files = [];

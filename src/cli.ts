@@ -114,7 +114,7 @@ Exit codes: 0 ok, 1 problems found, 2 bad input, 3 unreachable, 4 launch failed,
  * not tell a typo from a verb. Walks argv down the command tree as commander will, skipping options
  * (and the value of one that takes a value), and refuses the first word that names no command.
  */
-export function checkVerbs(program: Command, argv: readonly string[]): void {
+function checkVerbs(program: Command, argv: readonly string[]): void {
   let cmd = program;
   const chain = [program];
   for (let i = 0; i < argv.length; i++) {

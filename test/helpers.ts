@@ -50,17 +50,31 @@ export function cachedConfig(hub: string, repoId: string, model: string, commit 
   return repo;
 }
 
+/** setpriv's arguments that run a command as another local user: uid and gid 65534 (nobody), no groups. */
+export const AS_NOBODY = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+
 /** Root with setpriv, so a test can act as another user (uid/gid 65534, no groups): what a local user without root can reach. Asked once, on first use. */
 let nobody: boolean | undefined;
 export function canSwitchToNobody(): boolean {
   if (nobody === undefined) {
     try {
-      nobody = process.getuid?.() === 0 && execFileSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'id', '-u'], { encoding: 'utf8' }).trim() === '65534';
+      nobody = process.getuid?.() === 0 && execFileSync('setpriv', [...AS_NOBODY, 'id', '-u'], { encoding: 'utf8', timeout: 10_000 }).trim() === '65534';
     } catch {
       nobody = false;
     }
   }
   return nobody;
+}
+
+/**
+ * What a second local user (uid 65534, needs canSwitchToNobody) gets when it connects to a unix
+ * socket's path or to a TCP port: 'OPEN', or the error's code (EACCES: the folder keeps it out;
+ * ECONNREFUSED: nothing listens).
+ */
+export function connectAsNobody(to: string | { port: number; host: string }): string {
+  const target = typeof to === 'string' ? JSON.stringify(to) : `${to.port}, ${JSON.stringify(to.host)}`;
+  const probe = `require('net').connect(${target}).on('connect',()=>{console.log('OPEN');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)})`;
+  return execFileSync('setpriv', [...AS_NOBODY, process.execPath, '-e', probe], { encoding: 'utf8', timeout: 10_000 }).trim();
 }
 
 export function tempDirs(prefix: string): () => string {

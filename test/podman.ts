@@ -33,6 +33,21 @@ export function podmanIn(work: string) {
   return { env, podman, prepare };
 }
 
+/** sparkctl's `podman ... logs -f ID` followers of these containers, ended after a moment to copy their last lines. */
+async function endFollowersOf(ids: string[], settleMs = 1000): Promise<void> {
+  await new Promise((r) => setTimeout(r, settleMs));
+  const tails = ids.map((id) => `\0logs\0-f\0${id}\0`);
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (tails.some((t) => cmd.endsWith(t))) process.kill(Number(d), 'SIGTERM');
+    } catch {
+      /* gone */
+    }
+  }
+}
+
 /**
  * The before/after of a podman suite, called in its describe: a work folder with this machine's podman
  * settings, the state folder whose label finds the suite's own containers, the simulator image (built
@@ -47,9 +62,15 @@ export function podmanSuite(prefix: string) {
   const tracked: string[] = [];
   let image = '';
   const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.Names}}'])).stdout.split('\n').filter(Boolean);
-  /** remove every container of the suite: its state folder's and the tracked ones (by id or name) */
+  /**
+   * remove every container of the suite: its state folder's and the tracked ones (by id or name); then
+   * end sparkctl's log followers of those containers still running (`podman logs -f` can miss an end
+   * under load: a stop ends its own, a container removed here has nobody else to)
+   */
   const removeAll = async () => {
+    const ids = (await podman(['ps', '-a', '--no-trunc', '--filter', `label=io.sparkctl.state=${stateDir}`, '--format', '{{.ID}}'])).stdout.split('\n').filter(Boolean);
     for (const n of [...(await ours()), ...tracked]) await podman(['rm', '-f', '-t', '0', n]);
+    if (ids.length) await endFollowersOf(ids);
   };
   /** the hooks: call first inside the (skippable) describe */
   const hooks = () => {

@@ -1,6 +1,6 @@
 // `bench compare A.json B.json`: B against A, metric by metric, with a verdict each. Changes
 // within the threshold (default 5 %) are "same": run-to-run noise is not a regression.
-export interface Comparison {
+interface Comparison {
   metric: string;
   a: number;
   b: number;

@@ -19,7 +19,7 @@ export function lengthRange(n: number, r: number): [number, number] {
   return [Math.max(1, Math.floor(n * (1 - r))), Math.max(1, Math.ceil(n * (1 + r)))];
 }
 
-export interface Tokenizer {
+interface Tokenizer {
   /** token count of a completions prompt, or of a chat conversation (template included) */
   count(input: { prompt?: string; messages?: Array<{ role: string; content: string }> }): Promise<number | undefined>;
 }
@@ -80,7 +80,7 @@ export async function exactText(n: number, u: () => number, count: (text: string
   return { text: make(), tokens: got!, exact: got === n };
 }
 
-export interface RandomSpec {
+interface RandomSpec {
   num: number;
   inputLen: number;
   outputLen: number;

@@ -53,7 +53,7 @@ export interface SummaryStats {
   percentiles: Array<[number, number]>;
 }
 
-export interface BenchMetrics {
+interface BenchMetrics {
   completed: number;
   failed: number;
   total_input: number;

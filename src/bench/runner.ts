@@ -56,7 +56,7 @@ export interface RunConfig {
   progressIntervalMs?: number;
 }
 
-export interface Progress {
+interface Progress {
   done: number;
   failed: number;
   inFlight: number;
@@ -65,7 +65,7 @@ export interface Progress {
   ttftP99Ms: number;
 }
 
-export interface RunResult {
+interface RunResult {
   outputs: RequestOutput[];
   durationS: number;
   /** perf-clock second at which the measured run started (request times are relative to it) */

@@ -2,7 +2,7 @@
 // not the server: it is marked invalid with the reasons, never reported as the server's number.
 import { percentile } from './stats.js';
 
-export interface ClientCheckInput {
+interface ClientCheckInput {
   /** offered rate (req/s); Infinity or undefined for closed loop / all at once */
   targetRate?: number;
   /** requests sent / time from the first to the last scheduled send */
@@ -27,7 +27,7 @@ export interface ClientCheck {
 }
 
 /** The limits, documented in docs/bench.md: above them the client, not the server, set the pace. */
-export const LIMITS = { sendLagP99Ms: 10, loopDelayP99Ms: 50, rateShortfall: 0.05 };
+const LIMITS = { sendLagP99Ms: 10, loopDelayP99Ms: 50, rateShortfall: 0.05 };
 
 export function judgeClient(x: ClientCheckInput): ClientCheck {
   const reasons: string[] = [];

@@ -16,7 +16,7 @@ export interface SweepPoint {
   valid: boolean;
 }
 
-export type Slo = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
+type Slo = Partial<Record<'ttft' | 'tpot' | 'e2el', number>>;
 
 /** The rule, documented in docs/bench.md: < 5 % more throughput for >= 20 % more p99 TTFT or E2EL, or a queue that grew. */
 const SATURATION = { minThroughputGain: 0.05, minLatencyRise: 0.2 };

@@ -72,7 +72,7 @@ export const INPUT_RESERVE = CLAUDE_CODE.firstRequest.tokens.qwen + CONVERSATION
 /** The least context that holds a Claude Code turn. */
 export const MIN_CONTEXT = INPUT_RESERVE + MIN_OUTPUT_TOKENS;
 
-export interface OutputBudget {
+interface OutputBudget {
   /** the context holds a Claude Code turn */
   fits: boolean;
   /** CLAUDE_CODE_MAX_OUTPUT_TOKENS: what the context leaves after the input reserve, at most Claude Code's default */
@@ -142,7 +142,7 @@ export interface ServedFacts {
   toolCalling: boolean;
 }
 
-export interface ClaudeCodeVerdict {
+interface ClaudeCodeVerdict {
   ok: boolean;
   budget: OutputBudget;
   /** what Claude Code would meet, each with what it would have seen */

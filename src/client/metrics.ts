@@ -5,7 +5,7 @@
 import { maxOf, parseExposition, samplesOf, sumOf, type Exposition } from './prom.js';
 import type { Histogram, VllmReading } from '../history/vllm.js';
 
-export interface VllmMetrics {
+interface VllmMetrics {
   kvCacheUsage?: number;
   running?: number;
   waiting?: number;

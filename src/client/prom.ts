@@ -13,7 +13,7 @@
 // hostile line); labels are unescaped only when a caller asks for them (the probe never does) or
 // when a label block is not written in the one spelling a series key takes (vLLM's are).
 
-export interface PromSample {
+interface PromSample {
   name: string;
   /** label values unescaped; read on first use */
   readonly labels: Record<string, string>;

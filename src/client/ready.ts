@@ -17,7 +17,7 @@ export interface NotReady {
 
 export type ReadyResult = { ok: true; ms: number } | ({ ok: false } & NotReady);
 
-export interface ReadyWatch {
+interface ReadyWatch {
   url: string;
   /** /v1/models must list it; without one, /health 200 is enough */
   servedName?: string;

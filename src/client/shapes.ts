@@ -18,26 +18,6 @@ const count = z
 const OpenAIUsage = z.object({ prompt_tokens: count, completion_tokens: count, total_tokens: count.optional() }).passthrough();
 const finish = z.string().nullish();
 
-const ToolCallShape = z.object({ id: z.string(), type: z.literal('function'), function: z.object({ name: z.string(), arguments: z.string() }).passthrough() }).passthrough();
-const ChatChoice = z
-  .object({
-    index: count,
-    message: z.object({ role: z.literal('assistant'), content: z.string().nullable(), tool_calls: z.array(ToolCallShape).nullish() }).passthrough(),
-    finish_reason: finish,
-  })
-  .passthrough();
-const ChatCompletion = z.object({ object: z.literal('chat.completion').optional(), choices: z.array(ChatChoice).nonempty(), usage: OpenAIUsage.nullish() }).passthrough();
-
-function checked<T>(schema: z.ZodType<T>, json: unknown, body: string, what: string): Checked<T> {
-  const r = schema.safeParse(json);
-  if (r.success) return { ok: true, value: r.data };
-  const where = r.error.issues[0];
-  return { ok: false, problem: `${what} answered a body of the wrong shape (${where ? `${where.path.join('.') || 'body'}: ${where.message}` : 'unexpected'}): ${JSON.stringify(body.slice(0, 80))}` };
-}
-
-/** A /v1/chat/completions answer: a non-empty list of assistant messages, tool calls well formed. */
-export const chatAnswer = (json: unknown, body: string) => checked(ChatCompletion, json, body, '/v1/chat/completions');
-
 // ---- Anthropic Messages streams (vLLM's /v1/messages, what Claude Code reads) ----------------
 
 const AnthropicUsage = z.object({ input_tokens: count.optional(), output_tokens: count }).passthrough();
@@ -68,7 +48,7 @@ const MessagesEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ping') }).passthrough(),
   z.object({ type: z.literal('error'), error: z.object({ type: z.string(), message: z.string() }).passthrough() }).passthrough(),
 ]);
-export type MessagesEvent = z.infer<typeof MessagesEvent>;
+type MessagesEvent = z.infer<typeof MessagesEvent>;
 
 /**
  * SSE text -> its events (`event:` and `data:` fields), each data parsed as JSON or kept as text.
@@ -93,7 +73,7 @@ function sseEvents(text: string): Array<{ event?: string; data: string; json?: u
   return out;
 }
 
-export interface MessagesStream {
+interface MessagesStream {
   stopReason: string | null;
   outputTokens: number;
   blocks: Array<{ type: string; text: string; name?: string; input?: unknown }>;
@@ -168,7 +148,7 @@ export function readMessagesStream(text: string): Checked<MessagesStream> {
   return { ok: true, value: { stopReason: stopReason ?? null, outputTokens, blocks: blocks.map(({ open: _o, ...b }) => b) } };
 }
 
-export interface ChatStream {
+interface ChatStream {
   finishReason: string | null;
   content: string;
   toolCalls: Array<{ id?: string; name?: string; arguments: string }>;

@@ -47,7 +47,7 @@ export async function readSleep(url: string, timeoutMs = 2000): Promise<SleepRea
   return { state: 'sleeping', ...(level ? { level } : {}), ms: r.ms };
 }
 
-export type SleepCall = { ok: true; ms: number } | { ok: false; status?: number; detail: string; ms: number };
+type SleepCall = { ok: true; ms: number } | { ok: false; status?: number; detail: string; ms: number };
 
 async function post(url: string, timeoutMs: number, body?: unknown): Promise<SleepCall> {
   const r = await http(url, { method: 'POST', timeoutMs, ...(body !== undefined ? { body } : {}) });

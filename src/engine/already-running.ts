@@ -6,7 +6,7 @@ import type { Instance } from './registry.js';
 import { http } from '../client/http.js';
 import { targetFromInstance } from './target.js';
 
-export interface AlreadyRunning {
+interface AlreadyRunning {
   replicas: Instance[];
   router?: Instance;
   /** replicas whose /health did not answer 200 within the deadline */

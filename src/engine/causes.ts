@@ -389,7 +389,7 @@ export const SIGNATURES: Signature[] = [
 ];
 
 /** Hangs, judged on the log of a launch that has stopped logging (the last meaningful line decides). */
-export interface StallSignature {
+interface StallSignature {
   id: string;
   /** the last line a launch that hangs this way logs (docs/failure-causes.md, tested like Signature.example) */
   example: string;

@@ -3,7 +3,7 @@
 // rank wins, and within a rank the first line in the log (the echoes of the other ranks come later).
 import { SIGNATURES, STALL_SIGNATURES, stripPrefixes, type Rank, type Signature } from './causes.js';
 
-export interface Cause {
+interface Cause {
   /** stable id (docs/failure-causes.md) */
   id: string;
   cause: string;
@@ -81,12 +81,6 @@ export function classifyLog(text: string): Cause | undefined {
   const { sig, m, line } = best;
   const flat = norm.slice(m.index, m.index + 1000).replace(/\r?\n/g, '');
   return { id: sig.id, cause: sig.cause(m, flat), fix: sig.fix(m, flat), evidence: lines[line]!.trim().slice(0, 400) };
-}
-
-/** True for a line some failure signature matches: keep it even when the tail window rolls past it. */
-export function isEvidenceLine(line: string): boolean {
-  const l = stripPrefixes(line);
-  return SIGNATURES.some((s) => s.re.test(l));
 }
 
 /**

@@ -11,7 +11,7 @@ import { imageIdOf } from './runtime/ops.js';
 import { runtimeOf, type RuntimeTarget } from './runtime/index.js';
 import { fingerprintChange, vllmFingerprint, type VllmFingerprint } from './vllm-version.js';
 
-export interface Drift {
+interface Drift {
   name: string;
   profile: string;
   kind: 'image' | 'vllm';

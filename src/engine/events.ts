@@ -69,7 +69,7 @@ export interface ReplicaOutcome {
  * stopped: --foreground, ended by a signal (the servers were stopped on request).
  * server-exited: --foreground, a server ended on its own with a failure.
  */
-export type ServeStatus = Exclude<Outcome, 'preflight-failed'>;
+type ServeStatus = Exclude<Outcome, 'preflight-failed'>;
 
 export interface ServeOutcome {
   status: ServeStatus;
@@ -95,7 +95,7 @@ export interface NodeFailure {
 }
 
 /** What only a serve over nodes has. */
-export interface NodesOutcome {
+interface NodesOutcome {
   /** the nodes file, its whole path */
   file: string;
   executor: 'ray' | 'native';

@@ -12,7 +12,7 @@ import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
 
 /** Where a group runs: this host ('local'), or the node of the nodes file it names. */
-export type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
+type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
 
 export interface ServerGroup {
   /** its place in the plan's start order (a replica's index; a node's rank) */
@@ -98,20 +98,24 @@ export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] }
  * before it started; every 'after-head' group together, once the first started. A failure ends the
  * order: `refs` is everything that started (the caller stops it), `failure` every group that did not,
  * a concurrent group's evidence named by its node. `started` is told of each start, in group order.
+ * `cancel`: once aborted, no further group is launched (`refs` then holds fewer than `groups`).
  */
 export async function launchInOrder<H>(
   groups: ServerGroup[],
   launch: (g: ServerGroup) => Promise<GroupStarted<H>>,
   started: (h: H, g: ServerGroup) => void = () => {},
+  cancel?: AbortSignal,
 ): Promise<{ refs: H[]; failure?: { message: string; evidence: string[] } }> {
   const refs: H[] = [];
   for (const g of groups.filter((x) => x.starts !== 'after-head')) {
+    if (cancel?.aborted) return { refs };
     const r = await launch(g);
     if ('error' in r) return { refs, failure: { message: r.error, evidence: r.evidence } };
     refs.push(r.ref);
     started(r.ref, g);
   }
   const together = groups.filter((x) => x.starts === 'after-head');
+  if (cancel?.aborted) return { refs };
   const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g) })));
   const failed: Array<{ g: ServerGroup; error: string; evidence: string[] }> = [];
   for (const { g, r } of rest) {

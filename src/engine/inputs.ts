@@ -23,9 +23,9 @@ import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
 import { readTextOrNullSync } from '../util/read.js';
 import { ContainerBlock } from '../profiles/schema.js';
-import { decideImagePin, inspectForPin, isPinnedRef, readPins, type ImagePinDecision } from './pins.js';
+import { decideImagePin, inspectForPin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, pinsAt, type ImagePinDecision } from './pins.js';
 
-export interface PlanReadOptions {
+interface PlanReadOptions {
   profiles?: string;
   set?: string[];
   gpus?: number;
@@ -165,7 +165,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
     }
   }
   // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
-  const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, platform, opts.pin))) : undefined;
+  const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, lp.file, platform, opts.pin))) : undefined;
   if (pin && pin.run !== pin.ref) lp = { ...lp, profile: { ...lp.profile, container: { ...(lp.profile.container ?? ContainerBlock.parse({})), image: pin.run } } };
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
@@ -200,7 +200,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 }
 
 /** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
-async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
+async function imagePinFor(p: LoadedProfile['profile'], file: string | undefined, platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
   const { imageFor, detectCli } = await import('./runtime/container.js');
   const { ofCli } = await import('./runtime/index.js');
   let ref: string;
@@ -212,9 +212,17 @@ async function imagePinFor(p: LoadedProfile['profile'], platform: { name: string
     return undefined;
   }
   if (!images) return undefined;
-  const file = readPins(x.stateDir, p.name);
+  // the one reader: the lock file beside the profile where the operator keeps one (pinnedIn: lockfile)
+  const lock = lockFileOf(p, file);
+  const at = pinsAt(x.stateDir, p.name, lock);
   const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, p.container?.cliArgs ?? [], ref);
-  return decideImagePin(ref, file, inspected, x.repin);
+  const d = decideImagePin(ref, at.file, inspected, x.repin);
+  // a pin to be written where sparkctl may not write: refused now, before anything starts
+  if (d.state !== 'given' && d.state !== 'kept' && d.state !== 'unpinned') {
+    const why = lockNotWritable(x.stateDir, lock);
+    if (why) throw new UsageError(why, [lockFix(lock!)]);
+  }
+  return { ...d, ...(at.finding ? { finding: at.finding } : {}), ...(lock ? { lock } : {}) };
 }
 
 /**

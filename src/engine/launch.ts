@@ -14,7 +14,7 @@ import type { StartClock } from './phases.js';
  * seconds while it works; a Ray placement-group line already means 10 s of waiting, but building the
  * P2P access cache of 8 GPUs can legitimately be quiet for tens of seconds, so that one waits longer.
  */
-export const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
+const HANG_QUIET_MS: Record<string, number> = { 'ray-placement-group': 15_000, 'p2p-hang': 60_000 };
 const DEFAULT_HANG_QUIET_MS = 60_000;
 /** No hang is named before the log has been quiet this long. */
 const LEAST_HANG_QUIET_MS = Math.min(DEFAULT_HANG_QUIET_MS, ...Object.values(HANG_QUIET_MS));

@@ -30,7 +30,7 @@ import { stripPrefixes } from './causes.js';
 
 export type PhaseId = 'process' | 'files' | 'weights' | 'compile' | 'kv-cache' | 'cuda-graphs' | 'engine' | 'api' | 'first-token';
 
-export interface StartPhase {
+interface StartPhase {
   id: PhaseId;
   /** ms after the launch when sparkctl saw the phase end (its clock) */
   atMs: number;
@@ -39,7 +39,7 @@ export interface StartPhase {
   detail?: string;
 }
 
-export type CompileCache = 'hit' | 'miss' | 'off';
+type CompileCache = 'hit' | 'miss' | 'off';
 
 export interface StartReport {
   /** the phases in the order they ended; one entry per id */
@@ -69,7 +69,7 @@ const messageOf = (raw: string) =>
 const num = (s: string | undefined) => (s === undefined ? undefined : Number(s));
 
 /** One recognised line: what it says, without time. */
-export type LineFact =
+type LineFact =
   | { kind: 'phase'; id: PhaseId; seconds?: number; detail?: string }
   | { kind: 'compile'; cache?: CompileCache; seconds?: number; dir?: string; total?: boolean; begin?: boolean; end?: boolean }
   | { kind: 'weights'; gib?: number; seconds?: number; fileSeconds?: number };

@@ -3,7 +3,9 @@
 // express them. A tag moves; a digest does not. The pin is the state folder's (pins/PROFILE.json,
 // written atomically, never through a link), with the pins before it, newest first, so a rollback
 // knows where to go back to. Every field read back is checked: a pin file is hostile bytes too.
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { wroteItLast, recordOwnWrite } from '../util/new-file.js';
 import { z } from 'zod';
 import { writeFileAtomic } from '../util/atomic.js';
 import { ensureDir } from '../util/dirs.js';
@@ -42,9 +44,61 @@ export type PinFile = z.infer<typeof PinFile>;
 const pinsDir = (stateDir: string) => join(stateDir, 'pins');
 const pinPath = (stateDir: string, profile: string) => join(pinsDir(stateDir), `${profile}.json`);
 
+/**
+ * Where the operator keeps the pin besides the state folder (the profile's `pinnedIn`): `lockfile` is
+ * NAME.lock.json beside the profile's file (committed with it, copied to the next host); `state` (the
+ * default) none. The state folder always keeps it too: it is what this host ran, and status reads it.
+ */
+export function lockFileOf(p: { pinnedIn?: 'state' | 'lockfile' }, profileFile: string | undefined): string | undefined {
+  if (p.pinnedIn !== 'lockfile' || !profileFile) return undefined;
+  return join(dirname(profileFile), `${basename(profileFile).replace(/\.(ya?ml|json)$/i, '')}.lock.json`);
+}
+
+/** A lock file: the pin file's own shape, with a line that says who writes it. */
+const LockFile = PinFile.extend({ generatedBy: z.string().max(300) });
+const GENERATED_BY = 'sparkctl: the image and vLLM this profile runs, pinned (serve --repin and sparkctl upgrade rewrite it; pinnedIn: lockfile)';
+
 /** The profile's pin file, or undefined where none was written; a file that is not one is bad input with the fix. */
-export function readPins(stateDir: string, profile: string): PinFile | undefined {
-  const path = pinPath(stateDir, profile);
+export function readPins(stateDir: string, profile: string, lock?: string): PinFile | undefined {
+  return lock ? pinsAt(stateDir, profile, lock).file : readPinText(pinPath(stateDir, profile), profile, PinFile);
+}
+
+/**
+ * The one reader of a profile's pin, wherever the operator keeps it: with a lock file (pinnedIn:
+ * lockfile) the lock file's pin runs, and one that disagrees with the state folder's is a finding with
+ * the fix; not written yet, the state folder's runs (the next pin writes the lock file).
+ */
+export function pinsAt(stateDir: string, profile: string, lock?: string): { file?: PinFile; from: 'state' | 'lockfile'; finding?: string } {
+  const state = readPinText(pinPath(stateDir, profile), profile, PinFile);
+  if (!lock) return { file: state, from: 'state' };
+  const locked = readPinText(lock, profile, LockFile);
+  if (!locked)
+    return {
+      file: state,
+      from: 'state',
+      ...(state ? { finding: `${lock} is not written yet (pinnedIn: lockfile): the state folder's pin runs; the next pin writes it (sparkctl serve ${profile} --repin, or an upgrade)` } : {}),
+    };
+  const { generatedBy: _g, ...file } = locked as PinFile & { generatedBy: string };
+  const finding = lockDisagreement(lock, file, state, pinPath(stateDir, profile));
+  return { file, from: 'lockfile', ...(finding ? { finding } : {}) };
+}
+
+const pinWords = (p: Pin) => [p.imagePinned ?? p.image, p.vllmBin, `vLLM ${p.fingerprint?.version ?? p.vllmVersion}`].filter(Boolean).join(', ');
+
+/** A lock file and the state folder naming other pins: what each says, which runs, and the fix (pure). */
+export function lockDisagreement(lock: string, locked: PinFile, state: PinFile | undefined, statePath: string): string | undefined {
+  if (!state) return undefined;
+  const a = locked.current;
+  const b = state.current;
+  if (a.imagePinned === b.imagePinned && a.imageId === b.imageId && a.vllmVersion === b.vllmVersion && a.vllmBin === b.vllmBin && a.fingerprint?.version === b.fingerprint?.version) return undefined;
+  return (
+    `${lock} pins ${pinWords(a)} (${a.at}); the state folder (${statePath}) pins ${pinWords(b)} (${b.at}): the lock file's pin runs. ` +
+    `Fix: if the lock file is right (copied from the host that tested it), nothing: serve runs it and this host's state follows; ` +
+    `if the state folder is right, remove the lock file (the next pin writes it again from what runs)`
+  );
+}
+
+function readPinText<T extends typeof PinFile | typeof LockFile>(path: string, profile: string, schema: T): PinFile | undefined {
   const text = readTextOrNullSync(path, { maxBytes: READ_LIMITS.record });
   if (text === null) return undefined;
   let json: unknown;
@@ -53,7 +107,7 @@ export function readPins(stateDir: string, profile: string): PinFile | undefined
   } catch {
     throw new UsageError(`${path}: not JSON`, [`remove it (the next upgrade of ${profile} writes it again)`]);
   }
-  const p = PinFile.safeParse(json);
+  const p = schema.safeParse(json);
   if (!p.success)
     throw new UsageError(`${path}: not a pin file (${p.error.issues.map((i) => `${i.path.join('.') || 'file'}: ${i.message}`).join('; ')})`, [
       `remove it (the next upgrade of ${profile} writes it again)`,
@@ -62,14 +116,25 @@ export function readPins(stateDir: string, profile: string): PinFile | undefined
   return p.data;
 }
 
-/** The new pin becomes current; the one before it goes first in `previous` (at most 20 kept). */
-export function writePin(stateDir: string, profile: string, pin: Pin): PinFile {
-  const before = readPins(stateDir, profile);
+/** The new pin becomes current; the one before it goes first in `previous` (at most 20 kept). With a lock file, there too. */
+export function writePin(stateDir: string, profile: string, pin: Pin, lock?: string): PinFile {
+  const before = readPins(stateDir, profile, lock);
   const file: PinFile = { version: 1, profile, current: pin, previous: before ? [before.current, ...before.previous].slice(0, 20) : [] };
-  ensureDir(pinsDir(stateDir), 'the pins folder', 'sparkctl keeps what each profile runs there: check the state folder (SPARKCTL_STATE_DIR)');
-  writeFileAtomic(pinPath(stateDir, profile), `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+  writePinFile(stateDir, file, lock);
   return file;
 }
+
+/**
+ * Why sparkctl will not write the lock file (undefined: it may): a file there that sparkctl did not
+ * write last (copied in, edited, another tool's) is never written over. Asked before anything acts.
+ */
+export function lockNotWritable(stateDir: string, lock: string | undefined): string | undefined {
+  if (!lock || !existsSync(lock) || wroteItLast(stateDir, lock)) return undefined;
+  return `${lock} was not written by sparkctl on this host (copied here, or edited since): sparkctl does not write over it`;
+}
+
+/** The fix for a lock file sparkctl will not write over. */
+export const lockFix = (lock: string) => `remove ${lock} (the state folder keeps the pin that runs; sparkctl writes the lock file again), or set pinnedIn: state in the profile`;
 
 /** A rollback: the previous pin becomes current again (and the one rolled back from goes first in previous). */
 export function rollbackPins(file: PinFile): { to: Pin; next: PinFile } | undefined {
@@ -78,9 +143,15 @@ export function rollbackPins(file: PinFile): { to: Pin; next: PinFile } | undefi
   return { to, next: { ...file, current: to, previous: [file.current, ...rest].slice(0, 20) } };
 }
 
-export function writePinFile(stateDir: string, file: PinFile): void {
-  ensureDir(pinsDir(stateDir), 'the pins folder', 'check the state folder (SPARKCTL_STATE_DIR)');
+/** The pin file written to the state folder, and to the lock file where the operator keeps one (never over a file sparkctl did not write: refused before). */
+export function writePinFile(stateDir: string, file: PinFile, lock?: string): void {
+  const why = lockNotWritable(stateDir, lock);
+  if (why) throw new UsageError(why, [lockFix(lock!)]);
+  ensureDir(pinsDir(stateDir), 'the pins folder', 'sparkctl keeps what each profile runs there: check the state folder (SPARKCTL_STATE_DIR)');
   writeFileAtomic(pinPath(stateDir, file.profile), `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
+  if (!lock) return;
+  writeFileAtomic(lock, `${JSON.stringify({ generatedBy: GENERATED_BY, ...file }, null, 2)}\n`, { mode: 0o644 });
+  recordOwnWrite(stateDir, lock);
 }
 
 /** The repository of a reference, as RepoDigests write it (docker.io/library/ for bare names). */
@@ -155,11 +226,17 @@ function knownRefs(file: PinFile): Set<string> {
  *   anew, and said;
  * - not readable here (not pulled): runs unpinned, and said (serve pins it the next time it is here).
  */
-export type ImagePinDecision =
+export type ImagePinDecision = (
   | { state: 'given'; ref: string; run: string }
   | { state: 'new' | 'repinned' | 'edited'; ref: string; run: string; how: 'digest' | 'image-id'; id: string; before?: Pin }
   | { state: 'kept'; ref: string; run: string; pin: Pin; movedTo?: string; older?: boolean }
-  | { state: 'unpinned'; ref: string; run: string; why: string };
+  | { state: 'unpinned'; ref: string; run: string; why: string }
+) & {
+  /** the pin was read from a lock file that the state folder disagrees with, or that is not written yet (pinsAt) */
+  finding?: string;
+  /** the lock file the pin is also written to (pinnedIn: lockfile) */
+  lock?: string;
+};
 
 export function decideImagePin(ref: string, file: PinFile | undefined, inspected: { pinned: string; how: 'digest' | 'image-id'; id: string } | { error: string }, repin = false): ImagePinDecision {
   if (isPinnedRef(ref)) return { state: 'given', ref, run: ref };
@@ -226,7 +303,7 @@ export function nodesImagePin(ref: string | undefined, file: PinFile | undefined
  * there is one (repin: none, pinned anew once healthy). serve --nodes and preflight --nodes read it alike.
  */
 export function imagePinOfNodes(
-  loaded: { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } },
+  loaded: { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string }; pinnedIn?: 'state' | 'lockfile' }; file?: string },
   stateDir: string,
   repin?: boolean,
 ): { ref?: string; pinned?: ReturnType<typeof nodesImagePin> } {
@@ -234,5 +311,5 @@ export function imagePinOfNodes(
   if (traitsOfProfile(loaded.profile).vllmFrom !== 'image') return {};
   const ref = loaded.profile.container?.image;
   if (!ref || isPinnedRef(ref)) return {};
-  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir, loaded.profile.name)) };
+  return { ref, pinned: repin ? undefined : nodesImagePin(ref, readPins(stateDir, loaded.profile.name, lockFileOf(loaded.profile, loaded.file))) };
 }

@@ -160,7 +160,7 @@ export function withFingerprint(rec: LaunchRecord, fp: { version: string; packag
 const fingerprint = (v: string) => createHash('sha256').update(v).digest('hex').slice(0, 16);
 
 /** What reaches the server but not its argv, fingerprinted for restart's comparison (registry.ts LaunchRecord.settings). */
-export function settingsOf(p: Pick<Profile, 'env' | 'server' | 'container'>): NonNullable<LaunchRecord['settings']> {
+function settingsOf(p: Pick<Profile, 'env' | 'server' | 'container'>): NonNullable<LaunchRecord['settings']> {
   return {
     env: Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, fingerprint(String(v))])),
     ...(p.server.apiKeyEnv ? { apiKeyEnv: p.server.apiKeyEnv } : {}),

@@ -37,7 +37,7 @@ export async function weightFiles(dir: string, depth = 1): Promise<WeightFile[]>
   return out;
 }
 
-export interface ReadAheadDecision {
+interface ReadAheadDecision {
   read: boolean;
   bytes: number;
   /** why not, in a sentence */
@@ -61,7 +61,7 @@ export function decideReadAhead(x: { mode: 'auto' | 'off'; bytes: number; memAva
   return { read: true, bytes: x.bytes };
 }
 
-export interface ReadAheadResult {
+interface ReadAheadResult {
   bytes: number;
   seconds: number;
   gbps: number;

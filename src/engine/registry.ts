@@ -20,7 +20,7 @@ import { readTextSync, READ_LIMITS } from '../util/read.js';
  * launch's marker; proveIdentity judges them here or on a node). A server on this host (Instance)
  * and one over nodes (ClusterRecord) are each this plus their placement.
  */
-export interface ServerRecord {
+interface ServerRecord {
   version: 1;
   profile: string;
   pid: number;
@@ -115,7 +115,7 @@ export interface Entry {
   logDeleted?: boolean;
 }
 
-export interface CorruptEntry {
+interface CorruptEntry {
   file: string;
   keptAs: string;
   reason: string;
@@ -193,6 +193,24 @@ export interface ClusterRecord extends ServerRecord {
    * was not found; the stop then uses the pid file in the container proven by ID)
    */
   inHead?: { pid: number; startTime: number };
+  /** how serve --nodes was asked to start it (absent in records written before it was kept): upgrade serves it again the same way */
+  launch?: ClusterLaunch;
+}
+
+/** serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin) with. */
+export interface ClusterLaunch {
+  /** the profile as serve was given it (a name, a file's whole path, or a model id) */
+  asked: string;
+  /** serve's --set (and --runtime as engine.runtime), in the order given */
+  sets: string[];
+  profilesDir?: string;
+  platform?: string;
+  engine: 'vllm' | 'sim';
+  vllmBin?: string;
+  simLoadSeconds?: string;
+  prewarm: boolean;
+  readyTimeoutMs?: number;
+  skipPreflight?: boolean;
 }
 
 export interface ClusterRank {
@@ -213,7 +231,7 @@ export interface ClusterRank {
  * spawn (its pid, that pid's kernel start time, the marker it put into the child's environment),
  * never what the keeper writes about itself.
  */
-export interface GatewayLaunch {
+interface GatewayLaunch {
   version: 1;
   pid: number;
   pgid: number;
@@ -560,7 +578,7 @@ export class Registry {
   }
 }
 
-export interface LogTarget {
+interface LogTarget {
   /** the log's path, without the kernel's " (deleted)" */
   file: string;
   /** the file was unlinked while the process held it open (a log rotated away) */

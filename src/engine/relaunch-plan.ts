@@ -9,7 +9,7 @@ import { howStarted, recordOf, servedAs, type ServedAs } from './relaunch.js';
 import type { Entry } from './registry.js';
 import { stateDir } from '../util/paths.js';
 
-export interface RelaunchInputs {
+interface RelaunchInputs {
   /** --set on top of serve's (kept in the new launch record) */
   set: string[];
   profiles?: string;

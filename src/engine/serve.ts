@@ -1,7 +1,8 @@
 // serve: (command: flags -> plan) -> launch every group -> ready -> prewarm -> deep probe, returning
-// the one outcome and reporting the one event union. `serve` takes any plan (plan.ts PlanCore): a
-// plan on this host (its replicas, each a group on the local node: serveLocal below) or over nodes
-// (its groups on the nodes file's nodes: the executor the plan names, cluster/). It never prints,
+// the one outcome and reporting the one event union. `serve` takes any plan (plan.ts PlanCore) and
+// runs it through one loop (servePlaced): a plan on this host (its replicas, each a group on the
+// local node: localPlaced) or over nodes (its groups on the nodes file's nodes: serveOnNodes, over
+// the placement of the executor the plan names, cluster/). It never prints,
 // exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
@@ -19,21 +20,23 @@ import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
 import { diagnose } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
-import { prewarm, gpuMemoryReader } from '../health/prewarm.js';
-import { probe } from '../health/probe.js';
+import { prewarm, gpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
+import { probe, type ProbeResult, type ProbeSettings } from '../health/probe.js';
+import { targetFromUrl, type Target } from '../health/target.js';
 import { targetFromInstance } from './target.js';
 import type { ReadyResult } from '../client/ready.js';
 import type { ClusterRecord } from './registry.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
-import type { EventSink, NodeFailure, ReplicaOutcome, RouterOutcome, ServeOutcome } from './events.js';
+import type { EventSink, NodeFailure, ReplicaOutcome, ServeOutcome } from './events.js';
 import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
-import { afterReady, executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch } from './cluster/index.js';
+import { executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch, type NodeWatch } from './cluster/index.js';
+import type { ClusterView } from './cluster/ray-plan.js';
 import { ClusterStart } from './cluster/rank-start.js';
-import { groupsOf, launchInOrder, nodeName, stepOf } from './groups.js';
+import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from './groups.js';
 
-export interface ServeRun {
+interface ServeRun {
   /** cancellation (Ctrl-C / SIGTERM): stop what was started, gracefully */
   signal: AbortSignal;
   /** a second Ctrl-C: stop at once (SIGKILL), do not wait for a drain */
@@ -46,7 +49,7 @@ export interface ServeRun {
 }
 
 /** Any serve plan: its groups on this host, or on nodes. */
-export type Plan = ServePlan | ClusterPlan;
+type Plan = ServePlan | ClusterPlan;
 
 /**
  * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
@@ -90,48 +93,118 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
 }
 
 /**
- * A plan over nodes, through its executor's placement (cluster/: native, Ray on the hosts, Ray in
- * containers): refused, or what runs before (Ray) started; every group that runs a vLLM launched in
- * its `starts` order (the head first, then the rest together); the record; the one watch on the
- * head's endpoint raced against every group's end; on a failure every group's start said and what
- * started stopped; then the same prewarm, probe and start reports as on one host.
+ * Where a plan's groups run, as strategy for serve's one loop (servePlaced): this host (localPlaced)
+ * or nodes (nodesPlaced, over the executor's NodesPlacement, cluster/). The loop owns the order;
+ * each member is what one step does differently there.
  */
-async function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
+interface Placed<H> {
+  /** the groups that run a vLLM of their own, in start order */
+  groups: ServerGroup[];
+  /** refused before anything starts: the outcome (bad input throws) */
+  refuse(): Promise<ServeOutcome | undefined>;
+  /** what runs before any group's vLLM (Ray: its start on every node, then the wait for the whole cluster) */
+  before(): Promise<NodeFailure | undefined>;
+  launch(g: ServerGroup): Promise<GroupStarted<H>>;
+  /** a group started: said (and, on this host, registered at its spawn) */
+  launched(h: H, g: ServerGroup): void;
+  /** this host: once cancelled no further group is launched, and the serve is interrupted */
+  cancel?: AbortSignal;
+  /** every group launched: what stop and status read is written (this host: each was registered at its spawn; the registry's lock is released) */
+  record(hs: H[]): void;
+  /** the endpoints the one watch asks, each raced against the end of every group */
+  endpoints(hs: H[]): Endpoint[];
+  /** a failure before the watch (before, a launch): what started stopped; the outcome */
+  failed(f: NodeFailure, hs: H[]): Promise<ServeOutcome>;
+  /** not ready, or cancelled: what started stopped; the outcome saying why */
+  notReady(hs: H[], results: ReadyResult[], interrupted: boolean): Promise<ServeOutcome>;
+  /** every endpoint ready: prewarm, probe (this host: the router, --foreground); the outcome */
+  ready(hs: H[], results: ReadyResult[]): Promise<ServeOutcome>;
+  /** a throw on the way (bad input under the lock, a spawn that threw): what started stopped, then the throw goes on */
+  abandon(): Promise<void>;
+}
+
+/**
+ * serve's one loop, for every placement: refused, or what runs before started; every group that runs
+ * a vLLM launched in its `starts` order (launchInOrder); recorded; one readiness watch per endpoint
+ * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
+ * failure or a cancellation, stop what started; then prewarm and probe the endpoints.
+ */
+async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+  let hs: H[];
+  try {
+    const refused = await p.refuse();
+    if (refused) return refused;
+    const before = await p.before();
+    if (before) return await p.failed(before, []);
+    const l = await launchInOrder(
+      p.groups,
+      (g) => p.launch(g),
+      (h, g) => p.launched(h, g),
+      p.cancel,
+    );
+    if (l.failure) return await p.failed(l.failure, l.refs);
+    hs = l.refs;
+    p.record(hs);
+  } catch (e) {
+    await p.abandon();
+    throw e;
+  }
+  const results = await Promise.all(p.endpoints(hs).map((e) => watchEndpoint(plan, e, run, emit)));
+  const interrupted = !!p.cancel?.aborted || hs.length < p.groups.length;
+  if (interrupted || results.some((r) => !r.ok)) return p.notReady(hs, results, interrupted);
+  return p.ready(hs, results);
+}
+
+/**
+ * A plan over nodes, through its executor's placement (cluster/: native, Ray on the hosts, Ray in
+ * containers): the head's endpoint is the one the watch asks; a failure says every group's start
+ * and stops what started (the groups, then what `before` started); the record goes with it.
+ */
+function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
   const ctx = { emit: run.onEvent, signal: run.signal };
   const emit = run.onEvent ?? (() => {});
   const place = executorFor(plan.executor).placement(plan, ctx);
   const started = Date.now();
   const registry = new Registry(plan.stateDir);
-  const refused = await place.refuse(registry);
-  if (refused) return nodesOutcome(plan, { failure: refused });
-  const failed = async (failure: NodeFailure, launched: GroupLaunch[], record?: ClusterRecord, start?: ClusterStart) => {
-    const starts = await finishStarts(plan, start, emit);
+  // each group's start timed from its own launch
+  const start = new ClusterStart();
+  let view: ClusterView | undefined;
+  let record: ClusterRecord | undefined;
+  let watch: NodeWatch | undefined;
+  const failed = async (failure: NodeFailure, launched: GroupLaunch[]) => {
+    const starts = record ? await finishStarts(plan, start, emit) : undefined;
     await place.stop(launched, record);
     if (record) registry.removeCluster(plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
   };
-  const before = await place.before();
-  if (before.failure) return failed(before.failure, []);
-  // each group's start timed from its own launch
-  const start = new ClusterStart();
-  const groups = groupsOf(plan).filter((g) => g.vllm);
-  const launched = await launchInOrder(
-    groups,
-    (g) => place.launch(stepOf(g), g.index, start.launched(g.index, nodeName(g))),
-    (h) => emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) }),
-  );
-  if (launched.failure) return failed(launched.failure, launched.refs);
-  const record = place.record(launched.refs);
-  registry.writeCluster(record);
-  const w = place.watch(record, start);
-  const r = await watchEndpoint(
-    plan,
-    { replica: plan.replica.name, node: plan.nf.head.name, url: record.url, pollMs: 250, clock: start.head, ...w },
-    { apiKey: plan.apiKey, signal: run.signal },
-    emit,
-  );
-  if (!r.ok) return failed(r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await w.failure(r), launched.refs, record, start);
-  return afterReady(plan, record, place.joined(record, before.view), Date.now() - started, ctx, start);
+  const placed: Placed<GroupLaunch> = {
+    groups: groupsOf(plan).filter((g) => g.vllm),
+    refuse: async () => {
+      const refused = await place.refuse(registry);
+      return refused ? nodesOutcome(plan, { failure: refused }) : undefined;
+    },
+    before: async () => {
+      const b = await place.before();
+      view = b.view;
+      return b.failure;
+    },
+    launch: (g) => place.launch(stepOf(g), g.index, start.launched(g.index, nodeName(g))),
+    launched: (h) =>
+      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) }),
+    record: (hs) => {
+      record = place.record(hs);
+      registry.writeCluster(record);
+    },
+    endpoints: () => {
+      watch = place.watch(record!, start);
+      return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.head, ...watch }];
+    },
+    failed,
+    notReady: async (hs, [r]) => failed(!r || r.ok || r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await watch!.failure(r), hs),
+    ready: () => afterNodesReady(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
+    abandon: async () => {},
+  };
+  return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
 }
 
 /** The driver for a plan with a router; undefined for one without. */
@@ -179,7 +252,7 @@ export const replicaUrl = (plan: ServePlan, p: ReplicaPlan) => {
 };
 
 /** The GPU a plan's host has, for the co-location rule (DGX Spark: unified memory, shared with the CPU). */
-export function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
+function gpuMemoryOf(plan: Pick<ServePlan, 'host'>): GpuMemory {
   const h = plan.host;
   return { totalBytes: h.gpuMemoryBytes, freeBytes: h.gpuMemoryFreeBytes, unified: /GB10/i.test(h.gpuName ?? '') };
 }
@@ -191,7 +264,7 @@ function runningNeed(inst: Instance): ServerNeed {
   return { name: inst.name, share: inst.probe?.gpuMemoryUtilization ?? 0.9, kvCacheMemoryBytes: kv, weightsBytes: 0, reserveBytes: 0 };
 }
 
-export interface Colocated {
+interface Colocated {
   replica: string;
   gpu: number;
   with: string[];
@@ -267,8 +340,8 @@ interface Session {
   registered: Set<string>;
   /** the start's caches, read-ahead and clocks (start.ts) */
   start?: StartPrep;
-  /** the router could not start (precheck): nothing was launched */
-  routerRefused?: RouterOutcome;
+  /** the registry's lock, held from the collision check until every replica is launched and registered */
+  release?: () => void;
 }
 
 export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
@@ -296,9 +369,9 @@ export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeO
   }
 }
 
-/** launch -> ready -> prewarm -> probe, each replica's start report on its outcome. */
+/** launch -> ready -> prewarm -> probe (serve's one loop, placed on this host), each replica's start report on its outcome. */
 async function served(s: Session): Promise<ServeOutcome> {
-  const out = await servedPhases(s);
+  const out = await servePlaced(s.plan, localPlaced(s), { apiKey: s.run.secrets.VLLM_API_KEY, signal: s.run.signal }, s.emit);
   const reports = await startReports(s.start);
   for (const r of out.replicas) {
     const rep = reports.get(r.name);
@@ -311,18 +384,126 @@ async function served(s: Session): Promise<ServeOutcome> {
   return out;
 }
 
-async function servedPhases(s: Session): Promise<ServeOutcome> {
-  const { plan, run } = s;
-  await launchAll(s);
-  if (s.routerRefused) {
-    s.emit({ type: 'router', router: s.routerRefused });
-    return { profile: plan.profile.name, engine: plan.engine, replicas: [], status: 'launch-failed', stoppedAll: true, router: s.routerRefused };
-  }
-  const replicas = s.launched.map((l): ReplicaOutcome => ({ name: l.plan.name, url: replicaUrl(plan, l.plan), port: l.plan.port, gpus: l.plan.gpus, pid: l.pid, logFile: l.plan.logFile }));
-  const base = { profile: plan.profile.name, engine: plan.engine, replicas };
-  const failed = await allReady(s, replicas);
-  if (failed) return { ...base, ...failed };
+/** What a replica launched here is, as its outcome says it. */
+const replicaOutcome = (plan: ServePlan, l: Launched): ReplicaOutcome => ({
+  name: l.plan.name,
+  url: replicaUrl(plan, l.plan),
+  port: l.plan.port,
+  gpus: l.plan.gpus,
+  pid: l.pid,
+  logFile: l.plan.logFile,
+});
 
+/**
+ * This host as a placement for serve's one loop: refused under the registry's lock (a live server's
+ * port or GPU, the router's precheck); each replica a group on the local node, launched after the one
+ * before it and registered the moment it is spawned; its own endpoint watched; a failure or a
+ * cancellation stops every replica registered; ready: the router, prewarm and the probe (or
+ * --foreground: attached until the servers end).
+ */
+function localPlaced(s: Session): Placed<Launched> {
+  const { plan, run, registry } = s;
+  const releaseLock = () => {
+    s.release?.();
+    s.release = undefined;
+  };
+  return {
+    groups: groupsOf(plan),
+    cancel: run.signal,
+    refuse: async () => {
+      s.release = await registry.lock();
+      // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
+      for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
+      const placed: Colocated[] = [];
+      const live = registry
+        .list()
+        .filter((x) => x.alive)
+        .map((x) => x.inst);
+      const conflicts = conflictsWith(plan, live, placed);
+      if (conflicts.length)
+        throw new UsageError(`${plan.profile.name} would collide with running servers`, [
+          ...conflicts,
+          // a port's line has its own fix; a GPU's needs these
+          ...(conflicts.some((x) => x.startsWith('GPU'))
+            ? [`sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`]
+            : []),
+        ]);
+      for (const c of placed) s.emit({ type: 'colocated', ...c });
+      // after the collisions (a port our own router holds is said as that), before any model load
+      const routerRefused = plan.router ? await s.driver!.precheck(plan.router) : undefined;
+      if (!routerRefused) return undefined;
+      releaseLock();
+      s.emit({ type: 'router', router: routerRefused });
+      return { profile: plan.profile.name, engine: plan.engine, replicas: [], status: 'launch-failed', stoppedAll: true, router: routerRefused };
+    },
+    before: async () => undefined,
+    // each a replica on the local node, registered the moment it is spawned
+    launch: async (g) => {
+      if (!('replica' in g.of)) throw new Error(`internal: a group on ${g.node.kind} in a plan on this host`);
+      const p = g.of.replica;
+      clockFor(s.start, p.name);
+      const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
+        registry.write(instanceOf(plan, p, x));
+        s.registered.add(p.name);
+      });
+      s.launched.push(l);
+      (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
+      return { ref: l };
+    },
+    launched: (l) => {
+      const p = l.plan;
+      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, ...(p.uds ? { uds: p.uds } : {}), gpus: p.gpus, logFile: p.logFile });
+    },
+    record: releaseLock,
+    endpoints: (launched) =>
+      launched.map((l) => ({
+        replica: l.plan.name,
+        url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
+        view: localView(l),
+        ours: s.rt.ours(l),
+        clock: s.start?.clocks.get(l.plan.name),
+      })),
+    // a launch here throws rather than fails (abandon)
+    failed: async (f) => {
+      await stopAll(s);
+      releaseLock();
+      throw new Error(`internal: ${f.message}`);
+    },
+    notReady: async (launched, results, interrupted) => {
+      const replicas = launched.map((l) => replicaOutcome(plan, l));
+      s.emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
+      // Nothing of any group may be left holding a port or a GPU.
+      await stopAll(s);
+      results.forEach((res, i) => {
+        if (res.ok) replicas[i]!.readyMs = res.ms;
+        // Only what this launch wrote is classified: an earlier run's OOM is not today's cause.
+        else if (res.reason !== 'interrupted' || !interrupted) replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
+      });
+      return { profile: plan.profile.name, engine: plan.engine, replicas, status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
+    },
+    ready: async (launched, results) => {
+      const replicas = launched.map((l) => replicaOutcome(plan, l));
+      for (const [i, l] of launched.entries()) {
+        const ms = (results[i] as { ms: number }).ms;
+        replicas[i]!.readyMs = ms;
+        s.start?.clocks.get(l.plan.name)?.ready();
+        const inst = registry.find(l.plan.name)[0]?.inst;
+        if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+        s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
+      }
+      return afterLocalReady(s, replicas);
+    },
+    abandon: async () => {
+      await stopAll(s);
+      releaseLock();
+    },
+  };
+}
+
+/** Every replica ready: the router (at once in the foreground; otherwise once they are warm), prewarm, the probe. */
+async function afterLocalReady(s: Session, replicas: ReplicaOutcome[]): Promise<ServeOutcome> {
+  const { plan, run } = s;
+  const base = { profile: plan.profile.name, engine: plan.engine, replicas };
   // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
   // replicas are warm, so that no client request meets a cold replica.
   let router: Awaited<ReturnType<RouterDriver['start']>> | undefined;
@@ -342,11 +523,12 @@ async function servedPhases(s: Session): Promise<ServeOutcome> {
     const t = targetFromInstance(s.registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
     return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
   });
-  if (plan.prewarm) await prewarmAll(s, targets, replicas);
+  const warmed = localWarmed(s, targets);
+  if (plan.prewarm) for (const [i, r] of (await prewarmEach(warmed, plan.profile.prewarm, s.emit)).entries()) replicas[i]!.prewarm = r;
   const failedRouter = await routerUp();
   if (failedRouter) return failedRouter;
   router?.launched?.child.unref();
-  await probeAll(s, targets, replicas);
+  for (const [i, r] of (await probeEach(warmed, localProbe(plan), s.emit)).entries()) replicas[i]!.probe = r;
   if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
   return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
 }
@@ -366,121 +548,78 @@ async function stopAll({ launched, registered, rt, registry, run, emit }: Sessio
   run.force?.removeEventListener('abort', onForce);
 }
 
-/** Under the registry's lock: refuse what a live registered instance holds, then launch every replica, registered at once. */
-async function launchAll(s: Session): Promise<void> {
-  const { plan, run, registry } = s;
-  const release = await registry.lock();
-  try {
-    // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
-    for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
-    const placed: Colocated[] = [];
-    const live = registry
-      .list()
-      .filter((x) => x.alive)
-      .map((x) => x.inst);
-    const conflicts = conflictsWith(plan, live, placed);
-    if (conflicts.length)
-      throw new UsageError(`${plan.profile.name} would collide with running servers`, [
-        ...conflicts,
-        // a port's line has its own fix; a GPU's needs these
-        ...(conflicts.some((x) => x.startsWith('GPU'))
-          ? [`sparkctl stop <name> first, or --set server.port=N${plan.host.gpus > 1 ? ' / parallel.firstGpu=N' : ''} / engine.gpuMemoryUtilization=SHARE`]
-          : []),
-      ]);
-    for (const c of placed) s.emit({ type: 'colocated', ...c });
-    // after the collisions (a port our own router holds is said as that), before any model load
-    s.routerRefused = plan.router ? await s.driver!.precheck(plan.router) : undefined;
-    if (s.routerRefused) return;
-    // the plan's groups in their start order: here each is a replica on the local node, launched after the one before it
-    for (const g of groupsOf(plan)) {
-      if (run.signal.aborted) break;
-      if (!('replica' in g.of)) throw new Error(`internal: a group on ${g.node.kind} in a plan on this host`);
-      const p = g.of.replica;
-      clockFor(s.start, p.name);
-      const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
-        registry.write(instanceOf(plan, p, x));
-        s.registered.add(p.name);
-      });
-      s.launched.push(l);
-      (await log())?.debug({ replica: p.name, pid: l.pid, port: p.port, gpus: p.gpus, argv: p.argv, log: p.logFile }, 'launched');
-      s.emit({ type: 'launched', replica: p.name, pid: l.pid, port: p.port, ...(p.uds ? { uds: p.uds } : {}), gpus: p.gpus, logFile: p.logFile });
-    }
-  } catch (e) {
-    await stopAll(s);
-    release();
-    throw e;
-  }
-  release();
+/** A ready endpoint as prewarm and the deep probe ask it, wherever it runs, and how their events name it. */
+interface Warmed {
+  target: Target;
+  replica: string;
+  /** over nodes: the head's node */
+  node?: string;
+  /** each prewarm request (this host: said as an event; over nodes: only the first token's time) */
+  onRequest: (request: PrewarmRequest) => void;
+  /** this host's GPUs, read between prewarm's rounds (absent: the simulator, or a node's GPUs) */
+  gpuMemory?: ReturnType<typeof gpuMemoryReader>;
 }
 
-/** Every replica ready (each marked so in its entry), or every replica stopped: then the outcome's status and the causes. */
-async function allReady(s: Session, replicas: ReplicaOutcome[]): Promise<Pick<ServeOutcome, 'status' | 'stoppedAll'> | undefined> {
-  const { plan, run, launched } = s;
-  const results: ReadyResult[] = await Promise.all(
-    launched.map((l) =>
-      watchEndpoint(
-        plan,
-        {
-          replica: l.plan.name,
-          url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
-          view: localView(l),
-          ours: s.rt.ours(l),
-          clock: s.start?.clocks.get(l.plan.name),
-        },
-        { apiKey: run.secrets.VLLM_API_KEY, signal: run.signal },
-        s.emit,
-      ),
-    ),
-  );
-  const interrupted = run.signal.aborted || launched.length < groupsOf(plan).length;
-  if (interrupted || results.some((r) => !r.ok)) {
-    s.emit({ type: 'stopping', why: interrupted ? 'interrupted' : 'failed', replicas: launched.length });
-    // Nothing of any group may be left holding a port or a GPU.
-    await stopAll(s);
-    results.forEach((res, i) => {
-      if (res.ok) replicas[i]!.readyMs = res.ms;
-      // Only what this launch wrote is classified: an earlier run's OOM is not today's cause.
-      else if (res.reason !== 'interrupted' || !interrupted) replicas[i]!.failure = diagnose(res, launched[i]!.tail.text());
-    });
-    return { status: interrupted ? 'interrupted' : 'launch-failed', stoppedAll: true };
-  }
-  for (const [i, l] of launched.entries()) {
-    const ms = (results[i] as { ms: number }).ms;
-    replicas[i]!.readyMs = ms;
-    s.start?.clocks.get(l.plan.name)?.ready();
-    const inst = s.registry.find(l.plan.name)[0]?.inst;
-    if (inst) s.registry.write({ ...inst, readyAt: new Date().toISOString() });
-    s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
-  }
-  return undefined;
-}
+const at = (w: Warmed) => (w.node === undefined ? {} : { node: w.node });
 
-type Target = ReturnType<typeof targetFromInstance>;
-
-/** Each replica from cold to warm, at once. */
-async function prewarmAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
-  const sim = plan.engine === 'sim';
-  await Promise.all(
-    targets.map(async (t, i) => {
-      const result = await prewarm(t, plan.profile.prewarm, (request) => emit({ type: 'prewarm-request', replica: t.name, request }), sim ? undefined : gpuMemoryReader(t.gpus));
-      replicas[i]!.prewarm = result;
-      emit({ type: 'prewarm', replica: t.name, result });
+/** Each endpoint from cold to warm, at once. */
+function prewarmEach(ws: Warmed[], settings: PrewarmSettings, emit: EventSink): Promise<PrewarmResult[]> {
+  return Promise.all(
+    ws.map(async (w) => {
+      const result = await prewarm(w.target, settings, w.onRequest, w.gpuMemory);
+      emit({ type: 'prewarm', replica: w.replica, ...at(w), result });
+      return result;
     }),
   );
 }
 
-/** One deep probe of each replica: its verdict is the outcome. */
-async function probeAll({ plan, emit }: Session, targets: Target[], replicas: ReplicaOutcome[]): Promise<void> {
-  const sim = plan.engine === 'sim';
-  await Promise.all(
-    targets.map(async (t, i) => {
-      // without prewarm the probe's generation is the server's first: cold, not hung
-      const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
-      const result = await probe(t, { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: !sim, ...cold });
-      replicas[i]!.probe = result;
-      emit({ type: 'probe', replica: t.name, result });
+/** One deep probe of each endpoint: its verdict is the outcome's. */
+function probeEach(ws: Warmed[], settings: ProbeSettings, emit: EventSink): Promise<ProbeResult[]> {
+  return Promise.all(
+    ws.map(async (w) => {
+      const result = await probe(w.target, settings);
+      emit({ type: 'probe', replica: w.replica, ...at(w), result });
+      return result;
     }),
   );
+}
+
+/** This host's replicas, as prewarm and the probe ask them. */
+function localWarmed({ plan, emit }: Session, targets: Target[]): Warmed[] {
+  const sim = plan.engine === 'sim';
+  return targets.map((t) => ({
+    target: t,
+    replica: t.name,
+    onRequest: (request) => emit({ type: 'prewarm-request', replica: t.name, request }),
+    gpuMemory: sim ? undefined : gpuMemoryReader(t.gpus),
+  }));
+}
+
+/** The probe's settings on this host: without prewarm the probe's generation is the server's first (cold, not hung). */
+function localProbe(plan: ServePlan): ProbeSettings {
+  const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
+  return { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: plan.engine !== 'sim', ...cold };
+}
+
+/**
+ * Over nodes, ready: the same prewarm and deep probe as on one host against the head's endpoint
+ * (prewarm's requests time the first token, they are not said), then every rank's start report.
+ */
+async function afterNodesReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, emit: EventSink, start: ClusterStart): Promise<ServeOutcome> {
+  const observed: EventSink = (e) => {
+    start.observe(e);
+    emit(e);
+  };
+  start.head?.ready();
+  const node = record.head;
+  const replica = plan.replica.name;
+  observed({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  const head: Warmed = { target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) };
+  const [w] = plan.prewarm ? await prewarmEach([head], plan.prewarm, observed) : [];
+  const [p] = await probeEach([head], plan.probe, observed);
+  const starts = await finishStarts(plan, start, emit, record);
+  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts });
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */

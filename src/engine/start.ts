@@ -23,7 +23,7 @@ export interface StartPrep {
 }
 
 /** MemAvailable in bytes, from /proc/meminfo (undefined where it is not there). */
-export function memAvailableBytes(): number | undefined {
+function memAvailableBytes(): number | undefined {
   try {
     const t = readTextOrNullSync('/proc/meminfo', { maxBytes: 64 * 1024 });
     const m = t && /^MemAvailable:\s+(\d+) kB/m.exec(t);

@@ -11,7 +11,6 @@ import type { Entry, Instance, Registry } from './registry.js';
 import { listeningPorts, type UnprovenCode } from './runtime/proc.js';
 import { http } from '../client/http.js';
 import { parseVllmMetrics } from '../client/metrics.js';
-import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 import { readGpus } from '../health/gpu.js';
 import { RealHost } from '../host/real.js';
@@ -19,7 +18,7 @@ import { runtimeOf } from './runtime/index.js';
 import { removeStaleSocket, unixListening } from './runtime/replica-socket.js';
 
 /** What vLLM logged about its shutdown after the signal (all engines of the server together). */
-export interface ShutdownEvidence {
+interface ShutdownEvidence {
   /** mode=abort (vLLM's default, --shutdown-timeout 0) or mode=drain */
   mode?: 'abort' | 'drain';
   /** the timeout vLLM announced with its mode, seconds */
@@ -142,16 +141,34 @@ export interface StopOutcome {
   /** the registry entry was removed (everything released, or --force-forget of an unproven one) */
   removed: boolean;
   forgotten: boolean;
+  /** what the runtime could not release, in its words (a container it could not remove) */
+  held?: string;
 }
 
-export type StopEvent =
+/**
+ * What a stop left held, in words (the port, members of its group, GPU memory, what its runtime
+ * could not release); undefined when everything was released. The one reading of "did it release
+ * everything" for stop, restart and the rolling restart.
+ */
+export function heldText(o: StopOutcome): string | undefined {
+  if (o.result === 'unproven') return undefined;
+  const held = [
+    o.portFree ? '' : `${o.uds ? 'socket' : 'port'} still in use`,
+    o.groupLeft ? `${o.groupLeft} process(es) of its group left` : '',
+    o.gpuHolders.length ? `GPU still held by ${o.gpuHolders.join(',')}` : '',
+    o.held ?? '',
+  ].filter(Boolean);
+  return held.length ? held.join('; ') : undefined;
+}
+
+type StopEvent =
   /** hardStop: a router's SIGTERM at its drain deadline (HAProxy closes every connection) */
   | { type: 'signalled'; name: string; signal: 'SIGTERM' | 'SIGKILL'; inFlight?: number; graceMs: number; hardStop?: boolean }
   /** a router's soft stop: it stops listening and lets what is open finish, for up to graceMs */
   | { type: 'signalled'; name: string; signal: 'SIGUSR1'; connections?: number; inFlight?: number; graceMs: number }
   | { type: 'stopped'; outcome: StopOutcome };
 
-export interface StopOptions {
+interface StopOptions {
   /** wait between SIGTERM and SIGKILL (a router: its drain after the soft stop); default: the server's own grace (graceMsOf, routerDrainMsOf) */
   graceMs?: number;
   /** aborting it cuts the grace short: SIGKILL at once */
@@ -269,7 +286,6 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   const ms = Math.round(performance.now() - t0);
   if (st.how === 'unproven') return done({ ...base, result: 'unproven', unproven: st.unproven });
   if (st.how === 'killed') opts.onEvent?.({ type: 'signalled', name: inst.name, signal: 'SIGKILL', graceMs });
-  if (st.settleMs) await pause(st.settleMs);
   const ended = st.how === 'killed' ? 'killed' : 'terminated';
   const ev = readShutdownLines(linesSince(inst.logFile, from));
   const portFree = await portFreed(inst);
@@ -287,6 +303,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
     groupLeft: st.left,
     gpuHolders: holders,
     removed,
+    ...(st.held ? { held: st.held } : {}),
   });
 }
 

@@ -28,7 +28,7 @@ export interface SystemdOptions {
 }
 
 /** Where the units and the notes about them go: stdout and stderr, for the verb. */
-export interface UnitSink {
+interface UnitSink {
   unit(text: string): void;
   note(text: string): void;
 }

@@ -142,7 +142,7 @@ export function writeRecord(stateDir: string, r: GatewayRecord) {
 export const modelsRecord = (ms: GatewayModel[]) => ms.map((m) => ({ name: m.name, profile: m.profile, backend: m.backend, servers: m.servers.map((s) => s.name), sleepMode: m.sleepMode }));
 
 /** A gateway that runs: its details, and whether `gateway up` launched it (in the registry: stop --all and gateway down stop it). */
-export interface RunningGateway extends GatewayRecord {
+interface RunningGateway extends GatewayRecord {
   /** launched by gateway up (its identity from the launch record); false: `gateway run` under a service manager, shown but never signalled */
   managed: boolean;
 }
@@ -294,7 +294,7 @@ export async function stopGateway(stateDir: string, graceMs = 35_000, o: { force
   return { how, ms: ms(), pid: id.pid, left, ...(orphaned ? { orphaned: true } : {}) };
 }
 
-export interface GatewayView {
+interface GatewayView {
   record: GatewayRecord;
   /** requests for no model this gateway routes (HAProxy's own 401, 404 and 400, a body it could not read): counted by the usage filter */
   unattributed?: number;

@@ -44,7 +44,7 @@ import { join } from 'node:path';
 import { OnDemand, readOnDemand } from './ondemand.js';
 import { parseDuration } from '../util/duration.js';
 
-export type Log = (line: string) => void;
+type Log = (line: string) => void;
 
 /** How often the keeper appends the models' usage to usage.jsonl. */
 const USAGE_FLUSH_MS = 60_000;
@@ -113,7 +113,7 @@ function check(haproxy: string, file: string, env: Record<string, string>): Prom
   );
 }
 
-export interface KeeperOptions {
+interface KeeperOptions {
   settings: GatewaySettings;
   stateDir: string;
   haproxy: string;

@@ -19,7 +19,7 @@ import { planRoom, type Holder, type RoomPlan, type EvictHow } from './room.js';
 import type { GatewaySettings, OnDemandEntry, GatewayModel } from './plan.js';
 import type { Profile } from '../profiles/schema.js';
 
-export type ModelState = 'running' | 'sleeping' | 'stopped' | 'starting' | 'evicting';
+type ModelState = 'running' | 'sleeping' | 'stopped' | 'starting' | 'evicting';
 
 export interface OnDemandProfile extends OnDemandEntry {
   pinned: boolean;
@@ -29,7 +29,7 @@ export interface OnDemandProfile extends OnDemandEntry {
   weightsBytes: number;
 }
 
-export interface Swap {
+interface Swap {
   at: string;
   profile: string;
   what: 'start' | 'evict';

@@ -30,7 +30,7 @@ const ModelSettings = z.strictObject({
     .default([])
     .describe('The arguments `sparkctl serve PROFILE` gets when the gateway starts it (--profiles DIR, --engine, --set ...); never a secret: keys travel in variables'),
 });
-export type ModelSettings = z.infer<typeof ModelSettings>;
+type ModelSettings = z.infer<typeof ModelSettings>;
 
 /** vLLM's own default --max-num-seqs (SchedulerConfig) where a server's argv sets none. */
 export const VLLM_DEFAULT_MAX_NUM_SEQS = 256;
@@ -98,7 +98,7 @@ export function exposure(s: Pick<GatewaySettings, 'host' | 'apiKeyEnv'>, allowUn
 /** A name HAProxy's map file and a config line can hold: no space, quote, control or comment character. */
 export const SAFE_NAME = /^[A-Za-z0-9._:/@+-]{1,200}$/;
 
-export interface GatewayServer {
+interface GatewayServer {
   /** HAProxy's server name: the instance name */
   name: string;
   host: string;

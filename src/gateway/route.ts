@@ -38,7 +38,7 @@ export function carriesKey(headers: IncomingHttpHeaders, key: string | undefined
   return ok;
 }
 
-export type KeeperRoute =
+type KeeperRoute =
   | { ok: true; model: GatewayModel /** the served name an alias stands for: the body's model is rewritten to it */; rename?: string }
   | { ok: false; status: 400 | 404; type: 'BadRequestError' | 'NotFoundError'; message: string; param: string | null };
 

@@ -198,7 +198,7 @@ export function parseUsageLine(line: string): UsageLine | undefined {
   return { backend, server, status: st, prompt: num(p), completion: num(c), cached: num(ct), stream: stream === '1', chunks: n, route: route as UsageLine['route'] };
 }
 
-export interface RouteLine {
+interface RouteLine {
   backend: string;
   server: string;
   route: 'hit' | 'spill' | 'new' | '-';
@@ -271,7 +271,7 @@ function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
 }
 
 /** One line of usage.jsonl: a model's answers over [from, to). */
-export interface UsageRecord extends UsageCounts {
+interface UsageRecord extends UsageCounts {
   from: string;
   to: string;
   model: string;

@@ -24,7 +24,7 @@ export function nextState(prev: Record<string, TargetState>, results: ProbeResul
   return { next: s.targets, changed: results.filter((r) => added.some((a) => a.url === r.url)) };
 }
 
-export interface Delivery {
+interface Delivery {
   ok: boolean;
   /** alerts in the attempt */
   alerts: number;

@@ -8,7 +8,7 @@ import { errorMessage } from '../client/answers.js';
 import { readChatStream, readMessagesStream } from '../client/shapes.js';
 import type { Target } from './target.js';
 
-export interface ClientCheck {
+interface ClientCheck {
   status: 'pass' | 'warn' | 'fail';
   detail: string;
   ms: number;

@@ -10,7 +10,7 @@ import { gpuNum, type Gpu } from '../nvidia/smi.js';
 import { gpuEccFindings, gpuThrottleFindings, describeXid } from '../nvidia/gpu-rules.js';
 import type { GpuSample } from '../history/sample.js';
 
-export interface GpuReading {
+interface GpuReading {
   index: number;
   usedMiB: number;
   totalMiB: number;
@@ -76,12 +76,12 @@ const busKey = (s: string | undefined) => {
   return m ? `${m[1]!.toLowerCase()}:${m[2]!.toLowerCase()}` : undefined;
 };
 
-export interface GpuThresholds {
+interface GpuThresholds {
   tempWarnC: number;
   tempUnhealthyC: number;
   tempCriticalC: number;
 }
-export interface GpuFinding {
+interface GpuFinding {
   /** the GPU index, or undefined for a Xid the kernel log did not tie to a known GPU */
   gpu?: number;
   level: 'warn' | 'unhealthy' | 'critical';

@@ -7,7 +7,7 @@ import { waitReady } from '../client/ready.js';
 import { readGpus } from './gpu.js';
 
 /** Memory used on these GPUs, MiB each; undefined where nvidia-smi cannot be read. */
-export type GpuMemoryReader = () => Promise<number[] | undefined>;
+type GpuMemoryReader = () => Promise<number[] | undefined>;
 
 export function gpuMemoryReader(gpus: number[] | undefined): GpuMemoryReader | undefined {
   if (!gpus?.length) return undefined;

@@ -11,7 +11,7 @@ import { lockFile } from '../util/lock.js';
 import { UsageError } from '../errors.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 
-export type TargetStateName = 'healthy' | 'unhealthy' | 'unreachable';
+type TargetStateName = 'healthy' | 'unhealthy' | 'unreachable';
 
 export interface TargetState {
   state: TargetStateName;
@@ -30,7 +30,7 @@ export interface Alert {
   failing: Array<{ step: string; detail: string }>;
 }
 
-export interface ProbeState {
+interface ProbeState {
   targets: Record<string, TargetState>;
   pending: Alert[];
 }

@@ -11,7 +11,7 @@ import type { GpuVerdict, XidEvent } from './gpu.js';
 import type { VllmReading } from '../history/vllm.js';
 import type { Host } from '../host/host.js';
 
-export type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
+type StepStatus = 'pass' | 'warn' | 'fail' | 'skip';
 export interface Step {
   step: 'live' | 'sleep' | 'identity' | 'inference' | 'metrics' | 'gpu' | 'auth' | 'client' | 'router';
   status: StepStatus;
@@ -71,7 +71,7 @@ export interface ProbeSettings {
 }
 
 /** What the checks of one probe share: the target, its settings, the steps so far, what they found. */
-export interface ProbeContext {
+interface ProbeContext {
   t: Target;
   s: ProbeSettings;
   /** the served name: the target's, or the first /v1/models entry once identity passed */

@@ -14,7 +14,7 @@ export const REFERENCE_PER_1K = 0.02;
 /** Without prefill/decode time sums, a generated token is assumed to cost this many prompt tokens. */
 const DEFAULT_GEN_WEIGHT = 4;
 
-export interface CostInput {
+interface CostInput {
   samples: Sample[];
   pricePerGpuHour: number;
   /** GPUs held when the samples do not say (a --url target) */
@@ -24,7 +24,7 @@ export interface CostInput {
   genWeight?: number;
 }
 
-export interface Basis {
+interface Basis {
   gpuHours: number;
   dollars: number;
   per1K?: number;

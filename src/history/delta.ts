@@ -35,14 +35,6 @@ export function seriesIncrease(points: Point[]): { increase: number; resets: num
   return { increase, resets, pairs };
 }
 
-/** Per-second rate over a series: the increase over the time between the first and last reading. */
-export function seriesRate(points: Point[]): number | undefined {
-  const have = points.filter((p) => p.v !== undefined);
-  if (have.length < 2) return undefined;
-  const dt = (have[have.length - 1]!.t - have[0]!.t) / 1000;
-  return dt > 0 ? seriesIncrease(have).increase / dt : undefined;
-}
-
 export interface Hist {
   le: number[];
   n: number[];

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { Sample } from './sample-schema.js';
 import { FILE, historyDir } from './store.js';
 
-export interface Skipped {
+interface Skipped {
   file: string;
   line: number;
   why: string;
 }
-export interface HistoryRead {
+interface HistoryRead {
   samples: Sample[];
   skipped: Skipped[];
   files: string[];

@@ -3,7 +3,7 @@
 import { seriesIncrease, histDelta, histAdd, histQuantile, counterDelta, type Hist, type Point } from './delta.js';
 import { histOf, type Sample } from './sample.js';
 
-export interface Incident {
+interface Incident {
   target: string;
   /** when the probe first saw the state */
   at: string;
@@ -58,7 +58,7 @@ export interface Report {
 }
 
 /** One start of one target, as its probes recorded it (Sample['boot']). */
-export interface StartSeen {
+interface StartSeen {
   target: string;
   at: string;
   ready?: number;

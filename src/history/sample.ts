@@ -21,7 +21,7 @@ function histLine(h: Histogram | undefined): Sample['ttft'] {
   return { le: finite.map(([le]) => le), n: [...finite.map(([, n]) => n), total], sum: h.sum, count: h.count };
 }
 
-export interface SampleInput {
+interface SampleInput {
   at: Date;
   target: string;
   url: string;

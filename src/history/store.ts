@@ -10,7 +10,7 @@ import { sampleLine, type Sample } from './sample.js';
 import { SAMPLE_VERSION } from './sample-version.js';
 import { openRegularFile, READ_LIMITS } from '../util/read.js';
 
-export interface Rotation {
+interface Rotation {
   /** a file past this many bytes becomes an archive */
   maxBytes: number;
   /** archives whose newest line is older than this are removed */
@@ -105,7 +105,7 @@ function prune(dir: string, base: string, rot: Rotation, now: number) {
 }
 
 /** What a probe reads of the newest sample of one target: its time and the Xid baseline. */
-export interface LastSample {
+interface LastSample {
   t: string;
   /** kernel-log time of the newest Xid it saw ("Xid since the last probe") */
   xidT?: number;

@@ -9,7 +9,7 @@ export interface Histogram {
   count: number;
 }
 
-export interface VllmCounters {
+interface VllmCounters {
   prompt?: number;
   generation?: number;
   /** request_success_total by finished_reason */
@@ -21,7 +21,7 @@ export interface VllmCounters {
   prefillS?: number;
   decodeS?: number;
 }
-export interface VllmGauges {
+interface VllmGauges {
   running?: number;
   waiting?: number;
   kv?: number;

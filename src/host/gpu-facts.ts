@@ -3,7 +3,7 @@
 // where it asks the host itself (src/engine/inputs.ts); consumed by src/engine/plan.ts.
 import { gpuNum, type Gpu } from '../nvidia/smi.js';
 
-export interface GpuProcess {
+interface GpuProcess {
   pid: number;
   name: string;
   usedMiB?: number;

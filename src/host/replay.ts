@@ -38,7 +38,7 @@ const SysinfoSection = z.object({
     z.union([z.object({ ok: z.literal(true), value: z.unknown(), durationMs: z.number() }), z.object({ ok: z.literal(false), error: z.string(), durationMs: z.number() })]),
   ),
 });
-export type BundleManifest = z.infer<typeof BundleManifest>;
+type BundleManifest = z.infer<typeof BundleManifest>;
 
 export class ReplayHost implements Host {
   readonly kind = 'replay' as const;

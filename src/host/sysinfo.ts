@@ -7,7 +7,7 @@
 export const SYSINFO_PARTS = ['cpu', 'mem', 'os', 'disks', 'net'] as const;
 export type SysinfoPart = (typeof SYSINFO_PARTS)[number];
 
-export interface SysCpu {
+interface SysCpu {
   manufacturer?: string;
   brand?: string;
   speedGHz?: number;
@@ -15,12 +15,12 @@ export interface SysCpu {
   physicalCores?: number;
   sockets?: number;
 }
-export interface SysMem {
+interface SysMem {
   totalBytes?: number;
   availableBytes?: number;
   swapTotalBytes?: number;
 }
-export interface SysOs {
+interface SysOs {
   platform?: string;
   distro?: string;
   release?: string;
@@ -28,14 +28,14 @@ export interface SysOs {
   kernel?: string;
   arch?: string;
 }
-export interface SysDisk {
+interface SysDisk {
   fs: string;
   type?: string;
   mount: string;
   sizeBytes?: number;
   availableBytes?: number;
 }
-export interface SysNet {
+interface SysNet {
   iface: string;
   ip4?: string;
   operstate?: string;

@@ -146,7 +146,7 @@ function livenessNote(p: Profile): string {
 }
 
 /** The API key from a Secret (never a literal in the manifest). */
-export function apiKeyEnv(p: Profile) {
+function apiKeyEnv(p: Profile) {
   return p.server.apiKeyEnv ? [{ name: 'VLLM_API_KEY', valueFrom: { secretKeyRef: { name: `${k8sName(p)}-api-key`, key: 'key' } } }] : [];
 }
 
@@ -172,7 +172,7 @@ const gpuAsk = (n: number) => (n > 0 ? { resources: gpuResources(n) } : {});
  * is void. Without it, on a node whose containerd runs the NVIDIA runtime by default, an image with
  * NVIDIA_VISIBLE_DEVICES=all (NGC's and vLLM's) would get every GPU of the node, outside the scheduler.
  */
-export function noGpuEnv(p: Profile): { name: string; value: string }[] {
+function noGpuEnv(p: Profile): { name: string; value: string }[] {
   return Object.entries(containerNoGpuEnv(p, p.env)).map(([name, value]) => ({ name, value }));
 }
 

@@ -7,7 +7,7 @@ import type { WeightSummary } from './safetensors.js';
 import { textModules, visionModules, moduleParams, mtpLayers, isMtpTensor, type WeightModule, type ModuleRole } from './modules.js';
 import { readQuantScheme, onlineScheme, resolvedMethod, type QuantScheme } from './quant.js';
 
-export type AttentionKind = 'mha' | 'gqa' | 'mla';
+type AttentionKind = 'mha' | 'gqa' | 'mla';
 
 export interface ModelFacts {
   architecture?: string;
@@ -65,14 +65,14 @@ export interface ModelFacts {
   kvCacheDtype?: string;
 }
 
-export interface WeightPart {
+interface WeightPart {
   part: ModuleRole;
   params: number;
   bytes: number;
 }
 
 /** The files beside config.json that change what vLLM loads. */
-export interface CheckpointFiles {
+interface CheckpointFiles {
   /** hf_quant_config.json (ModelOpt <= 0.29 writes its config there), parsed */
   hfQuantConfig?: unknown;
   /** every tensor name of model.safetensors.index.json's weight_map */

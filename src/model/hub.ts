@@ -36,7 +36,7 @@ const MAX_TREE_PAGES = 2000;
 /** fetch's own redirect bound (undici: 20), named in the error. */
 const MAX_REDIRECTS = 20;
 
-export type HubErrorKind = 'unauthorized' | 'forbidden' | 'not-found' | 'revision' | 'server' | 'network' | 'protocol' | 'checksum';
+type HubErrorKind = 'unauthorized' | 'forbidden' | 'not-found' | 'revision' | 'server' | 'network' | 'protocol' | 'checksum';
 
 export class HubError extends Error {
   constructor(
@@ -72,7 +72,7 @@ function headers(hub: Hub, url: string, extra: Record<string, string> = {}): Rec
 }
 
 /** The body, refused past `limit` bytes (a listing or an error page from a hostile server is bounded too). */
-export async function readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
+async function readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
   const len = Number(res.headers.get('content-length'));
   if (Number.isFinite(len) && len > limit) {
     await res.body?.cancel();
@@ -251,7 +251,7 @@ function hasher(f: TreeFile, size: number): Hash {
   return h;
 }
 
-export interface Download {
+interface Download {
   /** bytes already on disk from an earlier, interrupted pull */
   resumedFrom: number;
   /** bytes fetched by this call */

@@ -19,9 +19,9 @@ const FACT_FIELDS = {
 } as const;
 export type FactField = keyof typeof FACT_FIELDS;
 
-export type ProfileFacts = Partial<Record<FactField, number>>;
+type ProfileFacts = Partial<Record<FactField, number>>;
 
-export type FactSource = 'config' | 'profile';
+type FactSource = 'config' | 'profile';
 
 export interface ResolvedModel {
   facts: ModelFacts;
@@ -33,7 +33,7 @@ export interface ResolvedModel {
   note: string;
 }
 
-export interface FactProblem {
+interface FactProblem {
   path: string;
   message: string;
   severity: 'error' | 'warning';

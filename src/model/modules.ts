@@ -24,7 +24,7 @@ export interface WeightModule {
 
 export const moduleParams = (m: WeightModule) => m.in * m.out * m.count;
 
-export interface ModuleShape {
+interface ModuleShape {
   layers: number;
   heads: number;
   kvHeads: number;

@@ -26,7 +26,7 @@ import {
 import { downloadFile, fetchSmall, HubError, listTree, resolveCommit, type Hub } from './hub.js';
 import { writeFileAtomic } from '../util/atomic.js';
 
-export interface PullRequest {
+interface PullRequest {
   repo: string;
   revision: string;
   configOnly?: boolean;
@@ -38,9 +38,9 @@ export interface PullRequest {
   onEvent?: (e: PullEvent) => void;
 }
 
-export type FileStatus = 'present' | 'downloaded' | 'resumed';
+type FileStatus = 'present' | 'downloaded' | 'resumed';
 
-export interface PlannedFile {
+interface PlannedFile {
   path: string;
   size: number;
   blob: string;

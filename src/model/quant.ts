@@ -22,7 +22,7 @@ export interface QuantScheme {
   bytes(m: WeightModule, dtypeBytes: number): number;
 }
 
-export interface QuantNotModelled {
+interface QuantNotModelled {
   notModelled: string;
   why: string;
 }

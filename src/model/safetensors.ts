@@ -30,7 +30,7 @@ const SAFETENSORS_DTYPE_BITS: Record<string, number> = {
   F6_E3M2: 6,
 };
 
-export interface TensorInfo {
+interface TensorInfo {
   dtype: string;
   shape: number[];
   /** bytes of its data (end - begin of data_offsets) */

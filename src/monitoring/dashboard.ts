@@ -8,13 +8,13 @@ export const SCHEMA_VERSION = 39;
 // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's import input, replaced when the dashboard is imported
 const DS = { type: 'prometheus', uid: '${DS_PROMETHEUS}' };
 
-export interface Target {
+interface Target {
   refId: string;
   expr: string;
   legendFormat: string;
   datasource: typeof DS;
 }
-export interface Panel {
+interface Panel {
   id: number;
   type: 'timeseries' | 'stat';
   title: string;

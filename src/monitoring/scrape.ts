@@ -2,7 +2,7 @@
 // one, and node_exporter (whose textfile collector serves the probe's gauges). Pure.
 import type { MonitoringSpec } from './spec.js';
 
-export interface ScrapeOptions {
+interface ScrapeOptions {
   /** the address Prometheus reaches the serving host at */
   host: string;
   /** node_exporter on the serving host, HOST:PORT */
@@ -11,7 +11,7 @@ export interface ScrapeOptions {
   router?: string;
 }
 
-export interface ScrapeConfig {
+interface ScrapeConfig {
   job_name: string;
   metrics_path: string;
   static_configs: Array<{ targets: string[]; labels?: Record<string, string> }>;

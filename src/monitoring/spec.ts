@@ -36,7 +36,7 @@ export interface MonitoringSpec {
   unifiedMemory?: boolean;
 }
 
-export interface SpecOptions {
+interface SpecOptions {
   vllmVersion: string;
   replicas: number;
   textfileName?: string;

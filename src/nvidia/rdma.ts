@@ -3,7 +3,7 @@
 // `ibdev2netdev` (which RoCE device is behind which netdev, and whether its link is up). Pure; every
 // line is hostile text: only rows of the exact shape count.
 
-export interface ShowGidsRow {
+interface ShowGidsRow {
   dev: string;
   port: number;
   index: number;
@@ -41,7 +41,7 @@ export function v2IndexOf(rows: ShowGidsRow[], ipv4: string, ndev?: string): { d
   return r ? { dev: r.dev, index: r.index } : undefined;
 }
 
-export interface Ibdev2netdevRow {
+interface Ibdev2netdevRow {
   dev: string;
   port: number;
   netdev: string;

@@ -5,15 +5,8 @@ export const MIB = 1024 ** 2;
 export const GIB = 1024 ** 3;
 
 export const mibToBytes = (mib: number) => mib * MIB;
-export const bytesToMib = (bytes: number) => bytes / MIB;
-export const bytesToGib = (bytes: number) => bytes / GIB;
 
 /** "139.8 GiB" (one decimal unless told) */
 export function formatGiB(bytes: number, digits = 1): string {
   return `${(bytes / GIB).toFixed(digits)} GiB`;
-}
-
-/** "512 MiB" (whole MiB unless told) */
-export function formatMiB(bytes: number, digits = 0): string {
-  return `${(bytes / MIB).toFixed(digits)} MiB`;
 }

@@ -4,12 +4,12 @@
 import { createRequire } from 'node:module';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 
-export interface Series {
+interface Series {
   label: string;
   values: Array<number | null>;
 }
 
-export interface Chart {
+interface Chart {
   /** line: x is continuous (time, throughput); bars: a histogram over x bucket starts */
   kind?: 'line' | 'points' | 'bars';
   x: number[];

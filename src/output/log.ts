@@ -2,7 +2,7 @@
 import { c, useColor } from './format.js';
 import { terminalText } from '../util/control.js';
 
-export interface Progress {
+interface Progress {
   phase(text: string): void;
   update(text: string): void;
   /** On a TTY one live line per row (a replica each), redrawn in place; elsewhere nothing (phase() says it). */

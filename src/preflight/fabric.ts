@@ -39,7 +39,7 @@ export function parsePings(text: string): Map<string, PingResult> {
   return m;
 }
 
-export interface FabricCtx {
+interface FabricCtx {
   nf: NodesFile;
   /** per node name: what was read (undefined: not reached) */
   readings: Map<string, FabricReading | undefined>;
@@ -51,7 +51,7 @@ export interface FabricCtx {
   why?: Map<string, string>;
 }
 
-export interface FabricCheck {
+interface FabricCheck {
   id: string;
   title: string;
   blocking: boolean;

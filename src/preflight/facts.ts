@@ -13,7 +13,7 @@ import type { ContainerAnswers } from '../engine/runtime/preflight.js';
 import type { CliResult } from '../engine/runtime/ops.js';
 
 /** What the container checks judge: the runtime's answers, or why none were asked. */
-export type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string; noRuntime?: boolean };
+type ContainerFacts = { answers: ContainerAnswers } | { error: string; fix: string; noRuntime?: boolean };
 
 export interface Facts {
   host: string;
@@ -132,7 +132,7 @@ export interface GatherOptions {
 }
 
 /** What the fact sources share while they read: the host, the deadline, which probes are wanted, the timings. */
-export interface GatherContext {
+interface GatherContext {
   host: Host;
   /** each probe's deadline, ms */
   t: number;
@@ -154,7 +154,7 @@ export interface GatherContext {
 }
 
 /** One fact source: a probe name and how it is read. `late` ones run after every other has settled. */
-export interface FactSource {
+interface FactSource {
   probe: ProbeName;
   read: (ctx: GatherContext) => Promise<unknown>;
   late?: boolean;
@@ -173,7 +173,7 @@ interface PythonInfo {
 }
 
 /** The smi.q reading: the call that answered (the GSP section, or the whole -q) and, beside the GSP section, the fabric query. */
-export interface SmiQReading {
+interface SmiQReading {
   r: CmdResult;
   fabric?: CmdResult;
 }
@@ -382,7 +382,7 @@ export class Readings {
  * outputs). `reads` names the probes it reads: gatherFacts derives it as soon as those have answered
  * (most parts before the slowest probe ends), and holds it to them.
  */
-export type FactDeriver = ((r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>) & { reads: readonly ProbeName[] };
+type FactDeriver = ((r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>) & { reads: readonly ProbeName[] };
 const deriver = (reads: readonly ProbeName[], fn: (r: Readings, x: { loc?: GatherContext['loc']; env: Record<string, string | undefined> }) => Partial<Facts>): FactDeriver =>
   Object.assign(fn, { reads });
 

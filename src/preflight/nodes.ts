@@ -31,7 +31,7 @@ export interface NodeReport {
   modelWhy?: string;
 }
 
-export interface NodesCtx {
+interface NodesCtx {
   nf: NodesFile;
   reports: NodeReport[];
   modelPath?: string;
@@ -40,7 +40,7 @@ export interface NodesCtx {
   ray?: ClusterView;
 }
 
-export interface NodesCheck {
+interface NodesCheck {
   id: string;
   area: 'nodes' | 'ray';
   title: string;
@@ -51,7 +51,7 @@ export interface NodesCheck {
 const STATUSES: Status[] = ['pass', 'warn', 'fail', 'skip'];
 
 /** A node's `preflight --json` is 30-60 KiB; an answer past this is no report (ssh is ended there). */
-export const NODE_REPORT_MAX = 4 * 1024 * 1024;
+const NODE_REPORT_MAX = 4 * 1024 * 1024;
 /** The catalog has a few dozen checks: a node that lists more is not answering (and every printer of the matrix is quadratic in them). */
 export const NODE_CHECKS_MAX = 500;
 /** One observed value or fix, as kept: longer is cut and says so. */
@@ -409,4 +409,4 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
     : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };
 }
 
-type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string } } };
+type PinnableProfile = { profile: { name: string; engine: { runtime: 'host' | 'container' }; container?: { image?: string }; pinnedIn?: 'state' | 'lockfile' }; file?: string };

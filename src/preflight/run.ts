@@ -30,7 +30,7 @@ export interface PreflightReport extends ChecksReport {
 
 export { probesFor, selectChecks };
 
-export interface PreflightOptions {
+interface PreflightOptions {
   profile?: Profile;
   platform?: string;
   only?: string;

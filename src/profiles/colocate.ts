@@ -72,7 +72,7 @@ export function serverNeed(name: string, p: Profile, gpuBytes: number, facts?: M
   return { name, share: p.engine.gpuMemoryUtilization, kvCacheMemoryBytes: p.engine.kvCacheMemoryBytes, weightsBytes: plan.weightsPerGpuBytes, reserveBytes: plan.reserveBytes };
 }
 
-export interface Colocation {
+interface Colocation {
   fits: boolean;
   /** every server's need and the sum, against the room: the numbers a person checks */
   needs: Array<{ name: string; bytes: number; how: string }>;

@@ -6,7 +6,7 @@
 // and vLLM's tool-calling docs (docs/features/tool_calling.md: "Qwen Models ... hermes").
 import type { ModelFacts } from '../model/facts.js';
 
-export interface FamilySettings {
+interface FamilySettings {
   family: string;
   toolCallParser?: string;
   reasoningParser?: string;

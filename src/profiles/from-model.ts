@@ -49,7 +49,7 @@ function defaultShare(unified: boolean | undefined, why: string[]): number | und
   return SPARK_MAX_SHARE;
 }
 
-export interface Choice {
+interface Choice {
   profile: Profile;
   /** why each number was chosen, one line each (for the plan and the comments of profiles init) */
   why: string[];

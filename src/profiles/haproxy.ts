@@ -16,7 +16,7 @@ export function configValue(v: string, what: string, who: string, fix: string): 
   return v;
 }
 
-export interface GlobalOptions {
+interface GlobalOptions {
   /** log to stdout (HAProxy run by sparkctl in the foreground); otherwise the operator's syslog */
   logStdout?: boolean;
   /** the runtime API socket (checked by the caller); omitted: no `stats socket` line */

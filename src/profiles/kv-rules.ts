@@ -11,10 +11,10 @@ import { compareVersions } from './versions.js';
 
 const cdiv = (a: number, b: number) => Math.ceil(a / b);
 
-export const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, fp8: 1, fp8_e4m3: 1, fp8_e5m2: 1, uint8: 1 };
+const DTYPE_BYTES: Record<string, number> = { float32: 4, float: 4, float16: 2, half: 2, bfloat16: 2, fp8: 1, fp8_e4m3: 1, fp8_e5m2: 1, uint8: 1 };
 
 /** The rules that changed across the versions sparkctl knows, each with where it changed. */
-export interface VersionRules {
+interface VersionRules {
   version: string;
   /** "GPU KV cache size" = int(concurrency x max_model_len) (get_kv_cache_capacity, #42206 2026-06-12, in the 0.25 table); before: num_blocks // groups x min block size */
   tokensFromConcurrency: boolean;

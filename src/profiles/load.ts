@@ -41,7 +41,7 @@ function profileDirs(extra?: string): string[] {
   return dirs;
 }
 
-export interface ProfileSource {
+interface ProfileSource {
   name: string;
   file: string;
   builtin: boolean;

@@ -12,7 +12,7 @@ import { memorySettings, isMtpMethod, isFreeMethod, type SpecSetting } from './s
 import { flagAgrees, onlineScheme, NOMINAL_BYTES } from '../model/quant.js';
 
 /** Memory vLLM needs beyond weights and KV cache: activations, CUDA graphs, NCCL buffers, allocator slack. */
-export function reserveBytes(p: Profile): number {
+function reserveBytes(p: Profile): number {
   const base = 1.5 * GiB;
   const graphs = p.engine.enforceEager ? 0 : 0.5 * GiB;
   const nccl = p.parallel.tensor * p.parallel.pipeline > 1 ? 0.25 * GiB : 0;
@@ -271,7 +271,7 @@ function modelDtype(p: Profile, m: ModelFacts): string {
   return d === 'half' ? 'float16' : d === 'float' ? 'float32' : d;
 }
 
-export interface WeightsFigure {
+interface WeightsFigure {
   bytes: number;
   /** how the figure was reached, said under the plan */
   notes: string[];

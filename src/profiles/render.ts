@@ -214,7 +214,7 @@ export interface ReplicaPlan {
   cacheDir?: string;
 }
 
-export interface RenderOptions {
+interface RenderOptions {
   /** argv prefix that runs vLLM: ['vllm'] or [node, sparkctl.js, 'sim'] */
   executable: string[];
   stateDir: string;

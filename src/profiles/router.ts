@@ -35,9 +35,9 @@ import { replicaAddress, routed, instanceName, replicaHop, replicaSocketPath, ty
 import { UsageError } from '../errors.js';
 import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from './haproxy.js';
 
-export type RouterSettings = ReturnType<typeof RouterBlock.parse>;
+type RouterSettings = ReturnType<typeof RouterBlock.parse>;
 
-export interface RouterServer {
+interface RouterServer {
   /** HAProxy's server name = the replica's instance name */
   name: string;
   host: string;
@@ -184,7 +184,7 @@ const bindAddr = haproxyAddr;
 /** Config lines are written from validated fields only; a newline or a quote could add a directive. */
 const safe = (v: string, what: string) => configValue(v, what, 'router config', 'use a plain address (server.host), profile name and state folder path');
 
-export interface RenderOptions {
+interface RenderOptions {
   /** runtime API socket; omitted: no `stats socket` line (an operator's own HAProxy has its own) */
   socket?: string;
   /** log to stdout (HAProxy run by sparkctl in the foreground); omitted: the operator's syslog */

@@ -219,7 +219,7 @@ export const RouterBlock = z.strictObject({
     .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
 });
 
-// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the container runtime checks the same)
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
 const imageRef = z
   .string()
   .max(512)
@@ -302,7 +302,7 @@ const UpgradeBlock = z.strictObject({
   benchRequests: z.number().int().min(1).max(1000).default(8).describe('upgrade: requests of the short bench on each side'),
   benchOutputTokens: z.number().int().min(1).max(4096).default(32),
 });
-export type UpgradeBlock = z.infer<typeof UpgradeBlock>;
+type UpgradeBlock = z.infer<typeof UpgradeBlock>;
 
 export const Profile = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
@@ -319,6 +319,12 @@ export const Profile = z.strictObject({
   router: RouterBlock.optional().describe('HAProxy in front of the replicas (one endpoint; rolling restarts)'),
   container: ContainerBlock.optional().describe('How engine.runtime container runs vLLM (docker or podman)'),
   upgrade: UpgradeBlock.default(UpgradeBlock.parse({})).describe('How sparkctl upgrade judges a canary against the current replicas'),
+  pinnedIn: z
+    .enum(['state', 'lockfile'])
+    .default('state')
+    .describe(
+      "Where the digest (image) and vLLM this profile runs are recorded: state = sparkctl's state folder only (pins/NAME.json); lockfile = also NAME.lock.json beside this profile's file (commit it, copy it to the next host: serve, restart and serve --nodes run what it pins; one that disagrees with the state folder is said, with the fix)",
+    ),
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
 });
 export type Profile = z.infer<typeof Profile>;

@@ -13,7 +13,7 @@ export interface SpecSetting {
   from: string;
 }
 
-export interface MemorySettings {
+interface MemorySettings {
   /** the profile with every memory flag of extraArgs folded into its engine and parallel blocks */
   profile: Profile;
   spec?: SpecSetting;

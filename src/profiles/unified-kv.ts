@@ -9,7 +9,7 @@ import type { ModelFacts } from '../model/facts.js';
 import { planMemory, GIB } from './planner.js';
 import { optionStatus } from './vllm-flags.js';
 
-export interface UnifiedKv {
+interface UnifiedKv {
   bytes: number;
   note: string;
 }

@@ -232,7 +232,7 @@ const DICT_OPTIONS = new Set([
   '--override-generation-config',
 ]);
 const NOT_JSON = new Set(['--config', '--generation-config']);
-export const isJsonOption = (flag: string) => DICT_OPTIONS.has(flag) || (flag.endsWith('-config') && !NOT_JSON.has(flag));
+const isJsonOption = (flag: string) => DICT_OPTIONS.has(flag) || (flag.endsWith('-config') && !NOT_JSON.has(flag));
 
 /** `--json-opt.key.sub[+]` (or a short alias `-cc.key`): the option and the key path, when the version's parser takes it. */
 export function dottedOption(version: string, spelled: string): { flag: string; path: string } | undefined {

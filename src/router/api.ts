@@ -115,7 +115,7 @@ export async function showStat(socket: string, timeoutMs?: number): Promise<Serv
   return parseShowStat(await runtimeCommand(socket, 'show stat', timeoutMs));
 }
 
-export type AdminState = 'ready' | 'drain' | 'maint';
+type AdminState = 'ready' | 'drain' | 'maint';
 
 /** `set server BACKEND/SERVER state ...`: HAProxy answers nothing on success, a sentence otherwise. */
 export async function setServerState(socket: string, backend: string, server: string, state: AdminState, timeoutMs?: number): Promise<void> {

@@ -5,7 +5,7 @@ import type { Instance } from '../engine/registry.js';
 import type { ProbeResult, Step } from '../health/probe.js';
 import { showStat, serverState, type ServerStat } from './api.js';
 
-export interface RouterView {
+interface RouterView {
   servers: Array<{ name: string; port: number; state: ReturnType<typeof serverState> | 'missing'; status: string; check: string; inFlight: number }>;
 }
 

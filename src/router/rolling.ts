@@ -13,7 +13,7 @@ import { runtimeFor, type Runtime } from '../engine/runtime/index.js';
 import type { Launched } from '../engine/runtime/child.js';
 import { instanceOf, replicaUrl } from '../engine/serve.js';
 import { replicaChanges } from '../engine/relaunch.js';
-import { stopInstance, portFreed, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
+import { stopInstance, portFreed, heldText, type StopOutcome, type StopResult, type RequestsOutcome } from '../engine/stop.js';
 import { diagnose, type Diagnosis } from '../engine/diagnose.js';
 import { prewarm, gpuMemoryReader, type PrewarmResult, type PrewarmRequest } from '../health/prewarm.js';
 import { probe, type ProbeResult } from '../health/probe.js';
@@ -39,7 +39,7 @@ export type RollingEvent =
   | { type: 'aborted'; replica: string; cause: string };
 
 /** Where one replica's restart spent its time, ms by step (the steps a person sees named). */
-export interface Spent {
+interface Spent {
   drain: number;
   stop: number;
   /** started until ready: vLLM's own start (weights, compile, graphs) */
@@ -50,7 +50,7 @@ export interface Spent {
   rejoin: number;
 }
 
-export interface RollingReplica {
+interface RollingReplica {
   name: string;
   port: number;
   /** the restart reached this replica */
@@ -80,7 +80,7 @@ export interface RollingOutcome {
   ms: number;
 }
 
-export interface RollingRun {
+interface RollingRun {
   plan: ServePlan;
   router: Instance;
   /** the registered replicas of the profile, as they run now */
@@ -253,7 +253,8 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
     const st = await stopInstance(registry, entry, { graceMs: run.stopTimeoutMs, signal: run.signal });
     rep.stop = st;
     if (st.result === 'unproven') return failed(`its registry entry cannot be proven ours (${st.unproven?.detail ?? 'unproven'}): not signalled; it is out of rotation`);
-    if (!st.portFree || st.groupLeft) return failed(`it did not release everything after its stop (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left): out of rotation`);
+    const held = heldText(st);
+    if (held) return failed(`it did not release everything after its stop (${held}): out of rotation`);
     x.emit({ type: 'stopped', replica: p.name, how: st.result, requests: st.requests, ms: Date.now() - t0 });
   } else x.emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
   await portFreed(p, 5000);

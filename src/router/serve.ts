@@ -66,7 +66,7 @@ function outcomeOf(r: RouterPlan, pid: number): RouterOutcome {
  * Each port HAProxy is about to bind, tried first: one held by another process is a failure naming
  * the port, its holder and the fix (HAProxy itself only exits 1 with an ALERT line in its log).
  */
-export async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<{ message: string; fixes: string[] } | undefined> {
+async function routerPortsTaken(r: Pick<RouterPlan, 'bind' | 'stats'>): Promise<{ message: string; fixes: string[] } | undefined> {
   const binds = [
     { host: r.bind.host, port: r.bind.port, what: "the router's port (the profile's server.port)", fix: '--set server.port=N (the replicas take the ports after it)' },
     { host: r.stats.host, port: r.stats.port, what: "the router's stats port", fix: '--set router.statsPort=N' },

@@ -18,7 +18,7 @@ import { showStat } from './api.js';
 import { pollUntil } from '../util/poll.js';
 import { portFreed, type RouterStop, type StopOutcome } from '../engine/stop.js';
 
-export interface RouterStopResult {
+interface RouterStopResult {
   /** gone: nothing was running; unproven: not signalled; drained: no request was cut; cut: some were; unknown: the deadline came and its connections could not be read */
   how: 'gone' | 'unproven' | 'drained' | 'cut' | 'unknown';
   /** how it ended: by itself after the soft stop, by the hard stop (SIGTERM), or SIGKILL */
@@ -55,7 +55,7 @@ export function judgeDeadline(at: { clients: number; servers: number } | undefin
   return at.servers > 0 ? { cut: at.clients, idleClosed: 0 } : { cut: 0, idleClosed: at.clients };
 }
 
-export interface RouterStopOptions {
+interface RouterStopOptions {
   /** the router's runtime API socket (for the in-flight count before the soft stop) */
   socket?: string;
   /** its public port, when its listeners cannot be read */

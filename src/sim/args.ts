@@ -25,7 +25,7 @@ const SIM_FLAGS: Record<string, Kind> = {
   '--sim-rendezvous-timeout': 'value',
 };
 
-export interface SimArgs {
+interface SimArgs {
   model: string;
   /** canonical long option -> value (true for a switch); a --no-x switch is stored as '--no-x' */
   flags: Map<string, string | true>;

@@ -12,7 +12,7 @@
 import { gte as since } from '../profiles/versions.js';
 
 /** [source location, message] pairs; a multi-line message is one entry per line, as vLLM's logger prints it. */
-export type Line = [where: string, message: string];
+type Line = [where: string, message: string];
 
 export function versionLines(version: string, model: string, env: NodeJS.ProcessEnv = process.env): Line[] {
   if (!since(version, '0.15.0')) return [['api_server.py:1896', `vLLM API server version ${version}`]];

@@ -21,7 +21,7 @@ import { pause } from '../util/pause.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type Joined, type RendezvousArgs } from './rendezvous.js';
 
-export interface Faults {
+interface Faults {
   oomAtStart?: boolean;
   kvTooSmall?: boolean;
   portInUse?: boolean;

@@ -59,7 +59,7 @@ export function rayPython(env: NodeJS.ProcessEnv = process.env): string | undefi
   return undefined;
 }
 
-export interface Placement {
+interface Placement {
   /** resolves when Ray placed every bundle; never, while the cluster is short (as vLLM) */
   ready: Promise<void>;
   child: ChildProcess;

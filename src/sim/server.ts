@@ -7,7 +7,7 @@ import { countTokens, chatTokens, tokenIds, contentText, wordFor } from './token
 import { SleepRefused, collectiveRpc, type SimSleep } from './sleep.js';
 import { naturalLength, pieces, toolCallFor, toolCallTokens, toolResultQuote, type ToolCall } from './answer.js';
 
-export interface ServerConfig {
+interface ServerConfig {
   model: string;
   servedName: string;
   maxModelLen: number;

@@ -35,9 +35,9 @@ import type { Engine, Metrics } from './engine.js';
 import { recordSleepState } from './engine.js';
 import { pause } from '../util/pause.js';
 
-export type SleepTag = 'weights' | 'kv_cache';
+type SleepTag = 'weights' | 'kv_cache';
 
-export interface SleepConfig {
+interface SleepConfig {
   /** --enable-sleep-mode */
   enabled: boolean;
   /** VLLM_SERVER_DEV_MODE=1: the routes exist */
@@ -147,7 +147,7 @@ export class SimSleep {
 }
 
 /** What a collective_rpc answers: a method the simulated worker has, or the worker's failure. */
-export type RpcAnswer = { status: 200; body: unknown } | { status: 400 | 500; message: string };
+type RpcAnswer = { status: 200; body: unknown } | { status: 400 | 500; message: string };
 
 /** POST /collective_rpc as the simulated worker runs it (reload_weights is the one method it has). */
 export async function collectiveRpc(sleep: SimSleep, body: unknown): Promise<RpcAnswer> {

@@ -10,7 +10,7 @@
 // lines are buffered and written twice a second and at exit.
 import { closeSync, constants, openSync, writeSync } from 'node:fs';
 
-export interface TraceRecord {
+interface TraceRecord {
   ttftMs: number;
   itlMs: number[];
 }

@@ -73,9 +73,6 @@ export function versionDiff(from: string, to: string, argv: readonly string[] = 
   };
 }
 
-/** The candidate refuses one of the profile's own flags: the upgrade cannot start it as the profile says. */
-export const refusedFlags = (d: VersionDiff) => d.profileFlags.filter((p) => p.severity === 'error');
-
 /** Lines for a person: each change that matters to this profile first, then the counts of the rest. */
 export function diffLines(d: VersionDiff, maxListed = 12): string[] {
   const out: string[] = [];

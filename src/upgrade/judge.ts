@@ -34,7 +34,7 @@ export interface Thresholds {
 
 export const DEFAULT_THRESHOLDS: Thresholds = { ttftRatio: 1.5, tpotRatio: 1.5, throughputRatio: 0.67, goldenSameVersion: 1, goldenOtherVersion: 0.6 };
 
-export interface Comparison {
+interface Comparison {
   check: string;
   current: string;
   canary: string;
@@ -69,7 +69,7 @@ const ms = (v: number) => `${v.toFixed(1)} ms`;
 const finite = (v: number | undefined): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /** A time per output token below this (2,000 tokens/s for one sequence) is tokens delivered together, not decoding. */
-export const TPOT_FLOOR_MS = 0.5;
+const TPOT_FLOOR_MS = 0.5;
 
 function benchComparisons(cur: Measured, can: Measured, t: Thresholds): Comparison[] {
   const a = cur.bench;

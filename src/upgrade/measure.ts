@@ -14,7 +14,7 @@ import { shownEscaped } from '../util/control.js';
 /** A server's words as the comparison keeps them (in the verdict, the upgrade's record and history): short, each control character escaped. */
 const said = (s: string, max = 300) => shownEscaped(s.length > max ? `${s.slice(0, max)}...` : s);
 
-export interface GoldenPrompt {
+interface GoldenPrompt {
   name: string;
   prompt: string;
   maxTokens: number;
@@ -42,7 +42,7 @@ export const DEFAULT_GOLDEN: GoldenPrompt[] = [
  * greedy answer: a parser or template change that breaks tool calling (no call, another name, other
  * arguments) is a difference, where the text alone would show an empty reply on both sides.
  */
-export const GOLDEN_TOOLS = [
+const GOLDEN_TOOLS = [
   {
     type: 'function',
     function: {
@@ -65,7 +65,7 @@ export function defaultGolden(profile: { engine: { toolCallParser?: string } }):
  * messages and the generation prompt, as vLLM renders a chat request) and compared token for token.
  * One user turn alone (where a template adds a default system prompt), and a whole conversation.
  */
-export const TEMPLATE_CONVERSATIONS: Array<{ name: string; messages: Array<{ role: string; content: string }> }> = [
+const TEMPLATE_CONVERSATIONS: Array<{ name: string; messages: Array<{ role: string; content: string }> }> = [
   { name: 'one user turn', messages: [{ role: 'user', content: 'What is the capital of France?' }] },
   {
     name: 'a conversation',

@@ -29,7 +29,7 @@ export type UpgradeEvent =
   | { type: 'roll'; replicas: string[] }
   | { type: 'undo'; replica: string };
 
-export interface UpgradeRun {
+interface UpgradeRun {
   profile: string;
   stateDir: string;
   current: { plan: ServePlan; version: string; entries: Entry[]; router?: Instance };

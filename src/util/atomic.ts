@@ -24,19 +24,24 @@ export function openExclusiveTemp(path: string, mode = 0o644): { fd: number; tmp
 
 export const fsError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
+/** What stands at a name, the name itself (lstat: a link is not followed); undefined: nothing is there. Other errors throw. */
+export function lstatIfAny(path: string): Stats | undefined {
+  try {
+    return lstatSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
 /**
  * What may stand at a target name: nothing, or a regular file (replaced). A symlink is refused,
  * not followed and not silently replaced (someone put it there; as root that could be any file);
  * a folder, a device (/dev/full, /dev/null), a FIFO or a socket is refused too. lstat never follows.
  */
 export function checkTarget(path: string): void {
-  let st: ReturnType<typeof lstatSync>;
-  try {
-    st = lstatSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
+  const st = lstatIfAny(path);
+  if (!st) return;
   if (st.isSymbolicLink()) throw fsError('ELOOP', 'is a symbolic link');
   if (st.isDirectory()) throw fsError('EISDIR', 'is a folder');
   if (!st.isFile()) throw fsError('ENOTREG', 'is not a regular file');
@@ -66,13 +71,8 @@ export function checkParentLinks(path: string): void {
   let holder = lstatSync(sep);
   for (const p of parts) {
     const next = join(at, p);
-    let st: Stats;
-    try {
-      st = lstatSync(next);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // a missing folder: the caller says so
-      throw e;
-    }
+    const st = lstatIfAny(next);
+    if (!st) return; // a missing folder: the caller says so
     if (st.isSymbolicLink() && !trustedLink(st, holder)) {
       throw Object.assign(new Error(`${next} is a symbolic link another user could have made`), { code: 'ELOOP', link: next });
     }

@@ -6,7 +6,7 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const;
 /** setTimeout fires at once for delays above 2^31-1 ms (~24.8 days): refuse them instead. */
 export const MAX_DURATION_MS = 2 ** 31 - 1;
 
-export interface DurationRule {
+interface DurationRule {
   /** 0 is a meaningful value (e.g. stop: SIGKILL at once); otherwise a duration must be > 0 */
   allowZero?: boolean;
 }

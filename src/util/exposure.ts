@@ -7,7 +7,7 @@ import { UsageError } from '../errors.js';
 /** 127.0.0.0/8, ::1 and localhost: an address only this host reaches. */
 export const isLoopback = (h: string) => /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::1' || h === 'localhost';
 
-export interface Exposure {
+interface Exposure {
   /** who listens, in words: "the gateway", "qwen3.5-9b's server" */
   who: string;
   /** the flag or field that set the address (--host, server.host) */

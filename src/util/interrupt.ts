@@ -4,7 +4,7 @@
 // is in flight); otherwise the handlers are gone after the first, so a second ends the process as
 // Node does (exit 130 / 143): a stuck drain can always be left.
 
-export interface Interrupt {
+interface Interrupt {
   /** aborted by the first SIGINT or SIGTERM */
   readonly signal: AbortSignal;
   /** aborted by a second one, with `second: 'force'` only */
@@ -13,7 +13,7 @@ export interface Interrupt {
   off(): void;
 }
 
-export interface InterruptOptions {
+interface InterruptOptions {
   /** 'exit' (default): a second signal ends the process; 'force': it aborts `force` */
   second?: 'exit' | 'force';
   /** the signals listened to (default SIGINT and SIGTERM) */

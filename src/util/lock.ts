@@ -9,7 +9,7 @@ import { isAlive, processStartTime } from './pid.js';
 import { pollUntil } from './poll.js';
 import { readTextSync, READ_LIMITS } from './read.js';
 
-export interface LockPlace {
+interface LockPlace {
   /** what the folder is, and how to mend it, for an error creating the lock (default: the state folder) */
   what: string;
   fix: string;

@@ -36,7 +36,7 @@ export function checkOutputFile(path: string, what: string, fix = 'give a file n
   }
 }
 
-export interface NewFileOptions {
+interface NewFileOptions {
   /** replace an existing regular file (never a link, folder or device) */
   force?: boolean;
   /** the fix for a bad place */

@@ -5,7 +5,7 @@
 // interval short of it. The clock is monotonic (performance.now: a wall-clock step moves nothing).
 import { pause } from './pause.js';
 
-export interface PollOptions<T> {
+interface PollOptions<T> {
   /** how long the poll may take, ms from its start (0: one reading) */
   deadlineMs: number;
   /** ms between readings, or a function of the last one (back off while a server refuses) */
@@ -14,7 +14,7 @@ export interface PollOptions<T> {
   signal?: AbortSignal;
 }
 
-export type Polled<T> =
+type Polled<T> =
   /** the reading was what the caller waited for */
   | { done: true; value: T; ms: number; readings: number }
   /** the last reading, and why the poll stopped before one was */

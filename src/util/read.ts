@@ -23,7 +23,7 @@ export class FileRefused extends UsageError {
   }
 }
 
-export interface ReadOptions {
+interface ReadOptions {
   /** the most bytes read; a larger file is refused (EFBIG) */
   maxBytes: number;
   /** what the file is for, in the message ("--dataset", "the model's config.json") */

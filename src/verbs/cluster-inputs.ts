@@ -6,7 +6,7 @@ import { allNodes, hostShapeOf } from '../engine/cluster/ray-plan.js';
 import type { HostShape } from '../profiles/validate.js';
 import { note } from '../output/log.js';
 
-export interface ClusterInputs {
+interface ClusterInputs {
   loaded: LoadedProfile;
   platform: string;
   host: HostShape;

@@ -4,7 +4,7 @@
 import { type Command, Option } from 'commander';
 
 // biome-ignore lint/suspicious/noExplicitAny: a verb's run takes commander's positional arguments
-export type Handler = (...args: any[]) => Promise<unknown>;
+type Handler = (...args: any[]) => Promise<unknown>;
 
 /** [flags, description, parser or default, default]: what Command.option takes. */
 export type OptionTuple = [string, string] | [string, string, unknown] | [string, string, (v: string, prev: never) => unknown, unknown];

@@ -32,7 +32,7 @@ const positive = (flag: string, v: string | undefined, max = Infinity): number |
   return n;
 };
 
-export interface Price {
+interface Price {
   perHour: number;
   how: string;
 }

@@ -22,7 +22,7 @@ function sleepExitCode(rs: Pick<SleepOutcome, 'result'>[]): ExitCode {
   return ExitCode.ok;
 }
 
-export function outcomeLine(r: SleepOutcome): string {
+function outcomeLine(r: SleepOutcome): string {
   const lvl = r.level ? ` (level ${r.level})` : '';
   switch (r.result) {
     case 'slept':

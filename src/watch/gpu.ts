@@ -12,7 +12,7 @@
 import { decodeThrottle, gpuNum, type Gpu } from '../nvidia/smi.js';
 import { XID_FATAL, XID_MEANING } from '../nvidia/xid.js';
 
-export interface XidLine {
+interface XidLine {
   pci: string;
   code: number;
   line: string;

@@ -10,7 +10,7 @@ export interface RestartMemory {
   circuitOpenSince?: number;
 }
 
-export type Decision =
+type Decision =
   | { do: 'nothing'; why: string }
   | { do: 'alert'; why: string }
   | { do: 'wait'; why: string; untilMs: number }

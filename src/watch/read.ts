@@ -76,7 +76,7 @@ export async function heldBy(socket: string, timeoutMs = 1000): Promise<Map<stri
   return out;
 }
 
-export interface ReadOptions {
+interface ReadOptions {
   timeoutMs: number;
   /** servers the profile's router holds out of rotation (not by this watcher) */
   router?: Map<string, 'drain' | 'maint'>;

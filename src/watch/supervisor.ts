@@ -79,7 +79,7 @@ interface Server {
   unprovenSaid?: boolean;
 }
 
-export interface WatcherOptions {
+interface WatcherOptions {
   registry: Registry;
   /** profile or instance names; empty: every server (--all) */
   names: string[];

@@ -3,7 +3,7 @@
 import { esc } from '../health/prometheus.js';
 import { VERDICTS, type Verdict } from './verdict.js';
 
-export interface WatchedState {
+interface WatchedState {
   lastTick: number;
   state(): Array<{ target: string; verdict?: Verdict; restarts: number; circuitOpen: boolean; incident: boolean }>;
 }

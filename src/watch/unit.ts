@@ -5,7 +5,7 @@ import { UsageError } from '../errors.js';
 import { sparkctlBin } from '../engine/plan.js';
 import { execArg, refuseControl } from '../engine/runtime/unit.js';
 
-export interface WatchUnitOptions {
+interface WatchUnitOptions {
   user?: string;
   environmentFile: string;
   /** the watcher's own textfile (node_exporter's textfile directory) */

@@ -39,7 +39,7 @@ export interface Reading {
   probe?: { ok: boolean; ms: number; detail: string };
 }
 
-export interface Policy {
+interface Policy {
   /** the wedge window's floor, s */
   windowS: number;
   /** the window never grows past this, s (a server that once took 10 min for a token would never be called wedged) */
@@ -52,7 +52,7 @@ export interface Policy {
 
 export const DEFAULT_POLICY: Policy = { windowS: 20, maxWindowS: 600, deadAfterS: 10, kvSaturated: 0.95 };
 
-export interface Evidence {
+interface Evidence {
   signal: string;
   value: string | number | boolean;
   /** ISO time of the reading it comes from */

@@ -17,7 +17,7 @@ import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cli, isolated, freePortRange, waitFor, canSwitchToNobody } from '../helpers.js';
+import { cli, isolated, freePortRange, waitFor, canSwitchToNobody, AS_NOBODY } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to run the attacker as uid 65534' : '';
@@ -70,7 +70,7 @@ const send = (opts, body) => new Promise((resolve) => {
 `;
 let attackerDir = '';
 const asNobody = (mode: 'probe' | 'listen', o: object): ChildProcess =>
-  spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, join(attackerDir, 'attacker.cjs'), mode, JSON.stringify(o)], {
+  spawn('setpriv', [...AS_NOBODY, process.execPath, join(attackerDir, 'attacker.cjs'), mode, JSON.stringify(o)], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '' },
   });

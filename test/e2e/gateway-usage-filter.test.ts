@@ -34,6 +34,37 @@ const chatStreamBare = chatStream
 
 const { dirs, procs, servers } = endedAfterAll();
 
+/**
+ * The gateway's HAProxy on the files renderFiles writes with the usage filter on (its lines on fd 3,
+ * parsed into `lines`), in a fresh state folder; resolved once its port answers and its first health
+ * checks have run.
+ */
+async function gatewayHaproxy(settings: object, replicas: Parameters<typeof planGateway>[1], env: Record<string, string> = {}) {
+  const gwPort = await freePort();
+  const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-filter-'));
+  dirs.push(state);
+  const plan = planGateway(GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, ...settings }), replicas, state);
+  mkdirSync(plan.dir, { recursive: true });
+  const lua = join(plan.dir, 'usage.lua');
+  writeFileSync(lua, USAGE_LUA);
+  const f = renderFiles(plan, { lua, logFd: 3 });
+  writeFileSync(plan.files.config, f.config);
+  writeFileSync(plan.files.models, f.models);
+  writeFileSync(plan.files.map, f.map);
+  writeFileSync(plan.files.aliasMap, f.aliases);
+  writeFileSync(plan.files.unknown, f.unknown);
+  const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'], env: { ...process.env, ...env } });
+  procs.push(h);
+  const lines: UsageLine[] = [];
+  createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
+    const u = parseUsageLine(l);
+    if (u) lines.push(u);
+  });
+  expect(await waitFor(() => portOpen(gwPort), 10_000)).toBe(true);
+  await new Promise((r) => setTimeout(r, 1200));
+  return { plan, gwPort, lines };
+}
+
 const cases: Array<{ name: string; body: string; sse: boolean; want: Partial<UsageLine> }> = [
   { name: 'completion.json', body: cap('completion.json'), sse: false, want: { prompt: 141, completion: 3, stream: false } },
   { name: 'chat.json', body: cap('chat.json'), sse: false, want: { prompt: 14, completion: 3, stream: false } },
@@ -65,29 +96,7 @@ describe.skipIf(!have)('the usage filter in the real HAProxy, on real vLLM answe
     });
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
-    const gwPort = await freePort();
-    const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-filter-'));
-    dirs.push(state);
-    const s = GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500 });
-    const plan = planGateway(s, [{ name: 'a-0', profile: 'a', servedName: 'tiny/qwen3-code', host: '127.0.0.1', port, argv: [] }], state);
-    mkdirSync(plan.dir, { recursive: true });
-    const lua = join(plan.dir, 'usage.lua');
-    writeFileSync(lua, USAGE_LUA);
-    const f = renderFiles(plan, { lua, logFd: 3 });
-    writeFileSync(plan.files.config, f.config);
-    writeFileSync(plan.files.models, f.models);
-    writeFileSync(plan.files.map, f.map);
-    writeFileSync(plan.files.aliasMap, f.aliases);
-    writeFileSync(plan.files.unknown, f.unknown);
-    const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'] });
-    procs.push(h);
-    const lines: UsageLine[] = [];
-    createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
-      const u = parseUsageLine(l);
-      if (u) lines.push(u);
-    });
-    expect(await waitFor(() => portOpen(gwPort), 10_000)).toBe(true);
-    await new Promise((r) => setTimeout(r, 1200));
+    const { plan, gwPort, lines } = await gatewayHaproxy({}, [{ name: 'a-0', profile: 'a', servedName: 'tiny/qwen3-code', host: '127.0.0.1', port, argv: [] }]);
     for (const c of cases) {
       current = c;
       const n = lines.length;
@@ -124,38 +133,16 @@ describe.skipIf(!have)("HAProxy's own answers in the real HAProxy", () => {
       servers.push(srv);
       await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
     }
-    const gwPort = await freePort();
-    const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-own-'));
-    dirs.push(state);
+    const KEY = 'k-own-answers';
     // model b takes no waiting request: a queue of 0, so `queue(b) ge 0` refuses every request with 429
-    const s = GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, apiKeyEnv: 'GW_KEY', models: { b: { queue: 0 } } });
-    const plan = planGateway(
-      s,
+    const { plan, gwPort, lines } = await gatewayHaproxy(
+      { apiKeyEnv: 'GW_KEY', models: { b: { queue: 0 } } },
       [
         { name: 'a-0', profile: 'a', servedName: 'model-a', host: '127.0.0.1', port: ports[0]!, argv: [] },
         { name: 'b-0', profile: 'b', servedName: 'model-b', host: '127.0.0.1', port: ports[1]!, argv: [] },
       ],
-      state,
+      { [GATEWAY_KEY_VAR]: KEY },
     );
-    mkdirSync(plan.dir, { recursive: true });
-    const lua = join(plan.dir, 'usage.lua');
-    writeFileSync(lua, USAGE_LUA);
-    const f = renderFiles(plan, { lua, logFd: 3 });
-    writeFileSync(plan.files.config, f.config);
-    writeFileSync(plan.files.models, f.models);
-    writeFileSync(plan.files.map, f.map);
-    writeFileSync(plan.files.aliasMap, f.aliases);
-    writeFileSync(plan.files.unknown, f.unknown);
-    const KEY = 'k-own-answers';
-    const h = spawn(HAPROXY, ['-q', '-db', '-f', plan.files.config], { stdio: ['ignore', 'ignore', 'inherit', 'pipe'], env: { ...process.env, [GATEWAY_KEY_VAR]: KEY } });
-    procs.push(h);
-    const lines: UsageLine[] = [];
-    createInterface({ input: h.stdio[3] as NodeJS.ReadableStream }).on('line', (l) => {
-      const u = parseUsageLine(l);
-      if (u) lines.push(u);
-    });
-    expect(await waitFor(() => portOpen(gwPort), 10_000)).toBe(true);
-    await new Promise((r) => setTimeout(r, 1200));
     const post = (body: object, key: string | null = KEY) =>
       fetch(`http://127.0.0.1:${gwPort}/v1/completions`, {
         method: 'POST',

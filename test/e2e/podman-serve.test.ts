@@ -126,10 +126,8 @@ describe.skipIf(Boolean(why))('serve --runtime container on the real podman', { 
     expect(stop.exitCode, stop.stderr + stop.stdout).toBe(0);
     expect(await ours()).toEqual([]);
   });
-  // a failed case above must not leave its container to fail the cases after it
-  afterEach(async () => {
-    for (const n of await ours()) await podman(['rm', '-f', '-t', '0', n]);
-  });
+  // a failed case above must not leave its container (or its log follower) to fail the cases after it
+  afterEach(() => suite.removeAll());
 
   it('a container that is not provably ours (no sparkctl label; another marker) is never stopped or removed', async () => {
     const port = await freePort();

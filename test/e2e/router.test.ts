@@ -5,11 +5,10 @@ import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Registry } from '../../src/engine/registry.js';
 import { runtimeCommand } from '../../src/router/api.js';
-import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion, canSwitchToNobody } from '../helpers.js';
+import { cli, isolated, freePortRange, processesMarked, portOpen, waitFor, BIN, RUN_MARK, ROOT, streamCompletion, canSwitchToNobody, connectAsNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const haveHaproxy = existsSync(HAPROXY);
@@ -97,23 +96,10 @@ describe.skipIf(!haveHaproxy)('router: HAProxy in front of simulator replicas', 
     if (canSwitchToNobody()) {
       chmodSync(t.state, 0o755);
       chmodSync(join(t.state, 'router'), 0o755);
-      const tryAs = (target: string) =>
-        execFileSync(
-          'setpriv',
-          [
-            '--reuid=65534',
-            '--regid=65534',
-            '--clear-groups',
-            process.execPath,
-            '-e',
-            `require('net').connect(${target}).on('connect',()=>{console.log('OPEN');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)})`,
-          ],
-          { encoding: 'utf8' },
-        ).trim();
-      expect(tryAs(JSON.stringify(join(dir, 'qwen3.5-9b-0.sock')))).toBe('EACCES');
-      expect(tryAs(`${base + 1}, '127.0.0.1'`)).toBe('ECONNREFUSED');
+      expect(connectAsNobody(join(dir, 'qwen3.5-9b-0.sock'))).toBe('EACCES');
+      expect(connectAsNobody({ port: base + 1, host: '127.0.0.1' })).toBe('ECONNREFUSED');
       // while the router's own port is open to it (its key and admission are the router's)
-      expect(tryAs(`${base}, '127.0.0.1'`)).toBe('OPEN');
+      expect(connectAsNobody({ port: base, host: '127.0.0.1' })).toBe('OPEN');
     } else console.warn('router e2e: the uid-65534 check skipped (needs root and setpriv)');
     // the deep probe of every replica over its socket, and of the router
     const pr = await cli(['probe', 'qwen3.5-9b', '--json'], { env: env() });

@@ -7,12 +7,11 @@
 // does. The router does not render this yet (see /work/notes/s4-issue-42-harm.md): this pins what the
 // simulator and HAProxy do, which the router's change will stand on.
 import { describe, it, expect, afterAll } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { BIN, RUN_MARK, freePort, tempDirs, killGroupLeft, canSwitchToNobody } from '../helpers.js';
+import { BIN, RUN_MARK, freePort, tempDirs, killGroupLeft, canSwitchToNobody, connectAsNobody } from '../helpers.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to try the socket as uid 65534' : '';
@@ -109,19 +108,7 @@ describe.skipIf(!!skip)('vLLM --uds, played by the simulator, behind the real HA
     expect(JSON.parse(m.body).data[0].id).toBe('Qwen/Qwen3.5-9B');
 
     // a second local user: the folder is 0700, so the socket cannot be opened at all
-    const tried = execFileSync(
-      'setpriv',
-      [
-        '--reuid=65534',
-        '--regid=65534',
-        '--clear-groups',
-        process.execPath,
-        '-e',
-        `require('net').connect(${JSON.stringify(sock)}).on('connect',()=>{console.log('OPEN');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)})`,
-      ],
-      { encoding: 'utf8' },
-    ).trim();
-    expect(tried).toBe('EACCES');
+    expect(connectAsNobody(sock)).toBe('EACCES');
 
     // the replica gone: HAProxy has nothing to forward to (its socket path is in our 0700 folder: nobody else binds it)
     process.kill(-sim.pid!, 'SIGTERM');

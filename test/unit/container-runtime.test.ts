@@ -1,8 +1,13 @@
 // One container spec renders both CLIs; identity is proven by recorded id and marker label only.
 import { describe, it, expect } from 'vitest';
 import { classifyLog } from '../../src/engine/classify.js';
-import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, validImageRef, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
+import { runArgv, inspectArgv, stopArgv, proveContainer, defaultImage, containerName, imageStart, MARKER_LABEL, type ContainerSpec } from '../../src/engine/runtime/container.js';
 import { cliRun, cliRunAsync, failureLine } from '../../src/engine/runtime/ops.js';
+import { ContainerBlock } from '../../src/profiles/schema.js';
+import { endFollower } from '../../src/engine/runtime/launch-container.js';
+import { processStartTime } from '../../src/util/pid.js';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 const spec = (over: Partial<ContainerSpec> = {}): ContainerSpec => ({
   cli: 'docker',
@@ -137,7 +142,7 @@ describe('images and names', () => {
     ['vllm/vllm-openai:v0.27.2; rm -rf /', false],
     ['Upper/case', false],
     [`x@sha256:${'a'.repeat(63)}`, false],
-  ])('%s valid: %s', (ref, ok) => expect(validImageRef(ref)).toBe(ok));
+  ])('%s valid: %s (the profile schema: container.image)', (ref, ok) => expect(ContainerBlock.safeParse({ image: ref }).success).toBe(ok));
 
   it('names come from the instance', () => expect(containerName('qwen3.5-9b-0')).toBe('sparkctl-qwen3.5-9b-0'));
 });
@@ -214,8 +219,10 @@ describe('a container CLI that cannot be run, or does not answer: the same words
     const slow = await run(['sleep', '5'], { timeoutMs: 1000 });
     expect(slow.error).toBe('sleep 5 did not answer within 1 s');
     // podman run, sent SIGTERM at the deadline, exits with a code of its own (126): still the deadline, not that exit
-    const trapped = await run(['sh', '-c', 'trap "exit 126" TERM; sleep 5 & wait'], { timeoutMs: 1000 });
-    expect(trapped.error).toBe('sh -c trap "exit 126" TERM; sleep 5 & wait did not answer within 1 s');
+    // (a process of its own that exits 126 on SIGTERM: a shell's background sleep would outlive the test)
+    const trap = 'process.on("SIGTERM", () => process.exit(126)); setTimeout(() => {}, 5000)';
+    const trapped = await run([process.execPath, '-e', trap], { timeoutMs: 1000 });
+    expect(trapped.error).toBe(`${process.execPath} -e ${trap} did not answer within 1 s`);
     expect((await run(['true'])).error).toBeUndefined();
   });
 });
@@ -232,5 +239,46 @@ describe("a failed CLI's reason: its error line, not the usage hint docker print
     ['', undefined],
   ])('%j', (stderr, line) => {
     expect(failureLine(stderr)).toBe(line);
+  });
+});
+
+// podman's `logs -f` can miss its container's end under load and follow it forever (seen: a CI run
+// left `podman ... logs -f ID` running after the suite). The stop ends a follower that outlives its
+// container, proven by what sparkctl recorded at its launch (pid, start time) and its argv. A real
+// process stands in for podman's follower: node with the follower's last arguments.
+describe('endFollower: a log follower that outlived its container is ended, proven first', () => {
+  const ID = 'a'.repeat(64);
+  const follower = (id = ID) => {
+    const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', 'logs', '-f', id], { detached: true, stdio: 'ignore' });
+    const start = processStartTime(c.pid!)!;
+    return { c, rec: { cli: 'podman' as const, cliArgs: [], name: 'n', image: 'i', id: ID, follower: { pid: c.pid!, startTime: start } } };
+  };
+  const alive = (pid: number) => processStartTime(pid) !== undefined && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+
+  it('one still running after the moment it is given is ended', async () => {
+    const { c, rec } = follower();
+    const t0 = performance.now();
+    expect(await endFollower(rec, 200)).toBe(true);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(150);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(alive(c.pid!)).toBe(false);
+  });
+
+  it('a pid whose start time is not the recorded one (reused), or that follows another container, is not ours: left running', async () => {
+    const a = follower();
+    const b = follower('b'.repeat(64));
+    try {
+      await endFollower({ ...a.rec, follower: { pid: a.c.pid!, startTime: a.rec.follower.startTime + 1 } }, 50);
+      await endFollower(b.rec, 50);
+      expect(alive(a.c.pid!)).toBe(true);
+      expect(alive(b.c.pid!)).toBe(true);
+    } finally {
+      a.c.kill('SIGKILL');
+      b.c.kill('SIGKILL');
+    }
+  });
+
+  it('no follower recorded (an older record): only the moment, nothing signalled', async () => {
+    expect(await endFollower({ cli: 'docker', cliArgs: [], name: 'n', image: 'i' }, 10)).toBe(true);
   });
 });

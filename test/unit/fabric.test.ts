@@ -57,7 +57,8 @@ const checks = (a: FabricReading | undefined, b: FabricReading | undefined, ping
     }).map((c) => [c.id, c]),
   );
 
-describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)', () => {
+// each reading writes the recorded tree out and runs the real script (bash): seconds under a loaded CI
+describe('reading a Spark fabric (recorded sysfs of a GB10 ConnectX-7, replayed)', { timeout: 60_000 }, () => {
   it('the fabric netdev, its RoCE device, the twin, the GID of the fabric address', () => {
     const r = read('spark', 'enp1s0f1np1');
     expect(r).toMatchObject({ iface: 'enp1s0f1np1', operstate: 'up', mtu: 9000, speedMbps: 200000, addresses: ['192.168.177.11'] });

@@ -92,6 +92,36 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.started).toEqual(want.refs.map((h) => `${h}@${nodeName(groups().find((g) => `h${g.index}` === h)!)}`));
   });
 
+  it('cancelled: no further group is launched (fewer refs than groups, no failure: the loop calls it interrupted)', async () => {
+    const stop = new AbortController();
+    const r = recorder();
+    const out = await launchInOrder(
+      local3(),
+      async (g) => {
+        const x = await r.launch(g);
+        if (g.index === 1) stop.abort();
+        return x;
+      },
+      r.onStarted,
+      stop.signal,
+    );
+    expect(out).toEqual({ refs: ['h0', 'h1'] });
+    expect(r.log.filter((l) => l.startsWith('begin'))).toEqual(['begin 0', 'begin 1']);
+    // the workers of a native plan are not launched once the head's launch was cancelled
+    const stop2 = new AbortController();
+    const r2 = recorder();
+    const out2 = await launchInOrder(
+      native4(),
+      async (g) => {
+        stop2.abort();
+        return r2.launch(g);
+      },
+      r2.onStarted,
+      stop2.signal,
+    );
+    expect(out2).toEqual({ refs: ['h0'] });
+  });
+
   it('stepOf: a group over nodes is its node step; a replica on this host has none', () => {
     const g = native4();
     expect(stepOf(g[2]!).node).toBe('n2');

@@ -3,7 +3,7 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync, writeFileSync, appendFileSync, readdirSync, utimesSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { counterDelta, seriesIncrease, seriesRate, histDelta, histQuantile } from '../../src/history/delta.js';
+import { counterDelta, seriesIncrease, histDelta, histQuantile } from '../../src/history/delta.js';
 import { readVllm } from '../../src/client/metrics.js';
 import { buildSample, sampleLine, LINE_MAX, type Sample } from '../../src/history/sample.js';
 import { appendSample, historyDir, lastSample } from '../../src/history/store.js';
@@ -47,16 +47,6 @@ describe('seriesIncrease', () => {
       { t: 1, v: 300, start: 2000 },
     ]);
     expect(r).toMatchObject({ increase: 300, resets: 1 });
-  });
-  it('rate over the span between first and last reading', () => {
-    expect(
-      seriesRate([
-        { t: 0, v: 0 },
-        { t: 10_000, v: 50 },
-        { t: 20_000, v: 100 },
-      ]),
-    ).toBe(5);
-    expect(seriesRate([{ t: 0, v: 0 }])).toBeUndefined();
   });
 });
 

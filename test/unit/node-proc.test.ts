@@ -337,8 +337,9 @@ describe.concurrent('stopGroupOver, one stop over both transports', () => {
     await sleep(200);
     const t0 = performance.now();
     expect(await stopGroupOver(NODE, idOf(c), 0)).toBe('killed');
-    // no grace waited: the reads and the two signals only (a few sh calls)
-    expect(performance.now() - t0).toBeLessThan(10_000);
+    // no grace waited: the reads and the two signals only (a few sh calls; seconds on a loaded CI host),
+    // never the 30 s its group would take to end on its own
+    expect(performance.now() - t0).toBeLessThan(25_000);
   });
 });
 

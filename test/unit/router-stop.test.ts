@@ -7,7 +7,7 @@ import { splitConnections, judgeDeadline } from '../../src/router/stop.js';
 import { logTarget } from '../../src/engine/registry.js';
 import { requestsText, outcomeLine } from '../../src/verbs/stop/run.js';
 import { routerDrainSeconds } from '../../src/profiles/router.js';
-import { routerDrainMsOf, ROUTER_DRAIN_MS, type StopOutcome } from '../../src/engine/stop.js';
+import { routerDrainMsOf, ROUTER_DRAIN_MS, heldText, type StopOutcome } from '../../src/engine/stop.js';
 
 const HEAD = '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode';
 // local 127.0.0.1:8000 (0x1F40), stats 8005 (0x1F45), replica 8001 (0x1F41)
@@ -135,6 +135,20 @@ describe('stop output for a router: HAProxy words, never vLLM', () => {
     expect(line).toMatch(/^qwen3\.5-9b-3: stopped \(SIGTERM\)/);
     expect(line).toMatch(/its log was deleted while it ran \(rotated away\?\): its shutdown lines are lost$/);
     expect(line).not.toContain('(deleted)');
+  });
+  // the one reading of "released everything" (stop's exit code, restart's refusal, the rolling
+  // restart's out-of-rotation): a container the runtime could not remove counts, as the port does
+  it.each([
+    [{}, undefined],
+    [{ result: 'unproven' as const, portFree: false }, undefined],
+    [{ portFree: false }, 'port still in use'],
+    [{ portFree: false, uds: '/run/x.sock' }, 'socket still in use'],
+    [{ groupLeft: 2, gpuHolders: [7, 9] }, '2 process(es) of its group left; GPU still held by 7,9'],
+    [{ held: 'its container 0123456789ab was not removed (podman rm: Error: container is in use)' }, 'its container 0123456789ab was not removed (podman rm: Error: container is in use)'],
+  ] as const)('heldText %#', (o, want) => {
+    const r = { ...base, ...(o as Partial<StopOutcome>) };
+    expect(heldText(r)).toBe(want);
+    if (r.held) expect(outcomeLine(r)).toMatch(/; port free; its container 0123456789ab was not removed \(podman rm: Error: container is in use\)$/);
   });
 });
 

@@ -4,7 +4,7 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { writeFileSync, mkdirSync, symlinkSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { versionDiff, diffLines, refusedFlags, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
+import { versionDiff, diffLines, vllmArgsOfRendered } from '../../src/upgrade/diff.js';
 import { judge, similarity, sameVllmVersion, DEFAULT_THRESHOLDS, type Measured } from '../../src/upgrade/judge.js';
 import { chatText, templateTokens, defaultGolden, DEFAULT_GOLDEN, TOOL_GOLDEN } from '../../src/upgrade/measure.js';
 import { runningVersion } from '../../src/verbs/upgrade/run.js';
@@ -15,6 +15,8 @@ import type { Entry } from '../../src/engine/registry.js';
 import { appendUpgrade, readUpgrades } from '../../src/upgrade/record.js';
 import { UsageError } from '../../src/errors.js';
 import { tempDir, rmrf } from '../helpers.js';
+/** the candidate refuses the profile's own flag (the plan refuses those: engine/plan.ts) */
+const refused = (d: ReturnType<typeof versionDiff>) => d.profileFlags.filter((p) => p.severity === 'error');
 
 const dirs: string[] = [];
 const fresh = () => {
@@ -29,7 +31,7 @@ describe('versionDiff: what changes between two vLLMs', () => {
     const d = versionDiff('0.17.0', '0.28.0', ['vllm', 'serve', 'Qwen/Qwen3-8B', '--swap-space', '4', '--max-num-seqs', '8']);
     expect(d.direction).toBe('upgrade');
     expect(d.options.removed).toContain('--swap-space');
-    expect(refusedFlags(d)).toEqual([expect.objectContaining({ flag: '--swap-space', fix: 'drop it: the V1 engine has no CPU swap space' })]);
+    expect(refused(d)).toEqual([expect.objectContaining({ flag: '--swap-space', fix: 'drop it: the V1 engine has no CPU swap space' })]);
     expect(d.metrics.removed).toContain('vllm:spec_decode_num_drafts_total');
   });
 
@@ -60,7 +62,7 @@ describe('versionDiff: what changes between two vLLMs', () => {
 
   it("the simulator's own knobs are not vLLM flags", () => {
     expect(vllmArgsOfRendered(['node', 'sparkctl.js', 'sim', 'serve', 'm', '--port', '8000', '--sim-profile', 'p.yaml', '--sim-vllm-version', '0.17.0'])).toEqual(['--port', '8000']);
-    expect(refusedFlags(versionDiff('0.17.0', '0.28.0', ['sim', 'serve', 'm', '--port', '8000', '--sim-vllm-version', '0.28.0']))).toEqual([]);
+    expect(refused(versionDiff('0.17.0', '0.28.0', ['sim', 'serve', 'm', '--port', '8000', '--sim-vllm-version', '0.28.0']))).toEqual([]);
   });
 });
 

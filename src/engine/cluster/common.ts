@@ -7,10 +7,9 @@
 // from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
 import type { PlanCore } from '../plan.js';
-import type { ClusterRecord } from '../registry.js';
-import { prewarm, type PrewarmResult } from '../../health/prewarm.js';
-import { probe, type ProbeResult, type ProbeSettings } from '../../health/probe.js';
-import { targetFromUrl } from '../../health/target.js';
+import type { ClusterRecord, ClusterLaunch } from '../registry.js';
+import type { prewarm, PrewarmResult } from '../../health/prewarm.js';
+import type { ProbeResult, ProbeSettings } from '../../health/probe.js';
 import { Registry } from '../registry.js';
 import { diagnose } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
@@ -25,7 +24,7 @@ export type { NodeFailure };
 
 export type ExecutorKind = 'ray' | 'native';
 
-export type PrewarmSettings = Parameters<typeof prewarm>[1];
+type PrewarmSettings = Parameters<typeof prewarm>[1];
 
 /** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
 export interface ClusterPlan extends PlanCore {
@@ -52,6 +51,8 @@ export interface ClusterPlan extends PlanCore {
   rayWaitMs?: number;
   /** a cluster whose view has not changed for this long, with every join done, is what it will be */
   settleMs?: number;
+  /** serve's inputs, kept in the cluster's record (upgrade serves it again the same way) */
+  launch?: ClusterLaunch;
 }
 
 export interface RunCtx {
@@ -211,27 +212,4 @@ export async function finishStarts(plan: Pick<ClusterPlan, 'replica' | 'stateDir
     new Registry(plan.stateDir).writeCluster(record);
   }
   return starts;
-}
-
-/** Ready: the same prewarm and deep probe as on one node, against the head. */
-export async function afterReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, ctx: RunCtx, start?: ClusterStart): Promise<ServeOutcome> {
-  const sink = ctx.emit ?? (() => {});
-  const emit: EventSink = (e) => {
-    start?.observe(e);
-    sink(e);
-  };
-  start?.head?.ready();
-  const node = record.head;
-  const replica = plan.replica.name;
-  emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
-  let w: PrewarmResult | undefined;
-  if (plan.prewarm) {
-    w = await prewarm(target, plan.prewarm, (request) => start?.observe({ type: 'prewarm-request', replica, request }));
-    emit({ type: 'prewarm', replica, node, result: w });
-  }
-  const p = await probe(target, plan.probe);
-  emit({ type: 'probe', replica, node, result: p });
-  const starts = await finishStarts(plan, start, sink, record);
-  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts });
 }

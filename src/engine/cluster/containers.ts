@@ -15,7 +15,7 @@ import type { ExecutorKind } from './common.js';
 /** Stands for the launch's instance marker in a plan; the launch puts the real one in its place. */
 export const MARKER_PLACEHOLDER = '<marker>';
 
-export const RDMA_DEVICES = '/dev/infiniband';
+const RDMA_DEVICES = '/dev/infiniband';
 
 /** Where the head container's shell keeps vLLM's pid (inside the container: its own /tmp). */
 export const VLLM_PID_FILE = '/tmp/sparkctl-vllm.pid';
@@ -25,9 +25,9 @@ export const VLLM_PID_FILE = '/tmp/sparkctl-vllm.pid';
  * for the stop, its output into the container's own (PID 1's stdout), so `logs` shows Ray and vLLM
  * together and keeps them after the container ended. "$@": vllm serve ARGS.
  */
-export const VLLM_IN_HEAD = `echo $$ > ${VLLM_PID_FILE}; exec "$@" > /proc/1/fd/1 2>&1`;
+const VLLM_IN_HEAD = `echo $$ > ${VLLM_PID_FILE}; exec "$@" > /proc/1/fd/1 2>&1`;
 
-export interface NodeContainer {
+interface NodeContainer {
   cli: ContainerCli;
   cliArgs: string[];
   image: string;
@@ -46,12 +46,12 @@ export interface ContainerInputs {
 }
 
 /** Where the Hugging Face cache is on a node: the profile's container.hfCache, else the ssh user's home. */
-export function nodeHfCache(p: Profile, n: NodeEntry): string {
+function nodeHfCache(p: Profile, n: NodeEntry): string {
   return p.container?.hfCache ?? (n.sshUser === 'root' ? '/root/.cache/huggingface' : `/home/${n.sshUser}/.cache/huggingface`);
 }
 
 /** One node's container run line: the runtime's, with the node's GPUs, the RDMA devices and its command. */
-export function nodeContainer(
+function nodeContainer(
   x: ContainerInputs,
   n: NodeEntry,
   role: { rank: number; gpus: number },

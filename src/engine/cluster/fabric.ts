@@ -17,7 +17,7 @@ import { shellQuote } from '../../output/format.js';
 import { allNodes, fabricAddress, fabricInterface } from './ray-plan.js';
 import { parseShowGids } from '../../nvidia/rdma.js';
 
-export interface RdmaPort {
+interface RdmaPort {
   dev: string;
   port: number;
   /** "ACTIVE", "DOWN", ... (the word of sysfs `state`, "4: ACTIVE") */

@@ -12,7 +12,7 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable, onEveryNode } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
 
-export interface ImageSyncRequest {
+interface ImageSyncRequest {
   cli: ContainerCli;
   cliArgs: string[];
   image: string;
@@ -31,7 +31,7 @@ export interface NodeImageSync {
   why?: string;
 }
 
-export interface LocalImage {
+interface LocalImage {
   id: string;
   size: number;
 }
@@ -75,7 +75,7 @@ export function loadCommand(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs'>, second
 export const saveArgv = (r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image'>): string[] => [r.cli, ...r.cliArgs, 'save', r.image];
 
 /** Generous but finite: 10 minutes plus the image at 10 MB/s. */
-export const copyDeadlineS = (size: number) => Math.round(600 + size / 10e6);
+const copyDeadlineS = (size: number) => Math.round(600 + size / 10e6);
 
 /** The image's ID and size here; undefined when it is not here (or the runtime cannot say). */
 export async function localImage(r: Pick<ImageSyncRequest, 'cli' | 'cliArgs' | 'image' | 'signal'>): Promise<LocalImage | { error: string }> {

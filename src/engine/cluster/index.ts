@@ -20,7 +20,7 @@ export function executorFor(kind: ExecutorKind): ClusterExecutor {
 }
 
 /** Records written before native multi-node existed are Ray's. */
-export const recordedExecutor = (r: ClusterRecord): ExecutorKind => r.executor ?? 'ray';
+const recordedExecutor = (r: ClusterRecord): ExecutorKind => r.executor ?? 'ray';
 
 /**
  * The cluster records a verb acts on, from what the registry holds: a name picks its profile's

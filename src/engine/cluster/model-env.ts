@@ -23,7 +23,7 @@ import { hubCacheDir } from '../../model/cache.js';
 import { CACHE_VARS } from '../caches.js';
 
 /** Variables of a profile's env that name a folder a rank reads or writes (mounted in a container at the same path). */
-export const FOLDER_VARS = new Set([
+const FOLDER_VARS = new Set([
   ...CACHE_VARS.map(([name]) => name),
   'HF_HOME',
   'HF_HUB_CACHE',
@@ -48,7 +48,7 @@ export interface NodeModel {
   notes: string[];
 }
 
-export interface NodeModelInputs {
+interface NodeModelInputs {
   /** sparkctl's environment here (where pull and pull --nodes put the model) */
   env: Record<string, string | undefined>;
   /** sparkctl's working folder (a relative model.path is relative to it, as on one host) */

@@ -11,13 +11,13 @@ import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, printable, onEveryNode, type Remote } from './ssh.js';
 
-export interface SyncFile {
+interface SyncFile {
   path: string;
   blob: string;
   size: number;
 }
 
-export interface SyncRequest {
+interface SyncRequest {
   /** the repository's folder in the cache here; the same path is used on every node */
   repoDir: string;
   commit: string;
@@ -27,7 +27,7 @@ export interface SyncRequest {
   onNode?: (r: NodeSync) => void;
 }
 
-export interface NodeSync {
+interface NodeSync {
   node: string;
   /** the address the copy went to (the fabric's when named) */
   address: string;
@@ -39,7 +39,7 @@ export interface NodeSync {
   why?: string;
 }
 
-export interface NodeHolding {
+interface NodeHolding {
   ref?: string;
   blobs: Map<string, number>;
   links: Set<string>;
@@ -93,7 +93,7 @@ export function parseHolding(out: string): NodeHolding {
 }
 
 /** The blobs a node lacks (absent, or of another size), and whether it matches as it is. Pure. */
-export function compareHolding(req: Pick<SyncRequest, 'commit' | 'files'>, h: NodeHolding): { matches: boolean; missing: SyncFile[]; need: number } {
+function compareHolding(req: Pick<SyncRequest, 'commit' | 'files'>, h: NodeHolding): { matches: boolean; missing: SyncFile[]; need: number } {
   const seen = new Set<string>();
   const missing: SyncFile[] = [];
   for (const f of req.files) {
@@ -147,7 +147,7 @@ function afterBlobs(req: SyncRequest): string[] {
 const STAGE_PREFIX = '.sparkctl-incoming-';
 
 /** A copy to a node has a deadline a slow node cannot stretch: 10 minutes plus the bytes at 10 MB/s (as the image copy). */
-export const copyDeadlineMs = (bytes: number) => Math.round((600 + bytes / 10e6) * 1000);
+const copyDeadlineMs = (bytes: number) => Math.round((600 + bytes / 10e6) * 1000);
 
 // Every path a copy writes on the node is made by sparkctl, in a folder it made, or checked not to be a
 // link at every component, as ensureDirUnder does here. The bytes land first in a fresh 0700 staging

@@ -15,7 +15,7 @@ import { runtimeFor, runtimeOf } from '../runtime/index.js';
 import type { NodeStep } from './ray-plan.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
-export const CONTAINER_ID = /^[a-f0-9]{64}$/;
+const CONTAINER_ID = /^[a-f0-9]{64}$/;
 
 /** What a launched container is known by: the node, the CLI that runs it and the ID it got back. */
 export interface NodeContainerRef {

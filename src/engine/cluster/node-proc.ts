@@ -128,7 +128,7 @@ export const sshShell =
   (script, o) =>
     ssh(nf, node, script, o);
 
-export interface NodeStop {
+interface NodeStop {
   state: 'stopped' | 'killed' | 'unproven' | 'failed';
   detail?: string;
 }

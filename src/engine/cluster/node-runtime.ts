@@ -13,7 +13,7 @@ import type { NodeStep } from './ray-plan.js';
 import type { ExecutorKind, NodeFailure } from './common.js';
 
 /** What placing the host's commands on the nodes reads: the runtime's inputs and the nodes' shape. */
-export interface PlaceInputs extends ContainerInputs {
+interface PlaceInputs extends ContainerInputs {
   executor: ExecutorKind;
   /** GPUs per node of a native rank (tensor x pipeline / nodes) */
   perNode: number;
@@ -21,7 +21,7 @@ export interface PlaceInputs extends ContainerInputs {
   rdmaNodes?: Set<string>;
 }
 
-export interface NodeRuntime {
+interface NodeRuntime {
   /** the planned host steps as this runtime runs them, one per node, in start order */
   place(x: PlaceInputs, nf: NodesFile, host: NodeStep[]): NodeStep[];
   /** refused before anything starts on any node (undefined: nothing to refuse), read on the nodes over ssh */

@@ -59,7 +59,7 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
+async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
   const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
@@ -87,7 +87,7 @@ export async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], w
 }
 
 /** The plan's exec line in the head's container, as what follows the container's name: the command exec runs. */
-export function execCommand(plan: ClusterPlan): string[] {
+function execCommand(plan: ClusterPlan): string[] {
   const s = plan.steps[0]!;
   const exec = s.argv[1];
   const name = s.container!.name;
@@ -206,6 +206,7 @@ function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: s
     servedName: plan.servedName,
     logFile: `${head.cli[0]} logs ${head.containerId.slice(0, 12)}`,
     startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
     marker,
     ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
   };
@@ -216,7 +217,7 @@ function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: s
  * ended (or was not running), 3 it was killed, 9 the container is gone, 4 the container is not
  * provably ours.
  */
-export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
+function vllmStopLine(head: NodeContainerRef, graceS: number): string {
   const polls = Math.max(0, Math.round(graceS * 10));
   return execLine(head, [
     'sh',
@@ -233,7 +234,7 @@ export function vllmStopLine(head: NodeContainerRef, graceS: number): string {
  * not (yet) there; 8: the pid file holds no pid; 9: the container is gone; 4: the container is not
  * provably ours.
  */
-export function hostPidLine(head: NodeContainerRef): string {
+function hostPidLine(head: NodeContainerRef): string {
   const inspect = cliLine(head, ['inspect', '--type', 'container', '--format', '{{.State.Pid}}', head.containerId]);
   const cat = cliLine(head, ['exec', head.containerId, 'cat', VLLM_PID_FILE]);
   return [

@@ -17,7 +17,7 @@ export interface Remote {
   error?: string;
 }
 
-export interface SshOptions {
+interface SshOptions {
   /** the whole call, ssh included */
   timeoutMs?: number;
   /** a deadline enforced on the node: the command's process group is ended when it passes */
@@ -31,7 +31,7 @@ export interface SshOptions {
 }
 
 /** What a node may answer one command by default: a file listing of a large model is a few MiB; a node that sends more is not answering. */
-export const SSH_MAX_ANSWER = 16 * 1024 * 1024;
+const SSH_MAX_ANSWER = 16 * 1024 * 1024;
 
 export function sshArgv(nf: NodesFile, node: NodeEntry, command: string): string[] {
   const argv = [process.env.SPARKCTL_SSH ?? 'ssh', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${nf.ssh.connectTimeoutSeconds}`, '-o', 'StrictHostKeyChecking=accept-new', '-p', String(node.sshPort)];

@@ -5,11 +5,12 @@
 import type { Proof } from './proc.js';
 import type { Launched } from './child.js';
 import { containerGpuUse, withCliArgs, type ContainerCli } from './container.js';
-import { containerOurs, launchContainer, renderContainer } from './launch-container.js';
+import { containerOurs, endFollower, launchContainer, renderContainer } from './launch-container.js';
 import { cliRunAsync, failureLine, imageIdOf, killContainer, proveRecord, stopContainer } from './ops.js';
 import { CONTAINER_TRAITS } from './traits.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeImages, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 import { renderQuadlet } from './quadlet.js';
+import { pullImage } from './image-pull.js';
 import { containerUnitExec } from './unit.js';
 
 /** The envelope's container: the run line and what it needs; the settings it came from stay inside. */
@@ -31,6 +32,7 @@ function cliImages(cli: ContainerCli): RuntimeImages {
       return { stdout: r.stdout };
     },
     pullCommand: (ref) => `${cli} pull ${ref}`,
+    pull: (ref, cliArgs, opts) => pullImage({ cli, cliArgs, ref, ...opts }),
     // the image the container was created from, as its CLI answers now (not what the record says)
     async runningId(t) {
       const c = t.container;
@@ -77,7 +79,7 @@ export function containerRuntime(cli: ContainerCli): Runtime {
     },
 
     async stop(t: RuntimeTarget, graceMs: number, opts: StopOpts = {}): Promise<Stopped> {
-      const base = { left: 0, members: [], settleMs: 0 };
+      const base = { left: 0, members: [] };
       if (!t.container) return { ...base, how: 'unproven', released: false, unproven: { code: 'container-unproven', detail: 'the entry records no container' } };
       let ran = false;
       const r = await stopContainer(t.container, t.marker, Math.ceil(graceMs / 1000), () => {
@@ -86,9 +88,15 @@ export function containerRuntime(cli: ContainerCli): Runtime {
       });
       if (r.how === 'unproven')
         return { ...base, how: 'unproven', released: false, unproven: { code: 'container-unproven', detail: r.detail ?? 'its identity could not be proven again before stopping it' } };
+      // its follower copies the last lines a moment after; one still running then is ours to end
+      const followerEnded = await endFollower(t.container, FOLLOWER_SETTLE_MS);
       // an exited container was removed, not stopped: nothing of it was running
       const how = r.how === 'gone' || !ran ? 'gone' : r.how;
-      return { ...base, how, released: r.removed, exitCode: r.exitCode, settleMs: FOLLOWER_SETTLE_MS };
+      const held = [
+        r.removed ? '' : `its container ${(r.id ?? t.container.id ?? t.container.name).slice(0, 12)} was not removed (${t.container.cli} rm: ${r.detail ?? 'its identity could not be proven again'})`,
+        followerEnded ? '' : `its log follower (pid ${t.container.follower?.pid}) could not be proven before its end: left alone`,
+      ].filter(Boolean);
+      return { ...base, how, released: r.removed && followerEnded, exitCode: r.exitCode, ...(held.length ? { held: held.join('; ') } : {}) };
     },
 
     async kill(t: RuntimeTarget): Promise<void> {

@@ -74,13 +74,6 @@ export function imageStart(image: string, entrypoint?: readonly string[]): Image
   return 'command';
 }
 
-// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
-const IMAGE_REF = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
-
-export function validImageRef(ref: string): boolean {
-  return ref.length <= 512 && IMAGE_REF.test(ref);
-}
-
 /**
  * The image for a platform: NVIDIA's NGC build on the DGX baselines (its tag is the NGC release,
  * YY.MM), vLLM's own image of the target version elsewhere.
@@ -245,7 +238,7 @@ export interface ContainerPlan {
   spec: ContainerSpec;
 }
 
-export interface ContainerRenderInput {
+interface ContainerRenderInput {
   profile: Profile;
   platform: Pick<Platform, 'name'>;
   replica: ReplicaPlan;

@@ -57,9 +57,9 @@ export const hostRuntime: Runtime = {
     const before = proveIdentity(t);
     const members = before.state === 'alive' || before.state === 'degraded' ? before.members : [];
     const how = await stopGroup(t, graceMs, opts);
-    if (how === 'unproven') return { how, released: false, left: 0, members, settleMs: 0, unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
+    if (how === 'unproven') return { how, released: false, left: 0, members, unproven: { code: 'reproof-failed', detail: 'its identity could not be proven again before signalling' } };
     const left = how === 'gone' || t.pgid <= 1 ? 0 : groupMembers(t.pgid).length;
-    return { how, released: left === 0, left, members, settleMs: 0 };
+    return { how, released: left === 0, left, members };
   },
 
   async kill(t: RuntimeTarget): Promise<void> {

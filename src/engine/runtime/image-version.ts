@@ -59,7 +59,7 @@ export function asVersion(text: unknown): string | undefined {
   return isPep440(v) ? v : undefined;
 }
 
-export interface ImageFacts {
+interface ImageFacts {
   /** the content id (podman: 64 hex; docker: sha256:64 hex) */
   id: string;
   labels: Record<string, string>;
@@ -126,7 +126,7 @@ function probeArgvs(cli: ContainerCli, cliArgs: readonly string[], image: string
   ].map((a) => withCliArgs(a, cliArgs));
 }
 
-export interface ImageVllm {
+interface ImageVllm {
   version?: string;
   source?: 'label' | 'image' | 'cache';
   /** the image's content id, when it was read */

@@ -12,6 +12,10 @@ import { UsageError } from '../../errors.js';
 import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
 import { cliRun, failureLine, proveRecord, rememberCli, writeLedger, type ContainerRecord } from './ops.js';
 import type { ReplicaRun } from './runtime.js';
+import { proveIdentity, stopGroup } from './proc.js';
+import { READ_LIMITS, readTextSync } from '../../util/read.js';
+import { pause } from '../../util/pause.js';
+import { pollUntil } from '../../util/poll.js';
 
 /** The fix for a container of our name that is already there. */
 function leftoverFix(cli: string, name: string): string[] {
@@ -80,6 +84,8 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
     .find((w) => /^[a-f0-9]{64}$/.test(w));
   if (!id) return failed(`${cp.cli} run printed no container id: ${JSON.stringify(run.stdout.slice(0, 200))}`);
   rec.id = id;
+  // no marker in its environment: it is no server of its own (the orphan scan reads markers); it is
+  // proven by its pid and start time, recorded below, and its argv
   const child = spawn(cp.cli, [...cp.cliArgs, 'logs', '-f', id], { detached: true, stdio: ['ignore', fd, fd], env: process.env });
   closeSync(fd);
   // the follower ends with the container: its own exit code says nothing about the server's
@@ -91,10 +97,37 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
     (e) => `${cp.cli} logs: ${e.message}`,
     (code) => (code === 0 ? 1 : code),
   );
+  if (l.pid > 0 && l.startTime > 0) rec.follower = { pid: l.pid, startTime: l.startTime };
   record(l);
   return l;
 }
 
+/**
+ * End a log follower that outlived its container. It normally ends on its own a moment after the
+ * container (settleMs); podman's `logs -f` can miss that end under load and follow a removed
+ * container forever (a CI run left one). Proven by what sparkctl recorded at its launch, the pid and
+ * its start time (the kernel's, so a reused pid is another process), and its argv still following
+ * this container; anything else is left alone. Whether none of it is left.
+ */
+export async function endFollower(rec: ContainerRecord, settleMs: number, graceMs = 1000): Promise<boolean> {
+  const f = rec.follower;
+  // a record from before followers were recorded: the moment, as before
+  if (!f) return (await pause(settleMs), true);
+  const id = { pid: f.pid, pgid: f.pid, startTime: f.startTime };
+  const ours = () => proveIdentity(id).state === 'alive' && follows(f.pid, rec.id);
+  if ((await pollUntil(ours, (o) => !o, { deadlineMs: settleMs, intervalMs: 50 })).done) return true;
+  return (await stopGroup(id, graceMs)) !== 'unproven';
+}
+
+/** The process's argv ends in `logs -f ID` (read bounded; one that cannot be read follows nothing). */
+function follows(pid: number, containerId: string | undefined): boolean {
+  if (!containerId) return false;
+  try {
+    return readTextSync(`/proc/${pid}/cmdline`, { maxBytes: READ_LIMITS.proc }).endsWith(`\0logs\0-f\0${containerId}\0`);
+  } catch {
+    return false;
+  }
+}
 /** Readiness "ours": the container we ran (id and marker label) is running; proven once, then kept. */
 export function containerOurs(l: Launched): () => boolean {
   let proven = false;

@@ -23,6 +23,11 @@ export interface ContainerRecord {
   id?: string;
   /** where `run --cidfile` wrote the id: sparkctl's own record of it when `run` never returned */
   cidFile?: string;
+  /**
+   * its `logs -f` follower, as launched (pid, start time; it carries the launch's marker): ended by
+   * the stop if it outlives the container (podman's can miss the container's end under load)
+   */
+  follower?: { pid: number; startTime: number };
 }
 
 export interface CliResult {
@@ -144,7 +149,7 @@ export function proveRecord(rec: ContainerRecord, marker: string | undefined): C
   return { ...proveContainer({ containerId: id, marker }, { stdout: r.stdout, notFound }), id };
 }
 
-export type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
+type ContainerStopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /**
  * `stop --time` then `rm`, for a container proven ours right before each. The runtime sends
@@ -227,7 +232,7 @@ export function rememberCli(stateDir: string, cli: ContainerCli, cliArgs: string
  * whose registry entry is gone (a kill -9 of sparkctl mid-launch, a deleted entry) is still found
  * from sparkctl's own record, never from the labels a container carries.
  */
-export interface LedgerRecord {
+interface LedgerRecord {
   marker: string;
   cli: ContainerCli;
   cliArgs: string[];

@@ -19,7 +19,7 @@ export interface ContainerCheck {
 const CONTAINER_CHECK_IDS = ['container.cli', 'container.image', 'container.oci-runtime', 'container.toolkit', 'container.cdi', 'container.toolkit.docker'] as const;
 export type ContainerCheckId = (typeof CONTAINER_CHECK_IDS)[number];
 
-export type Runner = (argv: string[], timeoutMs: number) => Promise<CliResult>;
+type Runner = (argv: string[], timeoutMs: number) => Promise<CliResult>;
 
 /** What the runtime and the host answered; absent where it was not asked (an earlier answer made it moot). */
 export interface ContainerAnswers {

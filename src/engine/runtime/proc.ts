@@ -148,7 +148,7 @@ const markerOf = (id: Identity) => (typeof id.marker === 'string' && id.marker.l
  * any member does), so a transport that checks it right before `kill` closes the gap between the
  * proof and the signal (on a node: an ssh round trip).
  */
-export interface Anchor {
+interface Anchor {
   pid: number;
   start: number;
   pgid: number;
@@ -261,7 +261,7 @@ async function signalOver(t: ProcTransport, id: Identity & { pid: number; pgid: 
 export type StopHow = 'gone' | 'terminated' | 'killed' | 'unproven';
 
 /** How long the rest of a group may outlive its leader's exit before it gets a SIGTERM of its own. */
-export const LINGER_MS = 5000;
+const LINGER_MS = 5000;
 
 /**
  * SIGTERM, wait while it drains, then SIGKILL to the whole group; every signal re-proves identity

@@ -11,6 +11,7 @@ import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UsageError } from '../../errors.js';
 import { readTextOrNullSync } from '../../util/read.js';
+import { lstatIfAny } from '../../util/atomic.js';
 import { socketInodesOfPid } from './socket-owner.js';
 
 /** The folder of replica sockets (and its parent, <state>/router): made 0700 where missing; refused when a link or not this user's. */
@@ -88,13 +89,8 @@ export function unixListening(path: string, read: () => string | null = netUnix)
  */
 export function prepareReplicaSocket(path: string): void {
   ensureSocketDir(dirname(path));
-  let st: ReturnType<typeof lstatSync>;
-  try {
-    st = lstatSync(path);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
+  const st = lstatIfAny(path);
+  if (!st) return;
   if (!st.isSocket()) throw new UsageError(`replica socket ${path}: something that is not a socket is there`, [`remove ${path}; sparkctl's replica binds a socket there`]);
   if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new UsageError(`replica socket ${path}: belongs to uid ${st.uid}, not to this user`, [`remove ${path}`]);
   if (unixListening(path) !== false)

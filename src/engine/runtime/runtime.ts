@@ -14,6 +14,7 @@ import type { ContainerCheck } from './preflight.js';
 import type { QuadletInput, QuadletUnit } from './quadlet.js';
 import type { UnitExec } from './unit.js';
 import type { RuntimeTraits } from './traits.js';
+import type { PullRequest, PullResult } from './image-pull.js';
 
 export type RuntimeKind = 'host' | ContainerCli;
 
@@ -70,10 +71,10 @@ export interface Stopped {
   members: number[];
   /** the server's exit code, where the runtime reports it (a container's: 137 after the runtime's SIGKILL) */
   exitCode?: number;
-  /** how long its last log lines take to reach the log after it ended (a container's log follower) */
-  settleMs: number;
   /** how: unproven */
   unproven?: { code: UnprovenCode; detail: string };
+  /** what it still holds that the runtime could not release, in the runtime's words (a container it could not remove) */
+  held?: string;
 }
 
 export interface StopOpts {
@@ -100,6 +101,8 @@ export interface RuntimeImages {
   inspect(ref: string, cliArgs: readonly string[]): Promise<{ stdout: string } | { error: string }>;
   /** the command that fetches a reference this runtime could not read */
   pullCommand(ref: string): string;
+  /** the runtime's own pull of a reference (image-pull.ts: a deadline, progress lines, a failure read into its kind); never throws */
+  pull(ref: string, cliArgs: readonly string[], opts: Pick<PullRequest, 'timeoutMs' | 'signal' | 'onLine'>): Promise<PullResult>;
   /** the image a launched server runs, as the runtime answers for it now (64 hex; undefined: not read) */
   runningId(t: RuntimeTarget): Promise<string | undefined>;
 }

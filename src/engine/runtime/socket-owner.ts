@@ -119,7 +119,7 @@ export function tcpOf(pids: readonly number[], read: (f: string) => string | nul
  * or when the holder's files cannot be read (another user's, without root). Bounded: one pass over
  * /proc, at most 4096 processes.
  */
-export function portHolders(port: number): Array<{ pid: number; comm: string }> {
+function portHolders(port: number): Array<{ pid: number; comm: string }> {
   const inodes = listeningInodes(port);
   if (!inodes?.size) return [];
   let pids: number[];

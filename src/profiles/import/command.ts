@@ -10,7 +10,7 @@
 // than the words it spells.
 import { UsageError } from '../../errors.js';
 
-export interface Rendered {
+interface Rendered {
   /** the words of the command, placeholders filled */
   words: string[];
   /** the placeholders filled, each once */

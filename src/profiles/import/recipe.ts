@@ -18,7 +18,7 @@ import { isModelId } from '../schema.js';
 import { checkArgv, resolveOption, takesValue, formatFlagProblem } from '../vllm-flags.js';
 import { renderCommand, templateValue } from './command.js';
 
-export interface MappedKey {
+interface MappedKey {
   /** where in the recipe: `defaults.port`, `command --max-model-len`, `container` */
   key: string;
   value: string;
@@ -26,7 +26,7 @@ export interface MappedKey {
   field: string;
 }
 
-export interface UnmappedKey {
+interface UnmappedKey {
   key: string;
   /** the value, shortened; a secret's never */
   value: string;
@@ -42,7 +42,7 @@ export interface RecipeImport {
   notes: string[];
 }
 
-export interface ImportOptions {
+interface ImportOptions {
   /** the profile's name */
   name: string;
   /** the vLLM whose flag table decides which extra arguments are accepted */

@@ -15,7 +15,7 @@ import { readTextSync, FileRefused } from '../../util/read.js';
 import { hasControl } from '../../util/control.js';
 
 /** `@registry/name`: what sparkrun prints on a registry's page and `sparkrun list` shows. */
-export const REGISTRY_NAME = /^@([A-Za-z0-9][A-Za-z0-9._-]*)\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
+const REGISTRY_NAME = /^@([A-Za-z0-9][A-Za-z0-9._-]*)\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
 const INDEX = join('.sparkrun', 'registry.yaml');
 const INDEX_MAX_BYTES = 64 * 1024;
 /** spark-arena/recipe-registry holds a few hundred files; a walk past these bounds is not a registry */
@@ -24,7 +24,7 @@ const WALK_MAX_DEPTH = 8;
 
 const CLONE = 'git clone https://github.com/spark-arena/recipe-registry DIR (pin the commit you read: git -C DIR checkout <commit>)';
 
-export interface RegistryHit {
+interface RegistryHit {
   /** the file found, inside the checkout */
   file: string;
   registry: string;

@@ -10,7 +10,7 @@ import type { RecipeSource } from './source.js';
 import type { RecipeImport } from './recipe.js';
 
 /** The vLLM version an image's reference states: by its tag, or by the NGC release it names. */
-export interface StatedVersion {
+interface StatedVersion {
   version: string;
   from: 'tag' | 'release-notes';
 }

@@ -19,7 +19,7 @@ import type { CheckOutcome, ChecksReport } from '../../output/check.js';
 import { ExitWith, ExitCode } from '../../errors.js';
 
 /** The nodes' report: the checks (each node's, with its node, then those across the nodes) and what only nodes have. */
-export interface NodesPreflightReport extends ChecksReport {
+interface NodesPreflightReport extends ChecksReport {
   nodes: NodeReport[];
   /** the checks across the nodes (also in checks, without a node) */
   cross: CheckOutcome[];
@@ -134,7 +134,7 @@ export async function preflightNodes(opts: { nodes?: string; profile?: string; p
   const cross = [
     ...runNodesChecks({ nf, reports, modelPath, gpusNeeded: r ? r.profile.parallel.tensor * r.profile.parallel.pipeline : undefined, ray }),
     ...runFabricChecks(fabric).map((x) => ({ ...x, area: 'fabric', durationMs: 0 })),
-    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile })] : []),
+    ...(r && traitsOfProfile(r.profile).vllmFrom === 'image' ? [await sameImageCheck(opts.profile!, nf, opts, { profile: r.profile, file: r.file })] : []),
   ];
   const envs = fabricEnvs(nf, fabric.readings);
   const report = nodesReport(reports, cross, Object.fromEntries(allNodes(nf).map((n) => [n.name, { reading: fabric.readings.get(n.name) ?? null, env: envs[n.name] ?? null }])), Date.now() - started);

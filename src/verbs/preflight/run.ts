@@ -4,7 +4,7 @@ import { renderReport, reportJson } from '../../preflight/report.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';
 
-export interface PreflightCliOptions {
+interface PreflightCliOptions {
   profile?: string;
   set?: string[];
   platform: string;

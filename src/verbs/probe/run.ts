@@ -48,11 +48,11 @@ const STEPS = PROBE_CHECKS.length;
  * Code's about 20,500 tokens), whose prefill on one DGX Spark takes about 9 s in the simulator playing a GB10; the
  * 5 s every other step gets called a healthy Spark unhealthy. Claude Code itself waits minutes for an answer.
  */
-export const CLIENT_STEP_MS = 120_000;
+const CLIENT_STEP_MS = 120_000;
 
 type State = Record<string, TargetState>;
 type Settings = ProbeBlockValues & { gpuMemoryUtilization?: number };
-export interface ProbeTarget {
+interface ProbeTarget {
   t: InstanceTarget;
   s: Settings;
   /** a profile's router with no live entry: not probed as a server, judged down (its port is checked) */
@@ -136,7 +136,7 @@ export async function run(names: string[], opts: ProbeCli) {
 }
 
 /** Bad flags are exit 2 before any target is contacted or any history is written. */
-export function checkFlags(opts: ProbeCli) {
+function checkFlags(opts: ProbeCli) {
   if (opts.client && !['claude-code', 'openai'].includes(opts.client)) throw new UsageError(`--client ${opts.client}: expected claude-code or openai`);
   for (const u of opts.url) parseServerUrl(u, '--url');
   if (opts.alertWebhook) parseServerUrl(opts.alertWebhook, '--alert-webhook');
@@ -206,7 +206,7 @@ async function judgeRouterDown(d: NonNullable<ProbeTarget['routerDown']>, url: s
  * stacks probes: a target that has not answered by then is recorded as unreachable, and its
  * request in flight is cancelled.
  */
-export async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
+async function probeAll(targets: ProbeTarget[], opts: ProbeCli, prev: State, last: Map<string, { xidT?: number } | undefined>, gpuHost?: Host): Promise<ProbeResult[]> {
   const longest = Math.max(...targets.map(({ s }) => opts.stepTimeout ?? s.timeoutMs));
   // --client without --step-timeout: the client's request gets its own, longer deadline (a long prefill
   // is no fault), and the run's default deadline makes room for it.

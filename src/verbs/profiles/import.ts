@@ -17,7 +17,7 @@ import { envelope, table, c } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { ExitWith, ExitCode, UsageError } from '../../errors.js';
 
-export interface ImportFlags {
+interface ImportFlags {
   out?: string;
   force?: boolean;
   name?: string;

@@ -16,7 +16,7 @@ import { UsageError, ExitWith, exitCodeOf } from '../../errors.js';
 import type { RollingEvent, RollingOutcome } from '../../router/rolling.js';
 import type { RequestsOutcome } from '../../engine/stop.js';
 
-export interface RestartOptions {
+interface RestartOptions {
   rolling?: boolean;
   /** with --rolling: only these replicas (sparkctl watch restarts one wedged replica) */
   replica?: string[];
@@ -64,6 +64,7 @@ export async function run(profileName: string, opts: RestartOptions) {
   const moved = prepared.imagePin && movedLine(prepared.imagePin, name);
   if (!opts.json && prepared.imagePin) note(c.dim(pinLine(prepared.imagePin)));
   if (!opts.json && moved && opts.rolling) note(`${c.yellow('warning')}: ${moved}`);
+  if (!opts.json && prepared.imagePin?.finding) note(`${c.yellow('warning')}: ${prepared.imagePin.finding}`);
   // the stated rule for a host install that changed under the replicas: another vLLM (or none) is another
   // server, refused (an upgrade compares it first); other packages beside the same vLLM are said, and restarted on
   if (vllmChange && vllmChange.kind !== 'packages')
@@ -201,17 +202,14 @@ async function restartAll(profileName: string, opts: RestartOptions, reg: Regist
   try {
     const unproven = entries.filter((e) => e.proof.state === 'unproven');
     if (unproven.length) throw new UsageError(`cannot restart: ${unproven.map((e) => e.inst.name).join(', ')} cannot be proven ours`, ['sparkctl status says why; nothing was signalled']);
-    const { stopInstance } = await import('../../engine/stop.js');
+    const { stopInstance, heldText } = await import('../../engine/stop.js');
     const router = entries.some((e) => e.inst.role === 'router') ? (await import('../../router/stop.js')).stopRouterEntry : undefined;
     // The router first: no request is sent to a replica that is stopping.
     const order = [...entries.filter((e) => e.inst.role === 'router'), ...entries.filter((e) => e.inst.role !== 'router')];
     for (const e of order) {
       const st = await stopInstance(reg, e, { graceMs: opts.grace === undefined ? undefined : opts.grace * 1000, router });
       if (st.result === 'unproven') throw new UsageError(`${e.inst.name}: its identity could not be proven again: not signalled`);
-      if (!st.removed)
-        throw new UsageError(`${e.inst.name} did not release everything (port ${st.portFree ? 'free' : 'still held'}, ${st.groupLeft} process(es) left)`, [
-          `sparkctl stop ${e.inst.name}, then serve again`,
-        ]);
+      if (!st.removed) throw new UsageError(`${e.inst.name} did not release everything (${heldText(st) ?? 'its registry entry is kept'})`, [`sparkctl stop ${e.inst.name}, then serve again`]);
       if (!opts.json && st.result !== 'not-running') note(`${e.inst.name}: ${st.result}; requests in flight: ${requestsLine(st.requests)}`);
     }
   } finally {

@@ -10,7 +10,7 @@ import type { Profile } from '../../profiles/schema.js';
 import { UsageError } from '../../errors.js';
 import { checkRepoId } from '../../model/cache.js';
 
-export interface GateResult {
+interface GateResult {
   check?: ModelCacheCheck;
   /** what serve should say (a warning), when it goes on anyway */
   warnings: string[];

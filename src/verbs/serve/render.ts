@@ -9,7 +9,7 @@ import type { Diagnosis } from '../../engine/diagnose.js';
 import { progress, say, note } from '../../output/log.js';
 import { c, envelope, formatDuration, statusMark, table } from '../../output/format.js';
 
-export interface ServeRenderer {
+interface ServeRenderer {
   preflight(pf: ServePreflight, simulated: boolean): void;
   event(e: ServeEvent): void;
   outcome(o: ServeOutcome): void;
@@ -39,7 +39,7 @@ function failureLines(r: ReplicaOutcome, d: Diagnosis): string[] {
 }
 
 /** serve's renderer context: the profile, and for a serve over nodes the nodes file as the operator named it (the stop line repeats it). */
-export interface RenderCtx {
+interface RenderCtx {
   profile: string;
   simulated: boolean;
   nodes?: string;

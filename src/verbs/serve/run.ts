@@ -19,7 +19,7 @@ import { HAPROXY_MALLOC_ENV } from '../../profiles/haproxy.js';
 import { findHaproxy, INSTALL_FIX } from '../../router/process.js';
 import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
-import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, readPins, writePin, type ImagePinDecision } from '../../engine/pins.js';
+import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, pinsAt, readPins, writePin, writePinFile, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 
 export type { ServeOptions };
@@ -163,7 +163,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   validateServeFlags(opts);
   if (opts.nodes) {
     const multi = await import('./nodes.js');
-    return multi.serveNodes(profileName, opts);
+    await multi.serveNodes(profileName, opts);
+    return;
   }
   const reads: Reads = {
     profiles: opts.profiles,
@@ -297,6 +298,7 @@ function pinNotes(plan: ServePlan, pin: ImagePinDecision | undefined, json?: boo
   if (!pin) return;
   const moved = movedLine(pin, plan.profile.name);
   if (moved) plan.warnings.unshift(moved);
+  if (pin.finding) plan.warnings.unshift(pin.finding);
   if (!json) note(c.dim(pinLine(pin)));
 }
 
@@ -306,11 +308,16 @@ async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean)
   const images = runtimeFor(plan).images;
   if (d.state === 'unpinned' && images) {
     const inspected = await inspectForPin(images, plan.profile.container?.cliArgs ?? [], d.ref);
-    d = decideImagePin(d.ref, readPins(stateDir(), plan.profile.name), inspected);
+    d = { ...decideImagePin(d.ref, readPins(stateDir(), plan.profile.name, pin.lock), inspected), ...(pin.lock ? { lock: pin.lock } : {}) };
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
   }
   const p = pinOfDecision(d, plan.profile.engine.vllmVersion);
-  if (p) writePin(stateDir(), plan.profile.name, p);
+  if (p) writePin(stateDir(), plan.profile.name, p, d.lock);
+  // served healthy on the lock file's pin where the state folder said another: this host's state follows it
+  else if (d.state === 'kept' && d.lock && d.finding) {
+    const locked = pinsAt(stateDir(), plan.profile.name, d.lock);
+    if (locked.from === 'lockfile' && locked.file) writePinFile(stateDir(), locked.file);
+  }
 }
 
 /** The runtime's own checks (a container's CLI, image and GPU access), for the GPUs the replicas use. */

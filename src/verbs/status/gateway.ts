@@ -4,7 +4,7 @@ import { c } from '../../output/format.js';
 import { runningGateway, gatewayUrl } from '../../gateway/control.js';
 
 /** The gateway as status shows it (the `gateway` key of --json): from the registry's launch record and the keeper's details. */
-export interface GatewayStatus {
+interface GatewayStatus {
   state: 'running' | 'starting' | 'degraded' | 'unproven';
   /** launched by gateway up (stop --all and gateway down stop it); false: a foreground `gateway run` (its service manager's) */
   managed: boolean;

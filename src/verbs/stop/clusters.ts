@@ -14,7 +14,7 @@ import { say } from '../../output/log.js';
 import { UsageError, ProblemsFound } from '../../errors.js';
 
 /** One cluster's stop as said to the operator: a line per rank or node, and what went wrong, if anything. */
-export interface ClusterStopped {
+interface ClusterStopped {
   profile?: string;
   lines: string[];
   problem?: string;
@@ -22,7 +22,7 @@ export interface ClusterStopped {
 }
 
 /** What one stop acts on: a record over its nodes (rec undefined: nothing recorded there, Ray's stop on each node). */
-export interface ClusterTarget {
+interface ClusterTarget {
   nf: NodesFile;
   rec?: ClusterRecord;
   /** the name the stop was asked for (said in "nothing recorded for NAME") */

@@ -1,6 +1,6 @@
 import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
-import { stopInstances, graceMsOf, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
+import { stopInstances, graceMsOf, heldText, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ProblemsFound } from '../../errors.js';
@@ -60,7 +60,7 @@ export function outcomeLine(r: StopOutcome): string {
     return `${r.name}: NOT SIGNALLED: ${r.unproven?.detail}; ${r.forgotten ? 'record dropped (--force-forget)' : 'left alone (sparkctl stop --force-forget drops the record)'}`;
   const req = requestsText(r.requests);
   const log = r.logDeleted ? '; its log was deleted while it ran (rotated away?): its shutdown lines are lost' : '';
-  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; ${r.uds ? 'socket' : 'port'} ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${log}`;
+  return `${r.name}: ${howText(r)}${req ? `: ${req}` : ''}; ${r.uds ? 'socket' : 'port'} ${r.portFree ? 'free' : 'STILL IN USE'}${r.groupLeft ? `; ${r.groupLeft} process(es) of its group left` : ''}${r.gpuHolders.length ? `; GPU still held by ${r.gpuHolders.join(',')}` : ''}${r.held ? `; ${r.held}` : ''}${log}`;
 }
 
 /**
@@ -123,7 +123,7 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     if (opts.json) say(envelope('stop', { stopped: results, ...cl, ...gw }));
     else for (const r of results) say(outcomeLine(r));
     const unproven = results.filter((r) => r.result === 'unproven' && !r.forgotten);
-    const bad = results.filter((r) => r.result !== 'unproven' && (!r.portFree || r.groupLeft || r.gpuHolders.length));
+    const bad = results.filter((r) => heldText(r) !== undefined);
     if (bad.length) note('some resources are still held; the registry entries are kept so `sparkctl stop` can be run again');
     if (bad.length || unproven.length || gatewayBad || clusterBad)
       throw new ProblemsFound(

@@ -6,7 +6,7 @@ import { shownAddress } from '../../util/socket-url.js';
 import { interrupts } from '../../util/interrupt.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
-import { registeredServers } from '../registered.js';
+import { registeredServers, registeredCluster } from '../registered.js';
 import { recordOf } from '../../engine/relaunch.js';
 import { readSecrets } from '../../engine/plan.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
@@ -16,13 +16,16 @@ import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
 import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
-import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, type Pin } from '../../engine/pins.js';
+import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, type Pin } from '../../engine/pins.js';
+import { candidateImage, type CandidateImage } from '../../upgrade/candidate-image.js';
+import type { RuntimeImages } from '../../engine/runtime/runtime.js';
+import type { ContainerCli } from '../../engine/runtime/container.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import { defaultGolden } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { Thresholds } from '../../upgrade/judge.js';
 
-export interface UpgradeOptions {
+interface UpgradeOptions {
   image?: string;
   vllm?: string;
   vllmBin?: string;
@@ -30,6 +33,8 @@ export interface UpgradeOptions {
   /** overrides for the candidate only (kept with its pin) */
   candidateSet: string[];
   roll: boolean;
+  /** false: --no-pull (an --image not here is refused) */
+  pull: boolean;
   dryRun?: boolean;
   drainTimeout: number;
   json?: boolean;
@@ -38,6 +43,8 @@ export interface UpgradeOptions {
   gpus?: number;
   /** the canary beside the replicas on these GPUs */
   canaryGpus?: string;
+  /** a profile served over nodes: the nodes file (default: the one its record names) */
+  nodes?: string;
 }
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
@@ -106,14 +113,43 @@ interface Candidate {
   imageId?: string;
   /** --rollback: the pin file as it will be once the rollback is done */
   rollback?: ReturnType<typeof rollbackPins>;
+  /** the image: here, pulled now, or (--dry-run) would be pulled */
+  fetched?: CandidateImage;
 }
+
+/** The candidate image here (pulled when it is not, unless --no-pull; --dry-run pulls nothing); progress on stderr. */
+async function fetchCandidate(opts: UpgradeOptions, cur: Relaunch, images: RuntimeImages, ref: string): Promise<CandidateImage> {
+  const rt = runtimeFor(cur.plan);
+  const ac = interrupts();
+  try {
+    return await candidateImage({
+      cli: rt.kind as ContainerCli,
+      cliArgs: cur.plan.profile.container?.cliArgs ?? [],
+      images,
+      ref,
+      pull: opts.pull,
+      dryRun: Boolean(opts.dryRun),
+      signal: ac.signal,
+      onProgress: opts.json ? undefined : (l) => note(l),
+    });
+  } finally {
+    ac.off();
+  }
+}
+
+/** The lock file beside the profile where the operator keeps the pin there (pinnedIn: lockfile). */
+const lockOf = (r: Relaunch) => lockFileOf(r.plan.profile, r.plan.file);
 
 async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, dir: string): Promise<Candidate> {
   if (opts.rollback) {
-    const pins = readPins(dir, name);
+    const pins = readPins(dir, name, lockOf(cur));
     const back = pins ? rollbackPins(pins) : undefined;
     if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
-    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back };
+    const images = runtimeFor(cur.plan).images;
+    // a pin by digest that is no longer here (pruned) is pulled by that digest: it cannot have moved
+    const fetched =
+      images && back.to.imagePinned && isPinnedRef(back.to.imagePinned) && !/^[a-f0-9]{64}$/.test(back.to.imagePinned) ? await fetchCandidate(opts, cur, images, back.to.imagePinned) : undefined;
+    return { sets: back.to.sets, vllmBin: back.to.vllmBin, image: back.to.image, imagePinned: back.to.imagePinned, imageId: back.to.imageId, rollback: back, ...(fetched ? { fetched } : {}) };
   }
   if (opts.image) {
     const images = runtimeFor(cur.plan).images;
@@ -121,9 +157,11 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
       throw new UsageError(`--image: ${name} runs on the host (engine.runtime host), not in a container`, [
         `--vllm-bin PATH for another vLLM install on the host, or serve it with --runtime container`,
       ]);
+    const fetched = await fetchCandidate(opts, cur, images, opts.image);
+    if (fetched.state === 'would-pull') return { sets: ['engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, fetched };
     const pin = await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
-    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id };
+    return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id, fetched };
   }
   return { sets: [`engine.vllmVersion=${opts.vllm ?? 'auto'}`, ...opts.candidateSet], vllmBin: opts.vllmBin };
 }
@@ -145,6 +183,7 @@ function memoryLine(r: Relaunch): string {
 function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunch, where: string, c0: Candidate): string[] {
   const out = [`${name}: ${c0.rollback ? 'rollback' : 'upgrade'} plan`];
   if (c0.image || c0.imagePinned) out.push(`  image: ${c0.image ?? '(pinned)'} -> ${c0.imagePinned} (pinned: serve and every restart use this, never a moved tag)`);
+  if (c0.fetched?.state === 'pulled') out.push(`  pulled: ${c0.imagePinned ?? c0.image} (in ${formatDuration(c0.fetched.pullMs ?? 0)})`);
   if (c0.vllmBin) out.push(`  vllm: ${cur.started.vllmBin} -> ${c0.vllmBin}`);
   out.push(...diffLines(diff).map((l) => `  ${l}`));
   out.push(`  memory now: ${memoryLine(cur)}`, `  memory on the candidate: ${memoryLine(cand)}`);
@@ -211,8 +250,8 @@ function canaryGpusFor(opts: UpgradeOptions, name: string, routed: boolean, cur:
 }
 
 /** After a roll: what runs now is what the pin says (the first upgrade also keeps what ran before it; a rollback restores the pin it names). */
-function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined) {
-  if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next);
+function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<ReturnType<typeof candidateOf>>, to: string, first: Pin | undefined, lock: string | undefined) {
+  if (cand0.rollback?.next) return writePinFile(dir, cand0.rollback.next, lock);
   const fp = cand.plan.launch?.fingerprint;
   const candPin: Pin = {
     at: new Date().toISOString(),
@@ -224,8 +263,8 @@ function pinRolled(dir: string, name: string, cand: Relaunch, cand0: Awaited<Ret
     ...(fp ? { fingerprint: fp } : {}),
     sets: cand0.sets,
   };
-  if (first) writePin(dir, name, first);
-  writePin(dir, name, candPin);
+  if (first) writePin(dir, name, first, lock);
+  writePin(dir, name, candPin, lock);
 }
 
 /**
@@ -246,10 +285,31 @@ async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, ca
   return true;
 }
 
+/**
+ * --dry-run with an --image that is not here: what the upgrade would pull, and nothing pulled. What
+ * changes (the image's vLLM, its flags) is read from the image, so it is not shown until it is here.
+ */
+function wouldPull(name: string, opts: UpgradeOptions, cur: Relaunch, replicas: Entry[], c0: Candidate): void {
+  const ref = c0.imagePinned ?? c0.image!;
+  const command = runtimeFor(cur.plan).images!.pullCommand(ref);
+  const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
+  if (opts.json) {
+    say(envelope('upgrade-plan', { profile: name, from, to: null, image: ref, vllmBin: null, sets: c0.sets, pull: { state: 'would-pull', command }, diff: null }));
+    return;
+  }
+  say(`${name}: ${c0.rollback ? 'rollback' : 'upgrade'} plan`);
+  say(`  image: ${ref} is not here: the upgrade would pull it (${command}), pin it to its digest, then read its vLLM; nothing pulled (--dry-run)`);
+  say(`  what changes (flags, metrics, the memory plan) is read from the image once it is here: ${command}, then upgrade ${name} --image ${ref} --dry-run again`);
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
   const reg = new Registry(dir);
+  // a server over nodes: in place over every node (no spare nodes for a canary cluster)
+  const cluster = registeredCluster(reg, profileName, opts);
+  if (cluster) return (await import('./nodes.js')).upgradeNodes(cluster, opts);
+  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
   const { name, entries } = registeredServers(
     reg,
     profileName,
@@ -262,6 +322,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   // read: the plan as it runs now (serve's inputs kept), and the candidate's on top of it
   const cur = await relaunchPlan(profileName, entries, { set: opts.set, profiles: opts.profiles, gpus: opts.gpus, prewarm: true });
   const cand0 = await candidateOf(name, opts, cur, dir);
+  if (cand0.fetched?.state === 'would-pull') return wouldPull(name, opts, cur, replicas, cand0);
   if (await alreadyRuns(name, opts, cur, cand0, replicas)) return;
   const cand = await relaunchPlan(profileName, entries, { set: [...opts.set, ...cand0.sets], profiles: opts.profiles, gpus: opts.gpus, prewarm: true, vllmBin: cand0.vllmBin });
   const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
@@ -283,6 +344,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
           vllmBin: cand0.vllmBin ?? null,
           sets: cand0.sets,
           canary: routed ? 'in-place' : 'beside',
+          pull: cand0.fetched ? { state: cand0.fetched.state } : null,
           diff,
           thresholds: thresholdsOf(cand),
         }),
@@ -291,10 +353,14 @@ export async function run(profileName: string, opts: UpgradeOptions) {
     return;
   }
   if (!opts.json) for (const l of planLines(name, diff, cur, cand, where, cand0)) note(l);
-  const pinsBefore = readPins(dir, name);
+  const lock = lockOf(cur);
+  // a lock file sparkctl may not write over: refused before the canary, not after the roll
+  const notOurs = lockNotWritable(dir, lock);
+  if (notOurs) throw new UsageError(notOurs, [lockFix(lock!)]);
+  const pinsBefore = readPins(dir, name, lock);
   const first = pinsBefore ? undefined : await currentPin(cur, entries);
   const outcome = await act(name, dir, opts, cur, cand, entries, router, from, to, canaryGpus);
-  if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first);
+  if (outcome.status === 'rolled') pinRolled(dir, name, cand, cand0, to, first, lock);
   appendUpgrade(dir, {
     at: new Date().toISOString(),
     profile: name,

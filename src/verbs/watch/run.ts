@@ -34,7 +34,7 @@ import { Watcher, type Hands, type Incident, type RestartHow, type WatchEvent } 
 import { renderTextfile } from '../../watch/textfile.js';
 import { PROM_FIX } from '../../health/prometheus.js';
 
-export interface WatchOptions {
+interface WatchOptions {
   all?: boolean;
   interval: number;
   dryRun?: boolean;
