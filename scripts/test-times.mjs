@@ -36,12 +36,16 @@ function load(path) {
 }
 
 function fromJson(j) {
+  const ends = (j.testResults ?? []).map((f) => f.endTime ?? 0);
+  // vitest's per-file startTime is its first test's: the file's hooks before it (a server started in
+  // beforeAll) are only in the run's wall time, from the run's start to its last file's end
+  const wall = ends.length && j.startTime ? Math.max(...ends) - j.startTime : undefined;
   const files = (j.testResults ?? []).map((f) => ({
     file: f.name.replace(/^.*?\/(test\/)/, '$1'),
     ms: (f.endTime ?? 0) - (f.startTime ?? 0),
     tests: (f.assertionResults ?? []).map((t) => ({ suite: (t.ancestorTitles ?? []).join(' > '), name: t.title, ms: t.duration ?? 0, state: t.status })),
   }));
-  return { files };
+  return { files, wall };
 }
 
 // The default reporter: " ✓ test/unit/layering.test.ts (N tests) 1234ms" then indented "✓ name  1234ms" lines.
@@ -69,7 +73,7 @@ const pick = (run) => run.files.filter((f) => !only || f.file.includes(only));
 function one(run) {
   const files = pick(run).sort((a, b) => b.ms - a.ms);
   const all = files.reduce((n, f) => n + f.ms, 0);
-  console.log(`files: ${files.length}, ${s(all)} s in files (two workers: about half of that is wall time)`);
+  console.log(`files: ${files.length}, ${s(all)} s in files from their first tests (two workers: about half of that is wall time)${run.wall ? `; the run's wall time ${s(run.wall).trim()} s` : ''}`);
   for (const f of files.slice(0, top)) console.log(`${s(f.ms)} s  ${f.file}  (${f.tests.length} tests, ${s(f.tests.reduce((n, t) => n + t.ms, 0)).trim()} s in tests)`);
   for (const f of files.filter((x) => x.tests.some((t) => t.suite))) {
     const suites = new Map();
@@ -87,6 +91,17 @@ function two(a, b) {
   const index = (run) => new Map(pick(run).flatMap((f) => f.tests.map((t) => [key(f, t), t])));
   const A = index(a);
   const B = index(b);
+  // a test renamed by the change (its describe or its title's tail): paired by file and the title's
+  // first 30 characters when that names one test on each side
+  const short = (k) => k.replace(/ :: .*? > /, ' :: ').slice(0, k.indexOf(' :: ') + 4 + 30);
+  for (const k of [...A.keys()].filter((x) => !B.has(x))) {
+    const hits = [...B.keys()].filter((x) => !A.has(x) && short(x) === short(k));
+    const mine = [...A.keys()].filter((x) => !B.has(x) && short(x) === short(k));
+    if (hits.length === 1 && mine.length === 1) {
+      B.set(k, B.get(hits[0]));
+      B.delete(hits[0]);
+    }
+  }
   const keys = [...new Set([...A.keys(), ...B.keys()])];
   const rows = keys.map((k) => ({ k, a: A.get(k), b: B.get(k) })).sort((x, y) => (y.a?.ms ?? 0) + (y.b?.ms ?? 0) - (x.a?.ms ?? 0) - (x.b?.ms ?? 0));
   console.log('  before    after    delta  test');
@@ -98,7 +113,8 @@ function two(a, b) {
   const fb = pick(b).reduce((n, f) => n + f.ms, 0);
   const ta = [...A.values()].reduce((n, t) => n + t.ms, 0);
   const tb = [...B.values()].reduce((n, t) => n + t.ms, 0);
-  console.log(`\nin tests: ${s(ta)} -> ${s(tb)} s (${s(tb - ta).trim()} s); whole files (hooks too): ${s(fa)} -> ${s(fb)} s (${s(fb - fa).trim()} s)`);
+  console.log(`\nin tests: ${s(ta)} -> ${s(tb)} s (${s(tb - ta).trim()} s); files from their first tests: ${s(fa)} -> ${s(fb)} s (${s(fb - fa).trim()} s)`);
+  if (a.wall && b.wall) console.log(`the runs' wall time (hooks too): ${s(a.wall)} -> ${s(b.wall)} s (${s(b.wall - a.wall).trim()} s)`);
 }
 
 const runs = args.map(load);

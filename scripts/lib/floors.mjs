@@ -39,6 +39,7 @@ export const SIDEWAYS = {
   watch: ['router', 'gateway'], // a wedged replica leaves rotation through the router; a server the gateway is starting or evicting is the gateway's
   upgrade: ['router', 'gateway', 'preflight', 'monitoring'], // the canary joins the router's rotation and the roll is the rolling restart; nodes' digests are preflight facts
   'verbs/restart': ['verbs/serve'], // restart without a router is stop, then serve's own handler with the settings it started with
+  'verbs/upgrade': ['verbs/serve'], // an upgrade over nodes serves the candidate (or the previous pin) through serve --nodes' own path, with the settings it started with
 };
 
 /** The room a path under src/ (like 'engine/runtime/ops.ts') belongs to. */

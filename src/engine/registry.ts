@@ -193,6 +193,24 @@ export interface ClusterRecord extends ServerRecord {
    * was not found; the stop then uses the pid file in the container proven by ID)
    */
   inHead?: { pid: number; startTime: number };
+  /** how serve --nodes was asked to start it (absent in records written before it was kept): upgrade serves it again the same way */
+  launch?: ClusterLaunch;
+}
+
+/** serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin) with. */
+export interface ClusterLaunch {
+  /** the profile as serve was given it (a name, a file's whole path, or a model id) */
+  asked: string;
+  /** serve's --set (and --runtime as engine.runtime), in the order given */
+  sets: string[];
+  profilesDir?: string;
+  platform?: string;
+  engine: 'vllm' | 'sim';
+  vllmBin?: string;
+  simLoadSeconds?: string;
+  prewarm: boolean;
+  readyTimeoutMs?: number;
+  skipPreflight?: boolean;
 }
 
 export interface ClusterRank {

@@ -20,7 +20,7 @@ export const UpgradeRecord = z.strictObject({
   status: z.string().max(40),
   /** the comparisons that failed (empty: all passed, or none ran) */
   failed: z.array(z.string().max(2000)).max(50),
-  where: z.enum(['in-place', 'beside']).optional(),
+  where: z.enum(['in-place', 'beside', 'nodes']).optional(),
   ms: z.number().nonnegative(),
   by: z.string().max(100),
 });

@@ -17,10 +17,11 @@
 // opt-in: SPARKCTL_REAL_COMPILE_CONTAINER=1); the folders planned per image are shown below.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, tempDir, rmrf, freePort, processesMarked, ROOT } from '../helpers.js';
 import { realVllmUnavailable, serveReal, PROFILES, VENV_PYTHON, VLLM_BIN, oneRealVllmAtATime } from './real.js';
+import { compileSeconds, filesUnder, started, suiteClock, type Start } from './suite-kit.js';
 
 const why = realVllmUnavailable();
 if (why) console.warn(`real-vLLM cold-start suite skipped: ${why}`);
@@ -29,8 +30,7 @@ const MIN = 60_000;
 let state = '';
 let marker = '';
 let port = 0;
-const started = Date.now();
-const took: Record<string, number> = {};
+const clock = suiteClock('real-vLLM cold-start suite', 0);
 /** Where the test copies the two real logs when asked (COLD_START_LOG_OUT=DIR), to refresh the fixtures. */
 const LOG_OUT = process.env.COLD_START_LOG_OUT;
 
@@ -44,21 +44,12 @@ const logText = () => {
   return all.slice(Math.max(0, all.lastIndexOf('=== sparkctl ')));
 };
 
-type Phase = { id: string; atMs: number; seconds?: number };
-type Start = {
-  phases: Phase[];
-  compile?: { cache?: string; seconds?: number; clockSeconds?: number; evidence?: string };
-  readyMs?: number;
-  firstTokenMs?: number;
-  caches?: { dir: string; warm: boolean };
-};
 let first: Start | undefined;
 let firstLog = '';
 let cacheDir = '';
 
 const ids = (s: Start) => s.phases.map((p) => p.id);
 const at = (s: Start, id: string) => s.phases.find((p) => p.id === id)?.atMs;
-const compileSeconds = (s: Start) => s.compile?.seconds ?? s.compile?.clockSeconds;
 /** The phases every real start of this build reports, in the order they end. */
 const PHASES = ['process', 'files', 'compile', 'kv-cache', 'engine', 'api', 'first-token'];
 
@@ -69,17 +60,6 @@ function checkPhases(s: Start) {
   expect(s.readyMs).toBeGreaterThanOrEqual(at(s, 'api')!);
   expect(s.firstTokenMs).toBe(at(s, 'first-token'));
   expect(s.firstTokenMs!).toBeGreaterThanOrEqual(s.readyMs!);
-}
-
-/** The files under a folder, as paths relative to it (bounded: a cache of a tiny model holds a few hundred). */
-function filesUnder(dir: string, rel = '', out: string[] = []): string[] {
-  if (!existsSync(dir) || out.length > 5000) return out;
-  for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
-    const r = join(rel, d.name);
-    if (d.isDirectory()) filesUnder(dir, r, out);
-    else out.push(r);
-  }
-  return out;
 }
 
 describe.skipIf(why)('real vLLM: a first start and a restart, phase by phase, the restart from the compile cache', () => {
@@ -93,20 +73,13 @@ describe.skipIf(why)('real vLLM: a first start and a restart, phase by phase, th
     await sparkctl(['stop', '--all', '--grace', '20'], 2 * MIN);
     for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
     rmrf(state);
-    console.info(
-      `real-vLLM cold-start suite: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(took)
-        .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)} s`)
-        .join(', ')}`,
-    );
+    console.info(clock.summary());
   }, 3 * MIN);
 
   it(
     'first start: every phase from the real log, the compile a miss written into the folder of this profile and vLLM',
     async () => {
-      const t0 = Date.now();
-      const r = await sparkctl([...serveReal('tiny', PROFILES, port, COMPILE), '--json'], 15 * MIN);
-      took.first = Date.now() - t0;
-      expect(r.exitCode, r.stdout.slice(-2000) + r.stderr.slice(-3000)).toBe(0);
+      const r = await started(clock, 'first', () => sparkctl([...serveReal('tiny', PROFILES, port, COMPILE), '--json'], 15 * MIN));
       const s = JSON.parse(r.stdout).replicas[0].start as Start;
       first = s;
       firstLog = logText();
@@ -134,10 +107,7 @@ describe.skipIf(why)('real vLLM: a first start and a restart, phase by phase, th
     async () => {
       expect(first, 'the first start ran').toBeDefined();
       const before = new Set(filesUnder(join(cacheDir, 'inductor')).filter((f) => f.startsWith('fxgraph/')));
-      const t0 = Date.now();
-      const r = await sparkctl(['restart', 'tiny', '--profiles', PROFILES, '--no-prewarm', '--skip-preflight', '--json'], 15 * MIN);
-      took.restart = Date.now() - t0;
-      expect(r.exitCode, r.stdout.slice(-2000) + r.stderr.slice(-3000)).toBe(0);
+      const r = await started(clock, 'restart', () => sparkctl(['restart', 'tiny', '--profiles', PROFILES, '--no-prewarm', '--skip-preflight', '--json'], 15 * MIN));
       const s = JSON.parse(r.stdout).replicas[0].start as Start;
       const log = logText();
       if (LOG_OUT) {

@@ -13,14 +13,14 @@
 //   SPARKCTL_REAL_COMPILE_CONTAINER=1 SPARKCTL_REAL_VLLM_ONLY=compile-container \
 //     flock /tmp/heavy.lock npx vitest run test/real-vllm/all.test.ts
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { ROOT, cli, freePort, tempDir, rmrf } from '../helpers.js';
 import { PODMAN, buildToolchainImage, buildVllmImage, derivedImage, podmanIn, podmanUnavailable, toolchainPackages, vllmSources } from '../podman.js';
 import { cacheDirOf } from '../../src/engine/caches.js';
-import { PROFILES, oneRealVllmAtATime, realVllmUnavailable } from './real.js';
+import { oneRealVllmAtATime, realVllmUnavailable } from './real.js';
+import { compileSeconds, filesUnder, started, suiteClock, writeContainerProfile, type Start } from './suite-kit.js';
 
 const MIN = 60_000;
 const OPT_IN = Boolean(process.env.SPARKCTL_REAL_COMPILE_CONTAINER);
@@ -40,8 +40,8 @@ const profiles = join(work, 'profiles');
 const REBUILD = `localhost/sparkctl-vllm-cc-rebuild:${process.pid}`;
 let port = 0;
 let image = '';
-const took: Record<string, number> = {};
-const started = Date.now();
+const clock = suiteClock('real vLLM compile in a container');
+const took = clock.took;
 
 const env = () => ({ ...podmanEnv, SPARKCTL_STATE_DIR: state });
 const sparkctl = (args: string[], timeout = 2 * MIN) => cli(args, { env: env(), cwd: ROOT, timeout });
@@ -49,17 +49,8 @@ const ours = async () => (await podman(['ps', '-a', '--filter', `label=io.sparkc
 const imageId = async (ref: string) => (await podman(['image', 'inspect', '--format', '{{.Id}}', ref])).stdout.trim();
 
 function writeProfile() {
-  mkdirSync(profiles, { recursive: true });
-  const tiny = yaml.load(readFileSync(join(PROFILES, 'tiny.yaml'), 'utf8')) as Record<string, any>;
-  const p = {
-    ...tiny,
-    name: NAME,
-    // torch.compile on (tiny turns it off for the other suites); the version read from the image
-    engine: { ...tiny.engine, vllmVersion: 'auto', runtime: 'container', enforceEager: false },
-    server: { ...tiny.server, port, shutdownTimeoutSeconds: 20 },
-    container: { cli: 'podman', image, cliArgs: PODMAN, gpus: 'none', network: 'host', ulimits: {}, hfCache: join(work, 'no-hf-cache') },
-  };
-  writeFileSync(join(profiles, `${NAME}.yaml`), yaml.dump(p));
+  // torch.compile on (tiny turns it off for the other suites)
+  writeContainerProfile({ dir: profiles, name: NAME, port, image, cli: 'podman', cliArgs: PODMAN, work, engine: { enforceEager: false }, server: { shutdownTimeoutSeconds: 20 } });
 }
 
 /** The container's own output (podman logs: vLLM's stdout and stderr). */
@@ -74,20 +65,6 @@ function venvVllmVersion(): string {
   const site = join(src.venv, 'lib', 'python3.11', 'site-packages');
   const d = readdirSync(site).find((n) => /^vllm-\d.*\.dist-info$/.test(n))!;
   return /^Version: (.+)$/m.exec(readFileSync(join(site, d, 'METADATA'), 'utf8'))![1]!.trim();
-}
-
-type Start = { compile?: { cache?: string; seconds?: number; clockSeconds?: number; evidence?: string }; readyMs?: number; firstTokenMs?: number; caches?: { dir: string; warm: boolean } };
-const compileSeconds = (s: Start) => s.compile?.seconds ?? s.compile?.clockSeconds;
-
-/** The files under a folder, relative to it (bounded). */
-function filesUnder(dir: string, rel = '', out: string[] = []): string[] {
-  if (!existsSync(dir) || out.length > 5000) return out;
-  for (const d of readdirSync(join(dir, rel), { withFileTypes: true })) {
-    const r = join(rel, d.name);
-    if (d.isDirectory()) filesUnder(dir, r, out);
-    else out.push(r);
-  }
-  return out;
 }
 
 /** The replica's container: its id, image, and the host folders it mounts (podman's own account). */
@@ -123,21 +100,14 @@ describe.skipIf(Boolean(why)).sequential('real vLLM compiling in a podman contai
     const keep = process.env.COMPILE_CONTAINER_KEEP_LOG;
     if (keep && existsSync(join(state, 'logs'))) cpSync(join(state, 'logs'), keep, { recursive: true });
     rmrf(work);
-    console.info(
-      `real vLLM compile in a container: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(took)
-        .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`)
-        .join(', ')}`,
-    );
+    console.info(clock.summary());
     expect(left, 'containers left by the suite').toEqual([]);
   }, 3 * MIN);
 
   it(
     "first start in the container: inductor compiles (g++ in the image), a miss in torch's words, written into the mounted folder keyed by the image's id",
     async () => {
-      const t0 = Date.now();
-      const r = await sparkctl(['serve', NAME, '--profiles', profiles, '--no-prewarm', '--json'], 20 * MIN);
-      took['first start'] = Date.now() - t0;
-      expect(r.exitCode, r.stdout.slice(-2000) + r.stderr.slice(-3000)).toBe(0);
+      const r = await started(clock, 'first start', () => sparkctl(['serve', NAME, '--profiles', profiles, '--no-prewarm', '--json'], 20 * MIN));
       const s = JSON.parse(r.stdout).replicas[0].start as Start;
       first = s;
       const id = await imageId(image);
@@ -169,10 +139,7 @@ describe.skipIf(Boolean(why)).sequential('real vLLM compiling in a podman contai
     async () => {
       expect(first, 'the first start ran').toBeDefined();
       const before = new Set(filesUnder(join(cacheDir, 'inductor')).filter((f) => f.startsWith('fxgraph/')));
-      const t0 = Date.now();
-      const r = await sparkctl(['restart', NAME, '--profiles', profiles, '--no-prewarm', '--json'], 20 * MIN);
-      took.restart = Date.now() - t0;
-      expect(r.exitCode, r.stdout.slice(-2000) + r.stderr.slice(-3000)).toBe(0);
+      const r = await started(clock, 'restart', () => sparkctl(['restart', NAME, '--profiles', profiles, '--no-prewarm', '--json'], 20 * MIN));
       const s = JSON.parse(r.stdout).replicas[0].start as Start;
       const c = await container();
       expect(c.id, 'a new container').not.toBe(firstId);

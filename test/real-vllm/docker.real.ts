@@ -11,13 +11,13 @@
 // fit CI's time; the same comparison runs in CI on podman (podman.real.ts), whose path is the same
 // code but for the runtime's CLI words, and docker's own words are the docker e2e suite's (simulator).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { ROOT, cli, freePort, tempDir, rmrf } from '../helpers.js';
 import { buildVllmImage, podmanIn, podmanUnavailable, vllmSources } from '../podman.js';
 import { dockerUnavailable, loadVllmImage, startDockerd, type Dockerd } from '../docker.js';
-import { MODEL_DIR, PROFILES, oneRealVllmAtATime, realVllmUnavailable } from './real.js';
+import { MODEL_DIR, oneRealVllmAtATime, realVllmUnavailable } from './real.js';
+import { started, suiteClock, writeContainerProfile } from './suite-kit.js';
 import { EXACT_CHECKS, UPGRADE_SETTINGS, rebuildContext, showVerdict, templatedContext, type Comparison } from './upgrade-candidates.js';
 
 const MIN = 60_000;
@@ -39,8 +39,8 @@ const ALIAS = `localhost/sparkctl-vllm-alias:d${process.pid}`;
 let d: Dockerd | undefined;
 let image = '';
 let imageHex = '';
-const started = Date.now();
-const took: Record<string, number> = {};
+const clock = suiteClock('real vLLM upgrade on docker');
+const took = clock.took;
 
 const docker = (args: string[], timeout?: number) => d!.docker(args, timeout);
 const sparkctl = (args: string[], timeout = 2 * MIN) => cli(args, { env: { ...d!.env, SPARKCTL_STATE_DIR: state }, cwd: ROOT, timeout });
@@ -69,20 +69,18 @@ async function build(tag: string, dir: string): Promise<string> {
 }
 
 function writeProfile(port: number) {
-  mkdirSync(profiles, { recursive: true });
-  const tiny = yaml.load(readFileSync(join(PROFILES, 'tiny.yaml'), 'utf8')) as Record<string, any>;
-  const p = {
-    ...tiny,
+  writeContainerProfile({
+    dir: profiles,
     name: NAME,
-    // auto: the version is read in the image (it has no label); model.path mounted read-only by its absolute path
-    engine: { ...tiny.engine, vllmVersion: 'auto', runtime: 'container' },
+    port,
+    image,
+    cli: 'docker',
+    work,
     // no C++ compiler in the image: the sampler runs eagerly (podman.real.ts says why)
-    env: { ...tiny.env, TORCHDYNAMO_DISABLE: '1' },
-    server: { ...tiny.server, port, shutdownTimeoutSeconds: 30 },
-    container: { cli: 'docker', image, gpus: 'none', network: 'host', ulimits: {}, hfCache: join(work, 'no-hf-cache') },
-    upgrade: UPGRADE_SETTINGS,
-  };
-  writeFileSync(join(profiles, `${NAME}.yaml`), yaml.dump(p));
+    env: { TORCHDYNAMO_DISABLE: '1' },
+    server: { shutdownTimeoutSeconds: 30 },
+    rest: { upgrade: UPGRADE_SETTINGS },
+  });
 }
 
 describe.skipIf(Boolean(why)).sequential('sparkctl upgrade with the real vLLM on a real docker daemon (SPARKCTL_REAL_UPGRADE_DOCKER=1)', () => {
@@ -114,20 +112,13 @@ describe.skipIf(Boolean(why)).sequential('sparkctl upgrade with the real vLLM on
       expect(left, 'containers left by sparkctl stop --all').toEqual([]);
     }
     rmrf(work);
-    console.info(
-      `real vLLM upgrade on docker: ${((Date.now() - started) / 1000).toFixed(0)} s in all; ${Object.entries(took)
-        .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`)
-        .join(', ')}`,
-    );
+    console.info(clock.summary());
   }, 4 * MIN);
 
   it(
     'serve in a docker container: ready, probe healthy; the loaded image (no repository digest) pinned by its image ID; status proves it',
     async () => {
-      const t0 = Date.now();
-      const r = await sparkctl(['serve', NAME, '--profiles', profiles, '--no-prewarm'], 12 * MIN);
-      took['serve to ready'] = Date.now() - t0;
-      expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+      const r = await started(clock, 'serve to ready', () => sparkctl(['serve', NAME, '--profiles', profiles, '--no-prewarm'], 12 * MIN));
       expect(r.stdout + r.stderr).toMatch(/probe .*: healthy/);
       const c = await replicaContainer();
       expect(c).toMatchObject({ image: imageHex, running: true });

@@ -10,11 +10,17 @@
 # the mp executor: a start is ~15-20 s an import on 2 busy cores, under 1 s of real work for a tiny
 # model); here there is one import for all of them.
 #
-# Usage: python kv_engine.py '[{"name": N, "argv": [".../vllm", "serve", MODEL, ...]}, ...]'
-# Output (stdout, vLLM's logger included): "=== begin N", vLLM's own lines, "=== end N" per model.
+# A job with "spec" instead of "argv" (a family whose model class does not load on this build) runs
+# kv_spec_check.py on those arguments in this process: vLLM's own KV-cache functions on its specs,
+# without a second import of vLLM.
+#
+# Usage: python kv_engine.py '[{"name": N, "argv": [".../vllm", "serve", MODEL, ...]} | {"name": N, "spec": {...}}, ...]'
+# Output (stdout, vLLM's logger included): "=== begin N", vLLM's own lines (or kv_spec_check.py's
+# JSON line), "=== end N" per job.
 import gc
 import json
 import os
+import runpy
 import sys
 
 os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -33,7 +39,18 @@ from vllm.v1.engine.llm_engine import LLMEngine  # noqa: E402
 # there is no CUDA to keep out: the same function runs on the same class here, in this process.
 registry._run_in_subprocess = lambda fn: fn()
 
+SPEC_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kv_spec_check.py")
+
 for job in json.loads(sys.argv[1]):
+    if "spec" in job:
+        print(f"=== begin {job['name']}", flush=True)
+        saved, sys.argv = sys.argv, [SPEC_CHECK, json.dumps(job["spec"])]
+        try:
+            runpy.run_path(SPEC_CHECK, run_name="__main__")
+        finally:
+            sys.argv = saved
+        print(f"=== end {job['name']}", flush=True)
+        continue
     argv = job["argv"]
     if len(argv) < 3 or argv[1] != "serve":
         sys.exit(f"{job['name']}: not a `vllm serve` argv: {argv[:3]}")

@@ -29,8 +29,8 @@ const MIN = 60_000;
 const SOAK_MS = (Number(process.env.SPARKCTL_WATCH_SOAK_S) || 20) * 1000;
 /** The window the watcher runs with here (the policy's floor is 20 s; 10 s keeps the file short and is still 10 readings). */
 const WINDOW_S = 10;
-/** The settings the server runs with: 2 sequences at a time, prompts up to 2048 tokens, prefilled 16 tokens a step. */
-const SETS = ['engine.maxNumSeqs=2', 'engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=16'];
+/** The settings the server runs with: 2 sequences at a time, prompts up to 2048 tokens, prefilled 16 tokens a step into blocks of 16 (a GPU's default; the CPU backend's is 128). */
+const SETS = ['engine.maxNumSeqs=2', 'engine.maxModelLen=2048', 'engine.maxNumBatchedTokens=16', 'engine.blockSize=16'];
 
 let state: string;
 let marker: string;
@@ -155,42 +155,67 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
     async () => {
       const from = w.events.length;
       // the chunked prefill, sampled: the KV cache usage rises chunk by chunk before the prompt is counted.
-      // Six readers at once; a prefill that ended before three readings fell inside it (a loaded host reads
-      // /metrics slowly: CI once caught 1 of 4) is tried again with a prompt that shares no cached block
+      // With a block of 16 tokens (SETS: the prefill's chunk is 16 tokens too) every chunk takes a new
+      // block, so the usage moves at every engine step of the prefill, 128 steps for 2040 tokens. Six
+      // readers at once; each reading keeps when it was sent and answered. Judged only when two readings
+      // inside the prefill were taken apart in time (one answered before the other was sent) by at least
+      // an eighth of the request's time (about 16 of its 128 steps at an even pace): equal values then
+      // would mean the engine made no step for that long, which is what the watcher's signal must tell.
+      // Readings bunched together (CI once had 9 inside a prefill, all answered within its first block,
+      // one value: the host's sampling, not the engine's signal) are not evidence either way: the case
+      // tries again with a prompt that shares no cached block, three times at most.
+      type Sample = { kv?: number; prompt?: number; running?: number; sent: number; got: number };
       let prompt = '';
-      let mid: Array<{ kv?: number; prompt?: number; running?: number }> = [];
+      let mid: Sample[] = [];
       let reads = 0;
-      for (let attempt = 0; attempt < 3 && mid.length < 3; attempt++) {
+      let apart = 0;
+      let requestMs = 0;
+      for (let attempt = 0; attempt < 3 && !(apart * 8 >= requestMs && requestMs > 0 && mid.length >= 2); attempt++) {
         prompt = await promptOf(2040, `attempt ${attempt}: `);
         const before = await metrics();
-        const samples: Array<{ kv?: number; prompt?: number; running?: number }> = [];
+        const samples: Sample[] = [];
         let done = false;
+        const sentAt = Date.now();
         const req = complete({ prompt, max_tokens: 1 }, AbortSignal.timeout(5 * MIN)).then(async (r) => {
           done = true;
           return { status: r.status, usage: ((await r.json()) as { usage?: { prompt_tokens?: number } }).usage };
         });
         const reader = async () => {
           while (!done) {
+            const sent = Date.now();
             const m = await metrics();
-            samples.push({ kv: m.kv, prompt: m.prompt, running: m.running });
+            samples.push({ kv: m.kv, prompt: m.prompt, running: m.running, sent, got: Date.now() });
           }
         };
         await Promise.all(Array.from({ length: 6 }, reader));
         const res = await req;
+        requestMs = Date.now() - sentAt;
         expect(res.status).toBe(200);
         reads = samples.length;
         mid = samples.filter((s) => s.prompt === before.prompt && (s.running ?? 0) > 0);
+        // the widest gap between two mid-prefill readings: the later one sent after the earlier one was answered
+        apart = mid.length ? Math.max(0, Math.max(...mid.map((s) => s.sent)) - Math.min(...mid.map((s) => s.got))) : 0;
         // counted once, at the prefill's end: the prompt as the server tokenized it for the request
         // (/tokenize and the completion may differ by a token: the server's own count is the one it adds)
         expect(res.usage?.prompt_tokens).toBeGreaterThanOrEqual(2000);
         expect((await metrics()).prompt).toBe((before.prompt ?? 0) + res.usage!.prompt_tokens!);
       }
-      console.info(`[real-vllm watch] chunked prefill of 2040 tokens: ${reads} /metrics reads, ${mid.length} mid-prefill, KV ${[...new Set(mid.map((s) => s.kv))].join(' -> ')}`);
-      // on a quiet host the tiny model prefills 2040 tokens in well under a second: fewer than three readings
-      // inside it is no evidence either way, and is said rather than judged (the verdict's rule over this
-      // signal is table-tested on recorded sequences, test/unit/watch-verdict.test.ts)
-      if (mid.length < 3) console.warn(`[real-vllm watch] the prefill ended before three /metrics readings fell inside it (${mid.length} of ${reads}) in 3 tries: its KV movement is not judged here`);
-      else expect(new Set(mid.map((s) => s.kv)).size, 'KV cache usage moved during the prefill while prompt_tokens_total stood still').toBeGreaterThan(1);
+      const inOrder = [...mid].sort((a, b) => a.got - b.got);
+      console.info(
+        `[real-vllm watch] chunked prefill of 2040 tokens: ${reads} /metrics reads in ${requestMs} ms, ${mid.length} mid-prefill, ${apart} ms apart at most, KV ${[...new Set(inOrder.map((s) => s.kv))].join(' -> ')}`,
+      );
+      // on a quiet host the tiny model prefills 2040 tokens in well under a second: readings that do not
+      // span enough of the prefill are no evidence either way, and that is said rather than judged (the
+      // verdict's rule over this signal is table-tested on recorded sequences, test/unit/watch-verdict.test.ts)
+      if (!(mid.length >= 2 && apart * 8 >= requestMs))
+        console.warn(
+          `[real-vllm watch] no two readings inside the prefill were an eighth of its request (${requestMs} ms) apart (${mid.length} of ${reads}, ${apart} ms) in 3 tries: its KV movement is not judged here`,
+        );
+      else {
+        const first = inOrder[0]!;
+        const last = [...mid].sort((a, b) => b.sent - a.sent)[0]!;
+        expect(last.kv, `KV cache usage moved during the prefill while prompt_tokens_total stood still (readings ${apart} ms apart in a ${requestMs} ms request)`).toBeGreaterThan(first.kv!);
+      }
 
       // the soak: 5 streams on a server that runs 2 at a time, plus near-limit prompts, for SOAK_MS
       const end = Date.now() + SOAK_MS;

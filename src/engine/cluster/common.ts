@@ -7,7 +7,7 @@
 // from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
 import type { PlanCore } from '../plan.js';
-import type { ClusterRecord } from '../registry.js';
+import type { ClusterRecord, ClusterLaunch } from '../registry.js';
 import type { prewarm, PrewarmResult } from '../../health/prewarm.js';
 import type { ProbeResult, ProbeSettings } from '../../health/probe.js';
 import { Registry } from '../registry.js';
@@ -51,6 +51,8 @@ export interface ClusterPlan extends PlanCore {
   rayWaitMs?: number;
   /** a cluster whose view has not changed for this long, with every join done, is what it will be */
   settleMs?: number;
+  /** serve's inputs, kept in the cluster's record (upgrade serves it again the same way) */
+  launch?: ClusterLaunch;
 }
 
 export interface RunCtx {

@@ -79,6 +79,7 @@ function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
     servedName: plan.servedName,
     logFile: head.logFile,
     startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
     startTime: head.startTime,
     marker: head.marker,
     ranks,

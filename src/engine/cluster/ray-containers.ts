@@ -213,6 +213,7 @@ function containersRecord(plan: ClusterPlan, refs: NodeContainerRef[], marker: s
     servedName: plan.servedName,
     logFile: `${head.cli[0]} logs ${head.containerId.slice(0, 12)}`,
     startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
     marker,
     ranks: refs.map((r, rank) => ({ node: r.node, rank, pid: 0, marker, logFile: `${r.cli[0]} logs ${r.containerId.slice(0, 12)}`, containerId: r.containerId, cli: r.cli })),
   };

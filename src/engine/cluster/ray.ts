@@ -226,6 +226,7 @@ async function launchEngine(plan: ClusterPlan, signal?: AbortSignal, clock?: Sta
     servedName: plan.servedName,
     logFile,
     startedAt: new Date().toISOString(),
+    ...(plan.launch ? { launch: plan.launch } : {}),
     startTime,
     marker,
   };

@@ -2,6 +2,8 @@
 // to the engine's executor, render its events and outcome with serve's one renderer (render.ts),
 // and pick the exit code from errors.ts.
 import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import type { ClusterLaunch } from '../../engine/registry.js';
 import { readSecrets } from '../../engine/plan.js';
 import type { ServeOptions } from './options.js';
 import type { ServeOutcome } from '../../engine/events.js';
@@ -31,7 +33,12 @@ import { withInterrupts as withCancel } from '../../util/interrupt.js';
 import { imagePinOfNodes, lockFileOf, writePin } from '../../engine/pins.js';
 import type { NodesFile, Profile } from '../../profiles/schema.js';
 
-export async function serveNodes(profileName: string, opts: ServeOptions): Promise<void> {
+/**
+ * quiet: nothing said while it runs and no pin written (an upgrade over nodes serves the candidate,
+ * or the previous pin again, through here: it says and pins itself); the outcome is returned.
+ */
+export async function serveNodes(profileName: string, opts: ServeOptions, how: { quiet?: boolean } = {}): Promise<ServeOutcome | undefined> {
+  const quiet = how.quiet === true;
   const nf = loadNodesFile(opts.nodes!);
   // the record names the file by its whole path: stop without --nodes reads it from any folder
   // --runtime is the profile's engine.runtime for this run, with --nodes as without
@@ -42,7 +49,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
   const pin = imagePinOfNodes(target.loaded, stateDir(), opts.repin);
   const loaded = pin.pinned ? { ...target.loaded, profile: { ...target.loaded.profile, container: { ...target.loaded.profile.container!, image: pin.pinned.run } } } : target.loaded;
-  if (pin.pinned && !opts.json)
+  if (pin.pinned && !opts.json && !quiet)
     note(
       c.dim(
         `image ${pin.ref}: every node runs the pin ${pin.pinned.run} (pinned ${pin.pinned.pin.at}${pin.pinned.pin.image ? ` from ${pin.pinned.pin.image}` : ''}); a node without that very image is refused`,
@@ -51,14 +58,17 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   // the model whole in this host's cache (where pull --nodes copies it from, to the same path on every node): the ranks run offline
   const gate = await nodesModelGate(loaded.profile, opts);
   const inputs = { ...opts, set: sets, platform: opts.platform ?? target.platform, nodesFile: resolve(opts.nodes!), loaded, modelRead: target.modelRead, offline: gate.offline };
-  if (target.platformNote && !opts.json) note(target.platformNote);
-  if (target.generated && !opts.json) for (const w of target.generated.why) note(c.dim(`# ${w}`));
+  if (target.platformNote && !opts.json && !quiet) note(target.platformNote);
+  if (target.generated && !opts.json && !quiet) for (const w of target.generated.why) note(c.dim(`# ${w}`));
   // Every input is read before anything starts.
   // The plan is checked before anything is read from the nodes; --dry-run never connects to them.
   const planned = planCluster(profileName, nf, inputs);
   planned.warnings.push(...gate.warnings);
-  if (opts.dryRun) return printClusterPlan(planned, opts.json);
-  for (const w of gate.warnings) note(`${c.yellow('warning')}: ${w}`);
+  if (opts.dryRun) {
+    printClusterPlan(planned, opts.json);
+    return undefined;
+  }
+  for (const w of gate.warnings) if (!quiet) note(`${c.yellow('warning')}: ${w}`);
   // NCCL_IB_HCA / NCCL_IB_GID_INDEX / UCX_NET_DEVICES from what each node's fabric shows now (the GID index moves after a reboot).
   const fabric = await withCancel((signal) => readFabric(nf, signal));
   const pc = planCluster(profileName, nf, inputs, fabricEnvs(nf, fabric), rdmaNodes(fabric));
@@ -72,17 +82,41 @@ export async function serveNodes(profileName: string, opts: ServeOptions): Promi
   const joinEnv = process.env.SPARKCTL_RAY_JOIN_TIMEOUT_S;
   const joinTimeoutS = joinEnv === undefined ? 90 : Number(joinEnv);
   if (!(Number.isInteger(joinTimeoutS) && joinTimeoutS > 0)) throw new UsageError(`SPARKCTL_RAY_JOIN_TIMEOUT_S: "${joinEnv}" is not a whole number of seconds`, ['unset it for the default (90)']);
-  const plan = toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS });
+  // serve's own inputs, kept in the record: an upgrade serves the candidate (and the previous pin) the same way
+  const plan = { ...toClusterPlan(pc, { ...inputs, stateDir: stateDir(), joinTimeoutS }), launch: launchOf(profileName, opts, sets) };
   // the one renderer as on one host (--json: nothing while it runs, one envelope at the end)
   const { textRenderer, jsonRenderer } = await import('./render.js');
-  const render = opts.json ? jsonRenderer(codeOf, opts.nodes) : textRenderer({ profile: r.profile.name, simulated: opts.engine === 'sim', nodes: opts.nodes });
+  const render = quiet
+    ? { event: () => {}, outcome: () => {} }
+    : opts.json
+      ? jsonRenderer(codeOf, opts.nodes)
+      : textRenderer({ profile: r.profile.name, simulated: opts.engine === 'sim', nodes: opts.nodes });
   const { serve } = await import('../../engine/serve.js');
   const out = await withCancel((signal) => serve(plan, { onEvent: (e) => render.event(e), signal, secrets }));
   render.outcome(out);
+  if (quiet) return out;
   if (out.status === 'launch-failed') throw new LaunchError('', []);
   // the first healthy serve over the nodes pins the image ID every node agreed on (checked before the start)
   if (out.status === 'healthy' && pin.ref && !pin.pinned) await pinNodesImage(nf, pc, pin.ref, r.profile.engine.vllmVersion, opts.json);
   if (out.status !== 'healthy') throw new ProblemsFound('the deep probe failed');
+  return out;
+}
+
+/** What the cluster's record keeps of serve's inputs (a profile file and the profiles folder by their whole path: upgrade may run from another folder). */
+function launchOf(profileName: string, opts: ServeOptions, sets: string[]): ClusterLaunch {
+  const asked = /[/\\]|\.ya?ml$/.test(profileName) && existsSync(profileName) ? resolve(profileName) : profileName;
+  return {
+    asked,
+    sets,
+    ...(opts.profiles ? { profilesDir: resolve(opts.profiles) } : {}),
+    ...(opts.platform ? { platform: opts.platform } : {}),
+    engine: opts.engine === 'sim' ? 'sim' : 'vllm',
+    ...(opts.engine !== 'sim' && opts.vllmBin ? { vllmBin: opts.vllmBin } : {}),
+    ...(opts.simLoadSeconds !== undefined ? { simLoadSeconds: opts.simLoadSeconds } : {}),
+    prewarm: opts.prewarm,
+    ...(opts.readyTimeout !== undefined ? { readyTimeoutMs: opts.readyTimeout } : {}),
+    ...(opts.skipPreflight ? { skipPreflight: true } : {}),
+  };
 }
 
 const codeOf = (o: ServeOutcome) => exitCodeOf(o.status);

@@ -163,7 +163,8 @@ export async function run(profileName: string, opts: ServeOptions) {
   validateServeFlags(opts);
   if (opts.nodes) {
     const multi = await import('./nodes.js');
-    return multi.serveNodes(profileName, opts);
+    await multi.serveNodes(profileName, opts);
+    return;
   }
   const reads: Reads = {
     profiles: opts.profiles,

@@ -6,7 +6,7 @@ import { shownAddress } from '../../util/socket-url.js';
 import { interrupts } from '../../util/interrupt.js';
 import { Registry, type Entry } from '../../engine/registry.js';
 import { relaunchPlan, type Relaunch } from '../../engine/relaunch-plan.js';
-import { registeredServers } from '../registered.js';
+import { registeredServers, registeredCluster } from '../registered.js';
 import { recordOf } from '../../engine/relaunch.js';
 import { readSecrets } from '../../engine/plan.js';
 import { runtimeFor } from '../../engine/runtime/index.js';
@@ -43,6 +43,8 @@ interface UpgradeOptions {
   gpus?: number;
   /** the canary beside the replicas on these GPUs */
   canaryGpus?: string;
+  /** a profile served over nodes: the nodes file (default: the one its record names) */
+  nodes?: string;
 }
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
@@ -304,6 +306,10 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
   const reg = new Registry(dir);
+  // a server over nodes: in place over every node (no spare nodes for a canary cluster)
+  const cluster = registeredCluster(reg, profileName, opts);
+  if (cluster) return (await import('./nodes.js')).upgradeNodes(cluster, opts);
+  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
   const { name, entries } = registeredServers(
     reg,
     profileName,

@@ -1,0 +1,473 @@
+// upgrade over nodes: read (the cluster's record and how serve started it, the nodes file, the pin,
+// the candidate: its image ID read on every node) -> plan (both sides planned over the nodes, the
+// version diff, the in-place plan; --dry-run stops here) -> act IN PLACE (upgrade/nodes.ts decides):
+// measure the running cluster, stop it, serve the candidate over every node through serve --nodes'
+// own path, measure it with the same requests, then keep it (pinned, recorded) or stop it and serve
+// the previous pin again over every node. Every wait has a deadline (serve's, stop's, the measure's).
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { Registry, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
+import { loadNodesFile } from '../../profiles/load.js';
+import type { NodesFile } from '../../profiles/schema.js';
+import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
+import { readSecrets } from '../../engine/plan.js';
+import { imageLine, refOf } from '../../engine/cluster/node-container.js';
+import { imageIdOf } from '../../engine/runtime/ops.js';
+import { graceMsOf } from '../../engine/stop.js';
+import { imagePinOfNodes, readPins, rollbackPins, writePin, writePinFile, isPinnedRef, type Pin } from '../../engine/pins.js';
+import { targetFromUrl } from '../../health/target.js';
+import { interrupts } from '../../util/interrupt.js';
+import { stateDir } from '../common.js';
+import { envelope, c, formatDuration } from '../../output/format.js';
+import { say, note } from '../../output/log.js';
+import { UsageError, ExitWith, ExitCode, LaunchError, ProblemsFound } from '../../errors.js';
+import { versionDiff, diffLines } from '../../upgrade/diff.js';
+import { measure } from '../../upgrade/measure.js';
+import { defaultGolden } from '../../upgrade/measure.js';
+import { judge, sameVllmVersion, type Measured, type Thresholds, type Verdict } from '../../upgrade/judge.js';
+import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
+import { http } from '../../client/http.js';
+import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
+import type { UpgradeStatus } from '../../upgrade/upgrade.js';
+import type { ServeOptions } from '../serve/options.js';
+
+/** upgrade's options, as the nodes path reads them (run.ts's UpgradeOptions: kept apart, no import circle). */
+export interface NodesUpgradeOptions {
+  image?: string;
+  vllm?: string;
+  vllmBin?: string;
+  rollback?: boolean;
+  candidateSet: string[];
+  roll: boolean;
+  dryRun?: boolean;
+  json?: boolean;
+  set: string[];
+  canaryGpus?: string;
+  nodes?: string;
+}
+
+/** serve --nodes' inputs as the record kept them: hostile bytes too (a state file), checked field by field. */
+const Launch = z.object({
+  asked: z.string().min(1).max(4096),
+  sets: z.array(z.string().max(4096)).max(256),
+  profilesDir: z.string().max(4096).optional(),
+  platform: z.string().max(200).optional(),
+  engine: z.enum(['vllm', 'sim']),
+  vllmBin: z.string().max(4096).optional(),
+  simLoadSeconds: z.string().max(40).optional(),
+  prewarm: z.boolean(),
+  readyTimeoutMs: z.number().int().positive().optional(),
+  skipPreflight: z.boolean().optional(),
+});
+
+const EXIT: Record<UpgradeStatus, ExitCode> = {
+  rolled: ExitCode.ok,
+  compared: ExitCode.ok,
+  'canary-failed': ExitCode.problems,
+  'roll-failed': ExitCode.launchFailed,
+  interrupted: ExitCode.launchFailed,
+};
+
+/** How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept it). */
+function launchOf(rec: ClusterRecord): ClusterLaunch {
+  const p = Launch.safeParse(rec.launch);
+  if (p.success) return p.data;
+  const [n, f] = [rec.profile, rec.nodesFile];
+  throw new UsageError(
+    rec.launch === undefined
+      ? `${n} is served over nodes (${f}) by a sparkctl that did not keep how it was served: upgrade cannot serve it again the same way`
+      : `${n}'s cluster record: its launch is not readable (${p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')})`,
+    [
+      `sparkctl stop ${n} --nodes ${f}, then sparkctl serve ${n} --nodes ${f} (as you served it; the record then keeps how) and upgrade again`,
+      `or by hand: sparkctl preflight --nodes ${f} --profile ${n} --set container.image=NEW (the same image ID on every node), sparkctl stop ${n} --nodes ${f}, sparkctl serve ${n} --nodes ${f} --set container.image=NEW`,
+    ],
+  );
+}
+
+/** One --set per field, the last given (an upgrade's sets go on top of serve's: the record keeps them without piling up). */
+export function lastOfEach(sets: string[]): string[] {
+  const field = (x: string) => x.slice(0, Math.max(0, x.indexOf('='))) || x;
+  return sets.filter((x, i) => !sets.slice(i + 1).some((y) => field(y) === field(x)));
+}
+
+/** The serve options that start the cluster as its record says, with `extra` --set on top. */
+function serveOpts(l: ClusterLaunch, nodesFile: string, extra: string[]): ServeOptions {
+  return {
+    engine: l.engine,
+    vllmBin: l.vllmBin ?? 'vllm',
+    ...(l.simLoadSeconds !== undefined ? { simLoadSeconds: l.simLoadSeconds } : {}),
+    ...(l.readyTimeoutMs !== undefined ? { readyTimeout: l.readyTimeoutMs } : {}),
+    prewarm: l.prewarm,
+    set: lastOfEach([...l.sets, ...extra]),
+    ...(l.profilesDir ? { profiles: l.profilesDir } : {}),
+    ...(l.platform ? { platform: l.platform } : {}),
+    ...(l.skipPreflight ? { skipPreflight: true } : {}),
+    nodes: nodesFile,
+    json: true,
+  };
+}
+
+/** One side planned over the nodes, as serve --nodes plans it (the pin decision included: what serve would run). */
+async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extra: string[]): Promise<PlannedCluster> {
+  const o = serveOpts(l, nodesFile, extra);
+  const { readForNodes } = await import('../../engine/inputs.js');
+  const t = await readForNodes(l.asked, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, o);
+  const pin = imagePinOfNodes(t.loaded, stateDir());
+  const loaded = pin.pinned ? { ...t.loaded, profile: { ...t.loaded.profile, container: { ...t.loaded.profile.container!, image: pin.pinned.run } } } : t.loaded;
+  return planCluster(l.asked, nf, { ...o, nodesFile: resolve(nodesFile), loaded, modelRead: t.modelRead });
+}
+
+/** The one image ID every node holds for the image a planned side runs, or bad input naming the nodes that differ (nothing stopped yet). */
+async function imageOnEveryNode(pc: PlannedCluster, what: string, fix: string): Promise<string | undefined> {
+  const c0 = pc.steps[0]?.container;
+  if (!c0) return undefined;
+  const ids = await readImageIds(pc.nf, pc.steps);
+  const bad = imageMismatch(c0.image, ids);
+  if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
+  return ids[0]!.id!;
+}
+
+interface NodesCandidate {
+  sets: string[];
+  image?: { ref?: string; id: string };
+  rollback?: ReturnType<typeof rollbackPins>;
+}
+
+async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, nf: NodesFile, file: string, dir: string): Promise<NodesCandidate> {
+  if (opts.vllmBin)
+    throw new UsageError(`--vllm-bin: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
+      'over nodes the candidate is an image: --image REF (engine.runtime container)',
+    ]);
+  if (opts.canaryGpus) throw new UsageError(`--canary-gpus: ${name} is served over nodes: the upgrade is in place over every node (no canary beside it)`, ['leave --canary-gpus out']);
+  if (opts.rollback) {
+    const pins = readPins(dir, name);
+    const back = pins ? rollbackPins(pins) : undefined;
+    if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
+    return { sets: back.to.sets, ...(back.to.imageId ? { image: { ref: back.to.image, id: back.to.imageId } } : {}), rollback: back };
+  }
+  if (opts.image) {
+    const pc = await planSide(l, nf, file, [`container.image=${opts.image}`]);
+    if (!pc.steps[0]?.container)
+      throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
+    const c0 = pc.steps[0].container;
+    const id = await imageOnEveryNode(
+      pc,
+      `--image ${opts.image}`,
+      `the very image on every node first: ${c0.cli} save ${opts.image} | ssh NODE ${c0.cli} load, for each node named (or with ${opts.image} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`,
+    );
+    return { sets: [`container.image=${id}`, ...opts.candidateSet], image: { ref: opts.image, id: id! } };
+  }
+  if (l.engine !== 'sim')
+    throw new UsageError(`--vllm ${opts.vllm}: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
+      `over nodes the candidate is an image with that vLLM: --image REF (the same image ID on every node)`,
+    ]);
+  // the simulator plays the version it is given: the stand-in for another vLLM on every node
+  return { sets: [`engine.vllmVersion=${opts.vllm}`, ...opts.candidateSet] };
+}
+
+function thresholdsOf(pc: PlannedCluster): Thresholds {
+  const u = pc.resolved.profile.upgrade;
+  return { ttftRatio: u.ttftRatio, tpotRatio: u.tpotRatio, throughputRatio: u.throughputRatio, goldenSameVersion: u.goldenSameVersion, goldenOtherVersion: u.goldenOtherVersion };
+}
+
+/** serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe, Ctrl-C). */
+async function serveSide(l: ClusterLaunch, file: string, extra: string[]): Promise<{ served: NodesServed; why?: string }> {
+  const { serveNodes } = await import('../serve/nodes.js');
+  try {
+    const out = await serveNodes(l.asked, serveOpts(l, file, extra), { quiet: true });
+    if (!out) return { served: 'launch-failed', why: 'nothing served' };
+    if (out.status === 'healthy') return { served: 'healthy' };
+    if (out.status === 'interrupted') return { served: 'interrupted' };
+    const f = out.replicas[0]?.failure ?? out.nodes?.failure;
+    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : f ? ('message' in f ? f.message : String(f.detail ?? out.status)) : out.status;
+    return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
+  } catch (e) {
+    if (e instanceof UsageError) return { served: 'refused', why: e.message };
+    if (e instanceof LaunchError || e instanceof ProblemsFound) return { served: 'launch-failed', why: (e as Error).message };
+    // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70 with the nodes empty
+    return { served: 'launch-failed', why: `serve --nodes failed: ${(e as Error).message ?? String(e)}` };
+  }
+}
+
+/** Stop the profile's cluster as recorded now (undefined: nothing left; a string: what was left, named). */
+async function stopSide(dir: string, name: string, nf: NodesFile, signal: AbortSignal): Promise<{ left?: string }> {
+  const rec = new Registry(dir).clusters().find((x) => x.profile === name);
+  if (!rec) return {};
+  const out = await stopCluster(nf, dir, rec, graceMsOf({}) / 1000, signal);
+  const bad = (s: string) => s === 'failed' || s === 'unproven';
+  const left = [
+    ...(bad(out.engine.state) ? [`vLLM on ${out.engine.node}: ${out.engine.state}${out.engine.detail ? ` (${out.engine.detail})` : ''}`] : []),
+    ...(out.ranks ?? []).filter((r) => bad(r.state) && r.rank > 0).map((r) => `rank ${r.rank} on ${r.node}: ${r.state}${r.detail ? ` (${r.detail})` : ''}`),
+    ...out.ray.filter((r) => !r.ok).map((r) => `ray on ${r.node}: ${r.detail}`),
+  ];
+  return left.length ? { left: left.join('; ') } : {};
+}
+
+/** The image ID every rank's container runs now, each asked on its node by its recorded ID (undefined: not in containers, not read, or the ranks differ). */
+async function runningImageId(rec: ClusterRecord, nf: NodesFile): Promise<{ id?: string; why?: string }> {
+  const refs = (rec.ranks ?? []).map((r) => refOf(r)).filter((x) => x !== undefined);
+  if (!refs.length) return {};
+  const { ssh } = await import('../../engine/cluster/ssh.js');
+  const ids = await Promise.all(
+    refs.map(async (ref) => {
+      const node = allNodes(nf).find((n) => n.name === ref.node);
+      const r = node ? await ssh(nf, node, imageLine(ref), { timeoutMs: 15_000 }) : undefined;
+      return { node: ref.node, id: r && r.exitCode === 0 ? imageIdOf(r.stdout) : undefined };
+    }),
+  );
+  const one = [...new Set(ids.map((x) => x.id))];
+  if (one.length === 1 && one[0]) return { id: one[0] };
+  return { why: ids.map((x) => `${x.node} ${x.id?.slice(0, 12) ?? 'not read'}`).join(', ') };
+}
+
+/** What the head says it runs (GET /version, 5 s, 4 KiB, read as hostile), or undefined. */
+async function versionAt(rec: ClusterRecord, secrets: Record<string, string>): Promise<string | undefined> {
+  const t = targetOf(rec, secrets);
+  const r = await http(`${t.url}/version`, { timeoutMs: 5000, apiKey: t.apiKey, maxBytes: 4096 });
+  return r.ok && r.status === 200 ? versionAnswer(r.json) : undefined;
+}
+
+/** The comparison's target: the head's endpoint as the cluster's record names it, with the profile's key. */
+function targetOf(rec: ClusterRecord, secrets: Record<string, string>) {
+  const t = targetFromUrl(rec.url, rec.servedName);
+  return { ...t, name: `${rec.profile} (${rec.head})`, apiKey: secrets.VLLM_API_KEY ?? t.apiKey };
+}
+
+export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<void> {
+  const dir = stateDir();
+  const name = rec0.profile;
+  const l = launchOf(rec0);
+  // the nodes it runs on: its record's file, or --nodes naming the same nodes (as stop checks it)
+  const file = opts.nodes ?? rec0.nodesFile;
+  const nf = loadNodesFile(file);
+  const missing = nodesMissing(rec0, nf);
+  if (missing.length)
+    throw new UsageError(`${name} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec0.nodesFile})`, [`sparkctl upgrade ${name} --nodes ${rec0.nodesFile}`]);
+  const nodes = allNodes(nf).map((n) => n.name);
+  // read: both sides planned over the nodes as serve --nodes plans them; the candidate on every node
+  const cur = await planSide(l, nf, file, []);
+  const cand0 = await candidateOf(name, opts, l, nf, file, dir);
+  const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
+  if (!cand0.image && cand.steps[0]?.container)
+    cand0.image = {
+      id: (await imageOnEveryNode(
+        cand,
+        `the candidate's image ${cand.steps[0].container.image}`,
+        `load it on every node (${cand.steps[0].container.cli} save IMAGE | ssh NODE ${cand.steps[0].container.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
+      ))!,
+    };
+  else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
+  // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
+  // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
+  const running = await runningImageId(rec0, nf);
+  const curId = running.id ? [running.id] : cur.steps[0]?.container ? (await readImageIds(nf, cur.steps)).map((x) => x.id) : [];
+  const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
+  if (running.why && !opts.json) note(`${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`);
+  if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
+    if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', where: 'nodes', image: currentId, exitCode: 0 }));
+    else say(`${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`);
+    return;
+  }
+  const secrets = readSecrets(cand.resolved.profile);
+  // auto: the version the running head says it runs (the candidate's is read once it serves)
+  const from = sideVersion(cur.resolved.profile.engine.vllmVersion, await versionAt(rec0, readSecrets(cur.resolved.profile)));
+  let to = cand.resolved.profile.engine.vllmVersion;
+  const diff = versionDiff(from, to, cand.replica.argv);
+  const thresholds = thresholdsOf(cand);
+  const plan = nodesPlanLines({
+    profile: name,
+    nodesFile: file,
+    nodes,
+    from,
+    to,
+    rollback: !!opts.rollback,
+    image: cand0.image,
+    previousImage: currentId,
+    sets: cand0.sets.filter((s) => !s.startsWith('container.image=')),
+    thresholds,
+    sameVersion: sameVllmVersion(from, to),
+  });
+  const diffText = diffLines(diff).map((x) => `  ${x}`);
+  if (opts.dryRun) {
+    if (opts.json)
+      say(
+        envelope('upgrade-plan', {
+          profile: name,
+          from,
+          to,
+          where: 'nodes',
+          inPlace: true,
+          nodes,
+          nodesFile: file,
+          image: cand0.image?.id ?? null,
+          previousImage: currentId ?? null,
+          sets: cand0.sets,
+          diff,
+          thresholds,
+        }),
+      );
+    else for (const x of [plan[0]!, ...diffText, ...plan.slice(1)]) say(x);
+    return;
+  }
+  if (!opts.json) for (const x of [plan[0]!, ...diffText, ...plan.slice(1)]) note(x);
+  const probe = cand.resolved.profile.probe;
+  const u = cand.resolved.profile.upgrade;
+  const settings = {
+    probe: { ...probe, gpuMemoryUtilization: cand.resolved.profile.engine.gpuMemoryUtilization, gpus: false },
+    golden: u.goldenPrompts ?? defaultGolden(cur.resolved.profile),
+    bench: { requests: u.benchRequests, outputTokens: u.benchOutputTokens, concurrency: 2 },
+    timeoutMs: Math.max(probe.timeoutMs, 60_000),
+  };
+  // the first upgrade keeps what ran before it, so --rollback knows where to go
+  const pinsBefore = readPins(dir, name);
+  const firstPin: Pin | undefined = pinsBefore
+    ? undefined
+    : {
+        at: new Date().toISOString(),
+        vllmVersion: from,
+        ...(currentId ? { image: cur.resolved.profile.container?.image, imagePinned: currentId, imageId: currentId } : {}),
+        sets: [`engine.vllmVersion=${from}`, ...(currentId ? [`container.image=${currentId}`] : [])],
+      };
+  // the previous pin, served again on a failure: the image every node ran, by ID (else as it was served)
+  const previousSets = currentId && !isPinnedRef(cur.resolved.profile.container?.image ?? '') ? [`container.image=${currentId}`] : [];
+  const run: NodesRun = { noRoll: !opts.roll };
+  const ac = interrupts();
+  const started = Date.now();
+  let current: Measured | undefined;
+  let candidate: Measured | undefined;
+  let verdict: Verdict | undefined;
+  const why: string[] = [];
+  // each step's time, and the window without service (the stop of one cluster to the readiness of the next: both windows on a failure)
+  const timings: Record<string, number> = {};
+  const timed = async <T>(step: string, f: () => Promise<T>): Promise<T> => {
+    const t = Date.now();
+    try {
+      return await f();
+    } finally {
+      timings[step] = Date.now() - t;
+    }
+  };
+  let stoppedAt: number | undefined;
+  let candReadyAt: number | undefined;
+  let stopCandAt: number | undefined;
+  let prevReadyAt: number | undefined;
+  const say2 = (s: string) => {
+    if (!opts.json) note(s);
+  };
+  try {
+    say2(`measuring the running cluster at ${rec0.url} (probe, golden prompts, chat template, short bench)`);
+    current = await timed('measureCurrent', () => measure(targetOf(rec0, secrets), from, { ...settings, signal: ac.signal }));
+    const unfit = ac.signal.aborted ? undefined : currentUnfit(current);
+    if (unfit)
+      throw new ProblemsFound(
+        `${name}: the running cluster cannot be compared against: ${unfit}; nothing was stopped (sparkctl probe ${name}; an upgrade without a comparison: sparkctl stop ${name} --nodes ${file}, then serve --nodes with the candidate)`,
+      );
+    if (!ac.signal.aborted) {
+      say2(`stopping ${name} on ${nodes.join(', ')}: ${c.yellow('no service until the candidate is ready')}`);
+      stoppedAt = Date.now();
+      run.stopCurrent = await timed('stopCurrent', () => stopSide(dir, name, nf, ac.signal));
+    } else run.interrupted = true;
+    if (run.stopCurrent && run.stopCurrent.left === undefined && !ac.signal.aborted) {
+      say2(`serving the candidate over ${nodes.length} nodes`);
+      const t0 = Date.now();
+      const s = await timed('serveCandidate', () => serveSide(l, file, [...opts.set, ...cand0.sets]));
+      if (s.served === 'healthy') candReadyAt = Date.now();
+      run.candidate = s.served;
+      if (s.why) why.push(`the candidate did not serve healthy: ${s.why}`);
+      const crec = new Registry(dir).clusters().find((x) => x.profile === name);
+      if (s.served === 'healthy' && crec) {
+        say2(`  candidate ready over ${nodes.length} nodes in ${formatDuration(Date.now() - t0)}; comparing at ${crec.url}`);
+        to = sideVersion(to, await versionAt(crec, secrets));
+        candidate = await timed('measureCandidate', () => measure(targetOf(crec, secrets), to, { ...settings, signal: ac.signal }));
+        verdict = judge(current, candidate, thresholds);
+        run.pass = verdict.pass;
+        why.push(...verdict.why);
+        if (!opts.json) for (const x of verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+      }
+      if (ac.signal.aborted) run.interrupted = true;
+      if (afterCandidate(run.candidate, run.pass, run.noRoll) === 'back') {
+        say2(`back to the previous pin: stopping the candidate, serving the previous over ${nodes.length} nodes`);
+        stopCandAt = Date.now();
+        run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
+        // the previous pin is served again even after Ctrl-C: never leave the nodes without a server unasked
+        if (run.stopCandidate.left === undefined) {
+          const b = await timed('servePrevious', () => serveSide(l, file, previousSets));
+          if (b.served === 'healthy') prevReadyAt = Date.now();
+          run.previous = b.served;
+          if (b.why) why.push(`the previous pin did not serve again: ${b.why}`);
+        }
+      }
+    }
+  } finally {
+    ac.off();
+  }
+  const end = nodesEnd(run, name, file);
+  const noServiceMs = noService({ stoppedAt, candReadyAt, stopCandAt, prevReadyAt });
+  if (end.status === 'rolled') {
+    if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
+    else {
+      if (firstPin) writePin(dir, name, firstPin);
+      writePin(dir, name, {
+        at: new Date().toISOString(),
+        vllmVersion: to,
+        ...(cand0.image ? { image: cand0.image.ref ?? cur.resolved.profile.container?.image, imagePinned: cand0.image.id, imageId: cand0.image.id } : {}),
+        sets: [`engine.vllmVersion=${to}`, ...cand0.sets.filter((s) => !s.startsWith('engine.vllmVersion='))],
+      });
+    }
+  }
+  const ms = Date.now() - started;
+  appendUpgrade(dir, {
+    at: new Date().toISOString(),
+    profile: name,
+    kind: opts.rollback ? 'rollback' : 'upgrade',
+    from: { vllmVersion: from, ...(currentId ? { image: currentId } : {}) },
+    to: { vllmVersion: to, ...(cand0.image ? { image: cand0.image.id } : {}) },
+    status: end.status,
+    failed: why.slice(0, 50).map((x) => x.slice(0, 2000)),
+    where: 'nodes',
+    ms,
+    by: whoAmI(),
+  });
+  const code = EXIT[end.status];
+  if (opts.json)
+    say(
+      envelope('upgrade', {
+        profile: name,
+        action: opts.rollback ? 'rollback' : 'upgrade',
+        from,
+        to,
+        status: end.status,
+        where: 'nodes',
+        inPlace: true,
+        nodes,
+        image: cand0.image?.id ?? null,
+        previousImage: currentId ?? null,
+        serving: end.serving,
+        steps: run,
+        timings,
+        noServiceMs: noServiceMs ?? null,
+        failed: why,
+        current: current ?? null,
+        candidate: candidate ?? null,
+        verdict: verdict ?? null,
+        ...(end.loud ? { warning: end.loud } : {}),
+        ms,
+        exitCode: code,
+      }),
+    );
+  else {
+    const what = opts.rollback ? 'rolled back' : 'upgraded';
+    if (end.status === 'rolled')
+      say(`${c.green(what)} ${name}: vLLM ${from} -> ${to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
+    else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
+    else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
+    if (noServiceMs !== undefined && noServiceMs > 0)
+      say(
+        `no service over the nodes for ${formatDuration(noServiceMs)} in all (in place: ${Object.entries(timings)
+          .map(([k, v]) => `${k} ${formatDuration(v)}`)
+          .join(', ')})`,
+      );
+    if (end.loud) note(`${c.red('WARNING')}: ${end.loud}${why.length ? `\n  ${why.join('\n  ')}` : ''}`);
+  }
+  if (code !== 0) throw new ExitWith(code);
+}

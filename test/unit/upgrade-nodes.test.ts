@@ -1,0 +1,193 @@
+// The in-place upgrade over nodes, decided (src/upgrade/nodes.ts): when the candidate stays, what the
+// end of every path is (what serves, the status, the loud line where nothing healthy serves), the
+// plan's words, the /version answer read as hostile; and the --set merge the record keeps.
+import { describe, it, expect } from 'vitest';
+import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
+import { lastOfEach } from '../../src/verbs/upgrade/nodes.js';
+import { DEFAULT_THRESHOLDS } from '../../src/upgrade/judge.js';
+
+describe('afterCandidate: the candidate stays only when it served healthy, passed, and --no-roll was not given', () => {
+  const rows: Array<[NodesServed, boolean | undefined, boolean, 'keep' | 'back']> = [
+    ['healthy', true, false, 'keep'],
+    ['healthy', true, true, 'back'],
+    ['healthy', false, false, 'back'],
+    ['healthy', undefined, false, 'back'],
+    ['unhealthy', undefined, false, 'back'],
+    ['launch-failed', undefined, false, 'back'],
+    ['refused', undefined, false, 'back'],
+    ['interrupted', undefined, false, 'back'],
+    // a verdict can never rescue a candidate that did not serve healthy
+    ['unhealthy', true, false, 'back'],
+  ];
+  it.each(rows)('%s, pass %s, no-roll %s -> %s', (served, pass, noRoll, want) => expect(afterCandidate(served, pass, noRoll)).toBe(want));
+});
+
+describe('nodesEnd: every path ends saying what serves; nothing healthy serving is always loud', () => {
+  const P = 'qwen3-200b';
+  const F = '/etc/nodes.yaml';
+  const rows: Array<[string, NodesRun, { status: string; serving: string; loud?: RegExp }]> = [
+    ['passed: the candidate stays', { noRoll: false, stopCurrent: {}, candidate: 'healthy', pass: true }, { status: 'rolled', serving: 'candidate' }],
+    [
+      'failed its comparison, previous served again',
+      { noRoll: false, stopCurrent: {}, candidate: 'healthy', pass: false, stopCandidate: {}, previous: 'healthy' },
+      { status: 'canary-failed', serving: 'previous' },
+    ],
+    [
+      '--no-roll and passed: compared, previous again',
+      { noRoll: true, stopCurrent: {}, candidate: 'healthy', pass: true, stopCandidate: {}, previous: 'healthy' },
+      { status: 'compared', serving: 'previous' },
+    ],
+    [
+      '--no-roll and failed: canary-failed',
+      { noRoll: true, stopCurrent: {}, candidate: 'healthy', pass: false, stopCandidate: {}, previous: 'healthy' },
+      { status: 'canary-failed', serving: 'previous' },
+    ],
+    [
+      'candidate did not launch, previous again',
+      { noRoll: false, stopCurrent: {}, candidate: 'launch-failed', stopCandidate: {}, previous: 'healthy' },
+      { status: 'canary-failed', serving: 'previous' },
+    ],
+    [
+      'candidate refused before launch, previous again',
+      { noRoll: false, stopCurrent: {}, candidate: 'refused', stopCandidate: {}, previous: 'healthy' },
+      { status: 'canary-failed', serving: 'previous' },
+    ],
+    ['candidate unhealthy, previous again', { noRoll: false, stopCurrent: {}, candidate: 'unhealthy', stopCandidate: {}, previous: 'healthy' }, { status: 'canary-failed', serving: 'previous' }],
+    [
+      'the running cluster did not stop whole: nothing started, loud',
+      { noRoll: false, stopCurrent: { left: 'rank 2 on n2: unproven' } },
+      { status: 'roll-failed', serving: 'unknown', loud: /did not stop whole \(rank 2 on n2: unproven\): nothing was started/ },
+    ],
+    [
+      'stopped, candidate never started (interrupted): nothing serves, loud',
+      { noRoll: false, stopCurrent: {}, interrupted: true },
+      { status: 'interrupted', serving: 'none', loud: /^NOTHING SERVES qwen3-200b: .*sparkctl serve qwen3-200b --nodes \/etc\/nodes.yaml/ },
+    ],
+    [
+      'candidate failed and would not stop: the previous is not served over it, loud',
+      { noRoll: false, stopCurrent: {}, candidate: 'healthy', pass: false, stopCandidate: { left: 'vLLM on n0: failed' } },
+      { status: 'roll-failed', serving: 'candidate', loud: /the candidate did not stop whole \(vLLM on n0: failed\), so the previous pin was not served again/ },
+    ],
+    [
+      'candidate failed, previous did not come back: nothing serves, loud, exit 4',
+      { noRoll: false, stopCurrent: {}, candidate: 'healthy', pass: false, stopCandidate: {}, previous: 'launch-failed' },
+      { status: 'roll-failed', serving: 'none', loud: /^NOTHING SERVES qwen3-200b: the candidate was stopped and the previous pin did not serve again \(launch-failed\)/ },
+    ],
+    [
+      'previous back but its probe fails: said',
+      { noRoll: false, stopCurrent: {}, candidate: 'launch-failed', stopCandidate: {}, previous: 'unhealthy' },
+      { status: 'roll-failed', serving: 'previous-unhealthy', loud: /probe fails/ },
+    ],
+    [
+      'interrupted during the candidate, previous served again',
+      { noRoll: false, stopCurrent: {}, candidate: 'interrupted', stopCandidate: {}, previous: 'healthy', interrupted: true },
+      { status: 'interrupted', serving: 'previous' },
+    ],
+    ['interrupted while measuring the current: nothing stopped', { noRoll: false, interrupted: true }, { status: 'interrupted', serving: 'previous' }],
+  ];
+  it.each(rows)('%s', (_, run, want) => {
+    const end = nodesEnd(run, P, F);
+    expect({ status: end.status, serving: end.serving }).toEqual({ status: want.status, serving: want.serving });
+    if (want.loud) expect(end.loud).toMatch(want.loud);
+    else expect(end.loud).toBeUndefined();
+    // the rule behind every row: healthy service on either side, or a loud line
+    if (end.serving !== 'candidate' && end.serving !== 'previous') expect(end.loud).toBeTruthy();
+  });
+});
+
+describe('nodesPlanLines: in place, said before anything starts', () => {
+  const base = {
+    profile: 'p',
+    nodesFile: '/n.yaml',
+    nodes: ['n0', 'n1'],
+    from: '0.17.1',
+    to: '0.28.0',
+    rollback: false,
+    sets: [],
+    thresholds: DEFAULT_THRESHOLDS,
+    sameVersion: false,
+  };
+  it('names the nodes, the window without service, the steps and the thresholds', () => {
+    const l = nodesPlanLines({ ...base, image: { ref: 'localhost/v:2', id: 'b'.repeat(64) }, previousImage: 'a'.repeat(64) });
+    expect(l[0]).toBe('p: upgrade plan over 2 nodes (n0, n1; /n.yaml)');
+    expect(l.join('\n')).toContain(`image: localhost/v:2 -> ${'b'.repeat(64)} (the same image ID on every node, checked before anything stops`);
+    expect(l.join('\n')).toContain(`NO SERVICE from the stop of the running cluster until the candidate (or, on a failure, the previous pin ${'a'.repeat(12)}) is ready again`);
+    expect(l.join('\n')).toContain('similarity >= 0.6 (another vLLM version)');
+    expect(l.join('\n')).toContain('the previous pin served again over all 2 nodes (exit 1, saying why)');
+  });
+  it('a rollback says so; one version: identical; auto said as read later', () => {
+    const l = nodesPlanLines({ ...base, rollback: true, to: 'auto', sameVersion: true });
+    expect(l[0]).toContain('rollback plan');
+    expect(l.join('\n')).toContain("auto (the image's own: read from the candidate once it serves)");
+    expect(l.join('\n')).toContain('chat template identical');
+  });
+});
+
+describe('versionAnswer: GET /version read as hostile', () => {
+  const rows: Array<[unknown, string | undefined]> = [
+    [{ version: '0.17.1' }, '0.17.1'],
+    [{ version: '0.27.2.dev0+g6adad0876.cpu' }, '0.27.2.dev0+g6adad0876.cpu'],
+    [{ version: 17 }, undefined],
+    [{ version: '' }, undefined],
+    [{ version: 'v0.1' }, undefined],
+    [{ version: '0.1; rm -rf /' }, undefined],
+    [{ version: `0.${'1'.repeat(200)}` }, undefined],
+    [['0.17.1'], undefined],
+    [null, undefined],
+    ['0.17.1', undefined],
+  ];
+  it.each(rows)('%j -> %s', (json, want) => expect(versionAnswer(json)).toBe(want));
+  it('auto takes what the server says; a stated version stays', () => {
+    expect(sideVersion('auto', '0.28.0')).toBe('0.28.0');
+    expect(sideVersion('auto', undefined)).toBe('auto');
+    expect(sideVersion('0.17.1', '0.28.0')).toBe('0.17.1');
+  });
+});
+
+describe('lastOfEach: an upgrade --set on top of serve --set keeps one per field, the last', () => {
+  it.each([
+    [
+      ['server.port=8000', 'engine.vllmVersion=0.17.1', 'engine.vllmVersion=0.28.0'],
+      ['server.port=8000', 'engine.vllmVersion=0.28.0'],
+    ],
+    [
+      ['env.A=1', 'env.B=2', 'env.A=3'],
+      ['env.B=2', 'env.A=3'],
+    ],
+    [['container.image=x', 'container.image=y=z'], ['container.image=y=z']],
+    [[], []],
+  ])('%j -> %j', (sets, want) => expect(lastOfEach(sets)).toEqual(want));
+});
+
+describe('currentUnfit: a running cluster that cannot be compared against is not stopped', () => {
+  const fit = {
+    probe: { state: 'healthy', failed: [] as string[] },
+    bench: { requests: 8, failed: 0, ttftP50Ms: 20, tpotP50Ms: 5, outputTokensPerS: 100 },
+    golden: [{ name: 'arithmetic', text: '4' }],
+    chatTemplate: [{ name: 'one user turn', tokens: [1, 2] }],
+  };
+  it.each([
+    ['fit', fit, undefined],
+    ['probe unhealthy', { ...fit, probe: { state: 'unhealthy', failed: ['kv-cache'] } }, /deep probe is unhealthy \(kv-cache\)/],
+    ['a golden prompt unanswered', { ...fit, golden: [{ name: 'arithmetic', error: 'HTTP 500' }] }, /golden prompt "arithmetic" was not answered \(HTTP 500\)/],
+    ['an empty answer is an answer', { ...fit, golden: [{ name: 'arithmetic', text: '' }] }, undefined],
+    ['template not rendered', { ...fit, chatTemplate: [{ name: 'one user turn', error: 'HTTP 404' }] }, /chat template \(one user turn\) was not rendered \(HTTP 404\)/],
+    ['no bench', { ...fit, bench: undefined, benchError: 'timed out' }, /did not run \(timed out\)/],
+    ['bench requests failed', { ...fit, bench: { ...fit.bench, failed: 2 } }, /had 2 failed request/],
+  ])('%s', (_, m, want) => {
+    const r = currentUnfit(m);
+    if (want) expect(r).toMatch(want);
+    else expect(r).toBeUndefined();
+  });
+});
+
+describe('noService: the window without a healthy server, both windows on a way back', () => {
+  it.each([
+    ['nothing stopped', {}, 0],
+    ['kept: stop to candidate ready', { stoppedAt: 100, candReadyAt: 1100 }, 1000],
+    ['candidate never ready, previous back: one window', { stoppedAt: 100, stopCandAt: 900, prevReadyAt: 2100 }, 2000],
+    ['candidate served, then back: two windows', { stoppedAt: 100, candReadyAt: 1100, stopCandAt: 5000, prevReadyAt: 5500 }, 1500],
+    ['candidate never ready and nothing came back: no end', { stoppedAt: 100 }, undefined],
+    ['back, previous never ready: no end', { stoppedAt: 100, candReadyAt: 1100, stopCandAt: 5000 }, undefined],
+  ])('%s', (_, t, want) => expect(noService(t)).toBe(want));
+});
