@@ -6,7 +6,7 @@
 // entry to ON_NODES (the type asks for one for every engine.runtime word) and no executor or verb
 // changes.
 import type { NodesFile } from '../../profiles/schema.js';
-import type { RuntimeTraits } from '../runtime/traits.js';
+import { traitsOf, type RuntimeTraits } from '../runtime/traits.js';
 import { isPinnedRef } from '../pins.js';
 import { containerSteps, imageMismatch, readImageIds, type ContainerInputs } from './containers.js';
 import type { NodeStep } from './ray-plan.js';
@@ -26,17 +26,27 @@ interface NodeRuntime {
   place(x: PlaceInputs, nf: NodesFile, host: NodeStep[]): NodeStep[];
   /** refused before anything starts on any node (undefined: nothing to refuse), read on the nodes over ssh */
   refuse(plan: { nf: NodesFile; steps: NodeStep[] }, signal?: AbortSignal): Promise<NodeFailure | undefined>;
+  /** the one image the planned steps run on every node, and its CLI (undefined: this runtime runs no image; upgrade by image asks) */
+  image(steps: NodeStep[]): NodeImage | undefined;
 }
+
+/** What a runtime on the nodes runs vLLM from, where it runs an image. */
+export type NodeImage = Pick<NonNullable<NodeStep['container']>, 'cli' | 'image'>;
 
 /** vLLM on each node's host: the commands as planned, nothing read before the launch. */
 const HOST_ON_NODES: NodeRuntime = {
   place: (_x, _nf, host) => host,
   refuse: async () => undefined,
+  image: () => undefined,
 };
 
 /** One container per node of the one image (containers.ts), refused unless every node holds that image by ID. */
 const CONTAINER_ON_NODES: NodeRuntime = {
   place: (x, nf, host) => containerSteps(x, nf, x.executor, host, x.perNode, x.rdmaNodes),
+  image: (steps) => {
+    const c = steps[0]?.container;
+    return c ? { cli: c.cli, image: c.image } : undefined;
+  },
   async refuse(plan, signal) {
     const c = plan.steps[0]!.container!; // onNodes picked this runtime from that step's container
     const ids = await readImageIds(plan.nf, plan.steps, signal);
@@ -58,3 +68,6 @@ const ON_NODES: Record<RuntimeTraits['runtime'], NodeRuntime> = { host: HOST_ON_
 
 /** The node part of a runtime: its traits (traitsOfProfile for a plan being made, traitsOf for a planned step or record). */
 export const onNodes = (t: Pick<RuntimeTraits, 'runtime'>): NodeRuntime => ON_NODES[t.runtime];
+
+/** The image a planned cluster runs on every node, as its runtime says (undefined: it runs on the nodes' hosts). */
+export const imageOnNodes = (plan: { steps: NodeStep[] }): NodeImage | undefined => onNodes(traitsOf(plan.steps[0] ?? {})).image(plan.steps);

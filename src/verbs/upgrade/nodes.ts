@@ -10,6 +10,7 @@ import { Registry, type ClusterLaunch, type ClusterRecord } from '../../engine/r
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
+import { imageOnNodes } from '../../engine/cluster/node-runtime.js';
 import { readSecrets } from '../../engine/plan.js';
 import { imageLine, refOf } from '../../engine/cluster/node-container.js';
 import { imageIdOf } from '../../engine/runtime/ops.js';
@@ -119,10 +120,10 @@ async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extr
 
 /** The one image ID every node holds for the image a planned side runs, or bad input naming the nodes that differ (nothing stopped yet). */
 async function imageOnEveryNode(pc: PlannedCluster, what: string, fix: string): Promise<string | undefined> {
-  const c0 = pc.steps[0]?.container;
-  if (!c0) return undefined;
+  const img = imageOnNodes(pc);
+  if (!img) return undefined;
   const ids = await readImageIds(pc.nf, pc.steps);
-  const bad = imageMismatch(c0.image, ids);
+  const bad = imageMismatch(img.image, ids);
   if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
   return ids[0]!.id!;
 }
@@ -147,9 +148,8 @@ async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLa
   }
   if (opts.image) {
     const pc = await planSide(l, nf, file, [`container.image=${opts.image}`]);
-    if (!pc.steps[0]?.container)
-      throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
-    const c0 = pc.steps[0].container;
+    const c0 = imageOnNodes(pc);
+    if (!c0) throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
     const id = await imageOnEveryNode(
       pc,
       `--image ${opts.image}`,
@@ -233,7 +233,41 @@ function targetOf(rec: ClusterRecord, secrets: Record<string, string>) {
   return { ...t, name: `${rec.profile} (${rec.head})`, apiKey: secrets.VLLM_API_KEY ?? t.apiKey };
 }
 
-export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<void> {
+/** What an upgrade over nodes read and planned: both sides, the candidate, what runs now. */
+interface NodesUpgrade {
+  rec0: ClusterRecord;
+  opts: NodesUpgradeOptions;
+  dir: string;
+  name: string;
+  l: ClusterLaunch;
+  file: string;
+  nf: NodesFile;
+  nodes: string[];
+  cur: PlannedCluster;
+  cand: PlannedCluster;
+  cand0: NodesCandidate;
+  /** the image every rank runs now, by ID (the previous pin a failure serves again) */
+  currentId?: string;
+  from: string;
+  to: string;
+  thresholds: Thresholds;
+  secrets: Record<string, string>;
+}
+
+/** What the in-place steps came to. */
+interface NodesDone {
+  run: NodesRun;
+  to: string;
+  current?: Measured;
+  candidate?: Measured;
+  verdict?: Verdict;
+  why: string[];
+  timings: Record<string, number>;
+  noServiceMs?: number;
+}
+
+/** read: the record, the nodes, both sides planned, the candidate's image on every node, what runs now (undefined: nothing to upgrade, said). */
+async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<NodesUpgrade | undefined> {
   const dir = stateDir();
   const name = rec0.profile;
   const l = launchOf(rec0);
@@ -248,115 +282,118 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
   const cur = await planSide(l, nf, file, []);
   const cand0 = await candidateOf(name, opts, l, nf, file, dir);
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
-  if (!cand0.image && cand.steps[0]?.container)
+  const candImage = imageOnNodes(cand);
+  if (!cand0.image && candImage)
     cand0.image = {
       id: (await imageOnEveryNode(
         cand,
-        `the candidate's image ${cand.steps[0].container.image}`,
-        `load it on every node (${cand.steps[0].container.cli} save IMAGE | ssh NODE ${cand.steps[0].container.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
+        `the candidate's image ${candImage.image}`,
+        `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
       ))!,
     };
   else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
-  const curId = running.id ? [running.id] : cur.steps[0]?.container ? (await readImageIds(nf, cur.steps)).map((x) => x.id) : [];
+  const curId = running.id ? [running.id] : imageOnNodes(cur) ? (await readImageIds(nf, cur.steps)).map((x) => x.id) : [];
   const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
   if (running.why && !opts.json) note(`${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`);
   if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
     if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', where: 'nodes', image: currentId, exitCode: 0 }));
     else say(`${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`);
-    return;
+    return undefined;
   }
   const secrets = readSecrets(cand.resolved.profile);
   // auto: the version the running head says it runs (the candidate's is read once it serves)
   const from = sideVersion(cur.resolved.profile.engine.vllmVersion, await versionAt(rec0, readSecrets(cur.resolved.profile)));
-  let to = cand.resolved.profile.engine.vllmVersion;
-  const diff = versionDiff(from, to, cand.replica.argv);
-  const thresholds = thresholdsOf(cand);
+  const to = cand.resolved.profile.engine.vllmVersion;
+  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets };
+}
+
+/** plan: the in-place plan and the version diff, said (on stderr before the act; on stdout for --dry-run); whether it was a dry run. */
+function showPlan(u: NodesUpgrade): boolean {
+  const { opts, name, cand0, from, to } = u;
+  const diff = versionDiff(from, to, u.cand.replica.argv);
   const plan = nodesPlanLines({
     profile: name,
-    nodesFile: file,
-    nodes,
+    nodesFile: u.file,
+    nodes: u.nodes,
     from,
     to,
     rollback: !!opts.rollback,
     image: cand0.image,
-    previousImage: currentId,
+    previousImage: u.currentId,
     sets: cand0.sets.filter((s) => !s.startsWith('container.image=')),
-    thresholds,
+    thresholds: u.thresholds,
     sameVersion: sameVllmVersion(from, to),
   });
-  const diffText = diffLines(diff).map((x) => `  ${x}`);
-  if (opts.dryRun) {
-    if (opts.json)
-      say(
-        envelope('upgrade-plan', {
-          profile: name,
-          from,
-          to,
-          where: 'nodes',
-          inPlace: true,
-          nodes,
-          nodesFile: file,
-          image: cand0.image?.id ?? null,
-          previousImage: currentId ?? null,
-          sets: cand0.sets,
-          diff,
-          thresholds,
-        }),
-      );
-    else for (const x of [plan[0]!, ...diffText, ...plan.slice(1)]) say(x);
-    return;
+  const lines = [plan[0]!, ...diffLines(diff).map((x) => `  ${x}`), ...plan.slice(1)];
+  if (!opts.dryRun) {
+    if (!opts.json) for (const x of lines) note(x);
+    return false;
   }
-  if (!opts.json) for (const x of [plan[0]!, ...diffText, ...plan.slice(1)]) note(x);
-  const probe = cand.resolved.profile.probe;
-  const u = cand.resolved.profile.upgrade;
-  const settings = {
-    probe: { ...probe, gpuMemoryUtilization: cand.resolved.profile.engine.gpuMemoryUtilization, gpus: false },
-    golden: u.goldenPrompts ?? defaultGolden(cur.resolved.profile),
-    bench: { requests: u.benchRequests, outputTokens: u.benchOutputTokens, concurrency: 2 },
+  if (opts.json)
+    say(
+      envelope('upgrade-plan', {
+        profile: name,
+        from,
+        to,
+        where: 'nodes',
+        inPlace: true,
+        nodes: u.nodes,
+        nodesFile: u.file,
+        image: cand0.image?.id ?? null,
+        previousImage: u.currentId ?? null,
+        sets: cand0.sets,
+        diff,
+        thresholds: u.thresholds,
+      }),
+    );
+  else for (const x of lines) say(x);
+  return true;
+}
+
+/** What the comparison sends on both sides: the probe, the golden prompts, a short bench. */
+function measureSettings(u: NodesUpgrade) {
+  const probe = u.cand.resolved.profile.probe;
+  const up = u.cand.resolved.profile.upgrade;
+  return {
+    probe: { ...probe, gpuMemoryUtilization: u.cand.resolved.profile.engine.gpuMemoryUtilization, gpus: false },
+    golden: up.goldenPrompts ?? defaultGolden(u.cur.resolved.profile),
+    bench: { requests: up.benchRequests, outputTokens: up.benchOutputTokens, concurrency: 2 },
     timeoutMs: Math.max(probe.timeoutMs, 60_000),
   };
-  // the first upgrade keeps what ran before it, so --rollback knows where to go
-  const pinsBefore = readPins(dir, name);
-  const firstPin: Pin | undefined = pinsBefore
-    ? undefined
-    : {
-        at: new Date().toISOString(),
-        vllmVersion: from,
-        ...(currentId ? { image: cur.resolved.profile.container?.image, imagePinned: currentId, imageId: currentId } : {}),
-        sets: [`engine.vllmVersion=${from}`, ...(currentId ? [`container.image=${currentId}`] : [])],
-      };
+}
+
+/**
+ * act, in place: measure the running cluster, stop it, serve the candidate over every node, measure it
+ * with the same requests; on a failure (or --no-roll) stop it and serve the previous pin again, even
+ * after Ctrl-C (never the nodes left without a server unasked). Each step timed; the window without service measured.
+ */
+async function inPlace(u: NodesUpgrade): Promise<NodesDone> {
+  const { opts, dir, name, nf, nodes, file, l, cand0, secrets, rec0 } = u;
+  const settings = measureSettings(u);
   // the previous pin, served again on a failure: the image every node ran, by ID (else as it was served)
-  const previousSets = currentId && !isPinnedRef(cur.resolved.profile.container?.image ?? '') ? [`container.image=${currentId}`] : [];
-  const run: NodesRun = { noRoll: !opts.roll };
-  const ac = interrupts();
-  const started = Date.now();
-  let current: Measured | undefined;
-  let candidate: Measured | undefined;
-  let verdict: Verdict | undefined;
-  const why: string[] = [];
-  // each step's time, and the window without service (the stop of one cluster to the readiness of the next: both windows on a failure)
-  const timings: Record<string, number> = {};
+  const previousSets = u.currentId && !isPinnedRef(imageOnNodes(u.cur)?.image ?? '') ? [`container.image=${u.currentId}`] : [];
+  const d: NodesDone = { run: { noRoll: !opts.roll }, to: u.to, why: [], timings: {} };
+  const run = d.run;
   const timed = async <T>(step: string, f: () => Promise<T>): Promise<T> => {
     const t = Date.now();
     try {
       return await f();
     } finally {
-      timings[step] = Date.now() - t;
+      d.timings[step] = Date.now() - t;
     }
   };
-  let stoppedAt: number | undefined;
-  let candReadyAt: number | undefined;
-  let stopCandAt: number | undefined;
-  let prevReadyAt: number | undefined;
+  const at: { stoppedAt?: number; candReadyAt?: number; stopCandAt?: number; prevReadyAt?: number } = {};
   const say2 = (s: string) => {
     if (!opts.json) note(s);
   };
+  const ac = interrupts();
   try {
     say2(`measuring the running cluster at ${rec0.url} (probe, golden prompts, chat template, short bench)`);
-    current = await timed('measureCurrent', () => measure(targetOf(rec0, secrets), from, { ...settings, signal: ac.signal }));
+    const current = await timed('measureCurrent', () => measure(targetOf(rec0, secrets), u.from, { ...settings, signal: ac.signal }));
+    d.current = current;
     const unfit = ac.signal.aborted ? undefined : currentUnfit(current);
     if (unfit)
       throw new ProblemsFound(
@@ -364,78 +401,95 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
       );
     if (!ac.signal.aborted) {
       say2(`stopping ${name} on ${nodes.join(', ')}: ${c.yellow('no service until the candidate is ready')}`);
-      stoppedAt = Date.now();
+      at.stoppedAt = Date.now();
       run.stopCurrent = await timed('stopCurrent', () => stopSide(dir, name, nf, ac.signal));
     } else run.interrupted = true;
     if (run.stopCurrent && run.stopCurrent.left === undefined && !ac.signal.aborted) {
       say2(`serving the candidate over ${nodes.length} nodes`);
       const t0 = Date.now();
       const s = await timed('serveCandidate', () => serveSide(l, file, [...opts.set, ...cand0.sets]));
-      if (s.served === 'healthy') candReadyAt = Date.now();
+      if (s.served === 'healthy') at.candReadyAt = Date.now();
       run.candidate = s.served;
-      if (s.why) why.push(`the candidate did not serve healthy: ${s.why}`);
+      if (s.why) d.why.push(`the candidate did not serve healthy: ${s.why}`);
       const crec = new Registry(dir).clusters().find((x) => x.profile === name);
       if (s.served === 'healthy' && crec) {
         say2(`  candidate ready over ${nodes.length} nodes in ${formatDuration(Date.now() - t0)}; comparing at ${crec.url}`);
-        to = sideVersion(to, await versionAt(crec, secrets));
-        candidate = await timed('measureCandidate', () => measure(targetOf(crec, secrets), to, { ...settings, signal: ac.signal }));
-        verdict = judge(current, candidate, thresholds);
-        run.pass = verdict.pass;
-        why.push(...verdict.why);
-        if (!opts.json) for (const x of verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+        d.to = sideVersion(d.to, await versionAt(crec, secrets));
+        const candidate = await timed('measureCandidate', () => measure(targetOf(crec, secrets), d.to, { ...settings, signal: ac.signal }));
+        d.candidate = candidate;
+        d.verdict = judge(current, candidate, u.thresholds);
+        run.pass = d.verdict.pass;
+        d.why.push(...d.verdict.why);
+        if (!opts.json) for (const x of d.verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
       }
       if (ac.signal.aborted) run.interrupted = true;
       if (afterCandidate(run.candidate, run.pass, run.noRoll) === 'back') {
         say2(`back to the previous pin: stopping the candidate, serving the previous over ${nodes.length} nodes`);
-        stopCandAt = Date.now();
+        at.stopCandAt = Date.now();
         run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
         // the previous pin is served again even after Ctrl-C: never leave the nodes without a server unasked
         if (run.stopCandidate.left === undefined) {
           const b = await timed('servePrevious', () => serveSide(l, file, previousSets));
-          if (b.served === 'healthy') prevReadyAt = Date.now();
+          if (b.served === 'healthy') at.prevReadyAt = Date.now();
           run.previous = b.served;
-          if (b.why) why.push(`the previous pin did not serve again: ${b.why}`);
+          if (b.why) d.why.push(`the previous pin did not serve again: ${b.why}`);
         }
       }
     }
   } finally {
     ac.off();
   }
-  const end = nodesEnd(run, name, file);
-  const noServiceMs = noService({ stoppedAt, candReadyAt, stopCandAt, prevReadyAt });
-  if (end.status === 'rolled') {
+  d.noServiceMs = noService(at);
+  return d;
+}
+
+/** record: the pin a roll leaves (the first upgrade keeps what ran before it, so --rollback knows where to go) and the history entry. */
+function recordUpgrade(u: NodesUpgrade, d: NodesDone, status: UpgradeStatus, pinsBefore: ReturnType<typeof readPins>, ms: number): void {
+  const { dir, name, cand0, cur, currentId, from } = u;
+  if (status === 'rolled') {
     if (cand0.rollback?.next) writePinFile(dir, cand0.rollback.next);
     else {
-      if (firstPin) writePin(dir, name, firstPin);
+      if (!pinsBefore) {
+        const firstPin: Pin = {
+          at: new Date().toISOString(),
+          vllmVersion: from,
+          ...(currentId ? { image: cur.resolved.profile.container?.image, imagePinned: currentId, imageId: currentId } : {}),
+          sets: [`engine.vllmVersion=${from}`, ...(currentId ? [`container.image=${currentId}`] : [])],
+        };
+        writePin(dir, name, firstPin);
+      }
       writePin(dir, name, {
         at: new Date().toISOString(),
-        vllmVersion: to,
+        vllmVersion: d.to,
         ...(cand0.image ? { image: cand0.image.ref ?? cur.resolved.profile.container?.image, imagePinned: cand0.image.id, imageId: cand0.image.id } : {}),
-        sets: [`engine.vllmVersion=${to}`, ...cand0.sets.filter((s) => !s.startsWith('engine.vllmVersion='))],
+        sets: [`engine.vllmVersion=${d.to}`, ...cand0.sets.filter((s) => !s.startsWith('engine.vllmVersion='))],
       });
     }
   }
-  const ms = Date.now() - started;
   appendUpgrade(dir, {
     at: new Date().toISOString(),
     profile: name,
-    kind: opts.rollback ? 'rollback' : 'upgrade',
+    kind: u.opts.rollback ? 'rollback' : 'upgrade',
     from: { vllmVersion: from, ...(currentId ? { image: currentId } : {}) },
-    to: { vllmVersion: to, ...(cand0.image ? { image: cand0.image.id } : {}) },
-    status: end.status,
-    failed: why.slice(0, 50).map((x) => x.slice(0, 2000)),
+    to: { vllmVersion: d.to, ...(cand0.image ? { image: cand0.image.id } : {}) },
+    status,
+    failed: d.why.slice(0, 50).map((x) => x.slice(0, 2000)),
     where: 'nodes',
     ms,
     by: whoAmI(),
   });
-  const code = EXIT[end.status];
-  if (opts.json)
+}
+
+/** What came of it: the envelope, or the lines (what serves now; loud where nothing healthy does). */
+function printUpgrade(u: NodesUpgrade, d: NodesDone, end: ReturnType<typeof nodesEnd>, ms: number, code: ExitCode): void {
+  const { opts, name, nodes, cand0, currentId, from } = u;
+  if (opts.json) {
     say(
       envelope('upgrade', {
         profile: name,
         action: opts.rollback ? 'rollback' : 'upgrade',
         from,
-        to,
+        to: d.to,
         status: end.status,
         where: 'nodes',
         inPlace: true,
@@ -443,31 +497,45 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
         image: cand0.image?.id ?? null,
         previousImage: currentId ?? null,
         serving: end.serving,
-        steps: run,
-        timings,
-        noServiceMs: noServiceMs ?? null,
-        failed: why,
-        current: current ?? null,
-        candidate: candidate ?? null,
-        verdict: verdict ?? null,
+        steps: d.run,
+        timings: d.timings,
+        noServiceMs: d.noServiceMs ?? null,
+        failed: d.why,
+        current: d.current ?? null,
+        candidate: d.candidate ?? null,
+        verdict: d.verdict ?? null,
         ...(end.loud ? { warning: end.loud } : {}),
         ms,
         exitCode: code,
       }),
     );
-  else {
-    const what = opts.rollback ? 'rolled back' : 'upgraded';
-    if (end.status === 'rolled')
-      say(`${c.green(what)} ${name}: vLLM ${from} -> ${to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
-    else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
-    else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
-    if (noServiceMs !== undefined && noServiceMs > 0)
-      say(
-        `no service over the nodes for ${formatDuration(noServiceMs)} in all (in place: ${Object.entries(timings)
-          .map(([k, v]) => `${k} ${formatDuration(v)}`)
-          .join(', ')})`,
-      );
-    if (end.loud) note(`${c.red('WARNING')}: ${end.loud}${why.length ? `\n  ${why.join('\n  ')}` : ''}`);
+    return;
   }
+  const what = opts.rollback ? 'rolled back' : 'upgraded';
+  if (end.status === 'rolled')
+    say(`${c.green(what)} ${name}: vLLM ${from} -> ${d.to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
+  else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
+  else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
+  if (d.noServiceMs !== undefined && d.noServiceMs > 0)
+    say(
+      `no service over the nodes for ${formatDuration(d.noServiceMs)} in all (in place: ${Object.entries(d.timings)
+        .map(([k, v]) => `${k} ${formatDuration(v)}`)
+        .join(', ')})`,
+    );
+  if (end.loud) note(`${c.red('WARNING')}: ${end.loud}${d.why.length ? `\n  ${d.why.join('\n  ')}` : ''}`);
+}
+
+/** upgrade PROFILE over the nodes it is served on: read, plan (--dry-run ends there), act in place, record, say. */
+export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<void> {
+  const u = await readUpgrade(rec0, opts);
+  if (!u || showPlan(u)) return;
+  const pinsBefore = readPins(u.dir, u.name);
+  const started = Date.now();
+  const d = await inPlace(u);
+  const end = nodesEnd(d.run, u.name, u.file);
+  const ms = Date.now() - started;
+  recordUpgrade(u, d, end.status, pinsBefore, ms);
+  const code = EXIT[end.status];
+  printUpgrade(u, d, end, ms, code);
   if (code !== 0) throw new ExitWith(code);
 }
