@@ -49,9 +49,8 @@ export async function http(url: string, opts: HttpOptions): Promise<HttpResult> 
 
 const strip = ({ staleSocket: _, ...r }: HttpResult & { staleSocket?: boolean }): HttpResult => r;
 
-async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { staleSocket?: boolean }> {
-  const started = performance.now();
-  let staleSocket = false;
+/** The request's headers and its JSON body (the key as a bearer token, never in the URL). */
+function requestOf(opts: HttpOptions): { headers: Record<string, string>; payload?: Buffer } {
   const headers: Record<string, string> = { ...opts.headers };
   const payload = opts.body !== undefined ? Buffer.from(JSON.stringify(opts.body)) : undefined;
   if (payload) {
@@ -59,6 +58,13 @@ async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { s
     headers['content-length'] = String(payload.length);
   }
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
+  return { headers, payload };
+}
+
+async function attempt(url: string, opts: HttpOptions): Promise<HttpResult & { staleSocket?: boolean }> {
+  const started = performance.now();
+  let staleSocket = false;
+  const { headers, payload } = requestOf(opts);
   const max = opts.maxBytes ?? MAX_BODY_BYTES;
   let req: ClientRequest | undefined;
   let timer: NodeJS.Timeout | undefined;
