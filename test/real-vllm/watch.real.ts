@@ -249,9 +249,9 @@ describe.skipIf(Boolean(why)).sequential('sparkctl watch on the real vLLM', () =
       expect(Math.max(0, ...waited), 'requests waited: the soak held the server past max_num_seqs').toBeGreaterThan(0);
       // whatever the watcher called it, only a verdict of a server that works, or `unknown` (a read that failed
       // once on a loaded host: "waiting for a second reading", never acted on; the final CI run of stop 6 saw one);
-      // the last one a server that works
+      // the last one, where the soak changed it at all (a verdict is an event when it changes), a server that works
       expect(new Set(verdicts.filter((v) => !['healthy', 'busy', 'saturated', 'unknown'].includes(v))), summary(evs)).toEqual(new Set());
-      expect(['healthy', 'busy', 'saturated'], summary(evs)).toContain(verdicts.at(-1));
+      if (verdicts.length) expect(['healthy', 'busy', 'saturated'], summary(evs)).toContain(verdicts.at(-1));
       expect(
         verdicts.filter((v) => v === 'wedged' || v === 'dead'),
         summary(evs),
