@@ -31,21 +31,10 @@ import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import type { UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { ServeOptions } from '../serve/options.js';
+import type { UpgradeOptions } from './options.js';
 
-/** upgrade's options, as the nodes path reads them (run.ts's UpgradeOptions: kept apart, no import circle). */
-export interface NodesUpgradeOptions {
-  image?: string;
-  vllm?: string;
-  vllmBin?: string;
-  rollback?: boolean;
-  candidateSet: string[];
-  roll: boolean;
-  dryRun?: boolean;
-  json?: boolean;
-  set: string[];
-  canaryGpus?: string;
-  nodes?: string;
-}
+/** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
+export type NodesUpgradeOptions = Omit<UpgradeOptions, 'pull' | 'drainTimeout'>;
 
 /** serve --nodes' inputs as the record kept them: hostile bytes too (a state file), checked field by field. */
 const Launch = z.object({

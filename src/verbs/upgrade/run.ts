@@ -24,28 +24,8 @@ import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import { defaultGolden } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { Thresholds } from '../../upgrade/judge.js';
+import type { UpgradeOptions } from './options.js';
 
-interface UpgradeOptions {
-  image?: string;
-  vllm?: string;
-  vllmBin?: string;
-  rollback?: boolean;
-  /** overrides for the candidate only (kept with its pin) */
-  candidateSet: string[];
-  roll: boolean;
-  /** false: --no-pull (an --image not here is refused) */
-  pull: boolean;
-  dryRun?: boolean;
-  drainTimeout: number;
-  json?: boolean;
-  set: string[];
-  profiles?: string;
-  gpus?: number;
-  /** the canary beside the replicas on these GPUs */
-  canaryGpus?: string;
-  /** a profile served over nodes: the nodes file (default: the one its record names) */
-  nodes?: string;
-}
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
 function canaryGpusOf(text: string | undefined): number[] | undefined {
