@@ -26,7 +26,6 @@ import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/
 import type { Thresholds } from '../../upgrade/judge.js';
 import type { UpgradeOptions } from './options.js';
 
-
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
 function canaryGpusOf(text: string | undefined): number[] | undefined {
   if (text === undefined) return undefined;
