@@ -378,9 +378,10 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
-  const flags = await flagsRead(dir, cur, cand, from, to, replicas, cand0);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
   const canaryGpus = canaryGpusFor(opts, name, routed, cur, cand);
+  // each side's own table: read once the cheap refusals are past (an import of vLLM costs 20-35 s)
+  const flags = await flagsRead(dir, cur, cand, from, to, replicas, cand0);
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
     : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
