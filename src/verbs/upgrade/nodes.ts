@@ -119,16 +119,6 @@ async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extr
   return planCluster(l.asked, nf, { ...o, nodesFile: resolve(nodesFile), loaded, modelRead: t.modelRead });
 }
 
-/** The one image ID every node holds for the image a planned side runs, or bad input naming the nodes that differ (nothing stopped yet). */
-async function imageOnEveryNode(pc: PlannedCluster, what: string, fix: string): Promise<string | undefined> {
-  const img = imageOnNodes(pc);
-  if (!img) return undefined;
-  const ids = await readImageIds(pc.nf, pc.steps);
-  const bad = imageMismatch(img.image, ids);
-  if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
-  return ids[0]!.id!;
-}
-
 interface NodesCandidate {
   sets: string[];
   image?: { ref?: string; id: string };
@@ -141,10 +131,17 @@ interface NodesCandidate {
   wouldPull?: boolean;
 }
 
-/** The nodes an image goes to: the server's, and the canary's spare ones. */
-function withCanaryNodes(nf: NodesFile, canary?: NodesFile): NodesFile {
-  if (!canary) return nf;
-  return { ...nf, workers: [...nf.workers, canary.head, ...canary.workers] };
+/** Each node's ID of the image the plan runs, over every nodes file given (each read with its own file's ssh settings). */
+async function idsOn(pc: PlannedCluster, files: NodesFile[]): Promise<Array<{ node: string; id?: string; error?: string }>> {
+  return (await Promise.all(files.map((f) => readImageIds(f, stepsOn(pc, f))))).flat();
+}
+
+/** The one image ID every node of every file holds for the reference, or bad input naming the nodes that differ (nothing stopped yet). */
+async function oneIdOn(pc: PlannedCluster, files: NodesFile[], what: string, fix: string): Promise<string> {
+  const ids = await idsOn(pc, files);
+  const bad = imageMismatch(imageOnNodes(pc)!.image, ids);
+  if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
+  return ids[0]!.id!;
 }
 
 /**
@@ -159,7 +156,7 @@ async function candidateOnNodes(
   name: string,
   opts: NodesUpgradeOptions,
   pc: PlannedCluster,
-  nodesTo: NodesFile,
+  files: NodesFile[],
   file: string,
 ): Promise<Pick<NodesCandidate, 'image' | 'imageSteps' | 'copied' | 'wouldPull'>> {
   const c0 = imageOnNodes(pc)!;
@@ -168,7 +165,7 @@ async function candidateOnNodes(
   const fix = `the very image on every node first: ${c0.cli} save ${ref} | ssh NODE ${c0.cli} load, for each node named (or with ${ref} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`;
   const { localImage } = await import('../../engine/cluster/image-sync.js');
   const here = await localImage({ cli: c0.cli, cliArgs, image: ref });
-  const all = allNodes(nodesTo);
+  const all = files.flatMap((f) => allNodes(f));
   if (!opts.pull || (opts.dryRun && 'error' in here)) {
     if (opts.dryRun && 'error' in here)
       return {
@@ -178,11 +175,11 @@ async function candidateOnNodes(
         ],
       };
     // --no-pull: nothing pulled or copied; every node must hold the one image already
-    const id = await imageOnEveryNode({ ...pc, nf: nodesTo, steps: stepsOn(pc, nodesTo) }, `--image ${ref}`, fix);
-    return { image: { ref, id: id! }, imageSteps: [`every node holds it already (--no-pull: nothing pulled or copied)`] };
+    const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
+    return { image: { ref, id }, imageSteps: [`every node holds it already (--no-pull: nothing pulled or copied)`] };
   }
   if (opts.dryRun && !('error' in here)) {
-    const ids = await readImageIds(nodesTo, stepsOn(pc, nodesTo));
+    const ids = await idsOn(pc, files);
     const off = ids.filter((x) => x.id !== here.id);
     return {
       image: { ref, id: here.id },
@@ -196,28 +193,35 @@ async function candidateOnNodes(
   const { candidateImage } = await import('../../upgrade/candidate-image.js');
   const { ofCli } = await import('../../engine/runtime/index.js');
   const ac = interrupts();
-  let fetched: Awaited<ReturnType<typeof candidateImage>>;
+  const fetched: Array<Awaited<ReturnType<typeof candidateImage>>> = [];
   try {
-    fetched = await candidateImage({
-      cli: c0.cli,
-      cliArgs,
-      images: ofCli(c0.cli).images!,
-      ref,
-      pull: opts.pull,
-      dryRun: false,
-      nodes: nodesTo,
-      signal: ac.signal,
-      onProgress: opts.json ? undefined : (l) => note(l),
-    });
+    // the server's nodes, then the canary's (each with its own file's ssh settings); the pull here happens once
+    for (const nodes of files)
+      fetched.push(
+        await candidateImage({
+          cli: c0.cli,
+          cliArgs,
+          images: ofCli(c0.cli).images!,
+          ref,
+          pull: opts.pull,
+          dryRun: false,
+          nodes,
+          signal: ac.signal,
+          onProgress: opts.json ? undefined : (l) => note(l),
+        }),
+      );
   } catch (e) {
     if (e instanceof SparkError && !(e instanceof ExitWith)) throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
     throw e;
   } finally {
     ac.off();
   }
-  const copied = (fetched.nodes ?? []).filter((n) => n.status === 'copied').map((n) => ({ node: n.node, ...(n.had ? { had: n.had } : {}), bytes: n.bytes }));
+  const copied = fetched
+    .flatMap((f) => f.nodes ?? [])
+    .filter((n) => n.status === 'copied')
+    .map((n) => ({ node: n.node, ...(n.had ? { had: n.had } : {}), bytes: n.bytes }));
   // read back on every node by the node's own runtime: one ID everywhere, the one here
-  const id = await imageOnEveryNode({ ...pc, nf: nodesTo, steps: stepsOn(pc, nodesTo) }, `--image ${ref}`, fix);
+  const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
   const local = await localImage({ cli: c0.cli, cliArgs, image: ref });
   if ('error' in local || local.id !== id)
     throw new LaunchError(
@@ -227,7 +231,7 @@ async function candidateOnNodes(
   return {
     image: { ref, id: id! },
     imageSteps: [
-      ...(fetched.state === 'pulled' ? [`pulled here (${c0.cli} pull ${ref})`] : []),
+      ...(fetched[0]?.state === 'pulled' ? [`pulled here (${c0.cli} pull ${ref})`] : []),
       copied.length
         ? `copied to ${copied.map((x) => `${x.node}${x.had ? ` (it held another build ${x.had.slice(0, 12)} under ${ref}: replaced by the candidate's)` : ''}`).join(', ')}; every node now holds ${id!.slice(0, 12)}`
         : `every node (${all.length}) holds it already`,
@@ -261,7 +265,7 @@ async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLa
     const pc = await planSide(l, nf, file, [`container.image=${opts.image}`]);
     const c0 = imageOnNodes(pc);
     if (!c0) throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
-    const got = await candidateOnNodes(name, opts, pc, withCanaryNodes(nf, canaryNf), file);
+    const got = await candidateOnNodes(name, opts, pc, canaryNf ? [nf, canaryNf] : [nf], file);
     return { sets: [`container.image=${got.image?.id ?? opts.image}`, ...opts.candidateSet], ...got };
   }
   if (l.engine !== 'sim')
@@ -406,15 +410,18 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
   const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0) : undefined;
   const candImage = imageOnNodes(cand);
+  const every = canaryNf ? [nf, canaryNf] : [nf];
   if (!cand0.image && candImage && !cand0.wouldPull)
     cand0.image = {
-      id: (await imageOnEveryNode(
+      id: await oneIdOn(
         cand,
+        every,
         `the candidate's image ${candImage.image}`,
         `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
-      ))!,
+      ),
     };
-  else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
+  else if (cand0.rollback && cand0.image && candImage)
+    await oneIdOn(cand, every, `the previous pin ${cand0.image.id}`, `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
