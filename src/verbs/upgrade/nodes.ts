@@ -44,6 +44,8 @@ import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import type { UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { ServeOptions } from '../serve/options.js';
 import type { UpgradeOptions } from './options.js';
+import type { CandidateImage } from '../../upgrade/candidate-image.js';
+import type { ContainerCli } from '../../engine/runtime/container.js';
 
 /** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
 export type NodesUpgradeOptions = Omit<UpgradeOptions, 'drainTimeout'>;
@@ -190,32 +192,7 @@ async function candidateOnNodes(
       ],
     };
   }
-  const { candidateImage } = await import('../../upgrade/candidate-image.js');
-  const { ofCli } = await import('../../engine/runtime/index.js');
-  const ac = interrupts();
-  const fetched: Array<Awaited<ReturnType<typeof candidateImage>>> = [];
-  try {
-    // the server's nodes, then the canary's (each with its own file's ssh settings); the pull here happens once
-    for (const nodes of files)
-      fetched.push(
-        await candidateImage({
-          cli: c0.cli,
-          cliArgs,
-          images: ofCli(c0.cli).images!,
-          ref,
-          pull: opts.pull,
-          dryRun: false,
-          nodes,
-          signal: ac.signal,
-          onProgress: opts.json ? undefined : (l) => note(l),
-        }),
-      );
-  } catch (e) {
-    if (e instanceof SparkError && !(e instanceof ExitWith)) throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
-    throw e;
-  } finally {
-    ac.off();
-  }
+  const fetched = await copyToNodes(opts, c0.cli, cliArgs, ref, files);
   const copied = fetched
     .flatMap((f) => f.nodes ?? [])
     .filter((n) => n.status === 'copied')
@@ -238,6 +215,37 @@ async function candidateOnNodes(
     ],
     copied,
   };
+}
+
+/** The candidate pulled here where it is not, then copied to every node of each file (the server's, then the canary's: each with its own ssh settings). */
+async function copyToNodes(opts: NodesUpgradeOptions, cli: ContainerCli, cliArgs: string[], ref: string, files: NodesFile[]): Promise<CandidateImage[]> {
+  const { candidateImage } = await import('../../upgrade/candidate-image.js');
+  const { ofCli } = await import('../../engine/runtime/index.js');
+  const ac = interrupts();
+  const fetched: CandidateImage[] = [];
+  try {
+    // the server's nodes, then the canary's (each with its own file's ssh settings); the pull here happens once
+    for (const nodes of files)
+      fetched.push(
+        await candidateImage({
+          cli,
+          cliArgs,
+          images: ofCli(cli).images!,
+          ref,
+          pull: opts.pull,
+          dryRun: false,
+          nodes,
+          signal: ac.signal,
+          onProgress: opts.json ? undefined : (l) => note(l),
+        }),
+      );
+  } catch (e) {
+    if (e instanceof SparkError && !(e instanceof ExitWith)) throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
+    throw e;
+  } finally {
+    ac.off();
+  }
+  return fetched;
 }
 
 /** The plan's container steps, one per node of another nodes file (the same image and runtime): what readImageIds asks each node. */
