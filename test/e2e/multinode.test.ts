@@ -15,6 +15,9 @@ if (why) console.warn(`multi-node over real ssh skipped: ${why}; the fake-ssh su
 // cases, the same argv to ssh, run here. Where the real nodes run, the stand-in proves nothing more
 // about sparkctl and cost about 85 s of CI (every case twice): SPARKCTL_MULTINODE_FAKE_SSH=1 runs it beside them.
 const fakeToo = Boolean(why) || process.env.SPARKCTL_MULTINODE_FAKE_SSH === '1';
+// SPARKCTL_E2E_UPGRADE_NODES=1: every upgrade over nodes (the failing in-place one, --rollback, the canary
+// cluster on spare nodes); =canary: the canary cluster only (beside CI's in-place upgrade)
+const CANARY = process.env.SPARKCTL_E2E_UPGRADE_NODES === '1' || process.env.SPARKCTL_E2E_UPGRADE_NODES === 'canary';
 
 describe.each<[Mode, boolean]>([
   ['netns', !why],
@@ -235,6 +238,7 @@ describe.each<[Mode, boolean]>([
    * place over n0, n1. Leaves the two-node server running (the case's stop takes it).
    */
   const canaryOnSpareNodes = async () => {
+    const t0 = Date.now();
     const V1 = '0.17.1';
     const doc = yaml.load(readFileSync(cl.nodesFile, 'utf8')) as any;
     const two = (head: any, worker: any, f: string) => (writeFileSync(f, yaml.dump({ ...doc, head, workers: [worker] })), f);
@@ -251,7 +255,8 @@ describe.each<[Mode, boolean]>([
     const before = head();
     const v0 = await version();
     const canaryGone = () => !existsSync(join(state, 'clusters', 'qwen3-200b-canary.json'));
-    const bad = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json']);
+    const long = (args: string[]) => cli(args, { env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env }, timeout: 300_000 });
+    const bad = await long(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, '--candidate-set', 'env.SPARKCTL_SIM_NUMERICS=another-build', '--json']);
     expect(bad.exitCode, bad.stdout + bad.stderr).toBe(1);
     const bj = JSON.parse(bad.stdout);
     expect(bj).toMatchObject({ status: 'canary-failed', serving: 'previous', canary: { name: 'qwen3-200b-canary', nodes: ['n2', 'n3'], served: 'healthy', pass: false, stopped: true } });
@@ -262,12 +267,13 @@ describe.each<[Mode, boolean]>([
     expect(await version()).toBe(v0);
     expect(canaryGone()).toBe(true);
     const loose = ['--set', 'upgrade.ttftRatio=4', '--set', 'upgrade.tpotRatio=4', '--set', 'upgrade.throughputRatio=0.25'];
-    const ok = await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, ...loose, '--json']);
+    const ok = await long(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', B, ...loose, '--json']);
     expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
     const oj = JSON.parse(ok.stdout);
     expect(oj).toMatchObject({ status: 'rolled', serving: 'candidate', to: V1, canary: { served: 'healthy', pass: true, stopped: true }, steps: { candidate: 'healthy', pass: true } });
     // the canary was stopped before the server was: its measure, its stop, then the in-place steps
     expect(Object.keys(oj.timings)).toEqual(['measureCurrent', 'serveCanary', 'measureCanary', 'stopCanary', 'stopCurrent', 'serveCandidate', 'measureCandidate']);
+    console.log(`canary on spare nodes: failing ${bj.ms} ms ${JSON.stringify(bj.timings)}; passing ${oj.ms} ms ${JSON.stringify(oj.timings)}, no service ${oj.noServiceMs} ms`);
     expect(await version()).toBe(V1);
     expect(head().ranks.map((r: { node: string }) => r.node)).toEqual(['n0', 'n1']);
     expect(canaryGone()).toBe(true);
@@ -275,6 +281,7 @@ describe.each<[Mode, boolean]>([
     expect(rep.upgrades.slice(-2).map((u: { status: string }) => u.status)).toEqual(['canary-failed', 'rolled']);
     rmSync(join(state, 'pins', 'qwen3-200b.json'));
     for (const i of [0, 1, 2, 3]) cl.exec(i, `rm -rf "$HOME/.cache/sparkctl/vllm/qwen3-200b/${V1}" "$HOME/.cache/sparkctl/vllm/qwen3-200b-canary"`);
+    console.log(`canary on spare nodes: the whole part ${Date.now() - t0} ms`);
   };
 
   it.skipIf(!available)(
@@ -291,14 +298,15 @@ describe.each<[Mode, boolean]>([
       expect(out.probe.state).toBe('healthy');
       // upgrade over nodes, in place, on this very cluster (one mode runs it: netns where it can, else fake ssh)
       if (mode === 'netns' || why) await upgradeInPlace();
-      if (mode === 'netns' && process.env.SPARKCTL_E2E_UPGRADE_NODES === '1') await canaryOnSpareNodes();
+      if (mode === 'netns' && CANARY) await canaryOnSpareNodes();
       const stop = await run(['stop', 'qwen3-200b', '--nodes', cl.nodesFile, '--json']);
       expect(stop.exitCode, stop.stderr).toBe(0);
       expect(JSON.parse(stop.stdout)).toMatchObject({ version: 1, kind: 'stop-nodes' });
       await waitFor(() => processesMarked(marker).length === 0, 15_000);
       expect(processesMarked(marker)).toEqual([]);
     },
-    180_000,
+    // the opt-in upgrades serve this cluster several times more (a cluster serve is 12-16 s on a loaded 2-core host)
+    process.env.SPARKCTL_E2E_UPGRADE_NODES ? 600_000 : 180_000,
   );
 
   it.skipIf(!available)(
