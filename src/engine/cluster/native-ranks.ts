@@ -23,9 +23,9 @@ export interface RankOps {
   /** every recorded rank stopped (the head's first, so its API drains), `graceS` before a kill */
   stop(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops>;
   /** the shell that exits 9 on the node when the rank is gone (255 is ssh failing, not an answer) */
-  aliveLine(r: ClusterRank): string;
+  aliveLine(r: Pick<ClusterRank, 'node' | 'pid' | 'containerId' | 'cli'>): string;
   /** the shell that prints the rank's last `lines` log lines on its node */
-  tailLine(r: ClusterRank, lines: number): string;
+  tailLine(r: Pick<ClusterRank, 'node' | 'logFile' | 'containerId' | 'cli'>, lines: number): string;
   /** what answers on the rank's port is its own group (undefined: this runtime cannot tell; the answer is trusted, as on one host) */
   ours(nf: NodesFile, r: ClusterRank, port: number, signal?: AbortSignal): (() => Promise<boolean | undefined>) | undefined;
 }
@@ -91,7 +91,7 @@ async function stopContainerRanks(nf: NodesFile, ranks: ClusterRank[], graceS: n
  * A rank's container as its record names it. A record that names a CLI and no ID (not one sparkctl
  * writes) gets an empty ID, which the runtime guard refuses as unproven: never a host pid of 0.
  */
-const containerOf = (r: ClusterRank): NodeContainerRef => refOf(r) ?? { node: r.node, containerId: r.containerId ?? '', cli: r.cli ?? [] };
+const containerOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef => refOf(r) ?? { node: r.node, containerId: r.containerId ?? '', cli: r.cli ?? [] };
 
 /** vLLM in a container on each node: proven by its recorded ID; its log the runtime's `logs`. */
 export const CONTAINER_RANKS: RankOps = {

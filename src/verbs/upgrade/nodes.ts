@@ -280,7 +280,8 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
         `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
       ))!,
     };
-  else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
+  else if (cand0.rollback && cand0.image)
+    await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (${candImage?.cli ?? 'podman'} save ${cand0.image.id} | ssh NODE ${candImage?.cli ?? 'podman'} load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
