@@ -114,8 +114,8 @@ esac
     const out = await serve(p, { onEvent: (e) => events.push(e), secrets: {} });
     expect(out.status).toBe('launch-failed');
     expect(out.stoppedAll).toBe(true);
-    expect(out.nodes?.failure?.message).toMatch(/^vLLM rank 1 did not start on n1 \(10\.9\.2\.2\): (podman|docker) run: /);
-    expect(out.nodes?.failure?.evidence.join('\n')).toContain('cannot open /dev/nvidia0');
+    expect(out.nodes?.failure?.detail).toMatch(/^vLLM rank 1 did not start on n1 \(10\.9\.2\.2\): (podman|docker) run: /);
+    expect(out.nodes?.failure?.lastLines.join('\n')).toContain('cannot open /dev/nvidia0');
     // the head's rank launched, then stopped by the ID its run gave back
     const head = calls().filter((c) => c.startsWith('10.9.2.1 '));
     expect(head.some((c) => c.includes('--cidfile'))).toBe(true);

@@ -129,10 +129,10 @@ echo "Error: no such image" >&2; exit 125
       ['10.9.1.1', '10.9.1.2'].map((a) => expect.stringMatching(new RegExp(`^${a.replace(/\./g, '\\.')} (docker|podman) .*image inspect --format '?\\{\\{\\.Id\\}\\}'? `))),
     );
     if (!refused) return expect(r).toBeUndefined();
-    expect(r?.refused).toBe(true);
-    expect(r?.message).toMatch(refused);
+    expect(r?.reason).toBe('refused');
+    expect(r?.detail).toMatch(refused);
     expect(r?.fix).toMatch(/(docker|podman) save .* \| ssh NODE (docker|podman) load/);
-    expect(r?.evidence).toHaveLength(2);
+    expect(r?.lastLines).toHaveLength(2);
   });
 
   it('a pinned image: the fix is to load that very image, not to pin', async () => {

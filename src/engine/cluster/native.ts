@@ -7,7 +7,7 @@
 // first so its API drains. Nothing is launched without being recorded, and a failed launch stops
 // every rank it started. The order is serve's one loop (engine/serve.ts); this file is its placement.
 import type { NodesFile } from '../../profiles/schema.js';
-import { diagnose } from '../diagnose.js';
+import { diagnose, type Diagnosis } from '../diagnose.js';
 import type { ClusterRecord, ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
 import { RemoteView } from './remote-view.js';
@@ -16,7 +16,7 @@ import { ssh } from './ssh.js';
 import { allNodes, nodeOf } from './ray-plan.js';
 import { onRank, onStep, placed } from './node-runtime.js';
 import type { ClusterStart } from './rank-start.js';
-import { refuseRecorded, headFailure, type ClusterExecutor, type NodesPlacement, type NodeWatch, type NodeFailure, type ClusterPlan, type RunCtx, type ClusterStatus } from './common.js';
+import { refuseRecorded, headFailure, endedOnNodes, type ClusterExecutor, type NodesPlacement, type NodeWatch, type ClusterPlan, type RunCtx, type ClusterStatus } from './common.js';
 
 /** The record of every rank launched (rank 0 = the head's pid): what stop --nodes and status read. */
 function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
@@ -58,20 +58,21 @@ const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
   return x.stdout + x.stderr;
 };
 
-/** A rank that ended, named by node and rank, with the cause its own log gives. */
-async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<NodeFailure> {
+/** A rank that ended, named by node and rank, with the cause its own log gives (its cause id and line: the one-host diagnosis). */
+async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<Diagnosis> {
   const parts = await Promise.all(
     gone.map(async (r) => {
       const n = nodeOf(plan.nf, r.node);
       const d = diagnose({ reason: 'exited', detail: 'exited before the cluster was ready', ms: 0 }, await tailOf(plan.nf, r));
-      return { r, n, d };
+      return { r, n, d, node: r.node };
     }),
   );
-  return {
-    message: parts.map(({ r, n, d }) => `vLLM rank ${r.rank} on ${n.name} (${n.address}) exited before the cluster was ready${d.cause ? `: ${d.cause}` : ''}`).join('\n'),
-    fix: parts.find((p) => p.d.fix)?.d.fix ?? `read its log on ${parts[0]!.n.name}: ${parts[0]!.r.logFile}; sparkctl preflight --nodes ${plan.nodesFile}`,
-    evidence: parts.flatMap(({ r, d }) => d.lastLines.slice(-8).map((l) => `${r.node}: ${l}`)),
-  };
+  return endedOnNodes(
+    parts,
+    parts.map(({ r, n, d }) => `vLLM rank ${r.rank} on ${n.name} (${n.address}) exited before the cluster was ready${d.cause ? `: ${d.cause}` : ''}`).join('\n'),
+    parts.flatMap(({ r, d }) => d.lastLines.slice(-8).map((l) => `${r.node}: ${l}`)),
+    `read its log on ${parts[0]!.n.name}: ${parts[0]!.r.logFile}; sparkctl preflight --nodes ${plan.nodesFile}`,
+  );
 }
 
 /** The head's log as the after-launch watch reads it, and every rank's process as its end (any rank gone ends the wait). */

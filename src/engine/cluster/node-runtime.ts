@@ -13,7 +13,8 @@ import { traitsOf, type RuntimeTraits } from '../runtime/traits.js';
 import { isPinnedRef } from '../pins.js';
 import { containerSteps, imageMismatch, readImageIds, type ContainerInputs } from './containers.js';
 import type { NodeStep } from './ray-plan.js';
-import type { ClusterExecutor, ExecutorKind, GroupLaunch, NodeFailure, NodesPlacement } from './common.js';
+import type { ClusterExecutor, ExecutorKind, GroupLaunch, NodesPlacement } from './common.js';
+import { failedBefore, type Diagnosis } from '../diagnose.js';
 import { CONTAINER_RANKS, HOST_RANKS, type RankOps } from './native-ranks.js';
 import { rayPlacement, rayStatus, stopRay } from './ray.js';
 import { rayContainersPlacement, statusRayContainers, stopRayContainers } from './ray-containers.js';
@@ -31,7 +32,7 @@ interface NodeRuntime {
   /** the planned host steps as this runtime runs them, one per node, in start order */
   place(x: PlaceInputs, nf: NodesFile, host: NodeStep[]): NodeStep[];
   /** refused before anything starts on any node (undefined: nothing to refuse), read on the nodes over ssh */
-  refuse(plan: { nf: NodesFile; steps: NodeStep[] }, signal?: AbortSignal): Promise<NodeFailure | undefined>;
+  refuse(plan: { nf: NodesFile; steps: NodeStep[] }, signal?: AbortSignal): Promise<Diagnosis | undefined>;
   /** the one image the planned steps run on every node, and its CLI (undefined: this runtime runs no image; upgrade by image asks) */
   image(steps: NodeStep[]): NodeImage | undefined;
   /** a native rank (vLLM's own --nnodes launch) on its node under this runtime */
@@ -67,15 +68,17 @@ const CONTAINER_ON_NODES: NodeRuntime = {
     const ids = await readImageIds(plan.nf, plan.steps, signal);
     const bad = imageMismatch(c.image, ids);
     if (!bad) return undefined;
-    return {
-      refused: true,
-      message: bad,
-      // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading it helps
-      fix: isPinnedRef(c.image)
-        ? `load that very image on those nodes (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes); it is what every node runs (the profile's pin, or its container.image)`
-        : `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
-      evidence: ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
-    };
+    return failedBefore(
+      'refused',
+      bad,
+      ids.map((x) => `${x.node}: ${x.id ?? x.error ?? 'no image'}`),
+      {
+        // an image ID or digest is already pinned (serve --nodes runs the profile's pin as its image ID): only loading it helps
+        fix: isPinnedRef(c.image)
+          ? `load that very image on those nodes (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes); it is what every node runs (the profile's pin, or its container.image)`
+          : `load the same image on every node (${c.cli} save ${c.image} | ssh NODE ${c.cli} load, or sparkctl pull --nodes), or pin it by digest (container.image: REPO@sha256:...)`,
+      },
+    );
   },
 };
 

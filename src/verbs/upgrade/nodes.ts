@@ -167,8 +167,9 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[]): Promi
     if (!out) return { served: 'launch-failed', why: 'nothing served' };
     if (out.status === 'healthy') return { served: 'healthy' };
     if (out.status === 'interrupted') return { served: 'interrupted' };
+    // one failure shape for both placements (engine/diagnose.ts): its one-line detail
     const f = out.replicas[0]?.failure ?? out.nodes?.failure;
-    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : f ? ('message' in f ? f.message : String(f.detail ?? out.status)) : out.status;
+    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
     if (e instanceof UsageError) return { served: 'refused', why: e.message };
