@@ -218,8 +218,9 @@ interface FlagsRead {
 
 /** Where a side's own `vllm serve --help=all` is asked: the simulator, the host's vllm, or its image. */
 async function helpSideOf(r: Relaunch, version: string, image: { ref?: string; id?: string } | undefined): Promise<HelpSide | undefined> {
-  if (r.plan.engine === 'sim' && !r.plan.container) return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   const rt = runtimeFor(r.plan);
+  // the simulator in the host's place answers for itself; in an image, the image's own vllm is asked (as the runtime says where vLLM comes from)
+  if (r.plan.engine === 'sim' && rt.vllmFrom === 'host') return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   if (rt.images) {
     const ref = image?.id ?? image?.ref;
     return ref ? { kind: 'image', cli: rt.kind as ContainerCli, cliArgs: r.plan.profile.container?.cliArgs ?? [], image: ref, id: image?.id } : undefined;
