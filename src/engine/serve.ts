@@ -171,8 +171,10 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
   let view: ClusterView | undefined;
   let record: ClusterRecord | undefined;
   let watch: NodeWatch | undefined;
-  const failed = async (failure: Diagnosis, launched: GroupLaunch[]) => {
+  // as on this host: `stopping` once, then each node's cleanup as the placement stops what started
+  const failed = async (failure: Diagnosis, launched: GroupLaunch[], why: 'failed' | 'interrupted' = 'failed') => {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
+    emit({ type: 'stopping', why, replicas: launched.length });
     await place.stop(launched, record);
     if (record) registry.removeCluster(plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
@@ -200,7 +202,8 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
       return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.head, ...watch }];
     },
     failed,
-    notReady: async (hs, [r]) => failed(!r || r.ok || r.reason === 'interrupted' ? failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []) : await watch!.failure(r), hs),
+    notReady: async (hs, [r]) =>
+      !r || r.ok || r.reason === 'interrupted' ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted') : failed(await watch!.failure(r), hs),
     ready: () => afterNodesReady(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
     abandon: async () => {},
   };

@@ -26,8 +26,7 @@ import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
 import { endedOnNodes, refuseRecorded, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
-import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
-import { sameImage, stopAllContainers } from './launch-order.js';
+import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
 import { groupsOf, launchInOrder, stepOf } from '../groups.js';
 import { VLLM_PID_FILE } from './containers.js';
 
@@ -142,7 +141,8 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
   const refs: NodeContainerRef[] = [];
   const registry = new Registry(plan.stateDir);
   return {
-    refuse: async (r) => refuseRecorded(plan, r) ?? (await sameImage(plan, signal)),
+    // the runtime's own refusal (the same image on every node) is added after this one by the executor (node-runtime.ts placed)
+    refuse: async (r) => refuseRecorded(plan, r),
     before: async () => {
       // 1-2. the head's container until its Ray answers, then every worker's, concurrently
       const named = (s: NodeStep, error: string) =>
