@@ -357,10 +357,14 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
   const reg = new Registry(dir);
-  // a server over nodes: in place over every node (no spare nodes for a canary cluster)
+  // a server over nodes: a canary on spare nodes (--canary-nodes) where given, then in place over every node
   const cluster = registeredCluster(reg, profileName, opts);
   if (cluster) return (await import('./nodes.js')).upgradeNodes(cluster, opts);
   if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
+  if (opts.canaryNodes)
+    throw new UsageError(`--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`, [
+      `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
+    ]);
   const { name, entries } = registeredServers(
     reg,
     profileName,
