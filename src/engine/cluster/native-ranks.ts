@@ -14,7 +14,7 @@ import { nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine, logsLine, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
 import type { ClusterPlan, Launched, StopClusterOutcome } from './common.js';
 
-export type RankStops = NonNullable<StopClusterOutcome['ranks']>;
+type RankStops = NonNullable<StopClusterOutcome['ranks']>;
 
 /** A native rank on its node under one runtime. */
 export interface RankOps {
