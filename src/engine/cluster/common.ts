@@ -17,7 +17,8 @@ import type { LaunchView } from '../launch.js';
 import type { StartClock } from '../phases.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
 import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
-import type { ClusterStart, RankStart } from './rank-start.js';
+import { rankStarts, type RankStart } from './rank-start.js';
+import { startReports, type StartRecord } from '../start.js';
 import type { NodeCaches } from './node-caches.js';
 
 export type { NodeFailure };
@@ -127,7 +128,7 @@ export interface NodesPlacement<H extends GroupLaunch = GroupLaunch> {
   /** the record of the launch, written before the watch (what stop --nodes and status read) */
   record(launched: H[]): ClusterRecord;
   /** the watch on the head's endpoint (native: every worker rank's log followed on `start` too) */
-  watch(record: ClusterRecord, start: ClusterStart): NodeWatch;
+  watch(record: ClusterRecord, start: StartRecord): NodeWatch;
   /** ready: what served (native: every rank joined; Ray: the view `before` waited for) */
   joined(record: ClusterRecord, view: ClusterView | undefined): ClusterView;
   /** a failure: stop what this serve started (the groups launched, then what `before` started), 5 s of grace */
@@ -198,14 +199,11 @@ export function nodesOutcome(
 
 /**
  * The start over nodes is over (served, or failed): stop following the ranks' logs, say each rank's
- * report, and keep them in the cluster's record when it stays (status --json and the probe's history
- * read them there). undefined when nothing was measured.
+ * report (start.ts startReports, as on one host), and keep them in the cluster's record when it stays
+ * (status --json and the probe's history read them there).
  */
-export async function finishStarts(plan: Pick<ClusterPlan, 'replica' | 'stateDir'>, start: ClusterStart | undefined, emit: EventSink, record?: ClusterRecord): Promise<RankStart[] | undefined> {
-  if (!start) return undefined;
-  await start.stop();
-  const starts = start.reports();
-  for (const s of starts) emit({ type: 'start', replica: plan.replica.name, report: s.start, rank: s.rank, node: s.node });
+export async function finishStarts(plan: Pick<ClusterPlan, 'stateDir'>, start: StartRecord, emit: EventSink, record?: ClusterRecord): Promise<RankStart[]> {
+  const starts = rankStarts(await startReports(start, emit));
   if (record) {
     record.start = starts.find((s) => s.rank === 0)?.start;
     record.starts = starts;

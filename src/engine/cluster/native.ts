@@ -20,7 +20,7 @@ import type { StartClock } from '../phases.js';
 import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, stopAllContainers, type Started } from './launch-order.js';
-import type { ClusterStart } from './rank-start.js';
+import type { StartRecord } from '../start.js';
 import {
   refuseRecorded,
   headFailure,
@@ -144,11 +144,11 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
  * The watch on the head's endpoint, raced against every rank's process (a rank that ends is named by
  * node, with the cause its own log gives); every worker rank's log followed on its node meanwhile.
  */
-function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: ClusterStart, signal?: AbortSignal): NodeWatch {
+function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: StartRecord, signal?: AbortSignal): NodeWatch {
   const ranks = record.ranks ?? [];
   // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
   for (const r of ranks) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
-  start.start();
+  start.startFollowing();
   let gone: ClusterRank[] = [];
   return {
     view: headView(plan, ranks, (g) => {
