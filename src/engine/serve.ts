@@ -6,7 +6,7 @@
 // exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
-import type { PlanCore, ServePlan } from './plan.js';
+import type { ClusterPlan, Plan, PlanCore, ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, portRoles } from '../profiles/router.js';
 import type { RouterDriver, RouterLaunched } from './router-driver.js';
@@ -31,7 +31,7 @@ import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
 import type { EventSink, NodeFailure, ReplicaOutcome, ServeOutcome } from './events.js';
 import { prepareStart, startReports, StartRecord, type GroupAt } from './start.js';
-import { executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch, type NodeWatch } from './cluster/index.js';
+import { executorFor, finishStarts, nodesOutcome, type GroupLaunch, type NodeWatch } from './cluster/index.js';
 import type { ClusterView } from './cluster/ray-plan.js';
 import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from './groups.js';
 
@@ -46,9 +46,6 @@ interface ServeRun {
   /** the router in front of the replicas (HAProxy: src/router/driver.ts); needed when the plan has one */
   router?: RouterDriver;
 }
-
-/** Any serve plan: its groups on this host, or on nodes. */
-type Plan = ServePlan | ClusterPlan;
 
 /**
  * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
@@ -136,24 +133,21 @@ type Serving =
   { attach: () => Promise<ServeOutcome> } | Warming;
 
 interface Warming {
-  /** the ready endpoints, as prewarm and the deep probe ask them */
+  /** the ready endpoints, as prewarm and the deep probe ask them (with the plan's settings) */
   endpoints: Warmed[];
-  /** prewarm's settings; absent: not prewarmed */
-  prewarm?: PrewarmSettings;
-  probe: ProbeSettings;
   /** warm, before the probe (this host: the router, so that no client meets a cold replica); a failure's outcome ends the serve */
   warm?: () => Promise<ServeOutcome | undefined>;
   /** each endpoint's prewarm (where it ran) and probe, in endpoint order: the outcome */
   outcome(prewarmed: PrewarmResult[], probed: ProbeResult[]): Promise<ServeOutcome>;
 }
 
-/** After ready, for every placement: prewarm each endpoint, what must follow warmth, one deep probe of each; the outcome. */
-async function afterReady(s: Serving, emit: EventSink): Promise<ServeOutcome> {
+/** After ready, for every placement: prewarm each endpoint (where the plan asks), what must follow warmth, one deep probe of each; the outcome. */
+async function afterReady(plan: PlanCore, s: Serving, emit: EventSink): Promise<ServeOutcome> {
   if ('attach' in s) return s.attach();
-  const prewarmed = s.prewarm ? await prewarmEach(s.endpoints, s.prewarm, emit) : [];
+  const prewarmed = plan.prewarm ? await prewarmEach(s.endpoints, plan.profile.prewarm, emit) : [];
   const held = await s.warm?.();
   if (held) return held;
-  return s.outcome(prewarmed, await probeEach(s.endpoints, s.probe, emit));
+  return s.outcome(prewarmed, await probeEach(s.endpoints, plan.probe, emit));
 }
 
 /** A sink that times each first token on the start's clocks (start.ts observe) before it says the event. */
@@ -196,7 +190,7 @@ async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: stri
   const interrupted = !!p.cancel?.aborted || hs.length < p.groups.length;
   if (interrupted || results.some((r) => !r.ok)) return p.notReady(hs, results, interrupted);
   for (const e of endpoints) p.start.clockOf(e.replica)?.ready();
-  return afterReady(await p.ready(hs, results), emit);
+  return afterReady(plan, await p.ready(hs, results), emit);
 }
 
 /**
@@ -558,8 +552,6 @@ function localServing(s: Session, replicas: ReplicaOutcome[]): Serving {
   });
   return {
     endpoints: localWarmed(s, targets),
-    ...(plan.prewarm ? { prewarm: plan.profile.prewarm } : {}),
-    probe: localProbe(plan),
     warm: async () => {
       const failed = await routerUp();
       if (failed) return failed;
@@ -637,12 +629,6 @@ function localWarmed({ plan, emit }: Session, targets: Target[]): Warmed[] {
   }));
 }
 
-/** The probe's settings on this host: without prewarm the probe's generation is the server's first (cold, not hung). */
-function localProbe(plan: ServePlan): ProbeSettings {
-  const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
-  return { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: plan.engine !== 'sim', ...cold };
-}
-
 /**
  * Over nodes, ready, as afterReady takes it: said with what joined; the same prewarm and deep probe
  * as on one host against the head's endpoint (prewarm's requests time the first token, they are not
@@ -652,11 +638,9 @@ function nodesServing(plan: ClusterPlan, record: ClusterRecord, view: ClusterVie
   const node = record.head;
   const replica = plan.replica.name;
   emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.profile.server.apiKeyEnv };
   return {
     endpoints: [{ target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) }],
-    ...(plan.prewarm ? { prewarm: plan.prewarm } : {}),
-    probe: plan.probe,
     outcome: async ([w], [p]) => nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts: await finishStarts(plan, start, emit, record) }),
   };
 }

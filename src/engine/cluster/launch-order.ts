@@ -7,7 +7,8 @@ import { allNodes } from './ray-plan.js';
 import { onNodes } from './node-runtime.js';
 import { traitsOf } from '../runtime/traits.js';
 import { stopOnNode, type ContainerStopState, type NodeContainerRef } from './node-container.js';
-import type { NodeFailure, ClusterPlan } from './common.js';
+import type { NodeFailure } from './common.js';
+import type { ClusterPlan } from '../plan.js';
 
 /** Refused before anything starts, as the nodes' runtime says (a container: unless every node holds the same image, by ID). */
 export function sameImage(plan: Pick<ClusterPlan, 'nf' | 'steps'>, signal?: AbortSignal): Promise<NodeFailure | undefined> {

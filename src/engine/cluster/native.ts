@@ -21,18 +21,8 @@ import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
 import { sameImage, stopAllContainers, type Started } from './launch-order.js';
 import type { StartRecord } from '../start.js';
-import {
-  refuseRecorded,
-  headFailure,
-  type ClusterExecutor,
-  type NodesPlacement,
-  type NodeWatch,
-  type NodeFailure,
-  type ClusterPlan,
-  type RunCtx,
-  type StopClusterOutcome,
-  type ClusterStatus,
-} from './common.js';
+import type { ClusterPlan } from '../plan.js';
+import { refuseRecorded, headFailure, type ClusterExecutor, type NodesPlacement, type NodeWatch, type NodeFailure, type RunCtx, type StopClusterOutcome, type ClusterStatus } from './common.js';
 
 /** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
 async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {

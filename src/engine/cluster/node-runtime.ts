@@ -10,7 +10,8 @@ import { traitsOf, type RuntimeTraits } from '../runtime/traits.js';
 import { isPinnedRef } from '../pins.js';
 import { containerSteps, imageMismatch, readImageIds, type ContainerInputs } from './containers.js';
 import type { NodeStep } from './ray-plan.js';
-import type { ExecutorKind, NodeFailure } from './common.js';
+import type { NodeFailure } from './common.js';
+import type { ExecutorKind } from '../plan.js';
 
 /** What placing the host's commands on the nodes reads: the runtime's inputs and the nodes' shape. */
 interface PlaceInputs extends ContainerInputs {

@@ -25,7 +25,8 @@ import { fabricAddress, nodeOf, parseRayStatus, type NodeStep } from './ray-plan
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
-import { refuseRecorded, type NodeFailure, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
+import type { ClusterPlan } from '../plan.js';
+import { refuseRecorded, type NodeFailure, type NodesPlacement, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
 import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
 import { sameImage, stopAllContainers } from './launch-order.js';
 import { groupsOf, launchInOrder, stepOf } from '../groups.js';

@@ -19,6 +19,7 @@ import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
 import type { StartRecord } from '../start.js';
+import type { ClusterPlan } from '../plan.js';
 import { rayLineNode } from './rank-start.js';
 import { cachesFrom, nodeCacheScript, type NodeCaches } from './node-caches.js';
 import type { StartClock } from '../phases.js';
@@ -30,7 +31,6 @@ import {
   type NodesPlacement,
   type NodeWatch,
   type NodeFailure,
-  type ClusterPlan,
   type ClusterStatus,
   type NodeState,
   type RunCtx,
