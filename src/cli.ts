@@ -157,6 +157,16 @@ function unknownVerb(parent: Command, word: string): UsageError {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'sim' && argv[1] === 'serve' && argv.slice(2).includes('--help=all')) {
+    // `vllm serve --help=all` as the played version prints it (vLLM's own text: sim/help.ts)
+    const { simHelpAll } = await import('./sim/help.js');
+    const { targetVersion } = await import('./profiles/vllm-flags.js');
+    const i = argv.indexOf('--sim-vllm-version');
+    const asked = process.env.SPARKCTL_SIM_VLLM_VERSION ?? (i > 0 ? argv[i + 1] : undefined) ?? '0.17.0';
+    const text = simHelpAll(asked === 'auto' ? targetVersion('auto') : asked);
+    process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+    return 0;
+  }
   if (argv[0] === 'sim' && argv[1] === 'serve' && argv[2] && !argv[2].startsWith('-')) {
     // vLLM's argv goes to the simulator untouched: commander must not read its flags.
     const { simServe } = await import('./sim/main.js');

@@ -34,7 +34,7 @@ const named = (name: string, message: string, code?: string) => Object.assign(ne
 type HttpOptions = { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number; apiKey?: string; headers?: Record<string, string>; signal?: AbortSignal; maxBytes?: number };
 
 /**
- * One request with one deadline. A GET whose kept-alive socket the server had just closed (it closes
+ * One request with one deadline (a stale socket's retry: retryDeadlineMs). A GET whose kept-alive socket the server had just closed (it closes
  * an idle one after its keep-alive timeout: 5 s in Node and uvicorn) fails with a reset before any
  * answer; that GET is sent once more on a fresh socket, as Node's documentation advises
  * (request.reusedSocket). Seen: a server probed a few seconds after its readiness poll on a loaded
@@ -43,9 +43,18 @@ type HttpOptions = { method?: 'GET' | 'POST'; body?: unknown; timeoutMs: number;
 export async function http(url: string, opts: HttpOptions): Promise<HttpResult> {
   const first = await attempt(url, opts);
   if (!first.staleSocket || (opts.method ?? (opts.body !== undefined ? 'POST' : 'GET')) !== 'GET' || opts.signal?.aborted) return strip(first);
-  const again = await attempt(url, { ...opts, timeoutMs: Math.max(1, opts.timeoutMs - first.ms) });
+  const again = await attempt(url, { ...opts, timeoutMs: retryDeadlineMs(opts.timeoutMs, first.ms) });
   return strip({ ...again, ms: again.ms + first.ms });
 }
+
+/**
+ * What the fresh socket's GET is given: what is left of the deadline, but never less than the
+ * deadline itself or STALE_RETRY_FLOOR_MS (the smaller). The time before the reset was spent on our
+ * dead socket, not waiting on the server: on a loaded host a reset noticed late left the retry 1 ms
+ * and the read said "no answer within 1 ms" of a server that was up (seen in a real-vLLM watch soak).
+ */
+const STALE_RETRY_FLOOR_MS = 2000;
+export const retryDeadlineMs = (timeoutMs: number, spentMs: number): number => Math.max(Math.min(timeoutMs, STALE_RETRY_FLOOR_MS), Math.round(timeoutMs - spentMs));
 
 const strip = ({ staleSocket: _, ...r }: HttpResult & { staleSocket?: boolean }): HttpResult => r;
 

@@ -10,6 +10,7 @@ import type { Plan } from './plan.js';
 import type { ReplicaPlan } from '../profiles/render.js';
 import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
+import { failedBefore, type Diagnosis } from './diagnose.js';
 
 /** Where a group runs: this host ('local'), or the node of the nodes file it names. */
 type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
@@ -107,13 +108,13 @@ export async function launchInOrder<H>(
   launch: (g: ServerGroup) => Promise<GroupStarted<H>>,
   started: (h: H, g: ServerGroup) => void = () => {},
   cancel?: AbortSignal,
-  afterFirst?: (first: H) => Promise<{ message: string; evidence: string[] } | undefined>,
-): Promise<{ refs: H[]; failure?: { message: string; evidence: string[] } }> {
+  afterFirst?: (first: H) => Promise<Diagnosis | undefined>,
+): Promise<{ refs: H[]; failure?: Diagnosis }> {
   const refs: H[] = [];
   for (const g of groups.filter((x) => x.starts !== 'after-head')) {
     if (cancel?.aborted) return { refs };
     const r = await launch(g);
-    if ('error' in r) return { refs, failure: { message: r.error, evidence: r.evidence } };
+    if ('error' in r) return { refs, failure: failedBefore('not-started', r.error, r.evidence, placedOn(g)) };
     refs.push(r.ref);
     started(r.ref, g);
     const wait = refs.length === 1 ? await afterFirst?.(r.ref) : undefined;
@@ -133,9 +134,14 @@ export async function launchInOrder<H>(
   if (!failed.length) return { refs };
   return {
     refs,
-    failure: {
-      message: failed.map((f) => f.error).join('\n'),
-      evidence: failed.flatMap((f) => f.evidence.map((l) => `${nodeName(f.g)}: ${l}`)),
-    },
+    failure: failedBefore(
+      'not-started',
+      failed.map((f) => f.error).join('\n'),
+      failed.flatMap((f) => f.evidence.map((l) => `${nodeName(f.g)}: ${l}`)),
+      failed.length === 1 ? placedOn(failed[0]!.g) : {},
+    ),
   };
 }
+
+/** The node a failure names: a group's on a node (absent: this host). */
+const placedOn = (g: ServerGroup): { node?: string } => (g.node.kind === 'local' ? {} : { node: nodeName(g) });

@@ -17,7 +17,7 @@ import { localView, watchReady, type LaunchView, type WatchOptions } from './lau
 import type { StartClock } from './phases.js';
 import type { Launched } from './runtime/child.js';
 import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
-import { diagnose } from './diagnose.js';
+import { diagnose, failedBefore, type Diagnosis } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
 import { prewarm, gpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
@@ -29,7 +29,7 @@ import type { ClusterRecord } from './registry.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
-import type { EventSink, NodeFailure, ReplicaOutcome, ServeOutcome } from './events.js';
+import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
 import { prepareStart, startReports, StartRecord, type GroupAt } from './start.js';
 import { executorFor, finishStarts, nodesOutcome, type GroupLaunch, type NodeWatch } from './cluster/index.js';
 import type { ClusterView } from './cluster/ray-plan.js';
@@ -104,7 +104,7 @@ interface Placed<H> {
   /** refused before anything starts: the outcome (bad input throws) */
   refuse(): Promise<ServeOutcome | undefined>;
   /** what runs before any group's vLLM (Ray: its start on every node, then the wait for the whole cluster) */
-  before(): Promise<NodeFailure | undefined>;
+  before(): Promise<Diagnosis | undefined>;
   launch(g: ServerGroup): Promise<GroupStarted<H>>;
   /** a group started: said (and, on this host, registered at its spawn) */
   launched(h: H, g: ServerGroup): void;
@@ -115,7 +115,7 @@ interface Placed<H> {
   /** the endpoints the one watch asks, each raced against the end of every group */
   endpoints(hs: H[]): Endpoint[];
   /** a failure before the watch (before, a launch): what started stopped; the outcome */
-  failed(f: NodeFailure, hs: H[]): Promise<ServeOutcome>;
+  failed(f: Diagnosis, hs: H[]): Promise<ServeOutcome>;
   /** not ready, or cancelled: what started stopped; the outcome saying why */
   notReady(hs: H[], results: ReadyResult[], interrupted: boolean): Promise<ServeOutcome>;
   /** every endpoint ready: each said (this host: its entry's readyAt); how they are warmed and probed (afterReady) */
@@ -209,8 +209,10 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
   let view: ClusterView | undefined;
   let record: ClusterRecord | undefined;
   let watch: NodeWatch | undefined;
-  const failed = async (failure: NodeFailure, launched: GroupLaunch[]) => {
+  // as on this host: `stopping` once, then each node's cleanup as the placement stops what started
+  const failed = async (failure: Diagnosis, launched: GroupLaunch[], why: 'failed' | 'interrupted' = 'failed') => {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
+    emit({ type: 'stopping', why, replicas: launched.length });
     await place.stop(launched, record);
     if (record) registry.removeCluster(plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
@@ -239,7 +241,8 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
       return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.clockOf(plan.replica.name), ...watch }];
     },
     failed,
-    notReady: async (hs, [r]) => failed(!r || r.ok || r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await watch!.failure(r), hs),
+    notReady: async (hs, [r]) =>
+      !r || r.ok || r.reason === 'interrupted' ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted') : failed(await watch!.failure(r), hs),
     ready: async () => nodesServing(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
     abandon: async () => {},
   };
@@ -494,7 +497,7 @@ function localPlaced(s: Session): Placed<Launched> {
     failed: async (f) => {
       await stopAll(s);
       releaseLock();
-      throw new Error(`internal: ${f.message}`);
+      throw new Error(`internal: ${f.detail}`);
     },
     notReady: async (launched, results, interrupted) => {
       const replicas = launched.map((l) => replicaOutcome(plan, l));

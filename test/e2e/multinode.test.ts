@@ -407,6 +407,32 @@ describe.each<[Mode, boolean]>([
           expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
           clearRay(cl);
         }
+        // The one diagnosis on every placement (issue 41): a CUDA OOM in the log that ended the start is
+        // classified over nodes as on one host: --json names its cause id, the line it was read from and the node
+        writeFileSync(fault, 'oom-at-start');
+        for (const executor of ['mp', 'ray']) {
+          const r = await run([
+            'serve',
+            'qwen3-200b',
+            '--engine',
+            'sim',
+            '--nodes',
+            cl.nodesFile,
+            '--no-prewarm',
+            '--json',
+            '--set',
+            `parallel.executor=${executor}`,
+            '--set',
+            `server.port=${await freePort()}`,
+          ]);
+          expect(r.exitCode, `${executor}: ${r.stderr}`).toBe(4);
+          const f = JSON.parse(r.stdout).failure;
+          expect(f, executor).toMatchObject({ reason: 'exited', cause: 'cuda-oom', line: expect.stringMatching(/OutOfMemoryError: CUDA out of memory/), node: expect.stringMatching(/^n[0-3]$/) });
+          expect(f.message, executor).toMatch(/out of GPU memory/);
+          await waitFor(() => processesMarked(marker).length === 0, 15_000);
+          expect(existsSync(join(state, 'clusters')) ? readdirSync(join(state, 'clusters')) : []).toEqual([]);
+          clearRay(cl);
+        }
       } finally {
         rmrf(fault);
       }

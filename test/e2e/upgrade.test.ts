@@ -109,6 +109,20 @@ describe.skipIf(!haveHaproxy)('upgrade: canary, compare, roll, roll back (simula
     const j = JSON.parse(d.stdout);
     expect(j).toMatchObject({ kind: 'upgrade-plan', profile: P, from: '0.17.1', to: '0.28.0', canary: 'in-place' });
     expect(j.diff.options.removed).toContain('--swap-space');
+    // vLLM's own tables, each asked of the simulator playing that version (`vllm serve --help=all`)
+    expect(j.flags.current).toMatchObject({ source: 'read', findings: [] });
+    expect(j.flags.candidate).toMatchObject({ source: 'read', options: 286, withDefault: 259, findings: [] });
+    // a downgrade to 0.12.0 with an option the candidate's own help calls replaced: the rename and its
+    // fix, and a default the profile relies on (--api-server-count: None from 0.16, 1 before: sim/help.ts's sources)
+    const down = await cli(['upgrade', P, '--vllm', '0.12.0', '--candidate-set', 'engine.extraArgs=["--dcp-kv-cache-interleave-size","1"]', '--dry-run'], {
+      env: t.env(),
+      timeout: 30_000,
+    });
+    expect(down.exitCode, down.stderr).toBe(0);
+    expect(down.stdout).toContain('--api-server-count: default None -> 1 (your profile does not set it: the candidate will run with 1)');
+    expect(down.stdout).toMatch(
+      /--dcp-kv-cache-interleave-size: renamed to --cp-kv-cache-interleave-size \(vLLM 0\.12\.0's help: "dcp_kv_cache_interleave_size has been replaced by cp_kv_cache_interleave_size.*"\); your profile renders it: change engine\.extraArgs: write --cp-kv-cache-interleave-size where it says --dcp-kv-cache-interleave-size/,
+    );
     const refused = await cli(['upgrade', P, '--vllm', '0.28.0', '--candidate-set', 'engine.extraArgs=["--swap-space","4"]'], { env: t.env(), timeout: 30_000 });
     expect(refused.exitCode, refused.stderr).toBe(2);
     expect(refused.stderr).toMatch(/--swap-space is not accepted by vLLM 0\.28\.0/);

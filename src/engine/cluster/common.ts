@@ -11,16 +11,14 @@ import type { ClusterRecord } from '../registry.js';
 import type { PrewarmResult } from '../../health/prewarm.js';
 import type { ProbeResult } from '../../health/probe.js';
 import { Registry } from '../registry.js';
-import { diagnose } from '../diagnose.js';
+import { diagnose, failedBefore, type Diagnosis } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
 import type { LaunchView } from '../launch.js';
 import type { StartClock } from '../phases.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
-import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
+import type { EventSink, ServeOutcome } from '../events.js';
 import { rankStarts, type RankStart } from './rank-start.js';
 import { startReports, type StartRecord } from '../start.js';
-
-export type { NodeFailure };
 
 export interface RunCtx {
   emit?: EventSink;
@@ -75,7 +73,7 @@ export interface NodeWatch {
   /** a hang only the executor sees (Ray's cluster losing capacity) */
   hung?: () => Promise<string | undefined>;
   /** not ready (and not cancelled): the failure, naming the node */
-  failure(r: NotReady): Promise<NodeFailure>;
+  failure(r: NotReady): Promise<Diagnosis>;
 }
 
 /**
@@ -86,9 +84,9 @@ export interface NodeWatch {
  */
 export interface NodesPlacement<H extends GroupLaunch = GroupLaunch> {
   /** refused before anything starts (a cluster recorded on these nodes, a Ray sparkctl did not start, another image) */
-  refuse(registry: Registry): Promise<NodeFailure | undefined>;
+  refuse(registry: Registry): Promise<Diagnosis | undefined>;
   /** what runs on the nodes before any group's vLLM (Ray: every node's start, then until Ray lists the whole cluster) */
-  before(): Promise<{ view?: ClusterView; failure?: NodeFailure }>;
+  before(): Promise<{ view?: ClusterView; failure?: Diagnosis }>;
   /** one group's vLLM on its node (`clock`: its start, timed from now) */
   launch(step: NodeStep, index: number, clock: StartClock): Promise<Launched<H>>;
   /** the record of the launch, written before the watch (what stop --nodes and status read) */
@@ -117,19 +115,20 @@ export interface ClusterExecutor {
 export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
 
 /** One cluster per set of nodes: a second serve must not touch the running one. */
-export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): NodeFailure | undefined {
+export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): Diagnosis | undefined {
   const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
-  return {
-    refused: true,
-    message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+  return failedBefore('refused', `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`, [], {
     fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
-    evidence: [],
-  };
+    node: running.head,
+  });
 }
 
-/** Not ready, and no node to blame: the same diagnosis as on one host, from the head's log (written fresh by this launch). */
-export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): NodeFailure {
+/**
+ * Not ready, and no other node to blame: the same diagnosis as on one host, from the head's log
+ * (written fresh by this launch): its cause id and the line it was read from, the node named.
+ */
+export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): Diagnosis {
   const d = diagnose(
     r.reason === 'exited'
       ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
@@ -138,7 +137,28 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
         : r,
     tail,
   );
-  return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
+  return { ...d, detail: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, node: plan.nf.head.name };
+}
+
+/**
+ * Groups on several nodes that ended, each diagnosed from its own log, as the one failure: the first
+ * whose log named a cause gives the cause id, the line it was read from and the node (else the first
+ * that ended); `fix` when none of their logs gave one.
+ */
+export function endedOnNodes(parts: Array<{ node: string; d: Diagnosis }>, detail: string, lastLines: string[], fix: string): Diagnosis {
+  const first = parts.find((p) => p.d.causeId !== p.d.reason) ?? parts[0]!;
+  const { reason, ms, causeId, cause, evidence } = first.d;
+  return {
+    reason,
+    ...(ms === undefined ? {} : { ms }),
+    detail,
+    causeId,
+    ...(cause === undefined ? {} : { cause }),
+    fix: parts.find((p) => p.d.fix)?.d.fix ?? fix,
+    ...(evidence === undefined ? {} : { evidence }),
+    lastLines,
+    node: first.node,
+  };
 }
 
 /**
@@ -147,7 +167,7 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
  */
 export function nodesOutcome(
   plan: Pick<ClusterPlan, 'executor' | 'engine' | 'nodesFile' | 'profile' | 'replica'>,
-  r: { failure?: NodeFailure; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
+  r: { failure?: Diagnosis; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
 ): ServeOutcome {
   const { record: rec } = r;
   const head = r.starts?.find((x) => x.rank === 0)?.start;

@@ -200,7 +200,7 @@ export async function imageVllm(x: ImageVllmInput): Promise<ImageVllm> {
 }
 
 /** A probe that outlived its deadline: removed by the random label only this read set. */
-async function removeProbe(x: ImageVllmInput, probeId: string, run: NonNullable<ImageVllmInput['run']>) {
+export async function removeProbe(x: Pick<ImageVllmInput, 'cli' | 'cliArgs'>, probeId: string, run: NonNullable<ImageVllmInput['run']>) {
   const ps = await run(withCliArgs([x.cli, 'ps', '-a', '-q', '--no-trunc', '--filter', `label=${PROBE_LABEL}=${probeId}`], x.cliArgs), 15_000);
   for (const id of ps.stdout.split('\n').map((l) => l.trim())) {
     if (/^[a-f0-9]{12,64}$/.test(id)) await run(withCliArgs([x.cli, 'rm', '-f', id], x.cliArgs), 30_000);

@@ -16,7 +16,7 @@ export default createCommand({
     ['--rollback', 'back to the pin before the current one, the same way (canary, compare, roll)'],
     ['--no-roll', 'compare only: the canary is undone whatever the verdict'],
     ['--no-pull', "never pull: an --image that is not here is refused (by default upgrade pulls it with the runtime's own pull, 30 min deadline, progress on stderr)"],
-    ['--dry-run', 'show what changes (options, metrics, the memory plan), where the canary would run and the thresholds; start nothing'],
+    ['--dry-run', 'show what changes (options, changed defaults and renames, metrics, the memory plan), where the canary would run and the thresholds; start nothing'],
     new Option('--drain-timeout <duration>', "wait this long for a drained replica's requests in flight, then stop it anyway (its stop drains)")
       .argParser(durationArg('--drain-timeout', 'ms', true))
       .default(600_000, '10m'),
@@ -28,7 +28,10 @@ The candidate is resolved first: an --image that is not here is pulled (the runt
 a deadline and its progress on stderr; --no-pull refuses instead, --dry-run says it would pull and
 pulls nothing), then pinned to its digest (a vLLM to its version), and what changes
 between the two vLLMs is shown: options removed, added or deprecated (from vLLM's own tables),
-profile flags the candidate refuses (refused: exit 2, nothing starts), metric names that change.
+profile flags the candidate refuses (refused: exit 2, nothing starts), metric names that change;
+and, from each side's own \`vllm serve --help=all\` (the host's vllm, in the image, or the simulator;
+cached in the state folder by image ID or install), the defaults that change for options the profile
+leaves to vLLM (the candidate runs with its own) and the renames vLLM's help names, with the fix.
 With a router and two or more replicas the canary replaces the last replica (drained first, the
 others serving); otherwise it runs beside them as PROFILE-canary on a free port where the GPUs
 allow. Canary and current get the same requests: the deep probe, the profile's golden prompts

@@ -167,8 +167,9 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[]): Promi
     if (!out) return { served: 'launch-failed', why: 'nothing served' };
     if (out.status === 'healthy') return { served: 'healthy' };
     if (out.status === 'interrupted') return { served: 'interrupted' };
+    // one failure shape for both placements (engine/diagnose.ts): its one-line detail
     const f = out.replicas[0]?.failure ?? out.nodes?.failure;
-    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : f ? ('message' in f ? f.message : String(f.detail ?? out.status)) : out.status;
+    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
     if (e instanceof UsageError) return { served: 'refused', why: e.message };
@@ -280,7 +281,8 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
         `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
       ))!,
     };
-  else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
+  else if (cand0.rollback && cand0.image)
+    await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (${candImage?.cli ?? 'podman'} save ${cand0.image.id} | ssh NODE ${candImage?.cli ?? 'podman'} load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
