@@ -101,7 +101,8 @@ export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] }
  * a concurrent group's evidence named by its node. `started` is told of each start, in group order.
  * `cancel`: once aborted, no further group is launched (`refs` then holds fewer than `groups`).
  * `afterFirst`: what must hold once the first group started and before the rest start (Ray in
- * containers: the head's Ray answering); its failure ends the order.
+ * containers: the head's Ray answering); its failure ends the order. A launch that throws ends the
+ * order with that throw, once every group that started is told to `started`.
  */
 export async function launchInOrder<H>(
   groups: ServerGroup[],
@@ -122,15 +123,19 @@ export async function launchInOrder<H>(
   }
   const together = groups.filter((x) => x.starts === 'after-head');
   if (cancel?.aborted) return { refs };
-  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g) })));
+  // a launch that throws (a bug) must not hide the ones beside it that started: each is told to `started` (the caller stops it) before the throw goes on
+  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g).catch((thrown: unknown) => ({ thrown })) })));
   const failed: Array<{ g: ServerGroup; error: string; evidence: string[] }> = [];
+  const threw: unknown[] = [];
   for (const { g, r } of rest) {
-    if ('error' in r) failed.push({ g, ...r });
+    if ('thrown' in r) threw.push(r.thrown);
+    else if ('error' in r) failed.push({ g, ...r });
     else {
       refs.push(r.ref);
       started(r.ref, g);
     }
   }
+  if (threw.length) throw threw[0];
   if (!failed.length) return { refs };
   return {
     refs,

@@ -209,6 +209,8 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
   let view: ClusterView | undefined;
   let record: ClusterRecord | undefined;
   let watch: NodeWatch | undefined;
+  /** every group started so far (told by the loop as each starts): what a throw on the way stops */
+  const begun: GroupLaunch[] = [];
   // as on this host: `stopping` once, then each node's cleanup as the placement stops what started
   const failed = async (failure: Diagnosis, launched: GroupLaunch[], why: 'failed' | 'interrupted' = 'failed') => {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
@@ -230,8 +232,10 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
       return b.failure;
     },
     launch: (g) => place.launch(stepOf(g), g.index, start.launched(groupAt(g))),
-    launched: (h) =>
-      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) }),
+    launched: (h) => {
+      begun.push(h);
+      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) });
+    },
     record: (hs) => {
       record = place.record(hs);
       registry.writeCluster(record);
@@ -244,7 +248,12 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     notReady: async (hs, [r]) =>
       !r || r.ok || r.reason === 'interrupted' ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted') : failed(await watch!.failure(r), hs),
     ready: async () => nodesServing(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
-    abandon: async () => {},
+    // a throw on the way (a bug): what started is stopped (the groups, then what `before` started) and unrecorded, then the throw goes on
+    abandon: async () => {
+      emit({ type: 'stopping', why: 'failed', replicas: begun.length });
+      await place.stop(begun, record);
+      if (record) registry.removeCluster(plan.profile.name);
+    },
   };
   return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
 }
