@@ -15,7 +15,7 @@ import { aliveLine, logsLine, refOf, runOnNode, stopAllContainers, type NodeCont
 import type { Launched, StopClusterOutcome } from './common.js';
 import type { ClusterPlan } from '../plan.js';
 
-export type RankStops = NonNullable<StopClusterOutcome['ranks']>;
+type RankStops = NonNullable<StopClusterOutcome['ranks']>;
 
 /** A native rank on its node under one runtime. */
 export interface RankOps {
