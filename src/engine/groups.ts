@@ -2,11 +2,11 @@
 // (this host, or a node of the nodes file) and run by a Runtime (on the host, or in a container).
 // A replica is one group on the local node; a native cluster (vLLM's --nnodes) is one endpoint whose
 // groups are its ranks, one per node; Ray is the same with its per-node `ray start` before the
-// head's group. The plans keep their own shapes (ServePlan.replicas is read in ~40 places: router,
-// co-location, systemd, upgrade); this is the one view serve.ts walks over both (`groupsOf`), so a
-// difference between the placements is a field of a group here, not a second path. Pure.
-import type { ServePlan } from './plan.js';
-import type { ClusterPlan } from './cluster/common.js';
+// head's group. The one Plan (plan.ts) keeps each placement's own fields (ServePlan.replicas is read
+// in ~40 places: router, co-location, systemd, upgrade); this is the one view serve.ts walks over
+// either (`groupsOf`), so a difference between the placements is a field of a group here, not a
+// second path. Pure.
+import type { Plan } from './plan.js';
 import type { ReplicaPlan } from '../profiles/render.js';
 import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
@@ -43,7 +43,7 @@ export interface ServerGroup {
 }
 
 /** Every server group of a plan, in start order. */
-export function groupsOf(plan: ServePlan | ClusterPlan): ServerGroup[] {
+export function groupsOf(plan: Plan): ServerGroup[] {
   if (plan.placement === 'local') {
     const runtime = runtimeFor(plan).runtime;
     return plan.replicas.map((r, i) => ({
@@ -89,7 +89,7 @@ export function stepOf(g: ServerGroup): NodeStep {
 export const nodeName = (g: ServerGroup): string => (g.node.kind === 'node' ? g.node.name : 'local');
 
 /** The groups that serve an endpoint of the plan (readiness, prewarm and the probe are asked of them). */
-export const endpointsOf = (plan: ServePlan | ClusterPlan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
+export const endpointsOf = (plan: Plan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
 
 /** A group's launch: what it got back (its handle), or why not (the message names the group's node). */
 export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] };

@@ -12,7 +12,8 @@ import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.j
 import { cachesFrom, nodeCacheScript } from './node-caches.js';
 import { nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine, logsLine, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
-import type { ClusterPlan, Launched, StopClusterOutcome } from './common.js';
+import type { Launched, StopClusterOutcome } from './common.js';
+import type { ClusterPlan } from '../plan.js';
 
 type RankStops = NonNullable<StopClusterOutcome['ranks']>;
 
