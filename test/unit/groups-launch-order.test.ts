@@ -105,6 +105,24 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.started).toEqual(want.refs.map((h) => `${h}@${nodeName(groups().find((g) => `h${g.index}` === h)!)}`));
   });
 
+  it('a worker launch that throws (a bug): every worker beside it that started is told to `started` first (the loop stops them), then the throw goes on', async () => {
+    const r = recorder();
+    const bug = new Error('internal: a launch threw');
+    const out = launchInOrder(
+      native4(),
+      async (g) => {
+        if (g.index === 2) {
+          await tick();
+          throw bug;
+        }
+        return r.launch(g);
+      },
+      r.onStarted,
+    );
+    await expect(out).rejects.toBe(bug);
+    expect(r.started).toEqual(['h0@n0', 'h1@n1', 'h3@n3']);
+  });
+
   it('cancelled: no further group is launched (fewer refs than groups, no failure: the loop calls it interrupted)', async () => {
     const stop = new AbortController();
     const r = recorder();

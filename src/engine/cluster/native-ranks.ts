@@ -12,9 +12,10 @@ import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.j
 import { cachesFrom, nodeCacheScript } from './node-caches.js';
 import { nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine, logsLine, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
-import type { ClusterPlan, Launched, StopClusterOutcome } from './common.js';
+import type { Launched, StopClusterOutcome } from './common.js';
+import type { ClusterPlan } from '../plan.js';
 
-export type RankStops = NonNullable<StopClusterOutcome['ranks']>;
+type RankStops = NonNullable<StopClusterOutcome['ranks']>;
 
 /** A native rank on its node under one runtime. */
 export interface RankOps {

@@ -15,8 +15,9 @@ import { randomUUID } from 'node:crypto';
 import { ssh } from './ssh.js';
 import { allNodes, nodeOf } from './ray-plan.js';
 import { onRank, onStep, placed } from './node-runtime.js';
-import type { ClusterStart } from './rank-start.js';
-import { refuseRecorded, headFailure, endedOnNodes, type ClusterExecutor, type NodesPlacement, type NodeWatch, type ClusterPlan, type RunCtx, type ClusterStatus } from './common.js';
+import type { StartRecord } from '../start.js';
+import type { ClusterPlan } from '../plan.js';
+import { refuseRecorded, headFailure, endedOnNodes, type ClusterExecutor, type NodesPlacement, type NodeWatch, type RunCtx, type ClusterStatus } from './common.js';
 
 /** The record of every rank launched (rank 0 = the head's pid): what stop --nodes and status read. */
 function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
@@ -94,11 +95,11 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
  * The watch on the head's endpoint, raced against every rank's process (a rank that ends is named by
  * node, with the cause its own log gives); every worker rank's log followed on its node meanwhile.
  */
-function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: ClusterStart, signal?: AbortSignal): NodeWatch {
+function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: StartRecord, signal?: AbortSignal): NodeWatch {
   const ranks = record.ranks ?? [];
   // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
   for (const r of ranks) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
-  start.start();
+  start.startFollowing();
   let gone: ClusterRank[] = [];
   return {
     view: headView(plan, ranks, (g) => {

@@ -25,7 +25,8 @@ import { fabricAddress, nodeOf, parseRayStatus, type NodeStep } from './ray-plan
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
-import { endedOnNodes, refuseRecorded, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
+import type { ClusterPlan } from '../plan.js';
+import { endedOnNodes, refuseRecorded, type NodesPlacement, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
 import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
 import { groupsOf, launchInOrder, stepOf } from '../groups.js';
 import { VLLM_PID_FILE } from './containers.js';

@@ -18,7 +18,9 @@ import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus,
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
-import type { ClusterStart } from './rank-start.js';
+import type { StartRecord } from '../start.js';
+import type { ClusterPlan } from '../plan.js';
+import { rayLineNode } from './rank-start.js';
 import { cachesFrom, nodeCacheScript, type NodeCaches } from './node-caches.js';
 import type { StartClock } from '../phases.js';
 import { failedBefore, type Diagnosis } from '../diagnose.js';
@@ -29,7 +31,6 @@ import {
   type Launched,
   type NodesPlacement,
   type NodeWatch,
-  type ClusterPlan,
   type ClusterStatus,
   type NodeState,
   type RunCtx,
@@ -275,7 +276,7 @@ const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): 
  * the head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
  * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
  */
-export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: ClusterStart): NodeWatch {
+export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: StartRecord): NodeWatch {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
@@ -294,7 +295,10 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
     },
     (lines) => {
       // a worker actor's forwarded line (ip=...) is its node's too
-      for (const l of lines) start.rayLine(nf, l);
+      for (const l of lines) {
+        const at = rayLineNode(nf, l);
+        if (at) start.forwarded(at.index, at.node, l);
+      }
       const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
       if (!m) return;
       placementLine = m;

@@ -179,7 +179,7 @@ function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunc
   return out;
 }
 
-/** The profile field that renders a vLLM option (engine/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
+/** The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
 const FIELD_OF: Record<string, string> = {
   '--dtype': 'engine.dtype',
   '--max-model-len': 'engine.maxModelLen',
