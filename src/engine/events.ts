@@ -84,16 +84,6 @@ export interface ServeOutcome {
   nodes?: NodesOutcome;
 }
 
-/** What failed over nodes, naming the node: a line of its log, `ray status`, the rank that left. */
-export interface NodeFailure {
-  message: string;
-  fix?: string;
-  /** lines that show it: a log tail, `ray status` */
-  evidence: string[];
-  /** refused before anything was started */
-  refused?: boolean;
-}
-
 /** What only a serve over nodes has. */
 interface NodesOutcome {
   /** the nodes file, its whole path */
@@ -101,7 +91,8 @@ interface NodesOutcome {
   executor: 'ray' | 'native';
   /** what served: the nodes and GPUs that joined (once they did) */
   cluster?: { nodes: number; gpus: number };
-  failure?: NodeFailure;
+  /** what failed, naming the node where it happened: the same shape as a replica's failure (diagnose.ts) */
+  failure?: Diagnosis;
   /** each rank's start, phase by phase (cluster/rank-start.ts); rank 0's is also the replica's `start` */
   ranks?: Array<{ rank: number; node: string; start: StartReport }>;
 }

@@ -2,14 +2,15 @@
 // (this host, or a node of the nodes file) and run by a Runtime (on the host, or in a container).
 // A replica is one group on the local node; a native cluster (vLLM's --nnodes) is one endpoint whose
 // groups are its ranks, one per node; Ray is the same with its per-node `ray start` before the
-// head's group. The plans keep their own shapes (ServePlan.replicas is read in ~40 places: router,
-// co-location, systemd, upgrade); this is the one view serve.ts walks over both (`groupsOf`), so a
-// difference between the placements is a field of a group here, not a second path. Pure.
-import type { ServePlan } from './plan.js';
-import type { ClusterPlan } from './cluster/common.js';
+// head's group. The one Plan (plan.ts) keeps each placement's own fields (ServePlan.replicas is read
+// in ~40 places: router, co-location, systemd, upgrade); this is the one view serve.ts walks over
+// either (`groupsOf`), so a difference between the placements is a field of a group here, not a
+// second path. Pure.
+import type { Plan } from './plan.js';
 import type { ReplicaPlan } from '../profiles/render.js';
 import type { NodeStep } from './cluster/ray-plan.js';
 import { runtimeFor } from './runtime/index.js';
+import { failedBefore, type Diagnosis } from './diagnose.js';
 
 /** Where a group runs: this host ('local'), or the node of the nodes file it names. */
 type GroupNode = { kind: 'local' } | { kind: 'node'; name: string; address: string };
@@ -42,7 +43,7 @@ export interface ServerGroup {
 }
 
 /** Every server group of a plan, in start order. */
-export function groupsOf(plan: ServePlan | ClusterPlan): ServerGroup[] {
+export function groupsOf(plan: Plan): ServerGroup[] {
   if (plan.placement === 'local') {
     const runtime = runtimeFor(plan).runtime;
     return plan.replicas.map((r, i) => ({
@@ -88,7 +89,7 @@ export function stepOf(g: ServerGroup): NodeStep {
 export const nodeName = (g: ServerGroup): string => (g.node.kind === 'node' ? g.node.name : 'local');
 
 /** The groups that serve an endpoint of the plan (readiness, prewarm and the probe are asked of them). */
-export const endpointsOf = (plan: ServePlan | ClusterPlan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
+export const endpointsOf = (plan: Plan): ServerGroup[] => groupsOf(plan).filter((g) => g.ready);
 
 /** A group's launch: what it got back (its handle), or why not (the message names the group's node). */
 export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] };
@@ -100,20 +101,21 @@ export type GroupStarted<H> = { ref: H } | { error: string; evidence: string[] }
  * a concurrent group's evidence named by its node. `started` is told of each start, in group order.
  * `cancel`: once aborted, no further group is launched (`refs` then holds fewer than `groups`).
  * `afterFirst`: what must hold once the first group started and before the rest start (Ray in
- * containers: the head's Ray answering); its failure ends the order.
+ * containers: the head's Ray answering); its failure ends the order. A launch that throws ends the
+ * order with that throw, once every group that started is told to `started`.
  */
 export async function launchInOrder<H>(
   groups: ServerGroup[],
   launch: (g: ServerGroup) => Promise<GroupStarted<H>>,
   started: (h: H, g: ServerGroup) => void = () => {},
   cancel?: AbortSignal,
-  afterFirst?: (first: H) => Promise<{ message: string; evidence: string[] } | undefined>,
-): Promise<{ refs: H[]; failure?: { message: string; evidence: string[] } }> {
+  afterFirst?: (first: H) => Promise<Diagnosis | undefined>,
+): Promise<{ refs: H[]; failure?: Diagnosis }> {
   const refs: H[] = [];
   for (const g of groups.filter((x) => x.starts !== 'after-head')) {
     if (cancel?.aborted) return { refs };
     const r = await launch(g);
-    if ('error' in r) return { refs, failure: { message: r.error, evidence: r.evidence } };
+    if ('error' in r) return { refs, failure: failedBefore('not-started', r.error, r.evidence, placedOn(g)) };
     refs.push(r.ref);
     started(r.ref, g);
     const wait = refs.length === 1 ? await afterFirst?.(r.ref) : undefined;
@@ -121,21 +123,30 @@ export async function launchInOrder<H>(
   }
   const together = groups.filter((x) => x.starts === 'after-head');
   if (cancel?.aborted) return { refs };
-  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g) })));
+  // a launch that throws (a bug) must not hide the ones beside it that started: each is told to `started` (the caller stops it) before the throw goes on
+  const rest = await Promise.all(together.map(async (g) => ({ g, r: await launch(g).catch((thrown: unknown) => ({ thrown })) })));
   const failed: Array<{ g: ServerGroup; error: string; evidence: string[] }> = [];
+  const threw: unknown[] = [];
   for (const { g, r } of rest) {
-    if ('error' in r) failed.push({ g, ...r });
+    if ('thrown' in r) threw.push(r.thrown);
+    else if ('error' in r) failed.push({ g, ...r });
     else {
       refs.push(r.ref);
       started(r.ref, g);
     }
   }
+  if (threw.length) throw threw[0];
   if (!failed.length) return { refs };
   return {
     refs,
-    failure: {
-      message: failed.map((f) => f.error).join('\n'),
-      evidence: failed.flatMap((f) => f.evidence.map((l) => `${nodeName(f.g)}: ${l}`)),
-    },
+    failure: failedBefore(
+      'not-started',
+      failed.map((f) => f.error).join('\n'),
+      failed.flatMap((f) => f.evidence.map((l) => `${nodeName(f.g)}: ${l}`)),
+      failed.length === 1 ? placedOn(failed[0]!.g) : {},
+    ),
   };
 }
+
+/** The node a failure names: a group's on a node (absent: this host). */
+const placedOn = (g: ServerGroup): { node?: string } => (g.node.kind === 'local' ? {} : { node: nodeName(g) });

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { ModelFacts } from '../model/facts.js';
 import { BUILTIN_DIR } from '../profiles/load.js';
-import type { Platform, Profile } from '../profiles/schema.js';
+import type { NodesFile, Platform, Profile } from '../profiles/schema.js';
 import type { HostShape } from '../profiles/validate.js';
 import { renderReplicas, servedName, checkRendered, shutdownTimeoutOf, cpuBuild, type ReplicaPlan } from '../profiles/render.js';
 import { graceMsOf } from './stop.js';
@@ -20,7 +20,10 @@ import { RouterBlock } from '../profiles/schema.js';
 import { planRouter, type RouterPlan } from '../profiles/router.js';
 import { traitsOfProfile, type RuntimePlanPart } from './runtime/traits.js';
 import type { ReplicaRun } from './runtime/runtime.js';
-import type { LaunchRecord } from './registry.js';
+import type { ClusterLaunch, LaunchRecord } from './registry.js';
+import type { ProbeSettings } from '../health/probe.js';
+import type { NodeStep } from './cluster/ray-plan.js';
+import type { NodeCaches } from './cluster/node-caches.js';
 import type { VersionDecision } from './vllm-version.js';
 import { checkExposure } from '../util/exposure.js';
 import { chooseLoader, type LoaderChoice } from './loader.js';
@@ -29,12 +32,16 @@ import { planCaches, cacheRoot as cacheRootFor, type CachePlan } from './caches.
 export type EngineKind = 'vllm' | 'sim';
 
 /**
- * What every serve plan has, wherever its server groups run. A plan is a list of server groups, each
- * placed on a node and run by a Runtime: `placement` says which. On this host (ServePlan, 'local')
- * each replica is one group on the local node; over nodes (cluster/common.ts ClusterPlan, 'nodes')
- * the groups are the ranks (native) or Ray's per-node starts before the head's vLLM, each on the node
- * its step names. engine/serve.ts `serve` runs either from here.
+ * A serve plan, wherever its server groups run: one type, its `placement` the discriminant. A plan is
+ * a list of server groups, each placed on a node and run by a Runtime (groups.ts groupsOf is that
+ * list, read from either placement's fields). On this host (ServePlan, 'local') each replica is one
+ * group on the local node; over nodes (ClusterPlan, 'nodes') the groups are the ranks (native) or
+ * Ray's per-node starts before the head's vLLM, each on the node its step names. engine/serve.ts
+ * `serve` runs either. What every plan has lives once, in PlanCore.
  */
+export type Plan = ServePlan | ClusterPlan;
+
+/** What every serve plan has, wherever its server groups run (Plan). */
 export interface PlanCore {
   placement: 'local' | 'nodes';
   /** the profile as resolved for this placement (the host's shape, or the nodes') */
@@ -46,6 +53,10 @@ export interface PlanCore {
   readyTimeoutMs: number;
   /** no log output for this long ends the wait as stalled (server.stallTimeoutSeconds) */
   stallTimeoutMs: number;
+  /** each endpoint is prewarmed once ready (with the profile's prewarm settings) */
+  prewarm: boolean;
+  /** the deep probe of each ready endpoint: the profile's, with what this placement can read (its GPUs; a cold first generation) */
+  probe: ProbeSettings;
 }
 
 /** A plan on this host: every group (a replica) on the local node. */
@@ -62,7 +73,6 @@ export interface ServePlan extends PlanCore {
   replicas: ReplicaPlan[];
   /** cross-field warnings (errors never reach a plan: they are exit 2) */
   warnings: string[];
-  prewarm: boolean;
   foreground: boolean;
   /** HAProxy in front of the replicas (router: in the profile, or --router) */
   router?: RouterPlan;
@@ -77,6 +87,34 @@ export interface ServePlan extends PlanCore {
   loader?: LoaderChoice;
   /** vLLM's P2P check: skipped on preflight's evidence, or left to vLLM, and the sentence that says which (TP > 1 only) */
   p2p?: { skip: boolean; note: string };
+}
+
+export type ExecutorKind = 'ray' | 'native';
+
+/** A plan over nodes: its groups placed on the nodes file's nodes (cluster/plan.ts toClusterPlan). */
+export interface ClusterPlan extends PlanCore {
+  placement: 'nodes';
+  executor: ExecutorKind;
+  nodesFile: string;
+  nf: NodesFile;
+  tensor: number;
+  pipeline: number;
+  /** the server groups, in start order, each on the node it names */
+  steps: NodeStep[];
+  /** the one endpoint the head serves */
+  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
+  apiKey?: string;
+  /** vLLM's start caches on each node (node-caches.ts): made and pointed at by each launch line on a node's host */
+  caches?: NodeCaches;
+  /** each `ray start` (seconds, enforced on the node) */
+  joinTimeoutS?: number;
+  /** the whole wait for Ray to list every node */
+  rayWaitMs?: number;
+  /** a cluster whose view has not changed for this long, with every join done, is what it will be */
+  settleMs?: number;
+  /** serve's inputs, kept in the cluster's record (upgrade serves it again the same way) */
+  launch?: ClusterLaunch;
 }
 
 /** What runs the servers, as the caller settled it (serve's verb from its flags, restart from a record). */
@@ -239,6 +277,13 @@ export function buildServePlan(r0: Resolved, opts: PlanInputs): ServePlan {
     readyTimeoutMs: opts.readyTimeout ?? r.profile.server.readyTimeoutSeconds * 1000,
     stallTimeoutMs: r.profile.server.stallTimeoutSeconds * 1000,
     prewarm: opts.prewarm,
+    // without prewarm the probe's generation is the server's first (cold, not hung)
+    probe: {
+      ...r.profile.probe,
+      gpuMemoryUtilization: r.profile.engine.gpuMemoryUtilization,
+      gpus: opts.engine !== 'sim',
+      ...(opts.prewarm ? {} : { firstTokenTimeoutMs: r.profile.prewarm.timeoutSeconds * 1000 }),
+    },
     foreground: Boolean(opts.foreground),
     router: planRouter(r.profile, replicas.length, dir, rt.runtime),
     runtime: rt.runtime,

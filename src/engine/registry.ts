@@ -165,6 +165,56 @@ const LaunchShape = z.object({
     .optional(),
 });
 
+/**
+ * The shape a record of a server over nodes must have to be used at all (a state file is untrusted
+ * input: a record of another shape would end a reader in a TypeError). Every field added since the
+ * first multi-node records is optional: the executor (absent: Ray), the ranks, the start reports,
+ * Ray-in-containers' vLLM proof (inHead) and the launch (checked where it is read: upgrade/nodes.ts);
+ * a record written by an earlier sparkctl reads. What a node's shell is handed (pids, the log, a
+ * container's ID) must be what sparkctl wrote there: a number, a path, an ID.
+ */
+/** A log as a node's shell names it: a path under $HOME, or `podman logs ID`; nothing a shell would run ($(...), `...`, ;, quotes). */
+const NodeLog = z.string().regex(/^[\w./$ -]{1,4096}$/, 'a log path of letters, digits and . / $ _ - only');
+
+const ClusterShape = z
+  .object({
+    version: z.literal(1),
+    profile: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
+    nodesFile: z.string(),
+    head: z.string(),
+    executor: z.enum(['ray', 'native']).optional(),
+    pid: z.number().int(),
+    startTime: z.number().optional(),
+    marker: z.string().optional(),
+    port: z.number().int().min(1).max(65535),
+    url: z.string(),
+    servedName: z.string(),
+    logFile: NodeLog,
+    startedAt: z.string(),
+    ranks: z
+      .array(
+        z
+          .object({
+            node: z.string(),
+            rank: z.number().int().nonnegative(),
+            pid: z.number().int(),
+            startTime: z.number().optional(),
+            marker: z.string().optional(),
+            logFile: NodeLog,
+            // what a launch got back from the runtime (node-container.ts CONTAINER_ID)
+            containerId: z
+              .string()
+              .regex(/^[a-f0-9]{64}$/)
+              .optional(),
+            cli: z.array(z.string()).optional(),
+          })
+          .passthrough(),
+      )
+      .optional(),
+    inHead: z.object({ pid: z.number().int(), startTime: z.number() }).optional(),
+  })
+  .passthrough();
+
 /** An entry's launch record, when it has one of the right shape (a state file is read as untrusted input). */
 export function launchOf(inst: Pick<Instance, 'launch'>): LaunchRecord | undefined {
   const r = LaunchShape.safeParse(inst.launch);
@@ -272,6 +322,13 @@ const GatewayLaunchShape = z.object({
 const LEADER_GONE_START = 2;
 const leaderStartOrGone = (pgid: number) => processStartTime(pgid) ?? LEADER_GONE_START;
 
+/** Why a state file was not used: the first three places its shape is wrong, each by its field. */
+const shapeIssues = (e: z.ZodError, whole: string): string =>
+  e.issues
+    .map((i) => `${i.path.join('.') || whole}: ${i.message}`)
+    .slice(0, 3)
+    .join('; ');
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
@@ -341,12 +398,7 @@ export class Registry {
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
-        reason = parsed.success
-          ? `names "${parsed.data.name}", not ${f.slice(0, -5)}`
-          : parsed.error.issues
-              .map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`)
-              .slice(0, 3)
-              .join('; ');
+        reason = parsed.success ? `names "${parsed.data.name}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(entry)');
       } catch (e) {
         reason = (e as Error).message;
       }
@@ -543,6 +595,11 @@ export class Registry {
     rmSync(this.clusterFile(profile), { force: true });
   }
 
+  /**
+   * Every record of a server over nodes. One that cannot be read or has another shape is listed in
+   * `corrupt` (left where it is: it may be a running cluster's, and `stop NAME --nodes FILE` or the
+   * operator decides), never handed to a reader.
+   */
   clusters(): ClusterRecord[] {
     const dir = join(this.stateDir, 'clusters');
     let files: string[];
@@ -553,11 +610,19 @@ export class Registry {
     }
     const out: ClusterRecord[] = [];
     for (const f of files.sort()) {
+      const file = join(dir, f);
+      let reason: string;
       try {
-        out.push(JSON.parse(readTextSync(join(dir, f), { maxBytes: READ_LIMITS.record, noFollow: true })) as ClusterRecord);
-      } catch {
-        /* unreadable: skipped, as instance entries are */
+        const parsed = ClusterShape.safeParse(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })));
+        if (parsed.success && parsed.data.profile === f.slice(0, -5)) {
+          out.push(parsed.data as unknown as ClusterRecord);
+          continue;
+        }
+        reason = parsed.success ? `names "${parsed.data.profile}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(record)');
+      } catch (e) {
+        reason = (e as Error).message;
       }
+      if (!this.corrupt.some((c) => c.file === file)) this.corrupt.push({ file, keptAs: file, reason });
     }
     return out;
   }

@@ -6,7 +6,7 @@
 // exits, installs signal handlers or picks exit codes: cancellation is an AbortSignal, the command renders.
 // A server we launched is never orphaned: each is registered the moment it is spawned, and a
 // failure or a cancellation before "ready" stops every group we started.
-import type { PlanCore, ServePlan } from './plan.js';
+import type { ClusterPlan, Plan, PlanCore, ServePlan } from './plan.js';
 import { replicaAddress, shutdownTimeoutOf, type ReplicaPlan } from '../profiles/render.js';
 import { routerPorts, portRoles } from '../profiles/router.js';
 import type { RouterDriver, RouterLaunched } from './router-driver.js';
@@ -17,7 +17,7 @@ import { localView, watchReady, type LaunchView, type WatchOptions } from './lau
 import type { StartClock } from './phases.js';
 import type { Launched } from './runtime/child.js';
 import { runtimeFor, runtimeOf, type Stopped } from './runtime/index.js';
-import { diagnose } from './diagnose.js';
+import { diagnose, failedBefore, type Diagnosis } from './diagnose.js';
 import { graceMsOf } from './stop.js';
 import { replicaRun } from './plan.js';
 import { prewarm, gpuMemoryReader, type PrewarmRequest, type PrewarmResult, type PrewarmSettings } from '../health/prewarm.js';
@@ -29,11 +29,10 @@ import type { ClusterRecord } from './registry.js';
 import { log } from '../output/logger.js';
 import { UsageError } from '../errors.js';
 import { judgeColocation, serverNeed, largestShare, shareBase, type GpuMemory, type ServerNeed } from '../profiles/colocate.js';
-import type { EventSink, NodeFailure, ReplicaOutcome, ServeOutcome } from './events.js';
-import { prepareStart, clockFor, observeStart, startReports, type StartPrep } from './start.js';
-import { executorFor, finishStarts, nodesOutcome, type ClusterPlan, type GroupLaunch, type NodeWatch } from './cluster/index.js';
+import type { EventSink, ReplicaOutcome, ServeOutcome } from './events.js';
+import { prepareStart, startReports, StartRecord, type GroupAt } from './start.js';
+import { executorFor, finishStarts, nodesOutcome, type GroupLaunch, type NodeWatch } from './cluster/index.js';
 import type { ClusterView } from './cluster/ray-plan.js';
-import { ClusterStart } from './cluster/rank-start.js';
 import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from './groups.js';
 
 interface ServeRun {
@@ -48,9 +47,6 @@ interface ServeRun {
   router?: RouterDriver;
 }
 
-/** Any serve plan: its groups on this host, or on nodes. */
-type Plan = ServePlan | ClusterPlan;
-
 /**
  * Runs any plan with the same run: its cancellation, its events and its secrets (the key travels in
  * ServeRun.secrets on either placement, never in the plan as built).
@@ -59,6 +55,9 @@ export function serve(plan: Plan, run: ServeRun): Promise<ServeOutcome> {
   if (plan.placement === 'local') return serveLocal(plan, run);
   return serveOnNodes({ ...plan, apiKey: run.secrets.VLLM_API_KEY }, run);
 }
+
+/** A group as its start clock names it: its node by name over nodes (a replica here has none). */
+const groupAt = (g: ServerGroup): GroupAt => ({ index: g.index, server: g.server, ...(g.node.kind === 'node' ? { node: nodeName(g) } : {}), ready: g.ready });
 
 /** What the one readiness watch needs of an endpoint, wherever its groups run. */
 interface Endpoint {
@@ -100,10 +99,12 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
 interface Placed<H> {
   /** the groups that run a vLLM of their own, in start order */
   groups: ServerGroup[];
+  /** the start's clocks, one per group, begun at its launch (start.ts); what was prepared is said first */
+  start: StartRecord;
   /** refused before anything starts: the outcome (bad input throws) */
   refuse(): Promise<ServeOutcome | undefined>;
   /** what runs before any group's vLLM (Ray: its start on every node, then the wait for the whole cluster) */
-  before(): Promise<NodeFailure | undefined>;
+  before(): Promise<Diagnosis | undefined>;
   launch(g: ServerGroup): Promise<GroupStarted<H>>;
   /** a group started: said (and, on this host, registered at its spawn) */
   launched(h: H, g: ServerGroup): void;
@@ -114,22 +115,57 @@ interface Placed<H> {
   /** the endpoints the one watch asks, each raced against the end of every group */
   endpoints(hs: H[]): Endpoint[];
   /** a failure before the watch (before, a launch): what started stopped; the outcome */
-  failed(f: NodeFailure, hs: H[]): Promise<ServeOutcome>;
+  failed(f: Diagnosis, hs: H[]): Promise<ServeOutcome>;
   /** not ready, or cancelled: what started stopped; the outcome saying why */
   notReady(hs: H[], results: ReadyResult[], interrupted: boolean): Promise<ServeOutcome>;
-  /** every endpoint ready: prewarm, probe (this host: the router, --foreground); the outcome */
-  ready(hs: H[], results: ReadyResult[]): Promise<ServeOutcome>;
+  /** every endpoint ready: each said (this host: its entry's readyAt); how they are warmed and probed (afterReady) */
+  ready(hs: H[], results: ReadyResult[]): Promise<Serving>;
   /** a throw on the way (bad input under the lock, a spawn that threw): what started stopped, then the throw goes on */
   abandon(): Promise<void>;
 }
 
 /**
+ * Every endpoint ready, as the one after-ready step (afterReady) takes them: what differs by placement
+ * is values (the endpoints, the settings) and strategy (this host's --foreground and router).
+ */
+type Serving =
+  /** this host --foreground: attached until the servers end (the router first; no prewarm, no probe) */
+  { attach: () => Promise<ServeOutcome> } | Warming;
+
+interface Warming {
+  /** the ready endpoints, as prewarm and the deep probe ask them (with the plan's settings) */
+  endpoints: Warmed[];
+  /** warm, before the probe (this host: the router, so that no client meets a cold replica); a failure's outcome ends the serve */
+  warm?: () => Promise<ServeOutcome | undefined>;
+  /** each endpoint's prewarm (where it ran) and probe, in endpoint order: the outcome */
+  outcome(prewarmed: PrewarmResult[], probed: ProbeResult[]): Promise<ServeOutcome>;
+}
+
+/** After ready, for every placement: prewarm each endpoint (where the plan asks), what must follow warmth, one deep probe of each; the outcome. */
+async function afterReady(plan: PlanCore, s: Serving, emit: EventSink): Promise<ServeOutcome> {
+  if ('attach' in s) return s.attach();
+  const prewarmed = plan.prewarm ? await prewarmEach(s.endpoints, plan.profile.prewarm, emit) : [];
+  const held = await s.warm?.();
+  if (held) return held;
+  return s.outcome(prewarmed, await probeEach(s.endpoints, plan.probe, emit));
+}
+
+/** A sink that times each first token on the start's clocks (start.ts observe) before it says the event. */
+const observing =
+  (start: StartRecord, sink?: EventSink): EventSink =>
+  (e) => {
+    start.observe(e);
+    sink?.(e);
+  };
+
+/**
  * serve's one loop, for every placement: refused, or what runs before started; every group that runs
  * a vLLM launched in its `starts` order (launchInOrder); recorded; one readiness watch per endpoint
  * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
- * failure or a cancellation, stop what started; then prewarm and probe the endpoints.
+ * failure or a cancellation, stop what started; then prewarm and probe the endpoints (afterReady).
  */
 async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+  if (p.start.notes.length) emit({ type: 'cold-start', notes: p.start.notes });
   let hs: H[];
   try {
     const refused = await p.refuse();
@@ -149,10 +185,12 @@ async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: stri
     await p.abandon();
     throw e;
   }
-  const results = await Promise.all(p.endpoints(hs).map((e) => watchEndpoint(plan, e, run, emit)));
+  const endpoints = p.endpoints(hs);
+  const results = await Promise.all(endpoints.map((e) => watchEndpoint(plan, e, run, emit)));
   const interrupted = !!p.cancel?.aborted || hs.length < p.groups.length;
   if (interrupted || results.some((r) => !r.ok)) return p.notReady(hs, results, interrupted);
-  return p.ready(hs, results);
+  for (const e of endpoints) p.start.clockOf(e.replica)?.ready();
+  return afterReady(plan, await p.ready(hs, results), emit);
 }
 
 /**
@@ -162,23 +200,28 @@ async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: stri
  */
 function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
   const ctx = { emit: run.onEvent, signal: run.signal };
-  const emit = run.onEvent ?? (() => {});
+  // each group's start timed from its own launch (nothing is prepared here: each node's caches are its launch line's)
+  const start = new StartRecord();
+  const emit = observing(start, run.onEvent);
   const place = executorFor(plan.executor).placement(plan, ctx);
   const started = Date.now();
   const registry = new Registry(plan.stateDir);
-  // each group's start timed from its own launch
-  const start = new ClusterStart();
   let view: ClusterView | undefined;
   let record: ClusterRecord | undefined;
   let watch: NodeWatch | undefined;
-  const failed = async (failure: NodeFailure, launched: GroupLaunch[]) => {
+  /** every group started so far (told by the loop as each starts): what a throw on the way stops */
+  const begun: GroupLaunch[] = [];
+  // as on this host: `stopping` once, then each node's cleanup as the placement stops what started
+  const failed = async (failure: Diagnosis, launched: GroupLaunch[], why: 'failed' | 'interrupted' = 'failed') => {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
+    emit({ type: 'stopping', why, replicas: launched.length });
     await place.stop(launched, record);
     if (record) registry.removeCluster(plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
   };
   const placed: Placed<GroupLaunch> = {
     groups: groupsOf(plan).filter((g) => g.vllm),
+    start,
     refuse: async () => {
       const refused = await place.refuse(registry);
       return refused ? nodesOutcome(plan, { failure: refused }) : undefined;
@@ -188,21 +231,29 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
       view = b.view;
       return b.failure;
     },
-    launch: (g) => place.launch(stepOf(g), g.index, start.launched(g.index, nodeName(g))),
-    launched: (h) =>
-      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) }),
+    launch: (g) => place.launch(stepOf(g), g.index, start.launched(groupAt(g))),
+    launched: (h) => {
+      begun.push(h);
+      emit({ type: 'launched', replica: plan.replica.name, port: plan.replica.port, gpus: [], node: h.node, pid: h.pid, logFile: h.logFile, ...(h.rank === undefined ? {} : { rank: h.rank }) });
+    },
     record: (hs) => {
       record = place.record(hs);
       registry.writeCluster(record);
     },
     endpoints: () => {
       watch = place.watch(record!, start);
-      return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.head, ...watch }];
+      return [{ replica: plan.replica.name, node: plan.nf.head.name, url: record!.url, pollMs: 250, clock: start.clockOf(plan.replica.name), ...watch }];
     },
     failed,
-    notReady: async (hs, [r]) => failed(!r || r.ok || r.reason === 'interrupted' ? { message: 'cancelled while waiting for vLLM to be ready', evidence: [] } : await watch!.failure(r), hs),
-    ready: () => afterNodesReady(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
-    abandon: async () => {},
+    notReady: async (hs, [r]) =>
+      !r || r.ok || r.reason === 'interrupted' ? failed(failedBefore('interrupted', 'cancelled while waiting for vLLM to be ready', []), hs, 'interrupted') : failed(await watch!.failure(r), hs),
+    ready: async () => nodesServing(plan, record!, place.joined(record!, view), Date.now() - started, emit, start),
+    // a throw on the way (a bug): what started is stopped (the groups, then what `before` started) and unrecorded, then the throw goes on
+    abandon: async () => {
+      emit({ type: 'stopping', why: 'failed', replicas: begun.length });
+      await place.stop(begun, record);
+      if (record) registry.removeCluster(plan.profile.name);
+    },
   };
   return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
 }
@@ -339,47 +390,34 @@ interface Session {
   /** the replicas registered by this run: only those are ours to stop and unregister on a failure */
   registered: Set<string>;
   /** the start's caches, read-ahead and clocks (start.ts) */
-  start?: StartPrep;
+  start: StartRecord;
   /** the registry's lock, held from the collision check until every replica is launched and registered */
   release?: () => void;
 }
 
 export async function serveLocal(plan: ServePlan, run: ServeRun): Promise<ServeOutcome> {
-  const s: Session = {
-    plan,
-    run,
-    emit: (e) => {
-      observeStart(s.start, e);
-      run.onEvent?.(e);
-    },
-    registry: new Registry(plan.stateDir),
-    rt: runtimeFor(plan),
-    driver: routerDriverOf(plan, run),
-    launched: [],
-    registered: new Set(),
-  };
+  const registry = new Registry(plan.stateDir);
+  const rt = runtimeFor(plan);
+  const driver = routerDriverOf(plan, run);
   // A router that cannot start must not cost a 15-minute load first.
-  if (plan.router) s.driver!.require(plan.router);
-  s.start = await prepareStart(plan);
-  if (s.start.notes.length) s.emit({ type: 'cold-start', notes: s.start.notes });
+  if (plan.router) driver!.require(plan.router);
+  const start = await prepareStart(plan);
+  const s: Session = { plan, run, emit: observing(start, run.onEvent), registry, rt, driver, launched: [], registered: new Set(), start };
   try {
     return await served(s);
   } finally {
-    s.start.stop();
+    s.start.close();
   }
 }
 
-/** launch -> ready -> prewarm -> probe (serve's one loop, placed on this host), each replica's start report on its outcome. */
+/** launch -> ready -> prewarm -> probe (serve's one loop, placed on this host), each replica's start report on its outcome and in its entry. */
 async function served(s: Session): Promise<ServeOutcome> {
   const out = await servePlaced(s.plan, localPlaced(s), { apiKey: s.run.secrets.VLLM_API_KEY, signal: s.run.signal }, s.emit);
-  const reports = await startReports(s.start);
-  for (const r of out.replicas) {
-    const rep = reports.get(r.name);
-    if (!rep) continue;
-    r.start = rep;
-    s.emit({ type: 'start', replica: r.name, report: rep });
-    const inst = out.stoppedAll ? undefined : s.registry.find(r.name)[0]?.inst;
-    if (inst) s.registry.write({ ...inst, start: rep });
+  for (const { replica, start } of await startReports(s.start, s.emit)) {
+    const r = out.replicas.find((x) => x.name === replica);
+    if (r) r.start = start;
+    const inst = out.stoppedAll ? undefined : s.registry.find(replica)[0]?.inst;
+    if (inst) s.registry.write({ ...inst, start });
   }
   return out;
 }
@@ -409,6 +447,7 @@ function localPlaced(s: Session): Placed<Launched> {
   };
   return {
     groups: groupsOf(plan),
+    start: s.start,
     cancel: run.signal,
     refuse: async () => {
       s.release = await registry.lock();
@@ -441,7 +480,7 @@ function localPlaced(s: Session): Placed<Launched> {
     launch: async (g) => {
       if (!('replica' in g.of)) throw new Error(`internal: a group on ${g.node.kind} in a plan on this host`);
       const p = g.of.replica;
-      clockFor(s.start, p.name);
+      s.start.launched(groupAt(g));
       const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
         registry.write(instanceOf(plan, p, x));
         s.registered.add(p.name);
@@ -461,13 +500,13 @@ function localPlaced(s: Session): Placed<Launched> {
         url: l.plan.uds ? unixUrl(l.plan.uds) : `http://127.0.0.1:${l.plan.port}`,
         view: localView(l),
         ours: s.rt.ours(l),
-        clock: s.start?.clocks.get(l.plan.name),
+        clock: s.start.clockOf(l.plan.name),
       })),
     // a launch here throws rather than fails (abandon)
     failed: async (f) => {
       await stopAll(s);
       releaseLock();
-      throw new Error(`internal: ${f.message}`);
+      throw new Error(`internal: ${f.detail}`);
     },
     notReady: async (launched, results, interrupted) => {
       const replicas = launched.map((l) => replicaOutcome(plan, l));
@@ -486,12 +525,11 @@ function localPlaced(s: Session): Placed<Launched> {
       for (const [i, l] of launched.entries()) {
         const ms = (results[i] as { ms: number }).ms;
         replicas[i]!.readyMs = ms;
-        s.start?.clocks.get(l.plan.name)?.ready();
         const inst = registry.find(l.plan.name)[0]?.inst;
         if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
         s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
       }
-      return afterLocalReady(s, replicas);
+      return localServing(s, replicas);
     },
     abandon: async () => {
       await stopAll(s);
@@ -500,12 +538,14 @@ function localPlaced(s: Session): Placed<Launched> {
   };
 }
 
-/** Every replica ready: the router (at once in the foreground; otherwise once they are warm), prewarm, the probe. */
-async function afterLocalReady(s: Session, replicas: ReplicaOutcome[]): Promise<ServeOutcome> {
+/**
+ * Every replica ready, as afterReady takes them: the router at once in the foreground (then attached
+ * until the servers end), otherwise once the replicas are warm, so that no client request meets a
+ * cold replica; prewarm as the plan asks; the probe.
+ */
+function localServing(s: Session, replicas: ReplicaOutcome[]): Serving {
   const { plan, run } = s;
   const base = { profile: plan.profile.name, engine: plan.engine, replicas };
-  // The router: in the foreground at once (systemd runs prewarm after); otherwise once the
-  // replicas are warm, so that no client request meets a cold replica.
   let router: Awaited<ReturnType<RouterDriver['start']>> | undefined;
   const routerUp = async (): Promise<ServeOutcome | undefined> => {
     if (!s.driver) return undefined;
@@ -516,21 +556,27 @@ async function afterLocalReady(s: Session, replicas: ReplicaOutcome[]): Promise<
     await stopAll(s);
     return { ...base, status: 'launch-failed', stoppedAll: true, router: router.outcome };
   };
-  if (plan.foreground) return (await routerUp()) ?? foreground(plan, s.launched, replicas, s.registry, run, s.emit, router?.launched);
+  if (plan.foreground) return { attach: async () => (await routerUp()) ?? foreground(plan, s.launched, replicas, s.registry, run, s.emit, router?.launched) };
   for (const l of s.launched) l.child?.unref();
-
   const targets = s.launched.map((l) => {
     const t = targetFromInstance(s.registry.find(l.plan.name)[0]?.inst ?? instanceOf(plan, l.plan, l));
     return { ...t, apiKey: run.secrets.VLLM_API_KEY ?? t.apiKey };
   });
-  const warmed = localWarmed(s, targets);
-  if (plan.prewarm) for (const [i, r] of (await prewarmEach(warmed, plan.profile.prewarm, s.emit)).entries()) replicas[i]!.prewarm = r;
-  const failedRouter = await routerUp();
-  if (failedRouter) return failedRouter;
-  router?.launched?.child.unref();
-  for (const [i, r] of (await probeEach(warmed, localProbe(plan), s.emit)).entries()) replicas[i]!.probe = r;
-  if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
-  return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
+  return {
+    endpoints: localWarmed(s, targets),
+    warm: async () => {
+      const failed = await routerUp();
+      if (failed) return failed;
+      router?.launched?.child.unref();
+      return undefined;
+    },
+    outcome: async (prewarmed, probed) => {
+      for (const [i, r] of prewarmed.entries()) replicas[i]!.prewarm = r;
+      for (const [i, r] of probed.entries()) replicas[i]!.probe = r;
+      if (router?.launched) router.outcome.servers = await s.driver!.servers(plan.router!, router.outcome.servers);
+      return { ...base, status: replicas.every((r) => r.probe?.state === 'healthy') ? 'healthy' : 'unhealthy', stoppedAll: false, router: router?.outcome };
+    },
+  };
 }
 
 /** Stop every launch we registered (proven first, by the runtime); a second cancellation (force) cuts the drain short. */
@@ -595,31 +641,20 @@ function localWarmed({ plan, emit }: Session, targets: Target[]): Warmed[] {
   }));
 }
 
-/** The probe's settings on this host: without prewarm the probe's generation is the server's first (cold, not hung). */
-function localProbe(plan: ServePlan): ProbeSettings {
-  const cold = plan.prewarm ? {} : { firstTokenTimeoutMs: plan.profile.prewarm.timeoutSeconds * 1000 };
-  return { ...plan.profile.probe, gpuMemoryUtilization: plan.profile.engine.gpuMemoryUtilization, gpus: plan.engine !== 'sim', ...cold };
-}
-
 /**
- * Over nodes, ready: the same prewarm and deep probe as on one host against the head's endpoint
- * (prewarm's requests time the first token, they are not said), then every rank's start report.
+ * Over nodes, ready, as afterReady takes it: said with what joined; the same prewarm and deep probe
+ * as on one host against the head's endpoint (prewarm's requests time the first token, they are not
+ * said), then every rank's start report, said and kept in the record.
  */
-async function afterNodesReady(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, emit: EventSink, start: ClusterStart): Promise<ServeOutcome> {
-  const observed: EventSink = (e) => {
-    start.observe(e);
-    emit(e);
-  };
-  start.head?.ready();
+function nodesServing(plan: ClusterPlan, record: ClusterRecord, view: ClusterView, readyMs: number, emit: EventSink, start: StartRecord): Serving {
   const node = record.head;
   const replica = plan.replica.name;
-  observed({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
-  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.apiKeyEnv };
-  const head: Warmed = { target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) };
-  const [w] = plan.prewarm ? await prewarmEach([head], plan.prewarm, observed) : [];
-  const [p] = await probeEach([head], plan.probe, observed);
-  const starts = await finishStarts(plan, start, emit, record);
-  return nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts });
+  emit({ type: 'ready', replica, node, ms: readyMs, url: record.url, cluster: { nodes: view.nodes, gpus: view.gpus } });
+  const target = { ...targetFromUrl(record.url, record.servedName), name: `${plan.profile.name} (${plan.nf.head.name})`, apiKey: plan.apiKey, apiKeyEnv: plan.profile.server.apiKeyEnv };
+  return {
+    endpoints: [{ target, replica, node, onRequest: (request) => start.observe({ type: 'prewarm-request', replica, request }) }],
+    outcome: async ([w], [p]) => nodesOutcome(plan, { record, view, readyMs, prewarm: w, probe: p, starts: await finishStarts(plan, start, emit, record) }),
+  };
 }
 
 /** systemd Type=simple / containers: stay attached until the servers end or the run is cancelled. */

@@ -11,6 +11,7 @@ import { withInterrupts as withCancel } from '../util/interrupt.js';
 import { stateDir } from '../util/paths.js';
 import { imagePinOfNodes } from '../engine/pins.js';
 import { planCluster, imageMismatch, readImageIds, type ClusterInputs } from '../engine/cluster/index.js';
+import { imageOnNodes } from '../engine/cluster/node-runtime.js';
 import { allNodes, fabricAddress, compareCluster, parseRayStatus, parseRayNodes, rayPython, RAY_NODES_PY, describeShortfall, type ClusterView } from '../engine/cluster/ray-plan.js';
 
 /** What one node answered: its preflight report (validated shape), its NIC and model folder. */
@@ -392,7 +393,8 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
     vllmBin: 'vllm',
     prewarm: false,
   } as ClusterInputs);
-  const image = pc.steps[0]!.container!.image;
+  // the image the nodes' runtime runs, and its CLI (the caller asks only where vLLM comes from an image)
+  const { image, cli } = imageOnNodes(pc)!;
   const ids = await withCancel((signal) => readImageIds(nf, pc.steps, signal));
   const bad = imageMismatch(image, ids);
   const base = { id: 'nodes.same-image', area: 'nodes', title: 'the same container image (by ID) on every node', blocking: true, durationMs: 0, expected: 'one image ID everywhere' };
@@ -403,7 +405,7 @@ export async function sameImageCheck(profile: string, nf: NodesFile, opts: { pro
         status: 'fail' as const,
         observed: `${bad}${asPinned}`,
         fix: pin.pinned
-          ? `load the pinned image on those nodes (podman save ${image} | ssh NODE podman load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
+          ? `load the pinned image on those nodes (${cli} save ${image} | ssh NODE ${cli} load), or take another image for every node: sparkctl serve ${profile} --nodes FILE --set container.image=REPO@sha256:...`
           : `load the same image on every node, or pin it by digest (container.image: REPO@sha256:...)`,
       }
     : { ...base, status: 'pass' as const, observed: `${image} ${ids[0]!.id!.slice(0, 12)} on ${ids.length} nodes${asPinned}` };

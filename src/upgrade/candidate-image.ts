@@ -109,7 +109,10 @@ async function toNodes(r: CandidateImageRequest, nf: NodesFile): Promise<NodeIma
     cliArgs: [...r.cliArgs],
     image: r.ref,
     signal: r.signal,
-    onNode: (n) => r.onProgress?.(`${n.node} (${n.address}): ${n.status === 'matched' ? 'already holds it' : n.status === 'copied' ? `copied (${n.bytes} bytes)` : `FAILED: ${n.why}`}`),
+    onNode: (n) =>
+      r.onProgress?.(
+        `${n.node} (${n.address}): ${n.status === 'matched' ? 'already holds it' : n.status === 'copied' ? `copied (${n.bytes} bytes)${n.had ? `; it held another build under ${r.ref} (${n.had.slice(0, 12)}), now the candidate's (${n.id.slice(0, 12)})` : ''}` : `FAILED: ${n.why}`}`,
+      ),
   });
   const failed = nodes.filter((n) => n.status === 'failed');
   if (failed.length) throw nodesFailure(r.ref, failed, nodes.length);

@@ -28,6 +28,27 @@ export interface NodesRun {
   stopCandidate?: { left?: string };
   previous?: NodesServed;
   interrupted?: boolean;
+  /** --canary-nodes: the candidate served on the spare nodes beside the running server, compared, then stopped (before anything of the server is touched) */
+  canary?: CanaryRun;
+}
+
+/** The canary on spare nodes (--canary-nodes): how it served, its verdict, its stop. */
+export interface CanaryRun {
+  served?: NodesServed;
+  /** the comparison's verdict (undefined: not compared: the canary never served healthy) */
+  pass?: boolean;
+  /** its stop: undefined = not reached; a string = what was left (named) */
+  stop?: { left?: string };
+  /** the canary's profile name and nodes file (for the commands a loud end names) */
+  name: string;
+  nodesFile: string;
+}
+
+/** After the canary on spare nodes: upgrade the running server in place, or stop there (nothing of the server touched). */
+export function afterCanary(c: CanaryRun, noRoll: boolean): 'in-place' | 'stop' {
+  if (c.served !== 'healthy' || c.pass !== true) return 'stop';
+  if (c.stop?.left !== undefined) return 'stop';
+  return noRoll ? 'stop' : 'in-place';
 }
 
 /** After the candidate was served (and compared, where it served healthy): keep it, or go back to the previous pin. */
@@ -52,6 +73,7 @@ export interface NodesEnd {
  */
 export function nodesEnd(r: NodesRun, profile: string, nodesFile: string): NodesEnd {
   const serveBack = `sparkctl serve ${profile} --nodes ${nodesFile} (the pin in the state folder is the previous one: it serves that)`;
+  if (r.canary && afterCanary(r.canary, r.noRoll) === 'stop') return canaryEnd(r.canary, r, profile);
   if (!r.stopCurrent) return { status: r.interrupted ? 'interrupted' : 'canary-failed', serving: 'previous' };
   if (r.stopCurrent.left !== undefined)
     return {
@@ -92,6 +114,57 @@ export function nodesEnd(r: NodesRun, profile: string, nodesFile: string): Nodes
   };
 }
 
+/**
+ * The end where the canary on spare nodes decided it: the running server was never touched (it
+ * serves as before). A canary that did not stop whole is said loudly, with the stop to run.
+ */
+function canaryEnd(c: CanaryRun, r: NodesRun, profile: string): NodesEnd {
+  const status: UpgradeStatus = r.interrupted || c.served === 'interrupted' ? 'interrupted' : c.served === 'healthy' && c.pass === true && r.noRoll ? 'compared' : 'canary-failed';
+  if (c.stop === undefined && c.served !== undefined && c.served !== 'refused')
+    return { status, serving: 'previous', loud: `the canary ${c.name} was not stopped: sparkctl stop ${c.name} --nodes ${c.nodesFile} (${profile} serves as before)` };
+  if (c.stop?.left !== undefined)
+    return {
+      status: c.served === 'healthy' && c.pass === true && !r.noRoll ? 'roll-failed' : status,
+      serving: 'previous',
+      loud: `the canary ${c.name} did not stop whole (${c.stop.left}): sparkctl stop ${c.name} --nodes ${c.nodesFile}; ${profile} serves as before, not upgraded`,
+    };
+  return { status, serving: 'previous' };
+}
+
+/**
+ * Why a spare set of nodes cannot hold the canary (--canary-nodes), or undefined: it must share no
+ * node with the server (by name or address: one host cannot be both), and hold the server's shape,
+ * TP x PP ranks over as many nodes as the server (the ranks per node the same, each node with the GPUs
+ * for them): a canary of another shape is not the server the comparison speaks for. Pure.
+ */
+export function canaryNodesProblem(
+  server: Array<{ name: string; address: string }>,
+  canary: Array<{ name: string; address: string; gpus: number }>,
+  shape: { tensor: number; pipeline: number },
+  canaryFile: string,
+): { message: string; fix: string } | undefined {
+  const same = canary.filter((c) => server.some((s) => s.name === c.name || s.address === c.address));
+  if (same.length)
+    return {
+      message: `--canary-nodes ${canaryFile}: ${same.map((c) => `${c.name} (${c.address})`).join(', ')} ${same.length === 1 ? 'is' : 'are'} also one of the server's nodes (${server.map((s) => s.name).join(', ')})`,
+      fix: "a canary runs beside the running server: a nodes file of spare nodes only (no name or address of the server's)",
+    };
+  const world = shape.tensor * shape.pipeline;
+  const perNode = world / server.length;
+  if (canary.length !== server.length)
+    return {
+      message: `--canary-nodes ${canaryFile}: ${canary.length} node(s); the server runs TP ${shape.tensor} x PP ${shape.pipeline} = ${world} GPUs over ${server.length} nodes (${perNode} a node)`,
+      fix: `a nodes file of ${server.length} spare nodes with ${perNode} GPUs or more each (the canary is the server's shape)`,
+    };
+  const short = canary.filter((c) => c.gpus < perNode);
+  if (short.length)
+    return {
+      message: `--canary-nodes ${canaryFile}: ${short.map((c) => `${c.name} has ${c.gpus} GPU(s)`).join(', ')}; each node runs ${perNode} of TP ${shape.tensor} x PP ${shape.pipeline} = ${world}`,
+      fix: `spare nodes with ${perNode} GPUs or more each`,
+    };
+  return undefined;
+}
+
 /** The plan of an in-place upgrade over nodes, as shown before anything starts (and by --dry-run). */
 export function nodesPlanLines(x: {
   profile: string;
@@ -102,24 +175,46 @@ export function nodesPlanLines(x: {
   rollback: boolean;
   /** the candidate image: the reference given and the image ID every node holds */
   image?: { ref?: string; id: string };
+  /** where the candidate image comes from before anything starts (a pull here, a copy to nodes): one line each */
+  imageSteps?: string[];
   previousImage?: string;
   sets: string[];
   thresholds: Thresholds;
   sameVersion: boolean;
+  /** --canary-nodes: the canary's profile name and its spare nodes */
+  canary?: { name: string; nodes: string[]; nodesFile: string };
 }): string[] {
   const t = x.thresholds;
   const n = x.nodes.length;
   const golden = x.sameVersion ? (t.goldenSameVersion >= 1 ? 'identical' : `similarity >= ${t.goldenSameVersion}`) : `similarity >= ${t.goldenOtherVersion} (another vLLM version)`;
-  return [
+  const passes = `passes when: probe healthy; TTFT p50 <= ${t.ttftRatio}x, TPOT p50 <= ${t.tpotRatio}x, output tokens/s >= ${t.throughputRatio}x the running cluster's; golden prompts and the chat template ${golden}`;
+  const prev = `the previous ${x.previousImage ? `pin ${x.previousImage.slice(0, 12)}` : 'pin'}`;
+  const head = [
     `${x.profile}: ${x.rollback ? 'rollback' : 'upgrade'} plan over ${n} nodes (${x.nodes.join(', ')}; ${x.nodesFile})`,
     ...(x.image ? [`  image: ${x.image.ref ? `${x.image.ref} -> ` : ''}${x.image.id} (the same image ID on every node, checked before anything stops; pinned: every node runs it, never a tag)`] : []),
+    ...(x.imageSteps ?? []).map((l) => `  ${l}`),
     `  vLLM: ${x.from} -> ${x.to === 'auto' ? "auto (the image's own: read from the candidate once it serves)" : x.to}${x.sets.length ? ` (candidate: --set ${x.sets.join(' --set ')})` : ''}`,
-    `  IN PLACE: a multi-node server has no spare nodes for a canary cluster: NO SERVICE from the stop of the running cluster until the candidate (or, on a failure, the previous ${x.previousImage ? `pin ${x.previousImage.slice(0, 12)}` : 'pin'}) is ready again`,
+  ];
+  if (x.canary) {
+    const k = x.canary.nodes.length;
+    return [
+      ...head,
+      `  CANARY on ${k} spare nodes (${x.canary.nodes.join(', ')}; ${x.canary.nodesFile}) as ${x.canary.name}, beside the running server (it serves throughout the check)`,
+      `  1. serve the candidate over the ${k} spare nodes, prewarmed, probed`,
+      `  2. measure the running cluster and the canary with the same requests (deep probe, golden prompts, chat template, short bench); ${passes}`,
+      `  3. stop the canary; fail: nothing else changes (exit 1, saying why)`,
+      `  4. pass: the running server upgraded IN PLACE, all ${n} nodes together: NO SERVICE from its stop until the candidate (or, on a failure, ${prev}) is ready again; the candidate measured again against the same running measure; fail there: stopped and ${prev} served again (exit 1)`,
+      `  5. pass: the candidate stays, pinned, recorded`,
+    ];
+  }
+  return [
+    ...head,
+    `  IN PLACE: no spare nodes given (--canary-nodes FILE): NO SERVICE from the stop of the running cluster until the candidate (or, on a failure, ${prev}) is ready again`,
     `  1. measure the running cluster (deep probe, golden prompts, chat template, short bench) and keep it`,
     `  2. stop it on all ${n} nodes`,
     `  3. serve the candidate over all ${n} nodes together`,
-    `  4. measure the candidate with the same requests; passes when: probe healthy; TTFT p50 <= ${t.ttftRatio}x, TPOT p50 <= ${t.tpotRatio}x, output tokens/s >= ${t.throughputRatio}x the running cluster's; golden prompts and the chat template ${golden}`,
-    `  5. pass: the candidate stays, pinned, recorded; fail: the candidate is stopped and the previous pin served again over all ${n} nodes (exit 1, saying why)`,
+    `  4. measure the candidate with the same requests; ${passes}`,
+    `  5. pass: the candidate stays, pinned, recorded; fail: the candidate is stopped and ${prev} served again over all ${n} nodes (exit 1, saying why)`,
   ];
 }
 

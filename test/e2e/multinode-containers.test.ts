@@ -83,15 +83,28 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
     const rankIds = async () => Promise.all([0, 1, 2, 3].map(async (i) => (await podman(['inspect', '--format', '{{.Id}} {{.Image}}', `sparkctl-mn-box-rank${i}`])).stdout.trim()));
     const idsBefore = await rankIds();
     expect(idsBefore.map((x) => x.split(' ')[1])).toEqual([a, a, a, a]);
-    // n2's copy of the candidate's tag is another build: refused before anything stops, naming n2
+    // n2's copy of the candidate's tag is another build. The upgrade gives n2 the candidate's bytes
+    // (podman save here | ssh n2 podman load) and reads it back; n2's podman still answers the other
+    // build (the nodes share one store here: a wrapper on n2 answers for the tag, as a node whose load
+    // did not take would): refused, naming n2 and both IDs, before anything stops. --no-pull copies
+    // nothing: refused naming the nodes that differ (exit 2).
     const tag = `localhost/sparkctl-mn-cand-${process.pid}:x`;
     await podman(['tag', image, tag]);
     const n2 = join(cl.dir, 'n2', 'bin', 'podman');
     try {
       writeFileSync(n2, `#!/bin/bash\nargs=(); for x in "$@"; do [ "$x" = ${tag} ] && x=${other}; args+=("$x"); done\nexec /usr/bin/podman "\${args[@]}"\n`, { mode: 0o755 });
+      const t0 = Date.now();
       const refused = await run(['upgrade', 'mn-box', '--image', tag]);
-      expect(refused.exitCode, refused.stderr).toBe(2);
-      expect(refused.stderr).toContain(`--image ${tag}: ${tag} differs between the nodes: n0, n1, n3 ${a.slice(0, 12)}; n2 ${b.slice(0, 12)}; nothing was stopped`);
+      console.log(`upgrade --image over nodes, the copy to n2 then the refusal: ${Date.now() - t0} ms`);
+      expect(refused.exitCode, refused.stderr).toBe(4);
+      expect(refused.stderr).toContain(`--image ${tag}: 1 of 4 node(s) do not hold it; nothing was stopped`);
+      expect(refused.stderr).toContain(`n2 (${cl.addresses[2]}): after the load the node's ${tag} is ${b.slice(0, 12)}, not ${a.slice(0, 12)}`);
+      // the copy went to n2 only (the others already held the candidate's ID)
+      expect(refused.stderr).toMatch(/n2 \([^)]+\): FAILED: after the load/);
+      for (const i of [0, 1, 3]) expect(refused.stderr).toContain(`n${i} (${cl.addresses[i]}): already holds it`);
+      const noPull = await run(['upgrade', 'mn-box', '--image', tag, '--no-pull']);
+      expect(noPull.exitCode, noPull.stderr).toBe(2);
+      expect(noPull.stderr).toContain(`--image ${tag}: ${tag} differs between the nodes: n0, n1, n3 ${a.slice(0, 12)}; n2 ${b.slice(0, 12)}; nothing was stopped`);
     } finally {
       rmrf(n2);
       await podman(['rmi', tag]);

@@ -149,6 +149,7 @@ const NOT_WRITTEN = new Set([
   'systemd --prometheus', // the watcher unit's argv: written by the watcher, which is in WRITERS
   'upgrade --vllm-bin', // the candidate's executable, read
   'upgrade --nodes', // the nodes file, read (as serve --nodes reads it)
+  'upgrade --canary-nodes', // the spare nodes' file, read (as serve --nodes reads it)
 ]);
 // collect --out-dir DIR is a folder writer: its own cases below (--out: its old spelling, kept for one release).
 const FOLDER_WRITERS = new Set(['collect --out-dir', 'collect --out']);

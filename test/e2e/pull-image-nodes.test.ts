@@ -100,6 +100,26 @@ describe.skipIf(Boolean(why))('pull --nodes: the image to network-namespace node
         .stdout.trim()
         .replace(/^sha256:/, ''),
     ).toBe(here.id);
+    // n3 holds ANOTHER build under the same reference (its own storage): it gets the bytes here, and the ID it held is said
+    mkdirSync(join(work, 'fs2'), { recursive: true });
+    writeFileSync(join(work, 'fs2', 'hello'), `another build of ${marker}\n`);
+    await execa('tar', ['-C', join(work, 'fs2'), '-cf', join(work, 'fs2.tar'), '.']);
+    expect(cl.exec(3, `podman ${cliArgs.join(' ')} import ${join(work, 'fs2.tar')} ${image} >/dev/null`, 60_000).status).toBe(0);
+    const otherId = onNode(3)
+      .stdout.trim()
+      .replace(/^sha256:/, '');
+    expect(otherId).toMatch(/^[0-9a-f]{64}$/);
+    expect(otherId).not.toBe(here.id);
+    const fourth = await syncImage(nf, here, req);
+    expect(fourth.map((n) => n.status)).toEqual(['matched', 'matched', 'matched', 'copied']);
+    expect(fourth[3]).toMatchObject({ had: otherId, id: here.id });
+    expect(fourth[3]!.bytes).toBeGreaterThan(0);
+    expect(fourth.slice(0, 3).every((n) => n.had === undefined)).toBe(true);
+    expect(
+      onNode(3)
+        .stdout.trim()
+        .replace(/^sha256:/, ''),
+    ).toBe(here.id);
   });
 
   it('the verb: pull PROFILE --nodes copies the snapshot and the image, per node in --json', async () => {

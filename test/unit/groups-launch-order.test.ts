@@ -10,6 +10,7 @@ import { buildServePlan } from '../../src/engine/plan.js';
 import { planCluster, toClusterPlan } from '../../src/engine/cluster/plan.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 import { groupsOf, launchInOrder, nodeName, stepOf, type GroupStarted, type ServerGroup } from '../../src/engine/groups.js';
+import { failedBefore } from '../../src/engine/diagnose.js';
 
 const nodes = (gpus: number, n: number) =>
   NodesFile.parse({
@@ -69,8 +70,13 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.log).toEqual(['begin 0', 'end 0']);
   });
 
-  it.each<[string, () => ServerGroup[], number[], { refs: string[]; message: string; evidence: string[]; begun: number[] }]>([
-    ['the head fails: nothing else is launched; its evidence as it came', native4, [0], { refs: [], message: 'group 0 did not start on n0', evidence: ['line a', 'line b'], begun: [0] }],
+  it.each<[string, () => ServerGroup[], number[], { refs: string[]; message: string; evidence: string[]; node?: string; begun: number[] }]>([
+    [
+      'the head fails: nothing else is launched; its evidence as it came, its node named',
+      native4,
+      [0],
+      { refs: [], message: 'group 0 did not start on n0', evidence: ['line a', 'line b'], node: 'n0', begun: [0] },
+    ],
     [
       'two workers fail: the others started (kept, to be stopped); each failure named, its evidence by node',
       native4,
@@ -87,9 +93,34 @@ describe('launchInOrder: the groups in their starts order', () => {
     const r = recorder(fail);
     const out = await launchInOrder(groups(), r.launch, r.onStarted);
     expect(out.refs).toEqual(want.refs);
-    expect(out.failure).toEqual({ message: want.message, evidence: want.evidence });
+    // the one failure shape (engine/diagnose.ts): not started, no log to classify; the node when one node failed
+    expect(out.failure).toEqual({
+      reason: 'not-started',
+      detail: want.message,
+      causeId: 'not-started',
+      lastLines: want.evidence,
+      ...(want.node ? { node: want.node } : {}),
+    });
     expect(r.log.filter((l) => l.startsWith('begin')).map((l) => Number(l.split(' ')[1]))).toEqual(want.begun);
     expect(r.started).toEqual(want.refs.map((h) => `${h}@${nodeName(groups().find((g) => `h${g.index}` === h)!)}`));
+  });
+
+  it('a worker launch that throws (a bug): every worker beside it that started is told to `started` first (the loop stops them), then the throw goes on', async () => {
+    const r = recorder();
+    const bug = new Error('internal: a launch threw');
+    const out = launchInOrder(
+      native4(),
+      async (g) => {
+        if (g.index === 2) {
+          await tick();
+          throw bug;
+        }
+        return r.launch(g);
+      },
+      r.onStarted,
+    );
+    await expect(out).rejects.toBe(bug);
+    expect(r.started).toEqual(['h0@n0', 'h1@n1', 'h3@n3']);
   });
 
   it('cancelled: no further group is launched (fewer refs than groups, no failure: the loop calls it interrupted)', async () => {
@@ -132,7 +163,7 @@ describe('launchInOrder: the groups in their starts order', () => {
     expect(r.log.filter((l) => l.startsWith('after'))).toEqual(['after h0']);
     expect(out).toEqual({ refs: ['h0', 'h1', 'h2', 'h3'] });
     const r2 = recorder();
-    const no = { message: 'Ray head on n0 did not start in its container', fix: 'read its output', evidence: ['n0: x'] };
+    const no = failedBefore('not-started', 'Ray head on n0 did not start in its container', ['n0: x'], { fix: 'read its output', node: 'n0' });
     const out2 = await launchInOrder(ray4(), r2.launch, r2.onStarted, undefined, async () => no);
     expect(out2).toEqual({ refs: ['h0'], failure: no });
     expect(r2.log).toEqual(['begin 0', 'end 0']);

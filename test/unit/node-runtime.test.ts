@@ -1,5 +1,5 @@
 // The Runtime on the nodes (src/engine/cluster/node-runtime.ts): planCluster places the host's
-// commands as the profile's runtime says, and the launch's refusal before anything starts (sameImage)
+// commands as the profile's runtime says, and the launch's refusal before anything starts (onStep(...).refuse)
 // is the runtime's. The nodes are a fake ssh (SPARKCTL_SSH, a script here that answers each node's
 // `image inspect` from a file and logs every call): nothing is sent anywhere.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -7,8 +7,10 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDirs } from '../helpers.js';
 import { planCluster } from '../../src/engine/cluster/plan.js';
-import { onNodes } from '../../src/engine/cluster/node-runtime.js';
-import { sameImage } from '../../src/engine/cluster/launch-order.js';
+import { onNodes, onStep } from '../../src/engine/cluster/node-runtime.js';
+
+/** The launch's refusal before anything starts: the plan's runtime's (what every executor asks, node-runtime.ts placed). */
+const sameImage = (p: { nf: NodesFile; steps: Array<{ container?: unknown }> }) => onStep(p.steps[0] as never).refuse(p as never);
 import { CONTAINER_TRAITS, HOST_TRAITS } from '../../src/engine/runtime/traits.js';
 import { NodesFile } from '../../src/profiles/schema.js';
 
@@ -127,10 +129,10 @@ echo "Error: no such image" >&2; exit 125
       ['10.9.1.1', '10.9.1.2'].map((a) => expect.stringMatching(new RegExp(`^${a.replace(/\./g, '\\.')} (docker|podman) .*image inspect --format '?\\{\\{\\.Id\\}\\}'? `))),
     );
     if (!refused) return expect(r).toBeUndefined();
-    expect(r?.refused).toBe(true);
-    expect(r?.message).toMatch(refused);
+    expect(r?.reason).toBe('refused');
+    expect(r?.detail).toMatch(refused);
     expect(r?.fix).toMatch(/(docker|podman) save .* \| ssh NODE (docker|podman) load/);
-    expect(r?.evidence).toHaveLength(2);
+    expect(r?.lastLines).toHaveLength(2);
   });
 
   it('a pinned image: the fix is to load that very image, not to pin', async () => {

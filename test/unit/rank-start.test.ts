@@ -1,10 +1,14 @@
-// A start over nodes, per rank (engine/cluster/rank-start.ts): Ray's forwarded worker lines go to the
-// node whose address they name; each rank's clock is its own; what a record kept is checked on read.
+// A start over nodes, per rank (serve's one start record, engine/start.ts, with engine/cluster/rank-start.ts
+// naming the node of a Ray-forwarded line): Ray's forwarded worker lines go to the node whose address
+// they name; each rank's clock is its own; what a record kept is checked on read. The same record on
+// one host (a clock per replica, the read-ahead and caches in each report; the events each says).
 // The Ray prefix and wording are as vLLM logs them through Ray (vllm-project/vllm#11208:
 // "(RayWorkerWrapper pid=2149832, ip=10.124.70.174) INFO 12-15 07:41:01 model_runner.py:1077] ...",
 // "[repeated 4x across cluster]"); the phase lines are the format strings phases.ts names.
 import { describe, it, expect } from 'vitest';
-import { ClusterStart } from '../../src/engine/cluster/rank-start.js';
+import { rankStarts, rayLineNode } from '../../src/engine/cluster/rank-start.js';
+import { StartRecord, startReports } from '../../src/engine/start.js';
+import type { ServeEvent } from '../../src/engine/events.js';
 import { rankStartsOf } from '../../src/engine/start-shape.js';
 import type { NodesFile } from '../../src/profiles/schema.js';
 
@@ -31,16 +35,21 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
     [20000, 'INFO:     Application startup complete.'],
   ];
 
-  it('each node its own report, timed from the engine launch; the head keeps every line', () => {
-    const s = new ClusterStart();
-    const head = s.launched(0, 'spark-a');
+  const rayLine = (s: StartRecord, line: string) => {
+    const at = rayLineNode(nf, line);
+    if (at) s.forwarded(at.index, at.node, line);
+  };
+
+  it('each node its own report, timed from the engine launch; the head keeps every line', async () => {
+    const s = new StartRecord();
+    const head = s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
     Object.defineProperty(head, 't0', { value: t0 });
     for (const [ms, l] of lines) {
       head.line(l, t0 + ms);
       // rayLine times with Date.now(): the order is what matters here, the head's own clock the times
-      s.rayLine(nf, l);
+      rayLine(s, l);
     }
-    const r = s.reports();
+    const r = rankStarts(await s.reports());
     expect(r.map((x) => `${x.rank}:${x.node}`)).toEqual(['0:spark-a', '1:spark-b', '2:spark-c']);
     const b = r[1]!.start;
     expect(b.weights).toEqual({ gib: 3.88, seconds: 7.25 });
@@ -54,24 +63,24 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
     expect(r[0]!.start.phases.find((p) => p.id === 'api')?.atMs).toBe(20000);
   });
 
-  it('a line without a Ray prefix, or of the head itself (ip = the head), feeds no worker node', () => {
-    const s = new ClusterStart();
-    s.launched(0, 'spark-a');
-    s.rayLine(nf, 'INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
-    s.rayLine(nf, '(RayWorkerWrapper pid=9, ip=10.0.0.1) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
-    expect(s.reports().map((x) => x.node)).toEqual(['spark-a']);
+  it('a line without a Ray prefix, or of the head itself (ip = the head), feeds no worker node', async () => {
+    const s = new StartRecord();
+    s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
+    rayLine(s, 'INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
+    rayLine(s, '(RayWorkerWrapper pid=9, ip=10.0.0.1) INFO 12-15 07:41:01 [gpu_model_runner.py:1802] Model loading took 3.88 GiB and 7.25 seconds');
+    expect((await s.reports()).map((x) => x.node)).toEqual(['spark-a']);
   });
 
-  it('native: each rank timed from its own launch; the first token is the head only', () => {
-    const s = new ClusterStart();
-    const h = s.launched(0, 'spark-a');
-    const w = s.launched(1, 'spark-b');
+  it('native: each rank timed from its own launch; the first token is the head only', async () => {
+    const s = new StartRecord();
+    const h = s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
+    const w = s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
     w.line('INFO 12-15 07:41:01 [serve.py:216] Launching vLLM (v0.17.0) headless multiproc executor', w.t0 + 1500);
     w.line('INFO 12-15 07:41:09 [gpu_model_runner.py:1802] Model loading took 3.88 GiB memory and 7.25 seconds', w.t0 + 9000);
     h.ready(h.t0 + 30_000);
     s.observe({ type: 'probe', replica: 'x', result: { inferenceMs: 12 } as never });
     s.observe({ type: 'prewarm-request', replica: 'x', request: { ok: false } as never });
-    const [r0, r1] = s.reports();
+    const [r0, r1] = rankStarts(await s.reports());
     expect(r0!.start.readyMs).toBe(30_000);
     expect(r0!.start.firstTokenMs).toBeGreaterThanOrEqual(0);
     expect(r1!.start.firstTokenMs).toBeUndefined();
@@ -79,6 +88,64 @@ describe('Ray: a worker actor line goes to the node its address names', () => {
       ['process', 1500],
       ['weights', 9000],
     ]);
+  });
+});
+
+describe('the one start record: a clock per group, one way to say the reports, on one host and over nodes', () => {
+  const said = () => {
+    const events: ServeEvent[] = [];
+    return { events, sink: (e: ServeEvent) => void events.push(e) };
+  };
+
+  it('on one host: a clock per replica, the first token by the replica the event names, the read-ahead and caches in each; said without rank or node', async () => {
+    const s = new StartRecord({ notes: ['start caches: /c'], readAhead: Promise.resolve({ skipped: 'the simulator reads no weights' }), caches: { dir: '/c', warm: true } });
+    const a = s.launched({ index: 0, server: 'm-0', ready: true });
+    const b = s.launched({ index: 1, server: 'm-1', ready: true });
+    expect(s.clockOf('m-1')).toBe(b);
+    s.observe({ type: 'prewarm-request', replica: 'm-1', request: { ok: true } as never });
+    a.ready(a.t0 + 100);
+    const { events, sink } = said();
+    const r = await startReports(s, sink);
+    expect(r.map((x) => [x.group, x.replica, x.node])).toEqual([
+      [0, 'm-0', undefined],
+      [1, 'm-1', undefined],
+    ]);
+    expect(r[0]!.start).toMatchObject({ readyMs: 100, caches: { dir: '/c', warm: true }, readAhead: { skipped: 'the simulator reads no weights' } });
+    expect(r[0]!.start.firstTokenMs).toBeUndefined();
+    expect(r[1]!.start.firstTokenMs).toBeGreaterThanOrEqual(0);
+    // the one-host event names no rank and no node (its text and --json lines are what they were)
+    expect(events.map((e) => Object.keys(e))).toEqual([
+      ['type', 'replica', 'report'],
+      ['type', 'replica', 'report'],
+    ]);
+    expect(s.notes).toEqual(['start caches: /c']);
+  });
+
+  it('over nodes: every rank said with its rank and node, in rank order; the record keeps {rank, node, start}', async () => {
+    const s = new StartRecord();
+    s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
+    s.launched({ index: 0, server: 'x', node: 'spark-a', ready: true });
+    const { events, sink } = said();
+    const r = rankStarts(await startReports(s, sink));
+    expect(r.map((x) => Object.keys(x))).toEqual([
+      ['rank', 'node', 'start'],
+      ['rank', 'node', 'start'],
+    ]);
+    expect(events.map((e) => e.type === 'start' && [e.replica, e.rank, e.node])).toEqual([
+      ['x', 0, 'spark-a'],
+      ['x', 1, 'spark-b'],
+    ]);
+    // nothing prepared over nodes: no read-ahead or caches in a rank's report
+    expect(r[0]!.start.readAhead).toBeUndefined();
+    expect(r[0]!.start.caches).toBeUndefined();
+  });
+
+  it('a worker rank never takes the first token, even when an event names the endpoint it helps serve', async () => {
+    const s = new StartRecord();
+    s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
+    s.observe({ type: 'probe', replica: 'x', result: { inferenceMs: 3 } as never });
+    expect((await s.reports())[0]!.start.firstTokenMs).toBeUndefined();
+    expect(s.clockOf('x')).toBeUndefined();
   });
 });
 

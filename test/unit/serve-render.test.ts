@@ -5,6 +5,7 @@
 import { describe, it, expect, vi, afterEach } from 'vitest';
 import type { Profile } from '../../src/profiles/schema.js';
 import { nodesOutcome } from '../../src/engine/cluster/common.js';
+import { failedBefore } from '../../src/engine/diagnose.js';
 import { jsonRenderer, nodesEnvelope, textRenderer } from '../../src/verbs/serve/render.js';
 import { exitCodeOf } from '../../src/errors.js';
 import type { ClusterRecord } from '../../src/engine/registry.js';
@@ -56,11 +57,11 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
     ],
     [
       'refused before anything started: exit 4, nothing of a head',
-      nodesOutcome(plan, { failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [], refused: true } }),
+      nodesOutcome(plan, { failure: failedBefore('refused', 'big is already served on these nodes', [], { fix: 'stop it first', node: 'n0' }) }),
       {
         status: 'refused',
         exitCode: 4,
-        failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [] },
+        failure: { message: 'big is already served on these nodes', fix: 'stop it first', evidence: [], node: 'n0', reason: 'refused', cause: 'refused', line: null },
         url: null,
         head: null,
         cluster: null,
@@ -71,11 +72,11 @@ describe('serve over nodes: one outcome, the envelope as it was', () => {
     ],
     [
       'a rank left before ready: exit 4, the head it had (native keeps the record in its failure)',
-      nodesOutcome(plan, { failure: { message: 'vLLM rank 1 on n1 exited', evidence: ['| boom'] }, record }),
+      nodesOutcome(plan, { failure: failedBefore('not-started', 'vLLM rank 1 on n1 exited', ['| boom']), record }),
       {
         status: 'launch-failed',
         exitCode: 4,
-        failure: { message: 'vLLM rank 1 on n1 exited', fix: null, evidence: ['| boom'] },
+        failure: { message: 'vLLM rank 1 on n1 exited', fix: null, evidence: ['| boom'], node: null, reason: 'not-started', cause: 'not-started', line: null },
         url: record.url,
         head: { node: 'n0', pid: 4242, logFile: '/var/log/big.log' },
         cluster: null,
@@ -162,7 +163,7 @@ describe('serve over nodes: the one text renderer', () => {
     capture();
     const r = textRenderer({ profile: 'big', simulated: true, nodes: named });
     r.event({ type: 'cleanup', node: 'n1', what: 'ray stopped' });
-    r.outcome(nodesOutcome(plan, { failure: { message: 'node n1 failed to join', fix: 'check the fabric', evidence: ['last line'] } }));
+    r.outcome(nodesOutcome(plan, { failure: failedBefore('not-started', 'node n1 failed to join', ['last line'], { fix: 'check the fabric', node: 'n1' }) }));
     const err = lines.err.join('');
     expect(err).toContain('cleanup: n1: ray stopped');
     expect(err).toMatch(/launch failed.*: node n1 failed to join/);

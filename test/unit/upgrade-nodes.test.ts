@@ -2,7 +2,20 @@
 // end of every path is (what serves, the status, the loud line where nothing healthy serves), the
 // plan's words, the /version answer read as hostile; and the --set merge the record keeps.
 import { describe, it, expect } from 'vitest';
-import { afterCandidate, nodesEnd, nodesPlanLines, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../src/upgrade/nodes.js';
+import {
+  afterCandidate,
+  afterCanary,
+  canaryNodesProblem,
+  nodesEnd,
+  nodesPlanLines,
+  versionAnswer,
+  sideVersion,
+  currentUnfit,
+  noService,
+  type CanaryRun,
+  type NodesRun,
+  type NodesServed,
+} from '../../src/upgrade/nodes.js';
 import { lastOfEach } from '../../src/verbs/upgrade/nodes.js';
 import { DEFAULT_THRESHOLDS } from '../../src/upgrade/judge.js';
 
@@ -25,6 +38,7 @@ describe('afterCandidate: the candidate stays only when it served healthy, passe
 describe('nodesEnd: every path ends saying what serves; nothing healthy serving is always loud', () => {
   const P = 'qwen3-200b';
   const F = '/etc/nodes.yaml';
+  const K: CanaryRun = { name: 'qwen3-200b-canary', nodesFile: '/etc/spare.yaml' };
   const rows: Array<[string, NodesRun, { status: string; serving: string; loud?: RegExp }]> = [
     ['passed: the candidate stays', { noRoll: false, stopCurrent: {}, candidate: 'healthy', pass: true }, { status: 'rolled', serving: 'candidate' }],
     [
@@ -84,6 +98,32 @@ describe('nodesEnd: every path ends saying what serves; nothing healthy serving 
       { status: 'interrupted', serving: 'previous' },
     ],
     ['interrupted while measuring the current: nothing stopped', { noRoll: false, interrupted: true }, { status: 'interrupted', serving: 'previous' }],
+    // --canary-nodes: the canary on spare nodes decides first; the server is untouched unless it passed
+    ['canary failed its comparison, stopped: nothing else changed', { noRoll: false, canary: { ...K, served: 'healthy', pass: false, stop: {} } }, { status: 'canary-failed', serving: 'previous' }],
+    ['canary did not launch, stopped: nothing else changed', { noRoll: false, canary: { ...K, served: 'launch-failed', stop: {} } }, { status: 'canary-failed', serving: 'previous' }],
+    ['canary unhealthy (its probe), stopped', { noRoll: false, canary: { ...K, served: 'unhealthy', stop: {} } }, { status: 'canary-failed', serving: 'previous' }],
+    ['canary passed with --no-roll: compared, stopped, server untouched', { noRoll: true, canary: { ...K, served: 'healthy', pass: true, stop: {} } }, { status: 'compared', serving: 'previous' }],
+    ['canary interrupted, stopped', { noRoll: false, interrupted: true, canary: { ...K, served: 'interrupted', stop: {} } }, { status: 'interrupted', serving: 'previous' }],
+    [
+      'canary failed and would not stop: loud, the stop to run named',
+      { noRoll: false, canary: { ...K, served: 'healthy', pass: false, stop: { left: 'rank 1 on c1: unproven' } } },
+      { status: 'canary-failed', serving: 'previous', loud: /the canary qwen3-200b-canary did not stop whole \(rank 1 on c1: unproven\): sparkctl stop qwen3-200b-canary --nodes \/etc\/spare.yaml/ },
+    ],
+    [
+      'canary passed but would not stop: the server is not upgraded over it, exit 4, loud',
+      { noRoll: false, canary: { ...K, served: 'healthy', pass: true, stop: { left: 'vLLM on c0: failed' } } },
+      { status: 'roll-failed', serving: 'previous', loud: /did not stop whole .*qwen3-200b serves as before, not upgraded/ },
+    ],
+    [
+      'canary passed, stopped: the in-place upgrade decides (passed: the candidate stays)',
+      { noRoll: false, canary: { ...K, served: 'healthy', pass: true, stop: {} }, stopCurrent: {}, candidate: 'healthy', pass: true },
+      { status: 'rolled', serving: 'candidate' },
+    ],
+    [
+      'canary passed, the in-place candidate then failed: the previous served again',
+      { noRoll: false, canary: { ...K, served: 'healthy', pass: true, stop: {} }, stopCurrent: {}, candidate: 'healthy', pass: false, stopCandidate: {}, previous: 'healthy' },
+      { status: 'canary-failed', serving: 'previous' },
+    ],
   ];
   it.each(rows)('%s', (_, run, want) => {
     const end = nodesEnd(run, P, F);
@@ -92,6 +132,67 @@ describe('nodesEnd: every path ends saying what serves; nothing healthy serving 
     else expect(end.loud).toBeUndefined();
     // the rule behind every row: healthy service on either side, or a loud line
     if (end.serving !== 'candidate' && end.serving !== 'previous') expect(end.loud).toBeTruthy();
+  });
+});
+
+describe('afterCanary: the server is upgraded only after a canary that served healthy, passed, stopped whole, and no --no-roll', () => {
+  const K = { name: 'p-canary', nodesFile: '/s.yaml' };
+  const rows: Array<[Partial<CanaryRun>, boolean, 'in-place' | 'stop']> = [
+    [{ served: 'healthy', pass: true, stop: {} }, false, 'in-place'],
+    [{ served: 'healthy', pass: true, stop: {} }, true, 'stop'],
+    [{ served: 'healthy', pass: false, stop: {} }, false, 'stop'],
+    [{ served: 'healthy', stop: {} }, false, 'stop'],
+    [{ served: 'unhealthy', pass: true, stop: {} }, false, 'stop'],
+    [{ served: 'launch-failed', stop: {} }, false, 'stop'],
+    [{ served: 'refused', stop: {} }, false, 'stop'],
+    [{ served: 'interrupted', stop: {} }, false, 'stop'],
+    [{ served: 'healthy', pass: true, stop: { left: 'rank 1 on c1: unproven' } }, false, 'stop'],
+    [{}, false, 'stop'],
+  ];
+  it.each(rows)('%j, no-roll %s -> %s', (c, noRoll, want) => expect(afterCanary({ ...K, ...c }, noRoll)).toBe(want));
+});
+
+describe('canaryNodesProblem: spare nodes share none with the server and hold its shape (TP x PP)', () => {
+  const server = [
+    { name: 'n0', address: '10.0.0.1' },
+    { name: 'n1', address: '10.0.0.2' },
+  ];
+  const node = (name: string, address: string, gpus = 8) => ({ name, address, gpus });
+  const shape = { tensor: 8, pipeline: 2 };
+  const rows: Array<[string, ReturnType<typeof node>[], { tensor: number; pipeline: number }, RegExp | undefined, RegExp | undefined]> = [
+    ['two spare nodes of 8 GPUs: fits', [node('c0', '10.0.1.1'), node('c1', '10.0.1.2')], shape, undefined, undefined],
+    ['more GPUs than needed: fits', [node('c0', '10.0.1.1', 16), node('c1', '10.0.1.2', 16)], shape, undefined, undefined],
+    [
+      'a server node by name',
+      [node('n1', '10.0.1.2'), node('c1', '10.0.1.3')],
+      shape,
+      /^--canary-nodes \/s\.yaml: n1 \(10\.0\.1\.2\) is also one of the server's nodes \(n0, n1\)$/,
+      /spare nodes only/,
+    ],
+    [
+      'a server node by address (another name, the same host)',
+      [node('c0', '10.0.0.1'), node('c1', '10.0.1.2')],
+      shape,
+      /c0 \(10\.0\.0\.1\) is also one of the server's nodes/,
+      /no name or address of the server's/,
+    ],
+    ["both nodes the server's", [node('n0', '10.0.0.1'), node('n1', '10.0.0.2')], shape, /n0 \(10\.0\.0\.1\), n1 \(10\.0\.0\.2\) are also one of the server's nodes/, undefined],
+    [
+      "one node: not the server's shape",
+      [node('c0', '10.0.1.1', 16)],
+      shape,
+      /1 node\(s\); the server runs TP 8 x PP 2 = 16 GPUs over 2 nodes \(8 a node\)$/,
+      /2 spare nodes with 8 GPUs or more each/,
+    ],
+    ["three nodes: not the server's shape", [node('c0', 'a'), node('c1', 'b'), node('c2', 'c')], shape, /3 node\(s\)/, undefined],
+    ['a node short of GPUs', [node('c0', '10.0.1.1'), node('c1', '10.0.1.2', 4)], shape, /c1 has 4 GPU\(s\); each node runs 8 of TP 8 x PP 2 = 16$/, /8 GPUs or more each/],
+    ['TP 2 x PP 1 over 2 nodes: 1 GPU a node is enough', [node('c0', 'a', 1), node('c1', 'b', 1)], { tensor: 2, pipeline: 1 }, undefined, undefined],
+  ];
+  it.each(rows)('%s', (_, canary, sh, msg, fix) => {
+    const p = canaryNodesProblem(server, canary, sh, '/s.yaml');
+    if (!msg) return expect(p).toBeUndefined();
+    expect(p?.message).toMatch(msg);
+    if (fix) expect(p?.fix).toMatch(fix);
   });
 });
 
@@ -113,13 +214,30 @@ describe('nodesPlanLines: in place, said before anything starts', () => {
     expect(l.join('\n')).toContain(`image: localhost/v:2 -> ${'b'.repeat(64)} (the same image ID on every node, checked before anything stops`);
     expect(l.join('\n')).toContain(`NO SERVICE from the stop of the running cluster until the candidate (or, on a failure, the previous pin ${'a'.repeat(12)}) is ready again`);
     expect(l.join('\n')).toContain('similarity >= 0.6 (another vLLM version)');
-    expect(l.join('\n')).toContain('the previous pin served again over all 2 nodes (exit 1, saying why)');
+    expect(l.join('\n')).toContain(`the previous pin ${'a'.repeat(12)} served again over all 2 nodes (exit 1, saying why)`);
   });
   it('a rollback says so; one version: identical; auto said as read later', () => {
     const l = nodesPlanLines({ ...base, rollback: true, to: 'auto', sameVersion: true });
     expect(l[0]).toContain('rollback plan');
     expect(l.join('\n')).toContain("auto (the image's own: read from the candidate once it serves)");
     expect(l.join('\n')).toContain('chat template identical');
+  });
+  it('how the image gets to every node is said, one line each', () => {
+    const l = nodesPlanLines({ ...base, image: { ref: 'r:1', id: 'b'.repeat(64) }, imageSteps: ['copied to n1 (holds another build aaaaaaaaaaaa)'] });
+    expect(l[2]).toBe('  copied to n1 (holds another build aaaaaaaaaaaa)');
+  });
+  it('--canary-nodes: the canary beside the server first, the server untouched on a failure, then in place', () => {
+    const l = nodesPlanLines({ ...base, previousImage: 'a'.repeat(64), canary: { name: 'p-canary', nodes: ['c0', 'c1'], nodesFile: '/spare.yaml' } });
+    const t = l.join('\n');
+    expect(t).toContain('CANARY on 2 spare nodes (c0, c1; /spare.yaml) as p-canary, beside the running server (it serves throughout the check)');
+    expect(t).toContain('serve the candidate over the 2 spare nodes, prewarmed, probed');
+    expect(t).toContain('stop the canary; fail: nothing else changes (exit 1, saying why)');
+    expect(t).toContain(
+      `pass: the running server upgraded IN PLACE, all 2 nodes together: NO SERVICE from its stop until the candidate (or, on a failure, the previous pin ${'a'.repeat(12)}) is ready again`,
+    );
+    expect(t).not.toContain('no spare nodes given');
+    // without one: in place only, and the flag that would give a canary named
+    expect(nodesPlanLines(base).join('\n')).toContain('IN PLACE: no spare nodes given (--canary-nodes FILE)');
   });
 });
 

@@ -1,59 +1,24 @@
-// What every multi-node executor shares: the plan it is given, the placement it gives serve's one
-// loop (NodesPlacement: what differs between the executors, as strategy; the order is
-// engine/serve.ts's), the outcome (serve's one ServeOutcome, built by nodesOutcome; its events are
+// What every multi-node executor shares: the placement it gives serve's one loop for the plan it is
+// given (engine/plan.ts ClusterPlan, the nodes' placement of the one Plan) (NodesPlacement: what
+// differs between the executors, as strategy; the order is engine/serve.ts's), the outcome (serve's one ServeOutcome, built by nodesOutcome; its events are
 // serve's one union, engine/events.ts), and the one remote stop rule. Two executors implement
 // ClusterExecutor: Ray (ray.ts on the hosts, ray-containers.ts in containers: a Ray cluster, vLLM on
 // the head) and native (native.ts: vLLM's own --nnodes launch, one vLLM per node). index.ts picks one
 // from the plan (or from the record, to stop or read a running cluster).
 import type { NodesFile } from '../../profiles/schema.js';
-import type { PlanCore } from '../plan.js';
-import type { ClusterRecord, ClusterLaunch } from '../registry.js';
-import type { prewarm, PrewarmResult } from '../../health/prewarm.js';
-import type { ProbeResult, ProbeSettings } from '../../health/probe.js';
+import type { ClusterPlan, ExecutorKind } from '../plan.js';
+import type { ClusterRecord } from '../registry.js';
+import type { PrewarmResult } from '../../health/prewarm.js';
+import type { ProbeResult } from '../../health/probe.js';
 import { Registry } from '../registry.js';
-import { diagnose } from '../diagnose.js';
+import { diagnose, failedBefore, type Diagnosis } from '../diagnose.js';
 import type { NotReady } from '../../client/ready.js';
 import type { LaunchView } from '../launch.js';
 import type { StartClock } from '../phases.js';
 import type { ClusterView, NodeStep } from './ray-plan.js';
-import type { EventSink, NodeFailure, ServeOutcome } from '../events.js';
-import type { ClusterStart, RankStart } from './rank-start.js';
-import type { NodeCaches } from './node-caches.js';
-
-export type { NodeFailure };
-
-export type ExecutorKind = 'ray' | 'native';
-
-type PrewarmSettings = Parameters<typeof prewarm>[1];
-
-/** A plan over nodes: the same core as on one host (PlanCore), its groups placed on the nodes file's nodes. */
-export interface ClusterPlan extends PlanCore {
-  placement: 'nodes';
-  executor: ExecutorKind;
-  nodesFile: string;
-  nf: NodesFile;
-  tensor: number;
-  pipeline: number;
-  /** the server groups, in start order, each on the node it names */
-  steps: NodeStep[];
-  /** the one endpoint the head serves */
-  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
-  /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
-  apiKey?: string;
-  apiKeyEnv?: string;
-  prewarm?: PrewarmSettings;
-  probe: ProbeSettings;
-  /** vLLM's start caches on each node (node-caches.ts): made and pointed at by each launch line on a node's host */
-  caches?: NodeCaches;
-  /** each `ray start` (seconds, enforced on the node) */
-  joinTimeoutS?: number;
-  /** the whole wait for Ray to list every node */
-  rayWaitMs?: number;
-  /** a cluster whose view has not changed for this long, with every join done, is what it will be */
-  settleMs?: number;
-  /** serve's inputs, kept in the cluster's record (upgrade serves it again the same way) */
-  launch?: ClusterLaunch;
-}
+import type { EventSink, ServeOutcome } from '../events.js';
+import { rankStarts, type RankStart } from './rank-start.js';
+import { startReports, type StartRecord } from '../start.js';
 
 export interface RunCtx {
   emit?: EventSink;
@@ -108,7 +73,7 @@ export interface NodeWatch {
   /** a hang only the executor sees (Ray's cluster losing capacity) */
   hung?: () => Promise<string | undefined>;
   /** not ready (and not cancelled): the failure, naming the node */
-  failure(r: NotReady): Promise<NodeFailure>;
+  failure(r: NotReady): Promise<Diagnosis>;
 }
 
 /**
@@ -119,15 +84,15 @@ export interface NodeWatch {
  */
 export interface NodesPlacement<H extends GroupLaunch = GroupLaunch> {
   /** refused before anything starts (a cluster recorded on these nodes, a Ray sparkctl did not start, another image) */
-  refuse(registry: Registry): Promise<NodeFailure | undefined>;
+  refuse(registry: Registry): Promise<Diagnosis | undefined>;
   /** what runs on the nodes before any group's vLLM (Ray: every node's start, then until Ray lists the whole cluster) */
-  before(): Promise<{ view?: ClusterView; failure?: NodeFailure }>;
+  before(): Promise<{ view?: ClusterView; failure?: Diagnosis }>;
   /** one group's vLLM on its node (`clock`: its start, timed from now) */
   launch(step: NodeStep, index: number, clock: StartClock): Promise<Launched<H>>;
   /** the record of the launch, written before the watch (what stop --nodes and status read) */
   record(launched: H[]): ClusterRecord;
   /** the watch on the head's endpoint (native: every worker rank's log followed on `start` too) */
-  watch(record: ClusterRecord, start: ClusterStart): NodeWatch;
+  watch(record: ClusterRecord, start: StartRecord): NodeWatch;
   /** ready: what served (native: every rank joined; Ray: the view `before` waited for) */
   joined(record: ClusterRecord, view: ClusterView | undefined): ClusterView;
   /** a failure: stop what this serve started (the groups launched, then what `before` started), 5 s of grace */
@@ -150,19 +115,20 @@ export interface ClusterExecutor {
 export const runsOn = (rec: Pick<ClusterRecord, 'nodesFile' | 'head'>, nodesFile: string, nf: NodesFile): boolean => rec.nodesFile === nodesFile || rec.head === nf.head.name;
 
 /** One cluster per set of nodes: a second serve must not touch the running one. */
-export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): NodeFailure | undefined {
+export function refuseRecorded(plan: Pick<ClusterPlan, 'nodesFile' | 'nf'>, registry: Registry): Diagnosis | undefined {
   const running = registry.clusters().find((c) => runsOn(c, plan.nodesFile, plan.nf));
   if (!running) return undefined;
-  return {
-    refused: true,
-    message: `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`,
+  return failedBefore('refused', `${running.profile} is already served on these nodes (head ${running.head}, ${running.url}, since ${running.startedAt})`, [], {
     fix: `stop it first: sparkctl stop ${running.profile} --nodes ${running.nodesFile}`,
-    evidence: [],
-  };
+    node: running.head,
+  });
 }
 
-/** Not ready, and no node to blame: the same diagnosis as on one host, from the head's log (written fresh by this launch). */
-export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): NodeFailure {
+/**
+ * Not ready, and no other node to blame: the same diagnosis as on one host, from the head's log
+ * (written fresh by this launch): its cause id and the line it was read from, the node named.
+ */
+export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: string): Diagnosis {
   const d = diagnose(
     r.reason === 'exited'
       ? { reason: 'exited', detail: 'exited before it was ready', ms: r.ms }
@@ -171,7 +137,28 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
         : r,
     tail,
   );
-  return { message: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, fix: d.fix, evidence: d.lastLines };
+  return { ...d, detail: `vLLM on ${plan.nf.head.name} ${d.detail}${d.cause ? `: ${d.cause}` : ''}`, node: plan.nf.head.name };
+}
+
+/**
+ * Groups on several nodes that ended, each diagnosed from its own log, as the one failure: the first
+ * whose log named a cause gives the cause id, the line it was read from and the node (else the first
+ * that ended); `fix` when none of their logs gave one.
+ */
+export function endedOnNodes(parts: Array<{ node: string; d: Diagnosis }>, detail: string, lastLines: string[], fix: string): Diagnosis {
+  const first = parts.find((p) => p.d.causeId !== p.d.reason) ?? parts[0]!;
+  const { reason, ms, causeId, cause, evidence } = first.d;
+  return {
+    reason,
+    ...(ms === undefined ? {} : { ms }),
+    detail,
+    causeId,
+    ...(cause === undefined ? {} : { cause }),
+    fix: parts.find((p) => p.d.fix)?.d.fix ?? fix,
+    ...(evidence === undefined ? {} : { evidence }),
+    lastLines,
+    node: first.node,
+  };
 }
 
 /**
@@ -180,7 +167,7 @@ export function headFailure(plan: Pick<ClusterPlan, 'nf'>, r: NotReady, tail: st
  */
 export function nodesOutcome(
   plan: Pick<ClusterPlan, 'executor' | 'engine' | 'nodesFile' | 'profile' | 'replica'>,
-  r: { failure?: NodeFailure; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
+  r: { failure?: Diagnosis; record?: ClusterRecord; view?: ClusterView; readyMs?: number; prewarm?: PrewarmResult; probe?: ProbeResult; starts?: RankStart[] },
 ): ServeOutcome {
   const { record: rec } = r;
   const head = r.starts?.find((x) => x.rank === 0)?.start;
@@ -198,14 +185,11 @@ export function nodesOutcome(
 
 /**
  * The start over nodes is over (served, or failed): stop following the ranks' logs, say each rank's
- * report, and keep them in the cluster's record when it stays (status --json and the probe's history
- * read them there). undefined when nothing was measured.
+ * report (start.ts startReports, as on one host), and keep them in the cluster's record when it stays
+ * (status --json and the probe's history read them there).
  */
-export async function finishStarts(plan: Pick<ClusterPlan, 'replica' | 'stateDir'>, start: ClusterStart | undefined, emit: EventSink, record?: ClusterRecord): Promise<RankStart[] | undefined> {
-  if (!start) return undefined;
-  await start.stop();
-  const starts = start.reports();
-  for (const s of starts) emit({ type: 'start', replica: plan.replica.name, report: s.start, rank: s.rank, node: s.node });
+export async function finishStarts(plan: Pick<ClusterPlan, 'stateDir'>, start: StartRecord, emit: EventSink, record?: ClusterRecord): Promise<RankStart[]> {
+  const starts = rankStarts(await startReports(start, emit));
   if (record) {
     record.start = starts.find((s) => s.rank === 0)?.start;
     record.starts = starts;

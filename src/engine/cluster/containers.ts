@@ -10,7 +10,7 @@
 import type { NodesFile, NodeEntry, Profile, Platform } from '../../profiles/schema.js';
 import { runArgv, imageFor, imageStart, containerName, containerGpuUse, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
-import type { ExecutorKind } from './common.js';
+import type { ExecutorKind } from '../plan.js';
 
 /** Stands for the launch's instance marker in a plan; the launch puts the real one in its place. */
 export const MARKER_PLACEHOLDER = '<marker>';

@@ -29,6 +29,8 @@ export interface NodeImageSync {
   /** the archive's bytes streamed to the node (0 when matched) */
   bytes: number;
   why?: string;
+  /** copied over another build: the ID the node held under the reference before (64 hex) */
+  had?: string;
 }
 
 interface LocalImage {
@@ -127,7 +129,7 @@ export async function syncImage(nf: NodesFile, local: LocalImage, r: ImageSyncRe
     const again = parseImageProbe((await ssh(nf, via, imageProbeCommand(r), { remoteTimeoutS: 60, signal: r.signal })).stdout);
     if (again.id !== local.id)
       return { ...base, status: 'failed', bytes: c.bytes, why: `after the load the node's ${r.image} is ${again.id ? again.id.slice(0, 12) : 'missing'}, not ${local.id.slice(0, 12)}` };
-    return { ...base, status: 'copied', bytes: c.bytes };
+    return { ...base, status: 'copied', bytes: c.bytes, ...(h.id ? { had: h.id } : {}) };
   };
   return onEveryNode(nf, one, r.onNode);
 }

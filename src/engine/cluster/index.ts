@@ -6,7 +6,8 @@ import { Registry, type ClusterRecord } from '../registry.js';
 import { http } from '../../client/http.js';
 import { rayExecutor } from './ray-executor.js';
 import { nativeExecutor } from './native.js';
-import { runsOn, type ClusterExecutor, type ClusterStatus, type ExecutorKind, type StopClusterOutcome } from './common.js';
+import { runsOn, type ClusterExecutor, type ClusterStatus, type StopClusterOutcome } from './common.js';
+import type { ExecutorKind } from '../plan.js';
 import { allNodes } from './ray-plan.js';
 
 export * from './common.js';

@@ -2,9 +2,9 @@
 // what the registry's record names (a file's tail, or the container's logs by the ID its run got
 // back, proven first). `sparkctl logs NAME` reads a server over nodes as it reads one on this host.
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
-import type { ClusterRecord } from '../registry.js';
+import type { ClusterRank, ClusterRecord } from '../registry.js';
 import { nodeNamed } from './ray-plan.js';
-import { logsLine, refOf } from './node-container.js';
+import { onRank } from './node-runtime.js';
 import { RemoteView } from './remote-view.js';
 import { remoteWhy, ssh } from './ssh.js';
 
@@ -13,12 +13,11 @@ const MAX_BYTES = 16 * 1024 * 1024;
 
 /** The head's node and the shell that prints the last n lines of its log there (undefined: the nodes file does not name the head). */
 export function headLog(record: ClusterRecord, nf: NodesFile): { node: NodeEntry; tail: (n: number) => string } | undefined {
-  const head = record.ranks?.find((r) => r.rank === 0) ?? { node: record.head, logFile: record.logFile };
+  const head: Pick<ClusterRank, 'node' | 'logFile' | 'containerId' | 'cli'> = record.ranks?.find((r) => r.rank === 0) ?? { node: record.head, logFile: record.logFile };
   const node = nodeNamed(nf, head.node);
   if (!node) return undefined;
-  const c = refOf(head);
-  // as the launch wrote it (`> "$LOG"`: $HOME expands on the node), and as the watch reads it
-  return { node, tail: (n) => (c ? logsLine(c, n) : `tail -n ${n} "${head.logFile}"`) };
+  // as its runtime keeps it (a file the launch wrote with `> "$LOG"`, $HOME expanding on the node; or the container's logs), and as the watch reads it
+  return { node, tail: (n) => onRank(head).rank.tailLine(head, n) };
 }
 
 /** The head log's last lines (at most 16 MiB of them); a node that does not answer, or a log it cannot read, is why. */

@@ -7,61 +7,17 @@
 // first so its API drains. Nothing is launched without being recorded, and a failed launch stops
 // every rank it started. The order is serve's one loop (engine/serve.ts); this file is its placement.
 import type { NodesFile } from '../../profiles/schema.js';
-import { diagnose } from '../diagnose.js';
+import { diagnose, type Diagnosis } from '../diagnose.js';
 import type { ClusterRecord, ClusterRank } from '../registry.js';
 import { http } from '../../client/http.js';
 import { RemoteView } from './remote-view.js';
-import { remoteListenerOurs } from './remote-socket.js';
 import { randomUUID } from 'node:crypto';
 import { ssh } from './ssh.js';
-import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
-import { cachesFrom, nodeCacheScript } from './node-caches.js';
-import type { StartClock } from '../phases.js';
-import { allNodes, nodeOf, type NodeStep } from './ray-plan.js';
-import { aliveLine as containerAlive, logsLine, refOf, runOnNode, stepRuns, rankRuns, type NodeContainerRef } from './node-container.js';
-import { sameImage, stopAllContainers, type Started } from './launch-order.js';
-import type { ClusterStart } from './rank-start.js';
-import {
-  refuseRecorded,
-  headFailure,
-  type ClusterExecutor,
-  type NodesPlacement,
-  type NodeWatch,
-  type NodeFailure,
-  type ClusterPlan,
-  type RunCtx,
-  type StopClusterOutcome,
-  type ClusterStatus,
-} from './common.js';
-
-/** A rank in a container on its node: the ID its run got back (from --cidfile) is what proves it ours later. */
-async function launchInContainer(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal): Promise<Started<ClusterRank>> {
-  const n = nodeOf(plan.nf, step.node);
-  const c = await runOnNode(plan.nf, n, step, marker, rank === 0 ? plan.apiKey : undefined, signal);
-  if ('error' in c) return c;
-  const { containerId, cli } = c.ref;
-  return { ref: { node: n.name, rank, pid: 0, marker, logFile: `${cli[0]} logs ${containerId.slice(0, 12)}`, containerId, cli } };
-}
-
-/**
- * One rank on its node's host, in its own session (the one launch on a node's host: node-proc.ts); the
- * API key (head only) through stdin, never argv.
- * The start caches' folder is made on the node first (node-caches.ts): its state goes on the rank's clock.
- */
-async function launchOnHost(plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock): Promise<Started<ClusterRank>> {
-  const n = nodeOf(plan.nf, step.node);
-  const logFile = `${NODE_LOGS}/${plan.replica.name}-rank${rank}.log`;
-  const setup = plan.caches ? nodeCacheScript(plan.caches) : undefined;
-  const r = await launchOnNodeHost(plan.nf, n, { argv: step.argv[0]!, stepEnv: step.env, env: plan.replica.env, setup, key: rank === 0 ? plan.apiKey : undefined, marker, logFile, signal });
-  if ('error' in r) return r;
-  const caches = plan.caches ? cachesFrom(r.stdout, plan.caches) : undefined;
-  if (caches) clock?.cachesWere(caches);
-  return { ref: { node: n.name, rank, pid: r.pid, startTime: r.startTime, marker, logFile } };
-}
-
-/** A rank's launch, by where the Runtime says its step runs. */
-const LAUNCH = { host: launchOnHost, container: launchInContainer } as const;
-const launchRank = (plan: ClusterPlan, step: NodeStep, rank: number, marker: string, signal?: AbortSignal, clock?: StartClock) => LAUNCH[stepRuns(step)](plan, step, rank, marker, signal, clock);
+import { allNodes, nodeOf } from './ray-plan.js';
+import { onRank, onStep, placed } from './node-runtime.js';
+import type { StartRecord } from '../start.js';
+import type { ClusterPlan } from '../plan.js';
+import { refuseRecorded, headFailure, endedOnNodes, type ClusterExecutor, type NodesPlacement, type NodeWatch, type RunCtx, type ClusterStatus } from './common.js';
 
 /** The record of every rank launched (rank 0 = the head's pid): what stop --nodes and status read. */
 function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
@@ -86,11 +42,8 @@ function nativeRecord(plan: ClusterPlan, ranks: ClusterRank[]): ClusterRecord {
   };
 }
 
-/** 9 from the node: the rank's group leader (or its container) is gone (255 is ssh failing, not an answer). */
-const aliveLine = (r: ClusterRank) => {
-  const c = refOf(r);
-  return c ? containerAlive(c) : `kill -0 ${r.pid} 2>/dev/null || exit 9`;
-};
+/** 9 from the node: the rank is gone, as its runtime reads it (255 is ssh failing, not an answer). */
+const aliveLine = (r: ClusterRank) => onRank(r).rank.aliveLine(r);
 
 /** The ranks whose process has ended, read on their nodes concurrently. */
 async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRank[]> {
@@ -98,31 +51,29 @@ async function goneRanks(nf: NodesFile, ranks: ClusterRank[]): Promise<ClusterRa
   return seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
 }
 
-/** The shell that prints a rank's last n log lines on its node: its file's tail, or its container's logs by the recorded ID. */
-const rankTail = (r: ClusterRank, lines: number) => {
-  const c = refOf(r);
-  return c ? logsLine(c, lines) : `tail -n ${lines} "${r.logFile}"`;
-};
+/** The shell that prints a rank's last n log lines on its node, as its runtime keeps them (a file, or its container's logs). */
+const rankTail = (r: ClusterRank, lines: number) => onRank(r).rank.tailLine(r, lines);
 
 const tailOf = async (nf: NodesFile, r: ClusterRank, lines = 60) => {
   const x = await ssh(nf, nodeOf(nf, r.node), rankTail(r, lines), { timeoutMs: 15_000 });
   return x.stdout + x.stderr;
 };
 
-/** A rank that ended, named by node and rank, with the cause its own log gives. */
-async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<NodeFailure> {
+/** A rank that ended, named by node and rank, with the cause its own log gives (its cause id and line: the one-host diagnosis). */
+async function rankFailure(plan: ClusterPlan, gone: ClusterRank[]): Promise<Diagnosis> {
   const parts = await Promise.all(
     gone.map(async (r) => {
       const n = nodeOf(plan.nf, r.node);
       const d = diagnose({ reason: 'exited', detail: 'exited before the cluster was ready', ms: 0 }, await tailOf(plan.nf, r));
-      return { r, n, d };
+      return { r, n, d, node: r.node };
     }),
   );
-  return {
-    message: parts.map(({ r, n, d }) => `vLLM rank ${r.rank} on ${n.name} (${n.address}) exited before the cluster was ready${d.cause ? `: ${d.cause}` : ''}`).join('\n'),
-    fix: parts.find((p) => p.d.fix)?.d.fix ?? `read its log on ${parts[0]!.n.name}: ${parts[0]!.r.logFile}; sparkctl preflight --nodes ${plan.nodesFile}`,
-    evidence: parts.flatMap(({ r, d }) => d.lastLines.slice(-8).map((l) => `${r.node}: ${l}`)),
-  };
+  return endedOnNodes(
+    parts,
+    parts.map(({ r, n, d }) => `vLLM rank ${r.rank} on ${n.name} (${n.address}) exited before the cluster was ready${d.cause ? `: ${d.cause}` : ''}`).join('\n'),
+    parts.flatMap(({ r, d }) => d.lastLines.slice(-8).map((l) => `${r.node}: ${l}`)),
+    `read its log on ${parts[0]!.n.name}: ${parts[0]!.r.logFile}; sparkctl preflight --nodes ${plan.nodesFile}`,
+  );
 }
 
 /** The head's log as the after-launch watch reads it, and every rank's process as its end (any rank gone ends the wait). */
@@ -144,51 +95,34 @@ const headView = (plan: ClusterPlan, ranks: ClusterRank[], gone: (g: ClusterRank
  * The watch on the head's endpoint, raced against every rank's process (a rank that ends is named by
  * node, with the cause its own log gives); every worker rank's log followed on its node meanwhile.
  */
-function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: ClusterStart, signal?: AbortSignal): NodeWatch {
+function nativeWatch(plan: ClusterPlan, record: ClusterRecord, start: StartRecord, signal?: AbortSignal): NodeWatch {
   const ranks = record.ranks ?? [];
   // every worker rank's log followed on its node while the head starts (the head's is the watch's, read once more at ready)
   for (const r of ranks) if (r.rank > 0) start.follow(r.rank, plan.nf, nodeOf(plan.nf, r.node), (n) => rankTail(r, n));
-  start.start();
+  start.startFollowing();
   let gone: ClusterRank[] = [];
   return {
     view: headView(plan, ranks, (g) => {
       gone = g;
     }),
-    // what answers on the head's port is rank 0's own group (the one-host path's socket-owner proof), not a server that held the port first;
-    // a rank in a container: its processes are the runtime's, not provable by pid here (undefined: trust the answer, as on one host)
-    ours: refOf(ranks[0]!) ? undefined : () => remoteListenerOurs(plan.nf, nodeOf(plan.nf, ranks[0]!.node), plan.replica.port, ranks[0]!.pid, signal),
+    // what answers on the head's port is rank 0's own, as its runtime can prove it (on a host: the one-host path's socket-owner proof),
+    // not a server that held the port first (undefined: the runtime cannot tell; the answer is trusted, as on one host)
+    ours: onRank(ranks[0]!).rank.ours(plan.nf, ranks[0]!, plan.replica.port, signal),
     // Every rank runs but the head never served: the head's own log says why (a rank that never joined, a stall, a known hang).
     failure: async (r) => (gone.length ? rankFailure(plan, gone) : headFailure(plan, r, await tailOf(plan.nf, ranks[0]!))),
   };
 }
 
-type RankStops = NonNullable<StopClusterOutcome['ranks']>;
-
-/** Every rank's container, stopped and removed by its recorded ID: the head's first. */
-async function stopContainerRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
-  const out = await stopAllContainers(
-    nf,
-    ranks.map(refOf).filter((c): c is NodeContainerRef => !!c),
-    graceS,
-    signal,
-  );
-  return out.map((x, i) => ({ node: x.node, rank: ranks.find((r) => r.containerId === x.id)?.rank ?? i, state: x.state, detail: x.detail }));
+/** A rank's stop after a failed start, as its cleanup line says it. */
+function rankCleanup(x: { rank: number; state: string; detail?: string }, graceS: number): string {
+  const what = `vLLM rank ${x.rank}`;
+  if (x.state === 'stopped') return `${what} stopped`;
+  if (x.state === 'killed') return `${what} killed after ${graceS} s`;
+  return `${what} left: ${x.detail ?? x.state}`;
 }
 
-/** Each rank's process group: TERM, `graceS`, KILL (proven ours first); the head first (its API drains), then the workers together. */
-async function stopHostRanks(nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal): Promise<RankStops> {
-  const one = async (r: ClusterRank) => {
-    const x = await stopOnNode(sshShell(nf, nodeOf(nf, r.node)), r, graceS, signal);
-    return { node: r.node, rank: r.rank, ...x };
-  };
-  const head = ranks.filter((r) => r.rank === 0);
-  const out = await Promise.all(head.map(one));
-  return [...out, ...(await Promise.all(ranks.filter((r) => r.rank !== 0).map(one)))];
-}
-
-/** A launch's ranks all run where its plan said: stopped by where the Runtime of the first one's record says. */
-const STOP = { host: stopHostRanks, container: stopContainerRanks } as const;
-const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal) => STOP[ranks[0] ? rankRuns(ranks[0]) : 'host'](nf, ranks, graceS, signal);
+/** A launch's ranks all run where its plan said: stopped as the runtime of the first one's record says. */
+const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?: AbortSignal) => (ranks[0] ? onRank(ranks[0]).rank : onStep(undefined).rank).stop(nf, ranks, graceS, signal);
 
 /**
  * vLLM's own launch as a placement for serve's one loop: nothing before; each rank a vLLM (the head's
@@ -197,11 +131,11 @@ const stopRanks = (nf: NodesFile, ranks: ClusterRank[], graceS: number, signal?:
  */
 function nativePlacement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement<ClusterRank> {
   const marker = randomUUID();
-  return {
-    refuse: async (registry) => refuseRecorded(plan, registry) ?? (await sameImage(plan, ctx.signal)),
+  return placed(plan, ctx.signal, {
+    refuse: async (registry) => refuseRecorded(plan, registry),
     before: async () => ({}),
     launch: async (step, rank, clock) => {
-      const r = await launchRank(plan, step, rank, marker, ctx.signal, clock);
+      const r = await onStep(step).rank.launch(plan, step, rank, marker, ctx.signal, clock);
       return 'error' in r ? { error: `vLLM rank ${rank} did not start on ${step.node} (${nodeOf(plan.nf, step.node).address}): ${r.error}`, evidence: r.evidence } : r;
     },
     record: (ranks) => nativeRecord(plan, ranks),
@@ -211,10 +145,11 @@ function nativePlacement(plan: ClusterPlan, ctx: RunCtx): NodesPlacement<Cluster
       ctx.emit?.({ type: 'ranks-joined', nodes: view.nodes, gpus: view.gpus });
       return view;
     },
+    // every rank this launch started, each stop said as a cleanup on its node (as Ray says its own)
     stop: async (ranks) => {
-      await stopRanks(plan.nf, ranks, 5);
+      for (const x of await stopRanks(plan.nf, ranks, 5)) ctx.emit?.({ type: 'cleanup', node: x.node, what: rankCleanup(x, 5) });
     },
-  };
+  });
 }
 
 export const nativeExecutor: ClusterExecutor = {

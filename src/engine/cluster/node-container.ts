@@ -11,8 +11,7 @@ import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
-import { runtimeFor, runtimeOf } from '../runtime/index.js';
-import type { NodeStep } from './ray-plan.js';
+import { allNodes, type NodeStep } from './ray-plan.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
 const CONTAINER_ID = /^[a-f0-9]{64}$/;
@@ -141,11 +140,23 @@ export async function stopOnNode(nf: NodesFile, n: NodeEntry, r: NodeContainerRe
   return { state, detail: state === 'stopped' ? undefined : remoteWhy(x, 1), remote: x };
 }
 
+/** Every container stopped and removed, each proven by its recorded ID: the head's first, then the rest together. */
+export async function stopAllContainers(
+  nf: NodesFile,
+  refs: NodeContainerRef[],
+  graceS: number,
+  signal?: AbortSignal,
+): Promise<Array<{ node: string; id: string; state: ContainerStopState; detail?: string }>> {
+  const one = async (r: NodeContainerRef) => {
+    const n = allNodes(nf).find((x) => x.name === r.node)!;
+    const x = await stopOnNode(nf, n, r, graceS, signal);
+    return { node: r.node, id: r.containerId, state: x.state, detail: x.detail };
+  };
+  const first = refs.filter((r) => r.node === nf.head.name);
+  const out = await Promise.all(first.map(one));
+  return [...out, ...(await Promise.all(refs.filter((r) => r.node !== nf.head.name).map(one)))];
+}
+
 /** A record's rank as a container reference (undefined: the rank is a host process). */
 export const refOf = (r: Pick<ClusterRank, 'node' | 'containerId' | 'cli'>): NodeContainerRef | undefined =>
   r.containerId && r.cli ? { node: r.node, containerId: r.containerId, cli: r.cli } : undefined;
-
-/** Where a planned step runs, as the Runtime says it ('host' or 'container'): src/engine/runtime is the one place that asks. */
-export const stepRuns = (s: Pick<NodeStep, 'container'>) => runtimeFor(s).runtime;
-/** Where a recorded rank runs, as the Runtime of its record says it (a rank in a container records its CLI). */
-export const rankRuns = (r: Pick<ClusterRank, 'cli'>) => runtimeOf({ container: r.cli && { cli: r.cli[0] as ContainerCli } }).runtime;

@@ -2,7 +2,7 @@
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
 import { exposedWhat, isLoopback } from '../../util/exposure.js';
-import { executableFor, simTail, type ReadInputs, type RunInputs } from '../plan.js';
+import { executableFor, simTail, type ClusterPlan, type ExecutorKind, type ReadInputs, type RunInputs } from '../plan.js';
 import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
 import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
 import type { ModelRead } from '../../model/read.js';
@@ -14,7 +14,6 @@ import { allNodes, hostShapeOf, planNodes, type NodeStep } from './ray-plan.js';
 import { nativeProblem, planNative } from './native-plan.js';
 import { onNodes } from './node-runtime.js';
 import { traitsOfProfile } from '../runtime/traits.js';
-import type { ClusterPlan, ExecutorKind } from './common.js';
 import { nodeModel, withAbsoluteModel, type NodeModel } from './model-env.js';
 import { planNodeCaches, type NodeCaches } from './node-caches.js';
 
@@ -132,10 +131,10 @@ export function toClusterPlan(pc: PlannedCluster, opts: ClusterInputs & { stateD
     pipeline: p.parallel.pipeline,
     steps: pc.steps,
     replica: pc.replica,
-    apiKeyEnv: p.server.apiKeyEnv,
     readyTimeoutMs: opts.readyTimeout ?? p.server.readyTimeoutSeconds * 1000,
     stallTimeoutMs: p.server.stallTimeoutSeconds * 1000,
-    prewarm: opts.prewarm ? p.prewarm : undefined,
+    prewarm: opts.prewarm,
+    // the GPUs are the nodes', not read from here
     probe: { ...p.probe, gpuMemoryUtilization: p.engine.gpuMemoryUtilization, gpus: false },
     stateDir: opts.stateDir,
     ...(pc.caches ? { caches: pc.caches } : {}),

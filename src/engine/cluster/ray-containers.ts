@@ -16,7 +16,7 @@
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { Registry, type ClusterRecord } from '../registry.js';
 import { randomUUID } from 'node:crypto';
-import { diagnose } from '../diagnose.js';
+import { diagnose, failedBefore, type Diagnosis } from '../diagnose.js';
 import { ssh, remoteWhy } from './ssh.js';
 import { REMOTE_UNPROVEN_EXIT, nodeProc, stopOnNode, sshShell, NodeUnreachable, type NodeShell } from './node-proc.js';
 import { INSTANCE_ENV } from '../runtime/proc.js';
@@ -25,18 +25,18 @@ import { fabricAddress, nodeOf, parseRayStatus, type NodeStep } from './ray-plan
 import { rayReadLines } from './ray-read.js';
 import { pollUntil } from '../../util/poll.js';
 import { rayWatch, rayStatus, waitForCluster, type ClusterVia, type EngineWatch, type HeadLaunch } from './ray.js';
-import { refuseRecorded, type NodeFailure, type NodesPlacement, type ClusterPlan, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
-import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, type NodeContainerRef } from './node-container.js';
-import { sameImage, stopAllContainers } from './launch-order.js';
+import type { ClusterPlan } from '../plan.js';
+import { endedOnNodes, refuseRecorded, type NodesPlacement, type ClusterStatus, type RunCtx, type StopClusterOutcome } from './common.js';
+import { aliveLine, cliLine, execLine, logsLine, provenGuard, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
 import { groupsOf, launchInOrder, stepOf } from '../groups.js';
 import { VLLM_PID_FILE } from './containers.js';
 
 const at = (n: NodeEntry) => `${n.name} (${n.address})`;
 
 /** The head's Ray answering inside its container (`ray status`), its container running; a deadline of `joinS`. */
-async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: number, signal?: AbortSignal): Promise<Diagnosis | undefined> {
   const { nf } = plan;
-  const cancelled = { message: 'cancelled while waiting for the Ray head', evidence: [] };
+  const cancelled = failedBefore('interrupted', 'cancelled while waiting for the Ray head', []);
   if (signal?.aborted) return cancelled;
   const status = rayReadLines(nf, head).status;
   let last = '';
@@ -52,39 +52,41 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
   if (p.value.up) return undefined;
   if (!p.done && p.reason === 'aborted') return cancelled;
   const logs = (await ssh(nf, nf.head, logsLine(head, 20), { timeoutMs: 15_000 })).stdout.trim().split('\n');
-  return {
-    message: `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
-    fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`,
-    evidence: logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
-  };
+  return failedBefore(
+    'not-started',
+    `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
+    logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
+    { fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`, node: nf.head.name },
+  );
 }
 
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<NodeFailure | undefined> {
+async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<Diagnosis | undefined> {
   const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
   const parts = await Promise.all(
     gone.map(async (r) => {
       const text = (await ssh(nf, nodeOf(nf, r.node), logsLine(r, 40), { timeoutMs: 15_000 })).stdout;
-      return { r, d: diagnose({ reason: 'exited', detail: 'exited', ms: 0 }, text), text };
+      return { r, d: diagnose({ reason: 'exited', detail: 'exited', ms: 0 }, text), text, node: r.node };
     }),
   );
-  return {
-    message: parts
+  return endedOnNodes(
+    parts,
+    parts
       .map(
         ({ r, d, text }) => `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
       )
       .join('\n'),
-    fix: parts.find((p) => p.d.fix)?.d.fix ?? `read its output on ${parts[0]!.r.node}: ${parts[0]!.r.cli[0]} logs ${parts[0]!.r.containerId.slice(0, 12)}; sparkctl preflight --nodes ${nf.head.name}`,
-    evidence: parts.flatMap(({ r, text }) =>
+    parts.flatMap(({ r, text }) =>
       text
         .trim()
         .split('\n')
         .slice(-6)
         .map((l) => `${r.node}: ${l}`),
     ),
-  };
+    `read its output on ${parts[0]!.r.node}: ${parts[0]!.r.cli[0]} logs ${parts[0]!.r.containerId.slice(0, 12)}; sparkctl preflight --nodes ${nf.head.name}`,
+  );
 }
 
 /** The plan's exec line in the head's container, as what follows the container's name: the command exec runs. */
@@ -98,7 +100,7 @@ function execCommand(plan: ClusterPlan): string[] {
 }
 
 /** vLLM started in the head's container, through exec (the key by name from the CLI's environment, read from stdin). */
-async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: string, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: string, signal?: AbortSignal): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const key = plan.apiKey;
   // the instance marker in vLLM's own environment (by name, as the key): what the one proof reads on the host
@@ -109,7 +111,9 @@ async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: strin
   ].join('; ');
   const r = await ssh(nf, nf.head, cmd, { input: key ? `${key}\n` : undefined, timeoutMs: 60_000, signal });
   if (r.exitCode !== 0)
-    return { message: `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`, evidence: (r.stderr || r.stdout).trim().split('\n').slice(-6) };
+    return failedBefore('not-started', `vLLM did not start in the head's container on ${at(nf.head)}: ${head.cli[0]} exec: ${remoteWhy(r)}`, (r.stderr || r.stdout).trim().split('\n').slice(-6), {
+      node: nf.head.name,
+    });
   return undefined;
 }
 
@@ -138,7 +142,8 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
   const refs: NodeContainerRef[] = [];
   const registry = new Registry(plan.stateDir);
   return {
-    refuse: async (r) => refuseRecorded(plan, r) ?? (await sameImage(plan, signal)),
+    // the runtime's own refusal (the same image on every node) is added after this one by the executor (node-runtime.ts placed)
+    refuse: async (r) => refuseRecorded(plan, r),
     before: async () => {
       // 1-2. the head's container until its Ray answers, then every worker's, concurrently
       const named = (s: NodeStep, error: string) =>
@@ -181,7 +186,7 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
       const noExec = await execVllm(plan, head, marker, signal);
       if (noExec) {
         registry.removeCluster(plan.profile.name);
-        return { error: noExec.message, evidence: noExec.evidence };
+        return { error: noExec.detail, evidence: noExec.lastLines };
       }
       // what proves vLLM ours from now on: its process on the head's host, proven there at once
       const inHead = await readInHead(sshShell(nf, nf.head), head, marker, signal);

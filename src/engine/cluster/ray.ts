@@ -18,9 +18,12 @@ import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus,
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
 import { pollUntil } from '../../util/poll.js';
-import type { ClusterStart } from './rank-start.js';
+import type { StartRecord } from '../start.js';
+import type { ClusterPlan } from '../plan.js';
+import { rayLineNode } from './rank-start.js';
 import { cachesFrom, nodeCacheScript, type NodeCaches } from './node-caches.js';
 import type { StartClock } from '../phases.js';
+import { failedBefore, type Diagnosis } from '../diagnose.js';
 import {
   refuseRecorded,
   headFailure,
@@ -28,8 +31,6 @@ import {
   type Launched,
   type NodesPlacement,
   type NodeWatch,
-  type NodeFailure,
-  type ClusterPlan,
   type ClusterStatus,
   type NodeState,
   type RunCtx,
@@ -101,34 +102,31 @@ async function stopOurRay(nf: NodesFile, ours: Set<NodeEntry>, emit: EventSink) 
 }
 
 /** 0. One cluster per set of nodes: a second serve must not touch the running one, nor a Ray sparkctl did not start. */
-async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+async function refuseRunning(plan: ClusterPlan, registry: Registry, signal?: AbortSignal): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const running = refuseRecorded(plan, registry);
   if (running) return running;
   const pre = await ssh(nf, nf.head, 'ray status', { timeoutMs: 30_000, signal });
   if (pre.exitCode === 0 && parseRayStatus(pre.stdout)) {
-    return {
-      refused: true,
-      message: `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`,
+    return failedBefore('refused', `Ray is already running on ${nf.head.name} (${nf.head.address}); sparkctl did not start it and leaves it alone`, pre.stdout.trim().split('\n').slice(0, 12), {
       fix: `if nothing else uses it: ray stop on every node (or sparkctl stop --nodes ${plan.nodesFile}), then serve again`,
-      evidence: pre.stdout.trim().split('\n').slice(0, 12),
-    };
+      node: nf.head.name,
+    });
   }
   return undefined;
 }
 
 /** 1. Ray head, then every worker (concurrently); each `ray start` has a deadline on its node. */
-async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: EventSink, signal?: AbortSignal): Promise<NodeFailure | undefined> {
+async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: EventSink, signal?: AbortSignal): Promise<Diagnosis | undefined> {
   const { nf } = plan;
   const joinS = plan.joinTimeoutS ?? 90;
   ours.add(nf.head);
   const h = await startRay(nf, nf.head, plan.steps[0]!, joinS, signal, plan.caches);
   if (h.exitCode !== 0)
-    return {
-      message: `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`,
+    return failedBefore('not-started', `Ray head on ${nf.head.name} (${nf.head.address}) did not start: ${remoteWhy(h, 3)}`, (h.stderr || h.stdout).trim().split('\n').slice(-10), {
       fix: `check Ray on ${nf.head.name}: ssh ${nf.head.sshUser}@${nf.head.address} ray status; sparkctl preflight --nodes ${plan.nodesFile}`,
-      evidence: (h.stderr || h.stdout).trim().split('\n').slice(-10),
-    };
+      node: nf.head.name,
+    });
   emit({ type: 'ray-head', node: nf.head.name });
   const joins = await Promise.all(
     plan.steps.slice(1).map(async (s) => {
@@ -142,35 +140,39 @@ async function startRayCluster(plan: ClusterPlan, ours: Set<NodeEntry>, emit: Ev
     emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
     return undefined;
   }
-  return {
-    message: failedJoins
+  return failedBefore(
+    'not-started',
+    failedJoins
       .map((j) => `node ${j.s.node} (${j.s.address}) failed to join the Ray cluster${j.r.error === 'timeout' ? ` (timed out after ${joinS} s; its ray start was ended)` : ''}: ${remoteWhy(j.r)}`)
       .join('\n'),
-    fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${fabricAddress(nf.head)}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
-    evidence: failedJoins.flatMap((j) =>
+    failedJoins.flatMap((j) =>
       (j.r.stderr || j.r.stdout)
         .trim()
         .split('\n')
         .slice(-4)
         .map((l) => `${j.s.node}: ${l}`),
     ),
-  };
+    {
+      fix: `check that ${failedJoins.map((j) => j.s.node).join(', ')} can reach ${fabricAddress(nf.head)}:${nf.rayPort} (routes, firewall, interface) and runs the head's Ray version: sparkctl preflight --nodes ${plan.nodesFile}`,
+      ...(failedJoins.length === 1 ? { node: failedJoins[0]!.s.node } : {}),
+    },
+  );
 }
 
 /**
  * 2. Wait until Ray lists exactly the nodes and GPUs of the file. A view that stops changing while
  * short is final: name the missing node within seconds, not at the deadline.
  */
-export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: NodeFailure }> {
+export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, via?: ClusterVia): Promise<{ view: ClusterView } | { failure: Diagnosis }> {
   const { nf } = plan;
-  const cancelled = { failure: { message: 'cancelled while waiting for the Ray cluster', evidence: [] } };
+  const cancelled = { failure: failedBefore('interrupted', 'cancelled while waiting for the Ray cluster', []) };
   if (signal?.aborted) return cancelled;
   const settleMs = plan.settleMs ?? 10_000;
   let last = '';
   let lastChange = Date.now();
   const unchanged = () => Date.now() - lastChange > settleMs;
   // one reading: what Ray lists, a node's container that ended, or a view that waiting will not change
-  const read = async (): Promise<{ seen: RaySeen; ended?: NodeFailure; final?: boolean }> => {
+  const read = async (): Promise<{ seen: RaySeen; ended?: Diagnosis; final?: boolean }> => {
     const seen = await readCluster(nf, signal, via?.head);
     const v = seen.view;
     if (v?.complete) return { seen };
@@ -190,15 +192,18 @@ export async function waitForCluster(plan: ClusterPlan, signal?: AbortSignal, vi
   if (ended) return { failure: ended };
   if (!r.done && r.reason === 'aborted') return cancelled;
   return {
-    failure: {
-      message: v
+    failure: failedBefore(
+      'not-started',
+      v
         ? `${describeShortfall(nf, v)}${unchanged() ? ` (unchanged for ${Math.round((Date.now() - lastChange) / 1000)} s)` : ''}; TP ${plan.tensor} x PP ${plan.pipeline} needs ${plan.tensor * plan.pipeline}`
         : `Ray on ${nf.head.name} did not answer: ${seen.error}`,
-      fix: v?.missing?.length
-        ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${fabricAddress(nf.head)}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
-        : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
-      evidence: ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
-    },
+      ['ray status on ' + nf.head.name + ':', ...(seen.status ?? '').trim().split('\n').slice(0, 30)],
+      {
+        fix: v?.missing?.length
+          ? `on ${v.missing.map((n) => n.name).join(', ')}: ray status, and its ray start --address ${fabricAddress(nf.head)}:${nf.rayPort} --num-gpus N; sparkctl preflight --nodes ${plan.nodesFile}`
+          : `check every node's GPUs (nvidia-smi) and its ray start --num-gpus; sparkctl preflight --nodes ${plan.nodesFile}`,
+      },
+    ),
   };
 }
 
@@ -253,7 +258,7 @@ export interface EngineWatch {
 /** Ray in containers: the head's container (Ray is asked there) and the check that names a node whose container ended. */
 export interface ClusterVia {
   head: NodeContainerRef;
-  ended(): Promise<NodeFailure | undefined>;
+  ended(): Promise<Diagnosis | undefined>;
 }
 
 /** What vLLM's Ray executor logs while it waits for its GPUs. */
@@ -271,12 +276,12 @@ const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): 
  * the head's log, its phases), racing the engine's process, the deadline and the cluster: a node that
  * leaves makes vLLM wait for its placement group forever (as real vLLM does); name it.
  */
-export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: ClusterStart): NodeWatch {
+export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal | undefined, watch: EngineWatch, start: StartRecord): NodeWatch {
   const { nf } = plan;
   let lastCluster = Date.now();
   let placementLine: string | undefined;
   let lost: RaySeen | undefined;
-  let ended: NodeFailure | undefined;
+  let ended: Diagnosis | undefined;
   const view = new RemoteView(
     nf,
     nf.head,
@@ -290,7 +295,10 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
     },
     (lines) => {
       // a worker actor's forwarded line (ip=...) is its node's too
-      for (const l of lines) start.rayLine(nf, l);
+      for (const l of lines) {
+        const at = rayLineNode(nf, l);
+        if (at) start.forwarded(at.index, at.node, l);
+      }
       const m = placementLine ? undefined : lines.map((l) => PLACEMENT_WAIT.exec(l)?.[0]).find(Boolean);
       if (!m) return;
       placementLine = m;
@@ -314,10 +322,17 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
       if (ended) return ended;
       const tail = (await ssh(nf, nf.head, watch.tail(60), { timeoutMs: 15_000 })).stdout;
       if (lost?.view) {
+        // the watch's reason (a stall: Ray's view said the hang), its own cause id; the head's log in the lines
+        const missing = lost.view.missing ?? [];
         return {
-          message: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
-          fix: `bring ${lost.view.missing?.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
-          evidence: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+          reason: r.reason,
+          ms: r.ms,
+          detail: `the Ray cluster lost capacity while vLLM was starting: ${describeShortfall(nf, lost.view)}; vLLM waits for a placement group of ${plan.tensor * plan.pipeline} GPUs${placementLine ? ` ("${placementLine} ...")` : ''}`,
+          causeId: 'ray-lost-capacity',
+          ...(placementLine ? { evidence: placementLine } : {}),
+          fix: `bring ${missing.map((n) => n.name).join(', ') || 'the missing node'} back (ray status on it), then serve again; sparkctl preflight --nodes ${plan.nodesFile}`,
+          lastLines: ['ray status on ' + nf.head.name + ':', ...(lost.status ?? '').trim().split('\n').slice(0, 30), `${plan.replica.name}.log:`, ...tail.trim().split('\n').slice(-8)],
+          ...(missing.length === 1 ? { node: missing[0]!.name } : {}),
         };
       }
       // The same diagnosis as on one node (the head's log is written fresh by this launch).

@@ -112,9 +112,9 @@ function nodeEvent(e: ServeEvent, profile: string, phase: (node: string, phase: 
 function nodesOutcomeText(o: ServeOutcome, named: string | undefined) {
   const f = o.nodes?.failure;
   if (!f) return say(`stop with: sparkctl stop ${o.profile} --nodes ${named}`);
-  note(`${c.red(f.refused ? 'refused' : 'launch failed')}: ${f.message}`);
+  note(`${c.red(f.reason === 'refused' ? 'refused' : 'launch failed')}: ${f.detail}`);
   if (f.fix) note(`fix: ${f.fix}`);
-  for (const x of f.evidence) note(c.dim(`  | ${x}`));
+  for (const x of f.lastLines) note(c.dim(`  | ${x}`));
 }
 
 export function textRenderer(ctx: RenderCtx): ServeRenderer {
@@ -307,12 +307,14 @@ export function nodesEnvelope(o: ServeOutcome, exitCode: number, named: string |
   const f = o.nodes?.failure;
   const head = o.replicas[0];
   return envelope('serve', {
-    status: f?.refused ? 'refused' : o.status,
+    status: f?.reason === 'refused' ? 'refused' : o.status,
     exitCode,
     profile: o.profile,
     engine: o.engine,
     nodesFile: named,
-    failure: f ? { message: f.message, fix: f.fix ?? null, evidence: f.evidence } : null,
+    // the keys serve --nodes always wrote (`evidence`: the lines that show it), then what the one diagnosis adds
+    // (diagnose.ts, as one host's replica failure says it): the node, the reason, the cause id and the log line it was read from
+    failure: f ? { message: f.detail, fix: f.fix ?? null, evidence: f.lastLines, node: f.node ?? null, reason: f.reason, cause: f.causeId, line: f.evidence ?? null } : null,
     url: head?.url ?? null,
     head: head ? { node: head.node, pid: head.pid, logFile: head.logFile } : null,
     cluster: o.nodes?.cluster ?? null,

@@ -9,9 +9,8 @@ import { clusterStatus, type ClusterStatus } from '../../engine/cluster/index.js
 import { c, table } from '../../output/format.js';
 import { shownEscaped as shown } from '../../util/control.js';
 
-/** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`). */
-export async function clusterStatuses(): Promise<ClusterStatus[]> {
-  const reg = new Registry(stateDir());
+/** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`; a record it cannot read goes to reg.corrupt). */
+export async function clusterStatuses(reg = new Registry(stateDir())): Promise<ClusterStatus[]> {
   return Promise.all(
     reg.clusters().map(async (rec) => {
       let nf: NodesFile | undefined;

@@ -17,7 +17,10 @@ export async function run(opts: { json?: boolean }) {
   for (const r of stale) reg.remove(r.inst.name);
   const gateway = gatewayStatus(reg);
   const { clusterStatuses, renderClusterStatus, clusterDrift } = await import('./clusters.js');
-  const clusters = await clusterStatuses();
+  const seen = reg.corrupt.length;
+  const clusters = await clusterStatuses(reg);
+  // a server's record over nodes that cannot be read is left where it is (it may be a running cluster's)
+  for (const c of reg.corrupt.slice(seen)) note(`unreadable cluster record ${c.file} (${c.reason}): left in place; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
   // a server on another image than its pin, or on a host vLLM that changed under it (engine/drift.ts)
   const { driftOf } = await import('../../engine/drift.js');
   const { drift, unreadable } = await driftOf(

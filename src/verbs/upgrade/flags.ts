@@ -13,6 +13,10 @@ export default createCommand({
     ['--candidate-set <field=value>', 'a profile override for the candidate only, kept with its pin (a flag the new vLLM needs, a chat-template file); repeatable', collect, []],
     ['--canary-gpus <list>', "without a router: the canary beside the replicas on these GPUs (a comma list, contiguous, as many as one replica uses: 4,5); serve's co-location rule still decides"],
     ['--nodes <file>', 'a profile served over nodes: the nodes file (default: the one its record names; the same nodes either way)'],
+    [
+      '--canary-nodes <file>',
+      "over nodes: spare nodes (their own nodes file, none of the server's, the server's shape) where the candidate runs as PROFILE-canary beside the running server, compared first; only a pass upgrades the server",
+    ],
     ['--rollback', 'back to the pin before the current one, the same way (canary, compare, roll)'],
     ['--no-roll', 'compare only: the canary is undone whatever the verdict'],
     ['--no-pull', "never pull: an --image that is not here is refused (by default upgrade pulls it with the runtime's own pull, 30 min deadline, progress on stderr)"],
@@ -42,18 +46,26 @@ at a time; a failure puts the canary back and changes nothing else. Every upgrad
 (sparkctl report shows it) and pinned in the state folder, so --rollback knows where to go. An
 --image that is the very image the replicas run (another tag of it) starts nothing: said, exit 0.
 
-Over nodes (a profile served with serve --nodes) the upgrade is IN PLACE: a multi-node server has
-no spare nodes for a canary cluster, so there is NO SERVICE from the stop of the running cluster
-until the candidate (or, on a failure, the previous pin) is ready again; the plan says so. The
-candidate image must have the same image ID on every node (else refused, naming the node, before
-anything stops). The running cluster is measured first and kept; it is stopped on every node, the
-candidate served over every node together (pinned to that image ID), measured with the same
-requests and judged by the same thresholds; a failure stops it and serves the previous pin again
-over every node (exit 1, saying why). --rollback works the same way over the nodes.
+Over nodes (a profile served with serve --nodes) the server is upgraded IN PLACE, all its nodes
+together: there is NO SERVICE from the stop of the running cluster until the candidate (or, on a
+failure, the previous pin) is ready again; the plan says so. An --image is first put on every node
+by ID (pulled here when it is not, unless --no-pull; then copied, podman|docker save | ssh NODE
+load, to each node that lacks it or holds another build under the same reference) and read back:
+one image ID on every node, else refused naming the nodes and the IDs, before anything stops.
+--no-pull copies nothing (every node must hold it already). The running cluster is measured first
+and kept; it is stopped on every node, the candidate served over every node together (pinned to
+that image ID), measured with the same requests and judged by the same thresholds; a failure stops
+it and serves the previous pin again over every node (exit 1, saying why). With --canary-nodes
+FILE (spare nodes: none of the server's, as many as it has, each with the GPUs of one of its
+nodes) the candidate is first served there as PROFILE-canary beside the running server, prewarmed,
+probed and compared with it on the same requests; it is stopped whatever the verdict, and only a
+pass goes on to the in-place upgrade (a failure: nothing else changes, exit 1). --rollback works
+the same way over the nodes.
 
 Exit codes: 0 rolled (or compared with --no-roll and passed, or nothing to do), 1 the canary failed its comparison
 (everything as it was), 2 bad input (a refused flag, no previous pin, an image its registry does not
-have or refuses, over nodes: the candidate not the same image ID on every node), 3 the image's registry
+have or refuses, over nodes: the candidate not the same image ID on every node, --canary-nodes overlapping the server's nodes or of
+another shape), 3 the image's registry
 could not be reached (or the pull's deadline passed), 4 a replica did not come back, or the pull failed
 here (over nodes: neither the candidate nor the previous pin serves healthy: said in red).
 
@@ -62,6 +74,7 @@ Examples:
   sparkctl upgrade qwen-prod --image nvcr.io/nvidia/vllm:26.05-py3
   sparkctl upgrade qwen-dev --vllm-bin /opt/vllm-0.28/bin/vllm --no-roll
   sparkctl upgrade qwen-prod --rollback
-  sparkctl upgrade qwen3-200b --image localhost/vllm:0.12 --dry-run      (over nodes: the in-place plan)`,
+  sparkctl upgrade qwen3-200b --image localhost/vllm:0.12 --dry-run      (over nodes: the in-place plan)
+  sparkctl upgrade qwen3-200b --image localhost/vllm:0.12 --canary-nodes spare.yaml   (a canary cluster first)`,
   handler: lazy(() => import('./run.js')),
 });

@@ -21,20 +21,34 @@ import { interrupts } from '../../util/interrupt.js';
 import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
-import { UsageError, ExitWith, ExitCode, LaunchError, ProblemsFound } from '../../errors.js';
+import { UsageError, ExitWith, ExitCode, LaunchError, ProblemsFound, SparkError } from '../../errors.js';
 import { versionDiff, diffLines } from '../../upgrade/diff.js';
 import { measure } from '../../upgrade/measure.js';
 import { defaultGolden } from '../../upgrade/measure.js';
 import { judge, sameVllmVersion, type Measured, type Thresholds, type Verdict } from '../../upgrade/judge.js';
-import { nodesEnd, nodesPlanLines, afterCandidate, versionAnswer, sideVersion, currentUnfit, noService, type NodesRun, type NodesServed } from '../../upgrade/nodes.js';
+import {
+  nodesEnd,
+  nodesPlanLines,
+  afterCandidate,
+  afterCanary,
+  canaryNodesProblem,
+  versionAnswer,
+  sideVersion,
+  currentUnfit,
+  noService,
+  type NodesRun,
+  type NodesServed,
+} from '../../upgrade/nodes.js';
 import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
 import type { UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { ServeOptions } from '../serve/options.js';
 import type { UpgradeOptions } from './options.js';
+import type { CandidateImage } from '../../upgrade/candidate-image.js';
+import type { ContainerCli } from '../../engine/runtime/container.js';
 
 /** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
-export type NodesUpgradeOptions = Omit<UpgradeOptions, 'pull' | 'drainTimeout'>;
+export type NodesUpgradeOptions = Omit<UpgradeOptions, 'drainTimeout'>;
 
 /** serve --nodes' inputs as the record kept them: hostile bytes too (a state file), checked field by field. */
 const Launch = z.object({
@@ -81,13 +95,13 @@ export function lastOfEach(sets: string[]): string[] {
 }
 
 /** The serve options that start the cluster as its record says, with `extra` --set on top. */
-function serveOpts(l: ClusterLaunch, nodesFile: string, extra: string[]): ServeOptions {
+function serveOpts(l: ClusterLaunch, nodesFile: string, extra: string[], prewarm = l.prewarm): ServeOptions {
   return {
     engine: l.engine,
     vllmBin: l.vllmBin ?? 'vllm',
     ...(l.simLoadSeconds !== undefined ? { simLoadSeconds: l.simLoadSeconds } : {}),
     ...(l.readyTimeoutMs !== undefined ? { readyTimeout: l.readyTimeoutMs } : {}),
-    prewarm: l.prewarm,
+    prewarm,
     set: lastOfEach([...l.sets, ...extra]),
     ...(l.profilesDir ? { profiles: l.profilesDir } : {}),
     ...(l.platform ? { platform: l.platform } : {}),
@@ -107,28 +121,148 @@ async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extr
   return planCluster(l.asked, nf, { ...o, nodesFile: resolve(nodesFile), loaded, modelRead: t.modelRead });
 }
 
-/** The one image ID every node holds for the image a planned side runs, or bad input naming the nodes that differ (nothing stopped yet). */
-async function imageOnEveryNode(pc: PlannedCluster, what: string, fix: string): Promise<string | undefined> {
-  const img = imageOnNodes(pc);
-  if (!img) return undefined;
-  const ids = await readImageIds(pc.nf, pc.steps);
-  const bad = imageMismatch(img.image, ids);
-  if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
-  return ids[0]!.id!;
-}
-
 interface NodesCandidate {
   sets: string[];
   image?: { ref?: string; id: string };
   rollback?: ReturnType<typeof rollbackPins>;
+  /** how the candidate image got onto every node: each line said in the plan (pulled here, copied to a node, already there) */
+  imageSteps?: string[];
+  /** what each node held under the reference before it was given the candidate's bytes (a node on another build) */
+  copied?: Array<{ node: string; had?: string; bytes: number }>;
+  /** --dry-run: the image is not here, the upgrade would pull it (no ID yet) */
+  wouldPull?: boolean;
 }
 
-async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, nf: NodesFile, file: string, dir: string): Promise<NodesCandidate> {
+/** Each node's ID of the image the plan runs, over every nodes file given (each read with its own file's ssh settings). */
+async function idsOn(pc: PlannedCluster, files: NodesFile[]): Promise<Array<{ node: string; id?: string; error?: string }>> {
+  return (await Promise.all(files.map((f) => readImageIds(f, stepsOn(pc, f))))).flat();
+}
+
+/** The one image ID every node of every file holds for the reference, or bad input naming the nodes that differ (nothing stopped yet). */
+async function oneIdOn(pc: PlannedCluster, files: NodesFile[], what: string, fix: string): Promise<string> {
+  const ids = await idsOn(pc, files);
+  const bad = imageMismatch(imageOnNodes(pc)!.image, ids);
+  if (bad) throw new UsageError(`${what}: ${bad}; nothing was stopped`, [fix]);
+  return ids[0]!.id!;
+}
+
+/**
+ * --image over nodes: the candidate here (pulled when it is not, unless --no-pull), then given to every
+ * node by `pull --nodes`' own path (a node holding another build under the same reference gets the
+ * candidate's bytes; its old ID said), then read back on every node: one image ID everywhere, the one
+ * here, else refused naming the nodes and the IDs (nothing stopped yet). --dry-run pulls and copies
+ * nothing: it reads each node's ID and says which would get a copy. --no-pull copies nothing: every
+ * node must hold it already (today's refusal, with the fix).
+ */
+async function candidateOnNodes(
+  name: string,
+  opts: NodesUpgradeOptions,
+  pc: PlannedCluster,
+  files: NodesFile[],
+  file: string,
+): Promise<Pick<NodesCandidate, 'image' | 'imageSteps' | 'copied' | 'wouldPull'>> {
+  const c0 = imageOnNodes(pc)!;
+  const ref = opts.image!;
+  const cliArgs = pc.resolved.profile.container?.cliArgs ?? [];
+  const fix = `the very image on every node first: ${c0.cli} save ${ref} | ssh NODE ${c0.cli} load, for each node named (or with ${ref} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`;
+  const { localImage } = await import('../../engine/cluster/image-sync.js');
+  const here = await localImage({ cli: c0.cli, cliArgs, image: ref });
+  const all = files.flatMap((f) => allNodes(f));
+  if (!opts.pull || (opts.dryRun && 'error' in here)) {
+    if (opts.dryRun && 'error' in here)
+      return {
+        wouldPull: true,
+        imageSteps: [
+          `${ref} is not here: the upgrade would pull it (${c0.cli} pull ${ref}) and copy it to every node that lacks it (${c0.cli} save | ssh NODE ${c0.cli} load); nothing pulled (--dry-run)`,
+        ],
+      };
+    // --no-pull: nothing pulled or copied; every node must hold the one image already
+    const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
+    return { image: { ref, id }, imageSteps: [`every node holds it already (--no-pull: nothing pulled or copied)`] };
+  }
+  if (opts.dryRun && !('error' in here)) {
+    const ids = await idsOn(pc, files);
+    const off = ids.filter((x) => x.id !== here.id);
+    return {
+      image: { ref, id: here.id },
+      imageSteps: [
+        off.length
+          ? `copied before anything stops (${c0.cli} save ${ref} | ssh NODE ${c0.cli} load) to ${off.map((x) => `${x.node} (${x.id ? `holds another build ${x.id.slice(0, 12)}` : 'not there'})`).join(', ')}; nothing copied (--dry-run)`
+          : `every node (${all.length}) holds it already`,
+      ],
+    };
+  }
+  const fetched = await copyToNodes(opts, c0.cli, cliArgs, ref, files);
+  const copied = fetched
+    .flatMap((f) => f.nodes ?? [])
+    .filter((n) => n.status === 'copied')
+    .map((n) => ({ node: n.node, ...(n.had ? { had: n.had } : {}), bytes: n.bytes }));
+  // read back on every node by the node's own runtime: one ID everywhere, the one here
+  const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
+  const local = await localImage({ cli: c0.cli, cliArgs, image: ref });
+  if ('error' in local || local.id !== id)
+    throw new LaunchError(
+      `--image ${ref}: every node holds ${id!.slice(0, 12)}, but here it is ${'error' in local ? `not readable (${local.error})` : local.id.slice(0, 12)} (it moved during the copy?); nothing was stopped`,
+      [`upgrade again (the copy is by ID: the nodes then get what is here)`],
+    );
+  return {
+    image: { ref, id: id! },
+    imageSteps: [
+      ...(fetched[0]?.state === 'pulled' ? [`pulled here (${c0.cli} pull ${ref})`] : []),
+      copied.length
+        ? `copied to ${copied.map((x) => `${x.node}${x.had ? ` (it held another build ${x.had.slice(0, 12)} under ${ref}: replaced by the candidate's)` : ''}`).join(', ')}; every node now holds ${id!.slice(0, 12)}`
+        : `every node (${all.length}) holds it already`,
+    ],
+    copied,
+  };
+}
+
+/** The candidate pulled here where it is not, then copied to every node of each file (the server's, then the canary's: each with its own ssh settings). */
+async function copyToNodes(opts: NodesUpgradeOptions, cli: ContainerCli, cliArgs: string[], ref: string, files: NodesFile[]): Promise<CandidateImage[]> {
+  const { candidateImage } = await import('../../upgrade/candidate-image.js');
+  const { ofCli } = await import('../../engine/runtime/index.js');
+  const ac = interrupts();
+  const fetched: CandidateImage[] = [];
+  try {
+    // the server's nodes, then the canary's (each with its own file's ssh settings); the pull here happens once
+    for (const nodes of files)
+      fetched.push(
+        await candidateImage({
+          cli,
+          cliArgs,
+          images: ofCli(cli).images!,
+          ref,
+          pull: opts.pull,
+          dryRun: false,
+          nodes,
+          signal: ac.signal,
+          onProgress: opts.json ? undefined : (l) => note(l),
+        }),
+      );
+  } catch (e) {
+    if (e instanceof SparkError && !(e instanceof ExitWith)) throw new SparkError(`${e.message}; nothing was stopped`, e.exitCode, e.details);
+    throw e;
+  } finally {
+    ac.off();
+  }
+  return fetched;
+}
+
+/** The plan's container steps, one per node of another nodes file (the same image and runtime): what readImageIds asks each node. */
+function stepsOn(pc: PlannedCluster, nf: NodesFile): PlannedCluster['steps'] {
+  const s0 = pc.steps.find((s) => s.container)!;
+  return allNodes(nf).map((n) => ({ ...s0, node: n.name, address: n.address }));
+}
+
+async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, nf: NodesFile, file: string, dir: string, canaryNf?: NodesFile): Promise<NodesCandidate> {
   if (opts.vllmBin)
     throw new UsageError(`--vllm-bin: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
       'over nodes the candidate is an image: --image REF (engine.runtime container)',
     ]);
-  if (opts.canaryGpus) throw new UsageError(`--canary-gpus: ${name} is served over nodes: the upgrade is in place over every node (no canary beside it)`, ['leave --canary-gpus out']);
+  if (opts.canaryGpus)
+    throw new UsageError(`--canary-gpus: ${name} is served over nodes: a canary over nodes runs on spare nodes (--canary-nodes FILE), not on GPUs of the server's`, [
+      'leave --canary-gpus out; --canary-nodes FILE for a canary beside the running server',
+    ]);
   if (opts.rollback) {
     const pins = readPins(dir, name);
     const back = pins ? rollbackPins(pins) : undefined;
@@ -139,12 +273,8 @@ async function candidateOf(name: string, opts: NodesUpgradeOptions, l: ClusterLa
     const pc = await planSide(l, nf, file, [`container.image=${opts.image}`]);
     const c0 = imageOnNodes(pc);
     if (!c0) throw new UsageError(`--image: ${name} runs on the nodes' hosts (engine.runtime host), not in containers`, [`serve it over the nodes with --runtime container to upgrade by image`]);
-    const id = await imageOnEveryNode(
-      pc,
-      `--image ${opts.image}`,
-      `the very image on every node first: ${c0.cli} save ${opts.image} | ssh NODE ${c0.cli} load, for each node named (or with ${opts.image} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`,
-    );
-    return { sets: [`container.image=${id}`, ...opts.candidateSet], image: { ref: opts.image, id: id! } };
+    const got = await candidateOnNodes(name, opts, pc, canaryNf ? [nf, canaryNf] : [nf], file);
+    return { sets: [`container.image=${got.image?.id ?? opts.image}`, ...opts.candidateSet], ...got };
   }
   if (l.engine !== 'sim')
     throw new UsageError(`--vllm ${opts.vllm}: ${name} is served over nodes: each node's own vLLM install is not read by upgrade`, [
@@ -160,15 +290,16 @@ function thresholdsOf(pc: PlannedCluster): Thresholds {
 }
 
 /** serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe, Ctrl-C). */
-async function serveSide(l: ClusterLaunch, file: string, extra: string[]): Promise<{ served: NodesServed; why?: string }> {
+async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string }> {
   const { serveNodes } = await import('../serve/nodes.js');
   try {
-    const out = await serveNodes(l.asked, serveOpts(l, file, extra), { quiet: true });
+    const out = await serveNodes(l.asked, serveOpts(l, file, extra, prewarm), { quiet: true });
     if (!out) return { served: 'launch-failed', why: 'nothing served' };
     if (out.status === 'healthy') return { served: 'healthy' };
     if (out.status === 'interrupted') return { served: 'interrupted' };
+    // one failure shape for both placements (engine/diagnose.ts): its one-line detail
     const f = out.replicas[0]?.failure ?? out.nodes?.failure;
-    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : f ? ('message' in f ? f.message : String(f.detail ?? out.status)) : out.status;
+    const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
     if (e instanceof UsageError) return { served: 'refused', why: e.message };
@@ -241,6 +372,17 @@ interface NodesUpgrade {
   to: string;
   thresholds: Thresholds;
   secrets: Record<string, string>;
+  /** --canary-nodes: the spare nodes, the canary's name and its plan there */
+  canary?: NodesCanary;
+}
+
+interface NodesCanary {
+  name: string;
+  file: string;
+  nf: NodesFile;
+  nodes: string[];
+  /** the --set that serve the candidate there as the canary (its own name: its own record, containers, caches) */
+  sets: string[];
 }
 
 /** What the in-place steps came to. */
@@ -253,6 +395,8 @@ interface NodesDone {
   why: string[];
   timings: Record<string, number>;
   noServiceMs?: number;
+  /** the canary on spare nodes: what it measured and its verdict (the in-place step's are candidate/verdict) */
+  canary?: { candidate?: Measured; verdict?: Verdict; url?: string };
 }
 
 /** read: the record, the nodes, both sides planned, the candidate's image on every node, what runs now (undefined: nothing to upgrade, said). */
@@ -267,20 +411,28 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   if (missing.length)
     throw new UsageError(`${name} runs on ${missing.join(', ')}, which ${file} does not name (its record names ${rec0.nodesFile})`, [`sparkctl upgrade ${name} --nodes ${rec0.nodesFile}`]);
   const nodes = allNodes(nf).map((n) => n.name);
-  // read: both sides planned over the nodes as serve --nodes plans them; the candidate on every node
+  // read: both sides planned over the nodes as serve --nodes plans them; the canary's spare nodes checked
+  // before anything is copied; the candidate on every node (the canary's too)
   const cur = await planSide(l, nf, file, []);
-  const cand0 = await candidateOf(name, opts, l, nf, file, dir);
+  const canaryNf = opts.canaryNodes ? canaryNodesOf(name, opts.canaryNodes, nf, cur) : undefined;
+  // the canary planned there before anything is pulled or copied (the candidate as given); again below with its image ID
+  if (canaryNf) await canaryPlan(name, opts, l, canaryNf, [...(opts.image ? [`container.image=${opts.image}`] : []), ...(opts.vllm ? [`engine.vllmVersion=${opts.vllm}`] : []), ...opts.candidateSet]);
+  const cand0 = await candidateOf(name, opts, l, nf, file, dir, canaryNf);
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
+  const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0.sets) : undefined;
   const candImage = imageOnNodes(cand);
-  if (!cand0.image && candImage)
+  const every = canaryNf ? [nf, canaryNf] : [nf];
+  if (!cand0.image && candImage && !cand0.wouldPull)
     cand0.image = {
-      id: (await imageOnEveryNode(
+      id: await oneIdOn(
         cand,
+        every,
         `the candidate's image ${candImage.image}`,
         `load it on every node (${candImage.cli} save IMAGE | ssh NODE ${candImage.cli} load, or sparkctl pull ${name} --nodes ${file} with it as the profile's container.image)`,
-      ))!,
+      ),
     };
-  else if (cand0.rollback && cand0.image) await imageOnEveryNode(cand, `the previous pin ${cand0.image.id}`, `load it on every node (podman save ${cand0.image.id} | ssh NODE podman load)`);
+  else if (cand0.rollback && cand0.image && candImage)
+    await oneIdOn(cand, every, `the previous pin ${cand0.image.id}`, `load it on every node (${candImage.cli} save ${cand0.image.id} | ssh NODE ${candImage.cli} load)`);
   // what runs now (the previous pin a failure serves again): the image every rank's container runs, as
   // its node's runtime says; where that is not one ID, what serve would run for the profile (its pin)
   const running = await runningImageId(rec0, nf);
@@ -296,7 +448,34 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   // auto: the version the running head says it runs (the candidate's is read once it serves)
   const from = sideVersion(cur.resolved.profile.engine.vllmVersion, await versionAt(rec0, readSecrets(cur.resolved.profile)));
   const to = cand.resolved.profile.engine.vllmVersion;
-  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets };
+  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets, ...(canary ? { canary } : {}) };
+}
+
+/** --canary-nodes FILE: spare nodes that share none with the server and hold its shape (TP x PP), else bad input (nothing read from them yet). */
+function canaryNodesOf(name: string, canaryFile: string, nf: NodesFile, cur: PlannedCluster): NodesFile {
+  const cnf = loadNodesFile(canaryFile);
+  const p = cur.resolved.profile.parallel;
+  const bad = canaryNodesProblem(allNodes(nf), allNodes(cnf), { tensor: p.tensor, pipeline: p.pipeline }, canaryFile);
+  if (bad) throw new UsageError(`${bad.message} (${name}'s canary)`, [bad.fix]);
+  return cnf;
+}
+
+/** The candidate planned over the spare nodes as NAME-canary, as serve --nodes would plan it there (its refusals named as --canary-nodes'). */
+async function canaryPlan(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, cnf: NodesFile, candSets: string[]): Promise<NodesCanary> {
+  const file = opts.canaryNodes!;
+  const cname = `${name}-canary`;
+  const sets = [...opts.set, ...candSets, `name=${cname}`];
+  try {
+    await planSide(l, cnf, file, sets);
+  } catch (e) {
+    if (e instanceof UsageError) throw new UsageError(`--canary-nodes ${file}: the candidate cannot be planned there: ${e.message}`, e.details);
+    throw e;
+  }
+  if (new Registry(stateDir()).clusters().some((x) => x.profile === cname))
+    throw new UsageError(`--canary-nodes ${file}: ${cname} is already served (a canary an earlier upgrade left?)`, [
+      `sparkctl status ${cname}; sparkctl stop ${cname} --nodes FILE, then upgrade again`,
+    ]);
+  return { name: cname, file, nf: cnf, nodes: allNodes(cnf).map((n) => n.name), sets };
 }
 
 /** plan: the in-place plan and the version diff, said (on stderr before the act; on stdout for --dry-run); whether it was a dry run. */
@@ -311,10 +490,12 @@ function showPlan(u: NodesUpgrade): boolean {
     to,
     rollback: !!opts.rollback,
     image: cand0.image,
+    ...(cand0.imageSteps ? { imageSteps: cand0.imageSteps } : {}),
     previousImage: u.currentId,
     sets: cand0.sets.filter((s) => !s.startsWith('container.image=')),
     thresholds: u.thresholds,
     sameVersion: sameVllmVersion(from, to),
+    ...(u.canary ? { canary: { name: u.canary.name, nodes: u.canary.nodes, nodesFile: u.canary.file } } : {}),
   });
   const lines = [plan[0]!, ...diffLines(diff).map((x) => `  ${x}`), ...plan.slice(1)];
   if (!opts.dryRun) {
@@ -334,6 +515,9 @@ function showPlan(u: NodesUpgrade): boolean {
         image: cand0.image?.id ?? null,
         previousImage: u.currentId ?? null,
         sets: cand0.sets,
+        imageSteps: cand0.imageSteps ?? [],
+        ...(cand0.wouldPull ? { pull: { state: 'would-pull' } } : {}),
+        canary: u.canary ? { name: u.canary.name, nodes: u.canary.nodes, nodesFile: u.canary.file } : null,
         diff,
         thresholds: u.thresholds,
       }),
@@ -359,14 +543,10 @@ function measureSettings(u: NodesUpgrade) {
  * with the same requests; on a failure (or --no-roll) stop it and serve the previous pin again, even
  * after Ctrl-C (never the nodes left without a server unasked). Each step timed; the window without service measured.
  */
-async function inPlace(u: NodesUpgrade): Promise<NodesDone> {
-  const { opts, dir, name, nf, nodes, file, l, cand0, secrets, rec0 } = u;
-  const settings = measureSettings(u);
-  // the previous pin, served again on a failure: the image every node ran, by ID (else as it was served)
-  const previousSets = u.currentId && !isPinnedRef(imageOnNodes(u.cur)?.image ?? '') ? [`container.image=${u.currentId}`] : [];
-  const d: NodesDone = { run: { noRoll: !opts.roll }, to: u.to, why: [], timings: {} };
-  const run = d.run;
-  const timed = async <T>(step: string, f: () => Promise<T>): Promise<T> => {
+/** Each step's time, kept in the outcome. */
+const timer =
+  (d: NodesDone) =>
+  async <T>(step: string, f: () => Promise<T>): Promise<T> => {
     const t = Date.now();
     try {
       return await f();
@@ -374,20 +554,76 @@ async function inPlace(u: NodesUpgrade): Promise<NodesDone> {
       d.timings[step] = Date.now() - t;
     }
   };
+
+/** The running cluster measured (the comparison's current side); one that cannot be compared against stops the upgrade before anything starts or stops. */
+async function measureCurrent(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Promise<Measured> {
+  if (!u.opts.json) note(`measuring the running cluster at ${u.rec0.url} (probe, golden prompts, chat template, short bench)`);
+  const current = await timer(d)('measureCurrent', () => measure(targetOf(u.rec0, u.secrets), u.from, { ...measureSettings(u), signal }));
+  d.current = current;
+  const unfit = signal.aborted ? undefined : currentUnfit(current);
+  if (unfit)
+    throw new ProblemsFound(
+      `${u.name}: the running cluster cannot be compared against: ${unfit}; nothing was stopped${u.canary ? ' or started' : ''} (sparkctl probe ${u.name}; an upgrade without a comparison: sparkctl stop ${u.name} --nodes ${u.file}, then serve --nodes with the candidate)`,
+    );
+  return current;
+}
+
+/**
+ * The canary on spare nodes (--canary-nodes), beside the running server: measure the server, serve the
+ * candidate over the spare nodes as NAME-canary (prewarmed, probed), measure it with the same
+ * requests, judge, stop it whatever the verdict. The running server is not touched here.
+ */
+async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Promise<Measured | undefined> {
+  const k = u.canary!;
+  const say2 = (s: string) => {
+    if (!u.opts.json) note(s);
+  };
+  const timed = timer(d);
+  const current = await measureCurrent(u, d, signal);
+  const cr: NonNullable<NodesRun['canary']> = { name: k.name, nodesFile: k.file };
+  d.run.canary = cr;
+  d.canary = {};
+  if (signal.aborted) {
+    d.run.interrupted = true;
+    return current;
+  }
+  say2(`serving the candidate as ${k.name} over the ${k.nodes.length} spare nodes (${k.nodes.join(', ')}), beside ${u.name}`);
+  const s = await timed('serveCanary', () => serveSide(u.l, k.file, k.sets, true));
+  cr.served = s.served;
+  if (s.why) d.why.push(`the canary did not serve healthy: ${s.why}`);
+  const crec = new Registry(u.dir).clusters().find((x) => x.profile === k.name);
+  if (s.served === 'healthy' && crec && !signal.aborted) {
+    say2(`  canary ready at ${crec.url}; comparing with ${u.name} at ${u.rec0.url} on the same requests`);
+    d.to = sideVersion(d.to, await versionAt(crec, u.secrets));
+    const candidate = await timed('measureCanary', () => measure(targetOf(crec, u.secrets), d.to, { ...measureSettings(u), signal }));
+    const verdict = judge(current, candidate, u.thresholds);
+    d.canary = { candidate, verdict, url: crec.url };
+    cr.pass = verdict.pass;
+    d.why.push(...verdict.why.map((x) => `canary: ${x}`));
+    if (!u.opts.json) for (const x of verdict.comparisons) note(`  ${x.ok ? c.green('ok  ') : c.red('FAIL')} ${x.check}: canary ${x.canary}; current ${x.current}; limit ${x.limit}`);
+  }
+  if (signal.aborted) d.run.interrupted = true;
+  // the canary is stopped whatever came of it (also after Ctrl-C: its own deadline)
+  say2(`stopping the canary ${k.name} on ${k.nodes.join(', ')}`);
+  cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
+  return current;
+}
+
+async function inPlace(u: NodesUpgrade, d: NodesDone = { run: { noRoll: !u.opts.roll }, to: u.to, why: [], timings: {} }, measured?: Measured): Promise<NodesDone> {
+  const { opts, dir, name, nf, nodes, file, l, cand0, secrets } = u;
+  const settings = measureSettings(u);
+  // the previous pin, served again on a failure: the image every node ran, by ID (else as it was served)
+  const previousSets = u.currentId && !isPinnedRef(imageOnNodes(u.cur)?.image ?? '') ? [`container.image=${u.currentId}`] : [];
+  const run = d.run;
+  const timed = timer(d);
   const at: { stoppedAt?: number; candReadyAt?: number; stopCandAt?: number; prevReadyAt?: number } = {};
   const say2 = (s: string) => {
     if (!opts.json) note(s);
   };
   const ac = interrupts();
   try {
-    say2(`measuring the running cluster at ${rec0.url} (probe, golden prompts, chat template, short bench)`);
-    const current = await timed('measureCurrent', () => measure(targetOf(rec0, secrets), u.from, { ...settings, signal: ac.signal }));
-    d.current = current;
-    const unfit = ac.signal.aborted ? undefined : currentUnfit(current);
-    if (unfit)
-      throw new ProblemsFound(
-        `${name}: the running cluster cannot be compared against: ${unfit}; nothing was stopped (sparkctl probe ${name}; an upgrade without a comparison: sparkctl stop ${name} --nodes ${file}, then serve --nodes with the candidate)`,
-      );
+    // with a canary first, the running cluster's measure is the one the canary was judged against
+    const current = measured ?? (await measureCurrent(u, d, ac.signal));
     if (!ac.signal.aborted) {
       say2(`stopping ${name} on ${nodes.join(', ')}: ${c.yellow('no service until the candidate is ready')}`);
       at.stoppedAt = Date.now();
@@ -430,6 +666,21 @@ async function inPlace(u: NodesUpgrade): Promise<NodesDone> {
   }
   d.noServiceMs = noService(at);
   return d;
+}
+
+/** --canary-nodes: the canary beside the running server first; only a passing one (and not --no-roll) upgrades the server in place. */
+async function canaryThenInPlace(u: NodesUpgrade): Promise<NodesDone> {
+  const d: NodesDone = { run: { noRoll: !u.opts.roll }, to: u.to, why: [], timings: {} };
+  const ac = interrupts();
+  let current: Measured | undefined;
+  try {
+    current = await onCanary(u, d, ac.signal);
+  } finally {
+    ac.off();
+  }
+  if (d.run.interrupted || afterCanary(d.run.canary!, d.run.noRoll) === 'stop') return d;
+  if (!u.opts.json) note(`the canary passed: upgrading ${u.name} in place over ${u.nodes.join(', ')}`);
+  return inPlace(u, d, current);
 }
 
 /** record: the pin a roll leaves (the first upgrade keeps what ran before it, so --rollback knows where to go) and the history entry. */
@@ -493,6 +744,20 @@ function printUpgrade(u: NodesUpgrade, d: NodesDone, end: ReturnType<typeof node
         current: d.current ?? null,
         candidate: d.candidate ?? null,
         verdict: d.verdict ?? null,
+        canary: u.canary
+          ? {
+              name: u.canary.name,
+              nodes: u.canary.nodes,
+              nodesFile: u.canary.file,
+              url: d.canary?.url ?? null,
+              served: d.run.canary?.served ?? null,
+              pass: d.run.canary?.pass ?? null,
+              stopped: d.run.canary?.stop ? d.run.canary.stop.left === undefined : false,
+              candidate: d.canary?.candidate ?? null,
+              verdict: d.canary?.verdict ?? null,
+            }
+          : null,
+        copied: cand0.copied ?? [],
         ...(end.loud ? { warning: end.loud } : {}),
         ms,
         exitCode: code,
@@ -501,7 +766,15 @@ function printUpgrade(u: NodesUpgrade, d: NodesDone, end: ReturnType<typeof node
     return;
   }
   const what = opts.rollback ? 'rolled back' : 'upgraded';
-  if (end.status === 'rolled')
+  const k = u.canary;
+  if (k && d.run.stopCurrent === undefined) {
+    // the canary decided: the running server was never touched
+    if (end.status === 'compared') say(`${name}: the canary ${k.name} passed every comparison (--no-roll): stopped; ${name} serves as before over ${nodes.join(', ')}`);
+    else
+      say(
+        `${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe canary ${k.name} on ${k.nodes.join(', ')} ${d.run.canary?.stop?.left === undefined && d.run.canary?.stop ? 'was stopped' : 'was NOT stopped'}; ${name} serves as before over ${nodes.join(', ')} (nothing of it was touched)`,
+      );
+  } else if (end.status === 'rolled')
     say(`${c.green(what)} ${name}: vLLM ${from} -> ${d.to}${cand0.image ? ` (image ${cand0.image.id.slice(0, 12)})` : ''} on ${nodes.join(', ')} in ${formatDuration(ms)}; it passed every comparison`);
   else if (end.status === 'compared') say(`${name}: the candidate passed every comparison (--no-roll: the previous pin serves again over every node)`);
   else if (end.serving === 'previous') say(`${c.red('not ' + what)} ${name}: ${d.why.join('\n  ') || end.status}\nthe previous pin serves again over ${nodes.join(', ')} (vLLM ${from})`);
@@ -520,7 +793,7 @@ export async function upgradeNodes(rec0: ClusterRecord, opts: NodesUpgradeOption
   if (!u || showPlan(u)) return;
   const pinsBefore = readPins(u.dir, u.name);
   const started = Date.now();
-  const d = await inPlace(u);
+  const d = u.canary ? await canaryThenInPlace(u) : await inPlace(u);
   const end = nodesEnd(d.run, u.name, u.file);
   const ms = Date.now() - started;
   recordUpgrade(u, d, end.status, pinsBefore, ms);

@@ -19,4 +19,6 @@ export interface UpgradeOptions {
   canaryGpus?: string;
   /** a profile served over nodes: the nodes file (default: the one its record names) */
   nodes?: string;
+  /** over nodes: a spare set of nodes (its own nodes file) where the candidate runs as a canary beside the server */
+  canaryNodes?: string;
 }

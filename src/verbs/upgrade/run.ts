@@ -179,7 +179,7 @@ function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunc
   return out;
 }
 
-/** The profile field that renders a vLLM option (engine/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
+/** The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
 const FIELD_OF: Record<string, string> = {
   '--dtype': 'engine.dtype',
   '--max-model-len': 'engine.maxModelLen',
@@ -218,8 +218,9 @@ interface FlagsRead {
 
 /** Where a side's own `vllm serve --help=all` is asked: the simulator, the host's vllm, or its image. */
 async function helpSideOf(r: Relaunch, version: string, image: { ref?: string; id?: string } | undefined): Promise<HelpSide | undefined> {
-  if (r.plan.engine === 'sim' && !r.plan.container) return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   const rt = runtimeFor(r.plan);
+  // the simulator in the host's place answers for itself; in an image, the image's own vllm is asked (as the runtime says where vLLM comes from)
+  if (r.plan.engine === 'sim' && rt.vllmFrom === 'host') return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   if (rt.images) {
     const ref = image?.id ?? image?.ref;
     return ref ? { kind: 'image', cli: rt.kind as ContainerCli, cliArgs: r.plan.profile.container?.cliArgs ?? [], image: ref, id: image?.id } : undefined;
@@ -352,14 +353,23 @@ function wouldPull(name: string, opts: UpgradeOptions, cur: Relaunch, replicas: 
   say(`  what changes (flags, metrics, the memory plan) is read from the image once it is here: ${command}, then upgrade ${name} --image ${ref} --dry-run again`);
 }
 
+/** The flags only a server over nodes takes, refused for one that is not. */
+function refuseNodesFlags(profileName: string, opts: UpgradeOptions): void {
+  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
+  if (opts.canaryNodes)
+    throw new UsageError(`--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`, [
+      `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
+    ]);
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
   const reg = new Registry(dir);
-  // a server over nodes: in place over every node (no spare nodes for a canary cluster)
+  // a server over nodes: a canary on spare nodes (--canary-nodes) where given, then in place over every node
   const cluster = registeredCluster(reg, profileName, opts);
   if (cluster) return (await import('./nodes.js')).upgradeNodes(cluster, opts);
-  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
+  refuseNodesFlags(profileName, opts);
   const { name, entries } = registeredServers(
     reg,
     profileName,
