@@ -13,7 +13,7 @@ export type { NotReady, NotReadyReason };
  * started: a server already on those nodes, another image) or `not-started` (a step before ready
  * failed: a node's Ray, a launch over ssh, the cluster's wait).
  */
-export type FailureReason = NotReadyReason | 'refused' | 'not-started';
+type FailureReason = NotReadyReason | 'refused' | 'not-started';
 
 export interface Diagnosis {
   reason: FailureReason;

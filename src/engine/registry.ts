@@ -322,6 +322,13 @@ const GatewayLaunchShape = z.object({
 const LEADER_GONE_START = 2;
 const leaderStartOrGone = (pgid: number) => processStartTime(pgid) ?? LEADER_GONE_START;
 
+/** Why a state file was not used: the first three places its shape is wrong, each by its field. */
+const shapeIssues = (e: z.ZodError, whole: string): string =>
+  e.issues
+    .map((i) => `${i.path.join('.') || whole}: ${i.message}`)
+    .slice(0, 3)
+    .join('; ');
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
@@ -391,12 +398,7 @@ export class Registry {
           out.push({ inst, alive: proof.state === 'alive' || proof.state === 'degraded', proof });
           continue;
         }
-        reason = parsed.success
-          ? `names "${parsed.data.name}", not ${f.slice(0, -5)}`
-          : parsed.error.issues
-              .map((i) => `${i.path.join('.') || '(entry)'}: ${i.message}`)
-              .slice(0, 3)
-              .join('; ');
+        reason = parsed.success ? `names "${parsed.data.name}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(entry)');
       } catch (e) {
         reason = (e as Error).message;
       }
@@ -616,12 +618,7 @@ export class Registry {
           out.push(parsed.data as unknown as ClusterRecord);
           continue;
         }
-        reason = parsed.success
-          ? `names "${parsed.data.profile}", not ${f.slice(0, -5)}`
-          : parsed.error.issues
-              .map((i) => `${i.path.join('.') || '(record)'}: ${i.message}`)
-              .slice(0, 3)
-              .join('; ');
+        reason = parsed.success ? `names "${parsed.data.profile}", not ${f.slice(0, -5)}` : shapeIssues(parsed.error, '(record)');
       } catch (e) {
         reason = (e as Error).message;
       }

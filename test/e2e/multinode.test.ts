@@ -464,26 +464,12 @@ describe.each<[Mode, boolean]>([
     async () => {
       const fault = join(cl.dir, 'sim-fault');
       writeFileSync(fault, 'hang-at-load');
+      const serveOn = async (executor: string, ...more: string[]) =>
+        run(['serve', 'qwen3-200b', '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', ...more, '--set', `parallel.executor=${executor}`, '--set', `server.port=${await freePort()}`]);
       try {
         for (const executor of ['mp', 'ray']) {
           const started = Date.now();
-          const r = await run([
-            'serve',
-            'qwen3-200b',
-            '--engine',
-            'sim',
-            '--nodes',
-            cl.nodesFile,
-            '--no-prewarm',
-            '--ready-timeout',
-            '120s',
-            '--set',
-            `parallel.executor=${executor}`,
-            '--set',
-            'server.stallTimeoutSeconds=6',
-            '--set',
-            `server.port=${await freePort()}`,
-          ]);
+          const r = await serveOn(executor, '--ready-timeout', '120s', '--set', 'server.stallTimeoutSeconds=6');
           expect(r.exitCode, r.stderr).toBe(4);
           expect(r.stderr).toMatch(/launch failed: vLLM on n0 no log output for \d+ s \(stall timeout\)/);
           // the phases the head's log showed before it stopped
@@ -499,20 +485,7 @@ describe.each<[Mode, boolean]>([
         // classified over nodes as on one host: --json names its cause id, the line it was read from and the node
         writeFileSync(fault, 'oom-at-start');
         for (const executor of ['mp', 'ray']) {
-          const r = await run([
-            'serve',
-            'qwen3-200b',
-            '--engine',
-            'sim',
-            '--nodes',
-            cl.nodesFile,
-            '--no-prewarm',
-            '--json',
-            '--set',
-            `parallel.executor=${executor}`,
-            '--set',
-            `server.port=${await freePort()}`,
-          ]);
+          const r = await serveOn(executor, '--json');
           expect(r.exitCode, `${executor}: ${r.stderr}`).toBe(4);
           const f = JSON.parse(r.stdout).failure;
           expect(f, executor).toMatchObject({ reason: 'exited', cause: 'cuda-oom', line: expect.stringMatching(/OutOfMemoryError: CUDA out of memory/), node: expect.stringMatching(/^n[0-3]$/) });

@@ -118,8 +118,8 @@ describe('Registry.clusters: what it reads', () => {
   });
 });
 
-describe('status with a record it cannot read', () => {
-  it('says so once, escaped, leaves it in place, and lists it in --json; exit 0', async () => {
+describe('status and stop with a record they cannot read', () => {
+  it('status says so once, escaped, leaves it in place, and lists it in --json; stop says it did not stop it; exit 0', async () => {
     const { cli } = await import('../helpers.js');
     const dir = fresh();
     const reg = new Registry(dir);
@@ -133,6 +133,12 @@ describe('status with a record it cannot read', () => {
     expect(r.stderr).not.toContain('\u001b');
     const j = await cli(['status', '--json'], { stateDir: dir });
     expect(JSON.parse(j.stdout)).toMatchObject({ clusters: [], corrupt: [{ file, keptAs: file }] });
+    expect(readFileSync(file, 'utf8')).toBe(text);
+    // stop acts on nothing it cannot read, and says so
+    const s = await cli(['stop', 'bad'], { stateDir: dir });
+    expect(s.exitCode, s.stderr).toBe(0);
+    expect(s.stderr).toContain(`unreadable cluster record ${file} (ranks.0.logFile: `);
+    expect(s.stderr).toContain('left in place, not stopped');
     expect(readFileSync(file, 'utf8')).toBe(text);
   });
 });

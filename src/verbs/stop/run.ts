@@ -3,6 +3,7 @@ import { stateDir } from '../common.js';
 import { stopInstances, graceMsOf, heldText, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
 import { envelope } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
+import { shownEscaped as shown } from '../../util/control.js';
 import { UsageError, ProblemsFound } from '../../errors.js';
 import { stopGateway } from '../../gateway/control.js';
 import { downText } from '../gateway-text.js';
@@ -94,7 +95,11 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     const targets = opts.all ? reg.list() : reg.find(name!);
     for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
     // a server over nodes is a record of the same registry: stop NAME and --all stop it as serve --nodes recorded it
+    const seen = reg.corrupt.length;
     const clusters = await stopClusters(() => reg, name, opts, timeoutS);
+    // a record over nodes that cannot be read is not acted on (engine/registry.ts clusters()): said, left in place
+    for (const c of reg.corrupt.slice(seen))
+      note(`unreadable cluster record ${shown(c.file)} (${shown(c.reason)}): left in place, not stopped; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
     const cl = clusters.length ? { clusters: clusters.map((x) => x.json) } : {};
     if (!opts.json) for (const l of clusters.flatMap((x) => x.lines)) say(l);
     const clusterBad = clusters.find((x) => x.problem)?.problem ?? '';
