@@ -93,7 +93,9 @@ describe.skipIf(!!why)('native multi-node in podman containers on the netns node
     const n2 = join(cl.dir, 'n2', 'bin', 'podman');
     try {
       writeFileSync(n2, `#!/bin/bash\nargs=(); for x in "$@"; do [ "$x" = ${tag} ] && x=${other}; args+=("$x"); done\nexec /usr/bin/podman "\${args[@]}"\n`, { mode: 0o755 });
+      const t0 = Date.now();
       const refused = await run(['upgrade', 'mn-box', '--image', tag]);
+      console.log(`upgrade --image over nodes, the copy to n2 then the refusal: ${Date.now() - t0} ms`);
       expect(refused.exitCode, refused.stderr).toBe(4);
       expect(refused.stderr).toContain(`--image ${tag}: 1 of 4 node(s) do not hold it; nothing was stopped`);
       expect(refused.stderr).toContain(`n2 (${cl.addresses[2]}): after the load the node's ${tag} is ${b.slice(0, 12)}, not ${a.slice(0, 12)}`);

@@ -157,6 +157,7 @@ describe.each<[Mode, boolean]>([
     // --canary-nodes (a canary cluster beside the server on spare nodes): refused where the spare nodes
     // are the server's own (by address too) or not its shape; the plan with four spare nodes (a dry run
     // reads nothing from them: documentation addresses, never reached)
+    const tCanary = Date.now();
     const nodesDoc = yaml.load(readFileSync(cl.nodesFile, 'utf8')) as any;
     const spare = (names: string[], addr: (i: number) => string, file: string) => {
       const all = names.map((name, i) => ({ ...nodesDoc.head, name, address: addr(i) }));
@@ -183,6 +184,7 @@ describe.each<[Mode, boolean]>([
     expect(cp.stdout).toContain(`CANARY on 4 spare nodes (c0, c1, c2, c3; ${spareFile}) as qwen3-200b-canary, beside the running server`);
     const cpj = JSON.parse((await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile, '--dry-run', '--json'])).stdout);
     expect(cpj.canary).toEqual({ name: 'qwen3-200b-canary', nodes: ['c0', 'c1', 'c2', 'c3'], nodesFile: spareFile });
+    console.log(`--canary-nodes refusals and plan (4 CLI calls): ${Date.now() - tCanary} ms`);
     expect(head().ranks.map((r: { pid: number }) => r.pid)).toEqual(before.ranks.map((r: { pid: number }) => r.pid));
     // a candidate whose greedy answers differ: compared, stopped, the previous served again over every node, exit 1
     // (two cluster serves, ~45 s on a loaded 2-core host: with SPARKCTL_E2E_UPGRADE_NODES=1; CI runs the passing one)

@@ -237,8 +237,25 @@ async function upgradePulls(
     expect(plan.exitCode, plan.stderr).toBe(0);
     const digest = new RegExp(`^${remoteRepo.replace(/[.]/g, '\\.')}@sha256:[a-f0-9]{64}$`);
     expect(JSON.parse(plan.stdout)).toMatchObject({ kind: 'upgrade-plan', image: expect.stringMatching(digest), pull: { state: 'here' } });
+    // the candidate plays another version than the profile's 0.25.0 (the image's vllm says 0.17.0):
+    // each side's own `vllm serve --help=all` asked inside its image by real podman
+    // (the current's table was read by the first upgrade of this case that got that far: cached since)
+    expect(JSON.parse(plan.stdout).flags.current).toMatchObject({ source: 'cache', findings: [] });
+    expect(JSON.parse(plan.stdout).flags.candidate).toMatchObject({ source: 'read', findings: [] });
     expect(pins().current.imageId).toBe(idB);
     expect(await runningImage(name)).toBe(idB);
+    // an image of another vLLM version (the simulator image playing 0.12.0): each side's own
+    // `vllm serve --help=all` asked inside its image by real podman (no network, never pulling)
+    const older = `localhost/sparkctl-up-older:${process.pid}`;
+    await derivedImage(suite.podman, suite.work, suite.image(), ['ENV SPARKCTL_SIM_VLLM_VERSION=0.12.0'], older);
+    const olderPlan = await up(['--image', older, '--dry-run', '--json']);
+    expect(olderPlan.exitCode, olderPlan.stderr).toBe(0);
+    const fl = JSON.parse(olderPlan.stdout).flags;
+    expect(fl.current).toMatchObject({ source: 'cache', findings: [] }); // not paid again
+    expect(fl.candidate).toMatchObject({ source: 'read', findings: [] });
+    expect(fl.candidate.what).toMatch(/^podman .*run --rm --network=none --pull=never --label io\.sparkctl\.version-probe=[a-f0-9]+ --entrypoint vllm [a-f0-9]{64} serve --help=all$/);
+    expect(fl.defaultsRelied).toContainEqual({ flag: '--api-server-count', from: 'None', to: '1' });
+    expect((await suite.podman(['ps', '-a', '-q', '--filter', 'label=io.sparkctl.version-probe'])).stdout.trim()).toBe('');
     if (process.env.SPARKCTL_E2E_UPGRADE_PULL_ROLL !== '1') return;
 
     const t0 = Date.now();

@@ -415,9 +415,11 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   // before anything is copied; the candidate on every node (the canary's too)
   const cur = await planSide(l, nf, file, []);
   const canaryNf = opts.canaryNodes ? canaryNodesOf(name, opts.canaryNodes, nf, cur) : undefined;
+  // the canary planned there before anything is pulled or copied (the candidate as given); again below with its image ID
+  if (canaryNf) await canaryPlan(name, opts, l, canaryNf, [...(opts.image ? [`container.image=${opts.image}`] : []), ...(opts.vllm ? [`engine.vllmVersion=${opts.vllm}`] : []), ...opts.candidateSet]);
   const cand0 = await candidateOf(name, opts, l, nf, file, dir, canaryNf);
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
-  const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0) : undefined;
+  const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0.sets) : undefined;
   const candImage = imageOnNodes(cand);
   const every = canaryNf ? [nf, canaryNf] : [nf];
   if (!cand0.image && candImage && !cand0.wouldPull)
@@ -459,10 +461,10 @@ function canaryNodesOf(name: string, canaryFile: string, nf: NodesFile, cur: Pla
 }
 
 /** The candidate planned over the spare nodes as NAME-canary, as serve --nodes would plan it there (its refusals named as --canary-nodes'). */
-async function canaryPlan(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, cnf: NodesFile, cand0: NodesCandidate): Promise<NodesCanary> {
+async function canaryPlan(name: string, opts: NodesUpgradeOptions, l: ClusterLaunch, cnf: NodesFile, candSets: string[]): Promise<NodesCanary> {
   const file = opts.canaryNodes!;
   const cname = `${name}-canary`;
-  const sets = [...opts.set, ...cand0.sets, `name=${cname}`];
+  const sets = [...opts.set, ...candSets, `name=${cname}`];
   try {
     await planSide(l, cnf, file, sets);
   } catch (e) {

@@ -353,6 +353,15 @@ function wouldPull(name: string, opts: UpgradeOptions, cur: Relaunch, replicas: 
   say(`  what changes (flags, metrics, the memory plan) is read from the image once it is here: ${command}, then upgrade ${name} --image ${ref} --dry-run again`);
 }
 
+/** The flags only a server over nodes takes, refused for one that is not. */
+function refuseNodesFlags(profileName: string, opts: UpgradeOptions): void {
+  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
+  if (opts.canaryNodes)
+    throw new UsageError(`--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`, [
+      `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
+    ]);
+}
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
@@ -360,11 +369,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   // a server over nodes: a canary on spare nodes (--canary-nodes) where given, then in place over every node
   const cluster = registeredCluster(reg, profileName, opts);
   if (cluster) return (await import('./nodes.js')).upgradeNodes(cluster, opts);
-  if (opts.nodes) throw new UsageError(`--nodes ${opts.nodes}: ${profileName} is not served over nodes`, [`sparkctl status (what runs); sparkctl upgrade ${profileName} without --nodes for one host`]);
-  if (opts.canaryNodes)
-    throw new UsageError(`--canary-nodes ${opts.canaryNodes}: ${profileName} is not served over nodes (a canary on spare nodes is for a multi-node server)`, [
-      `on one host the canary runs beside the replicas (--canary-gpus LIST) or in place of one behind the router: leave --canary-nodes out`,
-    ]);
+  refuseNodesFlags(profileName, opts);
   const { name, entries } = registeredServers(
     reg,
     profileName,
@@ -383,9 +388,10 @@ export async function run(profileName: string, opts: UpgradeOptions) {
   const from = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   const to = cand.prepared.vllm.version;
   const diff = versionDiff(from, to, cand.plan.replicas[0]?.argv ?? []);
-  const flags = await flagsRead(dir, cur, cand, from, to, replicas, cand0);
   const routed = Boolean(router?.router) && cur.plan.replicas.length >= 2;
   const canaryGpus = canaryGpusFor(opts, name, routed, cur, cand);
+  // each side's own table: read once the cheap refusals are past (an import of vLLM costs 20-35 s)
+  const flags = await flagsRead(dir, cur, cand, from, to, replicas, cand0);
   const where = routed
     ? `in place of ${cur.plan.replicas[cur.plan.replicas.length - 1]!.name} behind the router, compared with ${cur.plan.replicas[0]!.name}`
     : `beside the replicas as ${name}-canary on a free port${canaryGpus ? `, on GPU ${canaryGpus.join(',')}` : ''} (no router: a passing canary is followed by a restart of every replica at once)`;
