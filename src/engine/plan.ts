@@ -91,6 +91,9 @@ export interface ServePlan extends PlanCore {
 
 export type ExecutorKind = 'ray' | 'native';
 
+/** A cluster's one endpoint: the one-host replica's rendering, as far as a launch on a node reads it. */
+export type NodesReplica = Pick<ReplicaPlan, 'name' | 'argv' | 'env' | 'port'>;
+
 /** A plan over nodes: its groups placed on the nodes file's nodes (cluster/plan.ts toClusterPlan). */
 export interface ClusterPlan extends PlanCore {
   placement: 'nodes';
@@ -101,8 +104,8 @@ export interface ClusterPlan extends PlanCore {
   pipeline: number;
   /** the server groups, in start order, each on the node it names */
   steps: NodeStep[];
-  /** the one endpoint the head serves */
-  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  /** the one endpoint the head serves: rendered as a replica on one host is (renderReplicas), what a launch on a node needs of it */
+  replica: NodesReplica;
   /** VLLM_API_KEY, set by serve from ServeRun.secrets (never in the plan as built) */
   apiKey?: string;
   /** vLLM's start caches on each node (node-caches.ts): made and pointed at by each launch line on a node's host */

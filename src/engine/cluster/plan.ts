@@ -2,7 +2,7 @@
 // vLLM's native launch where the target vLLM has it), every node's command rendered. Pure but for
 // reading the profile and nodes files; `--dry-run` prints this and starts nothing.
 import { exposedWhat, isLoopback } from '../../util/exposure.js';
-import { executableFor, simTail, type ClusterPlan, type ExecutorKind, type ReadInputs, type RunInputs } from '../plan.js';
+import { executableFor, simTail, type ClusterPlan, type ExecutorKind, type NodesReplica, type ReadInputs, type RunInputs } from '../plan.js';
 import { resolveLoaded, requireValid, type Resolved } from '../../profiles/resolve.js';
 import { loadProfile, type LoadedProfile } from '../../profiles/load.js';
 import type { ModelRead } from '../../model/read.js';
@@ -35,7 +35,7 @@ export interface PlannedCluster {
   nf: NodesFile;
   executor: ExecutorKind;
   steps: NodeStep[];
-  replica: { name: string; argv: string[]; env: Record<string, string>; port: number };
+  replica: NodesReplica;
   /** where every node's ranks read the model (rendered into each node's launch) */
   model: NodeModel;
   warnings: string[];
