@@ -151,3 +151,19 @@ export function flagChangeLines(f: FlagChanges, from: string, to: string, maxLis
   else if (!f.current.options || !f.candidate.options) out.push('  nothing compared: a side gave no table');
   return out;
 }
+
+/** What the plan holds of both sides' tables: what changes, or why they were not read. */
+export interface FlagsRead {
+  changes?: FlagChanges;
+  why?: string;
+}
+
+/** The plan's lines for the tables (one host and over nodes alike): what changes, or why nothing was read. */
+export function flagsPlanLines(f: FlagsRead, from: string, to: string): string[] {
+  return f.changes ? flagChangeLines(f.changes, from, to) : [`vLLM's own tables (serve --help=all): not read (${f.why ?? 'no reason given'})`];
+}
+
+/** The `upgrade-plan` envelope's keys for the tables (one host and over nodes alike): `flags`, and `flagsNotRead` where they were not read. */
+export function flagsFields(f: FlagsRead): { flags: FlagChanges | null; flagsNotRead?: string } {
+  return f.changes ? { flags: f.changes } : { flags: null, flagsNotRead: f.why ?? 'no reason given' };
+}

@@ -9,6 +9,7 @@
 // comes next and what the end was, never prints.
 import type { UpgradeStatus } from './upgrade.js';
 import type { Measured, Thresholds } from './judge.js';
+import { flagsPlanLines, type FlagsRead } from './flag-defaults.js';
 
 /** What serving over the nodes came to (serve --nodes' outcome, or its refusal/throw). */
 export type NodesServed = 'healthy' | 'unhealthy' | 'launch-failed' | 'refused' | 'interrupted';
@@ -183,6 +184,8 @@ export function nodesPlanLines(x: {
   sameVersion: boolean;
   /** --canary-nodes: the canary's profile name and its spare nodes */
   canary?: { name: string; nodes: string[]; nodesFile: string };
+  /** both sides' own vLLM tables (serve --help=all): what changes, or why they were not read (the one-host plan's lines) */
+  flags?: FlagsRead;
 }): string[] {
   const t = x.thresholds;
   const n = x.nodes.length;
@@ -194,6 +197,7 @@ export function nodesPlanLines(x: {
     ...(x.image ? [`  image: ${x.image.ref ? `${x.image.ref} -> ` : ''}${x.image.id} (the same image ID on every node, checked before anything stops; pinned: every node runs it, never a tag)`] : []),
     ...(x.imageSteps ?? []).map((l) => `  ${l}`),
     `  vLLM: ${x.from} -> ${x.to === 'auto' ? "auto (the image's own: read from the candidate once it serves)" : x.to}${x.sets.length ? ` (candidate: --set ${x.sets.join(' --set ')})` : ''}`,
+    ...(x.flags ? flagsPlanLines(x.flags, x.from, x.to).map((l) => `  ${l}`) : []),
   ];
   if (x.canary) {
     const k = x.canary.nodes.length;

@@ -16,7 +16,12 @@ import {
   type NodesRun,
   type NodesServed,
 } from '../../src/upgrade/nodes.js';
-import { lastOfEach } from '../../src/verbs/upgrade/nodes.js';
+import { lastOfEach, nodesHelpSide } from '../../src/verbs/upgrade/nodes.js';
+import { flagChanges, flagsFields, type SideRead } from '../../src/upgrade/flag-defaults.js';
+import { parseHelpAll } from '../../src/profiles/vllm-help.js';
+import { helpArgv } from '../../src/upgrade/help-read.js';
+import { compareSides } from '../../src/verbs/upgrade/help-tables.js';
+import type { PlannedCluster } from '../../src/engine/cluster/index.js';
 import { DEFAULT_THRESHOLDS } from '../../src/upgrade/judge.js';
 
 describe('afterCandidate: the candidate stays only when it served healthy, passed, and --no-roll was not given', () => {
@@ -308,4 +313,75 @@ describe('noService: the window without a healthy server, both windows on a way 
     ['candidate never ready and nothing came back: no end', { stoppedAt: 100 }, undefined],
     ['back, previous never ready: no end', { stoppedAt: 100, candReadyAt: 1100, stopCandAt: 5000 }, undefined],
   ])('%s', (_, t, want) => expect(noService(t)).toBe(want));
+});
+
+describe("the plan over nodes: vLLM's own tables (serve --help=all), as the one-host plan shows them", () => {
+  const base = {
+    profile: 'p',
+    nodesFile: '/n.yaml',
+    nodes: ['n0', 'n1'],
+    from: '0.17.1',
+    to: '0.28.0',
+    rollback: false,
+    sets: [],
+    thresholds: DEFAULT_THRESHOLDS,
+    sameVersion: false,
+  };
+  const read = (n: number): SideRead => ({ what: 'podman run ... vllm serve --help=all', source: 'read', ms: 2500, options: n, withDefault: n, findings: [] });
+  const help = (...opts: string[]) => parseHelpAll(`options:\n${opts.join('\n')}\n`);
+  const A = help('  --max-num-seqs MAX_NUM_SEQS\n                        Max seqs. (default: 256)', '  --old-knob X          Old. (default: 1)');
+  const B = help(
+    '  --max-num-seqs MAX_NUM_SEQS\n                        Max seqs. (default: 128)',
+    '  --old-knob X          [DEPRECATED] Please use --new-knob instead. (default: 1)',
+    '  --new-knob X          New. (default: 1)',
+  );
+  const changes = flagChanges(A, B, ['--old-knob'], { current: read(2), candidate: read(3) }, () => 'engine.extraArgs');
+
+  it('a changed default the profile relies on and a rename it renders: said after the vLLM line, with the fix', () => {
+    const l = nodesPlanLines({ ...base, image: { ref: 'r:2', id: 'b'.repeat(64) }, flags: { changes } });
+    const at = l.findIndex((x) => x.startsWith('  vLLM: 0.17.1 -> 0.28.0'));
+    expect(l[at + 1]).toBe("  vLLM's own tables (serve --help=all): 0.17.1: 2 options, 2 defaults (read in 2.5 s); 0.28.0: 3 options, 3 defaults (read in 2.5 s)");
+    expect(l).toContain('    --max-num-seqs: default 256 -> 128 (your profile does not set it: the candidate will run with 128)');
+    expect(l.join('\n')).toContain('--old-knob: renamed to --new-knob (vLLM 0.28.0\'s help: "[DEPRECATED] Please use --new-knob instead."); your profile renders it: change engine.extraArgs');
+    // the canary plan carries the same lines
+    expect(nodesPlanLines({ ...base, flags: { changes }, canary: { name: 'p-canary', nodes: ['c0', 'c1'], nodesFile: '/s.yaml' } }).join('\n')).toContain('--max-num-seqs: default 256 -> 128');
+  });
+  it('not read: the reason said in its place; no flags given: no line (older callers)', () => {
+    const l = nodesPlanLines({ ...base, flags: { why: 'the same vLLM (0.17.1) on both sides: the same tables' } });
+    expect(l).toContain("  vLLM's own tables (serve --help=all): not read (the same vLLM (0.17.1) on both sides: the same tables)");
+    expect(nodesPlanLines(base).join('\n')).not.toContain('serve --help=all');
+  });
+  it("the envelope's keys: flags (as the one-host upgrade-plan) or flags null with flagsNotRead", () => {
+    const j = JSON.parse(JSON.stringify(flagsFields({ changes })));
+    expect(Object.keys(j)).toEqual(['flags']);
+    expect(j.flags.defaultsRelied).toEqual([{ flag: '--max-num-seqs', from: '256', to: '128' }]);
+    expect(j.flags.renamed[0]).toMatchObject({ from: '--old-knob', to: '--new-knob', by: 'candidate', rendered: true, field: 'engine.extraArgs' });
+    expect(j.flags.candidate).toMatchObject({ source: 'read', options: 3 });
+    expect(flagsFields({ why: 'x' })).toEqual({ flags: null, flagsNotRead: 'x' });
+  });
+
+  // where each side is asked over nodes: the image HERE by the ID every node holds, the simulator for native ranks, else why not
+  const inContainers = {
+    steps: [{ node: 'n0', address: 'a', argv: [], container: { cli: 'podman', cliArgs: ['--root', '/r'], image: 'x', name: 'c' } }],
+    resolved: { profile: { container: { cliArgs: ['--root', '/r'] } } },
+  } as unknown as PlannedCluster;
+  const native = { steps: [{ node: 'n0', address: 'a', argv: [] }], resolved: { profile: {} } } as unknown as PlannedCluster;
+  it('an image: asked here by its ID, never pulled, no network, with the profile cliArgs', () => {
+    const s = nodesHelpSide(inContainers, 'sim', '0.28.0', 'c'.repeat(64), 'candidate');
+    expect(s.side).toEqual({ kind: 'image', cli: 'podman', cliArgs: ['--root', '/r'], image: 'c'.repeat(64), id: 'c'.repeat(64) });
+    const argv = helpArgv(s.side!, 'probe1');
+    expect(argv).toEqual(expect.arrayContaining(['--pull=never', '--network=none', 'c'.repeat(64), 'serve', '--help=all']));
+    expect(argv.slice(0, 3)).toEqual(['podman', '--root', '/r']);
+  });
+  it('an image whose ID is not known here (a dry run that pulls nothing; ranks on different images): not read, why', () => {
+    expect(nodesHelpSide(inContainers, 'vllm', '0.28.0', undefined, 'candidate')).toEqual({ why: "the candidate image's ID is not known here (not pulled: --dry-run pulls nothing)" });
+    expect(nodesHelpSide(inContainers, 'vllm', '0.17.1', undefined, 'current').why).toContain('the ranks do not run one image');
+  });
+  it("native ranks: the simulator plays the version; real vLLM on each node's host: not read, why", () => {
+    expect(nodesHelpSide(native, 'sim', '0.12.0', undefined, 'current').side).toMatchObject({ kind: 'sim', version: '0.12.0' });
+    expect(nodesHelpSide(native, 'vllm', '0.12.0', undefined, 'current')).toEqual({ why: "the current vLLM runs on each node's host: its install is not read by upgrade" });
+  });
+  it('a side with nothing to ask: nothing read, nothing compared, said', async () => {
+    expect(await compareSides('/nonexistent', undefined, { kind: 'sim', version: '1', argv0: ['x'] }, [], { engine: {} as never })).toEqual({ why: 'no current vLLM to ask' });
+  });
 });

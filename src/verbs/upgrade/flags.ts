@@ -52,6 +52,7 @@ failure, the previous pin) is ready again; the plan says so. An --image is first
 by ID (pulled here when it is not, unless --no-pull; then copied, podman|docker save | ssh NODE
 load, to each node that lacks it or holds another build under the same reference) and read back:
 one image ID on every node, else refused naming the nodes and the IDs, before anything stops.
+The plan shows the --help=all changes as on one host, both images' tables read here by that ID.
 --no-pull copies nothing (every node must hold it already). The running cluster is measured first
 and kept; it is stopped on every node, the candidate served over every node together (pinned to
 that image ID), measured with the same requests and judged by the same thresholds; a failure stops

@@ -11,7 +11,10 @@ import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
 import { imageOnNodes } from '../../engine/cluster/node-runtime.js';
-import { readSecrets } from '../../engine/plan.js';
+import { readSecrets, executableFor } from '../../engine/plan.js';
+import { flagsFields, type FlagsRead } from '../../upgrade/flag-defaults.js';
+import type { HelpSide } from '../../upgrade/help-read.js';
+import { compareSides } from './help-tables.js';
 import { imageLine, refOf } from '../../engine/cluster/node-container.js';
 import { imageIdOf } from '../../engine/runtime/ops.js';
 import { graceMsOf } from '../../engine/stop.js';
@@ -374,6 +377,8 @@ interface NodesUpgrade {
   secrets: Record<string, string>;
   /** --canary-nodes: the spare nodes, the canary's name and its plan there */
   canary?: NodesCanary;
+  /** both sides' own vLLM tables compared (serve --help=all), or why not read */
+  flags: FlagsRead;
 }
 
 interface NodesCanary {
@@ -448,7 +453,41 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   // auto: the version the running head says it runs (the candidate's is read once it serves)
   const from = sideVersion(cur.resolved.profile.engine.vllmVersion, await versionAt(rec0, readSecrets(cur.resolved.profile)));
   const to = cand.resolved.profile.engine.vllmVersion;
-  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets, ...(canary ? { canary } : {}) };
+  const flags = await nodesFlags(dir, l.engine, cur, cand, cand0, currentId, from, to);
+  return { rec0, opts, dir, name, l, file, nf, nodes, cur, cand, cand0, currentId, from, to, thresholds: thresholdsOf(cand), secrets, flags, ...(canary ? { canary } : {}) };
+}
+
+/**
+ * One side's own `vllm serve --help=all` over nodes, asked where the one-host upgrade asks it: an
+ * image HERE by its ID (every node holds that ID: checked above, oneIdOn / the ranks' own answer),
+ * the simulator playing the version for native ranks; undefined with why where nothing can be asked.
+ */
+export function nodesHelpSide(pc: PlannedCluster, engine: 'vllm' | 'sim', version: string, id: string | undefined, what: string): { side?: HelpSide; why?: string } {
+  const img = imageOnNodes(pc);
+  if (img)
+    return id
+      ? { side: { kind: 'image', cli: img.cli, cliArgs: pc.resolved.profile.container?.cliArgs ?? [], image: id, id } }
+      : { why: `the ${what} image's ID is not known here (${what === 'candidate' ? 'not pulled: --dry-run pulls nothing' : 'the ranks do not run one image'})` };
+  if (engine === 'sim') return { side: { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) } };
+  return { why: `the ${what} vLLM runs on each node's host: its install is not read by upgrade` };
+}
+
+/** Both sides' tables compared, as the one-host plan does (the same vLLM on both sides: not read, the same tables). */
+async function nodesFlags(
+  dir: string,
+  engine: 'vllm' | 'sim',
+  cur: PlannedCluster,
+  cand: PlannedCluster,
+  cand0: NodesCandidate,
+  currentId: string | undefined,
+  from: string,
+  to: string,
+): Promise<FlagsRead> {
+  if (from === to) return { why: `the same vLLM (${from}) on both sides: the same tables` };
+  const a = nodesHelpSide(cur, engine, from, currentId, 'current');
+  const b = nodesHelpSide(cand, engine, to, cand0.image?.id, 'candidate');
+  if (!a.side || !b.side) return { why: (a.why ?? b.why)! };
+  return compareSides(dir, a.side, b.side, cand.replica.argv, cand.resolved.profile);
 }
 
 /** --canary-nodes FILE: spare nodes that share none with the server and hold its shape (TP x PP), else bad input (nothing read from them yet). */
@@ -496,6 +535,7 @@ function showPlan(u: NodesUpgrade): boolean {
     thresholds: u.thresholds,
     sameVersion: sameVllmVersion(from, to),
     ...(u.canary ? { canary: { name: u.canary.name, nodes: u.canary.nodes, nodesFile: u.canary.file } } : {}),
+    flags: u.flags,
   });
   const lines = [plan[0]!, ...diffLines(diff).map((x) => `  ${x}`), ...plan.slice(1)];
   if (!opts.dryRun) {
@@ -519,6 +559,7 @@ function showPlan(u: NodesUpgrade): boolean {
         ...(cand0.wouldPull ? { pull: { state: 'would-pull' } } : {}),
         canary: u.canary ? { name: u.canary.name, nodes: u.canary.nodes, nodesFile: u.canary.file } : null,
         diff,
+        ...flagsFields(u.flags),
         thresholds: u.thresholds,
       }),
     );

@@ -15,11 +15,11 @@ import { stateDir } from '../common.js';
 import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode } from '../../errors.js';
-import { versionDiff, diffLines, vllmArgsOfRendered, type VersionDiff } from '../../upgrade/diff.js';
-import { flagChanges, flagChangeLines, renderedOptions, type FlagChanges } from '../../upgrade/flag-defaults.js';
-import { readHelp, type HelpSide } from '../../upgrade/help-read.js';
+import { versionDiff, diffLines, type VersionDiff } from '../../upgrade/diff.js';
+import { flagsPlanLines, flagsFields, type FlagsRead } from '../../upgrade/flag-defaults.js';
+import type { HelpSide } from '../../upgrade/help-read.js';
+import { compareSides, fieldOfFlag } from './help-tables.js';
 import { executableFor } from '../../engine/plan.js';
-import type { Profile } from '../../profiles/schema.js';
 import { readPins, writePin, rollbackPins, writePinFile, resolveImagePin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, type Pin } from '../../engine/pins.js';
 import { candidateImage, type CandidateImage } from '../../upgrade/candidate-image.js';
 import type { RuntimeImages } from '../../engine/runtime/runtime.js';
@@ -169,7 +169,7 @@ function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunc
   if (c0.fetched?.state === 'pulled') out.push(`  pulled: ${c0.imagePinned ?? c0.image} (in ${formatDuration(c0.fetched.pullMs ?? 0)})`);
   if (c0.vllmBin) out.push(`  vllm: ${cur.started.vllmBin} -> ${c0.vllmBin}`);
   out.push(...diffLines(diff).map((l) => `  ${l}`));
-  out.push(...(flags.changes ? flagChangeLines(flags.changes, diff.from, diff.to) : [`vLLM's own tables (serve --help=all): not read (${flags.why})`]).map((l) => `  ${l}`));
+  out.push(...flagsPlanLines(flags, diff.from, diff.to).map((l) => `  ${l}`));
   out.push(`  memory now: ${memoryLine(cur)}`, `  memory on the candidate: ${memoryLine(cand)}`);
   out.push(`  canary: ${where}`);
   const t = thresholdsOf(cand);
@@ -177,43 +177,6 @@ function planLines(name: string, diff: VersionDiff, cur: Relaunch, cand: Relaunc
     `  passes when: probe healthy; TTFT p50 <= ${t.ttftRatio}x, TPOT p50 <= ${t.tpotRatio}x, output tokens/s >= ${t.throughputRatio}x the current's; golden prompts ${diff.sameVersion ? (t.goldenSameVersion >= 1 ? 'identical' : `similarity >= ${t.goldenSameVersion}`) : `similarity >= ${t.goldenOtherVersion} (another vLLM version)`}`,
   );
   return out;
-}
-
-/** The profile field that renders a vLLM option (profiles/render.ts), for a rename's fix; engine.extraArgs where the option is written there. */
-const FIELD_OF: Record<string, string> = {
-  '--dtype': 'engine.dtype',
-  '--max-model-len': 'engine.maxModelLen',
-  '--kv-cache-memory-bytes': 'engine.kvCacheMemoryBytes',
-  '--enforce-eager': 'engine.enforceEager',
-  '--gpu-memory-utilization': 'engine.gpuMemoryUtilization',
-  '--kv-cache-dtype': 'engine.kvCacheDtype',
-  '--quantization': 'engine.quantization',
-  '--enable-chunked-prefill': 'engine.enableChunkedPrefill',
-  '--no-enable-chunked-prefill': 'engine.enableChunkedPrefill',
-  '--enable-prefix-caching': 'engine.enablePrefixCaching',
-  '--no-enable-prefix-caching': 'engine.enablePrefixCaching',
-  '--max-num-seqs': 'engine.maxNumSeqs',
-  '--max-num-batched-tokens': 'engine.maxNumBatchedTokens',
-  '--block-size': 'engine.blockSize',
-  '--enable-log-requests': 'engine.logRequests',
-  '--disable-log-requests': 'engine.logRequests',
-  '--reasoning-parser': 'engine.reasoningParser',
-  '--enable-auto-tool-choice': 'engine.toolCallParser',
-  '--tool-call-parser': 'engine.toolCallParser',
-  '--served-model-name': 'model.servedName',
-  '--revision': 'model.revision',
-  '--tensor-parallel-size': 'parallel.tensor',
-  '--pipeline-parallel-size': 'parallel.pipeline',
-  '--distributed-executor-backend': 'parallel.executor',
-};
-export function fieldOfFlag(p: Pick<Profile, 'engine'>, flag: string): string | undefined {
-  if ((p.engine.extraArgs ?? []).some((a) => a === flag || a.startsWith(`${flag}=`))) return 'engine.extraArgs';
-  return FIELD_OF[flag];
-}
-
-interface FlagsRead {
-  changes?: FlagChanges;
-  why?: string;
 }
 
 /** Where a side's own `vllm serve --help=all` is asked: the simulator, the host's vllm, or its image. */
@@ -239,11 +202,7 @@ async function flagsRead(dir: string, cur: Relaunch, cand: Relaunch, from: strin
   const ran = recordOf(replicas)?.image;
   const curImage = images && ran ? { ref: ran, id: (await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined))?.id } : undefined;
   const [a, b] = await Promise.all([helpSideOf(cur, from, curImage), helpSideOf(cand, to, { ref: c0.imagePinned ?? c0.image, id: c0.imageId })]);
-  if (!a || !b) return { why: `no ${!a ? 'current' : 'candidate'} vLLM to ask` };
-  const [ra, rb] = await Promise.all([readHelp(a, { stateDir: dir }), readHelp(b, { stateDir: dir })]);
-  const rendered = renderedOptions(vllmArgsOfRendered(cand.plan.replicas[0]?.argv ?? []));
-  const empty = { entries: [], findings: [] };
-  return { changes: flagChanges(ra.table ?? empty, rb.table ?? empty, rendered, { current: ra.read, candidate: rb.read }, (f) => fieldOfFlag(cand.plan.profile, f)) };
+  return compareSides(dir, a, b, cand.plan.replicas[0]?.argv ?? [], cand.plan.profile);
 }
 
 function renderer(json: boolean | undefined): (e: UpgradeEvent) => void {
@@ -362,6 +321,8 @@ function refuseNodesFlags(profileName: string, opts: UpgradeOptions): void {
     ]);
 }
 
+export { fieldOfFlag };
+
 export async function run(profileName: string, opts: UpgradeOptions) {
   checkInputs(opts);
   const dir = stateDir();
@@ -408,8 +369,7 @@ export async function run(profileName: string, opts: UpgradeOptions) {
           canary: routed ? 'in-place' : 'beside',
           pull: cand0.fetched ? { state: cand0.fetched.state } : null,
           diff,
-          flags: flags.changes ?? null,
-          ...(flags.changes ? {} : { flagsNotRead: flags.why }),
+          ...flagsFields(flags),
           thresholds: thresholdsOf(cand),
         }),
       );
