@@ -153,7 +153,9 @@ describe.each<[Mode, boolean]>([
     expect(plan.stdout).toContain(`vLLM: ${v0} -> ${V1}`);
     expect(plan.stdout).toMatch(/IN PLACE: no spare nodes given \(--canary-nodes FILE\): NO SERVICE from the stop/);
     // both sides' own `serve --help=all` (native simulator ranks: the simulator plays each version, as on one host)
-    expect(plan.stdout).toMatch(new RegExp(`vLLM's own tables \\(serve --help=all\\): ${v0.replace(/\./g, '\\.')}: \\d+ options, \\d+ defaults \\(read in [^)]+\\); ${V1.replace(/\./g, '\\.')}: \\d+ options`));
+    expect(plan.stdout).toMatch(
+      new RegExp(`vLLM's own tables \\(serve --help=all\\): ${v0.replace(/\./g, '\\.')}: \\d+ options, \\d+ defaults \\(read in [^)]+\\); ${V1.replace(/\./g, '\\.')}: \\d+ options`),
+    );
     const pj = JSON.parse((await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--dry-run', '--json'])).stdout);
     expect(pj).toMatchObject({ kind: 'upgrade-plan', where: 'nodes', inPlace: true, nodes: ['n0', 'n1', 'n2', 'n3'], from: v0, to: V1 });
     expect(pj.flagsNotRead).toBeUndefined();
