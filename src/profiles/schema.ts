@@ -304,8 +304,15 @@ const UpgradeBlock = z.strictObject({
 });
 type UpgradeBlock = z.infer<typeof UpgradeBlock>;
 
+/** The longest profile name: every name made from it (NAME-canary, NAME-rN, a unit or container name) stays within what its records and hosts take. */
+export const PROFILE_NAME_MAX = 64;
+
 export const Profile = z.strictObject({
-  name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
+  // capped so every name made from it fits where it is kept (NAME-canary, a cluster record's profile: at most 200)
+  name: z
+    .string()
+    .max(PROFILE_NAME_MAX, `at most ${PROFILE_NAME_MAX} characters (names made from it, such as NAME-canary, must fit the state records): a shorter name: in the file or --set name=SHORTER`)
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'lower-case letters, digits, . _ -'),
   description: z.string().default(''),
   model: ModelBlock,
   engine: EngineBlock.default(EngineBlock.parse({})),

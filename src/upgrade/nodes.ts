@@ -67,6 +67,18 @@ export interface NodesEnd {
 }
 
 /**
+ * A side's record is not found when its stop looks (undefined: nothing of it can run, nothing left).
+ * Served healthy or unhealthy, serve --nodes left it running with its record; a record file that is
+ * there but unreadable (`corrupt`: the registry's reason) may be a running cluster's. Either way the
+ * side may still run: said as what was left, never as "stopped". Pure.
+ */
+export function recordMissingLeft(name: string, served: NodesServed | undefined, corrupt: string | undefined): string | undefined {
+  if (corrupt !== undefined) return `the record of ${name} cannot be read (${corrupt}): it may still run`;
+  if (served === 'healthy' || served === 'unhealthy') return `${name} served ${served} but no record of it is found: it may still run`;
+  return undefined;
+}
+
+/**
  * The end of an in-place upgrade over nodes, from what each step came to. The rule: the candidate is
  * kept only when it served healthy and passed every comparison (and --no-roll was not given);
  * otherwise the previous pin is served again. Whatever the end, it names what serves now; where
@@ -125,7 +137,8 @@ function canaryEnd(c: CanaryRun, r: NodesRun, profile: string): NodesEnd {
     return { status, serving: 'previous', loud: `the canary ${c.name} was not stopped: sparkctl stop ${c.name} --nodes ${c.nodesFile} (${profile} serves as before)` };
   if (c.stop?.left !== undefined)
     return {
-      status: c.served === 'healthy' && c.pass === true && !r.noRoll ? 'roll-failed' : status,
+      // passed (kept or --no-roll's compared): not an ok end while the canary may run
+      status: c.served === 'healthy' && c.pass === true ? 'roll-failed' : status,
       serving: 'previous',
       loud: `the canary ${c.name} did not stop whole (${c.stop.left}): sparkctl stop ${c.name} --nodes ${c.nodesFile}; ${profile} serves as before, not upgraded`,
     };

@@ -224,6 +224,27 @@ describe('validation: every problem at once, each naming field, value and fix', 
     }
   });
 
+  // review s7 F2: a name the records cannot hold (NAME-canary's cluster record caps at 200) read back as corrupt
+  it.each([
+    ['64 characters: accepted', 'a'.repeat(64), true],
+    ['65 characters: refused, the field, the limit and the fix named', 'a'.repeat(65), false],
+    ['194 characters (its -canary would pass the record limit): refused', 'b'.repeat(194), false],
+  ])('profile name of %s', (_, name, ok) => {
+    const p = load('qwen3.5-9b');
+    const go = () => parseProfile({ ...p, name }, 'x.yaml');
+    if (ok) expect(go().name).toBe(name);
+    else {
+      try {
+        go();
+        expect.unreachable();
+      } catch (e) {
+        expect(e).toBeInstanceOf(UsageError);
+        expect((e as UsageError).exitCode).toBe(2);
+        expect((e as UsageError).details.join('\n')).toMatch(/name.*at most 64 characters.*--set name=SHORTER/);
+      }
+    }
+  });
+
   it('--set reads values as YAML and refuses non-blocks', () => {
     const raw: Record<string, unknown> = { engine: { x: 1 } };
     applySet(raw, 'engine.maxModelLen=8192');

@@ -12,6 +12,7 @@ import {
   sideVersion,
   currentUnfit,
   noService,
+  recordMissingLeft,
   type CanaryRun,
   type NodesRun,
   type NodesServed,
@@ -120,6 +121,21 @@ describe('nodesEnd: every path ends saying what serves; nothing healthy serving 
       { status: 'roll-failed', serving: 'previous', loud: /did not stop whole .*qwen3-200b serves as before, not upgraded/ },
     ],
     [
+      // review s7 F2: a canary served but whose record is not found was said "stopped" and left running
+      'canary served healthy, its record not found at the stop: left (may still run), the stop named, exit 1',
+      { noRoll: false, canary: { ...K, served: 'healthy', pass: false, stop: { left: recordMissingLeft('qwen3-200b-canary', 'healthy', undefined)! } } },
+      {
+        status: 'canary-failed',
+        serving: 'previous',
+        loud: /qwen3-200b-canary did not stop whole \(qwen3-200b-canary served healthy but no record of it is found: it may still run\): sparkctl stop qwen3-200b-canary --nodes \/etc\/spare.yaml/,
+      },
+    ],
+    [
+      'canary passed with --no-roll but would not stop: not an ok end (exit 4), loud',
+      { noRoll: true, canary: { ...K, served: 'healthy', pass: true, stop: { left: 'rank 1 on c1: unproven' } } },
+      { status: 'roll-failed', serving: 'previous', loud: /did not stop whole \(rank 1 on c1: unproven\): sparkctl stop qwen3-200b-canary/ },
+    ],
+    [
       'canary passed, stopped: the in-place upgrade decides (passed: the candidate stays)',
       { noRoll: false, canary: { ...K, served: 'healthy', pass: true, stop: {} }, stopCurrent: {}, candidate: 'healthy', pass: true },
       { status: 'rolled', serving: 'candidate' },
@@ -155,6 +171,25 @@ describe('afterCanary: the server is upgraded only after a canary that served he
     [{}, false, 'stop'],
   ];
   it.each(rows)('%j, no-roll %s -> %s', (c, noRoll, want) => expect(afterCanary({ ...K, ...c }, noRoll)).toBe(want));
+});
+
+describe('recordMissingLeft: a side this run served, or whose record is unreadable, is never "stopped" for want of its record', () => {
+  it.each<[NodesServed | undefined, string | undefined, RegExp | undefined]>([
+    ['healthy', undefined, /p-canary served healthy but no record of it is found: it may still run/],
+    ['unhealthy', undefined, /served unhealthy .*may still run/],
+    // serve's own failed and interrupted ends stop the ranks and remove the record: nothing left
+    ['launch-failed', undefined, undefined],
+    ['interrupted', undefined, undefined],
+    ['refused', undefined, undefined],
+    [undefined, undefined, undefined],
+    // a record file there but unreadable (a shape drift, a name over the record's limit) may be a running cluster's, however it ended
+    ['launch-failed', 'profile: too long', /the record of p-canary cannot be read \(profile: too long\): it may still run/],
+    [undefined, 'Unexpected token', /cannot be read/],
+  ])('served %s, corrupt %s', (served, corrupt, want) => {
+    const left = recordMissingLeft('p-canary', served, corrupt);
+    if (want) expect(left).toMatch(want);
+    else expect(left).toBeUndefined();
+  });
 });
 
 describe('canaryNodesProblem: spare nodes share none with the server and hold its shape (TP x PP)', () => {

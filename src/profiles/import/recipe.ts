@@ -14,7 +14,7 @@ import { CONTROL } from '../../util/control.js';
 import { isLoopback } from '../../util/exposure.js';
 import { UsageError } from '../../errors.js';
 import { isSecretName } from '../../util/redact.js';
-import { isModelId } from '../schema.js';
+import { isModelId, PROFILE_NAME_MAX } from '../schema.js';
 import { checkArgv, resolveOption, takesValue, formatFlagProblem } from '../vllm-flags.js';
 import { renderCommand, templateValue } from './command.js';
 
@@ -122,7 +122,7 @@ export function profileNameFor(source: string): string {
       .toLowerCase()
       .replace(/[^a-z0-9._-]+/g, '-')
       .replace(/^[^a-z0-9]+/, '')
-      .slice(0, 100) || 'imported'
+      .slice(0, PROFILE_NAME_MAX) || 'imported'
   );
 }
 

@@ -5,7 +5,7 @@ import { readRecipe, parseRecipeYaml, type RecipeSource } from '../../profiles/i
 import { importRecipe, profileNameFor, recipeImage, type RecipeImport } from '../../profiles/import/recipe.js';
 import { flagTableFor, importVerdict, profileText, type FlagTable, type ImportVerdict } from '../../profiles/import/result.js';
 import { parseProfile } from '../../profiles/load.js';
-import type { Profile } from '../../profiles/schema.js';
+import { PROFILE_NAME_MAX, type Profile } from '../../profiles/schema.js';
 import { formatProblem } from '../../profiles/problem.js';
 import { planMemory, GIB, type MemoryPlan } from '../../profiles/planner.js';
 import { isPep440 } from '../../profiles/versions.js';
@@ -80,7 +80,8 @@ function checkFlags(source: string, opts: ImportFlags): string {
     throw new UsageError(`--vllm-version ${JSON.stringify(opts.vllmVersion)}: not a vLLM version`, ['a version such as 0.17.0 (the flag tables decide which extra arguments are accepted)']);
   // a profile is found by its file name: with --out, the file names it
   const name = opts.name ?? profileNameFor(opts.out ?? source);
-  if (!/^[a-z0-9][a-z0-9._-]*$/.test(name)) throw new UsageError(`--name ${JSON.stringify(name)}: not a profile name`, ['lower-case letters, digits, . _ - (starting with a letter or digit)']);
+  if (name.length > PROFILE_NAME_MAX || !/^[a-z0-9][a-z0-9._-]*$/.test(name))
+    throw new UsageError(`--name ${JSON.stringify(name)}: not a profile name`, [`lower-case letters, digits, . _ - (starting with a letter or digit), at most ${PROFILE_NAME_MAX} characters`]);
   return name;
 }
 

@@ -4,7 +4,7 @@
 // measure the running cluster, stop it, serve the candidate over every node through serve --nodes'
 // own path, measure it with the same requests, then keep it (pinned, recorded) or stop it and serve
 // the previous pin again over every node. Every wait has a deadline (serve's, stop's, the measure's).
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { z } from 'zod';
 import { Registry, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
 import { loadNodesFile } from '../../profiles/load.js';
@@ -41,6 +41,7 @@ import {
   noService,
   type NodesRun,
   type NodesServed,
+  recordMissingLeft,
 } from '../../upgrade/nodes.js';
 import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
@@ -312,10 +313,18 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewar
   }
 }
 
-/** Stop the profile's cluster as recorded now (undefined: nothing left; a string: what was left, named). */
-async function stopSide(dir: string, name: string, nf: NodesFile, signal: AbortSignal): Promise<{ left?: string }> {
-  const rec = new Registry(dir).clusters().find((x) => x.profile === name);
-  if (!rec) return {};
+/**
+ * Stop the profile's cluster as recorded now (undefined: nothing left; a string: what was left, named).
+ * `served`: how this run served it, where it did: served and no readable record is left, never "stopped".
+ */
+async function stopSide(dir: string, name: string, nf: NodesFile, signal: AbortSignal, served?: NodesServed): Promise<{ left?: string }> {
+  const reg = new Registry(dir);
+  const rec = reg.clusters().find((x) => x.profile === name);
+  if (!rec) {
+    const corrupt = reg.corrupt.find((x) => basename(x.file) === `${name}.json`)?.reason;
+    const left = recordMissingLeft(name, served, corrupt);
+    return left === undefined ? {} : { left };
+  }
   const out = await stopCluster(nf, dir, rec, graceMsOf({}) / 1000, signal);
   const bad = (s: string) => s === 'failed' || s === 'unproven';
   const left = [
@@ -646,7 +655,7 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
   if (signal.aborted) d.run.interrupted = true;
   // the canary is stopped whatever came of it (also after Ctrl-C: its own deadline)
   say2(`stopping the canary ${k.name} on ${k.nodes.join(', ')}`);
-  cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
+  cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), s.served));
   return current;
 }
 
@@ -692,7 +701,7 @@ async function inPlace(u: NodesUpgrade, d: NodesDone = { run: { noRoll: !u.opts.
       if (afterCandidate(run.candidate, run.pass, run.noRoll) === 'back') {
         say2(`back to the previous pin: stopping the candidate, serving the previous over ${nodes.length} nodes`);
         at.stopCandAt = Date.now();
-        run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000)));
+        run.stopCandidate = await timed('stopCandidate', () => stopSide(dir, name, nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), run.candidate));
         // the previous pin is served again even after Ctrl-C: never leave the nodes without a server unasked
         if (run.stopCandidate.left === undefined) {
           const b = await timed('servePrevious', () => serveSide(l, file, previousSets));
