@@ -79,6 +79,20 @@ export function recordMissingLeft(name: string, served: NodesServed | undefined,
 }
 
 /**
+ * The nodes whose tag the candidate's copy replaced (each held another build under the reference),
+ * said wherever the upgrade ends after the copy without the candidate serving there (a refusal, an
+ * unchanged end): which node held what, and the command that puts the tag back on it. Pure.
+ */
+export function tagsReplacedLines(copied: Array<{ node: string; had?: string }> | undefined, cli: string, ref: string): string[] {
+  const over = (copied ?? []).filter((x): x is { node: string; had: string } => typeof x.had === 'string');
+  if (!over.length) return [];
+  return [
+    `the candidate was already copied over ${ref} on ${over.map((x) => `${x.node} (it held ${x.had.slice(0, 12)})`).join(', ')}: a plain serve there now runs the candidate`,
+    ...over.map((x) => `to put ${x.node}'s tag back, on ${x.node}: ${cli} tag ${x.had} ${ref}`),
+  ];
+}
+
+/**
  * The end of an in-place upgrade over nodes, from what each step came to. The rule: the candidate is
  * kept only when it served healthy and passed every comparison (and --no-roll was not given);
  * otherwise the previous pin is served again. Whatever the end, it names what serves now; where

@@ -13,11 +13,13 @@ import {
   currentUnfit,
   noService,
   recordMissingLeft,
+  tagsReplacedLines,
   type CanaryRun,
   type NodesRun,
   type NodesServed,
 } from '../../src/upgrade/nodes.js';
-import { lastOfEach, nodesHelpSide } from '../../src/verbs/upgrade/nodes.js';
+import { lastOfEach, nodesHelpSide, tagsNamed } from '../../src/verbs/upgrade/nodes.js';
+import { LaunchError, UsageError } from '../../src/errors.js';
 import { flagChanges, flagsFields, type SideRead } from '../../src/upgrade/flag-defaults.js';
 import { parseHelpAll } from '../../src/profiles/vllm-help.js';
 import { helpArgv } from '../../src/upgrade/help-read.js';
@@ -189,6 +191,51 @@ describe('recordMissingLeft: a side this run served, or whose record is unreadab
     const left = recordMissingLeft('p-canary', served, corrupt);
     if (want) expect(left).toMatch(want);
     else expect(left).toBeUndefined();
+  });
+});
+
+// review s7 F4: a refusal after the candidate was copied over a node's tag said "nothing was stopped" and not that the tag moved
+describe('after the copy: a refusal names the nodes whose tag the candidate replaced, and how to put each back', () => {
+  const A = 'a'.repeat(64);
+  const B = 'b'.repeat(64);
+  const ref = 'registry.example/vllm:v0.18';
+  it.each<[string, Array<{ node: string; had?: string; bytes: number }> | undefined, string[]]>([
+    ['nothing copied', undefined, []],
+    ['copied only where the reference was not there: no tag replaced', [{ node: 'n1', bytes: 5 }], []],
+    [
+      'two nodes held other builds under the reference, one did not',
+      [
+        { node: 'n0', had: A, bytes: 5 },
+        { node: 'n1', bytes: 5 },
+        { node: 'c0', had: B, bytes: 5 },
+      ],
+      [
+        `the candidate was already copied over ${ref} on n0 (it held aaaaaaaaaaaa), c0 (it held bbbbbbbbbbbb): a plain serve there now runs the candidate`,
+        `to put n0's tag back, on n0: podman tag ${A} ${ref}`,
+        `to put c0's tag back, on c0: podman tag ${B} ${ref}`,
+      ],
+    ],
+  ])('%s', (_, copied, want) => expect(tagsReplacedLines(copied, 'podman', ref)).toEqual(want));
+
+  const copied = [{ node: 'n0', had: A, bytes: 5 }];
+  it.each<[string, () => Error, number | undefined]>([
+    ['a refusal (the second canary plan, the image-ID check): bad input, exit 2 kept', () => new UsageError('--canary-nodes /s.yaml: p-canary is already served', ['sparkctl stop p-canary']), 2],
+    ['the image moved here during the copy: exit 4 kept', () => new LaunchError('--image x: every node holds 1, here 2; nothing was stopped', []), 4],
+  ])('%s', async (_, err, code) => {
+    const e = await tagsNamed(copied, 'podman', ref, async () => {
+      throw err();
+    }).catch((x: unknown) => x as UsageError);
+    expect(e.exitCode).toBe(code);
+    expect(e.details.slice(-2)).toEqual([
+      `the candidate was already copied over ${ref} on n0 (it held aaaaaaaaaaaa): a plain serve there now runs the candidate`,
+      `to put n0's tag back, on n0: podman tag ${A} ${ref}`,
+    ]);
+  });
+
+  it('a bug (not a refusal) goes on as it was; a result passes through', async () => {
+    const bug = new TypeError('x is undefined');
+    await expect(tagsNamed(copied, 'podman', ref, async () => Promise.reject(bug))).rejects.toBe(bug);
+    await expect(tagsNamed(copied, 'podman', ref, async () => 7)).resolves.toBe(7);
   });
 });
 

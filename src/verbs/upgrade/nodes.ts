@@ -42,6 +42,7 @@ import {
   type NodesRun,
   type NodesServed,
   recordMissingLeft,
+  tagsReplacedLines,
 } from '../../upgrade/nodes.js';
 import { http } from '../../client/http.js';
 import { appendUpgrade, whoAmI } from '../../upgrade/record.js';
@@ -201,14 +202,17 @@ async function candidateOnNodes(
     .flatMap((f) => f.nodes ?? [])
     .filter((n) => n.status === 'copied')
     .map((n) => ({ node: n.node, ...(n.had ? { had: n.had } : {}), bytes: n.bytes }));
-  // read back on every node by the node's own runtime: one ID everywhere, the one here
-  const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
-  const local = await localImage({ cli: c0.cli, cliArgs, image: ref });
-  if ('error' in local || local.id !== id)
-    throw new LaunchError(
-      `--image ${ref}: every node holds ${id!.slice(0, 12)}, but here it is ${'error' in local ? `not readable (${local.error})` : local.id.slice(0, 12)} (it moved during the copy?); nothing was stopped`,
-      [`upgrade again (the copy is by ID: the nodes then get what is here)`],
-    );
+  // read back on every node by the node's own runtime: one ID everywhere, the one here (a refusal now names the tags the copy replaced)
+  const id = await tagsNamed(copied, c0.cli, ref, async () => {
+    const id = await oneIdOn(pc, files, `--image ${ref}`, fix);
+    const local = await localImage({ cli: c0.cli, cliArgs, image: ref });
+    if ('error' in local || local.id !== id)
+      throw new LaunchError(
+        `--image ${ref}: every node holds ${id.slice(0, 12)}, but here it is ${'error' in local ? `not readable (${local.error})` : local.id.slice(0, 12)} (it moved during the copy?); nothing was stopped`,
+        [`upgrade again (the copy is by ID: the nodes then get what is here)`],
+      );
+    return id;
+  });
   return {
     image: { ref, id: id! },
     imageSteps: [
@@ -219,6 +223,19 @@ async function candidateOnNodes(
     ],
     copied,
   };
+}
+
+/**
+ * `f`, after the candidate was copied over the nodes' tag: a refusal (any SparkError) it throws names
+ * the nodes whose tag was replaced and how to put each back (tagsReplacedLines), then goes on.
+ */
+export async function tagsNamed<T>(copied: NodesCandidate['copied'], cli: string, ref: string | undefined, f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof SparkError && ref !== undefined) e.details.push(...tagsReplacedLines(copied, cli, ref));
+    throw e;
+  }
 }
 
 /** The candidate pulled here where it is not, then copied to every node of each file (the server's, then the canary's: each with its own ssh settings). */
@@ -431,7 +448,21 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   const canaryNf = opts.canaryNodes ? canaryNodesOf(name, opts.canaryNodes, nf, cur) : undefined;
   // the canary planned there before anything is pulled or copied (the candidate as given); again below with its image ID
   if (canaryNf) await canaryPlan(name, opts, l, canaryNf, [...(opts.image ? [`container.image=${opts.image}`] : []), ...(opts.vllm ? [`engine.vllmVersion=${opts.vllm}`] : []), ...opts.candidateSet]);
+  // the candidate planned over the server's nodes as it will serve (by the reference; its key read) before
+  // anything is copied: a refusal here leaves every node's tag as it was
+  if (opts.image && opts.pull && !opts.dryRun) readSecrets((await planSide(l, nf, file, [...opts.set, `container.image=${opts.image}`, ...opts.candidateSet])).resolved.profile);
   const cand0 = await candidateOf(name, opts, l, nf, file, dir, canaryNf);
+  // after the copy: a refusal names the nodes whose tag it replaced, with the command that puts each back
+  return tagsNamed(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', cand0.image?.ref, () => afterCopy(rec0, opts, { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 }));
+}
+
+/** read, once the candidate is on every node: its plan, the canary's with its ID, what runs now, the flags (undefined: unchanged, said). */
+async function afterCopy(
+  rec0: ClusterRecord,
+  opts: NodesUpgradeOptions,
+  r: { dir: string; name: string; l: ClusterLaunch; file: string; nf: NodesFile; nodes: string[]; cur: PlannedCluster; canaryNf?: NodesFile; cand0: NodesCandidate },
+): Promise<NodesUpgrade | undefined> {
+  const { dir, name, l, file, nf, nodes, cur, canaryNf, cand0 } = r;
   const cand = await planSide(l, nf, file, [...opts.set, ...cand0.sets]);
   const canary = canaryNf ? await canaryPlan(name, opts, l, canaryNf, cand0.sets) : undefined;
   const candImage = imageOnNodes(cand);
@@ -454,8 +485,11 @@ async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Prom
   const currentId = curId.length && curId.every((x) => x && x === curId[0]) ? curId[0] : undefined;
   if (running.why && !opts.json) note(`${c.yellow('warning')}: the ranks do not run one image (${running.why}): the previous pin served again on a failure is ${currentId ?? 'the profile as served'}`);
   if (cand0.image && currentId === cand0.image.id && !opts.candidateSet.length && !opts.rollback) {
-    if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', where: 'nodes', image: currentId, exitCode: 0 }));
-    else say(`${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`);
+    // the canary's spare nodes may have been given the candidate over another build: said, with the way back
+    const replaced = tagsReplacedLines(cand0.copied, imageOnNodes(cur)?.cli ?? 'podman', opts.image ?? currentId);
+    if (opts.json)
+      say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', where: 'nodes', image: currentId, ...(replaced.length ? { tagsReplaced: replaced } : {}), exitCode: 0 }));
+    else say([`${name}: every node already runs ${opts.image} (image ${currentId.slice(0, 12)}): nothing to upgrade, nothing stopped`, ...replaced].join('\n  '));
     return undefined;
   }
   const secrets = readSecrets(cand.resolved.profile);
