@@ -33,7 +33,7 @@ export interface HelpTable {
 }
 
 /** Bounds on what is read: the real 0.27.2 text is 110 KB, 1,899 lines, 286 options. */
-export const HELP_LIMITS = { bytes: 2 * 1024 * 1024, lines: 40_000, entries: 4_000, helpChars: 8_192, saidChars: 240 };
+export const HELP_LIMITS = { bytes: 2 * 1024 * 1024, lines: 40_000, lineChars: 4_096, entries: 4_000, helpChars: 8_192, saidChars: 240 };
 
 const clean = (text: string) =>
   text
@@ -46,6 +46,25 @@ const clean = (text: string) =>
 const HEADING = /^(\S[^:]{0,80}):$/;
 const OPTION = /^ {2}(-\S.*)$/;
 const NAME = /^-{1,2}[A-Za-z0-9?][A-Za-z0-9_.?+-]*$/;
+
+/**
+ * An option line split into its invocation and (where it fits on the line) the first help line: at
+ * the first run of two or more spaces followed by text. One pass: the regex this replaced
+ * (`^(\S.*?)(?: {2,}(\S.*))?$`) backtracked quadratically on a line ending in a long run of spaces
+ * (20,000 spaces: 9 s), and the text is a process's output, hostile.
+ */
+export function splitInvocation(line: string): [invocation: string, help: string | undefined] {
+  let run = 0;
+  for (let i = 0; i < line.length; i++) {
+    if (line[i] === ' ') {
+      run++;
+      continue;
+    }
+    if (run >= 2 && i - run > 0) return [line.slice(0, i - run), line.slice(i)];
+    run = 0;
+  }
+  return [line, undefined];
+}
 
 /** The spellings of an option line's invocation (`--x X, -x X` or `--x, --no-x`). */
 function namesOf(invocation: string): string[] | undefined {
@@ -128,6 +147,14 @@ export function parseHelpAll(raw: string): HelpTable {
     findings.push(`the help text has ${lines.length} lines; read the first ${HELP_LIMITS.lines}`);
     lines.length = HELP_LIMITS.lines;
   }
+  // argparse wraps at the terminal's width: a line of thousands of characters is no help text of vLLM's
+  let long = 0;
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i]!.length <= HELP_LIMITS.lineChars) continue;
+    lines[i] = lines[i]!.slice(0, HELP_LIMITS.lineChars);
+    long++;
+  }
+  if (long) findings.push(`${long} line(s) longer than ${HELP_LIMITS.lineChars} characters: cut there`);
   const entries: HelpEntry[] = [];
   let group: string | undefined;
   let cur: { names: string[]; group: string; parts: string[]; start: number; end: number } | undefined;
@@ -159,8 +186,8 @@ export function parseHelpAll(raw: string): HelpTable {
     if (o) {
       close();
       // the invocation, then (where it fits) two or more spaces and the first help line
-      const m = /^(\S.*?)(?: {2,}(\S.*))?$/.exec(o[1]!)!;
-      const names = namesOf(m[1]!);
+      const m = splitInvocation(o[1]!);
+      const names = namesOf(m[0]);
       if (!names) {
         odd++;
         continue;
@@ -169,7 +196,7 @@ export function parseHelpAll(raw: string): HelpTable {
         findings.push(`more than ${HELP_LIMITS.entries} options; the rest not read`);
         break;
       }
-      cur = { names, group, parts: m[2] ? [m[2]] : [], start: i, end: i };
+      cur = { names, group, parts: m[1] ? [m[1]] : [], start: i, end: i };
       continue;
     }
     if (cur && /^ {3,}\S/.test(line)) {

@@ -76,7 +76,9 @@ interface HelpRead {
 /** One side's table: the cache, else asked. Never throws. */
 export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run; timeoutMs?: number; stat?: typeof statOf }): Promise<HelpRead> {
   const started = Date.now();
-  const run: Run = o.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs }));
+  // the simulator plays SPARKCTL_SIM_VLLM_VERSION over its flag (what a simulator image sets): a side asked by version is asked without it
+  const env = side.kind === 'sim' ? Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SPARKCTL_SIM_VLLM_VERSION')) : undefined;
+  const run: Run = o.run ?? ((argv, timeoutMs) => cliRunAsync(argv, { timeoutMs, env }));
   const timeoutMs = o.timeoutMs ?? HELP_TIMEOUT_MS;
   const key = sideKey(side, o.stat ?? statOf);
   const file = join(o.stateDir, 'cache', 'vllm-help-tables.json');
@@ -107,6 +109,15 @@ export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run;
     findings: table.findings,
   };
   if (!table.entries.length) return { read: { ...read, source: 'none' } };
-  if (key) writeJsonCache(file, { ...cache, [key]: table.entries.map(rowOf) }, CACHE_ENTRIES);
+  if (key) await saveTable(file, key, table.entries.map(rowOf));
   return { table, read };
+}
+
+// Both sides are read at once: each write re-reads the file and adds its entry, one write after the other
+// (each wrote back the file as it had read it before its 20-35 s read, so one side's entry was lost)
+let saving: Promise<void> = Promise.resolve();
+function saveTable(file: string, key: string, rows: ReturnType<typeof rowOf>[]): Promise<void> {
+  // neither throws: a cache that cannot be read or written costs the next upgrade a read
+  saving = saving.then(async () => writeJsonCache(file, { ...(await readJsonCache(file, cacheEntry)), [key]: rows }, CACHE_ENTRIES));
+  return saving;
 }

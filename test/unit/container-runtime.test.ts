@@ -224,6 +224,9 @@ describe('a container CLI that cannot be run, or does not answer: the same words
     const trapped = await run([process.execPath, '-e', trap], { timeoutMs: 1000 });
     expect(trapped.error).toBe(`${process.execPath} -e ${trap} did not answer within 1 s`);
     expect((await run(['true'])).error).toBeUndefined();
+    // past the 4 MiB read: said as that (it was said as a deadline missed), never read as an answer
+    const big = await run(['head', '-c', String(5 * 1024 * 1024), '/dev/zero'], { timeoutMs: 20_000 });
+    expect(big.error).toBe(`head -c ${5 * 1024 * 1024} wrote more than 4 MiB: cut off, not read`);
   });
 });
 

@@ -152,6 +152,21 @@ describe('readHelp', () => {
     expect(two.read).toMatchObject({ source: 'cache', options: 286, withDefault: 259 });
     expect(flagChanges(one.table!, two.table!, [], reads)).toMatchObject({ defaultsRelied: [], renamed: [{ from: '--dcp-kv-cache-interleave-size' }] });
   });
+  it('both sides read at once: both kept in the cache (each wrote back the file as it had read it, and one was lost)', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'sparkctl-help-both-'));
+    try {
+      const [a, b] = ['d', 'e'].map((c): HelpSide => ({ kind: 'image', cli: 'podman', cliArgs: [], image: `x:${c}`, id: c.repeat(64) }));
+      let calls = 0;
+      // the second side answers later, as the two imports of a real upgrade end at different times
+      const run = (ms: number) => async () => (calls++, await new Promise((r) => setTimeout(r, ms)), { code: 0, stdout: REAL, stderr: '' });
+      await Promise.all([readHelp(a!, { stateDir: own, run: run(10) }), readHelp(b!, { stateDir: own, run: run(60) })]);
+      expect(Object.keys(JSON.parse(readFileSync(join(own, 'cache', 'vllm-help-tables.json'), 'utf8'))).sort()).toEqual([`image:${'d'.repeat(64)}`, `image:${'e'.repeat(64)}`]);
+      for (const side of [a!, b!]) expect((await readHelp(side, { stateDir: own, run: run(0) })).read.source).toBe('cache');
+      expect(calls).toBe(2);
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
   it.each([
     ['a deadline', { code: null, stdout: '', stderr: '', error: 'podman run --rm did not answer within 180 s' }, 'did not answer'],
     ['an exit', { code: 1, stdout: '', stderr: 'Traceback\nImportError: libcuda.so.1\n', error: undefined }, 'exit 1: ImportError: libcuda.so.1'],

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseHelpAll, entryOf, readDeprecation, splitDefault, optionName, defaultKey, HELP_LIMITS } from '../../src/profiles/vllm-help.js';
+import { parseHelpAll, entryOf, readDeprecation, splitDefault, optionName, defaultKey, splitInvocation, HELP_LIMITS } from '../../src/profiles/vllm-help.js';
 import { CAPTURED_HELP } from '../../src/sim/help-capture.js';
 import { simHelpAll, DEFAULTS_BY_VERSION } from '../../src/sim/help.js';
 import { optionsAcceptedBy } from '../../src/profiles/vllm-flags.js';
@@ -122,6 +122,22 @@ describe('hostile text', () => {
     expect(t.entries.map((e) => e.names[0])).toEqual(['--ok']);
     expect(t.findings.join(' ')).toContain('not option names');
   });
+  // the split of an option line was a backtracking regex: 20,000 trailing spaces took 9 s, 400,000 did not end in 30 s
+  it('option lines ending in a long run of spaces (the whole 2 MiB): parsed in one pass, the long lines cut and said', { timeout: 20_000 }, () => {
+    const hostile = `options:\n  --x X     Help. (default: 1)\n  --y${' '.repeat(400_000)}\n  --z${' '.repeat(HELP_LIMITS.bytes)}`;
+    const t = parseHelpAll(hostile);
+    expect(t.entries.map((e) => e.names[0])).toEqual(['--x', '--y', '--z']);
+    expect(entryOf(t, '--x')?.default).toBe('1');
+    expect(t.findings.join(' ')).toContain(`2 line(s) longer than ${HELP_LIMITS.lineChars} characters: cut there`);
+  });
+  it.each<[string, [string, string | undefined]]>([
+    ['--x X  Help.', ['--x X', 'Help.']],
+    ['--x X      Help  with  gaps.', ['--x X', 'Help  with  gaps.']],
+    ['--x X Y', ['--x X Y', undefined]],
+    ['--x X   ', ['--x X   ', undefined]],
+    ["--config-format ['auto', 'hf']   Which.", ["--config-format ['auto', 'hf']", 'Which.']],
+    ['--x', ['--x', undefined]],
+  ])('an option line %j: invocation and first help line', (line, want) => expect(splitInvocation(line)).toEqual(want));
   it('the same option twice: said, the first used', () => {
     const t = parseHelpAll('options:\n  --x X     A. (default: 1)\n  --x X     B. (default: 2)\n');
     expect(t.findings.join(' ')).toContain('listed more than once: --x');

@@ -39,39 +39,48 @@ export interface CliResult {
 }
 
 /** The words for a CLI that could not be run (not installed) or did not answer in time: one wording wherever a CLI is run. */
-export function cliError(argv: readonly string[], kind: 'not-found' | 'timeout', timeoutMs: number): string {
+export function cliError(argv: readonly string[], kind: 'not-found' | 'timeout' | 'too-large', timeoutMs: number): string {
+  if (kind === 'too-large') return `${argv.slice(0, 3).join(' ')} wrote more than ${CLI_MAX_BYTES / 1024 / 1024} MiB: cut off, not read`;
   return kind === 'not-found' ? `${argv[0]} is not installed (not on PATH)` : `${argv.slice(0, 3).join(' ')} did not answer within ${Math.round(timeoutMs / 1000)} s`;
 }
 
+/** What is read of a CLI's output (each of stdout and stderr). */
+const CLI_MAX_BYTES = 4 * 1024 * 1024;
+const SPAWN_ERRORS: Record<string, 'not-found' | 'timeout' | 'too-large' | undefined> = { ENOENT: 'not-found', ETIMEDOUT: 'timeout', ENOBUFS: 'too-large' };
+
 /** Run the CLI (argv[0] is the CLI), bounded; the environment carries what argv only names. */
 export function cliRun(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): CliResult {
-  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 });
+  const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: CLI_MAX_BYTES });
   const err = r.error as NodeJS.ErrnoException | undefined;
+  const kind = err?.code ? SPAWN_ERRORS[err.code] : undefined;
   return {
     code: r.status,
     stdout: r.stdout ?? '',
     stderr: r.stderr ?? '',
-    error: err ? (err.code === 'ENOENT' ? cliError(argv, 'not-found', 0) : err.code === 'ETIMEDOUT' ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000) : err.message) : undefined,
+    error: err ? (kind ? cliError(argv, kind, kind === 'timeout' ? (opts.timeoutMs ?? 30_000) : 0) : err.message) : undefined,
   };
 }
 
 /** cliRun without blocking the event loop (a stop waits the whole grace). */
 export function cliRunAsync(argv: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(argv[0]!, argv.slice(1), { encoding: 'utf8', env: opts.env ?? process.env, timeout: opts.timeoutMs ?? 30_000, maxBuffer: CLI_MAX_BYTES }, (err, stdout, stderr) => {
       const e = err as (NodeJS.ErrnoException & { killed?: boolean }) | null;
       const code = e ? (typeof e.code === 'number' ? e.code : null) : 0;
       // killed at the deadline is a timeout even when the CLI then exits with a code of its own
-      // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline
+      // (podman run, sent SIGTERM, exits 126): read as that exit status it hid the deadline.
+      // Killed for writing past the bound is that, not a timeout.
       const error = !e
         ? undefined
-        : e.killed
-          ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
-          : typeof e.code === 'number'
-            ? undefined
-            : e.code === 'ENOENT'
-              ? cliError(argv, 'not-found', 0)
-              : e.message;
+        : e.code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER'
+          ? cliError(argv, 'too-large', 0)
+          : e.killed
+            ? cliError(argv, 'timeout', opts.timeoutMs ?? 30_000)
+            : typeof e.code === 'number'
+              ? undefined
+              : e.code === 'ENOENT'
+                ? cliError(argv, 'not-found', 0)
+                : e.message;
       resolve({ code, stdout: stdout ?? '', stderr: stderr ?? '', error });
     });
   });
