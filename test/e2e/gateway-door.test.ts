@@ -213,7 +213,13 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
       expect(JSON.parse(text).model).toBe(model === 'prod' ? 'qwen-prod' : model);
     }
     // a body past the bound the keeper holds: 413, saying the bound and the fix
-    const r = await post({ prompt: 'x'.repeat(65 * 1024 * 1024), model: 'qwen-dev' });
+    // (sending 65 MiB through HAProxy on a loaded host ended in `write EPIPE` three times in CI runs, not explained:
+    // sent once more on that, and the 413 is still what must come back)
+    const big = { prompt: 'x'.repeat(65 * 1024 * 1024), model: 'qwen-dev' };
+    const r = await post(big).catch(async (e: Error) => {
+      console.log(`gateway door: the 65 MiB post failed (${String((e.cause as Error | undefined)?.message ?? e.message)}): sent once more`);
+      return post(big);
+    });
     expect(r.status).toBe(413);
     expect(((await r.json()) as { error: { message: string } }).error.message).toMatch(/over the 64 MiB .* send the model first/);
   }, 90_000);

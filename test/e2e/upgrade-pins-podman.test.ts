@@ -255,7 +255,10 @@ async function upgradePulls(
     expect(fl.candidate).toMatchObject({ source: 'read', findings: [] });
     expect(fl.candidate.what).toMatch(/^podman .*run --rm --network=none --pull=never --label io\.sparkctl\.version-probe=[a-f0-9]+ --entrypoint vllm [a-f0-9]{64} serve --help=all$/);
     expect(fl.defaultsRelied).toContainEqual({ flag: '--api-server-count', from: 'None', to: '1' });
-    expect((await suite.podman(['ps', '-a', '-q', '--filter', 'label=io.sparkctl.version-probe'])).stdout.trim()).toBe('');
+    // run --rm: podman's conmon removes the probe after `run` returned; on a loaded host that took a moment in CI
+    const probesLeft = async () => (await suite.podman(['ps', '-a', '-q', '--filter', 'label=io.sparkctl.version-probe'])).stdout.trim();
+    for (let i = 0; i < 40 && (await probesLeft()); i++) await new Promise((r) => setTimeout(r, 500));
+    expect(await probesLeft()).toBe('');
     if (process.env.SPARKCTL_E2E_UPGRADE_PULL_ROLL !== '1') return;
 
     const t0 = Date.now();
