@@ -96,7 +96,7 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
  * or nodes (nodesPlaced, over the executor's NodesPlacement, cluster/). The loop owns the order;
  * each member is what one step does differently there.
  */
-export interface Placed<H> {
+interface Placed<H> {
   /** the groups that run a vLLM of their own, in start order */
   groups: ServerGroup[];
   /** the start's clocks, one per group, begun at its launch (start.ts); what was prepared is said first */
@@ -164,7 +164,7 @@ const observing =
  * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
  * failure or a cancellation, stop what started; then prewarm and probe the endpoints (afterReady).
  */
-export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
   if (p.start.notes.length) emit({ type: 'cold-start', notes: p.start.notes });
   let hs: H[];
   try {
@@ -185,21 +185,12 @@ export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey
     await p.abandon();
     throw e;
   }
-  try {
-    const endpoints = p.endpoints(hs);
-    const results = await Promise.all(endpoints.map((e) => watchEndpoint(plan, e, run, emit)));
-    const interrupted = !!p.cancel?.aborted || hs.length < p.groups.length;
-    if (interrupted || results.some((r) => !r.ok)) return await p.notReady(hs, results, interrupted);
-    for (const e of endpoints) p.start.clockOf(e.replica)?.ready();
-    return await afterReady(plan, await p.ready(hs, results), emit);
-  } catch (e) {
-    // a throw after the launch (the watch's failure read, prewarm, the probe, a record write): what started is stopped, as before it
-    await p.abandon();
-    throw e;
-  } finally {
-    // every end, a throw's too: no log of this start is followed past it (over nodes: an ssh to each worker every 1.5 s)
-    await p.start.stop();
-  }
+  const endpoints = p.endpoints(hs);
+  const results = await Promise.all(endpoints.map((e) => watchEndpoint(plan, e, run, emit)));
+  const interrupted = !!p.cancel?.aborted || hs.length < p.groups.length;
+  if (interrupted || results.some((r) => !r.ok)) return p.notReady(hs, results, interrupted);
+  for (const e of endpoints) p.start.clockOf(e.replica)?.ready();
+  return afterReady(plan, await p.ready(hs, results), emit);
 }
 
 /**

@@ -108,8 +108,7 @@ export class StartRecord {
         await this.readAll();
         await new Promise<void>((r) => {
           this.wake = r;
-          // never what keeps a process alive: the serve's end stops this loop (stop, reports)
-          setTimeout(r, REMOTE_READ_MS + 50).unref();
+          setTimeout(r, REMOTE_READ_MS + 50);
         });
       }
     };
@@ -159,17 +158,6 @@ export class StartRecord {
         if (this.prep.caches) g.clock.cachesWere(this.prep.caches);
         return { group: g.index, replica: g.server, ...(g.node === undefined ? {} : { node: g.node }), start: g.clock.report() };
       });
-  }
-
-  /**
-   * The serve's loop is over, however it ended (serve.ts servePlaced's finally): following stops now,
-   * without the last read reports() makes (a normal end has said its reports already; a throw says none).
-   * Waits for a read under way, so no ssh of this record outlives the call.
-   */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.following;
   }
 
   /** The serve ended: stop reading ahead. */
