@@ -172,31 +172,61 @@ const cmdline = (pid: number) => {
 /** The claim file of netns subnet b: made exclusively, holding the claiming process's pid. */
 const subnetClaim = (b: number) => `/var/tmp/sparkctl-cluster-net-${b}`;
 
-/** Claims the first free netns subnet from `first` on (a claim whose process is gone is taken over). */
-function claimSubnet(first: number): number {
+const alivePid = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * What a killed earlier run left (vitest ended by a timeout runs no afterAll): each claim whose process
+ * is gone names its cluster (id, folder), and its nodes, namespaces, bridge and folder are removed. A
+ * node is ended only when its unshare runs that cluster's own init.sh (the folder is mkdtemp's, this
+ * harness's); claims written before they named a cluster are only taken over.
+ */
+function clearDeadClusters(): void {
+  for (const f of readdirSync('/var/tmp').filter((x) => /^sparkctl-cluster-net-\d+$/.test(x))) {
+    const [pid, id, dir] = (() => {
+      try {
+        return readFileSync(join('/var/tmp', f), 'utf8').trim().split('\n');
+      } catch {
+        return [];
+      }
+    })();
+    if (!pid || alivePid(Number(pid)) || !id || !/^[0-9a-f]{4}$/.test(id) || !dir?.startsWith('/var/tmp/sparkctl-cluster-')) continue;
+    for (const x of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      const argv = cmdline(Number(x));
+      if (argv.startsWith('unshare ') && argv.includes(` ${dir}/n`) && argv.endsWith('/init.sh')) spawnSync('kill', ['-9', x]);
+    }
+    const names = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout ?? '';
+    for (const ns of names.match(new RegExp(`^spk${id}n\\d+`, 'gm')) ?? []) spawnSync('ip', ['netns', 'del', ns]);
+    spawnSync('ip', ['link', 'del', `spb${id}`]);
+    for (const l of (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').match(new RegExp(`vh${id}\\d+`, 'g')) ?? []) spawnSync('ip', ['link', 'del', l]);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(join('/var/tmp', f), { force: true });
+  }
+}
+
+/** Claims the first free netns subnet from `first` on for cluster `id` in `dir` (a claim whose process is gone is taken over). */
+function claimSubnet(first: number, id: string, dir: string): number {
+  clearDeadClusters();
   for (let i = 0, tries = 0; i < 250 && tries < 500; i++, tries++) {
     const b = 1 + ((first - 1 + i) % 250);
     try {
-      writeFileSync(subnetClaim(b), String(process.pid), { flag: 'wx' });
+      writeFileSync(subnetClaim(b), `${process.pid}\n${id}\n${dir}\n`, { flag: 'wx' });
       return b;
     } catch {
       let pid = 0;
       try {
-        pid = Number(readFileSync(subnetClaim(b), 'utf8').trim());
+        pid = Number(readFileSync(subnetClaim(b), 'utf8').trim().split('\n')[0]);
       } catch {
         continue;
       }
       // another suite (another process, or another file of this one) holds it
-      let alive = pid === process.pid;
-      if (!alive && pid > 0) {
-        try {
-          process.kill(pid, 0);
-          alive = true;
-        } catch {
-          alive = false;
-        }
-      }
-      if (alive) continue;
+      if (pid === process.pid || (pid > 0 && alivePid(pid))) continue;
       // its process is gone: take it over (try the same b again)
       rmSync(subnetClaim(b), { force: true });
       i--;
@@ -232,7 +262,7 @@ export async function makeCluster(
   const id = randomBytes(2).toString('hex');
   // netns nodes: the subnet 10.250.b.0/24 is claimed for this cluster alone (two suites that drew the
   // same b would reach each other's sshd: "Permission denied (publickey)" on every node, seen in CI)
-  const b = mode === 'netns' ? claimSubnet(1 + (parseInt(id, 16) % 250)) : 1 + (parseInt(id, 16) % 250);
+  const b = mode === 'netns' ? claimSubnet(1 + (parseInt(id, 16) % 250), id, dir) : 1 + (parseInt(id, 16) % 250);
   const n = opts.nodes ?? 4;
   const addresses = Array.from({ length: n }, (_, i) => (mode === 'netns' ? `10.250.${b}.${10 + i}` : `127.0.${b}.${i + 2}`));
   const nsNames = Array.from({ length: n }, (_, i) => `spk${id}n${i}`);
