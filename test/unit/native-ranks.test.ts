@@ -4,6 +4,7 @@
 // are a fake ssh (SPARKCTL_SSH, a script here that answers by what it is asked and logs every call):
 // nothing is sent anywhere, no container runs.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { installFakeSsh, fakeSshCalls } from '../fake-ssh.js';
 import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDirs } from '../helpers.js';
@@ -76,33 +77,23 @@ describe('the nodes runtime picks how a rank runs: one entry per engine.runtime 
 
 describe('a native launch over nodes that fails part-way (fake ssh, ranks in containers)', () => {
   let dir = '';
-  let saved: string | undefined;
+  let restore = () => {};
   beforeAll(() => {
     dir = dirs();
     // n0: the image, and its rank's run gives back a container ID; n1: the image, and its rank's run fails.
     // Every other call (the stop of a container by its ID) answers 0, as a runtime that stopped and removed it.
-    writeFileSync(
-      join(dir, 'ssh'),
-      `#!/bin/bash
-while [ $# -gt 0 ]; do case "$1" in -o|-p|-i) shift 2;; -*) shift;; *) break;; esac; done
-host="\${1#*@}"; shift
-echo "$host $*" >> "${dir}/calls"
-case "$*" in
+    restore = installFakeSsh(
+      dir,
+      `case "$*" in
   *"image inspect"*) echo ${IMAGE_ID}; exit 0;;
   *"--cidfile"*) if [ "$host" = 10.9.2.1 ]; then echo ${HEAD_CID}; exit 0; fi; echo "Error: crun: cannot open /dev/nvidia0: no such device" >&2; exit 126;;
   *) exit 0;;
 esac
 `,
-      { mode: 0o755 },
     );
-    saved = process.env.SPARKCTL_SSH;
-    process.env.SPARKCTL_SSH = join(dir, 'ssh');
   });
-  afterAll(() => {
-    if (saved === undefined) delete process.env.SPARKCTL_SSH;
-    else process.env.SPARKCTL_SSH = saved;
-  });
-  const calls = () => (existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n').filter(Boolean) : []);
+  afterAll(() => restore());
+  const calls = () => fakeSshCalls(dir);
 
   it("the head's rank that started is stopped by its ID, and said: `stopping`, then a cleanup naming its node and rank; no record is left", async () => {
     rmSync(join(dir, 'calls'), { force: true });

@@ -3,6 +3,7 @@
 // is the runtime's. The nodes are a fake ssh (SPARKCTL_SSH, a script here that answers each node's
 // `image inspect` from a file and logs every call): nothing is sent anywhere.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { installFakeSsh, fakeSshCalls } from '../fake-ssh.js';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDirs } from '../helpers.js';
@@ -73,29 +74,19 @@ describe('placing the planned commands: what the runtime says', () => {
 
 describe('refused before anything starts: the runtime on the nodes says what', () => {
   let dir = '';
-  let saved: string | undefined;
+  let restore = () => {};
   beforeAll(() => {
     dir = dirs();
     // the fake node answers `image inspect` from the file named by its address (absent: the image is not there)
-    writeFileSync(
-      join(dir, 'ssh'),
-      `#!/bin/bash
-while [ $# -gt 0 ]; do case "$1" in -o|-p|-i) shift 2;; -*) shift;; *) break;; esac; done
-host="\${1#*@}"; shift
-echo "$host $*" >> "${dir}/calls"
-case "$*" in *"image inspect"*) ;; *) echo "unexpected: $*" >&2; exit 99;; esac
+    restore = installFakeSsh(
+      dir,
+      `case "$*" in *"image inspect"*) ;; *) echo "unexpected: $*" >&2; exit 99;; esac
 [ -e "${dir}/$host.id" ] && exec cat "${dir}/$host.id"
 echo "Error: no such image" >&2; exit 125
 `,
-      { mode: 0o755 },
     );
-    saved = process.env.SPARKCTL_SSH;
-    process.env.SPARKCTL_SSH = join(dir, 'ssh');
   });
-  afterAll(() => {
-    if (saved === undefined) delete process.env.SPARKCTL_SSH;
-    else process.env.SPARKCTL_SSH = saved;
-  });
+  afterAll(() => restore());
   /** each node's answer to `image inspect` (undefined: it has no such image, exit 125) */
   const answers = (byAddress: Record<string, string | undefined>) => {
     rmSync(join(dir, 'calls'), { force: true });
@@ -105,7 +96,7 @@ echo "Error: no such image" >&2; exit 125
       else writeFileSync(join(dir, `${a}.id`), v);
     }
   };
-  const calls = () => (existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n').filter(Boolean) : []);
+  const calls = () => fakeSshCalls(dir);
 
   it('on the hosts: nothing is refused and no node is asked', async () => {
     answers({});
