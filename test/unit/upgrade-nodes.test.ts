@@ -283,18 +283,21 @@ describe('canaryNodesProblem: spare nodes share none with the server and hold it
   });
 });
 
+/** An in-place plan over two nodes, 0.17.1 -> 0.28.0, as each plan-lines case starts from. */
+const PLAN_BASE = {
+  profile: 'p',
+  nodesFile: '/n.yaml',
+  nodes: ['n0', 'n1'],
+  from: '0.17.1',
+  to: '0.28.0',
+  rollback: false,
+  sets: [],
+  thresholds: DEFAULT_THRESHOLDS,
+  sameVersion: false,
+};
+
 describe('nodesPlanLines: in place, said before anything starts', () => {
-  const base = {
-    profile: 'p',
-    nodesFile: '/n.yaml',
-    nodes: ['n0', 'n1'],
-    from: '0.17.1',
-    to: '0.28.0',
-    rollback: false,
-    sets: [],
-    thresholds: DEFAULT_THRESHOLDS,
-    sameVersion: false,
-  };
+  const base = PLAN_BASE;
   it('names the nodes, the window without service, the steps and the thresholds', () => {
     const l = nodesPlanLines({ ...base, image: { ref: 'localhost/v:2', id: 'b'.repeat(64) }, previousImage: 'a'.repeat(64) });
     expect(l[0]).toBe('p: upgrade plan over 2 nodes (n0, n1; /n.yaml)');
@@ -398,17 +401,7 @@ describe('noService: the window without a healthy server, both windows on a way 
 });
 
 describe("the plan over nodes: vLLM's own tables (serve --help=all), as the one-host plan shows them", () => {
-  const base = {
-    profile: 'p',
-    nodesFile: '/n.yaml',
-    nodes: ['n0', 'n1'],
-    from: '0.17.1',
-    to: '0.28.0',
-    rollback: false,
-    sets: [],
-    thresholds: DEFAULT_THRESHOLDS,
-    sameVersion: false,
-  };
+  const base = PLAN_BASE;
   const read = (n: number): SideRead => ({ what: 'podman run ... vllm serve --help=all', source: 'read', ms: 2500, options: n, withDefault: n, findings: [] });
   const help = (...opts: string[]) => parseHelpAll(`options:\n${opts.join('\n')}\n`);
   const A = help('  --max-num-seqs MAX_NUM_SEQS\n                        Max seqs. (default: 256)', '  --old-knob X          Old. (default: 1)');
