@@ -22,7 +22,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { mkdirSync, openSync, closeSync, chmodSync, lstatSync, unlinkSync, fstatSync, writeSync } from 'node:fs';
 import { connect } from 'node:net';
-import { bindTrial, holdersInWords } from '../engine/runtime/socket-owner.js';
+import { bindTrial, holdersInWords, listenerIsOneOf } from '../engine/runtime/socket-owner.js';
 import { haproxyAddr, HAPROXY_MALLOC_ENV } from '../profiles/haproxy.js';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -48,6 +48,13 @@ type Log = (line: string) => void;
 
 /** How often the keeper appends the models' usage to usage.jsonl. */
 const USAGE_FLUSH_MS = 60_000;
+
+/**
+ * How long a reload may take before the keeper goes on without HAProxy's confirmation (and says so):
+ * HAProxy re-executes its master, parses the configuration (the Lua filter included) and forks a new
+ * worker; 0.1 to 0.5 s measured on an idle 2-core host, seconds on a loaded one.
+ */
+const RELOAD_CONFIRM_MS = 15_000;
 
 /** Every running server of this host's registry (and the heads of multi-node servers), as the plan reads them. */
 export function servedInstances(stateDir: string): ServedInstance[] {
@@ -142,6 +149,14 @@ export class Keeper {
   private slept = new Set<string>();
   private rr = 0;
   reloads = 0;
+  /**
+   * The models HAProxy routes: the plan of the last reload its new worker was seen to run (its
+   * runtime API answered by a new worker, the old one out of the listening socket). What gateway
+   * status lists: a model listed there is routable. `plan` is the keeper's own, ahead of it during a reload.
+   */
+  routed: GatewayModel[] = [];
+  /** the follow in progress: follows run one at a time (the loop's, an on-demand start's) */
+  private following: Promise<unknown> = Promise.resolve();
   /** the on-demand set (gateway.models): started when a request names it, evicted to make room */
   od?: OnDemand;
   /** token usage and prefix hits per model (HAProxy's Lua filter; undefined when this HAProxy has no Lua) */
@@ -174,6 +189,7 @@ export class Keeper {
     await this.startListener();
     this.startHaproxy();
     await this.waitListening();
+    this.routed = this.plan.models;
     o.onReady?.({ haproxyPid: this.child!.pid!, plan: this.plan });
     o.log(`gateway: ${this.plan.models.length} model(s): ${this.plan.models.map((m) => `${m.name} (${m.servers.length})`).join(', ') || 'none yet'}`);
     for (const s of this.plan.skipped) o.log(`gateway: left out: ${s}`);
@@ -328,8 +344,19 @@ export class Keeper {
     o.log(`gateway: on demand: ${profiles.map((p) => `${p.profile}${p.pinned ? ' (pinned)' : ''}`).join(', ')}; evict by ${o.settings.onDemand.evict}`);
   }
 
-  /** Read the registry again; a change of the files is a reload. */
-  async follow(): Promise<boolean> {
+  /**
+   * Read the registry again; a change of the files is a reload, and the follow ends once HAProxy runs
+   * it (or RELOAD_CONFIRM_MS passed): only then are its models routed (gateway status, the "reloaded"
+   * line, an on-demand start that passes its request on). One follow at a time: a second waits for
+   * the first's reload, so that it never returns "no change" while HAProxy still runs the old files.
+   */
+  follow(): Promise<boolean> {
+    const next = this.following.catch(() => undefined).then(() => this.followOnce());
+    this.following = next;
+    return next;
+  }
+
+  private async followOnce(): Promise<boolean> {
     const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
     const files = renderFiles(plan, this.usageOpts);
     if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
@@ -342,20 +369,65 @@ export class Keeper {
       return false;
     }
     const was = new Set(this.plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`));
+    // the worker that runs the files before this reload: the reload is done when another one answers and it has left the listening socket
+    const before = await this.workerPid();
+    // the keeper's own view goes first: the new worker's usage lines name the new backends
     this.plan = plan;
     this.files = files;
+    const t0 = performance.now();
     this.child?.kill('SIGUSR2');
     this.reloads++;
+    const confirmed = await this.reloaded(before);
+    this.routed = plan.models;
     this.o.onChange?.();
     const now = plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`);
-    this.o.log(`gateway: reloaded (${now.filter((x) => !was.has(x)).length} new, ${[...was].filter((x) => !now.includes(x)).length} gone): ${plan.models.map((m) => m.name).join(', ') || 'none'}`);
+    this.o.log(
+      `gateway: reloaded (${now.filter((x) => !was.has(x)).length} new, ${[...was].filter((x) => !now.includes(x)).length} gone): ${plan.models.map((m) => m.name).join(', ') || 'none'}; ${
+        confirmed
+          ? `HAProxy runs it (${Math.round(performance.now() - t0)} ms)`
+          : `HAProxy did not show that it runs it within ${RELOAD_CONFIRM_MS / 1000} s (no new worker on its runtime API, or the old one still listening): a request may still get the old routes`
+      }`,
+    );
     // a reloaded worker starts its servers from the checks: the ones the keeper put to sleep stay in maint
-    await pause(300);
+    if (!confirmed) await pause(300);
     for (const name of this.slept) {
       const m = plan.models.find((x) => x.name === name);
       if (m) for (const s of m.servers) await setServerState(plan.files.socket, m.backend, s.name, 'maint').catch(() => undefined);
     }
     return true;
+  }
+
+  /** The pid of the HAProxy worker that answers the runtime API now (`show info`); undefined: no answer. */
+  private async workerPid(timeoutMs = 2000): Promise<number | undefined> {
+    try {
+      const m = /^Pid: (\d+)\s*$/m.exec(await runtimeCommand(this.plan.files.socket, 'show info', timeoutMs));
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * After SIGUSR2: whether HAProxy runs the new files within RELOAD_CONFIRM_MS. The master forks a new
+   * worker, which takes the listening sockets (expose-fd listeners) while the old one still holds
+   * them; the old one leaves them at its soft stop. Until then a new connection may reach the old
+   * worker, whose map lacks a model just served: a 404 "does not exist" for a model the registry has
+   * (gateway-usage.test.ts saw it on a loaded host). Done: a worker other than `before` answers the
+   * runtime API, and `before` holds no listening socket of the gateway's port (without /proc to
+   * read, the new worker's answer is the evidence there is).
+   */
+  private async reloaded(before: number | undefined): Promise<boolean> {
+    const port = this.plan.bind.port;
+    const r = await pollUntil(
+      async () => {
+        const now = await this.workerPid(1000);
+        if (now === undefined || now === before) return false;
+        return before === undefined || listenerIsOneOf(port, [before]) !== true;
+      },
+      (done) => done,
+      { deadlineMs: RELOAD_CONFIRM_MS, intervalMs: 25, signal: this.o.signal },
+    );
+    return r.done;
   }
 
   /** Idle sleep, and the wake of a model whose server holds requests while it sleeps (slept outside the gateway). */

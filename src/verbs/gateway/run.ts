@@ -234,7 +234,7 @@ export async function config(o: SettingsFlags) {
 function views(keeper: Keeper): Pick<GatewayRecord, 'models' | 'onDemand' | 'usage'> {
   const onDemand = keeper.od?.view();
   const usage = keeper.usage ? { models: keeper.usage.view(), unattributed: keeper.usage.unattributed } : undefined;
-  return { models: modelsRecord(keeper.plan.models), ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) };
+  return { models: modelsRecord(keeper.routed), ...(onDemand ? { onDemand } : {}), ...(usage ? { usage } : {}) };
 }
 
 /** The keeper in the foreground: SIGTERM/SIGINT end it (HAProxy soft-stopped first). */
