@@ -198,13 +198,34 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   L.push('    http-request set-var(txn.held) req.body_len');
   L.push('    http-request set-var(txn.cut) req.body_size,sub(txn.held)');
   L.push('    acl body_cut var(txn.cut) -m int gt 0');
-  L.push(...refusal(404, `status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')}`, 'if { var(txn.model) -m found } !{ var(txn.backend) -m found }', !!o.usage));
+  // A worker soft-stopped by a reload still answers the next request of each keep-alive connection it
+  // holds (idle-close-on-response above), with its own map: a model served since is not in it. Such a
+  // request goes to the keeper, which routes it by the plan it reloaded (passed back into the new
+  // worker), never a 404 "does not exist" for a model that is served; a name no plan has is its 404 there.
+  L.push('    http-request set-var(txn.stale) bool(1) if { stopping } { var(txn.model) -m found } !{ var(txn.backend) -m found }');
+  L.push(
+    ...refusal(
+      404,
+      `status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')}`,
+      'if { var(txn.model) -m found } !{ var(txn.backend) -m found } !{ var(txn.stale) -m found }',
+      !!o.usage,
+    ),
+  );
   // no model in the body: vLLM serves its one model; with several the client must say which
-  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut`);
-  else L.push(...refusal(400, jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`), 'if !{ var(txn.backend) -m found } !body_cut', !!o.usage));
+  if (plan.models.length === 1) L.push(`    http-request set-var(txn.backend) str(${plan.models[0]!.backend}) if !{ var(txn.backend) -m found } !body_cut !{ var(txn.stale) -m found }`);
+  else
+    L.push(
+      ...refusal(
+        400,
+        jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`),
+        'if !{ var(txn.backend) -m found } !body_cut !{ var(txn.stale) -m found }',
+        !!o.usage,
+      ),
+    );
   L.push(...admissionLines(plan, !!o.usage));
   // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does
   L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
+  L.push('    use_backend via_keeper if { var(txn.stale) -m found }');
   L.push('    use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
   L.push('    use_backend via_keeper if { var(txn.real) -m found }');
   L.push('    use_backend %[var(txn.backend)]');

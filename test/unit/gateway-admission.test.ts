@@ -133,3 +133,19 @@ describe("HAProxy's own refusals are counted (usage filter on)", () => {
     expect(renderGatewayConfig(plan()).includes('sparkctl_own')).toBe(false);
   });
 });
+
+describe('a reload: the old worker never answers a 404 for a model served since (src/gateway/config.ts)', () => {
+  it('a stopping worker sends a name its map lacks to the keeper; the 404, the 400 and the one-model default leave that request alone', () => {
+    for (const served of [[inst('a', 18100)], [inst('a', 18100), inst('b', 18101)]]) {
+      const L = renderGatewayConfig(planGateway(GatewaySettings.parse({ port: 18080, statsPort: 18081 }), served, '/tmp/state-x')).split('\n');
+      const front = L.slice(L.indexOf('frontend gateway'), L.indexOf('frontend keeper_return'));
+      const stale = front.findIndex((l) => l.includes('set-var(txn.stale)'));
+      expect(front[stale]).toBe('    http-request set-var(txn.stale) bool(1) if { stopping } { var(txn.model) -m found } !{ var(txn.backend) -m found }');
+      // each later rule that answers or routes a request with no backend of its map leaves a stale one to the keeper
+      const later = front.slice(stale + 1).filter((l) => /http-request return status (400|404)\b|set-var\(txn\.backend\) str\(/.test(l));
+      expect(later.length, served.length === 1 ? 'the 404 and the one-model default' : 'the 404 and the 400').toBe(2);
+      for (const l of later) expect(l).toContain('!{ var(txn.stale) -m found }');
+      expect(front.find((l) => l.includes('use_backend'))).toBe('    use_backend via_keeper if { var(txn.stale) -m found }');
+    }
+  });
+});
