@@ -155,8 +155,6 @@ export class Keeper {
    * status lists: a model listed there is routable. `plan` is the keeper's own, ahead of it during a reload.
    */
   routed: GatewayModel[] = [];
-  /** the follow in progress: follows run one at a time (the loop's, an on-demand start's) */
-  private following: Promise<unknown> = Promise.resolve();
   /** the on-demand set (gateway.models): started when a request names it, evicted to make room */
   od?: OnDemand;
   /** token usage and prefix hits per model (HAProxy's Lua filter; undefined when this HAProxy has no Lua) */
@@ -345,18 +343,12 @@ export class Keeper {
   }
 
   /**
-   * Read the registry again; a change of the files is a reload, and the follow ends once HAProxy runs
-   * it (or RELOAD_CONFIRM_MS passed): only then are its models routed (gateway status, the "reloaded"
-   * line, an on-demand start that passes its request on). One follow at a time: a second waits for
-   * the first's reload, so that it never returns "no change" while HAProxy still runs the old files.
+   * Read the registry again; a change of the files is a reload. Its models are published (gateway
+   * status, the "reloaded" line) only once HAProxy runs it, or RELOAD_CONFIRM_MS passed: a model listed
+   * is routable. The follow itself returns as before (the keeper's own routes and an on-demand start go
+   * on at once: what they pass back into HAProxy is routed either way, by the old worker's waker).
    */
-  follow(): Promise<boolean> {
-    const next = this.following.catch(() => undefined).then(() => this.followOnce());
-    this.following = next;
-    return next;
-  }
-
-  private async followOnce(): Promise<boolean> {
+  async follow(): Promise<boolean> {
     const plan = planGateway(this.o.settings, servedInstances(this.o.stateDir), this.o.stateDir, this.od?.entries());
     const files = renderFiles(plan, this.usageOpts);
     if (files.config === this.files.config && files.map === this.files.map && files.models === this.files.models && files.aliases === this.files.aliases && files.unknown === this.files.unknown)
@@ -371,25 +363,27 @@ export class Keeper {
     const was = new Set(this.plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`));
     // the worker that runs the files before this reload: the reload is done when another one answers and it has left the listening socket
     const before = await this.workerPid();
-    // the keeper's own view goes first: the new worker's usage lines name the new backends
     this.plan = plan;
     this.files = files;
     const t0 = performance.now();
     this.child?.kill('SIGUSR2');
-    this.reloads++;
-    const confirmed = await this.reloaded(before);
-    this.routed = plan.models;
-    this.o.onChange?.();
-    const now = plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`);
-    this.o.log(
-      `gateway: reloaded (${now.filter((x) => !was.has(x)).length} new, ${[...was].filter((x) => !now.includes(x)).length} gone): ${plan.models.map((m) => m.name).join(', ') || 'none'}; ${
-        confirmed
-          ? `HAProxy runs it (${Math.round(performance.now() - t0)} ms)`
-          : `HAProxy did not show that it runs it within ${RELOAD_CONFIRM_MS / 1000} s (no new worker on its runtime API, or the old one still listening): a request may still get the old routes`
-      }`,
-    );
+    const seq = ++this.reloads;
+    void this.reloaded(before).then((confirmed) => {
+      // a later reload publishes its own models
+      if (seq !== this.reloads || this.o.signal.aborted) return;
+      this.routed = plan.models;
+      this.o.onChange?.();
+      const now = plan.models.map((m) => `${m.name}@${m.servers.map((s) => s.port).join('+')}`);
+      this.o.log(
+        `gateway: reloaded (${now.filter((x) => !was.has(x)).length} new, ${[...was].filter((x) => !now.includes(x)).length} gone): ${plan.models.map((m) => m.name).join(', ') || 'none'}; ${
+          confirmed
+            ? `HAProxy runs it (${Math.round(performance.now() - t0)} ms)`
+            : `HAProxy did not show that it runs it within ${RELOAD_CONFIRM_MS / 1000} s (no new worker on its runtime API, or the old one still listening): a request may still get the old routes`
+        }`,
+      );
+    });
     // a reloaded worker starts its servers from the checks: the ones the keeper put to sleep stay in maint
-    if (!confirmed) await pause(300);
+    await pause(300);
     for (const name of this.slept) {
       const m = plan.models.find((x) => x.name === name);
       if (m) for (const s of m.servers) await setServerState(plan.files.socket, m.backend, s.name, 'maint').catch(() => undefined);
