@@ -86,7 +86,8 @@ async function endedContainers(plan: ClusterPlan, refs: NodeContainerRef[], what
     parts,
     parts
       .map(
-        ({ r, d, text }) => `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)}${how.get(r) ?? ''})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
+        ({ r, d, text }) =>
+          `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)}${how.get(r) ?? ''})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
       )
       .join('\n'),
     parts.flatMap(({ r, text }) =>
