@@ -139,26 +139,39 @@ interface CorruptEntry {
 }
 
 /**
+ * ServerRecord's fields whose rule is one wherever the server runs (each placement's shape below
+ * places them where its records have always kept them: a parsed record's keys come in its shape's order).
+ */
+const server = {
+  version: z.literal(1),
+  startTime: z.number().optional(),
+  marker: z.string().optional(),
+  port: z.number().int().min(1).max(65535),
+  servedName: z.string(),
+  startedAt: z.string(),
+};
+
+/**
  * The shape an entry must have to be used at all. pid, pgid and startTime are checked by
  * proveIdentity (an entry without a start time is loaded, reported and never signalled).
  */
 const InstanceShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     name: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     profile: z.string(),
     replica: z.number().int().nonnegative(),
     pid: z.number(),
     pgid: z.number(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
+    startTime: server.startTime,
+    marker: server.marker,
     host: z.string(),
-    port: z.number().int().min(1).max(65535),
-    servedName: z.string(),
+    port: server.port,
+    servedName: server.servedName,
     gpus: z.array(z.number().int().nonnegative()),
     logFile: z.string(),
     engine: z.enum(['vllm', 'sim']),
-    startedAt: z.string(),
+    startedAt: server.startedAt,
   })
   .passthrough();
 
@@ -204,19 +217,19 @@ const NodeLog = z.string().regex(/^[\w./$ -]{1,4096}$/, 'a log path of letters, 
 
 const ClusterShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     profile: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     nodesFile: z.string(),
     head: z.string(),
     executor: z.enum(['ray', 'native']).optional(),
     pid: z.number().int(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
-    port: z.number().int().min(1).max(65535),
+    startTime: server.startTime,
+    marker: server.marker,
+    port: server.port,
     url: z.string(),
-    servedName: z.string(),
+    servedName: server.servedName,
     logFile: NodeLog,
-    startedAt: z.string(),
+    startedAt: server.startedAt,
     ranks: z
       .array(
         z
