@@ -96,7 +96,7 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
  * or nodes (nodesPlaced, over the executor's NodesPlacement, cluster/). The loop owns the order;
  * each member is what one step does differently there.
  */
-interface Placed<H> {
+export interface Placed<H> {
   /** the groups that run a vLLM of their own, in start order */
   groups: ServerGroup[];
   /** the start's clocks, one per group, begun at its launch (start.ts); what was prepared is said first */
@@ -164,7 +164,18 @@ const observing =
  * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
  * failure or a cancellation, stop what started; then prewarm and probe the endpoints (afterReady).
  */
-async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+  try {
+    return await placedLoop(plan, p, run, emit);
+  } finally {
+    // every end of the loop (an outcome, a failure, a cancellation, a throw after the launch): no log
+    // of this start is followed past it (over nodes: an ssh to each worker every 1.5 s, for the life of
+    // the process). The reports, where an end took them, stopped it already; this waits for nothing then.
+    await p.start.stop();
+  }
+}
+
+async function placedLoop<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
   if (p.start.notes.length) emit({ type: 'cold-start', notes: p.start.notes });
   let hs: H[];
   try {

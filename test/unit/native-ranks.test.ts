@@ -59,7 +59,7 @@ describe('the nodes runtime picks how a rank runs: one entry per engine.runtime 
   it('in a container: the rank is the container of its recorded ID (proven first); its port cannot be proven by pid', () => {
     const alive = CONTAINER_RANKS.aliveLine(boxRank);
     expect(alive).toContain(`inspect --type container --format '{{.Id}}' ${HEAD_CID}`);
-    expect(alive).toContain('{{.State.Running}}');
+    expect(alive).toContain('{{.State.Status}} {{.State.ExitCode}}');
     expect(alive).not.toContain('kill');
     expect(CONTAINER_RANKS.tailLine(boxRank, 30)).toMatch(new RegExp(`podman logs --tail 30 ${HEAD_CID} 2>&1$`));
     expect(CONTAINER_RANKS.ours(nodes(), boxRank, 8000)).toBeUndefined();

@@ -6,6 +6,7 @@ import {
   afterCandidate,
   afterCanary,
   canaryNodesProblem,
+  canaryRefusal,
   nodesEnd,
   nodesPlanLines,
   versionAnswer,
@@ -156,6 +157,26 @@ describe('nodesEnd: every path ends saying what serves; nothing healthy serving 
     // the rule behind every row: healthy service on either side, or a loud line
     if (end.serving !== 'candidate' && end.serving !== 'previous') expect(end.loud).toBeTruthy();
   });
+});
+
+// review s8: the canary's serve refused as bad input on the spare nodes ended as canary-failed, exit 1; the table says 2
+describe('canaryRefusal: a canary refused as bad input when served on the spare nodes is bad input (exit 2), the server untouched', () => {
+  const K = { name: 'p-canary', nodesFile: '/s.yaml' };
+  const why = { message: 'SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds', details: ['unset it for the default (90)'] };
+  it('refused, nothing left after its stop: a UsageError (exit 2) naming the file, the refusal, its fix and that the server serves as before', () => {
+    const e = canaryRefusal({ ...K, served: 'refused', stop: {} }, why, false, 'p', ['n0', 'n1']);
+    expect(e).toBeInstanceOf(UsageError);
+    expect(e!.exitCode).toBe(2);
+    expect(e!.message).toBe('--canary-nodes /s.yaml: the candidate was refused on the spare nodes: SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds');
+    expect(e!.details).toEqual(['unset it for the default (90)', 'p serves as before over n0, n1 (nothing of it was touched)']);
+  });
+  it.each<[string, Partial<CanaryRun>, typeof why | undefined, boolean]>([
+    ['served and failed its comparison (exit 1 as before)', { served: 'healthy', pass: false, stop: {} }, undefined, false],
+    ['did not launch (exit 1 as before)', { served: 'launch-failed', stop: {} }, undefined, false],
+    ['refused, but interrupted (Ctrl-C decides)', { served: 'refused', stop: {} }, why, true],
+    ['refused, but its stop left something (said loudly by the end)', { served: 'refused', stop: { left: 'rank 1 on c1: unproven' } }, why, false],
+    ['refused, its stop not reached', { served: 'refused' }, why, false],
+  ])('%s: the usual end decides', (_, c, refusal, interrupted) => expect(canaryRefusal({ ...K, ...c }, refusal, interrupted, 'p', ['n0'])).toBeUndefined());
 });
 
 describe('afterCanary: the server is upgraded only after a canary that served healthy, passed, stopped whole, and no --no-roll', () => {

@@ -87,9 +87,25 @@ export const provenGuard = (r: NodeContainerRef) => provenId(r, 9);
 /** The runtime's own command line for the recorded container (no guard: put provenGuard before it). */
 export const cliLine = (r: NodeContainerRef, args: string[]) => line(r.cli, args);
 
-/** Exit 9: the container is gone or not running (255 is ssh failing, not an answer). */
-export const aliveLine = (r: NodeContainerRef) =>
-  `${provenId(r, 9)}; s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9`;
+/**
+ * Whether the proven container runs: exit 0 running; 9 it ended (the runtime says exited, stopped or
+ * dead, printing "STATUS EXITCODE" on stdout) or the runtime no longer knows it; 5 the runtime did
+ * not answer (what it said on stderr) or says another state (created, paused, restarting, stopping:
+ * not running, not ended). A runtime that fails to answer is never read as "ended": CI saw a busy
+ * podman's failed inspect taken for a Ray head container that had ended, and the launch given up.
+ * (255 is ssh failing, not an answer.)
+ */
+export function aliveLine(r: NodeContainerRef): string {
+  const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Status}} {{.State.ExitCode}}', r.containerId]);
+  return [
+    provenId(r, 9),
+    `s=$(${inspect} 2>/dev/null); rc=$?`,
+    // a failed read is asked once more, its stderr kept: "no such container" is gone, another failure no answer
+    `if [ $rc -ne 0 ]; then s=$(${inspect} 2>&1) && rc=0; if printf '%s' "$s" | grep -qi 'no such'; then exit 9; fi; [ $rc -eq 0 ] || { printf '%s\n' "$s" | tail -n 3 >&2; exit 5; }; fi`,
+    `case "$s" in 'running '*) exit 0;; 'exited '*|'stopped '*|'dead '*) printf '%s\n' "$s"; exit 9;; esac`,
+    `printf 'the runtime says the container is %s\n' "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:] ._:-' ' ')" >&2; exit 5`,
+  ].join('; ');
+}
 
 /**
  * The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone (the

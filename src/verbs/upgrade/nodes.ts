@@ -33,6 +33,7 @@ import {
   nodesPlanLines,
   afterCandidate,
   afterCanary,
+  canaryRefusal,
   canaryNodesProblem,
   versionAnswer,
   sideVersion,
@@ -296,7 +297,7 @@ function thresholdsOf(pc: PlannedCluster): Thresholds {
 }
 
 /** serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe, Ctrl-C). */
-async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string }> {
+async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string; refusal?: UsageError }> {
   const { serveNodes } = await import('../serve/nodes.js');
   try {
     const out = await serveNodes(l.asked, serveOpts(l, file, extra, prewarm), { quiet: true });
@@ -308,7 +309,7 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewar
     const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
-    if (e instanceof UsageError) return { served: 'refused', why: e.message };
+    if (e instanceof UsageError) return { served: 'refused', why: e.message, refusal: e };
     if (e instanceof LaunchError || e instanceof ProblemsFound) return { served: 'launch-failed', why: (e as Error).message };
     // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70 with the nodes empty
     return { served: 'launch-failed', why: `serve --nodes failed: ${(e as Error).message ?? String(e)}` };
@@ -675,6 +676,9 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
   // the canary is stopped whatever came of it (also after Ctrl-C: its own deadline)
   say2(`stopping the canary ${k.name} on ${k.nodes.join(', ')}`);
   cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), s.served));
+  // refused as bad input there (nothing started): exit 2, as every other --canary-nodes refusal
+  const refused = canaryRefusal(cr, s.refusal, signal.aborted, u.name, u.nodes);
+  if (refused) throw refused;
   return current;
 }
 
