@@ -68,14 +68,21 @@ export interface Instance extends ServerRecord {
   start?: StartReport;
 }
 
-/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
-export interface LaunchRecord {
-  /** serve's --set overrides, in the order given (restart applies them first, its own after) */
+/**
+ * What any serve's launch record keeps of its inputs beyond the profile file, wherever the server runs
+ * (one definition; LaunchRecord on this host and ClusterLaunch over nodes are each this plus their own).
+ */
+export interface LaunchBase {
+  /** serve's --set overrides, in the order given (over nodes --runtime too, as engine.runtime; restart and upgrade apply them first, their own after) */
   sets: string[];
   /** --profiles: the folder the profile was read from */
   profilesDir?: string;
-  gpus?: number;
   platform?: string;
+}
+
+/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
+export interface LaunchRecord extends LaunchBase {
+  gpus?: number;
   runtime?: 'host' | 'container';
   /** --router: HAProxy in front though the profile has no router: block */
   router?: boolean;
@@ -116,6 +123,16 @@ export interface Entry {
   logDeleted?: boolean;
 }
 
+/** Where a registered server runs: this host (host) or over nodes (nodes). */
+export type Placement = 'host' | 'nodes';
+
+/**
+ * A registered server, wherever it runs: one listing (Registry.servers()) for every verb, with what is
+ * particular to the placement behind the discriminant: on this host the entry with the proof of its
+ * processes (list()), over nodes the record serve --nodes wrote (clusters(); proven on its node when acted on).
+ */
+export type ServerEntry = ({ kind: 'host' } & Entry) | { kind: 'nodes'; record: ClusterRecord };
+
 interface CorruptEntry {
   file: string;
   keptAs: string;
@@ -123,26 +140,39 @@ interface CorruptEntry {
 }
 
 /**
+ * ServerRecord's fields whose rule is one wherever the server runs (each placement's shape below
+ * places them where its records have always kept them: a parsed record's keys come in its shape's order).
+ */
+const server = {
+  version: z.literal(1),
+  startTime: z.number().optional(),
+  marker: z.string().optional(),
+  port: z.number().int().min(1).max(65535),
+  servedName: z.string(),
+  startedAt: z.string(),
+};
+
+/**
  * The shape an entry must have to be used at all. pid, pgid and startTime are checked by
  * proveIdentity (an entry without a start time is loaded, reported and never signalled).
  */
 const InstanceShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     name: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     profile: z.string(),
     replica: z.number().int().nonnegative(),
     pid: z.number(),
     pgid: z.number(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
+    startTime: server.startTime,
+    marker: server.marker,
     host: z.string(),
-    port: z.number().int().min(1).max(65535),
-    servedName: z.string(),
+    port: server.port,
+    servedName: server.servedName,
     gpus: z.array(z.number().int().nonnegative()),
     logFile: z.string(),
     engine: z.enum(['vllm', 'sim']),
-    startedAt: z.string(),
+    startedAt: server.startedAt,
     // the words status, stop, logs and restart run: only what sparkctl writes (runtime/cli-words.ts)
     container: z
       .object({
@@ -164,11 +194,20 @@ const InstanceShape = z
   })
   .passthrough();
 
-const LaunchShape = z.object({
+/** LaunchBase's fields, checked (one rule each for both launch records: a state file is untrusted input). */
+const LaunchBaseShape = z.object({
   sets: z.array(z.string().max(4096)).max(256),
   profilesDir: z.string().max(4096).optional(),
-  gpus: z.number().int().positive().optional(),
   platform: z.string().max(200).optional(),
+});
+const base = LaunchBaseShape.shape;
+
+// the keys in the order records have always kept them (a parsed record is written back as parsed)
+const LaunchShape = z.object({
+  sets: base.sets,
+  profilesDir: base.profilesDir,
+  gpus: z.number().int().positive().optional(),
+  platform: base.platform,
   runtime: z.enum(['host', 'container']).optional(),
   router: z.boolean().optional(),
   allowUnauthenticated: z.boolean().optional(),
@@ -206,19 +245,19 @@ const NodeLog = z
 
 const ClusterShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     profile: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     nodesFile: z.string(),
     head: z.string(),
     executor: z.enum(['ray', 'native']).optional(),
     pid: z.number().int(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
-    port: z.number().int().min(1).max(65535),
+    startTime: server.startTime,
+    marker: server.marker,
+    port: server.port,
     url: z.string(),
-    servedName: z.string(),
+    servedName: server.servedName,
     logFile: NodeLog,
-    startedAt: z.string(),
+    startedAt: server.startedAt,
     ranks: z
       .array(
         z
@@ -277,13 +316,9 @@ export interface ClusterRecord extends ServerRecord {
 }
 
 /** serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin) with. */
-export interface ClusterLaunch {
+export interface ClusterLaunch extends LaunchBase {
   /** the profile as serve was given it (a name, a file's whole path, or a model id) */
   asked: string;
-  /** serve's --set (and --runtime as engine.runtime), in the order given */
-  sets: string[];
-  profilesDir?: string;
-  platform?: string;
   engine: 'vllm' | 'sim';
   vllmBin?: string;
   simLoadSeconds?: string;
@@ -291,6 +326,18 @@ export interface ClusterLaunch {
   readyTimeoutMs?: number;
   skipPreflight?: boolean;
 }
+
+/** serve --nodes' launch as the record kept it: hostile bytes too (a state file), checked field by field (keys in the record's order). */
+export const ClusterLaunchShape = z.object({
+  asked: z.string().min(1).max(4096),
+  ...base,
+  engine: z.enum(['vllm', 'sim']),
+  vllmBin: z.string().max(4096).optional(),
+  simLoadSeconds: z.string().max(40).optional(),
+  prewarm: z.boolean(),
+  readyTimeoutMs: z.number().int().positive().optional(),
+  skipPreflight: z.boolean().optional(),
+});
 
 export interface ClusterRank {
   node: string;
@@ -611,6 +658,24 @@ export class Registry {
     return this.list().filter(({ inst }) => inst.name === name || inst.profile === name);
   }
 
+  /**
+   * Every registered server, on this host and over nodes (or only those of one placement), read once:
+   * what list() and clusters() each give, in that order. What could not be read is in `corrupt`, by
+   * placement in corruptOf().
+   */
+  servers(only?: Placement): ServerEntry[] {
+    const host: ServerEntry[] = only === 'nodes' ? [] : this.list().map((e) => ({ kind: 'host' as const, ...e }));
+    const nodes: ServerEntry[] = only === 'host' ? [] : this.clusters().map((record) => ({ kind: 'nodes' as const, record }));
+    return [...host, ...nodes];
+  }
+
+  /** The entries of one placement that could not be read (an entry on this host is kept aside; a record over nodes is left in place). */
+  corruptOf(placement: Placement): CorruptEntry[] {
+    return this.corrupt.filter((c) => this.nodesCorrupt.has(c) === (placement === 'nodes'));
+  }
+
+  private nodesCorrupt = new WeakSet<CorruptEntry>();
+
   private clusterFile(profile: string) {
     return join(this.stateDir, 'clusters', `${profile}.json`);
   }
@@ -651,7 +716,10 @@ export class Registry {
       } catch (e) {
         reason = (e as Error).message;
       }
-      if (!this.corrupt.some((c) => c.file === file)) this.corrupt.push({ file, keptAs: file, reason });
+      if (this.corrupt.some((c) => c.file === file)) continue;
+      const c = { file, keptAs: file, reason };
+      this.nodesCorrupt.add(c);
+      this.corrupt.push(c);
     }
     return out;
   }

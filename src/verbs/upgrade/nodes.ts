@@ -5,8 +5,7 @@
 // own path, measure it with the same requests, then keep it (pinned, recorded) or stop it and serve
 // the previous pin again over every node. Every wait has a deadline (serve's, stop's, the measure's).
 import { basename, resolve } from 'node:path';
-import { z } from 'zod';
-import { Registry, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
+import { Registry, ClusterLaunchShape, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
@@ -56,20 +55,6 @@ import type { ContainerCli } from '../../engine/runtime/container.js';
 /** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
 export type NodesUpgradeOptions = Omit<UpgradeOptions, 'drainTimeout'>;
 
-/** serve --nodes' inputs as the record kept them: hostile bytes too (a state file), checked field by field. */
-const Launch = z.object({
-  asked: z.string().min(1).max(4096),
-  sets: z.array(z.string().max(4096)).max(256),
-  profilesDir: z.string().max(4096).optional(),
-  platform: z.string().max(200).optional(),
-  engine: z.enum(['vllm', 'sim']),
-  vllmBin: z.string().max(4096).optional(),
-  simLoadSeconds: z.string().max(40).optional(),
-  prewarm: z.boolean(),
-  readyTimeoutMs: z.number().int().positive().optional(),
-  skipPreflight: z.boolean().optional(),
-});
-
 const EXIT: Record<UpgradeStatus, ExitCode> = {
   rolled: ExitCode.ok,
   compared: ExitCode.ok,
@@ -80,7 +65,7 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
 
 /** How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept it). */
 function launchOf(rec: ClusterRecord): ClusterLaunch {
-  const p = Launch.safeParse(rec.launch);
+  const p = ClusterLaunchShape.safeParse(rec.launch);
   if (p.success) return p.data;
   const [n, f] = [rec.profile, rec.nodesFile];
   throw new UsageError(
