@@ -14,6 +14,7 @@ import { lockFile } from '../util/lock.js';
 import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { CliArgs, CliLine, CliWord } from './runtime/cli-words.js';
+import { imageRefProblem, RecordImage } from '../util/image-ref.js';
 
 /**
  * What the registry keeps of any server sparkctl started, wherever it runs: what it serves, where it
@@ -179,7 +180,7 @@ const InstanceShape = z
         cli: CliWord,
         cliArgs: CliArgs,
         name: z.string().max(300),
-        image: z.string().max(1000),
+        image: RecordImage,
         id: z
           .string()
           .regex(/^[a-f0-9]{64}$/)
@@ -191,6 +192,13 @@ const InstanceShape = z
       })
       .passthrough()
       .optional(),
+    // the launch record is read where it is used (launchOf); its image goes to the runtime (upgrade's
+    // image inspect, the pin), so an image of no reference's shape makes the entry corrupt here
+    launch: z.unknown().superRefine((l, ctx) => {
+      const image = typeof l === 'object' && l !== null && 'image' in l ? (l as { image: unknown }).image : undefined;
+      const p = image === undefined ? undefined : imageRefProblem(image);
+      if (p) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['image'], message: p });
+    }),
   })
   .passthrough();
 
@@ -212,7 +220,7 @@ const LaunchShape = z.object({
   router: z.boolean().optional(),
   allowUnauthenticated: z.boolean().optional(),
   vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
-  image: z.string().max(1000).optional(),
+  image: RecordImage.optional(),
   fingerprint: z.object({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
   settings: z
     .object({
