@@ -3,7 +3,8 @@
 // could not be read said by placement (an entry on this host is kept aside as *.corrupt; a record over
 // nodes is left where it is). status, stop, watch, probe and the gateway read this one listing, so a
 // reader that drops, mixes or misplaces a record shows here. The launch records of both placements
-// share one definition of their common fields (LaunchBase): a record reads back key for key.
+// share one definition of their common fields (LaunchBase) and one reader (readLaunch): a record reads
+// back key for key. One writer and one remover: the placement decides the file, the bytes as ever.
 import { describe, it, expect, afterAll } from 'vitest';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
