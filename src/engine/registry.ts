@@ -13,6 +13,7 @@ import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
 import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
+import { CliArgs, CliLine, CliWord } from './runtime/cli-words.js';
 
 /**
  * What the registry keeps of any server sparkctl started, wherever it runs: what it serves, where it
@@ -172,6 +173,24 @@ const InstanceShape = z
     logFile: z.string(),
     engine: z.enum(['vllm', 'sim']),
     startedAt: server.startedAt,
+    // the words status, stop, logs and restart run: only what sparkctl writes (runtime/cli-words.ts)
+    container: z
+      .object({
+        cli: CliWord,
+        cliArgs: CliArgs,
+        name: z.string().max(300),
+        image: z.string().max(1000),
+        id: z
+          .string()
+          .regex(/^[a-f0-9]{64}$/)
+          .optional(),
+        cidFile: z
+          .string()
+          .regex(/^\/[^\u0000-\u001f]{1,4095}$/, 'an absolute path')
+          .optional(),
+      })
+      .passthrough()
+      .optional(),
   })
   .passthrough();
 
@@ -212,8 +231,17 @@ const LaunchShape = z.object({
  * a record written by an earlier sparkctl reads. What a node's shell is handed (pids, the log, a
  * container's ID) must be what sparkctl wrote there: a number, a path, an ID.
  */
-/** A log as a node's shell names it: a path under $HOME, or `podman logs ID`; nothing a shell would run ($(...), `...`, ;, quotes). */
-const NodeLog = z.string().regex(/^[\w./$ -]{1,4096}$/, 'a log path of letters, digits and . / $ _ - only');
+/**
+ * A log as a node's shell names it: a file under $HOME or an absolute path (node-proc.ts NODE_LOGS;
+ * quoted where a shell line names it: nodePathWord), or `docker|podman logs ID12` as a container's;
+ * nothing a shell would run ($(...), `...`, ;, quotes), `$` only as the leading $HOME.
+ */
+const NodeLog = z
+  .string()
+  .regex(
+    /^(?:\$HOME)?\/[\w./ -]{1,4090}$|^(?:docker|podman) logs [a-f0-9]{12}$/,
+    'a log path ($HOME/... or /...) of letters, digits and . / _ - only, or "podman logs ID"; a record sparkctl wrote never names another: check the file',
+  );
 
 const ClusterShape = z
   .object({
@@ -245,7 +273,8 @@ const ClusterShape = z
               .string()
               .regex(/^[a-f0-9]{64}$/)
               .optional(),
-            cli: z.array(z.string()).optional(),
+            // [cli, ...cliArgs]: run over ssh on the node, as root: only what sparkctl writes (runtime/cli-words.ts)
+            cli: CliLine.optional(),
           })
           .passthrough(),
       )

@@ -52,7 +52,7 @@ describe('the nodes runtime picks how a rank runs: one entry per engine.runtime 
 
   it('on a host: the rank is its process group and its log file; its port is proven by the socket-owner rule', () => {
     expect(HOST_RANKS.aliveLine(hostRank)).toBe('kill -0 4242 2>/dev/null || exit 9');
-    expect(HOST_RANKS.tailLine(hostRank, 30)).toBe('tail -n 30 "/var/log/r1.log"');
+    expect(HOST_RANKS.tailLine(hostRank, 30)).toBe('tail -n 30 /var/log/r1.log');
     expect(typeof HOST_RANKS.ours(nodes(), hostRank, 8000)).toBe('function');
   });
 

@@ -41,8 +41,9 @@ exit 1
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sparkctl-nodestop-'));
-  writeFileSync(join(dir, 'fakecli'), CLI);
-  chmodSync(join(dir, 'fakecli'), 0o755);
+  // the stand-in is podman on PATH: a record's CLI is run only by name (docker or podman: runtime/cli-words.ts)
+  writeFileSync(join(dir, 'podman'), CLI);
+  chmodSync(join(dir, 'podman'), 0o755);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -52,8 +53,8 @@ function runStop(c: { answersId: string; rmFails: number; gone?: boolean; warns?
   writeFileSync(join(f, 'rm-fails'), String(c.rmFails));
   if (c.gone) writeFileSync(join(f, 'gone'), '');
   if (c.warns) writeFileSync(join(f, 'warn'), '');
-  const script = stopLine({ node: 'n0', containerId: ID, cli: [join(dir, 'fakecli')] }, 0);
-  const r = spawnSync('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+  const script = stopLine({ node: 'n0', containerId: ID, cli: ['podman'] }, 0);
+  const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
   const calls = readFileSync(join(f, 'calls'), 'utf8').trim().split('\n');
   return { code: r.status, stderr: r.stderr, rms: calls.filter((l) => l.startsWith('rm ')).length, stops: calls.filter((l) => l.startsWith('stop ')).length };
 }
@@ -101,9 +102,9 @@ describe('runLine: a run that fails after create removes what it created, or say
     const f = mkdtempSync(join(dir, 'run-'));
     writeFileSync(join(f, 'id'), `${ID}\n`);
     writeFileSync(join(f, 'rm-fails'), String(c.rmFails));
-    const cli = join(dir, 'fakecli');
+    const cli = 'podman';
     const script = runLine([cli, 'run', '--detach', 'img', 'sleep', '1'], 1, false);
-    const r = spawnSync('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(126);
     expect(r.stderr).toContain('crun: cannot start');
     if (c.left) expect(r.stderr).toMatch(new RegExp(`container ${ID} left after the failed run: Error: removing container`));
@@ -118,8 +119,8 @@ function runAlive(c: { state?: string; stateFails?: number; gone?: boolean; exec
   writeFileSync(join(f, 'state-fails'), String(c.stateFails ?? 0));
   writeFileSync(join(f, 'exec-rc'), String(c.execRc ?? 0));
   if (c.gone) writeFileSync(join(f, 'gone'), '');
-  const script = line({ node: 'n0', containerId: ID, cli: [join(dir, 'fakecli')] });
-  const r = spawnSync('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+  const script = line({ node: 'n0', containerId: ID, cli: ['podman'] });
+  const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

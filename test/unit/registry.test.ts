@@ -129,7 +129,9 @@ describe('status and stop with a record they cannot read', () => {
     writeFileSync(file, text);
     const r = await cli(['status'], { stateDir: dir });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toContain(`unreadable cluster record ${file} (ranks.0.logFile: a log path of letters, digits and . / $ _ - only): left in place`);
+    expect(r.stderr).toContain(
+      `unreadable cluster record ${file} (ranks.0.logFile: a log path ($HOME/... or /...) of letters, digits and . / _ - only, or "podman logs ID"; a record sparkctl wrote never names another: check the file): left in place`,
+    );
     expect(r.stderr).not.toContain('\u001b');
     const j = await cli(['status', '--json'], { stateDir: dir });
     expect(JSON.parse(j.stdout)).toMatchObject({ clusters: [], corrupt: [{ file, keptAs: file }] });

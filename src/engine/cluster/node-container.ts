@@ -12,6 +12,7 @@ import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
+import { cliLineProblem } from '../runtime/cli-words.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
 const CONTAINER_ID = /^[a-f0-9]{64}$/;
@@ -57,6 +58,9 @@ export async function runOnNode(
 ): Promise<{ ref: NodeContainerRef } | { error: string; evidence: string[] }> {
   const c = step.container!;
   const cli = [c.cli, ...c.cliArgs];
+  // what is recorded must read back (runtime/cli-words.ts): options of another form would make the record corrupt to every later verb
+  const bad = cliLineProblem(cli);
+  if (bad) return { error: `container.cliArgs: ${bad}`, evidence: [] };
   const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
   const r = await ssh(nf, n, runLine(argv, cli.length, !!key), { input: key ? `${key}\n` : undefined, timeoutMs: 180_000, signal });
   const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
@@ -70,6 +74,9 @@ export async function runOnNode(
  * that ID is unproven (4), a runtime that does not answer is a failure (5).
  */
 function provenId(r: NodeContainerRef, goneExit: number): string {
+  // the record's CLI words are run only when they are what sparkctl writes (the registry refuses
+  // such a record as corrupt; this is the guard of any other path that hands one here)
+  if (cliLineProblem(r.cli)) return `echo 'unproven: the record names a container CLI sparkctl does not run' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const id = CONTAINER_ID.test(r.containerId) ? r.containerId : '';
   if (!id) return `echo 'unproven: the record holds no full container ID' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id]);

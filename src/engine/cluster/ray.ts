@@ -13,7 +13,7 @@ import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
+import { launchOnNodeHost, NODE_LOGS, nodePathWord, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
@@ -267,7 +267,7 @@ const PLACEMENT_WAIT = /Waiting for creating a placement group of specs for \d+ 
 /** The engine on the head's host: its pid, its log file. */
 const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): EngineWatch => ({
   alive: `kill -0 ${record.pid} 2>/dev/null || exit 9`,
-  tail: (n) => `tail -n ${n} "${record.logFile}"`,
+  tail: (n) => `tail -n ${Math.trunc(n)} ${nodePathWord(record.logFile)}`,
   ours: () => remoteListenerOurs(nf, nf.head, record.port, record.pid, signal),
 });
 
