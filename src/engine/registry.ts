@@ -291,12 +291,6 @@ const ClusterShape = z
   })
   .passthrough();
 
-/** An entry's launch record, when it has one of the right shape (a state file is read as untrusted input). */
-export function launchOf(inst: Pick<Instance, 'launch'>): LaunchRecord | undefined {
-  const r = LaunchShape.safeParse(inst.launch);
-  return r.success ? r.data : undefined;
-}
-
 /**
  * A multi-node server (serve --nodes): a ServerRecord placed over nodes (its process lives on the head
  * node, so it is kept apart from the per-process entries).
@@ -336,7 +330,7 @@ export interface ClusterLaunch extends LaunchBase {
 }
 
 /** serve --nodes' launch as the record kept it: hostile bytes too (a state file), checked field by field (keys in the record's order). */
-export const ClusterLaunchShape = z.object({
+const ClusterLaunchShape = z.object({
   asked: z.string().min(1).max(4096),
   ...base,
   engine: z.enum(['vllm', 'sim']),
@@ -346,6 +340,24 @@ export const ClusterLaunchShape = z.object({
   readyTimeoutMs: z.number().int().positive().optional(),
   skipPreflight: z.boolean().optional(),
 });
+
+/** What each placement's launch record is: serve's on this host, serve --nodes' over nodes. */
+export interface LaunchAt {
+  host: LaunchRecord;
+  nodes: ClusterLaunch;
+}
+
+const LAUNCH_SHAPE = { host: LaunchShape, nodes: ClusterLaunchShape };
+
+/**
+ * A record's launch, checked by its placement's shape (a state file is read as untrusted input): the
+ * launch, or none with why (problem: every field of the wrong shape; undefined: the record kept none).
+ */
+export function readLaunch<P extends Placement>(at: P, rec: { launch?: unknown }): { launch: LaunchAt[P] } | { launch?: undefined; problem?: string } {
+  const p = LAUNCH_SHAPE[at].safeParse(rec.launch);
+  if (p.success) return { launch: p.data as LaunchAt[P] };
+  return rec.launch === undefined ? {} : { problem: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+}
 
 export interface ClusterRank {
   node: string;
@@ -413,10 +425,22 @@ const shapeIssues = (e: z.ZodError, whole: string): string =>
     .slice(0, 3)
     .join('; ');
 
+/** What each placement's record is: an entry on this host, a record over nodes. */
+export interface RecordAt {
+  host: Instance;
+  nodes: ClusterRecord;
+}
+
+/** Where each placement's records are kept under the state folder. */
+const RECORD_DIR: Record<Placement, string> = { host: 'instances', nodes: 'clusters' };
+
+/** The name a record is filed by: an entry on this host by its instance name, a record over nodes by its profile (one per profile). */
+const keyOf = <P extends Placement>(at: P, rec: RecordAt[P]): string => (at === 'host' ? (rec as Instance).name : (rec as ClusterRecord).profile);
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
-    this.dir = join(stateDir, 'instances');
+    this.dir = join(stateDir, RECORD_DIR.host);
     // A state folder that is a file, a dangling link, read-only or under /proc is bad input (exit 2).
     const fix = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
     ensureDir(stateDir, 'state folder', fix);
@@ -424,27 +448,40 @@ export class Registry {
     ensureDir(join(stateDir, 'logs'), 'state folder', fix);
   }
 
-  private file(name: string) {
-    return join(this.dir, `${name}.json`);
+  /** The file a server's record is kept in: the placement decides (this host: instances/NAME.json; over nodes: clusters/PROFILE.json). */
+  private fileOf(at: Placement, name: string) {
+    return join(this.stateDir, RECORD_DIR[at], `${name}.json`);
   }
 
-  write(inst: Instance) {
+  /**
+   * Record a server where its placement keeps it (an entry on this host by its instance name, a record
+   * over nodes by its profile), written whole in one step (temp file + rename).
+   */
+  write<P extends Placement>(at: P, rec: RecordAt[P]) {
+    const file = this.fileOf(at, keyOf(at, rec));
     try {
-      writeFileAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileAtomic(file, JSON.stringify(rec, null, 2) + '\n');
     } catch (e) {
-      throw fsProblem(e, 'registry entry', this.file(inst.name), 'set SPARKCTL_STATE_DIR to a writable folder');
+      throw fsProblem(e, 'registry entry', file, 'set SPARKCTL_STATE_DIR to a writable folder');
     }
   }
 
-  /** Drop an entry, and for a container its launch-ledger record: what it recorded is released. */
-  remove(name: string) {
+  /**
+   * Drop a server's record (this host: by instance name; over nodes: by profile), and for a container
+   * on this host its launch-ledger record: what it recorded is released. Only that placement's file is touched.
+   */
+  remove(at: Placement, name: string) {
+    const file = this.fileOf(at, name);
     let marker: string | undefined;
-    try {
-      marker = ledgerMarkerOf(JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
-    } catch {
-      /* no entry (a recovered orphan): its name is not a file */
-    }
-    rmSync(this.file(name), { force: true });
+    // the launch ledger is this host's (a container launched here): a record over nodes never names one
+    if (at === 'host')
+      try {
+        marker = ledgerMarkerOf(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
+      } catch {
+        /* no entry (a recovered orphan): its name is not a file */
+      }
+    rmSync(file, { force: true });
     removeLedger(this.stateDir, marker);
   }
 
@@ -684,26 +721,13 @@ export class Registry {
 
   private nodesCorrupt = new WeakSet<CorruptEntry>();
 
-  private clusterFile(profile: string) {
-    return join(this.stateDir, 'clusters', `${profile}.json`);
-  }
-
-  writeCluster(rec: ClusterRecord) {
-    mkdirSync(join(this.stateDir, 'clusters'), { recursive: true });
-    writeFileAtomic(this.clusterFile(rec.profile), JSON.stringify(rec, null, 2) + '\n');
-  }
-
-  removeCluster(profile: string) {
-    rmSync(this.clusterFile(profile), { force: true });
-  }
-
   /**
    * Every record of a server over nodes. One that cannot be read or has another shape is listed in
    * `corrupt` (left where it is: it may be a running cluster's, and `stop NAME --nodes FILE` or the
    * operator decides), never handed to a reader.
    */
   clusters(): ClusterRecord[] {
-    const dir = join(this.stateDir, 'clusters');
+    const dir = join(this.stateDir, RECORD_DIR.nodes);
     let files: string[];
     try {
       files = readdirSync(dir).filter((f) => f.endsWith('.json'));

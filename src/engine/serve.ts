@@ -227,7 +227,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
     emit({ type: 'stopping', why, replicas: launched.length });
     await place.stop(launched, record);
-    if (record) registry.removeCluster(plan.profile.name);
+    if (record) registry.remove('nodes', plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
   };
   const placed: Placed<GroupLaunch> = {
@@ -249,7 +249,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     },
     record: (hs) => {
       record = place.record(hs);
-      registry.writeCluster(record);
+      registry.write('nodes', record);
     },
     endpoints: () => {
       watch = place.watch(record!, start);
@@ -263,7 +263,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     abandon: async () => {
       emit({ type: 'stopping', why: 'failed', replicas: begun.length });
       await place.stop(begun, record);
-      if (record) registry.removeCluster(plan.profile.name);
+      if (record) registry.remove('nodes', plan.profile.name);
     },
   };
   return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
@@ -428,7 +428,7 @@ async function served(s: Session): Promise<ServeOutcome> {
     const r = out.replicas.find((x) => x.name === replica);
     if (r) r.start = start;
     const inst = out.stoppedAll ? undefined : s.registry.find(replica)[0]?.inst;
-    if (inst) s.registry.write({ ...inst, start });
+    if (inst) s.registry.write('host', { ...inst, start });
   }
   return out;
 }
@@ -463,7 +463,7 @@ function localPlaced(s: Session): Placed<Launched> {
     refuse: async () => {
       s.release = await registry.lock();
       // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
-      for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
+      for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove('host', x.inst.name);
       const placed: Colocated[] = [];
       const live = registry
         .list()
@@ -493,7 +493,7 @@ function localPlaced(s: Session): Placed<Launched> {
       const p = g.of.replica;
       s.start.launched(groupAt(g));
       const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
-        registry.write(instanceOf(plan, p, x));
+        registry.write('host', instanceOf(plan, p, x));
         s.registered.add(p.name);
       });
       s.launched.push(l);
@@ -537,7 +537,7 @@ function localPlaced(s: Session): Placed<Launched> {
         const ms = (results[i] as { ms: number }).ms;
         replicas[i]!.readyMs = ms;
         const inst = registry.find(l.plan.name)[0]?.inst;
-        if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+        if (inst) registry.write('host', { ...inst, readyAt: new Date().toISOString() });
         s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
       }
       return localServing(s, replicas);
@@ -599,7 +599,7 @@ async function stopAll({ launched, registered, rt, registry, run, emit }: Sessio
     launched.map(async (l) => {
       if (!registered.has(l.plan.name)) return;
       await rt.stop(l, run.force?.aborted ? 0 : 5000, { signal: run.force });
-      registry.remove(l.plan.name);
+      registry.remove('host', l.plan.name);
     }),
   );
   run.force?.removeEventListener('abort', onForce);
@@ -706,7 +706,7 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
       ...replacements.map((e) =>
         runtimeOf(e.inst)
           .stop(e.inst, 30_000)
-          .then(() => registry.remove(e.inst.name)),
+          .then(() => registry.remove('host', e.inst.name)),
       ),
     ]),
     forced,
@@ -718,11 +718,11 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
     const done = new AbortController();
     await Promise.race([Promise.all(stopping).finally(() => done.abort()), pause(60_000, done.signal)]);
   }
-  if (router) registry.remove(router.plan.name);
+  if (router) registry.remove('host', router.plan.name);
   for (const l of launched) rt.release(l);
   const exits = launched.map((l) => rt.exitOf(l, stopped.get(l)));
   for (const [i, l] of launched.entries()) {
-    registry.remove(l.plan.name);
+    registry.remove('host', l.plan.name);
     replicas[i]!.exit = { code: exits[i]?.code ?? null, signal: exits[i]?.signal ?? null };
     emit({ type: 'exited', replica: l.plan.name, ...replicas[i]!.exit });
   }

@@ -203,7 +203,7 @@ describe('a cluster record: its CLI words and log paths only as sparkctl writes 
 
   it('the record sparkctl writes reads back', () => {
     const reg = new Registry(fresh());
-    reg.writeCluster(cluster);
+    reg.write('nodes', cluster);
     expect(reg.clusters()).toEqual([cluster]);
     expect(reg.corrupt).toEqual([]);
   });

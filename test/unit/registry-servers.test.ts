@@ -3,11 +3,12 @@
 // could not be read said by placement (an entry on this host is kept aside as *.corrupt; a record over
 // nodes is left where it is). status, stop, watch, probe and the gateway read this one listing, so a
 // reader that drops, mixes or misplaces a record shows here. The launch records of both placements
-// share one definition of their common fields (LaunchBase): a record reads back key for key.
+// share one definition of their common fields (LaunchBase) and one reader (readLaunch): a record reads
+// back key for key. One writer and one remover: the placement decides the file, the bytes as ever.
 import { describe, it, expect, afterAll } from 'vitest';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Registry, ClusterLaunchShape, launchOf, type ClusterRecord, type Instance, type ServerEntry } from '../../src/engine/registry.js';
+import { Registry, readLaunch, type ClusterRecord, type Instance, type Placement, type ServerEntry } from '../../src/engine/registry.js';
 import { named, onHost, overNodes } from '../../src/engine/servers.js';
 import { tempDir, rmrf } from '../helpers.js';
 
@@ -86,21 +87,21 @@ interface Case {
 
 describe('Registry.servers: one listing of both placements', () => {
   it.each<[string, Case]>([
-    ['a server on this host', { put: (r) => r.write(host), listed: ['host small-0'] }],
-    ['a server over nodes', { put: (r) => r.writeCluster(cluster), listed: ['nodes big'] }],
+    ['a server on this host', { put: (r) => r.write('host', host), listed: ['host small-0'] }],
+    ['a server over nodes', { put: (r) => r.write('nodes', cluster), listed: ['nodes big'] }],
     [
       'one of each: this host first, then the nodes',
       {
         put: (r) => {
-          r.writeCluster(cluster);
-          r.write(host);
+          r.write('nodes', cluster);
+          r.write('host', host);
         },
         listed: ['host small-0', 'nodes big'],
       },
     ],
     [
       'an entry on this host that is not JSON, beside a good record over nodes',
-      { put: (r) => (r.writeCluster(cluster), writeRaw(hostFile(r, 'broken-0'), '{"version": 1,')), listed: ['nodes big'], corruptHost: ['broken-0.json', /JSON/] },
+      { put: (r) => (r.write('nodes', cluster), writeRaw(hostFile(r, 'broken-0'), '{"version": 1,')), listed: ['nodes big'], corruptHost: ['broken-0.json', /JSON/] },
     ],
     [
       'an entry on this host of another shape (a pid that is a shell line)',
@@ -113,7 +114,7 @@ describe('Registry.servers: one listing of both placements', () => {
     [
       'a record over nodes with a rank log that runs a command, beside a good entry on this host',
       {
-        put: (r) => (r.write(host), writeRaw(clusterFile(r, 'bad'), JSON.stringify({ ...cluster, profile: 'bad', ranks: [{ ...cluster.ranks![0], logFile: '/x"; reboot; echo "' }] }))),
+        put: (r) => (r.write('host', host), writeRaw(clusterFile(r, 'bad'), JSON.stringify({ ...cluster, profile: 'bad', ranks: [{ ...cluster.ranks![0], logFile: '/x"; reboot; echo "' }] }))),
         listed: ['host small-0'],
         corruptNodes: ['bad.json', /^ranks\.0\.logFile: /],
       },
@@ -174,8 +175,8 @@ describe('Registry.servers: one listing of both placements', () => {
     const reg = fresh();
     writeRaw(hostFile(reg, 'broken-0'), '{');
     writeRaw(clusterFile(reg, 'bad'), '{');
-    reg.write(host);
-    reg.writeCluster(cluster);
+    reg.write('host', host);
+    reg.write('nodes', cluster);
     expect(reg.servers('nodes').map((s) => s.kind)).toEqual(['nodes']);
     expect(reg.corruptOf('host')).toEqual([]);
     expect(existsSync(hostFile(reg, 'broken-0'))).toBe(true);
@@ -187,9 +188,9 @@ describe('Registry.servers: one listing of both placements', () => {
 
   it('named: an instance or profile on this host, a profile over nodes; onHost hands back plain entries', () => {
     const reg = fresh();
-    reg.write(host);
-    reg.write({ ...host, name: 'small-1', replica: 1, port: 8002 });
-    reg.writeCluster(cluster);
+    reg.write('host', host);
+    reg.write('host', { ...host, name: 'small-1', replica: 1, port: 8002 });
+    reg.write('nodes', cluster);
     const servers = reg.servers();
     const names = (s: ServerEntry[]) => s.map((x) => (x.kind === 'host' ? x.inst.name : `nodes:${x.record.profile}`));
     expect(names(named(servers, 'small'))).toEqual(['small-0', 'small-1']);
@@ -200,21 +201,104 @@ describe('Registry.servers: one listing of both placements', () => {
   });
 });
 
-describe('the launch records: one definition of their shared fields', () => {
+describe('the launch records: one definition of their shared fields, one reader', () => {
   it('each reads back key for key as written (a parsed record is written back as parsed)', () => {
-    expect(JSON.stringify(launchOf(host))).toBe(JSON.stringify(host.launch));
-    const p = ClusterLaunchShape.safeParse(JSON.parse(JSON.stringify(cluster.launch)));
-    expect(p.success && JSON.stringify(p.data)).toBe(JSON.stringify(cluster.launch));
+    expect(JSON.stringify(readLaunch('host', host).launch)).toBe(JSON.stringify(host.launch));
+    expect(JSON.stringify(readLaunch('nodes', JSON.parse(JSON.stringify(cluster))).launch)).toBe(JSON.stringify(cluster.launch));
   });
 
-  it.each<[string, Record<string, unknown>]>([
-    ['sets that are no list of strings', { sets: [1] }],
-    ['a --set longer than 4096', { sets: ['x'.repeat(4097)] }],
-    ['more than 256 --set', { sets: Array.from({ length: 257 }, (_, i) => `a.b=${i}`) }],
-    ['a profiles folder that is no string', { profilesDir: 7 }],
-    ['a platform longer than 200', { platform: 'p'.repeat(201) }],
-  ])('%s: refused by both', (_, over) => {
-    expect(launchOf({ launch: { ...host.launch!, ...over } as Instance['launch'] })).toBeUndefined();
-    expect(ClusterLaunchShape.safeParse({ ...cluster.launch, ...over }).success).toBe(false);
+  it('each placement reads with its own shape: a launch of the other placement is refused, said by field', () => {
+    expect(readLaunch('host', { launch: cluster.launch })).toMatchObject({ problem: expect.stringMatching(/^vllm: /) });
+    expect(readLaunch('nodes', { launch: host.launch })).toMatchObject({ problem: expect.stringMatching(/^asked: .*; engine: .*; prewarm: /) });
+  });
+
+  it('none kept (a record written before): no launch and no problem', () => {
+    expect(readLaunch('host', {})).toEqual({});
+    expect(readLaunch('nodes', {})).toEqual({});
+    expect(readLaunch('nodes', { launch: null })).toMatchObject({ problem: expect.any(String) });
+  });
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['sets that are no list of strings', { sets: [1] }, /^sets\.0: /],
+    ['a --set longer than 4096', { sets: ['x'.repeat(4097)] }, /^sets\.0: /],
+    ['more than 256 --set', { sets: Array.from({ length: 257 }, (_, i) => `a.b=${i}`) }, /^sets: /],
+    ['a profiles folder that is no string', { profilesDir: 7 }, /^profilesDir: /],
+    ['a platform longer than 200', { platform: 'p'.repeat(201) }, /^platform: /],
+  ])('%s: refused by both, the field named', (_, over, field) => {
+    for (const [at, rec] of [
+      ['host', host],
+      ['nodes', cluster],
+    ] as const) {
+      const r = readLaunch(at, { launch: { ...rec.launch!, ...over } });
+      expect(r.launch, at).toBeUndefined();
+      expect('problem' in r && r.problem, at).toMatch(field);
+    }
+  });
+});
+
+describe('one writer and one remover: the placement decides the file', () => {
+  // the same name in both placements: an instance named "big" on this host and profile "big" over nodes
+  const onHere: Instance = { ...host, name: 'big', profile: 'big' };
+  const files = (reg: Registry) => ['instances', 'clusters'].flatMap((d) => (existsSync(join(reg.stateDir, d)) ? readdirSync(join(reg.stateDir, d)).map((f) => `${d}/${f}`) : []));
+  const bytes = (rec: object) => JSON.stringify(rec, null, 2) + '\n';
+
+  it.each<[Placement, Placement, Instance | ClusterRecord, string, Instance | ClusterRecord, string]>([
+    ['host', 'nodes', onHere, 'instances/big.json', cluster, 'clusters/big.json'],
+    ['nodes', 'host', cluster, 'clusters/big.json', onHere, 'instances/big.json'],
+  ])('a %s record: its own file, the bytes as ever; its remove leaves the %s record of the same name', (at, other, rec, file, otherRec, otherFile) => {
+    const reg = fresh();
+    reg.write(at, rec as never);
+    // the very file and bytes every sparkctl before wrote
+    expect(files(reg)).toEqual([file]);
+    expect(readFileSync(join(reg.stateDir, file), 'utf8')).toBe(bytes(rec));
+    reg.write(other, otherRec as never);
+    expect(files(reg).sort()).toEqual([file, otherFile].sort());
+    // read back by its own placement's reader
+    const listed = reg.servers(at);
+    expect(listed.map((s) => (s.kind === 'host' ? `host ${s.inst.name}` : `nodes ${s.record.profile}`))).toEqual([`${at} big`]);
+    // a remove of one never touches the other's file of the same name
+    reg.remove(at, 'big');
+    expect(files(reg)).toEqual([otherFile]);
+    expect(readFileSync(join(reg.stateDir, otherFile), 'utf8')).toBe(bytes(otherRec));
+    reg.remove(at, 'big'); // gone already: nothing to do, nothing else touched
+    expect(files(reg)).toEqual([otherFile]);
+    reg.remove(other, 'big');
+    expect(files(reg)).toEqual([]);
+  });
+
+  it("a container's launch-ledger record goes with its entry on this host, never with a record over nodes", () => {
+    const reg = fresh();
+    const marker = host.marker!;
+    const ledger = join(reg.stateDir, 'containers', `${marker}.json`);
+    const cid = join(reg.stateDir, 'containers', `${marker}.cid`);
+    const container = { cli: 'podman', cliArgs: [], name: 'sparkctl-big', image: 'x', id: 'a'.repeat(64), cidFile: cid } as Instance['container'];
+    const putLedger = () => (writeRaw(ledger, '{}'), writeRaw(cid, 'a'.repeat(64)));
+    putLedger();
+    // a record over nodes that names the same marker and a container (hostile or not): its remove leaves this host's ledger alone
+    writeRaw(join(reg.stateDir, 'clusters', 'big.json'), JSON.stringify({ ...cluster, marker, container }));
+    reg.remove('nodes', 'big');
+    expect(existsSync(join(reg.stateDir, 'clusters', 'big.json'))).toBe(false);
+    expect([existsSync(ledger), existsSync(cid)]).toEqual([true, true]);
+    // the container's entry on this host: its ledger record is released with it
+    reg.write('host', { ...onHere, marker, container });
+    reg.remove('host', 'big');
+    expect(files(reg)).toEqual([]);
+    expect([existsSync(ledger), existsSync(cid)]).toEqual([false, false]);
+  });
+
+  it('a state folder whose records cannot be written: bad input naming the file, for either placement', () => {
+    for (const [at, rec, dir] of [
+      ['host', onHere, 'instances'],
+      ['nodes', cluster, 'clusters'],
+    ] as const) {
+      const reg = fresh();
+      // the placement's folder is a file: neither written nor a crash
+      if (dir === 'clusters') writeRaw(join(reg.stateDir, 'clusters'), 'not a folder');
+      else {
+        rmrf(join(reg.stateDir, 'instances'));
+        writeRaw(join(reg.stateDir, 'instances'), 'not a folder');
+      }
+      expect(() => reg.write(at, rec as never), at).toThrow(new RegExp(`registry entry ${join(reg.stateDir, dir, 'big.json').replace(/[.]/g, '\\.')}`));
+    }
   });
 });

@@ -19,7 +19,8 @@ import {
   type NodesRun,
   type NodesServed,
 } from '../../src/upgrade/nodes.js';
-import { lastOfEach, nodesHelpSide, tagsNamed } from '../../src/verbs/upgrade/nodes.js';
+import { lastOfEach, nodesHelpSide, tagsNamed, upgradeNodes, type NodesUpgradeOptions } from '../../src/verbs/upgrade/nodes.js';
+import type { ClusterRecord } from '../../src/engine/registry.js';
 import { LaunchError, UsageError } from '../../src/errors.js';
 import { flagChanges, flagsFields, type SideRead } from '../../src/upgrade/flag-defaults.js';
 import { parseHelpAll } from '../../src/profiles/vllm-help.js';
@@ -479,5 +480,41 @@ describe("the plan over nodes: vLLM's own tables (serve --help=all), as the one-
   });
   it('a side with nothing to ask: nothing read, nothing compared, said', async () => {
     expect(await compareSides('/nonexistent', undefined, { kind: 'sim', version: '1', argv0: ['x'] }, [], { engine: {} as never })).toEqual({ why: 'no current vLLM to ask' });
+  });
+});
+
+describe("upgrade over nodes: the record's launch read by the registry's one reader (registry.ts readLaunch)", () => {
+  const rec = {
+    version: 1,
+    executor: 'native',
+    profile: 'big',
+    nodesFile: '/etc/sparkctl/nodes.yaml',
+    head: 'n0',
+    pid: 4242,
+    port: 8000,
+    url: 'http://10.0.0.1:8000',
+    servedName: 'big',
+    logFile: '$HOME/x.log',
+    startedAt: '2026-12-04T00:00:00.000Z',
+  } as ClusterRecord;
+  const refusal = async (launch: unknown) => {
+    process.env.SPARKCTL_STATE_DIR ??= '/nonexistent-sparkctl-state';
+    const e = await upgradeNodes({ ...rec, ...(launch === undefined ? {} : { launch }) } as ClusterRecord, {} as NodesUpgradeOptions).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(UsageError);
+    return (e as UsageError).message;
+  };
+
+  it('none kept (a record from before): said so, and how to serve it so that it is kept', async () => {
+    expect(await refusal(undefined)).toBe('big is served over nodes (/etc/sparkctl/nodes.yaml) by a sparkctl that did not keep how it was served: upgrade cannot serve it again the same way');
+  });
+
+  it('a launch of another shape: every field that is wrong named, nothing started', async () => {
+    expect(await refusal({ asked: 1, sets: 'x', engine: 'vllm', prewarm: true })).toBe(
+      "big's cluster record: its launch is not readable (asked: Expected string, received number; sets: Expected array, received string)",
+    );
+    // a host's launch record is not one over nodes
+    expect(await refusal({ sets: [], vllm: { asked: 'auto', resolved: '0.11.0', how: 'installed' } })).toMatch(
+      /^big's cluster record: its launch is not readable \(asked: Required; engine: Required; prewarm: Required\)$/,
+    );
   });
 });

@@ -203,10 +203,10 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
     launch: async () => {
       const head = refs[0]!;
       const record = containersRecord(plan, refs, marker);
-      registry.writeCluster(record);
+      registry.write('nodes', record);
       const noExec = await execVllm(plan, head, marker, signal);
       if (noExec) {
-        registry.removeCluster(plan.profile.name);
+        registry.remove('nodes', plan.profile.name);
         return { error: noExec.detail, evidence: noExec.lastLines };
       }
       // what proves vLLM ours from now on: its process on the head's host, proven there at once

@@ -16,7 +16,7 @@ export async function run(opts: { json?: boolean }) {
   const rows = await statusOf(all, async (rec) => (await import('../../router/api.js')).routerHealth(rec));
   // act: only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped
   const stale = rows.filter((r) => r.process === 'dead');
-  for (const r of stale) reg.remove(r.inst.name);
+  for (const r of stale) reg.remove('host', r.inst.name);
   const gateway = gatewayStatus(reg);
   const { clusterStatuses, renderClusterStatus, clusterDrift } = await import('./clusters.js');
   const clusters = await clusterStatuses(overNodes(servers));

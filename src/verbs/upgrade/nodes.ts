@@ -5,7 +5,7 @@
 // own path, measure it with the same requests, then keep it (pinned, recorded) or stop it and serve
 // the previous pin again over every node. Every wait has a deadline (serve's, stop's, the measure's).
 import { basename, resolve } from 'node:path';
-import { Registry, ClusterLaunchShape, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
+import { Registry, readLaunch, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
@@ -64,14 +64,14 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
 };
 
 /** How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept it). */
-function launchOf(rec: ClusterRecord): ClusterLaunch {
-  const p = ClusterLaunchShape.safeParse(rec.launch);
-  if (p.success) return p.data;
+function launchOrRefuse(rec: ClusterRecord): ClusterLaunch {
+  const read = readLaunch('nodes', rec);
+  if (read.launch) return read.launch;
   const [n, f] = [rec.profile, rec.nodesFile];
   throw new UsageError(
-    rec.launch === undefined
+    read.problem === undefined
       ? `${n} is served over nodes (${f}) by a sparkctl that did not keep how it was served: upgrade cannot serve it again the same way`
-      : `${n}'s cluster record: its launch is not readable (${p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')})`,
+      : `${n}'s cluster record: its launch is not readable (${read.problem})`,
     [
       `sparkctl stop ${n} --nodes ${f}, then sparkctl serve ${n} --nodes ${f} (as you served it; the record then keeps how) and upgrade again`,
       `or by hand: sparkctl preflight --nodes ${f} --profile ${n} --set container.image=NEW (the same image ID on every node), sparkctl stop ${n} --nodes ${f}, sparkctl serve ${n} --nodes ${f} --set container.image=NEW`,
@@ -420,7 +420,7 @@ interface NodesDone {
 async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<NodesUpgrade | undefined> {
   const dir = stateDir();
   const name = rec0.profile;
-  const l = launchOf(rec0);
+  const l = launchOrRefuse(rec0);
   // the nodes it runs on: its record's file, or --nodes naming the same nodes (as stop checks it)
   const file = opts.nodes ?? rec0.nodesFile;
   const nf = loadNodesFile(file);
