@@ -58,7 +58,7 @@ export async function runOnNode(
 ): Promise<{ ref: NodeContainerRef } | { error: string; evidence: string[] }> {
   const c = step.container!;
   const cli = [c.cli, ...c.cliArgs];
-  // what is recorded must read back (runtime/cli-words.ts): options of another form would make the record corrupt to every later verb
+  // what is recorded must read back (engine/runtime/cli-words.ts): options of another form would make the record corrupt to every later verb
   const bad = cliLineProblem(cli);
   if (bad) return { error: `container.cliArgs: ${bad}`, evidence: [] };
   const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));

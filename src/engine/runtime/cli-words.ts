@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { shownEscaped } from '../../util/control.js';
 
-/** The container CLIs sparkctl writes into a record (runtime/container.ts ContainerCli). */
+/** The container CLIs sparkctl writes into a record (engine/runtime/container.ts ContainerCli). */
 export const CONTAINER_CLIS = ['docker', 'podman'] as const;
 
 /** An absolute path, no `..` step, no control character (a storage root, a socket). */

@@ -42,7 +42,7 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
       'fix the path in the profile, or make the folder first: sparkctl never lets the container runtime create it',
     ]);
   // what is recorded must read back: a record whose options are not of the forms sparkctl writes is
-  // refused as corrupt by every later verb (runtime/cli-words.ts), so such options are refused here
+  // refused as corrupt by every later verb (engine/runtime/cli-words.ts), so such options are refused here
   const badArgs = cliArgsProblem(cp.cliArgs);
   if (badArgs) throw new UsageError(`container.cliArgs: ${badArgs}`, ['set container.cliArgs to the global options listed, or leave it empty']);
   // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.

@@ -135,7 +135,7 @@ export function readCidFile(file: string | undefined): string | undefined {
  * the marker label may be a copy (commit) of ours; it is reported, never adopted.
  */
 export function proveRecord(rec: ContainerRecord, marker: string | undefined): ContainerProof & { id?: string } {
-  // a record's CLI and options are run only when they are what sparkctl writes (runtime/cli-words.ts)
+  // a record's CLI and options are run only when they are what sparkctl writes (engine/runtime/cli-words.ts)
   const bad = cliWordProblem(rec.cli) ?? cliArgsProblem(rec.cliArgs);
   if (bad) return { state: 'unproven', code: 'unreadable', reason: `the record's container CLI: ${bad}` };
   const id = rec.id ?? readCidFile(rec.cidFile);
