@@ -1,16 +1,20 @@
 // A vLLM executable read back from a record (a host entry's argv[0], a pin's vllmBin) is started
 // again by restart and upgrade, as root. sparkctl writes whatever --vllm-bin the operator gave, so
 // there is no fixed list to compare with; instead the file is checked before it runs: a regular file
-// (symlinks resolved), executable, owned by root or by the user running sparkctl, and neither it nor
-// its folder (nor the folder of the path as recorded) writable by group or others. A bare name
-// (`vllm`) is found on the operator's PATH, not named by the record: it is not checked here.
+// (symlinks resolved), executable, and neither it nor its folder (nor the folder of the path as
+// recorded) writable by group or others: no one but its owner can swap it between serve and restart.
+// Its owner is not required to be root: an operator's own venv (~/venv/bin/vllm, owned by the login
+// user, served with sudo) is the common case on a DGX Spark, serve ran it on the operator's word, and
+// refusing it would leave watch unable to restart a wedged server at 3 a.m.; the record naming it sits
+// in a folder only root can write (instances/, 0700). A bare name (`vllm`) is found on the operator's
+// PATH, not named by the record: it is not checked here.
 import { realpathSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UsageError } from '../errors.js';
 import { shownValue } from './runtime/cli-words.js';
 
 /** Why a recorded executable path must not run (undefined: it may). */
-export function recordedExecProblem(path: string, uid = process.getuid?.() ?? 0): string | undefined {
+export function recordedExecProblem(path: string): string | undefined {
   if (!path.includes('/')) return undefined;
   let real: string;
   try {
@@ -21,7 +25,6 @@ export function recordedExecProblem(path: string, uid = process.getuid?.() ?? 0)
   const st = statSync(real);
   if (!st.isFile()) return `${real === path ? 'it' : `${real} (where it leads)`} is not a regular file`;
   if (!(st.mode & 0o111)) return `${real} is not executable`;
-  if (st.uid !== 0 && st.uid !== uid) return `${real} is owned by uid ${st.uid}, neither root nor the user running sparkctl (uid ${uid})`;
   if (st.mode & 0o022) return `${real} is writable by ${st.mode & 0o002 ? 'others' : 'its group'} (mode ${(st.mode & 0o7777).toString(8)})`;
   for (const dir of new Set([dirname(real), dirname(path)])) {
     let d: ReturnType<typeof statSync>;
@@ -40,7 +43,7 @@ export function checkRecordedExec(path: string, what: string): void {
   const why = recordedExecProblem(path);
   if (!why) return;
   throw new UsageError(`${what}: the vLLM executable ${shownValue(path)} is not started again: ${why}`, [
-    'a file sparkctl runs as root must be a regular executable owned by root (or you), writable by no one else, in a folder no one else can write to (chown root, chmod go-w)',
+    'a file sparkctl runs as root must be a regular executable writable by its owner alone, in a folder only its owner can write to (chmod go-w on both)',
     'or serve the profile again with --vllm-bin PATH naming such a file',
   ]);
 }
