@@ -9,6 +9,7 @@ import { howStarted, recordOf, servedAs, type ServedAs } from './relaunch.js';
 import type { Entry } from './registry.js';
 import { stateDir } from '../util/paths.js';
 import { checkRecordedExec } from './record-exec.js';
+import { relaunchRunsHostInstall } from './runtime/index.js';
 
 interface RelaunchInputs {
   /** --set on top of serve's (kept in the new launch record) */
@@ -43,7 +44,15 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
   const started = x.vllmBin ? { ...started0, vllmBin: x.vllmBin } : started0;
   const as = servedAs(recordOf(replicas), x, hadRouter);
   // the executable the record names runs again as root: only a file no one else could have replaced
-  if (started0.engine === 'vllm' && !x.vllmBin && as.runtime !== 'container' && !replicas.some((e) => e.inst.container)) checkRecordedExec(started0.vllmBin, profileName);
+  if (
+    started0.engine === 'vllm' &&
+    !x.vllmBin &&
+    relaunchRunsHostInstall(
+      as.runtime,
+      replicas.map((e) => e.inst),
+    )
+  )
+    checkRecordedExec(started0.vllmBin, profileName);
   const sim = started.engine === 'sim';
   const prepared = await prepare(profileName, {
     profiles: as.profiles,

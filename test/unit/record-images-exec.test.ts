@@ -10,6 +10,7 @@ import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Registry, type Entry, type Instance } from '../../src/engine/registry.js';
+import { relaunchRunsHostInstall } from '../../src/engine/runtime/index.js';
 import { imageRefProblem } from '../../src/util/image-ref.js';
 import { readPins } from '../../src/engine/pins.js';
 import { readUpgrades } from '../../src/upgrade/record.js';
@@ -218,4 +219,16 @@ describe('a vLLM executable read back from a record: checked before it runs agai
     // the plan goes on past the check (and fails later, reading a profile that is not there)
     await expect(relaunchPlan('no-such-profile', [replica(exe(0o775))], { set: [], prewarm: false, vllmBin: 'vllm' })).rejects.not.toThrow(/is not started again/);
   });
+});
+
+describe('relaunchRunsHostInstall: the recorded executable is checked only where the relaunch runs it on this host', () => {
+  const host = {};
+  const box = { container: { cli: 'podman' as const } };
+  it.each<[string, 'host' | 'container' | undefined, object[], boolean]>([
+    ['host replicas, nothing asked', undefined, [host, host], true],
+    ['host replicas, --runtime host', 'host', [host], true],
+    ['host replicas, --runtime container (the image runs vLLM)', 'container', [host], false],
+    ['container replicas, nothing asked', undefined, [box], false],
+    ['one replica of each', undefined, [host, box], false],
+  ])('%s', (_, runtime, recorded, runs) => expect(relaunchRunsHostInstall(runtime, recorded as never)).toBe(runs));
 });
