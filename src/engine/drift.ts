@@ -5,7 +5,7 @@
 // names each; restart applies the stated rule (fingerprintChange). Every answer read is hostile.
 import type { ClusterRecord, Entry } from './registry.js';
 import { refOf, type NodeContainerRef } from './cluster/node-container.js';
-import { launchOf } from './registry.js';
+import { readLaunch } from './registry.js';
 import { readPins, type PinFile } from './pins.js';
 import { imageIdOf } from './runtime/ops.js';
 import { runtimeOf, type RuntimeTarget } from './runtime/index.js';
@@ -54,7 +54,7 @@ export async function driftOf(
       .filter((e) => e.alive && e.inst.role !== 'router')
       .map(async (e): Promise<Drift | undefined> => {
         const { inst } = e;
-        const rec = launchOf(inst);
+        const rec = readLaunch('host', inst).launch;
         const images = runtimeOf(inst).images;
         if (images) {
           if (!pinsOf.has(inst.profile)) {

@@ -13,6 +13,7 @@ import { readTextOrNullSync, READ_LIMITS } from '../util/read.js';
 import { UsageError } from '../errors.js';
 import { traitsOfProfile } from './runtime/traits.js';
 import type { RuntimeImages } from './runtime/runtime.js';
+import { RecordImage } from '../util/image-ref.js';
 
 const HEX64 = /^[a-f0-9]{64}$/;
 const DIGEST_REF = /^[a-z0-9][a-z0-9._/:-]*@sha256:[a-f0-9]{64}$/;
@@ -21,7 +22,7 @@ export const Pin = z.strictObject({
   at: z.string(),
   vllmVersion: z.string().max(96),
   /** the reference the operator gave (a tag may move) */
-  image: z.string().max(512).optional(),
+  image: RecordImage.optional(),
   /** what serve runs: REPO@sha256:DIGEST, or the 64-hex image ID (no repository digest) */
   imagePinned: z
     .string()

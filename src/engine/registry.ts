@@ -13,6 +13,8 @@ import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
 import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
+import { CliArgs, CliLine, CliWord } from './runtime/cli-words.js';
+import { imageRefProblem, RecordImage } from '../util/image-ref.js';
 
 /**
  * What the registry keeps of any server sparkctl started, wherever it runs: what it serves, where it
@@ -67,14 +69,21 @@ export interface Instance extends ServerRecord {
   start?: StartReport;
 }
 
-/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
-export interface LaunchRecord {
-  /** serve's --set overrides, in the order given (restart applies them first, its own after) */
+/**
+ * What any serve's launch record keeps of its inputs beyond the profile file, wherever the server runs
+ * (one definition; LaunchRecord on this host and ClusterLaunch over nodes are each this plus their own).
+ */
+export interface LaunchBase {
+  /** serve's --set overrides, in the order given (over nodes --runtime too, as engine.runtime; restart and upgrade apply them first, their own after) */
   sets: string[];
   /** --profiles: the folder the profile was read from */
   profilesDir?: string;
-  gpus?: number;
   platform?: string;
+}
+
+/** serve's inputs beyond the profile file, and what it resolved from them (absent in entries written before it was kept). */
+export interface LaunchRecord extends LaunchBase {
+  gpus?: number;
   runtime?: 'host' | 'container';
   /** --router: HAProxy in front though the profile has no router: block */
   router?: boolean;
@@ -115,6 +124,16 @@ export interface Entry {
   logDeleted?: boolean;
 }
 
+/** Where a registered server runs: this host (host) or over nodes (nodes). */
+export type Placement = 'host' | 'nodes';
+
+/**
+ * A registered server, wherever it runs: one listing (Registry.servers()) for every verb, with what is
+ * particular to the placement behind the discriminant: on this host the entry with the proof of its
+ * processes (list()), over nodes the record serve --nodes wrote (clusters(); proven on its node when acted on).
+ */
+export type ServerEntry = ({ kind: 'host' } & Entry) | { kind: 'nodes'; record: ClusterRecord };
+
 interface CorruptEntry {
   file: string;
   keptAs: string;
@@ -122,39 +141,86 @@ interface CorruptEntry {
 }
 
 /**
+ * ServerRecord's fields whose rule is one wherever the server runs (each placement's shape below
+ * places them where its records have always kept them: a parsed record's keys come in its shape's order).
+ */
+const server = {
+  version: z.literal(1),
+  startTime: z.number().optional(),
+  marker: z.string().optional(),
+  port: z.number().int().min(1).max(65535),
+  servedName: z.string(),
+  startedAt: z.string(),
+};
+
+/**
  * The shape an entry must have to be used at all. pid, pgid and startTime are checked by
  * proveIdentity (an entry without a start time is loaded, reported and never signalled).
  */
 const InstanceShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     name: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     profile: z.string(),
     replica: z.number().int().nonnegative(),
     pid: z.number(),
     pgid: z.number(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
+    startTime: server.startTime,
+    marker: server.marker,
     host: z.string(),
-    port: z.number().int().min(1).max(65535),
-    servedName: z.string(),
+    port: server.port,
+    servedName: server.servedName,
     gpus: z.array(z.number().int().nonnegative()),
     logFile: z.string(),
     engine: z.enum(['vllm', 'sim']),
-    startedAt: z.string(),
+    startedAt: server.startedAt,
+    // the words status, stop, logs and restart run: only what sparkctl writes (runtime/cli-words.ts)
+    container: z
+      .object({
+        cli: CliWord,
+        cliArgs: CliArgs,
+        name: z.string().max(300),
+        image: RecordImage,
+        id: z
+          .string()
+          .regex(/^[a-f0-9]{64}$/)
+          .optional(),
+        cidFile: z
+          .string()
+          .regex(/^\/[^\u0000-\u001f]{1,4095}$/, 'an absolute path')
+          .optional(),
+      })
+      .passthrough()
+      .optional(),
+    // the launch record is read where it is used (launchOf); its image goes to the runtime (upgrade's
+    // image inspect, the pin), so an image of no reference's shape makes the entry corrupt here
+    launch: z.unknown().superRefine((l, ctx) => {
+      const image = typeof l === 'object' && l !== null && 'image' in l ? (l as { image: unknown }).image : undefined;
+      const p = image === undefined ? undefined : imageRefProblem(image);
+      if (p) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['image'], message: p });
+    }),
   })
   .passthrough();
 
-const LaunchShape = z.object({
+/** LaunchBase's fields, checked (one rule each for both launch records: a state file is untrusted input). */
+const LaunchBaseShape = z.object({
   sets: z.array(z.string().max(4096)).max(256),
   profilesDir: z.string().max(4096).optional(),
-  gpus: z.number().int().positive().optional(),
   platform: z.string().max(200).optional(),
+});
+const base = LaunchBaseShape.shape;
+
+// the keys in the order records have always kept them (a parsed record is written back as parsed)
+const LaunchShape = z.object({
+  sets: base.sets,
+  profilesDir: base.profilesDir,
+  gpus: z.number().int().positive().optional(),
+  platform: base.platform,
   runtime: z.enum(['host', 'container']).optional(),
   router: z.boolean().optional(),
   allowUnauthenticated: z.boolean().optional(),
   vllm: z.object({ asked: z.string().max(100), resolved: z.string().max(100), how: z.enum(['pinned', 'installed', 'unknown']) }),
-  image: z.string().max(1000).optional(),
+  image: RecordImage.optional(),
   fingerprint: z.object({ version: z.string().max(96), packages: z.string().regex(/^[a-f0-9]{16}$/), count: z.number().int().min(0).max(100_000) }).optional(),
   settings: z
     .object({
@@ -173,24 +239,33 @@ const LaunchShape = z.object({
  * a record written by an earlier sparkctl reads. What a node's shell is handed (pids, the log, a
  * container's ID) must be what sparkctl wrote there: a number, a path, an ID.
  */
-/** A log as a node's shell names it: a path under $HOME, or `podman logs ID`; nothing a shell would run ($(...), `...`, ;, quotes). */
-const NodeLog = z.string().regex(/^[\w./$ -]{1,4096}$/, 'a log path of letters, digits and . / $ _ - only');
+/**
+ * A log as a node's shell names it: a file under $HOME or an absolute path (node-proc.ts NODE_LOGS;
+ * quoted where a shell line names it: nodePathWord), or `docker|podman logs ID12` as a container's;
+ * nothing a shell would run ($(...), `...`, ;, quotes), `$` only as the leading $HOME.
+ */
+const NodeLog = z
+  .string()
+  .regex(
+    /^(?:\$HOME)?\/[\w./ -]{1,4090}$|^(?:docker|podman) logs [a-f0-9]{12}$/,
+    'a log path ($HOME/... or /...) of letters, digits and . / _ - only, or "podman logs ID"; a record sparkctl wrote never names another: check the file',
+  );
 
 const ClusterShape = z
   .object({
-    version: z.literal(1),
+    version: server.version,
     profile: z.string().regex(/^[A-Za-z0-9._-]{1,200}$/),
     nodesFile: z.string(),
     head: z.string(),
     executor: z.enum(['ray', 'native']).optional(),
     pid: z.number().int(),
-    startTime: z.number().optional(),
-    marker: z.string().optional(),
-    port: z.number().int().min(1).max(65535),
+    startTime: server.startTime,
+    marker: server.marker,
+    port: server.port,
     url: z.string(),
-    servedName: z.string(),
+    servedName: server.servedName,
     logFile: NodeLog,
-    startedAt: z.string(),
+    startedAt: server.startedAt,
     ranks: z
       .array(
         z
@@ -206,7 +281,8 @@ const ClusterShape = z
               .string()
               .regex(/^[a-f0-9]{64}$/)
               .optional(),
-            cli: z.array(z.string()).optional(),
+            // [cli, ...cliArgs]: run over ssh on the node, as root: only what sparkctl writes (runtime/cli-words.ts)
+            cli: CliLine.optional(),
           })
           .passthrough(),
       )
@@ -214,12 +290,6 @@ const ClusterShape = z
     inHead: z.object({ pid: z.number().int(), startTime: z.number() }).optional(),
   })
   .passthrough();
-
-/** An entry's launch record, when it has one of the right shape (a state file is read as untrusted input). */
-export function launchOf(inst: Pick<Instance, 'launch'>): LaunchRecord | undefined {
-  const r = LaunchShape.safeParse(inst.launch);
-  return r.success ? r.data : undefined;
-}
 
 /**
  * A multi-node server (serve --nodes): a ServerRecord placed over nodes (its process lives on the head
@@ -248,19 +318,45 @@ export interface ClusterRecord extends ServerRecord {
 }
 
 /** serve --nodes' inputs beyond the profile file: what an upgrade over nodes serves the candidate (and the previous pin) with. */
-export interface ClusterLaunch {
+export interface ClusterLaunch extends LaunchBase {
   /** the profile as serve was given it (a name, a file's whole path, or a model id) */
   asked: string;
-  /** serve's --set (and --runtime as engine.runtime), in the order given */
-  sets: string[];
-  profilesDir?: string;
-  platform?: string;
   engine: 'vllm' | 'sim';
   vllmBin?: string;
   simLoadSeconds?: string;
   prewarm: boolean;
   readyTimeoutMs?: number;
   skipPreflight?: boolean;
+}
+
+/** serve --nodes' launch as the record kept it: hostile bytes too (a state file), checked field by field (keys in the record's order). */
+const ClusterLaunchShape = z.object({
+  asked: z.string().min(1).max(4096),
+  ...base,
+  engine: z.enum(['vllm', 'sim']),
+  vllmBin: z.string().max(4096).optional(),
+  simLoadSeconds: z.string().max(40).optional(),
+  prewarm: z.boolean(),
+  readyTimeoutMs: z.number().int().positive().optional(),
+  skipPreflight: z.boolean().optional(),
+});
+
+/** What each placement's launch record is: serve's on this host, serve --nodes' over nodes. */
+export interface LaunchAt {
+  host: LaunchRecord;
+  nodes: ClusterLaunch;
+}
+
+const LAUNCH_SHAPE = { host: LaunchShape, nodes: ClusterLaunchShape };
+
+/**
+ * A record's launch, checked by its placement's shape (a state file is read as untrusted input): the
+ * launch, or none with why (problem: every field of the wrong shape; undefined: the record kept none).
+ */
+export function readLaunch<P extends Placement>(at: P, rec: { launch?: unknown }): { launch: LaunchAt[P] } | { launch?: undefined; problem?: string } {
+  const p = LAUNCH_SHAPE[at].safeParse(rec.launch);
+  if (p.success) return { launch: p.data as LaunchAt[P] };
+  return rec.launch === undefined ? {} : { problem: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
 }
 
 export interface ClusterRank {
@@ -329,10 +425,22 @@ const shapeIssues = (e: z.ZodError, whole: string): string =>
     .slice(0, 3)
     .join('; ');
 
+/** What each placement's record is: an entry on this host, a record over nodes. */
+export interface RecordAt {
+  host: Instance;
+  nodes: ClusterRecord;
+}
+
+/** Where each placement's records are kept under the state folder. */
+const RECORD_DIR: Record<Placement, string> = { host: 'instances', nodes: 'clusters' };
+
+/** The name a record is filed by: an entry on this host by its instance name, a record over nodes by its profile (one per profile). */
+const keyOf = <P extends Placement>(at: P, rec: RecordAt[P]): string => (at === 'host' ? (rec as Instance).name : (rec as ClusterRecord).profile);
+
 export class Registry {
   readonly dir: string;
   constructor(readonly stateDir: string) {
-    this.dir = join(stateDir, 'instances');
+    this.dir = join(stateDir, RECORD_DIR.host);
     // A state folder that is a file, a dangling link, read-only or under /proc is bad input (exit 2).
     const fix = 'set SPARKCTL_STATE_DIR (or XDG_STATE_HOME) to a writable folder';
     ensureDir(stateDir, 'state folder', fix);
@@ -340,27 +448,40 @@ export class Registry {
     ensureDir(join(stateDir, 'logs'), 'state folder', fix);
   }
 
-  private file(name: string) {
-    return join(this.dir, `${name}.json`);
+  /** The file a server's record is kept in: the placement decides (this host: instances/NAME.json; over nodes: clusters/PROFILE.json). */
+  private fileOf(at: Placement, name: string) {
+    return join(this.stateDir, RECORD_DIR[at], `${name}.json`);
   }
 
-  write(inst: Instance) {
+  /**
+   * Record a server where its placement keeps it (an entry on this host by its instance name, a record
+   * over nodes by its profile), written whole in one step (temp file + rename).
+   */
+  write<P extends Placement>(at: P, rec: RecordAt[P]) {
+    const file = this.fileOf(at, keyOf(at, rec));
     try {
-      writeFileAtomic(this.file(inst.name), JSON.stringify(inst, null, 2) + '\n');
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileAtomic(file, JSON.stringify(rec, null, 2) + '\n');
     } catch (e) {
-      throw fsProblem(e, 'registry entry', this.file(inst.name), 'set SPARKCTL_STATE_DIR to a writable folder');
+      throw fsProblem(e, 'registry entry', file, 'set SPARKCTL_STATE_DIR to a writable folder');
     }
   }
 
-  /** Drop an entry, and for a container its launch-ledger record: what it recorded is released. */
-  remove(name: string) {
+  /**
+   * Drop a server's record (this host: by instance name; over nodes: by profile), and for a container
+   * on this host its launch-ledger record: what it recorded is released. Only that placement's file is touched.
+   */
+  remove(at: Placement, name: string) {
+    const file = this.fileOf(at, name);
     let marker: string | undefined;
-    try {
-      marker = ledgerMarkerOf(JSON.parse(readTextSync(this.file(name), { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
-    } catch {
-      /* no entry (a recovered orphan): its name is not a file */
-    }
-    rmSync(this.file(name), { force: true });
+    // the launch ledger is this host's (a container launched here): a record over nodes never names one
+    if (at === 'host')
+      try {
+        marker = ledgerMarkerOf(JSON.parse(readTextSync(file, { maxBytes: READ_LIMITS.record, noFollow: true })) as { marker?: unknown; container?: unknown });
+      } catch {
+        /* no entry (a recovered orphan): its name is not a file */
+      }
+    rmSync(file, { force: true });
     removeLedger(this.stateDir, marker);
   }
 
@@ -582,18 +703,23 @@ export class Registry {
     return this.list().filter(({ inst }) => inst.name === name || inst.profile === name);
   }
 
-  private clusterFile(profile: string) {
-    return join(this.stateDir, 'clusters', `${profile}.json`);
+  /**
+   * Every registered server, on this host and over nodes (or only those of one placement), read once:
+   * what list() and clusters() each give, in that order. What could not be read is in `corrupt`, by
+   * placement in corruptOf().
+   */
+  servers(only?: Placement): ServerEntry[] {
+    const host: ServerEntry[] = only === 'nodes' ? [] : this.list().map((e) => ({ kind: 'host' as const, ...e }));
+    const nodes: ServerEntry[] = only === 'host' ? [] : this.clusters().map((record) => ({ kind: 'nodes' as const, record }));
+    return [...host, ...nodes];
   }
 
-  writeCluster(rec: ClusterRecord) {
-    mkdirSync(join(this.stateDir, 'clusters'), { recursive: true });
-    writeFileAtomic(this.clusterFile(rec.profile), JSON.stringify(rec, null, 2) + '\n');
+  /** The entries of one placement that could not be read (an entry on this host is kept aside; a record over nodes is left in place). */
+  corruptOf(placement: Placement): CorruptEntry[] {
+    return this.corrupt.filter((c) => this.nodesCorrupt.has(c) === (placement === 'nodes'));
   }
 
-  removeCluster(profile: string) {
-    rmSync(this.clusterFile(profile), { force: true });
-  }
+  private nodesCorrupt = new WeakSet<CorruptEntry>();
 
   /**
    * Every record of a server over nodes. One that cannot be read or has another shape is listed in
@@ -601,7 +727,7 @@ export class Registry {
    * operator decides), never handed to a reader.
    */
   clusters(): ClusterRecord[] {
-    const dir = join(this.stateDir, 'clusters');
+    const dir = join(this.stateDir, RECORD_DIR.nodes);
     let files: string[];
     try {
       files = readdirSync(dir).filter((f) => f.endsWith('.json'));
@@ -622,7 +748,10 @@ export class Registry {
       } catch (e) {
         reason = (e as Error).message;
       }
-      if (!this.corrupt.some((c) => c.file === file)) this.corrupt.push({ file, keptAs: file, reason });
+      if (this.corrupt.some((c) => c.file === file)) continue;
+      const c = { file, keptAs: file, reason };
+      this.nodesCorrupt.add(c);
+      this.corrupt.push(c);
     }
     return out;
   }

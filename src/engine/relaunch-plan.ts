@@ -8,6 +8,8 @@ import { prepare, versionWarnings, type Prepared } from './inputs.js';
 import { howStarted, recordOf, servedAs, type ServedAs } from './relaunch.js';
 import type { Entry } from './registry.js';
 import { stateDir } from '../util/paths.js';
+import { checkRecordedExec } from './record-exec.js';
+import { relaunchRunsHostInstall } from './runtime/index.js';
 
 interface RelaunchInputs {
   /** --set on top of serve's (kept in the new launch record) */
@@ -41,6 +43,16 @@ export async function relaunchPlan(profileName: string, entries: Entry[], x: Rel
   const started0 = howStarted(entries);
   const started = x.vllmBin ? { ...started0, vllmBin: x.vllmBin } : started0;
   const as = servedAs(recordOf(replicas), x, hadRouter);
+  // the executable the record names runs again as root: only a file no one else could have replaced
+  if (
+    started0.engine === 'vllm' &&
+    !x.vllmBin &&
+    relaunchRunsHostInstall(
+      as.runtime,
+      replicas.map((e) => e.inst),
+    )
+  )
+    checkRecordedExec(started0.vllmBin, profileName);
   const sim = started.engine === 'sim';
   const prepared = await prepare(profileName, {
     profiles: as.profiles,

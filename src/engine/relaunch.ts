@@ -3,7 +3,7 @@
 // entry's launch record), then restart's own --set on top. What would differ from what runs is
 // computed before anything stops, so a restart after no edit says so and an edit shows as a diff.
 import type { Entry, LaunchRecord } from './registry.js';
-import { launchOf } from './registry.js';
+import { readLaunch } from './registry.js';
 import type { EngineKind, ServePlan } from './plan.js';
 import { launchChanges } from './launch-diff.js';
 
@@ -18,7 +18,7 @@ export function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: str
 /** The launch record of the profile's replicas (the first one that has one: they were served together). */
 export function recordOf(replicas: Entry[]): LaunchRecord | undefined {
   for (const e of replicas) {
-    const rec = launchOf(e.inst);
+    const rec = readLaunch('host', e.inst).launch;
     if (rec) return rec;
   }
   return undefined;
@@ -60,7 +60,7 @@ export function replicaChanges(plan: Pick<ServePlan, 'replicas' | 'launch'>, rep
   return plan.replicas.map((p) => {
     const e = replicas.find((x) => x.inst.name === p.name);
     if (!e) return { name: p.name, changes: ['a new replica (not running now)'] };
-    return { name: p.name, changes: plan.launch ? launchChanges({ argv: e.inst.argv, launch: launchOf(e.inst) }, { argv: p.argv, launch: plan.launch }) : [] };
+    return { name: p.name, changes: plan.launch ? launchChanges({ argv: e.inst.argv, launch: readLaunch('host', e.inst).launch }, { argv: p.argv, launch: plan.launch }) : [] };
   });
 }
 

@@ -96,7 +96,7 @@ function watchEndpoint(plan: PlanCore, e: Endpoint, run: { apiKey?: string; sign
  * or nodes (nodesPlaced, over the executor's NodesPlacement, cluster/). The loop owns the order;
  * each member is what one step does differently there.
  */
-interface Placed<H> {
+export interface Placed<H> {
   /** the groups that run a vLLM of their own, in start order */
   groups: ServerGroup[];
   /** the start's clocks, one per group, begun at its launch (start.ts); what was prepared is said first */
@@ -164,7 +164,18 @@ const observing =
  * (watchEndpoint), each raced against the end of every group with the stall and hang watch; on a
  * failure or a cancellation, stop what started; then prewarm and probe the endpoints (afterReady).
  */
-async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+export async function servePlaced<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
+  try {
+    return await placedLoop(plan, p, run, emit);
+  } finally {
+    // every end of the loop (an outcome, a failure, a cancellation, a throw after the launch): no log
+    // of this start is followed past it (over nodes: an ssh to each worker every 1.5 s, for the life of
+    // the process). The reports, where an end took them, stopped it already; this waits for nothing then.
+    await p.start.stop();
+  }
+}
+
+async function placedLoop<H>(plan: PlanCore, p: Placed<H>, run: { apiKey?: string; signal?: AbortSignal }, emit: EventSink): Promise<ServeOutcome> {
   if (p.start.notes.length) emit({ type: 'cold-start', notes: p.start.notes });
   let hs: H[];
   try {
@@ -216,7 +227,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     const starts = record ? await finishStarts(plan, start, emit) : undefined;
     emit({ type: 'stopping', why, replicas: launched.length });
     await place.stop(launched, record);
-    if (record) registry.removeCluster(plan.profile.name);
+    if (record) registry.remove('nodes', plan.profile.name);
     return nodesOutcome(plan, { failure, record, starts });
   };
   const placed: Placed<GroupLaunch> = {
@@ -238,7 +249,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     },
     record: (hs) => {
       record = place.record(hs);
-      registry.writeCluster(record);
+      registry.write('nodes', record);
     },
     endpoints: () => {
       watch = place.watch(record!, start);
@@ -252,7 +263,7 @@ function serveOnNodes(plan: ClusterPlan, run: ServeRun): Promise<ServeOutcome> {
     abandon: async () => {
       emit({ type: 'stopping', why: 'failed', replicas: begun.length });
       await place.stop(begun, record);
-      if (record) registry.removeCluster(plan.profile.name);
+      if (record) registry.remove('nodes', plan.profile.name);
     },
   };
   return servePlaced(plan, placed, { apiKey: plan.apiKey, signal: run.signal }, emit);
@@ -417,7 +428,7 @@ async function served(s: Session): Promise<ServeOutcome> {
     const r = out.replicas.find((x) => x.name === replica);
     if (r) r.start = start;
     const inst = out.stoppedAll ? undefined : s.registry.find(replica)[0]?.inst;
-    if (inst) s.registry.write({ ...inst, start });
+    if (inst) s.registry.write('host', { ...inst, start });
   }
   return out;
 }
@@ -452,7 +463,7 @@ function localPlaced(s: Session): Placed<Launched> {
     refuse: async () => {
       s.release = await registry.lock();
       // Only a record proven gone may go: an unproven one is reported by status, never dropped here.
-      for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove(x.inst.name);
+      for (const x of registry.list().filter((x) => x.proof.state === 'gone')) registry.remove('host', x.inst.name);
       const placed: Colocated[] = [];
       const live = registry
         .list()
@@ -482,7 +493,7 @@ function localPlaced(s: Session): Placed<Launched> {
       const p = g.of.replica;
       s.start.launched(groupAt(g));
       const l = s.rt.launch(replicaRun(plan, p), run.secrets, (x) => {
-        registry.write(instanceOf(plan, p, x));
+        registry.write('host', instanceOf(plan, p, x));
         s.registered.add(p.name);
       });
       s.launched.push(l);
@@ -526,7 +537,7 @@ function localPlaced(s: Session): Placed<Launched> {
         const ms = (results[i] as { ms: number }).ms;
         replicas[i]!.readyMs = ms;
         const inst = registry.find(l.plan.name)[0]?.inst;
-        if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+        if (inst) registry.write('host', { ...inst, readyAt: new Date().toISOString() });
         s.emit({ type: 'ready', replica: l.plan.name, url: replicas[i]!.url, ms });
       }
       return localServing(s, replicas);
@@ -588,7 +599,7 @@ async function stopAll({ launched, registered, rt, registry, run, emit }: Sessio
     launched.map(async (l) => {
       if (!registered.has(l.plan.name)) return;
       await rt.stop(l, run.force?.aborted ? 0 : 5000, { signal: run.force });
-      registry.remove(l.plan.name);
+      registry.remove('host', l.plan.name);
     }),
   );
   run.force?.removeEventListener('abort', onForce);
@@ -695,7 +706,7 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
       ...replacements.map((e) =>
         runtimeOf(e.inst)
           .stop(e.inst, 30_000)
-          .then(() => registry.remove(e.inst.name)),
+          .then(() => registry.remove('host', e.inst.name)),
       ),
     ]),
     forced,
@@ -707,11 +718,11 @@ async function foreground(plan: ServePlan, launched: Launched[], replicas: Repli
     const done = new AbortController();
     await Promise.race([Promise.all(stopping).finally(() => done.abort()), pause(60_000, done.signal)]);
   }
-  if (router) registry.remove(router.plan.name);
+  if (router) registry.remove('host', router.plan.name);
   for (const l of launched) rt.release(l);
   const exits = launched.map((l) => rt.exitOf(l, stopped.get(l)));
   for (const [i, l] of launched.entries()) {
-    registry.remove(l.plan.name);
+    registry.remove('host', l.plan.name);
     replicas[i]!.exit = { code: exits[i]?.code ?? null, signal: exits[i]?.signal ?? null };
     emit({ type: 'exited', replica: l.plan.name, ...replicas[i]!.exit });
   }

@@ -100,19 +100,43 @@ export class StartRecord {
     if (g) g.view = new RemoteView(nf, node, tail, async () => undefined);
   }
 
-  /** Until the reports: every followed group's log read every 1.5 s, concurrently; each new line timed on its group's clock. */
+  /**
+   * Until stop (or the reports, which stop it): every followed group's log read every 1.5 s,
+   * concurrently; each new line timed on its group's clock. Its owner stops it on every end
+   * (serve.ts servePlaced's finally), so the loop never outlives its serve. The wait between two
+   * reads is an ordinary timer (never unref'd: a caller awaiting the loop's end must keep the
+   * process alive); a stop clears it and ends the wait at once.
+   */
   startFollowing(): void {
-    if (this.following) return;
+    if (this.following || this.stopped) return;
     const loop = async () => {
       while (!this.stopped) {
         await this.readAll();
+        // a stop during the read: no wait after it (the stop's wake was spent before this wait began)
+        if (this.stopped) break;
         await new Promise<void>((r) => {
-          this.wake = r;
-          setTimeout(r, REMOTE_READ_MS + 50);
+          const t = setTimeout(r, REMOTE_READ_MS + 50);
+          this.wake = () => {
+            clearTimeout(t);
+            r();
+          };
         });
+        this.wake = undefined;
       }
     };
-    this.following = loop();
+    // a read that throws ends the loop, never the serve (each read is bounded and says nothing on a failed ssh)
+    this.following = loop().catch(() => undefined);
+  }
+
+  /**
+   * Following ends now: no read of any followed log after this resolves (a read under way, bounded
+   * by its ssh deadline, is waited for). Every end of the serve calls it, a throw's too; again is a
+   * no-op. The reports' last read is reports()' own.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.following;
   }
 
   private async readAll(now = false): Promise<void> {
@@ -145,10 +169,8 @@ export class StartRecord {
    * the caches as they were go into each.
    */
   async reports(): Promise<GroupStart[]> {
-    this.stopped = true;
     // the loop ends at once if it waits, or after the read it is in (never two reads of one log at a time)
-    this.wake?.();
-    await this.following;
+    await this.stop();
     await this.readAll(true);
     const ra = await this.prep.readAhead;
     return [...this.groups.values()]

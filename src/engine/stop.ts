@@ -266,7 +266,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   };
   const done = (o: StopOutcome) => (opts.onEvent?.({ type: 'stopped', outcome: o }), o);
   if (proof.state === 'unproven') {
-    if (opts.forceForget) reg.remove(inst.name);
+    if (opts.forceForget) reg.remove('host', inst.name);
     return done({ ...base, result: 'unproven', unproven: { code: proof.code, detail: proof.reason }, removed: Boolean(opts.forceForget), forgotten: Boolean(opts.forceForget) });
   }
   if (inst.role === 'router') {
@@ -291,7 +291,7 @@ export async function stopInstance(reg: Registry, entry: Entry, opts: StopOption
   const portFree = await portFreed(inst);
   const holders = inst.engine === 'vllm' && st.members.length ? await (opts.gpuHolders ?? nvidiaGpuHolders)(st.members) : [];
   const removed = st.released && portFree && !holders.length;
-  if (removed) reg.remove(inst.name);
+  if (removed) reg.remove('host', inst.name);
   return done({
     ...base,
     result: st.how === 'killed' ? 'killed' : st.how === 'gone' ? 'not-running' : 'stopped',

@@ -29,6 +29,7 @@ import { writeFileAtomic } from '../util/atomic.js';
 import { pause } from '../util/pause.js';
 import { pollUntil } from '../util/poll.js';
 import { Registry } from '../engine/registry.js';
+import { onHost, overNodes } from '../engine/servers.js';
 import { LaunchError, UsageError } from '../errors.js';
 import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
@@ -58,9 +59,8 @@ const RELOAD_CONFIRM_MS = 15_000;
 
 /** Every running server of this host's registry (and the heads of multi-node servers), as the plan reads them. */
 export function servedInstances(stateDir: string): ServedInstance[] {
-  const reg = new Registry(stateDir);
-  const out: ServedInstance[] = reg
-    .list()
+  const servers = new Registry(stateDir).servers();
+  const out: ServedInstance[] = onHost(servers)
     .filter((e) => e.alive && e.proof.state === 'alive' && e.inst.readyAt)
     .map(({ inst }) => ({
       name: inst.name,
@@ -74,7 +74,7 @@ export function servedInstances(stateDir: string): ServedInstance[] {
       maxModelLen: inst.maxModelLen,
       launch: inst.launch,
     }));
-  for (const c of reg.clusters()) {
+  for (const c of overNodes(servers)) {
     try {
       const u = new URL(c.url);
       out.push({ name: `${c.profile}-head`, profile: c.profile, servedName: c.servedName, host: u.hostname, port: Number(u.port || 80), argv: [] });

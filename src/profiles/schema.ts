@@ -1,6 +1,7 @@
 // The zod schemas are the types: Profile, Platform (baseline) and the multi-node inventory.
 import { z } from 'zod';
 import { hasControl } from '../util/control.js';
+import { IMAGE_REF, IMAGE_REF_WORDS } from '../util/image-ref.js';
 import { ProbeBlock } from './probe-block.js';
 import { WatchBlock } from './watch-block.js';
 import { isPep440 } from './versions.js';
@@ -219,14 +220,8 @@ export const RouterBlock = z.strictObject({
     .describe("stop: after HAProxy's soft stop, how long its open requests may run before the hard stop cuts them; default server.shutdownTimeoutSeconds (30 s when that is 0)"),
 });
 
-// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them
-const imageRef = z
-  .string()
-  .max(512)
-  .regex(
-    /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/,
-    'an image reference such as nvcr.io/nvidia/vllm:26.03-py3, or REPO@sha256:<64 lower-case hex> (a digest pin)',
-  );
+// registry/name[:tag][@sha256:<64 hex>], as docker and podman accept them (the rule records are read back with too)
+const imageRef = z.string().max(512).regex(IMAGE_REF, IMAGE_REF_WORDS);
 
 export const ContainerBlock = z.strictObject({
   cli: z.enum(['docker', 'podman']).optional().describe('Which container CLI runs the server; default: podman, else docker, whichever is on PATH'),

@@ -134,9 +134,8 @@ export function splitDefault(help: string): { help: string; default?: string } {
 /** A default as compared: argparse's words with every space dropped (a wrapped line may split one). */
 export const defaultKey = (d: string) => d.replace(/\s+/g, '');
 
-/** Parse `vllm serve --help=all`'s text. Never throws. */
-export function parseHelpAll(raw: string): HelpTable {
-  const findings: string[] = [];
+/** The help text's lines within HELP_LIMITS (characters, lines, characters per line), each cut said in `findings`. */
+function boundedLines(raw: unknown, findings: string[]): string[] {
   let text = typeof raw === 'string' ? raw : '';
   if (text.length > HELP_LIMITS.bytes) {
     findings.push(`the help text is ${text.length} characters; read the first ${HELP_LIMITS.bytes}`);
@@ -155,6 +154,13 @@ export function parseHelpAll(raw: string): HelpTable {
     long++;
   }
   if (long) findings.push(`${long} line(s) longer than ${HELP_LIMITS.lineChars} characters: cut there`);
+  return lines;
+}
+
+/** Parse `vllm serve --help=all`'s text. Never throws. */
+export function parseHelpAll(raw: string): HelpTable {
+  const findings: string[] = [];
+  const lines = boundedLines(raw, findings);
   const entries: HelpEntry[] = [];
   let group: string | undefined;
   let cur: { names: string[]; group: string; parts: string[]; start: number; end: number } | undefined;

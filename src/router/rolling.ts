@@ -259,7 +259,7 @@ async function stopReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spen
   } else x.emit({ type: 'stopped', replica: p.name, how: 'not-running', requests: { kind: 'none' }, ms: 0 });
   await portFreed(p, 5000);
   spent.stop = Date.now() - t0;
-  registry.remove(p.name);
+  registry.remove('host', p.name);
   return undefined;
 }
 
@@ -270,7 +270,7 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
   const release = await registry.lock();
   let l: Launched;
   try {
-    l = rt.launch(replicaRun(plan, p), run.secrets, (i) => registry.write(instanceOf(plan, p, i)));
+    l = rt.launch(replicaRun(plan, p), run.secrets, (i) => registry.write('host', instanceOf(plan, p, i)));
   } finally {
     release();
   }
@@ -293,12 +293,12 @@ async function startReplica(x: Rolling, p: ReplicaPlan, rep: RollingReplica, spe
   if (!ready.ok) {
     rep.failure = diagnose(ready, l.tail.text());
     await rt.stop(l, 5000);
-    registry.remove(p.name);
+    registry.remove('host', p.name);
     return failed(`${p.name} did not become ready: ${rep.failure.cause ?? rep.failure.detail}`, ready.reason === 'interrupted' ? 'interrupted' : 'launch-failed');
   }
   l.child.unref();
   const inst = registry.find(p.name)[0]?.inst;
-  if (inst) registry.write({ ...inst, readyAt: new Date().toISOString() });
+  if (inst) registry.write('host', { ...inst, readyAt: new Date().toISOString() });
   emit({ type: 'ready', replica: p.name, ms: ready.ms });
   return { ...targetFromInstance(inst ?? instanceOf(plan, p, l)), apiKey: run.secrets.VLLM_API_KEY };
 }

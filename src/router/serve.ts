@@ -118,12 +118,12 @@ export async function startRouter(plan: ServePlan, registry: Registry): Promise<
     const x = e as Error & { details?: string[] };
     return { outcome: { ...outcomeOf(r, -1), failure: x.details?.length ? `${x.message}: ${x.details.join('; ')}` : x.message } };
   }
-  if (l.pid > 0) registry.write(routerInstance(plan, r, l));
+  if (l.pid > 0) registry.write('host', routerInstance(plan, r, l));
   const ready = await waitRouterReady(l);
   const outcome = outcomeOf(r, l.pid);
   if (!ready.ok) {
     await stopGroup(l, 2000);
-    registry.remove(r.name);
+    registry.remove('host', r.name);
     return { outcome: { ...outcome, failure: ready.detail } };
   }
   outcome.servers = outcome.servers.map((s) => {

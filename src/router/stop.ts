@@ -127,7 +127,7 @@ export const stopRouterEntry: RouterStop = async (reg, entry, base, opts): Promi
   const left = proof.state === 'gone' || proof.state === 'unproven' ? 0 : groupMembers(proof.pgid).length;
   const portFree = await portFreed(inst.port);
   const removed = !left && portFree;
-  if (removed) reg.remove(inst.name);
+  if (removed) reg.remove('host', inst.name);
   return {
     ...base,
     result: r.how === 'gone' ? 'not-running' : r.endedBy === 'SIGKILL' ? 'killed' : 'stopped',

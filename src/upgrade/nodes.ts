@@ -8,6 +8,7 @@
 // the plan says so before anything starts. The verb (verbs/upgrade/nodes.ts) acts; this says what
 // comes next and what the end was, never prints.
 import type { UpgradeStatus } from './upgrade.js';
+import { UsageError } from '../errors.js';
 import type { Measured, Thresholds } from './judge.js';
 import { flagsPlanLines, type FlagsRead } from './flag-defaults.js';
 
@@ -50,6 +51,20 @@ export function afterCanary(c: CanaryRun, noRoll: boolean): 'in-place' | 'stop' 
   if (c.served !== 'healthy' || c.pass !== true) return 'stop';
   if (c.stop?.left !== undefined) return 'stop';
   return noRoll ? 'stop' : 'in-place';
+}
+
+/**
+ * The canary's serve on the spare nodes refused as bad input (serve --nodes' own refusal, raised when
+ * it is served, before anything starts there): the upgrade is refused as every other --canary-nodes
+ * refusal is (exit 2), the running server untouched. undefined where the canary's end decides as
+ * usual (canaryEnd): not refused, interrupted, or its stop not reached or not whole (said loudly there).
+ */
+export function canaryRefusal(c: CanaryRun, refusal: { message: string; details: string[] } | undefined, interrupted: boolean, profile: string, nodes: string[]): UsageError | undefined {
+  if (c.served !== 'refused' || !refusal || interrupted || !c.stop || c.stop.left !== undefined) return undefined;
+  return new UsageError(`--canary-nodes ${c.nodesFile}: the candidate was refused on the spare nodes: ${refusal.message}`, [
+    ...refusal.details,
+    `${profile} serves as before over ${nodes.join(', ')} (nothing of it was touched)`,
+  ]);
 }
 
 /** After the candidate was served (and compared, where it served healthy): keep it, or go back to the previous pin. */

@@ -4,12 +4,13 @@
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { z } from 'zod';
+import { RecordImage } from '../util/image-ref.js';
 import { writeFileAtomic } from '../util/atomic.js';
 import { ensureDir } from '../util/dirs.js';
 import { readTextOrNullSync } from '../util/read.js';
 import { historyDir } from '../history/store.js';
 
-const Side = z.strictObject({ vllmVersion: z.string().max(96), image: z.string().max(600).optional(), vllmBin: z.string().max(4096).optional() });
+const Side = z.strictObject({ vllmVersion: z.string().max(96), image: RecordImage.optional(), vllmBin: z.string().max(4096).optional() });
 
 export const UpgradeRecord = z.strictObject({
   at: z.string().max(40),

@@ -2,11 +2,12 @@
 // the name inside the profile file or folder it names; a profile served over nodes is restart's
 // refusal with how to relaunch it (upgrade drives one: registeredCluster), and none at all is bad input.
 import { loadProfile } from '../profiles/load.js';
-import type { Registry, Entry, ClusterRecord } from '../engine/registry.js';
+import type { Registry, Entry, ClusterRecord, ServerEntry } from '../engine/registry.js';
+import { named, onHost, overNodes } from '../engine/servers.js';
 import { UsageError } from '../errors.js';
 
-function refuseCluster(reg: Registry, name: string, verb: string) {
-  const cluster = reg.clusters().find((x) => x.profile === name);
+function refuseCluster(servers: readonly ServerEntry[], name: string, verb: string) {
+  const cluster = overNodes(named(servers, name))[0];
   if (!cluster) return;
   const [p, f] = [cluster.profile, cluster.nodesFile];
   throw new UsageError(`${p} is served over nodes (${f}): ${verb} does not relaunch a multi-node server`, [`sparkctl stop ${p}, then sparkctl serve ${p} --nodes ${f}`]);
@@ -28,13 +29,15 @@ export function registeredCluster(reg: Registry, profileName: string, opts: { pr
 }
 
 export function registeredServers(reg: Registry, profileName: string, opts: { profiles?: string; set: string[] }, verb: string, fix: (name: string) => string): { name: string; entries: Entry[] } {
-  const by = (n: string) => reg.find(n).filter((e) => e.inst.profile === n);
+  // every registered server, read once: this host's of the profile, else its record over nodes (refused, with how to relaunch)
+  const servers = reg.servers();
+  const by = (n: string) => onHost(named(servers, n)).filter((e) => e.inst.profile === n);
   const direct = by(profileName);
   if (direct.length) return { name: profileName, entries: direct };
-  refuseCluster(reg, profileName, verb);
+  refuseCluster(servers, profileName, verb);
   const name = loadProfile(profileName, { profilesDir: opts.profiles, sets: opts.set }).profile.name;
   const entries = by(name);
-  if (!entries.length) refuseCluster(reg, name, verb);
+  if (!entries.length) refuseCluster(servers, name, verb);
   if (!entries.length) throw new UsageError(`nothing to ${verb}: no server of profile "${name}" is registered`, [fix(name)]);
   return { name, entries };
 }

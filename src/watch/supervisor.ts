@@ -6,6 +6,7 @@
 // gateway holds, or on one it is restarting already; restarts run one at a time.
 import { join } from 'node:path';
 import type { ClusterRecord, Entry, Registry } from '../engine/registry.js';
+import { onHost, overNodes } from '../engine/servers.js';
 import { targetFromInstance, type InstanceTarget } from '../engine/target.js';
 import { targetFromUrl } from '../health/target.js';
 import { WatchBlock } from '../profiles/watch-block.js';
@@ -140,7 +141,9 @@ export class Watcher {
 
   async tick(): Promise<void> {
     const t0 = performance.now();
-    const all = this.o.registry.list();
+    // every registered server, read once (over nodes only when their ranks can be read: hands.ranks)
+    const servers = this.o.registry.servers(this.o.hands.ranks ? undefined : 'host');
+    const all = onHost(servers);
     const entries = all.filter((e) => this.wanted(e));
     const held = await this.held(all);
     const now0 = this.now();
@@ -151,9 +154,7 @@ export class Watcher {
       this.gpuFacts = new Map(await Promise.all(engines.map(async (k) => [k, await gpus(k).catch(() => undefined)] as const)));
     }
     const names = new Set(entries.map((e) => e.inst.name));
-    const clusters = this.o.hands.ranks
-      ? this.o.registry.clusters().filter((c) => typeof c?.profile === 'string' && typeof c.url === 'string' && (!this.o.names.length || this.o.names.includes(c.profile)))
-      : [];
+    const clusters = overNodes(servers).filter((c) => typeof c?.profile === 'string' && typeof c.url === 'string' && (!this.o.names.length || this.o.names.includes(c.profile)));
     for (const c of clusters) names.add(clusterKey(c));
     for (const name of [...this.servers.keys()])
       if (!names.has(name) && !this.restarting.has(name)) {

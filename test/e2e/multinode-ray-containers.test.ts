@@ -126,7 +126,10 @@ describe.skipIf(!!why)('Ray in podman containers on the netns nodes', () => {
     writeFileSync(join(rayDir, `fail-${cl.addresses[2]}`), '');
     const r = await run(['serve', 'rc-box', '--profiles', profiles, '--engine', 'sim', '--nodes', cl.nodesFile, '--no-prewarm', '--set', `server.port=${await freePort()}`]);
     expect(r.exitCode, r.stderr).toBe(4);
-    expect(r.stderr).toMatch(/launch failed: the Ray container on n2 \([\d.]+\) ended \(container [a-f0-9]{12}\): ConnectionError: could not connect to the GCS/);
+    expect(r.stderr).toMatch(/launch failed: the Ray container on n2 \([\d.]+\) ended \(container [a-f0-9]{12}, exited, exit code 1\): ConnectionError: could not connect to the GCS/);
+    // the fix names the nodes file (not a node), and no worker is said to have joined a Ray it never reached
+    expect(r.stderr).toContain(`sparkctl preflight --nodes ${cl.nodesFile}`);
+    expect(r.stderr).not.toContain('ray workers joined');
     expect(r.stderr).toMatch(/cleanup: n0: container removed/);
     expect(await ours(), r.stderr).toEqual([]);
   }, 200_000);

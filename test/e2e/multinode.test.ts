@@ -194,6 +194,18 @@ describe.each<[Mode, boolean]>([
     const cpj = JSON.parse((await run(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile, '--dry-run', '--json'])).stdout);
     expect(cpj.canary).toEqual({ name: 'qwen3-200b-canary', nodes: ['c0', 'c1', 'c2', 'c3'], nodesFile: spareFile });
     console.log(`--canary-nodes refusals and plan (4 CLI calls): ${Date.now() - tCanary} ms`);
+    // the candidate refused as bad input when the canary is served there (here serve --nodes' own check of
+    // SPARKCTL_RAY_JOIN_TIMEOUT_S, made only then; the server measured first): exit 2 as every refusal above,
+    // nothing of the server touched (its ranks below), nothing recorded (report below); it said exit 1 before
+    const tRefused = Date.now();
+    const refused = await cli(['upgrade', 'qwen3-200b', '--vllm', V1, '--canary-nodes', spareFile], {
+      env: { SPARKCTL_STATE_DIR: state, SPARKCTL_TEST_CASE: marker, ...cl.env, SPARKCTL_RAY_JOIN_TIMEOUT_S: 'soon' },
+      timeout: 90_000,
+    });
+    expect(refused.exitCode, refused.stdout + refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(`--canary-nodes ${spareFile}: the candidate was refused on the spare nodes: SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds`);
+    expect(refused.stderr).toContain('qwen3-200b serves as before over n0, n1, n2, n3 (nothing of it was touched)');
+    console.log(`--canary-nodes refused when served there: ${Date.now() - tRefused} ms`);
     expect(head().ranks.map((r: { pid: number }) => r.pid)).toEqual(before.ranks.map((r: { pid: number }) => r.pid));
     // a candidate whose greedy answers differ: compared, stopped, the previous served again over every node, exit 1
     // (two cluster serves, ~45 s on a loaded 2-core host: with SPARKCTL_E2E_UPGRADE_NODES=1; CI runs the passing one)

@@ -37,7 +37,7 @@ function setup(url: string, ranks: () => RankReading, probeOk = true) {
     executor: 'native',
     ranks: [],
   };
-  reg.writeCluster(rec);
+  reg.write('nodes', rec);
   const events: WatchEvent[] = [];
   const restarts: string[] = [];
   let rankReads = 0;

@@ -25,7 +25,7 @@ const base: ClusterRecord = {
 
 describe("a multi-node server's log: where the record says", () => {
   it.each<[string, ClusterRecord, string | undefined, RegExp | undefined]>([
-    ['Ray on the host: the head and its log file', { ...base, executor: 'ray' }, 'n0', /^tail -n 7 "\$HOME\/\.local\/state\/sparkctl\/logs\/big-0-rank0\.log"$/],
+    ['Ray on the host: the head and its log file', { ...base, executor: 'ray' }, 'n0', /^tail -n 7 "\$HOME"\/\.local\/state\/sparkctl\/logs\/big-0-rank0\.log$/],
     [
       'native: rank 0, wherever the ranks list puts it',
       {
@@ -36,7 +36,7 @@ describe("a multi-node server's log: where the record says", () => {
         ],
       },
       'n0',
-      /^tail -n 7 "\/r0\.log"$/,
+      /^tail -n 7 \/r0\.log$/,
     ],
     [
       "in a container: the container's logs by its recorded ID, proven first",

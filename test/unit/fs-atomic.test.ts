@@ -48,7 +48,7 @@ describe('atomic writes never follow a planted link', () => {
   it('registry entry', () => {
     const reg = new Registry(join(dir, 'state'));
     plant(join(reg.dir, 'x.json'));
-    reg.write(inst('x'));
+    reg.write('host', inst('x'));
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(JSON.parse(readFileSync(join(reg.dir, 'x.json'), 'utf8')).name).toBe('x');
   });

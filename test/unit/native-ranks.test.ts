@@ -52,14 +52,14 @@ describe('the nodes runtime picks how a rank runs: one entry per engine.runtime 
 
   it('on a host: the rank is its process group and its log file; its port is proven by the socket-owner rule', () => {
     expect(HOST_RANKS.aliveLine(hostRank)).toBe('kill -0 4242 2>/dev/null || exit 9');
-    expect(HOST_RANKS.tailLine(hostRank, 30)).toBe('tail -n 30 "/var/log/r1.log"');
+    expect(HOST_RANKS.tailLine(hostRank, 30)).toBe('tail -n 30 /var/log/r1.log');
     expect(typeof HOST_RANKS.ours(nodes(), hostRank, 8000)).toBe('function');
   });
 
   it('in a container: the rank is the container of its recorded ID (proven first); its port cannot be proven by pid', () => {
     const alive = CONTAINER_RANKS.aliveLine(boxRank);
     expect(alive).toContain(`inspect --type container --format '{{.Id}}' ${HEAD_CID}`);
-    expect(alive).toContain('{{.State.Running}}');
+    expect(alive).toContain('{{.State.Status}} {{.State.ExitCode}}');
     expect(alive).not.toContain('kill');
     expect(CONTAINER_RANKS.tailLine(boxRank, 30)).toMatch(new RegExp(`podman logs --tail 30 ${HEAD_CID} 2>&1$`));
     expect(CONTAINER_RANKS.ours(nodes(), boxRank, 8000)).toBeUndefined();

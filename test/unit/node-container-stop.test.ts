@@ -2,14 +2,17 @@
 // stand-in container CLI: a shell script that answers `inspect`, `stop` and `rm` from a scripted
 // table, so the cases a busy runtime produces (an `rm` that fails once, one that never succeeds, an
 // ID the runtime answers with another container) are each shown to give the exit the stop outcome
-// reads: 0 removed, 4 not provably ours, 5 still there. The real podman path is covered end to end
+// reads: 0 removed, 4 not provably ours, 5 still there; and the alive line (aliveLine, and vLLM in the
+// Ray head's container: vllmInHeadAlive) gives 9 "ended" only when the runtime says so, never for a
+// runtime that failed to answer (CI: a busy podman's failed inspect ended a Ray launch). The real podman path is covered end to end
 // by test/e2e/multinode-ray-containers.test.ts.
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runLine, stopLine } from '../../src/engine/cluster/node-container.js';
+import { aliveLine, runLine, stopLine } from '../../src/engine/cluster/node-container.js';
+import { endedWords, vllmInHeadAlive } from '../../src/engine/cluster/ray-containers.js';
 
 const ID = 'a'.repeat(64);
 let dir: string;
@@ -19,8 +22,15 @@ const CLI = `#!/bin/sh
 ID=${ID}
 f="$FAKE"; echo "$*" >> "$f/calls"
 case "$1" in
-  inspect) if [ -e "$f/gone" ]; then echo "Error: no such container $6" >&2; exit 125; fi; [ -e "$f/warn" ] && echo 'time="2026-12-05T00:03:31Z" level=warning msg="Found incomplete layer, deleting it"' >&2; cat "$f/id"; exit 0;;
+  inspect) if [ -e "$f/gone" ]; then echo "Error: no such container $6" >&2; exit 125; fi
+    case "$5" in *State*)
+      n=$(cat "$f/state-fails" 2>/dev/null || echo 0)
+      if [ "$n" -gt 0 ]; then echo $((n-1)) > "$f/state-fails"; echo 'Error: acquiring lock 3 for container: database is locked' >&2; exit 125; fi
+      cat "$f/state"; exit 0;;
+    esac
+    [ -e "$f/warn" ] && echo 'time="2026-12-05T00:03:31Z" level=warning msg="Found incomplete layer, deleting it"' >&2; cat "$f/id"; exit 0;;
   stop) exit 0;;
+  exec) exit $(cat "$f/exec-rc" 2>/dev/null || echo 0);;
   run) shift; while [ "$1" != --cidfile ]; do shift; done; echo "$ID" > "$2"; echo "Error: OCI runtime error: crun: cannot start" >&2; exit 126;;
   rm) n=$(cat "$f/rm-fails" 2>/dev/null || echo 0)
       if [ "$n" -gt 0 ]; then echo $((n-1)) > "$f/rm-fails"; echo "Error: removing container: device or resource busy" >&2; exit 125; fi
@@ -31,8 +41,9 @@ exit 1
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'sparkctl-nodestop-'));
-  writeFileSync(join(dir, 'fakecli'), CLI);
-  chmodSync(join(dir, 'fakecli'), 0o755);
+  // the stand-in is podman on PATH: a record's CLI is run only by name (docker or podman: runtime/cli-words.ts)
+  writeFileSync(join(dir, 'podman'), CLI);
+  chmodSync(join(dir, 'podman'), 0o755);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -42,8 +53,8 @@ function runStop(c: { answersId: string; rmFails: number; gone?: boolean; warns?
   writeFileSync(join(f, 'rm-fails'), String(c.rmFails));
   if (c.gone) writeFileSync(join(f, 'gone'), '');
   if (c.warns) writeFileSync(join(f, 'warn'), '');
-  const script = stopLine({ node: 'n0', containerId: ID, cli: [join(dir, 'fakecli')] }, 0);
-  const r = spawnSync('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+  const script = stopLine({ node: 'n0', containerId: ID, cli: ['podman'] }, 0);
+  const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
   const calls = readFileSync(join(f, 'calls'), 'utf8').trim().split('\n');
   return { code: r.status, stderr: r.stderr, rms: calls.filter((l) => l.startsWith('rm ')).length, stops: calls.filter((l) => l.startsWith('stop ')).length };
 }
@@ -91,12 +102,69 @@ describe('runLine: a run that fails after create removes what it created, or say
     const f = mkdtempSync(join(dir, 'run-'));
     writeFileSync(join(f, 'id'), `${ID}\n`);
     writeFileSync(join(f, 'rm-fails'), String(c.rmFails));
-    const cli = join(dir, 'fakecli');
+    const cli = 'podman';
     const script = runLine([cli, 'run', '--detach', 'img', 'sleep', '1'], 1, false);
-    const r = spawnSync('sh', ['-c', script], { env: { PATH: '/usr/bin:/bin', FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(126);
     expect(r.stderr).toContain('crun: cannot start');
     if (c.left) expect(r.stderr).toMatch(new RegExp(`container ${ID} left after the failed run: Error: removing container`));
     else expect(r.stderr).not.toContain('left after');
+  });
+});
+
+function runAlive(c: { state?: string; stateFails?: number; gone?: boolean; execRc?: number; answersId?: string }, line: (r: { node: string; containerId: string; cli: string[] }) => string) {
+  const f = mkdtempSync(join(dir, 'alive-'));
+  writeFileSync(join(f, 'id'), `${c.answersId ?? ID}\n`);
+  writeFileSync(join(f, 'state'), `${c.state ?? 'running 0'}\n`);
+  writeFileSync(join(f, 'state-fails'), String(c.stateFails ?? 0));
+  writeFileSync(join(f, 'exec-rc'), String(c.execRc ?? 0));
+  if (c.gone) writeFileSync(join(f, 'gone'), '');
+  const script = line({ node: 'n0', containerId: ID, cli: ['podman'] });
+  const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('aliveLine: "ended" (9) only on the runtime\'s word', () => {
+  it.each([
+    { name: 'running', state: 'running 0', code: 0 },
+    { name: 'exited: 9 with its status and exit code', state: 'exited 137', code: 9, stdout: 'exited 137' },
+    { name: "podman's stopped", state: 'stopped 0', code: 9, stdout: 'stopped 0' },
+    { name: 'dead', state: 'dead 1', code: 9 },
+    { name: 'the runtime no longer knows it', gone: true, code: 9 },
+    // CI (podman under load): the state read failed and the Ray head's launch was given up as "the container ended"
+    { name: 'the state read fails (a busy runtime): no answer (5), never ended', stateFails: 2, code: 5, stderr: /database is locked/ },
+    { name: 'the state read fails once, then answers: its answer', stateFails: 1, state: 'exited 2', code: 9, stdout: 'exited 2' },
+    { name: 'paused: not running, not ended (5)', state: 'paused 0', code: 5, stderr: /the runtime says the container is paused 0/ },
+    { name: 'a hostile answer: 5, its bytes cut and cleaned', state: 'exited\u001b[31m 1', code: 5, stderr: /the runtime says the container is exited/ },
+    { name: 'another container answers the ID: unproven (4)', answersId: 'b'.repeat(64), code: 4 },
+  ])('$name', (c) => {
+    const r = runAlive(c, aliveLine);
+    expect(r.code, r.stderr).toBe(c.code);
+    if (c.stdout) expect(r.stdout.trim()).toBe(c.stdout);
+    if (c.stderr) expect(r.stderr).toMatch(c.stderr);
+    expect(r.stderr).not.toMatch(/\u001b/);
+  });
+
+  it.each([
+    ['exited 137', 'exited, exit code 137'],
+    ['stopped 0', 'stopped, exit code 0'],
+    ['', ''],
+    ['running 0', ''],
+    ['exited 99999999', ''],
+    ['exited 1\nexited 2', 'exited, exit code 1'],
+  ])('endedWords(%j) = %j', (out, words) => expect(endedWords(out)).toBe(words));
+});
+
+describe("vllmInHeadAlive: vLLM in the Ray head's container", () => {
+  it.each([
+    { name: 'vLLM runs (the exec answers 0)', execRc: 0, code: 0 },
+    { name: "vLLM's pid is gone (the exec'd shell's 9)", execRc: 9, code: 9 },
+    { name: 'the exec fails (125) and the container ended: gone (9)', execRc: 125, state: 'exited 1', code: 9 },
+    { name: 'the exec fails (125), the container runs: no answer (5), never gone', execRc: 125, state: 'running 0', code: 5 },
+    { name: 'the exec fails (126) and the state read fails too: no answer (5)', execRc: 126, stateFails: 1, code: 5 },
+    { name: 'the container is no longer known: gone (9)', gone: true, code: 9 },
+  ])('$name', (c) => {
+    const r = runAlive(c, vllmInHeadAlive);
+    expect(r.code, r.stderr).toBe(c.code);
   });
 });

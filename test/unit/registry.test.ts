@@ -69,8 +69,8 @@ const older = {
 describe('Registry.clusters: what it reads', () => {
   it('the records sparkctl writes, and an older record without the newer fields, read back as they are', () => {
     const reg = new Registry(fresh());
-    reg.writeCluster(native);
-    reg.writeCluster(inContainers);
+    reg.write('nodes', native);
+    reg.write('nodes', inContainers);
     writeFileSync(join(reg.stateDir, 'clusters', 'old.json'), JSON.stringify(older, null, 2));
     expect(reg.clusters()).toEqual([native, inContainers, older]);
     expect(reg.corrupt).toEqual([]);
@@ -93,7 +93,7 @@ describe('Registry.clusters: what it reads', () => {
     ['another profile than its file', JSON.stringify({ ...native, profile: 'other' }), /names "other", not bad/],
   ])('%s: listed as unreadable, left where it is; the good record beside it still read', (_, text, reason) => {
     const reg = new Registry(fresh());
-    reg.writeCluster(native);
+    reg.write('nodes', native);
     const file = join(reg.stateDir, 'clusters', 'bad.json');
     writeFileSync(file, text);
     expect(reg.clusters()).toEqual([native]);
@@ -129,7 +129,9 @@ describe('status and stop with a record they cannot read', () => {
     writeFileSync(file, text);
     const r = await cli(['status'], { stateDir: dir });
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.stderr).toContain(`unreadable cluster record ${file} (ranks.0.logFile: a log path of letters, digits and . / $ _ - only): left in place`);
+    expect(r.stderr).toContain(
+      `unreadable cluster record ${file} (ranks.0.logFile: a log path ($HOME/... or /...) of letters, digits and . / _ - only, or "podman logs ID"; a record sparkctl wrote never names another: check the file): left in place`,
+    );
     expect(r.stderr).not.toContain('\u001b');
     const j = await cli(['status', '--json'], { stateDir: dir });
     expect(JSON.parse(j.stdout)).toMatchObject({ clusters: [], corrupt: [{ file, keptAs: file }] });

@@ -6,6 +6,7 @@ import {
   afterCandidate,
   afterCanary,
   canaryNodesProblem,
+  canaryRefusal,
   nodesEnd,
   nodesPlanLines,
   versionAnswer,
@@ -18,7 +19,8 @@ import {
   type NodesRun,
   type NodesServed,
 } from '../../src/upgrade/nodes.js';
-import { lastOfEach, nodesHelpSide, tagsNamed } from '../../src/verbs/upgrade/nodes.js';
+import { lastOfEach, nodesHelpSide, tagsNamed, upgradeNodes, type NodesUpgradeOptions } from '../../src/verbs/upgrade/nodes.js';
+import type { ClusterRecord } from '../../src/engine/registry.js';
 import { LaunchError, UsageError } from '../../src/errors.js';
 import { flagChanges, flagsFields, type SideRead } from '../../src/upgrade/flag-defaults.js';
 import { parseHelpAll } from '../../src/profiles/vllm-help.js';
@@ -156,6 +158,26 @@ describe('nodesEnd: every path ends saying what serves; nothing healthy serving 
     // the rule behind every row: healthy service on either side, or a loud line
     if (end.serving !== 'candidate' && end.serving !== 'previous') expect(end.loud).toBeTruthy();
   });
+});
+
+// review s8: the canary's serve refused as bad input on the spare nodes ended as canary-failed, exit 1; the table says 2
+describe('canaryRefusal: a canary refused as bad input when served on the spare nodes is bad input (exit 2), the server untouched', () => {
+  const K = { name: 'p-canary', nodesFile: '/s.yaml' };
+  const why = { message: 'SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds', details: ['unset it for the default (90)'] };
+  it('refused, nothing left after its stop: a UsageError (exit 2) naming the file, the refusal, its fix and that the server serves as before', () => {
+    const e = canaryRefusal({ ...K, served: 'refused', stop: {} }, why, false, 'p', ['n0', 'n1']);
+    expect(e).toBeInstanceOf(UsageError);
+    expect(e!.exitCode).toBe(2);
+    expect(e!.message).toBe('--canary-nodes /s.yaml: the candidate was refused on the spare nodes: SPARKCTL_RAY_JOIN_TIMEOUT_S: "soon" is not a whole number of seconds');
+    expect(e!.details).toEqual(['unset it for the default (90)', 'p serves as before over n0, n1 (nothing of it was touched)']);
+  });
+  it.each<[string, Partial<CanaryRun>, typeof why | undefined, boolean]>([
+    ['served and failed its comparison (exit 1 as before)', { served: 'healthy', pass: false, stop: {} }, undefined, false],
+    ['did not launch (exit 1 as before)', { served: 'launch-failed', stop: {} }, undefined, false],
+    ['refused, but interrupted (Ctrl-C decides)', { served: 'refused', stop: {} }, why, true],
+    ['refused, but its stop left something (said loudly by the end)', { served: 'refused', stop: { left: 'rank 1 on c1: unproven' } }, why, false],
+    ['refused, its stop not reached', { served: 'refused' }, why, false],
+  ])('%s: the usual end decides', (_, c, refusal, interrupted) => expect(canaryRefusal({ ...K, ...c }, refusal, interrupted, 'p', ['n0'])).toBeUndefined());
 });
 
 describe('afterCanary: the server is upgraded only after a canary that served healthy, passed, stopped whole, and no --no-roll', () => {
@@ -458,5 +480,41 @@ describe("the plan over nodes: vLLM's own tables (serve --help=all), as the one-
   });
   it('a side with nothing to ask: nothing read, nothing compared, said', async () => {
     expect(await compareSides('/nonexistent', undefined, { kind: 'sim', version: '1', argv0: ['x'] }, [], { engine: {} as never })).toEqual({ why: 'no current vLLM to ask' });
+  });
+});
+
+describe("upgrade over nodes: the record's launch read by the registry's one reader (registry.ts readLaunch)", () => {
+  const rec = {
+    version: 1,
+    executor: 'native',
+    profile: 'big',
+    nodesFile: '/etc/sparkctl/nodes.yaml',
+    head: 'n0',
+    pid: 4242,
+    port: 8000,
+    url: 'http://10.0.0.1:8000',
+    servedName: 'big',
+    logFile: '$HOME/x.log',
+    startedAt: '2026-12-04T00:00:00.000Z',
+  } as ClusterRecord;
+  const refusal = async (launch: unknown) => {
+    process.env.SPARKCTL_STATE_DIR ??= '/nonexistent-sparkctl-state';
+    const e = await upgradeNodes({ ...rec, ...(launch === undefined ? {} : { launch }) } as ClusterRecord, {} as NodesUpgradeOptions).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(UsageError);
+    return (e as UsageError).message;
+  };
+
+  it('none kept (a record from before): said so, and how to serve it so that it is kept', async () => {
+    expect(await refusal(undefined)).toBe('big is served over nodes (/etc/sparkctl/nodes.yaml) by a sparkctl that did not keep how it was served: upgrade cannot serve it again the same way');
+  });
+
+  it('a launch of another shape: every field that is wrong named, nothing started', async () => {
+    expect(await refusal({ asked: 1, sets: 'x', engine: 'vllm', prewarm: true })).toBe(
+      "big's cluster record: its launch is not readable (asked: Expected string, received number; sets: Expected array, received string)",
+    );
+    // a host's launch record is not one over nodes
+    expect(await refusal({ sets: [], vllm: { asked: 'auto', resolved: '0.11.0', how: 'installed' } })).toMatch(
+      /^big's cluster record: its launch is not readable \(asked: Required; engine: Required; prewarm: Required\)$/,
+    );
   });
 });

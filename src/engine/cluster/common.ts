@@ -193,7 +193,7 @@ export async function finishStarts(plan: Pick<ClusterPlan, 'stateDir'>, start: S
   if (record) {
     record.start = starts.find((s) => s.rank === 0)?.start;
     record.starts = starts;
-    new Registry(plan.stateDir).writeCluster(record);
+    new Registry(plan.stateDir).write('nodes', record);
   }
   return starts;
 }

@@ -57,7 +57,7 @@ export async function stopCluster(
   const bad = (s: string) => s === 'failed' || s === 'unproven';
   // containers: the record is what names them; it goes only once every one of them is gone
   const containerLeft = !!record?.ranks?.some((r) => r.containerId) && out.ray.some((x) => !x.ok);
-  if (record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) new Registry(stateDir).removeCluster(record.profile);
+  if (record && !bad(out.engine.state) && !(out.ranks ?? []).some((r) => bad(r.state)) && !containerLeft) new Registry(stateDir).remove('nodes', record.profile);
   return { ...out, executor: kind };
 }
 

@@ -8,7 +8,7 @@ import type { NodesFile } from '../../profiles/schema.js';
 import type { ClusterRank } from '../registry.js';
 import type { StartClock } from '../phases.js';
 import { remoteListenerOurs } from './remote-socket.js';
-import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
+import { launchOnNodeHost, NODE_LOGS, nodePathWord, stopOnNode, sshShell } from './node-proc.js';
 import { cachesFrom, nodeCacheScript } from './node-caches.js';
 import { nodeOf, type NodeStep } from './ray-plan.js';
 import { aliveLine, logsLine, refOf, runOnNode, stopAllContainers, type NodeContainerRef } from './node-container.js';
@@ -63,7 +63,7 @@ export const HOST_RANKS: RankOps = {
   launch: launchOnHost,
   stop: stopHostRanks,
   aliveLine: (r) => `kill -0 ${r.pid} 2>/dev/null || exit 9`,
-  tailLine: (r, lines) => `tail -n ${lines} "${r.logFile}"`,
+  tailLine: (r, lines) => `tail -n ${Math.trunc(lines)} ${nodePathWord(r.logFile)}`,
   // the one-host path's socket-owner proof, over ssh: the head's port held by rank 0's own group
   ours: (nf, r, port, signal) => () => remoteListenerOurs(nf, nodeOf(nf, r.node), port, r.pid, signal),
 };

@@ -12,6 +12,7 @@ import { REMOTE_UNPROVEN_EXIT } from './node-proc.js';
 import { MARKER_PLACEHOLDER } from './containers.js';
 import { stopArgv, withCliArgs, type ContainerCli } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
+import { cliLineProblem } from '../runtime/cli-words.js';
 
 /** A full container ID as the runtimes print it: the only thing that names one container for good. */
 const CONTAINER_ID = /^[a-f0-9]{64}$/;
@@ -57,6 +58,9 @@ export async function runOnNode(
 ): Promise<{ ref: NodeContainerRef } | { error: string; evidence: string[] }> {
   const c = step.container!;
   const cli = [c.cli, ...c.cliArgs];
+  // what is recorded must read back (engine/runtime/cli-words.ts): options of another form would make the record corrupt to every later verb
+  const bad = cliLineProblem(cli);
+  if (bad) return { error: `container.cliArgs: ${bad}`, evidence: [] };
   const argv = step.argv[0]!.map((a) => a.replace(MARKER_PLACEHOLDER, marker));
   const r = await ssh(nf, n, runLine(argv, cli.length, !!key), { input: key ? `${key}\n` : undefined, timeoutMs: 180_000, signal });
   const id = (r.stdout.trim().split('\n').pop() ?? '').trim();
@@ -70,6 +74,9 @@ export async function runOnNode(
  * that ID is unproven (4), a runtime that does not answer is a failure (5).
  */
 function provenId(r: NodeContainerRef, goneExit: number): string {
+  // the record's CLI words are run only when they are what sparkctl writes (the registry refuses
+  // such a record as corrupt; this is the guard of any other path that hands one here)
+  if (cliLineProblem(r.cli)) return `echo 'unproven: the record names a container CLI sparkctl does not run' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const id = CONTAINER_ID.test(r.containerId) ? r.containerId : '';
   if (!id) return `echo 'unproven: the record holds no full container ID' >&2; exit ${REMOTE_UNPROVEN_EXIT}`;
   const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id]);
@@ -87,9 +94,25 @@ export const provenGuard = (r: NodeContainerRef) => provenId(r, 9);
 /** The runtime's own command line for the recorded container (no guard: put provenGuard before it). */
 export const cliLine = (r: NodeContainerRef, args: string[]) => line(r.cli, args);
 
-/** Exit 9: the container is gone or not running (255 is ssh failing, not an answer). */
-export const aliveLine = (r: NodeContainerRef) =>
-  `${provenId(r, 9)}; s=$(${line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Running}}', r.containerId])} 2>/dev/null) || exit 9; [ "$s" = true ] || exit 9`;
+/**
+ * Whether the proven container runs: exit 0 running; 9 it ended (the runtime says exited, stopped or
+ * dead, printing "STATUS EXITCODE" on stdout) or the runtime no longer knows it; 5 the runtime did
+ * not answer (what it said on stderr) or says another state (created, paused, restarting, stopping:
+ * not running, not ended). A runtime that fails to answer is never read as "ended": CI saw a busy
+ * podman's failed inspect taken for a Ray head container that had ended, and the launch given up.
+ * (255 is ssh failing, not an answer.)
+ */
+export function aliveLine(r: NodeContainerRef): string {
+  const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Status}} {{.State.ExitCode}}', r.containerId]);
+  return [
+    provenId(r, 9),
+    `s=$(${inspect} 2>/dev/null); rc=$?`,
+    // a failed read is asked once more, its stderr kept: "no such container" is gone, another failure no answer
+    `if [ $rc -ne 0 ]; then s=$(${inspect} 2>&1) && rc=0; if printf '%s' "$s" | grep -qi 'no such'; then exit 9; fi; [ $rc -eq 0 ] || { printf '%s\n' "$s" | tail -n 3 >&2; exit 5; }; fi`,
+    `case "$s" in 'running '*) exit 0;; 'exited '*|'stopped '*|'dead '*) printf '%s\n' "$s"; exit 9;; esac`,
+    `printf 'the runtime says the container is %s\n' "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:] ._:-' ' ')" >&2; exit 5`,
+  ].join('; ');
+}
 
 /**
  * The container stopped (the runtime's SIGTERM, `graceS`, SIGKILL) and removed; 0: gone (the

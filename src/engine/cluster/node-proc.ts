@@ -156,6 +156,12 @@ export const launchAndReport = (cmd: string) => `${cmd} & p=$!; echo "$p $(sed '
 export const NODE_LOGS = '$HOME/.local/state/sparkctl/logs';
 
 /**
+ * A node path as one shell word: a leading $HOME expands on the node ("$HOME"), the rest is single-
+ * quoted, so nothing in a path read back from a record ($(...), `...`, quotes, a newline) is run.
+ */
+export const nodePathWord = (p: string): string => (p.startsWith('$HOME/') ? `"$HOME"${shellQuote(p.slice(5))}` : shellQuote(p));
+
+/**
  * A vLLM group on a node's host, in its own session (the leader of its group, as on this host): the
  * step's and the server's environment, the instance marker, the API key through stdin (never argv);
  * its output into `logFile`. What proves it ours later: the pid and start time it printed, the marker.
@@ -183,7 +189,7 @@ export async function launchOnNodeHost(
     ...(o.setup ? [o.setup] : []),
     o.key ? 'IFS= read -r VLLM_API_KEY; export VLLM_API_KEY' : ':',
     `export ${INSTANCE_ENV}=${o.marker}`,
-    launchAndReport(`setsid nohup ${o.argv.map(shellQuote).join(' ')} > "${o.logFile}" 2>&1 < /dev/null`),
+    launchAndReport(`setsid nohup ${o.argv.map(shellQuote).join(' ')} > ${nodePathWord(o.logFile)} 2>&1 < /dev/null`),
   ].join('; ');
   const r = await ssh(nf, node, line, { input: o.key ? `${o.key}\n` : undefined, signal: o.signal });
   const [pidText, startText] = (r.stdout.trim().split('\n').pop() ?? '').split(' ');

@@ -40,12 +40,15 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
   if (signal?.aborted) return cancelled;
   const status = rayReadLines(nf, head).status;
   let last = '';
+  let endedAs = '';
   // one reading: Ray answering, or why not and whether the container ended
   const read = async () => {
     const r = await ssh(nf, nf.head, status, { timeoutMs: 30_000, signal });
     if (r.exitCode === 0 && parseRayStatus(r.stdout)) return { up: true, ended: false };
     last = remoteWhy(r, 2);
     const gone = await ssh(nf, nf.head, aliveLine(head), { timeoutMs: 15_000, signal });
+    // exit 9 prints the runtime's "STATUS EXITCODE" (nothing when it no longer knows the container)
+    if (gone.exitCode === 9) endedAs = endedWords(gone.stdout) && ` (${endedWords(gone.stdout)})`;
     return { up: false, ended: gone.exitCode === 9 };
   };
   const p = await pollUntil(read, (x) => x.up || x.ended, { deadlineMs: joinS * 1000, intervalMs: 1000, signal });
@@ -54,17 +57,25 @@ async function headRayUp(plan: ClusterPlan, head: NodeContainerRef, joinS: numbe
   const logs = (await ssh(nf, nf.head, logsLine(head, 20), { timeoutMs: 15_000 })).stdout.trim().split('\n');
   return failedBefore(
     'not-started',
-    `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
+    `Ray head on ${at(nf.head)} did not start in its container ${head.containerId.slice(0, 12)}: ${p.value.ended ? `the container ended${endedAs}: ${logs.at(-1) ?? ''}` : `ray status did not answer within ${joinS} s (${last})`}`,
     logs.slice(-10).map((l) => `${nf.head.name}: ${l}`),
     { fix: `read its output: ${head.cli[0]} logs ${head.containerId.slice(0, 12)} on ${nf.head.name}; sparkctl preflight --nodes ${plan.nodesFile}`, node: nf.head.name },
   );
 }
 
+/** aliveLine's "STATUS EXITCODE" of an ended container as words ("exited, exit code 137"), or '' for an answer of another shape. */
+export function endedWords(stdout: string): string {
+  const m = /^(exited|stopped|dead) (-?\d{1,4})$/.exec(stdout.trim().split('\n')[0] ?? '');
+  return m ? `${m[1]}, exit code ${m[2]}` : '';
+}
+
 /** The containers that ended, each named by node with the last line of its output. undefined: all run. */
-async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: string): Promise<Diagnosis | undefined> {
+async function endedContainers(plan: ClusterPlan, refs: NodeContainerRef[], what: string): Promise<Diagnosis | undefined> {
+  const { nf } = plan;
   const seen = await Promise.all(refs.map(async (r) => ({ r, x: await ssh(nf, nodeOf(nf, r.node), aliveLine(r), { timeoutMs: 15_000 }) })));
   const gone = seen.filter(({ x }) => x.exitCode === 9).map(({ r }) => r);
   if (!gone.length) return undefined;
+  const how = new Map(seen.map(({ r, x }) => [r, endedWords(x.stdout) && `, ${endedWords(x.stdout)}`]));
   const parts = await Promise.all(
     gone.map(async (r) => {
       const text = (await ssh(nf, nodeOf(nf, r.node), logsLine(r, 40), { timeoutMs: 15_000 })).stdout;
@@ -75,7 +86,8 @@ async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: st
     parts,
     parts
       .map(
-        ({ r, d, text }) => `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
+        ({ r, d, text }) =>
+          `${what} on ${at(nodeOf(nf, r.node))} ended (container ${r.containerId.slice(0, 12)}${how.get(r) ?? ''})${d.cause ? `: ${d.cause}` : text.trim() ? `: ${text.trim().split('\n').pop()}` : ''}`,
       )
       .join('\n'),
     parts.flatMap(({ r, text }) =>
@@ -85,7 +97,7 @@ async function endedContainers(nf: NodesFile, refs: NodeContainerRef[], what: st
         .slice(-6)
         .map((l) => `${r.node}: ${l}`),
     ),
-    `read its output on ${parts[0]!.r.node}: ${parts[0]!.r.cli[0]} logs ${parts[0]!.r.containerId.slice(0, 12)}; sparkctl preflight --nodes ${nf.head.name}`,
+    `read its output on ${parts[0]!.r.node}: ${parts[0]!.r.cli[0]} logs ${parts[0]!.r.containerId.slice(0, 12)}; sparkctl preflight --nodes ${plan.nodesFile}`,
   );
 }
 
@@ -117,13 +129,21 @@ async function execVllm(plan: ClusterPlan, head: NodeContainerRef, marker: strin
   return undefined;
 }
 
+/**
+ * Whether vLLM in the head's container runs: exit 0 yes (or its pid file is not written yet: the exec'd
+ * shell writes it a moment after exec returns), 9 its pid is gone (the shell's 9) or the container
+ * ended (aliveLine's 9); an exec the runtime failed (125-127: a busy podman) while the container runs
+ * is no answer (5), never "gone".
+ */
+export function vllmInHeadAlive(head: NodeContainerRef): string {
+  const exec = execLine(head, ['sh', '-c', `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`]);
+  return `{ ${exec}; }; rc=$?; case $rc in 0|9) exit $rc;; esac; ( ${aliveLine(head)} ) >/dev/null; [ $? -eq 9 ] && exit 9; exit 5`;
+}
+
 /** Readiness watch of vLLM in the head's container: its pid (kept there by VLLM_IN_HEAD), the container's output, every node's container. */
 function containerWatch(plan: ClusterPlan, refs: NodeContainerRef[]): EngineWatch {
-  const { nf } = plan;
   const head = refs[0]!;
-  // the pid file is written by the exec'd shell a moment after exec returns: not there yet is not gone
-  const alive = execLine(head, ['sh', '-c', `[ -s ${VLLM_PID_FILE} ] || exit 0; read -r p < ${VLLM_PID_FILE}; kill -0 "$p" 2>/dev/null || exit 9`]);
-  return { alive, tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(nf, refs, 'the Ray container') } };
+  return { alive: vllmInHeadAlive(head), tail: (n) => logsLine(head, n), via: { head, ended: () => endedContainers(plan, refs, 'the Ray container') } };
 }
 
 /**
@@ -167,14 +187,15 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
       );
       refs.push(...launched.refs);
       if (launched.failure) return { failure: launched.failure };
-      emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
       // 3. Ray, asked in the head's container, lists exactly the file's nodes and GPUs (a worker whose container ended is named at once)
-      const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(nf, refs, 'the Ray container') };
+      const via: ClusterVia = { head: refs[0]!, ended: () => endedContainers(plan, refs, 'the Ray container') };
       const cluster = await waitForCluster(plan, signal, via);
       if ('failure' in cluster) {
         cluster.failure.fix ??= `check that every node can reach ${fabricAddress(nf.head)}:${nf.rayPort}`;
         return cluster;
       }
+      // the workers joined once the head's Ray lists them (a container that runs is not yet a node that joined)
+      emit({ type: 'ray-workers', nodes: nf.workers.map((w) => w.name) });
       emit({ type: 'ray-cluster', nodes: cluster.view.nodes, gpus: cluster.view.gpus });
       return cluster;
     },
@@ -182,10 +203,10 @@ export function rayContainersPlacement(plan: ClusterPlan, ctx: RunCtx): NodesPla
     launch: async () => {
       const head = refs[0]!;
       const record = containersRecord(plan, refs, marker);
-      registry.writeCluster(record);
+      registry.write('nodes', record);
       const noExec = await execVllm(plan, head, marker, signal);
       if (noExec) {
-        registry.removeCluster(plan.profile.name);
+        registry.remove('nodes', plan.profile.name);
         return { error: noExec.detail, evidence: noExec.lastLines };
       }
       // what proves vLLM ours from now on: its process on the head's host, proven there at once

@@ -13,7 +13,7 @@ import { remoteListenerOurs } from './remote-socket.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, remoteWhy, type Remote } from './ssh.js';
 import { randomUUID } from 'node:crypto';
-import { launchOnNodeHost, NODE_LOGS, stopOnNode, sshShell } from './node-proc.js';
+import { launchOnNodeHost, NODE_LOGS, nodePathWord, stopOnNode, sshShell } from './node-proc.js';
 import { allNodes, exportLine, fabricAddress, describeShortfall, parseRayStatus, type ClusterView, type NodeStep } from './ray-plan.js';
 import { readCluster, type RaySeen } from './ray-read.js';
 import type { NodeContainerRef } from './node-container.js';
@@ -245,7 +245,7 @@ async function stopEngine(nf: NodesFile, record: ClusterRecord) {
 
 /** How the engine on the head is watched while it starts: its process, its log, Ray's view and (in containers) every node's container. */
 export interface EngineWatch {
-  /** a shell line on the head that fails when the engine is gone */
+  /** a shell line on the head: exit 0 the engine runs, 9 it is gone; any other exit is no answer (a busy runtime, ssh), never "gone" */
   alive: string;
   /** the shell line that prints the last n lines of the engine's log on the head */
   tail: (lines: number) => string;
@@ -266,8 +266,8 @@ const PLACEMENT_WAIT = /Waiting for creating a placement group of specs for \d+ 
 
 /** The engine on the head's host: its pid, its log file. */
 const hostWatch = (nf: NodesFile, record: ClusterRecord, signal?: AbortSignal): EngineWatch => ({
-  alive: `kill -0 ${record.pid} 2>/dev/null`,
-  tail: (n) => `tail -n ${n} "${record.logFile}"`,
+  alive: `kill -0 ${record.pid} 2>/dev/null || exit 9`,
+  tail: (n) => `tail -n ${Math.trunc(n)} ${nodePathWord(record.logFile)}`,
   ours: () => remoteListenerOurs(nf, nf.head, record.port, record.pid, signal),
 });
 
@@ -287,8 +287,8 @@ export function rayWatch(plan: ClusterPlan, emit: EventSink, signal: AbortSignal
     nf.head,
     watch.tail,
     async () => {
-      // exit 9 from the node is gone (not an ssh hiccup, which is 255)
-      const x = await ssh(nf, nf.head, `${watch.alive} || exit 9`, { timeoutMs: 15_000 });
+      // exit 9 from the node is gone; anything else (ssh's 255, a runtime that did not answer) is no answer
+      const x = await ssh(nf, nf.head, watch.alive, { timeoutMs: 15_000 });
       if (x.exitCode === 9) return { reason: 'exited', detail: 'exited before it was ready' };
       ended = await watch.via?.ended();
       return ended ? { reason: 'exited', detail: 'a node left' } : undefined;

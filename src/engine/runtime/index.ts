@@ -27,6 +27,15 @@ export function runtimeOf(t: { container?: Pick<ContainerRecord, 'cli'> }): Runt
   return t.container ? ofCli(t.container.cli) : hostRuntime;
 }
 
+/**
+ * Whether a relaunch runs the executable its record names from this host's install: no container
+ * asked for (`runtime`: --runtime or the launch record's) and every recorded replica ran on the host
+ * (a runtime without images).
+ */
+export function relaunchRunsHostInstall(runtime: 'host' | 'container' | undefined, recorded: Array<{ container?: Pick<ContainerRecord, 'cli'> }>): boolean {
+  return runtime !== 'container' && recorded.every((t) => runtimeOf(t).images === undefined);
+}
+
 /** The marker of a container launch's ledger record, read from a registry entry's raw JSON (undefined: a host process keeps none). */
 export function ledgerMarkerOf(v: { container?: unknown; marker?: unknown }): string | undefined {
   return v.container && typeof v.marker === 'string' ? v.marker : undefined;

@@ -10,6 +10,7 @@ import { prepareReplicaSocket } from './replica-socket.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { UsageError } from '../../errors.js';
 import { renderContainerRun, withCliArgs, type ContainerCli, type ContainerPlan } from './container.js';
+import { cliArgsProblem } from './cli-words.js';
 import { cliRun, failureLine, proveRecord, rememberCli, writeLedger, type ContainerRecord } from './ops.js';
 import type { ReplicaRun } from './runtime.js';
 import { proveIdentity, stopGroup } from './proc.js';
@@ -40,6 +41,10 @@ export function launchContainer(x: ReplicaRun, cli: ContainerCli, secrets: Recor
     throw new UsageError(`container mount ${missing.host}: not on this host (from model.path or container.mounts)`, [
       'fix the path in the profile, or make the folder first: sparkctl never lets the container runtime create it',
     ]);
+  // what is recorded must read back: a record whose options are not of the forms sparkctl writes is
+  // refused as corrupt by every later verb (engine/runtime/cli-words.ts), so such options are refused here
+  const badArgs = cliArgsProblem(cp.cliArgs);
+  if (badArgs) throw new UsageError(`container.cliArgs: ${badArgs}`, ['set container.cliArgs to the global options listed, or leave it empty']);
   // A container of this name: a leftover of an earlier run, or someone else's. Never replaced.
   const seen = cliRun(withCliArgs([cp.cli, 'inspect', '--type', 'container', '--format', '{{.Id}}', cp.name], cp.cliArgs), { timeoutMs: 15_000 });
   if (seen.error) throw new UsageError(`runtime container: ${seen.error}`, [`install ${cp.cli}, or --set container.cli=docker|podman, or --runtime host`]);

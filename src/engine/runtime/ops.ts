@@ -11,6 +11,7 @@ import { writeFileAtomic } from '../../util/atomic.js';
 import { ensureDir } from '../../util/dirs.js';
 import { inspectArgv, proveContainer, removeArgv, stopArgv, withCliArgs, MARKER_LABEL, type ContainerCli, type ContainerProof } from './container.js';
 import { readTextSync, READ_LIMITS } from '../../util/read.js';
+import { cliArgsProblem, cliWordProblem } from './cli-words.js';
 import { pollUntil } from '../../util/poll.js';
 
 /** What a registry entry keeps about its container. */
@@ -134,6 +135,9 @@ export function readCidFile(file: string | undefined): string | undefined {
  * the marker label may be a copy (commit) of ours; it is reported, never adopted.
  */
 export function proveRecord(rec: ContainerRecord, marker: string | undefined): ContainerProof & { id?: string } {
+  // a record's CLI and options are run only when they are what sparkctl writes (engine/runtime/cli-words.ts)
+  const bad = cliWordProblem(rec.cli) ?? cliArgsProblem(rec.cliArgs);
+  if (bad) return { state: 'unproven', code: 'unreadable', reason: `the record's container CLI: ${bad}` };
   const id = rec.id ?? readCidFile(rec.cidFile);
   if (!id) {
     if (!marker) return { state: 'unproven', code: 'unreadable', reason: 'the entry records neither a container id nor a marker' };
@@ -209,6 +213,7 @@ export async function stopContainer(
  */
 export async function killContainer(rec: ContainerRecord): Promise<boolean> {
   if (!rec.id || !/^[a-f0-9]{64}$/.test(rec.id)) return false;
+  if (cliWordProblem(rec.cli) ?? cliArgsProblem(rec.cliArgs)) return false;
   const k = await cliRunAsync(withCliArgs([rec.cli, 'kill', '--signal', 'KILL', rec.id], rec.cliArgs), { timeoutMs: 30_000 });
   return !k.error && k.code === 0;
 }
@@ -220,10 +225,7 @@ function knownClis(stateDir: string): Array<{ cli: ContainerCli; cliArgs: string
   try {
     const v = JSON.parse(readTextSync(f, { maxBytes: READ_LIMITS.record, noFollow: true })) as unknown;
     if (!Array.isArray(v)) return [];
-    return v.filter(
-      (x): x is { cli: ContainerCli; cliArgs: string[] } =>
-        typeof x === 'object' && x !== null && (x.cli === 'docker' || x.cli === 'podman') && Array.isArray(x.cliArgs) && x.cliArgs.every((a: unknown) => typeof a === 'string'),
-    );
+    return v.filter((x): x is { cli: ContainerCli; cliArgs: string[] } => typeof x === 'object' && x !== null && !cliWordProblem(x.cli) && !cliArgsProblem(x.cliArgs));
   } catch {
     return [];
   }
@@ -285,9 +287,8 @@ const LedgerShape = (x: unknown): x is LedgerRecord => {
     r !== null &&
     typeof r.marker === 'string' &&
     MARKER.test(r.marker) &&
-    (r.cli === 'docker' || r.cli === 'podman') &&
-    Array.isArray(r.cliArgs) &&
-    r.cliArgs.every((a) => typeof a === 'string') &&
+    !cliWordProblem(r.cli) &&
+    !cliArgsProblem(r.cliArgs) &&
     typeof r.name === 'string' &&
     typeof r.instance === 'string' &&
     typeof r.profile === 'string' &&

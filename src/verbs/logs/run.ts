@@ -8,6 +8,7 @@ import { Registry } from '../../engine/registry.js';
 import { stateDir } from '../common.js';
 import { UsageError, UnreachableError } from '../../errors.js';
 import type { ClusterRecord } from '../../engine/registry.js';
+import { named, onHost, overNodes } from '../../engine/servers.js';
 
 /** The last `n` lines, from at most the last 16 MiB of the log (a regular file only: a FIFO or device is refused). */
 function lastLines(path: string, n: number): string[] {
@@ -20,8 +21,9 @@ function lastLines(path: string, n: number): string[] {
 
 export async function run(name: string, opts: { follow?: boolean; lines: number }) {
   const dir = stateDir();
-  const reg = new Registry(dir);
-  let files = reg.find(name).map(({ inst }) => ({ name: inst.name, path: inst.logFile }));
+  // every registered server, read once: this host's by instance or profile name, else one over nodes
+  const servers = new Registry(dir).servers();
+  let files = onHost(named(servers, name)).map(({ inst }) => ({ name: inst.name, path: inst.logFile }));
   if (!files.length) {
     // A stopped server's log stays: look in the log folder by instance or profile name.
     const logDir = join(dir, 'logs');
@@ -31,7 +33,7 @@ export async function run(name: string, opts: { follow?: boolean; lines: number 
   }
   if (!files.length) {
     // a server over nodes: its head's log, on the head, through what its record names
-    const rec = reg.clusters().find((r) => r.profile === name || `${r.profile}-0` === name);
+    const rec = overNodes(servers).find((r) => r.profile === name || `${r.profile}-0` === name);
     if (rec) return clusterLogs(rec, opts);
     throw new UsageError(`no server or log named "${name}"`, ['sparkctl status lists the running ones']);
   }

@@ -2,6 +2,7 @@
 // cost reader, a support bundle's replay and the GPU and client checks are imported when needed.
 import { MAX_DURATION_MS } from '../../util/duration.js';
 import type { Registry } from '../../engine/registry.js';
+import { named, onHost, overNodes } from '../../engine/servers.js';
 import { ensureDir } from '../../util/dirs.js';
 import { checkNewFile, wroteItLast } from '../../util/new-file.js';
 import { parseServerUrl } from '../../util/url.js';
@@ -152,20 +153,20 @@ function checkFlags(opts: ProbeCli) {
 export function resolveTargets(names: string[], opts: Pick<ProbeCli, 'url' | 'all' | 'model'>, reg: Registry | undefined): ProbeTarget[] {
   const targets: ProbeTarget[] = [];
   for (const u of opts.url) targets.push({ t: targetFromUrl(u, opts.model), s: probeDefaults() });
-  const clusters: InstanceTarget[] = (reg?.clusters() ?? []).map((c) => ({
+  // every registered server, read once
+  const servers = reg?.servers() ?? [];
+  const clusters: InstanceTarget[] = overNodes(servers).map((c) => ({
     ...targetFromUrl(c.url, c.servedName),
     name: c.profile,
     cluster: { profile: c.profile, startedAt: c.startedAt, start: c.start },
   }));
-  const insts = !reg
-    ? []
-    : opts.all
-      ? reg.list()
-      : names.flatMap((n) => {
-          const f = reg.find(n);
-          if (!f.length && !clusters.some((c) => c.name === n)) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
-          return f;
-        });
+  const insts = opts.all
+    ? onHost(servers)
+    : names.flatMap((n) => {
+        const f = named(servers, n);
+        if (reg && !f.length) throw new UsageError(`no server named "${n}" is registered`, ['sparkctl status lists them; --url URL probes any server']);
+        return onHost(f);
+      });
   for (const c of clusters) if (opts.all || names.includes(c.name)) targets.push({ t: c, s: probeDefaults() });
   for (const { inst } of insts) targets.push({ t: targetFromInstance(inst), s: { ...probeDefaults(), ...inst.probe } });
   // A profile served behind a router is down while its router is, whatever `status` cleaned away.

@@ -4,15 +4,15 @@
 import { stateDir } from '../../util/paths.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
-import { Registry, type ClusterRecord } from '../../engine/registry.js';
+import type { ClusterRecord } from '../../engine/registry.js';
 import { clusterStatus, type ClusterStatus } from '../../engine/cluster/index.js';
 import { c, table } from '../../output/format.js';
 import { shownEscaped as shown } from '../../util/control.js';
 
-/** Clusters of the registry, each with its nodes' Ray state and the head's server (for `status`; a record it cannot read goes to reg.corrupt). */
-export async function clusterStatuses(reg = new Registry(stateDir())): Promise<ClusterStatus[]> {
+/** The registry's servers over nodes (Registry.servers()), each with its nodes' Ray state and the head's server (for `status`). */
+export async function clusterStatuses(records: readonly ClusterRecord[]): Promise<ClusterStatus[]> {
   return Promise.all(
-    reg.clusters().map(async (rec) => {
+    records.map(async (rec) => {
       let nf: NodesFile | undefined;
       try {
         nf = loadNodesFile(rec.nodesFile);

@@ -1,4 +1,5 @@
 import { Registry } from '../../engine/registry.js';
+import { onHost, overNodes } from '../../engine/servers.js';
 import { statusOf } from '../../engine/status.js';
 import { stateDir } from '../common.js';
 import { envelope, c } from '../../output/format.js';
@@ -9,18 +10,18 @@ import { instanceJson, instanceTable, whyNote } from './render.js';
 export async function run(opts: { json?: boolean }) {
   // read: every entry's process and health, the gateway, the multi-node servers (serve --nodes: the head's server and each node's Ray)
   const reg = new Registry(stateDir());
-  const all = reg.list();
-  for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}`);
+  const servers = reg.servers();
+  const all = onHost(servers);
+  for (const c of reg.corruptOf('host')) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}`);
   const rows = await statusOf(all, async (rec) => (await import('../../router/api.js')).routerHealth(rec));
   // act: only an entry with nothing of it left is cleaned; one we cannot prove is reported, never dropped
   const stale = rows.filter((r) => r.process === 'dead');
-  for (const r of stale) reg.remove(r.inst.name);
+  for (const r of stale) reg.remove('host', r.inst.name);
   const gateway = gatewayStatus(reg);
   const { clusterStatuses, renderClusterStatus, clusterDrift } = await import('./clusters.js');
-  const seen = reg.corrupt.length;
-  const clusters = await clusterStatuses(reg);
+  const clusters = await clusterStatuses(overNodes(servers));
   // a server's record over nodes that cannot be read is left where it is (it may be a running cluster's)
-  for (const c of reg.corrupt.slice(seen)) note(`unreadable cluster record ${c.file} (${c.reason}): left in place; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
+  for (const c of reg.corruptOf('nodes')) note(`unreadable cluster record ${c.file} (${c.reason}): left in place; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
   // a server on another image than its pin, or on a host vLLM that changed under it (engine/drift.ts)
   const { driftOf } = await import('../../engine/drift.js');
   const { drift, unreadable } = await driftOf(

@@ -1,4 +1,5 @@
-import { Registry } from '../../engine/registry.js';
+import { Registry, type ClusterRecord } from '../../engine/registry.js';
+import { named, onHost, overNodes } from '../../engine/servers.js';
 import { stateDir } from '../common.js';
 import { stopInstances, graceMsOf, heldText, type StopOutcome, type RequestsOutcome } from '../../engine/stop.js';
 import { envelope } from '../../output/format.js';
@@ -68,9 +69,7 @@ export function outcomeLine(r: StopOutcome): string {
  * The registry's servers over nodes this stop acts on (clusters.ts selects them: NAME, --all,
  * or --nodes FILE), stopped and said; the nodes code loads only when there is one to stop.
  */
-async function stopClusters(reg: () => Registry, name: string | undefined, opts: { all?: boolean; nodes?: string }, timeoutS: number) {
-  let records: ReturnType<Registry['clusters']> | undefined;
-  const recorded = () => (records ??= reg().clusters());
+async function stopClusters(recorded: () => ClusterRecord[], name: string | undefined, opts: { all?: boolean; nodes?: string }, timeoutS: number) {
   if (!opts.nodes && !recorded().length) return [];
   const cl = await import('./clusters.js');
   const done = await cl.stopClusters(cl.clusterTargets(recorded, name, opts), timeoutS);
@@ -80,7 +79,11 @@ async function stopClusters(reg: () => Registry, name: string | undefined, opts:
 export async function run(name: string | undefined, opts: { all?: boolean; grace?: number; json?: boolean; nodes?: string; forceForget?: boolean }) {
   const timeoutS = opts.grace ?? graceMsOf({}) / 1000;
   // stop --nodes FILE [NAME]: what runs on those nodes, said as the stop-nodes envelope (the same selection and stop as below)
-  if (opts.nodes) return (await import('./clusters.js')).sayNodesStop(await stopClusters(() => new Registry(stateDir()), name, opts, timeoutS), opts.json);
+  if (opts.nodes) {
+    let records: ClusterRecord[] | undefined;
+    const recorded = () => (records ??= overNodes(new Registry(stateDir()).servers('nodes')));
+    return (await import('./clusters.js')).sayNodesStop(await stopClusters(recorded, name, opts, timeoutS), opts.json);
+  }
   if (!name && !opts.all) throw new UsageError('stop what? name an instance or a profile, or --all');
   const reg = new Registry(stateDir());
   const graceMs = opts.grace === undefined ? undefined : opts.grace * 1000;
@@ -92,13 +95,13 @@ export async function run(name: string | undefined, opts: { all?: boolean; grace
     const gw = gateway ? { gateway } : {};
     if (gateway && gateway.how !== 'not-running' && !opts.json) (gateway.how === 'unmanaged' ? note : say)(downText(gateway));
     const gatewayBad = gateway && ((gateway.how === 'unproven' && !gateway.forgotten) || gateway.left) ? 'the gateway was not stopped' : '';
-    const targets = opts.all ? reg.list() : reg.find(name!);
-    for (const c of reg.corrupt) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
-    // a server over nodes is a record of the same registry: stop NAME and --all stop it as serve --nodes recorded it
-    const seen = reg.corrupt.length;
-    const clusters = await stopClusters(() => reg, name, opts, timeoutS);
+    // every registered server, on this host and over nodes, read once: stop NAME and --all stop each as it was recorded
+    const servers = reg.servers();
+    const targets = onHost(opts.all ? servers : named(servers, name!));
+    for (const c of reg.corruptOf('host')) note(`unreadable registry entry ${c.file} (${c.reason}): kept as ${c.keptAs}; its processes, if any still run, are found by their marker`);
+    const clusters = await stopClusters(() => overNodes(servers), name, opts, timeoutS);
     // a record over nodes that cannot be read is not acted on (engine/registry.ts clusters()): said, left in place
-    for (const c of reg.corrupt.slice(seen))
+    for (const c of reg.corruptOf('nodes'))
       note(`unreadable cluster record ${shown(c.file)} (${shown(c.reason)}): left in place, not stopped; mend it or move it aside, then sparkctl stop PROFILE --nodes FILE`);
     const cl = clusters.length ? { clusters: clusters.map((x) => x.json) } : {};
     if (!opts.json) for (const l of clusters.flatMap((x) => x.lines)) say(l);

@@ -66,7 +66,7 @@ the same way over the nodes.
 Exit codes: 0 rolled (or compared with --no-roll and passed, or nothing to do), 1 the canary failed its comparison
 (everything as it was), 2 bad input (a refused flag, no previous pin, an image its registry does not
 have or refuses, over nodes: the candidate not the same image ID on every node, --canary-nodes overlapping the server's nodes or of
-another shape), 3 the image's registry
+another shape, or the candidate refused as bad input when served there), 3 the image's registry
 could not be reached (or the pull's deadline passed), 4 a replica did not come back, or the pull failed
 here (over nodes: neither the candidate nor the previous pin serves healthy: said in red).
 

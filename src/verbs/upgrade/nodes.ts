@@ -5,8 +5,7 @@
 // own path, measure it with the same requests, then keep it (pinned, recorded) or stop it and serve
 // the previous pin again over every node. Every wait has a deadline (serve's, stop's, the measure's).
 import { basename, resolve } from 'node:path';
-import { z } from 'zod';
-import { Registry, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
+import { Registry, readLaunch, type ClusterLaunch, type ClusterRecord } from '../../engine/registry.js';
 import { loadNodesFile } from '../../profiles/load.js';
 import type { NodesFile } from '../../profiles/schema.js';
 import { allNodes, planCluster, readImageIds, imageMismatch, stopCluster, nodesMissing, type PlannedCluster } from '../../engine/cluster/index.js';
@@ -34,6 +33,7 @@ import {
   nodesPlanLines,
   afterCandidate,
   afterCanary,
+  canaryRefusal,
   canaryNodesProblem,
   versionAnswer,
   sideVersion,
@@ -55,20 +55,6 @@ import type { ContainerCli } from '../../engine/runtime/container.js';
 /** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
 export type NodesUpgradeOptions = Omit<UpgradeOptions, 'drainTimeout'>;
 
-/** serve --nodes' inputs as the record kept them: hostile bytes too (a state file), checked field by field. */
-const Launch = z.object({
-  asked: z.string().min(1).max(4096),
-  sets: z.array(z.string().max(4096)).max(256),
-  profilesDir: z.string().max(4096).optional(),
-  platform: z.string().max(200).optional(),
-  engine: z.enum(['vllm', 'sim']),
-  vllmBin: z.string().max(4096).optional(),
-  simLoadSeconds: z.string().max(40).optional(),
-  prewarm: z.boolean(),
-  readyTimeoutMs: z.number().int().positive().optional(),
-  skipPreflight: z.boolean().optional(),
-});
-
 const EXIT: Record<UpgradeStatus, ExitCode> = {
   rolled: ExitCode.ok,
   compared: ExitCode.ok,
@@ -78,14 +64,14 @@ const EXIT: Record<UpgradeStatus, ExitCode> = {
 };
 
 /** How serve --nodes started the cluster, or bad input with the upgrade by hand (a record written before sparkctl kept it). */
-function launchOf(rec: ClusterRecord): ClusterLaunch {
-  const p = Launch.safeParse(rec.launch);
-  if (p.success) return p.data;
+function launchOrRefuse(rec: ClusterRecord): ClusterLaunch {
+  const read = readLaunch('nodes', rec);
+  if (read.launch) return read.launch;
   const [n, f] = [rec.profile, rec.nodesFile];
   throw new UsageError(
-    rec.launch === undefined
+    read.problem === undefined
       ? `${n} is served over nodes (${f}) by a sparkctl that did not keep how it was served: upgrade cannot serve it again the same way`
-      : `${n}'s cluster record: its launch is not readable (${p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')})`,
+      : `${n}'s cluster record: its launch is not readable (${read.problem})`,
     [
       `sparkctl stop ${n} --nodes ${f}, then sparkctl serve ${n} --nodes ${f} (as you served it; the record then keeps how) and upgrade again`,
       `or by hand: sparkctl preflight --nodes ${f} --profile ${n} --set container.image=NEW (the same image ID on every node), sparkctl stop ${n} --nodes ${f}, sparkctl serve ${n} --nodes ${f} --set container.image=NEW`,
@@ -311,7 +297,7 @@ function thresholdsOf(pc: PlannedCluster): Thresholds {
 }
 
 /** serve --nodes' own path, quiet; what it came to (a refusal before launch, a failed launch, an unhealthy probe, Ctrl-C). */
-async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string }> {
+async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewarm = l.prewarm): Promise<{ served: NodesServed; why?: string; refusal?: UsageError }> {
   const { serveNodes } = await import('../serve/nodes.js');
   try {
     const out = await serveNodes(l.asked, serveOpts(l, file, extra, prewarm), { quiet: true });
@@ -323,7 +309,7 @@ async function serveSide(l: ClusterLaunch, file: string, extra: string[], prewar
     const why = out.status === 'unhealthy' ? `deep probe ${out.replicas[0]?.probe?.state ?? 'failed'}` : (f?.detail ?? out.status);
     return { served: out.status === 'unhealthy' ? 'unhealthy' : 'launch-failed', why };
   } catch (e) {
-    if (e instanceof UsageError) return { served: 'refused', why: e.message };
+    if (e instanceof UsageError) return { served: 'refused', why: e.message, refusal: e };
     if (e instanceof LaunchError || e instanceof ProblemsFound) return { served: 'launch-failed', why: (e as Error).message };
     // anything else still ends in the decision (the previous pin served again, or said loudly): never a bare exit 70 with the nodes empty
     return { served: 'launch-failed', why: `serve --nodes failed: ${(e as Error).message ?? String(e)}` };
@@ -434,7 +420,7 @@ interface NodesDone {
 async function readUpgrade(rec0: ClusterRecord, opts: NodesUpgradeOptions): Promise<NodesUpgrade | undefined> {
   const dir = stateDir();
   const name = rec0.profile;
-  const l = launchOf(rec0);
+  const l = launchOrRefuse(rec0);
   // the nodes it runs on: its record's file, or --nodes naming the same nodes (as stop checks it)
   const file = opts.nodes ?? rec0.nodesFile;
   const nf = loadNodesFile(file);
@@ -690,6 +676,9 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
   // the canary is stopped whatever came of it (also after Ctrl-C: its own deadline)
   say2(`stopping the canary ${k.name} on ${k.nodes.join(', ')}`);
   cr.stop = await timed('stopCanary', () => stopSide(u.dir, k.name, k.nf, AbortSignal.timeout(graceMsOf({}) * 2 + 60_000), s.served));
+  // refused as bad input there (nothing started): exit 2, as every other --canary-nodes refusal
+  const refused = canaryRefusal(cr, s.refusal, signal.aborted, u.name, u.nodes);
+  if (refused) throw refused;
   return current;
 }
 

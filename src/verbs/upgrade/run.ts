@@ -29,6 +29,7 @@ import { defaultGolden } from '../../upgrade/measure.js';
 import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/upgrade.js';
 import type { Thresholds } from '../../upgrade/judge.js';
 import type { UpgradeOptions } from './options.js';
+import { checkRecordedExec } from '../../engine/record-exec.js';
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
 function canaryGpusOf(text: string | undefined): number[] | undefined {
@@ -128,6 +129,8 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
     const pins = readPins(dir, name, lockOf(cur));
     const back = pins ? rollbackPins(pins) : undefined;
     if (!back) throw new UsageError(`${name}: no earlier pin to roll back to`, ['sparkctl upgrade keeps one per upgrade; without one, serve the version you want with --set']);
+    // the pin file's executable runs again as root: only a file no one else could have replaced
+    if (back.to.vllmBin) checkRecordedExec(back.to.vllmBin, `${name}: rollback`);
     const images = runtimeFor(cur.plan).images;
     // a pin by digest that is no longer here (pruned) is pulled by that digest: it cannot have moved
     const fetched =

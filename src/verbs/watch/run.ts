@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { stateDir } from '../common.js';
 import { sparkctlBin } from '../../engine/plan.js';
-import { launchOf, Registry, type Entry } from '../../engine/registry.js';
+import { readLaunch, Registry, type Entry } from '../../engine/registry.js';
 import type { InstanceTarget } from '../../engine/target.js';
 import { clusterStatus } from '../../engine/cluster/index.js';
 import { readGpuRows, readXid } from '../../health/gpu.js';
@@ -200,7 +200,7 @@ function policies(o: WatchOptions, emit: (e: WatchEvent) => void): (profile: str
     if (c && Date.now() - c.at < 60_000) return policyWith(c.block, o);
     let block: Partial<WatchBlock> = {};
     try {
-      const rec = launchOf(e.inst);
+      const rec = readLaunch('host', e.inst).launch;
       block = loadProfile(profile, { profilesDir: rec?.profilesDir, sets: rec?.sets }).profile.watch;
     } catch (err) {
       if (!said.has(profile)) emit({ kind: 'skip', target: profile, why: `its profile cannot be read (${(err as Error).message.split('\n')[0]}): watched with the defaults and flags` });
