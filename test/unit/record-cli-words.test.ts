@@ -4,6 +4,7 @@
 // against what sparkctl itself writes (runtime/cli-words.ts) or quoted, and a record that fails is
 // listed as corrupt, never acted on. Each case is shown not to run anything: the program named
 // writes a marker file when run, and the marker must not appear.
+import { hostEntryJson } from '../host-entry.js';
 import { describe, it, expect, afterAll } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -94,27 +95,7 @@ describe('the CLI word and its options: only what sparkctl writes', () => {
 });
 
 describe('a host entry whose container CLI is not one sparkctl writes: corrupt, never run', () => {
-  const entry = (container: Record<string, unknown>) => ({
-    version: 1,
-    name: 'x-0',
-    profile: 'x',
-    replica: 0,
-    pid: 0,
-    pgid: 0,
-    startTime: 0,
-    marker: randomUUID(),
-    host: '127.0.0.1',
-    port: 8000,
-    url: 'http://127.0.0.1:8000',
-    servedName: 'x',
-    gpus: [],
-    logFile: '/tmp/x.log',
-    engine: 'vllm',
-    argv: [],
-    startedAt: '2026-12-04T00:00:00.000Z',
-    readyTimeoutSeconds: 60,
-    container: { name: 'sparkctl-x-0', image: 'x', id: ID, ...container },
-  });
+  const entry = (container: Record<string, unknown>) => hostEntryJson({ container: { name: 'sparkctl-x-0', image: 'x', id: ID, ...container } });
   it.each<[string, () => Record<string, unknown>, RegExp]>([
     ['a program by path', () => ({ cli: join(bin, 'evil'), cliArgs: [] }), /^container\.cli: ".*\/evil" is not a container CLI sparkctl runs/],
     ['a shell', () => ({ cli: 'sh', cliArgs: [] }), /^container\.cli: "sh" is not a container CLI/],

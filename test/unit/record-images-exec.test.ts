@@ -5,6 +5,7 @@
 // - the vLLM executable a record names (a host entry's argv[0], a pin's vllmBin) is started again as
 //   root by restart and upgrade: only a regular executable file writable by its owner alone, in a
 //   folder only its owner can write to (engine/record-exec.ts; its owner may be the operator's login user).
+import { hostEntryJson } from '../host-entry.js';
 import { describe, it, expect } from 'vitest';
 import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,27 +46,7 @@ describe('an image read back from a record: a reference or an image ID, else cor
     expect(p.length).toBeLessThan(400);
   });
 
-  const entry = (over: Record<string, unknown>) => ({
-    version: 1,
-    name: 'x-0',
-    profile: 'x',
-    replica: 0,
-    pid: 0,
-    pgid: 0,
-    startTime: 0,
-    marker: randomUUID(),
-    host: '127.0.0.1',
-    port: 8000,
-    url: 'http://127.0.0.1:8000',
-    servedName: 'x',
-    gpus: [],
-    logFile: '/tmp/x.log',
-    engine: 'vllm',
-    argv: [],
-    startedAt: '2026-12-04T00:00:00.000Z',
-    readyTimeoutSeconds: 60,
-    ...over,
-  });
+  const entry = hostEntryJson;
   const container = (image: string) => ({ container: { cli: 'podman', cliArgs: [], name: 'sparkctl-x-0', image, id: 'a'.repeat(64) } });
   const launch = (image: string) => ({ launch: { sets: [], vllm: { asked: 'auto', resolved: '0.11.0', how: 'unknown' }, image } });
 
