@@ -48,9 +48,11 @@ describe('the image copy, rendered and read (pure)', () => {
 describe.skipIf(Boolean(why))('pull --nodes: the image to network-namespace nodes with real podman', { timeout: 120_000 }, () => {
   let cl: Cluster;
   const marker = randomUUID();
-  // under /tmp: the nodes' /tmp is their own, so each has its own storage with these same args
+  // under /tmp: the nodes' /tmp is their own, so each has its own storage with these same args. Its
+  // own --tmpdir too: podman's default one (/run/libpod) is shared by this host, its nodes (they
+  // share /run) and every other podman suite running beside this one
   const T = `/tmp/sparkctl-imgsync-${process.pid}`;
-  const cliArgs = [...PODMAN, '--root', `${T}/root`, '--runroot', `${T}/run`, '--storage-driver', 'vfs'];
+  const cliArgs = [...PODMAN, '--root', `${T}/root`, '--runroot', `${T}/run`, '--tmpdir', `${T}/tmp`, '--storage-driver', 'vfs'];
   const image = `localhost/sparkctl-imgsync-${process.pid}:1`;
   const req = { cli: 'podman' as const, cliArgs, image };
   const onNode = (i: number) => cl.exec(i, `podman ${cliArgs.join(' ')} image inspect --format '{{.Id}}' ${image}`, 30_000);
@@ -67,9 +69,11 @@ describe.skipIf(Boolean(why))('pull --nodes: the image to network-namespace node
   }, 90_000);
   afterAll(async () => {
     for (const p of processesMarked(marker)) process.kill(p, 'SIGKILL');
-    for (let i = 0; i < 4; i++) cl?.exec(i, `podman ${cliArgs.join(' ')} system reset -f >/dev/null 2>&1; rm -rf ${T}`, 30_000);
+    // never `podman system reset`: it removes podman's tmpdir and every network of the host, shared
+    // with the suites running beside this one (it took /run/libpod from under them: CI, stop 8). This
+    // suite runs no container; its storage is vfs (plain folders, no mounts): removing T is enough.
+    for (let i = 0; i < 4; i++) cl?.exec(i, `rm -rf ${T}`, 30_000);
     cl?.teardown();
-    await execa('podman', [...cliArgs, 'system', 'reset', '-f'], { reject: false, timeout: 30_000 });
     rmrf(T);
     if (work) rmrf(work);
   }, 90_000);
