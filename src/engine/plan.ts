@@ -2,7 +2,7 @@
 // profile resolved (parsed and validated) once against the host's shape. Everything a launch needs
 // is decided here, before anything is spawned: each replica's argv, environment, port, GPUs and
 // log, the executable, the state folder, and the ready and stall deadlines. Pure, table-tested.
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import type { ModelFacts } from '../model/facts.js';
@@ -181,7 +181,8 @@ export function launchRecord(opts: ReadInputs, vllm: Pick<VersionDecision, 'vers
   return {
     ...(profile ? { settings: settingsOf(profile) } : {}),
     sets: [...opts.set],
-    ...(opts.profiles ? { profilesDir: opts.profiles } : {}),
+    // by its whole path, as over nodes: restart, upgrade and the watcher read it from another folder
+    ...(opts.profiles ? { profilesDir: resolve(opts.profiles) } : {}),
     ...(opts.gpus !== undefined ? { gpus: opts.gpus } : {}),
     ...(opts.platform ? { platform: opts.platform } : {}),
     ...(opts.runtime ? { runtime: opts.runtime } : {}),

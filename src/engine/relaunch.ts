@@ -6,6 +6,9 @@ import type { Entry, LaunchRecord } from './registry.js';
 import { readLaunch } from './registry.js';
 import type { EngineKind, ServePlan } from './plan.js';
 import { launchChanges } from './launch-diff.js';
+import { existsSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
 
 /** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
 export function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
@@ -46,13 +49,28 @@ export function lastOfEach(sets: string[]): string[] {
 export function servedAs(rec: LaunchRecord | undefined, now: { set: string[]; profiles?: string; gpus?: number; allowUnauthenticated?: boolean }, hadRouter: boolean): ServedAs {
   return {
     set: lastOfEach([...(rec?.sets ?? []), ...now.set]),
-    profiles: now.profiles ?? rec?.profilesDir,
+    profiles: now.profiles ?? recordedProfiles(rec?.profilesDir),
     gpus: now.gpus ?? rec?.gpus,
     platform: rec?.platform,
     runtime: rec?.runtime,
     router: hadRouter || rec?.router,
     ...(now.allowUnauthenticated || rec?.allowUnauthenticated ? { allowUnauthenticated: true } : {}),
   };
+}
+
+/**
+ * The profiles folder a record names. Records keep it by its whole path; one written before they did
+ * (as typed: ./profiles) is read from this folder only where it exists here, else refused with the
+ * fix (a relative folder read from elsewhere was another folder, or none: "--profiles ./p: does not
+ * exist", naming a flag nobody typed).
+ */
+export function recordedProfiles(dir: string | undefined): string | undefined {
+  if (dir === undefined || isAbsolute(dir)) return dir;
+  if (existsSync(resolve(dir))) return dir;
+  throw new UsageError(
+    `the server's record names its profiles folder as ${JSON.stringify(dir)}, relative to the folder it was served from (a record written before sparkctl kept the whole path); from ${process.cwd()} there is no such folder`,
+    ['give the folder again: --profiles DIR (it is recorded by its whole path from then on)', 'or run the command from the folder the server was served from'],
+  );
 }
 
 /** Each replica of the plan against the entry that runs it now: what its restart would change (empty: nothing). */

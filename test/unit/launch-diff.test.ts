@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { argvDiff, resolvedDiff, launchChanges } from '../../src/engine/launch-diff.js';
-import { lastOfEach, servedAs, changeLines } from '../../src/engine/relaunch.js';
+import { lastOfEach, servedAs, changeLines, recordedProfiles } from '../../src/engine/relaunch.js';
 import type { LaunchRecord } from '../../src/engine/registry.js';
 
 const base = ['vllm', 'serve', 'Qwen/Qwen3-8B', '--max-model-len', '16384', '--enforce-eager', '--port', '8001'];
@@ -56,6 +56,21 @@ describe("servedAs: serve's inputs, restart's on top", () => {
     });
     expect(servedAs(r, { set: [], profiles: '/q', gpus: 2 }, false)).toMatchObject({ profiles: '/q', gpus: 2 });
     expect(servedAs(undefined, { set: ['a=1'] }, true)).toMatchObject({ set: ['a=1'], router: true });
+  });
+
+  it.each<[string, string | undefined, string | undefined | RegExp]>([
+    ['none recorded', undefined, undefined],
+    ['a whole path, there or not', '/nowhere/profiles', '/nowhere/profiles'],
+    ['relative, and there from here', 'test', 'test'],
+    ['relative, not there from here (a record from before whole paths)', './no-such-profiles-here', /record names its profiles folder as "\.\/no-such-profiles-here", relative/],
+  ])("the record's profiles folder: %s", (_n, dir, want) => {
+    if (want instanceof RegExp) expect(() => recordedProfiles(dir)).toThrow(want);
+    else expect(recordedProfiles(dir)).toBe(want);
+  });
+
+  it("a restart's own --profiles wins over a record's relative folder that is not there", () => {
+    expect(servedAs(rec({ sets: [], profilesDir: './no-such' }), { set: [], profiles: '/q' }, false)).toMatchObject({ profiles: '/q' });
+    expect(() => servedAs(rec({ sets: [], profilesDir: './no-such' }), { set: [] }, false)).toThrow(/relative to the folder it was served from/);
   });
 
   it('lastOfEach keeps what --set in order would give', () => {

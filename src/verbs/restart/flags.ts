@@ -24,8 +24,9 @@ export default createCommand({
     ...PROFILE_OPTIONS,
   ],
   help: `
-restart starts the profile as serve did: serve's --set, --profiles, --gpus, --platform, --runtime and
---router are kept in each replica's entry, restart's own --set go on top (and are kept in turn). Before
+restart starts the profile as serve did: serve's --set, --profiles (by its whole path: a restart from
+another folder reads the same one), --gpus, --platform, --runtime and --router are kept in each
+replica's entry, restart's own --set go on top (and are kept in turn). Before
 anything stops it says what changes, flag by flag, or that nothing does. To drop serve's --set, stop
 the profile and serve it again.
 

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { stateDir } from '../common.js';
 import { sparkctlBin } from '../../engine/plan.js';
 import { readLaunch, Registry, type Entry } from '../../engine/registry.js';
+import { recordedProfiles } from '../../engine/relaunch.js';
 import type { InstanceTarget } from '../../engine/target.js';
 import { clusterStatus } from '../../engine/cluster/index.js';
 import { readGpuRows, readXid } from '../../health/gpu.js';
@@ -201,7 +202,7 @@ function policies(o: WatchOptions, emit: (e: WatchEvent) => void): (profile: str
     let block: Partial<WatchBlock> = {};
     try {
       const rec = readLaunch('host', e.inst).launch;
-      block = loadProfile(profile, { profilesDir: rec?.profilesDir, sets: rec?.sets }).profile.watch;
+      block = loadProfile(profile, { profilesDir: recordedProfiles(rec?.profilesDir), sets: rec?.sets }).profile.watch;
     } catch (err) {
       if (!said.has(profile)) emit({ kind: 'skip', target: profile, why: `its profile cannot be read (${(err as Error).message.split('\n')[0]}): watched with the defaults and flags` });
       said.add(profile);
