@@ -15,6 +15,7 @@ import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from '
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { CliArgs, CliLine, CliWord } from './runtime/cli-words.js';
 import { imageRefProblem, RecordImage } from '../util/image-ref.js';
+import { CONTROL_CLASS } from '../util/control.js';
 
 /**
  * What the registry keeps of any server sparkctl started, wherever it runs: what it serves, where it
@@ -187,7 +188,7 @@ const InstanceShape = z
           .optional(),
         cidFile: z
           .string()
-          .regex(/^\/[^\u0000-\u001f]{1,4095}$/, 'an absolute path')
+          .regex(new RegExp(`^/[^${CONTROL_CLASS}]{1,4095}$`), 'an absolute path')
           .optional(),
       })
       .passthrough()

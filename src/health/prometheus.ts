@@ -2,6 +2,9 @@
 // exposition format defines, written atomically (a half file would be scraped).
 import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/new-file.js';
 import type { ProbeResult } from './probe.js';
+import { CONTROL_CLASS } from '../util/control.js';
+
+const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
 
 export const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
 
@@ -15,7 +18,7 @@ export const esc = (v: string) =>
     .replace(/\\/g, '\\\\')
     .replace(/"/g, '\\"')
     .replace(/\n/g, '\\n')
-    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    .replace(CONTROLS, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
 const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));

@@ -10,6 +10,7 @@ import { listFiles } from '@huggingface/hub';
 import type { TreeFile } from './select.js';
 import { COMMIT, openIncomplete, type RepoCache } from './cache.js';
 import { pause } from '../util/pause.js';
+import { asciiLine } from '../util/control.js';
 
 export interface Hub {
   /** the Hub's base URL (HF_ENDPOINT, default https://huggingface.co), no trailing slash */
@@ -97,7 +98,7 @@ export async function refusal(hub: Hub, repo: string, res: Response, what: strin
   try {
     const body = (await readBounded(res, 64 * 1024, what)).toString('utf8');
     const j = JSON.parse(body) as { error?: unknown };
-    if (typeof j.error === 'string') detail = j.error.replace(/[^\x20-\x7e]/g, '?').slice(0, 300);
+    if (typeof j.error === 'string') detail = asciiLine(j.error, 300);
   } catch {
     /* an error page that is not JSON: the status says enough */
   }

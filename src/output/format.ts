@@ -1,5 +1,10 @@
 // Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
-import { shownEscaped, terminalText } from '../util/control.js';
+import { CONTROL_CLASS, shownEscaped, terminalText } from '../util/control.js';
+
+const PLAIN_COMMENT = new RegExp(`^[^${CONTROL_CLASS}"\\\\]*$`);
+// after JSON.stringify only DEL, C1 and U+2028/9 are left raw: the rule's class finds exactly those
+const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
+
 export const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
 const wrap = (code: number) => (s: string) => (useColor() ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -41,7 +46,7 @@ export const commandLine = (...argv: string[]): string => argv.map(shellQuote).j
  * string (control characters and line separators become \n, \u2028 ...), so it stays one line.
  */
 export function commentValue(v: string): string {
-  return /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029"\\]*$/.test(v) ? v : JSON.stringify(v).replace(/[\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return PLAIN_COMMENT.test(v) ? v : JSON.stringify(v).replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function shellCommand(argv: string[], env: Record<string, string> = {}, multiline = true): string {

@@ -34,6 +34,7 @@ import { RouterBlock } from './schema.js';
 import { replicaAddress, routed, instanceName, replicaHop, replicaSocketPath, type ReplicaHop } from './render.js';
 import { UsageError } from '../errors.js';
 import { haproxyAddr, configValue, globalSection, defaultsSection, statsSection, balanceLines } from './haproxy.js';
+import { controlsReplaced } from '../util/control.js';
 
 type RouterSettings = ReturnType<typeof RouterBlock.parse>;
 
@@ -198,7 +199,7 @@ export function renderConfig(r: RouterPlan, o: RenderOptions = {}): string {
   const L: string[] = [];
   L.push(`# HAProxy in front of the ${r.servers.length} replica(s) of ${safe(r.profile, 'profile')}: written by sparkctl`);
   // how it reaches them, and why on ports where they are (a comment: one line, no control characters)
-  L.push(`# ${hopInWords(r).replace(/[\u0000-\u001f\u007f]/g, ' ')}`);
+  L.push(`# ${controlsReplaced(hopInWords(r), ' ')}`);
   L.push(...globalSection({ logStdout: o.logStdout, socket: o.socket && safe(o.socket, 'socket') }));
   L.push(...defaultsSection(s, inter));
   L.push('frontend public');

@@ -346,7 +346,7 @@ export function k8sProblems(p: Profile, opts: { name: string; namespace: string;
       message: `${JSON.stringify(opts.namespace)} is not a namespace (a DNS label: at most 63 lower-case letters, digits and '-', starting and ending in a letter or digit)`,
       fix: '--namespace llm',
     });
-  if (!/^[^\s\u0000-\u001f\u007f-\u009f]+$/.test(opts.image) || CONTROL.test(opts.image))
+  if (!/^\S+$/.test(opts.image) || CONTROL.test(opts.image))
     out.push({
       path: '--image',
       severity: 'error',

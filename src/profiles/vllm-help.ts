@@ -5,6 +5,7 @@
 // one in an image, the simulator), so it is read as hostile: bounded, control characters dropped, a
 // shape that is not argparse's is a finding, never an exception. Pure: table-tested over the real
 // 0.27.2 capture (test/fixtures/vllm-help/).
+import { controlsReplaced } from '../util/control.js';
 
 /** One option as the help prints it. */
 export interface HelpEntry {
@@ -35,13 +36,16 @@ export interface HelpTable {
 /** Bounds on what is read: the real 0.27.2 text is 110 KB, 1,899 lines, 286 options. */
 export const HELP_LIMITS = { bytes: 2 * 1024 * 1024, lines: 40_000, lineChars: 4_096, entries: 4_000, helpChars: 8_192, saidChars: 240 };
 
+// colour codes out, lines kept, then every other control character of the house's rule dropped
 const clean = (text: string) =>
-  text
-    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
-    .replace(/\r\n?/g, '\n')
-    .replace(/\t/g, ' ')
-    // eslint-disable-next-line no-control-regex
-    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
+  controlsReplaced(
+    text
+      .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+      .replace(/\r\n?/g, '\n')
+      .replace(/\t/g, ' '),
+    '',
+    { lines: true },
+  );
 
 const HEADING = /^(\S[^:]{0,80}):$/;
 const OPTION = /^ {2}(-\S.*)$/;

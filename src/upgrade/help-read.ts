@@ -14,6 +14,7 @@ import { withCliArgs, type ContainerCli } from '../engine/runtime/container.js';
 import { PROBE_LABEL, removeProbe } from '../engine/runtime/image-version.js';
 import { parseHelpAll, type HelpEntry, type HelpTable } from '../profiles/vllm-help.js';
 import type { SideRead } from './flag-defaults.js';
+import { asciiLine } from '../util/control.js';
 
 export type HelpSide =
   | { kind: 'sim'; version: string; argv0: string[] }
@@ -98,7 +99,7 @@ export async function readHelp(side: HelpSide, o: { stateDir: string; run?: Run;
   const r = await run(argv, timeoutMs);
   if (side.kind === 'image' && r.error) await removeProbe(side, probeId, run).catch(() => undefined);
   if (r.error) return none(r.error.slice(0, 300));
-  if (r.code !== 0) return none(`exit ${r.code}: ${(r.stderr.trim().split('\n').pop() ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200)}`);
+  if (r.code !== 0) return none(`exit ${r.code}: ${asciiLine(r.stderr.trim().split('\n').pop() ?? '', 200)}`);
   const table = parseHelpAll(r.stdout);
   const read: SideRead = {
     what,

@@ -4,11 +4,29 @@
 // of plain text, or shown escaped where it is printed: an escape sequence reaching the operator's
 // terminal is interpreted by it (clear the screen, retitle the window, rewrite a line, a hyperlink).
 
-/** Every control character of the rule (one, not global: for .test). */
-export const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+/**
+ * The rule's characters as the body of a regex character class, for a pattern that must exclude them
+ * (an absolute path with none: `new RegExp(`^/[^${CONTROL_CLASS}]+$`)`): every pattern of the house
+ * builds on this one, so no pattern lets DEL, C1 or a line separator through where another does not.
+ */
+export const CONTROL_CLASS = '\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029';
 /** the same, but a tab and a newline pass (multi-line text kept as lines) */
-const CONTROLS_BUT_LINES = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g;
+const CONTROL_CLASS_BUT_LINES = '\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u2028\\u2029';
+
+/** Every control character of the rule (one, not global: for .test). */
+export const CONTROL = new RegExp(`[${CONTROL_CLASS}]`);
+const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
+const CONTROLS_BUT_LINES = new RegExp(`[${CONTROL_CLASS_BUT_LINES}]`, 'g');
+
+/** Text with each control character of the rule replaced (`lines`: a tab and a newline kept): a comment line of a generated file, help text read from a program. */
+export const controlsReplaced = (s: string, by: string, opts: { lines?: boolean } = {}): string => s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, by);
+
+/**
+ * A line from outside cut to printable ASCII (every other character '?') and to `max` characters:
+ * for the last words of a failed command or a server's error quoted inside one of sparkctl's own
+ * lines, where even a harmless non-ASCII letter is not worth the doubt.
+ */
+export const asciiLine = (s: string, max: number): string => s.replace(/[^\x20-\x7e]/g, '?').slice(0, max);
 
 export const hasControl = (s: string): boolean => CONTROL.test(s);
 
@@ -32,8 +50,8 @@ export const shownEscaped = (s: string, opts: { lines?: boolean } = {}): string 
 // open no link. Everything else is escaped; a character past ASCII as \uXXXX, so that JSON printed
 // with it (JSON.stringify leaves DEL, C1 and U+2028/9 raw) stays valid JSON with the same value.
 const OWN_COLOURS = '\\x1b\\[(?:0|1|2|31|32|33)m';
-const TERMINAL = new RegExp(`${OWN_COLOURS}|[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u2028\\u2029]`, 'g');
-const TERMINAL_NO_COLOUR = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g;
+const TERMINAL = new RegExp(`${OWN_COLOURS}|[${CONTROL_CLASS_BUT_LINES}]`, 'g');
+const TERMINAL_NO_COLOUR = CONTROLS_BUT_LINES;
 const terminalChar = (ch: string): string => {
   const n = ch.charCodeAt(0);
   return n < 0x7f ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;

@@ -11,6 +11,7 @@
 // is NOT restarted: a restart there fails or wedges again, so the watcher alerts with why instead.
 import { decodeThrottle, gpuNum, type Gpu } from '../nvidia/smi.js';
 import { XID_FATAL, XID_MEANING } from '../nvidia/xid.js';
+import { asciiLine } from '../util/control.js';
 
 interface XidLine {
   pci: string;
@@ -107,7 +108,7 @@ export function gpuFindings(f: GpuFacts, server: { gpus: readonly number[]; ownP
   for (const a of f.apps ?? []) {
     const i = byBus.get(busKey(a.bus));
     if (i === undefined || !held.has(i) || server.ownPids.has(a.pid)) continue;
-    out.push({ signal: 'foreign-memory', gpu: i, value: a.usedMiB, note: `GPU${i}: pid ${a.pid} (${a.name.replace(/[^\x20-\x7e]/g, '?')}), not this server's, holds ${a.usedMiB} MiB` });
+    out.push({ signal: 'foreign-memory', gpu: i, value: a.usedMiB, note: `GPU${i}: pid ${a.pid} (${asciiLine(a.name, 200)}), not this server's, holds ${a.usedMiB} MiB` });
   }
   if (unified(f.rows) && f.memAvailable !== undefined && f.memTotal) {
     const floor = Math.max(SPARK_OS_MIN_BYTES, SPARK_OS_MIN_SHARE * f.memTotal);

@@ -12,6 +12,7 @@ import type { ClusterRecord, Entry } from '../engine/registry.js';
 import { showStat, serverState, type ServerStat } from '../router/api.js';
 import { readMetrics } from './signals.js';
 import type { Owner, Reading } from './verdict.js';
+import { asciiLine } from '../util/control.js';
 
 /** /metrics of a big server is ~100 KB; more than this is no answer a watcher needs */
 const METRICS_MAX_BYTES = 2 * 1024 * 1024;
@@ -49,9 +50,7 @@ function stoppedMember(pgid: number): string | undefined {
     if (f?.[0] !== 'T' && f?.[0] !== 't') continue;
     let name = '';
     try {
-      name = readTextSync(`/proc/${pid}/comm`, { maxBytes: READ_LIMITS.proc })
-        .trim()
-        .replace(/[^\x20-\x7e]/g, '?');
+      name = asciiLine(readTextSync(`/proc/${pid}/comm`, { maxBytes: READ_LIMITS.proc }).trim(), 64);
     } catch {
       /* gone meanwhile */
     }

@@ -2,7 +2,14 @@
 // values are what a hostile node, log or server could send: escape sequences that clear the screen,
 // retitle the window, write a hyperlink, C1 controls, the Unicode line separators.
 import { describe, it, expect } from 'vitest';
-import { CONTROL, hasControl, shownEscaped } from '../../src/util/control.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { CONTROL, asciiLine, controlsReplaced, hasControl, shownEscaped } from '../../src/util/control.js';
+import { cliArgsProblem } from '../../src/engine/runtime/cli-words.js';
+import { parseImageProbe } from '../../src/engine/cluster/image-sync.js';
+import { parseHolding } from '../../src/engine/cluster/model-sync.js';
+import { commentValue } from '../../src/output/format.js';
+import { esc } from '../../src/health/prometheus.js';
 import { printable, remoteWhy } from '../../src/engine/cluster/ssh.js';
 import { nodeMatrix } from '../../src/verbs/preflight/nodes.js';
 
@@ -47,5 +54,48 @@ describe('shownEscaped: a printer never sends a control character to the termina
     expect(out).toContain('gpu\\x1b[2J');
     expect(out).toContain('ODD\\x1b]0;X\\x07');
     expect(RAW.test(out)).toBe(false);
+  });
+});
+
+// Every pattern that must keep control characters out is built from the one class (CONTROL_CLASS):
+// before, six literal classes differed (one let DEL through, others C1 or U+2028), so what one
+// reader refused another took.
+describe('one class for every pattern: each refuses what the rule refuses', () => {
+  const EVERY = ['\u0000', '\u0007', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009b', '\u2028', '\u2029'];
+  it.each(EVERY.map((c) => [JSON.stringify(c), c]))('%s', (_n, c) => {
+    expect(CONTROL.test(`a${c}b`)).toBe(true);
+    // a container CLI's storage root (record words), a node's free-space answer (image and model sync)
+    expect(cliArgsProblem(['--root', `/var/lib/x${c}y`])).toBeDefined();
+    // (a newline ends the answer's line: the parsers read lines)
+    if (c !== '\n') expect(parseImageProbe(`free 100 /var/x${c}y`).freeAt).toBeUndefined();
+    if (c !== '\n') expect(parseHolding(`free 100 /var/x${c}y`).freeAt).toBeUndefined();
+    // a generated comment is plain only without one; a metric label never carries one raw
+    expect(commentValue(`a${c}b`)).not.toBe(`a${c}b`);
+    expect(CONTROL.test(esc(`a${c}b`))).toBe(false);
+    expect(controlsReplaced(`a${c}b`, ' ')).toBe('a b');
+    expect(controlsReplaced(`a${c}b`, ' ', { lines: true })).toBe(c === '\n' ? 'a\nb' : 'a b');
+  });
+  it('plain values pass every pattern', () => {
+    expect(cliArgsProblem(['--root', '/var/lib/containers é'])).toBeUndefined();
+    expect(parseImageProbe('free 100 /var/lib/containers').freeAt).toBe('/var/lib/containers');
+    expect(parseHolding('free 100 /var/lib/hf').freeAt).toBe('/var/lib/hf');
+    expect(commentValue('qwen3 ready é')).toBe('qwen3 ready é');
+  });
+  it('asciiLine: printable ASCII only, cut', () => {
+    expect(asciiLine('Error: é\u001b[2J\u2028x', 200)).toBe('Error: ??[2J?x');
+    expect(asciiLine('x'.repeat(300), 200)).toHaveLength(200);
+  });
+  it('no source file writes a control class of its own', () => {
+    const ROOT = join(dirname(new URL(import.meta.url).pathname), '..', '..');
+    const walk = (d: string): string[] => readdirSync(join(ROOT, d), { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]));
+    const own: string[] = [];
+    for (const f of walk('src').filter((x) => x.endsWith('.ts') && x !== join('src', 'util', 'control.ts'))) {
+      readFileSync(join(ROOT, f), 'utf8')
+        .split('\n')
+        .forEach((l, i) => {
+          if (/\\u0000-|\\x00-|\\u007f-\\u009f|\\x7f\]|\\u001f\\u007f/.test(l)) own.push(`${f}:${i + 1}`);
+        });
+    }
+    expect(own).toEqual([]);
   });
 });

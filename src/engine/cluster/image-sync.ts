@@ -11,6 +11,10 @@ import { storageRootFormat, type ContainerCli } from '../runtime/container.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable, onEveryNode } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
+import { CONTROL_CLASS } from '../../util/control.js';
+
+/** a node's `free KIB PATH` answer: a whole absolute path, no control character */
+const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
 
 interface ImageSyncRequest {
   cli: ContainerCli;
@@ -60,7 +64,7 @@ export function parseImageProbe(out: string): { id?: string; freeBytes?: number;
   for (const line of out.split('\n').slice(0, 100)) {
     let m: RegExpExecArray | null;
     if ((m = /^id (.{0,200})$/.exec(line))) h.id = parseImageId(m[1]!);
-    else if ((m = /^free (\d{1,16}) (\/[^\u0000-\u001f\u007f-\u009f]{0,1000})$/.exec(line))) {
+    else if ((m = FREE_LINE.exec(line))) {
       h.freeBytes = Number(m[1]) * 1024;
       h.freeAt = m[2];
     }

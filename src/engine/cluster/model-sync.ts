@@ -10,6 +10,10 @@ import { join } from 'node:path';
 import type { NodesFile, NodeEntry } from '../../profiles/schema.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, printable, onEveryNode, type Remote } from './ssh.js';
+import { CONTROL_CLASS } from '../../util/control.js';
+
+/** a node's `free KIB PATH` answer: a whole absolute path, no control character */
+const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
 
 interface SyncFile {
   path: string;
@@ -83,7 +87,7 @@ export function parseHolding(out: string): NodeHolding {
     if ((m = /^ref ([0-9a-f]{40})$/.exec(line))) h.ref = m[1];
     else if ((m = /^blob ([0-9a-f]{40}|[0-9a-f]{64}) (\d{1,16})$/.exec(line))) h.blobs.set(m[1]!, Number(m[2]));
     else if ((m = /^link (.{1,1000})$/.exec(line))) h.links.add(m[1]!);
-    else if ((m = /^free (\d{1,16}) (\/[^\u0000-\u001f\u007f-\u009f]{0,1000})$/.exec(line))) {
+    else if ((m = FREE_LINE.exec(line))) {
       h.freeBytes = Number(m[1]) * 1024;
       h.freeAt = m[2];
     } else if (line === 'rsync') h.rsync = true;

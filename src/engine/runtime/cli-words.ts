@@ -7,12 +7,13 @@
 // (registry `corrupt`), never run.
 import { z } from 'zod';
 import { shownEscaped } from '../../util/control.js';
+import { CONTROL_CLASS } from '../../util/control.js';
 
 /** The container CLIs sparkctl writes into a record (engine/runtime/container.ts ContainerCli). */
 export const CONTAINER_CLIS = ['docker', 'podman'] as const;
 
 /** An absolute path, no `..` step, no control character (a storage root, a socket). */
-const ABS_PATH = /^\/(?!.*(?:^|\/)\.\.(?:\/|$))[^\u0000-\u001f\u007f]{0,4095}$/;
+const ABS_PATH = new RegExp(`^/(?!.*(?:^|/)\\.\\.(?:/|$))[^${CONTROL_CLASS}]{0,4095}$`);
 /** A bare name (an OCI runtime on PATH, a storage driver, a log level). */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** An OCI runtime: a name on PATH, or an executable in the system's own folders (never one any user can write to, such as /tmp). */

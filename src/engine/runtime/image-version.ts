@@ -10,6 +10,7 @@ import { readJsonCache, writeJsonCache } from '../../util/json-cache.js';
 import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { isPep440 } from '../../profiles/versions.js';
+import { asciiLine } from '../../util/control.js';
 
 /** The label NVIDIA's vLLM images carry. */
 const VLLM_VERSION_LABEL = 'com.nvidia.vllm.version';
@@ -147,7 +148,7 @@ const cacheEntry = (e: unknown): Cache[string] | undefined => {
   return ver && (x?.source === 'label' || x?.source === 'image') ? { version: ver, source: x.source } : undefined;
 };
 
-const lastLine = (s: string) => (failureLine(s) ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200);
+const lastLine = (s: string) => asciiLine(failureLine(s) ?? '', 200);
 
 export interface ImageVllmInput {
   cli: ContainerCli;

@@ -7,6 +7,7 @@
 import { withCliArgs, type ContainerCli } from './container.js';
 import { cliRunAsync, failureLine, type CliResult } from './ops.js';
 import { parseImageInspect, versionFromLabels } from './image-version.js';
+import { asciiLine } from '../../util/control.js';
 
 export interface ContainerCheck {
   id: ContainerCheckId;
@@ -57,7 +58,7 @@ export async function askContainer(x: { cli: ContainerCli; cliArgs: readonly str
 const ok = (r?: CliResult): r is CliResult => !!r && !r.error && r.code === 0;
 /** ok() without narrowing: the failure branch still reads the result's error */
 const answered = (r?: CliResult): boolean => ok(r);
-const lastLine = (r: CliResult) => (r.error ?? failureLine(r.stderr) ?? '').replace(/[^\x20-\x7e]/g, '?').slice(0, 200) || `exit ${r.code}`;
+const lastLine = (r: CliResult) => asciiLine(r.error ?? failureLine(r.stderr) ?? '', 200) || `exit ${r.code}`;
 
 /**
  * The checks, from the answers (pure). `gpus`: the GPU indices the replicas use, each of which podman
