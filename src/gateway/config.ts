@@ -192,6 +192,22 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
   }
   L.push(`    http-request return status 200 content-type application/json file ${safe(f.models, 'models file')} if METH_GET { path /v1/models }`);
   L.push(...refusal(404, jsonError(404, 'NotFoundError', 'Not Found: the gateway routes POST requests by their model, and answers GET /v1/models and /health'), 'if !METH_POST', !!o.usage));
+  L.push(...routeLines(plan, !!o.usage));
+  L.push('');
+  L.push(...keeperSections(plan, !!o.usage));
+  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs, !!o.usage));
+  L.push(...statsSection(plan.stats));
+  return L.join('\n');
+}
+
+/**
+ * The frontend's routing: the request's model read from its body, mapped to a backend, refused where
+ * nothing serves it (404, or 400 without a model when several are served), admitted, then sent to its
+ * backend or, for an alias, a cut body or a stale worker's request, through the keeper.
+ */
+function routeLines(plan: GatewayPlan, usage: boolean): string[] {
+  const f = plan.files;
+  const L: string[] = [];
   L.push("    http-request set-var(txn.model) req.body,json_query('$.model')");
   L.push(`    http-request set-var(txn.backend) var(txn.model),map(${safe(f.map, 'map file')})`);
   // a body past what HAProxy holds (tune.bufsize): the part it holds may end before the model; the keeper reads it whole
@@ -208,7 +224,7 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
       404,
       `status 404 content-type application/json lf-file ${safe(f.unknown, 'unknown-model file')}`,
       'if { var(txn.model) -m found } !{ var(txn.backend) -m found } !{ var(txn.stale) -m found }',
-      !!o.usage,
+      usage,
     ),
   );
   // no model in the body: vLLM serves its one model; with several the client must say which
@@ -219,21 +235,17 @@ export function renderGatewayConfig(plan: GatewayPlan, o: RenderOptions = {}): s
         400,
         jsonError(400, 'BadRequestError', `the request names no model; this gateway serves: ${servedList(plan)}`),
         'if !{ var(txn.backend) -m found } !body_cut !{ var(txn.stale) -m found }',
-        !!o.usage,
+        usage,
       ),
     );
-  L.push(...admissionLines(plan, !!o.usage));
+  L.push(...admissionLines(plan, usage));
   // an alias: vLLM answers only to its served name, and HAProxy 2.6 cannot rewrite a JSON body, so the keeper does
   L.push(`    http-request set-var(txn.real) var(txn.model),map(${safe(f.aliasMap, 'alias map file')})`);
   L.push('    use_backend via_keeper if { var(txn.stale) -m found }');
   L.push('    use_backend via_keeper if body_cut !{ var(txn.model) -m found }');
   L.push('    use_backend via_keeper if { var(txn.real) -m found }');
   L.push('    use_backend %[var(txn.backend)]');
-  L.push('');
-  L.push(...keeperSections(plan, !!o.usage));
-  for (const m of plan.models) L.push(...backendLines(m, plan, plan.checkIntervalMs, !!o.usage));
-  L.push(...statsSection(plan.stats));
-  return L.join('\n');
+  return L;
 }
 
 /** The keeper's two hops inside HAProxy: what it passes back (keeper_return) and the way to it (via_keeper). */
