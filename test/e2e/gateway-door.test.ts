@@ -140,7 +140,8 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
     // the attacker, uid 65534: the old waker port, the front door with internal headers, the keeper's socket
     const probe = asNobody('probe', { wakerPort: base + 2, port: base, socket, model: 'qwen-prod', backend });
     const out = lines(probe);
-    await new Promise((r) => probe.once('exit', r));
+    // 'close', not 'exit': 'exit' may come before the pipe's last line
+    await new Promise((r) => probe.once('close', r));
     const got = JSON.parse(out.at(-1)!);
     console.log(`gateway door: what uid 65534 got: ${JSON.stringify(got)}`);
     // nothing listens next to the gateway (main: 200, the model's answer, the model's key added by the waker)
