@@ -125,7 +125,11 @@ describe.skipIf(Boolean(why)).sequential('real vLLM: two models that do not fit 
       expect(JSON.parse(refused.text).error.message).toMatch(/room|in flight|busy/i);
       // the stream was not cut: tiny was not stopped under it (it went on past the refusal, and ended only when the client left)
       expect(s.status).toBe(200);
-      expect(s.done, s.text.slice(-300)).toBe(false);
+      // (CI, once: the stream had ended whole before the refusal came: what the keeper did meanwhile is said with it)
+      const swapsSoFar = () => (existsSync(join(state, 'gateway', 'swaps.jsonl')) ? readFileSync(join(state, 'gateway', 'swaps.jsonl'), 'utf8').trim() : 'no swaps yet');
+      expect(s.done, `the stream ended whole ${streamedMs} ms after tiny-b was asked for; the refusal came in ${refusedMs} ms: ${refused.text}; swaps: ${swapsSoFar()}; ${s.text.slice(-200)}`).toBe(
+        false,
+      );
       expect(s.text).not.toMatch(/"error"/);
       expect(tokens(s.text) - atRefusal, s.text.slice(-300)).toBeGreaterThanOrEqual(40);
 
