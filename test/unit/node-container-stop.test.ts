@@ -28,6 +28,8 @@ case "$1" in
       if [ "$n" -gt 0 ]; then echo $((n-1)) > "$f/state-fails"; echo 'Error: acquiring lock 3 for container: database is locked' >&2; exit 125; fi
       cat "$f/state"; exit 0;;
     esac
+    n=$(cat "$f/id-fails" 2>/dev/null || echo 0)
+    if [ "$n" -gt 0 ]; then echo $((n-1)) > "$f/id-fails"; echo 'Error: acquiring lock 2 for container: database is locked' >&2; exit 125; fi
     [ -e "$f/warn" ] && echo 'time="2026-12-05T00:03:31Z" level=warning msg="Found incomplete layer, deleting it"' >&2; cat "$f/id"; exit 0;;
   stop) exit 0;;
   exec) exit $(cat "$f/exec-rc" 2>/dev/null || echo 0);;
@@ -47,12 +49,13 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function runStop(c: { answersId: string; rmFails: number; gone?: boolean; warns?: boolean }) {
+function runStop(c: { answersId: string; rmFails: number; gone?: boolean; warns?: boolean; idFails?: number }) {
   const f = mkdtempSync(join(dir, 'case-'));
   writeFileSync(join(f, 'id'), `${c.answersId}\n`);
   writeFileSync(join(f, 'rm-fails'), String(c.rmFails));
   if (c.gone) writeFileSync(join(f, 'gone'), '');
   if (c.warns) writeFileSync(join(f, 'warn'), '');
+  writeFileSync(join(f, 'id-fails'), String(c.idFails ?? 0));
   const script = stopLine({ node: 'n0', containerId: ID, cli: ['podman'] }, 0);
   const r = spawnSync('sh', ['-c', script], { env: { PATH: `${dir}:/usr/bin:/bin`, FAKE: f }, encoding: 'utf8', timeout: 20_000 });
   const calls = readFileSync(join(f, 'calls'), 'utf8').trim().split('\n');
@@ -85,6 +88,9 @@ describe('stopLine: removed is said only when the runtime removed it', () => {
       stderr: /unproven: the runtime answers aaaaaaaaaaaa with another container \(c{64}\)/,
     },
     { name: 'already gone: 0 without a stop', answersId: ID, rmFails: 0, gone: true, code: 0, rms: 0, stops: 0 },
+    // a busy runtime's failed ID read that answers when asked again is an answer: proven, stopped (it was "did not answer", 5)
+    { name: 'the ID read fails once (a busy runtime), then answers: proven, stopped, removed', answersId: ID, rmFails: 0, idFails: 1, code: 0, rms: 1, stops: 1 },
+    { name: 'the ID read fails every time: no answer (5), never stopped', answersId: ID, rmFails: 0, idFails: 9, code: 5, rms: 0, stops: 0, stderr: /database is locked/ },
   ])('$name', (c) => {
     const r = runStop(c);
     expect(r.code, r.stderr).toBe(c.code);

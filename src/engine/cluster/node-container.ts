@@ -69,6 +69,18 @@ export async function runOnNode(
 }
 
 /**
+ * Shell that sets `s` to the runtime's answer to `inspect` (its stdout alone: a busy runtime's
+ * warnings on stderr are no part of it). A failed read is asked again for its words (stderr): the
+ * runtime saying "no such" container exits `goneExit`; a second failure exits 5 with its last words
+ * on stderr; a second read that succeeds is asked once more for the answer. One shape for every
+ * reader of a recorded container (the guard, the state), so none reads a busy runtime's failure as
+ * an answer, and none reads a recovered one as a failure.
+ */
+function inspected(inspect: string, goneExit: number): string {
+  return `s=$(${inspect} 2>/dev/null) || { e=$(${inspect} 2>&1 >/dev/null) && s=$(${inspect} 2>/dev/null) || { if printf '%s' "$e" | grep -qi 'no such'; then exit ${goneExit}; fi; printf '%s\\n' "$e" | tail -n 3 >&2; exit 5; }; }`;
+}
+
+/**
  * The guard every later step of a recorded container runs behind: the runtime is asked for the
  * container of the recorded ID; "no such container" is gone (exit `goneExit`), an answer that is not
  * that ID is unproven (4), a runtime that does not answer is a failure (5).
@@ -82,8 +94,7 @@ function provenId(r: NodeContainerRef, goneExit: number): string {
   const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.Id}}', id]);
   // the answer is its stdout alone: a busy runtime's warnings on stderr (CI: podman under load) are not another container
   return [
-    `s=$(${inspect} 2>/dev/null); rc=$?`,
-    `if [ $rc -ne 0 ]; then s=$(${inspect} 2>&1); if printf '%s' "$s" | grep -qi 'no such'; then exit ${goneExit}; fi; printf '%s\\n' "$s" >&2; exit 5; fi`,
+    inspected(inspect, goneExit),
     `[ "$s" = ${id} ] || { printf 'unproven: the runtime answers %s with another container (%s)\\n' ${id.slice(0, 12)} "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:]._:-' ' ')" >&2; exit ${REMOTE_UNPROVEN_EXIT}; }`,
   ].join('; ');
 }
@@ -106,9 +117,8 @@ export function aliveLine(r: NodeContainerRef): string {
   const inspect = line(r.cli, ['inspect', '--type', 'container', '--format', '{{.State.Status}} {{.State.ExitCode}}', r.containerId]);
   return [
     provenId(r, 9),
-    `s=$(${inspect} 2>/dev/null); rc=$?`,
     // a failed read is asked once more, its stderr kept: "no such container" is gone, another failure no answer
-    `if [ $rc -ne 0 ]; then s=$(${inspect} 2>&1) && rc=0; if printf '%s' "$s" | grep -qi 'no such'; then exit 9; fi; [ $rc -eq 0 ] || { printf '%s\n' "$s" | tail -n 3 >&2; exit 5; }; fi`,
+    inspected(inspect, 9),
     `case "$s" in 'running '*) exit 0;; 'exited '*|'stopped '*|'dead '*) printf '%s\n' "$s"; exit 9;; esac`,
     `printf 'the runtime says the container is %s\n' "$(printf '%s' "$s" | head -c 80 | tr -c '[:alnum:] ._:-' ' ')" >&2; exit 5`,
   ].join('; ');
