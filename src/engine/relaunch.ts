@@ -9,6 +9,7 @@ import { launchChanges } from './launch-diff.js';
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { shellQuote } from '../output/format.js';
 
 /** How the running replicas were started: the engine, the vllm executable, the simulator's load time. */
 export function howStarted(entries: Entry[]): { engine: EngineKind; vllmBin: string; simLoadSeconds?: string } {
@@ -94,11 +95,11 @@ export function changeLines(profile: string, changes: Array<{ name: string; chan
   return out;
 }
 
-/** serve's own flags that a restart keeps, as an operator would have typed them. */
+/** serve's own flags that a restart keeps, as an operator would have typed them (each value quoted for a shell where it needs it). */
 export function reusedFlags(rec: LaunchRecord | undefined): string[] {
   if (!rec) return [];
-  const out = rec.sets.map((s) => `--set ${s}`);
-  if (rec.profilesDir) out.push(`--profiles ${rec.profilesDir}`);
+  const out = rec.sets.map((s) => `--set ${shellQuote(s)}`);
+  if (rec.profilesDir) out.push(`--profiles ${shellQuote(rec.profilesDir)}`);
   if (rec.gpus !== undefined) out.push(`--gpus ${rec.gpus}`);
   if (rec.platform) out.push(`--platform ${rec.platform}`);
   if (rec.runtime) out.push(`--runtime ${rec.runtime}`);

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { argvDiff, resolvedDiff, launchChanges } from '../../src/engine/launch-diff.js';
-import { lastOfEach, servedAs, changeLines, recordedProfiles } from '../../src/engine/relaunch.js';
+import { lastOfEach, servedAs, changeLines, recordedProfiles, reusedFlags } from '../../src/engine/relaunch.js';
 import type { LaunchRecord } from '../../src/engine/registry.js';
 
 const base = ['vllm', 'serve', 'Qwen/Qwen3-8B', '--max-model-len', '16384', '--enforce-eager', '--port', '8001'];
@@ -71,6 +71,17 @@ describe("servedAs: serve's inputs, restart's on top", () => {
   it("a restart's own --profiles wins over a record's relative folder that is not there", () => {
     expect(servedAs(rec({ sets: [], profilesDir: './no-such' }), { set: [], profiles: '/q' }, false)).toMatchObject({ profiles: '/q' });
     expect(() => servedAs(rec({ sets: [], profilesDir: './no-such' }), { set: [] }, false)).toThrow(/relative to the folder it was served from/);
+  });
+
+  it("reusedFlags: serve's flags as a shell takes them back: a value with a space or a quote is quoted, a plain one left as typed", () => {
+    expect(reusedFlags(rec({ sets: ['server.port=9000', "model.servedName=it's mine"], profilesDir: '/srv/my profiles', gpus: 2, router: true }))).toEqual([
+      '--set server.port=9000',
+      `--set 'model.servedName=it'\\''s mine'`,
+      "--profiles '/srv/my profiles'",
+      '--gpus 2',
+      '--router',
+    ]);
+    expect(reusedFlags(rec({ sets: [], profilesDir: '/etc/sparkctl/profiles' }))).toEqual(['--profiles /etc/sparkctl/profiles']);
   });
 
   it('lastOfEach keeps what --set in order would give', () => {
