@@ -88,37 +88,46 @@ describe.skipIf(!haveHaproxy)('restart remembers how serve started the profile (
 describe('the profiles folder is kept by its whole path: a restart from another folder finds the profile', () => {
   it('serve --profiles ./p from one folder, restart from another: the record has the whole path and the restart works; a record that kept it relative (an older sparkctl) is refused from elsewhere with the fix, and runs with --profiles given', async () => {
     const port = await freePortRange(1);
+    // a state folder of its own: the suite's first case leaves its servers to the suite's end (their GPUs)
+    const st = join(t.state, 'rel-state');
+    const env = () => ({ ...t.env(), SPARKCTL_STATE_DIR: st });
+    const entry = (name: string) => JSON.parse(readFileSync(join(st, 'instances', `${name}.json`), 'utf8'));
     const here = join(t.state, 'rel-served-here');
     const elsewhere = join(t.state, 'rel-elsewhere');
     mkdirSync(join(here, 'p'), { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
     const original = readFileSync(join(ROOT, 'profiles', 'qwen3.5-9b.yaml'), 'utf8').replace(/^name: qwen3\.5-9b$/m, 'name: relp');
     writeFileSync(join(here, 'p', 'relp.yaml'), original);
-    const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'];
-    const served = await cli(['serve', 'relp', '--profiles', './p', '--engine', 'sim', '--no-prewarm', ...sets], { env: t.env(), cwd: here, timeout: 60_000 });
-    expect(served.exitCode, served.stderr).toBe(0);
-    expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
+    try {
+      const sets = ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', 'parallel.replicas=1'];
+      const served = await cli(['serve', 'relp', '--profiles', './p', '--engine', 'sim', '--no-prewarm', ...sets], { env: env(), cwd: here, timeout: 60_000 });
+      expect(served.exitCode, served.stderr).toBe(0);
+      expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
 
-    const again = await cli(['restart', 'relp', '--no-prewarm'], { env: t.env(), cwd: elsewhere, timeout: 60_000 });
-    expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(0);
-    expect(again.stderr).toContain('relp: unchanged since it was served');
-    expect(again.stderr).toContain(`--profiles ${join(here, 'p')}`);
+      const again = await cli(['restart', 'relp', '--no-prewarm'], { env: env(), cwd: elsewhere, timeout: 60_000 });
+      expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(0);
+      expect(again.stderr).toContain('relp: unchanged since it was served');
+      expect(again.stderr).toContain(`--profiles ${join(here, 'p')}`);
 
-    // a record as sparkctl wrote it before it kept the whole path
-    const file = join(t.state, 'instances', 'relp-0.json');
-    const rec = JSON.parse(readFileSync(file, 'utf8'));
-    rec.launch.profilesDir = './p';
-    writeFileSync(file, JSON.stringify(rec));
-    const refused = await cli(['restart', 'relp', '--no-prewarm'], { env: t.env(), cwd: elsewhere, timeout: 60_000 });
-    expect(refused.exitCode, refused.stderr).toBe(2);
-    expect(refused.stderr).toContain(`the server's record names its profiles folder as "./p", relative to the folder it was served from`);
-    expect(refused.stderr).toContain('--profiles DIR');
-    expect(refused.stderr).not.toMatch(/--profiles \.\/p: does not exist/);
-    expect(entry('relp-0').pid).toBe(rec.pid); // nothing was stopped
-    const given = await cli(['restart', 'relp', '--no-prewarm', '--profiles', join(here, 'p')], { env: t.env(), cwd: elsewhere, timeout: 60_000 });
-    expect(given.exitCode, given.stderr).toBe(0);
-    expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
-    const stop = await cli(['stop', 'relp'], { env: t.env() });
-    expect(stop.exitCode, stop.stderr).toBe(0);
+      // a record as sparkctl wrote it before it kept the whole path
+      const file = join(st, 'instances', 'relp-0.json');
+      const rec = JSON.parse(readFileSync(file, 'utf8'));
+      rec.launch.profilesDir = './p';
+      writeFileSync(file, JSON.stringify(rec));
+      const refused = await cli(['restart', 'relp', '--no-prewarm'], { env: env(), cwd: elsewhere, timeout: 60_000 });
+      expect(refused.exitCode, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(`the server's record names its profiles folder as "./p", relative to the folder it was served from`);
+      expect(refused.stderr).toContain('--profiles DIR');
+      expect(refused.stderr).not.toMatch(/--profiles \.\/p: does not exist/);
+      expect(entry('relp-0').pid).toBe(rec.pid); // nothing was stopped
+      const given = await cli(['restart', 'relp', '--no-prewarm', '--profiles', join(here, 'p')], { env: env(), cwd: elsewhere, timeout: 60_000 });
+      expect(given.exitCode, given.stderr).toBe(0);
+      expect(entry('relp-0').launch.profilesDir).toBe(join(here, 'p'));
+      const stop = await cli(['stop', 'relp'], { env: env() });
+      expect(stop.exitCode, stop.stderr).toBe(0);
+    } finally {
+      // whatever failed above: nothing of this case is left running
+      await cli(['stop', '--all'], { env: env() });
+    }
   }, 120_000);
 });
