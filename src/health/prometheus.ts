@@ -2,9 +2,7 @@
 // exposition format defines, written atomically (a half file would be scraped).
 import { recordOwnWrite, writeNewFile, wroteItLast } from '../util/new-file.js';
 import type { ProbeResult } from './probe.js';
-import { CONTROL_CLASS } from '../util/control.js';
-
-const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
+import { controlsReplaced } from '../util/control.js';
 
 export const PROM_FIX = 'point --prometheus at a file in a writable folder (node_exporter --collector.textfile.directory)';
 
@@ -13,12 +11,7 @@ export const PROM_FIX = 'point --prometheus at a file in a writable folder (node
  * other control character (which the format does not define, and a scraper may split a line at) as
  * \\u escapes written out, so one sample stays one line.
  */
-export const esc = (v: string) =>
-  v
-    .replace(/\\/g, '\\\\')
-    .replace(/"/g, '\\"')
-    .replace(/\n/g, '\\n')
-    .replace(CONTROLS, (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+export const esc = (v: string) => controlsReplaced(v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n'), (c) => `\\\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** A sample value: what Go's ParseFloat and every Prometheus parser read (NaN, +Inf, -Inf), never JS's "Infinity". */
 const promNumber = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));

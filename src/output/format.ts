@@ -1,9 +1,7 @@
 // Human output helpers: colour that respects NO_COLOR and pipes, tables, shell quoting.
-import { CONTROL_CLASS, shownEscaped, terminalText } from '../util/control.js';
+import { CONTROL_CLASS, controlsReplaced, shownEscaped, terminalText } from '../util/control.js';
 
 const PLAIN_COMMENT = new RegExp(`^[^${CONTROL_CLASS}"\\\\]*$`);
-// after JSON.stringify only DEL, C1 and U+2028/9 are left raw: the rule's class finds exactly those
-const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
 
 export const useColor = (): boolean => !process.env.NO_COLOR && process.env.FORCE_COLOR !== '0' && Boolean(process.stdout.isTTY);
 
@@ -46,7 +44,7 @@ export const commandLine = (...argv: string[]): string => argv.map(shellQuote).j
  * string (control characters and line separators become \n, \u2028 ...), so it stays one line.
  */
 export function commentValue(v: string): string {
-  return PLAIN_COMMENT.test(v) ? v : JSON.stringify(v).replace(CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return PLAIN_COMMENT.test(v) ? v : controlsReplaced(JSON.stringify(v), (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function shellCommand(argv: string[], env: Record<string, string> = {}, multiline = true): string {

@@ -18,8 +18,9 @@ export const CONTROL = new RegExp(`[${CONTROL_CLASS}]`);
 const CONTROLS = new RegExp(`[${CONTROL_CLASS}]`, 'g');
 const CONTROLS_BUT_LINES = new RegExp(`[${CONTROL_CLASS_BUT_LINES}]`, 'g');
 
-/** Text with each control character of the rule replaced (`lines`: a tab and a newline kept): a comment line of a generated file, help text read from a program. */
-export const controlsReplaced = (s: string, by: string, opts: { lines?: boolean } = {}): string => s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, by);
+/** Text with each control character of the rule replaced by `by` (a string, or a function of the character; `lines`: a tab and a newline kept): a comment line of a generated file, help text read from a program, an escaped value. */
+export const controlsReplaced = (s: string, by: string | ((c: string) => string), opts: { lines?: boolean } = {}): string =>
+  s.replace(opts.lines ? CONTROLS_BUT_LINES : CONTROLS, by as (c: string) => string);
 
 /**
  * A line from outside cut to printable ASCII (every other character '?') and to `max` characters:
@@ -51,11 +52,10 @@ export const shownEscaped = (s: string, opts: { lines?: boolean } = {}): string 
 // with it (JSON.stringify leaves DEL, C1 and U+2028/9 raw) stays valid JSON with the same value.
 const OWN_COLOURS = '\\x1b\\[(?:0|1|2|31|32|33)m';
 const TERMINAL = new RegExp(`${OWN_COLOURS}|[${CONTROL_CLASS_BUT_LINES}]`, 'g');
-const TERMINAL_NO_COLOUR = CONTROLS_BUT_LINES;
 const terminalChar = (ch: string): string => {
   const n = ch.charCodeAt(0);
   return n < 0x7f ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
 };
 
 /** A line as sparkctl may write it to a terminal (see above); `colour`: its own colour codes pass. */
-export const terminalText = (s: string, colour = false): string => (colour ? s.replace(TERMINAL, (m) => (m.length > 1 ? m : terminalChar(m))) : s.replace(TERMINAL_NO_COLOUR, terminalChar));
+export const terminalText = (s: string, colour = false): string => (colour ? s.replace(TERMINAL, (m) => (m.length > 1 ? m : terminalChar(m))) : s.replace(CONTROLS_BUT_LINES, terminalChar));

@@ -11,10 +11,7 @@ import { storageRootFormat, type ContainerCli } from '../runtime/container.js';
 import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, withRemoteDeadline, printable, onEveryNode } from './ssh.js';
 import { imageIdLine, parseImageId } from './containers.js';
-import { CONTROL_CLASS } from '../../util/control.js';
-
-/** a node's `free KIB PATH` answer: a whole absolute path, no control character */
-const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
+import { FREE_LINE } from './model-sync.js';
 
 interface ImageSyncRequest {
   cli: ContainerCli;

@@ -12,8 +12,8 @@ import { shellQuote } from '../../output/format.js';
 import { ssh, sshArgv, remoteWhy, printable, onEveryNode, type Remote } from './ssh.js';
 import { CONTROL_CLASS } from '../../util/control.js';
 
-/** a node's `free KIB PATH` answer: a whole absolute path, no control character */
-const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
+/** a node's `free KIB PATH` answer (the model copy's and the image copy's disk check): a whole absolute path, no control character */
+export const FREE_LINE = new RegExp(`^free (\\d{1,16}) (/[^${CONTROL_CLASS}]{0,1000})$`);
 
 interface SyncFile {
   path: string;

@@ -6,8 +6,7 @@
 // profile's container.cliArgs of the forms below. Anything else is the record's corruption, reported
 // (registry `corrupt`), never run.
 import { z } from 'zod';
-import { shownEscaped } from '../../util/control.js';
-import { CONTROL_CLASS } from '../../util/control.js';
+import { CONTROL_CLASS, shownEscaped } from '../../util/control.js';
 
 /** The container CLIs sparkctl writes into a record (engine/runtime/container.ts ContainerCli). */
 export const CONTAINER_CLIS = ['docker', 'podman'] as const;
