@@ -10,6 +10,7 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/each-file.ts'],
     // The long files first (test/sequencer.ts); the real-vLLM suites are one file (test/real-vllm/all.test.ts).
     sequence: { sequencer: LongFirst },
   },

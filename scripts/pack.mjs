@@ -105,10 +105,15 @@ try {
   }
   writeFileSync(join(stage, 'package.json'), `${JSON.stringify(release, null, 2)}\n`);
   mkdirSync(out, { recursive: true });
-  if (standalone) {
-    packStandalone(stage, standalone);
-    process.exit(0);
-  }
+  // the stage is removed in both cases (a process.exit here skipped the finally: one folder left per run)
+  if (standalone) packStandalone(stage, standalone);
+  else packNpm(stage);
+} finally {
+  rmSync(stage, { recursive: true, force: true });
+}
+
+/** The npm tarball of the staged package, its summary printed. */
+function packNpm(stage) {
   // --ignore-scripts: the staged package has none, and a user's npmrc must not add any.
   const res = JSON.parse(
     execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], {
@@ -126,8 +131,6 @@ try {
       `${file}\n  ${summary.files} files, ${(summary.bytes / 1024 / 1024).toFixed(2)} MiB (${(summary.unpackedBytes / 1024 / 1024).toFixed(2)} MiB unpacked), sha256 ${sha256}\n` +
         `  install (no registry needed): sudo npm install -g ${file}\n  or for one user:              npm install -g --prefix ~/.local ${file}`,
     );
-} finally {
-  rmSync(stage, { recursive: true, force: true });
 }
 
 /** The npm package of the node binary, fetched (or taken from release/.node-cache) and checked against the pin. */

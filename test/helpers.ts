@@ -1,7 +1,6 @@
 // Test helpers: run the built CLI as a real process, in an isolated state folder.
 import { execa, type Options } from 'execa';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
@@ -9,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { processStartTime } from '../src/util/pid.js';
+import { tempDir } from './temp-dirs.js';
 import { groupMembers } from '../src/engine/runtime/proc.js';
 
 export const ROOT = new URL('..', import.meta.url).pathname;
@@ -28,9 +28,7 @@ export const FIXTURES = join(ROOT, 'test', 'fixtures');
 /** Every process a test starts carries this marker; global teardown asserts none is left. */
 export const RUN_MARK = process.env.SPARKCTL_TEST_RUN ?? 'local';
 
-export function tempDir(prefix = 'sparkctl-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
+export { tempDir } from './temp-dirs.js';
 
 export function rmrf(dir: string) {
   rmSync(dir, { recursive: true, force: true });

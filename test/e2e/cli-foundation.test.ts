@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { cli } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 describe('sparkctl CLI: foundation verbs through the built binary', () => {
   it('--version and --help', async () => {
@@ -119,10 +120,9 @@ describe('sparkctl CLI: foundation verbs through the built binary', () => {
   });
 
   it('a user profile folder via --profiles and SPARKCTL_PROFILES; validate a broken file', async () => {
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const dir = mkdtempSync(join(tmpdir(), 'sparkctl-prof-'));
+    const dir = tempDir('sparkctl-prof-');
     writeFileSync(
       join(dir, 'mine.yaml'),
       'model: { id: org/m, parameters: 1.0e9, layers: 16, attentionHeads: 16, kvHeads: 4, headDim: 64, maxContext: 8192 }\nparallel: { tensor: 1 }\nserver: { port: 9100 }\n',

@@ -6,13 +6,12 @@
 import { describe, it, expect } from 'vitest';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { GatewaySettings, planGateway } from '../../src/gateway/plan.js';
 import { renderFiles } from '../../src/gateway/keeper.js';
 import { freePort, waitFor, portOpen } from '../helpers.js';
 import { endedAfterAll } from '../gateway-harness.js';
+import { tempDir } from '../temp-dirs.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
@@ -41,7 +40,7 @@ describe.skipIf(!have)('admission through the real HAProxy', () => {
     servers.push(srv);
     await new Promise<void>((r) => srv.listen(port, '127.0.0.1', () => r()));
     const gwPort = await freePort();
-    const state = mkdtempSync(join(tmpdir(), 'sparkctl-admission-'));
+    const state = tempDir('sparkctl-admission-');
     dirs.push(state);
     const s = GatewaySettings.parse({
       port: gwPort,

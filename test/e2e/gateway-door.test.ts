@@ -12,12 +12,12 @@
 // - a socket or a port the gateway needs that another process holds is named, with its holder.
 import { describe, it, expect, beforeAll, afterEach, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli, isolated, freePortRange, waitFor, canSwitchToNobody, AS_NOBODY } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const skip = !existsSync(HAPROXY) ? `${HAPROXY} is not installed (apt-get install haproxy)` : !canSwitchToNobody() ? 'needs root and setpriv to run the attacker as uid 65534' : '';
@@ -117,7 +117,7 @@ describe.skipIf(!!skip)("the gateway's doors, tried by another local user", () =
   });
 
   beforeAll(async () => {
-    attackerDir = mkdtempSync(join(tmpdir(), 'sparkctl-attacker-'));
+    attackerDir = tempDir('sparkctl-attacker-');
     chmodSync(attackerDir, 0o755);
     writeFileSync(join(attackerDir, 'attacker.cjs'), ATTACKER, { mode: 0o644 });
     // the state folder as a system install has it (/var/lib/sparkctl, 0755): the gateway's own folder must be what locks its doors

@@ -8,15 +8,15 @@
 import { describe, it, expect } from 'vitest';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GatewaySettings, planGateway, GATEWAY_KEY_VAR } from '../../src/gateway/plan.js';
 import { renderFiles } from '../../src/gateway/keeper.js';
 import { USAGE_LUA, parseUsageLine, type UsageLine } from '../../src/gateway/usage.js';
 import { freePort, waitFor, portOpen } from '../helpers.js';
 import { endedAfterAll } from '../gateway-harness.js';
+import { tempDir } from '../temp-dirs.js';
 
 const HAPROXY = '/usr/sbin/haproxy';
 const have = existsSync(HAPROXY);
@@ -41,7 +41,7 @@ const { dirs, procs, servers } = endedAfterAll();
  */
 async function gatewayHaproxy(settings: object, replicas: Parameters<typeof planGateway>[1], env: Record<string, string> = {}) {
   const gwPort = await freePort();
-  const state = mkdtempSync(join(tmpdir(), 'sparkctl-usage-filter-'));
+  const state = tempDir('sparkctl-usage-filter-');
   dirs.push(state);
   const plan = planGateway(GatewaySettings.parse({ port: gwPort, statsPort: await freePort(), checkIntervalMs: 500, ...settings }), replicas, state);
   mkdirSync(plan.dir, { recursive: true });

@@ -4,7 +4,7 @@
 // leader's `sh -c` line run by bash with recording stand-ins for ray and vllm. Hostile values come
 // from every source a value has: profile fields, --set flags, the model path and the environment.
 import { describe, it, expect, afterAll, beforeAll } from 'vitest';
-import { writeFileSync, readFileSync, mkdirSync, chmodSync } from 'node:fs';
+import { writeFileSync, readFileSync, mkdirSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
@@ -119,7 +119,8 @@ describe('sparkctl k8s: hostile values stay values', { timeout: 120_000 }, () =>
     const r = await cli(['k8s', 'qwen3.5-9b', '--set', `server.port=${port}`, '--set', 'engine.vllmVersion="0.25.0"']);
     expect(r.exitCode, r.stderr).toBe(0);
     const cmd = (yaml.loadAll(r.stdout) as any[])[0].spec.template.spec.containers[0].livenessProbe.exec.command as string[];
-    const ran = await execa(cmd[0]!, cmd.slice(1), { reject: false, timeout: 30_000 });
+    // run here, not in a container: its state file is this host's /tmp, removed with the case
+    const ran = await execa(cmd[0]!, cmd.slice(1), { reject: false, timeout: 30_000 }).finally(() => rmSync(`/tmp/sparkctl-liveness-${port}.json`, { force: true }));
     expect(ran.exitCode, ran.stderr).toBe(1);
     expect(JSON.parse(ran.stdout)).toMatchObject({ verdict: 'dead', why: '/health did not answer 200' });
   });

@@ -1,7 +1,7 @@
 // Issue 12 end to end through the built CLI: the probe's history and GPU verdict, cost and report,
 // against the simulator on free ports.
 import { describe, it, expect } from 'vitest';
-import { readFileSync, readdirSync, existsSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, startSim, webhookReceiver, waitFor, FIXTURES, CHROMIUM, renderInChromium, tempDirs } from '../helpers.js';
 

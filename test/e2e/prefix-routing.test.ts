@@ -6,13 +6,13 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdtempSync, writeFileSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync, rmSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Profile } from '../../src/profiles/schema.js';
 import { planRouter, renderConfig } from '../../src/profiles/router.js';
 import { Agent, fetch as oneFetch } from 'undici';
 import { freePort, waitFor, portOpen } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 // One connection for the requests sent one after another: HAProxy reads the next request of a
 // connection only once the stream before it has ended, so the last request is no longer counted on
@@ -74,7 +74,7 @@ async function router(router: Record<string, unknown>, servers: Backend[]): Prom
   const plan = planRouter(p, servers.length, '/unused')!;
   plan.servers = servers.map((s, i) => ({ name: `pfx-${i}`, host: '127.0.0.1', port: s.port }));
   plan.stats = { host: '127.0.0.1', port: await freePort() };
-  const d = mkdtempSync(join(tmpdir(), 'sparkctl-prefix-'));
+  const d = tempDir('sparkctl-prefix-');
   dirs.push(d);
   writeFileSync(join(d, 'h.cfg'), renderConfig(plan, { logStdout: true }));
   // HAProxy's log (health checks and server state changes: option log-health-checks), read by stateChanges

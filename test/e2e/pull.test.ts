@@ -54,7 +54,7 @@ function listing(root: string): Record<string, string> {
   return out;
 }
 
-const fetchedOf = (path: string) => hub.requests.filter((r) => r.method === 'GET' && (r.path.endsWith(`/${path}`) || r.path.startsWith('/cdn/')));
+const _fetchedOf = (path: string) => hub.requests.filter((r) => r.method === 'GET' && (r.path.endsWith(`/${path}`) || r.path.startsWith('/cdn/')));
 
 beforeAll(async () => {
   hub = await startHub({ pageSize: 4 });

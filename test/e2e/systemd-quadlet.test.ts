@@ -6,7 +6,7 @@
 // Debian 12 ships 4.3 without one; SPARKCTL_TEST_QUADLET names one), the real quadlet generates the
 // .service, which is verified and whose ExecStart= is decoded to exactly the container's run line.
 import { describe, it, expect, afterAll, beforeAll } from 'vitest';
-import { writeFileSync, readFileSync, mkdirSync, existsSync } from 'node:fs';
+import { writeFileSync, readFileSync, mkdirSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import yaml from 'js-yaml';
@@ -121,7 +121,8 @@ describe('systemd --quadlet: the rendering', { timeout: 120_000 }, () => {
     const port = await freePort();
     const { units } = await quadlet([`server.port=${port}`]);
     const [cmd] = values(units[0]!, 'HealthCmd');
-    const r = await execa('/bin/sh', ['-c', cmd!], { reject: false, timeout: 30_000 });
+    // run here, not in a container: its state file is this host's /tmp, removed with the case
+    const r = await execa('/bin/sh', ['-c', cmd!], { reject: false, timeout: 30_000 }).finally(() => rmSync(`/tmp/sparkctl-liveness-${port}.json`, { force: true }));
     expect(r.exitCode, r.stderr).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'dead' });
   });

@@ -57,7 +57,7 @@ describe('sparkctl watch (simulator)', () => {
       expect(second.stderr).toMatch(/another sparkctl watch \(pid \d+\) already watches/);
       writeFileSync(wedge, '');
       const stuckAt = Date.now();
-      const stuck = complete(port, 500, { stream: true, signal: ac.signal }).catch(() => undefined);
+      const _stuck = complete(port, 500, { stream: true, signal: ac.signal }).catch(() => undefined);
       expect(await waitFor(() => w.events.some((e) => e.verdict === 'wedged'), 30_000), w.err()).toBe(true);
       const v = w.events.find((e) => e.verdict === 'wedged')!;
       const signals = (v.evidence as Array<{ signal: string }>).map((x) => x.signal);

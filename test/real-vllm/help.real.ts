@@ -6,9 +6,8 @@
 // must be what the real build prints now; a rebuilt .venv-vllm that prints otherwise fails here
 // (recapture: test/fixtures/vllm-help/SOURCE.md, then scripts/gen-sim-help.mjs).
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { execaSync } from 'execa';
 import { ROOT } from '../helpers.js';
 import { realVllmUnavailable, VLLM_BIN, VENV_PYTHON, oneRealVllmAtATime } from './real.js';
@@ -16,12 +15,13 @@ import { readHelp } from '../../src/upgrade/help-read.js';
 import { parseHelpAll, nameOf } from '../../src/profiles/vllm-help.js';
 import { flagChanges } from '../../src/upgrade/flag-defaults.js';
 import { simHelpAll } from '../../src/sim/help.js';
+import { tempDir } from '../temp-dirs.js';
 
 const why = realVllmUnavailable();
 
 describe.skipIf(why)(`real vLLM: serve --help=all read as upgrade reads it${why ? ` (skipped: ${why})` : ''}`, () => {
   oneRealVllmAtATime('help');
-  const dir = mkdtempSync(join(tmpdir(), 'sparkctl-real-help-'));
+  const dir = tempDir('sparkctl-real-help-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it('read once (the import), then from the cache; the simulator prints the same options and defaults', async () => {
     const version = String(execaSync(VENV_PYTHON, ['-c', 'import importlib.metadata as m; print(m.version("vllm"))']).stdout).trim();

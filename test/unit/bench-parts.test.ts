@@ -7,9 +7,9 @@ import { renderPage } from '../../src/output/html.js';
 import { histogram } from '../../src/bench/page.js';
 import { scatter } from '../../src/bench/chart.js';
 import { parseSample, serverCheck } from '../../src/bench/scrape.js';
-import { writeFileSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../temp-dirs.js';
 
 // Two tokenizers unlike each other: the simulator's (4 bytes a token) and a word-level one.
 const bytes4 = async (t: string) => Math.ceil(Buffer.byteLength(t) / 4);
@@ -33,7 +33,7 @@ describe('exact prompt lengths through a tokenizer', () => {
 });
 
 describe('JSONL / ShareGPT datasets', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-ds-'));
+  const dir = tempDir('bench-ds-');
   const tok = { count: async (x: { prompt?: string; messages?: Array<{ content: string }> }) => Math.ceil(Buffer.byteLength(x.prompt ?? x.messages!.map((m) => m.content).join('')) / 4) };
   it('reads prompt lines and ShareGPT conversations; output length from the record or the reply', async () => {
     const f = join(dir, 'a.jsonl');

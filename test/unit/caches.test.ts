@@ -1,13 +1,13 @@
 // vLLM's start caches (src/engine/caches.ts): one folder per profile and vLLM version (and image),
 // made 0700 by sparkctl, never through a link, never shared across versions or images.
-import { mkdtempSync, mkdirSync, symlinkSync, statSync, writeFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, statSync, writeFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cacheDirOf, cacheRoot, ensureCaches, listCaches, planCaches, removeCaches, hasEntries, CACHE_VARS } from '../../src/engine/caches.js';
 import { UsageError } from '../../src/errors.js';
+import { tempDir } from '../temp-dirs.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'sparkctl-caches-'));
+const tmp = tempDir('sparkctl-caches-');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('where the caches live', () => {

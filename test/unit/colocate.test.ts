@@ -24,7 +24,7 @@ const need = (name: string, share: number, weightsGiB = 9, kvCacheMemoryBytes?: 
 
 describe('co-location: every server on one GPU added up against what it has', () => {
   it('reads the H200 capture: 143,771 MiB, of which the driver keeps 615 MiB', () => {
-    expect(row['name']).toBe('NVIDIA H200');
+    expect(row.name).toBe('NVIDIA H200');
     expect(H200.totalBytes / MIB).toBe(143771);
     expect(H200.driverBytes! / MIB).toBe(615);
     expect(usableBytes(H200) / MIB).toBe(143156);

@@ -2,8 +2,7 @@
 // answer is hostile text, and a failure is a reason, never a throw. Canned CLI answers here; the
 // real podman reads real images in test/e2e/podman-image-version.test.ts.
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   asVersion,
@@ -19,6 +18,7 @@ import {
 import { decideVersion } from '../../src/engine/vllm-version.js';
 import { versionWarnings } from '../../src/engine/inputs.js';
 import { UsageError } from '../../src/errors.js';
+import { tempDir } from '../temp-dirs.js';
 
 const ID = 'a8d4bdad4836e9a6340063ffea1c94dfe2f5f946ef3e0d469fa6f24f4b879113';
 
@@ -151,7 +151,7 @@ const inspect =
   (argv: string[]) =>
     argv.includes('inspect') ? ok(`${ID} ${JSON.stringify(labels)} ${JSON.stringify(ep)}`) : undefined;
 const entry = (name: string, a: Answer) => (argv: string[]) => (argv[argv.indexOf('--entrypoint') + 1] === name && argv.includes('run') ? a : undefined);
-const cacheFile = () => join(mkdtempSync(join(tmpdir(), 'img-ver-')), 'cache', 'image-vllm-versions.json');
+const cacheFile = () => join(tempDir('img-ver-'), 'cache', 'image-vllm-versions.json');
 
 describe('imageVllm', () => {
   it("NVIDIA's label: read from the inspect alone, nothing is run in the image", async () => {

@@ -1,15 +1,15 @@
 // A replica's container argv, for both CLIs, from the same plan the host runtime spawns.
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
 import { renderReplicas } from '../../src/profiles/render.js';
 import { hostFromPlatform } from '../../src/profiles/validate.js';
 import { Profile } from '../../src/profiles/schema.js';
 import { renderContainerRun, imageFor, detectCli, containerVllmArgs, MARKER_LABEL, type ContainerCli } from '../../src/engine/runtime/container.js';
+import { tempDir } from '../temp-dirs.js';
 
-const hf = mkdtempSync(join(tmpdir(), 'ctr-hf-'));
+const hf = tempDir('ctr-hf-');
 const env = { HF_HOME: hf, HOME: '/nonexistent' };
 const A100 = loadPlatform('dgx-a100-os6');
 const HOPPER = loadPlatform('hopper-cuda13');
@@ -122,7 +122,7 @@ describe('container argv', () => {
   });
 
   it('mounts: the HF cache and model.path read-only; extra mounts as asked', () => {
-    const model = mkdtempSync(join(tmpdir(), 'ctr-model-'));
+    const model = tempDir('ctr-model-');
     mkdirSync(join(model, 'x'));
     const { c } = render([`model.path="${model}"`, `container.mounts=[{"source":"${model}/x","target":"/data","readOnly":false}]`], 'podman');
     expect(valuesOf(c.argv, '--volume')).toEqual([`${hf}:/root/.cache/huggingface:ro`, `${model}:${model}:ro`, `${model}/x:/data`]);

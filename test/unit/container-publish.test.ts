@@ -2,15 +2,13 @@
 // 127.0.0.1 only. Published on server.host (0.0.0.0 by default) a client reached them directly,
 // past HAProxy, its auth and its drain during a rolling restart. The rendered docker/podman argv.
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
 import { hostFromPlatform } from '../../src/profiles/validate.js';
 import { renderReplicas } from '../../src/profiles/render.js';
 import { renderContainerRun, type ContainerCli } from '../../src/engine/runtime/container.js';
+import { tempDir } from '../temp-dirs.js';
 
-const env = { HF_HOME: mkdtempSync(join(tmpdir(), 'ctr-pub-')), HOME: '/nonexistent' };
+const env = { HF_HOME: tempDir('ctr-pub-'), HOME: '/nonexistent' };
 const A100 = loadPlatform('dgx-a100-os6');
 
 function published(sets: string[], cli: ContainerCli): string[] {

@@ -1,17 +1,17 @@
 // The gateway's usage book (src/gateway/usage.ts), pure parts: the filter's lines read back (every
 // field checked: a line is hostile), the sums per model, usage.jsonl written and read back by window.
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync, appendFileSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync, appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseUsageLine, parseRouteLine, UsageBook, readUsage, usageByProfile, emptyCounts, addLine, usageFile } from '../../src/gateway/usage.js';
+import { tempDir } from '../temp-dirs.js';
 
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 const tmp = () => {
-  const d = mkdtempSync(join(tmpdir(), 'sparkctl-usage-unit-'));
+  const d = tempDir('sparkctl-usage-unit-');
   dirs.push(d);
   mkdirSync(join(d, 'gateway'));
   return d;

@@ -1,12 +1,12 @@
 // The weights' loader (src/engine/loader.ts): chosen from what is installed beside vLLM, pinned by the profile.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chooseLoader, installedLoaders } from '../../src/engine/loader.js';
 import { CONTAINER_TRAITS, HOST_TRAITS } from '../../src/engine/runtime/traits.js';
+import { tempDir } from '../temp-dirs.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'sparkctl-loader-'));
+const tmp = tempDir('sparkctl-loader-');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe('chooseLoader', () => {

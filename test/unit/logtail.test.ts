@@ -1,11 +1,11 @@
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { phaseOf } from '../../src/engine/classify.js';
 import { LogTail } from '../../src/engine/runtime/logtail.js';
+import { tempDir } from '../temp-dirs.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'logtail-'));
+const dir = tempDir('logtail-');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('LogTail: the lines of a growing log', () => {

@@ -1,9 +1,8 @@
 // Model facts from real config.json files (test/fixtures/models/, written by transformers' own config
 // classes, see make_fixtures.py), the HF-cache reader, the profile's overrides, and the vLLM version.
 import { describe, it, expect } from 'vitest';
-import { readFileSync, mkdtempSync, mkdirSync, writeFileSync, cpSync } from 'node:fs';
+import { readFileSync, mkdirSync, writeFileSync, cpSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { parseModelConfig, ModelConfigError } from '../../src/model/facts.js';
 import { readModel, hfCacheRoots, hubFolder } from '../../src/model/read.js';
 import { resolveModelFacts } from '../../src/model/merge.js';
@@ -12,6 +11,7 @@ import { Profile } from '../../src/profiles/schema.js';
 import { decideVersion, tableAtOrBelow, installedVllm } from '../../src/engine/vllm-version.js';
 import { compareVersions } from '../../src/profiles/versions.js';
 import { profileForModel } from '../../src/profiles/from-model.js';
+import { tempDir } from '../temp-dirs.js';
 
 const FIX = new URL('../fixtures/models/', import.meta.url).pathname;
 const cfg = (name: string) => JSON.parse(readFileSync(join(FIX, name, 'config.json'), 'utf8'));
@@ -105,7 +105,7 @@ describe('parseModelConfig: each architecture family vLLM tells apart', () => {
 
 describe('readModel: a folder or the Hugging Face cache, offline', () => {
   const cache = () => {
-    const root = join(mkdtempSync(join(tmpdir(), 'hfhome-')), 'hub');
+    const root = join(tempDir('hfhome-'), 'hub');
     const base = join(root, hubFolder('Org/Tiny'));
     mkdirSync(join(base, 'refs'), { recursive: true });
     writeFileSync(join(base, 'refs', 'main'), 'abc1234def\n');
@@ -135,7 +135,7 @@ describe('readModel: a folder or the Hugging Face cache, offline', () => {
   });
 
   it('a bad config.json is an error naming the file, not a crash', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'badcfg-'));
+    const dir = tempDir('badcfg-');
     writeFileSync(join(dir, 'config.json'), '{not json');
     const r = await readModel(fsReader, { path: dir });
     expect(r.error).toMatch(/config\.json: not valid JSON/);
@@ -193,7 +193,7 @@ describe('vLLM versions: PEP 440, the table at or below, pinned vs installed', (
   });
 
   it('reads vllm-*.dist-info beside the interpreter, and caches by path and mtime', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'venv-'));
+    const root = tempDir('venv-');
     mkdirSync(join(root, 'bin'));
     const site = join(root, 'lib', 'python3.11', 'site-packages', 'vllm-0.10.1rc1.dist-info');
     mkdirSync(site, { recursive: true });

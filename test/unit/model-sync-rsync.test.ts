@@ -4,16 +4,16 @@
 // RSYNC_OLD_ARGS=1 gives rsync < 3.2.4's behaviour (it did not escape the remote path itself), which is
 // what a node or a host with an older rsync does: there the path reaches the shell unless -s carries it.
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { rsyncArgv, rsyncShell, rsyncWord } from '../../src/engine/cluster/model-sync.js';
 import { NodesFile } from '../../src/profiles/schema.js';
+import { tempDir } from '../temp-dirs.js';
 
 const nf = NodesFile.parse({ head: { name: 'n0', address: '10.0.0.10', interface: 'eth0' } });
 const hasRsync = spawnSync('rsync', ['--version']).status === 0;
-const root = mkdtempSync(join(tmpdir(), 'sparkctl-rsync-'));
+const root = tempDir('sparkctl-rsync-');
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('rsync argv for the model copy', () => {

@@ -5,7 +5,7 @@
 // nothing is sent anywhere, no container runs.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { installFakeSsh, fakeSshCalls } from '../fake-ssh.js';
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDirs } from '../helpers.js';
 import { planCluster, toClusterPlan } from '../../src/engine/cluster/plan.js';

@@ -4,13 +4,13 @@
 // script is run here by a real sh with HOME pointing at a temporary folder, as the node's shell runs it.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CACHE_REFUSED_EXIT, cachesFrom, nodeCacheScript, planNodeCaches } from '../../src/engine/cluster/node-caches.js';
 import { CACHE_VARS, cacheDirOf } from '../../src/engine/caches.js';
+import { tempDir } from '../temp-dirs.js';
 
-const tmp = mkdtempSync(join(tmpdir(), 'sparkctl-node-caches-'));
+const tmp = tempDir('sparkctl-node-caches-');
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 /** The launch line's cache part, then the variables it exported, run by sh as on a node. */

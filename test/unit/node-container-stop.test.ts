@@ -9,10 +9,10 @@
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, chmodSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { aliveLine, runLine, stopLine } from '../../src/engine/cluster/node-container.js';
 import { endedWords, vllmInHeadAlive } from '../../src/engine/cluster/ray-containers.js';
+import { tempDir } from '../temp-dirs.js';
 
 const ID = 'a'.repeat(64);
 let dir: string;
@@ -42,7 +42,7 @@ exit 1
 `;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'sparkctl-nodestop-'));
+  dir = tempDir('sparkctl-nodestop-');
   // the stand-in is podman on PATH: a record's CLI is run only by name (docker or podman: runtime/cli-words.ts)
   writeFileSync(join(dir, 'podman'), CLI);
   chmodSync(join(dir, 'podman'), 0o755);

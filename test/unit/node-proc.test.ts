@@ -6,14 +6,14 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { INSTANCE_ENV, LOCAL_FACTS, LOCAL_PROC, groupMembers, proveIdentity, provenSignal, stopGroupOver, type Identity, type ProcTransport } from '../../src/engine/runtime/proc.js';
 import { factsFrom, factsScript, launchAndReport, nodeProc, signalScript, stopOnNode, waitScript, type NodeShell } from '../../src/engine/cluster/node-proc.js';
 import { processStartTime } from '../../src/util/pid.js';
 import { killGroupLeft, sleep, startTimeOf, waitFor } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 /** The node's shell, here: the same scripts ssh would carry, run by sh on this host. */
 const localShell: NodeShell = async (script, o) => {
@@ -208,7 +208,7 @@ describe("the node's facts are hostile: a line that does not parse proves less, 
 
   it('a forged line in a command name cannot reach the facts (newlines in stat are folded)', async () => {
     // the kernel keeps 15 bytes of the program's name: a name of a newline and a whole @proc line
-    const dir = mkdtempSync(join(tmpdir(), 'node-proc-'));
+    const dir = tempDir('node-proc-');
     const forged = join(dir, '\n@proc 9 S 9 9');
     copyFileSync('/bin/sleep', forged);
     chmodSync(forged, 0o755);

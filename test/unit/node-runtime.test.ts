@@ -4,7 +4,7 @@
 // `image inspect` from a file and logs every call): nothing is sent anywhere.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { installFakeSsh, fakeSshCalls } from '../fake-ssh.js';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDirs } from '../helpers.js';
 import { planCluster } from '../../src/engine/cluster/plan.js';

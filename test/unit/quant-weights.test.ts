@@ -4,9 +4,8 @@
 // case names the file. The shapes are small on purpose (qwen3-gqa: 2 layers, hidden 64, 4 heads of 32, 2 KV heads,
 // intermediate 128, vocab 2048, untied), so every byte can be written out.
 import { describe, it, expect, afterAll } from 'vitest';
-import { readFileSync, mkdtempSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import yaml from 'js-yaml';
 import { parseModelConfig, type ModelFacts } from '../../src/model/facts.js';
 import { parsePythonJson } from '../../src/model/json.js';
@@ -19,6 +18,7 @@ import { importRecipe } from '../../src/profiles/import/recipe.js';
 import { memorySettings } from '../../src/profiles/serve-args.js';
 import { validateProfile } from '../../src/profiles/validate.js';
 import { FIXTURES } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 const fx = (n: string) => parsePythonJson(readFileSync(join(FIXTURES, 'models', n, 'config.json'), 'utf8')) as Record<string, unknown>;
 const qwen = fx('qwen3-gqa');
@@ -185,7 +185,7 @@ describe('each scheme, module by module, as vLLM creates its weights', () => {
 });
 
 describe('the files beside config.json', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sparkctl-quant-'));
+  const dir = tempDir('sparkctl-quant-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   // nvidia/Qwen3-32B-FP4's hf_quant_config.json (ModelOpt 0.33), as ai-dynamo/aiconfigurator vendors it:
   // test/fixtures/models/qwen3-32b-nvfp4-hf-quant/SOURCE.md

@@ -558,7 +558,7 @@ model: Qwen/Qwen3-8B`);
   });
 
   it('shows a hostile key on one line', () => {
-    const r = imp({ ...base, ['x\u001b[2Jy\nz']: 1 });
+    const r = imp({ ...base, 'x\u001b[2Jy\nz': 1 });
     expect(r.unmapped[0]!.key).toBe('x?[2Jy?z');
     expect(preview('a\nb\u0007')).toBe('"a\\nb\\u0007"');
   });

@@ -9,7 +9,6 @@ import { hostEntryJson } from '../host-entry.js';
 import { describe, it, expect } from 'vitest';
 import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
 import { Registry, type Entry, type Instance } from '../../src/engine/registry.js';
 import { relaunchRunsHostInstall } from '../../src/engine/runtime/index.js';
 import { imageRefProblem } from '../../src/util/image-ref.js';

@@ -6,14 +6,14 @@
 // the child that lives on in its group.
 import { describe, it, expect, afterEach } from 'vitest';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, openSync, closeSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, openSync, closeSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Registry } from '../../src/engine/registry.js';
 import { stopGateway } from '../../src/gateway/control.js';
 import { processesWithEnv, waitFor } from '../helpers.js';
 import { processStartTime } from '../../src/util/pid.js';
+import { tempDir } from '../temp-dirs.js';
 
 const tag = randomUUID();
 const dirs: string[] = [];
@@ -24,7 +24,7 @@ afterEach(() => {
 
 /** A group whose leader exits at once and whose child lives on, marked, writing to logs/<log>. */
 async function leaderGone(log: string) {
-  const state = realpathSync(mkdtempSync(join(tmpdir(), 'sparkctl-lost-')));
+  const state = realpathSync(tempDir('sparkctl-lost-'));
   dirs.push(state);
   mkdirSync(join(state, 'logs'));
   const marker = randomUUID();

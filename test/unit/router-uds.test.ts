@@ -8,8 +8,7 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, lstatSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Profile } from '../../src/profiles/schema.js';
 import { loadProfile, loadPlatform } from '../../src/profiles/load.js';
@@ -23,6 +22,7 @@ import { unixUrl, socketPathOf, requestPathOf, shownAddress } from '../../src/ut
 import { unixListeners, unixListenerIsOneOf, unixClientEnds, prepareReplicaSocket, ensureSocketDir } from '../../src/engine/runtime/replica-socket.js';
 import { targetFromInstance } from '../../src/engine/target.js';
 import type { Instance } from '../../src/engine/registry.js';
+import { tempDir } from '../temp-dirs.js';
 
 const profile = (sets: Record<string, unknown> = {}, version = 'auto') =>
   Profile.parse({
@@ -34,7 +34,7 @@ const profile = (sets: Record<string, unknown> = {}, version = 'auto') =>
     ...sets,
   });
 
-const tmp = mkdtempSync(join(tmpdir(), 'router-uds-'));
+const tmp = tempDir('router-uds-');
 afterAll(async () => {
   await closeHttp();
   rmSync(tmp, { recursive: true, force: true });

@@ -1,9 +1,8 @@
 // The router's pure parts: the plan (ports), the HAProxy config text, `show stat` parsing, how a
 // server state reads, the probe's verdict on the backend, and what a rolling restart refuses.
 import { describe, it, expect } from 'vitest';
-import { existsSync, mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
+import { existsSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Profile, RouterBlock } from '../../src/profiles/schema.js';
 import { loadProfile } from '../../src/profiles/load.js';
@@ -16,6 +15,7 @@ import { buildServePlan, withRouterFlag } from '../../src/engine/plan.js';
 import { conflictsWith } from '../../src/engine/serve.js';
 import { vllmArgs } from '../../src/profiles/render.js';
 import type { Instance } from '../../src/engine/registry.js';
+import { tempDir } from '../temp-dirs.js';
 
 const base = (router: unknown, server: Record<string, unknown> = {}) =>
   Profile.parse({
@@ -145,7 +145,7 @@ describe('router config text', () => {
   });
 
   it.skipIf(!existsSync('/usr/sbin/haproxy'))('HAProxy itself accepts it (haproxy -c), with and without the socket', () => {
-    const d = mkdtempSync(join(tmpdir(), 'router-cfg-'));
+    const d = tempDir('router-cfg-');
     try {
       for (const [i, t] of [renderConfig({ ...plan, bind: { host: '127.0.0.1', port: 8000 } }, { socket: join(d, 'api.sock'), logStdout: true }), renderConfig(plan)].entries()) {
         writeFileSync(join(d, `${i}.cfg`), t);

@@ -2,14 +2,14 @@
 // Real vLLM's EngineCore/Worker blank their environ (setproctitle): they pass only inside a group
 // that another member proves is this run's, never on their own.
 import { describe, it, expect } from 'vitest';
-import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { foreignSignals } from '../global-setup.js';
+import { tempDir } from '../temp-dirs.js';
 
 const MARK = 'run-1';
 function judge(records: object[]) {
-  const dir = mkdtempSync(join(tmpdir(), 'siglog-'));
+  const dir = tempDir('siglog-');
   try {
     const f = join(dir, 'signals.jsonl');
     writeFileSync(f, records.map((r) => JSON.stringify(r)).join('\n') + '\n');

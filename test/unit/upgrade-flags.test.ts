@@ -1,8 +1,7 @@
 // upgrade's "what changes" from vLLM's OWN tables: the comparison (upgrade/flag-defaults.ts) over
 // parsed help texts, its lines, and the side reader (upgrade/help-read.ts) with a fake runner: the
 // argv each side is asked with, the cache by what identifies a side, and hostile answers.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseHelpAll } from '../../src/profiles/vllm-help.js';
@@ -10,6 +9,7 @@ import { flagChanges, flagChangeLines, renderedOptions, type SideRead } from '..
 import { readHelp, helpArgv, sideKey, type HelpSide } from '../../src/upgrade/help-read.js';
 import { simHelpAll } from '../../src/sim/help.js';
 import { fieldOfFlag } from '../../src/verbs/upgrade/run.js';
+import { tempDir } from '../temp-dirs.js';
 
 const read = (n = 3): SideRead => ({ what: 'x', source: 'read', ms: 1200, options: n, withDefault: n, findings: [] });
 const reads = { current: read(), candidate: read() };
@@ -109,7 +109,7 @@ describe('the simulator sides: 0.17.1 -> 0.12.0 and the capture', () => {
 });
 
 describe('readHelp', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sparkctl-help-'));
+  const dir = tempDir('sparkctl-help-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const REAL = readFileSync(join(__dirname, '../fixtures/vllm-help/0.27.2-serve-help-all.txt'), 'utf8');
   const ID = 'a'.repeat(64);
@@ -153,7 +153,7 @@ describe('readHelp', () => {
     expect(flagChanges(one.table!, two.table!, [], reads)).toMatchObject({ defaultsRelied: [], renamed: [{ from: '--dcp-kv-cache-interleave-size' }] });
   });
   it('both sides read at once: both kept in the cache (each wrote back the file as it had read it, and one was lost)', async () => {
-    const own = mkdtempSync(join(tmpdir(), 'sparkctl-help-both-'));
+    const own = tempDir('sparkctl-help-both-');
     try {
       const [a, b] = ['d', 'e'].map((c): HelpSide => ({ kind: 'image', cli: 'podman', cliArgs: [], image: `x:${c}`, id: c.repeat(64) }));
       let calls = 0;

@@ -2,12 +2,12 @@
 // built CLI, and this file fails when the page and `sparkctl VERB --help` disagree, naming the command that
 // regenerates it. Cheap: one in-process generation and a few CLI starts.
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import type { Command } from 'commander';
 import { printedProblems } from '../pasted.js';
+import { tempDir } from '../temp-dirs.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const GEN = join(ROOT, 'scripts/gen-verbs-doc.mjs');
@@ -40,7 +40,7 @@ describe('docs/verbs.md', () => {
   });
 
   it('a page that differs from --help fails the check, which names the line and the command that regenerates it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'verbs-doc-'));
+    const dir = tempDir('verbs-doc-');
     try {
       const stale = join(dir, 'verbs.md');
       // an option dropped from serve's help, as a page written before a flag was added would be

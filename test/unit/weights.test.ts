@@ -2,9 +2,8 @@
 // length + JSON), from the index's total_size, and from the config only when nothing else exists,
 // counting layer by layer and leaving unquantized what a quantization leaves unquantized.
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, writeFileSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { parseSafetensorsHeader, safetensorsHeaderLength, summarizeWeights, SafetensorsError } from '../../src/model/safetensors.js';
 import { parseModelConfig } from '../../src/model/facts.js';
@@ -12,6 +11,7 @@ import { parsePythonJson } from '../../src/model/json.js';
 import { readModel } from '../../src/model/read.js';
 import { RealHost } from '../../src/host/real.js';
 import { FIXTURES } from '../helpers.js';
+import { tempDir } from '../temp-dirs.js';
 
 /** A safetensors file's bytes as the format lays them out (header padded with spaces, as the writer does). */
 function shard(tensors: Record<string, { dtype: string; shape: number[]; bytes: number }>, pad = 0): Uint8Array {
@@ -87,7 +87,7 @@ describe('the safetensors header, a pure function over bytes', () => {
 });
 
 describe('weights of a checkpoint on disk', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'sparkctl-weights-'));
+  const dir = tempDir('sparkctl-weights-');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const cfg = readFileSync(join(FIXTURES, 'models', 'qwen3-gqa', 'config.json'), 'utf8');
   it('from the shards the index names: exact bytes, per dtype, rather than the index total_size', async () => {
