@@ -16,7 +16,7 @@ import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { Registry, type GatewayEntry } from '../engine/registry.js';
-import { showStat, serverState, runtimeCommand, type ServerStat } from '../router/api.js';
+import { parseShowStat, serverState, runtimeCommand, showStatEveryWorker, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
 import { emptyCounts, type UsageCounts } from './usage.js';
@@ -37,6 +37,8 @@ export interface GatewayRecord {
   /** the keeper's Unix socket (HAProxy hands it sleeping models' requests, aliases' and bodies past 256 KiB) */
   keeperSocket: string;
   socket: string;
+  /** HAProxy's master CLI (absent in a record from before it): the old workers' counts after a reload */
+  master?: string;
   configFile: string;
   logFile: string;
   apiKeyEnv?: string;
@@ -86,6 +88,7 @@ const GatewayRecordSchema = z.object({
   statsPort: port,
   keeperSocket: text(4096).optional(),
   socket: text(4096),
+  master: text(4096).optional(),
   configFile: text(4096),
   logFile: text(4096),
   apiKeyEnv: text(200).optional(),
@@ -316,27 +319,45 @@ interface GatewayView {
   usageRecorded: boolean;
 }
 
-/** The backends' waiting requests (qcur of the BACKEND rows of `show stat`). */
-async function backendQueues(socket: string): Promise<Map<string, number>> {
+/** The backends' waiting requests (qcur of the BACKEND rows of each worker's `show stat`), summed. */
+function backendQueues(texts: string[]): Map<string, number> {
   const out = new Map<string, number>();
-  const text = await runtimeCommand(socket, 'show stat', 2000);
-  const lines = text.split('\n');
-  const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
-  const at = cols.indexOf('qcur');
-  for (const l of lines.slice(1)) {
-    const f = l.split(',');
-    if (f[1] === 'BACKEND' && at >= 0 && /^\d+$/.test(f[at] ?? '')) out.set(f[0]!, Number(f[at]));
+  for (const text of texts) {
+    const lines = text.split('\n');
+    const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
+    const at = cols.indexOf('qcur');
+    for (const l of lines.slice(1)) {
+      const f = l.split(',');
+      if (f[1] === 'BACKEND' && at >= 0 && /^\d+$/.test(f[at] ?? '')) out.set(f[0]!, (out.get(f[0]!) ?? 0) + Number(f[at]));
+    }
   }
   return out;
+}
+
+/**
+ * `show stat` of the current worker, and of every old one still finishing its connections after a
+ * reload (over the master CLI, where the record names it); the current worker alone where it does not.
+ */
+async function statTexts(r: GatewayRecord): Promise<string[]> {
+  if (r.master) {
+    try {
+      return await showStatEveryWorker(r.socket, r.master, 2000);
+    } catch {
+      /* no master CLI answer: the current worker's counts alone */
+    }
+  }
+  return [await runtimeCommand(r.socket, 'show stat', 2000)];
 }
 
 /** The gateway's models as HAProxy sees them now (its runtime API), with the keeper's on-demand states. */
 export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
   let stats: ServerStat[] = [];
+  let old: ServerStat[][] = [];
   let queues = new Map<string, number>();
   try {
-    stats = await showStat(r.socket, 2000);
-    queues = await backendQueues(r.socket);
+    const texts = await statTexts(r);
+    [stats = [], ...old] = texts.map(parseShowStat) as [ServerStat[], ...ServerStat[][]];
+    queues = backendQueues(texts);
   } catch {
     /* silent runtime API: every server reads missing */
   }
@@ -349,7 +370,10 @@ export async function viewGateway(r: GatewayRecord): Promise<GatewayView> {
     models: r.models.map((m) => {
       const servers = m.servers.map((name) => {
         const st = stats.find((s) => s.backend === m.backend && s.server === name);
-        return { name, state: st ? serverState(st) : 'missing', check: st ? `${st.checkStatus} ${st.lastCheck}`.trim() : '', inFlight: st ? st.scur + st.qcur : 0 };
+        // in flight on every worker: after a reload, the old one still carries its streams
+        const carried = old.flat().filter((s) => s.backend === m.backend && s.server === name);
+        const inFlight = [...(st ? [st] : []), ...carried].reduce((n, s) => n + s.scur + s.qcur, 0);
+        return { name, state: st ? serverState(st) : 'missing', check: st ? `${st.checkStatus} ${st.lastCheck}`.trim() : '', inFlight };
       });
       const asleep = m.sleepMode && servers.length > 0 && servers.every((s) => s.state === 'maint' || (s.state === 'down' && s.check.startsWith('L7RSP')));
       const od = r.onDemand?.find((x) => x.profile === m.profile);

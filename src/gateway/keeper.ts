@@ -34,7 +34,7 @@ import { LaunchError, UsageError } from '../errors.js';
 import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
-import { runtimeCommand, setServerState, showStat, type ServerStat } from '../router/api.js';
+import { parseShowStat, runtimeCommand, setServerState, showStatEveryWorker, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
@@ -245,7 +245,8 @@ export class Keeper {
     // the master in the foreground (-db), workers under it (-W): a SIGUSR2 reloads, a SIGUSR1 soft-stops.
     // With the usage filter, HAProxy logs to fd 3 (a pipe the keeper reads: usage lines counted, the rest
     // written to the log) and runs quiet (-q): a Lua log line is not also printed to stderr
-    this.child = spawn(this.o.haproxy, ['-W', '-db', ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid], {
+    // -S: the master CLI, where an old worker is asked what it still carries after a reload (workers())
+    this.child = spawn(this.o.haproxy, ['-W', '-db', '-S', `${p.master},mode,600`, ...(this.usage ? ['-q'] : []), '-f', p.config, '-p', p.pid], {
       stdio: this.usage ? ['ignore', fd, fd, 'pipe'] : ['ignore', fd, fd],
       env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...HAPROXY_MALLOC_ENV, ...markers(), ...this.env(this.plan) },
     });
@@ -301,12 +302,13 @@ export class Keeper {
     const busy = async () => {
       const inFlight = new Map<string, number>();
       let stats: ServerStat[] = [];
+      let texts: string[] = [];
       let unread: string | undefined;
       // a loaded host can hold HAProxy's answer (or this process) past 2 s: once more, longer; still
       // no answer is an unknown count, never none in flight (a stream running on a model it would evict)
       for (const ms of [2000, 5000]) {
         try {
-          stats = await showStat(this.plan.files.socket, ms);
+          ({ all: stats, texts } = await this.workers(ms));
           unread = undefined;
           break;
         } catch (e) {
@@ -315,11 +317,10 @@ export class Keeper {
       }
       for (const m of this.plan.models) {
         const rows = stats.filter((x) => x.backend === m.backend && x.server !== 'waker');
-        // HAProxy's count, the keeper's own (what it passes straight to a server), and what it holds or passes back for the model
+        // HAProxy's count (every worker's), the keeper's own (what it passes straight to a server), and what it holds or passes back for the model
         inFlight.set(m.backend, rows.reduce((n, x) => n + x.scur + x.qcur, 0) + m.servers.reduce((n, sv) => n + (this.inFlight.get(sv.name) ?? 0), 0) + (this.passing.get(m.name) ?? 0));
       }
-      const idleS = await this.lastSessions().catch(() => new Map<string, number>());
-      return { inFlight, idleS, unread };
+      return { inFlight, idleS: this.lastSessions(texts), unread };
     };
     this.od = new OnDemand(
       o.settings,
@@ -429,16 +430,17 @@ export class Keeper {
     const plan = this.plan;
     const sleepers = plan.models.filter((m) => m.sleepMode);
     if (!sleepers.length) return;
-    let stats: ServerStat[];
+    let read: Awaited<ReturnType<Keeper['workers']>>;
     try {
-      stats = await showStat(plan.files.socket, 2000);
+      read = await this.workers(2000);
     } catch {
       return;
     }
-    const lastsess = await this.lastSessions();
+    const lastsess = this.lastSessions(read.texts);
     for (const m of sleepers) {
-      const rows = stats.filter((s) => s.backend === m.backend);
-      const busy = rows.reduce((n, s) => n + s.scur + s.qcur, 0) + (this.passing.get(m.name) ?? 0);
+      const rows = read.current.filter((s) => s.backend === m.backend);
+      // in flight on every worker: a stream the old worker still carries after a reload keeps its model awake
+      const busy = read.all.filter((s) => s.backend === m.backend).reduce((n, s) => n + s.scur + s.qcur, 0) + (this.passing.get(m.name) ?? 0);
       // a request reached a sleeping server before the checks took it out: it waits there until woken
       if (rows.some((s) => s.checkStatus === 'L7RSP' && s.scur > 0) && !this.waking.has(m.backend)) void this.wake(m).catch((e) => this.o.log(`gateway: ${(e as Error).message}`));
       const idle = lastsess.get(m.backend);
@@ -446,25 +448,44 @@ export class Keeper {
     }
   }
 
-  /** `show stat` as CSV, for the backend rows' lastsess (seconds since the last request; -1 before any). */
-  private async lastSessions(): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    const text = await runtimeCommand(this.plan.files.socket, 'show stat', 2000);
-    const lines = text.split('\n');
-    const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
-    const at = cols.indexOf('lastsess');
-    const since = Date.now();
-    for (const l of lines.slice(1)) {
-      const f = l.split(',');
-      if (f[1] !== 'BACKEND' || at < 0) continue;
-      const n = Number(f[at]);
-      // never a request yet: idle since the keeper began following it
-      out.set(f[0]!, Number.isFinite(n) && n >= 0 ? n : Math.round((since - this.started) / 1000));
+  /**
+   * `show stat` of every HAProxy worker: the current one's rows (server states, checks) and all rows
+   * (what is in flight: after a reload the old worker still carries its streams), and the CSV texts.
+   */
+  private async workers(timeoutMs: number): Promise<{ current: ServerStat[]; all: ServerStat[]; texts: string[] }> {
+    const texts = await showStatEveryWorker(this.plan.files.socket, this.plan.files.master, timeoutMs);
+    const [current, ...old] = texts.map(parseShowStat);
+    return { current: current!, all: [current!, ...old].flat(), texts };
+  }
+
+  /**
+   * Seconds since each backend's last request, from the backend rows' lastsess of every worker
+   * (-1: none yet in that worker). A reload starts a worker at -1, so the latest request seen by any
+   * worker is kept here across reads: a model used just before a reload is not idle since the keeper began.
+   */
+  private lastSessions(texts: string[]): Map<string, number> {
+    const now = Date.now();
+    for (const text of texts) {
+      const lines = text.split('\n');
+      const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
+      const at = cols.indexOf('lastsess');
+      if (at < 0) continue;
+      for (const l of lines.slice(1)) {
+        const f = l.split(',');
+        const n = Number(f[at]);
+        if (f[1] !== 'BACKEND' || !f[0] || f[at] === '' || !Number.isFinite(n) || n < 0) continue;
+        this.lastRequest.set(f[0], Math.max(this.lastRequest.get(f[0]) ?? 0, now - n * 1000));
+      }
     }
+    const out = new Map<string, number>();
+    // never a request yet: idle since the keeper began following it
+    for (const m of this.plan.models) out.set(m.backend, Math.round((now - (this.lastRequest.get(m.backend) ?? this.started)) / 1000));
     return out;
   }
 
   private started = Date.now();
+  /** backend -> when a worker last saw a request on it (ms since the epoch) */
+  private lastRequest = new Map<string, number>();
 
   private async sleepModel(m: GatewayModel, idleS: number) {
     const sock = this.plan.files.socket;

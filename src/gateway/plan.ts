@@ -180,7 +180,7 @@ export interface GatewayPlan {
   /** how a model's replicas are picked */
   balance: Balance;
   dir: string;
-  files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; pid: string; log: string; state: string };
+  files: { config: string; models: string; map: string; aliasMap: string; unknown: string; socket: string; master: string; pid: string; log: string; state: string };
 }
 
 // The exact name's hash is part of the backend: by its '_'-for-'.'/'-' spelling alone, profiles qwen-a
@@ -345,6 +345,8 @@ export function planGateway(s: GatewaySettings, instances: ServedInstance[], sta
       aliasMap: join(dir, 'aliases.map'),
       unknown: join(dir, 'unknown-model.lf'),
       socket: join(dir, 'api.sock'),
+      // the master CLI: after a reload, the old worker's connections are read there (the stats socket answers for the new worker)
+      master: join(dir, 'master.sock'),
       pid: join(dir, 'haproxy.pid'),
       log: join(stateDir, 'logs', 'gateway.log'),
       state: join(dir, 'gateway.json'),

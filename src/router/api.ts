@@ -8,6 +8,19 @@ class RouterApiError extends Error {}
 /** Send one command; resolves with HAProxy's answer. Every call has a deadline. */
 export function runtimeCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {
   if (/[\r\n;]/.test(command)) return Promise.reject(new RouterApiError(`runtime command ${JSON.stringify(command)}: one command, no separators`));
+  return send(socket, command, command, timeoutMs);
+}
+
+/**
+ * One command on the master CLI (`haproxy -W -S SOCKET`): `show proc`, or `@!PID COMMAND` for one
+ * worker. The master keeps its CLI open after answering (2.6.12, either kind), so `quit` follows.
+ */
+export function masterCommand(socket: string, command: string, timeoutMs = 3000): Promise<string> {
+  if (/[\r\n;]/.test(command)) return Promise.reject(new RouterApiError(`master command ${JSON.stringify(command)}: one command, no separators`));
+  return send(socket, `${command}; quit`, command, timeoutMs);
+}
+
+function send(socket: string, line: string, command: string, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -16,7 +29,7 @@ export function runtimeCommand(socket: string, command: string, timeoutMs = 3000
       s.destroy();
       reject(new RouterApiError(`HAProxy's runtime API (${socket}) did not answer "${command}" within ${timeoutMs} ms`));
     }, timeoutMs);
-    s.once('connect', () => s.write(`${command}\n`));
+    s.once('connect', () => s.write(`${line}\n`));
     s.on('data', (d: Buffer) => {
       size += d.length;
       // `show stat` of a few dozen servers is a few KiB: anything near this is not HAProxy.
@@ -144,5 +157,58 @@ export async function routerHealth(rec: { socket: string; backend: string; serve
     return up === rec.servers.length ? `healthy (${up}/${rec.servers.length} up)` : `${up}/${rec.servers.length} up`;
   } catch {
     return 'runtime API silent';
+  }
+}
+
+/** `show proc` on the master CLI -> the pids of the current worker(s) and of the old ones still finishing their connections. */
+export function parseShowProc(text: string): { workers: number[]; old: number[] } {
+  if (!/^#<PID>/m.test(text)) throw new RouterApiError(`"show proc" answered without its header: ${JSON.stringify(text.slice(0, 120))}`);
+  const out = { workers: [] as number[], old: [] as number[] };
+  let into: number[] | undefined;
+  for (const l of text.split('\n')) {
+    if (l.startsWith('#')) {
+      into = l.trim() === '# workers' ? out.workers : l.trim() === '# old workers' ? out.old : undefined;
+      continue;
+    }
+    const m = /^(\d{1,9})\s+worker\s/.exec(l);
+    if (into && m && Number(m[1]) > 1) into.push(Number(m[1]));
+  }
+  return out;
+}
+
+/**
+ * `show stat` of every worker of a master-worker HAProxy, the current one first. After a reload the
+ * stats socket answers for the new worker alone, while the old one still carries the connections it
+ * had (a stream runs to its end there): what is in flight, and when a backend last had a request, is
+ * the sum and the latest over all of them. An old worker that leaves meanwhile is left out; one that
+ * stays and answers something else is an error (a count without it would be too low).
+ */
+export async function showStatEveryWorker(statsSocket: string, master: string, timeoutMs = 3000): Promise<string[]> {
+  const [current, proc] = await Promise.all([runtimeCommand(statsSocket, 'show stat', timeoutMs), masterCommand(master, 'show proc', timeoutMs)]);
+  const texts = [current];
+  for (const pid of parseShowProc(proc).old) {
+    const text = await oldWorkerStat(master, pid, timeoutMs);
+    if (text) texts.push(text);
+  }
+  return texts;
+}
+
+/**
+ * One old worker's `show stat`, or undefined once it has left. A worker whose last connection ended
+ * closes its CLI on the way out: for a moment (20-30 ms here) the master still lists it and passes
+ * the command on, and the answer is empty; then "Can't find the target PID" (2.6), and `show proc`
+ * drops it. So an empty answer is asked again for up to 500 ms; anything else is an error.
+ */
+async function oldWorkerStat(master: string, pid: number, timeoutMs: number): Promise<string | undefined> {
+  const until = Date.now() + 500;
+  for (;;) {
+    const text = await masterCommand(master, `@!${pid} show stat`, timeoutMs);
+    if (/^# pxname,/m.test(text)) return text;
+    if (/^Can't find the target PID/.test(text.trim())) return undefined;
+    if (text.trim() || Date.now() > until) {
+      if (!parseShowProc(await masterCommand(master, 'show proc', timeoutMs)).old.includes(pid)) return undefined;
+      throw new RouterApiError(`HAProxy's old worker ${pid} did not answer "show stat": ${JSON.stringify(text.slice(0, 120))}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
   }
 }

@@ -25,14 +25,32 @@ const serve = (profile: string, port: number, extra: string[] = []) =>
     env: t.env(),
     timeout: 90_000,
   });
-const post = (body: object, key?: string) =>
-  fetch(`${gw()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
+const post = (body: object, key?: string, signal?: AbortSignal) =>
+  fetch(`${gw()}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body), signal });
 
 async function stream(model: string, maxTokens: number) {
   const res = await post({ model, prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true });
   expect(res.status).toBe(200);
   const text = await res.text();
   return { done: text.includes('data: [DONE]'), tokens: [...text.matchAll(/^data: \{/gm)].length };
+}
+
+/** A stream read as it comes, until it ends or `signal` aborts it: whether it is still running, and its chunks. */
+function openStream(model: string, maxTokens: number, signal: AbortSignal) {
+  const st = { running: true, chunks: 0, status: 0 };
+  const done = post({ model, prompt: 'hello', max_tokens: maxTokens, ignore_eos: true, stream: true }, undefined, signal)
+    .then(async (res) => {
+      st.status = res.status;
+      for await (const c of res.body as unknown as AsyncIterable<Uint8Array>)
+        st.chunks += (
+          Buffer.from(c)
+            .toString()
+            .match(/^data: \{/gm) ?? []
+        ).length;
+    })
+    .catch(() => undefined)
+    .finally(() => (st.running = false));
+  return { st, done };
 }
 
 /**
@@ -79,6 +97,7 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
 
   it('routes by model, lists every model, answers an unknown one; stop/serve of one profile while another streams: 0 failed; idle sleep; wake on demand under load', async () => {
     const up = await cli(['gateway', 'up', '--port', String(base), '--alias', 'coder=Qwen/Qwen3.5-9B', '--idle-sleep', '4s', '--json'], { env: t.env() });
+    const upAt = Date.now();
     expect(up.exitCode, up.stderr + up.stdout).toBe(0);
     expect(JSON.parse(up.stdout)).toMatchObject({ kind: 'gateway', state: 'running', port: base });
 
@@ -116,6 +135,10 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     const haproxyPid = JSON.parse(readFileSync(join(dir, 'gateway.json'), 'utf8')).haproxyPid;
     const longStream = stream('qwen-dev', 400);
     const during = load('qwen-dev', 10, 9000);
+    // and one on the sleep-mode model (idle sleep 4 s), read until the check below: the reload leaves
+    // it on the old worker, and the new one counts nothing in flight and no request yet for the model
+    const ac9b = new AbortController();
+    const s9b = openStream('Qwen/Qwen3.5-9B', 8000, ac9b.signal);
     // an idle keep-alive connection (clients reuse them) across the reload: the old worker keeps it
     // and answers its next request, never closing it under a request that is being sent
     // (idle-close-on-response: the old worker answers the next request on it, then closes it: what a
@@ -139,6 +162,8 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     // one request on it every 2 s until the reload: HAProxy's keep-alive timeout (5 s) would close it
     // otherwise when the stop and the reload take longer than that (a loaded host); between two, it is idle
     const keepUp = setInterval(ask, 2000);
+    // the keeper up longer than the idle sleep: a model it saw no request for in the new worker would be idle that long
+    await sleep(Math.max(0, upAt + 5000 - Date.now()));
     const stopAt = Date.now();
     expect((await cli(['stop', 'qwen-prod'], { env: t.env() })).exitCode).toBe(0);
     const keeperLog = join(t.state, 'logs', 'gateway-keeper.log');
@@ -156,6 +181,18 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     expect(await waitFor(() => answered() === sent || answeredAtClose !== undefined, 5000, 20)).toBe(true);
     expect(answeredAtClose ?? answered(), 'a request on the kept connection got no answer').toBe(sent);
     idle.destroy();
+    // the keeper has looked (every second) at least twice since the reload: the model streaming on the
+    // old worker is awake, out of no idle timer's reach (it was put to sleep here when only the new
+    // worker's count was read)
+    await sleep(Math.max(0, reloadedAt + 2500 - Date.now()));
+    const mid = JSON.parse((await cli(['gateway', 'status', '--json'], { env: t.env() })).stdout);
+    expect(s9b.st.running, `the stream on the sleep-mode model still runs (${s9b.st.chunks} chunks, status ${s9b.st.status})`).toBe(true);
+    const m9b = mid.models.find((m: { name: string }) => m.name === 'Qwen/Qwen3.5-9B');
+    expect(m9b).toMatchObject({ asleep: false });
+    // and gateway status counts it: the old worker's count, over HAProxy's master CLI
+    expect(m9b.servers.reduce((n: number, sv: { inFlight: number }) => n + sv.inFlight, 0), JSON.stringify(m9b.servers)).toBe(1);
+    ac9b.abort();
+    await s9b.done;
     expect(await waitFor(async () => (await post({ model: 'qwen-prod', prompt: 'hi' }, PROD_KEY)).status === 404, 10_000, 200)).toBe(true);
     const again = await serve('qwen-prod', base + 5);
     expect(again.exitCode, again.stderr).toBe(0);

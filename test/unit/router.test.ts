@@ -8,7 +8,7 @@ import { Profile, RouterBlock } from '../../src/profiles/schema.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { resolveLoaded } from '../../src/profiles/resolve.js';
 import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/profiles/router.js';
-import { parseShowStat, serverState } from '../../src/router/api.js';
+import { parseShowProc, parseShowStat, serverState } from '../../src/router/api.js';
 import { judgeRouter } from '../../src/router/probe.js';
 import { checkRollable } from '../../src/router/rolling.js';
 import { buildServePlan, withRouterFlag } from '../../src/engine/plan.js';
@@ -174,6 +174,32 @@ const row = (sv: string, scur: number, status: string, check = 'L7OK', lastChk =
   set('last_chk', lastChk);
   return `${f.join(',')}\n`;
 };
+
+// `show proc` on HAProxy 2.6.12's master CLI (haproxy -W -S), captured here after one reload while a
+// stream was still on the first worker
+const SHOW_PROC = `#<PID>          <type>          <reloads>       <uptime>        <version>
+11413           master          2 [failed: 0]   0d00h00m30s     2.6.12-1+deb12u3
+# workers
+11628           worker          0               0d00h00m01s     2.6.12-1+deb12u3
+# old workers
+11481           worker          1               0d00h00m19s     2.6.12-1+deb12u3
+# programs
+
+`;
+
+describe('show proc (the master CLI): the current and the old workers', () => {
+  it.each([
+    ['a real capture after a reload', SHOW_PROC, { workers: [11628], old: [11481] }],
+    ['no old worker', SHOW_PROC.replace(/# old workers\n.*\n/, '# old workers\n'), { workers: [11628], old: [] }],
+    ['a program is not a worker', `${SHOW_PROC}4242            program         0               0d00h00m19s     -\n`, { workers: [11628], old: [11481] }],
+    ['the master, pid 1 and a pid too long are never a worker', SHOW_PROC.replace('11481 ', '1     ').replace('11628 ', '12345678901 '), { workers: [], old: [] }],
+    ['two old workers', SHOW_PROC.replace('# programs', '11500           worker          2               0d00h00m09s     2.6.12\n# programs'), { workers: [11628], old: [11481, 11500] }],
+  ])('%s', (_name, text, want) => expect(parseShowProc(text)).toEqual(want));
+
+  it.each([[''], ['Unknown command.'], ['# workers\n11628 worker 0\n']])('an answer without its header is an error, never "no old worker": %j', (text) =>
+    expect(() => parseShowProc(text)).toThrow(/without its header/),
+  );
+});
 
 describe('show stat', () => {
   it('reads the server rows of a real capture by its header (not FRONTEND/BACKEND)', () => {

@@ -272,6 +272,7 @@ export async function runForeground(o: SettingsFlags) {
         statsPort: plan.stats.port,
         keeperSocket: plan.keeper.socket,
         socket: plan.files.socket,
+        master: plan.files.master,
         configFile: plan.files.config,
         logFile: plan.files.log,
         apiKeyEnv: plan.apiKeyEnv,
