@@ -34,7 +34,7 @@ import { LaunchError, UsageError } from '../errors.js';
 import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
-import { parseShowStat, runtimeCommand, setServerState, showStatEveryWorker, type ServerStat } from '../router/api.js';
+import { parseShowStat, runtimeCommand, setServerState, showStat, showStatEveryWorker, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
@@ -434,18 +434,26 @@ export class Keeper {
     try {
       read = await this.workers(2000);
     } catch {
+      // an old worker unread: no idle sleep this round (a stream may run there); a wake needs only the current worker
+      const current = await showStat(plan.files.socket, 2000).catch(() => undefined);
+      if (!current) return;
+      for (const m of sleepers) this.wakeHeld(m, current);
       return;
     }
     const lastsess = this.lastSessions(read.texts);
     for (const m of sleepers) {
-      const rows = read.current.filter((s) => s.backend === m.backend);
       // in flight on every worker: a stream the old worker still carries after a reload keeps its model awake
       const busy = read.all.filter((s) => s.backend === m.backend).reduce((n, s) => n + s.scur + s.qcur, 0) + (this.passing.get(m.name) ?? 0);
-      // a request reached a sleeping server before the checks took it out: it waits there until woken
-      if (rows.some((s) => s.checkStatus === 'L7RSP' && s.scur > 0) && !this.waking.has(m.backend)) void this.wake(m).catch((e) => this.o.log(`gateway: ${(e as Error).message}`));
+      this.wakeHeld(m, read.current);
       const idle = lastsess.get(m.backend);
       if (plan.idleSleepMs && !this.slept.has(m.name) && !this.waking.has(m.backend) && busy === 0 && idle !== undefined && idle * 1000 >= plan.idleSleepMs) await this.sleepModel(m, idle);
     }
+  }
+
+  /** A request reached a sleeping server before the checks took it out (the current worker's rows): it waits there until woken. */
+  private wakeHeld(m: GatewayModel, current: ServerStat[]) {
+    if (current.some((s) => s.backend === m.backend && s.checkStatus === 'L7RSP' && s.scur > 0) && !this.waking.has(m.backend))
+      void this.wake(m).catch((e) => this.o.log(`gateway: ${(e as Error).message}`));
   }
 
   /**
