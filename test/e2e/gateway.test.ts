@@ -190,7 +190,10 @@ describe.skipIf(!have)('gateway: one HAProxy for every profile of the host', () 
     const m9b = mid.models.find((m: { name: string }) => m.name === 'Qwen/Qwen3.5-9B');
     expect(m9b).toMatchObject({ asleep: false });
     // and gateway status counts it: the old worker's count, over HAProxy's master CLI
-    expect(m9b.servers.reduce((n: number, sv: { inFlight: number }) => n + sv.inFlight, 0), JSON.stringify(m9b.servers)).toBe(1);
+    expect(
+      m9b.servers.reduce((n: number, sv: { inFlight: number }) => n + sv.inFlight, 0),
+      JSON.stringify(m9b.servers),
+    ).toBe(1);
     ac9b.abort();
     await s9b.done;
     expect(await waitFor(async () => (await post({ model: 'qwen-prod', prompt: 'hi' }, PROD_KEY)).status === 404, 10_000, 200)).toBe(true);
