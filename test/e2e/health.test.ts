@@ -1,6 +1,6 @@
 // prewarm, probe, client-env, k8s and systemd through the built CLI, against the simulator.
 import { describe, it, expect, afterAll } from 'vitest';
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { execa } from 'execa';
@@ -291,6 +291,8 @@ describe('client-env, k8s, systemd', () => {
       expect(JSON.parse(live.stdout).verdict).toBe('healthy');
     } finally {
       await sim.stop();
+      // the check ran here, not in a container: its state file is this host's /tmp
+      rmSync(`/tmp/sparkctl-liveness-${sim.port}.json`, { force: true });
     }
     expect(c.startupProbe.failureThreshold * c.startupProbe.periodSeconds).toBeGreaterThanOrEqual(900);
     expect(c.args).toEqual(expect.arrayContaining(['--served-model-name', 'qwen-prod', '--port', '8001', '--host', '0.0.0.0']));
