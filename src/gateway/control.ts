@@ -16,7 +16,7 @@ import { pollUntil } from '../util/poll.js';
 import { processStartTime } from '../util/pid.js';
 import { proveIdentity, signalProven, stopGroup, groupMembers, INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { Registry, type GatewayEntry } from '../engine/registry.js';
-import { parseShowStat, serverState, runtimeCommand, showStatEveryWorker, type ServerStat } from '../router/api.js';
+import { backendColumn, parseShowStat, serverState, runtimeCommand, showStatEveryWorker, type ServerStat } from '../router/api.js';
 import { UsageError, LaunchError } from '../errors.js';
 import type { GatewayModel } from './plan.js';
 import { emptyCounts, type UsageCounts } from './usage.js';
@@ -322,15 +322,7 @@ interface GatewayView {
 /** The backends' waiting requests (qcur of the BACKEND rows of each worker's `show stat`), summed. */
 function backendQueues(texts: string[]): Map<string, number> {
   const out = new Map<string, number>();
-  for (const text of texts) {
-    const lines = text.split('\n');
-    const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
-    const at = cols.indexOf('qcur');
-    for (const l of lines.slice(1)) {
-      const f = l.split(',');
-      if (f[1] === 'BACKEND' && at >= 0 && /^\d+$/.test(f[at] ?? '')) out.set(f[0]!, (out.get(f[0]!) ?? 0) + Number(f[at]));
-    }
-  }
+  for (const text of texts) for (const { backend, value } of backendColumn(text, 'qcur')) if (/^\d+$/.test(value)) out.set(backend, (out.get(backend) ?? 0) + Number(value));
   return out;
 }
 

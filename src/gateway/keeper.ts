@@ -34,7 +34,7 @@ import { LaunchError, UsageError } from '../errors.js';
 import { readTail } from '../util/read.js';
 import { INSTANCE_ENV } from '../engine/runtime/proc.js';
 import { readSleep, requestSleep, requestWake } from '../client/sleep.js';
-import { parseShowStat, runtimeCommand, setServerState, showStat, showStatEveryWorker, type ServerStat } from '../router/api.js';
+import { backendColumn, parseShowStat, runtimeCommand, setServerState, showStat, showStatEveryWorker, type ServerStat } from '../router/api.js';
 import { planGateway, type GatewayPlan, type GatewayModel, type GatewaySettings, type ServedInstance } from './plan.js';
 import { routeBody, renamed, carriesKey, INTERNAL_HEADER_PREFIX } from './route.js';
 import { renderGatewayConfig, modelsJson, modelsMap, aliasesMap, unknownModelBody, haproxyEnv, RETURN_ROUTE_HEADER, RETURNED_HEADER, type RenderOptions } from './config.js';
@@ -473,18 +473,11 @@ export class Keeper {
    */
   private lastSessions(texts: string[]): Map<string, number> {
     const now = Date.now();
-    for (const text of texts) {
-      const lines = text.split('\n');
-      const cols = (lines[0] ?? '').replace(/^# /, '').split(',');
-      const at = cols.indexOf('lastsess');
-      if (at < 0) continue;
-      for (const l of lines.slice(1)) {
-        const f = l.split(',');
-        const n = Number(f[at]);
-        if (f[1] !== 'BACKEND' || !f[0] || f[at] === '' || !Number.isFinite(n) || n < 0) continue;
-        this.lastRequest.set(f[0], Math.max(this.lastRequest.get(f[0]) ?? 0, now - n * 1000));
+    for (const text of texts)
+      for (const { backend, value } of backendColumn(text, 'lastsess')) {
+        const n = Number(value);
+        if (value !== '' && Number.isFinite(n) && n >= 0) this.lastRequest.set(backend, Math.max(this.lastRequest.get(backend) ?? 0, now - n * 1000));
       }
-    }
     const out = new Map<string, number>();
     // never a request yet: idle since the keeper began following it
     for (const m of this.plan.models) out.set(m.backend, Math.round((now - (this.lastRequest.get(m.backend) ?? this.started)) / 1000));

@@ -160,6 +160,19 @@ export async function routerHealth(rec: { socket: string; backend: string; serve
   }
 }
 
+/** `show stat` (CSV) -> each BACKEND row's value in `column` (by the header; a row or header without it gives nothing). */
+export function backendColumn(text: string, column: string): Array<{ backend: string; value: string }> {
+  const lines = text.split('\n');
+  const at = (lines[0] ?? '').replace(/^# /, '').split(',').indexOf(column);
+  if (at < 0) return [];
+  const out: Array<{ backend: string; value: string }> = [];
+  for (const l of lines.slice(1)) {
+    const f = l.split(',');
+    if (f[1] === 'BACKEND' && f[0] && f[at] !== undefined) out.push({ backend: f[0], value: f[at] });
+  }
+  return out;
+}
+
 /** `show proc` on the master CLI -> the pids of the current worker(s) and of the old ones still finishing their connections. */
 export function parseShowProc(text: string): { workers: number[]; old: number[] } {
   if (!/^#<PID>/m.test(text)) throw new RouterApiError(`"show proc" answered without its header: ${JSON.stringify(text.slice(0, 120))}`);

@@ -8,7 +8,7 @@ import { Profile, RouterBlock } from '../../src/profiles/schema.js';
 import { loadProfile } from '../../src/profiles/load.js';
 import { resolveLoaded } from '../../src/profiles/resolve.js';
 import { planRouter, renderConfig, routerMetricsEndpoint, routerPorts } from '../../src/profiles/router.js';
-import { parseShowProc, parseShowStat, serverState } from '../../src/router/api.js';
+import { backendColumn, parseShowProc, parseShowStat, serverState } from '../../src/router/api.js';
 import { judgeRouter } from '../../src/router/probe.js';
 import { checkRollable } from '../../src/router/rolling.js';
 import { buildServePlan, withRouterFlag } from '../../src/engine/plan.js';
@@ -199,6 +199,27 @@ describe('show proc (the master CLI): the current and the old workers', () => {
   it.each([[''], ['Unknown command.'], ['# workers\n11628 worker 0\n']])('an answer without its header is an error, never "no old worker": %j', (text) =>
     expect(() => parseShowProc(text)).toThrow(/without its header/),
   );
+});
+
+describe('show stat: a BACKEND column (the gateway reads qcur and lastsess by it)', () => {
+  const CSV = '# pxname,svname,qcur,lastsess\nb1,s1,4,2\nb1,BACKEND,3,7\nb2,BACKEND,,-1\n,BACKEND,9,9\nb3,BACKEND\n';
+  it.each([
+    [
+      'qcur',
+      [
+        { backend: 'b1', value: '3' },
+        { backend: 'b2', value: '' },
+      ],
+    ],
+    [
+      'lastsess',
+      [
+        { backend: 'b1', value: '7' },
+        { backend: 'b2', value: '-1' },
+      ],
+    ],
+    ['no-such-column', []],
+  ])('%s: the BACKEND rows only, a nameless or short row left out', (column, want) => expect(backendColumn(CSV, column)).toEqual(want));
 });
 
 describe('show stat', () => {
