@@ -8,6 +8,7 @@ import { completionAnswer, errorMessage } from '../client/answers.js';
 import { probe, type ProbeSettings } from '../health/probe.js';
 import type { Target } from '../health/target.js';
 import { runBench } from '../bench/runner.js';
+import type { RequestOutput } from '../bench/metrics.js';
 import type { Measured } from './judge.js';
 import { shownEscaped } from '../util/control.js';
 
@@ -185,61 +186,138 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-async function shortBench(t: Target, s: MeasureSettings): Promise<Measured['bench']> {
-  const prompt = 'Write a short paragraph about keeping GPU servers healthy at night. '.repeat(4);
+const BENCH_PROMPT = 'Write a short paragraph about keeping GPU servers healthy at night. '.repeat(4);
+
+/** Requests of the short bench to one server: `n` measured (after `warmup` unmeasured), `s.bench.concurrency` at once. */
+async function benchRun(t: Target, s: MeasureSettings, n: number, warmup: number): Promise<{ outputs: RequestOutput[]; durationS: number }> {
   const r = await runBench({
     url: t.url,
     model: t.servedName ?? '',
     apiKey: t.apiKey,
     endpoint: 'completions',
     stream: true,
-    dataset: [{ prompt, promptLen: 64, outputLen: s.bench.outputTokens }],
-    maxRequests: s.bench.requests,
+    dataset: [{ prompt: BENCH_PROMPT, promptLen: 64, outputLen: s.bench.outputTokens }],
+    maxRequests: n,
     rate: Number.POSITIVE_INFINITY,
     burstiness: 1,
     seed: 0,
     concurrency: s.bench.concurrency,
-    warmup: 1,
+    warmup,
     requestTimeoutMs: s.timeoutMs,
     ignoreEos: true,
     continuousUsage: false,
     stop: s.signal,
   });
-  const ok = r.outputs.filter((o) => o.success);
+  return { outputs: r.outputs, durationS: r.durationS };
+}
+
+/** One side's bench figures from its requests and the seconds they took (summed over its rounds). */
+function benchFigures(outputs: RequestOutput[], durationS: number): NonNullable<Measured['bench']> {
+  const ok = outputs.filter((o) => o.success);
   const out = ok.reduce((n, o) => n + o.outputTokens, 0);
   return {
-    requests: r.outputs.length,
-    failed: r.outputs.length - ok.length,
+    requests: outputs.length,
+    failed: outputs.length - ok.length,
     ttftP50Ms: median(ok.map((o) => o.ttft * 1000)),
     // per request, (last token - first token) / (tokens - 1): unlike the gap between SSE events, it does
     // not change when a version streams several tokens per event (near zero when a server sends nearly
     // all of them in its first event: the judge's TPOT floor)
     tpotP50Ms: median(ok.filter((o) => o.outputTokens > 1).map((o) => ((o.latency - o.ttft) * 1000) / (o.outputTokens - 1))),
-    outputTokensPerS: r.durationS > 0 ? out / r.durationS : Number.NaN,
+    outputTokensPerS: durationS > 0 ? out / durationS : Number.NaN,
   };
 }
 
-/** Probe, golden prompts (one at a time, in order), then the bench: one server's side of the comparison. */
-export async function measure(t: Target, vllmVersion: string, s: MeasureSettings): Promise<Measured> {
+async function shortBench(t: Target, s: MeasureSettings): Promise<Measured['bench']> {
+  const r = await benchRun(t, s, s.bench.requests, 1);
+  return benchFigures(r.outputs, r.durationS);
+}
+
+/**
+ * The short bench of two servers side by side, in rounds that take turns: current then canary, canary
+ * then current, and so on (A B, B A, ...), `concurrency` requests a round, each side's first round after
+ * one warm-up request. What the host does meanwhile (another job starting, a page cache flush, a noisy
+ * neighbour on the CPU that feeds the GPU) falls on both sides alike, where one side's whole bench and
+ * then the other's put a burst of load on one of them only: an identical canary measured 1.5x slower
+ * to its first token that way failed its comparison on a loaded host (CI, 2026-12-05).
+ */
+export async function benchSideBySide(a: Target, b: Target, s: MeasureSettings): Promise<{ a: Measured['bench']; b: Measured['bench'] }> {
+  const per = Math.max(1, s.bench.concurrency);
+  const sides = [
+    { t: a, outputs: [] as RequestOutput[], durationS: 0 },
+    { t: b, outputs: [] as RequestOutput[], durationS: 0 },
+  ];
+  for (let done = 0, round = 0; done < s.bench.requests; round++) {
+    const n = Math.min(per, s.bench.requests - done);
+    for (const side of round % 2 ? [sides[1]!, sides[0]!] : sides) {
+      if (s.signal?.aborted) break;
+      const r = await benchRun(side.t, s, n, round === 0 ? 1 : 0);
+      side.outputs.push(...r.outputs);
+      side.durationS += r.durationS;
+    }
+    done += n;
+  }
+  return { a: benchFigures(sides[0]!.outputs, sides[0]!.durationS), b: benchFigures(sides[1]!.outputs, sides[1]!.durationS) };
+}
+
+/** Probe, golden prompts and the chat template (one at a time, in order): what one server answers, its speed aside. */
+async function answers(t: Target, vllmVersion: string, s: MeasureSettings): Promise<Measured> {
   const p = await probe(t, s.probe);
   const golden = [];
   for (const g of s.golden) golden.push(await greedy(t, g, s));
   const chatTemplate = [];
   for (const conv of TEMPLATE_CONVERSATIONS) chatTemplate.push(await rendered(t, conv, s));
-  let bench: Measured['bench'];
-  let benchError: string | undefined;
-  try {
-    bench = await shortBench(t, s);
-  } catch (e) {
-    benchError = said((e as Error).message);
-  }
   return {
     url: t.url,
     vllmVersion,
     probe: { state: p.state, failed: p.steps.filter((x) => x.status === 'fail').map((x) => said(`${x.step}: ${x.detail}`)) },
-    bench,
-    benchError,
     golden,
     chatTemplate,
   };
+}
+
+/** Probe, golden prompts, chat template, then the bench: one server's side of the comparison, alone (the other side is not running at the same time). */
+export async function measure(t: Target, vllmVersion: string, s: MeasureSettings): Promise<Measured> {
+  const m = await answers(t, vllmVersion, s);
+  try {
+    return withBench(m, await shortBench(t, s));
+  } catch (e) {
+    return withBench(m, undefined, said((e as Error).message));
+  }
+}
+
+/** A side's answers with its bench (or why it has none), keys in the order the record has always had. */
+function withBench(m: Measured, bench: Measured['bench'], benchError?: string): Measured {
+  return { url: m.url, vllmVersion: m.vllmVersion, probe: m.probe, bench, benchError, golden: m.golden, chatTemplate: m.chatTemplate };
+}
+
+/** Both sides while both run: each one's answers (current first), then the bench side by side in turns (benchSideBySide). */
+export async function measureBoth(
+  cur: Target,
+  curVersion: string,
+  can: Target,
+  canVersion: string,
+  s: MeasureSettings,
+  onSide?: (side: 'current' | 'canary', url: string) => void,
+): Promise<{ current: Measured; candidate: Measured }> {
+  onSide?.('current', cur.url);
+  const current = await answers(cur, curVersion, s);
+  onSide?.('canary', can.url);
+  return measureBeside(cur, current, can, canVersion, s);
+}
+
+/**
+ * The canary's answers, then the bench of both in turns, where the current side's answers were read
+ * before the canary started (a multi-node canary on spare nodes: the running server is measured first,
+ * so that one unfit to compare against stops the upgrade before anything starts). Its bench is taken
+ * again here, beside the canary's: the one read alone is replaced.
+ */
+export async function measureBeside(cur: Target, current: Measured, can: Target, canVersion: string, s: MeasureSettings): Promise<{ current: Measured; candidate: Measured }> {
+  const candidate = await answers(can, canVersion, s);
+  try {
+    const b = await benchSideBySide(cur, can, s);
+    return { current: withBench(current, b.a), candidate: withBench(candidate, b.b) };
+  } catch (e) {
+    const why = said((e as Error).message);
+    return { current: withBench(current, undefined, why), candidate: withBench(candidate, undefined, why) };
+  }
 }

@@ -17,7 +17,7 @@ import type { ServeOutcome } from '../engine/events.js';
 import type { RollingEvent, RollingOutcome } from '../router/rolling.js';
 import type { Target } from '../health/target.js';
 import { judge, type Measured, type Thresholds, type Verdict } from './judge.js';
-import { measure, type MeasureSettings } from './measure.js';
+import { measureBoth, type MeasureSettings } from './measure.js';
 import { UsageError } from '../errors.js';
 
 export type UpgradeEvent =
@@ -91,13 +91,10 @@ async function roll(run: UpgradeRun, plan: ServePlan, only: string[]): Promise<R
   });
 }
 
-/** Both sides measured with the same requests: current first, then the canary. */
+/** Both sides measured with the same requests: each one's answers (current first), then the bench in turns (measureBoth). */
 async function compare(run: UpgradeRun, cur: Target, can: Target): Promise<{ current: Measured; candidate: Measured; verdict: Verdict }> {
   const s = { ...run.measure, signal: run.signal };
-  run.onEvent?.({ type: 'measuring', side: 'current', url: cur.url });
-  const current = await measure(cur, run.current.version, s);
-  run.onEvent?.({ type: 'measuring', side: 'canary', url: can.url });
-  const candidate = await measure(can, run.candidate.version, s);
+  const { current, candidate } = await measureBoth(cur, run.current.version, can, run.candidate.version, s, (side, url) => run.onEvent?.({ type: 'measuring', side, url }));
   const verdict = judge(current, candidate, run.thresholds);
   run.onEvent?.({ type: 'verdict', verdict });
   return { current, candidate, verdict };

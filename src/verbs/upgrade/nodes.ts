@@ -25,8 +25,7 @@ import { envelope, c, formatDuration } from '../../output/format.js';
 import { say, note } from '../../output/log.js';
 import { UsageError, ExitWith, ExitCode, LaunchError, ProblemsFound, SparkError } from '../../errors.js';
 import { versionDiff, diffLines } from '../../upgrade/diff.js';
-import { measure } from '../../upgrade/measure.js';
-import { defaultGolden } from '../../upgrade/measure.js';
+import { defaultGolden, measure, measureBeside } from '../../upgrade/measure.js';
 import { judge, sameVllmVersion, type Measured, type Thresholds, type Verdict } from '../../upgrade/judge.js';
 import {
   nodesEnd,
@@ -665,8 +664,12 @@ async function onCanary(u: NodesUpgrade, d: NodesDone, signal: AbortSignal): Pro
   if (s.served === 'healthy' && crec && !signal.aborted) {
     say2(`  canary ready at ${crec.url}; comparing with ${u.name} at ${u.rec0.url} on the same requests`);
     d.to = sideVersion(d.to, await versionAt(crec, u.secrets));
-    const candidate = await timed('measureCanary', () => measure(targetOf(crec, u.secrets), d.to, { ...measureSettings(u), signal }));
-    const verdict = judge(current, candidate, u.thresholds);
+    // both run now: the canary's answers, then the bench of both in turns (the running server's bench read
+    // again beside the canary's, for this verdict; the in-place step after it compares with the one read alone,
+    // as its candidate is measured alone)
+    const both = await timed('measureCanary', () => measureBeside(targetOf(u.rec0, u.secrets), current, targetOf(crec, u.secrets), d.to, { ...measureSettings(u), signal }));
+    const candidate = both.candidate;
+    const verdict = judge(both.current, candidate, u.thresholds);
     d.canary = { candidate, verdict, url: crec.url };
     cr.pass = verdict.pass;
     d.why.push(...verdict.why.map((x) => `canary: ${x}`));
