@@ -11,7 +11,8 @@ const HAPROXY = process.env.HAPROXY ?? '/usr/sbin/haproxy';
 
 /** HAProxy on `cfg` (one thread forced), written to `file`, pinned to core 1; resolves once `port` answers /health. */
 export async function startHaproxy(cfg, file, port) {
-  writeFileSync(file, cfg.replace('global\n', 'global\n    nbthread 1\n'));
+  // one thread (the gateway's config with its Lua file says so itself: src/profiles/haproxy.ts)
+  writeFileSync(file, /^\s*nbthread /m.test(cfg) ? cfg : cfg.replace('global\n', 'global\n    nbthread 1\n'));
   const [cmd, argv] = pin(1, [HAPROXY, '-db', '-f', file]);
   const child = spawnKept(cmd, argv);
   await untilHealthy(port, 'haproxy', 200);

@@ -43,7 +43,14 @@ export const HAPROXY_MALLOC_ENV = { MALLOC_TRIM_THRESHOLD_: String(64 << 20), MA
 /** The global section, and a blank line. */
 export function globalSection(o: GlobalOptions): string[] {
   const L = ['global', o.logFd !== undefined ? `    log fd@${Math.trunc(o.logFd)} format raw local0 info` : o.logStdout ? '    log stdout format raw local0 info' : '    log /dev/log local0 info'];
-  if (o.luaLoad) L.push(`    lua-load ${o.luaLoad}`);
+  // One thread where Lua is loaded. A `lua-load` script runs on one Lua state shared by every thread, and
+  // HAProxy before 2.6.17 touched that state's stack outside its lock when it made a stream's filter
+  // (fixed upstream in 2024: "BUG/MAJOR: hlua: improper lock usage with hlua_ctx_resume()" and its
+  // filter follow-ups; Debian 12 ships 2.6.12): under load a filter object lost its HAProxy handle,
+  // `register_data_filter` failed ("bad argument #-1 ... got nil") and the client got a 502 (the
+  // gateway's on-demand start on a loaded host: one of four held requests). The shared state's lock
+  // runs one thread's Lua at a time anyway; a per-thread state would split the prefix routing's memory.
+  if (o.luaLoad) L.push('    nbthread 1', `    lua-load ${o.luaLoad}`);
   if (o.socket) {
     L.push(`    stats socket ${o.socket} mode 600 level admin${o.exposeFd ? ' expose-fd listeners' : ''}`);
     L.push('    stats timeout 30s');

@@ -152,7 +152,18 @@ describe.skipIf(!have)('gateway: models started on demand, room made by the plan
     // four at once for the stopped model: every one answered, one start
     const before = swaps().filter((x) => x.what === 'start' && x.profile === 'qwen-dev').length;
     const four = await Promise.all(Array.from({ length: 4 }, () => ask('qwen-dev', { stream: true })));
-    expect(four.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    // a failure says who answered what, and what HAProxy logged (its errors and state changes)
+    const why = four.some((r) => r.status !== 200)
+      ? `${JSON.stringify(four.map((r) => [r.status, r.text.slice(0, 300)]))}\n${readFileSync(join(t.state, 'logs', 'gateway.log'), 'utf8')
+          .split('\n')
+          .filter((l) => !/^Proxy .* stopped|Health check/.test(l))
+          .slice(-40)
+          .join('\n')}`
+      : '';
+    expect(
+      four.map((r) => r.status),
+      why,
+    ).toEqual([200, 200, 200, 200]);
     expect(four.every((r) => r.done)).toBe(true);
     expect(swaps().filter((x) => x.what === 'start' && x.profile === 'qwen-dev').length).toBe(before + 1);
     expect(swaps().filter((x) => x.what === 'evict' && x.profile === 'qwen3.5-9b')).toEqual([]);

@@ -132,6 +132,14 @@ describe("HAProxy's own refusals are counted (usage filter on)", () => {
   it('without the usage filter: no action line (the action is registered only by its Lua file)', () => {
     expect(renderGatewayConfig(plan()).includes('sparkctl_own')).toBe(false);
   });
+  // HAProxy before 2.6.17 worked on the shared Lua state's stack outside its lock when it made a stream's
+  // filter: with several threads a filter lost its handle and the client got a 502 (src/profiles/haproxy.ts)
+  it('with the Lua file loaded HAProxy runs one thread; without it, as many as it chooses', () => {
+    const global = (cfg: string) => cfg.split('\n').slice(0, cfg.split('\n').indexOf('defaults'));
+    const on = global(renderGatewayConfig(plan(), { usage }));
+    expect(on.filter((l) => /nbthread|lua-load/.test(l))).toEqual(['    nbthread 1', `    lua-load ${usage.lua}`]);
+    expect(global(renderGatewayConfig(plan())).filter((l) => /nbthread|lua-load/.test(l))).toEqual([]);
+  });
 });
 
 describe('a reload: the old worker never answers a 404 for a model served since (src/gateway/config.ts)', () => {
