@@ -22,7 +22,6 @@ import { traitsOfProfile } from './runtime/traits.js';
 import { UsageError } from '../errors.js';
 import { commandLine } from '../output/format.js';
 import { readTextOrNullSync } from '../util/read.js';
-import { ContainerBlock } from '../profiles/schema.js';
 import { decideImagePin, inspectForPin, isPinnedRef, lockFileOf, lockFix, lockNotWritable, pinsAt, type ImagePinDecision } from './pins.js';
 
 interface PlanReadOptions {
@@ -166,7 +165,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
   }
   // the image as pinned: the profile's reference replaced by what its pin says runs (never a moved tag)
   const pin = fromImage(lp.profile) && opts.pin ? (prior?.pin ?? (await imagePinFor(lp.profile, lp.file, platform, opts.pin))) : undefined;
-  if (pin && pin.run !== pin.ref) lp = { ...lp, profile: { ...lp.profile, container: { ...(lp.profile.container ?? ContainerBlock.parse({})), image: pin.run } } };
+  if (pin && pin.run !== pin.ref) lp = { ...lp, profile: (await import('./runtime/container.js')).withContainerImage(lp.profile, pin.run) };
   // a generated profile knows its runtime (--set engine.runtime) only now
   // the simulator in a container plays the version it is given: its image is read for the entrypoint only
   // (a profile generated for a model is chosen afresh for the host now seen: its image is read for it)
@@ -201,7 +200,7 @@ export async function prepare(name: string, opts: PlanReadOptions): Promise<Prep
 
 /** The pin decision for the image a profile would run (undefined where there is no image or no CLI to read it: the plan says why). */
 async function imagePinFor(p: LoadedProfile['profile'], file: string | undefined, platform: { name: string }, x: { stateDir: string; repin?: boolean }): Promise<ImagePinDecision | undefined> {
-  const { imageFor, detectCli } = await import('./runtime/container.js');
+  const { imageFor, detectCli, containerCliArgs } = await import('./runtime/container.js');
   const { ofCli } = await import('./runtime/index.js');
   let ref: string;
   let images: ReturnType<typeof ofCli>['images'];
@@ -215,7 +214,7 @@ async function imagePinFor(p: LoadedProfile['profile'], file: string | undefined
   // the one reader: the lock file beside the profile where the operator keeps one (pinnedIn: lockfile)
   const lock = lockFileOf(p, file);
   const at = pinsAt(x.stateDir, p.name, lock);
-  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, p.container?.cliArgs ?? [], ref);
+  const inspected = isPinnedRef(ref) ? { error: 'pinned by reference' } : await inspectForPin(images, containerCliArgs(p), ref);
   const d = decideImagePin(ref, at.file, inspected, x.repin);
   // a pin to be written where sparkctl may not write: refused now, before anything starts
   if (d.state !== 'given' && d.state !== 'kept' && d.state !== 'unpinned') {
@@ -322,7 +321,7 @@ function tokensIn(dir: string | undefined, tokens: string[]): boolean | undefine
 
 /** The vLLM of the image the container runtime would run, as an InstalledVllm (its failure a `why`, never a throw). */
 export async function imageVersion(p: LoadedProfile['profile'], platform: { name: string }, inspectOnly: boolean): Promise<{ installed: InstalledVllm; image?: Prepared['image'] }> {
-  const { imageFor, detectCli } = await import('./runtime/container.js');
+  const { imageFor, detectCli, containerCliArgs } = await import('./runtime/container.js');
   const { imageVllm, versionFromRef } = await import('./runtime/image-version.js');
   let image: string;
   try {
@@ -340,7 +339,7 @@ export async function imageVersion(p: LoadedProfile['profile'], platform: { name
     const why = (e as Error).message;
     return { installed: stated ? { bin: 'the container image', image, version: stated.version, source: stated.from, why } : { bin: 'the container image', image, why } };
   }
-  const r = await imageVllm({ cli, cliArgs: p.container?.cliArgs ?? [], image, inspectOnly, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
+  const r = await imageVllm({ cli, cliArgs: containerCliArgs(p), image, inspectOnly, cacheFile: join(stateDir(), 'cache', 'image-vllm-versions.json') });
   // not read here (not pulled yet, or a unit written for another host): what its reference states, if anything
   const stated = r.version || inspectOnly ? undefined : versionFromRef(image);
   const installed: InstalledVllm = stated

@@ -8,7 +8,7 @@
 // The one function that renders a node's container is nodeContainer(): the container runtime's run
 // line (src/engine/runtime/container.ts runArgv) plus what only a cluster node needs.
 import type { NodesFile, NodeEntry, Profile, Platform } from '../../profiles/schema.js';
-import { runArgv, imageFor, imageStart, containerName, containerGpuUse, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount } from '../runtime/container.js';
+import { runArgv, imageFor, imageStart, containerName, containerGpuUse, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount, containerCliArgs } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import type { ExecutorKind } from '../plan.js';
 
@@ -72,7 +72,7 @@ function nodeContainer(
   const isShell = 'shell' in command;
   const argv = runArgv({
     cli,
-    cliArgs: p.container?.cliArgs ?? [],
+    cliArgs: containerCliArgs(p),
     image,
     name,
     marker: MARKER_PLACEHOLDER,
@@ -96,7 +96,7 @@ function nodeContainer(
     const at = argv.lastIndexOf(image);
     argv.splice(at, argv.length - at, '--entrypoint', '/bin/bash', image, '-c', command.shell);
   }
-  return { argv, container: { cli, cliArgs: p.container?.cliArgs ?? [], image, name } };
+  return { argv, container: { cli, cliArgs: containerCliArgs(p), image, name } };
 }
 
 /** The arguments after `vllm serve` of a host argv. */

@@ -268,7 +268,15 @@ interface ContainerRenderInput {
  * preflight's container checks do not load the profile schema.
  */
 export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], gpus: 'auto', network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
-const settingsOf = (p: Profile): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
+const settingsOf = (p: Pick<Profile, 'container'>): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
+
+/** The container CLI's own arguments the profile gives (before the verb: `podman --root X run`); none without a container: block. */
+export const containerCliArgs = (p: Pick<Profile, 'container'>): string[] => p.container?.cliArgs ?? [];
+
+/** The profile with its container image replaced (a pin's image, a candidate), its other container settings kept (the defaults where it had none). */
+export function withContainerImage<P extends Pick<Profile, 'container'>>(p: P, image: string): P {
+  return { ...p, container: { ...settingsOf(p), image } };
+}
 
 /**
  * Whether the container is given the replica's GPUs, and why not: the simulator pretends them, and

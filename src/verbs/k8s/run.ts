@@ -1,7 +1,7 @@
 import { renderReplicas, servedName } from '../../profiles/render.js';
 import { say, note as noteErr } from '../../output/log.js';
 import { clusterVersion, deployment, k8sName, podGpus } from '../../k8s/manifests.js';
-import { podLimits, imageFor, imageStart, ownImage, CONTAINER_DEFAULTS } from '../../engine/runtime/container.js';
+import { podLimits, imageFor, imageStart, ownImage, withContainerImage } from '../../engine/runtime/container.js';
 import { k8sProblems, resolveReplicas } from '../../profiles/validate.js';
 import { loadProfile, loadPlatform, DEFAULT_PLATFORM } from '../../profiles/load.js';
 import { formatProblem } from '../../profiles/problem.js';
@@ -24,7 +24,7 @@ export async function run(profileName: string, opts: { set: string[]; profiles?:
   // auto, with an image whose reference does not say its vLLM: the same image on this host may
   let read: Awaited<ReturnType<typeof imageVersion>>['installed'] | undefined;
   if (ref && !derived && p0.engine.vllmVersion === 'auto' && !versionFromRef(ref)) {
-    const withImage = { ...p0, container: { ...(p0.container ?? CONTAINER_DEFAULTS), image: ref } };
+    const withImage = withContainerImage(p0, ref);
     read = (await imageVersion(withImage, { name: platformName }, false)).installed;
   }
   const v = clusterVersion(p0.name, p0.engine.vllmVersion, { ref, derived, read });

@@ -51,11 +51,11 @@ async function imageToNodes(model: string, opts: PullOptions, nf: NonNullable<Re
   if (!checkRepoId(model)) return undefined; // an ORG/NAME, not a profile: no image to speak of
   const { profile } = loadProfile(model, { profilesDir: opts.profiles });
   if (traitsOfProfile(profile).vllmFrom !== 'image') return undefined;
-  const { imageFor, detectCli } = await import('../../engine/runtime/container.js');
+  const { imageFor, detectCli, containerCliArgs } = await import('../../engine/runtime/container.js');
   const { localImage, syncImage } = await import('../../engine/cluster/image-sync.js');
   const ref = imageFor(profile, loadPlatform(profile.platform ?? DEFAULT_PLATFORM));
   const cli = detectCli(profile);
-  const cliArgs = profile.container?.cliArgs ?? [];
+  const cliArgs = containerCliArgs(profile);
   const here = await localImage({ cli, cliArgs, image: ref });
   if ('error' in here)
     throw new UsageError(`container.image ${ref} is not in ${cli}'s storage here, so it cannot be copied to the nodes: ${here.error}`, [

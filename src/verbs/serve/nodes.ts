@@ -32,6 +32,7 @@ import { UsageError, LaunchError, ProblemsFound, exitCodeOf } from '../../errors
 import { withInterrupts as withCancel } from '../../util/interrupt.js';
 import { imagePinOfNodes, lockFileOf, writePin } from '../../engine/pins.js';
 import type { NodesFile, Profile } from '../../profiles/schema.js';
+import { withContainerImage } from '../../engine/runtime/container.js';
 
 /**
  * quiet: nothing said while it runs and no pin written (an upgrade over nodes serves the candidate,
@@ -48,7 +49,7 @@ export async function serveNodes(profileName: string, opts: ServeOptions, how: {
   const target = await readForNodes(profileName, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, { ...opts, set: sets });
   // the image as pinned: every node runs the pin's image ID, never its own copy of a tag
   const pin = imagePinOfNodes(target.loaded, stateDir(), opts.repin);
-  const loaded = pin.pinned ? { ...target.loaded, profile: { ...target.loaded.profile, container: { ...target.loaded.profile.container!, image: pin.pinned.run } } } : target.loaded;
+  const loaded = pin.pinned ? { ...target.loaded, profile: withContainerImage(target.loaded.profile, pin.pinned.run) } : target.loaded;
   if (pin.pinned && !opts.json && !quiet)
     note(
       c.dim(

@@ -21,6 +21,7 @@ import { modelGate, applyGate, pullBeforeReading } from './model-gate.js';
 import { stateDir } from '../common.js';
 import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, pinsAt, readPins, writePin, writePinFile, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
+import { containerCliArgs } from '../../engine/runtime/container.js';
 
 export type { ServeOptions };
 
@@ -307,7 +308,7 @@ async function recordPin(plan: ServePlan, pin: ImagePinDecision, json?: boolean)
   let d = pin;
   const images = runtimeFor(plan).images;
   if (d.state === 'unpinned' && images) {
-    const inspected = await inspectForPin(images, plan.profile.container?.cliArgs ?? [], d.ref);
+    const inspected = await inspectForPin(images, containerCliArgs(plan.profile), d.ref);
     d = { ...decideImagePin(d.ref, readPins(stateDir(), plan.profile.name, pin.lock), inspected), ...(pin.lock ? { lock: pin.lock } : {}) };
     if (d.state !== 'unpinned' && !json) note(c.dim(pinLine(d)));
   }

@@ -50,6 +50,7 @@ import type { ServeOptions } from '../serve/options.js';
 import type { UpgradeOptions } from './options.js';
 import type { CandidateImage } from '../../upgrade/candidate-image.js';
 import type { ContainerCli } from '../../engine/runtime/container.js';
+import { containerCliArgs, withContainerImage } from '../../engine/runtime/container.js';
 
 /** upgrade's options, as the nodes path reads them (the one-host path's shape: options.ts). */
 export type NodesUpgradeOptions = Omit<UpgradeOptions, 'drainTimeout'>;
@@ -107,7 +108,7 @@ async function planSide(l: ClusterLaunch, nf: NodesFile, nodesFile: string, extr
   const { readForNodes } = await import('../../engine/inputs.js');
   const t = await readForNodes(l.asked, { nodes: allNodes(nf).length, gpusPerNode: Math.min(...allNodes(nf).map((n) => n.gpus)) }, o);
   const pin = imagePinOfNodes(t.loaded, stateDir());
-  const loaded = pin.pinned ? { ...t.loaded, profile: { ...t.loaded.profile, container: { ...t.loaded.profile.container!, image: pin.pinned.run } } } : t.loaded;
+  const loaded = pin.pinned ? { ...t.loaded, profile: withContainerImage(t.loaded.profile, pin.pinned.run) } : t.loaded;
   return planCluster(l.asked, nf, { ...o, nodesFile: resolve(nodesFile), loaded, modelRead: t.modelRead });
 }
 
@@ -153,7 +154,7 @@ async function candidateOnNodes(
 ): Promise<Pick<NodesCandidate, 'image' | 'imageSteps' | 'copied' | 'wouldPull'>> {
   const c0 = imageOnNodes(pc)!;
   const ref = opts.image!;
-  const cliArgs = pc.resolved.profile.container?.cliArgs ?? [];
+  const cliArgs = containerCliArgs(pc.resolved.profile);
   const fix = `the very image on every node first: ${c0.cli} save ${ref} | ssh NODE ${c0.cli} load, for each node named (or with ${ref} as the profile's container.image: sparkctl pull ${name} --nodes ${file})`;
   const { localImage } = await import('../../engine/cluster/image-sync.js');
   const here = await localImage({ cli: c0.cli, cliArgs, image: ref });
@@ -494,7 +495,7 @@ export function nodesHelpSide(pc: PlannedCluster, engine: 'vllm' | 'sim', versio
   const img = imageOnNodes(pc);
   if (img)
     return id
-      ? { side: { kind: 'image', cli: img.cli, cliArgs: pc.resolved.profile.container?.cliArgs ?? [], image: id, id } }
+      ? { side: { kind: 'image', cli: img.cli, cliArgs: containerCliArgs(pc.resolved.profile), image: id, id } }
       : { why: `the ${what} image's ID is not known here (${what === 'candidate' ? 'not pulled: --dry-run pulls nothing' : 'the ranks do not run one image'})` };
   if (engine === 'sim') return { side: { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) } };
   return { why: `the ${what} vLLM runs on each node's host: its install is not read by upgrade` };

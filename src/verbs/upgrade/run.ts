@@ -30,6 +30,7 @@ import type { UpgradeEvent, UpgradeOutcome, UpgradeStatus } from '../../upgrade/
 import type { Thresholds } from '../../upgrade/judge.js';
 import type { UpgradeOptions } from './options.js';
 import { checkRecordedExec } from '../../engine/record-exec.js';
+import { containerCliArgs } from '../../engine/runtime/container.js';
 
 /** --canary-gpus: a comma list of GPU indices, contiguous and ascending (a replica's GPUs are a run from parallel.firstGpu). */
 function canaryGpusOf(text: string | undefined): number[] | undefined {
@@ -72,7 +73,7 @@ async function currentPin(cur: Relaunch, entries: Entry[]): Promise<Pin> {
   const image = cur.prepared.imagePin?.ref ?? rec?.image;
   const images = runtimeFor(cur.plan).images;
   if (images && rec?.image) {
-    const r = await resolveImagePin(images, p.container?.cliArgs ?? [], rec.image);
+    const r = await resolveImagePin(images, containerCliArgs(p), rec.image);
     imagePinned = r.pinned;
     imageId = r.id;
     sets.push(`container.image=${imagePinned}`);
@@ -108,7 +109,7 @@ async function fetchCandidate(opts: UpgradeOptions, cur: Relaunch, images: Runti
   try {
     return await candidateImage({
       cli: rt.kind as ContainerCli,
-      cliArgs: cur.plan.profile.container?.cliArgs ?? [],
+      cliArgs: containerCliArgs(cur.plan.profile),
       images,
       ref,
       pull: opts.pull,
@@ -145,7 +146,7 @@ async function candidateOf(name: string, opts: UpgradeOptions, cur: Relaunch, di
       ]);
     const fetched = await fetchCandidate(opts, cur, images, opts.image);
     if (fetched.state === 'would-pull') return { sets: ['engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, fetched };
-    const pin = await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], opts.image);
+    const pin = await resolveImagePin(images, containerCliArgs(cur.plan.profile), opts.image);
     // auto: the image's own vLLM decides the flags (read from the image, as serve reads it)
     return { sets: [`container.image=${pin.pinned}`, 'engine.vllmVersion=auto', ...opts.candidateSet], image: opts.image, imagePinned: pin.pinned, imageId: pin.id, fetched };
   }
@@ -189,7 +190,7 @@ async function helpSideOf(r: Relaunch, version: string, image: { ref?: string; i
   if (r.plan.engine === 'sim' && rt.vllmFrom === 'host') return { kind: 'sim', version, argv0: executableFor({ engine: 'sim', vllmBin: '' }) };
   if (rt.images) {
     const ref = image?.id ?? image?.ref;
-    return ref ? { kind: 'image', cli: rt.kind as ContainerCli, cliArgs: r.plan.profile.container?.cliArgs ?? [], image: ref, id: image?.id } : undefined;
+    return ref ? { kind: 'image', cli: rt.kind as ContainerCli, cliArgs: containerCliArgs(r.plan.profile), image: ref, id: image?.id } : undefined;
   }
   return r.started.vllmBin ? { kind: 'host', vllmBin: r.started.vllmBin, version } : undefined;
 }
@@ -203,7 +204,7 @@ async function flagsRead(dir: string, cur: Relaunch, cand: Relaunch, from: strin
   if (from === to) return { why: `the same vLLM (${from}) on both sides: the same tables` };
   const images = runtimeFor(cur.plan).images;
   const ran = recordOf(replicas)?.image;
-  const curImage = images && ran ? { ref: ran, id: (await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined))?.id } : undefined;
+  const curImage = images && ran ? { ref: ran, id: (await resolveImagePin(images, containerCliArgs(cur.plan.profile), ran).catch(() => undefined))?.id } : undefined;
   const [a, b] = await Promise.all([helpSideOf(cur, from, curImage), helpSideOf(cand, to, { ref: c0.imagePinned ?? c0.image, id: c0.imageId })]);
   return compareSides(dir, a, b, cand.plan.replicas[0]?.argv ?? [], cand.plan.profile);
 }
@@ -290,7 +291,7 @@ async function alreadyRuns(name: string, opts: UpgradeOptions, cur: Relaunch, ca
   if (!opts.image || opts.candidateSet.length || !cand0.imageId || !images) return false;
   const ran = recordOf(replicas)?.image;
   if (!ran) return false;
-  const now = await resolveImagePin(images, cur.plan.profile.container?.cliArgs ?? [], ran).catch(() => undefined);
+  const now = await resolveImagePin(images, containerCliArgs(cur.plan.profile), ran).catch(() => undefined);
   if (now?.id !== cand0.imageId) return false;
   const version = runningVersion(recordOf(replicas)) ?? cur.prepared.vllm.version;
   if (opts.json) say(envelope('upgrade', { profile: name, action: 'upgrade', status: 'unchanged', from: version, to: version, image: cand0.imagePinned ?? null, exitCode: 0 }));
