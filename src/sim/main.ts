@@ -18,6 +18,7 @@ import { basename, join } from 'node:path';
 import { versionLines, modelLoadingLine, kvCacheLines, startingLine, compileLines } from './lines.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { pause } from '../util/pause.js';
+import { onSignals } from '../util/interrupt.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { hostStore, joinStore, rendezvousProblem, TORCH_DEFAULT_TIMEOUT_MS, type Joined, type RendezvousArgs } from './rendezvous.js';
 
@@ -228,10 +229,10 @@ async function simServeInner(argv: string[]): Promise<void> {
     engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
     currentEngine = engineProc;
   }
-  // A signal during load ends the load, engine process included (vLLM does the same).
-  const duringLoad = () => exitWith(0, engineProc);
-  process.once('SIGTERM', duringLoad);
-  process.once('SIGINT', duringLoad);
+  // A signal during load ends the load, engine process included (vLLM does the same). Handlers are
+  // swapped through onSignals: a SIGTERM that arrives while the server is built and bound (no turn
+  // of the event loop) reaches the shutdown handler, never neither (util/interrupt.ts says why).
+  const offLoad = onSignals(['SIGTERM', 'SIGINT'], () => exitWith(0, engineProc));
   await loadModel(s, engineProc, world);
   const { sim, engine, devMode } = await buildServer(s);
   // A worker rank lost after the world joined: the head's collectives fail, its engine is dead (/health 503).
@@ -241,10 +242,8 @@ async function simServeInner(argv: string[]): Promise<void> {
   });
   await listen(s, sim, devMode, engineProc);
   const shutdown = shutdownOf(s, sim, engine, engineProc);
-  process.off('SIGTERM', duringLoad);
-  process.off('SIGINT', duringLoad);
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  onSignals(['SIGTERM', 'SIGINT'], (sig) => void shutdown(sig));
+  offLoad();
 }
 
 /** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */
@@ -646,8 +645,7 @@ async function headlessRank(rdv: RendezvousArgs, s: SimSetup): Promise<void> {
     info('serve.py:206', 'Received 15 signal.');
     process.exit(0);
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  onSignals(['SIGTERM', 'SIGINT'], stop);
   const joined = await joinStore(rdv, version);
   info('gpu_model_runner.py:1770', `Starting to load model ${s.args.model}...`);
   const shards = 4;

@@ -3,6 +3,56 @@
 // is the caller's choice: `second: 'force'` (serve, bench) aborts `force` (stop at once, abort what
 // is in flight); otherwise the handlers are gone after the first, so a second ends the process as
 // Node does (exit 130 / 143): a stuck drain can always be left.
+//
+// Under it, `onSignals`: one process listener per signal, added on first use and kept, that calls
+// the handlers live when the signal is delivered. Handlers come and go; the listener does not.
+// Why: Node hands a signal to JavaScript at its next turn of the event loop, and drops it if the
+// signal's last listener was removed in between. A handler swapped by off() then on() during a
+// stretch of synchronous work (the simulator's end of load: build the server, listen, swap its load
+// handler for its shutdown) met such a signal with neither: the process neither acted on the stop's
+// SIGTERM nor ended, and was killed 30 s later. With no handler live, the signal gets Node's default
+// (the process ends by it), or goes to the listeners others added (execa's cleanup), as without us.
+
+type Handler = (sig: NodeJS.Signals) => void;
+const live = new Map<NodeJS.Signals, Handler[]>();
+const listening = new Map<NodeJS.Signals, () => void>();
+
+function deliver(sig: NodeJS.Signals) {
+  const handlers = [...(live.get(sig) ?? [])];
+  for (const h of handlers) h(sig);
+  if (handlers.length) return;
+  // nobody here wants it: step aside, then what Node does without us
+  process.off(sig, listening.get(sig)!);
+  listening.delete(sig);
+  if (process.listenerCount(sig) > 0) process.emit(sig as never);
+  else process.kill(process.pid, sig);
+}
+
+/** `fn` on each of `signals` until the returned function is called (idempotent); never drops a signal between handlers. */
+export function onSignals(signals: readonly NodeJS.Signals[], fn: Handler): () => void {
+  for (const sig of signals) {
+    live.set(sig, [...(live.get(sig) ?? []), fn]);
+    if (!listening.has(sig)) {
+      const l = () => deliver(sig);
+      listening.set(sig, l);
+      process.on(sig, l);
+    }
+  }
+  let on = true;
+  return () => {
+    if (!on) return;
+    on = false;
+    for (const sig of signals) {
+      const left = (live.get(sig) ?? []).filter((h) => h !== fn);
+      live.set(sig, left);
+    }
+  };
+}
+
+/** How many handlers are live for `sig` (tests: every scope removed its own). */
+export function liveHandlers(sig: NodeJS.Signals): number {
+  return live.get(sig)?.length ?? 0;
+}
 
 interface Interrupt {
   /** aborted by the first SIGINT or SIGTERM */
@@ -37,10 +87,7 @@ export function interrupts(opts: InterruptOptions = {}): Interrupt {
     if (opts.second !== 'force') off();
     opts.onFirst?.();
   };
-  const off = () => {
-    for (const s of signals) process.off(s, on);
-  };
-  for (const s of signals) process.on(s, on);
+  const off = onSignals(signals, on);
   return { signal: first.signal, force: force.signal, off };
 }
 
