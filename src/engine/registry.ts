@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { UsageError } from '../errors.js';
 import { lockFile } from '../util/lock.js';
 import { ledgerRecords, removeLedger, readCidFile, type ContainerRecord } from './runtime/ops.js';
+import { removeIpcFolder } from './runtime/ipc-folder.js';
 import { readTextSync, READ_LIMITS } from '../util/read.js';
 import { CliArgs, CliLine, CliWord } from './runtime/cli-words.js';
 import { imageRefProblem, RecordImage } from '../util/image-ref.js';
@@ -484,6 +485,8 @@ export class Registry {
       }
     rmSync(file, { force: true });
     removeLedger(this.stateDir, marker);
+    // a replica on this host: the folder of vLLM's IPC sockets goes with its record
+    if (at === 'host') removeIpcFolder(this.stateDir, name);
   }
 
   /** Entries that could not be read, each renamed aside to *.corrupt (filled by list()). */

@@ -3,6 +3,7 @@
 import { SimTrace, RequestLog } from './trace.js';
 import { createServer as createNetServer } from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { parseVllmArgs, ArgError, num, str } from './args.js';
 import { Engine, createMetrics, type Timing } from './engine.js';
 import { SimServer, stamp } from './server.js';
@@ -229,6 +230,7 @@ async function simServeInner(argv: string[]): Promise<void> {
     engineProc = spawn(process.execPath, ['-e', "process.title='VLLM::EngineCore_0';setInterval(()=>{},1<<30)"], { stdio: 'ignore' });
     currentEngine = engineProc;
   }
+  ipcSockets();
   // A signal during load ends the load, engine process included (vLLM does the same). Handlers are
   // swapped through onSignals: a SIGTERM that arrives while the server is built and bound (no turn
   // of the event loop) reaches the shutdown handler, never neither (util/interrupt.ts says why).
@@ -244,6 +246,24 @@ async function simServeInner(argv: string[]): Promise<void> {
   const shutdown = shutdownOf(s, sim, engine, engineProc);
   onSignals(['SIGTERM', 'SIGINT'], (sig) => void shutdown(sig));
   offLoad();
+}
+
+/**
+ * vLLM's ZMQ IPC sockets, bound at ipc://$VLLM_RPC_BASE_PATH/<uuid4> as the engine starts
+ * (vllm/utils/network_utils.py) and left behind at exit, a clean one included: the real vLLM 0.27.2
+ * CPU build bound 7 for one replica and all 7 were still there after its SIGTERM shutdown. Played
+ * only where the variable is set (sparkctl's replica folder, engine/runtime/ipc-folder.ts): unset,
+ * vLLM's default is the shared temp folder, which the simulator does not litter.
+ */
+function ipcSockets(): void {
+  const base = process.env.VLLM_RPC_BASE_PATH;
+  if (!base) return;
+  for (let i = 0; i < 7; i++) {
+    const s = createNetServer();
+    s.on('error', (e) => err(`ERROR ${stamp()} [network_utils.py:158] zmq.error.ZMQError: ${(e as Error).message}`));
+    s.listen(join(base, randomUUID()));
+    s.unref();
+  }
 }
 
 /** argv -> the settings; a flag this vLLM would refuse exits 2 with vLLM's usage lines. */

@@ -2,7 +2,7 @@
 import { describe, it, expect, beforeEach } from 'vitest';
 import { execa } from 'execa';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, isolated, freePortRange, processesMarked, waitFor, portOpen, BIN, RUN_MARK, sleep } from '../helpers.js';
 
@@ -27,6 +27,9 @@ describe('serve --engine sim: the whole pipeline', () => {
     for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(true);
     // API server + EngineCore for each replica
     expect(processesMarked(t.marker).length).toBe(8);
+    // vLLM's IPC sockets in each replica's own folder (engine/runtime/ipc-folder.ts), not the shared temp folder
+    const ipc = (i: number) => join(t.state, 'ipc', `qwen3.5-9b-${i}`);
+    for (let i = 0; i < 4; i++) expect(readdirSync(ipc(i)).filter((f) => lstatSync(join(ipc(i), f)).isSocket())).toHaveLength(7);
 
     const st = await cli(['status', '--json'], { env: env() });
     const j = JSON.parse(st.stdout);
@@ -43,6 +46,8 @@ describe('serve --engine sim: the whole pipeline', () => {
     expect(stop.stdout.match(/stopped \(SIGTERM\) in \d+\.\d s: .*; port free/g)).toHaveLength(4);
     expect(processesMarked(t.marker)).toEqual([]);
     for (let i = 0; i < 4; i++) expect(await portOpen(base + i)).toBe(false);
+    // the sockets the simulator left at its exit (as vLLM does) went with the records
+    for (let i = 0; i < 4; i++) expect(existsSync(ipc(i))).toBe(false);
     const again = await cli(['stop', 'qwen3.5-9b'], { env: env() });
     expect(again.exitCode).toBe(0);
     expect(again.stdout).toContain('nothing to stop');
@@ -69,7 +74,7 @@ describe('secrets', () => {
     // every file under the state folder: registry entries and logs
     const files: string[] = [];
     const walk = (d: string) => {
-      for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : files.push(join(d, f.name));
+      for (const f of readdirSync(d, { withFileTypes: true })) f.isDirectory() ? walk(join(d, f.name)) : f.isFile() && files.push(join(d, f.name));
     };
     walk(t.state);
     expect(files.length).toBeGreaterThan(1);
@@ -182,6 +187,7 @@ describe('refusals and crashes', () => {
     expect(stop.exitCode).toBe(0);
     expect(stop.stdout, stop.stdout + stop.stderr).toMatch(/qwen3\.5-9b-0: stopped \(SIGTERM\) in \d+\.\d s/);
     expect(processesMarked(t.marker)).toEqual([]);
+    expect(existsSync(join(t.state, 'ipc', 'qwen3.5-9b-0'))).toBe(false);
   }, 60_000);
 
   it('a stale entry (the process is gone) is cleaned by status', async () => {

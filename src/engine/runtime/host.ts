@@ -9,6 +9,7 @@ import { listenerIsOneOf } from './socket-owner.js';
 import { prepareReplicaSocket, unixListenerIsOneOf } from './replica-socket.js';
 import { childRecord, openLaunchLog, type Launched } from './child.js';
 import { HOST_TRAITS } from './traits.js';
+import { IPC_VAR, ipcEnv, prepareIpcFolder } from './ipc-folder.js';
 import type { LaunchLine, ReplicaRun, Runtime, RuntimeTarget, StopOpts, Stopped } from './runtime.js';
 
 export const hostRuntime: Runtime = {
@@ -24,9 +25,13 @@ export const hostRuntime: Runtime = {
     // a replica on --uds: its folder checked ours, a socket a gone replica left removed (vLLM refuses a path that exists)
     if (plan.uds) prepareReplicaSocket(plan.uds);
     // argv never holds a secret (the key travels in the environment), so it may be logged.
+    // vLLM's IPC sockets in the replica's own folder (ipc-folder.ts). Not in render(): the dry-run's
+    // line stays one a user can run by hand (the folder exists only from a launch); it says so in a note.
+    const ipc = ipcEnv(x);
+    if (ipc[IPC_VAR]) prepareIpcFolder(ipc[IPC_VAR]);
     const { fd, tail } = openLaunchLog(plan.logFile, 'server log', plan.argv);
     const marker = randomUUID();
-    const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...secrets, [INSTANCE_ENV]: marker };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...plan.env, ...ipc, ...secrets, [INSTANCE_ENV]: marker };
     for (const k of plan.unsetEnv ?? []) delete env[k];
     const child = spawn(plan.argv[0]!, plan.argv.slice(1), {
       detached: true, // its own process group: stop signals the whole group, EngineCore included

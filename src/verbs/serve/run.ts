@@ -22,6 +22,8 @@ import { stateDir } from '../common.js';
 import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, pinsAt, readPins, writePin, writePinFile, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 import { containerCliArgs } from '../../engine/runtime/container.js';
+import { IPC_VAR, ipcEnv } from '../../engine/runtime/ipc-folder.js';
+import { dirname, join } from 'node:path';
 
 export type { ServeOptions };
 
@@ -86,6 +88,8 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (r.model) note(c.dim(`model: ${r.model.note}`));
   if (plan.loader) note(c.dim(plan.loader.note));
   if (plan.caches) note(c.dim(`start caches: ${plan.caches.dir}`));
+  const ipc = plan.runtime === 'host' && plan.replicas[0] ? ipcEnv(replicaRun(plan, plan.replicas[0]))[IPC_VAR] : undefined;
+  if (ipc) note(c.dim(`vLLM's IPC sockets: ${join(dirname(ipc), '<replica>')} (${IPC_VAR}, made at launch, removed with the replica's record)`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   const os = osShare(r);
   if (os) note(c.dim(os));
