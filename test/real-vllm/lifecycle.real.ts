@@ -7,7 +7,7 @@ import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { request } from 'node:http';
-import { readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 // @ts-expect-error no types shipped
 import parsePrometheus from 'parse-prometheus-text-format';
@@ -582,6 +582,9 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       groups.add(inst.pgid);
       const engineCore = ours().filter((p) => comm(p).startsWith('VLLM::EngineCor'));
       expect(engineCore).toHaveLength(1);
+      // vLLM's ZMQ IPC sockets went to the replica's own folder (VLLM_RPC_BASE_PATH), not the shared temp folder
+      const ipc = join(state, 'ipc', 'tiny-0');
+      expect(readdirSync(ipc).filter((f) => lstatSync(join(ipc, f)).isSocket()).length).toBeGreaterThan(0);
       process.kill(inst.pid, 'SIGKILL');
       await waitFor(() => !ours().includes(inst.pid), 10_000);
       const st = await sparkctl(['status', '--json']);
@@ -590,6 +593,8 @@ describe.skipIf(Boolean(why)).sequential('real vLLM through the built CLI', () =
       expect(stop.exitCode, stop.stdout + stop.stderr).toBe(0);
       expect(await waitFor(() => ours().length === 0, 10_000)).toBe(true);
       expect(await portOpen(port)).toBe(false);
+      // what the killed server left there went with its record
+      expect(existsSync(ipc)).toBe(false);
     },
     12 * MIN,
   );

@@ -8,7 +8,7 @@
 // The one function that renders a node's container is nodeContainer(): the container runtime's run
 // line (src/engine/runtime/container.ts runArgv) plus what only a cluster node needs.
 import type { NodesFile, NodeEntry, Profile, Platform } from '../../profiles/schema.js';
-import { runArgv, imageFor, imageStart, containerName, containerGpuUse, NVIDIA_ULIMITS, CONTAINER_HF_CACHE, type ContainerCli, type Mount, containerCliArgs } from '../runtime/container.js';
+import { runArgv, imageFor, imageStart, containerName, containerGpuUse, settingsOf, CONTAINER_HF_CACHE, type ContainerCli, type Mount, containerCliArgs } from '../runtime/container.js';
 import { allNodes, type NodeStep } from './ray-plan.js';
 import type { ExecutorKind } from '../plan.js';
 
@@ -47,7 +47,7 @@ export interface ContainerInputs {
 
 /** Where the Hugging Face cache is on a node: the profile's container.hfCache, else the ssh user's home. */
 function nodeHfCache(p: Profile, n: NodeEntry): string {
-  return p.container?.hfCache ?? (n.sshUser === 'root' ? '/root/.cache/huggingface' : `/home/${n.sshUser}/.cache/huggingface`);
+  return settingsOf(p).hfCache ?? (n.sshUser === 'root' ? '/root/.cache/huggingface' : `/home/${n.sshUser}/.cache/huggingface`);
 }
 
 /** One node's container run line: the runtime's, with the node's GPUs, the RDMA devices and its command. */
@@ -61,12 +61,14 @@ function nodeContainer(
   rdma = true,
 ): { argv: string[]; container: NodeContainer } {
   const p = x.profile;
-  const cli: ContainerCli = p.container?.cli ?? 'docker';
+  const s = settingsOf(p);
+  // a node has no PATH here to detect a CLI on: docker, where the profile names none
+  const cli: ContainerCli = s.cli ?? 'docker';
   const image = imageFor(p, x.platform);
   const name = containerName(`${p.name}-rank${role.rank}`);
   const mounts: Mount[] = [{ host: nodeHfCache(p, n), container: CONTAINER_HF_CACHE, readOnly: true }];
   const same = x.mounts ?? (p.model.path?.startsWith('/') ? [{ path: p.model.path, readOnly: true }] : []);
-  for (const m of p.container?.mounts ?? []) mounts.push({ host: m.source, container: m.target, readOnly: m.readOnly });
+  for (const m of s.mounts) mounts.push({ host: m.source, container: m.target, readOnly: m.readOnly });
   // at the same path as here, unless the profile's own mounts already put something there
   for (const m of same) if (!mounts.some((o) => o.container === m.path)) mounts.push({ host: m.path, container: m.path, readOnly: m.readOnly });
   const isShell = 'shell' in command;
@@ -86,7 +88,7 @@ function nodeContainer(
     stopTimeoutS: p.server.shutdownTimeoutSeconds ?? 30,
     labels: { 'io.sparkctl.profile': p.name, 'io.sparkctl.rank': String(role.rank) },
     // RDMA registers memory: on a node with RDMA devices the memlock limit is lifted, whatever else the profile sets
-    ulimits: { ...(p.container?.ulimits ?? NVIDIA_ULIMITS), ...(rdma ? { memlock: '-1' } : {}) },
+    ulimits: { ...s.ulimits, ...(rdma ? { memlock: '-1' } : {}) },
     start: isShell ? 'command' : imageStart(image),
   });
   // RDMA: the node's verbs devices, before the image (run_cluster.sh users add the same)

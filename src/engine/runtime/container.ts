@@ -268,7 +268,8 @@ interface ContainerRenderInput {
  * preflight's container checks do not load the profile schema.
  */
 export const CONTAINER_DEFAULTS: ContainerBlock = { cliArgs: [], gpus: 'auto', network: 'publish', ulimits: { ...NVIDIA_ULIMITS }, mounts: [] };
-const settingsOf = (p: Pick<Profile, 'container'>): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
+/** The profile's container settings, the defaults where it has no container: block: the one reading of them (a node's rank container too). */
+export const settingsOf = (p: Pick<Profile, 'container'>): ContainerBlock => p.container ?? { ...CONTAINER_DEFAULTS, ulimits: { ...NVIDIA_ULIMITS } };
 
 /** The container CLI's own arguments the profile gives (before the verb: `podman --root X run`); none without a container: block. */
 export const containerCliArgs = (p: Pick<Profile, 'container'>): string[] => p.container?.cliArgs ?? [];
