@@ -58,8 +58,13 @@ describe('where the sockets go', () => {
   });
 
   it("the host's rendered line leaves it out (a dry-run's line runs by hand, where the folder would not exist)", () => {
-    const line = hostRuntime.render({ stateDir: '/var/lib/sparkctl', replica: { ...replica({ A: '1' }), argv: ['vllm', 'serve', 'm'] } } as never, '<marker>');
+    const render = (stateDir: string) => hostRuntime.render({ stateDir, replica: { ...replica({ A: '1' }), argv: ['vllm', 'serve', 'm'] } } as never, '<marker>');
+    const line = render('/var/lib/sparkctl');
     expect(line.env).toEqual({ A: '1' });
+    // ... and names it in a note the dry-run prints as a comment
+    expect(line.notes).toEqual([{ what: expect.stringContaining(IPC_VAR), value: '/var/lib/sparkctl/ipc/tiny-0' }]);
+    // too long a state folder: vLLM keeps its default, nothing to say
+    expect(render(`/${'x'.repeat(80)}`).notes).toEqual([]);
   });
 });
 

@@ -16,8 +16,11 @@ export const hostRuntime: Runtime = {
   kind: 'host',
   ...HOST_TRAITS,
 
+  // the IPC folder is set at launch, not here: the line must run by hand, where the folder would not exist
   render(x: ReplicaRun): LaunchLine {
-    return { argv: x.replica.argv, env: x.replica.env, envFrom: x.replica.envFrom, envelope: {} };
+    const ipc = ipcEnv(x)[IPC_VAR];
+    const notes = ipc ? [{ what: `vLLM's IPC sockets (${IPC_VAR}, set at launch: made then, removed with the record)`, value: ipc }] : [];
+    return { argv: x.replica.argv, env: x.replica.env, envFrom: x.replica.envFrom, envelope: {}, notes };
   },
 
   launch(x: ReplicaRun, secrets: Record<string, string>, record: (l: Launched) => void): Launched {
@@ -25,8 +28,7 @@ export const hostRuntime: Runtime = {
     // a replica on --uds: its folder checked ours, a socket a gone replica left removed (vLLM refuses a path that exists)
     if (plan.uds) prepareReplicaSocket(plan.uds);
     // argv never holds a secret (the key travels in the environment), so it may be logged.
-    // vLLM's IPC sockets in the replica's own folder (ipc-folder.ts). Not in render(): the dry-run's
-    // line stays one a user can run by hand (the folder exists only from a launch); it says so in a note.
+    // vLLM's IPC sockets in the replica's own folder (ipc-folder.ts); render() names it in a note
     const ipc = ipcEnv(x);
     if (ipc[IPC_VAR]) prepareIpcFolder(ipc[IPC_VAR]);
     const { fd, tail } = openLaunchLog(plan.logFile, 'server log', plan.argv);

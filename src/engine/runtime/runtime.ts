@@ -46,6 +46,8 @@ export interface LaunchLine {
   envFrom: Record<string, string>;
   /** what the plan's JSON envelope shows of this launch beyond argv (a container: its run line and image) */
   envelope: Record<string, unknown>;
+  /** what the launch adds that this line does not hold, each a path or fact and why (a dry-run prints them as comments) */
+  notes?: Array<{ what: string; value: string }>;
   /** a container runtime: the run line and the settings it was rendered from (a Quadlet unit renders the same settings as keys) */
   container?: ContainerPlan;
 }

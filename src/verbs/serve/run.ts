@@ -22,8 +22,6 @@ import { stateDir } from '../common.js';
 import { decideImagePin, inspectForPin, movedLine, pinLine, pinOfDecision, pinsAt, readPins, writePin, writePinFile, type ImagePinDecision } from '../../engine/pins.js';
 import { installedLoaders } from '../../engine/loader.js';
 import { containerCliArgs } from '../../engine/runtime/container.js';
-import { IPC_VAR, ipcEnv } from '../../engine/runtime/ipc-folder.js';
-import { dirname, join } from 'node:path';
 
 export type { ServeOptions };
 
@@ -88,8 +86,6 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   if (r.model) note(c.dim(`model: ${r.model.note}`));
   if (plan.loader) note(c.dim(plan.loader.note));
   if (plan.caches) note(c.dim(`start caches: ${plan.caches.dir}`));
-  const ipc = plan.runtime === 'host' && plan.replicas[0] ? ipcEnv(replicaRun(plan, plan.replicas[0]))[IPC_VAR] : undefined;
-  if (ipc) note(c.dim(`vLLM's IPC sockets: ${join(dirname(ipc), '<replica>')} (${IPC_VAR}, made at launch, removed with the replica's record)`));
   for (const w of r.generated?.why ?? []) note(c.dim(`chosen: ${w}`));
   const os = osShare(r);
   if (os) note(c.dim(os));
@@ -97,6 +93,7 @@ function printDryRun(plan: ServePlan, r: Prepared) {
   for (const x of plan.replicas) {
     say(c.dim(`# replica ${x.index}: GPUs ${x.gpus.join(',')}, ${x.uds ? `socket ${commentValue(x.uds)}` : `port ${x.port}`}, log ${commentValue(x.logFile)}`));
     const line = rt.render(replicaRun(plan, x), '<marker>');
+    for (const n of line.notes ?? []) say(c.dim(`# ${n.what}: ${commentValue(n.value)}`));
     // the key is named, never written: its value is read from the variable the profile names
     const refs = Object.entries(line.envFrom).map(([k, v]) => `${k}="$${v}"`);
     const cmd = shellCommand(line.argv, line.env);
