@@ -12,6 +12,18 @@ const env = t.env;
 const at = (port: number, replicas = 1) => ['--set', `server.port=${port}`, '--set', 'server.host=127.0.0.1', '--set', `parallel.replicas=${replicas}`];
 const serve = (args: string[], extra: Record<string, string> = {}) => cli(['serve', 'qwen3.5-9b', '--engine', 'sim', ...args], { env: env(extra) });
 
+/** What is left in a replica's IPC folder, and which of it /proc/net/unix still lists (a failure's message). */
+function ipcLeft(dir: string): string {
+  if (!existsSync(dir)) return '';
+  const net = readFileSync('/proc/net/unix', 'utf8');
+  const what = readdirSync(dir).map((f) => {
+    const st = lstatSync(join(dir, f));
+    const listed = net.split('\n').filter((l) => l.endsWith(join(dir, f)));
+    return `${f} ${st.isSocket() ? 'socket' : st.isDirectory() ? 'folder' : 'file'} ctime ${st.ctime.toISOString()} listed: ${JSON.stringify(listed)}`;
+  });
+  return `left in ${dir} at ${new Date().toISOString()}: ${what.join('; ') || 'nothing'}\n`;
+}
+
 beforeEach(async () => {
   base = await freePortRange(4);
 });
@@ -187,7 +199,7 @@ describe('refusals and crashes', () => {
     expect(stop.exitCode).toBe(0);
     expect(stop.stdout, stop.stdout + stop.stderr).toMatch(/qwen3\.5-9b-0: stopped \(SIGTERM\) in \d+\.\d s/);
     expect(processesMarked(t.marker)).toEqual([]);
-    expect(existsSync(join(t.state, 'ipc', 'qwen3.5-9b-0'))).toBe(false);
+    expect(existsSync(join(t.state, 'ipc', 'qwen3.5-9b-0')), ipcLeft(join(t.state, 'ipc', 'qwen3.5-9b-0')) + stop.stdout + stop.stderr).toBe(false);
   }, 60_000);
 
   it('a stale entry (the process is gone) is cleaned by status', async () => {

@@ -96,7 +96,9 @@ export function removeIpcFolder(stateDir: string, name: string): void {
   try {
     const st = lstatSync(dir);
     if (st.isSymbolicLink() || !st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid())) return;
-    if (clearSockets(dir) === 0) rmdirSync(dir);
+    clearSockets(dir);
+    // whatever the pass met (a name gone meanwhile, an unreadable entry), an empty folder goes
+    if (readdirSync(dir).length === 0) rmdirSync(dir);
   } catch {
     /* no folder (a replica from before this, a profile with its own), or it went meanwhile */
   }
