@@ -8,14 +8,13 @@
 // vLLM keeps the variable out of its compile cache's key (envs.py compile_factors' ignored list), so a
 // restart's cache is not touched by it. A container has a temp folder of its own (gone with the
 // container); a node's rank keeps vLLM's default. A profile that sets the variable keeps its own.
-import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, chmodSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, chmodSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { lstatIfAny } from '../../util/atomic.js';
 import { fsProblem } from '../../util/dirs.js';
 import { UsageError } from '../../errors.js';
 import type { ReplicaRun } from './runtime.js';
-import { unixListeners } from './replica-socket.js';
-import { readTextOrNullSync } from '../../util/read.js';
+import { netUnix, unixListeners } from './replica-socket.js';
 
 export const IPC_VAR = 'VLLM_RPC_BASE_PATH';
 
@@ -36,11 +35,15 @@ export function ipcEnv(x: Pick<ReplicaRun, 'stateDir' | 'replica'>): Record<stri
   return dir ? { [IPC_VAR]: dir } : {};
 }
 
+/** A plain folder (not a link) of this user's. */
+function plainOurs(st: Stats): boolean {
+  return !st.isSymbolicLink() && st.isDirectory() && (typeof process.getuid !== 'function' || st.uid === process.getuid());
+}
+
 /** A plain folder of this user's, 0700; else the start is refused naming it (sparkctl never writes through a link). */
 function checkOurs(dir: string): void {
   const st = lstatSync(dir);
-  const theirs = typeof process.getuid === 'function' && st.uid !== process.getuid();
-  if (st.isSymbolicLink() || !st.isDirectory() || theirs)
+  if (!plainOurs(st))
     throw new UsageError(`IPC folder ${dir}: is not a plain folder of this user's (${st.isSymbolicLink() ? 'a link' : st.isDirectory() ? `uid ${st.uid}` : 'not a folder'})`, [
       `remove ${dir}; sparkctl creates it`,
     ]);
@@ -67,23 +70,21 @@ export function prepareIpcFolder(dir: string): void {
 
 /**
  * Unlink the sockets in the folder that nothing listens on (/proc/net/unix, read once; unreadable:
- * none is removed); never anything else: a file or a link someone put there stays. How many are left.
+ * none is removed); never anything else: a file or a link someone put there stays.
  */
-function clearSockets(dir: string): number {
+function clearSockets(dir: string): void {
   const names = readdirSync(dir);
-  if (!names.length) return 0;
-  const table = readTextOrNullSync('/proc/net/unix', { maxBytes: 64 * 1024 * 1024 });
-  let left = 0;
+  if (!names.length) return;
+  const table = netUnix();
+  if (table === null) return;
   for (const name of names) {
     const p = join(dir, name);
     try {
-      if (table !== null && lstatSync(p).isSocket() && unixListeners(table, p).size === 0) unlinkSync(p);
-      else left++;
+      if (lstatSync(p).isSocket() && unixListeners(table, p).size === 0) unlinkSync(p);
     } catch {
-      left++;
+      /* gone meanwhile: nothing to remove */
     }
   }
-  return left;
 }
 
 /**
@@ -94,8 +95,7 @@ export function removeIpcFolder(stateDir: string, name: string): void {
   const dir = ipcFolderOf(stateDir, name);
   if (!dir) return;
   try {
-    const st = lstatSync(dir);
-    if (st.isSymbolicLink() || !st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid())) return;
+    if (!plainOurs(lstatSync(dir))) return;
     clearSockets(dir);
     // whatever the pass met (a name gone meanwhile, an unreadable entry), an empty folder goes
     if (readdirSync(dir).length === 0) rmdirSync(dir);

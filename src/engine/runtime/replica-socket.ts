@@ -65,7 +65,8 @@ export function unixClientEndsOf(pids: readonly number[], read: () => string | n
   return unixClientEnds(text, new Set(pids.flatMap((p) => socketInodesOfPid(p))));
 }
 
-const netUnix = () => readTextOrNullSync('/proc/net/unix', { maxBytes: 64 * 1024 * 1024 }); // ~100 bytes a socket
+/** /proc/net/unix, size-bounded; null without /proc. */
+export const netUnix = () => readTextOrNullSync('/proc/net/unix', { maxBytes: 64 * 1024 * 1024 }); // ~100 bytes a socket
 
 /** true: one of these processes listens at the socket's path; false: someone else does, or nobody; undefined: no /proc. */
 export function unixListenerIsOneOf(path: string, pids: readonly number[], read: () => string | null = netUnix, socketsOf: (pid: number) => string[] = socketInodesOfPid): boolean | undefined {
