@@ -3,7 +3,7 @@
 // wait until it listens and its runtime API answers. It never gets a secret: not in its config, its
 // argv or its environment (HAProxy's health checks use /health, which vLLM serves without a key).
 import { spawn, execFile } from 'node:child_process';
-import { accessSync, chmodSync, closeSync, constants, lstatSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { writeFileAtomic } from '../util/atomic.js';
@@ -16,6 +16,7 @@ import { renderConfig, type RouterPlan } from '../profiles/router.js';
 import { HAPROXY_MALLOC_ENV } from '../profiles/haproxy.js';
 import { showStat, type ServerStat } from './api.js';
 import { pollUntil } from '../util/poll.js';
+import { ensurePrivateDir } from '../util/dirs.js';
 
 export const INSTALL_FIX = 'install HAProxy: apt-get install haproxy (Debian/Ubuntu) or dnf install haproxy; or set router.bin to its path';
 
@@ -59,12 +60,7 @@ function checkConfig(haproxy: string, file: string, timeoutMs = 15_000): Promise
  * API socket in it has admin level: whoever can connect can take every replica out).
  */
 function ensureRouterDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`router folder ${dir}: is not a plain folder (a link?)`, [`remove ${dir}; sparkctl creates it`]);
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid())
-    throw new UsageError(`router folder ${dir}: belongs to uid ${st.uid}, not to this user`, [`remove ${dir}; sparkctl creates it`]);
-  if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+  ensurePrivateDir(dir, 'router folder');
 }
 
 /** HAProxy's own lines that say why (its ALERTs), else the last few: never its whole banner. */

@@ -1,7 +1,7 @@
 // Folders sparkctl makes or uses, and a file-system error as bad input: a file, a dangling link or a
 // read-only place where a folder must be is exit 2 that names the path and the fix, never an
 // internal error.
-import { mkdirSync, statSync, lstatSync, accessSync, realpathSync, constants } from 'node:fs';
+import { mkdirSync, statSync, lstatSync, accessSync, realpathSync, chmodSync, constants } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkParentLinks, trustedLink, fsError } from './atomic.js';
@@ -91,5 +91,29 @@ export function isDir(dir: string): boolean {
     return statSync(dir).isDirectory();
   } catch {
     return false;
+  }
+}
+
+/**
+ * A folder only this user may use (a router's admin socket and replica sockets, vLLM's IPC sockets):
+ * the folder and the `parents` levels above it, outermost first, each made 0700 where missing and
+ * refused, naming it, when it is a link, not a folder or another user's, before the next level is
+ * made in it (nothing is ever made through a link). The folder itself is put back to 0700, every
+ * checked level with `allPrivate`. Above the checked levels the path is made as any state folder is.
+ */
+export function ensurePrivateDir(dir: string, what: string, o: { parents?: number; allPrivate?: boolean } = {}): void {
+  const levels = [dir];
+  for (let i = 0; i < (o.parents ?? 0); i++) levels.unshift(dirname(levels[0]!));
+  mkdirP(dirname(levels[0]!));
+  for (const d of levels) {
+    try {
+      mkdirSync(d, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fsProblem(e, what, d, 'set SPARKCTL_STATE_DIR to a writable folder');
+    }
+    const st = lstatSync(d);
+    if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`${what} ${d}: is not a plain folder (a link?)`, [`remove ${d}; sparkctl creates it`]);
+    if (typeof process.getuid === 'function' && st.uid !== process.getuid()) throw new UsageError(`${what} ${d}: belongs to uid ${st.uid}, not to this user`, [`remove ${d}; sparkctl creates it`]);
+    if ((d === dir || o.allPrivate) && (st.mode & 0o777) !== 0o700) chmodSync(d, 0o700);
   }
 }

@@ -8,11 +8,9 @@
 // vLLM keeps the variable out of its compile cache's key (envs.py compile_factors' ignored list), so a
 // restart's cache is not touched by it. A container has a temp folder of its own (gone with the
 // container); a node's rank keeps vLLM's default. A profile that sets the variable keeps its own.
-import { lstatSync, mkdirSync, readdirSync, rmdirSync, unlinkSync, chmodSync, type Stats } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { lstatIfAny } from '../../util/atomic.js';
-import { fsProblem } from '../../util/dirs.js';
-import { UsageError } from '../../errors.js';
+import { lstatSync, readdirSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ensurePrivateDir } from '../../util/dirs.js';
 import type { ReplicaRun } from './runtime.js';
 import { netUnix, unixListeners } from './replica-socket.js';
 
@@ -40,31 +38,13 @@ function plainOurs(st: Stats): boolean {
   return !st.isSymbolicLink() && st.isDirectory() && (typeof process.getuid !== 'function' || st.uid === process.getuid());
 }
 
-/** A plain folder of this user's, 0700; else the start is refused naming it (sparkctl never writes through a link). */
-function checkOurs(dir: string): void {
-  const st = lstatSync(dir);
-  if (!plainOurs(st))
-    throw new UsageError(`IPC folder ${dir}: is not a plain folder of this user's (${st.isSymbolicLink() ? 'a link' : st.isDirectory() ? `uid ${st.uid}` : 'not a folder'})`, [
-      `remove ${dir}; sparkctl creates it`,
-    ]);
-  if ((st.mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
-}
-
 /**
- * Before a launch: <state>/ipc and the replica's folder made (0700) where missing, each checked a
- * plain folder of ours before anything goes in it (never made through a link), and the sockets a
- * gone replica of the same name left removed.
+ * Before a launch: <state>/ipc and the replica's folder made 0700 where missing, each checked a plain
+ * folder of ours before anything goes in it (never made through a link), and the sockets a gone
+ * replica of the same name left removed.
  */
 export function prepareIpcFolder(dir: string): void {
-  for (const d of [dirname(dir), dir]) {
-    if (!lstatIfAny(d))
-      try {
-        mkdirSync(d, { mode: 0o700 });
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw fsProblem(e, 'IPC folder', d, 'set SPARKCTL_STATE_DIR to a writable folder');
-      }
-    checkOurs(d);
-  }
+  ensurePrivateDir(dir, 'IPC folder', { parents: 1, allPrivate: true });
   clearSockets(dir);
 }
 

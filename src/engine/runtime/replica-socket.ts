@@ -7,24 +7,18 @@
 // Who holds a socket is proven as for a port (socket-owner.ts): the inode listening at the path in
 // /proc/net/unix, among the open files of our process group. A path where something else listens, or
 // that is not a socket, is never removed: the start is refused with the path and the fix.
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { lstatSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { UsageError } from '../../errors.js';
 import { readTextOrNullSync } from '../../util/read.js';
 import { lstatIfAny } from '../../util/atomic.js';
 import { socketInodesOfPid } from './socket-owner.js';
+import { ensurePrivateDir } from '../../util/dirs.js';
 
 /** The folder of replica sockets (and its parent, <state>/router): made 0700 where missing; refused when a link or not this user's. */
 export function ensureSocketDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const d of [dirname(dir), dir]) {
-    const st = lstatSync(d);
-    if (st.isSymbolicLink() || !st.isDirectory()) throw new UsageError(`router folder ${d}: is not a plain folder (a link?)`, [`remove ${d}; sparkctl creates it`]);
-    if (typeof process.getuid === 'function' && st.uid !== process.getuid())
-      throw new UsageError(`router folder ${d}: belongs to uid ${st.uid}, not to this user`, [`remove ${d}; sparkctl creates it`]);
-  }
   // the replicas' own folder: nobody else may even look up a socket's name in it
-  if ((lstatSync(dir).mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+  ensurePrivateDir(dir, 'router folder', { parents: 1 });
 }
 
 /**
